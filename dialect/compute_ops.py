@@ -1,0 +1,173 @@
+"""Compute ops in destination-passing style: each writes into its ``output`` buffer operand
+and returns nothing.
+
+    "hir.set"(%in, %out) : (memref<8x64xf32>, memref<8x64xf32>) -> ()
+    "hir.binary"(%a, %b, %out) {kind = "add"} : (...) -> ()
+    "hir.reduction"(%in, %out) {kind = "sum", axes = array<i64: 1>} : (memref<8x64xf32>, memref<8xf32>) -> ()
+    "hir.matmul"(%a, %b, %out) : (memref<8x16xf32>, memref<16x4xf32>, memref<8x4xf32>) -> ()
+    "hir.linear"(%x, %w, %out, %bias) : (memref<8x16xf32>, memref<4x16xf32>, memref<8x4xf32>, memref<4xf32>) -> ()
+
+Program-level annotation: ``stream_axis = N : i64`` on a compute op marks axis N of its
+output stream-parallel (nvFuser ParallelType::Stream); hir-stream-lowering consumes it.
+
+Kernel segments (nvFuser PostOnStream(HostUnit)) are ``func.call``s of a ``func.func``
+carrying the unit attribute ``hir.kernel``; the interpreter runs its body as one unit.
+"""
+
+
+from typing import Any, Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import ext
+
+from hir.dialect.base import (
+    DYNAMIC,
+    HirOp,
+    check_axis,
+    check_same_element_type,
+    check_shape,
+    dims_match,
+    fail,
+    fmt_shape,
+    i64_array_attr,
+    int_attr,
+    memref_type,
+    str_attr,
+)
+
+KERNEL_ATTR = "hir.kernel"
+STREAM_AXIS_ATTR = "stream_axis"
+BINARY_KINDS = ("add", "sub", "mul", "div", "max", "min")
+REDUCTION_KINDS = ("sum", "prod", "max", "min")
+
+
+def broadcast_shape(a: list[int], b: list[int], what: str) -> list[int]:
+    """NumPy broadcasting of two static-or-dynamic shapes."""
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x == 1:
+            out.append(y)
+        elif y == 1 or dims_match(x, y):
+            out.append(x if x != DYNAMIC else y)
+        else:
+            fail(f"{what}: shapes {fmt_shape(a)} and {fmt_shape(b)} do not broadcast")
+    return out[::-1]
+
+
+def matmul_shape(a: list[int], b: list[int]) -> list[int]:
+    """torch.matmul's result shape for operands of rank >= 2."""
+    if len(a) < 2 or len(b) < 2:
+        fail(f"operands must have rank >= 2, got {fmt_shape(a)} and {fmt_shape(b)}")
+    if not dims_match(a[-1], b[-2]):
+        fail(f"contraction mismatch: a is {fmt_shape(a)}, b is {fmt_shape(b)} (K {a[-1]} vs {b[-2]})")
+    batch = broadcast_shape(a[:-2], b[:-2], "batch dimensions")
+    return batch + [a[-2], b[-1]]
+
+
+def reduced_shape(shape: list[int], axes: list[int]) -> list[int]:
+    return [d for i, d in enumerate(shape) if i not in axes]
+
+
+class ComputeOp(HirOp):
+    """Shared check: element types agree, the optional stream axis is in range."""
+
+    def check(self) -> None:
+        self.out_type = memref_type(self.output, "output")
+        for name in self.operand_names:
+            check_same_element_type(memref_type(getattr(self, name), name), self.out_type, name, "output")
+        axis = int_attr(self, STREAM_AXIS_ATTR, required=False)
+        if axis is not None:
+            check_axis(axis, self.out_type.rank, STREAM_AXIS_ATTR)
+        self.check_compute()
+
+    operand_names = ()  # operands that must share the output element type
+
+    def check_compute(self) -> None:  # pragma: no cover - overridden
+        pass
+
+    def shape(self, name: str) -> list[int]:
+        return list(memref_type(getattr(self, name), name).shape)
+
+
+class SetOp(ComputeOp, name="set"):
+    """``output.copy_(input)``; a set whose input and output shardings differ is a
+    resharding that hir-convert-to-communication lowers."""
+
+    input: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    operand_names = ("input",)
+
+    def check_compute(self) -> None:
+        check_shape(self.shape("output"), self.shape("input"), "output")
+
+
+class BinaryOp(ComputeOp, name="binary"):
+    """``output = lhs <kind> rhs`` with NumPy broadcasting to the output shape."""
+
+    lhs: ext.Operand[ir.MemRefType]
+    rhs: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    kind: ir.StringAttr
+    operand_names = ("lhs", "rhs")
+
+    def check_compute(self) -> None:
+        str_attr(self, "kind", BINARY_KINDS)
+        check_shape(self.shape("output"), broadcast_shape(self.shape("lhs"), self.shape("rhs"), "operands"), "output")
+
+
+class ReductionOp(ComputeOp, name="reduction"):
+    """``output = input.<kind>(axes)`` (the reduced axes are dropped)."""
+
+    input: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    kind: ir.StringAttr
+    axes: Any
+    operand_names = ("input",)
+
+    def check_compute(self) -> None:
+        str_attr(self, "kind", REDUCTION_KINDS)
+        axes = i64_array_attr(self, "axes")
+        rank = len(self.shape("input"))
+        if not axes:
+            fail("axes must not be empty")
+        if len(set(axes)) != len(axes):
+            fail(f"axes {axes} has duplicates")
+        for axis in axes:
+            check_axis(axis, rank, "reduction axis")
+        check_shape(self.shape("output"), reduced_shape(self.shape("input"), axes), "output")
+
+
+class MatmulOp(ComputeOp, name="matmul"):
+    """``torch.matmul(a, b, out=output)`` for operands of rank >= 2 (batch dims broadcast)."""
+
+    a: ext.Operand[ir.MemRefType]
+    b: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    operand_names = ("a", "b")
+
+    def check_compute(self) -> None:
+        check_shape(self.shape("output"), matmul_shape(self.shape("a"), self.shape("b")), "output")
+
+
+class LinearOp(ComputeOp, name="linear"):
+    """``torch.nn.functional.linear(input, weight, bias)`` into ``output``:
+    input [..., K], weight [N, K], bias [N] (optional, last operand), output [..., N]."""
+
+    input: ext.Operand[ir.MemRefType]
+    weight: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    bias: Optional[ext.Operand[ir.MemRefType]] = None
+    operand_names = ("input", "weight")
+
+    def check_compute(self) -> None:
+        x, w = self.shape("input"), self.shape("weight")
+        if len(x) < 1 or len(w) != 2:
+            fail(f"input must have rank >= 1 and weight rank 2, got {fmt_shape(x)} and {fmt_shape(w)}")
+        if not dims_match(x[-1], w[1]):
+            fail(f"input features {x[-1]} do not match weight {fmt_shape(w)} (expected [N, {x[-1]}])")
+        check_shape(self.shape("output"), x[:-1] + [w[0]], "output")
+        if self.bias is not None:
+            check_same_element_type(memref_type(self.bias, "bias"), self.out_type, "bias", "output")
+            check_shape(self.shape("bias"), [w[0]], "bias")

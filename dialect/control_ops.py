@@ -1,0 +1,57 @@
+"""``hir.for``: an index loop with a body region; the stream loop of lowered programs.
+
+    "hir.for"(%lb, %ub, %step) ({
+    ^bb0(%i: index):
+      ...
+      "hir.yield"() : () -> ()
+    }) : (index, index, index) -> ()
+"""
+
+
+from torch_mlir import ir
+from torch_mlir.dialects import ext
+
+from hir.dialect.base import HirOp, fail
+
+
+class ForOp(HirOp, name="for"):
+    """``for i in range(lb, ub, step)``; ``step`` must be positive at run time."""
+
+    lower_bound: ext.Operand[ir.IndexType]
+    upper_bound: ext.Operand[ir.IndexType]
+    step: ext.Operand[ir.IndexType]
+    body: ext.Region
+
+    def check(self) -> None:
+        blocks = list(self.body.blocks)
+        if len(blocks) != 1:
+            fail(f"body must have exactly one block, has {len(blocks)}")
+        args = list(blocks[0].arguments)
+        if len(args) != 1 or not isinstance(args[0].type, ir.IndexType):
+            fail("body block must have exactly one argument, the index (of type index)")
+        ops = list(blocks[0].operations)
+        if not ops or ops[-1].operation.name != "hir.yield":
+            fail("body must end with 'hir.yield'")
+
+    @property
+    def induction_variable(self) -> ir.Value:
+        return self.body.blocks[0].arguments[0]
+
+    @classmethod
+    def build(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, *, loc=None, ip=None) -> "ForOp":
+        """Create the loop with its block and terminator; insert the body before
+        ``op.body.blocks[0].operations[-1]`` (the yield)."""
+        op = cls(lower_bound, upper_bound, step, loc=loc, ip=ip)
+        block = op.body.blocks.append(ir.IndexType.get())
+        with ir.InsertionPoint(block):
+            YieldOp()
+        return op
+
+
+class YieldOp(HirOp, name="yield", traits=[ir.IsTerminatorTrait]):
+    """Terminates a ``hir.for`` body."""
+
+    def check(self) -> None:
+        parent = self.operation.parent
+        if parent is None or parent.name != "hir.for":
+            fail(f"expects parent op 'hir.for', got '{parent.name if parent else None}'")

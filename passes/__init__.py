@@ -1,0 +1,21 @@
+"""hir passes: one per file, registered by name in :data:`REGISTRY` (see ``base.py``), run
+by :func:`run_pipeline` from textual pipelines that mix in upstream MLIR passes."""
+
+from hir.passes.base import REGISTRY, ModulePass, PassFailure, disabled, is_disabled, register_pass
+from hir.passes.pipeline import PIPELINES, Instrumentation, parse_pipeline, run_pipeline
+
+# Importing a pass module registers its pass.
+from hir.passes import _all  # noqa: F401,E402
+
+__all__ = [
+    "REGISTRY",
+    "PIPELINES",
+    "ModulePass",
+    "PassFailure",
+    "Instrumentation",
+    "disabled",
+    "is_disabled",
+    "parse_pipeline",
+    "register_pass",
+    "run_pipeline",
+]

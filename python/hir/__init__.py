@@ -1,0 +1,29 @@
+"""hir: a host IR for multi-stream, multi-GPU tensor programs.
+
+Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on first use):
+
+    module = hir.parse(text)                      # parse + verify
+    hir.lower(module, pipeline="hir-lower")       # run passes in place
+    outputs = hir.run(module, [x, y])             # execute with torch
+"""
+
+from typing import Any, Optional
+
+from hir.core import HirError, new_context, parse
+
+__all__ = ["HirError", "new_context", "parse", "lower", "run"]
+
+
+def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
+    """Run a textual pass pipeline on ``module`` in place and return it. Keyword options
+    (``print_after_all``, ``print_before_all``, ``timing``, ``out``) as in hir-opt."""
+    from hir.passes import Instrumentation, run_pipeline
+
+    return run_pipeline(module, pipeline, Instrumentation(**instrumentation), source_name)
+
+
+def run(module, inputs, **options: Any):
+    """Execute ``module``'s entry function with torch (see :mod:`hir.interpreter`)."""
+    from hir.interpreter import run as _run
+
+    return _run(module, inputs, **options)

@@ -1,0 +1,1 @@
+"""Torch-backed interpreter of hir modules."""
