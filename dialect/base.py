@@ -191,4 +191,7 @@ class HirOp(HirDialect.Operation):
         except VerifyError as err:
             self.location.emit_error(f"'{self.operation.name}' op {err}")
             return False
+        except Exception as err:  # a verifier bug must not take the process down
+            self.location.emit_error(f"'{self.operation.name}' op verifier raised {type(err).__name__}: {err}")
+            return False
         return True

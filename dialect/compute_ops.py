@@ -32,6 +32,7 @@ from hir.dialect.base import (
     i64_array_attr,
     int_attr,
     memref_type,
+    sharding_of,
     str_attr,
 )
 
@@ -75,8 +76,11 @@ class ComputeOp(HirOp):
 
     def check(self) -> None:
         self.out_type = memref_type(self.output, "output")
+        sharding_of(self.out_type, "output")
         for name in self.operand_names:
-            check_same_element_type(memref_type(getattr(self, name), name), self.out_type, name, "output")
+            operand_type = memref_type(getattr(self, name), name)
+            sharding_of(operand_type, name)
+            check_same_element_type(operand_type, self.out_type, name, "output")
         axis = int_attr(self, STREAM_AXIS_ATTR, required=False)
         if axis is not None:
             check_axis(axis, self.out_type.rank, STREAM_AXIS_ATTR)

@@ -27,7 +27,8 @@ def select_type(source: ir.MemRefType, axis: int) -> ir.MemRefType:
             fail(f"axis {axis} is split over the device mesh; select a non-sharded axis")
         shard_axis = sharding.axis if sharding.axis is None or sharding.axis < axis else sharding.axis - 1
         space = Sharding(sharding.mesh, shard_axis).attr()
-    return ir.MemRefType.get(shape, source.element_type, layout=layout, memory_space=space)
+    # MemRefType.get reports bad parameters at a location; none is current in a verifier.
+    return ir.MemRefType.get(shape, source.element_type, layout=layout, memory_space=space, loc=ir.Location.unknown())
 
 
 class AliasSelectOp(HirOp, name="alias_select"):

@@ -6,10 +6,13 @@ pipeline itself, runs hir passes directly and hands each run of consecutive upst
 elements to one PassManager. It also implements IR printing around passes and timing.
 """
 
+import os
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Optional, TextIO
+from typing import Iterator, Optional, TextIO
 
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
@@ -90,17 +93,43 @@ def parse_pipeline(text: str) -> list[Element]:
             options = _parse_options(name, rest[:-1]) if rest else {}
             elements.append(Element(item, REGISTRY[name].from_options(options)))
         else:
+            _upstream_pm([item])  # validate now: a typo fails before any pass runs
             elements.append(Element(item))
     return elements
 
 
+@contextmanager
+def _captured_fd2() -> Iterator[list[str]]:
+    """MLIR's pipeline parser writes its diagnostics straight to file descriptor 2; capture
+    them so they can be reported once, in our format."""
+    captured: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            captured.append(tmp.read().decode(errors="replace"))
+
+
 def _upstream_pm(texts: list[str]) -> PassManager:
     pipeline = f"builtin.module({','.join(texts)})"
-    try:
-        return PassManager.parse(pipeline)
-    except ValueError as err:
-        names = ", ".join(texts)
-        raise HirError(f"error: cannot build pipeline element(s) '{names}': {err}") from None
+    context = ir.Context.current or ir.Context()
+    error = None
+    with _captured_fd2() as captured:
+        try:
+            return PassManager.parse(pipeline, context=context)
+        except ValueError as err:
+            error = str(err)
+    if error is not None:
+        text = error + "\n" + "".join(captured)
+        detail = " ".join(line.strip(" :") for line in text.splitlines() if "error:" in line or "option" in line)
+        detail = detail.replace("MLIR Textual PassPipeline Parser:1:1: error: ", "")
+        raise ValueError(f"invalid pipeline element '{','.join(texts)}': {detail or 'rejected by MLIR'} (see hir-opt --list-passes)")
 
 
 def run_pipeline(

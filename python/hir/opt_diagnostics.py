@@ -1,0 +1,73 @@
+"""``--verify-diagnostics`` for hir-opt, after mlir-opt's: comments such as
+
+    // expected-error @+1 {{must not be empty}}
+    // expected-error @below {{...}}   // @above, @-2, or none: the comment's own line
+
+must each match (substring) a produced diagnostic of that severity on that line, and every
+produced error must be expected."""
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+_DIAG = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note|remark): (?P<msg>.*)$")
+_EXPECT = re.compile(r"expected-(?P<sev>error|warning|note|remark)\s*(?:@(?P<where>[+-]\d+|above|below))?\s*\{\{(?P<msg>.*?)\}\}")
+
+
+@dataclass
+class Diagnostic:
+    line: Optional[int]
+    severity: str
+    message: str
+    text: str
+
+
+def parse_diagnostics(text: str) -> list[Diagnostic]:
+    """Split formatted ``file:line:col: severity: message`` lines into diagnostics
+    (continuation lines belong to the previous one)."""
+    diags: list[Diagnostic] = []
+    for raw in text.splitlines():
+        m = _DIAG.match(raw)
+        if m:
+            diags.append(Diagnostic(int(m["line"]), m["sev"], m["msg"], raw))
+        elif diags:
+            diags[-1].message += "\n" + raw
+            diags[-1].text += "\n" + raw
+        else:
+            kind = "error" if "error" in raw else "note"
+            diags.append(Diagnostic(None, kind, raw, raw))
+    return diags
+
+
+def _expectations(chunk: str) -> list[tuple[int, str, str]]:
+    lines = chunk.split("\n")
+    out = []
+    for number, line in enumerate(lines, start=1):
+        for m in _EXPECT.finditer(line):
+            where = m["where"]
+            if where is None:
+                target = number
+            elif where == "above":
+                target = number - 1
+            elif where == "below":
+                target = number + 1
+            else:
+                target = number + int(where)
+            out.append((target, m["sev"], m["msg"]))
+    return out
+
+
+def check_expected(chunk: str, produced: list[Diagnostic], source: str) -> list[str]:
+    """Problems (formatted as errors) with the produced diagnostics of one chunk."""
+    remaining = list(produced)
+    problems = []
+    for line, severity, message in _expectations(chunk):
+        match = next((d for d in remaining if d.line == line and d.severity == severity and message in d.message), None)
+        if match is None:
+            problems.append(f"{source}:{line}: error: expected {severity} \"{message}\" was not produced")
+        else:
+            remaining.remove(match)
+    for diag in remaining:
+        if diag.severity in ("error", "warning"):
+            problems.append(f"{diag.text}\n{source}:{diag.line}: error: unexpected {diag.severity} (no expected-{diag.severity} comment)")
+    return problems

@@ -1,0 +1,30 @@
+// IR printing around passes, timing, the pass list and the IRDL dump.
+// RUN: hir-opt %s --pass-pipeline='builtin.module(canonicalize,cse)' --mlir-print-ir-before-all --mlir-print-ir-after-all 2>&1 >/dev/null | FileCheck --check-prefix=PRINT %s
+// PRINT: // -----// IR Dump Before canonicalize //----- //
+// PRINT: // -----// IR Dump After canonicalize //----- //
+// PRINT: // -----// IR Dump Before cse //----- //
+// PRINT: // -----// IR Dump After cse //----- //
+
+// RUN: hir-opt %s --pass-pipeline='builtin.module(canonicalize)' --mlir-timing 2>&1 >/dev/null | FileCheck --check-prefix=TIME %s
+// TIME: Execution time report
+// TIME: Total Execution Time:
+// TIME: canonicalize
+
+// RUN: hir-opt --list-passes | FileCheck --check-prefix=LIST %s
+// LIST: hir passes:
+// LIST: pipelines:
+// LIST: hir-lower
+
+// RUN: hir-opt --emit-irdl | FileCheck --check-prefix=IRDL %s
+// IRDL: irdl.dialect @hir
+// IRDL: irdl.type @stream
+// IRDL: irdl.attribute @shard
+// IRDL: irdl.operation @alias_select
+// IRDL: irdl.operation @allgather
+
+// RUN: hir-opt %s --mlir-print-debuginfo | FileCheck --check-prefix=LOC %s
+// LOC: loc(
+
+func.func @f() {
+  return
+}
