@@ -187,7 +187,9 @@ class HirOp(HirDialect.Operation):
 
     def verify_invariants(self) -> bool:
         try:
-            self.check()
+            # Verification can run with no context entered (op.verify()); checks build attrs.
+            with self.operation.context:
+                self.check()
         except VerifyError as err:
             self.location.emit_error(f"'{self.operation.name}' op {err}")
             return False
