@@ -1,0 +1,178 @@
+"""``hir-stream-lowering``: every op carrying ``stream_axis = k`` (axis k of its output is
+stream-parallel, nvFuser's ParallelType::Stream) becomes the seed 001/003 loop structure:
+the full output stays allocated before the loop, the user stream is saved, a separate loop
+syncs each pool stream with it, and the work loop runs the op on ``hir.alias_select`` slices
+(index ``%i`` along the mapped axis of each operand that has it) on pool stream ``%i``.
+Collectives (from hir-convert-to-communication) run per slice with their ``hir.wait``.
+
+Before::
+
+    %out = memref.alloc(%d) : memref<?x8xf32>
+    "hir.set"(%in, %out) {stream_axis = 0 : i64} : (memref<?x8xf32>, memref<?x8xf32>) -> ()
+
+After::
+
+    %out = memref.alloc(%d) : memref<?x8xf32>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = memref.dim %out, %c0 : memref<?x8xf32>
+    %user = "hir.get_current_stream"() : () -> !hir.stream
+    "hir.for"(%c0, %n, %c1) ({ ^bb0(%i: index):       // initial sync loop
+      %s = "hir.get_stream"(%i) ; "hir.set_current_stream"(%s) ; "hir.synchronize"(%user)
+      "hir.yield"() : () -> () }) : (index, index, index) -> ()
+    "hir.for"(%c0, %n, %c1) ({ ^bb0(%i: index):       // work loop
+      %s = "hir.get_stream"(%i) ; "hir.set_current_stream"(%s)
+      %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+      %b = "hir.alias_select"(%out, %i) {axis = 0 : i64} : (...) -> memref<8xf32, strided<[1], offset: ?>>
+      "hir.set"(%a, %b) : (...) -> ()
+      "hir.set_current_stream"(%user) ; "hir.synchronize"(%s)
+      "hir.yield"() : () -> () }) : (index, index, index) -> ()
+
+The stream axis maps through set, binary (broadcast operands are not sliced, or read at index
+0 where their extent is 1), reduction (kept axes; ``axes`` renumbered), matmul (batch axes;
+M when B is 2-D and A has batch axes) and linear (all but the last axis). Errors: stream
+axes on program inputs or on split axes, nested stream parallelism, unsupported ops, and the
+matmul/linear axes whose slice would need a 1-D operand (alias_select drops the axis).
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from torch_mlir import ir
+
+from hir.dialect.base import VerifyError, sharding_of
+from hir.dialect.compute_ops import STREAM_AXIS_ATTR
+from hir.dialect.view_ops import AliasSelectOp
+from hir.passes import _stream_loops
+from hir.passes._axes import is_broadcast_axis, operand_axis, output_index
+from hir.passes._ir import (
+    COLLECTIVE_OPS,
+    COMPUTE_OPS,
+    FUNC_ARG_STREAM_ATTRS,
+    fail,
+    func_ops,
+    get_i64_array,
+    get_int,
+    i64_attr,
+    stream_axis,
+)
+from hir.passes.base import ModulePass, PassFailure, register_pass
+
+_REDUCED_AXIS_ATTRS = ("axis", "scatter_axis")  # collective attributes in input coordinates
+
+
+@register_pass
+@dataclass
+class StreamLowering(ModulePass):
+    name = "hir-stream-lowering"
+    description = "Lower stream-parallel ops to hir.for stream loops over alias_select slices (seeds 001/003)."
+
+    def run(self, module: ir.Module) -> None:
+        for func in func_ops(module):
+            _check_inputs(func)
+            body = func.regions[0].blocks[0]
+            todo = []
+            for op in body.operations:
+                op = op.operation
+                if STREAM_AXIS_ATTR in op.attributes:
+                    todo.append(op)
+                elif op.regions:
+                    _reject_nested(op)
+            arguments = set(body.arguments)
+            for op in todo:
+                _lower(op, arguments)
+
+
+def _check_inputs(func: ir.Operation) -> None:
+    if "arg_attrs" not in func.attributes:
+        return
+    for index, attrs in enumerate(ir.ArrayAttr(func.attributes["arg_attrs"])):
+        attrs = ir.DictAttr(attrs)
+        for key in FUNC_ARG_STREAM_ATTRS:
+            if key in attrs:
+                raise PassFailure(f"program input #{index} is stream-parallel ('{key}'); nvFuser does not stream-parallelize fusion inputs: stream a copy of it instead", func.location)
+
+
+def _reject_nested(op: ir.Operation) -> None:
+    for nested in op.regions:
+        for block in nested.blocks:
+            for inner in block.operations:
+                inner = inner.operation
+                if STREAM_AXIS_ATTR in inner.attributes:
+                    raise fail(inner, "is stream-parallel inside a region; nested stream parallelism is not supported")
+                if inner.regions:
+                    _reject_nested(inner)
+
+
+@dataclass
+class _Slice:
+    index: int  # operand number
+    axis: int  # operand axis selected
+    broadcast: bool  # read index 0 (extent-1 broadcast axis) instead of the stream index
+
+
+def _slices(op: ir.Operation, k: int) -> list[_Slice]:
+    """Which operands to slice, along which axis; fails where slicing is not expressible."""
+    out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
+    if op.name == "hir.matmul":
+        batch = out_rank - 2
+        rank_a, rank_b = (ir.MemRefType(op.operands[i].type).rank for i in (0, 1))
+        if k == batch + 1 or (k == batch and (rank_b != 2 or rank_a < 3)):
+            axis_name = "N" if k == batch + 1 else "M"
+            raise fail(op, f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slice would need a 1-D or keep-dim operand that hir.alias_select cannot express (stream a batch axis, or M with a 2-D B and a batched A)")
+    if op.name == "hir.linear" and k == out_rank - 1:
+        raise fail(op, f"has stream axis {k}, the N axis of hir.linear; slicing the weight leaves a 1-D weight, which hir.linear does not accept")
+    slices = []
+    for index, operand in enumerate(op.operands):
+        if not isinstance(operand.type, ir.MemRefType):
+            continue
+        axis = operand_axis(op, index, k)
+        if axis is None:
+            continue
+        try:
+            sharding = sharding_of(operand, f"operand #{index}")
+        except VerifyError as err:
+            raise fail(op, str(err)) from None
+        if sharding is not None and sharding.axis == axis:
+            raise fail(op, f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel")
+        slices.append(_Slice(index, axis, is_broadcast_axis(op, index, axis, k)))
+    return slices
+
+
+def _lower(op: ir.Operation, arguments: set) -> None:
+    name = op.name
+    k = stream_axis(op)
+    if name not in COMPUTE_OPS and name not in COLLECTIVE_OPS:
+        raise fail(op, f"carries stream_axis = {k}, but hir-stream-lowering only handles {', '.join(COMPUTE_OPS + COLLECTIVE_OPS)}")
+    out = op.operands[output_index(op)]
+    if out in arguments:
+        raise fail(op, "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program")
+    slices = _slices(op, k)
+    in_axis = operand_axis(op, 0, k)  # before the op's operands change
+    waits = [use.owner.operation for use in op.results[0].uses] if op.results else []
+    loc = op.location
+    with ir.InsertionPoint(op), loc:
+        loop = _stream_loops.build(out, k, loc)
+    with ir.InsertionPoint(loop.epilogue), loc:
+        for s in slices:
+            view = AliasSelectOp.build(op.operands[s.index], loop.zero if s.broadcast else loop.iv, s.axis, loc=loc)
+            op.operands[s.index] = view.result
+    op.move_before(loop.epilogue)
+    for wait in waits:
+        wait.move_before(loop.epilogue)
+    del op.attributes[STREAM_AXIS_ATTR]
+    _renumber_axes(op, in_axis)
+
+
+def _renumber_axes(op: ir.Operation, removed: Optional[int]) -> None:
+    """Attributes naming input axes shift down past the sliced-away axis."""
+    if removed is None:
+        return
+    if op.name == "hir.reduction":
+        axes = get_i64_array(op, "axes")
+        op.attributes["axes"] = ir.DenseI64ArrayAttr.get([a - (1 if a > removed else 0) for a in axes])
+        return
+    for attr in _REDUCED_AXIS_ATTRS:
+        value = get_int(op, attr)
+        if value is not None and op.name in COLLECTIVE_OPS:
+            op.attributes[attr] = i64_attr(value - (1 if value > removed else 0))
