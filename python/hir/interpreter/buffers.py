@@ -1,0 +1,89 @@
+"""Static facts about buffers, computed once at compile time: the torch dtype of an element
+type, a buffer's sharding, whether this rank holds it, and its local (per-rank) shape."""
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+from torch_mlir import ir
+
+from hir.dialect.base import DYNAMIC, Sharding, local_shape, sharding_of
+
+_DTYPES = {
+    "f64": torch.float64,
+    "f32": torch.float32,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "i1": torch.bool,
+    "i8": torch.int8,
+    "ui8": torch.uint8,
+    "i16": torch.int16,
+    "i32": torch.int32,
+    "i64": torch.int64,
+    "index": torch.int64,
+}
+
+DTYPE_NAMES = {dtype: name for name, dtype in _DTYPES.items() if name != "index"}
+
+
+def torch_dtype(element_type: ir.Type) -> torch.dtype:
+    """The torch dtype of an MLIR element type; ``ValueError`` names unsupported ones."""
+    try:
+        return _DTYPES[str(element_type)]
+    except KeyError:
+        raise ValueError(f"element type {element_type} has no torch dtype (supported: {', '.join(_DTYPES)})") from None
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """A memref type as the interpreter sees it on one rank."""
+
+    shape: tuple[int, ...]  # global logical shape; DYNAMIC for '?'
+    dtype: torch.dtype
+    sharding: Optional[Sharding]
+    held: bool  # False when the buffer's mesh excludes this rank (ops on it are skipped)
+    contiguous: bool  # identity layout: a dense row-major buffer
+
+    @property
+    def parts(self) -> int:
+        """How many shards the split axis is cut into (1 when not split)."""
+        s = self.sharding
+        return 1 if s is None or s.axis is None else len(s.mesh)
+
+    @property
+    def split_axis(self) -> Optional[int]:
+        return None if self.sharding is None else self.sharding.axis
+
+    def local(self, shape: Sequence[int]) -> list[int]:
+        """The local shape of a buffer whose global shape is ``shape`` (dynamic dims filled)."""
+        return local_shape(shape, self.sharding)
+
+    def local_static(self) -> list[int]:
+        """The local shape with DYNAMIC kept where the global extent is dynamic."""
+        return local_shape(self.shape, self.sharding)
+
+    def mesh_position(self, rank: int) -> int:
+        """This rank's shard index along the split axis."""
+        return self.sharding.mesh.index(rank)
+
+
+def buffer_spec(t: ir.Type, rank: int) -> BufferSpec:
+    """Describe memref type ``t`` for ``rank``."""
+    mt = ir.MemRefType(t)
+    sharding = sharding_of(mt)
+    held = sharding is None or rank in sharding.mesh
+    contiguous = _is_identity(mt)
+    return BufferSpec(tuple(mt.shape), torch_dtype(mt.element_type), sharding, held, contiguous)
+
+
+def _is_identity(mt: ir.MemRefType) -> bool:
+    layout = mt.layout
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mt.rank)
+
+
+def is_memref(t: ir.Type) -> bool:
+    return isinstance(t, ir.MemRefType) or str(t).startswith("memref<")
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    return "[" + ", ".join("?" if d == DYNAMIC else str(d) for d in shape) + "]"

@@ -1,0 +1,121 @@
+"""Compute ops in destination-passing style, each one torch call writing into its output
+(``out=`` or ``copy_``). The ``stream_axis`` annotation needs no run-time work: an op not yet
+stream-lowered simply computes its whole output on the current stream."""
+
+from typing import Callable, Optional
+
+import torch
+from torch_mlir import ir
+
+from hir.interpreter.plan import Compiler, Step, handles
+
+_FLOAT_BINARY: dict[str, Callable] = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "max": torch.maximum,
+    "min": torch.minimum,
+}
+
+
+@handles("hir.set")
+def set_op(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    src, dst = c.uses(op)
+
+    def set_step(env: list) -> None:
+        env[dst].copy_(env[src])
+
+    return set_step
+
+
+@handles("hir.binary")
+def binary(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    a, b, o = c.uses(op)
+    kind = c.str_attr(op, "kind")
+    dtype = c.spec(op.operation.operands[2]).dtype
+    if kind == "div" and not dtype.is_floating_point:
+        # Integer division follows arith.divsi (toward zero); torch.div would produce floats.
+        def int_div(env: list) -> None:
+            torch.div(env[a], env[b], rounding_mode="trunc", out=env[o])
+
+        return int_div
+    fn = _FLOAT_BINARY[kind]
+
+    def binary_step(env: list) -> None:
+        fn(env[a], env[b], out=env[o])
+
+    return binary_step
+
+
+@handles("hir.reduction")
+def reduction(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    src, dst = c.uses(op)
+    kind = c.str_attr(op, "kind")
+    axes = c.i64_array(op, "axes")
+    dims = tuple(axes)
+    if kind == "prod" and len(axes) > 1:
+        # torch.prod reduces one axis at a time; reduce the highest axes first so the
+        # remaining axis numbers stay valid, then write the result once.
+        order = sorted(axes, reverse=True)
+
+        def prod_many(env: list) -> None:
+            t = env[src]
+            for axis in order:
+                t = torch.prod(t, axis)
+            env[dst].copy_(t)
+
+        return prod_many
+    if kind == "prod":
+        (axis,) = axes
+
+        def prod_one(env: list) -> None:
+            torch.prod(env[src], axis, out=env[dst])
+
+        return prod_one
+    fn = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[kind]
+
+    def reduce_step(env: list) -> None:
+        fn(env[src], dims, out=env[dst])
+
+    return reduce_step
+
+
+@handles("hir.matmul")
+def matmul(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    a, b, o = c.uses(op)
+
+    def matmul_step(env: list) -> None:
+        torch.matmul(env[a], env[b], out=env[o])
+
+    return matmul_step
+
+
+@handles("hir.linear")
+def linear(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    """``output = input @ weight.T (+ bias)``; torch's linear has no ``out=``, so this uses
+    addmm / mm for 2-D inputs and matmul (+ add_) for batched ones."""
+    slots = c.uses(op)
+    x, w, o = slots[:3]
+    bias = slots[3] if len(slots) == 4 else None
+    batched = len(c.spec(op.operation.operands[0]).shape) != 2
+    if bias is None:
+        mm = torch.matmul if batched else torch.mm
+
+        def linear_nobias(env: list) -> None:
+            mm(env[x], env[w].t(), out=env[o])
+
+        return linear_nobias
+    if not batched:
+
+        def linear_addmm(env: list) -> None:
+            torch.addmm(env[bias], env[x], env[w].t(), out=env[o])
+
+        return linear_addmm
+
+    def linear_batched(env: list) -> None:
+        out = env[o]
+        torch.matmul(env[x], env[w].t(), out=out)
+        out.add_(env[bias])
+
+    return linear_batched

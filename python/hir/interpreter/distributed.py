@@ -1,0 +1,98 @@
+"""Process-group plumbing: which rank this process is, the default device and backend,
+process-group initialization (from torchrun's / ``hir-run --nproc``'s environment, or a
+single-process group) and the cache of team sub-groups.
+
+``torch.distributed.new_group`` is collective over the whole world, so every rank must create
+the same groups in the same order: :meth:`Communicator.create_groups` is called with the
+teams of a whole module, in op order, when a program is compiled (all ranks compile the same
+module)."""
+
+import datetime
+import os
+from typing import Iterable, Optional
+
+import torch
+import torch.distributed as dist
+
+TIMEOUT_ENV = "HIR_DIST_TIMEOUT"
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def world() -> tuple[int, int]:
+    """(rank, world size) of this process: from an initialized process group, else from the
+    launcher's environment (RANK / WORLD_SIZE), else a single process."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def default_device(device: Optional[str] = None) -> torch.device:
+    """``device`` if given, else $HIR_DEVICE, else cuda when available, else cpu. A bare
+    "cuda" in a multi-process run means this process's GPU (LOCAL_RANK)."""
+    name = device or os.environ.get("HIR_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(name)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("device 'cuda' requested but CUDA is not available")
+        if dev.index is None:
+            dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    return dev
+
+
+def timeout() -> datetime.timedelta:
+    """How long a collective may block before the process group fails it ($HIR_DIST_TIMEOUT
+    seconds), so a dead peer makes every rank fail instead of hanging."""
+    return datetime.timedelta(seconds=float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)))
+
+
+class Communicator:
+    """The process group of the run and its team sub-groups."""
+
+    _groups: dict[tuple[str, tuple[int, ...]], object] = {}  # shared by every program of the process
+
+    def __init__(self, device: torch.device, backend: Optional[str]) -> None:
+        if not (dist.is_available() and dist.is_initialized()):
+            init_process_group(device, backend)
+        self.rank = dist.get_rank()
+        self.world_size = dist.get_world_size()
+        self.backend = str(dist.get_backend())
+        self.device = device
+
+    def create_groups(self, teams: Iterable[tuple[int, ...]]) -> None:
+        """Create (collectively, in the given order) every team's group not cached yet."""
+        for team in teams:
+            self.group(team)
+
+    def group(self, team: Iterable[int]):
+        """The process group of ``team`` (the world group when the team is everyone)."""
+        ranks = tuple(sorted(team))
+        if ranks == tuple(range(self.world_size)):
+            return dist.group.WORLD
+        key = (self.backend, ranks)
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = dist.new_group(list(ranks), timeout=timeout())
+        return group
+
+    def is_gloo(self, group) -> bool:
+        return str(dist.get_backend(group)) == "gloo"
+
+
+def init_process_group(device: torch.device, backend: Optional[str]) -> None:
+    """Initialize the default process group: from the environment when launched with
+    several processes, else a one-process group on an in-memory store."""
+    backend = backend or ("nccl" if device.type == "cuda" else "gloo")
+    rank, size = world()
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if size > 1:
+        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=size, timeout=timeout())
+    else:
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout())
+
+
+def shutdown() -> None:
+    """Destroy the process group (a clean exit without torch's leak warning)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+        Communicator._groups.clear()

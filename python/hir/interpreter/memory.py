@@ -1,0 +1,134 @@
+"""Buffers: ``memref.alloc`` / ``dealloc`` / ``dim`` / ``copy`` and ``hir.alias_select``.
+
+Buffers are typed with their global shape; a rank allocates its local shard. Deallocation
+replaces the buffer (and every view of it) in its slot by a marker, so the last reference
+goes away and torch's allocator really gets the memory back; a later use is reported at the
+using op."""
+
+from typing import Optional
+
+import torch
+from torch_mlir import ir
+
+from hir.core import HirError
+from hir.dialect.base import DYNAMIC
+from hir.interpreter.buffers import fmt_shape
+from hir.interpreter.plan import DEAD, UNSET, Compiler, Step, handles
+
+
+@handles("memref.alloc", "memref.alloca")
+def alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    result = op.operation.results[0]
+    spec = c.spec(result)
+    dtype, device = spec.dtype, c.runtime.device
+    dynamic_axes = [i for i, d in enumerate(spec.shape) if d == DYNAMIC]
+    size_slots = c.uses(op)[: len(dynamic_axes)]
+    out = c.define(result)
+    if not dynamic_axes:
+        shape = spec.local(spec.shape)
+
+        def alloc_static(env: list) -> None:
+            env[out] = torch.empty(shape, dtype=dtype, device=device)
+
+        return alloc_static
+
+    where, parts, split = c.where(op), spec.parts, spec.split_axis
+
+    def alloc_dynamic(env: list) -> None:
+        shape = list(spec.shape)
+        for axis, slot in zip(dynamic_axes, size_slots):
+            shape[axis] = env[slot]
+            if shape[axis] < 0:
+                raise HirError(f"{where}: error: 'memref.alloc' dynamic size of axis {axis} is negative ({shape[axis]})")
+        if split is not None and shape[split] % parts:
+            raise HirError(
+                f"{where}: error: 'memref.alloc' axis {split} of extent {shape[split]} does not split evenly over {parts} devices"
+            )
+        env[out] = torch.empty(spec.local(shape), dtype=dtype, device=device)
+
+    return alloc_dynamic
+
+
+@handles("memref.dealloc")
+def dealloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    buffer = op.operation.operands[0]
+    owner = buffer.owner
+    if not (isinstance(owner, (ir.Operation, ir.OpView)) and owner.name in ("memref.alloc", "memref.alloca")):
+        raise c.error(
+            op,
+            f"deallocates an unknown buffer: {buffer.get_name()} is not the result of memref.alloc "
+            "(function arguments and views belong to someone else)",
+        )
+    slot = c.use(buffer)
+    slots = [slot] + c.aliases(slot)
+    where, name = c.where(op), buffer.get_name()
+
+    def dealloc_step(env: list) -> None:
+        if env[slot] is DEAD:
+            raise HirError(f"{where}: error: 'memref.dealloc' buffer {name} is already deallocated")
+        for s in slots:
+            env[s] = DEAD
+
+    return dealloc_step
+
+
+@handles("memref.dim")
+def dim(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    """The GLOBAL extent (types carry global shapes): a split axis counts every shard."""
+    source, index = op.operation.operands
+    spec = c.spec(source)
+    src, out = c.use(source), c.define(op.operation.results[0])
+    axis = c.constant(index)
+    if axis is not UNSET:
+        if not 0 <= axis < len(spec.shape):
+            raise c.error(op, f"index {axis} is out of range for rank {len(spec.shape)}")
+        if spec.shape[axis] != DYNAMIC:
+            c._template[out] = spec.shape[axis]
+            return None
+        factor = spec.parts if axis == spec.split_axis else 1
+
+        def dim_const(env: list) -> None:
+            env[out] = env[src].shape[axis] * factor
+
+        return dim_const
+    idx, where, parts, split = c.use(index), c.where(op), spec.parts, spec.split_axis
+
+    def dim_dynamic(env: list) -> None:
+        a = env[idx]
+        if not 0 <= a < len(spec.shape):
+            raise HirError(f"{where}: error: 'memref.dim' index {a} is out of range for rank {len(spec.shape)}")
+        env[out] = env[src].shape[a] * (parts if a == split else 1)
+
+    return dim_dynamic
+
+
+@handles("memref.copy")
+def copy(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    src, dst = c.uses(op)
+
+    def copy_step(env: list) -> None:
+        env[dst].copy_(env[src])
+
+    return copy_step
+
+
+@handles("hir.alias_select")
+def alias_select(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    """``input.select(axis, index)``: a view, so writes through it land in the input."""
+    source, index = op.operation.operands
+    axis = c.int_attr(op, "axis")
+    src, idx = c.use(source), c.use(index)
+    out = c.define(op.operation.results[0])
+    c.add_alias(src, out)
+    where, name = c.where(op), source.get_name()
+
+    def select_step(env: list) -> None:
+        t, i = env[src], env[idx]
+        if not 0 <= i < t.shape[axis]:
+            raise HirError(
+                f"{where}: error: 'hir.alias_select' index {i} is out of range for axis {axis} of "
+                f"{name} (local shape {fmt_shape(t.shape)})"
+            )
+        env[out] = t.select(axis, i)
+
+    return select_step

@@ -1,0 +1,248 @@
+"""Compiling a function once into a flat plan: a list of closures ("steps") over a list of
+value slots ("env"). Each op is resolved to its handler, its attributes parsed and its
+operands mapped to slot numbers at compile time, so running a step is one Python call doing
+the torch work and nothing else.
+
+Handlers register with :func:`handles`; a handler receives the :class:`Compiler` and the op
+and returns a step ``step(env) -> None`` (or None when the op has no run-time work).
+Failures inside a step are turned into ``file:line:col: error:`` messages naming the op by
+:func:`run_steps`, which costs nothing until something raises.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+from torch_mlir import ir
+
+from hir.core import HirError, format_location
+from hir.interpreter.buffers import BufferSpec, buffer_spec, is_memref
+
+Step = Callable[[list], None]
+Handler = Callable[["Compiler", ir.OpView], Optional[Step]]
+
+
+class _Marker:
+    """A named sentinel held in a slot instead of a value."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"<{self.what}>"
+
+
+UNSET = _Marker("unset")  # slot not yet written (SSA makes this unreachable in verified IR)
+DEAD = _Marker("deallocated")  # buffer released by memref.dealloc
+WAITED = _Marker("waited")  # work token already consumed by hir.wait
+
+
+@dataclass(frozen=True)
+class HandlerEntry:
+    fn: Handler
+    local: bool  # skipped on ranks that do not hold one of its buffers (nvFuser semantics)
+
+
+HANDLERS: dict[str, HandlerEntry] = {}
+
+
+def handles(*names: str, local: bool = True) -> Callable[[Handler], Handler]:
+    """Register ``fn`` as the compile-time handler of ops ``names``. ``local=False`` for
+    ops (communications) that decide themselves what a rank does."""
+
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            HANDLERS[name] = HandlerEntry(fn, local)
+        return fn
+
+    return register
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What an error message needs about the op a step came from."""
+
+    name: str
+    location: str
+    operands: tuple[tuple[int, str], ...]  # (slot, "%name") of each operand
+
+
+@dataclass
+class FunctionPlan:
+    """A compiled function: run ``steps`` on ``template.copy()`` with arguments bound."""
+
+    name: str
+    location: str
+    steps: list[Step]
+    template: list
+    arg_slots: list[int]
+    result_slots: list[int]
+    arg_types: list[ir.Type] = field(default_factory=list)
+
+    def call(self, args: list) -> list:
+        env = self.template.copy()
+        for slot, value in zip(self.arg_slots, args):
+            env[slot] = value
+        run_steps(self.steps, env)
+        return [env[slot] for slot in self.result_slots]
+
+
+def run_steps(steps: list[Step], env: list) -> None:
+    """Run a block's steps; a failure becomes an :class:`HirError` at the failing op."""
+    try:
+        for step in steps:
+            step(env)
+    except HirError:
+        raise
+    except Exception as err:
+        raise runtime_error(step, env, err) from err
+
+
+def runtime_error(step: Step, env: list, err: Exception) -> HirError:
+    info: Optional[OpInfo] = getattr(step, "hir_op", None)
+    if info is None:  # pragma: no cover - every step is tagged by the compiler
+        return HirError(f"error: {type(err).__name__}: {err}")
+    for index, (slot, name) in enumerate(info.operands):
+        if env[slot] is DEAD:
+            return HirError(f"{info.location}: error: '{info.name}' operand #{index} ({name}) is used after memref.dealloc")
+    return HirError(f"{info.location}: error: '{info.name}' failed: {type(err).__name__}: {err}")
+
+
+class Compiler:
+    """Compiles the functions of one module for one rank of a :class:`Runtime`."""
+
+    def __init__(self, module: ir.Module, runtime: Any, source_name: Optional[str]) -> None:
+        self.runtime = runtime
+        self.rank: int = runtime.rank
+        self.source_name = source_name
+        self.functions = {}
+        for op in module.body.operations:
+            if op.operation.name == "func.func":
+                self.functions[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op
+        self.plans: dict[str, FunctionPlan] = {}
+        self._slots: dict[ir.Value, int] = {}
+        self._template: list = []
+        self._aliases: dict[int, list[int]] = {}  # buffer slot -> slots of views of it
+        self._specs: dict[str, BufferSpec] = {}
+
+    # ----- functions -------------------------------------------------------------------
+    def function(self, name: str, at: Optional[ir.OpView] = None) -> FunctionPlan:
+        """The plan of function ``name`` (compiled on first request)."""
+        if name in self.plans:
+            return self.plans[name]
+        func = self.functions.get(name)
+        if func is None:
+            where = self.where(at) if at is not None else "error"
+            raise HirError(f"{where}: no function @{name} in the module")
+        saved = (self._slots, self._template, self._aliases)
+        self._slots, self._template, self._aliases = {}, [], {}
+        try:
+            blocks = list(func.regions[0].blocks)
+            if len(blocks) != 1:
+                raise self.error(func, f"@{name} must have exactly one block (has {len(blocks)})")
+            block = blocks[0]
+            arg_slots = [self.define(arg) for arg in block.arguments]
+            ops = list(block.operations)
+            if not ops or ops[-1].operation.name != "func.return":
+                raise self.error(func, f"@{name} must end with func.return")
+            steps = self.block(ops[:-1])
+            result_slots = [self.use(v) for v in ops[-1].operation.operands]
+            plan = FunctionPlan(
+                name,
+                format_location(func.location, self.source_name),
+                steps,
+                self._template,
+                arg_slots,
+                result_slots,
+                [arg.type for arg in block.arguments],
+            )
+        finally:
+            self._slots, self._template, self._aliases = saved
+        self.plans[name] = plan
+        return plan
+
+    def block(self, ops: list) -> list[Step]:
+        """Compile ``ops`` (a block without its terminator) into steps."""
+        steps: list[Step] = []
+        for op in ops:
+            step = self.op(op)
+            if step is not None:
+                steps.append(step)
+        return steps
+
+    def op(self, op: ir.OpView) -> Optional[Step]:
+        name = op.operation.name
+        entry = HANDLERS.get(name)
+        if entry is None:
+            raise self.error(op, f"op '{name}' is not supported by the interpreter")
+        if entry.local and not self.holds_all(op):
+            for result in op.operation.results:  # values of skipped ops do not exist here
+                self.define(result, None)
+            return None
+        step = entry.fn(self, op)
+        if step is not None:
+            operands = tuple((self._slots[v], v.get_name()) for v in op.operation.operands if v in self._slots)
+            step.hir_op = OpInfo(name, format_location(op.location, self.source_name), operands)
+        return step
+
+    # ----- values ----------------------------------------------------------------------
+    def define(self, value: ir.Value, constant: Any = UNSET) -> int:
+        """A new slot for ``value``; ``constant`` pre-fills it in every run's env."""
+        slot = len(self._template)
+        self._template.append(constant)
+        self._slots[value] = slot
+        return slot
+
+    def use(self, value: ir.Value) -> int:
+        return self._slots[value]
+
+    def uses(self, op: ir.OpView) -> list[int]:
+        return [self._slots[v] for v in op.operation.operands]
+
+    def constant(self, value: ir.Value) -> Any:
+        """The compile-time value of ``value`` if it is a constant, else UNSET."""
+        return self._template[self._slots[value]]
+
+    def spec(self, value: ir.Value) -> BufferSpec:
+        key = str(value.type)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._specs[key] = buffer_spec(value.type, self.rank)
+        return spec
+
+    def holds_all(self, op: ir.OpView) -> bool:
+        values = list(op.operation.operands) + list(op.operation.results)
+        return all(self.spec(v).held for v in values if is_memref(v.type))
+
+    def add_alias(self, parent: int, view: int) -> None:
+        """Record that ``view`` aliases ``parent`` so deallocating the parent kills both."""
+        root = next((r for r, views in self._aliases.items() if parent == r or parent in views), parent)
+        self._aliases.setdefault(root, []).append(view)
+
+    def aliases(self, slot: int) -> list[int]:
+        return self._aliases.get(slot, [])
+
+    # ----- diagnostics -----------------------------------------------------------------
+    def where(self, op: ir.OpView) -> str:
+        return format_location(op.location, self.source_name)
+
+    def error(self, op: ir.OpView, msg: str) -> HirError:
+        return HirError(f"{self.where(op)}: error: '{op.operation.name}' {msg}")
+
+    def int_attr(self, op: ir.OpView, name: str) -> int:
+        return ir.IntegerAttr(op.operation.attributes[name]).value
+
+    def str_attr(self, op: ir.OpView, name: str) -> str:
+        return ir.StringAttr(op.operation.attributes[name]).value
+
+    def i64_array(self, op: ir.OpView, name: str) -> list[int]:
+        return list(ir.DenseI64ArrayAttr(op.operation.attributes[name]))
+
+    def has_attr(self, op: ir.OpView, name: str) -> bool:
+        return name in op.operation.attributes
+
+
+def new_buffer(shape: list[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    return torch.empty(shape, dtype=dtype, device=device)
