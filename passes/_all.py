@@ -2,3 +2,5 @@
 
 from hir.passes import convert_to_communication  # noqa: F401
 from hir.passes import stream_lowering  # noqa: F401
+from hir.passes import fuse_loops  # noqa: F401
+from hir.passes import insert_deallocations  # noqa: F401
