@@ -107,7 +107,9 @@ class Program:
             teams = module_teams(module)
             if teams:
                 try:
-                    self.runtime.comm.create_groups(t for t in teams if t)
+                    # Teams naming absent ranks are reported at their op by the compiler.
+                    world_size = self.runtime.world_size
+                    self.runtime.comm.create_groups(t for t in teams if t and max(t) < world_size)
                 except (RuntimeError, ValueError) as err:
                     raise HirError(f"error: cannot set up torch.distributed: {err}") from None
             self.entry = entry_function(module, entry, source_name)

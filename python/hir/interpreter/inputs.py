@@ -1,0 +1,133 @@
+"""Command-line inputs: turn input specs into tensors for the entry function's arguments.
+
+A spec is one of ``random`` (default), ``zeros``, ``ones``, ``arange`` (0, 1, 2, ... in
+row-major order), each optionally ``:SHAPE`` (``8x4``; required when the type has dynamic
+dims), a ``.pt`` / ``.npy`` file, or a number for a scalar (index / integer / float)
+argument. Tensors are GLOBAL: every rank builds the same global tensor (random ones from the
+same seed) and keeps its own shard, so a multi-rank run sees one consistent global input."""
+
+import os
+from typing import Sequence
+
+import torch
+from torch_mlir import ir
+
+from hir.dialect.base import DYNAMIC
+from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
+
+GENERATORS = ("random", "zeros", "ones", "arange")
+
+
+class InputError(ValueError):
+    """A bad input spec; the message names the argument."""
+
+
+def parse_assignments(specs: Sequence[str], count: int) -> list[str]:
+    """Specs in argument order: ``SPEC`` fills the next argument, ``N=SPEC`` argument N."""
+    out = ["random"] * count
+    position = 0
+    for spec in specs:
+        head, sep, rest = spec.partition("=")
+        if sep and head.isdigit():
+            index, spec = int(head), rest
+        else:
+            index = position
+        if not 0 <= index < count:
+            raise InputError(f"input '{spec}' is for argument #{index}, but the entry function takes {count}")
+        out[index] = spec
+        position = index + 1
+    return out
+
+
+def build_inputs(arg_types: Sequence[ir.Type], specs: Sequence[str], *, rank: int, seed: int, device: torch.device) -> list:
+    """One value per argument (None for buffers this rank does not hold)."""
+    return [make_input(i, t, spec, rank=rank, seed=seed, device=device) for i, (t, spec) in enumerate(zip(arg_types, specs))]
+
+
+def make_input(index: int, type_: ir.Type, spec: str, *, rank: int, seed: int, device: torch.device):
+    what = f"argument #{index} ({type_})"
+    if not is_memref(type_):
+        if spec in GENERATORS:
+            raise InputError(f"{what} is a scalar: give its value (e.g. --input {index}=4)")
+        try:
+            return float(spec) if str(type_).startswith(("f", "bf")) else int(spec)
+        except ValueError:
+            raise InputError(f"{what}: '{spec}' is not a number") from None
+    bspec = buffer_spec(type_, rank)
+    if not bspec.held:
+        return None
+    full = _global_tensor(what, bspec, spec, seed + index)
+    return shard(full, bspec, rank).to(device)
+
+
+def _global_tensor(what: str, spec: BufferSpec, text: str, seed: int) -> torch.Tensor:
+    kind, _, shape_text = text.partition(":")
+    if kind in GENERATORS:
+        shape = _shape(what, spec, shape_text)
+        if kind == "zeros":
+            return torch.zeros(shape, dtype=spec.dtype)
+        if kind == "ones":
+            return torch.ones(shape, dtype=spec.dtype)
+        if kind == "arange":
+            n = 1
+            for d in shape:
+                n *= d
+            return torch.arange(n).reshape(shape).to(spec.dtype)
+        gen = torch.Generator().manual_seed(seed)
+        if spec.dtype.is_floating_point:
+            return torch.randn(shape, generator=gen).to(spec.dtype)
+        if spec.dtype == torch.bool:
+            return torch.randint(0, 2, shape, generator=gen).bool()
+        return torch.randint(-8, 9, shape, generator=gen).to(spec.dtype)
+    tensor = _load(what, text)
+    expected = list(spec.shape)
+    if tensor.dim() != len(expected) or any(e != DYNAMIC and e != a for e, a in zip(expected, tensor.shape)):
+        raise InputError(f"{what}: {text} holds shape {fmt_shape(tensor.shape)}, expected the global shape {fmt_shape(expected)}")
+    if tensor.dtype != spec.dtype:
+        raise InputError(f"{what}: {text} holds dtype {tensor.dtype}, expected {spec.dtype}")
+    return tensor
+
+
+def _shape(what: str, spec: BufferSpec, text: str) -> list[int]:
+    if not text:
+        if DYNAMIC in spec.shape:
+            raise InputError(f"{what} has dynamic dims: give the global shape, e.g. --input random:{_example(spec)}")
+        return list(spec.shape)
+    try:
+        shape = [int(d) for d in text.split("x")]
+    except ValueError:
+        raise InputError(f"{what}: bad shape '{text}' (write it like 8x4)") from None
+    if len(shape) != len(spec.shape) or any(e != DYNAMIC and e != a for e, a in zip(spec.shape, shape)):
+        raise InputError(f"{what}: shape {fmt_shape(shape)} does not fit the type's {fmt_shape(spec.shape)}")
+    return shape
+
+
+def _example(spec: BufferSpec) -> str:
+    return "x".join("8" if d == DYNAMIC else str(d) for d in spec.shape)
+
+
+def _load(what: str, path: str) -> torch.Tensor:
+    if not os.path.exists(path):
+        raise InputError(f"{what}: '{path}' is neither an input kind ({', '.join(GENERATORS)}) nor an existing file")
+    if path.endswith(".npy"):
+        import numpy
+
+        return torch.from_numpy(numpy.load(path))
+    if path.endswith(".pt"):
+        value = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(value, torch.Tensor):
+            raise InputError(f"{what}: {path} does not hold a single tensor")
+        return value
+    raise InputError(f"{what}: '{path}' must be a .pt or .npy file")
+
+
+def shard(full: torch.Tensor, spec: BufferSpec, rank: int) -> torch.Tensor:
+    """This rank's shard of a global tensor (a contiguous copy)."""
+    axis = spec.split_axis
+    if axis is None:
+        return full.contiguous()
+    parts = spec.parts
+    if full.shape[axis] % parts:
+        raise InputError(f"axis {axis} of extent {full.shape[axis]} does not split evenly over {parts} devices")
+    return full.chunk(parts, axis)[spec.mesh_position(rank)].contiguous()
+

@@ -1,0 +1,104 @@
+"""Start N local processes of one command as the ranks of a torch.distributed run (what
+``hir-run --nproc N`` does), and make a failure anywhere end the whole run: when one rank
+exits non-zero the others are terminated, and a run past ``timeout_s`` is killed.
+
+Each rank gets torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT on a free localhost port); its stdout and stderr are collected
+separately so the caller can print them in rank order."""
+
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+GRACE_S = 5.0  # how long a terminated rank gets before it is killed
+
+
+@dataclass
+class RankResult:
+    rank: int
+    returncode: int
+    stdout: str
+    stderr: str
+    stopped: bool  # terminated by the launcher because another rank failed / timeout
+
+
+@dataclass
+class LaunchResult:
+    ranks: list[RankResult]
+    first_failure: Optional[int]  # the rank that failed first (None: all succeeded)
+    timed_out: bool
+
+    @property
+    def returncode(self) -> int:
+        if self.timed_out:
+            return 124
+        if self.first_failure is None:
+            return 0
+        return self.ranks[self.first_failure].returncode or 1
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None, env: Optional[dict] = None) -> LaunchResult:
+    """Run ``argv`` as ``nproc`` ranks and wait for all of them (see the module docstring)."""
+    if nproc < 1:
+        raise ValueError(f"nproc must be >= 1, got {nproc}")
+    base = dict(os.environ if env is None else env)
+    base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc))
+    with tempfile.TemporaryDirectory(prefix="hir-launch-") as tmp:
+        procs, files = [], []
+        for rank in range(nproc):
+            out = open(os.path.join(tmp, f"{rank}.out"), "w+")
+            err = open(os.path.join(tmp, f"{rank}.err"), "w+")
+            files.append((out, err))
+            rank_env = dict(base, RANK=str(rank), LOCAL_RANK=str(rank))
+            procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL))
+        first_failure, timed_out, stopped = _supervise(procs, timeout_s)
+        results = []
+        for rank, (proc, (out, err)) in enumerate(zip(procs, files)):
+            out.seek(0)
+            err.seek(0)
+            results.append(RankResult(rank, proc.returncode, out.read(), err.read(), rank in stopped))
+            out.close()
+            err.close()
+    return LaunchResult(results, first_failure, timed_out)
+
+
+def _supervise(procs: list, timeout_s: Optional[float]) -> tuple[Optional[int], bool, set]:
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    first_failure: Optional[int] = None
+    while True:
+        codes = [p.poll() for p in procs]
+        if first_failure is None:
+            failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                first_failure = failed[0]
+        if all(c is not None for c in codes):
+            return first_failure, False, set()
+        timed_out = deadline is not None and time.monotonic() > deadline
+        if first_failure is not None or timed_out:
+            running = {r for r, c in enumerate(codes) if c is None}
+            _stop([procs[r] for r in running])
+            return first_failure, timed_out, running
+        time.sleep(0.02)
+
+
+def _stop(procs: list) -> None:
+    """Terminate the given child processes (ours, by handle), killing any that linger."""
+    for p in procs:
+        p.terminate()
+    end = time.monotonic() + GRACE_S
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
