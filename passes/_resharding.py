@@ -169,6 +169,8 @@ def _plan_set(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
         local = [s for s, r in pairs if s == r]
         if local:
             raise fail(op, f"device {local[0]} would send its shard to itself; hir.send_recv needs two distinct devices")
+        for s, r in pairs:
+            _check_team_covers(op, "hir.send_recv", [s, r], [src, dst])
         return Plan([("hir.send_recv", {"root": i64_attr(s), "team": _mesh_attr([s, r])}) for s, r in pairs])
     root = src.mesh[0]  # replicated on both meshes: broadcast from the first sender
     team = _team(dst.mesh, root)

@@ -1,0 +1,125 @@
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication)' | FileCheck %s
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo})' | FileCheck %s --check-prefix=GLOO
+
+// nvFuser's lower_to_communication decision table (seed 002), one case per function.
+// GLOO-COUNT-11: backend = "gloo"
+// GLOO-NOT: "nccl"
+
+// CHECK-LABEL: func.func @allgather
+// CHECK:       %[[W:.*]] = "hir.allgather"(%arg0, %[[OUT:.*]]) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1>}
+// CHECK-NEXT:  "hir.wait"(%[[W]])
+// CHECK-NOT:   "hir.set"
+func.func @allgather(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {
+  %0 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  "hir.set"(%arg0, %0) : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
+  return %0 : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+}
+
+// Scatter: the root is the first sender; the team is the receiver mesh plus the root.
+// CHECK-LABEL: func.func @scatter
+// CHECK:       "hir.scatter"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", root = 0 : i64, team = array<i64: 0, 1, 2, 3>}
+func.func @scatter(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0>, -1 : i64>>) -> memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>> {
+  %0 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.set"(%arg0, %0) : (memref<8x4xf32, #hir.shard<array<i64: 0>, -1 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  return %0 : memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+}
+
+// Gather: one per receiver, each receiver the root of a team of the senders plus itself.
+// CHECK-LABEL: func.func @gather
+// CHECK:       %[[W0:.*]] = "hir.gather"(%arg0, %[[OUT:.*]]) {axis = 0 : i64, backend = "nccl", root = 2 : i64, team = array<i64: 0, 1, 2>}
+// CHECK-NEXT:  "hir.wait"(%[[W0]])
+// CHECK-NOT:   "hir.gather"
+func.func @gather(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x4xf32, #hir.shard<array<i64: 2>, -1 : i64>> {
+  %0 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 2>, -1 : i64>>
+  "hir.set"(%arg0, %0) : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 2>, -1 : i64>>) -> ()
+  return %0 : memref<8x4xf32, #hir.shard<array<i64: 2>, -1 : i64>>
+}
+// CHECK-LABEL: func.func @gather_two_receivers
+// CHECK:       "hir.gather"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", root = 1 : i64, team = array<i64: 0, 1>}
+// CHECK-NEXT:  "hir.wait"
+// CHECK-NEXT:  "hir.gather"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", root = 0 : i64, team = array<i64: 0, 1>}
+// CHECK-NEXT:  "hir.wait"
+func.func @gather_two_receivers(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {
+  %0 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 1, 0>, -1 : i64>>
+  "hir.set"(%arg0, %0) : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 1, 0>, -1 : i64>>) -> ()
+  %1 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  return %1 : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+}
+
+// Broadcast: replicated on one mesh to replicated on another, from the first sender.
+// CHECK-LABEL: func.func @broadcast
+// CHECK:       "hir.broadcast"(%arg0, %{{.*}}) {backend = "nccl", root = 0 : i64, team = array<i64: 0, 1, 2, 3>}
+func.func @broadcast(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0>, -1 : i64>>) -> memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
+  %0 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.set"(%arg0, %0) : (memref<8x4xf32, #hir.shard<array<i64: 0>, -1 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  return %0 : memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+}
+
+// SendRecv (split the same way on two meshes) is an error case: hir.send_recv's team is
+// [sender, receiver] but the dialect requires both meshes inside the team (see pytest).
+
+// CHECK-LABEL: func.func @allreduce
+// CHECK:       "hir.allreduce"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", reduction = "max", team = array<i64: 0, 1>}
+func.func @allreduce(%arg0: memref<2x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {
+  %0 = memref.alloc() : memref<4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  "hir.reduction"(%arg0, %0) {kind = "max", axes = array<i64: 0>} : (memref<2x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
+  return %0 : memref<4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+}
+
+// Reduce: one per receiver; the team is the sender mesh plus the root.
+// CHECK-LABEL: func.func @reduce
+// CHECK:       "hir.reduce"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", reduction = "prod", root = 2 : i64, team = array<i64: 0, 1, 2>}
+// CHECK-NOT:   "hir.reduce"(
+func.func @reduce(%arg0: memref<2x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<4xf32, #hir.shard<array<i64: 2>, -1 : i64>> {
+  %0 = memref.alloc() : memref<4xf32, #hir.shard<array<i64: 2>, -1 : i64>>
+  "hir.reduction"(%arg0, %0) {kind = "prod", axes = array<i64: 0>} : (memref<2x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<4xf32, #hir.shard<array<i64: 2>, -1 : i64>>) -> ()
+  return %0 : memref<4xf32, #hir.shard<array<i64: 2>, -1 : i64>>
+}
+
+// ReduceScatter: [DIDx(i0), i1] -> [r0, DIDx(i1)]: output axis 0 is input axis 1.
+// CHECK-LABEL: func.func @reduce_scatter
+// CHECK:       "hir.reduce_scatter"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", reduction = "min", scatter_axis = 1 : i64, team = array<i64: 0, 1>}
+func.func @reduce_scatter(%arg0: memref<2x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {
+  %0 = memref.alloc() : memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  "hir.reduction"(%arg0, %0) {kind = "min", axes = array<i64: 0>} : (memref<2x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
+  return %0 : memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+}
+
+// Not resharding: a local reduction of a non-split axis, sets on one placement.
+// CHECK-LABEL: func.func @local
+// CHECK-NOT:   hir.wait
+// CHECK:       "hir.reduction"
+// CHECK:       "hir.set"
+func.func @local(%arg0: memref<4x6xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {
+  %0 = memref.alloc() : memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  "hir.reduction"(%arg0, %0) {kind = "sum", axes = array<i64: 1>} : (memref<4x6xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
+  %1 = memref.alloc() : memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  "hir.set"(%0, %1) : (memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
+  return %1 : memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+}
+
+// -----
+
+// Inside a loop body; a stream_axis is carried over to the collective for hir-stream-lowering.
+// CHECK-LABEL: func.func @in_loop
+// CHECK:       "hir.for"
+// CHECK:         %[[W:.*]] = "hir.allgather"(%{{.*}}, %{{.*}}) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1>}
+// CHECK-NEXT:    "hir.wait"(%[[W]])
+// CHECK-NEXT:    "hir.yield"
+// CHECK:       "hir.allreduce"(%arg0, %{{.*}}) {axis = 1 : i64, backend = "nccl", reduction = "sum", stream_axis = 0 : i64, team = array<i64: 0, 1>}
+func.func @in_loop(%arg0: memref<3x2x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) -> memref<3x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %0 = memref.alloc() : memref<3x2x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  "hir.for"(%c0, %c3, %c1) ({
+  ^bb0(%i: index):
+    %a = "hir.alias_select"(%arg0, %i) {axis = 0 : i64} : (memref<3x2x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>, index) -> memref<2x4xf32, strided<[4, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+    %b = "hir.alias_select"(%0, %i) {axis = 0 : i64} : (memref<3x2x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, index) -> memref<2x4xf32, strided<[4, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+    "hir.set"(%a, %b) : (memref<2x4xf32, strided<[4, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<2x4xf32, strided<[4, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
+    "hir.yield"() : () -> ()
+  }) : (index, index, index) -> ()
+  %1 = memref.alloc() : memref<3x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  "hir.reduction"(%arg0, %1) {kind = "sum", axes = array<i64: 1>, stream_axis = 0 : i64} : (memref<3x2x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>, memref<3x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
+  return %1 : memref<3x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+}
