@@ -1,0 +1,66 @@
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-insert-deallocations)' | FileCheck %s
+
+// An intermediate is freed after its last use; outputs and inputs are not.
+// CHECK-LABEL: func.func @chain
+// CHECK:       %[[T:.*]] = memref.alloc
+// CHECK-NEXT:  "hir.set"(%arg0, %[[T]])
+// CHECK-NEXT:  %[[OUT:.*]] = memref.alloc
+// CHECK-NEXT:  "hir.binary"(%[[T]], %[[T]], %[[OUT]])
+// CHECK-NEXT:  memref.dealloc %[[T]]
+// CHECK-NEXT:  return %[[OUT]]
+// CHECK-NOT:   memref.dealloc
+func.func @chain(%arg0: memref<8xf32>) -> memref<8xf32> {
+  %t = memref.alloc() : memref<8xf32>
+  "hir.set"(%arg0, %t) : (memref<8xf32>, memref<8xf32>) -> ()
+  %out = memref.alloc() : memref<8xf32>
+  "hir.binary"(%t, %t, %out) {kind = "add"} : (memref<8xf32>, memref<8xf32>, memref<8xf32>) -> ()
+  return %out : memref<8xf32>
+}
+
+// -----
+
+// Uses inside a loop count as the loop; a view's uses count as the viewed buffer's; a buffer
+// allocated in a body is freed in the body; a collective's buffer lives until its wait.
+// CHECK-LABEL: func.func @loops
+// CHECK:       %[[T:.*]] = memref.alloc
+// CHECK:       "hir.for"
+// CHECK:         %[[V:.*]] = "hir.alias_select"(%[[T]]
+// CHECK:         %[[L:.*]] = memref.alloc
+// CHECK-NEXT:    "hir.set"(%[[V]], %[[L]])
+// CHECK-NEXT:    %[[W:.*]] = "hir.allreduce"(%[[L]]
+// CHECK-NEXT:    "hir.wait"(%[[W]])
+// CHECK-NEXT:    memref.dealloc %[[L]]
+// CHECK-NEXT:    "hir.yield"
+// CHECK:       memref.dealloc %[[T]]
+// CHECK-NEXT:  return
+func.func @loops(%arg0: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> memref<8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %t = memref.alloc() : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  "hir.set"(%arg0, %t) : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, memref<4x2x8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
+  %out = memref.alloc() : memref<8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  "hir.for"(%c0, %c4, %c1) ({
+  ^bb0(%i: index):
+    %v = "hir.alias_select"(%t, %i) {axis = 0 : i64} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, index) -> memref<2x8xf32, strided<[8, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+    %l = memref.alloc() : memref<2x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+    "hir.set"(%v, %l) : (memref<2x8xf32, strided<[8, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, -1 : i64>>, memref<2x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
+    %w = "hir.allreduce"(%l, %out) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>} : (memref<2x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> !hir.work
+    "hir.wait"(%w) : (!hir.work) -> ()
+    "hir.yield"() : () -> ()
+  }) : (index, index, index) -> ()
+  return %out : memref<8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+}
+
+// -----
+
+// A buffer returned through a view is an output: not freed.
+// CHECK-LABEL: func.func @returned_view
+// CHECK-NOT:   memref.dealloc
+func.func @returned_view(%arg0: memref<4x8xf32>) -> memref<8xf32, strided<[1], offset: ?>> {
+  %c0 = arith.constant 0 : index
+  %t = memref.alloc() : memref<4x8xf32>
+  "hir.set"(%arg0, %t) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
+  %v = "hir.alias_select"(%t, %c0) {axis = 0 : i64} : (memref<4x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+  return %v : memref<8xf32, strided<[1], offset: ?>>
+}
