@@ -58,12 +58,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return launch_ranks(args, argv)
     from hir.core import HirError
 
+    from hir.interpreter.launch import note_failure
+
     try:
         return run_file(args)
     except HirError as err:
+        note_failure()
         print(str(err), file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - a CLI reports, it does not dump tracebacks
+        note_failure()
         print(f"hir-run: error: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
     finally:
@@ -88,7 +92,9 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
         failed = result.ranks[result.first_failure]
         sys.stderr.write(failed.stderr)
         if args.nproc > 1:
-            print(f"hir-run: rank {failed.rank} failed (exit status {failed.returncode}); stopped the other ranks", file=sys.stderr)
+            others = [r.rank for r in result.ranks if r.returncode not in (0, None) and not r.stopped and r.rank != failed.rank]
+            also = f" (then rank(s) {', '.join(map(str, others))} failed too)" if others else ""
+            print(f"hir-run: rank {failed.rank} failed (exit status {failed.returncode}){also}; stopped the other ranks", file=sys.stderr)
     elif result.timed_out:
         print(f"hir-run: the run did not finish within {args.timeout} s; stopped all ranks", file=sys.stderr)
     else:

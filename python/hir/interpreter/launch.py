@@ -4,7 +4,8 @@ exits non-zero the others are terminated, and a run past ``timeout_s`` is killed
 
 Each rank gets torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT on a free localhost port); its stdout and stderr are collected
-separately so the caller can print them in rank order."""
+separately so the caller can print them in rank order. A rank that fails on its own calls
+:func:`note_failure` first, which is how the launcher names the root cause."""
 
 import os
 import socket
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 GRACE_S = 5.0  # how long a terminated rank gets before it is killed
+FAILURE_LOG_ENV = "HIR_FAILURE_LOG"
 
 
 @dataclass
@@ -38,7 +40,8 @@ class LaunchResult:
             return 124
         if self.first_failure is None:
             return 0
-        return self.ranks[self.first_failure].returncode or 1
+        code = self.ranks[self.first_failure].returncode
+        return code if code > 0 else 1  # a rank killed by a signal still fails the run
 
 
 def free_port() -> int:
@@ -54,6 +57,8 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
     base = dict(os.environ if env is None else env)
     base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc))
     with tempfile.TemporaryDirectory(prefix="hir-launch-") as tmp:
+        log = os.path.join(tmp, "failures")
+        base[FAILURE_LOG_ENV] = log
         procs, files = [], []
         for rank in range(nproc):
             out = open(os.path.join(tmp, f"{rank}.out"), "w+")
@@ -62,6 +67,7 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
             rank_env = dict(base, RANK=str(rank), LOCAL_RANK=str(rank))
             procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL))
         first_failure, timed_out, stopped = _supervise(procs, timeout_s)
+        first_failure = _root_cause(log, first_failure, nproc)
         results = []
         for rank, (proc, (out, err)) in enumerate(zip(procs, files)):
             out.seek(0)
@@ -89,6 +95,28 @@ def _supervise(procs: list, timeout_s: Optional[float]) -> tuple[Optional[int], 
             _stop([procs[r] for r in running])
             return first_failure, timed_out, running
         time.sleep(0.02)
+
+
+def note_failure() -> None:
+    """Called by a rank that is about to fail on its own: appends its rank to the launcher's
+    failure log, so the launcher can tell the root cause from peers that failed because of
+    it (their collectives break when it exits, often before the launcher notices)."""
+    path = os.environ.get(FAILURE_LOG_ENV)
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{os.environ.get('RANK', '0')}\n".encode())
+        finally:
+            os.close(fd)
+
+
+def _root_cause(log: str, first: Optional[int], nproc: int) -> Optional[int]:
+    """The first rank in the failure log, else the first failure the launcher saw."""
+    if first is None or not os.path.exists(log):
+        return first
+    with open(log) as f:
+        ranks = [int(line) for line in f if line.strip().isdigit() and int(line) < nproc]
+    return ranks[0] if ranks else first
 
 
 def _stop(procs: list) -> None:
