@@ -176,7 +176,7 @@ class Compiler:
         name = op.operation.name
         entry = HANDLERS.get(name)
         if entry is None:
-            raise self.error(op, f"op '{name}' is not supported by the interpreter")
+            raise self.error(op, "is not supported by the interpreter")
         if entry.local and not self.holds_all(op):
             for result in op.operation.results:  # values of skipped ops do not exist here
                 self.define(result, None)

@@ -1,0 +1,153 @@
+"""Bad programs and bad inputs give ``file:line:col: error:`` messages naming the op or
+argument, and inputs are checked before anything runs (preallocated outputs untouched)."""
+
+import pytest
+import torch
+
+from hir.core import HirError
+from interp_util import mem, program, run
+
+T = mem([4, 8])
+SET = f"""func.func @main(%in: {T}, %out: {T}, %x: {mem([3], "i32")}) {{
+  "hir.set"(%in, %out) : ({T}, {T}, ) -> ()
+  return
+}}""".replace(", )", ")")
+
+
+def _inputs():
+    return [torch.randn(4, 8), torch.zeros(4, 8), torch.zeros(3, dtype=torch.int32)]
+
+
+@pytest.mark.parametrize(
+    "index,bad,message",
+    [
+        (2, torch.zeros(4, dtype=torch.int32), r"argument #2 \(memref<3xi32>\) expects shape \[3\], got \[4\]"),
+        (2, torch.zeros(3, dtype=torch.int64), r"argument #2 .* expects dtype torch.int32, got torch.int64"),
+        (2, torch.zeros(3, dtype=torch.int32, device="meta"), r"argument #2 .* expects a tensor on cpu, got one on meta"),
+        (2, [0, 0, 0], r"argument #2 .* expects a torch.Tensor, got list"),
+    ],
+)
+def test_interp_bad_input_leaves_outputs_untouched(index, bad, message):
+    inputs = _inputs()
+    inputs[index] = bad
+    with pytest.raises(HirError, match=r"^test.mlir:1:1: error: @main " + message):
+        run(SET, inputs)
+    assert torch.count_nonzero(inputs[1]) == 0  # the set before it never ran
+
+
+def test_interp_wrong_number_of_inputs():
+    with pytest.raises(HirError, match=r"test.mlir:1:1: error: @main takes 3 input\(s\), got 2"):
+        run(SET, _inputs()[:2])
+
+
+def test_interp_scalar_argument_type():
+    with pytest.raises(HirError, match=r"argument #0 \(index\) expects a int, got float"):
+        run("func.func @main(%n: index) {\n  return\n}", [2.5])
+
+
+def test_interp_wait_twice():
+    t = "memref<2xf32, #hir.shard<array<i64: 0>, 0 : i64>>"
+    text = f"""func.func @main(%a: {t}, %b: {mem([2])}) {{
+  %w = "hir.allgather"(%a, %b) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0>}} : ({t}, {mem([2])}) -> !hir.work
+  "hir.wait"(%w) : (!hir.work) -> ()
+  "hir.wait"(%w) : (!hir.work) -> ()
+  return
+}}"""
+    with pytest.raises(HirError, match=r"test.mlir:4:3: error: 'hir.wait' waits on work that was already waited on"):
+        run(text, [torch.ones(2), torch.zeros(2)])
+
+
+def test_interp_dealloc_of_unknown_buffer():
+    text = f"func.func @main(%a: {T}) {{\n  memref.dealloc %a : {T}\n  return\n}}"
+    with pytest.raises(HirError, match=r"test.mlir:2:3: error: 'memref.dealloc' deallocates an unknown buffer: %arg0"):
+        program(text)
+
+
+def test_interp_use_after_dealloc_and_double_dealloc():
+    use = f"""func.func @main(%a: {T}) {{
+  %t = memref.alloc() : {T}
+  memref.dealloc %t : {T}
+  "hir.set"(%a, %t) : ({T}, {T}) -> ()
+  return
+}}"""
+    with pytest.raises(HirError, match=r"test.mlir:4:3: error: 'hir.set' operand #1 \(%alloc\) is used after memref.dealloc"):
+        run(use, [torch.zeros(4, 8)])
+    twice = f"func.func @main() {{\n  %t = memref.alloc() : {T}\n  memref.dealloc %t : {T}\n  memref.dealloc %t : {T}\n  return\n}}"
+    with pytest.raises(HirError, match=r"test.mlir:4:3: error: 'memref.dealloc' buffer %alloc is already deallocated"):
+        run(twice, [])
+
+
+def test_interp_use_of_view_after_parent_dealloc():
+    row = mem([8], layout="strided<[1], offset: ?>")
+    text = f"""func.func @main(%a: {mem([8])}) {{
+  %c0 = arith.constant 0 : index
+  %t = memref.alloc() : {T}
+  %r = "hir.alias_select"(%t, %c0) {{axis = 0 : i64}} : ({T}, index) -> {row}
+  memref.dealloc %t : {T}
+  "hir.set"(%a, %r) : ({mem([8])}, {row}) -> ()
+  return
+}}"""
+    with pytest.raises(HirError, match=r"test.mlir:6:3: error: 'hir.set' operand #1 .* after memref.dealloc"):
+        run(text, [torch.zeros(8)])
+
+
+def test_interp_rank_outside_team():
+    t = "memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>"
+    text = f"""func.func @main(%a: {t}, %b: {mem([4])}) {{
+  %w = "hir.allgather"(%a, %b) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>}} : ({t}, {mem([4])}) -> !hir.work
+  "hir.wait"(%w) : (!hir.work) -> ()
+  return
+}}"""
+    with pytest.raises(HirError, match=r"test.mlir:2:8: error: 'hir.allgather' team \[0, 1\] names device\(s\) \[1\] outside the run's 1 process"):
+        program(text)
+
+
+def test_interp_loop_step_must_be_positive():
+    out = mem([1])
+    text = f"""func.func @main(%o: {out}, %step: index) {{
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  "hir.for"(%c0, %c4, %step) ({{
+  ^bb0(%i: index):
+    "hir.binary"(%o, %o, %o) {{kind = "add"}} : ({out}, {out}, {out}) -> ()
+    "hir.yield"() : () -> ()
+  }}) : (index, index, index) -> ()
+  return
+}}"""
+    o = torch.ones(1)
+    for step in (0, -1):
+        with pytest.raises(HirError, match=rf"test.mlir:4:3: error: 'hir.for' step must be positive, got {step}"):
+            run(text, [o, step])
+    assert o.item() == 1
+
+
+def test_interp_alias_select_index_out_of_range():
+    row = mem([8], layout="strided<[1], offset: ?>")
+    text = f"""func.func @main(%a: {T}, %i: index) {{
+  %r = "hir.alias_select"(%a, %i) {{axis = 0 : i64}} : ({T}, index) -> {row}
+  return
+}}"""
+    for i in (4, -1):
+        with pytest.raises(HirError, match=rf"test.mlir:2:8: error: 'hir.alias_select' index {i} is out of range for axis 0"):
+            run(text, [torch.zeros(4, 8), i])
+
+
+def test_interp_unsupported_op():
+    text = "func.func @main(%a: f32) -> f32 {\n  %b = arith.addf %a, %a : f32\n  return %b : f32\n}"
+    with pytest.raises(HirError, match=r"test.mlir:2:8: error: 'arith.addf' is not supported by the interpreter"):
+        program(text)
+
+
+def test_interp_runtime_failure_names_op():
+    td = mem([None, 8])
+    text = f'func.func @main(%a: {td}, %b: {T}) {{\n  "hir.set"(%a, %b) : ({td}, {T}) -> ()\n  return\n}}'
+    with pytest.raises(HirError, match=r"test.mlir:2:3: error: 'hir.set' failed: RuntimeError: .*"):
+        run(text, [torch.zeros(3, 8), torch.zeros(4, 8)])
+
+
+def test_interp_no_entry():
+    text = "func.func @a() {\n  return\n}\nfunc.func @b() {\n  return\n}"
+    with pytest.raises(HirError, match=r"cannot pick the entry function: 2 public non-kernel functions \(a, b\)"):
+        program(text)
+    with pytest.raises(HirError, match=r"no function @c"):
+        program(text, entry="c")
