@@ -8,7 +8,6 @@ Everything here works on ``ir.Operation`` (not OpView): passes look at thousands
 from typing import Iterator, Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, memref
 
 from hir.dialect.compute_ops import STREAM_AXIS_ATTR
 from hir.passes.base import PassFailure
@@ -63,9 +62,17 @@ def stream_axis(op: ir.Operation) -> Optional[int]:
     return get_int(op, STREAM_AXIS_ATTR)
 
 
+def create(name: str, operands=(), results=(), attributes=None, regions: int = 0) -> ir.Operation:
+    """``name`` at the current insertion point and location. Passes build ops this way, not
+    through the generated/ext op classes: their constructors bind arguments with
+    ``inspect`` (~17 us an op), which dominated hir-lower's time on large modules."""
+    return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attributes, regions=regions)
+
+
 def index_const(value: int) -> ir.Value:
     """An ``arith.constant <value> : index`` at the current insertion point."""
-    return arith.ConstantOp(ir.IndexType.get(), value).result
+    index = ir.IndexType.get()
+    return create("arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}).result
 
 
 def dim_or_const(buffer: ir.Value, axis: int, axis_value: Optional[ir.Value] = None) -> ir.Value:
@@ -74,7 +81,8 @@ def dim_or_const(buffer: ir.Value, axis: int, axis_value: Optional[ir.Value] = N
     size = ir.MemRefType(buffer.type).shape[axis]
     if size != ir.ShapedType.get_dynamic_size():
         return index_const(size)
-    return memref.DimOp(buffer, axis_value if axis == 0 and axis_value is not None else index_const(axis)).result
+    axis_value = axis_value if axis == 0 and axis_value is not None else index_const(axis)
+    return create("memref.dim", [buffer, axis_value], [ir.IndexType.get()]).result
 
 
 def constant_value(value: ir.Value) -> Optional[int]:

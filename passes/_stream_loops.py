@@ -21,9 +21,7 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect.control_ops import ForOp
-from hir.dialect.stream_ops import GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp
-from hir.passes._ir import defining_op, dim_or_const, index_const
+from hir.passes._ir import create, defining_op, dim_or_const, index_const
 
 PROLOGUE = 2  # get_stream, set_current_stream
 EPILOGUE = 3  # set_current_stream(user), synchronize(pool stream), yield
@@ -39,26 +37,34 @@ class WorkLoop:
     zero: ir.Value
 
 
-def build(buffer: ir.Value, axis: int, loc: ir.Location) -> WorkLoop:
+def _for(zero: ir.Value, extent: ir.Value, one: ir.Value) -> tuple[ir.Operation, ir.Value, ir.Operation]:
+    """An ``hir.for`` with its block and yield: (loop, induction variable, yield)."""
+    loop = create("hir.for", [zero, extent, one], regions=1)
+    block = loop.regions[0].blocks.append(ir.IndexType.get())
+    with ir.InsertionPoint(block):
+        terminator = create("hir.yield")
+    return loop, block.arguments[0], terminator
+
+
+def build(buffer: ir.Value, axis: int) -> WorkLoop:
     """Emit the bounds (the extent of ``buffer`` along ``axis``), get_current_stream, the
-    initial-sync loop and an empty work loop at the current insertion point; the bounds come
-    first so nothing sits between the last three."""
+    initial-sync loop and an empty work loop at the current insertion point and location;
+    the bounds come first so nothing sits between the last three."""
+    stream_type = ir.Type.parse("!hir.stream")
     zero, one = index_const(0), index_const(1)
     extent = dim_or_const(buffer, axis, zero)
-    user = GetCurrentStreamOp(loc=loc).result
-    sync = ForOp.build(zero, extent, one, loc=loc)
-    with ir.InsertionPoint(sync.body.blocks[0].operations[0]):
-        SetCurrentStreamOp(GetStreamOp(sync.induction_variable, loc=loc).result, loc=loc)
-        SynchronizeOp(user, loc=loc)
-    work = ForOp.build(zero, extent, one, loc=loc)
-    iv = work.induction_variable
-    terminator = work.body.blocks[0].operations[0]
-    with ir.InsertionPoint(terminator):
-        stream = GetStreamOp(iv, loc=loc).result
-        SetCurrentStreamOp(stream, loc=loc)
-        back = SetCurrentStreamOp(user, loc=loc)
-        SynchronizeOp(stream, loc=loc)
-    return WorkLoop(work.operation, iv, back.operation, zero)
+    user = create("hir.get_current_stream", results=[stream_type]).result
+    sync, sync_iv, sync_end = _for(zero, extent, one)
+    with ir.InsertionPoint(sync_end):
+        create("hir.set_current_stream", [create("hir.get_stream", [sync_iv], [stream_type]).result])
+        create("hir.synchronize", [user])
+    work, iv, work_end = _for(zero, extent, one)
+    with ir.InsertionPoint(work_end):
+        stream = create("hir.get_stream", [iv], [stream_type]).result
+        create("hir.set_current_stream", [stream])
+        back = create("hir.set_current_stream", [user])
+        create("hir.synchronize", [stream])
+    return WorkLoop(work, iv, back, zero)
 
 
 @dataclass
@@ -73,9 +79,6 @@ class Group:
 def _body(loop: ir.Operation) -> list[ir.Operation]:
     return [op.operation for op in loop.regions[0].blocks[0].operations]
 
-
-def _operand_def(op: ir.Operation, index: int = 0) -> Optional[ir.Operation]:
-    return defining_op(op.operands[index]) if len(op.operands) > index else None
 
 
 def _prologue_stream(ops: list[ir.Operation], iv: ir.Value) -> Optional[ir.Value]:
@@ -92,40 +95,37 @@ def _user_stream(value: ir.Value) -> Optional[ir.Value]:
     return value if owner is not None and owner.name == "hir.get_current_stream" else None
 
 
-def match_sync(loop: ir.Operation) -> Optional[ir.Value]:
-    """The user stream a sync loop synchronizes with, None if ``loop`` is not one."""
-    if loop.name != "hir.for":
-        return None
-    ops = _body(loop)
-    iv = loop.regions[0].blocks[0].arguments[0]
-    if len(ops) != 4 or _prologue_stream(ops, iv) is None or ops[2].name != "hir.synchronize":
-        return None
-    return _user_stream(ops[2].operands[0])
-
-
-def match_work(loop: ir.Operation) -> Optional[ir.Value]:
-    """The user stream a work loop returns to, None if ``loop`` is not one."""
+def classify(loop: ir.Operation) -> Optional[tuple[str, ir.Value]]:
+    """("sync" | "work", user stream) for a loop of the stream structure, else None."""
     if loop.name != "hir.for":
         return None
     ops = _body(loop)
     iv = loop.regions[0].blocks[0].arguments[0]
     stream = _prologue_stream(ops, iv)
-    if stream is None or len(ops) < PROLOGUE + EPILOGUE:
+    if stream is None:
+        return None
+    if len(ops) == 4 and ops[2].name == "hir.synchronize":
+        user = _user_stream(ops[2].operands[0])
+        return ("sync", user) if user is not None else None
+    if len(ops) < PROLOGUE + EPILOGUE:
         return None
     back, sync = ops[-3], ops[-2]
     if back.name != "hir.set_current_stream" or sync.name != "hir.synchronize" or sync.operands[0] != stream:
         return None
-    return _user_stream(back.operands[0])
+    user = _user_stream(back.operands[0])
+    return ("work", user) if user is not None else None
 
 
-def body_ops(loop: ir.Operation) -> list[ir.Operation]:
-    """The work loop's payload: its body without prologue and epilogue."""
-    return _body(loop)[PROLOGUE:-EPILOGUE]
+@dataclass
+class WorkBody:
+    """A work loop's parts, read once."""
 
+    iv: ir.Value
+    stream: ir.Value  # the pool stream of the prologue
+    payload: list  # body ops without prologue and epilogue
+    epilogue: ir.Operation  # first epilogue op (set_current_stream back to the user)
 
-def pool_stream(loop: ir.Operation) -> ir.Value:
-    return _body(loop)[0].result
-
-
-def epilogue(loop: ir.Operation) -> ir.Operation:
-    return _body(loop)[-EPILOGUE]
+    @staticmethod
+    def of(loop: ir.Operation) -> "WorkBody":
+        ops = _body(loop)
+        return WorkBody(loop.regions[0].blocks[0].arguments[0], ops[0].result, ops[PROLOGUE:-EPILOGUE], ops[-EPILOGUE])

@@ -62,13 +62,6 @@ class ConvertToCommunication(ModulePass):
             extra[STREAM_AXIS_ATTR] = op.attributes[STREAM_AXIS_ATTR]
         ip = ir.InsertionPoint(op)
         for name, attrs in collectives:
-            comm = ir.Operation.create(
-                name,
-                results=[work_type],
-                operands=[source, dest],
-                attributes={**attrs, "backend": backend, **extra},
-                loc=op.location,
-                ip=ip,
-            )
+            comm = ir.Operation.create(name, results=[work_type], operands=[source, dest], attributes={**attrs, "backend": backend, **extra}, loc=op.location, ip=ip)
             ir.Operation.create("hir.wait", operands=[comm.result], loc=op.location, ip=ip)
         op.erase()

@@ -56,14 +56,15 @@ def _fuse_block(block: ir.Block) -> None:
     position = {op: i for i, op in enumerate(ops)}
     state: Optional[_State] = None
     last_sync: Optional[ir.Operation] = None
+    last_sync_user: Optional[ir.Value] = None
     for op in ops:
         group = None
-        if op.name == "hir.for":
-            user = loops.match_work(op)
-            if user is not None and last_sync is not None and loops.match_sync(last_sync) == user:
-                group = loops.Group(user, last_sync, op)
-            elif loops.match_sync(op) is not None:
-                last_sync = op
+        kind = loops.classify(op) if op.name == "hir.for" else None
+        if kind is not None and kind[0] == "work":
+            if last_sync is not None and last_sync_user == kind[1]:
+                group = loops.Group(kind[1], last_sync, op)
+        elif kind is not None:
+            last_sync, last_sync_user = op, kind[1]
         if group is None:
             if state is not None:
                 state.pending.append(op)
@@ -93,17 +94,17 @@ def _merge(state: _State, second: loops.Group) -> None:
     for op in state.pending:
         if op.name in _HOISTABLE:
             op.move_before(anchor)
-    epilogue = loops.epilogue(first.work)
-    second.work.regions[0].blocks[0].arguments[0].replace_all_uses_with(first.work.regions[0].blocks[0].arguments[0])
-    views = {_view_key(op): op.result for op in loops.body_ops(first.work) if op.name == "hir.alias_select"}
-    for op in loops.body_ops(second.work):
+    body1, body2 = loops.WorkBody.of(first.work), loops.WorkBody.of(second.work)
+    body2.iv.replace_all_uses_with(body1.iv)
+    views = {_view_key(op): op.result for op in body1.payload if op.name == "hir.alias_select"}
+    for op in body2.payload:
         existing = views.get(_view_key(op)) if op.name == "hir.alias_select" else None
         if existing is not None:  # the same slice is already taken: reuse it (seed 001 TwoSetOps)
             op.result.replace_all_uses_with(existing)
             op.erase()
         else:
-            op.move_before(epilogue)
-    loops.pool_stream(second.work).replace_all_uses_with(loops.pool_stream(first.work))
+            op.move_before(body1.epilogue)
+    body2.stream.replace_all_uses_with(body1.stream)
     second.user.replace_all_uses_with(first.user)
     second.sync.erase()
     second.work.erase()
@@ -111,7 +112,7 @@ def _merge(state: _State, second: loops.Group) -> None:
 
 
 def _view_key(op: ir.Operation):
-    return (op.operands[0], op.operands[1], ir.IntegerAttr(op.attributes["axis"]).value, str(op.result.type))
+    return (op.operands[0], op.operands[1], ir.IntegerAttr(op.attributes["axis"]).value, op.result.type)
 
 
 def _extent_key(value: ir.Value):
@@ -138,9 +139,10 @@ def _extent_key(value: ir.Value):
 def _accesses(loop: ir.Operation) -> Optional[dict]:
     """Buffer -> list of (slice axis or None for whole-buffer access, written) in a work
     body; None when the body holds a region (not analysed: never merged)."""
-    iv = loop.regions[0].blocks[0].arguments[0]
+    body = loops.WorkBody.of(loop)
+    iv = body.iv
     found: dict = {}
-    for op in loops.body_ops(loop):
+    for op in body.payload:
         if op.regions:
             return None
         if op.name == "hir.alias_select":

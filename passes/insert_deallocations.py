@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import memref
 
 from hir.passes._ir import blocks_postorder, func_ops
 from hir.passes.base import ModulePass, register_pass
@@ -58,8 +57,7 @@ def _insert(block: ir.Block) -> None:
         last = _last_use(alloc, block, position)
         if last is None:
             continue
-        with alloc.location:
-            memref.DeallocOp(alloc.result, ip=ir.InsertionPoint.after(last))
+        ir.Operation.create("memref.dealloc", operands=[alloc.result], loc=alloc.location, ip=ir.InsertionPoint.after(last))
 
 
 def _users(value: ir.Value) -> Iterator[ir.Operation]:

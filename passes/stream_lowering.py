@@ -42,13 +42,14 @@ from torch_mlir import ir
 
 from hir.dialect.base import VerifyError, sharding_of
 from hir.dialect.compute_ops import STREAM_AXIS_ATTR
-from hir.dialect.view_ops import AliasSelectOp
+from hir.dialect.view_ops import select_type
 from hir.passes import _stream_loops
 from hir.passes._axes import is_broadcast_axis, operand_axis, output_index
 from hir.passes._ir import (
     COLLECTIVE_OPS,
     COMPUTE_OPS,
     FUNC_ARG_STREAM_ATTRS,
+    create,
     fail,
     func_ops,
     get_i64_array,
@@ -152,10 +153,12 @@ def _lower(op: ir.Operation, arguments: set) -> None:
     waits = [use.owner.operation for use in op.results[0].uses] if op.results else []
     loc = op.location
     with ir.InsertionPoint(op), loc:
-        loop = _stream_loops.build(out, k, loc)
+        loop = _stream_loops.build(out, k)
     with ir.InsertionPoint(loop.epilogue), loc:
         for s in slices:
-            view = AliasSelectOp.build(op.operands[s.index], loop.zero if s.broadcast else loop.iv, s.axis, loc=loc)
+            source = op.operands[s.index]
+            index = loop.zero if s.broadcast else loop.iv
+            view = create("hir.alias_select", [source, index], [select_type(source.type, s.axis)], {"axis": i64_attr(s.axis)})
             op.operands[s.index] = view.result
     op.move_before(loop.epilogue)
     for wait in waits:

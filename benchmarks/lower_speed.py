@@ -1,0 +1,99 @@
+"""Speed of hir-lower on a generated program-level module of N ops (default 10,000 ops in
+@main's body: allocations plus compute ops, two thirds of the compute ops stream-parallel,
+so the lowering builds thousands of loops, fuses pairs of them and inserts deallocations).
+
+    python benchmarks/lower_speed.py [--ops 10000] [--repeat 3] [--no-hir-opt]
+
+Prints a table: parse, each pipeline element (in-process, best of --repeat), the whole
+hir-lower in-process, and hir-opt end to end (a fresh process: start-up included).
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import hir
+import hir.passes
+
+PIPELINE = "hir-lower"
+T = "memref<?x64xf32>"
+
+
+def generate(num_ops: int) -> str:
+    """Blocks of 6 ops: two stream-parallel ops (fusable), then a plain op between loops."""
+    lines = ["%c0 = arith.constant 0 : index", f"%S = memref.dim %arg0, %c0 : {T}"]
+    prev, i = "%arg0", 0
+    while len(lines) + 6 <= num_ops:
+        a, b, c = f"%a{i}", f"%b{i}", f"%t{i}"
+        lines += [
+            f"{a} = memref.alloc(%S) : {T}",
+            f'"hir.set"({prev}, {a}) {{stream_axis = 0 : i64}} : ({T}, {T}) -> ()',
+            f"{b} = memref.alloc(%S) : {T}",
+            f'"hir.binary"({a}, %arg1, {b}) {{kind = "add", stream_axis = 0 : i64}} : ({T}, memref<64xf32>, {T}) -> ()',
+            f"{c} = memref.alloc(%S) : {T}",
+            f'"hir.binary"({b}, {a}, {c}) {{kind = "mul"}} : ({T}, {T}, {T}) -> ()',
+        ]
+        prev, i = c, i + 1
+    body = "\n  ".join(lines)
+    return f"func.func @main(%arg0: {T}, %arg1: memref<64xf32>) -> {T} {{\n  {body}\n  return {prev} : {T}\n}}\n"
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-hir-opt", action="store_true")
+    args = parser.parse_args()
+    text = generate(args.ops)
+    n_ops = text.count("\n") - 2  # body lines
+    rows = [("parse + verify", best(lambda: hir.parse(text), args.repeat))]
+
+    per_pass = {}
+    for _ in range(args.repeat):
+        module = hir.parse(text)
+        # Each element on its own, to time every pass separately.
+        for element in hir.passes.parse_pipeline(PIPELINE):
+            start = time.perf_counter()
+            hir.lower(module, element.text)
+            per_pass.setdefault(element.text, []).append(time.perf_counter() - start)
+    rows += [(f"  {name}", min(ts)) for name, ts in per_pass.items()]
+
+    total = best(lambda: hir.lower(hir.parse(text), PIPELINE), args.repeat)
+    rows.append((f"{PIPELINE} in-process (parse + lower)", total))
+    out_ops = str(whole_module(text)).count("\n")
+    if not args.no_hir_opt and shutil.which("hir-opt"):
+        with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+            f.write(text)
+        try:
+            def cli() -> None:
+                subprocess.run(["hir-opt", f.name, f"--pass-pipeline=builtin.module({PIPELINE})", "-o", os.devnull], check=True)
+            rows.append((f"hir-opt --pass-pipeline={PIPELINE} (process)", best(cli, args.repeat)))
+        finally:
+            os.unlink(f.name)
+    print(f"hir-lower speed: {n_ops} input ops -> ~{out_ops} output lines, best of {args.repeat}, {os.cpu_count()} cores")
+    print(f"{'step':<58} {'seconds':>8}")
+    for name, seconds in rows:
+        print(f"{name:<58} {seconds:8.3f}")
+
+
+def whole_module(text: str):
+    module = hir.parse(text)
+    hir.lower(module, PIPELINE)
+    return module
+
+
+if __name__ == "__main__":
+    sys.exit(main())
