@@ -1,0 +1,131 @@
+"""Host overhead of the hir interpreter per executed op, against eager torch doing the same
+ops in the same process, side by side (tiny tensors, so the time is host time).
+
+    python benchmarks/host_overhead.py [--device cpu] [--ops 200] [--repeat 7]
+
+For each case it prints the time per op (or per loop iteration) of the compiled hir program
+and of hand-written eager torch code making the same torch calls, and their ratio."""
+
+import argparse
+import time
+from typing import Callable
+
+import torch
+
+import hir
+from hir.interpreter import Program
+
+SHAPE = (4, 4)
+T = "memref<4x4xf32>"
+V = "memref<4xf32, strided<[1], offset: ?>>"
+OPS = {
+    "add": ('"hir.binary"(%a, %b, %o) {kind = "add"} : (T, T, T) -> ()', "torch.add(a, b, out=o)"),
+    "mul": ('"hir.binary"(%o, %b, %o) {kind = "mul"} : (T, T, T) -> ()', "torch.mul(o, b, out=o)"),
+    "set": ('"hir.set"(%a, %o) : (T, T) -> ()', "o.copy_(a)"),
+    "sum": ('"hir.reduction"(%a, %r) {kind = "sum", axes = array<i64: 1>} : (T, memref<4xf32>) -> ()', "torch.sum(a, (1,), out=r)"),
+    "matmul": ('"hir.matmul"(%a, %b, %o) : (T, T, T) -> ()', "torch.matmul(a, b, out=o)"),
+}
+
+
+def straight_line(kinds: list[str], n: int) -> tuple[str, Callable]:
+    """n ops cycling through ``kinds``: the hir program and the same calls as eager code."""
+    seq = [kinds[i % len(kinds)] for i in range(n)]
+    body = "\n".join("  " + OPS[k][0].replace("T", T) for k in seq)
+    text = f"func.func @main(%a: {T}, %b: {T}, %o: {T}, %r: memref<4xf32>) {{\n{body}\n  return\n}}"
+    src = "def eager(a, b, o, r):\n" + "\n".join("    " + OPS[k][1] for k in seq) + "\n"
+    scope = {"torch": torch}
+    exec(src, scope)  # eager code written out op by op, as a user would
+    return text, scope["eager"]
+
+
+LOOP = f"""func.func @main(%a: {T}, %b: {T}, %o: {T}, %r: memref<4xf32>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %user = "hir.get_current_stream"() : () -> !hir.stream
+  "hir.for"(%c0, %n, %c1) ({{
+  ^bb0(%j: index):
+    %i = arith.remsi %j, %c4 : index
+    %s = "hir.get_stream"(%i) : (index) -> !hir.stream
+    "hir.set_current_stream"(%s) : (!hir.stream) -> ()
+    "hir.synchronize"(%user) : (!hir.stream) -> ()
+    %ra = "hir.alias_select"(%a, %i) {{axis = 0 : i64}} : ({T}, index) -> {V}
+    %rb = "hir.alias_select"(%b, %i) {{axis = 0 : i64}} : ({T}, index) -> {V}
+    %ro = "hir.alias_select"(%o, %i) {{axis = 0 : i64}} : ({T}, index) -> {V}
+    "hir.binary"(%ra, %rb, %ro) {{kind = "mul"}} : ({V}, {V}, {V}) -> ()
+    "hir.set_current_stream"(%user) : (!hir.stream) -> ()
+    "hir.synchronize"(%s) : (!hir.stream) -> ()
+    "hir.yield"() : () -> ()
+  }}) : (index, index, index) -> ()
+  return
+}}"""
+
+
+def eager_loop(a, b, o, r, n, streams):
+    """The eager version of LOOP: the same views and multiply, with the same stream
+    switches and waits on CUDA (on CPU there are no streams, so eager does only the math)."""
+    if streams is None:
+        for j in range(n):
+            i = j % 4
+            torch.mul(a.select(0, i), b.select(0, i), out=o.select(0, i))
+        return
+    user = torch.cuda.current_stream()
+    for j in range(n):
+        i = j % 4
+        s = streams[i]
+        torch.cuda.set_stream(s)
+        s.wait_stream(user)
+        torch.mul(a.select(0, i), b.select(0, i), out=o.select(0, i))
+        torch.cuda.set_stream(user)
+        user.wait_stream(s)
+
+
+def best(fn: Callable[[], None], repeat: int, number: int, sync: Callable[[], None]) -> float:
+    """Fastest of ``repeat`` timings of ``number`` calls, in seconds per call."""
+    fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        sync()
+        times.append((time.perf_counter() - start) / number)
+    return min(times)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--ops", type=int, default=200, help="ops per straight-line program / loop trip count")
+    p.add_argument("--repeat", type=int, default=7)
+    args = p.parse_args()
+    dev = torch.device(args.device)
+    sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
+    a, b, o = (torch.randn(*SHAPE, device=dev) for _ in range(3))
+    r = torch.empty(4, device=dev)
+    n = args.ops
+    rows = []
+    cases = [("binary add", ["add"]), ("set", ["set"]), ("reduction sum", ["sum"]), ("matmul", ["matmul"]),
+             ("mixed add/mul/set/sum/matmul", ["add", "mul", "set", "sum", "matmul"])]
+    for label, kinds in cases:
+        text, eager = straight_line(kinds, n)
+        prog = Program(hir.parse(text), device=str(dev))
+        inputs = [a, b, o, r]
+        t_hir = best(lambda: prog(inputs), args.repeat, 20, sync) / n
+        t_eager = best(lambda: eager(a, b, o, r), args.repeat, 20, sync) / n
+        rows.append((f"{label} ({n} ops)", "op", t_hir, t_eager))
+    prog = Program(hir.parse(LOOP), device=str(dev))
+    streams = [prog.streams.get(i) for i in range(4)] if dev.type == "cuda" else None
+    t_hir = best(lambda: prog([a, b, o, r, n]), args.repeat, 10, sync) / n
+    t_eager = best(lambda: eager_loop(a, b, o, r, n, streams), args.repeat, 10, sync) / n
+    rows.append((f"stream loop, 11 hir ops/iter ({n} iters)", "iter", t_hir, t_eager))
+    print(f"device: {dev}, torch {torch.__version__}, tensors {list(SHAPE)} f32")
+    print("| case | unit | hir (us) | eager torch (us) | ratio |")
+    print("|---|---|---:|---:|---:|")
+    for label, unit, th, te in rows:
+        print(f"| {label} | {unit} | {th * 1e6:.2f} | {te * 1e6:.2f} | {th / te:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

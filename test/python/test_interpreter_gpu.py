@@ -1,0 +1,122 @@
+"""GPU tests: CUDA streams, events, memory release and NCCL collectives (skipped cleanly
+without CUDA; the NCCL runs need 2 / 4 GPUs)."""
+
+import os
+import sys
+
+import pytest
+import torch
+
+import comm_worker
+from hir.interpreter.launch import launch
+from interp_util import mem, program
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+T = mem([64, 256])
+ROW = mem([256], layout="strided<[1], offset: ?>")
+
+
+def _gpus() -> int:
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_interp_gpu_streams_by_index():
+    """Indices 2, 2, 3 give two distinct pool CUDA streams; the caller's stream comes back."""
+    text = """func.func @main() {
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %a = "hir.get_stream"(%c2) : (index) -> !hir.stream
+  "hir.set_current_stream"(%a) : (!hir.stream) -> ()
+  %b = "hir.get_stream"(%c2) : (index) -> !hir.stream
+  "hir.set_current_stream"(%b) : (!hir.stream) -> ()
+  %c = "hir.get_stream"(%c3) : (index) -> !hir.stream
+  "hir.set_current_stream"(%c) : (!hir.stream) -> ()
+  return
+}"""
+    prog = program(text, device="cuda")
+    caller = torch.cuda.current_stream()
+    prog([])
+    live = prog.streams.live()
+    assert len(live) == 2 and all(isinstance(s, torch.cuda.Stream) for s in live)
+    assert live[0] != live[1] and caller not in live
+    assert torch.cuda.current_stream() == caller
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_interp_gpu_stream_loop_with_events():
+    """Rows computed on pool streams, synchronized back to the caller's stream by events:
+    the result read on the caller's stream is complete."""
+    text = f"""func.func @main(%a: {T}, %w: {mem([256, 256])}, %out: {T}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %user = "hir.get_current_stream"() : () -> !hir.stream
+  "hir.for"(%c0, %c64, %c1) ({{
+  ^bb0(%i: index):
+    %s = "hir.get_stream"(%i) : (index) -> !hir.stream
+    "hir.set_current_stream"(%s) : (!hir.stream) -> ()
+    "hir.synchronize"(%user) : (!hir.stream) -> ()
+    %ra = "hir.alias_select"(%a, %i) {{axis = 0 : i64}} : ({T}, index) -> {ROW}
+    %ro = "hir.alias_select"(%out, %i) {{axis = 0 : i64}} : ({T}, index) -> {ROW}
+    "hir.binary"(%ra, %ra, %ro) {{kind = "mul"}} : ({ROW}, {ROW}, {ROW}) -> ()
+    "hir.set_current_stream"(%user) : (!hir.stream) -> ()
+    "hir.synchronize"(%s) : (!hir.stream) -> ()
+    "hir.yield"() : () -> ()
+  }}) : (index, index, index) -> ()
+  %full = memref.alloc() : {T}
+  "hir.matmul"(%out, %w, %full) : ({T}, {mem([256, 256])}, {T}) -> ()
+  "hir.set"(%full, %out) : ({T}, {T}) -> ()
+  return
+}}"""
+    a = torch.randn(64, 256, device="cuda")
+    w = torch.randn(256, 256, device="cuda")
+    out = torch.zeros(64, 256, device="cuda")
+    program(text, device="cuda", num_streams=4)([a, w, out])
+    torch.testing.assert_close(out, (a * a) @ w, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_interp_gpu_dealloc_releases_memory():
+    big = mem([16, 1024, 1024])  # 64 MiB
+    text = f"""func.func @main() {{
+  %a = memref.alloc() : {big}
+  memref.dealloc %a : {big}
+  %b = memref.alloc() : {big}
+  memref.dealloc %b : {big}
+  return
+}}"""
+    prog = program(text, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    prog([])
+    torch.cuda.synchronize()
+    assert torch.cuda.max_memory_allocated() - base <= 64 * 2**20  # never both alive
+    assert torch.cuda.memory_allocated() == base
+
+
+def _nccl(nproc: int) -> None:
+    worker = os.path.join(os.path.dirname(__file__), "comm_worker.py")
+    result = launch(nproc, [sys.executable, worker, "--device", "cuda"], timeout_s=300)
+    report = "\n".join(r.stdout + r.stderr for r in result.ranks)
+    assert result.returncode == 0, report
+    for name in comm_worker.CASES:
+        assert report.count(f"PASS {name}") == nproc, report
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.skipif(_gpus() < 2, reason="needs 2 GPUs")
+def test_comm_nccl_2_gpus():
+    _nccl(2)
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.skipif(_gpus() < 4, reason="needs 4 GPUs")
+def test_comm_nccl_4_gpus():
+    _nccl(4)
