@@ -42,6 +42,9 @@ class Instrumentation:
     print_before_all: bool = False
     print_after_all: bool = False
     timing: bool = False
+    # mlir-opt's --verify-each: verify after every element (False: once, at the end; the
+    # Python verifiers of a large module cost about as much as a pass).
+    verify_each: bool = True
     out: TextIO = field(default_factory=lambda: sys.stderr)
     timings: list[tuple[str, float]] = field(default_factory=list)
 
@@ -157,9 +160,10 @@ def run_pipeline(
                 _dump(inst.out, f"IR Dump Before {label}", module)
             start = time.perf_counter()
             if group[0].hir_pass is not None:
-                _run_hir_pass(group[0].hir_pass, module, source_name)
+                _run_hir_pass(group[0].hir_pass, module, source_name, inst.verify_each)
             else:
                 pm = _upstream_pm([e.text for e in group])
+                pm.enable_verifier(inst.verify_each)
                 try:
                     pm.run(module.operation)
                 except ir.MLIRError as err:
@@ -167,24 +171,28 @@ def run_pipeline(
             inst.timings.append((label, time.perf_counter() - start))
             if inst.print_after_all:
                 _dump(inst.out, f"IR Dump After {label}", module)
+        if not inst.verify_each:
+            _verify(module, source_name, f"pipeline '{pipeline}'")
     if inst.timing:
         print_timing(inst.timings, inst.out)
     return module
 
 
-def _run_hir_pass(hir_pass: ModulePass, module: ir.Module, source_name: Optional[str]) -> None:
+def _verify(module: ir.Module, source_name: Optional[str], what: str) -> None:
+    try:
+        module.operation.verify()
+    except ir.MLIRError as err:
+        raise HirError(f"{source_name or '<input>'}: error: {what} produced invalid IR\n" + format_mlir_error(err, source_name)) from None
+
+
+def _run_hir_pass(hir_pass: ModulePass, module: ir.Module, source_name: Optional[str], verify: bool = True) -> None:
     try:
         hir_pass.run(module)
     except PassFailure as failure:
         where = format_location(failure.location, source_name) if failure.location else (source_name or "<input>")
         raise HirError(f"{where}: error: {failure.message}") from None
-    try:
-        module.operation.verify()
-    except ir.MLIRError as err:
-        raise HirError(
-            f"{source_name or '<input>'}: error: pass '{hir_pass.name}' produced invalid IR\n"
-            + format_mlir_error(err, source_name)
-        ) from None
+    if verify:
+        _verify(module, source_name, f"pass '{hir_pass.name}'")
 
 
 def _dump(out: TextIO, title: str, module: ir.Module) -> None:
