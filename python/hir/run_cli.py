@@ -147,7 +147,7 @@ def run_file(args: argparse.Namespace) -> int:
         if world > 1 and program.rank > 0:
             root, ext = os.path.splitext(path)
             path = f"{root}.rank{program.rank}{ext or '.pt'}"
-        torch.save([None if v is None else v.detach().cpu() for v in outputs], path)
+        torch.save([v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in outputs], path)
     return 0
 
 

@@ -77,14 +77,15 @@ def dim(c: Compiler, op: ir.OpView) -> Optional[Step]:
     """The GLOBAL extent (types carry global shapes): a split axis counts every shard."""
     source, index = op.operation.operands
     spec = c.spec(source)
-    src, out = c.use(source), c.define(op.operation.results[0])
+    src, result = c.use(source), op.operation.results[0]
     axis = c.constant(index)
     if axis is not UNSET:
         if not 0 <= axis < len(spec.shape):
             raise c.error(op, f"index {axis} is out of range for rank {len(spec.shape)}")
         if spec.shape[axis] != DYNAMIC:
-            c._template[out] = spec.shape[axis]
+            c.define(result, spec.shape[axis])
             return None
+        out = c.define(result)
         factor = spec.parts if axis == spec.split_axis else 1
 
         def dim_const(env: list) -> None:
@@ -92,6 +93,7 @@ def dim(c: Compiler, op: ir.OpView) -> Optional[Step]:
 
         return dim_const
     idx, where, parts, split = c.use(index), c.where(op), spec.parts, spec.split_axis
+    out = c.define(result)
 
     def dim_dynamic(env: list) -> None:
         a = env[idx]

@@ -12,7 +12,6 @@ Failures inside a step are turned into ``file:line:col: error:`` messages naming
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-import torch
 from torch_mlir import ir
 
 from hir.core import HirError, format_location
@@ -242,7 +241,3 @@ class Compiler:
 
     def has_attr(self, op: ir.OpView, name: str) -> bool:
         return name in op.operation.attributes
-
-
-def new_buffer(shape: list[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    return torch.empty(shape, dtype=dtype, device=device)
