@@ -20,7 +20,7 @@ inputs (one per entry-function argument, in order; unspecified ones are random):
 
 multi-process runs:
   hir-run --nproc 4 prog.mlir             4 local processes (gloo on CPU by default)
-  torchrun --nproc_per_node 4 $(which hir-run) prog.mlir
+  torchrun --nproc_per_node 4 --no-python hir-run prog.mlir   (or: torchrun ... -m hir.run_cli)
   Outputs print per rank ("rank R: " prefix), in rank order. If a rank fails the
   others are stopped; collectives give up after $HIR_DIST_TIMEOUT s (default 60).
 
