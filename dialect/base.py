@@ -189,6 +189,9 @@ class HirOp(HirDialect.Operation):
         try:
             # Verification can run with no context entered (op.verify()); checks build attrs.
             with self.operation.context:
+                if self._ODS_OPERAND_SEGMENTS and "operandSegmentSizes" not in self.operation.attributes:
+                    # Optional operands are located through this attribute (generic form).
+                    fail(f"requires operandSegmentSizes = array<i32: ...> (one count per operand group, {len(self._ODS_OPERAND_SEGMENTS)} groups)")
                 self.check()
         except VerifyError as err:
             self.location.emit_error(f"'{self.operation.name}' op {err}")

@@ -65,11 +65,22 @@ class CollectiveOp(HirOp):
         check_same_element_type(self.in_type, self.out_type, "input", "output")
         self.in_sharding = sharding_of(self.in_type, "input")
         self.out_sharding = sharding_of(self.out_type, "output")
-        for what, sharding in (("input", self.in_sharding), ("output", self.out_sharding)):
-            if sharding is not None and not set(sharding.mesh) <= set(team):
-                fail(f"{what} mesh {list(sharding.mesh)} has devices outside team {team}")
         self.team_list = team
         self.check_collective()
+        self.check_meshes()
+
+    def check_meshes(self) -> None:
+        """Every device holding either buffer takes part (overridden by rooted kinds)."""
+        self.require_mesh_in_team("input", self.in_sharding)
+        self.require_mesh_in_team("output", self.out_sharding)
+
+    def require_mesh_in_team(self, what: str, sharding: Optional[Sharding]) -> None:
+        if sharding is not None and not set(sharding.mesh) <= set(self.team_list):
+            fail(f"{what} mesh {list(sharding.mesh)} has devices outside team {self.team_list}")
+
+    def require_on_mesh(self, what: str, sharding: Optional[Sharding], device: int, role: str) -> None:
+        if sharding is not None and device not in sharding.mesh:
+            fail(f"{role} {device} is not on the {what} mesh {list(sharding.mesh)}")
 
     def check_collective(self) -> None:  # pragma: no cover - overridden
         pass
@@ -149,7 +160,25 @@ class ReduceScatterOp(CollectiveOp, name="reduce_scatter"):
             fail(f"output must be split along axis {out_axis} (input axis {scatter_axis} once axis {axis} is reduced)")
 
 
-class BroadcastOp(CollectiveOp, name="broadcast"):
+class RootSendsOp(CollectiveOp):
+    """Broadcast and scatter: the root holds the input; every output holder is in the team
+    (nvFuser: team = receiver mesh + root, so other senders stay out)."""
+
+    def check_meshes(self) -> None:
+        self.require_mesh_in_team("output", self.out_sharding)
+        self.require_on_mesh("input", self.in_sharding, int_attr(self, "root"), "root")
+
+
+class RootReceivesOp(CollectiveOp):
+    """Gather and reduce: every input holder is in the team and the root receives; nvFuser
+    emits one per receiver, so the other receivers stay out."""
+
+    def check_meshes(self) -> None:
+        self.require_mesh_in_team("input", self.in_sharding)
+        self.require_on_mesh("output", self.out_sharding, int_attr(self, "root"), "root")
+
+
+class BroadcastOp(RootSendsOp, name="broadcast"):
     root: ir.IntegerAttr = ext.attribute(kw_only=True)
 
     def check_collective(self) -> None:
@@ -159,7 +188,7 @@ class BroadcastOp(CollectiveOp, name="broadcast"):
         self.require_not_split("output", self.out_sharding)
 
 
-class ScatterOp(CollectiveOp, name="scatter"):
+class ScatterOp(RootSendsOp, name="scatter"):
     axis: ir.IntegerAttr = ext.attribute(kw_only=True)
     root: ir.IntegerAttr = ext.attribute(kw_only=True)
 
@@ -172,7 +201,7 @@ class ScatterOp(CollectiveOp, name="scatter"):
             fail(f"output must be split along axis {axis}, got {self.out_type}")
 
 
-class GatherOp(CollectiveOp, name="gather"):
+class GatherOp(RootReceivesOp, name="gather"):
     axis: ir.IntegerAttr = ext.attribute(kw_only=True)
     root: ir.IntegerAttr = ext.attribute(kw_only=True)
 
@@ -184,7 +213,7 @@ class GatherOp(CollectiveOp, name="gather"):
         self.require_not_split("output", self.out_sharding)
 
 
-class ReduceOp(CollectiveOp, name="reduce"):
+class ReduceOp(RootReceivesOp, name="reduce"):
     axis: ir.IntegerAttr = ext.attribute(kw_only=True)
     root: ir.IntegerAttr = ext.attribute(kw_only=True)
     reduction: ir.StringAttr = ext.attribute(kw_only=True)
@@ -210,6 +239,11 @@ class SendRecvOp(CollectiveOp, name="send_recv"):
         if self.checked_root() != self.team_list[0]:
             fail(f"root must be the sender (first team member {self.team_list[0]})")
         check_shape(self.out_type.shape, self.in_type.shape, "output")
+
+    def check_meshes(self) -> None:
+        sender, receiver = self.team_list
+        self.require_on_mesh("input", self.in_sharding, sender, "sender")
+        self.require_on_mesh("output", self.out_sharding, receiver, "receiver")
 
 
 class P2POp(HirOp):

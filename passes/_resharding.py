@@ -82,18 +82,6 @@ def _check_outermost(op: ir.Operation, axis: int, stream: Optional[int], what: s
         )
 
 
-def _check_team_covers(op: ir.Operation, name: str, team: list[int], meshes: list[Sharding]) -> None:
-    # hir collectives require every mesh involved inside the team; nvFuser's team for a
-    # cross-mesh Gather/Reduce/Scatter/Broadcast can leave part of the other mesh out.
-    for sharding in meshes:
-        if not set(sharding.mesh) <= set(team):
-            raise fail(
-                op,
-                f"lowers to {name} with nvFuser's team {team}, which does not hold mesh "
-                f"{list(sharding.mesh)}; hir collectives need both meshes inside the team",
-            )
-
-
 def plan(op: ir.Operation) -> Optional[Plan]:
     """The collectives for a resharding op, None when ``op`` does not reshard."""
     reason = resharding_reason(op)
@@ -136,7 +124,6 @@ def _plan_reduction(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> 
     collectives = []
     for root in dst.mesh:  # one Reduce per receiver: each receiver is a root
         team = _team(src.mesh, root)
-        _check_team_covers(op, "hir.reduce", team, [src, dst])
         collectives.append(("hir.reduce", {**common, "root": i64_attr(root), "team": _mesh_attr(team)}))
     return Plan(collectives)
 
@@ -151,7 +138,6 @@ def _plan_set(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
     if src.axis is None and dst.axis is not None:
         root = src.mesh[0]  # nvFuser: arbitrarily the first sender
         team = _team(dst.mesh, root)
-        _check_team_covers(op, "hir.scatter", team, [src, dst])
         return Plan([("hir.scatter", {"axis": i64_attr(dst.axis), "root": i64_attr(root), "team": _mesh_attr(team)})])
     if src.axis is not None and dst.axis is None:
         if src.mesh == dst.mesh:
@@ -159,7 +145,6 @@ def _plan_set(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
         collectives = []
         for root in dst.mesh:  # one Gather per receiver
             team = _team(src.mesh, root)
-            _check_team_covers(op, "hir.gather", team, [src, dst])
             collectives.append(("hir.gather", {"axis": i64_attr(src.axis), "root": i64_attr(root), "team": _mesh_attr(team)}))
         return Plan(collectives)
     if src.axis is not None:  # split the same way on two meshes: shard i goes from sender i to receiver i
@@ -169,12 +154,9 @@ def _plan_set(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
         local = [s for s, r in pairs if s == r]
         if local:
             raise fail(op, f"device {local[0]} would send its shard to itself; hir.send_recv needs two distinct devices")
-        for s, r in pairs:
-            _check_team_covers(op, "hir.send_recv", [s, r], [src, dst])
         return Plan([("hir.send_recv", {"root": i64_attr(s), "team": _mesh_attr([s, r])}) for s, r in pairs])
     root = src.mesh[0]  # replicated on both meshes: broadcast from the first sender
     team = _team(dst.mesh, root)
-    _check_team_covers(op, "hir.broadcast", team, [src, dst])
     return Plan([("hir.broadcast", {"root": i64_attr(root), "team": _mesh_attr(team)})])
 
 

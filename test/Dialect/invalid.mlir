@@ -610,3 +610,48 @@ func.func @f66(%x: memref<3x4xf32>, %w: memref<2x4xf32>, %y: memref<3x2xf32>, %b
   "hir.linear"(%x, %w, %y, %b) {operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<3x4xf32>, memref<2x4xf32>, memref<3x2xf32>, memref<3xf32>) -> ()
   return
 }
+
+// -----
+
+// broadcast: the root must hold the input
+func.func @root_sends(%x: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, %y: memref<8x4xf32, #hir.shard<array<i64: 2, 3>, -1 : i64>>) {
+  // expected-error @+1 {{root 2 is not on the input mesh [0, 1]}}
+  %w = "hir.broadcast"(%x, %y) {backend = "nccl", root = 2 : i64, team = array<i64: 2, 3>} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 2, 3>, -1 : i64>>) -> !hir.work
+  return
+}
+
+// -----
+
+// gather: every input holder takes part
+func.func @senders_in_team(%x: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %y: memref<8x4xf32, #hir.shard<array<i64: 2, 3>, -1 : i64>>) {
+  // expected-error @+1 {{input mesh [0, 1] has devices outside team [0, 2]}}
+  %w = "hir.gather"(%x, %y) {axis = 0 : i64, backend = "nccl", root = 2 : i64, team = array<i64: 0, 2>} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 2, 3>, -1 : i64>>) -> !hir.work
+  return
+}
+
+// -----
+
+// gather: the root must hold the output
+func.func @root_receives(%x: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %y: memref<8x4xf32, #hir.shard<array<i64: 2, 3>, -1 : i64>>) {
+  // expected-error @+1 {{root 1 is not on the output mesh [2, 3]}}
+  %w = "hir.gather"(%x, %y) {axis = 0 : i64, backend = "nccl", root = 1 : i64, team = array<i64: 0, 1>} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 2, 3>, -1 : i64>>) -> !hir.work
+  return
+}
+
+// -----
+
+// send_recv: the receiver must hold the output
+func.func @receiver_on_mesh(%x: memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %y: memref<4x8xf32, #hir.shard<array<i64: 2, 3>, 0 : i64>>) {
+  // expected-error @+1 {{receiver 1 is not on the output mesh [2, 3]}}
+  %w = "hir.send_recv"(%x, %y) {backend = "nccl", root = 0 : i64, team = array<i64: 0, 1>} : (memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<4x8xf32, #hir.shard<array<i64: 2, 3>, 0 : i64>>) -> !hir.work
+  return
+}
+
+// -----
+
+// linear: the optional bias needs its segment sizes
+func.func @linear_segments(%x: memref<3x4xf32>, %w: memref<2x4xf32>, %y: memref<3x2xf32>) {
+  // expected-error @+1 {{requires operandSegmentSizes}}
+  "hir.linear"(%x, %w, %y) : (memref<3x4xf32>, memref<2x4xf32>, memref<3x2xf32>) -> ()
+  return
+}

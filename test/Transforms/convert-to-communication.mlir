@@ -2,7 +2,7 @@
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo})' | FileCheck %s --check-prefix=GLOO
 
 // nvFuser's lower_to_communication decision table (seed 002), one case per function.
-// GLOO-COUNT-11: backend = "gloo"
+// GLOO-COUNT-15: backend = "gloo"
 // GLOO-NOT: "nccl"
 
 // CHECK-LABEL: func.func @allgather
@@ -55,8 +55,27 @@ func.func @broadcast(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0>, -1 : i64>>
   return %0 : memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
 }
 
-// SendRecv (split the same way on two meshes) is an error case: hir.send_recv's team is
-// [sender, receiver] but the dialect requires both meshes inside the team (see pytest).
+// SendRecv: split the same way on two meshes, shard i goes from sender i to receiver i.
+// CHECK-LABEL: func.func @send_recv
+// CHECK:       "hir.send_recv"(%arg0, %[[OUT:.*]]) {backend = "nccl", root = 0 : i64, team = array<i64: 0, 2>}
+// CHECK-NEXT:  "hir.wait"
+// CHECK-NEXT:  "hir.send_recv"(%arg0, %[[OUT]]) {backend = "nccl", root = 1 : i64, team = array<i64: 1, 3>}
+// CHECK-NEXT:  "hir.wait"
+func.func @send_recv(%arg0: memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<4x8xf32, #hir.shard<array<i64: 2, 3>, 0 : i64>> {
+  %0 = memref.alloc() : memref<4x8xf32, #hir.shard<array<i64: 2, 3>, 0 : i64>>
+  "hir.set"(%arg0, %0) : (memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<4x8xf32, #hir.shard<array<i64: 2, 3>, 0 : i64>>) -> ()
+  return %0 : memref<4x8xf32, #hir.shard<array<i64: 2, 3>, 0 : i64>>
+}
+
+// Cross-mesh Gather: each receiver's team leaves the other receiver out (nvFuser's teams).
+// CHECK-LABEL: func.func @gather_other_mesh
+// CHECK:       "hir.gather"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", root = 2 : i64, team = array<i64: 0, 1, 2>}
+// CHECK:       "hir.gather"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", root = 3 : i64, team = array<i64: 0, 1, 3>}
+func.func @gather_other_mesh(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x4xf32, #hir.shard<array<i64: 2, 3>, -1 : i64>> {
+  %0 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 2, 3>, -1 : i64>>
+  "hir.set"(%arg0, %0) : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 2, 3>, -1 : i64>>) -> ()
+  return %0 : memref<8x4xf32, #hir.shard<array<i64: 2, 3>, -1 : i64>>
+}
 
 // CHECK-LABEL: func.func @allreduce
 // CHECK:       "hir.allreduce"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", reduction = "max", team = array<i64: 0, 1>}
