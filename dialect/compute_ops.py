@@ -58,11 +58,18 @@ def broadcast_shape(a: list[int], b: list[int], what: str) -> list[int]:
 
 
 def matmul_shape(a: list[int], b: list[int]) -> list[int]:
-    """torch.matmul's result shape for operands of rank >= 2."""
-    if len(a) < 2 or len(b) < 2:
-        fail(f"operands must have rank >= 2, got {fmt_shape(a)} and {fmt_shape(b)}")
-    if not dims_match(a[-1], b[-2]):
-        fail(f"contraction mismatch: a is {fmt_shape(a)}, b is {fmt_shape(b)} (K {a[-1]} vs {b[-2]})")
+    """torch.matmul's result shape: a 1-D operand is a vector (its axis is contracted and
+    dropped), higher ranks are batches of matrices with broadcast batch dimensions."""
+    if not a or not b:
+        fail(f"operands must have rank >= 1, got {fmt_shape(a)} and {fmt_shape(b)}")
+    k_a = a[-1]
+    k_b = b[0] if len(b) == 1 else b[-2]
+    if not dims_match(k_a, k_b):
+        fail(f"contraction mismatch: a is {fmt_shape(a)}, b is {fmt_shape(b)} (K {k_a} vs {k_b})")
+    if len(a) == 1:
+        return [] if len(b) == 1 else b[:-2] + [b[-1]]
+    if len(b) == 1:
+        return a[:-1]
     batch = broadcast_shape(a[:-2], b[:-2], "batch dimensions")
     return batch + [a[-2], b[-1]]
 
@@ -144,7 +151,7 @@ class ReductionOp(ComputeOp, name="reduction"):
 
 
 class MatmulOp(ComputeOp, name="matmul"):
-    """``torch.matmul(a, b, out=output)`` for operands of rank >= 2 (batch dims broadcast)."""
+    """``torch.matmul(a, b, out=output)``: vectors, matrices and broadcast batches."""
 
     a: ext.Operand[ir.MemRefType]
     b: ext.Operand[ir.MemRefType]
@@ -157,7 +164,8 @@ class MatmulOp(ComputeOp, name="matmul"):
 
 class LinearOp(ComputeOp, name="linear"):
     """``torch.nn.functional.linear(input, weight, bias)`` into ``output``:
-    input [..., K], weight [N, K], bias [N] (optional, last operand), output [..., N]."""
+    input [..., K], weight [N, K], bias [N] (optional, last operand), output [..., N]; a 1-D
+    weight [K] (one output feature, a stream slice of N) gives output [...] and a 0-D bias."""
 
     input: ext.Operand[ir.MemRefType]
     weight: ext.Operand[ir.MemRefType]
@@ -167,11 +175,12 @@ class LinearOp(ComputeOp, name="linear"):
 
     def check_compute(self) -> None:
         x, w = self.shape("input"), self.shape("weight")
-        if len(x) < 1 or len(w) != 2:
-            fail(f"input must have rank >= 1 and weight rank 2, got {fmt_shape(x)} and {fmt_shape(w)}")
-        if not dims_match(x[-1], w[1]):
+        if len(x) < 1 or len(w) not in (1, 2):
+            fail(f"input must have rank >= 1 and weight rank 1 or 2, got {fmt_shape(x)} and {fmt_shape(w)}")
+        if not dims_match(x[-1], w[-1]):
             fail(f"input features {x[-1]} do not match weight {fmt_shape(w)} (expected [N, {x[-1]}])")
-        check_shape(self.shape("output"), x[:-1] + [w[0]], "output")
+        features = w[:1] if len(w) == 2 else []
+        check_shape(self.shape("output"), x[:-1] + features, "output")
         if self.bias is not None:
             check_same_element_type(memref_type(self.bias, "bias"), self.out_type, "bias", "output")
-            check_shape(self.shape("bias"), [w[0]], "bias")
+            check_shape(self.shape("bias"), features, "bias")

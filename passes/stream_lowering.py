@@ -30,9 +30,10 @@ After::
 
 The stream axis maps through set, binary (broadcast operands are not sliced, or read at index
 0 where their extent is 1), reduction (kept axes; ``axes`` renumbered), matmul (batch axes;
-M when B is 2-D and A has batch axes) and linear (all but the last axis). Errors: stream
-axes on program inputs or on split axes, nested stream parallelism, unsupported ops, and the
-matmul/linear axes whose slice would need a 1-D operand (alias_select drops the axis).
+M unless both operands are batched; N with a 2-D B: the slices are vectors) and linear
+(every axis; an N slice is a 1-D weight). Errors: stream axes on program inputs or on split
+axes, nested stream parallelism, unsupported ops, and matmul axes whose slices would be
+read as matrices.
 """
 
 from dataclasses import dataclass
@@ -118,11 +119,12 @@ def _slices(op: ir.Operation, k: int) -> list[_Slice]:
     if op.name == "hir.matmul":
         batch = out_rank - 2
         rank_a, rank_b = (ir.MemRefType(op.operands[i].type).rank for i in (0, 1))
-        if k == batch + 1 or (k == batch and (rank_b != 2 or rank_a < 3)):
+        # A slice drops the axis; torch.matmul reads a 1-D operand as a vector, which is
+        # right for M with a 2-D A or 2-D B and for N with a 2-D B, and wrong otherwise (a
+        # batched operand's slice would be read as a matrix).
+        if (k == batch + 1 and rank_b != 2) or (k == batch and rank_a > 2 and rank_b > 2):
             axis_name = "N" if k == batch + 1 else "M"
-            raise fail(op, f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slice would need a 1-D or keep-dim operand that hir.alias_select cannot express (stream a batch axis, or M with a 2-D B and a batched A)")
-    if op.name == "hir.linear" and k == out_rank - 1:
-        raise fail(op, f"has stream axis {k}, the N axis of hir.linear; slicing the weight leaves a 1-D weight, which hir.linear does not accept")
+            raise fail(op, f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)")
     slices = []
     for index, operand in enumerate(op.operands):
         if not isinstance(operand.type, ir.MemRefType):

@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify-diagnostics", action="store_true", help="check diagnostics against expected-* comments")
     p.add_argument("--mlir-print-ir-before-all", action="store_true", help="print the IR before every pass (stderr)")
     p.add_argument("--mlir-print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
+    p.add_argument("--verify-each", default="true", choices=["true", "false"],
+                   help="verify after every pass (default true); false verifies once at the end")
     p.add_argument("--mlir-timing", action="store_true", help="print a pass timing report (stderr)")
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print op locations")
     p.add_argument("--list-passes", action="store_true", help="list hir passes and pipelines, then exit")
@@ -92,6 +94,7 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
                 print_before_all=args.mlir_print_ir_before_all,
                 print_after_all=args.mlir_print_ir_after_all,
                 timing=args.mlir_timing,
+                verify_each=args.verify_each == "true",
             )
             try:
                 run_pipeline(module, args.pass_pipeline, inst, source)

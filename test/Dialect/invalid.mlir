@@ -542,9 +542,9 @@ func.func @f58(%a: memref<4x8xf32>, %b: memref<4xf32>) {
 // -----
 
 // matmul ranks
-func.func @f59(%a: memref<4xf32>, %b: memref<4x2xf32>, %c: memref<2xf32>) {
-  // expected-error @+1 {{operands must have rank >= 2, got [4] and [4, 2]}}
-  "hir.matmul"(%a, %b, %c) : (memref<4xf32>, memref<4x2xf32>, memref<2xf32>) -> ()
+func.func @matmul_rank0(%a: memref<f32>, %b: memref<4x2xf32>, %c: memref<2xf32>) {
+  // expected-error @+1 {{operands must have rank >= 1, got [] and [4, 2]}}
+  "hir.matmul"(%a, %b, %c) : (memref<f32>, memref<4x2xf32>, memref<2xf32>) -> ()
   return
 }
 
@@ -578,9 +578,9 @@ func.func @f62(%a: memref<2x3x4xf32>, %b: memref<5x4x2xf32>, %c: memref<2x3x2xf3
 // -----
 
 // linear weight rank
-func.func @f63(%x: memref<3x4xf32>, %w: memref<4xf32>, %y: memref<3x2xf32>) {
-  // expected-error @+1 {{input must have rank >= 1 and weight rank 2}}
-  "hir.linear"(%x, %w, %y) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<3x4xf32>, memref<4xf32>, memref<3x2xf32>) -> ()
+func.func @f63(%x: memref<3x4xf32>, %w: memref<2x2x4xf32>, %y: memref<3x2xf32>) {
+  // expected-error @+1 {{input must have rank >= 1 and weight rank 1 or 2}}
+  "hir.linear"(%x, %w, %y) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (memref<3x4xf32>, memref<2x2x4xf32>, memref<3x2xf32>) -> ()
   return
 }
 

@@ -101,3 +101,15 @@ func.func @communication(
   %w9 = "hir.recv"(%local) {backend = "cuda", peer = 0 : i64} : (memref<8x4xf32>) -> !hir.work
   return
 }
+
+// Vector operands (stream slices of matmul M/N and linear N), as torch.matmul / linear.
+// CHECK-LABEL: func.func @vectors
+func.func @vectors(%k: memref<16xf32>, %b: memref<16x4xf32>, %n: memref<4xf32>, %a: memref<8x16xf32>, %m: memref<8xf32>, %bias: memref<f32>) {
+  // CHECK: "hir.matmul"(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<16xf32>, memref<16x4xf32>, memref<4xf32>) -> ()
+  "hir.matmul"(%k, %b, %n) : (memref<16xf32>, memref<16x4xf32>, memref<4xf32>) -> ()
+  // CHECK: "hir.matmul"(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<8x16xf32>, memref<16xf32>, memref<8xf32>) -> ()
+  "hir.matmul"(%a, %k, %m) : (memref<8x16xf32>, memref<16xf32>, memref<8xf32>) -> ()
+  // CHECK: "hir.linear"{{.*}} : (memref<8x16xf32>, memref<16xf32>, memref<8xf32>, memref<f32>) -> ()
+  "hir.linear"(%a, %k, %m, %bias) {operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<8x16xf32>, memref<16xf32>, memref<8xf32>, memref<f32>) -> ()
+  return
+}

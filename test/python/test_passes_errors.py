@@ -79,10 +79,8 @@ STREAM = "hir-stream-lowering"
     "op_line, types, message",
     [
         ('"hir.set"(%arg0, %out) {stream_axis = 0 : i64}', ("memref<4x8xf32>", "memref<4x8xf32>"), None),
-        ('"hir.matmul"(%arg0, %arg1, %out) {stream_axis = 1 : i64}', ("memref<4x8xf32>", "memref<8x2xf32>", "memref<4x2xf32>"), "the N axis of a matmul"),
-        ('"hir.matmul"(%arg0, %arg1, %out) {stream_axis = 0 : i64}', ("memref<4x8xf32>", "memref<8x2xf32>", "memref<4x2xf32>"), "the M axis of a matmul of ranks 2 and 2"),
+        ('"hir.matmul"(%arg0, %arg1, %out) {stream_axis = 2 : i64}', ("memref<3x4x8xf32>", "memref<3x8x2xf32>", "memref<3x4x2xf32>"), "the N axis of a matmul of ranks 3 and 3"),
         ('"hir.matmul"(%arg0, %arg1, %out) {stream_axis = 1 : i64}', ("memref<3x4x8xf32>", "memref<3x8x2xf32>", "memref<3x4x2xf32>"), "the M axis of a matmul of ranks 3 and 3"),
-        ('"hir.linear"(%arg0, %arg1, %out) {operandSegmentSizes = array<i32: 1, 1, 1, 0>, stream_axis = 1 : i64}', ("memref<4x8xf32>", "memref<2x8xf32>", "memref<4x2xf32>"), "the N axis of hir.linear"),
         ('"hir.set"(%arg0, %out) {stream_axis = 0 : i64}', (f"memref<4x8xf32, {shard(M2, 0)}>", f"memref<4x8xf32, {shard(M2, 0)}>"), "split over the device mesh [0, 1]"),
     ],
 )
