@@ -7,6 +7,7 @@ the same groups in the same order: :meth:`Communicator.create_groups` is called 
 teams of a whole module, in op order, when a program is compiled (all ranks compile the same
 module)."""
 
+import atexit
 import datetime
 import os
 from typing import Iterable, Optional
@@ -68,7 +69,7 @@ class Communicator:
         ranks = tuple(sorted(team))
         if ranks == tuple(range(self.world_size)):
             return dist.group.WORLD
-        key = (self.backend, ranks)
+        key = (id(dist.group.WORLD), self.backend, ranks)  # a re-initialized world gets new groups
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = dist.new_group(list(ranks), timeout=timeout())
@@ -76,6 +77,13 @@ class Communicator:
 
     def is_gloo(self, group) -> bool:
         return str(dist.get_backend(group)) == "gloo"
+
+
+@atexit.register
+def _drop_groups() -> None:
+    """Release cached sub-groups while the interpreter is still whole: a Gloo group whose
+    last reference dies during interpreter teardown aborts the process."""
+    Communicator._groups.clear()
 
 
 def init_process_group(device: torch.device, backend: Optional[str]) -> None:
