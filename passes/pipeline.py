@@ -17,7 +17,7 @@ from typing import Iterator, Optional, TextIO
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from hir.core import HirError, format_location, format_mlir_error
+from hir.core import HirError, format_location, format_mlir_error, new_context
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, is_disabled
 
 # Named pipelines, expanded in place (mlir-opt's registered pass pipelines).
@@ -121,7 +121,7 @@ def _captured_fd2() -> Iterator[list[str]]:
 
 def _upstream_pm(texts: list[str]) -> PassManager:
     pipeline = f"builtin.module({','.join(texts)})"
-    context = ir.Context.current or ir.Context()
+    context = ir.Context.current or new_context()
     error = None
     with _captured_fd2() as captured:
         try:

@@ -16,6 +16,9 @@ class HirError(Exception):
 def new_context() -> ir.Context:
     """A context with the hir dialect loaded (upstream dialects are available by default)."""
     ctx = ir.Context()
+    # hir pipelines run module-level passes from Python, so MLIR's thread pool buys nothing;
+    # its worker threads also outlive torch.distributed's at exit and abort the process.
+    ctx.enable_multithreading(False)
     load(ctx)
     return ctx
 

@@ -138,7 +138,7 @@ def _gen_matmul(p: Program, x: Value) -> Value:
         axes = [0]
     else:
         w = p.input([x.dims[-1], n])
-        axes = [0, 1] if len(x.dims) == 3 else []  # M streams when A is batched
+        axes = list(range(len(x.dims)))  # 2-D B: batch, M and N slices are all vectors or matrices
     out = p.alloc(x.dims[:-1] + [n], x.dynamic[:-1] + [False])
     p.op("hir.matmul", [x, w], out, p.stream({}, axes))
     return out
@@ -157,7 +157,7 @@ def _gen_linear(p: Program, x: Value) -> Value:
         types = f"{x.type}, {w.type}, {out.type}, {bias.type}"
     else:
         names, types = f"{x.name}, {w.name}, {out.name}", f"{x.type}, {w.type}, {out.type}"
-    attrs = p.stream({"operandSegmentSizes": f"array<i32: {segments}>"}, list(range(len(x.dims) - 1)))
+    attrs = p.stream({"operandSegmentSizes": f"array<i32: {segments}>"}, list(range(len(x.dims))))
     attr_text = ", ".join(f"{k} = {v}" for k, v in attrs.items())
     p.lines.append(f'"hir.linear"({names}) {{{attr_text}}} : ({types}) -> ()')
     return out

@@ -81,12 +81,37 @@ def reduction(c: Compiler, op: ir.OpView) -> Optional[Step]:
     return reduce_step
 
 
+def _rank(c: Compiler, value: ir.Value) -> int:
+    return len(c.spec(value).shape)
+
+
+def _matmul_into(vector_a: bool, vector_b: bool) -> Callable:
+    """``out = a @ b`` with torch.matmul's vector rules. torch.matmul(out=) computes a vector
+    operand's product as a matrix and resizes ``out`` to it, which would detach a view from
+    its parent buffer; lifting vectors to matrices and ``out`` to the matching view avoids it.
+    Decided at compile time, so the common matrix case stays a single call."""
+    if not (vector_a or vector_b):
+        return lambda a, b, out: torch.matmul(a, b, out=out)
+
+    def lifted(a, b, out):
+        # b first: with two vectors out is 0-D and becomes [1] then [1, 1].
+        if vector_b:
+            b, out = b.unsqueeze(-1), out.unsqueeze(-1)
+        if vector_a:
+            a, out = a.unsqueeze(0), out.unsqueeze(-2)
+        torch.matmul(a, b, out=out)
+
+    return lifted
+
+
 @handles("hir.matmul")
 def matmul(c: Compiler, op: ir.OpView) -> Optional[Step]:
     a, b, o = c.uses(op)
+    operands = op.operation.operands
+    product = _matmul_into(_rank(c, operands[0]) == 1, _rank(c, operands[1]) == 1)
 
     def matmul_step(env: list) -> None:
-        torch.matmul(env[a], env[b], out=env[o])
+        product(env[a], env[b], env[o])
 
     return matmul_step
 
@@ -94,28 +119,30 @@ def matmul(c: Compiler, op: ir.OpView) -> Optional[Step]:
 @handles("hir.linear")
 def linear(c: Compiler, op: ir.OpView) -> Optional[Step]:
     """``output = input @ weight.T (+ bias)``; torch's linear has no ``out=``, so this uses
-    addmm / mm for 2-D inputs and matmul (+ add_) for batched ones."""
+    addmm for 2-D inputs with a bias and matmul (+ add_) otherwise. A 1-D input or weight is
+    a stream slice of M or N (see _matmul_into)."""
     slots = c.uses(op)
     x, w, o = slots[:3]
     bias = slots[3] if len(slots) == 4 else None
-    batched = len(c.spec(op.operation.operands[0]).shape) != 2
-    if bias is None:
-        mm = torch.matmul if batched else torch.mm
-
-        def linear_nobias(env: list) -> None:
-            mm(env[x], env[w].t(), out=env[o])
-
-        return linear_nobias
-    if not batched:
+    operands = op.operation.operands
+    x_rank, w_rank = _rank(c, operands[0]), _rank(c, operands[1])
+    if bias is not None and x_rank == 2 and w_rank == 2:
 
         def linear_addmm(env: list) -> None:
             torch.addmm(env[bias], env[x], env[w].t(), out=env[o])
 
         return linear_addmm
+    product = _matmul_into(x_rank == 1, w_rank == 1)
+    if bias is None:
 
-    def linear_batched(env: list) -> None:
+        def linear_nobias(env: list) -> None:
+            product(env[x], env[w].t(), env[o])
+
+        return linear_nobias
+
+    def linear_bias(env: list) -> None:
         out = env[o]
-        torch.matmul(env[x], env[w].t(), out=out)
+        product(env[x], env[w].t(), out)
         out.add_(env[bias])
 
-    return linear_batched
+    return linear_bias
