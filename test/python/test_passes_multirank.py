@@ -128,6 +128,7 @@ def worker() -> int:
     from hir.interpreter import run
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = os.environ.get("HIR_DEVICE", "cpu")
     failures = []
     for case, temps in cases(world):
         gen = torch.Generator().manual_seed(len(case.name))
@@ -136,7 +137,9 @@ def worker() -> int:
         module = hir.parse(_program(case, temps), f"{case.name}.mlir")
         hir.lower(module, PIPELINE)
         assert "stream_axis" not in str(module), case.name
-        (got,) = run(module, [b.local(t, rank) for b, t in zip(case.inputs, globals_)], device="cpu")
+        local = [b.local(t, rank) for b, t in zip(case.inputs, globals_)]
+        (got,) = run(module, [None if t is None else t.to(device) for t in local], device=device)
+        got = None if got is None else got.cpu()
         want = case.output.local(expected, rank)
         if want is None:
             continue
@@ -155,12 +158,26 @@ def worker() -> int:
     return 1 if failures else 0
 
 
-@pytest.mark.parametrize("world", [2, 4])
-def test_communication_patterns(world):
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@pytest.mark.parametrize(
+    "world,device",
+    [
+        (2, "cpu"),
+        (4, "cpu"),
+        pytest.param(4, "cuda", marks=[pytest.mark.gpu, pytest.mark.multigpu, pytest.mark.skipif(_gpus() < 4, reason="needs 4 GPUs")]),
+    ],
+)
+def test_communication_patterns(world, device):
+    """The lowered seed-003 pipelines (Gloo on CPU; NCCL on 4 GPUs: AG+matmul, matmul+RS, ...)."""
     pytest.importorskip("torch")
     from hir.interpreter.launch import launch
 
-    result = launch(world, [sys.executable, __file__], timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu"})
+    result = launch(world, [sys.executable, __file__], timeout_s=240, env={**os.environ, "HIR_DEVICE": device})
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
     checked = sum(r.stdout.count(" ok") for r in result.ranks)

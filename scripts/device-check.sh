@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# GPU checks on a lent device machine (torch with CUDA, no torch-mlir, no network).
+# Prepare here first:  bash ../shared/tools/device-bundle.sh  (MLIR bindings -> .device/)
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 -d .device/wheels pytest pluggy iniconfig packaging
+# then run this with .device carried. Results go to $OUT (or /tmp/hir-device-out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+out=${OUT:-/tmp/hir-device-out}
+mkdir -p "$out"
+python3 .device/unpack.py >/dev/null
+for w in .device/wheels/*.whl; do python3 -m zipfile -e "$w" /tmp/site; done
+# The package maps dialect/ and passes/ into hir (pyproject package-dir); mirror that here.
+ln -sfn "$PWD/dialect" python/hir/dialect
+ln -sfn "$PWD/passes" python/hir/passes
+export PYTHONPATH="/tmp/site:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+nvidia-smi -L
+python3 -c 'import torch, torch_mlir.ir; print("torch", torch.__version__, "gpus", torch.cuda.device_count())'
+
+echo "=== GPU tests, 1 GPU visible"
+CUDA_VISIBLE_DEVICES=0 python3 -m pytest -q -p no:cacheprovider -m gpu -rs test/python 2>&1 | tee "$out/gpu_tests_1gpu.txt" | tail -n 15
+echo "=== GPU tests, all GPUs (NCCL 2 and 4 ranks, lowered seed-003 pipelines)"
+python3 -m pytest -q -p no:cacheprovider -m gpu -rs test/python 2>&1 | tee "$out/gpu_tests_all.txt" | tail -n 15
+echo "=== main job on CUDA"
+python3 -m hir.demo --device cuda 2>&1 | tail -n 3 | tee "$out/demo_cuda.txt"
+echo "=== host overhead on GPU"
+python3 benchmarks/host_overhead.py --device cuda 2>&1 | tee "$out/host_overhead_cuda.txt"
