@@ -43,9 +43,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(lowered)
 
     torch.manual_seed(0)
-    x = torch.randn(args.rows, 32)
-    w = torch.randn(32, 8)
-    reference = (x @ w) * 2
+    x = torch.randn(args.rows, 32, device=args.device)
+    w = torch.randn(32, 8, device=args.device)
+    reference = ((x @ w) * 2).cpu()
     out_program = hir.run(program, [x, w], device=args.device)[0].cpu()
     out_lowered = hir.run(lowered, [x, w], device=args.device)[0].cpu()
     err_program = (out_program - reference).abs().max().item()

@@ -105,7 +105,7 @@ def _nccl(nproc: int) -> None:
     report = "\n".join(r.stdout + r.stderr for r in result.ranks)
     assert result.returncode == 0, report
     for name in comm_worker.CASES:
-        assert report.count(f"PASS {name}") == nproc, report
+        assert report.splitlines().count(f"PASS {name}") == nproc, report
 
 
 @pytest.mark.gpu

@@ -129,6 +129,8 @@ def worker() -> int:
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = os.environ.get("HIR_DEVICE", "cpu")
+    if device == "cuda":  # this rank's GPU, as the interpreter picks it
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     failures = []
     for case, temps in cases(world):
         gen = torch.Generator().manual_seed(len(case.name))

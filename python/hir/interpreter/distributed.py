@@ -91,12 +91,16 @@ def init_process_group(device: torch.device, backend: Optional[str]) -> None:
     several processes, else a one-process group on an in-memory store."""
     backend = backend or ("nccl" if device.type == "cuda" else "gloo")
     rank, size = world()
+    # With device_id NCCL initializes its communicator eagerly and send/recv run on it; lazily,
+    # every send/recv pair creates its own 2-rank communicator, which deadlocks a ring
+    # (rank r creates {r, r+1} while rank r+1 waits in {r+1, r+2}).
+    eager = {"device_id": device} if device.type == "cuda" and backend == "nccl" else {}
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if size > 1:
-        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=size, timeout=timeout())
+        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=size, timeout=timeout(), **eager)
     else:
-        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout())
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout(), **eager)
 
 
 def shutdown() -> None:
