@@ -39,11 +39,10 @@ func.func @gather(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>)
 // CHECK-NEXT:  "hir.wait"
 // CHECK-NEXT:  "hir.gather"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", root = 0 : i64, team = array<i64: 0, 1>}
 // CHECK-NEXT:  "hir.wait"
-func.func @gather_two_receivers(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {
+func.func @gather_two_receivers(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x4xf32, #hir.shard<array<i64: 1, 0>, -1 : i64>> {
   %0 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 1, 0>, -1 : i64>>
   "hir.set"(%arg0, %0) : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 1, 0>, -1 : i64>>) -> ()
-  %1 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
-  return %1 : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  return %0 : memref<8x4xf32, #hir.shard<array<i64: 1, 0>, -1 : i64>>
 }
 
 // Broadcast: replicated on one mesh to replicated on another, from the first sender.

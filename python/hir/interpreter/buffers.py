@@ -78,7 +78,7 @@ def buffer_spec(t: ir.Type, rank: int) -> BufferSpec:
 
 def _is_identity(mt: ir.MemRefType) -> bool:
     layout = mt.layout
-    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mt.rank)
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mt.rank, context=mt.context)
 
 
 def is_memref(t: ir.Type) -> bool:

@@ -1,0 +1,130 @@
+"""Every lowering lit test also runs: each chunk of test/Transforms/*.mlir is executed by the
+CPU interpreter before and after each pipeline its RUN lines name, on the same random
+inputs, and the outputs (returned buffers and arguments written in place) must be equal.
+Chunks without a device mesh run in this process; chunks on a mesh run on 4 Gloo ranks in
+one launched job. A program-level resharding op only runs once it is a collective, so mesh
+chunks run with hir-convert-to-communication applied last (its own results are checked
+against torch by test_passes_multirank.py)."""
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+TRANSFORMS = Path(__file__).resolve().parents[1] / "Transforms"
+WORLD = 4
+
+
+def chunks() -> list[tuple[str, str, list[str]]]:
+    """(name, text, pipelines) for every chunk of every Transforms test."""
+    out = []
+    for path in sorted(TRANSFORMS.glob("*.mlir")):
+        text = path.read_text()
+        pipelines = sorted(set(re.findall(r"--pass-pipeline='([^']*)'", text)))
+        for i, chunk in enumerate(text.split("// -----")):
+            if "func.func" in chunk:
+                out.append((f"{path.name}#{i}", chunk, pipelines))
+    return out
+
+
+def devices(text: str) -> set[int]:
+    found: set[int] = set()
+    for mesh in re.findall(r"#hir\.shard<array<i64(?::([^>]*))?>", text):
+        found |= {int(d) for d in mesh.split(",") if d.strip()}
+    return found
+
+
+def entries(module) -> list[str]:
+    from torch_mlir.dialects import func
+
+    names = []
+    for op in module.body.operations:
+        if isinstance(op, func.FuncOp) and "sym_visibility" not in op.attributes and "hir.kernel" not in op.attributes:
+            names.append(op.name.value)
+    return names
+
+
+def run_chunk(name: str, text: str, pipelines: list[str], rank: int, reference_pipeline=None) -> list[str]:
+    """Problems found running one chunk on this rank (empty: all stages agree)."""
+    import torch
+
+    import hir
+    from hir.interpreter import run
+    from hir.interpreter.inputs import build_inputs
+
+    problems = []
+    for entry in entries(hir.parse(text, name)):
+        def execute(pipeline):
+            module = hir.parse(text, name)
+            for stage in (pipeline, reference_pipeline):
+                if stage:  # a mesh chunk's resharding ops run once they are collectives
+                    hir.lower(module, stage)
+            fn = next(op for op in module.body.operations if getattr(op, "name", None) is not None and op.name.value == entry)
+            types = list(fn.type.inputs)
+            specs = ["random:" + "x".join("4" if d < 0 else str(d) for d in ir_shape(t)) if is_dynamic(t) else "random" for t in types]
+            args = build_inputs(types, specs, rank=rank, seed=7, device=torch.device("cpu"))
+            outs = run(module, args, entry=entry, device="cpu")
+            return [t for t in list(outs) + args if isinstance(t, torch.Tensor)]
+
+        reference = execute(reference_pipeline)
+        for pipeline in pipelines:
+            got = execute(pipeline)
+            same = len(got) == len(reference) and all(torch.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in zip(got, reference))
+            if not same:
+                problems.append(f"{name} @{entry}: '{pipeline}' changed the results")
+    return problems
+
+
+def ir_shape(t) -> list[int]:
+    from torch_mlir import ir
+
+    return list(ir.MemRefType(t).shape) if isinstance(t, ir.MemRefType) or str(t).startswith("memref") else []
+
+
+def is_dynamic(t) -> bool:
+    return any(d < 0 for d in ir_shape(t))
+
+
+SINGLE = [c for c in chunks() if not devices(c[1])]
+MULTI = [c for c in chunks() if devices(c[1]) and max(devices(c[1])) < WORLD]
+
+
+@pytest.mark.parametrize("name,text,pipelines", SINGLE, ids=[c[0] for c in SINGLE])
+def test_single_process_chunk(name, text, pipelines):
+    pytest.importorskip("torch")
+    assert not run_chunk(name, text, pipelines, rank=0)
+
+
+def test_mesh_chunks_on_4_ranks():
+    pytest.importorskip("torch")
+    from hir.interpreter.launch import launch
+
+    assert MULTI, "no Transforms chunk on a device mesh"
+    result = launch(WORLD, [sys.executable, __file__], timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu"})
+    report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
+    assert result.returncode == 0, report
+    assert sum(r.stdout.count(" ok\n") for r in result.ranks) == WORLD * len(MULTI), report
+
+
+def worker() -> int:
+    rank = int(os.environ["RANK"])
+    failures = []
+    for name, text, pipelines in MULTI:
+        problems = run_chunk(name, text, pipelines, rank, "hir-convert-to-communication")
+        failures += problems
+        if not problems:
+            print(f"{name} ok", flush=True)
+    for failure in failures:
+        print(f"rank {rank}: {failure}", file=sys.stderr)
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(worker())
