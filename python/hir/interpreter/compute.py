@@ -19,7 +19,7 @@ _FLOAT_BINARY: dict[str, Callable] = {
 }
 
 
-@handles("hir.set")
+@handles("hir.set", "memref.copy")
 def set_op(c: Compiler, op: ir.OpView) -> Optional[Step]:
     src, dst = c.uses(op)
 

@@ -104,16 +104,6 @@ def dim(c: Compiler, op: ir.OpView) -> Optional[Step]:
     return dim_dynamic
 
 
-@handles("memref.copy")
-def copy(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    src, dst = c.uses(op)
-
-    def copy_step(env: list) -> None:
-        env[dst].copy_(env[src])
-
-    return copy_step
-
-
 @handles("hir.alias_select")
 def alias_select(c: Compiler, op: ir.OpView) -> Optional[Step]:
     """``input.select(axis, index)``: a view, so writes through it land in the input."""
