@@ -24,6 +24,10 @@ from hir.passes.base import REGISTRY, ModulePass, PassFailure, is_disabled
 PIPELINES: dict[str, str] = {
     "hir-lower": "hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
     "hir-insert-deallocations,canonicalize,cse",
+    # hir-lower plus stream buffer reuse (opt-in: it caps each rewritten loop at
+    # num-streams pool streams; see passes/reuse_stream_buffers.py).
+    "hir-lower-reuse": "hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
+    "hir-reuse-stream-buffers,hir-insert-deallocations,canonicalize,cse",
 }
 
 
@@ -35,13 +39,26 @@ class Element:
     hir_pass: Optional[ModulePass] = None
 
 
+DUMP_OPTIONS = ("ir-before-all", "ir-after-all", "timing")
+
+
+def _dumping(name: str) -> bool:
+    requested = {n.strip() for n in os.environ.get("HIR_DUMP", "").split(",") if n.strip()}
+    unknown = requested - set(DUMP_OPTIONS)
+    if unknown:
+        raise ValueError(f"HIR_DUMP: unknown option(s) {', '.join(sorted(unknown))} (known: {', '.join(DUMP_OPTIONS)})")
+    return name in requested
+
+
 @dataclass
 class Instrumentation:
-    """What to do around each element (mlir-opt's --mlir-print-ir-* and --mlir-timing)."""
+    """What to do around each element (mlir-opt's --mlir-print-ir-* and --mlir-timing).
+    ``HIR_DUMP`` (like nvFuser's NVFUSER_DUMP) switches them on for every pipeline run, e.g.
+    ``HIR_DUMP=ir-after-all,timing``; names: ir-before-all, ir-after-all, timing."""
 
-    print_before_all: bool = False
-    print_after_all: bool = False
-    timing: bool = False
+    print_before_all: bool = field(default_factory=lambda: _dumping("ir-before-all"))
+    print_after_all: bool = field(default_factory=lambda: _dumping("ir-after-all"))
+    timing: bool = field(default_factory=lambda: _dumping("timing"))
     # mlir-opt's --verify-each: verify after every element (False: once, at the end; the
     # Python verifiers of a large module cost about as much as a pass).
     verify_each: bool = True

@@ -26,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Parse, verify, transform and print hir modules (generic MLIR form).",
         epilog="Pipelines mix hir passes (see --list-passes) with upstream ones: "
         "--pass-pipeline='builtin.module(hir-stream-lowering,canonicalize,cse)'. "
-        "Pass options: name{key=value key2=value2}. Env HIR_DISABLE_PASSES=a,b skips passes.",
+        "Pass options: name{key=value key2=value2}. Env HIR_DISABLE_PASSES=a,b skips passes; "
+        "HIR_DUMP=ir-before-all,ir-after-all,timing prints as the --mlir-* flags do.",
     )
     p.add_argument("input", nargs="?", default="-", help="input file ('-' or omitted: stdin)")
     p.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
@@ -90,12 +91,11 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
         except ir.MLIRError as err:
             return None, parse_diagnostics(format_mlir_error(err, source))
         if args.pass_pipeline:
-            inst = Instrumentation(
-                print_before_all=args.mlir_print_ir_before_all,
-                print_after_all=args.mlir_print_ir_after_all,
-                timing=args.mlir_timing,
-                verify_each=args.verify_each == "true",
-            )
+            inst = Instrumentation(verify_each=args.verify_each == "true")
+            # Flags add to what HIR_DUMP asked for.
+            inst.print_before_all |= args.mlir_print_ir_before_all
+            inst.print_after_all |= args.mlir_print_ir_after_all
+            inst.timing |= args.mlir_timing
             try:
                 run_pipeline(module, args.pass_pipeline, inst, source)
             except HirError as err:

@@ -10,6 +10,12 @@
 // TIME: Total Execution Time:
 // TIME: canonicalize
 
+// The same through the environment (nvFuser's NVFUSER_DUMP), also for hir.lower from Python.
+// RUN: env HIR_DUMP=ir-after-all hir-opt %s --pass-pipeline='builtin.module(cse)' 2>&1 >/dev/null | FileCheck --check-prefix=ENV %s
+// ENV: // -----// IR Dump After cse //----- //
+// RUN: env HIR_DUMP=bogus not hir-opt %s --pass-pipeline='builtin.module(cse)' 2>&1 | FileCheck --check-prefix=BADENV %s
+// BADENV: HIR_DUMP: unknown option(s) bogus
+
 // RUN: hir-opt --list-passes | FileCheck --check-prefix=LIST %s
 // LIST: hir passes:
 // LIST: pipelines:
