@@ -9,6 +9,8 @@ copied back at the wait (seed 000). Ranks outside an op's team skip it (their wo
 and waiting on it does nothing). Team members are global ranks; torch's sub-groups order
 their members by rank, so lists indexed by group rank are permuted to mesh order here.
 Gloo has no reduce_scatter: it is an all_reduce whose wait keeps this rank's chunk.
+``backend = "cuda"`` on GPU runs allgather, reduce_scatter, allreduce and broadcast on copy
+engines through peer buffers (``p2p``); elsewhere it falls back to the process group.
 """
 
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from torch_mlir import ir
 from hir.core import HirError
 from hir.dialect.base import DYNAMIC
 from hir.interpreter.buffers import BufferSpec
+from hir.interpreter import p2p
 from hir.interpreter.plan import UNSET, WAITED, Compiler, Step, handles
 
 REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
@@ -119,7 +122,10 @@ def collective(build: Callable[[CommOp], Callable[[list], Work]]):
         group = comm.group(team)
         operands = op.operation.operands
         info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), c.spec(operands[0]), c.spec(operands[1]))
-        issue = build(info)
+        build_here = build
+        if p2p.uses_copy_engines(c, op):  # backend "cuda" on GPU: copy-engine P2P (p2p.py)
+            build_here = p2p.BUILDERS.get(name, build)
+        issue = build_here(info)
         out = c.define(result)
 
         def comm_step(env: list) -> None:

@@ -1,0 +1,60 @@
+"""Point-to-point ops with a run-time peer, for pipelined communication (nvFuser's
+DeviceIdx and P2PCommunication with a Val peer, as in AllgatherP2p / AG_matmul_P2p):
+
+    %me = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>} : () -> index
+    %w = "hir.shift"(%shard, %dst, %offset) {backend = "cuda", team = array<i64: 0, 1, 2, 3>}
+        : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>,
+           memref<2x8xf32, strided<[8, 1], offset: ?>, ...>, index) -> !hir.work
+    "hir.wait"(%w) : (!hir.work) -> ()
+
+``hir.device_index`` is this device's position in ``mesh`` (nvFuser's DeviceIdx).
+``hir.shift`` is a paired send+recv over ``team`` (a collective permutation): the team member
+at position p receives, into its local ``output``, the local ``input`` of the member at
+position ``(p + offset) mod n`` and sends its own ``input`` to position ``(p - offset) mod n``.
+``offset`` is a run-time index (a loop's induction variable), so one op in a stream loop
+runs step j of a pipelined all-gather on every rank; offset 0 is a local copy. The input's
+local data and the output must have the same number of elements. With ``backend = "cuda"``
+it is a copy-engine copy from the peer's registered buffer (interpreter: ``p2p``).
+"""
+
+from typing import Any
+
+from torch_mlir import ir
+from torch_mlir.dialects import ext
+
+from hir.dialect.base import HirOp, WorkType, check_same_element_type, fail, i64_array_attr, memref_type, str_attr
+from hir.dialect.comm_ops import BACKENDS
+
+
+class DeviceIndexOp(HirOp, name="device_index"):
+    """This device's position in ``mesh`` (a device outside the mesh must not use it)."""
+
+    mesh: Any
+    result: ext.Result[ir.IndexType]
+
+    def check(self) -> None:
+        mesh = i64_array_attr(self, "mesh")
+        if not mesh or len(set(mesh)) != len(mesh) or min(mesh) < 0:
+            fail(f"mesh {mesh} must hold distinct non-negative device ids")
+        if not isinstance(self.result.type, ir.IndexType):
+            fail("result must be of type index")
+
+
+class ShiftOp(HirOp, name="shift"):
+    """Receive the input of team position ``(me + offset) mod n``; send ours to ``(me - offset) mod n``."""
+
+    input: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    offset: ext.Operand[ir.IndexType]
+    team: Any
+    backend: ir.StringAttr
+    work: ext.Result[WorkType[()]] = ext.infer_result()
+
+    def check(self) -> None:
+        team = i64_array_attr(self, "team")
+        if not team or len(set(team)) != len(team) or min(team) < 0:
+            fail(f"team {team} must hold distinct non-negative device ids")
+        str_attr(self, "backend", BACKENDS)
+        in_type = memref_type(self.input, "input")
+        out_type = memref_type(self.output, "output")
+        check_same_element_type(in_type, out_type, "input", "output")
