@@ -4,7 +4,10 @@ ops in the same process, side by side (tiny tensors, so the time is host time).
     python benchmarks/host_overhead.py [--device cpu] [--ops 200] [--repeat 7]
 
 For each case it prints the time per op (or per loop iteration) of the compiled hir program
-and of hand-written eager torch code making the same torch calls, and their ratio."""
+and of hand-written eager torch code making the same torch calls, and their ratio. On CUDA a
+second table replays the same programs as CUDA graphs (``Program(graph=True)``): host time
+per op of a replay call (inputs copied into the static buffers + one graph launch, no
+synchronization) and wall time per op (synchronized, so GPU time of the tiny kernels)."""
 
 import argparse
 import time
@@ -125,6 +128,40 @@ def main() -> None:
     print("|---|---|---:|---:|---:|")
     for label, unit, th, te in rows:
         print(f"| {label} | {unit} | {th * 1e6:.2f} | {te * 1e6:.2f} | {th / te:.2f}x |")
+    if dev.type == "cuda":
+        graph_rows(cases, args, a, b, o, r, sync, rows)
+
+
+def host_only(fn: Callable[[], None], repeat: int, number: int, sync: Callable[[], None]) -> float:
+    """Fastest host time of ``number`` calls without synchronizing between them."""
+    fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        sync()
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - start) / number)
+        sync()
+    return min(times)
+
+
+def graph_rows(cases, args, a, b, o, r, sync, eager_rows) -> None:
+    """CUDA graph replay of the same programs (the multi-stream loop included)."""
+    n = args.ops
+    print()
+    print("CUDA graph replay (Program(graph=True)): one capture, then replays")
+    print("| case | unit | replay host (us) | replay wall (us) | eager hir (us) | eager torch (us) |")
+    print("|---|---|---:|---:|---:|---:|")
+    programs = [(label, straight_line(kinds, n)[0], [a, b, o, r], "op") for label, kinds in cases]
+    programs.append(("stream loop, 11 hir ops/iter", LOOP, [a, b, o, r, n], "iter"))
+    for (label, text, inputs, unit), (_, _, th, te) in zip(programs, eager_rows):
+        prog = Program(hir.parse(text), device="cuda", graph=True)
+        host = host_only(lambda: prog(inputs), args.repeat, 20, sync) / n
+        wall = best(lambda: prog(inputs), args.repeat, 20, sync) / n
+        what = f"{label} ({n} ops)" if unit == "op" else f"{label} ({n} iters)"
+        print(f"| {what} | {unit} | {host * 1e6:.2f} | {wall * 1e6:.2f} | {th * 1e6:.2f} | {te * 1e6:.2f} |")
 
 
 if __name__ == "__main__":

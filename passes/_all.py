@@ -4,4 +4,5 @@ from hir.passes import convert_to_communication  # noqa: F401
 from hir.passes import stream_lowering  # noqa: F401
 from hir.passes import fuse_loops  # noqa: F401
 from hir.passes import insert_deallocations  # noqa: F401
+from hir.passes import reuse_stream_buffers  # noqa: F401
 from hir.passes import pipeline_p2p  # noqa: F401

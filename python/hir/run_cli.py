@@ -48,6 +48,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
     p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
     p.add_argument("--compile-kernels", action="store_true", help="run hir.kernel functions through torch.compile")
+    p.add_argument("--cuda-graph", action="store_true", help="capture the program as a CUDA graph (multi-stream) and replay it (cuda, nccl only)")
+    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (torch.profiler; CUDA kernels per stream on cuda) of the run; ranks > 0 write OUT.rankR.json")
+    p.add_argument("--warmup", type=int, default=0, metavar="N", help="run the program N times before the (traced) run, on the same inputs (default 0)")
     return p
 
 
@@ -125,6 +128,7 @@ def run_file(args: argparse.Namespace) -> int:
         backend=args.backend,
         compile_kernels=args.compile_kernels,
         source_name=name,
+        graph=args.cuda_graph,
     )
     with module.context:
         arg_types = program.plan.arg_types
@@ -133,8 +137,13 @@ def run_file(args: argparse.Namespace) -> int:
             inputs = build_inputs(arg_types, specs, rank=program.rank, seed=args.seed, device=program.device)
         except InputError as err:
             raise HirError(f"{program.plan.location}: error: @{program.entry} {err}") from None
-    outputs = program(inputs)
     world = program.runtime.world_size
+    for _ in range(max(0, args.warmup)):
+        program(inputs)
+    if args.trace:
+        outputs = traced_run(program, inputs, rank_path(args.trace, program.rank, world, ".json"))
+    else:
+        outputs = program(inputs)
     if program.device.type == "cuda":
         torch.cuda.synchronize(program.device)
     if args.print_outputs:
@@ -143,12 +152,38 @@ def run_file(args: argparse.Namespace) -> int:
             for line in format_output(i, value).splitlines():
                 print(prefix + line)
     if args.save:
-        path = args.save
-        if world > 1 and program.rank > 0:
-            root, ext = os.path.splitext(path)
-            path = f"{root}.rank{program.rank}{ext or '.pt'}"
+        path = rank_path(args.save, program.rank, world, ".pt")
         torch.save([v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in outputs], path)
     return 0
+
+
+def rank_path(path: str, rank: int, world: int, default_ext: str) -> str:
+    """``path`` for rank 0 (or a single process); ``ROOT.rankR.EXT`` for the other ranks."""
+    if world > 1 and rank > 0:
+        root, ext = os.path.splitext(path)
+        return f"{root}.rank{rank}{ext or default_ext}"
+    return path
+
+
+def traced_run(program, inputs, path: str) -> list:
+    """Run once under torch.profiler (CPU activity, plus CUDA kernels and copies with their
+    streams on cuda) and write a Chrome trace (chrome://tracing, ui.perfetto.dev)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from hir.core import HirError
+
+    cuda = program.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        outputs = program(inputs)
+        if cuda:
+            torch.cuda.synchronize(program.device)
+    try:
+        prof.export_chrome_trace(path)
+    except OSError as err:
+        raise HirError(f"{path}: error: cannot write the trace: {err.strerror}") from None
+    return outputs
 
 
 if __name__ == "__main__":

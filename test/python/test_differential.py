@@ -24,6 +24,7 @@ STAGES = [
     "hir-convert-to-communication",
     "hir-stream-lowering",
     "hir-fuse-loops",
+    "hir-reuse-stream-buffers{num-streams=2}",  # not in hir-lower (opt-in, as in hir-lower-reuse)
     "hir-insert-deallocations",
     "canonicalize,cse",
 ]
@@ -210,15 +211,16 @@ def test_differential(chunk):
 
 def test_generator_covers_stream_lowering():
     """The generated modules do exercise the passes: loops appear, some fuse, buffers are freed."""
-    loops = fused = freed = 0
+    loops = fused = freed = reused = 0
     for seed in range(40):
         text, _ = generate(seed)
         module = hir.parse(text)
         hir.lower(module, "hir-stream-lowering")
         before = str(module).count('"hir.for"')
-        hir.lower(module, "hir-fuse-loops,hir-insert-deallocations")
+        hir.lower(module, "hir-fuse-loops,hir-reuse-stream-buffers{num-streams=2},hir-insert-deallocations")
         after = str(module)
         loops += before
         fused += before - after.count('"hir.for"')
         freed += after.count("memref.dealloc")
-    assert loops > 40 and fused > 5 and freed > 10, (loops, fused, freed)
+        reused += after.count("arith.remui")
+    assert loops > 40 and fused > 5 and freed > 10 and reused > 2, (loops, fused, freed, reused)

@@ -16,8 +16,47 @@ from hir.interpreter.buffers import fmt_shape
 from hir.interpreter.plan import DEAD, UNSET, Compiler, Step, handles
 
 
+class AllocationTracker:
+    """Bytes of the buffers the program allocated and has not deallocated yet, and their
+    peak (``Program(..., track_memory=True).memory``). Buffers the program returns stay
+    counted; program inputs are not counted. Counting happens in the alloc and dealloc
+    steps, so it is exact on CPU and GPU alike."""
+
+    def __init__(self) -> None:
+        self.current = 0
+        self.peak = 0
+        self.allocations = 0
+
+    def reset(self) -> None:
+        self.current = self.peak = self.allocations = 0
+
+    def add(self, t: torch.Tensor) -> None:
+        self.current += t.numel() * t.element_size()
+        self.allocations += 1
+        if self.current > self.peak:
+            self.peak = self.current
+
+    def free(self, t: object) -> None:
+        if isinstance(t, torch.Tensor):
+            self.current -= t.numel() * t.element_size()
+
+
 @handles("memref.alloc", "memref.alloca")
 def alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    step = _alloc(c, op)
+    tracker = getattr(c.runtime, "memory", None)
+    if tracker is None or step is None:
+        return step
+    out = c.use(op.operation.results[0])
+
+    def tracked_alloc(env: list) -> None:
+        step(env)
+        tracker.add(env[out])
+
+    return tracked_alloc
+
+
+def _alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
     result = op.operation.results[0]
     spec = c.spec(result)
     dtype, device = spec.dtype, c.runtime.device
@@ -62,10 +101,13 @@ def dealloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
     slot = c.use(buffer)
     slots = [slot] + c.aliases(slot)
     where, name = c.where(op), buffer.get_name()
+    tracker = getattr(c.runtime, "memory", None)
 
     def dealloc_step(env: list) -> None:
         if env[slot] is DEAD:
             raise HirError(f"{where}: error: 'memref.dealloc' buffer {name} is already deallocated")
+        if tracker is not None:
+            tracker.free(env[slot])
         for s in slots:
             env[s] = DEAD
 

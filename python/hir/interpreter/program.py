@@ -12,6 +12,8 @@ from hir.dialect.compute_ops import KERNEL_ATTR
 from hir.interpreter import arith, comm, compute, control, memory, streams  # noqa: F401  (register handlers)
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
 from hir.interpreter.distributed import Communicator, default_device, world
+from hir.interpreter.graph import GraphRunner, check_capturable
+from hir.interpreter.memory import AllocationTracker
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
 from hir.interpreter.streams import StreamPool
 
@@ -21,8 +23,11 @@ COMM_OP_NAMES = tuple(f"hir.{name}" for name in comm.COLLECTIVES) + ("hir.send",
 class Runtime:
     """What compiled steps close over: device, rank, streams, the process group."""
 
-    def __init__(self, device: torch.device, num_streams: int, backend: Optional[str], compile_kernels: bool) -> None:
+    def __init__(
+        self, device: torch.device, num_streams: int, backend: Optional[str], compile_kernels: bool, track_memory: bool = False
+    ) -> None:
         self.device = device
+        self.memory: Optional[AllocationTracker] = AllocationTracker() if track_memory else None
         self.backend = backend
         self.compile_kernels = compile_kernels
         self.rank, self.world_size = world()
@@ -81,6 +86,10 @@ class Program:
     """An hir module compiled for this process: call it with inputs, get outputs.
 
     ``Program(module, ...)(inputs)`` is :func:`hir.interpreter.run` without recompiling.
+
+    ``graph=True``: capture the program as a CUDA graph on the first call and replay it
+    afterwards (see :mod:`hir.interpreter.graph`). ``track_memory=True``: count the bytes
+    of live allocations (``program.memory.peak`` / ``.current``).
     """
 
     def __init__(
@@ -93,6 +102,8 @@ class Program:
         backend: Optional[str] = None,
         compile_kernels: bool = False,
         source_name: Optional[str] = None,
+        graph: bool = False,
+        track_memory: bool = False,
     ) -> None:
         if num_streams < 1:
             raise HirError(f"error: num_streams must be >= 1, got {num_streams}")
@@ -100,11 +111,13 @@ class Program:
             dev = default_device(device)
         except (RuntimeError, ValueError) as err:
             raise HirError(f"error: {err}") from None
-        self.runtime = Runtime(dev, num_streams, backend, compile_kernels)
+        self.runtime = Runtime(dev, num_streams, backend, compile_kernels, track_memory)
         self.device = dev
         self.source_name = source_name
         with module.context:
             teams = module_teams(module)
+            if graph:
+                check_capturable(module, dev, backend, bool(teams))
             if teams:
                 try:
                     # Teams naming absent ranks are reported at their op by the compiler.
@@ -119,6 +132,12 @@ class Program:
             except ValueError as err:  # e.g. an element type without a torch dtype
                 raise HirError(f"{source_name or '<module>'}: error: {err}") from None
             self._args = [ArgSpec(i, t, self.runtime.rank) for i, t in enumerate(self.plan.arg_types)]
+        self.graph: Optional[GraphRunner] = GraphRunner(self._execute, dev, self.runtime.streams) if graph else None
+
+    @property
+    def memory(self) -> Optional[AllocationTracker]:
+        """The allocation tracker (``track_memory=True``), else None."""
+        return self.runtime.memory
 
     @property
     def streams(self) -> StreamPool:
@@ -132,6 +151,14 @@ class Program:
         """Run the entry function on ``inputs`` (local shards; None for buffers this rank
         does not hold) and return its results. Every input is checked before anything runs."""
         values = self.check_inputs(inputs)
+        if self.graph is not None:
+            return self.graph(values)
+        return self._execute(values)
+
+    run = __call__
+
+    def _execute(self, values: list) -> list:
+        """Run the steps on checked inputs (eagerly, or under capture)."""
         pool = self.runtime.streams
         caller = pool.current()
         try:
@@ -146,8 +173,6 @@ class Program:
             if last is not caller:
                 caller.wait_stream(last)
                 pool.set_current(caller)
-
-    run = __call__
 
     def check_inputs(self, inputs: Sequence[Any]) -> list:
         where = f"{self.plan.location}: error: @{self.entry}"
