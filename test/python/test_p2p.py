@@ -119,11 +119,9 @@ def worker() -> int:
             check(f"ag_matmul[{algorithm}]#{attempt}", got, want, 1e-2 if dtype == "bf16" else 1e-4)
     for failure in failures:
         print(failure, file=sys.stderr)
-    import torch.distributed as dist
+    from hir.interpreter.distributed import shutdown
 
-    if dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
+    shutdown()
     return 1 if failures else 0
 
 

@@ -152,11 +152,9 @@ def worker() -> int:
     for failure in failures:
         print(failure, file=sys.stderr)
     # Leave the process group in order: exiting with it alive aborts Gloo's threads.
-    import torch.distributed as dist
+    from hir.interpreter.distributed import shutdown
 
-    if dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
+    shutdown()
     return 1 if failures else 0
 
 

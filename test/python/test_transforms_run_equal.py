@@ -118,11 +118,9 @@ def worker() -> int:
             print(f"{name} ok", flush=True)
     for failure in failures:
         print(f"rank {rank}: {failure}", file=sys.stderr)
-    import torch.distributed as dist
+    from hir.interpreter.distributed import shutdown
 
-    if dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
+    shutdown()
     return 1 if failures else 0
 
 

@@ -8,6 +8,7 @@ teams of a whole module, in op order, when a program is compiled (all ranks comp
 module)."""
 
 import atexit
+import gc
 import datetime
 import os
 from typing import Iterable, Optional
@@ -104,7 +105,11 @@ def init_process_group(device: torch.device, backend: Optional[str]) -> None:
 
 
 def shutdown() -> None:
-    """Destroy the process group (a clean exit without torch's leak warning)."""
+    """Leave torch.distributed in order: wait for every rank, drop the cached team groups
+    while the default group is alive, then destroy it. Exiting with Gloo groups still
+    referenced lets their threads die in interpreter teardown, which aborts the process."""
     if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+        dist.barrier()
         Communicator._groups.clear()
+        gc.collect()
+        dist.destroy_process_group()
