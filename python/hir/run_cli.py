@@ -63,8 +63,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from hir.interpreter.launch import note_failure
 
+    ok = False
     try:
-        return run_file(args)
+        rc = run_file(args)
+        ok = rc == 0
+        return rc
     except HirError as err:
         note_failure()
         print(str(err), file=sys.stderr)
@@ -77,7 +80,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if "torch" in sys.modules:
             from hir.interpreter.distributed import shutdown
 
-            shutdown()
+            shutdown(wait_for_peers=ok)
 
 
 def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:

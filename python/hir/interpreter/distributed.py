@@ -104,12 +104,14 @@ def init_process_group(device: torch.device, backend: Optional[str]) -> None:
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout(), **eager)
 
 
-def shutdown() -> None:
-    """Leave torch.distributed in order: wait for every rank, drop the cached team groups
-    while the default group is alive, then destroy it. Exiting with Gloo groups still
-    referenced lets their threads die in interpreter teardown, which aborts the process."""
+def shutdown(wait_for_peers: bool = True) -> None:
+    """Leave torch.distributed in order: wait for every rank (not after a failure, when peers
+    may be blocked in a collective), drop the cached team groups while the default group is
+    alive, then destroy it. Exiting with Gloo groups still referenced lets their threads die
+    in interpreter teardown, which aborts the process."""
     if dist.is_available() and dist.is_initialized():
-        dist.barrier()
+        if wait_for_peers:
+            dist.barrier()
         Communicator._groups.clear()
         gc.collect()
         dist.destroy_process_group()
