@@ -25,6 +25,7 @@ import torch.distributed as dist
 
 import hir
 from hir.builder import Builder, Shard
+from hir.interpreter import compile as compile_program
 
 
 def bench(fn: Callable[[], object], warm: int = 3, iters: int = 15) -> float:
@@ -78,7 +79,7 @@ def hir_rows(build, pipelines, inputs, reference, rank) -> list[tuple[str, Optio
         try:
             module = build()
             hir.lower(module, pipeline)
-            program = hir.interpreter.compile(module, device=f"cuda:{rank}", num_streams=4)
+            program = compile_program(module, device=f"cuda:{rank}", num_streams=4)
             out = program(inputs)[0]
             rows.append((label, bench(lambda: program(inputs)), relerr(out, reference), ""))
         except Exception as err:  # a pipeline this build cannot lower or run: say why
