@@ -17,8 +17,7 @@ environment cannot run (e.g. a pipeline whose pass does not exist) print n/a and
 
 import argparse
 import os
-import statistics
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -26,24 +25,7 @@ import torch.distributed as dist
 import hir
 from hir.builder import Builder, Shard
 from hir.interpreter import compile as compile_program
-
-
-def bench(fn: Callable[[], object], warm: int = 3, iters: int = 15) -> float:
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    t = torch.tensor([statistics.median(times)], device="cuda")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.item()
+from dist_timing import bench  # benchmarks/dist_timing.py
 
 
 def relerr(got: torch.Tensor, ref: torch.Tensor) -> float:
@@ -171,7 +153,7 @@ def main() -> None:
             if rank == 0:
                 ideal = max(t_comm, t_mm)
                 print(f"\n{name}, {D} GPUs, bf16, M={size} K=N=8192, S={args.chunks} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
-                print(f"| row | ms | / max(comm, matmul) | rel. error |\n|---|---:|---:|---:|")
+                print("| row | ms | / max(comm, matmul) | rel. error |\n|---|---:|---:|---:|")
                 for label, t, err, note in rows:
                     ms = f"{t:.3f}" if t is not None else "n/a"
                     ratio = f"{t / ideal:.2f}x" if t is not None else note

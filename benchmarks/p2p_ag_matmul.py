@@ -3,7 +3,6 @@ through the interpreter, vs NCCL all-gather + matmul. Run: torchrun --nproc_per_
 benchmarks/p2p_ag_matmul.py [M] [K] [N]. Prints ms (median of 20, max over ranks)."""
 
 import os
-import statistics
 import sys
 
 for key, value in {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}.items():
@@ -18,25 +17,7 @@ from hir.interpreter.distributed import Communicator, default_device
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "python"))
 from test_p2p import ag_matmul  # noqa: E402
-
-
-def bench(fn, iters=20):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        dist.barrier()
-        torch.cuda.synchronize()
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    t = torch.tensor([statistics.median(ts)], device="cuda")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.item()
+from dist_timing import bench  # benchmarks/dist_timing.py
 
 
 def main() -> None:

@@ -1,19 +1,10 @@
 #!/usr/bin/env bash
 # GPU checks on a lent device machine (torch with CUDA, no torch-mlir, no network).
-# Prepare here first:  bash ../shared/tools/device-bundle.sh  (MLIR bindings -> .device/)
-#   pip download --no-deps --only-binary=:all: --python-version 3.12 -d .device/wheels pytest pluggy iniconfig packaging
-# then run this with .device carried. Results go to $OUT (or /tmp/hir-device-out).
+# Run with .device carried (scripts/device-env.sh says how to prepare it). Results go to
+# $OUT (or /tmp/hir-device-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-out=${OUT:-/tmp/hir-device-out}
-mkdir -p "$out"
-python3 .device/unpack.py >/dev/null
-for w in .device/wheels/*.whl; do python3 -m zipfile -e "$w" /tmp/site; done
-# The package maps dialect/ and passes/ into hir (pyproject package-dir); mirror that here.
-ln -sfn "$PWD/dialect" python/hir/dialect
-ln -sfn "$PWD/passes" python/hir/passes
-export PYTHONPATH="/tmp/site:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+source scripts/device-env.sh
 nvidia-smi -L
 python3 -c 'import torch, torch_mlir.ir; print("torch", torch.__version__, "gpus", torch.cuda.device_count())'
 

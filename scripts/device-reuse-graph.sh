@@ -4,14 +4,7 @@
 # and Chrome traces of a lowered 4-stream program (eager and graph replay). Results in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-out=${OUT:-/tmp/hir-device-out}
-mkdir -p "$out"
-python3 .device/unpack.py >/dev/null
-for w in .device/wheels/*.whl; do python3 -m zipfile -e "$w" /tmp/site; done
-ln -sfn "$PWD/dialect" python/hir/dialect
-ln -sfn "$PWD/passes" python/hir/passes
-export PYTHONPATH="/tmp/site:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+source scripts/device-env.sh
 nvidia-smi -L | head -n 1
 export CUDA_VISIBLE_DEVICES=0
 echo "=== GPU tests (reuse, graphs, trace)"

@@ -47,7 +47,7 @@ from hir.dialect import (
     sharding_of,
 )
 from hir.dialect.base import DYNAMIC
-from hir.dialect.compute_ops import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape, reduced_shape
+from hir.dialect.compute_ops import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
 
 DTYPES = {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f64": ir.F64Type.get,
           "i32": lambda: ir.IntegerType.get_signless(32), "i64": lambda: ir.IntegerType.get_signless(64)}

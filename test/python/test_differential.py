@@ -149,7 +149,7 @@ def _gen_linear(p: Program, x: Value) -> Value:
     rng = p.rng
     n = rng.choice([2, 3])
     w = p.input([n, x.dims[-1]])
-    operands, segments = [x, w], "1, 1, 1, 0"
+    segments = "1, 1, 1, 0"
     out = p.alloc(x.dims[:-1] + [n], x.dynamic[:-1] + [False])
     if rng.random() < 0.5:
         bias = p.input([n])

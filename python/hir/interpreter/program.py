@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence
 import torch
 from torch_mlir import ir
 
-from hir.core import HirError, format_location
+from hir.core import HirError
 from hir.dialect.compute_ops import KERNEL_ATTR
 from hir.interpreter import arith, comm, compute, control, memory, streams  # noqa: F401  (register handlers)
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref

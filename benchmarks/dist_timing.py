@@ -1,0 +1,28 @@
+"""Timing shared by the multi-GPU benchmarks: CUDA events around one call, median over
+iterations, max over ranks (the slowest rank sets the pace)."""
+
+import statistics
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+
+
+def bench(fn: Callable[[], object], warm: int = 3, iters: int = 15) -> float:
+    """Median milliseconds of ``fn()`` on this rank, maxed over ranks."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    t = torch.tensor([statistics.median(times)], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
