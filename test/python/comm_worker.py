@@ -242,7 +242,7 @@ def allgather_in_stream_loop():
     mesh = list(range(N))
     g = torch.randn(3, 2 * N, 4)
     tin, tout = mem([3, 2 * N, 4], mesh, 1), mem([3, 2 * N, 4])
-    rin, rout = mem([2 * N, 4], mesh, 0).replace(">", ", strided<[4, 1], offset: ?>>", 1), mem([2 * N, 4]).replace(">", ", strided<[4, 1], offset: ?>>", 1)
+    rout = mem([2 * N, 4]).replace(">", ", strided<[4, 1], offset: ?>>", 1)
     rin = f"memref<{2 * N}x4xf32, strided<[4, 1], offset: ?>, #hir.shard<array<i64: {', '.join(map(str, mesh))}>, 0 : i64>>"
     text = f"""
 func.func @main(%in: {tin}, %out: {tout}) {{

@@ -264,21 +264,26 @@ def shift(c: Compiler, op: ir.OpView) -> Optional[Step]:
     bufs = PeerBuffers(group, c.runtime.device) if cuda else None
     gloo = comm.is_gloo(group)
 
-    def peers(env: list) -> tuple[int, int]:
+    def peers(env: list):
+        """(input, output, source, destination), or None when the shift was a local copy."""
         offset = env[off]
         if offset is None or offset < 0:
             raise HirError(f"{where}: error: 'hir.shift' offset must be a non-negative index, got {offset}")
-        return team[(pos + offset) % n], team[(pos - offset) % n]
-
-    def shift_cuda(env: list) -> None:
         x, target = env[inp], env[out]
-        src, dst = peers(env)
         if x.numel() != target.numel():
             raise HirError(f"{where}: error: 'hir.shift' input holds {x.numel()} elements here, output {target.numel()}")
+        src = team[(pos + offset) % n]
         if src == c.rank:
             target.copy_(x.reshape(target.shape))
             env[res] = DONE
+            return None
+        return x, target, src, team[(pos - offset) % n]
+
+    def shift_cuda(env: list) -> None:
+        shift = peers(env)
+        if shift is None:
             return
+        x, target, src, dst = shift
         peer = bufs.get(x.shape, x.dtype)
         g_src, g_dst = members.index(src), members.index(dst)
         if peer.pending is not None:  # the last reader of our buffer must be done with it
@@ -294,14 +299,10 @@ def shift(c: Compiler, op: ir.OpView) -> Optional[Step]:
         env[res] = StreamWork()
 
     def shift_pg(env: list) -> None:
-        x, target = env[inp], env[out]
-        src, dst = peers(env)
-        if x.numel() != target.numel():
-            raise HirError(f"{where}: error: 'hir.shift' input holds {x.numel()} elements here, output {target.numel()}")
-        if src == c.rank:
-            target.copy_(x.reshape(target.shape))
-            env[res] = DONE
+        shift = peers(env)
+        if shift is None:
             return
+        x, target, src, dst = shift
         from hir.interpreter.comm import Work, contiguous_out
 
         buf, back = contiguous_out(target)
