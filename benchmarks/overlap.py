@@ -2,7 +2,7 @@
 torch and torch's fused symmetric-memory kernels, side by side in one run (issue 5).
 
     torchrun --nproc_per_node=4 benchmarks/overlap.py [--sizes 8192,16384] [--chunks 4]
-             [--pipelines 'hir-lower' 'hir-lower,hir-p2p-pipeline']
+             [--pipelines 'hir-lower' ...] [--p2p '<P2P pipeline>' ...] [--graph]
 
 Layouts follow nvFuser's seed-003 pipelines (bf16, K = N = 8192):
   AG+matmul: A global [S, D, M/(S*D), K] split over the D devices on axis 1 (each rank holds
@@ -10,6 +10,10 @@ Layouts follow nvFuser's seed-003 pipelines (bf16, K = N = 8192):
   matmul+RS: A [S, D, M/S, K] split on axis 1 (each rank holds a K/D slice, as in
     fused_matmul_reduce_scatter), B [1, D, K/D, N] split on axis 1; out = sum over D of the
     partial products, split on M. Stream axis: S.
+  P2P forms (``--p2p`` pipelines, default hir-p2p-pipeline): AG+matmul with A [D, M/D, K]
+    split on the device axis, which is also the stream axis; matmul+RS with A
+    [D, D, M/D, K/D] (destination block, K-slice owner), reduce-scattered along the stream
+    axis. These are the copy-engine pipelines of hir-p2p-pipeline.
 Each row prints the median ms (CUDA events, max over ranks), the ratio to max(comm, matmul)
 and the relative error against a float32 reference of the same product. Rows an
 environment cannot run (e.g. a pipeline whose pass does not exist) print n/a and why.
@@ -26,6 +30,9 @@ import hir
 from hir.builder import Builder, Shard
 from hir.interpreter import compile as compile_program
 from dist_timing import bench  # benchmarks/dist_timing.py
+
+
+P2P = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower"
 
 
 def relerr(got: torch.Tensor, ref: torch.Tensor) -> float:
@@ -54,22 +61,48 @@ def matmul_rs_program(S: int, D: int, M: int, K: int, N: int):
     return b.finish()
 
 
-def hir_rows(build, pipelines, inputs, reference, rank) -> list[tuple[str, Optional[float], Optional[float], str]]:
+def p2p_ag_matmul_program(D: int, M: int, K: int, N: int):
+    """The P2P form: the stream axis is the device axis (one step per peer shard)."""
+    mesh = list(range(D))
+    b = Builder()
+    a = b.input([D, M // D, K], "bf16", sharding=Shard(mesh, 0))
+    w = b.input([K, N], "bf16", sharding=Shard(mesh, 1))
+    a_full = b.set(a, sharding=Shard(mesh), stream_axis=0)
+    b.output(b.matmul(a_full, w, sharding=Shard(mesh, 2), stream_axis=0))
+    return b.finish()
+
+
+def p2p_matmul_rs_program(D: int, M: int, K: int, N: int):
+    """The P2P form: the reduce-scatter's scattered axis (M) is the stream axis."""
+    mesh = list(range(D))
+    b = Builder()
+    a = b.input([D, D, M // D, K // D], "bf16", sharding=Shard(mesh, 1))
+    w = b.input([1, D, K // D, N], "bf16", sharding=Shard(mesh, 1))
+    partial = b.matmul(a, w, sharding=Shard(mesh, 1), stream_axis=0)
+    b.output(b.sum(partial, [1], sharding=Shard(mesh, 0), stream_axis=0))
+    return b.finish()
+
+
+def hir_rows(build, pipelines, inputs, reference, rank, graph: bool, tag: str = "") -> list[tuple[str, Optional[float], Optional[float], str]]:
+    """One row per pipeline (and per mode: eager interpretation, CUDA-graph replay). Graph
+    rows pass the graph's own static input buffers, so a replay copies no inputs."""
     rows = []
     for pipeline in pipelines:
-        label = f"hir [{pipeline}]"
-        try:
-            module = build()
-            hir.lower(module, pipeline)
-            program = compile_program(module, device=f"cuda:{rank}", num_streams=4)
-            out = program(inputs)[0]
-            rows.append((label, bench(lambda: program(inputs)), relerr(out, reference), ""))
-        except Exception as err:  # a pipeline this build cannot lower or run: say why
-            rows.append((label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"))
+        for mode in ("eager", "graph") if graph else ("eager",):
+            label = f"hir{tag} [{pipeline}]" + (" (CUDA graph)" if mode == "graph" else "")
+            try:
+                module = build()
+                hir.lower(module, pipeline)
+                program = compile_program(module, device=f"cuda:{rank}", num_streams=4, graph=mode == "graph")
+                out = program(inputs)[0]
+                args = program.graph.static_inputs if mode == "graph" else inputs
+                rows.append((label, bench(lambda: program(args)), relerr(out, reference), ""))
+            except Exception as err:  # a pipeline this build cannot lower or run: say why
+                rows.append((label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"))
     return rows
 
 
-def ag_matmul(size: int, S: int, pipelines, rank: int, D: int) -> list:
+def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list:
     M, K, N = size, 8192, 8192
     dev, bf16 = torch.device("cuda", rank), torch.bfloat16
     gen = torch.Generator(device=dev).manual_seed(rank)
@@ -91,12 +124,16 @@ def ag_matmul(size: int, S: int, pipelines, rank: int, D: int) -> list:
         torch.matmul(a_full, b_local, out=out)
 
     rows = [("NCCL all-gather alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential AG -> matmul", bench(sequential), None, "")]
+    rows.append(_copy_engine_anchor(a_local.reshape(M // D, K), b_local))
     rows.append(_fused("torch fused_all_gather_matmul", lambda sym, g: torch.ops.symm_mem.fused_all_gather_matmul(sym, [b_local], gather_dim=0, group_name=g), flat_local))
-    rows += hir_rows(lambda: ag_matmul_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank)
+    rows += hir_rows(lambda: ag_matmul_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank, graph)
+    # P2P form: rank r's rows are the r-th block of the gathered A.
+    p2p_ref = torch.stack([g.reshape(M // D, K) for g in gathered]).float() @ b_local.float()
+    rows += hir_rows(lambda: p2p_ag_matmul_program(D, M, K, N), p2p, [a_local.reshape(1, M // D, K), b_local], p2p_ref, rank, graph, " P2P")
     return t_comm, t_mm, rows
 
 
-def matmul_rs(size: int, S: int, pipelines, rank: int, D: int) -> list:
+def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list:
     M, K, N = size, 8192, 8192
     dev, bf16 = torch.device("cuda", rank), torch.bfloat16
     gen = torch.Generator(device=dev).manual_seed(100 + rank)
@@ -118,8 +155,57 @@ def matmul_rs(size: int, S: int, pipelines, rank: int, D: int) -> list:
     rows = [("NCCL reduce-scatter alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential matmul -> RS", bench(sequential), None, "")]
     a2 = a_local.reshape(-1, K // D).contiguous()
     rows.append(_fused("torch fused_matmul_reduce_scatter", lambda sym, g: torch.ops.symm_mem.fused_matmul_reduce_scatter(a2, b_local[0, 0], "sum", scatter_dim=0, group_name=g), a2))
-    rows += hir_rows(lambda: matmul_rs_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank)
+    rows += hir_rows(lambda: matmul_rs_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank, graph)
+    # P2P form: D row blocks, block p reduced onto rank p.
+    a_p2p = torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16, generator=gen)
+    partial32 = (a_p2p.float() @ b_local.float()).sum(1)  # [D, M/D, N]
+    dist.all_reduce(partial32)
+    rows += hir_rows(lambda: p2p_matmul_rs_program(D, M, K, N), p2p, [a_p2p, b_local], partial32[rank : rank + 1], rank, graph, " P2P")
     return t_comm, t_mm, rows
+
+
+def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = False):
+    """DESIGN.md's hand-written copy-engine AG+matmul (shared/reference/ag_matmul_ce.py):
+    shard already in symmetric memory, own block's matmul at once, peer copies in order on
+    one side stream, each block's matmul waiting for its copy's event. A table row, or
+    (``run``) the pipeline function itself."""
+    try:
+        import torch.distributed._symmetric_memory as symm_mem
+
+        group = dist.group.WORLD
+        rank, world = dist.get_rank(), dist.get_world_size()
+        sym = symm_mem.empty(a_shard.shape, device=a_shard.device, dtype=a_shard.dtype)
+        sym.copy_(a_shard)
+        handle = symm_mem.rendezvous(sym, group.group_name)
+        peers = [handle.get_buffer(r, tuple(a_shard.shape), a_shard.dtype) for r in range(world)]
+        a_full = torch.empty(world, *a_shard.shape, device=a_shard.device, dtype=a_shard.dtype)
+        out = torch.empty(world, a_shard.shape[0], b.shape[1], device=b.device, dtype=b.dtype)
+        side = torch.cuda.Stream()
+        events = [torch.cuda.Event() for _ in range(world)]
+
+        def pipeline():
+            main = torch.cuda.current_stream()
+            handle.barrier(channel=0)
+            side.wait_stream(main)
+            torch.mm(sym, b, out=out[rank])
+            with torch.cuda.stream(side):
+                for i in range(1, world):
+                    r = (rank + i) % world
+                    a_full[r].copy_(peers[r])
+                    events[r].record(side)
+            for i in range(1, world):
+                r = (rank + i) % world
+                main.wait_event(events[r])
+                torch.mm(a_full[r], b, out=out[r])
+            handle.barrier(channel=1)
+
+        if run:
+            return pipeline
+        return ("hand-written copy-engine pipeline (anchor)", bench(pipeline), None, "")
+    except Exception as err:
+        if run:
+            raise
+        return ("hand-written copy-engine pipeline (anchor)", None, None, f"{type(err).__name__}: {str(err)[:90]}")
 
 
 def _fused(label: str, call, local: torch.Tensor):
@@ -139,7 +225,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="8192,16384", help="values of M")
     parser.add_argument("--chunks", type=int, default=4, help="S, the stream-parallel chunks")
-    parser.add_argument("--pipelines", nargs="+", default=["hir-lower"], help="hir pipelines to lower with")
+    parser.add_argument("--pipelines", nargs="*", default=["hir-lower"], help="hir pipelines for the seed-003 (S-chunk) programs")
+    parser.add_argument("--p2p", nargs="*", default=[P2P], help="hir pipelines for the P2P-form programs")
+    parser.add_argument("--graph", action="store_true", help="also time each hir row as a CUDA-graph replay")
     args = parser.parse_args()
     for var in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
         os.environ.setdefault(var, "0" if var == "NCCL_NVLS_ENABLE" else "1")
@@ -149,7 +237,7 @@ def main() -> None:
     D = dist.get_world_size()
     for name, case in (("AG+matmul", ag_matmul), ("matmul+RS", matmul_rs)):
         for size in (int(s) for s in args.sizes.split(",")):
-            t_comm, t_mm, rows = case(size, args.chunks, args.pipelines, rank, D)
+            t_comm, t_mm, rows = case(size, args.chunks, args.pipelines, args.p2p, args.graph, rank, D)
             if rank == 0:
                 ideal = max(t_comm, t_mm)
                 print(f"\n{name}, {D} GPUs, bf16, M={size} K=N=8192, S={args.chunks} ({torch.cuda.get_device_name()}, torch {torch.__version__})")

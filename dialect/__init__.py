@@ -33,7 +33,7 @@ from hir.dialect.comm_ops import (
     WaitOp,
     COLLECTIVE_OPS,
 )
-from hir.dialect.p2p_ops import DeviceIndexOp, ShiftOp
+from hir.dialect.p2p_ops import BarrierOp, DeviceIndexOp, ShiftOp
 from hir.dialect.compute_ops import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, KERNEL_ATTR
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -14,7 +14,16 @@ position ``(p + offset) mod n`` and sends its own ``input`` to position ``(p - o
 ``offset`` is a run-time index (a loop's induction variable), so one op in a stream loop
 runs step j of a pipelined all-gather on every rank; offset 0 is a local copy. The input's
 local data and the output must have the same number of elements. With ``backend = "cuda"``
-it is a copy-engine copy from the peer's registered buffer (interpreter: ``p2p``).
+it is a copy-engine copy from the peer's registered buffer (interpreter: ``p2p``); the
+optional ``copies = k`` splits that copy into k parts issued on k streams at once, so
+several copy engines share it (other backends ignore it). By default each copy-engine step
+hands over with a pairwise "ready" signal (sender -> receiver); ``signal = "none"`` drops it
+where the program already guarantees every source is in place on every rank (a
+``hir.barrier`` after the sources were written, as hir-p2p-pipeline emits): the steps then
+never wait on each other. It only applies to inputs read in place from a symmetric buffer.
+
+``hir.barrier`` waits until every team member has reached it (stream-ordered on GPUs with
+``backend = "cuda"``; a one-element all-reduce otherwise).
 """
 
 from typing import Any
@@ -22,8 +31,17 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import HirOp, WorkType, check_same_element_type, fail, i64_array_attr, memref_type, str_attr
+from hir.dialect.base import HirOp, WorkType, check_same_element_type, fail, i64_array_attr, int_attr, memref_type, str_attr
 from hir.dialect.comm_ops import BACKENDS
+
+COPIES_ATTR = "copies"
+SIGNAL_ATTR = "signal"
+SIGNALS = ("pairwise", "none")
+
+
+def check_devices(ids: list[int], what: str) -> None:
+    if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
+        fail(f"{what} {ids} must hold distinct non-negative device ids")
 
 
 class DeviceIndexOp(HirOp, name="device_index"):
@@ -33,9 +51,7 @@ class DeviceIndexOp(HirOp, name="device_index"):
     result: ext.Result[ir.IndexType]
 
     def check(self) -> None:
-        mesh = i64_array_attr(self, "mesh")
-        if not mesh or len(set(mesh)) != len(mesh) or min(mesh) < 0:
-            fail(f"mesh {mesh} must hold distinct non-negative device ids")
+        check_devices(i64_array_attr(self, "mesh"), "mesh")
         if not isinstance(self.result.type, ir.IndexType):
             fail("result must be of type index")
 
@@ -51,10 +67,26 @@ class ShiftOp(HirOp, name="shift"):
     work: ext.Result[WorkType[()]] = ext.infer_result()
 
     def check(self) -> None:
-        team = i64_array_attr(self, "team")
-        if not team or len(set(team)) != len(team) or min(team) < 0:
-            fail(f"team {team} must hold distinct non-negative device ids")
+        check_devices(i64_array_attr(self, "team"), "team")
         str_attr(self, "backend", BACKENDS)
         in_type = memref_type(self.input, "input")
         out_type = memref_type(self.output, "output")
         check_same_element_type(in_type, out_type, "input", "output")
+        copies = int_attr(self, COPIES_ATTR, required=False)
+        if copies is not None and copies < 1:
+            fail(f"{COPIES_ATTR} must be at least 1, got {copies}")
+        if SIGNAL_ATTR in self.operation.attributes:
+            str_attr(self, SIGNAL_ATTR, SIGNALS)
+
+
+class BarrierOp(HirOp, name="barrier"):
+    """Every member of ``team`` has reached this point of its current stream (a
+    stream-ordered barrier with ``backend = "cuda"``: signal-pad flags, no host wait)."""
+
+    team: Any
+    backend: ir.StringAttr
+    work: ext.Result[WorkType[()]] = ext.infer_result()
+
+    def check(self) -> None:
+        check_devices(i64_array_attr(self, "team"), "team")
+        str_attr(self, "backend", BACKENDS)

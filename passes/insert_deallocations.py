@@ -1,7 +1,9 @@
 """``hir-insert-deallocations``: free each intermediate buffer right after its last use
 (nvFuser's InsertDeallocations). A use nested in a loop counts as the loop; uses of an
 ``alias_select`` view count as uses of the buffer it views; a collective's use lasts until
-the ``hir.wait`` on its token (the transfer may still read or write the buffer before).
+the ``hir.wait`` on its token (the transfer may still read or write the buffer before); a
+last use followed by a join of the pool streams (``hir.synchronize``, or a loop of them)
+lasts until the join, since the use may still be running on a pool stream.
 Buffers returned by the function (directly or through a view) are program outputs and
 program inputs are never allocated here, so neither is freed. Allocations inside ``hir.for``
 bodies are freed inside the body.
@@ -82,7 +84,21 @@ def _last_use(alloc: ir.Operation, block: ir.Block, position: dict) -> Optional[
         index = position.get(anchor, -1) if anchor is not None else -1
         if index > last_index:
             last, last_index = anchor, index
+    ops = list(position)
+    while last_index + 1 < len(ops) and _is_join(ops[last_index + 1]):
+        last_index += 1  # a use on a pool stream lasts until the user stream joins it
+        last = ops[last_index]
     return last
+
+
+def _is_join(op: ir.Operation) -> bool:
+    """``hir.synchronize``, or a loop doing nothing else (joining the pool streams)."""
+    if op.name == "hir.synchronize":
+        return True
+    if op.name != "hir.for":
+        return False
+    body = [o.operation.name for o in op.regions[0].blocks[0].operations]
+    return set(body) <= {"hir.get_stream", "hir.synchronize", "hir.yield"} and "hir.synchronize" in body
 
 
 def _ancestor_in(op: ir.Operation, block: ir.Block) -> Optional[ir.Operation]:

@@ -16,11 +16,5 @@ echo "=== main job on CUDA"
 python3 -m hir.demo --device cuda 2>&1 | tail -n 3 | tee "$out/demo_cuda.txt"
 echo "=== host overhead on GPU"
 python3 benchmarks/host_overhead.py --device cuda 2>&1 | tee "$out/host_overhead_cuda.txt"
-echo "=== overlap benchmark (issue 5): AG+matmul and matmul+RS, 4 and 2 GPUs"
-for n in 4 2; do
-  if [ "$(python3 -c 'import torch; print(torch.cuda.device_count())')" -ge "$n" ]; then
-    python3 -m torch.distributed.run --standalone --nproc_per_node="$n" benchmarks/overlap.py \
-      --pipelines 'hir-lower' 'hir-convert-to-communication{backend=cuda},hir-lower' 2>&1 \
-      | grep -v "Warning\|^\s*$\|W1\|\*\*\*\|OMP_NUM" | tee "$out/overlap_${n}gpu.txt"
-  fi
-done
+echo "=== P2P tests, copy-engine bandwidth and the overlap benchmark (issue 5), 4 and 2 GPUs"
+bash scripts/device-overlap.sh

@@ -1,37 +1,126 @@
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline)' | FileCheck %s
-// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{algorithm=ring})' | FileCheck %s --check-prefix=RING
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{algorithm=ring streams=4})' | FileCheck %s --check-prefix=RING
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower)' | FileCheck %s --check-prefix=LOWER
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{copies=2})' | FileCheck %s --check-prefix=COPIES
 
 // nvFuser AG_matmul_P2p: A [4, 2, 8] split along the device axis, which is also the stream
-// axis: one step per peer, local shard first, hir.shift + wait then the matmul of the slice.
+// axis. The local shard is published once into a symmetric buffer, then one barrier; step
+// 0 (own shard, a local copy) runs on pool stream 0; steps 1..3 shift one peer's shard each
+// on the user stream without handshakes, and the matmul of a step waits for its own shift.
 // CHECK-LABEL: func.func @ag_matmul
 // CHECK-NOT: hir.allgather
-// CHECK: %[[ME:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>} : () -> index
-// CHECK: %[[USER:.*]] = "hir.get_current_stream"
+// CHECK: %[[ME:[^ ,)]+]] = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>} : () -> index
+// CHECK: %[[USER:[^ ,)]+]] = "hir.get_current_stream"
 // CHECK: "hir.for"
 // CHECK: "hir.synchronize"(%[[USER]])
-// CHECK: "hir.for"
-// CHECK-NEXT: ^bb0(%[[J:.*]]: index):
-// CHECK-NEXT: %[[S:.*]] = "hir.get_stream"(%[[J]])
+// CHECK: "hir.set_current_stream"(%[[USER]])
+// CHECK-NEXT: %[[STAGED:[^ ,)]+]] = memref.alloc() {hir.symmetric} : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// CHECK-NEXT: "hir.set"(%arg0, %[[STAGED]])
+// CHECK-NEXT: %[[B:[^ ,)]+]] = "hir.barrier"() {backend = "cuda", team = array<i64: 0, 1, 2, 3>} : () -> !hir.work
+// CHECK-NEXT: "hir.wait"(%[[B]])
+// CHECK-NEXT: %[[S0:[^ ,)]+]] = "hir.get_stream"(%[[C0:[^ ,)]+]])
+// CHECK-NEXT: "hir.set_current_stream"(%[[S0]])
+// CHECK-NEXT: %[[T0:[^ ,)]+]] = "hir.alias_select"(%{{.*}}, %[[ME]]) {axis = 0 : i64}
+// CHECK-NEXT: %[[W0:[^ ,)]+]] = "hir.shift"(%arg0, %[[T0]], %[[C0]]) {backend = "cuda", team = array<i64: 0, 1, 2, 3>}
+// CHECK-NEXT: "hir.wait"(%[[W0]])
+// CHECK-NEXT: %[[O0:[^ ,)]+]] = "hir.alias_select"(%{{.*}}, %[[ME]]) {axis = 0 : i64}
+// CHECK-NEXT: "hir.matmul"(%[[T0]], %arg1, %[[O0]])
+// CHECK-NEXT: "hir.set_current_stream"(%[[USER]])
+// CHECK-NEXT: "hir.for"(%[[C1:[^ ,)]+]], %[[C4:[^ ,)]+]], %[[C1]])
+// CHECK-NEXT: ^bb0(%[[J:[^ ,)]+]]: index):
+// CHECK-NEXT: %[[SUM:[^ ,)]+]] = arith.addi %[[ME]], %[[J]] : index
+// CHECK-NEXT: %[[P:[^ ,)]+]] = arith.remui %[[SUM]], %[[C4]] : index
+// CHECK-NEXT: %[[S:[^ ,)]+]] = "hir.get_stream"(%[[C0]])
+// CHECK-NEXT: %[[T:[^ ,)]+]] = "hir.alias_select"(%{{.*}}, %[[P]]) {axis = 0 : i64}
+// CHECK-NEXT: %[[W:[^ ,)]+]] = "hir.shift"(%[[STAGED]], %[[T]], %[[J]]) {backend = "cuda", signal = "none", team = array<i64: 0, 1, 2, 3>}
 // CHECK-NEXT: "hir.set_current_stream"(%[[S]])
-// CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[ME]], %[[J]] : index
-// CHECK-NEXT: %[[P:.*]] = arith.remui %[[SUM]], %{{.*}} : index
-// CHECK-NEXT: %[[T:.*]] = "hir.alias_select"(%{{.*}}, %[[P]]) {axis = 0 : i64}
-// CHECK-NEXT: %[[W:.*]] = "hir.shift"(%arg0, %[[T]], %[[J]]) {backend = "cuda", team = array<i64: 0, 1, 2, 3>}
 // CHECK-NEXT: "hir.wait"(%[[W]])
-// CHECK-NEXT: %[[O:.*]] = "hir.alias_select"(%{{.*}}, %[[P]]) {axis = 0 : i64}
+// CHECK-NEXT: %[[O:[^ ,)]+]] = "hir.alias_select"(%{{.*}}, %[[P]]) {axis = 0 : i64}
 // CHECK-NEXT: "hir.matmul"(%[[T]], %arg1, %[[O]])
 // CHECK-NOT: stream_axis
 // CHECK-NEXT: "hir.set_current_stream"(%[[USER]])
-// CHECK-NEXT: "hir.synchronize"(%[[S]])
+// CHECK-NEXT: "hir.yield"
+// CHECK: "hir.for"
+// CHECK-NEXT: ^bb0(%[[K:[^ ,)]+]]: index):
+// CHECK-NEXT: %[[SK:[^ ,)]+]] = "hir.get_stream"(%[[K]])
+// CHECK-NEXT: "hir.synchronize"(%[[SK]])
 // RING-LABEL: func.func @ag_matmul
-// RING: %[[D:.*]] = arith.subi %{{.*}}, %[[J:.*]] : index
-// RING-NEXT: %[[OFF:.*]] = arith.remui %[[D]], %{{.*}} : index
-// RING-NEXT: arith.addi %{{.*}}, %[[OFF]] : index
-// RING: "hir.shift"(%arg0, %{{.*}}, %[[OFF]])
+// RING: "hir.matmul"
+// RING: "hir.for"(%[[C1:[^ ,)]+]], %[[C4:[^ ,)]+]], %[[C1]])
+// RING-NEXT: ^bb0(%[[J:[^ ,)]+]]: index):
+// RING-NEXT: %[[OFF:[^ ,)]+]] = arith.subi %[[C4]], %[[J]] : index
+// RING-NEXT: %[[SUM:[^ ,)]+]] = arith.addi %{{.*}}, %[[OFF]] : index
+// RING-NEXT: arith.remui %[[SUM]], %[[C4]] : index
+// RING-NEXT: "hir.get_stream"(%[[J]])
+// RING: "hir.shift"(%{{.*}}, %{{.*}}, %[[OFF]])
+// The symmetric buffer and the gathered one are freed after the pool streams are joined.
+// LOWER-LABEL: func.func @ag_matmul
+// LOWER: "hir.shift"
+// LOWER: "hir.synchronize"
+// LOWER-NEXT: "hir.yield"
+// LOWER-NEXT: }) : (index, index, index) -> ()
+// LOWER-NEXT: memref.dealloc
+// LOWER-SAME: : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// LOWER-NEXT: memref.dealloc
+// LOWER-SAME: : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+// COPIES-LABEL: func.func @ag_matmul
+// COPIES: "hir.shift"({{.*}}) {backend = "cuda", copies = 2 : i64, signal = "none", team
 func.func @ag_matmul(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<8x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
   %tmp = memref.alloc() : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
   %out = memref.alloc() : memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
   "hir.set"(%a, %tmp) {stream_axis = 0 : i64} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
   "hir.matmul"(%tmp, %b, %out) {stream_axis = 0 : i64} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
   return %out : memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+}
+
+// -----
+
+// The reduce-scatter mirror: partial [4 (destination), 4 (device), 2, 3] split on the
+// device axis, reduce-scattered along the stream axis. Step j computes the slice for
+// position (me - j) mod 4 into slot j of a symmetric buffer, the user stream waits for it
+// and shifts it; the own slice is computed last into slot 0 of %recv, then one reduction.
+// CHECK-LABEL: func.func @matmul_rs
+// CHECK-NOT: hir.reduce_scatter
+// CHECK: %[[ME:[^ ,)]+]] = "hir.device_index"
+// CHECK: %[[USER:[^ ,)]+]] = "hir.get_current_stream"
+// CHECK: %[[SLOTS:[^ ,)]+]] = memref.alloc() {hir.symmetric} : memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+// CHECK-NEXT: %[[RECV:[^ ,)]+]] = memref.alloc() : memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+// CHECK-NEXT: "hir.for"(%[[C1:[^ ,)]+]], %[[C4:[^ ,)]+]], %[[C1]])
+// CHECK-NEXT: ^bb0(%[[J:[^ ,)]+]]: index):
+// CHECK-NEXT: %[[S:[^ ,)]+]] = "hir.get_stream"
+// CHECK-NEXT: "hir.set_current_stream"(%[[S]])
+// CHECK-NEXT: %[[SLOT:[^ ,)]+]] = "hir.alias_select"(%[[SLOTS]], %[[J]]) {axis = 0 : i64}
+// CHECK-NEXT: %[[UP:[^ ,)]+]] = arith.addi %[[ME]], %[[C4]] : index
+// CHECK-NEXT: %[[DOWN:[^ ,)]+]] = arith.subi %[[UP]], %[[J]] : index
+// CHECK-NEXT: %[[P:[^ ,)]+]] = arith.remui %[[DOWN]], %[[C4]] : index
+// CHECK-NEXT: %[[AP:[^ ,)]+]] = "hir.alias_select"(%arg0, %[[P]]) {axis = 0 : i64}
+// CHECK-NEXT: %[[W0:[^ ,)]+]] = "hir.alias_select"(%arg1, %{{.*}}) {axis = 0 : i64}
+// CHECK-NEXT: "hir.matmul"(%[[AP]], %[[W0]], %[[SLOT]])
+// CHECK-NEXT: "hir.set_current_stream"(%[[USER]])
+// CHECK-NEXT: "hir.synchronize"(%[[S]])
+// CHECK-NEXT: %[[INTO:[^ ,)]+]] = "hir.alias_select"(%[[RECV]], %[[J]]) {axis = 0 : i64}
+// CHECK-NEXT: %[[W:[^ ,)]+]] = "hir.shift"(%[[SLOT]], %[[INTO]], %[[J]]) {backend = "cuda", team = array<i64: 0, 1, 2, 3>}
+// CHECK-NEXT: "hir.wait"(%[[W]])
+// CHECK: "hir.set_current_stream"
+// CHECK-NEXT: %[[OWN:[^ ,)]+]] = "hir.alias_select"(%[[RECV]], %{{.*}}) {axis = 0 : i64}
+// CHECK-NEXT: %[[AME:[^ ,)]+]] = "hir.alias_select"(%arg0, %[[ME]]) {axis = 0 : i64}
+// CHECK: "hir.matmul"(%[[AME]], %{{.*}}, %[[OWN]])
+// CHECK: "hir.reduction"(%[[RECV]], %{{.*}}) {axes = array<i64: 0>, kind = "sum"}
+// RING-LABEL: func.func @matmul_rs
+// RING: memref.alloc() {hir.symmetric}
+// RING: ^bb0(%[[J:[^ ,)]+]]: index):
+// RING-NEXT: %[[OFF:[^ ,)]+]] = arith.subi %{{.*}}, %[[J]] : index
+// RING-NEXT: %[[S:[^ ,)]+]] = "hir.get_stream"(%[[J]])
+// RING: "hir.shift"(%{{.*}}, %{{.*}}, %[[OFF]])
+// LOWER-LABEL: func.func @matmul_rs
+// LOWER: "hir.reduction"
+// LOWER-NEXT: memref.dealloc
+// COPIES-LABEL: func.func @matmul_rs
+// COPIES: "hir.shift"({{.*}}) {backend = "cuda", copies = 2 : i64, team
+func.func @matmul_rs(%a: memref<4x4x2x2xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, %w: memref<1x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>> {
+  %partial = memref.alloc() : memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+  "hir.matmul"(%a, %w, %partial) {stream_axis = 0 : i64} : (memref<4x4x2x2xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, memref<1x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> ()
+  %out = memref.alloc() : memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64} : (memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  return %out : memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
 }

@@ -1,5 +1,5 @@
 """The ``cuda`` communication backend (copy-engine P2P through peer buffers, p2p.py) and
-``hir-p2p-pipeline`` (nvFuser AG_matmul_P2p), run on 2 and 4 ranks: Gloo on CPU (where
+``hir-p2p-pipeline`` (nvFuser AG_matmul_P2p and its reduce-scatter mirror), run on 2 and 4 ranks: Gloo on CPU (where
 ``backend = "cuda"`` falls back to the process group) and, with HIR_DEVICE=cuda, on GPUs
 with the copy-engine path. Every rank compares its output with a torch reference.
 
@@ -27,6 +27,24 @@ def ag_matmul(world: int, m: int, k: int, n: int, dtype: str = "f32") -> str:
   %out = memref.alloc() : {o}
   "hir.set"(%a, %tmp) {{stream_axis = 0 : i64}} : ({a}, {t}) -> ()
   "hir.matmul"(%tmp, %b, %out) {{stream_axis = 0 : i64}} : ({t}, {b}, {o}) -> ()
+  return %out : {o}
+}}
+"""
+
+
+def matmul_rs(world: int, m: int, k: int, n: int, dtype: str = "f32") -> str:
+    """out[p] = sum over ranks r of a[p, r] @ w[0, r]: rank r holds a K-slice of A (rows for
+    every destination p) and of W; the reduce-scatter's scattered axis is the stream axis."""
+    mesh = ", ".join(str(r) for r in range(world))
+    a = f"memref<{world}x{world}x{m}x{k}x{dtype}, {_shard(mesh, 1)}>"
+    w = f"memref<1x{world}x{k}x{n}x{dtype}, {_shard(mesh, 1)}>"
+    p = f"memref<{world}x{world}x{m}x{n}x{dtype}, {_shard(mesh, 1)}>"
+    o = f"memref<{world}x{m}x{n}x{dtype}, {_shard(mesh, 0)}>"
+    return f"""func.func @main(%a: {a}, %w: {w}) -> {o} {{
+  %partial = memref.alloc() : {p}
+  "hir.matmul"(%a, %w, %partial) {{stream_axis = 0 : i64}} : ({a}, {w}, {p}) -> ()
+  %out = memref.alloc() : {o}
+  "hir.reduction"(%partial, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()
   return %out : {o}
 }}
 """
@@ -64,7 +82,7 @@ def worker() -> int:
 
     import hir
     from hir.interpreter import compile as compile_program
-    from hir.interpreter import p2p
+    from hir.interpreter import p2p, symmetric
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = os.environ.get("HIR_DEVICE", "cpu")
@@ -74,7 +92,7 @@ def worker() -> int:
 
     def check(name, got, want, tol=1e-4):
         got = got.float().cpu()
-        want = want.float()
+        want = want.float().cpu()
         err = ((got - want).norm() / max(want.norm(), 1e-12)).item()
         if got.shape != want.shape or err > tol:
             failures.append(f"rank {rank}: {name}: relative error {err:.2e} (shape {tuple(got.shape)} vs {tuple(want.shape)})")
@@ -108,15 +126,34 @@ def worker() -> int:
     a_full = torch.randn(world, m, k, generator=gen).to(tdtype)
     b = torch.randn(k, n, generator=gen).to(tdtype)
     want = (a_full.float() @ b.float())
-    for algorithm in ("local-first", "ring"):
-        module = hir.parse(ag_matmul(world, m, k, n, dtype), "ag_matmul.mlir")
-        hir.lower(module, f"hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{algorithm={algorithm}}},hir-lower")
-        text = str(module)
-        assert "hir.shift" in text and "hir.allgather" not in text, text
-        program = compile_program(module, device=device)
-        for attempt in range(2):
-            (got,) = program([a_full[rank : rank + 1].to(device), b.to(device)])
-            check(f"ag_matmul[{algorithm}]#{attempt}", got, want, 1e-2 if dtype == "bf16" else 1e-4)
+    tol = 1e-2 if dtype == "bf16" else 1e-4
+    # hir-p2p-pipeline: reduce-scatter of a stream-parallel matmul.
+    a_rs = torch.randn(world, world, m, k, generator=gen).to(tdtype)  # [dest, K-slice owner, m, k]
+    w_rs = torch.randn(1, world, k, n, generator=gen).to(tdtype)
+    want_rs = (a_rs.float() @ w_rs.float()).sum(1)[rank]
+    symmetric_before = symmetric.SymmetricPool.allocations
+    for options in ("algorithm=local-first", "algorithm=ring", f"streams={world} copies=2"):
+        for name, text, inputs, expected in (
+            ("ag_matmul", ag_matmul(world, m, k, n, dtype), [a_full[rank : rank + 1], b], want),
+            ("matmul_rs", matmul_rs(world, m, k, n, dtype), [a_rs[:, rank : rank + 1], w_rs[:, rank : rank + 1]], want_rs[None]),
+        ):
+            local = [t.contiguous().to(device) for t in inputs]
+            module = hir.parse(text, f"{name}.mlir")
+            hir.lower(module, "hir-convert-to-communication{backend=cuda}")
+            (before,) = compile_program(module, device=device)(local)  # the collective, unpipelined
+            hir.lower(module, f"hir-p2p-pipeline{{{options}}},hir-lower")
+            lowered = str(module)
+            assert "hir.shift" in lowered and "hir.allgather" not in lowered and "hir.reduce_scatter" not in lowered, lowered
+            program = compile_program(module, device=device)
+            for attempt in range(2):
+                (got,) = program(local)
+                check(f"{name}[{options}]#{attempt}", got, expected, tol)
+            check(f"{name}[{options}] vs unpipelined", got, before, tol)
+    # Two symmetric buffers (AG staging, RS slots) per pipeline, allocated on the first run
+    # and recycled by the second (GPU only: CPU runs use ordinary buffers).
+    expected_symmetric = 2 * 3 if device.startswith("cuda") else 0
+    if symmetric.SymmetricPool.allocations - symmetric_before != expected_symmetric:
+        failures.append(f"rank {rank}: {symmetric.SymmetricPool.allocations - symmetric_before} symmetric allocations, expected {expected_symmetric}")
     for failure in failures:
         print(failure, file=sys.stderr)
     from hir.interpreter.distributed import shutdown
@@ -144,7 +181,7 @@ def test_cuda_backend_and_p2p_pipeline(world, device):
     result = launch(world, [sys.executable, __file__], timeout_s=240, env=env)
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
-    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + 4), report
+    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + 18), report
 
 
 if __name__ == "__main__":

@@ -144,3 +144,64 @@ def test_unsupported_stream_op():
         "  return %out : memref<4x4xf32>\n}\n"
     )
     assert "prog.mlir:3:8: error: 'hir.send' op carries stream_axis = 0, but hir-stream-lowering only handles" in lower_error(text, STREAM)
+
+
+P2P = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline"
+M4 = "array<i64: 0, 1, 2, 3>"
+
+
+def _rs_types(world: int = 4) -> tuple[str, str, str, str]:
+    return (
+        f"memref<{world}x4x2x2xf32, {shard(M4, 1)}>",
+        f"memref<1x4x2x3xf32, {shard(M4, 1)}>",
+        f"memref<{world}x4x2x3xf32, {shard(M4, 1)}>",
+        f"memref<{world}x2x3xf32, {shard(M4, 0)}>",
+    )
+
+
+def _rs_program(extra: str = "", world: int = 4) -> str:
+    a, w, p, o = _rs_types(world)
+    return (
+        f"func.func @main(%a: {a}, %w: {w}) -> {o} {{\n"
+        f"  %p = memref.alloc() : {p}\n"
+        f'  "hir.matmul"(%a, %w, %p) {{stream_axis = 0 : i64}} : ({a}, {w}, {p}) -> ()\n'
+        f"  %out = memref.alloc() : {o}\n"
+        f'  "hir.reduction"(%p, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()\n'
+        f"{extra}"
+        f"  return %out : {o}\n}}\n"
+    )
+
+
+def test_p2p_allgather_needs_one_shard_per_device():
+    a, t = f"memref<8x2xf32, {shard(M4, 0)}>", f"memref<8x2xf32, {shard(M4, -1)}>"
+    err = lower_error(single_op("hir.set", a, t, "{stream_axis = 0 : i64}"), P2P)
+    assert err.startswith("prog.mlir:3:3: error: 'hir.allgather' op gathers axis 0 of extent 8 over 4 devices; hir-p2p-pipeline needs one shard per device"), err
+
+
+def test_p2p_reduce_scatter_needs_one_slice_per_device():
+    err = lower_error(_rs_program(world=8), P2P)
+    assert "'hir.reduce_scatter' op" in err and "scatters axis 0 of extent 8 over 4 devices" in err, err
+
+
+def test_p2p_reduce_scatter_needs_its_producer():
+    _, _, p, o = _rs_types()
+    text = (
+        f"func.func @main(%p: {p}) -> {o} {{\n"
+        f"  %out = memref.alloc() : {o}\n"
+        f'  "hir.reduction"(%p, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()\n'
+        f"  return %out : {o}\n}}\n"
+    )
+    err = lower_error(text, P2P)
+    assert err.startswith("prog.mlir:3:3: error: 'hir.reduce_scatter' op needs its input written by a compute op with stream_axis = 0"), err
+
+
+def test_p2p_reduce_scatter_input_used_after():
+    _, _, p, _ = _rs_types()
+    extra = f'  %c = memref.alloc() : {p}\n  "hir.set"(%p, %c) : ({p}, {p}) -> ()\n'
+    err = lower_error(_rs_program(extra), P2P)
+    assert err.startswith("prog.mlir:7:3: error: 'hir.set' op uses the reduce-scatter input of a P2P pipeline after it"), err
+
+
+def test_p2p_bad_streams_option():
+    err = lower_error(_rs_program(), P2P + "{streams=0}")
+    assert "hir-p2p-pipeline: streams must be at least 1, got 0" in err, err

@@ -1,4 +1,5 @@
 """Buffers: ``memref.alloc`` / ``dealloc`` / ``dim`` / ``copy`` and ``hir.alias_select``.
+``memref.alloc {hir.symmetric}`` buffers live in symmetric memory on GPUs (symmetric.py).
 
 Buffers are typed with their global shape; a rank allocates its local shard. Deallocation
 replaces the buffer (and every view of it) in its slot by a marker, so the last reference
@@ -12,6 +13,7 @@ from torch_mlir import ir
 
 from hir.core import HirError
 from hir.dialect.base import DYNAMIC
+from hir.interpreter import symmetric
 from hir.interpreter.buffers import fmt_shape
 from hir.interpreter.plan import DEAD, UNSET, Compiler, Step, handles
 
@@ -43,7 +45,9 @@ class AllocationTracker:
 
 @handles("memref.alloc", "memref.alloca")
 def alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    step = _alloc(c, op)
+    step = symmetric.alloc_step(c, op) if c.has_attr(op, symmetric.SYMMETRIC_ATTR) else None
+    if step is None:
+        step = _alloc(c, op)
     tracker = getattr(c.runtime, "memory", None)
     if tracker is None or step is None:
         return step
@@ -102,10 +106,13 @@ def dealloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
     slots = [slot] + c.aliases(slot)
     where, name = c.where(op), buffer.get_name()
     tracker = getattr(c.runtime, "memory", None)
+    shared = symmetric.is_symmetric_alloc(buffer)
 
     def dealloc_step(env: list) -> None:
         if env[slot] is DEAD:
             raise HirError(f"{where}: error: 'memref.dealloc' buffer {name} is already deallocated")
+        if shared:  # back to the op's pool once every peer is done with it
+            symmetric.release(env[slot])
         if tracker is not None:
             tracker.free(env[slot])
         for s in slots:

@@ -16,7 +16,10 @@ kernels on other streams):
    consumer has read it.
 ``hir.shift`` replaces the barriers by pairwise signals (ready: sender -> receiver, done:
 receiver -> sender), so the steps of a pipelined all-gather only wait for their two peers;
-the wait for "done" is deferred to the next overwrite of the buffer.
+the wait for "done" is deferred to the next overwrite of the buffer. When the shift's
+input is (a rank-uniform view of) a ``memref.alloc {hir.symmetric}`` buffer (symmetric.py)
+there is no staging copy at all: the receiver copies straight from the sender's buffer
+after its "ready" signal, and the buffer's dealloc barrier guards its reuse.
 
 Registration is cached: one peer buffer per (op, stream, local shape, dtype), allocated and
 exchanged on first use (a collective rendezvous over the team: SPMD ranks reach it in the
@@ -39,6 +42,8 @@ import torch.distributed as dist
 from torch_mlir import ir
 
 from hir.core import HirError
+from hir.dialect.p2p_ops import COPIES_ATTR, SIGNAL_ATTR
+from hir.interpreter import symmetric
 from hir.interpreter.plan import Compiler, Step, handles
 
 ENV_FLAGS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -49,6 +54,19 @@ def _no_multicast() -> None:
 
     for key, value in ENV_FLAGS.items():
         os.environ.setdefault(key, value)
+
+
+def enable_symmetric_memory(group) -> None:
+    """Symmetric memory on ``group``, without multicast (older torch needs enabling)."""
+    import torch.distributed._symmetric_memory as symm_mem
+
+    _no_multicast()
+    enable = getattr(symm_mem, "enable_symm_mem_for_group", None)
+    if enable is not None and dist.get_world_size(group) > 1:
+        try:
+            enable(group.group_name)
+        except Exception:  # pragma: no cover - newer torch needs no enabling
+            pass
 
 
 class StreamWork:
@@ -85,14 +103,8 @@ class PeerBuffer:
     def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device, group) -> None:
         import torch.distributed._symmetric_memory as symm_mem
 
-        _no_multicast()
+        enable_symmetric_memory(group)
         name = group.group_name
-        enable = getattr(symm_mem, "enable_symm_mem_for_group", None)
-        if enable is not None and dist.get_world_size(group) > 1:
-            try:
-                enable(name)
-            except Exception:  # pragma: no cover - newer torch needs no enabling
-                pass
         self.pending: Optional[int] = None  # group rank whose "done" flag we still owe a wait
         self.local = symm_mem.empty(shape, dtype=dtype, device=device)
         self.handle = symm_mem.rendezvous(self.local, name)
@@ -236,6 +248,26 @@ BUILDERS = {"allgather": allgather, "reduce_scatter": reduce_scatter, "allreduce
 # ----- device_index / shift -------------------------------------------------------------------
 
 
+def split_copy(target: torch.Tensor, source: torch.Tensor, side: list) -> None:
+    """``target.copy_(source)`` in ``len(side) + 1`` parts along the outer axis: the first
+    on the current stream, one on each side stream (forked from and joined back into the
+    current stream), so several copy engines move one peer's data at once."""
+    if not side or target.dim() == 0:
+        target.copy_(source)
+        return
+    current = torch.cuda.current_stream()
+    for stream in side:  # fork before any part is queued on the current stream
+        stream.wait_stream(current)
+    parts = len(side) + 1
+    targets, sources = target.chunk(parts, 0), source.chunk(parts, 0)
+    targets[0].copy_(sources[0])
+    for stream, t, x in zip(side, targets[1:], sources[1:]):
+        with torch.cuda.stream(stream):
+            t.copy_(x)
+    for stream in side:
+        current.wait_stream(stream)
+
+
 @handles("hir.device_index", local=False)
 def device_index(c: Compiler, op: ir.OpView) -> Optional[Step]:
     mesh = c.i64_array(op, "mesh")
@@ -243,25 +275,36 @@ def device_index(c: Compiler, op: ir.OpView) -> Optional[Step]:
     return None
 
 
-@handles("hir.shift", local=False)
-def shift(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def _team_member(c: Compiler, op: ir.OpView) -> Optional[list[int]]:
+    """The op's team when this rank is in it (else its token is None here)."""
     team = c.i64_array(op, "team")
-    result = op.operation.results[0]
     if c.rank not in team:
-        c.define(result, None)
+        c.define(op.operation.results[0], None)
         return None
     world = c.runtime.world_size
     if max(team) >= world:
         raise c.error(op, f"team {team} names devices outside the run's {world} process(es)")
+    return team
+
+
+@handles("hir.shift", local=False)
+def shift(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    team = _team_member(c, op)
+    if team is None:
+        return None
     n, pos = len(team), team.index(c.rank)
     inp, out, off = c.uses(op)
-    res = c.define(result)
+    res = c.define(op.operation.results[0])
     where = c.where(op)
     comm = c.runtime.comm
     group = comm.group(team)
     cuda = uses_copy_engines(c, op)
     members = sorted(team)
     bufs = PeerBuffers(group, c.runtime.device) if cuda else None
+    in_place = cuda and symmetric.uniform_source(op.operation.operands[0])
+    handshake = not (c.has_attr(op, SIGNAL_ATTR) and c.str_attr(op, SIGNAL_ATTR) == "none")
+    copies = c.int_attr(op, COPIES_ATTR) if c.has_attr(op, COPIES_ATTR) else 1
+    side = [torch.cuda.Stream(c.runtime.device) for _ in range(copies - 1)] if cuda else []
     gloo = comm.is_gloo(group)
 
     def peers(env: list):
@@ -284,6 +327,16 @@ def shift(c: Compiler, op: ir.OpView) -> Optional[Step]:
         if shift is None:
             return
         x, target, src, dst = shift
+        sym = symmetric.lookup(x) if in_place else None
+        if sym is not None and src in sym.members and dst in sym.members:
+            # The input lies in a symmetric buffer at the same offset on every rank: read
+            # src's copy in place. Its dealloc barrier guards the overwrite, not a flag.
+            if handshake:
+                sym.handle.put_signal(sym.members.index(dst), symmetric.READY)
+                sym.handle.wait_signal(sym.members.index(src), symmetric.READY)
+            split_copy(target, sym.peer_view(sym.members.index(src), x).reshape(target.shape), side)
+            env[res] = StreamWork()
+            return
         peer = bufs.get(x.shape, x.dtype)
         g_src, g_dst = members.index(src), members.index(dst)
         if peer.pending is not None:  # the last reader of our buffer must be done with it
@@ -291,7 +344,7 @@ def shift(c: Compiler, op: ir.OpView) -> Optional[Step]:
         peer.local.copy_(x)
         peer.handle.put_signal(g_dst, 0)  # ready: dst may read our buffer
         peer.handle.wait_signal(g_src, 0)  # src's buffer holds its input
-        target.copy_(peer.peers[g_src].view(target.shape))
+        split_copy(target, peer.peers[g_src].view(target.shape), side)
         peer.handle.put_signal(g_src, 1)  # done reading src's buffer
         # dst's "done" is awaited before the next overwrite of our buffer (the next issue on
         # this stream), not here: this step's consumers need not wait for dst's copy.
@@ -314,3 +367,31 @@ def shift(c: Compiler, op: ir.OpView) -> Optional[Step]:
         env[res] = Work(handles_, (lambda: back.copy_(buf)) if back is not None else None)
 
     return shift_cuda if cuda else shift_pg
+
+
+@handles("hir.barrier", local=False)
+def barrier(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    """A stream-ordered signal-pad barrier with backend "cuda" on GPU; elsewhere a
+    one-element all-reduce over the team (its wait is the barrier)."""
+    team = _team_member(c, op)
+    if team is None:
+        return None
+    res = c.define(op.operation.results[0])
+    group = c.runtime.comm.group(team)
+    device = c.runtime.device
+    if uses_copy_engines(c, op):
+        bufs = PeerBuffers(group, device)
+
+        def barrier_cuda(env: list) -> None:
+            bufs.get((1,), torch.int32).handle.barrier(channel=0)
+            env[res] = StreamWork()
+
+        return barrier_cuda
+    from hir.interpreter.comm import Work
+
+    token = torch.zeros(1, device=device)
+
+    def barrier_pg(env: list) -> None:
+        env[res] = Work(dist.all_reduce(token, group=group, async_op=True))
+
+    return barrier_pg

@@ -1,0 +1,74 @@
+"""Where the time of a P2P pipeline goes: one profiled run (after warm-up) of the
+hand-written copy-engine AG+matmul anchor and of hir's hir-p2p-pipeline AG+matmul and
+matmul+RS (eager), printed as rank 0's GPU timeline: every kernel and copy with its stream,
+start and duration (us, from the first GPU activity of the run).
+
+    torchrun --nproc_per_node=4 benchmarks/profile_p2p.py [--m 16384] [--pipeline P]
+"""
+
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+from torch.profiler import ProfilerActivity, profile
+
+import hir
+from hir.interpreter import compile as compile_program
+from overlap import P2P, _copy_engine_anchor, p2p_ag_matmul_program, p2p_matmul_rs_program  # benchmarks/overlap.py
+
+
+def timeline(label: str, fn) -> None:
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    dist.barrier()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        dist.barrier()  # as benchmarks/dist_timing.bench: ranks start together
+        torch.cuda.synchronize()
+        fn()
+        torch.cuda.synchronize()
+    dist.barrier()
+    if dist.get_rank() != 0:
+        return
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA and "nccl" not in e.name.lower()]
+    if not events:
+        print(f"\n{label}: no GPU events recorded")
+        return
+    t0 = min(e.time_range.start for e in events)
+    end = max(e.time_range.end for e in events)
+    print(f"\n{label}: {end - t0:.0f} us of GPU activity on rank 0")
+    print("| stream | start | us | what |\n|---:|---:|---:|---|")
+    for e in sorted(events, key=lambda e: e.time_range.start):
+        print(f"| {getattr(e, 'device_resource_id', '?')} | {e.time_range.start - t0:.0f} | {e.time_range.elapsed_us():.0f} | {e.name[:70]} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--m", type=int, default=16384)
+    parser.add_argument("--pipeline", default=P2P)
+    args = parser.parse_args()
+    for var, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
+        os.environ.setdefault(var, value)
+    rank = int(os.environ["RANK"])
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
+    D, M, K, N = dist.get_world_size(), args.m, 8192, 8192
+    dev, bf16 = torch.device("cuda", rank), torch.bfloat16
+    a = torch.randn(1, M // D, K, device=dev, dtype=bf16)
+    b = torch.randn(K, N // D, device=dev, dtype=bf16)
+    anchor = _copy_engine_anchor(a[0], b, run=True)
+    timeline("hand-written copy-engine AG+matmul", anchor)
+    for name, build, inputs in (
+        ("AG+matmul", p2p_ag_matmul_program, [a, b]),
+        ("matmul+RS", p2p_matmul_rs_program, [torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16), torch.randn(1, 1, K // D, N, device=dev, dtype=bf16)]),
+    ):
+        module = build(D, M, K, N)
+        hir.lower(module, args.pipeline)
+        program = compile_program(module, device=str(dev), num_streams=4)
+        timeline(f"hir {name} [{args.pipeline}]", lambda: program(inputs))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
