@@ -35,6 +35,7 @@ from hir.dialect.base import HirOp, WorkType, check_same_element_type, fail, i64
 from hir.dialect.comm_ops import BACKENDS
 
 COPIES_ATTR = "copies"
+SYMMETRIC_ATTR = "hir.symmetric"  # unit attribute of memref.alloc: place in symmetric memory
 SIGNAL_ATTR = "signal"
 SIGNALS = ("pairwise", "none")
 

@@ -37,7 +37,7 @@ class WorkLoop:
     zero: ir.Value
 
 
-def _for(zero: ir.Value, extent: ir.Value, one: ir.Value) -> tuple[ir.Operation, ir.Value, ir.Operation]:
+def empty_for(zero: ir.Value, extent: ir.Value, one: ir.Value) -> tuple[ir.Operation, ir.Value, ir.Operation]:
     """An ``hir.for`` with its block and yield: (loop, induction variable, yield)."""
     loop = create("hir.for", [zero, extent, one], regions=1)
     block = loop.regions[0].blocks.append(ir.IndexType.get())
@@ -54,11 +54,11 @@ def build(buffer: ir.Value, axis: int) -> WorkLoop:
     zero, one = index_const(0), index_const(1)
     extent = dim_or_const(buffer, axis, zero)
     user = create("hir.get_current_stream", results=[stream_type]).result
-    sync, sync_iv, sync_end = _for(zero, extent, one)
+    sync, sync_iv, sync_end = empty_for(zero, extent, one)
     with ir.InsertionPoint(sync_end):
         create("hir.set_current_stream", [create("hir.get_stream", [sync_iv], [stream_type]).result])
         create("hir.synchronize", [user])
-    work, iv, work_end = _for(zero, extent, one)
+    work, iv, work_end = empty_for(zero, extent, one)
     with ir.InsertionPoint(work_end):
         stream = create("hir.get_stream", [iv], [stream_type]).result
         create("hir.set_current_stream", [stream])

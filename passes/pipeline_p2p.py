@@ -77,15 +77,15 @@ from typing import Optional
 from torch_mlir import ir
 
 from hir.dialect.compute_ops import STREAM_AXIS_ATTR
-from hir.dialect.p2p_ops import COPIES_ATTR, SIGNAL_ATTR
+from hir.dialect.p2p_ops import COPIES_ATTR, SIGNAL_ATTR, SYMMETRIC_ATTR
 from hir.dialect.view_ops import select_type
 from hir.passes._axes import operand_axis, output_index
 from hir.passes._ir import COMPUTE_OPS, create, fail, func_ops, get_i64_array, get_int, get_str, i64_attr, index_const
+from hir.passes._stream_loops import empty_for
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes.stream_lowering import _renumber_axes, _slices
 
 ALGORITHMS = ("local-first", "ring")
-SYMMETRIC_ATTR = "hir.symmetric"
 
 
 @register_pass
@@ -159,7 +159,7 @@ class P2PPipeline(ModulePass):
         # At the last consumer: everything the consumers read is defined by then.
         with ir.InsertionPoint(consumers[-1] if consumers else ag), ag.location:
             steps = self._begin(team)
-            staged = create("memref.alloc", results=[src.type], attributes={SYMMETRIC_ATTR: ir.UnitAttr.get(), "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])}).result
+            staged = _alloc(src.type, symmetric=True)
             create("hir.set", [src, staged])
             # Every rank's shard is published once: the steps need no handshake.
             create("hir.wait", [create("hir.barrier", results=[work_type], attributes={"team": team_attr, "backend": backend}).result])
@@ -178,9 +178,8 @@ class P2PPipeline(ModulePass):
             stream = steps.stream(steps.zero)
             create("hir.set_current_stream", [stream])
             step(src, steps.zero, steps.me, stream, {"team": team_attr, "backend": backend})
-            loop = _loop(steps.one, steps.count, steps.one)
-            with ir.InsertionPoint(loop.body.operations[0]):
-                j = loop.body.arguments[0]
+            _, j, end = empty_for(steps.one, steps.count, steps.one)
+            with ir.InsertionPoint(end):
                 offset = steps.offset(j)
                 attrs = {**self._shift_attrs(team_attr, backend), SIGNAL_ATTR: ir.StringAttr.get("none")}
                 step(staged, offset, steps.position(offset, +1), steps.stream(j), attrs)
@@ -198,15 +197,13 @@ class P2PPipeline(ModulePass):
         partial, out = rs.operands[0], rs.operands[1]
         producer = _producer(rs, partial, k, block_ops)
         work_type = ir.Type.parse("!hir.work")
-        segments = ir.DenseI32ArrayAttr.get([0, 0])
         with ir.InsertionPoint(rs), rs.location:
             steps = self._begin(team)
-            slots = create("memref.alloc", results=[partial.type], attributes={SYMMETRIC_ATTR: ir.UnitAttr.get(), "operandSegmentSizes": segments}).result
-            recv = create("memref.alloc", results=[partial.type], attributes={"operandSegmentSizes": segments}).result
+            slots = _alloc(partial.type, symmetric=True)
+            recv = _alloc(partial.type, symmetric=False)
             slot_type = select_type(partial.type, k)
-            loop = _loop(steps.one, steps.count, steps.one)
-            with ir.InsertionPoint(loop.body.operations[0]):
-                j = loop.body.arguments[0]
+            _, j, end = empty_for(steps.one, steps.count, steps.one)
+            with ir.InsertionPoint(end):
                 offset = steps.offset(j)
                 stream = steps.stream(j)
                 create("hir.set_current_stream", [stream])
@@ -262,27 +259,19 @@ class _Steps:
 
     def each_stream(self, body, set_current: bool = False) -> None:
         """A loop over the pool streams running ``body(stream)`` (optionally on it)."""
-        loop = _loop(self.zero, self.pool, self.one)
-        with ir.InsertionPoint(loop.body.operations[0]):
-            stream = create("hir.get_stream", [loop.body.arguments[0]], [ir.Type.parse("!hir.stream")]).result
+        _, i, end = empty_for(self.zero, self.pool, self.one)
+        with ir.InsertionPoint(end):
+            stream = create("hir.get_stream", [i], [ir.Type.parse("!hir.stream")]).result
             if set_current:
                 create("hir.set_current_stream", [stream])
             body(stream)
 
 
-class _Loop:
-    def __init__(self, op: ir.Operation) -> None:
-        self.op = op
-        self.body = op.regions[0].blocks[0]
-
-
-def _loop(lower: ir.Value, upper: ir.Value, step: ir.Value) -> _Loop:
-    """An ``hir.for`` with an empty body (its yield) at the insertion point."""
-    op = create("hir.for", [lower, upper, step], regions=1)
-    block = op.regions[0].blocks.append(ir.IndexType.get())
-    with ir.InsertionPoint(block):
-        create("hir.yield")
-    return _Loop(op)
+def _alloc(memref_type: ir.Type, symmetric: bool) -> ir.Value:
+    attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])}
+    if symmetric:
+        attrs[SYMMETRIC_ATTR] = ir.UnitAttr.get()
+    return create("memref.alloc", results=[memref_type], attributes=attrs).result
 
 
 def _arith(name: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:

@@ -13,6 +13,7 @@ from torch_mlir import ir
 
 from hir.core import HirError
 from hir.dialect.base import DYNAMIC
+from hir.dialect.p2p_ops import SYMMETRIC_ATTR
 from hir.interpreter import symmetric
 from hir.interpreter.buffers import fmt_shape
 from hir.interpreter.plan import DEAD, UNSET, Compiler, Step, handles
@@ -45,7 +46,7 @@ class AllocationTracker:
 
 @handles("memref.alloc", "memref.alloca")
 def alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    step = symmetric.alloc_step(c, op) if c.has_attr(op, symmetric.SYMMETRIC_ATTR) else None
+    step = symmetric.alloc_step(c, op) if c.has_attr(op, SYMMETRIC_ATTR) else None
     if step is None:
         step = _alloc(c, op)
     tracker = getattr(c.runtime, "memory", None)

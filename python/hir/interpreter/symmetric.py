@@ -22,9 +22,9 @@ import torch
 from torch_mlir import ir
 
 from hir.dialect.base import DYNAMIC
+from hir.dialect.p2p_ops import SYMMETRIC_ATTR
 from hir.interpreter.plan import Compiler, Step
 
-SYMMETRIC_ATTR = "hir.symmetric"
 READY, RELEASE = 0, 1
 
 
