@@ -1,9 +1,10 @@
 """Where the time of a P2P pipeline goes: one profiled run (after warm-up) of the
 hand-written copy-engine AG+matmul anchor and of hir's hir-p2p-pipeline AG+matmul and
-matmul+RS (eager), printed as rank 0's GPU timeline: every kernel and copy with its stream,
-start and duration (us, from the first GPU activity of the run).
+matmul+RS (eager, or replayed as a CUDA graph with ``--graph``), printed as rank 0's GPU
+timeline: every kernel and copy with its stream, start and duration (us, from the first GPU
+activity of the run).
 
-    torchrun --nproc_per_node=4 benchmarks/profile_p2p.py [--m 16384] [--pipeline P]
+    torchrun --nproc_per_node=4 benchmarks/profile_p2p.py [--m 16384] [--graph] [--pipeline P ...]
 """
 
 import argparse
@@ -46,7 +47,8 @@ def timeline(label: str, fn) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--m", type=int, default=16384)
-    parser.add_argument("--pipeline", default=P2P)
+    parser.add_argument("--pipeline", nargs="+", default=[P2P], help="hir pipelines to profile, one timeline each")
+    parser.add_argument("--graph", action="store_true", help="replay the hir programs as CUDA graphs")
     args = parser.parse_args()
     for var, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
         os.environ.setdefault(var, value)
@@ -63,10 +65,16 @@ def main() -> None:
         ("AG+matmul", p2p_ag_matmul_program, [a, b]),
         ("matmul+RS", p2p_matmul_rs_program, [torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16), torch.randn(1, 1, K // D, N, device=dev, dtype=bf16)]),
     ):
-        module = build(D, M, K, N)
-        hir.lower(module, args.pipeline)
-        program = compile_program(module, device=str(dev), num_streams=4)
-        timeline(f"hir {name} [{args.pipeline}]", lambda: program(inputs))
+        for pipeline in args.pipeline:
+            module = build(D, M, K, N)
+            hir.lower(module, pipeline)
+            program = compile_program(module, device=str(dev), num_streams=4, graph=args.graph)
+            run_inputs = inputs
+            if args.graph:
+                program(inputs)  # capture; replays then read the graph's own input buffers
+                run_inputs = program.graph.static_inputs
+            mode = " (CUDA graph)" if args.graph else ""
+            timeline(f"hir {name} [{pipeline}]{mode}", lambda: program(run_inputs))
     dist.destroy_process_group()
 
 

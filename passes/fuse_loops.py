@@ -26,6 +26,7 @@ from typing import Optional
 
 from torch_mlir import ir
 
+from hir.dialect.view_ops import VIEW_OPS
 from hir.passes import _stream_loops as loops
 from hir.passes._ir import constant_value, defining_op, func_ops, is_memref, written_operands
 from hir.passes.base import ModulePass, register_pass
@@ -145,19 +146,28 @@ def _accesses(loop: ir.Operation) -> Optional[dict]:
     for op in body.payload:
         if op.regions:
             return None
-        if op.name == "hir.alias_select":
+        if op.name in VIEW_OPS:
             continue  # accounted for where its view is used
         written = written_operands(op)
         for index, operand in enumerate(op.operands):
-            if not is_memref(operand):
-                continue
-            root, axis = operand, None
-            owner = defining_op(operand)
-            if owner is not None and owner.name == "hir.alias_select":
-                root = owner.operands[0]
-                axis = owner.attributes["axis"] if owner.operands[1] == iv else None
-            found.setdefault(root, []).append((axis, written is None or written == index))
+            if is_memref(operand):
+                root, axis = _slice_of(operand, iv)
+                found.setdefault(root, []).append((axis, written is None or written == index))
     return found
+
+
+def _slice_of(view: ir.Value, iv: ir.Value) -> tuple:
+    """(the buffer under ``view``'s chain of views, the axis when ``view`` is exactly its
+    alias_select at ``iv``, else None: a whole-buffer access as far as fusion can tell)."""
+    chain = []
+    root, owner = view, defining_op(view)
+    while owner is not None and owner.name in VIEW_OPS:
+        chain.append(owner)
+        root = owner.operands[0]
+        owner = defining_op(root)
+    if len(chain) == 1 and chain[0].name == "hir.alias_select" and chain[0].operands[1] == iv:
+        return root, chain[0].attributes["axis"]
+    return root, None
 
 
 def _independent(first: ir.Operation, second: ir.Operation) -> bool:

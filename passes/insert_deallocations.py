@@ -31,6 +31,7 @@ from typing import Iterator, Optional
 
 from torch_mlir import ir
 
+from hir.dialect.view_ops import VIEW_OPS
 from hir.passes._ir import blocks_postorder, func_ops
 from hir.passes.base import ModulePass, register_pass
 
@@ -63,11 +64,11 @@ def _insert(block: ir.Block) -> None:
 
 
 def _users(value: ir.Value) -> Iterator[ir.Operation]:
-    """Ops using ``value``, through alias_select views and collective tokens."""
+    """Ops using ``value``, through views and collective tokens."""
     for use in value.uses:
         user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
         yield user
-        if user.name == "hir.alias_select":
+        if user.name in VIEW_OPS:
             yield from _users(user.result)
         elif len(user.results) == 1 and str(user.result.type) == "!hir.work":
             yield from _users(user.result)

@@ -1,4 +1,4 @@
-"""``hir-p2p-pipeline{algorithm=local-first|ring streams=1 backend=}``: nvFuser's
+"""``hir-p2p-pipeline{algorithm=local-first|ring streams=1 copies=1 chunks=1 backend=}``: nvFuser's
 AllgatherP2p / AG_matmul_P2p and its reduce-scatter mirror, as copy-engine pipelines.
 
 A collective whose device-split axis is also its stream axis becomes one step per team
@@ -63,12 +63,35 @@ steps 1..n-1 (matmul of a[(me - o) mod n] into slots[o] on a pool stream; the us
 waits for it and shifts slots[o] into recv[o]), the local matmul of a[me] into recv[0], and
 ``"hir.reduction"(%recv, %out) {axes = array<i64: 0>, kind = "sum"}``.
 
+**Chunks** (``chunks = c``): each peer's slice moves and is computed in ``c`` parts along
+its first axis that is neither the stream nor the device axis (``hir.alias_chunk`` views),
+so a step's compute starts after a part of its copy, and the pipeline ends with one part's
+compute instead of a whole slice's. All-gather: an inner loop over the parts of each
+peer's shard (the own shard, which needs no copy, stays whole)::
+
+    "hir.for"(%c1, %c4, %c1) ({ ^bb0(%j: index):
+      %t = "hir.alias_select"(%tmp, %p) {axis = 0}
+      "hir.for"(%c0, %c2, %c1) ({ ^bb0(%c: index):
+        %part = "hir.alias_chunk"(%staged, %c) {axis = 1, chunks = 2}   // rows of the shard
+        %tc = "hir.alias_chunk"(%t, %c) {axis = 0, chunks = 2}
+        %w = "hir.shift"(%part, %tc, %j) {signal = "none", ...}        // user stream
+        "hir.set_current_stream"(%s) ; "hir.wait"(%w)
+        "hir.matmul"(%tc, %B, "hir.alias_chunk"(%o, %c) {axis = 0, chunks = 2}) ... }) })
+
+Reduce-scatter: an outer loop over the parts runs the steps above on part ``c`` of every
+slot, then reduces part ``c`` of ``%recv`` into part ``c`` of the output on a pool stream of
+its own (index ``streams``: on the user stream it would hold back the next part's copies),
+which waits for the user stream (the part's copies) and pool stream 0 (its local part).
+The extents chunked must divide by ``c``, and every consumer (producer) must keep that
+axis in its output (a consumer reducing over it fails with an error).
+
 Run it after hir-convert-to-communication and before hir-lower (whose stream lowering
 rejects these collectives): ``hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,
 hir-lower``. ``backend`` (default: the collective's) sets the shifts' backend; ``streams``
 the number of pool streams the compute cycles through (1: compute in step order, like the
 hand-written copy-engine pipeline; n: one stream per step); ``copies`` > 1 splits each
-shift's copy over that many streams (``copies`` attribute: several copy engines per peer).
+shift's copy over that many streams (``copies`` attribute: several copy engines per peer);
+``chunks`` as above.
 """
 
 from dataclasses import dataclass
@@ -78,8 +101,9 @@ from torch_mlir import ir
 
 from hir.dialect.compute_ops import STREAM_AXIS_ATTR
 from hir.dialect.p2p_ops import COPIES_ATTR, SIGNAL_ATTR, SYMMETRIC_ATTR
-from hir.dialect.view_ops import select_type
-from hir.passes._axes import operand_axis, output_index
+from hir.dialect.base import sharding_of
+from hir.dialect.view_ops import chunk_type, select_type
+from hir.passes._axes import is_broadcast_axis, operand_axis, output_index
 from hir.passes._ir import COMPUTE_OPS, create, fail, func_ops, get_i64_array, get_int, get_str, i64_attr, index_const
 from hir.passes._stream_loops import empty_for
 from hir.passes.base import ModulePass, PassFailure, register_pass
@@ -92,11 +116,12 @@ ALGORITHMS = ("local-first", "ring")
 @dataclass
 class P2PPipeline(ModulePass):
     name = "hir-p2p-pipeline"
-    description = "Stream-parallel all-gather + consumers / producer + reduce-scatter to copy-engine P2P pipelines (nvFuser AG_matmul_P2p)."
+    description = "Stream-parallel all-gather + consumers / producer + reduce-scatter to copy-engine P2P pipelines (nvFuser AG_matmul_P2p); options algorithm, streams, copies, chunks, backend."
     algorithm: str = "local-first"
     backend: str = ""
     streams: int = 1
     copies: int = 1
+    chunks: int = 1
 
     def run(self, module: ir.Module) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -107,6 +132,8 @@ class P2PPipeline(ModulePass):
             raise PassFailure(f"hir-p2p-pipeline: streams must be at least 1, got {self.streams}")
         if self.copies < 1:
             raise PassFailure(f"hir-p2p-pipeline: copies must be at least 1, got {self.copies}")
+        if self.chunks < 1:
+            raise PassFailure(f"hir-p2p-pipeline: chunks must be at least 1, got {self.chunks}")
         for func in func_ops(module):
             body = func.regions[0].blocks[0]
             todo = [op.operation for op in body.operations if _is_p2p(op.operation)]
@@ -127,6 +154,20 @@ class P2PPipeline(ModulePass):
         backend = ir.StringAttr.get(self.backend or get_str(op, "backend"))
         return team, ir.DenseI64ArrayAttr.get(team), backend, _single_wait(op)
 
+    def _chunk_axis(self, op: ir.Operation, buffer: ir.Value, skipped: list, users: list) -> int:
+        """The axis of ``buffer`` that ``chunks`` splits: its first axis not in ``skipped``
+        (the stream and device axes). Checks that every (op, operand index) in ``users`` maps
+        it to an output axis whose operands divide into the chunks."""
+        if self.chunks == 1:
+            return -1
+        shape = ir.MemRefType(buffer.type).shape
+        axis = next((a for a in range(len(shape)) if a not in skipped), None)
+        if axis is None:
+            raise fail(op, f"has no axis besides {', '.join(map(str, sorted(set(skipped))))} to split into chunks = {self.chunks}")
+        for user, index in users:
+            _chunk_axes(user, index, axis, self.chunks)
+        return axis
+
     def _shift_attrs(self, team: ir.Attribute, backend: ir.Attribute) -> dict:
         attrs = {"team": team, "backend": backend}
         if self.copies > 1:
@@ -143,7 +184,8 @@ class P2PPipeline(ModulePass):
         streams = min(self.streams, n)
         pool = index_const(streams) if streams > 1 else one
         user = create("hir.get_current_stream", results=[stream_type]).result
-        steps = _Steps(team, me, zero, one, count, pool, streams, user, self.algorithm)
+        chunks = index_const(self.chunks) if self.chunks > 1 else one
+        steps = _Steps(team, me, zero, one, count, pool, chunks, streams, user, self.algorithm)
         steps.each_stream(lambda s: create("hir.synchronize", [user]), set_current=True)
         create("hir.set_current_stream", [user])
         return steps
@@ -155,6 +197,9 @@ class P2PPipeline(ModulePass):
         team, team_attr, backend, wait = self._collective(ag, ag.operands[1], axis, "gathers", "shard")
         src, gathered = ag.operands[0], ag.operands[1]
         consumers = _consumers(ag, gathered, axis, block_ops)
+        # Chunks split each shard along its first axis (axis 0 of a step's slice).
+        chunk_axis = self._chunk_axis(ag, gathered, [axis], [(op, list(op.operands).index(gathered)) for op in consumers])
+        view_axis = chunk_axis - (1 if chunk_axis > axis else 0)
         work_type = ir.Type.parse("!hir.work")
         # At the last consumer: everything the consumers read is defined by then.
         with ir.InsertionPoint(consumers[-1] if consumers else ag), ag.location:
@@ -164,25 +209,41 @@ class P2PPipeline(ModulePass):
             # Every rank's shard is published once: the steps need no handshake.
             create("hir.wait", [create("hir.barrier", results=[work_type], attributes={"team": team_attr, "backend": backend}).result])
 
-            def step(source: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict) -> None:
-                view = create("hir.alias_select", [gathered, position], [select_type(gathered.type, axis)], {"axis": i64_attr(axis)}).result
+            def step(source: ir.Value, view: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict, chunk: Optional[ir.Value]) -> None:
+                """Shift ``source`` into ``view`` (part ``chunk`` of the slice at ``position``)
+                on the current stream, then compute on ``stream`` what reads it."""
                 work = create("hir.shift", [source, view, offset], [work_type], attrs).result
                 if source != src:  # a peer's shard: copied on the user stream, computed on a pool one
                     create("hir.set_current_stream", [stream])
                 create("hir.wait", [work])
                 for op in consumers:
-                    _slice_op(op.clone(), axis, {gathered: view}, position, steps.zero)
+                    sliced = _slice_op(op.clone(), axis, {gathered: whole}, position, steps.zero)
+                    if chunk is not None:
+                        _chunk_op(sliced, list(sliced.operands).index(whole), view_axis, chunk, self.chunks, {whole: view})
                 create("hir.set_current_stream", [steps.user])
+
+            def select(position: ir.Value) -> ir.Value:
+                return create("hir.alias_select", [gathered, position], [select_type(gathered.type, axis)], {"axis": i64_attr(axis)}).result
 
             # step 0: own shard, a local copy and its compute on pool stream 0, at once
             stream = steps.stream(steps.zero)
             create("hir.set_current_stream", [stream])
-            step(src, steps.zero, steps.me, stream, {"team": team_attr, "backend": backend})
+            whole = select(steps.me)
+            step(src, whole, steps.zero, steps.me, stream, {"team": team_attr, "backend": backend}, None)
             _, j, end = empty_for(steps.one, steps.count, steps.one)
             with ir.InsertionPoint(end):
                 offset = steps.offset(j)
+                position = steps.position(offset, +1)
+                stream = steps.stream(j)
+                whole = select(position)
                 attrs = {**self._shift_attrs(team_attr, backend), SIGNAL_ATTR: ir.StringAttr.get("none")}
-                step(staged, offset, steps.position(offset, +1), steps.stream(j), attrs)
+                if self.chunks == 1:
+                    step(staged, whole, offset, position, stream, attrs, None)
+                else:  # the peer's shard in chunks: each chunk's compute waits for its copy only
+                    _, c, chunk_end = empty_for(steps.zero, steps.chunks, steps.one)
+                    with ir.InsertionPoint(chunk_end):
+                        part = _chunk(staged, c, chunk_axis, self.chunks)
+                        step(part, _chunk(whole, c, view_axis, self.chunks), offset, position, stream, attrs, c)
             steps.each_stream(lambda s: create("hir.synchronize", [s]))
         for op in consumers:
             op.erase()
@@ -196,31 +257,66 @@ class P2PPipeline(ModulePass):
         team, team_attr, backend, wait = self._collective(rs, rs.operands[0], k, "scatters", "slice")
         partial, out = rs.operands[0], rs.operands[1]
         producer = _producer(rs, partial, k, block_ops)
+        # Chunks split each slice along its first axis that is neither scattered nor reduced.
+        chunk_axis = self._chunk_axis(rs, partial, [k, get_int(rs, "axis")], [(producer, output_index(producer))])
+        slot_axis = chunk_axis - (1 if chunk_axis > k else 0)  # also the output's axis
         work_type = ir.Type.parse("!hir.work")
         with ir.InsertionPoint(rs), rs.location:
             steps = self._begin(team)
             slots = _alloc(partial.type, symmetric=True)
             recv = _alloc(partial.type, symmetric=False)
             slot_type = select_type(partial.type, k)
-            _, j, end = empty_for(steps.one, steps.count, steps.one)
-            with ir.InsertionPoint(end):
-                offset = steps.offset(j)
-                stream = steps.stream(j)
+
+            def slot_of(buffer: ir.Value, index: ir.Value, c: Optional[ir.Value]) -> tuple:
+                """(slot ``index`` of ``buffer``, its chunk ``c`` or the whole slot)."""
+                view = create("hir.alias_select", [buffer, index], [slot_type], {"axis": i64_attr(k)}).result
+                return view, (view if c is None else _chunk(view, c, slot_axis, self.chunks))
+
+            def produce(into: tuple, position: ir.Value, c: Optional[ir.Value]) -> None:
+                whole, part = into
+                sliced = _slice_op(producer.clone(), k, {partial: whole}, position, steps.zero)
+                if c is not None:
+                    _chunk_op(sliced, output_index(sliced), slot_axis, c, self.chunks, {whole: part})
+
+            def exchange(c: Optional[ir.Value]) -> None:
+                """Steps 1..n-1 (of chunk ``c``), then the local slice, straight into %recv[0]."""
+                _, j, end = empty_for(steps.one, steps.count, steps.one)
+                with ir.InsertionPoint(end):
+                    offset = steps.offset(j)
+                    stream = steps.stream(j)
+                    create("hir.set_current_stream", [stream])
+                    slot = slot_of(slots, offset, c)
+                    produce(slot, steps.position(offset, -1), c)
+                    create("hir.set_current_stream", [steps.user])
+                    create("hir.synchronize", [stream])  # the shift sends what this step computed
+                    work = create("hir.shift", [slot[1], slot_of(recv, offset, c)[1], offset], [work_type], self._shift_attrs(team_attr, backend)).result
+                    create("hir.wait", [work])
+                stream = steps.stream(steps.zero)
                 create("hir.set_current_stream", [stream])
-                slot = create("hir.alias_select", [slots, offset], [slot_type], {"axis": i64_attr(k)}).result
-                _slice_op(producer.clone(), k, {partial: slot}, steps.position(offset, -1), steps.zero)
+                produce(slot_of(recv, steps.zero, c), steps.me, c)
                 create("hir.set_current_stream", [steps.user])
-                create("hir.synchronize", [stream])  # the shift sends what this step computed
-                into = create("hir.alias_select", [recv, offset], [slot_type], {"axis": i64_attr(k)}).result
-                work = create("hir.shift", [slot, into, offset], [work_type], self._shift_attrs(team_attr, backend)).result
-                create("hir.wait", [work])
-            stream = steps.stream(steps.zero)  # the local slice, last, straight into slot 0
-            create("hir.set_current_stream", [stream])
-            own = create("hir.alias_select", [recv, steps.zero], [slot_type], {"axis": i64_attr(k)}).result
-            _slice_op(producer.clone(), k, {partial: own}, steps.me, steps.zero)
-            create("hir.set_current_stream", [steps.user])
-            steps.each_stream(lambda s: create("hir.synchronize", [s]))
-            create("hir.reduction", [recv, out], attributes={"kind": ir.StringAttr.get(get_str(rs, "reduction")), "axes": ir.DenseI64ArrayAttr.get([k])})
+
+            reduction = {"kind": ir.StringAttr.get(get_str(rs, "reduction")), "axes": ir.DenseI64ArrayAttr.get([k])}
+            if self.chunks == 1:
+                exchange(None)
+                steps.each_stream(lambda s: create("hir.synchronize", [s]))
+                create("hir.reduction", [recv, out], attributes=reduction)
+            else:  # chunk by chunk; a chunk's reduction overlaps the next chunk's copies and compute
+                stream_type = ir.Type.parse("!hir.stream")
+                # Its own pool stream, past the compute ones: on the user stream it would
+                # hold back the next chunk's copies, on a compute stream its matmuls.
+                reducer = create("hir.get_stream", [index_const(steps.streams)], [stream_type]).result
+                _, c, end = empty_for(steps.zero, steps.chunks, steps.one)
+                with ir.InsertionPoint(end):
+                    exchange(c)
+                    create("hir.set_current_stream", [reducer])
+                    create("hir.synchronize", [steps.user])  # the chunk's copies
+                    create("hir.synchronize", [steps.stream(steps.zero)])  # its local part
+                    parts = _chunk(recv, c, chunk_axis, self.chunks)
+                    create("hir.reduction", [parts, _chunk(out, c, slot_axis, self.chunks)], attributes=reduction)
+                    create("hir.set_current_stream", [steps.user])
+                steps.each_stream(lambda s: create("hir.synchronize", [s]))
+                create("hir.synchronize", [reducer])
         producer.erase()
         wait.erase()
         rs.erase()
@@ -237,6 +333,7 @@ class _Steps:
     one: ir.Value
     count: ir.Value
     pool: ir.Value
+    chunks: ir.Value
     streams: int
     user: ir.Value
     algorithm: str
@@ -278,7 +375,7 @@ def _arith(name: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
     return create(f"arith.{name}", [lhs, rhs], [ir.IndexType.get()]).result
 
 
-def _slice_op(op: ir.Operation, k: int, replace: dict, position: ir.Value, zero: ir.Value) -> None:
+def _slice_op(op: ir.Operation, k: int, replace: dict, position: ir.Value, zero: ir.Value) -> ir.Operation:
     """Turn a clone of a stream-parallel op into its per-step form: ``replace`` gives the
     view of the whole slice for some operands, the others are selected at ``position``
     (broadcast operands at 0) along their stream axis."""
@@ -293,6 +390,46 @@ def _slice_op(op: ir.Operation, k: int, replace: dict, position: ir.Value, zero:
     op.move_before(ir.InsertionPoint.current.ref_operation)  # after the views it reads
     del op.attributes[STREAM_AXIS_ATTR]
     _renumber_axes(op, in_axis)
+    return op
+
+
+def _chunk(buffer: ir.Value, c: ir.Value, axis: int, chunks: int) -> ir.Value:
+    """``hir.alias_chunk``: chunk ``c`` of ``buffer`` along ``axis``."""
+    view_type = chunk_type(buffer.type, axis, chunks)
+    return create("hir.alias_chunk", [buffer, c], [view_type], {"axis": i64_attr(axis), "chunks": i64_attr(chunks)}).result
+
+
+def _chunk_axes(op: ir.Operation, index: int, axis: int, chunks: int) -> list:
+    """(operand index, axis) of every operand of ``op`` to chunk with axis ``axis`` of
+    operand ``index``: the operands that have the output axis it maps to (not broadcast)."""
+    out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
+    out_axis = next((k for k in range(out_rank) if operand_axis(op, index, k) == axis), None)
+    if out_axis is None:
+        raise fail(op, f"reduces over axis {axis} of operand #{index}, which chunks = {chunks} would split; only an axis the output keeps can be chunked")
+    found = []
+    for i, operand in enumerate(op.operands):
+        a = operand_axis(op, i, out_axis)
+        if not isinstance(operand.type, ir.MemRefType) or a is None or is_broadcast_axis(op, i, a, out_axis):
+            continue
+        extent = ir.MemRefType(operand.type).shape[a]
+        sharding = sharding_of(operand)
+        if sharding is not None and sharding.axis == a:
+            raise fail(op, f"would chunk axis {a} of operand #{i}, which is split over the device mesh")
+        if extent != ir.ShapedType.get_dynamic_size() and extent % chunks:
+            raise fail(op, f"axis {a} of operand #{i} has extent {extent}, which does not divide into chunks = {chunks}")
+        found.append((i, a))
+    return found
+
+
+def _chunk_op(op: ir.Operation, index: int, axis: int, c: ir.Value, chunks: int, replace: dict) -> None:
+    """Turn a step's op into its chunk-``c`` form: every operand that has the output axis
+    read from axis ``axis`` of operand ``index`` is chunked along it (``replace`` gives
+    chunk views already taken)."""
+    for i, a in _chunk_axes(op, index, axis, chunks):
+        source = op.operands[i]
+        view = replace.get(source)
+        op.operands[i] = view if view is not None else _chunk(source, c, a, chunks)
+    op.move_before(ir.InsertionPoint.current.ref_operation)  # after the views it reads
 
 
 def _is_p2p(op: ir.Operation) -> bool:

@@ -22,7 +22,9 @@ for n in $counts; do
     --pipelines 'hir-convert-to-communication{backend=cuda},hir-lower' \
     --p2p 'hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower' \
           'hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{algorithm=ring},hir-lower' \
-          'hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{copies=2},hir-lower' \
-          'hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{copies=4},hir-lower' 2>&1 \
+          'hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{chunks=2},hir-lower' \
+          'hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{chunks=4},hir-lower' \
+          'hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{algorithm=ring chunks=2},hir-lower' \
+          'hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{algorithm=ring chunks=4},hir-lower' 2>&1 \
     | grep -v "Warning\|^\s*$\|W1\|\*\*\*\|OMP_NUM" | tee "$out/overlap_${n}gpu.txt"
 done

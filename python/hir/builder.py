@@ -17,7 +17,7 @@ style) instead of allocating one.
 
 Host level (for writing lowered programs by hand, as nvFuser's host-IR tests do):
 ``alloc``/``dealloc``, ``get_current_stream``/``get_stream``/``set_current_stream``/
-``synchronize``, ``alias_select``, ``for_`` (a context manager yielding the index),
+``synchronize``, ``alias_select``, ``alias_chunk``, ``for_`` (a context manager yielding the index),
 every collective (``allgather`` ... ``send``/``recv``) and ``wait``.
 """
 
@@ -30,6 +30,7 @@ from torch_mlir.dialects import arith, func, memref
 
 from hir.core import HirError, format_mlir_error, new_context
 from hir.dialect import (
+    AliasChunkOp,
     AliasSelectOp,
     BinaryOp,
     ForOp,
@@ -270,6 +271,14 @@ class Builder:
         with self._at():
             view = AliasSelectOp.build(x.value, index, axis).result
         return Tensor(view, [d for i, d in enumerate(x.sizes) if i != axis])
+
+    def alias_chunk(self, x: Tensor, index: ir.Value, axis: int, chunks: int) -> Tensor:
+        """A zero-copy view of chunk ``index`` of ``chunks`` equal parts of ``x`` along ``axis``."""
+        with self._at():
+            view = AliasChunkOp.build(x.value, index, axis, chunks).result
+            extent = x.sizes[axis]
+            extent = extent // chunks if isinstance(extent, int) else memref.DimOp(view, self.index(axis)).result
+        return Tensor(view, [extent if i == axis else d for i, d in enumerate(x.sizes)])
 
     @contextmanager
     def for_(self, lower: Union[int, ir.Value], upper: Union[int, ir.Value], step: Union[int, ir.Value] = 1) -> Iterator[ir.Value]:

@@ -30,6 +30,16 @@ func.func @views_and_loops(%buf: memref<4x?xf32>, %sharded: memref<4x8x16xf32, #
     // The shard axis shifts down when an outer axis is selected away.
     // CHECK: -> memref<8x16xf32, strided<[16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 1 : i64>>
     %slab = "hir.alias_select"(%sharded, %i) {axis = 0 : i64} : (memref<4x8x16xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>, index) -> memref<8x16xf32, strided<[16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+    // A chunk keeps its axis: static extents divide, dynamic ones stay dynamic, the
+    // sharding is unchanged, and a chunk of a chunk composes the strides.
+    // CHECK: "hir.alias_chunk"(%{{.*}}, %[[I]]) {axis = 0 : i64, chunks = 2 : i64} : (memref<4x?xf32>, index) -> memref<2x?xf32, strided<[?, 1], offset: ?>>
+    %half = "hir.alias_chunk"(%buf, %i) {axis = 0 : i64, chunks = 2 : i64} : (memref<4x?xf32>, index) -> memref<2x?xf32, strided<[?, 1], offset: ?>>
+    // CHECK: "hir.alias_chunk"(%{{.*}}, %[[I]]) {axis = 1 : i64, chunks = 4 : i64} : (memref<4x?xf32>, index) -> memref<4x?xf32, strided<[?, 1], offset: ?>>
+    %cols = "hir.alias_chunk"(%buf, %i) {axis = 1 : i64, chunks = 4 : i64} : (memref<4x?xf32>, index) -> memref<4x?xf32, strided<[?, 1], offset: ?>>
+    // CHECK: -> memref<4x4x16xf32, strided<[128, 16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+    %rows = "hir.alias_chunk"(%sharded, %i) {axis = 1 : i64, chunks = 2 : i64} : (memref<4x8x16xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>, index) -> memref<4x4x16xf32, strided<[128, 16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+    // CHECK: -> memref<4x2x16xf32, strided<[128, 16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+    %quarter = "hir.alias_chunk"(%rows, %i) {axis = 1 : i64, chunks = 2 : i64} : (memref<4x4x16xf32, strided<[128, 16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 2 : i64>>, index) -> memref<4x2x16xf32, strided<[128, 16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 2 : i64>>
     // CHECK: "hir.yield"() : () -> ()
     "hir.yield"() : () -> ()
   }) : (index, index, index) -> ()

@@ -2,6 +2,8 @@
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{algorithm=ring streams=4})' | FileCheck %s --check-prefix=RING
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower)' | FileCheck %s --check-prefix=LOWER
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{copies=2})' | FileCheck %s --check-prefix=COPIES
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{chunks=2})' | FileCheck %s --check-prefix=CHUNKS
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{chunks=2},hir-lower)' | FileCheck %s --check-prefix=CHUNKS-LOWER
 
 // nvFuser AG_matmul_P2p: A [4, 2, 8] split along the device axis, which is also the stream
 // axis. The local shard is published once into a symmetric buffer, then one barrier; step
@@ -65,6 +67,34 @@
 // LOWER-SAME: : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
 // COPIES-LABEL: func.func @ag_matmul
 // COPIES: "hir.shift"({{.*}}) {backend = "cuda", copies = 2 : i64, signal = "none", team
+// chunks = 2: each peer's shard moves in two halves (rows of the shard, axis 1 of the
+// staged buffer, axis 0 of a step's slice); each half's matmul waits for its own copy.
+// The own shard (step 0) is not chunked: it needs no copy from a peer.
+// CHUNKS-LABEL: func.func @ag_matmul
+// CHUNKS: %[[STAGED:[^ ,)]+]] = memref.alloc() {hir.symmetric}
+// CHUNKS: "hir.matmul"(%{{.*}}, %arg1, %{{.*}}) : (memref<2x8xf32
+// CHUNKS: "hir.for"(%[[C1:[^ ,)]+]], %[[C4:[^ ,)]+]], %[[C1]])
+// CHUNKS-NEXT: ^bb0(%[[J:[^ ,)]+]]: index):
+// CHUNKS: %[[S:[^ ,)]+]] = "hir.get_stream"
+// CHUNKS-NEXT: %[[T:[^ ,)]+]] = "hir.alias_select"(%{{.*}}, %{{.*}}) {axis = 0 : i64}
+// CHUNKS-NEXT: "hir.for"(%[[C0:[^ ,)]+]], %[[C2:[^ ,)]+]], %[[C1]])
+// CHUNKS-NEXT: ^bb0(%[[C:[^ ,)]+]]: index):
+// CHUNKS-NEXT: %[[PART:[^ ,)]+]] = "hir.alias_chunk"(%[[STAGED]], %[[C]]) {axis = 1 : i64, chunks = 2 : i64} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, index) -> memref<4x1x8xf32, strided<[16, 8, 1], offset: ?>, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// CHUNKS-NEXT: %[[TC:[^ ,)]+]] = "hir.alias_chunk"(%[[T]], %[[C]]) {axis = 0 : i64, chunks = 2 : i64} : (memref<2x8xf32, {{.*}}) -> memref<1x8xf32
+// CHUNKS-NEXT: %[[W:[^ ,)]+]] = "hir.shift"(%[[PART]], %[[TC]], %[[J]]) {backend = "cuda", signal = "none", team = array<i64: 0, 1, 2, 3>}
+// CHUNKS-NEXT: "hir.set_current_stream"(%[[S]])
+// CHUNKS-NEXT: "hir.wait"(%[[W]])
+// CHUNKS-NEXT: %[[O:[^ ,)]+]] = "hir.alias_select"(%{{.*}}, %{{.*}}) {axis = 0 : i64}
+// CHUNKS-NEXT: %[[OC:[^ ,)]+]] = "hir.alias_chunk"(%[[O]], %[[C]]) {axis = 0 : i64, chunks = 2 : i64}
+// CHUNKS-NEXT: "hir.matmul"(%[[TC]], %arg1, %[[OC]]) : (memref<1x8xf32
+// The views keep the staged buffer alive until the join: it is freed after the last loop.
+// CHUNKS-LOWER-LABEL: func.func @ag_matmul
+// CHUNKS-LOWER: "hir.alias_chunk"
+// CHUNKS-LOWER: "hir.synchronize"
+// CHUNKS-LOWER-NEXT: "hir.yield"
+// CHUNKS-LOWER-NEXT: }) : (index, index, index) -> ()
+// CHUNKS-LOWER-NEXT: memref.dealloc
+// CHUNKS-LOWER-SAME: : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
 func.func @ag_matmul(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<8x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
   %tmp = memref.alloc() : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
   %out = memref.alloc() : memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
@@ -117,6 +147,43 @@ func.func @ag_matmul(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 
 // LOWER-NEXT: memref.dealloc
 // COPIES-LABEL: func.func @matmul_rs
 // COPIES: "hir.shift"({{.*}}) {backend = "cuda", copies = 2 : i64, team
+// chunks = 2, chunk by chunk: for each half of the rows, steps 1..3 compute and shift
+// that half of one slot, the own half goes into %recv[0], and the half's reduction runs on
+// pool stream 1 (past the compute stream) while the next half is copied and computed.
+// CHUNKS-LABEL: func.func @matmul_rs
+// CHUNKS: %[[USER:[^ ,)]+]] = "hir.get_current_stream"
+// CHUNKS: %[[SLOTS:[^ ,)]+]] = memref.alloc() {hir.symmetric}
+// CHUNKS-NEXT: %[[RECV:[^ ,)]+]] = memref.alloc()
+// CHUNKS-NEXT: %[[ONE:[^ ,)]+]] = arith.constant 1 : index
+// CHUNKS-NEXT: %[[RED:[^ ,)]+]] = "hir.get_stream"(%[[ONE]])
+// CHUNKS-NEXT: "hir.for"(%[[C0:[^ ,)]+]], %[[C2:[^ ,)]+]], %[[C1:[^ ,)]+]])
+// CHUNKS-NEXT: ^bb0(%[[C:[^ ,)]+]]: index):
+// CHUNKS-NEXT: "hir.for"(%[[C1]], %[[C4:[^ ,)]+]], %[[C1]])
+// CHUNKS-NEXT: ^bb0(%[[J:[^ ,)]+]]: index):
+// CHUNKS: %[[SLOT:[^ ,)]+]] = "hir.alias_select"(%[[SLOTS]], %[[J]]) {axis = 0 : i64}
+// CHUNKS-NEXT: %[[HALF:[^ ,)]+]] = "hir.alias_chunk"(%[[SLOT]], %[[C]]) {axis = 1 : i64, chunks = 2 : i64}
+// CHUNKS: %[[AC:[^ ,)]+]] = "hir.alias_chunk"(%{{.*}}, %[[C]]) {axis = 1 : i64, chunks = 2 : i64}
+// CHUNKS-NEXT: "hir.matmul"(%[[AC]], %{{.*}}, %[[HALF]])
+// CHUNKS: %[[INTO:[^ ,)]+]] = "hir.alias_select"(%[[RECV]], %[[J]]) {axis = 0 : i64}
+// CHUNKS-NEXT: %[[INTOC:[^ ,)]+]] = "hir.alias_chunk"(%[[INTO]], %[[C]])
+// CHUNKS-NEXT: "hir.shift"(%[[HALF]], %[[INTOC]], %[[J]])
+// CHUNKS: "hir.matmul"
+// CHUNKS: "hir.set_current_stream"(%[[RED]])
+// CHUNKS-NEXT: "hir.synchronize"(%[[USER]])
+// CHUNKS-NEXT: %[[S0:[^ ,)]+]] = "hir.get_stream"(%[[C0]])
+// CHUNKS-NEXT: "hir.synchronize"(%[[S0]])
+// CHUNKS-NEXT: %[[PARTS:[^ ,)]+]] = "hir.alias_chunk"(%[[RECV]], %[[C]]) {axis = 2 : i64, chunks = 2 : i64} : (memref<4x4x2x3xf32, {{.*}}>, index) -> memref<4x4x1x3xf32
+// CHUNKS-NEXT: %[[OUT:[^ ,)]+]] = "hir.alias_chunk"(%{{.*}}, %[[C]]) {axis = 1 : i64, chunks = 2 : i64} : (memref<4x2x3xf32, {{.*}}>, index) -> memref<4x1x3xf32
+// CHUNKS-NEXT: "hir.reduction"(%[[PARTS]], %[[OUT]]) {axes = array<i64: 0>, kind = "sum"}
+// CHUNKS-NEXT: "hir.set_current_stream"(%[[USER]])
+// CHUNKS-NEXT: "hir.yield"
+// CHUNKS: "hir.synchronize"(%[[RED]])
+// CHUNKS-LOWER-LABEL: func.func @matmul_rs
+// CHUNKS-LOWER: "hir.reduction"
+// CHUNKS-LOWER: "hir.for"
+// CHUNKS-LOWER: }) : (index, index, index) -> ()
+// CHUNKS-LOWER-NEXT: "hir.synchronize"
+// CHUNKS-LOWER-NEXT: memref.dealloc
 func.func @matmul_rs(%a: memref<4x4x2x2xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, %w: memref<1x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>> {
   %partial = memref.alloc() : memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
   "hir.matmul"(%a, %w, %partial) {stream_axis = 0 : i64} : (memref<4x4x2x2xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, memref<1x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> ()

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 import hir
 from hir.builder import Builder, Shard
@@ -81,6 +82,27 @@ def test_host_level_stream_loop_and_collective():
     for needle in ['"hir.for"', '"hir.alias_select"', '"hir.set"', '"hir.allgather"', '"hir.wait"', "memref.dealloc", '"hir.yield"']:
         assert needle in text
     assert text.index('"hir.set"(') < text.index('"hir.yield"')
+
+
+def test_alias_chunk_views_and_runs():
+    """Chunks of a static and a dynamic axis; the built program doubles chunk 1 of 2."""
+    b = Builder()
+    x = b.input([None, 6])
+    half = b.alias_chunk(x, b.index(1), axis=0, chunks=2)
+    third = b.alias_chunk(half, b.index(0), axis=1, chunks=3)
+    assert third.shape[1] == 2 and not isinstance(half.sizes[0], int)
+    b.add(half, half, out=half)
+    with pytest.raises(ValueError, match="axis 1 of extent 6 does not divide into 4 chunks"):
+        b.alias_chunk(x, b.index(0), axis=1, chunks=4)
+    module = b.finish()
+    text = str(module)
+    assert '"hir.alias_chunk"(%arg0, %c1) {axis = 0 : i64, chunks = 2 : i64} : (memref<?x6xf32>, index) -> memref<?x6xf32, strided<[6, 1], offset: ?>>' in text
+    assert "-> memref<?x2xf32, strided<[6, 1], offset: ?>>" in text
+    data = torch.randn(4, 6)
+    expected = data.clone()
+    expected[2:] *= 2
+    hir.run(module, [data])
+    assert torch.equal(data, expected)
 
 
 def test_builder_reports_verifier_errors():

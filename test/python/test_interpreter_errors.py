@@ -132,6 +132,21 @@ def test_interp_alias_select_index_out_of_range():
             run(text, [torch.zeros(4, 8), i])
 
 
+def test_interp_alias_chunk_errors():
+    """The chunk index is range-checked; a dynamic extent must divide into the chunks."""
+    dyn = "memref<?x8xf32>"
+    part = "memref<?x8xf32, strided<[8, 1], offset: ?>>"
+    text = f"""func.func @main(%a: {dyn}, %i: index) {{
+  %r = "hir.alias_chunk"(%a, %i) {{axis = 0 : i64, chunks = 2 : i64}} : ({dyn}, index) -> {part}
+  return
+}}"""
+    for i in (2, -1):
+        with pytest.raises(HirError, match=rf"test.mlir:2:8: error: 'hir.alias_chunk' index {i} is out of range for 2 chunks of %arg0 \(local shape \[4, 8\]\)"):
+            run(text, [torch.zeros(4, 8), i])
+    with pytest.raises(HirError, match=r"test.mlir:2:8: error: 'hir.alias_chunk' axis 0 of extent 5 does not divide into 2 chunks"):
+        run(text, [torch.zeros(5, 8), 0])
+
+
 def test_interp_unsupported_op():
     text = "func.func @main(%a: f32) -> f32 {\n  %b = arith.addf %a, %a : f32\n  return %b : f32\n}"
     with pytest.raises(HirError, match=r"test.mlir:2:8: error: 'arith.addf' is not supported by the interpreter"):

@@ -12,6 +12,10 @@ import sys
 import pytest
 
 
+# hir-p2p-pipeline option sets; every one runs both programs (m = 8 rows per shard).
+OPTIONS = ("algorithm=local-first", "algorithm=ring", "streams=4 copies=2", "chunks=2", "algorithm=ring streams=2 chunks=4")
+
+
 def _shard(mesh: str, axis: int) -> str:
     return f"#hir.shard<array<i64: {mesh}>, {axis} : i64>"
 
@@ -132,7 +136,7 @@ def worker() -> int:
     w_rs = torch.randn(1, world, k, n, generator=gen).to(tdtype)
     want_rs = (a_rs.float() @ w_rs.float()).sum(1)[rank]
     symmetric_before = symmetric.SymmetricPool.allocations
-    for options in ("algorithm=local-first", "algorithm=ring", f"streams={world} copies=2"):
+    for options in OPTIONS:
         for name, text, inputs, expected in (
             ("ag_matmul", ag_matmul(world, m, k, n, dtype), [a_full[rank : rank + 1], b], want),
             ("matmul_rs", matmul_rs(world, m, k, n, dtype), [a_rs[:, rank : rank + 1], w_rs[:, rank : rank + 1]], want_rs[None]),
@@ -144,6 +148,7 @@ def worker() -> int:
             hir.lower(module, f"hir-p2p-pipeline{{{options}}},hir-lower")
             lowered = str(module)
             assert "hir.shift" in lowered and "hir.allgather" not in lowered and "hir.reduce_scatter" not in lowered, lowered
+            assert ("hir.alias_chunk" in lowered) == ("chunks" in options), lowered
             program = compile_program(module, device=device)
             for attempt in range(2):
                 (got,) = program(local)
@@ -151,7 +156,7 @@ def worker() -> int:
             check(f"{name}[{options}] vs unpipelined", got, before, tol)
     # Two symmetric buffers (AG staging, RS slots) per pipeline, allocated on the first run
     # and recycled by the second (GPU only: CPU runs use ordinary buffers).
-    expected_symmetric = 2 * 3 if device.startswith("cuda") else 0
+    expected_symmetric = 2 * len(OPTIONS) if device.startswith("cuda") else 0
     if symmetric.SymmetricPool.allocations - symmetric_before != expected_symmetric:
         failures.append(f"rank {rank}: {symmetric.SymmetricPool.allocations - symmetric_before} symmetric allocations, expected {expected_symmetric}")
     for failure in failures:
@@ -181,7 +186,7 @@ def test_cuda_backend_and_p2p_pipeline(world, device):
     result = launch(world, [sys.executable, __file__], timeout_s=240, env=env)
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
-    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + 18), report
+    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + 2 * 3 * len(OPTIONS)), report
 
 
 if __name__ == "__main__":

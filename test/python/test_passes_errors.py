@@ -205,3 +205,28 @@ def test_p2p_reduce_scatter_input_used_after():
 def test_p2p_bad_streams_option():
     err = lower_error(_rs_program(), P2P + "{streams=0}")
     assert "hir-p2p-pipeline: streams must be at least 1, got 0" in err, err
+
+
+def test_p2p_bad_chunks_option():
+    err = lower_error(_rs_program(), P2P + "{chunks=0}")
+    assert "hir-p2p-pipeline: chunks must be at least 1, got 0" in err, err
+
+
+def test_p2p_chunks_must_divide_the_slices():
+    err = lower_error(_rs_program(), P2P + "{chunks=4}")
+    assert err.startswith("prog.mlir:3:3: error: 'hir.matmul' op axis 2 of operand #0 has extent 2, which does not divide into chunks = 4"), err
+
+
+def test_p2p_chunks_only_split_kept_axes():
+    """A consumer reducing over the axis the chunks would split cannot run per chunk."""
+    a, t, o = f"memref<4x2x8xf32, {shard(M4, 0)}>", f"memref<4x2x8xf32, {shard(M4, -1)}>", f"memref<4x8xf32, {shard(M4, -1)}>"
+    text = (
+        f"func.func @main(%a: {a}) -> {o} {{\n"
+        f"  %t = memref.alloc() : {t}\n"
+        f"  %out = memref.alloc() : {o}\n"
+        f'  "hir.set"(%a, %t) {{stream_axis = 0 : i64}} : ({a}, {t}) -> ()\n'
+        f'  "hir.reduction"(%t, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({t}, {o}) -> ()\n'
+        f"  return %out : {o}\n}}\n"
+    )
+    err = lower_error(text, P2P + "{chunks=2}")
+    assert err.startswith("prog.mlir:5:3: error: 'hir.reduction' op reduces over axis 1 of operand #0, which chunks = 2 would split"), err

@@ -1,4 +1,4 @@
-"""Buffers: ``memref.alloc`` / ``dealloc`` / ``dim`` / ``copy`` and ``hir.alias_select``.
+"""Buffers: ``memref.alloc`` / ``dealloc`` / ``dim`` / ``copy`` and the views ``hir.alias_select`` / ``hir.alias_chunk``.
 ``memref.alloc {hir.symmetric}`` buffers live in symmetric memory on GPUs (symmetric.py).
 
 Buffers are typed with their global shape; a rank allocates its local shard. Deallocation
@@ -154,23 +154,44 @@ def dim(c: Compiler, op: ir.OpView) -> Optional[Step]:
     return dim_dynamic
 
 
-@handles("hir.alias_select")
-def alias_select(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    """``input.select(axis, index)``: a view, so writes through it land in the input."""
+def _view(c: Compiler, op: ir.OpView) -> tuple:
+    """A view op's (input slot, index slot, result slot aliasing the input, error prefix
+    naming the op and its location, the input's name)."""
     source, index = op.operation.operands
-    axis = c.int_attr(op, "axis")
     src, idx = c.use(source), c.use(index)
     out = c.define(op.operation.results[0])
     c.add_alias(src, out)
-    where, name = c.where(op), source.get_name()
+    return src, idx, out, f"{c.where(op)}: error: '{op.operation.name}'", source.get_name()
+
+
+@handles("hir.alias_select")
+def alias_select(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    """``input.select(axis, index)``: a view, so writes through it land in the input."""
+    axis = c.int_attr(op, "axis")
+    src, idx, out, error, name = _view(c, op)
 
     def select_step(env: list) -> None:
         t, i = env[src], env[idx]
         if not 0 <= i < t.shape[axis]:
-            raise HirError(
-                f"{where}: error: 'hir.alias_select' index {i} is out of range for axis {axis} of "
-                f"{name} (local shape {fmt_shape(t.shape)})"
-            )
+            raise HirError(f"{error} index {i} is out of range for axis {axis} of {name} (local shape {fmt_shape(t.shape)})")
         env[out] = t.select(axis, i)
 
     return select_step
+
+
+@handles("hir.alias_chunk")
+def alias_chunk(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    """``input.chunk(chunks, axis)[index]`` (equal parts): a view, like alias_select's."""
+    axis, chunks = c.int_attr(op, "axis"), c.int_attr(op, "chunks")
+    src, idx, out, error, name = _view(c, op)
+
+    def chunk_step(env: list) -> None:
+        t, i = env[src], env[idx]
+        extent = t.shape[axis]
+        if extent % chunks or not 0 <= i < chunks:
+            problem = f"index {i} is out of range for {chunks} chunks" if extent % chunks == 0 else f"axis {axis} of extent {extent} does not divide into {chunks} chunks"
+            raise HirError(f"{error} {problem} of {name} (local shape {fmt_shape(t.shape)})")
+        size = extent // chunks
+        env[out] = t.narrow(axis, i * size, size)
+
+    return chunk_step

@@ -23,6 +23,7 @@ from torch_mlir import ir
 
 from hir.dialect.base import DYNAMIC
 from hir.dialect.p2p_ops import SYMMETRIC_ATTR
+from hir.dialect.view_ops import VIEW_OPS
 from hir.interpreter.plan import Compiler, Step
 
 READY, RELEASE = 0, 1
@@ -124,7 +125,7 @@ def uniform_source(value: ir.Value) -> bool:
         owner = value.owner
         if not isinstance(owner, (ir.Operation, ir.OpView)):
             return False
-        if owner.name != "hir.alias_select":
+        if owner.name not in VIEW_OPS:
             return is_symmetric_alloc(value)
         if not _uniform_index(owner.operands[1]):
             return False
