@@ -7,12 +7,11 @@ peers, one after another or all at once. Tells how many copy engines a shift sho
 """
 
 import argparse
-import os
 
 import torch
 import torch.distributed as dist
 
-from dist_timing import bench  # benchmarks/dist_timing.py
+from dist_timing import bench, init_nccl  # benchmarks/dist_timing.py
 from hir.interpreter.p2p import split_copy
 
 
@@ -20,11 +19,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mib", type=int, default=64, help="MiB per peer block (64: a bf16 4096x8192 shard)")
     args = parser.parse_args()
-    for var, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ.setdefault(var, value)
-    rank = int(os.environ["RANK"])
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
+    rank = init_nccl()
     import torch.distributed._symmetric_memory as symm_mem
 
     world, group = dist.get_world_size(), dist.group.WORLD

@@ -1,11 +1,25 @@
-"""Timing shared by the multi-GPU benchmarks: CUDA events around one call, median over
-iterations, max over ranks (the slowest rank sets the pace)."""
+"""Set-up and timing shared by the multi-GPU benchmarks: one NCCL rank per GPU (NVLink
+multicast off), and CUDA events around one call, median over iterations, max over ranks
+(the slowest rank sets the pace)."""
 
+import os
 import statistics
 from typing import Callable
 
 import torch
 import torch.distributed as dist
+
+from hir.interpreter.p2p import ENV_FLAGS
+
+
+def init_nccl() -> int:
+    """This torchrun rank's GPU and the NCCL process group, multicast off; returns the rank."""
+    for var, value in ENV_FLAGS.items():
+        os.environ.setdefault(var, value)
+    rank = int(os.environ["RANK"])
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
+    return rank
 
 
 def bench(fn: Callable[[], object], warm: int = 3, iters: int = 15) -> float:

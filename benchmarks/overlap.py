@@ -20,7 +20,6 @@ environment cannot run (e.g. a pipeline whose pass does not exist) print n/a and
 """
 
 import argparse
-import os
 from typing import Optional
 
 import torch
@@ -29,7 +28,7 @@ import torch.distributed as dist
 import hir
 from hir.builder import Builder, Shard
 from hir.interpreter import compile as compile_program
-from dist_timing import bench  # benchmarks/dist_timing.py
+from dist_timing import bench, init_nccl  # benchmarks/dist_timing.py
 
 
 P2P = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower"
@@ -229,11 +228,7 @@ def main() -> None:
     parser.add_argument("--p2p", nargs="*", default=[P2P], help="hir pipelines for the P2P-form programs")
     parser.add_argument("--graph", action="store_true", help="also time each hir row as a CUDA-graph replay")
     args = parser.parse_args()
-    for var in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
-        os.environ.setdefault(var, "0" if var == "NCCL_NVLS_ENABLE" else "1")
-    rank = int(os.environ["RANK"])
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
+    rank = init_nccl()
     D = dist.get_world_size()
     for name, case in (("AG+matmul", ag_matmul), ("matmul+RS", matmul_rs)):
         for size in (int(s) for s in args.sizes.split(",")):

@@ -4,11 +4,10 @@ matmul+RS (eager, or replayed as a CUDA graph with ``--graph``), printed as rank
 timeline: every kernel and copy with its stream, start and duration (us, from the first GPU
 activity of the run).
 
-    torchrun --nproc_per_node=4 benchmarks/profile_p2p.py [--m 16384] [--graph] [--pipeline P ...]
+    torchrun --nproc_per_node=4 benchmarks/profile_p2p.py [--size 16384] [--graph] [--pipeline P ...]
 """
 
 import argparse
-import os
 
 import torch
 import torch.distributed as dist
@@ -16,6 +15,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import hir
 from hir.interpreter import compile as compile_program
+from dist_timing import init_nccl  # benchmarks/dist_timing.py
 from overlap import P2P, _copy_engine_anchor, p2p_ag_matmul_program, p2p_matmul_rs_program  # benchmarks/overlap.py
 
 
@@ -46,16 +46,12 @@ def timeline(label: str, fn) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--m", type=int, default=16384)
+    parser.add_argument("--size", type=int, default=16384, help="M (torchrun takes a bare --m for its own options)")
     parser.add_argument("--pipeline", nargs="+", default=[P2P], help="hir pipelines to profile, one timeline each")
     parser.add_argument("--graph", action="store_true", help="replay the hir programs as CUDA graphs")
     args = parser.parse_args()
-    for var, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ.setdefault(var, value)
-    rank = int(os.environ["RANK"])
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
-    D, M, K, N = dist.get_world_size(), args.m, 8192, 8192
+    rank = init_nccl()
+    D, M, K, N = dist.get_world_size(), args.size, 8192, 8192
     dev, bf16 = torch.device("cuda", rank), torch.bfloat16
     a = torch.randn(1, M // D, K, device=dev, dtype=bf16)
     b = torch.randn(K, N // D, device=dev, dtype=bf16)

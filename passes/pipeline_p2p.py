@@ -209,9 +209,9 @@ class P2PPipeline(ModulePass):
             # Every rank's shard is published once: the steps need no handshake.
             create("hir.wait", [create("hir.barrier", results=[work_type], attributes={"team": team_attr, "backend": backend}).result])
 
-            def step(source: ir.Value, view: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict, chunk: Optional[ir.Value]) -> None:
-                """Shift ``source`` into ``view`` (part ``chunk`` of the slice at ``position``)
-                on the current stream, then compute on ``stream`` what reads it."""
+            def step(source: ir.Value, whole: ir.Value, view: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict, chunk: Optional[ir.Value]) -> None:
+                """Shift ``source`` into ``view`` (``whole``, the slice at ``position``, or its
+                part ``chunk``) on the current stream, then compute on ``stream`` what reads it."""
                 work = create("hir.shift", [source, view, offset], [work_type], attrs).result
                 if source != src:  # a peer's shard: copied on the user stream, computed on a pool one
                     create("hir.set_current_stream", [stream])
@@ -229,7 +229,7 @@ class P2PPipeline(ModulePass):
             stream = steps.stream(steps.zero)
             create("hir.set_current_stream", [stream])
             whole = select(steps.me)
-            step(src, whole, steps.zero, steps.me, stream, {"team": team_attr, "backend": backend}, None)
+            step(src, whole, whole, steps.zero, steps.me, stream, {"team": team_attr, "backend": backend}, None)
             _, j, end = empty_for(steps.one, steps.count, steps.one)
             with ir.InsertionPoint(end):
                 offset = steps.offset(j)
@@ -238,12 +238,12 @@ class P2PPipeline(ModulePass):
                 whole = select(position)
                 attrs = {**self._shift_attrs(team_attr, backend), SIGNAL_ATTR: ir.StringAttr.get("none")}
                 if self.chunks == 1:
-                    step(staged, whole, offset, position, stream, attrs, None)
+                    step(staged, whole, whole, offset, position, stream, attrs, None)
                 else:  # the peer's shard in chunks: each chunk's compute waits for its copy only
                     _, c, chunk_end = empty_for(steps.zero, steps.chunks, steps.one)
                     with ir.InsertionPoint(chunk_end):
                         part = _chunk(staged, c, chunk_axis, self.chunks)
-                        step(part, _chunk(whole, c, view_axis, self.chunks), offset, position, stream, attrs, c)
+                        step(part, whole, _chunk(whole, c, view_axis, self.chunks), offset, position, stream, attrs, c)
             steps.each_stream(lambda s: create("hir.synchronize", [s]))
         for op in consumers:
             op.erase()
@@ -278,8 +278,9 @@ class P2PPipeline(ModulePass):
                 if c is not None:
                     _chunk_op(sliced, output_index(sliced), slot_axis, c, self.chunks, {whole: part})
 
-            def exchange(c: Optional[ir.Value]) -> None:
-                """Steps 1..n-1 (of chunk ``c``), then the local slice, straight into %recv[0]."""
+            def exchange(c: Optional[ir.Value], then: ir.Value) -> None:
+                """Steps 1..n-1 (of chunk ``c``), then the local slice, straight into %recv[0];
+                ends on stream ``then``."""
                 _, j, end = empty_for(steps.one, steps.count, steps.one)
                 with ir.InsertionPoint(end):
                     offset = steps.offset(j)
@@ -294,22 +295,21 @@ class P2PPipeline(ModulePass):
                 stream = steps.stream(steps.zero)
                 create("hir.set_current_stream", [stream])
                 produce(slot_of(recv, steps.zero, c), steps.me, c)
-                create("hir.set_current_stream", [steps.user])
+                create("hir.set_current_stream", [then])
 
             reduction = {"kind": ir.StringAttr.get(get_str(rs, "reduction")), "axes": ir.DenseI64ArrayAttr.get([k])}
             if self.chunks == 1:
-                exchange(None)
+                exchange(None, steps.user)
                 steps.each_stream(lambda s: create("hir.synchronize", [s]))
                 create("hir.reduction", [recv, out], attributes=reduction)
             else:  # chunk by chunk; a chunk's reduction overlaps the next chunk's copies and compute
                 stream_type = ir.Type.parse("!hir.stream")
                 # Its own pool stream, past the compute ones: on the user stream it would
                 # hold back the next chunk's copies, on a compute stream its matmuls.
-                reducer = create("hir.get_stream", [index_const(steps.streams)], [stream_type]).result
+                reducer = create("hir.get_stream", [steps.pool], [stream_type]).result  # pool = streams
                 _, c, end = empty_for(steps.zero, steps.chunks, steps.one)
                 with ir.InsertionPoint(end):
-                    exchange(c)
-                    create("hir.set_current_stream", [reducer])
+                    exchange(c, reducer)
                     create("hir.synchronize", [steps.user])  # the chunk's copies
                     create("hir.synchronize", [steps.stream(steps.zero)])  # its local part
                     parts = _chunk(recv, c, chunk_axis, self.chunks)

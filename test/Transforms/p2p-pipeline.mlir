@@ -154,9 +154,8 @@ func.func @ag_matmul(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 
 // CHUNKS: %[[USER:[^ ,)]+]] = "hir.get_current_stream"
 // CHUNKS: %[[SLOTS:[^ ,)]+]] = memref.alloc() {hir.symmetric}
 // CHUNKS-NEXT: %[[RECV:[^ ,)]+]] = memref.alloc()
-// CHUNKS-NEXT: %[[ONE:[^ ,)]+]] = arith.constant 1 : index
-// CHUNKS-NEXT: %[[RED:[^ ,)]+]] = "hir.get_stream"(%[[ONE]])
-// CHUNKS-NEXT: "hir.for"(%[[C0:[^ ,)]+]], %[[C2:[^ ,)]+]], %[[C1:[^ ,)]+]])
+// CHUNKS-NEXT: %[[RED:[^ ,)]+]] = "hir.get_stream"(%[[C1:[^ ,)]+]])
+// CHUNKS-NEXT: "hir.for"(%[[C0:[^ ,)]+]], %[[C2:[^ ,)]+]], %[[C1]])
 // CHUNKS-NEXT: ^bb0(%[[C:[^ ,)]+]]: index):
 // CHUNKS-NEXT: "hir.for"(%[[C1]], %[[C4:[^ ,)]+]], %[[C1]])
 // CHUNKS-NEXT: ^bb0(%[[J:[^ ,)]+]]: index):
