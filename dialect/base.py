@@ -19,6 +19,7 @@ sys.modules.setdefault(_STUB, types.ModuleType(_STUB))
 
 from torch_mlir import ir  # noqa: E402
 from torch_mlir.dialects import ext  # noqa: E402
+from torch_mlir.dialects import torch as torch_dialect  # noqa: E402
 
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 
@@ -71,6 +72,8 @@ def load(context: Optional[ir.Context] = None) -> ir.Context:
     if not ctx.is_dialect_loaded(HirDialect.DIALECT_NAMESPACE):
         with ctx:
             HirDialect.load()
+        # Kernel segments may hold torch-mlir's `torch` dialect ops (imported PyTorch code).
+        torch_dialect.register_dialect(ctx)
     return ctx
 
 
