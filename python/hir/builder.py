@@ -44,11 +44,11 @@ from hir.dialect import (
     Sharding,
     SynchronizeOp,
     WaitOp,
-    comm_ops,
+    comm,
     sharding_of,
 )
 from hir.dialect.base import DYNAMIC
-from hir.dialect.compute_ops import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
+from hir.dialect.compute import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
 
 DTYPES = {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f64": ir.F64Type.get,
           "i32": lambda: ir.IntegerType.get_signless(32), "i64": lambda: ir.IntegerType.get_signless(64)}
@@ -298,7 +298,7 @@ class Builder:
         """A collective (``allgather``, ``allreduce``, ``reduce_scatter``, ``broadcast``,
         ``scatter``, ``gather``, ``reduce``, ``send_recv``) returning its work token;
         ``attrs`` are its integer (axis, root, scatter_axis) and string (reduction) attributes."""
-        cls = {c.OPERATION_NAME.split(".", 1)[1]: c for c in comm_ops.COLLECTIVE_OPS}[kind]
+        cls = {c.OPERATION_NAME.split(".", 1)[1]: c for c in comm.COLLECTIVE_OPS}[kind]
         with self._at():
             kwargs = {k: _attr(v) for k, v in attrs.items()}
             op = cls(input.value, output.value, ir.DenseI64ArrayAttr.get(list(team)), ir.StringAttr.get(backend), **kwargs)
@@ -306,11 +306,11 @@ class Builder:
 
     def send(self, buffer: Tensor, peer: int, backend: str = "nccl") -> ir.Value:
         with self._at():
-            return comm_ops.SendOp(buffer.value, _attr(peer), ir.StringAttr.get(backend)).work
+            return comm.SendOp(buffer.value, _attr(peer), ir.StringAttr.get(backend)).work
 
     def recv(self, buffer: Tensor, peer: int, backend: str = "nccl") -> ir.Value:
         with self._at():
-            return comm_ops.RecvOp(buffer.value, _attr(peer), ir.StringAttr.get(backend)).work
+            return comm.RecvOp(buffer.value, _attr(peer), ir.StringAttr.get(backend)).work
 
     def wait(self, work: ir.Value) -> None:
         with self._at():

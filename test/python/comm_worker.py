@@ -13,7 +13,7 @@ import torch
 
 import hir
 from hir.interpreter import Program
-from hir.interpreter.distributed import shutdown, world
+from hir.interpreter.backends.process_groups import shutdown, world
 
 RANK, N = world()
 DEVICE = "cuda" if "--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1] == "cuda" else "cpu"

@@ -133,6 +133,6 @@ def test_dialect_load_is_idempotent(ctx):
 
 
 def test_hir_opt_does_not_import_torch():
-    code = "import sys, hir.opt; hir.opt.main(['--list-passes']); assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, hir.tools.opt; hir.tools.opt.main(['--list-passes']); assert 'torch' not in sys.modules, 'torch imported'"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

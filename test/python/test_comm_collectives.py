@@ -10,7 +10,7 @@ import time
 import pytest
 
 import comm_worker
-from hir.interpreter.launch import launch
+from hir.tools.launch import launch
 
 WORKER = os.path.join(os.path.dirname(__file__), "comm_worker.py")
 
@@ -68,7 +68,7 @@ def test_comm_failing_rank_stops_every_rank(tmp_path):
     start = time.monotonic()
     env = dict(os.environ, HIR_DIST_TIMEOUT="60")
     proc = subprocess.run(
-        [sys.executable, "-m", "hir.run_cli", "--nproc", "2", "--device", "cpu", str(prog)],
+        [sys.executable, "-m", "hir.tools.run_cli", "--nproc", "2", "--device", "cpu", str(prog)],
         capture_output=True, text=True, timeout=90, env=env,
     )
     assert proc.returncode != 0
@@ -87,7 +87,7 @@ def test_comm_dead_peer_times_out(tmp_path):
         "if os.environ['RANK'] == '1':\n"
         "    time.sleep(60)\n"
         "    sys.exit(0)\n"
-        "from hir.run_cli import main\n"
+        "from hir.tools.run_cli import main\n"
         f"sys.exit(main(['--device', 'cpu', {str(tmp_path / 'p.mlir')!r}]))\n"
     )
     (tmp_path / "p.mlir").write_text(FAILING_RANK.replace("%c9 = arith.constant 9", "%c9 = arith.constant 0"))

@@ -3,7 +3,7 @@
 ``backend = "cuda"`` falls back to the process group) and, with HIR_DEVICE=cuda, on GPUs
 with the copy-engine path. Every rank compares its output with a torch reference.
 
-``python test_p2p.py`` is the per-rank worker (launched by ``hir.interpreter.launch``).
+``python test_p2p.py`` is the per-rank worker (launched by ``hir.tools.launch``).
 """
 
 import os
@@ -86,7 +86,8 @@ def worker() -> int:
 
     import hir
     from hir.interpreter import compile as compile_program
-    from hir.interpreter import p2p, symmetric
+    from hir.interpreter.backends import symmetric
+    from hir.interpreter.ops import p2p
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = os.environ.get("HIR_DEVICE", "cpu")
@@ -161,7 +162,7 @@ def worker() -> int:
         failures.append(f"rank {rank}: {symmetric.SymmetricPool.allocations - symmetric_before} symmetric allocations, expected {expected_symmetric}")
     for failure in failures:
         print(failure, file=sys.stderr)
-    from hir.interpreter.distributed import shutdown
+    from hir.interpreter.backends.process_groups import shutdown
 
     shutdown()
     return 1 if failures else 0
@@ -180,7 +181,7 @@ def _gpu_param(world: int):
 @pytest.mark.parametrize("world,device", [(2, "cpu"), (4, "cpu"), _gpu_param(2), _gpu_param(4)])
 def test_cuda_backend_and_p2p_pipeline(world, device):
     pytest.importorskip("torch")
-    from hir.interpreter.launch import launch
+    from hir.tools.launch import launch
 
     env = {**os.environ, "HIR_DEVICE": device, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
     result = launch(world, [sys.executable, __file__], timeout_s=240, env=env)

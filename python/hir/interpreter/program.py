@@ -8,14 +8,14 @@ import torch
 from torch_mlir import ir
 
 from hir.core import HirError
-from hir.dialect.compute_ops import KERNEL_ATTR
-from hir.interpreter import arith, comm, compute, control, memory, streams  # noqa: F401  (register handlers)
+from hir.dialect.compute import KERNEL_ATTR
+from hir.interpreter.ops import arith, comm, compute, control, memory, streams  # noqa: F401  (register handlers)
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
-from hir.interpreter.distributed import Communicator, default_device, world
+from hir.interpreter.backends.process_groups import Communicator, default_device, world
 from hir.interpreter.graph import GraphRunner, check_capturable
-from hir.interpreter.memory import AllocationTracker
+from hir.interpreter.ops.memory import AllocationTracker
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
-from hir.interpreter.streams import StreamPool
+from hir.interpreter.ops.streams import StreamPool
 
 COMM_OP_NAMES = tuple(f"hir.{name}" for name in comm.COLLECTIVES) + ("hir.send", "hir.recv")
 

@@ -22,8 +22,8 @@ import torch
 from torch_mlir import ir
 
 from hir.dialect.base import DYNAMIC
-from hir.dialect.p2p_ops import SYMMETRIC_ATTR
-from hir.dialect.view_ops import VIEW_OPS
+from hir.dialect.p2p import SYMMETRIC_ATTR
+from hir.dialect.views import VIEW_OPS
 from hir.interpreter.plan import Compiler, Step
 
 READY, RELEASE = 0, 1
@@ -75,7 +75,7 @@ class SymmetricPool:
             return self.free.pop().tensor
         import torch.distributed._symmetric_memory as symm_mem
 
-        from hir.interpreter.p2p import enable_symmetric_memory
+        from hir.interpreter.ops.p2p import enable_symmetric_memory
 
         enable_symmetric_memory(self.group)
         tensor = symm_mem.empty(self.shape, dtype=self.dtype, device=self.device)

@@ -20,7 +20,7 @@ inputs (one per entry-function argument, in order; unspecified ones are random):
 
 multi-process runs:
   hir-run --nproc 4 prog.mlir             4 local processes (gloo on CPU by default)
-  torchrun --nproc_per_node 4 --no-python hir-run prog.mlir   (or: torchrun ... -m hir.run_cli)
+  torchrun --nproc_per_node 4 --no-python hir-run prog.mlir   (or: torchrun ... -m hir.tools.run_cli)
   Outputs print per rank ("rank R: " prefix), in rank order. If a rank fails the
   others are stopped; collectives give up after $HIR_DIST_TIMEOUT s (default 60).
 
@@ -61,7 +61,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return launch_ranks(args, argv)
     from hir.core import HirError
 
-    from hir.interpreter.launch import note_failure
+    from hir.tools.launch import note_failure
 
     ok = False
     try:
@@ -78,20 +78,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     finally:
         if "torch" in sys.modules:
-            from hir.interpreter.distributed import shutdown
+            from hir.interpreter.backends.process_groups import shutdown
 
             shutdown(wait_for_peers=ok)
 
 
 def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
     """``--nproc N``: rerun this command line as N ranks and report in rank order."""
-    from hir.interpreter.launch import launch
+    from hir.tools.launch import launch
 
     if args.nproc < 1:
         print(f"hir-run: error: --nproc must be >= 1, got {args.nproc}", file=sys.stderr)
         return 1
     env = dict(os.environ, HIR_LAUNCHED="1")
-    result = launch(args.nproc, [sys.executable, "-m", "hir.run_cli", *argv], timeout_s=args.timeout, env=env)
+    result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
     for rank in result.ranks:
         sys.stdout.write(rank.stdout)
     if result.first_failure is not None:

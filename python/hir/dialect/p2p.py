@@ -32,7 +32,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import ext
 
 from hir.dialect.base import HirOp, WorkType, check_same_element_type, fail, i64_array_attr, int_attr, memref_type, str_attr
-from hir.dialect.comm_ops import BACKENDS
+from hir.dialect.comm import BACKENDS
 
 COPIES_ATTR = "copies"
 SYMMETRIC_ATTR = "hir.symmetric"  # unit attribute of memref.alloc: place in symmetric memory

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
-from hir.dialect.comm_ops import BACKENDS
-from hir.dialect.compute_ops import STREAM_AXIS_ATTR
+from hir.dialect.comm import BACKENDS
+from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.passes._ir import COMPUTE_OPS, blocks_postorder, func_ops
 from hir.passes._resharding import plan
 from hir.passes.base import ModulePass, PassFailure, register_pass

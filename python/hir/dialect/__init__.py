@@ -15,11 +15,11 @@ from hir.dialect.base import (
     sharding_of,
     local_shape,
 )
-from hir.dialect import stream_ops, view_ops, control_ops, comm_ops, compute_ops, p2p_ops  # noqa: F401  (registers ops)
-from hir.dialect.stream_ops import GetCurrentStreamOp, SetCurrentStreamOp, GetStreamOp, SynchronizeOp
-from hir.dialect.view_ops import AliasChunkOp, AliasSelectOp
-from hir.dialect.control_ops import ForOp, YieldOp
-from hir.dialect.comm_ops import (
+from hir.dialect import streams, views, control, comm, compute, p2p  # noqa: F401  (registers ops)
+from hir.dialect.streams import GetCurrentStreamOp, SetCurrentStreamOp, GetStreamOp, SynchronizeOp
+from hir.dialect.views import AliasChunkOp, AliasSelectOp
+from hir.dialect.control import ForOp, YieldOp
+from hir.dialect.comm import (
     AllgatherOp,
     AllreduceOp,
     BroadcastOp,
@@ -33,7 +33,7 @@ from hir.dialect.comm_ops import (
     WaitOp,
     COLLECTIVE_OPS,
 )
-from hir.dialect.p2p_ops import BarrierOp, DeviceIndexOp, ShiftOp
-from hir.dialect.compute_ops import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, KERNEL_ATTR
+from hir.dialect.p2p import BarrierOp, DeviceIndexOp, ShiftOp
+from hir.dialect.compute import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, KERNEL_ATTR
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -42,8 +42,8 @@ from typing import Optional
 from torch_mlir import ir
 
 from hir.dialect.base import VerifyError, sharding_of
-from hir.dialect.compute_ops import STREAM_AXIS_ATTR
-from hir.dialect.view_ops import select_type
+from hir.dialect.compute import STREAM_AXIS_ATTR
+from hir.dialect.views import select_type
 from hir.passes import _stream_loops
 from hir.passes._axes import is_broadcast_axis, operand_axis, output_index
 from hir.passes._ir import (

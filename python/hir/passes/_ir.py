@@ -9,8 +9,8 @@ from typing import Iterator, Optional
 
 from torch_mlir import ir
 
-from hir.dialect.compute_ops import STREAM_AXIS_ATTR
-from hir.dialect.view_ops import VIEW_OPS
+from hir.dialect.compute import STREAM_AXIS_ATTR
+from hir.dialect.views import VIEW_OPS
 from hir.passes.base import PassFailure
 
 FUNC_ARG_STREAM_ATTRS = ("hir.stream_axis", STREAM_AXIS_ATTR)

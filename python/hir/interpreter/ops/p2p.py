@@ -42,8 +42,8 @@ import torch.distributed as dist
 from torch_mlir import ir
 
 from hir.core import HirError
-from hir.dialect.p2p_ops import COPIES_ATTR, SIGNAL_ATTR
-from hir.interpreter import symmetric
+from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
+from hir.interpreter.backends import symmetric
 from hir.interpreter.plan import Compiler, Step, handles
 
 ENV_FLAGS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -172,7 +172,7 @@ def allgather(o) -> Callable[[list], object]:
 def _pull_reduce(o, kind: str, select: Optional[Callable]) -> Callable[[list], object]:
     """Reduce locally, publish, pull each peer's (``select``ed part of its) reduced tensor
     and reduce the pulled parts: reduce_scatter (select = our chunk) and allreduce."""
-    from hir.interpreter.comm import local_reduce
+    from hir.interpreter.ops.comm import local_reduce
 
     fn, axis = local_reduce(kind), o.attr("axis")
     n, me = len(o.members), group_rank(o.members, o.c.rank)
@@ -356,7 +356,7 @@ def shift(c: Compiler, op: ir.OpView) -> Optional[Step]:
         if shift is None:
             return
         x, target, src, dst = shift
-        from hir.interpreter.comm import Work, contiguous_out
+        from hir.interpreter.ops.comm import Work, contiguous_out
 
         buf, back = contiguous_out(target)
         recv_into = buf.view(x.shape) if buf.is_contiguous() else buf
@@ -387,7 +387,7 @@ def barrier(c: Compiler, op: ir.OpView) -> Optional[Step]:
             env[res] = StreamWork()
 
         return barrier_cuda
-    from hir.interpreter.comm import Work
+    from hir.interpreter.ops.comm import Work
 
     token = torch.zeros(1, device=device)
 

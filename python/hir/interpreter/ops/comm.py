@@ -1,5 +1,5 @@
 """Communications through ``torch.distributed``, with the axis conventions of
-``hir.dialect.comm_ops``: buffers have global shapes, each rank holds its local shard.
+``hir.dialect.comm``: buffers have global shapes, each rank holds its local shard.
 
 Every op is issued asynchronously and leaves a :class:`Work` in its result slot; ``hir.wait``
 waits on it (on GPU, NCCL's ``wait`` makes the current stream wait; the host does not block)
@@ -23,7 +23,7 @@ from torch_mlir import ir
 from hir.core import HirError
 from hir.dialect.base import DYNAMIC
 from hir.interpreter.buffers import BufferSpec
-from hir.interpreter import p2p
+from hir.interpreter.ops import p2p
 from hir.interpreter.plan import UNSET, WAITED, Compiler, Step, handles
 
 REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 
 from hir.core import HirError, format_mlir_error, new_context
-from hir.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
+from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
 
 SPLIT_MARKER = "// -----"
 

@@ -13,8 +13,8 @@ from torch_mlir import ir
 
 from hir.core import HirError
 from hir.dialect.base import DYNAMIC
-from hir.dialect.p2p_ops import SYMMETRIC_ATTR
-from hir.interpreter import symmetric
+from hir.dialect.p2p import SYMMETRIC_ATTR
+from hir.interpreter.backends import symmetric
 from hir.interpreter.buffers import fmt_shape
 from hir.interpreter.plan import DEAD, UNSET, Compiler, Step, handles
 

@@ -26,7 +26,7 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect.view_ops import VIEW_OPS
+from hir.dialect.views import VIEW_OPS
 from hir.passes import _stream_loops as loops
 from hir.passes._ir import constant_value, defining_op, func_ops, is_memref, written_operands
 from hir.passes.base import ModulePass, register_pass

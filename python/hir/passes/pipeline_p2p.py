@@ -99,10 +99,10 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect.compute_ops import STREAM_AXIS_ATTR
-from hir.dialect.p2p_ops import COPIES_ATTR, SIGNAL_ATTR, SYMMETRIC_ATTR
+from hir.dialect.compute import STREAM_AXIS_ATTR
+from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR, SYMMETRIC_ATTR
 from hir.dialect.base import sharding_of
-from hir.dialect.view_ops import chunk_type, select_type
+from hir.dialect.views import chunk_type, select_type
 from hir.passes._axes import is_broadcast_axis, operand_axis, output_index
 from hir.passes._ir import COMPUTE_OPS, create, fail, func_ops, get_i64_array, get_int, get_str, i64_attr, index_const
 from hir.passes._stream_loops import empty_for

@@ -8,7 +8,7 @@ import torch
 from torch_mlir import ir
 
 from hir.core import HirError
-from hir.dialect.compute_ops import KERNEL_ATTR
+from hir.dialect.compute import KERNEL_ATTR
 from hir.interpreter.plan import Compiler, FunctionPlan, Step, handles, run_steps
 
 

@@ -31,7 +31,7 @@ from typing import Iterator, Optional
 
 from torch_mlir import ir
 
-from hir.dialect.view_ops import VIEW_OPS
+from hir.dialect.views import VIEW_OPS
 from hir.passes._ir import blocks_postorder, func_ops
 from hir.passes.base import ModulePass, register_pass
 

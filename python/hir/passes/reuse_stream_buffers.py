@@ -70,7 +70,7 @@ from typing import Optional
 from torch_mlir import ir
 
 from hir.dialect.base import DYNAMIC, Sharding, sharding_of
-from hir.dialect.view_ops import select_type
+from hir.dialect.views import select_type
 from hir.passes import _stream_loops as loops
 from hir.passes._ir import constant_value, create, func_ops, get_int, i64_attr
 from hir.passes.base import ModulePass, PassFailure, register_pass

@@ -1,0 +1,1 @@
+"""Interpreter op handlers, one module per op group (the dialect's group names, plus upstream groups)."""
