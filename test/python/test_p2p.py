@@ -1,4 +1,4 @@
-"""The ``cuda`` communication backend (copy-engine P2P through peer buffers, p2p.py) and
+"""The ``cuda`` communication backend (copy-engine P2P through peer buffers, backends/copy_engine.py) and
 ``hir-p2p-pipeline`` (nvFuser AG_matmul_P2p and its reduce-scatter mirror), run on 2 and 4 ranks: Gloo on CPU (where
 ``backend = "cuda"`` falls back to the process group) and, with HIR_DEVICE=cuda, on GPUs
 with the copy-engine path. Every rank compares its output with a torch reference.
@@ -87,7 +87,7 @@ def worker() -> int:
     import hir
     from hir.interpreter import compile as compile_program
     from hir.interpreter.backends import symmetric
-    from hir.interpreter.ops import p2p
+    from hir.interpreter.backends import peer_buffers
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = os.environ.get("HIR_DEVICE", "cpu")
@@ -121,9 +121,9 @@ def worker() -> int:
         check(f"allreduce#{attempt}", a, p.amax(0))
         check(f"broadcast#{attempt}", c, r)
         if attempt == 0:
-            registered = p2p.PeerBuffers.registrations
-    if p2p.PeerBuffers.registrations != registered:
-        failures.append(f"rank {rank}: peer buffers registered again on the second run ({registered} -> {p2p.PeerBuffers.registrations})")
+            registered = peer_buffers.PeerBuffers.registrations
+    if peer_buffers.PeerBuffers.registrations != registered:
+        failures.append(f"rank {rank}: peer buffers registered again on the second run ({registered} -> {peer_buffers.PeerBuffers.registrations})")
     # hir-p2p-pipeline: AG+matmul, both algorithms.
     dtype = os.environ.get("HIR_P2P_DTYPE", "f32")
     tdtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]

@@ -116,6 +116,28 @@ def local_shape(shape: Sequence[int], sharding: Optional[Sharding]) -> list[int]
     return out
 
 
+def get_int(op: Any, name: str) -> Optional[int]:
+    """Integer attribute ``name`` of ``op`` (an Operation or OpView of verified IR), None
+    when absent. The one attribute reader of passes and the interpreter."""
+    attrs = op.operation.attributes
+    return ir.IntegerAttr(attrs[name]).value if name in attrs else None
+
+
+def get_str(op: Any, name: str) -> Optional[str]:
+    attrs = op.operation.attributes
+    return ir.StringAttr(attrs[name]).value if name in attrs else None
+
+
+def get_i64_array(op: Any, name: str) -> Optional[list[int]]:
+    attrs = op.operation.attributes
+    return list(ir.DenseI64ArrayAttr(attrs[name])) if name in attrs else None
+
+
+def i64_attr(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+# Checked readers for verifiers: a missing or mistyped attribute is a verifier error.
 def int_attr(op: ir.OpView, name: str, required: bool = True) -> Optional[int]:
     attrs = op.operation.attributes
     if name not in attrs:
@@ -178,9 +200,54 @@ def fmt_shape(shape: Sequence[int]) -> str:
     return "[" + ", ".join("?" if d == DYNAMIC else str(d) for d in shape) + "]"
 
 
+class _TypeCache:
+    """An hir type of the current context, built once per context (``ir.Type.parse`` costs
+    microseconds; passes build thousands of ops)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._context: Optional[ir.Context] = None
+        self._type: Optional[ir.Type] = None
+
+    def __call__(self) -> ir.Type:
+        ctx = ir.Context.current
+        if ctx is not self._context:
+            self._context, self._type = ctx, ir.Type.parse(self.text)
+        return self._type
+
+
+stream_type = _TypeCache("!hir.stream")
+work_type = _TypeCache("!hir.work")
+
+
 class HirOp(HirDialect.Operation):
     """Base of every hir op: subclasses implement ``check`` and call :func:`fail`; the
-    message is reported at the op's location as a verifier error."""
+    message is reported at the op's location as a verifier error.
+
+    Facts about an op are declared once, here and on its class, and read by the passes and
+    the interpreter through :func:`op_class` (plain class attributes: ext reads annotated
+    ones as operands and attributes):
+
+    - ``DESTINATIONS``: operand indices the op writes (destination-passing style); () reads only.
+    - ``IS_VIEW``: the result is a zero-copy view of operand 0 (writes through it land there).
+    - ``TEAM_ATTR``: the op communicates with other ranks; the name of its team attribute, or
+      "" when it talks to one peer of the world group (send/recv). None: no communication.
+    - ``CHOOSES_STREAM``: the op picks the stream work is issued on (get/set stream).
+    - ``STREAMABLE``: hir-stream-lowering can run it per slice of a ``stream_axis``.
+    - ``INPUT_AXIS_ATTRS``: attributes naming axes of operand 0 (renumbered when an axis is
+      sliced away).
+
+    ``emit`` (per op class) is the fast builder passes use: ``ir.Operation.create`` at the
+    current insertion point and location with precomputed types; ``name=`` wraps the location
+    in a name location (``loc("name"(...))``) for readable IR.
+    """
+
+    DESTINATIONS = ()
+    IS_VIEW = False
+    TEAM_ATTR = None
+    CHOOSES_STREAM = False
+    STREAMABLE = False
+    INPUT_AXIS_ATTRS = ()
 
     def check(self) -> None:  # pragma: no cover - overridden
         pass
@@ -200,3 +267,35 @@ class HirOp(HirDialect.Operation):
             self.location.emit_error(f"'{self.operation.name}' op verifier raised {type(err).__name__}: {err}")
             return False
         return True
+
+    @classmethod
+    def _create(cls, operands: Sequence[ir.Value] = (), results: Sequence[ir.Type] = (), attributes: Optional[dict] = None, regions: int = 0, name: Optional[str] = None) -> ir.Operation:
+        """This op at the current insertion point (and location, named ``name`` if given).
+        Not the ext constructor: it binds arguments with ``inspect`` (~17 us an op)."""
+        loc = ir.Location.name(name, childLoc=ir.Location.current) if name else None
+        return ir.Operation.create(cls.OPERATION_NAME, results=list(results), operands=list(operands), attributes=attributes, regions=regions, loc=loc)
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        """The axis of operand ``index`` that output axis ``k`` reads (nvFuser's
+        PairwiseLogicalDomainMap), None when it has none. Written operands map to themselves."""
+        return k if index in cls.DESTINATIONS else None
+
+    @classmethod
+    def broadcast_operands(cls) -> bool:
+        """Whether operands may be broadcast against the output (extent-1 axes)."""
+        return False
+
+
+def op_class(op: Any) -> Optional[type]:
+    """The hir op class of ``op`` (an Operation or OpView), None for other dialects' ops."""
+    return OP_CLASSES.get(op.name)
+
+
+def is_view(op: Any) -> bool:
+    """Whether ``op`` is a view op (its result aliases operand 0)."""
+    cls = OP_CLASSES.get(op.name)
+    return cls is not None and cls.IS_VIEW
+
+
+OP_CLASSES: dict[str, type] = {}  # filled by hir.dialect once every op module is imported

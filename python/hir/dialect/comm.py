@@ -30,10 +30,12 @@ from hir.dialect.base import (
     check_shape,
     fail,
     i64_array_attr,
+    get_int,
     int_attr,
     memref_type,
     sharding_of,
     str_attr,
+    work_type,
 )
 
 BACKENDS = ("nccl", "gloo", "cuda")
@@ -45,13 +47,29 @@ def _split_axis(sharding: Optional[Sharding]) -> Optional[int]:
 
 
 class CollectiveOp(HirOp):
-    """Shared fields and checks of every collective."""
+    """Shared fields and checks of every collective: reads ``input``, writes ``output``."""
 
     input: ext.Operand[ir.MemRefType]
     output: ext.Operand[ir.MemRefType]
     team: Any
     backend: ir.StringAttr
     work: ext.Result[WorkType[()]] = ext.infer_result()
+    DESTINATIONS = (1,)
+    TEAM_ATTR = "team"
+    STREAMABLE = True
+    INPUT_AXIS_ATTRS = ("axis", "scatter_axis")
+    REDUCES_AXIS = False  # the output drops input axis ``axis`` (reduced across the team)
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        if index == 1 or not cls.REDUCES_AXIS:
+            return k
+        return k + (1 if k >= get_int(op, "axis") else 0)
+
+    @classmethod
+    def emit(cls, input: ir.Value, output: ir.Value, attributes: dict, *, name: Optional[str] = None) -> ir.Value:
+        """``attributes``: team, backend and the kind's own (axis, root, reduction, ...)."""
+        return cls._create([input, output], [work_type()], attributes, name=name).result
 
     def check(self) -> None:
         team = i64_array_attr(self, "team")
@@ -131,6 +149,7 @@ class AllgatherOp(CollectiveOp, name="allgather"):
 class AllreduceOp(CollectiveOp, name="allreduce"):
     axis: ir.IntegerAttr = ext.attribute(kw_only=True)
     reduction: ir.StringAttr = ext.attribute(kw_only=True)
+    REDUCES_AXIS = True
 
     def check_collective(self) -> None:
         self.checked_reduction()
@@ -145,6 +164,7 @@ class ReduceScatterOp(CollectiveOp, name="reduce_scatter"):
     axis: ir.IntegerAttr = ext.attribute(kw_only=True)
     scatter_axis: ir.IntegerAttr = ext.attribute(kw_only=True)
     reduction: ir.StringAttr = ext.attribute(kw_only=True)
+    REDUCES_AXIS = True
 
     def check_collective(self) -> None:
         self.checked_reduction()
@@ -217,6 +237,7 @@ class ReduceOp(RootReceivesOp, name="reduce"):
     axis: ir.IntegerAttr = ext.attribute(kw_only=True)
     root: ir.IntegerAttr = ext.attribute(kw_only=True)
     reduction: ir.StringAttr = ext.attribute(kw_only=True)
+    REDUCES_AXIS = True
 
     def check_collective(self) -> None:
         self.checked_reduction()
@@ -253,6 +274,7 @@ class P2POp(HirOp):
     peer: ir.IntegerAttr
     backend: ir.StringAttr
     work: ext.Result[WorkType[()]] = ext.infer_result()
+    TEAM_ATTR = ""  # one peer of the world group
 
     def check(self) -> None:
         memref_type(self.buffer, "buffer")
@@ -268,11 +290,17 @@ class SendOp(P2POp, name="send"):
 class RecvOp(P2POp, name="recv"):
     """Receive into ``buffer`` from ``peer``."""
 
+    DESTINATIONS = (0,)
+
 
 class WaitOp(HirOp, name="wait"):
     """Wait for a communication: the current stream (GPU) or the host (CPU) waits on it."""
 
     work: ext.Operand[WorkType]
+
+    @classmethod
+    def emit(cls, work: ir.Value) -> ir.Operation:
+        return cls._create([work])
 
 
 COLLECTIVE_OPS = (

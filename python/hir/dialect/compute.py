@@ -29,6 +29,7 @@ from hir.dialect.base import (
     dims_match,
     fail,
     fmt_shape,
+    get_i64_array,
     i64_array_attr,
     int_attr,
     memref_type,
@@ -78,8 +79,21 @@ def reduced_shape(shape: list[int], axes: list[int]) -> list[int]:
     return [d for i, d in enumerate(shape) if i not in axes]
 
 
+def _rank(value: ir.Value) -> int:
+    return ir.MemRefType(value.type).rank
+
+
+def _right_aligned(out_rank: int, rank: int, k: int) -> Optional[int]:
+    """NumPy broadcasting aligns trailing axes."""
+    axis = k - (out_rank - rank)
+    return axis if axis >= 0 else None
+
+
 class ComputeOp(HirOp):
-    """Shared check: element types agree, the optional stream axis is in range."""
+    """Shared check: element types agree, the optional stream axis is in range.
+    ``operand_axis`` is the op's axis map (which operand axis each output axis reads)."""
+
+    STREAMABLE = True
 
     def check(self) -> None:
         self.out_type = memref_type(self.output, "output")
@@ -109,9 +123,18 @@ class SetOp(ComputeOp, name="set"):
     input: ext.Operand[ir.MemRefType]
     output: ext.Operand[ir.MemRefType]
     operand_names = ("input",)
+    DESTINATIONS = (1,)
 
     def check_compute(self) -> None:
         check_shape(self.shape("output"), self.shape("input"), "output")
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        return k
+
+    @classmethod
+    def emit(cls, input: ir.Value, output: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([input, output], name=name)
 
 
 class BinaryOp(ComputeOp, name="binary"):
@@ -122,10 +145,25 @@ class BinaryOp(ComputeOp, name="binary"):
     output: ext.Operand[ir.MemRefType]
     kind: ir.StringAttr
     operand_names = ("lhs", "rhs")
+    DESTINATIONS = (2,)
 
     def check_compute(self) -> None:
         str_attr(self, "kind", BINARY_KINDS)
         check_shape(self.shape("output"), broadcast_shape(self.shape("lhs"), self.shape("rhs"), "operands"), "output")
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        if index == 2:
+            return k
+        return _right_aligned(_rank(op.operands[2]), _rank(op.operands[index]), k)
+
+    @classmethod
+    def broadcast_operands(cls) -> bool:
+        return True
+
+    @classmethod
+    def emit(cls, lhs: ir.Value, rhs: ir.Value, output: ir.Value, kind: str, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([lhs, rhs, output], attributes={"kind": ir.StringAttr.get(kind)}, name=name)
 
 
 class ReductionOp(ComputeOp, name="reduction"):
@@ -136,6 +174,20 @@ class ReductionOp(ComputeOp, name="reduction"):
     kind: ir.StringAttr
     axes: Any
     operand_names = ("input",)
+    DESTINATIONS = (1,)
+    INPUT_AXIS_ATTRS = ("axes",)
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        if index == 1:
+            return k
+        reduced = set(get_i64_array(op, "axes"))
+        return [i for i in range(_rank(op.operands[0])) if i not in reduced][k]
+
+    @classmethod
+    def emit(cls, input: ir.Value, output: ir.Value, kind: str, axes: list[int], *, name: Optional[str] = None) -> ir.Operation:
+        attrs = {"kind": ir.StringAttr.get(kind), "axes": ir.DenseI64ArrayAttr.get(list(axes))}
+        return cls._create([input, output], attributes=attrs, name=name)
 
     def check_compute(self) -> None:
         str_attr(self, "kind", REDUCTION_KINDS)
@@ -157,9 +209,30 @@ class MatmulOp(ComputeOp, name="matmul"):
     b: ext.Operand[ir.MemRefType]
     output: ext.Operand[ir.MemRefType]
     operand_names = ("a", "b")
+    DESTINATIONS = (2,)
 
     def check_compute(self) -> None:
         check_shape(self.shape("output"), matmul_shape(self.shape("a"), self.shape("b")), "output")
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        if index == 2:
+            return k
+        batch = _rank(op.operands[2]) - 2
+        rank = _rank(op.operands[index])
+        if k < batch:
+            return _right_aligned(batch, rank - 2, k)
+        if k == batch:  # M comes from A
+            return rank - 2 if index == 0 else None
+        return rank - 1 if index == 1 else None  # N comes from B
+
+    @classmethod
+    def broadcast_operands(cls) -> bool:
+        return True
+
+    @classmethod
+    def emit(cls, a: ir.Value, b: ir.Value, output: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([a, b, output], name=name)
 
 
 class LinearOp(ComputeOp, name="linear"):
@@ -172,6 +245,22 @@ class LinearOp(ComputeOp, name="linear"):
     output: ext.Operand[ir.MemRefType]
     bias: Optional[ext.Operand[ir.MemRefType]] = None
     operand_names = ("input", "weight")
+    DESTINATIONS = (2,)
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        if index == 2:
+            return k
+        last = _rank(op.operands[2]) - 1
+        if index == 0:
+            return k if k < last else None
+        return 0 if k == last else None  # weight [N, K] and bias [N]
+
+    @classmethod
+    def emit(cls, input: ir.Value, weight: ir.Value, output: ir.Value, bias: Optional[ir.Value] = None, *, name: Optional[str] = None) -> ir.Operation:
+        operands = [input, weight, output] + ([bias] if bias is not None else [])
+        segments = ir.DenseI32ArrayAttr.get([1, 1, 1, 1 if bias is not None else 0])
+        return cls._create(operands, attributes={"operandSegmentSizes": segments}, name=name)
 
     def check_compute(self) -> None:
         x, w = self.shape("input"), self.shape("weight")

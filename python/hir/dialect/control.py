@@ -8,6 +8,8 @@
 """
 
 
+from typing import Optional
+
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
@@ -30,12 +32,8 @@ class ForOp(HirOp, name="for"):
         if len(args) != 1 or not isinstance(args[0].type, ir.IndexType):
             fail("body block must have exactly one argument, the index (of type index)")
         ops = list(blocks[0].operations)
-        if not ops or ops[-1].operation.name != "hir.yield":
-            fail("body must end with 'hir.yield'")
-
-    @property
-    def induction_variable(self) -> ir.Value:
-        return self.body.blocks[0].arguments[0]
+        if not ops or ops[-1].operation.name != YieldOp.OPERATION_NAME:
+            fail(f"body must end with '{YieldOp.OPERATION_NAME}'")
 
     @classmethod
     def build(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, *, loc=None, ip=None) -> "ForOp":
@@ -47,11 +45,24 @@ class ForOp(HirOp, name="for"):
             YieldOp()
         return op
 
+    @classmethod
+    def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, *, name: Optional[str] = None) -> tuple[ir.Operation, ir.Value, ir.Operation]:
+        """(loop, induction variable, yield): insert the body before the yield."""
+        loop = cls._create([lower_bound, upper_bound, step], regions=1, name=name)
+        block = loop.regions[0].blocks.append(ir.IndexType.get())
+        with ir.InsertionPoint(block):
+            terminator = YieldOp.emit()
+        return loop, block.arguments[0], terminator
+
 
 class YieldOp(HirOp, name="yield", traits=[ir.IsTerminatorTrait]):
     """Terminates a ``hir.for`` body."""
 
     def check(self) -> None:
         parent = self.operation.parent
-        if parent is None or parent.name != "hir.for":
-            fail(f"expects parent op 'hir.for', got '{parent.name if parent else None}'")
+        if parent is None or parent.name != ForOp.OPERATION_NAME:
+            fail(f"expects parent op '{ForOp.OPERATION_NAME}', got '{parent.name if parent else None}'")
+
+    @classmethod
+    def emit(cls) -> ir.Operation:
+        return cls._create()

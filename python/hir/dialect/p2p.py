@@ -26,12 +26,12 @@ never wait on each other. It only applies to inputs read in place from a symmetr
 ``backend = "cuda"``; a one-element all-reduce otherwise).
 """
 
-from typing import Any
+from typing import Any, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import HirOp, WorkType, check_same_element_type, fail, i64_array_attr, int_attr, memref_type, str_attr
+from hir.dialect.base import HirOp, WorkType, check_same_element_type, fail, i64_array_attr, int_attr, memref_type, str_attr, work_type
 from hir.dialect.comm import BACKENDS
 
 COPIES_ATTR = "copies"
@@ -56,6 +56,10 @@ class DeviceIndexOp(HirOp, name="device_index"):
         if not isinstance(self.result.type, ir.IndexType):
             fail("result must be of type index")
 
+    @classmethod
+    def emit(cls, mesh: list[int], *, name: Optional[str] = None) -> ir.Value:
+        return cls._create(results=[ir.IndexType.get()], attributes={"mesh": ir.DenseI64ArrayAttr.get(list(mesh))}, name=name).result
+
 
 class ShiftOp(HirOp, name="shift"):
     """Receive the input of team position ``(me + offset) mod n``; send ours to ``(me - offset) mod n``."""
@@ -66,6 +70,13 @@ class ShiftOp(HirOp, name="shift"):
     team: Any
     backend: ir.StringAttr
     work: ext.Result[WorkType[()]] = ext.infer_result()
+    DESTINATIONS = (1,)
+    TEAM_ATTR = "team"
+
+    @classmethod
+    def emit(cls, input: ir.Value, output: ir.Value, offset: ir.Value, attributes: dict, *, name: Optional[str] = None) -> ir.Value:
+        """``attributes``: team, backend and optionally copies, signal."""
+        return cls._create([input, output, offset], [work_type()], attributes, name=name).result
 
     def check(self) -> None:
         check_devices(i64_array_attr(self, "team"), "team")
@@ -87,6 +98,11 @@ class BarrierOp(HirOp, name="barrier"):
     team: Any
     backend: ir.StringAttr
     work: ext.Result[WorkType[()]] = ext.infer_result()
+    TEAM_ATTR = "team"
+
+    @classmethod
+    def emit(cls, team: ir.Attribute, backend: ir.Attribute, *, name: Optional[str] = None) -> ir.Value:
+        return cls._create(results=[work_type()], attributes={"team": team, "backend": backend}, name=name).result
 
     def check(self) -> None:
         check_devices(i64_array_attr(self, "team"), "team")

@@ -23,10 +23,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import DYNAMIC, HirOp, Sharding, check_axis, fail, int_attr, memref_type, sharding_of
-
-
-VIEW_OPS = ("hir.alias_select", "hir.alias_chunk")  # (buffer, index) -> a view of buffer
+from hir.dialect.base import DYNAMIC, HirOp, Sharding, check_axis, fail, i64_attr, int_attr, memref_type, sharding_of
 
 
 def _view_type(source: ir.MemRefType, axis: int, verb: str, shape: list, strides: list, shard_axis) -> ir.MemRefType:
@@ -75,7 +72,13 @@ def _check_view(op: HirOp, view_type, what: str) -> None:
         fail(f"result type {op.result.type} does not match the {what} view type {expected}")
 
 
-class AliasSelectOp(HirOp, name="alias_select"):
+class ViewOp(HirOp):
+    """``(input, index) -> a view of input``: writes through the result land in ``input``."""
+
+    IS_VIEW = True
+
+
+class AliasSelectOp(ViewOp, name="alias_select"):
     """``result = input.select(axis, index)`` as a view: writes through it land in ``input``."""
 
     input: ext.Operand[ir.MemRefType]
@@ -92,8 +95,12 @@ class AliasSelectOp(HirOp, name="alias_select"):
         i64 = ir.IntegerType.get_signless(64)
         return cls(input, index, ir.IntegerAttr.get(i64, axis), result, loc=loc, ip=ip)
 
+    @classmethod
+    def emit(cls, input: ir.Value, index: ir.Value, axis: int, *, name: Optional[str] = None) -> ir.Value:
+        return cls._create([input, index], [select_type(input.type, axis)], {"axis": i64_attr(axis)}, name=name).result
 
-class AliasChunkOp(HirOp, name="alias_chunk"):
+
+class AliasChunkOp(ViewOp, name="alias_chunk"):
     """``result = input.chunk(chunks, axis)[index]`` as a view: writes through it land in ``input``."""
 
     input: ext.Operand[ir.MemRefType]
@@ -110,3 +117,8 @@ class AliasChunkOp(HirOp, name="alias_chunk"):
         result = chunk_type(memref_type(input, "input"), axis, chunks)
         i64 = ir.IntegerType.get_signless(64)
         return cls(input, index, ir.IntegerAttr.get(i64, axis), ir.IntegerAttr.get(i64, chunks), result, loc=loc, ip=ip)
+
+    @classmethod
+    def emit(cls, input: ir.Value, index: ir.Value, axis: int, chunks: int, *, name: Optional[str] = None) -> ir.Value:
+        view_type = chunk_type(input.type, axis, chunks)
+        return cls._create([input, index], [view_type], {"axis": i64_attr(axis), "chunks": i64_attr(chunks)}, name=name).result

@@ -1,7 +1,7 @@
 """nvFuser's resharding rules (isResharding, isInnerResharding, canLower and the decision
 table of ConvertOpToCommunication / lower_to_communication) on hir buffers.
 
-A :class:`Plan` lists the collectives one resharding op lowers to, as (op name, attributes).
+A :class:`Plan` lists the collectives one resharding op lowers to, as (op class, attributes).
 Teams and roots follow nvFuser: Allgather/Allreduce/ReduceScatter run on the input mesh;
 Scatter's root is the first sender and its team the receiver mesh plus the root; Gather and
 Reduce are emitted once per receiver (each receiver is a root, the team the sender mesh plus
@@ -13,18 +13,29 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect.base import Sharding, VerifyError, sharding_of
-from hir.passes._axes import is_broadcast_axis, operand_axis, output_index
-from hir.passes._ir import fail, get_i64_array, get_str, i64_attr, stream_axis
+from hir.dialect import (
+    AllgatherOp,
+    AllreduceOp,
+    BroadcastOp,
+    GatherOp,
+    ReduceOp,
+    ReduceScatterOp,
+    ReductionOp,
+    ScatterOp,
+    SendRecvOp,
+    SetOp,
+)
+from hir.dialect.base import Sharding, VerifyError, get_i64_array, get_str, i64_attr, sharding_of
+from hir.passes.helpers import fail, is_broadcast_axis, operand_axis, output_index, stream_axis
 
-_LOWERABLE = ("hir.set", "hir.reduction")
+_LOWERABLE = (SetOp.OPERATION_NAME, ReductionOp.OPERATION_NAME)
 
 
 @dataclass
 class Plan:
-    """The collectives (name, attributes without ``backend``) replacing one op."""
+    """The collectives (op class, attributes without ``backend``) replacing one op."""
 
-    collectives: list[tuple[str, dict[str, ir.Attribute]]]
+    collectives: list[tuple[type, dict[str, ir.Attribute]]]
 
 
 def _sharding(op: ir.Operation, index: int) -> Optional[Sharding]:
@@ -88,7 +99,7 @@ def plan(op: ir.Operation) -> Optional[Plan]:
     if reason is None:
         return None
     if op.name not in _LOWERABLE:
-        raise fail(op, f"is resharding ({reason}); only hir.set and hir.reduction lower to communications: insert a hir.set to reshard its operands first")
+        raise fail(op, f"is resharding ({reason}); only {' and '.join(_LOWERABLE)} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first")
     src, dst = _sharding(op, 0), _sharding(op, 1)
     if src is None or dst is None:
         raise fail(op, reason)
@@ -97,7 +108,7 @@ def plan(op: ir.Operation) -> Optional[Plan]:
             raise fail(op, f"{what} is split over the one-device mesh {list(s.mesh)}; mark it replicated (axis -1)")
     out_stream = stream_axis(op)
     in_stream = None if out_stream is None else operand_axis(op, 0, out_stream)
-    if op.name == "hir.reduction":
+    if op.name == ReductionOp.OPERATION_NAME:
         return _plan_reduction(op, src, dst, in_stream, out_stream)
     return _plan_set(op, src, dst, in_stream, out_stream)
 
@@ -118,13 +129,13 @@ def _plan_reduction(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> 
         # The output's split axis in input coordinates: step past the reduced axis.
         scatter_axis = dst.axis + (1 if axis <= dst.axis else 0)
         attrs = {**common, "scatter_axis": i64_attr(scatter_axis), "team": _mesh_attr(src.mesh)}
-        return Plan([("hir.reduce_scatter", attrs)])
+        return Plan([(ReduceScatterOp, attrs)])
     if src.mesh == dst.mesh:
-        return Plan([("hir.allreduce", {**common, "team": _mesh_attr(src.mesh)})])
+        return Plan([(AllreduceOp, {**common, "team": _mesh_attr(src.mesh)})])
     collectives = []
     for root in dst.mesh:  # one Reduce per receiver: each receiver is a root
         team = _team(src.mesh, root)
-        collectives.append(("hir.reduce", {**common, "root": i64_attr(root), "team": _mesh_attr(team)}))
+        collectives.append((ReduceOp, {**common, "root": i64_attr(root), "team": _mesh_attr(team)}))
     return Plan(collectives)
 
 
@@ -138,14 +149,14 @@ def _plan_set(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
     if src.axis is None and dst.axis is not None:
         root = src.mesh[0]  # nvFuser: arbitrarily the first sender
         team = _team(dst.mesh, root)
-        return Plan([("hir.scatter", {"axis": i64_attr(dst.axis), "root": i64_attr(root), "team": _mesh_attr(team)})])
+        return Plan([(ScatterOp, {"axis": i64_attr(dst.axis), "root": i64_attr(root), "team": _mesh_attr(team)})])
     if src.axis is not None and dst.axis is None:
         if src.mesh == dst.mesh:
-            return Plan([("hir.allgather", {"axis": i64_attr(src.axis), "team": _mesh_attr(src.mesh)})])
+            return Plan([(AllgatherOp, {"axis": i64_attr(src.axis), "team": _mesh_attr(src.mesh)})])
         collectives = []
         for root in dst.mesh:  # one Gather per receiver
             team = _team(src.mesh, root)
-            collectives.append(("hir.gather", {"axis": i64_attr(src.axis), "root": i64_attr(root), "team": _mesh_attr(team)}))
+            collectives.append((GatherOp, {"axis": i64_attr(src.axis), "root": i64_attr(root), "team": _mesh_attr(team)}))
         return Plan(collectives)
     if src.axis is not None:  # split the same way on two meshes: shard i goes from sender i to receiver i
         if len(src.mesh) != len(dst.mesh):
@@ -154,10 +165,10 @@ def _plan_set(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
         local = [s for s, r in pairs if s == r]
         if local:
             raise fail(op, f"device {local[0]} would send its shard to itself; hir.send_recv needs two distinct devices")
-        return Plan([("hir.send_recv", {"root": i64_attr(s), "team": _mesh_attr([s, r])}) for s, r in pairs])
+        return Plan([(SendRecvOp, {"root": i64_attr(s), "team": _mesh_attr([s, r])}) for s, r in pairs])
     root = src.mesh[0]  # replicated on both meshes: broadcast from the first sender
     team = _team(dst.mesh, root)
-    return Plan([("hir.broadcast", {"root": i64_attr(root), "team": _mesh_attr(team)})])
+    return Plan([(BroadcastOp, {"root": i64_attr(root), "team": _mesh_attr(team)})])
 
 
 def _mesh_attr(devices) -> ir.Attribute:

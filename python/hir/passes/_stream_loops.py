@@ -21,7 +21,8 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.passes._ir import create, defining_op, dim_or_const, index_const
+from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp
+from hir.passes.helpers import defining_op, dim_or_const, index_const
 
 PROLOGUE = 2  # get_stream, set_current_stream
 EPILOGUE = 3  # set_current_stream(user), synchronize(pool stream), yield
@@ -37,33 +38,23 @@ class WorkLoop:
     zero: ir.Value
 
 
-def empty_for(zero: ir.Value, extent: ir.Value, one: ir.Value) -> tuple[ir.Operation, ir.Value, ir.Operation]:
-    """An ``hir.for`` with its block and yield: (loop, induction variable, yield)."""
-    loop = create("hir.for", [zero, extent, one], regions=1)
-    block = loop.regions[0].blocks.append(ir.IndexType.get())
-    with ir.InsertionPoint(block):
-        terminator = create("hir.yield")
-    return loop, block.arguments[0], terminator
-
-
 def build(buffer: ir.Value, axis: int) -> WorkLoop:
     """Emit the bounds (the extent of ``buffer`` along ``axis``), get_current_stream, the
     initial-sync loop and an empty work loop at the current insertion point and location;
     the bounds come first so nothing sits between the last three."""
-    stream_type = ir.Type.parse("!hir.stream")
     zero, one = index_const(0), index_const(1)
     extent = dim_or_const(buffer, axis, zero)
-    user = create("hir.get_current_stream", results=[stream_type]).result
-    sync, sync_iv, sync_end = empty_for(zero, extent, one)
+    user = GetCurrentStreamOp.emit()
+    _, sync_iv, sync_end = ForOp.emit(zero, extent, one)
     with ir.InsertionPoint(sync_end):
-        create("hir.set_current_stream", [create("hir.get_stream", [sync_iv], [stream_type]).result])
-        create("hir.synchronize", [user])
-    work, iv, work_end = empty_for(zero, extent, one)
+        SetCurrentStreamOp.emit(GetStreamOp.emit(sync_iv))
+        SynchronizeOp.emit(user)
+    work, iv, work_end = ForOp.emit(zero, extent, one)
     with ir.InsertionPoint(work_end):
-        stream = create("hir.get_stream", [iv], [stream_type]).result
-        create("hir.set_current_stream", [stream])
-        back = create("hir.set_current_stream", [user])
-        create("hir.synchronize", [stream])
+        stream = GetStreamOp.emit(iv)
+        SetCurrentStreamOp.emit(stream)
+        back = SetCurrentStreamOp.emit(user)
+        SynchronizeOp.emit(stream)
     return WorkLoop(work, iv, back, zero)
 
 
@@ -80,10 +71,9 @@ def _body(loop: ir.Operation) -> list[ir.Operation]:
     return [op.operation for op in loop.regions[0].blocks[0].operations]
 
 
-
 def _prologue_stream(ops: list[ir.Operation], iv: ir.Value) -> Optional[ir.Value]:
     """The pool stream of a body starting with get_stream(iv); set_current_stream(it)."""
-    if len(ops) < PROLOGUE or ops[0].name != "hir.get_stream" or ops[1].name != "hir.set_current_stream":
+    if len(ops) < PROLOGUE or ops[0].name != GetStreamOp.OPERATION_NAME or ops[1].name != SetCurrentStreamOp.OPERATION_NAME:
         return None
     if ops[0].operands[0] != iv or ops[1].operands[0] != ops[0].result:
         return None
@@ -92,25 +82,25 @@ def _prologue_stream(ops: list[ir.Operation], iv: ir.Value) -> Optional[ir.Value
 
 def _user_stream(value: ir.Value) -> Optional[ir.Value]:
     owner = defining_op(value)
-    return value if owner is not None and owner.name == "hir.get_current_stream" else None
+    return value if owner is not None and owner.name == GetCurrentStreamOp.OPERATION_NAME else None
 
 
 def classify(loop: ir.Operation) -> Optional[tuple[str, ir.Value]]:
     """("sync" | "work", user stream) for a loop of the stream structure, else None."""
-    if loop.name != "hir.for":
+    if loop.name != ForOp.OPERATION_NAME:
         return None
     ops = _body(loop)
     iv = loop.regions[0].blocks[0].arguments[0]
     stream = _prologue_stream(ops, iv)
     if stream is None:
         return None
-    if len(ops) == 4 and ops[2].name == "hir.synchronize":
+    if len(ops) == 4 and ops[2].name == SynchronizeOp.OPERATION_NAME:
         user = _user_stream(ops[2].operands[0])
         return ("sync", user) if user is not None else None
     if len(ops) < PROLOGUE + EPILOGUE:
         return None
     back, sync = ops[-3], ops[-2]
-    if back.name != "hir.set_current_stream" or sync.name != "hir.synchronize" or sync.operands[0] != stream:
+    if back.name != SetCurrentStreamOp.OPERATION_NAME or sync.name != SynchronizeOp.OPERATION_NAME or sync.operands[0] != stream:
         return None
     user = _user_stream(back.operands[0])
     return ("work", user) if user is not None else None

@@ -19,6 +19,7 @@ whole process (``HIR_DISABLE_PASSES=hir-fuse-loops,...``); a disabled pass is sk
 
 import dataclasses
 import os
+import typing
 from contextlib import contextmanager
 from typing import Any, ClassVar, Iterator, Optional
 
@@ -59,19 +60,13 @@ class ModulePass:
             kwargs[field.name] = _convert(cls.name, key, text, field)
         return cls(**kwargs)
 
-    def pipeline_text(self) -> str:
-        """This pass with its options as pipeline text."""
-        opts = []
-        for f in self.options():
-            value = getattr(self, f.name)
-            if isinstance(value, bool):
-                value = str(value).lower()
-            opts.append(f"{f.name.replace('_', '-')}={value}")
-        return f"{self.name}{{{' '.join(opts)}}}" if opts else self.name
 
 
 def _convert(pass_name: str, key: str, text: str, field: dataclasses.Field) -> Any:
-    kind = field.type if isinstance(field.type, type) else {"int": int, "bool": bool, "str": str, "float": float}.get(str(field.type), str)
+    hint = field.type
+    if typing.get_origin(hint) is typing.Union:  # Optional[T]: None (unset) by default
+        hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+    kind = hint if isinstance(hint, type) else {"int": int, "bool": bool, "str": str, "float": float}.get(str(hint), str)
     try:
         if kind is bool:
             if text.lower() not in ("true", "false", "1", "0"):

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
+from hir.dialect import ComputeOp, WaitOp
 from hir.dialect.comm import BACKENDS
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.passes._ir import COMPUTE_OPS, blocks_postorder, func_ops
+from hir.passes.helpers import blocks_postorder, func_ops, is_a
 from hir.passes._resharding import plan
 from hir.passes.base import ModulePass, PassFailure, register_pass
 
@@ -43,25 +44,23 @@ class ConvertToCommunication(ModulePass):
     def run(self, module: ir.Module) -> None:
         if self.backend not in BACKENDS:
             raise PassFailure(f"hir-convert-to-communication: backend '{self.backend}' is not one of {', '.join(BACKENDS)}")
-        work_type = ir.Type.parse("!hir.work")
         backend = ir.StringAttr.get(self.backend)
         for func in func_ops(module):
             for block in blocks_postorder(func):
                 # Collect first: rewriting while iterating a block's op list is unsafe.
-                candidates = [op.operation for op in block.operations if op.operation.name in COMPUTE_OPS]
+                candidates = [op.operation for op in block.operations if is_a(op.operation, ComputeOp)]
                 for op in candidates:
                     lowered = plan(op)
                     if lowered is not None:
-                        self._replace(op, lowered.collectives, work_type, backend)
+                        self._replace(op, lowered.collectives, backend)
 
     @staticmethod
-    def _replace(op: ir.Operation, collectives, work_type: ir.Type, backend: ir.StringAttr) -> None:
+    def _replace(op: ir.Operation, collectives, backend: ir.StringAttr) -> None:
         source, dest = op.operands[0], op.operands[1]
         extra = {}
         if STREAM_AXIS_ATTR in op.attributes:
             extra[STREAM_AXIS_ATTR] = op.attributes[STREAM_AXIS_ATTR]
-        ip = ir.InsertionPoint(op)
-        for name, attrs in collectives:
-            comm = ir.Operation.create(name, results=[work_type], operands=[source, dest], attributes={**attrs, "backend": backend, **extra}, loc=op.location, ip=ip)
-            ir.Operation.create("hir.wait", operands=[comm.result], loc=op.location, ip=ip)
+        with ir.InsertionPoint(op), op.location:
+            for collective, attrs in collectives:
+                WaitOp.emit(collective.emit(source, dest, {**attrs, "backend": backend, **extra}))
         op.erase()

@@ -26,12 +26,12 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect.views import VIEW_OPS
+from hir.dialect import AliasSelectOp, ForOp, is_view
 from hir.passes import _stream_loops as loops
-from hir.passes._ir import constant_value, defining_op, func_ops, is_memref, written_operands
+from hir.passes.helpers import ALLOC, CONSTANT, DIM, constant_value, defining_op, func_ops, is_memref, written_operands
 from hir.passes.base import ModulePass, register_pass
 
-_HOISTABLE = ("memref.alloc", "memref.dim", "arith.constant")
+_HOISTABLE = (ALLOC, DIM, CONSTANT)
 
 
 @register_pass
@@ -60,7 +60,7 @@ def _fuse_block(block: ir.Block) -> None:
     last_sync_user: Optional[ir.Value] = None
     for op in ops:
         group = None
-        kind = loops.classify(op) if op.name == "hir.for" else None
+        kind = loops.classify(op) if op.name == ForOp.OPERATION_NAME else None
         if kind is not None and kind[0] == "work":
             if last_sync is not None and last_sync_user == kind[1]:
                 group = loops.Group(kind[1], last_sync, op)
@@ -97,9 +97,10 @@ def _merge(state: _State, second: loops.Group) -> None:
             op.move_before(anchor)
     body1, body2 = loops.WorkBody.of(first.work), loops.WorkBody.of(second.work)
     body2.iv.replace_all_uses_with(body1.iv)
-    views = {_view_key(op): op.result for op in body1.payload if op.name == "hir.alias_select"}
+    select = AliasSelectOp.OPERATION_NAME
+    views = {_view_key(op): op.result for op in body1.payload if op.name == select}
     for op in body2.payload:
-        existing = views.get(_view_key(op)) if op.name == "hir.alias_select" else None
+        existing = views.get(_view_key(op)) if op.name == select else None
         if existing is not None:  # the same slice is already taken: reuse it (seed 001 TwoSetOps)
             op.result.replace_all_uses_with(existing)
             op.erase()
@@ -123,14 +124,14 @@ def _extent_key(value: ir.Value):
     if constant is not None:
         return ("const", constant)
     op = defining_op(value)
-    if op is not None and op.name == "memref.dim":
+    if op is not None and op.name == DIM:
         source, axis = op.operands[0], constant_value(op.operands[1])
         if axis is not None:
             shape = ir.MemRefType(source.type).shape
             if shape[axis] != ir.ShapedType.get_dynamic_size():
                 return ("const", shape[axis])
             alloc = defining_op(source)
-            if alloc is not None and alloc.name == "memref.alloc":
+            if alloc is not None and alloc.name == ALLOC:
                 dynamic_before = sum(1 for d in shape[:axis] if d == ir.ShapedType.get_dynamic_size())
                 return _extent_key(alloc.operands[dynamic_before])
             return ("dim", source, axis)
@@ -146,13 +147,13 @@ def _accesses(loop: ir.Operation) -> Optional[dict]:
     for op in body.payload:
         if op.regions:
             return None
-        if op.name in VIEW_OPS:
+        if is_view(op):
             continue  # accounted for where its view is used
         written = written_operands(op)
         for index, operand in enumerate(op.operands):
             if is_memref(operand):
                 root, axis = _slice_of(operand, iv)
-                found.setdefault(root, []).append((axis, written is None or written == index))
+                found.setdefault(root, []).append((axis, written is None or index in written))
     return found
 
 
@@ -161,11 +162,11 @@ def _slice_of(view: ir.Value, iv: ir.Value) -> tuple:
     alias_select at ``iv``, else None: a whole-buffer access as far as fusion can tell)."""
     chain = []
     root, owner = view, defining_op(view)
-    while owner is not None and owner.name in VIEW_OPS:
+    while owner is not None and is_view(owner):
         chain.append(owner)
         root = owner.operands[0]
         owner = defining_op(root)
-    if len(chain) == 1 and chain[0].name == "hir.alias_select" and chain[0].operands[1] == iv:
+    if len(chain) == 1 and chain[0].name == AliasSelectOp.OPERATION_NAME and chain[0].operands[1] == iv:
         return root, chain[0].attributes["axis"]
     return root, None
 

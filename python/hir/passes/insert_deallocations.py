@@ -30,12 +30,13 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from torch_mlir import ir
+from torch_mlir.dialects import func
 
-from hir.dialect.views import VIEW_OPS
-from hir.passes._ir import blocks_postorder, func_ops
+from hir.dialect import ForOp, GetStreamOp, SynchronizeOp, YieldOp, is_view, work_type
+from hir.passes.helpers import ALLOC, DEALLOC, blocks_postorder, func_ops
 from hir.passes.base import ModulePass, register_pass
 
-_RETURNS = ("func.return",)
+_RETURNS = (func.ReturnOp.OPERATION_NAME,)
 
 
 @register_pass
@@ -52,7 +53,7 @@ class InsertDeallocations(ModulePass):
 
 def _insert(block: ir.Block) -> None:
     ops = [op.operation for op in block.operations]
-    allocs = [op for op in ops if op.name == "memref.alloc"]
+    allocs = [op for op in ops if op.name == ALLOC]
     if not allocs:
         return
     position = {op: i for i, op in enumerate(ops)}
@@ -60,7 +61,7 @@ def _insert(block: ir.Block) -> None:
         last = _last_use(alloc, block, position)
         if last is None:
             continue
-        ir.Operation.create("memref.dealloc", operands=[alloc.result], loc=alloc.location, ip=ir.InsertionPoint.after(last))
+        ir.Operation.create(DEALLOC, operands=[alloc.result], loc=alloc.location, ip=ir.InsertionPoint.after(last))
 
 
 def _users(value: ir.Value) -> Iterator[ir.Operation]:
@@ -68,9 +69,9 @@ def _users(value: ir.Value) -> Iterator[ir.Operation]:
     for use in value.uses:
         user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
         yield user
-        if user.name in VIEW_OPS:
+        if is_view(user):
             yield from _users(user.result)
-        elif len(user.results) == 1 and str(user.result.type) == "!hir.work":
+        elif len(user.results) == 1 and user.result.type == work_type():
             yield from _users(user.result)
 
 
@@ -79,7 +80,7 @@ def _last_use(alloc: ir.Operation, block: ir.Block, position: dict) -> Optional[
     already freed)."""
     last, last_index = alloc, position[alloc]
     for user in _users(alloc.result):
-        if user.name in _RETURNS or user.name == "memref.dealloc":
+        if user.name in _RETURNS or user.name == DEALLOC:
             return None
         anchor = _ancestor_in(user, block)
         index = position.get(anchor, -1) if anchor is not None else -1
@@ -94,12 +95,12 @@ def _last_use(alloc: ir.Operation, block: ir.Block, position: dict) -> Optional[
 
 def _is_join(op: ir.Operation) -> bool:
     """``hir.synchronize``, or a loop doing nothing else (joining the pool streams)."""
-    if op.name == "hir.synchronize":
+    if op.name == SynchronizeOp.OPERATION_NAME:
         return True
-    if op.name != "hir.for":
+    if op.name != ForOp.OPERATION_NAME:
         return False
     body = [o.operation.name for o in op.regions[0].blocks[0].operations]
-    return set(body) <= {"hir.get_stream", "hir.synchronize", "hir.yield"} and "hir.synchronize" in body
+    return set(body) <= {GetStreamOp.OPERATION_NAME, SynchronizeOp.OPERATION_NAME, YieldOp.OPERATION_NAME} and SynchronizeOp.OPERATION_NAME in body
 
 
 def _ancestor_in(op: ir.Operation, block: ir.Block) -> Optional[ir.Operation]:

@@ -17,7 +17,7 @@ from typing import Iterator, Optional, TextIO
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from hir.core import HirError, format_location, format_mlir_error, new_context
+from hir.dialect.context import HirError, format_location, format_mlir_error, new_context
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, is_disabled
 
 # Named pipelines, expanded in place (mlir-opt's registered pass pipelines).

@@ -1,4 +1,4 @@
-"""``hir-reuse-stream-buffers{num-streams=4}``: stream buffer reuse (seed 001's "possible
+"""``hir-reuse-stream-buffers{num-streams=N}``: stream buffer reuse (seed 001's "possible
 future optimization"). After stream lowering and loop fusion, an intermediate that is only
 touched slice by slice inside one stream work loop -- allocated before the loop, read and
 written through ``hir.alias_select(%t, %i)`` at the loop index, freed after the loop -- does
@@ -59,6 +59,9 @@ write into local buffers outside local stream order), and static extents of at m
 ``num-streams`` slices (nothing to save). Memory: ``num-streams`` slices instead of
 ``extent`` slices.
 
+``num-streams`` defaults to the module's ``hir.num_streams`` (the stream pool size an
+earlier pass fixed), else 4; a different explicit value is an error (one stream count).
+
 Not part of ``hir-lower`` (it caps the loop at ``num-streams`` pool streams, a scheduling
 choice the user makes): use ``hir-lower-reuse`` or add the pass to a pipeline after
 ``hir-fuse-loops``.
@@ -69,14 +72,13 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect.base import DYNAMIC, Sharding, sharding_of
-from hir.dialect.views import select_type
-from hir.passes import _stream_loops as loops
-from hir.passes._ir import constant_value, create, func_ops, get_int, i64_attr
-from hir.passes.base import ModulePass, PassFailure, register_pass
+from torch_mlir.dialects import arith
 
-_DEALLOC = "memref.dealloc"
-_STREAM_OPS = ("hir.set_current_stream", "hir.get_stream")
+from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, WaitOp, module_num_streams, work_type
+from hir.dialect.base import DYNAMIC, Sharding, get_int, get_str, sharding_of
+from hir.passes import _stream_loops as loops
+from hir.passes.helpers import ALLOC, DEALLOC, DIM, alloc, constant_value, func_ops, index_arith, index_const
+from hir.passes.base import ModulePass, PassFailure, register_pass
 
 
 @register_pass
@@ -84,14 +86,21 @@ _STREAM_OPS = ("hir.set_current_stream", "hir.get_stream")
 class ReuseStreamBuffers(ModulePass):
     name = "hir-reuse-stream-buffers"
     description = "Replace intermediates used slice by slice in one stream loop by [num-streams, ...] buffers indexed by i mod num-streams."
-    num_streams: int = 4
+    num_streams: Optional[int] = None  # None: the module's hir.num_streams, else 4
 
     def run(self, module: ir.Module) -> None:
-        if self.num_streams < 1:
+        if self.num_streams is not None and self.num_streams < 1:
             raise PassFailure(f"hir-reuse-stream-buffers: num-streams must be >= 1, got {self.num_streams}")
+        try:
+            fixed = module_num_streams(module)
+        except ValueError as err:
+            raise PassFailure(f"hir-reuse-stream-buffers: {err}") from None
+        if fixed is not None and self.num_streams not in (None, fixed):
+            raise PassFailure(f"hir-reuse-stream-buffers: num-streams = {self.num_streams} contradicts the module's hir.num_streams = {fixed}")
+        count = self.num_streams or fixed or DEFAULT_NUM_STREAMS
         for func in func_ops(module):
             for block in _blocks(func):
-                _reuse_block(block, self.num_streams)
+                _reuse_block(block, count)
 
 
 def _blocks(op: ir.Operation):
@@ -99,7 +108,7 @@ def _blocks(op: ir.Operation):
         for block in region.blocks:
             yield block
             for inner in block.operations:
-                if inner.operation.regions and inner.operation.name != "hir.for":
+                if inner.operation.regions and inner.operation.name != ForOp.OPERATION_NAME:
                     yield from _blocks(inner.operation)
 
 
@@ -113,8 +122,8 @@ def _reuse_block(block: ir.Block, n: int) -> None:
     slots: dict = {}  # work loop (its iv) -> its slot value (%i mod n)
     safe: dict = {}  # work loop (its iv) -> whether its payload allows reuse
     chosen = []  # analyse everything first: a rewrite changes the loop's prologue
-    for alloc in [op for op in ops if op.name == "memref.alloc"]:
-        found = _candidate(alloc, block, position, n)
+    for buffer in [op for op in ops if op.name == ALLOC]:
+        found = _candidate(buffer, block, position, n)
         if found is None:
             continue
         loop, axis, views, dims = found
@@ -122,12 +131,12 @@ def _reuse_block(block: ir.Block, n: int) -> None:
         if key not in safe:
             safe[key] = _loop_safe(loop)
         if safe[key] and _tokens_waited(views, loop):
-            chosen.append((alloc, loop, key, axis, views, dims))
-    for alloc, loop, key, axis, views, dims in chosen:
+            chosen.append((buffer, loop, key, axis, views, dims))
+    for buffer, loop, key, axis, views, dims in chosen:
         if key not in slots:
-            slots[key] = _slot_value(loop, alloc, n)
-        _fold_dims(alloc, dims)
-        _rewrite(alloc, axis, views, slots[key], n)
+            slots[key] = _slot_value(loop, buffer, n)
+        _fold_dims(buffer, dims)
+        _rewrite(buffer, axis, views, slots[key], n)
 
 
 def _loop_key(loop: ir.Operation) -> ir.Value:
@@ -146,17 +155,17 @@ def _candidate(alloc: ir.Operation, block: ir.Block, position: dict, n: int):
     deallocs, dims = [], []
     for use in alloc.result.uses:
         user = _op(use.owner)
-        if user.name == _DEALLOC:
+        if user.name == DEALLOC:
             deallocs.append(user)
             continue
-        if user.name == "memref.dim" and use.operand_number == 0:
+        if user.name == DIM and use.operand_number == 0:
             dims.append(user)
             continue
-        if user.name != "hir.alias_select" or use.operand_number != 0:
+        if user.name != AliasSelectOp.OPERATION_NAME or use.operand_number != 0:
             return None
         body = user.block
         parent = _op(body.owner) if body.owner is not None else None
-        if parent is None or parent.name != "hir.for" or parent.block != block:
+        if parent is None or parent.name != ForOp.OPERATION_NAME or parent.block != block:
             return None
         iv = body.arguments[0]
         if user.operands[1] != iv:
@@ -222,9 +231,10 @@ def _loop_safe(loop: ir.Operation) -> bool:
     body = loops.WorkBody.of(loop)
     for top in body.payload:
         for op in _walk_op(top):
-            if op.name in _STREAM_OPS:
+            cls = OP_CLASSES.get(op.name)
+            if cls is not None and cls.CHOOSES_STREAM:
                 return False
-            if "backend" in op.attributes and ir.StringAttr(op.attributes["backend"]).value == "cuda":
+            if get_str(op, "backend") == "cuda":
                 return False
     return True
 
@@ -243,48 +253,46 @@ def _tokens_waited(views: list, loop: ir.Operation) -> bool:
         for use in view.result.uses:
             user = _op(use.owner)
             for result in user.results:
-                if str(result.type) != "!hir.work":
+                if result.type != work_type():
                     continue
                 waits = [_op(u.owner) for u in result.uses]
-                if not any(w.name == "hir.wait" and w.block == body for w in waits):
+                if not any(w.name == WaitOp.OPERATION_NAME and w.block == body for w in waits):
                     return False
     return True
 
 
-def _slot_value(loop: ir.Operation, alloc: ir.Operation, n: int) -> ir.Value:
+def _slot_value(loop: ir.Operation, buffer: ir.Operation, n: int) -> ir.Value:
     """``%i mod n`` at the top of the loop body; the prologue's get_stream then takes it."""
     body = loop.regions[0].blocks[0]
     iv = body.arguments[0]
     first = _op(body.operations[0])  # the prologue's get_stream(%i)
-    index = ir.IndexType.get()
-    with alloc.location, ir.InsertionPoint(alloc):
-        count = create("arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, n)}).result
+    with buffer.location, ir.InsertionPoint(buffer):
+        count = index_const(n)
     with loop.location, ir.InsertionPoint(first):
-        slot = create("arith.remui", [iv, count], [index]).result
+        slot = index_arith(arith.RemUIOp, iv, count)
     first.operands[0] = slot
     return slot
 
 
-def _fold_dims(alloc: ir.Operation, dims: list) -> None:
+def _fold_dims(buffer: ir.Operation, dims: list) -> None:
     """``memref.dim`` of the buffer (e.g. the loop extent) becomes the allocated size."""
-    mt = ir.MemRefType(alloc.result.type)
+    mt = ir.MemRefType(buffer.result.type)
     dynamic_axes = [i for i, d in enumerate(mt.shape) if d == DYNAMIC]
-    index = ir.IndexType.get()
     for dim in dims:
         k = constant_value(dim.operands[1])
         if mt.shape[k] == DYNAMIC:
-            size = alloc.operands[dynamic_axes.index(k)]
+            size = buffer.operands[dynamic_axes.index(k)]
         else:
             with dim.location, ir.InsertionPoint(dim):
-                size = create("arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, mt.shape[k])}).result
+                size = index_const(mt.shape[k])
         dim.result.replace_all_uses_with(size)
         dim.erase()
 
 
-def _rewrite(alloc: ir.Operation, axis: int, views: list, slot: ir.Value, n: int) -> None:
-    mt = ir.MemRefType(alloc.result.type)
+def _rewrite(buffer: ir.Operation, axis: int, views: list, slot: ir.Value, n: int) -> None:
+    mt = ir.MemRefType(buffer.result.type)
     shape = [n] + [d for i, d in enumerate(mt.shape) if i != axis]
-    sizes = list(alloc.operands)  # one per dynamic dim, in order
+    sizes = list(buffer.operands)  # one per dynamic dim, in order
     dynamic_axes = [i for i, d in enumerate(mt.shape) if d == DYNAMIC]
     new_sizes = [size for i, size in zip(dynamic_axes, sizes) if i != axis]
     sharding = sharding_of(mt)
@@ -294,15 +302,13 @@ def _rewrite(alloc: ir.Operation, axis: int, views: list, slot: ir.Value, n: int
         if shard_axis is not None:
             shard_axis = shard_axis + 1 if shard_axis < axis else shard_axis
         space = Sharding(sharding.mesh, shard_axis).attr()
-    new_type = ir.MemRefType.get(shape, mt.element_type, memory_space=space, loc=alloc.location)
-    with alloc.location, ir.InsertionPoint(alloc):
-        attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(new_sizes), 0])}
-        new = create("memref.alloc", new_sizes, [new_type], attributes=attrs)
-    view_type = select_type(new_type, 0)
+    new_type = ir.MemRefType.get(shape, mt.element_type, memory_space=space, loc=buffer.location)
+    with buffer.location, ir.InsertionPoint(buffer):
+        new = alloc(new_type, new_sizes)
     for view in views:
         with view.location, ir.InsertionPoint(view):
-            replacement = create("hir.alias_select", [new.result, slot], [view_type], attributes={"axis": i64_attr(0)})
-        view.result.replace_all_uses_with(replacement.result)
+            replacement = AliasSelectOp.emit(new.result, slot, 0)
+        view.result.replace_all_uses_with(replacement)
         view.erase()
-    alloc.result.replace_all_uses_with(new.result)
-    alloc.erase()
+    buffer.result.replace_all_uses_with(new.result)
+    buffer.erase()

@@ -37,30 +37,14 @@ read as matrices.
 """
 
 from dataclasses import dataclass
-from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect.base import VerifyError, sharding_of
+from hir.dialect import AliasSelectOp
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.dialect.views import select_type
 from hir.passes import _stream_loops
-from hir.passes._axes import is_broadcast_axis, operand_axis, output_index
-from hir.passes._ir import (
-    COLLECTIVE_OPS,
-    COMPUTE_OPS,
-    FUNC_ARG_STREAM_ATTRS,
-    create,
-    fail,
-    func_ops,
-    get_i64_array,
-    get_int,
-    i64_attr,
-    stream_axis,
-)
+from hir.passes.helpers import FUNC_ARG_STREAM_ATTRS, fail, func_ops, operand_axis, output_index, renumber_axes, stream_axis, stream_slices, streamable, streamable_names
 from hir.passes.base import ModulePass, PassFailure, register_pass
-
-_REDUCED_AXIS_ATTRS = ("axis", "scatter_axis")  # collective attributes in input coordinates
 
 
 @register_pass
@@ -106,51 +90,14 @@ def _reject_nested(op: ir.Operation) -> None:
                     _reject_nested(inner)
 
 
-@dataclass
-class _Slice:
-    index: int  # operand number
-    axis: int  # operand axis selected
-    broadcast: bool  # read index 0 (extent-1 broadcast axis) instead of the stream index
-
-
-def _slices(op: ir.Operation, k: int) -> list[_Slice]:
-    """Which operands to slice, along which axis; fails where slicing is not expressible."""
-    out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
-    if op.name == "hir.matmul":
-        batch = out_rank - 2
-        rank_a, rank_b = (ir.MemRefType(op.operands[i].type).rank for i in (0, 1))
-        # A slice drops the axis; torch.matmul reads a 1-D operand as a vector, which is
-        # right for M with a 2-D A or 2-D B and for N with a 2-D B, and wrong otherwise (a
-        # batched operand's slice would be read as a matrix).
-        if (k == batch + 1 and rank_b != 2) or (k == batch and rank_a > 2 and rank_b > 2):
-            axis_name = "N" if k == batch + 1 else "M"
-            raise fail(op, f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)")
-    slices = []
-    for index, operand in enumerate(op.operands):
-        if not isinstance(operand.type, ir.MemRefType):
-            continue
-        axis = operand_axis(op, index, k)
-        if axis is None:
-            continue
-        try:
-            sharding = sharding_of(operand, f"operand #{index}")
-        except VerifyError as err:
-            raise fail(op, str(err)) from None
-        if sharding is not None and sharding.axis == axis:
-            raise fail(op, f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel")
-        slices.append(_Slice(index, axis, is_broadcast_axis(op, index, axis, k)))
-    return slices
-
-
 def _lower(op: ir.Operation, arguments: set) -> None:
-    name = op.name
     k = stream_axis(op)
-    if name not in COMPUTE_OPS and name not in COLLECTIVE_OPS:
-        raise fail(op, f"carries stream_axis = {k}, but hir-stream-lowering only handles {', '.join(COMPUTE_OPS + COLLECTIVE_OPS)}")
+    if not streamable(op):
+        raise fail(op, f"carries stream_axis = {k}, but hir-stream-lowering only handles {', '.join(streamable_names())}")
     out = op.operands[output_index(op)]
     if out in arguments:
         raise fail(op, "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program")
-    slices = _slices(op, k)
+    slices = stream_slices(op, k)
     in_axis = operand_axis(op, 0, k)  # before the op's operands change
     waits = [use.owner.operation for use in op.results[0].uses] if op.results else []
     loc = op.location
@@ -160,24 +107,9 @@ def _lower(op: ir.Operation, arguments: set) -> None:
         for s in slices:
             source = op.operands[s.index]
             index = loop.zero if s.broadcast else loop.iv
-            view = create("hir.alias_select", [source, index], [select_type(source.type, s.axis)], {"axis": i64_attr(s.axis)})
-            op.operands[s.index] = view.result
+            op.operands[s.index] = AliasSelectOp.emit(source, index, s.axis)
     op.move_before(loop.epilogue)
     for wait in waits:
         wait.move_before(loop.epilogue)
     del op.attributes[STREAM_AXIS_ATTR]
-    _renumber_axes(op, in_axis)
-
-
-def _renumber_axes(op: ir.Operation, removed: Optional[int]) -> None:
-    """Attributes naming input axes shift down past the sliced-away axis."""
-    if removed is None:
-        return
-    if op.name == "hir.reduction":
-        axes = get_i64_array(op, "axes")
-        op.attributes["axes"] = ir.DenseI64ArrayAttr.get([a - (1 if a > removed else 0) for a in axes])
-        return
-    for attr in _REDUCED_AXIS_ATTRS:
-        value = get_int(op, attr)
-        if value is not None and op.name in COLLECTIVE_OPS:
-            op.attributes[attr] = i64_attr(value - (1 if value > removed else 0))
+    renumber_axes(op, in_axis)

@@ -13,20 +13,33 @@ ShareMemHandles on the buffer itself).
   signals, ``RELEASE`` the dealloc barrier.
 - Where the attribute cannot apply (CPU, a mesh of one, a rank outside the mesh, dynamic
   shapes) the buffer is an ordinary one: the attribute is a placement preference, like
-  ``backend = "cuda"``, so one lowered program runs in CPU tests and on GPUs.
+  ``backend = "cuda"``, so one lowered program runs in CPU tests and on GPUs (the alloc and
+  dealloc handlers in ``ops/memory.py`` decide).
+- Symmetric memory never uses multicast here (:data:`ENV_FLAGS`).
 """
 
+import os
 from typing import Optional
 
 import torch
-from torch_mlir import ir
-
-from hir.dialect.base import DYNAMIC
-from hir.dialect.p2p import SYMMETRIC_ATTR
-from hir.dialect.views import VIEW_OPS
-from hir.interpreter.plan import Compiler, Step
+import torch.distributed as dist
 
 READY, RELEASE = 0, 1
+ENV_FLAGS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def enable_symmetric_memory(group) -> None:
+    """Symmetric memory on ``group``, without multicast (older torch needs enabling)."""
+    import torch.distributed._symmetric_memory as symm_mem
+
+    for key, value in ENV_FLAGS.items():
+        os.environ.setdefault(key, value)
+    enable = getattr(symm_mem, "enable_symm_mem_for_group", None)
+    if enable is not None and dist.get_world_size(group) > 1:
+        try:
+            enable(group.group_name)
+        except Exception:  # pragma: no cover - newer torch needs no enabling
+            pass
 
 
 class SymmetricBuffer:
@@ -75,8 +88,6 @@ class SymmetricPool:
             return self.free.pop().tensor
         import torch.distributed._symmetric_memory as symm_mem
 
-        from hir.interpreter.ops.p2p import enable_symmetric_memory
-
         enable_symmetric_memory(self.group)
         tensor = symm_mem.empty(self.shape, dtype=self.dtype, device=self.device)
         handle = symm_mem.rendezvous(tensor, self.group.group_name)
@@ -85,60 +96,8 @@ class SymmetricPool:
         return tensor
 
 
-def alloc_step(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    """The step of a ``memref.alloc {hir.symmetric}`` placed in symmetric memory here, or
-    None when it is an ordinary buffer on this rank."""
-    result = op.operation.results[0]
-    spec = c.spec(result)
-    if DYNAMIC in spec.shape:
-        raise c.error(op, f"with {SYMMETRIC_ATTR} needs a static shape (every rank maps the same size once)")
-    runtime = c.runtime
-    members = sorted(spec.sharding.mesh) if spec.sharding is not None else list(range(runtime.world_size))
-    if runtime.device.type != "cuda" or len(members) < 2 or c.rank not in members or max(members) >= runtime.world_size:
-        return None
-    pool = SymmetricPool(spec.local(spec.shape), spec.dtype, runtime.device, runtime.comm.group(members), members)
-    out = c.define(result)
-
-    def symmetric_alloc(env: list) -> None:
-        env[out] = pool.take()
-
-    return symmetric_alloc
-
-
-def is_symmetric_alloc(value: ir.Value) -> bool:
-    owner = value.owner
-    return isinstance(owner, (ir.Operation, ir.OpView)) and owner.name == "memref.alloc" and SYMMETRIC_ATTR in owner.attributes
-
-
 def release(t: torch.Tensor) -> None:
     """Dealloc of a symmetric alloc's buffer (an ordinary buffer where it fell back)."""
     buf = _BY_STORAGE.get(t.untyped_storage().data_ptr())
     if buf is not None:
         buf.release()
-
-
-def uniform_source(value: ir.Value) -> bool:
-    """Whether ``value`` is a symmetric alloc or a view of one selected by indices that are
-    the same on every rank (no ``hir.device_index`` in them), so a peer's buffer holds its
-    counterpart at the same offset."""
-    while True:
-        owner = value.owner
-        if not isinstance(owner, (ir.Operation, ir.OpView)):
-            return False
-        if owner.name not in VIEW_OPS:
-            return is_symmetric_alloc(value)
-        if not _uniform_index(owner.operands[1]):
-            return False
-        value = owner.operands[0]
-
-
-def _uniform_index(value: ir.Value, depth: int = 0) -> bool:
-    if depth > 32:
-        return False
-    owner = value.owner
-    if isinstance(owner, ir.Block):  # a loop induction variable: uniform if its bounds are
-        parent = owner.owner
-        return parent.name == "hir.for" and all(_uniform_index(v, depth + 1) for v in parent.operands)
-    if owner.name == "arith.constant" or owner.name == "memref.dim":
-        return True
-    return owner.name.startswith("arith.") and all(_uniform_index(v, depth + 1) for v in owner.operands)

@@ -1,1 +1,6 @@
-"""Interpreter op handlers, one module per op group (the dialect's group names, plus upstream groups)."""
+"""Interpreter op handlers, one module per op group: the dialect's groups (``streams``,
+``views``, ``control``, ``comm``, ``p2p``, ``compute``) and the upstream ones hir programs
+use (``memory`` for memref, ``arith``, ``func``). Importing this package registers them all
+(see :mod:`hir.interpreter.registry`)."""
+
+from hir.interpreter.ops import arith, comm, compute, control, func, memory, p2p, streams, views  # noqa: F401

@@ -1,12 +1,15 @@
-"""``arith`` integer/index arithmetic on Python ints (host scalars: loop bounds, indices,
+"""Handlers of the arith group (upstream): integer/index arithmetic on Python ints (host scalars: loop bounds, indices,
 sizes). Ops whose operands are all constants are folded at compile time."""
 
 import operator
 from typing import Any, Callable, Optional
 
 from torch_mlir import ir
+from torch_mlir.dialects import arith
 
-from hir.interpreter.plan import UNSET, Compiler, Step, handles
+from hir.dialect.base import get_int
+from hir.interpreter.plan import UNSET, Compiler, Step
+from hir.interpreter.registry import impl, register_impls
 
 
 def _divsi(a: int, b: int) -> int:
@@ -33,25 +36,27 @@ def _unsigned(fn: Callable[[int, int], Any]) -> Callable[[int, int], Any]:
     return op
 
 
-BINARY: dict[str, Callable[[int, int], Any]] = {
-    "arith.addi": operator.add,
-    "arith.subi": operator.sub,
-    "arith.muli": operator.mul,
-    "arith.divsi": _divsi,
-    "arith.divui": _unsigned(operator.floordiv),
-    "arith.remsi": _remsi,
-    "arith.remui": _unsigned(operator.mod),
-    "arith.ceildivsi": _ceildivsi,
-    "arith.ceildivui": _unsigned(_ceildivsi),
-    "arith.floordivsi": operator.floordiv,
-    "arith.minsi": min,
-    "arith.maxsi": max,
-    "arith.minui": _unsigned(min),
-    "arith.maxui": _unsigned(max),
-    "arith.andi": operator.and_,
-    "arith.ori": operator.or_,
-    "arith.xori": operator.xor,
+BINARY: dict[type, Callable[[int, int], Any]] = {
+    arith.AddIOp: operator.add,
+    arith.SubIOp: operator.sub,
+    arith.MulIOp: operator.mul,
+    arith.DivSIOp: _divsi,
+    arith.DivUIOp: _unsigned(operator.floordiv),
+    arith.RemSIOp: _remsi,
+    arith.RemUIOp: _unsigned(operator.mod),
+    arith.CeilDivSIOp: _ceildivsi,
+    arith.CeilDivUIOp: _unsigned(_ceildivsi),
+    arith.FloorDivSIOp: operator.floordiv,
+    arith.MinSIOp: min,
+    arith.MaxSIOp: max,
+    arith.MinUIOp: _unsigned(min),
+    arith.MaxUIOp: _unsigned(max),
+    arith.AndIOp: operator.and_,
+    arith.OrIOp: operator.or_,
+    arith.XOrIOp: operator.xor,
 }
+
+_BINARY_BY_NAME = {op.OPERATION_NAME: fn for op, fn in BINARY.items()}
 
 # arith::CmpIPredicate numbering.
 COMPARE: dict[int, Callable[[int, int], bool]] = {
@@ -66,21 +71,6 @@ COMPARE: dict[int, Callable[[int, int], bool]] = {
     8: _unsigned(operator.gt),
     9: _unsigned(operator.ge),
 }
-
-
-@handles("arith.constant")
-def constant(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    attr = op.operation.attributes["value"]
-    if isinstance(attr, ir.IntegerAttr):
-        value: Any = attr.value
-        if str(attr.type) == "i1":
-            value = bool(value)
-    elif isinstance(attr, ir.FloatAttr):
-        value = attr.value
-    else:
-        raise c.error(op, f"constant {attr} is not a scalar (only integer, index and float constants run on the host)")
-    c.define(op.operation.results[0], value)
-    return None
 
 
 def _fold_or_step(c: Compiler, op: ir.OpView, fn: Callable[..., Any]) -> Optional[Step]:
@@ -116,25 +106,38 @@ def _fold_or_step(c: Compiler, op: ir.OpView, fn: Callable[..., Any]) -> Optiona
     return step3
 
 
-@handles(*BINARY)
-def binary(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    return _fold_or_step(c, op, BINARY[op.operation.name])
+@register_impls
+class ArithImpls:
+    @impl(arith.ConstantOp)
+    def constant(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        attr = op.operation.attributes["value"]
+        if isinstance(attr, ir.IntegerAttr):
+            value: Any = attr.value
+            if str(attr.type) == "i1":
+                value = bool(value)
+        elif isinstance(attr, ir.FloatAttr):
+            value = attr.value
+        else:
+            raise c.error(op, f"constant {attr} is not a scalar (only integer, index and float constants run on the host)")
+        c.define(op.operation.results[0], value)
+        return None
 
+    @impl(*BINARY)
+    def binary(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        return _fold_or_step(c, op, _BINARY_BY_NAME[op.operation.name])
 
-@handles("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci")
-def cast(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    # Host integers are unbounded Python ints; a cast between integer widths keeps the value.
-    return _fold_or_step(c, op, int)
+    @impl(arith.IndexCastOp, arith.IndexCastUIOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
+    def cast(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        # Host integers are unbounded Python ints; a cast between integer widths keeps the value.
+        return _fold_or_step(c, op, int)
 
+    @impl(arith.CmpIOp)
+    def cmpi(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        predicate = get_int(op, "predicate")
+        if predicate not in COMPARE:
+            raise c.error(op, f"unknown predicate {predicate}")
+        return _fold_or_step(c, op, COMPARE[predicate])
 
-@handles("arith.cmpi")
-def cmpi(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    predicate = c.int_attr(op, "predicate")
-    if predicate not in COMPARE:
-        raise c.error(op, f"unknown predicate {predicate}")
-    return _fold_or_step(c, op, COMPARE[predicate])
-
-
-@handles("arith.select")
-def select(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    return _fold_or_step(c, op, lambda cond, a, b: a if cond else b)
+    @impl(arith.SelectOp)
+    def select(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        return _fold_or_step(c, op, lambda cond, a, b: a if cond else b)

@@ -1,5 +1,6 @@
-"""Communications through ``torch.distributed``, with the axis conventions of
-``hir.dialect.comm``: buffers have global shapes, each rank holds its local shard.
+"""Handlers of the comm group: communications through ``torch.distributed``, with the axis
+conventions of ``hir.dialect.comm``: buffers have global shapes, each rank holds its local
+shard.
 
 Every op is issued asynchronously and leaves a :class:`Work` in its result slot; ``hir.wait``
 waits on it (on GPU, NCCL's ``wait`` makes the current stream wait; the host does not block)
@@ -10,7 +11,8 @@ and waiting on it does nothing). Team members are global ranks; torch's sub-grou
 their members by rank, so lists indexed by group rank are permuted to mesh order here.
 Gloo has no reduce_scatter: it is an all_reduce whose wait keeps this rank's chunk.
 ``backend = "cuda"`` on GPU runs allgather, reduce_scatter, allreduce and broadcast on copy
-engines through peer buffers (``p2p``); elsewhere it falls back to the process group.
+engines through peer buffers (``backends/copy_engine.py``); elsewhere it falls back to the
+process group.
 """
 
 from dataclasses import dataclass
@@ -20,52 +22,26 @@ import torch
 import torch.distributed as dist
 from torch_mlir import ir
 
-from hir.core import HirError
-from hir.dialect.base import DYNAMIC
+from hir.dialect import (
+    AllgatherOp,
+    AllreduceOp,
+    BroadcastOp,
+    GatherOp,
+    RecvOp,
+    ReduceOp,
+    ReduceScatterOp,
+    ScatterOp,
+    SendOp,
+    SendRecvOp,
+    WaitOp,
+)
+from hir.dialect.base import DYNAMIC, get_i64_array, get_int, get_str
+from hir.dialect.context import HirError
+from hir.interpreter.backends import copy_engine
+from hir.interpreter.backends.work import REDUCE_OPS, Work, contiguous_out, identity, local_reduce
 from hir.interpreter.buffers import BufferSpec
-from hir.interpreter.ops import p2p
-from hir.interpreter.plan import UNSET, WAITED, Compiler, Step, handles
-
-REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
-COLLECTIVES = ("allgather", "allreduce", "reduce_scatter", "broadcast", "scatter", "gather", "reduce", "send_recv")
-
-
-class Work:
-    """An in-flight communication: torch work handles plus copies to run once it is done."""
-
-    __slots__ = ("handles", "finish")
-
-    def __init__(self, handle, finish: Optional[Callable[[], None]] = None) -> None:
-        self.handles = handle if isinstance(handle, list) else [handle]
-        self.finish = finish
-
-    def wait(self) -> None:
-        for handle in self.handles:
-            handle.wait()
-        if self.finish is not None:
-            self.finish()
-
-
-def local_reduce(kind: str) -> Callable:
-    """``fn(x, axis, out=None)`` reducing one axis locally (the split axis of a reduction)."""
-    return {"sum": torch.sum, "prod": torch.prod, "max": torch.amax, "min": torch.amin}[kind]
-
-
-def identity(kind: str, dtype: torch.dtype):
-    """The neutral element of a reduction (what a rank without data contributes)."""
-    if kind in ("sum", "prod"):
-        return 0 if kind == "sum" else 1
-    info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
-    if dtype.is_floating_point:
-        return -float("inf") if kind == "max" else float("inf")
-    return info.min if kind == "max" else info.max
-
-
-def contiguous_out(t: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-    """(tensor to receive into, view to copy it back to or None)."""
-    if t.is_contiguous():
-        return t, None
-    return torch.empty(t.shape, dtype=t.dtype, device=t.device), t
+from hir.interpreter.plan import UNSET, WAITED, Compiler, Step
+from hir.interpreter.registry import impl, register_impls
 
 
 @dataclass
@@ -83,7 +59,7 @@ class CommOp:
     out_spec: BufferSpec
 
     def attr(self, name: str) -> int:
-        return self.c.int_attr(self.op, name)
+        return get_int(self.op, name)
 
     def mesh_order(self, mesh) -> list[int]:
         """For each group rank, the mesh position of that member (-1: not on the mesh)."""
@@ -97,7 +73,7 @@ class CommOp:
 
 
 def _team(c: Compiler, op: ir.OpView) -> list[int]:
-    team = c.i64_array(op, "team")
+    team = get_i64_array(op, "team")
     world = c.runtime.world_size
     outside = [d for d in team if d >= world]
     if outside:
@@ -109,9 +85,14 @@ def _team(c: Compiler, op: ir.OpView) -> list[int]:
     return team
 
 
-def collective(build: Callable[[CommOp], Callable[[list], Work]]):
-    """Register ``build`` (CommOp -> issue(env) -> Work) as the handler of ``hir.<name>``."""
+def collective(op_class: type):
+    """Register ``build`` (CommOp -> issue(env) -> Work) as the handler of ``op_class``
+    (``copy_engine.BUILDERS[op_class]`` instead with backend "cuda" on GPU)."""
+    return lambda build: _register_collective(op_class, build)
 
+
+def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[list], Work]]):
+    @impl(op_class, local=False)
     def handler(c: Compiler, op: ir.OpView) -> Optional[Step]:
         team = _team(c, op)
         result = op.operation.results[0]
@@ -123,8 +104,8 @@ def collective(build: Callable[[CommOp], Callable[[list], Work]]):
         operands = op.operation.operands
         info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), c.spec(operands[0]), c.spec(operands[1]))
         build_here = build
-        if p2p.uses_copy_engines(c, op):  # backend "cuda" on GPU: copy-engine P2P (p2p.py)
-            build_here = p2p.BUILDERS.get(name, build)
+        if copy_engine.uses_copy_engines(c.runtime.device, op):  # backend "cuda" on GPU
+            build_here = copy_engine.BUILDERS.get(op_class, build)
         issue = build_here(info)
         out = c.define(result)
 
@@ -133,12 +114,10 @@ def collective(build: Callable[[CommOp], Callable[[list], Work]]):
 
         return comm_step
 
-    name = build.__name__.rstrip("_")
-    handles(f"hir.{name}", local=False)(handler)
     return build
 
 
-@collective
+@collective(AllgatherOp)
 def allgather(o: CommOp):
     axis = o.attr("axis")
     order = o.mesh_order(o.in_spec.sharding.mesh)
@@ -159,9 +138,9 @@ def allgather(o: CommOp):
     return issue
 
 
-@collective
+@collective(AllreduceOp)
 def allreduce(o: CommOp):
-    axis, kind = o.attr("axis"), o.c.str_attr(o.op, "reduction")
+    axis, kind = o.attr("axis"), get_str(o.op, "reduction")
     fn, op_ = local_reduce(kind), REDUCE_OPS[kind]
     held, group, inp, out = o.out_spec.held, o.group, o.inp, o.out
 
@@ -178,9 +157,9 @@ def allreduce(o: CommOp):
     return issue
 
 
-@collective
+@collective(ReduceScatterOp)
 def reduce_scatter(o: CommOp):
-    axis, kind = o.attr("axis"), o.c.str_attr(o.op, "reduction")
+    axis, kind = o.attr("axis"), get_str(o.op, "reduction")
     scatter = o.attr("scatter_axis")
     scatter -= 1 if axis < scatter else 0  # the axis in the reduced tensor
     out_mesh = o.out_spec.sharding.mesh
@@ -208,7 +187,7 @@ def reduce_scatter(o: CommOp):
     return issue
 
 
-@collective
+@collective(BroadcastOp)
 def broadcast(o: CommOp):
     root, rank = o.attr("root"), o.c.rank
     group, inp, out, held = o.group, o.inp, o.out, o.out_spec.held
@@ -219,7 +198,7 @@ def broadcast(o: CommOp):
         if rank == root:
             x = env[inp]
             if x is None:
-                raise HirError(f"{where}: error: 'hir.broadcast' root {root} does not hold the input")
+                raise HirError(f"{where}: error: '{BroadcastOp.OPERATION_NAME}' root {root} does not hold the input")
             x = x.contiguous()
             if held:
                 env[out].copy_(x)
@@ -234,7 +213,7 @@ def broadcast(o: CommOp):
     return issue
 
 
-@collective
+@collective(ScatterOp)
 def scatter(o: CommOp):
     axis, root, rank = o.attr("axis"), o.attr("root"), o.c.rank
     out_mesh = o.out_spec.sharding.mesh
@@ -258,7 +237,7 @@ def scatter(o: CommOp):
     return issue
 
 
-@collective
+@collective(GatherOp)
 def gather(o: CommOp):
     axis, root, rank = o.attr("axis"), o.attr("root"), o.c.rank
     in_mesh = o.in_spec.sharding.mesh
@@ -292,10 +271,10 @@ def gather(o: CommOp):
     return issue
 
 
-@collective
+@collective(ReduceOp)
 def reduce(o: CommOp):
     axis, root, rank = o.attr("axis"), o.attr("root"), o.c.rank
-    kind = o.c.str_attr(o.op, "reduction")
+    kind = get_str(o.op, "reduction")
     fn, op_ = local_reduce(kind), REDUCE_OPS[kind]
     has_input = rank in o.in_spec.sharding.mesh
     shape = None if has_input else o.static_local(o.out_spec, "output")
@@ -312,7 +291,7 @@ def reduce(o: CommOp):
     return issue
 
 
-@collective
+@collective(SendRecvOp)
 def send_recv(o: CommOp):
     sender, receiver = o.team
     rank, inp, out = o.c.rank, o.inp, o.out
@@ -331,49 +310,49 @@ def send_recv(o: CommOp):
 
 
 def _peer(c: Compiler, op: ir.OpView) -> tuple[int, int, int]:
-    peer = c.int_attr(op, "peer")
+    peer = get_int(op, "peer")
     if peer >= c.runtime.world_size or peer == c.rank:
         raise c.error(op, f"peer {peer} is not another rank of the run (rank {c.rank} of {c.runtime.world_size})")
     c.runtime.comm  # the process group must exist before the step runs
     return peer, c.use(op.operation.operands[0]), c.define(op.operation.results[0])
 
 
-@handles("hir.send")
-def send(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    peer, buf, out = _peer(c, op)
+@register_impls
+class PointToPointImpls:
+    @impl(SendOp)
+    def send(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        peer, buf, out = _peer(c, op)
 
-    def send_step(env: list) -> None:
-        env[out] = Work(dist.isend(env[buf].contiguous(), dst=peer))
+        def send_step(env: list) -> None:
+            env[out] = Work(dist.isend(env[buf].contiguous(), dst=peer))
 
-    return send_step
+        return send_step
 
+    @impl(RecvOp)
+    def recv(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        peer, buf, out = _peer(c, op)
 
-@handles("hir.recv")
-def recv(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    peer, buf, out = _peer(c, op)
+        def recv_step(env: list) -> None:
+            target, back = contiguous_out(env[buf])
+            handle = dist.irecv(target, src=peer)
+            env[out] = Work(handle, (lambda: back.copy_(target)) if back is not None else None)
 
-    def recv_step(env: list) -> None:
-        target, back = contiguous_out(env[buf])
-        handle = dist.irecv(target, src=peer)
-        env[out] = Work(handle, (lambda: back.copy_(target)) if back is not None else None)
+        return recv_step
 
-    return recv_step
+    @impl(WaitOp, local=False)
+    def wait(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        (work,) = c.uses(op)
+        where = c.where(op)
 
+        def wait_step(env: list) -> None:
+            w = env[work]
+            if w is None:  # the communication did not involve this rank
+                return
+            if w is WAITED:
+                raise HirError(f"{where}: error: '{WaitOp.OPERATION_NAME}' waits on work that was already waited on")
+            if w is UNSET:
+                raise HirError(f"{where}: error: '{WaitOp.OPERATION_NAME}' waits on unknown work (no communication produced it)")
+            w.wait()
+            env[work] = WAITED
 
-@handles("hir.wait", local=False)
-def wait(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    (work,) = c.uses(op)
-    where = c.where(op)
-
-    def wait_step(env: list) -> None:
-        w = env[work]
-        if w is None:  # the communication did not involve this rank
-            return
-        if w is WAITED:
-            raise HirError(f"{where}: error: 'hir.wait' waits on work that was already waited on")
-        if w is UNSET:
-            raise HirError(f"{where}: error: 'hir.wait' waits on unknown work (no communication produced it)")
-        w.wait()
-        env[work] = WAITED
-
-    return wait_step
+        return wait_step

@@ -1,110 +1,52 @@
-"""Streams: a pool of ``num_streams`` CUDA streams keyed by ``index % num_streams``
-(nvFuser's Stream(index)), the current stream, and stream-to-stream synchronization that
-never blocks the host. On CPU, streams are tokens and execution is sequential, which keeps
-the program's meaning (every op completes before the next starts)."""
+"""Handlers of the streams group: pool streams by index, the current stream and
+stream-to-stream synchronization (the pool itself: ``runtime.StreamPool``)."""
 
-from typing import Any, Optional
+from typing import Optional
 
-import torch
 from torch_mlir import ir
 
-from hir.interpreter.plan import Compiler, Step, handles
+from hir.dialect import GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.registry import impl, register_impls
 
 
-class CpuStream:
-    """A stream token on CPU: identity only (work runs in program order)."""
+@register_impls
+class StreamImpls:
+    @impl(GetCurrentStreamOp)
+    def get_current_stream(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        out, current = c.define(op.operation.results[0]), c.runtime.streams.current
 
-    __slots__ = ("index",)
+        def get_current_step(env: list) -> None:
+            env[out] = current()
 
-    def __init__(self, index: Optional[int]) -> None:
-        self.index = index
+        return get_current_step
 
-    def __repr__(self) -> str:
-        return "CpuStream(user)" if self.index is None else f"CpuStream({self.index})"
+    @impl(GetStreamOp)
+    def get_stream(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        (index,) = c.uses(op)
+        out, get = c.define(op.operation.results[0]), c.runtime.streams.get
 
-    def wait_stream(self, other: "CpuStream") -> None:
-        """Nothing to wait for: the other stream's work has already run."""
+        def get_stream_step(env: list) -> None:
+            env[out] = get(env[index])
 
+        return get_stream_step
 
-class StreamPool:
-    """The run's streams on ``device``. Pool streams are created on first use and kept for
-    the life of the program, so repeated runs reuse them."""
+    @impl(SetCurrentStreamOp)
+    def set_current_stream(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        (stream,) = c.uses(op)
+        set_current = c.runtime.streams.set_current
 
-    def __init__(self, device: torch.device, num_streams: int) -> None:
-        if num_streams < 1:
-            raise ValueError(f"num_streams must be >= 1, got {num_streams}")
-        self.device = device
-        self.num_streams = num_streams
-        self.cuda = device.type == "cuda"
-        self._pool: dict[int, Any] = {}
-        self._cpu_current: CpuStream = CpuStream(None)
+        def set_current_step(env: list) -> None:
+            set_current(env[stream])
 
-    def get(self, index: int) -> Any:
-        """Pool stream ``index % num_streams``."""
-        key = index % self.num_streams
-        stream = self._pool.get(key)
-        if stream is None:
-            stream = torch.cuda.Stream(self.device) if self.cuda else CpuStream(key)
-            self._pool[key] = stream
-        return stream
+        return set_current_step
 
-    def live(self) -> list:
-        """The pool streams created so far (distinct objects)."""
-        return list(self._pool.values())
+    @impl(SynchronizeOp)
+    def synchronize(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        (stream,) = c.uses(op)
+        sync = c.runtime.streams.synchronize
 
-    def current(self) -> Any:
-        return torch.cuda.current_stream(self.device) if self.cuda else self._cpu_current
+        def synchronize_step(env: list) -> None:
+            sync(env[stream])
 
-    def set_current(self, stream: Any) -> None:
-        if self.cuda:
-            torch.cuda.set_stream(stream)
-        else:
-            self._cpu_current = stream
-
-    def synchronize(self, stream: Any) -> None:
-        """The current stream waits for ``stream``'s work so far (an event recorded on
-        ``stream`` and waited on by the current stream); the host does not block."""
-        self.current().wait_stream(stream)
-
-
-@handles("hir.get_current_stream")
-def get_current_stream(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    out, current = c.define(op.operation.results[0]), c.runtime.streams.current
-
-    def get_current_step(env: list) -> None:
-        env[out] = current()
-
-    return get_current_step
-
-
-@handles("hir.get_stream")
-def get_stream(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    (index,) = c.uses(op)
-    out, get = c.define(op.operation.results[0]), c.runtime.streams.get
-
-    def get_stream_step(env: list) -> None:
-        env[out] = get(env[index])
-
-    return get_stream_step
-
-
-@handles("hir.set_current_stream")
-def set_current_stream(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    (stream,) = c.uses(op)
-    set_current = c.runtime.streams.set_current
-
-    def set_current_step(env: list) -> None:
-        set_current(env[stream])
-
-    return set_current_step
-
-
-@handles("hir.synchronize")
-def synchronize(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    (stream,) = c.uses(op)
-    sync = c.runtime.streams.synchronize
-
-    def synchronize_step(env: list) -> None:
-        sync(env[stream])
-
-    return synchronize_step
+        return synchronize_step
