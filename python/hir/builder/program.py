@@ -1,25 +1,6 @@
-"""Build hir modules from Python, in the spirit of nvFuser's FusionDefinition tests.
-
-Program level: inputs, compute ops on whole buffers, a stream-parallel output axis and
-device-mesh shardings; the passes lower it to a host program.
-
-    from hir.builder import Builder, Shard
-
-    b = Builder()
-    x = b.input([None, 64], "f32")                    # dynamic first dim
-    w = b.input([64, 32], "f32")
-    y = b.matmul(x, w, stream_axis=0)                 # rows computed on pool streams
-    b.output(b.add(y, y))
-    module = b.finish()                               # verified ir.Module
-
-Every compute method takes ``out=`` to write into an existing buffer (destination-passing
-style) instead of allocating one.
-
-Host level (for writing lowered programs by hand, as nvFuser's host-IR tests do):
-``alloc``/``dealloc``, ``get_current_stream``/``get_stream``/``set_current_stream``/
-``synchronize``, ``alias_select``, ``alias_chunk``, ``for_`` (a context manager yielding the index),
-every collective (``allgather`` ... ``send``/``recv``) and ``wait``.
-"""
+"""The program-level half of :class:`hir.builder.Builder`: scaffolding (function, inputs,
+outputs, allocation) and the compute ops on whole buffers, with stream-parallel axes and
+device-mesh shardings."""
 
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,24 +10,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
 from hir.core import HirError, format_mlir_error, new_context
-from hir.dialect import (
-    AliasChunkOp,
-    AliasSelectOp,
-    BinaryOp,
-    ForOp,
-    GetCurrentStreamOp,
-    GetStreamOp,
-    LinearOp,
-    MatmulOp,
-    ReductionOp,
-    SetCurrentStreamOp,
-    SetOp,
-    Sharding,
-    SynchronizeOp,
-    WaitOp,
-    comm,
-    sharding_of,
-)
+from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding, sharding_of
 from hir.dialect.base import DYNAMIC
 from hir.dialect.compute import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
 
@@ -82,7 +46,7 @@ class Tensor:
         return sharding_of(self.type)
 
 
-class Builder:
+class ProgramBuilder:
     """Builds one ``func.func`` (default ``@main``) in a fresh module and context."""
 
     def __init__(self, name: str = "main", context: Optional[ir.Context] = None):
@@ -248,79 +212,6 @@ class Builder:
             op = LinearOp(x.value, weight.value, out.value, bias=bias.value if bias else None)
             self._annotate(op, stream_axis)
         return out
-
-    # -- host-level ops ------------------------------------------------------------------
-    def get_current_stream(self) -> ir.Value:
-        with self._at():
-            return GetCurrentStreamOp().result
-
-    def get_stream(self, index: ir.Value) -> ir.Value:
-        with self._at():
-            return GetStreamOp(index).result
-
-    def set_current_stream(self, stream: ir.Value) -> None:
-        with self._at():
-            SetCurrentStreamOp(stream)
-
-    def synchronize(self, stream: ir.Value) -> None:
-        with self._at():
-            SynchronizeOp(stream)
-
-    def alias_select(self, x: Tensor, index: ir.Value, axis: int) -> Tensor:
-        """A zero-copy view of ``x`` at ``index`` along ``axis``."""
-        with self._at():
-            view = AliasSelectOp.build(x.value, index, axis).result
-        return Tensor(view, [d for i, d in enumerate(x.sizes) if i != axis])
-
-    def alias_chunk(self, x: Tensor, index: ir.Value, axis: int, chunks: int) -> Tensor:
-        """A zero-copy view of chunk ``index`` of ``chunks`` equal parts of ``x`` along ``axis``."""
-        with self._at():
-            view = AliasChunkOp.build(x.value, index, axis, chunks).result
-            extent = x.sizes[axis]
-            extent = extent // chunks if isinstance(extent, int) else memref.DimOp(view, self.index(axis)).result
-        return Tensor(view, [extent if i == axis else d for i, d in enumerate(x.sizes)])
-
-    @contextmanager
-    def for_(self, lower: Union[int, ir.Value], upper: Union[int, ir.Value], step: Union[int, ir.Value] = 1) -> Iterator[ir.Value]:
-        """``with b.for_(0, n) as i:`` builds a ``hir.for``; ops inside go in its body."""
-        lb, ub, st = (self.index(v) if isinstance(v, int) else v for v in (lower, upper, step))
-        with self._at():
-            loop = ForOp.build(lb, ub, st)
-        saved = self._ip
-        block = loop.body.blocks[0]
-        self._ip = ir.InsertionPoint.at_block_terminator(block)
-        try:
-            yield block.arguments[0]
-        finally:
-            self._ip = saved
-
-    def communicate(self, kind: str, input: Tensor, output: Tensor, team: Sequence[int], *, backend: str = "nccl", **attrs: Union[int, str]) -> ir.Value:
-        """A collective (``allgather``, ``allreduce``, ``reduce_scatter``, ``broadcast``,
-        ``scatter``, ``gather``, ``reduce``, ``send_recv``) returning its work token;
-        ``attrs`` are its integer (axis, root, scatter_axis) and string (reduction) attributes."""
-        cls = {c.OPERATION_NAME.split(".", 1)[1]: c for c in comm.COLLECTIVE_OPS}[kind]
-        with self._at():
-            kwargs = {k: _attr(v) for k, v in attrs.items()}
-            op = cls(input.value, output.value, ir.DenseI64ArrayAttr.get(list(team)), ir.StringAttr.get(backend), **kwargs)
-            return op.work
-
-    def send(self, buffer: Tensor, peer: int, backend: str = "nccl") -> ir.Value:
-        with self._at():
-            return comm.SendOp(buffer.value, _attr(peer), ir.StringAttr.get(backend)).work
-
-    def recv(self, buffer: Tensor, peer: int, backend: str = "nccl") -> ir.Value:
-        with self._at():
-            return comm.RecvOp(buffer.value, _attr(peer), ir.StringAttr.get(backend)).work
-
-    def wait(self, work: ir.Value) -> None:
-        with self._at():
-            WaitOp(work)
-
-
-def _attr(value: Union[int, str]) -> ir.Attribute:
-    if isinstance(value, str):
-        return ir.StringAttr.get(value)
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
 
 
 def _broadcast_sizes(a: list, b: list, shape: list[int]) -> list:
