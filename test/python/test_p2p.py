@@ -155,6 +155,19 @@ def worker() -> int:
                 (got,) = program(local)
                 check(f"{name}[{options}]#{attempt}", got, expected, tol)
             check(f"{name}[{options}] vs unpipelined", got, before, tol)
+    # streams=4 chunks=2: the chunked reduce-scatter's reducer has a pool stream of its own
+    # (hir.num_streams grows past the compute streams), so the run uses one more stream.
+    module = hir.parse(matmul_rs(world, m, k, n, dtype), "matmul_rs.mlir")
+    hir.lower(module, "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{streams=4 chunks=2},hir-lower")
+    program = compile_program(module, device=device)
+    (got,) = program([a_rs[:, rank : rank + 1].contiguous().to(device), w_rs[:, rank : rank + 1].contiguous().to(device)])
+    check("matmul_rs[streams=4 chunks=2, own reducer stream]", got, want_rs[None], tol)
+    used, expected_streams = len(program.streams.live()), min(4, world) + 1
+    if used != expected_streams:
+        failures.append(f"rank {rank}: the chunked reduce-scatter used {used} distinct pool streams, expected {expected_streams}")
+    else:
+        print(f"rank {rank}: {used} distinct pool streams ok")
+    symmetric_before += 1 if device.startswith("cuda") else 0  # its slots buffer
     # Two symmetric buffers (AG staging, RS slots) per pipeline, allocated on the first run
     # and recycled by the second (GPU only: CPU runs use ordinary buffers).
     expected_symmetric = 2 * len(OPTIONS) if device.startswith("cuda") else 0
@@ -187,7 +200,7 @@ def test_cuda_backend_and_p2p_pipeline(world, device):
     result = launch(world, [sys.executable, __file__], timeout_s=240, env=env)
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
-    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + 2 * 3 * len(OPTIONS)), report
+    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + 2 * 3 * len(OPTIONS) + 2), report
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-i", "--input", action="append", default=[], metavar="SPEC", help="an input spec (repeatable; after positional ones)")
     p.add_argument("--entry", help="entry function (default: @main, else the only public non-kernel function)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: $HIR_DEVICE, else cuda if available, else cpu)")
-    p.add_argument("--num-streams", type=int, default=4, help="size of the stream pool (default 4)")
+    p.add_argument("--num-streams", type=int, default=None, help="size of the stream pool when the module has no hir.num_streams (default 4); must agree with it otherwise")
     p.add_argument("--backend", choices=("gloo", "nccl"), help="process-group backend (default: nccl on cuda, gloo on cpu)")
     p.add_argument("--nproc", type=int, help="start this many local processes as the ranks of the run")
     p.add_argument("--timeout", type=float, default=None, help="with --nproc: stop the run after this many seconds")
