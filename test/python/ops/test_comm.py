@@ -1,6 +1,7 @@
-"""Every collective and send/recv with 2 and 4 Gloo processes. One launch per process count
-runs every case of comm_worker.py (process start-up is the expensive part); each case is
-reported as its own test. Also: a failing rank ends the whole run, fast."""
+"""The comm group: every collective and send/recv with 2 and 4 Gloo processes (one launch
+per process count runs every case of comm_worker.py: process start-up is the expensive
+part; each case is reported as its own test), a team of one rank on one process, and a
+failing rank ending the whole run, fast."""
 
 import os
 import subprocess
@@ -8,9 +9,11 @@ import sys
 import time
 
 import pytest
+import torch
 
 import comm_worker
 from hir.tools.launch import launch
+from interp_util import mem, run
 
 WORKER = os.path.join(os.path.dirname(__file__), "comm_worker.py")
 
@@ -96,3 +99,16 @@ def test_comm_dead_peer_times_out(tmp_path):
     assert result.first_failure == 0 and result.ranks[0].returncode == 1
     assert result.ranks[1].stopped
     assert time.monotonic() - start < 30
+
+
+def test_interp_single_rank_collective():
+    """A team of one rank runs through a one-process group."""
+    t = "memref<2x3xf32, #hir.shard<array<i64: 0>, 0 : i64>>"
+    text = f"""func.func @main(%a: {t}, %b: {mem([2, 3])}) {{
+  %w = "hir.allgather"(%a, %b) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0>}} : ({t}, {mem([2, 3])}) -> !hir.work
+  "hir.wait"(%w) : (!hir.work) -> ()
+  return
+}}"""
+    a, b = torch.randn(2, 3), torch.zeros(2, 3)
+    run(text, [a, b])
+    assert torch.equal(a, b)
