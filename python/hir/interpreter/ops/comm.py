@@ -22,19 +22,7 @@ import torch
 import torch.distributed as dist
 from torch_mlir import ir
 
-from hir.dialect import (
-    AllgatherOp,
-    AllreduceOp,
-    BroadcastOp,
-    GatherOp,
-    RecvOp,
-    ReduceOp,
-    ReduceScatterOp,
-    ScatterOp,
-    SendOp,
-    SendRecvOp,
-    WaitOp,
-)
+from hir.dialect import comm as comm_ops
 from hir.dialect.base import DYNAMIC, get_i64_array, get_int, get_str
 from hir.dialect.context import HirError
 from hir.interpreter.backends import copy_engine
@@ -117,7 +105,7 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
     return build
 
 
-@collective(AllgatherOp)
+@collective(comm_ops.AllgatherOp)
 def allgather(o: CommOp):
     axis = o.attr("axis")
     order = o.mesh_order(o.in_spec.sharding.mesh)
@@ -138,7 +126,7 @@ def allgather(o: CommOp):
     return issue
 
 
-@collective(AllreduceOp)
+@collective(comm_ops.AllreduceOp)
 def allreduce(o: CommOp):
     axis, kind = o.attr("axis"), get_str(o.op, "reduction")
     fn, op_ = local_reduce(kind), REDUCE_OPS[kind]
@@ -157,7 +145,7 @@ def allreduce(o: CommOp):
     return issue
 
 
-@collective(ReduceScatterOp)
+@collective(comm_ops.ReduceScatterOp)
 def reduce_scatter(o: CommOp):
     axis, kind = o.attr("axis"), get_str(o.op, "reduction")
     scatter = o.attr("scatter_axis")
@@ -187,7 +175,7 @@ def reduce_scatter(o: CommOp):
     return issue
 
 
-@collective(BroadcastOp)
+@collective(comm_ops.BroadcastOp)
 def broadcast(o: CommOp):
     root, rank = o.attr("root"), o.c.rank
     group, inp, out, held = o.group, o.inp, o.out, o.out_spec.held
@@ -198,7 +186,7 @@ def broadcast(o: CommOp):
         if rank == root:
             x = env[inp]
             if x is None:
-                raise HirError(f"{where}: error: '{BroadcastOp.OPERATION_NAME}' root {root} does not hold the input")
+                raise HirError(f"{where}: error: '{comm_ops.BroadcastOp.OPERATION_NAME}' root {root} does not hold the input")
             x = x.contiguous()
             if held:
                 env[out].copy_(x)
@@ -213,7 +201,7 @@ def broadcast(o: CommOp):
     return issue
 
 
-@collective(ScatterOp)
+@collective(comm_ops.ScatterOp)
 def scatter(o: CommOp):
     axis, root, rank = o.attr("axis"), o.attr("root"), o.c.rank
     out_mesh = o.out_spec.sharding.mesh
@@ -237,7 +225,7 @@ def scatter(o: CommOp):
     return issue
 
 
-@collective(GatherOp)
+@collective(comm_ops.GatherOp)
 def gather(o: CommOp):
     axis, root, rank = o.attr("axis"), o.attr("root"), o.c.rank
     in_mesh = o.in_spec.sharding.mesh
@@ -271,7 +259,7 @@ def gather(o: CommOp):
     return issue
 
 
-@collective(ReduceOp)
+@collective(comm_ops.ReduceOp)
 def reduce(o: CommOp):
     axis, root, rank = o.attr("axis"), o.attr("root"), o.c.rank
     kind = get_str(o.op, "reduction")
@@ -291,7 +279,7 @@ def reduce(o: CommOp):
     return issue
 
 
-@collective(SendRecvOp)
+@collective(comm_ops.SendRecvOp)
 def send_recv(o: CommOp):
     sender, receiver = o.team
     rank, inp, out = o.c.rank, o.inp, o.out
@@ -319,7 +307,7 @@ def _peer(c: Compiler, op: ir.OpView) -> tuple[int, int, int]:
 
 @register_impls
 class PointToPointImpls:
-    @impl(SendOp)
+    @impl(comm_ops.SendOp)
     def send(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         peer, buf, out = _peer(c, op)
 
@@ -328,7 +316,7 @@ class PointToPointImpls:
 
         return send_step
 
-    @impl(RecvOp)
+    @impl(comm_ops.RecvOp)
     def recv(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         peer, buf, out = _peer(c, op)
 
@@ -339,7 +327,7 @@ class PointToPointImpls:
 
         return recv_step
 
-    @impl(WaitOp, local=False)
+    @impl(comm_ops.WaitOp, local=False)
     def wait(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         (work,) = c.uses(op)
         where = c.where(op)
@@ -349,9 +337,9 @@ class PointToPointImpls:
             if w is None:  # the communication did not involve this rank
                 return
             if w is WAITED:
-                raise HirError(f"{where}: error: '{WaitOp.OPERATION_NAME}' waits on work that was already waited on")
+                raise HirError(f"{where}: error: '{comm_ops.WaitOp.OPERATION_NAME}' waits on work that was already waited on")
             if w is UNSET:
-                raise HirError(f"{where}: error: '{WaitOp.OPERATION_NAME}' waits on unknown work (no communication produced it)")
+                raise HirError(f"{where}: error: '{comm_ops.WaitOp.OPERATION_NAME}' waits on unknown work (no communication produced it)")
             w.wait()
             env[work] = WAITED
 
