@@ -119,12 +119,12 @@ def _plan_reduction(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> 
         raise fail(op, f"is a resharding reduction over {len(axes)} axes {axes}; it must reduce exactly one axis (split the reduction)")
     axis = axes[0]
     if src.axis != axis:
-        raise fail(op, f"reshards while reducing axis {axis}, but the input is split along {src.axis}: the reduced axis must be the split one (insert a hir.set to reshard first)")
+        raise fail(op, f"reshards while reducing axis {axis}, but the input is split along {src.axis}: the reduced axis must be the split one (insert a {SetOp.OPERATION_NAME} to reshard first)")
     _check_outermost(op, axis, in_stream, "input")
     common = {"axis": i64_attr(axis), "reduction": ir.StringAttr.get(get_str(op, "kind"))}
     if dst.axis is not None:
         if src.mesh != dst.mesh:
-            raise fail(op, "is a reduce-scatter across different meshes; insert a hir.set before or after the reduction to move to the other mesh")
+            raise fail(op, f"is a reduce-scatter across different meshes; insert a {SetOp.OPERATION_NAME} before or after the reduction to move to the other mesh")
         _check_outermost(op, dst.axis, out_stream, "output")
         # The output's split axis in input coordinates: step past the reduced axis.
         scatter_axis = dst.axis + (1 if axis <= dst.axis else 0)
@@ -164,7 +164,7 @@ def _plan_set(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
         pairs = list(zip(src.mesh, dst.mesh))
         local = [s for s, r in pairs if s == r]
         if local:
-            raise fail(op, f"device {local[0]} would send its shard to itself; hir.send_recv needs two distinct devices")
+            raise fail(op, f"device {local[0]} would send its shard to itself; {SendRecvOp.OPERATION_NAME} needs two distinct devices")
         return Plan([(SendRecvOp, {"root": i64_attr(s), "team": _mesh_attr([s, r])}) for s, r in pairs])
     root = src.mesh[0]  # replicated on both meshes: broadcast from the first sender
     team = _team(dst.mesh, root)
