@@ -50,13 +50,13 @@ class Builder(ProgramBuilder):
     def alias_select(self, x: Tensor, index: ir.Value, axis: int) -> Tensor:
         """A zero-copy view of ``x`` at ``index`` along ``axis``."""
         with self._at():
-            view = AliasSelectOp.build(x.value, index, axis).result
+            view = AliasSelectOp.emit(x.value, index, axis)
         return Tensor(view, [d for i, d in enumerate(x.sizes) if i != axis])
 
     def alias_chunk(self, x: Tensor, index: ir.Value, axis: int, chunks: int) -> Tensor:
         """A zero-copy view of chunk ``index`` of ``chunks`` equal parts of ``x`` along ``axis``."""
         with self._at():
-            view = AliasChunkOp.build(x.value, index, axis, chunks).result
+            view = AliasChunkOp.emit(x.value, index, axis, chunks)
             extent = x.sizes[axis]
             extent = extent // chunks if isinstance(extent, int) else memref.DimOp(view, self.index(axis)).result
         return Tensor(view, [extent if i == axis else d for i, d in enumerate(x.sizes)])
@@ -66,12 +66,11 @@ class Builder(ProgramBuilder):
         """``with b.for_(0, n) as i:`` builds a ``hir.for``; ops inside go in its body."""
         lb, ub, st = (self.index(v) if isinstance(v, int) else v for v in (lower, upper, step))
         with self._at():
-            loop = ForOp.build(lb, ub, st)
+            _, iv, end = ForOp.emit(lb, ub, st)
         saved = self._ip
-        block = loop.body.blocks[0]
-        self._ip = ir.InsertionPoint.at_block_terminator(block)
+        self._ip = ir.InsertionPoint(end)
         try:
-            yield block.arguments[0]
+            yield iv
         finally:
             self._ip = saved
 

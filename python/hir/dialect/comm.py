@@ -276,6 +276,11 @@ class P2POp(HirOp):
     work: ext.Result[WorkType[()]] = ext.infer_result()
     TEAM_ATTR = ""  # one peer of the world group
 
+    @classmethod
+    def emit(cls, buffer: ir.Value, peer: int, backend: str, *, name: Optional[str] = None) -> ir.Value:
+        attrs = {"peer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), peer), "backend": ir.StringAttr.get(backend)}
+        return cls._create([buffer], [work_type()], attrs, name=name).result
+
     def check(self) -> None:
         memref_type(self.buffer, "buffer")
         if int_attr(self, "peer") < 0:

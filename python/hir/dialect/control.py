@@ -36,16 +36,6 @@ class ForOp(HirOp, name="for"):
             fail(f"body must end with '{YieldOp.OPERATION_NAME}'")
 
     @classmethod
-    def build(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, *, loc=None, ip=None) -> "ForOp":
-        """Create the loop with its block and terminator; insert the body before
-        ``op.body.blocks[0].operations[-1]`` (the yield)."""
-        op = cls(lower_bound, upper_bound, step, loc=loc, ip=ip)
-        block = op.body.blocks.append(ir.IndexType.get())
-        with ir.InsertionPoint(block):
-            YieldOp()
-        return op
-
-    @classmethod
     def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, *, name: Optional[str] = None) -> tuple[ir.Operation, ir.Value, ir.Operation]:
         """(loop, induction variable, yield): insert the body before the yield."""
         loop = cls._create([lower_bound, upper_bound, step], regions=1, name=name)

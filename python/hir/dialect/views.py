@@ -90,14 +90,8 @@ class AliasSelectOp(ViewOp, name="alias_select"):
         _check_view(self, lambda source: select_type(source, int_attr(self, "axis")), "selected")
 
     @classmethod
-    def build(cls, input: ir.Value, index: ir.Value, axis: int, *, loc=None, ip=None) -> "AliasSelectOp":
-        result = select_type(memref_type(input, "input"), axis)
-        i64 = ir.IntegerType.get_signless(64)
-        return cls(input, index, ir.IntegerAttr.get(i64, axis), result, loc=loc, ip=ip)
-
-    @classmethod
     def emit(cls, input: ir.Value, index: ir.Value, axis: int, *, name: Optional[str] = None) -> ir.Value:
-        return cls._create([input, index], [select_type(input.type, axis)], {"axis": i64_attr(axis)}, name=name).result
+        return cls._create([input, index], [select_type(memref_type(input, "input"), axis)], {"axis": i64_attr(axis)}, name=name).result
 
 
 class AliasChunkOp(ViewOp, name="alias_chunk"):
@@ -113,12 +107,6 @@ class AliasChunkOp(ViewOp, name="alias_chunk"):
         _check_view(self, lambda source: chunk_type(source, int_attr(self, "axis"), int_attr(self, "chunks")), "chunk")
 
     @classmethod
-    def build(cls, input: ir.Value, index: ir.Value, axis: int, chunks: int, *, loc=None, ip=None) -> "AliasChunkOp":
-        result = chunk_type(memref_type(input, "input"), axis, chunks)
-        i64 = ir.IntegerType.get_signless(64)
-        return cls(input, index, ir.IntegerAttr.get(i64, axis), ir.IntegerAttr.get(i64, chunks), result, loc=loc, ip=ip)
-
-    @classmethod
     def emit(cls, input: ir.Value, index: ir.Value, axis: int, chunks: int, *, name: Optional[str] = None) -> ir.Value:
-        view_type = chunk_type(input.type, axis, chunks)
+        view_type = chunk_type(memref_type(input, "input"), axis, chunks)
         return cls._create([input, index], [view_type], {"axis": i64_attr(axis), "chunks": i64_attr(chunks)}, name=name).result
