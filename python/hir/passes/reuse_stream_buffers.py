@@ -85,7 +85,7 @@ from hir.passes.base import ModulePass, PassFailure, register_pass
 @dataclass
 class ReuseStreamBuffers(ModulePass):
     name = "hir-reuse-stream-buffers"
-    description = "Replace intermediates used slice by slice in one stream loop by [num-streams, ...] buffers indexed by i mod num-streams."
+    description = "Replace intermediates used slice by slice in one stream loop by [num-streams, ...] buffers indexed by i mod num-streams (num-streams: the module's hir.num_streams, else 4)."
     num_streams: Optional[int] = None  # None: the module's hir.num_streams, else 4
 
     def run(self, module: ir.Module) -> None:
