@@ -132,12 +132,12 @@ class Builder(ProgramBuilder):
         """Receive the input of team position ``(me + offset) mod n`` into ``output``, send
         ours to ``(me - offset) mod n``; returns the work token (see hir.dialect.p2p)."""
         offset = self.index(offset) if isinstance(offset, int) else offset
-        attrs = {"team": ir.DenseI64ArrayAttr.get(list(team)), "backend": ir.StringAttr.get(backend)}
-        if copies is not None:
-            attrs[COPIES_ATTR] = _attr(copies)
-        if signal is not None:
-            attrs[SIGNAL_ATTR] = ir.StringAttr.get(signal)
         with self._at():
+            attrs = {"team": ir.DenseI64ArrayAttr.get(list(team)), "backend": ir.StringAttr.get(backend)}
+            if copies is not None:
+                attrs[COPIES_ATTR] = _attr(copies)
+            if signal is not None:
+                attrs[SIGNAL_ATTR] = ir.StringAttr.get(signal)
             return ShiftOp.emit(input.value, output.value, offset, attrs)
 
     def barrier(self, team: Sequence[int], *, backend: str = "nccl") -> ir.Value:
