@@ -32,7 +32,7 @@ from typing import Iterator, Optional
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from hir.dialect import ForOp, GetStreamOp, SynchronizeOp, YieldOp, is_view, work_type
+from hir.dialect import ForOp, GetStreamOp, SynchronizeOp, WorkType, YieldOp, is_view
 from hir.passes.helpers import ALLOC, DEALLOC, blocks_postorder, func_ops
 from hir.passes.base import ModulePass, register_pass
 
@@ -71,7 +71,7 @@ def _users(value: ir.Value) -> Iterator[ir.Operation]:
         yield user
         if is_view(user):
             yield from _users(user.result)
-        elif len(user.results) == 1 and user.result.type == work_type():
+        elif len(user.results) == 1 and isinstance(user.result.type, WorkType):
             yield from _users(user.result)
 
 

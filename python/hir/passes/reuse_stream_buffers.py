@@ -74,7 +74,7 @@ from torch_mlir import ir
 
 from torch_mlir.dialects import arith
 
-from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, WaitOp, module_num_streams, work_type
+from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, WaitOp, WorkType, module_num_streams
 from hir.dialect.base import DYNAMIC, Sharding, get_int, get_str, sharding_of
 from hir.passes import _stream_loops as loops
 from hir.passes.helpers import ALLOC, DEALLOC, DIM, alloc, constant_value, func_ops, index_arith, index_const
@@ -253,7 +253,7 @@ def _tokens_waited(views: list, loop: ir.Operation) -> bool:
         for use in view.result.uses:
             user = _op(use.owner)
             for result in user.results:
-                if result.type != work_type():
+                if not isinstance(result.type, WorkType):
                     continue
                 waits = [_op(u.owner) for u in result.uses]
                 if not any(w.name == WaitOp.OPERATION_NAME and w.block == body for w in waits):
