@@ -1,4 +1,4 @@
-"""One rank of the collective tests (run by test_comm_collectives.py through the launcher).
+"""One rank of the collective tests (run by test_comm.py through the launcher).
 
 Every rank builds the same global tensors from one seed, runs each case's program on its
 shards with hir.interpreter, checks its local result against torch on the global tensors,
