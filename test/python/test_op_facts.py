@@ -2,6 +2,8 @@
 the facts passes and the interpreter read, the fast builders (``emit``, with an optional name
 location) and the interpreter's handler registry (by op class and by name prefix)."""
 
+import inspect
+
 import pytest
 import torch
 from torch_mlir import ir
@@ -31,6 +33,11 @@ def test_facts():
     assert {name for name, cls in OP_CLASSES.items() if cls.STREAMABLE} == {
         cls.OPERATION_NAME for cls in (*dialect.COLLECTIVE_OPS, dialect.SetOp, dialect.BinaryOp, dialect.ReductionOp, dialect.MatmulOp, dialect.LinearOp)
     }
+
+
+def test_every_op_has_a_fast_builder_taking_a_name():
+    for cls in OP_CLASSES.values():
+        assert "name" in inspect.signature(cls.emit).parameters, cls.OPERATION_NAME
 
 
 def test_emit_builds_verified_ops_with_name_locations(ctx):

@@ -304,8 +304,8 @@ class WaitOp(HirOp, name="wait"):
     work: ext.Operand[WorkType]
 
     @classmethod
-    def emit(cls, work: ir.Value) -> ir.Operation:
-        return cls._create([work])
+    def emit(cls, work: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([work], name=name)
 
 
 COLLECTIVE_OPS = (

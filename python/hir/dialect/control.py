@@ -54,5 +54,5 @@ class YieldOp(HirOp, name="yield", traits=[ir.IsTerminatorTrait]):
             fail(f"expects parent op '{ForOp.OPERATION_NAME}', got '{parent.name if parent else None}'")
 
     @classmethod
-    def emit(cls) -> ir.Operation:
-        return cls._create()
+    def emit(cls, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create(name=name)

@@ -69,8 +69,8 @@ class SetCurrentStreamOp(HirOp, name="set_current_stream"):
     CHOOSES_STREAM = True
 
     @classmethod
-    def emit(cls, stream: ir.Value) -> ir.Operation:
-        return cls._create([stream])
+    def emit(cls, stream: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([stream], name=name)
 
 
 class SynchronizeOp(HirOp, name="synchronize"):
@@ -80,5 +80,5 @@ class SynchronizeOp(HirOp, name="synchronize"):
     stream: ext.Operand[StreamType]
 
     @classmethod
-    def emit(cls, stream: ir.Value) -> ir.Operation:
-        return cls._create([stream])
+    def emit(cls, stream: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([stream], name=name)
