@@ -1,6 +1,6 @@
 """Copy-engine bandwidth of peer-to-peer pulls through symmetric memory, every rank pulling
 at once (as in a P2P pipeline step): one peer on one stream, one peer split over 2 and 4
-streams (``hir.interpreter.p2p.split_copy``, the ``copies`` attribute of hir.shift), and all
+streams (``hir.interpreter.backends.copy_engine.split_copy``, the ``copies`` attribute of hir.shift), and all
 peers, one after another or all at once. Tells how many copy engines a shift should use.
 
     torchrun --nproc_per_node=4 benchmarks/copy_engines.py [--mib 64]
@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 from dist_timing import bench, init_nccl  # benchmarks/dist_timing.py
-from hir.interpreter.p2p import split_copy
+from hir.interpreter.backends.copy_engine import split_copy
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
-from hir.interpreter.p2p import ENV_FLAGS
+from hir.interpreter.backends.symmetric import ENV_FLAGS
 
 
 def init_nccl() -> int:

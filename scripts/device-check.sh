@@ -13,7 +13,7 @@ CUDA_VISIBLE_DEVICES=0 python3 -m pytest -q -p no:cacheprovider -m gpu -rs test/
 echo "=== GPU tests, all GPUs (NCCL 2 and 4 ranks, lowered seed-003 pipelines)"
 python3 -m pytest -q -p no:cacheprovider -m gpu -rs test/python 2>&1 | tee "$out/gpu_tests_all.txt" | tail -n 15
 echo "=== main job on CUDA"
-python3 -m hir.demo --device cuda 2>&1 | tail -n 3 | tee "$out/demo_cuda.txt"
+python3 -m hir.tools.demo --device cuda 2>&1 | tail -n 3 | tee "$out/demo_cuda.txt"
 echo "=== host overhead on GPU"
 python3 benchmarks/host_overhead.py --device cuda 2>&1 | tee "$out/host_overhead_cuda.txt"
 echo "=== P2P tests, copy-engine bandwidth and the overlap benchmark (issue 5), 4 and 2 GPUs"

@@ -1,6 +1,6 @@
 # Sourced by the scripts/device-*.sh checks on a lent GPU machine (torch with CUDA, no
 # torch-mlir, no network): unpack the MLIR bindings and test wheels carried in .device/,
-# make the source tree importable as the `hir` package, never use NVLink multicast.
+# make the source tree importable as the `hir` package (python/hir), never use NVLink multicast.
 # Prepare .device/ here first:
 #   bash ../shared/tools/device-bundle.sh
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 -d .device/wheels pytest pluggy iniconfig packaging
@@ -9,7 +9,4 @@ out=${OUT:-/tmp/hir-device-out}
 mkdir -p "$out"
 python3 .device/unpack.py >/dev/null
 for w in .device/wheels/*.whl; do python3 -m zipfile -e "$w" /tmp/site; done
-# The package maps dialect/ and passes/ into hir (pyproject package-dir); mirror that here.
-ln -sfn "$PWD/dialect" python/hir/dialect
-ln -sfn "$PWD/passes" python/hir/passes
 export PYTHONPATH="/tmp/site:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"

@@ -11,7 +11,7 @@ sizes=${1:-8192,16384}
 counts=${2:-4 2}
 gpus=$(python3 -c 'import torch; print(torch.cuda.device_count())')
 echo "=== P2P tests on GPUs"
-python3 -m pytest -q -p no:cacheprovider -m gpu -rs test/python/test_p2p.py 2>&1 | tee "$out/p2p_tests.txt" | tail -n 5
+python3 -m pytest -q -p no:cacheprovider -m gpu -rs test/python/ops/test_p2p.py 2>&1 | tee "$out/p2p_tests.txt" | tail -n 5
 for n in $counts; do
   [ "$gpus" -ge "$n" ] || continue
   echo "=== copy-engine bandwidth, $n GPUs"

@@ -84,6 +84,27 @@ def test_host_level_stream_loop_and_collective():
     assert text.index('"hir.set"(') < text.index('"hir.yield"')
 
 
+def test_typed_builders_for_p2p_and_collectives_run():
+    """Builder.device_index / shift / barrier and the typed collectives build verified ops;
+    on one process the shift (offset 0) is a local copy and the collectives run on a team of one."""
+    b = Builder()
+    src = b.input([2, 3], sharding=Shard([0], 0))
+    copy = b.alloc([2, 3])
+    gathered = b.alloc([2, 3])
+    me = b.device_index([0])
+    b.wait(b.barrier([0], backend="gloo"))
+    b.wait(b.shift(src, copy, me, [0], backend="gloo", copies=2, signal="none"))
+    b.wait(b.allgather(src, gathered, [0], axis=0, backend="gloo"))
+    b.output(copy)
+    b.output(gathered)
+    text = str(b.finish())
+    for needle in ['"hir.device_index"() {mesh = array<i64: 0>}', '"hir.barrier"() {backend = "gloo", team = array<i64: 0>}', "copies = 2 : i64", 'signal = "none"', '"hir.allgather"']:
+        assert needle in text, needle
+    x = torch.randn(2, 3)
+    copied, full = hir.run(hir.parse(text), [x], device="cpu")
+    assert torch.equal(copied, x) and torch.equal(full, x)
+
+
 def test_alias_chunk_views_and_runs():
     """Chunks of a static and a dynamic axis; the built program doubles chunk 1 of 2."""
     b = Builder()
@@ -133,6 +154,6 @@ def test_dialect_load_is_idempotent(ctx):
 
 
 def test_hir_opt_does_not_import_torch():
-    code = "import sys, hir.opt; hir.opt.main(['--list-passes']); assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, hir.tools.opt; hir.tools.opt.main(['--list-passes']); assert 'torch' not in sys.modules, 'torch imported'"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -5,7 +5,7 @@ import numpy
 import pytest
 import torch
 
-from hir.run_cli import main
+from hir.tools.run_cli import main
 
 PROG = """func.func @main(%a: memref<2x2xf32>, %b: memref<2x2xf32>, %n: index) -> (memref<2x2xf32>, index) {
   %o = memref.alloc() : memref<2x2xf32>

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import comm_worker
-from hir.interpreter.launch import launch
+from hir.tools.launch import launch
 from interp_util import mem, program
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -2,7 +2,7 @@
 pipelines, lowered by hir-lower (Gloo backend) and run by the interpreter on 2 and 4 CPU
 ranks: each rank checks its local output against a single-process torch reference.
 
-The test launches this file as a script under ``hir.interpreter.launch`` (one process per
+The test launches this file as a script under ``hir.tools.launch`` (one process per
 rank); ``python test_passes_multirank.py`` is the per-rank worker.
 """
 
@@ -152,7 +152,7 @@ def worker() -> int:
     for failure in failures:
         print(failure, file=sys.stderr)
     # Leave the process group in order: exiting with it alive aborts Gloo's threads.
-    from hir.interpreter.distributed import shutdown
+    from hir.interpreter.backends.process_groups import shutdown
 
     shutdown()
     return 1 if failures else 0
@@ -175,7 +175,7 @@ def _gpus() -> int:
 def test_communication_patterns(world, device):
     """The lowered seed-003 pipelines (Gloo on CPU; NCCL on 4 GPUs: AG+matmul, matmul+RS, ...)."""
     pytest.importorskip("torch")
-    from hir.interpreter.launch import launch
+    from hir.tools.launch import launch
 
     result = launch(world, [sys.executable, __file__], timeout_s=240, env={**os.environ, "HIR_DEVICE": device})
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)

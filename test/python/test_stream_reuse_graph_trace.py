@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 import hir  # noqa: E402
 from hir.core import HirError  # noqa: E402
 from hir.interpreter import Program  # noqa: E402
-from hir.run_cli import main  # noqa: E402
+from hir.tools.run_cli import main  # noqa: E402
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 

@@ -99,7 +99,7 @@ def test_single_process_chunk(name, text, pipelines):
 
 def test_mesh_chunks_on_4_ranks():
     pytest.importorskip("torch")
-    from hir.interpreter.launch import launch
+    from hir.tools.launch import launch
 
     assert MULTI, "no Transforms chunk on a device mesh"
     result = launch(WORLD, [sys.executable, __file__], timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu"})
@@ -118,7 +118,7 @@ def worker() -> int:
             print(f"{name} ok", flush=True)
     for failure in failures:
         print(f"rank {rank}: {failure}", file=sys.stderr)
-    from hir.interpreter.distributed import shutdown
+    from hir.interpreter.backends.process_groups import shutdown
 
     shutdown()
     return 1 if failures else 0

@@ -6,9 +6,11 @@
 
 SPMD: every rank of a torch.distributed run executes the same program on its local shards;
 ops on buffers of meshes that exclude the rank are skipped. Modules: ``plan`` (compiler and
-run loop), ``program`` (entry, inputs, outputs), ``arith`` / ``memory`` / ``compute`` /
-``control`` / ``streams`` / ``comm`` (op handlers), ``distributed`` (process groups),
-``launch`` (``hir-run --nproc``).
+run loop), ``registry`` (handlers by op class / name prefix), ``program`` (entry, inputs,
+outputs, stream pool size), ``runtime`` (device, streams, process group, memory tracking),
+``ops/<group>`` (the handlers of each op group), ``backends/`` (process groups, work tokens,
+symmetric memory, peer buffers, copy engines), ``buffers`` / ``inputs`` / ``formatting`` /
+``graph`` (CUDA graph capture).
 """
 
 from hir.interpreter.program import Program, compile, run

@@ -21,7 +21,9 @@ from typing import Optional
 import torch
 from torch_mlir import ir
 
-from hir.core import HirError
+from hir.dialect import OP_CLASSES
+from hir.dialect.base import get_str
+from hir.dialect.context import HirError
 
 
 def check_capturable(module: ir.Module, device: torch.device, backend: Optional[str], has_comm: bool) -> None:
@@ -33,9 +35,9 @@ def check_capturable(module: ir.Module, device: torch.device, backend: Optional[
     bad: list[str] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if "backend" in op.attributes and op.name.startswith("hir."):
-            kind = ir.StringAttr(op.attributes["backend"]).value
-            if kind == "gloo":
+        cls = OP_CLASSES.get(op.name)
+        if cls is not None and cls.TEAM_ATTR is not None:  # a communication: it has a backend
+            if get_str(op, "backend") == "gloo":
                 bad.append(f"{op.location}: '{op.name}' uses the gloo backend")
         return ir.WalkResult.ADVANCE
 

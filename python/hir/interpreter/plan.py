@@ -3,8 +3,9 @@ value slots ("env"). Each op is resolved to its handler, its attributes parsed a
 operands mapped to slot numbers at compile time, so running a step is one Python call doing
 the torch work and nothing else.
 
-Handlers register with :func:`handles`; a handler receives the :class:`Compiler` and the op
-and returns a step ``step(env) -> None`` (or None when the op has no run-time work).
+Handlers are registered per op class (:mod:`hir.interpreter.registry`, ``@impl``); a handler
+receives the :class:`Compiler` and the op and returns a step ``step(env) -> None`` (or None
+when the op has no run-time work).
 Failures inside a step are turned into ``file:line:col: error:`` messages naming the op by
 :func:`run_steps`, which costs nothing until something raises.
 """
@@ -13,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from torch_mlir import ir
+from torch_mlir.dialects import func
 
-from hir.core import HirError, format_location
+from hir.dialect.context import HirError, format_location
 from hir.interpreter.buffers import BufferSpec, buffer_spec, is_memref
+from hir.interpreter.registry import lookup
 
 Step = Callable[[list], None]
-Handler = Callable[["Compiler", ir.OpView], Optional[Step]]
 
 
 class _Marker:
@@ -36,27 +38,6 @@ class _Marker:
 UNSET = _Marker("unset")  # slot not yet written (SSA makes this unreachable in verified IR)
 DEAD = _Marker("deallocated")  # buffer released by memref.dealloc
 WAITED = _Marker("waited")  # work token already consumed by hir.wait
-
-
-@dataclass(frozen=True)
-class HandlerEntry:
-    fn: Handler
-    local: bool  # skipped on ranks that do not hold one of its buffers (nvFuser semantics)
-
-
-HANDLERS: dict[str, HandlerEntry] = {}
-
-
-def handles(*names: str, local: bool = True) -> Callable[[Handler], Handler]:
-    """Register ``fn`` as the compile-time handler of ops ``names``. ``local=False`` for
-    ops (communications) that decide themselves what a rank does."""
-
-    def register(fn: Handler) -> Handler:
-        for name in names:
-            HANDLERS[name] = HandlerEntry(fn, local)
-        return fn
-
-    return register
 
 
 @dataclass(frozen=True)
@@ -118,7 +99,7 @@ class Compiler:
         self.source_name = source_name
         self.functions = {}
         for op in module.body.operations:
-            if op.operation.name == "func.func":
+            if op.operation.name == func.FuncOp.OPERATION_NAME:
                 self.functions[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op
         self.plans: dict[str, FunctionPlan] = {}
         self._slots: dict[ir.Value, int] = {}
@@ -131,26 +112,26 @@ class Compiler:
         """The plan of function ``name`` (compiled on first request)."""
         if name in self.plans:
             return self.plans[name]
-        func = self.functions.get(name)
-        if func is None:
+        function = self.functions.get(name)
+        if function is None:
             where = self.where(at) if at is not None else "error"
             raise HirError(f"{where}: no function @{name} in the module")
         saved = (self._slots, self._template, self._aliases)
         self._slots, self._template, self._aliases = {}, [], {}
         try:
-            blocks = list(func.regions[0].blocks)
+            blocks = list(function.regions[0].blocks)
             if len(blocks) != 1:
-                raise self.error(func, f"@{name} must have exactly one block (has {len(blocks)})")
+                raise self.error(function, f"@{name} must have exactly one block (has {len(blocks)})")
             block = blocks[0]
             arg_slots = [self.define(arg) for arg in block.arguments]
             ops = list(block.operations)
-            if not ops or ops[-1].operation.name != "func.return":
-                raise self.error(func, f"@{name} must end with func.return")
+            if not ops or ops[-1].operation.name != func.ReturnOp.OPERATION_NAME:
+                raise self.error(function, f"@{name} must end with {func.ReturnOp.OPERATION_NAME}")
             steps = self.block(ops[:-1])
             result_slots = [self.use(v) for v in ops[-1].operation.operands]
             plan = FunctionPlan(
                 name,
-                format_location(func.location, self.source_name),
+                format_location(function.location, self.source_name),
                 steps,
                 self._template,
                 arg_slots,
@@ -173,7 +154,7 @@ class Compiler:
 
     def op(self, op: ir.OpView) -> Optional[Step]:
         name = op.operation.name
-        entry = HANDLERS.get(name)
+        entry = lookup(name)
         if entry is None:
             raise self.error(op, "is not supported by the interpreter")
         if entry.local and not self.holds_all(op):
@@ -229,15 +210,3 @@ class Compiler:
 
     def error(self, op: ir.OpView, msg: str) -> HirError:
         return HirError(f"{self.where(op)}: error: '{op.operation.name}' {msg}")
-
-    def int_attr(self, op: ir.OpView, name: str) -> int:
-        return ir.IntegerAttr(op.operation.attributes[name]).value
-
-    def str_attr(self, op: ir.OpView, name: str) -> str:
-        return ir.StringAttr(op.operation.attributes[name]).value
-
-    def i64_array(self, op: ir.OpView, name: str) -> list[int]:
-        return list(ir.DenseI64ArrayAttr(op.operation.attributes[name]))
-
-    def has_attr(self, op: ir.OpView, name: str) -> bool:
-        return name in op.operation.attributes

@@ -1,48 +1,27 @@
 """A compiled program: pick the entry function, compile it once for this rank, validate
 inputs fully before anything runs, execute, and return the outputs."""
 
-from functools import cached_property
 from typing import Any, Optional, Sequence
 
 import torch
 from torch_mlir import ir
+from torch_mlir.dialects import func
 
-from hir.core import HirError
-from hir.dialect.compute_ops import KERNEL_ATTR
-from hir.interpreter import arith, comm, compute, control, memory, streams, tensors  # noqa: F401  (register handlers)
+from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_num_streams
+from hir.dialect.base import get_i64_array
+from hir.dialect.compute import KERNEL_ATTR
+from hir.dialect.context import HirError
+from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
+from hir.interpreter.backends.process_groups import default_device
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
-from hir.interpreter.distributed import Communicator, default_device, world
 from hir.interpreter.graph import GraphRunner, check_capturable
-from hir.interpreter.memory import AllocationTracker
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
-from hir.interpreter.streams import StreamPool
-
-COMM_OP_NAMES = tuple(f"hir.{name}" for name in comm.COLLECTIVES) + ("hir.send", "hir.recv")
-
-
-class Runtime:
-    """What compiled steps close over: device, rank, streams, the process group."""
-
-    def __init__(
-        self, device: torch.device, num_streams: int, backend: Optional[str], compile_kernels: bool, track_memory: bool = False
-    ) -> None:
-        self.device = device
-        self.memory: Optional[AllocationTracker] = AllocationTracker() if track_memory else None
-        self.backend = backend
-        self.compile_kernels = compile_kernels
-        self.rank, self.world_size = world()
-        self.streams = StreamPool(device, num_streams)
-
-    @cached_property
-    def comm(self) -> Communicator:
-        """The process group, initialized on first need (programs without communication
-        never touch torch.distributed)."""
-        return Communicator(self.device, self.backend)
+from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
 
 
 def entry_function(module: ir.Module, entry: Optional[str], source_name: Optional[str]) -> str:
     """``entry`` if given, else ``main``, else the single public function that is not a kernel."""
-    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    funcs = [op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME]
     names = [ir.StringAttr(f.operation.attributes["sym_name"]).value for f in funcs]
     if entry is not None:
         if entry not in names:
@@ -65,13 +44,15 @@ def entry_function(module: ir.Module, entry: Optional[str], source_name: Optiona
 
 
 def module_teams(module: ir.Module) -> list[tuple[int, ...]]:
-    """The teams of every collective of the module, in op order (for group creation)."""
+    """The teams of every communicating op of the module (its class's ``TEAM_ATTR``), in op
+    order, for group creation."""
     teams: list[tuple[int, ...]] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in COMM_OP_NAMES:
-            if "team" in op.attributes:
-                team = tuple(sorted(ir.DenseI64ArrayAttr(op.attributes["team"])))
+        cls = OP_CLASSES.get(op.name)
+        if cls is not None and cls.TEAM_ATTR is not None:
+            if cls.TEAM_ATTR:
+                team = tuple(sorted(get_i64_array(op, cls.TEAM_ATTR)))
                 if team not in teams:
                     teams.append(team)
             elif not teams:
@@ -82,14 +63,31 @@ def module_teams(module: ir.Module) -> list[tuple[int, ...]]:
     return teams
 
 
+def pool_size(module: ir.Module, requested: Optional[int], source_name: Optional[str]) -> int:
+    """The run's stream pool size: the module's ``hir.num_streams``, else ``requested``,
+    else the default; a request that contradicts the module is an error."""
+    where = source_name or "<module>"
+    if requested is not None and requested < 1:
+        raise HirError(f"error: num_streams must be >= 1, got {requested}")
+    try:
+        fixed = module_num_streams(module)
+    except ValueError as err:
+        raise HirError(f"{where}: error: {err}") from None
+    if fixed is not None and requested is not None and requested != fixed:
+        raise HirError(f"{where}: error: num_streams = {requested} contradicts the module's hir.num_streams = {fixed} (set by the pass that fixed the stream pool)")
+    return fixed or requested or DEFAULT_NUM_STREAMS
+
+
 class Program:
     """An hir module compiled for this process: call it with inputs, get outputs.
 
     ``Program(module, ...)(inputs)`` is :func:`hir.interpreter.run` without recompiling.
 
-    ``graph=True``: capture the program as a CUDA graph on the first call and replay it
-    afterwards (see :mod:`hir.interpreter.graph`). ``track_memory=True``: count the bytes
-    of live allocations (``program.memory.peak`` / ``.current``).
+    ``num_streams``: the stream pool size when the module has no ``hir.num_streams``
+    (default 4); with one, it must agree. ``graph=True``: capture the program as a CUDA
+    graph on the first call and replay it afterwards (see :mod:`hir.interpreter.graph`).
+    ``track_memory=True``: count the bytes of live allocations (``program.memory.peak`` /
+    ``.current``).
     """
 
     def __init__(
@@ -98,15 +96,14 @@ class Program:
         *,
         entry: Optional[str] = None,
         device: Optional[str] = None,
-        num_streams: int = 4,
+        num_streams: Optional[int] = None,
         backend: Optional[str] = None,
         compile_kernels: bool = False,
         source_name: Optional[str] = None,
         graph: bool = False,
         track_memory: bool = False,
     ) -> None:
-        if num_streams < 1:
-            raise HirError(f"error: num_streams must be >= 1, got {num_streams}")
+        num_streams = pool_size(module, num_streams, source_name)
         try:
             dev = default_device(device)
         except (RuntimeError, ValueError) as err:

@@ -1,0 +1,152 @@
+"""The host-level half of :class:`hir.builder.Builder`: one typed method per stream, view,
+control, communication and p2p op, for writing lowered programs by hand."""
+
+from contextlib import contextmanager
+from typing import Iterator, Optional, Sequence, Union
+
+from torch_mlir import ir
+from torch_mlir.dialects import memref
+
+from hir.builder.program import ProgramBuilder, Tensor
+from hir.dialect import (
+    COLLECTIVE_OPS,
+    AliasChunkOp,
+    AliasSelectOp,
+    BarrierOp,
+    DeviceIndexOp,
+    ForOp,
+    GetCurrentStreamOp,
+    GetStreamOp,
+    RecvOp,
+    SendOp,
+    SetCurrentStreamOp,
+    ShiftOp,
+    SynchronizeOp,
+    WaitOp,
+)
+from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
+
+
+class Builder(ProgramBuilder):
+    """Builds one ``func.func`` (default ``@main``) in a fresh module and context: program-level
+    compute ops (:class:`ProgramBuilder`) and every host-level op."""
+
+    def get_current_stream(self) -> ir.Value:
+        with self._at():
+            return GetCurrentStreamOp().result
+
+    def get_stream(self, index: ir.Value) -> ir.Value:
+        with self._at():
+            return GetStreamOp(index).result
+
+    def set_current_stream(self, stream: ir.Value) -> None:
+        with self._at():
+            SetCurrentStreamOp(stream)
+
+    def synchronize(self, stream: ir.Value) -> None:
+        with self._at():
+            SynchronizeOp(stream)
+
+    def alias_select(self, x: Tensor, index: ir.Value, axis: int) -> Tensor:
+        """A zero-copy view of ``x`` at ``index`` along ``axis``."""
+        with self._at():
+            view = AliasSelectOp.emit(x.value, index, axis)
+        return Tensor(view, [d for i, d in enumerate(x.sizes) if i != axis])
+
+    def alias_chunk(self, x: Tensor, index: ir.Value, axis: int, chunks: int) -> Tensor:
+        """A zero-copy view of chunk ``index`` of ``chunks`` equal parts of ``x`` along ``axis``."""
+        with self._at():
+            view = AliasChunkOp.emit(x.value, index, axis, chunks)
+            extent = x.sizes[axis]
+            extent = extent // chunks if isinstance(extent, int) else memref.DimOp(view, self.index(axis)).result
+        return Tensor(view, [extent if i == axis else d for i, d in enumerate(x.sizes)])
+
+    @contextmanager
+    def for_(self, lower: Union[int, ir.Value], upper: Union[int, ir.Value], step: Union[int, ir.Value] = 1) -> Iterator[ir.Value]:
+        """``with b.for_(0, n) as i:`` builds a ``hir.for``; ops inside go in its body."""
+        lb, ub, st = (self.index(v) if isinstance(v, int) else v for v in (lower, upper, step))
+        with self._at():
+            _, iv, end = ForOp.emit(lb, ub, st)
+        saved = self._ip
+        self._ip = ir.InsertionPoint(end)
+        try:
+            yield iv
+        finally:
+            self._ip = saved
+
+    def communicate(self, kind: str, input: Tensor, output: Tensor, team: Sequence[int], *, backend: str = "nccl", **attrs: Union[int, str]) -> ir.Value:
+        """A collective (``allgather``, ``allreduce``, ``reduce_scatter``, ``broadcast``,
+        ``scatter``, ``gather``, ``reduce``, ``send_recv``) returning its work token;
+        ``attrs`` are its integer (axis, root, scatter_axis) and string (reduction) attributes."""
+        cls = {c.OPERATION_NAME.split(".", 1)[1]: c for c in COLLECTIVE_OPS}[kind]
+        with self._at():
+            kwargs = {k: _attr(v) for k, v in attrs.items()}
+            op = cls(input.value, output.value, ir.DenseI64ArrayAttr.get(list(team)), ir.StringAttr.get(backend), **kwargs)
+            return op.work
+
+    def send(self, buffer: Tensor, peer: int, backend: str = "nccl") -> ir.Value:
+        with self._at():
+            return SendOp(buffer.value, _attr(peer), ir.StringAttr.get(backend)).work
+
+    def recv(self, buffer: Tensor, peer: int, backend: str = "nccl") -> ir.Value:
+        with self._at():
+            return RecvOp(buffer.value, _attr(peer), ir.StringAttr.get(backend)).work
+
+    def wait(self, work: ir.Value) -> None:
+        with self._at():
+            WaitOp(work)
+
+    # -- typed collectives (see hir.dialect.comm for the axis conventions) --------------
+    def allgather(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, backend: str = "nccl") -> ir.Value:
+        return self.communicate("allgather", input, output, team, backend=backend, axis=axis)
+
+    def allreduce(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, reduction: str = "sum", backend: str = "nccl") -> ir.Value:
+        return self.communicate("allreduce", input, output, team, backend=backend, axis=axis, reduction=reduction)
+
+    def reduce_scatter(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, scatter_axis: int, reduction: str = "sum", backend: str = "nccl") -> ir.Value:
+        return self.communicate("reduce_scatter", input, output, team, backend=backend, axis=axis, scatter_axis=scatter_axis, reduction=reduction)
+
+    def broadcast(self, input: Tensor, output: Tensor, team: Sequence[int], *, root: int, backend: str = "nccl") -> ir.Value:
+        return self.communicate("broadcast", input, output, team, backend=backend, root=root)
+
+    def scatter(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, root: int, backend: str = "nccl") -> ir.Value:
+        return self.communicate("scatter", input, output, team, backend=backend, axis=axis, root=root)
+
+    def gather(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, root: int, backend: str = "nccl") -> ir.Value:
+        return self.communicate("gather", input, output, team, backend=backend, axis=axis, root=root)
+
+    def reduce(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, root: int, reduction: str = "sum", backend: str = "nccl") -> ir.Value:
+        return self.communicate("reduce", input, output, team, backend=backend, axis=axis, root=root, reduction=reduction)
+
+    def send_recv(self, input: Tensor, output: Tensor, sender: int, receiver: int, *, backend: str = "nccl") -> ir.Value:
+        """nvFuser SendRecv: ``sender``'s local input lands in ``receiver``'s local output."""
+        return self.communicate("send_recv", input, output, [sender, receiver], backend=backend, root=sender)
+
+    # -- p2p ops ------------------------------------------------------------------------
+    def device_index(self, mesh: Sequence[int]) -> ir.Value:
+        """This device's position in ``mesh`` (an index)."""
+        with self._at():
+            return DeviceIndexOp.emit(list(mesh))
+
+    def shift(self, input: Tensor, output: Tensor, offset: Union[int, ir.Value], team: Sequence[int], *, backend: str = "nccl", copies: Optional[int] = None, signal: Optional[str] = None) -> ir.Value:
+        """Receive the input of team position ``(me + offset) mod n`` into ``output``, send
+        ours to ``(me - offset) mod n``; returns the work token (see hir.dialect.p2p)."""
+        offset = self.index(offset) if isinstance(offset, int) else offset
+        with self._at():
+            attrs = {"team": ir.DenseI64ArrayAttr.get(list(team)), "backend": ir.StringAttr.get(backend)}
+            if copies is not None:
+                attrs[COPIES_ATTR] = _attr(copies)
+            if signal is not None:
+                attrs[SIGNAL_ATTR] = ir.StringAttr.get(signal)
+            return ShiftOp.emit(input.value, output.value, offset, attrs)
+
+    def barrier(self, team: Sequence[int], *, backend: str = "nccl") -> ir.Value:
+        """Every member of ``team`` reaches this point (wait on the returned token)."""
+        with self._at():
+            return BarrierOp.emit(ir.DenseI64ArrayAttr.get(list(team)), ir.StringAttr.get(backend))
+
+
+def _attr(value: Union[int, str]) -> ir.Attribute:
+    if isinstance(value, str):
+        return ir.StringAttr.get(value)
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)

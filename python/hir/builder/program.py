@@ -1,0 +1,232 @@
+"""The program-level half of :class:`hir.builder.Builder`: scaffolding (function, inputs,
+outputs, allocation) and the compute ops on whole buffers, with stream-parallel axes and
+device-mesh shardings."""
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator, Optional, Sequence, Union
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, func, memref
+
+from hir.core import HirError, format_mlir_error, new_context
+from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding, sharding_of
+from hir.dialect.base import DYNAMIC
+from hir.dialect.compute import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
+
+DTYPES = {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f64": ir.F64Type.get,
+          "i32": lambda: ir.IntegerType.get_signless(32), "i64": lambda: ir.IntegerType.get_signless(64)}
+
+
+def Shard(mesh: Sequence[int], axis: Optional[int] = None) -> Sharding:
+    """Placement on a 1-D device mesh, split along ``axis`` (None: replicated)."""
+    return Sharding(tuple(mesh), axis)
+
+
+Dim = Union[int, None]  # None: a dynamic extent
+
+
+@dataclass
+class Tensor:
+    """A buffer being built: its SSA value and one index value or int per dimension."""
+
+    value: ir.Value
+    sizes: list  # int (static) or ir.Value (index) per dimension
+
+    @property
+    def type(self) -> ir.MemRefType:
+        return ir.MemRefType(self.value.type)
+
+    @property
+    def shape(self) -> list[Dim]:
+        return [None if d == DYNAMIC else d for d in self.type.shape]
+
+    @property
+    def sharding(self) -> Optional[Sharding]:
+        return sharding_of(self.type)
+
+
+class ProgramBuilder:
+    """Builds one ``func.func`` (default ``@main``) in a fresh module and context."""
+
+    def __init__(self, name: str = "main", context: Optional[ir.Context] = None):
+        self.context = context or new_context()
+        self._loc = ir.Location.unknown(self.context)
+        self.name = name
+        self._inputs: list[ir.Type] = []
+        self._outputs: list[Tensor] = []
+        with self.context, self._loc:
+            self.module = ir.Module.create()
+            # The signature grows as inputs and outputs are added (see _sync_signature).
+            self._func = func.FuncOp(name, ir.FunctionType.get([], []), ip=ir.InsertionPoint(self.module.body))
+            self._block = self._func.add_entry_block()
+            self._ip = ir.InsertionPoint(self._block)
+
+    # -- scaffolding ---------------------------------------------------------------------
+
+    @contextmanager
+    def _at(self) -> Iterator[None]:
+        with self.context, self._loc, self._ip:
+            yield
+
+    def index(self, value: int) -> ir.Value:
+        """An ``index`` constant."""
+        with self._at():
+            return arith.ConstantOp(ir.IndexType.get(), value).result
+
+    def _mem_type(self, shape: Sequence[Dim], dtype: Union[str, ir.Type], sharding: Optional[Sharding]) -> ir.MemRefType:
+        element = DTYPES[dtype]() if isinstance(dtype, str) else dtype
+        dims = [DYNAMIC if d is None else d for d in shape]
+        return ir.MemRefType.get(dims, element, memory_space=sharding.attr() if sharding else None)
+
+    # -- program inputs and outputs ------------------------------------------------------
+    def input(self, shape: Sequence[Dim], dtype: Union[str, ir.Type] = "f32", sharding: Optional[Sharding] = None) -> Tensor:
+        """A program input with global ``shape`` (None = dynamic) placed by ``sharding``."""
+        with self._at():
+            t = self._mem_type(shape, dtype, sharding)
+            arg = self._block.add_argument(t, self._loc)
+            self._inputs.append(t)
+            self._sync_signature()
+            sizes = []
+            for axis, d in enumerate(shape):
+                if d is None:
+                    # A dynamic extent is read once, where the input is declared.
+                    c = arith.ConstantOp(ir.IndexType.get(), axis).result
+                    sizes.append(memref.DimOp(arg, c).result)
+                else:
+                    sizes.append(d)
+            return Tensor(arg, sizes)
+
+    def output(self, tensor: Tensor) -> None:
+        """Return ``tensor`` from the program."""
+        self._outputs.append(tensor)
+
+    def _sync_signature(self) -> None:
+        results = [o.value.type for o in self._outputs]
+        self._func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(self._inputs, results))
+
+    def finish(self) -> ir.Module:
+        """Add the return, verify and return the module."""
+        with self._at():
+            func.ReturnOp([o.value for o in self._outputs])
+            self._sync_signature()
+        try:
+            self.module.operation.verify()
+        except ir.MLIRError as err:
+            raise HirError(format_mlir_error(err, f"<builder {self.name}>")) from None
+        return self.module
+
+    # -- allocation ----------------------------------------------------------------------
+    def alloc(self, sizes: Sequence[Union[int, ir.Value]], dtype: Union[str, ir.Type] = "f32", sharding: Optional[Sharding] = None) -> Tensor:
+        """``memref.alloc``; a size given as an index value makes that dimension dynamic."""
+        with self._at():
+            shape = [d if isinstance(d, int) else None for d in sizes]
+            t = self._mem_type(shape, dtype, sharding)
+            dynamic = [d for d in sizes if not isinstance(d, int)]
+            return Tensor(memref.AllocOp(t, dynamic, []).result, list(sizes))
+
+    def dealloc(self, tensor: Tensor) -> None:
+        with self._at():
+            memref.DeallocOp(tensor.value)
+
+    # -- program-level compute ops -------------------------------------------------------
+    def _annotate(self, op: ir.OpView, stream_axis: Optional[int]) -> None:
+        if stream_axis is not None:
+            op.operation.attributes[STREAM_AXIS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), stream_axis)
+
+    def set(self, x: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+        """A copy of ``x``; a different ``sharding`` makes it a resharding (communication)."""
+        out = out or self.alloc(x.sizes, x.type.element_type, x.sharding if sharding == "same" else sharding)
+        with self._at():
+            self._annotate(SetOp(x.value, out.value), stream_axis)
+        return out
+
+    def binary(self, kind: str, lhs: Tensor, rhs: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+        """Elementwise ``kind`` (add, sub, mul, div, max, min) with broadcasting."""
+        with self._at():
+            shape = broadcast_shape(list(lhs.type.shape), list(rhs.type.shape), "operands")
+        sizes = _broadcast_sizes(lhs.sizes, rhs.sizes, shape)
+        out = out or self.alloc(sizes, lhs.type.element_type, lhs.sharding if sharding == "same" else sharding)
+        with self._at():
+            self._annotate(BinaryOp(lhs.value, rhs.value, out.value, ir.StringAttr.get(kind)), stream_axis)
+        return out
+
+    def add(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        return self.binary("add", lhs, rhs, **kw)
+
+    def sub(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        return self.binary("sub", lhs, rhs, **kw)
+
+    def mul(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        return self.binary("mul", lhs, rhs, **kw)
+
+    def div(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        return self.binary("div", lhs, rhs, **kw)
+
+    def reduction(self, kind: str, x: Tensor, axes: Sequence[int], *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+        """``x.<kind>(axes)`` (sum, prod, max, min); the reduced axes are dropped. By
+        default the output keeps ``x``'s mesh: split along the same (shifted) axis, or
+        replicated when a split axis is reduced (that reduction is a communication)."""
+        axes = [a % len(x.sizes) for a in axes]
+        if sharding == "same":
+            sharding = _reduced_sharding(x.sharding, axes)
+        sizes = [d for i, d in enumerate(x.sizes) if i not in axes]
+        out = out or self.alloc(sizes, x.type.element_type, sharding)
+        with self._at():
+            op = ReductionOp(x.value, out.value, ir.StringAttr.get(kind), ir.DenseI64ArrayAttr.get(list(axes)))
+            self._annotate(op, stream_axis)
+        return out
+
+    def sum(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+        return self.reduction("sum", x, axes, **kw)
+
+    def max(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+        return self.reduction("max", x, axes, **kw)
+
+    def min(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+        return self.reduction("min", x, axes, **kw)
+
+    def matmul(self, a: Tensor, b: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+        """``torch.matmul(a, b)`` for rank >= 2; the output keeps ``a``'s sharding when it
+        splits a batch or M axis, else it is unplaced (pass ``sharding`` to choose)."""
+        with self._at():
+            shape = matmul_shape(list(a.type.shape), list(b.type.shape))
+        batch = _broadcast_sizes(a.sizes[:-2], b.sizes[:-2], shape[:-2])
+        sizes = batch + [a.sizes[-2], b.sizes[-1]]
+        if sharding == "same":
+            sharding = a.sharding if a.sharding and a.sharding.axis is not None and a.sharding.axis < len(a.sizes) - 1 else None
+            if sharding is not None:
+                sharding = Sharding(sharding.mesh, sharding.axis + len(sizes) - len(a.sizes))
+        out = out or self.alloc(sizes, a.type.element_type, sharding)
+        with self._at():
+            self._annotate(MatmulOp(a.value, b.value, out.value), stream_axis)
+        return out
+
+    def linear(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+        """``torch.nn.functional.linear(x, weight, bias)``: x [..., K], weight [N, K]."""
+        sizes = list(x.sizes[:-1]) + [weight.sizes[0]]
+        if sharding == "same":
+            sharding = x.sharding if x.sharding and x.sharding.axis is not None and x.sharding.axis < len(x.sizes) - 1 else None
+        out = out or self.alloc(sizes, x.type.element_type, sharding)
+        with self._at():
+            op = LinearOp(x.value, weight.value, out.value, bias=bias.value if bias else None)
+            self._annotate(op, stream_axis)
+        return out
+
+
+def _broadcast_sizes(a: list, b: list, shape: list[int]) -> list:
+    """Per-dimension sizes of a broadcast result: whichever operand is not 1 there."""
+    out = []
+    for i in range(1, len(shape) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        out.append(y if isinstance(x, int) and x == 1 else x)
+    return out[::-1]
+
+
+def _reduced_sharding(sharding: Optional[Sharding], axes: list[int]) -> Optional[Sharding]:
+    if sharding is None or sharding.axis is None:
+        return sharding
+    if sharding.axis in axes:
+        return Sharding(sharding.mesh, None)
+    return Sharding(sharding.mesh, sharding.axis - sum(1 for a in axes if a < sharding.axis))

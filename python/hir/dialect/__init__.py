@@ -1,0 +1,68 @@
+"""The ``hir`` dialect: types, the sharding attribute and every op, defined on
+``torch_mlir.dialects.ext`` (IRDL). Import :func:`load` to register it in a context.
+
+Submodules are the op groups (the same names in every layer: the interpreter's
+``hir.interpreter.ops.<group>``, ``test/Dialect/<group>.mlir``, ``test/python/ops/test_<group>.py``):
+``streams``, ``views``, ``control``, ``comm``, ``p2p``, ``compute``. An op's definition,
+verifier, facts (see :class:`~hir.dialect.base.HirOp`) and fast builder ``emit`` live in its
+class; :data:`OP_CLASSES` maps op names to classes for passes and the interpreter.
+"""
+
+from hir.dialect.base import (
+    OP_CLASSES,
+    HirDialect,
+    HirOp,
+    ShardAttr,
+    Sharding,
+    StreamType,
+    WorkType,
+    load,
+    sharding_of,
+    local_shape,
+    op_class,
+    is_view,
+    stream_type,
+    work_type,
+)
+from hir.dialect import streams, views, control, comm, compute, p2p  # noqa: F401  (registers ops)
+from hir.dialect.streams import (
+    DEFAULT_NUM_STREAMS,
+    NUM_STREAMS_ATTR,
+    GetCurrentStreamOp,
+    GetStreamOp,
+    SetCurrentStreamOp,
+    SynchronizeOp,
+    module_num_streams,
+    set_module_num_streams,
+)
+from hir.dialect.views import AliasChunkOp, AliasSelectOp, ViewOp
+from hir.dialect.control import ForOp, YieldOp
+from hir.dialect.comm import (
+    AllgatherOp,
+    AllreduceOp,
+    BroadcastOp,
+    GatherOp,
+    RecvOp,
+    ReduceOp,
+    ReduceScatterOp,
+    ScatterOp,
+    SendOp,
+    SendRecvOp,
+    WaitOp,
+    COLLECTIVE_OPS,
+    CollectiveOp,
+)
+from hir.dialect.p2p import BarrierOp, DeviceIndexOp, ShiftOp
+from hir.dialect.compute import BinaryOp, ComputeOp, LinearOp, MatmulOp, ReductionOp, SetOp, KERNEL_ATTR
+
+
+def _concrete_ops(cls: type):
+    for sub in cls.__subclasses__():
+        if isinstance(getattr(sub, "OPERATION_NAME", None), str):
+            yield sub
+        yield from _concrete_ops(sub)
+
+
+OP_CLASSES.update((op.OPERATION_NAME, op) for op in _concrete_ops(HirOp))
+
+__all__ = [name for name in dir() if not name.startswith("_")]

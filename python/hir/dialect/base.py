@@ -1,0 +1,304 @@
+"""Dialect object, types (``!hir.stream``, ``!hir.work``), the sharding attribute and
+the verifier base class shared by every hir op.
+
+Sharding lives in exactly one place: the memory space of a buffer's memref type,
+``memref<16x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>`` = a global 16x8 buffer on
+the 1-D device mesh {0,1,2,3}, split along axis 0 (nvFuser's DIDx); axis -1 means replicated
+on the mesh. Types carry the global logical shape; :func:`local_shape` derives a rank's shard.
+"""
+
+
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+# Without a module at this name every wrap of an hir op tries an import (~24 us each).
+_STUB = "torch_mlir.dialects.hir"
+sys.modules.setdefault(_STUB, types.ModuleType(_STUB))
+
+from torch_mlir import ir  # noqa: E402
+from torch_mlir.dialects import ext  # noqa: E402
+from torch_mlir.dialects import torch as torch_dialect  # noqa: E402
+
+DYNAMIC = ir.ShapedType.get_dynamic_size()
+
+
+class HirDialect(ext.Dialect, name="hir"):
+    """The host IR dialect."""
+
+
+class StreamType(HirDialect.Type, name="stream"):
+    """A CUDA stream (sequential order on CPU)."""
+
+
+class WorkType(HirDialect.Type, name="work"):
+    """An in-flight communication; consumed by ``hir.wait``."""
+
+
+class ShardAttr(HirDialect.Attribute, name="shard"):
+    """``#hir.shard<array<i64: devices...>, axis : i64>``, used as a memref memory space."""
+
+    mesh: Any
+    axis: ir.IntegerAttr
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """A buffer's placement: the 1-D device mesh and the split axis (None: replicated)."""
+
+    mesh: tuple[int, ...]
+    axis: Optional[int]
+
+    def attr(self) -> ir.Attribute:
+        return ShardAttr.get(
+            ir.DenseI64ArrayAttr.get(list(self.mesh)),
+            ir.IntegerAttr.get(ir.IntegerType.get_signless(64), -1 if self.axis is None else self.axis),
+        )
+
+
+class VerifyError(ValueError):
+    """Raised inside ``check`` methods; turned into an error at the op's location."""
+
+
+def fail(msg: str) -> None:
+    raise VerifyError(msg)
+
+
+def load(context: Optional[ir.Context] = None) -> ir.Context:
+    """Load hir (and the upstream dialects hir programs use) into ``context``
+    (default: the current one). Safe to call repeatedly."""
+    ctx = context or ir.Context.current
+    if not ctx.is_dialect_loaded(HirDialect.DIALECT_NAMESPACE):
+        with ctx:
+            HirDialect.load()
+        # Kernel segments may hold torch-mlir's `torch` dialect ops (imported PyTorch code).
+        torch_dialect.register_dialect(ctx)
+    return ctx
+
+
+def memref_type(value_or_type: Any, what: str) -> ir.MemRefType:
+    t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
+    if not isinstance(t, ir.MemRefType):
+        try:
+            t = ir.MemRefType(t)
+        except (ValueError, TypeError):
+            fail(f"{what} must be a ranked memref, got {t}")
+    return t
+
+
+def sharding_of(value_or_type: Any, what: str = "buffer") -> Optional[Sharding]:
+    """The sharding of a memref (None when it carries no mesh). Validates the attribute."""
+    t = memref_type(value_or_type, what)
+    space = t.memory_space
+    if space is None:
+        return None
+    if not isinstance(space, ShardAttr):
+        fail(f"{what} has memory space {space}; hir buffers use #hir.shard<...> or none")
+    try:
+        mesh = tuple(ir.DenseI64ArrayAttr(space.mesh))
+    except (ValueError, TypeError):
+        fail(f"{what}: #hir.shard mesh must be array<i64: ...>, got {space.mesh}")
+    axis = ir.IntegerAttr(space.axis).value
+    if not mesh:
+        fail(f"{what}: the device mesh is empty")
+    if len(set(mesh)) != len(mesh) or min(mesh) < 0:
+        fail(f"{what}: the device mesh {list(mesh)} must hold distinct non-negative device ids")
+    if axis < -1 or axis >= t.rank:
+        fail(f"{what}: shard axis {axis} is out of range for rank {t.rank} (use -1 for replicated)")
+    if axis >= 0 and t.shape[axis] != DYNAMIC and t.shape[axis] % len(mesh):
+        fail(f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over {len(mesh)} devices")
+    return Sharding(mesh, None if axis == -1 else axis)
+
+
+def local_shape(shape: Sequence[int], sharding: Optional[Sharding]) -> list[int]:
+    """The shape one rank holds of a buffer with global ``shape``."""
+    out = list(shape)
+    if sharding is not None and sharding.axis is not None and out[sharding.axis] != DYNAMIC:
+        out[sharding.axis] //= len(sharding.mesh)
+    return out
+
+
+def get_int(op: Any, name: str) -> Optional[int]:
+    """Integer attribute ``name`` of ``op`` (an Operation or OpView of verified IR), None
+    when absent. The one attribute reader of passes and the interpreter."""
+    attrs = op.operation.attributes
+    return ir.IntegerAttr(attrs[name]).value if name in attrs else None
+
+
+def get_str(op: Any, name: str) -> Optional[str]:
+    attrs = op.operation.attributes
+    return ir.StringAttr(attrs[name]).value if name in attrs else None
+
+
+def get_i64_array(op: Any, name: str) -> Optional[list[int]]:
+    attrs = op.operation.attributes
+    return list(ir.DenseI64ArrayAttr(attrs[name])) if name in attrs else None
+
+
+def i64_attr(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+# Checked readers for verifiers: a missing or mistyped attribute is a verifier error.
+def int_attr(op: ir.OpView, name: str, required: bool = True) -> Optional[int]:
+    attrs = op.operation.attributes
+    if name not in attrs:
+        if required:
+            fail(f"requires integer attribute '{name}'")
+        return None
+    attr = attrs[name]
+    if not isinstance(attr, ir.IntegerAttr):
+        try:
+            attr = ir.IntegerAttr(attr)
+        except (ValueError, TypeError):
+            fail(f"attribute '{name}' must be an integer, got {attr}")
+    return attr.value
+
+
+def str_attr(op: ir.OpView, name: str, choices: Sequence[str]) -> str:
+    attrs = op.operation.attributes
+    if name not in attrs:
+        fail(f"requires string attribute '{name}' (one of {', '.join(choices)})")
+    try:
+        value = ir.StringAttr(attrs[name]).value
+    except (ValueError, TypeError):
+        fail(f"attribute '{name}' must be a string, got {attrs[name]}")
+    if value not in choices:
+        fail(f"attribute '{name}' is \"{value}\"; expected one of {', '.join(choices)}")
+    return value
+
+
+def i64_array_attr(op: ir.OpView, name: str) -> list[int]:
+    attrs = op.operation.attributes
+    if name not in attrs:
+        fail(f"requires attribute '{name}' = array<i64: ...>")
+    try:
+        return list(ir.DenseI64ArrayAttr(attrs[name]))
+    except (ValueError, TypeError):
+        fail(f"attribute '{name}' must be array<i64: ...>, got {attrs[name]}")
+
+
+def check_axis(axis: int, rank: int, what: str) -> None:
+    if not 0 <= axis < rank:
+        fail(f"{what} {axis} is out of range for rank {rank}")
+
+
+def check_same_element_type(a: ir.MemRefType, b: ir.MemRefType, what_a: str, what_b: str) -> None:
+    if a.element_type != b.element_type:
+        fail(f"element type mismatch: {what_a} is {a.element_type}, {what_b} is {b.element_type}")
+
+
+def dims_match(a: int, b: int) -> bool:
+    """Static extents must agree; a dynamic extent matches anything (checked at run time)."""
+    return a == b or a == DYNAMIC or b == DYNAMIC
+
+
+def check_shape(actual: Sequence[int], expected: Sequence[int], what: str) -> None:
+    if len(actual) != len(expected) or not all(dims_match(a, e) for a, e in zip(actual, expected)):
+        fail(f"{what} has shape {fmt_shape(actual)}, expected {fmt_shape(expected)}")
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    return "[" + ", ".join("?" if d == DYNAMIC else str(d) for d in shape) + "]"
+
+
+class _TypeCache:
+    """An hir type of the current context, built once per context (``ir.Type.parse`` costs
+    microseconds; passes build thousands of ops)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._context: Optional[ir.Context] = None
+        self._type: Optional[ir.Type] = None
+
+    def __call__(self) -> ir.Type:
+        ctx = ir.Context.current
+        if ctx is not self._context:
+            self._context, self._type = ctx, ir.Type.parse(self.text)
+        return self._type
+
+
+stream_type = _TypeCache("!hir.stream")
+work_type = _TypeCache("!hir.work")
+
+
+class HirOp(HirDialect.Operation):
+    """Base of every hir op: subclasses implement ``check`` and call :func:`fail`; the
+    message is reported at the op's location as a verifier error.
+
+    Facts about an op are declared once, here and on its class, and read by the passes and
+    the interpreter through :func:`op_class` (plain class attributes: ext reads annotated
+    ones as operands and attributes):
+
+    - ``DESTINATIONS``: operand indices the op writes (destination-passing style); () reads only.
+    - ``IS_VIEW``: the result is a zero-copy view of operand 0 (writes through it land there).
+    - ``TEAM_ATTR``: the op communicates with other ranks; the name of its team attribute, or
+      "" when it talks to one peer of the world group (send/recv). None: no communication.
+    - ``CHOOSES_STREAM``: the op picks the stream work is issued on (get/set stream).
+    - ``STREAMABLE``: hir-stream-lowering can run it per slice of a ``stream_axis``.
+    - ``INPUT_AXIS_ATTRS``: attributes naming axes of operand 0 (renumbered when an axis is
+      sliced away).
+
+    ``emit`` (per op class) is the fast builder passes use: ``ir.Operation.create`` at the
+    current insertion point and location with precomputed types; ``name=`` wraps the location
+    in a name location (``loc("name"(...))``) for readable IR.
+    """
+
+    DESTINATIONS = ()
+    IS_VIEW = False
+    TEAM_ATTR = None
+    CHOOSES_STREAM = False
+    STREAMABLE = False
+    INPUT_AXIS_ATTRS = ()
+
+    def check(self) -> None:  # pragma: no cover - overridden
+        pass
+
+    def verify_invariants(self) -> bool:
+        try:
+            # Verification can run with no context entered (op.verify()); checks build attrs.
+            with self.operation.context:
+                if self._ODS_OPERAND_SEGMENTS and "operandSegmentSizes" not in self.operation.attributes:
+                    # Optional operands are located through this attribute (generic form).
+                    fail(f"requires operandSegmentSizes = array<i32: ...> (one count per operand group, {len(self._ODS_OPERAND_SEGMENTS)} groups)")
+                self.check()
+        except VerifyError as err:
+            self.location.emit_error(f"'{self.operation.name}' op {err}")
+            return False
+        except Exception as err:  # a verifier bug must not take the process down
+            self.location.emit_error(f"'{self.operation.name}' op verifier raised {type(err).__name__}: {err}")
+            return False
+        return True
+
+    @classmethod
+    def _create(cls, operands: Sequence[ir.Value] = (), results: Sequence[ir.Type] = (), attributes: Optional[dict] = None, regions: int = 0, name: Optional[str] = None) -> ir.Operation:
+        """This op at the current insertion point (and location, named ``name`` if given).
+        Not the ext constructor: it binds arguments with ``inspect`` (~17 us an op)."""
+        loc = ir.Location.name(name, childLoc=ir.Location.current) if name else None
+        return ir.Operation.create(cls.OPERATION_NAME, results=list(results), operands=list(operands), attributes=attributes, regions=regions, loc=loc)
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        """The axis of operand ``index`` that output axis ``k`` reads (nvFuser's
+        PairwiseLogicalDomainMap), None when it has none. Written operands map to themselves."""
+        return k if index in cls.DESTINATIONS else None
+
+    @classmethod
+    def broadcast_operands(cls) -> bool:
+        """Whether operands may be broadcast against the output (extent-1 axes)."""
+        return False
+
+
+def op_class(op: Any) -> Optional[type]:
+    """The hir op class of ``op`` (an Operation or OpView), None for other dialects' ops."""
+    return OP_CLASSES.get(op.name)
+
+
+def is_view(op: Any) -> bool:
+    """Whether ``op`` is a view op (its result aliases operand 0)."""
+    cls = OP_CLASSES.get(op.name)
+    return cls is not None and cls.IS_VIEW
+
+
+OP_CLASSES: dict[str, type] = {}  # filled by hir.dialect once every op module is imported

@@ -1,0 +1,320 @@
+"""Communications. Each collective reads ``input`` and writes ``output`` (buffers typed with
+their global shape and ``#hir.shard`` placement) and returns a ``!hir.work`` token that
+``hir.wait`` consumes. ``team`` lists the participating devices; the other attributes follow
+nvFuser's Communication (type, team, root, reduction, axis, backend):
+
+    %w = "hir.allgather"(%shard, %full) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1, 2, 3>}
+        : (memref<16x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<16x8xf32>) -> !hir.work
+    "hir.wait"(%w) : (!hir.work) -> ()
+
+Axis conventions (all in the input's coordinates):
+  allgather / gather   ``axis``: the axis the input is split along; the output holds it whole.
+  scatter              ``axis``: the axis the output is split along; the input holds it whole.
+  allreduce / reduce   ``axis``: the split input axis reduced across the team; the output drops it.
+  reduce_scatter       ``axis`` as for allreduce, plus ``scatter_axis``: the input axis the
+                       output is split along (nvFuser's adjusted scattered axis).
+"""
+
+
+from typing import Any, Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import ext
+
+from hir.dialect.base import (
+    HirOp,
+    Sharding,
+    WorkType,
+    check_axis,
+    check_same_element_type,
+    check_shape,
+    fail,
+    i64_array_attr,
+    get_int,
+    int_attr,
+    memref_type,
+    sharding_of,
+    str_attr,
+    work_type,
+)
+
+BACKENDS = ("nccl", "gloo", "cuda")
+REDUCTIONS = ("sum", "prod", "max", "min")
+
+
+def _split_axis(sharding: Optional[Sharding]) -> Optional[int]:
+    return None if sharding is None else sharding.axis
+
+
+class CollectiveOp(HirOp):
+    """Shared fields and checks of every collective: reads ``input``, writes ``output``."""
+
+    input: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    team: Any
+    backend: ir.StringAttr
+    work: ext.Result[WorkType[()]] = ext.infer_result()
+    DESTINATIONS = (1,)
+    TEAM_ATTR = "team"
+    STREAMABLE = True
+    INPUT_AXIS_ATTRS = ("axis", "scatter_axis")
+    REDUCES_AXIS = False  # the output drops input axis ``axis`` (reduced across the team)
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        if index == 1 or not cls.REDUCES_AXIS:
+            return k
+        return k + (1 if k >= get_int(op, "axis") else 0)
+
+    @classmethod
+    def emit(cls, input: ir.Value, output: ir.Value, attributes: dict, *, name: Optional[str] = None) -> ir.Value:
+        """``attributes``: team, backend and the kind's own (axis, root, reduction, ...)."""
+        return cls._create([input, output], [work_type()], attributes, name=name).result
+
+    def check(self) -> None:
+        team = i64_array_attr(self, "team")
+        if not team:
+            fail("team must not be empty")
+        if len(set(team)) != len(team) or min(team) < 0:
+            fail(f"team {team} must hold distinct non-negative device ids")
+        str_attr(self, "backend", BACKENDS)
+        self.in_type = memref_type(self.input, "input")
+        self.out_type = memref_type(self.output, "output")
+        check_same_element_type(self.in_type, self.out_type, "input", "output")
+        self.in_sharding = sharding_of(self.in_type, "input")
+        self.out_sharding = sharding_of(self.out_type, "output")
+        self.team_list = team
+        self.check_collective()
+        self.check_meshes()
+
+    def check_meshes(self) -> None:
+        """Every device holding either buffer takes part (overridden by rooted kinds)."""
+        self.require_mesh_in_team("input", self.in_sharding)
+        self.require_mesh_in_team("output", self.out_sharding)
+
+    def require_mesh_in_team(self, what: str, sharding: Optional[Sharding]) -> None:
+        if sharding is not None and not set(sharding.mesh) <= set(self.team_list):
+            fail(f"{what} mesh {list(sharding.mesh)} has devices outside team {self.team_list}")
+
+    def require_on_mesh(self, what: str, sharding: Optional[Sharding], device: int, role: str) -> None:
+        if sharding is not None and device not in sharding.mesh:
+            fail(f"{role} {device} is not on the {what} mesh {list(sharding.mesh)}")
+
+    def check_collective(self) -> None:  # pragma: no cover - overridden
+        pass
+
+    # Helpers for the per-kind rules below.
+    def checked_root(self) -> int:
+        root = int_attr(self, "root")
+        if root not in self.team_list:
+            fail(f"root {root} is not in team {self.team_list}")
+        return root
+
+    def checked_reduction(self) -> str:
+        return str_attr(self, "reduction", REDUCTIONS)
+
+    def checked_axis(self, name: str = "axis") -> int:
+        axis = int_attr(self, name)
+        check_axis(axis, self.in_type.rank, name)
+        return axis
+
+    def require_input_split(self, axis: int) -> None:
+        if _split_axis(self.in_sharding) != axis:
+            fail(f"input must be split along axis {axis} over the team (#hir.shard<..., {axis}>), got {self.in_type}")
+
+    def require_team_is_input_mesh(self) -> None:
+        if list(self.in_sharding.mesh) != self.team_list:
+            fail(f"team {self.team_list} must equal the input mesh {list(self.in_sharding.mesh)}")
+
+    def require_not_split(self, what: str, sharding: Optional[Sharding], axis: Optional[int] = None) -> None:
+        split = _split_axis(sharding)
+        if split is not None and (axis is None or split == axis):
+            fail(f"{what} must not be split along axis {split}")
+
+    def reduced_shape(self, axis: int) -> list[int]:
+        return [d for i, d in enumerate(self.in_type.shape) if i != axis]
+
+
+class AllgatherOp(CollectiveOp, name="allgather"):
+    axis: ir.IntegerAttr = ext.attribute(kw_only=True)
+
+    def check_collective(self) -> None:
+        axis = self.checked_axis()
+        self.require_input_split(axis)
+        self.require_team_is_input_mesh()
+        check_shape(self.out_type.shape, self.in_type.shape, "output")
+        self.require_not_split("output", self.out_sharding, axis)
+
+
+class AllreduceOp(CollectiveOp, name="allreduce"):
+    axis: ir.IntegerAttr = ext.attribute(kw_only=True)
+    reduction: ir.StringAttr = ext.attribute(kw_only=True)
+    REDUCES_AXIS = True
+
+    def check_collective(self) -> None:
+        self.checked_reduction()
+        axis = self.checked_axis()
+        self.require_input_split(axis)
+        self.require_team_is_input_mesh()
+        check_shape(self.out_type.shape, self.reduced_shape(axis), "output")
+        self.require_not_split("output", self.out_sharding)
+
+
+class ReduceScatterOp(CollectiveOp, name="reduce_scatter"):
+    axis: ir.IntegerAttr = ext.attribute(kw_only=True)
+    scatter_axis: ir.IntegerAttr = ext.attribute(kw_only=True)
+    reduction: ir.StringAttr = ext.attribute(kw_only=True)
+    REDUCES_AXIS = True
+
+    def check_collective(self) -> None:
+        self.checked_reduction()
+        axis = self.checked_axis()
+        scatter_axis = self.checked_axis("scatter_axis")
+        if scatter_axis == axis:
+            fail(f"scatter_axis must differ from the reduced axis {axis}")
+        self.require_input_split(axis)
+        self.require_team_is_input_mesh()
+        check_shape(self.out_type.shape, self.reduced_shape(axis), "output")
+        out_axis = scatter_axis - (1 if axis < scatter_axis else 0)
+        if _split_axis(self.out_sharding) != out_axis:
+            fail(f"output must be split along axis {out_axis} (input axis {scatter_axis} once axis {axis} is reduced)")
+
+
+class RootSendsOp(CollectiveOp):
+    """Broadcast and scatter: the root holds the input; every output holder is in the team
+    (nvFuser: team = receiver mesh + root, so other senders stay out)."""
+
+    def check_meshes(self) -> None:
+        self.require_mesh_in_team("output", self.out_sharding)
+        self.require_on_mesh("input", self.in_sharding, int_attr(self, "root"), "root")
+
+
+class RootReceivesOp(CollectiveOp):
+    """Gather and reduce: every input holder is in the team and the root receives; nvFuser
+    emits one per receiver, so the other receivers stay out."""
+
+    def check_meshes(self) -> None:
+        self.require_mesh_in_team("input", self.in_sharding)
+        self.require_on_mesh("output", self.out_sharding, int_attr(self, "root"), "root")
+
+
+class BroadcastOp(RootSendsOp, name="broadcast"):
+    root: ir.IntegerAttr = ext.attribute(kw_only=True)
+
+    def check_collective(self) -> None:
+        self.checked_root()
+        check_shape(self.out_type.shape, self.in_type.shape, "output")
+        self.require_not_split("input", self.in_sharding)
+        self.require_not_split("output", self.out_sharding)
+
+
+class ScatterOp(RootSendsOp, name="scatter"):
+    axis: ir.IntegerAttr = ext.attribute(kw_only=True)
+    root: ir.IntegerAttr = ext.attribute(kw_only=True)
+
+    def check_collective(self) -> None:
+        self.checked_root()
+        axis = self.checked_axis()
+        check_shape(self.out_type.shape, self.in_type.shape, "output")
+        self.require_not_split("input", self.in_sharding)
+        if _split_axis(self.out_sharding) != axis:
+            fail(f"output must be split along axis {axis}, got {self.out_type}")
+
+
+class GatherOp(RootReceivesOp, name="gather"):
+    axis: ir.IntegerAttr = ext.attribute(kw_only=True)
+    root: ir.IntegerAttr = ext.attribute(kw_only=True)
+
+    def check_collective(self) -> None:
+        self.checked_root()
+        axis = self.checked_axis()
+        self.require_input_split(axis)
+        check_shape(self.out_type.shape, self.in_type.shape, "output")
+        self.require_not_split("output", self.out_sharding)
+
+
+class ReduceOp(RootReceivesOp, name="reduce"):
+    axis: ir.IntegerAttr = ext.attribute(kw_only=True)
+    root: ir.IntegerAttr = ext.attribute(kw_only=True)
+    reduction: ir.StringAttr = ext.attribute(kw_only=True)
+    REDUCES_AXIS = True
+
+    def check_collective(self) -> None:
+        self.checked_reduction()
+        self.checked_root()
+        axis = self.checked_axis()
+        self.require_input_split(axis)
+        check_shape(self.out_type.shape, self.reduced_shape(axis), "output")
+        self.require_not_split("output", self.out_sharding)
+
+
+class SendRecvOp(CollectiveOp, name="send_recv"):
+    """nvFuser SendRecv: ``team = [sender, receiver]``, ``root`` = the sender; the sender's
+    local ``input`` lands in the receiver's local ``output``."""
+
+    root: ir.IntegerAttr = ext.attribute(kw_only=True)
+
+    def check_collective(self) -> None:
+        if len(self.team_list) != 2:
+            fail(f"team must be [sender, receiver], got {self.team_list}")
+        if self.checked_root() != self.team_list[0]:
+            fail(f"root must be the sender (first team member {self.team_list[0]})")
+        check_shape(self.out_type.shape, self.in_type.shape, "output")
+
+    def check_meshes(self) -> None:
+        sender, receiver = self.team_list
+        self.require_on_mesh("input", self.in_sharding, sender, "sender")
+        self.require_on_mesh("output", self.out_sharding, receiver, "receiver")
+
+
+class P2POp(HirOp):
+    """Point-to-point transfer of ``buffer`` with device ``peer``."""
+
+    buffer: ext.Operand[ir.MemRefType]
+    peer: ir.IntegerAttr
+    backend: ir.StringAttr
+    work: ext.Result[WorkType[()]] = ext.infer_result()
+    TEAM_ATTR = ""  # one peer of the world group
+
+    @classmethod
+    def emit(cls, buffer: ir.Value, peer: int, backend: str, *, name: Optional[str] = None) -> ir.Value:
+        attrs = {"peer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), peer), "backend": ir.StringAttr.get(backend)}
+        return cls._create([buffer], [work_type()], attrs, name=name).result
+
+    def check(self) -> None:
+        memref_type(self.buffer, "buffer")
+        if int_attr(self, "peer") < 0:
+            fail("peer must be a non-negative device id")
+        str_attr(self, "backend", BACKENDS)
+
+
+class SendOp(P2POp, name="send"):
+    """Send this rank's ``buffer`` to ``peer``."""
+
+
+class RecvOp(P2POp, name="recv"):
+    """Receive into ``buffer`` from ``peer``."""
+
+    DESTINATIONS = (0,)
+
+
+class WaitOp(HirOp, name="wait"):
+    """Wait for a communication: the current stream (GPU) or the host (CPU) waits on it."""
+
+    work: ext.Operand[WorkType]
+
+    @classmethod
+    def emit(cls, work: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([work], name=name)
+
+
+COLLECTIVE_OPS = (
+    AllgatherOp,
+    AllreduceOp,
+    ReduceScatterOp,
+    BroadcastOp,
+    ScatterOp,
+    GatherOp,
+    ReduceOp,
+    SendRecvOp,
+)

@@ -1,0 +1,275 @@
+"""Compute ops in destination-passing style: each writes into its ``output`` buffer operand
+and returns nothing.
+
+    "hir.set"(%in, %out) : (memref<8x64xf32>, memref<8x64xf32>) -> ()
+    "hir.binary"(%a, %b, %out) {kind = "add"} : (...) -> ()
+    "hir.reduction"(%in, %out) {kind = "sum", axes = array<i64: 1>} : (memref<8x64xf32>, memref<8xf32>) -> ()
+    "hir.matmul"(%a, %b, %out) : (memref<8x16xf32>, memref<16x4xf32>, memref<8x4xf32>) -> ()
+    "hir.linear"(%x, %w, %out, %bias) : (memref<8x16xf32>, memref<4x16xf32>, memref<8x4xf32>, memref<4xf32>) -> ()
+
+Program-level annotation: ``stream_axis = N : i64`` on a compute op marks axis N of its
+output stream-parallel (nvFuser ParallelType::Stream); hir-stream-lowering consumes it.
+
+Kernel segments (nvFuser PostOnStream(HostUnit)) are ``func.call``s of a ``func.func``
+carrying the unit attribute ``hir.kernel``; the interpreter runs its body as one unit.
+"""
+
+
+from typing import Any, Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import ext
+
+from hir.dialect.base import (
+    DYNAMIC,
+    HirOp,
+    check_axis,
+    check_same_element_type,
+    check_shape,
+    dims_match,
+    fail,
+    fmt_shape,
+    get_i64_array,
+    i64_array_attr,
+    int_attr,
+    memref_type,
+    sharding_of,
+    str_attr,
+)
+
+KERNEL_ATTR = "hir.kernel"
+STREAM_AXIS_ATTR = "stream_axis"
+BINARY_KINDS = ("add", "sub", "mul", "div", "max", "min")
+REDUCTION_KINDS = ("sum", "prod", "max", "min")
+
+
+def broadcast_shape(a: list[int], b: list[int], what: str) -> list[int]:
+    """NumPy broadcasting of two static-or-dynamic shapes."""
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x == 1:
+            out.append(y)
+        elif y == 1 or dims_match(x, y):
+            out.append(x if x != DYNAMIC else y)
+        else:
+            fail(f"{what}: shapes {fmt_shape(a)} and {fmt_shape(b)} do not broadcast")
+    return out[::-1]
+
+
+def matmul_shape(a: list[int], b: list[int]) -> list[int]:
+    """torch.matmul's result shape: a 1-D operand is a vector (its axis is contracted and
+    dropped), higher ranks are batches of matrices with broadcast batch dimensions."""
+    if not a or not b:
+        fail(f"operands must have rank >= 1, got {fmt_shape(a)} and {fmt_shape(b)}")
+    k_a = a[-1]
+    k_b = b[0] if len(b) == 1 else b[-2]
+    if not dims_match(k_a, k_b):
+        fail(f"contraction mismatch: a is {fmt_shape(a)}, b is {fmt_shape(b)} (K {k_a} vs {k_b})")
+    if len(a) == 1:
+        return [] if len(b) == 1 else b[:-2] + [b[-1]]
+    if len(b) == 1:
+        return a[:-1]
+    batch = broadcast_shape(a[:-2], b[:-2], "batch dimensions")
+    return batch + [a[-2], b[-1]]
+
+
+def reduced_shape(shape: list[int], axes: list[int]) -> list[int]:
+    return [d for i, d in enumerate(shape) if i not in axes]
+
+
+def _rank(value: ir.Value) -> int:
+    return ir.MemRefType(value.type).rank
+
+
+def _right_aligned(out_rank: int, rank: int, k: int) -> Optional[int]:
+    """NumPy broadcasting aligns trailing axes."""
+    axis = k - (out_rank - rank)
+    return axis if axis >= 0 else None
+
+
+class ComputeOp(HirOp):
+    """Shared check: element types agree, the optional stream axis is in range.
+    ``operand_axis`` is the op's axis map (which operand axis each output axis reads)."""
+
+    STREAMABLE = True
+
+    def check(self) -> None:
+        self.out_type = memref_type(self.output, "output")
+        sharding_of(self.out_type, "output")
+        for name in self.operand_names:
+            operand_type = memref_type(getattr(self, name), name)
+            sharding_of(operand_type, name)
+            check_same_element_type(operand_type, self.out_type, name, "output")
+        axis = int_attr(self, STREAM_AXIS_ATTR, required=False)
+        if axis is not None:
+            check_axis(axis, self.out_type.rank, STREAM_AXIS_ATTR)
+        self.check_compute()
+
+    operand_names = ()  # operands that must share the output element type
+
+    def check_compute(self) -> None:  # pragma: no cover - overridden
+        pass
+
+    def shape(self, name: str) -> list[int]:
+        return list(memref_type(getattr(self, name), name).shape)
+
+
+class SetOp(ComputeOp, name="set"):
+    """``output.copy_(input)``; a set whose input and output shardings differ is a
+    resharding that hir-convert-to-communication lowers."""
+
+    input: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    operand_names = ("input",)
+    DESTINATIONS = (1,)
+
+    def check_compute(self) -> None:
+        check_shape(self.shape("output"), self.shape("input"), "output")
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        return k
+
+    @classmethod
+    def emit(cls, input: ir.Value, output: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([input, output], name=name)
+
+
+class BinaryOp(ComputeOp, name="binary"):
+    """``output = lhs <kind> rhs`` with NumPy broadcasting to the output shape."""
+
+    lhs: ext.Operand[ir.MemRefType]
+    rhs: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    kind: ir.StringAttr
+    operand_names = ("lhs", "rhs")
+    DESTINATIONS = (2,)
+
+    def check_compute(self) -> None:
+        str_attr(self, "kind", BINARY_KINDS)
+        check_shape(self.shape("output"), broadcast_shape(self.shape("lhs"), self.shape("rhs"), "operands"), "output")
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        if index == 2:
+            return k
+        return _right_aligned(_rank(op.operands[2]), _rank(op.operands[index]), k)
+
+    @classmethod
+    def broadcast_operands(cls) -> bool:
+        return True
+
+    @classmethod
+    def emit(cls, lhs: ir.Value, rhs: ir.Value, output: ir.Value, kind: str, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([lhs, rhs, output], attributes={"kind": ir.StringAttr.get(kind)}, name=name)
+
+
+class ReductionOp(ComputeOp, name="reduction"):
+    """``output = input.<kind>(axes)`` (the reduced axes are dropped)."""
+
+    input: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    kind: ir.StringAttr
+    axes: Any
+    operand_names = ("input",)
+    DESTINATIONS = (1,)
+    INPUT_AXIS_ATTRS = ("axes",)
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        if index == 1:
+            return k
+        reduced = set(get_i64_array(op, "axes"))
+        return [i for i in range(_rank(op.operands[0])) if i not in reduced][k]
+
+    @classmethod
+    def emit(cls, input: ir.Value, output: ir.Value, kind: str, axes: list[int], *, name: Optional[str] = None) -> ir.Operation:
+        attrs = {"kind": ir.StringAttr.get(kind), "axes": ir.DenseI64ArrayAttr.get(list(axes))}
+        return cls._create([input, output], attributes=attrs, name=name)
+
+    def check_compute(self) -> None:
+        str_attr(self, "kind", REDUCTION_KINDS)
+        axes = i64_array_attr(self, "axes")
+        rank = len(self.shape("input"))
+        if not axes:
+            fail("axes must not be empty")
+        if len(set(axes)) != len(axes):
+            fail(f"axes {axes} has duplicates")
+        for axis in axes:
+            check_axis(axis, rank, "reduction axis")
+        check_shape(self.shape("output"), reduced_shape(self.shape("input"), axes), "output")
+
+
+class MatmulOp(ComputeOp, name="matmul"):
+    """``torch.matmul(a, b, out=output)``: vectors, matrices and broadcast batches."""
+
+    a: ext.Operand[ir.MemRefType]
+    b: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    operand_names = ("a", "b")
+    DESTINATIONS = (2,)
+
+    def check_compute(self) -> None:
+        check_shape(self.shape("output"), matmul_shape(self.shape("a"), self.shape("b")), "output")
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        if index == 2:
+            return k
+        batch = _rank(op.operands[2]) - 2
+        rank = _rank(op.operands[index])
+        if k < batch:
+            return _right_aligned(batch, rank - 2, k)
+        if k == batch:  # M comes from A
+            return rank - 2 if index == 0 else None
+        return rank - 1 if index == 1 else None  # N comes from B
+
+    @classmethod
+    def broadcast_operands(cls) -> bool:
+        return True
+
+    @classmethod
+    def emit(cls, a: ir.Value, b: ir.Value, output: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([a, b, output], name=name)
+
+
+class LinearOp(ComputeOp, name="linear"):
+    """``torch.nn.functional.linear(input, weight, bias)`` into ``output``:
+    input [..., K], weight [N, K], bias [N] (optional, last operand), output [..., N]; a 1-D
+    weight [K] (one output feature, a stream slice of N) gives output [...] and a 0-D bias."""
+
+    input: ext.Operand[ir.MemRefType]
+    weight: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    bias: Optional[ext.Operand[ir.MemRefType]] = None
+    operand_names = ("input", "weight")
+    DESTINATIONS = (2,)
+
+    @classmethod
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+        if index == 2:
+            return k
+        last = _rank(op.operands[2]) - 1
+        if index == 0:
+            return k if k < last else None
+        return 0 if k == last else None  # weight [N, K] and bias [N]
+
+    @classmethod
+    def emit(cls, input: ir.Value, weight: ir.Value, output: ir.Value, bias: Optional[ir.Value] = None, *, name: Optional[str] = None) -> ir.Operation:
+        operands = [input, weight, output] + ([bias] if bias is not None else [])
+        segments = ir.DenseI32ArrayAttr.get([1, 1, 1, 1 if bias is not None else 0])
+        return cls._create(operands, attributes={"operandSegmentSizes": segments}, name=name)
+
+    def check_compute(self) -> None:
+        x, w = self.shape("input"), self.shape("weight")
+        if len(x) < 1 or len(w) not in (1, 2):
+            fail(f"input must have rank >= 1 and weight rank 1 or 2, got {fmt_shape(x)} and {fmt_shape(w)}")
+        if not dims_match(x[-1], w[-1]):
+            fail(f"input features {x[-1]} do not match weight {fmt_shape(w)} (expected [N, {x[-1]}])")
+        features = w[:1] if len(w) == 2 else []
+        check_shape(self.shape("output"), x[:-1] + features, "output")
+        if self.bias is not None:
+            check_same_element_type(memref_type(self.bias, "bias"), self.out_type, "bias", "output")
+            check_shape(self.shape("bias"), features, "bias")

@@ -1,0 +1,66 @@
+"""Contexts, parsing and diagnostics: the bottom layer that passes, the interpreter and the
+CLIs share (no torch import). Public as :mod:`hir.core`."""
+
+import re
+from typing import Optional
+
+from torch_mlir import ir
+
+from hir.dialect.base import load
+
+
+class HirError(Exception):
+    """A user-facing error: ``str(err)`` is ``file:line:col: error: message`` lines."""
+
+
+def new_context() -> ir.Context:
+    """A context with the hir dialect loaded (upstream dialects are available by default)."""
+    ctx = ir.Context()
+    # hir pipelines run module-level passes from Python, so MLIR's thread pool buys nothing;
+    # its worker threads also outlive torch.distributed's at exit and abort the process.
+    ctx.enable_multithreading(False)
+    load(ctx)
+    return ctx
+
+
+_LOC = re.compile(r'^loc\("(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)')
+
+
+def format_location(loc: ir.Location, source_name: Optional[str] = None) -> str:
+    """``file:line:col`` for a file location, else MLIR's own spelling. Text parsed from a
+    string is located in file "-"; ``source_name`` names it."""
+    text = str(loc)
+    m = _LOC.match(text) or re.search(r'"(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)', text)
+    if not m:
+        return text
+    name = source_name if m["file"] == "-" and source_name else m["file"]
+    return f"{name}:{m['line']}:{m['col']}"
+
+
+def format_diagnostic(diag: "ir.Diagnostic", source_name: Optional[str] = None) -> str:
+    severity = {
+        ir.DiagnosticSeverity.ERROR: "error",
+        ir.DiagnosticSeverity.WARNING: "warning",
+        ir.DiagnosticSeverity.NOTE: "note",
+        ir.DiagnosticSeverity.REMARK: "remark",
+    }[diag.severity]
+    lines = [f"{format_location(diag.location, source_name)}: {severity}: {diag.message}"]
+    lines += [format_diagnostic(note, source_name) for note in diag.notes]
+    return "\n".join(lines)
+
+
+def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] = None) -> ir.Module:
+    """Parse and verify an hir module; errors raise :class:`HirError` with locations
+    reported against ``filename``."""
+    ctx = context or new_context()
+    with ctx:
+        try:
+            return ir.Module.parse(text)
+        except ir.MLIRError as err:
+            raise HirError(format_mlir_error(err, filename)) from None
+
+
+def format_mlir_error(err: "ir.MLIRError", source_name: Optional[str] = None) -> str:
+    """The diagnostics an MLIRError carries, one ``file:line:col: error: ...`` each."""
+    lines = [format_diagnostic(d, source_name) for d in err.error_diagnostics]
+    return "\n".join(lines) or f"{source_name or '<input>'}: error: {err.message}"

@@ -1,0 +1,109 @@
+"""Point-to-point ops with a run-time peer, for pipelined communication (nvFuser's
+DeviceIdx and P2PCommunication with a Val peer, as in AllgatherP2p / AG_matmul_P2p):
+
+    %me = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>} : () -> index
+    %w = "hir.shift"(%shard, %dst, %offset) {backend = "cuda", team = array<i64: 0, 1, 2, 3>}
+        : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>,
+           memref<2x8xf32, strided<[8, 1], offset: ?>, ...>, index) -> !hir.work
+    "hir.wait"(%w) : (!hir.work) -> ()
+
+``hir.device_index`` is this device's position in ``mesh`` (nvFuser's DeviceIdx).
+``hir.shift`` is a paired send+recv over ``team`` (a collective permutation): the team member
+at position p receives, into its local ``output``, the local ``input`` of the member at
+position ``(p + offset) mod n`` and sends its own ``input`` to position ``(p - offset) mod n``.
+``offset`` is a run-time index (a loop's induction variable), so one op in a stream loop
+runs step j of a pipelined all-gather on every rank; offset 0 is a local copy. The input's
+local data and the output must have the same number of elements. With ``backend = "cuda"``
+it is a copy-engine copy from the peer's registered buffer (interpreter: ``p2p``); the
+optional ``copies = k`` splits that copy into k parts issued on k streams at once, so
+several copy engines share it (other backends ignore it). By default each copy-engine step
+hands over with a pairwise "ready" signal (sender -> receiver); ``signal = "none"`` drops it
+where the program already guarantees every source is in place on every rank (a
+``hir.barrier`` after the sources were written, as hir-p2p-pipeline emits): the steps then
+never wait on each other. It only applies to inputs read in place from a symmetric buffer.
+
+``hir.barrier`` waits until every team member has reached it (stream-ordered on GPUs with
+``backend = "cuda"``; a one-element all-reduce otherwise).
+"""
+
+from typing import Any, Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import ext
+
+from hir.dialect.base import HirOp, WorkType, check_same_element_type, fail, i64_array_attr, int_attr, memref_type, str_attr, work_type
+from hir.dialect.comm import BACKENDS
+
+COPIES_ATTR = "copies"
+SYMMETRIC_ATTR = "hir.symmetric"  # unit attribute of memref.alloc: place in symmetric memory
+SIGNAL_ATTR = "signal"
+SIGNALS = ("pairwise", "none")
+
+
+def check_devices(ids: list[int], what: str) -> None:
+    if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
+        fail(f"{what} {ids} must hold distinct non-negative device ids")
+
+
+class DeviceIndexOp(HirOp, name="device_index"):
+    """This device's position in ``mesh`` (a device outside the mesh must not use it)."""
+
+    mesh: Any
+    result: ext.Result[ir.IndexType]
+
+    def check(self) -> None:
+        check_devices(i64_array_attr(self, "mesh"), "mesh")
+        if not isinstance(self.result.type, ir.IndexType):
+            fail("result must be of type index")
+
+    @classmethod
+    def emit(cls, mesh: list[int], *, name: Optional[str] = None) -> ir.Value:
+        return cls._create(results=[ir.IndexType.get()], attributes={"mesh": ir.DenseI64ArrayAttr.get(list(mesh))}, name=name).result
+
+
+class ShiftOp(HirOp, name="shift"):
+    """Receive the input of team position ``(me + offset) mod n``; send ours to ``(me - offset) mod n``."""
+
+    input: ext.Operand[ir.MemRefType]
+    output: ext.Operand[ir.MemRefType]
+    offset: ext.Operand[ir.IndexType]
+    team: Any
+    backend: ir.StringAttr
+    work: ext.Result[WorkType[()]] = ext.infer_result()
+    DESTINATIONS = (1,)
+    TEAM_ATTR = "team"
+
+    @classmethod
+    def emit(cls, input: ir.Value, output: ir.Value, offset: ir.Value, attributes: dict, *, name: Optional[str] = None) -> ir.Value:
+        """``attributes``: team, backend and optionally copies, signal."""
+        return cls._create([input, output, offset], [work_type()], attributes, name=name).result
+
+    def check(self) -> None:
+        check_devices(i64_array_attr(self, "team"), "team")
+        str_attr(self, "backend", BACKENDS)
+        in_type = memref_type(self.input, "input")
+        out_type = memref_type(self.output, "output")
+        check_same_element_type(in_type, out_type, "input", "output")
+        copies = int_attr(self, COPIES_ATTR, required=False)
+        if copies is not None and copies < 1:
+            fail(f"{COPIES_ATTR} must be at least 1, got {copies}")
+        if SIGNAL_ATTR in self.operation.attributes:
+            str_attr(self, SIGNAL_ATTR, SIGNALS)
+
+
+class BarrierOp(HirOp, name="barrier"):
+    """Every member of ``team`` has reached this point of its current stream (a
+    stream-ordered barrier with ``backend = "cuda"``: signal-pad flags, no host wait)."""
+
+    team: Any
+    backend: ir.StringAttr
+    work: ext.Result[WorkType[()]] = ext.infer_result()
+    TEAM_ATTR = "team"
+
+    @classmethod
+    def emit(cls, team: ir.Attribute, backend: ir.Attribute, *, name: Optional[str] = None) -> ir.Value:
+        return cls._create(results=[work_type()], attributes={"team": team, "backend": backend}, name=name).result
+
+    def check(self) -> None:
+        check_devices(i64_array_attr(self, "team"), "team")
+        str_attr(self, "backend", BACKENDS)

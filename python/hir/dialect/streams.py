@@ -1,0 +1,84 @@
+"""Stream ops (nvFuser GetCurrentStream / SetCurrentStream / Stream(index) / Synchronize).
+
+    %user = "hir.get_current_stream"() : () -> !hir.stream
+    %s = "hir.get_stream"(%i) : (index) -> !hir.stream          // pool stream i % num_streams
+    "hir.set_current_stream"(%s) : (!hir.stream) -> ()
+    "hir.synchronize"(%user) : (!hir.stream) -> ()              // current stream waits on %user
+
+The pool size is a property of the IR: the module attribute ``hir.num_streams = N : i64``,
+set by the pass that first fixes it (hir-p2p-pipeline, hir-reuse-stream-buffers), read by
+later passes and by the interpreter (``num_streams=`` / ``--num-streams`` only apply when it
+is absent, and must agree with it otherwise).
+"""
+
+
+from typing import Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import ext
+
+from hir.dialect.base import HirOp, StreamType, stream_type
+
+DEFAULT_NUM_STREAMS = 4
+NUM_STREAMS_ATTR = "hir.num_streams"  # module attribute: the run's stream pool size
+
+
+def module_num_streams(module: ir.Module) -> Optional[int]:
+    """The module's ``hir.num_streams`` (the stream pool size a pass fixed), None when
+    absent; ValueError when it is not a positive integer."""
+    attrs = module.operation.attributes
+    if NUM_STREAMS_ATTR not in attrs:
+        return None
+    attr = attrs[NUM_STREAMS_ATTR]
+    value = ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+    if value is None or value < 1:
+        raise ValueError(f"module attribute {NUM_STREAMS_ATTR} must be a positive integer, got {attr}")
+    return value
+
+
+def set_module_num_streams(module: ir.Module, count: int) -> None:
+    module.operation.attributes[NUM_STREAMS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), count)
+
+
+class GetCurrentStreamOp(HirOp, name="get_current_stream"):
+    """The stream the host is issuing work on now."""
+
+    result: ext.Result[StreamType[()]] = ext.infer_result()
+
+    @classmethod
+    def emit(cls, *, name: Optional[str] = None) -> ir.Value:
+        return cls._create(results=[stream_type()], name=name).result
+
+
+class GetStreamOp(HirOp, name="get_stream"):
+    """Pool stream number ``index % num_streams`` of the run."""
+
+    index: ext.Operand[ir.IndexType]
+    result: ext.Result[StreamType[()]] = ext.infer_result()
+    CHOOSES_STREAM = True
+
+    @classmethod
+    def emit(cls, index: ir.Value, *, name: Optional[str] = None) -> ir.Value:
+        return cls._create([index], [stream_type()], name=name).result
+
+
+class SetCurrentStreamOp(HirOp, name="set_current_stream"):
+    """Issue subsequent work on ``stream``."""
+
+    stream: ext.Operand[StreamType]
+    CHOOSES_STREAM = True
+
+    @classmethod
+    def emit(cls, stream: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([stream], name=name)
+
+
+class SynchronizeOp(HirOp, name="synchronize"):
+    """The current stream waits for the work issued on ``stream`` so far; the host does
+    not block."""
+
+    stream: ext.Operand[StreamType]
+
+    @classmethod
+    def emit(cls, stream: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([stream], name=name)

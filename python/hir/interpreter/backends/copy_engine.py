@@ -1,0 +1,177 @@
+"""The ``cuda`` communication backend: copy-engine P2P through peer buffers (torch
+symmetric memory, ``peer_buffers.py``) for allgather, reduce_scatter, allreduce and
+broadcast, and the split copies ``hir.shift`` uses (its handler: ``ops/p2p.py``).
+
+How a ``backend = "cuda"`` collective runs on GPU (every step on the *current* stream, so
+the copies are ``cudaMemcpyAsync`` between devices, done by copy engines, and overlap with
+kernels on other streams):
+
+1. the rank's contribution is copied into its *peer buffer*, a symmetric-memory tensor
+   that every peer has mapped (``symm_mem.empty`` + ``rendezvous``, nvFuser's
+   ShareMemHandles);
+2. a stream-ordered barrier (a signal kernel on the peer buffer's signal pad): no peer
+   reads before its owner wrote;
+3. peer-to-peer copies from the peers' buffers into the output, this rank's own part first
+   (it is local: no copy from a peer);
+4. a second barrier: nobody overwrites its peer buffer (the next run of the op) before every
+   consumer has read it.
+``hir.shift`` replaces the barriers by pairwise signals (ready: sender -> receiver, done:
+receiver -> sender), so the steps of a pipelined all-gather only wait for their two peers;
+the wait for "done" is deferred to the next overwrite of the buffer. When the shift's
+input is (a rank-uniform view of) a ``memref.alloc {hir.symmetric}`` buffer (symmetric.py)
+there is no staging copy at all: the receiver copies straight from the sender's buffer
+after its "ready" signal, and the buffer's dealloc barrier guards its reuse.
+
+Registration is cached (``peer_buffers.py``). Symmetric memory never uses multicast here
+(run with NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1).
+
+On CPU (Gloo) and for the collectives without a copy-engine version (scatter, gather,
+reduce, send_recv, hir.send / hir.recv), ``backend = "cuda"`` is a preference: the op runs
+through the process group as with ``nccl`` / ``gloo`` (documented fallback, not an error:
+the same lowered program runs in CPU tests and on GPUs). ``hir.shift`` without CUDA is a
+batched isend/irecv pair.
+"""
+
+from typing import Callable, Optional
+
+import torch
+
+from hir.dialect import AllgatherOp, AllreduceOp, BroadcastOp, ReduceScatterOp
+from hir.dialect.base import get_str
+from hir.interpreter.backends.peer_buffers import PeerBuffers
+from hir.interpreter.backends.work import StreamWork, local_reduce
+
+
+def uses_copy_engines(device: torch.device, op) -> bool:
+    """Whether ``op`` (its ``backend`` attribute) runs on copy engines on ``device``, else
+    through the process group."""
+    return device.type == "cuda" and get_str(op, "backend") == "cuda"
+
+
+def group_rank(members: list[int], rank: int) -> int:
+    return members.index(rank)
+
+
+# ----- collectives -------------------------------------------------------------------------
+# Each takes the compile-time facts of a collective (``ops.comm.CommOp``) and returns
+# ``issue(env) -> work``, like the process-group versions in ops/comm.py.
+
+
+def allgather(o) -> Callable[[list], object]:
+    """Pull every peer's shard into its chunk of the output (own chunk first, locally)."""
+    axis = o.attr("axis")
+    order = o.mesh_order(o.in_spec.sharding.mesh)  # group rank -> mesh position
+    parts, n = len(order), len(o.members)
+    me = group_rank(o.members, o.c.rank)
+    bufs = PeerBuffers(o.group, o.c.runtime.device)
+    inp, out = o.inp, o.out
+    if not o.out_spec.held:
+        raise o.c.error(o.op, "with backend \"cuda\" needs every team member to hold the output")
+    steps = [(me + i) % n for i in range(n)]
+
+    def issue(env: list) -> StreamWork:
+        x, target = env[inp], env[out]
+        peer = bufs.get(x.shape, x.dtype)
+        peer.local.copy_(x)
+        peer.handle.barrier(channel=0)
+        chunks = target.chunk(parts, axis)
+        for g in steps:
+            chunks[order[g]].copy_(x if g == me else peer.peers[g])
+        peer.handle.barrier(channel=1)
+        return StreamWork()
+
+    return issue
+
+
+def _pull_reduce(o, kind: str, select: Optional[Callable]) -> Callable[[list], object]:
+    """Reduce locally, publish, pull each peer's (``select``ed part of its) reduced tensor
+    and reduce the pulled parts: reduce_scatter (select = our chunk) and allreduce."""
+    fn, axis = local_reduce(kind), o.attr("axis")
+    n, me = len(o.members), group_rank(o.members, o.c.rank)
+    bufs = PeerBuffers(o.group, o.c.runtime.device)
+    inp, out, held = o.inp, o.out, o.out_spec.held
+    steps = [(me + i) % n for i in range(n)]
+
+    def issue(env: list) -> StreamWork:
+        reduced = fn(env[inp], axis)
+        peer = bufs.get(reduced.shape, reduced.dtype)
+        peer.local.copy_(reduced)
+        peer.handle.barrier(channel=0)
+        if held:
+            mine = select(reduced) if select else reduced
+            pulled = torch.empty((n, *mine.shape), dtype=mine.dtype, device=mine.device)
+            for g in steps:
+                pulled[g].copy_(mine if g == me else (select(peer.peers[g]) if select else peer.peers[g]))
+            target = env[out]
+            if target.is_contiguous():
+                fn(pulled, 0, out=target)
+            else:
+                target.copy_(fn(pulled, 0))
+        peer.handle.barrier(channel=1)
+        return StreamWork()
+
+    return issue
+
+
+def reduce_scatter(o) -> Callable[[list], object]:
+    scatter = o.attr("scatter_axis")
+    scatter -= 1 if o.attr("axis") < scatter else 0
+    out_mesh = o.out_spec.sharding.mesh
+    parts = len(out_mesh)
+    position = out_mesh.index(o.c.rank) if o.c.rank in out_mesh else 0
+    return _pull_reduce(o, get_str(o.op, "reduction"), lambda t: t.chunk(parts, scatter)[position])
+
+
+def allreduce(o) -> Callable[[list], object]:
+    return _pull_reduce(o, get_str(o.op, "reduction"), None)
+
+
+def broadcast(o) -> Callable[[list], object]:
+    root, rank = o.attr("root"), o.c.rank
+    if root not in o.members:
+        raise o.c.error(o.op, "with backend \"cuda\" needs the root in the team")
+    g_root = group_rank(o.members, root)
+    shape = o.static_local(o.out_spec if o.out_spec.held else o.in_spec, "buffer") if rank != root else None
+    bufs = PeerBuffers(o.group, o.c.runtime.device)
+    inp, out, held, dtype = o.inp, o.out, o.out_spec.held, o.out_spec.dtype
+
+    def issue(env: list) -> StreamWork:
+        if rank == root:
+            x = env[inp]
+            peer = bufs.get(x.shape, x.dtype)
+            peer.local.copy_(x)
+            peer.handle.barrier(channel=0)
+            if held:
+                env[out].copy_(x)
+        else:
+            peer = bufs.get(shape, dtype)
+            peer.handle.barrier(channel=0)
+            if held:
+                env[out].copy_(peer.peers[g_root])
+        peer.handle.barrier(channel=1)
+        return StreamWork()
+
+    return issue
+
+
+BUILDERS = {AllgatherOp: allgather, ReduceScatterOp: reduce_scatter, AllreduceOp: allreduce, BroadcastOp: broadcast}
+
+
+def split_copy(target: torch.Tensor, source: torch.Tensor, side: list) -> None:
+    """``target.copy_(source)`` in ``len(side) + 1`` parts along the outer axis: the first
+    on the current stream, one on each side stream (forked from and joined back into the
+    current stream), so several copy engines move one peer's data at once."""
+    if not side or target.dim() == 0:
+        target.copy_(source)
+        return
+    current = torch.cuda.current_stream()
+    for stream in side:  # fork before any part is queued on the current stream
+        stream.wait_stream(current)
+    parts = len(side) + 1
+    targets, sources = target.chunk(parts, 0), source.chunk(parts, 0)
+    targets[0].copy_(sources[0])
+    for stream, t, x in zip(side, targets[1:], sources[1:]):
+        with torch.cuda.stream(stream):
+            t.copy_(x)
+    for stream in side:
+        current.wait_stream(stream)

@@ -1,0 +1,143 @@
+"""Handlers of the arith group (upstream): integer/index arithmetic on Python ints (host scalars: loop bounds, indices,
+sizes). Ops whose operands are all constants are folded at compile time."""
+
+import operator
+from typing import Any, Callable, Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith
+
+from hir.dialect.base import get_int
+from hir.interpreter.plan import UNSET, Compiler, Step
+from hir.interpreter.registry import impl, register_impls
+
+
+def _divsi(a: int, b: int) -> int:
+    q = abs(a) // abs(b)  # arith.divsi rounds toward zero, Python's // toward -inf
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _remsi(a: int, b: int) -> int:
+    return a - b * _divsi(a, b)
+
+
+def _ceildivsi(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _unsigned(fn: Callable[[int, int], Any]) -> Callable[[int, int], Any]:
+    # Host scalars are small non-negative values in practice; negative operands of an
+    # unsigned op are a program bug we report rather than reinterpret.
+    def op(a: int, b: int) -> Any:
+        if a < 0 or b < 0:
+            raise ValueError(f"unsigned operation on a negative operand ({a}, {b})")
+        return fn(a, b)
+
+    return op
+
+
+BINARY: dict[type, Callable[[int, int], Any]] = {
+    arith.AddIOp: operator.add,
+    arith.SubIOp: operator.sub,
+    arith.MulIOp: operator.mul,
+    arith.DivSIOp: _divsi,
+    arith.DivUIOp: _unsigned(operator.floordiv),
+    arith.RemSIOp: _remsi,
+    arith.RemUIOp: _unsigned(operator.mod),
+    arith.CeilDivSIOp: _ceildivsi,
+    arith.CeilDivUIOp: _unsigned(_ceildivsi),
+    arith.FloorDivSIOp: operator.floordiv,
+    arith.MinSIOp: min,
+    arith.MaxSIOp: max,
+    arith.MinUIOp: _unsigned(min),
+    arith.MaxUIOp: _unsigned(max),
+    arith.AndIOp: operator.and_,
+    arith.OrIOp: operator.or_,
+    arith.XOrIOp: operator.xor,
+}
+
+_BINARY_BY_NAME = {op.OPERATION_NAME: fn for op, fn in BINARY.items()}
+
+# arith::CmpIPredicate numbering.
+COMPARE: dict[int, Callable[[int, int], bool]] = {
+    0: operator.eq,
+    1: operator.ne,
+    2: operator.lt,
+    3: operator.le,
+    4: operator.gt,
+    5: operator.ge,
+    6: _unsigned(operator.lt),
+    7: _unsigned(operator.le),
+    8: _unsigned(operator.gt),
+    9: _unsigned(operator.ge),
+}
+
+
+def _fold_or_step(c: Compiler, op: ir.OpView, fn: Callable[..., Any]) -> Optional[Step]:
+    args = c.uses(op)
+    values = [c.constant(v) for v in op.operation.operands]
+    result = op.operation.results[0]
+    if all(v is not UNSET for v in values):
+        try:
+            c.define(result, fn(*values))
+        except (ArithmeticError, ValueError) as err:
+            raise c.error(op, f"cannot evaluate: {err}") from None
+        return None
+    out = c.define(result)
+    if len(args) == 1:
+        (a,) = args
+
+        def step1(env: list) -> None:
+            env[out] = fn(env[a])
+
+        return step1
+    if len(args) == 2:
+        a, b = args
+
+        def step2(env: list) -> None:
+            env[out] = fn(env[a], env[b])
+
+        return step2
+    a, b, d = args
+
+    def step3(env: list) -> None:
+        env[out] = fn(env[a], env[b], env[d])
+
+    return step3
+
+
+@register_impls
+class ArithImpls:
+    @impl(arith.ConstantOp)
+    def constant(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        attr = op.operation.attributes["value"]
+        if isinstance(attr, ir.IntegerAttr):
+            value: Any = attr.value
+            if str(attr.type) == "i1":
+                value = bool(value)
+        elif isinstance(attr, ir.FloatAttr):
+            value = attr.value
+        else:
+            raise c.error(op, f"constant {attr} is not a scalar (only integer, index and float constants run on the host)")
+        c.define(op.operation.results[0], value)
+        return None
+
+    @impl(*BINARY)
+    def binary(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        return _fold_or_step(c, op, _BINARY_BY_NAME[op.operation.name])
+
+    @impl(arith.IndexCastOp, arith.IndexCastUIOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
+    def cast(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        # Host integers are unbounded Python ints; a cast between integer widths keeps the value.
+        return _fold_or_step(c, op, int)
+
+    @impl(arith.CmpIOp)
+    def cmpi(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        predicate = get_int(op, "predicate")
+        if predicate not in COMPARE:
+            raise c.error(op, f"unknown predicate {predicate}")
+        return _fold_or_step(c, op, COMPARE[predicate])
+
+    @impl(arith.SelectOp)
+    def select(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        return _fold_or_step(c, op, lambda cond, a, b: a if cond else b)

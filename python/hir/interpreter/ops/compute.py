@@ -1,0 +1,151 @@
+"""Handlers of the compute group: ops in destination-passing style, each one torch call writing into its output
+(``out=`` or ``copy_``). The ``stream_axis`` annotation needs no run-time work: an op not yet
+stream-lowered simply computes its whole output on the current stream."""
+
+from typing import Callable, Optional
+
+import torch
+from torch_mlir import ir
+
+from torch_mlir.dialects import memref
+
+from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
+from hir.dialect.base import get_i64_array, get_str
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.registry import impl, register_impls
+
+_FLOAT_BINARY: dict[str, Callable] = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "max": torch.maximum,
+    "min": torch.minimum,
+}
+
+
+def _rank(c: Compiler, value: ir.Value) -> int:
+    return len(c.spec(value).shape)
+
+
+def _matmul_into(vector_a: bool, vector_b: bool) -> Callable:
+    """``out = a @ b`` with torch.matmul's vector rules. torch.matmul(out=) computes a vector
+    operand's product as a matrix and resizes ``out`` to it, which would detach a view from
+    its parent buffer; lifting vectors to matrices and ``out`` to the matching view avoids it.
+    Decided at compile time, so the common matrix case stays a single call."""
+    if not (vector_a or vector_b):
+        return lambda a, b, out: torch.matmul(a, b, out=out)
+
+    def lifted(a, b, out):
+        # b first: with two vectors out is 0-D and becomes [1] then [1, 1].
+        if vector_b:
+            b, out = b.unsqueeze(-1), out.unsqueeze(-1)
+        if vector_a:
+            a, out = a.unsqueeze(0), out.unsqueeze(-2)
+        torch.matmul(a, b, out=out)
+
+    return lifted
+
+
+@register_impls
+class ComputeImpls:
+    @impl(SetOp, memref.CopyOp)  # the same copy
+    def set_op(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        src, dst = c.uses(op)
+
+        def set_step(env: list) -> None:
+            env[dst].copy_(env[src])
+
+        return set_step
+
+    @impl(BinaryOp)
+    def binary(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        a, b, o = c.uses(op)
+        kind = get_str(op, "kind")
+        dtype = c.spec(op.operation.operands[2]).dtype
+        if kind == "div" and not dtype.is_floating_point:
+            # Integer division follows arith.divsi (toward zero); torch.div would produce floats.
+            def int_div(env: list) -> None:
+                torch.div(env[a], env[b], rounding_mode="trunc", out=env[o])
+
+            return int_div
+        fn = _FLOAT_BINARY[kind]
+
+        def binary_step(env: list) -> None:
+            fn(env[a], env[b], out=env[o])
+
+        return binary_step
+
+    @impl(ReductionOp)
+    def reduction(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        src, dst = c.uses(op)
+        kind = get_str(op, "kind")
+        axes = get_i64_array(op, "axes")
+        dims = tuple(axes)
+        if kind == "prod" and len(axes) > 1:
+            # torch.prod reduces one axis at a time; reduce the highest axes first so the
+            # remaining axis numbers stay valid, then write the result once.
+            order = sorted(axes, reverse=True)
+
+            def prod_many(env: list) -> None:
+                t = env[src]
+                for axis in order:
+                    t = torch.prod(t, axis)
+                env[dst].copy_(t)
+
+            return prod_many
+        if kind == "prod":
+            (axis,) = axes
+
+            def prod_one(env: list) -> None:
+                torch.prod(env[src], axis, out=env[dst])
+
+            return prod_one
+        fn = {"sum": torch.sum, "max": torch.amax, "min": torch.amin}[kind]
+
+        def reduce_step(env: list) -> None:
+            fn(env[src], dims, out=env[dst])
+
+        return reduce_step
+
+    @impl(MatmulOp)
+    def matmul(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        a, b, o = c.uses(op)
+        operands = op.operation.operands
+        product = _matmul_into(_rank(c, operands[0]) == 1, _rank(c, operands[1]) == 1)
+
+        def matmul_step(env: list) -> None:
+            product(env[a], env[b], env[o])
+
+        return matmul_step
+
+    @impl(LinearOp)
+    def linear(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """``output = input @ weight.T (+ bias)``; torch's linear has no ``out=``, so this uses
+        addmm for 2-D inputs with a bias and matmul (+ add_) otherwise. A 1-D input or weight is
+        a stream slice of M or N (see _matmul_into)."""
+        slots = c.uses(op)
+        x, w, o = slots[:3]
+        bias = slots[3] if len(slots) == 4 else None
+        operands = op.operation.operands
+        x_rank, w_rank = _rank(c, operands[0]), _rank(c, operands[1])
+        if bias is not None and x_rank == 2 and w_rank == 2:
+
+            def linear_addmm(env: list) -> None:
+                torch.addmm(env[bias], env[x], env[w].t(), out=env[o])
+
+            return linear_addmm
+        product = _matmul_into(x_rank == 1, w_rank == 1)
+        if bias is None:
+
+            def linear_nobias(env: list) -> None:
+                product(env[x], env[w].t(), env[o])
+
+            return linear_nobias
+
+        def linear_bias(env: list) -> None:
+            out = env[o]
+            product(env[x], env[w].t(), out)
+            out.add_(env[bias])
+
+        return linear_bias

@@ -1,0 +1,159 @@
+"""Handlers of the memory group (upstream ``memref``): ``alloc`` / ``alloca`` / ``dealloc`` /
+``dim`` (``memref.copy`` shares ``hir.set``'s handler, ops/compute.py).
+``memref.alloc {hir.symmetric}`` buffers live in symmetric memory on GPUs
+(``backends/symmetric.py``).
+
+Buffers are typed with their global shape; a rank allocates its local shard. Deallocation
+replaces the buffer (and every view of it) in its slot by a marker, so the last reference
+goes away and torch's allocator really gets the memory back; a later use is reported at the
+using op."""
+
+from typing import Optional
+
+import torch
+from torch_mlir import ir
+from torch_mlir.dialects import memref
+
+from hir.dialect.base import DYNAMIC
+from hir.dialect.context import HirError
+from hir.dialect.p2p import SYMMETRIC_ATTR
+from hir.interpreter.backends import symmetric
+from hir.interpreter.plan import DEAD, UNSET, Compiler, Step
+from hir.interpreter.registry import impl, register_impls
+
+_ALLOCS = (memref.AllocOp.OPERATION_NAME, memref.AllocaOp.OPERATION_NAME)
+
+
+@register_impls
+class MemoryImpls:
+    @impl(memref.AllocOp, memref.AllocaOp)
+    def alloc(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        step = _symmetric_alloc(c, op) if SYMMETRIC_ATTR in op.operation.attributes else None
+        if step is None:
+            step = _alloc(c, op)
+        tracker = getattr(c.runtime, "memory", None)
+        if tracker is None or step is None:
+            return step
+        out = c.use(op.operation.results[0])
+
+        def tracked_alloc(env: list) -> None:
+            step(env)
+            tracker.add(env[out])
+
+        return tracked_alloc
+
+    @impl(memref.DeallocOp)
+    def dealloc(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        buffer = op.operation.operands[0]
+        owner = buffer.owner
+        if not (isinstance(owner, (ir.Operation, ir.OpView)) and owner.name in _ALLOCS):
+            raise c.error(
+                op,
+                f"deallocates an unknown buffer: {buffer.get_name()} is not the result of memref.alloc "
+                "(function arguments and views belong to someone else)",
+            )
+        slot = c.use(buffer)
+        slots = [slot] + c.aliases(slot)
+        where, name = c.where(op), buffer.get_name()
+        tracker = getattr(c.runtime, "memory", None)
+        shared = is_symmetric_alloc(buffer)
+
+        def dealloc_step(env: list) -> None:
+            if env[slot] is DEAD:
+                raise HirError(f"{where}: error: 'memref.dealloc' buffer {name} is already deallocated")
+            if shared:  # back to the op's pool once every peer is done with it
+                symmetric.release(env[slot])
+            if tracker is not None:
+                tracker.free(env[slot])
+            for s in slots:
+                env[s] = DEAD
+
+        return dealloc_step
+
+    @impl(memref.DimOp)
+    def dim(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """The GLOBAL extent (types carry global shapes): a split axis counts every shard."""
+        source, index = op.operation.operands
+        spec = c.spec(source)
+        src, result = c.use(source), op.operation.results[0]
+        axis = c.constant(index)
+        if axis is not UNSET:
+            if not 0 <= axis < len(spec.shape):
+                raise c.error(op, f"index {axis} is out of range for rank {len(spec.shape)}")
+            if spec.shape[axis] != DYNAMIC:
+                c.define(result, spec.shape[axis])
+                return None
+            out = c.define(result)
+            factor = spec.parts if axis == spec.split_axis else 1
+
+            def dim_const(env: list) -> None:
+                env[out] = env[src].shape[axis] * factor
+
+            return dim_const
+        idx, where, parts, split = c.use(index), c.where(op), spec.parts, spec.split_axis
+        out = c.define(result)
+
+        def dim_dynamic(env: list) -> None:
+            a = env[idx]
+            if not 0 <= a < len(spec.shape):
+                raise HirError(f"{where}: error: 'memref.dim' index {a} is out of range for rank {len(spec.shape)}")
+            env[out] = env[src].shape[a] * (parts if a == split else 1)
+
+        return dim_dynamic
+
+
+def _alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    result = op.operation.results[0]
+    spec = c.spec(result)
+    dtype, device = spec.dtype, c.runtime.device
+    dynamic_axes = [i for i, d in enumerate(spec.shape) if d == DYNAMIC]
+    size_slots = c.uses(op)[: len(dynamic_axes)]
+    out = c.define(result)
+    if not dynamic_axes:
+        shape = spec.local(spec.shape)
+
+        def alloc_static(env: list) -> None:
+            env[out] = torch.empty(shape, dtype=dtype, device=device)
+
+        return alloc_static
+
+    where, parts, split = c.where(op), spec.parts, spec.split_axis
+
+    def alloc_dynamic(env: list) -> None:
+        shape = list(spec.shape)
+        for axis, slot in zip(dynamic_axes, size_slots):
+            shape[axis] = env[slot]
+            if shape[axis] < 0:
+                raise HirError(f"{where}: error: 'memref.alloc' dynamic size of axis {axis} is negative ({shape[axis]})")
+        if split is not None and shape[split] % parts:
+            raise HirError(
+                f"{where}: error: 'memref.alloc' axis {split} of extent {shape[split]} does not split evenly over {parts} devices"
+            )
+        env[out] = torch.empty(spec.local(shape), dtype=dtype, device=device)
+
+    return alloc_dynamic
+
+
+def _symmetric_alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    """The step of a ``memref.alloc {hir.symmetric}`` placed in symmetric memory here, or
+    None when it is an ordinary buffer on this rank."""
+    result = op.operation.results[0]
+    spec = c.spec(result)
+    if DYNAMIC in spec.shape:
+        raise c.error(op, f"with {SYMMETRIC_ATTR} needs a static shape (every rank maps the same size once)")
+    runtime = c.runtime
+    members = sorted(spec.sharding.mesh) if spec.sharding is not None else list(range(runtime.world_size))
+    if runtime.device.type != "cuda" or len(members) < 2 or c.rank not in members or max(members) >= runtime.world_size:
+        return None
+    pool = symmetric.SymmetricPool(spec.local(spec.shape), spec.dtype, runtime.device, runtime.comm.group(members), members)
+    out = c.define(result)
+
+    def symmetric_alloc(env: list) -> None:
+        env[out] = pool.take()
+
+    return symmetric_alloc
+
+
+def is_symmetric_alloc(value: ir.Value) -> bool:
+    owner = value.owner
+    return isinstance(owner, (ir.Operation, ir.OpView)) and owner.name == memref.AllocOp.OPERATION_NAME and SYMMETRIC_ATTR in owner.attributes

@@ -1,0 +1,177 @@
+"""Handlers of the p2p group (``hir.device_index``, ``hir.shift``, ``hir.barrier``): pipelined
+point-to-point transfers with a run-time peer. With ``backend = "cuda"`` on GPU a shift is a
+copy-engine copy (from the peer's symmetric buffer in place when its input is a rank-uniform
+view of a ``memref.alloc {hir.symmetric}``, else through a peer buffer with pairwise ready /
+done signals) and a barrier is stream-ordered (signal pads); elsewhere a shift is a batched
+isend/irecv pair and a barrier a one-element all-reduce (see ``backends/copy_engine.py``).
+"""
+
+from typing import Optional
+
+import torch
+import torch.distributed as dist
+from torch_mlir import ir
+
+from hir.dialect import BarrierOp, DeviceIndexOp, ForOp, ShiftOp, is_view
+from hir.dialect.base import get_i64_array, get_int, get_str
+from hir.dialect.context import HirError
+from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
+from hir.interpreter.backends import symmetric
+from hir.interpreter.backends.copy_engine import split_copy, uses_copy_engines
+from hir.interpreter.backends.peer_buffers import PeerBuffers
+from hir.interpreter.backends.work import DONE, StreamWork, Work, contiguous_out
+from hir.interpreter.ops.memory import is_symmetric_alloc
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.registry import impl, register_impls
+
+
+def _team_member(c: Compiler, op: ir.OpView) -> Optional[list[int]]:
+    """The op's team when this rank is in it (else its token is None here)."""
+    team = get_i64_array(op, "team")
+    if c.rank not in team:
+        c.define(op.operation.results[0], None)
+        return None
+    world = c.runtime.world_size
+    if max(team) >= world:
+        raise c.error(op, f"team {team} names devices outside the run's {world} process(es)")
+    return team
+
+
+@register_impls
+class P2PImpls:
+    @impl(DeviceIndexOp, local=False)
+    def device_index(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        mesh = get_i64_array(op, "mesh")
+        c.define(op.operation.results[0], mesh.index(c.rank) if c.rank in mesh else None)
+        return None
+
+    @impl(ShiftOp, local=False)
+    def shift(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        team = _team_member(c, op)
+        if team is None:
+            return None
+        n, pos = len(team), team.index(c.rank)
+        inp, out, off = c.uses(op)
+        res = c.define(op.operation.results[0])
+        where = c.where(op)
+        comm = c.runtime.comm
+        group = comm.group(team)
+        cuda = uses_copy_engines(c.runtime.device, op)
+        members = sorted(team)
+        bufs = PeerBuffers(group, c.runtime.device) if cuda else None
+        in_place = cuda and uniform_source(op.operation.operands[0])
+        handshake = get_str(op, SIGNAL_ATTR) != "none"
+        copies = get_int(op, COPIES_ATTR) or 1
+        side = [torch.cuda.Stream(c.runtime.device) for _ in range(copies - 1)] if cuda else []
+        gloo = comm.is_gloo(group)
+
+        def peers(env: list):
+            """(input, output, source, destination), or None when the shift was a local copy."""
+            offset = env[off]
+            if offset is None or offset < 0:
+                raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' offset must be a non-negative index, got {offset}")
+            x, target = env[inp], env[out]
+            if x.numel() != target.numel():
+                raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' input holds {x.numel()} elements here, output {target.numel()}")
+            src = team[(pos + offset) % n]
+            if src == c.rank:
+                target.copy_(x.reshape(target.shape))
+                env[res] = DONE
+                return None
+            return x, target, src, team[(pos - offset) % n]
+
+        def shift_cuda(env: list) -> None:
+            shift = peers(env)
+            if shift is None:
+                return
+            x, target, src, dst = shift
+            sym = symmetric.lookup(x) if in_place else None
+            if sym is not None and src in sym.members and dst in sym.members:
+                # The input lies in a symmetric buffer at the same offset on every rank: read
+                # src's copy in place. Its dealloc barrier guards the overwrite, not a flag.
+                if handshake:
+                    sym.handle.put_signal(sym.members.index(dst), symmetric.READY)
+                    sym.handle.wait_signal(sym.members.index(src), symmetric.READY)
+                split_copy(target, sym.peer_view(sym.members.index(src), x).reshape(target.shape), side)
+                env[res] = StreamWork()
+                return
+            peer = bufs.get(x.shape, x.dtype)
+            g_src, g_dst = members.index(src), members.index(dst)
+            if peer.pending is not None:  # the last reader of our buffer must be done with it
+                peer.handle.wait_signal(peer.pending, 1)
+            peer.local.copy_(x)
+            peer.handle.put_signal(g_dst, 0)  # ready: dst may read our buffer
+            peer.handle.wait_signal(g_src, 0)  # src's buffer holds its input
+            split_copy(target, peer.peers[g_src].view(target.shape), side)
+            peer.handle.put_signal(g_src, 1)  # done reading src's buffer
+            # dst's "done" is awaited before the next overwrite of our buffer (the next issue on
+            # this stream), not here: this step's consumers need not wait for dst's copy.
+            peer.pending = g_dst
+            env[res] = StreamWork()
+
+        def shift_pg(env: list) -> None:
+            shift = peers(env)
+            if shift is None:
+                return
+            x, target, src, dst = shift
+            buf, back = contiguous_out(target)
+            recv_into = buf.view(x.shape) if buf.is_contiguous() else buf
+            if gloo:  # Gloo has no coalesced P2P; its sends do not block
+                handles_ = [dist.isend(x.contiguous(), dst), dist.irecv(recv_into, src)]
+            else:  # NCCL: grouped, or the ring of sends deadlocks
+                handles_ = dist.batch_isend_irecv([dist.P2POp(dist.isend, x.contiguous(), dst), dist.P2POp(dist.irecv, recv_into, src)])
+            env[res] = Work(handles_, (lambda: back.copy_(buf)) if back is not None else None)
+
+        return shift_cuda if cuda else shift_pg
+
+    @impl(BarrierOp, local=False)
+    def barrier(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """A stream-ordered signal-pad barrier with backend "cuda" on GPU; elsewhere a
+        one-element all-reduce over the team (its wait is the barrier)."""
+        team = _team_member(c, op)
+        if team is None:
+            return None
+        res = c.define(op.operation.results[0])
+        group = c.runtime.comm.group(team)
+        device = c.runtime.device
+        if uses_copy_engines(c.runtime.device, op):
+            bufs = PeerBuffers(group, device)
+
+            def barrier_cuda(env: list) -> None:
+                bufs.get((1,), torch.int32).handle.barrier(channel=0)
+                env[res] = StreamWork()
+
+            return barrier_cuda
+        token = torch.zeros(1, device=device)
+
+        def barrier_pg(env: list) -> None:
+            env[res] = Work(dist.all_reduce(token, group=group, async_op=True))
+
+        return barrier_pg
+
+
+def uniform_source(value: ir.Value) -> bool:
+    """Whether ``value`` is a symmetric alloc or a view of one selected by indices that are
+    the same on every rank (no ``hir.device_index`` in them), so a peer's buffer holds its
+    counterpart at the same offset."""
+    while True:
+        owner = value.owner
+        if not isinstance(owner, (ir.Operation, ir.OpView)):
+            return False
+        if not is_view(owner):
+            return is_symmetric_alloc(value)
+        if not _uniform_index(owner.operands[1]):
+            return False
+        value = owner.operands[0]
+
+
+def _uniform_index(value: ir.Value, depth: int = 0) -> bool:
+    if depth > 32:
+        return False
+    owner = value.owner
+    if isinstance(owner, ir.Block):  # a loop induction variable: uniform if its bounds are
+        parent = owner.owner
+        return parent.name == ForOp.OPERATION_NAME and all(_uniform_index(v, depth + 1) for v in parent.operands)
+    if owner.name == "arith.constant" or owner.name == "memref.dim":
+        return True
+    return owner.name.startswith("arith.") and all(_uniform_index(v, depth + 1) for v in owner.operands)

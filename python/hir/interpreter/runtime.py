@@ -1,0 +1,117 @@
+"""What compiled steps close over at run time: the device, this rank, the stream pool, the
+process group (created on first need) and the optional allocation tracker."""
+
+from functools import cached_property
+from typing import Any, Optional
+
+import torch
+
+from hir.interpreter.backends.process_groups import Communicator, world
+
+
+class Runtime:
+    """What compiled steps close over: device, rank, streams, the process group."""
+
+    def __init__(
+        self, device: torch.device, num_streams: int, backend: Optional[str], compile_kernels: bool, track_memory: bool = False
+    ) -> None:
+        self.device = device
+        self.memory: Optional[AllocationTracker] = AllocationTracker() if track_memory else None
+        self.backend = backend
+        self.compile_kernels = compile_kernels
+        self.rank, self.world_size = world()
+        self.streams = StreamPool(device, num_streams)
+
+    @cached_property
+    def comm(self) -> Communicator:
+        """The process group, initialized on first need (programs without communication
+        never touch torch.distributed)."""
+        return Communicator(self.device, self.backend)
+
+
+# ----- streams ------------------------------------------------------------------------------
+# A pool of ``num_streams`` CUDA streams keyed by ``index % num_streams`` (nvFuser's
+# Stream(index)), the current stream, and stream-to-stream synchronization that never blocks
+# the host. On CPU, streams are tokens and execution is sequential, which keeps the
+# program's meaning (every op completes before the next starts).
+
+
+class CpuStream:
+    """A stream token on CPU: identity only (work runs in program order)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: Optional[int]) -> None:
+        self.index = index
+
+    def __repr__(self) -> str:
+        return "CpuStream(user)" if self.index is None else f"CpuStream({self.index})"
+
+    def wait_stream(self, other: "CpuStream") -> None:
+        """Nothing to wait for: the other stream's work has already run."""
+
+
+class StreamPool:
+    """The run's streams on ``device``. Pool streams are created on first use and kept for
+    the life of the program, so repeated runs reuse them."""
+
+    def __init__(self, device: torch.device, num_streams: int) -> None:
+        if num_streams < 1:
+            raise ValueError(f"num_streams must be >= 1, got {num_streams}")
+        self.device = device
+        self.num_streams = num_streams
+        self.cuda = device.type == "cuda"
+        self._pool: dict[int, Any] = {}
+        self._cpu_current: CpuStream = CpuStream(None)
+
+    def get(self, index: int) -> Any:
+        """Pool stream ``index % num_streams``."""
+        key = index % self.num_streams
+        stream = self._pool.get(key)
+        if stream is None:
+            stream = torch.cuda.Stream(self.device) if self.cuda else CpuStream(key)
+            self._pool[key] = stream
+        return stream
+
+    def live(self) -> list:
+        """The pool streams created so far (distinct objects)."""
+        return list(self._pool.values())
+
+    def current(self) -> Any:
+        return torch.cuda.current_stream(self.device) if self.cuda else self._cpu_current
+
+    def set_current(self, stream: Any) -> None:
+        if self.cuda:
+            torch.cuda.set_stream(stream)
+        else:
+            self._cpu_current = stream
+
+    def synchronize(self, stream: Any) -> None:
+        """The current stream waits for ``stream``'s work so far (an event recorded on
+        ``stream`` and waited on by the current stream); the host does not block."""
+        self.current().wait_stream(stream)
+
+
+class AllocationTracker:
+    """Bytes of the buffers the program allocated and has not deallocated yet, and their
+    peak (``Program(..., track_memory=True).memory``). Buffers the program returns stay
+    counted; program inputs are not counted. Counting happens in the alloc and dealloc
+    steps, so it is exact on CPU and GPU alike."""
+
+    def __init__(self) -> None:
+        self.current = 0
+        self.peak = 0
+        self.allocations = 0
+
+    def reset(self) -> None:
+        self.current = self.peak = self.allocations = 0
+
+    def add(self, t: torch.Tensor) -> None:
+        self.current += t.numel() * t.element_size()
+        self.allocations += 1
+        if self.current > self.peak:
+            self.peak = self.current
+
+    def free(self, t: object) -> None:
+        if isinstance(t, torch.Tensor):
+            self.current -= t.numel() * t.element_size()

@@ -1,0 +1,121 @@
+"""The all-gather side of hir-p2p-pipeline: an all-gather whose split axis is its stream
+axis, and the stream-parallel compute ops reading the gathered buffer, become one step per
+team member. Step 0 is this rank's own shard (a local copy, computed at once on pool stream
+0); the user stream stages the shard into a symmetric buffer, passes one ``hir.barrier``
+and pulls the peers' shards with ``signal = "none"`` shifts; each step's compute waits only
+for its own copy.
+
+Before::
+
+    %w = "hir.allgather"(%A, %tmp) {axis = 0, stream_axis = 0, ...} ; "hir.wait"(%w)
+    "hir.matmul"(%tmp, %B, %out) {stream_axis = 0 : i64}
+
+After (local-first: step j reads team position (me + j) mod n)::
+
+    %me = "hir.device_index"() ; %user = "hir.get_current_stream"() ; initial sync loop
+    %staged = memref.alloc() {hir.symmetric} ; "hir.set"(%A, %staged)
+    "hir.wait"("hir.barrier"())
+    step 0 on pool stream 0: "hir.shift"(%A, %tmp[me], %c0), "hir.matmul"(%tmp[me], %B, %out[me])
+    "hir.for"(%c1, %c4, %c1) ({ ^bb0(%j):      // steps 1..n-1, shifts on the user stream
+      %w = "hir.shift"(%staged, %tmp[p], %j) {signal = "none"} ; set_current_stream(pool j)
+      "hir.wait"(%w) ; "hir.matmul"(%tmp[p], %B, %out[p]) ; set_current_stream(%user) })
+    join loop over the pool streams
+
+With ``chunks = c`` each peer's shard moves and is computed in c parts (``hir.alias_chunk``
+along its first axis): an inner loop over the parts in every step but step 0.
+"""
+
+from typing import Optional
+
+from torch_mlir import ir
+
+from hir.dialect import AliasSelectOp, BarrierOp, ComputeOp, SetCurrentStreamOp, SetOp, ShiftOp, SynchronizeOp, WaitOp
+from hir.dialect.base import get_int
+from hir.dialect.p2p import SIGNAL_ATTR
+from hir.passes._p2p_steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
+from hir.passes.helpers import DEALLOC, fail, is_a, operand_axis, output_index, stream_axis
+
+
+def build_allgather(opts, ag: ir.Operation, block_ops: list) -> None:
+    """Replace ``ag``, its wait and its stream-parallel consumers by the pipeline."""
+    axis = get_int(ag, "axis")
+    team, team_attr, backend, wait = collective(opts, ag, ag.operands[1], axis, "gathers", "shard")
+    src, gathered = ag.operands[0], ag.operands[1]
+    consumers = _consumers(ag, gathered, axis, block_ops)
+    # Chunks split each shard along its first axis (axis 0 of a step's slice).
+    parts_axis = chunk_axis(opts, ag, gathered, [axis], [(op, list(op.operands).index(gathered)) for op in consumers])
+    view_axis = parts_axis - (1 if parts_axis > axis else 0)
+    # At the last consumer: everything the consumers read is defined by then.
+    with ir.InsertionPoint(consumers[-1] if consumers else ag), ag.location:
+        steps = begin(opts, team)
+        staged = new_buffer(src.type, symmetric=True)
+        SetOp.emit(src, staged)
+        # Every rank's shard is published once: the steps need no handshake.
+        WaitOp.emit(BarrierOp.emit(team_attr, backend))
+
+        def step(source: ir.Value, whole: ir.Value, view: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict, part: Optional[ir.Value]) -> None:
+            """Shift ``source`` into ``view`` (``whole``, the slice at ``position``, or its
+            part ``part``) on the current stream, then compute on ``stream`` what reads it."""
+            work = ShiftOp.emit(source, view, offset, attrs)
+            if source != src:  # a peer's shard: copied on the user stream, computed on a pool one
+                SetCurrentStreamOp.emit(stream)
+            WaitOp.emit(work)
+            for op in consumers:
+                sliced = slice_op(op.clone(), axis, {gathered: whole}, position, steps.zero)
+                if part is not None:
+                    chunk_op(sliced, list(sliced.operands).index(whole), view_axis, part, opts.chunks, {whole: view})
+            SetCurrentStreamOp.emit(steps.user)
+
+        # step 0: own shard, a local copy and its compute on pool stream 0, at once
+        stream = steps.stream(steps.zero)
+        SetCurrentStreamOp.emit(stream)
+        whole = AliasSelectOp.emit(gathered, steps.me, axis)
+        step(src, whole, whole, steps.zero, steps.me, stream, {"team": team_attr, "backend": backend}, None)
+        j, end = steps.loop(steps.one, steps.count)
+        with ir.InsertionPoint(end):
+            offset = steps.offset(j)
+            position = steps.position(offset, +1)
+            stream = steps.stream(j)
+            whole = AliasSelectOp.emit(gathered, position, axis)
+            attrs = {**steps.shift_attrs(team_attr, backend), SIGNAL_ATTR: ir.StringAttr.get("none")}
+            if opts.chunks == 1:
+                step(staged, whole, whole, offset, position, stream, attrs, None)
+            else:  # the peer's shard in chunks: each chunk's compute waits for its copy only
+                c, chunk_end = steps.loop(steps.zero, steps.chunks)
+                with ir.InsertionPoint(chunk_end):
+                    part = chunk(staged, c, parts_axis, opts.chunks)
+                    step(part, whole, chunk(whole, c, view_axis, opts.chunks), offset, position, stream, attrs, c)
+        steps.each_stream(SynchronizeOp.emit)
+    for op in consumers:
+        op.erase()
+    wait.erase()
+    ag.erase()
+
+
+def _consumers(ag: ir.Operation, gathered: ir.Value, axis: int, block_ops: list) -> list:
+    """The stream-parallel compute ops after the all-gather reading ``gathered`` on ``axis``;
+    other uses of ``gathered`` must come after them (the pipeline runs at the last one)."""
+    out: list = []
+    others: list = []
+    after = False
+    for op in block_ops:
+        op = op.operation
+        if op == ag:
+            after = True
+            continue
+        if not after or gathered not in list(op.operands):
+            continue
+        if op.name == WaitOp.OPERATION_NAME or op.name == DEALLOC:
+            continue
+        k = stream_axis(op)
+        if not is_a(op, ComputeOp) or k is None:
+            others.append(op)
+            continue
+        if others:
+            raise fail(others[0], "uses the gathered buffer of a P2P pipeline before its stream-parallel consumers; move it after them")
+        if op.operands[output_index(op)] == gathered:
+            raise fail(op, "writes the gathered buffer of a P2P pipeline")
+        if any(operand_axis(op, i, k) != axis for i, v in enumerate(op.operands) if v == gathered):
+            raise fail(op, f"reads the gathered buffer along another axis than its stream axis {axis}")
+        out.append(op)
+    return out

@@ -1,0 +1,188 @@
+"""The shared step builder of hir-p2p-pipeline (``pipeline_p2p.py``): the values every step
+uses (device index, constants, user and pool streams), the step index arithmetic of the two
+algorithms, and the per-step forms of stream-parallel ops (sliced at one team position, and
+chunked). The all-gather and reduce-scatter sides (``_p2p_allgather.py``,
+``_p2p_reduce_scatter.py``) build their pipelines from these.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith
+
+from hir.dialect import AliasChunkOp, AliasSelectOp, DeviceIndexOp, ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WaitOp
+from hir.dialect.base import get_i64_array, get_str, i64_attr, sharding_of
+from hir.dialect.compute import STREAM_AXIS_ATTR
+from hir.dialect.p2p import COPIES_ATTR, SYMMETRIC_ATTR
+from hir.passes.helpers import alloc, fail, index_arith, index_const, operand_axis, output_index, is_broadcast_axis, renumber_axes, stream_slices
+
+ALGORITHMS = ("local-first", "ring")
+
+
+@dataclass
+class Steps:
+    """Values every step uses, and the index arithmetic of the two algorithms. ``opts`` is
+    the pass (its algorithm, backend, streams, copies and chunks options)."""
+
+    opts: Any
+    team: list
+    me: ir.Value
+    zero: ir.Value
+    one: ir.Value
+    count: ir.Value
+    pool: ir.Value  # index constant: the number of compute streams
+    chunks: ir.Value
+    streams: int
+    user: ir.Value
+
+    def offset(self, j: ir.Value) -> ir.Value:
+        """The shift offset of step j >= 1: j (local-first) or n - j (ring)."""
+        if self.opts.algorithm == "local-first":
+            return j
+        return index_arith(arith.SubIOp, self.count, j)
+
+    def position(self, offset: ir.Value, sign: int) -> ir.Value:
+        """Team position (me + sign * offset) mod n."""
+        if sign > 0:
+            moved = index_arith(arith.AddIOp, self.me, offset)
+        else:
+            moved = index_arith(arith.SubIOp, index_arith(arith.AddIOp, self.me, self.count), offset)
+        return index_arith(arith.RemUIOp, moved, self.count)
+
+    def stream(self, j: ir.Value) -> ir.Value:
+        """Pool stream ``j mod streams``."""
+        index = j if self.streams >= len(self.team) else (self.zero if self.streams == 1 else index_arith(arith.RemUIOp, j, self.pool))
+        return GetStreamOp.emit(index)
+
+    def each_stream(self, body, set_current: bool = False) -> None:
+        """A loop over the compute streams running ``body(stream)`` (optionally on it)."""
+        _, i, end = ForOp.emit(self.zero, self.pool, self.one)
+        with ir.InsertionPoint(end):
+            stream = GetStreamOp.emit(i)
+            if set_current:
+                SetCurrentStreamOp.emit(stream)
+            body(stream)
+
+    def loop(self, lower: ir.Value, upper: ir.Value) -> tuple[ir.Value, ir.Operation]:
+        """An ``hir.for`` from ``lower`` to ``upper`` by one: (index, where its body goes)."""
+        _, index, end = ForOp.emit(lower, upper, self.one)
+        return index, end
+
+    def shift_attrs(self, team: ir.Attribute, backend: ir.Attribute) -> dict:
+        attrs = {"team": team, "backend": backend}
+        if self.opts.copies > 1:
+            attrs[COPIES_ATTR] = i64_attr(self.opts.copies)
+        return attrs
+
+
+def begin(opts: Any, team: list[int]) -> Steps:
+    """device_index, constants, the user stream and the pool streams' initial sync."""
+    n = len(team)
+    me = DeviceIndexOp.emit(team)
+    zero, one, count = index_const(0), index_const(1), index_const(n)
+    streams = compute_streams(opts, n)
+    pool = index_const(streams) if streams > 1 else one
+    user = GetCurrentStreamOp.emit()
+    chunks = index_const(opts.chunks) if opts.chunks > 1 else one
+    steps = Steps(opts, team, me, zero, one, count, pool, chunks, streams, user)
+    steps.each_stream(lambda s: SynchronizeOp.emit(user), set_current=True)
+    SetCurrentStreamOp.emit(user)
+    return steps
+
+
+def compute_streams(opts: Any, team_size: int) -> int:
+    """How many pool streams the steps' compute cycles through."""
+    return min(opts.streams, team_size)
+
+
+def collective(opts: Any, op: ir.Operation, buffer: ir.Value, axis: int, verb: str, noun: str) -> tuple:
+    """(team, team attribute, shift backend, the op's hir.wait); one ``noun`` per device."""
+    team = get_i64_array(op, "team")
+    extent = ir.MemRefType(buffer.type).shape[axis]
+    if extent != len(team):
+        raise fail(op, f"{verb} axis {axis} of extent {extent} over {len(team)} devices; hir-p2p-pipeline needs one {noun} per device along the stream axis (extent {len(team)})")
+    backend = ir.StringAttr.get(opts.backend or get_str(op, "backend"))
+    return team, ir.DenseI64ArrayAttr.get(team), backend, _single_wait(op)
+
+
+def _single_wait(op: ir.Operation) -> ir.Operation:
+    waits = [use.owner.operation for use in op.results[0].uses]
+    if len(waits) != 1 or waits[0].name != WaitOp.OPERATION_NAME:
+        raise fail(op, f"must have exactly one use, its {WaitOp.OPERATION_NAME}")
+    return waits[0]
+
+
+def chunk_axis(opts: Any, op: ir.Operation, buffer: ir.Value, skipped: list, users: list) -> int:
+    """The axis of ``buffer`` that ``chunks`` splits: its first axis not in ``skipped``
+    (the stream and device axes). Checks that every (op, operand index) in ``users`` maps
+    it to an output axis whose operands divide into the chunks."""
+    if opts.chunks == 1:
+        return -1
+    shape = ir.MemRefType(buffer.type).shape
+    axis = next((a for a in range(len(shape)) if a not in skipped), None)
+    if axis is None:
+        raise fail(op, f"has no axis besides {', '.join(map(str, sorted(set(skipped))))} to split into chunks = {opts.chunks}")
+    for user, index in users:
+        _chunk_axes(user, index, axis, opts.chunks)
+    return axis
+
+
+def new_buffer(memref_type: ir.Type, symmetric: bool) -> ir.Value:
+    """A static ``memref.alloc``, in symmetric memory (peers read it in place) if asked."""
+    return alloc(memref_type, attributes={SYMMETRIC_ATTR: ir.UnitAttr.get()} if symmetric else None).result
+
+
+def chunk(buffer: ir.Value, c: ir.Value, axis: int, chunks: int) -> ir.Value:
+    """``hir.alias_chunk``: chunk ``c`` of ``buffer`` along ``axis``."""
+    return AliasChunkOp.emit(buffer, c, axis, chunks)
+
+
+def slice_op(op: ir.Operation, k: int, replace: dict, position: ir.Value, zero: ir.Value) -> ir.Operation:
+    """Turn a clone of a stream-parallel op into its per-step form: ``replace`` gives the
+    view of the whole slice for some operands, the others are selected at ``position``
+    (broadcast operands at 0) along their stream axis."""
+    in_axis = operand_axis(op, 0, k)
+    for s in stream_slices(op, k):
+        source = op.operands[s.index]
+        view = replace.get(source)
+        if view is None:
+            view = AliasSelectOp.emit(source, zero if s.broadcast else position, s.axis)
+        op.operands[s.index] = view
+    op.move_before(ir.InsertionPoint.current.ref_operation)  # after the views it reads
+    del op.attributes[STREAM_AXIS_ATTR]
+    renumber_axes(op, in_axis)
+    return op
+
+
+def _chunk_axes(op: ir.Operation, index: int, axis: int, chunks: int) -> list:
+    """(operand index, axis) of every operand of ``op`` to chunk with axis ``axis`` of
+    operand ``index``: the operands that have the output axis it maps to (not broadcast)."""
+    out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
+    out_axis = next((k for k in range(out_rank) if operand_axis(op, index, k) == axis), None)
+    if out_axis is None:
+        raise fail(op, f"reduces over axis {axis} of operand #{index}, which chunks = {chunks} would split; only an axis the output keeps can be chunked")
+    found = []
+    for i, operand in enumerate(op.operands):
+        a = operand_axis(op, i, out_axis)
+        if not isinstance(operand.type, ir.MemRefType) or a is None or is_broadcast_axis(op, i, a, out_axis):
+            continue
+        extent = ir.MemRefType(operand.type).shape[a]
+        sharding = sharding_of(operand)
+        if sharding is not None and sharding.axis == a:
+            raise fail(op, f"would chunk axis {a} of operand #{i}, which is split over the device mesh")
+        if extent != ir.ShapedType.get_dynamic_size() and extent % chunks:
+            raise fail(op, f"axis {a} of operand #{i} has extent {extent}, which does not divide into chunks = {chunks}")
+        found.append((i, a))
+    return found
+
+
+def chunk_op(op: ir.Operation, index: int, axis: int, c: ir.Value, chunks: int, replace: dict) -> None:
+    """Turn a step's op into its chunk-``c`` form: every operand that has the output axis
+    read from axis ``axis`` of operand ``index`` is chunked along it (``replace`` gives
+    chunk views already taken)."""
+    for i, a in _chunk_axes(op, index, axis, chunks):
+        source = op.operands[i]
+        view = replace.get(source)
+        op.operands[i] = view if view is not None else chunk(source, c, a, chunks)
+    op.move_before(ir.InsertionPoint.current.ref_operation)  # after the views it reads

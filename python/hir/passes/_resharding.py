@@ -1,0 +1,175 @@
+"""nvFuser's resharding rules (isResharding, isInnerResharding, canLower and the decision
+table of ConvertOpToCommunication / lower_to_communication) on hir buffers.
+
+A :class:`Plan` lists the collectives one resharding op lowers to, as (op class, attributes).
+Teams and roots follow nvFuser: Allgather/Allreduce/ReduceScatter run on the input mesh;
+Scatter's root is the first sender and its team the receiver mesh plus the root; Gather and
+Reduce are emitted once per receiver (each receiver is a root, the team the sender mesh plus
+that root); Broadcast's root is the first sender; SendRecv pairs sender i with receiver i.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from torch_mlir import ir
+
+from hir.dialect import (
+    AllgatherOp,
+    AllreduceOp,
+    BroadcastOp,
+    GatherOp,
+    ReduceOp,
+    ReduceScatterOp,
+    ReductionOp,
+    ScatterOp,
+    SendRecvOp,
+    SetOp,
+)
+from hir.dialect.base import Sharding, VerifyError, get_i64_array, get_str, i64_attr, sharding_of
+from hir.passes.helpers import fail, is_broadcast_axis, operand_axis, output_index, stream_axis
+
+_LOWERABLE = (SetOp.OPERATION_NAME, ReductionOp.OPERATION_NAME)
+
+
+@dataclass
+class Plan:
+    """The collectives (op class, attributes without ``backend``) replacing one op."""
+
+    collectives: list[tuple[type, dict[str, ir.Attribute]]]
+
+
+def _sharding(op: ir.Operation, index: int) -> Optional[Sharding]:
+    try:
+        return sharding_of(op.operands[index], f"operand #{index}")
+    except VerifyError as err:
+        raise fail(op, str(err)) from None
+
+
+def _mismatch(op: ir.Operation, index: int, out: Optional[Sharding]) -> Optional[str]:
+    """Why operand ``index`` is placed differently from what the output needs (None: same)."""
+    mine = _sharding(op, index)
+    if mine is None and out is None:
+        return None
+    if mine is None or out is None:
+        return "mixes a buffer without a device mesh with one on a mesh; give both a #hir.shard"
+    if mine.mesh != out.mesh:
+        return f"moves data from mesh {list(mine.mesh)} to mesh {list(out.mesh)}"
+    expected = None
+    if out.axis is not None:
+        expected = operand_axis(op, index, out.axis)
+        if expected is not None and is_broadcast_axis(op, index, expected, out.axis):
+            expected = None
+    if mine.axis != expected:
+        return f"reads operand #{index} split along axis {mine.axis}, the output needs {expected}"
+    return None
+
+
+def resharding_reason(op: ir.Operation) -> Optional[str]:
+    """nvFuser's isResharding: why ``op`` moves data between devices, or None."""
+    out_index = output_index(op)
+    out = _sharding(op, out_index)
+    for index, operand in enumerate(op.operands):
+        if index == out_index or not isinstance(operand.type, ir.MemRefType):
+            continue
+        reason = _mismatch(op, index, out)
+        if reason:
+            return reason
+    return None
+
+
+def _team(mesh: tuple[int, ...], extra: int) -> list[int]:
+    return list(mesh) + ([extra] if extra not in mesh else [])
+
+
+def _check_outermost(op: ir.Operation, axis: int, stream: Optional[int], what: str) -> None:
+    """isInnerResharding: a split may only appear or disappear on the outermost axis (the
+    stream axis, sliced away per iteration, does not count)."""
+    position = axis - (1 if stream is not None and stream < axis else 0)
+    if position != 0:
+        raise fail(
+            op,
+            f"reshards inner axis {axis} of the {what}; only the outermost axis (after the stream "
+            "axis) can be resharded: transpose it to the front first",
+        )
+
+
+def plan(op: ir.Operation) -> Optional[Plan]:
+    """The collectives for a resharding op, None when ``op`` does not reshard."""
+    reason = resharding_reason(op)
+    if reason is None:
+        return None
+    if op.name not in _LOWERABLE:
+        raise fail(op, f"is resharding ({reason}); only {' and '.join(_LOWERABLE)} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first")
+    src, dst = _sharding(op, 0), _sharding(op, 1)
+    if src is None or dst is None:
+        raise fail(op, reason)
+    for what, s in (("input", src), ("output", dst)):
+        if s.axis is not None and len(s.mesh) == 1:
+            raise fail(op, f"{what} is split over the one-device mesh {list(s.mesh)}; mark it replicated (axis -1)")
+    out_stream = stream_axis(op)
+    in_stream = None if out_stream is None else operand_axis(op, 0, out_stream)
+    if op.name == ReductionOp.OPERATION_NAME:
+        return _plan_reduction(op, src, dst, in_stream, out_stream)
+    return _plan_set(op, src, dst, in_stream, out_stream)
+
+
+def _plan_reduction(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
+    axes = get_i64_array(op, "axes")
+    if len(axes) != 1:
+        raise fail(op, f"is a resharding reduction over {len(axes)} axes {axes}; it must reduce exactly one axis (split the reduction)")
+    axis = axes[0]
+    if src.axis != axis:
+        raise fail(op, f"reshards while reducing axis {axis}, but the input is split along {src.axis}: the reduced axis must be the split one (insert a {SetOp.OPERATION_NAME} to reshard first)")
+    _check_outermost(op, axis, in_stream, "input")
+    common = {"axis": i64_attr(axis), "reduction": ir.StringAttr.get(get_str(op, "kind"))}
+    if dst.axis is not None:
+        if src.mesh != dst.mesh:
+            raise fail(op, f"is a reduce-scatter across different meshes; insert a {SetOp.OPERATION_NAME} before or after the reduction to move to the other mesh")
+        _check_outermost(op, dst.axis, out_stream, "output")
+        # The output's split axis in input coordinates: step past the reduced axis.
+        scatter_axis = dst.axis + (1 if axis <= dst.axis else 0)
+        attrs = {**common, "scatter_axis": i64_attr(scatter_axis), "team": _mesh_attr(src.mesh)}
+        return Plan([(ReduceScatterOp, attrs)])
+    if src.mesh == dst.mesh:
+        return Plan([(AllreduceOp, {**common, "team": _mesh_attr(src.mesh)})])
+    collectives = []
+    for root in dst.mesh:  # one Reduce per receiver: each receiver is a root
+        team = _team(src.mesh, root)
+        collectives.append((ReduceOp, {**common, "root": i64_attr(root), "team": _mesh_attr(team)}))
+    return Plan(collectives)
+
+
+def _plan_set(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
+    if src.axis is not None and dst.axis is not None and src.axis != dst.axis:
+        raise fail(op, f"moves the split from axis {src.axis} to axis {dst.axis} (an all-to-all), which is not lowerable; reshard through a replicated buffer")
+    if src.axis is not None and dst.axis is None:
+        _check_outermost(op, src.axis, in_stream, "input")
+    if dst.axis is not None and src.axis is None:
+        _check_outermost(op, dst.axis, out_stream, "output")
+    if src.axis is None and dst.axis is not None:
+        root = src.mesh[0]  # nvFuser: arbitrarily the first sender
+        team = _team(dst.mesh, root)
+        return Plan([(ScatterOp, {"axis": i64_attr(dst.axis), "root": i64_attr(root), "team": _mesh_attr(team)})])
+    if src.axis is not None and dst.axis is None:
+        if src.mesh == dst.mesh:
+            return Plan([(AllgatherOp, {"axis": i64_attr(src.axis), "team": _mesh_attr(src.mesh)})])
+        collectives = []
+        for root in dst.mesh:  # one Gather per receiver
+            team = _team(src.mesh, root)
+            collectives.append((GatherOp, {"axis": i64_attr(src.axis), "root": i64_attr(root), "team": _mesh_attr(team)}))
+        return Plan(collectives)
+    if src.axis is not None:  # split the same way on two meshes: shard i goes from sender i to receiver i
+        if len(src.mesh) != len(dst.mesh):
+            raise fail(op, f"the receiver and sender meshes have different sizes: {len(src.mesh)} vs {len(dst.mesh)}")
+        pairs = list(zip(src.mesh, dst.mesh))
+        local = [s for s, r in pairs if s == r]
+        if local:
+            raise fail(op, f"device {local[0]} would send its shard to itself; {SendRecvOp.OPERATION_NAME} needs two distinct devices")
+        return Plan([(SendRecvOp, {"root": i64_attr(s), "team": _mesh_attr([s, r])}) for s, r in pairs])
+    root = src.mesh[0]  # replicated on both meshes: broadcast from the first sender
+    team = _team(dst.mesh, root)
+    return Plan([(BroadcastOp, {"root": i64_attr(root), "team": _mesh_attr(team)})])
+
+
+def _mesh_attr(devices) -> ir.Attribute:
+    return ir.DenseI64ArrayAttr.get(list(devices))

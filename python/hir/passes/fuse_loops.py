@@ -1,0 +1,187 @@
+"""``hir-fuse-loops``: merge adjacent stream-loop groups (get_current_stream, initial-sync
+loop, work loop; see ``_stream_loops.py``) that run over the same extent, as in nvFuser's
+stream lowering (seed 001 TwoSetOps). Only allocations, ``memref.dim`` and constants may sit
+between two groups; they move above the first group. Any other op between them (a
+non-stream op, seed 001 ThreeSetOpsWithDisjointsForLoops) keeps the loops apart, and so does
+a dependency the merge would break: a buffer written in one body and accessed in the other
+other than through ``alias_select`` slices at the loop index along the same axis.
+
+Before::
+
+    %t1 = memref.alloc(...)
+    %u1 = "hir.get_current_stream"() ; "hir.for"(...) {sync with %u1} ; "hir.for"(...) {set %t1[i]}
+    %t2 = memref.alloc(...)
+    %u2 = "hir.get_current_stream"() ; "hir.for"(...) {sync with %u2} ; "hir.for"(...) {set %t2[i] from %t1[i]}
+
+After::
+
+    %t1 = memref.alloc(...)
+    %t2 = memref.alloc(...)
+    %u1 = "hir.get_current_stream"() ; "hir.for"(...) {sync with %u1}
+    "hir.for"(...) {set %t1[i] ; set %t2[i] from %t1[i]}
+"""
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from torch_mlir import ir
+
+from hir.dialect import AliasSelectOp, ForOp, is_view
+from hir.passes import _stream_loops as loops
+from hir.passes.helpers import ALLOC, CONSTANT, DIM, constant_value, defining_op, func_ops, is_memref, written_operands
+from hir.passes.base import ModulePass, register_pass
+
+_HOISTABLE = (ALLOC, DIM, CONSTANT)
+
+
+@register_pass
+@dataclass
+class FuseLoops(ModulePass):
+    name = "hir-fuse-loops"
+    description = "Merge adjacent stream loops of the same extent when no op or dependency separates them."
+
+    def run(self, module: ir.Module) -> None:
+        for func in func_ops(module):
+            _fuse_block(func.regions[0].blocks[0])
+
+
+@dataclass
+class _State:
+    group: loops.Group
+    adjacent: bool  # nothing between the group's get_current_stream and its sync loop
+    pending: list = field(default_factory=list)  # ops seen since the group's work loop
+
+
+def _fuse_block(block: ir.Block) -> None:
+    ops = [op.operation for op in block.operations]
+    position = {op: i for i, op in enumerate(ops)}
+    state: Optional[_State] = None
+    last_sync: Optional[ir.Operation] = None
+    last_sync_user: Optional[ir.Value] = None
+    for op in ops:
+        group = None
+        kind = loops.classify(op) if op.name == ForOp.OPERATION_NAME else None
+        if kind is not None and kind[0] == "work":
+            if last_sync is not None and last_sync_user == kind[1]:
+                group = loops.Group(kind[1], last_sync, op)
+        elif kind is not None:
+            last_sync, last_sync_user = op, kind[1]
+        if group is None:
+            if state is not None:
+                state.pending.append(op)
+            continue
+        if state is not None and _mergeable(state, group):
+            _merge(state, group)
+            state.pending = []
+            continue
+        gcs = defining_op(group.user)
+        state = _State(group, position.get(gcs, -2) + 1 == position[group.sync])
+
+
+def _mergeable(state: _State, second: loops.Group) -> bool:
+    first = state.group
+    allowed = {defining_op(second.user), second.sync}
+    if any(op.name not in _HOISTABLE and op not in allowed for op in state.pending):
+        return False
+    if any(_extent_key(a) != _extent_key(b) for a, b in zip(first.work.operands, second.work.operands)):
+        return False
+    return _independent(first.work, second.work)
+
+
+def _merge(state: _State, second: loops.Group) -> None:
+    first = state.group
+    gcs2 = defining_op(second.user)
+    anchor = defining_op(first.user) if state.adjacent else first.sync
+    for op in state.pending:
+        if op.name in _HOISTABLE:
+            op.move_before(anchor)
+    body1, body2 = loops.WorkBody.of(first.work), loops.WorkBody.of(second.work)
+    body2.iv.replace_all_uses_with(body1.iv)
+    select = AliasSelectOp.OPERATION_NAME
+    views = {_view_key(op): op.result for op in body1.payload if op.name == select}
+    for op in body2.payload:
+        existing = views.get(_view_key(op)) if op.name == select else None
+        if existing is not None:  # the same slice is already taken: reuse it (seed 001 TwoSetOps)
+            op.result.replace_all_uses_with(existing)
+            op.erase()
+        else:
+            op.move_before(body1.epilogue)
+    body2.stream.replace_all_uses_with(body1.stream)
+    second.user.replace_all_uses_with(first.user)
+    second.sync.erase()
+    second.work.erase()
+    gcs2.erase()
+
+
+def _view_key(op: ir.Operation):
+    return (op.operands[0], op.operands[1], ir.IntegerAttr(op.attributes["axis"]).value, op.result.type)
+
+
+def _extent_key(value: ir.Value):
+    """A key equal for loop bounds known to be equal: constants by value, ``memref.dim`` of
+    an allocation by the size it was allocated with."""
+    constant = constant_value(value)
+    if constant is not None:
+        return ("const", constant)
+    op = defining_op(value)
+    if op is not None and op.name == DIM:
+        source, axis = op.operands[0], constant_value(op.operands[1])
+        if axis is not None:
+            shape = ir.MemRefType(source.type).shape
+            if shape[axis] != ir.ShapedType.get_dynamic_size():
+                return ("const", shape[axis])
+            alloc = defining_op(source)
+            if alloc is not None and alloc.name == ALLOC:
+                dynamic_before = sum(1 for d in shape[:axis] if d == ir.ShapedType.get_dynamic_size())
+                return _extent_key(alloc.operands[dynamic_before])
+            return ("dim", source, axis)
+    return ("value", value)
+
+
+def _accesses(loop: ir.Operation) -> Optional[dict]:
+    """Buffer -> list of (slice axis or None for whole-buffer access, written) in a work
+    body; None when the body holds a region (not analysed: never merged)."""
+    body = loops.WorkBody.of(loop)
+    iv = body.iv
+    found: dict = {}
+    for op in body.payload:
+        if op.regions:
+            return None
+        if is_view(op):
+            continue  # accounted for where its view is used
+        written = written_operands(op)
+        for index, operand in enumerate(op.operands):
+            if is_memref(operand):
+                root, axis = _slice_of(operand, iv)
+                found.setdefault(root, []).append((axis, written is None or index in written))
+    return found
+
+
+def _slice_of(view: ir.Value, iv: ir.Value) -> tuple:
+    """(the buffer under ``view``'s chain of views, the axis when ``view`` is exactly its
+    alias_select at ``iv``, else None: a whole-buffer access as far as fusion can tell)."""
+    chain = []
+    root, owner = view, defining_op(view)
+    while owner is not None and is_view(owner):
+        chain.append(owner)
+        root = owner.operands[0]
+        owner = defining_op(root)
+    if len(chain) == 1 and chain[0].name == AliasSelectOp.OPERATION_NAME and chain[0].operands[1] == iv:
+        return root, chain[0].attributes["axis"]
+    return root, None
+
+
+def _independent(first: ir.Operation, second: ir.Operation) -> bool:
+    """Iteration i of the second body may run right after iteration i of the first: every
+    buffer written by either and touched by both is only touched at slice i of one axis."""
+    a, b = _accesses(first), _accesses(second)
+    if a is None or b is None:
+        return False
+    for root in a.keys() & b.keys():
+        uses = a[root] + b[root]
+        if not any(written for _, written in uses):
+            continue
+        axes = {axis for axis, _ in uses}
+        if None in axes or len(axes) != 1:
+            return False
+    return True

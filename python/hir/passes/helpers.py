@@ -1,0 +1,219 @@
+"""IR helpers shared by the hir passes: upstream op builders, block walking, and the op
+facts the dialect declares (destinations, axis maps) read for ``ir.Operation``s. Kept free
+of pass logic so each pass file stays small.
+
+Everything here works on ``ir.Operation`` (not OpView): passes look at thousands of ops and
+``op.opview`` costs a Python-side wrap per call. hir ops are built with their classes'
+``emit``; upstream ops with the builders below (``ir.Operation.create``, not the generated
+constructors, which bind arguments with ``inspect``, ~17 us an op).
+"""
+
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, func, memref
+
+from hir.dialect import OP_CLASSES, MatmulOp
+from hir.dialect.base import VerifyError, get_int, i64_attr, sharding_of
+from hir.dialect.compute import STREAM_AXIS_ATTR
+from hir.passes.base import PassFailure
+
+FUNC_ARG_STREAM_ATTRS = ("hir.stream_axis", STREAM_AXIS_ATTR)
+_READ_ONLY_UPSTREAM = (memref.DimOp.OPERATION_NAME, func.ReturnOp.OPERATION_NAME)
+ALLOC = memref.AllocOp.OPERATION_NAME
+DEALLOC = memref.DeallocOp.OPERATION_NAME
+DIM = memref.DimOp.OPERATION_NAME
+CONSTANT = arith.ConstantOp.OPERATION_NAME
+FUNC = func.FuncOp.OPERATION_NAME
+
+
+def stream_axis(op: ir.Operation) -> Optional[int]:
+    return get_int(op, STREAM_AXIS_ATTR)
+
+
+# ----- upstream ops -----------------------------------------------------------------------
+
+
+def index_const(value: int) -> ir.Value:
+    """An ``arith.constant <value> : index`` at the current insertion point."""
+    index = ir.IndexType.get()
+    return ir.Operation.create(CONSTANT, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}).result
+
+
+def index_arith(op_class: type, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+    """An index ``arith`` binary op (``arith.AddIOp``, ``arith.RemUIOp``, ...)."""
+    return ir.Operation.create(op_class.OPERATION_NAME, results=[ir.IndexType.get()], operands=[lhs, rhs]).result
+
+
+def dim(buffer: ir.Value, axis: ir.Value) -> ir.Value:
+    return ir.Operation.create(DIM, results=[ir.IndexType.get()], operands=[buffer, axis]).result
+
+
+def alloc(memref_type: ir.Type, sizes: list = (), attributes: Optional[dict] = None) -> ir.Operation:
+    """``memref.alloc`` with one size per dynamic extent, plus ``attributes``."""
+    attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(sizes), 0]), **(attributes or {})}
+    return ir.Operation.create(ALLOC, results=[memref_type], operands=list(sizes), attributes=attrs)
+
+
+def dim_or_const(buffer: ir.Value, axis: int, axis_value: Optional[ir.Value] = None) -> ir.Value:
+    """The extent of ``buffer`` along ``axis``: a constant when static, else ``memref.dim``
+    (``axis_value``: an existing index constant equal to ``axis``)."""
+    size = ir.MemRefType(buffer.type).shape[axis]
+    if size != ir.ShapedType.get_dynamic_size():
+        return index_const(size)
+    axis_value = axis_value if axis == 0 and axis_value is not None else index_const(axis)
+    return dim(buffer, axis_value)
+
+
+def constant_value(value: ir.Value) -> Optional[int]:
+    """The integer of an ``arith.constant`` value, else None."""
+    op = defining_op(value)
+    if op is None or op.name != CONSTANT:
+        return None
+    attr = op.attributes["value"]
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+
+
+# ----- walking ----------------------------------------------------------------------------
+
+
+def defining_op(value: ir.Value) -> Optional[ir.Operation]:
+    """The op defining ``value`` (None for block arguments)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
+def blocks_postorder(op: ir.Operation) -> Iterator[ir.Block]:
+    """Every block nested in ``op``, inner blocks before the block holding them, so a pass
+    that rewrites a block never revisits ops it moved into a new region."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.regions:
+                    yield from blocks_postorder(inner.operation)
+            yield block
+
+
+def func_ops(module: ir.Module) -> Iterator[ir.Operation]:
+    for op in module.body.operations:
+        if op.operation.name == FUNC:
+            yield op.operation
+
+
+def is_memref(value: ir.Value) -> bool:
+    return isinstance(value.type, ir.MemRefType)
+
+
+def fail(op: ir.Operation, message: str) -> PassFailure:
+    """A failure at ``op``'s location, naming the op (``raise fail(op, "...")``)."""
+    return PassFailure(f"'{op.name}' op {message}", op.location)
+
+
+# ----- op facts ---------------------------------------------------------------------------
+
+
+def is_a(op: ir.Operation, base: type) -> bool:
+    """Whether ``op`` is an hir op of class ``base`` (or a subclass)."""
+    cls = OP_CLASSES.get(op.name)
+    return cls is not None and issubclass(cls, base)
+
+
+def streamable(op: ir.Operation) -> bool:
+    """Whether hir-stream-lowering can run ``op`` per slice of its ``stream_axis``."""
+    cls = OP_CLASSES.get(op.name)
+    return cls is not None and cls.STREAMABLE
+
+
+def streamable_names() -> list[str]:
+    return [name for name, cls in OP_CLASSES.items() if cls.STREAMABLE]
+
+
+def written_operands(op: ir.Operation) -> Optional[tuple]:
+    """The operand indices ``op`` writes (() for read-only ops); None when unknown (treat
+    every buffer operand as written: func.call, other dialects' ops)."""
+    cls = OP_CLASSES.get(op.name)
+    if cls is not None:
+        return cls.DESTINATIONS
+    return () if op.name in _READ_ONLY_UPSTREAM else None
+
+
+def output_index(op: ir.Operation) -> int:
+    """The operand index of the buffer ``op`` writes (compute ops and collectives)."""
+    return OP_CLASSES[op.name].DESTINATIONS[0]
+
+
+def operand_axis(op: ir.Operation, index: int, k: int) -> Optional[int]:
+    """The axis of operand ``index`` that output axis ``k`` reads (the op class's axis map)."""
+    cls = OP_CLASSES.get(op.name)
+    return cls.operand_axis(op, index, k) if cls is not None else None
+
+
+def is_broadcast_axis(op: ir.Operation, index: int, axis: int, k: int) -> bool:
+    """True when operand ``index`` has a static extent 1 at ``axis`` while the output's
+    axis ``k`` is not 1: the operand is broadcast there (every output index reads index 0)."""
+    cls = OP_CLASSES.get(op.name)
+    if cls is None or not cls.broadcast_operands():
+        return False
+    size = ir.MemRefType(op.operands[index].type).shape[axis]
+    out_size = ir.MemRefType(op.operands[output_index(op)].type).shape[k]
+    return size == 1 and out_size != 1
+
+
+# ----- stream slices (hir-stream-lowering, hir-p2p-pipeline) ------------------------------
+
+
+@dataclass
+class Slice:
+    index: int  # operand number
+    axis: int  # operand axis selected
+    broadcast: bool  # read index 0 (extent-1 broadcast axis) instead of the stream index
+
+
+def stream_slices(op: ir.Operation, k: int) -> list[Slice]:
+    """Which operands of ``op`` to slice for its output axis ``k``, along which axis; fails
+    where slicing is not expressible."""
+    out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
+    if op.name == MatmulOp.OPERATION_NAME:
+        batch = out_rank - 2
+        rank_a, rank_b = (ir.MemRefType(op.operands[i].type).rank for i in (0, 1))
+        # A slice drops the axis; torch.matmul reads a 1-D operand as a vector, which is
+        # right for M with a 2-D A or 2-D B and for N with a 2-D B, and wrong otherwise (a
+        # batched operand's slice would be read as a matrix).
+        if (k == batch + 1 and rank_b != 2) or (k == batch and rank_a > 2 and rank_b > 2):
+            axis_name = "N" if k == batch + 1 else "M"
+            raise fail(op, f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)")
+    slices = []
+    for index, operand in enumerate(op.operands):
+        if not isinstance(operand.type, ir.MemRefType):
+            continue
+        axis = operand_axis(op, index, k)
+        if axis is None:
+            continue
+        try:
+            sharding = sharding_of(operand, f"operand #{index}")
+        except VerifyError as err:
+            raise fail(op, str(err)) from None
+        if sharding is not None and sharding.axis == axis:
+            raise fail(op, f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel")
+        slices.append(Slice(index, axis, is_broadcast_axis(op, index, axis, k)))
+    return slices
+
+
+def renumber_axes(op: ir.Operation, removed: Optional[int]) -> None:
+    """Attributes naming input axes (the op class's ``INPUT_AXIS_ATTRS``) shift down past
+    the sliced-away axis ``removed``."""
+    if removed is None:
+        return
+    for name in OP_CLASSES[op.name].INPUT_AXIS_ATTRS:
+        if name not in op.attributes:
+            continue
+        attr = op.attributes[name]
+        if isinstance(attr, ir.IntegerAttr):
+            value = attr.value
+            op.attributes[name] = i64_attr(value - (1 if value > removed else 0))
+        else:
+            axes = list(ir.DenseI64ArrayAttr(attr))
+            op.attributes[name] = ir.DenseI64ArrayAttr.get([a - (1 if a > removed else 0) for a in axes])

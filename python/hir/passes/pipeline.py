@@ -1,0 +1,229 @@
+"""Textual pass pipelines mixing hir passes (run from Python) with upstream MLIR passes
+(run through a PassManager): ``builtin.module(hir-stream-lowering{num-streams=2},cse)``.
+
+Python passes cannot be named inside an MLIR pipeline string, so this module parses the
+pipeline itself, runs hir passes directly and hands each run of consecutive upstream
+elements to one PassManager. It also implements IR printing around passes and timing.
+"""
+
+import os
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, TextIO
+
+from torch_mlir import ir
+from torch_mlir.passmanager import PassManager
+
+from hir.dialect.context import HirError, format_location, format_mlir_error, new_context
+from hir.passes.base import REGISTRY, ModulePass, PassFailure, is_disabled
+
+# Named pipelines, expanded in place (mlir-opt's registered pass pipelines).
+PIPELINES: dict[str, str] = {
+    "hir-lower": "hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
+    "hir-insert-deallocations,canonicalize,cse",
+    # hir-lower plus stream buffer reuse (opt-in: it caps each rewritten loop at
+    # num-streams pool streams; see passes/reuse_stream_buffers.py).
+    "hir-lower-reuse": "hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
+    "hir-reuse-stream-buffers,hir-insert-deallocations,canonicalize,cse",
+}
+
+
+@dataclass
+class Element:
+    """One pipeline element: an hir pass instance, or upstream pipeline text."""
+
+    text: str
+    hir_pass: Optional[ModulePass] = None
+
+
+DUMP_OPTIONS = ("ir-before-all", "ir-after-all", "timing")
+
+
+def _dumping(name: str) -> bool:
+    requested = {n.strip() for n in os.environ.get("HIR_DUMP", "").split(",") if n.strip()}
+    unknown = requested - set(DUMP_OPTIONS)
+    if unknown:
+        raise ValueError(f"HIR_DUMP: unknown option(s) {', '.join(sorted(unknown))} (known: {', '.join(DUMP_OPTIONS)})")
+    return name in requested
+
+
+@dataclass
+class Instrumentation:
+    """What to do around each element (mlir-opt's --mlir-print-ir-* and --mlir-timing).
+    ``HIR_DUMP`` (like nvFuser's NVFUSER_DUMP) switches them on for every pipeline run, e.g.
+    ``HIR_DUMP=ir-after-all,timing``; names: ir-before-all, ir-after-all, timing."""
+
+    print_before_all: bool = field(default_factory=lambda: _dumping("ir-before-all"))
+    print_after_all: bool = field(default_factory=lambda: _dumping("ir-after-all"))
+    timing: bool = field(default_factory=lambda: _dumping("timing"))
+    # mlir-opt's --verify-each: verify after every element (False: once, at the end; the
+    # Python verifiers of a large module cost about as much as a pass).
+    verify_each: bool = True
+    out: TextIO = field(default_factory=lambda: sys.stderr)
+    timings: list[tuple[str, float]] = field(default_factory=list)
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced '{ch}' at offset {i} in pipeline '{text}'")
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    if depth:
+        raise ValueError(f"unbalanced brackets in pipeline '{text}'")
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _parse_options(pass_name: str, text: str) -> dict[str, str]:
+    options = {}
+    for item in text.replace(",", " ").split():
+        if "=" not in item:
+            raise ValueError(f"pass '{pass_name}' option '{item}' must be key=value")
+        key, value = item.split("=", 1)
+        options[key.strip()] = value.strip()
+    return options
+
+
+def parse_pipeline(text: str) -> list[Element]:
+    """Parse ``builtin.module(a,b{k=v},...)`` (or the bare list) into elements."""
+    text = text.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module(") : -1]
+    elements: list[Element] = []
+    for item in split_top_level(text):
+        name, _, rest = item.partition("{")
+        name = name.strip()
+        if name in PIPELINES:
+            if rest:
+                raise ValueError(f"pipeline '{name}' takes no options; set them on its passes")
+            elements += parse_pipeline(PIPELINES[name])
+        elif name in REGISTRY:
+            if rest and not rest.endswith("}"):
+                raise ValueError(f"malformed options in '{item}'")
+            options = _parse_options(name, rest[:-1]) if rest else {}
+            elements.append(Element(item, REGISTRY[name].from_options(options)))
+        else:
+            _upstream_pm([item])  # validate now: a typo fails before any pass runs
+            elements.append(Element(item))
+    return elements
+
+
+@contextmanager
+def _captured_fd2() -> Iterator[list[str]]:
+    """MLIR's pipeline parser writes its diagnostics straight to file descriptor 2; capture
+    them so they can be reported once, in our format."""
+    captured: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            captured.append(tmp.read().decode(errors="replace"))
+
+
+def _upstream_pm(texts: list[str]) -> PassManager:
+    pipeline = f"builtin.module({','.join(texts)})"
+    context = ir.Context.current or new_context()
+    error = None
+    with _captured_fd2() as captured:
+        try:
+            return PassManager.parse(pipeline, context=context)
+        except ValueError as err:
+            error = str(err)
+    if error is not None:
+        text = error + "\n" + "".join(captured)
+        detail = " ".join(line.strip(" :") for line in text.splitlines() if "error:" in line or "option" in line)
+        detail = detail.replace("MLIR Textual PassPipeline Parser:1:1: error: ", "")
+        raise ValueError(f"invalid pipeline element '{','.join(texts)}': {detail or 'rejected by MLIR'} (see hir-opt --list-passes)")
+
+
+def run_pipeline(
+    module: ir.Module,
+    pipeline: str,
+    instrumentation: Optional[Instrumentation] = None,
+    source_name: Optional[str] = None,
+) -> ir.Module:
+    """Run ``pipeline`` on ``module`` in place. Errors raise :class:`HirError` with
+    ``file:line:col: error: ...`` lines; ValueError for a malformed pipeline."""
+    inst = instrumentation or Instrumentation()
+    elements = [e for e in parse_pipeline(pipeline) if not (e.hir_pass and is_disabled(e.hir_pass.name))]
+    per_element = inst.print_before_all or inst.print_after_all or inst.timing
+    groups: list[list[Element]] = []
+    for element in elements:
+        joinable = groups and not per_element and element.hir_pass is None and groups[-1][-1].hir_pass is None
+        if joinable:
+            groups[-1].append(element)
+        else:
+            groups.append([element])
+    with module.context:
+        for group in groups:
+            label = ",".join(e.text for e in group)
+            if inst.print_before_all:
+                _dump(inst.out, f"IR Dump Before {label}", module)
+            start = time.perf_counter()
+            if group[0].hir_pass is not None:
+                _run_hir_pass(group[0].hir_pass, module, source_name, inst.verify_each)
+            else:
+                pm = _upstream_pm([e.text for e in group])
+                pm.enable_verifier(inst.verify_each)
+                try:
+                    pm.run(module.operation)
+                except ir.MLIRError as err:
+                    raise HirError(format_mlir_error(err, source_name)) from None
+            inst.timings.append((label, time.perf_counter() - start))
+            if inst.print_after_all:
+                _dump(inst.out, f"IR Dump After {label}", module)
+        if not inst.verify_each:
+            _verify(module, source_name, f"pipeline '{pipeline}'")
+    if inst.timing:
+        print_timing(inst.timings, inst.out)
+    return module
+
+
+def _verify(module: ir.Module, source_name: Optional[str], what: str) -> None:
+    try:
+        module.operation.verify()
+    except ir.MLIRError as err:
+        raise HirError(f"{source_name or '<input>'}: error: {what} produced invalid IR\n" + format_mlir_error(err, source_name)) from None
+
+
+def _run_hir_pass(hir_pass: ModulePass, module: ir.Module, source_name: Optional[str], verify: bool = True) -> None:
+    try:
+        hir_pass.run(module)
+    except PassFailure as failure:
+        where = format_location(failure.location, source_name) if failure.location else (source_name or "<input>")
+        raise HirError(f"{where}: error: {failure.message}") from None
+    if verify:
+        _verify(module, source_name, f"pass '{hir_pass.name}'")
+
+
+def _dump(out: TextIO, title: str, module: ir.Module) -> None:
+    out.write(f"// -----// {title} //----- //\n{module}\n")
+
+
+def print_timing(timings: list[tuple[str, float]], out: TextIO) -> None:
+    """A report in the shape of mlir-opt's --mlir-timing."""
+    total = sum(t for _, t in timings) or 1e-12
+    bar = "===" + "-" * 73 + "==="
+    out.write(f"{bar}\n{'... Execution time report ...':^79}\n{bar}\n")
+    out.write(f"  Total Execution Time: {total:.4f} seconds\n\n   ----Wall Time----  ----Name----\n")
+    for name, t in timings:
+        out.write(f"   {t:8.4f} ({100 * t / total:5.1f}%)  {name}\n")
+    out.write(f"   {total:8.4f} (100.0%)  Total\n")
+
+

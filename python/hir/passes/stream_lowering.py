@@ -1,0 +1,115 @@
+"""``hir-stream-lowering``: every op carrying ``stream_axis = k`` (axis k of its output is
+stream-parallel, nvFuser's ParallelType::Stream) becomes the seed 001/003 loop structure:
+the full output stays allocated before the loop, the user stream is saved, a separate loop
+syncs each pool stream with it, and the work loop runs the op on ``hir.alias_select`` slices
+(index ``%i`` along the mapped axis of each operand that has it) on pool stream ``%i``.
+Collectives (from hir-convert-to-communication) run per slice with their ``hir.wait``.
+
+Before::
+
+    %out = memref.alloc(%d) : memref<?x8xf32>
+    "hir.set"(%in, %out) {stream_axis = 0 : i64} : (memref<?x8xf32>, memref<?x8xf32>) -> ()
+
+After::
+
+    %out = memref.alloc(%d) : memref<?x8xf32>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = memref.dim %out, %c0 : memref<?x8xf32>
+    %user = "hir.get_current_stream"() : () -> !hir.stream
+    "hir.for"(%c0, %n, %c1) ({ ^bb0(%i: index):       // initial sync loop
+      %s = "hir.get_stream"(%i) ; "hir.set_current_stream"(%s) ; "hir.synchronize"(%user)
+      "hir.yield"() : () -> () }) : (index, index, index) -> ()
+    "hir.for"(%c0, %n, %c1) ({ ^bb0(%i: index):       // work loop
+      %s = "hir.get_stream"(%i) ; "hir.set_current_stream"(%s)
+      %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+      %b = "hir.alias_select"(%out, %i) {axis = 0 : i64} : (...) -> memref<8xf32, strided<[1], offset: ?>>
+      "hir.set"(%a, %b) : (...) -> ()
+      "hir.set_current_stream"(%user) ; "hir.synchronize"(%s)
+      "hir.yield"() : () -> () }) : (index, index, index) -> ()
+
+The stream axis maps through set, binary (broadcast operands are not sliced, or read at index
+0 where their extent is 1), reduction (kept axes; ``axes`` renumbered), matmul (batch axes;
+M unless both operands are batched; N with a 2-D B: the slices are vectors) and linear
+(every axis; an N slice is a 1-D weight). Errors: stream axes on program inputs or on split
+axes, nested stream parallelism, unsupported ops, and matmul axes whose slices would be
+read as matrices.
+"""
+
+from dataclasses import dataclass
+
+from torch_mlir import ir
+
+from hir.dialect import AliasSelectOp
+from hir.dialect.compute import STREAM_AXIS_ATTR
+from hir.passes import _stream_loops
+from hir.passes.helpers import FUNC_ARG_STREAM_ATTRS, fail, func_ops, operand_axis, output_index, renumber_axes, stream_axis, stream_slices, streamable, streamable_names
+from hir.passes.base import ModulePass, PassFailure, register_pass
+
+
+@register_pass
+@dataclass
+class StreamLowering(ModulePass):
+    name = "hir-stream-lowering"
+    description = "Lower stream-parallel ops to hir.for stream loops over alias_select slices (seeds 001/003)."
+
+    def run(self, module: ir.Module) -> None:
+        for func in func_ops(module):
+            _check_inputs(func)
+            body = func.regions[0].blocks[0]
+            todo = []
+            for op in body.operations:
+                op = op.operation
+                if STREAM_AXIS_ATTR in op.attributes:
+                    todo.append(op)
+                elif op.regions:
+                    _reject_nested(op)
+            arguments = set(body.arguments)
+            for op in todo:
+                _lower(op, arguments)
+
+
+def _check_inputs(func: ir.Operation) -> None:
+    if "arg_attrs" not in func.attributes:
+        return
+    for index, attrs in enumerate(ir.ArrayAttr(func.attributes["arg_attrs"])):
+        attrs = ir.DictAttr(attrs)
+        for key in FUNC_ARG_STREAM_ATTRS:
+            if key in attrs:
+                raise PassFailure(f"program input #{index} is stream-parallel ('{key}'); nvFuser does not stream-parallelize fusion inputs: stream a copy of it instead", func.location)
+
+
+def _reject_nested(op: ir.Operation) -> None:
+    for nested in op.regions:
+        for block in nested.blocks:
+            for inner in block.operations:
+                inner = inner.operation
+                if STREAM_AXIS_ATTR in inner.attributes:
+                    raise fail(inner, "is stream-parallel inside a region; nested stream parallelism is not supported")
+                if inner.regions:
+                    _reject_nested(inner)
+
+
+def _lower(op: ir.Operation, arguments: set) -> None:
+    k = stream_axis(op)
+    if not streamable(op):
+        raise fail(op, f"carries stream_axis = {k}, but hir-stream-lowering only handles {', '.join(streamable_names())}")
+    out = op.operands[output_index(op)]
+    if out in arguments:
+        raise fail(op, "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program")
+    slices = stream_slices(op, k)
+    in_axis = operand_axis(op, 0, k)  # before the op's operands change
+    waits = [use.owner.operation for use in op.results[0].uses] if op.results else []
+    loc = op.location
+    with ir.InsertionPoint(op), loc:
+        loop = _stream_loops.build(out, k)
+    with ir.InsertionPoint(loop.epilogue), loc:
+        for s in slices:
+            source = op.operands[s.index]
+            index = loop.zero if s.broadcast else loop.iv
+            op.operands[s.index] = AliasSelectOp.emit(source, index, s.axis)
+    op.move_before(loop.epilogue)
+    for wait in waits:
+        wait.move_before(loop.epilogue)
+    del op.attributes[STREAM_AXIS_ATTR]
+    renumber_axes(op, in_axis)

@@ -1,0 +1,1 @@
+"""Command-line tools: hir-opt, hir-run (and its --nproc launcher), hir-demo."""

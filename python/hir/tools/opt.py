@@ -1,0 +1,166 @@
+"""hir-opt: an mlir-opt-style driver for hir modules.
+
+    hir-opt input.mlir --pass-pipeline='builtin.module(hir-lower)' -o out.mlir
+    hir-opt invalid.mlir --split-input-file --verify-diagnostics
+
+Errors print as ``file:line:col: error: message`` and exit with status 1. hir-opt never
+imports torch.
+"""
+
+import argparse
+import os
+import sys
+from typing import Optional, Sequence
+
+from torch_mlir import ir
+
+from hir.core import HirError, format_mlir_error, new_context
+from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
+
+SPLIT_MARKER = "// -----"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hir-opt",
+        description="Parse, verify, transform and print hir modules (generic MLIR form).",
+        epilog="Pipelines mix hir passes (see --list-passes) with upstream ones: "
+        "--pass-pipeline='builtin.module(hir-stream-lowering,canonicalize,cse)'. "
+        "Pass options: name{key=value key2=value2}. Env HIR_DISABLE_PASSES=a,b skips passes; "
+        "HIR_DUMP=ir-before-all,ir-after-all,timing prints as the --mlir-* flags do.",
+    )
+    p.add_argument("input", nargs="?", default="-", help="input file ('-' or omitted: stdin)")
+    p.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
+    p.add_argument("--pass-pipeline", "-p", default="", help="textual pass pipeline, e.g. 'builtin.module(hir-lower)'")
+    p.add_argument("--split-input-file", action="store_true", help="process chunks separated by '// -----' independently")
+    p.add_argument("--verify-diagnostics", action="store_true", help="check diagnostics against expected-* comments")
+    p.add_argument("--mlir-print-ir-before-all", action="store_true", help="print the IR before every pass (stderr)")
+    p.add_argument("--mlir-print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
+    p.add_argument("--verify-each", default="true", choices=["true", "false"],
+                   help="verify after every pass (default true); false verifies once at the end")
+    p.add_argument("--mlir-timing", action="store_true", help="print a pass timing report (stderr)")
+    p.add_argument("--mlir-print-debuginfo", action="store_true", help="print op locations")
+    p.add_argument("--list-passes", action="store_true", help="list hir passes and pipelines, then exit")
+    p.add_argument("--emit-irdl", action="store_true", help="print the hir dialect's IRDL definition, then exit")
+    return p
+
+
+def list_passes() -> str:
+    from hir.passes import PIPELINES, REGISTRY
+
+    lines = ["hir passes:"]
+    for name in sorted(REGISTRY):
+        cls = REGISTRY[name]
+        lines.append(f"  {name:<32} {cls.description}")
+        for f in cls.options():
+            default = f.default if f.default is not f.default_factory else "(computed)"
+            lines.append(f"    {f.name.replace('_', '-')}={default!s:<22} ({getattr(f.type, '__name__', f.type)})")
+    lines.append("pipelines:")
+    for name, text in sorted(PIPELINES.items()):
+        lines.append(f"  {name:<32} {text}")
+    lines.append("upstream MLIR passes (canonicalize, cse, ...) can be mixed in by name.")
+    return "\n".join(lines) + "\n"
+
+
+def emit_irdl() -> str:
+    from hir.dialect import HirDialect
+
+    with new_context():
+        return str(HirDialect._mlir_module) + "\n"
+
+
+def split_chunks(text: str, split: bool) -> list[str]:
+    """Chunks padded with newlines so that line numbers match the whole file."""
+    if not split:
+        return [text]
+    chunks, line = [], 0
+    for piece in text.split(SPLIT_MARKER):
+        chunks.append("\n" * line + piece)
+        line += piece.count("\n")
+    return chunks
+
+
+def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Optional[str], list[Diagnostic]]:
+    """Parse, transform and print one chunk: (printed module or None, diagnostics)."""
+    from hir.passes import Instrumentation, run_pipeline
+
+    ctx = new_context()
+    with ctx:
+        try:
+            module = ir.Module.parse(chunk)
+        except ir.MLIRError as err:
+            return None, parse_diagnostics(format_mlir_error(err, source))
+        if args.pass_pipeline:
+            inst = Instrumentation(verify_each=args.verify_each == "true")
+            # Flags add to what HIR_DUMP asked for.
+            inst.print_before_all |= args.mlir_print_ir_before_all
+            inst.print_after_all |= args.mlir_print_ir_after_all
+            inst.timing |= args.mlir_timing
+            try:
+                run_pipeline(module, args.pass_pipeline, inst, source)
+            except HirError as err:
+                return None, parse_diagnostics(str(err))
+        return module.operation.get_asm(enable_debug_info=args.mlir_print_debuginfo), []
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _main(args)
+    except ValueError as err:  # malformed pipeline or pass options
+        print(f"hir-opt: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # a bug in hir: say so without a traceback unless asked
+        if os.environ.get("HIR_DEBUG"):
+            raise
+        print(f"hir-opt: internal error: {type(err).__name__}: {err} (set HIR_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
+    if args.list_passes:
+        sys.stdout.write(list_passes())
+        return 0
+    if args.emit_irdl:
+        sys.stdout.write(emit_irdl())
+        return 0
+    if args.pass_pipeline:
+        from hir.passes import parse_pipeline
+
+        parse_pipeline(args.pass_pipeline)  # fail fast on a malformed pipeline
+    source = "<stdin>" if args.input == "-" else args.input
+    try:
+        text = sys.stdin.read() if args.input == "-" else open(args.input, encoding="utf-8").read()
+    except OSError as err:
+        print(f"hir-opt: error: cannot read '{source}': {err.strerror}", file=sys.stderr)
+        return 1
+
+    outputs, failed = [], False
+    for chunk in split_chunks(text, args.split_input_file):
+        printed, diagnostics = process_chunk(chunk, args, source)
+        if args.verify_diagnostics:
+            problems = check_expected(chunk, diagnostics, source)
+            if problems:
+                failed = True
+                print("\n".join(problems), file=sys.stderr)
+        elif diagnostics:
+            failed = True
+            print("\n".join(d.text for d in diagnostics), file=sys.stderr)
+        if printed is not None:
+            outputs.append(printed)
+    if failed:
+        return 1
+    result = f"\n{SPLIT_MARKER}\n".join(o.rstrip("\n") for o in outputs) + "\n"
+    if args.output == "-":
+        sys.stdout.write(result)
+    else:
+        # Write only after everything succeeded, so a failing run leaves the file untouched.
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+// Round trip of every communication op (comm group): parse, verify, print, and parse the printed
+// form again.
+// RUN: hir-opt %s | hir-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @communication
+func.func @communication(
+    %shard0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>,
+    %rep: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>,
+    %partial: memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>,
+    %rs_out: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>,
+    %local: memref<8x4xf32>) {
+  // CHECK: "hir.allgather"(%{{.*}}, %{{.*}}) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1>}
+  %w0 = "hir.allgather"(%shard0, %rep) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1>} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> !hir.work
+  // CHECK: "hir.wait"(%{{.*}}) : (!hir.work) -> ()
+  "hir.wait"(%w0) : (!hir.work) -> ()
+  // CHECK: "hir.allreduce"{{.*}}reduction = "sum"
+  %w1 = "hir.allreduce"(%partial, %local) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>} : (memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32>) -> !hir.work
+  // CHECK: "hir.reduce_scatter"{{.*}}scatter_axis = 1 : i64
+  %w2 = "hir.reduce_scatter"(%partial, %rs_out) {axis = 0 : i64, backend = "nccl", reduction = "max", scatter_axis = 1 : i64, team = array<i64: 0, 1>} : (memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> !hir.work
+  // CHECK: "hir.broadcast"{{.*}}root = 1 : i64
+  %w3 = "hir.broadcast"(%local, %rep) {backend = "nccl", root = 1 : i64, team = array<i64: 0, 1>} : (memref<8x4xf32>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> !hir.work
+  // CHECK: "hir.scatter"{{.*}}root = 0 : i64
+  %w4 = "hir.scatter"(%local, %shard0) {axis = 0 : i64, backend = "nccl", root = 0 : i64, team = array<i64: 0, 1>} : (memref<8x4xf32>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> !hir.work
+  // CHECK: "hir.gather"{{.*}}root = 1 : i64
+  %w5 = "hir.gather"(%shard0, %local) {axis = 0 : i64, backend = "nccl", root = 1 : i64, team = array<i64: 0, 1>} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32>) -> !hir.work
+  // CHECK: "hir.reduce"{{.*}}reduction = "min"{{.*}}root = 0 : i64
+  %w6 = "hir.reduce"(%partial, %local) {axis = 0 : i64, backend = "nccl", reduction = "min", root = 0 : i64, team = array<i64: 0, 1>} : (memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32>) -> !hir.work
+  // CHECK: "hir.send_recv"{{.*}}root = 1 : i64, team = array<i64: 1, 0>
+  %w7 = "hir.send_recv"(%local, %local) {backend = "nccl", root = 1 : i64, team = array<i64: 1, 0>} : (memref<8x4xf32>, memref<8x4xf32>) -> !hir.work
+  // CHECK: "hir.send"(%{{.*}}) {backend = "cuda", peer = 1 : i64} : (memref<8x4xf32>) -> !hir.work
+  %w8 = "hir.send"(%local) {backend = "cuda", peer = 1 : i64} : (memref<8x4xf32>) -> !hir.work
+  // CHECK: "hir.recv"(%{{.*}}) {backend = "cuda", peer = 0 : i64} : (memref<8x4xf32>) -> !hir.work
+  %w9 = "hir.recv"(%local) {backend = "cuda", peer = 0 : i64} : (memref<8x4xf32>) -> !hir.work
+  return
+}

@@ -1,0 +1,25 @@
+// Round trip of every point-to-point op (p2p group): parse, verify, print, and parse the printed
+// form again.
+// RUN: hir-opt %s | hir-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @p2p
+func.func @p2p(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %t: memref<2x8xf32>, %j: index) {
+  // CHECK: "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>} : () -> index
+  %me = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>} : () -> index
+  // CHECK: "hir.shift"(%{{.*}}, %{{.*}}, %{{.*}}) {backend = "cuda", team = array<i64: 0, 1, 2, 3>} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<2x8xf32>, index) -> !hir.work
+  %w = "hir.shift"(%a, %t, %j) {backend = "cuda", team = array<i64: 0, 1, 2, 3>} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<2x8xf32>, index) -> !hir.work
+  // CHECK: "hir.shift"(%{{.*}}, %{{.*}}, %{{.*}}) {backend = "cuda", copies = 2 : i64, team = array<i64: 0, 1, 2, 3>}
+  %w2 = "hir.shift"(%a, %t, %me) {backend = "cuda", copies = 2 : i64, team = array<i64: 0, 1, 2, 3>} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<2x8xf32>, index) -> !hir.work
+  "hir.wait"(%w) : (!hir.work) -> ()
+  "hir.wait"(%w2) : (!hir.work) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @barrier
+func.func @barrier() {
+  // CHECK: %[[B:.*]] = "hir.barrier"() {backend = "cuda", team = array<i64: 0, 1>} : () -> !hir.work
+  %b = "hir.barrier"() {backend = "cuda", team = array<i64: 0, 1>} : () -> !hir.work
+  // CHECK: "hir.wait"(%[[B]])
+  "hir.wait"(%b) : (!hir.work) -> ()
+  return
+}

@@ -1,0 +1,91 @@
+// One case per verifier rule of the view ops (views group); each must fail with its
+// message at the op's location.
+// RUN: hir-opt %s --split-input-file --verify-diagnostics
+
+// alias_select axis out of range
+func.func @f15(%a: memref<4x8xf32>, %i: index) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %v = "hir.alias_select"(%a, %i) {axis = 2 : i64} : (memref<4x8xf32>, index) -> memref<4xf32>
+  return
+}
+
+// -----
+
+// alias_select result type
+func.func @f16(%a: memref<4x8xf32>, %i: index) {
+  // expected-error @+1 {{does not match the selected view type memref<8xf32, strided<[1], offset: ?>>}}
+  %v = "hir.alias_select"(%a, %i) {axis = 0 : i64} : (memref<4x8xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
+  return
+}
+
+// -----
+
+// alias_select of a sharded axis
+func.func @f17(%a: memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %i: index) {
+  // expected-error @+1 {{axis 0 is split over the device mesh}}
+  %v = "hir.alias_select"(%a, %i) {axis = 0 : i64} : (memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, index) -> memref<8xf32, strided<[1], offset: ?>>
+  return
+}
+
+// -----
+
+// alias_select of a scalar
+func.func @f18(%a: memref<f32>, %i: index) {
+  // expected-error @+1 {{input must have rank >= 1}}
+  %v = "hir.alias_select"(%a, %i) {axis = 0 : i64} : (memref<f32>, index) -> memref<f32>
+  return
+}
+
+// -----
+
+// alias_select needs an axis
+func.func @f19(%a: memref<4x8xf32>, %i: index) {
+  // expected-error @+1 {{'hir.alias_select' op requires integer attribute 'axis'}}
+  %v = "hir.alias_select"(%a, %i) : (memref<4x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+  return
+}
+
+// -----
+
+// alias_chunk: the extent must divide into the chunks
+func.func @alias_chunk_divides(%a: memref<6x8xf32>, %i: index) {
+  // expected-error @+1 {{axis 0 of extent 6 does not divide into 4 chunks}}
+  %v = "hir.alias_chunk"(%a, %i) {axis = 0 : i64, chunks = 4 : i64} : (memref<6x8xf32>, index) -> memref<1x8xf32, strided<[8, 1], offset: ?>>
+  return
+}
+
+// -----
+
+// alias_chunk: at least one chunk
+func.func @alias_chunk_count(%a: memref<6x8xf32>, %i: index) {
+  // expected-error @+1 {{chunks must be at least 1, got 0}}
+  %v = "hir.alias_chunk"(%a, %i) {axis = 0 : i64, chunks = 0 : i64} : (memref<6x8xf32>, index) -> memref<6x8xf32, strided<[8, 1], offset: ?>>
+  return
+}
+
+// -----
+
+// alias_chunk: the result keeps the axis
+func.func @alias_chunk_result(%a: memref<4x8xf32>, %i: index) {
+  // expected-error @+1 {{does not match the chunk view type memref<2x8xf32, strided<[8, 1], offset: ?>>}}
+  %v = "hir.alias_chunk"(%a, %i) {axis = 0 : i64, chunks = 2 : i64} : (memref<4x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+  return
+}
+
+// -----
+
+// alias_chunk: not along a split axis
+func.func @alias_chunk_sharded(%a: memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %i: index) {
+  // expected-error @+1 {{axis 0 is split over the device mesh; chunk a non-sharded axis}}
+  %v = "hir.alias_chunk"(%a, %i) {axis = 0 : i64, chunks = 2 : i64} : (memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, index) -> memref<2x8xf32, strided<[8, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}
+
+// -----
+
+// alias_chunk: axis in range
+func.func @alias_chunk_axis(%a: memref<4x8xf32>, %i: index) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %v = "hir.alias_chunk"(%a, %i) {axis = 2 : i64, chunks = 2 : i64} : (memref<4x8xf32>, index) -> memref<4x8xf32>
+  return
+}

@@ -1,0 +1,35 @@
+// Round trip of every view op (views group): parse, verify, print, and parse the printed
+// form again.
+// RUN: hir-opt %s | hir-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @views_and_loops
+func.func @views_and_loops(%buf: memref<4x?xf32>, %sharded: memref<4x8x16xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  // CHECK: "hir.for"(%{{.*}}, %{{.*}}, %{{.*}}) ({
+  // CHECK-NEXT: ^bb0(%[[I:.*]]: index):
+  "hir.for"(%c0, %c4, %c1) ({
+  ^bb0(%i: index):
+    // CHECK: "hir.alias_select"(%{{.*}}, %[[I]]) {axis = 0 : i64} : (memref<4x?xf32>, index) -> memref<?xf32, strided<[1], offset: ?>>
+    %row = "hir.alias_select"(%buf, %i) {axis = 0 : i64} : (memref<4x?xf32>, index) -> memref<?xf32, strided<[1], offset: ?>>
+    // CHECK: "hir.alias_select"(%{{.*}}, %[[I]]) {axis = 1 : i64} : (memref<4x?xf32>, index) -> memref<4xf32, strided<[?], offset: ?>>
+    %col = "hir.alias_select"(%buf, %i) {axis = 1 : i64} : (memref<4x?xf32>, index) -> memref<4xf32, strided<[?], offset: ?>>
+    // The shard axis shifts down when an outer axis is selected away.
+    // CHECK: -> memref<8x16xf32, strided<[16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+    %slab = "hir.alias_select"(%sharded, %i) {axis = 0 : i64} : (memref<4x8x16xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>, index) -> memref<8x16xf32, strided<[16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+    // A chunk keeps its axis: static extents divide, dynamic ones stay dynamic, the
+    // sharding is unchanged, and a chunk of a chunk composes the strides.
+    // CHECK: "hir.alias_chunk"(%{{.*}}, %[[I]]) {axis = 0 : i64, chunks = 2 : i64} : (memref<4x?xf32>, index) -> memref<2x?xf32, strided<[?, 1], offset: ?>>
+    %half = "hir.alias_chunk"(%buf, %i) {axis = 0 : i64, chunks = 2 : i64} : (memref<4x?xf32>, index) -> memref<2x?xf32, strided<[?, 1], offset: ?>>
+    // CHECK: "hir.alias_chunk"(%{{.*}}, %[[I]]) {axis = 1 : i64, chunks = 4 : i64} : (memref<4x?xf32>, index) -> memref<4x?xf32, strided<[?, 1], offset: ?>>
+    %cols = "hir.alias_chunk"(%buf, %i) {axis = 1 : i64, chunks = 4 : i64} : (memref<4x?xf32>, index) -> memref<4x?xf32, strided<[?, 1], offset: ?>>
+    // CHECK: -> memref<4x4x16xf32, strided<[128, 16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+    %rows = "hir.alias_chunk"(%sharded, %i) {axis = 1 : i64, chunks = 2 : i64} : (memref<4x8x16xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>, index) -> memref<4x4x16xf32, strided<[128, 16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+    // CHECK: -> memref<4x2x16xf32, strided<[128, 16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+    %quarter = "hir.alias_chunk"(%rows, %i) {axis = 1 : i64, chunks = 2 : i64} : (memref<4x4x16xf32, strided<[128, 16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 2 : i64>>, index) -> memref<4x2x16xf32, strided<[128, 16, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+    // CHECK: "hir.yield"() : () -> ()
+    "hir.yield"() : () -> ()
+  }) : (index, index, index) -> ()
+  return
+}

@@ -1,0 +1,207 @@
+"""The ``cuda`` communication backend (copy-engine P2P through peer buffers, backends/copy_engine.py) and
+``hir-p2p-pipeline`` (nvFuser AG_matmul_P2p and its reduce-scatter mirror), run on 2 and 4 ranks: Gloo on CPU (where
+``backend = "cuda"`` falls back to the process group) and, with HIR_DEVICE=cuda, on GPUs
+with the copy-engine path. Every rank compares its output with a torch reference.
+
+``python test_p2p.py`` is the per-rank worker (launched by ``hir.tools.launch``).
+"""
+
+import os
+import sys
+
+import pytest
+
+
+# hir-p2p-pipeline option sets; every one runs both programs (m = 8 rows per shard).
+OPTIONS = ("algorithm=local-first", "algorithm=ring", "streams=4 copies=2", "chunks=2", "algorithm=ring streams=2 chunks=4")
+
+
+def _shard(mesh: str, axis: int) -> str:
+    return f"#hir.shard<array<i64: {mesh}>, {axis} : i64>"
+
+
+def ag_matmul(world: int, m: int, k: int, n: int, dtype: str = "f32") -> str:
+    mesh = ", ".join(str(r) for r in range(world))
+    a = f"memref<{world}x{m}x{k}x{dtype}, {_shard(mesh, 0)}>"
+    t = f"memref<{world}x{m}x{k}x{dtype}, {_shard(mesh, -1)}>"
+    b = f"memref<{k}x{n}x{dtype}, {_shard(mesh, -1)}>"
+    o = f"memref<{world}x{m}x{n}x{dtype}, {_shard(mesh, -1)}>"
+    return f"""func.func @main(%a: {a}, %b: {b}) -> {o} {{
+  %tmp = memref.alloc() : {t}
+  %out = memref.alloc() : {o}
+  "hir.set"(%a, %tmp) {{stream_axis = 0 : i64}} : ({a}, {t}) -> ()
+  "hir.matmul"(%tmp, %b, %out) {{stream_axis = 0 : i64}} : ({t}, {b}, {o}) -> ()
+  return %out : {o}
+}}
+"""
+
+
+def matmul_rs(world: int, m: int, k: int, n: int, dtype: str = "f32") -> str:
+    """out[p] = sum over ranks r of a[p, r] @ w[0, r]: rank r holds a K-slice of A (rows for
+    every destination p) and of W; the reduce-scatter's scattered axis is the stream axis."""
+    mesh = ", ".join(str(r) for r in range(world))
+    a = f"memref<{world}x{world}x{m}x{k}x{dtype}, {_shard(mesh, 1)}>"
+    w = f"memref<1x{world}x{k}x{n}x{dtype}, {_shard(mesh, 1)}>"
+    p = f"memref<{world}x{world}x{m}x{n}x{dtype}, {_shard(mesh, 1)}>"
+    o = f"memref<{world}x{m}x{n}x{dtype}, {_shard(mesh, 0)}>"
+    return f"""func.func @main(%a: {a}, %w: {w}) -> {o} {{
+  %partial = memref.alloc() : {p}
+  "hir.matmul"(%a, %w, %partial) {{stream_axis = 0 : i64}} : ({a}, {w}, {p}) -> ()
+  %out = memref.alloc() : {o}
+  "hir.reduction"(%partial, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()
+  return %out : {o}
+}}
+"""
+
+
+def collectives(world: int) -> str:
+    """allgather, reduce_scatter, allreduce, broadcast with backend = "cuda" (run twice: the
+    second run reuses the registered peer buffers)."""
+    mesh = ", ".join(str(r) for r in range(world))
+    split0 = f"memref<{2 * world}x3xf32, {_shard(mesh, 0)}>"
+    full = f"memref<{2 * world}x3xf32, {_shard(mesh, -1)}>"
+    parts = f"memref<{world}x{2 * world}x3xf32, {_shard(mesh, 0)}>"
+    rs_out = f"memref<{2 * world}x3xf32, {_shard(mesh, 0)}>"
+    team = f"team = array<i64: {mesh}>"
+    return f"""func.func @main(%x: {split0}, %p: {parts}, %r: {full}) -> ({full}, {rs_out}, {full}, {full}) {{
+  %g = memref.alloc() : {full}
+  %w0 = "hir.allgather"(%x, %g) {{axis = 0 : i64, backend = "cuda", {team}}} : ({split0}, {full}) -> !hir.work
+  "hir.wait"(%w0) : (!hir.work) -> ()
+  %s = memref.alloc() : {rs_out}
+  %w1 = "hir.reduce_scatter"(%p, %s) {{axis = 0 : i64, scatter_axis = 1 : i64, reduction = "sum", backend = "cuda", {team}}} : ({parts}, {rs_out}) -> !hir.work
+  "hir.wait"(%w1) : (!hir.work) -> ()
+  %a = memref.alloc() : {full}
+  %w2 = "hir.allreduce"(%p, %a) {{axis = 0 : i64, reduction = "max", backend = "cuda", {team}}} : ({parts}, {full}) -> !hir.work
+  "hir.wait"(%w2) : (!hir.work) -> ()
+  %c = memref.alloc() : {full}
+  %w3 = "hir.broadcast"(%r, %c) {{root = 1 : i64, backend = "cuda", {team}}} : ({full}, {full}) -> !hir.work
+  "hir.wait"(%w3) : (!hir.work) -> ()
+  return %g, %s, %a, %c : {full}, {rs_out}, {full}, {full}
+}}
+"""
+
+
+def worker() -> int:
+    import torch
+
+    import hir
+    from hir.interpreter import compile as compile_program
+    from hir.interpreter.backends import symmetric
+    from hir.interpreter.backends import peer_buffers
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = os.environ.get("HIR_DEVICE", "cpu")
+    if device == "cuda":
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    failures = []
+
+    def check(name, got, want, tol=1e-4):
+        got = got.float().cpu()
+        want = want.float().cpu()
+        err = ((got - want).norm() / max(want.norm(), 1e-12)).item()
+        if got.shape != want.shape or err > tol:
+            failures.append(f"rank {rank}: {name}: relative error {err:.2e} (shape {tuple(got.shape)} vs {tuple(want.shape)})")
+        else:
+            print(f"rank {rank}: {name} ok")
+
+    gen = torch.Generator().manual_seed(7)
+    # Collectives with backend = "cuda".
+    x = torch.randn(2 * world, 3, generator=gen)
+    p = torch.randn(world, 2 * world, 3, generator=gen)
+    r = torch.randn(2 * world, 3, generator=gen)
+    module = hir.parse(collectives(world), "collectives.mlir")
+    program = compile_program(module, device=device)
+    local = [x.chunk(world, 0)[rank], p.chunk(world, 0)[rank], r]
+    for attempt in range(2):
+        g, s, a, c = program([t.to(device) for t in local])
+        if attempt == 1 and device.startswith("cuda"):
+            torch.cuda.synchronize()
+        check(f"allgather#{attempt}", g, x)
+        check(f"reduce_scatter#{attempt}", s, p.sum(0).chunk(world, 0)[rank])
+        check(f"allreduce#{attempt}", a, p.amax(0))
+        check(f"broadcast#{attempt}", c, r)
+        if attempt == 0:
+            registered = peer_buffers.PeerBuffers.registrations
+    if peer_buffers.PeerBuffers.registrations != registered:
+        failures.append(f"rank {rank}: peer buffers registered again on the second run ({registered} -> {peer_buffers.PeerBuffers.registrations})")
+    # hir-p2p-pipeline: AG+matmul, both algorithms.
+    dtype = os.environ.get("HIR_P2P_DTYPE", "f32")
+    tdtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    m, k, n = 8, 16, 12
+    a_full = torch.randn(world, m, k, generator=gen).to(tdtype)
+    b = torch.randn(k, n, generator=gen).to(tdtype)
+    want = (a_full.float() @ b.float())
+    tol = 1e-2 if dtype == "bf16" else 1e-4
+    # hir-p2p-pipeline: reduce-scatter of a stream-parallel matmul.
+    a_rs = torch.randn(world, world, m, k, generator=gen).to(tdtype)  # [dest, K-slice owner, m, k]
+    w_rs = torch.randn(1, world, k, n, generator=gen).to(tdtype)
+    want_rs = (a_rs.float() @ w_rs.float()).sum(1)[rank]
+    symmetric_before = symmetric.SymmetricPool.allocations
+    for options in OPTIONS:
+        for name, text, inputs, expected in (
+            ("ag_matmul", ag_matmul(world, m, k, n, dtype), [a_full[rank : rank + 1], b], want),
+            ("matmul_rs", matmul_rs(world, m, k, n, dtype), [a_rs[:, rank : rank + 1], w_rs[:, rank : rank + 1]], want_rs[None]),
+        ):
+            local = [t.contiguous().to(device) for t in inputs]
+            module = hir.parse(text, f"{name}.mlir")
+            hir.lower(module, "hir-convert-to-communication{backend=cuda}")
+            (before,) = compile_program(module, device=device)(local)  # the collective, unpipelined
+            hir.lower(module, f"hir-p2p-pipeline{{{options}}},hir-lower")
+            lowered = str(module)
+            assert "hir.shift" in lowered and "hir.allgather" not in lowered and "hir.reduce_scatter" not in lowered, lowered
+            assert ("hir.alias_chunk" in lowered) == ("chunks" in options), lowered
+            program = compile_program(module, device=device)
+            for attempt in range(2):
+                (got,) = program(local)
+                check(f"{name}[{options}]#{attempt}", got, expected, tol)
+            check(f"{name}[{options}] vs unpipelined", got, before, tol)
+    # streams=4 chunks=2: the chunked reduce-scatter's reducer has a pool stream of its own
+    # (hir.num_streams grows past the compute streams), so the run uses one more stream.
+    module = hir.parse(matmul_rs(world, m, k, n, dtype), "matmul_rs.mlir")
+    hir.lower(module, "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{streams=4 chunks=2},hir-lower")
+    program = compile_program(module, device=device)
+    (got,) = program([a_rs[:, rank : rank + 1].contiguous().to(device), w_rs[:, rank : rank + 1].contiguous().to(device)])
+    check("matmul_rs[streams=4 chunks=2, own reducer stream]", got, want_rs[None], tol)
+    used, expected_streams = len(program.streams.live()), min(4, world) + 1
+    if used != expected_streams:
+        failures.append(f"rank {rank}: the chunked reduce-scatter used {used} distinct pool streams, expected {expected_streams}")
+    else:
+        print(f"rank {rank}: {used} distinct pool streams ok")
+    symmetric_before += 1 if device.startswith("cuda") else 0  # its slots buffer
+    # Two symmetric buffers (AG staging, RS slots) per pipeline, allocated on the first run
+    # and recycled by the second (GPU only: CPU runs use ordinary buffers).
+    expected_symmetric = 2 * len(OPTIONS) if device.startswith("cuda") else 0
+    if symmetric.SymmetricPool.allocations - symmetric_before != expected_symmetric:
+        failures.append(f"rank {rank}: {symmetric.SymmetricPool.allocations - symmetric_before} symmetric allocations, expected {expected_symmetric}")
+    for failure in failures:
+        print(failure, file=sys.stderr)
+    from hir.interpreter.backends.process_groups import shutdown
+
+    shutdown()
+    return 1 if failures else 0
+
+
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _gpu_param(world: int):
+    return pytest.param(world, "cuda", marks=[pytest.mark.gpu, pytest.mark.multigpu, pytest.mark.skipif(_gpus() < world, reason=f"needs {world} GPUs")])
+
+
+@pytest.mark.parametrize("world,device", [(2, "cpu"), (4, "cpu"), _gpu_param(2), _gpu_param(4)])
+def test_cuda_backend_and_p2p_pipeline(world, device):
+    pytest.importorskip("torch")
+    from hir.tools.launch import launch
+
+    env = {**os.environ, "HIR_DEVICE": device, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    result = launch(world, [sys.executable, __file__], timeout_s=240, env=env)
+    report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
+    assert result.returncode == 0, report
+    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + 2 * 3 * len(OPTIONS) + 2), report
+
+
+if __name__ == "__main__":
+    sys.exit(worker())
