@@ -5,7 +5,9 @@ so the lowering builds thousands of loops, fuses pairs of them and inserts deall
     python benchmarks/lower_speed.py [--ops 10000] [--repeat 3] [--no-hir-opt]
 
 Prints a table: parse, each pipeline element (in-process, best of --repeat), the whole
-hir-lower in-process, and hir-opt end to end (a fresh process: start-up included).
+hir-lower in-process, and hir-opt end to end (a fresh process: start-up included). Each
+figure is also given as a multiple of the parse time ("x parse"): absolute seconds depend on
+the machine and its load, the ratios much less, so a regression shows on any machine.
 """
 
 import argparse
@@ -86,9 +88,10 @@ def main() -> None:
         finally:
             os.unlink(f.name)
     print(f"hir-lower speed: {n_ops} input ops -> ~{out_ops} output lines, best of {args.repeat}, {os.cpu_count()} cores")
-    print(f"{'step':<58} {'seconds':>8}")
+    parse_time = rows[0][1]
+    print(f"{'step':<58} {'seconds':>8} {'x parse':>8}")
     for name, seconds in rows:
-        print(f"{name:<58} {seconds:8.3f}")
+        print(f"{name:<58} {seconds:8.3f} {seconds / parse_time:8.2f}")
 
 
 def whole_module(text: str):
