@@ -191,7 +191,7 @@ class Program:
     def _execute(self, values: list) -> list:
         """Run the steps on checked inputs (eagerly, or under capture)."""
         pool = self.runtime.streams
-        caller = pool.current()
+        caller = pool.enter()
         try:
             env = self.plan.template.copy()
             for slot, value in zip(self.plan.arg_slots, values):
