@@ -38,7 +38,8 @@ back the inputs the program writes (preallocated outputs), and return the output
 - other outputs are copied out of the graph's buffers (device to device) by default, so a
   later call never overwrites what an earlier one returned; with ``static_outputs=True`` they
   are the graph's own buffers, valid until the next call of the program (no copy: the
-  fastest, clone what you keep).
+  fastest, clone what you keep). Copied outputs that were views of one another in the graph
+  come back as separate copies (same values, no longer aliased).
 All copies and the replay are ordered on the caller's current stream.
 """
 
