@@ -165,6 +165,13 @@ def host_only(fn: Callable[[], None], repeat: int, number: int, sync: Callable[[
     return min(times)
 
 
+def graph_programs(cases, n: int, a, b, o, r) -> list[tuple[str, str, list, str]]:
+    """(row label, program text, inputs, unit) of every case, the stream loop last."""
+    programs = [(f"{label} ({n} ops)", straight_line(kinds, n)[0], [a, b, o, r], "op") for label, kinds in cases]
+    programs.append((f"stream loop, 11 hir ops/iter ({n} iters)", LOOP, [a, b, o, r, n], "iter"))
+    return programs
+
+
 def graph_rows(cases, args, a, b, o, r, sync, eager_rows) -> None:
     """CUDA graph replay of the same programs (the multi-stream loop included)."""
     n = args.ops
@@ -172,13 +179,10 @@ def graph_rows(cases, args, a, b, o, r, sync, eager_rows) -> None:
     print("CUDA graph replay (Program(graph=True)): one capture, then replays")
     print("| case | unit | replay host (us) | replay wall (us) | eager hir (us) | eager torch (us) |")
     print("|---|---|---:|---:|---:|---:|")
-    programs = [(label, straight_line(kinds, n)[0], [a, b, o, r], "op") for label, kinds in cases]
-    programs.append(("stream loop, 11 hir ops/iter", LOOP, [a, b, o, r, n], "iter"))
-    for (label, text, inputs, unit), (_, _, th, te) in zip(programs, eager_rows):
+    for (what, text, inputs, unit), (_, _, th, te) in zip(graph_programs(cases, n, a, b, o, r), eager_rows):
         prog = Program(hir.parse(text), device="cuda", graph=True)
         host = host_only(lambda: prog(inputs), args.repeat, 20, sync) / n
         wall = best(lambda: prog(inputs), args.repeat, 20, sync) / n
-        what = f"{label} ({n} ops)" if unit == "op" else f"{label} ({n} iters)"
         print(f"| {what} | {unit} | {host * 1e6:.2f} | {wall * 1e6:.2f} | {th * 1e6:.2f} | {te * 1e6:.2f} |")
 
 
@@ -190,9 +194,7 @@ def auto_rows(cases, args, a, b, o, r, sync) -> None:
     print("graph='auto' (the default): first call eager, second captures, later calls replay")
     print("| case | unit | 1st call wall (us) | 2nd call (capture) wall (ms) | steady host (us) | steady wall (us) |")
     print("|---|---|---:|---:|---:|---:|")
-    programs = [(label, straight_line(kinds, n)[0], [a, b, o, r], "op") for label, kinds in cases]
-    programs.append(("stream loop, 11 hir ops/iter", LOOP, [a, b, o, r, n], "iter"))
-    for label, text, inputs, unit in programs:
+    for what, text, inputs, unit in graph_programs(cases, n, a, b, o, r):
         prog = Program(hir.parse(text), device="cuda")
         sync()
         walls = []
@@ -204,7 +206,6 @@ def auto_rows(cases, args, a, b, o, r, sync) -> None:
         host = host_only(lambda: prog(inputs), args.repeat, 20, sync) / n
         wall = best(lambda: prog(inputs), args.repeat, 20, sync) / n
         assert prog.graph_state.last == "replay", prog.graph_state
-        what = f"{label} ({n} ops)" if unit == "op" else f"{label} ({n} iters)"
         print(f"| {what} | {unit} | {walls[0] / n * 1e6:.2f} | {walls[1] * 1e3:.2f} | {host * 1e6:.2f} | {wall * 1e6:.2f} |")
 
 
