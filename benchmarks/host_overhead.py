@@ -1,15 +1,23 @@
 """Host overhead of the hir interpreter per executed op, against eager torch doing the same
 ops in the same process, side by side (tiny tensors, so the time is host time).
 
-    python benchmarks/host_overhead.py [--device cpu] [--ops 200] [--repeat 7]
+    python benchmarks/host_overhead.py [--device cpu] [--ops 200] [--repeat 7] [--no-p2p]
 
 For each case it prints the time per op (or per loop iteration) of the compiled hir program
-and of hand-written eager torch code making the same torch calls, and their ratio. On CUDA a
-second table replays the same programs as CUDA graphs (``Program(graph=True)``): host time
-per op of a replay call (inputs copied into the static buffers + one graph launch, no
-synchronization) and wall time per op (synchronized, so GPU time of the tiny kernels)."""
+run eagerly (``graph=False``) and of hand-written eager torch code making the same torch
+calls, and their ratio. On CUDA a second table replays the same programs as CUDA graphs
+(``Program(graph=True)``): host time per op of a replay call (inputs copied into the static
+buffers, written inputs copied back + one graph launch, no synchronization) and wall time per
+op (synchronized, so GPU time of the tiny kernels). A third table runs them with the default
+``graph="auto"``: the first call (eager), the second (capture + replay) and the steady state.
+With 4 or more GPUs (and no ``--no-p2p``) a last table runs the chunked copy-engine P2P
+AG+matmul and matmul+RS programs (hir-p2p-pipeline{chunks=2}) on 4 ranks, eager against
+auto (host time of a call and median wall time, CUDA events, max over ranks)."""
 
 import argparse
+import os
+import statistics
+import sys
 import time
 from typing import Callable
 
@@ -102,7 +110,11 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--ops", type=int, default=200, help="ops per straight-line program / loop trip count")
     p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--no-p2p", action="store_true", help="skip the 4-GPU P2P table")
+    p.add_argument("--p2p-rank", action="store_true", help=argparse.SUPPRESS)  # a rank of the P2P table
     args = p.parse_args()
+    if args.p2p_rank:
+        return p2p_rank()
     dev = torch.device(args.device)
     sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
     a, b, o = (torch.randn(*SHAPE, device=dev) for _ in range(3))
@@ -113,12 +125,12 @@ def main() -> None:
              ("mixed add/mul/set/sum/matmul", ["add", "mul", "set", "sum", "matmul"])]
     for label, kinds in cases:
         text, eager = straight_line(kinds, n)
-        prog = Program(hir.parse(text), device=str(dev))
+        prog = Program(hir.parse(text), device=str(dev), graph=False)
         inputs = [a, b, o, r]
         t_hir = best(lambda: prog(inputs), args.repeat, 20, sync) / n
         t_eager = best(lambda: eager(a, b, o, r), args.repeat, 20, sync) / n
         rows.append((f"{label} ({n} ops)", "op", t_hir, t_eager))
-    prog = Program(hir.parse(LOOP), device=str(dev))
+    prog = Program(hir.parse(LOOP), device=str(dev), graph=False)
     streams = [prog.streams.get(i) for i in range(4)] if dev.type == "cuda" else None
     t_hir = best(lambda: prog([a, b, o, r, n]), args.repeat, 10, sync) / n
     t_eager = best(lambda: eager_loop(a, b, o, r, n, streams), args.repeat, 10, sync) / n
@@ -130,6 +142,12 @@ def main() -> None:
         print(f"| {label} | {unit} | {th * 1e6:.2f} | {te * 1e6:.2f} | {th / te:.2f}x |")
     if dev.type == "cuda":
         graph_rows(cases, args, a, b, o, r, sync, rows)
+        auto_rows(cases, args, a, b, o, r, sync)
+        if not args.no_p2p and torch.cuda.device_count() >= 4:
+            p2p_table()
+    else:
+        state = Program(hir.parse(LOOP), device=str(dev)).graph_state
+        print(f"\ngraph='auto' on {dev}: every call eager ({state.reason})")
 
 
 def host_only(fn: Callable[[], None], repeat: int, number: int, sync: Callable[[], None]) -> float:
@@ -147,6 +165,13 @@ def host_only(fn: Callable[[], None], repeat: int, number: int, sync: Callable[[
     return min(times)
 
 
+def graph_programs(cases, n: int, a, b, o, r) -> list[tuple[str, str, list, str]]:
+    """(row label, program text, inputs, unit) of every case, the stream loop last."""
+    programs = [(f"{label} ({n} ops)", straight_line(kinds, n)[0], [a, b, o, r], "op") for label, kinds in cases]
+    programs.append((f"stream loop, 11 hir ops/iter ({n} iters)", LOOP, [a, b, o, r, n], "iter"))
+    return programs
+
+
 def graph_rows(cases, args, a, b, o, r, sync, eager_rows) -> None:
     """CUDA graph replay of the same programs (the multi-stream loop included)."""
     n = args.ops
@@ -154,14 +179,92 @@ def graph_rows(cases, args, a, b, o, r, sync, eager_rows) -> None:
     print("CUDA graph replay (Program(graph=True)): one capture, then replays")
     print("| case | unit | replay host (us) | replay wall (us) | eager hir (us) | eager torch (us) |")
     print("|---|---|---:|---:|---:|---:|")
-    programs = [(label, straight_line(kinds, n)[0], [a, b, o, r], "op") for label, kinds in cases]
-    programs.append(("stream loop, 11 hir ops/iter", LOOP, [a, b, o, r, n], "iter"))
-    for (label, text, inputs, unit), (_, _, th, te) in zip(programs, eager_rows):
+    for (what, text, inputs, unit), (_, _, th, te) in zip(graph_programs(cases, n, a, b, o, r), eager_rows):
         prog = Program(hir.parse(text), device="cuda", graph=True)
         host = host_only(lambda: prog(inputs), args.repeat, 20, sync) / n
         wall = best(lambda: prog(inputs), args.repeat, 20, sync) / n
-        what = f"{label} ({n} ops)" if unit == "op" else f"{label} ({n} iters)"
         print(f"| {what} | {unit} | {host * 1e6:.2f} | {wall * 1e6:.2f} | {th * 1e6:.2f} | {te * 1e6:.2f} |")
+
+
+def auto_rows(cases, args, a, b, o, r, sync) -> None:
+    """The default ``graph="auto"``: first call (eager), second call (capture + replay),
+    then steady-state replays (outputs copied out, written inputs copied back)."""
+    n = args.ops
+    print()
+    print("graph='auto' (the default): first call eager, second captures, later calls replay")
+    print("| case | unit | 1st call wall (us) | 2nd call (capture) wall (ms) | steady host (us) | steady wall (us) |")
+    print("|---|---|---:|---:|---:|---:|")
+    for what, text, inputs, unit in graph_programs(cases, n, a, b, o, r):
+        prog = Program(hir.parse(text), device="cuda")
+        sync()
+        walls = []
+        for _ in range(2):
+            start = time.perf_counter()
+            prog(inputs)
+            sync()
+            walls.append(time.perf_counter() - start)
+        host = host_only(lambda: prog(inputs), args.repeat, 20, sync) / n
+        wall = best(lambda: prog(inputs), args.repeat, 20, sync) / n
+        assert prog.graph_state.last == "replay", prog.graph_state
+        print(f"| {what} | {unit} | {walls[0] / n * 1e6:.2f} | {walls[1] * 1e3:.2f} | {host * 1e6:.2f} | {wall * 1e6:.2f} |")
+
+
+P2P_RANKS = 4
+P2P_PIPELINE = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{chunks=2},hir-lower"
+
+
+def p2p_table() -> None:
+    """Run :func:`p2p_rank` on 4 local ranks (one GPU each) and print rank 0's table."""
+    from hir.interpreter.launch import launch
+
+    result = launch(P2P_RANKS, [sys.executable, os.path.abspath(__file__), "--p2p-rank"], timeout_s=600)
+    print()
+    sys.stdout.write(result.ranks[0].stdout)
+    if result.returncode:
+        failed = result.ranks[result.first_failure] if result.first_failure is not None else result.ranks[0]
+        print(f"P2P table failed (rank {failed.rank}, exit {result.returncode}): {failed.stderr.strip()[-2000:]}")
+
+
+def p2p_rank() -> None:
+    """One rank of the P2P table: the chunked copy-engine AG+matmul and matmul+RS programs,
+    eager (graph=False) against graph="auto", on small bf16 sizes where host time shows."""
+    import torch.distributed as dist
+
+    from dist_timing import bench, init_nccl  # benchmarks/dist_timing.py
+    from overlap import p2p_ag_matmul_program, p2p_matmul_rs_program  # benchmarks/overlap.py
+
+    rank = init_nccl()
+    D, (M, K, N) = dist.get_world_size(), (2048, 1024, 1024)
+    dev, bf16 = torch.device("cuda", rank), torch.bfloat16
+    cases = (
+        ("AG+matmul", p2p_ag_matmul_program, [torch.randn(1, M // D, K, device=dev, dtype=bf16), torch.randn(K, N // D, device=dev, dtype=bf16)]),
+        ("matmul+RS", p2p_matmul_rs_program, [torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16), torch.randn(1, 1, K // D, N, device=dev, dtype=bf16)]),
+    )
+    rows = []
+    for name, build, inputs in cases:
+        for mode in (False, "auto"):
+            module = build(D, M, K, N)
+            hir.lower(module, P2P_PIPELINE)
+            program = Program(module, device=str(dev), num_streams=4, graph=mode)
+            ms = bench(lambda: program(inputs))  # its warm-up calls capture in auto mode
+            host = []
+            for _ in range(15):
+                dist.barrier()
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                program(inputs)
+                host.append(time.perf_counter() - start)
+            torch.cuda.synchronize()
+            worst = torch.tensor([statistics.median(host)], device=dev)
+            dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+            rows.append((name, "eager" if mode is False else "auto", worst.item() * 1e6, ms, program.graph_state.last))
+    if rank == 0:
+        print(f"chunked P2P programs ({P2P_PIPELINE}), {D} GPUs, bf16, M={M} K={K} N={N} ({torch.cuda.get_device_name()})")
+        print("| program | graph | host per call (us) | wall per call (ms) | last call |")
+        print("|---|---|---:|---:|---|")
+        for name, mode, host_us, ms, last in rows:
+            print(f"| {name} | {mode} | {host_us:.1f} | {ms:.3f} | {last} |")
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

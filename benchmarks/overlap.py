@@ -92,7 +92,7 @@ def hir_rows(build, pipelines, inputs, reference, rank, graph: bool, tag: str = 
             try:
                 module = build()
                 hir.lower(module, pipeline)
-                program = compile_program(module, device=f"cuda:{rank}", graph=mode == "graph")  # pool: the IR's hir.num_streams, else 4
+                program = compile_program(module, device=f"cuda:{rank}", graph=mode == "graph", static_outputs=mode == "graph")  # pool: the IR's hir.num_streams, else 4
                 out = program(inputs)[0]
                 args = program.graph.static_inputs if mode == "graph" else inputs
                 rows.append((label, bench(lambda: program(args)), relerr(out, reference), ""))

@@ -64,7 +64,7 @@ def main() -> None:
         for pipeline in args.pipeline:
             module = build(D, M, K, N)
             hir.lower(module, pipeline)
-            program = compile_program(module, device=str(dev), graph=args.graph)  # pool: the IR's hir.num_streams, else 4
+            program = compile_program(module, device=str(dev), graph=args.graph, static_outputs=args.graph)  # pool: the IR's hir.num_streams, else 4
             run_inputs = inputs
             if args.graph:
                 program(inputs)  # capture; replays then read the graph's own input buffers

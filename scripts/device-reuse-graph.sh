@@ -25,7 +25,7 @@ hir.lower(m, "hir-lower-reuse")
 open("/tmp/mlp_lowered.mlir", "w").write(str(m))
 PY
 run="python3 -m hir.tools.run_cli /tmp/mlp_lowered.mlir random:16x1024x4096 random:4096x4096 random:4096x4096 --device cuda --num-streams 4 --warmup 2"
-$run --trace "$out/trace_eager.json" 2>&1 | grep -v USDT
+$run --no-cuda-graph --trace "$out/trace_eager.json" 2>&1 | grep -v USDT
 $run --cuda-graph --trace "$out/trace_graph.json" 2>&1 | grep -v USDT
 python3 benchmarks/trace_overlap.py "$out/trace_eager.json" "$out/trace_graph.json" | tee "$out/trace_overlap.txt"
 gzip -f "$out"/trace_*.json

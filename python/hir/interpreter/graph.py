@@ -1,91 +1,235 @@
-"""CUDA graph capture of a compiled program (``Program(module, graph=True)``,
-``hir-run --cuda-graph``): the whole multi-stream program is captured once and replayed,
-so a run costs one graph launch instead of one host call per op.
+"""CUDA graphs for repeated runs of a compiled program: ``Program(module, graph="auto")``
+(the default), ``graph=True`` (``hir-run --cuda-graph``) and ``graph=False``.
 
-The first call (1) copies the inputs into static input buffers, (2) runs the program once
-eagerly on a side stream (warm-up: lazy initialisations -- cuBLAS handles, NCCL
-communicators, pool streams -- must not happen during capture), (3) captures it with
-``torch.cuda.graph``: every pool stream forks from the capturing stream before the program
-runs and joins back into it afterwards (a capture must end with every stream it touched
-joined; the lowered program's own sync loop and loop epilogues fork and join too), then
-replays. Later calls copy the inputs into the static buffers and replay. Outputs are the
-graph's static buffers: the next call overwrites them (clone to keep them).
+A graph is recorded per *input signature*: the shape, strides and dtype of every tensor
+input and the value of every host scalar (index / integer / float) argument. Host values
+in hir (loop bounds, stream indices, allocation sizes) come only from constants, shapes and
+host scalars -- no op reads device data back to the host -- so a signature fixes every host
+decision the program makes and a replay does exactly what an eager run would. A new
+signature (new shapes, another scalar value) records another graph; at most
+``graph_cache_size`` graphs are kept, the least recently used is dropped first.
 
-Host scalars (index / integer / float arguments) are baked into the graph: a later call
-with other values is an error. Not capturable: CPU runs and Gloo collectives (host-side
-transfers); NCCL collectives are captured.
+``graph="auto"``: the first call with a signature runs eagerly (it also warms up lazy
+initialisations: cuBLAS handles, NCCL communicators, pool streams, symmetric buffers);
+the second call with it captures, and later ones replay. ``graph=True`` captures on the
+first call (after a warm-up run on a side stream, torch's recipe) and raises where auto
+would fall back.
+
+Runs eagerly, never captured (``Program.graph_state.reason`` says which, and a debug log
+line on the ``hir.graph`` logger):
+- the program runs on a CPU device (nothing to capture);
+- it has Gloo collectives (host-side transfers; NCCL and copy-engine P2P are captured);
+- ``track_memory=True`` (the byte counts are kept by the alloc/dealloc steps, which a replay
+  does not run);
+- ``compile_kernels=True`` (torch.compile'd kernel segments guard and recompile on the host;
+  use torch.compile's own ``mode="reduce-overhead"`` for graphs there);
+- a call whose tensor inputs share memory (a static copy per input would break the aliasing);
+  that call only;
+- after a capture failed (a warning on the ``hir.graph`` logger; every later call is eager).
+In a multi-rank run every rank must take the same decisions: they do when the ranks see the
+same signatures (SPMD), but a capture failing on one rank only leaves the others waiting in
+their collectives.
+
+Calls of a captured signature copy the tensor inputs into the graph's static input buffers
+(device to device, skipped when the caller passes the static buffer itself), replay, copy
+back the inputs the program writes (preallocated outputs), and return the outputs:
+- an output that is (a view of) an input is returned as (the same view of) the caller's
+  tensor, as in an eager run;
+- other outputs are copied out of the graph's buffers (device to device) by default, so a
+  later call never overwrites what an earlier one returned; with ``static_outputs=True`` they
+  are the graph's own buffers, valid until the next call of the program (no copy: the
+  fastest, clone what you keep). Copied outputs that were views of one another in the graph
+  come back as separate copies (same values, no longer aliased).
+All copies and the replay are ordered on the caller's current stream.
 """
 
-from typing import Optional
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
 
 import torch
 from torch_mlir import ir
 
-from hir.dialect import OP_CLASSES
+from hir.dialect import OP_CLASSES, is_view
 from hir.dialect.base import get_str
 from hir.dialect.context import HirError
+from hir.passes.helpers import written_operands
+
+log = logging.getLogger("hir.graph")
+GraphMode = Union[bool, str]  # True, False or "auto"
 
 
-def check_capturable(module: ir.Module, device: torch.device, backend: Optional[str], has_comm: bool) -> None:
-    """Raise a clear error when ``module`` cannot be captured on ``device``."""
+def graph_blockers(module: ir.Module, device: torch.device, backend: Optional[str], has_comm: bool, track_memory: bool, compile_kernels: bool) -> list[str]:
+    """Why ``module`` cannot be captured as a CUDA graph on ``device`` (empty: it can)."""
+    reasons: list[str] = []
     if device.type != "cuda":
-        raise HirError(f"error: graph=True (CUDA graph capture) needs a CUDA device; this program runs on {device}")
+        reasons.append(f"needs a CUDA device; this program runs on {device}")
     if has_comm and backend not in (None, "nccl"):
-        raise HirError(f"error: graph=True cannot capture collectives of the '{backend}' backend (host-side transfers); use nccl")
-    bad: list[str] = []
+        reasons.append(f"cannot capture collectives of the '{backend}' backend (host-side transfers); use nccl")
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         cls = OP_CLASSES.get(op.name)
-        if cls is not None and cls.TEAM_ATTR is not None:  # a communication: it has a backend
-            if get_str(op, "backend") == "gloo":
-                bad.append(f"{op.location}: '{op.name}' uses the gloo backend")
+        if cls is not None and cls.TEAM_ATTR is not None and get_str(op, "backend") == "gloo":  # a communication
+            reasons.append(f"cannot capture Gloo collectives (host-side transfers; use backend nccl): {op.location}: '{op.name}' uses the gloo backend")
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
-    if bad:
-        raise HirError("error: graph=True cannot capture Gloo collectives (host-side transfers; use backend nccl): " + "; ".join(bad))
+    if track_memory:
+        reasons.append("track_memory=True counts bytes in the alloc/dealloc steps, which a replay does not run")
+    if compile_kernels:
+        reasons.append("compile_kernels=True: torch.compile'd kernel segments guard on the host (use torch.compile's mode='reduce-overhead')")
+    return reasons
+
+
+def written_arguments(block: ir.Block) -> frozenset[int]:
+    """Indices of the arguments of ``block`` (a function body) that the program may write,
+    directly or through views; unknown ops count as writing every buffer operand."""
+
+    def written(value: ir.Value) -> bool:
+        for use in value.uses:
+            user = use.owner.operation
+            if is_view(user):
+                if written(user.result):
+                    return True
+                continue
+            written_indices = written_operands(user)
+            if written_indices is None or use.operand_number in written_indices:
+                return True
+        return False
+
+    return frozenset(i for i, arg in enumerate(block.arguments) if isinstance(arg.type, ir.MemRefType) and written(arg))
+
+
+def signature(values: list) -> tuple:
+    """The key of a call: what a captured graph has fixed about its inputs."""
+    return tuple((tuple(v.shape), v.stride(), v.dtype) if isinstance(v, torch.Tensor) else v for v in values)
+
+
+def share_memory(values: list) -> bool:
+    storages = [v.untyped_storage().data_ptr() for v in values if isinstance(v, torch.Tensor) and v.numel()]
+    return len(set(storages)) != len(storages)
+
+
+@dataclass
+class GraphState:
+    """What ``Program(graph=...)`` does with CUDA graphs (``Program.graph_state``)."""
+
+    mode: GraphMode  # the option: True, False or "auto"
+    reason: Optional[str] = None  # why every call runs eagerly (None: graphs are used)
+    last: str = "none"  # the last call: "eager", "eager (first call of this signature)", "capture", "replay", ...
+    graphs: int = 0  # graphs cached now
+    captures: int = 0
+    replays: int = 0
+    signatures: list = field(default_factory=list)  # cached signatures, least recently used first
+
+    @property
+    def active(self) -> bool:
+        return self.mode is not False and self.reason is None
+
+
+@dataclass
+class CapturedGraph:
+    graph: Any  # torch.cuda.CUDAGraph
+    static_inputs: list
+    outputs: list  # the graph's output tensors (static buffers)
+    output_sources: list  # per output: (input index, view spec) when it lives in a static input, else None
 
 
 class GraphRunner:
-    """Captures ``execute(values) -> outputs`` once and replays it."""
+    """Runs ``execute(values) -> outputs`` eagerly or through cached CUDA graphs (see the
+    module docstring for the policy)."""
 
-    def __init__(self, execute, device: torch.device, pool) -> None:
+    def __init__(
+        self,
+        execute: Callable[[list], list],
+        device: torch.device,
+        pool: Any,
+        state: GraphState,
+        written: frozenset[int] = frozenset(),
+        static_outputs: bool = False,
+        cache_size: int = 4,
+    ) -> None:
         self.execute = execute
         self.device = device
         self.pool = pool
-        self.graph: Optional[torch.cuda.CUDAGraph] = None
-        self.static_inputs: list = []
-        self.static_outputs: list = []
+        self.state = state
+        self.written = written
+        self.static_outputs = static_outputs
+        self.cache_size = cache_size
+        self._graphs: "OrderedDict[tuple, CapturedGraph]" = OrderedDict()
+        self._seen: "OrderedDict[tuple, None]" = OrderedDict()  # auto: signatures run eagerly once
+
+    @property
+    def static_inputs(self) -> list:
+        """The static input buffers of the most recently used graph (benchmarks pass them
+        back to skip the input copies)."""
+        return next(reversed(self._graphs.values())).static_inputs if self._graphs else []
 
     def __call__(self, values: list) -> list:
-        if self.graph is None:
-            self.capture(values)
+        state = self.state
+        if state.reason is not None:
+            state.last = "eager"
+            return self.execute(values)
+        if share_memory(values):
+            return self._eager(values, "eager (tensor inputs share memory)")
+        key = signature(values)
+        entry = self._graphs.get(key)
+        if entry is not None:
+            self._graphs.move_to_end(key)
+            state.last = "replay"
+        elif state.mode == "auto" and key not in self._seen:
+            self._seen[key] = None
+            if len(self._seen) > 4 * self.cache_size:
+                self._seen.popitem(last=False)
+            return self._eager(values, "eager (first call of this signature)")
         else:
-            self.load(values)
-        self.graph.replay()
-        return list(self.static_outputs)
+            entry = self._capture(key, values)
+            if entry is None:
+                return self._eager(values, "eager (capture failed)")
+        state.replays += 1
+        return self._replay(entry, values)
 
-    def load(self, values: list) -> None:
-        for index, (static, value) in enumerate(zip(self.static_inputs, values)):
-            if isinstance(static, torch.Tensor):
-                if static.data_ptr() != value.data_ptr():
-                    static.copy_(value)
-            elif static != value:
-                raise HirError(
-                    f"error: graph=True: argument #{index} is {value!r} but the graph was captured with {static!r} "
-                    "(host scalars are baked into a CUDA graph; compile another program for other values)"
-                )
+    def _eager(self, values: list, what: str) -> list:
+        self.state.last = what
+        log.debug("graph %s: %s", self.state.mode, what)
+        return self.execute(values)
 
-    def capture(self, values: list) -> None:
-        dev = self.device
-        self.static_inputs = [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+    def _replay(self, entry: CapturedGraph, values: list) -> list:
+        for static, value in zip(entry.static_inputs, values):
+            if isinstance(static, torch.Tensor) and static.data_ptr() != value.data_ptr():
+                static.copy_(value)
+        entry.graph.replay()
+        for index in self.written:
+            static, value = entry.static_inputs[index], values[index]
+            if isinstance(static, torch.Tensor) and static.data_ptr() != value.data_ptr():
+                value.copy_(static)
+        results, copies = [], {}
+        for out, source in zip(entry.outputs, entry.output_sources):
+            if source is not None:
+                index, view = source
+                value = values[index]
+                whole = view == (tuple(value.size()), value.stride(), 0)
+                results.append(value if whole else value.as_strided(view[0], view[1], value.storage_offset() + view[2]))
+            elif isinstance(out, torch.Tensor) and not self.static_outputs:
+                if id(out) not in copies:  # the same buffer returned twice stays one tensor
+                    copies[id(out)] = out.clone()
+                results.append(copies[id(out)])
+            else:
+                results.append(out)
+        return results
+
+    def _capture(self, key: tuple, values: list) -> Optional[CapturedGraph]:
+        state, dev = self.state, self.device
+        static_inputs = [_static_copy(v) for v in values]
         caller = torch.cuda.current_stream(dev)
         streams = [self.pool.get(i) for i in range(self.pool.num_streams)]
-        side = torch.cuda.Stream(dev)
-        side.wait_stream(caller)
-        with torch.cuda.stream(side):  # warm-up, off the caller's stream (torch's recipe)
-            self.execute(self.static_inputs)
-        caller.wait_stream(side)
+        if state.mode is True:  # no eager run of this signature yet: warm up off the caller's stream
+            side = torch.cuda.Stream(dev)
+            side.wait_stream(caller)
+            with torch.cuda.stream(side):
+                self.execute(static_inputs)
+            caller.wait_stream(side)
         torch.cuda.synchronize(dev)
         graph = torch.cuda.CUDAGraph()
         try:
@@ -93,14 +237,47 @@ class GraphRunner:
                 capture = torch.cuda.current_stream(dev)
                 for stream in streams:  # fork every pool stream from the capture stream
                     stream.wait_stream(capture)
-                outputs = self.execute(self.static_inputs)
+                outputs = self.execute(static_inputs)
                 for stream in streams:  # and join it back
                     capture.wait_stream(stream)
-        except HirError as err:
-            raise HirError(f"{err}\nerror: graph=True: the program could not be captured as a CUDA graph") from None
-        except RuntimeError as err:
-            raise HirError(f"error: graph=True: CUDA graph capture failed: {err}") from None
-        self.graph = graph
-        self.static_outputs = outputs
-        # A replay reads the static inputs; the capture run itself did not execute.
-        self.load(values)
+        except (HirError, RuntimeError) as err:
+            if state.mode is True:
+                if isinstance(err, HirError):
+                    raise HirError(f"{err}\nerror: graph=True: the program could not be captured as a CUDA graph") from None
+                raise HirError(f"error: graph=True: CUDA graph capture failed: {err}") from None
+            state.reason = f"capture failed: {err}"
+            log.warning("graph='auto': CUDA graph capture failed, running eagerly from now on: %s", err)
+            return None
+        entry = CapturedGraph(graph, static_inputs, list(outputs), [_source(out, static_inputs) for out in outputs])
+        self._graphs[key] = entry
+        if len(self._graphs) > self.cache_size:
+            dropped, _ = self._graphs.popitem(last=False)
+            log.debug("graph %s: dropped the graph of %s (cache of %d)", state.mode, dropped, self.cache_size)
+        state.captures += 1
+        state.last = "capture"
+        log.debug("graph %s: captured %s", state.mode, key)
+        return entry
+
+    def refresh(self) -> GraphState:
+        self.state.graphs = len(self._graphs)
+        self.state.signatures = list(self._graphs)
+        return self.state
+
+
+def _static_copy(value: Any) -> Any:
+    """A buffer of the same size, strides and contents (scalars as they are)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    static = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=value.device)
+    return static.copy_(value)
+
+
+def _source(out: Any, static_inputs: list) -> Optional[tuple]:
+    """(input index, (size, stride, offset)) when ``out`` lives in a static input buffer."""
+    if not isinstance(out, torch.Tensor):
+        return None
+    storage = out.untyped_storage().data_ptr()
+    for index, static in enumerate(static_inputs):
+        if isinstance(static, torch.Tensor) and static.untyped_storage().data_ptr() == storage:
+            return index, (tuple(out.size()), out.stride(), out.storage_offset() - static.storage_offset())
+    return None

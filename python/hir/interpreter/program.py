@@ -1,6 +1,7 @@
 """A compiled program: pick the entry function, compile it once for this rank, validate
 inputs fully before anything runs, execute, and return the outputs."""
 
+import logging
 from typing import Any, Optional, Sequence
 
 import torch
@@ -14,9 +15,11 @@ from hir.dialect.context import HirError
 from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
 from hir.interpreter.backends.process_groups import default_device
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
-from hir.interpreter.graph import GraphRunner, check_capturable
+from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_blockers, written_arguments
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
+
+log = logging.getLogger("hir.graph")
 
 
 def entry_function(module: ir.Module, entry: Optional[str], source_name: Optional[str]) -> str:
@@ -84,8 +87,16 @@ class Program:
     ``Program(module, ...)(inputs)`` is :func:`hir.interpreter.run` without recompiling.
 
     ``num_streams``: the stream pool size when the module has no ``hir.num_streams``
-    (default 4); with one, it must agree. ``graph=True``: capture the program as a CUDA
-    graph on the first call and replay it afterwards (see :mod:`hir.interpreter.graph`).
+    (default 4); with one, it must agree.
+
+    ``graph="auto"`` (default): on CUDA, the second call with the same input shapes and host
+    scalars captures the program as a CUDA graph and later ones replay it; programs that
+    cannot be captured (CPU, Gloo, ``track_memory``, ``compile_kernels``) run eagerly, and
+    ``graph_state`` says why. ``graph=True``: capture on the first call, an error where auto
+    falls back. ``graph=False``: always eager. ``static_outputs=True``: return the graph's
+    own output buffers (overwritten by the next call) instead of copies;
+    ``graph_cache_size``: graphs kept (one per input signature, least recently used
+    dropped). See :mod:`hir.interpreter.graph` for the exact contract.
     ``track_memory=True``: count the bytes of live allocations (``program.memory.peak`` /
     ``.current``).
     """
@@ -100,10 +111,18 @@ class Program:
         backend: Optional[str] = None,
         compile_kernels: bool = False,
         source_name: Optional[str] = None,
-        graph: bool = False,
+        graph: GraphMode = "auto",
         track_memory: bool = False,
+        static_outputs: bool = False,
+        graph_cache_size: int = 4,
     ) -> None:
         num_streams = pool_size(module, num_streams, source_name)
+        if not (graph is True or graph is False or graph == "auto"):
+            raise HirError(f"error: graph must be True, False or 'auto', got {graph!r}")
+        if graph_cache_size < 1:
+            raise HirError(f"error: graph_cache_size must be >= 1, got {graph_cache_size}")
+        if static_outputs and graph is False:
+            raise HirError("error: static_outputs=True needs graph=True or graph='auto' (eager runs have no static buffers)")
         try:
             dev = default_device(device)
         except (RuntimeError, ValueError) as err:
@@ -113,8 +132,9 @@ class Program:
         self.source_name = source_name
         with module.context:
             teams = module_teams(module)
-            if graph:
-                check_capturable(module, dev, backend, bool(teams))
+            blockers = graph_blockers(module, dev, backend, bool(teams), track_memory, compile_kernels) if graph is not False else []
+            if graph is True and blockers:
+                raise HirError(f"error: graph=True: {blockers[0]}")
             if teams:
                 try:
                     # Teams naming absent ranks are reported at their op by the compiler.
@@ -129,7 +149,20 @@ class Program:
             except ValueError as err:  # e.g. an element type without a torch dtype
                 raise HirError(f"{source_name or '<module>'}: error: {err}") from None
             self._args = [ArgSpec(i, t, self.runtime.rank) for i, t in enumerate(self.plan.arg_types)]
-        self.graph: Optional[GraphRunner] = GraphRunner(self._execute, dev, self.runtime.streams) if graph else None
+            written = written_arguments(self.compiler.functions[self.entry].regions[0].blocks[0]) if graph is not False else frozenset()
+        self._graph_state = GraphState(graph, "; ".join(blockers) or None if graph is not False else "graph=False")
+        self.graph: Optional[GraphRunner] = None
+        if self._graph_state.active:
+            self.graph = GraphRunner(self._execute, dev, self.runtime.streams, self._graph_state, written, static_outputs, graph_cache_size)
+        else:
+            self._graph_state.last = "eager"
+            log.debug("graph %s: every call runs eagerly: %s", graph, self._graph_state.reason)
+
+    @property
+    def graph_state(self) -> GraphState:
+        """What the program does with CUDA graphs: whether they are used (``reason``: why
+        not), what the last call did, the graphs cached now."""
+        return self.graph.refresh() if self.graph is not None else self._graph_state
 
     @property
     def memory(self) -> Optional[AllocationTracker]:
@@ -157,7 +190,7 @@ class Program:
     def _execute(self, values: list) -> list:
         """Run the steps on checked inputs (eagerly, or under capture)."""
         pool = self.runtime.streams
-        caller = pool.current()
+        caller = pool.enter()
         try:
             env = self.plan.template.copy()
             for slot, value in zip(self.plan.arg_slots, values):

@@ -53,7 +53,12 @@ class CpuStream:
 
 class StreamPool:
     """The run's streams on ``device``. Pool streams are created on first use and kept for
-    the life of the program, so repeated runs reuse them."""
+    the life of the program, so repeated runs reuse them.
+
+    The current stream is cached: :meth:`enter` reads it from torch when a run starts and
+    :meth:`set_current` keeps it, so the per-op path never asks torch for it (each
+    ``torch.cuda.current_stream()`` builds a new Stream object). Handlers that switch streams
+    themselves restore torch's current stream before they return (``with torch.cuda.stream``)."""
 
     def __init__(self, device: torch.device, num_streams: int) -> None:
         if num_streams < 1:
@@ -62,7 +67,8 @@ class StreamPool:
         self.num_streams = num_streams
         self.cuda = device.type == "cuda"
         self._pool: dict[int, Any] = {}
-        self._cpu_current: CpuStream = CpuStream(None)
+        self._current: Any = None if self.cuda else CpuStream(None)
+        self._events: dict[int, Any] = {}  # CUDA stream handle -> the event its waiters wait on
 
     def get(self, index: int) -> Any:
         """Pool stream ``index % num_streams``."""
@@ -77,19 +83,33 @@ class StreamPool:
         """The pool streams created so far (distinct objects)."""
         return list(self._pool.values())
 
+    def enter(self) -> Any:
+        """The caller's stream at the start of a run (read from torch on CUDA)."""
+        if self.cuda:
+            self._current = torch.cuda.current_stream(self.device)
+        return self._current
+
     def current(self) -> Any:
-        return torch.cuda.current_stream(self.device) if self.cuda else self._cpu_current
+        return self._current if self._current is not None else self.enter()
 
     def set_current(self, stream: Any) -> None:
         if self.cuda:
             torch.cuda.set_stream(stream)
-        else:
-            self._cpu_current = stream
+        self._current = stream
 
     def synchronize(self, stream: Any) -> None:
         """The current stream waits for ``stream``'s work so far (an event recorded on
-        ``stream`` and waited on by the current stream); the host does not block."""
-        self.current().wait_stream(stream)
+        ``stream`` and waited on by the current stream); the host does not block. On CUDA
+        each stream has one event, re-recorded per wait: a wait takes the event's state when
+        it is issued, so re-recording never changes an earlier wait (and no event is created
+        and destroyed per wait, as ``Stream.wait_stream`` does)."""
+        if not self.cuda:
+            return  # CPU: the other stream's work has already run
+        event = self._events.get(stream.cuda_stream)
+        if event is None:
+            event = self._events[stream.cuda_stream] = torch.cuda.Event()
+        event.record(stream)
+        self._current.wait_event(event)
 
 
 class AllocationTracker:

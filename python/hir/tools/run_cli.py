@@ -48,7 +48,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
     p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
     p.add_argument("--compile-kernels", action="store_true", help="run hir.kernel functions through torch.compile")
-    p.add_argument("--cuda-graph", action="store_true", help="capture the program as a CUDA graph (multi-stream) and replay it (cuda, nccl only)")
+    graph = p.add_mutually_exclusive_group()
+    graph.add_argument(
+        "--cuda-graph", dest="cuda_graph", action="store_const", const=True,
+        help="capture the program as a CUDA graph (multi-stream) on the first run and replay it (cuda, nccl only; an error elsewhere)",
+    )
+    graph.add_argument(
+        "--no-cuda-graph", dest="cuda_graph", action="store_const", const=False,
+        help="run every op eagerly (default with no --warmup; with --warmup N the default captures a graph where it can, like Program(graph='auto'))",
+    )
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (torch.profiler; CUDA kernels per stream on cuda) of the run; ranks > 0 write OUT.rankR.json")
     p.add_argument("--warmup", type=int, default=0, metavar="N", help="run the program N times before the (traced) run, on the same inputs (default 0)")
     return p
@@ -131,7 +139,7 @@ def run_file(args: argparse.Namespace) -> int:
         backend=args.backend,
         compile_kernels=args.compile_kernels,
         source_name=name,
-        graph=args.cuda_graph,
+        graph=graph_mode(args),
     )
     with module.context:
         arg_types = program.plan.arg_types
@@ -158,6 +166,14 @@ def run_file(args: argparse.Namespace) -> int:
         path = rank_path(args.save, program.rank, world, ".pt")
         torch.save([v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in outputs], path)
     return 0
+
+
+def graph_mode(args: argparse.Namespace):
+    """``--cuda-graph`` / ``--no-cuda-graph``, else "auto" when the program runs more than
+    once (``--warmup``): a single run gains nothing from a capture."""
+    if args.cuda_graph is not None:
+        return args.cuda_graph
+    return "auto" if args.warmup > 0 else False
 
 
 def rank_path(path: str, rank: int, world: int, default_ext: str) -> str:

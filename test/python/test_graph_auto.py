@@ -1,0 +1,262 @@
+"""Issue 16: ``Program(graph="auto")`` (CUDA graphs for repeated runs). On CPU: the fallback
+decisions, ``graph_state``, option validation, the analyses behind the replay contract
+(written arguments, signatures, aliasing, outputs living in inputs) and hir-run's choice. On
+GPU (marked ``gpu``): inputs changed between replays, new shapes, host scalars, copied and
+static outputs, preallocated outputs, non-capturable programs."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import hir  # noqa: E402
+from hir.core import HirError  # noqa: E402
+from hir.interpreter import Program  # noqa: E402
+from hir.interpreter.graph import _source, graph_blockers, share_memory, signature, written_arguments  # noqa: E402
+from hir.tools.run_cli import graph_mode, main, parser  # noqa: E402
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+CUDA = torch.device("cuda")
+
+# o = a + a (o preallocated), t = o * a returned; a is only read.
+ADD_MUL = """func.func @main(%a: memref<?x4xf32>, %o: memref<?x4xf32>) -> memref<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %a, %c0 : memref<?x4xf32>
+  "hir.binary"(%a, %a, %o) {kind = "add"} : (memref<?x4xf32>, memref<?x4xf32>, memref<?x4xf32>) -> ()
+  %t = memref.alloc(%n) : memref<?x4xf32>
+  "hir.binary"(%o, %a, %t) {kind = "mul"} : (memref<?x4xf32>, memref<?x4xf32>, memref<?x4xf32>) -> ()
+  return %t : memref<?x4xf32>
+}"""
+
+# o += a, %n times (a host scalar trip count); returns o itself and a view of row 1 of o.
+ACCUMULATE = """func.func @main(%a: memref<2x4xf32>, %o: memref<2x4xf32>, %n: index) -> (memref<2x4xf32>, memref<4xf32, strided<[1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  "hir.for"(%c0, %n, %c1) ({
+  ^bb0(%i: index):
+    "hir.binary"(%o, %a, %o) {kind = "add"} : (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) -> ()
+    "hir.yield"() : () -> ()
+  }) : (index, index, index) -> ()
+  %row = "hir.alias_select"(%o, %c1) {axis = 0 : i64} : (memref<2x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
+  return %o, %row : memref<2x4xf32>, memref<4xf32, strided<[1], offset: ?>>
+}"""
+
+GLOO = """func.func @main(%l: memref<2x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %out: memref<8xf32>) {
+  %w = "hir.allreduce"(%l, %out) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>} : (memref<2x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8xf32>) -> !hir.work
+  "hir.wait"(%w) : (!hir.work) -> ()
+  return
+}"""
+
+
+# ----- CPU: decisions, state, validation ------------------------------------------------
+
+
+def test_auto_is_the_default_and_cpu_runs_eagerly():
+    module = hir.parse(ADD_MUL)
+    program = Program(module, device="cpu")
+    state = program.graph_state
+    assert state.mode == "auto" and not state.active and "CUDA device" in state.reason
+    a, o = torch.arange(8.0).reshape(2, 4), torch.zeros(2, 4)
+    for _ in range(3):
+        (t,) = program([a, o])
+        torch.testing.assert_close(t, (a + a) * a)
+        torch.testing.assert_close(o, a + a)
+    assert program.graph is None and program.graph_state.last == "eager" and program.graph_state.captures == 0
+
+
+def test_graph_false_state():
+    state = Program(hir.parse(ADD_MUL), device="cpu", graph=False).graph_state
+    assert state.mode is False and not state.active and state.reason == "graph=False"
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"graph": "yes"}, "graph must be True, False or 'auto', got 'yes'"),
+        ({"graph": 1}, "graph must be True, False or 'auto', got 1"),
+        ({"graph_cache_size": 0}, "graph_cache_size must be >= 1, got 0"),
+        ({"graph": False, "static_outputs": True}, "static_outputs=True needs graph=True or graph='auto'"),
+        ({"graph": True}, "graph=True: needs a CUDA device; this program runs on cpu"),
+        ({"graph": True, "device": "cpu", "track_memory": True}, "needs a CUDA device"),
+    ],
+)
+def test_options_validation(options, message):
+    options = {"device": "cpu", **options}
+    with pytest.raises(HirError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Program(hir.parse(ADD_MUL), **options)
+
+
+def test_blockers_name_each_reason():
+    """What keeps a program eager on a CUDA device (decided before anything runs)."""
+    module = hir.parse(ADD_MUL)
+    with module.context:
+        assert graph_blockers(module, CUDA, None, False, False, False) == []
+        assert graph_blockers(module, CUDA, "nccl", True, False, False) == []
+        (memory,) = graph_blockers(module, CUDA, None, False, True, False)
+        assert "track_memory=True" in memory
+        (kernels,) = graph_blockers(module, CUDA, None, False, False, True)
+        assert "compile_kernels=True" in kernels
+        (backend,) = graph_blockers(module, CUDA, "gloo", True, False, False)
+        assert "'gloo' backend" in backend
+    gloo = hir.parse(GLOO)
+    with gloo.context:
+        (op,) = graph_blockers(gloo, CUDA, None, True, False, False)
+    assert "Gloo collectives" in op and "'hir.allreduce' uses the gloo backend" in op and ":2:" in op
+
+
+def test_written_arguments_follow_views_and_roles():
+    """Replays copy back only the inputs the program may write: o (directly), and in
+    ACCUMULATE o through the loop; a is read only; calls count as writing their operands."""
+    for text, written in ((ADD_MUL, {1}), (ACCUMULATE, {1})):
+        module = hir.parse(text)
+        with module.context:
+            block = next(iter(module.body.operations)).regions[0].blocks[0]
+            assert written_arguments(block) == written
+    viewed = hir.parse("""func.func @main(%a: memref<2x4xf32>, %b: memref<2x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %v = "hir.alias_select"(%b, %c0) {axis = 0 : i64} : (memref<2x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
+  %r = "hir.alias_select"(%a, %c0) {axis = 0 : i64} : (memref<2x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
+  "hir.set"(%r, %v) : (memref<4xf32, strided<[1], offset: ?>>, memref<4xf32, strided<[1], offset: ?>>) -> ()
+  func.call @k(%a) : (memref<2x4xf32>) -> ()
+  return
+}
+func.func private @k(%x: memref<2x4xf32>) {
+  return
+}""")
+    with viewed.context:
+        block = next(iter(viewed.body.operations)).regions[0].blocks[0]
+        assert written_arguments(block) == {0, 1}  # b through its view; a through the call
+
+
+def test_signature_and_aliasing():
+    a, b = torch.zeros(2, 4), torch.zeros(2, 4)
+    assert signature([a, 3]) == signature([b, 3])
+    assert signature([a, 3]) != signature([a, 4])  # another host scalar: another graph
+    assert signature([a]) != signature([torch.zeros(3, 4)])
+    assert signature([a]) != signature([torch.zeros(4, 2).t()])  # same shape, other strides
+    assert signature([a]) != signature([torch.zeros(2, 4, dtype=torch.float64)])
+    assert not share_memory([a, b, 3, None])
+    assert share_memory([a, a[1]])  # a view of another input
+    assert not share_memory([torch.zeros(0), torch.zeros(0)])
+
+
+def test_outputs_living_in_inputs_are_mapped_back():
+    static = [torch.zeros(2, 4), 5, torch.zeros(3)]
+    assert _source(static[0], static) == (0, ((2, 4), (4, 1), 0))
+    assert _source(static[0][1], static) == (0, ((4,), (1,), 4))
+    assert _source(torch.zeros(2, 4), static) is None
+    assert _source(7, static) is None
+
+
+def test_hir_run_graph_choice(tmp_path, capsys):
+    p = parser()
+    assert graph_mode(p.parse_args(["f.mlir"])) is False  # one run: nothing to gain
+    assert graph_mode(p.parse_args(["f.mlir", "--warmup", "2"])) == "auto"
+    assert graph_mode(p.parse_args(["f.mlir", "--warmup", "2", "--no-cuda-graph"])) is False
+    assert graph_mode(p.parse_args(["f.mlir", "--cuda-graph"])) is True
+    with pytest.raises(SystemExit):
+        p.parse_args(["f.mlir", "--cuda-graph", "--no-cuda-graph"])
+    capsys.readouterr()
+    prog = tmp_path / "p.mlir"
+    prog.write_text(ADD_MUL)
+    assert main([str(prog), "--device", "cpu", "--warmup", "2", "--input", "ones:2x4", "--input", "zeros:2x4", "--print"]) == 0
+    assert "[[2, 2, 2, 2]," in capsys.readouterr().out  # (1 + 1) * 1, eager on CPU
+
+
+# ----- GPU -------------------------------------------------------------------------------
+
+
+def _calls(program, args_list):
+    return [(program(args), program.graph_state.last) for args in args_list]
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_auto_replays_with_new_inputs_each_call():
+    module = hir.parse(ADD_MUL)
+    auto, eager = Program(module, device="cuda"), Program(module, device="cuda", graph=False)
+    lasts = []
+    for seed in range(5):
+        a = torch.randn(8, 4, device="cuda", generator=torch.Generator("cuda").manual_seed(seed))
+        o_auto, o_eager = torch.zeros(8, 4, device="cuda"), torch.zeros(8, 4, device="cuda")
+        (got,) = auto([a, o_auto])
+        lasts.append(auto.graph_state.last)
+        (want,) = eager([a, o_eager])
+        torch.cuda.synchronize()
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(o_auto, o_eager)  # the preallocated output is written back
+    assert lasts == ["eager (first call of this signature)", "capture", "replay", "replay", "replay"]
+    state = auto.graph_state
+    assert state.active and state.captures == 1 and state.replays == 4 and state.graphs == 1
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_auto_new_shapes_capture_again_lru():
+    program = Program(hir.parse(ADD_MUL), device="cuda", graph_cache_size=2)
+    shapes = [2, 2, 3, 3, 2, 5, 5, 3]
+    for rows in shapes:
+        a = torch.randn(rows, 4, device="cuda")
+        (t,) = program([a, torch.empty(rows, 4, device="cuda")])
+        torch.cuda.synchronize()
+        torch.testing.assert_close(t, (a + a) * a)
+    state = program.graph_state
+    # 2 and 3 captured (each after one eager call); 2 replayed; 5 captured, evicting 3; 3 seen
+    # before, so captured again at once, evicting 2
+    assert state.captures == 4 and state.graphs == 2
+    assert [s[0][0] for s in state.signatures] == [(5, 4), (3, 4)]
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("mode", ["auto", True])
+def test_host_scalar_change_recaptures(mode):
+    program = Program(hir.parse(ACCUMULATE), device="cuda", graph=mode)
+    a = torch.arange(8.0, device="cuda").reshape(2, 4)
+    for n in (2, 2, 2, 3, 3, 3, 2):
+        o = torch.ones(2, 4, device="cuda")
+        whole, row = program([a, o, n])
+        torch.cuda.synchronize()
+        torch.testing.assert_close(o, 1 + n * a)
+        assert whole is o  # an output that is an input is the caller's tensor
+        assert row.data_ptr() == o[1].data_ptr()  # and a view of it, the same view
+    assert program.graph_state.captures == 2
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_outputs_copied_by_default_static_on_request():
+    module = hir.parse(ADD_MUL)
+    a1, a2 = torch.ones(4, 4, device="cuda"), torch.full((4, 4), 2.0, device="cuda")
+    copied = Program(module, device="cuda")
+    outs = [copied([a, torch.empty(4, 4, device="cuda")])[0] for a in (a1, a1, a1, a2)]
+    torch.cuda.synchronize()
+    torch.testing.assert_close(outs[2], torch.full((4, 4), 2.0, device="cuda"))  # not overwritten by the a2 call
+    torch.testing.assert_close(outs[3], torch.full((4, 4), 8.0, device="cuda"))
+    assert outs[2].data_ptr() != outs[3].data_ptr()
+    static = Program(module, device="cuda", static_outputs=True)
+    outs = [static([a, torch.empty(4, 4, device="cuda")])[0] for a in (a1, a1, a1, a2)]
+    torch.cuda.synchronize()
+    assert outs[2].data_ptr() == outs[3].data_ptr()  # the graph's buffer, overwritten by the next call
+    torch.testing.assert_close(outs[2], torch.full((4, 4), 8.0, device="cuda"))
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_non_capturable_and_aliased_inputs_run_eagerly():
+    module = hir.parse(ADD_MUL)
+    tracked = Program(module, device="cuda", track_memory=True)
+    assert not tracked.graph_state.active and "track_memory" in tracked.graph_state.reason
+    for _ in range(3):
+        tracked([torch.ones(2, 4, device="cuda"), torch.empty(2, 4, device="cuda")])
+    assert tracked.memory.allocations == 3  # every call really ran its alloc step
+    with pytest.raises(HirError, match="track_memory"):
+        Program(module, device="cuda", graph=True, track_memory=True)
+    program = Program(module, device="cuda")
+    buf = torch.ones(2, 4, device="cuda")
+    for _ in range(3):  # a and o are the same tensor: o = a + a, then t = o * a
+        (t,) = program([buf, buf])
+        assert program.graph_state.last == "eager (tensor inputs share memory)"
+    torch.cuda.synchronize()
+    assert program.graph_state.captures == 0
+    torch.testing.assert_close(buf, torch.full((2, 4), 8.0, device="cuda"))
+    torch.testing.assert_close(t, torch.full((2, 4), 64.0, device="cuda"))
