@@ -65,6 +65,31 @@ def collect_diagnostics(ctx: ir.Context, source_name: Optional[str] = None) -> I
         handle.detach()
 
 
+def read_source(path: str) -> tuple[str, str]:
+    """``(display name, text)`` of an MLIR source file (``-``: stdin), read as UTF-8.
+    Unreadable files and bytes that are not UTF-8 raise :class:`HirError` naming the file
+    (and, for bad bytes, ``file:line:col`` as mlir-opt reports an unexpected character)."""
+    import sys
+
+    name = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+    except OSError as err:
+        raise HirError(f"{name}: error: cannot read: {err.strerror}") from None
+    try:
+        return name, data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        before = data[: err.start]
+        line = before.count(b"\n") + 1
+        col = err.start - (before.rfind(b"\n") + 1) + 1
+        byte = data[err.start]
+        raise HirError(f"{name}:{line}:{col}: error: unexpected character: byte 0x{byte:02x} is not UTF-8 text") from None
+
+
 def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] = None) -> ir.Module:
     """Parse and verify an hir module; errors raise :class:`HirError` with locations
     reported against ``filename``."""

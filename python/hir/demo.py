@@ -7,11 +7,11 @@ the same inputs and checks them against eager torch.
     hir-demo --device cuda   # on a GPU, with real CUDA streams
 """
 
-import argparse
 import sys
 from typing import Optional, Sequence
 
 from hir.builder import Builder
+from hir.cli_common import ArgumentParser, CliError, check_device, positive_int
 
 
 def build_program(rows: int = 16, k: int = 32, n: int = 8):
@@ -24,10 +24,16 @@ def build_program(rows: int = 16, k: int = 32, n: int = 8):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="hir-demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    parser.add_argument("--rows", type=int, default=16)
+    parser = ArgumentParser(prog="hir-demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    parser.add_argument("--rows", type=positive_int, default=16,
+                        help="rows of the input x (the stream-parallel extent: one loop iteration per row; default 16)")
     args = parser.parse_args(argv)
+    try:
+        check_device("--device", args.device)
+    except CliError as err:
+        print(f"hir-demo: error: {err}", file=sys.stderr)
+        return 1
 
     import torch
 
