@@ -3,6 +3,7 @@ by :func:`run_pipeline` from textual pipelines that mix in upstream MLIR passes.
 
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, disabled, is_disabled, register_pass
 from hir.passes.pipeline import PIPELINES, Instrumentation, parse_pipeline, run_pipeline
+from hir.passes._resharding import program_level_reason
 
 # Importing a pass module registers its pass.
 from hir.passes import _all  # noqa: F401,E402
@@ -16,6 +17,7 @@ __all__ = [
     "disabled",
     "is_disabled",
     "parse_pipeline",
+    "program_level_reason",
     "register_pass",
     "run_pipeline",
 ]

@@ -15,7 +15,7 @@ from torch_mlir import ir
 
 from hir.dialect.base import Sharding, VerifyError, sharding_of
 from hir.passes._axes import is_broadcast_axis, operand_axis, output_index
-from hir.passes._ir import fail, get_i64_array, get_str, i64_attr, stream_axis
+from hir.passes._ir import COMPUTE_OPS, fail, get_i64_array, get_str, i64_attr, stream_axis
 
 _LOWERABLE = ("hir.set", "hir.reduction")
 
@@ -63,6 +63,19 @@ def resharding_reason(op: ir.Operation) -> Optional[str]:
         reason = _mismatch(op, index, out)
         if reason:
             return reason
+    return None
+
+
+def program_level_reason(op: ir.Operation) -> Optional[str]:
+    """Why ``op`` is still program-level (stream-parallel, or a compute op that reshards),
+    i.e. what hir-lower would still rewrite; None for a host-level op."""
+    axis = stream_axis(op)
+    if axis is not None:
+        return f"stream-parallel: stream_axis = {axis}"
+    if op.name in COMPUTE_OPS:
+        reason = resharding_reason(op)
+        if reason is not None:
+            return f"resharding: {reason}"
     return None
 
 

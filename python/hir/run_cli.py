@@ -20,6 +20,11 @@ inputs (one per entry-function argument, in order; unspecified ones are random):
   (memref<?x4xf32> needs e.g. --input random:8x4). Each rank keeps its shard of
   every global input (#hir.shard memory space), so all ranks see one global tensor.
 
+lowering: hir-run runs the module as written. A program-level module (stream_axis
+annotations, resharding hir.set) runs unlowered on one rank only; --lower lowers it
+first (default pipeline hir-lower; --lower=PIPELINE for another, e.g.
+--lower='hir-lower-reuse' or --lower='builtin.module(hir-convert-to-communication{backend=gloo},hir-lower)').
+
 multi-process runs:
   hir-run --nproc 4 prog.mlir             4 local processes (gloo on CPU by default)
   torchrun --nproc_per_node 4 --no-python hir-run prog.mlir   (or: torchrun ... -m hir.run_cli)
@@ -34,6 +39,9 @@ a failing rank), reported as "file:line:col: error: ..." or "hir-run: error: ...
 """
 
 
+DEFAULT_LOWERING = "hir-lower"
+
+
 def parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="hir-run",
@@ -44,6 +52,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the .mlir module ('-' for stdin)")
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="input specs (see below)")
     p.add_argument("-i", "--input", action="append", default=[], metavar="SPEC", help="an input spec (repeatable; after positional ones)")
+    p.add_argument("--lower", nargs="?", const=DEFAULT_LOWERING, metavar="PIPELINE",
+                   help=f"lower the module before running it (default pipeline: {DEFAULT_LOWERING}; "
+                   "another one as --lower=PIPELINE)")
     p.add_argument("--entry", help="entry function (default: @main, else the only public non-kernel function)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: $HIR_DEVICE, else cuda if available, else cpu)")
     p.add_argument("--num-streams", type=positive_int, default=4, help="size of the stream pool (default 4)")
@@ -63,7 +74,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser().parse_args(argv)
+    # A bare --lower must not swallow the file name that follows it: the pipeline is only
+    # ever given as --lower=PIPELINE.
+    args = parser().parse_args([f"--lower={DEFAULT_LOWERING}" if a == "--lower" else a for a in argv])
     try:
         check_args(args)
     except CliError as err:
@@ -101,6 +114,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def check_args(args: argparse.Namespace) -> None:
     """What can be checked before anything runs: flag combinations and output paths."""
+    if args.lower is not None:
+        from hir.passes import parse_pipeline
+
+        try:
+            parse_pipeline(args.lower)
+        except ValueError as err:
+            raise CliError(f"--lower={args.lower}: {err}") from None
     if args.timeout is not None and args.nproc is None:
         raise CliError("--timeout applies to --nproc runs only (add --nproc 1 to time-limit one process)")
     for flag, path in (("--save", args.save), ("--trace", args.trace)):
@@ -144,6 +164,10 @@ def run_file(args: argparse.Namespace) -> int:
         check_device("--device" if args.device else "$HIR_DEVICE", device)
     name, text = read_source(args.file)
     module = parse(text, name)
+    if args.lower is not None:
+        from hir.passes import run_pipeline
+
+        run_pipeline(module, args.lower, source_name=name)
     program = Program(
         module,
         entry=args.entry,

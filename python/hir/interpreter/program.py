@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence
 import torch
 from torch_mlir import ir
 
-from hir.core import HirError
+from hir.core import HirError, format_location
 from hir.dialect.compute_ops import KERNEL_ATTR
 from hir.interpreter import arith, comm, compute, control, memory, streams  # noqa: F401  (register handlers)
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
@@ -82,6 +82,32 @@ def module_teams(module: ir.Module) -> list[tuple[int, ...]]:
     return teams
 
 
+def refuse_program_level(module: ir.Module, world_size: int, source_name: Optional[str]) -> None:
+    """On several ranks a program-level op (stream-parallel, or resharding) needs its
+    lowering's communication: run as written it would compute on mismatched shards."""
+    if world_size < 2:
+        return
+    from hir.passes import program_level_reason
+
+    found: list[tuple[ir.Operation, str]] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        reason = program_level_reason(op)
+        if reason is not None:
+            found.append((op, reason))
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if found:
+        op, reason = found[0]
+        raise HirError(
+            f"{format_location(op.location, source_name)}: error: '{op.name}' is a program-level op ({reason}); "
+            f"the interpreter runs host programs on {world_size} ranks: lower it first: "
+            "hir-run --lower ... (in Python: hir.lower(module))"
+        )
+
+
 class Program:
     """An hir module compiled for this process: call it with inputs, get outputs.
 
@@ -115,6 +141,7 @@ class Program:
         self.device = dev
         self.source_name = source_name
         with module.context:
+            refuse_program_level(module, self.runtime.world_size, source_name)
             teams = module_teams(module)
             if graph:
                 check_capturable(module, dev, backend, bool(teams))
