@@ -98,10 +98,29 @@ def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] =
         try:
             return ir.Module.parse(text)
         except ir.MLIRError as err:
-            raise HirError(format_mlir_error(err, filename)) from None
+            located = None if err.error_diagnostics else locate_custom_syntax(text, filename)
+            raise HirError(located or format_mlir_error(err, filename)) from None
 
 
 def format_mlir_error(err: "ir.MLIRError", source_name: Optional[str] = None) -> str:
     """The diagnostics an MLIRError carries, one ``file:line:col: error: ...`` each."""
     lines = [format_diagnostic(d, source_name) for d in err.error_diagnostics]
     return "\n".join(lines) or f"{source_name or '<input>'}: error: {err.message}"
+
+
+# An hir op written in custom (pretty) form: at the start of a line or after "%x = ".
+_CUSTOM_HIR_OP = re.compile(r"^(?P<lead>\s*(?:%[\w#:, %]*=\s*)?)(?P<op>hir\.\w+)\b", re.M)
+
+
+def locate_custom_syntax(text: str, source_name: str) -> Optional[str]:
+    """MLIR reports nothing (no location) when an op of a dialect defined at run time is
+    written in custom form; find the first such hir op so the error can point at it."""
+    m = _CUSTOM_HIR_OP.search(text)
+    if m is None:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    col = len(m["lead"]) + 1
+    return (
+        f"{source_name}:{line}:{col}: error: '{m['op']}' is written in custom form; hir ops parse in "
+        f"MLIR's generic form only: \"{m['op']}\"(operands) {{attributes}} : (operand types) -> result types"
+    )

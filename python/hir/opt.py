@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 
 from hir.cli_common import ArgumentParser, CliError, check_writable, write_atomically
-from hir.core import HirError, format_mlir_error, new_context, read_source
+from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
 from hir.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
 
 SPLIT_MARKER = "// -----"
@@ -92,7 +92,8 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
         try:
             module = ir.Module.parse(chunk)
         except ir.MLIRError as err:
-            return None, parse_diagnostics(format_mlir_error(err, source))
+            located = None if err.error_diagnostics else locate_custom_syntax(chunk, source)
+            return None, parse_diagnostics(located or format_mlir_error(err, source))
         if args.pass_pipeline:
             inst = Instrumentation(verify_each=args.verify_each == "true")
             # Flags add to what HIR_DUMP asked for.
