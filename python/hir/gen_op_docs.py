@@ -68,28 +68,22 @@ def op_classes() -> list[type]:
     return sorted(found, key=lambda c: (modules.index(c.__module__), inspect.getsourcelines(c)[1]))
 
 
-def _type_name(constraint: Any) -> str:
+MLIR_NAMES = {"MemRefType": "memref", "IndexType": "index", "IntegerAttr": "i64", "StringAttr": "string"}
+
+
+def type_text(constraint: Any) -> str:
+    """How a field's constraint reads in the reference: ``!hir.stream``, ``memref``, ..."""
     if constraint is Any:
-        return "any"
-    name = getattr(constraint, "__name__", None) or str(constraint)
-    name = re.sub(r"\[\(\)\]$", "", str(constraint) if "[" in str(constraint) else name)
-    return {"MemRefType": "memref", "IndexType": "index", "IntegerAttr": "integer", "StringAttr": "string"}.get(
-        name.rsplit(".", 1)[-1], name.rsplit(".", 1)[-1]
-    )
+        return "attribute"
+    origin = getattr(constraint, "__origin__", constraint)  # WorkType[()] -> WorkType
+    if origin in dialect_types():
+        return "!" + origin.type_name
+    name = getattr(origin, "__name__", str(origin))
+    return MLIR_NAMES.get(name, name)
 
 
-def _hir_type_names() -> dict:
-    out = {}
-    for t in dialect_base.HirDialect.Type.__subclasses__():
-        out[t] = "!hir." + re.sub(r"Type$", "", t.__name__).lower()
-    return out
-
-
-def _field_type(constraint: Any) -> str:
-    for t, name in _hir_type_names().items():
-        if constraint is t or getattr(constraint, "__origin__", None) is t or str(constraint).startswith(f"{t.__module__}.{t.__name__}"):
-            return name
-    return _type_name(constraint)
+def dialect_types() -> list[type]:
+    return list(dialect_base.HirDialect.Type.__subclasses__())
 
 
 def describe(cls: type) -> OpDoc:
@@ -99,14 +93,13 @@ def describe(cls: type) -> OpDoc:
         variadic = f.variadicity.name
         what = {"single": "", "optional": "optional", "variadic": "variadic"}[variadic]
         if kind == "OperandDef":
-            doc.operands.append((f.name, _field_type(f.constraint), what))
+            doc.operands.append((f.name, type_text(f.constraint), what))
         elif kind == "ResultDef":
-            doc.results.append((f.name, _field_type(f.constraint), what))
+            doc.results.append((f.name, type_text(f.constraint), what))
         elif kind == "RegionDef":
             doc.regions.append(f.name)
         elif kind == "AttributeDef":
-            t = {"integer": "i64", "any": "attribute"}.get(_type_name(f.constraint), _type_name(f.constraint))
-            doc.attributes[f.name] = Attribute(f.name, t, f.default_factory is None)
+            doc.attributes[f.name] = Attribute(f.name, type_text(f.constraint), f.default_factory is None)
     for fn in verifier_functions(cls):
         read_verifier(fn, doc)
     return doc
@@ -260,7 +253,7 @@ def render(ops: Sequence[OpDoc], example_of: dict[str, str], source: str) -> str
         "Every op prints in MLIR's generic form: `\"hir.name\"(operands) {attributes} : (operand types) -> result types`.",
         f"Operands are listed in order. The examples come from `{source}` and are run through `hir-opt`.",
         "",
-        "Types: " + ", ".join(f"`{name}` ({(t.__doc__ or '').strip()})" for t, name in _hir_type_names().items()) + ".",
+        "Types: " + ", ".join(f"`!{t.type_name}` ({(t.__doc__ or '').strip()})" for t in dialect_types()) + ".",
         "Sharding: `#hir.shard<array<i64: devices...>, axis : i64>` as a memref memory space (axis -1: replicated).",
         "",
         "Besides the rules listed per op (a `…` stands for a value filled in by the message), every op",
