@@ -66,17 +66,11 @@ def resharding_reason(op: ir.Operation) -> Optional[str]:
     return None
 
 
-def program_level_reason(op: ir.Operation) -> Optional[str]:
-    """Why ``op`` is still program-level (stream-parallel, or a compute op that reshards),
-    i.e. what hir-lower would still rewrite; None for a host-level op."""
-    axis = stream_axis(op)
-    if axis is not None:
-        return f"stream-parallel: stream_axis = {axis}"
-    if op.name in COMPUTE_OPS:
-        reason = resharding_reason(op)
-        if reason is not None:
-            return f"resharding: {reason}"
-    return None
+def compute_resharding_reason(op: ir.Operation) -> Optional[str]:
+    """Why a compute op moves data between devices (None for one that does not, and for
+    every other op): such an op needs the communication hir-convert-to-communication
+    inserts. (A stream-parallel op computes the same whole as in slices: it runs as is.)"""
+    return resharding_reason(op) if op.name in COMPUTE_OPS else None
 
 
 def _team(mesh: tuple[int, ...], extra: int) -> list[int]:

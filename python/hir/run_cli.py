@@ -20,9 +20,10 @@ inputs (one per entry-function argument, in order; unspecified ones are random):
   (memref<?x4xf32> needs e.g. --input random:8x4). Each rank keeps its shard of
   every global input (#hir.shard memory space), so all ranks see one global tensor.
 
-lowering: hir-run runs the module as written. A program-level module (stream_axis
-annotations, resharding hir.set) runs unlowered on one rank only; --lower lowers it
-first (default pipeline hir-lower; --lower=PIPELINE for another, e.g.
+lowering: hir-run runs the module as written (a stream-parallel op computes whole, on the
+current stream). A resharding op (hir.set between different shardings) needs the
+communication that lowering inserts, so on several ranks it is refused unlowered;
+--lower lowers the module first (default pipeline hir-lower; --lower=PIPELINE for another, e.g.
 --lower='hir-lower-reuse' or --lower='builtin.module(hir-convert-to-communication{backend=gloo},hir-lower)').
 
 multi-process runs:

@@ -1,6 +1,6 @@
 """hir-run --lower[=PIPELINE]: a program-level module is lowered before it runs, and the
 lowered run computes what the unlowered one does (1 process) or what torch computes
-(2 Gloo ranks, where the unlowered module is refused with "lower it first")."""
+(2 Gloo ranks, where an unlowered resharding op is refused with "lower it first")."""
 
 import os
 import subprocess
@@ -75,15 +75,16 @@ def run_two_ranks(tmp_path, *flags, text: str = TWO_RANKS) -> subprocess.Complet
 @pytest.mark.parametrize(
     "text,message",
     [
-        (TWO_RANKS, "two.mlir:3:3: error: 'hir.binary' is a program-level op (stream-parallel: stream_axis = 1)"),
-        (RESHARD_ONLY, "two.mlir:3:3: error: 'hir.set' is a program-level op (resharding: "),
+        # The stream-parallel add before it would run as is; the check names the hir.set.
+        (TWO_RANKS, "two.mlir:5:3: error: 'hir.set' is resharding (reads operand #0 split along axis 0"),
+        (RESHARD_ONLY, "two.mlir:3:3: error: 'hir.set' is resharding ("),
     ],
 )
-def test_unlowered_program_level_op_on_two_ranks_is_refused(tmp_path, text, message):
+def test_unlowered_resharding_on_two_ranks_is_refused(tmp_path, text, message):
     result = run_two_ranks(tmp_path, text=text)
     assert result.returncode == 1, result.stderr
     assert message in result.stderr
-    assert "lower it first: hir-run --lower" in result.stderr
+    assert "on 2 ranks it needs the communication that lowering inserts: lower it first: hir-run --lower" in result.stderr
     assert "Traceback" not in result.stderr
 
 

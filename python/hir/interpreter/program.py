@@ -82,17 +82,17 @@ def module_teams(module: ir.Module) -> list[tuple[int, ...]]:
     return teams
 
 
-def refuse_program_level(module: ir.Module, world_size: int, source_name: Optional[str]) -> None:
-    """On several ranks a program-level op (stream-parallel, or resharding) needs its
-    lowering's communication: run as written it would compute on mismatched shards."""
+def refuse_resharding(module: ir.Module, world_size: int, source_name: Optional[str]) -> None:
+    """On several ranks a resharding compute op needs the communication its lowering
+    inserts: run as written it would compute on mismatched shards."""
     if world_size < 2:
         return
-    from hir.passes import program_level_reason
+    from hir.passes import compute_resharding_reason
 
     found: list[tuple[ir.Operation, str]] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        reason = program_level_reason(op)
+        reason = compute_resharding_reason(op)
         if reason is not None:
             found.append((op, reason))
             return ir.WalkResult.INTERRUPT
@@ -102,9 +102,9 @@ def refuse_program_level(module: ir.Module, world_size: int, source_name: Option
     if found:
         op, reason = found[0]
         raise HirError(
-            f"{format_location(op.location, source_name)}: error: '{op.name}' is a program-level op ({reason}); "
-            f"the interpreter runs host programs on {world_size} ranks: lower it first: "
-            "hir-run --lower ... (in Python: hir.lower(module))"
+            f"{format_location(op.location, source_name)}: error: '{op.name}' is resharding ({reason}): on {world_size} "
+            "ranks it needs the communication that lowering inserts: lower it first: hir-run --lower ... "
+            "(in Python: hir.lower(module))"
         )
 
 
@@ -141,7 +141,7 @@ class Program:
         self.device = dev
         self.source_name = source_name
         with module.context:
-            refuse_program_level(module, self.runtime.world_size, source_name)
+            refuse_resharding(module, self.runtime.world_size, source_name)
             teams = module_teams(module)
             if graph:
                 check_capturable(module, dev, backend, bool(teams))
