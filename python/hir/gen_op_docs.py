@@ -28,7 +28,8 @@ from hir.dialect import base as dialect_base
 
 # The attribute accessors of hir.dialect.base, and the attribute type each one reads.
 ACCESSORS = {"int_attr": "i64", "str_attr": "string", "i64_array_attr": "array<i64>"}
-ROOT = Path(__file__).resolve().parents[2]
+# The checkout this module runs from (it may sit at any depth of the package).
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 DEFAULT_EXAMPLES = ROOT / "test" / "Dialect" / "ops.mlir"
 
 
