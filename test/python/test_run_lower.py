@@ -79,6 +79,7 @@ def run_two_ranks(tmp_path, *flags, text: str = TWO_RANKS) -> subprocess.Complet
         (TWO_RANKS, "two.mlir:5:3: error: 'hir.set' is resharding (reads operand #0 split along axis 0"),
         (RESHARD_ONLY, "two.mlir:3:3: error: 'hir.set' is resharding ("),
     ],
+    ids=["stream-parallel-then-reshard", "reshard-only"],
 )
 def test_unlowered_resharding_on_two_ranks_is_refused(tmp_path, text, message):
     result = run_two_ranks(tmp_path, text=text)
