@@ -215,7 +215,7 @@ P2P_PIPELINE = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{chun
 
 def p2p_table() -> None:
     """Run :func:`p2p_rank` on 4 local ranks (one GPU each) and print rank 0's table."""
-    from hir.interpreter.launch import launch
+    from hir.tools.launch import launch
 
     result = launch(P2P_RANKS, [sys.executable, os.path.abspath(__file__), "--p2p-rank"], timeout_s=600)
     print()

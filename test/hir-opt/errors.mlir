@@ -10,7 +10,7 @@
 // UNBAL: hir-opt: error: unbalanced brackets in pipeline
 
 // RUN: not hir-opt %t.does-not-exist 2>&1 | FileCheck --check-prefix=MISSING %s
-// MISSING: hir-opt: error: cannot read
+// MISSING: does-not-exist: error: cannot read: No such file or directory
 
 func.func @ok() {
   return

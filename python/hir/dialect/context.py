@@ -2,6 +2,7 @@
 CLIs share (no torch import). Public as :mod:`hir.core`."""
 
 import re
+import sys
 from typing import Optional
 
 from torch_mlir import ir
@@ -57,10 +58,52 @@ def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] =
         try:
             return ir.Module.parse(text)
         except ir.MLIRError as err:
-            raise HirError(format_mlir_error(err, filename)) from None
+            located = None if err.error_diagnostics else locate_custom_syntax(text, filename)
+            raise HirError(located or format_mlir_error(err, filename)) from None
 
 
 def format_mlir_error(err: "ir.MLIRError", source_name: Optional[str] = None) -> str:
     """The diagnostics an MLIRError carries, one ``file:line:col: error: ...`` each."""
     lines = [format_diagnostic(d, source_name) for d in err.error_diagnostics]
     return "\n".join(lines) or f"{source_name or '<input>'}: error: {err.message}"
+
+
+def read_source(path: str) -> tuple[str, str]:
+    """``(display name, text)`` of an MLIR source file (``-``: stdin), read as UTF-8.
+    Unreadable files and bytes that are not UTF-8 raise :class:`HirError` naming the file
+    (and, for bad bytes, ``file:line:col`` as mlir-opt reports an unexpected character)."""
+    name = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+    except OSError as err:
+        raise HirError(f"{name}: error: cannot read: {err.strerror}") from None
+    try:
+        return name, data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        before = data[: err.start]
+        line = before.count(b"\n") + 1
+        col = err.start - (before.rfind(b"\n") + 1) + 1
+        byte = data[err.start]
+        raise HirError(f"{name}:{line}:{col}: error: unexpected character: byte 0x{byte:02x} is not UTF-8 text") from None
+
+
+# An hir op written in custom (pretty) form: at the start of a line or after "%x = ".
+_CUSTOM_HIR_OP = re.compile(r"^(?P<lead>\s*(?:%[\w#:, %]*=\s*)?)(?P<op>hir\.\w+)\b", re.M)
+
+
+def locate_custom_syntax(text: str, source_name: str) -> Optional[str]:
+    """MLIR reports nothing (no location) when an op of a dialect defined at run time is
+    written in custom form; find the first such hir op so the error can point at it."""
+    m = _CUSTOM_HIR_OP.search(text)
+    if m is None:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    col = len(m["lead"]) + 1
+    return (
+        f"{source_name}:{line}:{col}: error: '{m['op']}' is written in custom form; hir ops parse in "
+        f"MLIR's generic form only: \"{m['op']}\"(operands) {{attributes}} : (operand types) -> result types"
+    )

@@ -49,10 +49,11 @@ def make_input(index: int, type_: ir.Type, spec: str, *, rank: int, seed: int, d
     if not is_memref(type_):
         if spec in GENERATORS:
             raise InputError(f"{what} is a scalar: give its value (e.g. --input {index}=4)")
+        is_float = str(type_).startswith(("f", "bf"))
         try:
-            return float(spec) if str(type_).startswith(("f", "bf")) else int(spec)
+            return float(spec) if is_float else int(spec)
         except ValueError:
-            raise InputError(f"{what}: '{spec}' is not a number") from None
+            raise InputError(f"{what}: '{spec}' is not {'a number' if is_float else 'an integer'}") from None
     bspec = buffer_spec(type_, rank)
     if not bspec.held:
         return None
@@ -97,6 +98,8 @@ def _shape(what: str, spec: BufferSpec, text: str) -> list[int]:
         shape = [int(d) for d in text.split("x")]
     except ValueError:
         raise InputError(f"{what}: bad shape '{text}' (write it like 8x4)") from None
+    if min(shape, default=0) < 0:
+        raise InputError(f"{what}: bad shape '{text}': extents must be >= 0")
     if len(shape) != len(spec.shape) or any(e != DYNAMIC and e != a for e, a in zip(spec.shape, shape)):
         raise InputError(f"{what}: shape {fmt_shape(shape)} does not fit the type's {fmt_shape(spec.shape)}")
     return shape
@@ -110,15 +113,40 @@ def _load(what: str, path: str) -> torch.Tensor:
     if not os.path.exists(path):
         raise InputError(f"{what}: '{path}' is neither an input kind ({', '.join(GENERATORS)}) nor an existing file")
     if path.endswith(".npy"):
-        import numpy
-
-        return torch.from_numpy(numpy.load(path))
+        return _load_npy(what, path)
     if path.endswith(".pt"):
-        value = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            value = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as err:  # noqa: BLE001 - torch.load fails in many ways on foreign bytes
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise InputError(f"{what}: cannot load '{path}' as a torch.save file ({type(err).__name__}: {reason})") from None
         if not isinstance(value, torch.Tensor):
             raise InputError(f"{what}: {path} does not hold a single tensor")
         return value
     raise InputError(f"{what}: '{path}' must be a .pt or .npy file")
+
+
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def _load_npy(what: str, path: str) -> torch.Tensor:
+    import numpy
+
+    with open(path, "rb") as f:
+        if f.read(len(NPY_MAGIC)) != NPY_MAGIC:
+            raise InputError(f"{what}: '{path}' is not a .npy file (no NumPy header; write it with numpy.save)")
+    try:
+        array = numpy.load(path, allow_pickle=False)
+    except ValueError as err:
+        if "pickle" in str(err):
+            raise InputError(f"{what}: '{path}' holds Python objects, not a numeric array") from None
+        raise InputError(f"{what}: cannot read '{path}' as a .npy file ({err})") from None
+    except (OSError, EOFError) as err:
+        raise InputError(f"{what}: cannot read '{path}' as a .npy file ({err})") from None
+    try:
+        return torch.from_numpy(array)
+    except TypeError:
+        raise InputError(f"{what}: '{path}' holds dtype {array.dtype}, which torch does not support") from None
 
 
 def shard(full: torch.Tensor, spec: BufferSpec, rank: int) -> torch.Tensor:

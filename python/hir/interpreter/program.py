@@ -11,13 +11,14 @@ from torch_mlir.dialects import func
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_num_streams
 from hir.dialect.base import get_i64_array
 from hir.dialect.compute import KERNEL_ATTR
-from hir.dialect.context import HirError
+from hir.dialect.context import HirError, format_location
 from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
 from hir.interpreter.backends.process_groups import default_device
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
 from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_blockers, written_arguments
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
+from hir.passes import compute_resharding_reason
 
 log = logging.getLogger("hir.graph")
 
@@ -81,6 +82,30 @@ def pool_size(module: ir.Module, requested: Optional[int], source_name: Optional
     return fixed or requested or DEFAULT_NUM_STREAMS
 
 
+def refuse_resharding(module: ir.Module, world_size: int, source_name: Optional[str]) -> None:
+    """On several ranks a resharding compute op needs the communication its lowering
+    inserts: run as written it would compute on mismatched shards."""
+    if world_size < 2:
+        return
+    found: list[tuple[ir.Operation, str]] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        reason = compute_resharding_reason(op)
+        if reason is not None:
+            found.append((op, reason))
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if found:
+        op, reason = found[0]
+        raise HirError(
+            f"{format_location(op.location, source_name)}: error: '{op.name}' is resharding ({reason}): on {world_size} "
+            "ranks it needs the communication that lowering inserts: lower it first: hir-run --lower ... "
+            "(in Python: hir.lower(module))"
+        )
+
+
 class Program:
     """An hir module compiled for this process: call it with inputs, get outputs.
 
@@ -131,6 +156,7 @@ class Program:
         self.device = dev
         self.source_name = source_name
         with module.context:
+            refuse_resharding(module, self.runtime.world_size, source_name)
             teams = module_teams(module)
             blockers = graph_blockers(module, dev, backend, bool(teams), track_memory, compile_kernels) if graph is not False else []
             if graph is True and blockers:

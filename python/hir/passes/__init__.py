@@ -3,6 +3,7 @@ by :func:`run_pipeline` from textual pipelines that mix in upstream MLIR passes.
 
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, disabled, is_disabled, register_pass
 from hir.passes.pipeline import PIPELINES, Instrumentation, parse_pipeline, run_pipeline
+from hir.passes._resharding import compute_resharding_reason
 
 # Importing a pass module registers its pass.
 from hir.passes import _all  # noqa: F401,E402
@@ -11,6 +12,7 @@ __all__ = [
     "REGISTRY",
     "PIPELINES",
     "ModulePass",
+    "compute_resharding_reason",
     "PassFailure",
     "Instrumentation",
     "disabled",

@@ -26,7 +26,7 @@ from hir.dialect import (
     SetOp,
 )
 from hir.dialect.base import Sharding, VerifyError, get_i64_array, get_str, i64_attr, sharding_of
-from hir.passes.helpers import fail, is_broadcast_axis, operand_axis, output_index, stream_axis
+from hir.passes.helpers import fail, is_broadcast_axis, operand_axis, output_index, stream_axis, streamable
 
 _LOWERABLE = (SetOp.OPERATION_NAME, ReductionOp.OPERATION_NAME)
 
@@ -75,6 +75,13 @@ def resharding_reason(op: ir.Operation) -> Optional[str]:
         if reason:
             return reason
     return None
+
+
+def compute_resharding_reason(op: ir.Operation) -> Optional[str]:
+    """Why a compute op moves data between devices (None for one that does not, and for
+    every other op): such an op needs the communication hir-convert-to-communication
+    inserts. (A stream-parallel op computes the same whole as in slices: it runs as is.)"""
+    return resharding_reason(op) if streamable(op) else None
 
 
 def _team(mesh: tuple[int, ...], extra: int) -> list[int]:

@@ -7,11 +7,11 @@ the same inputs and checks them against eager torch.
     hir-demo --device cuda   # on a GPU, with real CUDA streams
 """
 
-import argparse
 import sys
 from typing import Optional, Sequence
 
 from hir.builder import Builder
+from hir.tools.cli_common import ArgumentParser, CliError, check_device, positive_int
 
 
 def build_program(rows: int = 16, k: int = 32, n: int = 8):
@@ -23,11 +23,33 @@ def build_program(rows: int = 16, k: int = 32, n: int = 8):
     return b.finish()
 
 
+def describe_run(lowered_run, x, w, out) -> str:
+    """What the demo ran, read from the run itself: device, shapes, streams, ranks."""
+    device = lowered_run.device
+    streams = len(lowered_run.streams.live())
+    order = "CUDA streams, concurrent" if device.type == "cuda" else "CPU: streams keep program order, ops run one after another"
+    ranks = lowered_run.runtime.world_size
+    return "\n".join(
+        [
+            f"// ran on {device}, {ranks} rank{'s' if ranks > 1 else ''} (no torch.distributed: the program has no communication)",
+            f"//   inputs x {list(x.shape)} f32, w {list(w.shape)} f32 -> output (x @ w) + (x @ w) {list(out.shape)} f32",
+            "//   program-level run: each op whole, on the current stream",
+            f"//   lowered run: {x.shape[0]} stream-loop iterations on {streams} of {lowered_run.streams.num_streams} pool streams ({order})",
+        ]
+    )
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="hir-demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    parser.add_argument("--rows", type=int, default=16)
+    parser = ArgumentParser(prog="hir-demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    parser.add_argument("--rows", type=positive_int, default=16,
+                        help="rows of the input x (the stream-parallel extent: one loop iteration per row; default 16)")
     args = parser.parse_args(argv)
+    try:
+        check_device("--device", args.device)
+    except CliError as err:
+        print(f"hir-demo: error: {err}", file=sys.stderr)
+        return 1
 
     import torch
 
@@ -42,14 +64,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print("// ===== after hir-lower =====")
     print(lowered)
 
+    from hir.interpreter import Program
+
     torch.manual_seed(0)
     x = torch.randn(args.rows, 32, device=args.device)
     w = torch.randn(32, 8, device=args.device)
     reference = ((x @ w) * 2).cpu()
-    out_program = hir.run(program, [x, w], device=args.device)[0].cpu()
-    out_lowered = hir.run(lowered, [x, w], device=args.device)[0].cpu()
+    program_run = Program(program, device=args.device)
+    lowered_run = Program(lowered, device=args.device)
+    out_program = program_run([x, w])[0].cpu()
+    out_lowered = lowered_run([x, w])[0].cpu()
     err_program = (out_program - reference).abs().max().item()
     err_lowered = (out_lowered - reference).abs().max().item()
+    print(describe_run(lowered_run, x, w, out_lowered))
     print(f"// program-level run: max |error| vs torch = {err_program:.2e}")
     print(f"// lowered run:       max |error| vs torch = {err_lowered:.2e}")
     ok = torch.allclose(out_program, reference, atol=1e-4) and torch.allclose(out_lowered, reference, atol=1e-4)

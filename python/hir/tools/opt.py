@@ -3,8 +3,8 @@
     hir-opt input.mlir --pass-pipeline='builtin.module(hir-lower)' -o out.mlir
     hir-opt invalid.mlir --split-input-file --verify-diagnostics
 
-Errors print as ``file:line:col: error: message`` and exit with status 1. hir-opt never
-imports torch.
+Errors print as ``file:line:col: error: message`` and exit with status 1 (2: an internal
+error, a bug in hir). hir-opt never imports torch.
 """
 
 import argparse
@@ -14,20 +14,23 @@ from typing import Optional, Sequence
 
 from torch_mlir import ir
 
-from hir.core import HirError, format_mlir_error, new_context
+from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically
+from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
 from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
 
 SPLIT_MARKER = "// -----"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="hir-opt",
-        description="Parse, verify, transform and print hir modules (generic MLIR form).",
+        description="Parse, verify, transform and print hir modules (generic MLIR form). "
+        "Without --pass-pipeline it only parses, verifies and prints.",
         epilog="Pipelines mix hir passes (see --list-passes) with upstream ones: "
         "--pass-pipeline='builtin.module(hir-stream-lowering,canonicalize,cse)'. "
         "Pass options: name{key=value key2=value2}. Env HIR_DISABLE_PASSES=a,b skips passes; "
-        "HIR_DUMP=ir-before-all,ir-after-all,timing prints as the --mlir-* flags do.",
+        "HIR_DUMP=ir-before-all,ir-after-all,timing prints as the --mlir-* flags do. "
+        "Exit status: 0 success, 1 an error in the input or command line, 2 an internal error.",
     )
     p.add_argument("input", nargs="?", default="-", help="input file ('-' or omitted: stdin)")
     p.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
@@ -89,7 +92,8 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
         try:
             module = ir.Module.parse(chunk)
         except ir.MLIRError as err:
-            return None, parse_diagnostics(format_mlir_error(err, source))
+            located = None if err.error_diagnostics else locate_custom_syntax(chunk, source)
+            return None, parse_diagnostics(located or format_mlir_error(err, source))
         if args.pass_pipeline:
             inst = Instrumentation(verify_each=args.verify_each == "true")
             # Flags add to what HIR_DUMP asked for.
@@ -107,8 +111,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _main(args)
-    except ValueError as err:  # malformed pipeline or pass options
+    except (ValueError, CliError) as err:  # malformed pipeline or pass options, bad -o
         print(f"hir-opt: error: {err}", file=sys.stderr)
+        return 1
+    except HirError as err:  # an unreadable input file
+        print(str(err), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -117,6 +124,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise
         print(f"hir-opt: internal error: {type(err).__name__}: {err} (set HIR_DEBUG=1 for a traceback)", file=sys.stderr)
         return 2
+
+
+def write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -130,12 +142,9 @@ def _main(args: argparse.Namespace) -> int:
         from hir.passes import parse_pipeline
 
         parse_pipeline(args.pass_pipeline)  # fail fast on a malformed pipeline
-    source = "<stdin>" if args.input == "-" else args.input
-    try:
-        text = sys.stdin.read() if args.input == "-" else open(args.input, encoding="utf-8").read()
-    except OSError as err:
-        print(f"hir-opt: error: cannot read '{source}': {err.strerror}", file=sys.stderr)
-        return 1
+    if args.output != "-":
+        check_writable("-o", args.output)
+    source, text = read_source(args.input)
 
     outputs, failed = [], False
     for chunk in split_chunks(text, args.split_input_file):
@@ -157,8 +166,7 @@ def _main(args: argparse.Namespace) -> int:
         sys.stdout.write(result)
     else:
         # Write only after everything succeeded, so a failing run leaves the file untouched.
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(result)
+        write_atomically(args.output, lambda tmp: write_text(tmp, result))
     return 0
 
 

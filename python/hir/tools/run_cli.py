@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically
+
 HELP_EPILOG = """\
 inputs (one per entry-function argument, in order; unspecified ones are random):
   random[:SHAPE]  normal (floats) or integers in [-8, 8] from --seed   (default)
@@ -18,6 +20,12 @@ inputs (one per entry-function argument, in order; unspecified ones are random):
   (memref<?x4xf32> needs e.g. --input random:8x4). Each rank keeps its shard of
   every global input (#hir.shard memory space), so all ranks see one global tensor.
 
+lowering: hir-run runs the module as written (a stream-parallel op computes whole, on the
+current stream). A resharding op (hir.set between different shardings) needs the
+communication that lowering inserts, so on several ranks it is refused unlowered;
+--lower lowers the module first (default pipeline hir-lower; --lower=PIPELINE for another, e.g.
+--lower='hir-lower-reuse' or --lower='builtin.module(hir-convert-to-communication{backend=gloo},hir-lower)').
+
 multi-process runs:
   hir-run --nproc 4 prog.mlir             4 local processes (gloo on CPU by default)
   torchrun --nproc_per_node 4 --no-python hir-run prog.mlir   (or: torchrun ... -m hir.tools.run_cli)
@@ -25,11 +33,18 @@ multi-process runs:
   others are stopped; collectives give up after $HIR_DIST_TIMEOUT s (default 60).
 
 environment: HIR_DEVICE sets the default device (else cuda if available, else cpu).
+
+exit status: 0 on success; 1 on any error (bad command line, file, input or program, or
+a failing rank), reported as "file:line:col: error: ..." or "hir-run: error: ...";
+124 when --timeout expired. --save and --trace files are written only by a successful run.
 """
 
 
+DEFAULT_LOWERING = "hir-lower"
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="hir-run",
         description="Run an hir module's entry function with torch (SPMD over torch.distributed ranks).",
         epilog=HELP_EPILOG,
@@ -38,12 +53,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the .mlir module ('-' for stdin)")
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="input specs (see below)")
     p.add_argument("-i", "--input", action="append", default=[], metavar="SPEC", help="an input spec (repeatable; after positional ones)")
+    p.add_argument("--lower", nargs="?", const=DEFAULT_LOWERING, metavar="PIPELINE",
+                   help=f"lower the module before running it (default pipeline: {DEFAULT_LOWERING}; "
+                   "another one as --lower=PIPELINE)")
     p.add_argument("--entry", help="entry function (default: @main, else the only public non-kernel function)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: $HIR_DEVICE, else cuda if available, else cpu)")
-    p.add_argument("--num-streams", type=int, default=None, help="size of the stream pool when the module has no hir.num_streams (default 4); must agree with it otherwise")
+    p.add_argument("--num-streams", type=positive_int, default=None, help="size of the stream pool when the module has no hir.num_streams (default 4); must agree with it otherwise")
     p.add_argument("--backend", choices=("gloo", "nccl"), help="process-group backend (default: nccl on cuda, gloo on cpu)")
-    p.add_argument("--nproc", type=int, help="start this many local processes as the ranks of the run")
-    p.add_argument("--timeout", type=float, default=None, help="with --nproc: stop the run after this many seconds")
+    p.add_argument("--nproc", type=positive_int, help="start this many local processes as the ranks of the run")
+    p.add_argument("--timeout", type=positive_float, default=None, metavar="S",
+                   help="with --nproc: stop every rank after S seconds and exit with status 124")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
     p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
@@ -58,13 +77,20 @@ def parser() -> argparse.ArgumentParser:
         help="run every op eagerly (default with no --warmup; with --warmup N the default captures a graph where it can, like Program(graph='auto'))",
     )
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (torch.profiler; CUDA kernels per stream on cuda) of the run; ranks > 0 write OUT.rankR.json")
-    p.add_argument("--warmup", type=int, default=0, metavar="N", help="run the program N times before the (traced) run, on the same inputs (default 0)")
+    p.add_argument("--warmup", type=non_negative_int, default=0, metavar="N", help="run the program N times before the (traced) run, on the same inputs (default 0)")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser().parse_args(argv)
+    # A bare --lower must not swallow the file name that follows it: the pipeline is only
+    # ever given as --lower=PIPELINE.
+    args = parser().parse_args([f"--lower={DEFAULT_LOWERING}" if a == "--lower" else a for a in argv])
+    try:
+        check_args(args)
+    except CliError as err:
+        print(f"hir-run: error: {err}", file=sys.stderr)
+        return 1
     if args.nproc is not None and "HIR_LAUNCHED" not in os.environ:
         return launch_ranks(args, argv)
     from hir.core import HirError
@@ -80,6 +106,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         note_failure()
         print(str(err), file=sys.stderr)
         return 1
+    except CliError as err:
+        note_failure()
+        print(f"hir-run: error: {err}", file=sys.stderr)
+        return 1
     except Exception as err:  # noqa: BLE001 - a CLI reports, it does not dump tracebacks
         note_failure()
         print(f"hir-run: error: {type(err).__name__}: {err}", file=sys.stderr)
@@ -91,13 +121,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             shutdown(wait_for_peers=ok)
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """What can be checked before anything runs: flag combinations and output paths."""
+    if args.lower is not None:
+        from hir.passes import parse_pipeline
+
+        try:
+            parse_pipeline(args.lower)
+        except ValueError as err:
+            raise CliError(f"--lower={args.lower}: {err}") from None
+    if args.timeout is not None and args.nproc is None:
+        raise CliError("--timeout applies to --nproc runs only (add --nproc 1 to time-limit one process)")
+    for flag, path in (("--save", args.save), ("--trace", args.trace)):
+        if path:
+            check_writable(flag, path)
+
+
 def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
     """``--nproc N``: rerun this command line as N ranks and report in rank order."""
     from hir.tools.launch import launch
 
-    if args.nproc < 1:
-        print(f"hir-run: error: --nproc must be >= 1, got {args.nproc}", file=sys.stderr)
-        return 1
     env = dict(os.environ, HIR_LAUNCHED="1")
     result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
     for rank in result.ranks:
@@ -110,7 +153,7 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
             also = f" (then rank(s) {', '.join(map(str, others))} failed too)" if others else ""
             print(f"hir-run: rank {failed.rank} failed{also}; stopped the other ranks", file=sys.stderr)
     elif result.timed_out:
-        print(f"hir-run: the run did not finish within {args.timeout} s; stopped all ranks", file=sys.stderr)
+        print(f"hir-run: error: --timeout {args.timeout:g}: the run did not finish in time; stopped all ranks (exit status 124)", file=sys.stderr)
     else:
         for rank in result.ranks:
             sys.stderr.write(rank.stderr)
@@ -120,17 +163,20 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
 def run_file(args: argparse.Namespace) -> int:
     import torch
 
-    from hir.core import HirError, parse
+    from hir.core import HirError, parse, read_source
     from hir.interpreter import Program
     from hir.interpreter.formatting import format_output
     from hir.interpreter.inputs import InputError, build_inputs, parse_assignments
 
-    name = "<stdin>" if args.file == "-" else args.file
-    try:
-        text = sys.stdin.read() if args.file == "-" else open(args.file).read()
-    except OSError as err:
-        raise HirError(f"{name}: error: cannot read: {err.strerror}") from None
+    device = args.device or os.environ.get("HIR_DEVICE")
+    if device:
+        check_device("--device" if args.device else "$HIR_DEVICE", device)
+    name, text = read_source(args.file)
     module = parse(text, name)
+    if args.lower is not None:
+        from hir.passes import run_pipeline
+
+        run_pipeline(module, args.lower, source_name=name)
     program = Program(
         module,
         entry=args.entry,
@@ -163,8 +209,8 @@ def run_file(args: argparse.Namespace) -> int:
             for line in format_output(i, value).splitlines():
                 print(prefix + line)
     if args.save:
-        path = rank_path(args.save, program.rank, world, ".pt")
-        torch.save([v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in outputs], path)
+        saved = [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in outputs]
+        write_atomically(rank_path(args.save, program.rank, world, ".pt"), lambda tmp: torch.save(saved, tmp))
     return 0
 
 
@@ -190,18 +236,13 @@ def traced_run(program, inputs, path: str) -> list:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from hir.core import HirError
-
     cuda = program.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=activities) as prof:
         outputs = program(inputs)
         if cuda:
             torch.cuda.synchronize(program.device)
-    try:
-        prof.export_chrome_trace(path)
-    except OSError as err:
-        raise HirError(f"{path}: error: cannot write the trace: {err.strerror}") from None
+    write_atomically(path, prof.export_chrome_trace)
     return outputs
 
 

@@ -1,0 +1,115 @@
+"""Every fenced block of README.md and docs/*.md marked runnable is executed, so the docs
+cannot drift from what the tools do. The convention (README, "Contributing"):
+
+    ```mlir run file=prog.mlir   hir-opt parses and verifies it; its `// RUN: cmd` lines run
+                                 in bash with %s = the block's file; file= names the file,
+                                 which later blocks of the same document can use
+    ```bash run                  runs with bash -euo pipefail (the installed CLIs on PATH)
+    ```python run                runs in a fresh interpreter
+
+Each block runs in a fresh temporary folder holding the ``file=`` blocks written before it
+in its document; it passes when every command exits 0."""
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(?P<lang>[\w-]+)(?P<rest>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
+RUN_LINE = re.compile(r"^\s*//\s*RUN:\s*(?P<cmd>.*)$", re.M)
+LANGS = ("mlir", "bash", "python")
+
+
+@dataclass
+class Block:
+    doc: Path
+    line: int
+    lang: str
+    file: str
+    body: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.doc.name}:{self.line}"
+
+
+def blocks(doc: Path) -> list[Block]:
+    """The runnable blocks of ``doc`` (info string ``LANG run [file=NAME]``), in order."""
+    text = doc.read_text()
+    found = []
+    for m in FENCE.finditer(text):
+        words = m["rest"].split()
+        if "run" not in words:
+            continue
+        options = dict(w.split("=", 1) for w in words if "=" in w)
+        line = text.count("\n", 0, m.start()) + 1
+        lang = m["lang"]
+        default = {"mlir": "example.mlir", "bash": "example.sh", "python": "example.py"}.get(lang, "")
+        found.append(Block(doc, line, lang, options.get("file", default), m["body"]))
+    return found
+
+
+ALL = [b for doc in DOCS for b in blocks(doc)]
+
+
+def environment() -> dict:
+    # The CLIs next to this interpreter (the package under test) come first on PATH.
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    return dict(os.environ, PATH=path, HIR_DEVICE="cpu")
+
+
+def run_block(block: Block, earlier: list[Block], folder: Path) -> None:
+    """Execute ``block`` in ``folder`` (after writing the ``file=`` blocks before it);
+    raise AssertionError with the output when a command fails."""
+    if block.lang not in LANGS:
+        raise AssertionError(f"{block.id}: runnable blocks are {', '.join(LANGS)}, not '{block.lang}'")
+    for other in earlier:
+        if other.lang == "mlir":
+            (folder / other.file).write_text(other.body)
+    path = folder / block.file
+    path.write_text(block.body)
+    if block.lang == "mlir":
+        commands = [f"hir-opt {block.file} -o /dev/null"] + [m["cmd"].replace("%s", block.file) for m in RUN_LINE.finditer(block.body)]
+    elif block.lang == "bash":
+        commands = [f"bash -euo pipefail {block.file}"]
+    else:
+        commands = [f"{sys.executable} {block.file}"]
+    for command in commands:
+        result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
+        if result.returncode != 0:
+            raise AssertionError(
+                f"{block.id}: `{command}` exited {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+            )
+
+
+@pytest.mark.parametrize("block", ALL, ids=[b.id for b in ALL])
+def test_doc_example_runs(block, tmp_path):
+    same_doc = [b for b in ALL if b.doc == block.doc]
+    run_block(block, same_doc[: same_doc.index(block)], tmp_path)
+
+
+def test_docs_have_runnable_examples():
+    langs = {b.lang for b in ALL if b.doc.name == "README.md"}
+    assert langs == set(LANGS), langs
+
+
+@pytest.mark.parametrize(
+    "lang,body",
+    [
+        ("mlir", 'func.func @f(%a: memref<4xf32>) {\n  "hir.set"(%a, %a) : (...) -> ()\n  return\n}\n'),
+        ("mlir", "// RUN: hir-run %s --print | grep -q 'output 0: 2'\nfunc.func @main() -> index {\n  %c = arith.constant 1 : index\n  return %c : index\n}\n"),
+        ("python", "import hir\nhir.run(None, [x])\n"),
+        ("bash", "hir-opt no-such-file.mlir\n"),
+    ],
+)
+def test_broken_example_fails(lang, body, tmp_path):
+    """The harness fails on a broken block of each kind (a doc example that breaks fails CI)."""
+    block = Block(tmp_path / "doc.md", 1, lang, {"mlir": "x.mlir", "bash": "x.sh", "python": "x.py"}[lang], body)
+    with pytest.raises(AssertionError, match="doc.md:1"):
+        run_block(block, [], tmp_path)
