@@ -16,6 +16,7 @@ from torch_mlir import ir
 from hir.dialect import (
     AllgatherOp,
     AllreduceOp,
+    ComputeOp,
     BroadcastOp,
     GatherOp,
     ReduceOp,
@@ -26,7 +27,7 @@ from hir.dialect import (
     SetOp,
 )
 from hir.dialect.base import Sharding, VerifyError, get_i64_array, get_str, i64_attr, sharding_of
-from hir.passes.helpers import fail, is_broadcast_axis, operand_axis, output_index, stream_axis, streamable
+from hir.passes.helpers import fail, is_a, is_broadcast_axis, operand_axis, output_index, stream_axis
 
 _LOWERABLE = (SetOp.OPERATION_NAME, ReductionOp.OPERATION_NAME)
 
@@ -81,7 +82,7 @@ def compute_resharding_reason(op: ir.Operation) -> Optional[str]:
     """Why a compute op moves data between devices (None for one that does not, and for
     every other op): such an op needs the communication hir-convert-to-communication
     inserts. (A stream-parallel op computes the same whole as in slices: it runs as is.)"""
-    return resharding_reason(op) if streamable(op) else None
+    return resharding_reason(op) if is_a(op, ComputeOp) else None
 
 
 def _team(mesh: tuple[int, ...], extra: int) -> list[int]:
