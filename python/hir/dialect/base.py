@@ -8,6 +8,7 @@ on the mesh. Types carry the global logical shape; :func:`local_shape` derives a
 """
 
 
+import re
 import sys
 import types
 from dataclasses import dataclass
@@ -275,8 +276,7 @@ class HirOp(HirDialect.Operation):
     def _create(cls, operands: Sequence[ir.Value] = (), results: Sequence[ir.Type] = (), attributes: Optional[dict] = None, regions: int = 0, name: Optional[str] = None) -> ir.Operation:
         """This op at the current insertion point (and location, named ``name`` if given).
         Not the ext constructor: it binds arguments with ``inspect`` (~17 us an op)."""
-        loc = ir.Location.name(name, childLoc=ir.Location.current) if name else None
-        return ir.Operation.create(cls.OPERATION_NAME, results=list(results), operands=list(operands), attributes=attributes, regions=regions, loc=loc)
+        return ir.Operation.create(cls.OPERATION_NAME, results=list(results), operands=list(operands), attributes=attributes, regions=regions, loc=name_loc(name))
 
     @classmethod
     def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
@@ -288,6 +288,22 @@ class HirOp(HirDialect.Operation):
     def broadcast_operands(cls) -> bool:
         """Whether operands may be broadcast against the output (extent-1 axes)."""
         return False
+
+
+def name_loc(name: Optional[str]) -> Optional[ir.Location]:
+    """The current location wrapped in ``loc("name"(...))`` (None without a name): printed
+    with ``use_name_loc_as_prefix``, the op's results are called ``%name``, ``%name_0``, ...;
+    diagnostics still report the file location inside."""
+    return ir.Location.name(name, childLoc=ir.Location.current) if name else None
+
+
+_NAME_LOC = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"(?:\(|\)$)')
+
+
+def loc_name(loc: ir.Location) -> Optional[str]:
+    """The name of a name location (``loc("x"(...))``), else None."""
+    m = _NAME_LOC.match(str(loc))
+    return m[1] if m else None
 
 
 def op_class(op: Any) -> Optional[type]:

@@ -269,7 +269,7 @@ def _slot_value(loop: ir.Operation, buffer: ir.Operation, n: int) -> ir.Value:
     with buffer.location, ir.InsertionPoint(buffer):
         count = index_const(n)
     with loop.location, ir.InsertionPoint(first):
-        slot = index_arith(arith.RemUIOp, iv, count)
+        slot = index_arith(arith.RemUIOp, iv, count, name="slot")
     first.operands[0] = slot
     return slot
 
