@@ -8,7 +8,6 @@ on the mesh. Types carry the global logical shape; :func:`local_shape` derives a
 """
 
 
-import re
 import sys
 import types
 from dataclasses import dataclass
@@ -291,19 +290,22 @@ class HirOp(HirDialect.Operation):
 
 
 def name_loc(name: Optional[str]) -> Optional[ir.Location]:
-    """The current location wrapped in ``loc("name"(...))`` (None without a name): printed
-    with ``use_name_loc_as_prefix``, the op's results are called ``%name``, ``%name_0``, ...;
-    diagnostics still report the file location inside."""
-    return ir.Location.name(name, childLoc=ir.Location.current) if name else None
-
-
-_NAME_LOC = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"(?:\(|\)$)')
+    """The location for an op built now: the current one wrapped in ``loc("name"(...))``
+    (printed with ``use_name_loc_as_prefix``, its results are ``%name``, ``%name_0``, ...;
+    diagnostics still report the file location inside). Without ``name``, a name on the
+    current location (passes build at an op's location) is dropped, so no op is named by
+    accident; None when there is none (``Operation.create`` takes the current one)."""
+    loc = ir.Location.current
+    if not isinstance(loc, ir.NameLoc):
+        return ir.Location.name(name, childLoc=loc) if name else None
+    while isinstance(loc, ir.NameLoc):
+        loc = loc.child_loc
+    return ir.Location.name(name, childLoc=loc) if name else loc
 
 
 def loc_name(loc: ir.Location) -> Optional[str]:
     """The name of a name location (``loc("x"(...))``), else None."""
-    m = _NAME_LOC.match(str(loc))
-    return m[1] if m else None
+    return loc.name_str if isinstance(loc, ir.NameLoc) else None
 
 
 def op_class(op: Any) -> Optional[type]:
