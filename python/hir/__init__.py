@@ -16,7 +16,11 @@ __all__ = ["HirError", "new_context", "parse", "lower", "run"]
 
 def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
     """Run a textual pass pipeline on ``module`` in place and return it. Keyword options
-    (``print_after_all``, ``print_before_all``, ``timing``, ``out``) as in hir-opt."""
+    (``print_after_all``, ``print_before_all``, ``timing``, ``out``) as in hir-opt.
+
+    The passes name the values they create (name locations); print them so, as
+    ``hir-opt --print-value-names`` does, with
+    ``module.operation.get_asm(use_name_loc_as_prefix=True)`` (``str(module)``: %0, %1, ...)."""
     from hir.passes import Instrumentation, run_pipeline
 
     return run_pipeline(module, pipeline, Instrumentation(**instrumentation), source_name)

@@ -275,8 +275,7 @@ class HirOp(HirDialect.Operation):
     def _create(cls, operands: Sequence[ir.Value] = (), results: Sequence[ir.Type] = (), attributes: Optional[dict] = None, regions: int = 0, name: Optional[str] = None) -> ir.Operation:
         """This op at the current insertion point (and location, named ``name`` if given).
         Not the ext constructor: it binds arguments with ``inspect`` (~17 us an op)."""
-        loc = ir.Location.name(name, childLoc=ir.Location.current) if name else None
-        return ir.Operation.create(cls.OPERATION_NAME, results=list(results), operands=list(operands), attributes=attributes, regions=regions, loc=loc)
+        return ir.Operation.create(cls.OPERATION_NAME, results=list(results), operands=list(operands), attributes=attributes, regions=regions, loc=name_loc(name))
 
     @classmethod
     def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
@@ -288,6 +287,25 @@ class HirOp(HirDialect.Operation):
     def broadcast_operands(cls) -> bool:
         """Whether operands may be broadcast against the output (extent-1 axes)."""
         return False
+
+
+def name_loc(name: Optional[str]) -> Optional[ir.Location]:
+    """The location for an op built now: the current one wrapped in ``loc("name"(...))``
+    (printed with ``use_name_loc_as_prefix``, its results are ``%name``, ``%name_0``, ...;
+    diagnostics still report the file location inside). Without ``name``, a name on the
+    current location (passes build at an op's location) is dropped, so no op is named by
+    accident; None when there is none (``Operation.create`` takes the current one)."""
+    loc = ir.Location.current
+    if not isinstance(loc, ir.NameLoc):
+        return ir.Location.name(name, childLoc=loc) if name else None
+    while isinstance(loc, ir.NameLoc):
+        loc = loc.child_loc
+    return ir.Location.name(name, childLoc=loc) if name else loc
+
+
+def loc_name(loc: ir.Location) -> Optional[str]:
+    """The name of a name location (``loc("x"(...))``), else None."""
+    return loc.name_str if isinstance(loc, ir.NameLoc) else None
 
 
 def op_class(op: Any) -> Optional[type]:

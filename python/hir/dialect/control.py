@@ -37,9 +37,10 @@ class ForOp(HirOp, name="for"):
 
     @classmethod
     def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, *, name: Optional[str] = None) -> tuple[ir.Operation, ir.Value, ir.Operation]:
-        """(loop, induction variable, yield): insert the body before the yield."""
+        """(loop, induction variable, yield): insert the body before the yield. ``name``
+        names the induction variable (``^bb0(%i: index)``)."""
         loop = cls._create([lower_bound, upper_bound, step], regions=1, name=name)
-        block = loop.regions[0].blocks.append(ir.IndexType.get())
+        block = loop.regions[0].blocks.append(ir.IndexType.get(), arg_locs=[loop.location])
         with ir.InsertionPoint(block):
             terminator = YieldOp.emit()
         return loop, block.arguments[0], terminator

@@ -48,15 +48,15 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list) -> None:
     # At the last consumer: everything the consumers read is defined by then.
     with ir.InsertionPoint(consumers[-1] if consumers else ag), ag.location:
         steps = begin(opts, team)
-        staged = new_buffer(src.type, symmetric=True)
+        staged = new_buffer(src.type, symmetric=True, name="staged")
         SetOp.emit(src, staged)
         # Every rank's shard is published once: the steps need no handshake.
-        WaitOp.emit(BarrierOp.emit(team_attr, backend))
+        WaitOp.emit(BarrierOp.emit(team_attr, backend, name="published"))
 
         def step(source: ir.Value, whole: ir.Value, view: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict, part: Optional[ir.Value]) -> None:
             """Shift ``source`` into ``view`` (``whole``, the slice at ``position``, or its
             part ``part``) on the current stream, then compute on ``stream`` what reads it."""
-            work = ShiftOp.emit(source, view, offset, attrs)
+            work = ShiftOp.emit(source, view, offset, attrs, name="work")
             if source != src:  # a peer's shard: copied on the user stream, computed on a pool one
                 SetCurrentStreamOp.emit(stream)
             WaitOp.emit(work)
@@ -69,19 +69,19 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list) -> None:
         # step 0: own shard, a local copy and its compute on pool stream 0, at once
         stream = steps.stream(steps.zero)
         SetCurrentStreamOp.emit(stream)
-        whole = AliasSelectOp.emit(gathered, steps.me, axis)
+        whole = AliasSelectOp.emit(gathered, steps.me, axis, name="gathered")
         step(src, whole, whole, steps.zero, steps.me, stream, {"team": team_attr, "backend": backend}, None)
-        j, end = steps.loop(steps.one, steps.count)
+        j, end = steps.loop(steps.one, steps.count, "j")
         with ir.InsertionPoint(end):
             offset = steps.offset(j)
             position = steps.position(offset, +1)
             stream = steps.stream(j)
-            whole = AliasSelectOp.emit(gathered, position, axis)
+            whole = AliasSelectOp.emit(gathered, position, axis, name="gathered")
             attrs = {**steps.shift_attrs(team_attr, backend), SIGNAL_ATTR: ir.StringAttr.get("none")}
             if opts.chunks == 1:
                 step(staged, whole, whole, offset, position, stream, attrs, None)
             else:  # the peer's shard in chunks: each chunk's compute waits for its copy only
-                c, chunk_end = steps.loop(steps.zero, steps.chunks)
+                c, chunk_end = steps.loop(steps.zero, steps.chunks, "c")
                 with ir.InsertionPoint(chunk_end):
                     part = chunk(staged, c, parts_axis, opts.chunks)
                     step(part, whole, chunk(whole, c, view_axis, opts.chunks), offset, position, stream, attrs, c)

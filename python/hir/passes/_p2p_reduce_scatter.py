@@ -33,7 +33,7 @@ from torch_mlir import ir
 from hir.dialect import AliasSelectOp, ComputeOp, GetStreamOp, ReductionOp, SetCurrentStreamOp, ShiftOp, SynchronizeOp, WaitOp
 from hir.dialect.base import get_int, get_str
 from hir.passes._p2p_steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
-from hir.passes.helpers import ALLOC, DEALLOC, fail, is_a, output_index, stream_axis
+from hir.passes.helpers import ALLOC, DEALLOC, fail, is_a, output_index, slice_name, stream_axis
 
 
 def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
@@ -47,12 +47,12 @@ def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
     slot_axis = parts_axis - (1 if parts_axis > k else 0)  # also the output's axis
     with ir.InsertionPoint(rs), rs.location:
         steps = begin(opts, team)
-        slots = new_buffer(partial.type, symmetric=True)
-        recv = new_buffer(partial.type, symmetric=False)
+        slots = new_buffer(partial.type, symmetric=True, name="slots")
+        recv = new_buffer(partial.type, symmetric=False, name="received")
 
         def slot_of(buffer: ir.Value, index: ir.Value, c: Optional[ir.Value]) -> tuple:
             """(slot ``index`` of ``buffer``, its chunk ``c`` or the whole slot)."""
-            view = AliasSelectOp.emit(buffer, index, k)
+            view = AliasSelectOp.emit(buffer, index, k, name=slice_name(buffer))
             return view, (view if c is None else chunk(view, c, slot_axis, opts.chunks))
 
         def produce(into: tuple, position: ir.Value, c: Optional[ir.Value]) -> None:
@@ -64,7 +64,7 @@ def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
         def exchange(c: Optional[ir.Value], then: ir.Value) -> None:
             """Steps 1..n-1 (of chunk ``c``), then the local slice, straight into %recv[0];
             ends on stream ``then``."""
-            j, end = steps.loop(steps.one, steps.count)
+            j, end = steps.loop(steps.one, steps.count, "j")
             with ir.InsertionPoint(end):
                 offset = steps.offset(j)
                 stream = steps.stream(j)
@@ -73,7 +73,7 @@ def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
                 produce(slot, steps.position(offset, -1), c)
                 SetCurrentStreamOp.emit(steps.user)
                 SynchronizeOp.emit(stream)  # the shift sends what this step computed
-                WaitOp.emit(ShiftOp.emit(slot[1], slot_of(recv, offset, c)[1], offset, steps.shift_attrs(team_attr, backend)))
+                WaitOp.emit(ShiftOp.emit(slot[1], slot_of(recv, offset, c)[1], offset, steps.shift_attrs(team_attr, backend), name="work"))
             stream = steps.stream(steps.zero)
             SetCurrentStreamOp.emit(stream)
             produce(slot_of(recv, steps.zero, c), steps.me, c)
@@ -87,8 +87,8 @@ def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
         else:  # chunk by chunk; a chunk's reduction overlaps the next chunk's copies and compute
             # Its own pool stream, past the compute ones: on the user stream it would
             # hold back the next chunk's copies, on a compute stream its matmuls.
-            reducer = GetStreamOp.emit(steps.pool)  # pool = streams
-            c, end = steps.loop(steps.zero, steps.chunks)
+            reducer = GetStreamOp.emit(steps.pool, name="reducer")  # pool = streams
+            c, end = steps.loop(steps.zero, steps.chunks, "c")
             with ir.InsertionPoint(end):
                 exchange(c, reducer)
                 SynchronizeOp.emit(steps.user)  # the chunk's copies

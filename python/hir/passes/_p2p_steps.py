@@ -15,7 +15,7 @@ from hir.dialect import AliasChunkOp, AliasSelectOp, DeviceIndexOp, ForOp, GetCu
 from hir.dialect.base import get_i64_array, get_str, i64_attr, sharding_of
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.p2p import COPIES_ATTR, SYMMETRIC_ATTR
-from hir.passes.helpers import alloc, fail, index_arith, index_const, operand_axis, output_index, is_broadcast_axis, renumber_axes, stream_slices
+from hir.passes.helpers import alloc, fail, index_arith, index_const, operand_axis, output_index, is_broadcast_axis, renumber_axes, slice_name, stream_slices, value_name
 
 ALGORITHMS = ("local-first", "ring")
 
@@ -40,7 +40,7 @@ class Steps:
         """The shift offset of step j >= 1: j (local-first) or n - j (ring)."""
         if self.opts.algorithm == "local-first":
             return j
-        return index_arith(arith.SubIOp, self.count, j)
+        return index_arith(arith.SubIOp, self.count, j, name="offset")
 
     def position(self, offset: ir.Value, sign: int) -> ir.Value:
         """Team position (me + sign * offset) mod n."""
@@ -48,25 +48,25 @@ class Steps:
             moved = index_arith(arith.AddIOp, self.me, offset)
         else:
             moved = index_arith(arith.SubIOp, index_arith(arith.AddIOp, self.me, self.count), offset)
-        return index_arith(arith.RemUIOp, moved, self.count)
+        return index_arith(arith.RemUIOp, moved, self.count, name="position")
 
     def stream(self, j: ir.Value) -> ir.Value:
         """Pool stream ``j mod streams``."""
         index = j if self.streams >= len(self.team) else (self.zero if self.streams == 1 else index_arith(arith.RemUIOp, j, self.pool))
-        return GetStreamOp.emit(index)
+        return GetStreamOp.emit(index, name="stream")
 
     def each_stream(self, body, set_current: bool = False) -> None:
         """A loop over the compute streams running ``body(stream)`` (optionally on it)."""
-        _, i, end = ForOp.emit(self.zero, self.pool, self.one)
+        _, i, end = ForOp.emit(self.zero, self.pool, self.one, name="s")
         with ir.InsertionPoint(end):
-            stream = GetStreamOp.emit(i)
+            stream = GetStreamOp.emit(i, name="stream")
             if set_current:
                 SetCurrentStreamOp.emit(stream)
             body(stream)
 
-    def loop(self, lower: ir.Value, upper: ir.Value) -> tuple[ir.Value, ir.Operation]:
-        """An ``hir.for`` from ``lower`` to ``upper`` by one: (index, where its body goes)."""
-        _, index, end = ForOp.emit(lower, upper, self.one)
+    def loop(self, lower: ir.Value, upper: ir.Value, name: str) -> tuple[ir.Value, ir.Operation]:
+        """An ``hir.for`` from ``lower`` to ``upper`` by one: (index ``%name``, where its body goes)."""
+        _, index, end = ForOp.emit(lower, upper, self.one, name=name)
         return index, end
 
     def shift_attrs(self, team: ir.Attribute, backend: ir.Attribute) -> dict:
@@ -79,11 +79,11 @@ class Steps:
 def begin(opts: Any, team: list[int]) -> Steps:
     """device_index, constants, the user stream and the pool streams' initial sync."""
     n = len(team)
-    me = DeviceIndexOp.emit(team)
+    me = DeviceIndexOp.emit(team, name="me")
     zero, one, count = index_const(0), index_const(1), index_const(n)
     streams = compute_streams(opts, n)
     pool = index_const(streams) if streams > 1 else one
-    user = GetCurrentStreamOp.emit()
+    user = GetCurrentStreamOp.emit(name="user_stream")
     chunks = index_const(opts.chunks) if opts.chunks > 1 else one
     steps = Steps(opts, team, me, zero, one, count, pool, chunks, streams, user)
     steps.each_stream(lambda s: SynchronizeOp.emit(user), set_current=True)
@@ -128,14 +128,15 @@ def chunk_axis(opts: Any, op: ir.Operation, buffer: ir.Value, skipped: list, use
     return axis
 
 
-def new_buffer(memref_type: ir.Type, symmetric: bool) -> ir.Value:
-    """A static ``memref.alloc``, in symmetric memory (peers read it in place) if asked."""
-    return alloc(memref_type, attributes={SYMMETRIC_ATTR: ir.UnitAttr.get()} if symmetric else None).result
+def new_buffer(memref_type: ir.Type, symmetric: bool, name: str) -> ir.Value:
+    """A static ``memref.alloc`` ``%name``, in symmetric memory (peers read it in place) if asked."""
+    return alloc(memref_type, attributes={SYMMETRIC_ATTR: ir.UnitAttr.get()} if symmetric else None, name=name).result
 
 
 def chunk(buffer: ir.Value, c: ir.Value, axis: int, chunks: int) -> ir.Value:
-    """``hir.alias_chunk``: chunk ``c`` of ``buffer`` along ``axis``."""
-    return AliasChunkOp.emit(buffer, c, axis, chunks)
+    """``hir.alias_chunk``: chunk ``c`` of ``buffer`` along ``axis`` (``%buffer_part``)."""
+    name = value_name(buffer)
+    return AliasChunkOp.emit(buffer, c, axis, chunks, name=f"{name}_part" if name else "part")
 
 
 def slice_op(op: ir.Operation, k: int, replace: dict, position: ir.Value, zero: ir.Value) -> ir.Operation:
@@ -147,7 +148,7 @@ def slice_op(op: ir.Operation, k: int, replace: dict, position: ir.Value, zero: 
         source = op.operands[s.index]
         view = replace.get(source)
         if view is None:
-            view = AliasSelectOp.emit(source, zero if s.broadcast else position, s.axis)
+            view = AliasSelectOp.emit(source, zero if s.broadcast else position, s.axis, name=slice_name(source))
         op.operands[s.index] = view
     op.move_before(ir.InsertionPoint.current.ref_operation)  # after the views it reads
     del op.attributes[STREAM_AXIS_ATTR]

@@ -44,14 +44,14 @@ def build(buffer: ir.Value, axis: int) -> WorkLoop:
     the bounds come first so nothing sits between the last three."""
     zero, one = index_const(0), index_const(1)
     extent = dim_or_const(buffer, axis, zero)
-    user = GetCurrentStreamOp.emit()
-    _, sync_iv, sync_end = ForOp.emit(zero, extent, one)
+    user = GetCurrentStreamOp.emit(name="user_stream")
+    _, sync_iv, sync_end = ForOp.emit(zero, extent, one, name="i")
     with ir.InsertionPoint(sync_end):
-        SetCurrentStreamOp.emit(GetStreamOp.emit(sync_iv))
+        SetCurrentStreamOp.emit(GetStreamOp.emit(sync_iv, name="stream"))
         SynchronizeOp.emit(user)
-    work, iv, work_end = ForOp.emit(zero, extent, one)
+    work, iv, work_end = ForOp.emit(zero, extent, one, name="i")
     with ir.InsertionPoint(work_end):
-        stream = GetStreamOp.emit(iv)
+        stream = GetStreamOp.emit(iv, name="stream")
         SetCurrentStreamOp.emit(stream)
         back = SetCurrentStreamOp.emit(user)
         SynchronizeOp.emit(stream)

@@ -62,5 +62,5 @@ class ConvertToCommunication(ModulePass):
             extra[STREAM_AXIS_ATTR] = op.attributes[STREAM_AXIS_ATTR]
         with ir.InsertionPoint(op), op.location:
             for collective, attrs in collectives:
-                WaitOp.emit(collective.emit(source, dest, {**attrs, "backend": backend, **extra}))
+                WaitOp.emit(collective.emit(source, dest, {**attrs, "backend": backend, **extra}, name="work"))
         op.erase()

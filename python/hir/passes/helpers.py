@@ -15,7 +15,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
 from hir.dialect import OP_CLASSES, MatmulOp
-from hir.dialect.base import VerifyError, get_int, i64_attr, sharding_of
+from hir.dialect.base import VerifyError, get_int, i64_attr, loc_name, name_loc, sharding_of
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.passes.base import PassFailure
 
@@ -35,25 +35,47 @@ def stream_axis(op: ir.Operation) -> Optional[int]:
 # ----- upstream ops -----------------------------------------------------------------------
 
 
-def index_const(value: int) -> ir.Value:
+# ``name``: the result prints as ``%name`` with hir-opt --print-value-names (a name
+# location; see hir.dialect.base.name_loc). Without one MLIR picks (%c0, %dim, %alloc).
+
+
+def index_const(value: int, name: Optional[str] = None) -> ir.Value:
     """An ``arith.constant <value> : index`` at the current insertion point."""
     index = ir.IndexType.get()
-    return ir.Operation.create(CONSTANT, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}).result
+    return ir.Operation.create(CONSTANT, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}, loc=name_loc(name)).result
 
 
-def index_arith(op_class: type, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+def index_arith(op_class: type, lhs: ir.Value, rhs: ir.Value, name: Optional[str] = None) -> ir.Value:
     """An index ``arith`` binary op (``arith.AddIOp``, ``arith.RemUIOp``, ...)."""
-    return ir.Operation.create(op_class.OPERATION_NAME, results=[ir.IndexType.get()], operands=[lhs, rhs]).result
+    return ir.Operation.create(op_class.OPERATION_NAME, results=[ir.IndexType.get()], operands=[lhs, rhs], loc=name_loc(name)).result
 
 
-def dim(buffer: ir.Value, axis: ir.Value) -> ir.Value:
-    return ir.Operation.create(DIM, results=[ir.IndexType.get()], operands=[buffer, axis]).result
+def dim(buffer: ir.Value, axis: ir.Value, name: Optional[str] = None) -> ir.Value:
+    return ir.Operation.create(DIM, results=[ir.IndexType.get()], operands=[buffer, axis], loc=name_loc(name)).result
 
 
-def alloc(memref_type: ir.Type, sizes: list = (), attributes: Optional[dict] = None) -> ir.Operation:
+def alloc(memref_type: ir.Type, sizes: list = (), attributes: Optional[dict] = None, name: Optional[str] = None) -> ir.Operation:
     """``memref.alloc`` with one size per dynamic extent, plus ``attributes``."""
     attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(sizes), 0]), **(attributes or {})}
-    return ir.Operation.create(ALLOC, results=[memref_type], operands=list(sizes), attributes=attrs)
+    return ir.Operation.create(ALLOC, results=[memref_type], operands=list(sizes), attributes=attrs, loc=name_loc(name))
+
+
+def value_name(value: ir.Value) -> Optional[str]:
+    """The name a value prints with under --print-value-names, where it is known without
+    printing: its name location, or ``argN`` for a function argument."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        name = loc_name(ir.BlockArgument(value).location)
+        if name is None and owner.owner.operation.name == FUNC:
+            name = f"arg{ir.BlockArgument(value).arg_number}"
+        return name
+    return loc_name(owner.location)
+
+
+def slice_name(source: ir.Value) -> str:
+    """``%a_slice`` for a view of ``%a``; ``%slice`` when ``source`` has no known name."""
+    name = value_name(source)
+    return f"{name}_slice" if name else "slice"
 
 
 def dim_or_const(buffer: ir.Value, axis: int, axis_value: Optional[ir.Value] = None) -> ir.Value:

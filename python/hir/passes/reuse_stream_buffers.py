@@ -77,7 +77,7 @@ from torch_mlir.dialects import arith
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, WaitOp, WorkType, module_num_streams
 from hir.dialect.base import DYNAMIC, Sharding, get_int, get_str, sharding_of
 from hir.passes import _stream_loops as loops
-from hir.passes.helpers import ALLOC, DEALLOC, DIM, alloc, constant_value, func_ops, index_arith, index_const
+from hir.passes.helpers import ALLOC, DEALLOC, DIM, alloc, constant_value, func_ops, index_arith, index_const, value_name
 from hir.passes.base import ModulePass, PassFailure, register_pass
 
 
@@ -269,7 +269,7 @@ def _slot_value(loop: ir.Operation, buffer: ir.Operation, n: int) -> ir.Value:
     with buffer.location, ir.InsertionPoint(buffer):
         count = index_const(n)
     with loop.location, ir.InsertionPoint(first):
-        slot = index_arith(arith.RemUIOp, iv, count)
+        slot = index_arith(arith.RemUIOp, iv, count, name="slot")
     first.operands[0] = slot
     return slot
 
@@ -304,10 +304,10 @@ def _rewrite(buffer: ir.Operation, axis: int, views: list, slot: ir.Value, n: in
         space = Sharding(sharding.mesh, shard_axis).attr()
     new_type = ir.MemRefType.get(shape, mt.element_type, memory_space=space, loc=buffer.location)
     with buffer.location, ir.InsertionPoint(buffer):
-        new = alloc(new_type, new_sizes)
+        new = alloc(new_type, new_sizes, name=value_name(buffer.result))
     for view in views:
         with view.location, ir.InsertionPoint(view):
-            replacement = AliasSelectOp.emit(new.result, slot, 0)
+            replacement = AliasSelectOp.emit(new.result, slot, 0, name=value_name(view.result))
         view.result.replace_all_uses_with(replacement)
         view.erase()
     buffer.result.replace_all_uses_with(new.result)

@@ -43,7 +43,7 @@ from torch_mlir import ir
 from hir.dialect import AliasSelectOp
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.passes import _stream_loops
-from hir.passes.helpers import FUNC_ARG_STREAM_ATTRS, fail, func_ops, operand_axis, output_index, renumber_axes, stream_axis, stream_slices, streamable, streamable_names
+from hir.passes.helpers import FUNC_ARG_STREAM_ATTRS, fail, func_ops, operand_axis, output_index, renumber_axes, slice_name, stream_axis, stream_slices, streamable, streamable_names
 from hir.passes.base import ModulePass, PassFailure, register_pass
 
 
@@ -107,7 +107,7 @@ def _lower(op: ir.Operation, arguments: set) -> None:
         for s in slices:
             source = op.operands[s.index]
             index = loop.zero if s.broadcast else loop.iv
-            op.operands[s.index] = AliasSelectOp.emit(source, index, s.axis)
+            op.operands[s.index] = AliasSelectOp.emit(source, index, s.axis, name=slice_name(source))
     op.move_before(loop.epilogue)
     for wait in waits:
         wait.move_before(loop.epilogue)

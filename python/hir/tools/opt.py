@@ -2,6 +2,7 @@
 
     hir-opt input.mlir --pass-pipeline='builtin.module(hir-lower)' -o out.mlir
     hir-opt invalid.mlir --split-input-file --verify-diagnostics
+    hir-opt input.mlir -p 'builtin.module(hir-lower)' --print-value-names   # %stream, not %1
 
 Errors print as ``file:line:col: error: message`` and exit with status 1 (2: an internal
 error, a bug in hir). hir-opt never imports torch.
@@ -43,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="verify after every pass (default true); false verifies once at the end")
     p.add_argument("--mlir-timing", action="store_true", help="print a pass timing report (stderr)")
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print op locations")
+    p.add_argument("--print-value-names", action="store_true",
+                   help="name values by their name locations (%%user_stream, %%arg0_slice, ... as the passes "
+                   "name what they create; duplicates get _0, _1) instead of %%0, %%1")
     p.add_argument("--list-passes", action="store_true", help="list hir passes and pipelines, then exit")
     p.add_argument("--emit-irdl", action="store_true", help="print the hir dialect's IRDL definition, then exit")
     return p
@@ -104,7 +108,7 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
                 run_pipeline(module, args.pass_pipeline, inst, source)
             except HirError as err:
                 return None, parse_diagnostics(str(err))
-        return module.operation.get_asm(enable_debug_info=args.mlir_print_debuginfo), []
+        return module.operation.get_asm(enable_debug_info=args.mlir_print_debuginfo, use_name_loc_as_prefix=args.print_value_names), []
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
