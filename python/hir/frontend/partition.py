@@ -46,7 +46,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from hir.core import HirError, format_location
-from hir.dialect import KERNEL_ATTR, BinaryOp, LinearOp, MatmulOp, ReductionOp
+from hir.dialect import KERNEL_ATTR, BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
 
 _VTENSOR = re.compile(r"^!torch\.vtensor<\[(?P<shape>[^\]]*)\],(?P<dtype>[a-z0-9]+)>$")
 _ELEMENT = {"si64": "i64", "si32": "i32", "si16": "i16", "si8": "i8", "ui8": "ui8"}
@@ -160,16 +160,27 @@ def constant_value_or(value: ir.Value, default):
 
 
 class Placer:
-    """Buffer types for torch values (unsharded here; see placements.py for a mesh)."""
+    """Where tensors live: buffer types for torch values, and the hooks a sharded program
+    needs (this base class places nothing: one device, full tensors)."""
 
     def memref_type(self, value: ir.Value) -> ir.MemRefType:
         return buffer_type(value.type, None)
 
-    def before_compute(self, op: ir.Operation, spec: ComputeSpec, buffer_of: Callable) -> None:
-        """Hook: reshard operands of ``op`` (via ``buffer_of``) before it runs."""
+    def local_type(self, value: ir.Value) -> ir.Type:
+        """The type of ``value`` inside a kernel segment (a device-local shard's type)."""
+        return value.type
 
-    def before_segment(self, inputs: list, buffer_of: Callable) -> None:
-        """Hook: reshard the inputs of a segment before the call."""
+    def emit_compute(self, part: "Partitioner", op: ir.Operation, spec: ComputeSpec) -> bool:
+        """Emit ``op`` (True) or leave it to :meth:`Partitioner.plain_compute` (False)."""
+        return False
+
+    def segment_inputs(self, part: "Partitioner", run: list, inputs: list, outputs: list) -> list:
+        """The buffers a segment reads (resharded where needed); places its outputs."""
+        return [part.buffer_of(v, run[0]) for v in inputs]
+
+    def output_buffer(self, part: "Partitioner", value: ir.Value, index: int, at: ir.Operation) -> ir.Value:
+        """The buffer returned as output ``index``."""
+        return part.buffer_of(value, at)
 
     def local_arguments(self, full: list, rank: Optional[int]) -> list:
         """The entry's arguments on ``rank`` from the full tensors (all of them: unsharded)."""
@@ -204,9 +215,8 @@ class Partitioner:
         arg_types = [self.placer.memref_type(a) for a in block.arguments]
         ops = [op.operation for op in block.operations]
         ret = ops[-1]
-        result_types = [self.placer.memref_type(v) for v in ret.operands]
         with ir.InsertionPoint(self.module.body), self.src.location:
-            main = func.FuncOp(name, ir.FunctionType.get(arg_types, result_types))
+            main = func.FuncOp(name, ir.FunctionType.get(arg_types, []))
         entry = main.add_entry_block()
         self.main_ip = ir.InsertionPoint(entry)
         for torch_arg, buf in zip(block.arguments, entry.arguments):
@@ -219,12 +229,15 @@ class Partitioner:
             if spec is None:
                 run.append(op)
                 continue
-            self.segment(run, ops)
+            self.segment(run)
             run = []
-            self.compute(op, spec)
-        self.segment(run, ops)
+            if not self.placer.emit_compute(self, op, spec):
+                self.plain_compute(op, spec)
+        self.segment(run)
+        results = [self.owned_buffer(self.placer.output_buffer(self, v, i, ret), v, ret) for i, v in enumerate(ret.operands)]
         with self.main_ip, ret.location:
-            func.ReturnOp([self.owned_buffer(v, ret) for v in ret.operands])
+            func.ReturnOp(results)
+        main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [r.type for r in results]))
         return self.module
 
     # ----- @main --------------------------------------------------------------------------
@@ -233,33 +246,36 @@ class Partitioner:
             raise self.error(at, f"uses {value.get_name()} ({value.type}), which is not a tensor buffer of the program")
         return self.buffers[value]
 
-    def alloc(self, value: ir.Value, loc: ir.Location) -> ir.Value:
-        t = self.placer.memref_type(value)
+    def new_buffer(self, t: ir.MemRefType, loc: ir.Location) -> ir.Value:
         with self.main_ip, loc:
-            buf = ir.Operation.create("memref.alloc", results=[t], operands=[], attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])}).result
-        self.buffers[value] = buf
+            return ir.Operation.create("memref.alloc", results=[t], operands=[], attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])}).result
+
+    def alloc(self, value: ir.Value, loc: ir.Location) -> ir.Value:
+        buf = self.buffers[value] = self.new_buffer(self.placer.memref_type(value), loc)
         return buf
 
-    def owned_buffer(self, value: ir.Value, at: ir.Operation) -> ir.Value:
+    def emit(self, name: str, operands: list, attributes: dict, loc: ir.Location) -> None:
+        with self.main_ip, loc:
+            ir.Operation.create(name, operands=operands, attributes=attributes)
+
+    def owned_buffer(self, buf: ir.Value, value: ir.Value, at: ir.Operation) -> ir.Value:
         """A returned buffer; a returned program argument is copied (outputs are fresh)."""
-        buf = self.buffer_of(value, at)
         if isinstance(buf.owner, ir.Block):
-            out = self.alloc(value, at.location)
-            with self.main_ip, at.location:
-                ir.Operation.create("hir.set", operands=[buf, out])
+            out = self.new_buffer(buf.type, at.location)
+            self.emit(SetOp.OPERATION_NAME, [buf, out], {}, at.location)
             return out
         return buf
 
-    def compute(self, op: ir.Operation, spec: ComputeSpec) -> None:
-        self.placer.before_compute(op, spec, lambda v: self.buffer_of(v, op))
-        ins = [self.buffer_of(v, op) for v in spec.inputs]
-        trailing = [self.buffer_of(v, op) for v in spec.trailing]
+    def plain_compute(self, op: ir.Operation, spec: ComputeSpec, ins: Optional[list] = None, trailing: Optional[list] = None) -> None:
+        """``spec``'s hir op writing a new buffer for ``op``'s result (operand buffers as
+        given, else the values' own)."""
+        ins = ins if ins is not None else [self.buffer_of(v, op) for v in spec.inputs]
+        trailing = trailing if trailing is not None else [self.buffer_of(v, op) for v in spec.trailing]
         out = self.alloc(op.results[0], op.location)
-        with self.main_ip, op.location:
-            ir.Operation.create(spec.name, operands=ins + [out] + trailing, attributes=spec.attributes)
+        self.emit(spec.name, ins + [out] + trailing, spec.attributes, op.location)
 
     # ----- segments -----------------------------------------------------------------------
-    def segment(self, run: list, all_ops: list) -> None:
+    def segment(self, run: list) -> None:
         """One kernel segment for the ops of ``run`` (a maximal run of non-compute ops)."""
         if not run:
             return
@@ -278,40 +294,47 @@ class Partitioner:
         outputs = [r for op in run for r in op.results if any(_user(use) not in members for use in r.uses)]
         for r in outputs:
             if not is_tensor(r):
-                raise self.error(r.owner, f"result {r.get_name()} ({r.type}) is used outside its segment; only tensors cross segment boundaries")
+                raise self.error(_owner(r), f"result {r.get_name()} ({r.type}) is used outside its segment; only tensors cross segment boundaries")
         if not outputs:
             return  # nothing of it is used (e.g. shape assertions): dead code
-        self.placer.before_segment(inputs, lambda v: self.buffer_of(v, run[0]))
-        in_bufs = [self.buffer_of(v, run[0]) for v in inputs]
+        in_bufs = self.placer.segment_inputs(self, run, inputs, outputs)
         out_bufs = [self.alloc(r, run[-1].location) for r in outputs]
+        local_in = [self.placer.local_type(v) for v in inputs]
+
+        def body(values: list, ip: ir.InsertionPoint) -> list:
+            mapping = dict(zip(inputs, values))
+            for op in run:
+                self.clone_into(op, mapping, ip)
+            return [mapping[r] for r in outputs]
+
+        self.kernel(in_bufs, out_bufs, local_in, body, run[0].location)
+
+    def kernel(self, in_bufs: list, out_bufs: list, local_in: list, body: Callable, loc: ir.Location) -> None:
+        """A ``func.func {hir.kernel}`` reading ``in_bufs`` (as torch tensors of types
+        ``local_in``) and writing what ``body(values, ip)`` returns into ``out_bufs``, and
+        its call in @main."""
         name = f"segment_{self.segments}"
         self.segments += 1
-        self.kernel(name, run, inputs, outputs, [b.type for b in in_bufs], [b.type for b in out_bufs])
-        with self.main_ip, run[0].location:
-            func.CallOp([], ir.FlatSymbolRefAttr.get(name), in_bufs + out_bufs)
-
-    def kernel(self, name: str, run: list, inputs: list, outputs: list, in_types: list, out_types: list) -> None:
-        with ir.InsertionPoint(self.module.body), run[0].location:
-            kernel = func.FuncOp(name, ir.FunctionType.get(in_types + out_types, []), visibility="private")
+        types = [b.type for b in in_bufs + out_bufs]
+        with ir.InsertionPoint(self.module.body), loc:
+            kernel = func.FuncOp(name, ir.FunctionType.get(types, []), visibility="private")
             kernel.operation.attributes[KERNEL_ATTR] = ir.UnitAttr.get()
         block = kernel.add_entry_block()
         ip = ir.InsertionPoint(block)
-        mapping: dict = {}
         args = list(block.arguments)
-        with ip, run[0].location:
-            for value, arg in zip(inputs, args):
-                tensor = _to_tensor(arg)
-                mapping[value] = ir.Operation.create(_CAST, results=[value.type], operands=[tensor]).result
-        for op in run:
-            self.clone_into(op, mapping, ip)
-        with ip, run[-1].location:
-            for value, arg in zip(outputs, args[len(inputs):]):
-                tensor_type = ir.RankedTensorType.get(ir.MemRefType(arg.type).shape, ir.MemRefType(arg.type).element_type)
-                tensor = ir.Operation.create(_CAST, results=[tensor_type], operands=[mapping[value]]).result
+        with ip, loc:
+            values = [ir.Operation.create(_CAST, results=[t], operands=[_to_tensor(arg)]).result for arg, t in zip(args, local_in)]
+        results = body(values, ip)
+        with ip, loc:
+            for value, arg in zip(results, args[len(in_bufs):]):
+                mem = ir.MemRefType(arg.type)
+                tensor = ir.Operation.create(_CAST, results=[ir.RankedTensorType.get(mem.shape, mem.element_type)], operands=[value]).result
                 ir.Operation.create(
                     "bufferization.materialize_in_destination", operands=[tensor, arg], attributes={"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()}
                 )
             func.ReturnOp([])
+        with self.main_ip, loc:
+            func.CallOp([], ir.FlatSymbolRefAttr.get(name), in_bufs + out_bufs)
 
     def clone_into(self, op: ir.Operation, mapping: dict, ip: ir.InsertionPoint) -> None:
         for v in op.operands:
@@ -321,6 +344,8 @@ class Partitioner:
         for i, v in enumerate(op.operands):
             new.operands[i] = mapping[v]
         for old, fresh in zip(op.results, new.results):
+            if is_tensor(old):
+                fresh.set_type(self.placer.local_type(old))
             mapping[old] = fresh
 
 

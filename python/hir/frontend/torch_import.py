@@ -46,7 +46,7 @@ class TorchProgram:
             raise HirError(f"error: the state dict lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
         if len(inputs) != self.num_inputs:
             raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
-        full = [state_dict[n].detach() for n in self.state_names] + list(inputs)
+        full = [_full(state_dict[n]) for n in self.state_names] + list(inputs)
         return self.placer.local_arguments(full, rank)
 
     def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
@@ -54,6 +54,13 @@ class TorchProgram:
         from hir.interpreter import run
 
         return run(self.module, self.arguments(state_dict, *inputs), **options)
+
+
+def _full(tensor: torch.Tensor) -> torch.Tensor:
+    """A state entry as a plain tensor (a DTensor is gathered: a collective on its mesh)."""
+    if hasattr(tensor, "full_tensor"):
+        tensor = tensor.full_tensor()
+    return tensor.detach()
 
 
 class _Functional(torch.nn.Module):
@@ -106,11 +113,13 @@ def from_torch(
         example_args = (example_args,)
     context = new_context()
     source = source_name or f"<{type(module).__name__}>"
-    local_module, dtensor_placements = _undistribute(module)
+    local_module, dtensor_placements, dtensor_mesh = _undistribute(module)
+    if mesh is None:
+        mesh = dtensor_mesh
     with context, ir.Location.unknown():
         torch_module, names = export_to_torch_mlir(local_module, example_args, context)
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == "func.func")
-        placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})}, source)
+        placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
         hir_module = Partitioner(torch_func, placer, source).build()
         try:
             hir_module.operation.verify()
@@ -119,7 +128,7 @@ def from_torch(
     return TorchProgram(hir_module, names, len(example_args), placer)
 
 
-def _undistribute(module: torch.nn.Module) -> tuple[torch.nn.Module, dict]:
+def _undistribute(module: torch.nn.Module) -> tuple[torch.nn.Module, dict, Optional[tuple]]:
     """A module parallelized with DTensor parameters cannot be exported ("non-fx-graphable
     type DTensorSpec"): read each DTensor's placements and export a copy whose state holds
     the full tensors instead."""
@@ -127,7 +136,10 @@ def _undistribute(module: torch.nn.Module) -> tuple[torch.nn.Module, dict]:
 
     found = dtensor_placements(module)
     if not found:
-        return module, {}
+        return module, {}, None
+    meshes = {devices for _, devices in found.values()}
+    if len(meshes) != 1:
+        raise HirError(f"error: the DTensor parameters of {type(module).__name__} live on {len(meshes)} different meshes; hir needs one")
     import copy
 
     local = copy.deepcopy(module)
@@ -143,4 +155,4 @@ def _undistribute(module: torch.nn.Module) -> tuple[torch.nn.Module, dict]:
     for sub in local.modules():  # parallelize_module's hooks redistribute activations
         sub._forward_hooks.clear()
         sub._forward_pre_hooks.clear()
-    return local, {n: p for n, (p, _) in found.items()}
+    return local, {n: p for n, (p, _) in found.items()}, meshes.pop()
