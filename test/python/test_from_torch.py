@@ -128,3 +128,39 @@ def test_untraceable_module_is_a_clear_error():
 
     with pytest.raises(HirError, match=r"torch.export cannot trace DataDependent"):
         from_torch(DataDependent(), (torch.randn(4),))
+
+
+def test_custom_op_runs_through_torch_operator():
+    """An op torch-mlir has no class for is imported as torch.operator and still runs."""
+    lib = torch.library.Library("hirtest", "FRAGMENT")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: 2 * x, "CompositeExplicitAutograd")
+    lib.impl("twice", lambda x: torch.empty_like(x), "Meta")
+
+    class Twice(nn.Module):
+        def forward(self, x):
+            return torch.ops.hirtest.twice(x) + x
+
+    program = _check(Twice(), torch.randn(4, 4))
+    assert 'torch.operator "torch.hirtest.twice"' in str(program.module)
+
+
+def test_placement_errors_name_the_argument():
+    from torch.distributed.tensor import Replicate, Shard
+
+    linear, x = nn.Linear(6, 4), torch.randn(3, 6)
+    with pytest.raises(HirError, match=r"placement Shard\(1\) of 'weight': dimension 1 of extent 6 does not divide over 4 devices"):
+        from_torch(linear, (x,), mesh=[0, 1, 2, 3], placements={"weight": Shard(1)})
+    with pytest.raises(HirError, match=r"placement Shard\(2\) of 'input0' is out of range for its shape \[3, 6\]"):
+        from_torch(linear, (x,), mesh=[0, 1], placements={"input0": Shard(2)})
+    with pytest.raises(HirError, match="only 1-D meshes are supported"):
+        from_torch(linear, (x,), mesh=[0, 1], placements={"weight": (Shard(0), Replicate())})
+    with pytest.raises(HirError, match="placements were given without a mesh"):
+        from_torch(linear, (x,), placements={"weight": Shard(0)})
+
+
+def test_mesh_size_must_be_the_world_size():
+    linear, x = nn.Linear(6, 4), torch.randn(3, 6)
+    program = from_torch(linear, (x,), mesh=[0, 1, 2])
+    with pytest.raises(HirError, match=r"the device mesh has 3 devices but the run has 1 rank\(s\)"):
+        program.arguments(linear.state_dict(), x)

@@ -97,7 +97,12 @@ def mesh_placer(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
         return Placer()
     if mesh is None:
         raise HirError("error: placements were given without a mesh (pass mesh=[0, 1, ...] or a DeviceMesh)")
-    return MeshPlacer(torch_func, names, num_inputs, _mesh_devices(mesh), placements)
+    devices = _mesh_devices(mesh)
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() != len(devices):
+        raise HirError(f"error: the device mesh has {len(devices)} devices but the run has {dist.get_world_size()} rank(s); the mesh size must be the world size")
+    return MeshPlacer(torch_func, names, num_inputs, devices, placements)
 
 
 class MeshPlacer(Placer):

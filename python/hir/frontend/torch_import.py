@@ -17,6 +17,9 @@ followed by the example inputs. :meth:`TorchProgram.arguments` orders a state di
 that way (and cuts each into this rank's shard when the program is sharded).
 """
 
+import contextlib
+import io
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
@@ -82,11 +85,16 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
     names = list(module.state_dict().keys())
     state = [t.detach() for t in module.state_dict().values()]
     what = type(module).__name__
+    # torch.export writes the partial graph of a failed trace to stderr; the error says it.
+    logging.disable(logging.WARNING)
     try:
-        program = torch.export.export(_Functional(module, names), tuple(state) + tuple(example_args), strict=False)
+        with contextlib.redirect_stderr(io.StringIO()):
+            program = torch.export.export(_Functional(module, names), tuple(state) + tuple(example_args), strict=False)
     except Exception as err:  # torch.export raises many kinds (UserError, Unsupported, ...)
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise HirError(f"error: torch.export cannot trace {what}: {type(err).__name__}: {first}") from None
+    finally:
+        logging.disable(logging.NOTSET)
     importer = FxImporter(context=context)
     importer.import_frozen_program(program, func_name="main")
     return importer.module, names
