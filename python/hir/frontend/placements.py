@@ -31,18 +31,16 @@ Inside kernel segments torch ops compute on device-local shards: the
 ``!torch.vtensor`` shape, and the ops inside carry local shapes.
 """
 
-import os
 from typing import Any, Optional, Sequence
 
 import torch
 from torch_mlir import ir
 
 from hir.core import HirError
-from hir.dialect import Sharding
-from hir.dialect.base import DYNAMIC
-from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
+from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding
 from hir.frontend.partition import ComputeSpec, Partitioner, Placer, buffer_type, compute_spec, is_tensor, tensor_info
 from hir.interpreter.aten import torch_overload
+from hir.interpreter.distributed import world
 
 _UNSQUEEZE = "torch.aten.unsqueeze"
 _TRANSPOSE = "torch.aten.transpose.int"
@@ -61,8 +59,9 @@ def dtensor_placements(module: torch.nn.Module) -> dict:
     return found
 
 
-def _split_dim(name: str, placement: Any, shape: list[int], devices: int) -> Optional[int]:
-    """The split dim of a DTensor-style placement (None: replicated); validates it."""
+def _split_dim(name: str, placement: Any, shape: Optional[list[int]], devices: int) -> Optional[int]:
+    """The split dim of a DTensor-style placement (None: replicated); validates it against
+    ``shape`` when that is known."""
     if isinstance(placement, (tuple, list)):
         if len(placement) != 1:
             raise HirError(f"error: placement of '{name}' has {len(placement)} mesh dimensions; only 1-D meshes are supported")
@@ -72,6 +71,8 @@ def _split_dim(name: str, placement: Any, shape: list[int], devices: int) -> Opt
     dim = getattr(placement, "dim", None)
     if dim is None or not (hasattr(placement, "is_shard") and placement.is_shard()):
         raise HirError(f"error: placement {placement} of '{name}' is not Shard(dim) or Replicate()")
+    if shape is None:
+        return dim
     if not -len(shape) <= dim < len(shape):
         raise HirError(f"error: placement Shard({dim}) of '{name}' is out of range for its shape {list(shape)}")
     dim %= len(shape)
@@ -100,8 +101,8 @@ def mesh_placer(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
     devices = _mesh_devices(mesh)
     import torch.distributed as dist
 
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() != len(devices):
-        raise HirError(f"error: the device mesh has {len(devices)} devices but the run has {dist.get_world_size()} rank(s); the mesh size must be the world size")
+    if dist.is_available() and dist.is_initialized():  # else the check waits for the run
+        _check_world(len(devices), dist.get_world_size())
     return MeshPlacer(torch_func, names, num_inputs, devices, placements)
 
 
@@ -123,7 +124,7 @@ class MeshPlacer(Placer):
             dim = _split_dim(name, placements.get(name), shape, self.devices)
             self.split[arg] = dim
             self.arg_splits.append(dim)
-        self.output_splits = {int(k[len("output"):]): _split_dim(k, v, [DYNAMIC] * 8, 1) for k, v in placements.items() if k.startswith("output")}
+        self.output_splits = {int(k[len("output"):]): _split_dim(k, v, None, self.devices) for k, v in placements.items() if k.startswith("output")}
         self.copies: dict = {}  # (torch value, split) -> resharded buffer
 
     # ----- types ------------------------------------------------------------------------
@@ -241,7 +242,7 @@ class MeshPlacer(Placer):
         partial_type = buffer_type(_vtensor([self.devices] + shape, dtype), self.sharding(0))
         partial = part.new_buffer(partial_type, loc)
         part.emit(MatmulOp.OPERATION_NAME, [x_outer, w_outer, partial], {}, loc)
-        target = self._partial_target(op, out)
+        target = self._partial_target(out)
         if linear and spec.trailing and target is not None and target == len(shape) - 1:
             target = None
         self.split[out] = target
@@ -253,11 +254,10 @@ class MeshPlacer(Placer):
             bias_buf = self.placed(part, bias, None, op)
             part.emit(BinaryOp.OPERATION_NAME, [summed, bias_buf, part.alloc(out, loc)], {"kind": ir.StringAttr.get("add")}, loc)
 
-    def _partial_target(self, op: ir.Operation, out: ir.Value) -> Optional[int]:
+    def _partial_target(self, out: ir.Value) -> Optional[int]:
         """Where the consumer wants the sum: split on axis 0 for a requested ``Shard(0)``
         output or an add with a row-split operand (sequence parallelism); else replicated."""
-        values = [out]
-        for use in out.uses:  # look through the bias add of a linear's decomposition
+        for use in out.uses:
             user = use.owner if isinstance(use.owner, ir.Operation) else use.owner.operation
             if user.name == "func.return":
                 index = list(user.operands).index(out)
@@ -265,7 +265,7 @@ class MeshPlacer(Placer):
                     return 0
             spec = compute_spec(user)
             if spec is not None and spec.name == BinaryOp.OPERATION_NAME:
-                other = [v for v in spec.inputs if v not in values]
+                other = [v for v in spec.inputs if v != out]
                 if other and self.split.get(other[0]) == 0 and _rank(other[0]) == _rank(out):
                     return 0
         return None
@@ -319,15 +319,19 @@ class MeshPlacer(Placer):
 
     # ----- run-time arguments -----------------------------------------------------------
     def local_arguments(self, full: list, rank: Optional[int]) -> list:
-        world = _world_size()
-        if world != self.devices:
-            raise HirError(f"error: the device mesh has {self.devices} devices but the run has {world} rank(s); the mesh size must be the world size")
+        this_rank, world_size = world()
+        _check_world(self.devices, world_size)
         if rank is None:
-            rank = _rank_of_process()
+            rank = this_rank
         if rank not in self.mesh:
             return [None] * len(full)
         index = self.mesh.index(rank)
         return [t if s is None else t.chunk(self.devices, s)[index].contiguous() for t, s in zip(full, self.arg_splits)]
+
+
+def _check_world(devices: int, world_size: int) -> None:
+    if devices != world_size:
+        raise HirError(f"error: the device mesh has {devices} devices but the run has {world_size} rank(s); the mesh size must be the world size")
 
 
 def _pointwise(op: ir.Operation) -> bool:
@@ -359,19 +363,3 @@ def _int(value: int) -> ir.Value:
 
 def _torch_op(name: str, operands: list, result: ir.Type) -> ir.Value:
     return ir.Operation.create(name, results=[result], operands=operands).result
-
-
-def _world_size() -> int:
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_world_size()
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def _rank_of_process() -> int:
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank()
-    return int(os.environ.get("RANK", "0"))

@@ -7,7 +7,8 @@
 SPMD: every rank of a torch.distributed run executes the same program on its local shards;
 ops on buffers of meshes that exclude the rank are skipped. Modules: ``plan`` (compiler and
 run loop), ``program`` (entry, inputs, outputs), ``arith`` / ``memory`` / ``compute`` /
-``control`` / ``streams`` / ``comm`` (op handlers), ``distributed`` (process groups),
+``control`` / ``streams`` / ``comm`` / ``tensors`` / ``aten`` (op handlers; ``aten``
+runs torch-mlir ``torch`` dialect ops in kernel segments), ``distributed`` (process groups),
 ``launch`` (``hir-run --nproc``).
 """
 
