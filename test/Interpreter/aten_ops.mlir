@@ -27,10 +27,12 @@ func.func private @segment(%x: memref<2x8xf32>, %w: memref<8xf32>, %b: memref<8x
   %6 = torch.aten.transpose.int %5, %int0, %int1 : !torch.vtensor<[4,4],f32>, !torch.int, !torch.int -> !torch.vtensor<[4,4],f32>
   %int7 = torch.constant.int 7
   %none = torch.constant.none
+  %int6 = torch.constant.int 6
+  %cpu = torch.constant.device "cpu"
+  torch.aten._assert_tensor_metadata %6, %none, %none, %int6, %cpu, %int0 : !torch.vtensor<[4,4],f32>, !torch.none, !torch.none, !torch.int, !torch.Device, !torch.int
   %7 = torch.aten.to.dtype %6, %int7, %false, %false, %none : !torch.vtensor<[4,4],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[4,4],f64>
   %str = torch.constant.str "tanh"
   %8 = torch.aten.gelu %7, %str : !torch.vtensor<[4,4],f64>, !torch.str -> !torch.vtensor<[4,4],f64>
-  %int6 = torch.constant.int 6
   %9 = torch.aten.to.dtype %8, %int6, %false, %false, %none : !torch.vtensor<[4,4],f64>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[4,4],f32>
   %scale = torch.vtensor.literal(dense<[1.0, 10.0, 100.0, 1000.0]> : tensor<4xf32>) : !torch.vtensor<[4],f32>
   %10 = torch.aten.mul.Tensor %9, %scale : !torch.vtensor<[4,4],f32>, !torch.vtensor<[4],f32> -> !torch.vtensor<[4,4],f32>

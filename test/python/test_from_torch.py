@@ -105,6 +105,17 @@ def test_transformer_block(block):
         assert ops.count(MatmulOp.OPERATION_NAME) == 2
 
 
+class Casts(nn.Module):
+    def forward(self, x):
+        return F.silu(x.to(torch.float64)).to(torch.float32).view(-1, 2).transpose(0, 1)
+
+
+def test_casts_and_views():
+    torch.manual_seed(6)
+    program = _check(Casts(), torch.randn(4, 4))
+    assert "torch.aten._assert_tensor_metadata" in str(program.module)
+
+
 def test_compile_kernels_runs_segments_through_torch_compile():
     torch.manual_seed(5)
     _check(MLP(8, 16), torch.randn(4, 8), compile_kernels=True)
