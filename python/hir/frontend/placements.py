@@ -35,6 +35,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 from torch_mlir import ir
+from torch_mlir.dialects import func
 from torch_mlir.dialects import torch as torch_dialect
 
 from hir.core import HirError
@@ -260,7 +261,7 @@ class MeshPlacer(Placer):
         output or an add with a row-split operand (sequence parallelism); else replicated."""
         for use in out.uses:
             user = use.owner if isinstance(use.owner, ir.Operation) else use.owner.operation
-            if user.name == "func.return":
+            if user.name == func.ReturnOp.OPERATION_NAME:
                 index = list(user.operands).index(out)
                 if self.output_splits.get(index) == 0:
                     return 0

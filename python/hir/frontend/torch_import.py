@@ -25,6 +25,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 from torch_mlir import ir
+from torch_mlir.dialects import func
 from torch_mlir.extras.fx_importer import FxImporter
 
 from hir.core import HirError, format_mlir_error, new_context
@@ -126,7 +127,7 @@ def from_torch(
         mesh = dtensor_mesh
     with context, ir.Location.unknown():
         torch_module, names = export_to_torch_mlir(local_module, example_args, context)
-        torch_func = next(op for op in torch_module.body.operations if op.operation.name == "func.func")
+        torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
         hir_module = Partitioner(torch_func, placer, source).build()
         try:
