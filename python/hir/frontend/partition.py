@@ -38,9 +38,10 @@ Buffer placements (shardings) come from a :class:`Placer` (see ``placements.py``
 also insert reshardings (``hir.set`` between placements) in front of an op.
 """
 
+import contextlib
 import re
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin, func
@@ -116,11 +117,11 @@ def _is_constant(op: ir.Operation) -> bool:
 
 @dataclass
 class ComputeSpec:
-    """An hir compute op for one torch op: its name, tensor operands and attributes."""
+    """An hir compute op for one torch op: its class, tensor operands and ``emit`` options."""
 
-    name: str
+    op_class: type
     inputs: list  # torch values (tensors), in hir operand order before the output
-    attributes: dict
+    options: dict  # keyword arguments of op_class.emit (kind, axes)
     trailing: list  # torch values after the output (linear's bias)
 
 
@@ -140,26 +141,24 @@ def compute_spec(op: ir.Operation) -> Optional[ComputeSpec]:
             x, w, b = operands
             bias = [] if constant_value_or(b, "tensor") is None else [b]
             if len(tensor_info(w.type)[0]) == 2 and same_dtype([x, w] + bias):
-                segments = ir.DenseI32ArrayAttr.get([1, 1, 1, len(bias)])  # the optional bias group
-                return ComputeSpec(LinearOp.OPERATION_NAME, [x, w], {"operandSegmentSizes": segments}, bias)
+                return ComputeSpec(LinearOp, [x, w], {}, bias)
         elif op.name in _MATMUL:
             a, b = operands
             if same_dtype([a, b]):
-                return ComputeSpec(MatmulOp.OPERATION_NAME, [a, b], {}, [])
+                return ComputeSpec(MatmulOp, [a, b], {}, [])
         elif op.name in _BINARY:
             a, b = operands[:2]
             if len(operands) == 3 and constant_value(operands[2]) != 1:
                 return None
             if same_dtype([a, b]):
-                return ComputeSpec(BinaryOp.OPERATION_NAME, [a, b], {"kind": ir.StringAttr.get(_BINARY[op.name])}, [])
+                return ComputeSpec(BinaryOp, [a, b], {"kind": _BINARY[op.name]}, [])
         elif op.name in _REDUCTION:
             x, dims, keepdim = operands[:3]
             rest = [constant_value(v) for v in operands[3:]]  # sum's dtype
             rank = len(tensor_info(x.type)[0])
             axes = sorted(d % rank for d in (constant_value(dims) or []))
             if axes and not constant_value(keepdim) and all(r is None for r in rest) and same_dtype([x]):
-                attrs = {"kind": ir.StringAttr.get(_REDUCTION[op.name]), "axes": ir.DenseI64ArrayAttr.get(axes)}
-                return ComputeSpec(ReductionOp.OPERATION_NAME, [x], attrs, [])
+                return ComputeSpec(ReductionOp, [x], {"kind": _REDUCTION[op.name], "axes": axes}, [])
     except (ValueError, TypeError):
         return None  # a run-time scalar or an unusual operand: leave it to a segment
     return None
@@ -267,15 +266,18 @@ class Partitioner:
         buf = self.buffers[value] = self.new_buffer(self.placer.memref_type(value), loc)
         return buf
 
-    def emit(self, name: str, operands: list, attributes: dict, loc: ir.Location) -> None:
+    @contextlib.contextmanager
+    def in_main(self, loc: ir.Location) -> Iterator[None]:
+        """Build into @main (at its end, at ``loc``): ``with part.in_main(loc): SetOp.emit(...)``."""
         with self.main_ip, loc:
-            ir.Operation.create(name, operands=operands, attributes=attributes)
+            yield
 
     def owned_buffer(self, buf: ir.Value, value: ir.Value, at: ir.Operation) -> ir.Value:
         """A returned buffer; a returned program argument is copied (outputs are fresh)."""
         if isinstance(buf.owner, ir.Block):
             out = self.new_buffer(buf.type, at.location)
-            self.emit(SetOp.OPERATION_NAME, [buf, out], {}, at.location)
+            with self.in_main(at.location):
+                SetOp.emit(buf, out)
             return out
         return buf
 
@@ -285,7 +287,8 @@ class Partitioner:
         ins = ins if ins is not None else [self.buffer_of(v, op) for v in spec.inputs]
         trailing = trailing if trailing is not None else [self.buffer_of(v, op) for v in spec.trailing]
         out = self.alloc(op.results[0], op.location)
-        self.emit(spec.name, ins + [out] + trailing, spec.attributes, op.location)
+        with self.in_main(op.location):
+            spec.op_class.emit(*ins, out, *trailing, **spec.options)
 
     # ----- segments -----------------------------------------------------------------------
     def segment(self, run: list) -> None:

@@ -147,14 +147,14 @@ class MeshPlacer(Placer):
         key = (value, split)
         if key not in self.copies:
             buf = part.new_buffer(buffer_type(value.type, self.sharding(split)), at.location)
-            part.emit(SetOp.OPERATION_NAME, [part.buffer_of(value, at), buf], {}, at.location)
+            with part.in_main(at.location):
+                SetOp.emit(part.buffer_of(value, at), buf)
             self.copies[key] = buf
         return self.copies[key]
 
     # ----- compute ops ------------------------------------------------------------------
     def emit_compute(self, part: Partitioner, op: ir.Operation, spec: ComputeSpec) -> bool:
-        rule = {LinearOp.OPERATION_NAME: self._linear, MatmulOp.OPERATION_NAME: self._matmul,
-                BinaryOp.OPERATION_NAME: self._binary, ReductionOp.OPERATION_NAME: self._reduction}[spec.name]
+        rule = {LinearOp: self._linear, MatmulOp: self._matmul, BinaryOp: self._binary, ReductionOp: self._reduction}[spec.op_class]
         values = spec.inputs + spec.trailing
         splits = rule(op, spec)
         if splits == "partial":
@@ -218,7 +218,7 @@ class MeshPlacer(Placer):
     def _reduction(self, op, spec):
         (x,) = spec.inputs
         px = self.split[x]
-        axes = list(ir.DenseI64ArrayAttr(spec.attributes["axes"]))
+        axes = spec.options["axes"]
         if px is None:
             return [None], None
         if px not in axes:
@@ -233,7 +233,7 @@ class MeshPlacer(Placer):
         then a sum over axis 0 into the result (allreduce or reduce-scatter)."""
         x, w = spec.inputs
         loc = op.location
-        linear = spec.name == LinearOp.OPERATION_NAME
+        linear = spec.op_class is LinearOp
         x_outer = self._outer(part, x, [], op)
         # Linear's weight [N, K] is used transposed; the leading mesh axis then broadcasts
         # against x's batch axes (size-1 axes in between).
@@ -243,18 +243,21 @@ class MeshPlacer(Placer):
         shape, dtype = tensor_info(out.type)
         partial_type = buffer_type(_vtensor([self.devices] + shape, dtype), self.sharding(0))
         partial = part.new_buffer(partial_type, loc)
-        part.emit(MatmulOp.OPERATION_NAME, [x_outer, w_outer, partial], {}, loc)
+        with part.in_main(loc):
+            MatmulOp.emit(x_outer, w_outer, partial)
         target = self._partial_target(out)
         if linear and spec.trailing and target is not None and target == len(shape) - 1:
             target = None
         self.split[out] = target
         summed = part.new_buffer(buffer_type(out.type, self.sharding(target)), loc) if spec.trailing else part.alloc(out, loc)
-        attrs = {"kind": ir.StringAttr.get("sum"), "axes": ir.DenseI64ArrayAttr.get([0])}
-        part.emit(ReductionOp.OPERATION_NAME, [partial, summed], attrs, loc)
+        with part.in_main(loc):
+            ReductionOp.emit(partial, summed, "sum", [0])
         if spec.trailing:  # bias, after the sum (added once, not once per shard)
             (bias,) = spec.trailing
             bias_buf = self.placed(part, bias, None, op)
-            part.emit(BinaryOp.OPERATION_NAME, [summed, bias_buf, part.alloc(out, loc)], {"kind": ir.StringAttr.get("add")}, loc)
+            result = part.alloc(out, loc)
+            with part.in_main(loc):
+                BinaryOp.emit(summed, bias_buf, result, "add")
 
     def _partial_target(self, out: ir.Value) -> Optional[int]:
         """Where the consumer wants the sum: split on axis 0 for a requested ``Shard(0)``
@@ -266,7 +269,7 @@ class MeshPlacer(Placer):
                 if self.output_splits.get(index) == 0:
                     return 0
             spec = compute_spec(user)
-            if spec is not None and spec.name == BinaryOp.OPERATION_NAME:
+            if spec is not None and spec.op_class is BinaryOp:
                 other = [v for v in spec.inputs if v != out]
                 if other and self.split.get(other[0]) == 0 and _rank(other[0]) == _rank(out):
                     return 0
