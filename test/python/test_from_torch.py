@@ -156,7 +156,16 @@ def test_custom_op_runs_through_torch_operator():
     assert 'torch.operator "torch.hirtest.twice"' in str(program.module)
 
 
-def test_placement_errors_name_the_argument():
+@pytest.fixture
+def no_process_group():
+    """A single process without a default process group (an earlier in-process run of a
+    communicating program leaves a one-rank group, which the mesh-size check would read)."""
+    from hir.interpreter.backends.process_groups import shutdown
+
+    shutdown(wait_for_peers=False)
+
+
+def test_placement_errors_name_the_argument(no_process_group):
     from torch.distributed.tensor import Replicate, Shard
 
     linear, x = nn.Linear(6, 4), torch.randn(3, 6)
@@ -170,7 +179,7 @@ def test_placement_errors_name_the_argument():
         from_torch(linear, (x,), placements={"weight": Shard(0)})
 
 
-def test_mesh_size_must_be_the_world_size():
+def test_mesh_size_must_be_the_world_size(no_process_group):
     linear, x = nn.Linear(6, 4), torch.randn(3, 6)
     program = from_torch(linear, (x,), mesh=[0, 1, 2])
     with pytest.raises(HirError, match=r"the device mesh has 3 devices but the run has 1 rank\(s\)"):
