@@ -18,7 +18,7 @@ for var in ("PATH", "PYTHONPATH", "HOME", "TMPDIR"):
 # Interpreter tests run on CPU so results do not depend on the machine.
 config.environment["HIR_DEVICE"] = "cpu"
 
-for tool in ("hir-opt", "hir-run", "filecheck", "torchrun"):
+for tool in ("hir-opt", "hir-run", "hir-import", "filecheck", "torchrun"):
     if shutil.which(tool) is None:
         lit_config.fatal(f"'{tool}' is not on PATH: install the package first (see README)")
 config.substitutions.append(("FileCheck", "filecheck"))

@@ -5,13 +5,14 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
     module = hir.parse(text)                      # parse + verify
     hir.lower(module, pipeline="hir-lower")       # run passes in place
     outputs = hir.run(module, [x, y])             # execute with torch
+    program = hir.from_torch(nn_module, (x,))     # import a PyTorch module (program.module)
 """
 
 from typing import Any, Optional
 
 from hir.core import HirError, new_context, parse
 
-__all__ = ["HirError", "new_context", "parse", "lower", "run"]
+__all__ = ["HirError", "new_context", "parse", "lower", "run", "from_torch"]
 
 
 def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
@@ -31,3 +32,10 @@ def run(module, inputs, **options: Any):
     from hir.interpreter import run as _run
 
     return _run(module, inputs, **options)
+
+
+def from_torch(module, example_args, **options: Any):
+    """Import a ``torch.nn.Module`` as a program-level hir module (see :mod:`hir.frontend`)."""
+    from hir.frontend import from_torch as _from_torch
+
+    return _from_torch(module, example_args, **options)

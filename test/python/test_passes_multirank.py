@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import pytest
+from multirank_util import finish_worker, launch_workers
 
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
 
@@ -149,13 +150,7 @@ def worker() -> int:
             failures.append(f"rank {rank}: {case.name}: got {got}, want {want}")
         else:
             print(f"rank {rank}: {case.name} ok")
-    for failure in failures:
-        print(failure, file=sys.stderr)
-    # Leave the process group in order: exiting with it alive aborts Gloo's threads.
-    from hir.interpreter.backends.process_groups import shutdown
-
-    shutdown()
-    return 1 if failures else 0
+    return finish_worker(failures)
 
 
 def _gpus() -> int:
@@ -175,12 +170,7 @@ def _gpus() -> int:
 def test_communication_patterns(world, device):
     """The lowered seed-003 pipelines (Gloo on CPU; NCCL on 4 GPUs: AG+matmul, matmul+RS, ...)."""
     pytest.importorskip("torch")
-    from hir.tools.launch import launch
-
-    result = launch(world, [sys.executable, __file__], timeout_s=240, env={**os.environ, "HIR_DEVICE": device})
-    report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
-    assert result.returncode == 0, report
-    checked = sum(r.stdout.count(" ok") for r in result.ranks)
+    checked, report = launch_workers(world, __file__, timeout_s=240, env={**os.environ, "HIR_DEVICE": device})
     assert checked == 13 + 11 * (world - 1), report  # gather/reduce outputs live on rank 0 only
 
 

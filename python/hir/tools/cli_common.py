@@ -1,4 +1,4 @@
-"""What hir-opt, hir-run and hir-demo share: an argument parser whose usage errors exit
+"""What hir-opt, hir-run, hir-demo and hir-import share: an argument parser whose usage errors exit
 with status 1 (not argparse's 2), checks of output paths made before anything runs, and
 writes that replace a file only once its new content is complete."""
 
@@ -54,6 +54,11 @@ def check_writable(flag: str, path: str) -> None:
         raise CliError(f"{flag} {path}: the folder '{folder}' does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise CliError(f"{flag} {path}: the folder '{folder}' is not writable")
+
+
+def write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def write_atomically(path: str, write: Callable[[str], None]) -> None:

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 from torch_mlir import ir
 
-from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically
+from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
 from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
 
@@ -128,11 +128,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise
         print(f"hir-opt: internal error: {type(err).__name__}: {err} (set HIR_DEBUG=1 for a traceback)", file=sys.stderr)
         return 2
-
-
-def write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -1,0 +1,167 @@
+"""``hir.from_torch``: a ``torch.nn.Module`` to a program-level hir module.
+
+How: ``torch.export.export`` traces the module, then torch-mlir's FX importer
+(``FxImporter.import_frozen_program``, the importer behind
+``torch_mlir.fx.export_and_import``) turns the exported graph into ``torch``-dialect ops in an
+hir context, without decompositions, so ``aten.linear``, ``layer_norm`` or
+``scaled_dot_product_attention`` stay single ops; :mod:`hir.frontend.partition` then maps
+linear/matmul/binary/reduction ops to hir compute ops and every maximal run of other ops to a
+kernel segment. Why the importer rather than our own FX walk: it already knows every
+schema, constant, list and literal form of the exported graph (and emits ``torch.operator``
+for ops torch-mlir has no class for), and its output is the IR that upstream torch-mlir
+passes understand; the partition step only needs op names and operand constants.
+
+Arguments: the entry ``@main`` takes the module's state (``module.state_dict()`` entries, in
+that order: parameters and persistent buffers, each a function argument, never a constant)
+followed by the example inputs. :meth:`TorchProgram.arguments` orders a state dict and inputs
+that way (and cuts each into this rank's shard when the program is sharded).
+"""
+
+import contextlib
+import io
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import torch
+from torch_mlir import ir
+from torch_mlir.dialects import func
+from torch_mlir.extras.fx_importer import FxImporter
+
+from hir.core import HirError, format_mlir_error, new_context
+from hir.frontend.partition import Partitioner, Placer
+
+
+@dataclass
+class TorchProgram:
+    """An imported module: ``module`` (verified hir), the names of the state entries that come
+    first among ``@main``'s arguments, and (when sharded) each argument's placement."""
+
+    module: ir.Module
+    state_names: list[str]
+    num_inputs: int
+    placer: Placer = field(repr=False)
+
+    def arguments(self, state_dict: dict, *inputs: torch.Tensor, rank: Optional[int] = None) -> list:
+        """``@main``'s arguments from a state dict and the inputs: full tensors for an unsharded
+        program, else rank ``rank``'s shards (default: this process's rank)."""
+        missing = [n for n in self.state_names if n not in state_dict]
+        if missing:
+            raise HirError(f"error: the state dict lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+        if len(inputs) != self.num_inputs:
+            raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
+        full = [_full(state_dict[n]) for n in self.state_names] + list(inputs)
+        return self.placer.local_arguments(full, rank)
+
+    def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
+        """Run ``@main`` on this rank with :func:`hir.run` options."""
+        import hir  # the public entry: the interpreter sits beside the frontend, not below it
+
+        return hir.run(self.module, self.arguments(state_dict, *inputs), **options)
+
+
+def _full(tensor: torch.Tensor) -> torch.Tensor:
+    """A state entry as a plain tensor (a DTensor is gathered: a collective on its mesh)."""
+    if hasattr(tensor, "full_tensor"):
+        tensor = tensor.full_tensor()
+    return tensor.detach()
+
+
+class _Functional(torch.nn.Module):
+    """``module`` with its state passed as leading arguments, so the export lifts parameters
+    to graph inputs instead of freezing them into constants."""
+
+    def __init__(self, module: torch.nn.Module, names: list[str]) -> None:
+        super().__init__()
+        self.inner = module
+        self.names = names
+
+    def forward(self, *args):
+        state = dict(zip(self.names, args[: len(self.names)]))
+        return torch.func.functional_call(self.inner, state, tuple(args[len(self.names):]))
+
+
+def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context) -> tuple[ir.Module, list[str]]:
+    """The ``torch``-dialect module of ``module`` (state first, then inputs) and the state names."""
+    names = list(module.state_dict().keys())
+    state = [t.detach() for t in module.state_dict().values()]
+    what = type(module).__name__
+    # torch.export writes the partial graph of a failed trace to stderr; the error says it.
+    logging.disable(logging.WARNING)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            program = torch.export.export(_Functional(module, names), tuple(state) + tuple(example_args), strict=False)
+    except Exception as err:  # torch.export raises many kinds (UserError, Unsupported, ...)
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise HirError(f"error: torch.export cannot trace {what}: {type(err).__name__}: {first}") from None
+    finally:
+        logging.disable(logging.NOTSET)
+    importer = FxImporter(context=context)
+    importer.import_frozen_program(program, func_name="main")
+    return importer.module, names
+
+
+def from_torch(
+    module: torch.nn.Module,
+    example_args: Sequence[Any],
+    *,
+    mesh: Optional[Sequence[int]] = None,
+    placements: Optional[dict] = None,
+    source_name: Optional[str] = None,
+) -> TorchProgram:
+    """Import ``module`` (called on ``example_args``) as a program-level hir module.
+
+    ``mesh``: the device ids of a 1-D mesh (or a ``torch.distributed.DeviceMesh``), with
+    ``placements`` mapping state names and input positions (``"input0"``...) to a DTensor
+    placement (``Shard(dim)``/``Replicate()``, alone or as a one-element tuple); a module
+    parallelized with ``torch.distributed.tensor.parallel`` brings its own placements on
+    its DTensor parameters. See :mod:`hir.frontend.placements`."""
+    from hir.frontend.placements import mesh_placer
+
+    if not isinstance(example_args, (tuple, list)):
+        example_args = (example_args,)
+    context = new_context()
+    source = source_name or f"<{type(module).__name__}>"
+    local_module, dtensor_placements, dtensor_mesh = _undistribute(module)
+    if mesh is None:
+        mesh = dtensor_mesh
+    with context, ir.Location.unknown():
+        torch_module, names = export_to_torch_mlir(local_module, example_args, context)
+        torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
+        placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
+        hir_module = Partitioner(torch_func, placer, source).build()
+        try:
+            hir_module.operation.verify()
+        except ir.MLIRError as err:
+            raise HirError(format_mlir_error(err, source)) from None
+    return TorchProgram(hir_module, names, len(example_args), placer)
+
+
+def _undistribute(module: torch.nn.Module) -> tuple[torch.nn.Module, dict, Optional[tuple]]:
+    """A module parallelized with DTensor parameters cannot be exported ("non-fx-graphable
+    type DTensorSpec"): read each DTensor's placements and export a copy whose state holds
+    the full tensors instead."""
+    from hir.frontend.placements import dtensor_placements
+
+    found = dtensor_placements(module)
+    if not found:
+        return module, {}, None
+    meshes = {devices for _, devices in found.values()}
+    if len(meshes) != 1:
+        raise HirError(f"error: the DTensor parameters of {type(module).__name__} live on {len(meshes)} different meshes; hir needs one")
+    import copy
+
+    local = copy.deepcopy(module)
+    for name, tensor in list(local.state_dict(keep_vars=True).items()):
+        if name in found:
+            owner_path, _, attr = name.rpartition(".")
+            owner = local.get_submodule(owner_path) if owner_path else local
+            full = tensor.full_tensor().detach()
+            if isinstance(getattr(owner, attr), torch.nn.Parameter):
+                setattr(owner, attr, torch.nn.Parameter(full, requires_grad=False))
+            else:
+                owner.register_buffer(attr, full)
+    for sub in local.modules():  # parallelize_module's hooks redistribute activations
+        sub._forward_hooks.clear()
+        sub._forward_pre_hooks.clear()
+    return local, {n: p for n, (p, _) in found.items()}, meshes.pop()

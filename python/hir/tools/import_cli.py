@@ -1,0 +1,84 @@
+"""``hir-import``: import a PyTorch module from a Python file as a program-level hir module.
+
+The file defines the module and its example inputs as module-level names (defaults
+``module`` and ``example_args``; ``--module``/``--args`` pick others). A callable is called
+with no arguments first (so a file may define ``def module(): return MLP()``). Optional
+``mesh`` and ``placements`` names in the file (or ``--mesh``/``--placements`` naming others)
+shard the program (see ``hir.from_torch``). Errors print as ``error: ...`` with exit status 1.
+"""
+
+import argparse
+import runpy
+import sys
+from typing import Optional, Sequence
+
+from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text
+
+
+def parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(prog="hir-import", description="Import a torch.nn.Module (torch.export + torch-mlir's FX importer) as an hir module.")
+    p.add_argument("file", help="a Python file defining the module and its example inputs")
+    p.add_argument("--module", default="module", help="name of the nn.Module (or a function returning one) in the file (default: module)")
+    p.add_argument("--args", default="example_args", help="name of the example inputs (a tuple, or a function returning one) (default: example_args)")
+    p.add_argument("--mesh", default="mesh", help="name of the device mesh in the file, if any (default: mesh)")
+    p.add_argument("--placements", default="placements", help="name of the placements dict in the file, if any (default: placements)")
+    p.add_argument("-o", "--output", default="-", help="output .mlir file (default: stdout)")
+    return p
+
+
+def _get(namespace: dict, name: str, file: str, required: bool):
+    if name not in namespace:
+        if required:
+            raise KeyError(f"{file}: error: defines no '{name}'")
+        return None
+    value = namespace[name]
+    if callable(value) and not hasattr(value, "forward"):
+        value = value()
+    return value
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    from hir.core import HirError
+    from hir.frontend import from_torch
+
+    try:
+        if args.output != "-":
+            check_writable("-o", args.output)
+    except CliError as err:
+        print(f"hir-import: error: {err}", file=sys.stderr)
+        return 1
+    try:
+        namespace = runpy.run_path(args.file, run_name="__hir_import__")
+    except (OSError, SyntaxError) as err:
+        print(f"{args.file}: error: cannot load: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # noqa: BLE001 - the user's file failed; say so without a traceback
+        print(f"{args.file}: error: loading raised {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    try:
+        module = _get(namespace, args.module, args.file, True)
+        example = _get(namespace, args.args, args.file, True)
+        mesh = _get(namespace, args.mesh, args.file, False)
+        placements = _get(namespace, args.placements, args.file, False)
+        program = from_torch(module, example, mesh=mesh, placements=placements, source_name=args.file)
+    except KeyError as err:
+        print(err.args[0], file=sys.stderr)
+        return 1
+    except HirError as err:
+        print(err, file=sys.stderr)
+        return 1
+    text = str(program.module)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        try:
+            write_atomically(args.output, lambda tmp: write_text(tmp, text))
+        except CliError as err:
+            print(f"hir-import: error: {err}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
