@@ -6,6 +6,7 @@ from typing import Any, Callable, Optional
 
 from torch_mlir import ir
 
+from hir.interpreter.linalg_tensor import dense_constant
 from hir.interpreter.plan import UNSET, Compiler, Step, handles
 
 
@@ -77,8 +78,10 @@ def constant(c: Compiler, op: ir.OpView) -> Optional[Step]:
             value = bool(value)
     elif isinstance(attr, ir.FloatAttr):
         value = attr.value
+    elif isinstance(attr, ir.DenseElementsAttr):  # a tensor constant of a kernel segment
+        value = dense_constant(attr, c.runtime.device)
     else:
-        raise c.error(op, f"constant {attr} is not a scalar (only integer, index and float constants run on the host)")
+        raise c.error(op, f"constant {attr} is not a scalar or dense tensor (only integer, index, float and dense constants run)")
     c.define(op.operation.results[0], value)
     return None
 
