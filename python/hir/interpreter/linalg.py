@@ -25,18 +25,11 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import linalg  # noqa: F401  (typed op views: .inputs / .outputs)
 
+from hir.dialect.linalg_facts import ELEMENTWISE_NAMED
 from hir.interpreter.buffers import torch_dtype
 from hir.interpreter.linalg_payload import COMBINERS, UnsupportedPayload, compile_payload
 from hir.interpreter.plan import Compiler, Step, handles
 
-# Named ops whose every operand is indexed by the identity map over parallel loops.
-ELEMENTWISE_NAMED = tuple(
-    f"linalg.{n}"
-    for n in (
-        "add", "sub", "mul", "div", "div_unsigned", "max", "min", "powf", "exp", "log", "abs", "ceil",
-        "floor", "negf", "reciprocal", "round", "sqrt", "rsqrt", "square", "tanh", "erf", "select",
-    )
-)  # fmt: skip
 _REDUCE: dict[str, Callable] = {"sum": torch.sum, "max": torch.amax, "min": torch.amin, "fmax": torch.amax, "fmin": torch.amin}
 _COMBINE: dict[str, Callable] = {
     "sum": torch.add,
