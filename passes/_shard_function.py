@@ -123,7 +123,7 @@ class FunctionConversion:
     # ----- values ----------------------------------------------------------------------
     def is_data(self, value: ir.Value) -> bool:
         """A tensor of the program (arguments are already retyped to their buffers)."""
-        return value in self.placements or value in self.free or _is_tensor(value)
+        return value in self.placements or _is_tensor(value)
 
     def buffer(self, value: ir.Value, user: ir.Operation) -> ir.Value:
         """The buffer of tensor ``value``; a free value is materialized by a kernel."""
@@ -177,7 +177,7 @@ class FunctionConversion:
             pass
         elif any(_is_tensor(r) for r in op.results):
             self.outline(op)
-        elif not op.regions and not any(self.is_data(v) for v in list(op.operands) + list(op.results)):
+        elif len(op.regions) == 0 and not any(self.is_data(v) for v in list(op.operands) + list(op.results)):
             copy = op.clone(self.ip)  # host scalar arithmetic (e.g. on a device index)
             for index, value in enumerate(op.operands):
                 copy.operands[index] = self.scalar(value, op)
@@ -193,11 +193,7 @@ class FunctionConversion:
         if len(yields) != 2 or ops_per_branch != [1, 1] or list(yields[0]) != list(yields[1]):
             raise _fail(op, "has branches that differ; hir converts only an scf.if whose branches yield the same values")
         for result, value in zip(op.results, yields[0]):
-            for table in (self.buffers, self.scalars, self.placements, self.free):
-                if value in table:
-                    table[result] = table[value]
-            if value in self.zero:
-                self.zero.add(result)
+            result.replace_all_uses_with(value)
 
     def shard_op(self, op: ir.Operation) -> None:
         name = op.name
@@ -230,9 +226,7 @@ class FunctionConversion:
             raise _fail(op, f"reads {source.get_name()}, which is {have}; {op.name} needs it {needed}")
         inp = self.buffer(source, op)
         output = self.alloc(op.results[0], out)
-        attributes = {**attributes, "backend": self.backend}
-        if hir_name != ShiftOp.OPERATION_NAME:
-            attributes["team"] = self.team
+        attributes = {**attributes, "backend": self.backend, "team": self.team}
         operands = [inp, output] + ([attributes.pop("offset")] if hir_name == ShiftOp.OPERATION_NAME else [])
         work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
         self.create(WaitOp.OPERATION_NAME, operands=[work])
