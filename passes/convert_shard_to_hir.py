@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from torch_mlir import ir
 from torch_mlir.dialects import func, shard
 
-from hir.dialect import KERNEL_ATTR
+from hir.dialect import KERNEL_ATTR, load
 from hir.dialect.comm_ops import BACKENDS
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes._shard_function import FunctionConversion
@@ -78,6 +78,7 @@ class ConvertShardToHir(ModulePass):
     def run(self, module: ir.Module) -> None:
         if self.backend not in BACKENDS:
             raise PassFailure(f"hir-convert-shard-to-hir: backend must be one of {', '.join(BACKENDS)}, got '{self.backend}'")
+        load(module.context)  # a module from the FX importer has no hir in its context yet
         grid = _grid(module)
         backend = ir.StringAttr.get(self.backend)
         for op in list(module.body.operations):
