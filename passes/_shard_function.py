@@ -23,6 +23,7 @@ from hir.passes._shard_placement import (
     split_axes_placement,
 )
 
+_DEVICE_INDEX_OPS = (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLinearIndexOp.OPERATION_NAME)
 _REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
 
 
@@ -63,6 +64,7 @@ class FunctionConversion:
         self.block = fn.regions[0].blocks[0]
         self.buffers: dict = {}  # tensor value -> its buffer
         self.scalars: dict = {}  # host scalar value -> its value in the converted function
+        self.host: dict = {}  # host scalar value -> its producer, cloned on first use
         self.placements: dict = {}
         self.arg_tensor_types: dict = {}  # argument -> its tensor type before retyping
         self.free: dict = {}  # value -> producer cloned where the value is read
@@ -136,8 +138,24 @@ class FunctionConversion:
         raise _fail(user, f"reads {value.get_name()}, which has no buffer")
 
     def scalar(self, value: ir.Value, user: ir.Operation) -> ir.Value:
-        if value not in self.scalars:
+        """``value`` in the host program: host arithmetic is cloned where first used, so the
+        device-index guards of folded ``scf.if``s and kernel-only constants leave nothing."""
+        if value in self.scalars:
+            return self.scalars[value]
+        op = self.host.get(value)
+        if op is None:
             raise _fail(user, f"reads host value {value.get_name()}, which the conversion could not compute")
+        if op.name in _DEVICE_INDEX_OPS:
+            index = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
+            results = [index] * len(op.results)
+        else:
+            operands = [self.scalar(v, op) for v in op.operands]
+            copy = op.clone(self.ip)
+            for position, operand in enumerate(operands):
+                copy.operands[position] = operand
+            results = list(copy.results)
+        for old, new in zip(op.results, results):
+            self.scalars[old] = new
         return self.scalars[value]
 
     def placement(self, value: ir.Value) -> Placement:
@@ -158,8 +176,8 @@ class FunctionConversion:
         name = op.name
         if name == arith.ConstantOp.OPERATION_NAME:
             self.free[op.results[0]] = op
-            if not _is_tensor(op.results[0]):  # host scalars also exist in the host program
-                self.scalars[op.results[0]] = op.clone(self.ip).results[0]
+            if not _is_tensor(op.results[0]):  # host scalars may also be read by the host program
+                self.host[op.results[0]] = op
         elif name == tensor.EmptyOp.OPERATION_NAME:
             self.free[op.results[0]] = op
         elif name == linalg.FillOp.OPERATION_NAME and all(v in self.free for v in op.operands):
@@ -178,11 +196,8 @@ class FunctionConversion:
         elif any(_is_tensor(r) for r in op.results):
             self.outline(op)
         elif len(op.regions) == 0 and not any(self.is_data(v) for v in list(op.operands) + list(op.results)):
-            copy = op.clone(self.ip)  # host scalar arithmetic (e.g. on a device index)
-            for index, value in enumerate(op.operands):
-                copy.operands[index] = self.scalar(value, op)
-            for old, new in zip(op.results, copy.results):
-                self.scalars[old] = new
+            for result in op.results:  # host scalar arithmetic (e.g. on a device index)
+                self.host[result] = op
         else:
             raise _fail(op, "cannot be converted to hir (no tensor result to outline and not host arithmetic)")
 
@@ -197,10 +212,9 @@ class FunctionConversion:
 
     def shard_op(self, op: ir.Operation) -> None:
         name = op.name
-        if name in (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLinearIndexOp.OPERATION_NAME):
-            index = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
+        if name in _DEVICE_INDEX_OPS:
             for result in op.results:
-                self.scalars[result] = index
+                self.host[result] = op
             return
         if name in (shard.ShardOp.OPERATION_NAME, shard.ShardingOp.OPERATION_NAME):
             raise _fail(op, "is a sharding annotation: partition the program first (sharding-propagation, shard-partition; or use the hir-from-shard pipeline)")

@@ -14,8 +14,8 @@ import os
 import sys
 
 import pytest
+from interp_util import gelu_generic
 
-GELU_MAP = "affine_map<(d0, d1) -> (d0, d1)>"
 
 
 def handwritten(n: int) -> list:
@@ -37,15 +37,7 @@ def handwritten(n: int) -> list:
   %e = tensor.empty() : tensor<8x16xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
   %h = linalg.matmul ins(%x, %w1 : tensor<8x16xf32>, tensor<16x16xf32>) outs(%f : tensor<8x16xf32>) -> tensor<8x16xf32>
-  %g = linalg.generic {{indexing_maps = [{GELU_MAP}, {GELU_MAP}], iterator_types = ["parallel", "parallel"]}} ins(%h : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {{
-  ^bb0(%in: f32, %o: f32):
-    %0 = arith.divf %in, %cs : f32
-    %1 = math.erf %0 : f32
-    %2 = arith.addf %1, %c1 : f32
-    %3 = arith.mulf %2, %ch : f32
-    %4 = arith.mulf %in, %3 : f32
-    linalg.yield %4 : f32
-  }} -> tensor<8x16xf32>
+{gelu_generic("%g", "%h")}
   %i = shard.process_multi_index on @g axes = [0] : index
   %is0 = arith.cmpi eq, %i, %c0 : index
   %init = scf.if %is0 -> (tensor<8x16xf32>) {{

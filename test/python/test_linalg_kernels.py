@@ -3,9 +3,8 @@ the same computation written directly in torch."""
 
 import pytest
 import torch
-from interp_util import mem, program, run
+from interp_util import gelu_generic, mem, program, run
 
-import hir
 from hir.core import HirError
 
 
@@ -42,15 +41,7 @@ GELU = """
   %ch = arith.constant 5.000000e-01 : f32
   %cs = arith.constant 1.41421354 : f32
   %e = tensor.empty() : tensor<8x16xf32>
-  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t0 : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
-  ^bb0(%in: f32, %o: f32):
-    %0 = arith.divf %in, %cs : f32
-    %1 = math.erf %0 : f32
-    %2 = arith.addf %1, %c1 : f32
-    %3 = arith.mulf %2, %ch : f32
-    %4 = arith.mulf %in, %3 : f32
-    linalg.yield %4 : f32
-  } -> tensor<8x16xf32>"""
+""" + gelu_generic("%r", "%t0")
 
 
 def test_gelu_payload_of_the_shard_probes():

@@ -1,4 +1,6 @@
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-shard-to-hir{backend=gloo})' | FileCheck %s
+// (In test/Conversion, not test/Transforms: the inputs are shard-dialect tensor programs, which
+// the interpreter does not run; test/python/test_from_shard.py runs them converted.)
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-shard-to-hir{backend=gloo},hir-lower)' | FileCheck %s --check-prefix=LOWER
 
 // Hand-written partitioned shard programs (local tensor shapes, as shard-partition leaves
@@ -70,9 +72,25 @@ func.func @shift(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0]]>})
 
 // -----
 
+// Host arithmetic on the device index stays in the host program, cloned where it is used.
+// CHECK-LABEL: func.func @device
+// CHECK:       %[[I:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>} : () -> index
+// CHECK-NEXT:  %[[C:.*]] = arith.constant 2 : index
+// CHECK-NEXT:  %[[J:.*]] = arith.muli %[[I]], %[[C]] : index
+// CHECK-NEXT:  return %arg0, %[[J]]
+shard.grid @g(shape = 4)
+func.func @device(%x: tensor<4xf32>) -> (tensor<4xf32>, index) {
+  %i = shard.process_linear_index on @g : index
+  %c2 = arith.constant 2 : index
+  %j = arith.muli %i, %c2 : index
+  return %x, %j : tensor<4xf32>, index
+}
+
+// -----
+
 // The tensor-parallel MLP as shard-partition leaves it: the zero-init column-parallel matmul
 // is an hir.matmul, gelu a kernel segment, the row-parallel matmul (a partial product) a
-// kernel segment writing the device axis, the init guarded by scf.if folds away.
+// kernel segment writing the device axis, the init guarded by scf.if folds away (and its device-index guard with it).
 // CHECK-LABEL: func.func private @mlp_kernel_0
 // CHECK-SAME:  attributes {hir.kernel}
 // CHECK:       builtin.unrealized_conversion_cast %arg0 : memref<8x64xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>> to memref<8x16xf32>
@@ -91,11 +109,11 @@ func.func @shift(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0]]>})
 // CHECK-NEXT:  "hir.matmul"(%arg0, %arg1, %[[H]])
 // CHECK:       %[[G:.*]] = memref.alloc() : memref<8x64xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
 // CHECK-NEXT:  call @mlp_kernel_0(%[[H]], %[[G]])
-// CHECK-NEXT:  "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>}
 // CHECK:       %[[P:.*]] = memref.alloc() : memref<4x8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
 // CHECK-NEXT:  call @mlp_kernel_1(%[[G]], %arg2, %[[P]])
 // CHECK:       "hir.allreduce"(%[[P]], %{{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1, 2, 3>}
 // CHECK-NOT:   scf.if
+// CHECK-NOT:   hir.device_index
 // LOWER-LABEL: func.func @mlp
 // LOWER:       memref.dealloc
 #map = affine_map<(d0, d1) -> (d0, d1)>
