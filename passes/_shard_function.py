@@ -6,7 +6,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, linalg, scf, shard, tensor
 
-from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, MatmulOp, BinaryOp, ReduceScatterOp, ScatterOp, ShiftOp, WaitOp
+from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, MatmulOp, BinaryOp, ReduceScatterOp, ShiftOp, WaitOp
 from hir.dialect.linalg_facts import BINARY_NAMED
 from hir.passes.base import PassFailure
 from hir.passes._shard_kernels import Port, build_kernel, closure
@@ -70,6 +70,7 @@ class FunctionConversion:
         self.free: dict = {}  # value -> producer cloned where the value is read
         self.zero: set = set()  # free values known to be all zeros
         self.kernels = 0
+        self.rewritten: dict = {}  # position of an op -> ops added in its place to the tensor program
         self.team = ir.DenseI64ArrayAttr.get(list(grid.mesh))
         self.work_type = ir.Type.parse("!hir.work")
 
@@ -77,7 +78,8 @@ class FunctionConversion:
     def run(self) -> None:
         ops = [op.operation for op in self.block.operations]
         self.arguments()
-        for op in ops[:-1]:
+        for position, op in enumerate(ops[:-1]):
+            self.position = position
             self.ip = ir.InsertionPoint(op)
             self.loc = op.location
             self.convert(op)
@@ -86,8 +88,10 @@ class FunctionConversion:
         results = [self.buffer(v, ret) if self.is_data(v) else self.scalar(v, ret) for v in ret.operands]
         for index, value in enumerate(results):
             ret.operands[index] = value
-        for op in reversed(ops[:-1]):
-            op.erase()
+        for position in reversed(range(len(ops) - 1)):  # users before producers
+            ops[position].erase()
+            for op in self.rewritten.get(position, []):
+                op.erase()
         arg_types = [a.type for a in self.block.arguments]
         self.fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [v.type for v in results]))
 
@@ -265,8 +269,27 @@ class FunctionConversion:
         self.collective(op, PARTIAL, split(dim), ReduceScatterOp.OPERATION_NAME, attrs)
 
     def all_slice(self, op: ir.Operation) -> None:
-        dim = _index_attr(op, "slice_axis")
-        self.collective(op, REPLICATED, split(dim), ScatterOp.OPERATION_NAME, {"axis": _i64(dim), "root": _i64(0)})
+        """No communication: each device keeps its slice of the replicated input. Rewritten in
+        the tensor program as ``tensor.extract_slice`` at the device's offset, then outlined."""
+        source, dim = op.operands[0], _index_attr(op, "slice_axis")
+        if self.placement(source) not in (REPLICATED, FREE):
+            raise _fail(op, f"reads {source.get_name()}, which is {self.placement(source)}; shard.all_slice needs it replicated")
+        result = op.results[0]
+        shape = list(ir.RankedTensorType(result.type).shape)
+        index = ir.IndexType.get()
+        with self.loc, self.ip:
+            device = shard.ProcessLinearIndexOp(self.grid.name).result
+            chunk = arith.ConstantOp(index, shape[dim]).result
+            offset = arith.MulIOp(device, chunk).result
+            offsets = [0] * len(shape)
+            offsets[dim] = ir.ShapedType.get_dynamic_stride_or_offset()
+            local = tensor.ExtractSliceOp(result.type, source, [offset], [], [], offsets, shape, [1] * len(shape))
+        for value in (device, chunk, offset):
+            self.host[value] = value.owner.operation
+        self.rewritten[self.position] = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation]
+        self.placements[local.result] = split(dim)
+        self.kernel(local.operation, [local.result])
+        result.replace_all_uses_with(local.result)
 
     def shift(self, op: ir.Operation) -> None:
         if "rotate" not in op.attributes:

@@ -7,8 +7,8 @@ program-level host program on which ``hir-lower`` runs unchanged.
 * every tensor gets one buffer whose type carries the global shape and the ``#hir.shard``
   placement recovered for it (``_shard_placement.py``; partial sums get a device axis);
 * ``shard.all_gather`` / ``all_reduce`` / ``reduce_scatter`` -> ``hir.allgather`` /
-  ``allreduce`` / ``reduce_scatter`` + ``hir.wait``; ``shard.all_slice`` -> ``hir.scatter``
-  from device 0 (hir has no local-slice op for placed buffers; all copies are equal);
+  ``allreduce`` / ``reduce_scatter`` + ``hir.wait``; ``shard.all_slice`` (no communication)
+  -> a kernel segment taking ``tensor.extract_slice`` at the device's offset;
   ``shard.shift`` (rotating) -> ``hir.shift``; ``shard.process_multi_index`` /
   ``process_linear_index`` -> ``hir.device_index``;
 * ``linalg.matmul`` / ``batch_matmul`` into a zero fill -> ``hir.matmul``; elementwise named

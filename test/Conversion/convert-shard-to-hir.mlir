@@ -48,9 +48,16 @@ func.func @reduce_scatter(%p: tensor<8x16xf32>) -> tensor<2x16xf32> {
 
 // -----
 
+// all_slice moves no data: each device slices the replicated input at its own offset.
+// CHECK-LABEL: func.func private @all_slice_kernel_0
+// CHECK:       tensor.extract_slice %{{.*}}[0, %arg1] [8, 4] [1, 1] : tensor<8x16xf32> to tensor<8x4xf32>
 // CHECK-LABEL: func.func @all_slice
 // CHECK-SAME:  -> memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
-// CHECK:       "hir.scatter"(%arg0, %{{.*}}) {axis = 1 : i64, backend = "gloo", root = 0 : i64, team = array<i64: 0, 1, 2, 3>}
+// CHECK:       %[[I:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>}
+// CHECK-NEXT:  %[[C:.*]] = arith.constant 4 : index
+// CHECK-NEXT:  %[[O:.*]] = arith.muli %[[I]], %[[C]]
+// CHECK-NEXT:  %[[OUT:.*]] = memref.alloc()
+// CHECK-NEXT:  call @all_slice_kernel_0(%arg0, %[[O]], %[[OUT]])
 shard.grid @g(shape = 4)
 func.func @all_slice(%x: tensor<8x16xf32>) -> tensor<8x4xf32> {
   %s = shard.all_slice %x on @g grid_axes = [0] slice_axis = 1 : tensor<8x16xf32> -> tensor<8x4xf32>

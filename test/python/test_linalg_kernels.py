@@ -173,3 +173,10 @@ def test_non_projected_map_is_a_plan_time_error():
     )  # fmt: skip
     with pytest.raises(HirError, match=r"'linalg.generic' indexing map .* only loop dims and constants run"):
         program(kernel_module(body, [[5], [2]], [4]))
+
+
+def test_extract_slice_static_and_strided():
+    body = "  %r = tensor.extract_slice %t0[1, 2] [2, 3] [1, 2] : tensor<4x8xf32> to tensor<2x3xf32>"
+    x = torch.randn(4, 8)
+    (got,) = run(kernel_module(body, [[4, 8]], [2, 3]), [x])
+    assert torch.equal(got, x[1:3, 2:8:2])

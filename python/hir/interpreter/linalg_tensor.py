@@ -6,6 +6,7 @@ the FX importer put around them (issue 15), on tensor values inside kernel segme
     %t = linalg.transpose ins(%a) outs(%e) permutation = [1, 0]    -> a.permute
     %b = linalg.broadcast ins(%v) outs(%e) dimensions = [0]  -> v.unsqueeze.expand
     %x = tensor.expand_shape / tensor.collapse_shape         -> reshape (a view when possible)
+    %s = tensor.extract_slice %t[0, %o] [8, 4] [1, 1]       -> a strided view (shard.all_slice)
     %k = arith.constant dense<...> : tensor<...>             -> a torch tensor made once
 
 Results are new values: nothing here writes a tensor in place.
@@ -114,6 +115,43 @@ def reshape(c: Compiler, op: ir.OpView) -> Optional[Step]:
         env[out] = env[src].reshape(shape_of(env))
 
     return reshape_step
+
+
+def _static_or_slot(static: list[int], slots: list[int]) -> list:
+    """Each entry: an int (static) or ("slot", n) for a dynamic entry read at run time."""
+    dynamic = iter(slots)
+    return [("slot", next(dynamic)) if v == DYNAMIC_INDEX else v for v in static]
+
+
+DYNAMIC_INDEX = ir.ShapedType.get_dynamic_stride_or_offset()  # also MLIR's dynamic size marker
+
+
+@handles("tensor.extract_slice")
+def extract_slice(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    """Offsets, sizes and strides (static or index operands) as one slice per dim; a
+    rank-reducing slice is refused (its dropped dims are not recorded here)."""
+    slots = c.uses(op)
+    counts = list(ir.DenseI32ArrayAttr(op.operation.attributes["operandSegmentSizes"]))
+    src = slots[0]
+    dyn = slots[1:]
+    offsets = _static_or_slot(c.i64_array(op, "static_offsets"), dyn[: counts[1]])
+    sizes = _static_or_slot(c.i64_array(op, "static_sizes"), dyn[counts[1] : counts[1] + counts[2]])
+    strides = _static_or_slot(c.i64_array(op, "static_strides"), dyn[counts[1] + counts[2] :])
+    if ir.ShapedType(op.operation.results[0].type).rank != len(sizes):
+        raise c.error(op, "drops unit dims (a rank-reducing slice), which the interpreter does not run")
+    out = c.define(op.operation.results[0])
+
+    def value(entry, env):
+        return env[entry[1]] if isinstance(entry, tuple) else entry
+
+    def slice_step(env: list) -> None:
+        index = []
+        for o, n, s in zip(offsets, sizes, strides):
+            start, step = value(o, env), value(s, env)
+            index.append(slice(start, start + value(n, env) * step, step))
+        env[out] = env[src][tuple(index)]
+
+    return slice_step
 
 
 def dense_constant(attr: ir.DenseElementsAttr, device: torch.device) -> torch.Tensor:
