@@ -56,6 +56,8 @@ def _needed_by_collective(op: ir.Operation) -> Optional[Placement]:
 
 
 class FunctionConversion:
+    """Converts one function in place; kernel segments are added before it in the module."""
+
     def __init__(self, fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:
         self.fn = fn
         self.grid = grid
@@ -258,15 +260,15 @@ class FunctionConversion:
 
     def all_gather(self, op: ir.Operation) -> None:
         axis = _index_attr(op, "gather_axis")
-        self.collective(op, split(axis), REPLICATED, AllgatherOp.OPERATION_NAME, {"axis": _i64(axis)})
+        self.collective(op, _needed_by_collective(op), REPLICATED, AllgatherOp.OPERATION_NAME, {"axis": _i64(axis)})
 
     def all_reduce(self, op: ir.Operation) -> None:
-        self.collective(op, PARTIAL, REPLICATED, AllreduceOp.OPERATION_NAME, {"axis": _i64(0), "reduction": self.reduction(op)})
+        self.collective(op, _needed_by_collective(op), REPLICATED, AllreduceOp.OPERATION_NAME, {"axis": _i64(0), "reduction": self.reduction(op)})
 
     def reduce_scatter(self, op: ir.Operation) -> None:
         dim = _index_attr(op, "scatter_dim")
         attrs = {"axis": _i64(0), "scatter_axis": _i64(dim + 1), "reduction": self.reduction(op)}
-        self.collective(op, PARTIAL, split(dim), ReduceScatterOp.OPERATION_NAME, attrs)
+        self.collective(op, _needed_by_collective(op), split(dim), ReduceScatterOp.OPERATION_NAME, attrs)
 
     def all_slice(self, op: ir.Operation) -> None:
         """No communication: each device keeps its slice of the replicated input. Rewritten in
