@@ -8,7 +8,7 @@ from torch_mlir.dialects import arith, func, linalg, scf, shard, tensor
 
 from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, MatmulOp, BinaryOp, ReduceScatterOp, ShiftOp, WaitOp
 from hir.dialect.linalg_facts import BINARY_NAMED
-from hir.passes.base import PassFailure
+from hir.passes import PassFailure
 from hir.passes._shard_kernels import Port, build_kernel, closure
 from hir.passes._shard_placement import (
     FREE,

@@ -48,7 +48,7 @@ from torch_mlir.dialects import func, shard
 
 from hir.dialect import KERNEL_ATTR, load
 from hir.dialect.comm_ops import BACKENDS
-from hir.passes.base import ModulePass, PassFailure, register_pass
+from hir.passes import ModulePass, PassFailure, register_pass
 from hir.passes._shard_function import FunctionConversion
 from hir.passes._shard_placement import Grid
 

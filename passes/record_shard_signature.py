@@ -29,7 +29,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import func, shard
 
-from hir.passes.base import ModulePass, register_pass
+from hir.passes import ModulePass, register_pass
 from hir.passes._shard_placement import SPLIT_AXES_ATTR
 
 
