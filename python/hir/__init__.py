@@ -6,13 +6,14 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
     hir.lower(module, pipeline="hir-lower")       # run passes in place
     outputs = hir.run(module, [x, y])             # execute with torch
     program = hir.from_torch(nn_module, (x,))     # import a PyTorch module (program.module)
+    hir.from_shard(module)                        # annotated shard-dialect program -> hir
 """
 
 from typing import Any, Optional
 
 from hir.core import HirError, new_context, parse
 
-__all__ = ["HirError", "new_context", "parse", "lower", "run", "from_torch"]
+__all__ = ["HirError", "new_context", "parse", "lower", "run", "from_torch", "from_shard"]
 
 
 def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
@@ -39,3 +40,13 @@ def from_torch(module, example_args, **options: Any):
     from hir.frontend import from_torch as _from_torch
 
     return _from_torch(module, example_args, **options)
+def from_shard(module, *, backend: str = "nccl", source_name: Optional[str] = None, **instrumentation: Any):
+    """Turn a module of MLIR's ``shard`` dialect (a ``shard.grid`` and tensor functions with
+    ``shard.shard`` annotations) into an hir program in place and return it: the
+    ``hir-from-shard`` pipeline (record the signature's shardings, upstream
+    sharding-propagation / shard-partition / shard-simplify, hir-convert-shard-to-hir),
+    its collectives on ``backend``. ``hir.lower`` then applies as to any hir program."""
+    from hir.passes import PIPELINES
+
+    pipeline = PIPELINES["hir-from-shard"].replace("hir-convert-shard-to-hir", f"hir-convert-shard-to-hir{{backend={backend}}}")
+    return lower(module, pipeline, source_name=source_name, **instrumentation)

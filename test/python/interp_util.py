@@ -27,3 +27,18 @@ def unary_func(body: str, args: str, results: str = "", ret: str = "return") -> 
 
 def same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and torch.allclose(a, b, atol=1e-5)
+
+
+def gelu_generic(result: str, source: str, init: str = "%e", shape: str = "tensor<8x16xf32>") -> str:
+    """The erf-gelu ``linalg.generic`` that the FX importer (and so shard-partition) emits;
+    the caller defines the f32 constants ``%c1`` (1.0), ``%ch`` (0.5) and ``%cs`` (sqrt 2)."""
+    identity = "affine_map<(d0, d1) -> (d0, d1)>"
+    return f"""  {result} = linalg.generic {{indexing_maps = [{identity}, {identity}], iterator_types = ["parallel", "parallel"]}} ins({source} : {shape}) outs({init} : {shape}) {{
+  ^bb0(%in: f32, %o: f32):
+    %0 = arith.divf %in, %cs : f32
+    %1 = math.erf %0 : f32
+    %2 = arith.addf %1, %c1 : f32
+    %3 = arith.mulf %2, %ch : f32
+    %4 = arith.mulf %in, %3 : f32
+    linalg.yield %4 : f32
+  }} -> {shape}"""

@@ -28,6 +28,10 @@ PIPELINES: dict[str, str] = {
     # num-streams pool streams; see passes/reuse_stream_buffers.py).
     "hir-lower-reuse": "hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
     "hir-reuse-stream-buffers,hir-insert-deallocations,canonicalize,cse",
+    # An annotated upstream shard program -> hir (issue 15): record the signature's
+    # shardings, propagate and partition upstream, then convert (docs/from-shard.md).
+    "hir-from-shard": "hir-record-shard-signature,func.func(sharding-propagation,cse,shard-partition,canonicalize,cse),"
+    "shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
 }
 
 

@@ -4,4 +4,4 @@ use (``memory`` for memref, ``arith``, ``func``, ``tensors`` for tensor values i
 ``aten`` for torch-mlir's ``torch`` dialect ops in them). Importing this package registers them all
 (see :mod:`hir.interpreter.registry`)."""
 
-from hir.interpreter.ops import arith, aten, comm, compute, control, func, memory, p2p, streams, tensors, views  # noqa: F401
+from hir.interpreter.ops import arith, aten, comm, compute, control, func, linalg, linalg_tensor, memory, p2p, streams, tensors, views  # noqa: F401

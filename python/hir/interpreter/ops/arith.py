@@ -8,6 +8,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith
 
 from hir.dialect.base import get_int
+from hir.interpreter.ops.linalg_tensor import dense_constant
 from hir.interpreter.plan import UNSET, Compiler, Step
 from hir.interpreter.registry import impl, register_impls
 
@@ -117,8 +118,10 @@ class ArithImpls:
                 value = bool(value)
         elif isinstance(attr, ir.FloatAttr):
             value = attr.value
+        elif isinstance(attr, ir.DenseElementsAttr):  # a tensor constant of a kernel segment
+            value = dense_constant(attr, c.runtime.device)
         else:
-            raise c.error(op, f"constant {attr} is not a scalar (only integer, index and float constants run on the host)")
+            raise c.error(op, f"constant {attr} is not a scalar or dense tensor (only integer, index, float and dense constants run)")
         c.define(op.operation.results[0], value)
         return None
 

@@ -1,0 +1,362 @@
+"""The conversion of one partitioned function (``hir-convert-shard-to-hir``): walks its ops
+in order, building the hir program before each one, then erases the tensor program."""
+
+from typing import Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, func, linalg, scf, shard, tensor
+
+from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, MatmulOp, BinaryOp, ReduceScatterOp, ShiftOp, WaitOp
+from hir.dialect.linalg_facts import BINARY_NAMED
+from hir.passes.base import PassFailure
+from hir.passes._shard_kernels import Port, build_kernel, closure
+from hir.passes._shard_placement import (
+    FREE,
+    PARTIAL,
+    REPLICATED,
+    SPLIT_AXES_ATTR,
+    Grid,
+    Placement,
+    PlacementError,
+    infer,
+    split,
+    split_axes_placement,
+)
+
+_DEVICE_INDEX_OPS = (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLinearIndexOp.OPERATION_NAME)
+_REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
+
+
+def _is_tensor(value: ir.Value) -> bool:
+    return isinstance(value.type, ir.RankedTensorType)
+
+
+def _fail(op: ir.Operation, message: str) -> PassFailure:
+    return PassFailure(f"'{op.name}' op {message}", op.location)
+
+
+def _index_attr(op: ir.Operation, name: str) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+def _i64(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def _needed_by_collective(op: ir.Operation) -> Optional[Placement]:
+    """The placement collective ``op`` needs of its operand (None: not a collective)."""
+    name = op.name
+    if name == shard.AllGatherOp.OPERATION_NAME:
+        return split(_index_attr(op, "gather_axis"))
+    if name in (shard.AllReduceOp.OPERATION_NAME, shard.ReduceScatterOp.OPERATION_NAME):
+        return PARTIAL
+    if name == shard.AllSliceOp.OPERATION_NAME:
+        return REPLICATED
+    return None
+
+
+class FunctionConversion:
+    """Converts one function in place; kernel segments are added before it in the module."""
+
+    def __init__(self, fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:
+        self.fn = fn
+        self.grid = grid
+        self.backend = backend
+        self.name = ir.StringAttr(fn.attributes["sym_name"]).value
+        self.block = fn.regions[0].blocks[0]
+        self.buffers: dict = {}  # tensor value -> its buffer
+        self.scalars: dict = {}  # host scalar value -> its value in the converted function
+        self.host: dict = {}  # host scalar value -> its producer, cloned on first use
+        self.placements: dict = {}
+        self.arg_tensor_types: dict = {}  # argument -> its tensor type before retyping
+        self.free: dict = {}  # value -> producer cloned where the value is read
+        self.zero: set = set()  # free values known to be all zeros
+        self.kernels = 0
+        self.rewritten: dict = {}  # position of an op -> ops added in its place to the tensor program
+        self.team = ir.DenseI64ArrayAttr.get(list(grid.mesh))
+        self.work_type = ir.Type.parse("!hir.work")
+
+    # ----- driver ----------------------------------------------------------------------
+    def run(self) -> None:
+        ops = [op.operation for op in self.block.operations]
+        self.arguments()
+        for position, op in enumerate(ops[:-1]):
+            self.position = position
+            self.ip = ir.InsertionPoint(op)
+            self.loc = op.location
+            self.convert(op)
+        ret = ops[-1]
+        self.ip, self.loc = ir.InsertionPoint(ret), ret.location
+        results = [self.buffer(v, ret) if self.is_data(v) else self.scalar(v, ret) for v in ret.operands]
+        for index, value in enumerate(results):
+            ret.operands[index] = value
+        for position in reversed(range(len(ops) - 1)):  # users before producers
+            ops[position].erase()
+            for op in self.rewritten.get(position, []):
+                op.erase()
+        arg_types = [a.type for a in self.block.arguments]
+        self.fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [v.type for v in results]))
+
+    def arguments(self) -> None:
+        attrs = self.fn.attributes
+        arg_attrs = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
+        for index, arg in enumerate(self.block.arguments):
+            if not _is_tensor(arg):
+                self.scalars[arg] = arg
+                continue
+            placement = self.argument_placement(arg, arg_attrs[index] if index < len(arg_attrs) else None)
+            self.placements[arg] = placement
+            self.arg_tensor_types[arg] = arg.type
+            arg.set_type(self.grid.buffer_type(arg.type, placement))
+            self.buffers[arg] = arg
+        if "arg_attrs" in attrs:  # the recorded placements now live in the types
+            del attrs["arg_attrs"]
+        if "res_attrs" in attrs:
+            del attrs["res_attrs"]
+
+    def argument_placement(self, arg: ir.Value, attrs: Optional[ir.Attribute]) -> Placement:
+        rank = ir.RankedTensorType(arg.type).rank
+        entries = {named.name: named.attr for named in ir.DictAttr(attrs)} if attrs is not None else {}
+        if SPLIT_AXES_ATTR in entries:
+            try:
+                return split_axes_placement(entries[SPLIT_AXES_ATTR], rank)
+            except PlacementError as err:
+                raise PassFailure(f"'func.func' op argument #{arg.arg_number}: {err}", self.fn.location) from None
+        for use in arg.uses:  # no record: what the first collective reading it needs
+            needed = _needed_by_collective(use.owner)
+            if needed is not None:
+                return needed
+        return REPLICATED
+
+    # ----- values ----------------------------------------------------------------------
+    def is_data(self, value: ir.Value) -> bool:
+        """A tensor of the program (arguments are already retyped to their buffers)."""
+        return value in self.placements or _is_tensor(value)
+
+    def buffer(self, value: ir.Value, user: ir.Operation) -> ir.Value:
+        """The buffer of tensor ``value``; a free value is materialized by a kernel."""
+        if value in self.buffers:
+            return self.buffers[value]
+        if value in self.free:
+            self.placements[value] = REPLICATED
+            self.kernel(self.free[value], [value])
+            return self.buffers[value]
+        raise _fail(user, f"reads {value.get_name()}, which has no buffer")
+
+    def scalar(self, value: ir.Value, user: ir.Operation) -> ir.Value:
+        """``value`` in the host program: host arithmetic is cloned where first used, so the
+        device-index guards of folded ``scf.if``s and kernel-only constants leave nothing."""
+        if value in self.scalars:
+            return self.scalars[value]
+        op = self.host.get(value)
+        if op is None:
+            raise _fail(user, f"reads host value {value.get_name()}, which the conversion could not compute")
+        if op.name in _DEVICE_INDEX_OPS:
+            index = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
+            results = [index] * len(op.results)
+        else:
+            operands = [self.scalar(v, op) for v in op.operands]
+            copy = op.clone(self.ip)
+            for position, operand in enumerate(operands):
+                copy.operands[position] = operand
+            results = list(copy.results)
+        for old, new in zip(op.results, results):
+            self.scalars[old] = new
+        return self.scalars[value]
+
+    def placement(self, value: ir.Value) -> Placement:
+        return self.placements.get(value, FREE if value in self.free else REPLICATED)
+
+    def create(self, name: str, operands=(), results=(), attributes=None) -> ir.Operation:
+        with self.loc:
+            return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attributes, ip=self.ip)
+
+    def alloc(self, value: ir.Value, placement: Placement) -> ir.Value:
+        buffer_type = self.grid.buffer_type(value.type, placement)
+        out = self.create("memref.alloc", results=[buffer_type], attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])}).result
+        self.buffers[value], self.placements[value] = out, placement
+        return out
+
+    # ----- ops -------------------------------------------------------------------------
+    def convert(self, op: ir.Operation) -> None:
+        name = op.name
+        if name == arith.ConstantOp.OPERATION_NAME:
+            self.free[op.results[0]] = op
+            if not _is_tensor(op.results[0]):  # host scalars may also be read by the host program
+                self.host[op.results[0]] = op
+        elif name == tensor.EmptyOp.OPERATION_NAME:
+            self.free[op.results[0]] = op
+        elif name == linalg.FillOp.OPERATION_NAME and all(v in self.free for v in op.operands):
+            self.free[op.results[0]] = op
+            value = self.free[op.operands[0]].attributes["value"]
+            if isinstance(value, (ir.FloatAttr, ir.IntegerAttr)) and value.value == 0:
+                self.zero.add(op.results[0])
+        elif name == scf.IfOp.OPERATION_NAME:
+            self.fold_if(op)
+        elif name.startswith("shard."):
+            self.shard_op(op)
+        elif name in (linalg.MatmulOp.OPERATION_NAME, linalg.BatchMatmulOp.OPERATION_NAME) and self.matmul(op):
+            pass
+        elif name in BINARY_NAMED and self.binary(op):
+            pass
+        elif any(_is_tensor(r) for r in op.results):
+            self.outline(op)
+        elif len(op.regions) == 0 and not any(self.is_data(v) for v in list(op.operands) + list(op.results)):
+            for result in op.results:  # host scalar arithmetic (e.g. on a device index)
+                self.host[result] = op
+        else:
+            raise _fail(op, "cannot be converted to hir (no tensor result to outline and not host arithmetic)")
+
+    def fold_if(self, op: ir.Operation) -> None:
+        """Partitioning guards an init by the device index; both branches often yield the same."""
+        yields = [list(region.blocks[0].operations)[-1].operation.operands for region in op.regions if region.blocks]
+        ops_per_branch = [len(list(region.blocks[0].operations)) for region in op.regions if region.blocks]
+        if len(yields) != 2 or ops_per_branch != [1, 1] or list(yields[0]) != list(yields[1]):
+            raise _fail(op, "has branches that differ; hir converts only an scf.if whose branches yield the same values")
+        for result, value in zip(op.results, yields[0]):
+            result.replace_all_uses_with(value)
+
+    def shard_op(self, op: ir.Operation) -> None:
+        name = op.name
+        if name in _DEVICE_INDEX_OPS:
+            for result in op.results:
+                self.host[result] = op
+            return
+        if name in (shard.ShardOp.OPERATION_NAME, shard.ShardingOp.OPERATION_NAME):
+            raise _fail(op, "is a sharding annotation: partition the program first (sharding-propagation, shard-partition; or use the hir-from-shard pipeline)")
+        handler = {
+            shard.AllGatherOp.OPERATION_NAME: self.all_gather,
+            shard.AllReduceOp.OPERATION_NAME: self.all_reduce,
+            shard.ReduceScatterOp.OPERATION_NAME: self.reduce_scatter,
+            shard.AllSliceOp.OPERATION_NAME: self.all_slice,
+            shard.ShiftOp.OPERATION_NAME: self.shift,
+        }.get(name)
+        if handler is None:
+            raise _fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, shift, process_multi_index, process_linear_index)")
+        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
+            raise _fail(op, f"runs on grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
+        if list(ir.DenseI16ArrayAttr(op.attributes["grid_axes"])) != [0]:
+            raise _fail(op, "must run over grid axis 0 of the 1-D grid")
+        handler(op)
+
+    def collective(self, op: ir.Operation, needed: Placement, out: Placement, hir_name: str, attributes: dict) -> ir.Value:
+        source = op.operands[0]
+        have = self.placement(source)
+        if have != needed and not (have == FREE and needed == REPLICATED):
+            raise _fail(op, f"reads {source.get_name()}, which is {have}; {op.name} needs it {needed}")
+        inp = self.buffer(source, op)
+        output = self.alloc(op.results[0], out)
+        attributes = {**attributes, "backend": self.backend, "team": self.team}
+        operands = [inp, output] + ([attributes.pop("offset")] if hir_name == ShiftOp.OPERATION_NAME else [])
+        work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
+        self.create(WaitOp.OPERATION_NAME, operands=[work])
+        return output
+
+    def reduction(self, op: ir.Operation) -> ir.StringAttr:
+        kind = str(op.attributes["reduction"]).rstrip(">").split()[-1]
+        if kind not in _REDUCTIONS:
+            raise _fail(op, f"reduces with '{kind}'; hir collectives reduce with {', '.join(_REDUCTIONS)}")
+        return ir.StringAttr.get(_REDUCTIONS[kind])
+
+    def all_gather(self, op: ir.Operation) -> None:
+        axis = _index_attr(op, "gather_axis")
+        self.collective(op, _needed_by_collective(op), REPLICATED, AllgatherOp.OPERATION_NAME, {"axis": _i64(axis)})
+
+    def all_reduce(self, op: ir.Operation) -> None:
+        self.collective(op, _needed_by_collective(op), REPLICATED, AllreduceOp.OPERATION_NAME, {"axis": _i64(0), "reduction": self.reduction(op)})
+
+    def reduce_scatter(self, op: ir.Operation) -> None:
+        dim = _index_attr(op, "scatter_dim")
+        attrs = {"axis": _i64(0), "scatter_axis": _i64(dim + 1), "reduction": self.reduction(op)}
+        self.collective(op, _needed_by_collective(op), split(dim), ReduceScatterOp.OPERATION_NAME, attrs)
+
+    def all_slice(self, op: ir.Operation) -> None:
+        """No communication: each device keeps its slice of the replicated input. Rewritten in
+        the tensor program as ``tensor.extract_slice`` at the device's offset, then outlined."""
+        source, dim = op.operands[0], _index_attr(op, "slice_axis")
+        if self.placement(source) not in (REPLICATED, FREE):
+            raise _fail(op, f"reads {source.get_name()}, which is {self.placement(source)}; shard.all_slice needs it replicated")
+        result = op.results[0]
+        shape = list(ir.RankedTensorType(result.type).shape)
+        index = ir.IndexType.get()
+        with self.loc, self.ip:
+            device = shard.ProcessLinearIndexOp(self.grid.name).result
+            chunk = arith.ConstantOp(index, shape[dim]).result
+            offset = arith.MulIOp(device, chunk).result
+            offsets = [0] * len(shape)
+            offsets[dim] = ir.ShapedType.get_dynamic_stride_or_offset()
+            local = tensor.ExtractSliceOp(result.type, source, [offset], [], [], offsets, shape, [1] * len(shape))
+        for value in (device, chunk, offset):
+            self.host[value] = value.owner.operation
+        self.rewritten[self.position] = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation]
+        self.placements[local.result] = split(dim)
+        self.kernel(local.operation, [local.result])
+        result.replace_all_uses_with(local.result)
+
+    def shift(self, op: ir.Operation) -> None:
+        if "rotate" not in op.attributes:
+            raise _fail(op, "without 'rotate' leaves the edge devices' results undefined; hir converts rotating shifts only")
+        # shard.shift sends device i's tensor to device i + offset; hir.shift receives from me + offset.
+        offset = (-ir.IntegerAttr(op.attributes["offset"]).value) % self.grid.size
+        index = ir.IndexType.get()
+        offset_value = self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, offset)}).result
+        placement = self.placement(op.operands[0])
+        if placement in (PARTIAL, FREE):
+            raise _fail(op, f"shifts a {placement} value")
+        self.collective(op, placement, placement, ShiftOp.OPERATION_NAME, {"offset": offset_value})
+
+    def operand_placements(self, op: ir.Operation) -> list[Placement]:
+        return [self.placement(v) for v in op.operands if self.is_data(v)]
+
+    def result_placement(self, op: ir.Operation) -> Placement:
+        try:
+            return infer(op, self.operand_placements(op))
+        except PlacementError as err:
+            raise _fail(op, str(err)) from None
+
+    def matmul(self, op: ir.Operation) -> bool:
+        """``hir.matmul`` when it overwrites a zero fill and is not a partial product."""
+        a, b, init = op.operands
+        placement = self.result_placement(op)
+        if init not in self.zero or placement == PARTIAL:
+            return False
+        operands = [self.buffer(a, op), self.buffer(b, op)]
+        self.create(MatmulOp.OPERATION_NAME, operands=operands + [self.alloc(op.results[0], placement)])
+        return True
+
+    def binary(self, op: ir.Operation) -> bool:
+        lhs, rhs, init = op.operands
+        placements = {self.placement(lhs), self.placement(rhs)}
+        if len(placements) != 1 or FREE in placements or PARTIAL in placements or lhs.type != rhs.type:
+            return False
+        kind = ir.StringAttr.get(BINARY_NAMED[op.name])
+        operands = [self.buffer(lhs, op), self.buffer(rhs, op)]
+        self.create(BinaryOp.OPERATION_NAME, operands=operands + [self.alloc(op.results[0], placements.pop())], attributes={"kind": kind})
+        return True
+
+    def outline(self, op: ir.Operation) -> None:
+        placement = self.result_placement(op)
+        for result in op.results:
+            self.placements[result] = placement
+        self.kernel(op, list(op.results))
+
+    def kernel(self, root: ir.Operation, results: list[ir.Value]) -> None:
+        """Outline ``root`` (with the free producers it reads) into a kernel segment."""
+        clones, inputs = closure(root, self.free.get)
+        ports = []
+        for value in inputs:
+            if self.is_data(value):
+                tensor_type = self.arg_tensor_types.get(value, value.type)
+                ports.append(Port(value, self.buffer(value, root), tensor_type, self.placement(value)))
+            elif isinstance(value.type, (ir.IndexType, ir.IntegerType, ir.FloatType)):
+                ports.append(Port(value, self.scalar(value, root)))
+            else:
+                raise _fail(root, f"reads {value.get_name()} of type {value.type}, which cannot be passed to a kernel segment")
+        placements = [self.placements[r] for r in results]
+        outputs = [(r, self.grid.buffer_type(r.type, p), p) for r, p in zip(results, placements)]
+        name = f"{self.name}_kernel_{self.kernels}"
+        self.kernels += 1
+        build_kernel(name, self.fn, ports, clones + [root], outputs, root.location)
+        outs = [self.alloc(r, p) for r, p in zip(results, placements)]
+        callee = ir.FlatSymbolRefAttr.get(name)
+        self.create(func.CallOp.OPERATION_NAME, operands=[p.outer for p in ports] + outs, attributes={"callee": callee})

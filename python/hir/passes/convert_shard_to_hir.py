@@ -1,0 +1,91 @@
+"""``hir-convert-shard-to-hir``: a partitioned upstream ``shard`` program (after
+``sharding-propagation``, ``shard-partition`` and ``shard-simplify``) becomes an hir
+program-level host program on which ``hir-lower`` runs unchanged.
+
+* the 1-D ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1 (multi-D grids are
+  reported at the grid: ``#hir.shard`` is 1-D);
+* every tensor gets one buffer whose type carries the global shape and the ``#hir.shard``
+  placement recovered for it (``_shard_placement.py``; partial sums get a device axis);
+* ``shard.all_gather`` / ``all_reduce`` / ``reduce_scatter`` -> ``hir.allgather`` /
+  ``allreduce`` / ``reduce_scatter`` + ``hir.wait``; ``shard.all_slice`` (no communication)
+  -> a kernel segment taking ``tensor.extract_slice`` at the device's offset;
+  ``shard.shift`` (rotating) -> ``hir.shift``; ``shard.process_multi_index`` /
+  ``process_linear_index`` -> ``hir.device_index``;
+* ``linalg.matmul`` / ``batch_matmul`` into a zero fill -> ``hir.matmul``; elementwise named
+  ``linalg.add/sub/mul/div/max/min`` on equally placed operands -> ``hir.binary``; every other
+  tensor op (``linalg.generic``, partial-sum matmuls, transposes, reshapes, ...) -> a kernel
+  segment (``_shard_kernels.py``); ``tensor.empty``, fills and constants are cloned into the
+  kernels that read them; an ``scf.if`` whose branches yield the same values folds away.
+
+Bufferization is this pass's own, not upstream one-shot bufferization: one-shot-bufferize
+runs from Python on these programs, but leaves the collectives on tensors between
+``to_tensor`` / ``to_buffer`` casts, with local shapes and fully dynamic strided layouts at
+function boundaries; hir needs global-shaped ``#hir.shard`` buffers, destination-passing
+collectives and kernel segments, and recovering placements is the work either way. Here
+every tensor value gets exactly one buffer, written once (SSA), so no copies are needed.
+
+Before (the Megatron MLP's second half, tensor parallel on 4 devices)::
+
+    %h = linalg.generic ... ins(%mm : tensor<8x16xf32>) ...          // gelu, split along dim 1
+    %p = linalg.matmul ins(%h, %w2 : tensor<8x16xf32>, tensor<16x16xf32>) outs(%zero : ...)
+    %y = shard.all_reduce %p on @tp grid_axes = [0] : tensor<8x16xf32> -> tensor<8x16xf32>
+
+After::
+
+    %h = memref.alloc() : memref<8x64xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+    func.call @mlp_kernel_1(%mm, %h) : (...) -> ()
+    %p = memref.alloc() : memref<4x8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+    func.call @mlp_kernel_2(%h, %w2, %p) : (...) -> ()                // local partial product
+    %y = memref.alloc() : memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+    %w = "hir.allreduce"(%p, %y) {axis = 0 : i64, backend = "nccl", reduction = "sum", team = array<i64: 0, 1, 2, 3>}
+    "hir.wait"(%w) : (!hir.work) -> ()
+"""
+
+from dataclasses import dataclass
+
+from torch_mlir import ir
+from torch_mlir.dialects import func, shard
+
+from hir.dialect import KERNEL_ATTR, load
+from hir.dialect.comm import BACKENDS
+from hir.passes.base import ModulePass, PassFailure, register_pass
+from hir.passes._shard_function import FunctionConversion
+from hir.passes._shard_placement import Grid
+
+
+def _grid(module: ir.Module) -> Grid:
+    grids = [op.operation for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME]
+    if not grids:
+        raise PassFailure("the module has no shard.grid: nothing to convert", module.operation.location)
+    if len(grids) > 1:
+        raise PassFailure("'shard.grid' op: only one grid per module converts (found several)", grids[1].location)
+    op = grids[0]
+    shape = list(ir.DenseI64ArrayAttr(op.attributes["shape"]))
+    if len(shape) != 1:
+        raise PassFailure(f"'shard.grid' op has shape {shape}; hir meshes are 1-D (#hir.shard has one split axis), so only 1-D grids convert", op.location)
+    if shape[0] <= 0:
+        raise PassFailure(f"'shard.grid' op has a dynamic or empty extent {shape[0]}; the device count must be static", op.location)
+    return Grid(ir.StringAttr(op.attributes["sym_name"]).value, shape[0])
+
+
+@register_pass
+@dataclass
+class ConvertShardToHir(ModulePass):
+    name = "hir-convert-shard-to-hir"
+    description = "Convert a partitioned shard-dialect tensor program into an hir host program (buffers, collectives, kernel segments)."
+    backend: str = "nccl"  # backend attribute of the emitted collectives
+
+    def run(self, module: ir.Module) -> None:
+        if self.backend not in BACKENDS:
+            raise PassFailure(f"hir-convert-shard-to-hir: backend must be one of {', '.join(BACKENDS)}, got '{self.backend}'")
+        load(module.context)  # a module from the FX importer has no hir in its context yet
+        grid = _grid(module)
+        backend = ir.StringAttr.get(self.backend)
+        for op in list(module.body.operations):
+            fn = op.operation
+            if fn.name == func.FuncOp.OPERATION_NAME and op.regions[0].blocks and KERNEL_ATTR not in fn.attributes:
+                with fn.location:  # types built along the way need a location
+                    FunctionConversion(fn, grid, backend).run()
+        for op in list(module.body.operations):
+            if op.operation.name == shard.GridOp.OPERATION_NAME:
+                op.operation.erase()

@@ -1,0 +1,76 @@
+// RUN: not hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-shard-to-hir)' 2>&1 | FileCheck %s
+// What hir cannot run is reported at the op, with no traceback.
+// CHECK-NOT: Traceback
+
+// CHECK: convert-shard-to-hir-errors.mlir:6:1: error: 'shard.grid' op has shape [2, 2]; hir meshes are 1-D
+shard.grid @g(shape = 2x2)
+func.func @two_d(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  return %x : tensor<2x16xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+func.func @all_to_all(%x: tensor<8x4xf32>) -> tensor<2x16xf32> {
+  // CHECK: convert-shard-to-hir-errors.mlir:16:8: error: 'shard.all_to_all' op has no hir equivalent yet
+  %t = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<8x4xf32> -> tensor<2x16xf32>
+  return %t : tensor<2x16xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+func.func @unpartitioned(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // CHECK: error: 'shard.sharding' op is a sharding annotation: partition the program first
+  %s = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %y = shard.shard %x to %s : tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+func.func @shift_no_rotate(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  // CHECK: error: 'shard.shift' op without 'rotate' leaves the edge devices' results undefined
+  %s = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = 1 : tensor<2x16xf32> -> tensor<2x16xf32>
+  return %s : tensor<2x16xf32>
+}
+
+// -----
+
+// A partial sum read by anything but a reducing collective.
+shard.grid @g(shape = 4)
+func.func @partial_read(%a: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}, %b: tensor<4x8xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<8x8xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %p = linalg.matmul ins(%a, %b : tensor<8x4xf32>, tensor<4x8xf32>) outs(%z : tensor<8x8xf32>) -> tensor<8x8xf32>
+  // CHECK: error: 'linalg.add' op reads a partial sum (a value still to be all-reduced)
+  %s = linalg.add ins(%p, %p : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+func.func @gather_wrong_axis(%x: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}) -> tensor<32x4xf32> {
+  // CHECK: error: 'shard.all_gather' op reads %arg0, which is split along dim 1; shard.all_gather needs it split along dim 0
+  %g = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : tensor<8x4xf32> -> tensor<32x4xf32>
+  return %g : tensor<32x4xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 4)
+func.func @branches_differ(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
+  %i = shard.process_linear_index on @g : index
+  %c0 = arith.constant 0 : index
+  %cond = arith.cmpi eq, %i, %c0 : index
+  // CHECK: error: 'scf.if' op has branches that differ
+  %r = scf.if %cond -> (tensor<8xf32>) {
+    scf.yield %x : tensor<8xf32>
+  } else {
+    scf.yield %y : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}

@@ -1,0 +1,156 @@
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-shard-to-hir{backend=gloo})' | FileCheck %s
+// (In test/Conversion, not test/Transforms: the inputs are shard-dialect tensor programs, which
+// the interpreter does not run; test/python/test_from_shard.py runs them converted.)
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-shard-to-hir{backend=gloo},hir-lower)' | FileCheck %s --check-prefix=LOWER
+
+// Hand-written partitioned shard programs (local tensor shapes, as shard-partition leaves
+// them) on a 4-device grid. Arguments carry their placement in hir.split_axes (what
+// hir-record-shard-signature writes) or get it from the collective that reads them.
+
+// CHECK-LABEL: func.func @all_gather
+// CHECK-SAME:  (%arg0: memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+// CHECK:       %[[OUT:.*]] = memref.alloc() : memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+// CHECK-NEXT:  %[[W:.*]] = "hir.allgather"(%arg0, %[[OUT]]) {axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1, 2, 3>}
+// CHECK-NEXT:  "hir.wait"(%[[W]])
+// CHECK-NEXT:  return %[[OUT]]
+// CHECK-NOT:   shard.
+// LOWER-LABEL: func.func @all_gather
+// LOWER:       "hir.allgather"
+shard.grid @g(shape = 4)
+func.func @all_gather(%x: tensor<2x16xf32>) -> tensor<8x16xf32> {
+  %g = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<8x16xf32>
+  return %g : tensor<8x16xf32>
+}
+
+// -----
+
+// A partial sum gets a device axis: local [1, 8, 16] of the global [4, 8, 16].
+// CHECK-LABEL: func.func @all_reduce
+// CHECK-SAME:  (%arg0: memref<4x8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>)
+// CHECK:       "hir.allreduce"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "max", team = array<i64: 0, 1, 2, 3>}
+// CHECK-NEXT:  "hir.wait"
+shard.grid @g(shape = 4)
+func.func @all_reduce(%p: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %r = shard.all_reduce %p on @g grid_axes = [0] reduction = max : tensor<8x16xf32> -> tensor<8x16xf32>
+  return %r : tensor<8x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reduce_scatter
+// CHECK-SAME:  -> memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// CHECK:       "hir.reduce_scatter"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", scatter_axis = 1 : i64, team = array<i64: 0, 1, 2, 3>}
+shard.grid @g(shape = 4)
+func.func @reduce_scatter(%p: tensor<8x16xf32>) -> tensor<2x16xf32> {
+  %r = shard.reduce_scatter %p on @g grid_axes = [0] scatter_dim = 0 : tensor<8x16xf32> -> tensor<2x16xf32>
+  return %r : tensor<2x16xf32>
+}
+
+// -----
+
+// all_slice moves no data: each device slices the replicated input at its own offset.
+// CHECK-LABEL: func.func private @all_slice_kernel_0
+// CHECK:       tensor.extract_slice %{{.*}}[0, %arg1] [8, 4] [1, 1] : tensor<8x16xf32> to tensor<8x4xf32>
+// CHECK-LABEL: func.func @all_slice
+// CHECK-SAME:  -> memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+// CHECK:       %[[I:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>}
+// CHECK-NEXT:  %[[C:.*]] = arith.constant 4 : index
+// CHECK-NEXT:  %[[O:.*]] = arith.muli %[[I]], %[[C]]
+// CHECK-NEXT:  %[[OUT:.*]] = memref.alloc()
+// CHECK-NEXT:  call @all_slice_kernel_0(%arg0, %[[O]], %[[OUT]])
+shard.grid @g(shape = 4)
+func.func @all_slice(%x: tensor<8x16xf32>) -> tensor<8x4xf32> {
+  %s = shard.all_slice %x on @g grid_axes = [0] slice_axis = 1 : tensor<8x16xf32> -> tensor<8x4xf32>
+  return %s : tensor<8x4xf32>
+}
+
+// -----
+
+// shard.shift sends device i's shard to device i + 1; hir.shift receives from me + 3 (mod 4).
+// CHECK-LABEL: func.func @shift
+// CHECK:       %[[OFF:.*]] = arith.constant 3 : index
+// CHECK:       "hir.shift"(%arg0, %{{.*}}, %[[OFF]]) {backend = "gloo", team = array<i64: 0, 1, 2, 3>}
+// CHECK-NEXT:  "hir.wait"
+shard.grid @g(shape = 4)
+func.func @shift(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<2x16xf32> {
+  %s = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x16xf32> -> tensor<2x16xf32>
+  return %s : tensor<2x16xf32>
+}
+
+// -----
+
+// Host arithmetic on the device index stays in the host program, cloned where it is used.
+// CHECK-LABEL: func.func @device
+// CHECK:       %[[I:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>} : () -> index
+// CHECK-NEXT:  %[[C:.*]] = arith.constant 2 : index
+// CHECK-NEXT:  %[[J:.*]] = arith.muli %[[I]], %[[C]] : index
+// CHECK-NEXT:  return %arg0, %[[J]]
+shard.grid @g(shape = 4)
+func.func @device(%x: tensor<4xf32>) -> (tensor<4xf32>, index) {
+  %i = shard.process_linear_index on @g : index
+  %c2 = arith.constant 2 : index
+  %j = arith.muli %i, %c2 : index
+  return %x, %j : tensor<4xf32>, index
+}
+
+// -----
+
+// The tensor-parallel MLP as shard-partition leaves it: the zero-init column-parallel matmul
+// is an hir.matmul, gelu a kernel segment, the row-parallel matmul (a partial product) a
+// kernel segment writing the device axis, the init guarded by scf.if folds away (and its device-index guard with it).
+// CHECK-LABEL: func.func private @mlp_kernel_0
+// CHECK-SAME:  attributes {hir.kernel}
+// CHECK:       builtin.unrealized_conversion_cast %arg0 : memref<8x64xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>> to memref<8x16xf32>
+// CHECK:       bufferization.to_tensor
+// CHECK:       linalg.generic
+// CHECK:       math.erf
+// CHECK:       bufferization.materialize_in_destination
+// CHECK-LABEL: func.func private @mlp_kernel_1
+// CHECK:       linalg.fill
+// CHECK:       linalg.matmul
+// CHECK:       tensor.expand_shape {{.*}} into tensor<1x8x16xf32>
+// CHECK:       to memref<1x8x16xf32>
+// CHECK-LABEL: func.func @mlp
+// CHECK-SAME:  (%arg0: memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, %arg1: memref<16x64xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, %arg2: memref<64x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>)
+// CHECK:       %[[H:.*]] = memref.alloc() : memref<8x64xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+// CHECK-NEXT:  "hir.matmul"(%arg0, %arg1, %[[H]])
+// CHECK:       %[[G:.*]] = memref.alloc() : memref<8x64xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+// CHECK-NEXT:  call @mlp_kernel_0(%[[H]], %[[G]])
+// CHECK:       %[[P:.*]] = memref.alloc() : memref<4x8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// CHECK-NEXT:  call @mlp_kernel_1(%[[G]], %arg2, %[[P]])
+// CHECK:       "hir.allreduce"(%[[P]], %{{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1, 2, 3>}
+// CHECK-NOT:   scf.if
+// CHECK-NOT:   hir.device_index
+// LOWER-LABEL: func.func @mlp
+// LOWER:       memref.dealloc
+#map = affine_map<(d0, d1) -> (d0, d1)>
+shard.grid @tp(shape = 4)
+func.func @mlp(%arg0: tensor<8x16xf32>, %arg1: tensor<16x16xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}, %arg2: tensor<16x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<8x16xf32> {
+  %c0 = arith.constant 0 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %cst_0 = arith.constant 1.000000e+00 : f32
+  %cst_1 = arith.constant 5.000000e-01 : f32
+  %cst_2 = arith.constant 1.41421354 : f32
+  %0 = tensor.empty() : tensor<8x16xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %2 = linalg.matmul ins(%arg0, %arg1 : tensor<8x16xf32>, tensor<16x16xf32>) outs(%1 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%2 : tensor<8x16xf32>) outs(%0 : tensor<8x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %7 = arith.divf %in, %cst_2 : f32
+    %8 = math.erf %7 : f32
+    %9 = arith.addf %8, %cst_0 : f32
+    %10 = arith.mulf %9, %cst_1 : f32
+    %11 = arith.mulf %in, %10 : f32
+    linalg.yield %11 : f32
+  } -> tensor<8x16xf32>
+  %proc_linear_idx = shard.process_multi_index on @tp axes = [0] : index
+  %4 = arith.cmpi eq, %proc_linear_idx, %c0 : index
+  %5 = scf.if %4 -> (tensor<8x16xf32>) {
+    scf.yield %1 : tensor<8x16xf32>
+  } else {
+    scf.yield %1 : tensor<8x16xf32>
+  }
+  %6 = linalg.matmul ins(%3, %arg2 : tensor<8x16xf32>, tensor<16x16xf32>) outs(%5 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %all_reduce = shard.all_reduce %6 on @tp grid_axes = [0] : tensor<8x16xf32> -> tensor<8x16xf32>
+  return %all_reduce : tensor<8x16xf32>
+}
