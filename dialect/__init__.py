@@ -17,7 +17,7 @@ from hir.dialect.base import (
 )
 from hir.dialect import stream_ops, view_ops, control_ops, comm_ops, compute_ops, p2p_ops  # noqa: F401  (registers ops)
 from hir.dialect.stream_ops import GetCurrentStreamOp, SetCurrentStreamOp, GetStreamOp, SynchronizeOp
-from hir.dialect.view_ops import AliasChunkOp, AliasSelectOp
+from hir.dialect.view_ops import AliasBroadcastOp, AliasChunkOp, AliasSelectOp
 from hir.dialect.control_ops import ForOp, YieldOp
 from hir.dialect.comm_ops import (
     AllgatherOp,

@@ -15,6 +15,19 @@ drops ``axis`` and has a strided layout over the same memory:
 
 A static extent must divide into ``chunks``; a dynamic one is checked when the view is
 taken. Neither op can view a split axis of a sharded buffer.
+
+``hir.alias_broadcast`` is ``input.expand(shape)`` (NumPy broadcasting, right-aligned): new
+leading axes and extent-1 axes get stride 0, the others keep the input's extent and stride:
+
+    %b = "hir.alias_broadcast"(%row) : (memref<1x4xf32>) -> memref<3x8x4xf32, strided<[0, 0, 1], offset: ?>>
+
+Why an hir op: upstream ``memref`` has no broadcast view, and ``memref.reinterpret_cast``
+would hard-code the input's strides and offset (unknown for strided views) and cannot be
+verified as a broadcast. Broadcast extents are static; the result is read-only in practice
+(torch rejects writes where elements share memory).
+
+Upstream views (``memref.subview``, ``memref.collapse_shape``, ``memref.expand_shape``) are
+used as they are; :data:`ALIASING_OPS` lists every op whose result views its operand #0.
 """
 
 
@@ -27,6 +40,9 @@ from hir.dialect.base import DYNAMIC, HirOp, Sharding, check_axis, fail, int_att
 
 
 VIEW_OPS = ("hir.alias_select", "hir.alias_chunk")  # (buffer, index) -> a view of buffer
+UPSTREAM_VIEW_OPS = ("memref.subview", "memref.collapse_shape", "memref.expand_shape")
+# Every op whose result is a view of its operand #0 (deallocation and fusion follow them).
+ALIASING_OPS = VIEW_OPS + ("hir.alias_broadcast",) + UPSTREAM_VIEW_OPS
 
 
 def _view_type(source: ir.MemRefType, axis: int, verb: str, shape: list, strides: list, shard_axis) -> ir.MemRefType:
@@ -110,3 +126,48 @@ class AliasChunkOp(HirOp, name="alias_chunk"):
         result = chunk_type(memref_type(input, "input"), axis, chunks)
         i64 = ir.IntegerType.get_signless(64)
         return cls(input, index, ir.IntegerAttr.get(i64, axis), ir.IntegerAttr.get(i64, chunks), result, loc=loc, ip=ip)
+
+
+def broadcast_type(source: ir.MemRefType, shape: list) -> ir.MemRefType:
+    """The type of ``source`` broadcast to ``shape`` (stride 0 on broadcast axes)."""
+    lead = len(shape) - source.rank
+    if lead < 0:
+        fail(f"cannot broadcast rank {source.rank} to the lower rank {len(shape)}")
+    strides_in, _ = source.get_strides_and_offset()
+    strides = []
+    for i, extent in enumerate(shape):
+        j = i - lead
+        if j >= 0 and source.shape[j] == extent:
+            strides.append(strides_in[j])
+            continue
+        if j >= 0 and source.shape[j] != 1:
+            fail(f"axis {j} of extent {_extent(source.shape[j])} cannot broadcast to {_extent(extent)} (only extent-1 axes broadcast)")
+        if extent == DYNAMIC:
+            fail(f"broadcast axis {i} must have a static extent")
+        strides.append(0)
+    sharding = sharding_of(source, "input")
+    space = None if sharding is None else Sharding(sharding.mesh, None if sharding.axis is None else sharding.axis + lead).attr()
+    layout = ir.StridedLayoutAttr.get(DYNAMIC, strides)
+    return ir.MemRefType.get(shape, source.element_type, layout=layout, memory_space=space, loc=ir.Location.unknown())
+
+
+def _extent(d: int) -> str:
+    return "?" if d == DYNAMIC else str(d)
+
+
+class AliasBroadcastOp(HirOp, name="alias_broadcast"):
+    """``result = input.expand(shape)`` as a view (NumPy broadcasting, no copy)."""
+
+    input: ext.Operand[ir.MemRefType]
+    result: ext.Result[ir.MemRefType]
+
+    def check(self) -> None:
+        source = memref_type(self.input, "input")
+        result = memref_type(self.result, "result")
+        expected = broadcast_type(source, list(result.shape))
+        if result != expected:
+            fail(f"result type {result} does not match the broadcast view type {expected}")
+
+    @classmethod
+    def build(cls, input: ir.Value, shape: list, *, loc=None, ip=None) -> "AliasBroadcastOp":
+        return cls(input, broadcast_type(memref_type(input, "input"), list(shape)), loc=loc, ip=ip)

@@ -10,7 +10,7 @@ from typing import Iterator, Optional
 from torch_mlir import ir
 
 from hir.dialect.compute_ops import STREAM_AXIS_ATTR
-from hir.dialect.view_ops import VIEW_OPS
+from hir.dialect.view_ops import ALIASING_OPS
 from hir.passes.base import PassFailure
 
 FUNC_ARG_STREAM_ATTRS = ("hir.stream_axis", STREAM_AXIS_ATTR)
@@ -38,7 +38,7 @@ _WRITTEN_OPERAND = {
     "hir.recv": 0,
     **{name: 1 for name in COLLECTIVE_OPS},
 }
-_READ_ONLY_OPS = ("hir.send", *VIEW_OPS, "memref.dim", "func.return")
+_READ_ONLY_OPS = ("hir.send", *ALIASING_OPS, "memref.dim", "func.return")
 
 
 def i64_attr(value: int) -> ir.IntegerAttr:

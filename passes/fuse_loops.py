@@ -26,7 +26,7 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect.view_ops import VIEW_OPS
+from hir.dialect.view_ops import ALIASING_OPS
 from hir.passes import _stream_loops as loops
 from hir.passes._ir import constant_value, defining_op, func_ops, is_memref, written_operands
 from hir.passes.base import ModulePass, register_pass
@@ -146,7 +146,7 @@ def _accesses(loop: ir.Operation) -> Optional[dict]:
     for op in body.payload:
         if op.regions:
             return None
-        if op.name in VIEW_OPS:
+        if op.name in ALIASING_OPS:
             continue  # accounted for where its view is used
         written = written_operands(op)
         for index, operand in enumerate(op.operands):
@@ -161,7 +161,7 @@ def _slice_of(view: ir.Value, iv: ir.Value) -> tuple:
     alias_select at ``iv``, else None: a whole-buffer access as far as fusion can tell)."""
     chain = []
     root, owner = view, defining_op(view)
-    while owner is not None and owner.name in VIEW_OPS:
+    while owner is not None and owner.name in ALIASING_OPS:
         chain.append(owner)
         root = owner.operands[0]
         owner = defining_op(root)

@@ -31,7 +31,7 @@ from typing import Iterator, Optional
 
 from torch_mlir import ir
 
-from hir.dialect.view_ops import VIEW_OPS
+from hir.dialect.view_ops import ALIASING_OPS
 from hir.passes._ir import blocks_postorder, func_ops
 from hir.passes.base import ModulePass, register_pass
 
@@ -68,7 +68,7 @@ def _users(value: ir.Value) -> Iterator[ir.Operation]:
     for use in value.uses:
         user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
         yield user
-        if user.name in VIEW_OPS:
+        if user.name in ALIASING_OPS:
             yield from _users(user.result)
         elif len(user.results) == 1 and str(user.result.type) == "!hir.work":
             yield from _users(user.result)

@@ -17,7 +17,7 @@ style) instead of allocating one.
 
 Host level (for writing lowered programs by hand, as nvFuser's host-IR tests do):
 ``alloc``/``dealloc``, ``get_current_stream``/``get_stream``/``set_current_stream``/
-``synchronize``, ``alias_select``, ``alias_chunk``, ``for_`` (a context manager yielding the index),
+``synchronize``, ``alias_select``, ``alias_chunk``, the views of :mod:`hir.builder_views`, ``for_`` (a context manager yielding the index),
 every collective (``allgather`` ... ``send``/``recv``) and ``wait``.
 """
 
@@ -49,6 +49,7 @@ from hir.dialect import (
 )
 from hir.dialect.base import DYNAMIC
 from hir.dialect.compute_ops import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
+from hir.builder_views import ViewBuilder
 
 DTYPES = {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f64": ir.F64Type.get,
           "i32": lambda: ir.IntegerType.get_signless(32), "i64": lambda: ir.IntegerType.get_signless(64)}
@@ -82,8 +83,10 @@ class Tensor:
         return sharding_of(self.type)
 
 
-class Builder:
-    """Builds one ``func.func`` (default ``@main``) in a fresh module and context."""
+class Builder(ViewBuilder):
+    """Builds one ``func.func`` (default ``@main``) in a fresh module and context. Views
+    (``subview``, ``collapse_shape``, ``expand_shape``, ``reshape``, ``broadcast``) come from
+    :class:`hir.builder_views.ViewBuilder`."""
 
     def __init__(self, name: str = "main", context: Optional[ir.Context] = None):
         self.context = context or new_context()

@@ -9,7 +9,7 @@ from torch_mlir import ir
 
 from hir.core import HirError
 from hir.dialect.compute_ops import KERNEL_ATTR
-from hir.interpreter import arith, comm, compute, control, memory, streams, tensors  # noqa: F401  (register handlers)
+from hir.interpreter import arith, comm, compute, control, memory, streams, tensors, views  # noqa: F401  (register handlers)
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
 from hir.interpreter.distributed import Communicator, default_device, world
 from hir.interpreter.graph import GraphRunner, check_capturable
