@@ -35,7 +35,7 @@ from hir.dialect.view_ops import ALIASING_OPS
 from hir.passes._ir import blocks_postorder, func_ops
 from hir.passes.base import ModulePass, register_pass
 
-_RETURNS = ("func.return",)
+_RETURNS = ("func.return", "scf.yield")  # the buffer escapes: never freed here
 
 
 @register_pass

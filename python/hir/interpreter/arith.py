@@ -71,8 +71,10 @@ COMPARE: dict[int, Callable[[int, int], bool]] = {
 @handles("arith.constant")
 def constant(c: Compiler, op: ir.OpView) -> Optional[Step]:
     attr = op.operation.attributes["value"]
-    if isinstance(attr, ir.IntegerAttr):
+    if isinstance(attr, ir.BoolAttr):  # `arith.constant true` (i1)
         value: Any = attr.value
+    elif isinstance(attr, ir.IntegerAttr):
+        value = attr.value
         if str(attr.type) == "i1":
             value = bool(value)
     elif isinstance(attr, ir.FloatAttr):
@@ -124,6 +126,16 @@ def binary(c: Compiler, op: ir.OpView) -> Optional[Step]:
 @handles("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci")
 def cast(c: Compiler, op: ir.OpView) -> Optional[Step]:
     # Host integers are unbounded Python ints; a cast between integer widths keeps the value.
+    return _fold_or_step(c, op, int)
+
+
+@handles("arith.sitofp", "arith.uitofp")
+def to_float(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    return _fold_or_step(c, op, float)
+
+
+@handles("arith.fptosi", "arith.fptoui")
+def to_int(c: Compiler, op: ir.OpView) -> Optional[Step]:
     return _fold_or_step(c, op, int)
 
 

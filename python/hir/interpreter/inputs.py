@@ -50,9 +50,11 @@ def make_input(index: int, type_: ir.Type, spec: str, *, rank: int, seed: int, d
         if spec in GENERATORS:
             raise InputError(f"{what} is a scalar: give its value (e.g. --input {index}=4)")
         try:
+            if str(type_) == "i1":  # a flag: true / false / 1 / 0
+                return {"true": True, "false": False, "1": True, "0": False}[spec.lower()]
             return float(spec) if str(type_).startswith(("f", "bf")) else int(spec)
-        except ValueError:
-            raise InputError(f"{what}: '{spec}' is not a number") from None
+        except (ValueError, KeyError):
+            raise InputError(f"{what}: '{spec}' is not a number (i1: true or false)") from None
     bspec = buffer_spec(type_, rank)
     if not bspec.held:
         return None

@@ -9,7 +9,7 @@ from torch_mlir import ir
 
 from hir.core import HirError
 from hir.dialect.compute_ops import KERNEL_ATTR
-from hir.interpreter import arith, comm, compute, control, memory, streams, tensors, views  # noqa: F401  (register handlers)
+from hir.interpreter import arith, comm, compute, control, memory, scf, streams, tensors, views  # noqa: F401  (register handlers)
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
 from hir.interpreter.distributed import Communicator, default_device, world
 from hir.interpreter.graph import GraphRunner, check_capturable
@@ -189,13 +189,17 @@ class ArgSpec:
         self.index = index
         self.type_text = str(type_)
         self.buffer: Optional[BufferSpec] = buffer_spec(type_, rank) if is_memref(type_) else None
-        self.scalar = None if self.buffer else (float if str(type_).startswith(("f", "bf")) else int)
+        self.scalar = None if self.buffer else scalar_kind(type_)
 
     def check(self, value: Any, where: str, device: torch.device) -> Any:
         what = f"argument #{self.index} ({self.type_text})"
         if self.buffer is None:
             if isinstance(value, torch.Tensor) and value.dim() == 0:
                 value = value.item()
+            if self.scalar is bool:  # i1: True / False (or 0 / 1)
+                if value not in (0, 1) or isinstance(value, float):
+                    raise HirError(f"{where} {what} expects a bool, got {value!r}")
+                return bool(value)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (self.scalar is int and isinstance(value, float)):
                 raise HirError(f"{where} {what} expects a {self.scalar.__name__}, got {type(value).__name__}")
             return self.scalar(value)
@@ -213,6 +217,12 @@ class ArgSpec:
         if value.device != device:
             raise HirError(f"{where} {what} expects a tensor on {device}, got one on {value.device}")
         return value
+
+
+def scalar_kind(type_: ir.Type) -> type:
+    """The Python type of a host scalar argument: bool (i1), float, else int."""
+    text = str(type_)
+    return bool if text == "i1" else float if text.startswith(("f", "bf")) else int
 
 
 def compile(module: ir.Module, **options: Any) -> Program:  # noqa: A001 - the natural name
