@@ -34,6 +34,17 @@ def _sharding(op: ir.Operation, index: int) -> Optional[Sharding]:
         raise fail(op, str(err)) from None
 
 
+def needed_axis(op: ir.Operation, index: int, out: Sharding) -> Optional[int]:
+    """The split axis operand ``index`` must have for ``op`` to compute its output shard
+    locally: the operand axis the output's split axis reads (None: replicated)."""
+    if out.axis is None:
+        return None
+    expected = operand_axis(op, index, out.axis)
+    if expected is not None and is_broadcast_axis(op, index, expected, out.axis):
+        return None
+    return expected
+
+
 def _mismatch(op: ir.Operation, index: int, out: Optional[Sharding]) -> Optional[str]:
     """Why operand ``index`` is placed differently from what the output needs (None: same)."""
     mine = _sharding(op, index)
@@ -43,11 +54,7 @@ def _mismatch(op: ir.Operation, index: int, out: Optional[Sharding]) -> Optional
         return "mixes a buffer without a device mesh with one on a mesh; give both a #hir.shard"
     if mine.mesh != out.mesh:
         return f"moves data from mesh {list(mine.mesh)} to mesh {list(out.mesh)}"
-    expected = None
-    if out.axis is not None:
-        expected = operand_axis(op, index, out.axis)
-        if expected is not None and is_broadcast_axis(op, index, expected, out.axis):
-            expected = None
+    expected = needed_axis(op, index, out)
     if mine.axis != expected:
         return f"reads operand #{index} split along axis {mine.axis}, the output needs {expected}"
     return None

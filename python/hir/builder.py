@@ -226,26 +226,29 @@ class Builder(ViewBuilder):
         return self.reduction("min", x, axes, **kw)
 
     def matmul(self, a: Tensor, b: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
-        """``torch.matmul(a, b)`` for rank >= 2; the output keeps ``a``'s sharding when it
-        splits a batch or M axis, else it is unplaced (pass ``sharding`` to choose)."""
+        """``torch.matmul(a, b)`` for rank >= 2. By default the output keeps ``a``'s split of
+        a batch or M axis, or ``b``'s split of N; otherwise it is replicated on the mesh of
+        ``a`` (else ``b``), or unplaced when neither has one (pass ``sharding`` to choose)."""
         with self._at():
             shape = matmul_shape(list(a.type.shape), list(b.type.shape))
         batch = _broadcast_sizes(a.sizes[:-2], b.sizes[:-2], shape[:-2])
         sizes = batch + [a.sizes[-2], b.sizes[-1]]
         if sharding == "same":
-            sharding = a.sharding if a.sharding and a.sharding.axis is not None and a.sharding.axis < len(a.sizes) - 1 else None
-            if sharding is not None:
-                sharding = Sharding(sharding.mesh, sharding.axis + len(sizes) - len(a.sizes))
+            sharding = _matmul_sharding(a.sharding, len(a.sizes), b.sharding, len(b.sizes), len(sizes))
         out = out or self.alloc(sizes, a.type.element_type, sharding)
         with self._at():
             self._annotate(MatmulOp(a.value, b.value, out.value), stream_axis)
         return out
 
     def linear(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
-        """``torch.nn.functional.linear(x, weight, bias)``: x [..., K], weight [N, K]."""
+        """``torch.nn.functional.linear(x, weight, bias)``: x [..., K], weight [N, K]. The
+        output's default placement follows :meth:`matmul` (weight's N is its axis 0)."""
         sizes = list(x.sizes[:-1]) + [weight.sizes[0]]
         if sharding == "same":
-            sharding = x.sharding if x.sharding and x.sharding.axis is not None and x.sharding.axis < len(x.sizes) - 1 else None
+            w = weight.sharding
+            n_axis = (1 - w.axis if len(weight.sizes) == 2 else 0) if w is not None and w.axis is not None else None
+            w_as_b = None if w is None else Sharding(w.mesh, n_axis)
+            sharding = _matmul_sharding(x.sharding, len(x.sizes), w_as_b, 2, len(sizes))
         out = out or self.alloc(sizes, x.type.element_type, sharding)
         with self._at():
             op = LinearOp(x.value, weight.value, out.value, bias=bias.value if bias else None)
@@ -334,6 +337,17 @@ def _broadcast_sizes(a: list, b: list, shape: list[int]) -> list:
         y = b[-i] if i <= len(b) else 1
         out.append(y if isinstance(x, int) and x == 1 else x)
     return out[::-1]
+
+
+def _matmul_sharding(a: Optional[Sharding], rank_a: int, b: Optional[Sharding], rank_b: int, rank: int) -> Optional[Sharding]:
+    """The output placement a matmul computes locally: ``a``'s batch / M split, ``b``'s N
+    split, else replicated on the operands' mesh (None without one)."""
+    if a is not None and a.axis is not None and a.axis < rank_a - 1:
+        return Sharding(a.mesh, a.axis + rank - rank_a)
+    if b is not None and b.axis is not None and b.axis == rank_b - 1 and rank_b >= 2:
+        return Sharding(b.mesh, rank - 1)
+    placed = a or b
+    return None if placed is None else Sharding(placed.mesh, None)
 
 
 def _reduced_sharding(sharding: Optional[Sharding], axes: list[int]) -> Optional[Sharding]:
