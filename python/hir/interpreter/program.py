@@ -1,6 +1,8 @@
 """A compiled program: pick the entry function, compile it once for this rank, validate
 inputs fully before anything runs, execute, and return the outputs."""
 
+import os
+import sys
 from functools import cached_property
 from typing import Any, Optional, Sequence
 
@@ -32,6 +34,9 @@ class Runtime:
         self.compile_kernels = compile_kernels
         self.rank, self.world_size = world()
         self.streams = StreamPool(device, num_streams)
+        # Works no hir.wait consumes: (work, location, op name), completed at entry exit.
+        self.pending: list = []
+        self.debug = bool(os.environ.get("HIR_DEBUG"))
 
     @cached_property
     def comm(self) -> Communicator:
@@ -166,13 +171,25 @@ class Program:
             for slot, value in zip(self.plan.arg_slots, values):
                 env[slot] = value
             run_steps(self.plan.steps, env)
+            if self.runtime.pending:
+                self._complete_pending()
             return [env[slot] for slot in self.plan.result_slots]
         finally:
+            self.runtime.pending.clear()
             # Hand the outputs back on the caller's stream, ordered after the program's work.
             last = pool.current()
             if last is not caller:
                 caller.wait_stream(last)
                 pool.set_current(caller)
+
+    def _complete_pending(self) -> None:
+        """Wait on every communication the program issued and never waited on (nvFuser's
+        ring exchange waits only on its receives), so no transfer is cancelled when the
+        entry returns; HIR_DEBUG=1 warns about each."""
+        for work, where, name in self.runtime.pending:
+            if self.runtime.debug:
+                print(f"{where}: warning: '{name}' work is never waited on; waited for when @{self.entry} returns", file=sys.stderr)
+            work.wait()
 
     def check_inputs(self, inputs: Sequence[Any]) -> list:
         where = f"{self.plan.location}: error: @{self.entry}"
