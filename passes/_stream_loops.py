@@ -46,13 +46,14 @@ def empty_for(zero: ir.Value, extent: ir.Value, one: ir.Value) -> tuple[ir.Opera
     return loop, block.arguments[0], terminator
 
 
-def build(buffer: ir.Value, axis: int) -> WorkLoop:
-    """Emit the bounds (the extent of ``buffer`` along ``axis``), get_current_stream, the
-    initial-sync loop and an empty work loop at the current insertion point and location;
-    the bounds come first so nothing sits between the last three."""
+def build(buffer: ir.Value, axis: int, chunks: int = 0) -> WorkLoop:
+    """Emit the bounds (the extent of ``buffer`` along ``axis``, or ``chunks`` when given),
+    get_current_stream, the initial-sync loop and an empty work loop at the current
+    insertion point and location; the bounds come first so nothing sits between the last
+    three."""
     stream_type = ir.Type.parse("!hir.stream")
     zero, one = index_const(0), index_const(1)
-    extent = dim_or_const(buffer, axis, zero)
+    extent = index_const(chunks) if chunks else dim_or_const(buffer, axis, zero)
     user = create("hir.get_current_stream", results=[stream_type]).result
     sync, sync_iv, sync_end = empty_for(zero, extent, one)
     with ir.InsertionPoint(sync_end):

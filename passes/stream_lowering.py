@@ -34,6 +34,18 @@ M unless both operands are batched; N with a 2-D B: the slices are vectors) and 
 (every axis; an N slice is a 1-D weight). Errors: stream axes on program inputs or on split
 axes, nested stream parallelism, unsupported ops, and matmul axes whose slices would be
 read as matrices.
+
+``chunks=S`` (``hir-stream-lowering{chunks=4}``) splits the stream axis of extent N into S
+stream iterations of N/S rows each instead of N iterations of one: the loops run to S and
+every operand is viewed with ``hir.alias_chunk`` (the axis is kept, so no axis renumbering
+and no vector restriction on matmul; a broadcast operand is used whole). This is how an
+AG+matmul pipeline is written when the stream axis is not a device axis. A static N that S
+does not divide is an error at the op; a dynamic N is checked when the chunk is taken.
+
+    "hir.for"(%c0, %c4, %c1) ({ ^bb0(%i: index):      // chunks = 4, N = 8: 2 rows each
+      ...
+      %a = "hir.alias_chunk"(%in, %i) {axis = 0 : i64, chunks = 4 : i64} : (memref<8x8xf32>, index) -> memref<2x8xf32, strided<[8, 1], offset: ?>>
+      ...
 """
 
 from dataclasses import dataclass
@@ -43,7 +55,7 @@ from torch_mlir import ir
 
 from hir.dialect.base import VerifyError, sharding_of
 from hir.dialect.compute_ops import STREAM_AXIS_ATTR
-from hir.dialect.view_ops import select_type
+from hir.dialect.view_ops import chunk_type, select_type
 from hir.passes import _stream_loops
 from hir.passes._axes import is_broadcast_axis, operand_axis, output_index
 from hir.passes._ir import (
@@ -67,9 +79,12 @@ _REDUCED_AXIS_ATTRS = ("axis", "scatter_axis")  # collective attributes in input
 @dataclass
 class StreamLowering(ModulePass):
     name = "hir-stream-lowering"
-    description = "Lower stream-parallel ops to hir.for stream loops over alias_select slices (seeds 001/003)."
+    description = "Lower stream-parallel ops to hir.for stream loops over alias_select slices (seeds 001/003); chunks=S: S iterations over alias_chunk views."
+    chunks: int = 0  # 0: one iteration per index of the stream axis; S: S chunks of N/S rows
 
     def run(self, module: ir.Module) -> None:
+        if self.chunks < 0:
+            raise PassFailure(f"hir-stream-lowering: chunks must be >= 0 (0: one iteration per index), got {self.chunks}")
         for func in func_ops(module):
             _check_inputs(func)
             body = func.regions[0].blocks[0]
@@ -82,7 +97,7 @@ class StreamLowering(ModulePass):
                     _reject_nested(op)
             arguments = set(body.arguments)
             for op in todo:
-                _lower(op, arguments)
+                _lower(op, arguments, self.chunks)
 
 
 def _check_inputs(func: ir.Operation) -> None:
@@ -113,10 +128,10 @@ class _Slice:
     broadcast: bool  # read index 0 (extent-1 broadcast axis) instead of the stream index
 
 
-def _slices(op: ir.Operation, k: int) -> list[_Slice]:
+def _slices(op: ir.Operation, k: int, chunks: int = 0) -> list[_Slice]:
     """Which operands to slice, along which axis; fails where slicing is not expressible."""
     out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
-    if op.name == "hir.matmul":
+    if op.name == "hir.matmul" and not chunks:  # chunks keep the axis: no vectors
         batch = out_rank - 2
         rank_a, rank_b = (ir.MemRefType(op.operands[i].type).rank for i in (0, 1))
         # A slice drops the axis; torch.matmul reads a 1-D operand as a vector, which is
@@ -142,7 +157,7 @@ def _slices(op: ir.Operation, k: int) -> list[_Slice]:
     return slices
 
 
-def _lower(op: ir.Operation, arguments: set) -> None:
+def _lower(op: ir.Operation, arguments: set, chunks: int) -> None:
     name = op.name
     k = stream_axis(op)
     if name not in COMPUTE_OPS and name not in COLLECTIVE_OPS:
@@ -150,23 +165,33 @@ def _lower(op: ir.Operation, arguments: set) -> None:
     out = op.operands[output_index(op)]
     if out in arguments:
         raise fail(op, "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program")
-    slices = _slices(op, k)
+    extent = ir.MemRefType(out.type).shape[k]
+    if chunks and extent != ir.ShapedType.get_dynamic_size() and extent % chunks:
+        raise fail(op, f"has stream axis {k} of extent {extent}, which does not split into {chunks} stream chunks (hir-stream-lowering{{chunks={chunks}}}): use a chunk count dividing it")
+    slices = _slices(op, k, chunks)
     in_axis = operand_axis(op, 0, k)  # before the op's operands change
     waits = [use.owner.operation for use in op.results[0].uses] if op.results else []
     loc = op.location
     with ir.InsertionPoint(op), loc:
-        loop = _stream_loops.build(out, k)
+        loop = _stream_loops.build(out, k, chunks)
     with ir.InsertionPoint(loop.epilogue), loc:
         for s in slices:
             source = op.operands[s.index]
-            index = loop.zero if s.broadcast else loop.iv
-            view = create("hir.alias_select", [source, index], [select_type(source.type, s.axis)], {"axis": i64_attr(s.axis)})
+            if chunks and s.broadcast:
+                continue  # an extent-1 axis broadcasts to every chunk
+            if chunks:
+                attrs = {"axis": i64_attr(s.axis), "chunks": i64_attr(chunks)}
+                view = create("hir.alias_chunk", [source, loop.iv], [chunk_type(source.type, s.axis, chunks)], attrs)
+            else:
+                index = loop.zero if s.broadcast else loop.iv
+                view = create("hir.alias_select", [source, index], [select_type(source.type, s.axis)], {"axis": i64_attr(s.axis)})
             op.operands[s.index] = view.result
     op.move_before(loop.epilogue)
     for wait in waits:
         wait.move_before(loop.epilogue)
     del op.attributes[STREAM_AXIS_ATTR]
-    _renumber_axes(op, in_axis)
+    if not chunks:  # a chunk keeps the axis
+        _renumber_axes(op, in_axis)
 
 
 def _renumber_axes(op: ir.Operation, removed: Optional[int]) -> None:
