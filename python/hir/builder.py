@@ -13,7 +13,8 @@ device-mesh shardings; the passes lower it to a host program.
     module = b.finish()                               # verified ir.Module
 
 Every compute method takes ``out=`` to write into an existing buffer (destination-passing
-style) instead of allocating one.
+style) instead of allocating one. Every op is located at the Python line that built it, so
+verifier and run-time errors read ``my_program.py:12:9: error: ...``.
 
 Host level (for writing lowered programs by hand, as nvFuser's host-IR tests do):
 ``alloc``/``dealloc``, ``get_current_stream``/``get_stream``/``set_current_stream``/
@@ -21,6 +22,8 @@ Host level (for writing lowered programs by hand, as nvFuser's host-IR tests do)
 every collective (``allgather`` ... ``send``/``recv``) and ``wait``.
 """
 
+import os
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence, Union
@@ -53,6 +56,24 @@ from hir.builder_views import ViewBuilder
 
 DTYPES = {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f64": ir.F64Type.get,
           "i32": lambda: ir.IntegerType.get_signless(32), "i64": lambda: ir.IntegerType.get_signless(64)}
+
+
+_BUILDER_FILES = {os.path.abspath(__file__), os.path.join(os.path.dirname(os.path.abspath(__file__)), "builder_views.py")}
+
+
+def caller_location(context: ir.Context) -> ir.Location:
+    """``file:line:col`` of the first Python frame outside the builder (and contextlib), so
+    a verifier or run-time error names the line of the user's program that built the op."""
+    frame = sys._getframe(1)
+    while frame is not None and (os.path.abspath(frame.f_code.co_filename) in _BUILDER_FILES or frame.f_code.co_filename.endswith("contextlib.py")):
+        frame = frame.f_back
+    if frame is None:  # pragma: no cover - the builder is always called from somewhere
+        return ir.Location.unknown(context)
+    line, col = frame.f_lineno, 1
+    positions = list(frame.f_code.co_positions())
+    if 0 <= frame.f_lasti // 2 < len(positions) and positions[frame.f_lasti // 2][2] is not None:
+        line, col = positions[frame.f_lasti // 2][0] or line, positions[frame.f_lasti // 2][2] + 1
+    return ir.Location.file(frame.f_code.co_filename, line, col, context=context)
 
 
 def Shard(mesh: Sequence[int], axis: Optional[int] = None) -> Sharding:
@@ -90,7 +111,7 @@ class Builder(ViewBuilder):
 
     def __init__(self, name: str = "main", context: Optional[ir.Context] = None):
         self.context = context or new_context()
-        self._loc = ir.Location.unknown(self.context)
+        self._loc = caller_location(self.context)
         self.name = name
         self._inputs: list[ir.Type] = []
         self._outputs: list[Tensor] = []
@@ -105,7 +126,7 @@ class Builder(ViewBuilder):
 
     @contextmanager
     def _at(self) -> Iterator[None]:
-        with self.context, self._loc, self._ip:
+        with self.context, caller_location(self.context), self._ip:
             yield
 
     def index(self, value: int) -> ir.Value:
@@ -123,7 +144,7 @@ class Builder(ViewBuilder):
         """A program input with global ``shape`` (None = dynamic) placed by ``sharding``."""
         with self._at():
             t = self._mem_type(shape, dtype, sharding)
-            arg = self._block.add_argument(t, self._loc)
+            arg = self._block.add_argument(t, ir.Location.current)
             self._inputs.append(t)
             self._sync_signature()
             sizes = []
