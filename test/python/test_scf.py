@@ -27,7 +27,7 @@ def test_if_takes_a_python_bool(flag):
     assert torch.equal(r, a if bool(flag) else a + b)
 
 
-@pytest.mark.parametrize("bad", [2, 0.5, "yes"])
+@pytest.mark.parametrize("bad", [2, 0.5, "yes", torch.ones(2)])
 def test_i1_argument_rejects_non_bools(bad):
     with pytest.raises(HirError, match=r"argument #0 \(i1\) expects a bool"):
         run(SELECT, [bad, torch.randn(4), torch.randn(4)])

@@ -214,7 +214,7 @@ class ArgSpec:
             if isinstance(value, torch.Tensor) and value.dim() == 0:
                 value = value.item()
             if self.scalar is bool:  # i1: True / False (or 0 / 1)
-                if value not in (0, 1) or isinstance(value, float):
+                if not isinstance(value, int) or value not in (0, 1):
                     raise HirError(f"{where} {what} expects a bool, got {value!r}")
                 return bool(value)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (self.scalar is int and isinstance(value, float)):
