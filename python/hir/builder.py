@@ -18,7 +18,8 @@ verifier and run-time errors read ``my_program.py:12:9: error: ...``.
 
 Host level (for writing lowered programs by hand, as nvFuser's host-IR tests do):
 ``alloc``/``dealloc``, ``get_current_stream``/``get_stream``/``set_current_stream``/
-``synchronize``, ``alias_select``, ``alias_chunk``, the views of :mod:`hir.builder_views`, ``for_`` (a context manager yielding the index),
+``synchronize``, ``alias_select``, ``alias_chunk``, the views of :mod:`hir.builder_views`,
+``scalar`` / ``fill`` / ``if_`` (:mod:`hir.builder_control`), ``for_`` (a context manager yielding the index),
 every collective (``allgather`` ... ``send``/``recv``) and ``wait``.
 """
 
@@ -52,13 +53,14 @@ from hir.dialect import (
 )
 from hir.dialect.base import DYNAMIC
 from hir.dialect.compute_ops import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
+from hir.builder_control import ControlBuilder
 from hir.builder_views import ViewBuilder
 
 DTYPES = {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f64": ir.F64Type.get,
           "i32": lambda: ir.IntegerType.get_signless(32), "i64": lambda: ir.IntegerType.get_signless(64)}
 
 
-_BUILDER_FILES = {os.path.abspath(__file__), os.path.join(os.path.dirname(os.path.abspath(__file__)), "builder_views.py")}
+_BUILDER_FILES = {os.path.join(os.path.dirname(os.path.abspath(__file__)), name) for name in ("builder.py", "builder_views.py", "builder_control.py")}
 
 
 def caller_location(context: ir.Context) -> ir.Location:
@@ -104,10 +106,11 @@ class Tensor:
         return sharding_of(self.type)
 
 
-class Builder(ViewBuilder):
+class Builder(ViewBuilder, ControlBuilder):
     """Builds one ``func.func`` (default ``@main``) in a fresh module and context. Views
     (``subview``, ``collapse_shape``, ``expand_shape``, ``reshape``, ``broadcast``) come from
-    :class:`hir.builder_views.ViewBuilder`."""
+    :class:`hir.builder_views.ViewBuilder`; host scalars, ``fill`` and ``if_`` from
+    :class:`hir.builder_control.ControlBuilder`."""
 
     def __init__(self, name: str = "main", context: Optional[ir.Context] = None):
         self.context = context or new_context()

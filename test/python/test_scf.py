@@ -83,3 +83,26 @@ def test_scf_if_in_lowered_programs_is_left_alone():
     assert '"hir.for"' in str(module)
     got = hir.interpreter.run(module, [False, a, b], device="cpu")
     assert torch.equal(want[0], got[0])
+
+
+def test_builder_if_fill_and_scalar_inputs():
+    from hir.builder import Builder
+    from hir.interpreter import run as run_module
+
+    b = Builder()
+    x = b.input([4])
+    flag = b.scalar("i1")
+    y, counts = b.alloc([4]), b.alloc([2], "i32")
+    b.fill(counts, 7)
+    with b.if_(flag) as branch:
+        b.set(x, out=y)
+        with branch.otherwise():
+            b.fill(y, 2.5)
+    b.output(y)
+    b.output(counts)
+    module = b.finish()
+    assert "scf.if" in str(module) and "linalg.fill" in str(module)
+    X = torch.randn(4)
+    y_true, c = run_module(module, [X, True], device="cpu")
+    y_false, _ = run_module(module, [X, False], device="cpu")
+    assert torch.equal(y_true, X) and torch.equal(y_false, torch.full((4,), 2.5)) and c.tolist() == [7, 7]
