@@ -205,11 +205,15 @@ class Builder(ViewBuilder, ControlBuilder):
         return out
 
     def binary(self, kind: str, lhs: Tensor, rhs: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
-        """Elementwise ``kind`` (add, sub, mul, div, max, min) with broadcasting."""
+        """Elementwise ``kind`` (add, sub, mul, div, max, min) with broadcasting. By default
+        the output is split like the first split operand (axes right-aligned), else
+        replicated on an operand's mesh, else unplaced."""
         with self._at():
             shape = broadcast_shape(list(lhs.type.shape), list(rhs.type.shape), "operands")
         sizes = _broadcast_sizes(lhs.sizes, rhs.sizes, shape)
-        out = out or self.alloc(sizes, lhs.type.element_type, lhs.sharding if sharding == "same" else sharding)
+        if sharding == "same":
+            sharding = _elementwise_sharding((lhs, rhs), len(shape))
+        out = out or self.alloc(sizes, lhs.type.element_type, sharding)
         with self._at():
             self._annotate(BinaryOp(lhs.value, rhs.value, out.value, ir.StringAttr.get(kind)), stream_axis)
         return out
@@ -361,6 +365,17 @@ def _broadcast_sizes(a: list, b: list, shape: list[int]) -> list:
         y = b[-i] if i <= len(b) else 1
         out.append(y if isinstance(x, int) and x == 1 else x)
     return out[::-1]
+
+
+def _elementwise_sharding(operands: Sequence[Tensor], rank: int) -> Optional[Sharding]:
+    """The first operand split's axis in output coordinates, else replicated on the first
+    operand mesh, else None."""
+    for x in operands:
+        s = x.sharding
+        if s is not None and s.axis is not None:
+            return Sharding(s.mesh, s.axis + rank - len(x.sizes))
+    placed = next((x.sharding for x in operands if x.sharding is not None), None)
+    return None if placed is None else Sharding(placed.mesh, None)
 
 
 def _matmul_sharding(a: Optional[Sharding], rank_a: int, b: Optional[Sharding], rank_b: int, rank: int) -> Optional[Sharding]:

@@ -123,6 +123,10 @@ def test_builder_output_placements():
     weight_n = b.input([6, 8], sharding=Shard([0, 1], 0))
     assert b.linear(rep, weight_n).sharding == Shard([0, 1], 1)
     assert b.linear(rows, b.input([6, 8])).sharding == Shard([0, 1], 0)
+    split_row = b.input([8], sharding=Shard([0, 1], 0))
+    assert b.add(b.input([4, 8]), split_row).sharding == Shard([0, 1], 1)  # right-aligned
+    assert b.add(b.input([4, 8]), rep).sharding == Shard([0, 1])  # rhs's mesh
+    assert b.add(rows, rep).sharding == Shard([0, 1], 0)
 
 
 def test_resharding_to_another_mesh_inserts_one_set_per_operand():
