@@ -110,11 +110,12 @@ def runtime_error(step: Step, env: list, err: Exception) -> HirError:
 
 
 def _never_waited(op: ir.OpView) -> bool:
-    """An op producing one ``!hir.work`` that no ``hir.wait`` consumes."""
+    """An op producing one ``!hir.work`` that nothing uses (a work handed to a wait, a call
+    or a yield is someone else's to complete)."""
     results = op.operation.results
     if len(results) != 1 or str(results[0].type) != "!hir.work":
         return False
-    return not any(use.owner.name == "hir.wait" for use in results[0].uses)
+    return next(iter(results[0].uses), None) is None
 
 
 def _pending(step: Step, slot: int, pending: list, where: str, name: str) -> Step:
