@@ -2,7 +2,8 @@
 the CPU interpreter before lowering and after each pass of hir-lower; every stage must give
 the same outputs. Single process (no device mesh): the generator exercises stream lowering,
 loop fusion and deallocation on set / binary (with broadcasting) / reduction / matmul /
-linear chains, static and dynamic extents. Communication patterns are covered, on 2 and 4
+linear chains, static and dynamic extents, through views (memref.subview, collapse_shape,
+expand_shape, hir.alias_broadcast) and control flow (scf.if, scf.for with linalg.fill). Communication patterns are covered, on 2 and 4
 Gloo ranks, by test_passes_multirank.py.
 
 HIR_DIFF_CASES (default 240) sets the number of modules; HIR_DIFF_SEED the first seed.
@@ -38,11 +39,21 @@ class Value:
     name: str
     dims: list[int]  # run-time sizes
     dynamic: list[bool]  # '?' in the type
+    layout: str = ""  # a view's strided layout
 
     @property
     def type(self) -> str:
         shape = "x".join("?" if d else str(n) for n, d in zip(self.dims, self.dynamic))
-        return f"memref<{shape}xf32>" if self.dims else "memref<f32>"
+        layout = f", {self.layout}" if self.layout else ""
+        return f"memref<{shape}xf32{layout}>" if self.dims else "memref<f32>"
+
+    def strides(self) -> list[int]:
+        """Row-major strides (only axis 0 may be dynamic, so all are static)."""
+        out, running = [], 1
+        for n in reversed(self.dims):
+            out.append(running)
+            running *= n
+        return out[::-1]
 
 
 @dataclass
@@ -87,7 +98,7 @@ class Program:
     def text(self, outputs: list[Value]) -> str:
         args = ", ".join(f"{v.name}: {v.type}" for v in self.inputs)
         results = ", ".join(v.type for v in outputs)
-        body = ["%c0 = arith.constant 0 : index"]
+        body = ["%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index"]
         if any(any(v.dynamic) for v in self.inputs):
             source = next(v for v in self.inputs if v.dynamic[0])
             body.append(f"%S = memref.dim {source.name}, %c0 : {source.type}")
@@ -164,6 +175,86 @@ def _gen_linear(p: Program, x: Value) -> Value:
     return out
 
 
+def _gen_subview(p: Program, x: Value) -> Value:
+    """Drop the first element of a static axis (a strided view), then copy it."""
+    axes = [a for a, (n, d) in enumerate(zip(x.dims, x.dynamic)) if not d and n >= 2]
+    if not axes or x.layout:
+        return _gen_set(p, x)
+    a = p.rng.choice(axes)
+    strides = x.strides()
+    dims = [n - 1 if i == a else n for i, n in enumerate(x.dims)]
+    view = Value(p.fresh(), dims, list(x.dynamic), f"strided<[{', '.join(map(str, strides))}], offset: {strides[a]}>")
+    offsets = ", ".join("1" if i == a else "0" for i in range(len(dims)))
+    sizes = ", ".join("%S" if d else str(n) for n, d in zip(dims, x.dynamic))
+    p.lines.append(f"{view.name} = memref.subview {x.name}[{offsets}] [{sizes}] [{', '.join('1' * len(dims))}] : {x.type} to {view.type}")
+    p.values.append(view)
+    return _gen_set(p, view)
+
+
+def _gen_reshape(p: Program, x: Value) -> Value:
+    """collapse_shape of the last two axes, or expand_shape of an even last axis."""
+    if x.layout:
+        return _gen_set(p, x)
+    rank = len(x.dims)
+    out = Value(p.fresh(), [], [])
+    if rank == 3 and p.rng.random() < 0.6:
+        out.dims, out.dynamic = x.dims[:1] + [x.dims[1] * x.dims[2]], x.dynamic[:1] + [False]
+        p.lines.append(f"{out.name} = memref.collapse_shape {x.name} [[0], [1, 2]] : {x.type} into {out.type}")
+    elif x.dims[-1] % 2 == 0:
+        out.dims, out.dynamic = x.dims[:-1] + [2, x.dims[-1] // 2], x.dynamic + [False]
+        groups = ", ".join(f"[{i}]" for i in range(rank - 1)) + f", [{rank - 1}, {rank}]"
+        sizes = ", ".join("%S" if d else str(n) for n, d in zip(out.dims, out.dynamic))
+        p.lines.append(f"{out.name} = memref.expand_shape {x.name} [{groups}] output_shape [{sizes}] : {x.type} into {out.type}")
+    else:
+        return _gen_set(p, x)
+    p.values.append(out)
+    return out
+
+
+def _gen_broadcast(p: Program, x: Value) -> Value:
+    """x <kind> (a smaller input broadcast to x's shape by hir.alias_broadcast)."""
+    rng = p.rng
+    lead = rng.randrange(len(x.dims))
+    if any(x.dynamic[:lead]):
+        lead = 0
+    dims = [1 if (not d and rng.random() < 0.4) else n for n, d in zip(x.dims[lead:], x.dynamic[lead:])]
+    y = p.input(dims, list(x.dynamic[lead:]))
+    strides = [0] * lead + [0 if m == 1 and n != 1 else s for m, n, s in zip(dims, x.dims[lead:], y.strides())]
+    wide = Value(p.fresh(), list(x.dims), list(x.dynamic), f"strided<[{', '.join(map(str, strides))}], offset: ?>")
+    p.lines.append(f'{wide.name} = "hir.alias_broadcast"({y.name}) : ({y.type}) -> {wide.type}')
+    out = p.alloc(list(x.dims), list(x.dynamic))
+    kind = rng.choice(["add", "sub", "mul", "max"])
+    p.op("hir.binary", [x, wide], out, p.stream({"kind": f'"{kind}"'}, list(range(len(x.dims)))))
+    return out
+
+
+def _gen_if(p: Program, x: Value) -> Value:
+    """scf.if on a constant flag: a copy or a square of x into one buffer."""
+    out = p.alloc(list(x.dims), list(x.dynamic))
+    flag = p.fresh()
+    p.lines.append(f"{flag} = arith.constant {p.rng.choice(['true', 'false'])}")
+    p.lines.append(f"scf.if {flag} {{")
+    p.op("hir.set", [x], out, {})
+    p.lines.append("} else {")
+    p.op("hir.binary", [x, x], out, {"kind": '"mul"'})
+    p.lines.append("}")
+    return out
+
+
+def _gen_for(p: Program, x: Value) -> Value:
+    """A buffer filled with the loop count, then x added once per scf.for iteration."""
+    out = p.alloc(list(x.dims), list(x.dynamic))
+    n, i, k, kf = p.fresh(), p.fresh(), p.fresh(), p.fresh()
+    p.lines.append(f"{n} = arith.constant {p.rng.randint(0, 3)} : index")
+    p.lines.append(f"{k} = arith.index_cast {n} : index to i64")
+    p.lines.append(f"{kf} = arith.sitofp {k} : i64 to f32")
+    p.lines.append(f"linalg.fill ins({kf} : f32) outs({out.name} : {out.type})")
+    p.lines.append(f"scf.for {i} = %c0 to {n} step %c1 {{")
+    p.op("hir.binary", [out, x], out, {"kind": '"add"'})
+    p.lines.append("}")
+    return out
+
+
 def generate(seed: int) -> tuple[str, list]:
     """A random program-level module (text) and its input tensors."""
     rng = random.Random(seed)
@@ -177,9 +268,9 @@ def generate(seed: int) -> tuple[str, list]:
     for _ in range(rng.randint(2, 6)):
         candidates = [v for v in p.values + p.inputs if v.dims]
         x = current if rng.random() < 0.7 else rng.choice(candidates)
-        makers = [_gen_set, _gen_binary, _gen_linear]
+        makers = [_gen_set, _gen_binary, _gen_linear, _gen_subview, _gen_broadcast, _gen_if, _gen_for]
         if len(x.dims) >= 2:
-            makers += [_gen_reduction, _gen_matmul]
+            makers += [_gen_reduction, _gen_matmul, _gen_reshape]
         current = rng.choice(makers)(p, x)
     outputs = [current]
     others = [v for v in p.values if v is not current]
@@ -224,3 +315,9 @@ def test_generator_covers_stream_lowering():
         freed += after.count("memref.dealloc")
         reused += after.count("arith.remui")
     assert loops > 40 and fused > 5 and freed > 10 and reused > 2, (loops, fused, freed, reused)
+
+
+def test_generator_covers_views_and_control_flow():
+    texts = [generate(seed)[0] for seed in range(60)]
+    for construct in ("memref.subview", "memref.collapse_shape", "memref.expand_shape", "hir.alias_broadcast", "scf.if", "scf.for", "linalg.fill"):
+        assert sum(construct in text for text in texts) >= 2, construct

@@ -3,8 +3,8 @@ CPU interpreter before and after each pipeline its RUN lines name, on the same r
 inputs, and the outputs (returned buffers and arguments written in place) must be equal.
 Chunks without a device mesh run in this process; chunks on a mesh run on 4 Gloo ranks in
 one launched job. A program-level resharding op only runs once it is a collective, so mesh
-chunks run with hir-convert-to-communication applied last (its own results are checked
-against torch by test_passes_multirank.py)."""
+chunks run with hir-insert-reshardings,hir-convert-to-communication applied last (their own
+results are checked against torch by test_passes_multirank.py and test_insert_reshardings.py)."""
 
 import os
 import re
@@ -112,7 +112,7 @@ def worker() -> int:
     rank = int(os.environ["RANK"])
     failures = []
     for name, text, pipelines in MULTI:
-        problems = run_chunk(name, text, pipelines, rank, "hir-convert-to-communication")
+        problems = run_chunk(name, text, pipelines, rank, "hir-insert-reshardings,hir-convert-to-communication")
         failures += problems
         if not problems:
             print(f"{name} ok", flush=True)

@@ -13,11 +13,13 @@ device-mesh shardings; the passes lower it to a host program.
     module = b.finish()                               # verified ir.Module
 
 Every compute method takes ``out=`` to write into an existing buffer (destination-passing
-style) instead of allocating one.
+style) instead of allocating one. Every op is located at the Python line that built it, so
+verifier and run-time errors read ``my_program.py:12:9: error: ...``.
 
 Host level (for writing lowered programs by hand, as nvFuser's host-IR tests do), one typed
 method per op: ``alloc``/``dealloc``, ``get_current_stream``/``get_stream``/
-``set_current_stream``/``synchronize``, ``alias_select``, ``alias_chunk``, ``for_`` (a context
+``set_current_stream``/``synchronize``, ``alias_select``, ``alias_chunk``, the views of
+:mod:`hir.builder.views`, ``scalar`` / ``fill`` / ``if_`` (:mod:`hir.builder.control`), ``for_`` (a context
 manager yielding the index), every collective (``allgather`` ... ``send_recv``, or
 ``communicate(kind, ...)``), ``send``/``recv``, ``wait``, ``device_index``, ``shift`` and
 ``barrier``.

@@ -7,7 +7,9 @@ from typing import Iterator, Optional, Sequence, Union
 from torch_mlir import ir
 from torch_mlir.dialects import memref
 
+from hir.builder.control import ControlBuilder
 from hir.builder.program import ProgramBuilder, Tensor
+from hir.builder.views import ViewBuilder
 from hir.dialect import (
     COLLECTIVE_OPS,
     AliasChunkOp,
@@ -27,9 +29,12 @@ from hir.dialect import (
 from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
 
 
-class Builder(ProgramBuilder):
+class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
     """Builds one ``func.func`` (default ``@main``) in a fresh module and context: program-level
-    compute ops (:class:`ProgramBuilder`) and every host-level op."""
+    compute ops (:class:`ProgramBuilder`), every host-level op, the upstream views
+    (:class:`~hir.builder.views.ViewBuilder`: ``subview``, ``collapse_shape``,
+    ``expand_shape``, ``reshape``, ``alias_broadcast``) and host scalars, ``fill`` and ``if_``
+    (:class:`~hir.builder.control.ControlBuilder`)."""
 
     def get_current_stream(self) -> ir.Value:
         with self._at():

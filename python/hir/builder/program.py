@@ -1,6 +1,10 @@
 """The program-level half of :class:`hir.builder.Builder`: scaffolding (function, inputs,
 outputs, allocation) and the compute ops on whole buffers, with stream-parallel axes and
-device-mesh shardings."""
+device-mesh shardings. Every op is located at the Python line that built it, so verifier and
+run-time errors read ``my_program.py:12:9: error: ...``."""
+
+import os
+import sys
 
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,6 +17,24 @@ from hir.core import HirError, format_mlir_error, new_context
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding, sharding_of
 from hir.dialect.base import DYNAMIC
 from hir.dialect.compute import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
+
+_BUILDER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def caller_location(context: ir.Context) -> ir.Location:
+    """``file:line:col`` of the first Python frame outside the builder (and contextlib), so
+    a verifier or run-time error names the line of the user's program that built the op."""
+    frame = sys._getframe(1)
+    while frame is not None and (os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _BUILDER_DIR or frame.f_code.co_filename.endswith("contextlib.py")):
+        frame = frame.f_back
+    if frame is None:  # pragma: no cover - the builder is always called from somewhere
+        return ir.Location.unknown(context)
+    line, col = frame.f_lineno, 1
+    positions = list(frame.f_code.co_positions())
+    if 0 <= frame.f_lasti // 2 < len(positions) and positions[frame.f_lasti // 2][2] is not None:
+        line, col = positions[frame.f_lasti // 2][0] or line, positions[frame.f_lasti // 2][2] + 1
+    return ir.Location.file(frame.f_code.co_filename, line, col, context=context)
+
 
 DTYPES = {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f64": ir.F64Type.get,
           "i32": lambda: ir.IntegerType.get_signless(32), "i64": lambda: ir.IntegerType.get_signless(64)}
@@ -51,7 +73,7 @@ class ProgramBuilder:
 
     def __init__(self, name: str = "main", context: Optional[ir.Context] = None):
         self.context = context or new_context()
-        self._loc = ir.Location.unknown(self.context)
+        self._loc = caller_location(self.context)
         self.name = name
         self._inputs: list[ir.Type] = []
         self._outputs: list[Tensor] = []
@@ -66,7 +88,7 @@ class ProgramBuilder:
 
     @contextmanager
     def _at(self) -> Iterator[None]:
-        with self.context, self._loc, self._ip:
+        with self.context, caller_location(self.context), self._ip:
             yield
 
     def index(self, value: int) -> ir.Value:
@@ -84,7 +106,7 @@ class ProgramBuilder:
         """A program input with global ``shape`` (None = dynamic) placed by ``sharding``."""
         with self._at():
             t = self._mem_type(shape, dtype, sharding)
-            arg = self._block.add_argument(t, self._loc)
+            arg = self._block.add_argument(t, ir.Location.current)
             self._inputs.append(t)
             self._sync_signature()
             sizes = []
@@ -142,11 +164,15 @@ class ProgramBuilder:
         return out
 
     def binary(self, kind: str, lhs: Tensor, rhs: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
-        """Elementwise ``kind`` (add, sub, mul, div, max, min) with broadcasting."""
+        """Elementwise ``kind`` (add, sub, mul, div, max, min) with broadcasting. By default
+        the output is split like the first split operand (axes right-aligned), else
+        replicated on an operand's mesh, else unplaced."""
         with self._at():
             shape = broadcast_shape(list(lhs.type.shape), list(rhs.type.shape), "operands")
         sizes = _broadcast_sizes(lhs.sizes, rhs.sizes, shape)
-        out = out or self.alloc(sizes, lhs.type.element_type, lhs.sharding if sharding == "same" else sharding)
+        if sharding == "same":
+            sharding = _elementwise_sharding((lhs, rhs), len(shape))
+        out = out or self.alloc(sizes, lhs.type.element_type, sharding)
         with self._at():
             self._annotate(BinaryOp(lhs.value, rhs.value, out.value, ir.StringAttr.get(kind)), stream_axis)
         return out
@@ -187,26 +213,29 @@ class ProgramBuilder:
         return self.reduction("min", x, axes, **kw)
 
     def matmul(self, a: Tensor, b: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
-        """``torch.matmul(a, b)`` for rank >= 2; the output keeps ``a``'s sharding when it
-        splits a batch or M axis, else it is unplaced (pass ``sharding`` to choose)."""
+        """``torch.matmul(a, b)`` for rank >= 2. By default the output keeps ``a``'s split of
+        a batch or M axis, or ``b``'s split of N; otherwise it is replicated on the mesh of
+        ``a`` (else ``b``), or unplaced when neither has one (pass ``sharding`` to choose)."""
         with self._at():
             shape = matmul_shape(list(a.type.shape), list(b.type.shape))
         batch = _broadcast_sizes(a.sizes[:-2], b.sizes[:-2], shape[:-2])
         sizes = batch + [a.sizes[-2], b.sizes[-1]]
         if sharding == "same":
-            sharding = a.sharding if a.sharding and a.sharding.axis is not None and a.sharding.axis < len(a.sizes) - 1 else None
-            if sharding is not None:
-                sharding = Sharding(sharding.mesh, sharding.axis + len(sizes) - len(a.sizes))
+            sharding = _matmul_sharding(a.sharding, len(a.sizes), b.sharding, len(b.sizes), len(sizes))
         out = out or self.alloc(sizes, a.type.element_type, sharding)
         with self._at():
             self._annotate(MatmulOp(a.value, b.value, out.value), stream_axis)
         return out
 
     def linear(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
-        """``torch.nn.functional.linear(x, weight, bias)``: x [..., K], weight [N, K]."""
+        """``torch.nn.functional.linear(x, weight, bias)``: x [..., K], weight [N, K]. The
+        output's default placement follows :meth:`matmul` (weight's N is its axis 0)."""
         sizes = list(x.sizes[:-1]) + [weight.sizes[0]]
         if sharding == "same":
-            sharding = x.sharding if x.sharding and x.sharding.axis is not None and x.sharding.axis < len(x.sizes) - 1 else None
+            w = weight.sharding
+            n_axis = (1 - w.axis if len(weight.sizes) == 2 else 0) if w is not None and w.axis is not None else None
+            w_as_b = None if w is None else Sharding(w.mesh, n_axis)
+            sharding = _matmul_sharding(x.sharding, len(x.sizes), w_as_b, 2, len(sizes))
         out = out or self.alloc(sizes, x.type.element_type, sharding)
         with self._at():
             op = LinearOp(x.value, weight.value, out.value, bias=bias.value if bias else None)
@@ -222,6 +251,28 @@ def _broadcast_sizes(a: list, b: list, shape: list[int]) -> list:
         y = b[-i] if i <= len(b) else 1
         out.append(y if isinstance(x, int) and x == 1 else x)
     return out[::-1]
+
+
+def _elementwise_sharding(operands: Sequence[Tensor], rank: int) -> Optional[Sharding]:
+    """The first operand split's axis in output coordinates, else replicated on the first
+    operand mesh, else None."""
+    for x in operands:
+        s = x.sharding
+        if s is not None and s.axis is not None:
+            return Sharding(s.mesh, s.axis + rank - len(x.sizes))
+    placed = next((x.sharding for x in operands if x.sharding is not None), None)
+    return None if placed is None else Sharding(placed.mesh, None)
+
+
+def _matmul_sharding(a: Optional[Sharding], rank_a: int, b: Optional[Sharding], rank_b: int, rank: int) -> Optional[Sharding]:
+    """The output placement a matmul computes locally: ``a``'s batch / M split, ``b``'s N
+    split, else replicated on the operands' mesh (None without one)."""
+    if a is not None and a.axis is not None and a.axis < rank_a - 1:
+        return Sharding(a.mesh, a.axis + rank - rank_a)
+    if b is not None and b.axis is not None and b.axis == rank_b - 1 and rank_b >= 2:
+        return Sharding(b.mesh, rank - 1)
+    placed = a or b
+    return None if placed is None else Sharding(placed.mesh, None)
 
 
 def _reduced_sharding(sharding: Optional[Sharding], axes: list[int]) -> Optional[Sharding]:

@@ -314,9 +314,12 @@ def op_class(op: Any) -> Optional[type]:
 
 
 def is_view(op: Any) -> bool:
-    """Whether ``op`` is a view op (its result aliases operand 0)."""
+    """Whether ``op`` is a view op (its result aliases operand 0): an hir op with ``IS_VIEW``
+    or an upstream view (:data:`UPSTREAM_VIEWS`)."""
     cls = OP_CLASSES.get(op.name)
-    return cls is not None and cls.IS_VIEW
+    return op.name in UPSTREAM_VIEWS if cls is None else cls.IS_VIEW
 
 
 OP_CLASSES: dict[str, type] = {}  # filled by hir.dialect once every op module is imported
+# Names of upstream ops whose result views operand 0 (filled by hir.dialect.views).
+UPSTREAM_VIEWS: set[str] = set()

@@ -15,15 +15,31 @@ drops ``axis`` and has a strided layout over the same memory:
 
 A static extent must divide into ``chunks``; a dynamic one is checked when the view is
 taken. Neither op can view a split axis of a sharded buffer.
+
+``hir.alias_broadcast`` is ``input.expand(shape)`` (NumPy broadcasting, right-aligned): new
+leading axes and extent-1 axes get stride 0, the others keep the input's extent and stride:
+
+    %b = "hir.alias_broadcast"(%row) : (memref<1x4xf32>) -> memref<3x8x4xf32, strided<[0, 0, 1], offset: ?>>
+
+Why an hir op: upstream ``memref`` has no broadcast view, and ``memref.reinterpret_cast``
+would hard-code the input's strides and offset (unknown for strided views) and cannot be
+verified as a broadcast. Broadcast extents are static; the result is read-only in practice
+(torch rejects writes where elements share memory).
+
+Upstream views (``memref.subview``, ``memref.collapse_shape``, ``memref.expand_shape``) are
+used as they are; :data:`~hir.dialect.base.UPSTREAM_VIEWS` names them for
+:func:`~hir.dialect.base.is_view` (deallocation and fusion follow every view).
 """
 
 
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import ext
+from torch_mlir.dialects import ext, memref
 
-from hir.dialect.base import DYNAMIC, HirOp, Sharding, check_axis, fail, i64_attr, int_attr, memref_type, sharding_of
+from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, HirOp, Sharding, check_axis, fail, i64_attr, int_attr, memref_type, sharding_of
+
+UPSTREAM_VIEWS.update(cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp))
 
 
 def _view_type(source: ir.MemRefType, axis: int, verb: str, shape: list, strides: list, shard_axis) -> ir.MemRefType:
@@ -73,7 +89,7 @@ def _check_view(op: HirOp, view_type, what: str) -> None:
 
 
 class ViewOp(HirOp):
-    """``(input, index) -> a view of input``: writes through the result land in ``input``."""
+    """``(input, ...) -> a view of input``: writes through the result land in ``input``."""
 
     IS_VIEW = True
 
@@ -110,3 +126,48 @@ class AliasChunkOp(ViewOp, name="alias_chunk"):
     def emit(cls, input: ir.Value, index: ir.Value, axis: int, chunks: int, *, name: Optional[str] = None) -> ir.Value:
         view_type = chunk_type(memref_type(input, "input"), axis, chunks)
         return cls._create([input, index], [view_type], {"axis": i64_attr(axis), "chunks": i64_attr(chunks)}, name=name).result
+
+
+def broadcast_type(source: ir.MemRefType, shape: list) -> ir.MemRefType:
+    """The type of ``source`` broadcast to ``shape`` (stride 0 on broadcast axes)."""
+    lead = len(shape) - source.rank
+    if lead < 0:
+        fail(f"cannot broadcast rank {source.rank} to the lower rank {len(shape)}")
+    strides_in, _ = source.get_strides_and_offset()
+    strides = []
+    for i, extent in enumerate(shape):
+        j = i - lead
+        if j >= 0 and source.shape[j] == extent:
+            strides.append(strides_in[j])
+            continue
+        if j >= 0 and source.shape[j] != 1:
+            fail(f"axis {j} of extent {_extent(source.shape[j])} cannot broadcast to {_extent(extent)} (only extent-1 axes broadcast)")
+        if extent == DYNAMIC:
+            fail(f"broadcast axis {i} must have a static extent")
+        strides.append(0)
+    sharding = sharding_of(source, "input")
+    space = None if sharding is None else Sharding(sharding.mesh, None if sharding.axis is None else sharding.axis + lead).attr()
+    layout = ir.StridedLayoutAttr.get(DYNAMIC, strides)
+    return ir.MemRefType.get(shape, source.element_type, layout=layout, memory_space=space, loc=ir.Location.unknown())
+
+
+def _extent(d: int) -> str:
+    return "?" if d == DYNAMIC else str(d)
+
+
+class AliasBroadcastOp(ViewOp, name="alias_broadcast"):
+    """``result = input.expand(shape)`` as a view (NumPy broadcasting, no copy)."""
+
+    input: ext.Operand[ir.MemRefType]
+    result: ext.Result[ir.MemRefType]
+
+    def check(self) -> None:
+        source = memref_type(self.input, "input")
+        result = memref_type(self.result, "result")
+        expected = broadcast_type(source, list(result.shape))
+        if result != expected:
+            fail(f"result type {result} does not match the broadcast view type {expected}")
+
+    @classmethod
+    def emit(cls, input: ir.Value, shape: list, *, name: Optional[str] = None) -> ir.Value:
+        return cls._create([input], [broadcast_type(memref_type(input, "input"), list(shape))], name=name).result

@@ -49,6 +49,11 @@ def make_input(index: int, type_: ir.Type, spec: str, *, rank: int, seed: int, d
     if not is_memref(type_):
         if spec in GENERATORS:
             raise InputError(f"{what} is a scalar: give its value (e.g. --input {index}=4)")
+        if str(type_) == "i1":  # a flag
+            flag = {"true": True, "false": False, "1": True, "0": False}.get(spec.lower())
+            if flag is None:
+                raise InputError(f"{what}: '{spec}' is not a flag (true, false, 1 or 0)")
+            return flag
         is_float = str(type_).startswith(("f", "bf"))
         try:
             return float(spec) if is_float else int(spec)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
+from hir.dialect import WorkType
 from hir.dialect.context import HirError, format_location
 from hir.interpreter.buffers import BufferSpec, buffer_spec, is_memref
 from hir.interpreter.registry import lookup
@@ -90,6 +91,28 @@ def runtime_error(step: Step, env: list, err: Exception) -> HirError:
     return HirError(f"{info.location}: error: '{info.name}' failed: {type(err).__name__}: {err}")
 
 
+def _never_waited(op: ir.OpView) -> bool:
+    """An op producing one ``!hir.work`` that nothing uses (a work handed to a wait, a call
+    or a yield is someone else's to complete)."""
+    results = op.operation.results
+    if len(results) != 1 or not isinstance(results[0].type, WorkType):
+        return False
+    return next(iter(results[0].uses), None) is None
+
+
+def _pending(step: Step, slot: int, pending: list, where: str, name: str) -> Step:
+    """``step`` also recording its work, which the program completes when its entry
+    function returns (see Program._execute): a dropped torch work handle cancels the
+    transfer, and the peer's matching receive then fails."""
+
+    def issue_pending(env: list) -> None:
+        step(env)
+        if env[slot] is not None:
+            pending.append((env[slot], where, name))
+
+    return issue_pending
+
+
 class Compiler:
     """Compiles the functions of one module for one rank of a :class:`Runtime`."""
 
@@ -162,6 +185,8 @@ class Compiler:
                 self.define(result, None)
             return None
         step = entry.fn(self, op)
+        if step is not None and _never_waited(op):
+            step = _pending(step, self.use(op.operation.results[0]), self.runtime.pending, self.where(op), name)
         if step is not None:
             operands = tuple((self._slots[v], v.get_name()) for v in op.operation.operands if v in self._slots)
             step.hir_op = OpInfo(name, format_location(op.location, self.source_name), operands)

@@ -2,6 +2,7 @@
 inputs fully before anything runs, execute, and return the outputs."""
 
 import logging
+import sys
 from typing import Any, Optional, Sequence
 
 import torch
@@ -222,13 +223,25 @@ class Program:
             for slot, value in zip(self.plan.arg_slots, values):
                 env[slot] = value
             run_steps(self.plan.steps, env)
+            if self.runtime.pending:
+                self._complete_pending()
             return [env[slot] for slot in self.plan.result_slots]
         finally:
+            self.runtime.pending.clear()
             # Hand the outputs back on the caller's stream, ordered after the program's work.
             last = pool.current()
             if last is not caller:
                 caller.wait_stream(last)
                 pool.set_current(caller)
+
+    def _complete_pending(self) -> None:
+        """Wait on every communication the program issued and never waited on (nvFuser's
+        ring exchange waits only on its receives), so no transfer is cancelled when the
+        entry returns; HIR_DEBUG=1 warns about each."""
+        for work, where, name in self.runtime.pending:
+            if self.runtime.debug:
+                print(f"{where}: warning: '{name}' work is never waited on; waited for when @{self.entry} returns", file=sys.stderr)
+            work.wait()
 
     def check_inputs(self, inputs: Sequence[Any]) -> list:
         where = f"{self.plan.location}: error: @{self.entry}"
@@ -239,19 +252,23 @@ class Program:
 
 class ArgSpec:
     """One entry argument: a buffer (checked against its local shape, dtype and device) or a
-    host scalar (index / integer / float)."""
+    host scalar (index / integer / float / i1 bool)."""
 
     def __init__(self, index: int, type_: ir.Type, rank: int) -> None:
         self.index = index
         self.type_text = str(type_)
         self.buffer: Optional[BufferSpec] = buffer_spec(type_, rank) if is_memref(type_) else None
-        self.scalar = None if self.buffer else (float if str(type_).startswith(("f", "bf")) else int)
+        self.scalar = None if self.buffer else scalar_kind(type_)
 
     def check(self, value: Any, where: str, device: torch.device) -> Any:
         what = f"argument #{self.index} ({self.type_text})"
         if self.buffer is None:
             if isinstance(value, torch.Tensor) and value.dim() == 0:
                 value = value.item()
+            if self.scalar is bool:  # i1: True / False (or 0 / 1)
+                if not isinstance(value, int) or value not in (0, 1):
+                    raise HirError(f"{where} {what} expects a bool, got {value!r}")
+                return bool(value)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (self.scalar is int and isinstance(value, float)):
                 raise HirError(f"{where} {what} expects a {self.scalar.__name__}, got {type(value).__name__}")
             return self.scalar(value)
@@ -269,6 +286,12 @@ class ArgSpec:
         if value.device != device:
             raise HirError(f"{where} {what} expects a tensor on {device}, got one on {value.device}")
         return value
+
+
+def scalar_kind(type_: ir.Type) -> type:
+    """The Python type of a host scalar argument: bool (i1), float, else int."""
+    text = str(type_)
+    return bool if text == "i1" else float if text.startswith(("f", "bf")) else int
 
 
 def compile(module: ir.Module, **options: Any) -> Program:  # noqa: A001 - the natural name

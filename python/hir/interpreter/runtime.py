@@ -1,6 +1,7 @@
 """What compiled steps close over at run time: the device, this rank, the stream pool, the
 process group (created on first need) and the optional allocation tracker."""
 
+import os
 from functools import cached_property
 from typing import Any, Optional
 
@@ -21,6 +22,9 @@ class Runtime:
         self.compile_kernels = compile_kernels
         self.rank, self.world_size = world()
         self.streams = StreamPool(device, num_streams)
+        # Works no hir.wait consumes: (work, location, op name), completed at entry exit.
+        self.pending: list = []
+        self.debug = bool(os.environ.get("HIR_DEBUG"))
 
     @cached_property
     def comm(self) -> Communicator:

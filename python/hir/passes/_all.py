@@ -1,5 +1,6 @@
 """Imports every pass module so that each registers itself (add new passes here)."""
 
+from hir.passes import insert_reshardings  # noqa: F401
 from hir.passes import convert_to_communication  # noqa: F401
 from hir.passes import stream_lowering  # noqa: F401
 from hir.passes import fuse_loops  # noqa: F401

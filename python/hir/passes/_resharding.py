@@ -39,27 +39,35 @@ class Plan:
     collectives: list[tuple[type, dict[str, ir.Attribute]]]
 
 
-def _sharding(op: ir.Operation, index: int) -> Optional[Sharding]:
+def operand_sharding(op: ir.Operation, index: int) -> Optional[Sharding]:
+    """The placement of operand ``index`` of ``op`` (None: no device mesh); a bad one fails at the op."""
     try:
         return sharding_of(op.operands[index], f"operand #{index}")
     except VerifyError as err:
         raise fail(op, str(err)) from None
 
 
+def needed_axis(op: ir.Operation, index: int, out: Sharding) -> Optional[int]:
+    """The split axis operand ``index`` must have for ``op`` to compute its output shard
+    locally: the operand axis the output's split axis reads (None: replicated)."""
+    if out.axis is None:
+        return None
+    expected = operand_axis(op, index, out.axis)
+    if expected is not None and is_broadcast_axis(op, index, expected, out.axis):
+        return None
+    return expected
+
+
 def _mismatch(op: ir.Operation, index: int, out: Optional[Sharding]) -> Optional[str]:
     """Why operand ``index`` is placed differently from what the output needs (None: same)."""
-    mine = _sharding(op, index)
+    mine = operand_sharding(op, index)
     if mine is None and out is None:
         return None
     if mine is None or out is None:
         return "mixes a buffer without a device mesh with one on a mesh; give both a #hir.shard"
     if mine.mesh != out.mesh:
         return f"moves data from mesh {list(mine.mesh)} to mesh {list(out.mesh)}"
-    expected = None
-    if out.axis is not None:
-        expected = operand_axis(op, index, out.axis)
-        if expected is not None and is_broadcast_axis(op, index, expected, out.axis):
-            expected = None
+    expected = needed_axis(op, index, out)
     if mine.axis != expected:
         return f"reads operand #{index} split along axis {mine.axis}, the output needs {expected}"
     return None
@@ -68,7 +76,7 @@ def _mismatch(op: ir.Operation, index: int, out: Optional[Sharding]) -> Optional
 def resharding_reason(op: ir.Operation) -> Optional[str]:
     """nvFuser's isResharding: why ``op`` moves data between devices, or None."""
     out_index = output_index(op)
-    out = _sharding(op, out_index)
+    out = operand_sharding(op, out_index)
     for index, operand in enumerate(op.operands):
         if index == out_index or not isinstance(operand.type, ir.MemRefType):
             continue
@@ -108,7 +116,7 @@ def plan(op: ir.Operation) -> Optional[Plan]:
         return None
     if op.name not in _LOWERABLE:
         raise fail(op, f"is resharding ({reason}); only {' and '.join(_LOWERABLE)} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first")
-    src, dst = _sharding(op, 0), _sharding(op, 1)
+    src, dst = operand_sharding(op, 0), operand_sharding(op, 1)
     if src is None or dst is None:
         raise fail(op, reason)
     for what, s in (("input", src), ("output", dst)):

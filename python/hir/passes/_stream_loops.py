@@ -38,12 +38,13 @@ class WorkLoop:
     zero: ir.Value
 
 
-def build(buffer: ir.Value, axis: int) -> WorkLoop:
-    """Emit the bounds (the extent of ``buffer`` along ``axis``), get_current_stream, the
-    initial-sync loop and an empty work loop at the current insertion point and location;
-    the bounds come first so nothing sits between the last three."""
+def build(buffer: ir.Value, axis: int, chunks: int = 0) -> WorkLoop:
+    """Emit the bounds (the extent of ``buffer`` along ``axis``, or ``chunks`` when given),
+    get_current_stream, the initial-sync loop and an empty work loop at the current
+    insertion point and location; the bounds come first so nothing sits between the last
+    three."""
     zero, one = index_const(0), index_const(1)
-    extent = dim_or_const(buffer, axis, zero)
+    extent = index_const(chunks) if chunks else dim_or_const(buffer, axis, zero)
     user = GetCurrentStreamOp.emit(name="user_stream")
     _, sync_iv, sync_end = ForOp.emit(zero, extent, one, name="i")
     with ir.InsertionPoint(sync_end):

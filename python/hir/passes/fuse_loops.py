@@ -26,7 +26,7 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect import AliasSelectOp, ForOp, is_view
+from hir.dialect import AliasChunkOp, AliasSelectOp, ForOp, is_view
 from hir.passes import _stream_loops as loops
 from hir.passes.helpers import ALLOC, CONSTANT, DIM, constant_value, defining_op, func_ops, is_memref, written_operands
 from hir.passes.base import ModulePass, register_pass
@@ -97,10 +97,10 @@ def _merge(state: _State, second: loops.Group) -> None:
             op.move_before(anchor)
     body1, body2 = loops.WorkBody.of(first.work), loops.WorkBody.of(second.work)
     body2.iv.replace_all_uses_with(body1.iv)
-    select = AliasSelectOp.OPERATION_NAME
-    views = {_view_key(op): op.result for op in body1.payload if op.name == select}
+    view_names = (AliasSelectOp.OPERATION_NAME, AliasChunkOp.OPERATION_NAME)
+    views = {_view_key(op): op.result for op in body1.payload if op.name in view_names}
     for op in body2.payload:
-        existing = views.get(_view_key(op)) if op.name == select else None
+        existing = views.get(_view_key(op)) if op.name in view_names else None
         if existing is not None:  # the same slice is already taken: reuse it (seed 001 TwoSetOps)
             op.result.replace_all_uses_with(existing)
             op.erase()
@@ -114,7 +114,7 @@ def _merge(state: _State, second: loops.Group) -> None:
 
 
 def _view_key(op: ir.Operation):
-    return (op.operands[0], op.operands[1], ir.IntegerAttr(op.attributes["axis"]).value, op.result.type)
+    return (op.name, op.operands[0], op.operands[1], ir.IntegerAttr(op.attributes["axis"]).value, op.result.type)
 
 
 def _extent_key(value: ir.Value):
@@ -159,7 +159,8 @@ def _accesses(loop: ir.Operation) -> Optional[dict]:
 
 def _slice_of(view: ir.Value, iv: ir.Value) -> tuple:
     """(the buffer under ``view``'s chain of views, the axis when ``view`` is exactly its
-    alias_select at ``iv``, else None: a whole-buffer access as far as fusion can tell)."""
+    alias_select at ``iv`` (axis and chunk count for an alias_chunk at ``iv``), else None: a
+    whole-buffer access as far as fusion can tell)."""
     chain = []
     root, owner = view, defining_op(view)
     while owner is not None and is_view(owner):
@@ -168,6 +169,8 @@ def _slice_of(view: ir.Value, iv: ir.Value) -> tuple:
         owner = defining_op(root)
     if len(chain) == 1 and chain[0].name == AliasSelectOp.OPERATION_NAME and chain[0].operands[1] == iv:
         return root, chain[0].attributes["axis"]
+    if len(chain) == 1 and chain[0].name == AliasChunkOp.OPERATION_NAME and chain[0].operands[1] == iv:
+        return root, (chain[0].attributes["axis"], chain[0].attributes["chunks"])  # hir-stream-lowering{chunks=}
     return root, None
 
 

@@ -194,11 +194,12 @@ class Slice:
     broadcast: bool  # read index 0 (extent-1 broadcast axis) instead of the stream index
 
 
-def stream_slices(op: ir.Operation, k: int) -> list[Slice]:
+def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]:
     """Which operands of ``op`` to slice for its output axis ``k``, along which axis; fails
-    where slicing is not expressible."""
+    where slicing is not expressible. ``vectors``: a slice drops the axis (alias_select), so
+    a matmul operand may become a vector (False for alias_chunk, which keeps it)."""
     out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
-    if op.name == MatmulOp.OPERATION_NAME:
+    if op.name == MatmulOp.OPERATION_NAME and vectors:
         batch = out_rank - 2
         rank_a, rank_b = (ir.MemRefType(op.operands[i].type).rank for i in (0, 1))
         # A slice drops the axis; torch.matmul reads a 1-D operand as a vector, which is

@@ -22,11 +22,11 @@ from hir.passes.base import REGISTRY, ModulePass, PassFailure, is_disabled
 
 # Named pipelines, expanded in place (mlir-opt's registered pass pipelines).
 PIPELINES: dict[str, str] = {
-    "hir-lower": "hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
+    "hir-lower": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
     "hir-insert-deallocations,canonicalize,cse",
     # hir-lower plus stream buffer reuse (opt-in: it caps each rewritten loop at
     # num-streams pool streams; see passes/reuse_stream_buffers.py).
-    "hir-lower-reuse": "hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
+    "hir-lower-reuse": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
     "hir-reuse-stream-buffers,hir-insert-deallocations,canonicalize,cse",
     # An annotated upstream shard program -> hir (issue 15): record the signature's
     # shardings, propagate and partition upstream, then convert (docs/from-shard.md).

@@ -34,13 +34,25 @@ M unless both operands are batched; N with a 2-D B: the slices are vectors) and 
 (every axis; an N slice is a 1-D weight). Errors: stream axes on program inputs or on split
 axes, nested stream parallelism, unsupported ops, and matmul axes whose slices would be
 read as matrices.
+
+``chunks=S`` (``hir-stream-lowering{chunks=4}``) splits the stream axis of extent N into S
+stream iterations of N/S rows each instead of N iterations of one: the loops run to S and
+every operand is viewed with ``hir.alias_chunk`` (the axis is kept, so no axis renumbering
+and no vector restriction on matmul; a broadcast operand is used whole). This is how an
+AG+matmul pipeline is written when the stream axis is not a device axis. A static N that S
+does not divide is an error at the op; a dynamic N is checked when the chunk is taken.
+
+    "hir.for"(%c0, %c4, %c1) ({ ^bb0(%i: index):      // chunks = 4, N = 8: 2 rows each
+      ...
+      %a = "hir.alias_chunk"(%in, %i) {axis = 0 : i64, chunks = 4 : i64} : (memref<8x8xf32>, index) -> memref<2x8xf32, strided<[8, 1], offset: ?>>
+      ...
 """
 
 from dataclasses import dataclass
 
 from torch_mlir import ir
 
-from hir.dialect import AliasSelectOp
+from hir.dialect import AliasChunkOp, AliasSelectOp
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.passes import _stream_loops
 from hir.passes.helpers import FUNC_ARG_STREAM_ATTRS, fail, func_ops, operand_axis, output_index, renumber_axes, slice_name, stream_axis, stream_slices, streamable, streamable_names
@@ -51,9 +63,12 @@ from hir.passes.base import ModulePass, PassFailure, register_pass
 @dataclass
 class StreamLowering(ModulePass):
     name = "hir-stream-lowering"
-    description = "Lower stream-parallel ops to hir.for stream loops over alias_select slices (seeds 001/003)."
+    description = "Lower stream-parallel ops to hir.for stream loops over alias_select slices (seeds 001/003); chunks=S: S iterations over alias_chunk views."
+    chunks: int = 0  # 0: one iteration per index of the stream axis; S: S chunks of N/S rows
 
     def run(self, module: ir.Module) -> None:
+        if self.chunks < 0:
+            raise PassFailure(f"hir-stream-lowering: chunks must be >= 0 (0: one iteration per index), got {self.chunks}")
         for func in func_ops(module):
             _check_inputs(func)
             body = func.regions[0].blocks[0]
@@ -66,7 +81,7 @@ class StreamLowering(ModulePass):
                     _reject_nested(op)
             arguments = set(body.arguments)
             for op in todo:
-                _lower(op, arguments)
+                _lower(op, arguments, self.chunks)
 
 
 def _check_inputs(func: ir.Operation) -> None:
@@ -90,26 +105,35 @@ def _reject_nested(op: ir.Operation) -> None:
                     _reject_nested(inner)
 
 
-def _lower(op: ir.Operation, arguments: set) -> None:
+def _lower(op: ir.Operation, arguments: set, chunks: int) -> None:
     k = stream_axis(op)
     if not streamable(op):
         raise fail(op, f"carries stream_axis = {k}, but hir-stream-lowering only handles {', '.join(streamable_names())}")
     out = op.operands[output_index(op)]
     if out in arguments:
         raise fail(op, "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program")
-    slices = stream_slices(op, k)
+    extent = ir.MemRefType(out.type).shape[k]
+    if chunks and extent != ir.ShapedType.get_dynamic_size() and extent % chunks:
+        raise fail(op, f"has stream axis {k} of extent {extent}, which does not split into {chunks} stream chunks (hir-stream-lowering{{chunks={chunks}}}): use a chunk count dividing it")
+    slices = stream_slices(op, k, vectors=not chunks)  # a chunk keeps the axis: no vectors
     in_axis = operand_axis(op, 0, k)  # before the op's operands change
     waits = [use.owner.operation for use in op.results[0].uses] if op.results else []
     loc = op.location
     with ir.InsertionPoint(op), loc:
-        loop = _stream_loops.build(out, k)
+        loop = _stream_loops.build(out, k, chunks)
     with ir.InsertionPoint(loop.epilogue), loc:
         for s in slices:
             source = op.operands[s.index]
-            index = loop.zero if s.broadcast else loop.iv
-            op.operands[s.index] = AliasSelectOp.emit(source, index, s.axis, name=slice_name(source))
+            if chunks and s.broadcast:
+                continue  # an extent-1 axis broadcasts to every chunk
+            if chunks:
+                op.operands[s.index] = AliasChunkOp.emit(source, loop.iv, s.axis, chunks, name=slice_name(source))
+            else:
+                index = loop.zero if s.broadcast else loop.iv
+                op.operands[s.index] = AliasSelectOp.emit(source, index, s.axis, name=slice_name(source))
     op.move_before(loop.epilogue)
     for wait in waits:
         wait.move_before(loop.epilogue)
     del op.attributes[STREAM_AXIS_ATTR]
-    renumber_axes(op, in_axis)
+    if not chunks:  # a chunk keeps the axis
+        renumber_axes(op, in_axis)

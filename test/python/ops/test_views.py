@@ -1,8 +1,14 @@
-"""The views group on one process: alias_select and alias_chunk are views (writes land in
-the parent buffer)."""
+"""The views group: hir.alias_select / alias_chunk / alias_broadcast and the upstream
+memref.subview (static, dynamic, strided, rank-reducing), collapse_shape and expand_shape,
+in the interpreter and the builder. Each is zero-copy (writes land in the parent buffer), is
+freed with its buffer, and reports bad run-time offsets at the op."""
 
+import pytest
 import torch
 
+from hir.builder import Builder, Shard
+from hir.core import HirError
+from hir.interpreter import run as run_module
 from interp_util import mem, run
 
 T864 = mem([8, 64])
@@ -40,3 +46,87 @@ def test_interp_alias_chunk_is_a_view_of_equal_parts():
     (part,) = run(text, [buf, 2, 1])
     assert part.data_ptr() == buf[4:6, 32:].data_ptr() and part.shape == (2, 32)
     assert torch.equal(buf, expected)
+
+
+ROWS = "memref<?x4xf32, strided<[4, 1], offset: ?>>"
+
+
+def test_views_share_memory_with_their_buffer():
+    text = f"""func.func @main(%a: memref<8x4xf32>, %o: index, %n: index) -> ({ROWS}, memref<32xf32>, memref<2x4x4xf32>, memref<3x8x4xf32, strided<[0, 4, 1], offset: ?>>) {{
+  %rows = memref.subview %a[%o, 0] [%n, 4] [1, 1] : memref<8x4xf32> to {ROWS}
+  %flat = memref.collapse_shape %a [[0, 1]] : memref<8x4xf32> into memref<32xf32>
+  %grid = memref.expand_shape %a [[0, 1], [2]] output_shape [2, 4, 4] : memref<8x4xf32> into memref<2x4x4xf32>
+  %wide = "hir.alias_broadcast"(%a) : (memref<8x4xf32>) -> memref<3x8x4xf32, strided<[0, 4, 1], offset: ?>>
+  return %rows, %flat, %grid, %wide : {ROWS}, memref<32xf32>, memref<2x4x4xf32>, memref<3x8x4xf32, strided<[0, 4, 1], offset: ?>>
+}}"""
+    a = torch.randn(8, 4)
+    rows, flat, grid, wide = run(text, [a, 2, 3])
+    assert torch.equal(rows, a[2:5]) and torch.equal(flat, a.reshape(32)) and torch.equal(grid, a.reshape(2, 4, 4))
+    assert torch.equal(wide, a.expand(3, 8, 4))
+    for view in (rows, flat, grid, wide):
+        assert view.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+
+
+def test_subview_out_of_bounds_is_reported_at_the_op():
+    text = f"""func.func @main(%a: memref<8x4xf32>, %o: index) -> {ROWS} {{
+  %c2 = arith.constant 2 : index
+  %rows = memref.subview %a[%o, 0] [%c2, 4] [1, 1] : memref<8x4xf32> to {ROWS}
+  return %rows : {ROWS}
+}}"""
+    with pytest.raises(HirError, match=r"test.mlir:3:11: error: 'memref.subview' offset 7, size 2, stride 1 is out of bounds for axis 0 of %arg0 \(local shape \[8, 4\]\)"):
+        run(text, [torch.randn(8, 4), 7])
+
+
+def test_deallocating_a_buffer_kills_its_views():
+    text = """func.func @main(%x: memref<8xf32>) -> memref<8xf32> {
+  %t = memref.alloc() : memref<2x4xf32>
+  %flat = memref.collapse_shape %t [[0, 1]] : memref<2x4xf32> into memref<8xf32>
+  %out = memref.alloc() : memref<8xf32>
+  memref.dealloc %t : memref<2x4xf32>
+  "hir.set"(%flat, %out) : (memref<8xf32>, memref<8xf32>) -> ()
+  return %out : memref<8xf32>
+}"""
+    with pytest.raises(HirError, match=r"'hir.set' operand #0 \(%collapse_shape\) is used after memref.dealloc"):
+        run(text, [torch.randn(8)])
+
+
+def test_sharded_views_keep_the_split_axis():
+    shard = "#hir.shard<array<i64: 0, 1>, 0 : i64>"
+    ok = f"""func.func @main(%a: memref<8x4xf32, {shard}>) -> memref<8x2xf32, strided<[4, 1], offset: 1>, {shard}> {{
+  %v = memref.subview %a[0, 1] [8, 2] [1, 1] : memref<8x4xf32, {shard}> to memref<8x2xf32, strided<[4, 1], offset: 1>, {shard}>
+  return %v : memref<8x2xf32, strided<[4, 1], offset: 1>, {shard}>
+}}"""
+    local = torch.randn(4, 4)  # rank 0's shard
+    (v,) = run(ok, [local])
+    assert torch.equal(v, local[:, 1:3])
+    bad = ok.replace("[0, 1] [8, 2]", "[2, 1] [4, 2]").replace("8x2xf32, strided<[4, 1], offset: 1>", "4x2xf32, strided<[4, 1], offset: 9>")
+    with pytest.raises(HirError, match="views axis 0 of %arg0, which is split over the device mesh"):
+        run(bad, [local])
+
+
+def test_builder_views():
+    b = Builder()
+    x = b.input([8, 4])
+    bias = b.input([4])
+    rows = b.subview(x, [b.index(2), 0], [2, 4])
+    row = b.subview(x, [1, 0], [1, 4], drop=[0])
+    odd = b.subview(x, [1, 1], [3, 2], [2, 2])
+    outs = [rows, row, odd, b.reshape(x, [32]), b.reshape(x, [2, 4, 4]), b.reshape(x, [4, 8]), b.alias_broadcast(bias, [8, 4]), b.add(rows, b.alias_broadcast(bias, [2, 4]))]
+    for v in outs:
+        b.output(v)
+    X, B = torch.arange(32.0).reshape(8, 4), torch.arange(4.0)
+    got = run_module(b.finish(), [X, B], device="cpu")
+    want = [X[2:4], X[1], X[1::2, 1::2][:3], X.reshape(32), X.reshape(2, 4, 4), X.reshape(4, 8), B.expand(8, 4), X[2:4] + B]
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+
+
+def test_builder_view_errors():
+    b = Builder()
+    x = b.input([8, 4], sharding=Shard([0, 1], 0))
+    with pytest.raises(HirError, match="axis 1 of extent 4 cannot broadcast to 5"):
+        b.alias_broadcast(x, [8, 5])
+    with pytest.raises(HirError, match="can only drop axes of static extent 1"):
+        b.subview(x, [0, 0], [2, 4], drop=[0])
+    with pytest.raises(HirError, match=r"reshape needs a static buffer of the same size"):
+        b.reshape(x, [3, 3])

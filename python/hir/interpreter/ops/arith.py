@@ -112,8 +112,10 @@ class ArithImpls:
     @impl(arith.ConstantOp)
     def constant(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         attr = op.operation.attributes["value"]
-        if isinstance(attr, ir.IntegerAttr):
+        if isinstance(attr, ir.BoolAttr):  # `arith.constant true` (i1)
             value: Any = attr.value
+        elif isinstance(attr, ir.IntegerAttr):
+            value = attr.value
             if str(attr.type) == "i1":
                 value = bool(value)
         elif isinstance(attr, ir.FloatAttr):
@@ -132,6 +134,14 @@ class ArithImpls:
     @impl(arith.IndexCastOp, arith.IndexCastUIOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
     def cast(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         # Host integers are unbounded Python ints; a cast between integer widths keeps the value.
+        return _fold_or_step(c, op, int)
+
+    @impl(arith.SIToFPOp, arith.UIToFPOp)
+    def to_float(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        return _fold_or_step(c, op, float)
+
+    @impl(arith.FPToSIOp, arith.FPToUIOp)
+    def to_int(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         return _fold_or_step(c, op, int)
 
     @impl(arith.CmpIOp)

@@ -299,10 +299,21 @@ def send_recv(o: CommOp):
 
 def _peer(c: Compiler, op: ir.OpView) -> tuple[int, int, int]:
     peer = get_int(op, "peer")
-    if peer >= c.runtime.world_size or peer == c.rank:
+    if peer >= c.runtime.world_size:
         raise c.error(op, f"peer {peer} is not another rank of the run (rank {c.rank} of {c.runtime.world_size})")
     c.runtime.comm  # the process group must exist before the step runs
     return peer, c.use(op.operation.operands[0]), c.define(op.operation.results[0])
+
+
+def _to_self(c: Compiler, op: ir.OpView) -> Step:
+    """A send/recv with this rank as its peer, reported when it runs: under an scf.if on
+    the device index, every rank compiles the branches other ranks take."""
+    message = f"{c.where(op)}: error: '{op.operation.name}' peer {c.rank} is this rank; send to or receive from another rank of the run (rank {c.rank} of {c.runtime.world_size})"
+
+    def to_self(env: list) -> None:
+        raise HirError(message)
+
+    return to_self
 
 
 @register_impls
@@ -310,6 +321,8 @@ class PointToPointImpls:
     @impl(comm_ops.SendOp)
     def send(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         peer, buf, out = _peer(c, op)
+        if peer == c.rank:
+            return _to_self(c, op)
 
         def send_step(env: list) -> None:
             env[out] = Work(dist.isend(env[buf].contiguous(), dst=peer))
@@ -319,6 +332,8 @@ class PointToPointImpls:
     @impl(comm_ops.RecvOp)
     def recv(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         peer, buf, out = _peer(c, op)
+        if peer == c.rank:
+            return _to_self(c, op)
 
         def recv_step(env: list) -> None:
             target, back = contiguous_out(env[buf])

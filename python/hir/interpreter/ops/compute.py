@@ -113,6 +113,18 @@ class ComputeImpls:
         a, b, o = c.uses(op)
         operands = op.operation.operands
         product = _matmul_into(_rank(c, operands[0]) == 1, _rank(c, operands[1]) == 1)
+        out_spec = c.spec(operands[2])
+        if not out_spec.contiguous and len(out_spec.shape) >= 3:
+            # torch.matmul(out=) rejects a batched output whose batch does not fold into its
+            # rows (e.g. an alias_chunk of an inner axis): compute, then copy in.
+            def matmul_strided(env: list) -> None:
+                out = env[o]
+                if out.is_contiguous():
+                    product(env[a], env[b], out)
+                else:
+                    out.copy_(torch.matmul(env[a], env[b]))
+
+            return matmul_strided
 
         def matmul_step(env: list) -> None:
             product(env[a], env[b], env[o])

@@ -9,7 +9,12 @@ the FX importer put around them (issue 15), on tensor values inside kernel segme
     %s = tensor.extract_slice %t[0, %o] [8, 4] [1, 1]       -> a strided view (shard.all_slice)
     %k = arith.constant dense<...> : tensor<...>             -> a torch tensor made once
 
-Results are new values: nothing here writes a tensor in place.
+Results are new values: nothing here writes a tensor in place. The one exception is
+``linalg.fill`` on a memref (no result), which sets a host buffer to a scalar, e.g. the loop
+index cast to a float (issue 12). hir has no ``hir.fill`` / ``hir.iota`` because the upstream
+op on memrefs already is destination-passing style and verified; an iota (0..n-1) is a kernel
+segment (``torch.aten.arange`` in a ``func.func {hir.kernel}``), the one model for element-wise
+compute.
 """
 
 from typing import Optional

@@ -1,26 +1,95 @@
-"""Handlers of the views group (``hir.alias_select``, ``hir.alias_chunk``): torch views of
-the input, recorded as aliases so deallocating the input kills them too."""
+"""Handlers of the views group: ``hir.alias_select``, ``hir.alias_chunk`` and
+``hir.alias_broadcast`` (torch ``expand``), and the upstream views ``memref.subview``
+(static or dynamic offsets, sizes and strides; rank-reducing), ``memref.collapse_shape`` and
+``memref.expand_shape`` (torch ``view``).
+
+Every view is a torch view of its input, recorded as an alias so deallocating the input
+kills the view too. Shapes are local: on a split buffer a view must keep the split axis
+whole (subview) or outermost in its reassociation group (collapse / expand), so the local
+shard of the result is a view of the local shard of the source."""
 
 from typing import Optional
 
+import torch
 from torch_mlir import ir
+from torch_mlir.dialects import memref
 
-from hir.dialect import AliasChunkOp, AliasSelectOp
-from hir.dialect.base import get_int
+from hir.dialect import AliasBroadcastOp, AliasChunkOp, AliasSelectOp
+from hir.dialect.base import DYNAMIC, get_i64_array, get_int
 from hir.dialect.context import HirError
 from hir.interpreter.buffers import fmt_shape
 from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
 
 
-def _view(c: Compiler, op: ir.OpView) -> tuple:
-    """A view op's (input slot, index slot, result slot aliasing the input, error prefix
-    naming the op and its location, the input's name)."""
-    source, index = op.operation.operands
-    src, idx = c.use(source), c.use(index)
+def _aliasing_result(c: Compiler, op: ir.OpView) -> tuple[int, int]:
+    """(source slot, result slot) with the result recorded as a view of the source."""
+    src = c.use(op.operation.operands[0])
     out = c.define(op.operation.results[0])
     c.add_alias(src, out)
-    return src, idx, out, f"{c.where(op)}: error: '{op.operation.name}'", source.get_name()
+    return src, out
+
+
+def _view(c: Compiler, op: ir.OpView) -> tuple:
+    """An indexed view op's (input slot, index slot, result slot aliasing the input, error
+    prefix naming the op and its location, the input's name)."""
+    source, index = op.operation.operands
+    src, out = _aliasing_result(c, op)
+    return src, c.use(index), out, f"{c.where(op)}: error: '{op.operation.name}'", source.get_name()
+
+
+def _mixed(c: Compiler, op: ir.OpView, static_name: str, dynamic: list) -> list:
+    """A static_* array with its DYNAMIC entries replaced by the slots of ``dynamic`` values,
+    as [(is_slot, int)]."""
+    values = iter(dynamic)
+    out = []
+    for v in get_i64_array(op, static_name):
+        if v == DYNAMIC:
+            value = next(values)
+            constant = c.constant(value)
+            out.append((False, constant) if isinstance(constant, int) else (True, c.use(value)))
+        else:
+            out.append((False, v))
+    return out
+
+
+
+def _dropped_axes(sizes: list, result_shape: list) -> set:
+    """The extent-1 axes a rank-reducing subview drops (MLIR's rank-reduction mask, matched
+    greedily: dropping either of two unit axes gives the same view)."""
+    dropped, j = set(), 0
+    for i, (is_slot, size) in enumerate(sizes):
+        if j < len(result_shape) and (result_shape[j] == DYNAMIC if is_slot else size == result_shape[j]):
+            j += 1
+        else:
+            dropped.add(i)
+    return dropped
+
+
+
+def _groups(op: ir.OpView) -> list[list[int]]:
+    return [[ir.IntegerAttr(a).value for a in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.operation.attributes["reassociation"])]
+
+
+
+def _check_split(c: Compiler, op: ir.OpView, groups: list, wide: ir.Value, narrow: ir.Value) -> None:
+    """A split axis of the wide (expanded) side must be the first of its group and the narrow
+    side must be split along that group, so each local shard is a view of the other's."""
+    wide_split, narrow_split = c.spec(wide).split_axis, c.spec(narrow).split_axis
+    if wide_split is None and narrow_split is None:
+        return
+    group = next((g for g, axes in enumerate(groups) if wide_split in axes), None)
+    if wide_split is None or narrow_split != group or groups[group][0] != wide_split:
+        raise c.error(op, "moves the split axis of a sharded buffer: the split axis must be the outermost axis of its reassociation group on both sides")
+
+
+
+def _reshaped(t: torch.Tensor, shape: list, where: str, name: str) -> torch.Tensor:
+    try:
+        return t.view(shape)
+    except RuntimeError as err:
+        raise HirError(f"{where}: error: '{name}' cannot view local shape {fmt_shape(t.shape)} as {fmt_shape(shape)} without a copy: {err}") from None
+
 
 
 @register_impls
@@ -55,3 +124,104 @@ class ViewImpls:
             env[out] = t.narrow(axis, i * size, size)
 
         return chunk_step
+
+    @impl(memref.SubViewOp)
+    def subview(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """``as_strided`` over the source's memory: offset += sum(o_i * stride_i), stride_i *= s_i."""
+        segments = list(ir.DenseI32ArrayAttr(op.operation.attributes["operandSegmentSizes"]))
+        operands = list(op.operation.operands)[1:]
+        n_off, n_size = segments[1], segments[2]
+        offsets = _mixed(c, op, "static_offsets", operands[:n_off])
+        sizes = _mixed(c, op, "static_sizes", operands[n_off : n_off + n_size])
+        strides = _mixed(c, op, "static_strides", operands[n_off + n_size :])
+        source = op.operation.operands[0]
+        spec = c.spec(source)
+        result_shape = list(ir.MemRefType(op.operation.results[0].type).shape)
+        dropped = _dropped_axes(sizes, result_shape)
+        split = spec.split_axis
+        if split is not None:
+            whole = offsets[split] == (False, 0) and strides[split] == (False, 1) and sizes[split] == (False, spec.shape[split])
+            if not whole or any(a < split for a in dropped):
+                raise c.error(op, f"views axis {split} of {source.get_name()}, which is split over the device mesh; a subview must keep the split axis whole and in place")
+            sizes[split] = (True, None)  # the local extent, read at run time
+        kept = [i for i in range(len(sizes)) if i not in dropped]
+        src, out = _aliasing_result(c, op)
+        where, name = f"{c.where(op)}: error: '{memref.SubViewOp.OPERATION_NAME}'", source.get_name()
+
+        def subview_step(env: list) -> None:
+            t = env[src]
+            off = t.storage_offset()
+            shape, stride = [], []
+            for axis, ((so, o), (ss, s), (st, k)) in enumerate(zip(offsets, sizes, strides)):
+                o = env[o] if so else o
+                s = (t.shape[axis] if s is None else env[s]) if ss else s
+                k = env[k] if st else k
+                if o < 0 or s < 0 or k < 1 or (s > 0 and o + (s - 1) * k >= t.shape[axis]):
+                    raise HirError(f"{where} offset {o}, size {s}, stride {k} is out of bounds for axis {axis} of {name} (local shape {fmt_shape(t.shape)})")
+                off += o * t.stride(axis)
+                shape.append(s)
+                stride.append(k * t.stride(axis))
+            env[out] = t.as_strided([shape[i] for i in kept], [stride[i] for i in kept], off)
+
+        return subview_step
+
+
+    @impl(memref.CollapseShapeOp)
+    def collapse_shape(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """``view`` with each group's extents multiplied (local extents: see _check_split)."""
+        groups = _groups(op)
+        _check_split(c, op, groups, op.operation.operands[0], op.operation.results[0])
+        src, out = _aliasing_result(c, op)
+        where = c.where(op)
+
+        def collapse_step(env: list) -> None:
+            t = env[src]
+            shape = []
+            for axes in groups:
+                n = 1
+                for a in axes:
+                    n *= t.shape[a]
+                shape.append(n)
+            env[out] = _reshaped(t, shape, where, memref.CollapseShapeOp.OPERATION_NAME)
+
+        return collapse_step
+
+
+    @impl(memref.ExpandShapeOp)
+    def expand_shape(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """``view`` to the output shape (dynamic extents from the operands), made local."""
+        result = op.operation.results[0]
+        _check_split(c, op, _groups(op), result, op.operation.operands[0])
+        sizes = _mixed(c, op, "static_output_shape", list(op.operation.operands)[1:])
+        spec = c.spec(result)
+        src, out = _aliasing_result(c, op)
+        where = c.where(op)
+        if not any(is_slot for is_slot, _ in sizes):
+            shape = spec.local([v for _, v in sizes])
+
+            def expand_static(env: list) -> None:
+                env[out] = _reshaped(env[src], shape, where, memref.ExpandShapeOp.OPERATION_NAME)
+
+            return expand_static
+
+        def expand_dynamic(env: list) -> None:
+            shape = spec.local([env[v] if is_slot else v for is_slot, v in sizes])
+            env[out] = _reshaped(env[src], shape, where, memref.ExpandShapeOp.OPERATION_NAME)
+
+        return expand_dynamic
+
+
+    @impl(AliasBroadcastOp)
+    def alias_broadcast(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """``expand``: -1 keeps an input extent, the static broadcast extents are given."""
+        source, result = op.operation.operands[0], op.operation.results[0]
+        in_shape, out_spec = list(ir.MemRefType(source.type).shape), c.spec(result)
+        lead = len(out_spec.shape) - len(in_shape)
+        local = out_spec.local_static()
+        sizes = [-1 if i >= lead and in_shape[i - lead] == out_spec.shape[i] else local[i] for i in range(len(local))]
+        src, out = _aliasing_result(c, op)
+
+        def broadcast_step(env: list) -> None:
+            env[out] = env[src].expand(sizes)
+
+        return broadcast_step

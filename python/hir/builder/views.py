@@ -1,0 +1,154 @@
+"""The builder's views (mixed into :class:`hir.builder.Builder`): ``subview`` (upstream
+``memref.subview``, static or dynamic, rank-reducing), ``collapse_shape`` / ``expand_shape``
+/ ``reshape`` (upstream reassociative reshapes) and ``alias_broadcast`` (``hir.alias_broadcast``).
+Every view is zero-copy; result types are inferred the way MLIR's verifiers expect them.
+
+    rows = b.subview(x, [i, 0], [2, 64])            # rows i, i+1 (i: an index value)
+    flat = b.reshape(x, [8 * 64])                    # collapse_shape
+    grid = b.reshape(flat, [8, 8, 8])                # expand_shape
+    wide = b.alias_broadcast(bias, [8, 64])                # stride-0 view of a [64] bias
+"""
+
+from math import prod
+from typing import Optional, Sequence, Union
+
+from torch_mlir import ir
+from torch_mlir.dialects import memref
+
+from hir.core import HirError
+from hir.dialect import AliasBroadcastOp
+from hir.dialect.base import DYNAMIC, VerifyError
+
+Size = Union[int, ir.Value]
+
+
+def _static(values: Sequence[Size]) -> list[int]:
+    return [v if isinstance(v, int) else DYNAMIC for v in values]
+
+
+def _times(a: int, b: int) -> int:
+    return DYNAMIC if DYNAMIC in (a, b) else a * b
+
+
+def _layout(shape: list[int], strides: list[int], offset: int) -> Optional[ir.Attribute]:
+    """None (identity) for a dense row-major view at offset 0, else a strided layout."""
+    dense, running = [], 1
+    for extent in reversed(shape):
+        dense.append(running)
+        running = _times(running, extent)
+    if offset == 0 and strides == dense[::-1]:
+        return None
+    return ir.StridedLayoutAttr.get(offset, strides)
+
+
+def _typed(source: ir.MemRefType, shape: list[int], strides: list[int], offset: int) -> ir.MemRefType:
+    return ir.MemRefType.get(shape, source.element_type, layout=_layout(shape, strides, offset), memory_space=source.memory_space)
+
+
+def _reassociation(groups: Sequence[Sequence[int]]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, a) for a in g]) for g in groups])
+
+
+class ViewBuilder:
+    """Builder methods for views; needs the Builder's ``_at``, ``index`` and ``Tensor``."""
+
+    def subview(self, x, offsets: Sequence[Size], sizes: Sequence[Size], strides: Optional[Sequence[Size]] = None, *, drop: Sequence[int] = ()):
+        """``memref.subview``: ``sizes[i]`` elements from ``offsets[i]`` every ``strides[i]``
+        along each axis; ``drop`` lists extent-1 axes to remove (a rank-reducing subview)."""
+        strides = list(strides) if strides is not None else [1] * len(sizes)
+        source = x.type
+        if not len(offsets) == len(sizes) == len(strides) == source.rank:
+            raise HirError(f"error: subview of a rank-{source.rank} buffer needs {source.rank} offsets, sizes and strides")
+        if any(not (isinstance(sizes[a], int) and sizes[a] == 1) for a in drop):
+            raise HirError(f"error: subview can only drop axes of static extent 1, got drop={list(drop)} with sizes {_static(sizes)}")
+        in_strides, in_offset = source.get_strides_and_offset()
+        offset = in_offset
+        for o, s in zip(_static(offsets), in_strides):
+            offset = DYNAMIC if DYNAMIC in (offset, o, s) else offset + o * s
+        out_strides = [_times(s, k) for s, k in zip(in_strides, _static(strides))]
+        kept = [i for i in range(source.rank) if i not in drop]
+        shape = [_static(sizes)[i] for i in kept]
+        with self._at():
+            layout = ir.StridedLayoutAttr.get(offset, [out_strides[i] for i in kept])
+            result = ir.MemRefType.get(shape, source.element_type, layout=layout, memory_space=source.memory_space)
+            view = memref.subview(x.value, list(offsets), list(sizes), strides, result_type=result)
+        return type(x)(view, [sizes[i] for i in kept])
+
+    def collapse_shape(self, x, groups: Sequence[Sequence[int]]):
+        """``memref.collapse_shape``: each group of adjacent axes becomes one axis."""
+        source = x.type
+        in_strides, offset = source.get_strides_and_offset()
+        shape = [prod(source.shape[a] for a in g) if all(source.shape[a] != DYNAMIC for a in g) else DYNAMIC for g in groups]
+        strides = [in_strides[g[-1]] if g else 1 for g in groups]
+        sizes = []
+        for g in groups:
+            static = [x.sizes[a] for a in g if isinstance(x.sizes[a], int)]
+            sizes.append(prod(static) if len(static) == len(g) else None)
+        with self._at():
+            view = memref.CollapseShapeOp(_typed(source, shape, strides, offset), x.value, _reassociation(groups)).result
+            sizes = [s if s is not None else memref.DimOp(view, self.index(i)).result for i, s in enumerate(sizes)]
+        return type(x)(view, sizes)
+
+    def expand_shape(self, x, groups: Sequence[Sequence[int]], sizes: Sequence[Size]):
+        """``memref.expand_shape``: axis ``i`` of ``x`` becomes the axes ``groups[i]`` with
+        extents ``sizes`` (an index value makes that extent dynamic)."""
+        source = x.type
+        in_strides, offset = source.get_strides_and_offset()
+        shape = _static(sizes)
+        strides = [0] * len(shape)
+        for axis, g in enumerate(groups):
+            running = in_strides[axis]
+            for a in reversed(g):
+                strides[a] = running
+                running = _times(running, shape[a])
+        with self._at():
+            dynamic = [s for s in sizes if not isinstance(s, int)]
+            view = memref.ExpandShapeOp(_typed(source, shape, strides, offset), x.value, _reassociation(groups), dynamic, shape).result
+        return type(x)(view, list(sizes))
+
+    def reshape(self, x, shape: Sequence[int]):
+        """A zero-copy reshape of a static buffer: one collapse_shape or expand_shape when
+        the extents group that way, else a collapse to 1-D followed by an expand."""
+        old, new = list(x.type.shape), list(shape)
+        if DYNAMIC in old or prod(old) != prod(new):
+            raise HirError(f"error: reshape needs a static buffer of the same size: {old} to {new}")
+        if len(new) < len(old) and (groups := _grouping(old, new)) is not None:
+            return self.collapse_shape(x, groups)
+        if len(new) > len(old) and (groups := _grouping(new, old)) is not None:
+            return self.expand_shape(x, groups, new)
+        flat = self.collapse_shape(x, [list(range(len(old)))]) if len(old) != 1 else x
+        return self.expand_shape(flat, [list(range(len(new)))], new) if len(new) != 1 else flat
+
+    def alias_broadcast(self, x, shape: Sequence[Size]):
+        """``hir.alias_broadcast``: ``x`` expanded to ``shape`` (NumPy rules, no copy); a
+        broadcast extent must be an int, kept extents may repeat ``x``'s sizes."""
+        lead = len(shape) - len(x.sizes)
+        static = [s if isinstance(s, int) else DYNAMIC for s in shape]
+        with self._at():
+            try:
+                view = AliasBroadcastOp.emit(x.value, static)
+            except VerifyError as err:
+                raise HirError(f"error: broadcast: {err}") from None
+        sizes = [x.sizes[i - lead] if i >= lead and x.type.shape[i - lead] == static[i] else s for i, s in enumerate(shape)]
+        return type(x)(view, sizes)
+
+
+def _grouping(wide: list[int], narrow: list[int]) -> Optional[list[list[int]]]:
+    """Groups of adjacent ``wide`` axes whose products are ``narrow``'s extents, if any."""
+    groups, axis = [], 0
+    for extent in narrow:
+        group, n = [], 1
+        while axis < len(wide) and (n < extent or not group):
+            group.append(axis)
+            n *= wide[axis]
+            axis += 1
+        if n != extent:
+            return None
+        groups.append(group)
+    if axis != len(wide):
+        if groups and all(wide[a] == 1 for a in range(axis, len(wide))):
+            groups[-1] += list(range(axis, len(wide)))
+        else:
+            return None
+    return groups
