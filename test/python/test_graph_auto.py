@@ -174,10 +174,11 @@ def _calls(program, args_list):
 def test_auto_replays_with_new_inputs_each_call():
     module = hir.parse(ADD_MUL)
     auto, eager = Program(module, device="cuda"), Program(module, device="cuda", graph=False)
-    lasts = []
+    lasts, alive = [], []  # alive: no two calls get buffers at the same addresses
     for seed in range(5):
         a = torch.randn(8, 4, device="cuda", generator=torch.Generator("cuda").manual_seed(seed))
         o_auto, o_eager = torch.zeros(8, 4, device="cuda"), torch.zeros(8, 4, device="cuda")
+        alive += [a, o_auto]
         (got,) = auto([a, o_auto])
         lasts.append(auto.graph_state.last)
         (want,) = eager([a, o_eager])
@@ -194,9 +195,11 @@ def test_auto_replays_with_new_inputs_each_call():
 def test_auto_new_shapes_capture_again_lru():
     program = Program(hir.parse(ADD_MUL), device="cuda", graph_cache_size=2)
     shapes = [2, 2, 3, 3, 2, 5, 5, 3]
+    alive = []  # fresh buffers every call: graphs on static buffers, none bound
     for rows in shapes:
         a = torch.randn(rows, 4, device="cuda")
-        (t,) = program([a, torch.empty(rows, 4, device="cuda")])
+        alive += [a, torch.empty(rows, 4, device="cuda")]
+        (t,) = program(alive[-2:])
         torch.cuda.synchronize()
         torch.testing.assert_close(t, (a + a) * a)
     state = program.graph_state
@@ -212,8 +215,10 @@ def test_auto_new_shapes_capture_again_lru():
 def test_host_scalar_change_recaptures(mode):
     program = Program(hir.parse(ACCUMULATE), device="cuda", graph=mode)
     a = torch.arange(8.0, device="cuda").reshape(2, 4)
+    alive = []
     for n in (2, 2, 2, 3, 3, 3, 2):
         o = torch.ones(2, 4, device="cuda")
+        alive.append(o)
         whole, row = program([a, o, n])
         torch.cuda.synchronize()
         torch.testing.assert_close(o, 1 + n * a)
@@ -251,12 +256,47 @@ def test_non_capturable_and_aliased_inputs_run_eagerly():
     assert tracked.memory.allocations == 3  # every call really ran its alloc step
     with pytest.raises(HirError, match="track_memory"):
         Program(module, device="cuda", graph=True, track_memory=True)
-    program = Program(module, device="cuda")
-    buf = torch.ones(2, 4, device="cuda")
-    for _ in range(3):  # a and o are the same tensor: o = a + a, then t = o * a
+    program, eager = Program(module, device="cuda"), Program(module, device="cuda", graph=False)
+    alive = []
+    for _ in range(3):  # a and o are the same tensor (o = a + a, then t = o * a), new each call
+        buf = torch.ones(2, 4, device="cuda")
+        alive.append(buf)
         (t,) = program([buf, buf])
         assert program.graph_state.last == "eager (tensor inputs share memory)"
     torch.cuda.synchronize()
     assert program.graph_state.captures == 0
-    torch.testing.assert_close(buf, torch.full((2, 4), 8.0, device="cuda"))
-    torch.testing.assert_close(t, torch.full((2, 4), 64.0, device="cuda"))
+    # the same shared buffer every call: a graph bound to it keeps the aliasing exactly
+    buf, ref = torch.ones(2, 4, device="cuda"), torch.ones(2, 4, device="cuda")
+    for _ in range(4):
+        (t,) = program([buf, buf])
+        (want,) = eager([ref, ref])
+        torch.cuda.synchronize()
+        torch.testing.assert_close(t, want)
+        torch.testing.assert_close(buf, ref)
+    assert program.graph_state.last == "replay (bound)" and program.graph_state.bound == 1
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_auto_binds_a_graph_to_buffers_passed_again():
+    """The same buffers on the first two calls: the graph reads and writes them directly (no
+    copies), so in-place changes between calls are seen; other buffers get a static graph."""
+    module = hir.parse(ADD_MUL)
+    auto, eager = Program(module, device="cuda"), Program(module, device="cuda", graph=False)
+    a, o = torch.randn(8, 4, device="cuda"), torch.zeros(8, 4, device="cuda")
+    a2, o2 = torch.randn(8, 4, device="cuda"), torch.zeros(8, 4, device="cuda")
+    lasts, outs = [], []
+    for step, (x, out) in enumerate([(a, o), (a, o), (a, o), (a2, o2), (a, o), (a2, o2), (a, o)]):
+        x.add_(step)  # the caller changes its input in place between calls
+        (got,) = auto([x, out])
+        lasts.append(auto.graph_state.last)
+        ref_out = torch.zeros(8, 4, device="cuda")
+        (want,) = eager([x.clone(), ref_out])
+        torch.cuda.synchronize()
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(out, ref_out)  # the preallocated output is the caller's buffer
+        outs.append(got)
+    assert lasts == ["eager (first call of this signature)", "capture (bound)", "replay (bound)", "capture", "replay (bound)", "replay", "replay (bound)"]
+    state = auto.graph_state
+    assert state.captures == 2 and state.graphs == 2 and state.bound == 1
+    assert len({t.data_ptr() for t in outs}) == len(outs)  # copied out: earlier results stay intact

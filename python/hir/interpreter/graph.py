@@ -23,12 +23,20 @@ line on the ``hir.graph`` logger):
   does not run);
 - ``compile_kernels=True`` (torch.compile'd kernel segments guard and recompile on the host;
   use torch.compile's own ``mode="reduce-overhead"`` for graphs there);
-- a call whose tensor inputs share memory (a static copy per input would break the aliasing);
-  that call only;
+- a call whose tensor inputs share memory (a static copy per input would break the aliasing),
+  unless a graph bound to those very buffers applies; that call only;
 - after a capture failed (a warning on the ``hir.graph`` logger; every later call is eager).
 In a multi-rank run every rank must take the same decisions: they do when the ranks see the
 same signatures (SPMD), but a capture failing on one rank only leaves the others waiting in
 their collectives.
+
+Graphs bound to the caller's buffers (``graph="auto"`` only): when the second call of a
+signature passes the very buffers of the first (same addresses, shapes, strides and dtypes:
+the usual loop ``for step: program([x, w, out])``), the graph is captured on those buffers
+themselves, and every later call with the same buffers replays it with no copies at all: it
+reads and writes the caller's memory exactly as an eager run does (inputs that share memory
+included). A call with other buffers uses a graph on static buffers (below), captured once for
+the signature; so a signature holds at most two graphs, one bound and one static.
 
 Calls of a captured signature copy the tensor inputs into the graph's static input buffers
 (device to device, skipped when the caller passes the static buffer itself), replay, copy
@@ -106,6 +114,12 @@ def signature(values: list) -> tuple:
     return tuple((tuple(v.shape), v.stride(), v.dtype) if isinstance(v, torch.Tensor) else v for v in values)
 
 
+def bound_signature(values: list) -> tuple:
+    """The key of a graph bound to the caller's buffers: the signature plus every tensor's
+    address (a bound graph reads and writes exactly that memory)."""
+    return tuple((v.data_ptr(), v.size(), v.stride(), v.dtype) if isinstance(v, torch.Tensor) else v for v in values)
+
+
 def share_memory(values: list) -> bool:
     storages = [v.untyped_storage().data_ptr() for v in values if isinstance(v, torch.Tensor) and v.numel()]
     return len(set(storages)) != len(storages)
@@ -117,8 +131,9 @@ class GraphState:
 
     mode: GraphMode  # the option: True, False or "auto"
     reason: Optional[str] = None  # why every call runs eagerly (None: graphs are used)
-    last: str = "none"  # the last call: "eager", "eager (first call of this signature)", "capture", "replay", ...
-    graphs: int = 0  # graphs cached now
+    last: str = "none"  # the last call: "eager", "eager (first call of this signature)", "capture", "replay", "replay (bound)", ...
+    graphs: int = 0  # graphs cached now (bound ones included)
+    bound: int = 0  # of which bound to the caller's buffers
     captures: int = 0
     replays: int = 0
     signatures: list = field(default_factory=list)  # cached signatures, least recently used first
@@ -134,6 +149,7 @@ class CapturedGraph:
     static_inputs: list
     outputs: list  # the graph's output tensors (static buffers)
     output_sources: list  # per output: (input index, view spec) when it lives in a static input, else None
+    bound: bool = False  # captured on the caller's buffers: no input copies, nothing to copy back
 
 
 class GraphRunner:
@@ -158,12 +174,13 @@ class GraphRunner:
         self.static_outputs = static_outputs
         self.cache_size = cache_size
         self._graphs: "OrderedDict[tuple, CapturedGraph]" = OrderedDict()
-        self._seen: "OrderedDict[tuple, None]" = OrderedDict()  # auto: signatures run eagerly once
+        self._bound: "OrderedDict[tuple, CapturedGraph]" = OrderedDict()  # by bound_signature
+        self._seen: "OrderedDict[tuple, tuple]" = OrderedDict()  # auto: signature -> its first call's bound_signature
 
     @property
     def static_inputs(self) -> list:
-        """The static input buffers of the most recently used graph (benchmarks pass them
-        back to skip the input copies)."""
+        """The static input buffers of the most recently used static graph (benchmarks pass
+        them back to skip the input copies)."""
         return next(reversed(self._graphs.values())).static_inputs if self._graphs else []
 
     def __call__(self, values: list) -> list:
@@ -171,18 +188,37 @@ class GraphRunner:
         if state.reason is not None:
             state.last = "eager"
             return self.execute(values)
+        if state.mode == "auto":
+            at = bound_signature(values)
+            entry = self._bound.get(at)
+            if entry is not None:  # the fast path: no copies, no other checks
+                self._bound.move_to_end(at)
+                state.last = "replay (bound)"
+                state.replays += 1
+                entry.graph.replay()
+                return self._outputs(entry, values)
+            key = signature(values)
+            first = self._seen.get(key)
+            if first is None:
+                self._seen[key] = at
+                if len(self._seen) > 4 * self.cache_size:
+                    self._seen.popitem(last=False)
+                return self._eager(values, "eager (first call of this signature)")
+            if first == at:  # the same buffers twice: bind a graph to them
+                entry = self._capture(at, values, bound=True)
+                if entry is None:
+                    return self._eager(values, "eager (capture failed)")
+                state.replays += 1
+                entry.graph.replay()
+                return self._outputs(entry, values)
+        else:
+            key = signature(values)
         if share_memory(values):
             return self._eager(values, "eager (tensor inputs share memory)")
-        key = signature(values)
         entry = self._graphs.get(key)
         if entry is not None:
             self._graphs.move_to_end(key)
             state.last = "replay"
-        elif state.mode == "auto" and key not in self._seen:
-            self._seen[key] = None
-            if len(self._seen) > 4 * self.cache_size:
-                self._seen.popitem(last=False)
-            return self._eager(values, "eager (first call of this signature)")
         else:
             entry = self._capture(key, values)
             if entry is None:
@@ -204,6 +240,11 @@ class GraphRunner:
             static, value = entry.static_inputs[index], values[index]
             if isinstance(static, torch.Tensor) and static.data_ptr() != value.data_ptr():
                 value.copy_(static)
+        return self._outputs(entry, values)
+
+    def _outputs(self, entry: CapturedGraph, values: list) -> list:
+        """The call's results after a replay: outputs living in inputs as (views of) the
+        caller's tensors, the others copied out (or the graph's buffers: static_outputs)."""
         results, copies = [], {}
         for out, source in zip(entry.outputs, entry.output_sources):
             if source is not None:
@@ -219,9 +260,12 @@ class GraphRunner:
                 results.append(out)
         return results
 
-    def _capture(self, key: tuple, values: list) -> Optional[CapturedGraph]:
+    def _capture(self, key: tuple, values: list, bound: bool = False) -> Optional[CapturedGraph]:
+        """Capture the program on static copies of ``values``, or on ``values`` themselves
+        when ``bound`` (auto's second call with the first call's buffers: that eager call
+        was the warm-up, and a capture runs nothing, so the caller's data is untouched)."""
         state, dev = self.state, self.device
-        static_inputs = [_static_copy(v) for v in values]
+        static_inputs = list(values) if bound else [_static_copy(v) for v in values]
         caller = torch.cuda.current_stream(dev)
         streams = [self.pool.get(i) for i in range(self.pool.num_streams)]
         if state.mode is True:  # no eager run of this signature yet: warm up off the caller's stream
@@ -248,20 +292,30 @@ class GraphRunner:
             state.reason = f"capture failed: {err}"
             log.warning("graph='auto': CUDA graph capture failed, running eagerly from now on: %s", err)
             return None
-        entry = CapturedGraph(graph, static_inputs, list(outputs), [_source(out, static_inputs) for out in outputs])
-        self._graphs[key] = entry
-        if len(self._graphs) > self.cache_size:
-            dropped, _ = self._graphs.popitem(last=False)
+        sources = [_source(out, static_inputs) for out in outputs]
+        if bound:  # hold no reference to the caller's tensors
+            static_inputs = [None if isinstance(v, torch.Tensor) else v for v in static_inputs]
+        entry = CapturedGraph(graph, static_inputs, list(outputs), sources, bound)
+        cache = self._bound if bound else self._graphs
+        cache[key] = entry
+        if len(cache) > self.cache_size:
+            dropped, _ = cache.popitem(last=False)
             log.debug("graph %s: dropped the graph of %s (cache of %d)", state.mode, dropped, self.cache_size)
         state.captures += 1
-        state.last = "capture"
+        state.last = "capture (bound)" if bound else "capture"
         log.debug("graph %s: captured %s", state.mode, key)
         return entry
 
     def refresh(self) -> GraphState:
-        self.state.graphs = len(self._graphs)
-        self.state.signatures = list(self._graphs)
+        self.state.graphs = len(self._graphs) + len(self._bound)
+        self.state.bound = len(self._bound)
+        self.state.signatures = list(self._graphs) + [_unbound(at) for at in self._bound]
         return self.state
+
+
+def _unbound(at: tuple) -> tuple:
+    """The signature of a bound_signature (addresses dropped)."""
+    return tuple((tuple(v[1]), v[2], v[3]) if isinstance(v, tuple) else v for v in at)
 
 
 def _static_copy(value: Any) -> Any:

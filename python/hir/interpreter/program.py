@@ -121,8 +121,8 @@ class Program:
     ``graph_state`` says why. ``graph=True``: capture on the first call, an error where auto
     falls back. ``graph=False``: always eager. ``static_outputs=True``: return the graph's
     own output buffers (overwritten by the next call) instead of copies;
-    ``graph_cache_size``: graphs kept (one per input signature, least recently used
-    dropped). See :mod:`hir.interpreter.graph` for the exact contract.
+    ``graph_cache_size``: graphs kept (per input signature one bound to the caller's
+    buffers and one on static buffers, each kind capped, least recently used dropped). See :mod:`hir.interpreter.graph` for the exact contract.
     ``track_memory=True``: count the bytes of live allocations (``program.memory.peak`` /
     ``.current``).
     """
