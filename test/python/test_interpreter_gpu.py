@@ -1,6 +1,7 @@
 """GPU tests: CUDA streams, events, memory release and NCCL collectives (skipped cleanly
 without CUDA; the NCCL runs need 2 / 4 GPUs)."""
 
+import gc
 import os
 import sys
 
@@ -90,6 +91,7 @@ def test_interp_gpu_dealloc_releases_memory():
   return
 }}"""
     prog = program(text, device="cuda")
+    gc.collect()  # earlier tests' garbage must not be freed while this one measures
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()

@@ -30,13 +30,13 @@ In a multi-rank run every rank must take the same decisions: they do when the ra
 same signatures (SPMD), but a capture failing on one rank only leaves the others waiting in
 their collectives.
 
-Graphs bound to the caller's buffers (``graph="auto"`` only): when the second call of a
-signature passes the very buffers of the first (same addresses, shapes, strides and dtypes:
-the usual loop ``for step: program([x, w, out])``), the graph is captured on those buffers
-themselves, and every later call with the same buffers replays it with no copies at all: it
-reads and writes the caller's memory exactly as an eager run does (inputs that share memory
-included). A call with other buffers uses a graph on static buffers (below), captured once for
-the signature; so a signature holds at most two graphs, one bound and one static.
+Graphs bound to the caller's buffers (``graph="auto"`` only): when two calls of a signature
+in a row pass the very same buffers (same addresses, shapes, strides and dtypes: the usual
+loop ``for step: program([x, w, out])``), the graph is captured on those buffers themselves,
+and every later call with them replays it with no copies at all: it reads and writes the
+caller's memory exactly as an eager run does (inputs that share memory included). Calls with
+other buffers use a graph on static buffers (below), captured once for the signature. Bound
+graphs and static graphs are each an LRU cache of ``graph_cache_size``.
 
 Calls of a captured signature copy the tensor inputs into the graph's static input buffers
 (device to device, skipped when the caller passes the static buffer itself), replay, copy
@@ -175,7 +175,7 @@ class GraphRunner:
         self.cache_size = cache_size
         self._graphs: "OrderedDict[tuple, CapturedGraph]" = OrderedDict()
         self._bound: "OrderedDict[tuple, CapturedGraph]" = OrderedDict()  # by bound_signature
-        self._seen: "OrderedDict[tuple, tuple]" = OrderedDict()  # auto: signature -> its first call's bound_signature
+        self._seen: "OrderedDict[tuple, tuple]" = OrderedDict()  # auto: signature -> bound_signature of its last unbound call
 
     @property
     def static_inputs(self) -> list:
@@ -198,13 +198,13 @@ class GraphRunner:
                 entry.graph.replay()
                 return self._outputs(entry, values)
             key = signature(values)
-            first = self._seen.get(key)
-            if first is None:
-                self._seen[key] = at
+            previous = self._seen.pop(key, None)
+            self._seen[key] = at
+            if previous is None:
                 if len(self._seen) > 4 * self.cache_size:
                     self._seen.popitem(last=False)
                 return self._eager(values, "eager (first call of this signature)")
-            if first == at:  # the same buffers twice: bind a graph to them
+            if previous == at:  # the same buffers twice in a row: bind a graph to them
                 entry = self._capture(at, values, bound=True)
                 if entry is None:
                     return self._eager(values, "eager (capture failed)")
