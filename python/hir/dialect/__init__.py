@@ -8,22 +8,8 @@ verifier, facts (see :class:`~hir.dialect.base.HirOp`) and fast builder ``emit``
 class; :data:`OP_CLASSES` maps op names to classes for passes and the interpreter.
 """
 
-from hir.dialect.base import (
-    OP_CLASSES,
-    HirDialect,
-    HirOp,
-    ShardAttr,
-    Sharding,
-    StreamType,
-    WorkType,
-    load,
-    sharding_of,
-    local_shape,
-    op_class,
-    is_view,
-    stream_type,
-    work_type,
-)
+from hir.dialect.base import OP_CLASSES, HirDialect, HirOp, ShardAttr, StreamType, WorkType, load, op_class, is_view, stream_type, work_type
+from hir.dialect.sharding import Sharding, sharding_of, local_shape
 from hir.dialect import streams, views, control, comm, compute, p2p  # noqa: F401  (registers ops)
 from hir.dialect.streams import (
     DEFAULT_NUM_STREAMS,

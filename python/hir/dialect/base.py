@@ -4,13 +4,12 @@ the verifier base class shared by every hir op.
 Sharding lives in exactly one place: the memory space of a buffer's memref type,
 ``memref<16x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>`` = a global 16x8 buffer on
 the 1-D device mesh {0,1,2,3}, split along axis 0 (nvFuser's DIDx); axis -1 means replicated
-on the mesh. Types carry the global logical shape; :func:`local_shape` derives a rank's shard.
+on the mesh. :mod:`hir.dialect.sharding` reads it (1-D and multi-dimensional meshes).
 """
 
 
 import sys
 import types
-from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 # Without a module at this name every wrap of an hir op tries an import (~24 us each).
@@ -37,24 +36,12 @@ class WorkType(HirDialect.Type, name="work"):
 
 
 class ShardAttr(HirDialect.Attribute, name="shard"):
-    """``#hir.shard<array<i64: devices...>, axis : i64>``, used as a memref memory space."""
+    """``#hir.shard<array<i64: devices...>, axis : i64>`` (1-D mesh) or ``#hir.shard<dense<...> :
+    tensor<AxBxi64>, array<i64: split per mesh axis>>``, used as a memref memory space; read
+    and written by :mod:`hir.dialect.sharding`."""
 
     mesh: Any
-    axis: ir.IntegerAttr
-
-
-@dataclass(frozen=True)
-class Sharding:
-    """A buffer's placement: the 1-D device mesh and the split axis (None: replicated)."""
-
-    mesh: tuple[int, ...]
-    axis: Optional[int]
-
-    def attr(self) -> ir.Attribute:
-        return ShardAttr.get(
-            ir.DenseI64ArrayAttr.get(list(self.mesh)),
-            ir.IntegerAttr.get(ir.IntegerType.get_signless(64), -1 if self.axis is None else self.axis),
-        )
+    axis: Any
 
 
 class VerifyError(ValueError):
@@ -85,38 +72,6 @@ def memref_type(value_or_type: Any, what: str) -> ir.MemRefType:
         except (ValueError, TypeError):
             fail(f"{what} must be a ranked memref, got {t}")
     return t
-
-
-def sharding_of(value_or_type: Any, what: str = "buffer") -> Optional[Sharding]:
-    """The sharding of a memref (None when it carries no mesh). Validates the attribute."""
-    t = memref_type(value_or_type, what)
-    space = t.memory_space
-    if space is None:
-        return None
-    if not isinstance(space, ShardAttr):
-        fail(f"{what} has memory space {space}; hir buffers use #hir.shard<...> or none")
-    try:
-        mesh = tuple(ir.DenseI64ArrayAttr(space.mesh))
-    except (ValueError, TypeError):
-        fail(f"{what}: #hir.shard mesh must be array<i64: ...>, got {space.mesh}")
-    axis = ir.IntegerAttr(space.axis).value
-    if not mesh:
-        fail(f"{what}: the device mesh is empty")
-    if len(set(mesh)) != len(mesh) or min(mesh) < 0:
-        fail(f"{what}: the device mesh {list(mesh)} must hold distinct non-negative device ids")
-    if axis < -1 or axis >= t.rank:
-        fail(f"{what}: shard axis {axis} is out of range for rank {t.rank} (use -1 for replicated)")
-    if axis >= 0 and t.shape[axis] != DYNAMIC and t.shape[axis] % len(mesh):
-        fail(f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over {len(mesh)} devices")
-    return Sharding(mesh, None if axis == -1 else axis)
-
-
-def local_shape(shape: Sequence[int], sharding: Optional[Sharding]) -> list[int]:
-    """The shape one rank holds of a buffer with global ``shape``."""
-    out = list(shape)
-    if sharding is not None and sharding.axis is not None and out[sharding.axis] != DYNAMIC:
-        out[sharding.axis] //= len(sharding.mesh)
-    return out
 
 
 def get_int(op: Any, name: str) -> Optional[int]:

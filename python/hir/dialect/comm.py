@@ -1,7 +1,9 @@
 """Communications. Each collective reads ``input`` and writes ``output`` (buffers typed with
 their global shape and ``#hir.shard`` placement) and returns a ``!hir.work`` token that
-``hir.wait`` consumes. ``team`` lists the participating devices; the other attributes follow
-nvFuser's Communication (type, team, root, reduction, axis, backend):
+``hir.wait`` consumes. ``team`` lists the participating devices; on a multi-dimensional mesh
+it is a device layout whose rows are the mesh's lines along one mesh axis, each rank taking
+part with its own line (``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>``: 0 with 1, 2 with 3). The
+other attributes follow nvFuser's Communication (type, team, root, reduction, axis, backend):
 
     %w = "hir.allgather"(%shard, %full) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1, 2, 3>}
         : (memref<16x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<16x8xf32>) -> !hir.work
@@ -21,22 +23,8 @@ from typing import Any, Optional
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import (
-    HirOp,
-    Sharding,
-    WorkType,
-    check_axis,
-    check_same_element_type,
-    check_shape,
-    fail,
-    i64_array_attr,
-    get_int,
-    int_attr,
-    memref_type,
-    sharding_of,
-    str_attr,
-    work_type,
-)
+from hir.dialect.base import HirOp, WorkType, check_axis, check_same_element_type, check_shape, fail, get_int, int_attr, memref_type, str_attr, work_type
+from hir.dialect.sharding import Sharding, sharding_of
 
 BACKENDS = ("nccl", "gloo", "cuda")
 REDUCTIONS = ("sum", "prod", "max", "min")
@@ -44,6 +32,63 @@ REDUCTIONS = ("sum", "prod", "max", "min")
 
 def _split_axis(sharding: Optional[Sharding]) -> Optional[int]:
     return None if sharding is None else sharding.axis
+
+
+def is_multi_team(op: Any, name: str = "team") -> bool:
+    """Whether ``op``'s teams are given as a device layout (one team per row)."""
+    attrs = op.operation.attributes
+    try:
+        ir.DenseI64ArrayAttr(attrs[name])
+        return False
+    except (ValueError, TypeError, KeyError):
+        return True
+
+
+def teams_of(op: Any, name: str = "team") -> list[list[int]]:
+    """The teams of a communication of verified IR: ``team = array<i64: ...>`` is one team;
+    ``team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` (on a multi-D mesh) one team per
+    row, each rank taking part in the row that holds it."""
+    attr = op.operation.attributes[name]
+    if not is_multi_team(op, name):
+        return [list(ir.DenseI64ArrayAttr(attr))]
+    layout = ir.DenseIntElementsAttr(attr)
+    width = ir.RankedTensorType(layout.type).shape[-1]
+    flat = [int(d) for d in layout]
+    return [flat[i : i + width] for i in range(0, len(flat), width)]
+
+
+def team_mesh_axis(sharding: Sharding, teams: list[list[int]]) -> Optional[int]:
+    """The mesh axis whose lines are ``teams`` (None: they are not the lines of one axis)."""
+    wanted = sorted(map(tuple, teams))
+    return next((k for k in range(len(sharding.mesh_shape)) if wanted == sorted(sharding.lines(k))), None)
+
+
+def checked_teams(op: Any) -> list[list[int]]:
+    attrs = op.operation.attributes
+    if "team" not in attrs:
+        fail("requires attribute 'team' = array<i64: ...> (or dense<...> : tensor<TxNxi64>, one team per row)")
+    if is_multi_team(op):
+        try:
+            layout = ir.DenseIntElementsAttr(attrs["team"])
+        except (ValueError, TypeError):
+            fail(f"attribute 'team' must be array<i64: ...> or dense<...> : tensor<TxNxi64>, got {attrs['team']}")
+        if ir.RankedTensorType(layout.type).rank != 2:
+            fail(f"a team layout must be 2-D (one team per row), got {layout.type}")
+    teams = teams_of(op)
+    flat = [d for team in teams for d in team]
+    if not flat:
+        fail("team must not be empty")
+    if len(set(flat)) != len(flat) or min(flat) < 0:
+        fail(f"teams {teams if len(teams) > 1 else teams[0]} must hold distinct non-negative device ids")
+    return teams
+
+
+def _block_type(t: ir.MemRefType, sharding: Sharding, mesh_axis: int, device: int) -> ir.MemRefType:
+    """The type of the block of ``t`` that the line through ``device`` along ``mesh_axis``
+    holds together, placed on that line."""
+    shape = sharding.others_local(t.shape, mesh_axis)
+    space = sharding.along(device, mesh_axis).attr()
+    return ir.MemRefType.get(shape, t.element_type, memory_space=space, loc=ir.Location.unknown())
 
 
 class CollectiveOp(HirOp):
@@ -72,20 +117,39 @@ class CollectiveOp(HirOp):
         return cls._create([input, output], [work_type()], attributes, name=name).result
 
     def check(self) -> None:
-        team = i64_array_attr(self, "team")
-        if not team:
-            fail("team must not be empty")
-        if len(set(team)) != len(team) or min(team) < 0:
-            fail(f"team {team} must hold distinct non-negative device ids")
+        teams = checked_teams(self)
         str_attr(self, "backend", BACKENDS)
         self.in_type = memref_type(self.input, "input")
         self.out_type = memref_type(self.output, "output")
         check_same_element_type(self.in_type, self.out_type, "input", "output")
         self.in_sharding = sharding_of(self.in_type, "input")
         self.out_sharding = sharding_of(self.out_type, "output")
-        self.team_list = team
+        if is_multi_team(self):
+            self.project(teams)
+        self.team_list = teams[0]
         self.check_collective()
         self.check_meshes()
+
+    def project(self, teams: list[list[int]]) -> None:
+        """Teams on a multi-D mesh are its lines along one mesh axis: check the rules of the
+        kind on what the first line sees (the 1-D placement along that axis, the block of the
+        buffers that the line holds together); the other mesh axes must not change."""
+        if "root" in self.operation.attributes:
+            fail("a rooted collective takes one team (array<i64: ...>), not a team per row")
+        ins, outs = self.in_sharding, self.out_sharding
+        if ins is None or outs is None or not ins.multi_dim or (ins.mesh, ins.mesh_shape) != (outs.mesh, outs.mesh_shape):
+            fail("teams given as a device layout (one team per row) need input and output on one multi-dimensional mesh")
+        mesh_axis = team_mesh_axis(ins, teams)
+        if mesh_axis is None:
+            fail(f"teams {teams} must be the lines of the mesh {ins.describe()} along one mesh axis, each in mesh order")
+        reduced = int_attr(self, "axis") if self.REDUCES_AXIS else None
+        for k, (a, b) in enumerate(zip(ins.splits, outs.splits)):
+            if k != mesh_axis and b != (a if a is None or reduced is None else a - (a > reduced)):
+                fail(f"mesh axis {k} splits input axis {-1 if a is None else a} and output axis {-1 if b is None else b}; a collective along mesh axis {mesh_axis} keeps the other mesh axes' splits")
+        device = teams[0][0]
+        self.in_type = _block_type(self.in_type, ins, mesh_axis, device)
+        self.out_type = _block_type(self.out_type, outs, mesh_axis, device)
+        self.in_sharding, self.out_sharding = ins.along(device, mesh_axis), outs.along(device, mesh_axis)
 
     def check_meshes(self) -> None:
         """Every device holding either buffer takes part (overridden by rooted kinds)."""

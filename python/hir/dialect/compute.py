@@ -20,22 +20,8 @@ from typing import Any, Optional
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import (
-    DYNAMIC,
-    HirOp,
-    check_axis,
-    check_same_element_type,
-    check_shape,
-    dims_match,
-    fail,
-    fmt_shape,
-    get_i64_array,
-    i64_array_attr,
-    int_attr,
-    memref_type,
-    sharding_of,
-    str_attr,
-)
+from hir.dialect.base import DYNAMIC, HirOp, check_axis, check_same_element_type, check_shape, dims_match, fail, fmt_shape, get_i64_array, i64_array_attr, int_attr, memref_type, str_attr
+from hir.dialect.sharding import sharding_of
 
 KERNEL_ATTR = "hir.kernel"
 STREAM_AXIS_ATTR = "stream_axis"

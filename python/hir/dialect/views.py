@@ -37,7 +37,8 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
-from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, HirOp, Sharding, check_axis, fail, i64_attr, int_attr, memref_type, sharding_of
+from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, HirOp, check_axis, fail, i64_attr, int_attr, memref_type
+from hir.dialect.sharding import sharding_of
 
 UPSTREAM_VIEWS.update(cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp))
 
@@ -48,9 +49,9 @@ def _view_type(source: ir.MemRefType, axis: int, verb: str, shape: list, strides
     sharding = sharding_of(source, "input")
     space: Optional[ir.Attribute] = None
     if sharding is not None:
-        if sharding.axis == axis:
+        if axis in sharding.splits:
             fail(f"axis {axis} is split over the device mesh; {verb} a non-sharded axis")
-        space = Sharding(sharding.mesh, shard_axis(sharding.axis)).attr()
+        space = sharding.renumbered(shard_axis).attr()
     layout = ir.StridedLayoutAttr.get(DYNAMIC, strides)
     # MemRefType.get reports bad parameters at a location; none is current in a verifier.
     return ir.MemRefType.get(shape, source.element_type, layout=layout, memory_space=space, loc=ir.Location.unknown())
@@ -62,7 +63,7 @@ def select_type(source: ir.MemRefType, axis: int) -> ir.MemRefType:
     strides, _ = source.get_strides_and_offset()
     shape = [d for i, d in enumerate(source.shape) if i != axis]
     kept = [s for i, s in enumerate(strides) if i != axis]
-    return _view_type(source, axis, "select", shape, kept, lambda split: split if split is None or split < axis else split - 1)
+    return _view_type(source, axis, "select", shape, kept, lambda split: split if split < axis else split - 1)
 
 
 def chunk_type(source: ir.MemRefType, axis: int, chunks: int) -> ir.MemRefType:
@@ -146,7 +147,7 @@ def broadcast_type(source: ir.MemRefType, shape: list) -> ir.MemRefType:
             fail(f"broadcast axis {i} must have a static extent")
         strides.append(0)
     sharding = sharding_of(source, "input")
-    space = None if sharding is None else Sharding(sharding.mesh, None if sharding.axis is None else sharding.axis + lead).attr()
+    space = None if sharding is None else sharding.renumbered(lambda split: split + lead).attr()
     layout = ir.StridedLayoutAttr.get(DYNAMIC, strides)
     return ir.MemRefType.get(shape, source.element_type, layout=layout, memory_space=space, loc=ir.Location.unknown())
 

@@ -7,7 +7,8 @@ from typing import Optional, Sequence
 import torch
 from torch_mlir import ir
 
-from hir.dialect.base import DYNAMIC, Sharding, local_shape, sharding_of
+from hir.dialect.base import DYNAMIC
+from hir.dialect.sharding import Sharding, local_shape, sharding_of
 
 _DTYPES = {
     "f64": torch.float64,
@@ -44,15 +45,20 @@ class BufferSpec:
     held: bool  # False when the buffer's mesh excludes this rank (ops on it are skipped)
     contiguous: bool  # identity layout: a dense row-major buffer
 
-    @property
-    def parts(self) -> int:
-        """How many shards the split axis is cut into (1 when not split)."""
-        s = self.sharding
-        return 1 if s is None or s.axis is None else len(s.mesh)
+    def parts(self, axis: int) -> int:
+        """How many shards buffer axis ``axis`` is cut into (1 when not split)."""
+        return 1 if self.sharding is None else self.sharding.parts(axis)
 
     @property
     def split_axis(self) -> Optional[int]:
+        """The split axis on a 1-D mesh (raises on a multi-D one: 1-D-only callers)."""
         return None if self.sharding is None else self.sharding.axis
+
+    def project(self, rank: int, mesh_axis: int) -> "BufferSpec":
+        """What the line of a multi-D mesh through ``rank`` along ``mesh_axis`` sees: the
+        block of the buffer it holds together, placed 1-D on that line."""
+        s = self.sharding
+        return BufferSpec(tuple(s.others_local(self.shape, mesh_axis)), self.dtype, s.along(rank, mesh_axis), self.held, self.contiguous)
 
     def local(self, shape: Sequence[int]) -> list[int]:
         """The local shape of a buffer whose global shape is ``shape`` (dynamic dims filled)."""
@@ -62,9 +68,6 @@ class BufferSpec:
         """The local shape with DYNAMIC kept where the global extent is dynamic."""
         return local_shape(self.shape, self.sharding)
 
-    def mesh_position(self, rank: int) -> int:
-        """This rank's shard index along the split axis."""
-        return self.sharding.mesh.index(rank)
 
 
 def buffer_spec(t: ir.Type, rank: int) -> BufferSpec:

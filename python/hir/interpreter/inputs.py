@@ -156,11 +156,13 @@ def _load_npy(what: str, path: str) -> torch.Tensor:
 
 def shard(full: torch.Tensor, spec: BufferSpec, rank: int) -> torch.Tensor:
     """This rank's shard of a global tensor (a contiguous copy)."""
-    axis = spec.split_axis
-    if axis is None:
+    sharding = spec.sharding
+    if sharding is None:
         return full.contiguous()
-    parts = spec.parts
-    if full.shape[axis] % parts:
-        raise InputError(f"axis {axis} of extent {full.shape[axis]} does not split evenly over {parts} devices")
-    return full.chunk(parts, axis)[spec.mesh_position(rank)].contiguous()
+    for axis in sorted({a for a in sharding.splits if a is not None}):
+        parts = sharding.parts(axis)
+        if full.shape[axis] % parts:
+            raise InputError(f"axis {axis} of extent {full.shape[axis]} does not split evenly over {parts} devices")
+        full = full.chunk(parts, axis)[sharding.shard_index(rank, axis)]
+    return full.contiguous()
 

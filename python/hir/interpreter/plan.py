@@ -18,6 +18,7 @@ from torch_mlir.dialects import func
 
 from hir.dialect import WorkType
 from hir.dialect.context import HirError, format_location
+from hir.dialect.sharding import MultiDimMeshError
 from hir.interpreter.buffers import BufferSpec, buffer_spec, is_memref
 from hir.interpreter.registry import lookup
 
@@ -184,7 +185,10 @@ class Compiler:
             for result in op.operation.results:  # values of skipped ops do not exist here
                 self.define(result, None)
             return None
-        step = entry.fn(self, op)
+        try:
+            step = entry.fn(self, op)
+        except MultiDimMeshError as err:
+            raise self.error(op, str(err)) from None
         if step is not None and _never_waited(op):
             step = _pending(step, self.use(op.operation.results[0]), self.runtime.pending, self.where(op), name)
         if step is not None:

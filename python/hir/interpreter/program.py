@@ -10,7 +10,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_num_streams
-from hir.dialect.base import get_i64_array
+from hir.dialect.comm import teams_of
 from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, format_location
 from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
@@ -57,9 +57,10 @@ def module_teams(module: ir.Module) -> list[tuple[int, ...]]:
         cls = OP_CLASSES.get(op.name)
         if cls is not None and cls.TEAM_ATTR is not None:
             if cls.TEAM_ATTR:
-                team = tuple(sorted(get_i64_array(op, cls.TEAM_ATTR)))
-                if team not in teams:
-                    teams.append(team)
+                for team in teams_of(op, cls.TEAM_ATTR):  # every rank creates every line's group
+                    team = tuple(sorted(team))
+                    if team not in teams:
+                        teams.append(team)
             elif not teams:
                 teams.append(())  # P2P only: the world group is enough
         return ir.WalkResult.ADVANCE
@@ -278,7 +279,7 @@ class ArgSpec:
         if not isinstance(value, torch.Tensor):
             raise HirError(f"{where} {what} expects a torch.Tensor, got {type(value).__name__}")
         expected = spec.local_static()
-        local = " (this rank's shard)" if spec.split_axis is not None else ""
+        local = " (this rank's shard)" if spec.sharding is not None and any(s is not None for s in spec.sharding.splits) else ""
         if value.dim() != len(expected) or any(e >= 0 and e != a for e, a in zip(expected, value.shape)):
             raise HirError(f"{where} {what} expects shape {fmt_shape(expected)}{local}, got {fmt_shape(value.shape)}")
         if value.dtype != spec.dtype:

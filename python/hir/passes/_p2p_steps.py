@@ -12,7 +12,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith
 
 from hir.dialect import AliasChunkOp, AliasSelectOp, DeviceIndexOp, ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WaitOp
-from hir.dialect.base import get_i64_array, get_str, i64_attr, sharding_of
+from hir.dialect.base import get_i64_array, get_str, i64_attr
+from hir.dialect.sharding import sharding_of
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.p2p import COPIES_ATTR, SYMMETRIC_ATTR
 from hir.passes.helpers import alloc, fail, index_arith, index_const, operand_axis, output_index, is_broadcast_axis, renumber_axes, slice_name, stream_slices, value_name

@@ -26,7 +26,8 @@ from hir.dialect import (
     SendRecvOp,
     SetOp,
 )
-from hir.dialect.base import Sharding, VerifyError, get_i64_array, get_str, i64_attr, sharding_of
+from hir.dialect.base import VerifyError, get_i64_array, get_str, i64_attr
+from hir.dialect.sharding import Sharding, sharding_of
 from hir.passes.helpers import fail, is_a, is_broadcast_axis, operand_axis, output_index, stream_axis
 
 _LOWERABLE = (SetOp.OPERATION_NAME, ReductionOp.OPERATION_NAME)
@@ -47,15 +48,21 @@ def operand_sharding(op: ir.Operation, index: int) -> Optional[Sharding]:
         raise fail(op, str(err)) from None
 
 
-def needed_axis(op: ir.Operation, index: int, out: Sharding) -> Optional[int]:
-    """The split axis operand ``index`` must have for ``op`` to compute its output shard
-    locally: the operand axis the output's split axis reads (None: replicated)."""
-    if out.axis is None:
+def _needed_split(op: ir.Operation, index: int, out_axis: Optional[int]) -> Optional[int]:
+    """The operand axis that output split axis ``out_axis`` reads (None: replicated)."""
+    if out_axis is None:
         return None
-    expected = operand_axis(op, index, out.axis)
-    if expected is not None and is_broadcast_axis(op, index, expected, out.axis):
+    expected = operand_axis(op, index, out_axis)
+    if expected is not None and is_broadcast_axis(op, index, expected, out_axis):
         return None
     return expected
+
+
+def needed_sharding(op: ir.Operation, index: int, out: Sharding) -> Sharding:
+    """The placement operand ``index`` must have for ``op`` to compute its output shard
+    locally: on the output's mesh, each mesh axis splitting the operand axis that the
+    output's split axis there reads (replicated where it reads none)."""
+    return out.renumbered(lambda axis: _needed_split(op, index, axis))
 
 
 def _mismatch(op: ir.Operation, index: int, out: Optional[Sharding]) -> Optional[str]:
@@ -65,12 +72,18 @@ def _mismatch(op: ir.Operation, index: int, out: Optional[Sharding]) -> Optional
         return None
     if mine is None or out is None:
         return "mixes a buffer without a device mesh with one on a mesh; give both a #hir.shard"
-    if mine.mesh != out.mesh:
-        return f"moves data from mesh {list(mine.mesh)} to mesh {list(out.mesh)}"
-    expected = needed_axis(op, index, out)
-    if mine.axis != expected:
-        return f"reads operand #{index} split along axis {mine.axis}, the output needs {expected}"
+    if (mine.mesh, mine.mesh_shape) != (out.mesh, out.mesh_shape):
+        return f"moves data from mesh {list(mine.mesh)} to mesh {list(out.mesh)}" if mine.mesh != out.mesh else f"places operand #{index} on another mesh shape"
+    needed = needed_sharding(op, index, out)
+    if mine.splits != needed.splits:
+        if not mine.multi_dim:
+            return f"reads operand #{index} split along axis {mine.axis}, the output needs {needed.axis}"
+        return f"reads operand #{index} with splits {_fmt(mine.splits)} per mesh axis, the output needs {_fmt(needed.splits)}"
     return None
+
+
+def _fmt(splits: tuple) -> list[int]:
+    return [-1 if s is None else s for s in splits]
 
 
 def resharding_reason(op: ir.Operation) -> Optional[str]:
@@ -119,6 +132,12 @@ def plan(op: ir.Operation) -> Optional[Plan]:
     src, dst = operand_sharding(op, 0), operand_sharding(op, 1)
     if src is None or dst is None:
         raise fail(op, reason)
+    if src.multi_dim or dst.multi_dim:
+        raise fail(
+            op,
+            f"is resharding ({reason}) on a multi-dimensional mesh; hir-convert-to-communication lowers 1-D meshes "
+            "only: write the collective along one mesh axis (team = dense<...>, one team per line of the mesh)",
+        )
     for what, s in (("input", src), ("output", dst)):
         if s.axis is not None and len(s.mesh) == 1:
             raise fail(op, f"{what} is split over the one-device mesh {list(s.mesh)}; mark it replicated (axis -1)")

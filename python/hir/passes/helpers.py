@@ -15,7 +15,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
 from hir.dialect import OP_CLASSES, MatmulOp
-from hir.dialect.base import VerifyError, get_int, i64_attr, loc_name, name_loc, sharding_of
+from hir.dialect.base import VerifyError, get_int, i64_attr, loc_name, name_loc
+from hir.dialect.sharding import sharding_of
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.passes.base import PassFailure
 
@@ -219,7 +220,7 @@ def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]
             sharding = sharding_of(operand, f"operand #{index}")
         except VerifyError as err:
             raise fail(op, str(err)) from None
-        if sharding is not None and sharding.axis == axis:
+        if sharding is not None and axis in sharding.splits:
             raise fail(op, f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel")
         slices.append(Slice(index, axis, is_broadcast_axis(op, index, axis, k)))
     return slices

@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from torch_mlir import ir
 
 from hir.dialect import ComputeOp, ReductionOp, SetOp
-from hir.dialect.base import DYNAMIC, Sharding, get_i64_array, i64_attr
+from hir.dialect.base import DYNAMIC, get_i64_array, i64_attr
+from hir.dialect.sharding import Sharding
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.passes._resharding import needed_axis, operand_sharding
+from hir.passes._resharding import needed_sharding, operand_sharding
 from hir.passes.helpers import alloc, blocks_postorder, dim_or_const, func_ops, is_a, operand_axis, output_index, stream_axis
 from hir.passes.base import ModulePass, register_pass
 
@@ -59,7 +60,7 @@ def _collective_reduction(op: ir.Operation) -> bool:
     if op.name != ReductionOp.OPERATION_NAME:
         return False
     src = operand_sharding(op, 0)
-    return src is not None and src.axis in get_i64_array(op, "axes")
+    return src is not None and any(s in get_i64_array(op, "axes") for s in src.splits if s is not None)
 
 
 def _reshard_operands(op: ir.Operation) -> None:
@@ -71,7 +72,7 @@ def _reshard_operands(op: ir.Operation) -> None:
         if index == out_index or not isinstance(operand.type, ir.MemRefType):
             continue
         mine = operand_sharding(op, index)
-        needed = Sharding(out.mesh, needed_axis(op, index, out))
+        needed = needed_sharding(op, index, out)
         if mine is None or mine == needed:
             continue
         op.operands[index] = _resharded(op, index, mine, needed)
@@ -91,6 +92,6 @@ def _resharded(op: ir.Operation, index: int, mine: Sharding, needed: Sharding) -
         set_op = SetOp.emit(operand, buffer)
     if k is not None:
         axis = operand_axis(op, index, k)
-        if axis is not None and source.shape[axis] != 1 and axis not in (mine.axis, needed.axis):
+        if axis is not None and source.shape[axis] != 1 and axis not in (*mine.splits, *needed.splits):
             set_op.attributes[STREAM_AXIS_ATTR] = i64_attr(axis)
     return buffer

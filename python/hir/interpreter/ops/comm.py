@@ -7,7 +7,8 @@ waits on it (on GPU, NCCL's ``wait`` makes the current stream wait; the host doe
 and then runs the op's finishing copies. Non-contiguous buffers (views) are staged: inputs
 are copied to contiguous tensors before the op, outputs received into contiguous tensors and
 copied back at the wait (seed 000). Ranks outside an op's team skip it (their work is None,
-and waiting on it does nothing). Team members are global ranks; torch's sub-groups order
+and waiting on it does nothing). On a multi-D mesh each rank runs the op with its own team
+(line of the mesh) on the 1-D view of the buffers that line sees (``BufferSpec.project``). Team members are global ranks; torch's sub-groups order
 their members by rank, so lists indexed by group rank are permuted to mesh order here.
 Gloo has no reduce_scatter: it is an all_reduce whose wait keeps this rank's chunk.
 ``backend = "cuda"`` on GPU runs allgather, reduce_scatter, allreduce and broadcast on copy
@@ -60,17 +61,18 @@ class CommOp:
         return shape
 
 
-def _team(c: Compiler, op: ir.OpView) -> list[int]:
-    team = get_i64_array(op, "team")
+def _teams(c: Compiler, op: ir.OpView) -> list[list[int]]:
+    teams = comm_ops.teams_of(op)
     world = c.runtime.world_size
-    outside = [d for d in team if d >= world]
+    outside = [d for team in teams for d in team if d >= world]
     if outside:
+        shown = teams[0] if len(teams) == 1 else teams
         raise c.error(
             op,
-            f"team {team} names device(s) {outside} outside the run's {world} process(es) (ranks 0..{world - 1}); "
-            f"run with --nproc {max(team) + 1} or under torchrun",
+            f"team {shown} names device(s) {outside} outside the run's {world} process(es) (ranks 0..{world - 1}); "
+            f"run with --nproc {max(outside) + 1} or under torchrun",
         )
-    return team
+    return teams
 
 
 def collective(op_class: type):
@@ -82,15 +84,20 @@ def collective(op_class: type):
 def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[list], Work]]):
     @impl(op_class, local=False)
     def handler(c: Compiler, op: ir.OpView) -> Optional[Step]:
-        team = _team(c, op)
+        teams = _teams(c, op)
         result = op.operation.results[0]
-        if c.rank not in team:
+        team = next((t for t in teams if c.rank in t), None)
+        if team is None:
             c.define(result, None)
             return None
         comm = c.runtime.comm
         group = comm.group(team)
         operands = op.operation.operands
-        info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), c.spec(operands[0]), c.spec(operands[1]))
+        in_spec, out_spec = c.spec(operands[0]), c.spec(operands[1])
+        if comm_ops.is_multi_team(op):  # this rank's line of a multi-D mesh: its 1-D view
+            mesh_axis = comm_ops.team_mesh_axis(in_spec.sharding, teams)
+            in_spec, out_spec = in_spec.project(c.rank, mesh_axis), out_spec.project(c.rank, mesh_axis)
+        info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec)
         build_here = build
         if copy_engine.uses_copy_engines(c.runtime.device, op):  # backend "cuda" on GPU
             build_here = copy_engine.BUILDERS.get(op_class, build)

@@ -84,20 +84,21 @@ class MemoryImpls:
                 c.define(result, spec.shape[axis])
                 return None
             out = c.define(result)
-            factor = spec.parts if axis == spec.split_axis else 1
+            factor = spec.parts(axis)
 
             def dim_const(env: list) -> None:
                 env[out] = env[src].shape[axis] * factor
 
             return dim_const
-        idx, where, parts, split = c.use(index), c.where(op), spec.parts, spec.split_axis
+        idx, where = c.use(index), c.where(op)
+        parts = [spec.parts(a) for a in range(len(spec.shape))]
         out = c.define(result)
 
         def dim_dynamic(env: list) -> None:
             a = env[idx]
             if not 0 <= a < len(spec.shape):
                 raise HirError(f"{where}: error: 'memref.dim' index {a} is out of range for rank {len(spec.shape)}")
-            env[out] = env[src].shape[a] * (parts if a == split else 1)
+            env[out] = env[src].shape[a] * parts[a]
 
         return dim_dynamic
 
@@ -117,7 +118,8 @@ def _alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
 
         return alloc_static
 
-    where, parts, split = c.where(op), spec.parts, spec.split_axis
+    where = c.where(op)
+    split = [(axis, spec.parts(axis)) for axis in dynamic_axes if spec.parts(axis) > 1]
 
     def alloc_dynamic(env: list) -> None:
         shape = list(spec.shape)
@@ -125,10 +127,9 @@ def _alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
             shape[axis] = env[slot]
             if shape[axis] < 0:
                 raise HirError(f"{where}: error: 'memref.alloc' dynamic size of axis {axis} is negative ({shape[axis]})")
-        if split is not None and shape[split] % parts:
-            raise HirError(
-                f"{where}: error: 'memref.alloc' axis {split} of extent {shape[split]} does not split evenly over {parts} devices"
-            )
+        for axis, parts in split:
+            if shape[axis] % parts:
+                raise HirError(f"{where}: error: 'memref.alloc' axis {axis} of extent {shape[axis]} does not split evenly over {parts} devices")
         env[out] = torch.empty(spec.local(shape), dtype=dtype, device=device)
 
     return alloc_dynamic
