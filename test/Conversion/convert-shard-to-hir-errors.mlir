@@ -2,17 +2,18 @@
 // What hir cannot run is reported at the op, with no traceback.
 // CHECK-NOT: Traceback
 
-// CHECK: convert-shard-to-hir-errors.mlir:6:1: error: 'shard.grid' op has shape [2, 2]; hir meshes are 1-D
 shard.grid @g(shape = 2x2)
-func.func @two_d(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
-  return %x : tensor<2x16xf32>
+func.func @two_grid_axes(%p: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  // CHECK: convert-shard-to-hir-errors.mlir:8:8: error: 'shard.all_reduce' op runs over grid axes [0, 1]; hir collectives run over one axis of the 2-D grid
+  %r = shard.all_reduce %p on @g grid_axes = [0, 1] : tensor<2x16xf32> -> tensor<2x16xf32>
+  return %r : tensor<2x16xf32>
 }
 
 // -----
 
 shard.grid @g(shape = 4)
 func.func @all_to_all(%x: tensor<8x4xf32>) -> tensor<2x16xf32> {
-  // CHECK: convert-shard-to-hir-errors.mlir:16:8: error: 'shard.all_to_all' op has no hir equivalent yet
+  // CHECK: convert-shard-to-hir-errors.mlir:17:8: error: 'shard.all_to_all' op has no hir equivalent yet
   %t = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<8x4xf32> -> tensor<2x16xf32>
   return %t : tensor<2x16xf32>
 }
@@ -73,4 +74,21 @@ func.func @branches_differ(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32
     scf.yield %y : tensor<8xf32>
   }
   return %r : tensor<8xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 2x2)
+func.func @slice_2d(%x: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // CHECK: error: 'shard.all_slice' op on the 2-D grid @g: hir converts shard.all_slice on 1-D grids only
+  %s = shard.all_slice %x on @g grid_axes = [1] slice_axis = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+  return %s : tensor<4x16xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 2x2)
+func.func @nested_split(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> tensor<2x16xf32> {
+  // CHECK: error: 'func.func' op argument #0: #shard<axisarray[[0, 1]]> splits dim 0 over several grid axes [0, 1]; hir splits a dim over one grid axis
+  return %x : tensor<2x16xf32>
 }

@@ -154,3 +154,29 @@ func.func @mlp(%arg0: tensor<8x16xf32>, %arg1: tensor<16x16xf32> {hir.split_axes
   %all_reduce = shard.all_reduce %6 on @tp grid_axes = [0] : tensor<8x16xf32> -> tensor<8x16xf32>
   return %all_reduce : tensor<8x16xf32>
 }
+
+// -----
+
+// A 2x2 grid: grid axis 0 splits the batch rows, grid axis 1 the hidden dim (dp x tp). Each
+// collective runs over one grid axis: one team per line of the mesh along it.
+// CHECK-LABEL: func.func @grid_2x2
+// CHECK-SAME:  (%arg0: memref<8x16xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>
+// CHECK-SAME:  %arg1: memref<16x16xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, 1>>>
+// CHECK:       "hir.matmul"(%arg0, %arg1, %{{.*}}) : {{.*}} memref<8x16xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>) -> ()
+// CHECK:       "hir.allgather"(%{{.*}}, %{{.*}}) {axis = 1 : i64, backend = "gloo", team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>}
+// CHECK:       "hir.allreduce"(%{{.*}}, %{{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = dense<{{\[\[}}0, 2], [1, 3]]> : tensor<2x2xi64>}
+// CHECK-SAME:  (memref<2x8x16xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>, memref<8x16xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>)
+// LOWER-LABEL: func.func @grid_2x2
+// LOWER:       "hir.matmul"
+// LOWER:       "hir.allgather"{{.*}}team = dense<{{\[\[}}0, 1], [2, 3]]>
+// LOWER:       "hir.allreduce"{{.*}}team = dense<{{\[\[}}0, 2], [1, 3]]>
+shard.grid @g(shape = 2x2)
+func.func @grid_2x2(%x: tensor<4x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}, %w: tensor<16x8xf32> {hir.split_axes = #shard<axisarray[[], [1]]>}, %p: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<8x16xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h = linalg.matmul ins(%x, %w : tensor<4x16xf32>, tensor<16x8xf32>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %g = shard.all_gather %h on @g grid_axes = [1] gather_axis = 1 : tensor<4x8xf32> -> tensor<4x16xf32>
+  %r = shard.all_reduce %p on @g grid_axes = [0] : tensor<8x16xf32> -> tensor<8x16xf32>
+  return %g, %r : tensor<4x16xf32>, tensor<8x16xf32>
+}

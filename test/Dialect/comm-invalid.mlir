@@ -270,3 +270,39 @@ func.func @receiver_on_mesh(%x: memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 :
   %w = "hir.send_recv"(%x, %y) {backend = "nccl", root = 0 : i64, team = array<i64: 0, 1>} : (memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<4x8xf32, #hir.shard<array<i64: 2, 3>, 0 : i64>>) -> !hir.work
   return
 }
+
+// -----
+
+// multi-D mesh: the teams must be the lines of the mesh along one mesh axis
+func.func @teams_not_lines(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) {
+  // expected-error @+1 {{teams [[0, 3], [1, 2]] must be the lines of the mesh [0, 1, 2, 3] with splits [0, 1] along one mesh axis, each in mesh order}}
+  %w = "hir.allgather"(%x, %y) {axis = 1 : i64, backend = "gloo", team = dense<[[0, 3], [1, 2]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) -> !hir.work
+  return
+}
+
+// -----
+
+// multi-D mesh: a collective along one mesh axis keeps the other mesh axes' splits
+func.func @other_axis_changes(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) {
+  // expected-error @+1 {{mesh axis 0 splits input axis 0 and output axis -1; a collective along mesh axis 1 keeps the other mesh axes' splits}}
+  %w = "hir.allgather"(%x, %y) {axis = 1 : i64, backend = "gloo", team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> !hir.work
+  return
+}
+
+// -----
+
+// multi-D mesh: the rules of the kind hold on each line (allgather: the input split along axis)
+func.func @line_rule(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) {
+  // expected-error @+1 {{input must be split along axis 1 over the team}}
+  %w = "hir.allgather"(%x, %y) {axis = 1 : i64, backend = "gloo", team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) -> !hir.work
+  return
+}
+
+// -----
+
+// a rooted collective takes one team
+func.func @rooted_multi_team(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) {
+  // expected-error @+1 {{a rooted collective takes one team (array<i64: ...>), not a team per row}}
+  %w = "hir.broadcast"(%x, %y) {backend = "gloo", root = 0 : i64, team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> !hir.work
+  return
+}

@@ -33,3 +33,24 @@ func.func @communication(
   %w9 = "hir.recv"(%local) {backend = "cuda", peer = 0 : i64} : (memref<8x4xf32>) -> !hir.work
   return
 }
+
+// A multi-dimensional mesh: devices laid out 2x2, one split per mesh axis; a collective runs
+// along one mesh axis with one team per line of the mesh (team = a device layout, one row each).
+// CHECK-LABEL: func.func @communication_2d
+// CHECK-SAME:  memref<8x4xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>
+func.func @communication_2d(
+    %split2: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>,
+    %rows: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>,
+    %partial: memref<2x8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>,
+    %rs_out: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>) {
+  // CHECK: "hir.allgather"{{.*}}team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>
+  %w0 = "hir.allgather"(%split2, %rows) {axis = 1 : i64, backend = "nccl", team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) -> !hir.work
+  "hir.wait"(%w0) : (!hir.work) -> ()
+  // CHECK: "hir.allreduce"{{.*}}team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>
+  %w1 = "hir.allreduce"(%partial, %rows) {axis = 0 : i64, backend = "nccl", reduction = "sum", team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<2x8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) -> !hir.work
+  "hir.wait"(%w1) : (!hir.work) -> ()
+  // CHECK: "hir.reduce_scatter"{{.*}}scatter_axis = 2 : i64, team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>
+  %w2 = "hir.reduce_scatter"(%partial, %rs_out) {axis = 0 : i64, backend = "nccl", reduction = "sum", scatter_axis = 2 : i64, team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<2x8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>) -> !hir.work
+  "hir.wait"(%w2) : (!hir.work) -> ()
+  return
+}

@@ -252,3 +252,39 @@ func.func @linear_segments(%x: memref<3x4xf32>, %w: memref<2x4xf32>, %y: memref<
   "hir.linear"(%x, %w, %y) : (memref<3x4xf32>, memref<2x4xf32>, memref<3x2xf32>) -> ()
   return
 }
+
+// -----
+
+// multi-D shard: two mesh axes may not split one buffer axis
+func.func @nested_split(%a: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, %o: memref<8x4xf32>) {
+  // expected-error @+1 {{two mesh axes split buffer axis 0; each buffer axis is split by one mesh axis at most}}
+  "hir.set"(%a, %o) : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, memref<8x4xf32>) -> ()
+  return
+}
+
+// -----
+
+// multi-D shard: one split per mesh axis
+func.func @splits_per_axis(%a: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0>>>, %o: memref<8x4xf32>) {
+  // expected-error @+1 {{the 2x2 mesh needs 2 splits (one per mesh axis), got [0]}}
+  "hir.set"(%a, %o) : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0>>>, memref<8x4xf32>) -> ()
+  return
+}
+
+// -----
+
+// multi-D shard: each split axis divides by its mesh axis extent
+func.func @uneven(%a: memref<8x3xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, %o: memref<8x3xf32>) {
+  // expected-error @+1 {{axis 1 of extent 3 does not split evenly over 2 devices}}
+  "hir.set"(%a, %o) : (memref<8x3xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, memref<8x3xf32>) -> ()
+  return
+}
+
+// -----
+
+// a 1-D mesh is spelled as an array
+func.func @one_d_dense(%a: memref<8x4xf32, #hir.shard<dense<[0, 1]> : tensor<2xi64>, array<i64: 0>>>, %o: memref<8x4xf32>) {
+  // expected-error @+1 {{write a 1-D mesh as #hir.shard<array<i64: ...>, axis : i64>}}
+  "hir.set"(%a, %o) : (memref<8x4xf32, #hir.shard<dense<[0, 1]> : tensor<2xi64>, array<i64: 0>>>, memref<8x4xf32>) -> ()
+  return
+}

@@ -70,6 +70,47 @@ def handwritten(n: int) -> list:
             "  %r = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x16xf32> -> tensor<2x16xf32>\n  return %r : tensor<2x16xf32>"),
          lambda x: torch.roll(x, 2, 0)),  # device i's two rows move to device i + 1
         ("partitioned_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
+    ] + (grid_2x2() if n == 4 else [])  # fmt: skip
+
+
+def grid_2x2() -> list:
+    """Partitioned programs on a 2x2 grid (grid axis 0: data parallel rows, grid axis 1:
+    tensor parallel), each collective over one grid axis."""
+    import torch
+
+    def prog(sig: str, body: str) -> str:
+        return f"shard.grid @g(shape = 2x2)\nfunc.func @main({sig} {{\n{body}\n}}\n"
+
+    mlp = prog(
+        "%x: tensor<4x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}, "
+        "%w1: tensor<16x8xf32> {hir.split_axes = #shard<axisarray[[], [1]]>}, "
+        "%w2: tensor<8x16xf32> {hir.split_axes = #shard<axisarray[[1]]>}) -> tensor<4x16xf32>",
+        f"""  %z = arith.constant 0.0 : f32
+  %ch = arith.constant 0.5 : f32
+  %c1 = arith.constant 1.0 : f32
+  %cs = arith.constant 1.41421354 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h = linalg.matmul ins(%x, %w1 : tensor<4x16xf32>, tensor<16x8xf32>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
+{gelu_generic("%g", "%h", "%e", "tensor<4x8xf32>")}
+  %e2 = tensor.empty() : tensor<4x16xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %p = linalg.matmul ins(%g, %w2 : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f2 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %y = shard.all_reduce %p on @g grid_axes = [1] : tensor<4x16xf32> -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>""",
+    )
+    gelu = torch.nn.functional.gelu
+    return [
+        ("2x2_all_gather_axis1", prog("%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0], [1]]>}) -> tensor<2x8xf32>",
+            "  %r = shard.all_gather %x on @g grid_axes = [1] gather_axis = 1 : tensor<2x4xf32> -> tensor<2x8xf32>\n  return %r : tensor<2x8xf32>"),
+         lambda x: x),
+        ("2x2_all_reduce_axis0", prog("%p: tensor<8x4xf32>) -> tensor<8x4xf32>",
+            "  %r = shard.all_reduce %p on @g grid_axes = [0] : tensor<8x4xf32> -> tensor<8x4xf32>\n  return %r : tensor<8x4xf32>"),
+         lambda p: p.sum(0)),
+        ("2x2_reduce_scatter_axis1", prog("%p: tensor<8x4xf32>) -> tensor<4x4xf32>",
+            "  %r = shard.reduce_scatter %p on @g grid_axes = [1] scatter_dim = 0 : tensor<8x4xf32> -> tensor<4x4xf32>\n  return %r : tensor<4x4xf32>"),
+         lambda p: p.sum(0)),
+        ("2x2_dp_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
     ]  # fmt: skip
 
 
@@ -107,12 +148,10 @@ def fx_mlp(n: int, sequence_parallel: bool):
 
 
 def _local(tensor, memref_type, rank: int):
-    from hir.dialect import sharding_of
+    from hir.interpreter.buffers import buffer_spec
+    from hir.interpreter.inputs import shard
 
-    sharding = sharding_of(memref_type)
-    if sharding is None or sharding.axis is None:
-        return tensor.clone()
-    return tensor.chunk(len(sharding.mesh), sharding.axis)[sharding.mesh.index(rank)].contiguous()
+    return shard(tensor, buffer_spec(memref_type, rank), rank).clone()
 
 
 def _check(name: str, module, reference, rank: int, failures: list) -> None:

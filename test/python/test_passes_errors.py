@@ -7,6 +7,7 @@ import hir
 from hir.core import HirError
 
 M2 = "array<i64: 0, 1>"
+MESH_2X2 = "#hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>"
 
 
 def shard(mesh: str, axis: int) -> str:
@@ -47,6 +48,8 @@ CONVERT = "hir-convert-to-communication"
         (f"memref<12x8xf32, {shard(M2, 0)}>", f"memref<12x8xf32, {shard('array<i64: 2, 3, 4>', 0)}>", "", "hir.set", "different sizes: 2 vs 3"),
         (f"memref<4x8xf32, {shard('array<i64: 0>', 0)}>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "split over the one-device mesh [0]"),
         ("memref<4x8xf32>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "mixes a buffer without a device mesh"),
+        # multi-D meshes: collectives are written along one mesh axis, not inferred
+        (f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, 1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, -1>>>", "", "hir.set", "on a multi-dimensional mesh; hir-convert-to-communication lowers 1-D meshes only"),
     ],
 )
 def test_convert_errors(in_type, out_type, attrs, name, message):

@@ -33,6 +33,8 @@ def devices(text: str) -> set[int]:
     found: set[int] = set()
     for mesh in re.findall(r"#hir\.shard<array<i64(?::([^>]*))?>", text):
         found |= {int(d) for d in mesh.split(",") if d.strip()}
+    for layout in re.findall(r"#hir\.shard<dense<([^>]*)>", text):  # multi-D meshes
+        found |= {int(d) for d in re.findall(r"\d+", layout)}
     return found
 
 

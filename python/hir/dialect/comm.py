@@ -79,7 +79,7 @@ def checked_teams(op: Any) -> list[list[int]]:
     if not flat:
         fail("team must not be empty")
     if len(set(flat)) != len(flat) or min(flat) < 0:
-        fail(f"teams {teams if len(teams) > 1 else teams[0]} must hold distinct non-negative device ids")
+        fail(f"team {teams if len(teams) > 1 else teams[0]} must hold distinct non-negative device ids")
     return teams
 
 

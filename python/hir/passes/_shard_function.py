@@ -3,6 +3,8 @@ in order, building the hir program before each one, then erases the tensor progr
 
 from typing import Optional
 
+import numpy as np
+
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, linalg, scf, shard, tensor
 
@@ -16,6 +18,7 @@ from hir.passes._shard_placement import (
     REPLICATED,
     SPLIT_AXES_ATTR,
     Grid,
+    GridPlacement,
     Placement,
     PlacementError,
     infer,
@@ -44,7 +47,8 @@ def _i64(value: int) -> ir.IntegerAttr:
 
 
 def _needed_by_collective(op: ir.Operation) -> Optional[Placement]:
-    """The placement collective ``op`` needs of its operand (None: not a collective)."""
+    """The placement collective ``op`` needs of its operand on the grid axis it runs over
+    (None: not a collective)."""
     name = op.name
     if name == shard.AllGatherOp.OPERATION_NAME:
         return split(_index_attr(op, "gather_axis"))
@@ -75,6 +79,8 @@ class FunctionConversion:
         self.rewritten: dict = {}  # position of an op -> ops added in its place to the tensor program
         self.team = ir.DenseI64ArrayAttr.get(list(grid.mesh))
         self.work_type = ir.Type.parse("!hir.work")
+        self.replicated = GridPlacement.uniform(REPLICATED, grid.rank)
+        self.free_placement = GridPlacement.uniform(FREE, grid.rank)
 
     # ----- driver ----------------------------------------------------------------------
     def run(self) -> None:
@@ -114,19 +120,19 @@ class FunctionConversion:
         if "res_attrs" in attrs:
             del attrs["res_attrs"]
 
-    def argument_placement(self, arg: ir.Value, attrs: Optional[ir.Attribute]) -> Placement:
+    def argument_placement(self, arg: ir.Value, attrs: Optional[ir.Attribute]) -> GridPlacement:
         rank = ir.RankedTensorType(arg.type).rank
         entries = {named.name: named.attr for named in ir.DictAttr(attrs)} if attrs is not None else {}
         if SPLIT_AXES_ATTR in entries:
             try:
-                return split_axes_placement(entries[SPLIT_AXES_ATTR], rank)
+                return split_axes_placement(entries[SPLIT_AXES_ATTR], rank, self.grid)
             except PlacementError as err:
                 raise PassFailure(f"'func.func' op argument #{arg.arg_number}: {err}", self.fn.location) from None
         for use in arg.uses:  # no record: what the first collective reading it needs
             needed = _needed_by_collective(use.owner)
             if needed is not None:
-                return needed
-        return REPLICATED
+                return self.replicated.with_axis(self.grid_axis(use.owner), needed)
+        return self.replicated
 
     # ----- values ----------------------------------------------------------------------
     def is_data(self, value: ir.Value) -> bool:
@@ -138,7 +144,7 @@ class FunctionConversion:
         if value in self.buffers:
             return self.buffers[value]
         if value in self.free:
-            self.placements[value] = REPLICATED
+            self.placements[value] = self.replicated
             self.kernel(self.free[value], [value])
             return self.buffers[value]
         raise _fail(user, f"reads {value.get_name()}, which has no buffer")
@@ -152,6 +158,8 @@ class FunctionConversion:
         if op is None:
             raise _fail(user, f"reads host value {value.get_name()}, which the conversion could not compute")
         if op.name in _DEVICE_INDEX_OPS:
+            if self.grid.rank != 1:
+                raise _fail(op, f"reads the device index on the {self.grid.rank}-D grid @{self.grid.name}; hir converts device indices of 1-D grids only")
             index = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
             results = [index] * len(op.results)
         else:
@@ -164,15 +172,15 @@ class FunctionConversion:
             self.scalars[old] = new
         return self.scalars[value]
 
-    def placement(self, value: ir.Value) -> Placement:
-        return self.placements.get(value, FREE if value in self.free else REPLICATED)
+    def placement(self, value: ir.Value) -> GridPlacement:
+        return self.placements.get(value, self.free_placement if value in self.free else self.replicated)
 
     def create(self, name: str, operands=(), results=(), attributes=None) -> ir.Operation:
         with self.loc:
             return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attributes, ip=self.ip)
 
-    def alloc(self, value: ir.Value, placement: Placement) -> ir.Value:
-        buffer_type = self.grid.buffer_type(value.type, placement)
+    def alloc(self, value: ir.Value, placement: GridPlacement) -> ir.Value:
+        buffer_type = self.buffer_type(value.type, placement)
         out = self.create("memref.alloc", results=[buffer_type], attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])}).result
         self.buffers[value], self.placements[value] = out, placement
         return out
@@ -235,18 +243,40 @@ class FunctionConversion:
             raise _fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, shift, process_multi_index, process_linear_index)")
         if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
             raise _fail(op, f"runs on grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
-        if list(ir.DenseI16ArrayAttr(op.attributes["grid_axes"])) != [0]:
-            raise _fail(op, "must run over grid axis 0 of the 1-D grid")
+        self.grid_axis(op)
         handler(op)
 
+    def grid_axis(self, op: ir.Operation) -> int:
+        """The one grid axis collective ``op`` runs over."""
+        axes = list(ir.DenseI16ArrayAttr(op.attributes["grid_axes"]))
+        if len(axes) != 1 or not 0 <= axes[0] < self.grid.rank:
+            raise _fail(op, f"runs over grid axes {axes}; hir collectives run over one axis of the {self.grid.rank}-D grid")
+        return axes[0]
+
+    def buffer_type(self, tensor_type: ir.Type, placement: GridPlacement) -> ir.MemRefType:
+        try:
+            return self.grid.buffer_type(tensor_type, placement)
+        except PlacementError as err:
+            raise PassFailure(f"a value {err}", self.loc) from None
+
     def collective(self, op: ir.Operation, needed: Placement, out: Placement, hir_name: str, attributes: dict) -> ir.Value:
-        source = op.operands[0]
+        """``op`` over grid axis k: its operand must be ``needed`` on k; the result is
+        ``out`` on k and placed as the operand on the other grid axes."""
+        source, k = op.operands[0], self.grid_axis(op)
         have = self.placement(source)
-        if have != needed and not (have == FREE and needed == REPLICATED):
-            raise _fail(op, f"reads {source.get_name()}, which is {have}; {op.name} needs it {needed}")
+        if have == self.free_placement:
+            have = self.replicated
+        if have[k] != needed:
+            where = f" on grid axis {k}" if self.grid.rank > 1 else ""
+            raise _fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; {op.name} needs it {needed}")
         inp = self.buffer(source, op)
-        output = self.alloc(op.results[0], out)
-        attributes = {**attributes, "backend": self.backend, "team": self.team}
+        output = self.alloc(op.results[0], have.with_axis(k, out))
+        team = self.team
+        if self.grid.rank > 1:  # one team per line of the grid along k
+            lines = self.grid.lines(k)
+            layout_type = ir.RankedTensorType.get([len(lines), len(lines[0])], ir.IntegerType.get_signless(64))
+            team = ir.DenseIntElementsAttr.get(np.asarray(lines, dtype=np.int64), type=layout_type)
+        attributes = {**attributes, "backend": self.backend, "team": team}
         operands = [inp, output] + ([attributes.pop("offset")] if hir_name == ShiftOp.OPERATION_NAME else [])
         work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
         self.create(WaitOp.OPERATION_NAME, operands=[work])
@@ -274,7 +304,9 @@ class FunctionConversion:
         """No communication: each device keeps its slice of the replicated input. Rewritten in
         the tensor program as ``tensor.extract_slice`` at the device's offset, then outlined."""
         source, dim = op.operands[0], _index_attr(op, "slice_axis")
-        if self.placement(source) not in (REPLICATED, FREE):
+        if self.grid.rank != 1:
+            raise _fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.all_slice on 1-D grids only")
+        if self.placement(source) not in (self.replicated, self.free_placement):
             raise _fail(op, f"reads {source.get_name()}, which is {self.placement(source)}; shard.all_slice needs it replicated")
         result = op.results[0]
         shape = list(ir.RankedTensorType(result.type).shape)
@@ -289,28 +321,30 @@ class FunctionConversion:
         for value in (device, chunk, offset):
             self.host[value] = value.owner.operation
         self.rewritten[self.position] = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation]
-        self.placements[local.result] = split(dim)
+        self.placements[local.result] = GridPlacement((split(dim),))
         self.kernel(local.operation, [local.result])
         result.replace_all_uses_with(local.result)
 
     def shift(self, op: ir.Operation) -> None:
         if "rotate" not in op.attributes:
             raise _fail(op, "without 'rotate' leaves the edge devices' results undefined; hir converts rotating shifts only")
+        if self.grid.rank != 1:
+            raise _fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.shift on 1-D grids only")
         # shard.shift sends device i's tensor to device i + offset; hir.shift receives from me + offset.
-        offset = (-ir.IntegerAttr(op.attributes["offset"]).value) % self.grid.size
+        offset = (-ir.IntegerAttr(op.attributes["offset"]).value) % self.grid.shape[0]
         index = ir.IndexType.get()
         offset_value = self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, offset)}).result
-        placement = self.placement(op.operands[0])
+        placement = self.placement(op.operands[0])[0]
         if placement in (PARTIAL, FREE):
             raise _fail(op, f"shifts a {placement} value")
         self.collective(op, placement, placement, ShiftOp.OPERATION_NAME, {"offset": offset_value})
 
-    def operand_placements(self, op: ir.Operation) -> list[Placement]:
+    def operand_placements(self, op: ir.Operation) -> list[GridPlacement]:
         return [self.placement(v) for v in op.operands if self.is_data(v)]
 
-    def result_placement(self, op: ir.Operation) -> Placement:
+    def result_placement(self, op: ir.Operation) -> GridPlacement:
         try:
-            return infer(op, self.operand_placements(op))
+            return infer(op, self.operand_placements(op), self.grid.rank)
         except PlacementError as err:
             raise _fail(op, str(err)) from None
 
@@ -318,7 +352,7 @@ class FunctionConversion:
         """``hir.matmul`` when it overwrites a zero fill and is not a partial product."""
         a, b, init = op.operands
         placement = self.result_placement(op)
-        if init not in self.zero or placement == PARTIAL:
+        if init not in self.zero or placement.kind == "partial":
             return False
         operands = [self.buffer(a, op), self.buffer(b, op)]
         self.create(MatmulOp.OPERATION_NAME, operands=operands + [self.alloc(op.results[0], placement)])
@@ -327,7 +361,7 @@ class FunctionConversion:
     def binary(self, op: ir.Operation) -> bool:
         lhs, rhs, init = op.operands
         placements = {self.placement(lhs), self.placement(rhs)}
-        if len(placements) != 1 or FREE in placements or PARTIAL in placements or lhs.type != rhs.type:
+        if len(placements) != 1 or self.free_placement in placements or any(p.kind == "partial" for p in placements) or lhs.type != rhs.type:
             return False
         kind = ir.StringAttr.get(BINARY_NAMED[op.name])
         operands = [self.buffer(lhs, op), self.buffer(rhs, op)]
@@ -353,7 +387,7 @@ class FunctionConversion:
             else:
                 raise _fail(root, f"reads {value.get_name()} of type {value.type}, which cannot be passed to a kernel segment")
         placements = [self.placements[r] for r in results]
-        outputs = [(r, self.grid.buffer_type(r.type, p), p) for r, p in zip(results, placements)]
+        outputs = [(r, self.buffer_type(r.type, p), p) for r, p in zip(results, placements)]
         name = f"{self.name}_kernel_{self.kernels}"
         self.kernels += 1
         build_kernel(name, self.fn, ports, clones + [root], outputs, root.location)

@@ -3,7 +3,8 @@ types (used by ``hir-convert-shard-to-hir``).
 
 After ``shard-partition`` every tensor has its local (per-device) shape and no sharding.
 hir types carry the global shape and a ``#hir.shard`` placement, so the conversion
-recovers each value's placement on the (1-D) grid:
+recovers each value's placement on each axis of the grid (a :class:`GridPlacement`; shown
+here for a 1-D grid of n devices; on a multi-D grid each grid axis splits or sums apart):
 
     replicated   local L            -> memref<L, #hir.shard<mesh, -1>>
     split(a)     local L            -> memref<L with L[a] * n, #hir.shard<mesh, a>>
@@ -21,6 +22,7 @@ loop, one indexed by a reduction loop makes the output partial.
 
 import re
 from dataclasses import dataclass
+from math import prod
 from typing import Optional
 
 from torch_mlir import ir
@@ -55,46 +57,109 @@ def split(axis: int) -> Placement:
 
 
 @dataclass(frozen=True)
+class GridPlacement:
+    """A value's placement on the grid: one :class:`Placement` per grid axis."""
+
+    axes: tuple[Placement, ...]
+
+    @staticmethod
+    def uniform(placement: Placement, rank: int) -> "GridPlacement":
+        return GridPlacement((placement,) * rank)
+
+    def __getitem__(self, grid_axis: int) -> Placement:
+        return self.axes[grid_axis]
+
+    def with_axis(self, grid_axis: int, placement: Placement) -> "GridPlacement":
+        return GridPlacement(tuple(placement if k == grid_axis else p for k, p in enumerate(self.axes)))
+
+    @property
+    def kind(self) -> str:
+        """"partial" when a pending sum is left on some grid axis, "free" / "replicated" when
+        every axis is, else "split"."""
+        kinds = {p.kind for p in self.axes}
+        if "partial" in kinds:
+            return "partial"
+        return kinds.pop() if len(kinds) == 1 and kinds <= {"free", "replicated"} else "split"
+
+    def __str__(self) -> str:
+        if len(self.axes) == 1:
+            return str(self.axes[0])
+        return ", ".join(f"{p} on grid axis {k}" for k, p in enumerate(self.axes))
+
+
+@dataclass(frozen=True)
 class Grid:
-    """A 1-D ``shard.grid`` of ``size`` devices, devices 0 .. size-1."""
+    """A ``shard.grid`` of ``shape`` devices, devices 0 .. n-1 in row-major order."""
 
     name: str
-    size: int
+    shape: tuple[int, ...]
 
     @property
     def mesh(self) -> tuple[int, ...]:
-        return tuple(range(self.size))
+        return tuple(range(prod(self.shape)))
 
-    def buffer_type(self, local: ir.Type, placement: Placement) -> ir.MemRefType:
-        """The hir buffer type of a value with local tensor type ``local``."""
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def lines(self, grid_axis: int) -> list[list[int]]:
+        """The device lines along ``grid_axis`` (the teams of a collective over it)."""
+        return [list(line) for line in self.sharding([None] * self.rank).lines(grid_axis)]
+
+    def sharding(self, splits: list) -> Sharding:
+        if self.rank == 1:
+            return Sharding(self.mesh, splits[0])
+        return Sharding(self.mesh, mesh_shape=self.shape, splits=splits)
+
+    def buffer_type(self, local: ir.Type, placement: GridPlacement) -> ir.MemRefType:
+        """The hir buffer type of a value with local tensor type ``local``: split dims grow
+        by their grid axis's extent; a partial sum gets a leading device axis split over its
+        grid axis."""
         shaped = ir.RankedTensorType(local)
-        shape, axis = list(shaped.shape), -1
-        if placement.kind == "split":
-            shape[placement.axis] *= self.size
-            axis = placement.axis
-        elif placement.kind == "partial":
-            shape, axis = [self.size] + shape, 0
-        space = Sharding(self.mesh, None if axis == -1 else axis).attr()
+        shape = list(shaped.shape)
+        partial = [k for k, p in enumerate(placement.axes) if p.kind == "partial"]
+        if len(partial) > 1:
+            raise PlacementError(f"is a partial sum over grid axes {partial}; all-reduce one grid axis at a time")
+        lead = 1 if partial else 0
+        if partial:
+            shape = [self.shape[partial[0]]] + shape
+        splits: list = [None] * self.rank
+        for k, p in enumerate(placement.axes):
+            if p.kind == "split":
+                shape[p.axis + lead] *= self.shape[k]
+                splits[k] = p.axis + lead
+            elif p.kind == "partial":
+                splits[k] = 0
+        space = self.sharding(splits).attr()
         return ir.MemRefType.get(shape, shaped.element_type, memory_space=space)
 
 
-def local_shape(local: ir.Type, placement: Placement) -> list[int]:
+def local_shape(local: ir.Type, placement: GridPlacement) -> list[int]:
     """The shape a device's buffer has for a value of local tensor type ``local``."""
     shape = list(ir.RankedTensorType(local).shape)
     return [1] + shape if placement.kind == "partial" else shape
 
 
-def split_axes_placement(attr: ir.Attribute, rank: int) -> Placement:
-    """The placement of ``#shard<axisarray[[], [0]]>`` on a 1-D grid."""
+def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid) -> GridPlacement:
+    """The placement of ``#shard<axisarray[[0], [1]]>`` (tensor dim d split over the grid
+    axes listed in group d)."""
     groups = re.findall(r"\[([^\[\]]*)\]", str(attr))
-    dims = [d for d, text in enumerate(groups) if text.strip()]
-    if any(text.strip() not in ("", "0") for text in groups):
-        raise PlacementError(f"{attr} uses grid axes other than 0; only 1-D grids convert")
-    if len(dims) > 1:
-        raise PlacementError(f"{attr} splits dims {dims} over one grid axis")
-    if dims and dims[0] >= rank:
-        raise PlacementError(f"{attr} splits dim {dims[0]} of a rank-{rank} tensor")
-    return split(dims[0]) if dims else REPLICATED
+    axes = [REPLICATED] * grid.rank
+    for dim, text in enumerate(groups):
+        grid_axes = [int(a) for a in text.replace(" ", "").split(",") if a]
+        if not grid_axes:
+            continue
+        if dim >= rank:
+            raise PlacementError(f"{attr} splits dim {dim} of a rank-{rank} tensor")
+        if len(grid_axes) > 1:
+            raise PlacementError(f"{attr} splits dim {dim} over several grid axes {grid_axes}; hir splits a dim over one grid axis")
+        (k,) = grid_axes
+        if not 0 <= k < grid.rank:
+            raise PlacementError(f"{attr} uses grid axis {k} of a {grid.rank}-D grid")
+        if axes[k] != REPLICATED:
+            raise PlacementError(f"{attr} splits dims {axes[k].axis} and {dim} over grid axis {k}")
+        axes[k] = split(dim)
+    return GridPlacement(tuple(axes))
 
 
 def _maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
@@ -117,8 +182,14 @@ def _maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
     return dims, reductions
 
 
-def infer(op: ir.Operation, operands: list[Placement]) -> Placement:
-    """The placement of the (every) tensor result of a linalg / tensor op."""
+def infer(op: ir.Operation, operands: list[GridPlacement], rank: int) -> GridPlacement:
+    """The placement of the (every) tensor result of a linalg / tensor op: the rules below
+    on each grid axis (a free operand, no data of its own, counts as free on every axis)."""
+    return GridPlacement(tuple(_infer_axis(op, [p[k] for p in operands]) for k in range(rank)))
+
+
+def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
+    """The placement of the (every) tensor result of a linalg / tensor op on one grid axis."""
     known = [p for p in operands if p not in (FREE, REPLICATED)]
     if not known:
         return REPLICATED

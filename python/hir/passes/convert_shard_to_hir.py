@@ -2,8 +2,10 @@
 ``sharding-propagation``, ``shard-partition`` and ``shard-simplify``) becomes an hir
 program-level host program on which ``hir-lower`` runs unchanged.
 
-* the 1-D ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1 (multi-D grids are
-  reported at the grid: ``#hir.shard`` is 1-D);
+* ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1; a multi-D grid
+  (``shape = 2x2``) the multi-D mesh of devices 0 .. 3 laid out row-major, and a collective
+  over ``grid_axes = [k]`` runs with one team per line of the mesh along k
+  (``team = dense<...>``); device indices, ``all_slice`` and ``shift`` convert on 1-D grids;
 * every tensor gets one buffer whose type carries the global shape and the ``#hir.shard``
   placement recovered for it (``_shard_placement.py``; partial sums get a device axis);
 * ``shard.all_gather`` / ``all_reduce`` / ``reduce_scatter`` -> ``hir.allgather`` /
@@ -61,11 +63,9 @@ def _grid(module: ir.Module) -> Grid:
         raise PassFailure("'shard.grid' op: only one grid per module converts (found several)", grids[1].location)
     op = grids[0]
     shape = list(ir.DenseI64ArrayAttr(op.attributes["shape"]))
-    if len(shape) != 1:
-        raise PassFailure(f"'shard.grid' op has shape {shape}; hir meshes are 1-D (#hir.shard has one split axis), so only 1-D grids convert", op.location)
-    if shape[0] <= 0:
-        raise PassFailure(f"'shard.grid' op has a dynamic or empty extent {shape[0]}; the device count must be static", op.location)
-    return Grid(ir.StringAttr(op.attributes["sym_name"]).value, shape[0])
+    if not shape or min(shape) <= 0:
+        raise PassFailure(f"'shard.grid' op has shape {shape}; every extent must be static and positive", op.location)
+    return Grid(ir.StringAttr(op.attributes["sym_name"]).value, tuple(shape))
 
 
 @register_pass
