@@ -190,6 +190,10 @@ class Placer:
         """The buffers a segment reads (resharded where needed); places its outputs."""
         return [part.buffer_of(v, run[0]) for v in inputs]
 
+    def localize(self, old: ir.Operation, new: ir.Operation, ip: ir.InsertionPoint) -> None:
+        """Adapt ``new``, the clone of ``old`` in a kernel segment, to local shards (e.g. a
+        view's size list); nothing to do unsharded."""
+
     def output_buffer(self, part: "Partitioner", value: ir.Value, index: int, at: ir.Operation) -> ir.Value:
         """The buffer returned as output ``index``."""
         return part.buffer_of(value, at)
@@ -359,6 +363,7 @@ class Partitioner:
         new = op.clone(ip=ip)
         for i, v in enumerate(op.operands):
             new.operands[i] = mapping[v]
+        self.placer.localize(op, new, ip)
         for old, fresh in zip(op.results, new.results):
             if is_tensor(old):
                 fresh.set_type(self.placer.local_type(old))

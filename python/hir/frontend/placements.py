@@ -12,10 +12,11 @@ Intermediates are placed op by op with DTensor's rules:
   split axis stays split; otherwise the replicated side is split (``hir.set``).
 * reduction: a kept split axis stays split; a reduction over the (outermost) split axis is
   an allreduce (``hir.reduction`` to a replicated buffer).
-* kernel segments: a segment of pointwise ops (``torch.Tag.pointwise``) whose tensors all
-  have one shape and whose inputs are split the same way runs on the local shards (its
-  outputs split alike); any other segment reads replicated copies (``hir.set``, an allgather),
-  as DTensor's fallback redistributes to ``Replicate()``.
+* kernel segments: a segment whose every op has a local rule (pointwise, view / reshape,
+  transpose / permute, softmax and layer_norm off the split dim; see
+  :mod:`hir.frontend.segment_rules`) runs on the local shards, its view sizes rewritten to
+  local ones; any other segment reads replicated copies (``hir.set``, an allgather), as
+  DTensor's fallback redistributes to ``Replicate()``.
 
 Partial sums (nvFuser's reduction over a device-split axis): the contraction runs on the
 local shards into a buffer with a leading mesh axis, ``[D, ..., N]`` split on axis 0, and
@@ -40,8 +41,8 @@ from torch_mlir.dialects import torch as torch_dialect
 
 from hir.core import HirError
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding
-from hir.frontend.partition import CONSTANT_PREFIX, LIST_CONSTRUCT, ComputeSpec, Partitioner, Placer, buffer_type, compute_spec, is_tensor, tensor_info
-from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
+from hir.frontend.partition import ComputeSpec, Partitioner, Placer, buffer_type, compute_spec, is_tensor, tensor_info
+from hir.frontend.segment_rules import NoRule, localize, propagate
 from hir.interpreter.backends.process_groups import world
 
 _UNSQUEEZE = torch_dialect.AtenUnsqueezeOp.OPERATION_NAME
@@ -131,7 +132,8 @@ class MeshPlacer(Placer):
 
     # ----- types ------------------------------------------------------------------------
     def sharding(self, split: Optional[int]) -> ir.Attribute:
-        return Sharding(self.mesh, split).attr()
+        # On one device a split is the whole: replicated (nothing to communicate).
+        return Sharding(self.mesh, split if self.devices > 1 else None).attr()
 
     def memref_type(self, value: ir.Value) -> ir.MemRefType:
         return buffer_type(value.type, self.sharding(self.split.get(value)))
@@ -305,17 +307,22 @@ class MeshPlacer(Placer):
 
     # ----- segments ---------------------------------------------------------------------
     def segment_inputs(self, part: Partitioner, run: list, inputs: list, outputs: list) -> list:
-        splits = {self.split.get(v) for v in inputs}
-        shapes = {tuple(tensor_info(v.type)[0]) for v in inputs} | {tuple(tensor_info(r.type)[0]) for op in run for r in op.results if is_tensor(r)}
-        local = len(splits) == 1 and None not in splits and len(shapes) == 1 and all(_pointwise(op) for op in run)
-        split = splits.pop() if local else None
-        for r in outputs:
-            self.split[r] = split
-        for op in run:  # every tensor inside shares the inputs' placement (for local types)
+        """Local shards in when every op of the segment has a local rule
+        (:mod:`hir.frontend.segment_rules`), else replicated copies (DTensor's fallback)."""
+        try:
+            found = propagate(run, {v: self.split.get(v) for v in inputs}, self.devices)
+        except NoRule:
+            found = None
+        for op in run:  # every tensor inside gets its placement (for local types)
             for r in op.results:
                 if is_tensor(r):
-                    self.split[r] = split
-        return [self.placed(part, v, split, run[0]) for v in inputs]
+                    self.split[r] = None if found is None else found[r]
+        return [self.placed(part, v, None if found is None else self.split.get(v), run[0]) for v in inputs]
+
+    def localize(self, old: ir.Operation, new: ir.Operation, ip: ir.InsertionPoint) -> None:
+        results = [r for r in old.results if is_tensor(r)]
+        if results:
+            localize(old, new, self.split.get(results[0]), self.devices, ip)
 
     def output_buffer(self, part: Partitioner, value: ir.Value, index: int, at: ir.Operation) -> ir.Value:
         if index in self.output_splits:
@@ -337,13 +344,6 @@ class MeshPlacer(Placer):
 def _check_world(devices: int, world_size: int) -> None:
     if devices != world_size:
         raise HirError(f"error: the device mesh has {devices} devices but the run has {world_size} rank(s); the mesh size must be the world size")
-
-
-def _pointwise(op: ir.Operation) -> bool:
-    if not op.name.startswith(REGISTRY_PREFIXES[0]):
-        return op.name.startswith(CONSTANT_PREFIX) or op.name == LIST_CONSTRUCT
-    overload = torch_overload(op.name)
-    return overload is not None and torch.Tag.pointwise in overload.tags
 
 
 def _rank(value: ir.Value) -> int:

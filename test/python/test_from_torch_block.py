@@ -1,0 +1,114 @@
+"""A pre-norm transformer block (LayerNorm, causal self-attention with softmax, GELU MLP,
+residuals) imported with hir.from_torch and run with tensor-parallel attention heads and MLP
+(Megatron: q/k/v and fc1 column-parallel, out-proj and fc2 row-parallel) on 1, 2 and 4 Gloo
+ranks, placements given explicitly and read from a module parallelized with
+torch.distributed.tensor.parallel. The attention core runs on each rank's heads: the only
+collectives are the two allreduces, and each rank's output equals the unsharded module's.
+
+The test launches this file as a script under ``hir.tools.launch`` (one process per
+rank); ``python test_from_torch_block.py`` is the per-rank worker.
+"""
+
+import math
+import os
+import sys
+
+import pytest
+from multirank_util import finish_worker, launch_workers
+
+PIPELINE = "hir-convert-to-communication{backend=gloo},hir-lower"
+CASES = ("placements", "parallelize_module")
+
+
+def block(d: int = 16, heads: int = 4, hidden: int = 32, seq: int = 8):
+    import torch
+    import torch.nn.functional as F
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+            self.q, self.k, self.v = (torch.nn.Linear(d, d) for _ in range(3))
+            self.proj = torch.nn.Linear(d, d)
+            self.fc1, self.fc2 = torch.nn.Linear(d, hidden), torch.nn.Linear(hidden, d)
+            self.register_buffer("mask", torch.full((seq, seq), float("-inf")).triu(1))
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            h = self.ln1(x)
+            q, k, v = (lin(h).view(b, s, heads, d // heads).transpose(1, 2) for lin in (self.q, self.k, self.v))
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(d // heads) + self.mask
+            y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
+            x = x + self.proj(y)
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    torch.manual_seed(0)
+    return Block().eval()
+
+
+def tp_placements() -> dict:
+    from torch.distributed.tensor import Replicate, Shard
+
+    column = {f"{n}.weight": Shard(0) for n in ("q", "k", "v", "fc1")} | {f"{n}.bias": Shard(0) for n in ("q", "k", "v", "fc1")}
+    row = {"proj.weight": Shard(1), "proj.bias": Replicate(), "fc2.weight": Shard(1), "fc2.bias": Replicate()}
+    return column | row
+
+
+def run_case(name: str, rank: int, world: int) -> str:
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.tensor import DeviceMesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    import hir
+    from hir.frontend import from_torch
+
+    module = block()
+    torch.manual_seed(1)
+    x = torch.randn(2, 8, 16)
+    want = module(x).detach()
+    if name == "parallelize_module":
+        mesh = DeviceMesh("cpu", list(range(world)))
+        plan = {n: ColwiseParallel() for n in ("q", "k", "v", "fc1")} | {n: RowwiseParallel() for n in ("proj", "fc2")}
+        sharded = parallelize_module(block(), mesh, plan)
+        program = from_torch(sharded, (x,))
+        state = sharded.state_dict()
+    else:
+        program = from_torch(module, (x,), mesh=list(range(world)), placements=tp_placements())
+        state = module.state_dict()
+    imported = str(program.module)
+    hir.lower(program.module, PIPELINE)
+    lowered = str(program.module)
+    collectives = [c for c in ("allgather", "allreduce", "reduce_scatter", "broadcast", "scatter", "gather") if f'"hir.{c}"' in lowered]
+    if world > 1 and (collectives != ["allreduce"] or lowered.count('"hir.allreduce"') != 2):
+        return f"{name}: collectives {collectives} ({lowered.count(chr(34) + 'hir.allreduce' + chr(34))} allreduces); want exactly 2 allreduces\n{imported}"
+    (got,) = hir.run(program.module, program.arguments(state, x), device="cpu")
+    if not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
+        return f"{name}: rank {rank}: max |error| {(got - want).abs().max().item():.2e}"
+    dist.barrier()
+    return ""
+
+
+def worker() -> int:
+    import torch.distributed as dist
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
+    failures = []
+    for name in CASES:
+        failure = run_case(name, rank, world)
+        if failure:
+            failures.append(failure)
+        else:
+            print(f"rank {rank}: {name} ok")
+    return finish_worker(failures)
+
+
+@pytest.mark.parametrize("world", [1, 2, 4])
+def test_transformer_block_tensor_parallel_heads(world):
+    checked, report = launch_workers(world, __file__, timeout_s=400, env=dict(os.environ))
+    assert checked == len(CASES) * world, report
+
+
+if __name__ == "__main__":
+    sys.exit(worker())
