@@ -141,3 +141,20 @@ func.func @in_loop(%arg0: memref<3x2x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64
   "hir.reduction"(%arg0, %1) {kind = "sum", axes = array<i64: 1>, stream_axis = 0 : i64} : (memref<3x2x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>, memref<3x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
   return %1 : memref<3x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
 }
+
+// -----
+
+// A 2x2 mesh (mesh axis 0 splits rows, mesh axis 1 holds a pending sum on leading axis 0):
+// the resharding differs along mesh axis 1 only, so it is the 1-D decision on the mesh's
+// lines along that axis, one team per line; mesh axis 0's split (axis 1 -> 0) is kept.
+// CHECK-LABEL: func.func @mesh_2x2
+// CHECK:       %[[W:.*]] = "hir.allreduce"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", reduction = "sum", team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>}
+// CHECK-NEXT:  "hir.wait"(%[[W]])
+// CHECK:       "hir.allgather"(%{{.*}}, %{{.*}}) {axis = 0 : i64, backend = "nccl", team = dense<{{\[\[}}0, 2], [1, 3]]> : tensor<2x2xi64>}
+func.func @mesh_2x2(%arg0: memref<2x4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>) -> memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>> {
+  %0 = memref.alloc() : memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>
+  "hir.reduction"(%arg0, %0) {kind = "sum", axes = array<i64: 0>} : (memref<2x4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>, memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) -> ()
+  %1 = memref.alloc() : memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
+  "hir.set"(%0, %1) : (memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>, memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> ()
+  return %1 : memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
+}

@@ -20,6 +20,7 @@ Axis conventions (all in the input's coordinates):
 
 from typing import Any, Optional
 
+import numpy as np
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
@@ -55,6 +56,12 @@ def teams_of(op: Any, name: str = "team") -> list[list[int]]:
     width = ir.RankedTensorType(layout.type).shape[-1]
     flat = [int(d) for d in layout]
     return [flat[i : i + width] for i in range(0, len(flat), width)]
+
+
+def teams_attr(teams: list[list[int]]) -> ir.Attribute:
+    """The ``team`` attribute of collectives run by several disjoint teams (one per row)."""
+    layout_type = ir.RankedTensorType.get([len(teams), len(teams[0])], ir.IntegerType.get_signless(64), loc=ir.Location.unknown())
+    return ir.DenseIntElementsAttr.get(np.asarray(teams, dtype=np.int64), type=layout_type)
 
 
 def team_mesh_axis(sharding: Sharding, teams: list[list[int]]) -> Optional[int]:

@@ -27,6 +27,7 @@ from hir.dialect import (
     SetOp,
 )
 from hir.dialect.base import VerifyError, get_i64_array, get_str, i64_attr
+from hir.dialect.comm import teams_attr
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.passes.helpers import fail, is_a, is_broadcast_axis, operand_axis, output_index, stream_axis
 
@@ -132,20 +133,47 @@ def plan(op: ir.Operation) -> Optional[Plan]:
     src, dst = operand_sharding(op, 0), operand_sharding(op, 1)
     if src is None or dst is None:
         raise fail(op, reason)
+    out_stream = stream_axis(op)
+    in_stream = None if out_stream is None else operand_axis(op, 0, out_stream)
     if src.multi_dim or dst.multi_dim:
-        raise fail(
-            op,
-            f"is resharding ({reason}) on a multi-dimensional mesh; hir-convert-to-communication lowers 1-D meshes "
-            "only: write the collective along one mesh axis (team = dense<...>, one team per line of the mesh)",
-        )
+        return _plan_multi_dim(op, src, dst, in_stream, out_stream, reason)
     for what, s in (("input", src), ("output", dst)):
         if s.axis is not None and len(s.mesh) == 1:
             raise fail(op, f"{what} is split over the one-device mesh {list(s.mesh)}; mark it replicated (axis -1)")
-    out_stream = stream_axis(op)
-    in_stream = None if out_stream is None else operand_axis(op, 0, out_stream)
     if op.name == ReductionOp.OPERATION_NAME:
         return _plan_reduction(op, src, dst, in_stream, out_stream)
     return _plan_set(op, src, dst, in_stream, out_stream)
+
+
+_ALONG_ONE_AXIS = (AllgatherOp, AllreduceOp, ReduceScatterOp)
+
+
+def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, in_stream, out_stream, reason: str) -> Plan:
+    """On a multi-D mesh a resharding along exactly one mesh axis k is the 1-D decision on
+    the lines of the mesh along k (allgather, allreduce, reduce_scatter), one team per line."""
+    if (src.mesh, src.mesh_shape) != (dst.mesh, dst.mesh_shape):
+        raise fail(op, f"is resharding ({reason}) between different multi-dimensional meshes; move between meshes on 1-D meshes")
+    axes = get_i64_array(op, "axes") if op.name == ReductionOp.OPERATION_NAME else []
+
+    def kept(split: Optional[int]) -> Optional[int]:  # a split input axis in output coordinates
+        return None if split is None or split in axes else split - sum(1 for a in axes if a < split)
+
+    differ = [k for k, (a, b) in enumerate(zip(src.splits, dst.splits)) if a in axes or kept(a) != b]
+    if len(differ) != 1:
+        raise fail(op, f"is resharding ({reason}) along mesh axes {differ} of a multi-dimensional mesh; reshard along one mesh axis at a time (a {SetOp.OPERATION_NAME} per mesh axis)")
+    (k,) = differ
+    line_src, line_dst = src.along(src.mesh[0], k), dst.along(dst.mesh[0], k)
+    if op.name == ReductionOp.OPERATION_NAME:
+        planned = _plan_reduction(op, line_src, line_dst, in_stream, out_stream)
+    else:
+        planned = _plan_set(op, line_src, line_dst, in_stream, out_stream)
+    teams = teams_attr([list(line) for line in src.lines(k)])
+    collectives = []
+    for collective, attrs in planned.collectives:
+        if collective not in _ALONG_ONE_AXIS:
+            raise fail(op, f"is resharding ({reason}) along mesh axis {k} as a {collective.OPERATION_NAME}; on a multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred")
+        collectives.append((collective, {**attrs, "team": teams}))
+    return Plan(collectives)
 
 
 def _plan_reduction(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:

@@ -3,12 +3,11 @@ in order, building the hir program before each one, then erases the tensor progr
 
 from typing import Optional
 
-import numpy as np
-
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, linalg, scf, shard, tensor
 
 from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, MatmulOp, BinaryOp, ReduceScatterOp, ShiftOp, WaitOp
+from hir.dialect.comm import teams_attr
 from hir.dialect.linalg_facts import BINARY_NAMED
 from hir.passes.base import PassFailure
 from hir.passes._shard_kernels import Port, build_kernel, closure
@@ -273,9 +272,7 @@ class FunctionConversion:
         output = self.alloc(op.results[0], have.with_axis(k, out))
         team = self.team
         if self.grid.rank > 1:  # one team per line of the grid along k
-            lines = self.grid.lines(k)
-            layout_type = ir.RankedTensorType.get([len(lines), len(lines[0])], ir.IntegerType.get_signless(64))
-            team = ir.DenseIntElementsAttr.get(np.asarray(lines, dtype=np.int64), type=layout_type)
+            team = teams_attr(self.grid.lines(k))
         attributes = {**attributes, "backend": self.backend, "team": team}
         operands = [inp, output] + ([attributes.pop("offset")] if hir_name == ShiftOp.OPERATION_NAME else [])
         work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
