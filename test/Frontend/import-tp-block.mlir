@@ -26,3 +26,14 @@
 // LOWER:         "hir.allreduce"({{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>}
 // LOWER-NOT:     "hir.allgather"
 // LOWER-NOT:     "hir.allreduce"
+
+// RUN: hir-import %S/Inputs/dp_tp_block.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-lower)' | FileCheck %s --check-prefix=DPTP
+// On the 2x2 mesh the input's batch is split over mesh axis 0 and the two partial sums are
+// allreduced along mesh axis 1 only (one team per row of the mesh).
+// DPTP-LABEL: func.func @main(
+// DPTP-SAME:    memref<2x8x16xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) -> memref<2x8x16xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>
+// DPTP-NOT:     "hir.allgather"
+// DPTP:         "hir.allreduce"({{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>}
+// DPTP-NOT:     "hir.allgather"
+// DPTP:         "hir.allreduce"({{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>}
+// DPTP-NOT:     "hir.allgather"

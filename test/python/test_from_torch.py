@@ -173,8 +173,14 @@ def test_placement_errors_name_the_argument(no_process_group):
         from_torch(linear, (x,), mesh=[0, 1, 2, 3], placements={"weight": Shard(1)})
     with pytest.raises(HirError, match=r"placement Shard\(2\) of 'input0' is out of range for its shape \[3, 6\]"):
         from_torch(linear, (x,), mesh=[0, 1], placements={"input0": Shard(2)})
-    with pytest.raises(HirError, match="only 1-D meshes are supported"):
+    with pytest.raises(HirError, match=r"placement of 'weight' has 2 mesh dimension\(s\); the mesh \[0, 1\] has 1"):
         from_torch(linear, (x,), mesh=[0, 1], placements={"weight": (Shard(0), Replicate())})
+    with pytest.raises(HirError, match=r"placement of 'weight' has 1 mesh dimension\(s\); the mesh \[0, 1, 2, 3\] of shape \[2, 2\] has 2"):
+        from_torch(linear, (x,), mesh=[[0, 1], [2, 3]], placements={"weight": Shard(0)})
+    with pytest.raises(HirError, match=r"placement Shard\(0\) of 'input0': dimension 0 of extent 3 does not divide over 2 devices"):
+        from_torch(linear, (x,), mesh=[[0, 1], [2, 3]], placements={"input0": (Shard(0), Replicate())})
+    with pytest.raises(HirError, match=r"placement of 'weight' splits dimension 1 over several mesh dimensions"):
+        from_torch(linear, (x,), mesh=[[0, 1], [2, 3]], placements={"weight": (Shard(1), Shard(1))})
     with pytest.raises(HirError, match="placements were given without a mesh"):
         from_torch(linear, (x,), placements={"weight": Shard(0)})
 

@@ -2,8 +2,10 @@
 residuals) imported with hir.from_torch and run with tensor-parallel attention heads and MLP
 (Megatron: q/k/v and fc1 column-parallel, out-proj and fc2 row-parallel) on 1, 2 and 4 Gloo
 ranks, placements given explicitly and read from a module parallelized with
-torch.distributed.tensor.parallel. The attention core runs on each rank's heads: the only
-collectives are the two allreduces, and each rank's output equals the unsharded module's.
+torch.distributed.tensor.parallel; and on a 2x2 mesh (4 ranks: batch data-parallel over
+mesh axis 0, heads and MLP tensor-parallel over mesh axis 1). The attention core runs on
+each rank's heads: the only collectives are the two allreduces (along the tensor-parallel
+axis on the 2x2 mesh), and each rank's output equals the unsharded module's.
 
 The test launches this file as a script under ``hir.tools.launch`` (one process per
 rank); ``python test_from_torch_block.py`` is the per-rank worker.
@@ -54,6 +56,20 @@ def tp_placements() -> dict:
     return column | row
 
 
+def dp_tp_placements() -> dict:
+    """The 2x2 mesh: batch split over mesh axis 0 (data parallel), heads and MLP over mesh
+    axis 1 (tensor parallel)."""
+    from torch.distributed.tensor import Replicate
+
+    return {name: (Replicate(), p) for name, p in tp_placements().items()} | {"input0": (Shard0(), Replicate()), "output0": (Shard0(), Replicate())}
+
+
+def Shard0():
+    from torch.distributed.tensor import Shard
+
+    return Shard(0)
+
+
 def run_case(name: str, rank: int, world: int) -> str:
     import torch
     import torch.distributed as dist
@@ -67,7 +83,11 @@ def run_case(name: str, rank: int, world: int) -> str:
     torch.manual_seed(1)
     x = torch.randn(2, 8, 16)
     want = module(x).detach()
-    if name == "parallelize_module":
+    if name == "dp_tp_2x2":
+        program = from_torch(module, (x,), mesh=[[0, 1], [2, 3]], placements=dp_tp_placements())
+        state = module.state_dict()
+        want = want.chunk(2, 0)[rank // 2]  # this rank's batch rows
+    elif name == "parallelize_module":
         mesh = DeviceMesh("cpu", list(range(world)))
         plan = {n: ColwiseParallel() for n in ("q", "k", "v", "fc1")} | {n: RowwiseParallel() for n in ("proj", "fc2")}
         sharded = parallelize_module(block(), mesh, plan)
@@ -95,7 +115,7 @@ def worker() -> int:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
     failures = []
-    for name in CASES:
+    for name in CASES + (("dp_tp_2x2",) if world == 4 else ()):
         failure = run_case(name, rank, world)
         if failure:
             failures.append(failure)
@@ -107,7 +127,7 @@ def worker() -> int:
 @pytest.mark.parametrize("world", [1, 2, 4])
 def test_transformer_block_tensor_parallel_heads(world):
     checked, report = launch_workers(world, __file__, timeout_s=400, env=dict(os.environ))
-    assert checked == len(CASES) * world, report
+    assert checked == (len(CASES) + (world == 4)) * world, report
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ Inside kernel segments torch ops compute on device-local shards: the
 ``!torch.vtensor`` shape, and the ops inside carry local shapes.
 """
 
+from math import prod
 from typing import Any, Optional, Sequence
 
 import torch
@@ -41,6 +42,7 @@ from torch_mlir.dialects import torch as torch_dialect
 
 from hir.core import HirError
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding
+from hir.frontend import placement_rules as rules
 from hir.frontend.partition import ComputeSpec, Partitioner, Placer, buffer_type, compute_spec, is_tensor, tensor_info
 from hir.frontend.segment_rules import NoRule, localize, propagate
 from hir.interpreter.backends.process_groups import world
@@ -58,41 +60,74 @@ def dtensor_placements(module: torch.nn.Module) -> dict:
     found = {}
     for name, tensor in module.state_dict(keep_vars=True).items():
         if isinstance(tensor, DTensor):
-            found[name] = (tuple(tensor.placements), tuple(tensor.device_mesh.mesh.flatten().tolist()))
+            layout = tensor.device_mesh.mesh
+            found[name] = (tuple(tensor.placements), tuple(map(tuple, layout.tolist())) if layout.dim() > 1 else tuple(layout.tolist()))
     return found
 
 
-def _split_dim(name: str, placement: Any, shape: Optional[list[int]], devices: int) -> Optional[int]:
-    """The split dim of a DTensor-style placement (None: replicated); validates it against
-    ``shape`` when that is known."""
-    if isinstance(placement, (tuple, list)):
-        if len(placement) != 1:
-            raise HirError(f"error: placement of '{name}' has {len(placement)} mesh dimensions; only 1-D meshes are supported")
-        (placement,) = placement
-    if placement is None or (hasattr(placement, "is_replicate") and placement.is_replicate()):
-        return None
-    dim = getattr(placement, "dim", None)
-    if dim is None or not (hasattr(placement, "is_shard") and placement.is_shard()):
-        raise HirError(f"error: placement {placement} of '{name}' is not Shard(dim) or Replicate()")
-    if shape is None:
-        return dim
-    if not -len(shape) <= dim < len(shape):
-        raise HirError(f"error: placement Shard({dim}) of '{name}' is out of range for its shape {list(shape)}")
-    dim %= len(shape)
-    if shape[dim] % devices:
-        raise HirError(f"error: placement Shard({dim}) of '{name}': dimension {dim} of extent {shape[dim]} does not divide over {devices} devices")
-    return dim
+def _splits(name: str, placement: Any, shape: Optional[list[int]], grid: "DeviceGrid") -> tuple:
+    """The split dim per mesh axis (None: replicated) of a DTensor-style placement: one
+    ``Shard(dim)`` / ``Replicate()`` on a 1-D mesh, a tuple of one per mesh axis otherwise;
+    validated against ``shape`` when that is known."""
+    if placement is None:
+        entries: tuple = (None,) * grid.rank
+    else:
+        entries = tuple(placement) if isinstance(placement, (tuple, list)) else (placement,)
+    if len(entries) != grid.rank:
+        raise HirError(f"error: placement of '{name}' has {len(entries)} mesh dimension(s); the mesh {grid.describe()} has {grid.rank} (give one Shard/Replicate per mesh dimension)")
+    out = []
+    for entry in entries:
+        if entry is None or (hasattr(entry, "is_replicate") and entry.is_replicate()):
+            out.append(None)
+            continue
+        dim = getattr(entry, "dim", None)
+        if dim is None or not (hasattr(entry, "is_shard") and entry.is_shard()):
+            raise HirError(f"error: placement {entry} of '{name}' is not Shard(dim) or Replicate()")
+        if shape is not None:
+            if not -len(shape) <= dim < len(shape):
+                raise HirError(f"error: placement Shard({dim}) of '{name}' is out of range for its shape {list(shape)}")
+            dim %= len(shape)
+        out.append(dim)
+    if shape is not None:
+        for dim in {d for d in out if d is not None}:
+            devices = grid.parts(out, dim)
+            if out.count(dim) > 1:
+                raise HirError(f"error: placement of '{name}' splits dimension {dim} over several mesh dimensions; hir splits a dimension over one")
+            if shape[dim] % devices:
+                raise HirError(f"error: placement Shard({dim}) of '{name}': dimension {dim} of extent {shape[dim]} does not divide over {devices} devices")
+    return tuple(out)
 
 
-def _mesh_devices(mesh: Any) -> tuple[int, ...]:
-    if hasattr(mesh, "mesh"):  # torch.distributed.DeviceMesh
-        if mesh.mesh.dim() != 1:
-            raise HirError(f"error: the device mesh has shape {list(mesh.mesh.shape)}; only 1-D meshes are supported")
-        return tuple(mesh.mesh.tolist())
-    devices = tuple(int(d) for d in mesh)
-    if not devices or len(set(devices)) != len(devices) or min(devices) < 0:
+class DeviceGrid:
+    """The mesh of an import: its devices (row-major) and shape."""
+
+    def __init__(self, devices: Sequence[int], shape: Sequence[int]) -> None:
+        self.devices, self.shape = tuple(devices), tuple(shape)
+        self.rank = len(self.shape)
+
+    def describe(self) -> str:
+        return f"{list(self.devices)} of shape {list(self.shape)}" if self.rank > 1 else str(list(self.devices))
+
+    def parts(self, splits: Sequence[Optional[int]], dim: int) -> int:
+        return prod(n for n, s in zip(self.shape, splits) if s == dim)
+
+    def sharding(self, splits: Sequence[Optional[int]]) -> Sharding:
+        # On one device along a mesh axis a split is the whole: replicated (nothing to communicate).
+        kept = [s if n > 1 else None for n, s in zip(self.shape, splits)]
+        if self.rank == 1:
+            return Sharding(self.devices, kept[0])
+        return Sharding(self.devices, mesh_shape=self.shape, splits=kept)
+
+
+def _grid(mesh: Any) -> DeviceGrid:
+    """A 1-D list of ranks, a nested list (a multi-D mesh, row-major) or a DeviceMesh."""
+    layout = mesh.mesh if hasattr(mesh, "mesh") else torch.as_tensor(mesh)
+    if layout.dim() == 0 or layout.numel() == 0:
+        raise HirError(f"error: the device mesh {mesh} is empty")
+    devices = tuple(int(d) for d in layout.flatten().tolist())
+    if len(set(devices)) != len(devices) or min(devices) < 0:
         raise HirError(f"error: the device mesh {list(devices)} must list distinct non-negative ranks")
-    return devices
+    return DeviceGrid(devices, tuple(layout.shape))
 
 
 def mesh_placer(torch_func, names: list[str], num_inputs: int, mesh: Any, placements: dict) -> Placer:
@@ -101,54 +136,58 @@ def mesh_placer(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
         return Placer()
     if mesh is None:
         raise HirError("error: placements were given without a mesh (pass mesh=[0, 1, ...] or a DeviceMesh)")
-    devices = _mesh_devices(mesh)
+    grid = _grid(mesh)
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():  # else the check waits for the run
-        _check_world(len(devices), dist.get_world_size())
-    return MeshPlacer(torch_func, names, num_inputs, devices, placements)
+        _check_world(len(grid.devices), dist.get_world_size())
+    return MeshPlacer(torch_func, names, num_inputs, grid, placements)
 
 
 class MeshPlacer(Placer):
-    """Places the values of one imported function on a 1-D mesh (see the module docstring)."""
+    """Places the values of one imported function on a mesh, mesh axis by mesh axis (see the
+    module docstring); a value's placement is its split dim per mesh axis."""
 
-    def __init__(self, torch_func, names: list[str], num_inputs: int, mesh: tuple[int, ...], placements: dict) -> None:
-        self.mesh = mesh
-        self.devices = len(mesh)
+    def __init__(self, torch_func, names: list[str], num_inputs: int, grid: DeviceGrid, placements: dict) -> None:
+        self.grid = grid
+        self.mesh = grid.devices
+        self.replicated = (None,) * grid.rank
         args = list(torch_func.regions[0].blocks[0].arguments)
         arg_names = list(names) + [f"input{i}" for i in range(num_inputs)]
         unknown = sorted(set(placements) - set(arg_names) - {f"output{i}" for i in range(8)})
         if unknown:
             raise HirError(f"error: placements name {', '.join(unknown)}, which are neither state entries nor inputs (input0, ...) nor outputs (output0, ...)")
-        self.split: dict = {}  # torch value -> split dim (None: replicated)
-        self.arg_splits: list[Optional[int]] = []
+        self.split: dict = {}  # torch value -> split dim per mesh axis
+        self.arg_splits: list[tuple] = []
         for name, arg in zip(arg_names, args):
-            shape = tensor_info(arg.type)[0]
-            dim = _split_dim(name, placements.get(name), shape, self.devices)
-            self.split[arg] = dim
-            self.arg_splits.append(dim)
-        self.output_splits = {int(k[len("output"):]): _split_dim(k, v, None, self.devices) for k, v in placements.items() if k.startswith("output")}
-        self.copies: dict = {}  # (torch value, split) -> resharded buffer
+            splits = _splits(name, placements.get(name), tensor_info(arg.type)[0], grid)
+            self.split[arg] = splits
+            self.arg_splits.append(splits)
+        self.output_splits = {int(k[len("output"):]): _splits(k, v, None, grid) for k, v in placements.items() if k.startswith("output")}
+        self.copies: dict = {}  # (torch value, splits) -> resharded buffer
 
     # ----- types ------------------------------------------------------------------------
-    def sharding(self, split: Optional[int]) -> ir.Attribute:
-        # On one device a split is the whole: replicated (nothing to communicate).
-        return Sharding(self.mesh, split if self.devices > 1 else None).attr()
+    def sharding(self, splits: Sequence[Optional[int]]) -> ir.Attribute:
+        return self.grid.sharding(splits).attr()
 
     def memref_type(self, value: ir.Value) -> ir.MemRefType:
-        return buffer_type(value.type, self.sharding(self.split.get(value)))
+        return buffer_type(value.type, self.sharding(self.split.get(value, self.replicated)))
+
+    def local_shape(self, shape: Sequence[int], splits: Sequence[Optional[int]]) -> list[int]:
+        return self.grid.sharding(splits).local_shape(shape)
 
     def local_type(self, value: ir.Value) -> ir.Type:
-        return _vtensor(_local(tensor_info(value.type)[0], self.split.get(value), self.devices), tensor_info(value.type)[1])
+        shape, dtype = tensor_info(value.type)
+        return _vtensor(self.local_shape(shape, self.split.get(value, self.replicated)), dtype)
 
     # ----- resharding -------------------------------------------------------------------
-    def placed(self, part: Partitioner, value: ir.Value, split: Optional[int], at: ir.Operation) -> ir.Value:
-        """The buffer of ``value`` with split ``split`` (an ``hir.set`` when it differs)."""
-        if self.split.get(value) == split:
+    def placed(self, part: Partitioner, value: ir.Value, splits: tuple, at: ir.Operation) -> ir.Value:
+        """The buffer of ``value`` placed as ``splits`` (an ``hir.set`` when it differs)."""
+        if self.split.get(value, self.replicated) == splits:
             return part.buffer_of(value, at)
-        key = (value, split)
+        key = (value, splits)
         if key not in self.copies:
-            buf = part.new_buffer(buffer_type(value.type, self.sharding(split)), at.location)
+            buf = part.new_buffer(buffer_type(value.type, self.sharding(splits)), at.location)
             with part.in_main(at.location):
                 SetOp.emit(part.buffer_of(value, at), buf)
             self.copies[key] = buf
@@ -156,173 +195,142 @@ class MeshPlacer(Placer):
 
     # ----- compute ops ------------------------------------------------------------------
     def emit_compute(self, part: Partitioner, op: ir.Operation, spec: ComputeSpec) -> bool:
-        rule = {LinearOp: self._linear, MatmulOp: self._matmul, BinaryOp: self._binary, ReductionOp: self._reduction}[spec.op_class]
         values = spec.inputs + spec.trailing
-        splits = rule(op, spec)
-        if splits == "partial":
-            self._partial(part, op, spec)
+        per_axis = [self._rule(op, spec, k) for k in range(self.grid.rank)]
+        partial = [k for k, rule in enumerate(per_axis) if rule == rules.PARTIAL]
+        if len(partial) > 1:
+            raise part.error(op, f"contracts a dimension split over mesh axes {partial}; split a contraction over one mesh axis")
+        if partial:
+            self._partial(part, op, spec, partial[0], per_axis)
             return True
-        operand_splits, out_split = splits
+        operand_splits = [tuple(rule[0][i] for rule in per_axis) for i in range(len(values))]
+        self.split[op.results[0]] = tuple(rule[1] for rule in per_axis)
         bufs = [self.placed(part, v, s, op) for v, s in zip(values, operand_splits)]
-        self.split[op.results[0]] = out_split
         part.plain_compute(op, spec, bufs[: len(spec.inputs)], bufs[len(spec.inputs):])
         return True
 
-    def _replicated(self, values) -> tuple:
-        return [None] * len(values), None
-
-    def _linear(self, op, spec):
-        x, w = spec.inputs
-        px, pw = self.split[x], self.split[w]
-        last = _rank(x) - 1
-        has_bias = bool(spec.trailing)
-        if pw == 0:  # ColwiseParallel (a split input is gathered first, as in sequence parallelism)
-            return [None, 0] + ([0] if has_bias else []), last
-        if px == last and pw == 1:  # RowwiseParallel
-            return "partial"
-        if px is not None and px < last and pw is None:  # split rows (data / sequence parallel)
-            return [px, None] + ([None] if has_bias else []), px
-        return self._replicated(spec.inputs + spec.trailing)
-
-    def _matmul(self, op, spec):
-        a, b = spec.inputs
-        pa, pb, ra, rb = self.split[a], self.split[b], _rank(a), _rank(b)
-        out_rank = len(tensor_info(op.results[0].type)[0])
-        if ra < 2 or rb < 2:
-            return self._replicated(spec.inputs)
-        if pa == ra - 2 and pb is None:
-            return [pa, None], out_rank - 2
-        if pb == rb - 1:
-            return [None, pb], out_rank - 1
-        if pa == ra - 1 and pb == rb - 2:
-            return "partial"
-        if pa is not None and pa < ra - 2 and ra == rb and pa == pb:
-            return [pa, pb], pa + out_rank - ra
-        return self._replicated(spec.inputs)
-
-    def _binary(self, op, spec):
-        a, b = spec.inputs
-        out_shape = tensor_info(op.results[0].type)[0]
-        out_rank = len(out_shape)
-        to_out = [None if self.split[v] is None else self.split[v] + out_rank - _rank(v) for v in (a, b)]
-        if to_out[0] == to_out[1]:
-            return [self.split[a], self.split[b]], to_out[0]
-        if None in to_out:
-            k = to_out[0] if to_out[0] is not None else to_out[1]
-            splits = []
-            for v in (a, b):
-                own = k - (out_rank - _rank(v))
-                broadcast = own < 0 or tensor_info(v.type)[0][own] == 1
-                splits.append(None if broadcast else own)
-            return splits, k
-        return self._replicated(spec.inputs)
-
-    def _reduction(self, op, spec):
-        (x,) = spec.inputs
-        px = self.split[x]
-        axes = spec.options["axes"]
-        if px is None:
-            return [None], None
-        if px not in axes:
-            return [px], px - sum(1 for a in axes if a < px)
-        if axes == [px] and px == 0:
-            return [px], None  # an allreduce
-        return [None], None
+    def _rule(self, op: ir.Operation, spec: ComputeSpec, k: int) -> rules.Rule:
+        split = [self.split.get(v, self.replicated)[k] for v in spec.inputs]
+        if spec.op_class is LinearOp:
+            return rules.linear(split[0], split[1], _rank(spec.inputs[0]), bool(spec.trailing))
+        if spec.op_class is MatmulOp:
+            return rules.matmul(split[0], split[1], _rank(spec.inputs[0]), _rank(spec.inputs[1]), len(tensor_info(op.results[0].type)[0]))
+        if spec.op_class is BinaryOp:
+            return rules.binary(split, [tensor_info(v.type)[0] for v in spec.inputs], len(tensor_info(op.results[0].type)[0]))
+        return rules.reduction(split[0], spec.options["axes"])
 
     # ----- partial sums -----------------------------------------------------------------
-    def _partial(self, part: Partitioner, op: ir.Operation, spec: ComputeSpec) -> None:
-        """A contraction over split axes: local products into ``[D, ..., N]`` split on axis 0,
-        then a sum over axis 0 into the result (allreduce or reduce-scatter)."""
+    def _partial(self, part: Partitioner, op: ir.Operation, spec: ComputeSpec, k: int, per_axis: list) -> None:
+        """A contraction over dims split on mesh axis ``k``: local products into
+        ``[D, ..., N]`` split on axis 0 over ``k`` (the other mesh axes as their rules say),
+        then a sum over axis 0 into the result (allreduce or reduce-scatter along ``k``)."""
         x, w = spec.inputs
         loc = op.location
         linear = spec.op_class is LinearOp
-        x_outer = self._outer(part, x, [], op)
+        others = [rule if j != k else None for j, rule in enumerate(per_axis)]
+
+        def operand(i: int, value: ir.Value) -> tuple:
+            own = self.split.get(value, self.replicated)
+            return tuple(own[j] if j == k else others[j][0][i] for j in range(self.grid.rank))
+
+        out = op.results[0]
+        out_others = [None if j == k else others[j][1] for j in range(self.grid.rank)]
+        x_outer = self._outer(part, x, operand(0, x), k, [], op)
         # Linear's weight [N, K] is used transposed; the leading mesh axis then broadcasts
         # against x's batch axes (size-1 axes in between).
-        batch = _rank(x) - 2
-        w_outer = self._outer(part, w, [1] * batch, op, transpose=linear)
-        out = op.results[0]
+        w_outer = self._outer(part, w, operand(1, w), k, [1] * (_rank(x) - 2), op, transpose=linear)
         shape, dtype = tensor_info(out.type)
-        partial_type = buffer_type(_vtensor([self.devices] + shape, dtype), self.sharding(0))
-        partial = part.new_buffer(partial_type, loc)
+        lead = [0 if j == k else (None if s is None else s + 1) for j, s in enumerate(out_others)]
+        partial = part.new_buffer(buffer_type(_vtensor([self.grid.shape[k]] + shape, dtype), self.sharding(lead)), loc)
         with part.in_main(loc):
             MatmulOp.emit(x_outer, w_outer, partial)
-        target = self._partial_target(out)
+        target = self._partial_target(out, k)
         if linear and spec.trailing and target is not None and target == len(shape) - 1:
             target = None
-        self.split[out] = target
-        summed = part.new_buffer(buffer_type(out.type, self.sharding(target)), loc) if spec.trailing else part.alloc(out, loc)
+        self.split[out] = tuple(target if j == k else s for j, s in enumerate(out_others))
+        summed = part.new_buffer(buffer_type(out.type, self.sharding(self.split[out])), loc) if spec.trailing else part.alloc(out, loc)
         with part.in_main(loc):
             ReductionOp.emit(partial, summed, "sum", [0])
         if spec.trailing:  # bias, after the sum (added once, not once per shard)
             (bias,) = spec.trailing
-            bias_buf = self.placed(part, bias, None, op)
+            bias_buf = self.placed(part, bias, self.replicated, op)
             result = part.alloc(out, loc)
             with part.in_main(loc):
                 BinaryOp.emit(summed, bias_buf, result, "add")
 
-    def _partial_target(self, out: ir.Value) -> Optional[int]:
-        """Where the consumer wants the sum: split on axis 0 for a requested ``Shard(0)``
-        output or an add with a row-split operand (sequence parallelism); else replicated."""
+    def _partial_target(self, out: ir.Value, k: int) -> Optional[int]:
+        """Where the consumer wants the sum on mesh axis ``k``: split on axis 0 for a
+        requested ``Shard(0)`` output or an add with a row-split operand (sequence
+        parallelism); else replicated."""
         for use in out.uses:
             user = use.owner if isinstance(use.owner, ir.Operation) else use.owner.operation
             if user.name == func.ReturnOp.OPERATION_NAME:
                 index = list(user.operands).index(out)
-                if self.output_splits.get(index) == 0:
+                if index in self.output_splits and self.output_splits[index][k] == 0:
                     return 0
             spec = compute_spec(user)
             if spec is not None and spec.op_class is BinaryOp:
                 other = [v for v in spec.inputs if v != out]
-                if other and self.split.get(other[0]) == 0 and _rank(other[0]) == _rank(out):
+                if other and self.split.get(other[0], self.replicated)[k] == 0 and _rank(other[0]) == _rank(out):
                     return 0
         return None
 
-    def _outer(self, part: Partitioner, value: ir.Value, ones: list, op: ir.Operation, transpose: bool = False) -> ir.Value:
-        """``value``'s local shard with the mesh axis in front, as a ``[D, *ones, ...]``
-        buffer split on axis 0 (a local kernel segment: transpose, unsqueeze)."""
+    def _outer(self, part: Partitioner, value: ir.Value, splits: tuple, k: int, ones: list, op: ir.Operation, transpose: bool = False) -> ir.Value:
+        """``value``'s local shard (placed as ``splits``) with mesh axis ``k`` in front, as a
+        ``[D, *ones, ...]`` buffer split on axis 0 over ``k`` (a local kernel segment:
+        transpose, unsqueeze)."""
         shape, dtype = tensor_info(value.type)
-        local = _local(shape, self.split[value], self.devices)
+        source = self.placed(part, value, splits, op)
+        local = self.local_shape(shape, splits)
+        block = self.local_shape(shape, tuple(s if j == k else None for j, s in enumerate(splits)))
+        moved = list(splits)
         if transpose:
-            local = [local[1], local[0]]
-        local_out = [1] * (1 + len(ones)) + local
-        global_out = [self.devices] + ones + local
-        out_type = buffer_type(_vtensor(global_out, dtype), self.sharding(0))
-        out = part.new_buffer(out_type, op.location)
+            local, block = [local[1], local[0]], [block[1], block[0]]
+            moved = [None if s is None else 1 - s for s in moved]
+        lead = len(ones) + 1
+        out_splits = [0 if j == k else (None if s is None else s + lead) for j, s in enumerate(moved)]
+        out = part.new_buffer(buffer_type(_vtensor([self.grid.shape[k]] + ones + block, dtype), self.sharding(out_splits)), op.location)
+        local_out = [1] * lead + local
+        inner = self.local_type_of(shape, dtype, splits)
 
         def body(values: list, ip: ir.InsertionPoint) -> list:
             with ip, op.location:
                 v = values[0]
-                current = list(_local(shape, self.split[value], self.devices))
+                current = list(self.local_shape(shape, splits))
                 if transpose:
                     current = [current[1], current[0]]
                     v = _torch_op(_TRANSPOSE, [v, _int(0), _int(1)], _vtensor(current, dtype))
-                for _ in range(1 + len(ones)):
+                for _ in range(lead):
                     current = [1] + current
                     v = _torch_op(_UNSQUEEZE, [v, _int(0)], _vtensor(current, dtype))
                 assert current == local_out
                 return [v]
 
-        part.kernel([part.buffer_of(value, op)], [out], [self.local_type(value)], body, op.location)
+        part.kernel([source], [out], [inner], body, op.location)
         return out
+
+    def local_type_of(self, shape: Sequence[int], dtype: str, splits: tuple) -> ir.Type:
+        return _vtensor(self.local_shape(shape, splits), dtype)
 
     # ----- segments ---------------------------------------------------------------------
     def segment_inputs(self, part: Partitioner, run: list, inputs: list, outputs: list) -> list:
-        """Local shards in when every op of the segment has a local rule
+        """Local shards in when every op of the segment has a local rule on every mesh axis
         (:mod:`hir.frontend.segment_rules`), else replicated copies (DTensor's fallback)."""
         try:
-            found = propagate(run, {v: self.split.get(v) for v in inputs}, self.devices)
+            found = [propagate(run, {v: self.split.get(v, self.replicated)[k] for v in inputs}, n) for k, n in enumerate(self.grid.shape)]
         except NoRule:
             found = None
         for op in run:  # every tensor inside gets its placement (for local types)
             for r in op.results:
                 if is_tensor(r):
-                    self.split[r] = None if found is None else found[r]
-        return [self.placed(part, v, None if found is None else self.split.get(v), run[0]) for v in inputs]
+                    self.split[r] = self.replicated if found is None else tuple(f[r] for f in found)
+        return [self.placed(part, v, self.replicated if found is None else self.split.get(v, self.replicated), run[0]) for v in inputs]
 
     def localize(self, old: ir.Operation, new: ir.Operation, ip: ir.InsertionPoint) -> None:
         results = [r for r in old.results if is_tensor(r)]
         if results:
-            localize(old, new, self.split.get(results[0]), self.devices, ip)
+            for split, n in zip(self.split.get(results[0], self.replicated), self.grid.shape):
+                localize(old, new, split, n, ip)
 
     def output_buffer(self, part: Partitioner, value: ir.Value, index: int, at: ir.Operation) -> ir.Value:
         if index in self.output_splits:
@@ -332,13 +340,18 @@ class MeshPlacer(Placer):
     # ----- run-time arguments -----------------------------------------------------------
     def local_arguments(self, full: list, rank: Optional[int]) -> list:
         this_rank, world_size = world()
-        _check_world(self.devices, world_size)
+        _check_world(len(self.mesh), world_size)
         if rank is None:
             rank = this_rank
         if rank not in self.mesh:
             return [None] * len(full)
-        index = self.mesh.index(rank)
-        return [t if s is None else t.chunk(self.devices, s)[index].contiguous() for t, s in zip(full, self.arg_splits)]
+        out = []
+        for tensor, splits in zip(full, self.arg_splits):
+            sharding = self.grid.sharding(splits)
+            for dim in sorted({s for s in sharding.splits if s is not None}):
+                tensor = tensor.chunk(sharding.parts(dim), dim)[sharding.shard_index(rank, dim)]
+            out.append(tensor.contiguous())
+        return out
 
 
 def _check_world(devices: int, world_size: int) -> None:
@@ -348,13 +361,6 @@ def _check_world(devices: int, world_size: int) -> None:
 
 def _rank(value: ir.Value) -> int:
     return len(tensor_info(value.type)[0])
-
-
-def _local(shape: Sequence[int], split: Optional[int], devices: int) -> list[int]:
-    out = list(shape)
-    if split is not None:
-        out[split] //= devices
-    return out
 
 
 def _vtensor(shape: Sequence[int], dtype: str) -> ir.Type:
