@@ -1,9 +1,11 @@
-"""Sharding an imported program from DTensor-style placements on a 1-D device mesh.
+"""Sharding an imported program from DTensor-style placements on a device mesh (1-D, or
+multi-D with one placement per mesh dimension).
 
 Inputs and state entries get ``Shard(dim)`` / ``Replicate()`` placements (given, or read
 from the DTensor parameters of a module parallelized with ``torch.distributed.tensor.parallel``);
-every buffer of the program then carries ``#hir.shard<mesh, dim>`` (``-1``: replicated).
-Intermediates are placed op by op with DTensor's rules:
+every buffer of the program then carries ``#hir.shard<mesh, dim>`` (``-1``: replicated; on a
+multi-D mesh one split per mesh axis). Intermediates are placed op by op with DTensor's rules
+(:mod:`hir.frontend.placement_rules`), mesh axis by mesh axis:
 
 * linear / matmul: replicated input x column-split weight -> output split on its last axis
   (ColwiseParallel); row-split batch/M operand x replicated weight -> split rows; split

@@ -111,9 +111,10 @@ def from_torch(
 ) -> TorchProgram:
     """Import ``module`` (called on ``example_args``) as a program-level hir module.
 
-    ``mesh``: the device ids of a 1-D mesh (or a ``torch.distributed.DeviceMesh``), with
-    ``placements`` mapping state names and input positions (``"input0"``...) to a DTensor
-    placement (``Shard(dim)``/``Replicate()``, alone or as a one-element tuple); a module
+    ``mesh``: the device ids of a 1-D mesh, a nested list for a multi-D mesh (``[[0, 1],
+    [2, 3]]``) or a ``torch.distributed.DeviceMesh``, with ``placements`` mapping state names,
+    input positions (``"input0"``...) and outputs (``"output0"``...) to DTensor placements
+    (``Shard(dim)``/``Replicate()``, a tuple of one per mesh dimension; alone on a 1-D mesh); a module
     parallelized with ``torch.distributed.tensor.parallel`` brings its own placements on
     its DTensor parameters. See :mod:`hir.frontend.placements`."""
     from hir.frontend.placements import mesh_placer
