@@ -40,7 +40,10 @@ class ModulePass:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
 
-    def run(self, module: ir.Module) -> None:  # pragma: no cover - overridden
+    def run(self, module: ir.Module) -> Optional[bool]:  # pragma: no cover - overridden
+        """Rewrite ``module`` in place. Return False when nothing changed: verification after
+        the pass is then skipped, as MLIR's pass manager does for a pass that preserves all
+        analyses (None or True: the module is verified)."""
         raise NotImplementedError
 
     @classmethod

@@ -41,10 +41,11 @@ class ConvertToCommunication(ModulePass):
     description = "Lower resharding set/reduction ops to collectives + hir.wait (nvFuser's decision table)."
     backend: str = "nccl"
 
-    def run(self, module: ir.Module) -> None:
+    def run(self, module: ir.Module) -> bool:
         if self.backend not in BACKENDS:
             raise PassFailure(f"hir-convert-to-communication: backend '{self.backend}' is not one of {', '.join(BACKENDS)}")
         backend = ir.StringAttr.get(self.backend)
+        changed = False
         for func in func_ops(module):
             for block in blocks_postorder(func):
                 # Collect first: rewriting while iterating a block's op list is unsafe.
@@ -53,6 +54,8 @@ class ConvertToCommunication(ModulePass):
                     lowered = plan(op)
                     if lowered is not None:
                         self._replace(op, lowered.collectives, backend)
+                        changed = True
+        return changed
 
     @staticmethod
     def _replace(op: ir.Operation, collectives, backend: ir.StringAttr) -> None:

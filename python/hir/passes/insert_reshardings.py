@@ -45,14 +45,16 @@ class InsertReshardings(ModulePass):
     name = "hir-insert-reshardings"
     description = "Insert a hir.set before each compute op whose operands are sharded differently from what it needs (nvFuser's insertReshardings)."
 
-    def run(self, module: ir.Module) -> None:
+    def run(self, module: ir.Module) -> bool:
+        changed = False
         for func in func_ops(module):
             for block in blocks_postorder(func):
                 ops = [op.operation for op in block.operations if is_a(op.operation, ComputeOp)]
                 for op in ops:
                     # hir.set is a resharding itself, lowered whole by hir-convert-to-communication.
                     if op.name != SetOp.OPERATION_NAME and not _collective_reduction(op):
-                        _reshard_operands(op)
+                        changed |= _reshard_operands(op)
+        return changed
 
 
 def _collective_reduction(op: ir.Operation) -> bool:
@@ -63,11 +65,13 @@ def _collective_reduction(op: ir.Operation) -> bool:
     return src is not None and any(s in get_i64_array(op, "axes") for s in src.splits if s is not None)
 
 
-def _reshard_operands(op: ir.Operation) -> None:
+def _reshard_operands(op: ir.Operation) -> bool:
+    """Reshard the operands of ``op`` that need it; whether any did."""
     out_index = output_index(op)
     out = operand_sharding(op, out_index)
     if out is None:
-        return
+        return False
+    changed = False
     for index, operand in enumerate(list(op.operands)):
         if index == out_index or not isinstance(operand.type, ir.MemRefType):
             continue
@@ -76,6 +80,8 @@ def _reshard_operands(op: ir.Operation) -> None:
         if mine is None or mine == needed:
             continue
         op.operands[index] = _resharded(op, index, mine, needed)
+        changed = True
+    return changed
 
 
 def _resharded(op: ir.Operation, index: int, mine: Sharding, needed: Sharding) -> ir.Value:

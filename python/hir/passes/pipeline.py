@@ -208,11 +208,11 @@ def _verify(module: ir.Module, source_name: Optional[str], what: str) -> None:
 
 def _run_hir_pass(hir_pass: ModulePass, module: ir.Module, source_name: Optional[str], verify: bool = True) -> None:
     try:
-        hir_pass.run(module)
+        changed = hir_pass.run(module)
     except PassFailure as failure:
         where = format_location(failure.location, source_name) if failure.location else (source_name or "<input>")
         raise HirError(f"{where}: error: {failure.message}") from None
-    if verify:
+    if verify and changed is not False:
         _verify(module, source_name, f"pass '{hir_pass.name}'")
 
 
