@@ -1,7 +1,7 @@
-"""hir.from_torch with placements on a 1-D mesh, lowered (Gloo) and run on 2 and 4 CPU ranks:
+"""hir.from_torch with placements on a 1-D mesh, lowered (Gloo) and run on 1, 2 and 4 CPU ranks:
 the Megatron MLP (fc1 column-parallel, GELU, fc2 row-parallel), its sequence-parallel form,
 and the same MLP parallelized with torch.distributed.tensor.parallel (placements read from
-its DTensor parameters). Each rank checks its local output against the unsharded module.
+its DTensor parameters), with a LayerNorm in front under SequenceParallel. Each rank checks its local output against the unsharded module.
 
 The test launches this file as a script under ``hir.tools.launch`` (one process per
 rank); ``python test_from_torch_multirank.py`` is the per-rank worker.
@@ -14,7 +14,7 @@ import pytest
 from multirank_util import finish_worker, launch_workers
 
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
-CASES = ("tp", "sp", "tp_parallelize_module", "sp_parallelize_module")
+CASES = ("tp", "sp", "tp_parallelize_module", "sp_parallelize_module", "sp_layernorm_parallelize_module")
 
 
 def _mlp(d: int, f: int):
@@ -34,7 +34,45 @@ def _mlp(d: int, f: int):
     return MLP().eval()
 
 
+def _norm_mlp(d: int, f: int):
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    return nn.Sequential(nn.LayerNorm(d), nn.Linear(d, f), nn.GELU(approximate="tanh"), nn.Linear(f, d)).eval()
+
+
+def run_norm_case(rank: int, world: int) -> str:
+    """SequenceParallel on the LayerNorm (tokens split), then the Megatron MLP: allgather,
+    linear, gelu, matmul, reduce_scatter; the norm runs on each rank's tokens."""
+    import torch
+    from torch.distributed.tensor import DeviceMesh, Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module
+
+    import hir
+    from hir.frontend import from_torch
+
+    d, f, tokens = 8, 16 * world, 4 * world
+    module = _norm_mlp(d, f)
+    torch.manual_seed(1)
+    x = torch.randn(tokens, d)
+    want = module(x).detach().chunk(world, 0)[rank]
+    plan = {"0": SequenceParallel(sequence_dim=0), "1": ColwiseParallel(input_layouts=Shard(0)), "3": RowwiseParallel(output_layouts=Shard(0))}
+    sharded = parallelize_module(_norm_mlp(d, f), DeviceMesh("cpu", list(range(world))), plan)
+    program = from_torch(sharded, (x,), placements={"input0": Shard(0), "output0": Shard(0)})
+    hir.lower(program.module, PIPELINE)
+    lowered = str(program.module)
+    if world > 1 and not ('"hir.allgather"' in lowered and '"hir.reduce_scatter"' in lowered):
+        return f"sp_layernorm: lowered program lacks the allgather / reduce_scatter\n{lowered}"
+    (got,) = hir.run(program.module, program.arguments(sharded.state_dict(), x), device="cpu")
+    if not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
+        return f"sp_layernorm: rank {rank} got {got}, want {want}"
+    return ""
+
+
 def run_case(name: str, rank: int, world: int) -> str:
+    if name == "sp_layernorm_parallelize_module":
+        return run_norm_case(rank, world)
     import torch
     import torch.distributed as dist
     from torch.distributed.tensor import DeviceMesh, Replicate, Shard
@@ -62,7 +100,7 @@ def run_case(name: str, rank: int, world: int) -> str:
         program = from_torch(module, (x,), mesh=list(range(world)), placements=placements)
         state = module.state_dict()
     text = str(program.module)
-    expected = ["hir.allgather", "hir.reduce_scatter"] if sequence else ["hir.allreduce"]
+    expected = [] if world == 1 else ["hir.allgather", "hir.reduce_scatter"] if sequence else ["hir.allreduce"]
     hir.lower(program.module, PIPELINE)
     lowered = str(program.module)
     missing = [c for c in expected if c not in lowered]
@@ -92,7 +130,7 @@ def worker() -> int:
     return finish_worker(failures)
 
 
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [1, 2, 4])
 def test_megatron_mlp_tp_and_sp(world):
     """TP: linear, gelu segment, matmul, allreduce; SP: allgather ... reduce_scatter."""
     checked, report = launch_workers(world, __file__, timeout_s=400, env=dict(os.environ))
