@@ -178,6 +178,37 @@ stream_type = _TypeCache("!hir.stream")
 work_type = _TypeCache("!hir.work")
 
 
+class CheckedKeys:
+    """Keys of ops whose type-level check passed (operand types, result types and the named
+    attributes: all uniqued in MLIR, so equal keys pass alike), for one MLIR context at a
+    time. A lowered module holds thousands of equal slices and compute ops and verifies after
+    every pass; each distinct key is checked once per context. Holds that one context alive
+    until another context verifies."""
+
+    def __init__(self) -> None:
+        self.context: Optional[ir.Context] = None
+        self.keys: set = set()
+
+    @staticmethod
+    def key(op: Any, operands: int, attribute_names: tuple) -> tuple:
+        """The first ``operands`` operand types, every result type and the named attributes."""
+        operation = op.operation
+        values = operation.operands
+        attributes = operation.attributes
+        return (
+            operation.name,
+            *(values[i].type for i in range(operands)),
+            *(r.type for r in operation.results),
+            *(attributes[n] if n in attributes else None for n in attribute_names),
+        )
+
+    def passed(self, op: Any, key: tuple) -> bool:
+        context = op.operation.context
+        if context != self.context:
+            self.context, self.keys = context, set()
+        return key in self.keys
+
+
 class HirOp(HirDialect.Operation):
     """Base of every hir op: subclasses implement ``check`` and call :func:`fail`; the
     message is reported at the op's location as a verifier error.

@@ -25,14 +25,16 @@ class ForOp(HirOp, name="for"):
     body: ext.Region
 
     def check(self) -> None:
-        blocks = list(self.body.blocks)
+        blocks = self.operation.regions[0].blocks
         if len(blocks) != 1:
             fail(f"body must have exactly one block, has {len(blocks)}")
-        args = list(blocks[0].arguments)
+        block = blocks[0]
+        args = block.arguments
         if len(args) != 1 or not isinstance(args[0].type, ir.IndexType):
             fail("body block must have exactly one argument, the index (of type index)")
-        ops = list(blocks[0].operations)
-        if not ops or ops[-1].operation.name != YieldOp.OPERATION_NAME:
+        ops = block.operations
+        count = len(ops)
+        if not count or ops[count - 1].operation.name != YieldOp.OPERATION_NAME:
             fail(f"body must end with '{YieldOp.OPERATION_NAME}'")
 
     @classmethod

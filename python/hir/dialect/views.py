@@ -37,7 +37,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
-from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, HirOp, check_axis, fail, i64_attr, int_attr, memref_type
+from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, CheckedKeys, HirOp, check_axis, fail, i64_attr, int_attr, memref_type
 from hir.dialect.sharding import sharding_of
 
 UPSTREAM_VIEWS.update(cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp))
@@ -79,14 +79,22 @@ def chunk_type(source: ir.MemRefType, axis: int, chunks: int) -> ir.MemRefType:
     return _view_type(source, axis, "chunk", shape, list(strides), lambda split: split)
 
 
-def _check_view(op: HirOp, view_type, what: str) -> None:
-    """The input has rank >= 1 and the result is ``view_type(input type)``."""
-    source = memref_type(op.input, "input")
+_CHECKED = CheckedKeys()
+
+
+def _check_view(op: HirOp, view_type, what: str, attribute_names: tuple = ()) -> None:
+    """The input has rank >= 1 and the result is ``view_type(input type)`` (which reads the
+    attributes ``attribute_names``)."""
+    key = _CHECKED.key(op, 1, attribute_names)
+    if _CHECKED.passed(op, key):
+        return
+    source = memref_type(op.operation.operands[0].type, "input")
     if source.rank == 0:
         fail("input must have rank >= 1")
     expected = view_type(source)
-    if op.result.type != expected:
-        fail(f"result type {op.result.type} does not match the {what} view type {expected}")
+    if op.operation.results[0].type != expected:
+        fail(f"result type {op.operation.results[0].type} does not match the {what} view type {expected}")
+    _CHECKED.keys.add(key)
 
 
 class ViewOp(HirOp):
@@ -104,7 +112,7 @@ class AliasSelectOp(ViewOp, name="alias_select"):
     result: ext.Result[ir.MemRefType]
 
     def check(self) -> None:
-        _check_view(self, lambda source: select_type(source, int_attr(self, "axis")), "selected")
+        _check_view(self, lambda source: select_type(source, int_attr(self, "axis")), "selected", ("axis",))
 
     @classmethod
     def emit(cls, input: ir.Value, index: ir.Value, axis: int, *, name: Optional[str] = None) -> ir.Value:
@@ -121,7 +129,7 @@ class AliasChunkOp(ViewOp, name="alias_chunk"):
     result: ext.Result[ir.MemRefType]
 
     def check(self) -> None:
-        _check_view(self, lambda source: chunk_type(source, int_attr(self, "axis"), int_attr(self, "chunks")), "chunk")
+        _check_view(self, lambda source: chunk_type(source, int_attr(self, "axis"), int_attr(self, "chunks")), "chunk", ("axis", "chunks"))
 
     @classmethod
     def emit(cls, input: ir.Value, index: ir.Value, axis: int, chunks: int, *, name: Optional[str] = None) -> ir.Value:
