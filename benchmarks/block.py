@@ -20,13 +20,14 @@ import math
 import os
 import sys
 import time
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
 
 import hir
 from hir.interpreter import Program
+from timing import best
 
 
 class Block(torch.nn.Module):
@@ -53,20 +54,6 @@ class Block(torch.nn.Module):
         y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
         x = x + self.proj(y)
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-
-
-def best(fn: Callable[[], object], sync: Callable[[], None], repeat: int, number: int) -> float:
-    """Fastest of ``repeat`` timings of ``number`` synchronized calls, per call (seconds)."""
-    fn()
-    sync()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        sync()
-        times.append((time.perf_counter() - start) / number)
-    return min(times)
 
 
 def build(args: argparse.Namespace) -> tuple[Block, torch.Tensor, str, Optional[tuple[float, float]]]:
@@ -141,7 +128,7 @@ def main() -> None:
         print("|---|---:|---:|---:|")
         base = None
         for name, fn in rows:
-            seconds = best(fn, sync, args.repeat, args.number)
+            seconds = best(fn, args.repeat, args.number, sync)
             out = fn()
             out = out[0] if isinstance(out, list) else out
             base = base or seconds

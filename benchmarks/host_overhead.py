@@ -26,6 +26,7 @@ import torch
 
 import hir
 from hir.interpreter import Program
+from timing import best
 
 SHAPE = (4, 4)
 T = "memref<4x4xf32>"
@@ -90,20 +91,6 @@ def eager_loop(a, b, o, r, n, streams):
         torch.mul(a.select(0, i), b.select(0, i), out=o.select(0, i))
         torch.cuda.set_stream(user)
         user.wait_stream(s)
-
-
-def best(fn: Callable[[], None], repeat: int, number: int, sync: Callable[[], None]) -> float:
-    """Fastest of ``repeat`` timings of ``number`` calls, in seconds per call."""
-    fn()
-    sync()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        sync()
-        times.append((time.perf_counter() - start) / number)
-    return min(times)
 
 
 def main() -> None:

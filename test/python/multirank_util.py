@@ -2,8 +2,9 @@
 (``hir.tools.launch``); each rank's worker prints ``rank R: <case> ok`` per passing case
 and its failures on stderr, and leaves the process group in order."""
 
+import os
 import sys
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 LaunchReport = tuple[int, str]  # (" ok" lines over all ranks, every rank's output)
 
@@ -17,6 +18,23 @@ def finish_worker(failures: list[str]) -> int:
 
     shutdown()
     return 1 if failures else 0
+
+
+def run_gloo_cases(cases: Sequence[str], run_case: Callable[[str, int, int], str]) -> int:
+    """A worker: joins the Gloo group of the launch, runs ``run_case(name, rank, world)``
+    for each case (it returns "" or what failed) and reports as :func:`finish_worker`."""
+    import torch.distributed as dist
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
+    failures = []
+    for name in cases:
+        failure = run_case(name, rank, world)
+        if failure:
+            failures.append(failure)
+        else:
+            print(f"rank {rank}: {name} ok")
+    return finish_worker(failures)
 
 
 def launch_workers(world: int, script: str, *, timeout_s: float, env: Optional[dict] = None) -> LaunchReport:

@@ -16,7 +16,7 @@ import os
 import sys
 
 import pytest
-from multirank_util import finish_worker, launch_workers
+from multirank_util import launch_workers, run_gloo_cases
 
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-lower"
 CASES = ("placements", "parallelize_module")
@@ -110,18 +110,7 @@ def run_case(name: str, rank: int, world: int) -> str:
 
 
 def worker() -> int:
-    import torch.distributed as dist
-
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
-    failures = []
-    for name in CASES + (("dp_tp_2x2",) if world == 4 else ()):
-        failure = run_case(name, rank, world)
-        if failure:
-            failures.append(failure)
-        else:
-            print(f"rank {rank}: {name} ok")
-    return finish_worker(failures)
+    return run_gloo_cases(CASES + (("dp_tp_2x2",) if int(os.environ["WORLD_SIZE"]) == 4 else ()), run_case)
 
 
 @pytest.mark.parametrize("world", [1, 2, 4])
