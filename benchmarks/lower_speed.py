@@ -91,7 +91,9 @@ def main() -> None:
     rows.append((f"{PIPELINE} in-process (parse + lower)", total))
     once = best(lambda: hir.lower(hir.parse(text), PIPELINE, verify_each=False), args.repeat)
     rows.append((f"{PIPELINE} in-process, verify once (verify_each=False)", once))
-    out_ops = str(whole_module(text)).count("\n")
+    lowered = whole_module(text)
+    rows.append(("verify the lowered module", best(lambda: lowered.operation.verify(), args.repeat)))
+    out_ops = str(lowered).count("\n")
     if not args.no_hir_opt and shutil.which("hir-opt"):
         with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
             f.write(text)

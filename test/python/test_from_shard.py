@@ -148,10 +148,10 @@ def fx_mlp(n: int, sequence_parallel: bool):
 
 
 def _local(tensor, memref_type, rank: int):
-    from hir.interpreter.buffers import buffer_spec
+    from hir.dialect import sharding_of
     from hir.interpreter.inputs import shard
 
-    return shard(tensor, buffer_spec(memref_type, rank), rank).clone()
+    return shard(tensor, sharding_of(memref_type), rank).clone()
 
 
 def _check(name: str, module, reference, rank: int, failures: list) -> None:

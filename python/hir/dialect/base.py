@@ -208,6 +208,10 @@ class CheckedKeys:
             self.context, self.keys = context, set()
         return key in self.keys
 
+    def record(self, key: tuple) -> None:
+        """``key``'s check passed (after :meth:`passed` said it had not yet)."""
+        self.keys.add(key)
+
 
 class HirOp(HirDialect.Operation):
     """Base of every hir op: subclasses implement ``check`` and call :func:`fail`; the

@@ -107,7 +107,7 @@ class ComputeOp(HirOp):
             check_axis(axis, self.out_type.rank, STREAM_AXIS_ATTR)
         self.check_compute()
         if fixed:
-            _CHECKED.keys.add(key)
+            _CHECKED.record(key)
 
     operand_names = ()  # operands that must share the output element type
 

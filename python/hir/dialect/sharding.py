@@ -56,9 +56,22 @@ class Sharding:
         object.__setattr__(self, "mesh_shape", shape)
         object.__setattr__(self, "splits", per_axis)
 
+    @staticmethod
+    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[Optional[int]]) -> "Sharding":
+        """The placement on the mesh of ``devices`` laid out as ``mesh_shape`` (1-D when it
+        has one axis) with ``splits`` per mesh axis."""
+        if len(mesh_shape) == 1:
+            return Sharding(devices, splits[0])
+        return Sharding(devices, mesh_shape=mesh_shape, splits=splits)
+
     @property
     def multi_dim(self) -> bool:
         return len(self.mesh_shape) > 1
+
+    @property
+    def is_split(self) -> bool:
+        """Whether some mesh axis splits the buffer (each device holds a part)."""
+        return any(s is not None for s in self.splits)
 
     @property
     def axis(self) -> Optional[int]:
@@ -66,7 +79,7 @@ class Sharding:
         replicated everywhere, else an error (the caller handles only 1-D meshes)."""
         if not self.multi_dim:
             return self.splits[0]
-        if all(s is None for s in self.splits):
+        if not self.is_split:
             return None
         raise MultiDimMeshError(f"this needs a 1-D device mesh; the buffer is placed on the {'x'.join(map(str, self.mesh_shape))} mesh {self.describe()}")
 
@@ -126,15 +139,11 @@ class Sharding:
     def others_local(self, shape: Sequence[int], mesh_axis: int) -> list[int]:
         """``shape`` divided by the splits of every mesh axis but ``mesh_axis``: the global
         shape of the block that one line along ``mesh_axis`` holds together."""
-        rest = Sharding(self.mesh, mesh_shape=self.mesh_shape, splits=[None if j == mesh_axis else s for j, s in enumerate(self.splits)])
-        return rest.local_shape(shape)
+        return Sharding.of(self.mesh, self.mesh_shape, [None if j == mesh_axis else s for j, s in enumerate(self.splits)]).local_shape(shape)
 
     def renumbered(self, fn: Callable[[int], Optional[int]]) -> "Sharding":
         """The same mesh with each split buffer axis ``a`` moved to ``fn(a)``."""
-        splits = [None if s is None else fn(s) for s in self.splits]
-        if not self.multi_dim:
-            return Sharding(self.mesh, splits[0])
-        return Sharding(self.mesh, mesh_shape=self.mesh_shape, splits=splits)
+        return Sharding.of(self.mesh, self.mesh_shape, [None if s is None else fn(s) for s in self.splits])
 
     def attr(self) -> ir.Attribute:
         i64 = ir.IntegerType.get_signless(64)

@@ -94,7 +94,7 @@ def _check_view(op: HirOp, view_type, what: str, attribute_names: tuple = ()) ->
     expected = view_type(source)
     if op.operation.results[0].type != expected:
         fail(f"result type {op.operation.results[0].type} does not match the {what} view type {expected}")
-    _CHECKED.keys.add(key)
+    _CHECKED.record(key)
 
 
 class ViewOp(HirOp):

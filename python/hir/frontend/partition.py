@@ -103,6 +103,12 @@ def constant_value(value: ir.Value):
     raise ValueError(f"{value.get_name()} is not a constant")
 
 
+def torch_int(value: int) -> ir.Value:
+    """A ``torch.constant.int`` at the current insertion point and location."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.Operation.create(torch_dialect.ConstantIntOp.OPERATION_NAME, results=[ir.Type.parse("!torch.int")], attributes={"value": ir.IntegerAttr.get(i64, value)}).result
+
+
 def _is_constant(op: ir.Operation) -> bool:
     if op.name.startswith(CONSTANT_PREFIX):
         return True

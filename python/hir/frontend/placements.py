@@ -34,7 +34,6 @@ Inside kernel segments torch ops compute on device-local shards: the
 ``!torch.vtensor`` shape, and the ops inside carry local shapes.
 """
 
-from math import prod
 from typing import Any, Optional, Sequence
 
 import torch
@@ -45,9 +44,10 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.core import HirError
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding
 from hir.frontend import placement_rules as rules
-from hir.frontend.partition import ComputeSpec, Partitioner, Placer, buffer_type, compute_spec, is_tensor, tensor_info
+from hir.frontend.partition import ComputeSpec, Partitioner, Placer, buffer_type, compute_spec, is_tensor, tensor_info, torch_int
 from hir.frontend.segment_rules import NoRule, localize, propagate
 from hir.interpreter.backends.process_groups import world
+from hir.interpreter.inputs import shard
 
 _UNSQUEEZE = torch_dialect.AtenUnsqueezeOp.OPERATION_NAME
 _TRANSPOSE = torch_dialect.AtenTransposeIntOp.OPERATION_NAME
@@ -92,7 +92,7 @@ def _splits(name: str, placement: Any, shape: Optional[list[int]], grid: "Device
         out.append(dim)
     if shape is not None:
         for dim in {d for d in out if d is not None}:
-            devices = grid.parts(out, dim)
+            devices = grid.sharding(out).parts(dim)
             if out.count(dim) > 1:
                 raise HirError(f"error: placement of '{name}' splits dimension {dim} over several mesh dimensions; hir splits a dimension over one")
             if shape[dim] % devices:
@@ -110,15 +110,9 @@ class DeviceGrid:
     def describe(self) -> str:
         return f"{list(self.devices)} of shape {list(self.shape)}" if self.rank > 1 else str(list(self.devices))
 
-    def parts(self, splits: Sequence[Optional[int]], dim: int) -> int:
-        return prod(n for n, s in zip(self.shape, splits) if s == dim)
-
     def sharding(self, splits: Sequence[Optional[int]]) -> Sharding:
         # On one device along a mesh axis a split is the whole: replicated (nothing to communicate).
-        kept = [s if n > 1 else None for n, s in zip(self.shape, splits)]
-        if self.rank == 1:
-            return Sharding(self.devices, kept[0])
-        return Sharding(self.devices, mesh_shape=self.shape, splits=kept)
+        return Sharding.of(self.devices, self.shape, [s if n > 1 else None for n, s in zip(self.shape, splits)])
 
 
 def _grid(mesh: Any) -> DeviceGrid:
@@ -283,7 +277,8 @@ class MeshPlacer(Placer):
         transpose, unsqueeze)."""
         shape, dtype = tensor_info(value.type)
         source = self.placed(part, value, splits, op)
-        local = self.local_shape(shape, splits)
+        unmoved = self.local_shape(shape, splits)
+        local = unmoved
         block = self.local_shape(shape, tuple(s if j == k else None for j, s in enumerate(splits)))
         moved = list(splits)
         if transpose:
@@ -293,26 +288,22 @@ class MeshPlacer(Placer):
         out_splits = [0 if j == k else (None if s is None else s + lead) for j, s in enumerate(moved)]
         out = part.new_buffer(buffer_type(_vtensor([self.grid.shape[k]] + ones + block, dtype), self.sharding(out_splits)), op.location)
         local_out = [1] * lead + local
-        inner = self.local_type_of(shape, dtype, splits)
 
         def body(values: list, ip: ir.InsertionPoint) -> list:
             with ip, op.location:
                 v = values[0]
-                current = list(self.local_shape(shape, splits))
+                current = list(unmoved)
                 if transpose:
                     current = [current[1], current[0]]
-                    v = _torch_op(_TRANSPOSE, [v, _int(0), _int(1)], _vtensor(current, dtype))
+                    v = _torch_op(_TRANSPOSE, [v, torch_int(0), torch_int(1)], _vtensor(current, dtype))
                 for _ in range(lead):
                     current = [1] + current
-                    v = _torch_op(_UNSQUEEZE, [v, _int(0)], _vtensor(current, dtype))
+                    v = _torch_op(_UNSQUEEZE, [v, torch_int(0)], _vtensor(current, dtype))
                 assert current == local_out
                 return [v]
 
-        part.kernel([source], [out], [inner], body, op.location)
+        part.kernel([source], [out], [_vtensor(unmoved, dtype)], body, op.location)
         return out
-
-    def local_type_of(self, shape: Sequence[int], dtype: str, splits: tuple) -> ir.Type:
-        return _vtensor(self.local_shape(shape, splits), dtype)
 
     # ----- segments ---------------------------------------------------------------------
     def segment_inputs(self, part: Partitioner, run: list, inputs: list, outputs: list) -> list:
@@ -347,13 +338,7 @@ class MeshPlacer(Placer):
             rank = this_rank
         if rank not in self.mesh:
             return [None] * len(full)
-        out = []
-        for tensor, splits in zip(full, self.arg_splits):
-            sharding = self.grid.sharding(splits)
-            for dim in sorted({s for s in sharding.splits if s is not None}):
-                tensor = tensor.chunk(sharding.parts(dim), dim)[sharding.shard_index(rank, dim)]
-            out.append(tensor.contiguous())
-        return out
+        return [shard(tensor, self.grid.sharding(splits), rank) for tensor, splits in zip(full, self.arg_splits)]
 
 
 def _check_world(devices: int, world_size: int) -> None:
@@ -367,11 +352,6 @@ def _rank(value: ir.Value) -> int:
 
 def _vtensor(shape: Sequence[int], dtype: str) -> ir.Type:
     return ir.Type.parse(f"!torch.vtensor<[{','.join(str(d) for d in shape)}],{dtype}>")
-
-
-def _int(value: int) -> ir.Value:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.Operation.create(torch_dialect.ConstantIntOp.OPERATION_NAME, results=[ir.Type.parse("!torch.int")], attributes={"value": ir.IntegerAttr.get(i64, value)}).result
 
 
 def _torch_op(name: str, operands: list, result: ir.Type) -> ir.Value:

@@ -24,7 +24,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 
 from hir.dialect.torch_ops import torch_overload
-from hir.frontend.partition import constant_value, is_tensor, tensor_info
+from hir.frontend.partition import constant_value, is_tensor, tensor_info, torch_int
 
 Split = Optional[int]
 
@@ -103,9 +103,10 @@ def _view(op: ir.Operation, operands: list, devices: int) -> Split:
     (source, split), *_ = operands
     if split is None:
         return None
-    sizes = op.operands[1].owner
-    if not all(_is_constant_int(v) for v in sizes.operands):
-        raise NoRule(f"{op.name}: sizes are not constants")
+    try:
+        constant_value(op.operands[1])
+    except ValueError:
+        raise NoRule(f"{op.name}: sizes are not constants") from None
     shape_in, shape_out = _shape(source), _shape(op.results[0])
     before = prod(shape_in[:split])
     for t, extent in enumerate(shape_out):
@@ -151,11 +152,6 @@ def _layer_norm(op: ir.Operation, operands: list, devices: int) -> Split:
     return split
 
 
-def _is_constant_int(value: ir.Value) -> bool:
-    owner = value.owner
-    return not isinstance(owner, ir.Block) and owner.name == torch_dialect.ConstantIntOp.OPERATION_NAME
-
-
 def localize(old: ir.Operation, new: ir.Operation, split: Split, devices: int, ip: ir.InsertionPoint) -> None:
     """In a local segment, give the clone ``new`` of view op ``old`` the local size list (its
     split entry divided by the devices; an inferred ``-1`` stays)."""
@@ -165,12 +161,8 @@ def localize(old: ir.Operation, new: ir.Operation, split: Split, devices: int, i
     entries = list(sizes.operands)
     if constant_value(entries[split]) == -1:
         return
-    i64 = ir.IntegerType.get_signless(64)
     with ip, new.location:
-        local = ir.Operation.create(
-            torch_dialect.ConstantIntOp.OPERATION_NAME, results=[ir.Type.parse("!torch.int")], attributes={"value": ir.IntegerAttr.get(i64, constant_value(entries[split]) // devices)}
-        ).result
-        entries[split] = local
+        entries[split] = torch_int(constant_value(entries[split]) // devices)
         rebuilt = ir.Operation.create(sizes.name, results=[sizes.results[0].type], operands=entries).result
     new.move_after(rebuilt.owner)
     new.operands[1] = rebuilt

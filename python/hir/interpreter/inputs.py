@@ -7,12 +7,13 @@ argument. Tensors are GLOBAL: every rank builds the same global tensor (random o
 same seed) and keeps its own shard, so a multi-rank run sees one consistent global input."""
 
 import os
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 from torch_mlir import ir
 
 from hir.dialect.base import DYNAMIC
+from hir.dialect.sharding import Sharding
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
 
 GENERATORS = ("random", "zeros", "ones", "arange")
@@ -63,7 +64,7 @@ def make_input(index: int, type_: ir.Type, spec: str, *, rank: int, seed: int, d
     if not bspec.held:
         return None
     full = _global_tensor(what, bspec, spec, seed + index)
-    return shard(full, bspec, rank).to(device)
+    return shard(full, bspec.sharding, rank).to(device)
 
 
 def _global_tensor(what: str, spec: BufferSpec, text: str, seed: int) -> torch.Tensor:
@@ -154,9 +155,8 @@ def _load_npy(what: str, path: str) -> torch.Tensor:
         raise InputError(f"{what}: '{path}' holds dtype {array.dtype}, which torch does not support") from None
 
 
-def shard(full: torch.Tensor, spec: BufferSpec, rank: int) -> torch.Tensor:
-    """This rank's shard of a global tensor (a contiguous copy)."""
-    sharding = spec.sharding
+def shard(full: torch.Tensor, sharding: Optional[Sharding], rank: int) -> torch.Tensor:
+    """This rank's shard of a global tensor placed as ``sharding`` (a contiguous copy)."""
     if sharding is None:
         return full.contiguous()
     for axis in sorted({a for a in sharding.splits if a is not None}):

@@ -279,7 +279,7 @@ class ArgSpec:
         if not isinstance(value, torch.Tensor):
             raise HirError(f"{where} {what} expects a torch.Tensor, got {type(value).__name__}")
         expected = spec.local_static()
-        local = " (this rank's shard)" if spec.sharding is not None and any(s is not None for s in spec.sharding.splits) else ""
+        local = " (this rank's shard)" if spec.sharding is not None and spec.sharding.is_split else ""
         if value.dim() != len(expected) or any(e >= 0 and e != a for e, a in zip(expected, value.shape)):
             raise HirError(f"{where} {what} expects shape {fmt_shape(expected)}{local}, got {fmt_shape(value.shape)}")
         if value.dtype != spec.dtype:

@@ -107,9 +107,7 @@ class Grid:
         return [list(line) for line in self.sharding([None] * self.rank).lines(grid_axis)]
 
     def sharding(self, splits: list) -> Sharding:
-        if self.rank == 1:
-            return Sharding(self.mesh, splits[0])
-        return Sharding(self.mesh, mesh_shape=self.shape, splits=splits)
+        return Sharding.of(self.mesh, self.shape, splits)
 
     def buffer_type(self, local: ir.Type, placement: GridPlacement) -> ir.MemRefType:
         """The hir buffer type of a value with local tensor type ``local``: split dims grow

@@ -46,8 +46,8 @@ class InsertDeallocations(ModulePass):
     description = "Deallocate each intermediate memref.alloc after its last use (never inputs or outputs)."
 
     def run(self, module: ir.Module) -> None:
-        for func in func_ops(module):
-            for block, allocs in _allocs_by_block(func).items():
+        for function in func_ops(module):
+            for block, allocs in _allocs_by_block(function).items():
                 _insert(block, allocs)
 
 

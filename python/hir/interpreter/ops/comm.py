@@ -24,7 +24,7 @@ import torch.distributed as dist
 from torch_mlir import ir
 
 from hir.dialect import comm as comm_ops
-from hir.dialect.base import DYNAMIC, get_i64_array, get_int, get_str
+from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.context import HirError
 from hir.interpreter.backends import copy_engine
 from hir.interpreter.backends.work import REDUCE_OPS, Work, contiguous_out, identity, local_reduce
