@@ -130,3 +130,68 @@ func.func @wrong_shard(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>
   %b = "hir.alias_broadcast"(%a) : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x8x4xf32, strided<[0, 4, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 0 : i64>>
   return
 }
+
+// -----
+
+// hir.alias_reshape
+func.func @reshape_strided(%a: memref<4x4xf32, strided<[8, 1]>>) {
+  // expected-error @+1 {{input must be contiguous (identity layout)}}
+  %b = "hir.alias_reshape"(%a) {reassociation = [[0, 1]]} : (memref<4x4xf32, strided<[8, 1]>>) -> memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_dynamic(%a: memref<?x4xf32>) {
+  // expected-error @+1 {{input and result shapes must be static}}
+  %b = "hir.alias_reshape"(%a) {reassociation = [[0, 1]]} : (memref<?x4xf32>) -> memref<?xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_same_rank(%a: memref<4x4xf32>) {
+  // expected-error @+1 {{input and result have one rank (2); a reshape expands or collapses axes}}
+  %b = "hir.alias_reshape"(%a) {reassociation = [[0], [1]]} : (memref<4x4xf32>) -> memref<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_groups(%a: memref<2x3x4xf32>) {
+  // expected-error @+1 {{reassociation [[0], [2, 1]] must split axes 0..2 of the rank-3 side in order into 2 non-empty groups}}
+  %b = "hir.alias_reshape"(%a) {reassociation = [[0], [2, 1]]} : (memref<2x3x4xf32>) -> memref<2x12xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_extent(%a: memref<2x3x4xf32>) {
+  // expected-error @+1 {{group [1, 2] has 12 elements, but axis 1 of the rank-2 side has extent 10}}
+  %b = "hir.alias_reshape"(%a) {reassociation = [[0], [1, 2]]} : (memref<2x3x4xf32>) -> memref<2x10xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_inner_split(%a: memref<2x4x8xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) {
+  // expected-error @+1 {{split axis 1 is not the outermost axis of its group [0, 1]; the device split must lead its group}}
+  %b = "hir.alias_reshape"(%a) {reassociation = [[0, 1], [2]]} : (memref<2x4x8xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) -> memref<8x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}
+
+// -----
+
+func.func @reshape_uneven(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) {
+  // expected-error @+1 {{result: axis 0 of extent 2 does not split evenly over 4 devices}}
+  %b = "hir.alias_reshape"(%a) {reassociation = [[0, 1], [2]]} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<2x4x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  return
+}
+
+// -----
+
+func.func @reshape_wrong_split(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) {
+  // expected-error @+1 {{does not match the reshaped view type memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>}}
+  %b = "hir.alias_reshape"(%a) {reassociation = [[0, 1], [2]]} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) -> memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+  return
+}

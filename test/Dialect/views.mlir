@@ -60,3 +60,18 @@ func.func @sharded_broadcast(%s: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 
   %b = "hir.alias_broadcast"(%s) : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x8x4xf32, strided<[0, 4, 1], offset: ?>, #hir.shard<array<i64: 0, 1>, 1 : i64>>
   return
 }
+
+// hir.alias_reshape: the device split follows its group (outermost axis on both sides).
+// CHECK-LABEL: func.func @sharded_reshape
+func.func @sharded_reshape(%s: memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %p: memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>, %g: memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>) {
+  // CHECK: "hir.alias_reshape"(%{{.*}}) {reassociation = {{\[\[}}0, 1], [2]]} : (memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  %e = "hir.alias_reshape"(%s) {reassociation = [[0, 1], [2]]} : (memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  // CHECK: "hir.alias_reshape"(%{{.*}}) {reassociation = {{\[\[}}0, 1], [2]]} : (memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) -> memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+  %c = "hir.alias_reshape"(%p) {reassociation = [[0, 1], [2]]} : (memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) -> memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+  // CHECK: "hir.alias_reshape"(%{{.*}}) {reassociation = {{\[\[}}0], [1, 2]]} : (memref<4x8xf32, {{.*}}) -> memref<4x2x4xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>
+  %m = "hir.alias_reshape"(%g) {reassociation = [[0], [1, 2]]} : (memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>) -> memref<4x2x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>
+  // CHECK: "hir.alias_reshape"(%{{.*}}) {reassociation = {{\[\[}}0, 1]]} : (memref<2x3xf32>) -> memref<6xf32>
+  %a = memref.alloc() : memref<2x3xf32>
+  %f = "hir.alias_reshape"(%a) {reassociation = [[0, 1]]} : (memref<2x3xf32>) -> memref<6xf32>
+  return
+}

@@ -2,6 +2,7 @@
 // RUN: hir-import %S/Inputs/megatron_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo})' | FileCheck %s --check-prefix=TP
 // RUN: env HIR_SP=1 hir-import %S/Inputs/megatron_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo})' | FileCheck %s --check-prefix=SP
 // RUN: env HIR_SP=1 hir-import %S/Inputs/megatron_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-lower)' | FileCheck %s --check-prefix=LOWER
+// RUN: env HIR_SP=1 hir-import %S/Inputs/megatron_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-p2p-pipeline,hir-lower)' | FileCheck %s --check-prefix=P2P
 // The Megatron MLP from placements: fc1 is a local column-parallel hir.linear, the GELU a
 // kernel segment on local shards, fc2 a local matmul into a leading mesh axis whose sum is
 // the allreduce (tensor parallel) or the reduce_scatter (sequence parallel).
@@ -32,16 +33,47 @@
 // TP-NOT:     "hir.set"
 // TP-NOT:     "hir.reduction"
 
+// Sequence parallel: nvFuser's stream-parallel form. The row-split input is viewed as
+// [D, T/D, K] and gathered with stream_axis = 0 (an allgather streamed along its split
+// axis), fc1 runs per stream slice, and fc2's partial products [S, D, T/S, N] are summed
+// over the mesh axis 1 onto the scatter axis 0 (a reduce_scatter streamed along it).
 // SP-LABEL: func.func @main(
-// SP:         "hir.allgather"(%arg4, %{{.*}}) {axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>}
+// SP:         %[[XV:.*]] = "hir.alias_reshape"(%arg4) {reassociation = {{\[\[}}0, 1], [2]]} : (memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x4x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// SP:         "hir.allgather"(%[[XV]], %{{.*}}) {axis = 0 : i64, backend = "gloo", stream_axis = 0 : i64, team = array<i64: 0, 1>}
 // SP-NEXT:    "hir.wait"
-// SP:         "hir.linear"
+// SP:         "hir.linear"({{.*}}) {operandSegmentSizes = array<i32: 1, 1, 1, 1>, stream_axis = 0 : i64} : {{.*}} memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+// SP-NEXT:    "hir.alias_reshape"({{.*}}) -> memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
 // SP:         call @segment_0
-// SP:         "hir.matmul"
-// SP:         "hir.reduce_scatter"({{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", scatter_axis = 1 : i64, team = array<i64: 0, 1>}
+// SP:         "hir.matmul"({{.*}}) {stream_axis = 0 : i64} : {{.*}} memref<2x2x4x16xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+// SP:         "hir.reduce_scatter"({{.*}}) {axis = 1 : i64, backend = "gloo", reduction = "sum", scatter_axis = 0 : i64, stream_axis = 0 : i64, team = array<i64: 0, 1>}
+// SP:         "hir.alias_reshape"({{.*}}) -> memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
 // SP-NOT:     "hir.set"
+// The x view [S, 1, T/S, K/D] of fc2's partial products, on this device's [8, 32] shard.
+// SP-LABEL: func.func private @segment_1(
+// SP:         torch.aten.view %{{.*}}, %{{.*}} : !torch.vtensor<[8,32],f32>, !torch.list<int> -> !torch.vtensor<[2,4,32],f32>
+// SP:         torch.aten.unsqueeze %{{.*}}, %{{.*}} : !torch.vtensor<[2,4,32],f32>, !torch.int -> !torch.vtensor<[2,1,4,32],f32>
 
 // LOWER-LABEL: func.func @main(
 // LOWER:       "hir.allgather"
 // LOWER:       "hir.reduce_scatter"
 // LOWER:       memref.dealloc
+
+// hir-p2p-pipeline pipelines both: the gathered rows arrive by hir.shift (one peer each,
+// from a symmetric staging buffer) and fc1 runs on each as it lands; fc2's products for a
+// peer are shifted to it and summed there. No collective is left.
+// P2P-LABEL: func.func @main(
+// P2P-NOT:     "hir.allgather"
+// P2P:         memref.alloc() {hir.symmetric} : memref<2x4x16xf32
+// P2P:         "hir.shift"
+// P2P:         "hir.linear"
+// P2P:         "hir.for"
+// P2P:         "hir.shift"({{.*}}) {backend = "gloo", signal = "none", team = array<i64: 0, 1>}
+// P2P:         "hir.linear"
+// P2P:         call @segment_0
+// P2P:         memref.alloc() {hir.symmetric} : memref<2x2x4x16xf32
+// P2P:         "hir.for"
+// P2P:         "hir.matmul"
+// P2P:         "hir.shift"
+// P2P:         "hir.reduction"({{.*}}) {axes = array<i64: 0>, kind = "sum"}
+// P2P-NOT:     "hir.reduce_scatter"
+// P2P:         return

@@ -4,6 +4,7 @@
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{copies=2})' | FileCheck %s --check-prefix=COPIES
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{chunks=2})' | FileCheck %s --check-prefix=CHUNKS
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{chunks=2},hir-lower)' | FileCheck %s --check-prefix=CHUNKS-LOWER
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-lower)' | FileCheck %s --check-prefix=PLAIN
 
 // nvFuser AG_matmul_P2p: A [4, 2, 8] split along the device axis, which is also the stream
 // axis. The local shard is published once into a symmetric buffer, then one barrier; step
@@ -88,6 +89,17 @@
 // CHUNKS-NEXT: %[[OC:[^ ,)]+]] = "hir.alias_chunk"(%[[O]], %[[C]]) {axis = 0 : i64, chunks = 2 : i64}
 // CHUNKS-NEXT: "hir.matmul"(%[[TC]], %arg1, %[[OC]]) : (memref<1x8xf32
 // The views keep the staged buffer alive until the join: it is freed after the last loop.
+// Without hir-p2p-pipeline, hir-lower runs the P2P-form allgather whole (there is no
+// per-slice collective of a split axis), then the matmul's stream loop.
+// PLAIN-LABEL: func.func @ag_matmul
+// PLAIN:      "hir.allgather"
+// PLAIN-NOT:  stream_axis
+// PLAIN-NEXT: "hir.wait"
+// PLAIN:      "hir.for"
+// PLAIN:      "hir.for"
+// PLAIN:      "hir.matmul"
+// PLAIN-NOT:  "hir.allgather"
+// PLAIN:      return
 // CHUNKS-LOWER-LABEL: func.func @ag_matmul
 // CHUNKS-LOWER: "hir.alias_chunk"
 // CHUNKS-LOWER: "hir.synchronize"
@@ -177,6 +189,15 @@ func.func @ag_matmul(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 
 // CHUNKS-NEXT: "hir.set_current_stream"(%[[USER]])
 // CHUNKS-NEXT: "hir.yield"
 // CHUNKS: "hir.synchronize"(%[[RED]])
+// PLAIN-LABEL: func.func @matmul_rs
+// PLAIN:      "hir.for"
+// PLAIN:      "hir.for"
+// PLAIN:      "hir.matmul"
+// PLAIN:      }) : (index, index, index) -> ()
+// PLAIN:      "hir.reduce_scatter"
+// PLAIN-NOT:  stream_axis
+// PLAIN-NEXT: "hir.wait"
+// PLAIN-NEXT: memref.dealloc
 // CHUNKS-LOWER-LABEL: func.func @matmul_rs
 // CHUNKS-LOWER: "hir.reduction"
 // CHUNKS-LOWER: "hir.for"

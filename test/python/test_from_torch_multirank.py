@@ -1,6 +1,6 @@
 """hir.from_torch with placements on a 1-D mesh, lowered (Gloo) and run on 1, 2 and 4 CPU ranks:
-the Megatron MLP (fc1 column-parallel, GELU, fc2 row-parallel), its sequence-parallel form,
-and the same MLP parallelized with torch.distributed.tensor.parallel (placements read from
+the Megatron MLP (fc1 column-parallel, GELU, fc2 row-parallel), its sequence-parallel form
+(also through hir-p2p-pipeline), and the same MLP parallelized with torch.distributed.tensor.parallel (placements read from
 its DTensor parameters), with a LayerNorm in front under SequenceParallel. Each rank checks its local output against the unsharded module.
 
 The test launches this file as a script under ``hir.tools.launch`` (one process per
@@ -14,6 +14,8 @@ import pytest
 from multirank_util import launch_workers, run_gloo_cases
 
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
+# The sequence-parallel forms again through nvFuser's P2P pipelines (shifts, no collectives).
+P2P_PIPELINE = "hir-convert-to-communication{backend=gloo},hir-p2p-pipeline,hir-lower"
 CASES = ("tp", "sp", "tp_parallelize_module", "sp_parallelize_module", "sp_layernorm_parallelize_module")
 
 
@@ -60,13 +62,26 @@ def run_norm_case(rank: int, world: int) -> str:
     plan = {"0": SequenceParallel(sequence_dim=0), "1": ColwiseParallel(input_layouts=Shard(0)), "3": RowwiseParallel(output_layouts=Shard(0))}
     sharded = parallelize_module(_norm_mlp(d, f), DeviceMesh("cpu", list(range(world))), plan)
     program = from_torch(sharded, (x,), placements={"input0": Shard(0), "output0": Shard(0)})
-    hir.lower(program.module, PIPELINE)
-    lowered = str(program.module)
-    if world > 1 and not ('"hir.allgather"' in lowered and '"hir.reduce_scatter"' in lowered):
-        return f"sp_layernorm: lowered program lacks the allgather / reduce_scatter\n{lowered}"
-    (got,) = hir.run(program.module, program.arguments(sharded.state_dict(), x), device="cpu")
-    if not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
-        return f"sp_layernorm: rank {rank} got {got}, want {want}"
+    return check_sequence_parallel("sp_layernorm", program, program.arguments(sharded.state_dict(), x), want, world, 1e-5)
+
+
+def check_sequence_parallel(name: str, program, arguments: list, want, world: int, atol: float) -> str:
+    """Lower the imported SP program both ways (collectives run whole; hir-p2p-pipeline's
+    shifts) and compare each run with the unsharded module's rows for this rank."""
+    import torch
+
+    import hir
+
+    text = str(program.module)
+    for pipeline, present, absent in ((PIPELINE, ['"hir.allgather"', '"hir.reduce_scatter"'], []), (P2P_PIPELINE, ['"hir.shift"'], ['"hir.allgather"', '"hir.reduce_scatter"'])):
+        module = hir.parse(text, f"{name}.mlir")
+        hir.lower(module, pipeline)
+        lowered = str(module)
+        if world > 1 and (any(c not in lowered for c in present) or any(c in lowered for c in absent)):
+            return f"{name} [{pipeline}]: lowered program should have {present} and not {absent}\n{lowered}"
+        (got,) = hir.run(module, arguments, device="cpu")
+        if not torch.allclose(got, want, rtol=1e-5, atol=atol):
+            return f"{name} [{pipeline}]: got {got}, want {want}"
     return ""
 
 
@@ -100,15 +115,17 @@ def run_case(name: str, rank: int, world: int) -> str:
         program = from_torch(module, (x,), mesh=list(range(world)), placements=placements)
         state = module.state_dict()
     text = str(program.module)
-    expected = [] if world == 1 else ["hir.allgather", "hir.reduce_scatter"] if sequence else ["hir.allreduce"]
+    if "torch.aten.gelu" not in text:
+        return f"{name}: the imported program has no gelu segment\n{text}"
+    if sequence:
+        failure = check_sequence_parallel(name, program, program.arguments(state, x), want.chunk(world, 0)[rank], world, 1e-6)
+        dist.barrier()
+        return failure
     hir.lower(program.module, PIPELINE)
     lowered = str(program.module)
-    missing = [c for c in expected if c not in lowered]
-    if missing or "torch.aten.gelu" not in text:
-        return f"{name}: lowered program lacks {missing}"
+    if world > 1 and "hir.allreduce" not in lowered:
+        return f"{name}: lowered program lacks the allreduce"
     (got,) = hir.run(program.module, program.arguments(state, x), device="cpu")
-    if sequence:
-        want = want.chunk(world, 0)[rank]
     if not torch.allclose(got, want, rtol=1e-5, atol=1e-6):
         return f"{name}: rank {rank} got {got}, want {want}"
     dist.barrier()

@@ -229,6 +229,9 @@ class HirOp(HirDialect.Operation):
     - ``STREAMABLE``: hir-stream-lowering can run it per slice of a ``stream_axis``.
     - ``INPUT_AXIS_ATTRS``: attributes naming axes of operand 0 (renumbered when an axis is
       sliced away).
+    - ``PEER_AXIS_ATTR``: the attribute naming the axis whose slices belong one to each team
+      member (allgather's ``axis``, reduce_scatter's ``scatter_axis``); streaming along it
+      is nvFuser's P2P form, which hir-p2p-pipeline pipelines. "": no such axis.
 
     ``emit`` (per op class) is the fast builder passes use: ``ir.Operation.create`` at the
     current insertion point and location with precomputed types; ``name=`` wraps the location
@@ -241,6 +244,7 @@ class HirOp(HirDialect.Operation):
     CHOOSES_STREAM = False
     STREAMABLE = False
     INPUT_AXIS_ATTRS = ()
+    PEER_AXIS_ATTR = ""
 
     def check(self) -> None:  # pragma: no cover - overridden
         pass

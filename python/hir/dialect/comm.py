@@ -208,6 +208,7 @@ class CollectiveOp(HirOp):
 
 class AllgatherOp(CollectiveOp, name="allgather"):
     axis: ir.IntegerAttr = ext.attribute(kw_only=True)
+    PEER_AXIS_ATTR = "axis"
 
     def check_collective(self) -> None:
         axis = self.checked_axis()
@@ -236,6 +237,7 @@ class ReduceScatterOp(CollectiveOp, name="reduce_scatter"):
     scatter_axis: ir.IntegerAttr = ext.attribute(kw_only=True)
     reduction: ir.StringAttr = ext.attribute(kw_only=True)
     REDUCES_AXIS = True
+    PEER_AXIS_ATTR = "scatter_axis"
 
     def check_collective(self) -> None:
         self.checked_reduction()

@@ -29,6 +29,19 @@ verified as a broadcast. Broadcast extents are static; the result is read-only i
 Upstream views (``memref.subview``, ``memref.collapse_shape``, ``memref.expand_shape``) are
 used as they are; :data:`~hir.dialect.base.UPSTREAM_VIEWS` names them for
 :func:`~hir.dialect.base.is_view` (deallocation and fusion follow every view).
+
+``hir.alias_reshape`` is a zero-copy reshape of a contiguous static buffer whose device
+split follows it. ``reassociation`` groups the axes of the higher-rank side, as in
+``memref.expand_shape`` / ``collapse_shape``; a split axis must be the outermost axis of
+its group on both sides, so that each device's shard is a view of the other's:
+
+    %rows = "hir.alias_reshape"(%y) {reassociation = [[0, 1], [2]]}
+        : (memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) -> memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+
+Why an hir op: the upstream reshapes keep the memory space as it is, and
+``#hir.shard`` names its split axis by number, so they cannot view ``[D, T/D, N]`` split on
+axis 2 as ``[T, N]`` split on axis 1 (the stream-parallel form of a matmul and its plain
+form: see the PyTorch frontend's sequence parallelism).
 """
 
 
@@ -180,3 +193,73 @@ class AliasBroadcastOp(ViewOp, name="alias_broadcast"):
     @classmethod
     def emit(cls, input: ir.Value, shape: list, *, name: Optional[str] = None) -> ir.Value:
         return cls._create([input], [broadcast_type(memref_type(input, "input"), list(shape))], name=name).result
+
+
+def _groups(attr: ir.Attribute) -> list[list[int]]:
+    try:
+        return [[ir.IntegerAttr(a).value for a in ir.ArrayAttr(g)] for g in ir.ArrayAttr(attr)]
+    except ValueError:
+        fail(f"reassociation must be a list of lists of axes, got {attr}")
+
+
+def reshape_type(source: ir.MemRefType, shape: list, groups: list[list[int]]) -> ir.MemRefType:
+    """The type of ``source`` viewed as ``shape`` (contiguous; the sharding follows each
+    split axis to its group's counterpart)."""
+    if not isinstance(source.layout, ir.AffineMapAttr) or source.layout != ir.AffineMapAttr.get(ir.AffineMap.get_identity(source.rank)):
+        fail(f"input must be contiguous (identity layout), got {source}")
+    if DYNAMIC in source.shape or DYNAMIC in shape:
+        fail("input and result shapes must be static")
+    high, low = (source.shape, shape) if source.rank > len(shape) else (shape, source.shape)
+    if len(high) == len(low):
+        fail(f"input and result have one rank ({len(high)}); a reshape expands or collapses axes")
+    if [a for g in groups for a in g] != list(range(len(high))) or len(groups) != len(low) or any(not g for g in groups):
+        fail(f"reassociation {groups} must split axes 0..{len(high) - 1} of the rank-{len(high)} side in order into {len(low)} non-empty groups")
+    for i, g in enumerate(groups):
+        extent = 1
+        for a in g:
+            extent *= high[a]
+        if extent != low[i]:
+            fail(f"group {g} has {extent} elements, but axis {i} of the rank-{len(low)} side has extent {low[i]}")
+    sharding = sharding_of(source, "input")
+    space = None
+    if sharding is not None:
+        expanding = len(shape) > source.rank
+
+        def follow(split: int) -> int:
+            if expanding:
+                return groups[split][0]
+            group = next(i for i, g in enumerate(groups) if split in g)
+            if groups[group][0] != split:
+                fail(f"split axis {split} is not the outermost axis of its group {groups[group]}; the device split must lead its group")
+            return group
+
+        space = sharding.renumbered(follow).attr()
+    view = ir.MemRefType.get(list(shape), source.element_type, memory_space=space, loc=ir.Location.unknown())
+    sharding_of(view, "result")  # the split must still divide evenly
+    return view
+
+
+def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, a) for a in g]) for g in groups])
+
+
+class AliasReshapeOp(ViewOp, name="alias_reshape"):
+    """``result = input.view(shape)`` of a contiguous buffer, its device split following
+    the reshape (``reassociation``: groups of the higher-rank side's axes)."""
+
+    input: ext.Operand[ir.MemRefType]
+    reassociation: ir.ArrayAttr
+    result: ext.Result[ir.MemRefType]
+
+    def check(self) -> None:
+        source = memref_type(self.input, "input")
+        result = memref_type(self.result, "result")
+        expected = reshape_type(source, list(result.shape), _groups(self.operation.attributes["reassociation"]))
+        if result != expected:
+            fail(f"result type {result} does not match the reshaped view type {expected}")
+
+    @classmethod
+    def emit(cls, input: ir.Value, shape: list, groups: list[list[int]], *, name: Optional[str] = None) -> ir.Value:
+        view_type = reshape_type(memref_type(input, "input"), list(shape), groups)
+        return cls._create([input], [view_type], {"reassociation": _reassociation(groups)}, name=name).result

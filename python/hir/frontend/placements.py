@@ -20,14 +20,8 @@ multi-D mesh one split per mesh axis). Intermediates are placed op by op with DT
   local ones; any other segment reads replicated copies (``hir.set``, an allgather), as
   DTensor's fallback redistributes to ``Replicate()``.
 
-Partial sums (nvFuser's reduction over a device-split axis): the contraction runs on the
-local shards into a buffer with a leading mesh axis, ``[D, ..., N]`` split on axis 0, and
-a ``hir.reduction`` sum over axis 0 into the result makes it whole: replicated (allreduce),
-or split on axis 0 (reduce-scatter) when the consumer wants that (an output placement
-``Shard(0)``, or a binary op with an operand split on axis 0, as in sequence parallelism).
-The operands reach that layout through small local kernel segments (``unsqueeze``, and a
-``transpose`` of the weight). hir-convert-to-communication then turns every resharding
-``hir.set`` / ``hir.reduction`` into collectives.
+Contractions over split dims (partial sums) and sequence parallelism's stream-parallel
+forms: :mod:`hir.frontend.contractions`.
 
 Inside kernel segments torch ops compute on device-local shards: the
 ``unrealized_conversion_cast`` from the buffer's (global) tensor type yields the local
@@ -38,19 +32,16 @@ from typing import Any, Optional, Sequence
 
 import torch
 from torch_mlir import ir
-from torch_mlir.dialects import func
-from torch_mlir.dialects import torch as torch_dialect
 
 from hir.core import HirError
-from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding
+from hir.dialect import BinaryOp, LinearOp, MatmulOp, SetOp, Sharding
 from hir.frontend import placement_rules as rules
-from hir.frontend.partition import ComputeSpec, Partitioner, Placer, buffer_type, compute_spec, is_tensor, tensor_info, torch_int
+from hir.frontend.contractions import ContractionPlacer, rank_of, vtensor
+from hir.frontend.partition import ComputeSpec, Partitioner, Placer, buffer_type, is_tensor, tensor_info
 from hir.frontend.segment_rules import NoRule, localize, propagate
 from hir.interpreter.backends.process_groups import world
 from hir.interpreter.inputs import shard
 
-_UNSQUEEZE = torch_dialect.AtenUnsqueezeOp.OPERATION_NAME
-_TRANSPOSE = torch_dialect.AtenTransposeIntOp.OPERATION_NAME
 
 
 def dtensor_placements(module: torch.nn.Module) -> dict:
@@ -140,7 +131,7 @@ def mesh_placer(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
     return MeshPlacer(torch_func, names, num_inputs, grid, placements)
 
 
-class MeshPlacer(Placer):
+class MeshPlacer(ContractionPlacer, Placer):
     """Places the values of one imported function on a mesh, mesh axis by mesh axis (see the
     module docstring); a value's placement is its split dim per mesh axis."""
 
@@ -174,7 +165,7 @@ class MeshPlacer(Placer):
 
     def local_type(self, value: ir.Value) -> ir.Type:
         shape, dtype = tensor_info(value.type)
-        return _vtensor(self.local_shape(shape, self.split.get(value, self.replicated)), dtype)
+        return vtensor(self.local_shape(shape, self.split.get(value, self.replicated)), dtype)
 
     # ----- resharding -------------------------------------------------------------------
     def placed(self, part: Partitioner, value: ir.Value, splits: tuple, at: ir.Operation) -> ir.Value:
@@ -201,6 +192,9 @@ class MeshPlacer(Placer):
             return True
         operand_splits = [tuple(rule[0][i] for rule in per_axis) for i in range(len(values))]
         self.split[op.results[0]] = tuple(rule[1] for rule in per_axis)
+        if self._gathers_rows(spec, operand_splits[0]):
+            self._stream_gathered(part, op, spec, operand_splits)
+            return True
         bufs = [self.placed(part, v, s, op) for v, s in zip(values, operand_splits)]
         part.plain_compute(op, spec, bufs[: len(spec.inputs)], bufs[len(spec.inputs):])
         return True
@@ -208,102 +202,12 @@ class MeshPlacer(Placer):
     def _rule(self, op: ir.Operation, spec: ComputeSpec, k: int) -> rules.Rule:
         split = [self.split.get(v, self.replicated)[k] for v in spec.inputs]
         if spec.op_class is LinearOp:
-            return rules.linear(split[0], split[1], _rank(spec.inputs[0]), bool(spec.trailing))
+            return rules.linear(split[0], split[1], rank_of(spec.inputs[0]), bool(spec.trailing))
         if spec.op_class is MatmulOp:
-            return rules.matmul(split[0], split[1], _rank(spec.inputs[0]), _rank(spec.inputs[1]), len(tensor_info(op.results[0].type)[0]))
+            return rules.matmul(split[0], split[1], rank_of(spec.inputs[0]), rank_of(spec.inputs[1]), len(tensor_info(op.results[0].type)[0]))
         if spec.op_class is BinaryOp:
             return rules.binary(split, [tensor_info(v.type)[0] for v in spec.inputs], len(tensor_info(op.results[0].type)[0]))
         return rules.reduction(split[0], spec.options["axes"])
-
-    # ----- partial sums -----------------------------------------------------------------
-    def _partial(self, part: Partitioner, op: ir.Operation, spec: ComputeSpec, k: int, per_axis: list) -> None:
-        """A contraction over dims split on mesh axis ``k``: local products into
-        ``[D, ..., N]`` split on axis 0 over ``k`` (the other mesh axes as their rules say),
-        then a sum over axis 0 into the result (allreduce or reduce-scatter along ``k``)."""
-        x, w = spec.inputs
-        loc = op.location
-        linear = spec.op_class is LinearOp
-        others = [rule if j != k else None for j, rule in enumerate(per_axis)]
-
-        def operand(i: int, value: ir.Value) -> tuple:
-            own = self.split.get(value, self.replicated)
-            return tuple(own[j] if j == k else others[j][0][i] for j in range(self.grid.rank))
-
-        out = op.results[0]
-        out_others = [None if j == k else others[j][1] for j in range(self.grid.rank)]
-        x_outer = self._outer(part, x, operand(0, x), k, [], op)
-        # Linear's weight [N, K] is used transposed; the leading mesh axis then broadcasts
-        # against x's batch axes (size-1 axes in between).
-        w_outer = self._outer(part, w, operand(1, w), k, [1] * (_rank(x) - 2), op, transpose=linear)
-        shape, dtype = tensor_info(out.type)
-        lead = [0 if j == k else (None if s is None else s + 1) for j, s in enumerate(out_others)]
-        partial = part.new_buffer(buffer_type(_vtensor([self.grid.shape[k]] + shape, dtype), self.sharding(lead)), loc)
-        with part.in_main(loc):
-            MatmulOp.emit(x_outer, w_outer, partial)
-        target = self._partial_target(out, k)
-        if linear and spec.trailing and target is not None and target == len(shape) - 1:
-            target = None
-        self.split[out] = tuple(target if j == k else s for j, s in enumerate(out_others))
-        summed = part.new_buffer(buffer_type(out.type, self.sharding(self.split[out])), loc) if spec.trailing else part.alloc(out, loc)
-        with part.in_main(loc):
-            ReductionOp.emit(partial, summed, "sum", [0])
-        if spec.trailing:  # bias, after the sum (added once, not once per shard)
-            (bias,) = spec.trailing
-            bias_buf = self.placed(part, bias, self.replicated, op)
-            result = part.alloc(out, loc)
-            with part.in_main(loc):
-                BinaryOp.emit(summed, bias_buf, result, "add")
-
-    def _partial_target(self, out: ir.Value, k: int) -> Optional[int]:
-        """Where the consumer wants the sum on mesh axis ``k``: split on axis 0 for a
-        requested ``Shard(0)`` output or an add with a row-split operand (sequence
-        parallelism); else replicated."""
-        for use in out.uses:
-            user = use.owner if isinstance(use.owner, ir.Operation) else use.owner.operation
-            if user.name == func.ReturnOp.OPERATION_NAME:
-                index = list(user.operands).index(out)
-                if index in self.output_splits and self.output_splits[index][k] == 0:
-                    return 0
-            spec = compute_spec(user)
-            if spec is not None and spec.op_class is BinaryOp:
-                other = [v for v in spec.inputs if v != out]
-                if other and self.split.get(other[0], self.replicated)[k] == 0 and _rank(other[0]) == _rank(out):
-                    return 0
-        return None
-
-    def _outer(self, part: Partitioner, value: ir.Value, splits: tuple, k: int, ones: list, op: ir.Operation, transpose: bool = False) -> ir.Value:
-        """``value``'s local shard (placed as ``splits``) with mesh axis ``k`` in front, as a
-        ``[D, *ones, ...]`` buffer split on axis 0 over ``k`` (a local kernel segment:
-        transpose, unsqueeze)."""
-        shape, dtype = tensor_info(value.type)
-        source = self.placed(part, value, splits, op)
-        unmoved = self.local_shape(shape, splits)
-        local = unmoved
-        block = self.local_shape(shape, tuple(s if j == k else None for j, s in enumerate(splits)))
-        moved = list(splits)
-        if transpose:
-            local, block = [local[1], local[0]], [block[1], block[0]]
-            moved = [None if s is None else 1 - s for s in moved]
-        lead = len(ones) + 1
-        out_splits = [0 if j == k else (None if s is None else s + lead) for j, s in enumerate(moved)]
-        out = part.new_buffer(buffer_type(_vtensor([self.grid.shape[k]] + ones + block, dtype), self.sharding(out_splits)), op.location)
-        local_out = [1] * lead + local
-
-        def body(values: list, ip: ir.InsertionPoint) -> list:
-            with ip, op.location:
-                v = values[0]
-                current = list(unmoved)
-                if transpose:
-                    current = [current[1], current[0]]
-                    v = _torch_op(_TRANSPOSE, [v, torch_int(0), torch_int(1)], _vtensor(current, dtype))
-                for _ in range(lead):
-                    current = [1] + current
-                    v = _torch_op(_UNSQUEEZE, [v, torch_int(0)], _vtensor(current, dtype))
-                assert current == local_out
-                return [v]
-
-        part.kernel([source], [out], [_vtensor(unmoved, dtype)], body, op.location)
-        return out
 
     # ----- segments ---------------------------------------------------------------------
     def segment_inputs(self, part: Partitioner, run: list, inputs: list, outputs: list) -> list:
@@ -344,15 +248,3 @@ class MeshPlacer(Placer):
 def _check_world(devices: int, world_size: int) -> None:
     if devices != world_size:
         raise HirError(f"error: the device mesh has {devices} devices but the run has {world_size} rank(s); the mesh size must be the world size")
-
-
-def _rank(value: ir.Value) -> int:
-    return len(tensor_info(value.type)[0])
-
-
-def _vtensor(shape: Sequence[int], dtype: str) -> ir.Type:
-    return ir.Type.parse(f"!torch.vtensor<[{','.join(str(d) for d in shape)}],{dtype}>")
-
-
-def _torch_op(name: str, operands: list, result: ir.Type) -> ir.Value:
-    return ir.Operation.create(name, results=[result], operands=operands).result

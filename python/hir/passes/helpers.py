@@ -150,6 +150,14 @@ def streamable(op: ir.Operation) -> bool:
     return cls is not None and cls.STREAMABLE
 
 
+def is_p2p_form(op: ir.Operation) -> bool:
+    """Whether ``op`` streams along its peer axis (``PEER_AXIS_ATTR``): nvFuser's P2P form,
+    one team member's slice per stream index (hir-p2p-pipeline's input)."""
+    cls = OP_CLASSES.get(op.name)
+    k = stream_axis(op)
+    return cls is not None and k is not None and bool(cls.PEER_AXIS_ATTR) and k == get_int(op, cls.PEER_AXIS_ATTR)
+
+
 def streamable_names() -> list[str]:
     return [name for name, cls in OP_CLASSES.items() if cls.STREAMABLE]
 

@@ -21,9 +21,9 @@ compute, shifts and one ``hir.reduction`` (``_p2p_reduce_scatter.py``). The modu
 ``hir.num_streams``: at least the pool streams the steps use (compute streams, plus the
 chunked reduce-scatter's reducer stream), so none of them alias.
 
-Run it after hir-convert-to-communication and before hir-lower (whose stream lowering
-rejects these collectives): ``hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,
-hir-lower``. ``backend`` (default: the collective's) sets the shifts' backend; ``streams``
+Run it after hir-convert-to-communication and before hir-lower:
+``hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower`` (without it,
+hir-lower's stream lowering runs such a collective whole, un-pipelined). ``backend`` (default: the collective's) sets the shifts' backend; ``streams``
 the number of pool streams the compute cycles through (1: compute in step order, like the
 hand-written copy-engine pipeline; n: one stream per step); ``copies`` > 1 splits each
 shift's copy over that many streams (``copies`` attribute: several copy engines per peer);
@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from torch_mlir import ir
 
 from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, ReduceScatterOp, module_num_streams, set_module_num_streams
-from hir.dialect.base import get_i64_array, get_int
+from hir.dialect.base import get_i64_array
 from hir.dialect.comm import BACKENDS
 from hir.passes._p2p_allgather import build_allgather
 from hir.passes._p2p_reduce_scatter import build_reduce_scatter
 from hir.passes._p2p_steps import ALGORITHMS, compute_streams
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes.helpers import func_ops, stream_axis
+from hir.passes.helpers import func_ops, is_p2p_form
 
 
 @register_pass
@@ -61,7 +61,7 @@ class P2PPipeline(ModulePass):
         needed = 0  # pool streams the built pipelines use
         for func in func_ops(module):
             body = func.regions[0].blocks[0]
-            todo = [op.operation for op in body.operations if _is_p2p(op.operation)]
+            todo = [op.operation for op in body.operations if is_p2p_form(op.operation)]
             for op in todo:
                 needed = max(needed, self._pool_streams(op))
                 if op.name == AllgatherOp.OPERATION_NAME:
@@ -99,12 +99,3 @@ def _fix_num_streams(module: ir.Module, needed: int) -> None:
         set_module_num_streams(module, max(DEFAULT_NUM_STREAMS, needed))
     elif fixed < needed:
         raise PassFailure(f"hir-p2p-pipeline: the pipelines use {needed} pool streams, but the module fixes hir.num_streams = {fixed}; lower streams= or raise it")
-
-
-def _is_p2p(op: ir.Operation) -> bool:
-    k = stream_axis(op)
-    if k is None:
-        return False
-    if op.name == AllgatherOp.OPERATION_NAME:
-        return k == get_int(op, "axis")
-    return op.name == ReduceScatterOp.OPERATION_NAME and k == get_int(op, "scatter_axis")

@@ -3,7 +3,11 @@ stream-parallel, nvFuser's ParallelType::Stream) becomes the seed 001/003 loop s
 the full output stays allocated before the loop, the user stream is saved, a separate loop
 syncs each pool stream with it, and the work loop runs the op on ``hir.alias_select`` slices
 (index ``%i`` along the mapped axis of each operand that has it) on pool stream ``%i``.
-Collectives (from hir-convert-to-communication) run per slice with their ``hir.wait``.
+Collectives (from hir-convert-to-communication) run per slice with their ``hir.wait``, but
+for a collective streamed along its peer axis (nvFuser's P2P form: the allgather of a split
+axis that is also the stream axis, the reduce-scatter onto it), which has no per-slice
+collective: when hir-p2p-pipeline has not pipelined it, it runs whole (its ``stream_axis``
+is dropped) and its consumers or producer keep their stream loop.
 
 Before::
 
@@ -55,7 +59,7 @@ from torch_mlir import ir
 from hir.dialect import AliasChunkOp, AliasSelectOp
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.passes import _stream_loops
-from hir.passes.helpers import FUNC_ARG_STREAM_ATTRS, fail, func_ops, operand_axis, output_index, renumber_axes, slice_name, stream_axis, stream_slices, streamable, streamable_names
+from hir.passes.helpers import FUNC_ARG_STREAM_ATTRS, fail, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, stream_slices, streamable, streamable_names
 from hir.passes.base import ModulePass, PassFailure, register_pass
 
 
@@ -75,7 +79,9 @@ class StreamLowering(ModulePass):
             todo = []
             for op in body.operations:
                 op = op.operation
-                if STREAM_AXIS_ATTR in op.attributes:
+                if is_p2p_form(op):  # not pipelined by hir-p2p-pipeline: run it whole
+                    del op.attributes[STREAM_AXIS_ATTR]
+                elif STREAM_AXIS_ATTR in op.attributes:
                     todo.append(op)
                 elif op.regions:
                     _reject_nested(op)

@@ -155,6 +155,19 @@ def worker() -> int:
                 (got,) = program(local)
                 check(f"{name}[{options}]#{attempt}", got, expected, tol)
             check(f"{name}[{options}] vs unpipelined", got, before, tol)
+    # Without hir-p2p-pipeline, hir-lower runs the P2P-form collective whole (no stream loop
+    # of collectives) and keeps its consumer's / producer's stream loop.
+    for name, text, inputs, expected in (
+        ("ag_matmul", ag_matmul(world, m, k, n, dtype), [a_full[rank : rank + 1], b], want),
+        ("matmul_rs", matmul_rs(world, m, k, n, dtype), [a_rs[:, rank : rank + 1], w_rs[:, rank : rank + 1]], want_rs[None]),
+    ):
+        module = hir.parse(text, f"{name}.mlir")
+        hir.lower(module, "hir-convert-to-communication{backend=cuda},hir-lower")
+        lowered = str(module)
+        if "hir.shift" in lowered or lowered.count('"hir.for"') != 2:
+            failures.append(f"rank {rank}: {name} under plain hir-lower: expected the whole collective and one stream loop (+ its sync loop)\n{lowered}")
+        (got,) = compile_program(module, device=device)([t.contiguous().to(device) for t in inputs])
+        check(f"{name}[plain hir-lower]", got, expected, tol)
     # streams=4 chunks=2: the chunked reduce-scatter's reducer has a pool stream of its own
     # (hir.num_streams grows past the compute streams), so the run uses one more stream.
     module = hir.parse(matmul_rs(world, m, k, n, dtype), "matmul_rs.mlir")
@@ -200,7 +213,7 @@ def test_cuda_backend_and_p2p_pipeline(world, device):
     result = launch(world, [sys.executable, __file__], timeout_s=240, env=env)
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
-    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + 2 * 3 * len(OPTIONS) + 2), report
+    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + 2 * 3 * len(OPTIONS) + 2 + 2), report
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The views group: hir.alias_select / alias_chunk / alias_broadcast and the upstream
+"""The views group: hir.alias_select / alias_chunk / alias_broadcast / alias_reshape and the upstream
 memref.subview (static, dynamic, strided, rank-reducing), collapse_shape and expand_shape,
 in the interpreter and the builder. Each is zero-copy (writes land in the parent buffer), is
 freed with its buffer, and reports bad run-time offsets at the op."""
@@ -102,6 +102,39 @@ def test_sharded_views_keep_the_split_axis():
     bad = ok.replace("[0, 1] [8, 2]", "[2, 1] [4, 2]").replace("8x2xf32, strided<[4, 1], offset: 1>", "4x2xf32, strided<[4, 1], offset: 9>")
     with pytest.raises(HirError, match="views axis 0 of %arg0, which is split over the device mesh"):
         run(bad, [local])
+
+
+def test_alias_reshape_moves_the_split_with_its_group():
+    """emit computes the view type (split axis 2 of [2, 4, 6] -> axis 1 of [8, 6]); the run
+    views rank 0's local shard without a copy; an inner split axis is rejected."""
+    from torch_mlir import ir
+
+    import hir
+    from hir.dialect import AliasReshapeOp
+
+    grid = "memref<2x4x6xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>"
+    module = hir.parse(f"""func.func @main(%a: {grid}) {{
+  return
+}}""", "reshape.mlir")
+    with module.context, ir.Location.unknown():
+        block = module.body.operations[0].regions[0].blocks[0]
+        with ir.InsertionPoint.at_block_begin(block):
+            view = AliasReshapeOp.emit(block.arguments[0], [8, 6], [[0, 1], [2]])
+    assert str(view.type) == "memref<8x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
+    flat = "memref<8x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
+    text = f"""func.func @main(%a: {grid}) -> {flat} {{
+  %v = "hir.alias_reshape"(%a) {{reassociation = [[0, 1], [2]]}} : ({grid}) -> {flat}
+  return %v : {flat}
+}}"""
+    local = torch.randn(2, 4, 3)  # rank 0's shard: half of axis 2
+    (v,) = run(text, [local])
+    assert v.shape == (8, 3) and v.data_ptr() == local.data_ptr() and torch.equal(v, local.reshape(8, 3))
+    inner = "memref<2x4x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
+    with pytest.raises(HirError, match="split axis 1 is not the outermost axis of its group"):
+        hir.parse(f"""func.func @main(%a: {inner}) {{
+  %v = "hir.alias_reshape"(%a) {{reassociation = [[0, 1], [2]]}} : ({inner}) -> memref<8x6xf32>
+  return
+}}""", "inner.mlir")
 
 
 def test_builder_views():

@@ -1,5 +1,5 @@
-"""Handlers of the views group: ``hir.alias_select``, ``hir.alias_chunk`` and
-``hir.alias_broadcast`` (torch ``expand``), and the upstream views ``memref.subview``
+"""Handlers of the views group: ``hir.alias_select``, ``hir.alias_chunk``,
+``hir.alias_broadcast`` (torch ``expand``) and ``hir.alias_reshape`` (torch ``view``), and the upstream views ``memref.subview``
 (static or dynamic offsets, sizes and strides; rank-reducing), ``memref.collapse_shape`` and
 ``memref.expand_shape`` (torch ``view``).
 
@@ -14,7 +14,7 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import memref
 
-from hir.dialect import AliasBroadcastOp, AliasChunkOp, AliasSelectOp
+from hir.dialect import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp
 from hir.dialect.base import DYNAMIC, get_i64_array, get_int
 from hir.dialect.context import HirError
 from hir.interpreter.buffers import fmt_shape
@@ -225,3 +225,16 @@ class ViewImpls:
             env[out] = env[src].expand(sizes)
 
         return broadcast_step
+
+    @impl(AliasReshapeOp)
+    def alias_reshape(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """``view`` to the result's local shape (the verifier keeps each split axis
+        outermost in its group, so the local shards view each other)."""
+        shape = c.spec(op.operation.results[0]).local_static()
+        src, out = _aliasing_result(c, op)
+        where = c.where(op)
+
+        def reshape_step(env: list) -> None:
+            env[out] = _reshaped(env[src], shape, where, AliasReshapeOp.OPERATION_NAME)
+
+        return reshape_step
