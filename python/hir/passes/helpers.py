@@ -104,9 +104,7 @@ def constant_value(value: ir.Value) -> Optional[int]:
 def defining_op(value: ir.Value) -> Optional[ir.Operation]:
     """The op defining ``value`` (None for block arguments)."""
     owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None
-    return owner.operation if hasattr(owner, "operation") else owner
+    return None if isinstance(owner, ir.Block) else owner.operation  # OpView and Operation alike
 
 
 def blocks_postorder(op: ir.Operation) -> Iterator[ir.Block]:
