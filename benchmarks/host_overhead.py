@@ -1,7 +1,7 @@
 """Host overhead of the hir interpreter per executed op, against eager torch doing the same
 ops in the same process, side by side (tiny tensors, so the time is host time).
 
-    python benchmarks/host_overhead.py [--device cpu] [--ops 200] [--repeat 7] [--no-p2p]
+    python benchmarks/host_overhead.py [--device cpu] [--ops 200] [--repeat 7] [--no-p2p] [--profile]
 
 For each case it prints the time per op (or per loop iteration) of the compiled hir program
 run eagerly (``graph=False``) and of hand-written eager torch code making the same torch
@@ -99,6 +99,7 @@ def main() -> None:
     p.add_argument("--ops", type=int, default=200, help="ops per straight-line program / loop trip count")
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--no-p2p", action="store_true", help="skip the 4-GPU P2P table")
+    p.add_argument("--profile", action="store_true", help="instead of the tables: cProfile the eager stream loop, hir and torch")
     p.add_argument("--p2p-rank", action="store_true", help=argparse.SUPPRESS)  # a rank of the P2P table
     args = p.parse_args()
     if args.p2p_rank:
@@ -108,6 +109,8 @@ def main() -> None:
     a, b, o = (torch.randn(*SHAPE, device=dev) for _ in range(3))
     r = torch.empty(4, device=dev)
     n = args.ops
+    if args.profile:
+        return profile_loop(dev, a, b, o, r, n, sync)
     rows = []
     cases = [("binary add", ["add"]), ("set", ["set"]), ("reduction sum", ["sum"]), ("matmul", ["matmul"]),
              ("mixed add/mul/set/sum/matmul", ["add", "mul", "set", "sum", "matmul"])]
@@ -136,6 +139,28 @@ def main() -> None:
     else:
         state = Program(hir.parse(LOOP), device=str(dev)).graph_state
         print(f"\ngraph='auto' on {dev}: every call eager ({state.reason})")
+
+
+def profile_loop(dev: torch.device, a, b, o, r, n: int, sync: Callable[[], None]) -> None:
+    """Where the eager stream loop's host time goes: cProfile of 20 calls of the hir program
+    (``graph=False``) and of the hand-written torch loop, the functions taking the most time
+    of their own first."""
+    import cProfile
+    import pstats
+
+    prog = Program(hir.parse(LOOP), device=str(dev), graph=False)
+    streams = [prog.streams.get(i) for i in range(4)] if dev.type == "cuda" else None
+    for label, fn in (("hir eager", lambda: prog([a, b, o, r, n])), ("torch eager", lambda: eager_loop(a, b, o, r, n, streams))):
+        fn()
+        sync()
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(20):
+            fn()
+        sync()
+        profile.disable()
+        print(f"=== {label}: stream loop, {n} iterations x 20 calls on {dev}")
+        pstats.Stats(profile).sort_stats("tottime").print_stats(18)
 
 
 def host_only(fn: Callable[[], None], repeat: int, number: int, sync: Callable[[], None]) -> float:

@@ -1,6 +1,13 @@
-"""Shared pytest fixtures: an MLIR context with hir loaded."""
+"""Shared pytest fixtures: an MLIR context with hir loaded. ``ops/`` is importable from every
+test file (its ``comm_worker`` also drives the NCCL runs of test_interpreter_gpu.py), not only
+once pytest has happened to collect a test there."""
+
+import os
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "ops"))
 
 from hir.core import new_context
 

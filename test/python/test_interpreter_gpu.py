@@ -2,7 +2,6 @@
 without CUDA; the NCCL runs need 2 / 4 GPUs)."""
 
 import gc
-import os
 import sys
 
 import pytest
@@ -102,8 +101,7 @@ def test_interp_gpu_dealloc_releases_memory():
 
 
 def _nccl(nproc: int) -> None:
-    worker = os.path.join(os.path.dirname(__file__), "comm_worker.py")
-    result = launch(nproc, [sys.executable, worker, "--device", "cuda"], timeout_s=300)
+    result = launch(nproc, [sys.executable, comm_worker.__file__, "--device", "cuda"], timeout_s=300)
     report = "\n".join(r.stdout + r.stderr for r in result.ranks)
     assert result.returncode == 0, report
     for name in comm_worker.CASES:

@@ -110,20 +110,39 @@ def worker() -> int:
     p = torch.randn(world, 2 * world, 3, generator=gen)
     r = torch.randn(2 * world, 3, generator=gen)
     module = hir.parse(collectives(world), "collectives.mlir")
-    program = compile_program(module, device=device)
     local = [x.chunk(world, 0)[rank], p.chunk(world, 0)[rank], r]
-    for attempt in range(2):
+
+    def run_collectives(program, tag: str) -> None:
         g, s, a, c = program([t.to(device) for t in local])
-        if attempt == 1 and device.startswith("cuda"):
+        if device.startswith("cuda"):
             torch.cuda.synchronize()
-        check(f"allgather#{attempt}", g, x)
-        check(f"reduce_scatter#{attempt}", s, p.sum(0).chunk(world, 0)[rank])
-        check(f"allreduce#{attempt}", a, p.amax(0))
-        check(f"broadcast#{attempt}", c, r)
+        check(f"allgather{tag}", g, x)
+        check(f"reduce_scatter{tag}", s, p.sum(0).chunk(world, 0)[rank])
+        check(f"allreduce{tag}", a, p.amax(0))
+        check(f"broadcast{tag}", c, r)
+
+    # Eager runs of one program register the peer buffers they read once, on the first run.
+    program = compile_program(module, device=device, graph=False)
+    for attempt in range(2):
+        run_collectives(program, f"#{attempt}")
         if attempt == 0:
             registered = peer_buffers.PeerBuffers.registrations
     if peer_buffers.PeerBuffers.registrations != registered:
-        failures.append(f"rank {rank}: peer buffers registered again on the second run ({registered} -> {peer_buffers.PeerBuffers.registrations})")
+        failures.append(f"rank {rank}: peer buffers registered again on the second eager run ({registered} -> {peer_buffers.PeerBuffers.registrations})")
+    if device.startswith("cuda"):
+        # graph="auto" (the CUDA default): the second call captures on the graph's static
+        # buffers (registered then); replays register nothing and read the new inputs.
+        program = compile_program(module, device=device)
+        for attempt in range(4):
+            if attempt == 3:
+                local = [t + 1 for t in local]
+                x, p, r = x + 1, p + 1, r + 1
+            run_collectives(program, f"[auto]#{attempt}")
+            if attempt == 1:
+                registered = peer_buffers.PeerBuffers.registrations
+        state = program.graph_state
+        if peer_buffers.PeerBuffers.registrations != registered or state.captures != 1 or state.replays < 2:
+            failures.append(f"rank {rank}: graph='auto' replays: {state.captures} capture(s), {state.replays} replays, peer buffers {registered} -> {peer_buffers.PeerBuffers.registrations}")
     # hir-p2p-pipeline: AG+matmul, both algorithms.
     dtype = os.environ.get("HIR_P2P_DTYPE", "f32")
     tdtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
@@ -213,7 +232,8 @@ def test_cuda_backend_and_p2p_pipeline(world, device):
     result = launch(world, [sys.executable, __file__], timeout_s=240, env=env)
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
-    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + 2 * 3 * len(OPTIONS) + 2 + 2), report
+    auto = 16 if device == "cuda" else 0  # four graph='auto' calls of the collectives program
+    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + auto + 2 * 3 * len(OPTIONS) + 2 + 2), report
 
 
 if __name__ == "__main__":
