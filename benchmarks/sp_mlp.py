@@ -11,9 +11,10 @@ gelu, matmul, ``reduce_scatter_tensor``), side by side in one run (issue 13).
 ``torch_mlir.fx``; the GPU machines have only the MLIR bindings) and writes the
 program-level module and its config; ``--from`` runs it on one GPU per rank. The weights
 are not carried (hundreds of MB at these sizes): both sides build the model from the same
-config and seed, and the module takes its weights as arguments, sharded per rank from the
-argument types. Each row prints the median ms (CUDA events, max over ranks), its ratio to
-the torch SP row and the relative error of this rank's rows against a float32 reference.
+config and seed, and the module takes its weights as arguments, sharded per rank as its
+argument types place them (``hir.interpreter.local_arguments``). Each row prints the median
+ms (CUDA events, max over ranks), its ratio to the torch SP row and the relative error of
+this rank's rows against a float32 reference.
 """
 
 import argparse
@@ -27,6 +28,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 import hir
+from hir.interpreter import local_arguments
+from hir.interpreter.backends.process_groups import shutdown
 from dist_timing import bench, init_nccl
 from overlap import hir_rows, relerr
 
@@ -62,20 +65,6 @@ def emit(args: argparse.Namespace) -> None:
     print(f"wrote {args.emit}/sp_mlp.mlir and config.json: {config}")
 
 
-def local_arguments(module_text: str, full: list, rank: int, dev: torch.device) -> list:
-    """This rank's shard of each global tensor, as @main's argument types place it."""
-    from torch_mlir import ir
-    from torch_mlir.dialects import func
-
-    from hir.dialect.sharding import sharding_of
-    from hir.interpreter.inputs import shard
-
-    module = hir.parse(module_text, "sp_mlp.mlir")
-    main = next(op.operation for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main")
-    types = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs
-    return [shard(t, sharding_of(ty), rank).to(dev) for t, ty in zip(full, types)]
-
-
 def run(args: argparse.Namespace) -> None:
     with open(os.path.join(args.from_dir, "config.json")) as f:
         config = json.load(f)
@@ -93,7 +82,7 @@ def run(args: argparse.Namespace) -> None:
     with torch.no_grad():
         reference = model.float()(x.float()).chunk(world)[rank]
         model = model.to(DTYPES[config["dtype"]])
-    args_local = local_arguments(text, [t for t in model.state_dict().values()] + [x], rank, dev)
+    args_local = [t.to(dev) for t in local_arguments(hir.parse(text, "sp_mlp.mlir"), list(model.state_dict().values()) + [x], rank)]
     w1, b1, w2, b2, x_local = args_local
     gathered = torch.empty_like(x)
     out = torch.empty_like(x_local)
@@ -113,8 +102,7 @@ def run(args: argparse.Namespace) -> None:
         print_rows(rank, base, [("torch SP (all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor)", base, relerr(torch_sp(), reference), "")])
         for pipeline in args.pipelines:  # a row as soon as it is measured
             print_rows(rank, base, hir_rows(lambda: hir.parse(text, "sp_mlp.mlir"), [pipeline], args_local, reference, rank, graph=True))
-    dist.barrier()
-    dist.destroy_process_group()
+    shutdown()  # hir's team groups first, then the default group
 
 
 def print_rows(rank: int, base: float, rows: list) -> None:

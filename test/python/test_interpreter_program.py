@@ -40,3 +40,33 @@ def test_interp_ops_on_other_ranks_meshes_are_skipped():
     y = torch.ones(4)
     run(text, [None, y])
     assert y.tolist() == [2, 2, 2, 2]
+
+
+def test_local_arguments_shards_global_tensors():
+    """hir.interpreter.local_arguments: each rank's shard as the argument type places it
+    (2-D mesh included), None off the buffer's mesh, scalars as given; a wrong global shape
+    or argument count is an error naming it."""
+    import pytest
+
+    import hir
+    from hir import HirError
+    from hir.interpreter import local_arguments
+
+    rows = "memref<4x6xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>"
+    grid = "memref<4x6xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>"
+    only1 = "memref<4xf32, #hir.shard<array<i64: 1>, -1 : i64>>"
+    module = hir.parse(f"""func.func @main(%r: {rows}, %g: {grid}, %o: {only1}, %n: index, %p: memref<3xf32>) {{
+  return
+}}""", "local.mlir")
+    full = torch.arange(24.0).reshape(4, 6)
+    other, plain = torch.ones(4), torch.zeros(3)
+    r0 = local_arguments(module, [full, full, other, 5, plain], 0)
+    assert torch.equal(r0[0], full[:2]) and torch.equal(r0[1], full[:2, :3]) and r0[2] is None and r0[3] == 5 and torch.equal(r0[4], plain)
+    r1 = local_arguments(module, [full, full, other, 5, plain], 1)
+    assert torch.equal(r1[0], full[2:]) and torch.equal(r1[1], full[:2, 3:]) and torch.equal(r1[2], other)
+    r3 = local_arguments(module, [full, full, other, 5, plain], 3)
+    assert r3[0] is None and torch.equal(r3[1], full[2:, 3:]) and r3[2] is None
+    with pytest.raises(HirError, match=r"argument #1 of @main: expected a global tensor of shape \[4, 6\]"):
+        local_arguments(module, [full, full[:2], other, 5, plain], 0)
+    with pytest.raises(HirError, match="@main takes 5 argument"):
+        local_arguments(module, [full], 0)

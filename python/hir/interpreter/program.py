@@ -10,6 +10,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_num_streams
+from hir.dialect.base import DYNAMIC
 from hir.dialect.comm import teams_of
 from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, format_location
@@ -17,6 +18,7 @@ from hir.interpreter import ops  # noqa: F401  (registers every op group's handl
 from hir.interpreter.backends.process_groups import default_device
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
 from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_blockers, written_arguments
+from hir.interpreter.inputs import shard
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
 from hir.passes import compute_resharding_reason
@@ -293,6 +295,30 @@ def scalar_kind(type_: ir.Type) -> type:
     """The Python type of a host scalar argument: bool (i1), float, else int."""
     text = str(type_)
     return bool if text == "i1" else float if text.startswith(("f", "bf")) else int
+
+
+def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entry: Optional[str] = None) -> list:
+    """Rank ``rank``'s arguments of the entry function from GLOBAL values (what ``hir-run``
+    does with ``.pt`` inputs): each tensor cut to this rank's shard as its argument type
+    places it (``#hir.shard``; a contiguous copy), None for a buffer whose mesh excludes the
+    rank, scalars as given. A tensor whose shape is not the type's global shape is an error
+    naming the argument."""
+    name = entry_function(module, entry, None)
+    fn = next(op.operation for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME and ir.StringAttr(op.operation.attributes["sym_name"]).value == name)
+    types = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs
+    if len(values) != len(types):
+        raise HirError(f"error: @{name} takes {len(types)} argument(s), got {len(values)}")
+    out = []
+    for index, (value, type_) in enumerate(zip(values, types)):
+        if not is_memref(type_):
+            out.append(value)
+            continue
+        spec = buffer_spec(type_, rank)
+        shape = list(getattr(value, "shape", ()))
+        if len(shape) != len(spec.shape) or any(e != DYNAMIC and e != a for e, a in zip(spec.shape, shape)):
+            raise HirError(f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} ({type_}), got {fmt_shape(shape) if hasattr(value, 'shape') else type(value).__name__}")
+        out.append(shard(value, spec.sharding, rank) if spec.held else None)
+    return out
 
 
 def compile(module: ir.Module, **options: Any) -> Program:  # noqa: A001 - the natural name

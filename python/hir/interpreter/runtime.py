@@ -9,6 +9,10 @@ import torch
 
 from hir.interpreter.backends.process_groups import Communicator, world
 
+# torch.cuda.set_stream is two Python wrappers around this call; a stream loop switches
+# streams twice an iteration. The public API is the fallback should a torch release drop it.
+_CUDA_SET_STREAM = getattr(torch._C, "_cuda_setStream", None)
+
 
 class Runtime:
     """What compiled steps close over: device, rank, streams, the process group."""
@@ -98,7 +102,10 @@ class StreamPool:
 
     def set_current(self, stream: Any) -> None:
         if self.cuda:
-            torch.cuda.set_stream(stream)
+            if _CUDA_SET_STREAM is not None:
+                _CUDA_SET_STREAM(stream_id=stream.stream_id, device_index=stream.device_index, device_type=stream.device_type)
+            else:
+                torch.cuda.set_stream(stream)
         self._current = stream
 
     def synchronize(self, stream: Any) -> None:
@@ -113,7 +120,7 @@ class StreamPool:
         if event is None:
             event = self._events[stream.cuda_stream] = torch.cuda.Event()
         event.record(stream)
-        self._current.wait_event(event)
+        event.wait(self._current)  # what Stream.wait_event does, one call fewer
 
 
 class AllocationTracker:

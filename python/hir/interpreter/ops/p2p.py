@@ -11,6 +11,7 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 from torch_mlir import ir
+from torch_mlir.dialects import arith, memref
 
 from hir.dialect import BarrierOp, DeviceIndexOp, ForOp, ShiftOp, is_view
 from hir.dialect.base import get_i64_array, get_int, get_str
@@ -151,18 +152,20 @@ class P2PImpls:
 
 
 def uniform_source(value: ir.Value) -> bool:
-    """Whether ``value`` is a symmetric alloc or a view of one selected by indices that are
-    the same on every rank (no ``hir.device_index`` in them), so a peer's buffer holds its
-    counterpart at the same offset."""
+    """Whether ``value`` is a symmetric alloc or a view of one whose index operands (every
+    operand after the viewed buffer: a select's index, a subview's offsets; none for a
+    reshape or broadcast) are the same on every rank (no ``hir.device_index`` in them), so a
+    peer's buffer holds its counterpart at the same offset."""
     while True:
         owner = value.owner
         if not isinstance(owner, (ir.Operation, ir.OpView)):
             return False
         if not is_view(owner):
             return is_symmetric_alloc(value)
-        if not _uniform_index(owner.operands[1]):
+        operands = list(owner.operands)
+        if not all(_uniform_index(v) for v in operands[1:]):
             return False
-        value = owner.operands[0]
+        value = operands[0]
 
 
 def _uniform_index(value: ir.Value, depth: int = 0) -> bool:
@@ -172,6 +175,10 @@ def _uniform_index(value: ir.Value, depth: int = 0) -> bool:
     if isinstance(owner, ir.Block):  # a loop induction variable: uniform if its bounds are
         parent = owner.owner
         return parent.name == ForOp.OPERATION_NAME and all(_uniform_index(v, depth + 1) for v in parent.operands)
-    if owner.name == "arith.constant" or owner.name == "memref.dim":
+    if owner.name in _RANK_UNIFORM:
         return True
-    return owner.name.startswith("arith.") and all(_uniform_index(v, depth + 1) for v in owner.operands)
+    return owner.name.startswith(_ARITH) and all(_uniform_index(v, depth + 1) for v in owner.operands)
+
+
+_RANK_UNIFORM = (arith.ConstantOp.OPERATION_NAME, memref.DimOp.OPERATION_NAME)  # the same on every rank
+_ARITH = arith.ConstantOp.OPERATION_NAME.split(".")[0] + "."  # index arithmetic of uniform values is uniform

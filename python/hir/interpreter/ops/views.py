@@ -102,9 +102,12 @@ class ViewImpls:
 
         def select_step(env: list) -> None:
             t, i = env[src], env[idx]
-            if not 0 <= i < t.shape[axis]:
-                raise HirError(f"{error} index {i} is out of range for axis {axis} of {name} (local shape {fmt_shape(t.shape)})")
-            env[out] = t.select(axis, i)
+            try:
+                if i < 0:  # torch would count it from the end
+                    raise IndexError
+                env[out] = t.select(axis, i)
+            except IndexError:  # torch's own bounds check; hir's message names the op
+                raise HirError(f"{error} index {i} is out of range for axis {axis} of {name} (local shape {fmt_shape(t.shape)})") from None
 
         return select_step
 
