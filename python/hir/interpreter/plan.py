@@ -11,7 +11,7 @@ Failures inside a step are turned into ``file:line:col: error:`` messages naming
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
@@ -71,11 +71,21 @@ class FunctionPlan:
         return [env[slot] for slot in self.result_slots]
 
 
-def run_steps(steps: list[Step], env: list) -> None:
-    """Run a block's steps; a failure becomes an :class:`HirError` at the failing op."""
+_ONCE = (None,)
+
+
+def run_steps(steps: list[Step], env: list, iv: Optional[int] = None, indices: Iterable = _ONCE) -> None:
+    """Run a block's steps, once or (a loop body) once per index in ``indices`` with the
+    index in slot ``iv``; a failure becomes an :class:`HirError` at the failing op. A loop
+    runs under one ``try``: a stream loop runs ~10 small steps an iteration, and a call and
+    a ``try`` per iteration are a measurable part of them."""
+    step = None
     try:
-        for step in steps:
-            step(env)
+        for index in indices:
+            if iv is not None:
+                env[iv] = index
+            for step in steps:
+                step(env)
     except HirError:
         raise
     except Exception as err:

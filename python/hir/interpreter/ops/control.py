@@ -7,7 +7,7 @@ from torch_mlir import ir
 
 from hir.dialect import ForOp
 from hir.dialect.context import HirError
-from hir.interpreter.plan import Compiler, Step, runtime_error
+from hir.interpreter.plan import Compiler, Step, run_steps
 from hir.interpreter.registry import impl, register_impls
 
 
@@ -25,17 +25,6 @@ class ControlImpls:
             step = env[st]
             if step <= 0:
                 raise HirError(f"{where}: error: '{ForOp.OPERATION_NAME}' step must be positive, got {step}")
-            # run_steps inlined, one try for the whole loop: a stream loop runs ~10 small steps
-            # an iteration, and a call plus a try per iteration is a measurable part of them.
-            body_step = None
-            try:
-                for i in range(env[lb], env[ub], step):
-                    env[iv] = i
-                    for body_step in body:
-                        body_step(env)
-            except HirError:
-                raise
-            except Exception as err:
-                raise runtime_error(body_step, env, err) from err
+            run_steps(body, env, iv, range(env[lb], env[ub], step))
 
         return for_step
