@@ -82,6 +82,15 @@ def p2p_matmul_rs_program(D: int, M: int, K: int, N: int):
     return b.finish()
 
 
+def table_row(row: tuple, base: float) -> str:
+    """A markdown row of (label, ms or None, rel. error or None, why n/a), its time as a
+    ratio to ``base``."""
+    label, t, err, note = row
+    ms = f"{t:.3f}" if t is not None else "n/a"
+    ratio = f"{t / base:.2f}x" if t is not None else note
+    return f"| {label} | {ms} | {ratio} | {'' if err is None else f'{err:.1e}'} |"
+
+
 def hir_rows(build, pipelines, inputs, reference, rank, graph: bool, tag: str = "") -> list[tuple[str, Optional[float], Optional[float], str]]:
     """One row per pipeline (and per mode: eager interpretation, CUDA-graph replay). Graph
     rows pass the graph's own static input buffers, so a replay copies no inputs."""
@@ -237,10 +246,8 @@ def main() -> None:
                 ideal = max(t_comm, t_mm)
                 print(f"\n{name}, {D} GPUs, bf16, M={size} K=N=8192, S={args.chunks} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
                 print("| row | ms | / max(comm, matmul) | rel. error |\n|---|---:|---:|---:|")
-                for label, t, err, note in rows:
-                    ms = f"{t:.3f}" if t is not None else "n/a"
-                    ratio = f"{t / ideal:.2f}x" if t is not None else note
-                    print(f"| {label} | {ms} | {ratio} | {'' if err is None else f'{err:.1e}'} |")
+                for row in rows:
+                    print(table_row(row, ideal))
     dist.destroy_process_group()
 
 

@@ -31,7 +31,7 @@ import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
 from dist_timing import bench, init_nccl
-from overlap import hir_rows, relerr
+from overlap import hir_rows, relerr, table_row
 
 COLLECTIVES = "hir-convert-to-communication{backend=nccl},hir-lower"
 P2P = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower"
@@ -108,10 +108,8 @@ def run(args: argparse.Namespace) -> None:
 def print_rows(rank: int, base: float, rows: list) -> None:
     if rank != 0:
         return
-    for label, t, err, note in rows:
-        ms = f"{t:.3f}" if t is not None else "n/a"
-        ratio = f"{t / base:.2f}x" if t is not None else note
-        print(f"| {label} | {ms} | {ratio} | {'' if err is None else f'{err:.1e}'} |", flush=True)
+    for row in rows:
+        print(table_row(row, base), flush=True)
 
 
 def main() -> None:

@@ -45,6 +45,10 @@ class BufferSpec:
     held: bool  # False when the buffer's mesh excludes this rank (ops on it are skipped)
     contiguous: bool  # identity layout: a dense row-major buffer
 
+    def fits(self, shape: Sequence[int]) -> bool:
+        """Whether ``shape`` is this buffer's global shape (any extent where it is dynamic)."""
+        return len(shape) == len(self.shape) and all(e == DYNAMIC or e == a for e, a in zip(self.shape, shape))
+
     def parts(self, axis: int) -> int:
         """How many shards buffer axis ``axis`` is cut into (1 when not split)."""
         return 1 if self.sharding is None else self.sharding.parts(axis)

@@ -87,9 +87,8 @@ def _global_tensor(what: str, spec: BufferSpec, text: str, seed: int) -> torch.T
             return torch.randint(0, 2, shape, generator=gen).bool()
         return torch.randint(-8, 9, shape, generator=gen).to(spec.dtype)
     tensor = _load(what, text)
-    expected = list(spec.shape)
-    if tensor.dim() != len(expected) or any(e != DYNAMIC and e != a for e, a in zip(expected, tensor.shape)):
-        raise InputError(f"{what}: {text} holds shape {fmt_shape(tensor.shape)}, expected the global shape {fmt_shape(expected)}")
+    if not spec.fits(tensor.shape):
+        raise InputError(f"{what}: {text} holds shape {fmt_shape(tensor.shape)}, expected the global shape {fmt_shape(spec.shape)}")
     if tensor.dtype != spec.dtype:
         raise InputError(f"{what}: {text} holds dtype {tensor.dtype}, expected {spec.dtype}")
     return tensor
@@ -106,7 +105,7 @@ def _shape(what: str, spec: BufferSpec, text: str) -> list[int]:
         raise InputError(f"{what}: bad shape '{text}' (write it like 8x4)") from None
     if min(shape, default=0) < 0:
         raise InputError(f"{what}: bad shape '{text}': extents must be >= 0")
-    if len(shape) != len(spec.shape) or any(e != DYNAMIC and e != a for e, a in zip(spec.shape, shape)):
+    if not spec.fits(shape):
         raise InputError(f"{what}: shape {fmt_shape(shape)} does not fit the type's {fmt_shape(spec.shape)}")
     return shape
 

@@ -10,7 +10,6 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_num_streams
-from hir.dialect.base import DYNAMIC
 from hir.dialect.comm import teams_of
 from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, format_location
@@ -314,9 +313,8 @@ def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entr
             out.append(value)
             continue
         spec = buffer_spec(type_, rank)
-        shape = list(getattr(value, "shape", ()))
-        if len(shape) != len(spec.shape) or any(e != DYNAMIC and e != a for e, a in zip(spec.shape, shape)):
-            raise HirError(f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} ({type_}), got {fmt_shape(shape) if hasattr(value, 'shape') else type(value).__name__}")
+        if not (hasattr(value, "shape") and spec.fits(value.shape)):
+            raise HirError(f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} ({type_}), got {fmt_shape(value.shape) if hasattr(value, 'shape') else type(value).__name__}")
         out.append(shard(value, spec.sharding, rank) if spec.held else None)
     return out
 

@@ -162,8 +162,8 @@ def _find_extent_key(value: ir.Value, memo: dict):
     if op is None:
         return ("value", value)
     if op.name == CONSTANT:
-        attr = op.attributes["value"]
-        return ("const", ir.IntegerAttr(attr).value) if isinstance(attr, ir.IntegerAttr) else ("value", value)
+        constant = constant_value(value)
+        return ("value", value) if constant is None else ("const", constant)
     if op.name == DIM:
         source, axis = op.operands[0], constant_value(op.operands[1])
         if axis is not None:

@@ -181,4 +181,4 @@ def _uniform_index(value: ir.Value, depth: int = 0) -> bool:
 
 
 _RANK_UNIFORM = (arith.ConstantOp.OPERATION_NAME, memref.DimOp.OPERATION_NAME)  # the same on every rank
-_ARITH = arith.ConstantOp.OPERATION_NAME.split(".")[0] + "."  # index arithmetic of uniform values is uniform
+_ARITH = "arith."  # the dialect's ops: index arithmetic of uniform values is uniform
