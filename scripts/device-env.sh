@@ -1,6 +1,8 @@
 # Sourced by the scripts/device-*.sh checks on a lent GPU machine (torch with CUDA, no
 # torch-mlir, no network): unpack the MLIR bindings and test wheels carried in .device/,
-# make the source tree importable as the `hir` package (python/hir), never use NVLink multicast.
+# make the source tree importable as the `hir` package (python/hir with the top-level dialect/ and
+# passes/ linked in as hir.dialect and hir.passes, as pyproject's package-dir maps them), never use
+# NVLink multicast.
 # Prepare .device/ here first:
 #   bash ../shared/tools/device-bundle.sh
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 -d .device/wheels pytest pluggy iniconfig packaging
@@ -9,4 +11,7 @@ out=${OUT:-/tmp/hir-device-out}
 mkdir -p "$out"
 python3 .device/unpack.py >/dev/null
 for w in .device/wheels/*.whl; do python3 -m zipfile -e "$w" /tmp/site; done
-export PYTHONPATH="/tmp/site:$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+src=/tmp/hir-src
+rm -rf "$src" && mkdir -p "$src" && cp -rs "$PWD/python/hir" "$src/hir"
+ln -s "$PWD/dialect" "$src/hir/dialect" && ln -s "$PWD/passes" "$src/hir/passes"
+export PYTHONPATH="/tmp/site:$src${PYTHONPATH:+:$PYTHONPATH}"
