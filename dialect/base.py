@@ -10,15 +10,21 @@ on the mesh. :mod:`hir.dialect.sharding` reads it (1-D and multi-dimensional mes
 
 import sys
 import types
+from array import array
 from typing import Any, Optional, Sequence
 
 # Without a module at this name every wrap of an hir op tries an import (~24 us each).
 _STUB = "torch_mlir.dialects.hir"
 sys.modules.setdefault(_STUB, types.ModuleType(_STUB))
 
-from torch_mlir import ir  # noqa: E402
+from hir.dialect._lazy_numpy import import_ir  # noqa: E402
+
+ir = import_ir()
 from torch_mlir.dialects import ext  # noqa: E402
-from torch_mlir.dialects import torch as torch_dialect  # noqa: E402
+
+# The torch dialect's registration hook alone: its Python op classes (torch_mlir.dialects.torch,
+# ~75 ms to import) load on the first wrap of a torch op, as any upstream dialect's do.
+from torch_mlir._mlir_libs._torchMlir import register_dialect as _register_torch_dialect  # noqa: E402
 
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 
@@ -60,8 +66,16 @@ def load(context: Optional[ir.Context] = None) -> ir.Context:
         with ctx:
             HirDialect.load()
         # Kernel segments may hold torch-mlir's `torch` dialect ops (imported PyTorch code).
-        torch_dialect.register_dialect(ctx)
+        _register_torch_dialect(ctx)
     return ctx
+
+
+def i64_elements(flat: Sequence[int], shape: Sequence[int]) -> ir.DenseIntElementsAttr:
+    """``dense<...> : tensor<shape x i64>`` from row-major ``flat`` values (through the buffer
+    protocol: no numpy on the dialect's import path)."""
+    tensor_type = ir.RankedTensorType.get(list(shape), ir.IntegerType.get_signless(64), loc=ir.Location.unknown())
+    data = memoryview(array("q", [int(v) for v in flat])).cast("B").cast("q", list(shape))
+    return ir.DenseIntElementsAttr.get(data, type=tensor_type)
 
 
 def memref_type(value_or_type: Any, what: str) -> ir.MemRefType:

@@ -20,11 +20,10 @@ Axis conventions (all in the input's coordinates):
 
 from typing import Any, Optional
 
-import numpy as np
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import HirOp, WorkType, check_axis, check_same_element_type, check_shape, fail, get_int, int_attr, memref_type, str_attr, work_type
+from hir.dialect.base import HirOp, WorkType, check_axis, check_same_element_type, check_shape, fail, get_int, i64_elements, int_attr, memref_type, str_attr, work_type
 from hir.dialect.sharding import Sharding, sharding_of
 
 BACKENDS = ("nccl", "gloo", "cuda")
@@ -60,8 +59,7 @@ def teams_of(op: Any, name: str = "team") -> list[list[int]]:
 
 def teams_attr(teams: list[list[int]]) -> ir.Attribute:
     """The ``team`` attribute of collectives run by several disjoint teams (one per row)."""
-    layout_type = ir.RankedTensorType.get([len(teams), len(teams[0])], ir.IntegerType.get_signless(64), loc=ir.Location.unknown())
-    return ir.DenseIntElementsAttr.get(np.asarray(teams, dtype=np.int64), type=layout_type)
+    return i64_elements([d for team in teams for d in team], [len(teams), len(teams[0])])
 
 
 def team_mesh_axis(sharding: Sharding, teams: list[list[int]]) -> Optional[int]:

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
 from torch_mlir import ir
 
-from hir.dialect.base import DYNAMIC, ShardAttr, fail, memref_type
+from hir.dialect.base import DYNAMIC, ShardAttr, fail, i64_elements, memref_type
 
 
 class MultiDimMeshError(ValueError):
@@ -149,9 +148,7 @@ class Sharding:
         i64 = ir.IntegerType.get_signless(64)
         if not self.multi_dim:
             return ShardAttr.get(ir.DenseI64ArrayAttr.get(list(self.mesh)), ir.IntegerAttr.get(i64, -1 if self.splits[0] is None else self.splits[0]))
-        layout_type = ir.RankedTensorType.get(list(self.mesh_shape), i64, loc=ir.Location.unknown())
-        layout = ir.DenseIntElementsAttr.get(np.asarray(self.mesh, dtype=np.int64).reshape(self.mesh_shape), type=layout_type)
-        return ShardAttr.get(layout, ir.DenseI64ArrayAttr.get([-1 if s is None else s for s in self.splits]))
+        return ShardAttr.get(i64_elements(self.mesh, self.mesh_shape), ir.DenseI64ArrayAttr.get([-1 if s is None else s for s in self.splits]))
 
 
 def _cast(kind: type, attr: ir.Attribute) -> Optional[ir.Attribute]:

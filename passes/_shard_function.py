@@ -4,7 +4,7 @@ in order, building the hir program before each one, then erases the tensor progr
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, func, linalg, scf, shard, tensor
+from torch_mlir.dialects import arith, func, scf, shard, tensor
 
 from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, MatmulOp, BinaryOp, ReduceScatterOp, ShiftOp, WaitOp
 from hir.dialect.comm import teams_attr
@@ -186,6 +186,8 @@ class FunctionConversion:
 
     # ----- ops -------------------------------------------------------------------------
     def convert(self, op: ir.Operation) -> None:
+        from torch_mlir.dialects import linalg  # lazily: its opdsl costs hir-opt's start ~0.1 s
+
         name = op.name
         if name == arith.ConstantOp.OPERATION_NAME:
             self.free[op.results[0]] = op

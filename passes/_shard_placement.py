@@ -26,7 +26,6 @@ from math import prod
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import linalg, tensor
 
 from hir.dialect import Sharding
 from hir.dialect.linalg_facts import ELEMENTWISE_NAMED
@@ -163,6 +162,8 @@ def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid) -> GridPlace
 def _maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
     """(indexing maps as lists of loop dims or None for constants, reduction loops) of a
     structured op whose maps are known, else None."""
+    from torch_mlir.dialects import linalg  # lazily: linalg's opdsl costs hir-opt ~0.1 s and numpy at start
+
     name = op.name
     if "indexing_maps" in op.attributes:
         maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
@@ -188,6 +189,8 @@ def infer(op: ir.Operation, operands: list[GridPlacement], rank: int) -> GridPla
 
 def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
     """The placement of the (every) tensor result of a linalg / tensor op on one grid axis."""
+    from torch_mlir.dialects import linalg, tensor  # lazily, as in _maps_of
+
     known = [p for p in operands if p not in (FREE, REPLICATED)]
     if not known:
         return REPLICATED

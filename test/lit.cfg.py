@@ -18,7 +18,13 @@ for var in ("PATH", "PYTHONPATH", "HOME", "TMPDIR"):
 # Interpreter tests run on CPU so results do not depend on the machine.
 config.environment["HIR_DEVICE"] = "cpu"
 
-for tool in ("hir-opt", "hir-run", "hir-import", "filecheck", "torchrun"):
+for tool in ("hir-opt", "hir-run", "hir-import", "filecheck", "torchrun", "torch-mlir-opt"):
     if shutil.which(tool) is None:
         lit_config.fatal(f"'{tool}' is not on PATH: install the package first (see README)")
 config.substitutions.append(("FileCheck", "filecheck"))
+
+# The IRDL file of the installed hir package (test/Upstream: upstream mlir-opt reading hir IR).
+import importlib.util  # noqa: E402
+
+_dialect = importlib.util.find_spec("hir.dialect")
+config.substitutions.append(("%hir_irdl", os.path.join(_dialect.submodule_search_locations[0], "hir.irdl.mlir")))

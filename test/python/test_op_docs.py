@@ -8,10 +8,23 @@ from hir.tools.gen_op_docs import generate, main
 from hir.tools.opt import emit_irdl
 
 OPS_MD = Path(__file__).resolve().parents[2] / "docs" / "ops.md"
+IRDL = Path(__file__).resolve().parents[2] / "dialect" / "hir.irdl.mlir"
 
 
 def test_ops_md_is_current():
     assert OPS_MD.read_text() == generate(), "docs/ops.md is out of date: run python -m hir.tools.gen_op_docs -o docs/ops.md"
+
+
+def test_irdl_file_is_current():
+    assert IRDL.read_text() == emit_irdl(), "dialect/hir.irdl.mlir is out of date: run hir-opt --emit-irdl > dialect/hir.irdl.mlir"
+
+
+def test_irdl_file_is_installed():
+    """The wheel ships the IRDL file beside the op classes (pyproject package-data)."""
+    import hir.dialect
+
+    installed = Path(hir.dialect.__file__).with_name("hir.irdl.mlir")
+    assert installed.read_text() == emit_irdl()
 
 
 def test_every_registered_op_is_documented():

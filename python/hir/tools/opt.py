@@ -69,11 +69,18 @@ def list_passes() -> str:
     return "\n".join(lines) + "\n"
 
 
+IRDL_HEADER = (
+    "// The hir dialect in IRDL, generated from the op classes: hir-opt --emit-irdl > dialect/hir.irdl.mlir\n"
+    "// (test/python/test_op_docs.py fails when it is stale). Upstream tools load it with\n"
+    "// --irdl-file; see the README, \"hir IR in upstream tools\".\n"
+)
+
+
 def emit_irdl() -> str:
     from hir.dialect import HirDialect
 
     with new_context():
-        return str(HirDialect._mlir_module) + "\n"
+        return IRDL_HEADER + str(HirDialect._mlir_module) + "\n"
 
 
 def split_chunks(text: str, split: bool) -> list[str]:
@@ -89,8 +96,6 @@ def split_chunks(text: str, split: bool) -> list[str]:
 
 def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Optional[str], list[Diagnostic]]:
     """Parse, transform and print one chunk: (printed module or None, diagnostics)."""
-    from hir.passes import Instrumentation, run_pipeline
-
     ctx = new_context()
     with ctx:
         try:
@@ -99,6 +104,8 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
             located = None if err.error_diagnostics else locate_custom_syntax(chunk, source)
             return None, parse_diagnostics(located or format_mlir_error(err, source))
         if args.pass_pipeline:
+            from hir.passes import Instrumentation, run_pipeline
+
             inst = Instrumentation(verify_each=args.verify_each == "true")
             # Flags add to what HIR_DUMP asked for.
             inst.print_before_all |= args.mlir_print_ir_before_all
