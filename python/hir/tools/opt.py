@@ -142,7 +142,7 @@ def _main(args: argparse.Namespace) -> int:
 
         parse_pipeline(args.pass_pipeline)  # fail fast on a malformed pipeline
     if args.output != "-":
-        check_writable("-o", args.output)
+        check_writable("-o", args.output, [args.input])
     source, text = read_source(args.input)
 
     outputs, failed = [], False

@@ -132,9 +132,11 @@ def check_args(args: argparse.Namespace) -> None:
             raise CliError(f"--lower={args.lower}: {err}") from None
     if args.timeout is not None and args.nproc is None:
         raise CliError("--timeout applies to --nproc runs only (add --nproc 1 to time-limit one process)")
+    # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
+    inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]]
     for flag, path in (("--save", args.save), ("--trace", args.trace)):
         if path:
-            check_writable(flag, path)
+            check_writable(flag, path, inputs)
 
 
 def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
