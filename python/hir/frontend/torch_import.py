@@ -86,8 +86,9 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
     names = list(module.state_dict().keys())
     state = [t.detach() for t in module.state_dict().values()]
     what = type(module).__name__
-    # torch.export writes the partial graph of a failed trace to stderr; the error says it.
-    logging.disable(logging.WARNING)
+    # torch.export writes the partial graph of a failed trace to stderr and logs the failing
+    # meta kernel's traceback (ERROR level); the error says it.
+    logging.disable(logging.CRITICAL)
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             program = torch.export.export(_Functional(module, names), tuple(state) + tuple(example_args), strict=False)
@@ -119,6 +120,10 @@ def from_torch(
     its DTensor parameters. See :mod:`hir.frontend.placements`."""
     from hir.frontend.placements import mesh_placer
 
+    if not isinstance(module, torch.nn.Module):
+        raise HirError(f"error: hir.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
+    if placements is not None and not isinstance(placements, dict):
+        raise HirError(f"error: hir.from_torch: placements must be a dict (state name / 'input0' / 'output0' -> placement), got {type(placements).__name__}")
     if not isinstance(example_args, (tuple, list)):
         example_args = (example_args,)
     context = new_context()
@@ -129,13 +134,31 @@ def from_torch(
     with context, ir.Location.unknown():
         torch_module, names = export_to_torch_mlir(local_module, example_args, context)
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
-        placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
-        hir_module = Partitioner(torch_func, placer, source).build()
+        try:
+            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
+        except (TypeError, ValueError) as err:
+            raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
+        try:
+            hir_module = Partitioner(torch_func, placer, source).build()
+        except ValueError as err:  # a value the partitioner cannot place (see _unsupported)
+            raise HirError(f"{source}: error: cannot import {type(module).__name__}: {_unsupported(torch_func, err)}") from None
         try:
             hir_module.operation.verify()
         except ir.MLIRError as err:
             raise HirError(format_mlir_error(err, source)) from None
     return TorchProgram(hir_module, names, len(example_args), placer)
+
+
+def _unsupported(torch_func: func.FuncOp, err: ValueError) -> str:
+    """Why partitioning failed, in the user's terms: non-tensor inputs and data-dependent
+    shapes (``torch.nonzero``, boolean masks) have no buffer type."""
+    args = [str(a.type) for a in torch_func.regions[0].blocks[0].arguments]
+    scalar = next((i for i, t in enumerate(args) if not t.startswith("!torch.vtensor")), None)
+    if scalar is not None:
+        return f"argument #{scalar} of the exported function is {args[scalar]}: hir imports tensor inputs only (pass the value as a tensor, or make it a constant of the module)"
+    if any("?" in str(r.type) for op in torch_func.regions[0].blocks[0].operations for r in op.results):
+        return f"the module computes a tensor whose shape depends on data (e.g. torch.nonzero): hir needs static shapes ({err})"
+    return str(err)
 
 
 def _undistribute(module: torch.nn.Module) -> tuple[torch.nn.Module, dict, Optional[tuple]]:

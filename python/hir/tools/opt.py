@@ -16,6 +16,8 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 
 from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text
+from hir.dialect.sharding import check_placements
+from hir.dialect.context import check_nesting
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
 from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
 
@@ -91,6 +93,10 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
     """Parse, transform and print one chunk: (printed module or None, diagnostics)."""
     from hir.passes import Instrumentation, run_pipeline
 
+    try:
+        check_nesting(chunk, source)
+    except HirError as err:
+        return None, parse_diagnostics(str(err))
     ctx = new_context()
     with ctx:
         try:
@@ -98,6 +104,9 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
         except ir.MLIRError as err:
             located = None if err.error_diagnostics else locate_custom_syntax(chunk, source)
             return None, parse_diagnostics(located or format_mlir_error(err, source))
+        placement_errors = check_placements(module.operation, source)
+        if placement_errors:
+            return None, parse_diagnostics("\n".join(placement_errors))
         if args.pass_pipeline:
             inst = Instrumentation(verify_each=args.verify_each == "true")
             # Flags add to what HIR_DUMP asked for.
