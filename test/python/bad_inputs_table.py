@@ -263,6 +263,14 @@ def _api_cases():
         def forward(self, x):
             return torch.nonzero(x)
 
+    imported = []
+
+    def linear_program():
+        """One import of Linear shared by the cases that misuse the imported program."""
+        if not imported:
+            imported.append(hir.from_torch(Linear(), (torch.ones(3, 4),)))
+        return imported[0]
+
     ones = torch.ones(4, 4)
     return [
         ("api-parse-not-text", lambda f: hir.parse(42), ["hir.parse: expected MLIR text (a str), got int"]),
@@ -280,7 +288,7 @@ def _api_cases():
         ("api-lower-unknown-pass", lambda f: hir.lower(parsed(f), "hir-bogus"), ["hir-bogus"]),
         ("api-lower-nested", lambda f: hir.lower(parsed(f), "func.func(hir-lower)"), ["'hir-lower' is a module-level hir pass"]),
         ("api-program-text", lambda f: Program("func.func @main() { return }"), ["Program: module must be an ir.Module (parse text with hir.parse(text)), got str"]),
-        ("api-program-torch-program", lambda f: Program(hir.from_torch(Linear(), (torch.ones(3, 4),))), ["Program: module must be an ir.Module (an imported program's module is program.module), got TorchProgram"]),
+        ("api-program-torch-program", lambda f: Program(linear_program()), ["Program: module must be an ir.Module (an imported program's module is program.module), got TorchProgram"]),
         ("api-run-text", lambda f: hir.run("func.func @main() { return }", []), ["module must be an ir.Module", "got str"]),
         ("api-run-wide-mesh", lambda f: hir.run(parsed(f, "wide.mlir"), [torch.ones(4, 4)], device="cpu", source_name="wide.mlir"), ["wide.mlir:1:17: error: argument #0 of 'func.func' is placed on devices [0, 1, 2] but the run has 1 rank(s)"]),
         ("api-run-input-count", lambda f: hir.run(parsed(f), [ones], device="cpu"), ["@main takes 2 input(s), got 1"]),
@@ -304,6 +312,10 @@ def _api_cases():
         ("api-from-torch-placements", lambda f: hir.from_torch(Linear(), (torch.ones(3, 4),), mesh=[0, 1], placements=5), ["placements must be a dict"]),
         ("api-from-torch-mesh", lambda f: hir.from_torch(Linear(), (torch.ones(3, 4),), mesh="ab", placements={}), ["hir.from_torch: mesh='ab'"]),
         ("api-from-torch-placements-without-mesh", lambda f: hir.from_torch(Linear(), (torch.ones(3, 4),), placements={"input0": None}), ["placements were given without a mesh"]),
-        ("api-torch-program-inputs", lambda f: hir.from_torch(Linear(), (torch.ones(3, 4),)).run(Linear().state_dict(), torch.ones(3, 4), torch.ones(3, 4), device="cpu"), ["the module takes 1 input(s), got 2"]),
-        ("api-torch-program-state", lambda f: hir.from_torch(Linear(), (torch.ones(3, 4),)).run({}, torch.ones(3, 4), device="cpu"), ["the state dict lacks fc.weight"]),
+        ("api-torch-program-inputs", lambda f: linear_program().run(Linear().state_dict(), torch.ones(3, 4), torch.ones(3, 4), device="cpu"), ["the module takes 1 input(s), got 2"]),
+        ("api-torch-program-input-shape", lambda f: linear_program().run(Linear().state_dict(), torch.ones(3, 5), device="cpu"),
+         ["bad_inputs_table.py:", "error: input 0: expected a tensor of shape [3, 4] (the example input hir.from_torch imported), got [3, 5]"]),
+        ("api-torch-program-input-type", lambda f: linear_program().arguments(Linear().state_dict(), [1.0]),
+         ["error: input 0: expected a tensor of shape [3, 4]", "got list"]),
+        ("api-torch-program-state", lambda f: linear_program().run({}, torch.ones(3, 4), device="cpu"), ["the state dict lacks fc.weight"]),
     ]

@@ -116,3 +116,56 @@ def test_run_reports_a_launch_failure(work, monkeypatch, capsys):
     monkeypatch.setattr(launch_module, "launch", fail)
     assert run_cli.main(["p.mlir", "--nproc", "2"]) == 1
     assert "--nproc 2: cannot start rank 1 of 2" in capsys.readouterr().err
+
+
+def test_terminated_launcher_stops_its_ranks(tmp_path):
+    """SIGTERM to ``hir-run --nproc 2`` (a CI job's timeout) stops both ranks and removes the
+    launch folder instead of orphaning them."""
+    import signal
+
+    (tmp_path / "loop.mlir").write_text(
+        """func.func @main(%a: memref<4xf32>, %n: index) -> memref<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  "hir.for"(%c0, %n, %c1) ({
+  ^bb0(%i: index):
+    "hir.binary"(%a, %a, %a) {kind = "add"} : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+    "hir.yield"() : () -> ()
+  }) : (index, index, index) -> ()
+  return %a : memref<4xf32>
+}
+"""
+    )
+    env = dict(os.environ, HIR_DEVICE="cpu", TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "hir.tools.run_cli", "loop.mlir", "random", "1000000000", "--nproc", "2"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("hir-launch-*/1.out")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    folders = list(tmp_path.glob("hir-launch-*"))
+    assert folders, "the launch did not start"
+    ranks = _children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert not any(f.exists() for f in folders)
+    assert ranks and not any(os.path.exists(f"/proc/{pid}") and _alive(pid) for pid in ranks)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

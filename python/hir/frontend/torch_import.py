@@ -50,14 +50,44 @@ class TorchProgram:
             raise HirError(f"error: the state dict lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
         if len(inputs) != self.num_inputs:
             raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
+        self._check_inputs(inputs)
         full = [_full(state_dict[n]) for n in self.state_names] + list(inputs)
         return self.placer.local_arguments(full, rank)
+
+    def _check_inputs(self, inputs: Sequence[Any]) -> None:
+        """Each input must fit its ``@main`` argument's global shape; the error names the input
+        and the caller's line (not the torch source line the importer located ``@main`` at)."""
+        from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
+
+        main = next(op for op in self.module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
+        types = ir.FunctionType(ir.TypeAttr(main.operation.attributes["function_type"]).value).inputs[len(self.state_names):]
+        for i, (value, type_) in enumerate(zip(inputs, types)):
+            if not is_memref(type_):
+                continue
+            spec = buffer_spec(type_, 0)
+            if not isinstance(value, torch.Tensor) or not spec.fits(value.shape):
+                got = fmt_shape(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+                raise HirError(f"{_caller()}: error: input {i}: expected a tensor of shape {fmt_shape(spec.shape)} "
+                               f"(the example input hir.from_torch imported), got {got}")
 
     def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` on this rank with :func:`hir.run` options."""
         import hir  # the public entry: the interpreter sits beside the frontend, not below it
 
         return hir.run(self.module, self.arguments(state_dict, *inputs), **options)
+
+
+def _caller() -> str:
+    """``file:line`` of the innermost frame outside hir: the user's call."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if name != "hir" and not name.startswith("hir."):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<hir>"
 
 
 def _full(tensor: torch.Tensor) -> torch.Tensor:

@@ -165,16 +165,23 @@ def check_nproc(args: argparse.Namespace) -> None:
 
 def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
     """``--nproc N``: rerun this command line as N ranks and report in rank order."""
-    from hir.tools.launch import launch
+    import signal
 
-    from hir.tools.launch import LaunchError
+    from hir.tools.launch import LaunchError, launch
 
     env = dict(os.environ, HIR_LAUNCHED="1")
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)  # unwinds through launch(), which stops every rank
+
+    previous = signal.signal(signal.SIGTERM, terminated)
     try:
         result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
     except LaunchError as err:
         print(f"hir-run: error: --nproc {args.nproc}: {err}; stopped the ranks already started", file=sys.stderr)
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     for rank in result.ranks:
         sys.stdout.write(rank.stdout)
     if result.first_failure is not None:
