@@ -167,3 +167,17 @@ def test_import_keeps_mode(work):
     assert import_cli.main(["m.py", "-o", "out.mlir"]) == 0
     assert stat.S_IMODE((work / "out.mlir").stat().st_mode) == 0o600
     assert "func.func" in (work / "out.mlir").read_text()
+
+
+@pytest.mark.parametrize("flag", ["--save", "--trace"])
+def test_run_outputs_into_a_fifo(work, flag):
+    """torch.profiler's trace export replaces the file it is given; a FIFO must stay one."""
+    fifo = work / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    assert run_cli.main(["p.mlir", "ones", flag, str(fifo)]) == 0
+    reader.join(timeout=60)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert len(got[0]) > 100

@@ -5,6 +5,7 @@ through symlinks) and write devices and FIFOs in place."""
 
 import argparse
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -99,11 +100,7 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
     else (``-`` or ``/dev/stdout``, a device node, a FIFO) is written in place: replacing it
     would turn ``/dev/null`` into a regular file."""
     if _in_place(path):
-        sys.stdout.flush()  # what was printed before comes first when this is stdout
-        try:
-            write("/dev/stdout" if path == "-" else path)
-        except (OSError, RuntimeError) as err:
-            raise CliError(f"{path}: cannot write: {getattr(err, 'strerror', None) or err}") from None
+        _write_in_place(path, write)
         return
     target = os.path.realpath(path)
     folder = os.path.dirname(target) or "."
@@ -126,6 +123,26 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
     finally:
         if tmp and os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _write_in_place(path: str, write: Callable[[str], None]) -> None:
+    """``write`` into a private temporary file, then copy its bytes into ``path`` opened for
+    writing: some writers (torch.profiler's trace export) replace the file they are given,
+    which would turn a FIFO or ``/dev/null`` into a regular file."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="hir-out-") as folder:
+            tmp = os.path.join(folder, "out" + os.path.splitext(path)[1])
+            write(tmp)
+            sys.stdout.flush()  # what was printed before comes first when this is stdout
+            with open(tmp, "rb") as src:
+                if path == "-":
+                    shutil.copyfileobj(src, sys.stdout.buffer)
+                    sys.stdout.buffer.flush()
+                else:
+                    with open(path, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+    except (OSError, RuntimeError) as err:
+        raise CliError(f"{path}: cannot write: {getattr(err, 'strerror', None) or err}") from None
 
 
 def _copy_mode(tmp: str, old: Optional[os.stat_result]) -> None:
