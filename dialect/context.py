@@ -8,6 +8,7 @@ from typing import Optional
 from torch_mlir import ir
 
 from hir.dialect.base import load
+from hir.dialect.sharding import check_placements
 
 
 class HirError(Exception):
@@ -50,16 +51,50 @@ def format_diagnostic(diag: "ir.Diagnostic", source_name: Optional[str] = None) 
     return "\n".join(lines)
 
 
+MAX_NESTING = 512
+"""The deepest nesting of brackets (regions ``{``, ``(``, ``[``, ``<``) that :func:`parse`
+and hir-opt accept. MLIR's parser recurses once per level and overflows the C stack (a
+SIGSEGV, no message) a few thousand levels down; real programs stay under a few dozen."""
+
+_NESTING_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|[{}()\[\]<>]')
+
+
+def check_nesting(text: str, filename: str, limit: int = MAX_NESTING) -> None:
+    """Raise :class:`HirError` at the first bracket nested deeper than ``limit`` (strings and
+    comments skipped), before the parser recurses into it."""
+    if sum(text.count(c) for c in "{([<") <= limit:
+        return
+    depth = 0
+    for m in _NESTING_TOKENS.finditer(text):
+        c = m.group()
+        if c in "{([<":
+            depth += 1
+            if depth > limit:
+                line = text.count("\n", 0, m.start()) + 1
+                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+                raise HirError(f"{filename}:{line}:{col}: error: nesting deeper than {limit} levels; hir refuses it "
+                               "(MLIR's parser would overflow its stack)")
+        elif c in "})]>":
+            depth = max(0, depth - 1)
+
+
 def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] = None) -> ir.Module:
-    """Parse and verify an hir module; errors raise :class:`HirError` with locations
-    reported against ``filename``."""
+    """Parse and verify an hir module (placements included: every ``#hir.shard`` must divide
+    its buffer); errors raise :class:`HirError` with locations reported against ``filename``."""
+    if not isinstance(text, str):
+        raise HirError(f"error: hir.parse: expected MLIR text (a str), got {type(text).__name__}")
+    check_nesting(text, filename)
     ctx = context or new_context()
     with ctx:
         try:
-            return ir.Module.parse(text)
+            module = ir.Module.parse(text)
         except ir.MLIRError as err:
             located = None if err.error_diagnostics else locate_custom_syntax(text, filename)
             raise HirError(located or format_mlir_error(err, filename)) from None
+        errors = check_placements(module.operation, filename)
+        if errors:
+            raise HirError("\n".join(errors))
+        return module
 
 
 def format_mlir_error(err: "ir.MLIRError", source_name: Optional[str] = None) -> str:

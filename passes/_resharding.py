@@ -78,9 +78,13 @@ def _mismatch(op: ir.Operation, index: int, out: Optional[Sharding]) -> Optional
     needed = needed_sharding(op, index, out)
     if mine.splits != needed.splits:
         if not mine.multi_dim:
-            return f"reads operand #{index} split along axis {mine.axis}, the output needs {needed.axis}"
+            return f"reads operand #{index} {_placed(mine.axis)}, the output needs it {_placed(needed.axis)}"
         return f"reads operand #{index} with splits {_fmt(mine.splits)} per mesh axis, the output needs {_fmt(needed.splits)}"
     return None
+
+
+def _placed(axis: Optional[int]) -> str:
+    return "replicated" if axis is None else f"split along axis {axis}"
 
 
 def _fmt(splits: tuple) -> list[int]:

@@ -93,9 +93,22 @@ def register_pass(cls: type[ModulePass]) -> type[ModulePass]:
 _disabled_scopes: list[frozenset[str]] = []
 
 
+DISABLE_ENV = "HIR_DISABLE_PASSES"
+
+
+def _env_disabled() -> set[str]:
+    return {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
+
+
+def check_disabled_env() -> None:
+    """$HIR_DISABLE_PASSES must name hir passes: a typo would silently disable nothing."""
+    unknown = sorted(_env_disabled() - set(REGISTRY))
+    if unknown:
+        raise ValueError(f"${DISABLE_ENV}: no hir pass named {', '.join(unknown)} (see hir-opt --list-passes)")
+
+
 def is_disabled(name: str) -> bool:
-    env = {n.strip() for n in os.environ.get("HIR_DISABLE_PASSES", "").split(",") if n.strip()}
-    return name in env or any(name in scope for scope in _disabled_scopes)
+    return name in _env_disabled() or any(name in scope for scope in _disabled_scopes)
 
 
 @contextmanager

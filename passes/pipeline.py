@@ -7,6 +7,7 @@ elements to one PassManager. It also implements IR printing around passes and ti
 """
 
 import os
+import re
 import sys
 import tempfile
 import time
@@ -18,7 +19,7 @@ from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
 from hir.dialect.context import HirError, format_location, format_mlir_error, new_context
-from hir.passes.base import REGISTRY, ModulePass, PassFailure, is_disabled
+from hir.passes.base import REGISTRY, ModulePass, PassFailure, check_disabled_env, is_disabled
 
 # Named pipelines, expanded in place (mlir-opt's registered pass pipelines).
 PIPELINES: dict[str, str] = {
@@ -117,6 +118,11 @@ def parse_pipeline(text: str) -> list[Element]:
             options = _parse_options(name, rest[:-1]) if rest else {}
             elements.append(Element(item, REGISTRY[name].from_options(options)))
         else:
+            nested = [n for n in re.findall(r"[\w.-]+", item) if n in REGISTRY or n in PIPELINES]
+            if nested:
+                anchor = item.split("(", 1)[0].strip()
+                raise ValueError(f"'{nested[0]}' is a module-level hir pass: write it at the top level "
+                                 f"(builtin.module({nested[0]})), not nested in '{anchor}(...)'")
             _upstream_pm([item])  # validate now: a typo fails before any pass runs
             elements.append(Element(item))
     return elements
@@ -164,7 +170,13 @@ def run_pipeline(
 ) -> ir.Module:
     """Run ``pipeline`` on ``module`` in place. Errors raise :class:`HirError` with
     ``file:line:col: error: ...`` lines; ValueError for a malformed pipeline."""
+    if not isinstance(module, ir.Module):
+        hint = " (parse text with hir.parse(text))" if isinstance(module, str) else ""
+        raise HirError(f"error: hir.lower: module must be an ir.Module{hint}, got {type(module).__name__}")
+    if not isinstance(pipeline, str):
+        raise HirError(f"error: hir.lower: pipeline must be pipeline text like 'hir-lower', got {type(pipeline).__name__}")
     inst = instrumentation or Instrumentation()
+    check_disabled_env()
     elements = [e for e in parse_pipeline(pipeline) if not (e.hir_pass and is_disabled(e.hir_pass.name))]
     per_element = inst.print_before_all or inst.print_after_all or inst.timing
     groups: list[list[Element]] = []

@@ -75,7 +75,7 @@ def test_graph_false_state():
         ({"graph": 1}, "graph must be True, False or 'auto', got 1"),
         ({"graph_cache_size": 0}, "graph_cache_size must be >= 1, got 0"),
         ({"graph": False, "static_outputs": True}, "static_outputs=True needs graph=True or graph='auto'"),
-        ({"graph": True}, "graph=True: needs a CUDA device; this program runs on cpu"),
+        ({"graph": True}, "--cuda-graph (graph=True): needs a CUDA device; this program runs on cpu"),
         ({"graph": True, "device": "cpu", "track_memory": True}, "needs a CUDA device"),
     ],
 )

@@ -50,14 +50,44 @@ class TorchProgram:
             raise HirError(f"error: the state dict lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
         if len(inputs) != self.num_inputs:
             raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
+        self._check_inputs(inputs)
         full = [_full(state_dict[n]) for n in self.state_names] + list(inputs)
         return self.placer.local_arguments(full, rank)
+
+    def _check_inputs(self, inputs: Sequence[Any]) -> None:
+        """Each input must fit its ``@main`` argument's global shape; the error names the input
+        and the caller's line (not the torch source line the importer located ``@main`` at)."""
+        from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
+
+        main = next(op for op in self.module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
+        types = ir.FunctionType(ir.TypeAttr(main.operation.attributes["function_type"]).value).inputs[len(self.state_names):]
+        for i, (value, type_) in enumerate(zip(inputs, types)):
+            if not is_memref(type_):
+                continue
+            spec = buffer_spec(type_, 0)
+            if not isinstance(value, torch.Tensor) or not spec.fits(value.shape):
+                got = fmt_shape(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+                raise HirError(f"{_caller()}: error: input {i}: expected a tensor of shape {fmt_shape(spec.shape)} "
+                               f"(the example input hir.from_torch imported), got {got}")
 
     def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` on this rank with :func:`hir.run` options."""
         import hir  # the public entry: the interpreter sits beside the frontend, not below it
 
         return hir.run(self.module, self.arguments(state_dict, *inputs), **options)
+
+
+def _caller() -> str:
+    """``file:line`` of the innermost frame outside hir: the user's call."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if name != "hir" and not name.startswith("hir."):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<hir>"
 
 
 def _full(tensor: torch.Tensor) -> torch.Tensor:
@@ -86,8 +116,9 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
     names = list(module.state_dict().keys())
     state = [t.detach() for t in module.state_dict().values()]
     what = type(module).__name__
-    # torch.export writes the partial graph of a failed trace to stderr; the error says it.
-    logging.disable(logging.WARNING)
+    # torch.export writes the partial graph of a failed trace to stderr and logs the failing
+    # meta kernel's traceback (ERROR level); the error says it.
+    logging.disable(logging.CRITICAL)
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             program = torch.export.export(_Functional(module, names), tuple(state) + tuple(example_args), strict=False)
@@ -119,6 +150,10 @@ def from_torch(
     its DTensor parameters. See :mod:`hir.frontend.placements`."""
     from hir.frontend.placements import mesh_placer
 
+    if not isinstance(module, torch.nn.Module):
+        raise HirError(f"error: hir.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
+    if placements is not None and not isinstance(placements, dict):
+        raise HirError(f"error: hir.from_torch: placements must be a dict (state name / 'input0' / 'output0' -> placement), got {type(placements).__name__}")
     if not isinstance(example_args, (tuple, list)):
         example_args = (example_args,)
     context = new_context()
@@ -129,13 +164,31 @@ def from_torch(
     with context, ir.Location.unknown():
         torch_module, names = export_to_torch_mlir(local_module, example_args, context)
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
-        placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
-        hir_module = Partitioner(torch_func, placer, source).build()
+        try:
+            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
+        except (TypeError, ValueError) as err:
+            raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
+        try:
+            hir_module = Partitioner(torch_func, placer, source).build()
+        except ValueError as err:  # a value the partitioner cannot place (see _unsupported)
+            raise HirError(f"{source}: error: cannot import {type(module).__name__}: {_unsupported(torch_func, err)}") from None
         try:
             hir_module.operation.verify()
         except ir.MLIRError as err:
             raise HirError(format_mlir_error(err, source)) from None
     return TorchProgram(hir_module, names, len(example_args), placer)
+
+
+def _unsupported(torch_func: func.FuncOp, err: ValueError) -> str:
+    """Why partitioning failed, in the user's terms: non-tensor inputs and data-dependent
+    shapes (``torch.nonzero``, boolean masks) have no buffer type."""
+    args = [str(a.type) for a in torch_func.regions[0].blocks[0].arguments]
+    scalar = next((i for i, t in enumerate(args) if not t.startswith("!torch.vtensor")), None)
+    if scalar is not None:
+        return f"argument #{scalar} of the exported function is {args[scalar]}: hir imports tensor inputs only (pass the value as a tensor, or make it a constant of the module)"
+    if any("?" in str(r.type) for op in torch_func.regions[0].blocks[0].operations for r in op.results):
+        return f"the module computes a tensor whose shape depends on data (e.g. torch.nonzero): hir needs static shapes ({err})"
+    return str(err)
 
 
 def _undistribute(module: torch.nn.Module) -> tuple[torch.nn.Module, dict, Optional[tuple]]:

@@ -63,8 +63,12 @@ def make_input(index: int, type_: ir.Type, spec: str, *, rank: int, seed: int, d
     bspec = buffer_spec(type_, rank)
     if not bspec.held:
         return None
-    full = _global_tensor(what, bspec, spec, seed + index)
-    return shard(full, bspec.sharding, rank).to(device)
+    try:
+        full = _global_tensor(what, bspec, spec, seed + index)
+        return shard(full, bspec.sharding, rank).to(device)
+    except (RuntimeError, MemoryError) as err:  # torch's allocation failures
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise InputError(f"{what}: cannot create '{spec}': {first}") from None
 
 
 def _global_tensor(what: str, spec: BufferSpec, text: str, seed: int) -> torch.Tensor:

@@ -13,8 +13,11 @@ from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_num_streams
 from hir.dialect.comm import teams_of
 from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, format_location
+from hir.dialect.sharding import check_placements
 from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
 from hir.interpreter.backends.process_groups import default_device
+from hir.interpreter.backends.process_groups import run_scope
+from hir.interpreter.backends.process_groups import timeout as dist_timeout
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
 from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_blockers, written_arguments
 from hir.interpreter.inputs import shard
@@ -44,9 +47,16 @@ def entry_function(module: ir.Module, entry: Optional[str], source_name: Optiona
     if len(public) != 1:
         raise HirError(
             f"{source_name or '<module>'}: error: cannot pick the entry function: "
-            f"{'no' if not public else len(public)} public non-kernel functions ({', '.join(public)}); name one with entry="
+            f"{'no' if not public else len(public)} public non-kernel functions ({', '.join(public)}); name one: hir-run --entry NAME (in Python: entry=NAME)"
         )
     return public[0]
+
+
+def require_module(module: Any, entry: str) -> None:
+    """A public entry's ``module`` argument must be a parsed module (not text, not a program)."""
+    if not isinstance(module, ir.Module):
+        hint = " (parse text with hir.parse(text))" if isinstance(module, str) else " (an imported program's module is program.module)" if hasattr(module, "module") else ""
+        raise HirError(f"error: {entry}: module must be an ir.Module{hint}, got {type(module).__name__}")
 
 
 def module_teams(module: ir.Module) -> list[tuple[int, ...]]:
@@ -144,6 +154,7 @@ class Program:
         static_outputs: bool = False,
         graph_cache_size: int = 4,
     ) -> None:
+        require_module(module, "Program")
         num_streams = pool_size(module, num_streams, source_name)
         if not (graph is True or graph is False or graph == "auto"):
             raise HirError(f"error: graph must be True, False or 'auto', got {graph!r}")
@@ -156,14 +167,19 @@ class Program:
         except (RuntimeError, ValueError) as err:
             raise HirError(f"error: {err}") from None
         self.runtime = Runtime(dev, num_streams, backend, compile_kernels, track_memory)
+        if self.runtime.world_size > 1:
+            dist_timeout()  # validates $HIR_DIST_TIMEOUT before any rank waits on another
         self.device = dev
         self.source_name = source_name
         with module.context:
+            placement_errors = check_placements(module.operation, source_name, self.runtime.world_size)
+            if placement_errors:
+                raise HirError("\n".join(placement_errors))
             refuse_resharding(module, self.runtime.world_size, source_name)
             teams = module_teams(module)
             blockers = graph_blockers(module, dev, backend, bool(teams), track_memory, compile_kernels) if graph is not False else []
             if graph is True and blockers:
-                raise HirError(f"error: graph=True: {blockers[0]}")
+                raise HirError(f"error: --cuda-graph (graph=True): {blockers[0]}")
             if teams:
                 try:
                     # Teams naming absent ranks are reported at their op by the compiler.
@@ -325,5 +341,7 @@ def compile(module: ir.Module, **options: Any) -> Program:  # noqa: A001 - the n
 
 
 def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list:
-    """Compile and run ``module`` once (see :class:`Program` for the options)."""
-    return Program(module, **options)(inputs)
+    """Compile and run ``module`` once (see :class:`Program` for the options). A process
+    group this call creates does not outlive it when the run fails or has one rank."""
+    with run_scope():
+        return Program(module, **options)(inputs)

@@ -50,7 +50,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CliError as err:
         print(f"hir-demo: error: {err}", file=sys.stderr)
         return 1
+    try:
+        return demo(args)
+    except (RuntimeError, MemoryError) as err:  # torch's allocation failures
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        print(f"hir-demo: error: --rows {args.rows} on {args.device}: {first}", file=sys.stderr)
+        return 1
 
+
+def demo(args) -> int:
+    """Build, lower and run the demo program on ``args.rows`` rows; 0 when both runs match torch."""
     import torch
 
     import hir

@@ -44,7 +44,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         if args.output != "-":
-            check_writable("-o", args.output)
+            check_writable("-o", args.output, [args.file])
     except CliError as err:
         print(f"hir-import: error: {err}", file=sys.stderr)
         return 1

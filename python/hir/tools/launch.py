@@ -5,7 +5,11 @@ exits non-zero the others are terminated, and a run past ``timeout_s`` is killed
 Each rank gets torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT on a free localhost port); its stdout and stderr are collected
 separately so the caller can print them in rank order. A rank that fails on its own calls
-:func:`note_failure` first, which is how the launcher names the root cause."""
+:func:`note_failure` first, which is how the launcher names the root cause.
+
+A launch that fails part way (a rank cannot be started, the launcher is interrupted) stops
+the ranks it started and removes its temporary folder before the error propagates.
+:func:`rank_limit` is how many ranks ``hir-run --nproc`` starts without ``--max-nproc``."""
 
 import os
 import socket
@@ -17,6 +21,23 @@ from typing import Optional, Sequence
 
 GRACE_S = 5.0  # how long a terminated rank gets before it is killed
 FAILURE_LOG_ENV = "HIR_FAILURE_LOG"
+RANKS_PER_CPU = 4  # CPU ranks mostly wait on each other; more than this only thrashes
+
+
+class LaunchError(Exception):
+    """A rank could not be started; the ranks already started were stopped."""
+
+
+def rank_limit(cuda: bool) -> tuple[int, str]:
+    """(the most local ranks a run may start, why): one per GPU on CUDA (NCCL needs a GPU per
+    rank), else :data:`RANKS_PER_CPU` per CPU core."""
+    if cuda:
+        import torch
+
+        count = torch.cuda.device_count()
+        return count, f"one rank per GPU, and this machine has {count} GPU(s)"
+    cpus = os.cpu_count() or 1
+    return RANKS_PER_CPU * cpus, f"{RANKS_PER_CPU} ranks per CPU core, and this machine has {cpus} core(s)"
 
 
 @dataclass
@@ -60,21 +81,26 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
         log = os.path.join(tmp, "failures")
         base[FAILURE_LOG_ENV] = log
         procs, files = [], []
-        for rank in range(nproc):
-            out = open(os.path.join(tmp, f"{rank}.out"), "w+")
-            err = open(os.path.join(tmp, f"{rank}.err"), "w+")
-            files.append((out, err))
-            rank_env = dict(base, RANK=str(rank), LOCAL_RANK=str(rank))
-            procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL))
-        first_failure, timed_out, stopped = _supervise(procs, timeout_s)
-        first_failure = _root_cause(log, first_failure, nproc)
-        results = []
-        for rank, (proc, (out, err)) in enumerate(zip(procs, files)):
-            out.seek(0)
-            err.seek(0)
-            results.append(RankResult(rank, proc.returncode, out.read(), err.read(), rank in stopped))
-            out.close()
-            err.close()
+        try:
+            for rank in range(nproc):
+                files.append((open(os.path.join(tmp, f"{rank}.out"), "w+"), open(os.path.join(tmp, f"{rank}.err"), "w+")))
+                rank_env = dict(base, RANK=str(rank), LOCAL_RANK=str(rank))
+                try:
+                    procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=files[-1][0], stderr=files[-1][1], stdin=subprocess.DEVNULL))
+                except OSError as err:
+                    raise LaunchError(f"cannot start rank {rank} of {nproc}: {err.strerror or err}") from None
+            first_failure, timed_out, stopped = _supervise(procs, timeout_s)
+            first_failure = _root_cause(log, first_failure, nproc)
+            results = []
+            for rank, (proc, (out, err)) in enumerate(zip(procs, files)):
+                out.seek(0)
+                err.seek(0)
+                results.append(RankResult(rank, proc.returncode, out.read(), err.read(), rank in stopped))
+        finally:  # on any failure part way, no rank outlives the launch
+            _stop([p for p in procs if p.poll() is None])
+            for out, err in files:
+                out.close()
+                err.close()
     return LaunchResult(results, first_failure, timed_out)
 
 

@@ -16,6 +16,8 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 
 from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text
+from hir.dialect.sharding import check_placements
+from hir.dialect.context import check_nesting
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
 from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
 
@@ -96,6 +98,10 @@ def split_chunks(text: str, split: bool) -> list[str]:
 
 def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Optional[str], list[Diagnostic]]:
     """Parse, transform and print one chunk: (printed module or None, diagnostics)."""
+    try:
+        check_nesting(chunk, source)
+    except HirError as err:
+        return None, parse_diagnostics(str(err))
     ctx = new_context()
     with ctx:
         try:
@@ -103,6 +109,9 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
         except ir.MLIRError as err:
             located = None if err.error_diagnostics else locate_custom_syntax(chunk, source)
             return None, parse_diagnostics(located or format_mlir_error(err, source))
+        placement_errors = check_placements(module.operation, source)
+        if placement_errors:
+            return None, parse_diagnostics("\n".join(placement_errors))
         if args.pass_pipeline:
             from hir.passes import Instrumentation, run_pipeline
 
@@ -149,7 +158,7 @@ def _main(args: argparse.Namespace) -> int:
 
         parse_pipeline(args.pass_pipeline)  # fail fast on a malformed pipeline
     if args.output != "-":
-        check_writable("-o", args.output)
+        check_writable("-o", args.output, [args.input])
     source, text = read_source(args.input)
 
     outputs, failed = [], False

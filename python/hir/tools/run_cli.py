@@ -60,7 +60,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: $HIR_DEVICE, else cuda if available, else cpu)")
     p.add_argument("--num-streams", type=positive_int, default=None, help="size of the stream pool when the module has no hir.num_streams (default 4); must agree with it otherwise")
     p.add_argument("--backend", choices=("gloo", "nccl"), help="process-group backend (default: nccl on cuda, gloo on cpu)")
-    p.add_argument("--nproc", type=positive_int, help="start this many local processes as the ranks of the run")
+    p.add_argument("--nproc", type=positive_int, help="start this many local processes as the ranks of the run "
+                   "(at most 4 per CPU core on cpu, one per GPU on cuda, unless --max-nproc says otherwise)")
+    p.add_argument("--max-nproc", type=positive_int, metavar="N", help="allow --nproc up to N instead of the machine's limit")
     p.add_argument("--timeout", type=positive_float, default=None, metavar="S",
                    help="with --nproc: stop every rank after S seconds and exit with status 124")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
@@ -130,19 +132,56 @@ def check_args(args: argparse.Namespace) -> None:
             parse_pipeline(args.lower)
         except ValueError as err:
             raise CliError(f"--lower={args.lower}: {err}") from None
+    if args.nproc is not None and "HIR_LAUNCHED" not in os.environ:
+        check_nproc(args)
     if args.timeout is not None and args.nproc is None:
         raise CliError("--timeout applies to --nproc runs only (add --nproc 1 to time-limit one process)")
+    # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
+    inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]]
     for flag, path in (("--save", args.save), ("--trace", args.trace)):
         if path:
-            check_writable(flag, path)
+            check_writable(flag, path, inputs)
+
+
+def check_nproc(args: argparse.Namespace) -> None:
+    """Refuse, before any rank starts, more ranks than the machine can run (``--max-nproc`` overrides)."""
+    if args.max_nproc is not None:
+        limit, why = args.max_nproc, f"--max-nproc {args.max_nproc}"
+    else:
+        from hir.tools.launch import rank_limit
+
+        device = args.device or os.environ.get("HIR_DEVICE") or ""
+        if device.startswith("cpu"):
+            cuda = False
+        else:
+            import torch
+
+            cuda = device.startswith("cuda") or (not device and torch.cuda.is_available())
+        limit, why = rank_limit(cuda)
+    if args.nproc > limit:
+        hint = "" if args.max_nproc is not None else "; --max-nproc N raises the limit"
+        raise CliError(f"--nproc {args.nproc}: more ranks than this run may start (at most {limit}: {why}){hint}")
 
 
 def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
     """``--nproc N``: rerun this command line as N ranks and report in rank order."""
-    from hir.tools.launch import launch
+    import signal
+
+    from hir.tools.launch import LaunchError, launch
 
     env = dict(os.environ, HIR_LAUNCHED="1")
-    result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)  # unwinds through launch(), which stops every rank
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
+    except LaunchError as err:
+        print(f"hir-run: error: --nproc {args.nproc}: {err}; stopped the ranks already started", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     for rank in result.ranks:
         sys.stdout.write(rank.stdout)
     if result.first_failure is not None:

@@ -11,10 +11,13 @@ import atexit
 import gc
 import datetime
 import os
-from typing import Iterable, Optional
+from contextlib import contextmanager
+from typing import Iterable, Iterator, Optional
 
 import torch
 import torch.distributed as dist
+
+from hir.dialect.context import HirError
 
 TIMEOUT_ENV = "HIR_DIST_TIMEOUT"
 DEFAULT_TIMEOUT_S = 60.0
@@ -31,8 +34,15 @@ def world() -> tuple[int, int]:
 def default_device(device: Optional[str] = None) -> torch.device:
     """``device`` if given, else $HIR_DEVICE, else cuda when available, else cpu. A bare
     "cuda" in a multi-process run means this process's GPU (LOCAL_RANK)."""
-    name = device or os.environ.get("HIR_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(name)
+    env = os.environ.get("HIR_DEVICE")
+    name = device or env or ("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        where = f"device={device!r}" if device else f"$HIR_DEVICE={env!r}"
+        raise ValueError(f"{where}: not a device (cpu, cuda or cuda:N)") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"{f'device={device!r}' if device else f'$HIR_DEVICE={env!r}'}: hir runs on cpu or cuda, not {dev.type}")
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise ValueError("device 'cuda' requested but CUDA is not available")
@@ -44,7 +54,16 @@ def default_device(device: Optional[str] = None) -> torch.device:
 def timeout() -> datetime.timedelta:
     """How long a collective may block before the process group fails it ($HIR_DIST_TIMEOUT
     seconds), so a dead peer makes every rank fail instead of hanging."""
-    return datetime.timedelta(seconds=float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)))
+    raw = os.environ.get(TIMEOUT_ENV)
+    if raw is None:
+        return datetime.timedelta(seconds=DEFAULT_TIMEOUT_S)
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < 1e9:
+        raise HirError(f"error: ${TIMEOUT_ENV}={raw!r}: expected a number of seconds > 0 (default {DEFAULT_TIMEOUT_S:g})")
+    return datetime.timedelta(seconds=seconds)
 
 
 class Communicator:
@@ -102,6 +121,22 @@ def init_process_group(device: torch.device, backend: Optional[str]) -> None:
         dist.init_process_group(backend, init_method="env://", rank=rank, world_size=size, timeout=timeout(), **eager)
     else:
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout(), **eager)
+
+
+@contextmanager
+def run_scope() -> Iterator[None]:
+    """The scope of one run (:func:`hir.run`): a process group created inside it is destroyed
+    when it ends after a failure, or when the run had a single rank, so no half-used or
+    one-rank group is left to the next call (a later multi-rank import would see world size
+    1). A multi-rank group of a successful run stays for the next run of the process."""
+    before = dist.is_available() and dist.is_initialized()
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        if not before and dist.is_available() and dist.is_initialized() and (not ok or dist.get_world_size() == 1):
+            shutdown(wait_for_peers=False)
 
 
 def shutdown(wait_for_peers: bool = True) -> None:
