@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Frontend", "In
 
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-lower"
 CASES = ("placements", "parallelize_module", "llama_placements", "llama_parallelize_module")
-CASES_2X2 = ("dp_tp_2x2", "llama_dp_tp_2x2")
+CASES_2X2 = ("dp_tp_2x2", "llama_dp_tp_2x2", "llama_parallelize_module_2x2")
 
 
 def block(d: int = 16, heads: int = 4, hidden: int = 32, seq: int = 8):
@@ -95,7 +95,7 @@ def model(name: str):
 def run_case(name: str, rank: int, world: int) -> str:
     import torch
     import torch.distributed as dist
-    from torch.distributed.tensor import DeviceMesh
+    from torch.distributed.tensor import DeviceMesh, Replicate
     from torch.distributed.tensor.parallel import parallelize_module
 
     import hir
@@ -104,7 +104,15 @@ def run_case(name: str, rank: int, world: int) -> str:
     module, fresh, x, placements, plan = model(name)
     want = module(x).detach()
     state = module.state_dict()
-    if name.endswith("dp_tp_2x2"):
+    if name.endswith("parallelize_module_2x2"):  # TP on mesh["tp"] of a 2-D dp x tp mesh
+        from torch.distributed.device_mesh import init_device_mesh
+
+        mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+        sharded = parallelize_module(fresh, mesh["tp"], plan)
+        program = from_torch(sharded, (x,), mesh=mesh, placements={"input0": (Shard0(), Replicate()), "output0": (Shard0(), Replicate())})
+        state = sharded.state_dict()
+        want = want.chunk(2, 0)[rank // 2]
+    elif name.endswith("dp_tp_2x2"):
         program = from_torch(module, (x,), mesh=[[0, 1], [2, 3]], placements=dp_tp_placements(placements))
         want = want.chunk(2, 0)[rank // 2]  # this rank's batch rows
     elif name.endswith("parallelize_module"):
