@@ -309,7 +309,7 @@ RULES: dict[str, Rule] = _table(
     ((T.AtenContiguousOp, T.AtenCloneOp, T.AtenDetachOp, T.AtenAliasOp, T.Aten_ToCopyOp, T.AtenToDtypeOp, T.AtenTypeAsOp, T.AtenDropoutOp, T.AtenLiftFreshCopyOp), Rule(_first, "keeps its (first) operand's split")),
 )
 
-_POINTWISE = Rule(_pointwise, "operands split along the same (right-aligned) axis, replicated ones broadcast along it")
+POINTWISE = Rule(_pointwise, "operands split along the same (right-aligned) axis, replicated ones broadcast along it")
 
 
 def rule_of(name: str) -> Optional[Rule]:
@@ -317,7 +317,7 @@ def rule_of(name: str) -> Optional[Rule]:
     if name in RULES:
         return RULES[name]
     overload = torch_overload(name)
-    return _POINTWISE if overload is not None and torch.Tag.pointwise in overload.tags else None
+    return POINTWISE if overload is not None and torch.Tag.pointwise in overload.tags else None
 
 
 def _operands(op: ir.Operation, splits: dict) -> Operands:
