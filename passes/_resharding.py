@@ -29,7 +29,7 @@ from hir.dialect import (
 from hir.dialect.base import VerifyError, get_i64_array, get_str, i64_attr
 from hir.dialect.comm import teams_attr
 from hir.dialect.sharding import Sharding, sharding_of
-from hir.passes.helpers import fail, is_a, is_broadcast_axis, operand_axis, output_index, stream_axis
+from hir.passes.helpers import fail, is_a, is_broadcast_axis, operand_axis, output_index
 
 _LOWERABLE = (SetOp.OPERATION_NAME, ReductionOp.OPERATION_NAME)
 
@@ -115,18 +115,6 @@ def _team(mesh: tuple[int, ...], extra: int) -> list[int]:
     return list(mesh) + ([extra] if extra not in mesh else [])
 
 
-def _check_outermost(op: ir.Operation, axis: int, stream: Optional[int], what: str) -> None:
-    """isInnerResharding: a split may only appear or disappear on the outermost axis (the
-    stream axis, sliced away per iteration, does not count)."""
-    position = axis - (1 if stream is not None and stream < axis else 0)
-    if position != 0:
-        raise fail(
-            op,
-            f"reshards inner axis {axis} of the {what}; only the outermost axis (after the stream "
-            "axis) can be resharded: transpose it to the front first",
-        )
-
-
 def plan(op: ir.Operation) -> Optional[Plan]:
     """The collectives for a resharding op, None when ``op`` does not reshard."""
     reason = resharding_reason(op)
@@ -137,22 +125,20 @@ def plan(op: ir.Operation) -> Optional[Plan]:
     src, dst = operand_sharding(op, 0), operand_sharding(op, 1)
     if src is None or dst is None:
         raise fail(op, reason)
-    out_stream = stream_axis(op)
-    in_stream = None if out_stream is None else operand_axis(op, 0, out_stream)
     if src.multi_dim or dst.multi_dim:
-        return _plan_multi_dim(op, src, dst, in_stream, out_stream, reason)
+        return _plan_multi_dim(op, src, dst, reason)
     for what, s in (("input", src), ("output", dst)):
         if s.axis is not None and len(s.mesh) == 1:
             raise fail(op, f"{what} is split over the one-device mesh {list(s.mesh)}; mark it replicated (axis -1)")
     if op.name == ReductionOp.OPERATION_NAME:
-        return _plan_reduction(op, src, dst, in_stream, out_stream)
-    return _plan_set(op, src, dst, in_stream, out_stream)
+        return _plan_reduction(op, src, dst)
+    return _plan_set(op, src, dst)
 
 
 _ALONG_ONE_AXIS = (AllgatherOp, AllreduceOp, ReduceScatterOp)
 
 
-def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, in_stream, out_stream, reason: str) -> Plan:
+def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str) -> Plan:
     """On a multi-D mesh a resharding along exactly one mesh axis k is the 1-D decision on
     the lines of the mesh along k (allgather, allreduce, reduce_scatter), one team per line."""
     if (src.mesh, src.mesh_shape) != (dst.mesh, dst.mesh_shape):
@@ -168,9 +154,9 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, in_stream, o
     (k,) = differ
     line_src, line_dst = src.along(src.mesh[0], k), dst.along(dst.mesh[0], k)
     if op.name == ReductionOp.OPERATION_NAME:
-        planned = _plan_reduction(op, line_src, line_dst, in_stream, out_stream)
+        planned = _plan_reduction(op, line_src, line_dst)
     else:
-        planned = _plan_set(op, line_src, line_dst, in_stream, out_stream)
+        planned = _plan_set(op, line_src, line_dst)
     teams = teams_attr([list(line) for line in src.lines(k)])
     collectives = []
     for collective, attrs in planned.collectives:
@@ -180,19 +166,22 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, in_stream, o
     return Plan(collectives)
 
 
-def _plan_reduction(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
+# Any axis may be resharded: an inner one is gathered or scattered into strided chunks of
+# the buffer (the collectives stage non-contiguous chunks: hir.interpreter.ops.comm), where
+# nvFuser's isInnerResharding moves the split axis outermost first.
+
+
+def _plan_reduction(op, src: Sharding, dst: Sharding) -> Plan:
     axes = get_i64_array(op, "axes")
     if len(axes) != 1:
         raise fail(op, f"is a resharding reduction over {len(axes)} axes {axes}; it must reduce exactly one axis (split the reduction)")
     axis = axes[0]
     if src.axis != axis:
         raise fail(op, f"reshards while reducing axis {axis}, but the input is split along {src.axis}: the reduced axis must be the split one (insert a {SetOp.OPERATION_NAME} to reshard first)")
-    _check_outermost(op, axis, in_stream, "input")
     common = {"axis": i64_attr(axis), "reduction": ir.StringAttr.get(get_str(op, "kind"))}
     if dst.axis is not None:
         if src.mesh != dst.mesh:
             raise fail(op, f"is a reduce-scatter across different meshes; insert a {SetOp.OPERATION_NAME} before or after the reduction to move to the other mesh")
-        _check_outermost(op, dst.axis, out_stream, "output")
         # The output's split axis in input coordinates: step past the reduced axis.
         scatter_axis = dst.axis + (1 if axis <= dst.axis else 0)
         attrs = {**common, "scatter_axis": i64_attr(scatter_axis), "team": _mesh_attr(src.mesh)}
@@ -206,13 +195,9 @@ def _plan_reduction(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> 
     return Plan(collectives)
 
 
-def _plan_set(op, src: Sharding, dst: Sharding, in_stream, out_stream) -> Plan:
+def _plan_set(op, src: Sharding, dst: Sharding) -> Plan:
     if src.axis is not None and dst.axis is not None and src.axis != dst.axis:
         raise fail(op, f"moves the split from axis {src.axis} to axis {dst.axis} (an all-to-all), which is not lowerable; reshard through a replicated buffer")
-    if src.axis is not None and dst.axis is None:
-        _check_outermost(op, src.axis, in_stream, "input")
-    if dst.axis is not None and src.axis is None:
-        _check_outermost(op, dst.axis, out_stream, "output")
     if src.axis is None and dst.axis is not None:
         root = src.mesh[0]  # nvFuser: arbitrarily the first sender
         team = _team(dst.mesh, root)

@@ -18,7 +18,7 @@ After::
 
 A ``stream_axis`` on the op is copied to each collective: hir-stream-lowering then runs the
 collective per stream slice, as in nvFuser's collective-based pipelines (seed 003). Ops in
-``hir.for`` bodies are converted too. Unlowerable reshardings (inner axis, all-to-all,
+``hir.for`` bodies are converted too. Inner axes are resharded in place (strided chunks). Unlowerable reshardings (all-to-all,
 reduce-scatter across meshes, resharding binary/matmul/linear) fail at the op's location.
 """
 

@@ -2,7 +2,7 @@
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo})' | FileCheck %s --check-prefix=GLOO
 
 // nvFuser's lower_to_communication decision table (seed 002), one case per function.
-// GLOO-COUNT-15: backend = "gloo"
+// GLOO-COUNT-17: backend = "gloo"
 // GLOO-NOT: "nccl"
 
 // CHECK-LABEL: func.func @allgather
@@ -13,6 +13,23 @@ func.func @allgather(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64
   %0 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
   "hir.set"(%arg0, %0) : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
   return %0 : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+}
+
+// Inner axes: gathered into (and reduce-scattered onto) strided chunks of the buffer, as
+// [B, S, D] sequence parallelism needs.
+// CHECK-LABEL: func.func @allgather_inner
+// CHECK:       "hir.allgather"(%arg0, %{{.*}}) {axis = 1 : i64, backend = "nccl", team = array<i64: 0, 1>}
+func.func @allgather_inner(%arg0: memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) -> memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {
+  %0 = memref.alloc() : memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  "hir.set"(%arg0, %0) : (memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>, memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
+  return %0 : memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+}
+// CHECK-LABEL: func.func @reduce_scatter_inner
+// CHECK:       "hir.reduce_scatter"(%arg0, %{{.*}}) {axis = 0 : i64, backend = "nccl", reduction = "sum", scatter_axis = 2 : i64, team = array<i64: 0, 1>}
+func.func @reduce_scatter_inner(%arg0: memref<2x2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>> {
+  %0 = memref.alloc() : memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+  "hir.reduction"(%arg0, %0) {kind = "sum", axes = array<i64: 0>} : (memref<2x2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) -> ()
+  return %0 : memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
 }
 
 // Scatter: the root is the first sender; the team is the receiver mesh plus the root.

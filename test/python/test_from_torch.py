@@ -190,3 +190,51 @@ def test_mesh_size_must_be_the_world_size(no_process_group):
     program = from_torch(linear, (x,), mesh=[0, 1, 2])
     with pytest.raises(HirError, match=r"the device mesh has 3 devices but the run has 1 rank\(s\)"):
         program.arguments(linear.state_dict(), x)
+
+
+def _cast_mismatches(module) -> list[str]:
+    """Every cast between a segment's buffer and its torch value must name the buffer's
+    local shard: (buffer type, torch type) pairs where it does not."""
+    from torch_mlir.dialects import func
+
+    from hir.dialect.sharding import sharding_of
+    from hir.frontend.partition import tensor_info
+
+    bad = []
+    for fn in module.body.operations:
+        if not isinstance(fn, func.FuncOp) or "hir.kernel" not in fn.attributes:
+            continue
+        for op in fn.regions[0].blocks[0].operations:
+            if op.operation.name != "builtin.unrealized_conversion_cast":
+                continue
+            source, result = op.operands[0], op.results[0]
+            if tensor_info(result.type) is not None:  # in: to_tensor(buffer) -> local vtensor
+                buffer, value = source.owner.operands[0], result
+            else:  # out: local vtensor -> tensor materialized into the buffer
+                buffer, value = next(iter(result.uses)).owner.operands[1], source
+            sharding = sharding_of(buffer.type)
+            shape = list(buffer.type.shape)
+            want = sharding.local_shape(shape) if sharding is not None else shape
+            if tensor_info(value.type)[0] != want:
+                bad.append(f"{buffer.type} as {value.type}")
+    return bad
+
+
+def test_fallback_segments_read_replicated_copies_whole(no_process_group):
+    """A segment without a local rule (cumsum along the split dim) reads replicated copies:
+    its casts name their whole shape (not the column shard the value has elsewhere)."""
+    from torch.distributed.tensor import Shard
+
+    class ColumnsThenCumsum(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(6, 8)
+
+        def forward(self, x):
+            return torch.cumsum(F.relu(self.fc(x)), -1)
+
+    program = from_torch(ColumnsThenCumsum(), (torch.randn(4, 6),), mesh=[0, 1], placements={"fc.weight": Shard(0), "fc.bias": Shard(0)})
+    text = str(program.module)
+    assert "torch.aten.cumsum" in text and '"hir.set"' in text, text
+    assert "tensor<4x8xf32> to !torch.vtensor<[4,8],f32>" in text, text
+    assert _cast_mismatches(program.module) == [], text

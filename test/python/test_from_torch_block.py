@@ -1,5 +1,7 @@
 """A pre-norm transformer block (LayerNorm, causal self-attention with softmax, GELU MLP,
-residuals) imported with hir.from_torch and run with tensor-parallel attention heads and MLP
+residuals) and a LLaMA-style block (RMSNorm, rotary embeddings by slice/cat, grouped-query
+SDPA, SwiGLU; test/Frontend/Inputs/llama_block.py) imported with hir.from_torch and run
+with tensor-parallel attention heads and MLP
 (Megatron: q/k/v and fc1 column-parallel, out-proj and fc2 row-parallel) on 1, 2 and 4 Gloo
 ranks, placements given explicitly and read from a module parallelized with
 torch.distributed.tensor.parallel; and on a 2x2 mesh (4 ranks: batch data-parallel over
@@ -14,12 +16,16 @@ rank); ``python test_from_torch_block.py`` is the per-rank worker.
 import math
 import os
 import sys
+from typing import Optional
 
 import pytest
 from multirank_util import launch_workers, run_gloo_cases
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Frontend", "Inputs"))
+
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-lower"
-CASES = ("placements", "parallelize_module")
+CASES = ("placements", "parallelize_module", "llama_placements", "llama_parallelize_module")
+CASES_2X2 = ("dp_tp_2x2", "llama_dp_tp_2x2", "llama_parallelize_module_2x2")
 
 
 def block(d: int = 16, heads: int = 4, hidden: int = 32, seq: int = 8):
@@ -56,12 +62,12 @@ def tp_placements() -> dict:
     return column | row
 
 
-def dp_tp_placements() -> dict:
+def dp_tp_placements(tp: Optional[dict] = None) -> dict:
     """The 2x2 mesh: batch split over mesh axis 0 (data parallel), heads and MLP over mesh
     axis 1 (tensor parallel)."""
     from torch.distributed.tensor import Replicate
 
-    return {name: (Replicate(), p) for name, p in tp_placements().items()} | {"input0": (Shard0(), Replicate()), "output0": (Shard0(), Replicate())}
+    return {name: (Replicate(), p) for name, p in (tp or tp_placements()).items()} | {"input0": (Shard0(), Replicate()), "output0": (Shard0(), Replicate())}
 
 
 def Shard0():
@@ -70,32 +76,51 @@ def Shard0():
     return Shard(0)
 
 
+def model(name: str):
+    """(the unsharded module, a fresh copy, its example input, its TP placements and its
+    parallelize_module plan) of case ``name``."""
+    import torch
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+
+    if name.startswith("llama"):
+        import llama_block
+
+        torch.manual_seed(1)
+        return llama_block.llama_block(), llama_block.llama_block(), torch.randn(2, 8, 32), llama_block.tp_placements(), llama_block.tp_plan()
+    torch.manual_seed(1)
+    plan = {n: ColwiseParallel() for n in ("q", "k", "v", "fc1")} | {n: RowwiseParallel() for n in ("proj", "fc2")}
+    return block(), block(), torch.randn(2, 8, 16), tp_placements(), plan
+
+
 def run_case(name: str, rank: int, world: int) -> str:
     import torch
     import torch.distributed as dist
-    from torch.distributed.tensor import DeviceMesh
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from torch.distributed.tensor import DeviceMesh, Replicate
+    from torch.distributed.tensor.parallel import parallelize_module
 
     import hir
     from hir.frontend import from_torch
 
-    module = block()
-    torch.manual_seed(1)
-    x = torch.randn(2, 8, 16)
+    module, fresh, x, placements, plan = model(name)
     want = module(x).detach()
-    if name == "dp_tp_2x2":
-        program = from_torch(module, (x,), mesh=[[0, 1], [2, 3]], placements=dp_tp_placements())
-        state = module.state_dict()
+    state = module.state_dict()
+    if name.endswith("parallelize_module_2x2"):  # TP on mesh["tp"] of a 2-D dp x tp mesh
+        from torch.distributed.device_mesh import init_device_mesh
+
+        mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+        sharded = parallelize_module(fresh, mesh["tp"], plan)
+        program = from_torch(sharded, (x,), mesh=mesh, placements={"input0": (Shard0(), Replicate()), "output0": (Shard0(), Replicate())})
+        state = sharded.state_dict()
+        want = want.chunk(2, 0)[rank // 2]
+    elif name.endswith("dp_tp_2x2"):
+        program = from_torch(module, (x,), mesh=[[0, 1], [2, 3]], placements=dp_tp_placements(placements))
         want = want.chunk(2, 0)[rank // 2]  # this rank's batch rows
-    elif name == "parallelize_module":
-        mesh = DeviceMesh("cpu", list(range(world)))
-        plan = {n: ColwiseParallel() for n in ("q", "k", "v", "fc1")} | {n: RowwiseParallel() for n in ("proj", "fc2")}
-        sharded = parallelize_module(block(), mesh, plan)
+    elif name.endswith("parallelize_module"):
+        sharded = parallelize_module(fresh, DeviceMesh("cpu", list(range(world))), plan)
         program = from_torch(sharded, (x,))
         state = sharded.state_dict()
     else:
-        program = from_torch(module, (x,), mesh=list(range(world)), placements=tp_placements())
-        state = module.state_dict()
+        program = from_torch(module, (x,), mesh=list(range(world)), placements=placements)
     imported = str(program.module)
     hir.lower(program.module, PIPELINE)
     lowered = str(program.module)
@@ -110,13 +135,13 @@ def run_case(name: str, rank: int, world: int) -> str:
 
 
 def worker() -> int:
-    return run_gloo_cases(CASES + (("dp_tp_2x2",) if int(os.environ["WORLD_SIZE"]) == 4 else ()), run_case)
+    return run_gloo_cases(CASES + (CASES_2X2 if int(os.environ["WORLD_SIZE"]) == 4 else ()), run_case)
 
 
 @pytest.mark.parametrize("world", [1, 2, 4])
 def test_transformer_block_tensor_parallel_heads(world):
     checked, report = launch_workers(world, __file__, timeout_s=400, env=dict(os.environ))
-    assert checked == (len(CASES) + (world == 4)) * world, report
+    assert checked == (len(CASES) + len(CASES_2X2) * (world == 4)) * world, report
 
 
 if __name__ == "__main__":

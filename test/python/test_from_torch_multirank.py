@@ -1,7 +1,10 @@
 """hir.from_torch with placements on a 1-D mesh, lowered (Gloo) and run on 1, 2 and 4 CPU ranks:
 the Megatron MLP (fc1 column-parallel, GELU, fc2 row-parallel), its sequence-parallel form
 (also through hir-p2p-pipeline), and the same MLP parallelized with torch.distributed.tensor.parallel (placements read from
-its DTensor parameters), with a LayerNorm in front under SequenceParallel. Each rank checks its local output against the unsharded module.
+its DTensor parameters), with a LayerNorm in front under SequenceParallel; and [B, S, D]
+sequence parallelism (SequenceParallel() on a LayerNorm or RMSNorm, sequence dim 1: the
+inner axis is transposed to lead around the streamed forms). Each rank checks its local
+output against the unsharded module.
 
 The test launches this file as a script under ``hir.tools.launch`` (one process per
 rank); ``python test_from_torch_multirank.py`` is the per-rank worker.
@@ -16,7 +19,8 @@ from multirank_util import launch_workers, run_gloo_cases
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
 # The sequence-parallel forms again through nvFuser's P2P pipelines (shifts, no collectives).
 P2P_PIPELINE = "hir-convert-to-communication{backend=gloo},hir-p2p-pipeline,hir-lower"
-CASES = ("tp", "sp", "tp_parallelize_module", "sp_parallelize_module", "sp_layernorm_parallelize_module")
+CASES = ("tp", "sp", "tp_parallelize_module", "sp_parallelize_module", "sp_layernorm_parallelize_module", "sp_bsd_layernorm", "sp_bsd_rmsnorm")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Frontend", "Inputs"))
 
 
 def _mlp(d: int, f: int):
@@ -65,6 +69,26 @@ def run_norm_case(rank: int, world: int) -> str:
     return check_sequence_parallel("sp_layernorm", program, program.arguments(sharded.state_dict(), x), want, world, 1e-5)
 
 
+def run_bsd_case(rms: bool, rank: int, world: int) -> str:
+    """[B, S, D] sequence parallelism: the norm on each rank's sequence shard, fc1's input
+    gathered along S (an inner axis), fc2's sum reduce-scattered back onto S."""
+    import torch
+    from sp_mlp import norm_mlp
+    from torch.distributed.tensor import DeviceMesh, Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module
+
+    from hir.frontend import from_torch
+
+    module = norm_mlp(rms)
+    torch.manual_seed(1)
+    x = torch.randn(2, 8, 16)
+    want = module(x).detach().chunk(world, 1)[rank]
+    plan = {"norm": SequenceParallel(), "fc1": ColwiseParallel(input_layouts=Shard(1)), "fc2": RowwiseParallel(output_layouts=Shard(1))}
+    sharded = parallelize_module(norm_mlp(rms), DeviceMesh("cpu", list(range(world))), plan)
+    program = from_torch(sharded, (x,), placements={"input0": Shard(1), "output0": Shard(1)})
+    return check_sequence_parallel("sp_bsd_rmsnorm" if rms else "sp_bsd_layernorm", program, program.arguments(sharded.state_dict(), x), want, world, 1e-5)
+
+
 def check_sequence_parallel(name: str, program, arguments: list, want, world: int, atol: float) -> str:
     """Lower the imported SP program both ways (collectives run whole; hir-p2p-pipeline's
     shifts) and compare each run with the unsharded module's rows for this rank."""
@@ -88,6 +112,8 @@ def check_sequence_parallel(name: str, program, arguments: list, want, world: in
 def run_case(name: str, rank: int, world: int) -> str:
     if name == "sp_layernorm_parallelize_module":
         return run_norm_case(rank, world)
+    if name.startswith("sp_bsd"):
+        return run_bsd_case(name.endswith("rmsnorm"), rank, world)
     import torch
     import torch.distributed as dist
     from torch.distributed.tensor import DeviceMesh, Replicate, Shard

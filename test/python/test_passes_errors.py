@@ -38,9 +38,6 @@ CONVERT = "hir-convert-to-communication"
 @pytest.mark.parametrize(
     "in_type, out_type, attrs, name, message",
     [
-        # isInnerResharding: the split disappears from axis 1.
-        (f"memref<4x8xf32, {shard(M2, 1)}>", f"memref<4x8xf32, {shard(M2, -1)}>", "", "hir.set", "reshards inner axis 1 of the input"),
-        (f"memref<4x8xf32, {shard(M2, -1)}>", f"memref<4x8xf32, {shard(M2, 1)}>", "", "hir.set", "reshards inner axis 1 of the output"),
         (f"memref<4x8xf32, {shard(M2, 0)}>", f"memref<4x8xf32, {shard(M2, 1)}>", "", "hir.set", "(an all-to-all), which is not lowerable"),
         (f"memref<4x8xf32, {shard(M2, 0)}>", f"memref<8xf32, {shard('array<i64: 2, 3>', 0)}>", '{kind = "sum", axes = array<i64: 0>}', "hir.reduction", "reduce-scatter across different meshes"),
         (f"memref<4x8xf32, {shard(M2, 0)}>", f"memref<4xf32, {shard(M2, -1)}>", '{kind = "sum", axes = array<i64: 1>}', "hir.reduction", "the reduced axis must be the split one"),
@@ -50,7 +47,6 @@ CONVERT = "hir-convert-to-communication"
         ("memref<4x8xf32>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "mixes a buffer without a device mesh"),
         # multi-D meshes: collectives are written along one mesh axis, not inferred
         (f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, 1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", "", "hir.set", "along mesh axes [0, 1] of a multi-dimensional mesh; reshard along one mesh axis at a time"),
-        (f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, 1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, -1>>>", "", "hir.set", "reshards inner axis 1 of the input"),
         (f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, -1>>>", "", "hir.set", "along mesh axis 0 as a hir.scatter; on a multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred"),
     ],
 )

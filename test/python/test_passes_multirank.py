@@ -87,6 +87,9 @@ def cases(world: int) -> list[tuple[Case, list]]:
         plain("allreduce", Buf([world, 3], every, 0), Buf([3], every), reduce_op(0), lambda x: x.sum(0)),
         plain("reduce", Buf([world, 3], every, 0), Buf([3], root), reduce_op(0), lambda x: x.sum(0)),
         plain("reduce_scatter", Buf([world, m, 3], every, 0), Buf([m, 3], every, 0), reduce_op(0), lambda x: x.sum(0)),
+        # Inner axes: gathered / scattered into strided chunks of the buffer.
+        plain("allgather_inner", Buf([2, m, 3], every, 1), Buf([2, m, 3], every), no_attrs, lambda x: x),
+        plain("reduce_scatter_inner", Buf([world, 3, m], every, 0), Buf([3, m], every, 1), reduce_op(0), lambda x: x.sum(0)),
         # Seed 003 pipelines (stream axis 0).
         plain("stream_allgather", Buf([s, m], every, 1), Buf([s, m], every), streamed, lambda x: x),
         plain("stream_allreduce", Buf([s, world, 3], every, 1), Buf([s, 3], every), reduce_op(1, ", stream_axis = 0 : i64"), lambda x: x.sum(1)),
@@ -171,7 +174,7 @@ def test_communication_patterns(world, device):
     """The lowered seed-003 pipelines (Gloo on CPU; NCCL on 4 GPUs: AG+matmul, matmul+RS, ...)."""
     pytest.importorskip("torch")
     checked, report = launch_workers(world, __file__, timeout_s=240, env={**os.environ, "HIR_DEVICE": device})
-    assert checked == 13 + 11 * (world - 1), report  # gather/reduce outputs live on rank 0 only
+    assert checked == 15 + 13 * (world - 1), report  # gather/reduce outputs live on rank 0 only
 
 
 if __name__ == "__main__":

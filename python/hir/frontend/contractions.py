@@ -48,12 +48,14 @@ class ContractionPlacer:
         return self.grid.rank == 1 and self.grid.shape[0] > 1
 
     def _gathers_rows(self, spec: ComputeSpec, wanted: tuple) -> bool:
-        """A linear / matmul whose row-split input (axis 0, not contracted) must be gathered
-        (the all-gather side of sequence parallelism)."""
+        """A linear / matmul whose row-split input (split on an axis it does not contract:
+        tokens ``[T, D]`` on 0, ``[B, S, D]`` on 1) must be gathered (the all-gather side
+        of sequence parallelism)."""
         x = spec.inputs[0]
-        return (self._streams() and spec.op_class in (LinearOp, MatmulOp) and rank_of(x) >= 2
+        (split,) = self.split.get(x, self.replicated) if self._streams() else (None,)
+        return (spec.op_class in (LinearOp, MatmulOp) and rank_of(x) >= 2
                 and (spec.op_class is LinearOp or rank_of(spec.inputs[1]) == 2)
-                and self.split.get(x, self.replicated) == (0,) and wanted == self.replicated)
+                and split is not None and split < rank_of(x) - 1 and wanted == self.replicated)
 
     def _stream_gathered(self, part: Partitioner, op: ir.Operation, spec: ComputeSpec, operand_splits: list) -> None:
         """nvFuser's AG + matmul form: the row-split input ``[T, ...]`` is viewed as
@@ -61,22 +63,43 @@ class ContractionPlacer:
         and consumed by the op with ``stream_axis = 0``; its ``[D, T/D, ..., N]`` output is
         viewed back as ``[T, ..., N]``. hir-convert-to-communication makes the set an
         allgather streamed along its split axis, which hir-p2p-pipeline pipelines (hir-lower
-        alone runs it whole, then the op's stream loop)."""
+        alone runs it whole, then the op's stream loop). An input split on an inner axis
+        ``s`` (``[B, S, D]`` on 1) is transposed locally to lead with it, and the output
+        transposed back (:meth:`_swapped`)."""
         loc, d = op.location, self.grid.shape[0]
         x, out = spec.inputs[0], op.results[0]
-        rows = part.buffer_of(x, op)
+        x_shape, dtype = tensor_info(x.type)
+        (lead,) = self.split[x]
+        rows = self._swapped(part, part.buffer_of(x, op), x_shape, dtype, (lead,), lead, loc)
+        x_shape = _swap(x_shape, lead)
         viewed = self._rows_view(part, rows, d, loc)
-        gathered = part.new_buffer(buffer_type(vtensor(_rows_shape(tensor_info(x.type)[0], d), tensor_info(x.type)[1]), self.sharding(self.replicated)), loc)
+        gathered = part.new_buffer(buffer_type(vtensor(_rows_shape(x_shape, d), dtype), self.sharding(self.replicated)), loc)
         with part.in_main(loc):
             SetOp.emit(viewed, gathered).attributes[STREAM_AXIS_ATTR] = i64_attr(0)
         others = [self.placed(part, v, s, op) for v, s in zip(spec.inputs[1:] + spec.trailing, operand_splits[1:])]
-        shape, dtype = tensor_info(out.type)
+        shape = _swap(tensor_info(out.type)[0], lead)
         (split,) = self.split[out]
         product = part.new_buffer(buffer_type(vtensor(_rows_shape(shape, d), dtype), self.sharding((None if split is None else split + 1,))), loc)
         with part.in_main(loc):
             args = [gathered, others[0], product] + others[1:]
             spec.op_class.emit(*args, **spec.options).attributes[STREAM_AXIS_ATTR] = i64_attr(0)
-        part.buffers[out] = self._rows_collapsed(part, product, loc)
+        part.buffers[out] = self._swapped(part, self._rows_collapsed(part, product, loc), shape, dtype, (split,), lead, loc)
+
+    def _swapped(self, part: Partitioner, buf: ir.Value, shape: Sequence[int], dtype: str, splits: tuple, lead: int, loc: ir.Location) -> ir.Value:
+        """``buf`` (global ``shape``, placed as ``splits``) with axes 0 and ``lead`` swapped,
+        by a local kernel (a transpose on each device's shard); ``buf`` itself for lead 0."""
+        if lead == 0:
+            return buf
+        moved = tuple(None if s is None else (lead if s == 0 else 0 if s == lead else s) for s in splits)
+        out = part.new_buffer(buffer_type(vtensor(_swap(shape, lead), dtype), self.sharding(moved)), loc)
+        local = self.local_shape(shape, splits)
+
+        def body(values: list, ip: ir.InsertionPoint) -> list:
+            with ip, loc:
+                return [_torch_op(_TRANSPOSE, [values[0], torch_int(0), torch_int(lead)], vtensor(_swap(local, lead), dtype))]
+
+        part.kernel([buf], [out], [vtensor(local, dtype)], body, loc)
+        return out
 
     def _rows_view(self, part: Partitioner, rows: ir.Value, d: int, loc: ir.Location) -> ir.Value:
         """``[T, ...]`` split on axis 0 viewed as ``[D, T/D, ...]`` split on axis 0 (each
@@ -118,9 +141,12 @@ class ContractionPlacer:
         # streamed along the scatter axis (what hir-p2p-pipeline pipelines): the local
         # products as [S, D, T/S, ..., N] (stream axis 0, mesh axis 1) from x viewed as
         # [S, D, T/S, ..., K/D] and the weight as [1, D, 1.., K/D, N]; summed over axis 1.
-        stream = target == 0 and self._streams() and rank_of(x) >= 2
+        # Rows on an inner axis ([B, S, N] on 1) lead after a local transpose, and back.
+        stream = target is not None and target < len(shape) - 1 and self._streams() and rank_of(x) == len(shape)
+        row_axis = target if stream else 0
+        shape = _swap(shape, row_axis)
         ones = [1] * (rank_of(x) - 2)
-        x_outer = self._outer(part, x, operand(0, x), k, [], op, rows=d if stream else 0)
+        x_outer = self._outer(part, x, operand(0, x), k, [], op, rows=d if stream else 0, row_axis=row_axis)
         # Linear's weight [N, K] is used transposed; the mesh axis then broadcasts against
         # x's batch axes (size-1 axes in between).
         w_outer = self._outer(part, w, operand(1, w), k, ones, op, transpose=linear, before=1 if stream else 0)
@@ -132,13 +158,13 @@ class ContractionPlacer:
         partial = part.new_buffer(buffer_type(vtensor(partial_shape, dtype), self.sharding(lead)), loc)
         with part.in_main(loc):
             product = MatmulOp.emit(x_outer, w_outer, partial)
-        summed = part.new_buffer(buffer_type(vtensor(summed_shape, dtype), self.sharding(self.split[out])), loc)
+        summed = part.new_buffer(buffer_type(vtensor(summed_shape, dtype), self.sharding((0,) if stream else self.split[out])), loc)
         with part.in_main(loc):
             reduction = ReductionOp.emit(partial, summed, "sum", [1 if stream else 0])
             if stream:
                 product.attributes[STREAM_AXIS_ATTR] = reduction.attributes[STREAM_AXIS_ATTR] = i64_attr(0)
         if stream:
-            summed = self._rows_collapsed(part, summed, loc)
+            summed = self._swapped(part, self._rows_collapsed(part, summed, loc), shape, dtype, (0,), row_axis, loc)
         if not spec.trailing:
             part.buffers[out] = summed
         if spec.trailing:  # bias, after the sum (added once, not once per shard)
@@ -149,36 +175,38 @@ class ContractionPlacer:
                 BinaryOp.emit(summed, bias_buf, result, "add")
 
     def _partial_target(self, out: ir.Value, k: int) -> Optional[int]:
-        """Where the consumer wants the sum on mesh axis ``k``: split on axis 0 for a
-        requested ``Shard(0)`` output or an add with a row-split operand (sequence
-        parallelism); else replicated."""
+        """Where the consumer wants the sum on mesh axis ``k``: split as a requested
+        ``Shard(dim)`` output, or as the other operand of an add (sequence parallelism:
+        ``[T, D]`` on axis 0, ``[B, S, D]`` on axis 1): a reduce-scatter; else replicated."""
         for use in out.uses:
             user = use.owner if isinstance(use.owner, ir.Operation) else use.owner.operation
             if user.name == func.ReturnOp.OPERATION_NAME:
                 index = list(user.operands).index(out)
-                if index in self.output_splits and self.output_splits[index][k] == 0:
-                    return 0
+                if index in self.output_splits and self.output_splits[index][k] is not None:
+                    return self.output_splits[index][k]
             spec = compute_spec(user)
             if spec is not None and spec.op_class is BinaryOp:
                 other = [v for v in spec.inputs if v != out]
-                if other and self.split.get(other[0], self.replicated)[k] == 0 and rank_of(other[0]) == rank_of(out):
-                    return 0
+                if other and self.split.get(other[0], self.replicated)[k] is not None and rank_of(other[0]) == rank_of(out):
+                    return self.split.get(other[0], self.replicated)[k]
         return None
 
-    def _outer(self, part: Partitioner, value: ir.Value, splits: tuple, k: int, ones: list, op: ir.Operation, transpose: bool = False, before: int = 0, rows: int = 0) -> ir.Value:
+    def _outer(self, part: Partitioner, value: ir.Value, splits: tuple, k: int, ones: list, op: ir.Operation, transpose: bool = False, before: int = 0, rows: int = 0, row_axis: int = 0) -> ir.Value:
         """``value``'s local shard (placed as ``splits``) with mesh axis ``k`` as a new axis,
         split over ``k`` (a local kernel segment: transpose, view, unsqueeze): a
         ``[1 * before, D, *ones, ...]`` buffer; with ``rows = S`` (1-D meshes) value's axis 0
-        is viewed as ``[S, T/S]`` around the mesh axis: ``[S, D, T/S, ...]``."""
+        is viewed as ``[S, T/S]`` around the mesh axis: ``[S, D, T/S, ...]``, after axes 0 and
+        ``row_axis`` are swapped."""
         shape, dtype = tensor_info(value.type)
         source = self.placed(part, value, splits, op)
         unmoved = self.local_shape(shape, splits)
         local = unmoved
         block = self.local_shape(shape, tuple(s if j == k else None for j, s in enumerate(splits)))
         moved = list(splits)
-        if transpose:
-            local, block = [local[1], local[0]], [block[1], block[0]]
-            moved = [None if s is None else 1 - s for s in moved]
+        if transpose or row_axis:
+            swap = 1 if transpose else row_axis
+            local, block = _swap(local, swap), _swap(block, swap)
+            moved = [None if s is None else (swap if s == 0 else 0 if s == swap else s) for s in moved]
         if rows:  # [T, ...] -> [S, T/S, ...]: the mesh axis goes in at 1
             assert self.grid.rank == 1, "the row view is for 1-D meshes"
             local, block = [rows, local[0] // rows] + local[1:], [rows, block[0] // rows] + block[1:]
@@ -196,9 +224,9 @@ class ContractionPlacer:
             with ip, op.location:
                 v = values[0]
                 current = list(unmoved)
-                if transpose:
-                    current = [current[1], current[0]]
-                    v = _torch_op(_TRANSPOSE, [v, torch_int(0), torch_int(1)], vtensor(current, dtype))
+                if transpose or row_axis:
+                    current = _swap(current, 1 if transpose else row_axis)
+                    v = _torch_op(_TRANSPOSE, [v, torch_int(0), torch_int(1 if transpose else row_axis)], vtensor(current, dtype))
                 if rows:
                     current = local
                     sizes = _torch_op(LIST_CONSTRUCT, [torch_int(n) for n in current], ir.Type.parse("!torch.list<int>"))
@@ -226,6 +254,13 @@ def vtensor(shape: Sequence[int], dtype: str) -> ir.Type:
 
 def _torch_op(name: str, operands: list, result: ir.Type) -> ir.Value:
     return ir.Operation.create(name, results=[result], operands=operands).result
+
+
+def _swap(shape: Sequence[int], axis: int) -> list[int]:
+    """``shape`` with axes 0 and ``axis`` swapped."""
+    out = list(shape)
+    out[0], out[axis] = out[axis], out[0]
+    return out
 
 
 def _rows_shape(shape: Sequence[int], d: int) -> list[int]:

@@ -188,6 +188,11 @@ class Placer:
         """The type of ``value`` inside a kernel segment (a device-local shard's type)."""
         return value.type
 
+    def read_type(self, value: ir.Value, buffer: ir.Value) -> ir.Type:
+        """The type a kernel segment reads ``buffer`` (holding ``value``) as: the local shard
+        of the buffer's placement (a replicated copy of a split value reads whole)."""
+        return value.type
+
     def emit_compute(self, part: "Partitioner", op: ir.Operation, spec: ComputeSpec) -> bool:
         """Emit ``op`` (True) or leave it to :meth:`Partitioner.plain_compute` (False)."""
         return False
@@ -325,7 +330,7 @@ class Partitioner:
             return  # nothing of it is used (e.g. shape assertions): dead code
         in_bufs = self.placer.segment_inputs(self, run, inputs, outputs)
         out_bufs = [self.alloc(r, run[-1].location) for r in outputs]
-        local_in = [self.placer.local_type(v) for v in inputs]
+        local_in = [self.placer.read_type(v, b) for v, b in zip(inputs, in_bufs)]
 
         def body(values: list, ip: ir.InsertionPoint) -> list:
             mapping = dict(zip(inputs, values))

@@ -35,6 +35,7 @@ from torch_mlir import ir
 
 from hir.core import HirError
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, SetOp, Sharding
+from hir.dialect.sharding import sharding_of
 from hir.frontend import placement_rules as rules
 from hir.frontend.contractions import ContractionPlacer, rank_of, vtensor
 from hir.frontend.partition import ComputeSpec, Partitioner, Placer, buffer_type, is_tensor, tensor_info
@@ -45,16 +46,28 @@ from hir.interpreter.inputs import shard
 
 
 def dtensor_placements(module: torch.nn.Module) -> dict:
-    """``{state name: (placement, mesh devices)}`` for the DTensor entries of ``module``."""
+    """``{state name: (placement, mesh devices)}`` for the DTensor entries of ``module``. A
+    parameter on a sub-mesh (``parallelize_module(m, mesh2d["tp"], plan)``) is placed on
+    the root mesh: its placement on the sub-mesh's dimensions, replicated on the others."""
     try:
-        from torch.distributed.tensor import DTensor
+        from torch.distributed.tensor import DTensor, Replicate
     except ImportError:  # pragma: no cover - torch without distributed
         return {}
     found = {}
     for name, tensor in module.state_dict(keep_vars=True).items():
         if isinstance(tensor, DTensor):
-            layout = tensor.device_mesh.mesh
-            found[name] = (tuple(tensor.placements), tuple(map(tuple, layout.tolist())) if layout.dim() > 1 else tuple(layout.tolist()))
+            mesh, placements = tensor.device_mesh, tuple(tensor.placements)
+            root = mesh._get_root_mesh() if hasattr(mesh, "_get_root_mesh") else mesh
+            if root is not mesh and root.ndim > mesh.ndim:
+                names = list(root.mesh_dim_names or ())
+                if not mesh.mesh_dim_names or any(n not in names for n in mesh.mesh_dim_names):
+                    raise HirError(f"error: the DTensor '{name}' lives on a sub-mesh whose dimensions {mesh.mesh_dim_names} are not named dimensions of its root mesh {names}")
+                full = [Replicate()] * root.ndim
+                for dim_name, placement in zip(mesh.mesh_dim_names, placements):
+                    full[names.index(dim_name)] = placement
+                mesh, placements = root, tuple(full)
+            layout = mesh.mesh
+            found[name] = (placements, tuple(map(tuple, layout.tolist())) if layout.dim() > 1 else tuple(layout.tolist()))
     return found
 
 
@@ -166,6 +179,10 @@ class MeshPlacer(ContractionPlacer, Placer):
     def local_type(self, value: ir.Value) -> ir.Type:
         shape, dtype = tensor_info(value.type)
         return vtensor(self.local_shape(shape, self.split.get(value, self.replicated)), dtype)
+
+    def read_type(self, value: ir.Value, buffer: ir.Value) -> ir.Type:
+        shape, dtype = tensor_info(value.type)
+        return vtensor(sharding_of(buffer, "segment input").local_shape(shape), dtype)
 
     # ----- resharding -------------------------------------------------------------------
     def placed(self, part: Partitioner, value: ir.Value, splits: tuple, at: ir.Operation) -> ir.Value:
