@@ -13,6 +13,7 @@ from hir.passes.base import PassFailure
 from hir.passes._shard_kernels import Port, build_kernel, closure
 from hir.passes._shard_placement import (
     FREE,
+    GLOBAL_TYPE_ATTR,
     PARTIAL,
     REPLICATED,
     SPLIT_AXES_ATTR,
@@ -35,6 +36,10 @@ def _is_tensor(value: ir.Value) -> bool:
 
 def _fail(op: ir.Operation, message: str) -> PassFailure:
     return PassFailure(f"'{op.name}' op {message}", op.location)
+
+
+def _entries(attrs: ir.Attribute) -> dict:
+    return {named.name: named.attr for named in ir.DictAttr(attrs)}
 
 
 def _index_attr(op: ir.Operation, name: str) -> int:
@@ -94,6 +99,8 @@ class FunctionConversion:
         self.ip, self.loc = ir.InsertionPoint(ret), ret.location
         results = [self.buffer(v, ret) if self.is_data(v) else self.scalar(v, ret) for v in ret.operands]
         for index, value in enumerate(results):
+            self.check_global(f"result #{index}", value.type, self.result_globals.get(index), ret.location)
+        for index, value in enumerate(results):
             ret.operands[index] = value
         for position in reversed(range(len(ops) - 1)):  # users before producers
             ops[position].erase()
@@ -104,34 +111,61 @@ class FunctionConversion:
 
     def arguments(self) -> None:
         attrs = self.fn.attributes
-        arg_attrs = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
+        arg_attrs = [_entries(a) for a in ir.ArrayAttr(attrs["arg_attrs"])] if "arg_attrs" in attrs else []
+        res_attrs = [_entries(a) for a in ir.ArrayAttr(attrs["res_attrs"])] if "res_attrs" in attrs else []
+        self.result_globals = {i: e[GLOBAL_TYPE_ATTR] for i, e in enumerate(res_attrs) if GLOBAL_TYPE_ATTR in e}
         for index, arg in enumerate(self.block.arguments):
             if not _is_tensor(arg):
                 self.scalars[arg] = arg
                 continue
-            placement = self.argument_placement(arg, arg_attrs[index] if index < len(arg_attrs) else None)
+            entries = arg_attrs[index] if index < len(arg_attrs) else {}
+            placement = self.argument_placement(arg, entries)
             self.placements[arg] = placement
             self.arg_tensor_types[arg] = arg.type
-            arg.set_type(self.grid.buffer_type(arg.type, placement))
+            self.loc = self.fn.location
+            arg.set_type(self.buffer_type(arg.type, placement, f"argument #{index}"))
+            self.check_global(f"argument #{index}", arg.type, entries.get(GLOBAL_TYPE_ATTR), self.fn.location)
             self.buffers[arg] = arg
         if "arg_attrs" in attrs:  # the recorded placements now live in the types
             del attrs["arg_attrs"]
         if "res_attrs" in attrs:
             del attrs["res_attrs"]
 
-    def argument_placement(self, arg: ir.Value, attrs: Optional[ir.Attribute]) -> GridPlacement:
+    def argument_placement(self, arg: ir.Value, entries: dict) -> GridPlacement:
+        """From ``hir.split_axes``, else from the collective that reads the argument (a
+        hand-partitioned program: all_gather needs it split, all_reduce a partial sum, ...);
+        with neither, where it lives is unknown: an error, never a guess."""
         rank = ir.RankedTensorType(arg.type).rank
-        entries = {named.name: named.attr for named in ir.DictAttr(attrs)} if attrs is not None else {}
+        where = f"'func.func' op @{self.name} argument #{arg.arg_number}"
         if SPLIT_AXES_ATTR in entries:
             try:
                 return split_axes_placement(entries[SPLIT_AXES_ATTR], rank, self.grid)
             except PlacementError as err:
-                raise PassFailure(f"'func.func' op argument #{arg.arg_number}: {err}", self.fn.location) from None
+                raise PassFailure(f"{where}: {err}", self.fn.location) from None
         for use in arg.uses:  # no record: what the first collective reading it needs
             needed = _needed_by_collective(use.owner)
             if needed is not None:
                 return self.replicated.with_axis(self.grid_axis(use.owner), needed)
-        return self.replicated
+        raise PassFailure(
+            f"{where} ({arg.type}) does not say where it lives: give it {{{SPLIT_AXES_ATTR} = #shard<axisarray[...]>}}, "
+            "the split axes of its shard.sharding (#shard<axisarray[[]]> when replicated), or partition an annotated "
+            "program with the hir-from-shard pipeline, which records them",
+            self.fn.location,
+        )
+
+    def check_global(self, what: str, buffer_type: ir.Type, recorded: Optional[ir.Attribute], loc: ir.Location) -> None:
+        """The global-shape check at the program boundary: a partitioned local shape must
+        map back to the global type recorded before partitioning."""
+        if recorded is None:
+            return
+        want = ir.RankedTensorType(ir.TypeAttr(recorded).value)
+        got = ir.MemRefType(buffer_type)
+        if list(got.shape) != list(want.shape) or got.element_type != want.element_type:
+            raise PassFailure(
+                f"'func.func' op @{self.name} {what}: its partitioned type maps back to {list(got.shape)}x{got.element_type}, "
+                f"not to its global type {want} (an uneven split or a sharding hir does not convert)",
+                loc,
+            )
 
     # ----- values ----------------------------------------------------------------------
     def is_data(self, value: ir.Value) -> bool:
@@ -252,11 +286,11 @@ class FunctionConversion:
             raise _fail(op, f"runs over grid axes {axes}; hir collectives run over one axis of the {self.grid.rank}-D grid")
         return axes[0]
 
-    def buffer_type(self, tensor_type: ir.Type, placement: GridPlacement) -> ir.MemRefType:
+    def buffer_type(self, tensor_type: ir.Type, placement: GridPlacement, what: str = "a value") -> ir.MemRefType:
         try:
             return self.grid.buffer_type(tensor_type, placement)
         except PlacementError as err:
-            raise PassFailure(f"a value {err}", self.loc) from None
+            raise PassFailure(f"{what} {err}", self.loc) from None
 
     def collective(self, op: ir.Operation, needed: Placement, out: Placement, hir_name: str, attributes: dict) -> ir.Value:
         """``op`` over grid axis k: its operand must be ``needed`` on k; the result is

@@ -32,6 +32,7 @@ from hir.dialect import Sharding
 from hir.dialect.linalg_facts import ELEMENTWISE_NAMED
 
 SPLIT_AXES_ATTR = "hir.split_axes"  # function argument / result attribute: #shard<axisarray[...]>
+GLOBAL_TYPE_ATTR = "hir.global_type"  # function argument / result attribute: the unpartitioned tensor type
 
 
 class PlacementError(Exception):
@@ -115,6 +116,8 @@ class Grid:
         grid axis."""
         shaped = ir.RankedTensorType(local)
         shape = list(shaped.shape)
+        if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
+            raise PlacementError(f"has the dynamic type {local}; hir buffers have static shapes (give every dim a size)")
         partial = [k for k, p in enumerate(placement.axes) if p.kind == "partial"]
         if len(partial) > 1:
             raise PlacementError(f"is a partial sum over grid axes {partial}; all-reduce one grid axis at a time")
@@ -149,14 +152,14 @@ def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid) -> GridPlace
             continue
         if dim >= rank:
             raise PlacementError(f"{attr} splits dim {dim} of a rank-{rank} tensor")
-        if len(grid_axes) > 1:
-            raise PlacementError(f"{attr} splits dim {dim} over several grid axes {grid_axes}; hir splits a dim over one grid axis")
-        (k,) = grid_axes
-        if not 0 <= k < grid.rank:
-            raise PlacementError(f"{attr} uses grid axis {k} of a {grid.rank}-D grid")
-        if axes[k] != REPLICATED:
-            raise PlacementError(f"{attr} splits dims {axes[k].axis} and {dim} over grid axis {k}")
-        axes[k] = split(dim)
+        if grid_axes != sorted(grid_axes):
+            raise PlacementError(f"{attr} splits dim {dim} over grid axes {grid_axes} minor-first; hir splits a dim over grid axes in grid order")
+        for k in grid_axes:  # several: major to minor, as the grid's row-major order
+            if not 0 <= k < grid.rank:
+                raise PlacementError(f"{attr} uses grid axis {k} of a {grid.rank}-D grid")
+            if axes[k] != REPLICATED:
+                raise PlacementError(f"{attr} splits dims {axes[k].axis} and {dim} over grid axis {k}")
+            axes[k] = split(dim)
     return GridPlacement(tuple(axes))
 
 

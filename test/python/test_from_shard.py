@@ -27,7 +27,7 @@ def handwritten(n: int) -> list:
 
     f = 4 * n  # a dim that splits over the grid
     mlp = prog(
-        f"%x: tensor<8x16xf32>, %w1: tensor<16x16xf32> {{hir.split_axes = #shard<axisarray[[], [0]]>}}, "
+        f"%x: tensor<8x16xf32> {{hir.split_axes = #shard<axisarray[[]]>}}, %w1: tensor<16x16xf32> {{hir.split_axes = #shard<axisarray[[], [0]]>}}, "
         f"%w2: tensor<16x16xf32> {{hir.split_axes = #shard<axisarray[[0]]>}}) -> tensor<8x16xf32>",
         f"""  %c0 = arith.constant 0 : index
   %z = arith.constant 0.0 : f32
