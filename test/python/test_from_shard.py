@@ -114,6 +114,59 @@ def grid_2x2() -> list:
     ]  # fmt: skip
 
 
+def weight_stationary(grid: str, splits: dict, m: int = 8, n: int = 16, k: int = 8) -> str:
+    """The weight-stationary MLP sigmoid(a @ b) @ c of llvm/lighthouse's examples/mlp-mpi
+    (figure 2 of arXiv 2211.05102): linalg matmuls, a TOSA sigmoid, every layout annotated."""
+    mk, kn, nk, mn = (f"tensor<{x}x{y}xf32>" for x, y in ((m, k), (k, n), (n, k), (m, n)))
+    shardings = "\n".join(f"  %s_{name} = shard.sharding @grid0 split_axes = {axes} : !shard.sharding" for name, axes in splits.items())
+    return f"""shard.grid @grid0(shape = {grid})
+func.func @mlp(%a: {mk}, %b: {kn}, %c: {nk}) -> {mk} {{
+  %zero = arith.constant 0.0 : f32
+{shardings}
+  %a1 = shard.shard %a to %s_act : {mk}
+  %b1 = shard.shard %b to %s_win : {kn}
+  %c1 = shard.shard %c to %s_wout : {nk}
+  %e0 = tensor.empty() : {mn}
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : {mn}) -> {mn}
+  %a2 = shard.shard %a1 to %s_a0 annotate_for_users : {mk}
+  %f0s = shard.shard %f0 to %s_c0 annotate_for_users : {mn}
+  %h = linalg.matmul ins(%a2, %b1 : {mk}, {kn}) outs(%f0s : {mn}) -> {mn}
+  %hs = shard.shard %h to %s_sig annotate_for_users : {mn}
+  %g = tosa.sigmoid %hs : ({mn}) -> {mn}
+  %e1 = tensor.empty() : {mk}
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : {mk}) -> {mk}
+  %f1s = shard.shard %f1 to %s_c1 annotate_for_users : {mk}
+  %y = linalg.matmul ins(%g, %c1 : {mn}, {nk}) outs(%f1s : {mk}) -> {mk}
+  %r = shard.shard %y to %s_act annotate_for_users : {mk}
+  return %r : {mk}
+}}
+"""
+
+
+WS_1D = dict(act="[[], [0]]", win="[[], [0]]", wout="[[0], []]", a0="[[]]", c0="[[], [0]]", sig="[[], [0]]", c1="[[]]")
+
+
+def annotated(n: int) -> list:
+    """(name, annotated shard program on an n-device grid, torch reference) for hir.from_shard:
+    TOSA ops, arguments that carry only an annotate_for_users annotation."""
+    import torch
+
+    for_users = f"""shard.grid @g(shape = {n})
+func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {{
+  %s = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %0 = shard.shard %x to %s annotate_for_users : tensor<8x16xf32>
+  %1 = tosa.sigmoid %0 : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %2 = shard.shard %1 to %s : tensor<8x16xf32>
+  %3 = shard.shard %2 to %s annotate_for_users : tensor<8x16xf32>
+  return %3 : tensor<8x16xf32>
+}}
+"""
+    return [
+        ("for_users_argument", for_users, torch.sigmoid),
+        ("weight_stationary_1d", weight_stationary(str(n), WS_1D), lambda a, b, c: torch.sigmoid(a @ b) @ c),
+    ]
+
+
 def fx_mlp(n: int, sequence_parallel: bool):
     """The Megatron MLP from a torch.nn.Module through the FX importer, annotated."""
     import torch
@@ -177,6 +230,11 @@ def _check(name: str, module, reference, rank: int, failures: list) -> None:
             print(f"rank {rank}: {name} {stage} ok")
 
 
+def _arg_shapes(module) -> list:
+    fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
+    return [list(a.type.shape) for a in fn.regions[0].blocks[0].arguments]
+
+
 def ir_function_result(fn):
     from torch_mlir import ir
 
@@ -194,6 +252,13 @@ def worker() -> int:
     for name, text, reference in handwritten(world):
         module = hir.parse(text, f"{name}.mlir")
         hir.lower(module, "hir-convert-shard-to-hir{backend=gloo}")
+        _check(name, module, reference, rank, failures)
+    for name, text, reference in annotated(world):
+        module = hir.parse(text, f"{name}.mlir")
+        before = _arg_shapes(module)
+        hir.from_shard(module, backend="gloo")
+        if _arg_shapes(module) != before:  # no argument's global shape changes silently
+            failures.append(f"{name}: arguments {before} became {_arg_shapes(module)}")
         _check(name, module, reference, rank, failures)
     for sequence_parallel in (False, True):
         module, reference = fx_mlp(world, sequence_parallel)
@@ -219,7 +284,7 @@ def test_shard_programs_run_equal_on_gloo_ranks(world):
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
     checked = sum(r.stdout.count(" ok") for r in result.ranks)
-    assert checked == world * 2 * (len(handwritten(world)) + 2), report
+    assert checked == world * 2 * (len(handwritten(world)) + len(annotated(world)) + 2), report
 
 
 if __name__ == "__main__":
