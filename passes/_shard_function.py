@@ -8,7 +8,7 @@ from torch_mlir.dialects import arith, func, linalg, scf, shard, tensor
 
 from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, MatmulOp, BinaryOp, ReduceScatterOp, ShiftOp, WaitOp
 from hir.dialect.comm import teams_attr
-from hir.dialect.linalg_facts import BINARY_NAMED
+from hir.dialect.linalg_facts import ADDITIVE, BINARY_NAMED, is_elementwise
 from hir.passes.base import PassFailure
 from hir.passes._shard_kernels import Port, build_kernel, closure
 from hir.passes._shard_placement import (
@@ -60,6 +60,22 @@ def _needed_by_collective(op: ir.Operation) -> Optional[Placement]:
         return PARTIAL
     if name == shard.AllSliceOp.OPERATION_NAME:
         return REPLICATED
+    return None
+
+
+def _needed_downstream(value: ir.Value) -> Optional[tuple[ir.Operation, Placement]]:
+    """(collective, the placement it needs) of the first collective reading ``value``, directly
+    or through elementwise ops that keep that placement (only additive ones keep a partial
+    sum: shard-simplify moves all_reduce(x) + all_reduce(y) to all_reduce(x + y))."""
+    for use in value.uses:
+        owner = use.owner
+        needed = _needed_by_collective(owner)
+        if needed is not None:
+            return owner, needed
+        if is_elementwise(owner) and owner.results and _is_tensor(owner.results[0]):
+            found = _needed_downstream(owner.results[0])
+            if found is not None and (found[1] != PARTIAL or owner.name in ADDITIVE):
+                return found
     return None
 
 
@@ -142,10 +158,9 @@ class FunctionConversion:
                 return split_axes_placement(entries[SPLIT_AXES_ATTR], rank, self.grid)
             except PlacementError as err:
                 raise PassFailure(f"{where}: {err}", self.fn.location) from None
-        for use in arg.uses:  # no record: what the first collective reading it needs
-            needed = _needed_by_collective(use.owner)
-            if needed is not None:
-                return self.replicated.with_axis(self.grid_axis(use.owner), needed)
+        found = _needed_downstream(arg)  # no record: what the first collective reading it needs
+        if found is not None:
+            return self.replicated.with_axis(self.grid_axis(found[0]), found[1])
         raise PassFailure(
             f"{where} ({arg.type}) does not say where it lives: give it {{{SPLIT_AXES_ATTR} = #shard<axisarray[...]>}}, "
             "the split axes of its shard.sharding (#shard<axisarray[[]]> when replicated), or partition an annotated "
@@ -282,6 +297,8 @@ class FunctionConversion:
     def grid_axis(self, op: ir.Operation) -> int:
         """The one grid axis collective ``op`` runs over."""
         axes = list(ir.DenseI16ArrayAttr(op.attributes["grid_axes"]))
+        if len(axes) > 1 and all(0 <= a < self.grid.rank for a in axes):  # axes of extent 1 take no part
+            axes = [a for a in axes if self.grid.shape[a] != 1] or axes[:1]
         if len(axes) != 1 or not 0 <= axes[0] < self.grid.rank:
             raise _fail(op, f"runs over grid axes {axes}; hir collectives run over one axis of the {self.grid.rank}-D grid")
         return axes[0]
@@ -296,6 +313,9 @@ class FunctionConversion:
         """``op`` over grid axis k: its operand must be ``needed`` on k; the result is
         ``out`` on k and placed as the operand on the other grid axes."""
         source, k = op.operands[0], self.grid_axis(op)
+        types = [ir.ShapedType(v.type).element_type for v in (source, op.results[0])]
+        if types[0] != types[1]:
+            raise _fail(op, f"changes the element type ({types[0]} -> {types[1]}); hir collectives keep it: convert before or after it (arith.extf / truncf)")
         have = self.placement(source)
         if have == self.free_placement:
             have = self.replicated

@@ -29,7 +29,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import linalg, tensor
 
 from hir.dialect import Sharding
-from hir.dialect.linalg_facts import ELEMENTWISE_NAMED
+from hir.dialect.linalg_facts import ADDITIVE, ELEMENTWISE_NAMED, is_elementwise, reduce_maps
 
 SPLIT_AXES_ATTR = "hir.split_axes"  # function argument / result attribute: #shard<axisarray[...]>
 GLOBAL_TYPE_ATTR = "hir.global_type"  # function argument / result attribute: the unpartitioned tensor type
@@ -174,9 +174,15 @@ def _maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
             reductions = [d for d, k in enumerate(kinds) if "reduction" in k]
         else:  # matmul / batch_matmul: the last loop is the contraction
             reductions = [maps[0].n_dims - 1]
+    elif name == linalg.ReduceOp.OPERATION_NAME:
+        maps, reductions = reduce_maps(op)
     elif name in ELEMENTWISE_NAMED:
         rank = ir.ShapedType(op.operands[-1].type).rank
         maps, reductions = [ir.AffineMap.get_identity(rank)] * len(op.operands), []
+    elif is_elementwise(op):
+        rank = ir.ShapedType(op.results[0].type).rank
+        tensors = sum(isinstance(v.type, ir.RankedTensorType) for v in op.operands)
+        maps, reductions = [ir.AffineMap.get_identity(rank)] * (tensors + 1), []
     else:
         return None
     dims = [[e.position if isinstance(e, ir.AffineDimExpr) else None for e in m.results] for m in maps]
@@ -195,6 +201,8 @@ def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
     if not known:
         return REPLICATED
     if PARTIAL in known:
+        if op.name in ADDITIVE and all(p in (PARTIAL, FREE) for p in operands):
+            return PARTIAL  # a sum of partial sums
         raise PlacementError("reads a partial sum (a value still to be all-reduced); only shard.all_reduce / reduce_scatter may read it")
     name = op.name
     axis = known[0].axis

@@ -39,15 +39,15 @@ func.func @shift_no_rotate(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarr
 
 // -----
 
-// A partial sum read by anything but a reducing collective.
+// A partial sum read by anything but a reducing collective or a sum with other partial sums.
 shard.grid @g(shape = 4)
 func.func @partial_read(%a: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}, %b: tensor<4x8xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<8x8xf32> {
   %c0 = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<8x8xf32>
   %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
   %p = linalg.matmul ins(%a, %b : tensor<8x4xf32>, tensor<4x8xf32>) outs(%z : tensor<8x8xf32>) -> tensor<8x8xf32>
-  // CHECK: error: 'linalg.add' op reads a partial sum (a value still to be all-reduced)
-  %s = linalg.add ins(%p, %p : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  // CHECK: error: 'linalg.mul' op reads a partial sum (a value still to be all-reduced)
+  %s = linalg.mul ins(%p, %p : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
   return %s : tensor<8x8xf32>
 }
 
@@ -119,4 +119,13 @@ shard.grid @g(shape = 2)
 func.func @dynamic(%x: tensor<?x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x16xf32> {
   // CHECK: error: argument #0 has the dynamic type tensor<?x16xf32>; hir buffers have static shapes
   return %x : tensor<?x16xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 2)
+func.func @type_changing(%p: tensor<8xf32>) -> tensor<8xf64> {
+  // CHECK: error: 'shard.all_reduce' op changes the element type (f32 -> f64); hir collectives keep it
+  %r = shard.all_reduce %p on @g grid_axes = [0] : tensor<8xf32> -> tensor<8xf64>
+  return %r : tensor<8xf64>
 }

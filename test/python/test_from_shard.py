@@ -70,6 +70,16 @@ def handwritten(n: int) -> list:
             "  %r = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x16xf32> -> tensor<2x16xf32>\n  return %r : tensor<2x16xf32>"),
          lambda x: torch.roll(x, 2, 0)),  # device i's two rows move to device i + 1
         ("partitioned_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
+        ("tensor_arith", prog("%x: tensor<4xi32> {hir.split_axes = #shard<axisarray[[0]]>}, %y: tensor<4xi32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4xi32>",
+            "  %m = arith.minsi %x, %y : tensor<4xi32>\n  %s = arith.addi %m, %x : tensor<4xi32>\n  return %s : tensor<4xi32>"),
+         lambda x, y: torch.minimum(x, y) + x),
+        # shard-simplify's form of all_reduce(x) + all_reduce(y): the arguments are partial sums
+        ("simplified_all_reduce", prog("%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32>",
+            "  %s = arith.addf %x, %y : tensor<8xf32>\n  %r = shard.all_reduce %s on @g grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>"),
+         lambda x, y: x.sum(0) + y.sum(0)),
+        ("grid_1x1xn_all_reduce", prog("%p: tensor<8xf32>) -> tensor<8xf32>",
+            "  %r = shard.all_reduce %p on @g grid_axes = [0, 1, 2] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>").replace(f"shape = {n}", f"shape = 1x1x{n}"),
+         lambda p: p.sum(0)),
     ] + (grid_2x2() if n == 4 else [])  # fmt: skip
 
 
@@ -161,8 +171,27 @@ func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {{
   return %3 : tensor<8x16xf32>
 }}
 """
+    reduce_rows = f"""shard.grid @g(shape = {n})
+func.func @main(%x: tensor<8x6xf32>) -> tensor<6xf32> {{
+  %s = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %r = shard.sharding @g split_axes = [[]] : !shard.sharding
+  %0 = shard.shard %x to %s : tensor<8x6xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<6xf32>) -> tensor<6xf32>
+  %1 = linalg.reduce ins(%0 : tensor<8x6xf32>) outs(%f : tensor<6xf32>) dimensions = [0]
+    (%in: f32, %acc: f32) {{
+      %a = arith.addf %in, %acc : f32
+      linalg.yield %a : f32
+    }}
+  %2 = shard.shard %1 to %r : tensor<6xf32>
+  %3 = shard.shard %2 to %r annotate_for_users : tensor<6xf32>
+  return %3 : tensor<6xf32>
+}}
+"""
     return [
         ("for_users_argument", for_users, torch.sigmoid),
+        ("linalg_reduce", reduce_rows, lambda x: x.sum(0)),
         ("weight_stationary_1d", weight_stationary(str(n), WS_1D), lambda a, b, c: torch.sigmoid(a @ b) @ c),
     ]
 
@@ -217,7 +246,10 @@ def _check(name: str, module, reference, rank: int, failures: list) -> None:
     arg_types = [a.type for a in fn.regions[0].blocks[0].arguments]
     out_type = ir_function_result(fn)
     gen = torch.Generator().manual_seed(len(name))
-    globals_ = [torch.randn(list(t.shape), generator=gen) for t in arg_types]
+    globals_ = [
+        torch.randint(-8, 8, list(t.shape), generator=gen, dtype=torch.int32) if str(t.element_type).startswith("i") else torch.randn(list(t.shape), generator=gen)
+        for t in arg_types
+    ]
     want = _local(reference(*globals_), out_type, rank)
     inputs = [_local(g, t, rank) for g, t in zip(globals_, arg_types)]
     lowered = hir.parse(str(module), f"{name}.mlir")
