@@ -139,7 +139,7 @@ class FunctionConversion:
             self.placements[arg] = placement
             self.arg_tensor_types[arg] = arg.type
             self.loc = self.fn.location
-            arg.set_type(self.buffer_type(arg.type, placement, f"argument #{index}"))
+            arg.set_type(self.buffer_type(arg.type, placement, f"'func.func' op @{self.name} argument #{index}"))
             self.check_global(f"argument #{index}", arg.type, entries.get(GLOBAL_TYPE_ATTR), self.fn.location)
             self.buffers[arg] = arg
         if "arg_attrs" in attrs:  # the recorded placements now live in the types

@@ -124,6 +124,11 @@ class Grid:
         lead = 1 if partial else 0
         if partial:
             shape = [self.shape[partial[0]]] + shape
+        split_dims = [p.axis for p in placement.axes if p.kind == "split"]
+        if len(set(split_dims)) != len(split_dims):
+            dim = next(d for d in split_dims if split_dims.count(d) > 1)
+            axes = [k for k, p in enumerate(placement.axes) if p == split(dim)]
+            raise PlacementError(f"splits dim {dim} over grid axes {axes}; a #hir.shard buffer axis is split by one mesh axis (not yet converted)")
         splits: list = [None] * self.rank
         for k, p in enumerate(placement.axes):
             if p.kind == "split":

@@ -117,7 +117,7 @@ func.func @global_mismatch(%x: tensor<4x16xf32> {hir.global_type = tensor<7x16xf
 
 shard.grid @g(shape = 2)
 func.func @dynamic(%x: tensor<?x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x16xf32> {
-  // CHECK: error: argument #0 has the dynamic type tensor<?x16xf32>; hir buffers have static shapes
+  // CHECK: error: 'func.func' op @dynamic argument #0 has the dynamic type tensor<?x16xf32>; hir buffers have static shapes
   return %x : tensor<?x16xf32>
 }
 
@@ -128,4 +128,13 @@ func.func @type_changing(%p: tensor<8xf32>) -> tensor<8xf64> {
   // CHECK: error: 'shard.all_reduce' op changes the element type (f32 -> f64); hir collectives keep it
   %r = shard.all_reduce %p on @g grid_axes = [0] : tensor<8xf32> -> tensor<8xf64>
   return %r : tensor<8xf64>
+}
+
+// -----
+
+// A dim split over two grid axes (the 2-D weight-stationary layout) is not converted yet.
+shard.grid @g(shape = 2x2)
+func.func @two_axes_one_dim(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> tensor<2x16xf32> {
+  // CHECK: error: 'func.func' op @two_axes_one_dim argument #0 splits dim 0 over grid axes [0, 1]; a #hir.shard buffer axis is split by one mesh axis
+  return %x : tensor<2x16xf32>
 }
