@@ -4,82 +4,31 @@ in order, building the hir program before each one, then erases the tensor progr
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, func, linalg, scf, shard, tensor
+from torch_mlir.dialects import arith, func, linalg, scf, tensor
 
-from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, MatmulOp, BinaryOp, ReduceScatterOp, ShiftOp, WaitOp
-from hir.dialect.comm import teams_attr
-from hir.dialect.linalg_facts import ADDITIVE, BINARY_NAMED, is_elementwise
+from hir.dialect import BinaryOp, DeviceIndexOp, MatmulOp
+from hir.dialect.linalg_facts import BINARY_NAMED
 from hir.passes.base import PassFailure
+from hir.passes._shard_collectives import DEVICE_INDEX_OPS, Collectives, fail, is_tensor, needed_downstream
 from hir.passes._shard_kernels import Port, build_kernel, closure
 from hir.passes._shard_placement import (
     FREE,
     GLOBAL_TYPE_ATTR,
-    PARTIAL,
     REPLICATED,
     SPLIT_AXES_ATTR,
     Grid,
     GridPlacement,
-    Placement,
     PlacementError,
     infer,
-    split,
     split_axes_placement,
 )
-
-_DEVICE_INDEX_OPS = (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLinearIndexOp.OPERATION_NAME)
-_REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
-
-
-def _is_tensor(value: ir.Value) -> bool:
-    return isinstance(value.type, ir.RankedTensorType)
-
-
-def _fail(op: ir.Operation, message: str) -> PassFailure:
-    return PassFailure(f"'{op.name}' op {message}", op.location)
 
 
 def _entries(attrs: ir.Attribute) -> dict:
     return {named.name: named.attr for named in ir.DictAttr(attrs)}
 
 
-def _index_attr(op: ir.Operation, name: str) -> int:
-    return ir.IntegerAttr(op.attributes[name]).value
-
-
-def _i64(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def _needed_by_collective(op: ir.Operation) -> Optional[Placement]:
-    """The placement collective ``op`` needs of its operand on the grid axis it runs over
-    (None: not a collective)."""
-    name = op.name
-    if name == shard.AllGatherOp.OPERATION_NAME:
-        return split(_index_attr(op, "gather_axis"))
-    if name in (shard.AllReduceOp.OPERATION_NAME, shard.ReduceScatterOp.OPERATION_NAME):
-        return PARTIAL
-    if name == shard.AllSliceOp.OPERATION_NAME:
-        return REPLICATED
-    return None
-
-
-def _needed_downstream(value: ir.Value) -> Optional[tuple[ir.Operation, Placement]]:
-    """(collective, the placement it needs) of the first collective reading ``value``, directly
-    or through elementwise ops that keep that placement (only additive ones keep a partial
-    sum: shard-simplify moves all_reduce(x) + all_reduce(y) to all_reduce(x + y))."""
-    for use in value.uses:
-        owner = use.owner
-        needed = _needed_by_collective(owner)
-        if needed is not None:
-            return owner, needed
-        if is_elementwise(owner) and owner.results and _is_tensor(owner.results[0]):
-            found = _needed_downstream(owner.results[0])
-            if found is not None and (found[1] != PARTIAL or owner.name in ADDITIVE):
-                return found
-    return None
-
-
-class FunctionConversion:
+class FunctionConversion(Collectives):
     """Converts one function in place; kernel segments are added before it in the module."""
 
     def __init__(self, fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:
@@ -131,7 +80,7 @@ class FunctionConversion:
         res_attrs = [_entries(a) for a in ir.ArrayAttr(attrs["res_attrs"])] if "res_attrs" in attrs else []
         self.result_globals = {i: e[GLOBAL_TYPE_ATTR] for i, e in enumerate(res_attrs) if GLOBAL_TYPE_ATTR in e}
         for index, arg in enumerate(self.block.arguments):
-            if not _is_tensor(arg):
+            if not is_tensor(arg):
                 self.scalars[arg] = arg
                 continue
             entries = arg_attrs[index] if index < len(arg_attrs) else {}
@@ -158,7 +107,7 @@ class FunctionConversion:
                 return split_axes_placement(entries[SPLIT_AXES_ATTR], rank, self.grid)
             except PlacementError as err:
                 raise PassFailure(f"{where}: {err}", self.fn.location) from None
-        found = _needed_downstream(arg)  # no record: what the first collective reading it needs
+        found = needed_downstream(arg)  # no record: what the first collective reading it needs
         if found is not None:
             return self.replicated.with_axis(self.grid_axis(found[0]), found[1])
         raise PassFailure(
@@ -185,7 +134,7 @@ class FunctionConversion:
     # ----- values ----------------------------------------------------------------------
     def is_data(self, value: ir.Value) -> bool:
         """A tensor of the program (arguments are already retyped to their buffers)."""
-        return value in self.placements or _is_tensor(value)
+        return value in self.placements or is_tensor(value)
 
     def buffer(self, value: ir.Value, user: ir.Operation) -> ir.Value:
         """The buffer of tensor ``value``; a free value is materialized by a kernel."""
@@ -195,7 +144,7 @@ class FunctionConversion:
             self.placements[value] = self.replicated
             self.kernel(self.free[value], [value])
             return self.buffers[value]
-        raise _fail(user, f"reads {value.get_name()}, which has no buffer")
+        raise fail(user, f"reads {value.get_name()}, which has no buffer")
 
     def scalar(self, value: ir.Value, user: ir.Operation) -> ir.Value:
         """``value`` in the host program: host arithmetic is cloned where first used, so the
@@ -204,10 +153,10 @@ class FunctionConversion:
             return self.scalars[value]
         op = self.host.get(value)
         if op is None:
-            raise _fail(user, f"reads host value {value.get_name()}, which the conversion could not compute")
-        if op.name in _DEVICE_INDEX_OPS:
+            raise fail(user, f"reads host value {value.get_name()}, which the conversion could not compute")
+        if op.name in DEVICE_INDEX_OPS:
             if self.grid.rank != 1:
-                raise _fail(op, f"reads the device index on the {self.grid.rank}-D grid @{self.grid.name}; hir converts device indices of 1-D grids only")
+                raise fail(op, f"reads the device index on the {self.grid.rank}-D grid @{self.grid.name}; hir converts device indices of 1-D grids only")
             index = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
             results = [index] * len(op.results)
         else:
@@ -238,7 +187,7 @@ class FunctionConversion:
         name = op.name
         if name == arith.ConstantOp.OPERATION_NAME:
             self.free[op.results[0]] = op
-            if not _is_tensor(op.results[0]):  # host scalars may also be read by the host program
+            if not is_tensor(op.results[0]):  # host scalars may also be read by the host program
                 self.host[op.results[0]] = op
         elif name == tensor.EmptyOp.OPERATION_NAME:
             self.free[op.results[0]] = op
@@ -255,140 +204,28 @@ class FunctionConversion:
             pass
         elif name in BINARY_NAMED and self.binary(op):
             pass
-        elif any(_is_tensor(r) for r in op.results):
+        elif any(is_tensor(r) for r in op.results):
             self.outline(op)
         elif len(op.regions) == 0 and not any(self.is_data(v) for v in list(op.operands) + list(op.results)):
             for result in op.results:  # host scalar arithmetic (e.g. on a device index)
                 self.host[result] = op
         else:
-            raise _fail(op, "cannot be converted to hir (no tensor result to outline and not host arithmetic)")
+            raise fail(op, "cannot be converted to hir (no tensor result to outline and not host arithmetic)")
 
     def fold_if(self, op: ir.Operation) -> None:
         """Partitioning guards an init by the device index; both branches often yield the same."""
         yields = [list(region.blocks[0].operations)[-1].operation.operands for region in op.regions if region.blocks]
         ops_per_branch = [len(list(region.blocks[0].operations)) for region in op.regions if region.blocks]
         if len(yields) != 2 or ops_per_branch != [1, 1] or list(yields[0]) != list(yields[1]):
-            raise _fail(op, "has branches that differ; hir converts only an scf.if whose branches yield the same values")
+            raise fail(op, "has branches that differ; hir converts only an scf.if whose branches yield the same values")
         for result, value in zip(op.results, yields[0]):
             result.replace_all_uses_with(value)
-
-    def shard_op(self, op: ir.Operation) -> None:
-        name = op.name
-        if name in _DEVICE_INDEX_OPS:
-            for result in op.results:
-                self.host[result] = op
-            return
-        if name in (shard.ShardOp.OPERATION_NAME, shard.ShardingOp.OPERATION_NAME):
-            raise _fail(op, "is a sharding annotation: partition the program first (sharding-propagation, shard-partition; or use the hir-from-shard pipeline)")
-        handler = {
-            shard.AllGatherOp.OPERATION_NAME: self.all_gather,
-            shard.AllReduceOp.OPERATION_NAME: self.all_reduce,
-            shard.ReduceScatterOp.OPERATION_NAME: self.reduce_scatter,
-            shard.AllSliceOp.OPERATION_NAME: self.all_slice,
-            shard.ShiftOp.OPERATION_NAME: self.shift,
-        }.get(name)
-        if handler is None:
-            raise _fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, shift, process_multi_index, process_linear_index)")
-        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
-            raise _fail(op, f"runs on grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
-        self.grid_axis(op)
-        handler(op)
-
-    def grid_axis(self, op: ir.Operation) -> int:
-        """The one grid axis collective ``op`` runs over."""
-        axes = list(ir.DenseI16ArrayAttr(op.attributes["grid_axes"]))
-        if len(axes) > 1 and all(0 <= a < self.grid.rank for a in axes):  # axes of extent 1 take no part
-            axes = [a for a in axes if self.grid.shape[a] != 1] or axes[:1]
-        if len(axes) != 1 or not 0 <= axes[0] < self.grid.rank:
-            raise _fail(op, f"runs over grid axes {axes}; hir collectives run over one axis of the {self.grid.rank}-D grid")
-        return axes[0]
 
     def buffer_type(self, tensor_type: ir.Type, placement: GridPlacement, what: str = "a value") -> ir.MemRefType:
         try:
             return self.grid.buffer_type(tensor_type, placement)
         except PlacementError as err:
             raise PassFailure(f"{what} {err}", self.loc) from None
-
-    def collective(self, op: ir.Operation, needed: Placement, out: Placement, hir_name: str, attributes: dict) -> ir.Value:
-        """``op`` over grid axis k: its operand must be ``needed`` on k; the result is
-        ``out`` on k and placed as the operand on the other grid axes."""
-        source, k = op.operands[0], self.grid_axis(op)
-        types = [ir.ShapedType(v.type).element_type for v in (source, op.results[0])]
-        if types[0] != types[1]:
-            raise _fail(op, f"changes the element type ({types[0]} -> {types[1]}); hir collectives keep it: convert before or after it (arith.extf / truncf)")
-        have = self.placement(source)
-        if have == self.free_placement:
-            have = self.replicated
-        if have[k] != needed:
-            where = f" on grid axis {k}" if self.grid.rank > 1 else ""
-            raise _fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; {op.name} needs it {needed}")
-        inp = self.buffer(source, op)
-        output = self.alloc(op.results[0], have.with_axis(k, out))
-        team = self.team
-        if self.grid.rank > 1:  # one team per line of the grid along k
-            team = teams_attr(self.grid.lines(k))
-        attributes = {**attributes, "backend": self.backend, "team": team}
-        operands = [inp, output] + ([attributes.pop("offset")] if hir_name == ShiftOp.OPERATION_NAME else [])
-        work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
-        self.create(WaitOp.OPERATION_NAME, operands=[work])
-        return output
-
-    def reduction(self, op: ir.Operation) -> ir.StringAttr:
-        kind = str(op.attributes["reduction"]).rstrip(">").split()[-1]
-        if kind not in _REDUCTIONS:
-            raise _fail(op, f"reduces with '{kind}'; hir collectives reduce with {', '.join(_REDUCTIONS)}")
-        return ir.StringAttr.get(_REDUCTIONS[kind])
-
-    def all_gather(self, op: ir.Operation) -> None:
-        axis = _index_attr(op, "gather_axis")
-        self.collective(op, _needed_by_collective(op), REPLICATED, AllgatherOp.OPERATION_NAME, {"axis": _i64(axis)})
-
-    def all_reduce(self, op: ir.Operation) -> None:
-        self.collective(op, _needed_by_collective(op), REPLICATED, AllreduceOp.OPERATION_NAME, {"axis": _i64(0), "reduction": self.reduction(op)})
-
-    def reduce_scatter(self, op: ir.Operation) -> None:
-        dim = _index_attr(op, "scatter_dim")
-        attrs = {"axis": _i64(0), "scatter_axis": _i64(dim + 1), "reduction": self.reduction(op)}
-        self.collective(op, _needed_by_collective(op), split(dim), ReduceScatterOp.OPERATION_NAME, attrs)
-
-    def all_slice(self, op: ir.Operation) -> None:
-        """No communication: each device keeps its slice of the replicated input. Rewritten in
-        the tensor program as ``tensor.extract_slice`` at the device's offset, then outlined."""
-        source, dim = op.operands[0], _index_attr(op, "slice_axis")
-        if self.grid.rank != 1:
-            raise _fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.all_slice on 1-D grids only")
-        if self.placement(source) not in (self.replicated, self.free_placement):
-            raise _fail(op, f"reads {source.get_name()}, which is {self.placement(source)}; shard.all_slice needs it replicated")
-        result = op.results[0]
-        shape = list(ir.RankedTensorType(result.type).shape)
-        index = ir.IndexType.get()
-        with self.loc, self.ip:
-            device = shard.ProcessLinearIndexOp(self.grid.name).result
-            chunk = arith.ConstantOp(index, shape[dim]).result
-            offset = arith.MulIOp(device, chunk).result
-            offsets = [0] * len(shape)
-            offsets[dim] = ir.ShapedType.get_dynamic_stride_or_offset()
-            local = tensor.ExtractSliceOp(result.type, source, [offset], [], [], offsets, shape, [1] * len(shape))
-        for value in (device, chunk, offset):
-            self.host[value] = value.owner.operation
-        self.rewritten[self.position] = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation]
-        self.placements[local.result] = GridPlacement((split(dim),))
-        self.kernel(local.operation, [local.result])
-        result.replace_all_uses_with(local.result)
-
-    def shift(self, op: ir.Operation) -> None:
-        if "rotate" not in op.attributes:
-            raise _fail(op, "without 'rotate' leaves the edge devices' results undefined; hir converts rotating shifts only")
-        if self.grid.rank != 1:
-            raise _fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.shift on 1-D grids only")
-        # shard.shift sends device i's tensor to device i + offset; hir.shift receives from me + offset.
-        offset = (-ir.IntegerAttr(op.attributes["offset"]).value) % self.grid.shape[0]
-        index = ir.IndexType.get()
-        offset_value = self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, offset)}).result
-        placement = self.placement(op.operands[0])[0]
-        if placement in (PARTIAL, FREE):
-            raise _fail(op, f"shifts a {placement} value")
-        self.collective(op, placement, placement, ShiftOp.OPERATION_NAME, {"offset": offset_value})
 
     def operand_placements(self, op: ir.Operation) -> list[GridPlacement]:
         return [self.placement(v) for v in op.operands if self.is_data(v)]
@@ -397,7 +234,7 @@ class FunctionConversion:
         try:
             return infer(op, self.operand_placements(op), self.grid.rank)
         except PlacementError as err:
-            raise _fail(op, str(err)) from None
+            raise fail(op, str(err)) from None
 
     def matmul(self, op: ir.Operation) -> bool:
         """``hir.matmul`` when it overwrites a zero fill and is not a partial product."""
@@ -436,7 +273,7 @@ class FunctionConversion:
             elif isinstance(value.type, (ir.IndexType, ir.IntegerType, ir.FloatType)):
                 ports.append(Port(value, self.scalar(value, root)))
             else:
-                raise _fail(root, f"reads {value.get_name()} of type {value.type}, which cannot be passed to a kernel segment")
+                raise fail(root, f"reads {value.get_name()} of type {value.type}, which cannot be passed to a kernel segment")
         placements = [self.placements[r] for r in results]
         outputs = [(r, self.buffer_type(r.type, p), p) for r, p in zip(results, placements)]
         name = f"{self.name}_kernel_{self.kernels}"

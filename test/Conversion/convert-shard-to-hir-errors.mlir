@@ -12,10 +12,10 @@ func.func @two_grid_axes(%p: tensor<2x16xf32>) -> tensor<2x16xf32> {
 // -----
 
 shard.grid @g(shape = 4)
-func.func @all_to_all(%x: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[]]>}) -> tensor<2x16xf32> {
-  // CHECK: convert-shard-to-hir-errors.mlir:17:8: error: 'shard.all_to_all' op has no hir equivalent yet
-  %t = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<8x4xf32> -> tensor<2x16xf32>
-  return %t : tensor<2x16xf32>
+func.func @broadcast(%x: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[]]>}) -> tensor<8x4xf32> {
+  // CHECK: convert-shard-to-hir-errors.mlir:17:8: error: 'shard.broadcast' op has no hir equivalent yet
+  %t = shard.broadcast %x on @g grid_axes = [0] root = [0] : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %t : tensor<8x4xf32>
 }
 
 // -----

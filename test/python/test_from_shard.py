@@ -70,6 +70,9 @@ def handwritten(n: int) -> list:
             "  %r = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x16xf32> -> tensor<2x16xf32>\n  return %r : tensor<2x16xf32>"),
          lambda x: torch.roll(x, 2, 0)),  # device i's two rows move to device i + 1
         ("partitioned_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
+        ("all_to_all", prog(f"%x: tensor<8x4xf32>) -> tensor<{8 // n}x{4 * n}xf32>",
+            f"  %r = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<8x4xf32> -> tensor<{8 // n}x{4 * n}xf32>\n  return %r : tensor<{8 // n}x{4 * n}xf32>"),
+         lambda x: x),  # split by columns in, by rows out: the same global value
         ("tensor_arith", prog("%x: tensor<4xi32> {hir.split_axes = #shard<axisarray[[0]]>}, %y: tensor<4xi32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4xi32>",
             "  %m = arith.minsi %x, %y : tensor<4xi32>\n  %s = arith.addi %m, %x : tensor<4xi32>\n  return %s : tensor<4xi32>"),
          lambda x, y: torch.minimum(x, y) + x),
