@@ -4,61 +4,31 @@ in order, building the hir program before each one, then erases the tensor progr
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, func, scf, shard, tensor
+from torch_mlir.dialects import arith, func, scf, tensor
 
-from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, MatmulOp, BinaryOp, ReduceScatterOp, ShiftOp, WaitOp
-from hir.dialect.comm import teams_attr
+from hir.dialect import BinaryOp, DeviceIndexOp, MatmulOp
 from hir.dialect.linalg_facts import BINARY_NAMED
 from hir.passes.base import PassFailure
+from hir.passes._shard_collectives import DEVICE_INDEX_OPS, Collectives, fail, is_tensor, needed_downstream
 from hir.passes._shard_kernels import Port, build_kernel, closure
 from hir.passes._shard_placement import (
     FREE,
-    PARTIAL,
+    GLOBAL_TYPE_ATTR,
     REPLICATED,
     SPLIT_AXES_ATTR,
     Grid,
     GridPlacement,
-    Placement,
     PlacementError,
     infer,
-    split,
     split_axes_placement,
 )
 
-_DEVICE_INDEX_OPS = (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLinearIndexOp.OPERATION_NAME)
-_REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
+
+def _entries(attrs: ir.Attribute) -> dict:
+    return {named.name: named.attr for named in ir.DictAttr(attrs)}
 
 
-def _is_tensor(value: ir.Value) -> bool:
-    return isinstance(value.type, ir.RankedTensorType)
-
-
-def _fail(op: ir.Operation, message: str) -> PassFailure:
-    return PassFailure(f"'{op.name}' op {message}", op.location)
-
-
-def _index_attr(op: ir.Operation, name: str) -> int:
-    return ir.IntegerAttr(op.attributes[name]).value
-
-
-def _i64(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def _needed_by_collective(op: ir.Operation) -> Optional[Placement]:
-    """The placement collective ``op`` needs of its operand on the grid axis it runs over
-    (None: not a collective)."""
-    name = op.name
-    if name == shard.AllGatherOp.OPERATION_NAME:
-        return split(_index_attr(op, "gather_axis"))
-    if name in (shard.AllReduceOp.OPERATION_NAME, shard.ReduceScatterOp.OPERATION_NAME):
-        return PARTIAL
-    if name == shard.AllSliceOp.OPERATION_NAME:
-        return REPLICATED
-    return None
-
-
-class FunctionConversion:
+class FunctionConversion(Collectives):
     """Converts one function in place; kernel segments are added before it in the module."""
 
     def __init__(self, fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:
@@ -94,6 +64,8 @@ class FunctionConversion:
         self.ip, self.loc = ir.InsertionPoint(ret), ret.location
         results = [self.buffer(v, ret) if self.is_data(v) else self.scalar(v, ret) for v in ret.operands]
         for index, value in enumerate(results):
+            self.check_global(f"result #{index}", value.type, self.result_globals.get(index), ret.location)
+        for index, value in enumerate(results):
             ret.operands[index] = value
         for position in reversed(range(len(ops) - 1)):  # users before producers
             ops[position].erase()
@@ -104,39 +76,65 @@ class FunctionConversion:
 
     def arguments(self) -> None:
         attrs = self.fn.attributes
-        arg_attrs = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
+        arg_attrs = [_entries(a) for a in ir.ArrayAttr(attrs["arg_attrs"])] if "arg_attrs" in attrs else []
+        res_attrs = [_entries(a) for a in ir.ArrayAttr(attrs["res_attrs"])] if "res_attrs" in attrs else []
+        self.result_globals = {i: e[GLOBAL_TYPE_ATTR] for i, e in enumerate(res_attrs) if GLOBAL_TYPE_ATTR in e}
         for index, arg in enumerate(self.block.arguments):
-            if not _is_tensor(arg):
+            if not is_tensor(arg):
                 self.scalars[arg] = arg
                 continue
-            placement = self.argument_placement(arg, arg_attrs[index] if index < len(arg_attrs) else None)
+            entries = arg_attrs[index] if index < len(arg_attrs) else {}
+            placement = self.argument_placement(arg, entries)
             self.placements[arg] = placement
             self.arg_tensor_types[arg] = arg.type
-            arg.set_type(self.grid.buffer_type(arg.type, placement))
+            self.loc = self.fn.location
+            arg.set_type(self.buffer_type(arg.type, placement, f"'func.func' op @{self.name} argument #{index}"))
+            self.check_global(f"argument #{index}", arg.type, entries.get(GLOBAL_TYPE_ATTR), self.fn.location)
             self.buffers[arg] = arg
         if "arg_attrs" in attrs:  # the recorded placements now live in the types
             del attrs["arg_attrs"]
         if "res_attrs" in attrs:
             del attrs["res_attrs"]
 
-    def argument_placement(self, arg: ir.Value, attrs: Optional[ir.Attribute]) -> GridPlacement:
+    def argument_placement(self, arg: ir.Value, entries: dict) -> GridPlacement:
+        """From ``hir.split_axes``, else from the collective that reads the argument (a
+        hand-partitioned program: all_gather needs it split, all_reduce a partial sum, ...);
+        with neither, where it lives is unknown: an error, never a guess."""
         rank = ir.RankedTensorType(arg.type).rank
-        entries = {named.name: named.attr for named in ir.DictAttr(attrs)} if attrs is not None else {}
+        where = f"'func.func' op @{self.name} argument #{arg.arg_number}"
         if SPLIT_AXES_ATTR in entries:
             try:
                 return split_axes_placement(entries[SPLIT_AXES_ATTR], rank, self.grid)
             except PlacementError as err:
-                raise PassFailure(f"'func.func' op argument #{arg.arg_number}: {err}", self.fn.location) from None
-        for use in arg.uses:  # no record: what the first collective reading it needs
-            needed = _needed_by_collective(use.owner)
-            if needed is not None:
-                return self.replicated.with_axis(self.grid_axis(use.owner), needed)
-        return self.replicated
+                raise PassFailure(f"{where}: {err}", self.fn.location) from None
+        found = needed_downstream(arg)  # no record: what the first collective reading it needs
+        if found is not None:
+            return self.replicated.with_axis(self.grid_axis(found[0]), found[1])
+        raise PassFailure(
+            f"{where} ({arg.type}) does not say where it lives: give it {{{SPLIT_AXES_ATTR} = #shard<axisarray[...]>}}, "
+            "the split axes of its shard.sharding (#shard<axisarray[[]]> when replicated), or partition an annotated "
+            "program with the hir-from-shard pipeline, which records them",
+            self.fn.location,
+        )
+
+    def check_global(self, what: str, buffer_type: ir.Type, recorded: Optional[ir.Attribute], loc: ir.Location) -> None:
+        """The global-shape check at the program boundary: a partitioned local shape must
+        map back to the global type recorded before partitioning."""
+        if recorded is None:
+            return
+        want = ir.RankedTensorType(ir.TypeAttr(recorded).value)
+        got = ir.MemRefType(buffer_type)
+        if list(got.shape) != list(want.shape) or got.element_type != want.element_type:
+            raise PassFailure(
+                f"'func.func' op @{self.name} {what}: its partitioned type maps back to {list(got.shape)}x{got.element_type}, "
+                f"not to its global type {want} (an uneven split or a sharding hir does not convert)",
+                loc,
+            )
 
     # ----- values ----------------------------------------------------------------------
     def is_data(self, value: ir.Value) -> bool:
         """A tensor of the program (arguments are already retyped to their buffers)."""
-        return value in self.placements or _is_tensor(value)
+        return value in self.placements or is_tensor(value)
 
     def buffer(self, value: ir.Value, user: ir.Operation) -> ir.Value:
         """The buffer of tensor ``value``; a free value is materialized by a kernel."""
@@ -146,7 +144,7 @@ class FunctionConversion:
             self.placements[value] = self.replicated
             self.kernel(self.free[value], [value])
             return self.buffers[value]
-        raise _fail(user, f"reads {value.get_name()}, which has no buffer")
+        raise fail(user, f"reads {value.get_name()}, which has no buffer")
 
     def scalar(self, value: ir.Value, user: ir.Operation) -> ir.Value:
         """``value`` in the host program: host arithmetic is cloned where first used, so the
@@ -155,10 +153,10 @@ class FunctionConversion:
             return self.scalars[value]
         op = self.host.get(value)
         if op is None:
-            raise _fail(user, f"reads host value {value.get_name()}, which the conversion could not compute")
-        if op.name in _DEVICE_INDEX_OPS:
+            raise fail(user, f"reads host value {value.get_name()}, which the conversion could not compute")
+        if op.name in DEVICE_INDEX_OPS:
             if self.grid.rank != 1:
-                raise _fail(op, f"reads the device index on the {self.grid.rank}-D grid @{self.grid.name}; hir converts device indices of 1-D grids only")
+                raise fail(op, f"reads the device index on the {self.grid.rank}-D grid @{self.grid.name}; hir converts device indices of 1-D grids only")
             index = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
             results = [index] * len(op.results)
         else:
@@ -191,7 +189,7 @@ class FunctionConversion:
         name = op.name
         if name == arith.ConstantOp.OPERATION_NAME:
             self.free[op.results[0]] = op
-            if not _is_tensor(op.results[0]):  # host scalars may also be read by the host program
+            if not is_tensor(op.results[0]):  # host scalars may also be read by the host program
                 self.host[op.results[0]] = op
         elif name == tensor.EmptyOp.OPERATION_NAME:
             self.free[op.results[0]] = op
@@ -208,135 +206,28 @@ class FunctionConversion:
             pass
         elif name in BINARY_NAMED and self.binary(op):
             pass
-        elif any(_is_tensor(r) for r in op.results):
+        elif any(is_tensor(r) for r in op.results):
             self.outline(op)
         elif len(op.regions) == 0 and not any(self.is_data(v) for v in list(op.operands) + list(op.results)):
             for result in op.results:  # host scalar arithmetic (e.g. on a device index)
                 self.host[result] = op
         else:
-            raise _fail(op, "cannot be converted to hir (no tensor result to outline and not host arithmetic)")
+            raise fail(op, "cannot be converted to hir (no tensor result to outline and not host arithmetic)")
 
     def fold_if(self, op: ir.Operation) -> None:
         """Partitioning guards an init by the device index; both branches often yield the same."""
         yields = [list(region.blocks[0].operations)[-1].operation.operands for region in op.regions if region.blocks]
         ops_per_branch = [len(list(region.blocks[0].operations)) for region in op.regions if region.blocks]
         if len(yields) != 2 or ops_per_branch != [1, 1] or list(yields[0]) != list(yields[1]):
-            raise _fail(op, "has branches that differ; hir converts only an scf.if whose branches yield the same values")
+            raise fail(op, "has branches that differ; hir converts only an scf.if whose branches yield the same values")
         for result, value in zip(op.results, yields[0]):
             result.replace_all_uses_with(value)
 
-    def shard_op(self, op: ir.Operation) -> None:
-        name = op.name
-        if name in _DEVICE_INDEX_OPS:
-            for result in op.results:
-                self.host[result] = op
-            return
-        if name in (shard.ShardOp.OPERATION_NAME, shard.ShardingOp.OPERATION_NAME):
-            raise _fail(op, "is a sharding annotation: partition the program first (sharding-propagation, shard-partition; or use the hir-from-shard pipeline)")
-        handler = {
-            shard.AllGatherOp.OPERATION_NAME: self.all_gather,
-            shard.AllReduceOp.OPERATION_NAME: self.all_reduce,
-            shard.ReduceScatterOp.OPERATION_NAME: self.reduce_scatter,
-            shard.AllSliceOp.OPERATION_NAME: self.all_slice,
-            shard.ShiftOp.OPERATION_NAME: self.shift,
-        }.get(name)
-        if handler is None:
-            raise _fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, shift, process_multi_index, process_linear_index)")
-        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
-            raise _fail(op, f"runs on grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
-        self.grid_axis(op)
-        handler(op)
-
-    def grid_axis(self, op: ir.Operation) -> int:
-        """The one grid axis collective ``op`` runs over."""
-        axes = list(ir.DenseI16ArrayAttr(op.attributes["grid_axes"]))
-        if len(axes) != 1 or not 0 <= axes[0] < self.grid.rank:
-            raise _fail(op, f"runs over grid axes {axes}; hir collectives run over one axis of the {self.grid.rank}-D grid")
-        return axes[0]
-
-    def buffer_type(self, tensor_type: ir.Type, placement: GridPlacement) -> ir.MemRefType:
+    def buffer_type(self, tensor_type: ir.Type, placement: GridPlacement, what: str = "a value") -> ir.MemRefType:
         try:
             return self.grid.buffer_type(tensor_type, placement)
         except PlacementError as err:
-            raise PassFailure(f"a value {err}", self.loc) from None
-
-    def collective(self, op: ir.Operation, needed: Placement, out: Placement, hir_name: str, attributes: dict) -> ir.Value:
-        """``op`` over grid axis k: its operand must be ``needed`` on k; the result is
-        ``out`` on k and placed as the operand on the other grid axes."""
-        source, k = op.operands[0], self.grid_axis(op)
-        have = self.placement(source)
-        if have == self.free_placement:
-            have = self.replicated
-        if have[k] != needed:
-            where = f" on grid axis {k}" if self.grid.rank > 1 else ""
-            raise _fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; {op.name} needs it {needed}")
-        inp = self.buffer(source, op)
-        output = self.alloc(op.results[0], have.with_axis(k, out))
-        team = self.team
-        if self.grid.rank > 1:  # one team per line of the grid along k
-            team = teams_attr(self.grid.lines(k))
-        attributes = {**attributes, "backend": self.backend, "team": team}
-        operands = [inp, output] + ([attributes.pop("offset")] if hir_name == ShiftOp.OPERATION_NAME else [])
-        work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
-        self.create(WaitOp.OPERATION_NAME, operands=[work])
-        return output
-
-    def reduction(self, op: ir.Operation) -> ir.StringAttr:
-        kind = str(op.attributes["reduction"]).rstrip(">").split()[-1]
-        if kind not in _REDUCTIONS:
-            raise _fail(op, f"reduces with '{kind}'; hir collectives reduce with {', '.join(_REDUCTIONS)}")
-        return ir.StringAttr.get(_REDUCTIONS[kind])
-
-    def all_gather(self, op: ir.Operation) -> None:
-        axis = _index_attr(op, "gather_axis")
-        self.collective(op, _needed_by_collective(op), REPLICATED, AllgatherOp.OPERATION_NAME, {"axis": _i64(axis)})
-
-    def all_reduce(self, op: ir.Operation) -> None:
-        self.collective(op, _needed_by_collective(op), REPLICATED, AllreduceOp.OPERATION_NAME, {"axis": _i64(0), "reduction": self.reduction(op)})
-
-    def reduce_scatter(self, op: ir.Operation) -> None:
-        dim = _index_attr(op, "scatter_dim")
-        attrs = {"axis": _i64(0), "scatter_axis": _i64(dim + 1), "reduction": self.reduction(op)}
-        self.collective(op, _needed_by_collective(op), split(dim), ReduceScatterOp.OPERATION_NAME, attrs)
-
-    def all_slice(self, op: ir.Operation) -> None:
-        """No communication: each device keeps its slice of the replicated input. Rewritten in
-        the tensor program as ``tensor.extract_slice`` at the device's offset, then outlined."""
-        source, dim = op.operands[0], _index_attr(op, "slice_axis")
-        if self.grid.rank != 1:
-            raise _fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.all_slice on 1-D grids only")
-        if self.placement(source) not in (self.replicated, self.free_placement):
-            raise _fail(op, f"reads {source.get_name()}, which is {self.placement(source)}; shard.all_slice needs it replicated")
-        result = op.results[0]
-        shape = list(ir.RankedTensorType(result.type).shape)
-        index = ir.IndexType.get()
-        with self.loc, self.ip:
-            device = shard.ProcessLinearIndexOp(self.grid.name).result
-            chunk = arith.ConstantOp(index, shape[dim]).result
-            offset = arith.MulIOp(device, chunk).result
-            offsets = [0] * len(shape)
-            offsets[dim] = ir.ShapedType.get_dynamic_stride_or_offset()
-            local = tensor.ExtractSliceOp(result.type, source, [offset], [], [], offsets, shape, [1] * len(shape))
-        for value in (device, chunk, offset):
-            self.host[value] = value.owner.operation
-        self.rewritten[self.position] = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation]
-        self.placements[local.result] = GridPlacement((split(dim),))
-        self.kernel(local.operation, [local.result])
-        result.replace_all_uses_with(local.result)
-
-    def shift(self, op: ir.Operation) -> None:
-        if "rotate" not in op.attributes:
-            raise _fail(op, "without 'rotate' leaves the edge devices' results undefined; hir converts rotating shifts only")
-        if self.grid.rank != 1:
-            raise _fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.shift on 1-D grids only")
-        # shard.shift sends device i's tensor to device i + offset; hir.shift receives from me + offset.
-        offset = (-ir.IntegerAttr(op.attributes["offset"]).value) % self.grid.shape[0]
-        index = ir.IndexType.get()
-        offset_value = self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, offset)}).result
-        placement = self.placement(op.operands[0])[0]
-        if placement in (PARTIAL, FREE):
-            raise _fail(op, f"shifts a {placement} value")
-        self.collective(op, placement, placement, ShiftOp.OPERATION_NAME, {"offset": offset_value})
+            raise PassFailure(f"{what} {err}", self.loc) from None
 
     def operand_placements(self, op: ir.Operation) -> list[GridPlacement]:
         return [self.placement(v) for v in op.operands if self.is_data(v)]
@@ -345,7 +236,7 @@ class FunctionConversion:
         try:
             return infer(op, self.operand_placements(op), self.grid.rank)
         except PlacementError as err:
-            raise _fail(op, str(err)) from None
+            raise fail(op, str(err)) from None
 
     def matmul(self, op: ir.Operation) -> bool:
         """``hir.matmul`` when it overwrites a zero fill and is not a partial product."""
@@ -384,7 +275,7 @@ class FunctionConversion:
             elif isinstance(value.type, (ir.IndexType, ir.IntegerType, ir.FloatType)):
                 ports.append(Port(value, self.scalar(value, root)))
             else:
-                raise _fail(root, f"reads {value.get_name()} of type {value.type}, which cannot be passed to a kernel segment")
+                raise fail(root, f"reads {value.get_name()} of type {value.type}, which cannot be passed to a kernel segment")
         placements = [self.placements[r] for r in results]
         outputs = [(r, self.buffer_type(r.type, p), p) for r, p in zip(results, placements)]
         name = f"{self.name}_kernel_{self.kernels}"

@@ -28,9 +28,10 @@ from typing import Optional
 from torch_mlir import ir
 
 from hir.dialect import Sharding
-from hir.dialect.linalg_facts import ELEMENTWISE_NAMED
+from hir.dialect.linalg_facts import ADDITIVE, ELEMENTWISE_NAMED, is_elementwise, reduce_maps
 
 SPLIT_AXES_ATTR = "hir.split_axes"  # function argument / result attribute: #shard<axisarray[...]>
+GLOBAL_TYPE_ATTR = "hir.global_type"  # function argument / result attribute: the unpartitioned tensor type
 
 
 class PlacementError(Exception):
@@ -114,12 +115,19 @@ class Grid:
         grid axis."""
         shaped = ir.RankedTensorType(local)
         shape = list(shaped.shape)
+        if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
+            raise PlacementError(f"has the dynamic type {local}; hir buffers have static shapes (give every dim a size)")
         partial = [k for k, p in enumerate(placement.axes) if p.kind == "partial"]
         if len(partial) > 1:
             raise PlacementError(f"is a partial sum over grid axes {partial}; all-reduce one grid axis at a time")
         lead = 1 if partial else 0
         if partial:
             shape = [self.shape[partial[0]]] + shape
+        split_dims = [p.axis for p in placement.axes if p.kind == "split"]
+        if len(set(split_dims)) != len(split_dims):
+            dim = next(d for d in split_dims if split_dims.count(d) > 1)
+            axes = [k for k, p in enumerate(placement.axes) if p == split(dim)]
+            raise PlacementError(f"splits dim {dim} over grid axes {axes}; a #hir.shard buffer axis is split by one mesh axis (not yet converted)")
         splits: list = [None] * self.rank
         for k, p in enumerate(placement.axes):
             if p.kind == "split":
@@ -148,14 +156,14 @@ def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid) -> GridPlace
             continue
         if dim >= rank:
             raise PlacementError(f"{attr} splits dim {dim} of a rank-{rank} tensor")
-        if len(grid_axes) > 1:
-            raise PlacementError(f"{attr} splits dim {dim} over several grid axes {grid_axes}; hir splits a dim over one grid axis")
-        (k,) = grid_axes
-        if not 0 <= k < grid.rank:
-            raise PlacementError(f"{attr} uses grid axis {k} of a {grid.rank}-D grid")
-        if axes[k] != REPLICATED:
-            raise PlacementError(f"{attr} splits dims {axes[k].axis} and {dim} over grid axis {k}")
-        axes[k] = split(dim)
+        if grid_axes != sorted(grid_axes):
+            raise PlacementError(f"{attr} splits dim {dim} over grid axes {grid_axes} minor-first; hir splits a dim over grid axes in grid order")
+        for k in grid_axes:  # several: major to minor, as the grid's row-major order
+            if not 0 <= k < grid.rank:
+                raise PlacementError(f"{attr} uses grid axis {k} of a {grid.rank}-D grid")
+            if axes[k] != REPLICATED:
+                raise PlacementError(f"{attr} splits dims {axes[k].axis} and {dim} over grid axis {k}")
+            axes[k] = split(dim)
     return GridPlacement(tuple(axes))
 
 
@@ -172,9 +180,15 @@ def _maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
             reductions = [d for d, k in enumerate(kinds) if "reduction" in k]
         else:  # matmul / batch_matmul: the last loop is the contraction
             reductions = [maps[0].n_dims - 1]
+    elif name == linalg.ReduceOp.OPERATION_NAME:
+        maps, reductions = reduce_maps(op)
     elif name in ELEMENTWISE_NAMED:
         rank = ir.ShapedType(op.operands[-1].type).rank
         maps, reductions = [ir.AffineMap.get_identity(rank)] * len(op.operands), []
+    elif is_elementwise(op):
+        rank = ir.ShapedType(op.results[0].type).rank
+        tensors = sum(isinstance(v.type, ir.RankedTensorType) for v in op.operands)
+        maps, reductions = [ir.AffineMap.get_identity(rank)] * (tensors + 1), []
     else:
         return None
     dims = [[e.position if isinstance(e, ir.AffineDimExpr) else None for e in m.results] for m in maps]
@@ -195,6 +209,8 @@ def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
     if not known:
         return REPLICATED
     if PARTIAL in known:
+        if op.name in ADDITIVE and all(p in (PARTIAL, FREE) for p in operands):
+            return PARTIAL  # a sum of partial sums
         raise PlacementError("reads a partial sum (a value still to be all-reduced); only shard.all_reduce / reduce_scatter may read it")
     name = op.name
     axis = known[0].axis

@@ -29,9 +29,12 @@ PIPELINES: dict[str, str] = {
     # num-streams pool streams; see passes/reuse_stream_buffers.py).
     "hir-lower-reuse": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
     "hir-reuse-stream-buffers,hir-insert-deallocations,canonicalize,cse",
-    # An annotated upstream shard program -> hir (issue 15): record the signature's
-    # shardings, propagate and partition upstream, then convert (docs/from-shard.md).
-    "hir-from-shard": "hir-record-shard-signature,func.func(sharding-propagation,cse,shard-partition,canonicalize,cse),"
+    # An annotated upstream shard program -> hir (issues 15, 24): TOSA to linalg, upstream
+    # propagation, record the signature's shardings, partition upstream, then convert
+    # (docs/from-shard.md). No cse before shard-partition: it merges tensor.empty ops,
+    # and shard-partition needs each one used once.
+    "hir-from-shard": "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,sharding-propagation),"
+    "hir-record-shard-signature,func.func(shard-partition,canonicalize,cse),"
     "shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
 }
 

@@ -1,26 +1,32 @@
-"""``hir-record-shard-signature``: before ``shard-partition``, write the sharding of each
-function argument and result into the signature, where partitioning leaves it (the pass
-drops the ``shard.shard`` annotations and gives arguments their local shapes, but keeps
-argument and result attributes). ``hir-convert-shard-to-hir`` reads it back to give the
-buffers their global shapes and ``#hir.shard`` placements.
+"""``hir-record-shard-signature``: after ``sharding-propagation`` and before
+``shard-partition``, write the sharding and the global type of every tensor argument and
+result into the signature, where partitioning leaves them (the pass drops the
+``shard.shard`` annotations and gives arguments their local shapes, but keeps argument and
+result attributes). ``hir-convert-shard-to-hir`` reads them back to give the buffers their
+global shapes and ``#hir.shard`` placements, and refuses a local shape that does not map
+back to the recorded global one.
+
+An argument's sharding is the one ``shard-partition`` partitions it by: that of its first
+user when it is a ``shard.shard`` (``annotate_for_users`` or not); a result's is that of the
+``shard.shard`` producing it. A tensor with neither is replicated (``axisarray[]``).
 
 Before::
 
     func.func @mlp(%x: tensor<8x16xf32>, %w1: tensor<16x64xf32>) -> tensor<8x64xf32> {
       %s = shard.sharding @tp split_axes = [[], [0]] : !shard.sharding
-      %w = shard.shard %w1 to %s : tensor<16x64xf32>
+      %w = shard.shard %w1 to %s annotate_for_users : tensor<16x64xf32>
       ...
-      %r = shard.shard %h to %s annotate_for_users : tensor<8x64xf32>
+      %r = shard.shard %h to %s : tensor<8x64xf32>
       return %r : tensor<8x64xf32>
 
 After::
 
-    func.func @mlp(%x: tensor<8x16xf32>,
-                   %w1: tensor<16x64xf32> {hir.split_axes = #shard<axisarray[[], [0]]>})
-        -> (tensor<8x64xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}) {
+    func.func @mlp(%x: tensor<8x16xf32> {hir.global_type = tensor<8x16xf32>, hir.split_axes = #shard<axisarray[[]]>},
+                   %w1: tensor<16x64xf32> {hir.global_type = tensor<16x64xf32>, hir.split_axes = #shard<axisarray[[], [0]]>})
+        -> (tensor<8x64xf32> {hir.global_type = tensor<8x64xf32>, hir.split_axes = #shard<axisarray[[], [0]]>}) {
       ...                                              // body unchanged
 
-An argument with no ``shard.shard`` of its own gets no attribute (it reads as replicated).
+A sharding with halo sizes or uneven ``sharded_dims_offsets`` is refused at the sharding op.
 """
 
 from dataclasses import dataclass
@@ -29,51 +35,64 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import func, shard
 
-from hir.passes.base import ModulePass, register_pass
-from hir.passes._shard_placement import SPLIT_AXES_ATTR
+from hir.passes.base import ModulePass, PassFailure, register_pass
+from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, SPLIT_AXES_ATTR
+
+_UNCONVERTED = {"static_halo_sizes": "halo sizes", "static_sharded_dims_offsets": "sharded_dims_offsets"}
 
 
-def _split_axes(value: ir.Value) -> Optional[ir.Attribute]:
-    """The split axes of the ``shard.sharding`` that annotates ``value`` (a shard.shard result)."""
-    if not isinstance(value, ir.OpResult) or value.owner.name != shard.ShardOp.OPERATION_NAME:
-        return None
-    sharding = value.owner.operands[1]
+def _sharding_of(shard_op: ir.Operation) -> ir.Attribute:
+    """The split axes of the ``shard.sharding`` that ``shard_op`` (a shard.shard) annotates with."""
+    sharding = shard_op.operands[1]
     if not isinstance(sharding, ir.OpResult) or sharding.owner.name != shard.ShardingOp.OPERATION_NAME:
-        return None
-    sharding = sharding.owner.operation
-    return sharding.attributes["split_axes"]
+        raise PassFailure("'shard.shard' op: its sharding is not a shard.sharding op; hir records static shardings only", shard_op.location)
+    op = sharding.owner.operation
+    if len(op.operands):
+        raise PassFailure("'shard.sharding' op has dynamic halo sizes or offsets; hir converts static shardings only", op.location)
+    for name, what in _UNCONVERTED.items():
+        if name in op.attributes and len(ir.DenseI64ArrayAttr(op.attributes[name])):
+            raise PassFailure(f"'shard.sharding' op has {what}; hir-convert-shard-to-hir converts even splits without halos only", op.location)
+    return op.attributes["split_axes"]
 
 
-def _with(attrs: Optional[ir.Attribute], count: int, index: int, value: ir.Attribute) -> ir.ArrayAttr:
-    """``attrs`` (an array of dictionaries, or none) with ``hir.split_axes = value`` at ``index``."""
-    dicts = [ir.DictAttr(a) for a in ir.ArrayAttr(attrs)] if attrs is not None else [ir.DictAttr.get({})] * count
-    entries = {named.name: named.attr for named in dicts[index]}
-    entries[SPLIT_AXES_ATTR] = value
-    dicts[index] = ir.DictAttr.get(entries)
-    return ir.ArrayAttr.get(dicts)
+def _argument_sharding(arg: ir.Value) -> Optional[ir.Operation]:
+    users = [use.owner for use in arg.uses]
+    return users[0] if users and users[0].name == shard.ShardOp.OPERATION_NAME else None
+
+
+def _result_sharding(value: ir.Value) -> Optional[ir.Operation]:
+    if isinstance(value, ir.OpResult) and value.owner.name == shard.ShardOp.OPERATION_NAME:
+        return value.owner.operation
+    return None
+
+
+def _signature(fn: ir.Operation, key: str, values: list, sharding_of) -> None:
+    """Write ``hir.split_axes`` / ``hir.global_type`` into ``fn``'s ``key`` (arg_attrs or
+    res_attrs) for every tensor in ``values``."""
+    replicated = ir.Attribute.parse("#shard<axisarray[[]]>")
+    old = [ir.DictAttr(a) for a in ir.ArrayAttr(fn.attributes[key])] if key in fn.attributes else [ir.DictAttr.get({})] * len(values)
+    dicts = []
+    for value, attrs in zip(values, old):
+        entries = {named.name: named.attr for named in attrs}
+        if isinstance(value.type, ir.RankedTensorType):
+            shard_op = sharding_of(value)
+            entries[SPLIT_AXES_ATTR] = _sharding_of(shard_op) if shard_op is not None else replicated
+            entries[GLOBAL_TYPE_ATTR] = ir.TypeAttr.get(value.type)
+        dicts.append(ir.DictAttr.get(entries))
+    fn.attributes[key] = ir.ArrayAttr.get(dicts)
 
 
 @register_pass
 @dataclass
 class RecordShardSignature(ModulePass):
     name = "hir-record-shard-signature"
-    description = "Record the shardings of function arguments and results as hir.split_axes attributes (run before shard-partition)."
+    description = "Record the shardings and global types of function arguments and results (run between sharding-propagation and shard-partition)."
 
     def run(self, module: ir.Module) -> None:
         for op in module.body.operations:
             if op.operation.name != func.FuncOp.OPERATION_NAME or not op.regions[0].blocks:
                 continue
-            fn = op.operation
             block = op.regions[0].blocks[0]
-            for index, arg in enumerate(block.arguments):
-                mine = [u.owner for u in arg.uses if u.owner.name == shard.ShardOp.OPERATION_NAME and "annotate_for_users" not in u.owner.attributes]
-                axes = _split_axes(mine[0].results[0]) if mine else None
-                if axes is not None:
-                    current = fn.attributes["arg_attrs"] if "arg_attrs" in fn.attributes else None
-                    fn.attributes["arg_attrs"] = _with(current, len(block.arguments), index, axes)
+            _signature(op.operation, "arg_attrs", list(block.arguments), _argument_sharding)
             ret = list(block.operations)[-1].operation
-            for index, value in enumerate(ret.operands):
-                axes = _split_axes(value)
-                if axes is not None:
-                    current = fn.attributes["res_attrs"] if "res_attrs" in fn.attributes else None
-                    fn.attributes["res_attrs"] = _with(current, len(ret.operands), index, axes)
+            _signature(op.operation, "res_attrs", list(ret.operands), _result_sharding)

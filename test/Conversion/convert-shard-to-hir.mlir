@@ -86,7 +86,7 @@ func.func @shift(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0]]>})
 // CHECK-NEXT:  %[[J:.*]] = arith.muli %[[I]], %[[C]] : index
 // CHECK-NEXT:  return %arg0, %[[J]]
 shard.grid @g(shape = 4)
-func.func @device(%x: tensor<4xf32>) -> (tensor<4xf32>, index) {
+func.func @device(%x: tensor<4xf32> {hir.split_axes = #shard<axisarray[[]]>}) -> (tensor<4xf32>, index) {
   %i = shard.process_linear_index on @g : index
   %c2 = arith.constant 2 : index
   %j = arith.muli %i, %c2 : index
@@ -125,7 +125,7 @@ func.func @device(%x: tensor<4xf32>) -> (tensor<4xf32>, index) {
 // LOWER:       memref.dealloc
 #map = affine_map<(d0, d1) -> (d0, d1)>
 shard.grid @tp(shape = 4)
-func.func @mlp(%arg0: tensor<8x16xf32>, %arg1: tensor<16x16xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}, %arg2: tensor<16x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<8x16xf32> {
+func.func @mlp(%arg0: tensor<8x16xf32> {hir.split_axes = #shard<axisarray[[]]>}, %arg1: tensor<16x16xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}, %arg2: tensor<16x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<8x16xf32> {
   %c0 = arith.constant 0 : index
   %cst = arith.constant 0.000000e+00 : f32
   %cst_0 = arith.constant 1.000000e+00 : f32

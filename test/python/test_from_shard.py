@@ -27,7 +27,7 @@ def handwritten(n: int) -> list:
 
     f = 4 * n  # a dim that splits over the grid
     mlp = prog(
-        f"%x: tensor<8x16xf32>, %w1: tensor<16x16xf32> {{hir.split_axes = #shard<axisarray[[], [0]]>}}, "
+        f"%x: tensor<8x16xf32> {{hir.split_axes = #shard<axisarray[[]]>}}, %w1: tensor<16x16xf32> {{hir.split_axes = #shard<axisarray[[], [0]]>}}, "
         f"%w2: tensor<16x16xf32> {{hir.split_axes = #shard<axisarray[[0]]>}}) -> tensor<8x16xf32>",
         f"""  %c0 = arith.constant 0 : index
   %z = arith.constant 0.0 : f32
@@ -70,6 +70,19 @@ def handwritten(n: int) -> list:
             "  %r = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x16xf32> -> tensor<2x16xf32>\n  return %r : tensor<2x16xf32>"),
          lambda x: torch.roll(x, 2, 0)),  # device i's two rows move to device i + 1
         ("partitioned_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
+        ("all_to_all", prog(f"%x: tensor<8x4xf32>) -> tensor<{8 // n}x{4 * n}xf32>",
+            f"  %r = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<8x4xf32> -> tensor<{8 // n}x{4 * n}xf32>\n  return %r : tensor<{8 // n}x{4 * n}xf32>"),
+         lambda x: x),  # split by columns in, by rows out: the same global value
+        ("tensor_arith", prog("%x: tensor<4xi32> {hir.split_axes = #shard<axisarray[[0]]>}, %y: tensor<4xi32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4xi32>",
+            "  %m = arith.minsi %x, %y : tensor<4xi32>\n  %s = arith.addi %m, %x : tensor<4xi32>\n  return %s : tensor<4xi32>"),
+         lambda x, y: torch.minimum(x, y) + x),
+        # shard-simplify's form of all_reduce(x) + all_reduce(y): the arguments are partial sums
+        ("simplified_all_reduce", prog("%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32>",
+            "  %s = arith.addf %x, %y : tensor<8xf32>\n  %r = shard.all_reduce %s on @g grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>"),
+         lambda x, y: x.sum(0) + y.sum(0)),
+        ("grid_1x1xn_all_reduce", prog("%p: tensor<8xf32>) -> tensor<8xf32>",
+            "  %r = shard.all_reduce %p on @g grid_axes = [0, 1, 2] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>").replace(f"shape = {n}", f"shape = 1x1x{n}"),
+         lambda p: p.sum(0)),
     ] + (grid_2x2() if n == 4 else [])  # fmt: skip
 
 
@@ -112,6 +125,78 @@ def grid_2x2() -> list:
          lambda p: p.sum(0)),
         ("2x2_dp_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
     ]  # fmt: skip
+
+
+def weight_stationary(grid: str, splits: dict, m: int = 8, n: int = 16, k: int = 8) -> str:
+    """The weight-stationary MLP sigmoid(a @ b) @ c of llvm/lighthouse's examples/mlp-mpi
+    (figure 2 of arXiv 2211.05102): linalg matmuls, a TOSA sigmoid, every layout annotated."""
+    mk, kn, nk, mn = (f"tensor<{x}x{y}xf32>" for x, y in ((m, k), (k, n), (n, k), (m, n)))
+    shardings = "\n".join(f"  %s_{name} = shard.sharding @grid0 split_axes = {axes} : !shard.sharding" for name, axes in splits.items())
+    return f"""shard.grid @grid0(shape = {grid})
+func.func @mlp(%a: {mk}, %b: {kn}, %c: {nk}) -> {mk} {{
+  %zero = arith.constant 0.0 : f32
+{shardings}
+  %a1 = shard.shard %a to %s_act : {mk}
+  %b1 = shard.shard %b to %s_win : {kn}
+  %c1 = shard.shard %c to %s_wout : {nk}
+  %e0 = tensor.empty() : {mn}
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : {mn}) -> {mn}
+  %a2 = shard.shard %a1 to %s_a0 annotate_for_users : {mk}
+  %f0s = shard.shard %f0 to %s_c0 annotate_for_users : {mn}
+  %h = linalg.matmul ins(%a2, %b1 : {mk}, {kn}) outs(%f0s : {mn}) -> {mn}
+  %hs = shard.shard %h to %s_sig annotate_for_users : {mn}
+  %g = tosa.sigmoid %hs : ({mn}) -> {mn}
+  %e1 = tensor.empty() : {mk}
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : {mk}) -> {mk}
+  %f1s = shard.shard %f1 to %s_c1 annotate_for_users : {mk}
+  %y = linalg.matmul ins(%g, %c1 : {mn}, {nk}) outs(%f1s : {mk}) -> {mk}
+  %r = shard.shard %y to %s_act annotate_for_users : {mk}
+  return %r : {mk}
+}}
+"""
+
+
+WS_1D = dict(act="[[], [0]]", win="[[], [0]]", wout="[[0], []]", a0="[[]]", c0="[[], [0]]", sig="[[], [0]]", c1="[[]]")
+
+
+def annotated(n: int) -> list:
+    """(name, annotated shard program on an n-device grid, torch reference) for hir.from_shard:
+    TOSA ops, arguments that carry only an annotate_for_users annotation."""
+    import torch
+
+    for_users = f"""shard.grid @g(shape = {n})
+func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {{
+  %s = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %0 = shard.shard %x to %s annotate_for_users : tensor<8x16xf32>
+  %1 = tosa.sigmoid %0 : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %2 = shard.shard %1 to %s : tensor<8x16xf32>
+  %3 = shard.shard %2 to %s annotate_for_users : tensor<8x16xf32>
+  return %3 : tensor<8x16xf32>
+}}
+"""
+    reduce_rows = f"""shard.grid @g(shape = {n})
+func.func @main(%x: tensor<8x6xf32>) -> tensor<6xf32> {{
+  %s = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %r = shard.sharding @g split_axes = [[]] : !shard.sharding
+  %0 = shard.shard %x to %s : tensor<8x6xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<6xf32>) -> tensor<6xf32>
+  %1 = linalg.reduce ins(%0 : tensor<8x6xf32>) outs(%f : tensor<6xf32>) dimensions = [0]
+    (%in: f32, %acc: f32) {{
+      %a = arith.addf %in, %acc : f32
+      linalg.yield %a : f32
+    }}
+  %2 = shard.shard %1 to %r : tensor<6xf32>
+  %3 = shard.shard %2 to %r annotate_for_users : tensor<6xf32>
+  return %3 : tensor<6xf32>
+}}
+"""
+    return [
+        ("for_users_argument", for_users, torch.sigmoid),
+        ("linalg_reduce", reduce_rows, lambda x: x.sum(0)),
+        ("weight_stationary_1d", weight_stationary(str(n), WS_1D), lambda a, b, c: torch.sigmoid(a @ b) @ c),
+    ]
 
 
 def fx_mlp(n: int, sequence_parallel: bool):
@@ -164,7 +249,10 @@ def _check(name: str, module, reference, rank: int, failures: list) -> None:
     arg_types = [a.type for a in fn.regions[0].blocks[0].arguments]
     out_type = ir_function_result(fn)
     gen = torch.Generator().manual_seed(len(name))
-    globals_ = [torch.randn(list(t.shape), generator=gen) for t in arg_types]
+    globals_ = [
+        torch.randint(-8, 8, list(t.shape), generator=gen, dtype=torch.int32) if str(t.element_type).startswith("i") else torch.randn(list(t.shape), generator=gen)
+        for t in arg_types
+    ]
     want = _local(reference(*globals_), out_type, rank)
     inputs = [_local(g, t, rank) for g, t in zip(globals_, arg_types)]
     lowered = hir.parse(str(module), f"{name}.mlir")
@@ -175,6 +263,11 @@ def _check(name: str, module, reference, rank: int, failures: list) -> None:
             failures.append(f"rank {rank}: {name} ({stage}): got {got}, want {want}")
         else:
             print(f"rank {rank}: {name} {stage} ok")
+
+
+def _arg_shapes(module) -> list:
+    fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
+    return [list(a.type.shape) for a in fn.regions[0].blocks[0].arguments]
 
 
 def ir_function_result(fn):
@@ -194,6 +287,13 @@ def worker() -> int:
     for name, text, reference in handwritten(world):
         module = hir.parse(text, f"{name}.mlir")
         hir.lower(module, "hir-convert-shard-to-hir{backend=gloo}")
+        _check(name, module, reference, rank, failures)
+    for name, text, reference in annotated(world):
+        module = hir.parse(text, f"{name}.mlir")
+        before = _arg_shapes(module)
+        hir.from_shard(module, backend="gloo")
+        if _arg_shapes(module) != before:  # no argument's global shape changes silently
+            failures.append(f"{name}: arguments {before} became {_arg_shapes(module)}")
         _check(name, module, reference, rank, failures)
     for sequence_parallel in (False, True):
         module, reference = fx_mlp(world, sequence_parallel)
@@ -219,7 +319,7 @@ def test_shard_programs_run_equal_on_gloo_ranks(world):
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
     checked = sum(r.stdout.count(" ok") for r in result.ranks)
-    assert checked == world * 2 * (len(handwritten(world)) + 2), report
+    assert checked == world * 2 * (len(handwritten(world)) + len(annotated(world)) + 2), report
 
 
 if __name__ == "__main__":

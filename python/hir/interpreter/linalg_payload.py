@@ -216,13 +216,14 @@ def compile_payload(block: ir.Block, compiler: Any, skip: frozenset = frozenset(
         if name == "linalg.index":
             index_dims.append((new(results[0]), ir.IntegerAttr(op.operation.attributes["dim"]).value))
             continue
-        fn = _payload_fn(op, name)
+        fn = payload_fn(op, name)
         code.append((fn, args, new(results[0])))
     yielded = [ref(v) for v in (yields if yields is not None else ops[-1].operation.operands)]
     return Payload(template, captured, index_dims, code, yielded, device)
 
 
-def _payload_fn(op: ir.OpView, name: str) -> Callable:
+def payload_fn(op: ir.OpView, name: str) -> Callable:
+    """The torch function computing ``op`` (named ``name``) elementwise on tensors."""
     if name in ELEMENTWISE:
         return ELEMENTWISE[name]
     if name in CASTS:

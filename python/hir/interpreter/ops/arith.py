@@ -1,5 +1,7 @@
 """Handlers of the arith group (upstream): integer/index arithmetic on Python ints (host scalars: loop bounds, indices,
-sizes). Ops whose operands are all constants are folded at compile time."""
+sizes). Ops whose operands are all constants are folded at compile time. ``arith`` / ``math`` ops on tensors (in kernel
+segments: what shard-partition leaves of elementwise TOSA, e.g. ``arith.minsi %a, %b : tensor<4xi32>``) run as one
+vectorized torch call, the same one a ``linalg.generic`` payload uses (``linalg_payload.py``)."""
 
 import operator
 from typing import Any, Callable, Optional
@@ -8,9 +10,10 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith
 
 from hir.dialect.base import get_int
+from hir.interpreter.linalg_payload import UnsupportedPayload, payload_fn
 from hir.interpreter.ops.linalg_tensor import dense_constant
 from hir.interpreter.plan import UNSET, Compiler, Step
-from hir.interpreter.registry import impl, register_impls
+from hir.interpreter.registry import impl, impl_prefix, register_impls
 
 
 def _divsi(a: int, b: int) -> int:
@@ -74,7 +77,27 @@ COMPARE: dict[int, Callable[[int, int], bool]] = {
 }
 
 
+def _on_tensors(op: ir.OpView) -> bool:
+    return any(isinstance(r.type, ir.RankedTensorType) for r in op.operation.results)
+
+
+def _tensor_step(c: Compiler, op: ir.OpView) -> Step:
+    """An elementwise ``arith`` / ``math`` op on tensors: one torch call on whole tensors."""
+    try:
+        fn = payload_fn(op, op.operation.name)
+    except UnsupportedPayload as err:
+        raise c.error(op, f"on tensors {err}") from None
+    args, out = c.uses(op), c.define(op.operation.results[0])
+
+    def step(env: list) -> None:
+        env[out] = fn(*[env[a] for a in args])
+
+    return step
+
+
 def _fold_or_step(c: Compiler, op: ir.OpView, fn: Callable[..., Any]) -> Optional[Step]:
+    if _on_tensors(op):
+        return _tensor_step(c, op)
     args = c.uses(op)
     values = [c.constant(v) for v in op.operation.operands]
     result = op.operation.results[0]
@@ -109,6 +132,13 @@ def _fold_or_step(c: Compiler, op: ir.OpView, fn: Callable[..., Any]) -> Optiona
 
 @register_impls
 class ArithImpls:
+    @impl_prefix("arith.")
+    @impl_prefix("math.")
+    def on_tensors(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        if not _on_tensors(op):
+            raise c.error(op, "runs on tensors only (in kernel segments); host programs compute integers and indices")
+        return _tensor_step(c, op)
+
     @impl(arith.ConstantOp)
     def constant(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         attr = op.operation.attributes["value"]

@@ -25,7 +25,7 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import linalg  # noqa: F401  (typed op views: .inputs / .outputs)
 
-from hir.dialect.linalg_facts import ELEMENTWISE_NAMED
+from hir.dialect.linalg_facts import ELEMENTWISE_NAMED, reduce_maps
 from hir.interpreter.buffers import torch_dtype
 from hir.interpreter.linalg_payload import COMBINERS, UnsupportedPayload, compile_payload
 from hir.interpreter.plan import Compiler, Step
@@ -115,9 +115,11 @@ def _combiner(block: ir.Block, out_arg: ir.BlockArgument, yielded: ir.Value) -> 
     return COMBINERS[owner.name], (b if a == out_arg else a), position
 
 
-def structured(c: Compiler, op: ir.OpView, maps: list, iterators: list[str]) -> Step:
-    """Compile a structured op with the given maps (one per operand) and iterator kinds."""
-    inputs, outputs = list(op.inputs), list(op.outputs)
+def structured(c: Compiler, op: ir.OpView, maps: list, iterators: list[str], inits: Optional[int] = None) -> Step:
+    """Compile a structured op with the given maps (one per operand) and iterator kinds; its
+    last ``inits`` operands are the outputs (default: the op's ``outs``)."""
+    operands = list(op.operation.operands)
+    inputs, outputs = (operands[:-inits], operands[-inits:]) if inits else (list(op.inputs), list(op.outputs))
     loops = len(iterators)
     block = op.regions[0].blocks[0]
     out_args = list(block.arguments)[len(inputs) :]
@@ -192,6 +194,13 @@ def _reduce(value: torch.Tensor, kind: str, dims: list[int]) -> torch.Tensor:
 
 def _attr_maps(op: ir.OpView) -> list:
     return [ir.AffineMapAttr(a).value for a in op.operation.attributes["indexing_maps"]]
+
+
+@impl(linalg.ReduceOp)
+def reduce(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    maps, reduced = reduce_maps(op.operation)
+    iterators = ["reduction" if d in reduced else "parallel" for d in range(maps[0].n_dims)]
+    return structured(c, op, maps, iterators, inits=len(op.operation.operands) // 2)
 
 
 @impl(linalg.GenericOp)

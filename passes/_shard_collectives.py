@@ -1,0 +1,242 @@
+"""The ``shard`` collectives and grid queries of a partitioned function, converted by
+``hir-convert-shard-to-hir`` (a mixin of :class:`~hir.passes._shard_function.FunctionConversion`,
+which provides the buffers, placements and the insertion point):
+
+    %g = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<8x16xf32>
+
+becomes (the operand must be split along the gathered dim; a multi-D grid gets one team
+per line of the mesh along the grid axis)::
+
+    %g = memref.alloc() : memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+    %w = "hir.allgather"(%x, %g) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1, 2, 3>}
+    "hir.wait"(%w) : (!hir.work) -> ()
+
+``all_reduce`` / ``reduce_scatter`` read a partial sum (a leading device axis);
+``all_slice`` is a kernel slicing at the device's offset; ``all_to_all`` an all_gather along
+its concat axis then an all_slice along its split axis; a rotating ``shift`` ``hir.shift``;
+``grid_shape`` host constants; ``process_multi_index`` / ``process_linear_index``
+``hir.device_index`` (1-D grids).
+"""
+
+from typing import Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, shard, tensor
+
+from hir.dialect import AllgatherOp, AllreduceOp, ReduceScatterOp, ShiftOp, WaitOp
+from hir.dialect.comm import teams_attr
+from hir.dialect.linalg_facts import ADDITIVE, is_elementwise
+from hir.passes.base import PassFailure
+from hir.passes._shard_placement import FREE, PARTIAL, REPLICATED, GridPlacement, Placement, split
+
+
+def is_tensor(value: ir.Value) -> bool:
+    return isinstance(value.type, ir.RankedTensorType)
+
+
+def fail(op: ir.Operation, message: str) -> PassFailure:
+    return PassFailure(f"'{op.name}' op {message}", op.location)
+
+
+DEVICE_INDEX_OPS = (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLinearIndexOp.OPERATION_NAME)
+_REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
+
+
+def _index_attr(op: ir.Operation, name: str) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+def _i64(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def _needed_by_collective(op: ir.Operation) -> Optional[Placement]:
+    """The placement collective ``op`` needs of its operand on the grid axis it runs over
+    (None: not a collective)."""
+    name = op.name
+    if name == shard.AllGatherOp.OPERATION_NAME:
+        return split(_index_attr(op, "gather_axis"))
+    if name in (shard.AllReduceOp.OPERATION_NAME, shard.ReduceScatterOp.OPERATION_NAME):
+        return PARTIAL
+    if name == shard.AllSliceOp.OPERATION_NAME:
+        return REPLICATED
+    if name == shard.AllToAllOp.OPERATION_NAME:
+        return split(_index_attr(op, "concat_axis"))
+    return None
+
+
+def needed_downstream(value: ir.Value) -> Optional[tuple[ir.Operation, Placement]]:
+    """(collective, the placement it needs) of the first collective reading ``value``, directly
+    or through elementwise ops that keep that placement (only additive ones keep a partial
+    sum: shard-simplify moves all_reduce(x) + all_reduce(y) to all_reduce(x + y))."""
+    for use in value.uses:
+        owner = use.owner
+        needed = _needed_by_collective(owner)
+        if needed is not None:
+            return owner, needed
+        if is_elementwise(owner) and owner.results and is_tensor(owner.results[0]):
+            found = needed_downstream(owner.results[0])
+            if found is not None and (found[1] != PARTIAL or owner.name in ADDITIVE):
+                return found
+    return None
+
+
+class Collectives:
+    """The shard-op handlers of :class:`FunctionConversion`."""
+
+    def shard_op(self, op: ir.Operation) -> None:
+        name = op.name
+        if name in DEVICE_INDEX_OPS:
+            for result in op.results:
+                self.host[result] = op
+            return
+        if name == shard.GridShapeOp.OPERATION_NAME:
+            self.grid_shape(op)
+            return
+        if name in (shard.ShardOp.OPERATION_NAME, shard.ShardingOp.OPERATION_NAME):
+            raise fail(op, "is a sharding annotation: partition the program first (sharding-propagation, shard-partition; or use the hir-from-shard pipeline)")
+        handler = {
+            shard.AllGatherOp.OPERATION_NAME: self.all_gather,
+            shard.AllReduceOp.OPERATION_NAME: self.all_reduce,
+            shard.ReduceScatterOp.OPERATION_NAME: self.reduce_scatter,
+            shard.AllSliceOp.OPERATION_NAME: self.all_slice,
+            shard.ShiftOp.OPERATION_NAME: self.shift,
+            shard.AllToAllOp.OPERATION_NAME: self.all_to_all,
+        }.get(name)
+        if handler is None:
+            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, shift, grid_shape, process_multi_index, process_linear_index)")
+        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
+            raise fail(op, f"runs on grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
+        self.grid_axis(op)
+        handler(op)
+
+    def grid_axis(self, op: ir.Operation) -> int:
+        """The one grid axis collective ``op`` runs over."""
+        axes = list(ir.DenseI16ArrayAttr(op.attributes["grid_axes"]))
+        if len(axes) > 1 and all(0 <= a < self.grid.rank for a in axes):  # axes of extent 1 take no part
+            axes = [a for a in axes if self.grid.shape[a] != 1] or axes[:1]
+        if len(axes) != 1 or not 0 <= axes[0] < self.grid.rank:
+            raise fail(op, f"runs over grid axes {axes}; hir collectives run over one axis of the {self.grid.rank}-D grid")
+        return axes[0]
+
+    def collective(self, op: ir.Operation, needed: Placement, out: Placement, hir_name: str, attributes: dict) -> ir.Value:
+        """``op`` over grid axis k: its operand must be ``needed`` on k; the result is
+        ``out`` on k and placed as the operand on the other grid axes."""
+        source, k = op.operands[0], self.grid_axis(op)
+        types = [ir.ShapedType(v.type).element_type for v in (source, op.results[0])]
+        if types[0] != types[1]:
+            raise fail(op, f"changes the element type ({types[0]} -> {types[1]}); hir collectives keep it: convert before or after it (arith.extf / truncf)")
+        have = self.placement(source)
+        if have == self.free_placement:
+            have = self.replicated
+        if have[k] != needed:
+            where = f" on grid axis {k}" if self.grid.rank > 1 else ""
+            raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; {op.name} needs it {needed}")
+        inp = self.buffer(source, op)
+        output = self.alloc(op.results[0], have.with_axis(k, out))
+        team = self.team
+        if self.grid.rank > 1:  # one team per line of the grid along k
+            team = teams_attr(self.grid.lines(k))
+        attributes = {**attributes, "backend": self.backend, "team": team}
+        operands = [inp, output] + ([attributes.pop("offset")] if hir_name == ShiftOp.OPERATION_NAME else [])
+        work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
+        self.create(WaitOp.OPERATION_NAME, operands=[work])
+        return output
+
+    def reduction(self, op: ir.Operation) -> ir.StringAttr:
+        kind = str(op.attributes["reduction"]).rstrip(">").split()[-1]
+        if kind not in _REDUCTIONS:
+            raise fail(op, f"reduces with '{kind}'; hir collectives reduce with {', '.join(_REDUCTIONS)}")
+        return ir.StringAttr.get(_REDUCTIONS[kind])
+
+    def all_gather(self, op: ir.Operation) -> None:
+        axis = _index_attr(op, "gather_axis")
+        self.collective(op, _needed_by_collective(op), REPLICATED, AllgatherOp.OPERATION_NAME, {"axis": _i64(axis)})
+
+    def all_reduce(self, op: ir.Operation) -> None:
+        self.collective(op, _needed_by_collective(op), REPLICATED, AllreduceOp.OPERATION_NAME, {"axis": _i64(0), "reduction": self.reduction(op)})
+
+    def reduce_scatter(self, op: ir.Operation) -> None:
+        dim = _index_attr(op, "scatter_dim")
+        attrs = {"axis": _i64(0), "scatter_axis": _i64(dim + 1), "reduction": self.reduction(op)}
+        self.collective(op, _needed_by_collective(op), split(dim), ReduceScatterOp.OPERATION_NAME, attrs)
+
+    def all_slice(self, op: ir.Operation) -> None:
+        """No communication: each device keeps its slice of the replicated input. Rewritten in
+        the tensor program as ``tensor.extract_slice`` at the device's offset, then outlined."""
+        source, dim = op.operands[0], _index_attr(op, "slice_axis")
+        if self.grid.rank != 1:
+            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.all_slice on 1-D grids only")
+        if self.placement(source) not in (self.replicated, self.free_placement):
+            raise fail(op, f"reads {source.get_name()}, which is {self.placement(source)}; shard.all_slice needs it replicated")
+        result = op.results[0]
+        shape = list(ir.RankedTensorType(result.type).shape)
+        index = ir.IndexType.get()
+        with self.loc, self.ip:
+            device = shard.ProcessLinearIndexOp(self.grid.name).result
+            chunk = arith.ConstantOp(index, shape[dim]).result
+            offset = arith.MulIOp(device, chunk).result
+            offsets = [0] * len(shape)
+            offsets[dim] = ir.ShapedType.get_dynamic_stride_or_offset()
+            local = tensor.ExtractSliceOp(result.type, source, [offset], [], [], offsets, shape, [1] * len(shape))
+        for value in (device, chunk, offset):
+            self.host[value] = value.owner.operation
+        added = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation]
+        self.rewritten[self.position] = added + self.rewritten.get(self.position, [])
+        self.placements[local.result] = GridPlacement((split(dim),))
+        self.kernel(local.operation, [local.result])
+        result.replace_all_uses_with(local.result)
+
+    def grid_shape(self, op: ir.Operation) -> None:
+        """The grid's extents along ``axes``: host constants."""
+        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
+            raise fail(op, f"reads grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
+        index = ir.IndexType.get()
+        for result, axis in zip(op.results, ir.DenseI16ArrayAttr(op.attributes["axes"])):
+            extent = ir.IntegerAttr.get(index, self.grid.shape[axis])
+            self.scalars[result] = self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": extent}).result
+
+    def all_to_all(self, op: ir.Operation) -> None:
+        """Split along split_axis, exchange, concatenate along concat_axis: globally, the value
+        split along concat_axis becomes split along split_axis. Rewritten in the tensor program
+        as ``shard.all_gather`` along concat_axis then ``shard.all_slice`` along split_axis
+        (both converted as usual)."""
+        if self.grid.rank != 1:
+            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.all_to_all on 1-D grids only")
+        source, result = op.operands[0], op.results[0]
+        concat, split_dim = _index_attr(op, "concat_axis"), _index_attr(op, "split_axis")
+        local = ir.RankedTensorType(self.arg_tensor_types.get(source, source.type))
+        shape = list(local.shape)
+        shape[concat] *= self.grid.shape[0]
+        common = {"grid": op.attributes["grid"], "grid_axes": op.attributes["grid_axes"]}
+        index = ir.IndexType.get()
+        gathered = self.create(
+            shard.AllGatherOp.OPERATION_NAME,
+            operands=[source],
+            results=[ir.RankedTensorType.get(shape, local.element_type)],
+            attributes={**common, "gather_axis": ir.IntegerAttr.get(index, concat)},
+        )
+        sliced = self.create(
+            shard.AllSliceOp.OPERATION_NAME,
+            operands=[gathered.result],
+            results=[result.type],
+            attributes={**common, "slice_axis": ir.IntegerAttr.get(index, split_dim)},
+        )
+        result.replace_all_uses_with(sliced.result)
+        self.rewritten[self.position] = [sliced, gathered]
+        self.all_gather(gathered)
+        self.all_slice(sliced)
+
+    def shift(self, op: ir.Operation) -> None:
+        if "rotate" not in op.attributes:
+            raise fail(op, "without 'rotate' leaves the edge devices' results undefined; hir converts rotating shifts only")
+        if self.grid.rank != 1:
+            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.shift on 1-D grids only")
+        # shard.shift sends device i's tensor to device i + offset; hir.shift receives from me + offset.
+        offset = (-ir.IntegerAttr(op.attributes["offset"]).value) % self.grid.shape[0]
+        index = ir.IndexType.get()
+        offset_value = self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, offset)}).result
+        placement = self.placement(op.operands[0])[0]
+        if placement in (PARTIAL, FREE):
+            raise fail(op, f"shifts a {placement} value")
+        self.collective(op, placement, placement, ShiftOp.OPERATION_NAME, {"offset": offset_value})
