@@ -41,7 +41,7 @@ also insert reshardings (``hir.set`` between placements) in front of an op.
 import contextlib
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin, func
@@ -213,6 +213,10 @@ class Placer:
         """The entry's arguments on ``rank`` from the full tensors (all of them: unsharded)."""
         return full
 
+    def placed_as(self, part: "Partitioner", value: ir.Value, like: ir.Value, at: ir.Operation) -> ir.Value:
+        """The buffer of ``value`` placed as ``like`` is (a state entry written back)."""
+        return part.buffer_of(value, at)
+
 
 def buffer_type(t: ir.Type, memory_space: Optional[ir.Attribute]) -> ir.MemRefType:
     info = tensor_info(t)
@@ -237,7 +241,10 @@ class Partitioner:
     def error(self, op: ir.Operation, msg: str) -> HirError:
         return HirError(f"{format_location(op.location, self.source_name)}: error: '{op.name}' {msg}")
 
-    def build(self, name: str = "main") -> ir.Module:
+    def build(self, name: str = "main", mutated: Sequence[int] = ()) -> ir.Module:
+        """@main; the first ``len(mutated)`` results of the torch function are new values of
+        the arguments ``mutated`` names (a functionalized in-place write): they are copied
+        into those argument buffers (``hir.set``) instead of being returned."""
         block = self.src.regions[0].blocks[0]
         arg_types = [self.placer.memref_type(a) for a in block.arguments]
         ops = [op.operation for op in block.operations]
@@ -261,7 +268,14 @@ class Partitioner:
             if not self.placer.emit_compute(self, op, spec):
                 self.plain_compute(op, spec)
         self.segment(run)
-        results = [self.owned_buffer(self.placer.output_buffer(self, v, i, ret), v, ret) for i, v in enumerate(ret.operands)]
+        returned = list(ret.operands)
+        for arg, value in zip(mutated, returned):
+            target = entry.arguments[arg]
+            source = self.placer.placed_as(self, value, block.arguments[arg], ret)
+            with self.in_main(ret.location):
+                SetOp.emit(source, target)
+        returned = returned[len(mutated):]
+        results = [self.owned_buffer(self.placer.output_buffer(self, v, i, ret), v, ret) for i, v in enumerate(returned)]
         with self.main_ip, ret.location:
             func.ReturnOp(results)
         main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [r.type for r in results]))

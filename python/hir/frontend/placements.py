@@ -197,6 +197,9 @@ class MeshPlacer(ContractionPlacer, Placer):
             self.copies[key] = buf
         return self.copies[key]
 
+    def placed_as(self, part: Partitioner, value: ir.Value, like: ir.Value, at: ir.Operation) -> ir.Value:
+        return self.placed(part, value, self.split.get(like, self.replicated), at)
+
     # ----- compute ops ------------------------------------------------------------------
     def emit_compute(self, part: Partitioner, op: ir.Operation, spec: ComputeSpec) -> bool:
         values = spec.inputs + spec.trailing

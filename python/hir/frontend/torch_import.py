@@ -1,8 +1,7 @@
 """``hir.from_torch``: a ``torch.nn.Module`` to a program-level hir module.
 
-How: ``torch.export.export`` traces the module, then torch-mlir's FX importer
-(``FxImporter.import_frozen_program``, the importer behind
-``torch_mlir.fx.export_and_import``) turns the exported graph into ``torch``-dialect ops in an
+How: :mod:`hir.frontend.export` exports and functionalizes the module, then torch-mlir's FX
+importer (``FxImporter.import_stateless_graph``: every placeholder an argument) turns the exported graph into ``torch``-dialect ops in an
 hir context, without decompositions, so ``aten.linear``, ``layer_norm`` or
 ``scaled_dot_product_attention`` stay single ops; :mod:`hir.frontend.partition` then maps
 linear/matmul/binary/reduction ops to hir compute ops and every maximal run of other ops to a
@@ -12,14 +11,12 @@ for ops torch-mlir has no class for), and its output is the IR that upstream tor
 passes understand; the partition step only needs op names and operand constants.
 
 Arguments: the entry ``@main`` takes the module's state (``module.state_dict()`` entries, in
-that order: parameters and persistent buffers, each a function argument, never a constant)
-followed by the example inputs. :meth:`TorchProgram.arguments` orders a state dict and inputs
+that order, then its non-persistent buffers; a tied tensor once; each a function argument,
+never a constant; see :mod:`hir.frontend.export`) followed by the example inputs. A state entry
+the module writes (a KV cache) is written in place, not returned. :meth:`TorchProgram.arguments` orders a state dict and inputs
 that way (and cuts each into this rank's shard when the program is sharded).
 """
 
-import contextlib
-import io
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
@@ -29,29 +26,43 @@ from torch_mlir.dialects import func
 from torch_mlir.extras.fx_importer import FxImporter
 
 from hir.core import HirError, format_mlir_error, new_context
+from hir.frontend.export import Exported, export
 from hir.frontend.partition import Partitioner, Placer
 
 
 @dataclass
 class TorchProgram:
     """An imported module: ``module`` (verified hir), the names of the state entries that come
-    first among ``@main``'s arguments, and (when sharded) each argument's placement."""
+    first among ``@main``'s arguments, and (when sharded) each argument's placement.
+
+    ``aliases`` maps other names of a tied tensor to its entry (either name is accepted);
+    ``captured`` holds the non-persistent buffers seen at import (``state_dict()`` leaves them
+    out: :meth:`arguments` fills them in); ``output_names`` names ``@main``'s results (paths
+    into the module's result: ``last_hidden_state``, ``output0``...)."""
 
     module: ir.Module
     state_names: list[str]
     num_inputs: int
     placer: Placer = field(repr=False)
+    aliases: dict = field(default_factory=dict, repr=False)
+    captured: dict = field(default_factory=dict, repr=False)
+    output_names: list = field(default_factory=list)
+
+    def state(self, module: torch.nn.Module) -> dict:
+        """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
+        return {**dict(module.named_buffers()), **module.state_dict()}
 
     def arguments(self, state_dict: dict, *inputs: torch.Tensor, rank: Optional[int] = None) -> list:
         """``@main``'s arguments from a state dict and the inputs: full tensors for an unsharded
         program, else rank ``rank``'s shards (default: this process's rank)."""
-        missing = [n for n in self.state_names if n not in state_dict]
+        by_entry = {self.aliases.get(n, n): t for n, t in state_dict.items()}
+        missing = [n for n in self.state_names if n not in by_entry and n not in self.captured]
         if missing:
             raise HirError(f"error: the state dict lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
         if len(inputs) != self.num_inputs:
             raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
         self._check_inputs(inputs)
-        full = [_full(state_dict[n]) for n in self.state_names] + list(inputs)
+        full = [_full(by_entry[n]) if n in by_entry else self.captured[n] for n in self.state_names] + list(inputs)
         return self.placer.local_arguments(full, rank)
 
     def _check_inputs(self, inputs: Sequence[Any]) -> None:
@@ -97,39 +108,16 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach()
 
 
-class _Functional(torch.nn.Module):
-    """``module`` with its state passed as leading arguments, so the export lifts parameters
-    to graph inputs instead of freezing them into constants."""
-
-    def __init__(self, module: torch.nn.Module, names: list[str]) -> None:
-        super().__init__()
-        self.inner = module
-        self.names = names
-
-    def forward(self, *args):
-        state = dict(zip(self.names, args[: len(self.names)]))
-        return torch.func.functional_call(self.inner, state, tuple(args[len(self.names):]))
-
-
-def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context) -> tuple[ir.Module, list[str]]:
-    """The ``torch``-dialect module of ``module`` (state first, then inputs) and the state names."""
-    names = list(module.state_dict().keys())
-    state = [t.detach() for t in module.state_dict().values()]
-    what = type(module).__name__
-    # torch.export writes the partial graph of a failed trace to stderr and logs the failing
-    # meta kernel's traceback (ERROR level); the error says it.
-    logging.disable(logging.CRITICAL)
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            program = torch.export.export(_Functional(module, names), tuple(state) + tuple(example_args), strict=False)
-    except Exception as err:  # torch.export raises many kinds (UserError, Unsupported, ...)
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise HirError(f"error: torch.export cannot trace {what}: {type(err).__name__}: {first}") from None
-    finally:
-        logging.disable(logging.NOTSET)
+def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context) -> tuple[ir.Module, Exported]:
+    """The ``torch``-dialect module of ``module`` (state first, then inputs) and its export."""
+    exported = export(module, example_args)
     importer = FxImporter(context=context)
-    importer.import_frozen_program(program, func_name="main")
-    return importer.module, names
+    try:
+        # every placeholder an argument: lifted constants are state entries (see export.py)
+        importer.import_stateless_graph(exported.program.graph, func_name="main")
+    except (AssertionError, NotImplementedError, KeyError, ValueError) as err:
+        raise HirError(f"error: torch-mlir's FX importer cannot import {type(module).__name__}: {type(err).__name__}: {err}") from None
+    return importer.module, exported
 
 
 def from_torch(
@@ -162,21 +150,22 @@ def from_torch(
     if mesh is None:
         mesh = dtensor_mesh
     with context, ir.Location.unknown():
-        torch_module, names = export_to_torch_mlir(local_module, example_args, context)
+        torch_module, exported = export_to_torch_mlir(local_module, example_args, context)
+        names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
             placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
-            hir_module = Partitioner(torch_func, placer, source).build()
+            hir_module = Partitioner(torch_func, placer, source).build(mutated=exported.mutated)
         except ValueError as err:  # a value the partitioner cannot place (see _unsupported)
             raise HirError(f"{source}: error: cannot import {type(module).__name__}: {_unsupported(torch_func, err)}") from None
         try:
             hir_module.operation.verify()
         except ir.MLIRError as err:
             raise HirError(format_mlir_error(err, source)) from None
-    return TorchProgram(hir_module, names, len(example_args), placer)
+    return TorchProgram(hir_module, names, len(example_args), placer, exported.aliases, exported.captured, exported.output_names)
 
 
 def _unsupported(torch_func: func.FuncOp, err: ValueError) -> str:

@@ -1,0 +1,194 @@
+"""``torch.export`` of a module for :func:`hir.from_torch`: its whole state lifted to leading
+graph inputs, the graph functionalized, its outputs flattened with names.
+
+* **State**: every parameter and buffer, persistent or not (rotary ``inv_freq``, BERT's
+  ``position_ids``), once per tensor: tied weights (``GPT2LMHeadModel``'s ``lm_head.weight``
+  and ``transformer.wte.weight``) are one entry with both names (:attr:`Exported.aliases`).
+  Tensors the module makes in ``forward`` that the export lifts as constants are state entries
+  too (named ``<constant NAME>``). The values seen at import are kept (:attr:`Exported.captured`),
+  so a ``state_dict()``, which leaves non-persistent buffers out, still runs the program.
+* **Functionalized**: ``ExportedProgram.run_decompositions({})`` (no decompositions: ``linear``
+  or ``scaled_dot_product_attention`` stay single ops) removes in-place ops (``masked_fill_``)
+  and grad-mode wrappers (``wrap_with_set_grad_enabled`` from HF rotary's ``@torch.no_grad``);
+  a state entry the module writes (a KV cache buffer) becomes a mutation output,
+  :attr:`Exported.mutated` names its argument.
+* **Outputs**: tuples, lists, dicts, dataclasses and HF ``ModelOutput`` are flattened into
+  tensors named by their path (``last_hidden_state``, ``past_key_values.0.keys``); a
+  transformers cache contributes its key/value tensors.
+"""
+
+import contextlib
+import dataclasses
+import io
+import logging
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import torch
+
+from hir.core import HirError
+
+
+@dataclass
+class Exported:
+    """A functionalized export: ``program``'s inputs are the state (``state_names``) then the
+    user inputs; its outputs are the mutated state entries (``mutated``: argument index per
+    leading output) then the module's outputs (``output_names``)."""
+
+    program: torch.export.ExportedProgram
+    state_names: list[str]
+    aliases: dict[str, str]  # another name of a tied tensor -> its entry in state_names
+    captured: dict[str, torch.Tensor]  # non-persistent buffers and lifted constants, as seen at import
+    output_names: list[str]
+    mutated: list[int]
+
+
+def module_state(module: torch.nn.Module) -> tuple[list[str], dict[str, str], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """(entry names, aliases, values, non-persistent buffers) of ``module``'s state: the
+    ``state_dict`` order, then the non-persistent buffers; a tensor reached by several names
+    is one entry (its first name)."""
+    seen: dict[int, str] = {}
+    names, aliases, values = [], {}, {}
+    everything = list(module.state_dict(keep_vars=True).items())
+    persistent = {n for n, _ in everything}
+    everything += [(n, b) for n, b in module.named_buffers(remove_duplicate=False) if n not in persistent]
+    for name, tensor in everything:
+        if id(tensor) in seen:
+            aliases[name] = seen[id(tensor)]
+            continue
+        seen[id(tensor)] = name
+        names.append(name)
+        values[name] = tensor.detach()
+    transient = {n: values[n] for n in names if n not in persistent}
+    return names, aliases, values, transient
+
+
+def flatten_outputs(result: Any) -> tuple[list[str], list[torch.Tensor]]:
+    """The tensors of a module's result with their path names (see the module docstring)."""
+    names: list[str] = []
+    tensors: list[torch.Tensor] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, torch.Tensor):
+            names.append(path or "output")
+            tensors.append(value)
+        elif value is None:
+            return
+        elif _is_cache(value):
+            for i, layer in enumerate(getattr(value, "layers", [])):
+                for attr in ("keys", "values"):
+                    walk(getattr(layer, attr, None), f"{path}.{i}.{attr}")
+        elif isinstance(value, dict):  # ModelOutput is an OrderedDict of its set fields
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else str(key))
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name), f"{path}.{f.name}" if path else f.name)
+        elif isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                walk(item, f"{path}.{i}" if path else f"output{i}")
+        elif isinstance(value, (int, float, bool, str)):
+            return  # a constant of the trace, not a program output
+        else:
+            raise HirError(f"error: the module returns a {type(value).__name__} at '{path or 'output'}'; hir programs return tensors (tuples, lists, dicts, dataclasses and ModelOutput of them)")
+
+    walk(result, "")
+    return names, tensors
+
+
+def _is_cache(value: Any) -> bool:
+    return any(c.__name__ == "Cache" and c.__module__.startswith("transformers") for c in type(value).__mro__)
+
+
+class _Functional(torch.nn.Module):
+    """``module`` with its state passed as leading arguments (so the export lifts it to graph
+    inputs instead of freezing it) and its result flattened to a tuple of tensors."""
+
+    def __init__(self, module: torch.nn.Module, names: list[str], kwargs: dict, output_names: list[str]) -> None:
+        super().__init__()
+        # not a submodule: the export would lift the module's own tensors as well
+        object.__setattr__(self, "inner", module)
+        self.names = names
+        self.kwargs = kwargs
+        self.record = output_names.extend  # filled by the trace (the export restores attributes)
+
+    def forward(self, *args):
+        state = dict(zip(self.names, args[: len(self.names)]))
+        result = torch.func.functional_call(self.inner, state, tuple(args[len(self.names):]), dict(self.kwargs))
+        names, tensors = flatten_outputs(result)
+        self.record(names)
+        return tuple(tensors)
+
+
+def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optional[dict] = None, dynamic_shapes: Optional[Sequence[Any]] = None) -> Exported:
+    """The functionalized export of ``module(*example_args, **kwargs)`` (see the module
+    docstring); ``dynamic_shapes``: one torch.export spec per example argument."""
+    names, aliases, values, transient = module_state(module)
+    output_names: list[str] = []
+    wrapper = _Functional(module, names, kwargs or {}, output_names)
+    spec = None
+    if dynamic_shapes is not None:
+        spec = ((None,) * len(names) + tuple(dynamic_shapes),)
+    what = type(module).__name__
+    # torch.export writes the partial graph of a failed trace to stderr; the error says it.
+    logging.disable(logging.WARNING)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            program = torch.export.export(wrapper, tuple(values[n] for n in names) + tuple(example_args), dynamic_shapes=spec, strict=False)
+            program = program.run_decompositions({})
+            _views_as_reshapes(program.graph)
+    except HirError:
+        raise
+    except Exception as err:  # torch.export raises many kinds (UserError, Unsupported, ...)
+        raise HirError(f"error: torch.export cannot trace {what}: {type(err).__name__}: {_first_line(err)}{_hint(err)}") from None
+    finally:
+        logging.disable(logging.NOTSET)
+    arguments, constants, mutated = _signature(program, names)
+    return Exported(program, arguments, aliases, {**constants, **transient}, output_names, mutated)
+
+
+def _views_as_reshapes(graph: torch.fx.Graph) -> None:
+    """``aten.view`` / ``_unsafe_view`` -> ``aten.reshape``: whether a view is legal depends on
+    strides the trace's fake kernels chose (SDPA's output layout makes HF's ``.contiguous()`` a
+    no-op in the graph; a decomposed reshape's ``clone`` keeps strides), which the interpreter's
+    kernels (and local shards) need not reproduce; on value tensors a reshape means the same."""
+    views = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default)
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target in views:
+            node.target = torch.ops.aten.reshape.default
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _hint(err: Exception) -> str:
+    text = str(err)
+    if "Constraints violated" in text or "specialized" in text.lower():
+        return " (a dimension marked dynamic is fixed by the module's code: mark fewer dims dynamic, or give an example whose size is not 0 or 1)"
+    return ""
+
+
+def _signature(program: torch.export.ExportedProgram, names: list[str]) -> tuple[list[str], dict[str, torch.Tensor], list[int]]:
+    """(argument names, lifted constants' values, mutated argument per leading output) of
+    ``program``, whose graph inputs are the constants it lifted (tensors the module makes in
+    ``forward``) then the wrapper's arguments: each constant becomes a state entry too."""
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    sig = program.graph_signature
+    arguments, constants = [], {}
+    for spec in sig.input_specs:
+        if spec.kind == InputKind.CONSTANT_TENSOR:
+            arguments.append(f"<constant {spec.target}>")
+            constants[arguments[-1]] = program.constants[spec.target]
+        elif spec.kind != InputKind.USER_INPUT:
+            raise HirError(f"error: the export lifted a {spec.kind.name} input hir does not pass in; keep the state as module parameters and buffers")
+    user = [s.arg.name for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+    mutated = []
+    for spec in sig.output_specs:
+        if spec.kind == OutputKind.USER_INPUT_MUTATION:
+            mutated.append(len(arguments) + user.index(spec.target))
+        elif spec.kind != OutputKind.USER_OUTPUT:
+            raise HirError(f"error: the exported program has a {spec.kind.name} output hir does not support")
+    return arguments + names, constants, mutated
