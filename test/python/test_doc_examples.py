@@ -75,7 +75,7 @@ def run_block(block: Block, earlier: list[Block], folder: Path) -> None:
     path = folder / block.file
     path.write_text(block.body)
     if block.lang == "mlir":
-        commands = [f"hir-opt {block.file} -o /dev/null"] + [m["cmd"].replace("%s", block.file) for m in RUN_LINE.finditer(block.body)]
+        commands = [f"hir-opt {block.file} -o {block.file}.out"] + [m["cmd"].replace("%s", block.file) for m in RUN_LINE.finditer(block.body)]
     elif block.lang == "bash":
         commands = [f"bash -euo pipefail {block.file}"]
     else:
