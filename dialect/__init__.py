@@ -13,11 +13,14 @@ from hir.dialect.sharding import Sharding, sharding_of, local_shape
 from hir.dialect import streams, views, control, comm, compute, p2p  # noqa: F401  (registers ops)
 from hir.dialect.streams import (
     DEFAULT_NUM_STREAMS,
+    HIGH_PRIORITY_ATTR,
     NUM_STREAMS_ATTR,
     GetCurrentStreamOp,
     GetStreamOp,
     SetCurrentStreamOp,
     SynchronizeOp,
+    add_high_priority_stream,
+    module_high_priority_streams,
     module_num_streams,
     set_module_num_streams,
 )
@@ -38,7 +41,7 @@ from hir.dialect.comm import (
     COLLECTIVE_OPS,
     CollectiveOp,
 )
-from hir.dialect.p2p import BarrierOp, DeviceIndexOp, ShiftOp
+from hir.dialect.p2p import BarrierOp, DeviceIndexOp, OwnBlockOp, ShiftOp
 from hir.dialect.compute import BinaryOp, ComputeOp, LinearOp, MatmulOp, ReductionOp, SetOp, KERNEL_ATTR
 
 

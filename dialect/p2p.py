@@ -22,6 +22,22 @@ where the program already guarantees every source is in place on every rank (a
 ``hir.barrier`` after the sources were written, as hir-p2p-pipeline emits): the steps then
 never wait on each other. It only applies to inputs read in place from a symmetric buffer.
 
+``transfer = "push"`` (default ``"pull"``) turns a copy-engine step around: the sender
+copies its input straight into the receiver's ``output``, which must then be a rank-uniform
+view of a ``memref.alloc {hir.symmetric}`` (the same offset on every rank), and signals the
+receiver *after* the copy; nothing runs before the copy (no handshake kernel on the copy
+path). ``hir.wait`` of a pushed step waits for the sender's signal: the data is in this
+rank's ``output``. The buffer's dealloc barrier guards its reuse. Without copy engines
+(CPU, other backends) a pushed step is the same paired send+recv as a pulled one.
+
+``hir.own_block`` views the block of a split axis this device holds (its local data, one
+block per device along ``axis``) as a buffer on the mesh that is not split, so a pipeline's first step reads
+the own shard in place, with no copy:
+
+    %mine = "hir.own_block"(%A) {axis = 0 : i64}
+        : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>)
+        -> memref<2x8xf32, strided<[8, 1], offset: ?>, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+
 ``hir.barrier`` waits until every team member has reached it (stream-ordered on GPUs with
 ``backend = "cuda"``; a one-element all-reduce otherwise).
 """
@@ -31,13 +47,17 @@ from typing import Any, Optional
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import HirOp, WorkType, check_same_element_type, fail, i64_array_attr, int_attr, memref_type, str_attr, work_type
+from hir.dialect.base import DYNAMIC, HirOp, WorkType, check_axis, check_same_element_type, fail, i64_array_attr, i64_attr, int_attr, memref_type, str_attr, work_type
 from hir.dialect.comm import BACKENDS
+from hir.dialect.sharding import Sharding, sharding_of
+from hir.dialect.views import ViewOp
 
 COPIES_ATTR = "copies"
 SYMMETRIC_ATTR = "hir.symmetric"  # unit attribute of memref.alloc: place in symmetric memory
 SIGNAL_ATTR = "signal"
 SIGNALS = ("pairwise", "none")
+TRANSFER_ATTR = "transfer"
+TRANSFERS = ("pull", "push")
 
 
 def check_devices(ids: list[int], what: str) -> None:
@@ -72,10 +92,11 @@ class ShiftOp(HirOp, name="shift"):
     work: ext.Result[WorkType[()]] = ext.infer_result()
     DESTINATIONS = (1,)
     TEAM_ATTR = "team"
+    TRANSFER_ATTR = TRANSFER_ATTR  # "pull" (default: the receiver copies) or "push" (the sender does)
 
     @classmethod
     def emit(cls, input: ir.Value, output: ir.Value, offset: ir.Value, attributes: dict, *, name: Optional[str] = None) -> ir.Value:
-        """``attributes``: team, backend and optionally copies, signal."""
+        """``attributes``: team, backend and optionally copies, signal, transfer."""
         return cls._create([input, output, offset], [work_type()], attributes, name=name).result
 
     def check(self) -> None:
@@ -89,6 +110,48 @@ class ShiftOp(HirOp, name="shift"):
             fail(f"{COPIES_ATTR} must be at least 1, got {copies}")
         if SIGNAL_ATTR in self.operation.attributes:
             str_attr(self, SIGNAL_ATTR, SIGNALS)
+        if TRANSFER_ATTR in self.operation.attributes:
+            str_attr(self, TRANSFER_ATTR, TRANSFERS)
+
+    @classmethod
+    def transfer(cls, op: ir.Operation) -> str:
+        """The op's transfer direction: "pull" unless ``transfer = "push"``."""
+        attrs = op.attributes
+        return ir.StringAttr(attrs[TRANSFER_ATTR]).value if TRANSFER_ATTR in attrs else "pull"
+
+
+def own_block_type(source: ir.MemRefType, axis: int) -> ir.MemRefType:
+    """The view of the block of split axis ``axis`` this device holds: ``source`` without
+    ``axis`` (strides kept, offset dynamic), on the same mesh but not split. The axis must be split over a 1-D mesh
+    into one block per device."""
+    check_axis(axis, source.rank, "axis")
+    sharding = sharding_of(source, "input")
+    if sharding is None or sharding.multi_dim or sharding.splits[0] != axis:
+        fail(f"input must be split along axis {axis} over a 1-D device mesh")
+    if source.shape[axis] != len(sharding.mesh):
+        fail(f"axis {axis} has extent {source.shape[axis]}, not one block per device of the mesh of {len(sharding.mesh)}")
+    strides, _ = source.get_strides_and_offset()
+    shape = [d for i, d in enumerate(source.shape) if i != axis]
+    kept = [st for i, st in enumerate(strides) if i != axis]
+    space = Sharding(sharding.mesh, None).attr()  # on the mesh, not split: the local data whole
+    return ir.MemRefType.get(shape, source.element_type, layout=ir.StridedLayoutAttr.get(DYNAMIC, kept), memory_space=space, loc=ir.Location.unknown())
+
+
+class OwnBlockOp(ViewOp, name="own_block"):
+    """The block of split axis ``axis`` this device holds, as a view (its local data, not split)."""
+
+    input: ext.Operand[ir.MemRefType]
+    axis: ir.IntegerAttr
+    result: ext.Result[ir.MemRefType]
+
+    def check(self) -> None:
+        expected = own_block_type(memref_type(self.input, "input"), int_attr(self, "axis"))
+        if self.result.type != expected:
+            fail(f"result type {self.result.type} does not match the own-block view type {expected}")
+
+    @classmethod
+    def emit(cls, input: ir.Value, axis: int, *, name: Optional[str] = None) -> ir.Value:
+        return cls._create([input], [own_block_type(memref_type(input, "input"), axis)], {"axis": i64_attr(axis)}, name=name).result
 
 
 class BarrierOp(HirOp, name="barrier"):

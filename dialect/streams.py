@@ -9,6 +9,11 @@ The pool size is a property of the IR: the module attribute ``hir.num_streams = 
 set by the pass that first fixes it (hir-p2p-pipeline, hir-reuse-stream-buffers), read by
 later passes and by the interpreter (``num_streams=`` / ``--num-streams`` only apply when it
 is absent, and must agree with it otherwise).
+
+Stream priorities are in the IR too: the module attribute ``hir.high_priority_streams =
+array<i64: ...>`` lists the pool indices the runtime creates at high priority (CUDA stream
+priority; CPU runs ignore it), e.g. the stream hir-p2p-pipeline issues its copies on
+(``comm_stream=1``), so a copy's launch is not queued behind compute kernels.
 """
 
 
@@ -34,6 +39,28 @@ def module_num_streams(module: ir.Module) -> Optional[int]:
     if value is None or value < 1:
         raise ValueError(f"module attribute {NUM_STREAMS_ATTR} must be a positive integer, got {attr}")
     return value
+
+
+HIGH_PRIORITY_ATTR = "hir.high_priority_streams"  # module attribute: pool indices at high priority
+
+
+def module_high_priority_streams(module: ir.Module) -> list[int]:
+    """The pool indices the module asks to run at high priority (``hir.high_priority_streams``);
+    ValueError when the attribute is not an array of non-negative indices."""
+    attrs = module.operation.attributes
+    if HIGH_PRIORITY_ATTR not in attrs:
+        return []
+    attr = attrs[HIGH_PRIORITY_ATTR]
+    values = list(ir.DenseI64ArrayAttr(attr)) if isinstance(attr, ir.DenseI64ArrayAttr) else None
+    if values is None or any(v < 0 for v in values):
+        raise ValueError(f"module attribute {HIGH_PRIORITY_ATTR} must be an array<i64: ...> of pool stream indices, got {attr}")
+    return values
+
+
+def add_high_priority_stream(module: ir.Module, index: int) -> None:
+    """Mark pool stream ``index`` high priority (kept with those already marked)."""
+    marked = sorted(set(module_high_priority_streams(module)) | {index})
+    module.operation.attributes[HIGH_PRIORITY_ATTR] = ir.DenseI64ArrayAttr.get(marked)
 
 
 def set_module_num_streams(module: ir.Module, count: int) -> None:

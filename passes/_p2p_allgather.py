@@ -1,7 +1,7 @@
 """The all-gather side of hir-p2p-pipeline: an all-gather whose split axis is its stream
 axis, and the stream-parallel compute ops reading the gathered buffer, become one step per
-team member. Step 0 is this rank's own shard (a local copy, computed at once on pool stream
-0); the user stream stages the shard into a symmetric buffer, passes one ``hir.barrier``
+team member. Step 0 is this rank's own shard (read in place, computed at once on pool
+stream 0); the user stream stages the shard into a symmetric buffer, passes one ``hir.barrier``
 and pulls the peers' shards with ``signal = "none"`` shifts; each step's compute waits only
 for its own copy.
 
@@ -15,11 +15,17 @@ After (local-first: step j reads team position (me + j) mod n)::
     %me = "hir.device_index"() ; %user = "hir.get_current_stream"() ; initial sync loop
     %staged = memref.alloc() {hir.symmetric} ; "hir.set"(%A, %staged)
     "hir.wait"("hir.barrier"())
-    step 0 on pool stream 0: "hir.shift"(%A, %tmp[me], %c0), "hir.matmul"(%tmp[me], %B, %out[me])
-    "hir.for"(%c1, %c4, %c1) ({ ^bb0(%j):      // steps 1..n-1, shifts on the user stream
+    step 0 on pool stream 0, at once: "hir.matmul"("hir.own_block"(%A), %B, %out[me])
+    "hir.for"(%c1, %c4, %c1) ({ ^bb0(%j):      // steps 1..n-1, shifts on the comm stream
       %w = "hir.shift"(%staged, %tmp[p], %j) {signal = "none"} ; set_current_stream(pool j)
-      "hir.wait"(%w) ; "hir.matmul"(%tmp[p], %B, %out[p]) ; set_current_stream(%user) })
+      "hir.wait"(%w) ; "hir.matmul"(%tmp[p], %B, %out[p]) ; set_current_stream(%comm) })
     join loop over the pool streams
+
+Step 0 reads the rank's own shard in place: ``hir.own_block``, a view of the split axis'
+own block of %A (its local data), so its compute starts at t=0, with no copy in front of it (the staging copy
+for the peers runs meanwhile on the user stream). Only when the gathered buffer is read
+after the consumers does a local ``hir.shift`` (offset 0) also fill its own block. The comm
+stream is the user stream, or with ``comm_stream=1`` a high-priority pool stream.
 
 With ``chunks = c`` each peer's shard moves and is computed in c parts (``hir.alias_chunk``
 along its first axis): an inner loop over the parts in every step but step 0.
@@ -29,7 +35,7 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect import AliasSelectOp, BarrierOp, ComputeOp, SetCurrentStreamOp, SetOp, ShiftOp, SynchronizeOp, WaitOp
+from hir.dialect import AliasSelectOp, BarrierOp, ComputeOp, OwnBlockOp, SetCurrentStreamOp, SetOp, ShiftOp, WaitOp
 from hir.dialect.base import get_int
 from hir.dialect.p2p import SIGNAL_ATTR
 from hir.passes._p2p_steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
@@ -41,7 +47,7 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list) -> None:
     axis = get_int(ag, "axis")
     team, team_attr, backend, wait = collective(opts, ag, ag.operands[1], axis, "gathers", "shard")
     src, gathered = ag.operands[0], ag.operands[1]
-    consumers = _consumers(ag, gathered, axis, block_ops)
+    consumers, gathered_read_after = _consumers(ag, gathered, axis, block_ops)
     # Chunks split each shard along its first axis (axis 0 of a step's slice).
     parts_axis = chunk_axis(opts, ag, gathered, [axis], [(op, list(op.operands).index(gathered)) for op in consumers])
     view_axis = parts_axis - (1 if parts_axis > axis else 0)
@@ -53,24 +59,31 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list) -> None:
         # Every rank's shard is published once: the steps need no handshake.
         WaitOp.emit(BarrierOp.emit(team_attr, backend, name="published"))
 
-        def step(source: ir.Value, whole: ir.Value, view: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict, part: Optional[ir.Value]) -> None:
-            """Shift ``source`` into ``view`` (``whole``, the slice at ``position``, or its
-            part ``part``) on the current stream, then compute on ``stream`` what reads it."""
-            work = ShiftOp.emit(source, view, offset, attrs, name="work")
-            if source != src:  # a peer's shard: copied on the user stream, computed on a pool one
-                SetCurrentStreamOp.emit(stream)
-            WaitOp.emit(work)
+        def compute(whole: ir.Value, view: ir.Value, position: ir.Value, part: Optional[ir.Value]) -> None:
+            """The consumers' step at ``position``, reading ``whole`` (or its part ``view``)."""
             for op in consumers:
                 sliced = slice_op(op.clone(), axis, {gathered: whole}, position, steps.zero)
                 if part is not None:
                     chunk_op(sliced, list(sliced.operands).index(whole), view_axis, part, opts.chunks, {whole: view})
-            SetCurrentStreamOp.emit(steps.user)
 
-        # step 0: own shard, a local copy and its compute on pool stream 0, at once
+        def step(source: ir.Value, whole: ir.Value, view: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict, part: Optional[ir.Value]) -> None:
+            """Shift ``source`` into ``view`` (``whole``, the slice at ``position``, or its
+            part ``part``) on the comm stream, then compute on ``stream`` what reads it."""
+            work = ShiftOp.emit(source, view, offset, attrs, name="work")
+            SetCurrentStreamOp.emit(stream)
+            WaitOp.emit(work)
+            compute(whole, view, position, part)
+            SetCurrentStreamOp.emit(steps.comm)
+
+        # step 0: the own shard read in place (the split axis' own block of %A), computed on
+        # pool stream 0 at once: no copy before it.
         stream = steps.stream(steps.zero)
         SetCurrentStreamOp.emit(stream)
-        whole = AliasSelectOp.emit(gathered, steps.me, axis, name="gathered")
-        step(src, whole, whole, steps.zero, steps.me, stream, {"team": team_attr, "backend": backend}, None)
+        compute(OwnBlockOp.emit(src, axis, name="shard"), None, steps.me, None)
+        if gathered_read_after:  # the gathered buffer is read later: its own block too
+            SetCurrentStreamOp.emit(steps.user)
+            ShiftOp.emit(src, AliasSelectOp.emit(gathered, steps.me, axis, name="gathered"), steps.zero, {"team": team_attr, "backend": backend}, name="own")
+        steps.to_comm()
         j, end = steps.loop(steps.one, steps.count, "j")
         with ir.InsertionPoint(end):
             offset = steps.offset(j)
@@ -85,16 +98,16 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list) -> None:
                 with ir.InsertionPoint(chunk_end):
                     part = chunk(staged, c, parts_axis, opts.chunks)
                     step(part, whole, chunk(whole, c, view_axis, opts.chunks), offset, position, stream, attrs, c)
-        steps.each_stream(SynchronizeOp.emit)
+        steps.join([], from_comm=True)
     for op in consumers:
         op.erase()
     wait.erase()
     ag.erase()
 
 
-def _consumers(ag: ir.Operation, gathered: ir.Value, axis: int, block_ops: list) -> list:
-    """The stream-parallel compute ops after the all-gather reading ``gathered`` on ``axis``;
-    other uses of ``gathered`` must come after them (the pipeline runs at the last one)."""
+def _consumers(ag: ir.Operation, gathered: ir.Value, axis: int, block_ops: list) -> tuple[list, bool]:
+    """The stream-parallel compute ops after the all-gather reading ``gathered`` on ``axis``,
+    and whether other ops use ``gathered`` (after them: the pipeline runs at the last one)."""
     out: list = []
     others: list = []
     after = False
@@ -118,4 +131,4 @@ def _consumers(ag: ir.Operation, gathered: ir.Value, axis: int, block_ops: list)
         if any(operand_axis(op, i, k) != axis for i, v in enumerate(op.operands) if v == gathered):
             raise fail(op, f"reads the gathered buffer along another axis than its stream axis {axis}")
         out.append(op)
-    return out
+    return out, bool(others)

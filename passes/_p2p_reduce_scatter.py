@@ -24,6 +24,17 @@ After::
 With ``chunks = c`` an outer loop over the parts runs the steps on part c of every slot,
 then reduces part c of ``%recv`` into part c of the output on a pool stream of its own
 (index ``streams``: on the user stream it would hold back the next part's copies).
+
+With ``transfer = push`` the roles of the buffers swap: ``%slots`` is an ordinary buffer and
+``%received`` the symmetric one; each step's shift (``transfer = "push"``) copies
+``slots[o]`` straight into the owner's ``received[o]`` and signals after the copy, so the
+comm stream runs copy after copy with no handshake kernel before any of them, and each
+shift's ``hir.wait`` (the owner waiting for the sender's signal) is issued on the receiver
+stream (pool index ``streams``)::
+
+    "hir.set_current_stream"(%comm) ; "hir.synchronize"(%stream_j)
+    %w = "hir.shift"(slots[o], received[o], %o) {transfer = "push", ...}
+    "hir.set_current_stream"(%receiver) ; "hir.wait"(%w)
 """
 
 from typing import Optional
@@ -47,8 +58,13 @@ def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
     slot_axis = parts_axis - (1 if parts_axis > k else 0)  # also the output's axis
     with ir.InsertionPoint(rs), rs.location:
         steps = begin(opts, team)
-        slots = new_buffer(partial.type, symmetric=True, name="slots")
-        recv = new_buffer(partial.type, symmetric=False, name="received")
+        push = opts.transfer == "push"
+        # Pull: peers read our slots in place. Push: we write straight into their %received.
+        slots = new_buffer(partial.type, symmetric=not push, name="slots")
+        recv = new_buffer(partial.type, symmetric=push, name="received")
+        # A pushed step's wait (for the sender's signal) runs on a pool stream of its own
+        # (index ``streams``, also the chunked reducer), never on the comm stream.
+        receiver = GetStreamOp.emit(steps.pool, name="receiver") if push or opts.chunks > 1 else None
 
         def slot_of(buffer: ir.Value, index: ir.Value, c: Optional[ir.Value]) -> tuple:
             """(slot ``index`` of ``buffer``, its chunk ``c`` or the whole slot)."""
@@ -71,32 +87,34 @@ def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
                 SetCurrentStreamOp.emit(stream)
                 slot = slot_of(slots, offset, c)
                 produce(slot, steps.position(offset, -1), c)
-                SetCurrentStreamOp.emit(steps.user)
+                SetCurrentStreamOp.emit(steps.comm)
                 SynchronizeOp.emit(stream)  # the shift sends what this step computed
-                WaitOp.emit(ShiftOp.emit(slot[1], slot_of(recv, offset, c)[1], offset, steps.shift_attrs(team_attr, backend), name="work"))
+                work = ShiftOp.emit(slot[1], slot_of(recv, offset, c)[1], offset, steps.shift_attrs(team_attr, backend, opts.transfer), name="work")
+                if push:  # the comm stream goes on pushing; the receiver stream waits
+                    SetCurrentStreamOp.emit(receiver)
+                WaitOp.emit(work)
             stream = steps.stream(steps.zero)
             SetCurrentStreamOp.emit(stream)
             produce(slot_of(recv, steps.zero, c), steps.me, c)
             SetCurrentStreamOp.emit(then)
 
         kind = get_str(rs, "reduction")
+        extra = [receiver] if receiver is not None else []
         if opts.chunks == 1:
             exchange(None, steps.user)
-            steps.each_stream(SynchronizeOp.emit)
+            steps.join(extra)
             ReductionOp.emit(recv, out, kind, [k])
         else:  # chunk by chunk; a chunk's reduction overlaps the next chunk's copies and compute
-            # Its own pool stream, past the compute ones: on the user stream it would
-            # hold back the next chunk's copies, on a compute stream its matmuls.
-            reducer = GetStreamOp.emit(steps.pool, name="reducer")  # pool = streams
+            # On the receiver stream: on the comm stream it would hold back the next
+            # chunk's copies, on a compute stream its matmuls.
             c, end = steps.loop(steps.zero, steps.chunks, "c")
             with ir.InsertionPoint(end):
-                exchange(c, reducer)
-                SynchronizeOp.emit(steps.user)  # the chunk's copies
+                exchange(c, receiver)
+                SynchronizeOp.emit(steps.comm)  # the chunk's copies
                 SynchronizeOp.emit(steps.stream(steps.zero))  # its local part
                 ReductionOp.emit(chunk(recv, c, parts_axis, opts.chunks), chunk(out, c, slot_axis, opts.chunks), kind, [k])
                 SetCurrentStreamOp.emit(steps.user)
-            steps.each_stream(SynchronizeOp.emit)
-            SynchronizeOp.emit(reducer)
+            steps.join(extra)
     producer.erase()
     wait.erase()
     rs.erase()

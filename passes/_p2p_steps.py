@@ -15,7 +15,7 @@ from hir.dialect import AliasChunkOp, AliasSelectOp, DeviceIndexOp, ForOp, GetCu
 from hir.dialect.base import get_i64_array, get_str, i64_attr
 from hir.dialect.sharding import sharding_of
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.dialect.p2p import COPIES_ATTR, SYMMETRIC_ATTR
+from hir.dialect.p2p import COPIES_ATTR, SYMMETRIC_ATTR, TRANSFER_ATTR
 from hir.passes.helpers import alloc, fail, index_arith, index_const, operand_axis, output_index, is_broadcast_axis, renumber_axes, slice_name, stream_slices, value_name
 
 ALGORITHMS = ("local-first", "ring")
@@ -24,7 +24,8 @@ ALGORITHMS = ("local-first", "ring")
 @dataclass
 class Steps:
     """Values every step uses, and the index arithmetic of the two algorithms. ``opts`` is
-    the pass (its algorithm, backend, streams, copies and chunks options)."""
+    the pass (its algorithm, backend, streams, copies, chunks, transfer and comm_stream
+    options; ``chunks`` already resolved to a number)."""
 
     opts: Any
     team: list
@@ -36,6 +37,7 @@ class Steps:
     chunks: ir.Value
     streams: int
     user: ir.Value
+    comm: ir.Value  # the stream shifts are issued on: the user stream, or a high-priority pool one
 
     def offset(self, j: ir.Value) -> ir.Value:
         """The shift offset of step j >= 1: j (local-first) or n - j (ring)."""
@@ -70,11 +72,29 @@ class Steps:
         _, index, end = ForOp.emit(lower, upper, self.one, name=name)
         return index, end
 
-    def shift_attrs(self, team: ir.Attribute, backend: ir.Attribute) -> dict:
+    def shift_attrs(self, team: ir.Attribute, backend: ir.Attribute, transfer: str = "pull") -> dict:
         attrs = {"team": team, "backend": backend}
         if self.opts.copies > 1:
             attrs[COPIES_ATTR] = i64_attr(self.opts.copies)
+        if transfer != "pull":
+            attrs[TRANSFER_ATTR] = ir.StringAttr.get(transfer)
         return attrs
+
+    def to_comm(self) -> None:
+        """Make the comm stream current, after what the user stream issued so far (a no-op
+        when the comm stream is the user stream)."""
+        SetCurrentStreamOp.emit(self.comm)
+        if self.comm != self.user:
+            SynchronizeOp.emit(self.user)
+
+    def join(self, extra: list, from_comm: bool = False) -> None:
+        """On the user stream (switched to when issuing on the comm stream, ``from_comm``):
+        wait for the compute streams, the comm stream and ``extra``."""
+        if from_comm and self.comm != self.user:
+            SetCurrentStreamOp.emit(self.user)
+        self.each_stream(SynchronizeOp.emit)
+        for stream in ([self.comm] if self.comm != self.user else []) + extra:
+            SynchronizeOp.emit(stream)
 
 
 def begin(opts: Any, team: list[int]) -> Steps:
@@ -86,7 +106,8 @@ def begin(opts: Any, team: list[int]) -> Steps:
     pool = index_const(streams) if streams > 1 else one
     user = GetCurrentStreamOp.emit(name="user_stream")
     chunks = index_const(opts.chunks) if opts.chunks > 1 else one
-    steps = Steps(opts, team, me, zero, one, count, pool, chunks, streams, user)
+    comm = GetStreamOp.emit(index_const(comm_stream_index(opts, n)), name="comm_stream") if opts.comm_stream else user
+    steps = Steps(opts, team, me, zero, one, count, pool, chunks, streams, user, comm)
     steps.each_stream(lambda s: SynchronizeOp.emit(user), set_current=True)
     SetCurrentStreamOp.emit(user)
     return steps
@@ -95,6 +116,12 @@ def begin(opts: Any, team: list[int]) -> Steps:
 def compute_streams(opts: Any, team_size: int) -> int:
     """How many pool streams the steps' compute cycles through."""
     return min(opts.streams, team_size)
+
+
+def comm_stream_index(opts: Any, team_size: int) -> int:
+    """The pool index of the high-priority comm stream (``comm_stream=1``): past the compute
+    streams and the one after them (the reduce-scatter's reducer / receiver)."""
+    return compute_streams(opts, team_size) + 1
 
 
 def collective(opts: Any, op: ir.Operation, buffer: ir.Value, axis: int, verb: str, noun: str) -> tuple:

@@ -32,7 +32,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import func, scf
 
-from hir.dialect import ForOp, GetStreamOp, SynchronizeOp, WorkType, YieldOp, is_view
+from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WorkType, YieldOp, is_view
 from hir.passes.helpers import ALLOC, DEALLOC, func_ops
 from hir.passes.base import ModulePass, register_pass
 
@@ -104,9 +104,14 @@ def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict) -> O
 
 
 def _is_join(op: ir.Operation) -> bool:
-    """``hir.synchronize``, or a loop doing nothing else (joining the pool streams)."""
+    """``hir.synchronize``, a return to the user stream (``hir.set_current_stream`` of a
+    ``hir.get_current_stream``) before one, or a loop doing nothing else (joining the pool
+    streams)."""
     if op.name == SynchronizeOp.OPERATION_NAME:
         return True
+    if op.name == SetCurrentStreamOp.OPERATION_NAME:
+        owner = op.operands[0].owner
+        return not isinstance(owner, ir.Block) and owner.name == GetCurrentStreamOp.OPERATION_NAME
     if op.name != ForOp.OPERATION_NAME:
         return False
     body = [o.operation.name for o in op.regions[0].blocks[0].operations]

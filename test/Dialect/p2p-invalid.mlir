@@ -56,6 +56,42 @@ func.func @shift_signal(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>,
 
 // -----
 
+// shift: transfer is pull or push
+func.func @shift_transfer(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %t: memref<2x8xf32>, %j: index) {
+  // expected-error @+1 {{transfer}}
+  %w = "hir.shift"(%a, %t, %j) {backend = "cuda", team = array<i64: 0, 1, 2, 3>, transfer = "throw"} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<2x8xf32>, index) -> !hir.work
+  return
+}
+
+// -----
+
+// own_block: the axis is split over the mesh, one block per device
+func.func @own_block_not_split(%a: memref<4x4x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) {
+  // expected-error @+1 {{input must be split along axis 0 over a 1-D device mesh}}
+  %m = "hir.own_block"(%a) {axis = 0 : i64} : (memref<4x4x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> memref<4x8xf32, strided<[8, 1], offset: ?>, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  return
+}
+
+// -----
+
+// own_block: one block per device
+func.func @own_block_blocks(%a: memref<8x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) {
+  // expected-error @+1 {{axis 0 has extent 8, not one block per device of the mesh of 4}}
+  %m = "hir.own_block"(%a) {axis = 0 : i64} : (memref<8x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<2x8xf32, strided<[8, 1], offset: ?>, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  return
+}
+
+// -----
+
+// own_block: the result type
+func.func @own_block_type(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) {
+  // expected-error @+1 {{does not match the own-block view type}}
+  %m = "hir.own_block"(%a) {axis = 0 : i64} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<2x8xf32>
+  return
+}
+
+// -----
+
 // barrier: the team holds distinct device ids
 func.func @barrier_team() {
   // expected-error @+1 {{team [1, 1] must hold distinct non-negative device ids}}

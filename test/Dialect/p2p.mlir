@@ -10,8 +10,13 @@ func.func @p2p(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>
   %w = "hir.shift"(%a, %t, %j) {backend = "cuda", team = array<i64: 0, 1, 2, 3>} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<2x8xf32>, index) -> !hir.work
   // CHECK: "hir.shift"(%{{.*}}, %{{.*}}, %{{.*}}) {backend = "cuda", copies = 2 : i64, team = array<i64: 0, 1, 2, 3>}
   %w2 = "hir.shift"(%a, %t, %me) {backend = "cuda", copies = 2 : i64, team = array<i64: 0, 1, 2, 3>} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<2x8xf32>, index) -> !hir.work
+  // CHECK: "hir.shift"(%{{.*}}, %{{.*}}, %{{.*}}) {backend = "cuda", team = array<i64: 0, 1, 2, 3>, transfer = "push"}
+  %w3 = "hir.shift"(%a, %t, %j) {backend = "cuda", team = array<i64: 0, 1, 2, 3>, transfer = "push"} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<2x8xf32>, index) -> !hir.work
   "hir.wait"(%w) : (!hir.work) -> ()
   "hir.wait"(%w2) : (!hir.work) -> ()
+  "hir.wait"(%w3) : (!hir.work) -> ()
+  // CHECK: "hir.own_block"(%{{.*}}) {axis = 0 : i64} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<2x8xf32, strided<[8, 1], offset: ?>, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  %mine = "hir.own_block"(%a) {axis = 0 : i64} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<2x8xf32, strided<[8, 1], offset: ?>, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
   return
 }
 

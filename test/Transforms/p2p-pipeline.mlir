@@ -8,7 +8,7 @@
 
 // nvFuser AG_matmul_P2p: A [4, 2, 8] split along the device axis, which is also the stream
 // axis. The local shard is published once into a symmetric buffer, then one barrier; step
-// 0 (own shard, a local copy) runs on pool stream 0; steps 1..3 shift one peer's shard each
+// 0 (own shard, read in place through hir.own_block: no copy before it) runs on pool stream 0; steps 1..3 shift one peer's shard each
 // on the user stream without handshakes, and the matmul of a step waits for its own shift.
 // CHECK-LABEL: func.func @ag_matmul
 // CHECK-NOT: hir.allgather
@@ -23,9 +23,8 @@
 // CHECK-NEXT: "hir.wait"(%[[B]])
 // CHECK-NEXT: %[[S0:[^ ,)]+]] = "hir.get_stream"(%[[C0:[^ ,)]+]])
 // CHECK-NEXT: "hir.set_current_stream"(%[[S0]])
-// CHECK-NEXT: %[[T0:[^ ,)]+]] = "hir.alias_select"(%{{.*}}, %[[ME]]) {axis = 0 : i64}
-// CHECK-NEXT: %[[W0:[^ ,)]+]] = "hir.shift"(%arg0, %[[T0]], %[[C0]]) {backend = "cuda", team = array<i64: 0, 1, 2, 3>}
-// CHECK-NEXT: "hir.wait"(%[[W0]])
+// CHECK-NEXT: %[[T0:[^ ,)]+]] = "hir.own_block"(%arg0) {axis = 0 : i64}
+// CHECK-NOT: "hir.shift"
 // CHECK-NEXT: %[[O0:[^ ,)]+]] = "hir.alias_select"(%{{.*}}, %[[ME]]) {axis = 0 : i64}
 // CHECK-NEXT: "hir.matmul"(%[[T0]], %arg1, %[[O0]])
 // CHECK-NEXT: "hir.set_current_stream"(%[[USER]])

@@ -17,3 +17,13 @@ def ctx():
     context = new_context()
     with context:
         yield context
+
+
+def pytest_collection_modifyitems(config, items):
+    """``@pytest.mark.slow`` cases (e.g. 8 Gloo ranks on 2 cores) run with HIR_TEST_SLOW=1."""
+    if os.environ.get("HIR_TEST_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: set HIR_TEST_SLOW=1 to run")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -213,6 +213,12 @@ def test_p2p_bad_chunks_option():
     assert "hir-p2p-pipeline: chunks must be at least 1, got 0" in err, err
 
 
+def test_p2p_bad_chunks_word_and_transfer():
+    assert "hir-p2p-pipeline: chunks must be a number or 'auto', got 'many'" in lower_error(_rs_program(), P2P + "{chunks=many}")
+    assert "hir-p2p-pipeline: transfer 'throw' is not one of pull, push" in lower_error(_rs_program(), P2P + "{transfer=throw}")
+    assert "hir-p2p-pipeline: copy-gbps must be positive, got 0.0" in lower_error(_rs_program(), P2P + "{copy-gbps=0}")
+
+
 def test_p2p_chunks_must_divide_the_slices():
     err = lower_error(_rs_program(), P2P + "{chunks=4}")
     assert err.startswith("prog.mlir:3:3: error: 'hir.matmul' op axis 2 of operand #0 has extent 2, which does not divide into chunks = 4"), err

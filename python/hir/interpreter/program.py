@@ -9,7 +9,7 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_num_streams
+from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_high_priority_streams, module_num_streams
 from hir.dialect.comm import teams_of
 from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, format_location
@@ -166,7 +166,11 @@ class Program:
             dev = default_device(device)
         except (RuntimeError, ValueError) as err:
             raise HirError(f"error: {err}") from None
-        self.runtime = Runtime(dev, num_streams, backend, compile_kernels, track_memory)
+        try:
+            high_priority = module_high_priority_streams(module)
+        except ValueError as err:
+            raise HirError(f"{source_name or '<module>'}: error: {err}") from None
+        self.runtime = Runtime(dev, num_streams, backend, compile_kernels, track_memory, high_priority)
         if self.runtime.world_size > 1:
             dist_timeout()  # validates $HIR_DIST_TIMEOUT before any rank waits on another
         self.device = dev

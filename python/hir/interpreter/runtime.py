@@ -3,7 +3,7 @@ process group (created on first need) and the optional allocation tracker."""
 
 import os
 from functools import cached_property
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import torch
 
@@ -12,20 +12,21 @@ from hir.interpreter.backends.process_groups import Communicator, world
 # torch.cuda.set_stream is two Python wrappers around this call; a stream loop switches
 # streams twice an iteration. The public API is the fallback should a torch release drop it.
 _CUDA_SET_STREAM = getattr(torch._C, "_cuda_setStream", None)
+HIGH_PRIORITY = -1  # CUDA stream priority of hir.high_priority_streams (lower is higher; 0 default)
 
 
 class Runtime:
     """What compiled steps close over: device, rank, streams, the process group."""
 
     def __init__(
-        self, device: torch.device, num_streams: int, backend: Optional[str], compile_kernels: bool, track_memory: bool = False
+        self, device: torch.device, num_streams: int, backend: Optional[str], compile_kernels: bool, track_memory: bool = False, high_priority: Sequence[int] = ()
     ) -> None:
         self.device = device
         self.memory: Optional[AllocationTracker] = AllocationTracker() if track_memory else None
         self.backend = backend
         self.compile_kernels = compile_kernels
         self.rank, self.world_size = world()
-        self.streams = StreamPool(device, num_streams)
+        self.streams = StreamPool(device, num_streams, high_priority)
         # Works no hir.wait consumes: (work, location, op name), completed at entry exit.
         self.pending: list = []
         self.debug = bool(os.environ.get("HIR_DEBUG"))
@@ -68,11 +69,13 @@ class StreamPool:
     ``torch.cuda.current_stream()`` builds a new Stream object). Handlers that switch streams
     themselves restore torch's current stream before they return (``with torch.cuda.stream``)."""
 
-    def __init__(self, device: torch.device, num_streams: int) -> None:
+    def __init__(self, device: torch.device, num_streams: int, high_priority: Sequence[int] = ()) -> None:
         if num_streams < 1:
             raise ValueError(f"num_streams must be >= 1, got {num_streams}")
         self.device = device
         self.num_streams = num_streams
+        # Pool indices created at high priority (the module's hir.high_priority_streams).
+        self.high_priority = frozenset(i % num_streams for i in high_priority)
         self.cuda = device.type == "cuda"
         self._pool: dict[int, Any] = {}
         self._current: Any = None if self.cuda else CpuStream(None)
@@ -83,7 +86,11 @@ class StreamPool:
         key = index % self.num_streams
         stream = self._pool.get(key)
         if stream is None:
-            stream = torch.cuda.Stream(self.device) if self.cuda else CpuStream(key)
+            if self.cuda:
+                priority = HIGH_PRIORITY if key in self.high_priority else 0
+                stream = torch.cuda.Stream(self.device, priority=priority)
+            else:
+                stream = CpuStream(key)
             self._pool[key] = stream
         return stream
 

@@ -13,7 +13,16 @@ import pytest
 
 
 # hir-p2p-pipeline option sets; every one runs both programs (m = 8 rows per shard).
-OPTIONS = ("algorithm=local-first", "algorithm=ring", "streams=4 copies=2", "chunks=2", "algorithm=ring streams=2 chunks=4")
+OPTIONS = (
+    "algorithm=local-first",
+    "algorithm=ring",
+    "streams=4 copies=2",
+    "chunks=2 transfer=push",
+    "algorithm=ring streams=2 chunks=4 comm-stream=1",
+    "transfer=push comm-stream=1 chunks=auto",
+)
+# The quick form (8 ranks): the pipelines only, under these option sets.
+QUICK_OPTIONS = ("algorithm=ring chunks=2 transfer=push comm-stream=1", "streams=8 chunks=auto")
 
 
 def _shard(mesh: str, axis: int) -> str:
@@ -84,7 +93,9 @@ def collectives(world: int) -> str:
 def worker() -> int:
     import torch
 
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # multirank_util
     import hir
+    from multirank_util import finish_worker
     from hir.interpreter import compile as compile_program
     from hir.interpreter.backends import symmetric
     from hir.interpreter.backends import peer_buffers
@@ -105,6 +116,7 @@ def worker() -> int:
             print(f"rank {rank}: {name} ok")
 
     gen = torch.Generator().manual_seed(7)
+    quick = os.environ.get("HIR_P2P_QUICK") == "1"
     # Collectives with backend = "cuda".
     x = torch.randn(2 * world, 3, generator=gen)
     p = torch.randn(world, 2 * world, 3, generator=gen)
@@ -123,13 +135,13 @@ def worker() -> int:
 
     # Eager runs of one program register the peer buffers they read once, on the first run.
     program = compile_program(module, device=device, graph=False)
-    for attempt in range(2):
+    for attempt in range(0 if quick else 2):
         run_collectives(program, f"#{attempt}")
         if attempt == 0:
             registered = peer_buffers.PeerBuffers.registrations
-    if peer_buffers.PeerBuffers.registrations != registered:
+    if not quick and peer_buffers.PeerBuffers.registrations != registered:
         failures.append(f"rank {rank}: peer buffers registered again on the second eager run ({registered} -> {peer_buffers.PeerBuffers.registrations})")
-    if device.startswith("cuda"):
+    if device.startswith("cuda") and not quick:
         # graph="auto" (the CUDA default): the second call captures on the graph's static
         # buffers (registered then); replays register nothing and read the new inputs.
         program = compile_program(module, device=device)
@@ -158,7 +170,7 @@ def worker() -> int:
     w_rs = torch.randn(1, world, k, n, generator=gen).to(tdtype)
     want_rs = (a_rs.float() @ w_rs.float()).sum(1)[rank]
     symmetric_before = symmetric.SymmetricPool.allocations
-    for options in OPTIONS:
+    for options in QUICK_OPTIONS if quick else OPTIONS:
         for name, text, inputs, expected in (
             ("ag_matmul", ag_matmul(world, m, k, n, dtype), [a_full[rank : rank + 1], b], want),
             ("matmul_rs", matmul_rs(world, m, k, n, dtype), [a_rs[:, rank : rank + 1], w_rs[:, rank : rank + 1]], want_rs[None]),
@@ -170,12 +182,17 @@ def worker() -> int:
             hir.lower(module, f"hir-p2p-pipeline{{{options}}},hir-lower")
             lowered = str(module)
             assert "hir.shift" in lowered and "hir.allgather" not in lowered and "hir.reduce_scatter" not in lowered, lowered
-            assert ("hir.alias_chunk" in lowered) == ("chunks" in options), lowered
+            chunked = "chunks=" in options and "chunks=auto" not in options  # auto: 1 at these sizes
+            assert ("hir.alias_chunk" in lowered) == chunked, lowered
+            assert ("hir.high_priority_streams" in lowered) == ("comm-stream=1" in options), lowered
+            assert (lowered.count('transfer = "push"') == 1) == (name == "matmul_rs" and "transfer=push" in options), lowered
             program = compile_program(module, device=device)
             for attempt in range(2):
                 (got,) = program(local)
                 check(f"{name}[{options}]#{attempt}", got, expected, tol)
             check(f"{name}[{options}] vs unpipelined", got, before, tol)
+    if quick:
+        return finish_worker(failures)
     # Without hir-p2p-pipeline, hir-lower runs the P2P-form collective whole (no stream loop
     # of collectives) and keeps its consumer's / producer's stream loop.
     for name, text, inputs, expected in (
@@ -207,12 +224,7 @@ def worker() -> int:
     expected_symmetric = 2 * len(OPTIONS) if device.startswith("cuda") else 0
     if symmetric.SymmetricPool.allocations - symmetric_before != expected_symmetric:
         failures.append(f"rank {rank}: {symmetric.SymmetricPool.allocations - symmetric_before} symmetric allocations, expected {expected_symmetric}")
-    for failure in failures:
-        print(failure, file=sys.stderr)
-    from hir.interpreter.backends.process_groups import shutdown
-
-    shutdown()
-    return 1 if failures else 0
+    return finish_worker(failures)
 
 
 def _gpus() -> int:
@@ -225,17 +237,27 @@ def _gpu_param(world: int):
     return pytest.param(world, "cuda", marks=[pytest.mark.gpu, pytest.mark.multigpu, pytest.mark.skipif(_gpus() < world, reason=f"needs {world} GPUs")])
 
 
+def _launch(world: int, device: str, quick: bool) -> int:
+    """Run the worker on ``world`` ranks; its " ok" lines over all ranks."""
+    pytest.importorskip("torch")
+    from multirank_util import launch_workers
+
+    env = {**os.environ, "HIR_DEVICE": device, "HIR_P2P_QUICK": "1" if quick else "0", "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    oks, report = launch_workers(world, __file__, timeout_s=400, env=env)
+    return oks
+
+
 @pytest.mark.parametrize("world,device", [(2, "cpu"), (4, "cpu"), _gpu_param(2), _gpu_param(4)])
 def test_cuda_backend_and_p2p_pipeline(world, device):
-    pytest.importorskip("torch")
-    from hir.tools.launch import launch
-
-    env = {**os.environ, "HIR_DEVICE": device, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-    result = launch(world, [sys.executable, __file__], timeout_s=240, env=env)
-    report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
-    assert result.returncode == 0, report
     auto = 16 if device == "cuda" else 0  # four graph='auto' calls of the collectives program
-    assert sum(r.stdout.count(" ok") for r in result.ranks) == world * (8 + auto + 2 * 3 * len(OPTIONS) + 2 + 2), report
+    assert _launch(world, device, quick=False) == world * (8 + auto + 2 * 3 * len(OPTIONS) + 2 + 2)
+
+
+@pytest.mark.parametrize("world,device", [pytest.param(8, "cpu", marks=pytest.mark.slow), _gpu_param(8), pytest.param(2, "cpu")])
+def test_p2p_pipeline_world_sizes(world, device):
+    """The pipelines alone (push, ring, chunks=auto, a comm stream) on 8 ranks (Gloo: slow on
+    a 2-core machine, so a 2-rank case keeps the quick form covered by default) and 8 GPUs."""
+    assert _launch(world, device, quick=True) == world * 2 * 3 * len(QUICK_OPTIONS)
 
 
 def test_uniform_source_through_views():

@@ -10,7 +10,9 @@ ShareMemHandles on the buffer itself).
   alloc takes it without any host synchronization, which keeps warm runs capturable in a
   CUDA graph.
 - Signal-pad channels: ``READY`` carries hir.shift's "this step's data is in place"
-  signals, ``RELEASE`` the dealloc barrier.
+  signals, ``RELEASE`` the dealloc barrier, ``PUSHED`` a pushed shift's "my copy into your
+  buffer is done" (put after the copy on the sender's stream, awaited by the receiver's
+  ``hir.wait``: :class:`PushedWork`).
 - Where the attribute cannot apply (CPU, a mesh of one, a rank outside the mesh, dynamic
   shapes) the buffer is an ordinary one: the attribute is a placement preference, like
   ``backend = "cuda"``, so one lowered program runs in CPU tests and on GPUs (the alloc and
@@ -24,7 +26,7 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 
-READY, RELEASE = 0, 1
+READY, RELEASE, PUSHED = 0, 1, 2
 ENV_FLAGS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
@@ -64,6 +66,20 @@ class SymmetricBuffer:
         make it available to the next alloc of the same op."""
         self.handle.barrier(channel=RELEASE)
         self.pool.free.append(self)
+
+
+class PushedWork:
+    """A pushed shift's work on the receiving side: ``wait()`` makes the current stream wait
+    (a signal-pad wait kernel, no host block) until group rank ``source`` has signalled that
+    its copy into our buffer is done."""
+
+    __slots__ = ("handle", "source")
+
+    def __init__(self, handle, source: int) -> None:
+        self.handle, self.source = handle, source
+
+    def wait(self) -> None:
+        self.handle.wait_signal(self.source, PUSHED)
 
 
 _BY_STORAGE: dict[int, SymmetricBuffer] = {}  # storage address -> buffer (process lifetime)

@@ -2,7 +2,8 @@
 point-to-point transfers with a run-time peer. With ``backend = "cuda"`` on GPU a shift is a
 copy-engine copy (from the peer's symmetric buffer in place when its input is a rank-uniform
 view of a ``memref.alloc {hir.symmetric}``, else through a peer buffer with pairwise ready /
-done signals) and a barrier is stream-ordered (signal pads); elsewhere a shift is a batched
+done signals; with ``transfer = "push"`` into the receiver's symmetric output, signalled after
+the copy) and a barrier is stream-ordered (signal pads); elsewhere a shift is a batched
 isend/irecv pair and a barrier a one-element all-reduce (see ``backends/copy_engine.py``).
 """
 
@@ -13,7 +14,7 @@ import torch.distributed as dist
 from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
-from hir.dialect import BarrierOp, DeviceIndexOp, ForOp, ShiftOp, is_view
+from hir.dialect import BarrierOp, DeviceIndexOp, ForOp, OwnBlockOp, ShiftOp, is_view
 from hir.dialect.base import get_i64_array, get_int, get_str
 from hir.dialect.context import HirError
 from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
@@ -62,6 +63,9 @@ class P2PImpls:
         bufs = PeerBuffers(group, c.runtime.device) if cuda else None
         in_place = cuda and uniform_source(op.operation.operands[0])
         handshake = get_str(op, SIGNAL_ATTR) != "none"
+        push = ShiftOp.transfer(op.operation) == "push"
+        if cuda and push and not uniform_source(op.operation.operands[1]):
+            raise c.error(op, 'with transfer = "push" and backend "cuda" needs its output to be a rank-uniform view of a memref.alloc {hir.symmetric} (the sender writes the receiver\'s copy in place)')
         copies = get_int(op, COPIES_ATTR) or 1
         side = [torch.cuda.Stream(c.runtime.device) for _ in range(copies - 1)] if cuda else []
         gloo = comm.is_gloo(group)
@@ -80,6 +84,21 @@ class P2PImpls:
                 env[res] = DONE
                 return None
             return x, target, src, team[(pos - offset) % n]
+
+        def shift_push(env: list) -> None:
+            """Copy our input into dst's output in place, then signal dst (after the copy, on
+            this stream); the work waits for src's signal: its copy into ours is done."""
+            shift = peers(env)
+            if shift is None:
+                return
+            x, target, src, dst = shift
+            sym = symmetric.lookup(target)
+            if sym is None or src not in sym.members or dst not in sym.members:
+                raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' with transfer = \"push\": its output is not in a symmetric buffer of the team here (a mesh of one or a dynamic shape fell back to an ordinary buffer)")
+            g_dst = sym.members.index(dst)
+            split_copy(sym.peer_view(g_dst, target), x.reshape(target.shape), side)
+            sym.handle.put_signal(g_dst, symmetric.PUSHED)
+            env[res] = symmetric.PushedWork(sym.handle, sym.members.index(src))
 
         def shift_cuda(env: list) -> None:
             shift = peers(env)
@@ -123,7 +142,25 @@ class P2PImpls:
                 handles_ = dist.batch_isend_irecv([dist.P2POp(dist.isend, x.contiguous(), dst), dist.P2POp(dist.irecv, recv_into, src)])
             env[res] = Work(handles_, (lambda: back.copy_(buf)) if back is not None else None)
 
-        return shift_cuda if cuda else shift_pg
+        if not cuda:
+            return shift_pg
+        return shift_push if push else shift_cuda
+
+    @impl(OwnBlockOp)
+    def own_block(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """The local shard's only block along the split axis, as a view (no copy)."""
+        axis = get_int(op, "axis")
+        src, out = c.use(op.operation.operands[0]), c.define(op.operation.results[0])
+        c.add_alias(src, out)
+        where = c.where(op)
+
+        def own_block_step(env: list) -> None:
+            t = env[src]
+            if t.shape[axis] != 1:
+                raise HirError(f"{where}: error: '{OwnBlockOp.OPERATION_NAME}' needs one block of axis {axis} on this rank, the local shard has {t.shape[axis]}")
+            env[out] = t.select(axis, 0)
+
+        return own_block_step
 
     @impl(BarrierOp, local=False)
     def barrier(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
