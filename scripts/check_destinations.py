@@ -15,16 +15,18 @@ import subprocess
 import sys
 
 PROGRAM = "func.func @main() {\n  return\n}\n"
+TARGET = "// the symlink's target\n"
+PRIVATE = "// a private file\n"
 
 
 def setup(folder: str) -> None:
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "target.mlir"), "w") as f:
-        f.write("// the symlink's target\n")
+        f.write(TARGET)
     os.symlink("target.mlir", os.path.join(folder, "link.mlir"))
     private = os.path.join(folder, "private.mlir")
     with open(private, "w") as f:
-        f.write("// a private file\n")
+        f.write(PRIVATE)
     os.chmod(private, 0o600)
     with open(os.path.join(folder, "p.mlir"), "w") as f:
         f.write(PROGRAM)
@@ -39,13 +41,14 @@ def problems(folder: str, written: bool) -> list[str]:
     if not os.path.islink(link) or os.readlink(link) != "target.mlir":
         out.append(f"{link} is no longer a symlink to target.mlir")
     target = open(os.path.join(folder, "target.mlir")).read()
-    if ("func.func @main" in target) != written:
+    if (("func.func @main" not in target) if written else target != TARGET):
         out.append(f"{folder}/target.mlir: {'the output did not reach the target' if written else 'was changed'}: {target!r}")
     private = os.path.join(folder, "private.mlir")
     mode = stat.S_IMODE(os.lstat(private).st_mode)
     if mode != 0o600:
         out.append(f"{private} has mode {oct(mode)}, not 0o600")
-    if ("func.func @main" in open(private).read()) != written:
+    content = open(private).read()
+    if (("func.func @main" not in content) if written else content != PRIVATE):
         out.append(f"{private}: {'the output did not reach it' if written else 'was changed'}")
     return out
 
