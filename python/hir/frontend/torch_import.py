@@ -83,16 +83,16 @@ class TorchProgram:
             state = i < len(self.state_names)
             what = f"state entry '{self.state_names[i]}'" if state else f"input {i - len(self.state_names)}"
             spec = buffer_spec(type_, 0)
-            problem = None
+            origin = "" if state else " (the example input hir.from_torch imported)"
+            expected, got = f"a tensor of shape {fmt_shape(spec.shape)}{origin}", None
             if not isinstance(value, torch.Tensor):
-                problem = f"expected a tensor of shape {fmt_shape(spec.shape)}, got {type(value).__name__}"
+                got = type(value).__name__
             elif not spec.fits(value.shape):
-                problem = f"expected a tensor of shape {fmt_shape(spec.shape)}, got {fmt_shape(value.shape)}"
+                got = fmt_shape(value.shape)
             elif value.dtype != spec.dtype:
-                problem = f"expected dtype {spec.dtype}, got {value.dtype}"
-            if problem:
-                origin = "" if state else " (the example input hir.from_torch imported)"
-                raise HirError(f"{_caller()}: error: {what}: {problem}{origin}")
+                expected, got = f"dtype {spec.dtype}{origin}", value.dtype
+            if got is not None:
+                raise HirError(f"{_caller()}: error: {what}: expected {expected}, got {got}")
 
     def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` on this rank with :func:`hir.run` options."""
@@ -163,7 +163,10 @@ def from_torch(
     if mesh is None:
         mesh = dtensor_mesh
     with context, ir.Location.unknown():
-        torch_module, exported = export_to_torch_mlir(local_module, example_args, context)
+        try:
+            torch_module, exported = export_to_torch_mlir(local_module, example_args, context)
+        except HirError as err:  # located at the user's file (hir-import) or call
+            raise HirError(f"{source_name or _caller()}: {err}" if str(err).startswith("error:") else str(err)) from None
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
