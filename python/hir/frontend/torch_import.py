@@ -18,6 +18,7 @@ that way (and cuts each into this rank's shard when the program is sharded).
 """
 
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
 import torch
@@ -54,32 +55,44 @@ class TorchProgram:
 
     def arguments(self, state_dict: dict, *inputs: torch.Tensor, rank: Optional[int] = None) -> list:
         """``@main``'s arguments from a state dict and the inputs: full tensors for an unsharded
-        program, else rank ``rank``'s shards (default: this process's rank)."""
+        program, else rank ``rank``'s shards (default: this process's rank). Each state entry
+        and input must have its ``@main`` argument's global shape and dtype; the error names the
+        entry or input and the caller's line (not the torch source line ``@main`` is located at)."""
+        if not isinstance(state_dict, Mapping):
+            raise HirError(f"{_caller()}: error: the state dict must be a dict of tensors (module.state_dict()), got {type(state_dict).__name__}")
         by_entry = {self.aliases.get(n, n): t for n, t in state_dict.items()}
         missing = [n for n in self.state_names if n not in by_entry and n not in self.captured]
         if missing:
             raise HirError(f"error: the state dict lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
         if len(inputs) != self.num_inputs:
             raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
-        self._check_inputs(inputs)
-        full = [_full(by_entry[n]) if n in by_entry else self.captured[n] for n in self.state_names] + list(inputs)
+        given = [by_entry[n] if n in by_entry else self.captured[n] for n in self.state_names] + list(inputs)
+        self._check(given)
+        full = [_full(t) for t in given[: len(self.state_names)]] + list(inputs)
         return self.placer.local_arguments(full, rank)
 
-    def _check_inputs(self, inputs: Sequence[Any]) -> None:
-        """Each input must fit its ``@main`` argument's global shape; the error names the input
-        and the caller's line (not the torch source line the importer located ``@main`` at)."""
+    def _check(self, values: Sequence[Any]) -> None:
+        """Each value (state entries, then inputs) must fit its ``@main`` argument."""
         from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
 
         main = next(op for op in self.module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
-        types = ir.FunctionType(ir.TypeAttr(main.operation.attributes["function_type"]).value).inputs[len(self.state_names):]
-        for i, (value, type_) in enumerate(zip(inputs, types)):
+        types = ir.FunctionType(ir.TypeAttr(main.operation.attributes["function_type"]).value).inputs
+        for i, (value, type_) in enumerate(zip(values, types)):
             if not is_memref(type_):
                 continue
+            state = i < len(self.state_names)
+            what = f"state entry '{self.state_names[i]}'" if state else f"input {i - len(self.state_names)}"
             spec = buffer_spec(type_, 0)
-            if not isinstance(value, torch.Tensor) or not spec.fits(value.shape):
-                got = fmt_shape(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-                raise HirError(f"{_caller()}: error: input {i}: expected a tensor of shape {fmt_shape(spec.shape)} "
-                               f"(the example input hir.from_torch imported), got {got}")
+            origin = "" if state else " (the example input hir.from_torch imported)"
+            expected, got = f"a tensor of shape {fmt_shape(spec.shape)}{origin}", None
+            if not isinstance(value, torch.Tensor):
+                got = type(value).__name__
+            elif not spec.fits(value.shape):
+                got = fmt_shape(value.shape)
+            elif value.dtype != spec.dtype:
+                expected, got = f"dtype {spec.dtype}{origin}", value.dtype
+            if got is not None:
+                raise HirError(f"{_caller()}: error: {what}: expected {expected}, got {got}")
 
     def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` on this rank with :func:`hir.run` options."""
@@ -150,7 +163,10 @@ def from_torch(
     if mesh is None:
         mesh = dtensor_mesh
     with context, ir.Location.unknown():
-        torch_module, exported = export_to_torch_mlir(local_module, example_args, context)
+        try:
+            torch_module, exported = export_to_torch_mlir(local_module, example_args, context)
+        except HirError as err:  # located at the user's file (hir-import) or call
+            raise HirError(f"{source_name or _caller()}: {err}" if str(err).startswith("error:") else str(err)) from None
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:

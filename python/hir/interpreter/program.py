@@ -267,6 +267,8 @@ class Program:
 
     def check_inputs(self, inputs: Sequence[Any]) -> list:
         where = f"{self.plan.location}: error: @{self.entry}"
+        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+            raise HirError(f"{where} takes a list of {len(self._args)} input(s), got {type(inputs).__name__}")
         if len(inputs) != len(self._args):
             raise HirError(f"{where} takes {len(self._args)} input(s), got {len(inputs)}")
         return [arg.check(value, where, self.device) for arg, value in zip(self._args, inputs)]

@@ -143,6 +143,15 @@ def check_args(args: argparse.Namespace) -> None:
             check_writable(flag, path, inputs)
 
 
+def _gpu_nodes() -> bool:
+    """Whether the machine shows NVIDIA device nodes (/dev/nvidia0...): without any, CUDA
+    cannot be available."""
+    try:
+        return any(name.startswith("nvidia") and name[len("nvidia"):].isdigit() for name in os.listdir("/dev"))
+    except OSError:
+        return True
+
+
 def check_nproc(args: argparse.Namespace) -> None:
     """Refuse, before any rank starts, more ranks than the machine can run (``--max-nproc`` overrides)."""
     if args.max_nproc is not None:
@@ -151,8 +160,8 @@ def check_nproc(args: argparse.Namespace) -> None:
         from hir.tools.launch import rank_limit
 
         device = args.device or os.environ.get("HIR_DEVICE") or ""
-        if device.startswith("cpu"):
-            cuda = False
+        if device.startswith("cpu") or (not device and not _gpu_nodes()):
+            cuda = False  # decided without importing torch: the refusal comes at once
         else:
             import torch
 
