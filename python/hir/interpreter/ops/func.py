@@ -20,7 +20,7 @@ class FuncImpls:
         plan = c.function(callee_name, at=op)
         func = c.functions[callee_name]
         args = c.uses(op)
-        outs = [c.define(r) for r in op.operation.results]
+        outs = c.call_results(op)  # its results, then the destinations it binds
         run = plan.call
         if c.runtime.compile_kernels and KERNEL_ATTR in func.operation.attributes:
             run = compiled_unit(plan)
