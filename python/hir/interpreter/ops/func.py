@@ -7,7 +7,8 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from hir.dialect.compute import KERNEL_ATTR
+from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR
+from hir.interpreter.ops.once import once_step
 from hir.interpreter.plan import Compiler, FunctionPlan, Step
 from hir.interpreter.registry import impl, register_impls
 
@@ -24,6 +25,8 @@ class FuncImpls:
         run = plan.call
         if c.runtime.compile_kernels and KERNEL_ATTR in func.operation.attributes:
             run = compiled_unit(plan)
+        if ONCE_ATTR in op.operation.attributes:  # parameter work, cached (ops/once.py)
+            return once_step(run, args, outs, c.runtime.device)
 
         def call_step(env: list) -> None:
             results = run([env[a] for a in args])
