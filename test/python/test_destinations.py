@@ -53,7 +53,7 @@ def copies(program: Program) -> list[str]:
 def imported(module: torch.nn.Module, x: torch.Tensor) -> tuple[Program, list]:
     program = hir.from_torch(module, (x,))
     hir.lower(program.module, "hir-lower")
-    return Program(program.module, graph=False), program.arguments(program.state(module), x)
+    return Program(program.module, graph=False, device="cpu"), program.arguments(program.state(module), x)
 
 
 @pytest.mark.parametrize("name", ["block", "mlp"])
@@ -97,7 +97,7 @@ def transposer(op: str) -> str:
 
 
 def run_main(main: str, segment: str, x: torch.Tensor) -> tuple[Program, list]:
-    program = Program(hir.parse(main + segment, "test.mlir"), graph=False)
+    program = Program(hir.parse(main + segment, "test.mlir"), graph=False, device="cpu")
     return program, program([x])
 
 
@@ -168,7 +168,7 @@ def test_a_returned_buffer_stays_contiguous():
 )
 def test_destinations_that_are_not_fresh_are_written(main):
     x, y = torch.randn(4, 8), torch.randn(8, 4)
-    program = Program(hir.parse(main + transposer("relu"), "test.mlir"), graph=False)
+    program = Program(hir.parse(main + transposer("relu"), "test.mlir"), graph=False, device="cpu")
     a = torch.zeros(8, 4)
     (out,) = program([x, a] if "%a: memref" in main else [x, y])
     torch.testing.assert_close(out, x.relu().t())

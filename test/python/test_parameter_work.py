@@ -59,13 +59,13 @@ def check_changes(program: Program, device: str, calls: int = 1) -> None:
 
 
 def test_hir_lower_hoists_and_a_changed_parameter_recomputes():
-    check_changes(Program(lowered(), graph=False), "cpu")
+    check_changes(Program(lowered(), graph=False, device="cpu"), "cpu")
 
 
 def test_unchanged_parameters_are_not_recomputed():
     """The work runs once: a write torch does not count (through ``.data``, documented)
     leaves the cached result in use, which shows the forward does not recompute it."""
-    program = Program(lowered(), graph=False)
+    program = Program(lowered(), graph=False, device="cpu")
     w, v, x = torch.randn(32, 16), torch.randn(32), torch.randn(8, 16)
     (first,) = program([w, v, x])
     w.data.mul_(3)
@@ -95,7 +95,7 @@ def test_from_torch_marks_state_as_parameters():
     assert str(program.module).count("{hir.parameter}") == 2
     hir.lower(program.module)
     assert "hir.once" in str(program.module)
-    compiled = Program(program.module, graph=False)
+    compiled = Program(program.module, graph=False, device="cpu")
     for scale in (1.0, -3.0):
         with torch.no_grad():
             m.w.mul_(scale)
