@@ -175,3 +175,58 @@ def test_destinations_that_are_not_fresh_are_written(main):
     assert "t: " + MATERIALIZE in copies(program)
     if "%a: memref" in main:
         assert out is a
+
+
+def relu_segment(name: str, type_: str, shape: str) -> str:
+    return f"""
+func.func private @{name}(%arg0: {type_}, %arg1: {type_}) attributes {{hir.kernel}} {{
+  %0 = bufferization.to_tensor %arg0 restrict : {type_} to tensor<{shape.replace(',', 'x')}xf32>
+  %1 = builtin.unrealized_conversion_cast %0 : tensor<{shape.replace(',', 'x')}xf32> to !torch.vtensor<[{shape}],f32>
+  %2 = torch.aten.relu %1 : !torch.vtensor<[{shape}],f32> -> !torch.vtensor<[{shape}],f32>
+  %3 = builtin.unrealized_conversion_cast %2 : !torch.vtensor<[{shape}],f32> to tensor<{shape.replace(',', 'x')}xf32>
+  bufferization.materialize_in_destination %3 in restrict writable %arg1 : (tensor<{shape.replace(',', 'x')}xf32>, {type_}) -> ()
+  return
+}}
+"""
+
+
+def test_a_destination_in_use_is_written_with_out():
+    """A destination read before the call (so not fresh) is written by relu.out itself."""
+    main = """func.func @main(%x: memref<4x8xf32>, %y: memref<4x8xf32>) -> (memref<4x8xf32>, memref<4x8xf32>) {
+  %a = memref.alloc() : memref<4x8xf32>
+  "hir.set"(%y, %a) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
+  %c = memref.alloc() : memref<4x8xf32>
+  "hir.binary"(%a, %a, %c) {kind = "add"} : (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) -> ()
+  call @r(%x, %a) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
+  return %a, %c : memref<4x8xf32>, memref<4x8xf32>
+}"""
+    program = Program(hir.parse(main + relu_segment("r", "memref<4x8xf32>", "4,8"), "test.mlir"), graph=False, device="cpu")
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    a, c = program([x, y])
+    torch.testing.assert_close(a, x.relu())
+    torch.testing.assert_close(c, 2 * y)
+    assert copies(program) == ["main: hir.set"] and "r<out 1>" in program.compiler.plans
+
+
+def test_stream_slices_are_written_with_out():
+    """In a stream loop the segment writes slice %i of the output buffer with out=."""
+    view = "memref<8xf32, strided<[1], offset: ?>>"
+    main = f"""func.func @main(%x: memref<2x8xf32>) -> memref<2x8xf32> {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %a = memref.alloc() : memref<2x8xf32>
+  "hir.for"(%c0, %c2, %c1) ({{
+  ^bb0(%i: index):
+    %xs = "hir.alias_select"(%x, %i) {{axis = 0 : i64}} : (memref<2x8xf32>, index) -> {view}
+    %as = "hir.alias_select"(%a, %i) {{axis = 0 : i64}} : (memref<2x8xf32>, index) -> {view}
+    call @r(%xs, %as) : ({view}, {view}) -> ()
+    "hir.yield"() : () -> ()
+  }}) : (index, index, index) -> ()
+  return %a : memref<2x8xf32>
+}}"""
+    program = Program(hir.parse(main + relu_segment("r", view, "8"), "test.mlir"), graph=False, device="cpu")
+    x = torch.randn(2, 8)
+    (a,) = program([x])
+    torch.testing.assert_close(a, x.relu())
+    assert copies(program) == [] and "r<out 1>" in program.compiler.plans

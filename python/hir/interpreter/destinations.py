@@ -11,13 +11,15 @@ Run literally, ``materialize_in_destination`` is a ``copy_`` of the segment's fr
 into a buffer allocated just before: one extra write and read of every activation. When the
 destination is a fresh allocation that nothing reads, views or writes before the call, the
 buffer *is* the result: the alloc step is dropped, the segment returns its result tensor and
-the call binds it to the alloc's slot (:class:`Bind`). The copy stays where that is not safe:
-
-* the destination is an argument, a view (a stream slice) or a symmetric buffer, is used
-  before the call, is passed twice, or a stream switch separates alloc and call;
-* the segment reads its destination, or writes it with anything but one top-level
-  ``materialize_in_destination``, or the result comes from an op whose aliasing the
-  schema does not tell (a literal, a linalg op).
+the call binds it to the alloc's slot (:class:`Bind`). Binding is not safe when the
+destination is an argument, a view (a stream slice) or a symmetric buffer, is used before
+the call, is passed twice, or a stream switch separates alloc and call. Then, when the
+result is the fresh result of a torch op with an ``out=`` overload (``gelu.out``,
+``add.out``, ``softmax.int_out``) and the destination cannot overlap another operand
+(another buffer's view; not two arguments, which may be one tensor), that op writes the
+destination itself. Otherwise the copy stays, as it does when the segment reads its
+destination or writes it with anything but one top-level ``materialize_in_destination``, or
+the result comes from an op whose aliasing the schema does not tell (a literal, a linalg op).
 
 A result torch may return as a view of a segment input (``reshape``, ``transpose``,
 ``split``: the schema's alias annotation) is bound only when the buffer is then just read
@@ -31,8 +33,9 @@ allocation, so a replay writes the buffer the later steps read.
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
+import torch
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin, func, memref
 
@@ -54,9 +57,12 @@ _DEALLOC = memref.DeallocOp.OPERATION_NAME
 @dataclass(frozen=True)
 class Output:
     """A segment argument written by one top-level ``materialize_in_destination`` and
-    otherwise unused: the segment arguments its value may be a view of."""
+    otherwise unused: the segment arguments its value may be a view of; ``producer``: the
+    fresh result of a torch op with an ``out=`` overload that is the written value (through
+    casts only), which can write the destination itself."""
 
     may_alias: frozenset[int]
+    producer: Optional[ir.Value] = None
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,44 @@ def segment_outputs(fn: ir.Operation) -> Optional[tuple[frozenset[int], dict[int
             continue
         sources = _sources(user.operands[0], args)
         if sources is not None:
-            found[index] = Output(sources)
+            found[index] = Output(sources, None if sources else _producer(user.operands[0]))
     return frozenset(written), found
+
+
+def _producer(value: ir.Value) -> Optional[ir.Value]:
+    """The torch op result ``value`` is (through single-use casts) when that op has an
+    ``out=`` overload."""
+    while not isinstance(value.owner, ir.Block) and value.owner.operation.name == _CAST and len(list(value.uses)) == 1:
+        value = value.owner.operation.operands[0]
+    if isinstance(value.owner, ir.Block) or len(list(value.uses)) != 1 or len(value.owner.operation.results) != 1:
+        return None
+    overload = _overload(value.owner.operation)
+    return value if overload is not None and out_variant(overload) is not None else None
+
+
+def out_variant(overload: Any) -> Optional[Any]:
+    """The ``out=`` overload of torch op ``overload``: the same arguments (names and types)
+    plus one keyword-only ``out`` it writes; None when torch has none."""
+    schema = overload._schema
+    namespace, name = schema.name.split("::")
+    packet = getattr(getattr(torch.ops, namespace), name)
+    want = [(a.name, str(a.type)) for a in schema.arguments]
+    for overload_name in packet.overloads():
+        candidate = getattr(packet, overload_name)
+        args = candidate._schema.arguments
+        if [(a.name, str(a.type)) for a in args[:-1]] != want or len(candidate._schema.returns) != 1:
+            continue
+        out = args[-1]
+        if out.name == "out" and out.kwarg_only and out.alias_info is not None and out.alias_info.is_write:
+            return candidate
+    return None
+
+
+def _overload(op: ir.Operation) -> Optional[Any]:
+    name = op.name
+    if name == "torch.operator":
+        name = ir.StringAttr(op.attributes["name"]).value
+    return torch_overload(name) if name.startswith("torch.") else None
 
 
 def _sources(value: ir.Value, args: list) -> Optional[frozenset[int]]:
@@ -126,10 +168,7 @@ def _sources(value: ir.Value, args: list) -> Optional[frozenset[int]]:
 
 def _aliased_operands(op: ir.Operation, result: ir.Value) -> Optional[list]:
     """The operands torch op ``op``'s ``result`` may alias ([] when fresh), None if unknown."""
-    name = op.name
-    if name == "torch.operator":
-        name = ir.StringAttr(op.attributes["name"]).value
-    overload = torch_overload(name) if name.startswith("torch.") else None
+    overload = _overload(op)
     if overload is None:
         return None
     schema = overload._schema
@@ -205,6 +244,21 @@ def _written_from(root: ir.Value, call: ir.Operation, written_by) -> bool:
     return False
 
 
+def _apart(operands: list, index: int) -> bool:
+    """Whether destination ``operands[index]`` cannot overlap another operand: no other
+    operand views the same buffer, and they are not both (views of) arguments, which the
+    caller may have passed the same tensor for."""
+    root = _root(operands[index])
+    argument = isinstance(root.owner, ir.Block)
+    for i, value in enumerate(operands):
+        if i == index or not isinstance(value.type, ir.MemRefType):
+            continue
+        other = _root(value)
+        if other == root or (argument and isinstance(other.owner, ir.Block)):
+            return False
+    return True
+
+
 class DestinationPlanner:
     """Decides, per call of a kernel segment, which destinations are bound (the callee's
     analysis cached by name; one instance per compiled module)."""
@@ -221,13 +275,19 @@ class DestinationPlanner:
             self._segments[name] = segment_outputs(fn.operation) if kernel else None
         return self._segments[name]
 
+    def producer(self, call: ir.Operation, index: int) -> ir.Value:
+        """The torch op result written with ``out=`` into destination ``index`` of ``call``."""
+        return self._segment(call)[1][index].producer
+
     def written_by(self, call: ir.Operation) -> Optional[frozenset[int]]:
         """The operands a call of a kernel segment writes; None for other callees."""
         segment = self._segment(call)
         return None if segment is None else segment[0]
 
-    def binds(self, ops: list) -> dict[ir.Value, Bind]:
-        """The allocations of block ``ops`` that calls bind to their segment's result."""
+    def binds(self, ops: list, outs: dict) -> dict[ir.Value, Bind]:
+        """The allocations of block ``ops`` that calls bind to their segment's result; adds
+        to ``outs`` (call -> operand indices) the other destinations the segment's last op
+        writes with ``out=``."""
         found: dict[ir.Value, Bind] = {}
         position: dict = {}
         switches: list[int] = []
@@ -246,14 +306,15 @@ class DestinationPlanner:
             for index, output in segment[1].items():
                 dest = operands[index]
                 alloc = dest.owner
-                if isinstance(alloc, ir.Block) or alloc.operation not in position:
-                    continue
-                start, end = position[alloc.operation], position[call]
-                if any(start < s < end for s in switches):
-                    continue  # allocated on another stream than the result would be
-                bind = self._bind(call, operands, index, output)
+                bind = None
+                if not isinstance(alloc, ir.Block) and alloc.operation in position:
+                    start, end = position[alloc.operation], position[call]
+                    if not any(start < s < end for s in switches):  # else allocated on another stream
+                        bind = self._bind(call, operands, index, output)
                 if bind is not None:
                     found[dest] = bind
+                elif output.producer is not None and _apart(operands, index):
+                    outs.setdefault(call, []).append(index)
         return found
 
     def _bind(self, call: ir.Operation, operands: list, index: int, output: Output) -> Optional[Bind]:

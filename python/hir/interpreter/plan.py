@@ -155,6 +155,8 @@ class Compiler:
         self.destinations = DestinationPlanner(self.functions)
         self._binds: dict[ir.Value, Bind] = {}  # allocations that become a segment's result
         self._returned: dict[ir.Value, bool] = {}  # segment argument -> make it contiguous
+        self._outs: dict[ir.Operation, list[int]] = {}  # call -> destinations written with out=
+        self._out_writes: dict[ir.Value, ir.Value] = {}  # torch op result -> segment argument it writes
 
     # ----- functions -------------------------------------------------------------------
     def function(self, name: str, at: Optional[ir.OpView] = None) -> FunctionPlan:
@@ -162,15 +164,16 @@ class Compiler:
         call) whose destinations are bound (:mod:`hir.interpreter.destinations`), the
         plan's results end with those destinations' values, in operand order."""
         bound = self.bound_operands(at) if at is not None else []
-        key = name if not bound else f"{name}<bind {','.join(str(i) for i, _ in bound)}>"
+        outs = self._outs.get(at.operation, []) if at is not None else []
+        key = name + (f"<bind {','.join(str(i) for i, _ in bound)}>" if bound else "") + (f"<out {','.join(map(str, outs))}>" if outs else "")
         if key in self.plans:
             return self.plans[key]
         function = self.functions.get(name)
         if function is None:
             where = self.where(at) if at is not None else "error"
             raise HirError(f"{where}: no function @{name} in the module")
-        saved = (self._slots, self._template, self._aliases, self._returned)
-        self._slots, self._template, self._aliases, self._returned = {}, [], {}, {}
+        saved = (self._slots, self._template, self._aliases, self._returned, self._out_writes)
+        self._slots, self._template, self._aliases, self._returned, self._out_writes = {}, [], {}, {}, {}
         try:
             blocks = list(function.regions[0].blocks)
             if len(blocks) != 1:
@@ -179,6 +182,7 @@ class Compiler:
             arg_slots = [self.define(arg) for arg in block.arguments]
             args = list(block.arguments)
             self._returned = {args[i]: bind.contiguous for i, bind in bound}
+            self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
             ops = list(block.operations)
             if not ops or ops[-1].operation.name != func.ReturnOp.OPERATION_NAME:
                 raise self.error(function, f"@{name} must end with {func.ReturnOp.OPERATION_NAME}")
@@ -194,13 +198,13 @@ class Compiler:
                 [arg.type for arg in block.arguments],
             )
         finally:
-            self._slots, self._template, self._aliases, self._returned = saved
+            self._slots, self._template, self._aliases, self._returned, self._out_writes = saved
         self.plans[key] = plan
         return plan
 
     def block(self, ops: list) -> list[Step]:
         """Compile ``ops`` (a block without its terminator) into steps."""
-        self._binds.update(self.destinations.binds(ops))
+        self._binds.update(self.destinations.binds(ops, self._outs))
         steps: list[Step] = []
         for op in ops:
             step = self.op(op)
@@ -258,6 +262,16 @@ class Compiler:
         """The slots a call's plan results go to: its results, then its bound destinations."""
         operands = list(call.operation.operands)
         return [self.define(r) for r in call.operation.results] + [self.use(operands[i]) for i, _ in self.bound_operands(call)]
+
+    def out_destination(self, result: ir.Value) -> Optional[int]:
+        """The slot of the segment argument torch op ``result`` is written into with
+        ``out=`` (its materialization then has no step); None when it is computed fresh."""
+        argument = self._out_writes.get(result)
+        return None if argument is None else self._slots[argument]
+
+    def written_in_place(self, argument: ir.Value) -> bool:
+        """Whether segment ``argument`` is written by its producer's ``out=`` already."""
+        return argument in self._out_writes.values()
 
     def returned(self, argument: ir.Value) -> Optional[bool]:
         """For a segment argument that is returned instead of written: whether the result
