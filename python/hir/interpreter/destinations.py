@@ -43,7 +43,7 @@ from hir.dialect import OP_CLASSES, is_view
 from hir.dialect.compute import KERNEL_ATTR, ComputeOp
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.dialect.torch_ops import torch_overload
-from hir.interpreter.buffers import _is_identity
+from hir.interpreter.buffers import _is_identity, is_memref
 from hir.passes.helpers import written_operands
 
 _MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
@@ -251,7 +251,7 @@ def _apart(operands: list, index: int) -> bool:
     root = _root(operands[index])
     argument = isinstance(root.owner, ir.Block)
     for i, value in enumerate(operands):
-        if i == index or not isinstance(value.type, ir.MemRefType):
+        if i == index or not is_memref(value.type):
             continue
         other = _root(value)
         if other == root or (argument and isinstance(other.owner, ir.Block)):
