@@ -24,6 +24,11 @@ from hir.dialect.base import DYNAMIC, CheckedKeys, HirOp, check_axis, check_same
 from hir.dialect.sharding import sharding_of
 
 KERNEL_ATTR = "hir.kernel"
+# A function argument that holds a parameter (module state read, never written, by the
+# program: hir.from_torch marks them) and the call of a function computed once per set of
+# such arguments (hir-hoist-parameter-work makes it; the interpreter caches its results).
+PARAMETER_ATTR = "hir.parameter"
+ONCE_ATTR = "hir.once"
 _CHECKED = CheckedKeys()
 STREAM_AXIS_ATTR = "stream_axis"
 BINARY_KINDS = ("add", "sub", "mul", "div", "max", "min")

@@ -23,12 +23,14 @@ from hir.passes.base import REGISTRY, ModulePass, PassFailure, check_disabled_en
 
 # Named pipelines, expanded in place (mlir-opt's registered pass pipelines).
 PIPELINES: dict[str, str] = {
+    # hir-hoist-parameter-work only acts on functions with hir.parameter arguments
+    # (hir.from_torch's state): work that reads only them runs once, not per call.
     "hir-lower": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
-    "hir-insert-deallocations,canonicalize,cse",
+    "hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse",
     # hir-lower plus stream buffer reuse (opt-in: it caps each rewritten loop at
     # num-streams pool streams; see passes/reuse_stream_buffers.py).
     "hir-lower-reuse": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
-    "hir-reuse-stream-buffers,hir-insert-deallocations,canonicalize,cse",
+    "hir-reuse-stream-buffers,hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse",
     # An annotated upstream shard program -> hir (issues 15, 24): TOSA to linalg, upstream
     # propagation, record the signature's shardings, partition upstream, then convert
     # (docs/from-shard.md). No cse before shard-partition: it merges tensor.empty ops,

@@ -177,11 +177,31 @@ def from_torch(
             hir_module = Partitioner(torch_func, placer, source).build(mutated=exported.mutated)
         except ValueError as err:  # a value the partitioner cannot place (see _unsupported)
             raise HirError(f"{source}: error: cannot import {type(module).__name__}: {_unsupported(torch_func, err)}") from None
+        mark_parameters(hir_module, len(names), exported.mutated)
         try:
             hir_module.operation.verify()
         except ir.MLIRError as err:
             raise HirError(format_mlir_error(err, source)) from None
     return TorchProgram(hir_module, names, len(example_args), placer, exported.aliases, exported.captured, exported.output_names)
+
+
+def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:
+    """Mark ``@main``'s first ``count`` arguments (the module's state) ``hir.parameter``,
+    except the state entries the module writes (``mutated``): read-only, changing between
+    calls only when the caller changes them (``hir-hoist-parameter-work`` reads the mark)."""
+    from hir.dialect import PARAMETER_ATTR
+
+    main = next(op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
+    attrs = main.operation.attributes
+    inputs = ir.FunctionType(ir.TypeAttr(attrs["function_type"]).value).inputs
+    old = [ir.DictAttr(a) for a in ir.ArrayAttr(attrs["arg_attrs"])] if "arg_attrs" in attrs else [ir.DictAttr.get({})] * len(inputs)
+    new = []
+    for index, entries in enumerate(old):
+        values = {entries[i].name: entries[i].attr for i in range(len(entries))}
+        if index < count and index not in mutated:
+            values[PARAMETER_ATTR] = ir.UnitAttr.get()
+        new.append(ir.DictAttr.get(values))
+    attrs["arg_attrs"] = ir.ArrayAttr.get(new)
 
 
 def _unsupported(torch_func: func.FuncOp, err: ValueError) -> str:

@@ -7,7 +7,8 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from hir.dialect.compute import KERNEL_ATTR
+from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR
+from hir.interpreter.ops.once import once_step
 from hir.interpreter.plan import Compiler, FunctionPlan, Step
 from hir.interpreter.registry import impl, register_impls
 
@@ -20,10 +21,12 @@ class FuncImpls:
         plan = c.function(callee_name, at=op)
         func = c.functions[callee_name]
         args = c.uses(op)
-        outs = [c.define(r) for r in op.operation.results]
+        outs = c.call_results(op)  # its results, then the destinations it binds
         run = plan.call
         if c.runtime.compile_kernels and KERNEL_ATTR in func.operation.attributes:
             run = compiled_unit(plan)
+        if ONCE_ATTR in op.operation.attributes:  # parameter work, cached (ops/once.py)
+            return once_step(run, args, outs, c.runtime.device)
 
         def call_step(env: list) -> None:
             results = run([env[a] for a in args])
