@@ -174,7 +174,10 @@ def main() -> None:
         print(f"wrote {', '.join(f'{n}.mlir' for n in texts)} and cases.json to {args.emit}")
         return
     for n, case in cases.items():
-        run_case(case, texts[n], torch.device(args.device), args)
+        try:
+            run_case(case, texts[n], torch.device(args.device), args)
+        except Exception as err:  # one failing case must not lose the others' rows
+            print(f"{n}: failed: {type(err).__name__}: {err}", flush=True)
 
 
 if __name__ == "__main__":
