@@ -95,6 +95,18 @@ def test_interp_matmul_into_preallocated_output():
     assert same(out, a @ b)
 
 
+@pytest.mark.parametrize("shapes", [([8, 16], [16, 4], [8, 4]), ([1, 8, 16], [3, 16, 4], [3, 8, 4]), ([2, 1, 8, 16], [3, 16, 4], [2, 3, 8, 4]), ([16], [16, 4], [4])])
+def test_interp_matmul_accumulate(shapes):
+    """``{accumulate}``: out += a @ b (addmm_, baddbmm_ with a broadcast batch, else a
+    product added), into the caller's buffer."""
+    ta, tb, to = (mem(s) for s in shapes)
+    text = f'func.func @main(%a: {ta}, %b: {tb}, %out: {to}) {{\n  "hir.matmul"(%a, %b, %out) {{accumulate}} : ({ta}, {tb}, {to}) -> ()\n  return\n}}'
+    a, b, out = (torch.randn(s) for s in shapes)
+    want = out + torch.matmul(a, b)
+    run(text, [a, b, out])
+    assert torch.allclose(out, want, atol=1e-5)
+
+
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("batched", [True, False])
 def test_interp_linear_into_preallocated_output(bias, batched):
