@@ -1,5 +1,5 @@
 """``hir-p2p-pipeline{algorithm=local-first|ring streams=1 copies=1 chunks=1|auto backend=
-transfer=pull|push comm-stream=0|1}``: nvFuser's AllgatherP2p / AG_matmul_P2p and its
+transfer=pull|push comm-stream=0|1 accumulate=0|1}``: nvFuser's AllgatherP2p / AG_matmul_P2p and its
 reduce-scatter mirror, as copy-engine pipelines.
 
 A collective whose device-split axis is also its stream axis becomes one step per team
@@ -41,6 +41,11 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
 - ``comm-stream=1``: the shifts go on a pool stream of their own that the module marks
   high priority (``hir.high_priority_streams``), so a copy's launch is not queued behind
   the compute kernels; without it they go on the user stream.
+- ``accumulate=1``: a summing reduce-scatter whose producer has an accumulating form
+  (``hir.matmul {accumulate}``) becomes a ring in which each rank adds its partial to the
+  received sum in the matmul's epilogue (``out += a @ b``), with no slot reduction
+  (``_p2p_accumulate.py``; ``algorithm`` and ``streams`` do not apply: part c of every step
+  runs on pool stream c). Other reduce-scatters keep the slot form.
 
 ``chunks=auto``. Per collective, with n team members, one step moves B bytes (one peer's
 slice) and computes F flops (its consumers / producer; matmuls count 2·M·N·K, other ops
@@ -56,6 +61,12 @@ divide the chunked axis (1 when nothing can be chunked). Defaults are measured o
 in 0.33 ms) and ``chunk-us=15`` (chunks=2 against 1 in run B's graph rows). E.g. 4 ranks,
 M=8192, K=8192, N/4=2048: t_c = 112 us, t_m = 86 us a step: c* = 1.4, cost 1: 131, 2: 133
 -> 1; at M=16384 t_m = 172 us: 2 (cost 176 against 217).
+
+The accumulating ring (``accumulate=1``) is a wavefront: step s + 1 of part i needs step s
+of part i from the neighbour, so a step takes about max(t_m, t_c, (t_m + t_c) / c) and
+``auto`` takes the c of least n · max(t_m, t_c, (t_m + t_c) / c) + c · (n - 1) · chunk-us
+(two parts already hide the copy when t_c <= t_m; one part serializes copy and matmul).
+Both times use the rank's local work (a split output counts its local shard).
 """
 
 import dataclasses
@@ -67,6 +78,8 @@ from torch_mlir import ir
 from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, ComputeOp, MatmulOp, ReduceScatterOp, add_high_priority_stream, module_num_streams, set_module_num_streams
 from hir.dialect.base import get_i64_array, get_int
 from hir.dialect.comm import BACKENDS
+from hir.dialect.sharding import local_shape, sharding_of
+from hir.passes._p2p_accumulate import build_accumulate, can_accumulate
 from hir.passes._p2p_allgather import build_allgather
 from hir.passes._p2p_reduce_scatter import build_reduce_scatter
 from hir.passes._p2p_steps import ALGORITHMS, comm_stream_index, compute_streams
@@ -81,7 +94,7 @@ MAX_AUTO_CHUNKS = 8
 @dataclass
 class P2PPipeline(ModulePass):
     name = "hir-p2p-pipeline"
-    description = "Stream-parallel all-gather + consumers / producer + reduce-scatter to copy-engine P2P pipelines (nvFuser AG_matmul_P2p); options algorithm, streams, copies, chunks (a number or auto), backend, transfer, comm-stream, copy-gbps, compute-tflops, chunk-us."
+    description = "Stream-parallel all-gather + consumers / producer + reduce-scatter to copy-engine P2P pipelines (nvFuser AG_matmul_P2p); options algorithm, streams, copies, chunks (a number or auto), backend, transfer, comm-stream, accumulate, copy-gbps, compute-tflops, chunk-us."
     algorithm: str = "local-first"
     backend: str = ""
     streams: int = 1
@@ -92,6 +105,7 @@ class P2PPipeline(ModulePass):
     copy_gbps: float = 300.0
     compute_tflops: float = 800.0
     chunk_us: float = 15.0
+    accumulate: bool = False
 
     def run(self, module: ir.Module) -> None:
         self._check_options()
@@ -102,12 +116,16 @@ class P2PPipeline(ModulePass):
             todo = [op.operation for op in body.operations if is_p2p_form(op.operation)]
             for op in todo:
                 block_ops = list(body.operations)
-                opts = dataclasses.replace(self, chunks=self._chunks_for(op, block_ops))
+                ag = op.name == AllgatherOp.OPERATION_NAME
+                opts = dataclasses.replace(self, accumulate=self.accumulate and not ag and can_accumulate(op, block_ops))
+                opts = dataclasses.replace(opts, chunks=opts._chunks_for(op, block_ops))
                 needed = max(needed, opts._pool_streams(op))
                 if self.comm_stream:
                     high_priority.add(comm_stream_index(opts, len(get_i64_array(op, "team"))))
-                if op.name == AllgatherOp.OPERATION_NAME:
+                if ag:
                     build_allgather(opts, op, block_ops)
+                elif opts.accumulate:
+                    build_accumulate(opts, op, block_ops)
                 else:
                     build_reduce_scatter(opts, op, block_ops)
         if needed:
@@ -140,7 +158,7 @@ class P2PPipeline(ModulePass):
         """``chunks`` as a number for ``op``'s pipeline (``auto``: :func:`auto_chunks`)."""
         if str(self.chunks) != "auto":
             return int(self.chunks)
-        return auto_chunks(op, block_ops, self.copy_gbps, self.compute_tflops, self.chunk_us)
+        return auto_chunks(op, block_ops, self.copy_gbps, self.compute_tflops, self.chunk_us, self.accumulate)
 
     def _pool_streams(self, op: ir.Operation) -> int:
         """The compute streams of ``op``'s pipeline, plus the reduce-scatter's reducer /
@@ -149,14 +167,15 @@ class P2PPipeline(ModulePass):
         if self.comm_stream:
             return comm_stream_index(self, n) + 1
         streams = compute_streams(self, n)
-        receiver = op.name == ReduceScatterOp.OPERATION_NAME and (self.chunks > 1 or self.transfer == "push")
+        receiver = op.name == ReduceScatterOp.OPERATION_NAME and not self.accumulate and (self.chunks > 1 or self.transfer == "push")
         return streams + (1 if receiver else 0)
 
 
-def auto_chunks(op: ir.Operation, block_ops: list, copy_gbps: float, compute_tflops: float, chunk_us: float) -> int:
+def auto_chunks(op: ir.Operation, block_ops: list, copy_gbps: float, compute_tflops: float, chunk_us: float, ring: bool = False) -> int:
     """``chunks=auto`` for the collective ``op`` (the rule in the module docstring): the
-    power of two c <= 8 minimizing min(t_c, t_m) / c + c * (n - 1) * chunk_us that divides
-    the axis chunks split; 1 when nothing can be chunked."""
+    power of two c <= 8 minimizing min(t_c, t_m) / c + c * (n - 1) * chunk_us (the
+    accumulating ``ring``: n * max(t_m, t_c, (t_m + t_c) / c) + c * (n - 1) * chunk_us)
+    that divides the axis chunks split; 1 when nothing can be chunked."""
     n = len(get_i64_array(op, "team"))
     ag = op.name == AllgatherOp.OPERATION_NAME
     moved = op.operands[0]
@@ -167,11 +186,13 @@ def auto_chunks(op: ir.Operation, block_ops: list, copy_gbps: float, compute_tfl
         return 1
     slice_elems = math.prod(mtype.shape) // (n * (1 if ag else n))
     t_copy = slice_elems * _element_bytes(mtype.element_type) / (copy_gbps * 1e3)  # us
-    t_compute = sum(_flops(user, k) for user in users) / n / (compute_tflops * 1e6)  # us
+    t_compute = sum(_flops(user) for user in users) / n / (compute_tflops * 1e6)  # us
     shortest = min(t_copy, t_compute)
     skipped = [k] if ag else [k, get_int(op, "axis")]
     extent = next((e for a, e in enumerate(mtype.shape) if a not in skipped), 1)
     candidates = [c for c in (1, 2, 4, MAX_AUTO_CHUNKS) if extent % c == 0]
+    if ring:
+        return min(candidates, key=lambda c: n * max(t_copy, t_compute, (t_copy + t_compute) / c) + c * (n - 1) * chunk_us)
     return min(candidates, key=lambda c: shortest / c + c * (n - 1) * chunk_us)
 
 
@@ -189,13 +210,17 @@ def _step_compute(op: ir.Operation, buffer: ir.Value, k: int, block_ops: list, a
     return found
 
 
-def _flops(op: ir.Operation, k: int) -> float:
-    """Work of ``op`` (all its stream steps): 2·M·N·K for a matmul, an element each else."""
-    out = ir.MemRefType(op.operands[output_index(op)].type)
-    elems = math.prod(out.shape)
+def _flops(op: ir.Operation) -> float:
+    """This rank's work in ``op`` (all its stream steps): 2·M·N·K for a matmul, an element
+    each else, on the local shards."""
+    elems = math.prod(_local_shape(op.operands[output_index(op)]))
     if op.name == MatmulOp.OPERATION_NAME:
-        return 2.0 * elems * ir.MemRefType(op.operands[0].type).shape[-1]
+        return 2.0 * elems * _local_shape(op.operands[0])[-1]
     return float(elems)
+
+
+def _local_shape(value: ir.Value) -> list:
+    return local_shape(ir.MemRefType(value.type).shape, sharding_of(value))
 
 
 def _element_bytes(element: ir.Type) -> int:
