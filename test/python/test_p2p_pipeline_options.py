@@ -127,3 +127,38 @@ def test_accumulate_keeps_the_slot_form_without_an_accumulating_producer():
     hir.lower(module, P2P + "{accumulate=1}")
     lowered = str(module)
     assert "hir.shift" in lowered and "hir.reduction" in lowered and "{accumulate}" not in lowered, lowered
+
+
+@pytest.mark.parametrize(
+    "world,M,program,pipelined",
+    [
+        (4, 8192, "ag", True),  # 3 * min(112, 86) = 258 us hidden > 80 us of steps
+        (4, 64, "ag", False),  # under a microsecond a step: the collective runs whole
+        (8, 16384, "ag", True),
+        (2, 1024, "ag", False),  # min(t_c, t_m) = min(28, 43) us < 2 * 20 us
+        (4, 8192, "rs", True),
+        (4, 64, "rs", False),
+    ],
+)
+def test_overlap_auto_rule(world, M, program, pipelined):
+    """overlap=auto pipelines a P2P-form collective when (n-1)·min(t_c, t_m) > n·step-us;
+    otherwise hir-lower keeps it whole (overlap=off: never; on: always)."""
+    text = ag_matmul(world, M, 8192, 8192) if program == "ag" else matmul_rs(world, M // world, 8192 // world, 8192)
+    for overlap, expected in (("auto", pipelined), ("on", True), ("off", False)):
+        module = hir.parse(text, "p.mlir")
+        hir.lower(module, P2P + "{overlap=" + overlap + "}")
+        lowered = str(module)
+        assert ("hir.shift" in lowered) == expected and ("hir.allgather" in lowered or "hir.reduce_scatter" in lowered) != expected, (overlap, lowered[:400])
+
+
+def test_hir_lower_overlap_pipeline():
+    """The named pipeline is hir-lower with hir-p2p-pipeline{overlap=auto} first; its
+    expansion parses, and a bad overlap value is an error naming the option."""
+    from hir.passes import PIPELINES, overlap_pipeline, parse_pipeline
+
+    assert PIPELINES["hir-lower-overlap"] == overlap_pipeline("auto")
+    names = [e.hir_pass.name for e in parse_pipeline("hir-lower-overlap") if e.hir_pass]
+    assert names[:3] == ["hir-insert-reshardings", "hir-convert-to-communication", "hir-p2p-pipeline"]
+    module = hir.parse(ag_matmul(4, 8192, 8192, 8192), "ag.mlir")
+    with pytest.raises(hir.HirError, match="overlap 'sometimes' is not one of on, auto, off"):
+        hir.lower(module, P2P + "{overlap=sometimes}")
