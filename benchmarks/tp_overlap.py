@@ -95,10 +95,14 @@ def _dtensor(model: torch.nn.Module, sequence: bool, world: int):
 def _async_tp(x_local, w1, b1, w2, b2):
     """PyTorch async-TP's fused symmetric-memory ops on the SP MLP: all-gather+fc1, then
     fc2+reduce-scatter (the input staged once in symmetric memory, as async-TP does)."""
+    import warnings
+
     import torch.distributed._symmetric_memory as symm_mem
 
     group = dist.group.WORLD.group_name
-    symm_mem.enable_symm_mem_for_group(group)
+    with warnings.catch_warnings():  # deprecated (a no-op) in newer torch; needed in older
+        warnings.simplefilter("ignore")
+        symm_mem.enable_symm_mem_for_group(group)
     sym = symm_mem.empty(x_local.shape, device=x_local.device, dtype=x_local.dtype)
     sym.copy_(x_local)
     w1t, w2t = w1.t(), w2.t()
