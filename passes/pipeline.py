@@ -21,6 +21,13 @@ from torch_mlir.passmanager import PassManager
 from hir.dialect.context import HirError, format_location, format_mlir_error, new_context
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, check_disabled_env, is_disabled
 
+def overlap_pipeline(overlap: str = "auto") -> str:
+    """hir-lower with hir-p2p-pipeline{overlap=...} first (``auto``, ``on`` or ``off``):
+    NCCL collectives, copy-engine shifts, chunks by the ``chunks=auto`` rule."""
+    return ("hir-insert-reshardings,hir-convert-to-communication,"
+            f"hir-p2p-pipeline{{backend=cuda chunks=auto overlap={overlap}}},hir-lower")
+
+
 # Named pipelines, expanded in place (mlir-opt's registered pass pipelines).
 PIPELINES: dict[str, str] = {
     # hir-hoist-parameter-work only acts on functions with hir.parameter arguments
@@ -31,6 +38,11 @@ PIPELINES: dict[str, str] = {
     # num-streams pool streams; see passes/reuse_stream_buffers.py).
     "hir-lower-reuse": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
     "hir-reuse-stream-buffers,hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse",
+    # hir-lower with the P2P-form collectives of a sharded program (hir.from_torch's SP
+    # layouts, nvFuser's stream-parallel form) pipelined on copy engines where the
+    # overlap=auto rule says it pays (passes/pipeline_p2p.py); the rest run whole.
+    # TorchProgram.lower(overlap="on"|"off") forces either form.
+    "hir-lower-overlap": overlap_pipeline("auto"),
     # An annotated upstream shard program -> hir (issues 15, 24): TOSA to linalg, upstream
     # propagation, record the signature's shardings, partition upstream, then convert
     # (docs/from-shard.md). No cse before shard-partition: it merges tensor.empty ops,

@@ -94,6 +94,19 @@ class TorchProgram:
             if got is not None:
                 raise HirError(f"{_caller()}: error: {what}: expected {expected}, got {got}")
 
+    def lower(self, overlap: str = "auto", pipeline: Optional[str] = None) -> ir.Module:
+        """Lower :attr:`module` in place (once) and return it. By default with
+        ``hir-lower-overlap``: on several ranks, each collective in P2P form (the SP
+        all-gather before a linear, the reduce-scatter after one) is pipelined on copy engines
+        where the ``overlap=auto`` rule of hir-p2p-pipeline says it beats the whole collective
+        (sizes and team size); ``overlap="on"`` / ``"off"`` forces the pipelined / whole form
+        everywhere; ``pipeline`` replaces the whole pipeline."""
+        from hir.passes import overlap_pipeline, run_pipeline
+
+        if overlap not in ("auto", "on", "off"):
+            raise HirError(f"error: TorchProgram.lower: overlap must be 'auto', 'on' or 'off', got {overlap!r}")
+        return run_pipeline(self.module, pipeline or overlap_pipeline(overlap))
+
     def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` on this rank with :func:`hir.run` options."""
         import hir  # the public entry: the interpreter sits beside the frontend, not below it
