@@ -28,6 +28,7 @@ Inside kernel segments torch ops compute on device-local shards: the
 ``!torch.vtensor`` shape, and the ops inside carry local shapes.
 """
 
+import re
 from typing import Any, Optional, Sequence
 
 import torch
@@ -154,7 +155,7 @@ class MeshPlacer(ContractionPlacer, Placer):
         self.replicated = (None,) * grid.rank
         args = list(torch_func.regions[0].blocks[0].arguments)
         arg_names = list(names) + [f"input{i}" for i in range(num_inputs)]
-        unknown = sorted(set(placements) - set(arg_names) - {f"output{i}" for i in range(8)})
+        unknown = sorted(k for k in set(placements) - set(arg_names) if not re.fullmatch(r"output\d+", k))
         if unknown:
             raise HirError(f"error: placements name {', '.join(unknown)}, which are neither state entries nor inputs (input0, ...) nor outputs (output0, ...)")
         self.split: dict = {}  # torch value -> split dim per mesh axis

@@ -149,12 +149,13 @@ def from_torch(
     local_module, dtensor_placements, dtensor_mesh = _undistribute(module)
     if mesh is None:
         mesh = dtensor_mesh
+    placements = _with_plan(local_module, placements or {})
     with context, ir.Location.unknown():
         torch_module, exported = export_to_torch_mlir(local_module, example_args, context)
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
-            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
+            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
@@ -166,6 +167,17 @@ def from_torch(
         except ir.MLIRError as err:
             raise HirError(format_mlir_error(err, source)) from None
     return TorchProgram(hir_module, names, len(example_args), placer, exported.aliases, exported.captured, exported.output_names)
+
+
+def _with_plan(module: torch.nn.Module, placements: dict) -> dict:
+    """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
+    e.g. ``config.base_model_tp_plan``) replaced by the parameter placements they imply."""
+    from hir.frontend.hf_plans import is_plan_entry, plan_placements
+
+    plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
+    if not plan:
+        return placements
+    return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}
 
 
 def _unsupported(torch_func: func.FuncOp, err: ValueError) -> str:
