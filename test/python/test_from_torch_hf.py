@@ -2,6 +2,8 @@
 configs, default options: ``use_cache=True`` included) and torch modules whose export needs
 functionalizing; every output (named as the module returns it) equals eager torch."""
 
+import re
+
 import pytest
 import torch
 import torch.nn as nn
@@ -12,7 +14,7 @@ from hir.frontend.export import flatten_outputs
 
 transformers = pytest.importorskip("transformers")
 
-COMMON = dict(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+COMMON = dict(vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
 
 
 def hf_model(family: str) -> nn.Module:
@@ -20,7 +22,7 @@ def hf_model(family: str) -> nn.Module:
     T = transformers
     torch.manual_seed(0)
     if family in ("gpt2", "gpt2-lm"):
-        config = T.GPT2Config(vocab_size=128, n_embd=32, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0)
+        config = T.GPT2Config(vocab_size=128, n_embd=32, n_layer=1, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0)
         return (T.GPT2LMHeadModel if family == "gpt2-lm" else T.GPT2Model)(config).eval()
     if family == "bert":
         return T.BertModel(T.BertConfig(**COMMON)).eval()
@@ -47,24 +49,21 @@ def check(module: nn.Module, *inputs, state: dict = None):
 
 @pytest.mark.parametrize("family", ["gpt2", "llama", "qwen2", "mistral", "bert"])
 def test_hf_model_defaults_equal_eager(family):
+    """Non-persistent buffers (rotary ``inv_freq``, BERT's ``position_ids``) are left out of
+    ``state_dict()`` but are arguments of @main, filled from the values seen at import."""
     model = hf_model(family)
     ids = torch.randint(0, 128, (2, 8))
     program = check(model, ids)
     if family != "bert":  # use_cache=True (the default): the new cache's tensors come out, named
-        assert program.output_names[1:3] == ["cache.0.keys", "cache.0.values"]
-
-
-def test_non_persistent_buffers_are_state():
-    """Rotary inv_freq (Llama) and position_ids (BERT) are left out of state_dict() but are
-    arguments of @main, filled from the values seen at import."""
-    llama = from_torch(hf_model("llama"), (torch.randint(0, 128, (1, 4)),))
-    assert "rotary_emb.inv_freq" in llama.state_names and "rotary_emb.inv_freq" in llama.captured
-    bert = hf_model("bert")
-    program = from_torch(bert, (torch.randint(0, 128, (1, 4)),))
-    assert "embeddings.position_ids" in program.state_names
-    assert "embeddings.position_ids" not in bert.state_dict()
-    # program.state(model) is the whole state, non-persistent buffers included
-    assert set(program.state_names) - set(program.state(bert)) == {n for n in program.state_names if n.startswith("<constant")}
+        assert program.output_names[1:] == ["cache.0.keys", "cache.0.values"]
+    transient = {"llama": "rotary_emb.inv_freq", "bert": "embeddings.position_ids"}.get(family)
+    if transient:
+        assert transient in program.state_names and transient in program.captured and transient not in model.state_dict()
+        # program.state(model) is the whole state, non-persistent buffers included
+        assert set(program.state_names) - set(program.state(model)) == {n for n in program.state_names if n.startswith("<constant")}
+        first = next(n for n in program.state_names if n not in program.captured)
+        with pytest.raises(HirError, match=f"error: the state dict lacks {re.escape(first)}"):
+            program.run({}, ids, device="cpu")
 
 
 def test_tied_weights_one_entry_both_names():
@@ -120,9 +119,3 @@ def test_multihead_attention_equal_eager():
     torch.manual_seed(0)
     program = check(SelfAttention().eval(), torch.randn(2, 6, 32))
     assert program.output_names == ["output0", "output1"]
-
-
-def test_missing_state_is_named():
-    program = from_torch(hf_model("llama"), (torch.randint(0, 128, (1, 4)),))
-    with pytest.raises(HirError, match="the state dict lacks embed_tokens.weight"):
-        program.run({}, torch.randint(0, 128, (1, 4)), device="cpu")

@@ -27,6 +27,7 @@ def tiny_llama():
     return model
 
 
+@pytest.mark.slow  # the fast default: the same decode in docs/from-pytorch.md ("A decode step")
 def test_greedy_decode_equals_generate():
     model = tiny_llama()
     step = StaticCacheStep(model, batch_size=1, max_cache_len=MAX_LEN)
