@@ -52,12 +52,11 @@ def is_plan_entry(value: Any) -> bool:
 def plan_placements(module: torch.nn.Module, plan: dict[str, str]) -> dict[str, Any]:
     """``{parameter name: placement}`` of ``module`` under the HF plan ``plan`` (see the
     module docstring). A pattern matches a module (or parameter) name in full, or after the
-    model's ``base_model_prefix`` (``model.layers.0...`` in ``LlamaForCausalLM``)."""
-    from torch.distributed.tensor import Replicate, Shard
-
+    model's ``base_model_prefix`` (``model.layers.0...`` in ``LlamaForCausalLM``). A tied
+    parameter is placed under its first name (the program's state entry)."""
     prefix = getattr(module, "base_model_prefix", "") or ""
     modules = dict(module.named_modules())
-    parameters = dict(module.named_parameters(remove_duplicate=False))
+    entry = {id(p): name for name, p in module.named_parameters()}  # first name of each tensor
     placements: dict[str, Any] = {}
     for pattern, style in plan.items():
         if style not in STYLES:
@@ -66,23 +65,20 @@ def plan_placements(module: torch.nn.Module, plan: dict[str, str]) -> dict[str, 
         body = re.escape(pattern).replace(r"\*", r"[^.]+")
         regex = re.compile((f"(?:{re.escape(prefix)}\\.)?" if prefix else "") + body + "$")
         matched = False
-        for name, sub in modules.items():
-            if name and regex.match(name):
+        for name, param in module.named_parameters(remove_duplicate=False):
+            owner, _, _ = name.rpartition(".")
+            if regex.match(name) or regex.match(owner):  # the parameter itself, or its module
                 matched = True
-                for param_name, param in sub.named_parameters(recurse=False):
-                    placements[f"{name}.{param_name}"] = _param_placement(style, type(sub).__name__, param_name, param.dim(), Shard, Replicate)
-        for name, param in parameters.items():
-            if regex.match(name):
-                matched = True
-                owner, _, param_name = name.rpartition(".")
-                placements[name] = _param_placement(style, type(modules[owner]).__name__, param_name, param.dim(), Shard, Replicate)
-        if not matched:
+                placements[entry[id(param)]] = _param_placement(style, type(modules[owner]).__name__, param.dim())
+        if not matched and not any(regex.match(name) for name in modules):
             raise HirError(f"error: tensor-parallel plan entry '{pattern}' matches no module or parameter of {type(module).__name__}")
     return placements
 
 
-def _param_placement(style: str, owner: str, param_name: str, ndim: int, Shard: type, Replicate: type) -> Any:
+def _param_placement(style: str, owner: str, ndim: int) -> Any:
     """One parameter's placement under ``style`` (``Shard(dim)`` or ``Replicate()``)."""
+    from torch.distributed.tensor import Replicate, Shard
+
     if style in REPLICATED or ndim == 0:
         return Replicate()
     if style in EMBEDDING:
