@@ -156,7 +156,8 @@ def _pieces(op: ir.Operation, operands: Operands, devices: int) -> Split:
 
 
 def _cat(op: ir.Operation, operands: Operands, devices: int) -> Split:
-    splits = {s for _, s in operands}
+    # torch.cat skips a 1-D empty operand (a transformers DynamicCache's initial ``torch.tensor([])``)
+    splits = {s for v, s in operands if op.name == T.AtenStackOp.OPERATION_NAME or _shape(v) != [0]}
     if len(splits) != 1:
         raise NoRule(f"{op.name}: operands placed differently")
     (split,) = splits

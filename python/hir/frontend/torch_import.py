@@ -175,6 +175,7 @@ def from_torch(
     local_module, dtensor_placements, dtensor_mesh = _undistribute(module)
     if mesh is None:
         mesh = dtensor_mesh
+    placements = _with_plan(local_module, placements or {})
     with context, ir.Location.unknown():
         try:
             torch_module, exported = export_to_torch_mlir(local_module, example_args, context)
@@ -183,7 +184,7 @@ def from_torch(
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
-            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
+            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
@@ -215,6 +216,17 @@ def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> No
             values[PARAMETER_ATTR] = ir.UnitAttr.get()
         new.append(ir.DictAttr.get(values))
     attrs["arg_attrs"] = ir.ArrayAttr.get(new)
+
+
+def _with_plan(module: torch.nn.Module, placements: dict) -> dict:
+    """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
+    e.g. ``config.base_model_tp_plan``) replaced by the parameter placements they imply."""
+    from hir.frontend.hf_plans import is_plan_entry, plan_placements
+
+    plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
+    if not plan:
+        return placements
+    return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}
 
 
 def _unsupported(torch_func: func.FuncOp, err: ValueError) -> str:
