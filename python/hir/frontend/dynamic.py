@@ -25,6 +25,7 @@ from typing import Any, Optional, Sequence
 import torch
 from torch_mlir import ir
 from torch_mlir.dialects import arith
+from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_importer import GraphNodeImporter
 
 from hir.core import HirError
@@ -79,6 +80,19 @@ def _from_names(dynamic: dict, num_args: int) -> tuple:
     return tuple(spec)
 
 
+_SIZE_TYPES = ("!torch.int", "!torch.list<int>", "!torch.bool")  # bool: a check on sizes
+_SIZE_OF = (torch_dialect.AtenSizeIntOp.OPERATION_NAME, torch_dialect.AtenSizeOp.OPERATION_NAME)
+
+
+def is_size(op: ir.Operation) -> bool:
+    """A size computation of a dynamic shape (``aten.size.int``, ``aten.mul.int``, a list of
+    sizes): ints from tensors' shapes, constants and other sizes. Cloned into each segment
+    that uses it (``partition.py``), as constants are: sizes never cross a segment boundary."""
+    if not op.results or any(str(r.type) not in _SIZE_TYPES for r in op.results):
+        return False
+    return op.name in _SIZE_OF or all(not str(v.type).startswith("!torch.vtensor") for v in op.operands)
+
+
 def symbolic_shapes(importer: GraphNodeImporter) -> dict:
     """MLIR tensor value -> its shape (sympy expressions; ints where static), from the
     exported graph's fake tensors."""
@@ -115,7 +129,9 @@ class Sizes:
         dynamic = [i for i, d in enumerate(memref_type.shape) if d == ir.ShapedType.get_dynamic_size()]
         if not dynamic:
             return []
-        shape = self.shapes.get(value, ())
+        if value not in self.shapes:  # not a dynamic import, or a shape that depends on data
+            raise ValueError(f"{value.get_name()} has the dynamic type {value.type}")
+        shape = self.shapes[value]
         if len(shape) == memref_type.rank:
             exprs = [shape[i] for i in dynamic]
         else:  # a layout the placer derived from value's (a leading mesh axis): in order

@@ -50,7 +50,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.dialect import KERNEL_ATTR, BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
 from hir.dialect.base import DYNAMIC
 from hir.dialect.context import HirError, format_location
-from hir.frontend.dynamic import Sizes
+from hir.frontend.dynamic import Sizes, is_size
 from hir.passes.helpers import alloc
 
 _VTENSOR = re.compile(r"^!torch\.vtensor<\[(?P<shape>[^\]]*)\],(?P<dtype>[a-z0-9]+)>$")
@@ -123,21 +123,8 @@ def _is_constant(op: ir.Operation) -> bool:
     return False
 
 
-_SIZE_TYPES = ("!torch.int", "!torch.list<int>")
-_SIZE_OF = (torch_dialect.AtenSizeIntOp.OPERATION_NAME, torch_dialect.AtenSizeOp.OPERATION_NAME)
-
-
-def _is_size(op: ir.Operation) -> bool:
-    """A size computation of a dynamic shape (``aten.size.int``, ``aten.mul.int``, a list of
-    sizes): ints from tensors' shapes, constants and other sizes. Cloned into each segment
-    that uses it, as constants are (sizes never cross a segment boundary)."""
-    if not op.results or any(str(r.type) not in _SIZE_TYPES for r in op.results):
-        return False
-    return op.name in _SIZE_OF or all(not is_tensor(v) for v in op.operands)
-
-
 def _is_cloned(op: ir.Operation) -> bool:
-    return _is_constant(op) or _is_size(op)
+    return _is_constant(op) or is_size(op)
     return False
 
 
