@@ -82,7 +82,7 @@ class TorchProgram:
             if not isinstance(value, torch.Tensor) or not spec.fits(value.shape):
                 got = fmt_shape(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
                 raise HirError(f"{_caller()}: error: input {i}: expected a tensor of shape {fmt_shape(spec.shape)} "
-                               f"(the example input hir.from_torch imported; ? is dynamic), got {got}")
+                               f"(the example input hir.from_torch imported), got {got}")
             for axis, (symbol, name) in (self.dynamic_dims[i] if i < len(self.dynamic_dims) else {}).items():
                 extent = value.shape[axis]
                 first = sizes.setdefault(symbol, (extent, i, axis))
