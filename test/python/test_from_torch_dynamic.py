@@ -92,6 +92,19 @@ def test_bad_specs(options, message):
         hir.from_torch(Add(), (torch.randn(4, 3), torch.randn(4, 3)), **options)
 
 
+def test_sizes_of_a_split_dynamic_dim_in_a_segment_are_refused():
+    """Batch-split attention with a dynamic batch: the segment's view sizes would be read
+    from local shards; refused at import, at the op that computes them."""
+    from hir.interpreter.backends.process_groups import shutdown
+    from torch.distributed.tensor import Shard
+
+    shutdown(wait_for_peers=False)  # import only: no process group needed
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True).eval()
+    with pytest.raises(hir.HirError, match=r"activation\.py:\d+:\d+: error: '.*' computes a size in a kernel segment that reads a dynamic dim split over devices"):
+        hir.from_torch(layer, (torch.randn(4, 8, 16),), mesh=[0, 1], placements={"input0": Shard(0)}, dynamic=DYNAMIC)
+
+
 def run_case(name: str, rank: int, world: int) -> str:
     from torch.distributed.tensor import Replicate, Shard
 

@@ -50,6 +50,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.dialect import KERNEL_ATTR, BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
 from hir.dialect.base import DYNAMIC
 from hir.dialect.context import HirError, format_location
+from hir.dialect.sharding import sharding_of
 from hir.frontend.dynamic import Sizes, is_size
 from hir.passes.helpers import alloc
 
@@ -342,11 +343,14 @@ class Partitioner:
         for op in run:
             inside.update(op.results)
         inputs: list = []
+        sizes: list = []  # size computations cloned in (dynamic shapes)
 
         def read(op: ir.Operation, v: ir.Value) -> None:
             if v in inside or v in inputs:
                 return
             if _is_cloned_value(v):  # cloned in; a size reads its tensors' shapes
+                if not _is_constant(_owner(v)):
+                    sizes.append(_owner(v))
                 for w in _owner(v).operands:
                     read(op, w)
                 return
@@ -365,6 +369,8 @@ class Partitioner:
         if not outputs:
             return  # nothing of it is used (e.g. shape assertions): dead code
         in_bufs = self.placer.segment_inputs(self, run, inputs, outputs)
+        if sizes and any(_splits_dynamic(b) for b in in_bufs):
+            raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over devices; that is not supported yet: keep the split dim static, or replicate it")
         out_bufs = [self.alloc(r, run[-1].location) for r in outputs]
         local_in = [self.placer.read_type(v, b) for v, b in zip(inputs, in_bufs)]
 
@@ -415,6 +421,12 @@ class Partitioner:
             if is_tensor(old):
                 fresh.set_type(self.placer.local_type(old))
             mapping[old] = fresh
+
+
+def _splits_dynamic(buffer: ir.Value) -> bool:
+    """Whether ``buffer``'s placement splits one of its dynamic dims."""
+    sharding = sharding_of(buffer.type)
+    return sharding is not None and any(d == DYNAMIC and sharding.parts(i) > 1 for i, d in enumerate(ir.MemRefType(buffer.type).shape))
 
 
 def _owner(value: ir.Value) -> ir.Operation:
