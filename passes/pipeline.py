@@ -18,7 +18,7 @@ from typing import Iterator, Optional, TextIO
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from hir.dialect.context import HirError, format_location, format_mlir_error, new_context
+from hir.dialect.context import HirError, format_diagnostic, format_location, format_mlir_error, new_context
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, check_disabled_env, is_disabled
 
 def overlap_pipeline(overlap: str = "auto") -> str:
@@ -214,10 +214,7 @@ def run_pipeline(
             else:
                 pm = _upstream_pm([e.text for e in group])
                 pm.enable_verifier(inst.verify_each)
-                try:
-                    pm.run(module.operation)
-                except ir.MLIRError as err:
-                    raise HirError(format_mlir_error(err, source_name)) from None
+                _run_upstream(pm, module, source_name)
             inst.timings.append((label, time.perf_counter() - start))
             if inst.print_after_all:
                 _dump(inst.out, f"IR Dump After {label}", module)
@@ -226,6 +223,26 @@ def run_pipeline(
     if inst.timing:
         print_timing(inst.timings, inst.out)
     return module
+
+
+def _run_upstream(pm: PassManager, module: ir.Module, source_name: Optional[str]) -> None:
+    """Run upstream passes; their error diagnostics (emitted to the context, so a context
+    without hir's handler would print them) come back in the HirError, located."""
+    errors: list[str] = []
+
+    def collect(diag: "ir.Diagnostic") -> bool:
+        if diag.severity != ir.DiagnosticSeverity.ERROR:
+            return False  # warnings and remarks go on to the context's other handlers
+        errors.append(format_diagnostic(diag, source_name))
+        return True
+
+    handler = module.context.attach_diagnostic_handler(collect)
+    try:
+        pm.run(module.operation)
+    except ir.MLIRError as err:
+        raise HirError("\n".join(errors) or format_mlir_error(err, source_name)) from None
+    finally:
+        handler.detach()
 
 
 def _verify(module: ir.Module, source_name: Optional[str], what: str) -> None:

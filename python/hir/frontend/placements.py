@@ -199,7 +199,7 @@ class MeshPlacer(ContractionPlacer, Placer):
             return part.buffer_of(value, at)
         key = (value, splits)
         if key not in self.copies:
-            buf = part.new_buffer(buffer_type(value.type, self.sharding(splits)), at.location)
+            buf = part.new_buffer(buffer_type(value.type, self.sharding(splits)), at.location, value)
             with part.in_main(at.location):
                 SetOp.emit(part.buffer_of(value, at), buf)
             self.copies[key] = buf
