@@ -98,10 +98,22 @@ def compiled_segment(run: Callable[[list], list], name: str, where: str, stats: 
 
     def compile_for(args: list, key: tuple) -> Callable:
         start = time.perf_counter()
+        # Only tensors are graph inputs: the rest (indices, and None where destination passing
+        # binds a destination to the segment's result) is part of the signature, fixed here.
+        positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+        def traced(*tensors):
+            full = list(args)
+            for i, t in zip(positions, tensors):
+                full[i] = t
+            return run(full)
+
         try:
+            tensors = [args[i] for i in positions]
             with torch.no_grad():
-                graph = make_fx(lambda *a: run(list(a)), tracing_mode="fake", _allow_non_fake_inputs=True)(*args)
-                fn = compile_fx(graph, list(args), config_patches={"triton.cudagraphs": False})
+                graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*tensors)
+                compiled = compile_fx(graph, tensors, config_patches={"triton.cudagraphs": False})
+            fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
         except Exception as err:
             if strict:
                 raise HirError(f"{where}: error: cannot compile kernel segment @{name} (compile_kernels=True): {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
@@ -126,6 +138,6 @@ def compiled_segment(run: Callable[[list], list], name: str, where: str, stats: 
             stats.fallbacks += 1
             return run(args)
         with torch.no_grad():
-            return list(fn(*args))
+            return list(fn(args))
 
     return call
