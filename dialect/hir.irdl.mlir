@@ -242,6 +242,14 @@ module {
       %5 = irdl.parametric @hir::@work<> 
       irdl.results(work: %5)
     }
+    irdl.operation @own_block {
+      %0 = irdl.base "!builtin.memref" 
+      irdl.operands(input: %0)
+      %1 = irdl.base "#builtin.integer" 
+      irdl.attributes {"axis" = %1}
+      %2 = irdl.base "!builtin.memref" 
+      irdl.results(result: %2)
+    }
     irdl.operation @barrier {
       %0 = irdl.any
       %1 = irdl.base "#builtin.string" 

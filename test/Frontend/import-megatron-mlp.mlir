@@ -59,12 +59,12 @@
 // LOWER:       memref.dealloc
 
 // hir-p2p-pipeline pipelines both: the gathered rows arrive by hir.shift (one peer each,
-// from a symmetric staging buffer) and fc1 runs on each as it lands; fc2's products for a
+// from a symmetric staging buffer) and fc1 runs on each as it lands, on the own block first; fc2's products for a
 // peer are shifted to it and summed there. No collective is left.
 // P2P-LABEL: func.func @main(
 // P2P-NOT:     "hir.allgather"
 // P2P:         memref.alloc() {hir.symmetric} : memref<2x4x16xf32
-// P2P:         "hir.shift"
+// P2P:         "hir.own_block"
 // P2P:         "hir.linear"
 // P2P:         "hir.for"
 // P2P:         "hir.shift"({{.*}}) {backend = "gloo", signal = "none", team = array<i64: 0, 1>}

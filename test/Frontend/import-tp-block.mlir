@@ -14,7 +14,7 @@
 // CHECK-NOT:     "hir.set"
 // CHECK-LABEL: func.func private @segment_1(
 // CHECK:         %[[SIZES:.*]] = torch.prim.ListConstruct %int2, %int8, %int2_1, %int4
-// CHECK:         torch.aten.view %{{.*}}, %[[SIZES]] : !torch.vtensor<[2,8,8],f32>, !torch.list<int> -> !torch.vtensor<[2,8,2,4],f32>
+// CHECK:         torch.aten.reshape %{{.*}}, %[[SIZES]] : !torch.vtensor<[2,8,8],f32>, !torch.list<int> -> !torch.vtensor<[2,8,2,4],f32>
 // CHECK:         torch.aten.transpose.int {{.*}} -> !torch.vtensor<[2,2,8,4],f32>
 // The softmax runs on this device's two heads.
 // CHECK:         torch.aten.softmax.int {{.*}} : !torch.vtensor<[2,2,8,8],f32>
