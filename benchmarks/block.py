@@ -1,26 +1,32 @@
-"""A pre-norm transformer block through hir, against eager torch and ``torch.compile`` of the
-same module, side by side in one process (issue 13).
+"""Transformer blocks through hir against eager torch and ``torch.compile``, side by side in
+one process: the single-GPU table of issue 22.
 
-    python benchmarks/block.py [--device cpu|cuda] [--batch 2 --seq 64 --d-model 128 --heads 4]
-    python benchmarks/block.py --emit DIR          # also write DIR/block.mlir + weights
-    python benchmarks/block.py --from DIR --device cuda   # no torch-mlir needed (GPU machine)
+    python benchmarks/block.py [--device cpu|cuda] [--cases host,llama]   # import here and run
+    python benchmarks/block.py --emit DIR [--cases ...]    # import here, write DIR/<case>.mlir
+    python benchmarks/block.py --from DIR --device cuda    # run DIR's modules (no torch-mlir needed)
 
-Prints the import (torch.export + FX importer + partitioning) and hir-lower times (and the
-lower time as a ratio to the import), then the forward time of: eager torch, torch.compile
-(default mode), hir eager (``graph=False``) and, on CUDA, hir with the default
-``graph="auto"`` (a CUDA graph replayed on the same buffers); each is the best of
-``--repeat`` timings of ``--number`` calls, synchronized, with its ratio to eager torch and
-the largest difference from eager torch's output. ``--from`` reads a module written by
-``--emit`` (the machine with GPUs has no torch-mlir): the weights are saved with it.
+Cases (``--cases``, default all): the pre-norm block (LayerNorm, causal softmax attention,
+GELU MLP) host-bound ``host`` [4, 128, 256] f32, ``mid`` [8, 256, 512] f32, GPU-bound ``gpu``
+[8, 1024, 1024] bf16, and ``llama``, test/Frontend/Inputs/llama_block.py's LLaMA-style block
+(RMSNorm, rotary, grouped-query SDPA, SwiGLU) at [8, 256, 512] f32. Weights and inputs are
+made from seed 0 on the device that runs the case (the GPU machine makes them itself;
+``--emit`` writes only the modules and ``cases.json``), so every row computes on the same
+tensors. Rows: eager torch, ``torch.compile`` (default mode), ``torch.compile(mode=
+"reduce-overhead")`` (CUDA graphs), hir eager (``graph=False, compile_kernels=False``: op by
+op) and hir default (``Program(module)``: ``graph="auto"``, kernel segments compiled where
+``compile_kernels="auto"`` says so). Each time is the best of ``--repeat`` timings of
+``--number`` synchronized calls; the ratio is to eager torch; the error is the largest
+difference from eager torch's output. Compile times are printed under each table.
 """
 
 import argparse
 import json
 import math
 import os
+import runpy
 import sys
 import time
-from typing import Optional
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -28,6 +34,16 @@ import torch.nn.functional as F
 import hir
 from hir.interpreter import Program
 from timing import best
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LLAMA = os.path.join(ROOT, "test", "Frontend", "Inputs", "llama_block.py")
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+CASES = {
+    "host": {"kind": "prenorm", "shape": [4, 128, 256], "heads": 8, "dtype": "f32"},
+    "mid": {"kind": "prenorm", "shape": [8, 256, 512], "heads": 8, "dtype": "f32"},
+    "gpu": {"kind": "prenorm", "shape": [8, 1024, 1024], "heads": 16, "dtype": "bf16"},
+    "llama": {"kind": "llama", "shape": [8, 256, 512], "heads": 8, "dtype": "f32"},
+}
 
 
 class Block(torch.nn.Module):
@@ -56,75 +72,62 @@ class Block(torch.nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
-def build(args: argparse.Namespace) -> tuple[Block, torch.Tensor, str, Optional[tuple[float, float]]]:
-    """The block, an input, the lowered hir module's text, and (import s, lower s) when imported here."""
-    if args.from_dir:
-        with open(os.path.join(args.from_dir, "config.json")) as f:
-            config = json.load(f)
-        model = Block(**config)
-        model.load_state_dict(torch.load(os.path.join(args.from_dir, "state.pt")))
-        x = torch.load(os.path.join(args.from_dir, "input.pt"))
-        with open(os.path.join(args.from_dir, "block.mlir")) as f:
-            return model, x, f.read(), None
-    config = {"d_model": args.d_model, "heads": args.heads, "hidden": 4 * args.d_model, "seq": args.seq}
+def make(case: dict, device: torch.device) -> tuple[torch.nn.Module, torch.Tensor]:
+    """The case's module and input, from seed 0, made on ``device``."""
+    batch, seq, d = case["shape"]
     torch.manual_seed(0)
-    model = Block(**config).eval()
-    x = torch.randn(args.batch, args.seq, args.d_model)
+    with torch.device(device):
+        if case["kind"] == "llama":
+            model = runpy.run_path(LLAMA)["LlamaBlock"](d=d, heads=case["heads"], kv_heads=case["heads"] // 2, hidden=round(8 * d / 3 / 64) * 64, seq=seq)
+        else:
+            model = Block(d, case["heads"], 4 * d, seq)
+        x = torch.randn(batch, seq, d)
+    dtype = DTYPES[case["dtype"]]
+    return model.eval().to(dtype), x.to(dtype)
+
+
+def imported(case: dict) -> str:
+    """The case imported with ``hir.from_torch`` and lowered by hir-lower (on the CPU)."""
+    model, x = make(case, torch.device("cpu"))
     start = time.perf_counter()
     program = hir.from_torch(model, (x,))
-    imported = time.perf_counter() - start
-    start = time.perf_counter()
     hir.lower(program.module, "hir-lower")
-    lowered = time.perf_counter() - start
-    text = str(program.module)
-    if args.emit:
-        os.makedirs(args.emit, exist_ok=True)
-        with open(os.path.join(args.emit, "block.mlir"), "w") as f:
-            f.write(text)
-        with open(os.path.join(args.emit, "config.json"), "w") as f:
-            json.dump(config, f)
-        torch.save(model.state_dict(), os.path.join(args.emit, "state.pt"))
-        torch.save(x, os.path.join(args.emit, "input.pt"))
-    return model, x, text, (imported, lowered)
+    print(f"{case['name']}: import + hir-lower {time.perf_counter() - start:.1f} s", flush=True)
+    return str(program.module)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--batch", type=int, default=2)
-    p.add_argument("--seq", type=int, default=64)
-    p.add_argument("--d-model", type=int, default=128)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--number", type=int, default=20)
-    p.add_argument("--emit", metavar="DIR", help="write the imported module, weights and input to DIR")
-    p.add_argument("--from", dest="from_dir", metavar="DIR", help="read them from DIR instead of importing")
-    args = p.parse_args()
-    dev = torch.device(args.device)
+def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace) -> None:
     sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
-    model, x, text, times = build(args)
-    model = model.to(dev).eval()
-    x = x.to(dev)
-    arguments = [t.to(dev) for t in model.state_dict().values()] + [x]  # @main's documented order
-    print(f"device: {dev}, torch {torch.__version__}, block d_model={model.ln1.normalized_shape[0]} heads={model.heads} input {list(x.shape)} f32")
-    if times is not None:
-        imported, lowered = times
-        print(f"import (torch.export + FX importer + partition): {imported:.3f} s; hir-lower: {lowered:.3f} s ({lowered / imported:.3f}x import)")
+    model, x = make(case, dev)
+    arguments = list(model.state_dict().values()) + [x]  # @main's documented order
+    rows: list[tuple[str, Callable]] = [("eager torch", lambda: model(x))]
+    compile_s: dict[str, float] = {}
+
+    def timed(name: str, build: Callable[[], Callable]) -> None:
+        start = time.perf_counter()
+        try:
+            fn = build()
+            fn()
+            fn()
+        except Exception as err:  # e.g. no C++ compiler for inductor on this machine
+            print(f"{name}: unavailable here: {type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}")
+            return
+        sync()
+        compile_s[name] = time.perf_counter() - start
+        rows.append((name, fn))
+
     with torch.no_grad():
         want = model(x)
-        rows = [("eager torch", lambda: model(x))]
-        try:
-            compiled = torch.compile(model)
-            compiled(x)
-            rows.append(("torch.compile", lambda: compiled(x)))
-        except Exception as err:  # e.g. no C++ compiler for inductor on this machine
-            print(f"torch.compile unavailable here: {type(err).__name__}: {str(err).splitlines()[0][:160]}")
-        eager = Program(hir.parse(text, "block.mlir"), device=str(dev), graph=False)
-        rows.append(("hir eager (graph=False)", lambda: eager(arguments)))
+        timed("torch.compile", lambda: (lambda f: lambda: f(x))(torch.compile(model)))
         if dev.type == "cuda":
-            auto = Program(hir.parse(text, "block.mlir"), device=str(dev))
-            rows.append(("hir graph='auto' (CUDA graph)", lambda: auto(arguments)))
-        print("| run | ms per forward | x eager torch | max abs diff vs eager torch |")
+            timed("torch.compile reduce-overhead", lambda: (lambda f: lambda: f(x).clone())(torch.compile(model, mode="reduce-overhead")))
+        eager = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev), graph=False, compile_kernels=False)
+        rows.append(("hir eager", lambda: eager(arguments)))
+        default = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev))
+        timed("hir default", lambda: (lambda: default(arguments)))
+        batch, seq, d = case["shape"]
+        print(f"\n{case['name']}: {case['kind']} block [{batch}, {seq}, {d}] {case['dtype']}, {case['heads']} heads ({dev}, torch {torch.__version__})")
+        print("| run | ms per forward | x eager torch | max abs diff |")
         print("|---|---:|---:|---:|")
         base = None
         for name, fn in rows:
@@ -132,9 +135,49 @@ def main() -> None:
             out = fn()
             out = out[0] if isinstance(out, list) else out
             base = base or seconds
-            print(f"| {name} | {seconds * 1e3:.3f} | {seconds / base:.2f}x | {(out - want).abs().max().item():.1e} |")
-        if dev.type == "cuda":
-            print(f"hir graph='auto' state: {auto.graph_state.last}")
+            print(f"| {name} | {seconds * 1e3:.3f} | {seconds / base:.2f}x | {(out.float() - want.float()).abs().max().item():.1e} |", flush=True)
+    stats = default.kernel_compile
+    print(f"first calls incl. compile: {', '.join(f'{k} {v:.1f} s' for k, v in compile_s.items())}; hir default: "
+          f"{stats.segments} compiled segment(s), {stats.compiles} compile(s) in {stats.seconds:.1f} s, graph {default.graph_state.last}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--number", type=int, default=20)
+    p.add_argument("--emit", metavar="DIR", help="import here and write DIR/<case>.mlir + DIR/cases.json")
+    p.add_argument("--from", dest="from_dir", metavar="DIR", help="run the modules in DIR instead of importing")
+    args = p.parse_args()
+    names = args.cases.split(",")
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        p.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
+    if args.from_dir:
+        with open(os.path.join(args.from_dir, "cases.json")) as f:
+            cases = {n: c for n, c in json.load(f).items() if n in names}
+        texts = {}
+        for n in cases:
+            with open(os.path.join(args.from_dir, f"{n}.mlir")) as f:
+                texts[n] = f.read()
+    else:
+        cases = {n: {**CASES[n], "name": n} for n in names}
+        texts = {n: imported(c) for n, c in cases.items()}
+    if args.emit:
+        os.makedirs(args.emit, exist_ok=True)
+        for n, text in texts.items():
+            with open(os.path.join(args.emit, f"{n}.mlir"), "w") as f:
+                f.write(text)
+        with open(os.path.join(args.emit, "cases.json"), "w") as f:
+            json.dump(cases, f, indent=1)
+        print(f"wrote {', '.join(f'{n}.mlir' for n in texts)} and cases.json to {args.emit}")
+        return
+    for n, case in cases.items():
+        try:
+            run_case(case, texts[n], torch.device(args.device), args)
+        except Exception as err:  # one failing case must not lose the others' rows
+            print(f"{n}: failed: {type(err).__name__}: {err}", flush=True)
 
 
 if __name__ == "__main__":

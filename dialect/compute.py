@@ -5,6 +5,7 @@ and returns nothing.
     "hir.binary"(%a, %b, %out) {kind = "add"} : (...) -> ()
     "hir.reduction"(%in, %out) {kind = "sum", axes = array<i64: 1>} : (memref<8x64xf32>, memref<8xf32>) -> ()
     "hir.matmul"(%a, %b, %out) : (memref<8x16xf32>, memref<16x4xf32>, memref<8x4xf32>) -> ()
+    "hir.matmul"(%a, %b, %acc) {accumulate} : (...) -> ()        // acc += a @ b
     "hir.linear"(%x, %w, %out, %bias) : (memref<8x16xf32>, memref<4x16xf32>, memref<8x4xf32>, memref<4xf32>) -> ()
 
 Program-level annotation: ``stream_axis = N : i64`` on a compute op marks axis N of its
@@ -20,10 +21,15 @@ from typing import Any, Optional
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import DYNAMIC, CheckedKeys, HirOp, check_axis, check_same_element_type, check_shape, dims_match, fail, fmt_shape, get_i64_array, i64_array_attr, int_attr, memref_type, str_attr
+from hir.dialect.base import DYNAMIC, CheckedKeys, HirOp, op_class, check_axis, check_same_element_type, check_shape, dims_match, fail, fmt_shape, get_i64_array, i64_array_attr, int_attr, memref_type, str_attr
 from hir.dialect.sharding import sharding_of
 
 KERNEL_ATTR = "hir.kernel"
+# A function argument that holds a parameter (module state read, never written, by the
+# program: hir.from_torch marks them) and the call of a function computed once per set of
+# such arguments (hir-hoist-parameter-work makes it; the interpreter caches its results).
+PARAMETER_ATTR = "hir.parameter"
+ONCE_ATTR = "hir.once"
 _CHECKED = CheckedKeys()
 STREAM_AXIS_ATTR = "stream_axis"
 BINARY_KINDS = ("add", "sub", "mul", "div", "max", "min")
@@ -78,9 +84,12 @@ def _right_aligned(out_rank: int, rank: int, k: int) -> Optional[int]:
 
 class ComputeOp(HirOp):
     """Shared check: element types agree, the optional stream axis is in range.
-    ``operand_axis`` is the op's axis map (which operand axis each output axis reads)."""
+    ``operand_axis`` is the op's axis map (which operand axis each output axis reads).
+    ``ACCUMULATE_ATTR``: the unit attribute that makes the op add its result to what its
+    output holds (``output += ...``, the GEMM epilogue's beta = 1), or None when it has none."""
 
     STREAMABLE = True
+    ACCUMULATE_ATTR = None  # (no annotation: ext would read it as an attribute field)
 
     CHECKED_ATTRS = (STREAM_AXIS_ATTR,)  # every attribute the check reads
 
@@ -220,16 +229,23 @@ class ReductionOp(ComputeOp, name="reduction"):
 
 
 class MatmulOp(ComputeOp, name="matmul"):
-    """``torch.matmul(a, b, out=output)``: vectors, matrices and broadcast batches."""
+    """``torch.matmul(a, b, out=output)``: vectors, matrices and broadcast batches. With the
+    unit attribute ``accumulate``, ``output += a @ b`` (``addmm_`` / ``baddbmm_``: the add is
+    the GEMM's epilogue, no separate kernel; hir-p2p-pipeline{accumulate=1} builds these)."""
 
     a: ext.Operand[ir.MemRefType]
     b: ext.Operand[ir.MemRefType]
     output: ext.Operand[ir.MemRefType]
     operand_names = ("a", "b")
     DESTINATIONS = (2,)
+    ACCUMULATE_ATTR = "accumulate"
+    CHECKED_ATTRS = (ACCUMULATE_ATTR, STREAM_AXIS_ATTR)
 
     def check_compute(self) -> None:
         check_shape(self.shape("output"), matmul_shape(self.shape("a"), self.shape("b")), "output")
+        attr = self.operation.attributes[self.ACCUMULATE_ATTR] if self.ACCUMULATE_ATTR in self.operation.attributes else None
+        if attr is not None and not isinstance(attr, ir.UnitAttr):
+            fail(f"{self.ACCUMULATE_ATTR} must be a unit attribute, got {attr}")
 
     @classmethod
     def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
@@ -248,8 +264,14 @@ class MatmulOp(ComputeOp, name="matmul"):
         return True
 
     @classmethod
-    def emit(cls, a: ir.Value, b: ir.Value, output: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
-        return cls._create([a, b, output], name=name)
+    def emit(cls, a: ir.Value, b: ir.Value, output: ir.Value, *, accumulate: bool = False, name: Optional[str] = None) -> ir.Operation:
+        return cls._create([a, b, output], attributes={cls.ACCUMULATE_ATTR: ir.UnitAttr.get()} if accumulate else None, name=name)
+
+
+def accumulates(op: ir.Operation) -> bool:
+    """Whether ``op`` adds into its output (its class's ``ACCUMULATE_ATTR`` is set on it)."""
+    attr = getattr(op_class(op), "ACCUMULATE_ATTR", None)
+    return attr is not None and attr in op.attributes
 
 
 class LinearOp(ComputeOp, name="linear"):

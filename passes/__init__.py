@@ -2,7 +2,7 @@
 by :func:`run_pipeline` from textual pipelines that mix in upstream MLIR passes."""
 
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, disabled, is_disabled, register_pass
-from hir.passes.pipeline import PIPELINES, Instrumentation, parse_pipeline, run_pipeline
+from hir.passes.pipeline import PIPELINES, Instrumentation, overlap_pipeline, parse_pipeline, run_pipeline
 from hir.passes._resharding import compute_resharding_reason
 
 # Importing a pass module registers its pass.
@@ -17,6 +17,7 @@ __all__ = [
     "Instrumentation",
     "disabled",
     "is_disabled",
+    "overlap_pipeline",
     "parse_pipeline",
     "register_pass",
     "run_pipeline",

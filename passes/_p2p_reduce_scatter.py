@@ -52,7 +52,7 @@ def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
     k = get_int(rs, "scatter_axis")
     team, team_attr, backend, wait = collective(opts, rs, rs.operands[0], k, "scatters", "slice")
     partial, out = rs.operands[0], rs.operands[1]
-    producer = _producer(rs, partial, k, block_ops)
+    producer = producer_of(rs, partial, k, block_ops)
     # Chunks split each slice along its first axis that is neither scattered nor reduced.
     parts_axis = chunk_axis(opts, rs, partial, [k, get_int(rs, "axis")], [(producer, output_index(producer))])
     slot_axis = parts_axis - (1 if parts_axis > k else 0)  # also the output's axis
@@ -118,10 +118,10 @@ def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
     producer.erase()
     wait.erase()
     rs.erase()
-    _erase_if_unused(partial)
+    erase_if_unused(partial)
 
 
-def _producer(rs: ir.Operation, partial: ir.Value, k: int, block_ops: list) -> ir.Operation:
+def producer_of(rs: ir.Operation, partial: ir.Value, k: int, block_ops: list) -> ir.Operation:
     """The stream-parallel compute op (stream axis ``k``) that writes ``partial`` before the
     reduce-scatter, with no other use of ``partial`` in between or after."""
     found: Optional[ir.Operation] = None
@@ -144,7 +144,7 @@ def _producer(rs: ir.Operation, partial: ir.Value, k: int, block_ops: list) -> i
     return found
 
 
-def _erase_if_unused(buffer: ir.Value) -> None:
+def erase_if_unused(buffer: ir.Value) -> None:
     """Drop ``buffer``'s alloc (and deallocs) once nothing else uses it."""
     owner = buffer.owner
     users = [use.owner.operation for use in buffer.uses]

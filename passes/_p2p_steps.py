@@ -114,14 +114,18 @@ def begin(opts: Any, team: list[int]) -> Steps:
 
 
 def compute_streams(opts: Any, team_size: int) -> int:
-    """How many pool streams the steps' compute cycles through."""
+    """How many pool streams the steps' compute cycles through (the accumulating
+    reduce-scatter: one per part)."""
+    if opts.accumulate:
+        return opts.chunks
     return min(opts.streams, team_size)
 
 
 def comm_stream_index(opts: Any, team_size: int) -> int:
     """The pool index of the high-priority comm stream (``comm_stream=1``): past the compute
-    streams and the one after them (the reduce-scatter's reducer / receiver)."""
-    return compute_streams(opts, team_size) + 1
+    streams and the one after them (the reduce-scatter's reducer / receiver; the
+    accumulating one has none)."""
+    return compute_streams(opts, team_size) + (0 if opts.accumulate else 1)
 
 
 def collective(opts: Any, op: ir.Operation, buffer: ir.Value, axis: int, verb: str, noun: str) -> tuple:

@@ -18,17 +18,31 @@ from typing import Iterator, Optional, TextIO
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from hir.dialect.context import HirError, format_location, format_mlir_error, new_context
+from hir.dialect.context import HirError, format_diagnostic, format_location, format_mlir_error, new_context
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, check_disabled_env, is_disabled
+
+def overlap_pipeline(overlap: str = "auto") -> str:
+    """hir-lower with hir-p2p-pipeline{overlap=...} first (``auto``, ``on`` or ``off``):
+    NCCL collectives, copy-engine shifts, chunks by the ``chunks=auto`` rule."""
+    return ("hir-insert-reshardings,hir-convert-to-communication,"
+            f"hir-p2p-pipeline{{backend=cuda chunks=auto overlap={overlap}}},hir-lower")
+
 
 # Named pipelines, expanded in place (mlir-opt's registered pass pipelines).
 PIPELINES: dict[str, str] = {
+    # hir-hoist-parameter-work only acts on functions with hir.parameter arguments
+    # (hir.from_torch's state): work that reads only them runs once, not per call.
     "hir-lower": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
-    "hir-insert-deallocations,canonicalize,cse",
+    "hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse",
     # hir-lower plus stream buffer reuse (opt-in: it caps each rewritten loop at
     # num-streams pool streams; see passes/reuse_stream_buffers.py).
     "hir-lower-reuse": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
-    "hir-reuse-stream-buffers,hir-insert-deallocations,canonicalize,cse",
+    "hir-reuse-stream-buffers,hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse",
+    # hir-lower with the P2P-form collectives of a sharded program (hir.from_torch's SP
+    # layouts, nvFuser's stream-parallel form) pipelined on copy engines where the
+    # overlap=auto rule says it pays (passes/pipeline_p2p.py); the rest run whole.
+    # TorchProgram.lower(overlap="on"|"off") forces either form.
+    "hir-lower-overlap": overlap_pipeline("auto"),
     # An annotated upstream shard program -> hir (issues 15, 24): TOSA to linalg, upstream
     # propagation, record the signature's shardings, partition upstream, then convert
     # (docs/from-shard.md). No cse before shard-partition: it merges tensor.empty ops,
@@ -200,10 +214,7 @@ def run_pipeline(
             else:
                 pm = _upstream_pm([e.text for e in group])
                 pm.enable_verifier(inst.verify_each)
-                try:
-                    pm.run(module.operation)
-                except ir.MLIRError as err:
-                    raise HirError(format_mlir_error(err, source_name)) from None
+                _run_upstream(pm, module, source_name)
             inst.timings.append((label, time.perf_counter() - start))
             if inst.print_after_all:
                 _dump(inst.out, f"IR Dump After {label}", module)
@@ -212,6 +223,26 @@ def run_pipeline(
     if inst.timing:
         print_timing(inst.timings, inst.out)
     return module
+
+
+def _run_upstream(pm: PassManager, module: ir.Module, source_name: Optional[str]) -> None:
+    """Run upstream passes; their error diagnostics (emitted to the context, so a context
+    without hir's handler would print them) come back in the HirError, located."""
+    errors: list[str] = []
+
+    def collect(diag: "ir.Diagnostic") -> bool:
+        if diag.severity != ir.DiagnosticSeverity.ERROR:
+            return False  # warnings and remarks go on to the context's other handlers
+        errors.append(format_diagnostic(diag, source_name))
+        return True
+
+    handler = module.context.attach_diagnostic_handler(collect)
+    try:
+        pm.run(module.operation)
+    except ir.MLIRError as err:
+        raise HirError("\n".join(errors) or format_mlir_error(err, source_name)) from None
+    finally:
+        handler.detach()
 
 
 def _verify(module: ir.Module, source_name: Optional[str], what: str) -> None:

@@ -1,5 +1,5 @@
 """``hir-p2p-pipeline{algorithm=local-first|ring streams=1 copies=1 chunks=1|auto backend=
-transfer=pull|push comm-stream=0|1}``: nvFuser's AllgatherP2p / AG_matmul_P2p and its
+transfer=pull|push comm-stream=0|1 accumulate=0|1 overlap=on|auto|off}``: nvFuser's AllgatherP2p / AG_matmul_P2p and its
 reduce-scatter mirror, as copy-engine pipelines.
 
 A collective whose device-split axis is also its stream axis becomes one step per team
@@ -41,6 +41,25 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
 - ``comm-stream=1``: the shifts go on a pool stream of their own that the module marks
   high priority (``hir.high_priority_streams``), so a copy's launch is not queued behind
   the compute kernels; without it they go on the user stream.
+- ``accumulate=1``: a summing reduce-scatter whose producer has an accumulating form
+  (``hir.matmul {accumulate}``) becomes a ring in which each rank adds its partial to the
+  received sum in the matmul's epilogue (``out += a @ b``), with no slot reduction
+  (``_p2p_accumulate.py``; ``algorithm`` and ``streams`` do not apply: part c of every step
+  runs on pool stream c). Other reduce-scatters keep the slot form.
+- ``overlap``: ``on`` (default) pipelines every collective in P2P form; ``off`` none (hir-lower
+  then runs them whole); ``auto`` those where the pipeline pays by the rule below. The named
+  pipeline ``hir-lower-overlap`` (``passes/pipeline.py``) uses ``auto``.
+
+``overlap=auto``. With n team members and one step copying for t_c and computing for t_m
+(as for ``chunks=auto`` below), the whole collective then its compute takes n·t_m +
+(n-1)·t_c; the pipeline, its local step first (all-gather) or last (reduce-scatter), takes
+about max(n·t_m, t_m + (n-1)·t_c) plus ``step-us`` a step (the per-step launches, waits
+and handshakes: 20 us by default, the eager P2P rows' excess over their graph replays in
+the issue-5 runs being larger). So it pipelines when (n-1)·min(t_c, t_m) > n·step-us:
+when each step hides more than it costs. Dynamic sizes, or a collective with no compute
+op streaming with it, stay whole. E.g. the benchmark AG+matmul (bf16, K = N = 8192, 4
+ranks) at M=8192: 3·86 = 258 us > 80 us: pipeline; the SP MLP of benchmarks/sp_mlp.py at
+256 tokens, d_model 64: well under a microsecond a step: whole.
 
 ``chunks=auto``. Per collective, with n team members, one step moves B bytes (one peer's
 slice) and computes F flops (its consumers / producer; matmuls count 2·M·N·K, other ops
@@ -56,32 +75,39 @@ divide the chunked axis (1 when nothing can be chunked). Defaults are measured o
 in 0.33 ms) and ``chunk-us=15`` (chunks=2 against 1 in run B's graph rows). E.g. 4 ranks,
 M=8192, K=8192, N/4=2048: t_c = 112 us, t_m = 86 us a step: c* = 1.4, cost 1: 131, 2: 133
 -> 1; at M=16384 t_m = 172 us: 2 (cost 176 against 217).
+
+The accumulating ring (``accumulate=1``) is a wavefront: step s + 1 of part i needs step s
+of part i from the neighbour, so a step takes about max(t_m, t_c, (t_m + t_c) / c) and
+``auto`` takes the c of least n · max(t_m, t_c, (t_m + t_c) / c) + c · (n - 1) · chunk-us
+(two parts already hide the copy when t_c <= t_m; one part serializes copy and matmul).
+Both times use the rank's local work (a split output counts its local shard).
 """
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 from torch_mlir import ir
 
-from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, ComputeOp, MatmulOp, ReduceScatterOp, add_high_priority_stream, module_num_streams, set_module_num_streams
+from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, ReduceScatterOp, add_high_priority_stream, module_num_streams, set_module_num_streams
 from hir.dialect.base import get_i64_array, get_int
 from hir.dialect.comm import BACKENDS
+from hir.passes._p2p_accumulate import build_accumulate, can_accumulate
 from hir.passes._p2p_allgather import build_allgather
 from hir.passes._p2p_reduce_scatter import build_reduce_scatter
 from hir.passes._p2p_steps import ALGORITHMS, comm_stream_index, compute_streams
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes.helpers import func_ops, is_a, is_p2p_form, output_index, stream_axis
+from hir.passes._p2p_cost import auto_chunks, pipeline_pays
+from hir.passes.helpers import func_ops, is_p2p_form
 
 TRANSFERS = ("pull", "push")
-MAX_AUTO_CHUNKS = 8
+OVERLAPS = ("on", "auto", "off")
 
 
 @register_pass
 @dataclass
 class P2PPipeline(ModulePass):
     name = "hir-p2p-pipeline"
-    description = "Stream-parallel all-gather + consumers / producer + reduce-scatter to copy-engine P2P pipelines (nvFuser AG_matmul_P2p); options algorithm, streams, copies, chunks (a number or auto), backend, transfer, comm-stream, copy-gbps, compute-tflops, chunk-us."
+    description = "Stream-parallel all-gather + consumers / producer + reduce-scatter to copy-engine P2P pipelines (nvFuser AG_matmul_P2p); options algorithm, streams, copies, chunks (a number or auto), backend, transfer, comm-stream, accumulate, overlap (on, auto, off), copy-gbps, compute-tflops, chunk-us, step-us."
     algorithm: str = "local-first"
     backend: str = ""
     streams: int = 1
@@ -92,6 +118,9 @@ class P2PPipeline(ModulePass):
     copy_gbps: float = 300.0
     compute_tflops: float = 800.0
     chunk_us: float = 15.0
+    accumulate: bool = False
+    overlap: str = "on"  # on | auto | off (the rule in the module docstring)
+    step_us: float = 20.0
 
     def run(self, module: ir.Module) -> None:
         self._check_options()
@@ -102,12 +131,18 @@ class P2PPipeline(ModulePass):
             todo = [op.operation for op in body.operations if is_p2p_form(op.operation)]
             for op in todo:
                 block_ops = list(body.operations)
-                opts = dataclasses.replace(self, chunks=self._chunks_for(op, block_ops))
+                if not self._pipelines(op, block_ops):
+                    continue  # hir-lower runs it whole
+                ag = op.name == AllgatherOp.OPERATION_NAME
+                opts = dataclasses.replace(self, accumulate=self.accumulate and not ag and can_accumulate(op, block_ops))
+                opts = dataclasses.replace(opts, chunks=opts._chunks_for(op, block_ops))
                 needed = max(needed, opts._pool_streams(op))
                 if self.comm_stream:
                     high_priority.add(comm_stream_index(opts, len(get_i64_array(op, "team"))))
-                if op.name == AllgatherOp.OPERATION_NAME:
+                if ag:
                     build_allgather(opts, op, block_ops)
+                elif opts.accumulate:
+                    build_accumulate(opts, op, block_ops)
                 else:
                     build_reduce_scatter(opts, op, block_ops)
         if needed:
@@ -120,6 +155,8 @@ class P2PPipeline(ModulePass):
             raise PassFailure(f"hir-p2p-pipeline: algorithm '{self.algorithm}' is not one of {', '.join(ALGORITHMS)}")
         if self.backend not in ("", *BACKENDS):
             raise PassFailure(f"hir-p2p-pipeline: backend '{self.backend}' is not one of {', '.join(BACKENDS)}")
+        if self.overlap not in OVERLAPS:
+            raise PassFailure(f"hir-p2p-pipeline: overlap '{self.overlap}' is not one of {', '.join(OVERLAPS)}")
         if self.transfer not in TRANSFERS:
             raise PassFailure(f"hir-p2p-pipeline: transfer '{self.transfer}' is not one of {', '.join(TRANSFERS)}")
         for option in ("streams", "copies"):
@@ -132,15 +169,21 @@ class P2PPipeline(ModulePass):
                 raise PassFailure(f"hir-p2p-pipeline: chunks must be a number or 'auto', got '{self.chunks}'") from None
             if chunks < 1:
                 raise PassFailure(f"hir-p2p-pipeline: chunks must be at least 1, got {chunks}")
-        for option in ("copy_gbps", "compute_tflops", "chunk_us"):
+        for option in ("copy_gbps", "compute_tflops", "chunk_us", "step_us"):
             if not getattr(self, option) > 0:
                 raise PassFailure(f"hir-p2p-pipeline: {option.replace('_', '-')} must be positive, got {getattr(self, option)}")
+
+    def _pipelines(self, op: ir.Operation, block_ops: list) -> bool:
+        """``overlap``: whether to pipeline ``op`` (``auto``: :func:`pipeline_pays`)."""
+        if self.overlap == "auto":
+            return pipeline_pays(op, block_ops, self.copy_gbps, self.compute_tflops, self.step_us)
+        return self.overlap == "on"
 
     def _chunks_for(self, op: ir.Operation, block_ops: list) -> int:
         """``chunks`` as a number for ``op``'s pipeline (``auto``: :func:`auto_chunks`)."""
         if str(self.chunks) != "auto":
             return int(self.chunks)
-        return auto_chunks(op, block_ops, self.copy_gbps, self.compute_tflops, self.chunk_us)
+        return auto_chunks(op, block_ops, self.copy_gbps, self.compute_tflops, self.chunk_us, self.accumulate)
 
     def _pool_streams(self, op: ir.Operation) -> int:
         """The compute streams of ``op``'s pipeline, plus the reduce-scatter's reducer /
@@ -149,65 +192,8 @@ class P2PPipeline(ModulePass):
         if self.comm_stream:
             return comm_stream_index(self, n) + 1
         streams = compute_streams(self, n)
-        receiver = op.name == ReduceScatterOp.OPERATION_NAME and (self.chunks > 1 or self.transfer == "push")
+        receiver = op.name == ReduceScatterOp.OPERATION_NAME and not self.accumulate and (self.chunks > 1 or self.transfer == "push")
         return streams + (1 if receiver else 0)
-
-
-def auto_chunks(op: ir.Operation, block_ops: list, copy_gbps: float, compute_tflops: float, chunk_us: float) -> int:
-    """``chunks=auto`` for the collective ``op`` (the rule in the module docstring): the
-    power of two c <= 8 minimizing min(t_c, t_m) / c + c * (n - 1) * chunk_us that divides
-    the axis chunks split; 1 when nothing can be chunked."""
-    n = len(get_i64_array(op, "team"))
-    ag = op.name == AllgatherOp.OPERATION_NAME
-    moved = op.operands[0]
-    k = get_int(op, "axis") if ag else get_int(op, "scatter_axis")
-    users = _step_compute(op, op.operands[1] if ag else moved, k, block_ops, ag)
-    mtype = ir.MemRefType(moved.type)
-    if any(ir.ShapedType.is_dynamic_size(e) for e in mtype.shape) or not users:
-        return 1
-    slice_elems = math.prod(mtype.shape) // (n * (1 if ag else n))
-    t_copy = slice_elems * _element_bytes(mtype.element_type) / (copy_gbps * 1e3)  # us
-    t_compute = sum(_flops(user, k) for user in users) / n / (compute_tflops * 1e6)  # us
-    shortest = min(t_copy, t_compute)
-    skipped = [k] if ag else [k, get_int(op, "axis")]
-    extent = next((e for a, e in enumerate(mtype.shape) if a not in skipped), 1)
-    candidates = [c for c in (1, 2, 4, MAX_AUTO_CHUNKS) if extent % c == 0]
-    return min(candidates, key=lambda c: shortest / c + c * (n - 1) * chunk_us)
-
-
-def _step_compute(op: ir.Operation, buffer: ir.Value, k: int, block_ops: list, ag: bool) -> list:
-    """The stream-parallel compute ops reading (all-gather) / writing (reduce-scatter)
-    ``buffer`` along stream axis ``k``: what one step computes, n times over."""
-    found = []
-    for other in block_ops:
-        other = other.operation
-        if other == op or buffer not in list(other.operands) or stream_axis(other) != k or not is_a(other, ComputeOp):
-            continue
-        writes = other.operands[output_index(other)] == buffer
-        if writes != ag:
-            found.append(other)
-    return found
-
-
-def _flops(op: ir.Operation, k: int) -> float:
-    """Work of ``op`` (all its stream steps): 2·M·N·K for a matmul, an element each else."""
-    out = ir.MemRefType(op.operands[output_index(op)].type)
-    elems = math.prod(out.shape)
-    if op.name == MatmulOp.OPERATION_NAME:
-        return 2.0 * elems * ir.MemRefType(op.operands[0].type).shape[-1]
-    return float(elems)
-
-
-def _element_bytes(element: ir.Type) -> int:
-    width = getattr(element, "width", None)
-    if width is None:
-        for cls in (ir.IntegerType, ir.FloatType):
-            try:
-                width = cls(element).width
-                break
-            except (ValueError, TypeError):
-                continue
-    return max(1, (width or 32) // 8)
 
 
 def _fix_num_streams(module: ir.Module, needed: int) -> None:

@@ -9,6 +9,9 @@
 #   host     benchmarks/host_overhead.py on one GPU
 #   sp       benchmarks/sp_mlp.py on 2 GPUs (needs .device/sp_mlp: python benchmarks/sp_mlp.py --emit .device/sp_mlp)
 #   overlap  scripts/device-overlap.sh (P2P tests, copy-engine bandwidth, overlap benchmark)
+#   multi    scripts/device-multi.sh (issue 25: GPU tests, end-to-end TP/SP MLP layer, overlap
+#            rows on whatever GPU count is present; needs .device/tp_overlap, see that script;
+#            not in the default list)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -41,7 +44,9 @@ for section in $sections; do
     overlap)
       echo "=== P2P tests, copy-engine bandwidth and the overlap benchmark (issue 5), 4 and 2 GPUs"
       bash scripts/device-overlap.sh ;;
+    multi)
+      bash scripts/device-multi.sh ;;
     *)
-      echo "device-check: unknown section '$section' (tests1 tests demo host sp overlap)" >&2; exit 2 ;;
+      echo "device-check: unknown section '$section' (tests1 tests demo host sp overlap multi)" >&2; exit 2 ;;
   esac
 done

@@ -9,6 +9,8 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
     hir.from_shard(module)                        # annotated shard-dialect program -> hir
 """
 
+import inspect
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from hir.core import HirError, new_context, parse
@@ -25,13 +27,28 @@ def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = N
     ``module.operation.get_asm(use_name_loc_as_prefix=True)`` (``str(module)``: %0, %1, ...)."""
     from hir.passes import Instrumentation, run_pipeline
 
+    _check_options("hir.lower", instrumentation, ("print_after_all", "print_before_all", "timing", "verify_each", "out"))
+    out = instrumentation.get("out")
+    if out is not None and not callable(getattr(out, "write", None)):
+        raise HirError(f"error: hir.lower: out must be a text stream (with a write method), got {type(out).__name__}")
     return run_pipeline(module, pipeline, Instrumentation(**instrumentation), source_name)
+
+
+def _check_options(entry: str, options: dict, known: Any) -> None:
+    """Refuse a keyword option ``entry`` does not take, naming it and the ones it does."""
+    names = list(known) if not callable(known) else [p for p in inspect.signature(known).parameters if p not in ("self", "module", "example_args")]
+    unknown = [name for name in options if name not in names]
+    if unknown:
+        raise HirError(f"error: {entry}: unknown option(s) {', '.join(unknown)} (options: {', '.join(names)})")
 
 
 def run(module, inputs, **options: Any):
     """Execute ``module``'s entry function with torch (see :mod:`hir.interpreter`)."""
-    from hir.interpreter import run as _run
+    from hir.interpreter import Program, run as _run
 
+    _check_options("hir.run", options, Program.__init__)
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+        raise HirError(f"error: hir.run: inputs must be a list of the entry function's arguments (tensors and scalars), got {type(inputs).__name__}")
     return _run(module, inputs, **options)
 
 
@@ -39,14 +56,19 @@ def from_torch(module, example_args, **options: Any):
     """Import a ``torch.nn.Module`` as a program-level hir module (see :mod:`hir.frontend`)."""
     from hir.frontend import from_torch as _from_torch
 
+    _check_options("hir.from_torch", options, _from_torch)
     return _from_torch(module, example_args, **options)
+
 def from_shard(module, *, backend: str = "nccl", source_name: Optional[str] = None, **instrumentation: Any):
     """Turn a module of MLIR's ``shard`` dialect (a ``shard.grid`` and tensor functions with
     ``shard.shard`` annotations) into an hir program in place and return it: the
     ``hir-from-shard`` pipeline (record the signature's shardings, upstream
     sharding-propagation / shard-partition / shard-simplify, hir-convert-shard-to-hir),
     its collectives on ``backend``. ``hir.lower`` then applies as to any hir program."""
+    from hir.dialect.comm import BACKENDS
     from hir.passes import PIPELINES
 
+    if backend not in BACKENDS:
+        raise HirError(f"error: hir.from_shard: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     pipeline = PIPELINES["hir-from-shard"].replace("hir-convert-shard-to-hir", f"hir-convert-shard-to-hir{{backend={backend}}}")
     return lower(module, pipeline, source_name=source_name, **instrumentation)

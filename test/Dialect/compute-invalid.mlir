@@ -183,6 +183,15 @@ func.func @matmul_rank0(%a: memref<f32>, %b: memref<4x2xf32>, %c: memref<2xf32>)
 
 // -----
 
+// matmul accumulate is a unit attribute
+func.func @matmul_accumulate_bool(%a: memref<3x4xf32>, %b: memref<4x2xf32>, %c: memref<3x2xf32>) {
+  // expected-error @+1 {{accumulate must be a unit attribute, got true}}
+  "hir.matmul"(%a, %b, %c) {accumulate = true} : (memref<3x4xf32>, memref<4x2xf32>, memref<3x2xf32>) -> ()
+  return
+}
+
+// -----
+
 // matmul contraction
 func.func @f60(%a: memref<3x4xf32>, %b: memref<5x2xf32>, %c: memref<3x2xf32>) {
   // expected-error @+1 {{contraction mismatch: a is [3, 4], b is [5, 2] (K 4 vs 5)}}

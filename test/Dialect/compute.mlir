@@ -15,6 +15,9 @@ func.func @compute(%a: memref<8x16xf32>, %b: memref<16x4xf32>, %c: memref<8x4xf3
   "hir.reduction"(%c, %r) {axes = array<i64: 1>, kind = "sum"} : (memref<8x4xf32>, memref<8xf32>) -> ()
   // CHECK: "hir.matmul"(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<8x16xf32>, memref<16x4xf32>, memref<8x4xf32>) -> ()
   "hir.matmul"(%a, %b, %c) : (memref<8x16xf32>, memref<16x4xf32>, memref<8x4xf32>) -> ()
+  // Accumulating: c += a @ b (the GEMM epilogue adds).
+  // CHECK: "hir.matmul"(%{{.*}}, %{{.*}}, %{{.*}}) {accumulate} : (memref<8x16xf32>, memref<16x4xf32>, memref<8x4xf32>) -> ()
+  "hir.matmul"(%a, %b, %c) {accumulate} : (memref<8x16xf32>, memref<16x4xf32>, memref<8x4xf32>) -> ()
   // CHECK: "hir.linear"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {operandSegmentSizes = array<i32: 1, 1, 1, 1>}
   "hir.linear"(%a, %w, %c, %bias) {operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<8x16xf32>, memref<4x16xf32>, memref<8x4xf32>, memref<4xf32>) -> ()
   // CHECK: "hir.linear"(%{{.*}}, %{{.*}}, %{{.*}}) {operandSegmentSizes = array<i32: 1, 1, 1, 0>}

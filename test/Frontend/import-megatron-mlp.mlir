@@ -8,7 +8,7 @@
 // the allreduce (tensor parallel) or the reduce_scatter (sequence parallel).
 
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME:    %[[W1:.*]]: memref<64x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %[[B1:.*]]: memref<64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %[[W2:.*]]: memref<16x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>, %[[B2:.*]]: memref<16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, %[[X:.*]]: memref<8x16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>)
+// CHECK-SAME:    %[[W1:.*]]: memref<64x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {hir.parameter}, %[[B1:.*]]: memref<64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {hir.parameter}, %[[W2:.*]]: memref<16x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>> {hir.parameter}, %[[B2:.*]]: memref<16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {hir.parameter}, %[[X:.*]]: memref<8x16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>)
 // CHECK:         "hir.linear"(%[[X]], %[[W1]], %[[H:.*]], %[[B1]]) {{.*}} -> ()
 // CHECK:         call @segment_0(%[[H]], %[[G:.*]]) : (memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
 // CHECK:         call @segment_1(%[[G]], %[[GO:.*]]) : {{.*}} memref<2x8x32xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>

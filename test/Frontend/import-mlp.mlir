@@ -4,7 +4,7 @@
 // dict order, then the input), the GELU a kernel segment holding torch.aten.gelu.
 
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME:    %[[W1:.*]]: memref<64x16xf32>, %[[B1:.*]]: memref<64xf32>, %[[W2:.*]]: memref<16x64xf32>, %[[B2:.*]]: memref<16xf32>, %[[X:.*]]: memref<8x16xf32>) -> memref<8x16xf32>
+// CHECK-SAME:    %[[W1:.*]]: memref<64x16xf32> {hir.parameter}, %[[B1:.*]]: memref<64xf32> {hir.parameter}, %[[W2:.*]]: memref<16x64xf32> {hir.parameter}, %[[B2:.*]]: memref<16xf32> {hir.parameter}, %[[X:.*]]: memref<8x16xf32>) -> memref<8x16xf32>
 // CHECK:         %[[H:.*]] = memref.alloc() : memref<8x64xf32>
 // CHECK-NEXT:    "hir.linear"(%[[X]], %[[W1]], %[[H]], %[[B1]])
 // CHECK-NEXT:    %[[G:.*]] = memref.alloc() : memref<8x64xf32>

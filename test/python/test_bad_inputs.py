@@ -11,6 +11,7 @@ import sys
 import pytest
 import torch
 
+from bad_inputs_frontend import frontend_cases
 from bad_inputs_table import CLI_CASES, FILES, _api_cases
 
 from hir.core import HirError
@@ -66,7 +67,7 @@ def test_cli_case(case, folder, monkeypatch, capsys):
     assert snapshot(folder) == before
 
 
-API_CASES = _api_cases()
+API_CASES = _api_cases() + frontend_cases()
 
 
 @pytest.mark.parametrize("case", API_CASES, ids=[c[0] for c in API_CASES])

@@ -36,7 +36,7 @@ RUNTIME_FAILURE = """func.func @main(%n: index) -> memref<?xf32> {
 
 def cli(tool: str, *args, cwd) -> subprocess.CompletedProcess:
     """Run an installed hir CLI (through its module, so the interpreter under test runs it)."""
-    module = {"hir-run": "hir.tools.run_cli", "hir-opt": "hir.tools.opt", "hir-demo": "hir.tools.demo"}[tool]
+    module = {"hir-run": "hir.tools.run_cli", "hir-opt": "hir.tools.opt", "hir-demo": "hir.tools.demo", "hir-import": "hir.tools.import_cli"}[tool]
     env = dict(os.environ, HIR_DEVICE="cpu")
     return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
 
@@ -193,3 +193,12 @@ def test_opt_bad_argument(work):
 def test_demo_rows(work):
     assert_error(cli("hir-demo", "--rows", "0", cwd=work), "argument --rows: must be >= 1")
     assert "rows of the input" in cli("hir-demo", "--help", cwd=work).stdout
+
+
+def test_import_wrongly_shaped_export_prints_only_the_error(work):
+    """torch logs a failed fake-tensor trace's traceback (at ERROR) to the real stderr, where
+    the in-process table cannot see it: the user gets the one-line error and nothing else."""
+    (work / "m.py").write_text("import torch\nmodule = torch.nn.Linear(4, 2)\nexample_args = (torch.ones(3, 5),)\n")
+    result = cli("hir-import", "m.py", cwd=work)
+    assert_error(result, "m.py", "torch.export cannot trace Linear", "[3, 5] X [4, 2]")
+    assert len([line for line in result.stderr.splitlines() if "Warning" not in line and line.strip()]) <= 2, result.stderr

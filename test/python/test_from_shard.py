@@ -11,6 +11,7 @@ rank); ``python test_from_shard.py`` is the per-rank worker.
 """
 
 import os
+import re
 import sys
 
 import pytest
@@ -336,6 +337,33 @@ def test_shard_programs_run_equal_on_gloo_ranks(world):
     assert result.returncode == 0, report
     checked = sum(r.stdout.count(" ok") for r in result.ranks)
     assert checked == world * 2 * (len(handwritten(world)) + len(annotated(world)) + 2), report
+
+
+
+def test_upstream_diagnostics_come_back_located(capfd):
+    """A 3-D LayerNorm MLP that upstream sharding-propagation cannot take (the expand/collapse
+    around 3-D activations, the norm's reductions): hir.from_shard raises HirError with
+    upstream's own messages at their locations (the module's Python source lines: the FX
+    importer's context, which has no hir diagnostic handler), and nothing goes to stderr."""
+    import torch
+    from torch_mlir import fx
+
+    import hir
+    from hir.frontend.shard import add_grid, result, shard_value
+
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(torch.nn.LayerNorm(16), torch.nn.Linear(16, 32, bias=False), torch.nn.ReLU(), torch.nn.Linear(32, 16, bias=False)).eval()
+    module = fx.export_and_import(block, torch.randn(2, 8, 16), output_type="linalg-on-tensors", func_name="main")
+    with module.context:
+        shard_value(result(add_grid(module, "tp", 2)), "tp", [[]], for_users=True)
+    capfd.readouterr()
+    with pytest.raises(hir.HirError) as err:
+        hir.from_shard(module, backend="gloo", source_name="block.mlir")
+    message = str(err.value)
+    assert "Failure while executing pass pipeline" not in message, message
+    assert re.search(r"^\S*linear\.py:\d+:\d+: error: 'tensor\.(expand|collapse)_shape' op sharding interface is not implemented", message, re.M), message
+    assert re.search(r"^\S*normalization\.py:\d+:\d+: error: 'linalg\.generic' op", message, re.M), message
+    assert capfd.readouterr().err == ""
 
 
 if __name__ == "__main__":

@@ -81,6 +81,19 @@ def test_mlp_linear_gelu_linear():
     assert program.state_names == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
 
 
+def test_lower_overlap_default_and_bad_value():
+    """TorchProgram.lower(): hir-lower-overlap by default (one rank: nothing to pipeline, the
+    run still equals torch); a bad overlap value is an error naming it."""
+    torch.manual_seed(1)
+    module, x = MLP().eval(), torch.randn(8, 16)
+    program = from_torch(module, (x,))
+    with pytest.raises(HirError, match="overlap must be 'auto', 'on' or 'off', got 'always'"):
+        program.lower(overlap="always")
+    assert program.lower() is program.module and "hir.shift" not in str(program.module)
+    (got,) = program.run(module.state_dict(), x, device="cpu")
+    torch.testing.assert_close(got, module(x).detach(), rtol=1e-5, atol=1e-6)
+
+
 def test_layer_norm():
     torch.manual_seed(2)
     program = _check(nn.LayerNorm(32), torch.randn(4, 8, 32))

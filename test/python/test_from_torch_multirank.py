@@ -89,15 +89,23 @@ def run_bsd_case(rms: bool, rank: int, world: int) -> str:
     return check_sequence_parallel("sp_bsd_rmsnorm" if rms else "sp_bsd_layernorm", program, program.arguments(sharded.state_dict(), x), want, world, 1e-5)
 
 
-def check_sequence_parallel(name: str, program, arguments: list, want, world: int, atol: float) -> str:
+def check_sequence_parallel(name: str, program, arguments: list, want, world: int, atol: float, overlap: bool = False) -> str:
     """Lower the imported SP program both ways (collectives run whole; hir-p2p-pipeline's
-    shifts) and compare each run with the unsharded module's rows for this rank."""
+    shifts) and compare each run with the unsharded module's rows for this rank. With
+    ``overlap``, also hir-lower-overlap's forms (auto: whole at these sizes; forced on and
+    off) and the accumulating reduce-scatter ring."""
     import torch
 
     import hir
+    from hir.passes import overlap_pipeline
 
     text = str(program.module)
-    for pipeline, present, absent in ((PIPELINE, ['"hir.allgather"', '"hir.reduce_scatter"'], []), (P2P_PIPELINE, ['"hir.shift"'], ['"hir.allgather"', '"hir.reduce_scatter"'])):
+    whole, shifts = (['"hir.allgather"', '"hir.reduce_scatter"'], []), (['"hir.shift"'], ['"hir.allgather"', '"hir.reduce_scatter"'])
+    cases = [(PIPELINE, *whole), (P2P_PIPELINE, *shifts)]
+    if overlap:
+        cases += [(overlap_pipeline("auto"), *whole), (overlap_pipeline("off"), *whole), (overlap_pipeline("on"), *shifts),
+                  (P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{accumulate=1 chunks=2}"), ['"hir.shift"', "{accumulate}"], ['"hir.reduction"', '"hir.reduce_scatter"'])]
+    for pipeline, present, absent in cases:
         module = hir.parse(text, f"{name}.mlir")
         hir.lower(module, pipeline)
         lowered = str(module)
@@ -144,7 +152,7 @@ def run_case(name: str, rank: int, world: int) -> str:
     if "torch.aten.gelu" not in text:
         return f"{name}: the imported program has no gelu segment\n{text}"
     if sequence:
-        failure = check_sequence_parallel(name, program, program.arguments(state, x), want.chunk(world, 0)[rank], world, 1e-6)
+        failure = check_sequence_parallel(name, program, program.arguments(state, x), want.chunk(world, 0)[rank], world, 1e-6, overlap=name == "sp")
         dist.barrier()
         return failure
     hir.lower(program.module, PIPELINE)

@@ -89,17 +89,15 @@ def test_blockers_name_each_reason():
     """What keeps a program eager on a CUDA device (decided before anything runs)."""
     module = hir.parse(ADD_MUL)
     with module.context:
-        assert graph_blockers(module, CUDA, None, False, False, False) == []
-        assert graph_blockers(module, CUDA, "nccl", True, False, False) == []
-        (memory,) = graph_blockers(module, CUDA, None, False, True, False)
+        assert graph_blockers(module, CUDA, None, False, False) == []
+        assert graph_blockers(module, CUDA, "nccl", True, False) == []
+        (memory,) = graph_blockers(module, CUDA, None, False, True)
         assert "track_memory=True" in memory
-        (kernels,) = graph_blockers(module, CUDA, None, False, False, True)
-        assert "compile_kernels=True" in kernels
-        (backend,) = graph_blockers(module, CUDA, "gloo", True, False, False)
+        (backend,) = graph_blockers(module, CUDA, "gloo", True, False)
         assert "'gloo' backend" in backend
     gloo = hir.parse(GLOO)
     with gloo.context:
-        (op,) = graph_blockers(gloo, CUDA, None, True, False, False)
+        (op,) = graph_blockers(gloo, CUDA, None, True, False)
     assert "Gloo collectives" in op and "'hir.allreduce' uses the gloo backend" in op and ":2:" in op
 
 

@@ -28,18 +28,20 @@ func.func @second() -> index {
     assert run(text, [], entry="second") == [42]
 
 
-def test_interp_ops_on_other_ranks_meshes_are_skipped():
-    """Rank 0 of a single process: a buffer on mesh [1] is not held, ops on it are skipped
-    and its input may be None."""
+def test_interp_buffer_on_a_device_without_a_rank_is_refused():
+    """A single process is rank 0 of a world of 1: a buffer on mesh [1] has no rank to hold
+    it, so the run is refused at its start, located (not skipped with rows never computed)."""
+    import pytest
+
+    from hir import HirError
+
     t = "memref<4xf32, #hir.shard<array<i64: 1>, -1 : i64>>"
     text = f"""func.func @main(%x: {t}, %y: {mem([4])}) {{
   "hir.set"(%x, %x) : ({t}, {t}) -> ()
-  "hir.binary"(%y, %y, %y) {{kind = "add"}} : ({mem([4])}, {mem([4])}, {mem([4])}) -> ()
   return
 }}"""
-    y = torch.ones(4)
-    run(text, [None, y])
-    assert y.tolist() == [2, 2, 2, 2]
+    with pytest.raises(HirError, match=r"test.mlir:1:17: error: argument #0 of 'func.func' is placed on devices \[1\] but the run has 1 rank\(s\)"):
+        run(text, [None, torch.ones(4)])
 
 
 def test_local_arguments_shards_global_tensors():

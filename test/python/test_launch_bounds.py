@@ -71,6 +71,18 @@ def test_limit_applies_to_the_installed_cli(work):
     assert "--nproc 1000000: more ranks than this run may start" in result.stderr
 
 
+def test_refusal_without_device_flag_comes_before_torch(work):
+    """``hir-run --nproc 1000000`` with no --device / $HIR_DEVICE on a machine without GPUs:
+    refused without importing torch (seconds on a loaded machine), exit 1."""
+    if run_cli._gpu_nodes():
+        pytest.skip("this machine has NVIDIA device nodes: the limit asks torch for the GPU count")
+    env = {k: v for k, v in os.environ.items() if k != "HIR_DEVICE"}
+    code = "import sys; from hir.tools import run_cli; rc = run_cli.main(['p.mlir', '--nproc', '1000000']); print(rc, 'torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, env=env, timeout=60)
+    assert result.stdout.split() == ["1", "False"], result.stderr
+    assert "--nproc 1000000: more ranks than this run may start" in result.stderr
+
+
 def test_launch_failing_part_way_cleans_up(monkeypatch):
     """Rank 2 of 4 cannot start: ranks 0 and 1 are stopped and the temporary folder is gone."""
     real_popen = subprocess.Popen

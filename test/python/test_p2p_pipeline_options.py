@@ -89,3 +89,76 @@ def test_push_reduce_scatter_and_comm_stream():
     shift = next(i for i, line in enumerate(lines) if '"hir.shift"' in line)
     assert 'transfer = "push"' in lines[shift], lines[shift]
     assert lines[shift + 1].startswith('"hir.set_current_stream"') and lines[shift + 2].startswith('"hir.wait"'), lines[shift : shift + 3]
+
+
+@pytest.mark.parametrize(
+    "world,M,expected",
+    [
+        (4, 8192, 2),  # t_c 112 us > t_m 21 us a step: two parts already hide the matmul
+        (4, 65536, 2),  # t_m 172 us > t_c 112 us: still two ((t_m + t_c) / 2 < t_m)
+        (2, 16384, 2),
+    ],
+)
+def test_accumulate_auto_chunks_and_form(world, M, expected):
+    """accumulate=1: a ring of n - 1 shifts with offset 1, the matmuls accumulate (no
+    hir.reduction), one pool stream per part; chunks=auto takes two parts (one serializes
+    copy and matmul) on the benchmark's matmul+RS (K = N = 8192)."""
+    m = M // world
+    module = hir.parse(matmul_rs(world, m, 8192 // world, 8192), "rs.mlir")
+    hir.lower(module, P2P + "{accumulate=1 chunks=auto}")
+    text = str(module)
+    assert _chunk_count(text) == expected
+    assert "hir.reduction" not in text and text.count("{accumulate}") == (2 if world > 2 else 1), text
+    assert f"hir.num_streams = {max(4, expected)}" in text, text
+
+
+def test_accumulate_keeps_the_slot_form_without_an_accumulating_producer():
+    """A reduce-scatter whose input an op with no accumulating form writes (hir.binary)
+    keeps the slot form (one hir.reduction) under accumulate=1."""
+    p = "memref<2x2x2x3xbf16, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
+    o = "memref<2x2x3xbf16, #hir.shard<array<i64: 0, 1>, 0 : i64>>"
+    module = hir.parse(f"""func.func @main(%x: {p}) -> {o} {{
+  %partial = memref.alloc() : {p}
+  "hir.binary"(%x, %x, %partial) {{kind = "add", stream_axis = 0 : i64}} : ({p}, {p}, {p}) -> ()
+  %out = memref.alloc() : {o}
+  "hir.reduction"(%partial, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()
+  return %out : {o}
+}}""", "rs.mlir")
+    hir.lower(module, P2P + "{accumulate=1}")
+    lowered = str(module)
+    assert "hir.shift" in lowered and "hir.reduction" in lowered and "{accumulate}" not in lowered, lowered
+
+
+@pytest.mark.parametrize(
+    "world,M,program,pipelined",
+    [
+        (4, 8192, "ag", True),  # 3 * min(112, 86) = 258 us hidden > 80 us of steps
+        (4, 64, "ag", False),  # under a microsecond a step: the collective runs whole
+        (8, 16384, "ag", True),
+        (2, 1024, "ag", False),  # min(t_c, t_m) = min(28, 43) us < 2 * 20 us
+        (4, 8192, "rs", True),
+        (4, 64, "rs", False),
+    ],
+)
+def test_overlap_auto_rule(world, M, program, pipelined):
+    """overlap=auto pipelines a P2P-form collective when (n-1)·min(t_c, t_m) > n·step-us;
+    otherwise hir-lower keeps it whole (overlap=off: never; on: always)."""
+    text = ag_matmul(world, M, 8192, 8192) if program == "ag" else matmul_rs(world, M // world, 8192 // world, 8192)
+    for overlap, expected in (("auto", pipelined), ("on", True), ("off", False)):
+        module = hir.parse(text, "p.mlir")
+        hir.lower(module, P2P + "{overlap=" + overlap + "}")
+        lowered = str(module)
+        assert ("hir.shift" in lowered) == expected and ("hir.allgather" in lowered or "hir.reduce_scatter" in lowered) != expected, (overlap, lowered[:400])
+
+
+def test_hir_lower_overlap_pipeline():
+    """The named pipeline is hir-lower with hir-p2p-pipeline{overlap=auto} first; its
+    expansion parses, and a bad overlap value is an error naming the option."""
+    from hir.passes import PIPELINES, overlap_pipeline, parse_pipeline
+
+    assert PIPELINES["hir-lower-overlap"] == overlap_pipeline("auto")
+    names = [e.hir_pass.name for e in parse_pipeline("hir-lower-overlap") if e.hir_pass]
+    assert names[:3] == ["hir-insert-reshardings", "hir-convert-to-communication", "hir-p2p-pipeline"]
+    module = hir.parse(ag_matmul(4, 8192, 8192, 8192), "ag.mlir")
+    with pytest.raises(hir.HirError, match="overlap 'sometimes' is not one of on, auto, off"):
+        hir.lower(module, P2P + "{overlap=sometimes}")

@@ -28,8 +28,9 @@ from torch_mlir.dialects import func
 from torch_mlir.dialects import torch as torch_dialect
 
 from hir.dialect import AliasReshapeOp, BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
-from hir.dialect.base import i64_attr
+from hir.dialect.base import DYNAMIC, i64_attr
 from hir.dialect.compute import STREAM_AXIS_ATTR
+from hir.dialect.context import HirError
 from hir.frontend.partition import LIST_CONSTRUCT, ComputeSpec, Partitioner, buffer_type, compute_spec, tensor_info, torch_int
 
 _UNSQUEEZE = torch_dialect.AtenUnsqueezeOp.OPERATION_NAME
@@ -155,10 +156,10 @@ class ContractionPlacer:
         else:
             partial_shape, summed_shape = [d] + shape, shape
             lead = tuple(0 if j == k else (None if s is None else s + 1) for j, s in enumerate(out_others))
-        partial = part.new_buffer(buffer_type(vtensor(partial_shape, dtype), self.sharding(lead)), loc)
+        partial = part.new_buffer(buffer_type(vtensor(partial_shape, dtype), self.sharding(lead)), loc, out)
         with part.in_main(loc):
             product = MatmulOp.emit(x_outer, w_outer, partial)
-        summed = part.new_buffer(buffer_type(vtensor(summed_shape, dtype), self.sharding((0,) if stream else self.split[out])), loc)
+        summed = part.new_buffer(buffer_type(vtensor(summed_shape, dtype), self.sharding((0,) if stream else self.split[out])), loc, out)
         with part.in_main(loc):
             reduction = ReductionOp.emit(partial, summed, "sum", [1 if stream else 0])
             if stream:
@@ -217,7 +218,7 @@ class ContractionPlacer:
         global_lead[mesh_at] = self.grid.shape[k]
         inserted = len(lead) - (1 if rows else 0)
         out_splits = [mesh_at if j == k else (None if s is None else s + inserted) for j, s in enumerate(moved)]
-        out = part.new_buffer(buffer_type(vtensor(global_lead + (block[1:] if rows else block), dtype), self.sharding(out_splits)), op.location)
+        out = part.new_buffer(buffer_type(vtensor(global_lead + (block[1:] if rows else block), dtype), self.sharding(out_splits)), op.location, value)
         local_out = lead + (local[1:] if rows else local)
 
         def body(values: list, ip: ir.InsertionPoint) -> list:
@@ -249,7 +250,7 @@ def rank_of(value: ir.Value) -> int:
 
 
 def vtensor(shape: Sequence[int], dtype: str) -> ir.Type:
-    return ir.Type.parse(f"!torch.vtensor<[{','.join(str(d) for d in shape)}],{dtype}>")
+    return ir.Type.parse(f"!torch.vtensor<[{','.join('?' if d == DYNAMIC else str(d) for d in shape)}],{dtype}>")
 
 
 def _torch_op(name: str, operands: list, result: ir.Type) -> ir.Value:
@@ -265,6 +266,8 @@ def _swap(shape: Sequence[int], axis: int) -> list[int]:
 
 def _rows_shape(shape: Sequence[int], d: int) -> list[int]:
     """``[T, ...]`` as ``[D, T/D, ...]``."""
+    if shape[0] == DYNAMIC:
+        raise HirError("error: sequence parallelism over a dynamic dim is not supported: mark the sequence dim static (or split another one)")
     return [d, shape[0] // d] + list(shape[1:])
 
 

@@ -130,8 +130,8 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     if dynamic_shapes is not None:
         spec = ((None,) * len(names) + tuple(dynamic_shapes),)
     what = type(module).__name__
-    # torch.export writes the partial graph of a failed trace to stderr; the error says it.
-    logging.disable(logging.WARNING)
+    # torch.export logs (at ERROR: fake_tensor) the traceback of a failed trace to stderr; the error says it.
+    logging.disable(logging.CRITICAL)
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             program = torch.export.export(wrapper, tuple(values[n] for n in names) + tuple(example_args), dynamic_shapes=spec, strict=False)

@@ -48,7 +48,10 @@ from torch_mlir.dialects import bufferization, builtin, func
 from torch_mlir.dialects import torch as torch_dialect
 
 from hir.dialect import KERNEL_ATTR, BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
+from hir.dialect.base import DYNAMIC
 from hir.dialect.context import HirError, format_location
+from hir.dialect.sharding import sharding_of
+from hir.frontend.dynamic import Sizes, is_size
 from hir.passes.helpers import alloc
 
 _VTENSOR = re.compile(r"^!torch\.vtensor<\[(?P<shape>[^\]]*)\],(?P<dtype>[a-z0-9]+)>$")
@@ -75,11 +78,11 @@ _CAST = builtin.UnrealizedConversionCastOp.OPERATION_NAME
 
 
 def tensor_info(t: ir.Type) -> Optional[tuple[list[int], str]]:
-    """(shape, element type name) of a statically shaped ``!torch.vtensor``, else None."""
+    """(shape, element type name) of a ranked ``!torch.vtensor`` (``DYNAMIC`` for ``?``), else None."""
     m = _VTENSOR.match(str(t))
     if not m:
         return None
-    shape = [int(d) for d in m["shape"].split(",")] if m["shape"] else []
+    shape = [DYNAMIC if d == "?" else int(d) for d in m["shape"].split(",")] if m["shape"] else []
     return shape, m["dtype"]
 
 
@@ -118,6 +121,11 @@ def _is_constant(op: ir.Operation) -> bool:
             return True
         except ValueError:
             return False
+    return False
+
+
+def _is_cloned(op: ir.Operation) -> bool:
+    return _is_constant(op) or is_size(op)
     return False
 
 
@@ -230,10 +238,11 @@ def buffer_type(t: ir.Type, memory_space: Optional[ir.Attribute]) -> ir.MemRefTy
 class Partitioner:
     """Builds the hir module from one torch-dialect function (see the module docstring)."""
 
-    def __init__(self, torch_func: func.FuncOp, placer: Placer, source_name: str = "<torch>") -> None:
+    def __init__(self, torch_func: func.FuncOp, placer: Placer, source_name: str = "<torch>", shapes: Optional[dict] = None) -> None:
         self.src = torch_func
         self.placer = placer
         self.source_name = source_name
+        self.shapes = shapes or {}  # torch value -> symbolic shape (dynamic shapes; see dynamic.py)
         self.module = ir.Module.create()
         self.buffers: dict = {}  # torch value -> hir buffer value in @main
         self.segments = 0
@@ -253,11 +262,12 @@ class Partitioner:
             main = func.FuncOp(name, ir.FunctionType.get(arg_types, []))
         entry = main.add_entry_block()
         self.main_ip = ir.InsertionPoint(entry)
+        self.sizes = Sizes(self.shapes, list(zip(block.arguments, entry.arguments)))
         for torch_arg, buf in zip(block.arguments, entry.arguments):
             self.buffers[torch_arg] = buf
         run: list = []
         for op in ops[:-1]:
-            if _is_constant(op):
+            if _is_cloned(op):
                 continue
             spec = compute_spec(op)
             if spec is None:
@@ -287,12 +297,17 @@ class Partitioner:
             raise self.error(at, f"uses {value.get_name()} ({value.type}), which is not a tensor buffer of the program")
         return self.buffers[value]
 
-    def new_buffer(self, t: ir.MemRefType, loc: ir.Location) -> ir.Value:
+    def new_buffer(self, t: ir.MemRefType, loc: ir.Location, like: Optional[ir.Value] = None) -> ir.Value:
+        """A new buffer of type ``t``; its dynamic extents (``?``) are those of the torch
+        value ``like`` (same global shape)."""
         with self.main_ip, loc:
-            return alloc(t).result
+            sizes = self.sizes.of(like, t, format_location(loc, self.source_name)) if like is not None else []
+            if not sizes and any(d == DYNAMIC for d in t.shape):
+                raise HirError(f"{format_location(loc, self.source_name)}: error: a buffer of dynamic type {t} made for this placement has no known sizes: mark fewer dims dynamic, or place it differently")
+            return alloc(t, sizes).result
 
     def alloc(self, value: ir.Value, loc: ir.Location) -> ir.Value:
-        buf = self.buffers[value] = self.new_buffer(self.placer.memref_type(value), loc)
+        buf = self.buffers[value] = self.new_buffer(self.placer.memref_type(value), loc, value)
         return buf
 
     @contextlib.contextmanager
@@ -304,7 +319,7 @@ class Partitioner:
     def owned_buffer(self, buf: ir.Value, value: ir.Value, at: ir.Operation) -> ir.Value:
         """A returned buffer; a returned program argument is copied (outputs are fresh)."""
         if isinstance(buf.owner, ir.Block):
-            out = self.new_buffer(buf.type, at.location)
+            out = self.new_buffer(buf.type, at.location, value)
             with self.in_main(at.location):
                 SetOp.emit(buf, out)
             return out
@@ -328,13 +343,24 @@ class Partitioner:
         for op in run:
             inside.update(op.results)
         inputs: list = []
+        sizes: list = []  # size computations cloned in (dynamic shapes)
+
+        def read(op: ir.Operation, v: ir.Value) -> None:
+            if v in inside or v in inputs:
+                return
+            if _is_cloned_value(v):  # cloned in; a size reads its tensors' shapes
+                if not _is_constant(_owner(v)):
+                    sizes.append(_owner(v))
+                for w in _owner(v).operands:
+                    read(op, w)
+                return
+            if not is_tensor(v):
+                raise self.error(op, f"takes {v.get_name()} ({v.type}) from outside its segment; only tensors cross segment boundaries")
+            inputs.append(v)
+
         for op in run:
             for v in op.operands:
-                if v in inside or v in inputs or _is_constant_value(v):
-                    continue
-                if not is_tensor(v):
-                    raise self.error(op, f"takes {v.get_name()} ({v.type}) from outside its segment; only tensors cross segment boundaries")
-                inputs.append(v)
+                read(op, v)
         members = set(run)
         outputs = [r for op in run for r in op.results if any(_user(use) not in members for use in r.uses)]
         for r in outputs:
@@ -343,6 +369,8 @@ class Partitioner:
         if not outputs:
             return  # nothing of it is used (e.g. shape assertions): dead code
         in_bufs = self.placer.segment_inputs(self, run, inputs, outputs)
+        if sizes and any(_splits_dynamic(b) for b in in_bufs):
+            raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over devices; that is not supported yet: keep the split dim static, or replicate it")
         out_bufs = [self.alloc(r, run[-1].location) for r in outputs]
         local_in = [self.placer.read_type(v, b) for v, b in zip(inputs, in_bufs)]
 
@@ -383,7 +411,7 @@ class Partitioner:
 
     def clone_into(self, op: ir.Operation, mapping: dict, ip: ir.InsertionPoint) -> None:
         for v in op.operands:
-            if v not in mapping and _is_constant_value(v):
+            if v not in mapping and _is_cloned_value(v):
                 self.clone_into(_owner(v), mapping, ip)
         new = op.clone(ip=ip)
         for i, v in enumerate(op.operands):
@@ -395,13 +423,19 @@ class Partitioner:
             mapping[old] = fresh
 
 
+def _splits_dynamic(buffer: ir.Value) -> bool:
+    """Whether ``buffer``'s placement splits one of its dynamic dims."""
+    sharding = sharding_of(buffer.type)
+    return sharding is not None and any(d == DYNAMIC and sharding.parts(i) > 1 for i, d in enumerate(ir.MemRefType(buffer.type).shape))
+
+
 def _owner(value: ir.Value) -> ir.Operation:
     owner = value.owner
     return owner if isinstance(owner, ir.Operation) else owner.operation
 
 
-def _is_constant_value(value: ir.Value) -> bool:
-    return not isinstance(value.owner, ir.Block) and _is_constant(_owner(value))
+def _is_cloned_value(value: ir.Value) -> bool:
+    return not isinstance(value.owner, ir.Block) and _is_cloned(_owner(value))
 
 
 def _user(use) -> ir.Operation:

@@ -121,9 +121,16 @@ class DeviceGrid:
 
 def _grid(mesh: Any) -> DeviceGrid:
     """A 1-D list of ranks, a nested list (a multi-D mesh, row-major) or a DeviceMesh."""
-    layout = mesh.mesh if hasattr(mesh, "mesh") else torch.as_tensor(mesh)
-    if layout.dim() == 0 or layout.numel() == 0:
+    try:
+        layout = mesh.mesh if hasattr(mesh, "mesh") else torch.as_tensor(mesh)
+    except (TypeError, ValueError, RuntimeError) as err:  # None entries, ragged lists, ...
+        raise HirError(f"error: the device mesh {mesh!r} is not a list of device ids: {err}") from None
+    if layout.dim() == 0:
+        raise HirError(f"error: the device mesh {mesh!r} is not a list of device ids (a 1-D mesh is a list: [0, 1, ...])")
+    if layout.numel() == 0:
         raise HirError(f"error: the device mesh {mesh} is empty")
+    if layout.dtype.is_floating_point or layout.dtype.is_complex or layout.dtype == torch.bool:
+        raise HirError(f"error: the device mesh {mesh!r} is not a list of device ids (integers)")
     devices = tuple(int(d) for d in layout.flatten().tolist())
     if len(set(devices)) != len(devices) or min(devices) < 0:
         raise HirError(f"error: the device mesh {list(devices)} must list distinct non-negative ranks")
@@ -154,9 +161,10 @@ class MeshPlacer(ContractionPlacer, Placer):
         self.replicated = (None,) * grid.rank
         args = list(torch_func.regions[0].blocks[0].arguments)
         arg_names = list(names) + [f"input{i}" for i in range(num_inputs)]
-        unknown = sorted(set(placements) - set(arg_names) - {f"output{i}" for i in range(8)})
+        num_results = len(ir.FunctionType(ir.TypeAttr(torch_func.attributes["function_type"]).value).results)
+        unknown = sorted(str(k) for k in set(placements) - set(arg_names) - {f"output{i}" for i in range(num_results)})
         if unknown:
-            raise HirError(f"error: placements name {', '.join(unknown)}, which are neither state entries nor inputs (input0, ...) nor outputs (output0, ...)")
+            raise HirError(f"error: placements name {', '.join(unknown)}, which are neither state entries nor inputs (input0, ...) nor outputs (output0, ...); the module has {num_inputs} input(s) and {num_results} output(s)")
         self.split: dict = {}  # torch value -> split dim per mesh axis
         self.arg_splits: list[tuple] = []
         for name, arg in zip(arg_names, args):
@@ -191,7 +199,7 @@ class MeshPlacer(ContractionPlacer, Placer):
             return part.buffer_of(value, at)
         key = (value, splits)
         if key not in self.copies:
-            buf = part.new_buffer(buffer_type(value.type, self.sharding(splits)), at.location)
+            buf = part.new_buffer(buffer_type(value.type, self.sharding(splits)), at.location, value)
             with part.in_main(at.location):
                 SetOp.emit(part.buffer_of(value, at), buf)
             self.copies[key] = buf

@@ -156,7 +156,8 @@ def _pieces(op: ir.Operation, operands: Operands, devices: int) -> Split:
 
 
 def _cat(op: ir.Operation, operands: Operands, devices: int) -> Split:
-    splits = {s for _, s in operands}
+    # torch.cat skips a 1-D empty operand (a transformers DynamicCache's initial ``torch.tensor([])``)
+    splits = {s for v, s in operands if op.name == T.AtenStackOp.OPERATION_NAME or _shape(v) != [0]}
     if len(splits) != 1:
         raise NoRule(f"{op.name}: operands placed differently")
     (split,) = splits
@@ -372,8 +373,8 @@ def localize(old: ir.Operation, new: ir.Operation, split: Split, devices: int, i
     index, entry = at
     sizes = new.operands[index].owner
     entries = list(sizes.operands)
-    if constant_value(entries[entry]) == -1:
-        return
+    if not entries[entry].owner.name.startswith("torch.constant.") or constant_value(entries[entry]) == -1:
+        return  # inferred, or a size the segment computes from its local tensors (dynamic shapes)
     with ip, new.location:
         entries[entry] = torch_int(constant_value(entries[entry]) // devices)
         rebuilt = ir.Operation.create(sizes.name, results=[sizes.results[0].type], operands=entries).result

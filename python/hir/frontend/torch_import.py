@@ -18,14 +18,16 @@ that way (and cuts each into this rank's shard when the program is sharded).
 """
 
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
 import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
-from torch_mlir.extras.fx_importer import FxImporter
+from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
 from hir.core import HirError, format_mlir_error, new_context
+from hir.frontend.dynamic import dim_name, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
 from hir.frontend.partition import Partitioner, Placer
 
@@ -47,6 +49,7 @@ class TorchProgram:
     aliases: dict = field(default_factory=dict, repr=False)
     captured: dict = field(default_factory=dict, repr=False)
     output_names: list = field(default_factory=list)
+    dynamic_dims: list = field(default_factory=list, repr=False)  # per input: {axis: (symbol, its name)}
 
     def state(self, module: torch.nn.Module) -> dict:
         """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
@@ -54,32 +57,71 @@ class TorchProgram:
 
     def arguments(self, state_dict: dict, *inputs: torch.Tensor, rank: Optional[int] = None) -> list:
         """``@main``'s arguments from a state dict and the inputs: full tensors for an unsharded
-        program, else rank ``rank``'s shards (default: this process's rank)."""
+        program, else rank ``rank``'s shards (default: this process's rank). Each state entry
+        and input must have its ``@main`` argument's global shape and dtype; the error names the
+        entry or input and the caller's line (not the torch source line ``@main`` is located at)."""
+        if not isinstance(state_dict, Mapping):
+            raise HirError(f"{_caller()}: error: the state dict must be a dict of tensors (module.state_dict()), got {type(state_dict).__name__}")
         by_entry = {self.aliases.get(n, n): t for n, t in state_dict.items()}
         missing = [n for n in self.state_names if n not in by_entry and n not in self.captured]
         if missing:
             raise HirError(f"error: the state dict lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
         if len(inputs) != self.num_inputs:
             raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
-        self._check_inputs(inputs)
-        full = [_full(by_entry[n]) if n in by_entry else self.captured[n] for n in self.state_names] + list(inputs)
+        given = [by_entry[n] if n in by_entry else self.captured[n] for n in self.state_names] + list(inputs)
+        self._check(given)
+        full = [_full(t) for t in given[: len(self.state_names)]] + list(inputs)
         return self.placer.local_arguments(full, rank)
 
-    def _check_inputs(self, inputs: Sequence[Any]) -> None:
-        """Each input must fit its ``@main`` argument's global shape; the error names the input
-        and the caller's line (not the torch source line the importer located ``@main`` at)."""
+    def _check(self, values: Sequence[Any]) -> None:
+        """Each value (state entries, then inputs) must fit its ``@main`` argument."""
         from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
 
         main = next(op for op in self.module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
-        types = ir.FunctionType(ir.TypeAttr(main.operation.attributes["function_type"]).value).inputs[len(self.state_names):]
-        for i, (value, type_) in enumerate(zip(inputs, types)):
+        types = ir.FunctionType(ir.TypeAttr(main.operation.attributes["function_type"]).value).inputs
+        sizes: dict = {}  # dynamic dim symbol -> (extent, input, axis) first seen
+        for i, (value, type_) in enumerate(zip(values, types)):
             if not is_memref(type_):
                 continue
+            state = i < len(self.state_names)
+            what = f"state entry '{self.state_names[i]}'" if state else f"input {i - len(self.state_names)}"
             spec = buffer_spec(type_, 0)
-            if not isinstance(value, torch.Tensor) or not spec.fits(value.shape):
-                got = fmt_shape(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-                raise HirError(f"{_caller()}: error: input {i}: expected a tensor of shape {fmt_shape(spec.shape)} "
-                               f"(the example input hir.from_torch imported), got {got}")
+            origin = "" if state else " (the example input hir.from_torch imported)"
+            expected, got = f"a tensor of shape {fmt_shape(spec.shape)}{origin}", None
+            if not isinstance(value, torch.Tensor):
+                got = type(value).__name__
+            elif not spec.fits(value.shape):
+                got = fmt_shape(value.shape)
+            elif value.dtype != spec.dtype:
+                expected, got = f"dtype {spec.dtype}{origin}", value.dtype
+            if got is not None:
+                raise HirError(f"{_caller()}: error: {what}: expected {expected}, got {got}")
+            if not state:
+                self._check_dynamic(i - len(self.state_names), value, spec, sizes)
+
+    def _check_dynamic(self, i: int, value: torch.Tensor, spec: Any, sizes: dict) -> None:
+        """Input ``i``'s dynamic dims: equal wherever one dim is named, and dividing evenly
+        over the devices of its placement."""
+        for axis, (symbol, name) in (self.dynamic_dims[i] if i < len(self.dynamic_dims) else {}).items():
+            extent = value.shape[axis]
+            first = sizes.setdefault(symbol, (extent, i, axis))
+            if first[0] != extent:
+                raise HirError(f"{_caller()}: error: input {i}: dim {axis} is dynamic dim {name}, of extent {first[0]} in input {first[1]} (dim {first[2]}), got {extent}")
+            if extent % spec.parts(axis):
+                raise HirError(f"{_caller()}: error: input {i}: dynamic dim {axis} ({name}) of extent {extent} does not split evenly over the {spec.parts(axis)} devices of its placement")
+
+    def lower(self, overlap: str = "auto", pipeline: Optional[str] = None) -> ir.Module:
+        """Lower :attr:`module` in place (once) and return it. By default with
+        ``hir-lower-overlap``: on several ranks, each collective in P2P form (the SP
+        all-gather before a linear, the reduce-scatter after one) is pipelined on copy engines
+        where the ``overlap=auto`` rule of hir-p2p-pipeline says it beats the whole collective
+        (sizes and team size); ``overlap="on"`` / ``"off"`` forces the pipelined / whole form
+        everywhere; ``pipeline`` replaces the whole pipeline."""
+        from hir.passes import overlap_pipeline, run_pipeline
+
+        if overlap not in ("auto", "on", "off"):
+            raise HirError(f"error: TorchProgram.lower: overlap must be 'auto', 'on' or 'off', got {overlap!r}")
+        return run_pipeline(self.module, pipeline or overlap_pipeline(overlap))
 
     def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` on this rank with :func:`hir.run` options."""
@@ -108,16 +150,25 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach()
 
 
-def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context) -> tuple[ir.Module, Exported]:
-    """The ``torch``-dialect module of ``module`` (state first, then inputs) and its export."""
-    exported = export(module, example_args)
-    importer = FxImporter(context=context)
+def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None) -> tuple[ir.Module, Exported, dict]:
+    """The ``torch``-dialect module of ``module`` (state first, then inputs), its export and
+    the symbolic shape of each tensor value (:func:`hir.frontend.dynamic.symbolic_shapes`;
+    empty without ``dynamic_shapes``)."""
+    exported = export(module, example_args, dynamic_shapes=dynamic_shapes)
+    node_importers: list = []
+
+    def node_importer(*args: Any) -> GraphNodeImporter:
+        node_importers.append(GraphNodeImporter(*args))
+        return node_importers[-1]
+
+    importer = FxImporter(context=context, graph_node_importer_cls=node_importer)
     try:
         # every placeholder an argument: lifted constants are state entries (see export.py)
         importer.import_stateless_graph(exported.program.graph, func_name="main")
     except (AssertionError, NotImplementedError, KeyError, ValueError) as err:
         raise HirError(f"error: torch-mlir's FX importer cannot import {type(module).__name__}: {type(err).__name__}: {err}") from None
-    return importer.module, exported
+    shapes = symbolic_shapes(node_importers[0]) if dynamic_shapes is not None else {}
+    return importer.module, exported, shapes
 
 
 def from_torch(
@@ -127,6 +178,8 @@ def from_torch(
     mesh: Optional[Sequence[int]] = None,
     placements: Optional[dict] = None,
     source_name: Optional[str] = None,
+    dynamic_shapes: Any = None,
+    dynamic: Optional[dict] = None,
 ) -> TorchProgram:
     """Import ``module`` (called on ``example_args``) as a program-level hir module.
 
@@ -135,7 +188,13 @@ def from_torch(
     input positions (``"input0"``...) and outputs (``"output0"``...) to DTensor placements
     (``Shard(dim)``/``Replicate()``, a tuple of one per mesh dimension; alone on a 1-D mesh); a module
     parallelized with ``torch.distributed.tensor.parallel`` brings its own placements on
-    its DTensor parameters. See :mod:`hir.frontend.placements`."""
+    its DTensor parameters. See :mod:`hir.frontend.placements`.
+
+    ``dynamic_shapes`` (torch.export's spec: a ``torch.export.Dim`` per dynamic dim, one
+    entry per example argument or a dict by ``forward``'s parameter names) or ``dynamic``
+    (``{"input0": {0: "batch", 1: "seq"}}``; equal names are one dim) mark dims dynamic:
+    they are ``?`` in the program's types and one program runs every size (a dim split over
+    devices must divide; checked at run time). See :mod:`hir.frontend.dynamic`."""
     from hir.frontend.placements import mesh_placer
 
     if not isinstance(module, torch.nn.Module):
@@ -149,33 +208,71 @@ def from_torch(
     local_module, dtensor_placements, dtensor_mesh = _undistribute(module)
     if mesh is None:
         mesh = dtensor_mesh
+    placements = _with_plan(local_module, placements or {})
     with context, ir.Location.unknown():
-        torch_module, exported = export_to_torch_mlir(local_module, example_args, context)
+        spec = export_spec(local_module, len(example_args), dynamic_shapes, dynamic)
+        try:
+            torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec)
+        except HirError as err:  # located at the user's file (hir-import) or call
+            raise HirError(f"{source_name or _caller()}: {err}" if str(err).startswith("error:") else str(err)) from None
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
-            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **(placements or {})})
+            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
-            hir_module = Partitioner(torch_func, placer, source).build(mutated=exported.mutated)
+            hir_module = Partitioner(torch_func, placer, source, shapes).build(mutated=exported.mutated)
         except ValueError as err:  # a value the partitioner cannot place (see _unsupported)
-            raise HirError(f"{source}: error: cannot import {type(module).__name__}: {_unsupported(torch_func, err)}") from None
+            raise HirError(f"{source}: error: cannot import {type(module).__name__}: {_unsupported(torch_func, err, spec is not None)}") from None
+        mark_parameters(hir_module, len(names), exported.mutated)
         try:
             hir_module.operation.verify()
         except ir.MLIRError as err:
             raise HirError(format_mlir_error(err, source)) from None
-    return TorchProgram(hir_module, names, len(example_args), placer, exported.aliases, exported.captured, exported.output_names)
+    inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
+    dynamic_dims = [{a: (str(e), dim_name(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
+    return TorchProgram(hir_module, names, len(example_args), placer, exported.aliases, exported.captured, exported.output_names, dynamic_dims)
 
 
-def _unsupported(torch_func: func.FuncOp, err: ValueError) -> str:
+def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:
+    """Mark ``@main``'s first ``count`` arguments (the module's state) ``hir.parameter``,
+    except the state entries the module writes (``mutated``): read-only, changing between
+    calls only when the caller changes them (``hir-hoist-parameter-work`` reads the mark)."""
+    from hir.dialect import PARAMETER_ATTR
+
+    main = next(op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
+    attrs = main.operation.attributes
+    inputs = ir.FunctionType(ir.TypeAttr(attrs["function_type"]).value).inputs
+    old = [ir.DictAttr(a) for a in ir.ArrayAttr(attrs["arg_attrs"])] if "arg_attrs" in attrs else [ir.DictAttr.get({})] * len(inputs)
+    new = []
+    for index, entries in enumerate(old):
+        values = {entries[i].name: entries[i].attr for i in range(len(entries))}
+        if index < count and index not in mutated:
+            values[PARAMETER_ATTR] = ir.UnitAttr.get()
+        new.append(ir.DictAttr.get(values))
+    attrs["arg_attrs"] = ir.ArrayAttr.get(new)
+
+
+def _with_plan(module: torch.nn.Module, placements: dict) -> dict:
+    """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
+    e.g. ``config.base_model_tp_plan``) replaced by the parameter placements they imply."""
+    from hir.frontend.hf_plans import is_plan_entry, plan_placements
+
+    plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
+    if not plan:
+        return placements
+    return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}
+
+
+def _unsupported(torch_func: func.FuncOp, err: ValueError, dynamic: bool) -> str:
     """Why partitioning failed, in the user's terms: non-tensor inputs and data-dependent
     shapes (``torch.nonzero``, boolean masks) have no buffer type."""
     args = [str(a.type) for a in torch_func.regions[0].blocks[0].arguments]
     scalar = next((i for i, t in enumerate(args) if not t.startswith("!torch.vtensor")), None)
     if scalar is not None:
         return f"argument #{scalar} of the exported function is {args[scalar]}: hir imports tensor inputs only (pass the value as a tensor, or make it a constant of the module)"
-    if any("?" in str(r.type) for op in torch_func.regions[0].blocks[0].operations for r in op.results):
+    if not dynamic and any("?" in str(r.type) for op in torch_func.regions[0].blocks[0].operations for r in op.results):
         return f"the module computes a tensor whose shape depends on data (e.g. torch.nonzero): hir needs static shapes ({err})"
     return str(err)
 

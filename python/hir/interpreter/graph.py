@@ -15,14 +15,15 @@ the second call with it captures, and later ones replay. ``graph=True`` captures
 first call (after a warm-up run on a side stream, torch's recipe) and raises where auto
 would fall back.
 
+Compiled kernel segments (``compile_kernels``, :mod:`hir.interpreter.kernels`) are captured
+like any other kernels: they compile at the first call of a signature, which runs eagerly.
+
 Runs eagerly, never captured (``Program.graph_state.reason`` says which, and a debug log
 line on the ``hir.graph`` logger):
 - the program runs on a CPU device (nothing to capture);
 - it has Gloo collectives (host-side transfers; NCCL and copy-engine P2P are captured);
 - ``track_memory=True`` (the byte counts are kept by the alloc/dealloc steps, which a replay
   does not run);
-- ``compile_kernels=True`` (torch.compile'd kernel segments guard and recompile on the host;
-  use torch.compile's own ``mode="reduce-overhead"`` for graphs there);
 - a call whose tensor inputs share memory (a static copy per input would break the aliasing),
   unless a graph bound to those very buffers applies; that call only;
 - after a capture failed (a warning on the ``hir.graph`` logger; every later call is eager).
@@ -68,7 +69,7 @@ log = logging.getLogger("hir.graph")
 GraphMode = Union[bool, str]  # True, False or "auto"
 
 
-def graph_blockers(module: ir.Module, device: torch.device, backend: Optional[str], has_comm: bool, track_memory: bool, compile_kernels: bool) -> list[str]:
+def graph_blockers(module: ir.Module, device: torch.device, backend: Optional[str], has_comm: bool, track_memory: bool) -> list[str]:
     """Why ``module`` cannot be captured as a CUDA graph on ``device`` (empty: it can)."""
     reasons: list[str] = []
     if device.type != "cuda":
@@ -85,8 +86,6 @@ def graph_blockers(module: ir.Module, device: torch.device, backend: Optional[st
     module.operation.walk(visit)
     if track_memory:
         reasons.append("track_memory=True counts bytes in the alloc/dealloc steps, which a replay does not run")
-    if compile_kernels:
-        reasons.append("compile_kernels=True: torch.compile'd kernel segments guard on the host (use torch.compile's mode='reduce-overhead')")
     return reasons
 
 

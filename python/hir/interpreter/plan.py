@@ -20,6 +20,7 @@ from hir.dialect import WorkType
 from hir.dialect.context import HirError, format_location
 from hir.dialect.sharding import MultiDimMeshError
 from hir.interpreter.buffers import BufferSpec, buffer_spec, is_memref
+from hir.interpreter.destinations import Bind, DestinationPlanner
 from hir.interpreter.registry import lookup
 
 Step = Callable[[list], None]
@@ -124,6 +125,17 @@ def _pending(step: Step, slot: int, pending: list, where: str, name: str) -> Ste
     return issue_pending
 
 
+def _tracked_binds(step: Step, slots: list[int], tracker: Any) -> Step:
+    """``step`` (a call) also counting the buffers it binds, as their alloc step would."""
+
+    def tracked_call(env: list) -> None:
+        step(env)
+        for slot in slots:
+            tracker.add(env[slot])
+
+    return tracked_call
+
+
 class Compiler:
     """Compiles the functions of one module for one rank of a :class:`Runtime`."""
 
@@ -140,29 +152,42 @@ class Compiler:
         self._template: list = []
         self._aliases: dict[int, list[int]] = {}  # buffer slot -> slots of views of it
         self._specs: dict[str, BufferSpec] = {}
+        self.destinations = DestinationPlanner(self.functions)
+        self._binds: dict[ir.Value, Bind] = {}  # allocations that become a segment's result
+        self._returned: dict[ir.Value, bool] = {}  # segment argument -> make it contiguous
+        self._outs: dict[ir.Operation, list[int]] = {}  # call -> destinations written with out=
+        self._out_writes: dict[ir.Value, ir.Value] = {}  # torch op result -> segment argument it writes
 
     # ----- functions -------------------------------------------------------------------
     def function(self, name: str, at: Optional[ir.OpView] = None) -> FunctionPlan:
-        """The plan of function ``name`` (compiled on first request)."""
-        if name in self.plans:
-            return self.plans[name]
+        """The plan of function ``name`` (compiled on first request). Called by ``at`` (a
+        call) whose destinations are bound (:mod:`hir.interpreter.destinations`), the
+        plan's results end with those destinations' values, in operand order."""
+        bound = self.bound_operands(at) if at is not None else []
+        outs = self._outs.get(at.operation, []) if at is not None else []
+        key = name + (f"<bind {','.join(str(i) for i, _ in bound)}>" if bound else "") + (f"<out {','.join(map(str, outs))}>" if outs else "")
+        if key in self.plans:
+            return self.plans[key]
         function = self.functions.get(name)
         if function is None:
             where = self.where(at) if at is not None else "error"
             raise HirError(f"{where}: no function @{name} in the module")
-        saved = (self._slots, self._template, self._aliases)
-        self._slots, self._template, self._aliases = {}, [], {}
+        saved = (self._slots, self._template, self._aliases, self._returned, self._out_writes)
+        self._slots, self._template, self._aliases, self._returned, self._out_writes = {}, [], {}, {}, {}
         try:
             blocks = list(function.regions[0].blocks)
             if len(blocks) != 1:
                 raise self.error(function, f"@{name} must have exactly one block (has {len(blocks)})")
             block = blocks[0]
             arg_slots = [self.define(arg) for arg in block.arguments]
+            args = list(block.arguments)
+            self._returned = {args[i]: bind.contiguous for i, bind in bound}
+            self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
             ops = list(block.operations)
             if not ops or ops[-1].operation.name != func.ReturnOp.OPERATION_NAME:
                 raise self.error(function, f"@{name} must end with {func.ReturnOp.OPERATION_NAME}")
             steps = self.block(ops[:-1])
-            result_slots = [self.use(v) for v in ops[-1].operation.operands]
+            result_slots = [self.use(v) for v in ops[-1].operation.operands] + [arg_slots[i] for i, _ in bound]
             plan = FunctionPlan(
                 name,
                 format_location(function.location, self.source_name),
@@ -173,12 +198,13 @@ class Compiler:
                 [arg.type for arg in block.arguments],
             )
         finally:
-            self._slots, self._template, self._aliases = saved
-        self.plans[name] = plan
+            self._slots, self._template, self._aliases, self._returned, self._out_writes = saved
+        self.plans[key] = plan
         return plan
 
     def block(self, ops: list) -> list[Step]:
         """Compile ``ops`` (a block without its terminator) into steps."""
+        self._binds.update(self.destinations.binds(ops, self._outs))
         steps: list[Step] = []
         for op in ops:
             step = self.op(op)
@@ -199,6 +225,11 @@ class Compiler:
             step = entry.fn(self, op)
         except MultiDimMeshError as err:
             raise self.error(op, str(err)) from None
+        if step is not None and self.runtime.memory is not None and self._binds and name == func.CallOp.OPERATION_NAME:
+            operands = list(op.operation.operands)
+            bound = [self.use(operands[i]) for i, _ in self.bound_operands(op)]
+            if bound:
+                step = _tracked_binds(step, bound, self.runtime.memory)
         if step is not None and _never_waited(op):
             step = _pending(step, self.use(op.operation.results[0]), self.runtime.pending, self.where(op), name)
         if step is not None:
@@ -216,6 +247,36 @@ class Compiler:
 
     def use(self, value: ir.Value) -> int:
         return self._slots[value]
+
+    # ----- destination passing (hir.interpreter.destinations) ------------------------------
+    def is_bound(self, alloc: ir.Value) -> bool:
+        """Whether allocation ``alloc`` becomes a segment's result (its alloc has no step)."""
+        return alloc in self._binds
+
+    def bound_operands(self, call: ir.OpView) -> list[tuple[int, Bind]]:
+        """(operand index, bind) of each destination of ``call`` that becomes its result."""
+        operands = list(call.operation.operands)
+        return [(i, self._binds[v]) for i, v in enumerate(operands) if v in self._binds and self._binds[v].call == call.operation]
+
+    def call_results(self, call: ir.OpView) -> list[int]:
+        """The slots a call's plan results go to: its results, then its bound destinations."""
+        operands = list(call.operation.operands)
+        return [self.define(r) for r in call.operation.results] + [self.use(operands[i]) for i, _ in self.bound_operands(call)]
+
+    def out_destination(self, result: ir.Value) -> Optional[int]:
+        """The slot of the segment argument torch op ``result`` is written into with
+        ``out=`` (its materialization then has no step); None when it is computed fresh."""
+        argument = self._out_writes.get(result)
+        return None if argument is None else self._slots[argument]
+
+    def written_in_place(self, argument: ir.Value) -> bool:
+        """Whether segment ``argument`` is written by its producer's ``out=`` already."""
+        return argument in self._out_writes.values()
+
+    def returned(self, argument: ir.Value) -> Optional[bool]:
+        """For a segment argument that is returned instead of written: whether the result
+        must be made contiguous; None when the segment writes it."""
+        return self._returned.get(argument)
 
     def uses(self, op: ir.OpView) -> list[int]:
         return [self._slots[v] for v in op.operation.operands]

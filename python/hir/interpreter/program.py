@@ -21,6 +21,7 @@ from hir.interpreter.backends.process_groups import timeout as dist_timeout
 from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
 from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_blockers, written_arguments
 from hir.interpreter.inputs import shard
+from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
 from hir.passes import compute_resharding_reason
@@ -129,7 +130,7 @@ class Program:
 
     ``graph="auto"`` (default): on CUDA, the second call with the same input shapes and host
     scalars captures the program as a CUDA graph and later ones replay it; programs that
-    cannot be captured (CPU, Gloo, ``track_memory``, ``compile_kernels``) run eagerly, and
+    cannot be captured (CPU, Gloo, ``track_memory``) run eagerly, and
     ``graph_state`` says why. ``graph=True``: capture on the first call, an error where auto
     falls back. ``graph=False``: always eager. ``static_outputs=True``: return the graph's
     own output buffers (overwritten by the next call) instead of copies;
@@ -137,6 +138,9 @@ class Program:
     buffers and one on static buffers, each kind capped, least recently used dropped). See :mod:`hir.interpreter.graph` for the exact contract.
     ``track_memory=True``: count the bytes of live allocations (``program.memory.peak`` /
     ``.current``).
+    ``compile_kernels="auto"`` (default): kernel segments of several ops run compiled by
+    inductor on CUDA (eager on CPU); ``True`` / ``False`` force it on / off for every segment
+    (:mod:`hir.interpreter.kernels`; ``kernel_compile`` reports the compile time).
     """
 
     def __init__(
@@ -147,7 +151,7 @@ class Program:
         device: Optional[str] = None,
         num_streams: Optional[int] = None,
         backend: Optional[str] = None,
-        compile_kernels: bool = False,
+        compile_kernels: CompileMode = "auto",
         source_name: Optional[str] = None,
         graph: GraphMode = "auto",
         track_memory: bool = False,
@@ -158,6 +162,7 @@ class Program:
         num_streams = pool_size(module, num_streams, source_name)
         if not (graph is True or graph is False or graph == "auto"):
             raise HirError(f"error: graph must be True, False or 'auto', got {graph!r}")
+        check_mode(compile_kernels)
         if graph_cache_size < 1:
             raise HirError(f"error: graph_cache_size must be >= 1, got {graph_cache_size}")
         if static_outputs and graph is False:
@@ -181,7 +186,7 @@ class Program:
                 raise HirError("\n".join(placement_errors))
             refuse_resharding(module, self.runtime.world_size, source_name)
             teams = module_teams(module)
-            blockers = graph_blockers(module, dev, backend, bool(teams), track_memory, compile_kernels) if graph is not False else []
+            blockers = graph_blockers(module, dev, backend, bool(teams), track_memory) if graph is not False else []
             if graph is True and blockers:
                 raise HirError(f"error: --cuda-graph (graph=True): {blockers[0]}")
             if teams:
@@ -212,6 +217,11 @@ class Program:
         """What the program does with CUDA graphs: whether they are used (``reason``: why
         not), what the last call did, the graphs cached now."""
         return self.graph.refresh() if self.graph is not None else self._graph_state
+
+    @property
+    def kernel_compile(self) -> KernelCompileStats:
+        """Compiled kernel segments: how many, how many signatures compiled, in how long."""
+        return self.runtime.kernel_compile
 
     @property
     def memory(self) -> Optional[AllocationTracker]:
@@ -267,6 +277,8 @@ class Program:
 
     def check_inputs(self, inputs: Sequence[Any]) -> list:
         where = f"{self.plan.location}: error: @{self.entry}"
+        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+            raise HirError(f"{where} takes a list of {len(self._args)} input(s), got {type(inputs).__name__}")
         if len(inputs) != len(self._args):
             raise HirError(f"{where} takes {len(self._args)} input(s), got {len(inputs)}")
         return [arg.check(value, where, self.device) for arg, value in zip(self._args, inputs)]

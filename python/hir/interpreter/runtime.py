@@ -8,6 +8,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from hir.interpreter.backends.process_groups import Communicator, world
+from hir.interpreter.kernels import CompileMode, KernelCompileStats
 
 # torch.cuda.set_stream is two Python wrappers around this call; a stream loop switches
 # streams twice an iteration. The public API is the fallback should a torch release drop it.
@@ -19,12 +20,13 @@ class Runtime:
     """What compiled steps close over: device, rank, streams, the process group."""
 
     def __init__(
-        self, device: torch.device, num_streams: int, backend: Optional[str], compile_kernels: bool, track_memory: bool = False, high_priority: Sequence[int] = ()
+        self, device: torch.device, num_streams: int, backend: Optional[str], compile_kernels: CompileMode, track_memory: bool = False, high_priority: Sequence[int] = ()
     ) -> None:
         self.device = device
         self.memory: Optional[AllocationTracker] = AllocationTracker() if track_memory else None
         self.backend = backend
         self.compile_kernels = compile_kernels
+        self.kernel_compile = KernelCompileStats(compile_kernels)
         self.rank, self.world_size = world()
         self.streams = StreamPool(device, num_streams, high_priority)
         # Works no hir.wait consumes: (work, location, op name), completed at entry exit.

@@ -4,7 +4,8 @@ The file defines the module and its example inputs as module-level names (defaul
 ``module`` and ``example_args``; ``--module``/``--args`` pick others). A callable is called
 with no arguments first (so a file may define ``def module(): return MLP()``). Optional
 ``mesh`` and ``placements`` names in the file (or ``--mesh``/``--placements`` naming others)
-shard the program (see ``hir.from_torch``). Errors print as ``error: ...`` with exit status 1.
+shard the program, and ``dynamic`` / ``dynamic_shapes`` mark dims dynamic (see
+``hir.from_torch``). Errors print as ``error: ...`` with exit status 1.
 """
 
 import argparse
@@ -61,7 +62,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         example = _get(namespace, args.args, args.file, True)
         mesh = _get(namespace, args.mesh, args.file, False)
         placements = _get(namespace, args.placements, args.file, False)
-        program = from_torch(module, example, mesh=mesh, placements=placements, source_name=args.file)
+        dynamic = {name: _get(namespace, name, args.file, False) for name in ("dynamic", "dynamic_shapes")}
+        program = from_torch(module, example, mesh=mesh, placements=placements, source_name=args.file, **dynamic)
     except KeyError as err:
         print(err.args[0], file=sys.stderr)
         return 1

@@ -68,7 +68,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
     p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
-    p.add_argument("--compile-kernels", action="store_true", help="run hir.kernel functions through torch.compile")
+    p.add_argument(
+        "--compile-kernels", action=argparse.BooleanOptionalAction, default=None,
+        help="run every hir.kernel segment compiled by inductor (--no-compile-kernels: none; default: segments of several ops on cuda, none on cpu)",
+    )
     graph = p.add_mutually_exclusive_group()
     graph.add_argument(
         "--cuda-graph", dest="cuda_graph", action="store_const", const=True,
@@ -143,6 +146,15 @@ def check_args(args: argparse.Namespace) -> None:
             check_writable(flag, path, inputs)
 
 
+def _gpu_nodes() -> bool:
+    """Whether the machine shows NVIDIA device nodes (/dev/nvidia0...): without any, CUDA
+    cannot be available."""
+    try:
+        return any(name.startswith("nvidia") and name[len("nvidia"):].isdigit() for name in os.listdir("/dev"))
+    except OSError:
+        return True
+
+
 def check_nproc(args: argparse.Namespace) -> None:
     """Refuse, before any rank starts, more ranks than the machine can run (``--max-nproc`` overrides)."""
     if args.max_nproc is not None:
@@ -151,8 +163,8 @@ def check_nproc(args: argparse.Namespace) -> None:
         from hir.tools.launch import rank_limit
 
         device = args.device or os.environ.get("HIR_DEVICE") or ""
-        if device.startswith("cpu"):
-            cuda = False
+        if device.startswith("cpu") or (not device and not _gpu_nodes()):
+            cuda = False  # decided without importing torch: the refusal comes at once
         else:
             import torch
 
@@ -222,7 +234,7 @@ def run_file(args: argparse.Namespace) -> int:
         device=args.device,
         num_streams=args.num_streams,
         backend=args.backend,
-        compile_kernels=args.compile_kernels,
+        compile_kernels="auto" if args.compile_kernels is None else args.compile_kernels,
         source_name=name,
         graph=graph_mode(args),
     )
@@ -242,6 +254,7 @@ def run_file(args: argparse.Namespace) -> int:
         outputs = program(inputs)
     if program.device.type == "cuda":
         torch.cuda.synchronize(program.device)
+    report_compile(program)
     if args.print_outputs:
         prefix = f"rank {program.rank}: " if world > 1 else ""
         for i, value in enumerate(outputs):
@@ -251,6 +264,14 @@ def run_file(args: argparse.Namespace) -> int:
         saved = [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in outputs]
         write_atomically(rank_path(args.save, program.rank, world, ".pt"), lambda tmp: torch.save(saved, tmp))
     return 0
+
+
+def report_compile(program: "Program") -> None:
+    """A stderr line when the runs compiled kernel segments: how many, in how long."""
+    stats = program.kernel_compile
+    if stats.compiles:
+        prefix = f"rank {program.rank}: " if program.runtime.world_size > 1 else ""
+        print(f"{prefix}hir-run: compiled {stats.compiles} kernel segment signature(s) of {stats.segments} segment(s) in {stats.seconds:.2f} s", file=sys.stderr)
 
 
 def graph_mode(args: argparse.Namespace):

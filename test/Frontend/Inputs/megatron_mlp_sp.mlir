@@ -1,5 +1,5 @@
 module {
-  func.func @main(%arg0: memref<64x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %arg1: memref<64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %arg2: memref<16x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>, %arg3: memref<16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, %arg4: memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {
+  func.func @main(%arg0: memref<64x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {hir.parameter}, %arg1: memref<64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {hir.parameter}, %arg2: memref<16x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>> {hir.parameter}, %arg3: memref<16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {hir.parameter}, %arg4: memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {
     %0 = "hir.alias_reshape"(%arg4) {reassociation = [[0, 1], [2]]} : (memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x4x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
     %alloc = memref.alloc() : memref<2x4x16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
     "hir.set"(%0, %alloc) {stream_axis = 0 : i64} : (memref<2x4x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<2x4x16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()

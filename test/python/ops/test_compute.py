@@ -95,6 +95,37 @@ def test_interp_matmul_into_preallocated_output():
     assert same(out, a @ b)
 
 
+@pytest.mark.parametrize("shapes", [([8, 16], [16, 4], [8, 4]), ([1, 8, 16], [3, 16, 4], [3, 8, 4]), ([2, 1, 8, 16], [3, 16, 4], [2, 3, 8, 4]), ([16], [16, 4], [4])])
+def test_interp_matmul_accumulate(shapes):
+    """``{accumulate}``: out += a @ b (addmm_, baddbmm_ with a broadcast batch, else a
+    product added), into the caller's buffer."""
+    ta, tb, to = (mem(s) for s in shapes)
+    text = f'func.func @main(%a: {ta}, %b: {tb}, %out: {to}) {{\n  "hir.matmul"(%a, %b, %out) {{accumulate}} : ({ta}, {tb}, {to}) -> ()\n  return\n}}'
+    a, b, out = (torch.randn(s) for s in shapes)
+    want = out + torch.matmul(a, b)
+    run(text, [a, b, out])
+    assert torch.allclose(out, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")])])
+def test_interp_matmul_accumulate_bf16_strided(device):
+    """{accumulate} in bf16 into a strided part of a batch (as the accumulating
+    reduce-scatter's chunked slots): baddbmm_ adds in place, the rest untouched."""
+    a, b, whole = mem([1, 4, 64], "bf16"), mem([1, 64, 32], "bf16"), mem([1, 8, 32], "bf16")
+    o = "memref<1x4x32xbf16, strided<[256, 32, 1], offset: ?>>"
+    text = f"""func.func @main(%a: {a}, %b: {b}, %buf: {whole}) {{
+  %c1 = arith.constant 1 : index
+  %part = "hir.alias_chunk"(%buf, %c1) {{axis = 1 : i64, chunks = 2 : i64}} : ({whole}, index) -> {o}
+  "hir.matmul"(%a, %b, %part) {{accumulate}} : ({a}, {b}, {o}) -> ()
+  return
+}}"""
+    x, y, buf = (torch.randn(s).to(device=device, dtype=torch.bfloat16) for s in ([1, 4, 64], [1, 64, 32], [1, 8, 32]))
+    want = buf.float().clone()
+    want[:, 4:] += x.float() @ y.float()
+    run(text, [x, y, buf], device=device, graph=False)
+    assert torch.allclose(buf.float(), want, atol=0.25, rtol=2e-2)
+
+
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("batched", [True, False])
 def test_interp_linear_into_preallocated_output(bias, batched):

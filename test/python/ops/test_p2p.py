@@ -20,9 +20,11 @@ OPTIONS = (
     "chunks=2 transfer=push",
     "algorithm=ring streams=2 chunks=4 comm-stream=1",
     "transfer=push comm-stream=1 chunks=auto",
+    "accumulate=1 chunks=2",
+    "accumulate=1 transfer=push comm-stream=1",
 )
 # The quick form (8 ranks): the pipelines only, under these option sets.
-QUICK_OPTIONS = ("algorithm=ring chunks=2 transfer=push comm-stream=1", "streams=8 chunks=auto")
+QUICK_OPTIONS = ("algorithm=ring chunks=2 transfer=push comm-stream=1", "streams=8 chunks=auto", "accumulate=1 chunks=2 transfer=push")
 
 
 def _shard(mesh: str, axis: int) -> str:
@@ -185,7 +187,9 @@ def worker() -> int:
             chunked = "chunks=" in options and "chunks=auto" not in options  # auto: 1 at these sizes
             assert ("hir.alias_chunk" in lowered) == chunked, lowered
             assert ("hir.high_priority_streams" in lowered) == ("comm-stream=1" in options), lowered
-            assert (lowered.count('transfer = "push"') == 1) == (name == "matmul_rs" and "transfer=push" in options), lowered
+            assert ('transfer = "push"' in lowered) == (name == "matmul_rs" and "transfer=push" in options), lowered
+            accumulating = name == "matmul_rs" and "accumulate=1" in options  # no slot reduction
+            assert ("{accumulate}" in lowered) == accumulating and ("hir.reduction" in lowered) == (name == "matmul_rs" and not accumulating), lowered
             program = compile_program(module, device=device)
             for attempt in range(2):
                 (got,) = program(local)

@@ -90,13 +90,15 @@ def test_deallocating_a_buffer_kills_its_views():
         run(text, [torch.randn(8)])
 
 
-def test_sharded_views_keep_the_split_axis():
+def check_sharded_views_keep_the_split_axis(rank: int) -> None:
+    """A subview of a buffer split over [0, 1] views this rank's shard; one that cuts the
+    split axis is refused at the op."""
     shard = "#hir.shard<array<i64: 0, 1>, 0 : i64>"
     ok = f"""func.func @main(%a: memref<8x4xf32, {shard}>) -> memref<8x2xf32, strided<[4, 1], offset: 1>, {shard}> {{
   %v = memref.subview %a[0, 1] [8, 2] [1, 1] : memref<8x4xf32, {shard}> to memref<8x2xf32, strided<[4, 1], offset: 1>, {shard}>
   return %v : memref<8x2xf32, strided<[4, 1], offset: 1>, {shard}>
 }}"""
-    local = torch.randn(4, 4)  # rank 0's shard
+    local = torch.randn(4, 4)  # this rank's shard
     (v,) = run(ok, [local])
     assert torch.equal(v, local[:, 1:3])
     bad = ok.replace("[0, 1] [8, 2]", "[2, 1] [4, 2]").replace("8x2xf32, strided<[4, 1], offset: 1>", "4x2xf32, strided<[4, 1], offset: 9>")
@@ -105,8 +107,8 @@ def test_sharded_views_keep_the_split_axis():
 
 
 def test_alias_reshape_moves_the_split_with_its_group():
-    """emit computes the view type (split axis 2 of [2, 4, 6] -> axis 1 of [8, 6]); the run
-    views rank 0's local shard without a copy; an inner split axis is rejected."""
+    """emit computes the view type (split axis 2 of [2, 4, 6] -> axis 1 of [8, 6]); an inner
+    split axis is rejected (the run on two ranks: check_alias_reshape_views_the_local_shard)."""
     from torch_mlir import ir
 
     import hir
@@ -121,20 +123,44 @@ def test_alias_reshape_moves_the_split_with_its_group():
         with ir.InsertionPoint.at_block_begin(block):
             view = AliasReshapeOp.emit(block.arguments[0], [8, 6], [[0, 1], [2]])
     assert str(view.type) == "memref<8x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
-    flat = "memref<8x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
-    text = f"""func.func @main(%a: {grid}) -> {flat} {{
-  %v = "hir.alias_reshape"(%a) {{reassociation = [[0, 1], [2]]}} : ({grid}) -> {flat}
-  return %v : {flat}
-}}"""
-    local = torch.randn(2, 4, 3)  # rank 0's shard: half of axis 2
-    (v,) = run(text, [local])
-    assert v.shape == (8, 3) and v.data_ptr() == local.data_ptr() and torch.equal(v, local.reshape(8, 3))
     inner = "memref<2x4x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
     with pytest.raises(HirError, match="split axis 1 is not the outermost axis of its group"):
         hir.parse(f"""func.func @main(%a: {inner}) {{
   %v = "hir.alias_reshape"(%a) {{reassociation = [[0, 1], [2]]}} : ({inner}) -> memref<8x6xf32>
   return
 }}""", "inner.mlir")
+
+
+RESHAPE_GRID = "memref<2x4x6xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>"
+RESHAPE_FLAT = "memref<8x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
+
+
+def check_alias_reshape_views_the_local_shard(rank: int) -> None:
+    """hir.alias_reshape views this rank's local shard (half of axis 2) without a copy."""
+    text = f"""func.func @main(%a: {RESHAPE_GRID}) -> {RESHAPE_FLAT} {{
+  %v = "hir.alias_reshape"(%a) {{reassociation = [[0, 1], [2]]}} : ({RESHAPE_GRID}) -> {RESHAPE_FLAT}
+  return %v : {RESHAPE_FLAT}
+}}"""
+    local = torch.randn(2, 4, 3)
+    (v,) = run(text, [local])
+    assert v.shape == (8, 3) and v.data_ptr() == local.data_ptr() and torch.equal(v, local.reshape(8, 3))
+
+
+RANK_CASES = {f.__name__: f for f in (check_sharded_views_keep_the_split_axis, check_alias_reshape_views_the_local_shard)}
+
+
+def test_sharded_views_on_two_gloo_ranks():
+    """Programs placed on devices [0, 1] run on two ranks (one rank is refused: the placement
+    check); each rank views its own shard."""
+    import os
+    from pathlib import Path
+
+    from multirank_util import launch_workers
+
+    # the worker imports interp_util from test/python, as pytest's conftest lets this file do
+    path = os.pathsep.join(filter(None, [str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH")]))
+    oks, report = launch_workers(2, __file__, timeout_s=300, env={**os.environ, "PYTHONPATH": path})
+    assert oks == 2 * len(RANK_CASES), report
 
 
 def test_builder_views():
@@ -163,3 +189,19 @@ def test_builder_view_errors():
         b.subview(x, [0, 0], [2, 4], drop=[0])
     with pytest.raises(HirError, match=r"reshape needs a static buffer of the same size"):
         b.reshape(x, [3, 3])
+
+
+def _run_rank_case(name: str, rank: int, world: int) -> str:
+    try:
+        RANK_CASES[name](rank)
+    except Exception as err:  # reported by the launching test
+        return f"rank {rank}: {name} failed: {type(err).__name__}: {err}"
+    return ""
+
+
+if __name__ == "__main__":
+    import sys
+
+    from multirank_util import run_gloo_cases
+
+    sys.exit(run_gloo_cases(list(RANK_CASES), _run_rank_case))

@@ -30,6 +30,7 @@ from torch_mlir.dialects import torch as torch_dialect
 
 from hir.dialect.base import get_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
+from hir.interpreter.destinations import out_variant
 from hir.interpreter.plan import UNSET, Compiler, Step
 from hir.interpreter.registry import impl, impl_prefix, register_impls
 
@@ -133,6 +134,11 @@ class TorchImpls:
                 if run_time:
                     fill.append((len(positional), c.use(value)))
                 positional.append(None if run_time else _plan_argument(c, op, arg, value))
+        dest = c.out_destination(op.operation.results[0]) if len(op.operation.results) == 1 else None
+        if dest is not None:  # the segment's destination, written in place (destinations.py)
+            overload = out_variant(overload)
+            keywords["out"] = None
+            fill_kw.append(("out", dest))
         results = [c.define(r) for r in op.operation.results]
         call = _bind(overload, positional, keywords, fill, fill_kw)
         if not results:  # checks such as _assert_tensor_metadata

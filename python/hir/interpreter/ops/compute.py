@@ -10,6 +10,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import memref
 
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
+from hir.dialect.compute import accumulates
 from hir.dialect.base import get_i64_array, get_str
 from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
@@ -45,6 +46,30 @@ def _matmul_into(vector_a: bool, vector_b: bool) -> Callable:
         torch.matmul(a, b, out=out)
 
     return lifted
+
+
+def _matmul_accumulate(a: int, b: int, o: int, ranks: list) -> Step:
+    """``out += a @ b`` in the GEMM's epilogue: ``addmm_`` for matrices, ``baddbmm_`` for
+    equal-rank-3 batches (broadcast batches expanded, no copy); other ranks add a product."""
+    if ranks == [2, 2, 2]:
+
+        def addmm_step(env: list) -> None:
+            env[o].addmm_(env[a], env[b])
+
+        return addmm_step
+    if ranks == [3, 3, 3]:
+
+        def baddbmm_step(env: list) -> None:
+            out = env[o]
+            batch = out.shape[0]
+            out.baddbmm_(env[a].expand(batch, -1, -1), env[b].expand(batch, -1, -1))
+
+        return baddbmm_step
+
+    def add_product_step(env: list) -> None:
+        env[o].add_(torch.matmul(env[a], env[b]))
+
+    return add_product_step
 
 
 @register_impls
@@ -112,6 +137,8 @@ class ComputeImpls:
     def matmul(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         a, b, o = c.uses(op)
         operands = op.operation.operands
+        if accumulates(op.operation):
+            return _matmul_accumulate(a, b, o, [_rank(c, v) for v in operands])
         product = _matmul_into(_rank(c, operands[0]) == 1, _rank(c, operands[1]) == 1)
         out_spec = c.spec(operands[2])
         if not out_spec.contiguous and len(out_spec.shape) >= 3:

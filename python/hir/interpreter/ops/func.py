@@ -1,14 +1,16 @@
 """Handler of the func group (upstream): ``func.call``; a call of a kernel segment (a
-``func.func {hir.kernel}``) runs its body as one unit, optionally through ``torch.compile``."""
+``func.func {hir.kernel}``) runs its body as one unit, compiled by inductor where
+``compile_kernels`` says so (:mod:`hir.interpreter.kernels`)."""
 
-from typing import Callable, Optional
+from typing import Optional
 
-import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from hir.dialect.compute import KERNEL_ATTR
-from hir.interpreter.plan import Compiler, FunctionPlan, Step
+from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR
+from hir.interpreter.kernels import compiled_segment, wants_compile
+from hir.interpreter.ops.once import once_step
+from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
 
 
@@ -20,10 +22,13 @@ class FuncImpls:
         plan = c.function(callee_name, at=op)
         func = c.functions[callee_name]
         args = c.uses(op)
-        outs = [c.define(r) for r in op.operation.results]
+        outs = c.call_results(op)  # its results, then the destinations it binds
         run = plan.call
-        if c.runtime.compile_kernels and KERNEL_ATTR in func.operation.attributes:
-            run = compiled_unit(plan)
+        runtime = c.runtime
+        if KERNEL_ATTR in func.operation.attributes and wants_compile(runtime.compile_kernels, runtime.device, func.operation):
+            run = compiled_segment(plan.call, callee_name, plan.location, runtime.kernel_compile)
+        if ONCE_ATTR in op.operation.attributes:  # parameter work, cached (ops/once.py)
+            return once_step(run, args, outs, runtime.device)
 
         def call_step(env: list) -> None:
             results = run([env[a] for a in args])
@@ -32,13 +37,3 @@ class FuncImpls:
 
         return call_step
 
-
-def compiled_unit(plan: FunctionPlan) -> Callable[[list], list]:
-    """The kernel segment as one ``torch.compile``d function. Its steps write their outputs
-    in place, which torch.compile supports as input mutation."""
-
-    def unit(*args):
-        return plan.call(list(args))
-
-    compiled = torch.compile(unit, dynamic=False)
-    return lambda args: compiled(*args)

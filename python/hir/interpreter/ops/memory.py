@@ -28,6 +28,9 @@ _ALLOCS = (memref.AllocOp.OPERATION_NAME, memref.AllocaOp.OPERATION_NAME)
 class MemoryImpls:
     @impl(memref.AllocOp, memref.AllocaOp)
     def alloc(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        if c.is_bound(op.operation.results[0]):  # a kernel segment's result (destinations.py)
+            c.define(op.operation.results[0])
+            return None
         step = _symmetric_alloc(c, op) if SYMMETRIC_ATTR in op.operation.attributes else None
         if step is None:
             step = _alloc(c, op)

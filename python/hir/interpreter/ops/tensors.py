@@ -17,7 +17,10 @@ exactly such a type-system boundary, and canonicalization folds its round trips.
 
 At run time every one of these values is the same torch tensor: ``to_tensor`` and the cast
 pass it through (no copy; value semantics hold because tensor ops never write their
-operands), ``materialize_in_destination`` copies the result into the destination buffer.
+operands), ``materialize_in_destination`` copies the result into the destination buffer,
+unless the plan binds that buffer to the result (:mod:`hir.interpreter.destinations`): then
+the segment returns the result itself (made contiguous where the buffer's uses need it), or
+the op computing the result writes the destination with its ``out=`` overload.
 """
 
 from typing import Optional
@@ -48,6 +51,22 @@ class TensorBridgeImpls:
         if op.operation.results:
             raise c.error(op, "with a tensor destination is not supported: write into a memref buffer")
         src, dst = c.uses(op)
+        if c.written_in_place(op.operation.operands[1]):  # the producer wrote it with out=
+            return None
+        contiguous = c.returned(op.operation.operands[1])
+        if contiguous is not None:  # the destination becomes the result: no copy
+            if not contiguous:
+
+                def bind_result(env: list) -> None:
+                    env[dst] = env[src]
+
+                return bind_result
+
+            def bind_contiguous(env: list) -> None:
+                result = env[src]
+                env[dst] = result if result.is_contiguous() else result.contiguous()
+
+            return bind_contiguous
 
         def copy_into(env: list) -> None:
             env[dst].copy_(env[src])

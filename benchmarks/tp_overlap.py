@@ -1,0 +1,206 @@
+"""One tensor-parallel MLP layer forward on N GPUs, end to end (issue 25): the Megatron MLP
+(``Linear(d, hidden)``, tanh GELU, ``Linear(hidden, d)``, bf16) imported with
+``hir.from_torch`` in its sequence-parallel form (tokens split: all-gather, fc1, gelu, fc2,
+reduce-scatter) and its tensor-parallel form (tokens replicated: fc1, gelu, fc2,
+all-reduce), lowered with the collectives whole and pipelined (copy-engine P2P, the
+accumulating reduce-scatter ring, ``hir-lower-overlap``), eager and as CUDA-graph replays,
+against hand-written torch, DTensor ``parallelize_module`` and PyTorch async-TP
+(``torch.ops.symm_mem.fused_all_gather_matmul`` / ``fused_matmul_reduce_scatter`` called
+directly: the SP form is what async-TP's micro-pipeline turns TP into), all in one run.
+
+    python benchmarks/tp_overlap.py --emit DIR [--worlds 1,2,4,8] [--tokens 8192 --d-model 4096 --hidden 16384]
+    torchrun --nproc_per_node=N benchmarks/tp_overlap.py --from DIR
+
+``--emit`` imports here (the GPU machines have no torch-mlir) one SP and one TP module per
+world size; ``--from`` runs the pair imported for the run's world size. Weights are not
+carried: both sides build the model from the config and seed 0. Each row: median ms (CUDA
+events, max over ranks), ratio to the hand-written torch row, relative error of this
+rank's output against a float32 reference. A row that cannot run prints n/a and why.
+"""
+
+import argparse
+import faulthandler
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+import hir
+from hir.interpreter import local_arguments
+from hir.interpreter.backends.process_groups import shutdown
+from dist_timing import bench, init_nccl
+from overlap import hir_rows, relerr, table_row
+from sp_mlp import DTYPES, make_model
+
+WHOLE = "hir-convert-to-communication{backend=nccl},hir-lower"
+P2P = "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda},hir-lower"
+SP_PIPELINES = [
+    WHOLE,
+    P2P,
+    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda chunks=auto comm-stream=1},hir-lower",
+    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda accumulate=1 chunks=auto},hir-lower",
+    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda accumulate=1 chunks=auto transfer=push comm-stream=1},hir-lower",
+    "hir-lower-overlap",
+]
+TP_PIPELINES = [WHOLE, "hir-lower-overlap"]
+
+
+def placements(sequence: bool) -> dict:
+    from torch.distributed.tensor import Replicate, Shard
+
+    io = {"input0": Shard(0), "output0": Shard(0)} if sequence else {}
+    return {"0.weight": Shard(0), "0.bias": Shard(0), "2.weight": Shard(1), "2.bias": Replicate(), **io}
+
+
+def emit(args: argparse.Namespace) -> None:
+    os.makedirs(args.emit, exist_ok=True)
+    for world in (int(w) for w in args.worlds.split(",")):
+        config = {"tokens": args.tokens, "d_model": args.d_model, "hidden": args.hidden, "dtype": args.dtype, "world": world}
+        model, x = make_model(config)
+        for form in ("sp", "tp"):
+            program = hir.from_torch(model, (x,), mesh=list(range(world)), placements=placements(form == "sp"))
+            with open(os.path.join(args.emit, f"{form}_w{world}.mlir"), "w") as f:
+                f.write(str(program.module))
+        with open(os.path.join(args.emit, f"config_w{world}.json"), "w") as f:
+            json.dump(config, f)
+        print(f"wrote {args.emit}/{{sp,tp}}_w{world}.mlir: {config}", flush=True)
+
+
+def _guarded(label: str, fn, reference=None) -> tuple:
+    """A table row timing ``fn`` (n/a with the reason when it cannot run)."""
+    try:
+        out = fn()
+        return (label, bench(fn), None if reference is None else relerr(out, reference), "")
+    except Exception as err:  # an API this torch lacks, a size it rejects: say why
+        return (label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90] if str(err) else ''}")
+
+
+def _dtensor(model: torch.nn.Module, sequence: bool, world: int):
+    """``parallelize_module`` of a copy of ``model`` (fc1 colwise, fc2 rowwise; SP: tokens
+    split in and out); returns its forward on this rank's input."""
+    import copy
+
+    from torch.distributed.tensor import DeviceMesh, Replicate, Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    mesh = DeviceMesh("cuda", list(range(world)))
+    layout = Shard(0) if sequence else Replicate()
+    plan = {"0": ColwiseParallel(input_layouts=layout), "2": RowwiseParallel(output_layouts=layout)}
+    return parallelize_module(copy.deepcopy(model), mesh, plan)
+
+
+def _async_tp(x_local, w1, b1, w2, b2):
+    """PyTorch async-TP's fused symmetric-memory ops on the SP MLP: all-gather+fc1, then
+    fc2+reduce-scatter (the input staged once in symmetric memory, as async-TP does)."""
+    import warnings
+
+    import torch.distributed._symmetric_memory as symm_mem
+
+    group = dist.group.WORLD.group_name
+    with warnings.catch_warnings():  # deprecated (a no-op) in newer torch; needed in older
+        warnings.simplefilter("ignore")
+        symm_mem.enable_symm_mem_for_group(group)
+    sym = symm_mem.empty(x_local.shape, device=x_local.device, dtype=x_local.dtype)
+    sym.copy_(x_local)
+    w1t, w2t = w1.t(), w2.t()
+
+    def forward():
+        _, (h,) = torch.ops.symm_mem.fused_all_gather_matmul(sym, [w1t], gather_dim=0, group_name=group)
+        h = F.gelu(h + b1, approximate="tanh")
+        return torch.ops.symm_mem.fused_matmul_reduce_scatter(h, w2t, "sum", scatter_dim=0, group_name=group).add_(b2)
+
+    return forward
+
+
+def run(args: argparse.Namespace) -> None:
+    faulthandler.dump_traceback_later(args.timeout, exit=True)  # a hung rank dumps stacks and exits
+    rank = init_nccl()
+    world = dist.get_world_size()
+    path = os.path.join(args.from_dir, f"config_w{world}.json")
+    if not os.path.exists(path):
+        if rank == 0:
+            print(f"skipped: no modules imported for {world} ranks in {args.from_dir} (emit with --worlds {world})")
+        dist.destroy_process_group()
+        return
+    with open(path) as f:
+        config = json.load(f)
+    dev = torch.device("cuda", rank)
+    model, x = make_model(config)
+    model, x = model.to(dev), x.to(dev)
+    with torch.no_grad():
+        full = model.float()(x.float())
+        model = model.to(DTYPES[config["dtype"]])
+    state = list(model.state_dict().values())
+    if rank == 0:
+        print(f"\nMLP layer forward, {world} GPU(s), {config['dtype']}, tokens={config['tokens']} d_model={config['d_model']} hidden={config['hidden']} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
+    for form in ("sp", "tp"):
+        sequence = form == "sp"
+        with open(os.path.join(args.from_dir, f"{form}_w{world}.mlir")) as f:
+            text = f.read()
+        local = [t.to(dev) for t in local_arguments(hir.parse(text, f"{form}.mlir"), state + [x], rank)]
+        w1, b1, w2, b2, x_in = local
+        reference = full.chunk(world)[rank] if sequence else full
+        gathered, out = torch.empty_like(x), torch.empty_like(reference, dtype=x.dtype)
+
+        def torch_sp():
+            dist.all_gather_into_tensor(gathered, x_in)
+            h = F.gelu(F.linear(gathered, w1, b1), approximate="tanh")
+            dist.reduce_scatter_tensor(out, h @ w2.t())
+            return out.add_(b2)
+
+        def torch_tp():
+            h = F.gelu(F.linear(x_in, w1, b1), approximate="tanh")
+            y = h @ w2.t()
+            dist.all_reduce(y)
+            return y.add_(b2)
+
+        with torch.no_grad():
+            hand = torch_sp if sequence else torch_tp
+            hand()
+            base = bench(hand)
+            rows = [(f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})", base, relerr(hand(), reference), "")]
+            try:
+                dtensor = _dtensor(model, sequence, world)
+                rows.append(_guarded("DTensor parallelize_module", lambda: dtensor(x_in), reference))
+            except Exception as err:
+                rows.append(("DTensor parallelize_module", None, None, f"{type(err).__name__}: {str(err)[:90]}"))
+            if sequence:
+                try:
+                    rows.append(_guarded("PyTorch async-TP (fused_all_gather_matmul, gelu, fused_matmul_reduce_scatter)", _async_tp(x_in, w1, b1, w2, b2), reference))
+                except Exception as err:
+                    rows.append(("PyTorch async-TP", None, None, f"{type(err).__name__}: {str(err)[:90]}"))
+            if rank == 0:
+                print(f"\n{form.upper()} MLP, {world} GPU(s)\n| row | ms | x torch {form.upper()} | rel. error |\n|---|---:|---:|---:|", flush=True)
+                for row in rows:
+                    print(table_row(row, base), flush=True)
+            for pipeline in SP_PIPELINES if sequence else TP_PIPELINES:  # a row as soon as it is measured
+                for row in hir_rows(lambda: hir.parse(text, f"{form}.mlir"), [pipeline], local, reference, rank, graph=True):
+                    if rank == 0:
+                        print(table_row(row, base), flush=True)
+    shutdown()  # hir's team groups first, then the default group
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--emit", metavar="DIR", help="import here: DIR/{sp,tp}_w<N>.mlir + config_w<N>.json per world size")
+    p.add_argument("--from", dest="from_dir", metavar="DIR", help="run DIR's modules under torchrun, one GPU per rank")
+    p.add_argument("--worlds", default="1,2,4,8", help="world sizes to import for (--emit)")
+    p.add_argument("--tokens", type=int, default=8192)
+    p.add_argument("--d-model", type=int, default=4096)
+    p.add_argument("--hidden", type=int, default=16384)
+    p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    p.add_argument("--timeout", type=float, default=540, help="seconds before a hung run dumps its stacks and exits")
+    args = p.parse_args()
+    if bool(args.emit) == bool(args.from_dir):
+        p.error("give one of --emit DIR (import) or --from DIR (run)")
+    if args.emit:
+        emit(args)
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The accumulating reduce-scatter of hir-p2p-pipeline (``accumulate=1``): the partial sums
+travel a ring and each rank adds its own contribution in the matmul's epilogue
+(``hir.matmul {accumulate}``: ``addmm_`` / ``baddbmm_`` into the receive slot), so no
+separate reduction kernel runs.
+
+Destination d's sum starts on team position d + 1 and moves one position down each step
+(shift offset 1: receive from me + 1, send to me - 1): at step s (0 .. n-1) this rank
+handles destination (me + 1 + s) mod n; step 0 computes its partial into slot 0 of a
+symmetric buffer, step s >= 1 receives the sum so far into slot s and adds its partial
+there, and step n - 1 (destination me) lands in the reduce-scatter's output.
+
+Each step runs in ``chunks`` parts along the slot's first free axis; part c of every step
+runs on pool stream c and waits only for its own shift, so part c of step s + 1 starts
+while part c + 1 of step s still computes (a wavefront: with c parts a step takes about
+max(t_m, t_c, (t_m + t_c) / c), so chunks >= 2 overlaps the copies; chunks = 1 runs copy,
+then matmul, step after step).
+
+Before::
+
+    "hir.matmul"(%a, %w, %partial) {stream_axis = 0 : i64}      // partial [n, n, m, N] split on axis 1
+    %w = "hir.reduce_scatter"(%partial, %out) {axis = 1, reduction = "sum", scatter_axis = 0, stream_axis = 0, ...}
+
+After (chunks = 2; ``transfer = push`` shifts into slot n - 1 and copies it to %out)::
+
+    %slots = memref.alloc() {hir.symmetric}
+    "hir.for"(%c0, %c2, %c1) ({ ^bb0(%c):                            // step 0
+      set_current_stream(get_stream(%c)) ; matmul of a[(me + 1) mod n] part c into slots[0] part c })
+    "hir.for"(%c1, %c3, %c1) ({ ^bb0(%s): "hir.for"(...) ({ ^bb0(%c):  // steps 1 .. n-2
+      comm stream: synchronize(stream c) ; %w = shift(slots[s - 1] part c, slots[s] part c, %c1)
+      stream c: wait(%w) ; matmul {accumulate} of a[(me + 1 + s) mod n] part c into slots[s] part c }) })
+    ... step n - 1 the same, from slots[n - 2] into %out
+"""
+
+from typing import Callable, Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith
+
+from hir.dialect import AliasSelectOp, GetStreamOp, SetCurrentStreamOp, SetOp, ShiftOp, SynchronizeOp, WaitOp, op_class
+from hir.dialect.base import get_int, get_str
+from hir.passes._p2p_reduce_scatter import erase_if_unused, producer_of
+from hir.passes._p2p_steps import Steps, begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
+from hir.passes.base import PassFailure
+from hir.passes.helpers import fail, index_arith, index_const, output_index, slice_name
+
+
+def can_accumulate(rs: ir.Operation, block_ops: list) -> bool:
+    """Whether ``rs`` sums and its producer declares an accumulating form."""
+    try:
+        producer = producer_of(rs, rs.operands[0], get_int(rs, "scatter_axis"), block_ops)
+    except PassFailure:  # the pipeline itself reports what is wrong
+        return False
+    return get_str(rs, "reduction") == "sum" and getattr(op_class(producer), "ACCUMULATE_ATTR", None) is not None
+
+
+def build_accumulate(opts, rs: ir.Operation, block_ops: list) -> None:
+    """Replace ``rs``, its wait and the producer of its input by the accumulating ring."""
+    k = get_int(rs, "scatter_axis")
+    team, team_attr, backend, wait = collective(opts, rs, rs.operands[0], k, "scatters", "slice")
+    partial, out = rs.operands[0], rs.operands[1]
+    producer = producer_of(rs, partial, k, block_ops)
+    attr = getattr(op_class(producer), "ACCUMULATE_ATTR", None)
+    if attr is None:
+        raise fail(producer, "cannot accumulate into its output (hir-p2p-pipeline{accumulate=1} needs a producer with an accumulating form, e.g. hir.matmul)")
+    if get_str(rs, "reduction") != "sum":
+        raise fail(rs, f"reduces with '{get_str(rs, 'reduction')}'; hir-p2p-pipeline{{accumulate=1}} only sums")
+    parts_axis = chunk_axis(opts, rs, partial, [k, get_int(rs, "axis")], [(producer, output_index(producer))])
+    slot_axis = parts_axis - (1 if parts_axis > k else 0)  # also the output's axis
+    n = len(team)
+    with ir.InsertionPoint(rs), rs.location:
+        steps = begin(opts, team)
+        push = opts.transfer == "push"
+        slots = new_buffer(partial.type, symmetric=True, name="slots")  # pull: read in place; push: written in place
+        attrs = steps.shift_attrs(team_attr, backend, opts.transfer)
+
+        def part(buffer: ir.Value, c: Optional[ir.Value]) -> ir.Value:
+            return buffer if c is None else chunk(buffer, c, slot_axis, opts.chunks)
+
+        def slot(index: ir.Value) -> ir.Value:
+            return AliasSelectOp.emit(slots, index, k, name=slice_name(slots))
+
+        def produce(whole: ir.Value, position: ir.Value, c: Optional[ir.Value], accumulate: bool) -> ir.Value:
+            """The producer's slice for team ``position`` (part ``c``) into ``whole``."""
+            target = part(whole, c)
+            sliced = slice_op(producer.clone(), k, {partial: whole}, position, steps.zero)
+            if c is not None:
+                chunk_op(sliced, output_index(sliced), slot_axis, c, opts.chunks, {whole: target})
+            if accumulate:
+                sliced.attributes[attr] = ir.UnitAttr.get()
+            return target
+
+        def step(position: ir.Value, source: Optional[ir.Value], into: ir.Value, copy_to: Optional[ir.Value] = None) -> None:
+            """One step, part by part: receive ``source`` (the sum so far; None at step 0)
+            into ``into`` and add this rank's partial for ``position``; then copy to ``copy_to``."""
+
+            def body(c: Optional[ir.Value]) -> None:
+                stream = GetStreamOp.emit(c if c is not None else steps.zero, name="stream")
+                if source is not None:
+                    SetCurrentStreamOp.emit(steps.comm)
+                    SynchronizeOp.emit(stream)  # the sender's part c of the previous step
+                    work = ShiftOp.emit(part(source, c), part(into, c), steps.one, attrs, name="work")
+                    SetCurrentStreamOp.emit(stream)
+                    WaitOp.emit(work)
+                else:
+                    SetCurrentStreamOp.emit(stream)
+                target = produce(into, position, c, accumulate=source is not None)
+                if copy_to is not None:
+                    SetOp.emit(target, part(copy_to, c))
+
+            _parts(steps, opts.chunks, body)
+
+        step(steps.position(steps.one, 1), None, slot(steps.zero))
+        if n > 2:
+            s, end = steps.loop(steps.one, index_const(n - 1), "s")
+            with ir.InsertionPoint(end):
+                previous = index_arith(arith.SubIOp, s, steps.one)
+                step(steps.position(index_arith(arith.AddIOp, s, steps.one), 1), slot(previous), slot(s))
+        last = slot(index_const(n - 2))
+        if push:  # a pushed copy lands in symmetric memory only
+            step(steps.me, last, slot(index_const(n - 1)), copy_to=out)
+        else:
+            step(steps.me, last, out)
+        SetCurrentStreamOp.emit(steps.user)
+        steps.join([])
+    producer.erase()
+    wait.erase()
+    rs.erase()
+    erase_if_unused(partial)
+
+
+def _parts(steps: Steps, chunks: int, body: Callable[[Optional[ir.Value]], None]) -> None:
+    """``body(c)`` in a loop over the parts, or ``body(None)`` once when there is one."""
+    if chunks == 1:
+        body(None)
+        return
+    c, end = steps.loop(steps.zero, steps.chunks, "c")
+    with ir.InsertionPoint(end):
+        body(c)

@@ -1,0 +1,168 @@
+"""Dynamic shapes for :func:`hir.from_torch`: one import runs every size of the dims marked
+dynamic.
+
+* **The spec**: torch.export's ``dynamic_shapes`` (``torch.export.Dim`` per dim, one entry
+  per example argument, or a dict by ``forward``'s parameter names), or the simple form
+  ``dynamic={"input0": {0: "batch", 1: "seq"}}`` (:func:`export_spec`: equal names are one
+  dim).
+* **Types**: a dynamic dim is ``?`` in the ``!torch.vtensor`` the FX importer emits and in
+  the memref types the partitioner derives (``memref<?x?x16xf32>``).
+* **Sizes in @main**: every buffer of a dynamic shape is allocated with its sizes, computed
+  from the program's arguments: the exported graph knows each value's shape as sympy
+  expressions over the input dims (``s0``, ``4*s1``, ``s0*s1``), :class:`Sizes` emits
+  ``memref.dim`` of the argument that holds each symbol and ``arith`` index ops for the rest.
+* **Inside kernel segments**, torch's own size computations (``aten.size.int``,
+  ``aten.mul.int``, the size lists of ``view``) are cloned into each segment that uses them
+  (``partition.py``), so sizes never cross a segment boundary.
+
+Where a dynamic dim is split over devices, the run checks that it divides (``memref.alloc``
+and :meth:`hir.frontend.placements.MeshPlacer.local_arguments`).
+"""
+
+import inspect
+from typing import Any, Optional, Sequence
+
+import torch
+from torch_mlir import ir
+from torch_mlir.dialects import arith
+from torch_mlir.dialects import torch as torch_dialect
+from torch_mlir.extras.fx_importer import GraphNodeImporter
+
+from hir.core import HirError
+from hir.passes.helpers import dim, index_arith, index_const
+
+Expr = Any  # a sympy expression, or an int for a static extent
+
+
+def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dynamic: Optional[dict]) -> Optional[tuple]:
+    """torch.export's ``dynamic_shapes`` for the example arguments (one entry each), from
+    either form; None when neither is given."""
+    if dynamic_shapes is not None and dynamic is not None:
+        raise HirError("error: hir.from_torch: give dynamic_shapes= (torch.export's form) or dynamic= (hir's), not both")
+    if dynamic is not None:
+        return _from_names(dynamic, num_args)
+    if dynamic_shapes is None:
+        return None
+    if isinstance(dynamic_shapes, dict):
+        params = list(inspect.signature(module.forward).parameters)[:num_args]
+        unknown = [k for k in dynamic_shapes if k not in params]
+        if unknown:
+            raise HirError(f"error: hir.from_torch: dynamic_shapes names {unknown[0]!r}, which is not among {type(module).__name__}.forward's first {num_args} parameter(s) {params}")
+        return tuple(dynamic_shapes.get(p) for p in params)
+    if not isinstance(dynamic_shapes, (tuple, list)) or len(dynamic_shapes) != num_args:
+        raise HirError(f"error: hir.from_torch: dynamic_shapes must give one entry per example argument ({num_args}), got {dynamic_shapes!r}")
+    return tuple(dynamic_shapes)
+
+
+def dim_name(spec: Optional[tuple], index: int, axis: int, expr: Any) -> str:
+    """The user's name of dynamic dim ``axis`` of input ``index`` (its ``Dim``'s), else the
+    export's symbol."""
+    entry = spec[index] if spec is not None and index < len(spec) else None
+    if isinstance(entry, (tuple, list)):
+        entry = dict(enumerate(entry))
+    name = getattr(entry.get(axis), "__name__", None) if isinstance(entry, dict) else None
+    return name or str(expr)
+
+
+def _from_names(dynamic: dict, num_args: int) -> tuple:
+    """``{"input0": {0: "batch"}}`` -> ``({0: Dim("batch")},)``; one Dim per name."""
+    if not isinstance(dynamic, dict):
+        raise HirError(f"error: hir.from_torch: dynamic must be a dict like {{'input0': {{0: 'batch'}}}}, got {type(dynamic).__name__}")
+    dims: dict[str, Any] = {}
+    spec: list = [None] * num_args
+    for key, axes in dynamic.items():
+        index = int(key[5:]) if isinstance(key, str) and key.startswith("input") and key[5:].isdigit() else None
+        if index is None or index >= num_args:
+            raise HirError(f"error: hir.from_torch: dynamic names {key!r}; the inputs are input0 ... input{num_args - 1}")
+        if not isinstance(axes, dict) or not all(isinstance(a, int) and isinstance(n, str) and n.isidentifier() for a, n in axes.items()):
+            raise HirError(f"error: hir.from_torch: dynamic[{key!r}] must map dims to names (identifiers), like {{0: 'batch', 1: 'seq'}}, got {axes!r}")
+        spec[index] = {a: dims.setdefault(n, torch.export.Dim(n)) for a, n in axes.items()}
+    return tuple(spec)
+
+
+_SIZE_TYPES = ("!torch.int", "!torch.list<int>", "!torch.bool")  # bool: a check on sizes
+_SIZE_OF = (torch_dialect.AtenSizeIntOp.OPERATION_NAME, torch_dialect.AtenSizeOp.OPERATION_NAME)
+
+
+def is_size(op: ir.Operation) -> bool:
+    """A size computation of a dynamic shape (``aten.size.int``, ``aten.mul.int``, a list of
+    sizes): ints from tensors' shapes, constants and other sizes. Cloned into each segment
+    that uses it (``partition.py``), as constants are: sizes never cross a segment boundary."""
+    if not op.results or any(str(r.type) not in _SIZE_TYPES for r in op.results):
+        return False
+    return op.name in _SIZE_OF or all(not str(v.type).startswith("!torch.vtensor") for v in op.operands)
+
+
+def symbolic_shapes(importer: GraphNodeImporter) -> dict:
+    """MLIR tensor value -> its shape (sympy expressions; ints where static), from the
+    exported graph's fake tensors."""
+    shapes = {}
+    for key, value in importer._v.items():
+        if not isinstance(key, tuple):
+            continue
+        node, index = key
+        val = node.meta.get("val")
+        if isinstance(val, (tuple, list)):
+            val = val[index] if index < len(val) else None
+        if isinstance(val, torch.Tensor):
+            shapes[value] = tuple(d.node.expr if isinstance(d, torch.SymInt) else int(d) for d in val.shape)
+    return shapes
+
+
+class Sizes:
+    """The index values of dynamic extents in @main, built at the current insertion point
+    from ``memref.dim`` of the arguments that hold the symbols (memoized)."""
+
+    def __init__(self, shapes: dict, arguments: Sequence[tuple[ir.Value, ir.Value]]) -> None:
+        self.shapes = shapes
+        self.bound: dict = {}  # symbol -> (argument buffer, axis)
+        for torch_arg, buffer in arguments:
+            for axis, expr in enumerate(shapes.get(torch_arg, ())):
+                if not isinstance(expr, int) and expr.is_Symbol:
+                    self.bound.setdefault(expr, (buffer, axis))
+        self.made: dict = {}
+
+    def of(self, value: ir.Value, memref_type: ir.MemRefType, where: str) -> list[ir.Value]:
+        """The sizes ``memref.alloc`` takes for a buffer of ``value`` (one per ``?``): of its
+        own shape, or (a buffer of another rank the placer derives: a leading mesh axis)
+        ``value``'s dynamic extents in order."""
+        dynamic = [i for i, d in enumerate(memref_type.shape) if d == ir.ShapedType.get_dynamic_size()]
+        if not dynamic:
+            return []
+        if value not in self.shapes:  # not a dynamic import, or a shape that depends on data
+            raise ValueError(f"{value.get_name()} has the dynamic type {value.type}")
+        shape = self.shapes[value]
+        if len(shape) == memref_type.rank:
+            exprs = [shape[i] for i in dynamic]
+        else:  # a layout the placer derived from value's (a leading mesh axis): in order
+            exprs = [e for e in shape if not isinstance(e, int)]
+        if len(exprs) != len(dynamic) or any(isinstance(e, int) for e in exprs):
+            raise HirError(f"{where}: error: the extents of the dynamic dims of {memref_type} are not known; mark fewer dims dynamic")
+        return [self.emit(e, where) for e in exprs]
+
+    def emit(self, expr: Expr, where: str) -> ir.Value:
+        key = str(expr)
+        if key not in self.made:
+            self.made[key] = self._build(expr, where)
+        return self.made[key]
+
+    def _build(self, expr: Expr, where: str) -> ir.Value:
+        import sympy
+        from torch.utils._sympy.functions import FloorDiv, Mod
+
+        if isinstance(expr, int) or expr.is_Integer:
+            return index_const(int(expr))
+        if expr.is_Symbol:
+            if expr not in self.bound:
+                raise HirError(f"{where}: error: dynamic size {expr} is no input's dim: hir cannot compute it before the run")
+            buffer, axis = self.bound[expr]
+            return dim(buffer, index_const(axis))
+        ops = {sympy.Add: arith.AddIOp, sympy.Mul: arith.MulIOp, FloorDiv: arith.FloorDivSIOp, Mod: arith.RemSIOp}
+        op = next((o for cls, o in ops.items() if isinstance(expr, cls)), None)
+        if op is None:
+            raise HirError(f"{where}: error: dynamic size {expr} ({type(expr).__name__}) has no index arithmetic in hir (supported: +, *, //, %)")
+        args = [self.emit(a, where) for a in expr.args]
+        out = args[0]
+        for a in args[1:]:
+            out = index_arith(op, out, a)
+        return out

@@ -1,0 +1,53 @@
+"""A decode step of an HF causal LM over transformers' ``StaticCache``, as a module
+:func:`hir.from_torch` imports: ``step(input_ids, cache_position) -> logits``, its key/value
+cache buffers program state that the step updates in place.
+
+Why not ``transformers.integrations.executorch.TorchExportableModuleWithStaticCache`` as
+is: it registers the cache layers' tensors as buffers, but the cache keeps its own references
+to them, so an export that swaps the module's buffers for graph inputs (``functional_call``,
+non-strict ``torch.export``) still sees the original tensors inside the cache: they are lifted
+as constants and their in-place updates are dropped (``run_decompositions`` then fails). This
+module points the cache layers at its buffers at the start of every call, so the cache
+tensors are the graph's inputs and ``index_copy_`` into them becomes a mutation of the
+program's arguments (``@main`` writes them in place, see :mod:`hir.frontend.export`).
+
+Greedy decoding through the program equals ``model.generate(..., do_sample=False)``
+(``docs/from-pytorch.md``, ``test/python/test_from_torch_hf_decode.py``): the prompt goes
+through one token at a time (the step's shapes are fixed at import), then each argmax token.
+"""
+
+from typing import Optional
+
+import torch
+
+
+class StaticCacheStep(torch.nn.Module):
+    """``model`` (a ``*ForCausalLM`` or base model) with a ``StaticCache`` of ``batch_size``
+    rows and ``max_cache_len`` positions held in buffers ``key_cache_{i}`` /
+    ``value_cache_{i}`` / ``cumulative_length_{i}`` (one per layer)."""
+
+    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: Optional[torch.dtype] = None) -> None:
+        super().__init__()
+        from transformers import StaticCache
+        from transformers.integrations.executorch import get_head_shapes
+
+        config = model.config.get_text_config()
+        self.model = model
+        self.cache = StaticCache(max_cache_len=max_cache_len, config=config)
+        heads, head_dim = get_head_shapes(config)
+        self.cache.early_initialization(batch_size, heads, head_dim, dtype or model.dtype, torch.device("cpu"))
+        for i, layer in enumerate(self.cache.layers):
+            self.register_buffer(f"key_cache_{i}", layer.keys, persistent=False)
+            self.register_buffer(f"value_cache_{i}", layer.values, persistent=False)
+            self.register_buffer(f"cumulative_length_{i}", layer.cumulative_length, persistent=False)
+
+    def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
+        """Logits of ``input_ids`` (``[batch, tokens]``) at positions ``cache_position``
+        (``[tokens]``, the first one also where the cache's valid part ends)."""
+        for i, layer in enumerate(self.cache.layers):
+            layer.keys = getattr(self, f"key_cache_{i}")
+            layer.values = getattr(self, f"value_cache_{i}")
+            layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
+            layer.cumulative_length.copy_(cache_position[0])
+        out = self.model(input_ids=input_ids, attention_mask=None, cache=self.cache, use_cache=True)
+        return out.logits if hasattr(out, "logits") else out.last_hidden_state

@@ -1,0 +1,340 @@
+"""Destination passing, decided once at plan time (issue 22): which kernel segment results
+become their destination buffer instead of being copied into it.
+
+A kernel segment writes each result into a destination buffer its caller passes::
+
+    %alloc = memref.alloc() : memref<2x8x32xf32>
+    call @segment_0(%x, %w, %b, %alloc) : (...) -> ()       // caller
+    bufferization.materialize_in_destination %r in restrict writable %arg3   // segment
+
+Run literally, ``materialize_in_destination`` is a ``copy_`` of the segment's fresh result
+into a buffer allocated just before: one extra write and read of every activation. When the
+destination is a fresh allocation that nothing reads, views or writes before the call, the
+buffer *is* the result: the alloc step is dropped, the segment returns its result tensor and
+the call binds it to the alloc's slot (:class:`Bind`). Binding is not safe when the
+destination is an argument, a view (a stream slice) or a symmetric buffer, is used before
+the call, is passed twice, or a stream switch separates alloc and call. Then, when the
+result is the fresh result of a torch op with an ``out=`` overload (``gelu.out``,
+``add.out``, ``softmax.int_out``) and the destination cannot overlap another operand
+(another buffer's view; not two arguments, which may be one tensor), that op writes the
+destination itself. Otherwise the copy stays, as it does when the segment reads its
+destination or writes it with anything but one top-level ``materialize_in_destination``, or
+the result comes from an op whose aliasing the schema does not tell (a literal, a linalg op).
+
+A result torch may return as a view of a segment input (``reshape``, ``transpose``,
+``split``: the schema's alias annotation) is bound only when the buffer is then just read
+by ops that take any strides (compute ops, kernel segments; deallocation), and the buffer it
+views is defined in the same block and not written from the call on. A fresh result is
+always bound; unless every use takes any strides, a non-contiguous one is made contiguous
+(the copy it replaces), so the buffer keeps its identity layout for views and collectives.
+
+Per call, a bound result costs nothing; CUDA graph capture records the result's own
+allocation, so a replay writes the buffer the later steps read.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+from torch_mlir import ir
+from torch_mlir.dialects import bufferization, builtin, func, memref
+
+from hir.dialect import OP_CLASSES, is_view
+from hir.dialect.compute import KERNEL_ATTR, ComputeOp
+from hir.dialect.p2p import SYMMETRIC_ATTR
+from hir.dialect.torch_ops import torch_overload
+from hir.interpreter.buffers import _is_identity, is_memref
+from hir.passes.helpers import written_operands
+
+_MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
+_TO_TENSOR = bufferization.ToTensorOp.OPERATION_NAME
+_CAST = builtin.UnrealizedConversionCastOp.OPERATION_NAME
+_LIST_UNPACK = "torch.prim.ListUnpack"
+_CALL = func.CallOp.OPERATION_NAME
+_DEALLOC = memref.DeallocOp.OPERATION_NAME
+
+
+@dataclass(frozen=True)
+class Output:
+    """A segment argument written by one top-level ``materialize_in_destination`` and
+    otherwise unused: the segment arguments its value may be a view of; ``producer``: the
+    fresh result of a torch op with an ``out=`` overload that is the written value (through
+    casts only), which can write the destination itself."""
+
+    may_alias: frozenset[int]
+    producer: Optional[ir.Value] = None
+
+
+@dataclass(frozen=True)
+class Bind:
+    """A call's destination ``index`` that becomes the segment's result: ``contiguous``
+    says whether the result must be made contiguous when it is not."""
+
+    call: ir.Operation
+    index: int
+    contiguous: bool
+
+
+def segment_outputs(fn: ir.Operation) -> Optional[tuple[frozenset[int], dict[int, Output]]]:
+    """(every argument kernel segment ``fn`` materializes into, the bindable ones:
+    argument index -> :class:`Output`); None when its body is not one block."""
+    blocks = list(fn.regions[0].blocks)
+    if len(blocks) != 1:
+        return None
+    args = list(blocks[0].arguments)
+    written: set[int] = set()
+    found: dict[int, Output] = {}
+    for index, arg in enumerate(args):
+        uses = list(arg.uses)
+        if any(u.owner.operation.name == _MATERIALIZE and u.operand_number == 1 for u in uses):
+            written.add(index)
+        if len(uses) != 1:
+            continue
+        user = uses[0].owner.operation
+        if user.name != _MATERIALIZE or uses[0].operand_number != 1 or user.parent.operation != fn:
+            continue
+        sources = _sources(user.operands[0], args)
+        if sources is not None:
+            found[index] = Output(sources, None if sources else _producer(user.operands[0]))
+    return frozenset(written), found
+
+
+def _producer(value: ir.Value) -> Optional[ir.Value]:
+    """The torch op result ``value`` is (through single-use casts) when that op has an
+    ``out=`` overload."""
+    while not isinstance(value.owner, ir.Block) and value.owner.operation.name == _CAST and len(list(value.uses)) == 1:
+        value = value.owner.operation.operands[0]
+    if isinstance(value.owner, ir.Block) or len(list(value.uses)) != 1 or len(value.owner.operation.results) != 1:
+        return None
+    overload = _overload(value.owner.operation)
+    return value if overload is not None and out_variant(overload) is not None else None
+
+
+def out_variant(overload: Any) -> Optional[Any]:
+    """The ``out=`` overload of torch op ``overload``: the same arguments (names and types)
+    plus one keyword-only ``out`` it writes; None when torch has none."""
+    schema = overload._schema
+    namespace, name = schema.name.split("::")
+    packet = getattr(getattr(torch.ops, namespace), name)
+    want = [(a.name, str(a.type)) for a in schema.arguments]
+    for overload_name in packet.overloads():
+        candidate = getattr(packet, overload_name)
+        args = candidate._schema.arguments
+        if [(a.name, str(a.type)) for a in args[:-1]] != want or len(candidate._schema.returns) != 1:
+            continue
+        out = args[-1]
+        if out.name == "out" and out.kwarg_only and out.alias_info is not None and out.alias_info.is_write:
+            return candidate
+    return None
+
+
+def _overload(op: ir.Operation) -> Optional[Any]:
+    name = op.name
+    if name == "torch.operator":
+        name = ir.StringAttr(op.attributes["name"]).value
+    return torch_overload(name) if name.startswith("torch.") else None
+
+
+def _sources(value: ir.Value, args: list) -> Optional[frozenset[int]]:
+    """The segment arguments ``value`` may be a view of (empty: a fresh tensor); None when
+    unknown, or when a fresh tensor it views is used by anything else (another result may
+    share it). Follows casts and the schema's alias annotations of torch ops."""
+    found: set[int] = set()
+    todo, seen = [(value, False)], set()
+    while todo:
+        v, shared = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        owner = v.owner
+        if isinstance(owner, ir.Block):
+            return None  # a block argument that is no memref: not a tensor we know
+        op = owner.operation
+        shared = shared or len(list(v.uses)) > 1
+        if op.name == _TO_TENSOR:
+            source = op.operands[0]
+            if source not in args:
+                return None
+            found.add(args.index(source))
+        elif op.name in (_CAST, _LIST_UNPACK):
+            todo.append((op.operands[0], shared))
+        else:
+            aliased = _aliased_operands(op, v)
+            if aliased is None or (not aliased and shared):
+                return None
+            todo.extend((a, shared) for a in aliased)
+    return frozenset(found)
+
+
+def _aliased_operands(op: ir.Operation, result: ir.Value) -> Optional[list]:
+    """The operands torch op ``op``'s ``result`` may alias ([] when fresh), None if unknown."""
+    overload = _overload(op)
+    if overload is None:
+        return None
+    schema = overload._schema
+    index = next(i for i, r in enumerate(op.results) if r == result)
+    if index >= len(schema.returns) or len(op.operands) != len(schema.arguments):
+        return None
+    alias = schema.returns[index].alias_info
+    if alias is None:
+        return []
+    sets = alias.before_set  # empty for a list of views (split's Tensor(a)[]): any annotated argument
+    aliased = [v for arg, v in zip(schema.arguments, op.operands) if arg.alias_info is not None and (not sets or arg.alias_info.before_set & sets)]
+    return aliased or None
+
+
+def _ancestor_in(op: ir.Operation, block: ir.Block) -> Optional[ir.Operation]:
+    """``op`` or its ancestor whose block is ``block`` (None: not nested in ``block``)."""
+    while op is not None:
+        if op.block == block:
+            return op
+        parent = op.parent
+        op = parent.operation if parent is not None else None
+    return None
+
+
+def _after(user: ir.Operation, call: ir.Operation) -> bool:
+    """Whether ``user`` runs after ``call``: in (an op after ``call`` in) ``call``'s block."""
+    at = _ancestor_in(user, call.block)
+    return at is not None and at != call and call.is_before_in_block(at)
+
+
+def _reads_any_strides(use: ir.OpOperand, written_by) -> bool:
+    """A use that reads the buffer whatever its strides, or deallocates it."""
+    user = use.owner.operation
+    if user.name == _DEALLOC:
+        return True
+    cls = OP_CLASSES.get(user.name)
+    if cls is not None:
+        return issubclass(cls, ComputeOp) and use.operand_number not in cls.DESTINATIONS
+    if user.name == _CALL:
+        written = written_by(user)
+        return written is not None and use.operand_number not in written
+    return False
+
+
+def _writes(use: ir.OpOperand, written_by) -> bool:
+    user = use.owner.operation
+    if user.name == _DEALLOC:
+        return False
+    if user.name == _CALL:
+        written = written_by(user)
+        return written is None or use.operand_number in written
+    written = written_operands(user)
+    return written is None or use.operand_number in written
+
+
+def _root(value: ir.Value) -> ir.Value:
+    while not isinstance(value.owner, ir.Block) and is_view(value.owner.operation):
+        value = value.owner.operation.operands[0]
+    return value
+
+
+def _written_from(root: ir.Value, call: ir.Operation, written_by) -> bool:
+    """Whether ``root`` (or a view of it) is written by ``call`` or an op after it."""
+    todo = [root]
+    while todo:
+        value = todo.pop()
+        for use in value.uses:
+            user = use.owner.operation
+            if is_view(user):
+                todo.append(user.result)
+            elif _writes(use, written_by) and (user == call or _after(user, call)):
+                return True
+    return False
+
+
+def _apart(operands: list, index: int) -> bool:
+    """Whether destination ``operands[index]`` cannot overlap another operand: no other
+    operand views the same buffer, and they are not both (views of) arguments, which the
+    caller may have passed the same tensor for."""
+    root = _root(operands[index])
+    argument = isinstance(root.owner, ir.Block)
+    for i, value in enumerate(operands):
+        if i == index or not is_memref(value.type):
+            continue
+        other = _root(value)
+        if other == root or (argument and isinstance(other.owner, ir.Block)):
+            return False
+    return True
+
+
+class DestinationPlanner:
+    """Decides, per call of a kernel segment, which destinations are bound (the callee's
+    analysis cached by name; one instance per compiled module)."""
+
+    def __init__(self, functions: dict) -> None:
+        self.functions = functions
+        self._segments: dict[str, Optional[tuple[frozenset[int], dict[int, Output]]]] = {}
+
+    def _segment(self, call: ir.Operation) -> Optional[tuple[frozenset[int], dict[int, Output]]]:
+        name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+        if name not in self._segments:
+            fn = self.functions.get(name)
+            kernel = fn is not None and KERNEL_ATTR in fn.operation.attributes
+            self._segments[name] = segment_outputs(fn.operation) if kernel else None
+        return self._segments[name]
+
+    def producer(self, call: ir.Operation, index: int) -> ir.Value:
+        """The torch op result written with ``out=`` into destination ``index`` of ``call``."""
+        return self._segment(call)[1][index].producer
+
+    def written_by(self, call: ir.Operation) -> Optional[frozenset[int]]:
+        """The operands a call of a kernel segment writes; None for other callees."""
+        segment = self._segment(call)
+        return None if segment is None else segment[0]
+
+    def binds(self, ops: list, outs: dict) -> dict[ir.Value, Bind]:
+        """The allocations of block ``ops`` that calls bind to their segment's result; adds
+        to ``outs`` (call -> operand indices) the other destinations the segment's last op
+        writes with ``out=``."""
+        found: dict[ir.Value, Bind] = {}
+        position: dict = {}
+        switches: list[int] = []
+        for i, op in enumerate(ops):
+            op = op.operation
+            position[op] = i
+            cls = OP_CLASSES.get(op.name)
+            if cls is not None and cls.CHOOSES_STREAM:
+                switches.append(i)
+        for op in ops:
+            call = op.operation
+            segment = self._segment(call) if call.name == _CALL else None
+            if not segment or not segment[1]:
+                continue
+            operands = list(call.operands)
+            for index, output in segment[1].items():
+                dest = operands[index]
+                alloc = dest.owner
+                bind = None
+                if not isinstance(alloc, ir.Block) and alloc.operation in position:
+                    start, end = position[alloc.operation], position[call]
+                    if not any(start < s < end for s in switches):  # else allocated on another stream
+                        bind = self._bind(call, operands, index, output)
+                if bind is not None:
+                    found[dest] = bind
+                elif output.producer is not None and _apart(operands, index):
+                    outs.setdefault(call, []).append(index)
+        return found
+
+    def _bind(self, call: ir.Operation, operands: list, index: int, output: Output) -> Optional[Bind]:
+        dest = operands[index]
+        alloc = dest.owner.operation
+        if alloc.name != memref.AllocOp.OPERATION_NAME or SYMMETRIC_ATTR in alloc.attributes or operands.count(dest) != 1:
+            return None
+        if not _is_identity(ir.MemRefType(dest.type)):
+            return None
+        uses = [u for u in dest.uses if u.owner.operation != call]
+        if not all(_after(u.owner.operation, call) for u in uses):
+            return None
+        any_strides = all(_reads_any_strides(u, self.written_by) for u in uses)
+        if output.may_alias:
+            if not any_strides:
+                return None
+            for source in output.may_alias:
+                root = _root(operands[source])
+                owner = root.owner
+                home = owner if isinstance(owner, ir.Block) else owner.operation.block
+                if home != call.block or _written_from(root, call, self.written_by):
+                    return None
+        return Bind(call, index, contiguous=not any_strides)

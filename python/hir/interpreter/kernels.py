@@ -1,0 +1,143 @@
+"""Compiled kernel segments (issue 22): a call of a ``func.func {hir.kernel}`` run as one
+inductor-compiled function instead of op by op.
+
+``compile_kernels`` (``Program(compile_kernels=...)``, ``hir-run --compile-kernels`` /
+``--no-compile-kernels``):
+- ``"auto"`` (default): compile the segments of at least :data:`AUTO_MIN_OPS` compute ops
+  (``torch.aten.*`` / ``linalg.*``) when the program runs on CUDA; on CPU nothing is compiled
+  (inductor's C++ compile takes seconds and rarely beats aten's kernels there);
+- ``True``: compile every kernel segment, on any device (a failure is an error);
+- ``False``: never.
+
+How a segment is compiled, so that compiled segments and CUDA graphs (``graph="auto"``)
+compose: the segment's steps are traced once per *signature* (shape, strides and dtype of
+every argument) with ``make_fx`` on fake tensors into an FX graph of aten ops (its writes
+into destination buffers become ``copy_`` into graph inputs), and that graph is compiled by
+inductor (``compile_fx``, ``triton.cudagraphs`` off: the program's own graph captures the
+kernels). No dynamo, so no guards evaluated on the host per call: a call looks its signature
+up and launches the compiled kernels, which a CUDA graph capture records like any others.
+Compilation happens at the first call of a signature, which ``graph="auto"`` runs eagerly
+(and ``graph=True`` runs as its warm-up before capturing). A signature first seen during a
+capture runs the segment's steps op by op (compiling cannot be captured). Calls whose
+arguments share memory run op by op too (the trace assumed distinct buffers).
+
+Compile time is counted in :class:`KernelCompileStats` (``Program.kernel_compile``) and
+logged at debug level on the ``hir.compile`` logger.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable, Union
+
+import torch
+from torch_mlir import ir
+
+from hir.dialect.context import HirError
+
+log = logging.getLogger("hir.compile")
+CompileMode = Union[bool, str]  # True, False or "auto"
+AUTO_MIN_OPS = 2  # "auto" compiles segments of at least this many compute ops
+COMPUTE_PREFIXES = ("torch.aten.", "linalg.")  # what counts as a compute op of a segment
+
+
+def check_mode(mode: CompileMode) -> CompileMode:
+    if not (mode is True or mode is False or mode == "auto"):
+        raise HirError(f"error: compile_kernels must be True, False or 'auto', got {mode!r}")
+    return mode
+
+
+@dataclass
+class KernelCompileStats:
+    """What compiling kernel segments cost this program (``Program.kernel_compile``)."""
+
+    mode: CompileMode = "auto"
+    segments: int = 0  # kernel segments the plan runs compiled
+    compiles: int = 0  # (segment, signature) pairs compiled so far
+    seconds: float = 0.0  # total trace + inductor compile time
+    fallbacks: int = 0  # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
+
+
+def compute_ops(func: ir.Operation) -> int:
+    """The number of compute ops (:data:`COMPUTE_PREFIXES`) in a kernel segment's body."""
+    count = 0
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal count
+        count += op.name.startswith(COMPUTE_PREFIXES)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    return count
+
+
+def wants_compile(mode: CompileMode, device: torch.device, func: ir.Operation) -> bool:
+    """Whether a kernel segment runs compiled under ``mode`` on ``device``."""
+    if mode == "auto":
+        return device.type == "cuda" and compute_ops(func) >= AUTO_MIN_OPS
+    return bool(mode)
+
+
+def _signature(args: list) -> tuple:
+    return tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def _share_memory(args: list) -> bool:
+    storages = [a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel()]
+    return len(set(storages)) != len(storages)
+
+
+def compiled_segment(run: Callable[[list], list], name: str, where: str, stats: KernelCompileStats) -> Callable[[list], list]:
+    """``run`` (a kernel segment's steps, ``args -> results``) compiled per signature."""
+    from torch._inductor.compile_fx import compile_fx
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    cache: dict = {}
+    strict = stats.mode is True
+    stats.segments += 1
+
+    def compile_for(args: list, key: tuple) -> Callable:
+        start = time.perf_counter()
+        # Only tensors are graph inputs: the rest (indices, and None where destination passing
+        # binds a destination to the segment's result) is part of the signature, fixed here.
+        positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+        def traced(*tensors):
+            full = list(args)
+            for i, t in zip(positions, tensors):
+                full[i] = t
+            return run(full)
+
+        try:
+            tensors = [args[i] for i in positions]
+            with torch.no_grad():
+                graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*tensors)
+                compiled = compile_fx(graph, tensors, config_patches={"triton.cudagraphs": False})
+            fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
+        except Exception as err:
+            if strict:
+                raise HirError(f"{where}: error: cannot compile kernel segment @{name} (compile_kernels=True): {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
+            log.warning("%s: kernel segment @%s runs op by op: compiling it failed: %s: %s", where, name, type(err).__name__, err)
+            fn = None
+        seconds = time.perf_counter() - start
+        stats.compiles += 1
+        stats.seconds += seconds
+        log.debug("compiled kernel segment @%s for %s in %.3f s", name, key, seconds)
+        cache[key] = fn
+        return fn
+
+    def call(args: list) -> list:
+        key = _signature(args)
+        fn = cache.get(key, cache)
+        if fn is cache:
+            if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+                stats.fallbacks += 1
+                return run(args)
+            fn = compile_for(args, key)
+        if fn is None or _share_memory(args):
+            stats.fallbacks += 1
+            return run(args)
+        with torch.no_grad():
+            return list(fn(args))
+
+    return call
