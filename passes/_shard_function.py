@@ -14,6 +14,7 @@ from hir.passes._shard_kernels import Port, build_kernel, closure
 from hir.passes._shard_placement import (
     FREE,
     GLOBAL_TYPE_ATTR,
+    PARTIAL,
     REPLICATED,
     SPLIT_AXES_ATTR,
     Grid,
@@ -218,10 +219,44 @@ class FunctionConversion(Collectives):
         """Partitioning guards an init by the device index; both branches often yield the same."""
         yields = [list(region.blocks[0].operations)[-1].operation.operands for region in op.regions if region.blocks]
         ops_per_branch = [len(list(region.blocks[0].operations)) for region in op.regions if region.blocks]
-        if len(yields) != 2 or ops_per_branch != [1, 1] or list(yields[0]) != list(yields[1]):
-            raise fail(op, "has branches that differ; hir converts only an scf.if whose branches yield the same values")
-        for result, value in zip(op.results, yields[0]):
-            result.replace_all_uses_with(value)
+        if len(yields) == 2 and ops_per_branch == [1, 1] and list(yields[0]) == list(yields[1]):
+            for result, value in zip(op.results, yields[0]):
+                result.replace_all_uses_with(value)
+            return
+        if len(yields) == 2 and self.partial_init(op, yields[0], yields[1]):
+            return
+        raise fail(op, "has branches that differ; hir converts an scf.if whose branches yield the same values, or the partial-product init (device 0 keeps the destination, the others start from zeros)")
+
+    def partial_init(self, op: ir.Operation, then: list, other: list) -> bool:
+        """shard-partition's init of a partial product (a contraction over a split dim on a
+        1-D grid): ``scf.if %i == 0 { yield %out } else { yield zeros }``, %i the device
+        index. The result is a partial sum (each device's slot of the device axis), written
+        by a kernel that runs the scf.if."""
+        from torch_mlir.dialects import linalg  # lazily: its opdsl costs hir-opt's start ~0.1 s
+
+        if self.grid.rank != 1 or len(op.results) != 1 or not is_tensor(op.results[0]):
+            return False
+        fill = other[0].owner if isinstance(other[0], ir.OpResult) else None
+        zero = fill is not None and fill.name == linalg.FillOp.OPERATION_NAME and self.constant_value(fill.operands[0]) == 0
+        compare = op.operands[0].owner if isinstance(op.operands[0], ir.OpResult) else None
+        if not zero or compare is None or compare.name != arith.CmpIOp.OPERATION_NAME or ir.IntegerAttr(compare.attributes["predicate"]).value != 0:
+            return False
+        sides = [v.owner.name if isinstance(v, ir.OpResult) else "" for v in compare.operands]
+        if sorted(sides) != sorted([DEVICE_INDEX_OPS[0] if DEVICE_INDEX_OPS[0] in sides else DEVICE_INDEX_OPS[1], arith.ConstantOp.OPERATION_NAME]):
+            return False
+        if any(self.constant_value(v) not in (None, 0) for v in compare.operands) or self.placement(then[0]) not in (self.replicated, self.free_placement):
+            return False
+        self.placements[op.results[0]] = GridPlacement((PARTIAL,))
+        self.kernel(op, list(op.results))
+        return True
+
+    def constant_value(self, value: ir.Value):
+        """The value of a scalar ``arith.constant`` (None for anything else)."""
+        owner = value.owner if isinstance(value, ir.OpResult) else None
+        if owner is None or owner.name != arith.ConstantOp.OPERATION_NAME:
+            return None
+        attr = owner.attributes["value"]
+        return attr.value if isinstance(attr, (ir.IntegerAttr, ir.FloatAttr)) else None
 
     def buffer_type(self, tensor_type: ir.Type, placement: GridPlacement, what: str = "a value") -> ir.MemRefType:
         try:

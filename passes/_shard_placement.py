@@ -211,6 +211,9 @@ def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
     if PARTIAL in known:
         if op.name in ADDITIVE and all(p in (PARTIAL, FREE) for p in operands):
             return PARTIAL  # a sum of partial sums
+        if operands[-1] == PARTIAL and PARTIAL not in operands[:-1] and _maps_of(op) is not None:
+            if _infer_axis(op, operands[:-1] + [FREE]) == PARTIAL:
+                return PARTIAL  # a partial product accumulated into a partial init: one pending sum
         raise PlacementError("reads a partial sum (a value still to be all-reduced); only shard.all_reduce / reduce_scatter may read it")
     name = op.name
     axis = known[0].axis

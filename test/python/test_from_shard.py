@@ -193,8 +193,24 @@ func.func @main(%x: tensor<8x6xf32>) -> tensor<6xf32> {{
   return %3 : tensor<6xf32>
 }}
 """
+    # C += A @ B with K split: shard-partition inits the partial product with an scf.if
+    # (device 0 keeps C, the others start from zeros); the sum is all-reduced.
+    k_split = f"""shard.grid @g(shape = {n})
+func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4x6xf32>) -> tensor<4x6xf32> {{
+  %sk = shard.sharding @g split_axes = [[], [0]] : !shard.sharding
+  %sr = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %rep = shard.sharding @g split_axes = [[]] : !shard.sharding
+  %a1 = shard.shard %a to %sk : tensor<4x8xf32>
+  %b1 = shard.shard %b to %sr : tensor<8x6xf32>
+  %c1 = shard.shard %c to %rep : tensor<4x6xf32>
+  %y = linalg.matmul ins(%a1, %b1 : tensor<4x8xf32>, tensor<8x6xf32>) outs(%c1 : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %r = shard.shard %y to %rep annotate_for_users : tensor<4x6xf32>
+  return %r : tensor<4x6xf32>
+}}
+"""
     return [
         ("for_users_argument", for_users, torch.sigmoid),
+        ("k_split_partial_init", k_split, lambda a, b, c: c + a @ b),
         ("linalg_reduce", reduce_rows, lambda x: x.sum(0)),
         ("weight_stationary_1d", weight_stationary(str(n), WS_1D), lambda a, b, c: torch.sigmoid(a @ b) @ c),
     ]
