@@ -93,7 +93,8 @@ def frontend_cases():
         ("fe-data-dependent-branch", lambda f: hir.from_torch(Branch(), (x,)), ["torch.export cannot trace Branch", "data-dependent"]),
         ("fe-none-argument", lambda f: hir.from_torch(Branch(), (None,)), ["torch.export cannot trace Branch", "NoneType"]),
         ("fe-complex", lambda f: hir.from_torch(Complex(), (torch.ones(3, 2),)), ["cannot import Complex", "complex<f32>"]),
-        ("fe-unknown-option", lambda f: linear(dynamic=True), ["hir.from_torch: unknown option(s) dynamic (options: mesh, placements, source_name)"]),
+        ("fe-unknown-option", lambda f: linear(dynamc={}), ["hir.from_torch: unknown option(s) dynamc"]),
+        ("fe-dynamic-not-dict", lambda f: linear(dynamic=True), ["hir.from_torch: dynamic must be a dict like {'input0': {0: 'batch'}}, got bool"]),
         # meshes and placements
         ("fe-mesh-none-entry", lambda f: linear(mesh=[None, 1], placements={}), ["the device mesh [None, 1] is not a list of device ids"]),
         ("fe-mesh-scalar", lambda f: linear(mesh=2, placements={}), ["the device mesh 2 is not a list of device ids", "[0, 1, ...]"]),
@@ -105,7 +106,7 @@ def frontend_cases():
         ("fe-placement-key-int", lambda f: linear(mesh=[0, 1], placements={0: Shard(0)}), ["placements name 0, which are neither"]),
         ("fe-placement-dim-range", lambda f: linear(mesh=[0, 1], placements={"weight": Shard(5)}), ["placement Shard(5) of 'weight' is out of range for its shape [2, 4]"]),
         ("fe-placement-uneven", lambda f: linear(mesh=[0, 1, 2], placements={"weight": Shard(0)}), ["dimension 0 of extent 2 does not divide over 3 devices"]),
-        ("fe-placement-text", lambda f: linear(mesh=[0, 1], placements={"weight": "row"}), ["placement row of 'weight' is not Shard(dim) or Replicate()"]),
+        ("fe-placement-text", lambda f: linear(mesh=[0, 1], placements={"weight": "row"}), ["tensor-parallel plan entry 'weight': style \"row\" is not supported", "\"colwise\""]),
         ("fe-placement-too-many", lambda f: linear(mesh=[0, 1], placements={"weight": (Shard(0), Shard(1))}), ["has 2 mesh dimension(s); the mesh [0, 1] has 1"]),
         ("fe-placement-2d-single", lambda f: linear(mesh=[[0, 1], [2, 3]], placements={"weight": Shard(0)}), ["has 1 mesh dimension(s)", "of shape [2, 2] has 2"]),
         # the public entries' options
