@@ -328,7 +328,7 @@ def worker() -> int:
     return 1 if failures else 0
 
 
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_shard_programs_run_equal_on_gloo_ranks(world):
     from hir.tools.launch import launch
 

@@ -170,7 +170,7 @@ def worker() -> int:
     return run_gloo_cases(CASES, run_case)
 
 
-@pytest.mark.parametrize("world", [1, 2, 4])
+@pytest.mark.parametrize("world", [1, 2, pytest.param(4, marks=pytest.mark.slow)])
 def test_megatron_mlp_tp_and_sp(world):
     """TP: linear, gelu segment, matmul, allreduce; SP: allgather ... reduce_scatter."""
     checked, report = launch_workers(world, __file__, timeout_s=400, env=dict(os.environ))

@@ -162,7 +162,7 @@ def worker() -> int:
     return run_gloo_cases(["gpt2_tp_placements"], run_case)
 
 
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_gpt2_tensor_parallel_placements(world):
     pytest.importorskip("transformers")
     checked, report = launch_workers(world, __file__, timeout_s=300, env=dict(os.environ))

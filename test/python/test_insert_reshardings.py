@@ -95,7 +95,7 @@ def worker() -> int:
     return 1 if failures else 0
 
 
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_insert_reshardings_runs_equal(world):
     pytest.importorskip("torch")
     from hir.tools.launch import launch

@@ -251,7 +251,7 @@ def _launch(world: int, device: str, quick: bool) -> int:
     return oks
 
 
-@pytest.mark.parametrize("world,device", [(2, "cpu"), (4, "cpu"), _gpu_param(2), _gpu_param(4)])
+@pytest.mark.parametrize("world,device", [(2, "cpu"), pytest.param(4, "cpu", marks=pytest.mark.slow), _gpu_param(2), _gpu_param(4)])
 def test_cuda_backend_and_p2p_pipeline(world, device):
     auto = 16 if device == "cuda" else 0  # four graph='auto' calls of the collectives program
     assert _launch(world, device, quick=False) == world * (8 + auto + 2 * 3 * len(OPTIONS) + 2 + 2)
