@@ -28,9 +28,9 @@ from hir.dialect import base as dialect_base
 
 # The attribute accessors of hir.dialect.base, and the attribute type each one reads.
 ACCESSORS = {"int_attr": "i64", "str_attr": "string", "i64_array_attr": "array<i64>"}
-# The checkout this module runs from (it may sit at any depth of the package).
-ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
-DEFAULT_EXAMPLES = ROOT / "test" / "Dialect"  # the round-trip tests <group>.mlir
+# The round-trip tests <group>.mlir, relative to the checkout the command runs in: an installed
+# wheel has no test folder of its own.
+DEFAULT_EXAMPLES = Path("test") / "Dialect"
 
 
 @dataclass
@@ -299,11 +299,11 @@ def render(ops: Sequence[OpDoc], example_of: dict[str, str], source: str) -> str
 
 
 def generate(examples_path: Path = DEFAULT_EXAMPLES) -> str:
-    """The text of docs/ops.md."""
-    try:
-        source = str(examples_path.relative_to(ROOT))
-    except ValueError:
-        source = str(examples_path)
+    """The text of docs/ops.md, with examples from ``examples_path`` (named in the text
+    relative to the checkout that holds it, so the text does not depend on the working folder)."""
+    folder = examples_path.resolve()
+    checkout = next((p for p in folder.parents if (p / "pyproject.toml").exists()), None)
+    source = str(folder.relative_to(checkout)) if checkout else str(examples_path)
     return render([describe(c) for c in op_classes()], examples(examples_path), source)
 
 
