@@ -202,3 +202,27 @@ def test_import_wrongly_shaped_export_prints_only_the_error(work):
     result = cli("hir-import", "m.py", cwd=work)
     assert_error(result, "m.py", "torch.export cannot trace Linear", "[3, 5] X [4, 2]")
     assert len([line for line in result.stderr.splitlines() if "Warning" not in line and line.strip()]) <= 2, result.stderr
+
+
+def closed_pipe_run(tool: str, *args, cwd) -> subprocess.CompletedProcess:
+    """Run a CLI whose stdout is a pipe nobody reads (``| head -1`` after head exited)."""
+    module = {"hir-run": "hir.tools.run_cli", "hir-opt": "hir.tools.opt"}[tool]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        env = dict(os.environ, HIR_DEVICE="cpu")
+        return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=cwd, stdout=write_end, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+    finally:
+        os.close(write_end)
+
+
+def test_run_print_into_closed_pipe_still_saves(work):
+    """`hir-run --print | head -1`: the reader's early exit is not an error, and --save is written."""
+    result = closed_pipe_run("hir-run", "p.mlir", "ones", "1", "--print", "--save", "out.pt", cwd=work)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert torch.equal(torch.load(work / "out.pt")[0], torch.full((4, 4), 2.0))
+
+
+def test_opt_into_closed_pipe(work):
+    result = closed_pipe_run("hir-opt", "p.mlir", cwd=work)
+    assert result.returncode == 0 and result.stderr == "", result.stderr

@@ -24,6 +24,17 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message}\n")
 
 
+def write_stdout(text: str) -> None:
+    """Write ``text`` to stdout. A reader that closed the pipe early (``| head``) has what it
+    wanted: the rest is dropped quietly and the command still succeeds, like other filters."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python would hit the closed pipe again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     value = int(text)

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 from torch_mlir import ir
 
-from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text
+from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text, write_stdout
 from hir.dialect.sharding import check_placements
 from hir.dialect.context import check_nesting
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
@@ -148,10 +148,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     if args.list_passes:
-        sys.stdout.write(list_passes())
+        write_stdout(list_passes())
         return 0
     if args.emit_irdl:
-        sys.stdout.write(emit_irdl())
+        write_stdout(emit_irdl())
         return 0
     if args.pass_pipeline:
         from hir.passes import parse_pipeline
@@ -178,7 +178,7 @@ def _main(args: argparse.Namespace) -> int:
         return 1
     result = f"\n{SPLIT_MARKER}\n".join(o.rstrip("\n") for o in outputs) + "\n"
     if args.output == "-":
-        sys.stdout.write(result)
+        write_stdout(result)
     else:
         # Write only after everything succeeded, so a failing run leaves the file untouched.
         write_atomically(args.output, lambda tmp: write_text(tmp, result))

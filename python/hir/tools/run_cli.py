@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically
+from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
 
 HELP_EPILOG = """\
 inputs (one per entry-function argument, in order; unspecified ones are random):
@@ -194,8 +194,7 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
-    for rank in result.ranks:
-        sys.stdout.write(rank.stdout)
+    write_stdout("".join(rank.stdout for rank in result.ranks))
     if result.first_failure is not None:
         failed = result.ranks[result.first_failure]
         sys.stderr.write(failed.stderr)
@@ -257,9 +256,7 @@ def run_file(args: argparse.Namespace) -> int:
     report_compile(program)
     if args.print_outputs:
         prefix = f"rank {program.rank}: " if world > 1 else ""
-        for i, value in enumerate(outputs):
-            for line in format_output(i, value).splitlines():
-                print(prefix + line)
+        write_stdout("".join(prefix + line + "\n" for i, value in enumerate(outputs) for line in format_output(i, value).splitlines()))
     if args.save:
         saved = [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in outputs]
         write_atomically(rank_path(args.save, program.rank, world, ".pt"), lambda tmp: torch.save(saved, tmp))
