@@ -126,7 +126,8 @@ def _pending(step: Step, slot: int, pending: list, where: str, name: str) -> Ste
 
 
 def _tracked_binds(step: Step, slots: list[int], tracker: Any) -> Step:
-    """``step`` (a call) also counting the buffers it binds, as their alloc step would."""
+    """``step`` (a call, a compute op) also counting the buffers it binds, as their alloc
+    step would."""
 
     def tracked_call(env: list) -> None:
         step(env)
@@ -225,7 +226,7 @@ class Compiler:
             step = entry.fn(self, op)
         except MultiDimMeshError as err:
             raise self.error(op, str(err)) from None
-        if step is not None and self.runtime.memory is not None and self._binds and name == func.CallOp.OPERATION_NAME:
+        if step is not None and self.runtime.memory is not None and self._binds:
             operands = list(op.operation.operands)
             bound = [self.use(operands[i]) for i, _ in self.bound_operands(op)]
             if bound:
@@ -248,13 +249,20 @@ class Compiler:
     def use(self, value: ir.Value) -> int:
         return self._slots[value]
 
+    def share(self, value: ir.Value, same: ir.Value) -> None:
+        """``value`` is ``same``'s run-time object (a cast, a memref read as a tensor): it
+        reads ``same``'s slot, so passing it on costs no step."""
+        self._slots[value] = self._slots[same]
+
     # ----- destination passing (hir.interpreter.destinations) ------------------------------
     def is_bound(self, alloc: ir.Value) -> bool:
-        """Whether allocation ``alloc`` becomes a segment's result (its alloc has no step)."""
+        """Whether allocation ``alloc`` becomes a segment's or compute op's result (its
+        alloc has no step)."""
         return alloc in self._binds
 
     def bound_operands(self, call: ir.OpView) -> list[tuple[int, Bind]]:
-        """(operand index, bind) of each destination of ``call`` that becomes its result."""
+        """(operand index, bind) of each destination of ``call`` (a segment call or a compute
+        op) that becomes its result."""
         operands = list(call.operation.operands)
         return [(i, self._binds[v]) for i, v in enumerate(operands) if v in self._binds and self._binds[v].call == call.operation]
 

@@ -5,6 +5,7 @@ stream-lowered simply computes its whole output on the current stream."""
 from typing import Callable, Optional
 
 import torch
+import torch.nn.functional as F
 from torch_mlir import ir
 
 from torch_mlir.dialects import memref
@@ -72,6 +73,29 @@ def _matmul_accumulate(a: int, b: int, o: int, ranks: list) -> Step:
     return add_product_step
 
 
+def _fresh(c: Compiler, op: ir.OpView, compute: Callable[[list], torch.Tensor]) -> Optional[Step]:
+    """The step of a compute op whose output allocation is bound to its result
+    (:func:`hir.interpreter.destinations.fresh_output`): ``compute(env)`` becomes the buffer,
+    made contiguous where the buffer's uses need it; None when the output is not bound."""
+    bound = c.bound_operands(op)
+    if not bound:
+        return None
+    ((index, bind),) = bound
+    o = c.use(op.operation.operands[index])
+    if bind.contiguous:
+
+        def fresh_contiguous(env: list) -> None:
+            result = compute(env)
+            env[o] = result if result.is_contiguous() else result.contiguous()
+
+        return fresh_contiguous
+
+    def fresh(env: list) -> None:
+        env[o] = compute(env)
+
+    return fresh
+
+
 @register_impls
 class ComputeImpls:
     @impl(SetOp, memref.CopyOp)  # the same copy
@@ -88,13 +112,18 @@ class ComputeImpls:
         a, b, o = c.uses(op)
         kind = get_str(op, "kind")
         dtype = c.spec(op.operation.operands[2]).dtype
-        if kind == "div" and not dtype.is_floating_point:
-            # Integer division follows arith.divsi (toward zero); torch.div would produce floats.
-            def int_div(env: list) -> None:
+        int_div = kind == "div" and not dtype.is_floating_point
+        fn = _FLOAT_BINARY[kind]
+        # Integer division follows arith.divsi (toward zero); torch.div would produce floats.
+        step = _fresh(c, op, (lambda env: torch.div(env[a], env[b], rounding_mode="trunc")) if int_div else (lambda env: fn(env[a], env[b])))
+        if step is not None:
+            return step
+        if int_div:
+
+            def int_div_step(env: list) -> None:
                 torch.div(env[a], env[b], rounding_mode="trunc", out=env[o])
 
-            return int_div
-        fn = _FLOAT_BINARY[kind]
+            return int_div_step
 
         def binary_step(env: list) -> None:
             fn(env[a], env[b], out=env[o])
@@ -139,6 +168,9 @@ class ComputeImpls:
         operands = op.operation.operands
         if accumulates(op.operation):
             return _matmul_accumulate(a, b, o, [_rank(c, v) for v in operands])
+        step = _fresh(c, op, lambda env: torch.matmul(env[a], env[b]))
+        if step is not None:
+            return step
         product = _matmul_into(_rank(c, operands[0]) == 1, _rank(c, operands[1]) == 1)
         out_spec = c.spec(operands[2])
         if not out_spec.contiguous and len(out_spec.shape) >= 3:
@@ -168,12 +200,24 @@ class ComputeImpls:
         bias = slots[3] if len(slots) == 4 else None
         operands = op.operation.operands
         x_rank, w_rank = _rank(c, operands[0]), _rank(c, operands[1])
+        step = _fresh(c, op, (lambda env: F.linear(env[x], env[w])) if bias is None else (lambda env: F.linear(env[x], env[w], env[bias])))
+        if step is not None:
+            return step
         if bias is not None and x_rank == 2 and w_rank == 2:
 
             def linear_addmm(env: list) -> None:
                 torch.addmm(env[bias], env[x], env[w].t(), out=env[o])
 
             return linear_addmm
+        if bias is not None and x_rank > 2 and w_rank == 2 and c.spec(operands[2]).contiguous:
+            # One GEMM with the bias in its epilogue over the folded leading axes, as
+            # F.linear does (matmul then add_ is a second kernel).
+
+            def linear_folded(env: list) -> None:
+                out = env[o]
+                torch.addmm(env[bias], env[x].flatten(0, -2), env[w].t(), out=out.view(-1, out.shape[-1]))
+
+            return linear_folded
         product = _matmul_into(x_rank == 1, w_rank == 1)
         if bias is None:
 
