@@ -57,35 +57,36 @@ def _plan_argument(c: Compiler, op: ir.OpView, arg: Any, value: ir.Value) -> Any
     return constant
 
 
-def _bind(fn: Callable, positional: list, keywords: dict, fill: list, fill_kw: list) -> Callable[[list], Any]:
-    """``env -> fn(*args, **kwargs)`` with the constants bound now; the common cases (all
-    run-time operands positional) build only the positional list per call."""
-    if not fill_kw:
-        if len(fill) == 1:
-            ((index, slot),) = fill
-            before, after = tuple(positional[:index]), tuple(positional[index + 1:])
-            if keywords:
-                return lambda env: fn(*before, env[slot], *after, **keywords)
-            return lambda env: fn(*before, env[slot], *after)
-
-        def gather(env: list) -> Any:
-            args = positional.copy()
-            for index, slot in fill:
-                args[index] = env[slot]
-            return fn(*args, **keywords)
-
-        return gather
-
-    def gather_all(env: list) -> Any:
-        args = positional.copy()
-        for index, slot in fill:
-            args[index] = env[slot]
-        kwargs = keywords.copy()
-        for key, slot in fill_kw:
-            kwargs[key] = env[slot]
-        return fn(*args, **kwargs)
-
-    return gather_all
+def _call_step(fn: Callable, positional: list, keywords: dict, fill: list, fill_kw: list, results: list[int]) -> Step:
+    """The op's step as one generated function, ``env[r] = fn(c0, env[3], out=env[5])``
+    with constants and ``fn`` bound as globals: one Python frame per op, no argument lists
+    built per call (what eager PyTorch's bindings cost, and torch.fx's generated code does).
+    ``fn`` is the overload's C++ entry (``OpOverload.__call__`` is a Python frame around it)."""
+    names: dict[str, Any] = {"fn": getattr(fn, "_op", fn), "results": results}
+    runtime = dict(fill)
+    args = []
+    for index, value in enumerate(positional):
+        if index in runtime:
+            args.append(f"env[{runtime[index]}]")
+        else:
+            names[f"c{index}"] = value
+            args.append(f"c{index}")
+    runtime_kw = dict(fill_kw)
+    constant_kw = {k: v for k, v in keywords.items() if k not in runtime_kw}
+    if constant_kw:
+        names["kw"] = constant_kw
+        args.append("**kw")
+    if runtime_kw:  # schema names are identifiers; a Python keyword among them goes by dict
+        args.append("**{" + ", ".join(f"{k!r}: env[{slot}]" for k, slot in runtime_kw.items()) + "}")
+    call = f"fn({', '.join(args)})"
+    if not results:  # checks such as _assert_tensor_metadata
+        body = call
+    elif len(results) == 1:
+        body = f"env[{results[0]}] = {call}"
+    else:
+        body = f"for slot, value in zip(results, {call}):\n        env[slot] = value"
+    exec(f"def aten_step(env):\n    {body}\n", names)  # noqa: S102 - text built above from slots and names only
+    return names["aten_step"]
 
 
 def _attr_value(attr: ir.Attribute) -> Any:
@@ -140,26 +141,7 @@ class TorchImpls:
             keywords["out"] = None
             fill_kw.append(("out", dest))
         results = [c.define(r) for r in op.operation.results]
-        call = _bind(overload, positional, keywords, fill, fill_kw)
-        if not results:  # checks such as _assert_tensor_metadata
-
-            def no_result(env: list) -> None:
-                call(env)
-
-            return no_result
-        if len(results) == 1:
-            (out,) = results
-
-            def one_result(env: list) -> None:
-                env[out] = call(env)
-
-            return one_result
-
-        def many_results(env: list) -> None:
-            for slot, value in zip(results, call(env)):
-                env[slot] = value
-
-        return many_results
+        return _call_step(overload, positional, keywords, fill, fill_kw, results)
 
     @impl(
         torch_dialect.ConstantIntOp,
