@@ -20,8 +20,8 @@ tensors. Rows: eager torch, ``torch.compile`` (default mode), ``torch.compile(mo
 "reduce-overhead")`` (CUDA graphs), hir eager (``graph=False, compile_kernels=False``: op by
 op) and hir default (``Program(module)``: ``graph="auto"``, kernel segments compiled where
 ``compile_kernels="auto"`` says so). Each time is the best of ``--repeat`` timings of
-``--number`` synchronized calls; the ratio is to eager torch; the error is the largest
-difference from eager torch's output. Compile times are printed under each table.
+``--number`` synchronized calls (the rows timed in turns); the ratio is to eager torch; the
+error is the largest difference from eager torch's output. Compile times are printed under each table.
 """
 
 import argparse
@@ -150,9 +150,11 @@ def _table(case: dict, dev: torch.device, rows: list, want: torch.Tensor, args: 
     print(f"\n{case['name']}: {case['kind']} block [{batch}, {seq}, {d}] {case['dtype']}, {case['heads']} heads ({dev}, torch {torch.__version__})")
     print("| run | ms per forward | x eager torch | max abs diff |")
     print("|---|---:|---:|---:|")
+    # Rows take turns, one timing each per round, so a load change on the machine hits
+    # every row alike; each row's best round is reported.
+    rounds = [[best(fn, 1, args.number, sync) for _, fn in rows] for _ in range(args.repeat)]
     base = None
-    for name, fn in rows:
-        seconds = best(fn, args.repeat, args.number, sync)
+    for (name, fn), seconds in zip(rows, map(min, zip(*rounds))):
         out = fn()
         out = out[0] if isinstance(out, list) else out
         base = base or seconds

@@ -21,7 +21,7 @@ argument always becomes the run's device: exported programs record the device th
 traced on, the segment runs where the program runs.
 """
 
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -31,7 +31,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.dialect.base import get_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
 from hir.interpreter.destinations import out_variant
-from hir.interpreter.plan import UNSET, Compiler, Step
+from hir.interpreter.plan import UNSET, Compiler, Step, call_step
 from hir.interpreter.registry import impl, impl_prefix, register_impls
 
 # c10::ScalarType numbering (torch-mlir's torch.constant.int for a dtype argument).
@@ -55,38 +55,6 @@ def _plan_argument(c: Compiler, op: ir.OpView, arg: Any, value: ir.Value) -> Any
             raise c.error(op, f"argument '{arg.name}' has unknown enum value {constant}")
         return table[constant]
     return constant
-
-
-def _call_step(fn: Callable, positional: list, keywords: dict, fill: list, fill_kw: list, results: list[int]) -> Step:
-    """The op's step as one generated function, ``env[r] = fn(c0, env[3], out=env[5])``
-    with constants and ``fn`` bound as globals: one Python frame per op, no argument lists
-    built per call (what eager PyTorch's bindings cost, and torch.fx's generated code does).
-    ``fn`` is the overload's C++ entry (``OpOverload.__call__`` is a Python frame around it)."""
-    names: dict[str, Any] = {"fn": getattr(fn, "_op", fn), "results": results}
-    runtime = dict(fill)
-    args = []
-    for index, value in enumerate(positional):
-        if index in runtime:
-            args.append(f"env[{runtime[index]}]")
-        else:
-            names[f"c{index}"] = value
-            args.append(f"c{index}")
-    runtime_kw = dict(fill_kw)
-    constant_kw = {k: v for k, v in keywords.items() if k not in runtime_kw}
-    if constant_kw:
-        names["kw"] = constant_kw
-        args.append("**kw")
-    if runtime_kw:  # schema names are identifiers; a Python keyword among them goes by dict
-        args.append("**{" + ", ".join(f"{k!r}: env[{slot}]" for k, slot in runtime_kw.items()) + "}")
-    call = f"fn({', '.join(args)})"
-    if not results:  # checks such as _assert_tensor_metadata
-        body = call
-    elif len(results) == 1:
-        body = f"env[{results[0]}] = {call}"
-    else:
-        body = f"for slot, value in zip(results, {call}):\n        env[slot] = value"
-    exec(f"def aten_step(env):\n    {body}\n", names)  # noqa: S102 - text built above from slots and names only
-    return names["aten_step"]
 
 
 def _attr_value(attr: ir.Attribute) -> Any:
@@ -141,7 +109,7 @@ class TorchImpls:
             keywords["out"] = None
             fill_kw.append(("out", dest))
         results = [c.define(r) for r in op.operation.results]
-        return _call_step(overload, positional, keywords, fill, fill_kw, results)
+        return call_step(overload, positional, keywords, fill, fill_kw, results)
 
     @impl(
         torch_dialect.ConstantIntOp,

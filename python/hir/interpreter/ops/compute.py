@@ -13,7 +13,7 @@ from torch_mlir.dialects import memref
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
 from hir.dialect.compute import accumulates
 from hir.dialect.base import get_i64_array, get_str
-from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.plan import Compiler, Step, call_step
 from hir.interpreter.registry import impl, register_impls
 
 _FLOAT_BINARY: dict[str, Callable] = {
@@ -73,27 +73,28 @@ def _matmul_accumulate(a: int, b: int, o: int, ranks: list) -> Step:
     return add_product_step
 
 
-def _fresh(c: Compiler, op: ir.OpView, compute: Callable[[list], torch.Tensor]) -> Optional[Step]:
+def _fresh(c: Compiler, op: ir.OpView, fn: Callable, operands: list[int], keywords: Optional[dict] = None) -> Optional[Step]:
     """The step of a compute op whose output allocation is bound to its result
-    (:func:`hir.interpreter.destinations.fresh_output`): ``compute(env)`` becomes the buffer,
-    made contiguous where the buffer's uses need it; None when the output is not bound."""
+    (:func:`hir.interpreter.destinations.fresh_output`): ``fn(*operands, **keywords)``
+    becomes the buffer, made contiguous where the buffer's uses need it; None when the
+    output is not bound."""
     bound = c.bound_operands(op)
     if not bound:
         return None
     ((index, bind),) = bound
-    o = c.use(op.operation.operands[index])
-    if bind.contiguous:
+    run = _contiguous(fn) if bind.contiguous else fn
+    return call_step(run, [None] * len(operands), keywords or {}, list(enumerate(operands)), [], [c.use(op.operation.operands[index])])
 
-        def fresh_contiguous(env: list) -> None:
-            result = compute(env)
-            env[o] = result if result.is_contiguous() else result.contiguous()
 
-        return fresh_contiguous
+def _contiguous(fn: Callable) -> Callable:
+    """``fn`` with its result made contiguous when it is not (a buffer something views,
+    returns or communicates keeps its row-major layout)."""
 
-    def fresh(env: list) -> None:
-        env[o] = compute(env)
+    def contiguous_result(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        return result if result.is_contiguous() else result.contiguous()
 
-    return fresh
+    return contiguous_result
 
 
 @register_impls
@@ -115,7 +116,7 @@ class ComputeImpls:
         int_div = kind == "div" and not dtype.is_floating_point
         fn = _FLOAT_BINARY[kind]
         # Integer division follows arith.divsi (toward zero); torch.div would produce floats.
-        step = _fresh(c, op, (lambda env: torch.div(env[a], env[b], rounding_mode="trunc")) if int_div else (lambda env: fn(env[a], env[b])))
+        step = _fresh(c, op, torch.div, [a, b], {"rounding_mode": "trunc"}) if int_div else _fresh(c, op, fn, [a, b])
         if step is not None:
             return step
         if int_div:
@@ -168,7 +169,7 @@ class ComputeImpls:
         operands = op.operation.operands
         if accumulates(op.operation):
             return _matmul_accumulate(a, b, o, [_rank(c, v) for v in operands])
-        step = _fresh(c, op, lambda env: torch.matmul(env[a], env[b]))
+        step = _fresh(c, op, torch.matmul, [a, b])
         if step is not None:
             return step
         product = _matmul_into(_rank(c, operands[0]) == 1, _rank(c, operands[1]) == 1)
@@ -200,7 +201,7 @@ class ComputeImpls:
         bias = slots[3] if len(slots) == 4 else None
         operands = op.operation.operands
         x_rank, w_rank = _rank(c, operands[0]), _rank(c, operands[1])
-        step = _fresh(c, op, (lambda env: F.linear(env[x], env[w])) if bias is None else (lambda env: F.linear(env[x], env[w], env[bias])))
+        step = _fresh(c, op, F.linear, [x, w] + slots[3:])
         if step is not None:
             return step
         if bias is not None and x_rank == 2 and w_rank == 2:
