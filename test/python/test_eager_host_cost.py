@@ -3,7 +3,6 @@ runs an imported block with exactly the torch ops eager PyTorch runs (compute op
 their result into a fresh buffer instead of ``torch.empty`` + ``out=``, hir.linear's bias
 is in the GEMM), and its faster steps still report failures at the failing op."""
 
-import math
 import os
 import runpy
 from collections import Counter
@@ -16,29 +15,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import hir
 from hir.core import HirError
 from hir.interpreter import Program
+from test_destinations import FusedQKVBlock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-class Block(torch.nn.Module):
-    """benchmarks/block.py's pre-norm block (LayerNorm, softmax attention, GELU MLP)."""
-
-    def __init__(self, d: int = 32, heads: int = 4, seq: int = 8) -> None:
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
-        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
-        self.fc1, self.fc2 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
-        self.register_buffer("mask", torch.full((seq, seq), float("-inf")).triu(1))
-
-    def forward(self, x):
-        b, s, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads) + self.mask
-        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
-        x = x + self.proj(y)
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
 class TorchOps(TorchDispatchMode):
@@ -67,7 +46,7 @@ def test_imported_block_runs_the_ops_eager_torch_runs(name):
     if name == "llama":
         module = runpy.run_path(os.path.join(ROOT, "test", "Frontend", "Inputs", "llama_block.py"))["llama_block"](d=32, heads=4, kv_heads=2, hidden=64, seq=8)
     else:
-        module = Block().eval()
+        module = FusedQKVBlock().eval()  # benchmarks/block.py's pre-norm block
     x = torch.randn(2, 8, 32)
     imported = hir.from_torch(module, (x,))
     hir.lower(imported.module, "hir-lower")
