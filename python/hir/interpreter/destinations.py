@@ -330,16 +330,17 @@ class DestinationPlanner:
 
         for op in ops:
             call = op.operation
-            operands = list(call.operands)
             index = fresh_output(call)
             if index is not None:
-                bind = self._bind(call, operands, index, _FRESH) if same_stream(operands[index].owner, call) else None
+                dest = call.operands[index]
+                bind = self._bind(call, list(call.operands), index, _FRESH) if same_stream(dest.owner, call) else None
                 if bind is not None:
-                    found[operands[index]] = bind
+                    found[dest] = bind
                 continue
             segment = self._segment(call) if call.name == _CALL else None
             if not segment or not segment[1]:
                 continue
+            operands = list(call.operands)
             for index, output in segment[1].items():
                 dest = operands[index]
                 bind = self._bind(call, operands, index, output) if same_stream(dest.owner, call) else None

@@ -11,8 +11,10 @@ Failures inside a step are turned into ``file:line:col: error:`` messages naming
 """
 
 from dataclasses import dataclass, field
+from keyword import iskeyword
 from typing import Any, Callable, Iterable, Optional
 
+import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
@@ -103,14 +105,14 @@ def runtime_error(step: Step, env: list, err: Exception) -> HirError:
     return HirError(f"{info.location}: error: '{info.name}' failed: {type(err).__name__}: {err}")
 
 
-def call_step(fn: Callable, positional: list, keywords: dict, fill: list, fill_kw: list, results: list[int]) -> Step:
+def torch_call_step(fn: Callable, positional: list, keywords: dict, fill: list, fill_kw: list, results: list[int]) -> Step:
     """The step ``env[r] = fn(c0, env[3], out=env[5])`` of an op that is one torch call, as
     one generated function with ``fn`` and the constants bound as globals: one Python frame
     per op and no argument list built per call (torch.fx's generated code does the same).
     ``positional`` / ``keywords`` hold the constant arguments, ``fill`` / ``fill_kw`` the
     (position or name, slot) of the run-time ones; the call's results go to ``results``.
     An ``OpOverload`` runs through its C++ entry (its ``__call__`` is a Python frame)."""
-    names: dict[str, Any] = {"fn": getattr(fn, "_op", fn), "results": results}
+    names: dict[str, Any] = {"fn": fn._op if isinstance(fn, torch._ops.OpOverload) else fn, "results": results}
     runtime = dict(fill)
     args = []
     for index, value in enumerate(positional):
@@ -124,8 +126,8 @@ def call_step(fn: Callable, positional: list, keywords: dict, fill: list, fill_k
     if constant_kw:
         names["kw"] = constant_kw
         args.append("**kw")
-    if runtime_kw:  # schema names are identifiers; a Python keyword among them goes by dict
-        args.append("**{" + ", ".join(f"{k!r}: env[{slot}]" for k, slot in runtime_kw.items()) + "}")
+    for key, slot in runtime_kw.items():  # a schema name that is a Python keyword goes by dict
+        args.append(f"{key}=env[{slot}]" if key.isidentifier() and not iskeyword(key) else f"**{{{key!r}: env[{slot}]}}")
     call = f"fn({', '.join(args)})"
     if not results:  # checks such as _assert_tensor_metadata
         body = call
@@ -133,8 +135,8 @@ def call_step(fn: Callable, positional: list, keywords: dict, fill: list, fill_k
         body = f"env[{results[0]}] = {call}"
     else:
         body = f"for slot, value in zip(results, {call}):\n        env[slot] = value"
-    exec(f"def aten_step(env):\n    {body}\n", names)  # noqa: S102 - text built above from slots and names only
-    return names["aten_step"]
+    exec(f"def torch_step(env):\n    {body}\n", names)  # noqa: S102 - text built above from slots and names only
+    return names["torch_step"]
 
 
 def _never_waited(op: ir.OpView) -> bool:

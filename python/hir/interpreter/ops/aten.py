@@ -31,7 +31,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.dialect.base import get_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
 from hir.interpreter.destinations import out_variant
-from hir.interpreter.plan import UNSET, Compiler, Step, call_step
+from hir.interpreter.plan import UNSET, Compiler, Step, torch_call_step
 from hir.interpreter.registry import impl, impl_prefix, register_impls
 
 # c10::ScalarType numbering (torch-mlir's torch.constant.int for a dtype argument).
@@ -109,7 +109,7 @@ class TorchImpls:
             keywords["out"] = None
             fill_kw.append(("out", dest))
         results = [c.define(r) for r in op.operation.results]
-        return call_step(overload, positional, keywords, fill, fill_kw, results)
+        return torch_call_step(overload, positional, keywords, fill, fill_kw, results)
 
     @impl(
         torch_dialect.ConstantIntOp,

@@ -13,7 +13,7 @@ from torch_mlir.dialects import memref
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
 from hir.dialect.compute import accumulates
 from hir.dialect.base import get_i64_array, get_str
-from hir.interpreter.plan import Compiler, Step, call_step
+from hir.interpreter.plan import Compiler, Step, torch_call_step
 from hir.interpreter.registry import impl, register_impls
 
 _FLOAT_BINARY: dict[str, Callable] = {
@@ -83,7 +83,7 @@ def _fresh(c: Compiler, op: ir.OpView, fn: Callable, operands: list[int], keywor
         return None
     ((index, bind),) = bound
     run = _contiguous(fn) if bind.contiguous else fn
-    return call_step(run, [None] * len(operands), keywords or {}, list(enumerate(operands)), [], [c.use(op.operation.operands[index])])
+    return torch_call_step(run, [None] * len(operands), keywords or {}, list(enumerate(operands)), [], [c.use(op.operation.operands[index])])
 
 
 def _contiguous(fn: Callable) -> Callable:
