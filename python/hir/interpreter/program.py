@@ -294,19 +294,14 @@ class ArgSpec:
         self.type_text = str(type_)
         self.buffer: Optional[BufferSpec] = buffer_spec(type_, rank) if is_memref(type_) else None
         self.scalar = None if self.buffer else scalar_kind(type_)
-        self.fits = self._never
-        if self.buffer is not None and self.buffer.held and all(e >= 0 for e in self.buffer.local_static()):
-            self._size, self._dtype = torch.Size(self.buffer.local_static()), self.buffer.dtype
-            self.fits = self._fits_static
+        local = self.buffer.local_static() if self.buffer is not None and self.buffer.held else None
+        # The local shape of a held buffer whose extents are all static, else None.
+        self._size = torch.Size(local) if local is not None and all(e >= 0 for e in local) else None
 
-    @staticmethod
-    def _never(value: Any) -> bool:
-        return False
-
-    def _fits_static(self, value: Any) -> bool:
-        """The common case, a tensor of exactly the static local shape, dtype and device,
-        checked in a few comparisons per call; anything else goes through :meth:`check`."""
-        return isinstance(value, torch.Tensor) and value.shape == self._size and value.dtype is self._dtype and value.device == self.device
+    def fits(self, value: Any) -> bool:
+        """The common case, checked in four comparisons per call: a tensor of exactly the
+        static local shape, dtype and device. Anything else goes through :meth:`check`."""
+        return self._size is not None and isinstance(value, torch.Tensor) and value.shape == self._size and value.dtype is self.buffer.dtype and value.device == self.device
 
     def check(self, value: Any, where: str) -> Any:
         what = f"argument #{self.index} ({self.type_text})"
