@@ -29,7 +29,7 @@ class FuncImpls:
         if ONCE_ATTR in op.operation.attributes:  # parameter work, cached (ops/once.py)
             return once_step(run, args, outs, runtime.device)
         if not compiled:
-            return _inline_call(plan, args, outs)
+            return _eager_call(plan, args, outs)
 
         def call_step(env: list) -> None:
             results = run([env[a] for a in args])
@@ -39,14 +39,14 @@ class FuncImpls:
         return call_step
 
 
-def _inline_call(plan: FunctionPlan, args: list[int], outs: list[int]) -> Step:
+def _eager_call(plan: FunctionPlan, args: list[int], outs: list[int]) -> Step:
     """The step of an eager call: :meth:`FunctionPlan.call` with the caller's slots wired to
     the callee's at plan time (no argument or result lists per call)."""
     steps, template = plan.steps, plan.template
     into = list(zip(args, plan.arg_slots))
     back = list(zip(outs, plan.result_slots))
 
-    def call_inline(env: list) -> None:
+    def eager_call(env: list) -> None:
         inner = template.copy()
         for slot, arg in into:
             inner[arg] = env[slot]
@@ -54,4 +54,4 @@ def _inline_call(plan: FunctionPlan, args: list[int], outs: list[int]) -> Step:
         for slot, result in back:
             env[slot] = inner[result]
 
-    return call_inline
+    return eager_call
