@@ -150,3 +150,17 @@ func.func private @s(%arg0: memref<4xi64>, %arg1: memref<3x2xf32>, %arg2: memref
     program([torch.tensor([0, 1, 2, 0]), torch.randn(3, 2)])
     with pytest.raises(HirError, match=r"test.mlir:13:8: error: 'torch.aten.embedding' failed: IndexError: index out of range"):
         program([torch.tensor([0, 1, 2, 9]), torch.randn(3, 2)])
+
+
+def test_linear_into_an_argument_is_one_gemm():
+    """A 3-D hir.linear writing a buffer it cannot bind (an argument) folds its rows into one
+    addmm with the bias, as F.linear does, instead of a matmul and an add_."""
+    text = """func.func @main(%x: memref<2x4x8xf32>, %w: memref<6x8xf32>, %b: memref<6xf32>, %out: memref<2x4x6xf32>) {
+  "hir.linear"(%x, %w, %out, %b) {operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<2x4x8xf32>, memref<6x8xf32>, memref<2x4x6xf32>, memref<6xf32>) -> ()
+  return
+}"""
+    program = Program(hir.parse(text, "test.mlir"), graph=False, device="cpu")
+    x, w, b, out = torch.randn(2, 4, 8), torch.randn(6, 8), torch.randn(6), torch.zeros(2, 4, 6)
+    ops = _ops(lambda: program([x, w, b, out]))
+    assert ops["aten.addmm"] == 1 and "aten.add_" not in ops
+    torch.testing.assert_close(out, F.linear(x, w, b))
