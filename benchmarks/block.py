@@ -4,6 +4,11 @@ one process: the single-GPU table of issue 22.
     python benchmarks/block.py [--device cpu|cuda] [--cases host,llama]   # import here and run
     python benchmarks/block.py --emit DIR [--cases ...]    # import here, write DIR/<case>.mlir
     python benchmarks/block.py --from DIR --device cuda    # run DIR's modules (no torch-mlir needed)
+    python benchmarks/block.py --shape 2,16,64 --eager-only --threads 1   # CPU proxy of host overhead
+
+The CPU proxy: at tiny shapes compute is negligible, so hir eager / eager torch measures the
+interpreter's per-op host cost against nn.Module's (``--shape`` replaces every case's
+[batch, seq, d_model]; ``--eager-only`` times only eager torch and hir eager).
 
 Cases (``--cases``, default all): the pre-norm block (LayerNorm, causal softmax attention,
 GELU MLP) host-bound ``host`` [4, 128, 256] f32, ``mid`` [8, 256, 512] f32, GPU-bound ``gpu``
@@ -15,8 +20,8 @@ tensors. Rows: eager torch, ``torch.compile`` (default mode), ``torch.compile(mo
 "reduce-overhead")`` (CUDA graphs), hir eager (``graph=False, compile_kernels=False``: op by
 op) and hir default (``Program(module)``: ``graph="auto"``, kernel segments compiled where
 ``compile_kernels="auto"`` says so). Each time is the best of ``--repeat`` timings of
-``--number`` synchronized calls; the ratio is to eager torch; the error is the largest
-difference from eager torch's output. Compile times are printed under each table.
+``--number`` synchronized calls (the rows timed in turns); the ratio is to eager torch; the
+error is the largest difference from eager torch's output. Compile times are printed under each table.
 """
 
 import argparse
@@ -86,6 +91,11 @@ def make(case: dict, device: torch.device) -> tuple[torch.nn.Module, torch.Tenso
     return model.eval().to(dtype), x.to(dtype)
 
 
+def with_shape(case: dict, shape: str) -> dict:
+    """``case`` at ``shape`` ("batch,seq,d_model"), keeping its structure (heads, dtype)."""
+    return {**case, "shape": [int(n) for n in shape.split(",")]}
+
+
 def imported(case: dict) -> str:
     """The case imported with ``hir.from_torch`` and lowered by hir-lower (on the CPU)."""
     model, x = make(case, torch.device("cpu"))
@@ -118,27 +128,37 @@ def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace)
 
     with torch.no_grad():
         want = model(x)
-        timed("torch.compile", lambda: (lambda f: lambda: f(x))(torch.compile(model)))
-        if dev.type == "cuda":
-            timed("torch.compile reduce-overhead", lambda: (lambda f: lambda: f(x).clone())(torch.compile(model, mode="reduce-overhead")))
+        if not args.eager_only:
+            timed("torch.compile", lambda: (lambda f: lambda: f(x))(torch.compile(model)))
+            if dev.type == "cuda":
+                timed("torch.compile reduce-overhead", lambda: (lambda f: lambda: f(x).clone())(torch.compile(model, mode="reduce-overhead")))
         eager = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev), graph=False, compile_kernels=False)
         rows.append(("hir eager", lambda: eager(arguments)))
-        default = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev))
-        timed("hir default", lambda: (lambda: default(arguments)))
-        batch, seq, d = case["shape"]
-        print(f"\n{case['name']}: {case['kind']} block [{batch}, {seq}, {d}] {case['dtype']}, {case['heads']} heads ({dev}, torch {torch.__version__})")
-        print("| run | ms per forward | x eager torch | max abs diff |")
-        print("|---|---:|---:|---:|")
-        base = None
-        for name, fn in rows:
-            seconds = best(fn, args.repeat, args.number, sync)
-            out = fn()
-            out = out[0] if isinstance(out, list) else out
-            base = base or seconds
-            print(f"| {name} | {seconds * 1e3:.3f} | {seconds / base:.2f}x | {(out.float() - want.float()).abs().max().item():.1e} |", flush=True)
-    stats = default.kernel_compile
-    print(f"first calls incl. compile: {', '.join(f'{k} {v:.1f} s' for k, v in compile_s.items())}; hir default: "
-          f"{stats.segments} compiled segment(s), {stats.compiles} compile(s) in {stats.seconds:.1f} s, graph {default.graph_state.last}")
+        if not args.eager_only:
+            default = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev))
+            timed("hir default", lambda: (lambda: default(arguments)))
+        _table(case, dev, rows, want, args, sync)
+    if not args.eager_only:
+        stats = default.kernel_compile
+        print(f"first calls incl. compile: {', '.join(f'{k} {v:.1f} s' for k, v in compile_s.items())}; hir default: "
+              f"{stats.segments} compiled segment(s), {stats.compiles} compile(s) in {stats.seconds:.1f} s, graph {default.graph_state.last}")
+
+
+def _table(case: dict, dev: torch.device, rows: list, want: torch.Tensor, args: argparse.Namespace, sync: Callable) -> None:
+    """Time every row and print the case's table (ratios to the first row, eager torch)."""
+    batch, seq, d = case["shape"]
+    print(f"\n{case['name']}: {case['kind']} block [{batch}, {seq}, {d}] {case['dtype']}, {case['heads']} heads ({dev}, torch {torch.__version__})")
+    print("| run | ms per forward | x eager torch | max abs diff |")
+    print("|---|---:|---:|---:|")
+    # Rows take turns, one timing each per round, so a load change on the machine hits
+    # every row alike; each row's best round is reported.
+    rounds = [[best(fn, 1, args.number, sync) for _, fn in rows] for _ in range(args.repeat)]
+    base = None
+    for (name, fn), seconds in zip(rows, map(min, zip(*rounds))):
+        out = fn()
+        out = out[0] if isinstance(out, list) else out
+        base = base or seconds
+        print(f"| {name} | {seconds * 1e3:.3f} | {seconds / base:.2f}x | {(out.float() - want.float()).abs().max().item():.1e} |", flush=True)
 
 
 def main() -> None:
@@ -148,12 +168,17 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--number", type=int, default=20)
     p.add_argument("--emit", metavar="DIR", help="import here and write DIR/<case>.mlir + DIR/cases.json")
+    p.add_argument("--shape", metavar="B,S,D", help="every case at [batch, seq, d_model] B,S,D (the CPU proxy: e.g. 2,16,64)")
+    p.add_argument("--eager-only", action="store_true", help="time only eager torch and hir eager")
+    p.add_argument("--threads", type=int, help="torch.set_num_threads (the CPU proxy: 1, so timings are host time)")
     p.add_argument("--from", dest="from_dir", metavar="DIR", help="run the modules in DIR instead of importing")
     args = p.parse_args()
     names = args.cases.split(",")
     unknown = [n for n in names if n not in CASES]
     if unknown:
         p.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.from_dir:
         with open(os.path.join(args.from_dir, "cases.json")) as f:
             cases = {n: c for n, c in json.load(f).items() if n in names}
@@ -162,7 +187,7 @@ def main() -> None:
             with open(os.path.join(args.from_dir, f"{n}.mlir")) as f:
                 texts[n] = f.read()
     else:
-        cases = {n: {**CASES[n], "name": n} for n in names}
+        cases = {n: {**(with_shape(CASES[n], args.shape) if args.shape else CASES[n]), "name": n} for n in names}
         texts = {n: imported(c) for n, c in cases.items()}
     if args.emit:
         os.makedirs(args.emit, exist_ok=True)

@@ -28,6 +28,11 @@ views is defined in the same block and not written from the call on. A fresh res
 always bound; unless every use takes any strides, a non-contiguous one is made contiguous
 (the copy it replaces), so the buffer keeps its identity layout for views and collectives.
 
+Compute ops that do not read their output (``hir.linear``, ``hir.matmul`` without
+``accumulate``, ``hir.binary``) bind a fresh allocation by the same rules: the op returns
+its result (``F.linear``: one GEMM with the bias in its epilogue; no ``torch.empty`` and
+``out=`` call per op, the host cost eager PyTorch does not pay).
+
 Per call, a bound result costs nothing; CUDA graph capture records the result's own
 allocation, so a replay writes the buffer the later steps read.
 """
@@ -39,8 +44,8 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin, func, memref
 
-from hir.dialect import OP_CLASSES, is_view
-from hir.dialect.compute import KERNEL_ATTR, ComputeOp
+from hir.dialect import OP_CLASSES, BinaryOp, LinearOp, MatmulOp, is_view
+from hir.dialect.compute import KERNEL_ATTR, ComputeOp, accumulates
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.dialect.torch_ops import torch_overload
 from hir.interpreter.buffers import _is_identity, is_memref
@@ -67,8 +72,8 @@ class Output:
 
 @dataclass(frozen=True)
 class Bind:
-    """A call's destination ``index`` that becomes the segment's result: ``contiguous``
-    says whether the result must be made contiguous when it is not."""
+    """A destination ``index`` of ``call`` (a segment call or a compute op) that becomes its
+    result: ``contiguous`` says whether the result must be made contiguous when it is not."""
 
     call: ir.Operation
     index: int
@@ -259,6 +264,22 @@ def _apart(operands: list, index: int) -> bool:
     return True
 
 
+# Compute ops whose handler computes a bound output as a fresh torch result (``F.linear``,
+# ``torch.matmul``, ``torch.add``...): none of them reads its output unless it accumulates.
+_FRESH_COMPUTE = (BinaryOp, LinearOp, MatmulOp)
+_FRESH = Output(frozenset())
+
+
+def fresh_output(op: ir.Operation) -> Optional[int]:
+    """The destination operand of a compute op that can return its result instead of
+    writing it (its class is in ``_FRESH_COMPUTE`` and it does not accumulate), else None."""
+    cls = OP_CLASSES.get(op.name)
+    if cls is None or not issubclass(cls, _FRESH_COMPUTE) or accumulates(op):
+        return None
+    (index,) = cls.DESTINATIONS
+    return index
+
+
 class DestinationPlanner:
     """Decides, per call of a kernel segment, which destinations are bound (the callee's
     analysis cached by name; one instance per compiled module)."""
@@ -285,7 +306,8 @@ class DestinationPlanner:
         return None if segment is None else segment[0]
 
     def binds(self, ops: list, outs: dict) -> dict[ir.Value, Bind]:
-        """The allocations of block ``ops`` that calls bind to their segment's result; adds
+        """The allocations of block ``ops`` that calls bind to their segment's result, and
+        compute ops to their fresh result (:func:`fresh_output`); adds
         to ``outs`` (call -> operand indices) the other destinations the segment's last op
         writes with ``out=``."""
         found: dict[ir.Value, Bind] = {}
@@ -297,20 +319,31 @@ class DestinationPlanner:
             cls = OP_CLASSES.get(op.name)
             if cls is not None and cls.CHOOSES_STREAM:
                 switches.append(i)
+
+        def same_stream(alloc: Any, op: ir.Operation) -> bool:
+            """Whether ``alloc`` is an op of this block that no stream switch separates
+            from ``op`` (else the buffer is allocated on another stream)."""
+            if isinstance(alloc, ir.Block) or alloc.operation not in position:
+                return False
+            start, end = position[alloc.operation], position[op]
+            return not any(start < s < end for s in switches)
+
         for op in ops:
             call = op.operation
+            index = fresh_output(call)
+            if index is not None:
+                dest = call.operands[index]
+                bind = self._bind(call, list(call.operands), index, _FRESH) if same_stream(dest.owner, call) else None
+                if bind is not None:
+                    found[dest] = bind
+                continue
             segment = self._segment(call) if call.name == _CALL else None
             if not segment or not segment[1]:
                 continue
             operands = list(call.operands)
             for index, output in segment[1].items():
                 dest = operands[index]
-                alloc = dest.owner
-                bind = None
-                if not isinstance(alloc, ir.Block) and alloc.operation in position:
-                    start, end = position[alloc.operation], position[call]
-                    if not any(start < s < end for s in switches):  # else allocated on another stream
-                        bind = self._bind(call, operands, index, output)
+                bind = self._bind(call, operands, index, output) if same_stream(dest.owner, call) else None
                 if bind is not None:
                     found[dest] = bind
                 elif output.producer is not None and _apart(operands, index):

@@ -11,8 +11,10 @@ Failures inside a step are turned into ``file:line:col: error:`` messages naming
 """
 
 from dataclasses import dataclass, field
+from keyword import iskeyword
 from typing import Any, Callable, Iterable, Optional
 
+import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
@@ -103,6 +105,40 @@ def runtime_error(step: Step, env: list, err: Exception) -> HirError:
     return HirError(f"{info.location}: error: '{info.name}' failed: {type(err).__name__}: {err}")
 
 
+def torch_call_step(fn: Callable, positional: list, keywords: dict, fill: list, fill_kw: list, results: list[int]) -> Step:
+    """The step ``env[r] = fn(c0, env[3], out=env[5])`` of an op that is one torch call, as
+    one generated function with ``fn`` and the constants bound as globals: one Python frame
+    per op and no argument list built per call (torch.fx's generated code does the same).
+    ``positional`` / ``keywords`` hold the constant arguments, ``fill`` / ``fill_kw`` the
+    (position or name, slot) of the run-time ones; the call's results go to ``results``.
+    An ``OpOverload`` runs through its C++ entry (its ``__call__`` is a Python frame)."""
+    names: dict[str, Any] = {"fn": fn._op if isinstance(fn, torch._ops.OpOverload) else fn, "results": results}
+    runtime = dict(fill)
+    args = []
+    for index, value in enumerate(positional):
+        if index in runtime:
+            args.append(f"env[{runtime[index]}]")
+        else:
+            names[f"c{index}"] = value
+            args.append(f"c{index}")
+    runtime_kw = dict(fill_kw)
+    constant_kw = {k: v for k, v in keywords.items() if k not in runtime_kw}
+    if constant_kw:
+        names["kw"] = constant_kw
+        args.append("**kw")
+    for key, slot in runtime_kw.items():  # a schema name that is a Python keyword goes by dict
+        args.append(f"{key}=env[{slot}]" if key.isidentifier() and not iskeyword(key) else f"**{{{key!r}: env[{slot}]}}")
+    call = f"fn({', '.join(args)})"
+    if not results:  # checks such as _assert_tensor_metadata
+        body = call
+    elif len(results) == 1:
+        body = f"env[{results[0]}] = {call}"
+    else:
+        body = f"for slot, value in zip(results, {call}):\n        env[slot] = value"
+    exec(f"def torch_step(env):\n    {body}\n", names)  # noqa: S102 - text built above from slots and names only
+    return names["torch_step"]
+
+
 def _never_waited(op: ir.OpView) -> bool:
     """An op producing one ``!hir.work`` that nothing uses (a work handed to a wait, a call
     or a yield is someone else's to complete)."""
@@ -126,7 +162,8 @@ def _pending(step: Step, slot: int, pending: list, where: str, name: str) -> Ste
 
 
 def _tracked_binds(step: Step, slots: list[int], tracker: Any) -> Step:
-    """``step`` (a call) also counting the buffers it binds, as their alloc step would."""
+    """``step`` (a call, a compute op) also counting the buffers it binds, as their alloc
+    step would."""
 
     def tracked_call(env: list) -> None:
         step(env)
@@ -225,7 +262,7 @@ class Compiler:
             step = entry.fn(self, op)
         except MultiDimMeshError as err:
             raise self.error(op, str(err)) from None
-        if step is not None and self.runtime.memory is not None and self._binds and name == func.CallOp.OPERATION_NAME:
+        if step is not None and self.runtime.memory is not None and self._binds:
             operands = list(op.operation.operands)
             bound = [self.use(operands[i]) for i, _ in self.bound_operands(op)]
             if bound:
@@ -248,13 +285,20 @@ class Compiler:
     def use(self, value: ir.Value) -> int:
         return self._slots[value]
 
+    def share(self, value: ir.Value, same: ir.Value) -> None:
+        """``value`` is ``same``'s run-time object (a cast, a memref read as a tensor): it
+        reads ``same``'s slot, so passing it on costs no step."""
+        self._slots[value] = self._slots[same]
+
     # ----- destination passing (hir.interpreter.destinations) ------------------------------
     def is_bound(self, alloc: ir.Value) -> bool:
-        """Whether allocation ``alloc`` becomes a segment's result (its alloc has no step)."""
+        """Whether allocation ``alloc`` becomes a segment's or compute op's result (its
+        alloc has no step)."""
         return alloc in self._binds
 
     def bound_operands(self, call: ir.OpView) -> list[tuple[int, Bind]]:
-        """(operand index, bind) of each destination of ``call`` that becomes its result."""
+        """(operand index, bind) of each destination of ``call`` (a segment call or a compute
+        op) that becomes its result."""
         operands = list(call.operation.operands)
         return [(i, self._binds[v]) for i, v in enumerate(operands) if v in self._binds and self._binds[v].call == call.operation]
 

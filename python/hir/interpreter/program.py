@@ -202,7 +202,7 @@ class Program:
                 self.plan: FunctionPlan = self.compiler.function(self.entry)
             except ValueError as err:  # e.g. an element type without a torch dtype
                 raise HirError(f"{source_name or '<module>'}: error: {err}") from None
-            self._args = [ArgSpec(i, t, self.runtime.rank) for i, t in enumerate(self.plan.arg_types)]
+            self._args = [ArgSpec(i, t, self.runtime.rank, dev) for i, t in enumerate(self.plan.arg_types)]
             written = written_arguments(self.compiler.functions[self.entry].regions[0].blocks[0]) if graph is not False else frozenset()
         self._graph_state = GraphState(graph, "; ".join(blockers) or None if graph is not False else "graph=False")
         self.graph: Optional[GraphRunner] = None
@@ -281,20 +281,29 @@ class Program:
             raise HirError(f"{where} takes a list of {len(self._args)} input(s), got {type(inputs).__name__}")
         if len(inputs) != len(self._args):
             raise HirError(f"{where} takes {len(self._args)} input(s), got {len(inputs)}")
-        return [arg.check(value, where, self.device) for arg, value in zip(self._args, inputs)]
+        return [value if arg.fits(value) else arg.check(value, where) for arg, value in zip(self._args, inputs)]
 
 
 class ArgSpec:
     """One entry argument: a buffer (checked against its local shape, dtype and device) or a
     host scalar (index / integer / float / i1 bool)."""
 
-    def __init__(self, index: int, type_: ir.Type, rank: int) -> None:
+    def __init__(self, index: int, type_: ir.Type, rank: int, device: torch.device) -> None:
         self.index = index
+        self.device = device
         self.type_text = str(type_)
         self.buffer: Optional[BufferSpec] = buffer_spec(type_, rank) if is_memref(type_) else None
         self.scalar = None if self.buffer else scalar_kind(type_)
+        local = self.buffer.local_static() if self.buffer is not None and self.buffer.held else None
+        # The local shape of a held buffer whose extents are all static, else None.
+        self._size = torch.Size(local) if local is not None and all(e >= 0 for e in local) else None
 
-    def check(self, value: Any, where: str, device: torch.device) -> Any:
+    def fits(self, value: Any) -> bool:
+        """The common case, checked in four comparisons per call: a tensor of exactly the
+        static local shape, dtype and device. Anything else goes through :meth:`check`."""
+        return self._size is not None and isinstance(value, torch.Tensor) and value.shape == self._size and value.dtype is self.buffer.dtype and value.device == self.device
+
+    def check(self, value: Any, where: str) -> Any:
         what = f"argument #{self.index} ({self.type_text})"
         if self.buffer is None:
             if isinstance(value, torch.Tensor) and value.dim() == 0:
@@ -317,8 +326,8 @@ class ArgSpec:
             raise HirError(f"{where} {what} expects shape {fmt_shape(expected)}{local}, got {fmt_shape(value.shape)}")
         if value.dtype != spec.dtype:
             raise HirError(f"{where} {what} expects dtype {spec.dtype}, got {value.dtype}")
-        if value.device != device:
-            raise HirError(f"{where} {what} expects a tensor on {device}, got one on {value.device}")
+        if value.device != self.device:
+            raise HirError(f"{where} {what} expects a tensor on {self.device}, got one on {value.device}")
         return value
 
 

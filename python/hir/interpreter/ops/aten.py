@@ -21,7 +21,7 @@ argument always becomes the run's device: exported programs record the device th
 traced on, the segment runs where the program runs.
 """
 
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -31,7 +31,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.dialect.base import get_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
 from hir.interpreter.destinations import out_variant
-from hir.interpreter.plan import UNSET, Compiler, Step
+from hir.interpreter.plan import UNSET, Compiler, Step, torch_call_step
 from hir.interpreter.registry import impl, impl_prefix, register_impls
 
 # c10::ScalarType numbering (torch-mlir's torch.constant.int for a dtype argument).
@@ -55,37 +55,6 @@ def _plan_argument(c: Compiler, op: ir.OpView, arg: Any, value: ir.Value) -> Any
             raise c.error(op, f"argument '{arg.name}' has unknown enum value {constant}")
         return table[constant]
     return constant
-
-
-def _bind(fn: Callable, positional: list, keywords: dict, fill: list, fill_kw: list) -> Callable[[list], Any]:
-    """``env -> fn(*args, **kwargs)`` with the constants bound now; the common cases (all
-    run-time operands positional) build only the positional list per call."""
-    if not fill_kw:
-        if len(fill) == 1:
-            ((index, slot),) = fill
-            before, after = tuple(positional[:index]), tuple(positional[index + 1:])
-            if keywords:
-                return lambda env: fn(*before, env[slot], *after, **keywords)
-            return lambda env: fn(*before, env[slot], *after)
-
-        def gather(env: list) -> Any:
-            args = positional.copy()
-            for index, slot in fill:
-                args[index] = env[slot]
-            return fn(*args, **keywords)
-
-        return gather
-
-    def gather_all(env: list) -> Any:
-        args = positional.copy()
-        for index, slot in fill:
-            args[index] = env[slot]
-        kwargs = keywords.copy()
-        for key, slot in fill_kw:
-            kwargs[key] = env[slot]
-        return fn(*args, **kwargs)
-
-    return gather_all
 
 
 def _attr_value(attr: ir.Attribute) -> Any:
@@ -140,26 +109,7 @@ class TorchImpls:
             keywords["out"] = None
             fill_kw.append(("out", dest))
         results = [c.define(r) for r in op.operation.results]
-        call = _bind(overload, positional, keywords, fill, fill_kw)
-        if not results:  # checks such as _assert_tensor_metadata
-
-            def no_result(env: list) -> None:
-                call(env)
-
-            return no_result
-        if len(results) == 1:
-            (out,) = results
-
-            def one_result(env: list) -> None:
-                env[out] = call(env)
-
-            return one_result
-
-        def many_results(env: list) -> None:
-            for slot, value in zip(results, call(env)):
-                env[slot] = value
-
-        return many_results
+        return torch_call_step(overload, positional, keywords, fill, fill_kw, results)
 
     @impl(
         torch_dialect.ConstantIntOp,

@@ -5,6 +5,7 @@ stream-lowered simply computes its whole output on the current stream."""
 from typing import Callable, Optional
 
 import torch
+import torch.nn.functional as F
 from torch_mlir import ir
 
 from torch_mlir.dialects import memref
@@ -12,7 +13,7 @@ from torch_mlir.dialects import memref
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
 from hir.dialect.compute import accumulates
 from hir.dialect.base import get_i64_array, get_str
-from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.plan import Compiler, Step, torch_call_step
 from hir.interpreter.registry import impl, register_impls
 
 _FLOAT_BINARY: dict[str, Callable] = {
@@ -72,6 +73,30 @@ def _matmul_accumulate(a: int, b: int, o: int, ranks: list) -> Step:
     return add_product_step
 
 
+def _fresh(c: Compiler, op: ir.OpView, fn: Callable, operands: list[int], keywords: Optional[dict] = None) -> Optional[Step]:
+    """The step of a compute op whose output allocation is bound to its result
+    (:func:`hir.interpreter.destinations.fresh_output`): ``fn(*operands, **keywords)``
+    becomes the buffer, made contiguous where the buffer's uses need it; None when the
+    output is not bound."""
+    bound = c.bound_operands(op)
+    if not bound:
+        return None
+    ((index, bind),) = bound
+    run = _contiguous(fn) if bind.contiguous else fn
+    return torch_call_step(run, [None] * len(operands), keywords or {}, list(enumerate(operands)), [], [c.use(op.operation.operands[index])])
+
+
+def _contiguous(fn: Callable) -> Callable:
+    """``fn`` with its result made contiguous when it is not (a buffer something views,
+    returns or communicates keeps its row-major layout)."""
+
+    def contiguous_result(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        return result if result.is_contiguous() else result.contiguous()
+
+    return contiguous_result
+
+
 @register_impls
 class ComputeImpls:
     @impl(SetOp, memref.CopyOp)  # the same copy
@@ -88,13 +113,18 @@ class ComputeImpls:
         a, b, o = c.uses(op)
         kind = get_str(op, "kind")
         dtype = c.spec(op.operation.operands[2]).dtype
-        if kind == "div" and not dtype.is_floating_point:
-            # Integer division follows arith.divsi (toward zero); torch.div would produce floats.
-            def int_div(env: list) -> None:
+        int_div = kind == "div" and not dtype.is_floating_point
+        fn = _FLOAT_BINARY[kind]
+        # Integer division follows arith.divsi (toward zero); torch.div would produce floats.
+        step = _fresh(c, op, torch.div, [a, b], {"rounding_mode": "trunc"}) if int_div else _fresh(c, op, fn, [a, b])
+        if step is not None:
+            return step
+        if int_div:
+
+            def int_div_step(env: list) -> None:
                 torch.div(env[a], env[b], rounding_mode="trunc", out=env[o])
 
-            return int_div
-        fn = _FLOAT_BINARY[kind]
+            return int_div_step
 
         def binary_step(env: list) -> None:
             fn(env[a], env[b], out=env[o])
@@ -139,6 +169,9 @@ class ComputeImpls:
         operands = op.operation.operands
         if accumulates(op.operation):
             return _matmul_accumulate(a, b, o, [_rank(c, v) for v in operands])
+        step = _fresh(c, op, torch.matmul, [a, b])
+        if step is not None:
+            return step
         product = _matmul_into(_rank(c, operands[0]) == 1, _rank(c, operands[1]) == 1)
         out_spec = c.spec(operands[2])
         if not out_spec.contiguous and len(out_spec.shape) >= 3:
@@ -168,12 +201,24 @@ class ComputeImpls:
         bias = slots[3] if len(slots) == 4 else None
         operands = op.operation.operands
         x_rank, w_rank = _rank(c, operands[0]), _rank(c, operands[1])
+        step = _fresh(c, op, F.linear, [x, w] + slots[3:])
+        if step is not None:
+            return step
         if bias is not None and x_rank == 2 and w_rank == 2:
 
             def linear_addmm(env: list) -> None:
                 torch.addmm(env[bias], env[x], env[w].t(), out=env[o])
 
             return linear_addmm
+        if bias is not None and x_rank > 2 and w_rank == 2 and c.spec(operands[2]).contiguous:
+            # One GEMM with the bias in its epilogue over the folded leading axes, as
+            # F.linear does (matmul then add_ is a second kernel).
+
+            def linear_folded(env: list) -> None:
+                out = env[o]
+                torch.addmm(env[bias], env[x].flatten(0, -2), env[w].t(), out=out.view(-1, out.shape[-1]))
+
+            return linear_folded
         product = _matmul_into(x_rank == 1, w_rank == 1)
         if bias is None:
 

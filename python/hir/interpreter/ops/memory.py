@@ -61,6 +61,15 @@ class MemoryImpls:
         tracker = getattr(c.runtime, "memory", None)
         shared = is_symmetric_alloc(buffer)
 
+        if not shared and tracker is None and len(slots) == 1:  # the common case, in two lines
+
+            def dealloc_one(env: list) -> None:
+                if env[slot] is DEAD:
+                    raise HirError(f"{where}: error: 'memref.dealloc' buffer {name} is already deallocated")
+                env[slot] = DEAD
+
+            return dealloc_one
+
         def dealloc_step(env: list) -> None:
             if env[slot] is DEAD:
                 raise HirError(f"{where}: error: 'memref.dealloc' buffer {name} is already deallocated")

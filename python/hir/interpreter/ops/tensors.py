@@ -39,12 +39,8 @@ class TensorBridgeImpls:
         operands, results = op.operation.operands, op.operation.results
         if len(operands) != 1 or len(results) != 1:
             raise c.error(op, f"must have one operand and one result to run, has {len(operands)} and {len(results)}")
-        src, dst = c.use(operands[0]), c.define(results[0])
-
-        def forward(env: list) -> None:
-            env[dst] = env[src]
-
-        return forward
+        c.share(results[0], operands[0])  # the same torch tensor: no step
+        return None
 
     @impl(bufferization.MaterializeInDestinationOp)
     def materialize(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
