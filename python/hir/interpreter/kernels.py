@@ -28,7 +28,7 @@ logged at debug level on the ``hir.compile`` logger.
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 import torch
 from torch_mlir import ir
@@ -52,10 +52,17 @@ class KernelCompileStats:
     """What compiling kernel segments cost this program (``Program.kernel_compile``)."""
 
     mode: CompileMode = "auto"
-    segments: int = 0  # kernel segments the plan runs compiled
+    segments: int = 0  # compiled units of the plan: kernel segments compiled on their own and compute regions
+    regions: int = 0  # of which compute regions (:mod:`hir.interpreter.regions`)
+    regions_reason: Optional[str] = None  # why no compute region runs compiled (None: they may)
     compiles: int = 0  # (segment, signature) pairs compiled so far
     seconds: float = 0.0  # total trace + inductor compile time
     fallbacks: int = 0  # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
+
+    def summary(self) -> str:
+        """One line: what runs compiled and what compiling it cost."""
+        alone = self.segments - self.regions
+        return f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled alone, {self.compiles} compile(s) in {self.seconds:.1f} s"
 
 
 def compute_ops(func: ir.Operation) -> int:
@@ -87,8 +94,30 @@ def _share_memory(args: list) -> bool:
     return len(set(storages)) != len(storages)
 
 
-def compiled_segment(run: Callable[[list], list], name: str, where: str, stats: KernelCompileStats) -> Callable[[list], list]:
-    """``run`` (a kernel segment's steps, ``args -> results``) compiled per signature."""
+# The ``.Scalar`` overloads torch-mlir's import names (``aten.div.Scalar``) and the
+# ``.Tensor`` overload a Python scalar operand dispatches to when torch.compile traces a
+# module (``x / 8.0``): inductor's pattern matcher (the SDPA patterns, among others) is
+# written against the latter.
+_SCALAR_OVERLOADS = {
+    torch.ops.aten.add.Scalar: torch.ops.aten.add.Tensor,
+    torch.ops.aten.sub.Scalar: torch.ops.aten.sub.Tensor,
+    torch.ops.aten.mul.Scalar: torch.ops.aten.mul.Tensor,
+    torch.ops.aten.div.Scalar: torch.ops.aten.div.Tensor,
+}
+
+
+def canonical_scalar_overloads(graph: torch.fx.GraphModule) -> None:
+    """Rewrite ``aten.<op>.Scalar`` calls of ``graph`` into the ``.Tensor`` overload with the
+    same Python scalar operand (same values: both broadcast a wrapped scalar)."""
+    for node in graph.graph.nodes:
+        if node.op == "call_function" and node.target in _SCALAR_OVERLOADS:
+            node.target = _SCALAR_OVERLOADS[node.target]
+    graph.recompile()
+
+
+def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats) -> Callable[[list], list]:
+    """``run`` (the steps of ``what``: a kernel segment or a compute region, ``args ->
+    results``) compiled per signature."""
     from torch._inductor.compile_fx import compile_fx
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -112,17 +141,18 @@ def compiled_segment(run: Callable[[list], list], name: str, where: str, stats: 
             tensors = [args[i] for i in positions]
             with torch.no_grad():
                 graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*tensors)
+                canonical_scalar_overloads(graph)
                 compiled = compile_fx(graph, tensors, config_patches={"triton.cudagraphs": False})
             fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
         except Exception as err:
             if strict:
-                raise HirError(f"{where}: error: cannot compile kernel segment @{name} (compile_kernels=True): {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
-            log.warning("%s: kernel segment @%s runs op by op: compiling it failed: %s: %s", where, name, type(err).__name__, err)
+                raise HirError(f"{where}: error: cannot compile {what} (compile_kernels=True): {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
+            log.warning("%s: %s runs op by op: compiling it failed: %s: %s", where, what, type(err).__name__, err)
             fn = None
         seconds = time.perf_counter() - start
         stats.compiles += 1
         stats.seconds += seconds
-        log.debug("compiled kernel segment @%s for %s in %.3f s", name, key, seconds)
+        log.debug("compiled %s for %s in %.3f s", what, key, seconds)
         cache[key] = fn
         return fn
 
