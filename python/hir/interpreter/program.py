@@ -208,7 +208,8 @@ class Program:
             except ValueError as err:  # e.g. an element type without a torch dtype
                 raise HirError(f"{source_name or '<module>'}: error: {err}") from None
             self._args = [ArgSpec(i, t, self.runtime.rank) for i, t in enumerate(self.plan.arg_types)]
-            written = written_arguments(self.compiler.functions[self.entry].regions[0].blocks[0]) if graph is not False else frozenset()
+            functions = self.compiler.functions
+            written = written_arguments(functions[self.entry].regions[0].blocks[0], functions) if graph is not False else frozenset()
         self._graph_state = GraphState(graph, "; ".join(blockers) or None if graph is not False else "graph=False")
         self.graph: Optional[GraphRunner] = None
         if self._graph_state.active:
