@@ -138,7 +138,7 @@ def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace)
             print(f"| {name} | {seconds * 1e3:.3f} | {seconds / base:.2f}x | {(out.float() - want.float()).abs().max().item():.1e} |", flush=True)
     stats = default.kernel_compile
     print(f"first calls incl. compile: {', '.join(f'{k} {v:.1f} s' for k, v in compile_s.items())}; hir default: "
-          f"{stats.segments} compiled segment(s), {stats.compiles} compile(s) in {stats.seconds:.1f} s, graph {default.graph_state.last}")
+          f"{stats.summary()}{f' ({stats.regions_reason})' if stats.regions_reason else ''}, graph {default.graph_state.last}")
 
 
 def main() -> None:

@@ -33,12 +33,14 @@ from typing import Callable, Optional, Union
 import torch
 from torch_mlir import ir
 
+from hir.dialect.compute import ComputeOp
 from hir.dialect.context import HirError
+from hir.passes.helpers import is_a
 
 log = logging.getLogger("hir.compile")
 CompileMode = Union[bool, str]  # True, False or "auto"
 AUTO_MIN_OPS = 2  # "auto" compiles segments of at least this many compute ops
-COMPUTE_PREFIXES = ("torch.aten.", "linalg.")  # what counts as a compute op of a segment
+COMPUTE_PREFIXES = ("torch.aten.", "linalg.")  # what counts as a compute op of a segment, with hir compute ops
 
 
 def check_mode(mode: CompileMode) -> CompileMode:
@@ -66,12 +68,13 @@ class KernelCompileStats:
 
 
 def compute_ops(func: ir.Operation) -> int:
-    """The number of compute ops (:data:`COMPUTE_PREFIXES`) in a kernel segment's body."""
+    """The number of compute ops (:data:`COMPUTE_PREFIXES`, hir compute ops) in a kernel
+    segment's body."""
     count = 0
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal count
-        count += op.name.startswith(COMPUTE_PREFIXES)
+        count += op.name.startswith(COMPUTE_PREFIXES) or is_a(op, ComputeOp)
         return ir.WalkResult.ADVANCE
 
     func.walk(visit)

@@ -81,10 +81,14 @@ def compute_weight(op: ir.Operation, functions: dict) -> Optional[int]:
     return 0 if name in _HOST or name.startswith("arith.") else None
 
 
+def _host_scalar(op: ir.Operation) -> bool:
+    return op.name == memref.DimOp.OPERATION_NAME or op.name.startswith("arith.")
+
+
 def region_spans(ops: list, functions: dict, min_ops: int) -> list[tuple[int, int]]:
     """``(start, end)`` of each maximal run of region ops in ``ops`` (a block without its
-    terminator) with at least ``min_ops`` compute ops, trimmed to start and end at a
-    compute op or an allocation (host arithmetic at the edges stays outside)."""
+    terminator) with at least ``min_ops`` compute ops; host arithmetic at either edge stays
+    outside (it feeds or follows non-region ops)."""
     spans: list[tuple[int, int]] = []
     start, weight = None, 0
     for i, op in enumerate(ops + [None]):
@@ -92,16 +96,13 @@ def region_spans(ops: list, functions: dict, min_ops: int) -> list[tuple[int, in
         if w is None:
             if start is not None and weight >= min_ops:
                 end = i
-                while end > start and compute_weight(ops[end - 1].operation, functions) == 0 and ops[end - 1].operation.name != _ALLOC:
+                while _host_scalar(ops[end - 1].operation):
                     end -= 1
                 spans.append((start, end))
             start, weight = None, 0
-            continue
-        if start is None:
-            if w == 0 and op.operation.name != _ALLOC:
-                continue  # host arithmetic before the first compute op
-            start = i
-        weight += w
+        elif start is not None or not _host_scalar(op.operation):
+            start = i if start is None else start
+            weight += w
     return spans
 
 
