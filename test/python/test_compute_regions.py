@@ -189,3 +189,32 @@ def test_block_region_fuses_attention_and_replays_on_cuda():
     assert (stats.regions, stats.segments, stats.compiles, stats.fallbacks) == (1, 1, 1, 0), stats
     assert counters["inductor"]["fuse_attention"] > before, "inductor did not replace the attention by SDPA"
     assert program.graph_state.replays >= 2, program.graph_state
+
+
+def test_host_scalars_used_outside_end_a_region():
+    """A region returns tensors only: host arithmetic whose value an op after the region
+    uses (here a loop bound) is not part of it, and the program runs the same compiled."""
+    module = f"""func.func @main(%a: {T}, %o: {T}) {{
+  %t = memref.alloc() : {T}
+  "hir.binary"(%a, %a, %t) {{kind = "mul"}} : ({T}, {T}, {T}) -> ()
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 3 : index
+  "hir.binary"(%t, %a, %o) {{kind = "add"}} : ({T}, {T}, {T}) -> ()
+  "hir.for"(%c0, %n, %c1) ({{
+  ^bb0(%i: index):
+    "hir.binary"(%o, %a, %o) {{kind = "add"}} : ({T}, {T}, {T}) -> ()
+    "hir.yield"() : () -> ()
+  }}) : (index, index, index) -> ()
+  return
+}}"""
+    parsed = hir.parse(module)
+    with parsed.context:
+        funcs = functions(parsed)
+        assert region_spans(body(funcs), funcs, 1) == [(0, 2), (5, 6)]
+    a = torch.randn(8, 64)
+    o = torch.empty(8, 64)
+    program = Program(hir.parse(module), device="cpu", compile_kernels=True)
+    program([a, o])
+    torch.testing.assert_close(o, a * a + 4 * a)
+    assert program.kernel_compile.regions == 2

@@ -9,7 +9,7 @@ A region is a run of consecutive ops of a (non-kernel) function's body, each of 
 - a call of a kernel segment (``func.func {hir.kernel}``) not marked ``hir.once`` (parameter
   work is cached by its own step, ``ops/once.py``),
 - ``memref.alloc`` (not ``hir.symmetric``) / ``memref.dealloc``, or host arithmetic
-  (``arith.*``, ``memref.dim``),
+  (``arith.*``, ``memref.dim``) whose values only region ops use,
 
 and it ends at anything else (stream ops, communications, waits, views such as
 ``hir.alias_select``, loops, other calls)::
@@ -50,7 +50,7 @@ from hir.interpreter.plan import DEAD, Compiler, Step, run_steps
 
 _CALL = func.CallOp.OPERATION_NAME
 _ALLOC = memref.AllocOp.OPERATION_NAME
-_HOST = (memref.DeallocOp.OPERATION_NAME, memref.DimOp.OPERATION_NAME)
+_DEALLOC = memref.DeallocOp.OPERATION_NAME
 
 
 def region_mode_reason(mode: CompileMode, device: torch.device, track_memory: bool) -> Optional[str]:
@@ -78,7 +78,14 @@ def compute_weight(op: ir.Operation, functions: dict) -> Optional[int]:
         return compute_ops(callee.operation)
     if name == _ALLOC:
         return None if SYMMETRIC_ATTR in op.attributes else 0
-    return 0 if name in _HOST or name.startswith("arith.") else None
+    if name == _DEALLOC:
+        return 0
+    if _host_scalar(op):
+        # Inside a region only when its values stay there: a compiled region returns tensors.
+        users = [u.owner.operation for r in op.results for u in r.uses]
+        inside = all(u.block == op.block and (compute_weight(u, functions) is not None) for u in users)
+        return 0 if inside else None
+    return None
 
 
 def _host_scalar(op: ir.Operation) -> bool:
@@ -148,7 +155,7 @@ def _region(c: Compiler, ops: list) -> Step:
                 inputs.append(value)
         defined += list(op.results)
     outputs = [v for v in dict.fromkeys(defined) if any(not _in_span(u.owner.operation, block, members) for u in v.uses)]
-    freed = [v for op in ops if op.operation.name == _HOST[0] for v in op.operation.operands if v in inputs]
+    freed = [v for op in ops if op.operation.name == _DEALLOC for v in op.operation.operands if v in inputs]
     in_slots = [c.use(v) for v in inputs]
     out_slots = [c.use(v) for v in outputs]
     dead = [s for v in freed for s in [c.use(v)] + c.aliases(c.use(v))]
