@@ -14,7 +14,8 @@ made from seed 0 on the device that runs the case (the GPU machine makes them it
 tensors. Rows: eager torch, ``torch.compile`` (default mode), ``torch.compile(mode=
 "reduce-overhead")`` (CUDA graphs), hir eager (``graph=False, compile_kernels=False``: op by
 op) and hir default (``Program(module)``: ``graph="auto"``, kernel segments compiled where
-``compile_kernels="auto"`` says so). Each time is the best of ``--repeat`` timings of
+``compile_kernels="auto"`` says so: compute regions, :mod:`hir.interpreter.regions`;
+``--compile-kernels true`` compiles them on the CPU too). Each time is the best of ``--repeat`` timings of
 ``--number`` synchronized calls; the ratio is to eager torch; the error is the largest
 difference from eager torch's output. Compile times are printed under each table.
 """
@@ -123,8 +124,9 @@ def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace)
             timed("torch.compile reduce-overhead", lambda: (lambda f: lambda: f(x).clone())(torch.compile(model, mode="reduce-overhead")))
         eager = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev), graph=False, compile_kernels=False)
         rows.append(("hir eager", lambda: eager(arguments)))
-        default = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev))
-        timed("hir default", lambda: (lambda: default(arguments)))
+        mode = {"auto": "auto", "true": True}[args.compile_kernels]
+        default = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev), compile_kernels=mode)
+        timed("hir default" if mode == "auto" else "hir compile_kernels=True", lambda: (lambda: default(arguments)))
         batch, seq, d = case["shape"]
         print(f"\n{case['name']}: {case['kind']} block [{batch}, {seq}, {d}] {case['dtype']}, {case['heads']} heads ({dev}, torch {torch.__version__})")
         print("| run | ms per forward | x eager torch | max abs diff |")
@@ -147,6 +149,8 @@ def main() -> None:
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--number", type=int, default=20)
+    p.add_argument("--compile-kernels", choices=["auto", "true"], default="auto",
+                   help="the hir default row's compile_kernels ('true' compiles on CPU too: a CPU stand-in for the GPU rows)")
     p.add_argument("--emit", metavar="DIR", help="import here and write DIR/<case>.mlir + DIR/cases.json")
     p.add_argument("--from", dest="from_dir", metavar="DIR", help="run the modules in DIR instead of importing")
     args = p.parse_args()

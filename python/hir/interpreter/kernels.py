@@ -1,20 +1,23 @@
 """Compiled kernel segments (issue 22): a call of a ``func.func {hir.kernel}`` run as one
-inductor-compiled function instead of op by op.
+inductor-compiled function instead of op by op. A function body's compute regions (runs of
+hir compute ops and kernel segments, :mod:`hir.interpreter.regions`) are compiled the same
+way, as one function each; the segments inside them are not compiled on their own.
 
 ``compile_kernels`` (``Program(compile_kernels=...)``, ``hir-run --compile-kernels`` /
 ``--no-compile-kernels``):
-- ``"auto"`` (default): compile the segments of at least :data:`AUTO_MIN_OPS` compute ops
-  (``torch.aten.*`` / ``linalg.*``) when the program runs on CUDA; on CPU nothing is compiled
+- ``"auto"`` (default): compile the regions and segments of at least :data:`AUTO_MIN_OPS`
+  compute ops (``torch.aten.*`` / ``linalg.*`` / hir compute ops) when the program runs on CUDA; on CPU nothing is compiled
   (inductor's C++ compile takes seconds and rarely beats aten's kernels there);
-- ``True``: compile every kernel segment, on any device (a failure is an error);
-- ``False``: never.
+- ``True``: compile every region and kernel segment, on any device (a failure is an error);
+- ``False``: never (every op runs by itself).
 
 How a segment is compiled, so that compiled segments and CUDA graphs (``graph="auto"``)
 compose: the segment's steps are traced once per *signature* (shape, strides and dtype of
 every argument) with ``make_fx`` on fake tensors into an FX graph of aten ops (its writes
 into destination buffers become ``copy_`` into graph inputs), and that graph is compiled by
 inductor (``compile_fx``, ``triton.cudagraphs`` off: the program's own graph captures the
-kernels). No dynamo, so no guards evaluated on the host per call: a call looks its signature
+kernels; torch-mlir's ``aten.*.Scalar`` overloads are first renamed to the ``.Tensor`` ones
+dynamo records, which inductor's patterns, SDPA among them, are written against). No dynamo, so no guards evaluated on the host per call: a call looks its signature
 up and launches the compiled kernels, which a CUDA graph capture records like any others.
 Compilation happens at the first call of a signature, which ``graph="auto"`` runs eagerly
 (and ``graph=True`` runs as its warm-up before capturing). A signature first seen during a
@@ -64,7 +67,7 @@ class KernelCompileStats:
     def summary(self) -> str:
         """One line: what runs compiled and what compiling it cost."""
         alone = self.segments - self.regions
-        return f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled alone, {self.compiles} compile(s) in {self.seconds:.1f} s"
+        return f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled alone, {self.compiles} compile(s) in {self.seconds:.2f} s"
 
 
 def compute_ops(func: ir.Operation) -> int:

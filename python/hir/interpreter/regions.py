@@ -46,7 +46,7 @@ from hir.dialect import OP_CLASSES
 from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR, ComputeOp
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.kernels import AUTO_MIN_OPS, CompileMode, compiled_segment, compute_ops
-from hir.interpreter.plan import DEAD, Compiler, Step, run_steps
+from hir.interpreter.plan import DEAD, Compiler, OpInfo, Step, run_steps
 
 _CALL = func.CallOp.OPERATION_NAME
 _ALLOC = memref.AllocOp.OPERATION_NAME
@@ -180,5 +180,6 @@ def _region(c: Compiler, ops: list) -> Step:
         for slot in dead:
             env[slot] = DEAD
 
+    region_step.hir_op = OpInfo("compute region", first, ())  # where a failure outside its steps is reported
     return region_step
 
