@@ -6,8 +6,9 @@ way, as one function each; the segments inside them are not compiled on their ow
 ``compile_kernels`` (``Program(compile_kernels=...)``, ``hir-run --compile-kernels`` /
 ``--no-compile-kernels``):
 - ``"auto"`` (default): compile the regions and segments of at least :data:`AUTO_MIN_OPS`
-  compute ops (``torch.aten.*`` / ``linalg.*`` / hir compute ops) when the program runs on CUDA; on CPU nothing is compiled
-  (inductor's C++ compile takes seconds and rarely beats aten's kernels there);
+  compute ops (``torch.aten.*`` / ``linalg.*`` / hir compute ops) when the program runs on
+  CUDA; on CPU nothing is compiled (inductor's C++ compile takes seconds and rarely beats
+  aten's kernels there);
 - ``True``: compile every region and kernel segment, on any device (a failure is an error);
 - ``False``: never (every op runs by itself).
 
@@ -17,8 +18,9 @@ every argument) with ``make_fx`` on fake tensors into an FX graph of aten ops (i
 into destination buffers become ``copy_`` into graph inputs), and that graph is compiled by
 inductor (``compile_fx``, ``triton.cudagraphs`` off: the program's own graph captures the
 kernels; torch-mlir's ``aten.*.Scalar`` overloads are first renamed to the ``.Tensor`` ones
-dynamo records, which inductor's patterns, SDPA among them, are written against). No dynamo, so no guards evaluated on the host per call: a call looks its signature
-up and launches the compiled kernels, which a CUDA graph capture records like any others.
+dynamo records, which inductor's patterns, SDPA among them, are written against). No
+dynamo, so no guards evaluated on the host per call: a call looks its signature up and
+launches the compiled kernels, which a CUDA graph capture records like any others.
 Compilation happens at the first call of a signature, which ``graph="auto"`` runs eagerly
 (and ``graph=True`` runs as its warm-up before capturing). A signature first seen during a
 capture runs the segment's steps op by op (compiling cannot be captured). Calls whose
@@ -43,7 +45,7 @@ from hir.passes.helpers import is_a
 log = logging.getLogger("hir.compile")
 CompileMode = Union[bool, str]  # True, False or "auto"
 AUTO_MIN_OPS = 2  # "auto" compiles segments of at least this many compute ops
-COMPUTE_PREFIXES = ("torch.aten.", "linalg.")  # what counts as a compute op of a segment, with hir compute ops
+COMPUTE_PREFIXES = ("torch.aten.", "linalg.")  # compute ops of a segment (hir compute ops count too)
 
 
 def check_mode(mode: CompileMode) -> CompileMode:
@@ -54,7 +56,8 @@ def check_mode(mode: CompileMode) -> CompileMode:
 
 @dataclass
 class KernelCompileStats:
-    """What compiling kernel segments cost this program (``Program.kernel_compile``)."""
+    """What compiling compute regions and kernel segments cost this program
+    (``Program.kernel_compile``)."""
 
     mode: CompileMode = "auto"
     segments: int = 0  # compiled units of the plan: kernel segments compiled on their own and compute regions
@@ -114,10 +117,14 @@ _SCALAR_OVERLOADS = {
 
 def canonical_scalar_overloads(graph: torch.fx.GraphModule) -> None:
     """Rewrite ``aten.<op>.Scalar`` calls of ``graph`` into the ``.Tensor`` overload with the
-    same Python scalar operand (same values: both broadcast a wrapped scalar)."""
+    same Python scalar operand (same values: both broadcast a wrapped scalar); ``alpha``,
+    positional in ``add.Scalar`` / ``sub.Scalar``, is keyword-only in ``.Tensor``."""
     for node in graph.graph.nodes:
         if node.op == "call_function" and node.target in _SCALAR_OVERLOADS:
             node.target = _SCALAR_OVERLOADS[node.target]
+            if len(node.args) == 3:
+                node.kwargs = {**node.kwargs, "alpha": node.args[2]}
+                node.args = node.args[:2]
     graph.recompile()
 
 
