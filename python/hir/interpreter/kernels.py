@@ -70,7 +70,8 @@ class KernelCompileStats:
     def summary(self) -> str:
         """One line: what runs compiled and what compiling it cost."""
         alone = self.segments - self.regions
-        return f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled alone, {self.compiles} compile(s) in {self.seconds:.2f} s"
+        fallbacks = f", {self.fallbacks} call(s) op by op instead (hir.compile log)" if self.fallbacks else ""
+        return f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
 
 
 def compute_ops(func: ir.Operation) -> int:
