@@ -19,9 +19,11 @@ made from seed 0 on the device that runs the case (the GPU machine makes them it
 tensors. Rows: eager torch, ``torch.compile`` (default mode), ``torch.compile(mode=
 "reduce-overhead")`` (CUDA graphs), hir eager (``graph=False, compile_kernels=False``: op by
 op) and hir default (``Program(module)``: ``graph="auto"``, kernel segments compiled where
-``compile_kernels="auto"`` says so). Each time is the best of ``--repeat`` timings of
-``--number`` synchronized calls (the rows timed in turns); the ratio is to eager torch; the
-error is the largest difference from eager torch's output. Compile times are printed under each table.
+``compile_kernels="auto"`` says so: compute regions, :mod:`hir.interpreter.regions`;
+``--compile-kernels true`` compiles them on the CPU too). Each time is the best of ``--repeat``
+timings of ``--number`` synchronized calls (the rows timed in turns); the ratio is to eager
+torch; the error is the largest difference from eager torch's output. Compile times are
+printed under each table.
 """
 
 import argparse
@@ -135,13 +137,14 @@ def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace)
         eager = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev), graph=False, compile_kernels=False)
         rows.append(("hir eager", lambda: eager(arguments)))
         if not args.eager_only:
-            default = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev))
-            timed("hir default", lambda: (lambda: default(arguments)))
+            mode = {"auto": "auto", "true": True}[args.compile_kernels]
+            default = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev), compile_kernels=mode)
+            timed("hir default" if mode == "auto" else "hir compile_kernels=True", lambda: (lambda: default(arguments)))
         _table(case, dev, rows, want, args, sync)
     if not args.eager_only:
         stats = default.kernel_compile
         print(f"first calls incl. compile: {', '.join(f'{k} {v:.1f} s' for k, v in compile_s.items())}; hir default: "
-              f"{stats.segments} compiled segment(s), {stats.compiles} compile(s) in {stats.seconds:.1f} s, graph {default.graph_state.last}")
+              f"{stats.summary()}{f' ({stats.regions_reason})' if stats.regions_reason else ''}, graph {default.graph_state.last}")
 
 
 def _table(case: dict, dev: torch.device, rows: list, want: torch.Tensor, args: argparse.Namespace, sync: Callable) -> None:
@@ -167,6 +170,8 @@ def main() -> None:
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--number", type=int, default=20)
+    p.add_argument("--compile-kernels", choices=["auto", "true"], default="auto",
+                   help="the hir default row's compile_kernels ('true' compiles on CPU too: a CPU stand-in for the GPU rows)")
     p.add_argument("--emit", metavar="DIR", help="import here and write DIR/<case>.mlir + DIR/cases.json")
     p.add_argument("--shape", metavar="B,S,D", help="every case at [batch, seq, d_model] B,S,D (the CPU proxy: e.g. 2,16,64)")
     p.add_argument("--eager-only", action="store_true", help="time only eager torch and hir eager")

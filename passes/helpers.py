@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, func, memref
+from torch_mlir.dialects import arith, bufferization, func, memref
 
 from hir.dialect import OP_CLASSES, MatmulOp
 from hir.dialect.base import VerifyError, get_int, i64_attr, loc_name, name_loc
@@ -21,7 +21,14 @@ from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.passes.base import PassFailure
 
 FUNC_ARG_STREAM_ATTRS = ("hir.stream_axis", STREAM_AXIS_ATTR)
-_READ_ONLY_UPSTREAM = (memref.DimOp.OPERATION_NAME, func.ReturnOp.OPERATION_NAME)
+# Upstream ops whose written buffer operands are known (``()``: reads only); a kernel
+# segment reads its arguments with to_tensor and writes them with materialize_in_destination.
+_UPSTREAM_WRITES = {
+    memref.DimOp.OPERATION_NAME: (),
+    func.ReturnOp.OPERATION_NAME: (),
+    bufferization.ToTensorOp.OPERATION_NAME: (),
+    bufferization.MaterializeInDestinationOp.OPERATION_NAME: (1,),
+}
 ALLOC = memref.AllocOp.OPERATION_NAME
 DEALLOC = memref.DeallocOp.OPERATION_NAME
 DIM = memref.DimOp.OPERATION_NAME
@@ -166,7 +173,7 @@ def written_operands(op: ir.Operation) -> Optional[tuple]:
     cls = OP_CLASSES.get(op.name)
     if cls is not None:
         return cls.DESTINATIONS
-    return () if op.name in _READ_ONLY_UPSTREAM else None
+    return _UPSTREAM_WRITES.get(op.name)
 
 
 def output_index(op: ir.Operation) -> int:

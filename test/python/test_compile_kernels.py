@@ -113,3 +113,24 @@ def test_compiled_block_under_cuda_graph_equals_torch():
             assert torch.allclose(got, model(x2), rtol=1e-4, atol=1e-5), call
     assert program.graph_state.replays >= 2, program.graph_state
     assert stats.compiles == stats.segments and stats.fallbacks == 0, stats
+
+
+def test_scalar_overloads_renamed_with_the_same_values():
+    """torch-mlir's ``aten.*.Scalar`` calls become the ``.Tensor`` overloads inductor's
+    patterns expect (``alpha`` moved to its keyword), computing the same values, integer
+    tensors included."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from hir.interpreter.kernels import canonical_scalar_overloads
+
+    aten = torch.ops.aten
+
+    def f(x, i):
+        return aten.add.Scalar(x, 2.0, 3) * aten.sub.Scalar(x, 1.0, 2) + aten.div.Scalar(i, 2) + aten.mul.Scalar(x, 0.5)
+
+    x, i = torch.randn(5), torch.arange(5)
+    graph = make_fx(f)(x, i)
+    canonical_scalar_overloads(graph)
+    targets = {str(n.target) for n in graph.graph.nodes if n.op == "call_function"}
+    assert not any(t.endswith(".Scalar") for t in targets), targets
+    assert torch.equal(graph(x, i), f(x, i))

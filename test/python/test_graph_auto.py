@@ -101,28 +101,37 @@ def test_blockers_name_each_reason():
     assert "Gloo collectives" in op and "'hir.allreduce' uses the gloo backend" in op and ":2:" in op
 
 
-def test_written_arguments_follow_views_and_roles():
+def test_written_arguments_follow_views_roles_and_callees():
     """Replays copy back only the inputs the program may write: o (directly), and in
-    ACCUMULATE o through the loop; a is read only; calls count as writing their operands."""
+    ACCUMULATE o through the loop; a is read only; a call writes what its callee writes
+    (@k: nothing; @w: what it materializes into), an unknown callee every operand."""
     for text, written in ((ADD_MUL, {1}), (ACCUMULATE, {1})):
         module = hir.parse(text)
         with module.context:
             block = next(iter(module.body.operations)).regions[0].blocks[0]
             assert written_arguments(block) == written
-    viewed = hir.parse("""func.func @main(%a: memref<2x4xf32>, %b: memref<2x4xf32>) {
+    viewed = hir.parse("""func.func @main(%a: memref<2x4xf32>, %b: memref<2x4xf32>, %c: memref<2x4xf32>) {
   %c0 = arith.constant 0 : index
   %v = "hir.alias_select"(%b, %c0) {axis = 0 : i64} : (memref<2x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
   %r = "hir.alias_select"(%a, %c0) {axis = 0 : i64} : (memref<2x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
   "hir.set"(%r, %v) : (memref<4xf32, strided<[1], offset: ?>>, memref<4xf32, strided<[1], offset: ?>>) -> ()
   func.call @k(%a) : (memref<2x4xf32>) -> ()
+  func.call @w(%a, %c) : (memref<2x4xf32>, memref<2x4xf32>) -> ()
   return
 }
 func.func private @k(%x: memref<2x4xf32>) {
   return
+}
+func.func private @w(%x: memref<2x4xf32>, %y: memref<2x4xf32>) attributes {hir.kernel} {
+  %0 = bufferization.to_tensor %x restrict : memref<2x4xf32> to tensor<2x4xf32>
+  bufferization.materialize_in_destination %0 in restrict writable %y : (tensor<2x4xf32>, memref<2x4xf32>) -> ()
+  return
 }""")
     with viewed.context:
-        block = next(iter(viewed.body.operations)).regions[0].blocks[0]
-        assert written_arguments(block) == {0, 1}  # b through its view; a through the call
+        funcs = {op.attributes["sym_name"].value: op for op in (o.operation for o in viewed.body.operations)}
+        block = funcs["main"].regions[0].blocks[0]
+        assert written_arguments(block, funcs) == {1, 2}  # b through its view, c by @w; a only read
+        assert written_arguments(block) == {0, 1, 2}  # callees unknown: every operand written
 
 
 def test_signature_and_aliasing():

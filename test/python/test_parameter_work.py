@@ -112,3 +112,32 @@ def test_graph_auto_recomputes_changed_parameters_on_cuda():
     program = Program(lowered(), device="cuda")
     check_changes(program, "cuda", calls=3)
     assert program.graph_state.replays > 0
+
+
+def test_graph_replays_copy_no_parameter_back():
+    """A replay on static buffers copies back only the arguments the program writes: the
+    parameters go to the hir.once call, whose callee only reads them, so none is copied
+    back (a copy would move their version counter and make hir.once recompute)."""
+    from hir.interpreter.graph import written_arguments
+
+    module = lowered()
+    with module.context:
+        funcs = {op.attributes["sym_name"].value: op for op in (o.operation for o in module.body.operations)}
+        assert written_arguments(funcs["main"].regions[0].blocks[0], funcs) == frozenset()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_static_graph_replays_leave_parameters_untouched_on_cuda():
+    """New activation buffers every call: the static graph replays, and the parameters'
+    version counters never move (nothing is copied back into them)."""
+    program = Program(lowered(), device="cuda")
+    torch.manual_seed(0)
+    w, v = torch.randn(32, 16, device="cuda"), torch.randn(32, device="cuda")
+    versions = (w._version, v._version)
+    for _ in range(4):
+        x = torch.randn(8, 16, device="cuda")
+        (out,) = program([w, v, x])
+        torch.testing.assert_close(out, want(w, v, x))
+    assert program.graph_state.last == "replay", program.graph_state
+    assert (w._version, v._version) == versions

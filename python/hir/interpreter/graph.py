@@ -41,7 +41,10 @@ graphs and static graphs are each an LRU cache of ``graph_cache_size``.
 
 Calls of a captured signature copy the tensor inputs into the graph's static input buffers
 (device to device, skipped when the caller passes the static buffer itself), replay, copy
-back the inputs the program writes (preallocated outputs), and return the outputs:
+back the inputs the program may write (preallocated outputs; :func:`written_arguments`
+follows calls into their callees, so parameters that kernel segments and ``hir.once`` work
+only read are never copied back, and their version counters keep ``hir.once``'s cache
+valid), and return the outputs:
 - an output that is (a view of) an input is returned as (the same view of) the caller's
   tensor, as in an eager run;
 - other outputs are copied out of the graph's buffers (device to device) by default, so a
@@ -59,6 +62,7 @@ from typing import Any, Callable, Optional, Union
 
 import torch
 from torch_mlir import ir
+from torch_mlir.dialects import func
 
 from hir.dialect import OP_CLASSES, is_view
 from hir.dialect.base import get_str
@@ -66,6 +70,7 @@ from hir.dialect.context import HirError
 from hir.passes.helpers import written_operands
 
 log = logging.getLogger("hir.graph")
+_CALL = func.CallOp.OPERATION_NAME
 GraphMode = Union[bool, str]  # True, False or "auto"
 
 
@@ -89,9 +94,21 @@ def graph_blockers(module: ir.Module, device: torch.device, backend: Optional[st
     return reasons
 
 
-def written_arguments(block: ir.Block) -> frozenset[int]:
+def written_arguments(block: ir.Block, functions: Optional[dict] = None) -> frozenset[int]:
     """Indices of the arguments of ``block`` (a function body) that the program may write,
-    directly or through views; unknown ops count as writing every buffer operand."""
+    directly or through views. A call writes the operands its callee (in ``functions``, by
+    name) may write, found the same way in its body (a kernel segment writes what it
+    materializes into); unknown ops and unknown callees count as writing every buffer operand."""
+    functions = functions or {}
+    callees: dict[str, Optional[frozenset[int]]] = {}
+
+    def callee_writes(call: ir.Operation) -> Optional[frozenset[int]]:
+        name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+        if name not in callees:
+            callees[name] = None  # a recursive call is unknown while its callee is analysed
+            blocks = list(functions[name].regions[0].blocks) if name in functions else []
+            callees[name] = arguments(blocks[0]) if len(blocks) == 1 else None
+        return callees[name]
 
     def written(value: ir.Value) -> bool:
         for use in value.uses:
@@ -100,12 +117,15 @@ def written_arguments(block: ir.Block) -> frozenset[int]:
                 if written(user.result):
                     return True
                 continue
-            written_indices = written_operands(user)
+            written_indices = callee_writes(user) if user.name == _CALL else written_operands(user)
             if written_indices is None or use.operand_number in written_indices:
                 return True
         return False
 
-    return frozenset(i for i, arg in enumerate(block.arguments) if isinstance(arg.type, ir.MemRefType) and written(arg))
+    def arguments(body: ir.Block) -> frozenset[int]:
+        return frozenset(i for i, arg in enumerate(body.arguments) if isinstance(arg.type, ir.MemRefType) and written(arg))
+
+    return arguments(block)
 
 
 def signature(values: list) -> tuple:

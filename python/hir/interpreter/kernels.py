@@ -1,21 +1,26 @@
 """Compiled kernel segments (issue 22): a call of a ``func.func {hir.kernel}`` run as one
-inductor-compiled function instead of op by op.
+inductor-compiled function instead of op by op. A function body's compute regions (runs of
+hir compute ops and kernel segments, :mod:`hir.interpreter.regions`) are compiled the same
+way, as one function each; the segments inside them are not compiled on their own.
 
 ``compile_kernels`` (``Program(compile_kernels=...)``, ``hir-run --compile-kernels`` /
 ``--no-compile-kernels``):
-- ``"auto"`` (default): compile the segments of at least :data:`AUTO_MIN_OPS` compute ops
-  (``torch.aten.*`` / ``linalg.*``) when the program runs on CUDA; on CPU nothing is compiled
-  (inductor's C++ compile takes seconds and rarely beats aten's kernels there);
-- ``True``: compile every kernel segment, on any device (a failure is an error);
-- ``False``: never.
+- ``"auto"`` (default): compile the regions and segments of at least :data:`AUTO_MIN_OPS`
+  compute ops (``torch.aten.*`` / ``linalg.*`` / hir compute ops) when the program runs on
+  CUDA; on CPU nothing is compiled (inductor's C++ compile takes seconds and rarely beats
+  aten's kernels there);
+- ``True``: compile every region and kernel segment, on any device (a failure is an error);
+- ``False``: never (every op runs by itself).
 
 How a segment is compiled, so that compiled segments and CUDA graphs (``graph="auto"``)
 compose: the segment's steps are traced once per *signature* (shape, strides and dtype of
 every argument) with ``make_fx`` on fake tensors into an FX graph of aten ops (its writes
 into destination buffers become ``copy_`` into graph inputs), and that graph is compiled by
 inductor (``compile_fx``, ``triton.cudagraphs`` off: the program's own graph captures the
-kernels). No dynamo, so no guards evaluated on the host per call: a call looks its signature
-up and launches the compiled kernels, which a CUDA graph capture records like any others.
+kernels; torch-mlir's ``aten.*.Scalar`` overloads are first renamed to the ``.Tensor`` ones
+dynamo records, which inductor's patterns, SDPA among them, are written against). No
+dynamo, so no guards evaluated on the host per call: a call looks its signature up and
+launches the compiled kernels, which a CUDA graph capture records like any others.
 Compilation happens at the first call of a signature, which ``graph="auto"`` runs eagerly
 (and ``graph=True`` runs as its warm-up before capturing). A signature first seen during a
 capture runs the segment's steps op by op (compiling cannot be captured). Calls whose
@@ -28,17 +33,19 @@ logged at debug level on the ``hir.compile`` logger.
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 import torch
 from torch_mlir import ir
 
+from hir.dialect.compute import ComputeOp
 from hir.dialect.context import HirError
+from hir.passes.helpers import is_a
 
 log = logging.getLogger("hir.compile")
 CompileMode = Union[bool, str]  # True, False or "auto"
 AUTO_MIN_OPS = 2  # "auto" compiles segments of at least this many compute ops
-COMPUTE_PREFIXES = ("torch.aten.", "linalg.")  # what counts as a compute op of a segment
+COMPUTE_PREFIXES = ("torch.aten.", "linalg.")  # compute ops of a segment (hir compute ops count too)
 
 
 def check_mode(mode: CompileMode) -> CompileMode:
@@ -49,22 +56,32 @@ def check_mode(mode: CompileMode) -> CompileMode:
 
 @dataclass
 class KernelCompileStats:
-    """What compiling kernel segments cost this program (``Program.kernel_compile``)."""
+    """What compiling compute regions and kernel segments cost this program
+    (``Program.kernel_compile``)."""
 
     mode: CompileMode = "auto"
-    segments: int = 0  # kernel segments the plan runs compiled
+    segments: int = 0  # compiled units of the plan: kernel segments compiled on their own and compute regions
+    regions: int = 0  # of which compute regions (:mod:`hir.interpreter.regions`)
+    regions_reason: Optional[str] = None  # why no compute region runs compiled (None: they may)
     compiles: int = 0  # (segment, signature) pairs compiled so far
     seconds: float = 0.0  # total trace + inductor compile time
     fallbacks: int = 0  # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
 
+    def summary(self) -> str:
+        """One line: what runs compiled and what compiling it cost."""
+        alone = self.segments - self.regions
+        fallbacks = f", {self.fallbacks} call(s) op by op instead (hir.compile log)" if self.fallbacks else ""
+        return f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
+
 
 def compute_ops(func: ir.Operation) -> int:
-    """The number of compute ops (:data:`COMPUTE_PREFIXES`) in a kernel segment's body."""
+    """The number of compute ops (:data:`COMPUTE_PREFIXES`, hir compute ops) in a kernel
+    segment's body."""
     count = 0
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal count
-        count += op.name.startswith(COMPUTE_PREFIXES)
+        count += op.name.startswith(COMPUTE_PREFIXES) or is_a(op, ComputeOp)
         return ir.WalkResult.ADVANCE
 
     func.walk(visit)
@@ -87,8 +104,34 @@ def _share_memory(args: list) -> bool:
     return len(set(storages)) != len(storages)
 
 
-def compiled_segment(run: Callable[[list], list], name: str, where: str, stats: KernelCompileStats) -> Callable[[list], list]:
-    """``run`` (a kernel segment's steps, ``args -> results``) compiled per signature."""
+# The ``.Scalar`` overloads torch-mlir's import names (``aten.div.Scalar``) and the
+# ``.Tensor`` overload a Python scalar operand dispatches to when torch.compile traces a
+# module (``x / 8.0``): inductor's pattern matcher (the SDPA patterns, among others) is
+# written against the latter.
+_SCALAR_OVERLOADS = {
+    torch.ops.aten.add.Scalar: torch.ops.aten.add.Tensor,
+    torch.ops.aten.sub.Scalar: torch.ops.aten.sub.Tensor,
+    torch.ops.aten.mul.Scalar: torch.ops.aten.mul.Tensor,
+    torch.ops.aten.div.Scalar: torch.ops.aten.div.Tensor,
+}
+
+
+def canonical_scalar_overloads(graph: torch.fx.GraphModule) -> None:
+    """Rewrite ``aten.<op>.Scalar`` calls of ``graph`` into the ``.Tensor`` overload with the
+    same Python scalar operand (same values: both broadcast a wrapped scalar); ``alpha``,
+    positional in ``add.Scalar`` / ``sub.Scalar``, is keyword-only in ``.Tensor``."""
+    for node in graph.graph.nodes:
+        if node.op == "call_function" and node.target in _SCALAR_OVERLOADS:
+            node.target = _SCALAR_OVERLOADS[node.target]
+            if len(node.args) == 3:
+                node.kwargs = {**node.kwargs, "alpha": node.args[2]}
+                node.args = node.args[:2]
+    graph.recompile()
+
+
+def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats) -> Callable[[list], list]:
+    """``run`` (the steps of ``what``: a kernel segment or a compute region, ``args ->
+    results``) compiled per signature."""
     from torch._inductor.compile_fx import compile_fx
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -112,17 +155,18 @@ def compiled_segment(run: Callable[[list], list], name: str, where: str, stats: 
             tensors = [args[i] for i in positions]
             with torch.no_grad():
                 graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*tensors)
+                canonical_scalar_overloads(graph)
                 compiled = compile_fx(graph, tensors, config_patches={"triton.cudagraphs": False})
             fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
         except Exception as err:
             if strict:
-                raise HirError(f"{where}: error: cannot compile kernel segment @{name} (compile_kernels=True): {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
-            log.warning("%s: kernel segment @%s runs op by op: compiling it failed: %s: %s", where, name, type(err).__name__, err)
+                raise HirError(f"{where}: error: cannot compile {what} (compile_kernels=True): {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
+            log.warning("%s: %s runs op by op: compiling it failed: %s: %s", where, what, type(err).__name__, err)
             fn = None
         seconds = time.perf_counter() - start
         stats.compiles += 1
         stats.seconds += seconds
-        log.debug("compiled kernel segment @%s for %s in %.3f s", name, key, seconds)
+        log.debug("compiled %s for %s in %.3f s", what, key, seconds)
         cache[key] = fn
         return fn
 

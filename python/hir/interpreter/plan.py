@@ -19,6 +19,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from hir.dialect import WorkType
+from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, format_location
 from hir.dialect.sharding import MultiDimMeshError
 from hir.interpreter.buffers import BufferSpec, buffer_spec, is_memref
@@ -176,8 +177,13 @@ def _tracked_binds(step: Step, slots: list[int], tracker: Any) -> Step:
 class Compiler:
     """Compiles the functions of one module for one rank of a :class:`Runtime`."""
 
-    def __init__(self, module: ir.Module, runtime: Any, source_name: Optional[str]) -> None:
+    def __init__(self, module: ir.Module, runtime: Any, source_name: Optional[str], regions: Optional[Callable[["Compiler", list], list[Step]]] = None) -> None:
         self.runtime = runtime
+        # Compiles a function body with its compute regions as single steps (regions.py);
+        # None: op by op. in_region: compiling a region's ops (its kernel segments are not
+        # compiled on their own).
+        self.regions = regions
+        self.in_region = False
         self.rank: int = runtime.rank
         self.source_name = source_name
         self.functions = {}
@@ -223,7 +229,7 @@ class Compiler:
             ops = list(block.operations)
             if not ops or ops[-1].operation.name != func.ReturnOp.OPERATION_NAME:
                 raise self.error(function, f"@{name} must end with {func.ReturnOp.OPERATION_NAME}")
-            steps = self.block(ops[:-1])
+            steps = self.block(ops[:-1], regions=KERNEL_ATTR not in function.operation.attributes)
             result_slots = [self.use(v) for v in ops[-1].operation.operands] + [arg_slots[i] for i, _ in bound]
             plan = FunctionPlan(
                 name,
@@ -239,9 +245,12 @@ class Compiler:
         self.plans[key] = plan
         return plan
 
-    def block(self, ops: list) -> list[Step]:
-        """Compile ``ops`` (a block without its terminator) into steps."""
+    def block(self, ops: list, regions: bool = False) -> list[Step]:
+        """Compile ``ops`` (a block without its terminator) into steps; ``regions``: a
+        function body, whose compute regions may run compiled."""
         self._binds.update(self.destinations.binds(ops, self._outs))
+        if regions and self.regions is not None:
+            return self.regions(self, ops)
         steps: list[Step] = []
         for op in ops:
             step = self.op(op)
@@ -289,6 +298,11 @@ class Compiler:
         """``value`` is ``same``'s run-time object (a cast, a memref read as a tensor): it
         reads ``same``'s slot, so passing it on costs no step."""
         self._slots[value] = self._slots[same]
+
+    def env_template(self) -> list:
+        """The slot template of the function being compiled (constants pre-filled; it grows
+        until the function is compiled, and is then its plan's template)."""
+        return self._template
 
     # ----- destination passing (hir.interpreter.destinations) ------------------------------
     def is_bound(self, alloc: ir.Value) -> bool:

@@ -1,6 +1,7 @@
 """A compiled program: pick the entry function, compile it once for this rank, validate
 inputs fully before anything runs, execute, and return the outputs."""
 
+import functools
 import logging
 import sys
 from typing import Any, Optional, Sequence
@@ -23,6 +24,7 @@ from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_bloc
 from hir.interpreter.inputs import shard
 from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
+from hir.interpreter.regions import compile_block, region_mode_reason
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
 from hir.passes import compute_resharding_reason
 
@@ -197,13 +199,17 @@ class Program:
                 except (RuntimeError, ValueError) as err:
                     raise HirError(f"error: cannot set up torch.distributed: {err}") from None
             self.entry = entry_function(module, entry, source_name)
-            self.compiler = Compiler(module, self.runtime, source_name)
+            stats = self.runtime.kernel_compile
+            stats.regions_reason = region_mode_reason(compile_kernels, dev, track_memory)
+            regions = None if stats.regions_reason else functools.partial(compile_block, mode=compile_kernels)
+            self.compiler = Compiler(module, self.runtime, source_name, regions)
             try:
                 self.plan: FunctionPlan = self.compiler.function(self.entry)
             except ValueError as err:  # e.g. an element type without a torch dtype
                 raise HirError(f"{source_name or '<module>'}: error: {err}") from None
             self._args = [ArgSpec(i, t, self.runtime.rank, dev) for i, t in enumerate(self.plan.arg_types)]
-            written = written_arguments(self.compiler.functions[self.entry].regions[0].blocks[0]) if graph is not False else frozenset()
+            functions = self.compiler.functions
+            written = written_arguments(functions[self.entry].regions[0].blocks[0], functions) if graph is not False else frozenset()
         self._graph_state = GraphState(graph, "; ".join(blockers) or None if graph is not False else "graph=False")
         self.graph: Optional[GraphRunner] = None
         if self._graph_state.active:

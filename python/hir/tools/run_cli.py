@@ -70,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
     p.add_argument(
         "--compile-kernels", action=argparse.BooleanOptionalAction, default=None,
-        help="run every hir.kernel segment compiled by inductor (--no-compile-kernels: none; default: segments of several ops on cuda, none on cpu)",
+        help="run every compute region and hir.kernel segment compiled by inductor (--no-compile-kernels: none, op by op; default: those of several ops on cuda, none on cpu)",
     )
     graph = p.add_mutually_exclusive_group()
     graph.add_argument(
@@ -264,11 +264,11 @@ def run_file(args: argparse.Namespace) -> int:
 
 
 def report_compile(program: "Program") -> None:
-    """A stderr line when the runs compiled kernel segments: how many, in how long."""
+    """A stderr line when the runs compiled regions or kernel segments: how many, in how long."""
     stats = program.kernel_compile
     if stats.compiles:
         prefix = f"rank {program.rank}: " if program.runtime.world_size > 1 else ""
-        print(f"{prefix}hir-run: compiled {stats.compiles} kernel segment signature(s) of {stats.segments} segment(s) in {stats.seconds:.2f} s", file=sys.stderr)
+        print(f"{prefix}hir-run: {stats.summary()}", file=sys.stderr)
 
 
 def graph_mode(args: argparse.Namespace):

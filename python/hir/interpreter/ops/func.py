@@ -1,6 +1,7 @@
 """Handler of the func group (upstream): ``func.call``; a call of a kernel segment (a
 ``func.func {hir.kernel}``) runs its body as one unit, compiled by inductor where
-``compile_kernels`` says so (:mod:`hir.interpreter.kernels`)."""
+``compile_kernels`` says so (:mod:`hir.interpreter.kernels`), unless it is part of a
+compiled compute region (:mod:`hir.interpreter.regions`)."""
 
 from typing import Optional
 
@@ -24,8 +25,8 @@ class FuncImpls:
         args = c.uses(op)
         outs = c.call_results(op)  # its results, then the destinations it binds
         runtime = c.runtime
-        compiled = KERNEL_ATTR in func.operation.attributes and wants_compile(runtime.compile_kernels, runtime.device, func.operation)
-        run = compiled_segment(plan.call, callee_name, plan.location, runtime.kernel_compile) if compiled else plan.call
+        compiled = KERNEL_ATTR in func.operation.attributes and not c.in_region and wants_compile(runtime.compile_kernels, runtime.device, func.operation)
+        run = compiled_segment(plan.call, f"kernel segment @{callee_name}", plan.location, runtime.kernel_compile) if compiled else plan.call
         if ONCE_ATTR in op.operation.attributes:  # parameter work, cached (ops/once.py)
             return once_step(run, args, outs, runtime.device)
         if not compiled:

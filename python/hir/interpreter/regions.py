@@ -1,0 +1,185 @@
+"""Compiled compute regions (issue 22): a maximal run of pure-compute ops of a function body
+run as ONE inductor-compiled function, so inductor fuses across hir ops and kernel segments
+(the softmax attention between two ``hir.matmul`` becomes one SDPA kernel, pointwise work
+fuses into its neighbours), as ``torch.compile`` does on the module the program came from.
+
+A region is a run of consecutive ops of a (non-kernel) function's body, each of them
+
+- an hir compute op (``ComputeOp``: set, binary, reduction, matmul, linear),
+- a call of a kernel segment (``func.func {hir.kernel}``) not marked ``hir.once`` (parameter
+  work is cached by its own step, ``ops/once.py``),
+- ``memref.alloc`` (not ``hir.symmetric``) / ``memref.dealloc``, or host arithmetic
+  (``arith.*``, ``memref.dim``) whose values only region ops use,
+
+and it ends at anything else (stream ops, communications, waits, views such as
+``hir.alias_select``, loops, other calls)::
+
+    %a = memref.alloc()
+    call @segment_0(%x, %w, %a)                      -+
+    %q = memref.alloc()                               |  one region: inputs %x, %w, %w2;
+    "hir.matmul"(%a, %w2, %q)                         |  outputs %q (used below)
+    memref.dealloc %a                                -+
+    %work = "hir.allreduce"(%q, ...)                 -- ends it
+
+The region's steps (compiled as usual, kernel segments inside it not compiled on their
+own) run on a copy of the plan's slot template with the region's inputs filled in, and
+return the values that ops after the region use; :func:`hir.interpreter.kernels.compiled_segment`
+traces that with ``make_fx`` and compiles it with inductor per signature, exactly as it does
+for one kernel segment, so compiled regions compose with CUDA graph capture the same way.
+Whole functions that are pure compute (an imported block) are one region.
+
+When a region runs compiled is decided at plan time (:func:`region_mode_reason`): with
+``compile_kernels=True`` every region with a compute op, with ``"auto"`` the regions of at
+least :data:`~hir.interpreter.kernels.AUTO_MIN_OPS` compute ops (a kernel segment counts its
+``torch.aten`` / ``linalg`` ops) on CUDA; never with ``False`` (op by op), on CPU under
+``"auto"``, or with ``track_memory=True`` (a compiled region's allocations are not counted).
+Kernel segments outside regions (in loop bodies) are compiled on their own as before.
+"""
+
+from typing import Optional
+
+import torch
+from torch_mlir import ir
+from torch_mlir.dialects import func, memref
+
+from hir.dialect import OP_CLASSES
+from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR, ComputeOp
+from hir.dialect.p2p import SYMMETRIC_ATTR
+from hir.interpreter.kernels import AUTO_MIN_OPS, CompileMode, compiled_segment, compute_ops
+from hir.interpreter.plan import DEAD, Compiler, OpInfo, Step, run_steps
+
+_CALL = func.CallOp.OPERATION_NAME
+_ALLOC = memref.AllocOp.OPERATION_NAME
+_DEALLOC = memref.DeallocOp.OPERATION_NAME
+
+
+def region_mode_reason(mode: CompileMode, device: torch.device, track_memory: bool) -> Optional[str]:
+    """Why no region of a program compiled under ``mode`` runs compiled (None: they may)."""
+    if mode is False:
+        return "compile_kernels=False runs every op by op"
+    if mode == "auto" and device.type != "cuda":
+        return f"compile_kernels='auto' compiles on CUDA only; this program runs on {device}"
+    if track_memory:
+        return "track_memory=True counts bytes in the alloc steps, which a compiled region does not run"
+    return None
+
+
+def compute_weight(op: ir.Operation, functions: dict) -> Optional[int]:
+    """The compute ops ``op`` contributes to a region (0: it may sit inside one without
+    counting; None: it ends a region)."""
+    name = op.name
+    cls = OP_CLASSES.get(name)
+    if cls is not None:
+        return 1 if issubclass(cls, ComputeOp) else None
+    if name == _CALL:
+        callee = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        if callee is None or KERNEL_ATTR not in callee.operation.attributes or ONCE_ATTR in op.attributes:
+            return None
+        return compute_ops(callee.operation)
+    if name == _ALLOC:
+        return None if SYMMETRIC_ATTR in op.attributes else 0
+    if name == _DEALLOC:
+        return 0
+    if _host_scalar(op):
+        # Inside a region only when its values stay there: a compiled region returns tensors.
+        users = [u.owner.operation for r in op.results for u in r.uses]
+        inside = all(u.block == op.block and (compute_weight(u, functions) is not None) for u in users)
+        return 0 if inside else None
+    return None
+
+
+def _host_scalar(op: ir.Operation) -> bool:
+    return op.name == memref.DimOp.OPERATION_NAME or op.name.startswith("arith.")
+
+
+def region_spans(ops: list, functions: dict, min_ops: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of each maximal run of region ops in ``ops`` (a block without its
+    terminator) with at least ``min_ops`` compute ops; host arithmetic at either edge stays
+    outside (it feeds or follows non-region ops)."""
+    spans: list[tuple[int, int]] = []
+    start, weight = None, 0
+    for i, op in enumerate(ops + [None]):
+        w = compute_weight(op.operation, functions) if op is not None else None
+        if w is None:
+            if start is not None and weight >= min_ops:
+                end = i
+                while _host_scalar(ops[end - 1].operation):
+                    end -= 1
+                spans.append((start, end))
+            start, weight = None, 0
+        elif start is not None or not _host_scalar(op.operation):
+            start = i if start is None else start
+            weight += w
+    return spans
+
+
+def _in_span(user: ir.Operation, block: ir.Block, members: set) -> bool:
+    """Whether ``user`` (an op, possibly nested in an op of ``block``) is one of ``members``."""
+    while user is not None and user.block != block:
+        parent = user.parent
+        user = parent.operation if parent is not None else None
+    return user is not None and user in members
+
+
+def compile_block(c: Compiler, ops: list, mode: CompileMode) -> list[Step]:
+    """The steps of a function body ``ops``, each compiled region as one step."""
+    spans = region_spans(ops, c.functions, AUTO_MIN_OPS if mode == "auto" else 1)
+    steps: list[Step] = []
+    done = 0
+    for start, end in spans + [(len(ops), len(ops))]:
+        steps += [s for s in (c.op(op) for op in ops[done:start]) if s is not None]
+        if start < end:
+            steps.append(_region(c, ops[start:end]))
+        done = end
+    return steps
+
+
+def _region(c: Compiler, ops: list) -> Step:
+    """One step running ``ops`` (a region) compiled."""
+    c.in_region = True
+    try:
+        steps = [s for s in (c.op(op) for op in ops) if s is not None]
+    finally:
+        c.in_region = False
+    members = {op.operation for op in ops}
+    block = ops[0].operation.block
+    defined: list[ir.Value] = []
+    inputs: list[ir.Value] = []
+    for op in ops:
+        op = op.operation
+        if op.name == _CALL:  # destinations the call binds are its results (destinations.py)
+            defined += [op.operands[i] for i, _ in c.bound_operands(op)]
+        for value in op.operands:
+            made_here = not isinstance(value.owner, ir.Block) and value.owner.operation in members
+            if not made_here and value not in inputs and value not in defined:
+                inputs.append(value)
+        defined += list(op.results)
+    outputs = [v for v in dict.fromkeys(defined) if any(not _in_span(u.owner.operation, block, members) for u in v.uses)]
+    freed = [v for op in ops if op.operation.name == _DEALLOC for v in op.operation.operands if v in inputs]
+    in_slots = [c.use(v) for v in inputs]
+    out_slots = [c.use(v) for v in outputs]
+    dead = [s for v in freed for s in [c.use(v)] + c.aliases(c.use(v))]
+    template = c.env_template()
+
+    def run(args: list) -> list:
+        env = template.copy()
+        for slot, value in zip(in_slots, args):
+            env[slot] = value
+        run_steps(steps, env)
+        return [env[slot] for slot in out_slots]
+
+    first, last = c.where(ops[0]), c.where(ops[-1])
+    stats = c.runtime.kernel_compile
+    stats.regions += 1
+    compiled = compiled_segment(run, f"compute region of {len(ops)} ops ({first} .. {last})", first, stats)
+
+    def region_step(env: list) -> None:
+        results = compiled([env[slot] for slot in in_slots])
+        for slot, value in zip(out_slots, results):
+            env[slot] = value
+        for slot in dead:
+            env[slot] = DEAD
+
+    region_step.hir_op = OpInfo("compute region", first, ())  # where a failure outside its steps is reported
+    return region_step
+
