@@ -180,11 +180,18 @@ def test_block_region_fuses_attention_and_replays_on_cuda():
     weights = [t.cuda() for t in model.state_dict().values()]
     program = Program(hir.parse(open(BLOCK).read(), "prenorm_block.mlir"), device="cuda")
     before = counters["inductor"]["fuse_attention"]
-    with torch.no_grad(), config.patch(fx_graph_cache=False):  # a cache hit runs no pattern pass
-        for call in range(5):
-            x = torch.randn(2, 64, 128, device="cuda")
-            (got,) = program(weights + [x])
-            torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-4)
+    # Inductor matches f32 attention to SDPA only where TF32 matmuls are allowed (it warns
+    # and skips the pattern otherwise); both sides then compute in TF32.
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        with torch.no_grad(), config.patch(fx_graph_cache=False):  # a cache hit runs no pattern pass
+            for call in range(5):
+                x = torch.randn(2, 64, 128, device="cuda")
+                (got,) = program(weights + [x])
+                torch.testing.assert_close(got, model(x), rtol=2e-2, atol=2e-2)
+    finally:
+        torch.set_float32_matmul_precision(precision)
     stats = program.kernel_compile
     assert (stats.regions, stats.segments, stats.compiles, stats.fallbacks) == (1, 1, 1, 0), stats
     assert counters["inductor"]["fuse_attention"] > before, "inductor did not replace the attention by SDPA"

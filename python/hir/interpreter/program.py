@@ -282,12 +282,15 @@ class Program:
             work.wait()
 
     def check_inputs(self, inputs: Sequence[Any]) -> list:
-        where = f"{self.plan.location}: error: @{self.entry}"
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-            raise HirError(f"{where} takes a list of {len(self._args)} input(s), got {type(inputs).__name__}")
+            raise HirError(f"{self._where()} takes a list of {len(self._args)} input(s), got {type(inputs).__name__}")
         if len(inputs) != len(self._args):
-            raise HirError(f"{where} takes {len(self._args)} input(s), got {len(inputs)}")
-        return [value if arg.fits(value) else arg.check(value, where) for arg, value in zip(self._args, inputs)]
+            raise HirError(f"{self._where()} takes {len(self._args)} input(s), got {len(inputs)}")
+        return [value if arg.fits(value) else arg.check(value, self._where()) for arg, value in zip(self._args, inputs)]
+
+    def _where(self) -> str:
+        """The prefix of an input error (built only when one is reported)."""
+        return f"{self.plan.location}: error: @{self.entry}"
 
 
 class ArgSpec:
