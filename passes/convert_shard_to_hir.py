@@ -2,7 +2,8 @@
 ``sharding-propagation``, ``shard-partition`` and ``shard-simplify``) becomes an hir
 program-level host program on which ``hir-lower`` runs unchanged.
 
-* ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1; a multi-D grid
+* each function runs on the one grid it uses (several grids per module convert; a function
+  on several grids is an error). ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1; a multi-D grid
   (``shape = 2x2``) the multi-D mesh of devices 0 .. 3 laid out row-major, and a collective
   over ``grid_axes = [k]`` runs with one team per line of the mesh along k
   (``team = dense<...>``); device indices, ``all_slice`` and ``shift`` convert on 1-D grids;
@@ -52,20 +53,44 @@ from hir.dialect import KERNEL_ATTR, load
 from hir.dialect.comm import BACKENDS
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes._shard_function import FunctionConversion
-from hir.passes._shard_placement import Grid
+from hir.passes._shard_placement import GRID_ATTR, Grid
 
 
-def _grid(module: ir.Module) -> Grid:
-    grids = [op.operation for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME]
+def _grids(module: ir.Module) -> dict[str, ir.Operation]:
+    grids = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME}
     if not grids:
         raise PassFailure("the module has no shard.grid: nothing to convert", module.operation.location)
-    if len(grids) > 1:
-        raise PassFailure("'shard.grid' op: only one grid per module converts (found several)", grids[1].location)
-    op = grids[0]
+    return grids
+
+
+def _used_grids(fn: ir.Operation) -> list[str]:
+    """The grids ``fn`` names: the one ``hir-record-shard-signature`` recorded for its
+    shardings, and those of the shard ops left in its body."""
+    names = [ir.FlatSymbolRefAttr(fn.attributes[GRID_ATTR]).value] if GRID_ATTR in fn.attributes else []
+
+    def visit(op):
+        if op.name.startswith("shard.") and "grid" in op.attributes:
+            names.append(ir.FlatSymbolRefAttr(op.attributes["grid"]).value)
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit)
+    return list(dict.fromkeys(names))
+
+
+def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
+    """The one grid ``fn`` runs on. A function naming no grid shards nothing: every value is
+    replicated, so any grid of the module gives the same program (the first is taken)."""
+    names = _used_grids(fn) or [next(iter(grids))]
+    fn_name = ir.StringAttr(fn.attributes["sym_name"]).value
+    if len(names) > 1:
+        raise PassFailure(f"'func.func' op @{fn_name} uses the grids {', '.join('@' + n for n in names)}; hir converts a function on one grid", fn.location)
+    if names[0] not in grids:
+        raise PassFailure(f"'func.func' op @{fn_name} uses the grid @{names[0]}, which the module does not define", fn.location)
+    op = grids[names[0]]
     shape = list(ir.DenseI64ArrayAttr(op.attributes["shape"]))
     if not shape or min(shape) <= 0:
-        raise PassFailure(f"'shard.grid' op has shape {shape}; every extent must be static and positive", op.location)
-    return Grid(ir.StringAttr(op.attributes["sym_name"]).value, tuple(shape))
+        raise PassFailure(f"'shard.grid' op has shape {shape}; every extent must be static and positive (the interpreter runs on a fixed world)", op.location)
+    return Grid(names[0], tuple(shape))
 
 
 @register_pass
@@ -79,13 +104,15 @@ class ConvertShardToHir(ModulePass):
         if self.backend not in BACKENDS:
             raise PassFailure(f"hir-convert-shard-to-hir: backend must be one of {', '.join(BACKENDS)}, got '{self.backend}'")
         load(module.context)  # a module from the FX importer has no hir in its context yet
-        grid = _grid(module)
+        grids = _grids(module)
         backend = ir.StringAttr.get(self.backend)
         for op in list(module.body.operations):
             fn = op.operation
             if fn.name == func.FuncOp.OPERATION_NAME and op.regions[0].blocks and KERNEL_ATTR not in fn.attributes:
                 with fn.location:  # types built along the way need a location
-                    FunctionConversion(fn, grid, backend).run()
+                    FunctionConversion(fn, _function_grid(fn, grids), backend).run()
+                if GRID_ATTR in fn.attributes:
+                    del fn.attributes[GRID_ATTR]
         for op in list(module.body.operations):
             if op.operation.name == shard.GridOp.OPERATION_NAME:
                 op.operation.erase()

@@ -138,3 +138,24 @@ func.func @two_axes_one_dim(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisar
   // CHECK: error: 'func.func' op @two_axes_one_dim argument #0 splits dim 0 over grid axes [0, 1]; a #hir.shard buffer axis is split by one mesh axis
   return %x : tensor<2x16xf32>
 }
+
+// -----
+
+// Several grids per module convert (each function on the one it uses); one function on two does not.
+shard.grid @a(shape = 2)
+shard.grid @b(shape = 4)
+// CHECK: convert-shard-to-hir-errors.mlir:148:1: error: 'func.func' op @two_grids uses the grids @a, @b; hir converts a function on one grid
+func.func @two_grids(%x: tensor<2x16xf32>, %p: tensor<8xf32>) -> (tensor<4x16xf32>, tensor<8xf32>) {
+  %g = shard.all_gather %x on @a grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
+  %r = shard.all_reduce %p on @b grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  return %g, %r : tensor<4x16xf32>, tensor<8xf32>
+}
+
+// -----
+
+shard.grid @dyn(shape = ?)
+// CHECK: convert-shard-to-hir-errors.mlir:156:1: error: 'shard.grid' op has shape [-9223372036854775808]; every extent must be static and positive
+func.func @dynamic_grid(%p: tensor<8xf32>) -> tensor<8xf32> {
+  %r = shard.all_reduce %p on @dyn grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}

@@ -208,8 +208,15 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4x6xf32>) -
   return %r : tensor<4x6xf32>
 }}
 """
+    # several grids per module: the function converts on the one its shardings name
+    several_grids = f"""shard.grid @other(shape = 3x5)
+""" + for_users
+    # a 0-d result: the partial sum's device axis folds into a rank-0 value
+    reduce_all = reduce_rows.replace("tensor<6xf32>", "tensor<f32>").replace("dimensions = [0]", "dimensions = [0, 1]")
     return [
         ("for_users_argument", for_users, torch.sigmoid),
+        ("several_grids", several_grids, torch.sigmoid),
+        ("linalg_reduce_0d", reduce_all, lambda x: x.sum()),
         ("k_split_partial_init", k_split, lambda a, b, c: c + a @ b),
         ("linalg_reduce", reduce_rows, lambda x: x.sum(0)),
         ("weight_stationary_1d", weight_stationary(str(n), WS_1D), lambda a, b, c: torch.sigmoid(a @ b) @ c),

@@ -1,0 +1,374 @@
+"""Upstream's own shard-dialect tests as a conformance suite for the hir shard bridge (issue 24).
+
+Every function of llvm-project's shard test files (the list in ``UPSTREAM_FILES``, read from a
+local llvm-project checkout: nothing is downloaded) goes through the bridge on its own module
+(that function and the grids of its ``// -----`` chunk that it names):
+
+* annotated (a global program: no collective or device-index op, annotated or not):
+  ``hir-from-shard`` then ``hir-lower``;
+* partitioned (it has collectives or device indices): upstream ``tosa-to-*`` then
+  ``hir-convert-shard-to-hir``, ``hir-lower``.
+
+Each pipeline element runs on its own, so a failure is classified by who raised it:
+
+    converted   converted and lowered (then run, below)
+    upstream    a located error from the parser / verifier or upstream's own passes
+                (tosa-to-linalg, sharding-propagation, shard-partition, shard-simplify)
+    bridge      a located error from an hir pass (hir-record-shard-signature,
+                hir-convert-shard-to-hir, hir-lower)
+    internal    anything else: a Python exception, an unlocated error, invalid IR
+
+A converted annotated program runs on Gloo ranks and every rank's outputs are compared with
+the reference: the same program on a grid of one device (``shape = 1``, no partitioning, no
+communication), run in this process by the interpreter, whose kernels are torch. Its grids
+are resized to 2 and to 4 devices when they are 1-D (the annotated program is global, so
+its result must not depend on the grid), else it runs on its own grid when that has at most 4
+devices. Partitioned programs have no global reference (their semantics is per device) and
+are converted only.
+
+    python benchmarks/shard_conformance.py --llvm-project PATH [--file SUBSTRING] [--no-run]
+
+``PATH`` holds ``mlir/test/...`` (an llvm-project checkout; test/Upstream/shard/README.md says
+which revisions). Prints one row per function and the summary table.
+"""
+
+import argparse
+import os
+import pickle
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from math import prod
+from typing import Optional
+
+UPSTREAM_FILES = (
+    "mlir/test/Dialect/Shard/partition.mlir",
+    "mlir/test/Dialect/Shard/resharding-partition.mlir",
+    "mlir/test/Dialect/Shard/sharding-propagation.mlir",
+    "mlir/test/Dialect/Linalg/shard-partition.mlir",
+    "mlir/test/Dialect/Linalg/sharding-propagation.mlir",
+    "mlir/test/Dialect/Tensor/shard-partition.mlir",
+    "mlir/test/Dialect/Arith/shard-partition.mlir",
+    "mlir/test/Conversion/ShardToMPI/convert-shard-to-mpi.mlir",
+)
+TOSA = "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor)"
+# Ops only a partitioned (per-device) program has; a function without them is a global program.
+PARTITIONED = re.compile(r"shard\.(all_gather|all_reduce|reduce_scatter|all_slice|all_to_all|shift|broadcast|gather|scatter|send|recv|reduce|update_halo|process_multi_index|process_linear_index|neighbors_linear_indices|grid_shape)\b")
+LOCATED = re.compile(r"^\S+:\d+:\d+: error: ", re.M)
+RUN_WORLDS = (2, 4)
+
+
+@dataclass
+class Case:
+    file: str
+    name: str
+    text: str  # a module: the chunk's grids and this function
+    annotated: bool
+    status: str = ""
+    detail: str = ""
+    runs: dict = field(default_factory=dict)  # world -> "ok" / "wrong: ..." / "not run: ..."
+
+
+def programs(path: str, text: str) -> list[Case]:
+    """One case per function of each ``// -----`` chunk of ``text``."""
+    import hir
+    from torch_mlir import ir
+
+    cases = []
+    for index, chunk in enumerate(text.split("// -----")):
+        if "func.func" not in chunk:
+            continue
+        try:
+            module = hir.parse(chunk, f"{path}#{index}")
+        except hir.HirError as err:  # the pinned wheel cannot read the chunk: each function stops there
+            for sym in re.findall(r"func\.func @([\w$.]+)", chunk):
+                cases.append(Case(path, f"{sym} (chunk {index})", chunk, False, "upstream", "(parse) " + first_error(str(err))))
+            continue
+        grids, funcs = [], []
+
+        def collect(op):
+            name = op.operation.name
+            if name == "shard.grid":
+                grids.append((ir.StringAttr(op.operation.attributes["sym_name"]).value, str(op)))
+            elif name == "func.func":
+                funcs.append(op)
+            return ir.WalkResult.ADVANCE if name != "func.func" else ir.WalkResult.SKIP
+
+        module.operation.walk(collect)
+        for fn in funcs:
+            body = str(fn)
+            sym = ir.StringAttr(fn.operation.attributes["sym_name"]).value
+            if any(c.name == sym for c in cases):
+                sym = f"{sym} (chunk {index})"
+            used = [text for name, text in grids if re.search(rf"@{re.escape(name)}\b", body)] or [text for _, text in grids[:1]]
+            cases.append(Case(path, sym, "\n".join(used + [body]) + "\n", not PARTITIONED.search(body)))
+    return cases
+
+
+def first_error(message: str) -> str:
+    lines = [line for line in message.splitlines() if " error: " in line] or message.splitlines() or [""]
+    return re.sub(r"^\S+:\d+:\d+: error: ", "", lines[0])[:150]
+
+
+def pipeline_elements(case: Case) -> list[tuple[str, str]]:
+    """(who raises its errors, pipeline text) for each element the case runs through."""
+    from hir.passes import PIPELINES
+    from hir.passes.pipeline import split_top_level
+
+    if case.annotated:
+        elements = split_top_level(PIPELINES["hir-from-shard"])
+    else:
+        elements = [TOSA, "hir-convert-shard-to-hir"]
+    elements = [e.replace("hir-convert-shard-to-hir", "hir-convert-shard-to-hir{backend=gloo}") for e in elements]
+    elements.append("hir-lower")
+    return [("bridge" if e.startswith("hir-") else "upstream", e) for e in elements]
+
+
+def convert(case: Case, text: Optional[str] = None):
+    """Run ``case`` (or ``text``, the case resized) through the bridge; (status, detail, module)."""
+    import hir
+
+    try:
+        module = hir.parse(text or case.text, f"{case.name}.mlir")
+    except hir.HirError as err:
+        return "upstream", first_error(str(err)), None
+    for who, element in pipeline_elements(case):
+        try:
+            hir.lower(module, element, source_name=f"{case.name}.mlir")
+        except hir.HirError as err:
+            message = str(err)
+            if "produced invalid IR" in message:
+                return "internal", f"invalid IR after {element}", None
+            if not LOCATED.search(message):
+                return "internal", f"unlocated error in {element}: {message[:150]}", None
+            return who, first_error(message), None
+        except Exception as err:  # noqa: BLE001 - any other exception is what this suite reports
+            return "internal", f"{type(err).__name__} in {element}: {str(err)[:150]}", None
+        if not module.operation.verify():
+            return "internal", f"invalid IR after {element}", None
+    return "converted", "", module
+
+
+def resized(text: str, world: Optional[int]) -> Optional[str]:
+    """``text`` with every grid of ``world`` devices (1-D grids only; world None: one device)."""
+    grids = re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", text)
+    if any("?" in g for g in grids):
+        return None
+    if world is not None and any("x" in g for g in grids):
+        return None
+    return re.sub(r"(shard\.grid @\w+\(shape = )([^)]*)\)", lambda m: f"{m[1]}{'x'.join(['1'] * len(m[2].split('x'))) if world is None else world})", text)
+
+
+def entry(module):
+    from hir.dialect import KERNEL_ATTR
+
+    return next(op for op in module.body.operations if op.operation.name == "func.func" and KERNEL_ATTR not in op.operation.attributes)
+
+
+def global_inputs(module, seed: int) -> Optional[list]:
+    import torch
+    from torch_mlir import ir
+
+    dtypes = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64}
+    gen = torch.Generator().manual_seed(seed)
+    values = []
+    for arg in entry(module).regions[0].blocks[0].arguments:
+        if not isinstance(arg.type, ir.MemRefType):
+            return None
+        t = ir.MemRefType(arg.type)
+        dtype = dtypes.get(str(t.element_type))
+        if dtype is None:
+            return None
+        shape = list(t.shape)
+        values.append(torch.randn(shape, generator=gen).to(dtype) if dtype.is_floating_point else torch.randint(-8, 8, shape, generator=gen, dtype=dtype))
+    return values
+
+
+def reads_undefined(text: str) -> bool:
+    """Whether an op of the program reads a ``tensor.empty`` as the value it accumulates into
+    (a reduction or matmul init; a generic whose payload reads its output): the result is
+    undefined in MLIR, so no two runs need agree."""
+    import hir
+    from torch_mlir import ir
+
+    found = []
+
+    def visit(op):
+        name = op.name
+        reads_init = name in ("linalg.reduce", "linalg.matmul", "linalg.batch_matmul") or (
+            name == "linalg.generic" and any(True for _ in list(op.regions[0].blocks[0].arguments)[-1].uses)
+        )
+        if reads_init and op.operands:
+            value = op.operands[len(op.operands) - 1]
+            while isinstance(value, ir.OpResult) and value.owner.name == "shard.shard":
+                value = value.owner.operands[0]
+            if isinstance(value, ir.OpResult) and value.owner.name == "tensor.empty":
+                found.append(name)
+        return ir.WalkResult.ADVANCE
+
+    hir.parse(text, "undefined.mlir").operation.walk(visit)
+    return bool(found)
+
+
+def prepare_runs(case: Case, worlds: tuple) -> list:
+    """Reference and per-world programs of a converted annotated case: [(world, program text,
+    inputs, reference outputs)]; records why a world is not run."""
+    import hir
+
+    if not case.annotated:
+        for world in worlds:
+            case.runs[world] = "not run: partitioned program (no global reference)"
+        return []
+    if reads_undefined(case.text):
+        for world in worlds:
+            case.runs[world] = "not run: accumulates into a tensor.empty (undefined result)"
+        return []
+    one = resized(case.text, None)
+    status, detail, reference_module = convert(case, one) if one else ("upstream", "dynamic grid", None)
+    if reference_module is None:
+        for world in worlds:
+            case.runs[world] = f"not run: no one-device reference ({status}: {detail})"
+        return []
+    inputs = global_inputs(reference_module, seed=len(case.name))
+    if inputs is None:
+        for world in worlds:
+            case.runs[world] = "not run: an argument is not a tensor of a torch dtype"
+        return []
+    try:
+        reference = [o.clone() for o in hir.run(reference_module, [x.clone() for x in inputs], device="cpu")]
+    except Exception as err:  # noqa: BLE001
+        for world in worlds:
+            case.runs[world] = f"not run: the reference failed ({type(err).__name__}: {str(err)[:100]})"
+        return []
+    own = [prod(int(x) for x in g.split("x")) for g in re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", case.text) if "?" not in g]
+    jobs = []
+    for world in worlds:
+        text = resized(case.text, world)
+        if text is None and own and max(own) == world:
+            text = case.text
+        if text is None:
+            case.runs[world] = "not run: grid is multi-D or dynamic and not of this size"
+            continue
+        status, detail, module = convert(case, text)
+        if module is None:
+            case.runs[world] = f"not run: {status} at {world} devices: {detail}"
+            continue
+        jobs.append((f"{case.file}::{case.name}", world, str(module), inputs, reference))
+    return jobs
+
+
+def run_jobs(jobs: list, world: int) -> dict:
+    """Run the jobs of one world size on ``world`` Gloo ranks; {case key: "ok" or failure}."""
+    from hir.tools.launch import launch
+
+    mine = [j for j in jobs if j[1] == world]
+    if not mine:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "jobs.pkl")
+        with open(path, "wb") as f:
+            pickle.dump([(key, text, inputs, reference) for key, _, text, inputs, reference in mine], f)
+        result = launch(world, [sys.executable, __file__, "--worker", path], timeout_s=600, env=dict(os.environ))
+    verdicts: dict = {key: None for key, *_ in mine}
+    for rank in result.ranks:
+        for line in rank.stdout.splitlines():
+            if line.startswith("VERDICT "):
+                _, key, verdict = line.split(" ", 2)
+                if verdict != "ok" or verdicts[key] is None:
+                    verdicts[key] = verdicts[key] if verdicts[key] not in (None, "ok") else verdict
+    return {key: verdict or "wrong: no verdict from the ranks" for key, verdict in verdicts.items()}
+
+
+def worker(path: str) -> int:
+    """One rank: run every job, print ``VERDICT key ok|wrong: ...``."""
+    import torch
+    import torch.distributed as dist
+
+    import hir
+    from hir.dialect import sharding_of
+    from hir.interpreter.inputs import shard
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
+    with open(path, "rb") as f:
+        jobs = pickle.load(f)
+    for key, text, inputs, reference in jobs:
+        try:
+            module = hir.parse(text, f"{key}.mlir")
+            fn = entry(module)
+            arg_types = [a.type for a in fn.regions[0].blocks[0].arguments]
+            locals_ = [shard(x, sharding_of(t), rank) for x, t in zip(inputs, arg_types)]
+            outputs = hir.run(module, locals_, device="cpu")
+            results = [v.type for v in list(fn.regions[0].blocks[0].operations)[-1].operands]
+            bad = []
+            for i, (got, want, t) in enumerate(zip(outputs, reference, results)):
+                want = shard(want, sharding_of(t), rank)
+                same = got.shape == want.shape and (torch.allclose(got.float(), want.float(), rtol=1e-4, atol=1e-4))
+                if not same:
+                    bad.append(f"output {i} differs on rank {rank}")
+            verdict = "ok" if not bad else "wrong: " + "; ".join(bad)
+        except Exception as err:  # noqa: BLE001
+            verdict = f"wrong: {type(err).__name__} on rank {rank}: {str(err).splitlines()[0][:120]}"
+        print(f"VERDICT {key} {verdict}", flush=True)
+    from hir.interpreter.backends.process_groups import shutdown
+
+    shutdown()
+    return 0
+
+
+def table(cases: list[Case], worlds: tuple) -> str:
+    rows = ["| file | function | kind | result | runs | detail |", "| --- | --- | --- | --- | --- | --- |"]
+    for c in cases:
+        runs = ", ".join(f"{w}: {c.runs[w]}" for w in worlds if w in c.runs)
+        rows.append(f"| {c.file.split('mlir/test/')[-1]} | {c.name} | {'annotated' if c.annotated else 'partitioned'} | {c.status} | {runs} | {c.detail} |")
+    total = len(cases)
+    count = {s: sum(c.status == s for c in cases) for s in ("converted", "upstream", "bridge", "internal")}
+    ran = [v for c in cases for v in c.runs.values() if not v.startswith("not run")]
+    summary = [
+        "",
+        f"functions: {total}; converted and lowered: {count['converted']}; stopped at a located upstream error: {count['upstream']}; "
+        f"located bridge error: {count['bridge']}; internal: {count['internal']}",
+        f"converted or upstream-located: {count['converted'] + count['upstream']}/{total} = {100 * (count['converted'] + count['upstream']) / max(total, 1):.0f}%",
+        f"runs on Gloo ranks: {len(ran)}, equal to the reference: {sum(v == 'ok' for v in ran)}, wrong: {sum(v != 'ok' for v in ran)}",
+    ]
+    return "\n".join(rows + summary)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--llvm-project", default=os.environ.get("HIR_LLVM_PROJECT"), help="llvm-project checkout holding mlir/test (or $HIR_LLVM_PROJECT)")
+    parser.add_argument("--file", default="", help="only files whose path contains this")
+    parser.add_argument("--no-run", action="store_true", help="convert only; run nothing on ranks")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args.worker)
+    if not args.llvm_project:
+        parser.error("--llvm-project (or HIR_LLVM_PROJECT) is required: a checkout holding mlir/test/...")
+    cases = []
+    for rel in UPSTREAM_FILES:
+        if args.file not in rel:
+            continue
+        path = os.path.join(args.llvm_project, rel)
+        if not os.path.exists(path):
+            print(f"missing: {path}", file=sys.stderr)
+            continue
+        with open(path) as f:
+            cases += programs(rel, f.read())
+    jobs = []
+    for case in cases:
+        if not case.status:
+            case.status, case.detail, module = convert(case)
+            if module is not None and not args.no_run:
+                jobs += prepare_runs(case, RUN_WORLDS)
+    for world in RUN_WORLDS:
+        for key, verdict in run_jobs(jobs, world).items():
+            case = next(c for c in cases if f"{c.file}::{c.name}" == key)
+            case.runs[world] = verdict
+    print(table(cases, RUN_WORLDS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
