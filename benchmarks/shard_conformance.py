@@ -4,6 +4,8 @@ Every function of llvm-project's shard test files (the list in ``UPSTREAM_FILES`
 local llvm-project checkout: nothing is downloaded) goes through the bridge on its own module
 (that function and the grids of its ``// -----`` chunk that it names):
 
+``// -----`` splits a file only where its RUN line has ``--split-input-file``.
+
 * annotated (a global program: no collective or device-index op, annotated or not):
   ``hir-from-shard`` then ``hir-lower``;
 * partitioned (it has collectives or device indices): upstream ``tosa-to-*`` then
@@ -44,6 +46,12 @@ from typing import Optional
 
 UPSTREAM_FILES = (
     "mlir/test/Dialect/Shard/partition.mlir",
+    "mlir/test/Dialect/Shard/simplify.mlir",
+    "mlir/test/Dialect/Shard/all-scatter-op-lowering.mlir",
+    "mlir/test/Dialect/Shard/process-multi-index-op-lowering.mlir",
+    "mlir/test/Dialect/Shard/forward-sharding-propagation.mlir",
+    "mlir/test/Dialect/Shard/backward-sharding-propagation.mlir",
+    "mlir/test/Dialect/Shard/forward-backward-sharding-propagation.mlir",
     "mlir/test/Dialect/Shard/resharding-partition.mlir",
     "mlir/test/Dialect/Shard/sharding-propagation.mlir",
     "mlir/test/Dialect/Linalg/shard-partition.mlir",
@@ -76,7 +84,8 @@ def programs(path: str, text: str) -> list[Case]:
     from torch_mlir import ir
 
     cases = []
-    for index, chunk in enumerate(text.split("// -----")):
+    chunks = text.split("// -----") if re.search(r"^// RUN:.*split-input-file", text, re.M) else [text]
+    for index, chunk in enumerate(chunks):
         if "func.func" not in chunk:
             continue
         try:

@@ -14,16 +14,17 @@ per line of the mesh along the grid axis)::
 ``all_reduce`` / ``reduce_scatter`` read a partial sum (a leading device axis);
 ``all_slice`` is a kernel slicing at the device's offset; ``all_to_all`` an all_gather along
 its concat axis then an all_slice along its split axis; a rotating ``shift`` ``hir.shift``;
-``grid_shape`` host constants; ``process_multi_index`` / ``process_linear_index``
-``hir.device_index`` (1-D grids).
+``grid_shape`` host constants; ``process_linear_index`` ``hir.device_index`` over the mesh,
+``process_multi_index`` its coordinates on the grid (host ``arith.divui`` / ``remui``).
 """
 
+from math import prod
 from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, shard, tensor
 
-from hir.dialect import AllgatherOp, AllreduceOp, ReduceScatterOp, ShiftOp, WaitOp
+from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, ReduceScatterOp, ShiftOp, WaitOp
 from hir.dialect.comm import teams_attr
 from hir.dialect.linalg_facts import ADDITIVE, is_elementwise
 from hir.passes.base import PassFailure
@@ -40,6 +41,14 @@ def fail(op: ir.Operation, message: str) -> PassFailure:
 
 DEVICE_INDEX_OPS = (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLinearIndexOp.OPERATION_NAME)
 _REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
+# (operand is float, result is float) -> the arith op converting tensors elementwise
+# ((widen, narrow) where both are of one kind).
+_CASTS = {
+    (True, True): ("arith.extf", "arith.truncf"),
+    (False, False): ("arith.extsi", "arith.trunci"),
+    (False, True): "arith.sitofp",
+    (True, False): "arith.fptosi",
+}
 
 
 def _index_attr(op: ir.Operation, name: str) -> int:
@@ -123,9 +132,8 @@ class Collectives:
         """``op`` over grid axis k: its operand must be ``needed`` on k; the result is
         ``out`` on k and placed as the operand on the other grid axes."""
         source, k = op.operands[0], self.grid_axis(op)
-        types = [ir.ShapedType(v.type).element_type for v in (source, op.results[0])]
-        if types[0] != types[1]:
-            raise fail(op, f"changes the element type ({types[0]} -> {types[1]}); hir collectives keep it: convert before or after it (arith.extf / truncf)")
+        if ir.ShapedType(self.arg_tensor_types.get(source, source.type)).element_type != ir.ShapedType(op.results[0].type).element_type:
+            source = self.converted_operand(op)
         have = self.placement(source)
         if have == self.free_placement:
             have = self.replicated
@@ -142,6 +150,27 @@ class Collectives:
         work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
         self.create(WaitOp.OPERATION_NAME, operands=[work])
         return output
+
+    def converted_operand(self, op: ir.Operation) -> ir.Value:
+        """A collective that changes the element type (``all_reduce ... : tensor<5xf32> ->
+        tensor<5xf64>``) communicates in the result's type, as upstream's MPI lowering does:
+        its operand is converted first by an elementwise kernel (``arith.extf`` and kin),
+        which keeps the operand's placement (a partial sum stays one)."""
+        source = op.operands[0]
+        shaped = ir.RankedTensorType(self.arg_tensor_types.get(source, source.type))
+        have, want = shaped.element_type, ir.ShapedType(op.results[0].type).element_type
+        cast = _CASTS.get((isinstance(have, ir.FloatType), isinstance(want, ir.FloatType)))
+        if cast is None or not isinstance(have, (ir.FloatType, ir.IntegerType)) or not isinstance(want, (ir.FloatType, ir.IntegerType)):
+            raise fail(op, f"changes the element type ({have} -> {want}); hir converts between integer and float types only")
+        if isinstance(cast, tuple):  # same kind: widen or narrow
+            cast = cast[0] if want.width > have.width else cast[1]
+        with self.loc, self.ip:
+            converted = ir.Operation.create(cast, results=[ir.RankedTensorType.get(shaped.shape, want)], operands=[source])
+        self.rewritten[self.position] = [converted] + self.rewritten.get(self.position, [])
+        self.placements[converted.result] = self.placement(source)
+        self.kernel(converted, [converted.result])
+        op.operands[0] = converted.result
+        return converted.result
 
     def reduction(self, op: ir.Operation) -> ir.StringAttr:
         kind = str(op.attributes["reduction"]).rstrip(">").split()[-1]
@@ -162,18 +191,22 @@ class Collectives:
         self.collective(op, _needed_by_collective(op), split(dim), ReduceScatterOp.OPERATION_NAME, attrs)
 
     def all_slice(self, op: ir.Operation) -> None:
-        """No communication: each device keeps its slice of the replicated input. Rewritten in
-        the tensor program as ``tensor.extract_slice`` at the device's offset, then outlined."""
+        """No communication: each device keeps its slice of the (on grid axis k) replicated
+        input. Rewritten in the tensor program as ``tensor.extract_slice`` at the offset of
+        the device's coordinate on k, then outlined."""
         source, dim = op.operands[0], _index_attr(op, "slice_axis")
-        if self.grid.rank != 1:
-            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.all_slice on 1-D grids only")
-        if self.placement(source) not in (self.replicated, self.free_placement):
-            raise fail(op, f"reads {source.get_name()}, which is {self.placement(source)}; shard.all_slice needs it replicated")
+        k = self.grid_axis(op)
+        have = self.placement(source)
+        if have == self.free_placement:
+            have = self.replicated
+        if have[k] != REPLICATED:
+            where = f" on grid axis {k}" if self.grid.rank > 1 else ""
+            raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; shard.all_slice needs it replicated")
         result = op.results[0]
         shape = list(ir.RankedTensorType(result.type).shape)
         index = ir.IndexType.get()
         with self.loc, self.ip:
-            device = shard.ProcessLinearIndexOp(self.grid.name).result
+            device = shard.ProcessMultiIndexOp([index], self.grid.name, axes=ir.DenseI16ArrayAttr.get([k])).results[0]
             chunk = arith.ConstantOp(index, shape[dim]).result
             offset = arith.MulIOp(device, chunk).result
             offsets = [0] * len(shape)
@@ -183,7 +216,7 @@ class Collectives:
             self.host[value] = value.owner.operation
         added = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation]
         self.rewritten[self.position] = added + self.rewritten.get(self.position, [])
-        self.placements[local.result] = GridPlacement((split(dim),))
+        self.placements[local.result] = have.with_axis(k, split(dim))
         self.kernel(local.operation, [local.result])
         result.replace_all_uses_with(local.result)
 
@@ -196,18 +229,42 @@ class Collectives:
             extent = ir.IntegerAttr.get(index, self.grid.shape[axis])
             self.scalars[result] = self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": extent}).result
 
+    def index_constant(self, value: int) -> ir.Value:
+        index = ir.IndexType.get()
+        return self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}).result
+
+    def index_arith(self, name: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+        return self.create(name, operands=[lhs, rhs], results=[ir.IndexType.get()]).result
+
+    def device_index(self, op: ir.Operation) -> list[ir.Value]:
+        """``process_linear_index``: ``hir.device_index`` over the whole mesh (devices are laid
+        out row-major, so the position is the linear index); ``process_multi_index``: its
+        coordinates on the requested grid axes, (linear / stride_k) mod extent_k on the host."""
+        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
+            raise fail(op, f"reads grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
+        linear = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
+        if op.name == shard.ProcessLinearIndexOp.OPERATION_NAME:
+            return [linear]
+        axes = list(ir.DenseI16ArrayAttr(op.attributes["axes"])) or list(range(self.grid.rank))
+        coordinates = []
+        for k in axes:
+            stride = prod(self.grid.shape[k + 1 :])
+            value = linear if stride == 1 else self.index_arith(arith.DivUIOp.OPERATION_NAME, linear, self.index_constant(stride))
+            if k:  # the major axis needs no modulo
+                value = self.index_arith(arith.RemUIOp.OPERATION_NAME, value, self.index_constant(self.grid.shape[k]))
+            coordinates.append(value)
+        return coordinates
+
     def all_to_all(self, op: ir.Operation) -> None:
         """Split along split_axis, exchange, concatenate along concat_axis: globally, the value
         split along concat_axis becomes split along split_axis. Rewritten in the tensor program
         as ``shard.all_gather`` along concat_axis then ``shard.all_slice`` along split_axis
         (both converted as usual)."""
-        if self.grid.rank != 1:
-            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.all_to_all on 1-D grids only")
         source, result = op.operands[0], op.results[0]
         concat, split_dim = _index_attr(op, "concat_axis"), _index_attr(op, "split_axis")
         local = ir.RankedTensorType(self.arg_tensor_types.get(source, source.type))
         shape = list(local.shape)
-        shape[concat] *= self.grid.shape[0]
+        shape[concat] *= self.grid.shape[self.grid_axis(op)]
         common = {"grid": op.attributes["grid"], "grid_axes": op.attributes["grid_axes"]}
         index = ir.IndexType.get()
         gathered = self.create(

@@ -6,7 +6,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, scf, tensor
 
-from hir.dialect import BinaryOp, DeviceIndexOp, MatmulOp
+from hir.dialect import BinaryOp, MatmulOp
 from hir.dialect.linalg_facts import BINARY_NAMED
 from hir.passes.base import PassFailure
 from hir.passes._shard_collectives import DEVICE_INDEX_OPS, Collectives, fail, is_tensor, needed_downstream
@@ -156,10 +156,7 @@ class FunctionConversion(Collectives):
         if op is None:
             raise fail(user, f"reads host value {value.get_name()}, which the conversion could not compute")
         if op.name in DEVICE_INDEX_OPS:
-            if self.grid.rank != 1:
-                raise fail(op, f"reads the device index on the {self.grid.rank}-D grid @{self.grid.name}; hir converts device indices of 1-D grids only")
-            index = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
-            results = [index] * len(op.results)
+            results = self.device_index(op)
         else:
             operands = [self.scalar(v, op) for v in op.operands]
             copy = op.clone(self.ip)

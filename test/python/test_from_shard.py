@@ -81,6 +81,10 @@ def handwritten(n: int) -> list:
         ("simplified_all_reduce", prog("%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32>",
             "  %s = arith.addf %x, %y : tensor<8xf32>\n  %r = shard.all_reduce %s on @g grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>"),
          lambda x, y: x.sum(0) + y.sum(0)),
+        # a type-changing all_reduce communicates in the result's type (the operand converted first)
+        ("all_reduce_new_type", prog("%p: tensor<3x4xf32>) -> tensor<3x4xf64>",
+            "  %r = shard.all_reduce %p on @g grid_axes = [0] reduction = max : tensor<3x4xf32> -> tensor<3x4xf64>\n  return %r : tensor<3x4xf64>"),
+         lambda p: p.amax(0).double()),
         ("grid_1x1xn_all_reduce", prog("%p: tensor<8xf32>) -> tensor<8xf32>",
             "  %r = shard.all_reduce %p on @g grid_axes = [0, 1, 2] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>").replace(f"shape = {n}", f"shape = 1x1x{n}"),
          lambda p: p.sum(0)),
@@ -125,6 +129,13 @@ def grid_2x2() -> list:
             "  %r = shard.reduce_scatter %p on @g grid_axes = [1] scatter_dim = 0 : tensor<8x4xf32> -> tensor<4x4xf32>\n  return %r : tensor<4x4xf32>"),
          lambda p: p.sum(0)),
         ("2x2_dp_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
+        # all_slice / all_to_all on one axis of a 2-D grid: the device's coordinate on it
+        ("2x2_all_slice_axis1", prog("%x: tensor<4x8xf32>) -> tensor<4x4xf32>",
+            "  %r = shard.all_slice %x on @g grid_axes = [1] slice_axis = 1 : tensor<4x8xf32> -> tensor<4x4xf32>\n  return %r : tensor<4x4xf32>"),
+         lambda x: x),
+        ("2x2_all_to_all_axis0", prog("%x: tensor<4x2xf32>) -> tensor<2x4xf32>",
+            "  %r = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<4x2xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
+         lambda x: x),
     ]  # fmt: skip
 
 
