@@ -40,6 +40,7 @@ def fail(op: ir.Operation, message: str) -> PassFailure:
 
 
 DEVICE_INDEX_OPS = (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLinearIndexOp.OPERATION_NAME)
+HOST_INDEX_OPS = DEVICE_INDEX_OPS + (shard.NeighborsLinearIndicesOp.OPERATION_NAME,)  # index arithmetic on the host
 _REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
 # (operand is float, result is float) -> the arith op converting tensors elementwise
 # ((widen, narrow) where both are of one kind).
@@ -95,7 +96,7 @@ class Collectives:
 
     def shard_op(self, op: ir.Operation) -> None:
         name = op.name
-        if name in DEVICE_INDEX_OPS:
+        if name in HOST_INDEX_OPS:
             for result in op.results:
                 self.host[result] = op
             return
@@ -114,8 +115,6 @@ class Collectives:
         }.get(name)
         if handler is None:
             raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, shift, grid_shape, process_multi_index, process_linear_index)")
-        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
-            raise fail(op, f"runs on grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
         self.grid_axis(op)
         handler(op)
 
@@ -222,8 +221,6 @@ class Collectives:
 
     def grid_shape(self, op: ir.Operation) -> None:
         """The grid's extents along ``axes``: host constants."""
-        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
-            raise fail(op, f"reads grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
         index = ir.IndexType.get()
         for result, axis in zip(op.results, ir.DenseI16ArrayAttr(op.attributes["axes"])):
             extent = ir.IntegerAttr.get(index, self.grid.shape[axis])
@@ -240,8 +237,6 @@ class Collectives:
         """``process_linear_index``: ``hir.device_index`` over the whole mesh (devices are laid
         out row-major, so the position is the linear index); ``process_multi_index``: its
         coordinates on the requested grid axes, (linear / stride_k) mod extent_k on the host."""
-        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
-            raise fail(op, f"reads grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
         linear = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
         if op.name == shard.ProcessLinearIndexOp.OPERATION_NAME:
             return [linear]
@@ -254,6 +249,33 @@ class Collectives:
                 value = self.index_arith(arith.RemUIOp.OPERATION_NAME, value, self.index_constant(self.grid.shape[k]))
             coordinates.append(value)
         return coordinates
+
+    def neighbors(self, op: ir.Operation, device: list[ir.Value]) -> list[ir.Value]:
+        """``neighbors_linear_indices on @g[%i, %j, ...] split_axes = [k]``: the linear indices
+        of the devices before and after ``device`` along grid axis k, -1 past either edge
+        (host index arithmetic; one split axis, as upstream's MPI lowering)."""
+        axes = list(ir.DenseI16ArrayAttr(op.attributes["split_axes"]))
+        if len(axes) != 1 or not 0 <= axes[0] < self.grid.rank:
+            raise fail(op, f"has split axes {axes}; hir converts the neighbors along one axis of the {self.grid.rank}-D grid")
+        k = axes[0]
+        linear = None
+        for axis, coordinate in enumerate(device):
+            stride = prod(self.grid.shape[axis + 1 :])
+            term = coordinate if stride == 1 else self.index_arith(arith.MulIOp.OPERATION_NAME, coordinate, self.index_constant(stride))
+            linear = term if linear is None else self.index_arith(arith.AddIOp.OPERATION_NAME, linear, term)
+        step = self.index_constant(prod(self.grid.shape[k + 1 :]))
+        none = self.index_constant(-1)
+        results = []
+        for edge, name in ((0, arith.SubIOp.OPERATION_NAME), (self.grid.shape[k] - 1, arith.AddIOp.OPERATION_NAME)):
+            at_edge = self.create(
+                arith.CmpIOp.OPERATION_NAME,
+                operands=[device[k], self.index_constant(edge)],
+                results=[ir.IntegerType.get_signless(1)],
+                attributes={"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)},
+            ).result
+            neighbor = self.index_arith(name, linear, step)
+            results.append(self.create(arith.SelectOp.OPERATION_NAME, operands=[at_edge, none, neighbor], results=[ir.IndexType.get()]).result)
+        return results
 
     def all_to_all(self, op: ir.Operation) -> None:
         """Split along split_axis, exchange, concatenate along concat_axis: globally, the value

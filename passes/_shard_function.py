@@ -4,7 +4,7 @@ in order, building the hir program before each one, then erases the tensor progr
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, func, scf, tensor
+from torch_mlir.dialects import arith, func, scf, shard, tensor
 
 from hir.dialect import BinaryOp, MatmulOp
 from hir.dialect.linalg_facts import BINARY_NAMED
@@ -100,7 +100,8 @@ class FunctionConversion(Collectives):
     def argument_placement(self, arg: ir.Value, entries: dict) -> GridPlacement:
         """From ``hir.split_axes``, else from the collective that reads the argument (a
         hand-partitioned program: all_gather needs it split, all_reduce a partial sum, ...);
-        with neither, where it lives is unknown: an error, never a guess."""
+        an argument nothing reads is replicated; otherwise where it lives is unknown: an
+        error, never a guess."""
         rank = ir.RankedTensorType(arg.type).rank
         where = f"'func.func' op @{self.name} argument #{arg.arg_number}"
         if SPLIT_AXES_ATTR in entries:
@@ -111,6 +112,8 @@ class FunctionConversion(Collectives):
         found = needed_downstream(arg)  # no record: what the first collective reading it needs
         if found is not None:
             return self.replicated.with_axis(self.grid_axis(found[0]), found[1])
+        if not any(True for _ in arg.uses):  # nothing reads it: no placement can be misread
+            return self.replicated
         raise PassFailure(
             f"{where} ({arg.type}) does not say where it lives: give it {{{SPLIT_AXES_ATTR} = #shard<axisarray[...]>}}, "
             "the split axes of its shard.sharding (#shard<axisarray[[]]> when replicated), or partition an annotated "
@@ -157,6 +160,8 @@ class FunctionConversion(Collectives):
             raise fail(user, f"reads host value {value.get_name()}, which the conversion could not compute")
         if op.name in DEVICE_INDEX_OPS:
             results = self.device_index(op)
+        elif op.name == shard.NeighborsLinearIndicesOp.OPERATION_NAME:
+            results = self.neighbors(op, [self.scalar(v, op) for v in op.operands])
         else:
             operands = [self.scalar(v, op) for v in op.operands]
             copy = op.clone(self.ip)

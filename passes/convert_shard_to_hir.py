@@ -3,7 +3,7 @@
 program-level host program on which ``hir-lower`` runs unchanged.
 
 * each function runs on the one grid it uses (several grids per module convert; a function
-  on several grids is an error). ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1; a multi-D grid
+  on grids of different shapes is an error). ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1; a multi-D grid
   (``shape = 2x2``) the multi-D mesh of devices 0 .. 3 laid out row-major, and a collective
   over ``grid_axes = [k]`` runs with one team per line of the mesh along k
   (``team = dense<...>``); device indices, ``all_slice`` and ``shift`` convert on 1-D grids;
@@ -78,18 +78,22 @@ def _used_grids(fn: ir.Operation) -> list[str]:
 
 
 def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
-    """The one grid ``fn`` runs on. A function naming no grid shards nothing: every value is
-    replicated, so any grid of the module gives the same program (the first is taken)."""
+    """The grid ``fn`` runs on: the one it names, or several of one shape (every grid maps to
+    the devices 0 .. n-1 row-major, so grids of one shape are the same devices). A function
+    naming no grid shards nothing: every value is replicated, so any grid of the module
+    gives the same program (the first is taken)."""
     names = _used_grids(fn) or [next(iter(grids))]
     fn_name = ir.StringAttr(fn.attributes["sym_name"]).value
-    if len(names) > 1:
-        raise PassFailure(f"'func.func' op @{fn_name} uses the grids {', '.join('@' + n for n in names)}; hir converts a function on one grid", fn.location)
-    if names[0] not in grids:
-        raise PassFailure(f"'func.func' op @{fn_name} uses the grid @{names[0]}, which the module does not define", fn.location)
-    op = grids[names[0]]
-    shape = list(ir.DenseI64ArrayAttr(op.attributes["shape"]))
+    unknown = [n for n in names if n not in grids]
+    if unknown:
+        raise PassFailure(f"'func.func' op @{fn_name} uses the grid @{unknown[0]}, which the module does not define", fn.location)
+    shapes = {n: tuple(ir.DenseI64ArrayAttr(grids[n].attributes["shape"])) for n in names}
+    if len(set(shapes.values())) > 1:
+        listed = ", ".join(f"@{n} ({'x'.join(map(str, shape))})" for n, shape in shapes.items())
+        raise PassFailure(f"'func.func' op @{fn_name} uses the grids {listed}; hir converts a function on grids of one shape", fn.location)
+    shape = list(shapes[names[0]])
     if not shape or min(shape) <= 0:
-        raise PassFailure(f"'shard.grid' op has shape {shape}; every extent must be static and positive (the interpreter runs on a fixed world)", op.location)
+        raise PassFailure(f"'shard.grid' op has shape {shape}; every extent must be static and positive (the interpreter runs on a fixed world)", grids[names[0]].location)
     return Grid(names[0], tuple(shape))
 
 
