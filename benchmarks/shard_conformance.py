@@ -15,7 +15,8 @@ Each pipeline element runs on its own, so a failure is classified by who raised 
 
     converted   converted and lowered (then run, below)
     upstream    a located error from the parser / verifier or upstream's own passes
-                (tosa-to-linalg, sharding-propagation, shard-partition, shard-simplify)
+                (tosa-to-linalg, sharding-propagation, shard-partition, shard-simplify), or
+                one of those passes failing without any diagnostic (said so in the row)
     bridge      a located error from an hir pass (hir-record-shard-signature,
                 hir-convert-shard-to-hir, hir-lower)
     internal    anything else: a Python exception, an unlocated error, invalid IR
@@ -149,6 +150,8 @@ def convert(case: Case, text: Optional[str] = None):
             message = str(err)
             if "produced invalid IR" in message:
                 return "internal", f"invalid IR after {element}", None
+            if who == "upstream" and "failed without a diagnostic" in message:
+                return who, "(no diagnostic) " + first_error(message), None
             if not LOCATED.search(message):
                 return "internal", f"unlocated error in {element}: {message[:150]}", None
             return who, first_error(message), None

@@ -168,6 +168,42 @@ func.func @mlp(%a: {mk}, %b: {kn}, %c: {nk}) -> {mk} {{
 """
 
 
+def tosa_mlp(grid: str, x: str, w1: str, h: str, w2: str) -> str:
+    """sigmoid(x @ w1 + b) @ w2 all in TOSA (tosa.matmul on batch-1 3-D tensors, tosa.add,
+    tosa.sigmoid), weights stationary; ``x`` ... are the split axes of the activation, the
+    weights and the hidden value (and the bias)."""
+    t = {"x": "tensor<1x8x16xf32>", "w1": "tensor<1x16x32xf32>", "h": "tensor<1x8x32xf32>", "w2": "tensor<1x32x16xf32>"}
+    return f"""shard.grid @grid(shape = {grid})
+func.func @mlp(%x: {t['x']}, %w1: {t['w1']}, %b: {t['h']}, %w2: {t['w2']}) -> {t['x']} {{
+  %zp = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
+  %s_x = shard.sharding @grid split_axes = {x} : !shard.sharding
+  %s_w1 = shard.sharding @grid split_axes = {w1} : !shard.sharding
+  %s_h = shard.sharding @grid split_axes = {h} : !shard.sharding
+  %s_w2 = shard.sharding @grid split_axes = {w2} : !shard.sharding
+  %x1 = shard.shard %x to %s_x annotate_for_users : {t['x']}
+  %w11 = shard.shard %w1 to %s_w1 annotate_for_users : {t['w1']}
+  %b1 = shard.shard %b to %s_h annotate_for_users : {t['h']}
+  %w21 = shard.shard %w2 to %s_w2 annotate_for_users : {t['w2']}
+  %h = tosa.matmul %x1, %w11, %zp, %zp : ({t['x']}, {t['w1']}, tensor<1xf32>, tensor<1xf32>) -> {t['h']}
+  %hs = shard.shard %h to %s_h : {t['h']}
+  %hb = tosa.add %hs, %b1 : ({t['h']}, {t['h']}) -> {t['h']}
+  %g = tosa.sigmoid %hb : ({t['h']}) -> {t['h']}
+  %gs = shard.shard %g to %s_h : {t['h']}
+  %gu = shard.shard %gs to %s_h annotate_for_users : {t['h']}
+  %y = tosa.matmul %gu, %w21, %zp, %zp : ({t['h']}, {t['w2']}, tensor<1xf32>, tensor<1xf32>) -> {t['x']}
+  %ys = shard.shard %y to %s_x : {t['x']}
+  %r = shard.shard %ys to %s_x annotate_for_users : {t['x']}
+  return %r : {t['x']}
+}}
+"""
+
+
+# 1-D: tensor parallel (w1 by columns, w2 by rows, the sum all-reduced); 2x2: grid axis 0
+# splits the activation's rows, grid axis 1 the hidden dim.
+TOSA_MLP_1D = dict(x="[[]]", w1="[[], [], [0]]", h="[[], [], [0]]", w2="[[], [0]]")
+TOSA_MLP_2X2 = dict(x="[[], [0]]", w1="[[], [], [1]]", h="[[], [0], [1]]", w2="[[], [1]]")
+
+
 WS_1D = dict(act="[[], [0]]", win="[[], [0]]", wout="[[0], []]", a0="[[]]", c0="[[], [0]]", sig="[[], [0]]", c1="[[]]")
 
 
@@ -231,7 +267,8 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4x6xf32>) -
         ("k_split_partial_init", k_split, lambda a, b, c: c + a @ b),
         ("linalg_reduce", reduce_rows, lambda x: x.sum(0)),
         ("weight_stationary_1d", weight_stationary(str(n), WS_1D), lambda a, b, c: torch.sigmoid(a @ b) @ c),
-    ]
+        ("tosa_mlp_1d", tosa_mlp(str(n), **TOSA_MLP_1D), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
+    ] + ([("tosa_mlp_2x2", tosa_mlp("2x2", **TOSA_MLP_2X2), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2)] if n == 4 else [])
 
 
 def fx_mlp(n: int, sequence_parallel: bool):
