@@ -26,10 +26,11 @@ the reference: the same program on a grid of one device (``shape = 1``, no parti
 communication), run in this process by the interpreter, whose kernels are torch. Its grids
 are resized to 2 and to 4 devices when they are 1-D (the annotated program is global, so
 its result must not depend on the grid), else it runs on its own grid when that has at most 4
-devices. Partitioned programs have no global reference (their semantics is per device) and
-are converted only.
+devices. A converted partitioned program runs on its own grid (at most 4 devices) against
+``shard_spmd_reference.py``: the program run once per device in one process, its
+collectives computed with torch on the devices' tensors.
 
-    python benchmarks/shard_conformance.py --llvm-project PATH [--file SUBSTRING] [--no-run]
+    python benchmarks/shard_conformance.py --llvm-project PATH [--file SUBSTRING] [--no-run] [--worlds 2,4,8]
 
 ``PATH`` holds ``mlir/test/...`` (an llvm-project checkout; test/Upstream/shard/README.md says
 which revisions). Prints one row per function and the summary table.
@@ -41,9 +42,12 @@ import pickle
 import re
 import sys
 import tempfile
+from pathlib import Path
 from dataclasses import dataclass, field
 from math import prod
 from typing import Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # shard_spmd_reference beside this script
 
 UPSTREAM_FILES = (
     "mlir/test/Dialect/Shard/partition.mlir",
@@ -65,7 +69,6 @@ TOSA = "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tens
 # Ops only a partitioned (per-device) program has; a function without them is a global program.
 PARTITIONED = re.compile(r"shard\.(all_gather|all_reduce|reduce_scatter|all_slice|all_to_all|shift|broadcast|gather|scatter|send|recv|reduce|update_halo|process_multi_index|process_linear_index|neighbors_linear_indices|grid_shape)\b")
 LOCATED = re.compile(r"^\S+:\d+:\d+: error: ", re.M)
-RUN_WORLDS = (2, 4)
 
 
 @dataclass
@@ -229,9 +232,7 @@ def prepare_runs(case: Case, worlds: tuple) -> list:
     import hir
 
     if not case.annotated:
-        for world in worlds:
-            case.runs[world] = "not run: partitioned program (no global reference)"
-        return []
+        return partitioned_runs(case, worlds)
     if reads_undefined(case.text):
         for world in worlds:
             case.runs[world] = "not run: accumulates into a tensor.empty (undefined result)"
@@ -266,8 +267,42 @@ def prepare_runs(case: Case, worlds: tuple) -> list:
         if module is None:
             case.runs[world] = f"not run: {status} at {world} devices: {detail}"
             continue
-        jobs.append((f"{case.file}::{case.name}", world, str(module), inputs, reference))
+        jobs.append((f"{case.file}::{case.name}", world, str(module), inputs, reference, False))
     return jobs
+
+
+def partitioned_runs(case: Case, worlds: tuple) -> list:
+    """The job of a converted partitioned case on its own grid (when that has a size in
+    ``worlds``): each rank's inputs are its shard of global inputs, its reference what the
+    SPMD reference computes for that device."""
+    import hir
+    from hir.dialect import sharding_of
+    from hir.interpreter.inputs import shard
+    from shard_spmd_reference import SPMD, NoRule
+
+    grids = re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", case.text)
+    shape = tuple(int(x) for x in grids[0].split("x")) if grids and "?" not in grids[0] else None
+    world = prod(shape) if shape else None
+    for w in worlds:
+        case.runs[w] = f"not run: a partitioned program runs on its grid's {world or '?'} devices"
+    if world not in worlds:
+        return []
+    _, _, module = convert(case)
+    inputs = global_inputs(module, seed=len(case.name))
+    if inputs is None:
+        case.runs[world] = "not run: an argument is not a tensor of a torch dtype"
+        return []
+    arg_types = [a.type for a in entry(module).regions[0].blocks[0].arguments]
+    ranks = [[shard(x, sharding_of(t), d) for x, t in zip(inputs, arg_types)] for d in range(world)]
+    source = hir.parse(case.text, f"{case.name}.mlir")  # kept alive: fn points into it
+    fn = entry(source)
+    local_shapes = [list(a.type.shape) for a in fn.regions[0].blocks[0].arguments]
+    try:
+        reference = SPMD(shape).run(fn, [[x.reshape(s) for x, s in zip(r, local_shapes)] for r in ranks])
+    except NoRule as err:
+        case.runs[world] = f"not run: the SPMD reference has no rule for {err}"
+        return []
+    return [(f"{case.file}::{case.name}", world, str(module), ranks, reference, True)]
 
 
 def run_jobs(jobs: list, world: int) -> dict:
@@ -280,7 +315,7 @@ def run_jobs(jobs: list, world: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "jobs.pkl")
         with open(path, "wb") as f:
-            pickle.dump([(key, text, inputs, reference) for key, _, text, inputs, reference in mine], f)
+            pickle.dump([(key, text, inputs, reference, per_rank) for key, _, text, inputs, reference, per_rank in mine], f)
         result = launch(world, [sys.executable, __file__, "--worker", path], timeout_s=600, env=dict(os.environ))
     verdicts: dict = {key: None for key, *_ in mine}
     for rank in result.ranks:
@@ -305,18 +340,21 @@ def worker(path: str) -> int:
     dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
     with open(path, "rb") as f:
         jobs = pickle.load(f)
-    for key, text, inputs, reference in jobs:
+    for key, text, inputs, reference, per_rank in jobs:
         try:
             module = hir.parse(text, f"{key}.mlir")
             fn = entry(module)
             arg_types = [a.type for a in fn.regions[0].blocks[0].arguments]
-            locals_ = [shard(x, sharding_of(t), rank) for x, t in zip(inputs, arg_types)]
+            locals_ = inputs[rank] if per_rank else [shard(x, sharding_of(t), rank) for x, t in zip(inputs, arg_types)]
             outputs = hir.run(module, locals_, device="cpu")
             results = [v.type for v in list(fn.regions[0].blocks[0].operations)[-1].operands]
             bad = []
-            for i, (got, want, t) in enumerate(zip(outputs, reference, results)):
-                want = shard(want, sharding_of(t), rank)
-                same = got.shape == want.shape and (torch.allclose(got.float(), want.float(), rtol=1e-4, atol=1e-4))
+            wants = reference[rank] if per_rank else [shard(w, sharding_of(t), rank) for w, t in zip(reference, results)]
+            for i, (got, want) in enumerate(zip(outputs, wants)):
+                if isinstance(want, int) or isinstance(got, int):
+                    same = int(got) == int(want)
+                else:  # a partial sum's local value carries a unit device axis
+                    same = got.numel() == want.numel() and torch.allclose(got.reshape(want.shape).double(), want.double(), rtol=1e-4, atol=1e-4)
                 if not same:
                     bad.append(f"output {i} differs on rank {rank}")
             verdict = "ok" if not bad else "wrong: " + "; ".join(bad)
@@ -352,6 +390,7 @@ def main() -> int:
     parser.add_argument("--llvm-project", default=os.environ.get("HIR_LLVM_PROJECT"), help="llvm-project checkout holding mlir/test (or $HIR_LLVM_PROJECT)")
     parser.add_argument("--file", default="", help="only files whose path contains this")
     parser.add_argument("--no-run", action="store_true", help="convert only; run nothing on ranks")
+    parser.add_argument("--worlds", default="2,4", help="Gloo world sizes to run on (comma-separated; 8 runs the 4x2 grids, slowly on 2 cores)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -368,17 +407,18 @@ def main() -> int:
             continue
         with open(path) as f:
             cases += programs(rel, f.read())
+    worlds = tuple(int(w) for w in args.worlds.split(","))
     jobs = []
     for case in cases:
         if not case.status:
             case.status, case.detail, module = convert(case)
             if module is not None and not args.no_run:
-                jobs += prepare_runs(case, RUN_WORLDS)
-    for world in RUN_WORLDS:
+                jobs += prepare_runs(case, worlds)
+    for world in worlds:
         for key, verdict in run_jobs(jobs, world).items():
             case = next(c for c in cases if f"{c.file}::{c.name}" == key)
             case.runs[world] = verdict
-    print(table(cases, RUN_WORLDS))
+    print(table(cases, worlds))
     return 0
 
 

@@ -3,7 +3,8 @@
 The upstream files are not in this repository: set ``HIR_LLVM_PROJECT`` to an llvm-project
 checkout (test/Upstream/shard/README.md names the revisions); without it these tests skip.
 Every function must convert or stop at a located error, never an internal one; a pinned few
-convert and run equal to the one-device reference on 2 Gloo ranks."""
+convert and run on 2 Gloo ranks equal to their reference (the one-device program for a
+global one, the SPMD reference for a partitioned one)."""
 
 import importlib.util
 import os
@@ -15,12 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = os.environ.get("HIR_LLVM_PROJECT")
 pytestmark = pytest.mark.skipif(not UPSTREAM, reason="HIR_LLVM_PROJECT (an llvm-project checkout) is not set")
 
-# (file, function): TOSA, linalg, all_gather / all_slice / all_to_all / all_reduce after partitioning
+# (file, function): TOSA, linalg, all_gather / all_slice / all_to_all / all_reduce after partitioning,
+# and a hand-partitioned all_slice
 PINNED = (
     ("mlir/test/Dialect/Shard/partition.mlir", "incomplete_sharding"),
     ("mlir/test/Dialect/Shard/partition.mlir", "move_split_axis"),
     ("mlir/test/Dialect/Shard/resharding-partition.mlir", "split_replicated_tensor_axis"),
     ("mlir/test/Dialect/Linalg/shard-partition.mlir", "matmul_1d_grid_static_tensors_reduction_iterator_sharding"),
+    ("mlir/test/Dialect/Shard/all-scatter-op-lowering.mlir", "all_slice_op_lowering_of_static_1d_tensor_on_static_1d_grid"),  # partitioned
 )
 
 
