@@ -136,6 +136,9 @@ class Collectives:
         have = self.placement(source)
         if have == self.free_placement:
             have = self.replicated
+        if have[k] != needed and needed.kind in ("split", "partial") and have[k].kind != "partial":
+            source = self.relayout(op, source, have.with_axis(k, needed))
+            have = self.placement(source)
         if have[k] != needed:
             where = f" on grid axis {k}" if self.grid.rank > 1 else ""
             raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; {op.name} needs it {needed}")
@@ -149,6 +152,23 @@ class Collectives:
         work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
         self.create(WaitOp.OPERATION_NAME, operands=[work])
         return output
+
+    def relayout(self, op: ir.Operation, source: ir.Value, placement: GridPlacement) -> ir.Value:
+        """``source``'s local data, each device's own, seen as ``placement``: a collective of a
+        hand-partitioned program may gather along a dim the value is not split by, or sum a
+        value that is not a partial sum (its meaning is per device: concatenate, or add, the
+        devices' local tensors). A copy kernel gives the local data a buffer placed as the
+        collective needs; only split and partial-sum placements are taken (each device holds
+        its own part), never replicated (that would claim equal data)."""
+        local = ir.RankedTensorType(self.arg_tensor_types.get(source, source.type))
+        shape = list(local.shape)
+        with self.loc, self.ip:
+            copy = tensor.ExtractSliceOp(local, source, [], [], [], [0] * len(shape), shape, [1] * len(shape))
+        self.rewritten[self.position] = [copy.operation] + self.rewritten.get(self.position, [])
+        self.placements[copy.result] = placement
+        self.kernel(copy.operation, [copy.result])
+        op.operands[0] = copy.result
+        return copy.result
 
     def converted_operand(self, op: ir.Operation) -> ir.Value:
         """A collective that changes the element type (``all_reduce ... : tensor<5xf32> ->

@@ -54,9 +54,13 @@ func.func @partial_read(%a: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[
 // -----
 
 shard.grid @g(shape = 4)
-func.func @gather_wrong_axis(%x: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}) -> tensor<32x4xf32> {
-  // CHECK: error: 'shard.all_gather' op reads %arg0, which is split along dim 1; shard.all_gather needs it split along dim 0
-  %g = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : tensor<8x4xf32> -> tensor<32x4xf32>
+func.func @gather_partial(%a: tensor<8x2xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}, %b: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<32x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %p = linalg.matmul ins(%a, %b : tensor<8x2xf32>, tensor<2x4xf32>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
+  // CHECK: error: 'shard.all_gather' op reads %{{.*}}, which is partial; shard.all_gather needs it split along dim 0
+  %g = shard.all_gather %p on @g grid_axes = [0] gather_axis = 0 : tensor<8x4xf32> -> tensor<32x4xf32>
   return %g : tensor<32x4xf32>
 }
 
@@ -135,7 +139,7 @@ func.func @two_axes_one_dim(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisar
 // Several grids per module convert (each function on the one it uses); one function on two of different shapes does not.
 shard.grid @a(shape = 2)
 shard.grid @b(shape = 4)
-// CHECK: convert-shard-to-hir-errors.mlir:139:1: error: 'func.func' op @two_grids uses the grids @a (2), @b (4); hir converts a function on grids of one shape
+// CHECK: convert-shard-to-hir-errors.mlir:143:1: error: 'func.func' op @two_grids uses the grids @a (2), @b (4); hir converts a function on grids of one shape
 func.func @two_grids(%x: tensor<2x16xf32>, %p: tensor<8xf32>) -> (tensor<4x16xf32>, tensor<8xf32>) {
   %g = shard.all_gather %x on @a grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
   %r = shard.all_reduce %p on @b grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
@@ -145,7 +149,7 @@ func.func @two_grids(%x: tensor<2x16xf32>, %p: tensor<8xf32>) -> (tensor<4x16xf3
 // -----
 
 shard.grid @dyn(shape = ?)
-// CHECK: convert-shard-to-hir-errors.mlir:147:1: error: 'shard.grid' op has shape [-9223372036854775808]; every extent must be static and positive
+// CHECK: convert-shard-to-hir-errors.mlir:151:1: error: 'shard.grid' op has shape [-9223372036854775808]; every extent must be static and positive
 func.func @dynamic_grid(%p: tensor<8xf32>) -> tensor<8xf32> {
   %r = shard.all_reduce %p on @dyn grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
   return %r : tensor<8xf32>

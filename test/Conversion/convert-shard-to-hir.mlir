@@ -241,3 +241,22 @@ func.func @neighbors(%unused: tensor<8xi8>) -> (index, index) {
   %idx:2 = shard.neighbors_linear_indices on @grid0[%c1, %c0, %c4] split_axes = [1] : index, index
   return %idx#0, %idx#1 : index, index
 }
+
+// -----
+
+// A hand-partitioned all_gather along a dim its operand is not split by: each device's local
+// data is copied into a buffer split along the gathered dim (per device, the gather
+// concatenates the local tensors), then gathered.
+// CHECK-LABEL: func.func private @other_dim_kernel_0
+// CHECK:       tensor.extract_slice %{{.*}}[0, 0] [4, 2] [1, 1]
+// CHECK-LABEL: func.func @other_dim
+// CHECK-SAME:  (%arg0: memref<8x2xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>)
+// CHECK:       call @other_dim_kernel_0(%arg0, %[[C:.*]]) : (memref<8x2xf32, {{.*}}, 0 : i64>>, memref<4x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) -> ()
+// CHECK:       "hir.allgather"(%[[C]], %{{.*}}) {axis = 1 : i64
+// LOWER-LABEL: func.func @other_dim
+// LOWER:       "hir.allgather"
+shard.grid @g(shape = 2)
+func.func @other_dim(%x: tensor<4x2xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4x4xf32> {
+  %r = shard.all_gather %x on @g grid_axes = [0] gather_axis = 1 : tensor<4x2xf32> -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}

@@ -81,6 +81,14 @@ def handwritten(n: int) -> list:
         ("simplified_all_reduce", prog("%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32>",
             "  %s = arith.addf %x, %y : tensor<8xf32>\n  %r = shard.all_reduce %s on @g grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>"),
          lambda x, y: x.sum(0) + y.sum(0)),
+        # hand-partitioned collectives over data the operand is not split / summed by: per
+        # device, the gather concatenates (the sum adds) the devices' local tensors
+        ("all_gather_other_dim", prog(f"%x: tensor<4x2xf32> {{hir.split_axes = #shard<axisarray[[0]]>}}) -> tensor<4x{2 * n}xf32>",
+            f"  %r = shard.all_gather %x on @g grid_axes = [0] gather_axis = 1 : tensor<4x2xf32> -> tensor<4x{2 * n}xf32>\n  return %r : tensor<4x{2 * n}xf32>"),
+         lambda x: torch.cat(x.chunk(n, 0), 1)),
+        ("all_reduce_split", prog("%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<2x4xf32>",
+            "  %r = shard.all_reduce %x on @g grid_axes = [0] : tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
+         lambda x: torch.stack(x.chunk(n, 0)).sum(0)),
         # a type-changing all_reduce communicates in the result's type (the operand converted first)
         ("all_reduce_new_type", prog("%p: tensor<3x4xf32>) -> tensor<3x4xf64>",
             "  %r = shard.all_reduce %p on @g grid_axes = [0] reduction = max : tensor<3x4xf32> -> tensor<3x4xf64>\n  return %r : tensor<3x4xf64>"),
