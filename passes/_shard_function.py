@@ -203,6 +203,8 @@ class FunctionConversion(Collectives):
                 self.zero.add(op.results[0])
         elif name == scf.IfOp.OPERATION_NAME:
             self.fold_if(op)
+        elif name == tensor.ExtractOp.OPERATION_NAME:
+            self.extract(op)
         elif name.startswith("shard."):
             self.shard_op(op)
         elif name in (linalg.MatmulOp.OPERATION_NAME, linalg.BatchMatmulOp.OPERATION_NAME) and self.matmul(op):
@@ -216,6 +218,17 @@ class FunctionConversion(Collectives):
                 self.host[result] = op
         else:
             raise fail(op, "cannot be converted to hir (no tensor result to outline and not host arithmetic)")
+
+    def extract(self, op: ir.Operation) -> None:
+        """``tensor.extract`` of a replicated tensor: a host ``memref.load`` of the element
+        (every device holds the same data, so the local index is the global one)."""
+        source = op.operands[0]
+        placement = self.placement(source)
+        if placement != self.replicated:
+            raise fail(op, f"reads an element of {source.get_name()}, which is {placement}; hir reads elements of replicated tensors only")
+        indices = [self.scalar(v, op) for v in op.operands[1:]]
+        load = self.create("memref.load", operands=[self.buffer(source, op)] + indices, results=[op.results[0].type])
+        self.scalars[op.results[0]] = load.result
 
     def fold_if(self, op: ir.Operation) -> None:
         """Partitioning guards an init by the device index; both branches often yield the same."""

@@ -2,18 +2,20 @@
 ``sharding-propagation``, ``shard-partition`` and ``shard-simplify``) becomes an hir
 program-level host program on which ``hir-lower`` runs unchanged.
 
-* each function runs on the one grid it uses (several grids per module convert; a function
-  on grids of different shapes is an error). ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1; a multi-D grid
+* each function runs on the grid it uses (several grids per module convert; grids of one
+  shape are the same devices; a function on grids of different shapes is an error).
+  ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1; a multi-D grid
   (``shape = 2x2``) the multi-D mesh of devices 0 .. 3 laid out row-major, and a collective
   over ``grid_axes = [k]`` runs with one team per line of the mesh along k
-  (``team = dense<...>``); device indices, ``all_slice`` and ``shift`` convert on 1-D grids;
+  (``team = dense<...>``); ``shift`` converts on 1-D grids;
 * every tensor gets one buffer whose type carries the global shape and the ``#hir.shard``
   placement recovered for it (``_shard_placement.py``; partial sums get a device axis);
 * ``shard.all_gather`` / ``all_reduce`` / ``reduce_scatter`` -> ``hir.allgather`` /
   ``allreduce`` / ``reduce_scatter`` + ``hir.wait``; ``shard.all_slice`` (no communication)
   -> a kernel segment taking ``tensor.extract_slice`` at the device's offset;
-  ``shard.shift`` (rotating) -> ``hir.shift``; ``shard.process_multi_index`` /
-  ``process_linear_index`` -> ``hir.device_index``;
+  ``shard.shift`` (rotating) -> ``hir.shift``; ``shard.process_linear_index`` ->
+  ``hir.device_index``, ``process_multi_index`` / ``neighbors_linear_indices`` host index
+  arithmetic on it; a collective changing the element type converts its operand first;
 * ``linalg.matmul`` / ``batch_matmul`` into a zero fill -> ``hir.matmul``; elementwise named
   ``linalg.add/sub/mul/div/max/min`` on equally placed operands -> ``hir.binary``; every other
   tensor op (``linalg.generic``, partial-sum matmuls, transposes, reshapes, ...) -> a kernel

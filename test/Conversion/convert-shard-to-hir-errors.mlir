@@ -154,3 +154,13 @@ func.func @dynamic_grid(%p: tensor<8xf32>) -> tensor<8xf32> {
   %r = shard.all_reduce %p on @dyn grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+
+shard.grid @g(shape = 2)
+func.func @extract_split(%x: tensor<4xi64> {hir.split_axes = #shard<axisarray[[0]]>}) -> i64 {
+  %c0 = arith.constant 0 : index
+  // CHECK: error: 'tensor.extract' op reads an element of %arg0, which is split along dim 0; hir reads elements of replicated tensors only
+  %e = tensor.extract %x[%c0] : tensor<4xi64>
+  return %e : i64
+}
