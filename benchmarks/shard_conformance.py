@@ -38,10 +38,8 @@ which revisions). Prints one row per function and the summary table.
 
 import argparse
 import os
-import pickle
 import re
 import sys
-import tempfile
 from pathlib import Path
 from dataclasses import dataclass, field
 from math import prod
@@ -305,68 +303,6 @@ def partitioned_runs(case: Case, worlds: tuple) -> list:
     return [(f"{case.file}::{case.name}", world, str(module), ranks, reference, True)]
 
 
-def run_jobs(jobs: list, world: int) -> dict:
-    """Run the jobs of one world size on ``world`` Gloo ranks; {case key: "ok" or failure}."""
-    from hir.tools.launch import launch
-
-    mine = [j for j in jobs if j[1] == world]
-    if not mine:
-        return {}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "jobs.pkl")
-        with open(path, "wb") as f:
-            pickle.dump([(key, text, inputs, reference, per_rank) for key, _, text, inputs, reference, per_rank in mine], f)
-        result = launch(world, [sys.executable, __file__, "--worker", path], timeout_s=600, env=dict(os.environ))
-    verdicts: dict = {key: None for key, *_ in mine}
-    for rank in result.ranks:
-        for line in rank.stdout.splitlines():
-            if line.startswith("VERDICT "):
-                _, key, verdict = line.split(" ", 2)
-                if verdict != "ok" or verdicts[key] is None:
-                    verdicts[key] = verdicts[key] if verdicts[key] not in (None, "ok") else verdict
-    return {key: verdict or "wrong: no verdict from the ranks" for key, verdict in verdicts.items()}
-
-
-def worker(path: str) -> int:
-    """One rank: run every job, print ``VERDICT key ok|wrong: ...``."""
-    import torch
-    import torch.distributed as dist
-
-    import hir
-    from hir.dialect import sharding_of
-    from hir.interpreter.inputs import shard
-
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
-    with open(path, "rb") as f:
-        jobs = pickle.load(f)
-    for key, text, inputs, reference, per_rank in jobs:
-        try:
-            module = hir.parse(text, f"{key}.mlir")
-            fn = entry(module)
-            arg_types = [a.type for a in fn.regions[0].blocks[0].arguments]
-            locals_ = inputs[rank] if per_rank else [shard(x, sharding_of(t), rank) for x, t in zip(inputs, arg_types)]
-            outputs = hir.run(module, locals_, device="cpu")
-            results = [v.type for v in list(fn.regions[0].blocks[0].operations)[-1].operands]
-            bad = []
-            wants = reference[rank] if per_rank else [shard(w, sharding_of(t), rank) for w, t in zip(reference, results)]
-            for i, (got, want) in enumerate(zip(outputs, wants)):
-                if isinstance(want, int) or isinstance(got, int):
-                    same = int(got) == int(want)
-                else:  # a partial sum's local value carries a unit device axis
-                    same = got.numel() == want.numel() and torch.allclose(got.reshape(want.shape).double(), want.double(), rtol=1e-4, atol=1e-4)
-                if not same:
-                    bad.append(f"output {i} differs on rank {rank}")
-            verdict = "ok" if not bad else "wrong: " + "; ".join(bad)
-        except Exception as err:  # noqa: BLE001
-            verdict = f"wrong: {type(err).__name__} on rank {rank}: {str(err).splitlines()[0][:120]}"
-        print(f"VERDICT {key} {verdict}", flush=True)
-    from hir.interpreter.backends.process_groups import shutdown
-
-    shutdown()
-    return 0
-
-
 def table(cases: list[Case], worlds: tuple) -> str:
     rows = ["| file | function | kind | result | runs | detail |", "| --- | --- | --- | --- | --- | --- |"]
     for c in cases:
@@ -379,7 +315,7 @@ def table(cases: list[Case], worlds: tuple) -> str:
         "",
         f"functions: {total}; converted and lowered: {count['converted']}; stopped at a located upstream error: {count['upstream']}; "
         f"located bridge error: {count['bridge']}; internal: {count['internal']}",
-        f"converted or upstream-located: {count['converted'] + count['upstream']}/{total} = {100 * (count['converted'] + count['upstream']) / max(total, 1):.0f}%",
+        f"converted or upstream-located: {count['converted'] + count['upstream']}/{total} = {100 * (count["converted"] + count["upstream"]) / max(total, 1):.1f}%",
         f"runs on Gloo ranks: {len(ran)}, equal to the reference: {sum(v == 'ok' for v in ran)}, wrong: {sum(v != 'ok' for v in ran)}",
     ]
     return "\n".join(rows + summary)
@@ -391,10 +327,7 @@ def main() -> int:
     parser.add_argument("--file", default="", help="only files whose path contains this")
     parser.add_argument("--no-run", action="store_true", help="convert only; run nothing on ranks")
     parser.add_argument("--worlds", default="2,4", help="Gloo world sizes to run on (comma-separated; 8 runs the 4x2 grids, slowly on 2 cores)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.worker:
-        return worker(args.worker)
     if not args.llvm_project:
         parser.error("--llvm-project (or HIR_LLVM_PROJECT) is required: a checkout holding mlir/test/...")
     cases = []
@@ -414,6 +347,8 @@ def main() -> int:
             case.status, case.detail, module = convert(case)
             if module is not None and not args.no_run:
                 jobs += prepare_runs(case, worlds)
+    from shard_conformance_ranks import run_jobs
+
     for world in worlds:
         for key, verdict in run_jobs(jobs, world).items():
             case = next(c for c in cases if f"{c.file}::{c.name}" == key)

@@ -95,7 +95,8 @@ def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
         raise PassFailure(f"'func.func' op @{fn_name} uses the grids {listed}; hir converts a function on grids of one shape", fn.location)
     shape = list(shapes[names[0]])
     if not shape or min(shape) <= 0:
-        raise PassFailure(f"'shard.grid' op has shape {shape}; every extent must be static and positive (the interpreter runs on a fixed world)", grids[names[0]].location)
+        text = "x".join("?" if ir.ShapedType.is_dynamic_size(d) else str(d) for d in shape)
+        raise PassFailure(f"'shard.grid' op has shape {text}; every extent must be static and positive (the interpreter runs on a fixed world)", grids[names[0]].location)
     return Grid(names[0], tuple(shape))
 
 

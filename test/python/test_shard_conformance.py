@@ -27,8 +27,8 @@ PINNED = (
 )
 
 
-def _suite():
-    spec = importlib.util.spec_from_file_location("shard_conformance", ROOT / "benchmarks" / "shard_conformance.py")
+def _benchmark(name: str = "shard_conformance"):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -40,7 +40,7 @@ def _cases(suite, rel: str) -> list:
 
 
 def test_every_upstream_function_converts_or_stops_located():
-    suite = _suite()
+    suite = _benchmark()
     cases = [c for rel in suite.UPSTREAM_FILES if os.path.exists(os.path.join(UPSTREAM, rel)) for c in _cases(suite, rel)]
     assert cases
     for case in cases:
@@ -52,7 +52,7 @@ def test_every_upstream_function_converts_or_stops_located():
 
 @pytest.mark.slow
 def test_pinned_upstream_functions_run_equal_on_two_ranks():
-    suite = _suite()
+    suite = _benchmark()
     jobs, cases = [], []
     for rel, name in PINNED:
         case = next(c for c in _cases(suite, rel) if c.name == name)
@@ -61,5 +61,5 @@ def test_pinned_upstream_functions_run_equal_on_two_ranks():
         jobs += suite.prepare_runs(case, (2,))
         cases.append(case)
     assert len(jobs) == len(PINNED), [c.runs for c in cases]
-    verdicts = suite.run_jobs(jobs, 2)
+    verdicts = _benchmark("shard_conformance_ranks").run_jobs(jobs, 2)
     assert verdicts and all(v == "ok" for v in verdicts.values()), verdicts
