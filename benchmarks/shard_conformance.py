@@ -315,7 +315,7 @@ def table(cases: list[Case], worlds: tuple) -> str:
         "",
         f"functions: {total}; converted and lowered: {count['converted']}; stopped at a located upstream error: {count['upstream']}; "
         f"located bridge error: {count['bridge']}; internal: {count['internal']}",
-        f"converted or upstream-located: {count['converted'] + count['upstream']}/{total} = {100 * (count["converted"] + count["upstream"]) / max(total, 1):.1f}%",
+        f"converted or upstream-located: {count['converted'] + count['upstream']}/{total} = {100 * (count['converted'] + count['upstream']) / max(total, 1):.1f}%",
         f"runs on Gloo ranks: {len(ran)}, equal to the reference: {sum(v == 'ok' for v in ran)}, wrong: {sum(v != 'ok' for v in ran)}",
     ]
     return "\n".join(rows + summary)
