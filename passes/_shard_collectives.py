@@ -14,6 +14,7 @@ per line of the mesh along the grid axis)::
 ``all_reduce`` / ``reduce_scatter`` read a partial sum (a leading device axis);
 ``all_slice`` is a kernel slicing at the device's offset; ``all_to_all`` an all_gather along
 its concat axis then an all_slice along its split axis; a rotating ``shift`` ``hir.shift``;
+``broadcast`` (1-D grids) ``hir.broadcast``;
 ``grid_shape`` host constants; ``process_linear_index`` ``hir.device_index`` over the mesh,
 ``process_multi_index`` its coordinates on the grid (host ``arith.divui`` / ``remui``).
 """
@@ -24,7 +25,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import arith, shard, tensor
 
-from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, ReduceScatterOp, ShiftOp, WaitOp
+from hir.dialect import AllgatherOp, AllreduceOp, BroadcastOp, DeviceIndexOp, ReduceScatterOp, ShiftOp, WaitOp
 from hir.dialect.comm import teams_attr
 from hir.dialect.linalg_facts import ADDITIVE, is_elementwise
 from hir.passes.base import PassFailure
@@ -68,7 +69,7 @@ def _needed_by_collective(op: ir.Operation) -> Optional[Placement]:
         return split(_index_attr(op, "gather_axis"))
     if name in (shard.AllReduceOp.OPERATION_NAME, shard.ReduceScatterOp.OPERATION_NAME):
         return PARTIAL
-    if name == shard.AllSliceOp.OPERATION_NAME:
+    if name in (shard.AllSliceOp.OPERATION_NAME, shard.BroadcastOp.OPERATION_NAME):
         return REPLICATED
     if name == shard.AllToAllOp.OPERATION_NAME:
         return split(_index_attr(op, "concat_axis"))
@@ -112,9 +113,10 @@ class Collectives:
             shard.AllSliceOp.OPERATION_NAME: self.all_slice,
             shard.ShiftOp.OPERATION_NAME: self.shift,
             shard.AllToAllOp.OPERATION_NAME: self.all_to_all,
+            shard.BroadcastOp.OPERATION_NAME: self.broadcast,
         }.get(name)
         if handler is None:
-            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, shift, grid_shape, process_multi_index, process_linear_index)")
+            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, broadcast, shift, grid_shape, process_multi_index, process_linear_index, neighbors_linear_indices)")
         self.grid_axis(op)
         handler(op)
 
@@ -325,6 +327,16 @@ class Collectives:
         self.rewritten[self.position] = [sliced, gathered]
         self.all_gather(gathered)
         self.all_slice(sliced)
+
+    def broadcast(self, op: ir.Operation) -> None:
+        """Every device gets the root's tensor: ``hir.broadcast`` from the device at ``root``
+        (a static root on a 1-D grid: its position is its device)."""
+        if self.grid.rank != 1:
+            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.broadcast on 1-D grids only")
+        if len(op.operands) > 1:
+            raise fail(op, "has a dynamic root; hir converts a static root")
+        root = list(ir.DenseI64ArrayAttr(op.attributes["root"]))[0]
+        self.collective(op, REPLICATED, REPLICATED, BroadcastOp.OPERATION_NAME, {"root": _i64(root)})
 
     def shift(self, op: ir.Operation) -> None:
         if "rotate" not in op.attributes:

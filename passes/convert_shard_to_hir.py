@@ -13,7 +13,8 @@ program-level host program on which ``hir-lower`` runs unchanged.
 * ``shard.all_gather`` / ``all_reduce`` / ``reduce_scatter`` -> ``hir.allgather`` /
   ``allreduce`` / ``reduce_scatter`` + ``hir.wait``; ``shard.all_slice`` (no communication)
   -> a kernel segment taking ``tensor.extract_slice`` at the device's offset;
-  ``shard.shift`` (rotating) -> ``hir.shift``; ``shard.process_linear_index`` ->
+  ``shard.shift`` (rotating) -> ``hir.shift``; ``shard.broadcast`` -> ``hir.broadcast``
+  (1-D grids); ``shard.process_linear_index`` ->
   ``hir.device_index``, ``process_multi_index`` / ``neighbors_linear_indices`` host index
   arithmetic on it; a collective changing the element type converts its operand first;
 * ``linalg.matmul`` / ``batch_matmul`` into a zero fill -> ``hir.matmul``; elementwise named

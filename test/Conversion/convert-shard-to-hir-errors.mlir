@@ -11,9 +11,9 @@ func.func @two_grid_axes(%p: tensor<2x16xf32>) -> tensor<2x16xf32> {
 
 // -----
 
-shard.grid @g(shape = 4)
+shard.grid @g(shape = 2x2)
 func.func @broadcast(%x: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[]]>}) -> tensor<8x4xf32> {
-  // CHECK: convert-shard-to-hir-errors.mlir:17:8: error: 'shard.broadcast' op has no hir equivalent yet
+  // CHECK: convert-shard-to-hir-errors.mlir:17:8: error: 'shard.broadcast' op on the 2-D grid @g: hir converts shard.broadcast on 1-D grids only
   %t = shard.broadcast %x on @g grid_axes = [0] root = [0] : (tensor<8x4xf32>) -> tensor<8x4xf32>
   return %t : tensor<8x4xf32>
 }
