@@ -40,9 +40,9 @@ import argparse
 import os
 import re
 import sys
-from pathlib import Path
 from dataclasses import dataclass, field
 from math import prod
+from pathlib import Path
 from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # shard_spmd_reference beside this script
