@@ -14,16 +14,18 @@ per line of the mesh along the grid axis)::
 ``all_reduce`` / ``reduce_scatter`` read a partial sum (a leading device axis);
 ``all_slice`` is a kernel slicing at the device's offset; ``all_to_all`` an all_gather along
 its concat axis then an all_slice along its split axis; a rotating ``shift`` ``hir.shift``;
-``grid_shape`` host constants; ``process_multi_index`` / ``process_linear_index``
-``hir.device_index`` (1-D grids).
+``broadcast`` (1-D grids) ``hir.broadcast``;
+``grid_shape`` host constants; ``process_linear_index`` ``hir.device_index`` over the mesh,
+``process_multi_index`` its coordinates on the grid (host ``arith.divui`` / ``remui``).
 """
 
+from math import prod
 from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, shard, tensor
 
-from hir.dialect import AllgatherOp, AllreduceOp, ReduceScatterOp, ShiftOp, WaitOp
+from hir.dialect import AllgatherOp, AllreduceOp, BroadcastOp, DeviceIndexOp, ReduceScatterOp, ShiftOp, WaitOp
 from hir.dialect.comm import teams_attr
 from hir.dialect.linalg_facts import ADDITIVE, is_elementwise
 from hir.passes.base import PassFailure
@@ -39,7 +41,16 @@ def fail(op: ir.Operation, message: str) -> PassFailure:
 
 
 DEVICE_INDEX_OPS = (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLinearIndexOp.OPERATION_NAME)
+HOST_INDEX_OPS = DEVICE_INDEX_OPS + (shard.NeighborsLinearIndicesOp.OPERATION_NAME,)  # index arithmetic on the host
 _REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
+# (operand is float, result is float) -> the arith op converting tensors elementwise
+# ((widen, narrow) where both are of one kind).
+_CASTS = {
+    (True, True): ("arith.extf", "arith.truncf"),
+    (False, False): ("arith.extsi", "arith.trunci"),
+    (False, True): "arith.sitofp",
+    (True, False): "arith.fptosi",
+}
 
 
 def _index_attr(op: ir.Operation, name: str) -> int:
@@ -58,7 +69,7 @@ def _needed_by_collective(op: ir.Operation) -> Optional[Placement]:
         return split(_index_attr(op, "gather_axis"))
     if name in (shard.AllReduceOp.OPERATION_NAME, shard.ReduceScatterOp.OPERATION_NAME):
         return PARTIAL
-    if name == shard.AllSliceOp.OPERATION_NAME:
+    if name in (shard.AllSliceOp.OPERATION_NAME, shard.BroadcastOp.OPERATION_NAME):
         return REPLICATED
     if name == shard.AllToAllOp.OPERATION_NAME:
         return split(_index_attr(op, "concat_axis"))
@@ -86,7 +97,7 @@ class Collectives:
 
     def shard_op(self, op: ir.Operation) -> None:
         name = op.name
-        if name in DEVICE_INDEX_OPS:
+        if name in HOST_INDEX_OPS:
             for result in op.results:
                 self.host[result] = op
             return
@@ -102,11 +113,10 @@ class Collectives:
             shard.AllSliceOp.OPERATION_NAME: self.all_slice,
             shard.ShiftOp.OPERATION_NAME: self.shift,
             shard.AllToAllOp.OPERATION_NAME: self.all_to_all,
+            shard.BroadcastOp.OPERATION_NAME: self.broadcast,
         }.get(name)
         if handler is None:
-            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, shift, grid_shape, process_multi_index, process_linear_index)")
-        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
-            raise fail(op, f"runs on grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
+            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, broadcast, shift, grid_shape, process_multi_index, process_linear_index, neighbors_linear_indices)")
         self.grid_axis(op)
         handler(op)
 
@@ -123,12 +133,14 @@ class Collectives:
         """``op`` over grid axis k: its operand must be ``needed`` on k; the result is
         ``out`` on k and placed as the operand on the other grid axes."""
         source, k = op.operands[0], self.grid_axis(op)
-        types = [ir.ShapedType(v.type).element_type for v in (source, op.results[0])]
-        if types[0] != types[1]:
-            raise fail(op, f"changes the element type ({types[0]} -> {types[1]}); hir collectives keep it: convert before or after it (arith.extf / truncf)")
+        if ir.ShapedType(self.arg_tensor_types.get(source, source.type)).element_type != ir.ShapedType(op.results[0].type).element_type:
+            source = self.converted_operand(op)
         have = self.placement(source)
         if have == self.free_placement:
             have = self.replicated
+        if have[k] != needed and needed.kind in ("split", "partial") and have[k].kind != "partial":
+            source = self.relayout(op, source, have.with_axis(k, needed))
+            have = self.placement(source)
         if have[k] != needed:
             where = f" on grid axis {k}" if self.grid.rank > 1 else ""
             raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; {op.name} needs it {needed}")
@@ -142,6 +154,44 @@ class Collectives:
         work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
         self.create(WaitOp.OPERATION_NAME, operands=[work])
         return output
+
+    def relayout(self, op: ir.Operation, source: ir.Value, placement: GridPlacement) -> ir.Value:
+        """``source``'s local data, each device's own, seen as ``placement``: a collective of a
+        hand-partitioned program may gather along a dim the value is not split by, or sum a
+        value that is not a partial sum (its meaning is per device: concatenate, or add, the
+        devices' local tensors). A copy kernel gives the local data a buffer placed as the
+        collective needs; only split and partial-sum placements are taken (each device holds
+        its own part), never replicated (that would claim equal data)."""
+        local = ir.RankedTensorType(self.arg_tensor_types.get(source, source.type))
+        shape = list(local.shape)
+        with self.loc, self.ip:
+            copy = tensor.ExtractSliceOp(local, source, [], [], [], [0] * len(shape), shape, [1] * len(shape))
+        self.rewritten[self.position] = [copy.operation] + self.rewritten.get(self.position, [])
+        self.placements[copy.result] = placement
+        self.kernel(copy.operation, [copy.result])
+        op.operands[0] = copy.result
+        return copy.result
+
+    def converted_operand(self, op: ir.Operation) -> ir.Value:
+        """A collective that changes the element type (``all_reduce ... : tensor<5xf32> ->
+        tensor<5xf64>``) communicates in the result's type, as upstream's MPI lowering does:
+        its operand is converted first by an elementwise kernel (``arith.extf`` and kin),
+        which keeps the operand's placement (a partial sum stays one)."""
+        source = op.operands[0]
+        shaped = ir.RankedTensorType(self.arg_tensor_types.get(source, source.type))
+        have, want = shaped.element_type, ir.ShapedType(op.results[0].type).element_type
+        cast = _CASTS.get((isinstance(have, ir.FloatType), isinstance(want, ir.FloatType)))
+        if cast is None or not isinstance(have, (ir.FloatType, ir.IntegerType)) or not isinstance(want, (ir.FloatType, ir.IntegerType)):
+            raise fail(op, f"changes the element type ({have} -> {want}); hir converts between integer and float types only")
+        if isinstance(cast, tuple):  # same kind: widen or narrow
+            cast = cast[0] if want.width > have.width else cast[1]
+        with self.loc, self.ip:
+            converted = ir.Operation.create(cast, results=[ir.RankedTensorType.get(shaped.shape, want)], operands=[source])
+        self.rewritten[self.position] = [converted] + self.rewritten.get(self.position, [])
+        self.placements[converted.result] = self.placement(source)
+        self.kernel(converted, [converted.result])
+        op.operands[0] = converted.result
+        return converted.result
 
     def reduction(self, op: ir.Operation) -> ir.StringAttr:
         kind = str(op.attributes["reduction"]).rstrip(">").split()[-1]
@@ -162,18 +212,22 @@ class Collectives:
         self.collective(op, _needed_by_collective(op), split(dim), ReduceScatterOp.OPERATION_NAME, attrs)
 
     def all_slice(self, op: ir.Operation) -> None:
-        """No communication: each device keeps its slice of the replicated input. Rewritten in
-        the tensor program as ``tensor.extract_slice`` at the device's offset, then outlined."""
+        """No communication: each device keeps its slice of the (on grid axis k) replicated
+        input. Rewritten in the tensor program as ``tensor.extract_slice`` at the offset of
+        the device's coordinate on k, then outlined."""
         source, dim = op.operands[0], _index_attr(op, "slice_axis")
-        if self.grid.rank != 1:
-            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.all_slice on 1-D grids only")
-        if self.placement(source) not in (self.replicated, self.free_placement):
-            raise fail(op, f"reads {source.get_name()}, which is {self.placement(source)}; shard.all_slice needs it replicated")
+        k = self.grid_axis(op)
+        have = self.placement(source)
+        if have == self.free_placement:
+            have = self.replicated
+        if have[k] != REPLICATED:
+            where = f" on grid axis {k}" if self.grid.rank > 1 else ""
+            raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; shard.all_slice needs it replicated")
         result = op.results[0]
         shape = list(ir.RankedTensorType(result.type).shape)
         index = ir.IndexType.get()
         with self.loc, self.ip:
-            device = shard.ProcessLinearIndexOp(self.grid.name).result
+            device = shard.ProcessMultiIndexOp([index], self.grid.name, axes=ir.DenseI16ArrayAttr.get([k])).results[0]
             chunk = arith.ConstantOp(index, shape[dim]).result
             offset = arith.MulIOp(device, chunk).result
             offsets = [0] * len(shape)
@@ -183,31 +237,78 @@ class Collectives:
             self.host[value] = value.owner.operation
         added = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation]
         self.rewritten[self.position] = added + self.rewritten.get(self.position, [])
-        self.placements[local.result] = GridPlacement((split(dim),))
+        self.placements[local.result] = have.with_axis(k, split(dim))
         self.kernel(local.operation, [local.result])
         result.replace_all_uses_with(local.result)
 
     def grid_shape(self, op: ir.Operation) -> None:
         """The grid's extents along ``axes``: host constants."""
-        if ir.FlatSymbolRefAttr(op.attributes["grid"]).value != self.grid.name:
-            raise fail(op, f"reads grid @{ir.FlatSymbolRefAttr(op.attributes['grid']).value}, not @{self.grid.name}")
         index = ir.IndexType.get()
         for result, axis in zip(op.results, ir.DenseI16ArrayAttr(op.attributes["axes"])):
             extent = ir.IntegerAttr.get(index, self.grid.shape[axis])
             self.scalars[result] = self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": extent}).result
+
+    def index_constant(self, value: int) -> ir.Value:
+        index = ir.IndexType.get()
+        return self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}).result
+
+    def index_arith(self, name: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+        return self.create(name, operands=[lhs, rhs], results=[ir.IndexType.get()]).result
+
+    def device_index(self, op: ir.Operation) -> list[ir.Value]:
+        """``process_linear_index``: ``hir.device_index`` over the whole mesh (devices are laid
+        out row-major, so the position is the linear index); ``process_multi_index``: its
+        coordinates on the requested grid axes, (linear / stride_k) mod extent_k on the host."""
+        linear = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
+        if op.name == shard.ProcessLinearIndexOp.OPERATION_NAME:
+            return [linear]
+        axes = list(ir.DenseI16ArrayAttr(op.attributes["axes"])) or list(range(self.grid.rank))
+        coordinates = []
+        for k in axes:
+            stride = prod(self.grid.shape[k + 1 :])
+            value = linear if stride == 1 else self.index_arith(arith.DivUIOp.OPERATION_NAME, linear, self.index_constant(stride))
+            if k:  # the major axis needs no modulo
+                value = self.index_arith(arith.RemUIOp.OPERATION_NAME, value, self.index_constant(self.grid.shape[k]))
+            coordinates.append(value)
+        return coordinates
+
+    def neighbors(self, op: ir.Operation, device: list[ir.Value]) -> list[ir.Value]:
+        """``neighbors_linear_indices on @g[%i, %j, ...] split_axes = [k]``: the linear indices
+        of the devices before and after ``device`` along grid axis k, -1 past either edge
+        (host index arithmetic; one split axis, as upstream's MPI lowering)."""
+        axes = list(ir.DenseI16ArrayAttr(op.attributes["split_axes"]))
+        if len(axes) != 1 or not 0 <= axes[0] < self.grid.rank:
+            raise fail(op, f"has split axes {axes}; hir converts the neighbors along one axis of the {self.grid.rank}-D grid")
+        k = axes[0]
+        linear = None
+        for axis, coordinate in enumerate(device):
+            stride = prod(self.grid.shape[axis + 1 :])
+            term = coordinate if stride == 1 else self.index_arith(arith.MulIOp.OPERATION_NAME, coordinate, self.index_constant(stride))
+            linear = term if linear is None else self.index_arith(arith.AddIOp.OPERATION_NAME, linear, term)
+        step = self.index_constant(prod(self.grid.shape[k + 1 :]))
+        none = self.index_constant(-1)
+        results = []
+        for edge, name in ((0, arith.SubIOp.OPERATION_NAME), (self.grid.shape[k] - 1, arith.AddIOp.OPERATION_NAME)):
+            at_edge = self.create(
+                arith.CmpIOp.OPERATION_NAME,
+                operands=[device[k], self.index_constant(edge)],
+                results=[ir.IntegerType.get_signless(1)],
+                attributes={"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)},
+            ).result
+            neighbor = self.index_arith(name, linear, step)
+            results.append(self.create(arith.SelectOp.OPERATION_NAME, operands=[at_edge, none, neighbor], results=[ir.IndexType.get()]).result)
+        return results
 
     def all_to_all(self, op: ir.Operation) -> None:
         """Split along split_axis, exchange, concatenate along concat_axis: globally, the value
         split along concat_axis becomes split along split_axis. Rewritten in the tensor program
         as ``shard.all_gather`` along concat_axis then ``shard.all_slice`` along split_axis
         (both converted as usual)."""
-        if self.grid.rank != 1:
-            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.all_to_all on 1-D grids only")
         source, result = op.operands[0], op.results[0]
         concat, split_dim = _index_attr(op, "concat_axis"), _index_attr(op, "split_axis")
         local = ir.RankedTensorType(self.arg_tensor_types.get(source, source.type))
         shape = list(local.shape)
-        shape[concat] *= self.grid.shape[0]
+        shape[concat] *= self.grid.shape[self.grid_axis(op)]
         common = {"grid": op.attributes["grid"], "grid_axes": op.attributes["grid_axes"]}
         index = ir.IndexType.get()
         gathered = self.create(
@@ -226,6 +327,16 @@ class Collectives:
         self.rewritten[self.position] = [sliced, gathered]
         self.all_gather(gathered)
         self.all_slice(sliced)
+
+    def broadcast(self, op: ir.Operation) -> None:
+        """Every device gets the root's tensor: ``hir.broadcast`` from the device at ``root``
+        (a static root on a 1-D grid: its position is its device)."""
+        if self.grid.rank != 1:
+            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.broadcast on 1-D grids only")
+        if len(op.operands) > 1:
+            raise fail(op, "has a dynamic root; hir converts a static root")
+        root = list(ir.DenseI64ArrayAttr(op.attributes["root"]))[0]
+        self.collective(op, REPLICATED, REPLICATED, BroadcastOp.OPERATION_NAME, {"root": _i64(root)})
 
     def shift(self, op: ir.Operation) -> None:
         if "rotate" not in op.attributes:

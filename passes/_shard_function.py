@@ -4,9 +4,9 @@ in order, building the hir program before each one, then erases the tensor progr
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, func, scf, tensor
+from torch_mlir.dialects import arith, func, scf, shard, tensor
 
-from hir.dialect import BinaryOp, DeviceIndexOp, MatmulOp
+from hir.dialect import BinaryOp, MatmulOp
 from hir.dialect.linalg_facts import BINARY_NAMED
 from hir.passes.base import PassFailure
 from hir.passes._shard_collectives import DEVICE_INDEX_OPS, Collectives, fail, is_tensor, needed_downstream
@@ -100,7 +100,8 @@ class FunctionConversion(Collectives):
     def argument_placement(self, arg: ir.Value, entries: dict) -> GridPlacement:
         """From ``hir.split_axes``, else from the collective that reads the argument (a
         hand-partitioned program: all_gather needs it split, all_reduce a partial sum, ...);
-        with neither, where it lives is unknown: an error, never a guess."""
+        an argument nothing reads is replicated; otherwise where it lives is unknown: an
+        error, never a guess."""
         rank = ir.RankedTensorType(arg.type).rank
         where = f"'func.func' op @{self.name} argument #{arg.arg_number}"
         if SPLIT_AXES_ATTR in entries:
@@ -111,6 +112,8 @@ class FunctionConversion(Collectives):
         found = needed_downstream(arg)  # no record: what the first collective reading it needs
         if found is not None:
             return self.replicated.with_axis(self.grid_axis(found[0]), found[1])
+        if not any(True for _ in arg.uses):  # nothing reads it: no placement can be misread
+            return self.replicated
         raise PassFailure(
             f"{where} ({arg.type}) does not say where it lives: give it {{{SPLIT_AXES_ATTR} = #shard<axisarray[...]>}}, "
             "the split axes of its shard.sharding (#shard<axisarray[[]]> when replicated), or partition an annotated "
@@ -156,10 +159,9 @@ class FunctionConversion(Collectives):
         if op is None:
             raise fail(user, f"reads host value {value.get_name()}, which the conversion could not compute")
         if op.name in DEVICE_INDEX_OPS:
-            if self.grid.rank != 1:
-                raise fail(op, f"reads the device index on the {self.grid.rank}-D grid @{self.grid.name}; hir converts device indices of 1-D grids only")
-            index = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
-            results = [index] * len(op.results)
+            results = self.device_index(op)
+        elif op.name == shard.NeighborsLinearIndicesOp.OPERATION_NAME:
+            results = self.neighbors(op, [self.scalar(v, op) for v in op.operands])
         else:
             operands = [self.scalar(v, op) for v in op.operands]
             copy = op.clone(self.ip)
@@ -201,6 +203,8 @@ class FunctionConversion(Collectives):
                 self.zero.add(op.results[0])
         elif name == scf.IfOp.OPERATION_NAME:
             self.fold_if(op)
+        elif name == tensor.ExtractOp.OPERATION_NAME:
+            self.extract(op)
         elif name.startswith("shard."):
             self.shard_op(op)
         elif name in (linalg.MatmulOp.OPERATION_NAME, linalg.BatchMatmulOp.OPERATION_NAME) and self.matmul(op):
@@ -214,6 +218,17 @@ class FunctionConversion(Collectives):
                 self.host[result] = op
         else:
             raise fail(op, "cannot be converted to hir (no tensor result to outline and not host arithmetic)")
+
+    def extract(self, op: ir.Operation) -> None:
+        """``tensor.extract`` of a replicated tensor: a host ``memref.load`` of the element
+        (every device holds the same data, so the local index is the global one)."""
+        source = op.operands[0]
+        placement = self.placement(source)
+        if placement != self.replicated:
+            raise fail(op, f"reads an element of {source.get_name()}, which is {placement}; hir reads elements of replicated tensors only")
+        indices = [self.scalar(v, op) for v in op.operands[1:]]
+        load = self.create("memref.load", operands=[self.buffer(source, op)] + indices, results=[op.results[0].type])
+        self.scalars[op.results[0]] = load.result
 
     def fold_if(self, op: ir.Operation) -> None:
         """Partitioning guards an init by the device index; both branches often yield the same."""

@@ -95,9 +95,10 @@ def _local_view(buffer: ir.Value, tensor_type: ir.Type, placement: Placement) ->
 
 
 def _device_axis_groups(rank: int) -> ir.ArrayAttr:
-    """Reassociation folding a leading unit device axis into dim 0: [[0, 1], [2], ...]."""
+    """Reassociation folding a leading unit device axis into dim 0: [[0, 1], [2], ...]; a
+    0-d value's [1] folds to [] (no groups)."""
     i64 = ir.IntegerType.get_signless(64)
-    groups = [[0, 1]] + [[d + 1] for d in range(1, rank)]
+    groups = [[0, 1]] + [[d + 1] for d in range(1, rank)] if rank else []
     return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g]) for g in groups])
 
 

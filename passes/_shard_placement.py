@@ -31,6 +31,7 @@ from hir.dialect import Sharding
 from hir.dialect.linalg_facts import ADDITIVE, ELEMENTWISE_NAMED, is_elementwise, reduce_maps
 
 SPLIT_AXES_ATTR = "hir.split_axes"  # function argument / result attribute: #shard<axisarray[...]>
+GRID_ATTR = "hir.grid"  # function attribute: the grid of its shardings (recorded before partitioning)
 GLOBAL_TYPE_ATTR = "hir.global_type"  # function argument / result attribute: the unpartitioned tensor type
 
 

@@ -2,17 +2,21 @@
 ``sharding-propagation``, ``shard-partition`` and ``shard-simplify``) becomes an hir
 program-level host program on which ``hir-lower`` runs unchanged.
 
-* ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1; a multi-D grid
+* each function runs on the grid it uses (several grids per module convert; grids of one
+  shape are the same devices; a function on grids of different shapes is an error).
+  ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1; a multi-D grid
   (``shape = 2x2``) the multi-D mesh of devices 0 .. 3 laid out row-major, and a collective
   over ``grid_axes = [k]`` runs with one team per line of the mesh along k
-  (``team = dense<...>``); device indices, ``all_slice`` and ``shift`` convert on 1-D grids;
+  (``team = dense<...>``); ``shift`` converts on 1-D grids;
 * every tensor gets one buffer whose type carries the global shape and the ``#hir.shard``
   placement recovered for it (``_shard_placement.py``; partial sums get a device axis);
 * ``shard.all_gather`` / ``all_reduce`` / ``reduce_scatter`` -> ``hir.allgather`` /
   ``allreduce`` / ``reduce_scatter`` + ``hir.wait``; ``shard.all_slice`` (no communication)
   -> a kernel segment taking ``tensor.extract_slice`` at the device's offset;
-  ``shard.shift`` (rotating) -> ``hir.shift``; ``shard.process_multi_index`` /
-  ``process_linear_index`` -> ``hir.device_index``;
+  ``shard.shift`` (rotating) -> ``hir.shift``; ``shard.broadcast`` -> ``hir.broadcast``
+  (1-D grids); ``shard.process_linear_index`` ->
+  ``hir.device_index``, ``process_multi_index`` / ``neighbors_linear_indices`` host index
+  arithmetic on it; a collective changing the element type converts its operand first;
 * ``linalg.matmul`` / ``batch_matmul`` into a zero fill -> ``hir.matmul``; elementwise named
   ``linalg.add/sub/mul/div/max/min`` on equally placed operands -> ``hir.binary``; every other
   tensor op (``linalg.generic``, partial-sum matmuls, transposes, reshapes, ...) -> a kernel
@@ -52,20 +56,49 @@ from hir.dialect import KERNEL_ATTR, load
 from hir.dialect.comm import BACKENDS
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes._shard_function import FunctionConversion
-from hir.passes._shard_placement import Grid
+from hir.passes._shard_placement import GRID_ATTR, Grid
 
 
-def _grid(module: ir.Module) -> Grid:
-    grids = [op.operation for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME]
+def _grids(module: ir.Module) -> dict[str, ir.Operation]:
+    grids = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME}
     if not grids:
         raise PassFailure("the module has no shard.grid: nothing to convert", module.operation.location)
-    if len(grids) > 1:
-        raise PassFailure("'shard.grid' op: only one grid per module converts (found several)", grids[1].location)
-    op = grids[0]
-    shape = list(ir.DenseI64ArrayAttr(op.attributes["shape"]))
+    return grids
+
+
+def _used_grids(fn: ir.Operation) -> list[str]:
+    """The grids ``fn`` names: the one ``hir-record-shard-signature`` recorded for its
+    shardings, and those of the shard ops left in its body."""
+    names = [ir.FlatSymbolRefAttr(fn.attributes[GRID_ATTR]).value] if GRID_ATTR in fn.attributes else []
+
+    def visit(op):
+        if op.name.startswith("shard.") and "grid" in op.attributes:
+            names.append(ir.FlatSymbolRefAttr(op.attributes["grid"]).value)
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit)
+    return list(dict.fromkeys(names))
+
+
+def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
+    """The grid ``fn`` runs on: the one it names, or several of one shape (every grid maps to
+    the devices 0 .. n-1 row-major, so grids of one shape are the same devices). A function
+    naming no grid shards nothing: every value is replicated, so any grid of the module
+    gives the same program (the first is taken)."""
+    names = _used_grids(fn) or [next(iter(grids))]
+    fn_name = ir.StringAttr(fn.attributes["sym_name"]).value
+    unknown = [n for n in names if n not in grids]
+    if unknown:
+        raise PassFailure(f"'func.func' op @{fn_name} uses the grid @{unknown[0]}, which the module does not define", fn.location)
+    shapes = {n: tuple(ir.DenseI64ArrayAttr(grids[n].attributes["shape"])) for n in names}
+    if len(set(shapes.values())) > 1:
+        listed = ", ".join(f"@{n} ({'x'.join(map(str, shape))})" for n, shape in shapes.items())
+        raise PassFailure(f"'func.func' op @{fn_name} uses the grids {listed}; hir converts a function on grids of one shape", fn.location)
+    shape = list(shapes[names[0]])
     if not shape or min(shape) <= 0:
-        raise PassFailure(f"'shard.grid' op has shape {shape}; every extent must be static and positive", op.location)
-    return Grid(ir.StringAttr(op.attributes["sym_name"]).value, tuple(shape))
+        text = "x".join("?" if ir.ShapedType.is_dynamic_size(d) else str(d) for d in shape)
+        raise PassFailure(f"'shard.grid' op has shape {text}; every extent must be static and positive (the interpreter runs on a fixed world)", grids[names[0]].location)
+    return Grid(names[0], tuple(shape))
 
 
 @register_pass
@@ -79,13 +112,15 @@ class ConvertShardToHir(ModulePass):
         if self.backend not in BACKENDS:
             raise PassFailure(f"hir-convert-shard-to-hir: backend must be one of {', '.join(BACKENDS)}, got '{self.backend}'")
         load(module.context)  # a module from the FX importer has no hir in its context yet
-        grid = _grid(module)
+        grids = _grids(module)
         backend = ir.StringAttr.get(self.backend)
         for op in list(module.body.operations):
             fn = op.operation
             if fn.name == func.FuncOp.OPERATION_NAME and op.regions[0].blocks and KERNEL_ATTR not in fn.attributes:
                 with fn.location:  # types built along the way need a location
-                    FunctionConversion(fn, grid, backend).run()
+                    FunctionConversion(fn, _function_grid(fn, grids), backend).run()
+                if GRID_ATTR in fn.attributes:
+                    del fn.attributes[GRID_ATTR]
         for op in list(module.body.operations):
             if op.operation.name == shard.GridOp.OPERATION_NAME:
                 op.operation.erase()

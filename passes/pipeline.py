@@ -46,8 +46,10 @@ PIPELINES: dict[str, str] = {
     # An annotated upstream shard program -> hir (issues 15, 24): TOSA to linalg, upstream
     # propagation, record the signature's shardings, partition upstream, then convert
     # (docs/from-shard.md). No cse before shard-partition: it merges tensor.empty ops,
-    # and shard-partition needs each one used once.
-    "hir-from-shard": "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,sharding-propagation),"
+    # and shard-partition needs each one used once. canonicalize after the TOSA lowering
+    # drops the zero-point constants tosa.matmul leaves unused (shard-partition fails,
+    # without a diagnostic, on a tensor constant that carries no sharding).
+    "hir-from-shard": "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,canonicalize,sharding-propagation),"
     "hir-record-shard-signature,func.func(shard-partition,canonicalize,cse),"
     "shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
 }
@@ -214,7 +216,7 @@ def run_pipeline(
             else:
                 pm = _upstream_pm([e.text for e in group])
                 pm.enable_verifier(inst.verify_each)
-                _run_upstream(pm, module, source_name)
+                _run_upstream(pm, module, source_name, label)
             inst.timings.append((label, time.perf_counter() - start))
             if inst.print_after_all:
                 _dump(inst.out, f"IR Dump After {label}", module)
@@ -225,9 +227,10 @@ def run_pipeline(
     return module
 
 
-def _run_upstream(pm: PassManager, module: ir.Module, source_name: Optional[str]) -> None:
+def _run_upstream(pm: PassManager, module: ir.Module, source_name: Optional[str], label: str) -> None:
     """Run upstream passes; their error diagnostics (emitted to the context, so a context
-    without hir's handler would print them) come back in the HirError, located."""
+    without hir's handler would print them) come back in the HirError, located. A pass that
+    fails without a diagnostic is named by the pipeline text ``label`` it ran in."""
     errors: list[str] = []
 
     def collect(diag: "ir.Diagnostic") -> bool:
@@ -240,6 +243,9 @@ def _run_upstream(pm: PassManager, module: ir.Module, source_name: Optional[str]
     try:
         pm.run(module.operation)
     except ir.MLIRError as err:
+        if not errors and not err.error_diagnostics:
+            where = source_name or "<input>"
+            raise HirError(f"{where}: error: upstream '{label}' failed without a diagnostic (one of its passes signalled failure and said nothing)") from None
         raise HirError("\n".join(errors) or format_mlir_error(err, source_name)) from None
     finally:
         handler.detach()

@@ -1,6 +1,6 @@
 """``hir-record-shard-signature``: after ``sharding-propagation`` and before
 ``shard-partition``, write the sharding and the global type of every tensor argument and
-result into the signature, where partitioning leaves them (the pass drops the
+result, and the grid of its shardings (``hir.grid``), into the signature, where partitioning leaves them (the pass drops the
 ``shard.shard`` annotations and gives arguments their local shapes, but keeps argument and
 result attributes). ``hir-convert-shard-to-hir`` reads them back to give the buffers their
 global shapes and ``#hir.shard`` placements, and refuses a local shape that does not map
@@ -36,7 +36,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func, shard
 
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, SPLIT_AXES_ATTR
+from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, SPLIT_AXES_ATTR
 
 _UNCONVERTED = {"static_halo_sizes": "halo sizes", "static_sharded_dims_offsets": "sharded_dims_offsets"}
 
@@ -82,6 +82,25 @@ def _signature(fn: ir.Operation, key: str, values: list, sharding_of) -> None:
     fn.attributes[key] = ir.ArrayAttr.get(dicts)
 
 
+def _record_grid(fn: ir.Operation) -> None:
+    """``hir.grid = @g``: the grid of the function's shardings (partitioning may leave no op
+    naming it, e.g. when no value is resharded)."""
+    names = []
+
+    def visit(op):
+        if op.name == shard.ShardingOp.OPERATION_NAME:
+            names.append(ir.FlatSymbolRefAttr(op.attributes["grid"]).value)
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit)
+    names = list(dict.fromkeys(names))
+    if len(names) > 1:
+        fn_name = ir.StringAttr(fn.attributes["sym_name"]).value
+        raise PassFailure(f"'func.func' op @{fn_name} shards values on the grids {', '.join('@' + n for n in names)}; hir converts a function on one grid", fn.location)
+    if names:
+        fn.attributes[GRID_ATTR] = ir.FlatSymbolRefAttr.get(names[0])
+
+
 @register_pass
 @dataclass
 class RecordShardSignature(ModulePass):
@@ -93,6 +112,7 @@ class RecordShardSignature(ModulePass):
             if op.operation.name != func.FuncOp.OPERATION_NAME or not op.regions[0].blocks:
                 continue
             block = op.regions[0].blocks[0]
+            _record_grid(op.operation)
             _signature(op.operation, "arg_attrs", list(block.arguments), _argument_sharding)
             ret = list(block.operations)[-1].operation
             _signature(op.operation, "res_attrs", list(ret.operands), _result_sharding)

@@ -11,9 +11,9 @@ func.func @two_grid_axes(%p: tensor<2x16xf32>) -> tensor<2x16xf32> {
 
 // -----
 
-shard.grid @g(shape = 4)
+shard.grid @g(shape = 2x2)
 func.func @broadcast(%x: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[]]>}) -> tensor<8x4xf32> {
-  // CHECK: convert-shard-to-hir-errors.mlir:17:8: error: 'shard.broadcast' op has no hir equivalent yet
+  // CHECK: convert-shard-to-hir-errors.mlir:17:8: error: 'shard.broadcast' op on the 2-D grid @g: hir converts shard.broadcast on 1-D grids only
   %t = shard.broadcast %x on @g grid_axes = [0] root = [0] : (tensor<8x4xf32>) -> tensor<8x4xf32>
   return %t : tensor<8x4xf32>
 }
@@ -54,9 +54,13 @@ func.func @partial_read(%a: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[
 // -----
 
 shard.grid @g(shape = 4)
-func.func @gather_wrong_axis(%x: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}) -> tensor<32x4xf32> {
-  // CHECK: error: 'shard.all_gather' op reads %arg0, which is split along dim 1; shard.all_gather needs it split along dim 0
-  %g = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : tensor<8x4xf32> -> tensor<32x4xf32>
+func.func @gather_partial(%a: tensor<8x2xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}, %b: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<32x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %p = linalg.matmul ins(%a, %b : tensor<8x2xf32>, tensor<2x4xf32>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
+  // CHECK: error: 'shard.all_gather' op reads %{{.*}}, which is partial; shard.all_gather needs it split along dim 0
+  %g = shard.all_gather %p on @g grid_axes = [0] gather_axis = 0 : tensor<8x4xf32> -> tensor<32x4xf32>
   return %g : tensor<32x4xf32>
 }
 
@@ -79,10 +83,10 @@ func.func @branches_differ(%x: tensor<8xf32> {hir.split_axes = #shard<axisarray[
 // -----
 
 shard.grid @g(shape = 2x2)
-func.func @slice_2d(%x: tensor<8x16xf32>) -> tensor<4x16xf32> {
-  // CHECK: error: 'shard.all_slice' op on the 2-D grid @g: hir converts shard.all_slice on 1-D grids only
-  %s = shard.all_slice %x on @g grid_axes = [1] slice_axis = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
-  return %s : tensor<4x16xf32>
+func.func @shift_2d(%x: tensor<8x16xf32> {hir.split_axes = #shard<axisarray[[1]]>}) -> tensor<8x16xf32> {
+  // CHECK: error: 'shard.shift' op on the 2-D grid @g: hir converts shard.shift on 1-D grids only
+  %s = shard.shift %x on @g grid_axes = [1] shift_axis = 1 offset = 1 rotate : tensor<8x16xf32> -> tensor<8x16xf32>
+  return %s : tensor<8x16xf32>
 }
 
 // -----
@@ -123,18 +127,40 @@ func.func @dynamic(%x: tensor<?x16xf32> {hir.split_axes = #shard<axisarray[[0]]>
 
 // -----
 
-shard.grid @g(shape = 2)
-func.func @type_changing(%p: tensor<8xf32>) -> tensor<8xf64> {
-  // CHECK: error: 'shard.all_reduce' op changes the element type (f32 -> f64); hir collectives keep it
-  %r = shard.all_reduce %p on @g grid_axes = [0] : tensor<8xf32> -> tensor<8xf64>
-  return %r : tensor<8xf64>
-}
-
-// -----
-
 // A dim split over two grid axes (the 2-D weight-stationary layout) is not converted yet.
 shard.grid @g(shape = 2x2)
 func.func @two_axes_one_dim(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> tensor<2x16xf32> {
   // CHECK: error: 'func.func' op @two_axes_one_dim argument #0 splits dim 0 over grid axes [0, 1]; a #hir.shard buffer axis is split by one mesh axis
   return %x : tensor<2x16xf32>
+}
+
+// -----
+
+// Several grids per module convert (each function on the one it uses); one function on two of different shapes does not.
+shard.grid @a(shape = 2)
+shard.grid @b(shape = 4)
+// CHECK: convert-shard-to-hir-errors.mlir:143:1: error: 'func.func' op @two_grids uses the grids @a (2), @b (4); hir converts a function on grids of one shape
+func.func @two_grids(%x: tensor<2x16xf32>, %p: tensor<8xf32>) -> (tensor<4x16xf32>, tensor<8xf32>) {
+  %g = shard.all_gather %x on @a grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
+  %r = shard.all_reduce %p on @b grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  return %g, %r : tensor<4x16xf32>, tensor<8xf32>
+}
+
+// -----
+
+shard.grid @dyn(shape = ?)
+// CHECK: convert-shard-to-hir-errors.mlir:151:1: error: 'shard.grid' op has shape ?; every extent must be static and positive
+func.func @dynamic_grid(%p: tensor<8xf32>) -> tensor<8xf32> {
+  %r = shard.all_reduce %p on @dyn grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 2)
+func.func @extract_split(%x: tensor<4xi64> {hir.split_axes = #shard<axisarray[[0]]>}) -> i64 {
+  %c0 = arith.constant 0 : index
+  // CHECK: error: 'tensor.extract' op reads an element of %arg0, which is split along dim 0; hir reads elements of replicated tensors only
+  %e = tensor.extract %x[%c0] : tensor<4xi64>
+  return %e : i64
 }

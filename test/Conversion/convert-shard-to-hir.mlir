@@ -180,3 +180,83 @@ func.func @grid_2x2(%x: tensor<4x16xf32> {hir.split_axes = #shard<axisarray[[0]]
   %r = shard.all_reduce %p on @g grid_axes = [0] : tensor<8x16xf32> -> tensor<8x16xf32>
   return %g, %r : tensor<4x16xf32>, tensor<8x16xf32>
 }
+
+// -----
+
+// Device coordinates on a multi-D grid: the mesh position divided by the stride of the grid
+// axis, modulo its extent (row-major). all_slice on grid axis 1 slices at coordinate 1's offset.
+// CHECK-LABEL: func.func private @multi_index_kernel_0
+// CHECK:       tensor.extract_slice {{.*}}[0, %{{.*}}] [4, 2] [1, 1]
+// CHECK-LABEL: func.func @multi_index
+// CHECK:       %[[LIN:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3, 4, 5>}
+// CHECK:       arith.remui %[[LIN]], %c3
+// CHECK:       call @multi_index_kernel_0
+// CHECK:       %[[D:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3, 4, 5>}
+// CHECK:       %[[ROW:.*]] = arith.divui %[[D]], %c3
+// CHECK:       %[[L:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3, 4, 5>}
+// CHECK:       return %{{.*}}, %[[ROW]], %[[L]]
+// LOWER-LABEL: func.func @multi_index
+// LOWER:       arith.remui
+shard.grid @g(shape = 2x3)
+func.func @multi_index(%x: tensor<4x6xf32>) -> (tensor<4x2xf32>, index, index) {
+  %s = shard.all_slice %x on @g grid_axes = [1] slice_axis = 1 : tensor<4x6xf32> -> tensor<4x2xf32>
+  %i = shard.process_multi_index on @g axes = [0] : index
+  %l = shard.process_linear_index on @g : index
+  return %s, %i, %l : tensor<4x2xf32>, index, index
+}
+
+// -----
+
+// all_reduce into another element type communicates in the result's type: a kernel converts
+// the partial sums (arith.extf) first, as upstream's MPI lowering copies into the wider buffer.
+// CHECK-LABEL: func.func private @new_type_kernel_0
+// CHECK:       arith.extf %{{.*}} : tensor<8xf32> to tensor<8xf64>
+// CHECK-LABEL: func.func @new_type
+// CHECK:       call @new_type_kernel_0(%arg0, %[[W:.*]]) : (memref<2x8xf32, {{.*}}>, memref<2x8xf64, {{.*}}>) -> ()
+// CHECK:       "hir.allreduce"(%[[W]], %{{.*}}) {{.*}} : (memref<2x8xf64, {{.*}}>, memref<8xf64, {{.*}}>) -> !hir.work
+// LOWER-LABEL: func.func @new_type
+// LOWER:       "hir.allreduce"
+shard.grid @g(shape = 2)
+func.func @new_type(%p: tensor<8xf32>) -> tensor<8xf64> {
+  %r = shard.all_reduce %p on @g grid_axes = [0] : tensor<8xf32> -> tensor<8xf64>
+  return %r : tensor<8xf64>
+}
+
+// -----
+
+// neighbors_linear_indices: host index arithmetic, -1 past the edge (upstream's MPI lowering
+// gives 29 and -1 here); an argument nothing reads is replicated.
+// CHECK-LABEL: func.func @neighbors
+// CHECK-SAME:  (%arg0: memref<8xi8, #hir.shard<dense<{{.*}}> : tensor<3x4x5xi64>, array<i64: -1, -1, -1>>>)
+// CHECK:       arith.select
+// LOWER-LABEL: func.func @neighbors
+// LOWER-DAG:   %[[DOWN:.*]] = arith.constant -1 : index
+// LOWER-DAG:   %[[UP:.*]] = arith.constant 29 : index
+// LOWER:       return %[[DOWN]], %[[UP]] : index, index
+shard.grid @grid0(shape = 3x4x5)
+func.func @neighbors(%unused: tensor<8xi8>) -> (index, index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %idx:2 = shard.neighbors_linear_indices on @grid0[%c1, %c0, %c4] split_axes = [1] : index, index
+  return %idx#0, %idx#1 : index, index
+}
+
+// -----
+
+// A hand-partitioned all_gather along a dim its operand is not split by: each device's local
+// data is copied into a buffer split along the gathered dim (per device, the gather
+// concatenates the local tensors), then gathered.
+// CHECK-LABEL: func.func private @other_dim_kernel_0
+// CHECK:       tensor.extract_slice %{{.*}}[0, 0] [4, 2] [1, 1]
+// CHECK-LABEL: func.func @other_dim
+// CHECK-SAME:  (%arg0: memref<8x2xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>)
+// CHECK:       call @other_dim_kernel_0(%arg0, %[[C:.*]]) : (memref<8x2xf32, {{.*}}, 0 : i64>>, memref<4x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) -> ()
+// CHECK:       "hir.allgather"(%[[C]], %{{.*}}) {axis = 1 : i64
+// LOWER-LABEL: func.func @other_dim
+// LOWER:       "hir.allgather"
+shard.grid @g(shape = 2)
+func.func @other_dim(%x: tensor<4x2xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4x4xf32> {
+  %r = shard.all_gather %x on @g grid_axes = [0] gather_axis = 1 : tensor<4x2xf32> -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}

@@ -81,6 +81,18 @@ def handwritten(n: int) -> list:
         ("simplified_all_reduce", prog("%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32>",
             "  %s = arith.addf %x, %y : tensor<8xf32>\n  %r = shard.all_reduce %s on @g grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>"),
          lambda x, y: x.sum(0) + y.sum(0)),
+        # hand-partitioned collectives over data the operand is not split / summed by: per
+        # device, the gather concatenates (the sum adds) the devices' local tensors
+        ("all_gather_other_dim", prog(f"%x: tensor<4x2xf32> {{hir.split_axes = #shard<axisarray[[0]]>}}) -> tensor<4x{2 * n}xf32>",
+            f"  %r = shard.all_gather %x on @g grid_axes = [0] gather_axis = 1 : tensor<4x2xf32> -> tensor<4x{2 * n}xf32>\n  return %r : tensor<4x{2 * n}xf32>"),
+         lambda x: torch.cat(x.chunk(n, 0), 1)),
+        ("all_reduce_split", prog("%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<2x4xf32>",
+            "  %r = shard.all_reduce %x on @g grid_axes = [0] : tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
+         lambda x: torch.stack(x.chunk(n, 0)).sum(0)),
+        # a type-changing all_reduce communicates in the result's type (the operand converted first)
+        ("all_reduce_new_type", prog("%p: tensor<3x4xf32>) -> tensor<3x4xf64>",
+            "  %r = shard.all_reduce %p on @g grid_axes = [0] reduction = max : tensor<3x4xf32> -> tensor<3x4xf64>\n  return %r : tensor<3x4xf64>"),
+         lambda p: p.amax(0).double()),
         ("grid_1x1xn_all_reduce", prog("%p: tensor<8xf32>) -> tensor<8xf32>",
             "  %r = shard.all_reduce %p on @g grid_axes = [0, 1, 2] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>").replace(f"shape = {n}", f"shape = 1x1x{n}"),
          lambda p: p.sum(0)),
@@ -125,6 +137,13 @@ def grid_2x2() -> list:
             "  %r = shard.reduce_scatter %p on @g grid_axes = [1] scatter_dim = 0 : tensor<8x4xf32> -> tensor<4x4xf32>\n  return %r : tensor<4x4xf32>"),
          lambda p: p.sum(0)),
         ("2x2_dp_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
+        # all_slice / all_to_all on one axis of a 2-D grid: the device's coordinate on it
+        ("2x2_all_slice_axis1", prog("%x: tensor<4x8xf32>) -> tensor<4x4xf32>",
+            "  %r = shard.all_slice %x on @g grid_axes = [1] slice_axis = 1 : tensor<4x8xf32> -> tensor<4x4xf32>\n  return %r : tensor<4x4xf32>"),
+         lambda x: x),
+        ("2x2_all_to_all_axis0", prog("%x: tensor<4x2xf32>) -> tensor<2x4xf32>",
+            "  %r = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<4x2xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
+         lambda x: x),
     ]  # fmt: skip
 
 
@@ -155,6 +174,42 @@ func.func @mlp(%a: {mk}, %b: {kn}, %c: {nk}) -> {mk} {{
   return %r : {mk}
 }}
 """
+
+
+def tosa_mlp(grid: str, x: str, w1: str, h: str, w2: str) -> str:
+    """sigmoid(x @ w1 + b) @ w2 all in TOSA (tosa.matmul on batch-1 3-D tensors, tosa.add,
+    tosa.sigmoid), weights stationary; ``x`` ... are the split axes of the activation, the
+    weights and the hidden value (and the bias)."""
+    t = {"x": "tensor<1x8x16xf32>", "w1": "tensor<1x16x32xf32>", "h": "tensor<1x8x32xf32>", "w2": "tensor<1x32x16xf32>"}
+    return f"""shard.grid @grid(shape = {grid})
+func.func @mlp(%x: {t['x']}, %w1: {t['w1']}, %b: {t['h']}, %w2: {t['w2']}) -> {t['x']} {{
+  %zp = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
+  %s_x = shard.sharding @grid split_axes = {x} : !shard.sharding
+  %s_w1 = shard.sharding @grid split_axes = {w1} : !shard.sharding
+  %s_h = shard.sharding @grid split_axes = {h} : !shard.sharding
+  %s_w2 = shard.sharding @grid split_axes = {w2} : !shard.sharding
+  %x1 = shard.shard %x to %s_x annotate_for_users : {t['x']}
+  %w11 = shard.shard %w1 to %s_w1 annotate_for_users : {t['w1']}
+  %b1 = shard.shard %b to %s_h annotate_for_users : {t['h']}
+  %w21 = shard.shard %w2 to %s_w2 annotate_for_users : {t['w2']}
+  %h = tosa.matmul %x1, %w11, %zp, %zp : ({t['x']}, {t['w1']}, tensor<1xf32>, tensor<1xf32>) -> {t['h']}
+  %hs = shard.shard %h to %s_h : {t['h']}
+  %hb = tosa.add %hs, %b1 : ({t['h']}, {t['h']}) -> {t['h']}
+  %g = tosa.sigmoid %hb : ({t['h']}) -> {t['h']}
+  %gs = shard.shard %g to %s_h : {t['h']}
+  %gu = shard.shard %gs to %s_h annotate_for_users : {t['h']}
+  %y = tosa.matmul %gu, %w21, %zp, %zp : ({t['h']}, {t['w2']}, tensor<1xf32>, tensor<1xf32>) -> {t['x']}
+  %ys = shard.shard %y to %s_x : {t['x']}
+  %r = shard.shard %ys to %s_x annotate_for_users : {t['x']}
+  return %r : {t['x']}
+}}
+"""
+
+
+# 1-D: tensor parallel (w1 by columns, w2 by rows, the sum all-reduced); 2x2: grid axis 0
+# splits the activation's rows, grid axis 1 the hidden dim.
+TOSA_MLP_1D = dict(x="[[]]", w1="[[], [], [0]]", h="[[], [], [0]]", w2="[[], [0]]")
+TOSA_MLP_2X2 = dict(x="[[], [0]]", w1="[[], [], [1]]", h="[[], [0], [1]]", w2="[[], [1]]")
 
 
 WS_1D = dict(act="[[], [0]]", win="[[], [0]]", wout="[[0], []]", a0="[[]]", c0="[[], [0]]", sig="[[], [0]]", c1="[[]]")
@@ -208,12 +263,20 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4x6xf32>) -
   return %r : tensor<4x6xf32>
 }}
 """
+    # several grids per module: the function converts on the one its shardings name
+    several_grids = f"""shard.grid @other(shape = 3x5)
+""" + for_users
+    # a 0-d result: the partial sum's device axis folds into a rank-0 value
+    reduce_all = reduce_rows.replace("tensor<6xf32>", "tensor<f32>").replace("dimensions = [0]", "dimensions = [0, 1]")
     return [
         ("for_users_argument", for_users, torch.sigmoid),
+        ("several_grids", several_grids, torch.sigmoid),
+        ("linalg_reduce_0d", reduce_all, lambda x: x.sum()),
         ("k_split_partial_init", k_split, lambda a, b, c: c + a @ b),
         ("linalg_reduce", reduce_rows, lambda x: x.sum(0)),
         ("weight_stationary_1d", weight_stationary(str(n), WS_1D), lambda a, b, c: torch.sigmoid(a @ b) @ c),
-    ]
+        ("tosa_mlp_1d", tosa_mlp(str(n), **TOSA_MLP_1D), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
+    ] + ([("tosa_mlp_2x2", tosa_mlp("2x2", **TOSA_MLP_2X2), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2)] if n == 4 else [])
 
 
 def fx_mlp(n: int, sequence_parallel: bool):

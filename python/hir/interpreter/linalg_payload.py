@@ -228,7 +228,8 @@ def payload_fn(op: ir.OpView, name: str) -> Callable:
         return ELEMENTWISE[name]
     if name in CASTS:
         try:
-            return _cast(torch_dtype(op.operation.results[0].type))
+            result = op.operation.results[0].type  # a payload scalar, or a whole tensor in a kernel
+            return _cast(torch_dtype(ir.ShapedType(result).element_type if isinstance(result, ir.ShapedType) else result))
         except ValueError as err:
             raise UnsupportedPayload(op, str(err)) from None
     if name in ("arith.cmpf", "arith.cmpi"):

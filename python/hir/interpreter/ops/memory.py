@@ -1,5 +1,5 @@
 """Handlers of the memory group (upstream ``memref``): ``alloc`` / ``alloca`` / ``dealloc`` /
-``dim`` (``memref.copy`` shares ``hir.set``'s handler, ops/compute.py).
+``dim`` / ``load`` (``memref.copy`` shares ``hir.set``'s handler, ops/compute.py).
 ``memref.alloc {hir.symmetric}`` buffers live in symmetric memory on GPUs
 (``backends/symmetric.py``).
 
@@ -81,6 +81,19 @@ class MemoryImpls:
                 env[s] = DEAD
 
         return dealloc_step
+
+    @impl(memref.LoadOp)
+    def load(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """One element of this rank's buffer, read by the host (a Python scalar). Indices
+        are local: hir-convert-shard-to-hir loads from replicated buffers only, where local
+        and global indices agree."""
+        source, *indices = op.operation.operands
+        src, idx, out = c.use(source), [c.use(i) for i in indices], c.define(op.operation.results[0])
+
+        def load_step(env: list) -> None:
+            env[out] = env[src][tuple(env[i] for i in idx)].item()
+
+        return load_step
 
     @impl(memref.DimOp)
     def dim(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
