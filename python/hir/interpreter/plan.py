@@ -211,25 +211,13 @@ class Compiler:
         key = name + (f"<bind {','.join(str(i) for i, _ in bound)}>" if bound else "") + (f"<out {','.join(map(str, outs))}>" if outs else "")
         if key in self.plans:
             return self.plans[key]
-        function = self.functions.get(name)
-        if function is None:
-            where = self.where(at) if at is not None else "error"
-            raise HirError(f"{where}: no function @{name} in the module")
+        function = self._function(name, at)
         saved = (self._slots, self._template, self._aliases, self._returned, self._out_writes)
-        self._slots, self._template, self._aliases, self._returned, self._out_writes = {}, [], {}, {}, {}
+        self._slots, self._template, self._aliases = {}, [], {}
         try:
-            blocks = list(function.regions[0].blocks)
-            if len(blocks) != 1:
-                raise self.error(function, f"@{name} must have exactly one block (has {len(blocks)})")
-            block = blocks[0]
+            block, ops = self._body(function)
             arg_slots = [self.define(arg) for arg in block.arguments]
-            args = list(block.arguments)
-            self._returned = {args[i]: bind.contiguous for i, bind in bound}
-            self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
-            ops = list(block.operations)
-            if not ops or ops[-1].operation.name != func.ReturnOp.OPERATION_NAME:
-                raise self.error(function, f"@{name} must end with {func.ReturnOp.OPERATION_NAME}")
-            steps = self.block(ops[:-1], regions=KERNEL_ATTR not in function.operation.attributes)
+            steps = self._callee_steps(block, ops, at, regions=KERNEL_ATTR not in function.operation.attributes)
             result_slots = [self.use(v) for v in ops[-1].operation.operands] + [arg_slots[i] for i, _ in bound]
             plan = FunctionPlan(
                 name,
@@ -245,20 +233,70 @@ class Compiler:
         self.plans[key] = plan
         return plan
 
+    def inline(self, name: str, at: ir.OpView) -> list[Step]:
+        """The steps of function ``name`` called by ``at``, compiled into the caller's plan:
+        its arguments read the call's operand slots and the call's results its returned
+        values' slots, so running them costs no env, no wiring and no nested
+        :func:`run_steps` per call. Each step keeps its op's location for errors."""
+        function = self._function(name, at)
+        block, ops = self._body(function)
+        for arg, operand in zip(block.arguments, at.operation.operands):
+            self.share(arg, operand)
+        saved = (self._returned, self._out_writes)
+        try:
+            steps = self._callee_steps(block, ops, at, regions=False)
+        finally:
+            self._returned, self._out_writes = saved
+        for result, value in zip(at.operation.results, ops[-1].operation.operands):
+            self.share(result, value)
+        return steps
+
+    def _function(self, name: str, at: Optional[ir.OpView]) -> ir.OpView:
+        function = self.functions.get(name)
+        if function is None:
+            where = self.where(at) if at is not None else "error"
+            raise HirError(f"{where}: no function @{name} in the module")
+        return function
+
+    def _body(self, function: ir.OpView) -> tuple[ir.Block, list]:
+        """The single block of ``function`` and its ops, ending with ``func.return``."""
+        name = ir.StringAttr(function.operation.attributes["sym_name"]).value
+        blocks = list(function.regions[0].blocks)
+        if len(blocks) != 1:
+            raise self.error(function, f"@{name} must have exactly one block (has {len(blocks)})")
+        ops = list(blocks[0].operations)
+        if not ops or ops[-1].operation.name != func.ReturnOp.OPERATION_NAME:
+            raise self.error(function, f"@{name} must end with {func.ReturnOp.OPERATION_NAME}")
+        return blocks[0], ops
+
+    def _callee_steps(self, block: ir.Block, ops: list, at: Optional[ir.OpView], regions: bool) -> list[Step]:
+        """The steps of a function body with the destinations ``at`` binds or has
+        written with ``out=`` set up (the block's arguments already have slots)."""
+        args = list(block.arguments)
+        bound = self.bound_operands(at) if at is not None else []
+        outs = self._outs.get(at.operation, []) if at is not None else []
+        self._returned = {args[i]: bind.contiguous for i, bind in bound}
+        self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
+        return self.block(ops[:-1], regions=regions)
+
     def block(self, ops: list, regions: bool = False) -> list[Step]:
         """Compile ``ops`` (a block without its terminator) into steps; ``regions``: a
         function body, whose compute regions may run compiled."""
         self._binds.update(self.destinations.binds(ops, self._outs))
         if regions and self.regions is not None:
             return self.regions(self, ops)
+        return self.steps(ops)
+
+    def steps(self, ops: list) -> list[Step]:
+        """The steps of ``ops``, op by op."""
         steps: list[Step] = []
         for op in ops:
-            step = self.op(op)
-            if step is not None:
-                steps.append(step)
+            steps += self.op(op)
         return steps
 
-    def op(self, op: ir.OpView) -> Optional[Step]:
+    def op(self, op: ir.OpView) -> list[Step]:
+        """The steps of ``op``: none, its one step, or (a call inlined by its handler, see
+        :meth:`inline`) the callee's steps, each tagged with its own op."""
         name = op.operation.name
         entry = lookup(name)
         if entry is None:
@@ -266,22 +304,23 @@ class Compiler:
         if entry.local and not self.holds_all(op):
             for result in op.operation.results:  # values of skipped ops do not exist here
                 self.define(result, None)
-            return None
+            return []
         try:
             step = entry.fn(self, op)
         except MultiDimMeshError as err:
             raise self.error(op, str(err)) from None
-        if step is not None and self.runtime.memory is not None and self._binds:
+        if step is None or isinstance(step, list):
+            return step or []
+        if self.runtime.memory is not None and self._binds:
             operands = list(op.operation.operands)
             bound = [self.use(operands[i]) for i, _ in self.bound_operands(op)]
             if bound:
                 step = _tracked_binds(step, bound, self.runtime.memory)
-        if step is not None and _never_waited(op):
+        if _never_waited(op):
             step = _pending(step, self.use(op.operation.results[0]), self.runtime.pending, self.where(op), name)
-        if step is not None:
-            operands = tuple((self._slots[v], v.get_name()) for v in op.operation.operands if v in self._slots)
-            step.hir_op = OpInfo(name, format_location(op.location, self.source_name), operands)
-        return step
+        operands = tuple((self._slots[v], v.get_name()) for v in op.operation.operands if v in self._slots)
+        step.hir_op = OpInfo(name, format_location(op.location, self.source_name), operands)
+        return [step]
 
     # ----- values ----------------------------------------------------------------------
     def define(self, value: ir.Value, constant: Any = UNSET) -> int:

@@ -6,7 +6,6 @@ import logging
 import sys
 from typing import Any, Optional, Sequence
 
-import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
@@ -16,10 +15,11 @@ from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, format_location
 from hir.dialect.sharding import check_placements
 from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
+from hir.interpreter.arguments import EntryArguments
 from hir.interpreter.backends.process_groups import default_device
 from hir.interpreter.backends.process_groups import run_scope
 from hir.interpreter.backends.process_groups import timeout as dist_timeout
-from hir.interpreter.buffers import BufferSpec, buffer_spec, fmt_shape, is_memref
+from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
 from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_blockers, written_arguments
 from hir.interpreter.inputs import shard
 from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode
@@ -207,7 +207,7 @@ class Program:
                 self.plan: FunctionPlan = self.compiler.function(self.entry)
             except ValueError as err:  # e.g. an element type without a torch dtype
                 raise HirError(f"{source_name or '<module>'}: error: {err}") from None
-            self._args = [ArgSpec(i, t, self.runtime.rank, dev) for i, t in enumerate(self.plan.arg_types)]
+            self._args = EntryArguments(self.plan.arg_types, self.runtime.rank, dev, self._where)
             functions = self.compiler.functions
             written = written_arguments(functions[self.entry].regions[0].blocks[0], functions) if graph is not False else frozenset()
         self._graph_state = GraphState(graph, "; ".join(blockers) or None if graph is not False else "graph=False")
@@ -282,68 +282,11 @@ class Program:
             work.wait()
 
     def check_inputs(self, inputs: Sequence[Any]) -> list:
-        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-            raise HirError(f"{self._where()} takes a list of {len(self._args)} input(s), got {type(inputs).__name__}")
-        if len(inputs) != len(self._args):
-            raise HirError(f"{self._where()} takes {len(self._args)} input(s), got {len(inputs)}")
-        return [value if arg.fits(value) else arg.check(value, self._where()) for arg, value in zip(self._args, inputs)]
+        return self._args.check(inputs)
 
     def _where(self) -> str:
         """The prefix of an input error (built only when one is reported)."""
         return f"{self.plan.location}: error: @{self.entry}"
-
-
-class ArgSpec:
-    """One entry argument: a buffer (checked against its local shape, dtype and device) or a
-    host scalar (index / integer / float / i1 bool)."""
-
-    def __init__(self, index: int, type_: ir.Type, rank: int, device: torch.device) -> None:
-        self.index = index
-        self.device = device
-        self.type_text = str(type_)
-        self.buffer: Optional[BufferSpec] = buffer_spec(type_, rank) if is_memref(type_) else None
-        self.scalar = None if self.buffer else scalar_kind(type_)
-        local = self.buffer.local_static() if self.buffer is not None and self.buffer.held else None
-        # The local shape of a held buffer whose extents are all static, else None.
-        self._size = torch.Size(local) if local is not None and all(e >= 0 for e in local) else None
-
-    def fits(self, value: Any) -> bool:
-        """The common case, checked in four comparisons per call: a tensor of exactly the
-        static local shape, dtype and device. Anything else goes through :meth:`check`."""
-        return self._size is not None and isinstance(value, torch.Tensor) and value.shape == self._size and value.dtype is self.buffer.dtype and value.device == self.device
-
-    def check(self, value: Any, where: str) -> Any:
-        what = f"argument #{self.index} ({self.type_text})"
-        if self.buffer is None:
-            if isinstance(value, torch.Tensor) and value.dim() == 0:
-                value = value.item()
-            if self.scalar is bool:  # i1: True / False (or 0 / 1)
-                if not isinstance(value, int) or value not in (0, 1):
-                    raise HirError(f"{where} {what} expects a bool, got {value!r}")
-                return bool(value)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (self.scalar is int and isinstance(value, float)):
-                raise HirError(f"{where} {what} expects a {self.scalar.__name__}, got {type(value).__name__}")
-            return self.scalar(value)
-        spec = self.buffer
-        if not spec.held:
-            return None  # another rank's buffer: whatever was passed is ignored
-        if not isinstance(value, torch.Tensor):
-            raise HirError(f"{where} {what} expects a torch.Tensor, got {type(value).__name__}")
-        expected = spec.local_static()
-        local = " (this rank's shard)" if spec.sharding is not None and spec.sharding.is_split else ""
-        if value.dim() != len(expected) or any(e >= 0 and e != a for e, a in zip(expected, value.shape)):
-            raise HirError(f"{where} {what} expects shape {fmt_shape(expected)}{local}, got {fmt_shape(value.shape)}")
-        if value.dtype != spec.dtype:
-            raise HirError(f"{where} {what} expects dtype {spec.dtype}, got {value.dtype}")
-        if value.device != self.device:
-            raise HirError(f"{where} {what} expects a tensor on {self.device}, got one on {value.device}")
-        return value
-
-
-def scalar_kind(type_: ir.Type) -> type:
-    """The Python type of a host scalar argument: bool (i1), float, else int."""
-    text = str(type_)
-    return bool if text == "i1" else float if text.startswith(("f", "bf")) else int
 
 
 def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entry: Optional[str] = None) -> list:

@@ -127,7 +127,7 @@ def compile_block(c: Compiler, ops: list, mode: CompileMode) -> list[Step]:
     steps: list[Step] = []
     done = 0
     for start, end in spans + [(len(ops), len(ops))]:
-        steps += [s for s in (c.op(op) for op in ops[done:start]) if s is not None]
+        steps += c.steps(ops[done:start])
         if start < end:
             steps.append(_region(c, ops[start:end]))
         done = end
@@ -138,7 +138,7 @@ def _region(c: Compiler, ops: list) -> Step:
     """One step running ``ops`` (a region) compiled."""
     c.in_region = True
     try:
-        steps = [s for s in (c.op(op) for op in ops) if s is not None]
+        steps = c.steps(ops)
     finally:
         c.in_region = False
     members = {op.operation for op in ops}

@@ -13,7 +13,8 @@ group, like xDSL's ``@impl(Op)`` in ``@register_impls`` classes.
 
 An op class is an hir op class (``hir.dialect``) or an upstream OpView class
 (``torch_mlir.dialects.arith.ConstantOp``). A handler gets the :class:`Compiler` and the op
-at compile time and returns the op's step ``step(env) -> None`` (None: no run-time work).
+at compile time and returns the op's step ``step(env) -> None`` (None: no run-time work), or a
+list of steps already tagged with their ops (a call inlined into its caller's plan).
 ``@impl`` on a module-level function registers it at once (the same contract, no class).
 ``@impl_prefix("torch.aten.")`` registers one handler for a whole family of ops by name
 prefix; exact registrations win, then the longest matching prefix. Lookups happen at compile
@@ -24,7 +25,7 @@ ops are skipped on ranks that do not hold one of their buffers.
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-Handler = Callable[..., Any]  # (Compiler, op) -> Optional[Step]
+Handler = Callable[..., Any]  # (Compiler, op) -> Optional[Step] | list[Step]
 
 
 @dataclass(frozen=True)

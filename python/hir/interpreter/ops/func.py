@@ -1,9 +1,10 @@
 """Handler of the func group (upstream): ``func.call``; a call of a kernel segment (a
 ``func.func {hir.kernel}``) runs its body as one unit, compiled by inductor where
 ``compile_kernels`` says so (:mod:`hir.interpreter.kernels`), unless it is part of a
-compiled compute region (:mod:`hir.interpreter.regions`)."""
+compiled compute region (:mod:`hir.interpreter.regions`). An eager kernel segment is inlined:
+its steps run in the caller's plan (:meth:`Compiler.inline`)."""
 
-from typing import Optional
+from typing import Union
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
@@ -18,16 +19,22 @@ from hir.interpreter.registry import impl, register_impls
 @register_impls
 class FuncImpls:
     @impl(func.CallOp)
-    def call(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def call(self, c: Compiler, op: ir.OpView) -> Union[Step, list[Step]]:
         callee_name = ir.FlatSymbolRefAttr(op.operation.attributes["callee"]).value
+        callee = c.functions.get(callee_name)
+        runtime = c.runtime
+        kernel = callee is not None and KERNEL_ATTR in callee.operation.attributes
+        once = ONCE_ATTR in op.operation.attributes
+        compiled = kernel and not c.in_region and wants_compile(runtime.compile_kernels, runtime.device, callee.operation)
+        if kernel and not once and not compiled and runtime.memory is None:
+            # An eager kernel segment runs in the caller's env (a tracked run counts the
+            # buffers the call binds in its own step).
+            return c.inline(callee_name, op)
         plan = c.function(callee_name, at=op)
-        func = c.functions[callee_name]
         args = c.uses(op)
         outs = c.call_results(op)  # its results, then the destinations it binds
-        runtime = c.runtime
-        compiled = KERNEL_ATTR in func.operation.attributes and not c.in_region and wants_compile(runtime.compile_kernels, runtime.device, func.operation)
         run = compiled_segment(plan.call, f"kernel segment @{callee_name}", plan.location, runtime.kernel_compile) if compiled else plan.call
-        if ONCE_ATTR in op.operation.attributes:  # parameter work, cached (ops/once.py)
+        if once:  # parameter work, cached (ops/once.py)
             return once_step(run, args, outs, runtime.device)
         if not compiled:
             return _eager_call(plan, args, outs)
@@ -41,8 +48,9 @@ class FuncImpls:
 
 
 def _eager_call(plan: FunctionPlan, args: list[int], outs: list[int]) -> Step:
-    """The step of an eager call: :meth:`FunctionPlan.call` with the caller's slots wired to
-    the callee's at plan time (no argument or result lists per call)."""
+    """The step of an eager call of a function that is not inlined: :meth:`FunctionPlan.call`
+    with the caller's slots wired to the callee's at plan time (no argument or result lists
+    per call)."""
     steps, template = plan.steps, plan.template
     into = list(zip(args, plan.arg_slots))
     back = list(zip(outs, plan.result_slots))
