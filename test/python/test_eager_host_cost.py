@@ -147,9 +147,69 @@ func.func private @s(%arg0: memref<4xi64>, %arg1: memref<3x2xf32>, %arg2: memref
   return
 }"""
     program = Program(hir.parse(text, "test.mlir"), graph=False, device="cpu", source_name="test.mlir")
+    assert "torch.aten.embedding" in [s.hir_op.name for s in program.plan.steps]  # inlined into @main
     program([torch.tensor([0, 1, 2, 0]), torch.randn(3, 2)])
     with pytest.raises(HirError, match=r"test.mlir:13:8: error: 'torch.aten.embedding' failed: IndexError: index out of range"):
         program([torch.tensor([0, 1, 2, 9]), torch.randn(3, 2)])
+
+
+def test_host_block_plan_is_one_flat_list_of_steps():
+    """The imported pre-norm block run eagerly is ONE plan: its kernel segments' steps are
+    inlined into @main's (no segment plan, no call step, no nested env per call)."""
+    pytest.importorskip("torch_mlir.fx")
+    torch.manual_seed(0)
+    module, x = FusedQKVBlock().eval(), torch.randn(2, 8, 32)
+    imported = hir.from_torch(module, (x,))
+    hir.lower(imported.module, "hir-lower")
+    program = Program(imported.module, graph=False, compile_kernels=False, device="cpu")
+    assert list(program.compiler.plans) == ["main"]
+    kinds = Counter(s.__name__ for s in program.plan.steps)
+    # 24 torch calls (the segments' 14 and 10 compute ops), 17 deallocations, 9 segment
+    # results bound to their buffers, the unpack of split's list
+    assert kinds == {"torch_step": 24, "dealloc_one": 17, "bind_result": 9, "unpack": 1}
+    with torch.no_grad():
+        torch.testing.assert_close(program(imported.arguments(imported.state(module), x))[0], module(x))
+
+
+NEG_TWICE = """func.func @main(%x: memref<4xf32>) -> memref<4xf32> {
+  %a = memref.alloc() : memref<4xf32>
+  call @neg(%x, %a) : (memref<4xf32>, memref<4xf32>) -> ()
+  %b = memref.alloc() : memref<4xf32>
+  call @neg(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()
+  memref.dealloc %a : memref<4xf32>
+  return %b : memref<4xf32>
+}
+func.func private @neg(%arg0: memref<4xf32>, %arg1: memref<4xf32>) attributes {hir.kernel} {
+  %0 = bufferization.to_tensor %arg0 restrict : memref<4xf32> to tensor<4xf32>
+  %1 = builtin.unrealized_conversion_cast %0 : tensor<4xf32> to !torch.vtensor<[4],f32>
+  %2 = torch.aten.neg %1 : !torch.vtensor<[4],f32> -> !torch.vtensor<[4],f32>
+  %3 = builtin.unrealized_conversion_cast %2 : !torch.vtensor<[4],f32> to tensor<4xf32>
+  bufferization.materialize_in_destination %3 in restrict writable %arg1 : (tensor<4xf32>, memref<4xf32>) -> ()
+  return
+}"""
+
+
+def test_a_segment_called_twice_is_inlined_at_each_call():
+    program = Program(hir.parse(NEG_TWICE, "test.mlir"), graph=False, device="cpu")
+    assert [s.hir_op.name for s in program.plan.steps].count("torch.aten.neg") == 2
+    x = torch.randn(4)
+    torch.testing.assert_close(program([x])[0], x)
+
+
+def test_an_inlined_segment_reading_a_freed_buffer_names_its_op():
+    """The caller frees %a before the second call: the segment's op reports the use."""
+    text = NEG_TWICE.replace("  memref.dealloc %a : memref<4xf32>\n", "").replace("  %b = memref.alloc()", "  memref.dealloc %a : memref<4xf32>\n  %b = memref.alloc()")
+    program = Program(hir.parse(text, "test.mlir"), graph=False, device="cpu", source_name="test.mlir")
+    with pytest.raises(HirError, match=r"test.mlir:12:8: error: 'torch.aten.neg' operand #0 \(%1\) is used after memref.dealloc"):
+        program([torch.randn(4)])
+
+
+def test_tracked_segment_calls_stay_calls_and_count_their_buffers():
+    """Under track_memory a segment call is its own step, counting the buffer it binds."""
+    program = Program(hir.parse(NEG_TWICE, "test.mlir"), graph=False, device="cpu", track_memory=True)
+    assert [s.hir_op.name for s in program.plan.steps] == ["func.call", "func.call", "memref.dealloc"]
+    program([torch.randn(4)])
+    assert program.memory.allocations == 2 and program.memory.current == 4 * 4  # %b returned, %a freed
 
 
 def test_linear_into_an_argument_is_one_gemm():

@@ -35,6 +35,25 @@ def test_interp_bad_input_leaves_outputs_untouched(index, bad, message):
     assert torch.count_nonzero(inputs[1]) == 0  # the set before it never ran
 
 
+def test_interp_static_entry_checks_inputs_at_once():
+    """An entry of static buffers only checks a call's inputs in one generated function:
+    a tuple and tensor subclasses pass it; anything else falls back to the per-argument
+    check, which names the bad input (above)."""
+    p = program(SET, graph=False)
+    assert p._args.all_fit is not None
+    inputs = _inputs()
+    inputs[0] = torch.nn.Parameter(inputs[0], requires_grad=False)
+    assert all(a is b for a, b in zip(p._args.check(tuple(inputs)), inputs))
+    p(tuple(inputs))
+    torch.testing.assert_close(inputs[1], inputs[0])
+    assert not p._args.all_fit(*_inputs()[:2], torch.zeros(3, dtype=torch.int64))
+    with pytest.raises(HirError, match=r"@main takes a list of 3 input\(s\), got Tensor"):
+        p(torch.zeros(3))
+    scalar = program(f"func.func @main(%a: {T}, %n: index) {{\n  return\n}}", graph=False)
+    assert scalar._args.all_fit is None  # a host scalar is converted: checked per argument
+    scalar([torch.zeros(4, 8), 3])
+
+
 def test_interp_wrong_number_of_inputs():
     with pytest.raises(HirError, match=r"test.mlir:1:1: error: @main takes 3 input\(s\), got 2"):
         run(SET, _inputs()[:2])
