@@ -57,7 +57,8 @@ class OpInfo:
 
 @dataclass
 class FunctionPlan:
-    """A compiled function: run ``steps`` on ``template.copy()`` with arguments bound."""
+    """A compiled function: run ``steps`` on ``env(args)``. Its arguments hold the first
+    slots (``arg_slots`` is 0, 1, ...: they are defined first)."""
 
     name: str
     location: str
@@ -67,10 +68,16 @@ class FunctionPlan:
     result_slots: list[int]
     arg_types: list[ir.Type] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self._rest = self.template[len(self.arg_slots) :]  # the slots after the arguments
+
+    def env(self, args: list) -> list:
+        """A fresh env for one run with ``args`` (a list, one per argument) bound: one list
+        concatenation, no per-argument store."""
+        return args + self._rest
+
     def call(self, args: list) -> list:
-        env = self.template.copy()
-        for slot, value in zip(self.arg_slots, args):
-            env[slot] = value
+        env = self.env(args)
         run_steps(self.steps, env)
         return [env[slot] for slot in self.result_slots]
 

@@ -257,9 +257,7 @@ class Program:
         pool = self.runtime.streams
         caller = pool.enter()
         try:
-            env = self.plan.template.copy()
-            for slot, value in zip(self.plan.arg_slots, values):
-                env[slot] = value
+            env = self.plan.env(values)
             run_steps(self.plan.steps, env)
             if self.runtime.pending:
                 self._complete_pending()
