@@ -96,7 +96,7 @@ def test_imported_programs_copy_no_activation(name):
         module, (x,) = inputs["module"].eval(), inputs["example_args"]
     program, args = imported(module, x)
     steps = [s for p in program.compiler.plans.values() for s in p.steps]
-    assert [s for s in steps if s.hir_op.name == MATERIALIZE], "the imported program has kernel segments"
+    assert any("hir.kernel" in f.operation.attributes for f in program.compiler.functions.values()), "the imported program has kernel segments"
     assert [s.hir_op.name for s in steps if s.__name__ in COPIES] == []
     with torch.no_grad():
         want = module(x)
@@ -172,7 +172,8 @@ def test_a_returned_buffer_stays_contiguous():
   return %c""")
     program, (c,) = run_main(read, transposer("relu"), x)
     torch.testing.assert_close(c, 2 * x.relu().t())
-    assert "bind_result" in steps_in(program, read + transposer("relu"), "t")
+    # the relu step binds it too: the slot move is folded into the torch call's step
+    assert steps_in(program, read + transposer("relu"), "t") == ["torch_step", "torch_step"]  # relu, transpose
 
 
 @pytest.mark.parametrize(

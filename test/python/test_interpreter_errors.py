@@ -96,6 +96,22 @@ def test_interp_use_after_dealloc_and_double_dealloc():
         run(twice, [])
 
 
+def test_interp_dealloc_folded_into_a_torch_step_keeps_its_errors():
+    """Deallocations after a torch call run in its step (folded), and still report at their
+    own op; the call's failure is still the call's."""
+    text = f"""func.func @main(%a: {T}) {{
+  %t = memref.alloc() : {T}
+  "hir.binary"(%a, %a, %t) {{kind = "add"}} : ({T}, {T}, {T}) -> ()
+  memref.dealloc %t : {T}
+  memref.dealloc %t : {T}
+  return
+}}"""
+    p = program(text, graph=False)
+    assert [s.hir_op.name for s in p.plan.steps] == ["hir.binary"]
+    with pytest.raises(HirError, match=r"^test.mlir:5:3: error: 'memref.dealloc' buffer %alloc is already deallocated$"):
+        p([torch.zeros(4, 8)])
+
+
 def test_interp_use_of_view_after_parent_dealloc():
     row = mem([8], layout="strided<[1], offset: ?>")
     text = f"""func.func @main(%a: {mem([8])}) {{

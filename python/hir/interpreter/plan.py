@@ -11,6 +11,7 @@ Failures inside a step are turned into ``file:line:col: error:`` messages naming
 """
 
 from dataclasses import dataclass, field
+from itertools import count
 from keyword import iskeyword
 from typing import Any, Callable, Iterable, Optional
 
@@ -119,32 +120,67 @@ def torch_call_step(fn: Callable, positional: list, keywords: dict, fill: list, 
     per op and no argument list built per call (torch.fx's generated code does the same).
     ``positional`` / ``keywords`` hold the constant arguments, ``fill`` / ``fill_kw`` the
     (position or name, slot) of the run-time ones; the call's results go to ``results``.
-    An ``OpOverload`` runs through its C++ entry (its ``__call__`` is a Python frame)."""
-    names: dict[str, Any] = {"fn": fn._op if isinstance(fn, torch._ops.OpOverload) else fn, "results": results}
+    An ``OpOverload`` runs through its C++ entry (its ``__call__`` is a Python frame).
+    Slot moves that follow it are folded into it (:func:`slot_moves_step`)."""
+    n = next(_generated)
+    names: dict[str, Any] = {f"fn{n}": fn._op if isinstance(fn, torch._ops.OpOverload) else fn, f"results{n}": results}
     runtime = dict(fill)
     args = []
     for index, value in enumerate(positional):
         if index in runtime:
             args.append(f"env[{runtime[index]}]")
         else:
-            names[f"c{index}"] = value
-            args.append(f"c{index}")
+            names[f"c{n}_{index}"] = value
+            args.append(f"c{n}_{index}")
     runtime_kw = dict(fill_kw)
     constant_kw = {k: v for k, v in keywords.items() if k not in runtime_kw}
     if constant_kw:
-        names["kw"] = constant_kw
-        args.append("**kw")
+        names[f"kw{n}"] = constant_kw
+        args.append(f"**kw{n}")
     for key, slot in runtime_kw.items():  # a schema name that is a Python keyword goes by dict
         args.append(f"{key}=env[{slot}]" if key.isidentifier() and not iskeyword(key) else f"**{{{key!r}: env[{slot}]}}")
-    call = f"fn({', '.join(args)})"
+    call = f"fn{n}({', '.join(args)})"
     if not results:  # checks such as _assert_tensor_metadata
-        body = call
+        lines = [call]
     elif len(results) == 1:
-        body = f"env[{results[0]}] = {call}"
+        lines = [f"env[{results[0]}] = {call}"]
     else:
-        body = f"for slot, value in zip(results, {call}):\n        env[slot] = value"
-    exec(f"def torch_step(env):\n    {body}\n", names)  # noqa: S102 - text built above from slots and names only
-    return names["torch_step"]
+        lines = [f"for slot, value in zip(results{n}, {call}):", "    env[slot] = value"]
+    step = _generate("torch_step", lines, names)
+    step.hir_code = (lines, names)
+    return step
+
+
+def slot_moves_step(name: str, lines: list[str], names: dict[str, Any]) -> Step:
+    """A step that only moves values between slots (a segment's result bound to its buffer, a
+    deallocation), generated from ``lines`` (Python statements on ``env``; ``names`` bound as
+    globals, each name unique to this step). When it follows a torch call's step in a block,
+    :meth:`Compiler.steps` folds its lines into that step, which saves a step per move. Its
+    lines may raise an :class:`HirError` (named at its own op) but nothing else."""
+    step = _generate(name, lines, names)
+    step.hir_moves = (lines, names)
+    return step
+
+
+_generated = count()  # numbers the names of generated steps, so folded steps never clash
+
+
+def _generate(name: str, lines: list[str], names: dict[str, Any]) -> Step:
+    scope = dict(names)
+    body = "".join(f"    {line}\n" for line in lines)
+    exec(f"def {name}(env):\n{body}", scope)  # noqa: S102 - text built from slots and names only
+    return scope[name]
+
+
+def _fold(step: Step, moves: Step) -> Step:
+    """``step`` (a torch call's) followed by ``moves``' slot moves, as one step tagged as
+    ``step``: a failure of the call is still its op's, and the moves run only after it."""
+    lines, names = step.hir_code
+    more, more_names = moves.hir_moves
+    folded = _generate("torch_step", lines + more, {**names, **more_names})
+    folded.hir_code = (lines + more, {**names, **more_names})
+    folded.hir_op = step.hir_op
+    return folded
 
 
 def _never_waited(op: ir.OpView) -> bool:
@@ -295,10 +331,15 @@ class Compiler:
         return self.steps(ops)
 
     def steps(self, ops: list) -> list[Step]:
-        """The steps of ``ops``, op by op."""
+        """The steps of ``ops``, op by op, slot moves folded into the torch call before them
+        (:func:`slot_moves_step`)."""
         steps: list[Step] = []
         for op in ops:
-            steps += self.op(op)
+            for step in self.op(op):
+                if steps and hasattr(step, "hir_moves") and hasattr(steps[-1], "hir_code"):
+                    steps[-1] = _fold(steps[-1], step)
+                else:
+                    steps.append(step)
         return steps
 
     def op(self, op: ir.OpView) -> list[Step]:

@@ -28,7 +28,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin
 
-from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.plan import Compiler, Step, slot_moves_step
 from hir.interpreter.registry import impl, register_impls
 
 
@@ -52,11 +52,7 @@ class TensorBridgeImpls:
         contiguous = c.returned(op.operation.operands[1])
         if contiguous is not None:  # the destination becomes the result: no copy
             if not contiguous:
-
-                def bind_result(env: list) -> None:
-                    env[dst] = env[src]
-
-                return bind_result
+                return slot_moves_step("bind_result", [f"env[{dst}] = env[{src}]"], {})
 
             def bind_contiguous(env: list) -> None:
                 result = env[src]
