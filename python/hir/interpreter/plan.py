@@ -5,17 +5,16 @@ the torch work and nothing else.
 
 Handlers are registered per op class (:mod:`hir.interpreter.registry`, ``@impl``); a handler
 receives the :class:`Compiler` and the op and returns a step ``step(env) -> None`` (or None
-when the op has no run-time work).
+when the op has no run-time work). An eager kernel segment's call is inlined: the callee's
+steps join the caller's plan (:meth:`Compiler.inline`), so an imported model runs one flat
+list of steps per call.
 Failures inside a step are turned into ``file:line:col: error:`` messages naming the op by
 :func:`run_steps`, which costs nothing until something raises.
 """
 
 from dataclasses import dataclass, field
-from itertools import count
-from keyword import iskeyword
 from typing import Any, Callable, Iterable, Optional
 
-import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
@@ -25,9 +24,9 @@ from hir.dialect.context import HirError, format_location
 from hir.dialect.sharding import MultiDimMeshError
 from hir.interpreter.buffers import BufferSpec, buffer_spec, is_memref
 from hir.interpreter.destinations import Bind, DestinationPlanner
+from hir.interpreter.generated import Step, fold, folds
 from hir.interpreter.registry import lookup
 
-Step = Callable[[list], None]
 
 
 class _Marker:
@@ -112,75 +111,6 @@ def runtime_error(step: Step, env: list, err: Exception) -> HirError:
         if env[slot] is DEAD:
             return HirError(f"{info.location}: error: '{info.name}' operand #{index} ({name}) is used after memref.dealloc")
     return HirError(f"{info.location}: error: '{info.name}' failed: {type(err).__name__}: {err}")
-
-
-def torch_call_step(fn: Callable, positional: list, keywords: dict, fill: list, fill_kw: list, results: list[int]) -> Step:
-    """The step ``env[r] = fn(c0, env[3], out=env[5])`` of an op that is one torch call, as
-    one generated function with ``fn`` and the constants bound as globals: one Python frame
-    per op and no argument list built per call (torch.fx's generated code does the same).
-    ``positional`` / ``keywords`` hold the constant arguments, ``fill`` / ``fill_kw`` the
-    (position or name, slot) of the run-time ones; the call's results go to ``results``.
-    An ``OpOverload`` runs through its C++ entry (its ``__call__`` is a Python frame).
-    Slot moves that follow it are folded into it (:func:`slot_moves_step`)."""
-    n = next(_generated)
-    names: dict[str, Any] = {f"fn{n}": fn._op if isinstance(fn, torch._ops.OpOverload) else fn, f"results{n}": results}
-    runtime = dict(fill)
-    args = []
-    for index, value in enumerate(positional):
-        if index in runtime:
-            args.append(f"env[{runtime[index]}]")
-        else:
-            names[f"c{n}_{index}"] = value
-            args.append(f"c{n}_{index}")
-    runtime_kw = dict(fill_kw)
-    constant_kw = {k: v for k, v in keywords.items() if k not in runtime_kw}
-    if constant_kw:
-        names[f"kw{n}"] = constant_kw
-        args.append(f"**kw{n}")
-    for key, slot in runtime_kw.items():  # a schema name that is a Python keyword goes by dict
-        args.append(f"{key}=env[{slot}]" if key.isidentifier() and not iskeyword(key) else f"**{{{key!r}: env[{slot}]}}")
-    call = f"fn{n}({', '.join(args)})"
-    if not results:  # checks such as _assert_tensor_metadata
-        lines = [call]
-    elif len(results) == 1:
-        lines = [f"env[{results[0]}] = {call}"]
-    else:
-        lines = [f"for slot, value in zip(results{n}, {call}):", "    env[slot] = value"]
-    step = _generate("torch_step", lines, names)
-    step.hir_code = (lines, names)
-    return step
-
-
-def slot_moves_step(name: str, lines: list[str], names: dict[str, Any]) -> Step:
-    """A step that only moves values between slots (a segment's result bound to its buffer, a
-    deallocation), generated from ``lines`` (Python statements on ``env``; ``names`` bound as
-    globals, each name unique to this step). When it follows a torch call's step in a block,
-    :meth:`Compiler.steps` folds its lines into that step, which saves a step per move. Its
-    lines may raise an :class:`HirError` (named at its own op) but nothing else."""
-    step = _generate(name, lines, names)
-    step.hir_moves = (lines, names)
-    return step
-
-
-_generated = count()  # numbers the names of generated steps, so folded steps never clash
-
-
-def _generate(name: str, lines: list[str], names: dict[str, Any]) -> Step:
-    scope = dict(names)
-    body = "".join(f"    {line}\n" for line in lines)
-    exec(f"def {name}(env):\n{body}", scope)  # noqa: S102 - text built from slots and names only
-    return scope[name]
-
-
-def _fold(step: Step, moves: Step) -> Step:
-    """``step`` (a torch call's) followed by ``moves``' slot moves, as one step tagged as
-    ``step``: a failure of the call is still its op's, and the moves run only after it."""
-    lines, names = step.hir_code
-    more, more_names = moves.hir_moves
-    folded = _generate("torch_step", lines + more, {**names, **more_names})
-    folded.hir_code = (lines + more, {**names, **more_names})
-    folded.hir_op = step.hir_op
-    return folded
 
 
 def _never_waited(op: ir.OpView) -> bool:
@@ -332,12 +262,12 @@ class Compiler:
 
     def steps(self, ops: list) -> list[Step]:
         """The steps of ``ops``, op by op, slot moves folded into the torch call before them
-        (:func:`slot_moves_step`)."""
+        (:func:`hir.interpreter.generated.slot_moves_step`)."""
         steps: list[Step] = []
         for op in ops:
             for step in self.op(op):
-                if steps and hasattr(step, "hir_moves") and hasattr(steps[-1], "hir_code"):
-                    steps[-1] = _fold(steps[-1], step)
+                if steps and folds(steps[-1], step):
+                    steps[-1] = fold(steps[-1], step)
                 else:
                     steps.append(step)
         return steps

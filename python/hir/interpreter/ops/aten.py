@@ -31,7 +31,8 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.dialect.base import get_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
 from hir.interpreter.destinations import out_variant
-from hir.interpreter.plan import UNSET, Compiler, Step, torch_call_step
+from hir.interpreter.generated import torch_call_step
+from hir.interpreter.plan import UNSET, Compiler, Step
 from hir.interpreter.registry import impl, impl_prefix, register_impls
 
 # c10::ScalarType numbering (torch-mlir's torch.constant.int for a dtype argument).

@@ -13,7 +13,8 @@ from torch_mlir.dialects import memref
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
 from hir.dialect.compute import accumulates
 from hir.dialect.base import get_i64_array, get_str
-from hir.interpreter.plan import Compiler, Step, torch_call_step
+from hir.interpreter.generated import torch_call_step
+from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
 
 _FLOAT_BINARY: dict[str, Callable] = {

@@ -18,7 +18,8 @@ from hir.dialect.base import DYNAMIC
 from hir.dialect.context import HirError
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.backends import symmetric
-from hir.interpreter.plan import DEAD, UNSET, Compiler, Step, slot_moves_step
+from hir.interpreter.generated import slot_moves_step
+from hir.interpreter.plan import DEAD, UNSET, Compiler, Step
 from hir.interpreter.registry import impl, register_impls
 
 _ALLOCS = (memref.AllocOp.OPERATION_NAME, memref.AllocaOp.OPERATION_NAME)

@@ -28,7 +28,8 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin
 
-from hir.interpreter.plan import Compiler, Step, slot_moves_step
+from hir.interpreter.generated import slot_moves_step
+from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
 
 
