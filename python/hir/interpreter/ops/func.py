@@ -9,6 +9,7 @@ from typing import Union
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
+from hir.dialect import WorkType
 from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR
 from hir.interpreter.kernels import compiled_segment, wants_compile
 from hir.interpreter.ops.once import once_step
@@ -26,9 +27,11 @@ class FuncImpls:
         kernel = callee is not None and KERNEL_ATTR in callee.operation.attributes
         once = ONCE_ATTR in op.operation.attributes
         compiled = kernel and not c.in_region and wants_compile(runtime.compile_kernels, runtime.device, callee.operation)
-        if kernel and not once and not compiled and runtime.memory is None:
+        returns_work = any(isinstance(r.type, WorkType) for r in op.operation.results)
+        if kernel and not once and not compiled and runtime.memory is None and not returns_work:
             # An eager kernel segment runs in the caller's env (a tracked run counts the
-            # buffers the call binds in its own step).
+            # buffers the call binds in its own step; a returned work may be one the
+            # program completes at exit, which the call's step records).
             return c.inline(callee_name, op)
         plan = c.function(callee_name, at=op)
         args = c.uses(op)
