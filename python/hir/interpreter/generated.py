@@ -7,7 +7,7 @@ torch call and none per move::
         env[7] = fn3(env[2], c3_1, env[5])         # the op (a compute op or a segment's torch op)
         env[9] = env[7]                            # its segment result bound to its buffer
         if env[4] is DEAD:                         # memref.dealloc %alloc_2
-            raise HirError(dealloc_4_message)
+            raise HirError(dealloc_message8)
         env[4] = DEAD
 
 The folded step is tagged with the torch op (:class:`hir.interpreter.plan.OpInfo`): a failure
@@ -63,15 +63,21 @@ def torch_call_step(fn: Callable, positional: list, keywords: dict, fill: list, 
 def slot_moves_step(name: str, lines: list[str], names: dict[str, Any]) -> Step:
     """A step that only moves values between slots (a segment's result bound to its buffer, a
     deallocation), generated from ``lines`` (Python statements on ``env``; ``names`` bound as
-    globals, each name unique to this step). When it follows a torch call's step in a block,
-    :meth:`hir.interpreter.plan.Compiler.steps` folds its lines into that step, which saves a step per move. Its
-    lines may raise an :class:`HirError` (named at its own op) but nothing else."""
+    globals, each one shared by all steps or made by :func:`unique_name`). When it follows a
+    torch call's step in a block, :meth:`hir.interpreter.plan.Compiler.steps` folds its lines
+    into that step, which saves a step per move. Its lines may raise an :class:`HirError`
+    (named at its own op) but nothing else."""
     step = _generate(name, lines, names)
     step.hir_moves = (lines, names)
     return step
 
 
 _generated = count()  # numbers the names of generated steps, so folded steps never clash
+
+
+def unique_name(prefix: str) -> str:
+    """A global name for a generated step that no other step uses."""
+    return f"{prefix}{next(_generated)}"
 
 
 def _generate(name: str, lines: list[str], names: dict[str, Any]) -> Step:

@@ -18,7 +18,7 @@ from hir.dialect.base import DYNAMIC
 from hir.dialect.context import HirError
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.backends import symmetric
-from hir.interpreter.generated import slot_moves_step
+from hir.interpreter.generated import slot_moves_step, unique_name
 from hir.interpreter.plan import DEAD, UNSET, Compiler, Step
 from hir.interpreter.registry import impl, register_impls
 
@@ -63,7 +63,7 @@ class MemoryImpls:
         shared = is_symmetric_alloc(buffer)
 
         if not shared and tracker is None and len(slots) == 1:  # the common case, in two lines
-            message = f"dealloc_{slot}_message"
+            message = unique_name("dealloc_message")
             lines = [f"if env[{slot}] is DEAD:", f"    raise HirError({message})", f"env[{slot}] = DEAD"]
             return slot_moves_step("dealloc_one", lines, {"DEAD": DEAD, "HirError": HirError, message: f"{where}: error: 'memref.dealloc' buffer {name} is already deallocated"})
 
