@@ -5,7 +5,7 @@ which provides the buffers, placements and the insertion point):
     %g = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<8x16xf32>
 
 becomes (the operand must be split along the gathered dim; a multi-D grid gets one team
-per line of the mesh along the grid axis)::
+per line of the mesh along the grid axis, or per plane along several)::
 
     %g = memref.alloc() : memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
     %w = "hir.allgather"(%x, %g) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1, 2, 3>}
@@ -117,38 +117,55 @@ class Collectives:
         }.get(name)
         if handler is None:
             raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, broadcast, shift, grid_shape, process_multi_index, process_linear_index, neighbors_linear_indices)")
-        self.grid_axis(op)
+        self.grid_axes(op)
         handler(op)
 
-    def grid_axis(self, op: ir.Operation) -> int:
-        """The one grid axis collective ``op`` runs over."""
+    def grid_axes(self, op: ir.Operation) -> list[int]:
+        """The grid axes collective ``op`` runs over (axes of extent 1 take no part)."""
         axes = list(ir.DenseI16ArrayAttr(op.attributes["grid_axes"]))
-        if len(axes) > 1 and all(0 <= a < self.grid.rank for a in axes):  # axes of extent 1 take no part
-            axes = [a for a in axes if self.grid.shape[a] != 1] or axes[:1]
-        if len(axes) != 1 or not 0 <= axes[0] < self.grid.rank:
-            raise fail(op, f"runs over grid axes {axes}; hir collectives run over one axis of the {self.grid.rank}-D grid")
+        if not axes or not all(0 <= a < self.grid.rank for a in axes) or len(set(axes)) != len(axes):
+            raise fail(op, f"runs over grid axes {axes}; the {self.grid.rank}-D grid @{self.grid.name} has axes 0 .. {self.grid.rank - 1} (each listed once)")
+        if axes != sorted(axes):
+            raise fail(op, f"runs over grid axes {axes} minor-first; hir runs a team over grid axes in grid order (row-major)")
+        return [a for a in axes if self.grid.shape[a] != 1] or axes[:1]
+
+    def grid_axis(self, op: ir.Operation) -> int:
+        """The one grid axis ``op`` (all_slice, all_to_all) runs over."""
+        axes = self.grid_axes(op)
+        if len(axes) != 1:
+            raise fail(op, f"runs over grid axes {axes}; hir converts {op.name} over one axis of the grid")
         return axes[0]
 
     def collective(self, op: ir.Operation, needed: Placement, out: Placement, hir_name: str, attributes: dict) -> ir.Value:
-        """``op`` over grid axis k: its operand must be ``needed`` on k; the result is
-        ``out`` on k and placed as the operand on the other grid axes."""
-        source, k = op.operands[0], self.grid_axis(op)
+        """``op`` over grid axes K: its operand must be ``needed`` on each of K; the result
+        is ``out`` on K and placed as the operand on the other grid axes. Over several grid
+        axes one team holds each plane of the grid along K (row-major over K)."""
+        source, axes = op.operands[0], self.grid_axes(op)
         if ir.ShapedType(self.arg_tensor_types.get(source, source.type)).element_type != ir.ShapedType(op.results[0].type).element_type:
             source = self.converted_operand(op)
         have = self.placement(source)
         if have == self.free_placement:
             have = self.replicated
-        if have[k] != needed and needed.kind in ("split", "partial") and have[k].kind != "partial":
-            source = self.relayout(op, source, have.with_axis(k, needed))
+        if any(have[k] != needed for k in axes) and needed.kind in ("split", "partial") and not any(have[k].kind == "partial" for k in axes):
+            source = self.relayout(op, source, have.with_axes(axes, needed))
             have = self.placement(source)
-        if have[k] != needed:
-            where = f" on grid axis {k}" if self.grid.rank > 1 else ""
-            raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; {op.name} needs it {needed}")
+        wrong = next((k for k in axes if have[k] != needed), None)
+        if wrong is not None:
+            where = f" on grid axis {wrong}" if self.grid.rank > 1 else ""
+            raise fail(op, f"reads {source.get_name()}, which is {have[wrong]}{where}; {op.name} needs it {needed}")
+        pending = [k for k, p in enumerate(have.axes) if p == PARTIAL]
+        if needed == PARTIAL and pending != axes:
+            raise fail(op, f"sums over grid axes {axes} a value whose sum is pending on grid axes {pending}; hir reduces a partial sum over all its grid axes at once")
+        placed = have.with_axes(axes, out)
+        for placement in (have, placed):
+            minor = placement.split_minor_to(axes)
+            if minor is not None:
+                raise fail(op, f"runs over grid axes {axes} of a value split along dim {placement[minor].axis} by grid axis {minor} too, minor to them: a team along {axes} holds no contiguous block of it")
         inp = self.buffer(source, op)
-        output = self.alloc(op.results[0], have.with_axis(k, out))
+        output = self.alloc(op.results[0], placed)
         team = self.team
-        if self.grid.rank > 1:  # one team per line of the grid along k
-            team = teams_attr(self.grid.lines(k))
+        if self.grid.rank > 1:  # one team per line (plane) of the grid along the axes
+            team = teams_attr(self.grid.lines(axes))
         attributes = {**attributes, "backend": self.backend, "team": team}
         operands = [inp, output] + ([attributes.pop("offset")] if hir_name == ShiftOp.OPERATION_NAME else [])
         work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result

@@ -111,7 +111,7 @@ class FunctionConversion(Collectives):
                 raise PassFailure(f"{where}: {err}", self.fn.location) from None
         found = needed_downstream(arg)  # no record: what the first collective reading it needs
         if found is not None:
-            return self.replicated.with_axis(self.grid_axis(found[0]), found[1])
+            return self.replicated.with_axes(self.grid_axes(found[0]), found[1])
         if not any(True for _ in arg.uses):  # nothing reads it: no placement can be misread
             return self.replicated
         raise PassFailure(

@@ -4,7 +4,8 @@ types (used by ``hir-convert-shard-to-hir``).
 After ``shard-partition`` every tensor has its local (per-device) shape and no sharding.
 hir types carry the global shape and a ``#hir.shard`` placement, so the conversion
 recovers each value's placement on each axis of the grid (a :class:`GridPlacement`; shown
-here for a 1-D grid of n devices; on a multi-D grid each grid axis splits or sums apart):
+here for a 1-D grid of n devices; on a multi-D grid each grid axis splits or sums apart, and
+a dim split over several grid axes grows by their product, row-major over them):
 
     replicated   local L            -> memref<L, #hir.shard<mesh, -1>>
     split(a)     local L            -> memref<L with L[a] * n, #hir.shard<mesh, a>>
@@ -71,7 +72,18 @@ class GridPlacement:
         return self.axes[grid_axis]
 
     def with_axis(self, grid_axis: int, placement: Placement) -> "GridPlacement":
-        return GridPlacement(tuple(placement if k == grid_axis else p for k, p in enumerate(self.axes)))
+        return self.with_axes([grid_axis], placement)
+
+    def with_axes(self, grid_axes: list[int], placement: Placement) -> "GridPlacement":
+        return GridPlacement(tuple(placement if k in grid_axes else p for k, p in enumerate(self.axes)))
+
+    def split_minor_to(self, grid_axes: list[int]) -> Optional[int]:
+        """A grid axis outside ``grid_axes`` that splits a dim which one of them splits, and
+        is minor to one of them (None if there is none): the devices along ``grid_axes``
+        then hold no contiguous block of that dim (a dim split over several grid axes is cut
+        row-major over them)."""
+        dims = {p.axis for k, p in enumerate(self.axes) if k in grid_axes and p.kind == "split"}
+        return next((j for j, p in enumerate(self.axes) if j not in grid_axes and p.kind == "split" and p.axis in dims and j > min(grid_axes)), None)
 
     @property
     def kind(self) -> str:
@@ -103,32 +115,26 @@ class Grid:
     def rank(self) -> int:
         return len(self.shape)
 
-    def lines(self, grid_axis: int) -> list[list[int]]:
-        """The device lines along ``grid_axis`` (the teams of a collective over it)."""
-        return [list(line) for line in self.sharding([None] * self.rank).lines(grid_axis)]
+    def lines(self, grid_axes: list[int]) -> list[list[int]]:
+        """The device lines along ``grid_axes`` (the teams of a collective over them)."""
+        return [list(line) for line in self.sharding([None] * self.rank).lines(grid_axes)]
 
     def sharding(self, splits: list) -> Sharding:
         return Sharding.of(self.mesh, self.shape, splits)
 
     def buffer_type(self, local: ir.Type, placement: GridPlacement) -> ir.MemRefType:
         """The hir buffer type of a value with local tensor type ``local``: split dims grow
-        by their grid axis's extent; a partial sum gets a leading device axis split over its
-        grid axis."""
+        by their grid axes' extents (a dim split over several grid axes by their product, the
+        parts row-major as upstream's ``[[0, 1]]``); a partial sum gets a leading device axis
+        split over the grid axes the sum is pending on."""
         shaped = ir.RankedTensorType(local)
         shape = list(shaped.shape)
         if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
             raise PlacementError(f"has the dynamic type {local}; hir buffers have static shapes (give every dim a size)")
         partial = [k for k, p in enumerate(placement.axes) if p.kind == "partial"]
-        if len(partial) > 1:
-            raise PlacementError(f"is a partial sum over grid axes {partial}; all-reduce one grid axis at a time")
         lead = 1 if partial else 0
-        if partial:
-            shape = [self.shape[partial[0]]] + shape
-        split_dims = [p.axis for p in placement.axes if p.kind == "split"]
-        if len(set(split_dims)) != len(split_dims):
-            dim = next(d for d in split_dims if split_dims.count(d) > 1)
-            axes = [k for k, p in enumerate(placement.axes) if p == split(dim)]
-            raise PlacementError(f"splits dim {dim} over grid axes {axes}; a #hir.shard buffer axis is split by one mesh axis (not yet converted)")
+        if partial:  # one device axis, split over every grid axis the sum is pending on
+            shape = [prod(self.shape[k] for k in partial)] + shape
         splits: list = [None] * self.rank
         for k, p in enumerate(placement.axes):
             if p.kind == "split":

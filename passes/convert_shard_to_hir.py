@@ -7,7 +7,9 @@ program-level host program on which ``hir-lower`` runs unchanged.
   ``shard.grid @g(shape = n)`` becomes the device mesh 0 .. n-1; a multi-D grid
   (``shape = 2x2``) the multi-D mesh of devices 0 .. 3 laid out row-major, and a collective
   over ``grid_axes = [k]`` runs with one team per line of the mesh along k
-  (``team = dense<...>``); ``shift`` converts on 1-D grids;
+  (``team = dense<...>``), over ``grid_axes = [0, 1]`` with one team per plane along them
+  (row-major); a tensor dim split over several grid axes (``[[], [0, 1]]``) is a buffer
+  axis split by those mesh axes; ``shift`` converts on 1-D grids;
 * every tensor gets one buffer whose type carries the global shape and the ``#hir.shard``
   placement recovered for it (``_shard_placement.py``; partial sums get a device axis);
 * ``shard.all_gather`` / ``all_reduce`` / ``reduce_scatter`` -> ``hir.allgather`` /

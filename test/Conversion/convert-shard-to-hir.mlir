@@ -183,6 +183,33 @@ func.func @grid_2x2(%x: tensor<4x16xf32> {hir.split_axes = #shard<axisarray[[0]]
 
 // -----
 
+// A dim split over both axes of a 2x2 grid (split_axes = [[], [0, 1]]: device (i, j) holds
+// part 2i + j) is one buffer axis split by both mesh axes; a collective over grid_axes = [0, 1]
+// runs with one team of the four devices, row-major. The partial product of a contraction over
+// that dim is pending on both grid axes: one device axis of 4, split by both.
+// CHECK-LABEL: func.func @two_axes(
+// CHECK-SAME:  %arg0: memref<2x8xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 1>>>
+// CHECK-SAME:  %arg1: memref<8x4xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>
+// CHECK:       "hir.allgather"(%arg0, %{{.*}}) {axis = 1 : i64, backend = "gloo", team = dense<{{\[\[}}0, 1, 2, 3]]> : tensor<1x4xi64>}
+// CHECK:       memref.alloc() : memref<4x2x4xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>
+// CHECK:       "hir.reduce_scatter"(%{{.*}}, %{{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", scatter_axis = 2 : i64, team = dense<{{\[\[}}0, 1, 2, 3]]> : tensor<1x4xi64>}
+// CHECK-SAME:  -> !hir.work
+// LOWER-LABEL: func.func @two_axes(
+// LOWER:       "hir.allgather"{{.*}}team = dense<{{\[\[}}0, 1, 2, 3]]>
+// LOWER:       "hir.reduce_scatter"{{.*}}team = dense<{{\[\[}}0, 1, 2, 3]]>
+shard.grid @g(shape = 2x2)
+func.func @two_axes(%x: tensor<2x2xf32> {hir.split_axes = #shard<axisarray[[], [0, 1]]>}, %w: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> (tensor<2x8xf32>, tensor<2x1xf32>) {
+  %z = arith.constant 0.0 : f32
+  %g = shard.all_gather %x on @g grid_axes = [0, 1] gather_axis = 1 : tensor<2x2xf32> -> tensor<2x8xf32>
+  %e = tensor.empty() : tensor<2x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<2x2xf32>, tensor<2x4xf32>) outs(%f : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %r = shard.reduce_scatter %p on @g grid_axes = [0, 1] scatter_dim = 1 : tensor<2x4xf32> -> tensor<2x1xf32>
+  return %g, %r : tensor<2x8xf32>, tensor<2x1xf32>
+}
+
+// -----
+
 // Device coordinates on a multi-D grid: the mesh position divided by the stride of the grid
 // axis, modulo its extent (row-major). all_slice on grid axis 1 slices at coordinate 1's offset.
 // CHECK-LABEL: func.func private @multi_index_kernel_0

@@ -101,7 +101,7 @@ def handwritten(n: int) -> list:
 
 def grid_2x2() -> list:
     """Partitioned programs on a 2x2 grid (grid axis 0: data parallel rows, grid axis 1:
-    tensor parallel), each collective over one grid axis."""
+    tensor parallel), collectives over one grid axis or both."""
     import torch
 
     def prog(sig: str, body: str) -> str:
@@ -144,6 +144,20 @@ def grid_2x2() -> list:
         ("2x2_all_to_all_axis0", prog("%x: tensor<4x2xf32>) -> tensor<2x4xf32>",
             "  %r = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<4x2xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
          lambda x: x),
+        # a dim split over both grid axes ([[], [0, 1]]: device (i, j) holds part 2i + j);
+        # collectives over both axes run with one team of the four devices
+        ("2x2_all_gather_axes01", prog("%x: tensor<2x2xf32> {hir.split_axes = #shard<axisarray[[], [0, 1]]>}) -> tensor<2x8xf32>",
+            "  %r = shard.all_gather %x on @g grid_axes = [0, 1] gather_axis = 1 : tensor<2x2xf32> -> tensor<2x8xf32>\n  return %r : tensor<2x8xf32>"),
+         lambda x: x),
+        ("2x2_all_gather_minor_of_two", prog("%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> tensor<4x4xf32>",
+            "  %r = shard.all_gather %x on @g grid_axes = [1] gather_axis = 0 : tensor<2x4xf32> -> tensor<4x4xf32>\n  return %r : tensor<4x4xf32>"),
+         lambda x: x),
+        ("2x2_all_reduce_axes01", prog("%p: tensor<8x4xf32>) -> tensor<8x4xf32>",
+            "  %r = shard.all_reduce %p on @g grid_axes = [0, 1] : tensor<8x4xf32> -> tensor<8x4xf32>\n  return %r : tensor<8x4xf32>"),
+         lambda p: p.sum(0)),
+        ("2x2_reduce_scatter_axes01", prog("%p: tensor<8x4xf32>) -> tensor<2x4xf32>",
+            "  %r = shard.reduce_scatter %p on @g grid_axes = [0, 1] scatter_dim = 0 : tensor<8x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
+         lambda p: p.sum(0)),
     ]  # fmt: skip
 
 
@@ -176,11 +190,13 @@ func.func @mlp(%a: {mk}, %b: {kn}, %c: {nk}) -> {mk} {{
 """
 
 
-def tosa_mlp(grid: str, x: str, w1: str, h: str, w2: str) -> str:
+def tosa_mlp(grid: str, x: str, w1: str, h: str, w2: str, x_in: str = "") -> str:
     """sigmoid(x @ w1 + b) @ w2 all in TOSA (tosa.matmul on batch-1 3-D tensors, tosa.add,
     tosa.sigmoid), weights stationary; ``x`` ... are the split axes of the activation, the
-    weights and the hidden value (and the bias)."""
+    weights and the hidden value (and the bias); ``x_in``, when given, how the activation
+    arrives (then resharded to ``x`` for the matmul)."""
     t = {"x": "tensor<1x8x16xf32>", "w1": "tensor<1x16x32xf32>", "h": "tensor<1x8x32xf32>", "w2": "tensor<1x32x16xf32>"}
+    arrives = f"  %s_in = shard.sharding @grid split_axes = {x_in} : !shard.sharding\n  %x0 = shard.shard %x to %s_in : {t['x']}\n" if x_in else ""
     return f"""shard.grid @grid(shape = {grid})
 func.func @mlp(%x: {t['x']}, %w1: {t['w1']}, %b: {t['h']}, %w2: {t['w2']}) -> {t['x']} {{
   %zp = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
@@ -188,7 +204,7 @@ func.func @mlp(%x: {t['x']}, %w1: {t['w1']}, %b: {t['h']}, %w2: {t['w2']}) -> {t
   %s_w1 = shard.sharding @grid split_axes = {w1} : !shard.sharding
   %s_h = shard.sharding @grid split_axes = {h} : !shard.sharding
   %s_w2 = shard.sharding @grid split_axes = {w2} : !shard.sharding
-  %x1 = shard.shard %x to %s_x annotate_for_users : {t['x']}
+{arrives}  %x1 = shard.shard {"%x0" if x_in else "%x"} to %s_x annotate_for_users : {t['x']}
   %w11 = shard.shard %w1 to %s_w1 annotate_for_users : {t['w1']}
   %b1 = shard.shard %b to %s_h annotate_for_users : {t['h']}
   %w21 = shard.shard %w2 to %s_w2 annotate_for_users : {t['w2']}
@@ -210,6 +226,10 @@ func.func @mlp(%x: {t['x']}, %w1: {t['w1']}, %b: {t['h']}, %w2: {t['w2']}) -> {t
 # splits the activation's rows, grid axis 1 the hidden dim.
 TOSA_MLP_1D = dict(x="[[]]", w1="[[], [], [0]]", h="[[], [], [0]]", w2="[[], [0]]")
 TOSA_MLP_2X2 = dict(x="[[], [0]]", w1="[[], [], [1]]", h="[[], [0], [1]]", w2="[[], [1]]")
+# 2x2, the hidden dim split over both grid axes (the 2-D weight-stationary [[], [0, 1]]
+# layout): the activation arrives split over all four devices and is all-gathered by one team
+# of the four, the partial sum all-reduced by it.
+TOSA_MLP_2X2_TWO_AXES = dict(x_in="[[], [], [0, 1]]", x="[[]]", w1="[[], [], [0, 1]]", h="[[], [], [0, 1]]", w2="[[], [0, 1]]")
 
 
 WS_1D = dict(act="[[], [0]]", win="[[], [0]]", wout="[[0], []]", a0="[[]]", c0="[[], [0]]", sig="[[], [0]]", c1="[[]]")
@@ -276,7 +296,14 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4x6xf32>) -
         ("linalg_reduce", reduce_rows, lambda x: x.sum(0)),
         ("weight_stationary_1d", weight_stationary(str(n), WS_1D), lambda a, b, c: torch.sigmoid(a @ b) @ c),
         ("tosa_mlp_1d", tosa_mlp(str(n), **TOSA_MLP_1D), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
-    ] + ([("tosa_mlp_2x2", tosa_mlp("2x2", **TOSA_MLP_2X2), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2)] if n == 4 else [])
+    ] + (
+        [
+            ("tosa_mlp_2x2", tosa_mlp("2x2", **TOSA_MLP_2X2), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
+            ("tosa_mlp_2x2_two_axes", tosa_mlp("2x2", **TOSA_MLP_2X2_TWO_AXES), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
+        ]
+        if n == 4
+        else []
+    )
 
 
 def fx_mlp(n: int, sequence_parallel: bool):
