@@ -104,6 +104,9 @@ class Collectives:
         if name == shard.GridShapeOp.OPERATION_NAME:
             self.grid_shape(op)
             return
+        if name == shard.UpdateHaloOp.OPERATION_NAME:
+            self.update_halo(op)  # _shard_halo.py
+            return
         if name in (shard.ShardOp.OPERATION_NAME, shard.ShardingOp.OPERATION_NAME):
             raise fail(op, "is a sharding annotation: partition the program first (sharding-propagation, shard-partition; or use the hir-from-shard pipeline)")
         handler = {
@@ -116,7 +119,7 @@ class Collectives:
             shard.BroadcastOp.OPERATION_NAME: self.broadcast,
         }.get(name)
         if handler is None:
-            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, broadcast, shift, grid_shape, process_multi_index, process_linear_index, neighbors_linear_indices)")
+            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, broadcast, shift, update_halo, grid_shape, process_multi_index, process_linear_index, neighbors_linear_indices)")
         self.grid_axes(op)
         handler(op)
 

@@ -10,6 +10,7 @@ from hir.dialect import BinaryOp, MatmulOp
 from hir.dialect.linalg_facts import BINARY_NAMED
 from hir.passes.base import PassFailure
 from hir.passes._shard_collectives import DEVICE_INDEX_OPS, Collectives, fail, is_tensor, needed_downstream
+from hir.passes._shard_halo import Halos
 from hir.passes._shard_kernels import Port, build_kernel, closure
 from hir.passes._shard_placement import (
     FREE,
@@ -29,7 +30,7 @@ def _entries(attrs: ir.Attribute) -> dict:
     return {named.name: named.attr for named in ir.DictAttr(attrs)}
 
 
-class FunctionConversion(Collectives):
+class FunctionConversion(Collectives, Halos):
     """Converts one function in place; kernel segments are added before it in the module."""
 
     def __init__(self, fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:

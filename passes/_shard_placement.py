@@ -18,7 +18,10 @@ Placements come from function arguments (``hir.split_axes`` recorded before part
 by ``hir-record-shard-signature``, else the needs of a collective reading the argument,
 else replicated), from collectives, and forward through linalg / tensor ops by their
 indexing maps: a split operand dim indexed by a parallel loop splits the output dim of that
-loop, one indexed by a reduction loop makes the output partial.
+loop, one indexed by a reduction loop makes the output partial. ``tensor.extract_slice`` /
+``insert_slice`` act on each device's block and keep its placement (shard-partition pads a
+block with its halos that way; the global shape of such a value is that of the devices'
+blocks side by side, checked at the function boundary).
 """
 
 import re
@@ -232,6 +235,10 @@ def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
         return split(kept[axis])
     if name in (tensor.ExpandShapeOp.OPERATION_NAME, tensor.CollapseShapeOp.OPERATION_NAME):
         return _reshaped(op, axis, name == tensor.ExpandShapeOp.OPERATION_NAME)
+    if name in (tensor.ExtractSliceOp.OPERATION_NAME, tensor.InsertSliceOp.OPERATION_NAME):
+        if len(set(known)) != 1:  # each device slices (into) its own block: one layout
+            raise PlacementError(f"slices operands placed differently ({', '.join(map(str, operands))})")
+        return known[0]
     maps = _maps_of(op)
     if maps is None:
         raise PlacementError(f"has no rule for operands {', '.join(map(str, operands))} (its result's placement is unknown)")

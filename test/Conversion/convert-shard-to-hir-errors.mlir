@@ -179,3 +179,22 @@ func.func @pending_on_two(%x: tensor<2x2xf32> {hir.split_axes = #shard<axisarray
   %r = shard.all_reduce %p on @g grid_axes = [1] : tensor<2x2xf32> -> tensor<2x2xf32>
   return %r : tensor<2x2xf32>
 }
+
+// -----
+
+// Halos are exchanged on 1-D grids, and fit in the block's core.
+shard.grid @g(shape = 2x2)
+func.func @halo_2d(%x: tensor<6x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<6x3xf32> {
+  // CHECK: error: 'shard.update_halo' op on the 2-D grid @g: hir exchanges halos on 1-D grids only
+  %h = shard.update_halo %x on @g split_axes = [[0]] halo_sizes = [1, 1] : tensor<6x3xf32>
+  return %h : tensor<6x3xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 2)
+func.func @halo_too_big(%x: tensor<4x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4x3xf32> {
+  // CHECK: error: 'shard.update_halo' op has halos [2, 1] on dim 0 of local extent 4; each must fit in the core (1 rows)
+  %h = shard.update_halo %x on @g split_axes = [[0]] halo_sizes = [2, 1] : tensor<4x3xf32>
+  return %h : tensor<4x3xf32>
+}

@@ -210,6 +210,31 @@ func.func @two_axes(%x: tensor<2x2xf32> {hir.split_axes = #shard<axisarray[[], [
 
 // -----
 
+// update_halo: each halo is a hir.shift of the neighbour's boundary rows (rotating), written
+// into the block by a kernel, kept where the device is at that end of the grid axis (host
+// compare of hir.device_index). Halos [1, 2]: the lower from the device before (offset n-1),
+// the upper from the device after (offset 1).
+// CHECK-LABEL: func.func @halo(
+// CHECK:       %[[LOW:.*]] = arith.constant 1 : index
+// CHECK:       "hir.shift"(%{{.*}}, %{{.*}}, %[[LOW]]) {backend = "gloo", team = array<i64: 0, 1>} : (memref<2x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// CHECK:       %[[D0:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1>}
+// CHECK:       %[[FIRST:.*]] = arith.cmpi eq, %[[D0]], %c0
+// CHECK:       call @halo_kernel_{{[0-9]+}}(%[[FIRST]],
+// CHECK:       "hir.shift"(%{{.*}}, %{{.*}}, %{{.*}}) {backend = "gloo", team = array<i64: 0, 1>} : (memref<4x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// CHECK:       %[[D1:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1>}
+// CHECK:       %[[LAST:.*]] = arith.cmpi eq, %[[D1]], %c1
+// CHECK:       call @halo_kernel_{{[0-9]+}}(%[[LAST]],
+// CHECK:       return %{{.*}} : memref<14x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// LOWER-LABEL: func.func @halo(
+// LOWER-COUNT-2: "hir.shift"
+shard.grid @g(shape = 2)
+func.func @halo(%x: tensor<7x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<7x3xf32> {
+  %h = shard.update_halo %x on @g split_axes = [[0]] halo_sizes = [1, 2] : tensor<7x3xf32>
+  return %h : tensor<7x3xf32>
+}
+
+// -----
+
 // Device coordinates on a multi-D grid: the mesh position divided by the stride of the grid
 // axis, modulo its extent (row-major). all_slice on grid axis 1 slices at coordinate 1's offset.
 // CHECK-LABEL: func.func private @multi_index_kernel_0

@@ -96,7 +96,24 @@ def handwritten(n: int) -> list:
         ("grid_1x1xn_all_reduce", prog("%p: tensor<8xf32>) -> tensor<8xf32>",
             "  %r = shard.all_reduce %p on @g grid_axes = [0, 1, 2] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>").replace(f"shape = {n}", f"shape = 1x1x{n}"),
          lambda p: p.sum(0)),
+        # a 1-D stencil on blocks padded with halos [1, 2] (zeros past the global ends):
+        # y[i] = x[i - 1] + x[i + 1] + x[i + 2]
+        ("update_halo_stencil", prog("%x: tensor<4x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4x3xf32>", HALO_STENCIL),
+         lambda x: sum(torch.nn.functional.pad(x, (0, 0, 1, 2))[a : a + 4 * n] for a in (0, 2, 3))),
     ] + (grid_2x2() if n == 4 else [])  # fmt: skip
+
+
+HALO_STENCIL = """  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<7x3xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<7x3xf32>) -> tensor<7x3xf32>
+  %p = tensor.insert_slice %x into %f[1, 0] [4, 3] [1, 1] : tensor<4x3xf32> into tensor<7x3xf32>
+  %h = shard.update_halo %p on @g split_axes = [[0]] halo_sizes = [1, 2] : tensor<7x3xf32>
+  %a = tensor.extract_slice %h[0, 0] [4, 3] [1, 1] : tensor<7x3xf32> to tensor<4x3xf32>
+  %b = tensor.extract_slice %h[2, 0] [4, 3] [1, 1] : tensor<7x3xf32> to tensor<4x3xf32>
+  %c = tensor.extract_slice %h[3, 0] [4, 3] [1, 1] : tensor<7x3xf32> to tensor<4x3xf32>
+  %s0 = arith.addf %a, %b : tensor<4x3xf32>
+  %s1 = arith.addf %s0, %c : tensor<4x3xf32>
+  return %s1 : tensor<4x3xf32>"""
 
 
 def grid_2x2() -> list:
