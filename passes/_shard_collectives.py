@@ -53,6 +53,12 @@ _CASTS = {
 }
 
 
+def static_only(op: ir.Operation, tensor_type: ir.Type) -> None:
+    """Slicing at a device's offset is built with static sizes."""
+    if not ir.RankedTensorType(tensor_type).has_static_shape:
+        raise fail(op, f"on the dynamic type {tensor_type}: hir converts {op.name} on static shapes (the other collectives size dynamic dims at run time)")
+
+
 def _index_attr(op: ir.Operation, name: str) -> int:
     return ir.IntegerAttr(op.attributes[name]).value
 
@@ -165,7 +171,8 @@ class Collectives:
             if minor is not None:
                 raise fail(op, f"runs over grid axes {axes} of a value split along dim {placement[minor].axis} by grid axis {minor} too, minor to them: a team along {axes} holds no contiguous block of it")
         inp = self.buffer(source, op)
-        output = self.alloc(op.results[0], placed)
+        lead = (have.kind == "partial") - (placed.kind == "partial")  # a partial sum's device axis comes first
+        output = self.alloc(op.results[0], placed, lambda d: (inp, d + lead))  # global extents kept
         team = self.team
         if self.grid.rank > 1:  # one team per line (plane) of the grid along the axes
             team = teams_attr(self.grid.lines(axes))
@@ -244,6 +251,7 @@ class Collectives:
             where = f" on grid axis {k}" if self.grid.rank > 1 else ""
             raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; shard.all_slice needs it replicated")
         result = op.results[0]
+        static_only(op, result.type)
         shape = list(ir.RankedTensorType(result.type).shape)
         index = ir.IndexType.get()
         with self.loc, self.ip:
@@ -327,6 +335,7 @@ class Collectives:
         source, result = op.operands[0], op.results[0]
         concat, split_dim = _index_attr(op, "concat_axis"), _index_attr(op, "split_axis")
         local = ir.RankedTensorType(self.arg_tensor_types.get(source, source.type))
+        static_only(op, local)
         shape = list(local.shape)
         shape[concat] *= self.grid.shape[self.grid_axis(op)]
         common = {"grid": op.attributes["grid"], "grid_axes": op.attributes["grid_axes"]}

@@ -132,8 +132,6 @@ class Grid:
         split over the grid axes the sum is pending on."""
         shaped = ir.RankedTensorType(local)
         shape = list(shaped.shape)
-        if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
-            raise PlacementError(f"has the dynamic type {local}; hir buffers have static shapes (give every dim a size)")
         partial = [k for k, p in enumerate(placement.axes) if p.kind == "partial"]
         lead = 1 if partial else 0
         if partial:  # one device axis, split over every grid axis the sum is pending on
@@ -141,7 +139,8 @@ class Grid:
         splits: list = [None] * self.rank
         for k, p in enumerate(placement.axes):
             if p.kind == "split":
-                shape[p.axis + lead] *= self.shape[k]
+                if not ir.ShapedType.is_dynamic_size(shape[p.axis + lead]):  # a dynamic extent stays '?': sized at run time
+                    shape[p.axis + lead] *= self.shape[k]
                 splits[k] = p.axis + lead
             elif p.kind == "partial":
                 splits[k] = 0
@@ -177,7 +176,7 @@ def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid) -> GridPlace
     return GridPlacement(tuple(axes))
 
 
-def _maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
+def maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
     """(indexing maps as lists of loop dims or None for constants, reduction loops) of a
     structured op whose maps are known, else None."""
     from torch_mlir.dialects import linalg  # lazily: linalg's opdsl costs hir-opt ~0.1 s and numpy at start
@@ -213,7 +212,7 @@ def infer(op: ir.Operation, operands: list[GridPlacement], rank: int) -> GridPla
 
 def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
     """The placement of the (every) tensor result of a linalg / tensor op on one grid axis."""
-    from torch_mlir.dialects import linalg, tensor  # lazily, as in _maps_of
+    from torch_mlir.dialects import linalg, tensor  # lazily, as in maps_of
 
     known = [p for p in operands if p not in (FREE, REPLICATED)]
     if not known:
@@ -221,7 +220,7 @@ def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
     if PARTIAL in known:
         if op.name in ADDITIVE and all(p in (PARTIAL, FREE) for p in operands):
             return PARTIAL  # a sum of partial sums
-        if operands[-1] == PARTIAL and PARTIAL not in operands[:-1] and _maps_of(op) is not None:
+        if operands[-1] == PARTIAL and PARTIAL not in operands[:-1] and maps_of(op) is not None:
             if _infer_axis(op, operands[:-1] + [FREE]) == PARTIAL:
                 return PARTIAL  # a partial product accumulated into a partial init: one pending sum
         raise PlacementError("reads a partial sum (a value still to be all-reduced); only shard.all_reduce / reduce_scatter may read it")
@@ -239,7 +238,7 @@ def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
         if len(set(known)) != 1:  # each device slices (into) its own block: one layout
             raise PlacementError(f"slices operands placed differently ({', '.join(map(str, operands))})")
         return known[0]
-    maps = _maps_of(op)
+    maps = maps_of(op)
     if maps is None:
         raise PlacementError(f"has no rule for operands {', '.join(map(str, operands))} (its result's placement is unknown)")
     dims, reductions = maps

@@ -120,9 +120,10 @@ func.func @global_mismatch(%x: tensor<4x16xf32> {hir.global_type = tensor<7x16xf
 // -----
 
 shard.grid @g(shape = 2)
-func.func @dynamic(%x: tensor<?x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x16xf32> {
-  // CHECK: error: 'func.func' op @dynamic argument #0 has the dynamic type tensor<?x16xf32>; hir buffers have static shapes
-  return %x : tensor<?x16xf32>
+func.func @dynamic(%x: tensor<?x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?xf32> {
+  // CHECK: error: 'tensor.collapse_shape' op result #0 has the dynamic type tensor<?xf32>: hir cannot size dim 0 of its buffer at run time (no operand of the same global extent)
+  %c = tensor.collapse_shape %x [[0, 1]] : tensor<?x16xf32> into tensor<?xf32>
+  return %c : tensor<?xf32>
 }
 
 // -----
@@ -140,7 +141,7 @@ func.func @minor_first_team(%p: tensor<2x16xf32>) -> tensor<2x16xf32> {
 // Several grids per module convert (each function on the one it uses); one function on two of different shapes does not.
 shard.grid @a(shape = 2)
 shard.grid @b(shape = 4)
-// CHECK: convert-shard-to-hir-errors.mlir:144:1: error: 'func.func' op @two_grids uses the grids @a (2), @b (4); hir converts a function on grids of one shape
+// CHECK: convert-shard-to-hir-errors.mlir:145:1: error: 'func.func' op @two_grids uses the grids @a (2), @b (4); hir converts a function on grids of one shape
 func.func @two_grids(%x: tensor<2x16xf32>, %p: tensor<8xf32>) -> (tensor<4x16xf32>, tensor<8xf32>) {
   %g = shard.all_gather %x on @a grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
   %r = shard.all_reduce %p on @b grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
@@ -150,7 +151,7 @@ func.func @two_grids(%x: tensor<2x16xf32>, %p: tensor<8xf32>) -> (tensor<4x16xf3
 // -----
 
 shard.grid @dyn(shape = ?)
-// CHECK: convert-shard-to-hir-errors.mlir:152:1: error: 'shard.grid' op has shape ?; every extent must be static and positive
+// CHECK: convert-shard-to-hir-errors.mlir:153:1: error: 'shard.grid' op has shape ?; every extent must be static and positive
 func.func @dynamic_grid(%p: tensor<8xf32>) -> tensor<8xf32> {
   %r = shard.all_reduce %p on @dyn grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
   return %r : tensor<8xf32>

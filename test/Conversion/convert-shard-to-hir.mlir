@@ -235,6 +235,37 @@ func.func @halo(%x: tensor<7x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -
 
 // -----
 
+// Dynamic dims: the global type keeps '?' (the interpreter splits the input it is given);
+// a buffer is sized at run time with the global extent of an operand read along the same
+// loop (memref.dim); tensor.dim (a local extent) is the global one over the parts.
+// CHECK-LABEL: func.func @dynamic(
+// CHECK-SAME:  %arg0: memref<?x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// CHECK:       %[[G:.*]] = memref.dim %arg0, %c0
+// CHECK:       %[[L:.*]] = arith.divui %[[G]], %c2
+// CHECK:       %[[D:.*]] = memref.dim %arg0
+// CHECK:       %[[K:.*]] = memref.alloc(%[[D]]) : memref<?x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// CHECK:       call @dynamic_kernel_0(%arg0, %[[L]], %[[K]])
+// CHECK:       %[[D2:.*]] = memref.dim %[[K]]
+// CHECK:       memref.alloc(%[[D2]]) : memref<?x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+// CHECK:       "hir.allgather"
+// LOWER-LABEL: func.func @dynamic(
+// LOWER:       "hir.allgather"
+shard.grid @g(shape = 2)
+func.func @dynamic(%x: tensor<?x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%d) : tensor<?x4xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  } -> tensor<?x4xf32>
+  %g = shard.all_gather %s on @g grid_axes = [0] gather_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+  return %g : tensor<?x4xf32>
+}
+
+// -----
+
 // Device coordinates on a multi-D grid: the mesh position divided by the stride of the grid
 // axis, modulo its extent (row-major). all_slice on grid axis 1 slices at coordinate 1's offset.
 // CHECK-LABEL: func.func private @multi_index_kernel_0

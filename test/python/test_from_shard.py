@@ -96,11 +96,26 @@ def handwritten(n: int) -> list:
         ("grid_1x1xn_all_reduce", prog("%p: tensor<8xf32>) -> tensor<8xf32>",
             "  %r = shard.all_reduce %p on @g grid_axes = [0, 1, 2] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>").replace(f"shape = {n}", f"shape = 1x1x{n}"),
          lambda p: p.sum(0)),
+        # dynamic dims: buffers sized at run time from the global extents (memref.dim), the
+        # local extent of tensor.dim is the global one over the parts (8 rows in the runs)
+        ("dynamic_dims", prog("%x: tensor<?x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x4xf32>", DYNAMIC_DIMS), lambda x: x + x),
         # a 1-D stencil on blocks padded with halos [1, 2] (zeros past the global ends):
         # y[i] = x[i - 1] + x[i + 1] + x[i + 2]
         ("update_halo_stencil", prog("%x: tensor<4x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4x3xf32>", HALO_STENCIL),
          lambda x: sum(torch.nn.functional.pad(x, (0, 0, 1, 2))[a : a + 4 * n] for a in (0, 2, 3))),
     ] + (grid_2x2() if n == 4 else [])  # fmt: skip
+
+
+DYNAMIC_DIMS = """  %c0 = arith.constant 0 : index
+  %d = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%d) : tensor<?x4xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.addf %a, %a : f32
+    linalg.yield %n : f32
+  } -> tensor<?x4xf32>
+  %g = shard.all_gather %s on @g grid_axes = [0] gather_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+  return %g : tensor<?x4xf32>"""
 
 
 HALO_STENCIL = """  %z = arith.constant 0.0 : f32
@@ -300,6 +315,16 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4x6xf32>) -
   return %r : tensor<4x6xf32>
 }}
 """
+    # upstream's unshard_dynamic_axis: an all_gather of a dynamic dim, sized at run time
+    dynamic_unshard = f"""shard.grid @g(shape = {n})
+func.func @main(%x: tensor<?x14xf32>) -> tensor<?x14xf32> {{
+  %s0 = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %0 = shard.shard %x to %s0 : tensor<?x14xf32>
+  %s1 = shard.sharding @g split_axes = [[]] : !shard.sharding
+  %1 = shard.shard %0 to %s1 annotate_for_users : tensor<?x14xf32>
+  return %1 : tensor<?x14xf32>
+}}
+"""
     # several grids per module: the function converts on the one its shardings name
     several_grids = f"""shard.grid @other(shape = 3x5)
 """ + for_users
@@ -307,6 +332,7 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4x6xf32>) -
     reduce_all = reduce_rows.replace("tensor<6xf32>", "tensor<f32>").replace("dimensions = [0]", "dimensions = [0, 1]")
     return [
         ("for_users_argument", for_users, torch.sigmoid),
+        ("dynamic_unshard", dynamic_unshard, lambda x: x),
         ("several_grids", several_grids, torch.sigmoid),
         ("linalg_reduce_0d", reduce_all, lambda x: x.sum()),
         ("k_split_partial_init", k_split, lambda a, b, c: c + a @ b),
@@ -367,6 +393,8 @@ def _check(name: str, module, reference, rank: int, failures: list) -> None:
     """Run ``module`` as converted and after hir-lower; compare with the reference."""
     import torch
 
+    from torch_mlir import ir
+
     import hir
 
     fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
@@ -374,8 +402,8 @@ def _check(name: str, module, reference, rank: int, failures: list) -> None:
     out_type = ir_function_result(fn)
     gen = torch.Generator().manual_seed(len(name))
     globals_ = [
-        torch.randint(-8, 8, list(t.shape), generator=gen, dtype=torch.int32) if str(t.element_type).startswith("i") else torch.randn(list(t.shape), generator=gen)
-        for t in arg_types
+        torch.randint(-8, 8, shape, generator=gen, dtype=torch.int32) if str(t.element_type).startswith("i") else torch.randn(shape, generator=gen)
+        for t, shape in ((t, [8 if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]) for t in arg_types)  # 8: a dynamic extent splits over 2 and 4
     ]
     want = _local(reference(*globals_), out_type, rank)
     inputs = [_local(g, t, rank) for g, t in zip(globals_, arg_types)]
