@@ -53,12 +53,6 @@ _CASTS = {
 }
 
 
-def static_only(op: ir.Operation, tensor_type: ir.Type) -> None:
-    """Slicing at a device's offset is built with static sizes."""
-    if not ir.RankedTensorType(tensor_type).has_static_shape:
-        raise fail(op, f"on the dynamic type {tensor_type}: hir converts {op.name} on static shapes (the other collectives size dynamic dims at run time)")
-
-
 def _index_attr(op: ir.Operation, name: str) -> int:
     return ir.IntegerAttr(op.attributes[name]).value
 
@@ -251,22 +245,32 @@ class Collectives:
             where = f" on grid axis {k}" if self.grid.rank > 1 else ""
             raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; shard.all_slice needs it replicated")
         result = op.results[0]
-        static_only(op, result.type)
         shape = list(ir.RankedTensorType(result.type).shape)
+        if ir.ShapedType.is_dynamic_size(shape[dim]):
+            raise fail(op, f"slices the dynamic dim {dim} of {result.type}; hir slices a static dim at the device's offset")
         index = ir.IndexType.get()
+        added = []
+        sizes = []  # the other dynamic dims keep the source's local extents (tensor.dim, on the host)
         with self.loc, self.ip:
+            for d in (d for d, n in enumerate(shape) if ir.ShapedType.is_dynamic_size(n)):
+                position = arith.ConstantOp(index, d)
+                extent = ir.Operation.create(tensor.DimOp.OPERATION_NAME, results=[index], operands=[source, position.result])
+                self.local_extent(extent)
+                sizes.append(extent.result)
+                added += [extent, position.operation]
             device = shard.ProcessMultiIndexOp([index], self.grid.name, axes=ir.DenseI16ArrayAttr.get([k])).results[0]
             chunk = arith.ConstantOp(index, shape[dim]).result
             offset = arith.MulIOp(device, chunk).result
             offsets = [0] * len(shape)
             offsets[dim] = ir.ShapedType.get_dynamic_stride_or_offset()
-            local = tensor.ExtractSliceOp(result.type, source, [offset], [], [], offsets, shape, [1] * len(shape))
+            local = tensor.ExtractSliceOp(result.type, source, [offset], sizes, [], offsets, shape, [1] * len(shape))
         for value in (device, chunk, offset):
             self.host[value] = value.owner.operation
-        added = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation]
+        added = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation] + added
         self.rewritten[self.position] = added + self.rewritten.get(self.position, [])
         self.placements[local.result] = have.with_axis(k, split(dim))
-        self.kernel(local.operation, [local.result])
+        inp = self.buffer(source, op)
+        self.kernel(local.operation, [local.result], lambda d: (inp, d))  # unsliced dims: the source's global extents
         result.replace_all_uses_with(local.result)
 
     def grid_shape(self, op: ir.Operation) -> None:
@@ -335,9 +339,9 @@ class Collectives:
         source, result = op.operands[0], op.results[0]
         concat, split_dim = _index_attr(op, "concat_axis"), _index_attr(op, "split_axis")
         local = ir.RankedTensorType(self.arg_tensor_types.get(source, source.type))
-        static_only(op, local)
         shape = list(local.shape)
-        shape[concat] *= self.grid.shape[self.grid_axis(op)]
+        if not ir.ShapedType.is_dynamic_size(shape[concat]):
+            shape[concat] *= self.grid.shape[self.grid_axis(op)]
         common = {"grid": op.attributes["grid"], "grid_axes": op.attributes["grid_axes"]}
         index = ir.IndexType.get()
         gathered = self.create(

@@ -372,8 +372,10 @@ class FunctionConversion(Collectives, Halos):
             self.placements[result] = placement
         self.kernel(op, list(op.results))
 
-    def kernel(self, root: ir.Operation, results: list[ir.Value]) -> None:
-        """Outline ``root`` (with the free producers it reads) into a kernel segment."""
+    def kernel(self, root: ir.Operation, results: list[ir.Value], extent_of: Optional[Callable[[int], Optional[tuple]]] = None) -> None:
+        """Outline ``root`` (with the free producers it reads) into a kernel segment; the
+        dynamic extents of its first result from ``extent_of`` when given, else from the
+        indexing maps (:meth:`kernel_extent`)."""
         clones, inputs = closure(root, self.free.get)
         ports = []
         for value in inputs:
@@ -389,6 +391,7 @@ class FunctionConversion(Collectives, Halos):
         name = f"{self.name}_kernel_{self.kernels}"
         self.kernels += 1
         build_kernel(name, self.fn, ports, clones + [root], outputs, root.location)
-        outs = [self.alloc(r, p, self.kernel_extent(root, i) if i < len(root.results) and r == root.results[i] else None) for i, (r, p) in enumerate(zip(results, placements))]
+        extents = [extent_of] if extent_of is not None else [self.kernel_extent(root, i) if i < len(root.results) and r == root.results[i] else None for i, r in enumerate(results)]
+        outs = [self.alloc(r, p, e) for r, p, e in zip(results, placements, extents)]
         callee = ir.FlatSymbolRefAttr.get(name)
         self.create(func.CallOp.OPERATION_NAME, operands=[p.outer for p in ports] + outs, attributes={"callee": callee})

@@ -199,3 +199,12 @@ func.func @halo_too_big(%x: tensor<4x3xf32> {hir.split_axes = #shard<axisarray[[
   %h = shard.update_halo %x on @g split_axes = [[0]] halo_sizes = [2, 1] : tensor<4x3xf32>
   return %h : tensor<4x3xf32>
 }
+
+// -----
+
+shard.grid @g(shape = 2)
+func.func @slice_dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // CHECK: error: 'shard.all_slice' op slices the dynamic dim 0 of tensor<?x4xf32>; hir slices a static dim at the device's offset
+  %s = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+  return %s : tensor<?x4xf32>
+}

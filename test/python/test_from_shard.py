@@ -325,6 +325,9 @@ func.func @main(%x: tensor<?x14xf32>) -> tensor<?x14xf32> {{
   return %1 : tensor<?x14xf32>
 }}
 """
+    # upstream's move_split_dynamic_axis: an all_to_all (all_gather, then all_slice of the
+    # static dim keeping the dynamic one's extent)
+    dynamic_move_split = dynamic_unshard.replace("split_axes = [[]]", "split_axes = [[], [0]]")
     # several grids per module: the function converts on the one its shardings name
     several_grids = f"""shard.grid @other(shape = 3x5)
 """ + for_users
@@ -333,6 +336,7 @@ func.func @main(%x: tensor<?x14xf32>) -> tensor<?x14xf32> {{
     return [
         ("for_users_argument", for_users, torch.sigmoid),
         ("dynamic_unshard", dynamic_unshard, lambda x: x),
+        ("dynamic_move_split", dynamic_move_split, lambda x: x),
         ("several_grids", several_grids, torch.sigmoid),
         ("linalg_reduce_0d", reduce_all, lambda x: x.sum()),
         ("k_split_partial_init", k_split, lambda a, b, c: c + a @ b),
