@@ -160,7 +160,7 @@ class CollectiveOp(HirOp):
             self.in_type = _block_type(self.in_type, ins, mesh_axes, device)
             self.out_type = _block_type(self.out_type, outs, mesh_axes, device)
         except MultiDimMeshError as err:
-            fail(f"a collective along {along}: {err}")
+            fail(f"a collective along {along} sees each line's block as a 1-D placement: {err}")
         self.in_sharding, self.out_sharding = ins.along(device, mesh_axes), outs.along(device, mesh_axes)
 
     def check_meshes(self) -> None:

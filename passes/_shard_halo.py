@@ -30,12 +30,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, shard, tensor
 
 from hir.passes._shard_collectives import fail
-
-
-def _groups(attr: ir.Attribute) -> list[list[int]]:
-    import re
-
-    return [[int(a) for a in text.replace(" ", "").split(",") if a] for text in re.findall(r"\[([^\[\]]*)\]", str(attr))]
+from hir.passes._shard_placement import axis_groups
 
 
 class Halos:
@@ -47,7 +42,7 @@ class Halos:
         sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_halo_sizes"]))
         if not isinstance(op.results[0].type, ir.RankedTensorType):
             raise fail(op, f"updates a {op.results[0].type}; hir converts update_halo on tensors")
-        split_dims = [(d, g) for d, g in enumerate(_groups(op.attributes["split_axes"])) if g]
+        split_dims = [(d, g) for d, g in enumerate(axis_groups(op.attributes["split_axes"])) if g]
         if len(sizes) != 2 * len(split_dims):
             raise fail(op, f"has {len(sizes)} halo sizes for {len(split_dims)} split dims (two per split dim: lower, upper)")
         shape = list(ir.RankedTensorType(op.results[0].type).shape)
@@ -56,6 +51,8 @@ class Halos:
         for (dim, axes), lo, hi in reversed(list(zip(split_dims, sizes[0::2], sizes[1::2]))):
             if len(axes) != 1 or not 0 <= axes[0] < self.grid.rank:
                 raise fail(op, f"splits dim {dim} over grid axes {axes}; hir exchanges halos along one grid axis per dim")
+            if ir.ShapedType.is_dynamic_size(shape[dim]):
+                raise fail(op, f"exchanges halos along the dynamic dim {dim}; hir slices halos of a static extent")
             if lo < 0 or hi < 0 or lo + hi > shape[dim] or max(lo, hi) > shape[dim] - lo - hi:
                 raise fail(op, f"has halos [{lo}, {hi}] on dim {dim} of local extent {shape[dim]}; each must fit in the core ({shape[dim] - lo - hi} rows)")
             if self.grid.rank != 1:

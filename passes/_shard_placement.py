@@ -154,13 +154,16 @@ def local_shape(local: ir.Type, placement: GridPlacement) -> list[int]:
     return [1] + shape if placement.kind == "partial" else shape
 
 
+def axis_groups(attr: ir.Attribute) -> list[list[int]]:
+    """The groups of ``#shard<axisarray[[0], [], [1, 2]]>``: per tensor dim, its grid axes."""
+    return [[int(a) for a in text.replace(" ", "").split(",") if a] for text in re.findall(r"\[([^\[\]]*)\]", str(attr))]
+
+
 def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid) -> GridPlacement:
     """The placement of ``#shard<axisarray[[0], [1]]>`` (tensor dim d split over the grid
     axes listed in group d)."""
-    groups = re.findall(r"\[([^\[\]]*)\]", str(attr))
     axes = [REPLICATED] * grid.rank
-    for dim, text in enumerate(groups):
-        grid_axes = [int(a) for a in text.replace(" ", "").split(",") if a]
+    for dim, grid_axes in enumerate(axis_groups(attr)):
         if not grid_axes:
             continue
         if dim >= rank:

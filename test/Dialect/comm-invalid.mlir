@@ -293,7 +293,7 @@ func.func @other_axis_changes(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 
 
 // multi-D mesh: a team along several mesh axes needs them all to split one buffer axis
 func.func @plane_mixed_splits(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) {
-  // expected-error @+1 {{a collective along mesh axes [0, 1]: mesh axes [0, 1] split buffer axes [0, 1]; a team along several mesh axes needs them all to split one buffer axis or none}}
+  // expected-error @+1 {{a collective along mesh axes [0, 1] sees each line's block as a 1-D placement: mesh axes [0, 1] split buffer axes [0, 1]; a team along several mesh axes needs them all to split one buffer axis or none}}
   %w = "hir.allgather"(%x, %y) {axis = 1 : i64, backend = "gloo", team = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> !hir.work
   return
 }
@@ -303,7 +303,7 @@ func.func @plane_mixed_splits(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 
 // multi-D mesh: buffer axis 0 split by mesh axes 0 and 1 (row-major): the lines along mesh
 // axis 0 hold no contiguous block of it
 func.func @lines_not_contiguous(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, 0>>>) {
-  // expected-error @+1 {{a collective along mesh axis 0: buffer axis 0 is also split by mesh axis 1, minor to mesh axes [0]: a line along them holds no contiguous block}}
+  // expected-error @+1 {{a collective along mesh axis 0 sees each line's block as a 1-D placement: buffer axis 0 is also split by mesh axis 1, minor to mesh axes [0]: a line along them holds no contiguous block}}
   %w = "hir.allgather"(%x, %y) {axis = 0 : i64, backend = "gloo", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, 0>>>) -> !hir.work
   return
 }
