@@ -327,7 +327,7 @@ func.func @main(%x: tensor<?x14xf32>) -> tensor<?x14xf32> {{
 """
     # upstream's move_split_dynamic_axis: an all_to_all (all_gather, then all_slice of the
     # static dim keeping the dynamic one's extent)
-    dynamic_move_split = dynamic_unshard.replace("split_axes = [[]]", "split_axes = [[], [0]]")
+    dynamic_move_split = dynamic_unshard.replace("split_axes = [[]]", "split_axes = [[], [0]]").replace("?x14", "?x16")  # 16 splits over 2 and 4
     # several grids per module: the function converts on the one its shardings name
     several_grids = f"""shard.grid @other(shape = 3x5)
 """ + for_users
