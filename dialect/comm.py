@@ -2,7 +2,9 @@
 their global shape and ``#hir.shard`` placement) and returns a ``!hir.work`` token that
 ``hir.wait`` consumes. ``team`` lists the participating devices; on a multi-dimensional mesh
 it is a device layout whose rows are the mesh's lines along one mesh axis, each rank taking
-part with its own line (``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>``: 0 with 1, 2 with 3). The
+part with its own line (``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>``: 0 with 1, 2 with 3), or
+along several (``dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>`` on a 2x2 mesh: the buffers split by
+all of them, or none, as the 1-D view of each line). The
 other attributes follow nvFuser's Communication (type, team, root, reduction, axis, backend):
 
     %w = "hir.allgather"(%shard, %full) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1, 2, 3>}
