@@ -193,7 +193,7 @@ def global_inputs(module, seed: int) -> Optional[list]:
         dtype = dtypes.get(str(t.element_type))
         if dtype is None:
             return None
-        shape = list(t.shape)
+        shape = [8 if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]  # a dynamic extent: 8 splits over 2, 4 and 8
         values.append(torch.randn(shape, generator=gen).to(dtype) if dtype.is_floating_point else torch.randint(-8, 8, shape, generator=gen, dtype=dtype))
     return values
 

@@ -2,7 +2,9 @@
 their global shape and ``#hir.shard`` placement) and returns a ``!hir.work`` token that
 ``hir.wait`` consumes. ``team`` lists the participating devices; on a multi-dimensional mesh
 it is a device layout whose rows are the mesh's lines along one mesh axis, each rank taking
-part with its own line (``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>``: 0 with 1, 2 with 3). The
+part with its own line (``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>``: 0 with 1, 2 with 3), or
+along several (``dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>`` on a 2x2 mesh: the buffers split by
+all of them, or none, as the 1-D view of each line). The
 other attributes follow nvFuser's Communication (type, team, root, reduction, axis, backend):
 
     %w = "hir.allgather"(%shard, %full) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1, 2, 3>}
@@ -24,7 +26,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import ext
 
 from hir.dialect.base import HirOp, WorkType, check_axis, check_same_element_type, check_shape, fail, get_int, i64_elements, int_attr, memref_type, str_attr, work_type
-from hir.dialect.sharding import Sharding, sharding_of
+from hir.dialect.sharding import MultiDimMeshError, Sharding, sharding_of
 
 BACKENDS = ("nccl", "gloo", "cuda")
 REDUCTIONS = ("sum", "prod", "max", "min")
@@ -62,10 +64,13 @@ def teams_attr(teams: list[list[int]]) -> ir.Attribute:
     return i64_elements([d for team in teams for d in team], [len(teams), len(teams[0])])
 
 
-def team_mesh_axis(sharding: Sharding, teams: list[list[int]]) -> Optional[int]:
-    """The mesh axis whose lines are ``teams`` (None: they are not the lines of one axis)."""
+def team_mesh_axes(sharding: Sharding, teams: list[list[int]]) -> Optional[tuple[int, ...]]:
+    """The mesh axes whose lines are ``teams`` (one axis, or several: a team along 0 and 1
+    of a 2x2 mesh is all four devices, row-major); None: they are not the lines of any."""
     wanted = sorted(map(tuple, teams))
-    return next((k for k in range(len(sharding.mesh_shape)) if wanted == sorted(sharding.lines(k))), None)
+    rank = len(sharding.mesh_shape)
+    subsets = [tuple(k for k in range(rank) if bits >> k & 1) for bits in range(1, 1 << rank)]
+    return next((axes for axes in sorted(subsets, key=len) if wanted == sorted(sharding.lines(axes))), None)
 
 
 def checked_teams(op: Any) -> list[list[int]]:
@@ -88,11 +93,11 @@ def checked_teams(op: Any) -> list[list[int]]:
     return teams
 
 
-def _block_type(t: ir.MemRefType, sharding: Sharding, mesh_axis: int, device: int) -> ir.MemRefType:
-    """The type of the block of ``t`` that the line through ``device`` along ``mesh_axis``
+def _block_type(t: ir.MemRefType, sharding: Sharding, mesh_axes: tuple[int, ...], device: int) -> ir.MemRefType:
+    """The type of the block of ``t`` that the line through ``device`` along ``mesh_axes``
     holds together, placed on that line."""
-    shape = sharding.others_local(t.shape, mesh_axis)
-    space = sharding.along(device, mesh_axis).attr()
+    shape = sharding.others_local(t.shape, mesh_axes)
+    space = sharding.along(device, mesh_axes).attr()
     return ir.MemRefType.get(shape, t.element_type, memory_space=space, loc=ir.Location.unknown())
 
 
@@ -136,25 +141,29 @@ class CollectiveOp(HirOp):
         self.check_meshes()
 
     def project(self, teams: list[list[int]]) -> None:
-        """Teams on a multi-D mesh are its lines along one mesh axis: check the rules of the
-        kind on what the first line sees (the 1-D placement along that axis, the block of the
-        buffers that the line holds together); the other mesh axes must not change."""
+        """Teams on a multi-D mesh are its lines along one mesh axis or several: check the
+        rules of the kind on what the first line sees (the 1-D placement along those axes, the
+        block of the buffers that the line holds together); the other mesh axes must not change."""
         if "root" in self.operation.attributes:
             fail("a rooted collective takes one team (array<i64: ...>), not a team per row")
         ins, outs = self.in_sharding, self.out_sharding
         if ins is None or outs is None or not ins.multi_dim or (ins.mesh, ins.mesh_shape) != (outs.mesh, outs.mesh_shape):
             fail("teams given as a device layout (one team per row) need input and output on one multi-dimensional mesh")
-        mesh_axis = team_mesh_axis(ins, teams)
-        if mesh_axis is None:
-            fail(f"teams {teams} must be the lines of the mesh {ins.describe()} along one mesh axis, each in mesh order")
+        mesh_axes = team_mesh_axes(ins, teams)
+        if mesh_axes is None:
+            fail(f"teams {teams} must be the lines of the mesh {ins.describe()} along some mesh axes, each in mesh order")
+        along = f"mesh axis {mesh_axes[0]}" if len(mesh_axes) == 1 else f"mesh axes {list(mesh_axes)}"
         reduced = int_attr(self, "axis") if self.REDUCES_AXIS else None
         for k, (a, b) in enumerate(zip(ins.splits, outs.splits)):
-            if k != mesh_axis and b != (a if a is None or reduced is None else a - (a > reduced)):
-                fail(f"mesh axis {k} splits input axis {-1 if a is None else a} and output axis {-1 if b is None else b}; a collective along mesh axis {mesh_axis} keeps the other mesh axes' splits")
+            if k not in mesh_axes and b != (a if a is None or reduced is None else a - (a > reduced)):
+                fail(f"mesh axis {k} splits input axis {-1 if a is None else a} and output axis {-1 if b is None else b}; a collective along {along} keeps the other mesh axes' splits")
         device = teams[0][0]
-        self.in_type = _block_type(self.in_type, ins, mesh_axis, device)
-        self.out_type = _block_type(self.out_type, outs, mesh_axis, device)
-        self.in_sharding, self.out_sharding = ins.along(device, mesh_axis), outs.along(device, mesh_axis)
+        try:
+            self.in_type = _block_type(self.in_type, ins, mesh_axes, device)
+            self.out_type = _block_type(self.out_type, outs, mesh_axes, device)
+        except MultiDimMeshError as err:
+            fail(f"a collective along {along} sees each line's block as a 1-D placement: {err}")
+        self.in_sharding, self.out_sharding = ins.along(device, mesh_axes), outs.along(device, mesh_axes)
 
     def check_meshes(self) -> None:
         """Every device holding either buffer takes part (overridden by rooted kinds)."""

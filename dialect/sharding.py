@@ -11,16 +11,19 @@ in a tensor whose shape is the mesh shape and gives one split per mesh axis::
     memref<16x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>
 
 is split along buffer axis 0 over mesh axis 0 (devices 0 and 2 hold different rows) and
-replicated along mesh axis 1 (devices 0 and 1 hold the same rows). Two mesh axes never split
-one buffer axis. Types carry the global shape; :meth:`Sharding.local_shape` derives a rank's
-shard. A collective on a multi-D mesh acts along one mesh axis: its teams are the mesh's lines
-along that axis (:meth:`Sharding.line`), and :meth:`Sharding.along` is the 1-D view of the
-placement one line sees.
+replicated along mesh axis 1 (devices 0 and 1 hold the same rows). Several mesh axes may
+split one buffer axis (``array<i64: 1, 1>``: MLIR's ``split_axes = [[], [0, 1]]``): it is cut
+into the product of their extents, the parts in row-major order of the mesh coordinates
+(device (i, j) of a 2x2 mesh holds part 2 * i + j). Types carry the global shape;
+:meth:`Sharding.local_shape` derives a rank's shard. A collective on a multi-D mesh acts along
+one mesh axis or several: its teams are the mesh's lines (planes) along them
+(:meth:`Sharding.line`), and :meth:`Sharding.along` is the 1-D view of the placement one line
+sees.
 """
 
 from dataclasses import dataclass
 from math import prod
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Union
 
 from torch_mlir import ir
 
@@ -29,6 +32,13 @@ from hir.dialect.base import DYNAMIC, ShardAttr, VerifyError, fail, i64_elements
 
 class MultiDimMeshError(ValueError):
     """A 1-D-only consumer met a placement on a multi-dimensional mesh."""
+
+
+MeshAxes = Union[int, Sequence[int]]  # one mesh axis, or several (a team along all of them)
+
+
+def _axes(mesh_axes: MeshAxes) -> tuple[int, ...]:
+    return (mesh_axes,) if isinstance(mesh_axes, int) else tuple(mesh_axes)
 
 
 @dataclass(frozen=True, init=False)
@@ -109,36 +119,56 @@ class Sharding:
         """The shape one device holds of a buffer with global ``shape``."""
         return [d if d == DYNAMIC else d // self.parts(i) for i, d in enumerate(shape)]
 
-    def line(self, device: int, mesh_axis: int) -> tuple[int, ...]:
-        """The devices along mesh axis ``mesh_axis`` through ``device`` (its team there)."""
+    def line(self, device: int, mesh_axes: MeshAxes) -> tuple[int, ...]:
+        """The devices along mesh axis (or axes) ``mesh_axes`` through ``device`` (its team
+        there), row-major over those axes."""
+        axes = _axes(mesh_axes)
         coords = list(self.coords(device))
         out = []
-        for c in range(self.mesh_shape[mesh_axis]):
-            coords[mesh_axis] = c
+        for index in range(prod(self.mesh_shape[k] for k in axes)):
+            for k in reversed(axes):
+                coords[k] = index % self.mesh_shape[k]
+                index //= self.mesh_shape[k]
             flat = 0
             for n, x in zip(self.mesh_shape, coords):
                 flat = flat * n + x
             out.append(self.mesh[flat])
         return tuple(out)
 
-    def lines(self, mesh_axis: int) -> list[tuple[int, ...]]:
-        """Every line of the mesh along ``mesh_axis`` (the teams of a collective there)."""
+    def lines(self, mesh_axes: MeshAxes) -> list[tuple[int, ...]]:
+        """Every line of the mesh along ``mesh_axes`` (the teams of a collective there)."""
         seen, out = set(), []
         for device in self.mesh:
-            line = self.line(device, mesh_axis)
+            line = self.line(device, mesh_axes)
             if line not in seen:
                 seen.add(line)
                 out.append(line)
         return out
 
-    def along(self, device: int, mesh_axis: int) -> "Sharding":
-        """The 1-D placement that the line through ``device`` along ``mesh_axis`` sees."""
-        return Sharding(self.line(device, mesh_axis), self.splits[mesh_axis])
+    def line_split(self, mesh_axes: MeshAxes) -> Optional[int]:
+        """The buffer axis that the lines along ``mesh_axes`` split (None: replicated along
+        them), when they see a 1-D placement: every one of the axes splits that buffer axis
+        or none does, and no mesh axis outside them splits it more finely (the block a line
+        holds together is then contiguous). Else a MultiDimMeshError saying why."""
+        axes = _axes(mesh_axes)
+        split = {self.splits[k] for k in axes}
+        if len(split) != 1:
+            raise MultiDimMeshError(f"mesh axes {list(axes)} split buffer axes {[-1 if self.splits[k] is None else self.splits[k] for k in axes]}; a team along several mesh axes needs them all to split one buffer axis or none")
+        (axis,) = split
+        minor = [j for j, s in enumerate(self.splits) if axis is not None and s == axis and j not in axes and j > min(axes)]
+        if minor:
+            raise MultiDimMeshError(f"buffer axis {axis} is also split by mesh axis {minor[0]}, minor to mesh axes {list(axes)}: a line along them holds no contiguous block")
+        return axis
 
-    def others_local(self, shape: Sequence[int], mesh_axis: int) -> list[int]:
-        """``shape`` divided by the splits of every mesh axis but ``mesh_axis``: the global
-        shape of the block that one line along ``mesh_axis`` holds together."""
-        return Sharding.of(self.mesh, self.mesh_shape, [None if j == mesh_axis else s for j, s in enumerate(self.splits)]).local_shape(shape)
+    def along(self, device: int, mesh_axes: MeshAxes) -> "Sharding":
+        """The 1-D placement that the line through ``device`` along ``mesh_axes`` sees."""
+        return Sharding(self.line(device, mesh_axes), self.line_split(mesh_axes))
+
+    def others_local(self, shape: Sequence[int], mesh_axes: MeshAxes) -> list[int]:
+        """``shape`` divided by the splits of every mesh axis but ``mesh_axes``: the global
+        shape of the block that one line along ``mesh_axes`` holds together."""
+        axes = _axes(mesh_axes)
+        return Sharding.of(self.mesh, self.mesh_shape, [None if j in axes else s for j, s in enumerate(self.splits)]).local_shape(shape)
 
     def renumbered(self, fn: Callable[[int], Optional[int]]) -> "Sharding":
         """The same mesh with each split buffer axis ``a`` moved to ``fn(a)``."""
@@ -199,10 +229,7 @@ def sharding_of(value_or_type: Any, what: str = "buffer") -> Optional[Sharding]:
     for axis in raw:
         if axis < -1 or axis >= t.rank:
             fail(f"{what}: shard axis {axis} is out of range for rank {t.rank} (use -1 for replicated)")
-    split = [s for s in sharding.splits if s is not None]
-    if len(set(split)) != len(split):
-        fail(f"{what}: two mesh axes split buffer axis {next(s for s in split if split.count(s) > 1)}; each buffer axis is split by one mesh axis at most")
-    for axis in set(split):
+    for axis in {s for s in sharding.splits if s is not None}:
         parts = sharding.parts(axis)
         if t.shape[axis] != DYNAMIC and t.shape[axis] % parts:
             fail(f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over {parts} devices")

@@ -28,7 +28,7 @@ from hir.dialect import (
 )
 from hir.dialect.base import VerifyError, get_i64_array, get_str, i64_attr
 from hir.dialect.comm import teams_attr
-from hir.dialect.sharding import Sharding, sharding_of
+from hir.dialect.sharding import MultiDimMeshError, Sharding, sharding_of
 from hir.passes.helpers import fail, is_a, is_broadcast_axis, operand_axis, output_index
 
 _LOWERABLE = (SetOp.OPERATION_NAME, ReductionOp.OPERATION_NAME)
@@ -139,8 +139,9 @@ _ALONG_ONE_AXIS = (AllgatherOp, AllreduceOp, ReduceScatterOp)
 
 
 def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str) -> Plan:
-    """On a multi-D mesh a resharding along exactly one mesh axis k is the 1-D decision on
-    the lines of the mesh along k (allgather, allreduce, reduce_scatter), one team per line."""
+    """On a multi-D mesh a resharding along the mesh axes K whose splits differ is the 1-D
+    decision on the lines of the mesh along K (allgather, allreduce, reduce_scatter), one
+    team per line (per plane when K has several axes: a buffer axis split by all of them)."""
     if (src.mesh, src.mesh_shape) != (dst.mesh, dst.mesh_shape):
         raise fail(op, f"is resharding ({reason}) between different multi-dimensional meshes; move between meshes on 1-D meshes")
     axes = get_i64_array(op, "axes") if op.name == ReductionOp.OPERATION_NAME else []
@@ -148,20 +149,21 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str)
     def kept(split: Optional[int]) -> Optional[int]:  # a split input axis in output coordinates
         return None if split is None or split in axes else split - sum(1 for a in axes if a < split)
 
-    differ = [k for k, (a, b) in enumerate(zip(src.splits, dst.splits)) if a in axes or kept(a) != b]
-    if len(differ) != 1:
-        raise fail(op, f"is resharding ({reason}) along mesh axes {differ} of a multi-dimensional mesh; reshard along one mesh axis at a time (a {SetOp.OPERATION_NAME} per mesh axis)")
-    (k,) = differ
-    line_src, line_dst = src.along(src.mesh[0], k), dst.along(dst.mesh[0], k)
+    differ = tuple(k for k, (a, b) in enumerate(zip(src.splits, dst.splits)) if a in axes or kept(a) != b)
+    along = f"mesh axis {differ[0]}" if len(differ) == 1 else f"mesh axes {list(differ)}"
+    try:  # several mesh axes at once: the lines (planes) along all of them, when they see a 1-D placement
+        line_src, line_dst = src.along(src.mesh[0], differ), dst.along(dst.mesh[0], differ)
+    except MultiDimMeshError as err:
+        raise fail(op, f"is resharding ({reason}) along {along} of a multi-dimensional mesh, whose lines see no 1-D placement ({err}); reshard along fewer mesh axes at a time (a {SetOp.OPERATION_NAME} each)") from None
     if op.name == ReductionOp.OPERATION_NAME:
         planned = _plan_reduction(op, line_src, line_dst)
     else:
         planned = _plan_set(op, line_src, line_dst)
-    teams = teams_attr([list(line) for line in src.lines(k)])
+    teams = teams_attr([list(line) for line in src.lines(differ)])
     collectives = []
     for collective, attrs in planned.collectives:
         if collective not in _ALONG_ONE_AXIS:
-            raise fail(op, f"is resharding ({reason}) along mesh axis {k} as a {collective.OPERATION_NAME}; on a multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred")
+            raise fail(op, f"is resharding ({reason}) along {along} as a {collective.OPERATION_NAME}; on a multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred")
         collectives.append((collective, {**attrs, "team": teams}))
     return Plan(collectives)
 

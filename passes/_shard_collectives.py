@@ -5,7 +5,7 @@ which provides the buffers, placements and the insertion point):
     %g = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<8x16xf32>
 
 becomes (the operand must be split along the gathered dim; a multi-D grid gets one team
-per line of the mesh along the grid axis)::
+per line of the mesh along the grid axis, or per plane along several)::
 
     %g = memref.alloc() : memref<8x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
     %w = "hir.allgather"(%x, %g) {axis = 0 : i64, backend = "nccl", team = array<i64: 0, 1, 2, 3>}
@@ -104,6 +104,9 @@ class Collectives:
         if name == shard.GridShapeOp.OPERATION_NAME:
             self.grid_shape(op)
             return
+        if name == shard.UpdateHaloOp.OPERATION_NAME:
+            self.update_halo(op)  # _shard_halo.py
+            return
         if name in (shard.ShardOp.OPERATION_NAME, shard.ShardingOp.OPERATION_NAME):
             raise fail(op, "is a sharding annotation: partition the program first (sharding-propagation, shard-partition; or use the hir-from-shard pipeline)")
         handler = {
@@ -116,39 +119,57 @@ class Collectives:
             shard.BroadcastOp.OPERATION_NAME: self.broadcast,
         }.get(name)
         if handler is None:
-            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, broadcast, shift, grid_shape, process_multi_index, process_linear_index, neighbors_linear_indices)")
-        self.grid_axis(op)
+            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, broadcast, shift, update_halo, grid_shape, process_multi_index, process_linear_index, neighbors_linear_indices)")
+        self.grid_axes(op)
         handler(op)
 
-    def grid_axis(self, op: ir.Operation) -> int:
-        """The one grid axis collective ``op`` runs over."""
+    def grid_axes(self, op: ir.Operation) -> list[int]:
+        """The grid axes collective ``op`` runs over (axes of extent 1 take no part)."""
         axes = list(ir.DenseI16ArrayAttr(op.attributes["grid_axes"]))
-        if len(axes) > 1 and all(0 <= a < self.grid.rank for a in axes):  # axes of extent 1 take no part
-            axes = [a for a in axes if self.grid.shape[a] != 1] or axes[:1]
-        if len(axes) != 1 or not 0 <= axes[0] < self.grid.rank:
-            raise fail(op, f"runs over grid axes {axes}; hir collectives run over one axis of the {self.grid.rank}-D grid")
+        if not axes or not all(0 <= a < self.grid.rank for a in axes) or len(set(axes)) != len(axes):
+            raise fail(op, f"runs over grid axes {axes}; the {self.grid.rank}-D grid @{self.grid.name} has axes 0 .. {self.grid.rank - 1} (each listed once)")
+        if axes != sorted(axes):
+            raise fail(op, f"runs over grid axes {axes} minor-first; hir runs a team over grid axes in grid order (row-major)")
+        return [a for a in axes if self.grid.shape[a] != 1] or axes[:1]
+
+    def grid_axis(self, op: ir.Operation) -> int:
+        """The one grid axis ``op`` (all_slice, all_to_all) runs over."""
+        axes = self.grid_axes(op)
+        if len(axes) != 1:
+            raise fail(op, f"runs over grid axes {axes}; hir converts {op.name} over one axis of the grid")
         return axes[0]
 
     def collective(self, op: ir.Operation, needed: Placement, out: Placement, hir_name: str, attributes: dict) -> ir.Value:
-        """``op`` over grid axis k: its operand must be ``needed`` on k; the result is
-        ``out`` on k and placed as the operand on the other grid axes."""
-        source, k = op.operands[0], self.grid_axis(op)
+        """``op`` over grid axes K: its operand must be ``needed`` on each of K; the result
+        is ``out`` on K and placed as the operand on the other grid axes. Over several grid
+        axes one team holds each plane of the grid along K (row-major over K)."""
+        source, axes = op.operands[0], self.grid_axes(op)
         if ir.ShapedType(self.arg_tensor_types.get(source, source.type)).element_type != ir.ShapedType(op.results[0].type).element_type:
             source = self.converted_operand(op)
         have = self.placement(source)
         if have == self.free_placement:
             have = self.replicated
-        if have[k] != needed and needed.kind in ("split", "partial") and have[k].kind != "partial":
-            source = self.relayout(op, source, have.with_axis(k, needed))
+        if any(have[k] != needed for k in axes) and needed.kind in ("split", "partial") and not any(have[k].kind == "partial" for k in axes):
+            source = self.relayout(op, source, have.with_axes(axes, needed))
             have = self.placement(source)
-        if have[k] != needed:
-            where = f" on grid axis {k}" if self.grid.rank > 1 else ""
-            raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; {op.name} needs it {needed}")
+        wrong = next((k for k in axes if have[k] != needed), None)
+        if wrong is not None:
+            where = f" on grid axis {wrong}" if self.grid.rank > 1 else ""
+            raise fail(op, f"reads {source.get_name()}, which is {have[wrong]}{where}; {op.name} needs it {needed}")
+        pending = [k for k, p in enumerate(have.axes) if p == PARTIAL]
+        if needed == PARTIAL and pending != axes:
+            raise fail(op, f"sums over grid axes {axes} a value whose sum is pending on grid axes {pending}; hir reduces a partial sum over all its grid axes at once")
+        placed = have.with_axes(axes, out)
+        for placement in (have, placed):
+            minor = placement.split_minor_to(axes)
+            if minor is not None:
+                raise fail(op, f"runs over grid axes {axes} of a value split along dim {placement[minor].axis} by grid axis {minor} too, minor to them: a team along {axes} holds no contiguous block of it")
         inp = self.buffer(source, op)
-        output = self.alloc(op.results[0], have.with_axis(k, out))
+        lead = (have.kind == "partial") - (placed.kind == "partial")  # a partial sum's device axis comes first
+        output = self.alloc(op.results[0], placed, lambda d: (inp, d + lead))  # global extents kept
         team = self.team
-        if self.grid.rank > 1:  # one team per line of the grid along k
-            team = teams_attr(self.grid.lines(k))
+        if self.grid.rank > 1:  # one team per line (plane) of the grid along the axes
+            team = teams_attr(self.grid.lines(axes))
         attributes = {**attributes, "backend": self.backend, "team": team}
         operands = [inp, output] + ([attributes.pop("offset")] if hir_name == ShiftOp.OPERATION_NAME else [])
         work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
@@ -225,20 +246,31 @@ class Collectives:
             raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; shard.all_slice needs it replicated")
         result = op.results[0]
         shape = list(ir.RankedTensorType(result.type).shape)
+        if ir.ShapedType.is_dynamic_size(shape[dim]):
+            raise fail(op, f"slices the dynamic dim {dim} of {result.type}; hir slices a static dim at the device's offset")
         index = ir.IndexType.get()
+        added = []
+        sizes = []  # the other dynamic dims keep the source's local extents (tensor.dim, on the host)
         with self.loc, self.ip:
+            for d in (d for d, n in enumerate(shape) if ir.ShapedType.is_dynamic_size(n)):
+                position = arith.ConstantOp(index, d)
+                extent = ir.Operation.create(tensor.DimOp.OPERATION_NAME, results=[index], operands=[source, position.result])
+                self.local_extent(extent)
+                sizes.append(extent.result)
+                added += [extent, position.operation]
             device = shard.ProcessMultiIndexOp([index], self.grid.name, axes=ir.DenseI16ArrayAttr.get([k])).results[0]
             chunk = arith.ConstantOp(index, shape[dim]).result
             offset = arith.MulIOp(device, chunk).result
             offsets = [0] * len(shape)
             offsets[dim] = ir.ShapedType.get_dynamic_stride_or_offset()
-            local = tensor.ExtractSliceOp(result.type, source, [offset], [], [], offsets, shape, [1] * len(shape))
+            local = tensor.ExtractSliceOp(result.type, source, [offset], sizes, [], offsets, shape, [1] * len(shape))
         for value in (device, chunk, offset):
             self.host[value] = value.owner.operation
-        added = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation]
+        added = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation] + added
         self.rewritten[self.position] = added + self.rewritten.get(self.position, [])
         self.placements[local.result] = have.with_axis(k, split(dim))
-        self.kernel(local.operation, [local.result])
+        inp = self.buffer(source, op)
+        self.kernel(local.operation, [local.result], lambda d: (inp, d))  # unsliced dims: the source's global extents
         result.replace_all_uses_with(local.result)
 
     def grid_shape(self, op: ir.Operation) -> None:
@@ -308,7 +340,8 @@ class Collectives:
         concat, split_dim = _index_attr(op, "concat_axis"), _index_attr(op, "split_axis")
         local = ir.RankedTensorType(self.arg_tensor_types.get(source, source.type))
         shape = list(local.shape)
-        shape[concat] *= self.grid.shape[self.grid_axis(op)]
+        if not ir.ShapedType.is_dynamic_size(shape[concat]):
+            shape[concat] *= self.grid.shape[self.grid_axis(op)]
         common = {"grid": op.attributes["grid"], "grid_axes": op.attributes["grid_axes"]}
         index = ir.IndexType.get()
         gathered = self.create(

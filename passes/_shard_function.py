@@ -1,7 +1,7 @@
 """The conversion of one partitioned function (``hir-convert-shard-to-hir``): walks its ops
 in order, building the hir program before each one, then erases the tensor program."""
 
-from typing import Optional
+from typing import Callable, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, scf, shard, tensor
@@ -10,6 +10,7 @@ from hir.dialect import BinaryOp, MatmulOp
 from hir.dialect.linalg_facts import BINARY_NAMED
 from hir.passes.base import PassFailure
 from hir.passes._shard_collectives import DEVICE_INDEX_OPS, Collectives, fail, is_tensor, needed_downstream
+from hir.passes._shard_halo import Halos
 from hir.passes._shard_kernels import Port, build_kernel, closure
 from hir.passes._shard_placement import (
     FREE,
@@ -21,6 +22,8 @@ from hir.passes._shard_placement import (
     GridPlacement,
     PlacementError,
     infer,
+    maps_of,
+    split,
     split_axes_placement,
 )
 
@@ -29,7 +32,7 @@ def _entries(attrs: ir.Attribute) -> dict:
     return {named.name: named.attr for named in ir.DictAttr(attrs)}
 
 
-class FunctionConversion(Collectives):
+class FunctionConversion(Collectives, Halos):
     """Converts one function in place; kernel segments are added before it in the module."""
 
     def __init__(self, fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:
@@ -111,7 +114,7 @@ class FunctionConversion(Collectives):
                 raise PassFailure(f"{where}: {err}", self.fn.location) from None
         found = needed_downstream(arg)  # no record: what the first collective reading it needs
         if found is not None:
-            return self.replicated.with_axis(self.grid_axis(found[0]), found[1])
+            return self.replicated.with_axes(self.grid_axes(found[0]), found[1])
         if not any(True for _ in arg.uses):  # nothing reads it: no placement can be misread
             return self.replicated
         raise PassFailure(
@@ -179,11 +182,47 @@ class FunctionConversion(Collectives):
         with self.loc:
             return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attributes, ip=self.ip)
 
-    def alloc(self, value: ir.Value, placement: GridPlacement) -> ir.Value:
+    def alloc(self, value: ir.Value, placement: GridPlacement, extent_of: Optional[Callable[[int], Optional[tuple]]] = None) -> ir.Value:
+        """A buffer for ``value``; a dynamic dim d is sized at run time with the global extent
+        (``memref.dim``) of the (buffer, dim) that ``extent_of(d)`` names, else an error."""
         buffer_type = self.buffer_type(value.type, placement)
-        out = self.create("memref.alloc", results=[buffer_type], attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])}).result
+        sizes = []
+        for d, extent in enumerate(buffer_type.shape):
+            if not ir.ShapedType.is_dynamic_size(extent):
+                continue
+            found = extent_of(d) if extent_of is not None else None
+            if found is None:
+                what = f"'{value.owner.name}' op result #{value.result_number}" if isinstance(value, ir.OpResult) else value.get_name()
+                raise PassFailure(f"{what} has the dynamic type {value.type}: hir cannot size dim {d} of its buffer at run time (no operand of the same global extent); give it a static size", self.loc)
+            source, source_dim = found
+            sizes.append(self.create("memref.dim", operands=[source, self.index_constant(source_dim)], results=[ir.IndexType.get()]).result)
+        segments = ir.DenseI32ArrayAttr.get([len(sizes), 0])
+        out = self.create("memref.alloc", operands=sizes, results=[buffer_type], attributes={"operandSegmentSizes": segments}).result
         self.buffers[value], self.placements[value] = out, placement
         return out
+
+    def kernel_extent(self, root: ir.Operation, result: int) -> Callable[[int], Optional[tuple]]:
+        """For a kernel's result ``result``: dim d -> (buffer, dim) of an operand that the
+        op's indexing maps read along the same loop, placed alike on it (same global extent)."""
+        maps = maps_of(root)
+        placement = self.placements[root.results[result]]
+
+        def extent_of(d: int) -> Optional[tuple]:
+            if maps is None or placement.kind == "partial":
+                return None
+            dims = maps[0]
+            operands = list(root.operands) if len(dims) == len(root.operands) else [v for v in root.operands if self.is_data(v)]
+            loop = dims[len(dims) - len(root.results) + result][d]
+            for value, operand_dims in zip(operands, dims):
+                if value not in self.buffers or loop is None or loop not in operand_dims:
+                    continue
+                q = operand_dims.index(loop)
+                have = self.placement(value)
+                if have.kind != "partial" and all((have[k] == split(q)) == (placement[k] == split(d)) for k in range(self.grid.rank)):
+                    return self.buffers[value], q
+            return None
+
+        return extent_of
 
     # ----- ops -------------------------------------------------------------------------
     def convert(self, op: ir.Operation) -> None:
@@ -205,6 +244,8 @@ class FunctionConversion(Collectives):
             self.fold_if(op)
         elif name == tensor.ExtractOp.OPERATION_NAME:
             self.extract(op)
+        elif name == tensor.DimOp.OPERATION_NAME and self.is_data(op.operands[0]):
+            self.local_extent(op)
         elif name.startswith("shard."):
             self.shard_op(op)
         elif name in (linalg.MatmulOp.OPERATION_NAME, linalg.BatchMatmulOp.OPERATION_NAME) and self.matmul(op):
@@ -229,6 +270,23 @@ class FunctionConversion(Collectives):
         indices = [self.scalar(v, op) for v in op.operands[1:]]
         load = self.create("memref.load", operands=[self.buffer(source, op)] + indices, results=[op.results[0].type])
         self.scalars[op.results[0]] = load.result
+
+    def local_extent(self, op: ir.Operation) -> None:
+        """``tensor.dim`` of a program tensor (a local extent, e.g. sizing a ``tensor.empty``
+        of a dynamic shape): on the host, the buffer's global extent (``memref.dim``) divided
+        by the parts its dim is split into."""
+        source, dim = op.operands
+        index = self.constant_value(dim)
+        placement = self.placement(source)
+        if index is None or placement.kind == "partial":
+            raise fail(op, "reads a dynamic dim index or a partial sum's extent; hir sizes static dims of placed tensors")
+        extent = self.create("memref.dim", operands=[self.buffer(source, op), self.index_constant(index)], results=[ir.IndexType.get()]).result
+        parts = 1
+        for k, p in enumerate(placement.axes):
+            parts *= self.grid.shape[k] if p == split(index) else 1
+        if parts > 1:
+            extent = self.index_arith(arith.DivUIOp.OPERATION_NAME, extent, self.index_constant(parts))
+        self.scalars[op.results[0]] = extent
 
     def fold_if(self, op: ir.Operation) -> None:
         """Partitioning guards an init by the device index; both branches often yield the same."""
@@ -314,8 +372,10 @@ class FunctionConversion(Collectives):
             self.placements[result] = placement
         self.kernel(op, list(op.results))
 
-    def kernel(self, root: ir.Operation, results: list[ir.Value]) -> None:
-        """Outline ``root`` (with the free producers it reads) into a kernel segment."""
+    def kernel(self, root: ir.Operation, results: list[ir.Value], extent_of: Optional[Callable[[int], Optional[tuple]]] = None) -> None:
+        """Outline ``root`` (with the free producers it reads) into a kernel segment; the
+        dynamic extents of its first result from ``extent_of`` when given, else from the
+        indexing maps (:meth:`kernel_extent`)."""
         clones, inputs = closure(root, self.free.get)
         ports = []
         for value in inputs:
@@ -331,6 +391,7 @@ class FunctionConversion(Collectives):
         name = f"{self.name}_kernel_{self.kernels}"
         self.kernels += 1
         build_kernel(name, self.fn, ports, clones + [root], outputs, root.location)
-        outs = [self.alloc(r, p) for r, p in zip(results, placements)]
+        extents = [extent_of] if extent_of is not None else [self.kernel_extent(root, i) if i < len(root.results) and r == root.results[i] else None for i, r in enumerate(results)]
+        outs = [self.alloc(r, p, e) for r, p, e in zip(results, placements, extents)]
         callee = ir.FlatSymbolRefAttr.get(name)
         self.create(func.CallOp.OPERATION_NAME, operands=[p.outer for p in ports] + outs, attributes={"callee": callee})

@@ -4,7 +4,8 @@ types (used by ``hir-convert-shard-to-hir``).
 After ``shard-partition`` every tensor has its local (per-device) shape and no sharding.
 hir types carry the global shape and a ``#hir.shard`` placement, so the conversion
 recovers each value's placement on each axis of the grid (a :class:`GridPlacement`; shown
-here for a 1-D grid of n devices; on a multi-D grid each grid axis splits or sums apart):
+here for a 1-D grid of n devices; on a multi-D grid each grid axis splits or sums apart, and
+a dim split over several grid axes grows by their product, row-major over them):
 
     replicated   local L            -> memref<L, #hir.shard<mesh, -1>>
     split(a)     local L            -> memref<L with L[a] * n, #hir.shard<mesh, a>>
@@ -17,7 +18,10 @@ Placements come from function arguments (``hir.split_axes`` recorded before part
 by ``hir-record-shard-signature``, else the needs of a collective reading the argument,
 else replicated), from collectives, and forward through linalg / tensor ops by their
 indexing maps: a split operand dim indexed by a parallel loop splits the output dim of that
-loop, one indexed by a reduction loop makes the output partial.
+loop, one indexed by a reduction loop makes the output partial. ``tensor.extract_slice`` /
+``insert_slice`` act on each device's block and keep its placement (shard-partition pads a
+block with its halos that way; the global shape of such a value is that of the devices'
+blocks side by side, checked at the function boundary).
 """
 
 import re
@@ -71,7 +75,18 @@ class GridPlacement:
         return self.axes[grid_axis]
 
     def with_axis(self, grid_axis: int, placement: Placement) -> "GridPlacement":
-        return GridPlacement(tuple(placement if k == grid_axis else p for k, p in enumerate(self.axes)))
+        return self.with_axes([grid_axis], placement)
+
+    def with_axes(self, grid_axes: list[int], placement: Placement) -> "GridPlacement":
+        return GridPlacement(tuple(placement if k in grid_axes else p for k, p in enumerate(self.axes)))
+
+    def split_minor_to(self, grid_axes: list[int]) -> Optional[int]:
+        """A grid axis outside ``grid_axes`` that splits a dim which one of them splits, and
+        is minor to one of them (None if there is none): the devices along ``grid_axes``
+        then hold no contiguous block of that dim (a dim split over several grid axes is cut
+        row-major over them)."""
+        dims = {p.axis for k, p in enumerate(self.axes) if k in grid_axes and p.kind == "split"}
+        return next((j for j, p in enumerate(self.axes) if j not in grid_axes and p.kind == "split" and p.axis in dims and j > min(grid_axes)), None)
 
     @property
     def kind(self) -> str:
@@ -103,36 +118,29 @@ class Grid:
     def rank(self) -> int:
         return len(self.shape)
 
-    def lines(self, grid_axis: int) -> list[list[int]]:
-        """The device lines along ``grid_axis`` (the teams of a collective over it)."""
-        return [list(line) for line in self.sharding([None] * self.rank).lines(grid_axis)]
+    def lines(self, grid_axes: list[int]) -> list[list[int]]:
+        """The device lines along ``grid_axes`` (the teams of a collective over them)."""
+        return [list(line) for line in self.sharding([None] * self.rank).lines(grid_axes)]
 
     def sharding(self, splits: list) -> Sharding:
         return Sharding.of(self.mesh, self.shape, splits)
 
     def buffer_type(self, local: ir.Type, placement: GridPlacement) -> ir.MemRefType:
         """The hir buffer type of a value with local tensor type ``local``: split dims grow
-        by their grid axis's extent; a partial sum gets a leading device axis split over its
-        grid axis."""
+        by their grid axes' extents (a dim split over several grid axes by their product, the
+        parts row-major as upstream's ``[[0, 1]]``); a partial sum gets a leading device axis
+        split over the grid axes the sum is pending on."""
         shaped = ir.RankedTensorType(local)
         shape = list(shaped.shape)
-        if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
-            raise PlacementError(f"has the dynamic type {local}; hir buffers have static shapes (give every dim a size)")
         partial = [k for k, p in enumerate(placement.axes) if p.kind == "partial"]
-        if len(partial) > 1:
-            raise PlacementError(f"is a partial sum over grid axes {partial}; all-reduce one grid axis at a time")
         lead = 1 if partial else 0
-        if partial:
-            shape = [self.shape[partial[0]]] + shape
-        split_dims = [p.axis for p in placement.axes if p.kind == "split"]
-        if len(set(split_dims)) != len(split_dims):
-            dim = next(d for d in split_dims if split_dims.count(d) > 1)
-            axes = [k for k, p in enumerate(placement.axes) if p == split(dim)]
-            raise PlacementError(f"splits dim {dim} over grid axes {axes}; a #hir.shard buffer axis is split by one mesh axis (not yet converted)")
+        if partial:  # one device axis, split over every grid axis the sum is pending on
+            shape = [prod(self.shape[k] for k in partial)] + shape
         splits: list = [None] * self.rank
         for k, p in enumerate(placement.axes):
             if p.kind == "split":
-                shape[p.axis + lead] *= self.shape[k]
+                if not ir.ShapedType.is_dynamic_size(shape[p.axis + lead]):  # a dynamic extent stays '?': sized at run time
+                    shape[p.axis + lead] *= self.shape[k]
                 splits[k] = p.axis + lead
             elif p.kind == "partial":
                 splits[k] = 0
@@ -146,13 +154,16 @@ def local_shape(local: ir.Type, placement: GridPlacement) -> list[int]:
     return [1] + shape if placement.kind == "partial" else shape
 
 
+def axis_groups(attr: ir.Attribute) -> list[list[int]]:
+    """The groups of ``#shard<axisarray[[0], [], [1, 2]]>``: per tensor dim, its grid axes."""
+    return [[int(a) for a in text.replace(" ", "").split(",") if a] for text in re.findall(r"\[([^\[\]]*)\]", str(attr))]
+
+
 def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid) -> GridPlacement:
     """The placement of ``#shard<axisarray[[0], [1]]>`` (tensor dim d split over the grid
     axes listed in group d)."""
-    groups = re.findall(r"\[([^\[\]]*)\]", str(attr))
     axes = [REPLICATED] * grid.rank
-    for dim, text in enumerate(groups):
-        grid_axes = [int(a) for a in text.replace(" ", "").split(",") if a]
+    for dim, grid_axes in enumerate(axis_groups(attr)):
         if not grid_axes:
             continue
         if dim >= rank:
@@ -168,7 +179,7 @@ def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid) -> GridPlace
     return GridPlacement(tuple(axes))
 
 
-def _maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
+def maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
     """(indexing maps as lists of loop dims or None for constants, reduction loops) of a
     structured op whose maps are known, else None."""
     from torch_mlir.dialects import linalg  # lazily: linalg's opdsl costs hir-opt ~0.1 s and numpy at start
@@ -204,7 +215,7 @@ def infer(op: ir.Operation, operands: list[GridPlacement], rank: int) -> GridPla
 
 def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
     """The placement of the (every) tensor result of a linalg / tensor op on one grid axis."""
-    from torch_mlir.dialects import linalg, tensor  # lazily, as in _maps_of
+    from torch_mlir.dialects import linalg, tensor  # lazily, as in maps_of
 
     known = [p for p in operands if p not in (FREE, REPLICATED)]
     if not known:
@@ -212,7 +223,7 @@ def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
     if PARTIAL in known:
         if op.name in ADDITIVE and all(p in (PARTIAL, FREE) for p in operands):
             return PARTIAL  # a sum of partial sums
-        if operands[-1] == PARTIAL and PARTIAL not in operands[:-1] and _maps_of(op) is not None:
+        if operands[-1] == PARTIAL and PARTIAL not in operands[:-1] and maps_of(op) is not None:
             if _infer_axis(op, operands[:-1] + [FREE]) == PARTIAL:
                 return PARTIAL  # a partial product accumulated into a partial init: one pending sum
         raise PlacementError("reads a partial sum (a value still to be all-reduced); only shard.all_reduce / reduce_scatter may read it")
@@ -226,7 +237,11 @@ def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:
         return split(kept[axis])
     if name in (tensor.ExpandShapeOp.OPERATION_NAME, tensor.CollapseShapeOp.OPERATION_NAME):
         return _reshaped(op, axis, name == tensor.ExpandShapeOp.OPERATION_NAME)
-    maps = _maps_of(op)
+    if name in (tensor.ExtractSliceOp.OPERATION_NAME, tensor.InsertSliceOp.OPERATION_NAME):
+        if len(set(known)) != 1:  # each device slices (into) its own block: one layout
+            raise PlacementError(f"slices operands placed differently ({', '.join(map(str, operands))})")
+        return known[0]
+    maps = maps_of(op)
     if maps is None:
         raise PlacementError(f"has no rule for operands {', '.join(map(str, operands))} (its result's placement is unknown)")
     dims, reductions = maps

@@ -26,7 +26,8 @@ After::
         -> (tensor<8x64xf32> {hir.global_type = tensor<8x64xf32>, hir.split_axes = #shard<axisarray[[], [0]]>}) {
       ...                                              // body unchanged
 
-A sharding with halo sizes or uneven ``sharded_dims_offsets`` is refused at the sharding op.
+A sharding of an argument or result with halo sizes or ``sharded_dims_offsets`` is refused
+at the sharding op.
 """
 
 from dataclasses import dataclass
@@ -38,7 +39,10 @@ from torch_mlir.dialects import func, shard
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, SPLIT_AXES_ATTR
 
-_UNCONVERTED = {"static_halo_sizes": "halo sizes", "static_sharded_dims_offsets": "sharded_dims_offsets"}
+_UNCONVERTED = {
+    "static_halo_sizes": "has halo sizes on a function argument or result; hir's arguments and results are blocks without halos (halos of values inside the function convert: shard.update_halo)",
+    "static_sharded_dims_offsets": "has sharded_dims_offsets; hir-convert-shard-to-hir converts even splits only",
+}
 
 
 def _sharding_of(shard_op: ir.Operation) -> ir.Attribute:
@@ -49,9 +53,9 @@ def _sharding_of(shard_op: ir.Operation) -> ir.Attribute:
     op = sharding.owner.operation
     if len(op.operands):
         raise PassFailure("'shard.sharding' op has dynamic halo sizes or offsets; hir converts static shardings only", op.location)
-    for name, what in _UNCONVERTED.items():
+    for name, why in _UNCONVERTED.items():
         if name in op.attributes and len(ir.DenseI64ArrayAttr(op.attributes[name])):
-            raise PassFailure(f"'shard.sharding' op has {what}; hir-convert-shard-to-hir converts even splits without halos only", op.location)
+            raise PassFailure(f"'shard.sharding' op {why}", op.location)
     return op.attributes["split_axes"]
 
 

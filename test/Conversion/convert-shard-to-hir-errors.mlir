@@ -3,10 +3,10 @@
 // CHECK-NOT: Traceback
 
 shard.grid @g(shape = 2x2)
-func.func @two_grid_axes(%p: tensor<2x16xf32>) -> tensor<2x16xf32> {
-  // CHECK: convert-shard-to-hir-errors.mlir:8:8: error: 'shard.all_reduce' op runs over grid axes [0, 1]; hir collectives run over one axis of the 2-D grid
-  %r = shard.all_reduce %p on @g grid_axes = [0, 1] : tensor<2x16xf32> -> tensor<2x16xf32>
-  return %r : tensor<2x16xf32>
+func.func @two_grid_axes(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> tensor<4x16xf32> {
+  // CHECK: convert-shard-to-hir-errors.mlir:8:8: error: 'shard.all_gather' op runs over grid axes [0] of a value split along dim 0 by grid axis 1 too, minor to them: a team along [0] holds no contiguous block of it
+  %r = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
 }
 
 // -----
@@ -120,18 +120,20 @@ func.func @global_mismatch(%x: tensor<4x16xf32> {hir.global_type = tensor<7x16xf
 // -----
 
 shard.grid @g(shape = 2)
-func.func @dynamic(%x: tensor<?x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x16xf32> {
-  // CHECK: error: 'func.func' op @dynamic argument #0 has the dynamic type tensor<?x16xf32>; hir buffers have static shapes
-  return %x : tensor<?x16xf32>
+func.func @dynamic(%x: tensor<?x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?xf32> {
+  // CHECK: error: 'tensor.collapse_shape' op result #0 has the dynamic type tensor<?xf32>: hir cannot size dim 0 of its buffer at run time (no operand of the same global extent)
+  %c = tensor.collapse_shape %x [[0, 1]] : tensor<?x16xf32> into tensor<?xf32>
+  return %c : tensor<?xf32>
 }
 
 // -----
 
-// A dim split over two grid axes (the 2-D weight-stationary layout) is not converted yet.
+// A team over several grid axes takes them major to minor (the devices' row-major order).
 shard.grid @g(shape = 2x2)
-func.func @two_axes_one_dim(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> tensor<2x16xf32> {
-  // CHECK: error: 'func.func' op @two_axes_one_dim argument #0 splits dim 0 over grid axes [0, 1]; a #hir.shard buffer axis is split by one mesh axis
-  return %x : tensor<2x16xf32>
+func.func @minor_first_team(%p: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  // CHECK: error: 'shard.all_reduce' op runs over grid axes [1, 0] minor-first; hir runs a team over grid axes in grid order (row-major)
+  %r = shard.all_reduce %p on @g grid_axes = [1, 0] : tensor<2x16xf32> -> tensor<2x16xf32>
+  return %r : tensor<2x16xf32>
 }
 
 // -----
@@ -139,7 +141,7 @@ func.func @two_axes_one_dim(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisar
 // Several grids per module convert (each function on the one it uses); one function on two of different shapes does not.
 shard.grid @a(shape = 2)
 shard.grid @b(shape = 4)
-// CHECK: convert-shard-to-hir-errors.mlir:143:1: error: 'func.func' op @two_grids uses the grids @a (2), @b (4); hir converts a function on grids of one shape
+// CHECK: convert-shard-to-hir-errors.mlir:145:1: error: 'func.func' op @two_grids uses the grids @a (2), @b (4); hir converts a function on grids of one shape
 func.func @two_grids(%x: tensor<2x16xf32>, %p: tensor<8xf32>) -> (tensor<4x16xf32>, tensor<8xf32>) {
   %g = shard.all_gather %x on @a grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
   %r = shard.all_reduce %p on @b grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
@@ -149,7 +151,7 @@ func.func @two_grids(%x: tensor<2x16xf32>, %p: tensor<8xf32>) -> (tensor<4x16xf3
 // -----
 
 shard.grid @dyn(shape = ?)
-// CHECK: convert-shard-to-hir-errors.mlir:151:1: error: 'shard.grid' op has shape ?; every extent must be static and positive
+// CHECK: convert-shard-to-hir-errors.mlir:153:1: error: 'shard.grid' op has shape ?; every extent must be static and positive
 func.func @dynamic_grid(%p: tensor<8xf32>) -> tensor<8xf32> {
   %r = shard.all_reduce %p on @dyn grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
   return %r : tensor<8xf32>
@@ -163,4 +165,46 @@ func.func @extract_split(%x: tensor<4xi64> {hir.split_axes = #shard<axisarray[[0
   // CHECK: error: 'tensor.extract' op reads an element of %arg0, which is split along dim 0; hir reads elements of replicated tensors only
   %e = tensor.extract %x[%c0] : tensor<4xi64>
   return %e : i64
+}
+
+// -----
+
+// A partial sum pending on two grid axes is reduced over both at once.
+shard.grid @g(shape = 2x2)
+func.func @pending_on_two(%x: tensor<2x2xf32> {hir.split_axes = #shard<axisarray[[], [0, 1]]>}, %w: tensor<2x2xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> tensor<2x2xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x2xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x2xf32>) -> tensor<2x2xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<2x2xf32>, tensor<2x2xf32>) outs(%f : tensor<2x2xf32>) -> tensor<2x2xf32>
+  // CHECK: error: 'shard.all_reduce' op sums over grid axes [1] a value whose sum is pending on grid axes [0, 1]; hir reduces a partial sum over all its grid axes at once
+  %r = shard.all_reduce %p on @g grid_axes = [1] : tensor<2x2xf32> -> tensor<2x2xf32>
+  return %r : tensor<2x2xf32>
+}
+
+// -----
+
+// Halos are exchanged on 1-D grids, and fit in the block's core.
+shard.grid @g(shape = 2x2)
+func.func @halo_2d(%x: tensor<6x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<6x3xf32> {
+  // CHECK: error: 'shard.update_halo' op on the 2-D grid @g: hir exchanges halos on 1-D grids only
+  %h = shard.update_halo %x on @g split_axes = [[0]] halo_sizes = [1, 1] : tensor<6x3xf32>
+  return %h : tensor<6x3xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 2)
+func.func @halo_too_big(%x: tensor<4x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4x3xf32> {
+  // CHECK: error: 'shard.update_halo' op has halos [2, 1] on dim 0 of local extent 4; each must fit in the core (1 rows)
+  %h = shard.update_halo %x on @g split_axes = [[0]] halo_sizes = [2, 1] : tensor<4x3xf32>
+  return %h : tensor<4x3xf32>
+}
+
+// -----
+
+shard.grid @g(shape = 2)
+func.func @slice_dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // CHECK: error: 'shard.all_slice' op slices the dynamic dim 0 of tensor<?x4xf32>; hir slices a static dim at the device's offset
+  %s = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+  return %s : tensor<?x4xf32>
 }

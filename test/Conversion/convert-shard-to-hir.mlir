@@ -183,6 +183,89 @@ func.func @grid_2x2(%x: tensor<4x16xf32> {hir.split_axes = #shard<axisarray[[0]]
 
 // -----
 
+// A dim split over both axes of a 2x2 grid (split_axes = [[], [0, 1]]: device (i, j) holds
+// part 2i + j) is one buffer axis split by both mesh axes; a collective over grid_axes = [0, 1]
+// runs with one team of the four devices, row-major. The partial product of a contraction over
+// that dim is pending on both grid axes: one device axis of 4, split by both.
+// CHECK-LABEL: func.func @two_axes(
+// CHECK-SAME:  %arg0: memref<2x8xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 1>>>
+// CHECK-SAME:  %arg1: memref<8x4xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>
+// CHECK:       "hir.allgather"(%arg0, %{{.*}}) {axis = 1 : i64, backend = "gloo", team = dense<{{\[\[}}0, 1, 2, 3]]> : tensor<1x4xi64>}
+// CHECK:       memref.alloc() : memref<4x2x4xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>
+// CHECK:       "hir.reduce_scatter"(%{{.*}}, %{{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", scatter_axis = 2 : i64, team = dense<{{\[\[}}0, 1, 2, 3]]> : tensor<1x4xi64>}
+// CHECK-SAME:  -> !hir.work
+// LOWER-LABEL: func.func @two_axes(
+// LOWER:       "hir.allgather"{{.*}}team = dense<{{\[\[}}0, 1, 2, 3]]>
+// LOWER:       "hir.reduce_scatter"{{.*}}team = dense<{{\[\[}}0, 1, 2, 3]]>
+shard.grid @g(shape = 2x2)
+func.func @two_axes(%x: tensor<2x2xf32> {hir.split_axes = #shard<axisarray[[], [0, 1]]>}, %w: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> (tensor<2x8xf32>, tensor<2x1xf32>) {
+  %z = arith.constant 0.0 : f32
+  %g = shard.all_gather %x on @g grid_axes = [0, 1] gather_axis = 1 : tensor<2x2xf32> -> tensor<2x8xf32>
+  %e = tensor.empty() : tensor<2x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<2x2xf32>, tensor<2x4xf32>) outs(%f : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %r = shard.reduce_scatter %p on @g grid_axes = [0, 1] scatter_dim = 1 : tensor<2x4xf32> -> tensor<2x1xf32>
+  return %g, %r : tensor<2x8xf32>, tensor<2x1xf32>
+}
+
+// -----
+
+// update_halo: each halo is a hir.shift of the neighbour's boundary rows (rotating), written
+// into the block by a kernel, kept where the device is at that end of the grid axis (host
+// compare of hir.device_index). Halos [1, 2]: the lower from the device before (offset n-1),
+// the upper from the device after (offset 1).
+// CHECK-LABEL: func.func @halo(
+// CHECK:       %[[LOW:.*]] = arith.constant 1 : index
+// CHECK:       "hir.shift"(%{{.*}}, %{{.*}}, %[[LOW]]) {backend = "gloo", team = array<i64: 0, 1>} : (memref<2x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// CHECK:       %[[D0:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1>}
+// CHECK:       %[[FIRST:.*]] = arith.cmpi eq, %[[D0]], %c0
+// CHECK:       call @halo_kernel_{{[0-9]+}}(%[[FIRST]],
+// CHECK:       "hir.shift"(%{{.*}}, %{{.*}}, %{{.*}}) {backend = "gloo", team = array<i64: 0, 1>} : (memref<4x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// CHECK:       %[[D1:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1>}
+// CHECK:       %[[LAST:.*]] = arith.cmpi eq, %[[D1]], %c1
+// CHECK:       call @halo_kernel_{{[0-9]+}}(%[[LAST]],
+// CHECK:       return %{{.*}} : memref<14x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// LOWER-LABEL: func.func @halo(
+// LOWER-COUNT-2: "hir.shift"
+shard.grid @g(shape = 2)
+func.func @halo(%x: tensor<7x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<7x3xf32> {
+  %h = shard.update_halo %x on @g split_axes = [[0]] halo_sizes = [1, 2] : tensor<7x3xf32>
+  return %h : tensor<7x3xf32>
+}
+
+// -----
+
+// Dynamic dims: the global type keeps '?' (the interpreter splits the input it is given);
+// a buffer is sized at run time with the global extent of an operand read along the same
+// loop (memref.dim); tensor.dim (a local extent) is the global one over the parts.
+// CHECK-LABEL: func.func @dynamic(
+// CHECK-SAME:  %arg0: memref<?x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// CHECK:       %[[G:.*]] = memref.dim %arg0, %c0
+// CHECK:       %[[L:.*]] = arith.divui %[[G]], %c2
+// CHECK:       %[[D:.*]] = memref.dim %arg0
+// CHECK:       %[[K:.*]] = memref.alloc(%[[D]]) : memref<?x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// CHECK:       call @dynamic_kernel_0(%arg0, %[[L]], %[[K]])
+// CHECK:       %[[D2:.*]] = memref.dim %[[K]]
+// CHECK:       memref.alloc(%[[D2]]) : memref<?x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+// CHECK:       "hir.allgather"
+// LOWER-LABEL: func.func @dynamic(
+// LOWER:       "hir.allgather"
+shard.grid @g(shape = 2)
+func.func @dynamic(%x: tensor<?x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%d) : tensor<?x4xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  } -> tensor<?x4xf32>
+  %g = shard.all_gather %s on @g grid_axes = [0] gather_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+  return %g : tensor<?x4xf32>
+}
+
+// -----
+
 // Device coordinates on a multi-D grid: the mesh position divided by the stride of the grid
 // axis, modulo its extent (row-major). all_slice on grid axis 1 slices at coordinate 1's offset.
 // CHECK-LABEL: func.func private @multi_index_kernel_0

@@ -273,9 +273,9 @@ func.func @receiver_on_mesh(%x: memref<4x8xf32, #hir.shard<array<i64: 0, 1>, 0 :
 
 // -----
 
-// multi-D mesh: the teams must be the lines of the mesh along one mesh axis
+// multi-D mesh: the teams must be the lines of the mesh along some mesh axes
 func.func @teams_not_lines(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) {
-  // expected-error @+1 {{teams [[0, 3], [1, 2]] must be the lines of the mesh [0, 1, 2, 3] with splits [0, 1] along one mesh axis, each in mesh order}}
+  // expected-error @+1 {{teams [[0, 3], [1, 2]] must be the lines of the mesh [0, 1, 2, 3] with splits [0, 1] along some mesh axes, each in mesh order}}
   %w = "hir.allgather"(%x, %y) {axis = 1 : i64, backend = "gloo", team = dense<[[0, 3], [1, 2]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) -> !hir.work
   return
 }
@@ -286,6 +286,25 @@ func.func @teams_not_lines(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]
 func.func @other_axis_changes(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) {
   // expected-error @+1 {{mesh axis 0 splits input axis 0 and output axis -1; a collective along mesh axis 1 keeps the other mesh axes' splits}}
   %w = "hir.allgather"(%x, %y) {axis = 1 : i64, backend = "gloo", team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> !hir.work
+  return
+}
+
+// -----
+
+// multi-D mesh: a team along several mesh axes needs them all to split one buffer axis
+func.func @plane_mixed_splits(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) {
+  // expected-error @+1 {{a collective along mesh axes [0, 1] sees each line's block as a 1-D placement: mesh axes [0, 1] split buffer axes [0, 1]; a team along several mesh axes needs them all to split one buffer axis or none}}
+  %w = "hir.allgather"(%x, %y) {axis = 1 : i64, backend = "gloo", team = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> !hir.work
+  return
+}
+
+// -----
+
+// multi-D mesh: buffer axis 0 split by mesh axes 0 and 1 (row-major): the lines along mesh
+// axis 0 hold no contiguous block of it
+func.func @lines_not_contiguous(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, 0>>>) {
+  // expected-error @+1 {{a collective along mesh axis 0 sees each line's block as a 1-D placement: buffer axis 0 is also split by mesh axis 1, minor to mesh axes [0]: a line along them holds no contiguous block}}
+  %w = "hir.allgather"(%x, %y) {axis = 0 : i64, backend = "gloo", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, 0>>>) -> !hir.work
   return
 }
 

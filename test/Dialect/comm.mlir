@@ -54,3 +54,20 @@ func.func @communication_2d(
   "hir.wait"(%w2) : (!hir.work) -> ()
   return
 }
+
+// Buffer axis 1 split by both mesh axes (part 2i + j on device (i, j)); a collective along
+// both mesh axes runs with one team of the four devices, row-major.
+// CHECK-LABEL: func.func @communication_plane
+// CHECK: "hir.allgather"{{.*}}team = dense<{{\[\[}}0, 1, 2, 3]]> : tensor<1x4xi64>
+// CHECK: "hir.allgather"{{.*}}team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>
+func.func @communication_plane(
+    %cols4: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 1>>>,
+    %full: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>,
+    %cols2: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, -1>>>) {
+  %w0 = "hir.allgather"(%cols4, %full) {axis = 1 : i64, backend = "nccl", team = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> !hir.work
+  "hir.wait"(%w0) : (!hir.work) -> ()
+  // along the minor mesh axis only: each line holds a contiguous half of axis 1
+  %w1 = "hir.allgather"(%cols4, %cols2) {axis = 1 : i64, backend = "nccl", team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, -1>>>) -> !hir.work
+  "hir.wait"(%w1) : (!hir.work) -> ()
+  return
+}

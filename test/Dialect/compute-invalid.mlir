@@ -264,10 +264,10 @@ func.func @linear_segments(%x: memref<3x4xf32>, %w: memref<2x4xf32>, %y: memref<
 
 // -----
 
-// multi-D shard: two mesh axes may not split one buffer axis
-func.func @nested_split(%a: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, %o: memref<8x4xf32>) {
-  // expected-error @+1 {{two mesh axes split buffer axis 0; each buffer axis is split by one mesh axis at most}}
-  "hir.set"(%a, %o) : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, memref<8x4xf32>) -> ()
+// multi-D shard: two mesh axes splitting one buffer axis cut it into the product of their extents
+func.func @nested_split(%a: memref<6x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, %o: memref<6x4xf32>) {
+  // expected-error @+1 {{axis 0 of extent 6 does not split evenly over 4 devices}}
+  "hir.set"(%a, %o) : (memref<6x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, memref<6x4xf32>) -> ()
   return
 }
 

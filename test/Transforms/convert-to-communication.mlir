@@ -175,3 +175,20 @@ func.func @mesh_2x2(%arg0: memref<2x4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> 
   "hir.set"(%0, %1) : (memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>, memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> ()
   return %1 : memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
 }
+
+// -----
+
+// A buffer axis split by both mesh axes of a 2x2 mesh (part 2i + j on device (i, j)):
+// replicating it differs along both mesh axes, whose lines (one plane of the four devices,
+// row-major) see a 1-D split: one allgather by that team. A reduction summing a device axis
+// split by both mesh axes is one allreduce by it.
+// CHECK-LABEL: func.func @mesh_2x2_plane
+// CHECK:       "hir.allgather"(%arg0, %{{.*}}) {axis = 1 : i64, backend = "nccl", team = dense<{{\[\[}}0, 1, 2, 3]]> : tensor<1x4xi64>}
+// CHECK:       "hir.allreduce"(%arg1, %{{.*}}) {axis = 0 : i64, backend = "nccl", reduction = "sum", team = dense<{{\[\[}}0, 1, 2, 3]]> : tensor<1x4xi64>}
+func.func @mesh_2x2_plane(%arg0: memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 1>>>, %arg1: memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>) -> (memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, memref<8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) {
+  %0 = memref.alloc() : memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
+  "hir.set"(%arg0, %0) : (memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 1>>>, memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> ()
+  %1 = memref.alloc() : memref<8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
+  "hir.reduction"(%arg1, %1) {kind = "sum", axes = array<i64: 0>} : (memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 0>>>, memref<8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> ()
+  return %0, %1 : memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, memref<8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
+}

@@ -96,12 +96,44 @@ def handwritten(n: int) -> list:
         ("grid_1x1xn_all_reduce", prog("%p: tensor<8xf32>) -> tensor<8xf32>",
             "  %r = shard.all_reduce %p on @g grid_axes = [0, 1, 2] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>").replace(f"shape = {n}", f"shape = 1x1x{n}"),
          lambda p: p.sum(0)),
+        # dynamic dims: buffers sized at run time from the global extents (memref.dim), the
+        # local extent of tensor.dim is the global one over the parts (8 rows in the runs)
+        ("dynamic_dims", prog("%x: tensor<?x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x4xf32>", DYNAMIC_DIMS), lambda x: x + x),
+        # a 1-D stencil on blocks padded with halos [1, 2] (zeros past the global ends):
+        # y[i] = x[i - 1] + x[i + 1] + x[i + 2]
+        ("update_halo_stencil", prog("%x: tensor<4x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4x3xf32>", HALO_STENCIL),
+         lambda x: sum(torch.nn.functional.pad(x, (0, 0, 1, 2))[a : a + 4 * n] for a in (0, 2, 3))),
     ] + (grid_2x2() if n == 4 else [])  # fmt: skip
+
+
+DYNAMIC_DIMS = """  %c0 = arith.constant 0 : index
+  %d = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%d) : tensor<?x4xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.addf %a, %a : f32
+    linalg.yield %n : f32
+  } -> tensor<?x4xf32>
+  %g = shard.all_gather %s on @g grid_axes = [0] gather_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+  return %g : tensor<?x4xf32>"""
+
+
+HALO_STENCIL = """  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<7x3xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<7x3xf32>) -> tensor<7x3xf32>
+  %p = tensor.insert_slice %x into %f[1, 0] [4, 3] [1, 1] : tensor<4x3xf32> into tensor<7x3xf32>
+  %h = shard.update_halo %p on @g split_axes = [[0]] halo_sizes = [1, 2] : tensor<7x3xf32>
+  %a = tensor.extract_slice %h[0, 0] [4, 3] [1, 1] : tensor<7x3xf32> to tensor<4x3xf32>
+  %b = tensor.extract_slice %h[2, 0] [4, 3] [1, 1] : tensor<7x3xf32> to tensor<4x3xf32>
+  %c = tensor.extract_slice %h[3, 0] [4, 3] [1, 1] : tensor<7x3xf32> to tensor<4x3xf32>
+  %s0 = arith.addf %a, %b : tensor<4x3xf32>
+  %s1 = arith.addf %s0, %c : tensor<4x3xf32>
+  return %s1 : tensor<4x3xf32>"""
 
 
 def grid_2x2() -> list:
     """Partitioned programs on a 2x2 grid (grid axis 0: data parallel rows, grid axis 1:
-    tensor parallel), each collective over one grid axis."""
+    tensor parallel), collectives over one grid axis or both."""
     import torch
 
     def prog(sig: str, body: str) -> str:
@@ -144,6 +176,20 @@ def grid_2x2() -> list:
         ("2x2_all_to_all_axis0", prog("%x: tensor<4x2xf32>) -> tensor<2x4xf32>",
             "  %r = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<4x2xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
          lambda x: x),
+        # a dim split over both grid axes ([[], [0, 1]]: device (i, j) holds part 2i + j);
+        # collectives over both axes run with one team of the four devices
+        ("2x2_all_gather_axes01", prog("%x: tensor<2x2xf32> {hir.split_axes = #shard<axisarray[[], [0, 1]]>}) -> tensor<2x8xf32>",
+            "  %r = shard.all_gather %x on @g grid_axes = [0, 1] gather_axis = 1 : tensor<2x2xf32> -> tensor<2x8xf32>\n  return %r : tensor<2x8xf32>"),
+         lambda x: x),
+        ("2x2_all_gather_minor_of_two", prog("%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> tensor<4x4xf32>",
+            "  %r = shard.all_gather %x on @g grid_axes = [1] gather_axis = 0 : tensor<2x4xf32> -> tensor<4x4xf32>\n  return %r : tensor<4x4xf32>"),
+         lambda x: x),
+        ("2x2_all_reduce_axes01", prog("%p: tensor<8x4xf32>) -> tensor<8x4xf32>",
+            "  %r = shard.all_reduce %p on @g grid_axes = [0, 1] : tensor<8x4xf32> -> tensor<8x4xf32>\n  return %r : tensor<8x4xf32>"),
+         lambda p: p.sum(0)),
+        ("2x2_reduce_scatter_axes01", prog("%p: tensor<8x4xf32>) -> tensor<2x4xf32>",
+            "  %r = shard.reduce_scatter %p on @g grid_axes = [0, 1] scatter_dim = 0 : tensor<8x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
+         lambda p: p.sum(0)),
     ]  # fmt: skip
 
 
@@ -176,11 +222,13 @@ func.func @mlp(%a: {mk}, %b: {kn}, %c: {nk}) -> {mk} {{
 """
 
 
-def tosa_mlp(grid: str, x: str, w1: str, h: str, w2: str) -> str:
+def tosa_mlp(grid: str, x: str, w1: str, h: str, w2: str, x_in: str = "") -> str:
     """sigmoid(x @ w1 + b) @ w2 all in TOSA (tosa.matmul on batch-1 3-D tensors, tosa.add,
     tosa.sigmoid), weights stationary; ``x`` ... are the split axes of the activation, the
-    weights and the hidden value (and the bias)."""
+    weights and the hidden value (and the bias); ``x_in``, when given, how the activation
+    arrives (then resharded to ``x`` for the matmul)."""
     t = {"x": "tensor<1x8x16xf32>", "w1": "tensor<1x16x32xf32>", "h": "tensor<1x8x32xf32>", "w2": "tensor<1x32x16xf32>"}
+    arrives = f"  %s_in = shard.sharding @grid split_axes = {x_in} : !shard.sharding\n  %x0 = shard.shard %x to %s_in : {t['x']}\n" if x_in else ""
     return f"""shard.grid @grid(shape = {grid})
 func.func @mlp(%x: {t['x']}, %w1: {t['w1']}, %b: {t['h']}, %w2: {t['w2']}) -> {t['x']} {{
   %zp = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
@@ -188,7 +236,7 @@ func.func @mlp(%x: {t['x']}, %w1: {t['w1']}, %b: {t['h']}, %w2: {t['w2']}) -> {t
   %s_w1 = shard.sharding @grid split_axes = {w1} : !shard.sharding
   %s_h = shard.sharding @grid split_axes = {h} : !shard.sharding
   %s_w2 = shard.sharding @grid split_axes = {w2} : !shard.sharding
-  %x1 = shard.shard %x to %s_x annotate_for_users : {t['x']}
+{arrives}  %x1 = shard.shard {"%x0" if x_in else "%x"} to %s_x annotate_for_users : {t['x']}
   %w11 = shard.shard %w1 to %s_w1 annotate_for_users : {t['w1']}
   %b1 = shard.shard %b to %s_h annotate_for_users : {t['h']}
   %w21 = shard.shard %w2 to %s_w2 annotate_for_users : {t['w2']}
@@ -210,6 +258,10 @@ func.func @mlp(%x: {t['x']}, %w1: {t['w1']}, %b: {t['h']}, %w2: {t['w2']}) -> {t
 # splits the activation's rows, grid axis 1 the hidden dim.
 TOSA_MLP_1D = dict(x="[[]]", w1="[[], [], [0]]", h="[[], [], [0]]", w2="[[], [0]]")
 TOSA_MLP_2X2 = dict(x="[[], [0]]", w1="[[], [], [1]]", h="[[], [0], [1]]", w2="[[], [1]]")
+# 2x2, the hidden dim split over both grid axes (the 2-D weight-stationary [[], [0, 1]]
+# layout): the activation arrives split over all four devices and is all-gathered by one team
+# of the four, the partial sum all-reduced by it.
+TOSA_MLP_2X2_TWO_AXES = dict(x_in="[[], [], [0, 1]]", x="[[]]", w1="[[], [], [0, 1]]", h="[[], [], [0, 1]]", w2="[[], [0, 1]]")
 
 
 WS_1D = dict(act="[[], [0]]", win="[[], [0]]", wout="[[0], []]", a0="[[]]", c0="[[], [0]]", sig="[[], [0]]", c1="[[]]")
@@ -263,6 +315,19 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4x6xf32>) -
   return %r : tensor<4x6xf32>
 }}
 """
+    # upstream's unshard_dynamic_axis: an all_gather of a dynamic dim, sized at run time
+    dynamic_unshard = f"""shard.grid @g(shape = {n})
+func.func @main(%x: tensor<?x14xf32>) -> tensor<?x14xf32> {{
+  %s0 = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %0 = shard.shard %x to %s0 : tensor<?x14xf32>
+  %s1 = shard.sharding @g split_axes = [[]] : !shard.sharding
+  %1 = shard.shard %0 to %s1 annotate_for_users : tensor<?x14xf32>
+  return %1 : tensor<?x14xf32>
+}}
+"""
+    # upstream's move_split_dynamic_axis: an all_to_all (all_gather, then all_slice of the
+    # static dim keeping the dynamic one's extent)
+    dynamic_move_split = dynamic_unshard.replace("split_axes = [[]]", "split_axes = [[], [0]]").replace("?x14", "?x16")  # 16 splits over 2 and 4
     # several grids per module: the function converts on the one its shardings name
     several_grids = f"""shard.grid @other(shape = 3x5)
 """ + for_users
@@ -270,13 +335,22 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4x6xf32>) -
     reduce_all = reduce_rows.replace("tensor<6xf32>", "tensor<f32>").replace("dimensions = [0]", "dimensions = [0, 1]")
     return [
         ("for_users_argument", for_users, torch.sigmoid),
+        ("dynamic_unshard", dynamic_unshard, lambda x: x),
+        ("dynamic_move_split", dynamic_move_split, lambda x: x),
         ("several_grids", several_grids, torch.sigmoid),
         ("linalg_reduce_0d", reduce_all, lambda x: x.sum()),
         ("k_split_partial_init", k_split, lambda a, b, c: c + a @ b),
         ("linalg_reduce", reduce_rows, lambda x: x.sum(0)),
         ("weight_stationary_1d", weight_stationary(str(n), WS_1D), lambda a, b, c: torch.sigmoid(a @ b) @ c),
         ("tosa_mlp_1d", tosa_mlp(str(n), **TOSA_MLP_1D), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
-    ] + ([("tosa_mlp_2x2", tosa_mlp("2x2", **TOSA_MLP_2X2), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2)] if n == 4 else [])
+    ] + (
+        [
+            ("tosa_mlp_2x2", tosa_mlp("2x2", **TOSA_MLP_2X2), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
+            ("tosa_mlp_2x2_two_axes", tosa_mlp("2x2", **TOSA_MLP_2X2_TWO_AXES), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
+        ]
+        if n == 4
+        else []
+    )
 
 
 def fx_mlp(n: int, sequence_parallel: bool):
@@ -323,6 +397,8 @@ def _check(name: str, module, reference, rank: int, failures: list) -> None:
     """Run ``module`` as converted and after hir-lower; compare with the reference."""
     import torch
 
+    from torch_mlir import ir
+
     import hir
 
     fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
@@ -330,8 +406,8 @@ def _check(name: str, module, reference, rank: int, failures: list) -> None:
     out_type = ir_function_result(fn)
     gen = torch.Generator().manual_seed(len(name))
     globals_ = [
-        torch.randint(-8, 8, list(t.shape), generator=gen, dtype=torch.int32) if str(t.element_type).startswith("i") else torch.randn(list(t.shape), generator=gen)
-        for t in arg_types
+        torch.randint(-8, 8, shape, generator=gen, dtype=torch.int32) if str(t.element_type).startswith("i") else torch.randn(shape, generator=gen)
+        for t, shape in ((t, [8 if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]) for t in arg_types)  # 8: a dynamic extent splits over 2 and 4
     ]
     want = _local(reference(*globals_), out_type, rank)
     inputs = [_local(g, t, rank) for g, t in zip(globals_, arg_types)]

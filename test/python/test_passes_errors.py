@@ -46,7 +46,7 @@ CONVERT = "hir-convert-to-communication"
         (f"memref<4x8xf32, {shard('array<i64: 0>', 0)}>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "split over the one-device mesh [0]"),
         ("memref<4x8xf32>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "mixes a buffer without a device mesh"),
         # multi-D meshes: collectives are written along one mesh axis, not inferred
-        (f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, 1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", "", "hir.set", "along mesh axes [0, 1] of a multi-dimensional mesh; reshard along one mesh axis at a time"),
+        (f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, 1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", "", "hir.set", "along mesh axes [0, 1] of a multi-dimensional mesh, whose lines see no 1-D placement"),
         (f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, -1>>>", "", "hir.set", "along mesh axis 0 as a hir.scatter; on a multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred"),
     ],
 )

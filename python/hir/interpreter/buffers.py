@@ -58,11 +58,11 @@ class BufferSpec:
         """The split axis on a 1-D mesh (raises on a multi-D one: 1-D-only callers)."""
         return None if self.sharding is None else self.sharding.axis
 
-    def project(self, rank: int, mesh_axis: int) -> "BufferSpec":
-        """What the line of a multi-D mesh through ``rank`` along ``mesh_axis`` sees: the
+    def project(self, rank: int, mesh_axes: tuple[int, ...]) -> "BufferSpec":
+        """What the line of a multi-D mesh through ``rank`` along ``mesh_axes`` sees: the
         block of the buffer it holds together, placed 1-D on that line."""
         s = self.sharding
-        return BufferSpec(tuple(s.others_local(self.shape, mesh_axis)), self.dtype, s.along(rank, mesh_axis), self.held, self.contiguous)
+        return BufferSpec(tuple(s.others_local(self.shape, mesh_axes)), self.dtype, s.along(rank, mesh_axes), self.held, self.contiguous)
 
     def local(self, shape: Sequence[int]) -> list[int]:
         """The local shape of a buffer whose global shape is ``shape`` (dynamic dims filled)."""

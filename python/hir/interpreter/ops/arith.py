@@ -183,4 +183,12 @@ class ArithImpls:
 
     @impl(arith.SelectOp)
     def select(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        if _on_tensors(op) and not isinstance(op.operation.operands[0].type, ir.RankedTensorType):
+            cond, a, b = c.uses(op)  # a scalar condition picks one whole tensor
+            out = c.define(op.operation.results[0])
+
+            def pick(env: list) -> None:
+                env[out] = env[a] if env[cond] else env[b]
+
+            return pick
         return _fold_or_step(c, op, lambda cond, a, b: a if cond else b)

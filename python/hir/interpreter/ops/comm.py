@@ -95,8 +95,8 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
         operands = op.operation.operands
         in_spec, out_spec = c.spec(operands[0]), c.spec(operands[1])
         if comm_ops.is_multi_team(op):  # this rank's line of a multi-D mesh: its 1-D view
-            mesh_axis = comm_ops.team_mesh_axis(in_spec.sharding, teams)
-            in_spec, out_spec = in_spec.project(c.rank, mesh_axis), out_spec.project(c.rank, mesh_axis)
+            mesh_axes = comm_ops.team_mesh_axes(in_spec.sharding, teams)
+            in_spec, out_spec = in_spec.project(c.rank, mesh_axes), out_spec.project(c.rank, mesh_axes)
         info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec)
         build_here = build
         if copy_engine.uses_copy_engines(c.runtime.device, op):  # backend "cuda" on GPU

@@ -7,9 +7,10 @@ the FX importer put around them (issue 15), on tensor values inside kernel segme
     %b = linalg.broadcast ins(%v) outs(%e) dimensions = [0]  -> v.unsqueeze.expand
     %x = tensor.expand_shape / tensor.collapse_shape         -> reshape (a view when possible)
     %s = tensor.extract_slice %t[0, %o] [8, 4] [1, 1]       -> a strided view (shard.all_slice)
+    %u = tensor.insert_slice %s into %t[2, 0] [8, 4] [1, 1]  -> a copy of %t, the slice overwritten
     %k = arith.constant dense<...> : tensor<...>             -> a torch tensor made once
 
-Results are new values: nothing here writes a tensor in place. The one exception is
+Results are new values: nothing here writes a tensor in place (insert_slice copies). The one exception is
 ``linalg.fill`` on a memref (no result), which sets a host buffer to a scalar, e.g. the loop
 index cast to a float (issue 12). hir has no ``hir.fill`` / ``hir.iota`` because the upstream
 op on memrefs already is destination-passing style and verified; an iota (0..n-1) is a kernel
@@ -134,32 +135,58 @@ def _static_or_slot(static: list[int], slots: list[int]) -> list:
 DYNAMIC_INDEX = ir.ShapedType.get_dynamic_stride_or_offset()  # also MLIR's dynamic size marker
 
 
-@impl(tensor.ExtractSliceOp)
-def extract_slice(c: Compiler, op: ir.OpView) -> Optional[Step]:
-    """Offsets, sizes and strides (static or index operands) as one slice per dim; a
-    rank-reducing slice is refused (its dropped dims are not recorded here)."""
+def _slicer(c: Compiler, op: ir.OpView, tensors: int, small: ir.Type):
+    """(slots of the ``tensors`` tensor operands, env -> the index of the slice) of an
+    extract_slice / insert_slice: offsets, sizes and strides (static or index operands) as
+    one slice per dim; a rank-reducing slice (``small`` of lower rank) is refused (its
+    dropped dims are not recorded here)."""
     slots = c.uses(op)
     counts = list(ir.DenseI32ArrayAttr(op.operation.attributes["operandSegmentSizes"]))
-    src = slots[0]
-    dyn = slots[1:]
-    offsets = _static_or_slot(get_i64_array(op, "static_offsets"), dyn[: counts[1]])
-    sizes = _static_or_slot(get_i64_array(op, "static_sizes"), dyn[counts[1] : counts[1] + counts[2]])
-    strides = _static_or_slot(get_i64_array(op, "static_strides"), dyn[counts[1] + counts[2] :])
-    if ir.ShapedType(op.operation.results[0].type).rank != len(sizes):
+    dyn = slots[tensors:]
+    offsets = _static_or_slot(get_i64_array(op, "static_offsets"), dyn[: counts[tensors]])
+    sizes = _static_or_slot(get_i64_array(op, "static_sizes"), dyn[counts[tensors] : counts[tensors] + counts[tensors + 1]])
+    strides = _static_or_slot(get_i64_array(op, "static_strides"), dyn[counts[tensors] + counts[tensors + 1] :])
+    if ir.ShapedType(small).rank != len(sizes):
         raise c.error(op, "drops unit dims (a rank-reducing slice), which the interpreter does not run")
-    out = c.define(op.operation.results[0])
 
     def value(entry, env):
         return env[entry[1]] if isinstance(entry, tuple) else entry
 
-    def slice_step(env: list) -> None:
-        index = []
+    def index(env: list) -> tuple:
+        out = []
         for o, n, s in zip(offsets, sizes, strides):
             start, step = value(o, env), value(s, env)
-            index.append(slice(start, start + value(n, env) * step, step))
-        env[out] = env[src][tuple(index)]
+            out.append(slice(start, start + value(n, env) * step, step))
+        return tuple(out)
+
+    return slots[:tensors], index
+
+
+@impl(tensor.ExtractSliceOp)
+def extract_slice(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    """A strided view of the source."""
+    (src,), index = _slicer(c, op, 1, op.operation.results[0].type)
+    out = c.define(op.operation.results[0])
+
+    def slice_step(env: list) -> None:
+        env[out] = env[src][index(env)]
 
     return slice_step
+
+
+@impl(tensor.InsertSliceOp)
+def insert_slice(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    """A new tensor: the destination with the source written over the slice (a halo update,
+    shard-partition's padding of a local tensor with halos)."""
+    (src, dest), index = _slicer(c, op, 2, op.operation.operands[0].type)
+    out = c.define(op.operation.results[0])
+
+    def insert_step(env: list) -> None:
+        result = env[dest].clone()
+        result[index(env)] = env[src]
+        env[out] = result
+
+    return insert_step
 
 
 def dense_constant(attr: ir.DenseElementsAttr, device: torch.device) -> torch.Tensor:
