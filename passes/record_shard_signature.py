@@ -41,7 +41,7 @@ from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, SPLIT_AXES_
 
 _UNCONVERTED = {
     "static_halo_sizes": "has halo sizes on a function argument or result; hir's arguments and results are blocks without halos (halos of values inside the function convert: shard.update_halo)",
-    "static_sharded_dims_offsets": "has sharded_dims_offsets; hir-convert-shard-to-hir converts even splits only",
+    "static_sharded_dims_offsets": "has sharded_dims_offsets on a function argument or result (each device holds its own extent); hir's placements (#hir.shard) cut a dim into equal parts, so hir converts even splits only",
 }
 
 
