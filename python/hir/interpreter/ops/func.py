@@ -13,7 +13,7 @@ from hir.dialect import WorkType
 from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR
 from hir.interpreter.kernels import compiled_segment, wants_compile
 from hir.interpreter.ops.once import once_step
-from hir.interpreter.plan import Compiler, FunctionPlan, Step, run_steps
+from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
 
 
@@ -39,8 +39,6 @@ class FuncImpls:
         run = compiled_segment(plan.call, f"kernel segment @{callee_name}", plan.location, runtime.kernel_compile) if compiled else plan.call
         if once:  # parameter work, cached (ops/once.py)
             return once_step(run, args, outs, runtime.device)
-        if not compiled:
-            return _eager_call(plan, args, outs)
 
         def call_step(env: list) -> None:
             results = run([env[a] for a in args])
@@ -48,22 +46,3 @@ class FuncImpls:
                 env[slot] = value
 
         return call_step
-
-
-def _eager_call(plan: FunctionPlan, args: list[int], outs: list[int]) -> Step:
-    """The step of an eager call of a function that is not inlined: :meth:`FunctionPlan.call`
-    with the caller's slots wired to the callee's at plan time (no argument or result lists
-    per call)."""
-    steps, template = plan.steps, plan.template
-    into = list(zip(args, plan.arg_slots))
-    back = list(zip(outs, plan.result_slots))
-
-    def eager_call(env: list) -> None:
-        inner = template.copy()
-        for slot, arg in into:
-            inner[arg] = env[slot]
-        run_steps(steps, inner)
-        for slot, result in back:
-            env[slot] = inner[result]
-
-    return eager_call

@@ -58,18 +58,19 @@ class MemoryImpls:
             )
         slot = c.use(buffer)
         slots = [slot] + c.aliases(slot)
-        where, name = c.where(op), buffer.get_name()
         tracker = getattr(c.runtime, "memory", None)
         shared = is_symmetric_alloc(buffer)
+
+        already = f"{c.where(op)}: error: 'memref.dealloc' buffer {buffer.get_name()} is already deallocated"
 
         if not shared and tracker is None and len(slots) == 1:  # the common case, in two lines
             message = unique_name("dealloc_message")
             lines = [f"if env[{slot}] is DEAD:", f"    raise HirError({message})", f"env[{slot}] = DEAD"]
-            return slot_moves_step("dealloc_one", lines, {"DEAD": DEAD, "HirError": HirError, message: f"{where}: error: 'memref.dealloc' buffer {name} is already deallocated"})
+            return slot_moves_step("dealloc_one", lines, {"DEAD": DEAD, "HirError": HirError, message: already})
 
         def dealloc_step(env: list) -> None:
             if env[slot] is DEAD:
-                raise HirError(f"{where}: error: 'memref.dealloc' buffer {name} is already deallocated")
+                raise HirError(already)
             if shared:  # back to the op's pool once every peer is done with it
                 symmetric.release(env[slot])
             if tracker is not None:
