@@ -11,6 +11,10 @@ DeviceIdx and P2PCommunication with a Val peer, as in AllgatherP2p / AG_matmul_P
 ``hir.shift`` is a paired send+recv over ``team`` (a collective permutation): the team member
 at position p receives, into its local ``output``, the local ``input`` of the member at
 position ``(p + offset) mod n`` and sends its own ``input`` to position ``(p - offset) mod n``.
+``team`` is one team (``array<i64: ...>``) or, as for the collectives (``hir.dialect.comm``),
+a device layout with one team per row (``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>``: the
+lines of a 2x2 mesh along mesh axis 1), each rank shifting within the row that holds it;
+on a buffer placed on a multi-D mesh the rows must be the mesh's lines along some mesh axes.
 ``offset`` is a run-time index (a loop's induction variable), so one op in a stream loop
 runs step j of a pipelined all-gather on every rank; offset 0 is a local copy. The input's
 local data and the output must have the same number of elements. With ``backend = "cuda"``
@@ -48,7 +52,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import ext
 
 from hir.dialect.base import DYNAMIC, HirOp, WorkType, check_axis, check_same_element_type, fail, i64_array_attr, i64_attr, int_attr, memref_type, str_attr, work_type
-from hir.dialect.comm import BACKENDS
+from hir.dialect.comm import BACKENDS, checked_teams, team_mesh_axes
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.views import ViewOp
 
@@ -100,11 +104,15 @@ class ShiftOp(HirOp, name="shift"):
         return cls._create([input, output, offset], [work_type()], attributes, name=name).result
 
     def check(self) -> None:
-        check_devices(i64_array_attr(self, "team"), "team")
+        teams = checked_teams(self)
         str_attr(self, "backend", BACKENDS)
         in_type = memref_type(self.input, "input")
         out_type = memref_type(self.output, "output")
         check_same_element_type(in_type, out_type, "input", "output")
+        if len(teams) > 1:
+            sharding = sharding_of(in_type, "input")
+            if sharding is not None and team_mesh_axes(sharding, teams) is None:
+                fail(f"teams {teams} must be the lines of the input's mesh {sharding.describe()} along some mesh axes, each in mesh order")
         copies = int_attr(self, COPIES_ATTR, required=False)
         if copies is not None and copies < 1:
             fail(f"{COPIES_ATTR} must be at least 1, got {copies}")

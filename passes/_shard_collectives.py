@@ -13,8 +13,8 @@ per line of the mesh along the grid axis, or per plane along several)::
 
 ``all_reduce`` / ``reduce_scatter`` read a partial sum (a leading device axis);
 ``all_slice`` is a kernel slicing at the device's offset; ``all_to_all`` an all_gather along
-its concat axis then an all_slice along its split axis; a rotating ``shift`` ``hir.shift``;
-``broadcast`` (1-D grids) ``hir.broadcast``;
+its concat axis then an all_slice along its split axis (``shift`` and ``broadcast``:
+``_shard_shift.py``);
 ``grid_shape`` host constants; ``process_linear_index`` ``hir.device_index`` over the mesh,
 ``process_multi_index`` its coordinates on the grid (host ``arith.divui`` / ``remui``).
 """
@@ -25,11 +25,11 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import arith, shard, tensor
 
-from hir.dialect import AllgatherOp, AllreduceOp, BroadcastOp, DeviceIndexOp, ReduceScatterOp, ShiftOp, WaitOp
+from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, ReduceScatterOp, WaitOp
 from hir.dialect.comm import teams_attr
 from hir.dialect.linalg_facts import ADDITIVE, is_elementwise
 from hir.passes.base import PassFailure
-from hir.passes._shard_placement import FREE, PARTIAL, REPLICATED, GridPlacement, Placement, split
+from hir.passes._shard_placement import PARTIAL, REPLICATED, GridPlacement, Placement, split
 
 
 def is_tensor(value: ir.Value) -> bool:
@@ -167,14 +167,16 @@ class Collectives:
         inp = self.buffer(source, op)
         lead = (have.kind == "partial") - (placed.kind == "partial")  # a partial sum's device axis comes first
         output = self.alloc(op.results[0], placed, lambda d: (inp, d + lead))  # global extents kept
-        team = self.team
-        if self.grid.rank > 1:  # one team per line (plane) of the grid along the axes
-            team = teams_attr(self.grid.lines(axes))
+        self.communicate(hir_name, axes, [inp, output], attributes)
+        return output
+
+    def communicate(self, hir_name: str, axes: list[int], operands: list, attributes: dict) -> None:
+        """The hir communication ``hir_name`` over grid axes ``axes`` and its ``hir.wait``: the
+        mesh's one team on a 1-D grid, else one team per line (plane) of the grid along them."""
+        team = self.team if self.grid.rank == 1 else teams_attr(self.grid.lines(axes))
         attributes = {**attributes, "backend": self.backend, "team": team}
-        operands = [inp, output] + ([attributes.pop("offset")] if hir_name == ShiftOp.OPERATION_NAME else [])
         work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
         self.create(WaitOp.OPERATION_NAME, operands=[work])
-        return output
 
     def relayout(self, op: ir.Operation, source: ir.Value, placement: GridPlacement) -> ir.Value:
         """``source``'s local data, each device's own, seen as ``placement``: a collective of a
@@ -360,27 +362,3 @@ class Collectives:
         self.rewritten[self.position] = [sliced, gathered]
         self.all_gather(gathered)
         self.all_slice(sliced)
-
-    def broadcast(self, op: ir.Operation) -> None:
-        """Every device gets the root's tensor: ``hir.broadcast`` from the device at ``root``
-        (a static root on a 1-D grid: its position is its device)."""
-        if self.grid.rank != 1:
-            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.broadcast on 1-D grids only")
-        if len(op.operands) > 1:
-            raise fail(op, "has a dynamic root; hir converts a static root")
-        root = list(ir.DenseI64ArrayAttr(op.attributes["root"]))[0]
-        self.collective(op, REPLICATED, REPLICATED, BroadcastOp.OPERATION_NAME, {"root": _i64(root)})
-
-    def shift(self, op: ir.Operation) -> None:
-        if "rotate" not in op.attributes:
-            raise fail(op, "without 'rotate' leaves the edge devices' results undefined; hir converts rotating shifts only")
-        if self.grid.rank != 1:
-            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.shift on 1-D grids only")
-        # shard.shift sends device i's tensor to device i + offset; hir.shift receives from me + offset.
-        offset = (-ir.IntegerAttr(op.attributes["offset"]).value) % self.grid.shape[0]
-        index = ir.IndexType.get()
-        offset_value = self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, offset)}).result
-        placement = self.placement(op.operands[0])[0]
-        if placement in (PARTIAL, FREE):
-            raise fail(op, f"shifts a {placement} value")
-        self.collective(op, placement, placement, ShiftOp.OPERATION_NAME, {"offset": offset_value})

@@ -11,6 +11,7 @@ from hir.dialect.linalg_facts import BINARY_NAMED
 from hir.passes.base import PassFailure
 from hir.passes._shard_collectives import DEVICE_INDEX_OPS, Collectives, fail, is_tensor, needed_downstream
 from hir.passes._shard_halo import Halos
+from hir.passes._shard_shift import Shifts
 from hir.passes._shard_kernels import Port, build_kernel, closure
 from hir.passes._shard_placement import (
     FREE,
@@ -32,7 +33,7 @@ def _entries(attrs: ir.Attribute) -> dict:
     return {named.name: named.attr for named in ir.DictAttr(attrs)}
 
 
-class FunctionConversion(Collectives, Halos):
+class FunctionConversion(Collectives, Halos, Shifts):
     """Converts one function in place; kernel segments are added before it in the module."""
 
     def __init__(self, fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:

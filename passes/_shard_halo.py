@@ -55,8 +55,6 @@ class Halos:
                 raise fail(op, f"exchanges halos along the dynamic dim {dim}; hir slices halos of a static extent")
             if lo < 0 or hi < 0 or lo + hi > shape[dim] or max(lo, hi) > shape[dim] - lo - hi:
                 raise fail(op, f"has halos [{lo}, {hi}] on dim {dim} of local extent {shape[dim]}; each must fit in the core ({shape[dim] - lo - hi} rows)")
-            if self.grid.rank != 1:
-                raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir exchanges halos on 1-D grids only (hir.shift runs over one team)")
             k = axes[0]
             if lo:
                 value = self.exchange(op, value, dim, k, shape, send_at=shape[dim] - hi - lo, size=lo, recv_at=0, offset=1, keep_at=0, added=added)

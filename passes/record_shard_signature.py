@@ -26,27 +26,33 @@ After::
         -> (tensor<8x64xf32> {hir.global_type = tensor<8x64xf32>, hir.split_axes = #shard<axisarray[[], [0]]>}) {
       ...                                              // body unchanged
 
-A sharding of an argument or result with halo sizes or ``sharded_dims_offsets`` is refused
-at the sharding op.
+An argument or result whose sharding has halo sizes is, after partitioning, each device's
+block *with* its halos (``shard-partition`` gives it that local type). Its global type is
+recorded as hir sees it: the devices' padded blocks side by side, a dim of extent E split
+into n parts with halos [lo, hi] has E + n * (lo + hi) rows (an 8x16 tensor on a grid of 4
+with ``halo_sizes = [2, 1]``: ``hir.global_type = tensor<20x16xf32>``, 4 blocks of 5 rows).
+
+A sharding with ``sharded_dims_offsets`` on an argument or result is refused at the
+sharding op.
 """
 
 from dataclasses import dataclass
+from math import prod
 from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import func, shard
 
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, SPLIT_AXES_ATTR
+from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, SPLIT_AXES_ATTR, axis_groups
 
 _UNCONVERTED = {
-    "static_halo_sizes": "has halo sizes on a function argument or result; hir's arguments and results are blocks without halos (halos of values inside the function convert: shard.update_halo)",
     "static_sharded_dims_offsets": "has sharded_dims_offsets on a function argument or result (each device holds its own extent); hir's placements (#hir.shard) cut a dim into equal parts, so hir converts even splits only",
 }
 
 
-def _sharding_of(shard_op: ir.Operation) -> ir.Attribute:
-    """The split axes of the ``shard.sharding`` that ``shard_op`` (a shard.shard) annotates with."""
+def _sharding_of(shard_op: ir.Operation) -> ir.Operation:
+    """The ``shard.sharding`` that ``shard_op`` (a shard.shard) annotates with."""
     sharding = shard_op.operands[1]
     if not isinstance(sharding, ir.OpResult) or sharding.owner.name != shard.ShardingOp.OPERATION_NAME:
         raise PassFailure("'shard.shard' op: its sharding is not a shard.sharding op; hir records static shardings only", shard_op.location)
@@ -56,7 +62,22 @@ def _sharding_of(shard_op: ir.Operation) -> ir.Attribute:
     for name, why in _UNCONVERTED.items():
         if name in op.attributes and len(ir.DenseI64ArrayAttr(op.attributes[name])):
             raise PassFailure(f"'shard.sharding' op {why}", op.location)
-    return op.attributes["split_axes"]
+    return op
+
+
+def _padded_type(tensor_type: ir.RankedTensorType, sharding: ir.Operation, grids: dict) -> ir.RankedTensorType:
+    """``tensor_type`` as hir sees a value with ``sharding``'s halos: each split dim grows by
+    its halos once per part (the devices' padded blocks side by side)."""
+    halos = list(ir.DenseI64ArrayAttr(sharding.attributes["static_halo_sizes"])) if "static_halo_sizes" in sharding.attributes else []
+    if not halos:
+        return tensor_type
+    grid = grids[ir.FlatSymbolRefAttr(sharding.attributes["grid"]).value]
+    shape = list(tensor_type.shape)
+    split_dims = [(d, axes) for d, axes in enumerate(axis_groups(sharding.attributes["split_axes"])) if axes]
+    for (dim, axes), lo, hi in zip(split_dims, halos[0::2], halos[1::2]):
+        if not ir.ShapedType.is_dynamic_size(shape[dim]):
+            shape[dim] += prod(grid[k] for k in axes) * (lo + hi)
+    return ir.RankedTensorType.get(shape, tensor_type.element_type, loc=sharding.location)
 
 
 def _argument_sharding(arg: ir.Value) -> Optional[ir.Operation]:
@@ -70,7 +91,7 @@ def _result_sharding(value: ir.Value) -> Optional[ir.Operation]:
     return None
 
 
-def _signature(fn: ir.Operation, key: str, values: list, sharding_of) -> None:
+def _signature(fn: ir.Operation, key: str, values: list, sharding_of, grids: dict) -> None:
     """Write ``hir.split_axes`` / ``hir.global_type`` into ``fn``'s ``key`` (arg_attrs or
     res_attrs) for every tensor in ``values``."""
     replicated = ir.Attribute.parse("#shard<axisarray[[]]>")
@@ -80,8 +101,10 @@ def _signature(fn: ir.Operation, key: str, values: list, sharding_of) -> None:
         entries = {named.name: named.attr for named in attrs}
         if isinstance(value.type, ir.RankedTensorType):
             shard_op = sharding_of(value)
-            entries[SPLIT_AXES_ATTR] = _sharding_of(shard_op) if shard_op is not None else replicated
-            entries[GLOBAL_TYPE_ATTR] = ir.TypeAttr.get(value.type)
+            sharding = _sharding_of(shard_op) if shard_op is not None else None
+            entries[SPLIT_AXES_ATTR] = sharding.attributes["split_axes"] if sharding is not None else replicated
+            global_type = _padded_type(value.type, sharding, grids) if sharding is not None else value.type
+            entries[GLOBAL_TYPE_ATTR] = ir.TypeAttr.get(global_type)
         dicts.append(ir.DictAttr.get(entries))
     fn.attributes[key] = ir.ArrayAttr.get(dicts)
 
@@ -112,11 +135,12 @@ class RecordShardSignature(ModulePass):
     description = "Record the shardings and global types of function arguments and results (run between sharding-propagation and shard-partition)."
 
     def run(self, module: ir.Module) -> None:
+        grids = {ir.StringAttr(op.attributes["sym_name"]).value: list(ir.DenseI64ArrayAttr(op.attributes["shape"])) for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME}
         for op in module.body.operations:
             if op.operation.name != func.FuncOp.OPERATION_NAME or not op.regions[0].blocks:
                 continue
             block = op.regions[0].blocks[0]
             _record_grid(op.operation)
-            _signature(op.operation, "arg_attrs", list(block.arguments), _argument_sharding)
+            _signature(op.operation, "arg_attrs", list(block.arguments), _argument_sharding, grids)
             ret = list(block.operations)[-1].operation
-            _signature(op.operation, "res_attrs", list(ret.operands), _result_sharding)
+            _signature(op.operation, "res_attrs", list(ret.operands), _result_sharding, grids)

@@ -20,6 +20,42 @@ func.func @shift_team(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0
 
 // -----
 
+// shift: a team layout is 2-D, one team per row
+func.func @shift_team_layout_rank(%a: memref<4x8xf32>, %t: memref<4x8xf32>, %j: index) {
+  // expected-error @+1 {{a team layout must be 2-D (one team per row), got tensor<2x2x1xi64>}}
+  %w = "hir.shift"(%a, %t, %j) {backend = "gloo", team = dense<[[[0], [1]], [[2], [3]]]> : tensor<2x2x1xi64>} : (memref<4x8xf32>, memref<4x8xf32>, index) -> !hir.work
+  return
+}
+
+// -----
+
+// shift: the teams of a layout hold distinct device ids
+func.func @shift_team_layout_repeats(%a: memref<4x8xf32>, %t: memref<4x8xf32>, %j: index) {
+  // expected-error @+1 {{team [[0, 1], [1, 2]] must hold distinct non-negative device ids}}
+  %w = "hir.shift"(%a, %t, %j) {backend = "gloo", team = dense<[[0, 1], [1, 2]]> : tensor<2x2xi64>} : (memref<4x8xf32>, memref<4x8xf32>, index) -> !hir.work
+  return
+}
+
+// -----
+
+// shift: the team attribute is an array or a dense layout
+func.func @shift_team_kind(%a: memref<4x8xf32>, %t: memref<4x8xf32>, %j: index) {
+  // expected-error @+1 {{attribute 'team' must be array<i64: ...> or dense<...> : tensor<TxNxi64>, got "all"}}
+  %w = "hir.shift"(%a, %t, %j) {backend = "gloo", team = "all"} : (memref<4x8xf32>, memref<4x8xf32>, index) -> !hir.work
+  return
+}
+
+// -----
+
+// shift: on a multi-D mesh the rows are the mesh's lines ([0, 3] is a diagonal of the 2x2 mesh)
+func.func @shift_team_not_lines(%a: memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, %j: index) {
+  // expected-error @+1 {{teams [[0, 3], [1, 2]] must be the lines of the input's mesh [0, 1, 2, 3] with splits [0, 1] along some mesh axes, each in mesh order}}
+  %w = "hir.shift"(%a, %a, %j) {backend = "gloo", team = dense<[[0, 3], [1, 2]]> : tensor<2x2xi64>} : (memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>, index) -> !hir.work
+  return
+}
+
+// -----
+
 // shift: a known backend
 func.func @shift_backend(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %t: memref<2x8xf32>, %j: index) {
   // expected-error @+1 {{backend}}

@@ -16,6 +16,7 @@ from torch_mlir.dialects import arith, memref
 
 from hir.dialect import BarrierOp, DeviceIndexOp, ForOp, OwnBlockOp, ShiftOp, is_view
 from hir.dialect.base import get_i64_array, get_int, get_str
+from hir.dialect.comm import teams_of
 from hir.dialect.context import HirError
 from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
 from hir.interpreter.backends import symmetric
@@ -28,14 +29,16 @@ from hir.interpreter.registry import impl, register_impls
 
 
 def _team_member(c: Compiler, op: ir.OpView) -> Optional[list[int]]:
-    """The op's team when this rank is in it (else its token is None here)."""
-    team = get_i64_array(op, "team")
-    if c.rank not in team:
-        c.define(op.operation.results[0], None)
-        return None
+    """The op's team that holds this rank (one team, or the row holding it of a team
+    layout: decided here, when the plan is compiled), else None (its token is None here)."""
+    teams = teams_of(op)
     world = c.runtime.world_size
-    if max(team) >= world:
-        raise c.error(op, f"team {team} names devices outside the run's {world} process(es)")
+    outside = next((t for t in teams if max(t) >= world), None)
+    if outside is not None:
+        raise c.error(op, f"team {outside} names devices outside the run's {world} process(es)")
+    team = next((t for t in teams if c.rank in t), None)
+    if team is None:
+        c.define(op.operation.results[0], None)
     return team
 
 
