@@ -59,6 +59,22 @@ def teams_of(op: Any, name: str = "team") -> list[list[int]]:
     return [flat[i : i + width] for i in range(0, len(flat), width)]
 
 
+def roots_of(op: Any) -> list[int]:
+    """The root device of each team of a rooted communication of verified IR: ``root = 0 :
+    i64`` for one team; ``root = array<i64: 0, 1>`` one per row of a team layout (a
+    broadcast on a multi-D mesh: each line of the mesh has its own root)."""
+    attr = op.operation.attributes["root"]
+    try:
+        return list(ir.DenseI64ArrayAttr(attr))
+    except (ValueError, TypeError):
+        return [ir.IntegerAttr(attr).value]
+
+
+def root_of(op: Any, team: list[int]) -> int:
+    """The root of ``team``, one of ``op``'s teams."""
+    return roots_of(op)[teams_of(op).index(list(team))]
+
+
 def teams_attr(teams: list[list[int]]) -> ir.Attribute:
     """The ``team`` attribute of collectives run by several disjoint teams (one per row)."""
     return i64_elements([d for team in teams for d in team], [len(teams), len(teams[0])])
@@ -114,6 +130,7 @@ class CollectiveOp(HirOp):
     STREAMABLE = True
     INPUT_AXIS_ATTRS = ("axis", "scatter_axis")
     REDUCES_AXIS = False  # the output drops input axis ``axis`` (reduced across the team)
+    ROOT_PER_TEAM = False  # rooted and run by a team layout: ``root`` lists one device per row
 
     @classmethod
     def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
@@ -127,7 +144,7 @@ class CollectiveOp(HirOp):
         return cls._create([input, output], [work_type()], attributes, name=name).result
 
     def check(self) -> None:
-        teams = checked_teams(self)
+        teams = self.teams = checked_teams(self)
         str_attr(self, "backend", BACKENDS)
         self.in_type = memref_type(self.input, "input")
         self.out_type = memref_type(self.output, "output")
@@ -144,8 +161,8 @@ class CollectiveOp(HirOp):
         """Teams on a multi-D mesh are its lines along one mesh axis or several: check the
         rules of the kind on what the first line sees (the 1-D placement along those axes, the
         block of the buffers that the line holds together); the other mesh axes must not change."""
-        if "root" in self.operation.attributes:
-            fail("a rooted collective takes one team (array<i64: ...>), not a team per row")
+        if "root" in self.operation.attributes and not self.ROOT_PER_TEAM:
+            fail("a rooted collective other than hir.broadcast takes one team (array<i64: ...>), not a team per row")
         ins, outs = self.in_sharding, self.out_sharding
         if ins is None or outs is None or not ins.multi_dim or (ins.mesh, ins.mesh_shape) != (outs.mesh, outs.mesh_shape):
             fail("teams given as a device layout (one team per row) need input and output on one multi-dimensional mesh")
@@ -183,10 +200,22 @@ class CollectiveOp(HirOp):
 
     # Helpers for the per-kind rules below.
     def checked_root(self) -> int:
-        root = int_attr(self, "root")
-        if root not in self.team_list:
-            fail(f"root {root} is not in team {self.team_list}")
-        return root
+        """The root of the first team (``self.root_device``; with a team layout every row's root is
+        checked: one device of that row)."""
+        if len(self.teams) == 1 and not is_multi_team(self):
+            roots = [int_attr(self, "root")]
+        else:
+            try:
+                roots = list(ir.DenseI64ArrayAttr(self.operation.attributes["root"]))
+            except (ValueError, TypeError, KeyError):
+                fail(f"with one team per row, root must be array<i64: ...> (one root device per team), got {self.operation.attributes['root'] if 'root' in self.operation.attributes else 'none'}")
+            if len(roots) != len(self.teams):
+                fail(f"root {roots} names {len(roots)} devices for {len(self.teams)} teams (one root per team)")
+        for root, team in zip(roots, self.teams):
+            if root not in team:
+                fail(f"root {root} is not in team {team}")
+        self.root_device = roots[0]
+        return self.root_device
 
     def checked_reduction(self) -> str:
         return str_attr(self, "reduction", REDUCTIONS)
@@ -266,7 +295,7 @@ class RootSendsOp(CollectiveOp):
 
     def check_meshes(self) -> None:
         self.require_mesh_in_team("output", self.out_sharding)
-        self.require_on_mesh("input", self.in_sharding, int_attr(self, "root"), "root")
+        self.require_on_mesh("input", self.in_sharding, self.root_device, "root")
 
 
 class RootReceivesOp(CollectiveOp):
@@ -275,11 +304,15 @@ class RootReceivesOp(CollectiveOp):
 
     def check_meshes(self) -> None:
         self.require_mesh_in_team("input", self.in_sharding)
-        self.require_on_mesh("output", self.out_sharding, int_attr(self, "root"), "root")
+        self.require_on_mesh("output", self.out_sharding, self.root_device, "root")
 
 
 class BroadcastOp(RootSendsOp, name="broadcast"):
-    root: ir.IntegerAttr = ext.attribute(kw_only=True)
+    """With a team layout (a multi-D mesh) each line broadcasts from its own root:
+    ``root = array<i64: ...>``, one device per row."""
+
+    root: Any = ext.attribute(kw_only=True)
+    ROOT_PER_TEAM = True
 
     def check_collective(self) -> None:
         self.checked_root()

@@ -116,7 +116,7 @@ module {
       irdl.operands(input: %0, output: %1)
       %2 = irdl.any
       %3 = irdl.base "#builtin.string" 
-      %4 = irdl.base "#builtin.integer" 
+      %4 = irdl.any
       irdl.attributes {"team" = %2, "backend" = %3, "root" = %4}
       %5 = irdl.parametric @hir::@work<> 
       irdl.results(work: %5)

@@ -17,7 +17,9 @@ becomes::
     "hir.wait"(%w) : (!hir.work) -> ()
 
 The result is placed as the operand: each device holds a block of the same layout.
-``broadcast`` (1-D grids) becomes ``hir.broadcast`` from the root device.
+``broadcast`` becomes ``hir.broadcast`` from the root device, on a multi-D grid one team per
+line along ``grid_axes`` with the root at the same position of each (``grid_axes = [0]
+root = [1]`` on a 2x2 grid: ``team = dense<[[0, 2], [1, 3]]>``, ``root = array<i64: 2, 3>``).
 """
 
 from torch_mlir import ir
@@ -49,11 +51,16 @@ class Shifts:
         self.communicate(ShiftOp.OPERATION_NAME, [k], [inp, output, self.index_constant(offset)], {})
 
     def broadcast(self, op: ir.Operation) -> None:
-        """Every device gets the root's tensor: ``hir.broadcast`` from the device at ``root``
-        (a static root on a 1-D grid: its position is its device)."""
-        if self.grid.rank != 1:
-            raise fail(op, f"on the {self.grid.rank}-D grid @{self.grid.name}: hir converts shard.broadcast on 1-D grids only")
+        """Every device of a group gets its root's tensor: ``hir.broadcast``. ``root`` is the
+        root's multi-index within the group (over ``grid_axes``, row-major): on a 1-D grid its
+        device; on a multi-D grid the device at that position of each line (plane), one root
+        per team (``root = array<i64: ...>``)."""
         if len(op.operands) > 1:
             raise fail(op, "has a dynamic root; hir converts a static root")
-        root = list(ir.DenseI64ArrayAttr(op.attributes["root"]))[0]
-        self.collective(op, REPLICATED, REPLICATED, BroadcastOp.OPERATION_NAME, {"root": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), root)})
+        position = 0
+        for k, r in zip(ir.DenseI16ArrayAttr(op.attributes["grid_axes"]), ir.DenseI64ArrayAttr(op.attributes["root"])):
+            position = position * self.grid.shape[k] + r
+        roots = [line[position] for line in self.grid.lines(self.grid_axes(op))]
+        i64 = ir.IntegerType.get_signless(64)
+        root = ir.IntegerAttr.get(i64, roots[0]) if self.grid.rank == 1 else ir.DenseI64ArrayAttr.get(roots)
+        self.collective(op, REPLICATED, REPLICATED, BroadcastOp.OPERATION_NAME, {"root": root})

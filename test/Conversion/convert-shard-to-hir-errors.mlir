@@ -11,15 +11,6 @@ func.func @two_grid_axes(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray
 
 // -----
 
-shard.grid @g(shape = 2x2)
-func.func @broadcast(%x: tensor<8x4xf32> {hir.split_axes = #shard<axisarray[[]]>}) -> tensor<8x4xf32> {
-  // CHECK: convert-shard-to-hir-errors.mlir:17:8: error: 'shard.broadcast' op on the 2-D grid @g: hir converts shard.broadcast on 1-D grids only
-  %t = shard.broadcast %x on @g grid_axes = [0] root = [0] : (tensor<8x4xf32>) -> tensor<8x4xf32>
-  return %t : tensor<8x4xf32>
-}
-
-// -----
-
 shard.grid @g(shape = 4)
 func.func @unpartitioned(%x: tensor<8x16xf32> {hir.split_axes = #shard<axisarray[[]]>}) -> tensor<8x16xf32> {
   // CHECK: error: 'shard.sharding' op is a sharding annotation: partition the program first
@@ -83,15 +74,6 @@ func.func @branches_differ(%x: tensor<8xf32> {hir.split_axes = #shard<axisarray[
 // -----
 
 shard.grid @g(shape = 2x2)
-func.func @shift_2d(%x: tensor<8x16xf32> {hir.split_axes = #shard<axisarray[[1]]>}) -> tensor<8x16xf32> {
-  // CHECK: error: 'shard.shift' op on the 2-D grid @g: hir converts shard.shift on 1-D grids only
-  %s = shard.shift %x on @g grid_axes = [1] shift_axis = 1 offset = 1 rotate : tensor<8x16xf32> -> tensor<8x16xf32>
-  return %s : tensor<8x16xf32>
-}
-
-// -----
-
-shard.grid @g(shape = 2x2)
 func.func @minor_first(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[1, 0]]>}) -> tensor<2x16xf32> {
   // CHECK: error: 'func.func' op @minor_first argument #0: #shard<axisarray[[1, 0]]> splits dim 0 over grid axes [1, 0] minor-first
   return %x : tensor<2x16xf32>
@@ -141,7 +123,7 @@ func.func @minor_first_team(%p: tensor<2x16xf32>) -> tensor<2x16xf32> {
 // Several grids per module convert (each function on the one it uses); one function on two of different shapes does not.
 shard.grid @a(shape = 2)
 shard.grid @b(shape = 4)
-// CHECK: convert-shard-to-hir-errors.mlir:145:1: error: 'func.func' op @two_grids uses the grids @a (2), @b (4); hir converts a function on grids of one shape
+// CHECK: convert-shard-to-hir-errors.mlir:[[# @LINE + 1]]:1: error: 'func.func' op @two_grids uses the grids @a (2), @b (4); hir converts a function on grids of one shape
 func.func @two_grids(%x: tensor<2x16xf32>, %p: tensor<8xf32>) -> (tensor<4x16xf32>, tensor<8xf32>) {
   %g = shard.all_gather %x on @a grid_axes = [0] gather_axis = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
   %r = shard.all_reduce %p on @b grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
@@ -151,7 +133,7 @@ func.func @two_grids(%x: tensor<2x16xf32>, %p: tensor<8xf32>) -> (tensor<4x16xf3
 // -----
 
 shard.grid @dyn(shape = ?)
-// CHECK: convert-shard-to-hir-errors.mlir:153:1: error: 'shard.grid' op has shape ?; every extent must be static and positive
+// CHECK: convert-shard-to-hir-errors.mlir:[[# @LINE - 1]]:1: error: 'shard.grid' op has shape ?; every extent must be static and positive
 func.func @dynamic_grid(%p: tensor<8xf32>) -> tensor<8xf32> {
   %r = shard.all_reduce %p on @dyn grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
   return %r : tensor<8xf32>
@@ -183,12 +165,23 @@ func.func @pending_on_two(%x: tensor<2x2xf32> {hir.split_axes = #shard<axisarray
 
 // -----
 
-// Halos are exchanged on 1-D grids, and fit in the block's core.
+// Halos are exchanged along one grid axis per dim (shift teams are lines of the grid).
 shard.grid @g(shape = 2x2)
-func.func @halo_2d(%x: tensor<6x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<6x3xf32> {
-  // CHECK: error: 'shard.update_halo' op on the 2-D grid @g: hir exchanges halos on 1-D grids only
-  %h = shard.update_halo %x on @g split_axes = [[0]] halo_sizes = [1, 1] : tensor<6x3xf32>
+func.func @halo_two_axes(%x: tensor<6x3xf32> {hir.split_axes = #shard<axisarray[[0, 1]]>}) -> tensor<6x3xf32> {
+  // CHECK: error: 'shard.update_halo' op splits dim 0 over grid axes [0, 1]; hir exchanges halos along one grid axis per dim
+  %h = shard.update_halo %x on @g split_axes = [[0, 1]] halo_sizes = [1, 1] : tensor<6x3xf32>
   return %h : tensor<6x3xf32>
+}
+
+// -----
+
+// A partial sum is reduced before it moves.
+shard.grid @g(shape = 2x2)
+func.func @shift_partial(%p: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %r = shard.all_reduce %p on @g grid_axes = [0] : tensor<4x4xf32> -> tensor<4x4xf32>
+  // CHECK: error: 'shard.shift' op shifts %arg0, which is a partial sum (partial on grid axis 0, replicated on grid axis 1); hir shifts blocks of placed data
+  %s = shard.shift %p on @g grid_axes = [1] shift_axis = 1 offset = 1 rotate : tensor<4x4xf32> -> tensor<4x4xf32>
+  return %s : tensor<4x4xf32>
 }
 
 // -----

@@ -23,16 +23,6 @@ func.func @uneven_result(%a: tensor<8x4xf32>) -> tensor<8x4xf32> {
 // -----
 
 shard.grid @g(shape = 2)
-func.func @halo_argument(%a: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  // CHECK: hir-from-shard-errors.mlir:[[# @LINE + 1]]:8: error: 'shard.sharding' op has halo sizes on a function argument or result; hir's arguments and results are blocks without halos
-  %s = shard.sharding @g split_axes = [[0]] halo_sizes = [1, 1] : !shard.sharding
-  %a1 = shard.shard %a to %s annotate_for_users : tensor<8x4xf32>
-  return %a1 : tensor<8x4xf32>
-}
-
-// -----
-
-shard.grid @g(shape = 2)
 func.func @dynamic_offsets(%a: tensor<8x4xf32>, %o: i64) -> tensor<8x4xf32> {
   // CHECK: hir-from-shard-errors.mlir:[[# @LINE + 1]]:8: error: 'shard.sharding' op has dynamic halo sizes or offsets; hir converts static shardings only
   %s = shard.sharding @g split_axes = [[0]] sharded_dims_offsets = [0, %o, 8] : !shard.sharding

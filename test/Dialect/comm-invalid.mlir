@@ -319,9 +319,36 @@ func.func @line_rule(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : te
 
 // -----
 
-// a rooted collective takes one team
+// a rooted collective other than broadcast takes one team
 func.func @rooted_multi_team(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) {
-  // expected-error @+1 {{a rooted collective takes one team (array<i64: ...>), not a team per row}}
+  // expected-error @+1 {{a rooted collective other than hir.broadcast takes one team (array<i64: ...>), not a team per row}}
+  %w = "hir.scatter"(%x, %y) {axis = 0 : i64, backend = "gloo", root = 0 : i64, team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> !hir.work
+  return
+}
+
+// -----
+
+// broadcast with one team per row: one root per team, given as an array
+func.func @broadcast_layout_root_kind(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) {
+  // expected-error @+1 {{with one team per row, root must be array<i64: ...> (one root device per team), got 0 : i64}}
   %w = "hir.broadcast"(%x, %y) {backend = "gloo", root = 0 : i64, team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> !hir.work
+  return
+}
+
+// -----
+
+// broadcast with one team per row: as many roots as teams
+func.func @broadcast_layout_root_count(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) {
+  // expected-error @+1 {{root [0] names 1 devices for 2 teams (one root per team)}}
+  %w = "hir.broadcast"(%x, %y) {backend = "gloo", root = array<i64: 0>, team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> !hir.work
+  return
+}
+
+// -----
+
+// broadcast with one team per row: each root is a device of its team
+func.func @broadcast_layout_root_team(%x: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, %y: memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) {
+  // expected-error @+1 {{root 1 is not in team [2, 3]}}
+  %w = "hir.broadcast"(%x, %y) {backend = "gloo", root = array<i64: 0, 1>, team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>) -> !hir.work
   return
 }

@@ -52,6 +52,10 @@ func.func @communication_2d(
   // CHECK: "hir.reduce_scatter"{{.*}}scatter_axis = 2 : i64, team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>
   %w2 = "hir.reduce_scatter"(%partial, %rs_out) {axis = 0 : i64, backend = "nccl", reduction = "sum", scatter_axis = 2 : i64, team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<2x8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>) -> !hir.work
   "hir.wait"(%w2) : (!hir.work) -> ()
+  // each line along mesh axis 1 broadcasts from its own root: one root per team
+  // CHECK: "hir.broadcast"{{.*}}root = array<i64: 1, 3>, team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>
+  %w3 = "hir.broadcast"(%rows, %rows) {backend = "nccl", root = array<i64: 1, 3>, team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>, memref<8x4xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>) -> !hir.work
+  "hir.wait"(%w3) : (!hir.work) -> ()
   return
 }
 

@@ -127,7 +127,7 @@ def allreduce(o) -> Callable[[list], object]:
 
 
 def broadcast(o) -> Callable[[list], object]:
-    root, rank = o.attr("root"), o.c.rank
+    root, rank = o.root, o.c.rank
     if root not in o.members:
         raise o.c.error(o.op, "with backend \"cuda\" needs the root in the team")
     g_root = group_rank(o.members, root)

@@ -50,6 +50,11 @@ class CommOp:
     def attr(self, name: str) -> int:
         return get_int(self.op, name)
 
+    @property
+    def root(self) -> int:
+        """The root of this rank's team (a team layout has one per row)."""
+        return comm_ops.root_of(self.op, self.team)
+
     def mesh_order(self, mesh) -> list[int]:
         """For each group rank, the mesh position of that member (-1: not on the mesh)."""
         return [list(mesh).index(m) if m in mesh else -1 for m in self.members]
@@ -184,7 +189,7 @@ def reduce_scatter(o: CommOp):
 
 @collective(comm_ops.BroadcastOp)
 def broadcast(o: CommOp):
-    root, rank = o.attr("root"), o.c.rank
+    root, rank = o.root, o.c.rank
     group, inp, out, held = o.group, o.inp, o.out, o.out_spec.held
     shape = None if held or rank == root else o.static_local(o.out_spec, "output")
     where = o.c.where(o.op)
@@ -210,7 +215,7 @@ def broadcast(o: CommOp):
 
 @collective(comm_ops.ScatterOp)
 def scatter(o: CommOp):
-    axis, root, rank = o.attr("axis"), o.attr("root"), o.c.rank
+    axis, root, rank = o.attr("axis"), o.root, o.c.rank
     out_mesh = o.out_spec.sharding.mesh
     order, parts = o.mesh_order(out_mesh), len(out_mesh)
     held = rank in out_mesh
@@ -234,7 +239,7 @@ def scatter(o: CommOp):
 
 @collective(comm_ops.GatherOp)
 def gather(o: CommOp):
-    axis, root, rank = o.attr("axis"), o.attr("root"), o.c.rank
+    axis, root, rank = o.attr("axis"), o.root, o.c.rank
     in_mesh = o.in_spec.sharding.mesh
     order, parts = o.mesh_order(in_mesh), len(in_mesh)
     has_input = rank in in_mesh
@@ -268,7 +273,7 @@ def gather(o: CommOp):
 
 @collective(comm_ops.ReduceOp)
 def reduce(o: CommOp):
-    axis, root, rank = o.attr("axis"), o.attr("root"), o.c.rank
+    axis, root, rank = o.attr("axis"), o.root, o.c.rank
     kind = get_str(o.op, "reduction")
     fn, op_ = local_reduce(kind), REDUCE_OPS[kind]
     has_input = rank in o.in_spec.sharding.mesh
