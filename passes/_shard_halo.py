@@ -23,7 +23,8 @@ becomes::
 
 Each piece is a kernel segment or a collective; the exchange is ``hir.shift`` (a paired
 send+recv per device, rotating: the wrapped-around rows reach the end devices, which drop
-them).
+them), on a multi-D grid with one team per line of the grid along k (``_shard_shift.py``),
+the end devices found by their coordinate along k.
 """
 
 from torch_mlir import ir

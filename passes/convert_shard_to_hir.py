@@ -9,7 +9,8 @@ program-level host program on which ``hir-lower`` runs unchanged.
   over ``grid_axes = [k]`` runs with one team per line of the mesh along k
   (``team = dense<...>``), over ``grid_axes = [0, 1]`` with one team per plane along them
   (row-major); a tensor dim split over several grid axes (``[[], [0, 1]]``) is a buffer
-  axis split by those mesh axes; ``shift`` converts on 1-D grids;
+  axis split by those mesh axes; a ``shift`` along grid axis k runs with one team per line
+  along k, a ``broadcast`` with one team per line (plane) and one root per team;
 * every tensor gets one buffer whose type carries the global shape and the ``#hir.shard``
   placement recovered for it (``_shard_placement.py``; partial sums get a device axis); a
   dynamic dim stays ``?`` and is sized at run time from an operand (``memref.dim``);
@@ -17,8 +18,8 @@ program-level host program on which ``hir-lower`` runs unchanged.
   ``allreduce`` / ``reduce_scatter`` + ``hir.wait``; ``shard.all_slice`` (no communication)
   -> a kernel segment taking ``tensor.extract_slice`` at the device's offset;
   ``shard.shift`` (rotating) -> ``hir.shift``; ``shard.broadcast`` -> ``hir.broadcast``
-  (1-D grids); ``shard.update_halo`` -> ``hir.shift`` of the boundary rows + kernels
-  (``_shard_halo.py``, 1-D grids); ``shard.process_linear_index`` ->
+  (``_shard_shift.py``); ``shard.update_halo`` -> ``hir.shift`` of the boundary rows +
+  kernels (``_shard_halo.py``); ``shard.process_linear_index`` ->
   ``hir.device_index``, ``process_multi_index`` / ``neighbors_linear_indices`` host index
   arithmetic on it; a collective changing the element type converts its operand first;
 * ``linalg.matmul`` / ``batch_matmul`` into a zero fill -> ``hir.matmul``; elementwise named
