@@ -79,6 +79,28 @@ func.func @shift(%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0]]>})
 
 // -----
 
+// On a 2x4 grid a shift along grid axis 1 runs with one team per line along it (rows of the
+// device layout), the offset taken in each line; along axis 0 with the columns as teams. A
+// broadcast along axis 0 has one root per team: the device at coordinate 1 of each column.
+// CHECK-LABEL: func.func @shift_2d
+// CHECK:       %[[OFF:.*]] = arith.constant 2 : index
+// CHECK:       "hir.shift"(%arg0, %{{.*}}, %[[OFF]]) {backend = "gloo", team = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>}
+// CHECK-NEXT:  "hir.wait"
+// CHECK:       %[[ONE:.*]] = arith.constant 1 : index
+// CHECK:       "hir.shift"(%{{.*}}, %{{.*}}, %[[ONE]]) {backend = "gloo", team = dense<{{\[\[}}0, 4], [1, 5], [2, 6], [3, 7]]> : tensor<4x2xi64>}
+// CHECK:       "hir.broadcast"(%{{.*}}, %{{.*}}) {backend = "gloo", root = array<i64: 4, 5, 6, 7>, team = dense<{{\[\[}}0, 4], [1, 5], [2, 6], [3, 7]]> : tensor<4x2xi64>}
+// LOWER-LABEL: func.func @shift_2d
+// LOWER-COUNT-2: "hir.shift"
+shard.grid @g(shape = 2x4)
+func.func @shift_2d(%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0], [1]]>}, %y: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[], [1]]>}) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %s = shard.shift %x on @g grid_axes = [1] shift_axis = 1 offset = 2 rotate : tensor<2x4xf32> -> tensor<2x4xf32>
+  %t = shard.shift %s on @g grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x4xf32> -> tensor<2x4xf32>
+  %b = shard.broadcast %y on @g grid_axes = [0] root = [1] : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %t, %b : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
 // Host arithmetic on the device index stays in the host program, cloned where it is used.
 // CHECK-LABEL: func.func @device
 // CHECK:       %[[I:.*]] = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>} : () -> index
