@@ -52,8 +52,9 @@ from torch_mlir import ir
 from torch_mlir.dialects import ext
 
 from hir.dialect.base import DYNAMIC, HirOp, WorkType, check_axis, check_same_element_type, fail, i64_array_attr, i64_attr, int_attr, memref_type, str_attr, work_type
-from hir.dialect.comm import BACKENDS, checked_teams, team_mesh_axes
+from hir.dialect.comm import BACKENDS, checked_teams
 from hir.dialect.sharding import Sharding, sharding_of
+from hir.dialect.teams import team_mesh_axes
 from hir.dialect.views import ViewOp
 
 COPIES_ATTR = "copies"

@@ -26,7 +26,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, shard, tensor
 
 from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, ReduceScatterOp, WaitOp
-from hir.dialect.comm import teams_attr
+from hir.dialect.teams import teams_attr
 from hir.dialect.linalg_facts import ADDITIVE, is_elementwise
 from hir.passes.base import PassFailure
 from hir.passes._shard_placement import PARTIAL, REPLICATED, GridPlacement, Placement, split

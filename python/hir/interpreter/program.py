@@ -10,7 +10,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_high_priority_streams, module_num_streams
-from hir.dialect.comm import teams_of
+from hir.dialect.teams import teams_of
 from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, format_location
 from hir.dialect.sharding import check_placements

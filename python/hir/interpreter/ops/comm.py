@@ -24,6 +24,7 @@ import torch.distributed as dist
 from torch_mlir import ir
 
 from hir.dialect import comm as comm_ops
+from hir.dialect import teams as team_ops
 from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.context import HirError
 from hir.interpreter.backends import copy_engine
@@ -53,7 +54,7 @@ class CommOp:
     @property
     def root(self) -> int:
         """The root of this rank's team (a team layout has one per row)."""
-        return comm_ops.root_of(self.op, self.team)
+        return team_ops.root_of(self.op, self.team)
 
     def mesh_order(self, mesh) -> list[int]:
         """For each group rank, the mesh position of that member (-1: not on the mesh)."""
@@ -67,7 +68,7 @@ class CommOp:
 
 
 def _teams(c: Compiler, op: ir.OpView) -> list[list[int]]:
-    teams = comm_ops.teams_of(op)
+    teams = team_ops.teams_of(op)
     world = c.runtime.world_size
     outside = [d for team in teams for d in team if d >= world]
     if outside:
@@ -99,8 +100,8 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
         group = comm.group(team)
         operands = op.operation.operands
         in_spec, out_spec = c.spec(operands[0]), c.spec(operands[1])
-        if comm_ops.is_multi_team(op):  # this rank's line of a multi-D mesh: its 1-D view
-            mesh_axes = comm_ops.team_mesh_axes(in_spec.sharding, teams)
+        if team_ops.is_multi_team(op):  # this rank's line of a multi-D mesh: its 1-D view
+            mesh_axes = team_ops.team_mesh_axes(in_spec.sharding, teams)
             in_spec, out_spec = in_spec.project(c.rank, mesh_axes), out_spec.project(c.rank, mesh_axes)
         info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec)
         build_here = build

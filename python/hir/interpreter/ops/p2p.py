@@ -16,7 +16,7 @@ from torch_mlir.dialects import arith, memref
 
 from hir.dialect import BarrierOp, DeviceIndexOp, ForOp, OwnBlockOp, ShiftOp, is_view
 from hir.dialect.base import get_i64_array, get_int, get_str
-from hir.dialect.comm import teams_of
+from hir.dialect.teams import teams_of
 from hir.dialect.context import HirError
 from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
 from hir.interpreter.backends import symmetric
