@@ -52,6 +52,12 @@ PIPELINES: dict[str, str] = {
     "hir-from-shard": "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,canonicalize,sharding-propagation),"
     "hir-record-shard-signature,func.func(shard-partition,canonicalize,cse),"
     "shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
+    # The same without sharding-propagation, for programs that annotate every value: the
+    # pinned propagation shards ops evenly around a value with sharded_dims_offsets, and
+    # shard-partition then cannot reshard between the two (docs/from-shard.md).
+    "hir-from-shard-no-propagation": "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,canonicalize),"
+    "hir-record-shard-signature,func.func(shard-partition,canonicalize,cse),"
+    "shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
 }
 
 

@@ -26,8 +26,9 @@ After::
         -> (tensor<8x64xf32> {hir.global_type = tensor<8x64xf32>, hir.split_axes = #shard<axisarray[[], [0]]>}) {
       ...                                              // body unchanged
 
-A sharding of an argument or result with halo sizes or ``sharded_dims_offsets`` is refused
-at the sharding op.
+An uneven sharding (``sharded_dims_offsets``) is recorded beside its split axes
+(``hir.sharded_dims_offsets = array<i64: 0, 1, 4, 7, 8>``); halo sizes on an argument or result
+are refused at the sharding op.
 """
 
 from dataclasses import dataclass
@@ -37,16 +38,16 @@ from torch_mlir import ir
 from torch_mlir.dialects import func, shard
 
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, SPLIT_AXES_ATTR
+from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR
 
 _UNCONVERTED = {
     "static_halo_sizes": "has halo sizes on a function argument or result; hir's arguments and results are blocks without halos (halos of values inside the function convert: shard.update_halo)",
-    "static_sharded_dims_offsets": "has sharded_dims_offsets on a function argument or result (each device holds its own extent); hir's placements (#hir.shard) cut a dim into equal parts, so hir converts even splits only",
 }
+OFFSETS = "static_sharded_dims_offsets"
 
 
-def _sharding_of(shard_op: ir.Operation) -> ir.Attribute:
-    """The split axes of the ``shard.sharding`` that ``shard_op`` (a shard.shard) annotates with."""
+def _sharding_of(shard_op: ir.Operation) -> ir.Operation:
+    """The ``shard.sharding`` that ``shard_op`` (a shard.shard) annotates with."""
     sharding = shard_op.operands[1]
     if not isinstance(sharding, ir.OpResult) or sharding.owner.name != shard.ShardingOp.OPERATION_NAME:
         raise PassFailure("'shard.shard' op: its sharding is not a shard.sharding op; hir records static shardings only", shard_op.location)
@@ -56,7 +57,7 @@ def _sharding_of(shard_op: ir.Operation) -> ir.Attribute:
     for name, why in _UNCONVERTED.items():
         if name in op.attributes and len(ir.DenseI64ArrayAttr(op.attributes[name])):
             raise PassFailure(f"'shard.sharding' op {why}", op.location)
-    return op.attributes["split_axes"]
+    return op
 
 
 def _argument_sharding(arg: ir.Value) -> Optional[ir.Operation]:
@@ -80,7 +81,10 @@ def _signature(fn: ir.Operation, key: str, values: list, sharding_of) -> None:
         entries = {named.name: named.attr for named in attrs}
         if isinstance(value.type, ir.RankedTensorType):
             shard_op = sharding_of(value)
-            entries[SPLIT_AXES_ATTR] = _sharding_of(shard_op) if shard_op is not None else replicated
+            sharding = _sharding_of(shard_op) if shard_op is not None else None
+            entries[SPLIT_AXES_ATTR] = sharding.attributes["split_axes"] if sharding is not None else replicated
+            if sharding is not None and OFFSETS in sharding.attributes and len(ir.DenseI64ArrayAttr(sharding.attributes[OFFSETS])):
+                entries[OFFSETS_ATTR] = sharding.attributes[OFFSETS]
             entries[GLOBAL_TYPE_ATTR] = ir.TypeAttr.get(value.type)
         dicts.append(ir.DictAttr.get(entries))
     fn.attributes[key] = ir.ArrayAttr.get(dicts)
