@@ -136,7 +136,7 @@ class FunctionConversion(Collectives, Halos, Extents):
         """The global-shape check at the program boundary: a partitioned local shape must
         map back to the global type recorded before partitioning, and a result recorded
         uneven must come out cut at the recorded boundaries."""
-        placed = sharding_of(buffer_type)
+        placed = sharding_of(buffer_type) if isinstance(buffer_type, ir.MemRefType) else None  # host scalars: no placement
         cut = [b for _, bounds in placed.offsets for b in bounds] if placed is not None else []
         if cut != (offsets or []):
             raise PassFailure(f"'func.func' op @{self.name} {what} is cut at {cut or 'even parts'}, not at its recorded sharded_dims_offsets {offsets or '(none)'}", loc)

@@ -109,7 +109,7 @@ def worker() -> int:
     return 1 if failures else 0
 
 
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [pytest.param(2, marks=pytest.mark.slow), 4])  # 4 covers an empty part and the 2x2 grid
 def test_uneven_programs_run_equal_on_gloo_ranks(world):
     from hir.tools.launch import launch
 
