@@ -262,6 +262,7 @@ class HirOp(HirDialect.Operation):
     INPUT_AXIS_ATTRS = ()
     PEER_AXIS_ATTR = ""
     UNEVEN_SPLITS = False
+    _UNEVEN_REFUSED_PER_KEY = False  # the check calls refuse_uneven once per CheckedKeys key
 
     def check(self) -> None:  # pragma: no cover - overridden
         pass
@@ -281,8 +282,8 @@ class HirOp(HirDialect.Operation):
                 if self._ODS_OPERAND_SEGMENTS and "operandSegmentSizes" not in self.operation.attributes:
                     # Optional operands are located through this attribute (generic form).
                     fail(f"requires operandSegmentSizes = array<i32: ...> (one count per operand group, {len(self._ODS_OPERAND_SEGMENTS)} groups)")
-                if not self.UNEVEN_SPLITS:
-                    _refuse_uneven(self.operation)
+                if not (self.UNEVEN_SPLITS or self._UNEVEN_REFUSED_PER_KEY) and _may_hold_memrefs(type(self)):
+                    refuse_uneven(self.operation)
                 self.check()
         except VerifyError as err:
             self.location.emit_error(f"'{self.operation.name}' op {err}")
@@ -331,7 +332,26 @@ class _UnevenTypes:
 _uneven_type = _UnevenTypes()
 
 
-def _refuse_uneven(operation: ir.Operation) -> None:
+_MEMREF_CLASSES: dict = {}
+
+
+def _may_hold_memrefs(cls: type) -> bool:
+    """Whether ops of ``cls`` may have memref operands or results: not when every operand
+    and result it declares has another type (streams, indices, work), so verifying them
+    reads no types."""
+    known = _MEMREF_CLASSES.get(cls)
+    if known is None:
+        hints: dict = {}
+        for klass in reversed(cls.__mro__):
+            hints.update(getattr(klass, "__annotations__", {}))
+        values = [str(h) for h in hints.values() if str(h).startswith(("torch_mlir._mlir_libs._mlir.ir.Value[", "torch_mlir._mlir_libs._mlir.ir.OpResult["))]
+        typed = all(any(name in v for name in ("IndexType", "StreamType", "WorkType", "IntegerType", "FloatType")) for v in values)
+        known = _MEMREF_CLASSES[cls] = not (values and typed)
+    return known
+
+
+def refuse_uneven(operation: ir.Operation) -> None:
+    """Fail when an operand or result of ``operation`` is placed unevenly."""
     for what, values in (("operand", operation.operands), ("result", operation.results)):
         for i, value in enumerate(values):
             if _uneven_type(value.type):
