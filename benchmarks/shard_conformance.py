@@ -8,7 +8,7 @@ local llvm-project checkout: nothing is downloaded) goes through the bridge on i
 
 * annotated (a global program: no collective or device-index op, annotated or not):
   ``hir-from-shard`` then ``hir-lower``; where an upstream pass stops it, again through
-  ``hir-from-shard-annotated`` (no propagation, as upstream's partition tests run: the
+  ``hir-from-shard-no-propagation`` (no propagation, as upstream's partition tests run: the
   pinned wheel's propagation drops halos), converted if that succeeds;
 * partitioned (it has collectives or device indices): upstream ``tosa-to-*`` then
   ``hir-convert-shard-to-hir``, ``hir-lower``.
@@ -143,7 +143,7 @@ def convert(case: Case, text: Optional[str] = None):
     module). An annotated case stopped by an upstream pass is tried without propagation."""
     status, detail, module = _convert(case, text, "hir-from-shard")
     if case.annotated and status == "upstream":
-        retried = _convert(case, text, "hir-from-shard-annotated")
+        retried = _convert(case, text, "hir-from-shard-no-propagation")
         if retried[0] == "converted":
             return retried
     return status, detail, module

@@ -246,6 +246,8 @@ class HirOp(HirDialect.Operation):
     - ``PEER_AXIS_ATTR``: the attribute naming the axis whose slices belong one to each team
       member (allgather's ``axis``, reduce_scatter's ``scatter_axis``); streaming along it
       is nvFuser's P2P form, which hir-p2p-pipeline pipelines. "": no such axis.
+    - ``UNEVEN_SPLITS``: the op takes buffers split unevenly (``#hir.shard`` with offsets);
+      the verifier refuses them on every other op.
 
     ``emit`` (per op class) is the fast builder passes use: ``ir.Operation.create`` at the
     current insertion point and location with precomputed types; ``name=`` wraps the location
@@ -259,6 +261,8 @@ class HirOp(HirDialect.Operation):
     STREAMABLE = False
     INPUT_AXIS_ATTRS = ()
     PEER_AXIS_ATTR = ""
+    UNEVEN_SPLITS = False
+    _UNEVEN_REFUSED_PER_KEY = False  # the check calls refuse_uneven once per CheckedKeys key
 
     def check(self) -> None:  # pragma: no cover - overridden
         pass
@@ -278,6 +282,8 @@ class HirOp(HirDialect.Operation):
                 if self._ODS_OPERAND_SEGMENTS and "operandSegmentSizes" not in self.operation.attributes:
                     # Optional operands are located through this attribute (generic form).
                     fail(f"requires operandSegmentSizes = array<i32: ...> (one count per operand group, {len(self._ODS_OPERAND_SEGMENTS)} groups)")
+                if not (self.UNEVEN_SPLITS or self._UNEVEN_REFUSED_PER_KEY) and _may_hold_memrefs(type(self)):
+                    refuse_uneven(self.operation)
                 self.check()
         except VerifyError as err:
             self.location.emit_error(f"'{self.operation.name}' op {err}")
@@ -303,6 +309,53 @@ class HirOp(HirDialect.Operation):
     def broadcast_operands(cls) -> bool:
         """Whether operands may be broadcast against the output (extent-1 axes)."""
         return False
+
+
+class _UnevenTypes:
+    """Whether a type is a memref placed unevenly (``#hir.shard<..., {..., offsets = ...}>``),
+    remembered per type for one MLIR context at a time (verification runs after every pass)."""
+
+    def __init__(self) -> None:
+        self.context: Optional[ir.Context] = None
+        self.known: dict = {}
+
+    def __call__(self, t: ir.Type) -> bool:
+        if t.context != self.context:
+            self.context, self.known = t.context, {}
+        uneven = self.known.get(t)
+        if uneven is None:
+            space = t.memory_space if isinstance(t, ir.MemRefType) else None
+            uneven = self.known[t] = isinstance(space, ShardAttr) and isinstance(space.axis.maybe_downcast(), ir.DictAttr)
+        return uneven
+
+
+_uneven_type = _UnevenTypes()
+
+
+_MEMREF_CLASSES: dict = {}
+
+
+def _may_hold_memrefs(cls: type) -> bool:
+    """Whether ops of ``cls`` may have memref operands or results: not when every operand
+    and result it declares has another type (streams, indices, work), so verifying them
+    reads no types."""
+    known = _MEMREF_CLASSES.get(cls)
+    if known is None:
+        hints: dict = {}
+        for klass in reversed(cls.__mro__):
+            hints.update(getattr(klass, "__annotations__", {}))
+        values = [str(h) for h in hints.values() if str(h).startswith(("torch_mlir._mlir_libs._mlir.ir.Value[", "torch_mlir._mlir_libs._mlir.ir.OpResult["))]
+        typed = all(any(name in v for name in ("IndexType", "StreamType", "WorkType", "IntegerType", "FloatType")) for v in values)
+        known = _MEMREF_CLASSES[cls] = not (values and typed)
+    return known
+
+
+def refuse_uneven(operation: ir.Operation) -> None:
+    """Fail when an operand or result of ``operation`` is placed unevenly."""
+    for what, values in (("operand", operation.operands), ("result", operation.results)):
+        for i, value in enumerate(values):
+            if _uneven_type(value.type):
+                fail(f"{what} #{i} is split unevenly ({value.type}); this op needs even splits (ops taking uneven ones: {', '.join(sorted(c.OPERATION_NAME for c in OP_CLASSES.values() if getattr(c, 'UNEVEN_SPLITS', False)))})")
 
 
 def name_loc(name: Optional[str]) -> Optional[ir.Location]:

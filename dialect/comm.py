@@ -193,6 +193,7 @@ class CollectiveOp(HirOp):
 class AllgatherOp(CollectiveOp, name="allgather"):
     axis: ir.IntegerAttr = ext.attribute(kw_only=True)
     PEER_AXIS_ATTR = "axis"
+    UNEVEN_SPLITS = True  # the input's parts may differ in extent (sharded_dims_offsets)
 
     def check_collective(self) -> None:
         axis = self.checked_axis()

@@ -21,7 +21,7 @@ from typing import Any, Optional
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import DYNAMIC, CheckedKeys, HirOp, op_class, check_axis, check_same_element_type, check_shape, dims_match, fail, fmt_shape, get_i64_array, i64_array_attr, int_attr, memref_type, str_attr
+from hir.dialect.base import DYNAMIC, CheckedKeys, HirOp, op_class, refuse_uneven, check_axis, check_same_element_type, check_shape, dims_match, fail, fmt_shape, get_i64_array, i64_array_attr, int_attr, memref_type, str_attr
 from hir.dialect.sharding import sharding_of
 
 KERNEL_ATTR = "hir.kernel"
@@ -92,6 +92,7 @@ class ComputeOp(HirOp):
     ACCUMULATE_ATTR = None  # (no annotation: ext would read it as an attribute field)
 
     CHECKED_ATTRS = (STREAM_AXIS_ATTR,)  # every attribute the check reads
+    _UNEVEN_REFUSED_PER_KEY = True
 
     def check(self) -> None:
         # Modules verify after every pass: ops with fixed operands are checked once per
@@ -101,9 +102,11 @@ class ComputeOp(HirOp):
             key = _CHECKED.key(self, len(self.operation.operands), self.CHECKED_ATTRS)
             if _CHECKED.passed(self, key):
                 return
+            refuse_uneven(self.operation)
             values = self.operation.operands
             self.types = {name: memref_type(values[i].type, name) for name, i in self._positions().items()}
         else:
+            refuse_uneven(self.operation)
             self.types = {name: memref_type(getattr(self, name), name) for name in (*self.operand_names, "output")}
         self.out_type = self.types["output"]
         sharding_of(self.out_type, "output")

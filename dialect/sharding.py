@@ -14,7 +14,14 @@ is split along buffer axis 0 over mesh axis 0 (devices 0 and 2 hold different ro
 replicated along mesh axis 1 (devices 0 and 1 hold the same rows). Several mesh axes may
 split one buffer axis (``array<i64: 1, 1>``: MLIR's ``split_axes = [[], [0, 1]]``): it is cut
 into the product of their extents, the parts in row-major order of the mesh coordinates
-(device (i, j) of a 2x2 mesh holds part 2 * i + j). Types carry the global shape;
+(device (i, j) of a 2x2 mesh holds part 2 * i + j). A split may be uneven (MLIR's
+``sharded_dims_offsets``): the second parameter is then a dictionary giving the boundaries of
+the parts of every split buffer axis, concatenated in axis order (parts + 1 each)::
+
+    memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, {axis = 0 : i64, offsets = array<i64: 0, 1, 4, 7, 8>}>>
+
+holds rows [0, 1) on device 0, [1, 4) on device 1, [4, 7) on 2 and [7, 8) on 3
+(``{offsets = ..., splits = array<i64: ...>}`` on a multi-D mesh: attribute dictionaries sort their keys). Types carry the global shape;
 :meth:`Sharding.local_shape` derives a rank's shard. A collective on a multi-D mesh acts along
 one mesh axis or several: its teams are the mesh's lines (planes) along them
 (:meth:`Sharding.line`), and :meth:`Sharding.along` is the 1-D view of the placement one line
@@ -32,6 +39,10 @@ from hir.dialect.base import DYNAMIC, ShardAttr, VerifyError, fail, i64_elements
 
 class MultiDimMeshError(ValueError):
     """A 1-D-only consumer met a placement on a multi-dimensional mesh."""
+
+
+class UnevenPlacementError(ValueError):
+    """A consumer of even splits met an uneven placement (``sharded_dims_offsets``)."""
 
 
 MeshAxes = Union[int, Sequence[int]]  # one mesh axis, or several (a team along all of them)
@@ -52,8 +63,17 @@ class Sharding:
     mesh: tuple[int, ...]
     mesh_shape: tuple[int, ...]
     splits: tuple[Optional[int], ...]
+    offsets: tuple[tuple[int, tuple[int, ...]], ...]  # (buffer axis, part boundaries) of uneven splits
 
-    def __init__(self, mesh: Sequence[int], axis: Optional[int] = None, *, mesh_shape: Optional[Sequence[int]] = None, splits: Optional[Sequence[Optional[int]]] = None) -> None:
+    def __init__(
+        self,
+        mesh: Sequence[int],
+        axis: Optional[int] = None,
+        *,
+        mesh_shape: Optional[Sequence[int]] = None,
+        splits: Optional[Sequence[Optional[int]]] = None,
+        offsets: Optional[dict[int, Sequence[int]]] = None,
+    ) -> None:
         mesh = tuple(int(d) for d in mesh)
         if mesh_shape is None:
             shape, per_axis = (len(mesh),), (axis,)
@@ -64,14 +84,33 @@ class Sharding:
         object.__setattr__(self, "mesh", mesh)
         object.__setattr__(self, "mesh_shape", shape)
         object.__setattr__(self, "splits", per_axis)
+        object.__setattr__(self, "offsets", tuple(sorted((a, tuple(int(b) for b in bounds)) for a, bounds in (offsets or {}).items())))
+        if offsets and {a for a, _ in self.offsets} != {s for s in per_axis if s is not None}:  # as MLIR's sharded_dims_offsets
+            raise ValueError(f"an uneven Sharding gives the boundaries of every split axis: splits {list(per_axis)}, boundaries for axes {sorted(offsets)}")
 
     @staticmethod
-    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[Optional[int]]) -> "Sharding":
+    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[Optional[int]], offsets: Optional[dict[int, Sequence[int]]] = None) -> "Sharding":
         """The placement on the mesh of ``devices`` laid out as ``mesh_shape`` (1-D when it
-        has one axis) with ``splits`` per mesh axis."""
+        has one axis) with ``splits`` per mesh axis (and the part boundaries of uneven ones)."""
         if len(mesh_shape) == 1:
-            return Sharding(devices, splits[0])
-        return Sharding(devices, mesh_shape=mesh_shape, splits=splits)
+            return Sharding(devices, splits[0], offsets=offsets)
+        return Sharding(devices, mesh_shape=mesh_shape, splits=splits, offsets=offsets)
+
+    @property
+    def uneven(self) -> bool:
+        """Whether some split gives the devices parts of different extents."""
+        return bool(self.offsets)
+
+    def bounds(self, axis: int) -> Optional[tuple[int, ...]]:
+        """The boundaries of buffer axis ``axis``'s parts when it is split unevenly, else None."""
+        return next((b for a, b in self.offsets if a == axis), None)
+
+    def even(self, what: str) -> "Sharding":
+        """This placement, for a consumer of even splits (``what``): an UnevenPlacementError
+        when it is uneven."""
+        if self.offsets:
+            raise UnevenPlacementError(f"{what} needs even splits; the buffer is placed unevenly on {self.describe()}")
+        return self
 
     @property
     def multi_dim(self) -> bool:
@@ -93,7 +132,8 @@ class Sharding:
         raise MultiDimMeshError(f"this needs a 1-D device mesh; the buffer is placed on the {'x'.join(map(str, self.mesh_shape))} mesh {self.describe()}")
 
     def describe(self) -> str:
-        return f"{list(self.mesh)} with splits {[-1 if s is None else s for s in self.splits]}"
+        uneven = "".join(f", axis {a} cut at {list(b)}" for a, b in self.offsets)
+        return f"{list(self.mesh)} with splits {[-1 if s is None else s for s in self.splits]}{uneven}"
 
     def parts(self, axis: int) -> int:
         """How many shards buffer axis ``axis`` is cut into."""
@@ -115,9 +155,22 @@ class Sharding:
                 index = index * n + c
         return index
 
-    def local_shape(self, shape: Sequence[int]) -> list[int]:
-        """The shape one device holds of a buffer with global ``shape``."""
-        return [d if d == DYNAMIC else d // self.parts(i) for i, d in enumerate(shape)]
+    def local_shape(self, shape: Sequence[int], device: Optional[int] = None) -> list[int]:
+        """The shape ``device`` holds of a buffer with global ``shape`` (``device`` may be
+        left out when the placement is even: every device holds the same shape)."""
+        out = [d if d == DYNAMIC else d // self.parts(i) for i, d in enumerate(shape)]
+        for axis, bounds in self.offsets:
+            if device is None:
+                raise UnevenPlacementError(f"the parts of axis {axis} differ per device (cut at {list(bounds)}); this needs the device's own extent")
+            part = self.shard_index(device, axis)
+            out[axis] = bounds[part + 1] - bounds[part]
+        return out
+
+    def start(self, device: int, axis: int, extent: int) -> int:
+        """Where ``device``'s part of buffer axis ``axis`` (global ``extent``) begins."""
+        part = self.shard_index(device, axis)
+        bounds = self.bounds(axis)
+        return bounds[part] if bounds is not None else part * (extent // self.parts(axis))
 
     def line(self, device: int, mesh_axes: MeshAxes) -> tuple[int, ...]:
         """The devices along mesh axis (or axes) ``mesh_axes`` through ``device`` (its team
@@ -162,23 +215,33 @@ class Sharding:
 
     def along(self, device: int, mesh_axes: MeshAxes) -> "Sharding":
         """The 1-D placement that the line through ``device`` along ``mesh_axes`` sees."""
-        return Sharding(self.line(device, mesh_axes), self.line_split(mesh_axes))
+        axis = self.line_split(mesh_axes)
+        bounds = self.bounds(axis) if axis is not None else None
+        if bounds is not None and any(s == axis for j, s in enumerate(self.splits) if j not in _axes(mesh_axes)):
+            raise UnevenPlacementError(f"buffer axis {axis} is split unevenly over mesh axes {[j for j, s in enumerate(self.splits) if s == axis]}; a team along only some of them sees no 1-D placement")
+        return Sharding(self.line(device, mesh_axes), axis, offsets=None if bounds is None else {axis: bounds})
 
     def others_local(self, shape: Sequence[int], mesh_axes: MeshAxes) -> list[int]:
         """``shape`` divided by the splits of every mesh axis but ``mesh_axes``: the global
         shape of the block that one line along ``mesh_axes`` holds together."""
         axes = _axes(mesh_axes)
-        return Sharding.of(self.mesh, self.mesh_shape, [None if j in axes else s for j, s in enumerate(self.splits)]).local_shape(shape)
+        kept = [None if j in axes else s for j, s in enumerate(self.splits)]
+        return Sharding.of(self.mesh, self.mesh_shape, kept, {a: b for a, b in self.offsets if a in kept}).local_shape(shape)
 
     def renumbered(self, fn: Callable[[int], Optional[int]]) -> "Sharding":
         """The same mesh with each split buffer axis ``a`` moved to ``fn(a)``."""
-        return Sharding.of(self.mesh, self.mesh_shape, [None if s is None else fn(s) for s in self.splits])
+        return Sharding.of(self.mesh, self.mesh_shape, [None if s is None else fn(s) for s in self.splits], {fn(a): b for a, b in self.offsets if fn(a) is not None})
 
     def attr(self) -> ir.Attribute:
         i64 = ir.IntegerType.get_signless(64)
         if not self.multi_dim:
-            return ShardAttr.get(ir.DenseI64ArrayAttr.get(list(self.mesh)), ir.IntegerAttr.get(i64, -1 if self.splits[0] is None else self.splits[0]))
-        return ShardAttr.get(i64_elements(self.mesh, self.mesh_shape), ir.DenseI64ArrayAttr.get([-1 if s is None else s for s in self.splits]))
+            mesh, splits = ir.DenseI64ArrayAttr.get(list(self.mesh)), ir.IntegerAttr.get(i64, -1 if self.splits[0] is None else self.splits[0])
+        else:
+            mesh, splits = i64_elements(self.mesh, self.mesh_shape), ir.DenseI64ArrayAttr.get([-1 if s is None else s for s in self.splits])
+        if not self.offsets:
+            return ShardAttr.get(mesh, splits)
+        every = [b for _, bounds in self.offsets for b in bounds]
+        return ShardAttr.get(mesh, ir.DictAttr.get({"splits" if self.multi_dim else "axis": splits, "offsets": ir.DenseI64ArrayAttr.get(every)}))
 
 
 def _cast(kind: type, attr: ir.Attribute) -> Optional[ir.Attribute]:
@@ -188,28 +251,61 @@ def _cast(kind: type, attr: ir.Attribute) -> Optional[ir.Attribute]:
         return None
 
 
-def _parse(space: ShardAttr, what: str) -> tuple[Sharding, list[int]]:
-    """The placement and the raw split entries (``-1`` kept) of a ``#hir.shard``."""
+def _parse(space: ShardAttr, what: str) -> tuple[tuple[int, ...], list[int], list[int], Optional[list[int]]]:
+    """(devices, mesh shape, raw split entries with ``-1`` kept, raw offsets or None) of a
+    ``#hir.shard``."""
+    splits_attr, offsets = space.axis, None
+    entries = _cast(ir.DictAttr, splits_attr)
+    if entries is not None:  # an uneven placement: {axis | splits = ..., offsets = array<i64: ...>}
+        known = {"axis", "splits", "offsets"}
+        names = [entries[i].name for i in range(len(entries))]
+        if "offsets" not in names or not set(names) <= known or len(names) != 2:
+            fail(f"{what}: an uneven #hir.shard takes {{axis = N : i64, offsets = array<i64: ...>}} (1-D mesh) or {{splits = array<i64: ...>, offsets = ...}}, got {splits_attr}")
+        raw_offsets = _cast(ir.DenseI64ArrayAttr, entries["offsets"])
+        if raw_offsets is None:
+            fail(f"{what}: #hir.shard offsets must be array<i64: ...>, got {entries['offsets']}")
+        offsets = list(raw_offsets)
+        splits_attr = entries[next(n for n in names if n != "offsets")]
     devices = _cast(ir.DenseI64ArrayAttr, space.mesh)
     if devices is not None:
-        axis = _cast(ir.IntegerAttr, space.axis)
+        axis = _cast(ir.IntegerAttr, splits_attr)
         if axis is None:
-            fail(f"{what}: a 1-D #hir.shard takes one split axis (`0 : i64`), got {space.axis}")
-        return Sharding(tuple(devices), None if axis.value == -1 else axis.value), [axis.value]
+            fail(f"{what}: a 1-D #hir.shard takes one split axis (`0 : i64`), got {splits_attr}")
+        return tuple(devices), [len(devices)], [axis.value], offsets
     layout = _cast(ir.DenseIntElementsAttr, space.mesh)
     if layout is None:
         fail(f"{what}: #hir.shard mesh must be array<i64: ...> or a dense<...> : tensor<AxBxi64> device layout, got {space.mesh}")
     shape = list(ir.RankedTensorType(layout.type).shape)
     if len(shape) < 2:
         fail(f"{what}: write a 1-D mesh as #hir.shard<array<i64: ...>, axis : i64>")
-    raw = _cast(ir.DenseI64ArrayAttr, space.axis)
+    raw = _cast(ir.DenseI64ArrayAttr, splits_attr)
     if raw is None:
-        fail(f"{what}: a {len(shape)}-D #hir.shard takes one split per mesh axis (array<i64: ...>), got {space.axis}")
+        fail(f"{what}: a {len(shape)}-D #hir.shard takes one split per mesh axis (array<i64: ...>), got {splits_attr}")
     splits = list(raw)
     if len(splits) != len(shape):
         fail(f"{what}: the {'x'.join(map(str, shape))} mesh needs {len(shape)} splits (one per mesh axis), got {splits}")
-    mesh = tuple(int(d) for d in layout)
-    return Sharding(mesh, mesh_shape=shape, splits=[None if s == -1 else s for s in splits]), splits
+    return tuple(int(d) for d in layout), shape, splits, offsets
+
+
+def _boundaries(t: ir.MemRefType, sharding: Sharding, offsets: list[int], what: str) -> dict[int, list[int]]:
+    """The part boundaries of every split axis, from the concatenated ``offsets`` (checked:
+    parts + 1 per axis, from 0, non-decreasing, to the axis's static extent)."""
+    if not sharding.is_split:
+        fail(f"{what}: offsets {offsets} on a replicated buffer")
+    out, rest = {}, list(offsets)
+    for axis in sorted({a for a in sharding.splits if a is not None}):
+        parts = sharding.parts(axis)
+        bounds, rest = rest[: parts + 1], rest[parts + 1 :]
+        if len(bounds) != parts + 1:
+            fail(f"{what}: offsets {offsets} give too few boundaries: axis {axis} is cut into {parts} parts (needs {parts + 1}, for every split axis in order)")
+        if t.shape[axis] == DYNAMIC:
+            fail(f"{what}: axis {axis} is dynamic; an uneven split needs a static extent")
+        if bounds[0] != 0 or bounds[-1] != t.shape[axis] or any(a > b for a, b in zip(bounds, bounds[1:])):
+            fail(f"{what}: offsets {bounds} of axis {axis} must rise from 0 to its extent {t.shape[axis]}")
+        out[axis] = bounds
+    if rest:
+        fail(f"{what}: offsets {offsets} give {len(rest)} boundaries more than the split axes need")
+    return out
 
 
 def sharding_of(value_or_type: Any, what: str = "buffer") -> Optional[Sharding]:
@@ -220,8 +316,7 @@ def sharding_of(value_or_type: Any, what: str = "buffer") -> Optional[Sharding]:
         return None
     if not isinstance(space, ShardAttr):
         fail(f"{what} has memory space {space}; hir buffers use #hir.shard<...> or none")
-    sharding, raw = _parse(space, what)
-    mesh = sharding.mesh
+    mesh, mesh_shape, raw, offsets = _parse(space, what)
     if not mesh:
         fail(f"{what}: the device mesh is empty")
     if len(set(mesh)) != len(mesh) or min(mesh) < 0:
@@ -229,16 +324,19 @@ def sharding_of(value_or_type: Any, what: str = "buffer") -> Optional[Sharding]:
     for axis in raw:
         if axis < -1 or axis >= t.rank:
             fail(f"{what}: shard axis {axis} is out of range for rank {t.rank} (use -1 for replicated)")
+    sharding = Sharding.of(mesh, mesh_shape, [None if a == -1 else a for a in raw])
+    if offsets is not None:
+        return Sharding.of(mesh, mesh_shape, sharding.splits, _boundaries(t, sharding, offsets, what))
     for axis in {s for s in sharding.splits if s is not None}:
         parts = sharding.parts(axis)
         if t.shape[axis] != DYNAMIC and t.shape[axis] % parts:
-            fail(f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over {parts} devices")
+            fail(f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over {parts} devices (an uneven split gives its offsets)")
     return sharding
 
 
-def local_shape(shape: Sequence[int], sharding: Optional[Sharding]) -> list[int]:
-    """The shape one rank holds of a buffer with global ``shape``."""
-    return list(shape) if sharding is None else sharding.local_shape(shape)
+def local_shape(shape: Sequence[int], sharding: Optional[Sharding], device: Optional[int] = None) -> list[int]:
+    """The shape ``device`` holds of a buffer with global ``shape`` (see Sharding.local_shape)."""
+    return list(shape) if sharding is None else sharding.local_shape(shape, device)
 
 
 def check_placements(op: ir.Operation, source_name: Optional[str] = None, world_size: Optional[int] = None) -> list[str]:

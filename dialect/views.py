@@ -50,7 +50,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
-from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, CheckedKeys, HirOp, check_axis, fail, i64_attr, int_attr, memref_type
+from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, CheckedKeys, HirOp, check_axis, fail, i64_attr, int_attr, memref_type, refuse_uneven
 from hir.dialect.sharding import sharding_of
 
 UPSTREAM_VIEWS.update(cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp))
@@ -101,6 +101,7 @@ def _check_view(op: HirOp, view_type, what: str, attribute_names: tuple = ()) ->
     key = _CHECKED.key(op, 1, attribute_names)
     if _CHECKED.passed(op, key):
         return
+    refuse_uneven(op.operation)
     source = memref_type(op.operation.operands[0].type, "input")
     if source.rank == 0:
         fail("input must have rank >= 1")
@@ -118,6 +119,7 @@ class ViewOp(HirOp):
 
 class AliasSelectOp(ViewOp, name="alias_select"):
     """``result = input.select(axis, index)`` as a view: writes through it land in ``input``."""
+    _UNEVEN_REFUSED_PER_KEY = True
 
     input: ext.Operand[ir.MemRefType]
     index: ext.Operand[ir.IndexType]
@@ -134,6 +136,7 @@ class AliasSelectOp(ViewOp, name="alias_select"):
 
 class AliasChunkOp(ViewOp, name="alias_chunk"):
     """``result = input.chunk(chunks, axis)[index]`` as a view: writes through it land in ``input``."""
+    _UNEVEN_REFUSED_PER_KEY = True
 
     input: ext.Operand[ir.MemRefType]
     index: ext.Operand[ir.IndexType]

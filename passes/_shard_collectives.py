@@ -41,7 +41,7 @@ def fail(op: ir.Operation, message: str) -> PassFailure:
 
 
 DEVICE_INDEX_OPS = (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLinearIndexOp.OPERATION_NAME)
-HOST_INDEX_OPS = DEVICE_INDEX_OPS + (shard.NeighborsLinearIndicesOp.OPERATION_NAME,)  # index arithmetic on the host
+HOST_INDEX_OPS = DEVICE_INDEX_OPS + (shard.NeighborsLinearIndicesOp.OPERATION_NAME, shard.ShardShapeOp.OPERATION_NAME)  # index arithmetic on the host
 _REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
 # (operand is float, result is float) -> the arith op converting tensors elementwise
 # ((widen, narrow) where both are of one kind).
@@ -107,6 +107,8 @@ class Collectives:
         if name == shard.UpdateHaloOp.OPERATION_NAME:
             self.update_halo(op)  # _shard_halo.py
             return
+        if name == shard.ShardingOp.OPERATION_NAME and all(use.owner.name == shard.ShardShapeOp.OPERATION_NAME for use in op.results[0].uses):
+            return  # read by shard_shape only (static attributes)
         if name in (shard.ShardOp.OPERATION_NAME, shard.ShardingOp.OPERATION_NAME):
             raise fail(op, "is a sharding annotation: partition the program first (sharding-propagation, shard-partition; or use the hir-from-shard pipeline)")
         handler = {
@@ -119,7 +121,7 @@ class Collectives:
             shard.BroadcastOp.OPERATION_NAME: self.broadcast,
         }.get(name)
         if handler is None:
-            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, broadcast, shift, update_halo, grid_shape, process_multi_index, process_linear_index, neighbors_linear_indices)")
+            raise fail(op, "has no hir equivalent yet (converted: all_gather, all_reduce, reduce_scatter, all_slice, all_to_all, broadcast, shift, update_halo, grid_shape, process_multi_index, process_linear_index, neighbors_linear_indices, shard_shape)")
         self.grid_axes(op)
         handler(op)
 
@@ -293,10 +295,13 @@ class Collectives:
         """``process_linear_index``: ``hir.device_index`` over the whole mesh (devices are laid
         out row-major, so the position is the linear index); ``process_multi_index``: its
         coordinates on the requested grid axes, (linear / stride_k) mod extent_k on the host."""
-        linear = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
         if op.name == shard.ProcessLinearIndexOp.OPERATION_NAME:
-            return [linear]
-        axes = list(ir.DenseI16ArrayAttr(op.attributes["axes"])) or list(range(self.grid.rank))
+            return [self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result]
+        return self.coordinates(list(ir.DenseI16ArrayAttr(op.attributes["axes"])) or list(range(self.grid.rank)))
+
+    def coordinates(self, axes: list[int]) -> list[ir.Value]:
+        """This device's coordinates on grid ``axes`` (host arithmetic on hir.device_index)."""
+        linear = self.create(DeviceIndexOp.OPERATION_NAME, results=[ir.IndexType.get()], attributes={"mesh": self.team}).result
         coordinates = []
         for k in axes:
             stride = prod(self.grid.shape[k + 1 :])

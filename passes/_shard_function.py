@@ -6,16 +6,18 @@ from typing import Callable, Optional
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, scf, shard, tensor
 
-from hir.dialect import BinaryOp, MatmulOp
+from hir.dialect import BinaryOp, MatmulOp, sharding_of
 from hir.dialect.linalg_facts import BINARY_NAMED
 from hir.passes.base import PassFailure
 from hir.passes._shard_collectives import DEVICE_INDEX_OPS, Collectives, fail, is_tensor, needed_downstream
 from hir.passes._shard_halo import Halos
+from hir.passes._shard_extents import Extents
 from hir.passes._shard_shift import Shifts
 from hir.passes._shard_kernels import Port, build_kernel, closure
 from hir.passes._shard_placement import (
     FREE,
     GLOBAL_TYPE_ATTR,
+    OFFSETS_ATTR,
     PARTIAL,
     REPLICATED,
     SPLIT_AXES_ATTR,
@@ -33,7 +35,7 @@ def _entries(attrs: ir.Attribute) -> dict:
     return {named.name: named.attr for named in ir.DictAttr(attrs)}
 
 
-class FunctionConversion(Collectives, Halos, Shifts):
+class FunctionConversion(Collectives, Halos, Shifts, Extents):
     """Converts one function in place; kernel segments are added before it in the module."""
 
     def __init__(self, fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:
@@ -64,12 +66,15 @@ class FunctionConversion(Collectives, Halos, Shifts):
             self.position = position
             self.ip = ir.InsertionPoint(op)
             self.loc = op.location
-            self.convert(op)
+            try:
+                self.convert(op)
+            except PlacementError as err:  # raised by placement arithmetic anywhere in a handler
+                raise fail(op, str(err)) from None
         ret = ops[-1]
         self.ip, self.loc = ir.InsertionPoint(ret), ret.location
         results = [self.buffer(v, ret) if self.is_data(v) else self.scalar(v, ret) for v in ret.operands]
         for index, value in enumerate(results):
-            self.check_global(f"result #{index}", value.type, self.result_globals.get(index), ret.location)
+            self.check_global(f"result #{index}", value.type, self.result_globals.get(index), ret.location, self.result_offsets.get(index))
         for index, value in enumerate(results):
             ret.operands[index] = value
         for position in reversed(range(len(ops) - 1)):  # users before producers
@@ -84,6 +89,7 @@ class FunctionConversion(Collectives, Halos, Shifts):
         arg_attrs = [_entries(a) for a in ir.ArrayAttr(attrs["arg_attrs"])] if "arg_attrs" in attrs else []
         res_attrs = [_entries(a) for a in ir.ArrayAttr(attrs["res_attrs"])] if "res_attrs" in attrs else []
         self.result_globals = {i: e[GLOBAL_TYPE_ATTR] for i, e in enumerate(res_attrs) if GLOBAL_TYPE_ATTR in e}
+        self.result_offsets = {i: list(ir.DenseI64ArrayAttr(e[OFFSETS_ATTR])) for i, e in enumerate(res_attrs) if OFFSETS_ATTR in e}
         for index, arg in enumerate(self.block.arguments):
             if not is_tensor(arg):
                 self.scalars[arg] = arg
@@ -94,7 +100,8 @@ class FunctionConversion(Collectives, Halos, Shifts):
             self.arg_tensor_types[arg] = arg.type
             self.loc = self.fn.location
             arg.set_type(self.buffer_type(arg.type, placement, f"'func.func' op @{self.name} argument #{index}"))
-            self.check_global(f"argument #{index}", arg.type, entries.get(GLOBAL_TYPE_ATTR), self.fn.location)
+            offsets = list(ir.DenseI64ArrayAttr(entries[OFFSETS_ATTR])) if OFFSETS_ATTR in entries else None
+            self.check_global(f"argument #{index}", arg.type, entries.get(GLOBAL_TYPE_ATTR), self.fn.location, offsets)
             self.buffers[arg] = arg
         if "arg_attrs" in attrs:  # the recorded placements now live in the types
             del attrs["arg_attrs"]
@@ -110,7 +117,8 @@ class FunctionConversion(Collectives, Halos, Shifts):
         where = f"'func.func' op @{self.name} argument #{arg.arg_number}"
         if SPLIT_AXES_ATTR in entries:
             try:
-                return split_axes_placement(entries[SPLIT_AXES_ATTR], rank, self.grid)
+                offsets = list(ir.DenseI64ArrayAttr(entries[OFFSETS_ATTR])) if OFFSETS_ATTR in entries else None
+                return split_axes_placement(entries[SPLIT_AXES_ATTR], rank, self.grid, offsets)
             except PlacementError as err:
                 raise PassFailure(f"{where}: {err}", self.fn.location) from None
         found = needed_downstream(arg)  # no record: what the first collective reading it needs
@@ -125,9 +133,14 @@ class FunctionConversion(Collectives, Halos, Shifts):
             self.fn.location,
         )
 
-    def check_global(self, what: str, buffer_type: ir.Type, recorded: Optional[ir.Attribute], loc: ir.Location) -> None:
+    def check_global(self, what: str, buffer_type: ir.Type, recorded: Optional[ir.Attribute], loc: ir.Location, offsets: Optional[list[int]] = None) -> None:
         """The global-shape check at the program boundary: a partitioned local shape must
-        map back to the global type recorded before partitioning."""
+        map back to the global type recorded before partitioning, and a result recorded
+        uneven must come out cut at the recorded boundaries."""
+        placed = sharding_of(buffer_type) if isinstance(buffer_type, ir.MemRefType) else None  # host scalars: no placement
+        cut = [b for _, bounds in placed.offsets for b in bounds] if placed is not None else []
+        if cut != (offsets or []):
+            raise PassFailure(f"'func.func' op @{self.name} {what} is cut at {cut or 'even parts'}, not at its recorded sharded_dims_offsets {offsets or '(none)'}", loc)
         if recorded is None:
             return
         want = ir.RankedTensorType(ir.TypeAttr(recorded).value)
@@ -166,6 +179,8 @@ class FunctionConversion(Collectives, Halos, Shifts):
             results = self.device_index(op)
         elif op.name == shard.NeighborsLinearIndicesOp.OPERATION_NAME:
             results = self.neighbors(op, [self.scalar(v, op) for v in op.operands])
+        elif op.name == shard.ShardShapeOp.OPERATION_NAME:
+            results = self.shard_shape(op)
         else:
             operands = [self.scalar(v, op) for v in op.operands]
             copy = op.clone(self.ip)
@@ -272,23 +287,6 @@ class FunctionConversion(Collectives, Halos, Shifts):
         load = self.create("memref.load", operands=[self.buffer(source, op)] + indices, results=[op.results[0].type])
         self.scalars[op.results[0]] = load.result
 
-    def local_extent(self, op: ir.Operation) -> None:
-        """``tensor.dim`` of a program tensor (a local extent, e.g. sizing a ``tensor.empty``
-        of a dynamic shape): on the host, the buffer's global extent (``memref.dim``) divided
-        by the parts its dim is split into."""
-        source, dim = op.operands
-        index = self.constant_value(dim)
-        placement = self.placement(source)
-        if index is None or placement.kind == "partial":
-            raise fail(op, "reads a dynamic dim index or a partial sum's extent; hir sizes static dims of placed tensors")
-        extent = self.create("memref.dim", operands=[self.buffer(source, op), self.index_constant(index)], results=[ir.IndexType.get()]).result
-        parts = 1
-        for k, p in enumerate(placement.axes):
-            parts *= self.grid.shape[k] if p == split(index) else 1
-        if parts > 1:
-            extent = self.index_arith(arith.DivUIOp.OPERATION_NAME, extent, self.index_constant(parts))
-        self.scalars[op.results[0]] = extent
-
     def fold_if(self, op: ir.Operation) -> None:
         """Partitioning guards an init by the device index; both branches often yield the same."""
         yields = [list(region.blocks[0].operations)[-1].operation.operands for region in op.regions if region.blocks]
@@ -351,8 +349,8 @@ class FunctionConversion(Collectives, Halos, Shifts):
         """``hir.matmul`` when it overwrites a zero fill and is not a partial product."""
         a, b, init = op.operands
         placement = self.result_placement(op)
-        if init not in self.zero or placement.kind == "partial":
-            return False
+        if init not in self.zero or placement.kind == "partial" or any(p.offsets for p in self.operand_placements(op)):
+            return False  # a kernel: hir.matmul takes even splits
         operands = [self.buffer(a, op), self.buffer(b, op)]
         self.create(MatmulOp.OPERATION_NAME, operands=operands + [self.alloc(op.results[0], placement)])
         return True
@@ -360,7 +358,7 @@ class FunctionConversion(Collectives, Halos, Shifts):
     def binary(self, op: ir.Operation) -> bool:
         lhs, rhs, init = op.operands
         placements = {self.placement(lhs), self.placement(rhs)}
-        if len(placements) != 1 or self.free_placement in placements or any(p.kind == "partial" for p in placements) or lhs.type != rhs.type:
+        if len(placements) != 1 or self.free_placement in placements or any(p.kind == "partial" or p.offsets for p in placements) or lhs.type != rhs.type:
             return False
         kind = ir.StringAttr.get(BINARY_NAMED[op.name])
         operands = [self.buffer(lhs, op), self.buffer(rhs, op)]

@@ -37,6 +37,7 @@ from hir.dialect.linalg_facts import ADDITIVE, ELEMENTWISE_NAMED, is_elementwise
 SPLIT_AXES_ATTR = "hir.split_axes"  # function argument / result attribute: #shard<axisarray[...]>
 GRID_ATTR = "hir.grid"  # function attribute: the grid of its shardings (recorded before partitioning)
 GLOBAL_TYPE_ATTR = "hir.global_type"  # function argument / result attribute: the unpartitioned tensor type
+OFFSETS_ATTR = "hir.sharded_dims_offsets"  # function argument / result attribute: an uneven split's boundaries
 
 
 class PlacementError(Exception):
@@ -63,9 +64,12 @@ def split(axis: int) -> Placement:
 
 @dataclass(frozen=True)
 class GridPlacement:
-    """A value's placement on the grid: one :class:`Placement` per grid axis."""
+    """A value's placement on the grid: one :class:`Placement` per grid axis, and the part
+    boundaries of the dims split unevenly (upstream's ``sharded_dims_offsets``: every split
+    dim's, or none)."""
 
     axes: tuple[Placement, ...]
+    offsets: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (tensor dim, part boundaries)
 
     @staticmethod
     def uniform(placement: Placement, rank: int) -> "GridPlacement":
@@ -74,11 +78,21 @@ class GridPlacement:
     def __getitem__(self, grid_axis: int) -> Placement:
         return self.axes[grid_axis]
 
+    def bounds(self, dim: int) -> Optional[tuple[int, ...]]:
+        return next((b for d, b in self.offsets if d == dim), None)
+
     def with_axis(self, grid_axis: int, placement: Placement) -> "GridPlacement":
         return self.with_axes([grid_axis], placement)
 
     def with_axes(self, grid_axes: list[int], placement: Placement) -> "GridPlacement":
-        return GridPlacement(tuple(placement if k in grid_axes else p for k, p in enumerate(self.axes)))
+        axes = tuple(placement if k in grid_axes else p for k, p in enumerate(self.axes))
+        if not self.offsets:
+            return GridPlacement(axes)
+        split_by = lambda placed, dim: [k for k, p in enumerate(placed) if p == split(dim)]  # noqa: E731
+        kept = tuple((d, b) for d, b in self.offsets if split_by(axes, d))
+        if any(split_by(axes, d) != split_by(self.axes, d) for d, _ in kept) or {p.axis for p in axes if p.kind == "split"} != {d for d, _ in kept}:
+            raise PlacementError(f"moves the uneven split of a value {self}; hir gathers an uneven dim whole (over all its grid axes) and splits no other dim beside it")
+        return GridPlacement(axes, kept)
 
     def split_minor_to(self, grid_axes: list[int]) -> Optional[int]:
         """A grid axis outside ``grid_axes`` that splits a dim which one of them splits, and
@@ -98,9 +112,8 @@ class GridPlacement:
         return kinds.pop() if len(kinds) == 1 and kinds <= {"free", "replicated"} else "split"
 
     def __str__(self) -> str:
-        if len(self.axes) == 1:
-            return str(self.axes[0])
-        return ", ".join(f"{p} on grid axis {k}" for k, p in enumerate(self.axes))
+        text = str(self.axes[0]) if len(self.axes) == 1 else ", ".join(f"{p} on grid axis {k}" for k, p in enumerate(self.axes))
+        return text + "".join(f" (dim {d} cut at {list(b)})" for d, b in self.offsets)
 
 
 @dataclass(frozen=True)
@@ -122,8 +135,8 @@ class Grid:
         """The device lines along ``grid_axes`` (the teams of a collective over them)."""
         return [list(line) for line in self.sharding([None] * self.rank).lines(grid_axes)]
 
-    def sharding(self, splits: list) -> Sharding:
-        return Sharding.of(self.mesh, self.shape, splits)
+    def sharding(self, splits: list, offsets: Optional[dict] = None) -> Sharding:
+        return Sharding.of(self.mesh, self.shape, splits, offsets)
 
     def buffer_type(self, local: ir.Type, placement: GridPlacement) -> ir.MemRefType:
         """The hir buffer type of a value with local tensor type ``local``: split dims grow
@@ -139,12 +152,14 @@ class Grid:
         splits: list = [None] * self.rank
         for k, p in enumerate(placement.axes):
             if p.kind == "split":
-                if not ir.ShapedType.is_dynamic_size(shape[p.axis + lead]):  # a dynamic extent stays '?': sized at run time
+                if placement.bounds(p.axis) is not None:  # uneven: the local extent is '?', the global the last boundary
+                    shape[p.axis + lead] = placement.bounds(p.axis)[-1]
+                elif not ir.ShapedType.is_dynamic_size(shape[p.axis + lead]):  # a dynamic extent stays '?': sized at run time
                     shape[p.axis + lead] *= self.shape[k]
                 splits[k] = p.axis + lead
             elif p.kind == "partial":
                 splits[k] = 0
-        space = self.sharding(splits).attr()
+        space = self.sharding(splits, {d + lead: b for d, b in placement.offsets}).attr()
         return ir.MemRefType.get(shape, shaped.element_type, memory_space=space)
 
 
@@ -159,9 +174,10 @@ def axis_groups(attr: ir.Attribute) -> list[list[int]]:
     return [[int(a) for a in text.replace(" ", "").split(",") if a] for text in re.findall(r"\[([^\[\]]*)\]", str(attr))]
 
 
-def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid) -> GridPlacement:
+def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid, offsets: Optional[list[int]] = None) -> GridPlacement:
     """The placement of ``#shard<axisarray[[0], [1]]>`` (tensor dim d split over the grid
-    axes listed in group d)."""
+    axes listed in group d), with upstream's ``sharded_dims_offsets`` when given (per split
+    dim in order, its parts + 1 boundaries)."""
     axes = [REPLICATED] * grid.rank
     for dim, grid_axes in enumerate(axis_groups(attr)):
         if not grid_axes:
@@ -176,7 +192,25 @@ def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid) -> GridPlace
             if axes[k] != REPLICATED:
                 raise PlacementError(f"{attr} splits dims {axes[k].axis} and {dim} over grid axis {k}")
             axes[k] = split(dim)
-    return GridPlacement(tuple(axes))
+    placement = GridPlacement(tuple(axes))
+    return placement if offsets is None else with_offsets(placement, offsets, grid, attr)
+
+
+def with_offsets(placement: GridPlacement, offsets: list[int], grid: Grid, attr: ir.Attribute) -> GridPlacement:
+    """``placement`` with the concatenated part boundaries ``offsets`` of its split dims."""
+    parts: dict = {}
+    for k, p in enumerate(placement.axes):
+        if p.kind == "split":
+            parts[p.axis] = parts.get(p.axis, 1) * grid.shape[k]
+    rest, bounds = list(offsets), []
+    for dim in sorted(parts):
+        cut, rest = tuple(rest[: parts[dim] + 1]), rest[parts[dim] + 1 :]
+        if len(cut) != parts[dim] + 1 or cut[0] != 0 or any(a > b for a, b in zip(cut, cut[1:])):
+            raise PlacementError(f"{attr} with sharded_dims_offsets {offsets}: dim {dim} is cut into {parts[dim]} parts, which need {parts[dim] + 1} rising boundaries from 0")
+        bounds.append((dim, cut))
+    if rest or not bounds:
+        raise PlacementError(f"{attr} with sharded_dims_offsets {offsets}: {len(rest)} boundaries more than its split dims need")
+    return GridPlacement(placement.axes, tuple(bounds))
 
 
 def maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
@@ -209,8 +243,35 @@ def maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
 
 def infer(op: ir.Operation, operands: list[GridPlacement], rank: int) -> GridPlacement:
     """The placement of the (every) tensor result of a linalg / tensor op: the rules below
-    on each grid axis (a free operand, no data of its own, counts as free on every axis)."""
-    return GridPlacement(tuple(_infer_axis(op, [p[k] for p in operands]) for k in range(rank)))
+    on each grid axis (a free operand, no data of its own, counts as free on every axis),
+    and the part boundaries of uneven operand dims on the result dims they become."""
+    result = GridPlacement(tuple(_infer_axis(op, [p[k] for p in operands]) for k in range(rank)))
+    return _uneven_result(op, operands, result) if any(p.offsets for p in operands) else result
+
+
+def _uneven_result(op: ir.Operation, operands: list[GridPlacement], result: GridPlacement) -> GridPlacement:
+    """``result`` with the boundaries of each dim it is split along: those of the operand
+    dims read along the same loop (which must agree: an even and an uneven part of one loop
+    hold different rows). Only ops with indexing maps carry uneven dims."""
+    maps = maps_of(op)
+    if maps is None:
+        raise PlacementError(f"reads a value split unevenly ({next(p for p in operands if p.offsets)}); hir carries uneven splits through linalg ops only")
+    dims, _ = maps
+    found: dict = {}
+    for placement, operand_dims in zip(operands, dims):
+        for p in placement.axes:
+            if p.kind != "split" or operand_dims[p.axis] is None:
+                continue
+            loop = operand_dims[p.axis]
+            if loop in dims[-1]:
+                found.setdefault(dims[-1].index(loop), set()).add(placement.bounds(p.axis))
+    out = []
+    for dim in sorted({p.axis for p in result.axes if p.kind == "split"}):
+        cuts = found.get(dim, {None})
+        if len(cuts) != 1 or None in cuts:
+            raise PlacementError(f"has operands cut differently along its result dim {dim} ({', '.join(map(str, operands))}); hir needs one uneven split per loop")
+        out.append((dim, cuts.pop()))
+    return GridPlacement(result.axes, tuple(out))
 
 
 def _infer_axis(op: ir.Operation, operands: list[Placement]) -> Placement:

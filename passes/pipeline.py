@@ -52,10 +52,11 @@ PIPELINES: dict[str, str] = {
     "hir-from-shard": "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,canonicalize,sharding-propagation),"
     "hir-record-shard-signature,func.func(shard-partition,canonicalize,cse),"
     "shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
-    # A program annotated on every value (upstream's partition tests, e.g. halos on each
-    # op's result, which the pinned wheel's sharding-propagation drops): no propagation;
+    # A program annotated on every value (upstream's partition tests): no propagation, which
+    # on the pinned wheel drops halos and sharded_dims_offsets (it shards the ops around them
+    # evenly and shard-partition then cannot reshard);
     # shard-partition runs on the TOSA program and TOSA is lowered after it.
-    "hir-from-shard-annotated": "hir-record-shard-signature,func.func(shard-partition,tosa-to-linalg-named,tosa-to-linalg,"
+    "hir-from-shard-no-propagation": "hir-record-shard-signature,func.func(shard-partition,tosa-to-linalg-named,tosa-to-linalg,"
     "tosa-to-arith,tosa-to-tensor,canonicalize,cse),shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
 }
 

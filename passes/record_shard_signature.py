@@ -32,8 +32,9 @@ recorded as hir sees it: the devices' padded blocks side by side, a dim of exten
 into n parts with halos [lo, hi] has E + n * (lo + hi) rows (an 8x16 tensor on a grid of 4
 with ``halo_sizes = [2, 1]``: ``hir.global_type = tensor<20x16xf32>``, 4 blocks of 5 rows).
 
-A sharding with ``sharded_dims_offsets`` on an argument or result is refused at the
-sharding op.
+An uneven sharding (``sharded_dims_offsets``) is recorded beside its split axes
+(``hir.sharded_dims_offsets = array<i64: 0, 1, 4, 7, 8>``; upstream's verifier refuses halos
+beside offsets).
 """
 
 from dataclasses import dataclass
@@ -44,11 +45,10 @@ from torch_mlir import ir
 from torch_mlir.dialects import func, shard
 
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, SPLIT_AXES_ATTR, axis_groups
+from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR, axis_groups
 
-_UNCONVERTED = {
-    "static_sharded_dims_offsets": "has sharded_dims_offsets on a function argument or result (each device holds its own extent); hir's placements (#hir.shard) cut a dim into equal parts, so hir converts even splits only",
-}
+OFFSETS = "static_sharded_dims_offsets"
+HALOS = "static_halo_sizes"
 
 
 def _sharding_of(shard_op: ir.Operation) -> ir.Operation:
@@ -59,16 +59,13 @@ def _sharding_of(shard_op: ir.Operation) -> ir.Operation:
     op = sharding.owner.operation
     if len(op.operands):
         raise PassFailure("'shard.sharding' op has dynamic halo sizes or offsets; hir converts static shardings only", op.location)
-    for name, why in _UNCONVERTED.items():
-        if name in op.attributes and len(ir.DenseI64ArrayAttr(op.attributes[name])):
-            raise PassFailure(f"'shard.sharding' op {why}", op.location)
     return op
 
 
 def _padded_type(tensor_type: ir.RankedTensorType, sharding: ir.Operation, grids: dict) -> ir.RankedTensorType:
     """``tensor_type`` as hir sees a value with ``sharding``'s halos: each split dim grows by
     its halos once per part (the devices' padded blocks side by side)."""
-    halos = list(ir.DenseI64ArrayAttr(sharding.attributes["static_halo_sizes"])) if "static_halo_sizes" in sharding.attributes else []
+    halos = list(ir.DenseI64ArrayAttr(sharding.attributes[HALOS])) if HALOS in sharding.attributes else []
     if not halos:
         return tensor_type
     grid = grids[ir.FlatSymbolRefAttr(sharding.attributes["grid"]).value]
@@ -103,6 +100,8 @@ def _signature(fn: ir.Operation, key: str, values: list, sharding_of, grids: dic
             shard_op = sharding_of(value)
             sharding = _sharding_of(shard_op) if shard_op is not None else None
             entries[SPLIT_AXES_ATTR] = sharding.attributes["split_axes"] if sharding is not None else replicated
+            if sharding is not None and OFFSETS in sharding.attributes and len(ir.DenseI64ArrayAttr(sharding.attributes[OFFSETS])):
+                entries[OFFSETS_ATTR] = sharding.attributes[OFFSETS]
             global_type = _padded_type(value.type, sharding, grids) if sharding is not None else value.type
             entries[GLOBAL_TYPE_ATTR] = ir.TypeAttr.get(global_type)
         dicts.append(ir.DictAttr.get(entries))

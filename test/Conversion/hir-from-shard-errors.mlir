@@ -1,26 +1,7 @@
 // RUN: not hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-from-shard)' 2>&1 | FileCheck %s
 // Shardings hir-from-shard refuses, each at its `shard.sharding` (hir-record-shard-signature),
-// and an uneven split of an intermediate, which upstream partitioning refuses at the reshard.
-
-shard.grid @g(shape = 2)
-func.func @uneven_argument(%a: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  // CHECK: hir-from-shard-errors.mlir:[[# @LINE + 1]]:8: error: 'shard.sharding' op has sharded_dims_offsets on a function argument or result (each device holds its own extent); hir's placements (#hir.shard) cut a dim into equal parts, so hir converts even splits only
-  %s = shard.sharding @g split_axes = [[0]] sharded_dims_offsets = [0, 3, 8] : !shard.sharding
-  %a1 = shard.shard %a to %s annotate_for_users : tensor<8x4xf32>
-  return %a1 : tensor<8x4xf32>
-}
-
-// -----
-
-shard.grid @g(shape = 2)
-func.func @uneven_result(%a: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  // CHECK: hir-from-shard-errors.mlir:[[# @LINE + 1]]:8: error: 'shard.sharding' op has sharded_dims_offsets on a function argument or result
-  %s = shard.sharding @g split_axes = [[0]] sharded_dims_offsets = [0, 3, 8] : !shard.sharding
-  %r = shard.shard %a to %s : tensor<8x4xf32>
-  return %r : tensor<8x4xf32>
-}
-
-// -----
+// and an uneven split of an intermediate, which upstream partitioning refuses at the reshard
+// after propagation (hir-from-shard-no-propagation converts it: hir-from-shard-uneven.mlir).
 
 shard.grid @g(shape = 2)
 func.func @dynamic_offsets(%a: tensor<8x4xf32>, %o: i64) -> tensor<8x4xf32> {

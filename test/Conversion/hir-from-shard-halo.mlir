@@ -1,6 +1,6 @@
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-record-shard-signature)' | FileCheck %s --check-prefix=SIG
-// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-from-shard-annotated)' | FileCheck %s
-// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-from-shard-annotated,hir-lower)' | FileCheck %s --check-prefix=LOWER
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-from-shard-no-propagation)' | FileCheck %s
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-from-shard-no-propagation,hir-lower)' | FileCheck %s --check-prefix=LOWER
 // Halos on function arguments and results (upstream's ew_chain_with_halo and
 // test_shard_update_halo(2d) of mlir/test/Dialect/Shard/partition.mlir, smaller): after
 // shard-partition each device's argument / result is its block with its halos, so its hir

@@ -393,8 +393,9 @@ def _local(tensor, memref_type, rank: int):
     return shard(tensor, sharding_of(memref_type), rank).clone()
 
 
-def _check(name: str, module, reference, rank: int, failures: list) -> None:
-    """Run ``module`` as converted and after hir-lower; compare with the reference."""
+def _check(name: str, module, reference, rank: int, failures: list, extent: int = 8) -> None:
+    """Run ``module`` as converted and after hir-lower; compare with the reference (a
+    dynamic dim of an argument gets ``extent``)."""
     import torch
 
     from torch_mlir import ir
@@ -407,7 +408,7 @@ def _check(name: str, module, reference, rank: int, failures: list) -> None:
     gen = torch.Generator().manual_seed(len(name))
     globals_ = [
         torch.randint(-8, 8, shape, generator=gen, dtype=torch.int32) if str(t.element_type).startswith("i") else torch.randn(shape, generator=gen)
-        for t, shape in ((t, [8 if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]) for t in arg_types)  # 8: a dynamic extent splits over 2 and 4
+        for t, shape in ((t, [extent if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]) for t in arg_types)  # 8: a dynamic extent splits over 2 and 4
     ]
     want = _local(reference(*globals_), out_type, rank)
     inputs = [_local(g, t, rank) for g, t in zip(globals_, arg_types)]

@@ -92,7 +92,7 @@ def cases(n: int) -> list:
     rows = 8 if n == 4 else 4  # 2 core rows per device: halos [2, 1] fit
     out = [
         # arguments and results with halos: the blocks side by side, n x (2 + 2 + 1) rows
-        ("ew_chain_with_halo", EW_CHAIN.format(n=n, rows=rows), "hir-from-shard-annotated",
+        ("ew_chain_with_halo", EW_CHAIN.format(n=n, rows=rows), "hir-from-shard-no-propagation",
          lambda gen: [torch.randn(n * 5, 16, generator=gen), torch.zeros(1), torch.zeros(1)],
          everywhere(lambda x, z1, z2: -torch.tanh(x).abs())),
         ("update_halo_result", UPDATE_HALO_RESULT.format(grid=n, axes="[[0]]", halos="[2, 2]"), "hir-from-shard",
@@ -174,7 +174,7 @@ def test_unpadded_global_input_is_refused_at_the_boundary(tmp_path):
     from hir.interpreter.inputs import InputError, make_input
 
     module = hir.parse(EW_CHAIN.format(n=4, rows=8), "ew.mlir")
-    hir.lower(module, "hir-from-shard-annotated")
+    hir.lower(module, "hir-from-shard-no-propagation")
     fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
     arg = fn.regions[0].blocks[0].arguments[0]
     assert str(arg.type).startswith("memref<20x16xf32"), arg.type

@@ -44,6 +44,7 @@ class BufferSpec:
     sharding: Optional[Sharding]
     held: bool  # False when the buffer's mesh excludes this rank (ops on it are skipped)
     contiguous: bool  # identity layout: a dense row-major buffer
+    device: int  # the rank it is described for (its part of an uneven split)
 
     def fits(self, shape: Sequence[int]) -> bool:
         """Whether ``shape`` is this buffer's global shape (any extent where it is dynamic)."""
@@ -62,15 +63,15 @@ class BufferSpec:
         """What the line of a multi-D mesh through ``rank`` along ``mesh_axes`` sees: the
         block of the buffer it holds together, placed 1-D on that line."""
         s = self.sharding
-        return BufferSpec(tuple(s.others_local(self.shape, mesh_axes)), self.dtype, s.along(rank, mesh_axes), self.held, self.contiguous)
+        return BufferSpec(tuple(s.others_local(self.shape, mesh_axes)), self.dtype, s.along(rank, mesh_axes), self.held, self.contiguous, self.device)
 
     def local(self, shape: Sequence[int]) -> list[int]:
         """The local shape of a buffer whose global shape is ``shape`` (dynamic dims filled)."""
-        return local_shape(shape, self.sharding)
+        return local_shape(shape, self.sharding, self.device)
 
     def local_static(self) -> list[int]:
         """The local shape with DYNAMIC kept where the global extent is dynamic."""
-        return local_shape(self.shape, self.sharding)
+        return local_shape(self.shape, self.sharding, self.device)
 
 
 
@@ -80,7 +81,7 @@ def buffer_spec(t: ir.Type, rank: int) -> BufferSpec:
     sharding = sharding_of(mt)
     held = sharding is None or rank in sharding.mesh
     contiguous = _is_identity(mt)
-    return BufferSpec(tuple(mt.shape), torch_dtype(mt.element_type), sharding, held, contiguous)
+    return BufferSpec(tuple(mt.shape), torch_dtype(mt.element_type), sharding, held, contiguous, rank)
 
 
 def _is_identity(mt: ir.MemRefType) -> bool:

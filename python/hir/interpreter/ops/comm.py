@@ -105,7 +105,7 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
             in_spec, out_spec = in_spec.project(c.rank, mesh_axes), out_spec.project(c.rank, mesh_axes)
         info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec)
         build_here = build
-        if copy_engine.uses_copy_engines(c.runtime.device, op):  # backend "cuda" on GPU
+        if copy_engine.uses_copy_engines(c.runtime.device, op) and not _uneven(in_spec):  # backend "cuda" on GPU
             build_here = copy_engine.BUILDERS.get(op_class, build)
         issue = build_here(info)
         out = c.define(result)
@@ -118,6 +118,10 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
     return build
 
 
+def _uneven(spec: BufferSpec) -> bool:
+    return spec.sharding is not None and spec.sharding.uneven
+
+
 @collective(comm_ops.AllgatherOp)
 def allgather(o: CommOp):
     axis = o.attr("axis")
@@ -125,6 +129,8 @@ def allgather(o: CommOp):
     parts = len(order)
     shape = o.static_local(o.out_spec, "output") if not o.out_spec.held else None
     group, inp, out = o.group, o.inp, o.out
+    if _uneven(o.in_spec):
+        return _allgather_uneven(o, axis, order, shape)
 
     def issue(env: list) -> Work:
         x = env[inp].contiguous()
@@ -135,6 +141,33 @@ def allgather(o: CommOp):
         handle = dist.all_gather(staged, x, group=group, async_op=True)
         back = [(s, t) for s, t in zip(staged, recv) if s is not t]
         return Work(handle, (lambda: [t.copy_(s) for s, t in back]) if back else None)
+
+    return issue
+
+
+def _allgather_uneven(o: CommOp, axis: int, order: list[int], shape: Optional[list[int]]):
+    """Parts of different extents: every member sends its part padded to the widest, and
+    the wait copies each received part's rows into place (collectives move equal sizes)."""
+    bounds = o.in_spec.sharding.bounds(axis)
+    where = [(bounds[p], bounds[p + 1] - bounds[p]) for p in order]  # per group rank: start, extent
+    widest = max(n for _, n in where)
+    group, inp, out = o.group, o.inp, o.out
+
+    def issue(env: list) -> Work:
+        x = env[inp]
+        padded = list(x.shape)
+        padded[axis] = widest
+        send = x.new_zeros(padded)
+        send.narrow(axis, 0, x.shape[axis]).copy_(x)
+        staged = [torch.empty_like(send) for _ in where]
+        target = env[out] if shape is None else torch.empty(shape, dtype=x.dtype, device=x.device)
+        handle = dist.all_gather(staged, send, group=group, async_op=True)
+
+        def place() -> None:
+            for got, (start, extent) in zip(staged, where):
+                target.narrow(axis, start, extent).copy_(got.narrow(axis, 0, extent))
+
+        return Work(handle, place)
 
     return issue
 

@@ -80,6 +80,17 @@ class MemoryImpls:
 
         return dealloc_step
 
+    @impl(memref.CastOp)
+    def cast(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """A cast between compatible types (MLIR's verifier checks them; canonicalize makes
+        one when it folds an allocation's dynamic size into a static one): the same
+        run-time tensor, placed alike."""
+        source, result = op.operation.operands[0], op.operation.results[0]
+        if c.spec(source).sharding != c.spec(result).sharding:
+            raise c.error(op, f"changes the placement ({source.type} to {result.type}); a cast keeps it")
+        c.share(result, source)
+        return None
+
     @impl(memref.LoadOp)
     def load(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         """One element of this rank's buffer, read by the host (a Python scalar). Indices
