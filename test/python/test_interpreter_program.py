@@ -72,3 +72,22 @@ def test_local_arguments_shards_global_tensors():
         local_arguments(module, [full, full[:2], other, 5, plain], 0)
     with pytest.raises(HirError, match="@main takes 5 argument"):
         local_arguments(module, [full], 0)
+
+
+def test_program_keeps_its_module_alive():
+    """The compiler's op and value handles do not keep their ir.Module alive (these bindings'
+    handles from a block's ops hold no reference to it): the Program does, so a module the
+    caller dropped (``Program(hir.parse(text))``, an imported program gone with its
+    TorchProgram) is not freed under them."""
+    import gc
+    import weakref
+
+    import hir
+    from hir.interpreter import Program
+
+    module = hir.parse('func.func @main() attributes {hir.kernel} {\n  return\n}', "test.mlir")
+    prog, dropped = Program(module, device="cpu"), weakref.ref(module)
+    del module
+    gc.collect()
+    assert dropped() is not None
+    assert "hir.kernel" in prog.compiler.functions["main"].operation.attributes

@@ -152,6 +152,10 @@ class Compiler:
 
     def __init__(self, module: ir.Module, runtime: Any, source_name: Optional[str], regions: Optional[Callable[["Compiler", list], list[Step]]] = None) -> None:
         self.runtime = runtime
+        # The handles kept below (functions, values as slot keys) do not keep their module
+        # alive in these bindings: once the caller drops the ir.Module (an imported program
+        # gone with its TorchProgram), reading them reads freed memory and may crash.
+        self.module = module
         # Compiles a function body with its compute regions as single steps (regions.py);
         # None: op by op. in_region: compiling a region's ops (its kernel segments are not
         # compiled on their own).
