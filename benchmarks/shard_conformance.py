@@ -134,6 +134,9 @@ def pipeline_elements(case: Case, pipeline: str) -> list[tuple[str, str]]:
     else:
         elements = [TOSA, "hir-convert-shard-to-hir"]
     elements = [e.replace("hir-convert-shard-to-hir", "hir-convert-shard-to-hir{backend=gloo}") for e in elements]
+    dynamic = [g for g in re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", case.text) if "?" in g]
+    if dynamic:  # a grid of unknown size: converted for a world of 2 per dynamic extent
+        elements.insert(0, "hir-set-grid-shape{shape=" + "x".join("2" if e == "?" else e for e in dynamic[0].split("x")) + "}")
     elements.append("hir-lower")
     return [("bridge" if e.startswith("hir-") else "upstream", e) for e in elements]
 

@@ -102,7 +102,7 @@ def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
     shape = list(shapes[names[0]])
     if not shape or min(shape) <= 0:
         text = "x".join("?" if ir.ShapedType.is_dynamic_size(d) else str(d) for d in shape)
-        raise PassFailure(f"'shard.grid' op has shape {text}; every extent must be static and positive (the interpreter runs on a fixed world)", grids[names[0]].location)
+        raise PassFailure(f"'shard.grid' op has shape {text}; every extent must be static and positive (the interpreter runs on a fixed world: give its extents with hir-set-grid-shape{{shape=...}} first)", grids[names[0]].location)
     return Grid(names[0], tuple(shape))
 
 

@@ -43,20 +43,21 @@ PIPELINES: dict[str, str] = {
     # overlap=auto rule says it pays (passes/pipeline_p2p.py); the rest run whole.
     # TorchProgram.lower(overlap="on"|"off") forces either form.
     "hir-lower-overlap": overlap_pipeline("auto"),
-    # An annotated upstream shard program -> hir (issues 15, 24): TOSA to linalg, upstream
+    # An annotated upstream shard program -> hir (issues 15, 24): a dynamic grid is an error
+    # unless hir-set-grid-shape{shape=...} ran before (hir.from_shard(grid_shape=...)), TOSA to linalg, upstream
     # propagation, record the signature's shardings, partition upstream, then convert
     # (docs/from-shard.md). No cse before shard-partition: it merges tensor.empty ops,
     # and shard-partition needs each one used once. canonicalize after the TOSA lowering
     # drops the zero-point constants tosa.matmul leaves unused (shard-partition fails,
     # without a diagnostic, on a tensor constant that carries no sharding).
-    "hir-from-shard": "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,canonicalize,sharding-propagation),"
+    "hir-from-shard": "hir-set-grid-shape,func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,canonicalize,sharding-propagation),"
     "hir-record-shard-signature,func.func(shard-partition,canonicalize,cse),"
     "shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
     # A program annotated on every value (upstream's partition tests): no propagation, which
     # on the pinned wheel drops halos and sharded_dims_offsets (it shards the ops around them
     # evenly and shard-partition then cannot reshard);
     # shard-partition runs on the TOSA program and TOSA is lowered after it.
-    "hir-from-shard-no-propagation": "hir-record-shard-signature,func.func(shard-partition,tosa-to-linalg-named,tosa-to-linalg,"
+    "hir-from-shard-no-propagation": "hir-set-grid-shape,hir-record-shard-signature,func.func(shard-partition,tosa-to-linalg-named,tosa-to-linalg,"
     "tosa-to-arith,tosa-to-tensor,canonicalize,cse),shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
 }
 

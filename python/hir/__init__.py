@@ -59,18 +59,22 @@ def from_torch(module, example_args, **options: Any):
     _check_options("hir.from_torch", options, _from_torch)
     return _from_torch(module, example_args, **options)
 
-def from_shard(module, *, backend: str = "nccl", propagate: bool = True, source_name: Optional[str] = None, **instrumentation: Any):
+def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_shape: Optional[str] = None, source_name: Optional[str] = None, **instrumentation: Any):
     """Turn a module of MLIR's ``shard`` dialect (a ``shard.grid`` and tensor functions with
     ``shard.shard`` annotations) into an hir program in place and return it: the
     ``hir-from-shard`` pipeline (record the signature's shardings, upstream
     sharding-propagation / shard-partition / shard-simplify, hir-convert-shard-to-hir),
     its collectives on ``backend``. ``propagate=False`` runs no sharding-propagation
     (``hir-from-shard-no-propagation``: every value annotated, e.g. with
-    ``sharded_dims_offsets``). ``hir.lower`` then applies as to any hir program."""
+    ``sharded_dims_offsets``). ``grid_shape="4"`` (``"2x2"``) gives a dynamic grid
+    (``shape = ?``) its extents first (``hir-set-grid-shape``). ``hir.lower`` then applies
+    as to any hir program."""
     from hir.dialect.comm import BACKENDS
     from hir.passes import PIPELINES
 
     if backend not in BACKENDS:
         raise HirError(f"error: hir.from_shard: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     pipeline = PIPELINES["hir-from-shard" if propagate else "hir-from-shard-no-propagation"].replace("hir-convert-shard-to-hir", f"hir-convert-shard-to-hir{{backend={backend}}}")
+    if grid_shape is not None:
+        pipeline = pipeline.replace("hir-set-grid-shape", f"hir-set-grid-shape{{shape={grid_shape}}}", 1)
     return lower(module, pipeline, source_name=source_name, **instrumentation)

@@ -1,0 +1,60 @@
+"""``hir-set-grid-shape{shape=AxB}``: give the dynamic extents of every ``shard.grid`` the
+size the program will run on, before propagation and partitioning.
+
+hir places buffers on named devices (``#hir.shard<array<i64: 0, 1, 2, 3>, ...>``), so a grid
+of unknown size (``shape = ?``) cannot convert: the interpreter runs on a fixed world.
+Upstream partitions a program on a dynamic grid into one of dynamic local shapes; fixing the
+grid first partitions it for the world it runs on (``hir-run --nproc``). A ``?`` extent
+takes the option's extent on that axis; a static extent must equal it. Before (with
+``shape=4``)::
+
+    shard.grid @g(shape = ?)
+    func.func @f(%x: tensor<8x4xf32>) -> tensor<8x4xf32> { ... }
+
+After::
+
+    shard.grid @g(shape = 4)
+    func.func @f(%x: tensor<8x4xf32>) -> tensor<8x4xf32> { ... }    // unchanged
+
+Grids of another rank than ``shape``, and any dynamic grid when ``shape`` is not given, are
+errors at the grid.
+"""
+
+from dataclasses import dataclass
+
+from torch_mlir import ir
+from torch_mlir.dialects import shard
+
+from hir.passes.base import ModulePass, PassFailure, register_pass
+
+
+def _text(extents: list[int]) -> str:
+    return "x".join("?" if ir.ShapedType.is_dynamic_size(e) else str(e) for e in extents)
+
+
+@register_pass
+@dataclass
+class SetGridShape(ModulePass):
+    name = "hir-set-grid-shape"
+    description = "Give every dynamic shard.grid the extents of shape=AxB (the world it runs on), before partitioning."
+    shape: str = ""  # "4", "2x2": the grid's extents, one per axis
+
+    def run(self, module: ir.Module) -> None:
+        try:
+            wanted = [int(e) for e in self.shape.split("x")] if self.shape else []
+        except ValueError:
+            wanted = [0]
+        if self.shape and min(wanted) <= 0:
+            raise PassFailure(f"hir-set-grid-shape: shape must be positive extents joined by 'x' (e.g. 4 or 2x2), got '{self.shape}'")
+        for op in module.body.operations:
+            if op.operation.name != shard.GridOp.OPERATION_NAME:
+                continue
+            grid = op.operation
+            extents = list(ir.DenseI64ArrayAttr(grid.attributes["shape"]))
+            if not any(ir.ShapedType.is_dynamic_size(e) for e in extents):
+                continue
+            if not wanted:
+                raise PassFailure(f"'shard.grid' op has shape {_text(extents)}; give its extents with hir-set-grid-shape{{shape=...}} (the world it runs on)", grid.location)
+            if len(wanted) != len(extents) or any(not ir.ShapedType.is_dynamic_size(e) and e != w for e, w in zip(extents, wanted)):
+                raise PassFailure(f"'shard.grid' op has shape {_text(extents)}, which shape={self.shape} does not fit (one extent per axis; static ones kept)", grid.location)
+            grid.attributes["shape"] = ir.DenseI64ArrayAttr.get(wanted)
