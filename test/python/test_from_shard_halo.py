@@ -154,7 +154,7 @@ def worker() -> int:
     return 1 if failures else 0
 
 
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [pytest.param(2, marks=pytest.mark.slow), 4])  # 4 runs every case, the 2x2 ones too
 def test_shifts_and_halos_run_equal_on_gloo_ranks(world):
     from hir.tools.launch import launch
 
