@@ -109,6 +109,8 @@ class Collectives:
             return
         if name == shard.ShardingOp.OPERATION_NAME and all(use.owner.name == shard.ShardShapeOp.OPERATION_NAME for use in op.results[0].uses):
             return  # read by shard_shape only (static attributes)
+        if name == shard.ShardingOp.OPERATION_NAME and any(use.owner.name == "func.return" for use in op.results[0].uses):
+            raise fail(op, "is returned (a !shard.sharding result); hir functions return buffers and host scalars, whose placements live in their types")
         if name in (shard.ShardOp.OPERATION_NAME, shard.ShardingOp.OPERATION_NAME):
             raise fail(op, "is a sharding annotation: partition the program first (sharding-propagation, shard-partition; or use the hir-from-shard pipeline)")
         handler = {
@@ -250,27 +252,33 @@ class Collectives:
             raise fail(op, f"reads {source.get_name()}, which is {have[k]}{where}; shard.all_slice needs it replicated")
         result = op.results[0]
         shape = list(ir.RankedTensorType(result.type).shape)
-        if ir.ShapedType.is_dynamic_size(shape[dim]):
-            raise fail(op, f"slices the dynamic dim {dim} of {result.type}; hir slices a static dim at the device's offset")
         index = ir.IndexType.get()
         added = []
-        sizes = []  # the other dynamic dims keep the source's local extents (tensor.dim, on the host)
+        sizes = []  # dynamic dims: the source's local extents (tensor.dim, on the host), the sliced one / n
+        chunk = None
         with self.loc, self.ip:
             for d in (d for d, n in enumerate(shape) if ir.ShapedType.is_dynamic_size(n)):
                 position = arith.ConstantOp(index, d)
                 extent = ir.Operation.create(tensor.DimOp.OPERATION_NAME, results=[index], operands=[source, position.result])
                 self.local_extent(extent)
-                sizes.append(extent.result)
+                if d == dim:  # as upstream's lowering: the extent / the grid axis's devices
+                    parts = arith.ConstantOp(index, self.grid.shape[k])
+                    chunk = arith.DivUIOp(extent.result, parts.result).result
+                    self.host[parts.result] = parts.operation
+                    added += [chunk.owner.operation, parts.operation]  # users before producers (erased in order)
                 added += [extent, position.operation]
+                sizes.append(chunk if d == dim else extent.result)
             device = shard.ProcessMultiIndexOp([index], self.grid.name, axes=ir.DenseI16ArrayAttr.get([k])).results[0]
-            chunk = arith.ConstantOp(index, shape[dim]).result
+            if chunk is None:
+                chunk = arith.ConstantOp(index, shape[dim]).result
+                added.append(chunk.owner.operation)
             offset = arith.MulIOp(device, chunk).result
             offsets = [0] * len(shape)
             offsets[dim] = ir.ShapedType.get_dynamic_stride_or_offset()
             local = tensor.ExtractSliceOp(result.type, source, [offset], sizes, [], offsets, shape, [1] * len(shape))
         for value in (device, chunk, offset):
             self.host[value] = value.owner.operation
-        added = [local.operation, offset.owner.operation, chunk.owner.operation, device.owner.operation] + added
+        added = [local.operation, offset.owner.operation, device.owner.operation] + added
         self.rewritten[self.position] = added + self.rewritten.get(self.position, [])
         self.placements[local.result] = have.with_axis(k, split(dim))
         inp = self.buffer(source, op)

@@ -196,8 +196,8 @@ func.func @halo_too_big(%x: tensor<4x3xf32> {hir.split_axes = #shard<axisarray[[
 // -----
 
 shard.grid @g(shape = 2)
-func.func @slice_dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  // CHECK: error: 'shard.all_slice' op slices the dynamic dim 0 of tensor<?x4xf32>; hir slices a static dim at the device's offset
-  %s = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
-  return %s : tensor<?x4xf32>
+func.func @return_sharding(%x: tensor<4x3xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> (tensor<4x3xf32>, !shard.sharding) {
+  // CHECK: error: 'shard.sharding' op is returned (a !shard.sharding result); hir functions return buffers and host scalars, whose placements live in their types
+  %s = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  return %x, %s : tensor<4x3xf32>, !shard.sharding
 }

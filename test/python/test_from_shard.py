@@ -71,6 +71,9 @@ def handwritten(n: int) -> list:
             "  %r = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = 1 rotate : tensor<2x16xf32> -> tensor<2x16xf32>\n  return %r : tensor<2x16xf32>"),
          lambda x: torch.roll(x, 2, 0)),  # device i's two rows move to device i + 1
         ("partitioned_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
+        ("all_slice_dynamic", prog("%x: tensor<8x?xf32>) -> tensor<8x?xf32>",
+            "  %r = shard.all_slice %x on @g grid_axes = [0] slice_axis = 1 : tensor<8x?xf32> -> tensor<8x?xf32>\n  return %r : tensor<8x?xf32>"),
+         lambda x: x),  # the sliced extent is computed on the host (tensor.dim / n)
         ("all_to_all", prog(f"%x: tensor<8x4xf32>) -> tensor<{8 // n}x{4 * n}xf32>",
             f"  %r = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<8x4xf32> -> tensor<{8 // n}x{4 * n}xf32>\n  return %r : tensor<{8 // n}x{4 * n}xf32>"),
          lambda x: x),  # split by columns in, by rows out: the same global value
