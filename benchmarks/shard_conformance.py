@@ -124,6 +124,12 @@ def first_error(message: str) -> str:
     return re.sub(r"^\S+:\d+:\d+: error: ", "", lines[0])[:150]
 
 
+def fixed_grid(text: str) -> Optional[tuple[int, ...]]:
+    """The shape a case's first dynamic grid is given (2 per ``?`` extent), None if none."""
+    dynamic = [g for g in re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", text) if "?" in g]
+    return tuple(2 if e == "?" else int(e) for e in dynamic[0].split("x")) if dynamic else None
+
+
 def pipeline_elements(case: Case, pipeline: str) -> list[tuple[str, str]]:
     """(who raises its errors, pipeline text) for each element the case runs through."""
     from hir.passes import PIPELINES
@@ -134,9 +140,9 @@ def pipeline_elements(case: Case, pipeline: str) -> list[tuple[str, str]]:
     else:
         elements = [TOSA, "hir-convert-shard-to-hir"]
     elements = [e.replace("hir-convert-shard-to-hir", "hir-convert-shard-to-hir{backend=gloo}") for e in elements]
-    dynamic = [g for g in re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", case.text) if "?" in g]
-    if dynamic:  # a grid of unknown size: converted for a world of 2 per dynamic extent
-        elements.insert(0, "hir-set-grid-shape{shape=" + "x".join("2" if e == "?" else e for e in dynamic[0].split("x")) + "}")
+    fixed = fixed_grid(case.text)
+    if fixed:  # a grid of unknown size: converted for a world of 2 per dynamic extent
+        elements.insert(0, "hir-set-grid-shape{shape=" + "x".join(map(str, fixed)) + "}")
     elements.append("hir-lower")
     return [("bridge" if e.startswith("hir-") else "upstream", e) for e in elements]
 
@@ -181,10 +187,10 @@ def _convert(case: Case, text: Optional[str], pipeline: str):
 def resized(text: str, world: Optional[int]) -> Optional[str]:
     """``text`` with every grid of ``world`` devices (1-D grids only; world None: one device)."""
     grids = re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", text)
-    if any("?" in g for g in grids):
-        return None
     if world is not None and any("x" in g for g in grids):
         return None
+    if world is None and any("x" in g and "?" in g for g in grids):
+        return None  # a multi-D grid of unknown size: no one-device form to resize
     return re.sub(r"(shard\.grid @\w+\(shape = )([^)]*)\)", lambda m: f"{m[1]}{'x'.join(['1'] * len(m[2].split('x'))) if world is None else world})", text)
 
 
@@ -306,7 +312,7 @@ def partitioned_runs(case: Case, worlds: tuple) -> list:
     from shard_spmd_reference import SPMD, NoRule
 
     grids = re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", case.text)
-    shape = tuple(int(x) for x in grids[0].split("x")) if grids and "?" not in grids[0] else None
+    shape = fixed_grid(case.text) or (tuple(int(x) for x in grids[0].split("x")) if grids else None)
     world = prod(shape) if shape else None
     for w in worlds:
         case.runs[w] = f"not run: a partitioned program runs on its grid's {world or '?'} devices"
@@ -322,8 +328,12 @@ def partitioned_runs(case: Case, worlds: tuple) -> list:
     source = hir.parse(case.text, f"{case.name}.mlir")  # kept alive: fn points into it
     fn = entry(source)
     local_shapes = [list(a.type.shape) for a in fn.regions[0].blocks[0].arguments]
+
+    def local(x, shape: list):  # a dynamic dim keeps the shard's extent
+        return x.reshape([n if d < 0 else d for d, n in zip(shape, x.shape)]) if len(shape) == x.dim() else x.reshape(shape)
+
     try:
-        reference = SPMD(shape).run(fn, [[x.reshape(s) for x, s in zip(r, local_shapes)] for r in ranks])
+        reference = SPMD(shape).run(fn, [[local(x, s) for x, s in zip(r, local_shapes)] for r in ranks])
     except NoRule as err:
         case.runs[world] = f"not run: the SPMD reference has no rule for {err}"
         return []
