@@ -55,6 +55,11 @@ class BufferSpec:
         return 1 if self.sharding is None else self.sharding.parts(axis)
 
     @property
+    def uneven(self) -> bool:
+        """Whether its parts differ in extent per device (``sharded_dims_offsets``)."""
+        return self.sharding is not None and self.sharding.uneven
+
+    @property
     def split_axis(self) -> Optional[int]:
         """The split axis on a 1-D mesh (raises on a multi-D one: 1-D-only callers)."""
         return None if self.sharding is None else self.sharding.axis

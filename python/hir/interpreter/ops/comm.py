@@ -105,7 +105,7 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
             in_spec, out_spec = in_spec.project(c.rank, mesh_axes), out_spec.project(c.rank, mesh_axes)
         info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec)
         build_here = build
-        if copy_engine.uses_copy_engines(c.runtime.device, op) and not _uneven(in_spec):  # backend "cuda" on GPU
+        if copy_engine.uses_copy_engines(c.runtime.device, op) and not in_spec.uneven:  # backend "cuda" on GPU
             build_here = copy_engine.BUILDERS.get(op_class, build)
         issue = build_here(info)
         out = c.define(result)
@@ -118,10 +118,6 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
     return build
 
 
-def _uneven(spec: BufferSpec) -> bool:
-    return spec.sharding is not None and spec.sharding.uneven
-
-
 @collective(comm_ops.AllgatherOp)
 def allgather(o: CommOp):
     axis = o.attr("axis")
@@ -129,7 +125,7 @@ def allgather(o: CommOp):
     parts = len(order)
     shape = o.static_local(o.out_spec, "output") if not o.out_spec.held else None
     group, inp, out = o.group, o.inp, o.out
-    if _uneven(o.in_spec):
+    if o.in_spec.uneven:
         return _allgather_uneven(o, axis, order, shape)
 
     def issue(env: list) -> Work:
