@@ -26,8 +26,8 @@ would hard-code the input's strides and offset (unknown for strided views) and c
 verified as a broadcast. Broadcast extents are static; the result is read-only in practice
 (torch rejects writes where elements share memory).
 
-Upstream views (``memref.subview``, ``memref.collapse_shape``, ``memref.expand_shape``) are
-used as they are; :data:`~hir.dialect.base.UPSTREAM_VIEWS` names them for
+Upstream views (``memref.subview``, ``memref.collapse_shape``, ``memref.expand_shape``,
+``memref.cast``) are used as they are; :data:`~hir.dialect.base.UPSTREAM_VIEWS` names them for
 :func:`~hir.dialect.base.is_view` (deallocation and fusion follow every view).
 
 ``hir.alias_reshape`` is a zero-copy reshape of a contiguous static buffer whose device
@@ -53,7 +53,7 @@ from torch_mlir.dialects import ext, memref
 from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, CheckedKeys, HirOp, check_axis, fail, i64_attr, int_attr, memref_type, refuse_uneven
 from hir.dialect.sharding import sharding_of
 
-UPSTREAM_VIEWS.update(cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp))
+UPSTREAM_VIEWS.update(cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp, memref.CastOp))
 
 
 def _view_type(source: ir.MemRefType, axis: int, verb: str, shape: list, strides: list, shard_axis) -> ir.MemRefType:

@@ -82,13 +82,10 @@ class MemoryImpls:
 
     @impl(memref.CastOp)
     def cast(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
-        """A cast between compatible types (MLIR's verifier checks them; canonicalize makes
-        one when it folds an allocation's dynamic size into a static one): the same
-        run-time tensor, placed alike."""
-        source, result = op.operation.operands[0], op.operation.results[0]
-        if c.spec(source).sharding != c.spec(result).sharding:
-            raise c.error(op, f"changes the placement ({source.type} to {result.type}); a cast keeps it")
-        c.share(result, source)
+        """A cast between compatible types (MLIR's verifier checks them, memory space and
+        so placement included; canonicalize makes one when it folds an allocation's dynamic
+        size into a static one): the same run-time tensor."""
+        c.share(op.operation.results[0], op.operation.operands[0])
         return None
 
     @impl(memref.LoadOp)
