@@ -30,7 +30,7 @@ from torch_mlir.dialects import arith, shard
 
 from hir.dialect.base import DYNAMIC
 from hir.passes._shard_collectives import fail
-from hir.passes._shard_placement import axis_groups, split
+from hir.passes._shard_placement import GridPlacement, axis_groups, split
 
 _SELECT = arith.SelectOp.OPERATION_NAME
 
@@ -114,7 +114,7 @@ class Extents:
             value = self.create(_SELECT, operands=[at, self.index_constant(size), value], results=[ir.IndexType.get()]).result
         return value
 
-    def uneven_extent(self, bounds: tuple[int, ...], dim: int, placement) -> ir.Value:
+    def uneven_extent(self, bounds: tuple[int, ...], dim: int, placement: GridPlacement) -> ir.Value:
         """``tensor.dim`` of a value cut at ``bounds`` along ``dim``: this device's extent."""
         axes = [k for k, p in enumerate(placement.axes) if p.kind == "split" and p.axis == dim]
         return self.part_extent(list(bounds), self.coordinates(axes), [self.grid.shape[k] for k in axes])

@@ -88,7 +88,10 @@ class GridPlacement:
         axes = tuple(placement if k in grid_axes else p for k, p in enumerate(self.axes))
         if not self.offsets:
             return GridPlacement(axes)
-        split_by = lambda placed, dim: [k for k, p in enumerate(placed) if p == split(dim)]  # noqa: E731
+
+        def split_by(placed: tuple, dim: int) -> list[int]:
+            return [k for k, p in enumerate(placed) if p == split(dim)]
+
         kept = tuple((d, b) for d, b in self.offsets if split_by(axes, d))
         if any(split_by(axes, d) != split_by(self.axes, d) for d, _ in kept) or {p.axis for p in axes if p.kind == "split"} != {d for d, _ in kept}:
             raise PlacementError(f"moves the uneven split of a value {self}; hir gathers an uneven dim whole (over all its grid axes) and splits no other dim beside it")
