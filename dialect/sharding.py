@@ -105,13 +105,6 @@ class Sharding:
         """The boundaries of buffer axis ``axis``'s parts when it is split unevenly, else None."""
         return next((b for a, b in self.offsets if a == axis), None)
 
-    def even(self, what: str) -> "Sharding":
-        """This placement, for a consumer of even splits (``what``): an UnevenPlacementError
-        when it is uneven."""
-        if self.offsets:
-            raise UnevenPlacementError(f"{what} needs even splits; the buffer is placed unevenly on {self.describe()}")
-        return self
-
     @property
     def multi_dim(self) -> bool:
         return len(self.mesh_shape) > 1
@@ -165,12 +158,6 @@ class Sharding:
             part = self.shard_index(device, axis)
             out[axis] = bounds[part + 1] - bounds[part]
         return out
-
-    def start(self, device: int, axis: int, extent: int) -> int:
-        """Where ``device``'s part of buffer axis ``axis`` (global ``extent``) begins."""
-        part = self.shard_index(device, axis)
-        bounds = self.bounds(axis)
-        return bounds[part] if bounds is not None else part * (extent // self.parts(axis))
 
     def line(self, device: int, mesh_axes: MeshAxes) -> tuple[int, ...]:
         """The devices along mesh axis (or axes) ``mesh_axes`` through ``device`` (its team

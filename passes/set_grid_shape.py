@@ -40,11 +40,9 @@ class SetGridShape(ModulePass):
     shape: str = ""  # "4", "2x2": the grid's extents, one per axis
 
     def run(self, module: ir.Module) -> None:
-        try:
-            wanted = [int(e) for e in self.shape.split("x")] if self.shape else []
-        except ValueError:
-            wanted = [0]
-        if self.shape and min(wanted) <= 0:
+        texts = self.shape.split("x") if self.shape else []
+        wanted = [int(e) for e in texts if e.isdigit()]
+        if len(wanted) != len(texts) or 0 in wanted:
             raise PassFailure(f"hir-set-grid-shape: shape must be positive extents joined by 'x' (e.g. 4 or 2x2), got '{self.shape}'")
         for op in module.body.operations:
             if op.operation.name != shard.GridOp.OPERATION_NAME:

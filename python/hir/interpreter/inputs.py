@@ -162,10 +162,11 @@ def shard(full: torch.Tensor, sharding: Optional[Sharding], rank: int) -> torch.
     """This rank's shard of a global tensor placed as ``sharding`` (a contiguous copy)."""
     if sharding is None:
         return full.contiguous()
-    own = sharding.local_shape(full.shape, rank) if sharding.uneven else None
     for axis in sorted({a for a in sharding.splits if a is not None}):
-        if own is not None:  # uneven: the rank's part starts at its boundary
-            full = full.narrow(axis, sharding.start(rank, axis, full.shape[axis]), own[axis])
+        bounds = sharding.bounds(axis)
+        if bounds is not None:  # uneven: the rank's part lies between its boundaries
+            part = sharding.shard_index(rank, axis)
+            full = full.narrow(axis, bounds[part], bounds[part + 1] - bounds[part])
             continue
         parts = sharding.parts(axis)
         if full.shape[axis] % parts:
