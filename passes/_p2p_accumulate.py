@@ -41,7 +41,8 @@ from hir.dialect.base import get_int, get_str
 from hir.passes._p2p_reduce_scatter import erase_if_unused, producer_of
 from hir.passes._p2p_steps import Steps, begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
 from hir.passes.base import PassFailure
-from hir.passes.helpers import fail, index_arith, index_const, output_index, slice_name
+from hir.dialect.irutils import index_arith, index_const, output_index, slice_name
+from hir.passes.base import fail
 
 
 def can_accumulate(rs: ir.Operation, block_ops: list) -> bool:

@@ -39,7 +39,8 @@ from hir.dialect import AliasSelectOp, BarrierOp, ComputeOp, OwnBlockOp, SetCurr
 from hir.dialect.base import get_int
 from hir.dialect.p2p import SIGNAL_ATTR
 from hir.passes._p2p_steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
-from hir.passes.helpers import DEALLOC, fail, is_a, operand_axis, output_index, stream_axis
+from hir.dialect.irutils import DEALLOC, is_a, operand_axis, output_index, stream_axis
+from hir.passes.base import fail
 
 
 def build_allgather(opts, ag: ir.Operation, block_ops: list) -> None:

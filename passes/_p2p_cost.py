@@ -12,7 +12,7 @@ from torch_mlir import ir
 from hir.dialect import AllgatherOp, ComputeOp, LinearOp, MatmulOp
 from hir.dialect.base import get_i64_array, get_int
 from hir.dialect.sharding import local_shape, sharding_of
-from hir.passes.helpers import is_a, output_index, stream_axis
+from hir.dialect.irutils import is_a, output_index, stream_axis
 
 MAX_AUTO_CHUNKS = 8
 CONTRACTIONS = (MatmulOp.OPERATION_NAME, LinearOp.OPERATION_NAME)  # 2·M·N·K flops

@@ -44,7 +44,8 @@ from torch_mlir import ir
 from hir.dialect import AliasSelectOp, ComputeOp, GetStreamOp, ReductionOp, SetCurrentStreamOp, ShiftOp, SynchronizeOp, WaitOp
 from hir.dialect.base import get_int, get_str
 from hir.passes._p2p_steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
-from hir.passes.helpers import ALLOC, DEALLOC, fail, is_a, output_index, slice_name, stream_axis
+from hir.dialect.irutils import ALLOC, DEALLOC, is_a, output_index, slice_name, stream_axis
+from hir.passes.base import fail
 
 
 def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:

@@ -29,7 +29,8 @@ from hir.dialect import (
 from hir.dialect.base import VerifyError, get_i64_array, get_str, i64_attr
 from hir.dialect.teams import teams_attr
 from hir.dialect.sharding import MultiDimMeshError, Sharding, sharding_of
-from hir.passes.helpers import fail, is_a, is_broadcast_axis, operand_axis, output_index
+from hir.dialect.irutils import is_a, is_broadcast_axis, operand_axis, output_index
+from hir.passes.base import fail
 
 _LOWERABLE = (SetOp.OPERATION_NAME, ReductionOp.OPERATION_NAME)
 

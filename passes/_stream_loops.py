@@ -22,7 +22,7 @@ from typing import Optional
 from torch_mlir import ir
 
 from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp
-from hir.passes.helpers import defining_op, dim_or_const, index_const
+from hir.dialect.irutils import defining_op, dim_or_const, index_const
 
 PROLOGUE = 2  # get_stream, set_current_stream
 EPILOGUE = 3  # set_current_stream(user), synchronize(pool stream), yield

@@ -35,6 +35,11 @@ class PassFailure(Exception):
         self.location = location
 
 
+def fail(op: ir.Operation, message: str) -> PassFailure:
+    """A failure at ``op``'s location, naming the op (``raise fail(op, "...")``)."""
+    return PassFailure(f"'{op.name}' op {message}", op.location)
+
+
 @dataclasses.dataclass
 class ModulePass:
     name: ClassVar[str] = ""

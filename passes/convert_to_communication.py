@@ -29,7 +29,7 @@ from torch_mlir import ir
 from hir.dialect import ComputeOp, WaitOp
 from hir.dialect.comm import BACKENDS
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.passes.helpers import blocks_postorder, func_ops, is_a
+from hir.dialect.irutils import blocks_postorder, func_ops, is_a
 from hir.passes._resharding import plan
 from hir.passes.base import ModulePass, PassFailure, register_pass
 

@@ -48,7 +48,7 @@ from torch_mlir.dialects import bufferization, func
 from hir.dialect import KERNEL_ATTR, ONCE_ATTR, OP_CLASSES, PARAMETER_ATTR, ComputeOp, is_view
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.passes.base import ModulePass, register_pass
-from hir.passes.helpers import ALLOC, DEALLOC, func_ops, written_operands
+from hir.dialect.irutils import ALLOC, DEALLOC, func_ops, written_operands
 
 _CALL = func.CallOp.OPERATION_NAME
 _RETURN = func.ReturnOp.OPERATION_NAME

@@ -33,7 +33,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func, scf
 
 from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WorkType, YieldOp, is_view
-from hir.passes.helpers import ALLOC, DEALLOC, func_ops
+from hir.dialect.irutils import ALLOC, DEALLOC, func_ops
 from hir.passes.base import ModulePass, register_pass
 
 _RETURNS = (func.ReturnOp.OPERATION_NAME, scf.YieldOp.OPERATION_NAME)  # the buffer escapes: never freed here

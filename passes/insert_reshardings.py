@@ -35,7 +35,7 @@ from hir.dialect.base import DYNAMIC, get_i64_array, i64_attr
 from hir.dialect.sharding import Sharding
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.passes._resharding import needed_sharding, operand_sharding
-from hir.passes.helpers import alloc, blocks_postorder, dim_or_const, func_ops, is_a, operand_axis, output_index, stream_axis
+from hir.dialect.irutils import alloc, blocks_postorder, dim_or_const, func_ops, is_a, operand_axis, output_index, stream_axis
 from hir.passes.base import ModulePass, register_pass
 
 

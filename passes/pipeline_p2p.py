@@ -97,7 +97,7 @@ from hir.passes._p2p_reduce_scatter import build_reduce_scatter
 from hir.passes._p2p_steps import ALGORITHMS, comm_stream_index, compute_streams
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes._p2p_cost import auto_chunks, pipeline_pays
-from hir.passes.helpers import func_ops, is_p2p_form
+from hir.dialect.irutils import func_ops, is_p2p_form
 
 TRANSFERS = ("pull", "push")
 OVERLAPS = ("on", "auto", "off")

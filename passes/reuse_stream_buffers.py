@@ -78,7 +78,7 @@ from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, W
 from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.passes import _stream_loops as loops
-from hir.passes.helpers import ALLOC, DEALLOC, DIM, alloc, constant_value, func_ops, index_arith, index_const, value_name
+from hir.dialect.irutils import ALLOC, DEALLOC, DIM, alloc, constant_value, func_ops, index_arith, index_const, value_name
 from hir.passes.base import ModulePass, PassFailure, register_pass
 
 

@@ -59,7 +59,8 @@ from torch_mlir import ir
 from hir.dialect import AliasChunkOp, AliasSelectOp
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.passes import _stream_loops
-from hir.passes.helpers import FUNC_ARG_STREAM_ATTRS, fail, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, stream_slices, streamable, streamable_names
+from hir.dialect.irutils import FUNC_ARG_STREAM_ATTRS, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, stream_slices, streamable, streamable_names
+from hir.passes.base import fail
 from hir.passes.base import ModulePass, PassFailure, register_pass
 
 

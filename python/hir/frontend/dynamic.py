@@ -29,7 +29,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_importer import GraphNodeImporter
 
 from hir.core import HirError
-from hir.passes.helpers import dim, index_arith, index_const
+from hir.dialect.irutils import dim, index_arith, index_const
 
 Expr = Any  # a sympy expression, or an int for a static extent
 

@@ -52,7 +52,7 @@ from hir.dialect.base import DYNAMIC
 from hir.dialect.context import HirError, format_location
 from hir.dialect.sharding import sharding_of
 from hir.frontend.dynamic import Sizes, is_size
-from hir.passes.helpers import alloc
+from hir.dialect.irutils import alloc
 
 _VTENSOR = re.compile(r"^!torch\.vtensor<\[(?P<shape>[^\]]*)\],(?P<dtype>[a-z0-9]+)>$")
 _ELEMENT = {"si64": "i64", "si32": "i32", "si16": "i16", "si8": "i8", "ui8": "ui8"}

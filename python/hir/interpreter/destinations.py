@@ -49,7 +49,7 @@ from hir.dialect.compute import KERNEL_ATTR, ComputeOp, accumulates
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.dialect.torch_ops import torch_overload
 from hir.interpreter.buffers import _is_identity, is_memref
-from hir.passes.helpers import written_operands
+from hir.dialect.irutils import written_operands
 
 _MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
 _TO_TENSOR = bufferization.ToTensorOp.OPERATION_NAME

@@ -67,7 +67,7 @@ from torch_mlir.dialects import func
 from hir.dialect import OP_CLASSES, is_view
 from hir.dialect.base import get_str
 from hir.dialect.context import HirError
-from hir.passes.helpers import written_operands
+from hir.dialect.irutils import written_operands
 
 log = logging.getLogger("hir.graph")
 _CALL = func.CallOp.OPERATION_NAME

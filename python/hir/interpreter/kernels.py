@@ -40,7 +40,7 @@ from torch_mlir import ir
 
 from hir.dialect.compute import ComputeOp
 from hir.dialect.context import HirError
-from hir.passes.helpers import is_a
+from hir.dialect.irutils import is_a
 
 log = logging.getLogger("hir.compile")
 CompileMode = Union[bool, str]  # True, False or "auto"

@@ -1,6 +1,6 @@
-"""IR helpers shared by the hir passes: upstream op builders, block walking, and the op
-facts the dialect declares (destinations, axis maps) read for ``ir.Operation``s. Kept free
-of pass logic so each pass file stays small.
+"""IR helpers shared by the passes, the interpreter and the frontend: upstream op builders,
+block walking, and the op facts the dialect declares (destinations, axis maps) read for
+``ir.Operation``s. Below every user (``hir.dialect``), free of pass logic.
 
 Everything here works on ``ir.Operation`` (not OpView): passes look at thousands of ops and
 ``op.opview`` costs a Python-side wrap per call. hir ops are built with their classes'
@@ -18,7 +18,6 @@ from hir.dialect import OP_CLASSES, MatmulOp
 from hir.dialect.base import VerifyError, get_int, i64_attr, loc_name, name_loc
 from hir.dialect.sharding import sharding_of
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.passes.base import PassFailure
 
 FUNC_ARG_STREAM_ATTRS = ("hir.stream_axis", STREAM_AXIS_ATTR)
 # Upstream ops whose written buffer operands are known (``()``: reads only); a kernel
@@ -133,11 +132,6 @@ def func_ops(module: ir.Module) -> Iterator[ir.Operation]:
 
 def is_memref(value: ir.Value) -> bool:
     return isinstance(value.type, ir.MemRefType)
-
-
-def fail(op: ir.Operation, message: str) -> PassFailure:
-    """A failure at ``op``'s location, naming the op (``raise fail(op, "...")``)."""
-    return PassFailure(f"'{op.name}' op {message}", op.location)
 
 
 # ----- op facts ---------------------------------------------------------------------------
