@@ -8,13 +8,19 @@ relative error on 4 GPUs. Here every option combination that changes the schedul
 copies) of three forms, AG+matmul, matmul+RS (both nvFuser's P2P forms, built with the
 builder) and the imported sequence-parallel MLP (an all-gather and a reduce-scatter,
 ``Inputs/sp_mlp_<world>.mlir``), is lowered; combinations that lower to the same program
-collapse (an option the form ignores); each distinct program runs eagerly without and with
-``HIR_COMM_DELAY_CYCLES`` (every transfer and signal held back on its stream, so a consumer
-that does not wait reads stale data every time) and as a CUDA-graph replay with the delay,
-and each result must be within 1e-2 (bf16) of float32 torch, relative.
+collapse (an option the form ignores); each distinct program runs eagerly and as a CUDA-graph
+replay, both with ``HIR_COMM_DELAY_CYCLES`` (every transfer and signal held back on its
+stream, so a consumer that does not wait reads stale data every time, not by bad luck), and
+each result must be within 1e-2 (bf16) of float32 torch, relative.
 
     pytest -m gpu test/python/test_p2p_matrix_gpu.py        # on a machine with 2+ GPUs
     python test/python/test_p2p_matrix_gpu.py --emit        # rewrite Inputs/ (needs torch_mlir.fx)
+    python test/python/test_p2p_matrix_gpu.py --emit-lowered .device/p2p_matrix.tar.xz
+
+Lowering 768 pipelines per world size takes minutes of CPU; ``--emit-lowered`` does it ahead
+(here) and writes every distinct lowered program to an archive; with ``HIR_P2P_MATRIX=<it>``
+the GPU workers read the programs from it instead of lowering them (the archive records each
+program's pipeline; the workers check it covers the matrix of today's ``pipelines()``).
 
 ``test_sp_mlp_inputs_are_current`` (CPU) re-imports the MLP and compares with Inputs/, so the
 checked-in modules cannot drift from what ``hir.from_torch`` makes.
@@ -23,6 +29,7 @@ checked-in modules cannot drift from what ``hir.from_torch`` makes.
 import itertools
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,13 +153,14 @@ def _relative_error(got, reference) -> float:
 
 
 def _check_program(module, local: list, reference, dev) -> list[str]:
-    """Run ``module`` eagerly (delay off, then on) and as a graph replay (delay on): the
-    errors of the runs above the tolerance."""
+    """Run ``module`` eagerly and as a graph replay, the comm delay on (on CPU: eagerly):
+    the errors of the runs above the tolerance."""
     from hir.interpreter import compile as compile_program
     from hir.interpreter.backends.delay import COMM_DELAY_ENV
 
     wrong = []
-    modes = (("eager", False), ("eager, delayed", True), ("graph, delayed", True)) if dev.type == "cuda" else (("eager", False),)
+    # The delay only makes a missing wait fail every time where undelayed runs fail by luck.
+    modes = (("eager, delayed", True), ("graph, delayed", True)) if dev.type == "cuda" else (("eager", False),)
     for mode, delay in modes:
         if delay:
             os.environ[COMM_DELAY_ENV] = DELAY_CYCLES
@@ -169,8 +177,73 @@ def _check_program(module, local: list, reference, dev) -> list[str]:
     return wrong
 
 
-def worker() -> int:
+def lowered_programs(world: int, form: str, build, limit=None):
+    """(pipeline, lowered module text) of every distinct schedule of ``form``: lowered here,
+    or read from the archive $HIR_P2P_MATRIX (``--emit-lowered``)."""
     import hashlib
+    import tarfile
+
+    import hir
+
+    archive = os.environ.get("HIR_P2P_MATRIX")
+    if archive:
+        with tarfile.open(archive) as tar:
+            members = sorted((m for m in tar.getmembers() if m.name.startswith(f"{world}/{_key(form)}/")), key=lambda m: m.name)
+            texts = [tar.extractfile(m).read().decode() for m in members]
+        out = [(text.split("\n", 1)[0].removeprefix("// pipeline: "), text) for text in texts]
+        covered = {p for p, _ in out}
+        if not covered <= set(pipelines(world)) or not out:
+            raise SystemExit(f"{archive}: stale for {form} on {world} ranks: rerun --emit-lowered")
+        return out[:limit]
+    seen: dict[str, str] = {}
+    out = []
+    for pipeline in pipelines(world)[:limit]:
+        module = build()
+        hir.lower(module, pipeline)
+        key = hashlib.sha1(str(module).encode()).hexdigest()
+        if key in seen:  # an option this form ignores: the same schedule
+            continue
+        seen[key] = pipeline
+        hir.lower(module, "hir-lower")
+        out.append((pipeline, f"// pipeline: {pipeline}\n{module}"))
+    return out
+
+
+def _key(form: str) -> str:
+    return form.replace("+", "_").replace(" ", "_")
+
+
+def emit_lowered(path: str) -> None:
+    """Write every form's distinct lowered programs for 2 and 4 ranks to the archive ``path``."""
+    import io
+    import tarfile
+    from concurrent.futures import ProcessPoolExecutor
+
+    import torch
+
+    jobs = [(world, form) for world in (2, 4) for form in FORMS]
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(_lower_form, jobs))
+    with tarfile.open(path, "w:xz") as tar:
+        for (world, form), programs in zip(jobs, results):
+            for i, (_, text) in enumerate(programs):
+                data = text.encode()
+                info = tarfile.TarInfo(f"{world}/{_key(form)}/{i:03d}.mlir")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            print(f"{form}, {world} ranks: {len(programs)} distinct programs")
+    del torch
+
+
+def _lower_form(job):
+    import torch
+
+    world, form = job
+    build = FORMS[form](world, 0, torch.device("cpu"))[0]
+    return lowered_programs(world, form, build)
+
+
+def worker() -> int:
 
     import torch
     import torch.distributed as dist
@@ -190,23 +263,23 @@ def worker() -> int:
         torch.cuda.set_device(dev)
         dist.init_process_group("nccl", device_id=dev)
     limit = int(os.environ.get("HIR_MATRIX_LIMIT", "0")) or None
+    log = os.environ.get("HIR_P2P_MATRIX_LOG") if rank == 0 else None  # progress, as it goes
     failures = []
     with torch.no_grad():
         for form, make in FORMS.items():
+            start = time.time()
             build, global_inputs, reference = make(world, rank, dev)
             local = [t.to(dev) for t in local_arguments(build(), global_inputs, rank)]
-            seen: dict[str, str] = {}
-            for pipeline in pipelines(world)[:limit]:
-                module = build()
-                hir.lower(module, pipeline)
-                key = hashlib.sha1(str(module).encode()).hexdigest()
-                if key in seen:  # an option this form ignores: the same schedule
-                    continue
-                seen[key] = pipeline
-                hir.lower(module, "hir-lower")
-                wrong = _check_program(module, local, reference, dev)
+            programs = lowered_programs(world, form, build, limit)
+            lowered = time.time() - start
+            for pipeline, text in programs:
+                wrong = _check_program(hir.parse(text, f"{_key(form)}.mlir"), local, reference, dev)
                 failures += [f"rank {rank}: {form} [{pipeline}] {w}" for w in wrong]
-            print(f"rank {rank}: {form}: {len(seen)} distinct programs ok" if not failures else f"rank {rank}: {form}: {len(seen)} distinct programs")
+            line = f"rank {rank}: {form}, {world} ranks: {len(programs)} distinct programs in {time.time() - start:.0f} s ({lowered:.0f} s lowering), {len(failures)} wrong so far"
+            print(line + (" ok" if not failures else ""), flush=True)
+            if log:
+                with open(log, "a") as f:
+                    print(line, *failures, sep="\n", file=f)
     return finish_worker(failures)
 
 
@@ -251,6 +324,9 @@ def test_sp_mlp_inputs_are_current(world):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--emit-lowered"]:
+        emit_lowered(sys.argv[2])
+        sys.exit(0)
     if sys.argv[1:] == ["--emit"]:
         INPUTS.mkdir(exist_ok=True)
         for n in (2, 4):

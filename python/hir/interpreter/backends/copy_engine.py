@@ -1,6 +1,6 @@
 """The ``cuda`` communication backend: copy-engine P2P through peer buffers (torch
-symmetric memory, ``peer_buffers.py``) for allgather, reduce_scatter, allreduce and
-broadcast, and the split copies ``hir.shift`` uses (its handler: ``ops/p2p.py``).
+symmetric memory, ``peer_buffers.py``) for allgather and broadcast, and the split copies
+``hir.shift`` uses (its handler: ``ops/p2p.py``).
 
 How a ``backend = "cuda"`` collective runs on GPU (every step on the *current* stream, so
 the copies are ``cudaMemcpyAsync`` between devices, done by copy engines, and overlap with
@@ -27,21 +27,27 @@ after its "ready" signal, and the buffer's dealloc barrier guards its reuse.
 Registration is cached (``peer_buffers.py``). Symmetric memory never uses multicast here
 (run with NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1).
 
-On CPU (Gloo) and for the collectives without a copy-engine version (scatter, gather,
-reduce, send_recv, hir.send / hir.recv), ``backend = "cuda"`` is a preference: the op runs
-through the process group as with ``nccl`` / ``gloo`` (documented fallback, not an error:
-the same lowered program runs in CPU tests and on GPUs). ``hir.shift`` without CUDA is a
+On CPU (Gloo) and for the collectives without a copy-engine version (reduce_scatter,
+allreduce, scatter, gather, reduce, send_recv, hir.send / hir.recv), ``backend = "cuda"`` is
+a preference: the op runs through the process group as with ``nccl`` / ``gloo`` (documented
+fallback, not an error: the same lowered program runs in CPU tests and on GPUs). A whole
+reduce_scatter or allreduce has no copy-engine version because copy engines only move data:
+the sum needs a kernel reading every peer's part after a barrier, where NCCL's ring reduces
+while it moves. Measured (issue 39, 4x H200, bf16, matmul+RS at M = 8192 / 16384, CUDA
+graphs): pulling the parts, even from every peer at once, took 2.32x / 2.40x max(comm,
+matmul) against 1.81x / 1.84x through NCCL. Reductions pipelined with the matmul are what
+copy engines are for: hir-p2p-pipeline's shifts (1.2x). ``hir.shift`` without CUDA is a
 batched isend/irecv pair.
 """
 
-from typing import Callable, Optional
+from typing import Callable
 
 import torch
 
-from hir.dialect import AllgatherOp, AllreduceOp, BroadcastOp, ReduceScatterOp
+from hir.dialect import AllgatherOp, BroadcastOp
 from hir.dialect.base import get_str
 from hir.interpreter.backends.peer_buffers import PeerBuffers
-from hir.interpreter.backends.work import StreamWork, local_reduce
+from hir.interpreter.backends.work import StreamWork
 
 
 def uses_copy_engines(device: torch.device, op) -> bool:
@@ -86,52 +92,6 @@ def allgather(o) -> Callable[[list], object]:
     return issue
 
 
-def _pull_reduce(o, kind: str, select: Optional[Callable]) -> Callable[[list], object]:
-    """Reduce locally, publish, pull each peer's (``select``ed part of its) reduced tensor
-    and reduce the pulled parts: reduce_scatter (select = our chunk) and allreduce."""
-    fn, axis = local_reduce(kind), o.attr("axis")
-    n, me = len(o.members), group_rank(o.members, o.c.rank)
-    bufs = PeerBuffers(o.group, o.c.runtime.device)
-    inp, out, held = o.inp, o.out, o.out_spec.held
-    peers = [(me + i) % n for i in range(1, n)]
-    side = side_streams(o.c.runtime.device, len(peers))
-
-    def issue(env: list) -> StreamWork:
-        x = env[inp]
-        # one block of the reduced axis here (the usual split): publish it as is, no local sum
-        reduced = x.squeeze(axis) if x.shape[axis] == 1 else fn(x, axis)
-        peer = bufs.get(reduced.shape, reduced.dtype)
-        peer.local.copy_(reduced)
-        peer.handle.barrier(channel=0)
-        if held:
-            mine = select(peer.local) if select else peer.local
-            pulled = torch.empty((n, *mine.shape), dtype=mine.dtype, device=mine.device)
-            pulled[me].copy_(mine)
-            concurrent_copies([(pulled[g], select(peer.peers[g]) if select else peer.peers[g]) for g in peers], side)
-            target = env[out]
-            if target.is_contiguous():
-                fn(pulled, 0, out=target)
-            else:
-                target.copy_(fn(pulled, 0))
-        peer.handle.barrier(channel=1)
-        return StreamWork()
-
-    return issue
-
-
-def reduce_scatter(o) -> Callable[[list], object]:
-    scatter = o.attr("scatter_axis")
-    scatter -= 1 if o.attr("axis") < scatter else 0
-    out_mesh = o.out_spec.sharding.mesh
-    parts = len(out_mesh)
-    position = out_mesh.index(o.c.rank) if o.c.rank in out_mesh else 0
-    return _pull_reduce(o, get_str(o.op, "reduction"), lambda t: t.chunk(parts, scatter)[position])
-
-
-def allreduce(o) -> Callable[[list], object]:
-    return _pull_reduce(o, get_str(o.op, "reduction"), None)
-
-
 def broadcast(o) -> Callable[[list], object]:
     root, rank = o.root, o.c.rank
     if root not in o.members:
@@ -160,7 +120,7 @@ def broadcast(o) -> Callable[[list], object]:
     return issue
 
 
-BUILDERS = {AllgatherOp: allgather, ReduceScatterOp: reduce_scatter, AllreduceOp: allreduce, BroadcastOp: broadcast}
+BUILDERS = {AllgatherOp: allgather, BroadcastOp: broadcast}
 
 
 def side_streams(device: torch.device, count: int) -> list:
