@@ -37,6 +37,7 @@ import faulthandler
 import json
 import os
 import sys
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -229,9 +230,19 @@ class Result:
     ms: Optional[float] = None
     error: Optional[float] = None
     why: str = ""
+    setup_s: float = 0.0  # building it and its first call (import, lowering, compiles, capture)
+
+
+def within(started: float, budget: float, dev: torch.device) -> bool:
+    """Whether every rank is within ``budget`` seconds of ``started`` (one decision for all
+    ranks: a row one rank skipped and another built would pair their collectives wrongly)."""
+    ok = torch.tensor([float(time.perf_counter() - started < budget)], device=dev)
+    dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+    return bool(ok.item())
 
 
 def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
     # torch >= 2.12 calls all_gather_into_tensor / reduce_scatter_tensor deprecated on every call
     warnings.filterwarnings("ignore", message=r".*is deprecated. Please use `torch.distributed", category=FutureWarning)
     faulthandler.dump_traceback_later(args.timeout, exit=True)  # a hung rank dumps stacks and exits
@@ -265,16 +276,21 @@ def run(args: argparse.Namespace) -> int:
         ("torch SP, hand-written, CUDA graph", "sp", True, lambda: graphed(lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter)) if cuda else None),
         ("DTensor parallelize_module, TP plan", "tp", False, lambda: dtensor_forward(model, False, world, x)),
         ("DTensor parallelize_module, SP plan (SequenceParallel)", "sp", False, lambda: dtensor_forward(model, True, world, x_tokens)),
-        ("torch.compile async-TP (SP, _micro_pipeline_tp)", "sp", False, None),
     ]
     for form in ("tp", "sp"):
         rows.append((f"hir {form.upper()} default [{WHOLE}] (graph=auto)", form, False, lambda form=form: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), WHOLE, local[form], dev, "auto")))
         rows.append((f"hir {form.upper()} [hir-lower-overlap] ({'CUDA graph' if cuda else 'eager: no CUDA'})", form, False,
                      lambda form=form: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), "hir-lower-overlap", local[form], dev, cuda)))
+    rows.append(("torch.compile async-TP (SP, _micro_pipeline_tp)", "sp", False, None))  # last: the longest compile
     results = []
     with torch.no_grad():
         for label, form, handwritten, build in rows:
             result = Result(label, form, handwritten)
+            start = time.perf_counter()
+            if not within(started, args.budget, dev):
+                result.why = f"not built: the set-up passed --budget {args.budget:.0f} s"
+                results.append(result)
+                continue
             try:
                 if build is None:  # async-TP: its label carries the fusions found
                     result.fn, fused = async_tp(hand, x_tokens, dev)
@@ -287,6 +303,7 @@ def run(args: argparse.Namespace) -> int:
                     result.error = relerr(result.fn(), references[form])
             except Exception as err:  # an API this torch lacks, a plan it rejects: say why
                 result.fn, result.why = None, f"{type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}"
+            result.setup_s = time.perf_counter() - start
             results.append(result)
         timed = [r for r in results if r.fn is not None]
         for r, ms in zip(timed, bench_in_turns([r.fn for r in timed], rounds=args.rounds, iters=args.iters)):
@@ -304,6 +321,7 @@ def run(args: argparse.Namespace) -> int:
     if rank == 0:  # hand-written and DTensor: TP 2 all-reduces, SP 2 all-gathers + 2 reduce-scatters
         print("hir's collectives (hir-lower, imported here): " + "; ".join(
             f"{form.upper()} " + ", ".join(f"{n} {kind}" for kind, n in config["collectives"][form].items()) for form in ("tp", "sp")), flush=True)
+        print("set-up s (build + first call: imports, lowering, compiles, captures; rank 0): " + ", ".join(f"{r.label.split(' (')[0]} {r.setup_s:.1f}" for r in results), flush=True)
     shutdown()  # hir's team groups first, then the default group
     return verdicts.finish(show=rank == 0)
 
@@ -317,6 +335,7 @@ def main() -> int:
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: Gloo ranks (the CPU check)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--iters", type=int, default=10, help="timed calls per row and round (the median counts)")
+    p.add_argument("--budget", type=float, default=300, help="seconds of set-up after which rows not built yet print n/a (the rest are still timed and printed)")
     p.add_argument("--timeout", type=float, default=420, help="seconds before a hung run dumps its stacks and exits")
     args = p.parse_args()
     if bool(args.emit) == bool(args.from_dir):

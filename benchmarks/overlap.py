@@ -22,6 +22,7 @@ error is above 1e-2 prints WRONG instead of its time, and the script exits 1 lis
 """
 
 import argparse
+import faulthandler
 import sys
 from typing import Callable, Optional, Union
 
@@ -251,7 +252,10 @@ def main() -> int:
     parser.add_argument("--pipelines", nargs="*", default=["hir-lower"], help="hir pipelines for the seed-003 (S-chunk) programs")
     parser.add_argument("--p2p", nargs="*", default=[P2P], help="hir pipelines for the P2P-form programs")
     parser.add_argument("--graph", action="store_true", help="also time each hir row as a CUDA-graph replay")
+    parser.add_argument("--timeout", type=float, default=0, help="seconds before a hung run dumps its stacks and exits (0: never)")
     args = parser.parse_args()
+    if args.timeout:
+        faulthandler.dump_traceback_later(args.timeout, exit=True)
     rank = init_nccl()
     D = dist.get_world_size()
     verdicts = Verdicts(TOLERANCES["bf16"])
