@@ -119,9 +119,12 @@ for section in $sections; do
                 "$P,hir-p2p-pipeline{accumulate=1 chunks=4 comm-stream=1},hir-lower"
       done ;;
     sanitizer)
-      say "=== single-process GPU tests under TORCH_CUDA_SANITIZER=1 (one GPU visible)"
+      # only the files with GPU tests: the sanitizer sees every torch op, collection's too
+      gpu_files=$(grep -l "mark\.gpu" test/python/*.py test/python/*/*.py)
+      say "=== single-process GPU tests under TORCH_CUDA_SANITIZER=1 (one GPU visible): $(echo $gpu_files)"
+      # shellcheck disable=SC2086
       bounded "$(allowance "${HIR_CAP_SANITIZER:-75}")" "$out/sanitizer.txt" \
-        env TORCH_CUDA_SANITIZER=1 CUDA_VISIBLE_DEVICES=0 python3 -m pytest -q -p no:cacheprovider -m "gpu and not multigpu" -rfEs test/python ;;
+        env TORCH_CUDA_SANITIZER=1 CUDA_VISIBLE_DEVICES=0 python3 -m pytest -q -p no:cacheprovider -m "gpu and not multigpu" -rfEs $gpu_files ;;
     tests)
       say "=== GPU tests, $gpus GPU(s) (${HIR_MULTI_TESTS:-test/python}; multi-GPU cases skip above the count)"
       # shellcheck disable=SC2086
