@@ -3,6 +3,7 @@
 call over iterations, max over ranks (the slowest rank sets the pace), and the relative
 error of a rank's output against a float32 reference, over all ranks."""
 
+import argparse
 import os
 import statistics
 import time
@@ -100,3 +101,16 @@ def graphed(fn: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
         return out
 
     return replay
+
+
+def emit_or_run(parser: argparse.ArgumentParser, emit: Callable[[argparse.Namespace], None], run: Callable[[argparse.Namespace], int]) -> int:
+    """The exit status of a benchmark whose ``parser`` takes exactly one of ``--emit DIR``
+    (import its modules here: the GPU machines have no FX importer) and ``--from DIR`` (run
+    them under torchrun)."""
+    args = parser.parse_args()
+    if bool(args.emit) == bool(args.from_dir):
+        parser.error("give one of --emit DIR (import) or --from DIR (run)")
+    if args.emit:
+        emit(args)
+        return 0
+    return run(args)

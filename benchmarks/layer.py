@@ -50,7 +50,7 @@ import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
 from block import LLAMA, make
-from dist_timing import bench_in_turns, graphed, init_ranks, relerr
+from dist_timing import bench_in_turns, emit_or_run, graphed, init_ranks, relerr
 from overlap import hir_callable
 from timing import TOLERANCES, Verdicts, worst
 
@@ -277,11 +277,13 @@ def run(args: argparse.Namespace) -> int:
         ("DTensor parallelize_module, TP plan", "tp", False, lambda: dtensor_forward(model, False, world, x)),
         ("DTensor parallelize_module, SP plan (SequenceParallel)", "sp", False, lambda: dtensor_forward(model, True, world, x_tokens)),
     ]
+    # Built in this order (the rows the targets name first; --budget may leave the last unbuilt).
     for form in ("tp", "sp"):
         rows.append((f"hir {form.upper()} default [{WHOLE}] (graph=auto)", form, False, lambda form=form: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), WHOLE, local[form], dev, "auto")))
+    rows.append(("torch.compile async-TP (SP, _micro_pipeline_tp)", "sp", False, None))
+    for form in ("tp", "sp"):
         rows.append((f"hir {form.upper()} [hir-lower-overlap] ({'CUDA graph' if cuda else 'eager: no CUDA'})", form, False,
                      lambda form=form: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), "hir-lower-overlap", local[form], dev, cuda)))
-    rows.append(("torch.compile async-TP (SP, _micro_pipeline_tp)", "sp", False, None))  # last: the longest compile
     results = []
     with torch.no_grad():
         for label, form, handwritten, build in rows:
@@ -318,9 +320,11 @@ def run(args: argparse.Namespace) -> int:
               f"(k/v {config['kv_heads']}), hidden {config['hidden']} ({name}, torch {torch.__version__}); best of {args.rounds} rounds")
         print("| row | ms | x best hand-written | rel. error |\n|---|---:|---:|---:|")
     verdicts.print_rows([(r.label, r.ms, r.error, r.why) for r in results], base, show=rank == 0)
-    if rank == 0:  # hand-written and DTensor: TP 2 all-reduces, SP 2 all-gathers + 2 reduce-scatters
+    counts = config.get("collectives")  # recorded by --emit
+    if rank == 0 and counts:  # hand-written and DTensor: TP 2 all-reduces, SP 2 all-gathers + 2 reduce-scatters
         print("hir's collectives (hir-lower, imported here): " + "; ".join(
-            f"{form.upper()} " + ", ".join(f"{n} {kind}" for kind, n in config["collectives"][form].items()) for form in ("tp", "sp")), flush=True)
+            f"{form.upper()} " + ", ".join(f"{n} {kind}" for kind, n in counts[form].items()) for form in ("tp", "sp")), flush=True)
+    if rank == 0:
         print("set-up s (build + first call: imports, lowering, compiles, captures; rank 0): " + ", ".join(f"{r.label.split(' (')[0]} {r.setup_s:.1f}" for r in results), flush=True)
     shutdown()  # hir's team groups first, then the default group
     return verdicts.finish(show=rank == 0)
@@ -337,13 +341,7 @@ def main() -> int:
     p.add_argument("--iters", type=int, default=10, help="timed calls per row and round (the median counts)")
     p.add_argument("--budget", type=float, default=300, help="seconds of set-up after which rows not built yet print n/a (the rest are still timed and printed)")
     p.add_argument("--timeout", type=float, default=420, help="seconds before a hung run dumps its stacks and exits")
-    args = p.parse_args()
-    if bool(args.emit) == bool(args.from_dir):
-        p.error("give one of --emit DIR (import) or --from DIR (run)")
-    if args.emit:
-        emit(args)
-        return 0
-    return run(args)
+    return emit_or_run(p, emit, run)
 
 
 if __name__ == "__main__":

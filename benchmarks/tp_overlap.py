@@ -33,7 +33,7 @@ import torch.nn.functional as F
 import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import init_nccl
+from dist_timing import emit_or_run, init_nccl
 from overlap import checked_row, hir_rows
 from sp_mlp import DTYPES, make_model
 from timing import TOLERANCES, Verdicts
@@ -194,13 +194,7 @@ def main() -> int:
     p.add_argument("--hidden", type=int, default=16384)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--timeout", type=float, default=540, help="seconds before a hung run dumps its stacks and exits")
-    args = p.parse_args()
-    if bool(args.emit) == bool(args.from_dir):
-        p.error("give one of --emit DIR (import) or --from DIR (run)")
-    if args.emit:
-        emit(args)
-        return 0
-    return run(args)
+    return emit_or_run(p, emit, run)
 
 
 if __name__ == "__main__":

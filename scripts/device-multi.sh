@@ -18,7 +18,7 @@
 #   sanitizer  the single-process GPU tests (-m "gpu and not multigpu") under TORCH_CUDA_SANITIZER=1
 #   tests      every GPU test (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
 # GPU counts: layer and e2e default to "N 2" (N = the GPUs present; only N when N <= 2),
-# overlap to N. Caps (s, per run): HIR_CAP_MATRIX=90 (each of its two runs), HIR_CAP_LAYER=150,
+# overlap to N. Caps (s, per run): HIR_CAP_MATRIX=90 (each of its two runs), HIR_CAP_LAYER=170,
 # HIR_CAP_E2E=75, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -88,7 +88,7 @@ for section in $sections; do
         env HIR_COMM_DELAY_CYCLES="${HIR_MATRIX_DELAY:-1000000}" python3 -m pytest -q -p no:cacheprovider -m gpu -rs "$file" ;;
     layer)
       for n in ${HIR_LAYER_COUNTS:-$both}; do
-        cap=$(allowance "${HIR_CAP_LAYER:-150}")
+        cap=$(allowance "${HIR_CAP_LAYER:-170}")
         say "=== LLaMA layer (benchmarks/layer.py), $n GPUs"
         # the script's own limits sit inside the cap: rows not built by --budget print n/a
         # (it counts from after its imports; the timed rounds take seconds)
