@@ -12,8 +12,8 @@
 # Usage: bash scripts/device-multi.sh [SECTION ...]   (default: matrix layer e2e overlap sanitizer)
 #   matrix     test/python/test_p2p_matrix_gpu.py (-m gpu), with HIR_COMM_DELAY_CYCLES unset,
 #              then set to $HIR_MATRIX_DELAY (default 1000000); skipped when the file is absent
-#   layer      benchmarks/layer.py --from .device/layer: the LLaMA layer TP/SP, GPUs $HIR_LAYER_COUNTS
-#   e2e        benchmarks/tp_overlap.py --from .device/tp_overlap: the TP/SP MLP layer, GPUs $HIR_E2E_COUNTS
+#   layer      benchmarks/layer.py --from ${HIR_LAYER_DIR:-.device/layer}: the LLaMA layer TP/SP, GPUs $HIR_LAYER_COUNTS
+#   e2e        benchmarks/tp_overlap.py --from ${HIR_E2E_DIR:-.device/tp_overlap}: the TP/SP MLP layer, GPUs $HIR_E2E_COUNTS
 #   overlap    copy-engine bandwidth + benchmarks/overlap.py (AG+matmul, matmul+RS), GPUs $HIR_OVERLAP_COUNTS
 #   sanitizer  the single-process GPU tests (-m "gpu and not multigpu") under TORCH_CUDA_SANITIZER=1
 #   tests      every GPU test (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
@@ -92,14 +92,14 @@ for section in $sections; do
         say "=== LLaMA layer (benchmarks/layer.py), $n GPUs"
         # the script's own limits sit inside the cap: rows not built by --budget print n/a
         # (it counts from after its imports; the timed rounds take seconds)
-        bounded "$cap" "$out/layer.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/layer.py --from .device/layer \
+        bounded "$cap" "$out/layer.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/layer.py --from "${HIR_LAYER_DIR:-.device/layer}" \
           --budget $(( cap > 90 ? cap - 60 : cap / 3 )) --timeout $(( cap > 15 ? cap - 5 : cap ))
       done ;;
     e2e)
       for n in ${HIR_E2E_COUNTS:-$both}; do
         cap=$(allowance "${HIR_CAP_E2E:-75}")
         say "=== end-to-end MLP layer (benchmarks/tp_overlap.py), $n GPU(s)"
-        bounded "$cap" "$out/e2e.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_overlap.py --from .device/tp_overlap --timeout $(( cap > 15 ? cap - 5 : cap ))
+        bounded "$cap" "$out/e2e.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_overlap.py --from "${HIR_E2E_DIR:-.device/tp_overlap}" --timeout $(( cap > 15 ? cap - 5 : cap ))
       done ;;
     overlap)
       for n in ${HIR_OVERLAP_COUNTS:-$gpus}; do
