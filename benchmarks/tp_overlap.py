@@ -48,7 +48,9 @@ SP_PIPELINES = [
     "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda accumulate=1 chunks=auto transfer=push comm-stream=1},hir-lower",
     "hir-lower-overlap",
 ]
-TP_PIPELINES = [WHOLE, "hir-lower-overlap"]
+# The TP form's all-reduce overlapped (hir-p2p-pipeline chunks the matmul + all-reduce pair
+# in row blocks): a fixed block count beside the chunks=auto rule of hir-lower-overlap.
+TP_PIPELINES = [WHOLE, "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{chunks=4},hir-lower", "hir-lower-overlap"]
 
 
 def placements(sequence: bool) -> dict:

@@ -10,15 +10,15 @@
 # Prepare on the CPU machine (no torch-mlir FX importer and no network on the GPU machine),
 # then carry .device:   bash scripts/prepare-device39.sh
 # Usage: bash scripts/device-multi.sh [SECTION ...]   (default: matrix layer e2e overlap sanitizer)
-#   matrix     test/python/test_p2p_matrix_gpu.py (-m gpu), with HIR_COMM_DELAY_CYCLES unset,
-#              then set to $HIR_MATRIX_DELAY (default 1000000); skipped when the file is absent
+#   matrix     test/python/test_p2p_matrix_gpu.py (-m gpu) on the programs of .device/p2p_matrix.tar.xz,
+#              each run with HIR_COMM_DELAY_CYCLES set; skipped when the file is absent
 #   layer      benchmarks/layer.py --from ${HIR_LAYER_DIR:-.device/layer}: the LLaMA layer TP/SP, GPUs $HIR_LAYER_COUNTS
 #   e2e        benchmarks/tp_overlap.py --from ${HIR_E2E_DIR:-.device/tp_overlap}: the TP/SP MLP layer, GPUs $HIR_E2E_COUNTS
 #   overlap    copy-engine bandwidth + benchmarks/overlap.py (AG+matmul, matmul+RS), GPUs $HIR_OVERLAP_COUNTS
 #   sanitizer  the single-process GPU tests (-m "gpu and not multigpu") under TORCH_CUDA_SANITIZER=1
 #   tests      every GPU test (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
 # GPU counts: layer and e2e default to "N 2" (N = the GPUs present; only N when N <= 2),
-# overlap to N. Caps (s, per run): HIR_CAP_MATRIX=90 (each of its two runs), HIR_CAP_LAYER=170,
+# overlap to N. Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
 # HIR_CAP_E2E=75, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -80,12 +80,12 @@ for section in $sections; do
       if [ ! -f "$file" ]; then
         say "=== option matrix: skipped: $file is not in this tree" ; continue
       fi
-      say "=== option matrix ($file), $gpus GPU(s), HIR_COMM_DELAY_CYCLES unset"
-      bounded "$(allowance "${HIR_CAP_MATRIX:-90}")" "$out/matrix.txt" \
-        env -u HIR_COMM_DELAY_CYCLES python3 -m pytest -q -p no:cacheprovider -m gpu -rs "$file"
-      say "=== option matrix, HIR_COMM_DELAY_CYCLES=${HIR_MATRIX_DELAY:-1000000}"
-      bounded "$(allowance "${HIR_CAP_MATRIX:-90}")" "$out/matrix.txt" \
-        env HIR_COMM_DELAY_CYCLES="${HIR_MATRIX_DELAY:-1000000}" python3 -m pytest -q -p no:cacheprovider -m gpu -rs "$file" ;;
+      # the programs come lowered from .device/p2p_matrix.tar.xz (prepare-device39.sh); the
+      # test runs each eagerly and as a graph with HIR_COMM_DELAY_CYCLES set, and rank 0
+      # appends each form's line to the log as it finishes
+      say "=== option matrix ($file), 2 and $gpus GPU(s)"
+      bounded "$(allowance "${HIR_CAP_MATRIX:-240}")" "$out/matrix.txt" \
+        env HIR_P2P_MATRIX=.device/p2p_matrix.tar.xz HIR_P2P_MATRIX_LOG="$out/matrix.txt" python3 -m pytest -q -p no:cacheprovider -m gpu -rs "$file" ;;
     layer)
       for n in ${HIR_LAYER_COUNTS:-$both}; do
         cap=$(allowance "${HIR_CAP_LAYER:-170}")
@@ -110,13 +110,13 @@ for section in $sections; do
         say "=== AG+matmul / matmul+RS (benchmarks/overlap.py), $n GPUs"
         bounded "$cap" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/overlap.py --sizes 8192,16384 --graph --timeout $(( cap > 15 ? cap - 5 : cap )) \
           --pipelines "$P,hir-lower" \
-          --p2p "$P,hir-p2p-pipeline,hir-lower" \
-                "$P,hir-p2p-pipeline{algorithm=ring},hir-lower" \
-                "$P,hir-p2p-pipeline{chunks=auto comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{transfer=push comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{accumulate=1 chunks=auto},hir-lower" \
+          --p2p "$P,hir-p2p-pipeline{chunks=auto comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{copies=2 comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{copies=2 chunks=auto comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{copies=3 comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{copies=2 chunks=2 transfer=push comm-stream=1},hir-lower" \
                 "$P,hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{accumulate=1 chunks=4 comm-stream=1},hir-lower"
+                "$P,hir-p2p-pipeline{accumulate=1 chunks=2 copies=2 transfer=push comm-stream=1},hir-lower"
       done ;;
     sanitizer)
       # only the files with GPU tests: the sanitizer sees every torch op, collection's too

@@ -11,6 +11,7 @@
 #   wheels/      pytest and what it needs (pure Python, pinned)
 #   layer/       benchmarks/layer.py's TP and SP LLaMA layer modules for 2, 4 and 8 GPUs
 #   tp_overlap/  benchmarks/tp_overlap.py's TP and SP MLP modules for 2, 4 and 8 GPUs
+#   p2p_matrix.tar.xz  test_p2p_matrix_gpu.py's distinct lowered programs for 2 and 4 GPUs
 # The modules are imported again on every run (they follow the frontend); no weights travel
 # (each GPU rank builds them from seed 0), so each module is tens of KB.
 set -euo pipefail
@@ -46,6 +47,8 @@ rm -rf .device/wheels
 rm -rf .device/layer .device/tp_overlap
 "$python" benchmarks/layer.py --emit .device/layer --worlds "$worlds"
 "$python" benchmarks/tp_overlap.py --emit .device/tp_overlap --worlds "$worlds"
+# the option matrix's programs, lowered here (768 pipelines per world size: minutes of CPU)
+"$python" test/python/test_p2p_matrix_gpu.py --emit-lowered .device/p2p_matrix.tar.xz
 
 du -sh .device
 size=$(du -sm .device | cut -f1)
