@@ -1,6 +1,7 @@
 """Contexts, parsing and diagnostics: the bottom layer that passes, the interpreter and the
 CLIs share (no torch import). Public as :mod:`hir.core`."""
 
+import os
 import re
 import sys
 from typing import Optional
@@ -11,8 +12,59 @@ from hir.dialect.base import load
 from hir.dialect.sharding import check_placements
 
 
-class HirError(Exception):
-    """A user-facing error: ``str(err)`` is ``file:line:col: error: message`` lines."""
+class HirError(ValueError):
+    """A user-facing error (bad input: a program, an argument, a file, a command line).
+
+    ``message`` is ``file:line:col: error: ...`` lines where the program is at fault (or
+    ``error: ...`` where no position applies); ``caller`` is ``file:line`` of the call into
+    hir that raised it: the frame just outside hir's outermost one on the stack (None when
+    hir was not called from outside). ``str(err)`` names both: an unlocated ``error: ...`` is
+    located at the caller, a located one gets a ``note`` line naming the call. CLIs print
+    ``message`` (their caller is the command line). A ``ValueError``, so code written for
+    hir's older ``ValueError``s keeps catching these."""
+
+    def __init__(self, message: str, caller: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.caller = caller if caller is not None else api_caller()
+
+    def __str__(self) -> str:
+        return with_caller(self.message, self.caller)
+
+
+def with_caller(message: str, caller: Optional[str]) -> str:
+    """``message`` naming ``caller`` (see :class:`HirError`)."""
+    if not caller or caller in message:
+        return message
+    if message.startswith("error: "):
+        return f"{caller}: {message}"
+    return f"{message}\n{caller}: note: called from here"
+
+
+_HIR_FILES: dict[str, bool] = {}  # co_filename -> whether it is a file of the hir package
+
+
+def _is_hir_file(filename: str) -> bool:
+    known = _HIR_FILES.get(filename)
+    if known is None:
+        folders = [os.path.realpath(folder) + os.sep for name in ("hir", "hir.dialect", "hir.passes") if name in sys.modules for folder in getattr(sys.modules[name], "__path__", ())]
+        known = _HIR_FILES[filename] = os.path.realpath(filename).startswith(tuple(folders))
+    return known
+
+
+def api_caller() -> Optional[str]:
+    """``file:line`` of the frame that called into hir: the one just outside the outermost
+    hir frame (hir code called back from torch, e.g. while tracing, stays inside)."""
+    caller = None
+    inside = False
+    frame = sys._getframe(1)
+    while frame is not None:
+        if _is_hir_file(frame.f_code.co_filename):
+            inside, caller = True, None
+        elif inside and caller is None:
+            caller = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return caller
 
 
 def new_context() -> ir.Context:

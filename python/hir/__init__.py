@@ -31,7 +31,12 @@ def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = N
     out = instrumentation.get("out")
     if out is not None and not callable(getattr(out, "write", None)):
         raise HirError(f"error: hir.lower: out must be a text stream (with a write method), got {type(out).__name__}")
-    return run_pipeline(module, pipeline, Instrumentation(**instrumentation), source_name)
+    try:
+        return run_pipeline(module, pipeline, Instrumentation(**instrumentation), source_name)
+    except HirError:
+        raise
+    except ValueError as err:  # a malformed pipeline, pass option or $HIR_DUMP / $HIR_DISABLE_PASSES
+        raise HirError(f"error: hir.lower: {err}") from None
 
 
 def _check_options(entry: str, options: dict, known: Any) -> None:

@@ -117,11 +117,12 @@ class TorchProgram:
         where the ``overlap=auto`` rule of hir-p2p-pipeline says it beats the whole collective
         (sizes and team size); ``overlap="on"`` / ``"off"`` forces the pipelined / whole form
         everywhere; ``pipeline`` replaces the whole pipeline."""
-        from hir.passes import overlap_pipeline, run_pipeline
+        import hir  # the public entry: its errors are HirErrors
+        from hir.passes import overlap_pipeline
 
         if overlap not in ("auto", "on", "off"):
             raise HirError(f"error: TorchProgram.lower: overlap must be 'auto', 'on' or 'off', got {overlap!r}")
-        return run_pipeline(self.module, pipeline or overlap_pipeline(overlap))
+        return hir.lower(self.module, pipeline or overlap_pipeline(overlap))
 
     def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` on this rank with :func:`hir.run` options."""
@@ -214,15 +215,19 @@ def from_torch(
         try:
             torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec)
         except HirError as err:  # located at the user's file (hir-import) or call
-            raise HirError(f"{source_name or _caller()}: {err}" if str(err).startswith("error:") else str(err)) from None
+            raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
             placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
+        except HirError:
+            raise
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
             hir_module = Partitioner(torch_func, placer, source, shapes).build(mutated=exported.mutated)
+        except HirError:
+            raise
         except ValueError as err:  # a value the partitioner cannot place (see _unsupported)
             raise HirError(f"{source}: error: cannot import {type(module).__name__}: {_unsupported(torch_func, err, spec is not None)}") from None
         mark_parameters(hir_module, len(names), exported.mutated)

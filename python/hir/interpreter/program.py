@@ -196,6 +196,8 @@ class Program:
                     # Teams naming absent ranks are reported at their op by the compiler.
                     world_size = self.runtime.world_size
                     self.runtime.comm.create_groups(t for t in teams if t and max(t) < world_size)
+                except HirError:
+                    raise
                 except (RuntimeError, ValueError) as err:
                     raise HirError(f"error: cannot set up torch.distributed: {err}") from None
             self.entry = entry_function(module, entry, source_name)
@@ -205,6 +207,8 @@ class Program:
             self.compiler = Compiler(module, self.runtime, source_name, regions)
             try:
                 self.plan: FunctionPlan = self.compiler.function(self.entry)
+            except HirError:
+                raise
             except ValueError as err:  # e.g. an element type without a torch dtype
                 raise HirError(f"{source_name or '<module>'}: error: {err}") from None
             self._args = EntryArguments(self.plan.arg_types, self.runtime.rank, dev, self._where)

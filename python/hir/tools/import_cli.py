@@ -68,7 +68,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(err.args[0], file=sys.stderr)
         return 1
     except HirError as err:
-        print(err, file=sys.stderr)
+        print(err.message, file=sys.stderr)
         return 1
     text = str(program.module)
     if args.output == "-":

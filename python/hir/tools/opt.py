@@ -101,7 +101,7 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
     try:
         check_nesting(chunk, source)
     except HirError as err:
-        return None, parse_diagnostics(str(err))
+        return None, parse_diagnostics(err.message)
     ctx = new_context()
     with ctx:
         try:
@@ -123,7 +123,7 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
             try:
                 run_pipeline(module, args.pass_pipeline, inst, source)
             except HirError as err:
-                return None, parse_diagnostics(str(err))
+                return None, parse_diagnostics(err.message)
         return module.operation.get_asm(enable_debug_info=args.mlir_print_debuginfo, use_name_loc_as_prefix=args.print_value_names), []
 
 
@@ -131,11 +131,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _main(args)
+    except HirError as err:  # an unreadable input file
+        print(err.message, file=sys.stderr)
+        return 1
     except (ValueError, CliError) as err:  # malformed pipeline or pass options, bad -o
         print(f"hir-opt: error: {err}", file=sys.stderr)
-        return 1
-    except HirError as err:  # an unreadable input file
-        print(str(err), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -109,7 +109,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return rc
     except HirError as err:
         note_failure()
-        print(str(err), file=sys.stderr)
+        print(err.message, file=sys.stderr)
         return 1
     except CliError as err:
         note_failure()
