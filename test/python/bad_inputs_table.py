@@ -3,8 +3,8 @@
 Each CLI case is ``(id, tool, argv, env, rc, fragments)``: the tool's ``main(argv)`` run in the
 folder of :data:`FILES` with ``env`` added must return ``rc``, print every fragment on stderr
 and no traceback, and leave every file of the folder as it was. Each API case is
-``(id, call, fragments)``: ``call(folder)`` must raise :class:`hir.HirError` (or ValueError for
-a malformed pass pipeline, as documented) whose message holds every fragment."""
+``(id, call, fragments)``: ``call(folder)`` must raise :class:`hir.HirError` whose message holds
+every fragment and names the caller's line (the table's line that called into hir)."""
 
 SHARD2 = "#hir.shard<array<i64: 0, 1>, 0 : i64>"
 SHARD3 = "#hir.shard<array<i64: 0, 1, 2>, 0 : i64>"

@@ -50,28 +50,45 @@ class TorchProgram:
     captured: dict = field(default_factory=dict, repr=False)
     output_names: list = field(default_factory=list)
     dynamic_dims: list = field(default_factory=list, repr=False)  # per input: {axis: (symbol, its name)}
+    weights: Mapping = field(default_factory=dict, repr=False)  # the state it was imported or loaded with
 
     def state(self, module: torch.nn.Module) -> dict:
         """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
         return {**dict(module.named_buffers()), **module.state_dict()}
 
-    def arguments(self, state_dict: dict, *inputs: torch.Tensor, rank: Optional[int] = None) -> list:
-        """``@main``'s arguments from a state dict and the inputs: full tensors for an unsharded
+    def arguments(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, rank: Optional[int] = None) -> list:
+        """``@main``'s arguments from a state dict (None: the state the program was imported
+        or loaded with, :attr:`weights`) and the inputs: full tensors for an unsharded
         program, else rank ``rank``'s shards (default: this process's rank). Each state entry
         and input must have its ``@main`` argument's global shape and dtype; the error names the
         entry or input and the caller's line (not the torch source line ``@main`` is located at)."""
+        if len(inputs) != self.num_inputs:
+            raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
+        state = self.state_values(self.weights if state_dict is None else state_dict)
+        self._check(state + list(inputs))
+        full = [_full(t) for t in state] + list(inputs)
+        return self.placer.local_arguments(full, rank)
+
+    def state_values(self, state_dict: Mapping) -> list:
+        """The state entries in ``@main``'s order from ``state_dict`` (a tied tensor under
+        either name; non-persistent buffers from the import when absent)."""
         if not isinstance(state_dict, Mapping):
             raise HirError(f"{_caller()}: error: the state dict must be a dict of tensors (module.state_dict()), got {type(state_dict).__name__}")
         by_entry = {self.aliases.get(n, n): t for n, t in state_dict.items()}
         missing = [n for n in self.state_names if n not in by_entry and n not in self.captured]
         if missing:
             raise HirError(f"error: the state dict lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
-        if len(inputs) != self.num_inputs:
-            raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
-        given = [by_entry[n] if n in by_entry else self.captured[n] for n in self.state_names] + list(inputs)
-        self._check(given)
-        full = [_full(t) for t in given[: len(self.state_names)]] + list(inputs)
-        return self.placer.local_arguments(full, rank)
+        return [by_entry[n] if n in by_entry else self.captured[n] for n in self.state_names]
+
+    def save(self, path: str, state_dict: Optional[Mapping] = None, *, weights: Optional[str] = None) -> str:
+        """Write :attr:`module` to ``path`` and the state (``state_dict``, default
+        :attr:`weights`) as safetensors to ``weights`` (default: ``path`` with suffix
+        ``.safetensors``), recording the file and each argument's key in the module;
+        ``hir.load(path)``, ``hir-run path`` and ``hir.run`` read them back. Returns the
+        weights path. See :mod:`hir.frontend.saving`."""
+        from hir.frontend.saving import save
+
+        return save(self, path, state_dict, weights)
 
     def _check(self, values: Sequence[Any]) -> None:
         """Each value (state entries, then inputs) must fit its ``@main`` argument."""
@@ -124,8 +141,9 @@ class TorchProgram:
             raise HirError(f"error: TorchProgram.lower: overlap must be 'auto', 'on' or 'off', got {overlap!r}")
         return hir.lower(self.module, pipeline or overlap_pipeline(overlap))
 
-    def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
-        """Run ``@main`` on this rank with :func:`hir.run` options."""
+    def run(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, **options: Any) -> list:
+        """Run ``@main`` on this rank with :func:`hir.run` options (``state_dict`` None: the
+        program's own :attr:`weights`)."""
         import hir  # the public entry: the interpreter sits beside the frontend, not below it
 
         return hir.run(self.module, self.arguments(state_dict, *inputs), **options)
@@ -237,7 +255,8 @@ def from_torch(
             raise HirError(format_mlir_error(err, source)) from None
     inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
     dynamic_dims = [{a: (str(e), dim_name(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
-    return TorchProgram(hir_module, names, len(example_args), placer, exported.aliases, exported.captured, exported.output_names, dynamic_dims)
+    weights = {**dict(module.named_buffers()), **module.state_dict()}  # references: later updates are seen
+    return TorchProgram(hir_module, names, len(example_args), placer, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights)
 
 
 def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:

@@ -10,7 +10,9 @@ from typing import Optional, Sequence
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
 
 HELP_EPILOG = """\
-inputs (one per entry-function argument, in order; unspecified ones are random):
+inputs (one per entry-function argument, in order; unspecified ones are random; an imported
+model's weights (the safetensors file hir-import wrote, named in the module) fill the
+arguments that read them, and plain specs fill the others: hir-run model.mlir x.pt):
   random[:SHAPE]  normal (floats) or integers in [-8, 8] from --seed   (default)
   zeros[:SHAPE] | ones[:SHAPE] | arange[:SHAPE]
   FILE.pt | FILE.npy   a saved global tensor
@@ -65,6 +67,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-nproc", type=positive_int, metavar="N", help="allow --nproc up to N instead of the machine's limit")
     p.add_argument("--timeout", type=positive_float, default=None, metavar="S",
                    help="with --nproc: stop every rank after S seconds and exit with status 124")
+    p.add_argument("--weights", metavar="FILE", help="read the arguments that name weight keys (hir.weight) from this safetensors "
+                   "file instead of the one the module names (hir.weights; hir-import writes both)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
     p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
@@ -140,7 +144,7 @@ def check_args(args: argparse.Namespace) -> None:
     if args.timeout is not None and args.nproc is None:
         raise CliError("--timeout applies to --nproc runs only (add --nproc 1 to time-limit one process)")
     # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
-    inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]]
+    inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]] + ([args.weights] if args.weights else [])
     for flag, path in (("--save", args.save), ("--trace", args.trace)):
         if path:
             check_writable(flag, path, inputs)
@@ -216,7 +220,7 @@ def run_file(args: argparse.Namespace) -> int:
     from hir.core import HirError, parse, read_source
     from hir.interpreter import Program
     from hir.interpreter.formatting import format_output
-    from hir.interpreter.inputs import InputError, build_inputs, parse_assignments
+    from hir.interpreter.inputs import InputError, make_input, parse_assignments
 
     device = args.device or os.environ.get("HIR_DEVICE")
     if device:
@@ -236,12 +240,16 @@ def run_file(args: argparse.Namespace) -> int:
         compile_kernels="auto" if args.compile_kernels is None else args.compile_kernels,
         source_name=name,
         graph=graph_mode(args),
+        weights=args.weights,
     )
     with module.context:
         arg_types = program.plan.arg_types
+        if args.weights and not program.recorded_weights.keys:
+            raise CliError(f"--weights {args.weights}: @{program.entry} reads no weights (no argument has an hir.weight key)")
         try:
-            specs = parse_assignments(list(args.inputs) + list(args.input), len(arg_types))
-            inputs = build_inputs(arg_types, specs, rank=program.rank, seed=args.seed, device=program.device)
+            specs = parse_assignments(list(args.inputs) + list(args.input), len(arg_types), frozenset(program.recorded_weights.keys))
+            weights = program.read_weights({i for i, spec in enumerate(specs) if spec is None})
+            inputs = [weights[i] if spec is None else make_input(i, t, spec, rank=program.rank, seed=args.seed, device=program.device) for i, (t, spec) in enumerate(zip(arg_types, specs))]
         except InputError as err:
             raise HirError(f"{program.plan.location}: error: @{program.entry} {err}") from None
     world = program.runtime.world_size
