@@ -140,6 +140,12 @@ OPT = [
     ("opt-split-error-chunk", ["split.mlir", "--split-input-file"], {}, 1, ["split.mlir:5:"]),
     ("opt-verify-diagnostics-mismatch", ["expect.mlir", "--verify-diagnostics"], {}, 1, ["expect.mlir:"]),
 ]
+FILES["weighted.mlir"] = """module attributes {hir.weights = "none.safetensors"} {
+  func.func @main(%w: memref<4xf32> {hir.parameter, hir.weight = "w"}, %x: memref<4xf32>) {
+    return
+  }
+}
+"""
 FILES["split.mlir"] = "func.func @a() {\n  return\n}\n// -----\nfunc.func @b( {\n"
 FILES["expect.mlir"] = "// expected-error@+1 {{this message is not the one}}\n" + FILES["uneven.mlir"]
 
@@ -202,6 +208,10 @@ RUN = [
     ("run-dist-timeout-text", ["p.mlir", "random", "1"], {"HIR_DIST_TIMEOUT": "abc", "WORLD_SIZE": "2", "RANK": "0"}, 1, ["$HIR_DIST_TIMEOUT='abc': expected a number of seconds > 0"]),
     ("run-dist-timeout-zero", ["p.mlir", "random", "1"], {"HIR_DIST_TIMEOUT": "0", "WORLD_SIZE": "2", "RANK": "0"}, 1, ["$HIR_DIST_TIMEOUT='0'"]),
     ("run-bad-view-chunks", ["bad_view.mlir", "ones"], {}, 1, ["bad_view.mlir:3:8: error:", "does not divide into 2 chunks"]),
+    ("run-weights-no-keys", ["p.mlir", "random", "1", "--weights", "x.pt"], {}, 1, ["hir-run: error: --weights x.pt: @main reads no weights"]),
+    ("run-weights-file-missing", ["weighted.mlir", "ones"], {}, 1, ["none.safetensors: error: cannot read the weights: no such file"]),
+    ("run-weights-not-safetensors", ["weighted.mlir", "ones", "--weights", "text.pt"], {}, 1, ["text.pt: error: cannot read the weights as a safetensors file"]),
+    ("run-weights-extra-input", ["weighted.mlir", "ones", "ones"], {}, 1, ["input 'ones' is for argument #2, but the entry function takes 2 (1 besides the 1 its weights file gives)"]),
 ]
 
 IMPORT = [
@@ -221,6 +231,10 @@ IMPORT = [
     ("import-out-is-source", ["m.py", "-o", "m.py"], {}, 1, ["-o m.py: is also an input of this run"]),
     ("import-out-missing-folder", ["m.py", "-o", "nodir/x.mlir"], {}, 1, ["'nodir' does not exist"]),
     ("import-unknown-flag", ["m.py", "--bogus"], {}, 1, ["unrecognized arguments: --bogus"]),
+    ("import-weights-contradiction", ["m.py", "-o", "new.mlir", "--weights", "w.safetensors", "--no-weights"], {}, 1, ["--weights and --no-weights contradict each other"]),
+    ("import-weights-is-source", ["m.py", "-o", "new.mlir", "--weights", "m.py"], {}, 1, ["--weights m.py: is also an input of this run"]),
+    ("import-weights-is-output", ["m.py", "-o", "new.mlir", "--weights", "new.mlir"], {}, 1, ["--weights new.mlir: is also the -o file"]),
+    ("import-weights-missing-folder", ["m.py", "--weights", "nodir/w.safetensors"], {}, 1, ["--weights nodir/w.safetensors", "'nodir' does not exist"]),
 ]
 
 DEMO = [

@@ -11,6 +11,7 @@ import sys
 import pytest
 import torch
 
+from bad_inputs_api import builder_cases, weights_cases
 from bad_inputs_frontend import frontend_cases
 from bad_inputs_table import CLI_CASES, FILES, _api_cases
 
@@ -70,7 +71,7 @@ def test_cli_case(case, folder, monkeypatch, capsys):
     assert snapshot(folder) == before
 
 
-API_CASES = _api_cases() + frontend_cases()
+API_CASES = _api_cases() + frontend_cases() + builder_cases() + weights_cases()
 
 
 def call_site(tb) -> str:

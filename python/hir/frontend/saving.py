@@ -58,6 +58,7 @@ def state_tensors(program: TorchProgram, state_dict: Optional[dict] = None) -> d
     ``state_dict`` (default: the state the program was imported or loaded with), checked
     against ``@main``'s argument types."""
     values = program.state_values(program.weights if state_dict is None else state_dict)
+    program._check(values)  # each entry's global shape and dtype
     out = {}
     for name, value in zip(program.state_names, values):
         # safetensors refuses tensors sharing memory (a view of another entry): own copies

@@ -26,7 +26,7 @@ from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
 from hir.interpreter.regions import compile_block, region_mode_reason
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
-from hir.interpreter.weights import read_weights, recorded_weights, source_file, weights_path
+from hir.interpreter.weights import read_weights, recorded_weights, weights_path
 from hir.passes import compute_resharding_reason
 
 log = logging.getLogger("hir.graph")
@@ -146,8 +146,9 @@ class Program:
     (:mod:`hir.interpreter.kernels`; ``kernel_compile`` reports the compile time).
     Weights: when the entry's arguments name weight keys (``hir.weight``; hir-import and
     ``TorchProgram.save`` write them), a call given only the other arguments reads those
-    from the module's safetensors file (``hir.weights``, next to the file it was parsed from;
-    ``weights=FILE`` another one) once, this rank's parts (:mod:`hir.interpreter.weights`);
+    from the module's safetensors file (``hir.weights``: next to ``source_name`` when that
+    is a file, else in the current folder; ``weights=FILE`` another one) once, this rank's
+    parts (:mod:`hir.interpreter.weights`);
     a call giving every argument uses what it is given.
     """
 
@@ -221,7 +222,7 @@ class Program:
             self._args = EntryArguments(self.plan.arg_types, self.runtime.rank, dev, self._where)
             fn = self.compiler.functions[self.entry].operation
             self.recorded_weights = recorded_weights(module, fn)
-            self.weights_path = weights_path(self.recorded_weights, source_name or source_file(module, fn), weights)
+            self.weights_path = weights_path(self.recorded_weights, source_name, weights)
             self._weights: Optional[dict] = None
             keys = self.recorded_weights.keys
             # a call with this many inputs gives the arguments no weight fills (-1: none do)

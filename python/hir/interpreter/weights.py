@@ -51,8 +51,8 @@ def recorded_weights(module: ir.Module, fn: ir.Operation) -> RecordedWeights:
 
 def weights_path(recorded: RecordedWeights, source_name: Optional[str], override: Optional[str] = None) -> Optional[str]:
     """Where the weights are: ``override``, else the recorded file resolved against the
-    folder of the .mlir file the module was read from (``source_name``; else the current
-    folder)."""
+    folder of the .mlir file the module was read from (``source_name``, when it names a
+    file; else the current folder)."""
     if override is not None:
         return override
     if recorded.file is None:
@@ -60,14 +60,6 @@ def weights_path(recorded: RecordedWeights, source_name: Optional[str], override
     if os.path.isabs(recorded.file) or not source_name or not os.path.isfile(source_name):
         return recorded.file
     return os.path.join(os.path.dirname(source_name), recorded.file)
-
-
-def source_file(module: ir.Module, fn: ir.Operation) -> Optional[str]:
-    """The file ``fn`` was parsed from (its location), if that file exists."""
-    from hir.dialect.context import format_location
-
-    where = format_location(fn.location).rsplit(":", 2)[0]
-    return where if os.path.isfile(where) else None
 
 
 def read_weights(path: str, arg_types: Sequence[ir.Type], keys: dict, *, rank: Optional[int], device: torch.device, entry: str = "main") -> dict:

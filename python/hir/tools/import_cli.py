@@ -41,6 +41,8 @@ def weights_file(args: argparse.Namespace) -> Optional[str]:
             raise CliError("--weights and --no-weights contradict each other")
         return None
     if args.weights:
+        if args.output != "-" and os.path.abspath(args.weights) == os.path.abspath(args.output):
+            raise CliError(f"--weights {args.weights}: is also the -o file; write the weights to another file")
         return args.weights
     from hir.frontend.saving import default_weights_path
 
