@@ -178,18 +178,21 @@ def read_source(path: str) -> tuple[str, str]:
         raise HirError(f"{name}:{line}:{col}: error: unexpected character: byte 0x{byte:02x} is not UTF-8 text") from None
 
 
-# An hir op written in custom (pretty) form: at the start of a line or after "%x = ".
-_CUSTOM_HIR_OP = re.compile(r"^(?P<lead>\s*(?:%[\w#:, %]*=\s*)?)(?P<op>hir\.\w+)\b", re.M)
+# An hir op written in custom (pretty) form: a bare ``hir.name`` outside strings and comments
+# that is not a type (``!hir.stream``), an attribute (``#hir.shard``), a value, symbol or
+# block name, part of a longer name, or a key of an attribute dictionary (``{hir.parameter}``,
+# ``hir.weight = "w"``).
+_CUSTOM_HIR_OP = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|(?<![\w!#.%@^$])(?P<op>hir\.\w+)\b(?!\}|\s*[=,])')
 
 
 def locate_custom_syntax(text: str, source_name: str) -> Optional[str]:
     """MLIR reports nothing (no location) when an op of a dialect defined at run time is
     written in custom form; find the first such hir op so the error can point at it."""
-    m = _CUSTOM_HIR_OP.search(text)
+    m = next((m for m in _CUSTOM_HIR_OP.finditer(text) if m["op"]), None)
     if m is None:
         return None
     line = text.count("\n", 0, m.start()) + 1
-    col = len(m["lead"]) + 1
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
     return (
         f"{source_name}:{line}:{col}: error: '{m['op']}' is written in custom form; hir ops parse in "
         f"MLIR's generic form only: \"{m['op']}\"(operands) {{attributes}} : (operand types) -> result types"

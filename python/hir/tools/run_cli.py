@@ -53,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", help="the .mlir module ('-' for stdin)")
-    p.add_argument("inputs", nargs="*", metavar="INPUT", help="input specs (see below)")
+    p.add_argument("inputs", nargs="*", default=[], metavar="INPUT", help="input specs (see below)")
     p.add_argument("-i", "--input", action="append", default=[], metavar="SPEC", help="an input spec (repeatable; after positional ones)")
     p.add_argument("--lower", nargs="?", const=DEFAULT_LOWERING, metavar="PIPELINE",
                    help=f"lower the module before running it (default pipeline: {DEFAULT_LOWERING}; "
@@ -141,6 +141,16 @@ def check_args(args: argparse.Namespace) -> None:
             raise CliError(f"--lower={args.lower}: {err}") from None
     if args.nproc is not None and "HIR_LAUNCHED" not in os.environ:
         check_nproc(args)
+        if os.environ.get("HIR_DIST_TIMEOUT") is not None:  # refused here, not by every rank
+            from hir.core import HirError
+            from hir.interpreter.backends.process_groups import timeout
+
+            try:
+                timeout()
+            except HirError as err:
+                raise CliError(err.message.removeprefix("error: ")) from None
+    if not os.path.exists(args.file) and args.file != "-":
+        check_not_a_pipeline(args.file)
     if args.timeout is not None and args.nproc is None:
         raise CliError("--timeout applies to --nproc runs only (add --nproc 1 to time-limit one process)")
     # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
@@ -148,6 +158,17 @@ def check_args(args: argparse.Namespace) -> None:
     for flag, path in (("--save", args.save), ("--trace", args.trace)):
         if path:
             check_writable(flag, path, inputs)
+
+
+def check_not_a_pipeline(name: str) -> None:
+    """``hir-run --lower hir-lower prog.mlir`` takes hir-lower as the program (a bare
+    --lower takes no value): when the missing "file" is a pass or pipeline, say so."""
+    from hir.passes import PIPELINES, REGISTRY
+
+    head = name.split("{", 1)[0].split("(", 1)[0]
+    if head in REGISTRY or head in PIPELINES or head == "builtin.module":
+        raise CliError(f"'{name}' is a pass pipeline, not a file: a pipeline for --lower is written with '=': "
+                       f"--lower={name} (a bare --lower runs {DEFAULT_LOWERING})")
 
 
 def _gpu_nodes() -> bool:
