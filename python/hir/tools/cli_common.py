@@ -11,11 +11,43 @@ from hir.outputs import CliError, check_writable, write_atomically, write_text  
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with exit status 1 for usage errors, like every other hir error."""
+    """argparse with exit status 1 for usage errors, like every other hir error, and a
+    ``--version`` flag."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("--version", action=VersionAction)
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the versions of hir, torch-mlir (the MLIR bindings) and torch, read from
+    the installed packages' metadata (no torch import: hir-opt's cold start stays short)."""
+
+    def __init__(self, option_strings: list, dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the versions of hir, torch-mlir (MLIR) and torch, then exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: object = None) -> None:
+        write_stdout(versions(parser.prog))
+        parser.exit(0)
+
+
+def versions(prog: str) -> str:
+    from importlib import metadata
+
+    def version(distribution: str) -> str:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return (f"{prog} (hir) {version('hir')}\n"
+            f"torch-mlir {version('torch-mlir')} (MLIR and its Python bindings)\n"
+            f"torch {version('torch')}\n")
 
 
 def write_stdout(text: str) -> None:

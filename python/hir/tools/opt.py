@@ -20,6 +20,7 @@ from hir.dialect.sharding import check_placements
 from hir.dialect.context import check_nesting
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
 from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
+from hir.tools.opt_passes import flags_pipeline, list_passes, pass_flags
 
 SPLIT_MARKER = "// -----"
 
@@ -27,10 +28,12 @@ SPLIT_MARKER = "// -----"
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="hir-opt",
+        allow_abbrev=False,  # --cse is a pass flag, never an abbreviation of an option
         description="Parse, verify, transform and print hir modules (generic MLIR form). "
         "Without --pass-pipeline it only parses, verifies and prints.",
         epilog="Pipelines mix hir passes (see --list-passes) with upstream ones: "
-        "--pass-pipeline='builtin.module(hir-stream-lowering,canonicalize,cse)'. "
+        "--pass-pipeline='builtin.module(hir-stream-lowering,canonicalize,cse)', or as pass flags applied "
+        "in order, as mlir-opt takes them: --hir-stream-lowering=chunks=2 --canonicalize --cse. "
         "Pass options: name{key=value key2=value2}. Env HIR_DISABLE_PASSES=a,b skips passes; "
         "HIR_DUMP=ir-before-all,ir-after-all,timing prints as the --mlir-* flags do. "
         "Exit status: 0 success, 1 an error in the input or command line, 2 an internal error.",
@@ -49,26 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-value-names", action="store_true",
                    help="name values by their name locations (%%user_stream, %%arg0_slice, ... as the passes "
                    "name what they create; duplicates get _0, _1) instead of %%0, %%1")
-    p.add_argument("--list-passes", action="store_true", help="list hir passes and pipelines, then exit")
+    p.add_argument("--allow-unregistered-dialect", action="store_true", help="allow operations of dialects that are not loaded (kept as opaque generic ops)")
+    p.add_argument("--list-passes", action="store_true", help="list hir passes (with their options) and pipelines, then exit")
     p.add_argument("--emit-irdl", action="store_true", help="print the hir dialect's IRDL definition, then exit")
     return p
-
-
-def list_passes() -> str:
-    from hir.passes import PIPELINES, REGISTRY
-
-    lines = ["hir passes:"]
-    for name in sorted(REGISTRY):
-        cls = REGISTRY[name]
-        lines.append(f"  {name:<32} {cls.description}")
-        for f in cls.options():
-            default = f.default if f.default is not f.default_factory else "(computed)"
-            lines.append(f"    {f.name.replace('_', '-')}={default!s:<22} ({getattr(f.type, '__name__', f.type)})")
-    lines.append("pipelines:")
-    for name, text in sorted(PIPELINES.items()):
-        lines.append(f"  {name:<32} {text}")
-    lines.append("upstream MLIR passes (canonicalize, cse, ...) can be mixed in by name.")
-    return "\n".join(lines) + "\n"
 
 
 IRDL_HEADER = (
@@ -103,6 +90,7 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
     except HirError as err:
         return None, parse_diagnostics(err.message)
     ctx = new_context()
+    ctx.allow_unregistered_dialects = args.allow_unregistered_dialect
     with ctx:
         try:
             module = ir.Module.parse(chunk)
@@ -127,8 +115,22 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
         return module.operation.get_asm(enable_debug_info=args.mlir_print_debuginfo, use_name_loc_as_prefix=args.print_value_names), []
 
 
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    """argparse, then pass flags (what it did not know) turned into ``--pass-pipeline``."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        elements, rest = pass_flags(unknown)
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        if args.pass_pipeline:
+            parser.error(f"--pass-pipeline cannot be combined with pass flags ({' '.join(unknown)}): use one or the other")
+        args.pass_pipeline = flags_pipeline(elements)
+    return args
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     try:
         return _main(args)
     except HirError as err:  # an unreadable input file
