@@ -11,6 +11,8 @@ import sys
 import tempfile
 from typing import Callable, Optional, Sequence
 
+from hir.interrupts import pause_point
+
 
 class CliError(Exception):
     """A bad command line, environment or output path: ``str(err)`` is the whole message."""
@@ -82,6 +84,7 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{root}.", suffix=ext, dir=folder)
         os.close(fd)
         write(tmp)
+        pause_point("write")  # the test hook: the new file is written, not yet in place
         if not os.path.exists(tmp) or os.path.getsize(tmp) == 0:
             raise CliError(f"{path}: cannot write (nothing was written)")
         _copy_mode(tmp, old)

@@ -17,6 +17,7 @@ import runpy
 import sys
 from typing import Optional, Sequence
 
+from hir.interrupts import cli_main
 from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_stdout, write_text
 
 
@@ -60,6 +61,7 @@ def _get(namespace: dict, name: str, file: str, required: bool):
     return value
 
 
+@cli_main("hir-import")
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     from hir.core import HirError

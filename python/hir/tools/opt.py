@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 
 from torch_mlir import ir
 
+from hir.interrupts import cli_main
 from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text, write_stdout
 from hir.dialect.sharding import check_placements
 from hir.dialect.context import check_nesting
@@ -129,6 +130,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return args
 
 
+@cli_main("hir-opt")
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     try:
@@ -139,8 +141,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ValueError, CliError) as err:  # malformed pipeline or pass options, bad -o
         print(f"hir-opt: error: {err}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
     except Exception as err:  # a bug in hir: say so without a traceback unless asked
         if os.environ.get("HIR_DEBUG"):
             raise

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from hir.interrupts import cli_main, pause_point
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
 
 HELP_EPILOG = """\
@@ -90,6 +91,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+@cli_main("hir-run")
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # A bare --lower must not swallow the file name that follows it: the pipeline is only
@@ -201,24 +203,17 @@ def check_nproc(args: argparse.Namespace) -> None:
 
 
 def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
-    """``--nproc N``: rerun this command line as N ranks and report in rank order."""
-    import signal
-
+    """``--nproc N``: rerun this command line as N ranks and report in rank order. SIGINT
+    and SIGTERM (see :func:`hir.interrupts.cli_main`) unwind through launch(), which stops
+    every rank."""
     from hir.tools.launch import LaunchError, launch
 
     env = dict(os.environ, HIR_LAUNCHED="1")
-
-    def terminated(signum, frame):
-        raise SystemExit(128 + signum)  # unwinds through launch(), which stops every rank
-
-    previous = signal.signal(signal.SIGTERM, terminated)
     try:
         result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
     except LaunchError as err:
         print(f"hir-run: error: --nproc {args.nproc}: {err}; stopped the ranks already started", file=sys.stderr)
         return 1
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     write_stdout("".join(rank.stdout for rank in result.ranks))
     if result.first_failure is not None:
         failed = result.ranks[result.first_failure]
@@ -274,6 +269,7 @@ def run_file(args: argparse.Namespace) -> int:
         except InputError as err:
             raise HirError(f"{program.plan.location}: error: @{program.entry} {err}") from None
     world = program.runtime.world_size
+    pause_point("run")  # the test hook: every rank is up, its inputs built
     for _ in range(max(0, args.warmup)):
         program(inputs)
     if args.trace:
