@@ -9,7 +9,8 @@ import shutil
 import stat
 import sys
 import tempfile
-from typing import Callable, Optional, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional, Sequence
 
 from hir.interrupts import pause_point
 
@@ -129,3 +130,23 @@ def _copy_mode(tmp: str, old: Optional[os.stat_result]) -> None:
             os.chown(tmp, old.st_uid, old.st_gid)
         except PermissionError:  # not ours to give away: the new file stays the writer's
             pass
+
+
+@contextmanager
+def captured_fd2() -> Iterator[list[str]]:
+    """Capture what is written to file descriptor 2 meanwhile (C++ code writing past Python's
+    ``sys.stderr``: MLIR's pipeline parser, the profiler's ``USDT:`` lines), so the caller
+    reports it in its own format or drops it; the list holds the text once the block ends."""
+    captured: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            captured.append(tmp.read().decode(errors="replace"))

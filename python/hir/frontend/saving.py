@@ -15,6 +15,7 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
+from hir import progress
 from hir.core import HirError, parse, read_source
 from hir.dialect import WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
 from hir.frontend.partition import Placer
@@ -73,7 +74,9 @@ def write_weights(program: TorchProgram, weights: str, folder: str, state_dict: 
 
     tensors = state_tensors(program, state_dict)
     record(program.module, os.path.relpath(os.path.abspath(weights), os.path.abspath(folder)), program.state_names)
-    write_atomically(weights, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))
+    size = sum(t.numel() * t.element_size() for t in tensors.values())
+    with progress.task(f"writing {len(tensors)} weights ({size / 2**20:.1f} MiB) to {weights}"):
+        write_atomically(weights, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))
 
 
 def save(program: TorchProgram, path: str, state_dict: Optional[dict] = None, weights: Optional[str] = None) -> str:

@@ -26,6 +26,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
+from hir import progress
 from hir.core import HirError, format_mlir_error, new_context
 from hir.frontend.dynamic import dim_name, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
@@ -173,7 +174,8 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
     """The ``torch``-dialect module of ``module`` (state first, then inputs), its export and
     the symbolic shape of each tensor value (:func:`hir.frontend.dynamic.symbolic_shapes`;
     empty without ``dynamic_shapes``)."""
-    exported = export(module, example_args, dynamic_shapes=dynamic_shapes)
+    with progress.task(f"exporting {type(module).__name__} (torch.export)"):
+        exported = export(module, example_args, dynamic_shapes=dynamic_shapes)
     node_importers: list = []
 
     def node_importer(*args: Any) -> GraphNodeImporter:
@@ -183,7 +185,8 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
     importer = FxImporter(context=context, graph_node_importer_cls=node_importer)
     try:
         # every placeholder an argument: lifted constants are state entries (see export.py)
-        importer.import_stateless_graph(exported.program.graph, func_name="main")
+        with progress.task("importing the graph into MLIR (torch-mlir's FX importer)"):
+            importer.import_stateless_graph(exported.program.graph, func_name="main")
     except (AssertionError, NotImplementedError, KeyError, ValueError) as err:
         raise HirError(f"error: torch-mlir's FX importer cannot import {type(module).__name__}: {type(err).__name__}: {err}") from None
     shapes = symbolic_shapes(node_importers[0]) if dynamic_shapes is not None else {}
@@ -243,7 +246,8 @@ def from_torch(
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
-            hir_module = Partitioner(torch_func, placer, source, shapes).build(mutated=exported.mutated)
+            with progress.task("partitioning into hir ops and kernel segments"):
+                hir_module = Partitioner(torch_func, placer, source, shapes).build(mutated=exported.mutated)
         except HirError:
             raise
         except ValueError as err:  # a value the partitioner cannot place (see _unsupported)

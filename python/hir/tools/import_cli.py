@@ -17,6 +17,7 @@ import runpy
 import sys
 from typing import Optional, Sequence
 
+from hir import progress
 from hir.interrupts import cli_main
 from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_stdout, write_text
 
@@ -32,6 +33,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", metavar="FILE", help="write the module's parameters and buffers (safetensors) to FILE "
                    "(default: the output's name with suffix .safetensors; with output to stdout, none unless given)")
     p.add_argument("--no-weights", action="store_true", help="write no weights: hir-run then needs every argument (or runs on random ones)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="say on stderr what the import is doing (default: when stderr is a terminal)")
     return p
 
 
@@ -64,6 +67,7 @@ def _get(namespace: dict, name: str, file: str, required: bool):
 @cli_main("hir-import")
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
+    progress.configure("hir-import", args.progress)
     from hir.core import HirError
     from hir.frontend import from_torch
 

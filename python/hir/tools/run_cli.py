@@ -7,7 +7,9 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from hir import progress
 from hir.interrupts import cli_main, pause_point
+from hir.outputs import captured_fd2
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
 
 HELP_EPILOG = """\
@@ -44,6 +46,7 @@ a failing rank), reported as "file:line:col: error: ..." or "hir-run: error: ...
 
 
 DEFAULT_LOWERING = "hir-lower"
+RANKS_UP_ENV = "HIR_RANKS_UP"  # where ranks of hir-run --nproc say they are up
 
 
 def parser() -> argparse.ArgumentParser:
@@ -87,6 +90,8 @@ def parser() -> argparse.ArgumentParser:
         help="run every op eagerly (default with no --warmup; with --warmup N the default captures a graph where it can, like Program(graph='auto'))",
     )
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (torch.profiler; CUDA kernels per stream on cuda) of the run; ranks > 0 write OUT.rankR.json")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="say on stderr what the run is doing: ranks starting, kernels compiling (default: when stderr is a terminal)")
     p.add_argument("--warmup", type=non_negative_int, default=0, metavar="N", help="run the program N times before the (traced) run, on the same inputs (default 0)")
     return p
 
@@ -97,6 +102,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # A bare --lower must not swallow the file name that follows it: the pipeline is only
     # ever given as --lower=PIPELINE.
     args = parser().parse_args([f"--lower={DEFAULT_LOWERING}" if a == "--lower" else a for a in argv])
+    progress.configure("hir-run", args.progress)
     try:
         check_args(args)
     except CliError as err:
@@ -206,11 +212,16 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
     """``--nproc N``: rerun this command line as N ranks and report in rank order. SIGINT
     and SIGTERM (see :func:`hir.interrupts.cli_main`) unwind through launch(), which stops
     every rank."""
+    import tempfile
+
     from hir.tools.launch import LaunchError, launch
 
     env = dict(os.environ, HIR_LAUNCHED="1")
     try:
-        result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
+        with tempfile.TemporaryDirectory(prefix="hir-ranks-up-") as up:
+            env[RANKS_UP_ENV] = up  # each rank marks itself up there (see run_file)
+            with progress.task(f"running {args.nproc} ranks", status=lambda: f"{len(os.listdir(up))}/{args.nproc} up"):
+                result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
     except LaunchError as err:
         print(f"hir-run: error: --nproc {args.nproc}: {err}; stopped the ranks already started", file=sys.stderr)
         return 1
@@ -235,7 +246,7 @@ def run_file(args: argparse.Namespace) -> int:
 
     from hir.core import HirError, parse, read_source
     from hir.interpreter import Program
-    from hir.interpreter.formatting import format_output
+    from hir.interpreter.formatting import format_output, summarize_output
     from hir.interpreter.inputs import InputError, make_input, parse_assignments
 
     device = args.device or os.environ.get("HIR_DEVICE")
@@ -269,6 +280,8 @@ def run_file(args: argparse.Namespace) -> int:
         except InputError as err:
             raise HirError(f"{program.plan.location}: error: @{program.entry} {err}") from None
     world = program.runtime.world_size
+    if os.environ.get(RANKS_UP_ENV):  # the launcher's progress line counts the ranks up
+        open(os.path.join(os.environ[RANKS_UP_ENV], str(program.rank)), "w").close()
     pause_point("run")  # the test hook: every rank is up, its inputs built
     for _ in range(max(0, args.warmup)):
         program(inputs)
@@ -279,12 +292,17 @@ def run_file(args: argparse.Namespace) -> int:
     if program.device.type == "cuda":
         torch.cuda.synchronize(program.device)
     report_compile(program)
+    prefix = f"rank {program.rank}: " if world > 1 else ""
     if args.print_outputs:
-        prefix = f"rank {program.rank}: " if world > 1 else ""
         write_stdout("".join(prefix + line + "\n" for i, value in enumerate(outputs) for line in format_output(i, value).splitlines()))
+    elif not args.save:  # say what came out: a line per output
+        write_stdout("".join(f"{prefix}{summarize_output(i, value)}\n" for i, value in enumerate(outputs)))
     if args.save:
         saved = [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in outputs]
-        write_atomically(rank_path(args.save, program.rank, world, ".pt"), lambda tmp: torch.save(saved, tmp))
+        path = rank_path(args.save, program.rank, world, ".pt")
+        write_atomically(path, lambda tmp: torch.save(saved, tmp))
+        if not args.print_outputs:
+            print(f"{prefix}hir-run: {len(saved)} output(s) saved to {path}", file=sys.stderr)
     return 0
 
 
@@ -320,12 +338,19 @@ def traced_run(program, inputs, path: str) -> list:
 
     cuda = program.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=activities) as prof:
-        outputs = program(inputs)
-        if cuda:
-            torch.cuda.synchronize(program.device)
+    # The profiler (kineto) writes "USDT:" / "STAGE:" lines straight to fd 2: dropped; what
+    # the run itself printed there is passed on.
+    with captured_fd2() as captured:
+        with profile(activities=activities) as prof:
+            outputs = program(inputs)
+            if cuda:
+                torch.cuda.synchronize(program.device)
+    sys.stderr.write("".join(line for line in "".join(captured).splitlines(keepends=True) if not line.startswith(PROFILER_LINES)))
     write_atomically(path, prof.export_chrome_trace)
     return outputs
+
+
+PROFILER_LINES = ("USDT:", "STAGE:")
 
 
 if __name__ == "__main__":
