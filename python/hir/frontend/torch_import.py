@@ -29,13 +29,14 @@ from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 from hir.core import HirError, format_mlir_error, new_context
 from hir.frontend.dynamic import dim_name, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
-from hir.frontend.partition import Partitioner, Placer
+from hir.frontend.partition import Partitioner
 
 
 @dataclass
 class TorchProgram:
     """An imported module: ``module`` (verified hir), the names of the state entries that come
-    first among ``@main``'s arguments, and (when sharded) each argument's placement.
+    first among ``@main``'s arguments, and (when sharded) each argument's placement
+    (``argument_placements``: a :class:`~hir.dialect.Sharding` per argument, None unsharded).
 
     ``aliases`` maps other names of a tied tensor to its entry (either name is accepted);
     ``captured`` holds the non-persistent buffers seen at import (``state_dict()`` leaves them
@@ -45,7 +46,7 @@ class TorchProgram:
     module: ir.Module
     state_names: list[str]
     num_inputs: int
-    placer: Placer = field(repr=False)
+    argument_placements: list = field(repr=False)
     aliases: dict = field(default_factory=dict, repr=False)
     captured: dict = field(default_factory=dict, repr=False)
     output_names: list = field(default_factory=list)
@@ -71,7 +72,9 @@ class TorchProgram:
         given = [by_entry[n] if n in by_entry else self.captured[n] for n in self.state_names] + list(inputs)
         self._check(given)
         full = [_full(t) for t in given[: len(self.state_names)]] + list(inputs)
-        return self.placer.local_arguments(full, rank)
+        from hir.frontend.placements import local_arguments
+
+        return local_arguments(full, self.argument_placements, rank)
 
     def _check(self, values: Sequence[Any]) -> None:
         """Each value (state entries, then inputs) must fit its ``@main`` argument."""
@@ -195,7 +198,8 @@ def from_torch(
     (``{"input0": {0: "batch", 1: "seq"}}``; equal names are one dim) mark dims dynamic:
     they are ``?`` in the program's types and one program runs every size (a dim split over
     devices must divide; checked at run time). See :mod:`hir.frontend.dynamic`."""
-    from hir.frontend.placements import mesh_placer
+    from hir.frontend.placements import mesh_inputs
+    from hir.frontend.placer import Placer
 
     if not isinstance(module, torch.nn.Module):
         raise HirError(f"error: hir.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
@@ -218,11 +222,12 @@ def from_torch(
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
-            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
+            grid, arguments, outputs = mesh_inputs(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
-            hir_module = Partitioner(torch_func, placer, source, shapes).build(mutated=exported.mutated)
+            plan = Placer(torch_func, grid, arguments, outputs, source).plan(exported.mutated)
+            hir_module = Partitioner(torch_func, plan, source, shapes).build(mutated=exported.mutated)
         except ValueError as err:  # a value the partitioner cannot place (see _unsupported)
             raise HirError(f"{source}: error: cannot import {type(module).__name__}: {_unsupported(torch_func, err, spec is not None)}") from None
         mark_parameters(hir_module, len(names), exported.mutated)
@@ -232,7 +237,7 @@ def from_torch(
             raise HirError(format_mlir_error(err, source)) from None
     inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
     dynamic_dims = [{a: (str(e), dim_name(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
-    return TorchProgram(hir_module, names, len(example_args), placer, exported.aliases, exported.captured, exported.output_names, dynamic_dims)
+    return TorchProgram(hir_module, names, len(example_args), plan.arguments, exported.aliases, exported.captured, exported.output_names, dynamic_dims)
 
 
 def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:
