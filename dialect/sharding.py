@@ -46,8 +46,7 @@ class UnevenPlacementError(ValueError):
 
 
 class ViewSplitError(ValueError):
-    """A reshape merges a split buffer axis with an outer axis: a device's part of the
-    result would not be a view of its part of the source. ``axis`` is the split axis."""
+    """A reshape merges split axis ``axis`` with an outer axis (see :func:`reshaped_axis`)."""
 
     def __init__(self, axis: int, message: str) -> None:
         super().__init__(message)
@@ -55,14 +54,12 @@ class ViewSplitError(ValueError):
 
 
 def reshaped_axis(source: Sequence[int], result: Sequence[int], axis: int) -> Optional[int]:
-    """The axis of ``result`` that a reshape of ``source`` moves split axis ``axis`` to (the
-    view's dim map, DTensor's ``view_groups``): the first result axis of extent above 1
-    whose outer axes hold as many elements as ``axis``'s outer axes, so that each device's
-    block of ``source`` is its block of ``result`` (``[D, K, N]`` on 0 -> ``[1, D, 1, K, N]``
-    on 1; ``[A, B, D, N]`` on 2 -> ``[A * B, D, N]`` on 1; ``[D, K]`` on 0 -> ``[D * K]`` on
-    0). None when there is none: the split axis is merged with an outer axis of extent
-    above 1 (``[A, D]`` on 1 -> ``[A * D]``). Whether the result axis divides into the
-    parts is the placement's own check."""
+    """Where a reshape of ``source`` to ``result`` moves split axis ``axis`` (the view's dim
+    map, as DTensor's ``view_groups``): the first result axis of extent above 1 whose outer
+    axes hold as many elements as ``axis``'s, so each device's block of ``source`` is its
+    block of ``result`` (``[D, K, N]`` on 0 -> ``[1, D, 1, K, N]`` on 1; ``[A, B, D]`` on 2 ->
+    ``[A * B, D]`` on 1; ``[D, K]`` -> ``[D * K]`` on 0). None when the split axis is merged
+    with an outer axis (``[A, D]`` on 1 -> ``[A * D]``); divisibility is the placement's check."""
     outer = prod(source[:axis])
     return next((t for t, extent in enumerate(result) if extent != 1 and prod(result[:t]) == outer), None)
 
@@ -242,15 +239,16 @@ class Sharding:
         return Sharding.of(self.mesh, self.mesh_shape, [None if s is None else fn(s) for s in self.splits], {fn(a): b for a, b in self.offsets if fn(a) is not None})
 
     def reshaped(self, source: Sequence[int], result: Sequence[int]) -> "Sharding":
-        """The placement of ``source`` (this one's buffer shape) viewed as ``result``: each
-        split axis moved by :func:`reshaped_axis`; a ViewSplitError when one is merged with
-        an outer axis. Even placements only (an uneven part is no block of the view)."""
+        """This placement of a ``source``-shaped buffer viewed as ``result``: each split axis
+        moved by :func:`reshaped_axis` (a ViewSplitError when it is merged with an outer
+        axis; an uneven split only onto an axis of its own extent)."""
         moved = {}
         for axis in sorted({s for s in self.splits if s is not None}):
-            target = reshaped_axis(source, result, axis)
+            target = moved[axis] = reshaped_axis(source, result, axis)
             if target is None:
                 raise ViewSplitError(axis, f"split axis {axis} (extent {source[axis]}) of {list(source)} is merged with an outer axis in {list(result)}: a device's part of the view is no view of its part of the buffer (a view keeps a split axis whole, or outermost among the axes merged with it)")
-            moved[axis] = target
+            if self.bounds(axis) is not None and result[target] != source[axis]:
+                raise UnevenPlacementError(f"axis {axis} is split unevenly (cut at {list(self.bounds(axis))}); a view may not change its extent")
         return self.renumbered(lambda a: moved[a])
 
     def attr(self) -> ir.Attribute:

@@ -15,7 +15,7 @@ Inside kernel segments torch ops compute on device-local shards: the
 ``unrealized_conversion_cast`` from the buffer's (global) tensor type yields the local
 ``!torch.vtensor`` shape, and the ops inside carry local shapes.
 
-At run time :func:`local_arguments` cuts the full arguments into this rank's shards.
+At run time :func:`shard_arguments` cuts the full arguments into this rank's shards.
 """
 
 from typing import Any, Optional, Sequence
@@ -27,7 +27,6 @@ from hir.core import HirError
 from hir.dialect import Sharding
 from hir.frontend.torch_ir import tensor_info
 from hir.interpreter.backends.process_groups import world
-from hir.interpreter.inputs import shard
 
 
 
@@ -148,20 +147,18 @@ def mesh_inputs(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
     return grid, arguments, outputs
 
 
-def local_arguments(full: list, placements: Sequence[Optional[Sharding]], rank: Optional[int]) -> list:
-    """The entry's arguments on ``rank`` (default: this process's) from the full tensors:
-    each cut to the rank's shard of its placement (all of them unsharded, None where the
-    rank is off the mesh)."""
-    meshes = [p.mesh for p in placements if p is not None]
-    if not meshes:
+def shard_arguments(module: ir.Module, mesh: Optional[Sequence[int]], full: list, rank: Optional[int]) -> list:
+    """Run time: ``@main``'s arguments on ``rank`` (default: this process's) from the full
+    tensors, each cut to the rank's shard as its argument type places it (the
+    interpreter's :func:`~hir.interpreter.local_arguments`; None where the rank is off the
+    mesh); the full tensors themselves when the program has no ``mesh``."""
+    if mesh is None:
         return full
+    from hir.interpreter.program import local_arguments
+
     this_rank, world_size = world()
-    _check_world(len(meshes[0]), world_size)
-    if rank is None:
-        rank = this_rank
-    if rank not in meshes[0]:
-        return [None] * len(full)
-    return [shard(tensor, sharding, rank) for tensor, sharding in zip(full, placements)]
+    _check_world(len(mesh), world_size)
+    return local_arguments(module, full, this_rank if rank is None else rank)
 
 
 def _check_world(devices: int, world_size: int) -> None:

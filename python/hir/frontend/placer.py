@@ -83,7 +83,6 @@ class PlacementPlan:
     placements: dict
     steps: list
     results: list
-    arguments: list
     listing: list = field(default_factory=list)
 
     def of(self, value: ir.Value) -> Optional[Sharding]:
@@ -116,7 +115,7 @@ class Placer:
         self.replicated = self.sharding((None,) * self.rank)
         args = list(torch_func.regions[0].blocks[0].arguments)
         self.placements: dict = dict(zip(args, arguments))
-        self.arguments, self.outputs = list(arguments), outputs
+        self.outputs = outputs
         self.steps: list = []
         self.listing: list[str] = []
 
@@ -152,7 +151,7 @@ class Placer:
         self.segment(run)
         returned = list(ops[-1].operands)[len(mutated):]
         results = [self.outputs.get(i, self.of(v)) for i, v in enumerate(returned)]
-        plan = PlacementPlan(self.grid, self.placements, self.steps, results, self.arguments, self.listing)
+        plan = PlacementPlan(self.grid, self.placements, self.steps, results, self.listing)
         from hir.passes.pipeline import dumping
 
         if dumping("placements"):

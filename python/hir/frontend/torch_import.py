@@ -35,8 +35,8 @@ from hir.frontend.partition import Partitioner
 @dataclass
 class TorchProgram:
     """An imported module: ``module`` (verified hir), the names of the state entries that come
-    first among ``@main``'s arguments, and (when sharded) each argument's placement
-    (``argument_placements``: a :class:`~hir.dialect.Sharding` per argument, None unsharded).
+    first among ``@main``'s arguments, and (when sharded) the devices of its ``mesh`` (each
+    argument's placement is its type's ``#hir.shard``).
 
     ``aliases`` maps other names of a tied tensor to its entry (either name is accepted);
     ``captured`` holds the non-persistent buffers seen at import (``state_dict()`` leaves them
@@ -46,7 +46,7 @@ class TorchProgram:
     module: ir.Module
     state_names: list[str]
     num_inputs: int
-    argument_placements: list = field(repr=False)
+    mesh: Optional[tuple] = field(repr=False)
     aliases: dict = field(default_factory=dict, repr=False)
     captured: dict = field(default_factory=dict, repr=False)
     output_names: list = field(default_factory=list)
@@ -72,9 +72,9 @@ class TorchProgram:
         given = [by_entry[n] if n in by_entry else self.captured[n] for n in self.state_names] + list(inputs)
         self._check(given)
         full = [_full(t) for t in given[: len(self.state_names)]] + list(inputs)
-        from hir.frontend.placements import local_arguments
+        from hir.frontend.placements import shard_arguments
 
-        return local_arguments(full, self.argument_placements, rank)
+        return shard_arguments(self.module, self.mesh, full, rank)
 
     def _check(self, values: Sequence[Any]) -> None:
         """Each value (state entries, then inputs) must fit its ``@main`` argument."""
@@ -237,7 +237,7 @@ def from_torch(
             raise HirError(format_mlir_error(err, source)) from None
     inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
     dynamic_dims = [{a: (str(e), dim_name(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
-    return TorchProgram(hir_module, names, len(example_args), plan.arguments, exported.aliases, exported.captured, exported.output_names, dynamic_dims)
+    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims)
 
 
 def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:

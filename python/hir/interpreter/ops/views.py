@@ -17,7 +17,6 @@ from torch_mlir.dialects import memref
 
 from hir.dialect import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp
 from hir.dialect.base import DYNAMIC, get_i64_array, get_int
-from hir.dialect.sharding import ViewSplitError
 from hir.dialect.context import HirError
 from hir.interpreter.buffers import fmt_shape
 from hir.interpreter.plan import Compiler, Step
@@ -84,8 +83,8 @@ def _check_split(c: Compiler, op: ir.OpView, source: ir.Value, result: ir.Value)
     source_shape, result_shape = list(ir.MemRefType(source.type).shape), list(ir.MemRefType(result.type).shape)
     try:
         moved = src.reshaped(source_shape, result_shape)
-    except ViewSplitError as err:
-        raise c.error(op, f"merges a split axis: {err}") from None
+    except ValueError as err:  # a split merged with an outer axis, an uneven split resized
+        raise c.error(op, f"cannot view the split buffer {source.get_name()}: {err}") from None
     if moved != out:
         raise c.error(op, f"views {source_shape} placed as {src.describe()} as {result_shape}, whose placement is then {moved.describe()}; an upstream reshape keeps the split axis numbers ({out.describe()}): use hir.alias_reshape")
 
