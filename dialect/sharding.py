@@ -45,25 +45,6 @@ class UnevenPlacementError(ValueError):
     """A consumer of even splits met an uneven placement (``sharded_dims_offsets``)."""
 
 
-class ViewSplitError(ValueError):
-    """A reshape merges split axis ``axis`` with an outer axis (see :func:`reshaped_axis`)."""
-
-    def __init__(self, axis: int, message: str) -> None:
-        super().__init__(message)
-        self.axis = axis
-
-
-def reshaped_axis(source: Sequence[int], result: Sequence[int], axis: int) -> Optional[int]:
-    """Where a reshape of ``source`` to ``result`` moves split axis ``axis`` (the view's dim
-    map, as DTensor's ``view_groups``): the first result axis of extent above 1 whose outer
-    axes hold as many elements as ``axis``'s, so each device's block of ``source`` is its
-    block of ``result`` (``[D, K, N]`` on 0 -> ``[1, D, 1, K, N]`` on 1; ``[A, B, D]`` on 2 ->
-    ``[A * B, D]`` on 1; ``[D, K]`` -> ``[D * K]`` on 0). None when the split axis is merged
-    with an outer axis (``[A, D]`` on 1 -> ``[A * D]``); divisibility is the placement's check."""
-    outer = prod(source[:axis])
-    return next((t for t, extent in enumerate(result) if extent != 1 and prod(result[:t]) == outer), None)
-
-
 MeshAxes = Union[int, Sequence[int]]  # one mesh axis, or several (a team along all of them)
 
 
@@ -237,19 +218,6 @@ class Sharding:
     def renumbered(self, fn: Callable[[int], Optional[int]]) -> "Sharding":
         """The same mesh with each split buffer axis ``a`` moved to ``fn(a)``."""
         return Sharding.of(self.mesh, self.mesh_shape, [None if s is None else fn(s) for s in self.splits], {fn(a): b for a, b in self.offsets if fn(a) is not None})
-
-    def reshaped(self, source: Sequence[int], result: Sequence[int]) -> "Sharding":
-        """This placement of a ``source``-shaped buffer viewed as ``result``: each split axis
-        moved by :func:`reshaped_axis` (a ViewSplitError when it is merged with an outer
-        axis; an uneven split only onto an axis of its own extent)."""
-        moved = {}
-        for axis in sorted({s for s in self.splits if s is not None}):
-            target = moved[axis] = reshaped_axis(source, result, axis)
-            if target is None:
-                raise ViewSplitError(axis, f"split axis {axis} (extent {source[axis]}) of {list(source)} is merged with an outer axis in {list(result)}: a device's part of the view is no view of its part of the buffer (a view keeps a split axis whole, or outermost among the axes merged with it)")
-            if self.bounds(axis) is not None and result[target] != source[axis]:
-                raise UnevenPlacementError(f"axis {axis} is split unevenly (cut at {list(self.bounds(axis))}); a view may not change its extent")
-        return self.renumbered(lambda a: moved[a])
 
     def attr(self) -> ir.Attribute:
         i64 = ir.IntegerType.get_signless(64)

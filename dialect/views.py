@@ -31,7 +31,7 @@ Upstream views (``memref.subview``, ``memref.collapse_shape``, ``memref.expand_s
 :func:`~hir.dialect.base.is_view` (deallocation and fusion follow every view).
 
 ``hir.alias_reshape`` is a zero-copy reshape of a contiguous static buffer whose device
-split follows it by the view's dim map (:func:`~hir.dialect.sharding.reshaped_axis`: past
+split follows it by the view's dim map (:mod:`hir.dialect.view_splits`: past
 new or merged extent-1 axes, into the outermost axis of an expanded group). ``reassociation``
 groups the axes of the higher-rank side, as in ``memref.expand_shape`` / ``collapse_shape``;
 a split axis must be the outermost (non-unit) axis of its group on both sides, so that each
@@ -57,7 +57,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
 from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, CheckedKeys, HirOp, check_axis, fail, i64_attr, int_attr, memref_type, refuse_uneven
-from hir.dialect.sharding import ViewSplitError, sharding_of
+from hir.dialect.sharding import sharding_of
+from hir.dialect.view_splits import ViewSplitError, reshaped
 
 UPSTREAM_VIEWS.update(cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp, memref.CastOp))
 
@@ -233,7 +234,7 @@ def reshape_type(source: ir.MemRefType, shape: list, groups: list[list[int]]) ->
     space = None
     if sharding is not None:
         try:
-            space = sharding.reshaped(list(source.shape), list(shape)).attr()
+            space = reshaped(sharding, list(source.shape), list(shape), groups).attr()
         except ViewSplitError as err:
             group = groups[err.axis] if len(shape) > source.rank else next(g for g in groups if err.axis in g)
             fail(f"split axis {err.axis} is not the outermost axis of its group {group}; the device split must lead its group: {err}")

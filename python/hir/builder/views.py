@@ -19,6 +19,7 @@ from torch_mlir.dialects import memref
 from hir.core import HirError
 from hir.dialect import AliasBroadcastOp, AliasReshapeOp
 from hir.dialect.base import DYNAMIC, VerifyError
+from hir.dialect.view_splits import reshaped
 
 Size = Union[int, ir.Value]
 
@@ -89,11 +90,11 @@ class ViewBuilder:
         split buffer whose split axis this renumbers, ``hir.alias_reshape``: see
         :meth:`_split_reshape`)."""
         source = x.type
-        moved = self._split_reshape(x, groups, [prod(source.shape[a] for a in g) for g in groups] if DYNAMIC not in source.shape else None)
+        shape = [prod(source.shape[a] for a in g) if all(source.shape[a] != DYNAMIC for a in g) else DYNAMIC for g in groups]
+        moved = self._split_reshape(x, groups, shape)
         if moved is not None:
             return moved
         in_strides, offset = source.get_strides_and_offset()
-        shape = [prod(source.shape[a] for a in g) if all(source.shape[a] != DYNAMIC for a in g) else DYNAMIC for g in groups]
         strides = [in_strides[g[-1]] if g else 1 for g in groups]
         sizes = []
         for g in groups:
@@ -109,7 +110,7 @@ class ViewBuilder:
         extents ``sizes`` (an index value makes that extent dynamic; a split buffer as in
         :meth:`collapse_shape`)."""
         source = x.type
-        moved = self._split_reshape(x, groups, list(sizes) if all(isinstance(n, int) for n in sizes) else None)
+        moved = self._split_reshape(x, groups, _static(sizes))
         if moved is not None:
             return moved
         in_strides, offset = source.get_strides_and_offset()
@@ -125,21 +126,22 @@ class ViewBuilder:
             view = memref.ExpandShapeOp(_typed(source, shape, strides, offset), x.value, _reassociation(groups), dynamic, shape).result
         return type(x)(view, list(sizes))
 
-    def _split_reshape(self, x, groups: Sequence[Sequence[int]], shape: Optional[list[int]]):
-        """A reshape of a split buffer whose split axis the view's dim map moves
-        (``[D, K, N]`` on 0 to ``[1, D, 1, K, N]`` on 1): ``hir.alias_reshape``, since upstream
-        reshapes keep ``#hir.shard``'s axis numbers. None when the placement is unmoved (the
-        upstream view serves); an error when a split axis is merged with an outer axis."""
+    def _split_reshape(self, x, groups: Sequence[Sequence[int]], shape: list[int]):
+        """A reshape (to ``shape``) of a split buffer whose split axis the view's dim map
+        moves (``[D, K, N]`` on 0 to ``[1, D, 1, K, N]`` on 1): ``hir.alias_reshape``, since
+        upstream reshapes keep ``#hir.shard``'s axis numbers. None when the placement is
+        unmoved (the upstream view serves); an error when a split axis is merged with an
+        outer axis."""
         sharding = x.sharding
         if sharding is None or not sharding.is_split:
             return None
-        if shape is None:
-            raise HirError("error: reshape of a split buffer needs static extents")
         try:
-            if sharding.reshaped(list(x.type.shape), shape) == sharding:
+            if reshaped(sharding, list(x.type.shape), shape, groups) == sharding:
                 return None
         except ValueError as err:
             raise HirError(f"error: reshape: {err}") from None
+        if DYNAMIC in shape or DYNAMIC in x.type.shape:
+            raise HirError(f"error: reshape: moving the split axis of {x.type} needs static extents (hir.alias_reshape)")
         with self._at():
             try:
                 view = AliasReshapeOp.emit(x.value, shape, [list(g) for g in groups])

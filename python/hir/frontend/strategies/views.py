@@ -1,6 +1,6 @@
 """View and shape ops inside kernel segments: the split follows its dim through the op's dim
 map, as DTensor's ``_view_ops.py`` maps placements (``view`` / ``reshape`` by
-:func:`hir.dialect.sharding.reshaped_axis`, the rule hir's own views follow), and is refused
+:func:`hir.dialect.view_splits.reshaped_axis`, the rule hir's own views follow), and is refused
 (the segment reads replicated copies) where an op merges, cuts or tiles the split dim. Ops
 whose size list names the split extent (``view``, ``expand``, ``unflatten``) get it
 rewritten to the local extent in a segment on local shards (``local_sizes``)."""
@@ -10,7 +10,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
-from hir.dialect.sharding import reshaped_axis
+from hir.dialect.view_splits import reshaped_axis
 from hir.frontend.strategies.registry import NoRule, OpCall, OpPlacement, register_op_strategy
 from hir.frontend.torch_ir import constant_value, rank_of
 

@@ -6,7 +6,7 @@
 Every view is a torch view of its input, recorded as an alias so deallocating the input
 kills the view too. Shapes are local: on a split buffer a view must keep the split axis
 whole (subview) and move it by the view's dim map (collapse / expand / alias_reshape:
-:meth:`~hir.dialect.sharding.Sharding.reshaped`), so the local shard of the result is a
+:mod:`hir.dialect.view_splits`), so the local shard of the result is a
 view of the local shard of the source."""
 
 from typing import Optional
@@ -17,6 +17,7 @@ from torch_mlir.dialects import memref
 
 from hir.dialect import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp
 from hir.dialect.base import DYNAMIC, get_i64_array, get_int
+from hir.dialect.view_splits import reshaped
 from hir.dialect.context import HirError
 from hir.interpreter.buffers import fmt_shape
 from hir.interpreter.plan import Compiler, Step
@@ -82,7 +83,7 @@ def _check_split(c: Compiler, op: ir.OpView, source: ir.Value, result: ir.Value)
         return
     source_shape, result_shape = list(ir.MemRefType(source.type).shape), list(ir.MemRefType(result.type).shape)
     try:
-        moved = src.reshaped(source_shape, result_shape)
+        moved = reshaped(src, source_shape, result_shape, _groups(op))
     except ValueError as err:  # a split merged with an outer axis, an uneven split resized
         raise c.error(op, f"cannot view the split buffer {source.get_name()}: {err}") from None
     if moved != out:
