@@ -111,7 +111,9 @@ def test_compute_fallback_is_listed(capfd, monkeypatch):
     a, b = torch.randn(4, 6), torch.randn(4, 6)
     program = from_torch(Add(), (a, b), mesh=[0, 1], placements={"input0": Shard(0), "input1": Shard(1)})
     assert str(program.module).count('"hir.set"') == 2
-    assert "torch.aten.add.Tensor: as hir.binary by replicated (fallback: operands split along different axes (0, 1))" in capfd.readouterr().err
+    listing = capfd.readouterr().err
+    assert "torch.aten.add.Tensor: as hir.binary by replicated (fallback: operands split along different axes (0, 1))" in listing
+    assert "resharding %arg0: [0] -> [-1]" in listing and "resharding %arg1: [1] -> [-1]" in listing
 
 
 def test_plan_is_data():

@@ -152,6 +152,8 @@ class Placer:
         returned = list(ops[-1].operands)[len(mutated):]
         results = [self.outputs.get(i, self.of(v)) for i, v in enumerate(returned)]
         plan = PlacementPlan(self.grid, self.placements, self.steps, results, self.listing)
+        if self.grid is not None:
+            self.listing += [f"resharding {v.get_name()}: {_describe(have)} -> {_describe(read)}" for v, have, read in plan.reshardings()]
         from hir.passes.pipeline import dumping
 
         if dumping("placements"):
