@@ -29,7 +29,6 @@ from hir.frontend.torch_ir import tensor_info
 from hir.interpreter.backends.process_groups import world
 
 
-
 def dtensor_placements(module: torch.nn.Module) -> dict:
     """``{state name: (placement, mesh devices)}`` for the DTensor entries of ``module``. A
     parameter on a sub-mesh (``parallelize_module(m, mesh2d["tp"], plan)``) is placed on
