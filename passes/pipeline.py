@@ -69,10 +69,13 @@ class Element:
     hir_pass: Optional[ModulePass] = None
 
 
-DUMP_OPTIONS = ("ir-before-all", "ir-after-all", "timing")
+# ``placements``: hir.from_torch lists which placement strategy placed each op (the frontend
+# reads it through dumping(), as the passes read the others).
+DUMP_OPTIONS = ("ir-before-all", "ir-after-all", "timing", "placements")
 
 
-def _dumping(name: str) -> bool:
+def dumping(name: str) -> bool:
+    """Whether ``HIR_DUMP`` (comma-separated :data:`DUMP_OPTIONS`) asks for ``name``."""
     requested = {n.strip() for n in os.environ.get("HIR_DUMP", "").split(",") if n.strip()}
     unknown = requested - set(DUMP_OPTIONS)
     if unknown:
@@ -84,11 +87,12 @@ def _dumping(name: str) -> bool:
 class Instrumentation:
     """What to do around each element (mlir-opt's --mlir-print-ir-* and --mlir-timing).
     ``HIR_DUMP`` (like nvFuser's NVFUSER_DUMP) switches them on for every pipeline run, e.g.
-    ``HIR_DUMP=ir-after-all,timing``; names: ir-before-all, ir-after-all, timing."""
+    ``HIR_DUMP=ir-after-all,timing``; names: ir-before-all, ir-after-all, timing (and
+    placements, for hir.from_torch)."""
 
-    print_before_all: bool = field(default_factory=lambda: _dumping("ir-before-all"))
-    print_after_all: bool = field(default_factory=lambda: _dumping("ir-after-all"))
-    timing: bool = field(default_factory=lambda: _dumping("timing"))
+    print_before_all: bool = field(default_factory=lambda: dumping("ir-before-all"))
+    print_after_all: bool = field(default_factory=lambda: dumping("ir-after-all"))
+    timing: bool = field(default_factory=lambda: dumping("timing"))
     # mlir-opt's --verify-each: verify after every element (False: once, at the end; the
     # Python verifiers of a large module cost about as much as a pass).
     verify_each: bool = True

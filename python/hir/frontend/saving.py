@@ -18,7 +18,6 @@ from torch_mlir.dialects import func
 from hir import progress
 from hir.core import HirError, parse, read_source
 from hir.dialect import WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
-from hir.frontend.partition import Placer
 from hir.frontend.torch_import import TorchProgram, _full
 from hir.outputs import CliError, check_writable, write_atomically, write_text
 
@@ -106,17 +105,15 @@ def save(program: TorchProgram, path: str, state_dict: Optional[dict] = None, we
     return weights
 
 
-class ModulePlacer(Placer):
-    """The placer of a loaded program: each argument cut as its type places it."""
+def _mesh(main: ir.Operation) -> Optional[tuple]:
+    """The devices of the mesh ``@main``'s arguments are placed on (None: unsharded)."""
+    from hir.dialect.sharding import sharding_of
 
-    def __init__(self, module: ir.Module) -> None:
-        self.module = module
-
-    def local_arguments(self, full: list, rank: Optional[int]) -> list:
-        from hir.interpreter import local_arguments
-        from hir.interpreter.backends.process_groups import world
-
-        return local_arguments(self.module, full, world()[0] if rank is None else rank)
+    devices = set()
+    for argument in main.regions[0].blocks[0].arguments:
+        if isinstance(argument.type, ir.MemRefType) and (placed := sharding_of(argument)) is not None:
+            devices.update(placed.mesh)
+    return tuple(sorted(devices)) or None
 
 
 def load(path: str, weights: Optional[str] = None) -> TorchProgram:
@@ -142,5 +139,5 @@ def load(path: str, weights: Optional[str] = None) -> TorchProgram:
             values = read_weights(file, types, recorded.keys, rank=None, device=torch.device("cpu"))
             state = {recorded.keys[i]: t for i, t in values.items()}
     names = [recorded.keys[i] for i in range(len(recorded.keys))]
-    return TorchProgram(module, names, len(types) - len(names), ModulePlacer(module), weights=state)
+    return TorchProgram(module, names, len(types) - len(names), _mesh(main), weights=state)
 

@@ -30,13 +30,14 @@ from hir import progress
 from hir.core import HirError, format_mlir_error, new_context
 from hir.frontend.dynamic import dim_name, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
-from hir.frontend.partition import Partitioner, Placer
+from hir.frontend.partition import Partitioner
 
 
 @dataclass
 class TorchProgram:
     """An imported module: ``module`` (verified hir), the names of the state entries that come
-    first among ``@main``'s arguments, and (when sharded) each argument's placement.
+    first among ``@main``'s arguments, and (when sharded) the devices of its ``mesh`` (each
+    argument's placement is its type's ``#hir.shard``).
 
     ``aliases`` maps other names of a tied tensor to its entry (either name is accepted);
     ``captured`` holds the non-persistent buffers seen at import (``state_dict()`` leaves them
@@ -46,7 +47,7 @@ class TorchProgram:
     module: ir.Module
     state_names: list[str]
     num_inputs: int
-    placer: Placer = field(repr=False)
+    mesh: Optional[tuple] = field(repr=False)
     aliases: dict = field(default_factory=dict, repr=False)
     captured: dict = field(default_factory=dict, repr=False)
     output_names: list = field(default_factory=list)
@@ -68,7 +69,9 @@ class TorchProgram:
         state = self.state_values(self.weights if state_dict is None else state_dict)
         self._check(state + list(inputs))
         full = [_full(t) for t in state] + list(inputs)
-        return self.placer.local_arguments(full, rank)
+        from hir.frontend.placements import shard_arguments
+
+        return shard_arguments(self.module, self.mesh, full, rank)
 
     def state_values(self, state_dict: Mapping) -> list:
         """The state entries in ``@main``'s order from ``state_dict`` (a tied tensor under
@@ -217,7 +220,8 @@ def from_torch(
     (``{"input0": {0: "batch", 1: "seq"}}``; equal names are one dim) mark dims dynamic:
     they are ``?`` in the program's types and one program runs every size (a dim split over
     devices must divide; checked at run time). See :mod:`hir.frontend.dynamic`."""
-    from hir.frontend.placements import mesh_placer
+    from hir.frontend.placements import mesh_inputs
+    from hir.frontend.placer import Placer
 
     if not isinstance(module, torch.nn.Module):
         raise HirError(f"error: hir.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
@@ -240,14 +244,15 @@ def from_torch(
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
-            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
+            grid, arguments, outputs = mesh_inputs(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
         except HirError:
             raise
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
             with progress.task("partitioning into hir ops and kernel segments"):
-                hir_module = Partitioner(torch_func, placer, source, shapes).build(mutated=exported.mutated)
+                plan = Placer(torch_func, grid, arguments, outputs, source).plan(exported.mutated)
+                hir_module = Partitioner(torch_func, plan, source, shapes).build(mutated=exported.mutated)
         except HirError:
             raise
         except ValueError as err:  # a value the partitioner cannot place (see _unsupported)
@@ -260,7 +265,7 @@ def from_torch(
     inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
     dynamic_dims = [{a: (str(e), dim_name(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
     weights = {**dict(module.named_buffers()), **module.state_dict()}  # references: later updates are seen
-    return TorchProgram(hir_module, names, len(example_args), placer, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights)
+    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights)
 
 
 def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:
