@@ -29,6 +29,8 @@ communication that lowering inserts, so on several ranks it is refused unlowered
 multi-process runs:
   hir-run --nproc 4 prog.mlir             4 local processes (gloo on CPU by default)
   torchrun --nproc_per_node 4 --no-python hir-run prog.mlir   (or: torchrun ... -m hir.tools.run_cli)
+  several nodes: torchrun --nnodes 2 --node-rank R --nproc-per-node 2 --rdzv-backend c10d
+  --rdzv-endpoint HOST:PORT --no-python hir-run prog.mlir ...   (docs/multi-node.md)
   Outputs print per rank ("rank R: " prefix), in rank order. If a rank fails the
   others are stopped; collectives give up after $HIR_DIST_TIMEOUT s (default 60).
 
@@ -64,7 +66,8 @@ def parser() -> argparse.ArgumentParser:
                    "(at most 4 per CPU core on cpu, one per GPU on cuda, unless --max-nproc says otherwise)")
     p.add_argument("--max-nproc", type=positive_int, metavar="N", help="allow --nproc up to N instead of the machine's limit")
     p.add_argument("--timeout", type=positive_float, default=None, metavar="S",
-                   help="with --nproc: stop every rank after S seconds and exit with status 124")
+                   help="with --nproc: stop every rank after S seconds and exit with status 124; "
+                   "on a rank of a torchrun launch: stop this rank after S seconds (status 124)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
     p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
@@ -102,6 +105,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from hir.tools.launch import note_failure
 
+    if args.timeout is not None and args.nproc is None:
+        stop_rank_after(args.timeout)
     ok = False
     try:
         rc = run_file(args)
@@ -137,13 +142,36 @@ def check_args(args: argparse.Namespace) -> None:
             raise CliError(f"--lower={args.lower}: {err}") from None
     if args.nproc is not None and "HIR_LAUNCHED" not in os.environ:
         check_nproc(args)
-    if args.timeout is not None and args.nproc is None:
-        raise CliError("--timeout applies to --nproc runs only (add --nproc 1 to time-limit one process)")
+    if args.timeout is not None and args.nproc is None and not launched_rank():
+        raise CliError("--timeout applies to --nproc runs only, or to the ranks of a torchrun launch (add --nproc 1 to time-limit one process)")
     # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
     inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]]
     for flag, path in (("--save", args.save), ("--trace", args.trace)):
         if path:
             check_writable(flag, path, inputs)
+
+
+def launched_rank() -> bool:
+    """Whether this process is a rank of a run another launcher started (torchrun sets RANK
+    and WORLD_SIZE; ``hir-run --nproc``'s own ranks carry --nproc)."""
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def stop_rank_after(seconds: float) -> None:
+    """``--timeout`` on a rank of a torchrun launch: the rank stops itself after ``seconds``
+    with status 124, wherever it is blocked (a collective waiting for a dead node
+    included); torchrun then stops the node's other ranks and exits non-zero."""
+    import threading
+
+    def expire() -> None:
+        rank = os.environ.get("RANK", "0")
+        sys.stderr.write(f"hir-run: error: --timeout {seconds:g}: rank {rank} did not finish in time; stopped it (exit status 124)\n")
+        sys.stderr.flush()
+        os._exit(124)  # no unwinding: the main thread may be inside a blocking collective
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
 
 
 def _gpu_nodes() -> bool:
