@@ -256,3 +256,47 @@ def test_timeout_on_a_torchrun_rank(tmp_path):
     assert result.returncode == 124, result.stderr
     assert "hir-run: error: --timeout 3: rank 0 did not finish in time" in result.stderr, result.stderr
     assert time.monotonic() - start < 60
+
+
+def test_overlap_auto_decides_per_team():
+    """The benchmark AG+matmul on 4 ranks (bf16, M = K = N = 8192): overlap=auto pipelines it
+    on copy engines on one node of 4; on two nodes of 2 its team spans both, so it stays a
+    whole collective on NCCL."""
+    import hir
+    from test_p2p_pipeline_options import ag_matmul
+
+    for ranks_per_node, pipelined in ((4, True), (2, False)):
+        module = hir.parse(ag_matmul(4, 8192, 8192, 8192), "ag.mlir")
+        hir.lower(module, f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{overlap=auto}}")
+        lowered = str(module)
+        assert ('"hir.shift"' in lowered) == pipelined, lowered[:600]
+        backends = {line.split('backend = "')[1].split('"')[0] for line in lowered.splitlines() if '"hir.shift"' in line or '"hir.allgather"' in line}
+        assert backends == ({"cuda"} if pipelined else {"nccl"}), backends
+
+
+def test_copy_engines_across_nodes_refused_at_run_start():
+    """``backend = "cuda"`` on a team that spans nodes is refused by Program before any
+    rank waits on another, naming the op's location, the team and its nodes."""
+    import hir
+    from hir.interpreter import Program
+
+    module = hir.parse(LOOP.replace('backend = "nccl"', 'backend = "cuda"'), "loop.mlir")
+    with pytest.raises(hir.HirError) as err:
+        Program(module, device="cpu", source_name="loop.mlir")
+    assert str(err.value).startswith("loop.mlir:10:12: error: 'hir.allgather' runs on copy engines (backend = \"cuda\") but its team [0, 2] spans nodes 0 and 1 (hir.ranks_per_node = 2)"), err.value
+
+
+def test_torch_program_lower_ranks_per_node():
+    """``TorchProgram.lower(ranks_per_node=2)`` puts the layout first in the pipeline; a count
+    that is not a positive int is an error naming it."""
+    import hir
+
+    namespace: dict = {}
+    exec(MLP, namespace)
+    program = hir.from_torch(namespace["module"], namespace["example_args"], mesh=namespace["mesh"], placements=namespace["placements"])
+    with pytest.raises(hir.HirError, match="ranks_per_node must be a positive int, got 0"):
+        program.lower(ranks_per_node=0)
+    program.lower(pipeline="hir-insert-reshardings,hir-convert-to-communication{backend=cuda},hir-lower", ranks_per_node=2)
+    lowered = str(program.module)
+    assert "hir.ranks_per_node = 2 : i64" in lowered
+    assert [line.split('backend = "')[1][:4] for line in lowered.splitlines() if '"hir.allreduce"' in line or '"hir.allgather"' in line] == ["cuda", "nccl"]
