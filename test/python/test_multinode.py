@@ -154,20 +154,29 @@ def test_imported_model_on_two_nodes(tmp_path):
         torch.testing.assert_close(got, want, msg=lambda m: f"{name}: {m}")
 
 
+def start_looping_nodes(cwd: Path, dist_timeout: int) -> list[subprocess.Popen]:
+    """Both nodes running LOOP again and again, returned once node 1 has run it (its ranks
+    are exchanging data with node 0's)."""
+    (cwd / "loop.mlir").write_text(LOOP)
+    command = ["hir-run", "loop.mlir", "random", "200", "--warmup", "1000000", "--timeout", "250"]
+    nodes = start_nodes(command, cwd, HIR_DIST_TIMEOUT=str(dist_timeout), HIR_DEBUG="1")
+    deadline = time.monotonic() + 200
+    while "warning: 'hir.allgather' work is never waited on" not in (cwd / "node1.log").read_text():
+        if time.monotonic() > deadline or any(node.poll() is not None for node in nodes):
+            for node in nodes:
+                stop(node)
+            pytest.fail(f"the nodes did not start looping\n{logs(cwd)}")
+        time.sleep(0.2)
+    return nodes
+
+
 def test_dead_node_stops_the_other(tmp_path):
     """Node 1 (its torchrun and both ranks) is killed while the ranks exchange data across
     the nodes: node 0 exits non-zero soon after (its peers' connections close; a silent
     peer would fail its collectives after $HIR_DIST_TIMEOUT), long before its --timeout."""
-    (tmp_path / "loop.mlir").write_text(LOOP)
     dist_timeout = 10
-    command = ["hir-run", "loop.mlir", "random", "200", "--warmup", "1000000", "--timeout", "250"]
-    nodes = start_nodes(command, tmp_path, HIR_DIST_TIMEOUT=str(dist_timeout), HIR_DEBUG="1")
+    node0, node1 = nodes = start_looping_nodes(tmp_path, dist_timeout)
     try:
-        node0, node1 = nodes
-        deadline = time.monotonic() + 200
-        while "warning: 'hir.allgather' work is never waited on" not in (tmp_path / "node1.log").read_text():
-            assert time.monotonic() < deadline and node0.poll() is None and node1.poll() is None, logs(tmp_path)
-            time.sleep(0.2)
         stop(node1)
         killed = time.monotonic()
         node0.wait(timeout=dist_timeout + 120)
@@ -186,21 +195,14 @@ def test_hung_node_fails_the_other_ranks(tmp_path):
     """Node 1 stops answering (its torchrun and ranks frozen with SIGSTOP) mid-run: node 0's
     ranks fail their collectives after $HIR_DIST_TIMEOUT and exit non-zero. (Node 0's
     torchrun itself may then wait on a frozen rendezvous host: torchrun's business.)"""
-    (tmp_path / "loop.mlir").write_text(LOOP)
     dist_timeout = 10
-    command = ["hir-run", "loop.mlir", "random", "200", "--warmup", "1000000", "--timeout", "250"]
-    nodes = start_nodes(command, tmp_path, HIR_DIST_TIMEOUT=str(dist_timeout), HIR_DEBUG="1")
+    node0, node1 = nodes = start_looping_nodes(tmp_path, dist_timeout)
     try:
-        node0, node1 = nodes
-        deadline = time.monotonic() + 200
-        while "warning: 'hir.allgather' work is never waited on" not in (tmp_path / "node1.log").read_text():
-            assert time.monotonic() < deadline and node0.poll() is None and node1.poll() is None, logs(tmp_path)
-            time.sleep(0.2)
         survivors = children(node0.pid)
         for pid in [node1.pid, *children(node1.pid)]:
             os.kill(pid, signal.SIGSTOP)
         frozen = time.monotonic()
-        while any(Path(f"/proc/{pid}").exists() and not zombie(pid) for pid in survivors) and time.monotonic() - frozen < dist_timeout + 60:
+        while any(not zombie(pid) for pid in survivors) and time.monotonic() - frozen < dist_timeout + 60:
             time.sleep(0.5)
         took = time.monotonic() - frozen
     finally:
@@ -211,6 +213,7 @@ def test_hung_node_fails_the_other_ranks(tmp_path):
 
 
 def zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited (gone, or a zombie its parent has not reaped)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
@@ -231,31 +234,20 @@ def children(pid: int) -> list[int]:
     return found
 
 
-SPIN = """\
-func.func @main(%a: memref<4xf32>, %n: index) -> memref<4xf32> {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  "hir.for"(%c0, %n, %c1) ({
-  ^bb0(%i: index):
-    "hir.binary"(%a, %a, %a) {kind = "add"} : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
-    "hir.yield"() : () -> ()
-  }) : (index, index, index) -> ()
-  return %a : memref<4xf32>
-}
-"""
-
-
 def test_timeout_on_a_torchrun_rank(tmp_path):
     """``--timeout`` needs --nproc, except on a rank another launcher started (RANK and
-    WORLD_SIZE set, as torchrun does): that rank stops itself with status 124, wherever
-    it is (here in a loop of 10^9 adds)."""
-    (tmp_path / "spin.mlir").write_text(SPIN)
-    env = dict(os.environ, HIR_DEVICE="cpu", RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
+    WORLD_SIZE set, as torchrun does): that rank stops itself with status 124 wherever it
+    is blocked, here waiting for a peer rank that never comes."""
+    # LOOP on a 1x2 mesh: ranks 0 and 1, one node
+    (tmp_path / "pair.mlir").write_text(LOOP.replace("[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, 0>")
+                                        .replace("[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, -1>")
+                                        .replace("dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>", "dense<[[0, 1]]> : tensor<1x2xi64>"))
+    env = dict(os.environ, HIR_DEVICE="cpu", RANK="0", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     start = time.monotonic()
-    result = subprocess.run([str(BIN / "hir-run"), "spin.mlir", "random", "1000000000", "--timeout", "3"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([str(BIN / "hir-run"), "pair.mlir", "random", "1", "--timeout", "3"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 124, result.stderr
     assert "hir-run: error: --timeout 3: rank 0 did not finish in time" in result.stderr, result.stderr
-    assert time.monotonic() - start < 60
+    assert time.monotonic() - start < 50  # well before $HIR_DIST_TIMEOUT (60 s) would end the wait
 
 
 def test_overlap_auto_decides_per_team():
