@@ -24,9 +24,10 @@ import sys
 from typing import Any, Optional
 
 from torch_mlir import ir
+from torch_mlir.dialects import builtin
 
 from hir.dialect.base import OP_CLASSES, get_str, i64_attr
-from hir.dialect.context import format_location
+from hir.dialect.context import HirError, format_location
 from hir.dialect.teams import teams_in
 
 RANKS_PER_NODE_ATTR = "hir.ranks_per_node"  # module attribute: ranks per node (node k: ranks [k*N, (k+1)*N))
@@ -52,11 +53,15 @@ def set_module_ranks_per_node(module: ir.Module, count: int) -> None:
 
 
 def enclosing_ranks_per_node(op: ir.Operation) -> Optional[int]:
-    """The ``hir.ranks_per_node`` of the module holding ``op`` (None: no layout, one node)."""
+    """The ``hir.ranks_per_node`` of the module holding ``op`` (None: no layout, one node);
+    HirError when the attribute is not a positive integer."""
     parent = op
-    while parent is not None and parent.name != "builtin.module":
+    while parent is not None and parent.name != builtin.ModuleOp.OPERATION_NAME:
         parent = parent.parent
-    return None if parent is None else module_ranks_per_node(parent)
+    try:
+        return None if parent is None else module_ranks_per_node(parent)
+    except ValueError as err:
+        raise HirError(f"error: {err}") from None
 
 
 def nodes_of(team: list[int], ranks_per_node: int) -> list[int]:
