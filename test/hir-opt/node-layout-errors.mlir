@@ -11,11 +11,12 @@
 // NONE: node-layout-errors.mlir: error: hir-set-node-layout: ranks-per-node must be a positive number of ranks (torchrun's --nproc-per-node), got 0
 // OTHER: node-layout-errors.mlir: error: hir-set-node-layout: ranks-per-node=4 contradicts the module's hir.ranks_per_node = 2
 // SAME: module attributes {hir.ranks_per_node = 2 : i64}
-// PLACED: <stdin>:[[# @LINE + 9]]:10: error: 'hir.allreduce' op runs on copy engines (backend = "cuda") but its team [0, 1] spans nodes 0 and 1 (hir.ranks_per_node = 1); lower with hir-set-node-layout before hir-convert-to-communication / hir-p2p-pipeline
+// PLACED: <stdin>:[[# @LINE + 10]]:10: error: 'hir.allreduce' op runs on copy engines (backend = "cuda") but its team [0, 1] spans nodes 0 and 1 (hir.ranks_per_node = 1); lower with hir-set-node-layout before hir-convert-to-communication / hir-p2p-pipeline
 // FITS: module attributes {hir.ranks_per_node = 4 : i64}
 // ZERO: error: module attribute hir.ranks_per_node must be a positive integer, got 0 : i64
 !p = memref<2x4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>
 !s = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>
+!o = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
 module attributes {hir.ranks_per_node = 2 : i64} {
   func.func @main(%p: !p) -> !s {
     %s = memref.alloc() : !s
@@ -23,5 +24,11 @@ module attributes {hir.ranks_per_node = 2 : i64} {
     %w = "hir.allreduce"(%p, %s) {axis = 0 : i64, backend = "cuda", reduction = "sum", team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (!p, !s) -> !hir.work
     "hir.wait"(%w) : (!hir.work) -> ()
     return %s : !s
+  }
+  // a resharding copy: hir-convert-to-communication reads the layout for its collective
+  func.func @gather(%s: !s) -> !o {
+    %o = memref.alloc() : !o
+    "hir.set"(%s, %o) : (!s, !o) -> ()
+    return %o : !o
   }
 }
