@@ -18,9 +18,10 @@ After::
 
 A ``stream_axis`` on the op is copied to each collective: hir-stream-lowering then runs the
 collective per stream slice, as in nvFuser's collective-based pipelines (seed 003). Ops in
-``hir.for`` bodies are converted too. Inner axes are resharded in place (strided chunks). ``backend=cuda`` (copy engines) is given only to teams inside one node: one
-that spans nodes (``hir.ranks_per_node``, ``hir.dialect.nodes``) gets ``nccl``. Unlowerable reshardings (all-to-all,
+``hir.for`` bodies are converted too. Inner axes are resharded in place (strided chunks). Unlowerable reshardings (all-to-all,
 reduce-scatter across meshes, resharding binary/matmul/linear) fail at the op's location.
+``backend=cuda`` (copy engines) goes to teams inside one node only: a team that spans
+nodes (``hir.ranks_per_node``, ``hir.dialect.nodes``) gets ``nccl``.
 """
 
 from dataclasses import dataclass
