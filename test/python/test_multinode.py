@@ -71,13 +71,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_nodes(command: list[str], cwd: Path, **env: str) -> list[subprocess.Popen]:
+def start_nodes(command: list[str], cwd: Path, node_env: tuple = ({}, {}), **env: str) -> list[subprocess.Popen]:
     """Node 0 and node 1 of a 2-node torchrun launch, each in its own session (so the test
-    can stop a node with all its ranks), logging to ``node0.log`` / ``node1.log``."""
+    can stop a node with all its ranks), logging to ``node0.log`` / ``node1.log``;
+    ``node_env``: each node's own variables."""
     port = free_port()
-    environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", HIR_DEVICE="cpu", **env)
+    base = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", HIR_DEVICE="cpu", **env)
     procs = []
     for node in (0, 1):
+        environment = {**base, **node_env[node]}
         launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node-rank={node}", "--nproc-per-node=2",
                     "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-conf=join_timeout=120", "--no-python"]
         log = open(cwd / f"node{node}.log", "w")
@@ -292,3 +294,57 @@ def test_torch_program_lower_ranks_per_node():
     lowered = str(program.module)
     assert "hir.ranks_per_node = 2 : i64" in lowered
     assert [line.split('backend = "')[1][:4] for line in lowered.splitlines() if '"hir.allreduce"' in line or '"hir.allgather"' in line] == ["cuda", "nccl"]
+
+
+# docs/multi-node.md's dp x tp program on the 2x2 mesh (two nodes of two ranks).
+DP_TP = """\
+!a = memref<2x4x16xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>
+!w = memref<2x16x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, 0>>>
+!p = memref<2x4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>
+!s = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>
+!o = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
+module attributes {hir.ranks_per_node = 2 : i64} {
+  func.func @main(%a: !a, %w: !w) -> !o {
+    %p = memref.alloc() : !p
+    "hir.matmul"(%a, %w, %p) : (!a, !w, !p) -> ()
+    %s = memref.alloc() : !s
+    "hir.reduction"(%p, %s) {kind = "sum", axes = array<i64: 0>} : (!p, !s) -> ()
+    %o = memref.alloc() : !o
+    "hir.set"(%s, %o) : (!s, !o) -> ()
+    return %o : !o
+  }
+}
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 4, reason="needs 4 GPUs")
+@pytest.mark.parametrize("case", ["dp_tp", "ag_matmul_overlap_on"])
+def test_two_nodes_on_4_gpus(tmp_path, case):
+    """Two simulated nodes of 2 GPUs each (CUDA_VISIBLE_DEVICES 0,1 and 2,3), NCCL: the dp x
+    tp program's tp allreduce runs on copy engines inside each node and its dp allgather on
+    NCCL across them; the AG+matmul over all 4 ranks pipelined with overlap=on shifts on
+    NCCL, its symmetric buffers ordinary ones. Every rank's output equals torch's."""
+    from test_p2p_pipeline_options import ag_matmul
+
+    torch.manual_seed(0)
+    if case == "dp_tp":
+        program, lower = DP_TP, "hir-convert-to-communication{backend=cuda},hir-lower"
+        a, w = torch.randn(2, 4, 16), torch.randn(2, 16, 8)
+        want = (a @ w).sum(0)
+    else:
+        program = ag_matmul(4, 16, 32, 32).replace("bf16", "f32")
+        lower = "hir-set-node-layout{ranks-per-node=2},hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{overlap=on},hir-lower"
+        a, w = torch.randn(4, 4, 32), torch.randn(32, 8)
+        want = a @ w
+    (tmp_path / "p.mlir").write_text(program)
+    torch.save(a, tmp_path / "a.pt")
+    torch.save(w, tmp_path / "w.pt")
+    nodes = start_nodes(["hir-run", f"--lower={lower}", "p.mlir", "a.pt", "w.pt", "--save", "out.pt", "--timeout", "240"], tmp_path,
+                        node_env=({"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}), HIR_DEVICE="cuda", HIR_DIST_TIMEOUT="60",
+                        NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    assert wait_nodes(nodes, tmp_path, 300) == [0, 0], logs(tmp_path)
+    for name in ("out.pt", "out.rank1.pt", "out.rank2.pt", "out.rank3.pt"):
+        (got,) = torch.load(tmp_path / name)
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-3, atol=1e-3, msg=lambda m: f"{name}: {m}")
