@@ -30,9 +30,9 @@ from hir.dialect.base import VerifyError, get_i64_array, get_str, i64_attr
 from hir.dialect.teams import teams_attr
 from hir.dialect.sharding import MultiDimMeshError, Sharding, sharding_of
 from hir.dialect.irutils import is_a, is_broadcast_axis, operand_axis, output_index
-from hir.passes.base import fail
+from hir.passes.base import PassFailure, fail
 
-_LOWERABLE = (SetOp.OPERATION_NAME, ReductionOp.OPERATION_NAME)
+LOWERABLE = (SetOp, ReductionOp)  # the compute ops whose resharding lowers to collectives
 
 
 @dataclass
@@ -116,13 +116,17 @@ def _team(mesh: tuple[int, ...], extra: int) -> list[int]:
     return list(mesh) + ([extra] if extra not in mesh else [])
 
 
+def unlowerable(op: ir.Operation, reason: str) -> PassFailure:
+    """The error for a resharding compute op that is not one of :data:`LOWERABLE`."""
+    names = " and ".join(cls.OPERATION_NAME for cls in LOWERABLE)
+    return fail(op, f"is resharding ({reason}); only {names} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first")
+
+
 def plan(op: ir.Operation) -> Optional[Plan]:
-    """The collectives for a resharding op, None when ``op`` does not reshard."""
+    """The collectives for a resharding op of :data:`LOWERABLE`, None when ``op`` does not reshard."""
     reason = resharding_reason(op)
     if reason is None:
         return None
-    if op.name not in _LOWERABLE:
-        raise fail(op, f"is resharding ({reason}); only {' and '.join(_LOWERABLE)} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first")
     src, dst = operand_sharding(op, 0), operand_sharding(op, 1)
     if src is None or dst is None:
         raise fail(op, reason)
