@@ -42,10 +42,11 @@ class Plan:
     collectives: list[tuple[type, dict[str, ir.Attribute]]]
 
 
-def operand_sharding(op: ir.Operation, index: int) -> Optional[Sharding]:
-    """The placement of operand ``index`` of ``op`` (None: no device mesh); a bad one fails at the op."""
+def operand_sharding(op: ir.Operation, index: int, buffer_type: Optional[ir.MemRefType] = None) -> Optional[Sharding]:
+    """The placement of operand ``index`` of ``op`` (None: no device mesh), read from its
+    type (``buffer_type`` when the caller has it); a bad one fails at the op."""
     try:
-        return sharding_of(op.operands[index], f"operand #{index}")
+        return sharding_of(buffer_type or op.operands[index], f"operand #{index}")
     except VerifyError as err:
         raise fail(op, str(err)) from None
 
@@ -67,9 +68,9 @@ def needed_sharding(op: ir.Operation, index: int, out: Sharding) -> Sharding:
     return out.renumbered(lambda axis: _needed_split(op, index, axis))
 
 
-def _mismatch(op: ir.Operation, index: int, out: Optional[Sharding]) -> Optional[str]:
-    """Why operand ``index`` is placed differently from what the output needs (None: same)."""
-    mine = operand_sharding(op, index)
+def _mismatch(op: ir.Operation, index: int, mine: Optional[Sharding], out: Optional[Sharding]) -> Optional[str]:
+    """Why operand ``index``, placed as ``mine``, is placed differently from what the output
+    needs (None: same)."""
     if mine is None and out is None:
         return None
     if mine is None or out is None:
@@ -95,11 +96,12 @@ def _fmt(splits: tuple) -> list[int]:
 def resharding_reason(op: ir.Operation) -> Optional[str]:
     """nvFuser's isResharding: why ``op`` moves data between devices, or None."""
     out_index = output_index(op)
-    out = operand_sharding(op, out_index)
-    for index, operand in enumerate(op.operands):
-        if index == out_index or not isinstance(operand.type, ir.MemRefType):
+    types = [operand.type for operand in op.operands]  # each read once: a type read costs a downcast
+    out = operand_sharding(op, out_index, types[out_index])
+    for index, buffer_type in enumerate(types):
+        if index == out_index or not isinstance(buffer_type, ir.MemRefType):
             continue
-        reason = _mismatch(op, index, out)
+        reason = _mismatch(op, index, operand_sharding(op, index, buffer_type), out)
         if reason:
             return reason
     return None

@@ -58,7 +58,7 @@ class _Lowering:
 
     backend: str
 
-    def lower_resharding(self, op: ir.OpView, adaptor: rewrite.ConversionPatternRewriter, converter: rewrite.TypeConverter, rewriter: rewrite.ConversionPatternRewriter) -> bool:
+    def lower_resharding(self, op: ir.OpView, adaptor: ir.OpAdaptor, converter: rewrite.TypeConverter, rewriter: rewrite.ConversionPatternRewriter) -> bool:
         """``hir.set`` / ``hir.reduction`` that reshards -> its collectives, each followed by
         a ``hir.wait``, writing the op's destination; no match for one that does not reshard."""
         planned = plan(op.operation)
@@ -76,7 +76,7 @@ class _Lowering:
         return False
 
 
-def refuse_resharding(op: ir.OpView, adaptor: object, converter: rewrite.TypeConverter, rewriter: rewrite.ConversionPatternRewriter) -> bool:
+def refuse_resharding(op: ir.OpView, adaptor: ir.OpAdaptor, converter: rewrite.TypeConverter, rewriter: rewrite.ConversionPatternRewriter) -> bool:
     """A compute op outside ``LOWERABLE`` that reshards fails the pass (insert a hir.set
     first: hir-insert-reshardings does); one that does not is left alone (no match)."""
     reason = resharding_reason(op.operation)
