@@ -203,6 +203,7 @@ class _Hoisting:
     def __init__(self, module: ir.Module, outlines: list[_Outline]) -> None:
         self.module = module
         self.outlines = {_symbol(outline.fn): outline for outline in outlines}
+        self.calls: list[ir.Operation] = []  # the hir.once calls built (a few: one per function)
 
     def hoist(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         """A kernel call or compute op of an outline -> moved into its work function. The
@@ -242,20 +243,20 @@ class _Hoisting:
             with ir.InsertionPoint(body):
                 outline.ret = func.ReturnOp(outline.outputs).operation
         outline.args = list(body.arguments)
+        self.calls.append(call.operation)
+
+    def drop_cached_dealloc(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        """``memref.dealloc`` of a result of a ``hir.once`` call built here -> erased: the
+        buffer lives as long as the interpreter's cache of the call."""
+        owner = op.operation.operands[0].owner
+        if isinstance(owner, ir.Block) or owner.operation not in self.calls:
+            return True
+        rewriter.erase_op(op)
+        return False
 
 
 def _symbol(fn: ir.Operation) -> str:
     return ir.StringAttr(fn.attributes["sym_name"]).value
-
-
-def drop_cached_dealloc(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-    """``memref.dealloc`` of a ``hir.once`` call's result -> erased: the buffer lives as long
-    as the interpreter's cache of the call."""
-    owner = op.operation.operands[0].owner
-    if isinstance(owner, ir.Block) or owner.name != _CALL or ONCE_ATTR not in owner.attributes:
-        return True
-    rewriter.erase_op(op)
-    return False
 
 
 def _nested_after(user: ir.Operation, op: ir.Operation) -> bool:
@@ -281,6 +282,6 @@ class HoistParameterWork(ModulePass):
         patterns = rewrite.RewritePatternSet(module.context)
         for root in (_CALL, *(cls.OPERATION_NAME for cls in op_classes(ComputeOp))):
             patterns.add(root, guard(hoisting.hoist))
-        patterns.add(DEALLOC, guard(drop_cached_dealloc))
+        patterns.add(DEALLOC, guard(hoisting.drop_cached_dealloc))
         rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
         return guard.finish()
