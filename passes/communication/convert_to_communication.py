@@ -45,8 +45,8 @@ from hir.passes.communication._resharding import LOWERABLE, plan, resharding_rea
 from hir.passes.rewriting import PatternGuard
 
 
-def collective_backend(collective: type, attrs: dict[str, ir.Attribute], backend: str) -> str:
-    """The backend ``collective`` (with ``attrs``: its team, root, axes) runs on: the pass's
+def collective_backend(attrs: dict[str, ir.Attribute], backend: str) -> str:
+    """The backend a collective with ``attrs`` (its ``team``, root, axes) runs on: the pass's
     ``backend`` option. The one place where a team could choose its own (e.g. NCCL for a
     team spanning nodes)."""
     return backend
@@ -70,7 +70,7 @@ class _Lowering:
             extra[STREAM_AXIS_ATTR] = op.attributes[STREAM_AXIS_ATTR]
         with rewriter.ip, op.location:
             for collective, attrs in planned.collectives:
-                backend = ir.StringAttr.get(collective_backend(collective, attrs, self.backend))
+                backend = ir.StringAttr.get(collective_backend(attrs, self.backend))
                 WaitOp.emit(collective.emit(source, dest, {**attrs, "backend": backend, **extra}, name="work"))
         rewriter.erase_op(op)
         return False
