@@ -28,8 +28,11 @@ def test_registry_lists_compute_and_segment_ops():
     families = {s.family for s in STRATEGIES.values()}
     assert families == {"matrix", "pointwise", "views", "reductions", "attention", "embedding"}
     assert all(s.doc for s in STRATEGIES.values())
-    # every torch op that becomes a compute op is placed by its compute op's strategy
-    assert COMPUTE_FORMS and all(strategy_for(name) is None or name.startswith("torch.") for name in COMPUTE_FORMS)
+    # the torch ops that become compute ops, registered beside their compute op's strategy
+    forms = {name.removeprefix("torch.aten."): form.__module__.rpartition(".")[2] for name, form in COMPUTE_FORMS.items()}
+    assert forms == {"linear": "matrix", "matmul": "matrix", "mm": "matrix", "bmm": "matrix", "add.Tensor": "pointwise", "sub.Tensor": "pointwise",
+                     "mul.Tensor": "pointwise", "div.Tensor": "pointwise", "maximum": "pointwise", "minimum": "pointwise",
+                     "sum.dim_IntList": "reductions", "amax": "reductions", "amin": "reductions"}
     # a pointwise-tagged op without an entry of its own takes the tag's strategy
     assert strategy_for("torch.aten.gelu").name == "pointwise.pointwise_strategy"
     assert strategy_for("torch.aten.cumsum") is None
