@@ -200,6 +200,15 @@ def is_broadcast_axis(op: ir.Operation, index: int, axis: int, k: int) -> bool:
 # ----- stream slices (hir-stream-lowering, hir-p2p-pipeline) ------------------------------
 
 
+class UnsliceableError(ValueError):
+    """``op`` cannot be sliced along its stream axis (the message says why); a pass reports
+    it at the op (``raise fail(err.op, str(err))``: the dialect has no pass failures)."""
+
+    def __init__(self, op: ir.Operation, message: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
 @dataclass
 class Slice:
     index: int  # operand number
@@ -208,8 +217,8 @@ class Slice:
 
 
 def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]:
-    """Which operands of ``op`` to slice for its output axis ``k``, along which axis; fails
-    where slicing is not expressible. ``vectors``: a slice drops the axis (alias_select), so
+    """Which operands of ``op`` to slice for its output axis ``k``, along which axis; an
+    UnsliceableError where slicing is not expressible. ``vectors``: a slice drops the axis (alias_select), so
     a matmul operand may become a vector (False for alias_chunk, which keeps it)."""
     out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
     if op.name == MatmulOp.OPERATION_NAME and vectors:
@@ -220,7 +229,7 @@ def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]
         # batched operand's slice would be read as a matrix).
         if (k == batch + 1 and rank_b != 2) or (k == batch and rank_a > 2 and rank_b > 2):
             axis_name = "N" if k == batch + 1 else "M"
-            raise fail(op, f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)")
+            raise UnsliceableError(op, f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)")
     slices = []
     for index, operand in enumerate(op.operands):
         if not isinstance(operand.type, ir.MemRefType):
@@ -231,9 +240,9 @@ def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]
         try:
             sharding = sharding_of(operand, f"operand #{index}")
         except VerifyError as err:
-            raise fail(op, str(err)) from None
+            raise UnsliceableError(op, str(err)) from None
         if sharding is not None and axis in sharding.splits:
-            raise fail(op, f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel")
+            raise UnsliceableError(op, f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel")
         slices.append(Slice(index, axis, is_broadcast_axis(op, index, axis, k)))
     return slices
 
