@@ -16,7 +16,8 @@ from hir.dialect.base import get_i64_array, get_str, i64_attr
 from hir.dialect.sharding import sharding_of
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.p2p import COPIES_ATTR, SYMMETRIC_ATTR, TRANSFER_ATTR
-from hir.dialect.irutils import alloc, index_arith, index_const, operand_axis, output_index, is_broadcast_axis, renumber_axes, slice_name, stream_slices, value_name
+from hir.dialect.irutils import alloc, index_arith, index_const, operand_axis, output_index, is_broadcast_axis, renumber_axes, slice_name, value_name
+from hir.passes.streams._stream_loops import stream_slices
 from hir.passes.base import fail
 
 ALGORITHMS = ("local-first", "ring")

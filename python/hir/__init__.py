@@ -19,15 +19,18 @@ __all__ = ["HirError", "new_context", "parse", "lower", "run", "from_torch", "fr
 
 
 def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
-    """Run a textual pass pipeline on ``module`` in place and return it. Keyword options
-    (``print_after_all``, ``print_before_all``, ``timing``, ``out``) as in hir-opt.
+    """Run a textual pass pipeline on ``module`` in place, on one MLIR PassManager, and
+    return it. Keyword options as hir-opt's flags: ``print_before_all``, ``print_after_all``
+    (``--mlir-print-ir-*``), ``timing`` (``--mlir-timing``), ``statistics``
+    (``--mlir-pass-statistics``), ``verify_each`` (``--verify-each``). The PassManager's
+    reports go to ``out`` (a text stream; default ``sys.stderr``).
 
     The passes name the values they create (name locations); print them so, as
     ``hir-opt --print-value-names`` does, with
     ``module.operation.get_asm(use_name_loc_as_prefix=True)`` (``str(module)``: %0, %1, ...)."""
     from hir.passes import Instrumentation, run_pipeline
 
-    _check_options("hir.lower", instrumentation, ("print_after_all", "print_before_all", "timing", "verify_each", "out"))
+    _check_options("hir.lower", instrumentation, ("print_after_all", "print_before_all", "timing", "statistics", "verify_each", "out"))
     out = instrumentation.get("out")
     if out is not None and not callable(getattr(out, "write", None)):
         raise HirError(f"error: hir.lower: out must be a text stream (with a write method), got {type(out).__name__}")

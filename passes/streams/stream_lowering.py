@@ -58,8 +58,8 @@ from torch_mlir import ir
 
 from hir.dialect import AliasChunkOp, AliasSelectOp
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.passes import _stream_loops
-from hir.dialect.irutils import FUNC_ARG_STREAM_ATTRS, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, stream_slices, streamable, streamable_names
+from hir.passes.streams import _stream_loops
+from hir.dialect.irutils import FUNC_ARG_STREAM_ATTRS, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, streamable, streamable_names
 from hir.passes.base import fail
 from hir.passes.base import ModulePass, PassFailure, register_pass
 
@@ -122,7 +122,7 @@ def _lower(op: ir.Operation, arguments: set, chunks: int) -> None:
     extent = ir.MemRefType(out.type).shape[k]
     if chunks and extent != ir.ShapedType.get_dynamic_size() and extent % chunks:
         raise fail(op, f"has stream axis {k} of extent {extent}, which does not split into {chunks} stream chunks (hir-stream-lowering{{chunks={chunks}}}): use a chunk count dividing it")
-    slices = stream_slices(op, k, vectors=not chunks)  # a chunk keeps the axis: no vectors
+    slices = _stream_loops.stream_slices(op, k, vectors=not chunks)  # a chunk keeps the axis: no vectors
     in_axis = operand_axis(op, 0, k)  # before the op's operands change
     waits = [use.owner.operation for use in op.results[0].uses] if op.results else []
     loc = op.location

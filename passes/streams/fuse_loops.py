@@ -28,7 +28,7 @@ from torch_mlir import ir
 
 from hir.dialect import AliasChunkOp, AliasSelectOp, ForOp, is_view
 from hir.dialect.base import DYNAMIC
-from hir.passes import _stream_loops as loops
+from hir.passes.streams import _stream_loops as loops
 from hir.dialect.irutils import ALLOC, CONSTANT, DIM, constant_value, defining_op, func_ops, is_memref, written_operands
 from hir.passes.base import ModulePass, register_pass
 

@@ -77,7 +77,7 @@ from torch_mlir.dialects import arith
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, WaitOp, WorkType, module_num_streams
 from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.sharding import Sharding, sharding_of
-from hir.passes import _stream_loops as loops
+from hir.passes.streams import _stream_loops as loops
 from hir.dialect.irutils import ALLOC, DEALLOC, DIM, alloc, constant_value, func_ops, index_arith, index_const, value_name
 from hir.passes.base import ModulePass, PassFailure, register_pass
 
