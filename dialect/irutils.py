@@ -111,6 +111,13 @@ def defining_op(value: ir.Value) -> Optional[ir.Operation]:
     return None if isinstance(owner, ir.Block) else owner.operation  # OpView and Operation alike
 
 
+def next_op(op: ir.Operation) -> Optional[ir.Operation]:
+    """The op after ``op`` in its block, None at its end (the bindings have no sibling
+    accessor; an insertion point after ``op`` names it)."""
+    following = ir.InsertionPoint.after(op).ref_operation
+    return None if following is None else following.operation
+
+
 def blocks_postorder(op: ir.Operation) -> Iterator[ir.Block]:
     """Every block nested in ``op``, inner blocks before the block holding them, so a pass
     that rewrites a block never revisits ops it moved into a new region."""

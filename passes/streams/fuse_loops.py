@@ -21,20 +21,20 @@ After::
     "hir.for"(...) {set %t1[i] ; set %t2[i] from %t1[i]}
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 
-from hir.dialect import AliasChunkOp, AliasSelectOp, ForOp, is_view
+from hir.dialect import AliasChunkOp, AliasSelectOp, ForOp, GetCurrentStreamOp, is_view
 from hir.dialect.base import DYNAMIC
-from hir.passes.streams import _stream_loops as loops
-from hir.dialect.irutils import ALLOC, CONSTANT, DIM, constant_value, defining_op, func_ops, is_memref, written_operands
+from hir.dialect.irutils import ALLOC, CONSTANT, DIM, constant_value, defining_op, is_memref, next_op, written_operands
 from hir.passes.base import ModulePass, register_pass
+from hir.passes.patterns import PatternSet, exact_greedy_config
+from hir.passes.streams import _stream_loops as loops
 
 _HOISTABLE = (ALLOC, DIM, CONSTANT)
 _VIEW_NAMES = (AliasSelectOp.OPERATION_NAME, AliasChunkOp.OPERATION_NAME)
-_UNREAD = object()  # a _Group's accesses before they are first needed
 
 
 @register_pass
@@ -44,8 +44,37 @@ class FuseLoops(ModulePass):
     description = "Merge adjacent stream loops of the same extent when no op or dependency separates them."
 
     def run(self, module: ir.Module) -> None:
-        for func in func_ops(module):
-            _fuse_block(func.regions[0].blocks[0])
+        patterns = PatternSet(module.context)
+        populate_fuse_loops_patterns(patterns)
+        # The greedy driver, top-down: a work loop absorbs the twins after it before they
+        # are visited themselves, as a forward scan merges (so the same loops fuse); it
+        # erases the absorbed loops' bounds, left unused, too.
+        patterns.apply_greedily(module, exact_greedy_config())
+
+
+def populate_fuse_loops_patterns(patterns: PatternSet) -> None:
+    """A pattern rooted on ``hir.for``: a stream work loop absorbs the groups after it
+    that are its twins (same extent, only allocations, ``memref.dim`` and constants in
+    between, no dependency the merge would break), one after the other."""
+    patterns.add(ForOp, _absorb_twins)
+
+
+def _absorb_twins(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    first = _group_of(root.operation)
+    if first is None:
+        return True
+    memo: dict = {}  # _extent_key of values seen
+    merged = False
+    while True:
+        found = _next_twin(first)
+        if found is None:
+            break
+        second, between = found
+        if not _mergeable(first, second, memo):
+            break
+        _merge(first, second, between, rewriter)
+        merged = True
+    return not merged
 
 
 @dataclass
@@ -56,67 +85,104 @@ class _Group:
     group: loops.Group
     body: loops.WorkBody
     adjacent: bool  # nothing between the group's get_current_stream and its sync loop
-    pending: list = field(default_factory=list)  # ops seen since the group's work loop
-    bounds: object = _UNREAD  # _extent_key of the work loop's bounds and step (read on first need)
-    accesses: object = _UNREAD  # _accesses of the body (read on first need)
+    bounds: Optional[tuple] = None  # _extent_key of the work loop's bounds and step
+    accesses: Optional[dict] = None  # _accesses of the body, when analysable
+    analysed: bool = False
     views: Optional[dict] = None  # _view_key -> slice taken in the body (read on first merge)
 
     def loop_bounds(self, memo: dict) -> tuple:
-        if self.bounds is _UNREAD:
+        if self.bounds is None:
             self.bounds = tuple(_extent_key(v, memo) for v in self.group.work.operands)
         return self.bounds
 
     def body_accesses(self) -> Optional[dict]:
-        if self.accesses is _UNREAD:
-            self.accesses = _accesses(self.body)
+        if not self.analysed:
+            self.accesses, self.analysed = _accesses(self.body), True
         return self.accesses
 
 
-def _fuse_block(block: ir.Block) -> None:
-    ops = [op.operation for op in block.operations]
-    position = {op: i for i, op in enumerate(ops)}
-    state: Optional[_Group] = None
-    extents: dict = {}  # _extent_key memo
-    last_sync: Optional[ir.Operation] = None
-    last_sync_user: Optional[ir.Value] = None
-    for op in ops:
-        second = None
+def _group_of(work: ir.Operation) -> Optional[_Group]:
+    """The group of a stream work loop: its user stream's get_current_stream and the sync
+    loop of that stream that is the last sync loop before it; None for other loops."""
+    if work.name != ForOp.OPERATION_NAME:
+        return None
+    body = loops.body_ops(work)
+    kind = loops.classify(work, body)
+    if kind is None or kind[0] != "work":
+        return None
+    user = kind[1]
+    sync = _sync_loop(user, work)
+    if sync is None:
+        return None
+    gcs = defining_op(user)
+    adjacent = gcs.block == sync.block and next_op(gcs) == sync
+    return _Group(loops.Group(user, sync, work), loops.WorkBody.of(work, body), adjacent)
+
+
+def _sync_loop(user: ir.Value, work: ir.Operation) -> Optional[ir.Operation]:
+    """The sync loop of ``user`` before ``work`` in its block, when no other sync loop
+    sits between them."""
+    for use in user.uses:
+        sync = use.owner.operation.parent
+        if sync is None or sync.name != ForOp.OPERATION_NAME or sync.block != work.block or not sync.is_before_in_block(work):
+            continue
+        kind = loops.classify(sync)
+        if kind is None or kind[0] != "sync":
+            continue
+        op = next_op(sync)
+        while op is not None and op != work:
+            if op.name == ForOp.OPERATION_NAME and (loops.classify(op) or ("",))[0] == "sync":
+                return None
+            op = next_op(op)
+        return sync
+    return None
+
+
+def _next_twin(first: _Group) -> Optional[tuple[_Group, list]]:
+    """The group right after ``first`` and the ops between them, when only allocations,
+    ``memref.dim``, constants and the group's own get_current_stream and sync loop sit
+    between them."""
+    between: list = []
+    op = next_op(first.group.work)
+    while op is not None:
         if op.name == ForOp.OPERATION_NAME:
             body = loops.body_ops(op)
             kind = loops.classify(op, body)
-            if kind is not None and kind[0] == "work":
-                if last_sync is not None and last_sync_user == kind[1]:
-                    group = loops.Group(kind[1], last_sync, op)
-                    gcs = defining_op(group.user)
-                    adjacent = position.get(gcs, -2) + 1 == position[group.sync]
-                    second = _Group(group, loops.WorkBody.of(op, body), adjacent)
-            elif kind is not None:
-                last_sync, last_sync_user = op, kind[1]
-        if second is None:
-            if state is not None:
-                state.pending.append(op)
-            continue
-        if state is not None and _mergeable(state, second, extents):
-            _merge(state, second)
-            state.pending = []
-            continue
-        state = second
+            if kind is None:
+                return None
+            if kind[0] == "sync":
+                between.append(op)
+            else:
+                return _second_group(op, body, kind[1], between)
+        elif op.name in _HOISTABLE or op.name == GetCurrentStreamOp.OPERATION_NAME:
+            between.append(op)
+        else:
+            return None
+        op = next_op(op)
+    return None
+
+
+def _second_group(work: ir.Operation, body: list, user: ir.Value, between: list) -> Optional[tuple[_Group, list]]:
+    syncs = [op for op in between if op.name == ForOp.OPERATION_NAME]
+    if not syncs or loops.classify(syncs[-1])[1] != user:
+        return None
+    allowed = {defining_op(user), syncs[-1]}
+    if any(op.name not in _HOISTABLE and op not in allowed for op in between):
+        return None
+    return _Group(loops.Group(user, syncs[-1], work), loops.WorkBody.of(work, body), adjacent=False), between
 
 
 def _mergeable(first: _Group, second: _Group, memo: dict) -> bool:
-    allowed = {defining_op(second.group.user), second.group.sync}
-    if any(op.name not in _HOISTABLE and op not in allowed for op in first.pending):
-        return False
     if first.loop_bounds(memo) != second.loop_bounds(memo):
         return False
     return _independent(first.body_accesses(), second.body_accesses())
 
 
-def _merge(first: _Group, second: _Group) -> None:
+def _merge(first: _Group, second: _Group, between: list, rewriter: rewrite.PatternRewriter) -> None:
     group1, group2 = first.group, second.group
     gcs2 = defining_op(group2.user)
     anchor = defining_op(group1.user) if first.adjacent else group1.sync
-    for op in first.pending:
+    for op in between:
         if op.name in _HOISTABLE:
             op.move_before(anchor)
     body1, body2 = first.body, second.body
@@ -128,7 +194,7 @@ def _merge(first: _Group, second: _Group) -> None:
         existing = first.views.get(key) if key is not None else None
         if existing is not None:  # the same slice is already taken: reuse it (seed 001 TwoSetOps)
             op.result.replace_all_uses_with(existing)
-            op.erase()
+            rewriter.erase_op(op)
             continue
         op.move_before(body1.epilogue)
         body1.payload.append(op)
@@ -139,9 +205,9 @@ def _merge(first: _Group, second: _Group) -> None:
         first.accesses.setdefault(root, []).extend(uses)
     body2.stream.replace_all_uses_with(body1.stream)
     group2.user.replace_all_uses_with(group1.user)
-    group2.sync.erase()
-    group2.work.erase()
-    gcs2.erase()
+    rewriter.erase_op(group2.sync)
+    rewriter.erase_op(group2.work)
+    rewriter.erase_op(gcs2)
 
 
 def _view_key(op: ir.Operation):
