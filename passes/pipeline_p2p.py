@@ -91,7 +91,7 @@ from torch_mlir import ir
 from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, ReduceScatterOp, add_high_priority_stream, module_num_streams, set_module_num_streams
 from hir.dialect.base import get_i64_array, get_int
 from hir.dialect.comm import BACKENDS
-from hir.passes._p2p_accumulate import build_accumulate, can_accumulate
+from hir.passes._p2p_accumulate import accumulate_receives, build_accumulate, can_accumulate
 from hir.passes._p2p_allgather import build_allgather
 from hir.passes._p2p_reduce_scatter import build_reduce_scatter
 from hir.passes._p2p_steps import ALGORITHMS, comm_stream_index, compute_streams
@@ -192,7 +192,10 @@ class P2PPipeline(ModulePass):
         if self.comm_stream:
             return comm_stream_index(self, n) + 1
         streams = compute_streams(self, n)
-        receiver = op.name == ReduceScatterOp.OPERATION_NAME and not self.accumulate and (self.chunks > 1 or self.transfer == "push")
+        if self.accumulate:
+            receiver = accumulate_receives(self)
+        else:
+            receiver = op.name == ReduceScatterOp.OPERATION_NAME and (self.chunks > 1 or self.transfer == "push")
         return streams + (1 if receiver else 0)
 
 

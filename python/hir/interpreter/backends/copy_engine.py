@@ -12,7 +12,9 @@ kernels on other streams):
 2. a stream-ordered barrier (a signal kernel on the peer buffer's signal pad): no peer
    reads before its owner wrote;
 3. peer-to-peer copies from the peers' buffers into the output, this rank's own part first
-   (it is local: no copy from a peer);
+   (it is local: no copy from a peer), each peer's on a side stream of its own (forked from
+   and joined back into the current stream), so the copies from different peers run at
+   once on different copy engines and links instead of one after another;
 4. a second barrier: nobody overwrites its peer buffer (the next run of the op) before every
    consumer has read it.
 ``hir.shift`` replaces the barriers by pairwise signals (ready: sender -> receiver, done:
@@ -67,7 +69,8 @@ def allgather(o) -> Callable[[list], object]:
     inp, out = o.inp, o.out
     if not o.out_spec.held:
         raise o.c.error(o.op, "with backend \"cuda\" needs every team member to hold the output")
-    steps = [(me + i) % n for i in range(n)]
+    peers = [(me + i) % n for i in range(1, n)]
+    side = side_streams(o.c.runtime.device, len(peers))
 
     def issue(env: list) -> StreamWork:
         x, target = env[inp], env[out]
@@ -75,8 +78,8 @@ def allgather(o) -> Callable[[list], object]:
         peer.local.copy_(x)
         peer.handle.barrier(channel=0)
         chunks = target.chunk(parts, axis)
-        for g in steps:
-            chunks[order[g]].copy_(x if g == me else peer.peers[g])
+        chunks[order[me]].copy_(x)
+        concurrent_copies([(chunks[order[g]], peer.peers[g]) for g in peers], side)
         peer.handle.barrier(channel=1)
         return StreamWork()
 
@@ -90,18 +93,21 @@ def _pull_reduce(o, kind: str, select: Optional[Callable]) -> Callable[[list], o
     n, me = len(o.members), group_rank(o.members, o.c.rank)
     bufs = PeerBuffers(o.group, o.c.runtime.device)
     inp, out, held = o.inp, o.out, o.out_spec.held
-    steps = [(me + i) % n for i in range(n)]
+    peers = [(me + i) % n for i in range(1, n)]
+    side = side_streams(o.c.runtime.device, len(peers))
 
     def issue(env: list) -> StreamWork:
-        reduced = fn(env[inp], axis)
+        x = env[inp]
+        # one block of the reduced axis here (the usual split): publish it as is, no local sum
+        reduced = x.squeeze(axis) if x.shape[axis] == 1 else fn(x, axis)
         peer = bufs.get(reduced.shape, reduced.dtype)
         peer.local.copy_(reduced)
         peer.handle.barrier(channel=0)
         if held:
-            mine = select(reduced) if select else reduced
+            mine = select(peer.local) if select else peer.local
             pulled = torch.empty((n, *mine.shape), dtype=mine.dtype, device=mine.device)
-            for g in steps:
-                pulled[g].copy_(mine if g == me else (select(peer.peers[g]) if select else peer.peers[g]))
+            pulled[me].copy_(mine)
+            concurrent_copies([(pulled[g], select(peer.peers[g]) if select else peer.peers[g]) for g in peers], side)
             target = env[out]
             if target.is_contiguous():
                 fn(pulled, 0, out=target)
@@ -155,6 +161,25 @@ def broadcast(o) -> Callable[[list], object]:
 
 
 BUILDERS = {AllgatherOp: allgather, ReduceScatterOp: reduce_scatter, AllreduceOp: allreduce, BroadcastOp: broadcast}
+
+
+def side_streams(device: torch.device, count: int) -> list:
+    """``count`` side streams for concurrent peer copies (made when the plan is compiled)."""
+    return [torch.cuda.Stream(device) for _ in range(count)]
+
+
+def concurrent_copies(copies: list, side: list) -> None:
+    """Each ``target.copy_(source)`` of ``copies`` on a side stream of its own, forked from the
+    current stream before any of them and joined back into it after all: copies from
+    different peers run at once (one copy engine and NVLink path each)."""
+    current = torch.cuda.current_stream()
+    for stream in side:
+        stream.wait_stream(current)
+    for stream, (target, source) in zip(side, copies):
+        with torch.cuda.stream(stream):
+            target.copy_(source)
+    for stream in side:
+        current.wait_stream(stream)
 
 
 def split_copy(target: torch.Tensor, source: torch.Tensor, side: list) -> None:
