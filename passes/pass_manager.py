@@ -25,6 +25,7 @@ from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
 from hir.dialect.context import HirError, format_diagnostic
+from hir.dialect.gc_stress import collect
 from hir.passes.base import ModulePass, PassFailure
 
 
@@ -128,6 +129,8 @@ class PassManagerRun:
                 pass_.signal_pass_failure()
             else:
                 self._finished = index
+            finally:
+                collect()  # under GC stress: a handle the pass kept to an erased op fails here
 
         return run
 

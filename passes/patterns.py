@@ -48,6 +48,7 @@ class PatternSet:
     def __init__(self, context: Optional[ir.Context] = None):
         self._set = rewrite.RewritePatternSet(context)
         self._patterns: list[Pattern] = []  # referenced while MLIR may call them
+        self.roots: list[str] = []  # the op name each pattern is rooted on, in order
         self._raised: Optional[BaseException] = None
 
     def add(self, root: Union[str, type], pattern: Pattern, benefit: int = 1) -> None:
@@ -65,6 +66,7 @@ class PatternSet:
                 return True
 
         self._patterns.append(guarded)
+        self.roots.append(name)
         self._set.add(name, guarded, benefit)
 
     def walk(self, op: Union[ir.Module, ir.Operation]) -> None:

@@ -13,6 +13,7 @@ from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
 from hir.dialect.context import HirError, format_mlir_error, new_context
+from hir.dialect.gc_stress import checkpoint
 from hir.passes.base import REGISTRY, check_disabled_env, is_disabled
 from hir.passes.pass_manager import Element, Instrumentation, build_pass_manager, captured_fd2
 
@@ -131,6 +132,7 @@ def _upstream_pm(texts: list[str]) -> PassManager:
         raise ValueError(f"invalid pipeline element '{','.join(texts)}': {detail or 'rejected by MLIR'} (see hir-opt --list-passes)")
 
 
+@checkpoint
 def run_pipeline(
     module: ir.Module,
     pipeline: str,

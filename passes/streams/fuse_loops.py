@@ -1,10 +1,13 @@
-"""``hir-fuse-loops``: merge adjacent stream-loop groups (get_current_stream, initial-sync
-loop, work loop; see ``_stream_loops.py``) that run over the same extent, as in nvFuser's
-stream lowering (seed 001 TwoSetOps). Only allocations, ``memref.dim`` and constants may sit
-between two groups; they move above the first group. Any other op between them (a
-non-stream op, seed 001 ThreeSetOpsWithDisjointsForLoops) keeps the loops apart, and so does
-a dependency the merge would break: a buffer written in one body and accessed in the other
-other than through ``alias_select`` slices at the loop index along the same axis.
+"""``hir-fuse-loops``: a rewrite pattern rooted on ``hir.for``, applied by the greedy driver
+top-down without folding: a stream work loop absorbs the adjacent stream-loop groups after
+it (get_current_stream, initial-sync loop, work loop; see ``_stream_loops.py``) that run
+over the same extent, as in nvFuser's stream lowering (seed 001 TwoSetOps). Only
+allocations, ``memref.dim`` and constants may sit between two groups; they move above the
+first group (the absorbed loops' bounds, left unused, are erased by the driver). Any other
+op between them (a non-stream op, seed 001 ThreeSetOpsWithDisjointsForLoops) keeps the
+loops apart, and so does a dependency the merge would break: a buffer written in one body
+and accessed in the other other than through ``alias_select`` slices at the loop index
+along the same axis.
 
 Before::
 

@@ -1,4 +1,5 @@
-"""``hir-stream-lowering``: every op carrying ``stream_axis = k`` (axis k of its output is
+"""``hir-stream-lowering``: a rewrite pattern per streamable op kind (rooted on it), applied
+by the walk driver: every op carrying ``stream_axis = k`` (axis k of its output is
 stream-parallel, nvFuser's ParallelType::Stream) becomes the seed 001/003 loop structure:
 the full output stays allocated before the loop, the user stream is saved, a separate loop
 syncs each pool stream with it, and the work loop runs the op on ``hir.alias_select`` slices
@@ -7,7 +8,10 @@ Collectives (from hir-convert-to-communication) run per slice with their ``hir.w
 for a collective streamed along its peer axis (nvFuser's P2P form: the allgather of a split
 axis that is also the stream axis, the reduce-scatter onto it), which has no per-slice
 collective: when hir-p2p-pipeline has not pipelined it, it runs whole (its ``stream_axis``
-is dropped) and its consumers or producer keep their stream loop.
+is dropped) and its consumers or producer keep their stream loop. A pattern rooted on
+``hir.wait`` moves a collective's wait into the loop after it. Before the patterns, an
+analysis rejects what no pattern is rooted on: stream-parallel program inputs, ops of other
+kinds carrying ``stream_axis``, and stream-parallel ops nested in regions.
 
 Before::
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from hir.core import HirError, new_context, parse
+from hir.dialect.gc_stress import checkpoint
 
 __all__ = ["HirError", "new_context", "parse", "lower", "run", "from_torch", "from_shard"]
 
@@ -45,6 +46,7 @@ def _check_options(entry: str, options: dict, known: Any) -> None:
         raise HirError(f"error: {entry}: unknown option(s) {', '.join(unknown)} (options: {', '.join(names)})")
 
 
+@checkpoint
 def run(module, inputs, **options: Any):
     """Execute ``module``'s entry function with torch (see :mod:`hir.interpreter`)."""
     from hir.interpreter import Program, run as _run
@@ -55,12 +57,14 @@ def run(module, inputs, **options: Any):
     return _run(module, inputs, **options)
 
 
+@checkpoint
 def from_torch(module, example_args, **options: Any):
     """Import a ``torch.nn.Module`` as a program-level hir module (see :mod:`hir.frontend`)."""
     from hir.frontend import from_torch as _from_torch
 
     _check_options("hir.from_torch", options, _from_torch)
     return _from_torch(module, example_args, **options)
+
 
 def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_shape: Optional[str] = None, source_name: Optional[str] = None, **instrumentation: Any):
     """Turn a module of MLIR's ``shard`` dialect (a ``shard.grid`` and tensor functions with
