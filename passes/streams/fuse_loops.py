@@ -38,6 +38,7 @@ from hir.passes.streams import _stream_loops as loops
 
 _HOISTABLE = (ALLOC, DIM, CONSTANT)
 _VIEW_NAMES = (AliasSelectOp.OPERATION_NAME, AliasChunkOp.OPERATION_NAME)
+_MAY_FOLLOW = (*_HOISTABLE, GetCurrentStreamOp.OPERATION_NAME, ForOp.OPERATION_NAME)  # between twins, or a sync loop
 
 
 @register_pass
@@ -63,7 +64,15 @@ def populate_fuse_loops_patterns(patterns: PatternSet) -> None:
 
 
 def _absorb_twins(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-    first = _group_of(root.operation)
+    loop = root.operation
+    if len(loop.regions[0].blocks[0].operations) < loops.PROLOGUE + loops.EPILOGUE:
+        return True  # an initial-sync loop (4 ops) or no stream loop
+    following = next_op(loop)
+    while following is not None and following.name in _MAY_FOLLOW and following.name != ForOp.OPERATION_NAME:
+        following = next_op(following)
+    if following is None or following.name != ForOp.OPERATION_NAME:
+        return True  # no loop after this one before another op: no twin
+    first = _group_of(loop)
     if first is None:
         return True
     memo: dict = {}  # _extent_key of values seen
@@ -114,30 +123,37 @@ def _group_of(work: ir.Operation) -> Optional[_Group]:
     if kind is None or kind[0] != "work":
         return None
     user = kind[1]
-    sync = _sync_loop(user, work)
+    gcs = defining_op(user)
+    following = next_op(gcs) if gcs.block == work.block else None
+    if following is not None and following != work and _leads_to(following, user, work):
+        sync, adjacent = following, True  # the shape stream lowering builds
+    else:
+        sync, adjacent = _sync_loop(user, work), False
     if sync is None:
         return None
-    gcs = defining_op(user)
-    adjacent = gcs.block == sync.block and next_op(gcs) == sync
     return _Group(loops.Group(user, sync, work), loops.WorkBody.of(work, body), adjacent)
 
 
+def _leads_to(sync: ir.Operation, user: ir.Value, work: ir.Operation) -> bool:
+    """Whether ``sync`` is the initial-sync loop of ``user`` and the last one before ``work``."""
+    if sync.name != ForOp.OPERATION_NAME or loops.classify(sync) != ("sync", user):
+        return False
+    op = next_op(sync)
+    while op is not None and op != work:
+        if op.name == ForOp.OPERATION_NAME and (loops.classify(op) or ("",))[0] == "sync":
+            return False
+        op = next_op(op)
+    return op == work
+
+
 def _sync_loop(user: ir.Value, work: ir.Operation) -> Optional[ir.Operation]:
-    """The sync loop of ``user`` before ``work`` in its block, when no other sync loop
-    sits between them."""
+    """The sync loop of ``user`` that is the last sync loop before ``work`` in its block
+    (checked walking forward from it: ``is_before_in_block`` renumbers the whole block
+    after each edit, quadratic over a pass)."""
     for use in user.uses:
         sync = use.owner.operation.parent
-        if sync is None or sync.name != ForOp.OPERATION_NAME or sync.block != work.block or not sync.is_before_in_block(work):
-            continue
-        kind = loops.classify(sync)
-        if kind is None or kind[0] != "sync":
-            continue
-        op = next_op(sync)
-        while op is not None and op != work:
-            if op.name == ForOp.OPERATION_NAME and (loops.classify(op) or ("",))[0] == "sync":
-                return None
-            op = next_op(op)
-        return sync
+        if sync is not None and sync != work and sync.block == work.block and _leads_to(sync, user, work):
+            return sync
     return None
 
 
@@ -146,6 +162,7 @@ def _next_twin(first: _Group) -> Optional[tuple[_Group, list]]:
     ``memref.dim``, constants and the group's own get_current_stream and sync loop sit
     between them."""
     between: list = []
+    last_sync = None  # (the last sync loop seen, its user stream)
     op = next_op(first.group.work)
     while op is not None:
         if op.name == ForOp.OPERATION_NAME:
@@ -155,9 +172,10 @@ def _next_twin(first: _Group) -> Optional[tuple[_Group, list]]:
                 return None
             if kind[0] == "sync":
                 between.append(op)
+                last_sync = (op, kind[1])
             else:
-                return _second_group(op, body, kind[1], between)
-        elif op.name in _HOISTABLE or op.name == GetCurrentStreamOp.OPERATION_NAME:
+                return _second_group(op, body, kind[1], between, last_sync)
+        elif op.name in _MAY_FOLLOW:
             between.append(op)
         else:
             return None
@@ -165,14 +183,13 @@ def _next_twin(first: _Group) -> Optional[tuple[_Group, list]]:
     return None
 
 
-def _second_group(work: ir.Operation, body: list, user: ir.Value, between: list) -> Optional[tuple[_Group, list]]:
-    syncs = [op for op in between if op.name == ForOp.OPERATION_NAME]
-    if not syncs or loops.classify(syncs[-1])[1] != user:
+def _second_group(work: ir.Operation, body: list, user: ir.Value, between: list, last_sync: Optional[tuple]) -> Optional[tuple[_Group, list]]:
+    if last_sync is None or last_sync[1] != user:
         return None
-    allowed = {defining_op(user), syncs[-1]}
+    allowed = {defining_op(user), last_sync[0]}
     if any(op.name not in _HOISTABLE and op not in allowed for op in between):
         return None
-    return _Group(loops.Group(user, syncs[-1], work), loops.WorkBody.of(work, body), adjacent=False), between
+    return _Group(loops.Group(user, last_sync[0], work), loops.WorkBody.of(work, body), adjacent=False), between
 
 
 def _mergeable(first: _Group, second: _Group, memo: dict) -> bool:

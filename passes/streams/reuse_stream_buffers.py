@@ -169,7 +169,7 @@ def _candidate(alloc: ir.Operation, loop: ir.Operation, n: int):
     """(axis, views, dims) when every use of the buffer is a view at the index of ``loop``
     (plus deallocs after it and memref.dim), else None."""
     mt = ir.MemRefType(alloc.result.type)
-    if mt.rank == 0 or not _identity(mt) or not alloc.is_before_in_block(loop):
+    if mt.rank == 0 or not _identity(mt):  # (an allocation in the loop's block that the loop uses is before it)
         return None
     iv = loop.regions[0].blocks[0].arguments[0]
     axis, views, dims = None, [], []
