@@ -142,14 +142,14 @@ class PassManagerRun:
             raise RuntimeError("a PassManagerRun runs once")
         errors: list[str] = []
 
-        def collect(diag: "ir.Diagnostic") -> bool:
+        def on_diagnostic(diag: "ir.Diagnostic") -> bool:
             if diag.severity != ir.DiagnosticSeverity.ERROR:
                 return False  # warnings and remarks go on to the context's other handlers
             errors.append(_format(diag, source_name))
             return True
 
         failure: Optional[ir.MLIRError] = None
-        handler = module.context.attach_diagnostic_handler(collect)
+        handler = module.context.attach_diagnostic_handler(on_diagnostic)
         self._module = module
         try:
             with _reports_to(self.instrumentation):
@@ -158,7 +158,7 @@ class PassManagerRun:
                 except ir.MLIRError as err:
                     failure = err
                 finally:
-                    self.pass_manager = None  # MLIR prints timing and statistics as it goes
+                    self.pass_manager = None  # destroyed here: MLIR prints timing and statistics
         finally:
             self._module = None
             handler.detach()

@@ -64,6 +64,7 @@ def populate_fuse_loops_patterns(patterns: PatternSet) -> None:
 
 
 def _absorb_twins(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Merge the twin groups after the work loop ``root`` into it; no match when none."""
     loop = root.operation
     if len(loop.regions[0].blocks[0].operations) < loops.PROLOGUE + loops.EPILOGUE:
         return True  # an initial-sync loop (4 ops) or no stream loop
@@ -116,8 +117,6 @@ class _Group:
 def _group_of(work: ir.Operation) -> Optional[_Group]:
     """The group of a stream work loop: its user stream's get_current_stream and the sync
     loop of that stream that is the last sync loop before it; None for other loops."""
-    if work.name != ForOp.OPERATION_NAME:
-        return None
     body = loops.body_ops(work)
     kind = loops.classify(work, body)
     if kind is None or kind[0] != "work":
