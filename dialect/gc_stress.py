@@ -17,10 +17,19 @@ ENABLED = os.environ.get("HIR_GC_STRESS", "") not in ("", "0")
 F = TypeVar("F", bound=Callable)
 
 
+_frozen = False
+
+
 def collect() -> None:
-    """A full collection, under GC stress only."""
+    """A full collection, under GC stress only. The first one then freezes what is alive
+    (``gc.freeze``: the imports, torch's among them), so later ones scan only what was
+    created since, in milliseconds instead of ~0.1 s."""
+    global _frozen
     if ENABLED:
         gc.collect()
+        if not _frozen:
+            gc.freeze()
+            _frozen = True
 
 
 def checkpoint(fn: F) -> F:
@@ -33,6 +42,6 @@ def checkpoint(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         finally:
-            gc.collect()
+            collect()
 
     return collected  # type: ignore[return-value]
