@@ -9,6 +9,7 @@ from typing import Optional
 from torch_mlir import ir
 
 from hir.dialect.base import load
+from hir.dialect.gc_stress import checkpoint
 from hir.dialect.sharding import check_placements
 
 
@@ -130,6 +131,7 @@ def check_nesting(text: str, filename: str, limit: int = MAX_NESTING) -> None:
             depth = max(0, depth - 1)
 
 
+@checkpoint
 def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] = None) -> ir.Module:
     """Parse and verify an hir module (placements included: every ``#hir.shard`` must divide
     its buffer); errors raise :class:`HirError` with locations reported against ``filename``."""

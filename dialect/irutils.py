@@ -8,15 +8,13 @@ Everything here works on ``ir.Operation`` (not OpView): passes look at thousands
 constructors, which bind arguments with ``inspect``, ~17 us an op).
 """
 
-from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, bufferization, func, memref
 
-from hir.dialect import OP_CLASSES, MatmulOp
-from hir.dialect.base import VerifyError, get_int, i64_attr, loc_name, name_loc
-from hir.dialect.sharding import sharding_of
+from hir.dialect import OP_CLASSES
+from hir.dialect.base import get_int, i64_attr, loc_name, name_loc
 from hir.dialect.compute import STREAM_AXIS_ATTR
 
 FUNC_ARG_STREAM_ATTRS = ("hir.stream_axis", STREAM_AXIS_ATTR)
@@ -113,6 +111,13 @@ def defining_op(value: ir.Value) -> Optional[ir.Operation]:
     return None if isinstance(owner, ir.Block) else owner.operation  # OpView and Operation alike
 
 
+def next_op(op: ir.Operation) -> Optional[ir.Operation]:
+    """The op after ``op`` in its block, None at its end (the bindings have no sibling
+    accessor; an insertion point after ``op`` names it)."""
+    following = ir.InsertionPoint.after(op).ref_operation
+    return None if following is None else following.operation
+
+
 def blocks_postorder(op: ir.Operation) -> Iterator[ir.Block]:
     """Every block nested in ``op``, inner blocks before the block holding them, so a pass
     that rewrites a block never revisits ops it moved into a new region."""
@@ -195,56 +200,6 @@ def is_broadcast_axis(op: ir.Operation, index: int, axis: int, k: int) -> bool:
     size = ir.MemRefType(op.operands[index].type).shape[axis]
     out_size = ir.MemRefType(op.operands[output_index(op)].type).shape[k]
     return size == 1 and out_size != 1
-
-
-# ----- stream slices (hir-stream-lowering, hir-p2p-pipeline) ------------------------------
-
-
-class UnsliceableError(ValueError):
-    """``op`` cannot be sliced along its stream axis (the message says why); a pass reports
-    it at the op (``raise fail(err.op, str(err))``: the dialect has no pass failures)."""
-
-    def __init__(self, op: ir.Operation, message: str) -> None:
-        super().__init__(message)
-        self.op = op
-
-
-@dataclass
-class Slice:
-    index: int  # operand number
-    axis: int  # operand axis selected
-    broadcast: bool  # read index 0 (extent-1 broadcast axis) instead of the stream index
-
-
-def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]:
-    """Which operands of ``op`` to slice for its output axis ``k``, along which axis; an
-    UnsliceableError where slicing is not expressible. ``vectors``: a slice drops the axis (alias_select), so
-    a matmul operand may become a vector (False for alias_chunk, which keeps it)."""
-    out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
-    if op.name == MatmulOp.OPERATION_NAME and vectors:
-        batch = out_rank - 2
-        rank_a, rank_b = (ir.MemRefType(op.operands[i].type).rank for i in (0, 1))
-        # A slice drops the axis; torch.matmul reads a 1-D operand as a vector, which is
-        # right for M with a 2-D A or 2-D B and for N with a 2-D B, and wrong otherwise (a
-        # batched operand's slice would be read as a matrix).
-        if (k == batch + 1 and rank_b != 2) or (k == batch and rank_a > 2 and rank_b > 2):
-            axis_name = "N" if k == batch + 1 else "M"
-            raise UnsliceableError(op, f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)")
-    slices = []
-    for index, operand in enumerate(op.operands):
-        if not isinstance(operand.type, ir.MemRefType):
-            continue
-        axis = operand_axis(op, index, k)
-        if axis is None:
-            continue
-        try:
-            sharding = sharding_of(operand, f"operand #{index}")
-        except VerifyError as err:
-            raise UnsliceableError(op, str(err)) from None
-        if sharding is not None and axis in sharding.splits:
-            raise UnsliceableError(op, f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel")
-        slices.append(Slice(index, axis, is_broadcast_axis(op, index, axis, k)))
-    return slices
 
 
 def renumber_axes(op: ir.Operation, removed: Optional[int]) -> None:

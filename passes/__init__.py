@@ -1,8 +1,10 @@
-"""hir passes: one per file, registered by name in :data:`REGISTRY` (see ``base.py``), run
-by :func:`run_pipeline` from textual pipelines that mix in upstream MLIR passes."""
+"""hir passes: registered by name in :data:`REGISTRY` (see ``base.py``), run by
+:func:`run_pipeline` from textual pipelines that mix in upstream MLIR passes, all on one MLIR
+PassManager (:func:`build_pass_manager`)."""
 
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, disabled, is_disabled, register_pass
-from hir.passes.pipeline import PIPELINES, Instrumentation, overlap_pipeline, parse_pipeline, run_pipeline
+from hir.passes.pass_manager import Element, Instrumentation, PassManagerRun, build_pass_manager
+from hir.passes.pipeline import PIPELINES, overlap_pipeline, parse_pipeline, run_pipeline
 from hir.passes.communication._resharding import compute_resharding_reason
 
 # Importing a pass module registers its pass.
@@ -12,6 +14,9 @@ __all__ = [
     "REGISTRY",
     "PIPELINES",
     "ModulePass",
+    "Element",
+    "PassManagerRun",
+    "build_pass_manager",
     "compute_resharding_reason",
     "PassFailure",
     "Instrumentation",

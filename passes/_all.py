@@ -2,10 +2,10 @@
 
 from hir.passes.communication import insert_reshardings  # noqa: F401
 from hir.passes.communication import convert_to_communication  # noqa: F401
-from hir.passes import stream_lowering  # noqa: F401
-from hir.passes import fuse_loops  # noqa: F401
+from hir.passes.streams import stream_lowering  # noqa: F401
+from hir.passes.streams import fuse_loops  # noqa: F401
 from hir.passes.memory import insert_deallocations  # noqa: F401
-from hir.passes import reuse_stream_buffers  # noqa: F401
+from hir.passes.streams import reuse_stream_buffers  # noqa: F401
 from hir.passes import pipeline_p2p  # noqa: F401
 from hir.passes import set_grid_shape  # noqa: F401
 from hir.passes import record_shard_signature  # noqa: F401

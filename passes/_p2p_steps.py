@@ -16,7 +16,8 @@ from hir.dialect.base import get_i64_array, get_str, i64_attr
 from hir.dialect.sharding import sharding_of
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.p2p import COPIES_ATTR, SYMMETRIC_ATTR, TRANSFER_ATTR
-from hir.dialect.irutils import alloc, index_arith, index_const, operand_axis, output_index, is_broadcast_axis, renumber_axes, slice_name, stream_slices, value_name, UnsliceableError
+from hir.dialect.irutils import alloc, index_arith, index_const, operand_axis, output_index, is_broadcast_axis, renumber_axes, slice_name, value_name
+from hir.passes.streams._stream_loops import stream_slices
 from hir.dialect.nodes import team_backend
 from hir.passes.base import fail
 
@@ -180,11 +181,7 @@ def slice_op(op: ir.Operation, k: int, replace: dict, position: ir.Value, zero: 
     view of the whole slice for some operands, the others are selected at ``position``
     (broadcast operands at 0) along their stream axis."""
     in_axis = operand_axis(op, 0, k)
-    try:
-        slices = stream_slices(op, k)
-    except UnsliceableError as err:
-        raise fail(err.op, str(err)) from None
-    for s in slices:
+    for s in stream_slices(op, k):
         source = op.operands[s.index]
         view = replace.get(source)
         if view is None:

@@ -45,10 +45,9 @@ class ModulePass:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
 
-    def run(self, module: ir.Module) -> Optional[bool]:  # pragma: no cover - overridden
-        """Rewrite ``module`` in place. Return False when nothing changed: verification after
-        the pass is then skipped, as MLIR's pass manager does for a pass that preserves all
-        analyses (None or True: the module is verified)."""
+    def run(self, module: ir.Module) -> None:  # pragma: no cover - overridden
+        """Rewrite ``module`` in place (raise :class:`PassFailure` to fail). The PassManager
+        running the pass verifies the module after it under verify-each."""
         raise NotImplementedError
 
     @classmethod

@@ -1,24 +1,23 @@
-"""Textual pass pipelines mixing hir passes (run from Python) with upstream MLIR passes
-(run through a PassManager): ``builtin.module(hir-stream-lowering{num-streams=2},cse)``.
+"""Textual pass pipelines mixing hir passes with upstream MLIR passes:
+``builtin.module(hir-stream-lowering{num-streams=2},cse)``, and the named pipelines.
 
-Python passes cannot be named inside an MLIR pipeline string, so this module parses the
-pipeline itself, runs hir passes directly and hands each run of consecutive upstream
-elements to one PassManager. It also implements IR printing around passes and timing.
+MLIR's pipeline parser cannot name Python passes, so this module parses the pipeline text
+itself (hir passes and named pipelines by name, the rest validated as upstream text) and
+hands the elements to one MLIR PassManager (``pass_manager.py``), which runs them all.
 """
 
-import os
 import re
-import sys
-import time
-from dataclasses import dataclass, field
-from typing import Optional, TextIO
+from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from hir.dialect.context import HirError, format_diagnostic, format_location, format_mlir_error, new_context
+from hir.dialect.context import HirError, format_mlir_error, new_context
+from hir.dialect.gc_stress import checkpoint
+from hir.passes.base import REGISTRY, check_disabled_env, is_disabled
 from hir.outputs import captured_fd2
-from hir.passes.base import REGISTRY, ModulePass, PassFailure, check_disabled_env, is_disabled
+from hir.passes.pass_manager import Element, Instrumentation, build_pass_manager
+
 
 def overlap_pipeline(overlap: str = "auto") -> str:
     """hir-lower with hir-p2p-pipeline{overlap=...} first (``auto``, ``on`` or ``off``):
@@ -34,7 +33,7 @@ PIPELINES: dict[str, str] = {
     "hir-lower": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
     "hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse",
     # hir-lower plus stream buffer reuse (opt-in: it caps each rewritten loop at
-    # num-streams pool streams; see passes/reuse_stream_buffers.py).
+    # num-streams pool streams; see passes/streams/reuse_stream_buffers.py).
     "hir-lower-reuse": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
     "hir-reuse-stream-buffers,hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse",
     # hir-lower with the P2P-form collectives of a sharded program (hir.from_torch's SP
@@ -59,45 +58,6 @@ PIPELINES: dict[str, str] = {
     "hir-from-shard-no-propagation": "hir-set-grid-shape,hir-record-shard-signature,func.func(shard-partition,tosa-to-linalg-named,tosa-to-linalg,"
     "tosa-to-arith,tosa-to-tensor,canonicalize,cse),shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
 }
-
-
-@dataclass
-class Element:
-    """One pipeline element: an hir pass instance, or upstream pipeline text."""
-
-    text: str
-    hir_pass: Optional[ModulePass] = None
-
-
-# ``placements``: hir.from_torch lists which placement strategy placed each op (the frontend
-# reads it through dumping(), as the passes read the others).
-DUMP_OPTIONS = ("ir-before-all", "ir-after-all", "timing", "placements")
-
-
-def dumping(name: str) -> bool:
-    """Whether ``HIR_DUMP`` (comma-separated :data:`DUMP_OPTIONS`) asks for ``name``."""
-    requested = {n.strip() for n in os.environ.get("HIR_DUMP", "").split(",") if n.strip()}
-    unknown = requested - set(DUMP_OPTIONS)
-    if unknown:
-        raise ValueError(f"HIR_DUMP: unknown option(s) {', '.join(sorted(unknown))} (known: {', '.join(DUMP_OPTIONS)})")
-    return name in requested
-
-
-@dataclass
-class Instrumentation:
-    """What to do around each element (mlir-opt's --mlir-print-ir-* and --mlir-timing).
-    ``HIR_DUMP`` (like nvFuser's NVFUSER_DUMP) switches them on for every pipeline run, e.g.
-    ``HIR_DUMP=ir-after-all,timing``; names: ir-before-all, ir-after-all, timing (and
-    placements, for hir.from_torch)."""
-
-    print_before_all: bool = field(default_factory=lambda: dumping("ir-before-all"))
-    print_after_all: bool = field(default_factory=lambda: dumping("ir-after-all"))
-    timing: bool = field(default_factory=lambda: dumping("timing"))
-    # mlir-opt's --verify-each: verify after every element (False: once, at the end; the
-    # Python verifiers of a large module cost about as much as a pass).
-    verify_each: bool = True
-    out: TextIO = field(default_factory=lambda: sys.stderr)
-    timings: list[tuple[str, float]] = field(default_factory=list)
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
@@ -173,14 +133,17 @@ def _upstream_pm(texts: list[str]) -> PassManager:
         raise ValueError(f"invalid pipeline element '{','.join(texts)}': {detail or 'rejected by MLIR'} (see hir-opt --list-passes)")
 
 
+@checkpoint
 def run_pipeline(
     module: ir.Module,
     pipeline: str,
     instrumentation: Optional[Instrumentation] = None,
     source_name: Optional[str] = None,
 ) -> ir.Module:
-    """Run ``pipeline`` on ``module`` in place. Errors raise :class:`HirError` with
-    ``file:line:col: error: ...`` lines; ValueError for a malformed pipeline."""
+    """Run ``pipeline`` on ``module`` in place, on one MLIR PassManager. Errors raise
+    :class:`HirError` with ``file:line:col: error: ...`` lines; ValueError for a malformed
+    pipeline. Passes switched off (:func:`hir.passes.disabled`, ``$HIR_DISABLE_PASSES``)
+    are left out."""
     if not isinstance(module, ir.Module):
         hint = " (parse text with hir.parse(text))" if isinstance(module, str) else ""
         raise HirError(f"error: hir.lower: module must be an ir.Module{hint}, got {type(module).__name__}")
@@ -188,59 +151,12 @@ def run_pipeline(
         raise HirError(f"error: hir.lower: pipeline must be pipeline text like 'hir-lower', got {type(pipeline).__name__}")
     inst = instrumentation or Instrumentation()
     check_disabled_env()
-    elements = [e for e in parse_pipeline(pipeline) if not (e.hir_pass and is_disabled(e.hir_pass.name))]
-    per_element = inst.print_before_all or inst.print_after_all or inst.timing
-    groups: list[list[Element]] = []
-    for element in elements:
-        joinable = groups and not per_element and element.hir_pass is None and groups[-1][-1].hir_pass is None
-        if joinable:
-            groups[-1].append(element)
-        else:
-            groups.append([element])
     with module.context:
-        for group in groups:
-            label = ",".join(e.text for e in group)
-            if inst.print_before_all:
-                _dump(inst.out, f"IR Dump Before {label}", module)
-            start = time.perf_counter()
-            if group[0].hir_pass is not None:
-                _run_hir_pass(group[0].hir_pass, module, source_name, inst.verify_each)
-            else:
-                pm = _upstream_pm([e.text for e in group])
-                pm.enable_verifier(inst.verify_each)
-                _run_upstream(pm, module, source_name, label)
-            inst.timings.append((label, time.perf_counter() - start))
-            if inst.print_after_all:
-                _dump(inst.out, f"IR Dump After {label}", module)
+        elements = [e for e in parse_pipeline(pipeline) if not (e.hir_pass and is_disabled(e.hir_pass.name))]
+        build_pass_manager(elements, inst, module.context).run(module, source_name)
         if not inst.verify_each:
             _verify(module, source_name, f"pipeline '{pipeline}'")
-    if inst.timing:
-        print_timing(inst.timings, inst.out)
     return module
-
-
-def _run_upstream(pm: PassManager, module: ir.Module, source_name: Optional[str], label: str) -> None:
-    """Run upstream passes; their error diagnostics (emitted to the context, so a context
-    without hir's handler would print them) come back in the HirError, located. A pass that
-    fails without a diagnostic is named by the pipeline text ``label`` it ran in."""
-    errors: list[str] = []
-
-    def collect(diag: "ir.Diagnostic") -> bool:
-        if diag.severity != ir.DiagnosticSeverity.ERROR:
-            return False  # warnings and remarks go on to the context's other handlers
-        errors.append(format_diagnostic(diag, source_name))
-        return True
-
-    handler = module.context.attach_diagnostic_handler(collect)
-    try:
-        pm.run(module.operation)
-    except ir.MLIRError as err:
-        if not errors and not err.error_diagnostics:
-            where = source_name or "<input>"
-            raise HirError(f"{where}: error: upstream '{label}' failed without a diagnostic (one of its passes signalled failure and said nothing)") from None
-        raise HirError("\n".join(errors) or format_mlir_error(err, source_name)) from None
-    finally:
-        handler.detach()
 
 
 def _verify(module: ir.Module, source_name: Optional[str], what: str) -> None:
@@ -248,30 +164,3 @@ def _verify(module: ir.Module, source_name: Optional[str], what: str) -> None:
         module.operation.verify()
     except ir.MLIRError as err:
         raise HirError(f"{source_name or '<input>'}: error: {what} produced invalid IR\n" + format_mlir_error(err, source_name)) from None
-
-
-def _run_hir_pass(hir_pass: ModulePass, module: ir.Module, source_name: Optional[str], verify: bool = True) -> None:
-    try:
-        changed = hir_pass.run(module)
-    except PassFailure as failure:
-        where = format_location(failure.location, source_name) if failure.location else (source_name or "<input>")
-        raise HirError(f"{where}: error: {failure.message}") from None
-    if verify and changed is not False:
-        _verify(module, source_name, f"pass '{hir_pass.name}'")
-
-
-def _dump(out: TextIO, title: str, module: ir.Module) -> None:
-    out.write(f"// -----// {title} //----- //\n{module}\n")
-
-
-def print_timing(timings: list[tuple[str, float]], out: TextIO) -> None:
-    """A report in the shape of mlir-opt's --mlir-timing."""
-    total = sum(t for _, t in timings) or 1e-12
-    bar = "===" + "-" * 73 + "==="
-    out.write(f"{bar}\n{'... Execution time report ...':^79}\n{bar}\n")
-    out.write(f"  Total Execution Time: {total:.4f} seconds\n\n   ----Wall Time----  ----Name----\n")
-    for name, t in timings:
-        out.write(f"   {t:8.4f} ({100 * t / total:5.1f}%)  {name}\n")
-    out.write(f"   {total:8.4f} (100.0%)  Total\n")
-
-

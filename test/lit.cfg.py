@@ -12,7 +12,8 @@ config.excludes = ["Inputs", "lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.test_source_root, "Output")
 
-for var in ("PATH", "PYTHONPATH", "HOME", "TMPDIR"):
+# HIR_GC_STRESS and MALLOC_PERTURB_: scripts/check --gc-stress reaches the tools too.
+for var in ("PATH", "PYTHONPATH", "HOME", "TMPDIR", "HIR_GC_STRESS", "MALLOC_PERTURB_"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 # Interpreter tests run on CPU so results do not depend on the machine.

@@ -15,20 +15,24 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from hir.core import HirError, new_context, parse
+from hir.dialect.gc_stress import checkpoint
 
 __all__ = ["HirError", "new_context", "parse", "lower", "run", "from_torch", "from_shard", "load"]
 
 
 def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
-    """Run a textual pass pipeline on ``module`` in place and return it. Keyword options
-    (``print_after_all``, ``print_before_all``, ``timing``, ``out``) as in hir-opt.
+    """Run a textual pass pipeline on ``module`` in place, on one MLIR PassManager, and
+    return it. Keyword options as hir-opt's flags: ``print_before_all``, ``print_after_all``
+    (``--mlir-print-ir-*``), ``timing`` (``--mlir-timing``), ``statistics``
+    (``--mlir-pass-statistics``), ``verify_each`` (``--verify-each``). The PassManager's
+    reports go to ``out`` (a text stream; default ``sys.stderr``).
 
     The passes name the values they create (name locations); print them so, as
     ``hir-opt --print-value-names`` does, with
     ``module.operation.get_asm(use_name_loc_as_prefix=True)`` (``str(module)``: %0, %1, ...)."""
     from hir.passes import Instrumentation, run_pipeline
 
-    _check_options("hir.lower", instrumentation, ("print_after_all", "print_before_all", "timing", "verify_each", "out"))
+    _check_options("hir.lower", instrumentation, ("print_after_all", "print_before_all", "timing", "statistics", "verify_each", "out"))
     out = instrumentation.get("out")
     if out is not None and not callable(getattr(out, "write", None)):
         raise HirError(f"error: hir.lower: out must be a text stream (with a write method), got {type(out).__name__}")
@@ -48,6 +52,7 @@ def _check_options(entry: str, options: dict, known: Any) -> None:
         raise HirError(f"error: {entry}: unknown option(s) {', '.join(unknown)} (options: {', '.join(names)})")
 
 
+@checkpoint
 def run(module, inputs, **options: Any):
     """Execute ``module``'s entry function with torch (see :mod:`hir.interpreter`)."""
     from hir.interpreter import Program, run as _run
@@ -58,12 +63,14 @@ def run(module, inputs, **options: Any):
     return _run(module, inputs, **options)
 
 
+@checkpoint
 def from_torch(module, example_args, **options: Any):
     """Import a ``torch.nn.Module`` as a program-level hir module (see :mod:`hir.frontend`)."""
     from hir.frontend import from_torch as _from_torch
 
     _check_options("hir.from_torch", options, _from_torch)
     return _from_torch(module, example_args, **options)
+
 
 def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_shape: Optional[str] = None, source_name: Optional[str] = None, **instrumentation: Any):
     """Turn a module of MLIR's ``shard`` dialect (a ``shard.grid`` and tensor functions with

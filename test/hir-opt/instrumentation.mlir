@@ -1,18 +1,37 @@
-// IR printing around passes, timing, the pass list and the IRDL dump.
+// IR printing around passes, timing and statistics come from the one MLIR PassManager that
+// runs the pipeline (MLIR's own headers and report), for hir passes and upstream ones alike;
+// then the pass list and the IRDL dump.
 // RUN: hir-opt %s --pass-pipeline='builtin.module(canonicalize,cse)' --mlir-print-ir-before-all --mlir-print-ir-after-all 2>&1 >/dev/null | FileCheck --check-prefix=PRINT %s
-// PRINT: // -----// IR Dump Before canonicalize //----- //
-// PRINT: // -----// IR Dump After canonicalize //----- //
-// PRINT: // -----// IR Dump Before cse //----- //
-// PRINT: // -----// IR Dump After cse //----- //
+// PRINT: // -----// IR Dump Before CanonicalizerPass: canonicalize{{.*}} //----- //
+// PRINT: // -----// IR Dump After CanonicalizerPass: canonicalize{{.*}} //----- //
+// PRINT: // -----// IR Dump Before CSEPass: cse //----- //
+// PRINT: // -----// IR Dump After CSEPass: cse //----- //
 
-// RUN: hir-opt %s --pass-pipeline='builtin.module(canonicalize)' --mlir-timing 2>&1 >/dev/null | FileCheck --check-prefix=TIME %s
-// TIME: Execution time report
-// TIME: Total Execution Time:
-// TIME: canonicalize
+// An hir pass (a Python pass in the same PassManager) beside a nested upstream pipeline.
+// RUN: hir-opt %s --pass-pipeline='builtin.module(hir-stream-lowering,func.func(cse))' --mlir-print-ir-after-all 2>&1 >/dev/null | FileCheck --check-prefix=HIRPRINT %s
+// HIRPRINT:      // -----// IR Dump After StreamLowering: hir-stream-lowering //----- //
+// HIRPRINT-NEXT: module {
+// HIRPRINT:      "hir.for"
+// HIRPRINT:      // -----// IR Dump After CSEPass: cse //----- //
+// HIRPRINT-NEXT: func.func @f
+
+// RUN: hir-opt %s --pass-pipeline='builtin.module(hir-stream-lowering,canonicalize)' --mlir-timing 2>&1 >/dev/null | FileCheck --check-prefix=TIME %s
+// TIME:      ... Execution time report ...
+// TIME:      Total Execution Time:
+// TIME:      ----Wall Time----  ----Name----
+// TIME-NEXT: StreamLowering
+// TIME-NEXT: CanonicalizerPass
+
+// RUN: hir-opt %s --pass-pipeline='builtin.module(cse)' --mlir-pass-statistics 2>&1 >/dev/null | FileCheck --check-prefix=STATS %s
+// STATS: ... Pass statistics report ...
 
 // The same through the environment (nvFuser's NVFUSER_DUMP), also for hir.lower from Python.
 // RUN: env HIR_DUMP=ir-after-all hir-opt %s --pass-pipeline='builtin.module(cse)' 2>&1 >/dev/null | FileCheck --check-prefix=ENV %s
-// ENV: // -----// IR Dump After cse //----- //
+// ENV: // -----// IR Dump After CSEPass: cse //----- //
+// RUN: env HIR_DUMP=timing,statistics hir-opt %s --pass-pipeline='builtin.module(hir-fuse-loops)' 2>&1 >/dev/null | FileCheck --check-prefix=ENVTIME %s
+// ENVTIME: ... Pass statistics report ...
+// ENVTIME: ... Execution time report ...
+// ENVTIME: FuseLoops
 // RUN: env HIR_DUMP=bogus not hir-opt %s --pass-pipeline='builtin.module(cse)' 2>&1 | FileCheck --check-prefix=BADENV %s
 // BADENV: HIR_DUMP: unknown option(s) bogus
 
@@ -37,6 +56,8 @@
 // RUN: hir-opt %s --mlir-print-debuginfo | FileCheck --check-prefix=LOC %s
 // LOC: loc(
 
-func.func @f() {
-  return
+func.func @f(%arg0: memref<4xf32>) -> memref<4xf32> {
+  %out = memref.alloc() : memref<4xf32>
+  "hir.set"(%arg0, %out) {stream_axis = 0 : i64} : (memref<4xf32>, memref<4xf32>) -> ()
+  return %out : memref<4xf32>
 }

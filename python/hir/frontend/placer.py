@@ -154,7 +154,7 @@ class Placer:
         plan = PlacementPlan(self.grid, self.placements, self.steps, results, self.listing)
         if self.grid is not None:
             self.listing += [f"resharding {v.get_name()}: {_describe(have)} -> {_describe(read)}" for v, have, read in plan.reshardings()]
-        from hir.passes.pipeline import dumping
+        from hir.passes.pass_manager import dumping
 
         if dumping("placements"):
             print("\n".join(f"placements: {line}" for line in self.listing), file=sys.stderr)

@@ -13,6 +13,7 @@ from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_high_priority_st
 from hir.dialect.teams import teams_of
 from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, format_location
+from hir.dialect.gc_stress import checkpoint
 from hir.dialect.sharding import check_placements
 from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
 from hir.interpreter.arguments import EntryArguments
@@ -153,6 +154,7 @@ class Program:
     a call giving every argument uses what it is given.
     """
 
+    @checkpoint
     def __init__(
         self,
         module: ir.Module,

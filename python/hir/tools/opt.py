@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--pass-pipeline='builtin.module(hir-stream-lowering,canonicalize,cse)', or as pass flags applied "
         "in order, as mlir-opt takes them: --hir-stream-lowering=chunks=2 --canonicalize --cse. "
         "Pass options: name{key=value key2=value2}. Env HIR_DISABLE_PASSES=a,b skips passes; "
-        "HIR_DUMP=ir-before-all,ir-after-all,timing prints as the --mlir-* flags do. "
+        "HIR_DUMP=ir-before-all,ir-after-all,timing,statistics prints as the --mlir-* flags do. "
         "Exit status: 0 success, 1 an error in the input or command line, 2 an internal error.",
     )
     p.add_argument("input", nargs="?", default="-", help="input file ('-' or omitted: stdin)")
@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mlir-print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
     p.add_argument("--verify-each", default="true", choices=["true", "false"],
                    help="verify after every pass (default true); false verifies once at the end")
-    p.add_argument("--mlir-timing", action="store_true", help="print a pass timing report (stderr)")
+    p.add_argument("--mlir-timing", action="store_true", help="print the PassManager's timing report (stderr)")
+    p.add_argument("--mlir-pass-statistics", action="store_true", help="print the PassManager's pass statistics (stderr)")
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print op locations")
     p.add_argument("--print-value-names", action="store_true",
                    help="name values by their name locations (%%user_stream, %%arg0_slice, ... as the passes "
@@ -109,6 +110,7 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
             inst.print_before_all |= args.mlir_print_ir_before_all
             inst.print_after_all |= args.mlir_print_ir_after_all
             inst.timing |= args.mlir_timing
+            inst.statistics |= args.mlir_pass_statistics
             try:
                 run_pipeline(module, args.pass_pipeline, inst, source)
             except HirError as err:

@@ -1,11 +1,12 @@
 """``hir-reuse-stream-buffers{num-streams=N}``: stream buffer reuse (seed 001's "possible
-future optimization"). After stream lowering and loop fusion, an intermediate that is only
-touched slice by slice inside one stream work loop -- allocated before the loop, read and
-written through ``hir.alias_select(%t, %i)`` at the loop index, freed after the loop -- does
-not need all its slices at once: iteration ``i`` only needs slice ``i``. The full-size
-buffer becomes a ``[num_streams, ...]`` buffer (the stream axis removed, a slot axis in
-front) indexed by ``%i mod num_streams`` (``arith.remui``), and the loop's pool stream
-becomes ``get_stream(%i mod num_streams)``.
+future optimization"), a rewrite pattern rooted on the stream work loop (``hir.for``) applied
+by the greedy driver without folding. After stream lowering and loop fusion, an
+intermediate that is only touched slice by slice inside one stream work loop -- allocated
+before the loop, read and written through ``hir.alias_select(%t, %i)`` at the loop index,
+freed after the loop -- does not need all its slices at once: iteration ``i`` only needs
+slice ``i``. The full-size buffer becomes a ``[num_streams, ...]`` buffer (the stream axis
+removed, a slot axis in front) indexed by ``%i mod num_streams`` (``arith.remui``), and the
+loop's pool stream becomes ``get_stream(%i mod num_streams)``.
 
 Why it is correct: iterations ``i`` and ``i + num_streams`` share a slot, and they also run
 on the same pool stream (``(i mod n) mod pool_size`` is equal for both, whatever the run's
@@ -68,18 +69,19 @@ choice the user makes): use ``hir-lower-reuse`` or add the pass to a pipeline af
 """
 
 from dataclasses import dataclass
+from functools import cmp_to_key
 from typing import Optional
 
-from torch_mlir import ir
-
+from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith
 
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, WaitOp, WorkType, module_num_streams
 from hir.dialect.base import DYNAMIC, get_int, get_str
+from hir.dialect.irutils import ALLOC, DEALLOC, DIM, FUNC, alloc, constant_value, defining_op, index_arith, index_const, value_name
 from hir.dialect.sharding import Sharding, sharding_of
-from hir.passes import _stream_loops as loops
-from hir.dialect.irutils import ALLOC, DEALLOC, DIM, alloc, constant_value, func_ops, index_arith, index_const, value_name
 from hir.passes.base import ModulePass, PassFailure, register_pass
+from hir.passes.patterns import PatternSet, exact_greedy_config
+from hir.passes.streams import _stream_loops as loops
 
 
 @register_pass
@@ -98,91 +100,96 @@ class ReuseStreamBuffers(ModulePass):
             raise PassFailure(f"hir-reuse-stream-buffers: {err}") from None
         if fixed is not None and self.num_streams not in (None, fixed):
             raise PassFailure(f"hir-reuse-stream-buffers: num-streams = {self.num_streams} contradicts the module's hir.num_streams = {fixed}")
-        count = self.num_streams or fixed or DEFAULT_NUM_STREAMS
-        for func in func_ops(module):
-            for block in _blocks(func):
-                _reuse_block(block, count)
+        patterns = PatternSet(module.context)
+        populate_reuse_stream_buffers_patterns(patterns, self.num_streams or fixed or DEFAULT_NUM_STREAMS)
+        # The greedy driver: a rewrite erases the old buffer and its memref.dim ops, which
+        # may sit anywhere in the block (the walk driver lets a pattern erase only its root).
+        patterns.apply_greedily(module, exact_greedy_config())
 
 
-def _blocks(op: ir.Operation):
-    for region in op.regions:
-        for block in region.blocks:
-            yield block
-            for inner in block.operations:
-                if inner.operation.regions and inner.operation.name != ForOp.OPERATION_NAME:
-                    yield from _blocks(inner.operation)
+def populate_reuse_stream_buffers_patterns(patterns: PatternSet, num_streams: int) -> None:
+    """A pattern rooted on ``hir.for``: every buffer a stream work loop uses only slice by
+    slice becomes a ``[num_streams, ...]`` slot buffer indexed by ``%i mod num_streams``."""
+
+    def reuse_in_loop(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        return not _reuse(root.operation, num_streams, rewriter)
+
+    patterns.add(ForOp, reuse_in_loop)
 
 
 def _op(owner) -> ir.Operation:
     return owner.operation if hasattr(owner, "operation") else owner
 
 
-def _reuse_block(block: ir.Block, n: int) -> None:
-    ops = [op.operation for op in block.operations]
-    position = {op: i for i, op in enumerate(ops)}
-    slots: dict = {}  # work loop (its iv) -> its slot value (%i mod n)
-    safe: dict = {}  # work loop (its iv) -> whether its payload allows reuse
-    chosen = []  # analyse everything first: a rewrite changes the loop's prologue
-    for buffer in [op for op in ops if op.name == ALLOC]:
-        found = _candidate(buffer, block, position, n)
-        if found is None:
+def _reuse(loop: ir.Operation, n: int, rewriter: rewrite.PatternRewriter) -> bool:
+    """Rewrite the candidate buffers of ``loop`` (all analysed first: a rewrite changes the
+    loop's prologue); whether any was."""
+    if _inside_a_loop(loop):
+        return False
+    kind = loops.classify(loop)
+    if kind is None or kind[0] != "work" or not _loop_safe(loop):
+        return False
+    chosen = []
+    for buffer in _sliced_buffers(loop):
+        found = _candidate(buffer, loop, n)
+        if found is not None and _tokens_waited(found[1], loop):
+            chosen.append((buffer, *found))
+    if not chosen:
+        return False
+    slot = _slot_value(loop, chosen[0][0], n)
+    for buffer, axis, views, dims in chosen:
+        _fold_dims(buffer, dims, rewriter)
+        _rewrite(buffer, axis, views, slot, n, rewriter)
+    return True
+
+
+def _inside_a_loop(op: ir.Operation) -> bool:
+    """Whether an ``hir.for`` encloses ``op`` (its buffers are per iteration already)."""
+    parent = op.parent
+    while parent is not None and parent.name != FUNC:
+        if parent.name == ForOp.OPERATION_NAME:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _sliced_buffers(loop: ir.Operation) -> list:
+    """The allocations of ``loop``'s block that its payload views, in program order."""
+    found = {}
+    for op in loops.WorkBody.of(loop).payload:
+        if op.name != AliasSelectOp.OPERATION_NAME:
             continue
-        loop, axis, views, dims = found
-        key = _loop_key(loop)
-        if key not in safe:
-            safe[key] = _loop_safe(loop)
-        if safe[key] and _tokens_waited(views, loop):
-            chosen.append((buffer, loop, key, axis, views, dims))
-    for buffer, loop, key, axis, views, dims in chosen:
-        if key not in slots:
-            slots[key] = _slot_value(loop, buffer, n)
-        _fold_dims(buffer, dims)
-        _rewrite(buffer, axis, views, slots[key], n)
+        owner = defining_op(op.operands[0])
+        if owner is not None and owner.name == ALLOC and owner.block == loop.block:
+            found.setdefault(owner.result, owner)
+    return sorted(found.values(), key=cmp_to_key(lambda a, b: -1 if a.is_before_in_block(b) else 1))
 
 
-def _loop_key(loop: ir.Operation) -> ir.Value:
-    """A stable dict key for a loop (Operation wrappers are not stable keys): its body's
-    induction variable."""
-    return loop.regions[0].blocks[0].arguments[0]
-
-
-def _candidate(alloc: ir.Operation, block: ir.Block, position: dict, n: int):
-    """(work loop, axis, views) when every use of the buffer is a view at the index of one
-    stream work loop of this block (plus deallocs after it and memref.dim), else None."""
+def _candidate(alloc: ir.Operation, loop: ir.Operation, n: int):
+    """(axis, views, dims) when every use of the buffer is a view at the index of ``loop``
+    (plus deallocs after it and memref.dim), else None."""
     mt = ir.MemRefType(alloc.result.type)
-    if mt.rank == 0 or not _identity(mt):
+    if mt.rank == 0 or not _identity(mt):  # (an allocation in the loop's block that the loop uses is before it)
         return None
-    loop, axis, views = None, None, []
-    deallocs, dims = [], []
+    iv = loop.regions[0].blocks[0].arguments[0]
+    axis, views, dims = None, [], []
     for use in alloc.result.uses:
         user = _op(use.owner)
         if user.name == DEALLOC:
-            deallocs.append(user)
+            if user.block != loop.block or user.is_before_in_block(loop):
+                return None
             continue
         if user.name == DIM and use.operand_number == 0:
             dims.append(user)
             continue
-        if user.name != AliasSelectOp.OPERATION_NAME or use.operand_number != 0:
-            return None
-        body = user.block
-        parent = _op(body.owner) if body.owner is not None else None
-        if parent is None or parent.name != ForOp.OPERATION_NAME or parent.block != block:
-            return None
-        iv = body.arguments[0]
-        if user.operands[1] != iv:
+        if user.name != AliasSelectOp.OPERATION_NAME or use.operand_number != 0 or user.operands[1] != iv:
             return None
         view_axis = get_int(user, "axis")
-        if (loop is not None and parent != loop) or (axis is not None and view_axis != axis):
+        if axis is not None and view_axis != axis:
             return None
-        loop, axis = parent, view_axis
+        axis = view_axis
         views.append(user)
-    if loop is None or any(constant_value(d.operands[1]) is None for d in dims):
-        return None
-    kind = loops.classify(loop)
-    if kind is None or kind[0] != "work":
-        return None
-    at = _index(position, loop)
-    if any(_index(position, d) < at for d in deallocs) or _index(position, alloc) > at:
+    if any(constant_value(d.operands[1]) is None for d in dims):
         return None
     extent = mt.shape[axis]
     if extent != DYNAMIC and extent <= n:
@@ -193,16 +200,7 @@ def _candidate(alloc: ir.Operation, block: ir.Block, position: dict, n: int):
     sharding = sharding_of(mt)
     if sharding is not None and sharding.axis == axis:
         return None
-    return loop, axis, views, dims
-
-
-def _index(position: dict, op: ir.Operation) -> int:
-    """``op``'s position in its block (wrappers of one op need not hash alike: fall back to
-    comparing)."""
-    found = position.get(op)
-    if found is None:
-        found = next((i for other, i in position.items() if other == op), -1)
-    return found
+    return axis, views, dims
 
 
 def _identity(mt: ir.MemRefType) -> bool:
@@ -275,7 +273,7 @@ def _slot_value(loop: ir.Operation, buffer: ir.Operation, n: int) -> ir.Value:
     return slot
 
 
-def _fold_dims(buffer: ir.Operation, dims: list) -> None:
+def _fold_dims(buffer: ir.Operation, dims: list, rewriter: rewrite.PatternRewriter) -> None:
     """``memref.dim`` of the buffer (e.g. the loop extent) becomes the allocated size."""
     mt = ir.MemRefType(buffer.result.type)
     dynamic_axes = [i for i, d in enumerate(mt.shape) if d == DYNAMIC]
@@ -287,10 +285,10 @@ def _fold_dims(buffer: ir.Operation, dims: list) -> None:
             with dim.location, ir.InsertionPoint(dim):
                 size = index_const(mt.shape[k])
         dim.result.replace_all_uses_with(size)
-        dim.erase()
+        rewriter.erase_op(dim)
 
 
-def _rewrite(buffer: ir.Operation, axis: int, views: list, slot: ir.Value, n: int) -> None:
+def _rewrite(buffer: ir.Operation, axis: int, views: list, slot: ir.Value, n: int, rewriter: rewrite.PatternRewriter) -> None:
     mt = ir.MemRefType(buffer.result.type)
     shape = [n] + [d for i, d in enumerate(mt.shape) if i != axis]
     sizes = list(buffer.operands)  # one per dynamic dim, in order
@@ -310,6 +308,6 @@ def _rewrite(buffer: ir.Operation, axis: int, views: list, slot: ir.Value, n: in
         with view.location, ir.InsertionPoint(view):
             replacement = AliasSelectOp.emit(new.result, slot, 0, name=value_name(view.result))
         view.result.replace_all_uses_with(replacement)
-        view.erase()
+        rewriter.erase_op(view)
     buffer.result.replace_all_uses_with(new.result)
-    buffer.erase()
+    rewriter.erase_op(buffer)

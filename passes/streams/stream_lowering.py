@@ -1,4 +1,5 @@
-"""``hir-stream-lowering``: every op carrying ``stream_axis = k`` (axis k of its output is
+"""``hir-stream-lowering``: a rewrite pattern per streamable op kind (rooted on it), applied
+by the walk driver: every op carrying ``stream_axis = k`` (axis k of its output is
 stream-parallel, nvFuser's ParallelType::Stream) becomes the seed 001/003 loop structure:
 the full output stays allocated before the loop, the user stream is saved, a separate loop
 syncs each pool stream with it, and the work loop runs the op on ``hir.alias_select`` slices
@@ -7,7 +8,10 @@ Collectives (from hir-convert-to-communication) run per slice with their ``hir.w
 for a collective streamed along its peer axis (nvFuser's P2P form: the allgather of a split
 axis that is also the stream axis, the reduce-scatter onto it), which has no per-slice
 collective: when hir-p2p-pipeline has not pipelined it, it runs whole (its ``stream_axis``
-is dropped) and its consumers or producer keep their stream loop.
+is dropped) and its consumers or producer keep their stream loop. A pattern rooted on
+``hir.wait`` moves a collective's wait into the loop after it. Before the patterns, an
+analysis rejects what no pattern is rooted on: stream-parallel program inputs, ops of other
+kinds carrying ``stream_axis``, and stream-parallel ops nested in regions.
 
 Before::
 
@@ -54,14 +58,14 @@ does not divide is an error at the op; a dynamic N is checked when the chunk is 
 
 from dataclasses import dataclass
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 
-from hir.dialect import AliasChunkOp, AliasSelectOp
+from hir.dialect import OP_CLASSES, AliasChunkOp, AliasSelectOp, ForOp, WaitOp
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.passes import _stream_loops
-from hir.dialect.irutils import FUNC_ARG_STREAM_ATTRS, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, stream_slices, streamable, streamable_names, UnsliceableError
-from hir.passes.base import fail
-from hir.passes.base import ModulePass, PassFailure, register_pass
+from hir.dialect.irutils import FUNC, FUNC_ARG_STREAM_ATTRS, defining_op, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, streamable, streamable_names
+from hir.passes.base import ModulePass, PassFailure, fail, register_pass
+from hir.passes.patterns import PatternSet
+from hir.passes.streams import _stream_loops
 
 
 @register_pass
@@ -74,21 +78,57 @@ class StreamLowering(ModulePass):
     def run(self, module: ir.Module) -> None:
         if self.chunks < 0:
             raise PassFailure(f"hir-stream-lowering: chunks must be >= 0 (0: one iteration per index), got {self.chunks}")
-        for func in func_ops(module):
+        for func in func_ops(module):  # analysis: what no pattern is rooted on
             _check_inputs(func)
-            body = func.regions[0].blocks[0]
-            todo = []
-            for op in body.operations:
-                op = op.operation
-                if is_p2p_form(op):  # not pipelined by hir-p2p-pipeline: run it whole
-                    del op.attributes[STREAM_AXIS_ATTR]
-                elif STREAM_AXIS_ATTR in op.attributes:
-                    todo.append(op)
-                elif op.regions:
-                    _reject_nested(op)
-            arguments = set(body.arguments)
-            for op in todo:
-                _lower(op, arguments, self.chunks)
+            _check_carriers(func)
+        patterns = PatternSet(module.context)
+        populate_stream_lowering_patterns(patterns, self.chunks)
+        # The walk driver: each op once, in program order, nothing folded or erased, so the
+        # IR is the docstring's; a lowered op moves into the loop built before it (behind
+        # the walk) and its hir.wait follows when the walk reaches it.
+        patterns.walk(module)
+
+
+def populate_stream_lowering_patterns(patterns: PatternSet, chunks: int = 0) -> None:
+    """One pattern per streamable op kind, rooted on it: an op carrying ``stream_axis``
+    becomes its stream loop (``chunks``: as the pass option); a collective in P2P form
+    runs whole. And one rooted on ``hir.wait``: a wait left behind joins its collective
+    in the loop."""
+    lower = _lowering_pattern(chunks)
+    for name, cls in OP_CLASSES.items():
+        if cls.STREAMABLE:
+            patterns.add(name, lower)
+    patterns.add(WaitOp, _wait_joins_its_collective)
+
+
+def _lowering_pattern(chunks: int):
+    def lower_stream_op(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        op = root.operation
+        if STREAM_AXIS_ATTR not in op.attributes:
+            return True
+        if is_p2p_form(op):  # not pipelined by hir-p2p-pipeline: run it whole
+            del op.attributes[STREAM_AXIS_ATTR]
+            return False
+        if op.parent.name != FUNC:
+            raise _nested(op)
+        _lower(op, rewriter, chunks)
+        return False
+
+    return lower_stream_op
+
+
+def _wait_joins_its_collective(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """A wait whose token now comes from inside a stream loop of its own block (its
+    collective was lowered) moves into that loop, before the epilogue."""
+    wait = root.operation
+    producer = defining_op(wait.operands[0])
+    if producer is None:
+        return True
+    loop = producer.parent
+    if loop is None or loop.name != ForOp.OPERATION_NAME or loop.block != wait.block:
+        return True
+    wait.move_before(_stream_loops.WorkBody.of(loop).epilogue)
+    return False
 
 
 def _check_inputs(func: ir.Operation) -> None:
@@ -101,35 +141,45 @@ def _check_inputs(func: ir.Operation) -> None:
                 raise PassFailure(f"program input #{index} is stream-parallel ('{key}'); nvFuser does not stream-parallelize fusion inputs: stream a copy of it instead", func.location)
 
 
+def _check_carriers(func: ir.Operation) -> None:
+    """Every op carrying ``stream_axis`` is of a streamable kind and sits in the function's
+    body, not in a nested region."""
+    for op in func.regions[0].blocks[0].operations:
+        op = op.operation
+        if STREAM_AXIS_ATTR in op.attributes:
+            if not streamable(op):
+                raise fail(op, f"carries stream_axis = {stream_axis(op)}, but hir-stream-lowering only handles {', '.join(streamable_names())}")
+        elif op.regions:
+            _reject_nested(op)
+
+
+def _nested(op: ir.Operation) -> PassFailure:
+    return fail(op, "is stream-parallel inside a region; nested stream parallelism is not supported")
+
+
 def _reject_nested(op: ir.Operation) -> None:
     for nested in op.regions:
         for block in nested.blocks:
             for inner in block.operations:
                 inner = inner.operation
                 if STREAM_AXIS_ATTR in inner.attributes:
-                    raise fail(inner, "is stream-parallel inside a region; nested stream parallelism is not supported")
+                    raise _nested(inner)
                 if inner.regions:
                     _reject_nested(inner)
 
 
-def _lower(op: ir.Operation, arguments: set, chunks: int) -> None:
+def _lower(op: ir.Operation, rewriter: rewrite.PatternRewriter, chunks: int) -> None:
     k = stream_axis(op)
-    if not streamable(op):
-        raise fail(op, f"carries stream_axis = {k}, but hir-stream-lowering only handles {', '.join(streamable_names())}")
     out = op.operands[output_index(op)]
-    if out in arguments:
+    if isinstance(out.owner, ir.Block):
         raise fail(op, "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program")
     extent = ir.MemRefType(out.type).shape[k]
     if chunks and extent != ir.ShapedType.get_dynamic_size() and extent % chunks:
         raise fail(op, f"has stream axis {k} of extent {extent}, which does not split into {chunks} stream chunks (hir-stream-lowering{{chunks={chunks}}}): use a chunk count dividing it")
-    try:
-        slices = stream_slices(op, k, vectors=not chunks)  # a chunk keeps the axis: no vectors
-    except UnsliceableError as err:
-        raise fail(err.op, str(err)) from None
+    slices = _stream_loops.stream_slices(op, k, vectors=not chunks)  # a chunk keeps the axis: no vectors
     in_axis = operand_axis(op, 0, k)  # before the op's operands change
-    waits = [use.owner.operation for use in op.results[0].uses] if op.results else []
     loc = op.location
-    with ir.InsertionPoint(op), loc:
+    with rewriter.ip, loc:  # before the op
         loop = _stream_loops.build(out, k, chunks)
     with ir.InsertionPoint(loop.epilogue), loc:
         for s in slices:
@@ -142,8 +192,6 @@ def _lower(op: ir.Operation, arguments: set, chunks: int) -> None:
                 index = loop.zero if s.broadcast else loop.iv
                 op.operands[s.index] = AliasSelectOp.emit(source, index, s.axis, name=slice_name(source))
     op.move_before(loop.epilogue)
-    for wait in waits:
-        wait.move_before(loop.epilogue)
     del op.attributes[STREAM_AXIS_ATTR]
     if not chunks:  # a chunk keeps the axis
         renumber_axes(op, in_axis)

@@ -21,8 +21,11 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp
-from hir.dialect.irutils import defining_op, dim_or_const, index_const
+from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, MatmulOp, SetCurrentStreamOp, SynchronizeOp
+from hir.dialect.base import VerifyError
+from hir.dialect.irutils import defining_op, dim_or_const, index_const, is_broadcast_axis, operand_axis, output_index
+from hir.dialect.sharding import sharding_of
+from hir.passes.base import fail
 
 PROLOGUE = 2  # get_stream, set_current_stream
 EPILOGUE = 3  # set_current_stream(user), synchronize(pool stream), yield
@@ -123,3 +126,44 @@ class WorkBody:
     def of(loop: ir.Operation, ops: Optional[list] = None) -> "WorkBody":
         ops = body_ops(loop) if ops is None else ops
         return WorkBody(loop.regions[0].blocks[0].arguments[0], ops[0].result, ops[PROLOGUE:-EPILOGUE], ops[-EPILOGUE])
+
+
+# ----- stream slices (hir-stream-lowering, hir-p2p-pipeline) ------------------------------
+
+
+@dataclass
+class Slice:
+    index: int  # operand number
+    axis: int  # operand axis selected
+    broadcast: bool  # read index 0 (extent-1 broadcast axis) instead of the stream index
+
+
+def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]:
+    """Which operands of ``op`` to slice for its output axis ``k``, along which axis; fails
+    where slicing is not expressible. ``vectors``: a slice drops the axis (alias_select), so
+    a matmul operand may become a vector (False for alias_chunk, which keeps it)."""
+    out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
+    if op.name == MatmulOp.OPERATION_NAME and vectors:
+        batch = out_rank - 2
+        rank_a, rank_b = (ir.MemRefType(op.operands[i].type).rank for i in (0, 1))
+        # A slice drops the axis; torch.matmul reads a 1-D operand as a vector, which is
+        # right for M with a 2-D A or 2-D B and for N with a 2-D B, and wrong otherwise (a
+        # batched operand's slice would be read as a matrix).
+        if (k == batch + 1 and rank_b != 2) or (k == batch and rank_a > 2 and rank_b > 2):
+            axis_name = "N" if k == batch + 1 else "M"
+            raise fail(op, f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)")
+    slices = []
+    for index, operand in enumerate(op.operands):
+        if not isinstance(operand.type, ir.MemRefType):
+            continue
+        axis = operand_axis(op, index, k)
+        if axis is None:
+            continue
+        try:
+            sharding = sharding_of(operand, f"operand #{index}")
+        except VerifyError as err:
+            raise fail(op, str(err)) from None
+        if sharding is not None and axis in sharding.splits:
+            raise fail(op, f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel")
+        slices.append(Slice(index, axis, is_broadcast_axis(op, index, axis, k)))
+    return slices
