@@ -45,7 +45,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func, shard
 
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR, axis_groups
+from hir.passes.shard.placement import GLOBAL_TYPE_ATTR, GRID_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR, axis_groups
 
 OFFSETS = "static_sharded_dims_offsets"
 HALOS = "static_halo_sizes"
