@@ -62,7 +62,7 @@ After::
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable
 
 from torch_mlir import ir, rewrite
 from torch_mlir.dialects import func, shard
@@ -72,6 +72,7 @@ from hir.dialect.comm import BACKENDS
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
 from hir.passes.shard import annotations, collectives, compute, control, exchange, extents, halo, indices, slicing  # noqa: F401  (register their handlers)
 from hir.passes.shard import registry
+from hir.passes.shard.located import FirstFailure
 from hir.passes.shard.placement import GRID_ATTR, Grid, PlacementError
 from hir.passes.shard.signature import place_arguments
 from hir.passes.shard.state import ConversionState
@@ -121,33 +122,25 @@ def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
     return Grid(names[0], tuple(shape))
 
 
-class _Patterns:
-    """The conversion patterns of one function: per op name its registered handler, called
-    with the function's state. The first failure is kept (the driver then stops) and
-    re-raised with its location once the driver returns."""
+def _pattern(entry: registry.Entry, state: ConversionState, failures: FirstFailure) -> Callable:
+    """The conversion pattern of the ops ``entry`` converts: the handler builds their hir
+    program before them and records their results in ``state``; the op is then erased."""
 
-    def __init__(self, state: ConversionState) -> None:
-        self.state = state
-        self.failure: Optional[PassFailure] = None
+    def handle(op: ir.Operation) -> None:
+        try:
+            entry.handler(state, op)
+        except PlacementError as err:  # raised by placement arithmetic anywhere in a handler
+            raise fail(op, str(err)) from None
 
-    def pattern(self, entry: registry.Entry):
-        def convert(op: ir.Operation, adaptor, converter, rewriter) -> bool:
-            if self.failure is not None:
-                return True  # no match: the conversion is failing already
-            op = op.operation
-            self.state.ip, self.state.loc = rewriter.ip, op.location
-            try:
-                entry.handler(self.state, op)
-            except PlacementError as err:  # raised by placement arithmetic anywhere in a handler
-                self.failure = fail(op, str(err))
-            except PassFailure as err:
-                self.failure = err
-            if self.failure is not None:
-                return True
-            rewriter.erase_op(op)  # its results live on in the state
-            return False
+    def convert(op, adaptor, converter, rewriter) -> bool:
+        op = op.operation
+        state.ip, state.loc = rewriter.ip, op.location
+        if failures.run(lambda: handle(op)):
+            return True  # no match: the driver stops, the pass reports the failure
+        rewriter.erase_op(op)  # its results live on in the state
+        return False
 
-        return convert
+    return convert
 
 
 def _convert_function(fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:
@@ -161,10 +154,10 @@ def _convert_function(fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> N
     target.add_legal_op(func.FuncOp.OPERATION_NAME, func.CallOp.OPERATION_NAME)
     target.add_illegal_dialect("shard")
     converter = rewrite.TypeConverter()
-    identity = lambda t: t  # noqa: E731  kept referenced until the driver returns (the converter does not own it)
+    identity = lambda t: t  # noqa: E731  referenced until the driver returns (the converter does not own it)
     converter.add_conversion(identity)
-    patterns = _Patterns(state)
-    converts = [patterns.pattern(registry.lookup(name)) for name in names]  # kept referenced, as identity
+    failures = FirstFailure()
+    converts = [_pattern(registry.lookup(name), state, failures) for name in names]  # referenced, as identity
     pattern_set = rewrite.RewritePatternSet(ctx)
     for name, convert in zip(names, converts):
         target.add_illegal_op(name)
@@ -174,10 +167,9 @@ def _convert_function(fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> N
     try:
         rewrite.apply_partial_conversion(fn, target, pattern_set.freeze(), config)
     except ir.MLIRError:
-        if patterns.failure is None:
+        if failures.failure is None:
             raise
-    if patterns.failure is not None:
-        raise patterns.failure
+    failures.check()
     del identity, converts
 
 
