@@ -81,7 +81,7 @@ def binary(s: ConversionState, op: ir.Operation) -> None:
     """`hir.binary` of its kind on equally placed, evenly split operands of one type, else a kernel segment."""
     lhs, rhs, _ = op.operands
     placements = {s.placement(lhs), s.placement(rhs)}
-    if len(placements) != 1 or None in placements or any(p.partial or p.offsets for p in placements) or lhs.type != rhs.type:
+    if len(placements) != 1 or None in placements or any(p.partial or p.offsets for p in placements) or s.tensor_type(lhs) != s.tensor_type(rhs):
         outline(s, op)
         return
     kind = ir.StringAttr.get(BINARY_NAMED[op.name])

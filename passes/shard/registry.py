@@ -140,8 +140,8 @@ def host_function(name: str) -> Optional[HostFunction]:
 
 
 def converted(prefix: str = "") -> list[str]:
-    """The converted ops named ``prefix...``, without the prefix, in registration order."""
-    return [name[len(prefix) :] for name, entry in CONVERSIONS.items() if name.startswith(prefix) and not entry.refused]
+    """The converted ops named ``prefix...``, without the prefix, sorted."""
+    return sorted(name[len(prefix) :] for name, entry in CONVERSIONS.items() if name.startswith(prefix) and not entry.refused)
 
 
 def markdown() -> str:
