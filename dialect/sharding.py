@@ -27,12 +27,9 @@ one mesh axis or several: its teams are the mesh's lines (planes) along them
 (:meth:`Sharding.line`), and :meth:`Sharding.along` is the 1-D view of the placement one line
 sees.
 
-A value that is a pending sum (DTensor's ``Partial``: each device holds a summand, the value
-is their sum) names the mesh axes the sum is pending on in :attr:`Sharding.partial`; its
-buffer holds the summands along a leading device axis split by those mesh axes
-(:meth:`Sharding.buffer_placement`), as hir's partial products do. Per mesh axis a placement
-is then a split buffer axis, ``None`` (replicated) or :data:`PARTIAL` (:meth:`Sharding.on`,
-:meth:`Sharding.with_placement`).
+A pending sum (DTensor's ``Partial``) names the mesh axes it is pending on in ``partial``; its
+buffer holds the summands on a leading device axis split by them (:meth:`Sharding.buffer_placement`).
+Per mesh axis a placement is a split axis, ``None`` or :data:`PARTIAL` (:meth:`Sharding.on`).
 """
 
 from dataclasses import dataclass
@@ -103,13 +100,7 @@ class Sharding:
             raise ValueError(f"an uneven Sharding gives the boundaries of every split axis: splits {list(per_axis)}, boundaries for axes {sorted(offsets)}")
 
     @staticmethod
-    def of(
-        devices: Sequence[int],
-        mesh_shape: Sequence[int],
-        splits: Sequence[Optional[int]],
-        offsets: Optional[dict[int, Sequence[int]]] = None,
-        partial: Optional[Sequence[int]] = None,
-    ) -> "Sharding":
+    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[Optional[int]], offsets: Optional[dict[int, Sequence[int]]] = None, partial: Optional[Sequence[int]] = None) -> "Sharding":
         """The placement on the mesh of ``devices`` laid out as ``mesh_shape`` (1-D when it
         has one axis) with ``splits`` per mesh axis (and the part boundaries of uneven ones;
         the mesh axes a sum is pending on)."""
@@ -118,8 +109,7 @@ class Sharding:
         return Sharding(devices, mesh_shape=mesh_shape, splits=splits, offsets=offsets, partial=partial)
 
     def on(self, mesh_axis: int) -> AxisPlacement:
-        """The placement along one mesh axis: the buffer axis it splits, None (replicated)
-        or :data:`PARTIAL`."""
+        """The placement along one mesh axis: the buffer axis it splits, None or :data:`PARTIAL`."""
         return PARTIAL if mesh_axis in self.partial else self.splits[mesh_axis]
 
     def with_placement(self, mesh_axes: Sequence[int], placement: AxisPlacement) -> "Sharding":
@@ -131,9 +121,8 @@ class Sharding:
         return Sharding.of(self.mesh, self.mesh_shape, splits, kept, [k for k, p in enumerate(per_axis) if p == PARTIAL])
 
     def buffer_placement(self) -> "Sharding":
-        """The placement of the buffer that holds a value placed so: a pending sum becomes a
-        leading device axis (one summand per device) split by the mesh axes the sum is
-        pending on, the value's own axes one further on; any other placement is its own."""
+        """The placement of the buffer holding a value placed so: a pending sum's summands on a
+        leading device axis split by the mesh axes it is pending on, its own axes one further on."""
         if not self.partial:
             return self
         splits = [0 if k in self.partial else None if s is None else s + 1 for k, s in enumerate(self.splits)]

@@ -18,7 +18,7 @@ program) copies each device's local data into a buffer placed so.
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import shard, tensor
+from torch_mlir.dialects import arith, shard, tensor
 
 from hir.dialect import AllgatherOp, AllreduceOp, BroadcastOp, ReduceScatterOp, WaitOp, work_type
 from hir.dialect.linalg_facts import ADDITIVE, is_elementwise
@@ -33,10 +33,10 @@ _REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "product": "prod"}
 # (operand is float, result is float) -> the arith op converting tensors elementwise
 # ((widen, narrow) where both are of one kind).
 _CASTS = {
-    (True, True): ("arith.extf", "arith.truncf"),
-    (False, False): ("arith.extsi", "arith.trunci"),
-    (False, True): "arith.sitofp",
-    (True, False): "arith.fptosi",
+    (True, True): (arith.ExtFOp.OPERATION_NAME, arith.TruncFOp.OPERATION_NAME),
+    (False, False): (arith.ExtSIOp.OPERATION_NAME, arith.TruncIOp.OPERATION_NAME),
+    (False, True): arith.SIToFPOp.OPERATION_NAME,
+    (True, False): arith.FPToSIOp.OPERATION_NAME,
 }
 
 

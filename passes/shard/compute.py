@@ -11,7 +11,7 @@
 """
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, tensor
+from torch_mlir.dialects import arith, memref, tensor
 
 from hir.dialect import BinaryOp, MatmulOp
 from hir.dialect.linalg_facts import BINARY_NAMED, FILL_NAMED, MATMUL_NAMED
@@ -97,5 +97,5 @@ def extract(s: ConversionState, op: ir.Operation) -> None:
     if placement != s.grid.replicated:
         raise fail(op, f"reads an element of {source.get_name()}, which is {placement_text(placement)}; hir reads elements of replicated tensors only")
     indices = [s.scalar(v, op) for v in op.operands[1:]]
-    load = s.create("memref.load", operands=[s.buffer(source, op)] + indices, results=[op.results[0].type])
+    load = s.create(memref.LoadOp.OPERATION_NAME, operands=[s.buffer(source, op)] + indices, results=[op.results[0].type])
     s.scalars[op.results[0]] = load.result

@@ -25,7 +25,7 @@ from math import prod
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, shard, tensor
+from torch_mlir.dialects import arith, memref, shard, tensor
 
 from hir.dialect.base import DYNAMIC
 from hir.passes.base import fail
@@ -46,7 +46,7 @@ def local_extent(s: ConversionState, source: ir.Value, dim: int, user: ir.Operat
     if placement.bounds(dim) is not None:
         axes = [k for k, d in enumerate(placement.splits) if d == dim]
         return part_extent(s, list(placement.bounds(dim)), coordinates(s, axes), [s.grid.shape[k] for k in axes])
-    extent = s.create("memref.dim", operands=[s.buffer(source, user), s.index_constant(dim)], results=[ir.IndexType.get()]).result
+    extent = s.create(memref.DimOp.OPERATION_NAME, operands=[s.buffer(source, user), s.index_constant(dim)], results=[ir.IndexType.get()]).result
     parts = prod(s.grid.shape[k] for k, d in enumerate(placement.splits) if d == dim)
     if parts > 1:
         extent = s.index_arith(arith.DivUIOp.OPERATION_NAME, extent, s.index_constant(parts))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from torch_mlir import ir
+from torch_mlir.dialects import arith, memref
 
 from hir.dialect.sharding import Sharding
 from hir.passes.base import PassFailure, fail
@@ -112,7 +113,7 @@ class ConversionState:
     def constant_value(self, value: ir.Value):
         """The value of a scalar ``arith.constant`` (None for anything else)."""
         owner = value.owner if isinstance(value, ir.OpResult) else None
-        if owner is None or owner.name != "arith.constant":
+        if owner is None or owner.name != arith.ConstantOp.OPERATION_NAME:
             return None
         attr = owner.attributes["value"]
         return attr.value if isinstance(attr, (ir.IntegerAttr, ir.FloatAttr)) else None
@@ -130,7 +131,7 @@ class ConversionState:
 
     def index_constant(self, value: int) -> ir.Value:
         index = ir.IndexType.get()
-        return self.create("arith.constant", results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}).result
+        return self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}).result
 
     def index_arith(self, name: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
         return self.create(name, operands=[lhs, rhs], results=[ir.IndexType.get()]).result
@@ -154,9 +155,9 @@ class ConversionState:
                 what = f"'{value.owner.name}' op result #{value.result_number}" if isinstance(value, ir.OpResult) else value.get_name()
                 raise PassFailure(f"{what} has the dynamic type {value.type}: hir cannot size dim {d} of its buffer at run time (no operand of the same global extent); give it a static size", self.loc)
             source, source_dim = found
-            sizes.append(self.create("memref.dim", operands=[source, self.index_constant(source_dim)], results=[ir.IndexType.get()]).result)
+            sizes.append(self.create(memref.DimOp.OPERATION_NAME, operands=[source, self.index_constant(source_dim)], results=[ir.IndexType.get()]).result)
         segments = ir.DenseI32ArrayAttr.get([len(sizes), 0])
-        out = self.create("memref.alloc", operands=sizes, results=[buffer_type], attributes={"operandSegmentSizes": segments}).result
+        out = self.create(memref.AllocOp.OPERATION_NAME, operands=sizes, results=[buffer_type], attributes={"operandSegmentSizes": segments}).result
         self.buffers[value], self.placements[value] = out, placement
         return out
 
