@@ -22,10 +22,10 @@ from torch_mlir.dialects import arith, shard, tensor
 
 from hir.dialect import AllgatherOp, AllreduceOp, BroadcastOp, ReduceScatterOp, WaitOp, work_type
 from hir.dialect.linalg_facts import ADDITIVE, is_elementwise
-from hir.dialect.sharding import PARTIAL, AxisPlacement
+from hir.dialect.sharding import PARTIAL, AxisPlacement, Sharding
 from hir.dialect.teams import teams_attr
 from hir.passes.base import fail
-from hir.passes.shard.placement import Sharding, axis_text, moved, split_minor_to
+from hir.passes.shard.placement import axis_text, moved, split_minor_to
 from hir.passes.shard.registry import converts
 from hir.passes.shard.state import ConversionState, is_tensor
 
@@ -200,11 +200,12 @@ def reduce_scatter(s: ConversionState, op: ir.Operation) -> None:
 @converts(shard.BroadcastOp)
 def broadcast(s: ConversionState, op: ir.Operation) -> None:
     """`hir.broadcast` from a static root, one team per line / plane along its grid axes with the root at the same position of each (`root = array<i64: ...>`)."""
+    axes = grid_axes(s, op)
     if len(op.operands) > 1:
         raise fail(op, "has a dynamic root; hir converts a static root")
     position = 0
     for k, r in zip(ir.DenseI16ArrayAttr(op.attributes["grid_axes"]), ir.DenseI64ArrayAttr(op.attributes["root"])):
         position = position * s.grid.shape[k] + r
-    roots = [line[position] for line in s.grid.lines(grid_axes(s, op))]
+    roots = [line[position] for line in s.grid.lines(axes)]
     root = i64(roots[0]) if s.grid.rank == 1 else ir.DenseI64ArrayAttr.get(roots)
     collective(s, op, None, None, BroadcastOp.OPERATION_NAME, {"root": root})

@@ -18,7 +18,8 @@ from torch_mlir.dialects import func
 from hir.dialect import sharding_of
 from hir.passes.base import PassFailure
 from hir.passes.shard.collectives import grid_axes, needed_downstream
-from hir.passes.shard.placement import GLOBAL_TYPE_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR, PlacementError, Sharding, moved, split_axes_placement
+from hir.dialect.sharding import Sharding
+from hir.passes.shard.placement import GLOBAL_TYPE_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR, PlacementError, moved, split_axes_placement
 from hir.passes.shard.registry import converts
 from hir.passes.shard.state import ConversionState, is_tensor
 

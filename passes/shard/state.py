@@ -178,8 +178,7 @@ class ConversionState:
         outline, the pieces of a halo exchange): built at the insertion point, erased with
         the program's ops when the function is done."""
         with self.loc, self.ip:
-            op = build()
-        op = op.operation if hasattr(op, "operation") else op
+            op = build().operation
         self.scratch.append(op)
         return op
 
