@@ -13,6 +13,12 @@ ELEMENTWISE_NAMED = tuple(
 # Elementwise named ops that are an hir.binary of the same kind.
 BINARY_NAMED = {f"linalg.{kind}": kind for kind in ("add", "sub", "mul", "div", "max", "min")}
 
+# Contractions that are an hir.matmul when they write a zero fill (rank 2, or batched).
+MATMUL_NAMED = ("linalg.matmul", "linalg.batch_matmul")
+
+# The op that fills a tensor with a scalar (a zero fill is a matmul's fresh destination).
+FILL_NAMED = "linalg.fill"
+
 # Elementwise ops that add or subtract their operands: on partial sums (values still to be
 # all-reduced with sum) they give a partial sum, so shard-simplify may move an all_reduce after them.
 ADDITIVE = ("linalg.add", "linalg.sub", "arith.addf", "arith.subf", "arith.addi", "arith.subi")

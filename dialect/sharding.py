@@ -26,6 +26,10 @@ holds rows [0, 1) on device 0, [1, 4) on device 1, [4, 7) on 2 and [7, 8) on 3
 one mesh axis or several: its teams are the mesh's lines (planes) along them
 (:meth:`Sharding.line`), and :meth:`Sharding.along` is the 1-D view of the placement one line
 sees.
+
+A pending sum (DTensor's ``Partial``) names the mesh axes it is pending on in ``partial``; its
+buffer holds the summands on a leading device axis split by them (:meth:`Sharding.buffer_placement`).
+Per mesh axis a placement is a split axis, ``None`` or :data:`PARTIAL` (:meth:`Sharding.on`).
 """
 
 from dataclasses import dataclass
@@ -46,6 +50,8 @@ class UnevenPlacementError(ValueError):
 
 
 MeshAxes = Union[int, Sequence[int]]  # one mesh axis, or several (a team along all of them)
+PARTIAL = "partial"  # per mesh axis: the value is a sum pending over that mesh axis
+AxisPlacement = Union[int, None, str]  # per mesh axis: the split buffer axis, None (replicated) or PARTIAL
 
 
 def _axes(mesh_axes: MeshAxes) -> tuple[int, ...]:
@@ -64,6 +70,7 @@ class Sharding:
     mesh_shape: tuple[int, ...]
     splits: tuple[Optional[int], ...]
     offsets: tuple[tuple[int, tuple[int, ...]], ...]  # (buffer axis, part boundaries) of uneven splits
+    partial: tuple[int, ...]  # mesh axes on which the value is a pending sum (sorted; () for data)
 
     def __init__(
         self,
@@ -73,6 +80,7 @@ class Sharding:
         mesh_shape: Optional[Sequence[int]] = None,
         splits: Optional[Sequence[Optional[int]]] = None,
         offsets: Optional[dict[int, Sequence[int]]] = None,
+        partial: Optional[Sequence[int]] = None,
     ) -> None:
         mesh = tuple(int(d) for d in mesh)
         if mesh_shape is None:
@@ -85,16 +93,40 @@ class Sharding:
         object.__setattr__(self, "mesh_shape", shape)
         object.__setattr__(self, "splits", per_axis)
         object.__setattr__(self, "offsets", tuple(sorted((a, tuple(int(b) for b in bounds)) for a, bounds in (offsets or {}).items())))
+        object.__setattr__(self, "partial", tuple(sorted({int(k) for k in partial or ()})))
+        if any(not 0 <= k < len(shape) or per_axis[k] is not None for k in self.partial):
+            raise ValueError(f"a sum is pending on mesh axes of the mesh that split nothing: partial {list(self.partial)}, splits {list(per_axis)}")
         if offsets and {a for a, _ in self.offsets} != {s for s in per_axis if s is not None}:  # as MLIR's sharded_dims_offsets
             raise ValueError(f"an uneven Sharding gives the boundaries of every split axis: splits {list(per_axis)}, boundaries for axes {sorted(offsets)}")
 
     @staticmethod
-    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[Optional[int]], offsets: Optional[dict[int, Sequence[int]]] = None) -> "Sharding":
+    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[Optional[int]], offsets: Optional[dict[int, Sequence[int]]] = None, partial: Optional[Sequence[int]] = None) -> "Sharding":
         """The placement on the mesh of ``devices`` laid out as ``mesh_shape`` (1-D when it
-        has one axis) with ``splits`` per mesh axis (and the part boundaries of uneven ones)."""
+        has one axis) with ``splits`` per mesh axis (and the part boundaries of uneven ones;
+        the mesh axes a sum is pending on)."""
         if len(mesh_shape) == 1:
-            return Sharding(devices, splits[0], offsets=offsets)
-        return Sharding(devices, mesh_shape=mesh_shape, splits=splits, offsets=offsets)
+            return Sharding(devices, splits[0], offsets=offsets, partial=partial)
+        return Sharding(devices, mesh_shape=mesh_shape, splits=splits, offsets=offsets, partial=partial)
+
+    def on(self, mesh_axis: int) -> AxisPlacement:
+        """The placement along one mesh axis: the buffer axis it splits, None or :data:`PARTIAL`."""
+        return PARTIAL if mesh_axis in self.partial else self.splits[mesh_axis]
+
+    def with_placement(self, mesh_axes: Sequence[int], placement: AxisPlacement) -> "Sharding":
+        """This placement with ``mesh_axes`` set to ``placement`` (a split buffer axis, None
+        or :data:`PARTIAL`); the boundaries of buffer axes left split unevenly are kept."""
+        per_axis = [placement if k in mesh_axes else self.on(k) for k in range(len(self.mesh_shape))]
+        splits = [None if p == PARTIAL else p for p in per_axis]
+        kept = {a: b for a, b in self.offsets if a in splits}
+        return Sharding.of(self.mesh, self.mesh_shape, splits, kept, [k for k, p in enumerate(per_axis) if p == PARTIAL])
+
+    def buffer_placement(self) -> "Sharding":
+        """The placement of the buffer holding a value placed so: a pending sum's summands on a
+        leading device axis split by the mesh axes it is pending on, its own axes one further on."""
+        if not self.partial:
+            return self
+        splits = [0 if k in self.partial else None if s is None else s + 1 for k, s in enumerate(self.splits)]
+        return Sharding.of(self.mesh, self.mesh_shape, splits, {a + 1: b for a, b in self.offsets})
 
     @property
     def uneven(self) -> bool:
@@ -126,7 +158,8 @@ class Sharding:
 
     def describe(self) -> str:
         uneven = "".join(f", axis {a} cut at {list(b)}" for a, b in self.offsets)
-        return f"{list(self.mesh)} with splits {[-1 if s is None else s for s in self.splits]}{uneven}"
+        pending = f", a sum pending on mesh axes {list(self.partial)}" if self.partial else ""
+        return f"{list(self.mesh)} with splits {[-1 if s is None else s for s in self.splits]}{uneven}{pending}"
 
     def parts(self, axis: int) -> int:
         """How many shards buffer axis ``axis`` is cut into."""
@@ -220,6 +253,8 @@ class Sharding:
         return Sharding.of(self.mesh, self.mesh_shape, [None if s is None else fn(s) for s in self.splits], {fn(a): b for a, b in self.offsets if fn(a) is not None})
 
     def attr(self) -> ir.Attribute:
+        if self.partial:
+            raise ValueError(f"a pending sum ({self.describe()}) has no #hir.shard form; its buffer's is buffer_placement()")
         i64 = ir.IntegerType.get_signless(64)
         if not self.multi_dim:
             mesh, splits = ir.DenseI64ArrayAttr.get(list(self.mesh)), ir.IntegerAttr.get(i64, -1 if self.splits[0] is None else self.splits[0])

@@ -35,17 +35,23 @@ with ``halo_sizes = [2, 1]``: ``hir.global_type = tensor<20x16xf32>``, 4 blocks 
 An uneven sharding (``sharded_dims_offsets``) is recorded beside its split axes
 (``hir.sharded_dims_offsets = array<i64: 0, 1, 4, 7, 8>``; upstream's verifier refuses halos
 beside offsets).
+
+Two patterns, applied by the walk driver (each op once; they write attributes in place):
+one rooted on ``shard.sharding`` records its grid on the enclosing function, one rooted on
+``func.func`` records the signature from each argument's first user and each returned
+value's producer.
 """
 
 from dataclasses import dataclass
 from math import prod
 from typing import Optional
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 from torch_mlir.dialects import func, shard
 
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes._shard_placement import GLOBAL_TYPE_ATTR, GRID_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR, axis_groups
+from hir.passes.shard.located import FirstFailure
+from hir.passes.shard.placement import GLOBAL_TYPE_ATTR, GRID_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR, axis_groups
 
 OFFSETS = "static_sharded_dims_offsets"
 HALOS = "static_halo_sizes"
@@ -108,23 +114,18 @@ def _signature(fn: ir.Operation, key: str, values: list, sharding_of, grids: dic
     fn.attributes[key] = ir.ArrayAttr.get(dicts)
 
 
-def _record_grid(fn: ir.Operation) -> None:
-    """``hir.grid = @g``: the grid of the function's shardings (partitioning may leave no op
-    naming it, e.g. when no value is resharded)."""
-    names = []
-
-    def visit(op):
-        if op.name == shard.ShardingOp.OPERATION_NAME:
-            names.append(ir.FlatSymbolRefAttr(op.attributes["grid"]).value)
-        return ir.WalkResult.ADVANCE
-
-    fn.walk(visit)
-    names = list(dict.fromkeys(names))
-    if len(names) > 1:
+def _record_grid(sharding: ir.Operation) -> None:
+    """``hir.grid = @g`` on the function holding ``sharding``: the grid of the function's
+    shardings (partitioning may leave no op naming it, e.g. when no value is resharded)."""
+    fn = sharding.parent
+    while fn.name != func.FuncOp.OPERATION_NAME:
+        fn = fn.parent
+    name = ir.FlatSymbolRefAttr(sharding.attributes["grid"]).value
+    recorded = ir.FlatSymbolRefAttr(fn.attributes[GRID_ATTR]).value if GRID_ATTR in fn.attributes else name
+    if recorded != name:
         fn_name = ir.StringAttr(fn.attributes["sym_name"]).value
-        raise PassFailure(f"'func.func' op @{fn_name} shards values on the grids {', '.join('@' + n for n in names)}; hir converts a function on one grid", fn.location)
-    if names:
-        fn.attributes[GRID_ATTR] = ir.FlatSymbolRefAttr.get(names[0])
+        raise PassFailure(f"'func.func' op @{fn_name} shards values on the grids @{recorded}, @{name}; hir converts a function on one grid", fn.location)
+    fn.attributes[GRID_ATTR] = ir.FlatSymbolRefAttr.get(name)
 
 
 @register_pass
@@ -135,11 +136,19 @@ class RecordShardSignature(ModulePass):
 
     def run(self, module: ir.Module) -> None:
         grids = {ir.StringAttr(op.attributes["sym_name"]).value: list(ir.DenseI64ArrayAttr(op.attributes["shape"])) for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME}
-        for op in module.body.operations:
-            if op.operation.name != func.FuncOp.OPERATION_NAME or not op.regions[0].blocks:
-                continue
-            block = op.regions[0].blocks[0]
-            _record_grid(op.operation)
-            _signature(op.operation, "arg_attrs", list(block.arguments), _argument_sharding, grids)
+
+        def record_signature(fn: ir.Operation) -> None:
+            if not fn.regions[0].blocks:
+                return
+            block = fn.regions[0].blocks[0]
+            _signature(fn, "arg_attrs", list(block.arguments), _argument_sharding, grids)
             ret = list(block.operations)[-1].operation
-            _signature(op.operation, "res_attrs", list(ret.operands), _result_sharding, grids)
+            _signature(fn, "res_attrs", list(ret.operands), _result_sharding, grids)
+
+        failures = FirstFailure()
+        grid_pattern, signature_pattern = failures.pattern(_record_grid), failures.pattern(record_signature)  # referenced until the driver returns
+        patterns = rewrite.RewritePatternSet(module.context)
+        patterns.add(shard.ShardingOp, grid_pattern)
+        patterns.add(func.FuncOp, signature_pattern)
+        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
+        failures.check()

@@ -17,15 +17,17 @@ After::
     func.func @f(%x: tensor<8x4xf32>) -> tensor<8x4xf32> { ... }    // unchanged
 
 Grids of another rank than ``shape``, and any dynamic grid when ``shape`` is not given, are
-errors at the grid.
+errors at the grid. One pattern, rooted on ``shard.grid``, applied by the walk driver (each
+grid once; it rewrites an attribute in place, nothing to iterate to a fixpoint).
 """
 
 from dataclasses import dataclass
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 from torch_mlir.dialects import shard
 
 from hir.passes.base import ModulePass, PassFailure, register_pass
+from hir.passes.shard.located import FirstFailure
 
 
 def _text(extents: list[int]) -> str:
@@ -44,15 +46,20 @@ class SetGridShape(ModulePass):
         wanted = [int(e) for e in texts if e.isdigit()]
         if len(wanted) != len(texts) or 0 in wanted:
             raise PassFailure(f"hir-set-grid-shape: shape must be positive extents joined by 'x' (e.g. 4 or 2x2), got '{self.shape}'")
-        for op in module.body.operations:
-            if op.operation.name != shard.GridOp.OPERATION_NAME:
-                continue
-            grid = op.operation
+
+        def fix_extents(grid: ir.Operation) -> None:
             extents = list(ir.DenseI64ArrayAttr(grid.attributes["shape"]))
             if not any(ir.ShapedType.is_dynamic_size(e) for e in extents):
-                continue
+                return
             if not wanted:
                 raise PassFailure(f"'shard.grid' op has shape {_text(extents)}; give its extents with hir-set-grid-shape{{shape=...}} (the world it runs on)", grid.location)
             if len(wanted) != len(extents) or any(not ir.ShapedType.is_dynamic_size(e) and e != w for e, w in zip(extents, wanted)):
                 raise PassFailure(f"'shard.grid' op has shape {_text(extents)}, which shape={self.shape} does not fit (one extent per axis; static ones kept)", grid.location)
             grid.attributes["shape"] = ir.DenseI64ArrayAttr.get(wanted)
+
+        failures = FirstFailure()
+        pattern = failures.pattern(fix_extents)  # referenced until the driver returns
+        patterns = rewrite.RewritePatternSet(module.context)
+        patterns.add(shard.GridOp, pattern)
+        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
+        failures.check()

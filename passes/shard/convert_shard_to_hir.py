@@ -9,31 +9,40 @@ program-level host program on which ``hir-lower`` runs unchanged.
   over ``grid_axes = [k]`` runs with one team per line of the mesh along k
   (``team = dense<...>``), over ``grid_axes = [0, 1]`` with one team per plane along them
   (row-major); a tensor dim split over several grid axes (``[[], [0, 1]]``) is a buffer
-  axis split by those mesh axes; a ``shift`` along grid axis k runs with one team per line
-  along k, a ``broadcast`` with one team per line (plane) and one root per team;
+  axis split by those mesh axes;
 * every tensor gets one buffer whose type carries the global shape and the ``#hir.shard``
-  placement recovered for it (``_shard_placement.py``; partial sums get a device axis); a
-  dynamic dim stays ``?`` and is sized at run time from an operand (``memref.dim``);
-* ``shard.all_gather`` / ``all_reduce`` / ``reduce_scatter`` -> ``hir.allgather`` /
-  ``allreduce`` / ``reduce_scatter`` + ``hir.wait``; ``shard.all_slice`` (no communication)
-  -> a kernel segment taking ``tensor.extract_slice`` at the device's offset;
-  ``shard.shift`` (rotating) -> ``hir.shift``; ``shard.broadcast`` -> ``hir.broadcast``
-  (``_shard_shift.py``); ``shard.update_halo`` -> ``hir.shift`` of the boundary rows +
-  kernels (``_shard_halo.py``); ``shard.process_linear_index`` ->
-  ``hir.device_index``, ``process_multi_index`` / ``neighbors_linear_indices`` host index
-  arithmetic on it; a collective changing the element type converts its operand first;
-* ``linalg.matmul`` / ``batch_matmul`` into a zero fill -> ``hir.matmul``; elementwise named
-  ``linalg.add/sub/mul/div/max/min`` on equally placed operands -> ``hir.binary``; every other
-  tensor op (``linalg.generic``, partial-sum matmuls, transposes, reshapes, ...) -> a kernel
-  segment (``_shard_kernels.py``); ``tensor.empty``, fills and constants are cloned into the
-  kernels that read them; an ``scf.if`` whose branches yield the same values folds away.
+  placement recovered for it (``placement.py``, ``inference.py``; partial sums get a device
+  axis); a dynamic dim stays ``?`` and is sized at run time from an operand (``memref.dim``);
+* each op converts by the handler registered for it (``registry.py``; one module per op
+  family: ``collectives.py``, ``slicing.py``, ``exchange.py``, ``halo.py``, ``indices.py``,
+  ``extents.py``, ``compute.py``, ``control.py``, ``annotations.py``, ``signature.py``);
+  docs/from-shard.md lists them.
+
+The driver is MLIR's dialect conversion: per function, one conversion pattern per op name
+the body holds, rooted on that op and calling its handler, applied by
+``apply_partial_conversion`` with a ``ConversionTarget`` that makes the ``shard`` dialect,
+``func.return`` and every op name of the tensor program illegal (so each converts or the
+conversion fails), and hir, ``memref`` and ``func.func`` / ``call`` legal. The driver visits
+the ops in program order (pre-order), which the handlers rely on: a value's placement is
+known when its users convert. Constant folding is off (``DialectConversionFoldingMode.NEVER``):
+the IR produced is what the handlers build, nothing more.
+
+What MLIR's dialect conversion would otherwise do through a ``TypeConverter`` and the
+adaptor does not fit here, and the handlers read the state instead: a tensor's hir type
+depends on its placement, a property of the value (the same ``tensor<8x16xf32>`` becomes
+``memref<8x64xf32, #hir.shard<..., 1>>`` or a partial sum's ``memref<4x8x16xf32, ...>``), so
+no type-to-type conversion can give it; the pinned wheel's ``TypeConverter`` has no
+materialization hooks either. The patterns are registered with an identity converter; the
+arguments are retyped before the body converts (``signature.py``), results become buffers
+in ``ConversionState.buffers``, and the function type follows the new ``func.return``.
+Handlers erase nothing but their root (the driver does); ops a handler builds to convert in
+turn (a slice to outline, the pieces of a halo exchange) are erased with the rest.
 
 Bufferization is this pass's own, not upstream one-shot bufferization: one-shot-bufferize
 runs from Python on these programs, but leaves the collectives on tensors between
 ``to_tensor`` / ``to_buffer`` casts, with local shapes and fully dynamic strided layouts at
 function boundaries; hir needs global-shaped ``#hir.shard`` buffers, destination-passing
-collectives and kernel segments, and recovering placements is the work either way. Here
-every tensor value gets exactly one buffer, written once (SSA), so no copies are needed.
+collectives and kernel segments, and recovering placements is the work either way.
 
 Before (the Megatron MLP's second half, tensor parallel on 4 devices)::
 
@@ -53,15 +62,22 @@ After::
 """
 
 from dataclasses import dataclass
+from typing import Callable
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 from torch_mlir.dialects import func, shard
 
 from hir.dialect import KERNEL_ATTR, load
 from hir.dialect.comm import BACKENDS
-from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes._shard_function import FunctionConversion
-from hir.passes._shard_placement import GRID_ATTR, Grid
+from hir.passes.base import ModulePass, PassFailure, fail, register_pass
+from hir.passes.shard import annotations, collectives, compute, control, exchange, extents, halo, indices, slicing  # noqa: F401  (register their handlers)
+from hir.passes.shard import registry
+from hir.passes.shard.located import FirstFailure
+from hir.passes.shard.placement import GRID_ATTR, Grid, PlacementError
+from hir.passes.shard.signature import place_arguments
+from hir.passes.shard.state import ConversionState
+
+_LEGAL = ("hir", "memref", "builtin")  # what the handlers build (and the driver's casts)
 
 
 def _grids(module: ir.Module) -> dict[str, ir.Operation]:
@@ -73,7 +89,7 @@ def _grids(module: ir.Module) -> dict[str, ir.Operation]:
 
 def _used_grids(fn: ir.Operation) -> list[str]:
     """The grids ``fn`` names: the one ``hir-record-shard-signature`` recorded for its
-    shardings, and those of the shard ops left in its body."""
+    shardings, and those of the shard ops left in its body (an analysis: a walk)."""
     names = [ir.FlatSymbolRefAttr(fn.attributes[GRID_ATTR]).value] if GRID_ATTR in fn.attributes else []
 
     def visit(op):
@@ -106,6 +122,57 @@ def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
     return Grid(names[0], tuple(shape))
 
 
+def _pattern(entry: registry.Entry, state: ConversionState, failures: FirstFailure) -> Callable:
+    """The conversion pattern of the ops ``entry`` converts: the handler builds their hir
+    program before them and records their results in ``state``; the op is then erased."""
+
+    def handle(op: ir.Operation) -> None:
+        try:
+            entry.handler(state, op)
+        except PlacementError as err:  # raised by placement arithmetic anywhere in a handler
+            raise fail(op, str(err)) from None
+
+    def convert(op, adaptor, converter, rewriter) -> bool:
+        op = op.operation
+        state.ip, state.loc = rewriter.ip, op.location
+        if failures.run(lambda: handle(op)):
+            return True  # no match: the driver stops, the pass reports the failure
+        rewriter.erase_op(op)  # its results live on in the state
+        return False
+
+    return convert
+
+
+def _convert_function(fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:
+    state = ConversionState(fn, grid, backend)
+    place_arguments(state)
+    names = list(dict.fromkeys(op.operation.name for op in fn.regions[0].blocks[0].operations))
+    ctx = fn.context
+    target = rewrite.ConversionTarget(ctx)
+    for dialect in _LEGAL:
+        target.add_legal_dialect(dialect)
+    target.add_legal_op(func.FuncOp.OPERATION_NAME, func.CallOp.OPERATION_NAME)
+    target.add_illegal_dialect("shard")
+    converter = rewrite.TypeConverter()
+    identity = lambda t: t  # noqa: E731  referenced until the driver returns (the converter does not own it)
+    converter.add_conversion(identity)
+    failures = FirstFailure()
+    converts = [_pattern(registry.lookup(name), state, failures) for name in names]  # referenced, as identity
+    pattern_set = rewrite.RewritePatternSet(ctx)
+    for name, convert in zip(names, converts):
+        target.add_illegal_op(name)
+        pattern_set.add_conversion(name, convert, converter)
+    config = rewrite.ConversionConfig()
+    config.folding_mode = rewrite.DialectConversionFoldingMode.NEVER
+    try:
+        rewrite.apply_partial_conversion(fn, target, pattern_set.freeze(), config)
+    except ir.MLIRError:
+        if failures.failure is None:
+            raise
+    failures.check()
+    del identity, converts
+
+
 @register_pass
 @dataclass
 class ConvertShardToHir(ModulePass):
@@ -123,9 +190,8 @@ class ConvertShardToHir(ModulePass):
             fn = op.operation
             if fn.name == func.FuncOp.OPERATION_NAME and op.regions[0].blocks and KERNEL_ATTR not in fn.attributes:
                 with fn.location:  # types built along the way need a location
-                    FunctionConversion(fn, _function_grid(fn, grids), backend).run()
+                    _convert_function(fn, _function_grid(fn, grids), backend)
                 if GRID_ATTR in fn.attributes:
                     del fn.attributes[GRID_ATTR]
-        for op in list(module.body.operations):
-            if op.operation.name == shard.GridOp.OPERATION_NAME:
-                op.operation.erase()
+        for grid in grids.values():  # every function converted: no op names a grid any more
+            grid.erase()
