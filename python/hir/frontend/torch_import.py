@@ -19,7 +19,7 @@ that way (and cuts each into this rank's shard when the program is sharded).
 
 from dataclasses import dataclass, field
 from collections.abc import Mapping
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import torch
 from torch_mlir import ir
@@ -30,6 +30,9 @@ from hir.core import HirError, format_mlir_error, new_context
 from hir.frontend.dynamic import dim_name, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
 from hir.frontend.partition import Partitioner, Placer
+
+if TYPE_CHECKING:
+    from hir.frontend.compiled import CompiledProgram
 
 
 @dataclass
@@ -50,6 +53,7 @@ class TorchProgram:
     captured: dict = field(default_factory=dict, repr=False)
     output_names: list = field(default_factory=list)
     dynamic_dims: list = field(default_factory=list, repr=False)  # per input: {axis: (symbol, its name)}
+    lowered: bool = field(default=False, repr=False)  # lower() ran (compile does not lower again)
 
     def state(self, module: torch.nn.Module) -> dict:
         """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
@@ -121,10 +125,24 @@ class TorchProgram:
 
         if overlap not in ("auto", "on", "off"):
             raise HirError(f"error: TorchProgram.lower: overlap must be 'auto', 'on' or 'off', got {overlap!r}")
-        return run_pipeline(self.module, pipeline or overlap_pipeline(overlap))
+        module = run_pipeline(self.module, pipeline or overlap_pipeline(overlap))
+        self.lowered = True
+        return module
+
+    def compile(self, state: dict, **options: Any) -> "CompiledProgram":
+        """This program with ``state`` bound, compiled once: ``fn = program.compile(state,
+        device="cuda")``, then ``fn(*inputs)`` as often as needed, each call costing only
+        the interpreter's run (CUDA graph replays on GPU). Lowers the module first unless it
+        was (``lower=False``: run it as it is); other options are
+        :class:`hir.interpreter.Program`'s. See :mod:`hir.frontend.compiled`."""
+        from hir.frontend.compiled import compile_program
+
+        return compile_program(self, state, **options)
 
     def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
-        """Run ``@main`` on this rank with :func:`hir.run` options."""
+        """Run ``@main`` once on this rank with :func:`hir.run` options: builds the
+        interpreter's plan on every call (a one-shot check); for repeated calls,
+        :meth:`compile` once and call the result."""
         import hir  # the public entry: the interpreter sits beside the frontend, not below it
 
         return hir.run(self.module, self.arguments(state_dict, *inputs), **options)

@@ -245,12 +245,16 @@ class Program:
     def __call__(self, inputs: Sequence[Any]) -> list:
         """Run the entry function on ``inputs`` (local shards; None for buffers this rank
         does not hold) and return its results. Every input is checked before anything runs."""
-        values = self.check_inputs(inputs)
+        return self.run_checked(self.check_inputs(inputs))
+
+    run = __call__
+
+    def run_checked(self, values: list) -> list:
+        """Run on ``values`` that :meth:`check_inputs` returned (eagerly or through CUDA
+        graphs, as :meth:`__call__` does)."""
         if self.graph is not None:
             return self.graph(values)
         return self._execute(values)
-
-    run = __call__
 
     def _execute(self, values: list) -> list:
         """Run the steps on checked inputs (eagerly, or under capture)."""
