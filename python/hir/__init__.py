@@ -71,7 +71,8 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
     - ``hir.compile(program, state, device=..., graph="auto", ...)``: an imported program
       (:func:`from_torch`) with its state bound: :meth:`hir.frontend.TorchProgram.compile`.
     - ``hir.compile(nn_module, example_args, ...)``: :func:`from_torch` (its options:
-      ``mesh``, ``placements``, ``dynamic``, ...) then the module's own state bound.
+      ``mesh``, ``placements``, ``dynamic``, ...; the import cached on disk,
+      :mod:`hir.frontend.import_cache`) then the module's own state bound.
     - ``hir.compile(ir_module, ...)``: an hir module: :class:`hir.interpreter.Program`
       (call it with the list of ``@main``'s arguments).
     Other options are :class:`hir.interpreter.Program`'s."""
@@ -85,8 +86,10 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
     if _is_torch_module(target):
         if state_or_args is None:
             raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
+        from hir.frontend.import_cache import cached_from_torch
+
         imports = {k: options.pop(k) for k in _IMPORT_OPTIONS if k in options}
-        program = from_torch(target, state_or_args, **imports)
+        program = cached_from_torch(target, state_or_args, **imports)
         return program.compile(program.state(target), **options)
     if state_or_args is not None:
         raise HirError("error: hir.compile(module): an hir module takes no state; pass @main's arguments to each call")

@@ -19,7 +19,8 @@ Whether every row has finished is read one step late on CUDA (a non-blocking cop
 host never waits for the step it has just queued; a step run after the last row finished
 is dropped from the result.
 
-The compiled programs are kept per model (until it is garbage collected), per batch size,
+The import is cached on disk (:mod:`hir.frontend.import_cache`), so another process
+imports nothing; the compiled programs are kept per model (until it is garbage collected), per batch size,
 cache length (the tokens needed, rounded up to a power of two, at least 64), device and
 options, and rebuilt when a parameter of the model is replaced or written in place.
 """
@@ -61,19 +62,23 @@ class Generator:
 
     def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict) -> None:
         from hir.frontend.hf_decode import StaticCacheStep
-        from hir.frontend.torch_import import from_torch
+        from hir.frontend.import_cache import cached_from_torch
 
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
         example = torch.zeros(batch_size, 2, dtype=torch.long, device=self.step.key_cache_0.device)
-        self.program = from_torch(self.step, (example, torch.arange(2, device=example.device)), dynamic={"input0": {1: "tokens"}, "input1": {0: "tokens"}})
+        self.program = cached_from_torch(self.step, (example, torch.arange(2, device=example.device)), dynamic={"input0": {1: "tokens"}, "input1": {0: "tokens"}})
         self.device = device
         self.options = {"static_outputs": True, **options}
-        self.fingerprint = _fingerprint(model)
-        self.bind()
+        self.bind(model)
 
-    def bind(self) -> None:
-        """Compile the program with the step's current state (after the model changed)."""
-        self.fn = self.program.compile(self.program.state(self.step), device=str(self.device), **self.options)
+    def bind(self, model: torch.nn.Module) -> None:
+        """Compile the program with the step's current state (again after the model's
+        tensors were replaced, or, when the program holds copies of them on another
+        device, written)."""
+        state = self.program.state(self.step)
+        self.fn = self.program.compile(state, device=str(self.device), **self.options)
+        self.copied = any(self.fn.state[name].data_ptr() != tensor.data_ptr() for name, tensor in state.items() if name in self.fn.state)
+        self.fingerprint = _fingerprint(model, self.copied)
 
     def __call__(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions``."""
@@ -102,15 +107,21 @@ def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Opti
     found = cached.get(key)
     if found is None:
         found = cached[key] = Generator(model, batch_size, length, dev, options)
-    elif found.fingerprint != _fingerprint(model):
-        found.fingerprint = _fingerprint(model)
-        found.bind()
+    elif found.fingerprint != _fingerprint(model, found.copied):
+        found.bind(model)
     return found
 
 
-def _fingerprint(model: torch.nn.Module) -> tuple:
-    """Which tensors the model's state is, and how often each was written."""
-    return tuple((t.data_ptr(), t._version) for t in model.state_dict().values())
+def _fingerprint(model: torch.nn.Module, versions: bool) -> tuple:
+    """Which tensors the model's state is (and how often each was written: ``versions``)."""
+    return tuple((t.data_ptr(), _version(t) if versions else 0) for t in model.state_dict().values())
+
+
+def _version(tensor: torch.Tensor) -> Any:
+    try:
+        return tensor._version
+    except RuntimeError:  # an inference tensor has no version counter: never the same
+        return object()
 
 
 def generate(

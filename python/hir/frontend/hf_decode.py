@@ -51,6 +51,9 @@ class StaticCacheStep(torch.nn.Module):
             self.register_buffer(f"cumulative_length_{i}", layer.cumulative_length, persistent=False)
         self._release()
 
+    def extra_repr(self) -> str:
+        return f"logits_to_keep={self.logits_to_keep}"
+
     def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
         """Logits of ``input_ids`` (``[batch, tokens]``) at positions ``cache_position``
         (``[tokens]``, the first one also where the cache's valid part ends)."""

@@ -143,6 +143,9 @@ class Program:
     ``compile_kernels="auto"`` (default): kernel segments of several ops run compiled by
     inductor on CUDA (eager on CPU); ``True`` / ``False`` force it on / off for every segment
     (:mod:`hir.interpreter.kernels`; ``kernel_compile`` reports the compile time).
+    ``autotune=True``: compile them with inductor's max-autotune (GEMM templates and
+    kernel configs benchmarked at compile time: longer compiles, faster kernels where it
+    pays).
     """
 
     def __init__(
@@ -159,6 +162,7 @@ class Program:
         track_memory: bool = False,
         static_outputs: bool = False,
         graph_cache_size: int = 4,
+        autotune: bool = False,
     ) -> None:
         require_module(module, "Program")
         num_streams = pool_size(module, num_streams, source_name)
@@ -200,6 +204,7 @@ class Program:
                     raise HirError(f"error: cannot set up torch.distributed: {err}") from None
             self.entry = entry_function(module, entry, source_name)
             stats = self.runtime.kernel_compile
+            stats.autotune = bool(autotune)
             stats.regions_reason = region_mode_reason(compile_kernels, dev, track_memory)
             regions = None if stats.regions_reason else functools.partial(compile_block, mode=compile_kernels)
             self.compiler = Compiler(module, self.runtime, source_name, regions)
