@@ -168,11 +168,11 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach()
 
 
-def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None) -> tuple[ir.Module, Exported, dict]:
+def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None, group_heads: bool = False) -> tuple[ir.Module, Exported, dict]:
     """The ``torch``-dialect module of ``module`` (state first, then inputs), its export and
     the symbolic shape of each tensor value (:func:`hir.frontend.dynamic.symbolic_shapes`;
     empty without ``dynamic_shapes``)."""
-    exported = export(module, example_args, dynamic_shapes=dynamic_shapes)
+    exported = export(module, example_args, dynamic_shapes=dynamic_shapes, group_heads=group_heads)
     node_importers: list = []
 
     def node_importer(*args: Any) -> GraphNodeImporter:
@@ -198,6 +198,7 @@ def from_torch(
     source_name: Optional[str] = None,
     dynamic_shapes: Any = None,
     dynamic: Optional[dict] = None,
+    grouped_attention: bool = True,
 ) -> TorchProgram:
     """Import ``module`` (called on ``example_args``) as a program-level hir module.
 
@@ -212,7 +213,11 @@ def from_torch(
     entry per example argument or a dict by ``forward``'s parameter names) or ``dynamic``
     (``{"input0": {0: "batch", 1: "seq"}}``; equal names are one dim) mark dims dynamic:
     they are ``?`` in the program's types and one program runs every size (a dim split over
-    devices must divide; checked at run time). See :mod:`hir.frontend.dynamic`."""
+    devices must divide; checked at run time). See :mod:`hir.frontend.dynamic`.
+
+    ``grouped_attention`` (default on; unsharded imports only): grouped-query attention
+    reads each key/value head once instead of a copy per query head
+    (:mod:`hir.frontend.fx_rewrites`)."""
     from hir.frontend.placements import mesh_placer
 
     if not isinstance(module, torch.nn.Module):
@@ -230,7 +235,8 @@ def from_torch(
     with context, ir.Location.unknown():
         spec = export_spec(local_module, len(example_args), dynamic_shapes, dynamic)
         try:
-            torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec)
+            group_heads = grouped_attention and mesh is None and not placements
+            torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec, group_heads)
         except HirError as err:  # located at the user's file (hir-import) or call
             raise HirError(f"{source_name or _caller()}: {err}" if str(err).startswith("error:") else str(err)) from None
         names = exported.state_names
