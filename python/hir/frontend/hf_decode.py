@@ -63,11 +63,9 @@ class StaticCacheStep(torch.nn.Module):
             layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
             layer.device = layer.keys.device
             layer.cumulative_length.copy_(cache_position[0])
-        try:
-            keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
-            out = self.model(input_ids=input_ids, attention_mask=None, cache=self.cache, use_cache=True, **keep)
-        finally:
-            self._release()
+        keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
+        out = self.model(input_ids=input_ids, attention_mask=None, cache=self.cache, use_cache=True, **keep)
+        self._release()  # (no try/finally: torch.compile traces this forward too)
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
     def _release(self) -> None:
