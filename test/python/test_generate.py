@@ -49,7 +49,8 @@ def hf_generate(model, prompt, **options):
         return model.generate(prompt, attention_mask=torch.ones_like(prompt), **options)
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+# llama in the fast default; the other families (an import each) with HIR_TEST_SLOW=1
+@pytest.mark.parametrize("family", [f if f == "llama" else pytest.param(f, marks=pytest.mark.slow) for f in sorted(FAMILIES)])
 def test_greedy_equals_hf_generate(family):
     model = shared(family)
     prompt = torch.tensor(PROMPT)

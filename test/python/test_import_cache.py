@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 import hir
@@ -61,6 +62,7 @@ def test_cache_off(monkeypatch, tmp_path):
     assert len(imports) == 2
 
 
+@pytest.mark.slow  # two fresh processes (torch, hir) on CI's 2 cores; the in-process test loads entries too
 def test_another_process_loads_the_entry(tmp_path):
     """A second process finds the first one's entry: its import is a parse."""
     script = textwrap.dedent(
