@@ -11,32 +11,36 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
 - ``steps``: ms per call of a ``StaticCacheStep`` (cache ``--cache`` positions) at decode
   batch 1 and 8 and a prefill of 512 tokens: HF eager, ``torch.compile(mode=
   "reduce-overhead")``, hir eager (``compile(graph=False, compile_kernels=False)``), hir
-  default (``program.compile(state)``) and hir's options one by one: ``static_outputs``
-  (no copy-out), ``autotune`` (inductor max-autotune), and the default without grouped
-  attention (``from_torch(grouped_attention=False)``: HF's repeated KV heads). Rows take
+  default (``program.compile(state)``) and ``static_outputs=True`` (no copy-out). Rows take
   turns, best of ``--repeat`` x ``--number`` synchronized calls; the error is the largest
-  |difference| from HF eager's logits; compile is the time of the first three calls (import,
-  compile, capture).
+  |difference| from HF eager's logits; "ready in" is building the row plus its first
+  three calls (import, compile, capture).
 - ``first``: the first call end to end, each in a fresh process with empty caches: hir
   (``hir.compile(step, example)``: import, lowering, plan, inductor, graph capture) against
   ``torch.compile(step, mode="reduce-overhead")`` (tracing, inductor, capture), to the first
-  result and until the graph replays (three calls); then a second process of each on the
+  result and until the graph replays (three calls); later, a second process of each on the
   first one's caches (hir's import cache and both inductor caches).
 - ``generate``: tokens per second of ``hir.generate`` against HF ``generate`` with a static
   cache (``cache_implementation="static"``: HF compiles its decode step on CUDA), greedy,
   ``--new`` tokens after a ``--prompt``-token prompt, and whether their tokens agree.
+- options (after the sections above, while the budget lasts): the A/B of hir's mechanisms
+  on the decode cases, timed in turns with torch.compile and hir default again: without
+  grouped attention (``from_torch(grouped_attention=False)``: HF's repeated KV heads) and
+  with inductor's max-autotune (``autotune=True``); then the second processes and the
+  other ``--generate-batches``.
 - ``loop`` (CPU acceptance): the documented decode loop (docs/from-pytorch.md: a compiled
   one-token program called per token with host tensors, argmax read back) against the same
   loop over HF's eager step and HF ``generate`` per token.
 
-``--budget`` seconds (default 420) bounds the whole run: optional rows (autotune, the
-grouped-attention A/B, the second processes) are skipped, and said so, once it is spent.
+``--budget`` seconds (default 420) bounds the whole run: optional work (the options, the
+second processes, more generate batches) is skipped, and said so, once it is spent.
 ``--json FILE`` writes every number.
 """
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -98,68 +102,82 @@ def warm(fn, sync) -> float:
     return time.perf_counter() - start
 
 
-def steps_case(model, args, clock: Clock, name: str, batch: int, tokens: int, start: int) -> dict:
-    import hir
-    from hir.frontend.hf_decode import StaticCacheStep
+class Case:
+    """One shape of the step (batch, tokens) with its rows: built, warmed up, checked
+    against HF eager's logits, then timed in turns."""
 
-    sync = sync_of(args.device)
-    step = StaticCacheStep(model, batch, args.cache)
-    ids, pos = inputs(args, batch, tokens, start)
-    with torch.no_grad():
-        want = step(ids, pos).float()
-    rows: list = []  # (row, fn, compile seconds)
+    def __init__(self, model, args: argparse.Namespace, name: str, batch: int, tokens: int, start: int) -> None:
+        from hir.frontend.hf_decode import StaticCacheStep
 
-    failed: list = []
+        self.args, self.name, self.tokens = args, name, tokens
+        self.sync = sync_of(args.device)
+        self.step = StaticCacheStep(model, batch, args.cache)
+        self.ids, self.pos = inputs(args, batch, tokens, start)
+        with torch.no_grad():
+            self.want = self.step(self.ids, self.pos).float()
+        self.rows: dict = {}  # row -> (fn, ready seconds, error)
+        self.failed: list = []
+        self.program = None
 
-    def add(row: str, build) -> None:
-        """Build the row's callable, warm it up and check it; a failure is reported and
-        the run goes on (one GPU call has to bring every number back)."""
+    def add(self, row: str, build) -> None:
+        """Build the row's callable, warm it up and check it; a failure is reported and the
+        run goes on (one GPU call has to bring every number back)."""
         try:
             start = time.perf_counter()
             with torch.no_grad():
                 fn = build()
-                warm(fn, sync)
+                warm(fn, self.sync)
                 out = fn()
-                sync()
+                self.sync()
             seconds = time.perf_counter() - start
             out = out[0] if isinstance(out, list) else out
-            error = (out.float() - want).abs().max().item()
+            error = (out.float() - self.want).abs().max().item()
         except Exception as err:  # noqa: BLE001 - reported in the table
-            failed.append({"row": row, "error": f"{type(err).__name__}: {str(err)[:300]}"})
-            print(f"  {name}: {row} FAILED: {failed[-1]['error']}", flush=True)
+            self.failed.append({"row": row, "error": f"{type(err).__name__}: {str(err)[:300]}"})
+            print(f"  {self.name}: {row} FAILED: {self.failed[-1]['error']}", flush=True)
             return
-        rows.append((row, fn, seconds, error))
-        print(f"  {name}: {row} ready in {seconds:.1f} s (error {error:.3g})", flush=True)
+        self.rows[row] = (fn, seconds, error)
+        print(f"  {self.name}: {row} ready in {seconds:.1f} s (error {error:.3g})", flush=True)
 
-    add("HF eager", lambda: lambda: step(ids, pos))
-    add("torch.compile reduce-overhead", lambda: (lambda compiled: lambda: compiled(ids, pos))(torch.compile(step, mode="reduce-overhead")))
-    program = hir.from_torch(step, (ids, pos))
-    state = program.state(step)
+    def hir_row(self, grouped_attention: bool = True, **options):
+        """A row calling ``program.compile(state, **options)`` (the import made once)."""
+        import hir
 
-    def hir_row(**options):
-        fn = program.compile(state, device=args.device, **options)
-        return lambda: fn(ids, pos)
+        if not grouped_attention:
+            program = hir.from_torch(self.step, (self.ids, self.pos), grouped_attention=False)
+        else:
+            if self.program is None:
+                self.program = hir.from_torch(self.step, (self.ids, self.pos))
+            program = self.program
+        fn = program.compile(program.state(self.step), device=self.args.device, **options)
+        return lambda: fn(self.ids, self.pos)
 
-    add("hir eager", lambda: hir_row(graph=False, compile_kernels=False))
-    add("hir default", lambda: hir_row())
-    add("hir + static outputs", lambda: hir_row(static_outputs=True))
-    if tokens == 1 and clock.allows(f"{name}: hir + autotune", 150):
-        add("hir + static outputs + autotune", lambda: hir_row(static_outputs=True, autotune=True))
-    if tokens == 1 and clock.allows(f"{name}: hir without grouped attention", 60):
-        def repeated():
-            plain = hir.from_torch(step, (ids, pos), grouped_attention=False)
-            fn = plain.compile(plain.state(step), device=args.device)
-            return lambda: fn(ids, pos)
+    def build_main_rows(self) -> None:
+        step, ids, pos = self.step, self.ids, self.pos
+        self.add("HF eager", lambda: lambda: step(ids, pos))
+        self.add("torch.compile reduce-overhead", lambda: (lambda compiled: lambda: compiled(ids, pos))(torch.compile(step, mode="reduce-overhead")))
+        self.add("hir eager", lambda: self.hir_row(graph=False, compile_kernels=False))
+        self.add("hir default", lambda: self.hir_row())
+        self.add("hir + static outputs", lambda: self.hir_row(static_outputs=True))
 
-        add("hir default, HF's repeated KV heads (import included)", repeated)
-    with torch.no_grad():
-        rounds = [[best(fn, 1, args.number, sync) for _, fn, _, _ in rows] for _ in range(args.repeat)]
-    times = [min(r[i] for r in rounds) for i in range(len(rows))]
-    return {"case": name, "rows": [{"row": r, "ms": t * 1e3, "compile_s": c, "error": e} for (r, _, c, e), t in zip(rows, times)], "failed": failed}
+    def time(self, names: list) -> dict:
+        """{"case", "rows": [...], "failed"}: ``names``' rows timed in turns."""
+        rows = [(n, *self.rows[n]) for n in names if n in self.rows]
+        with torch.no_grad():
+            rounds = [[best(fn, 1, self.args.number, self.sync) for _, fn, _, _ in rows] for _ in range(self.args.repeat)]
+        times = [min(r[i] for r in rounds) for i in range(len(rows))]
+        return {"case": self.name, "rows": [{"row": n, "ms": t * 1e3, "ready_s": c, "error": e} for (n, _, c, e), t in zip(rows, times)], "failed": self.failed}
 
 
-def print_steps(results: list) -> None:
-    print("\n| ms per call | " + " | ".join(r["case"] for r in results) + " |")
+MAIN_ROWS = ["HF eager", "torch.compile reduce-overhead", "hir eager", "hir default", "hir + static outputs"]
+OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, after the main table)
+    "hir default, HF's repeated KV heads": {"grouped_attention": False},
+    "hir + static outputs + autotune": {"static_outputs": True, "autotune": True},
+}
+
+
+def print_steps(results: list, title: str = "ms per call") -> None:
+    print(f"\n| {title} | " + " | ".join(r["case"] for r in results) + " |")
     print("|---|" + "---:|" * len(results))
     for name in dict.fromkeys(n for r in results for n in (row["row"] for row in r["rows"])):
         cells = []
@@ -170,7 +188,7 @@ def print_steps(results: list) -> None:
             ratio = f" ({row['ms'] / base['ms']:.2f}x {'HF eager' if 'eager' in name else 'r-o'})" if row and base else ""
             cells.append("-" if row is None else f"{row['ms']:.3f}{ratio}")
         print(f"| {name} | " + " | ".join(cells) + " |")
-    print("ready in (build + first 3 calls + check, s): " + "; ".join(f"{r['case']}: " + ", ".join(f"{row['row']} {row['compile_s']:.1f}" for row in r["rows"]) for r in results))
+    print("ready in (build + first 3 calls + check, s): " + "; ".join(f"{r['case']}: " + ", ".join(f"{row['row']} {row['ready_s']:.1f}" for row in r["rows"]) for r in results))
     for r in results:
         for failure in r["failed"]:
             print(f"FAILED {r['case']}: {failure['row']}: {failure['error']}")
@@ -202,33 +220,34 @@ def first_call(args: argparse.Namespace, engine: str) -> dict:
     return {"first_result_s": first, "replaying_s": time.perf_counter() - start}
 
 
-def first_section(args: argparse.Namespace, clock: Clock) -> list:
+def first_section(args: argparse.Namespace, clock: Clock, second: bool) -> list:
+    """First processes (empty caches) or, with ``second``, second processes on their caches."""
     rows = []
-    with tempfile.TemporaryDirectory() as root:
-        for engine, second in (("hir", False), ("torch", False), ("hir", True), ("torch", True)):
-            label = f"{'hir.compile' if engine == 'hir' else 'torch.compile reduce-overhead'} {'second process' if second else 'first process'}"
-            if second and not clock.allows(label, 60):
-                continue
-            caches = os.path.join(root, engine)
-            env = {**os.environ, "HIR_CACHE_DIR": os.path.join(caches, "hir"), "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")}
-            command = [sys.executable, os.path.abspath(__file__), "--child", engine, "--device", args.device, "--cache", str(args.cache)] + (["--small"] if args.small else [])
-            done = subprocess.run(command, env=env, capture_output=True, text=True)
-            if done.returncode != 0:
-                print(f"  {label} FAILED:\n{done.stderr[-3000:]}", flush=True)
-                continue
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            rows.append({"row": label, **result})
-            print(f"  {label}: first result {result['first_result_s']:.1f} s, replaying {result['replaying_s']:.1f} s", flush=True)
-    print("\n| first call, decode batch 1 (fresh process) | to the first result (s) | until graphs replay (s) |\n|---|---:|---:|")
+    for engine in ("hir", "torch"):
+        label = f"{'hir.compile' if engine == 'hir' else 'torch.compile reduce-overhead'} {'second process' if second else 'first process'}"
+        if second and not clock.allows(label, 60):
+            continue
+        caches = os.path.join(args.scratch, engine)
+        env = {**os.environ, "HIR_CACHE_DIR": os.path.join(caches, "hir"), "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")}
+        command = [sys.executable, os.path.abspath(__file__), "--child", engine, "--device", args.device, "--cache", str(args.cache)] + (["--small"] if args.small else [])
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"  {label} FAILED:\n{done.stderr[-3000:]}", flush=True)
+            continue
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        rows.append({"row": label, **result})
+        print(f"  {label}: first result {result['first_result_s']:.1f} s, replaying {result['replaying_s']:.1f} s", flush=True)
+    which = "on the first processes' caches" if second else "fresh process, empty caches"
+    print(f"\n| first call, decode batch 1 ({which}) | to the first result (s) | until graphs replay (s) |\n|---|---:|---:|")
     for row in rows:
         print(f"| {row['row']} | {row['first_result_s']:.1f} | {row['replaying_s']:.1f} |")
     return rows
 
 
-def generate_section(model, args: argparse.Namespace, clock: Clock) -> list:
+def generate_section(model, args: argparse.Namespace, clock: Clock, batches: list) -> list:
     sync = sync_of(args.device)
     rows = []
-    for batch in args.generate_batches:
+    for batch in batches:
         if not clock.allows(f"generate batch {batch}", 120):
             continue
         try:
@@ -341,6 +360,7 @@ def main() -> None:
     print(f"{'tiny' if args.small else '~1B'} Llama, {args.dtype}, {args.device}"
           f"{' (' + torch.cuda.get_device_name() + ')' if args.device.startswith('cuda') else ''}, torch {torch.__version__}, cache {args.cache}", flush=True)
     model = make_model(args)
+    args.scratch = tempfile.mkdtemp(prefix="hir-generate-bench-")  # the first processes' caches
     results: dict = {"device": args.device, "small": args.small, "skipped": clock.skipped}
 
     def record(section: str, value) -> None:
@@ -349,20 +369,40 @@ def main() -> None:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)
 
+    cases: list = []
     if "steps" in sections:
         small_batch = 2 if args.small else 8
-        cases = [("decode, batch 1", 1, 1, args.cache // 2), (f"decode, batch {small_batch}", small_batch, 1, args.cache // 2), (f"prefill, {args.prefill} tokens", 1, args.prefill, 0)]
+        shapes = [("decode, batch 1", 1, 1, args.cache // 2), (f"decode, batch {small_batch}", small_batch, 1, args.cache // 2), (f"prefill, {args.prefill} tokens", 1, args.prefill, 0)]
         steps = []
-        for case in cases:
-            steps.append(steps_case(model, args, clock, *case))
+        for shape in shapes:
+            case = Case(model, args, *shape)
+            case.build_main_rows()
+            cases.append(case)
+            steps.append(case.time(MAIN_ROWS))
             record("steps", steps)
         print_steps(steps)
     if "first" in sections:
-        record("first", first_section(args, clock))
+        record("first", first_section(args, clock, second=False))
     if "generate" in sections:
-        record("generate", generate_section(model, args, clock))
+        record("generate", generate_section(model, args, clock, args.generate_batches[:1]))
+    # optional, while the budget lasts: second processes, the option rows, more batches
+    if "first" in sections:
+        record("first", results["first"] + first_section(args, clock, second=True))
+    options = []
+    for row, flags in OPTION_ROWS.items():
+        for case in (c for c in cases if c.tokens == 1):
+            if clock.allows(f"{case.name}: {row}", 150 if flags.get("autotune") else 60):
+                case.add(row, lambda case=case, flags=flags: case.hir_row(**flags))
+    for case in (c for c in cases if c.tokens == 1 and any(r in c.rows for r in OPTION_ROWS)):
+        options.append(case.time(["torch.compile reduce-overhead", "hir default", "hir + static outputs", *OPTION_ROWS]))
+        record("options", options)
+    if options:
+        print_steps(options, "hir's options, ms per call")
+    if "generate" in sections and args.generate_batches[1:]:
+        record("generate", results["generate"] + generate_section(model, args, clock, args.generate_batches[1:]))
     if "loop" in sections:
         record("loop", loop_section(model, args))
+    shutil.rmtree(args.scratch, ignore_errors=True)
     if clock.skipped:
         print("skipped (budget): " + "; ".join(clock.skipped))
 
