@@ -120,14 +120,20 @@ def check_imports(dest: Path) -> str:
     if python is None:
         return "no python3.12 here: binary wheels not import-checked"
     with tempfile.TemporaryDirectory() as site:
-        for wheel in dest.glob("*.whl"):
+        # numpy is the GPU machine's own: a copy for this check only, never carried
+        download_numpy = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
+                          "--implementation", "cp", *[a for p in PLATFORMS for a in ("--platform", p)], "-d", site, "numpy"]
+        have_numpy = subprocess.run(download_numpy, capture_output=True).returncode == 0
+        for wheel in list(dest.glob("*.whl")) + list(Path(site).glob("numpy-*.whl")):
             with zipfile.ZipFile(wheel) as z:
                 z.extractall(site)
         code = "import importlib; [importlib.import_module(m) for m in %r]; import huggingface_hub, httpx2" % BINARY_MODULES
+        if have_numpy:  # transformers itself (its models need torch, which python3.12 here lacks)
+            code += "; import transformers; transformers.LlamaConfig(); transformers.Qwen3Config()"
         done = subprocess.run([python, "-c", code], env={**os.environ, "PYTHONPATH": site}, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"error: the wheels do not import under {python}:\n{done.stderr[-2000:]}")
-    return f"binary wheels import under {python}"
+    return f"binary wheels import under {python}" + (", and transformers with them" if have_numpy else " (no numpy wheel for the check: transformers not imported)")
 
 
 def _python312():
