@@ -22,11 +22,14 @@ op) and hir default (``Program(module)``: ``graph="auto"``, kernel segments comp
 ``compile_kernels="auto"`` says so: compute regions, :mod:`hir.interpreter.regions`;
 ``--compile-kernels true`` compiles them on the CPU too). Each time is the best of ``--repeat``
 timings of ``--number`` synchronized calls (the rows timed in turns); the ratio is to eager
-torch; the error is the largest difference from eager torch's output. Compile times are
-printed under each table.
+torch; the error is the relative error of the row's output (after its timed calls) against
+the block computed in float32. A row whose error is above its tolerance (bf16: 1e-2, f32:
+1e-4) prints WRONG instead of its time, and the script exits 1 listing them. Compile times
+are printed under each table.
 """
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -40,7 +43,7 @@ import torch.nn.functional as F
 
 import hir
 from hir.interpreter import Program
-from timing import best
+from timing import TOLERANCES, Verdicts, best
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LLAMA = os.path.join(ROOT, "test", "Frontend", "Inputs", "llama_block.py")
@@ -84,8 +87,9 @@ def make(case: dict, device: torch.device) -> tuple[torch.nn.Module, torch.Tenso
     batch, seq, d = case["shape"]
     torch.manual_seed(0)
     with torch.device(device):
-        if case["kind"] == "llama":
-            model = runpy.run_path(LLAMA)["LlamaBlock"](d=d, heads=case["heads"], kv_heads=case["heads"] // 2, hidden=round(8 * d / 3 / 64) * 64, seq=seq)
+        if case["kind"] == "llama":  # LLaMA's sizes unless the case gives them (benchmarks/layer.py)
+            kv_heads, hidden = case.get("kv_heads", case["heads"] // 2), case.get("hidden", round(8 * d / 3 / 64) * 64)
+            model = runpy.run_path(LLAMA)["LlamaBlock"](d=d, heads=case["heads"], kv_heads=kv_heads, hidden=hidden, seq=seq)
         else:
             model = Block(d, case["heads"], 4 * d, seq)
         x = torch.randn(batch, seq, d)
@@ -108,7 +112,7 @@ def imported(case: dict) -> str:
     return str(program.module)
 
 
-def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace) -> None:
+def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace, verdicts: Verdicts) -> None:
     sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
     model, x = make(case, dev)
     arguments = list(model.state_dict().values()) + [x]  # @main's documented order
@@ -129,7 +133,7 @@ def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace)
         rows.append((name, fn))
 
     with torch.no_grad():
-        want = model(x)
+        want = copy.deepcopy(model).float()(x.float())
         if not args.eager_only:
             timed("torch.compile", lambda: (lambda f: lambda: f(x))(torch.compile(model)))
             if dev.type == "cuda":
@@ -140,18 +144,20 @@ def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace)
             mode = {"auto": "auto", "true": True}[args.compile_kernels]
             default = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev), compile_kernels=mode)
             timed("hir default" if mode == "auto" else "hir compile_kernels=True", lambda: (lambda: default(arguments)))
-        _table(case, dev, rows, want, args, sync)
+        _table(case, dev, rows, want, args, sync, verdicts)
     if not args.eager_only:
         stats = default.kernel_compile
         print(f"first calls incl. compile: {', '.join(f'{k} {v:.1f} s' for k, v in compile_s.items())}; hir default: "
               f"{stats.summary()}{f' ({stats.regions_reason})' if stats.regions_reason else ''}, graph {default.graph_state.last}")
 
 
-def _table(case: dict, dev: torch.device, rows: list, want: torch.Tensor, args: argparse.Namespace, sync: Callable) -> None:
-    """Time every row and print the case's table (ratios to the first row, eager torch)."""
+def _table(case: dict, dev: torch.device, rows: list, want: torch.Tensor, args: argparse.Namespace, sync: Callable, verdicts: Verdicts) -> None:
+    """Time every row and print the case's table (ratios to the first row, eager torch; errors
+    relative to ``want``, the float32 output)."""
     batch, seq, d = case["shape"]
     print(f"\n{case['name']}: {case['kind']} block [{batch}, {seq}, {d}] {case['dtype']}, {case['heads']} heads ({dev}, torch {torch.__version__})")
-    print("| run | ms per forward | x eager torch | max abs diff |")
+    print("| run | ms per forward | x eager torch | rel. error |")
+    verdicts.table = case["name"]
     print("|---|---:|---:|---:|")
     # Rows take turns, one timing each per round, so a load change on the machine hits
     # every row alike; each row's best round is reported.
@@ -160,11 +166,12 @@ def _table(case: dict, dev: torch.device, rows: list, want: torch.Tensor, args: 
     for (name, fn), seconds in zip(rows, map(min, zip(*rounds))):
         out = fn()
         out = out[0] if isinstance(out, list) else out
-        base = base or seconds
-        print(f"| {name} | {seconds * 1e3:.3f} | {seconds / base:.2f}x | {(out.float() - want.float()).abs().max().item():.1e} |", flush=True)
+        base = base or seconds * 1e3
+        error = ((out.float() - want).norm() / want.norm()).item()
+        print(verdicts.row((name, seconds * 1e3, error, ""), base, TOLERANCES[case["dtype"]]), flush=True)
 
 
-def main() -> None:
+def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", default="cpu")
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
@@ -202,12 +209,14 @@ def main() -> None:
         with open(os.path.join(args.emit, "cases.json"), "w") as f:
             json.dump(cases, f, indent=1)
         print(f"wrote {', '.join(f'{n}.mlir' for n in texts)} and cases.json to {args.emit}")
-        return
+        return 0
+    verdicts = Verdicts(TOLERANCES["f32"])
     for n, case in cases.items():
         try:
-            run_case(case, texts[n], torch.device(args.device), args)
+            run_case(case, texts[n], torch.device(args.device), args, verdicts)
         except Exception as err:  # one failing case must not lose the others' rows
             print(f"{n}: failed: {type(err).__name__}: {err}", flush=True)
+    return verdicts.finish()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
-"""Set-up and timing shared by the multi-GPU benchmarks: one NCCL rank per GPU (NVLink
-multicast off), and CUDA events around one call, median over iterations, max over ranks
-(the slowest rank sets the pace)."""
+"""Set-up, timing and checks shared by the multi-GPU benchmarks: one NCCL rank per GPU
+(NVLink multicast off; Gloo on CPU for the scripts' CPU check), the median time of one
+call over iterations, max over ranks (the slowest rank sets the pace), and the relative
+error of a rank's output against a float32 reference, over all ranks."""
 
+import argparse
 import os
 import statistics
-from typing import Callable
+import time
+from typing import Callable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -22,21 +25,92 @@ def init_nccl() -> int:
     return rank
 
 
+def init_ranks(device: str) -> torch.device:
+    """This torchrun rank's device: its GPU under NCCL (``device`` "cuda"), else the CPU under
+    Gloo (a benchmark's CPU check at a small size)."""
+    if device == "cuda":
+        return torch.device("cuda", init_nccl())
+    dist.init_process_group("gloo")
+    return torch.device("cpu")
+
+
+def _sync() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def bench(fn: Callable[[], object], warm: int = 3, iters: int = 15) -> float:
-    """Median milliseconds of ``fn()`` on this rank, maxed over ranks."""
+    """Median milliseconds of ``fn()`` on this rank, maxed over ranks (CUDA events on a GPU,
+    the host clock on the CPU)."""
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
     for _ in range(warm):
         fn()
-    torch.cuda.synchronize()
+    _sync()
     times = []
     for _ in range(iters):
         dist.barrier()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    t = torch.tensor([statistics.median(times)], device="cuda")
+        _sync()
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            start_s = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start_s) * 1e3)
+    t = torch.tensor([statistics.median(times)], device="cuda" if cuda else "cpu")
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t.item()
+
+
+def bench_in_turns(fns: Sequence[Callable[[], object]], rounds: int = 5, iters: int = 10) -> list[float]:
+    """Each function's best median over ``rounds`` rounds, the functions timed in turns within
+    a round (a change of load or clocks hits every row alike)."""
+    best = [float("inf")] * len(fns)
+    for r in range(rounds):
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], bench(fn, warm=3 if r == 0 else 1, iters=iters))
+    return best
+
+
+def relerr(got: torch.Tensor, ref: torch.Tensor) -> float:
+    """||got - ref|| / ||ref|| over every rank's part (``ref`` float32)."""
+    err = torch.tensor([(got.float() - ref).norm().item() ** 2, ref.norm().item() ** 2], device=ref.device)
+    dist.all_reduce(err)
+    return (err[0] / err[1]).sqrt().item()
+
+
+def graphed(fn: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
+    """``fn`` captured in a CUDA graph (warmed up on a side stream first, as capture needs);
+    the returned function replays it and returns the captured output buffer."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+
+    def replay() -> torch.Tensor:
+        graph.replay()
+        return out
+
+    return replay
+
+
+def emit_or_run(parser: argparse.ArgumentParser, emit: Callable[[argparse.Namespace], None], run: Callable[[argparse.Namespace], int]) -> int:
+    """The exit status of a benchmark whose ``parser`` takes exactly one of ``--emit DIR``
+    (import its modules here: the GPU machines have no FX importer) and ``--from DIR`` (run
+    them under torchrun)."""
+    args = parser.parse_args()
+    if bool(args.emit) == bool(args.from_dir):
+        parser.error("give one of --emit DIR (import) or --from DIR (run)")
+    if args.emit:
+        emit(args)
+        return 0
+    return run(args)

@@ -15,12 +15,16 @@ Layouts follow nvFuser's seed-003 pipelines (bf16, K = N = 8192):
     [D, D, M/D, K/D] (destination block, K-slice owner), reduce-scattered along the stream
     axis. These are the copy-engine pipelines of hir-p2p-pipeline.
 Each row prints the median ms (CUDA events, max over ranks), the ratio to max(comm, matmul)
-and the relative error against a float32 reference of the same product. Rows an
-environment cannot run (e.g. a pipeline whose pass does not exist) print n/a and why.
+and the relative error against a float32 reference of the same product, taken after the
+first call and again after the timed calls (a race shows in either). Rows an environment
+cannot run (e.g. a pipeline whose pass does not exist) print n/a and why; a row whose
+error is above 1e-2 prints WRONG instead of its time, and the script exits 1 listing them.
 """
 
 import argparse
-from typing import Optional
+import faulthandler
+import sys
+from typing import Callable, Optional, Union
 
 import torch
 import torch.distributed as dist
@@ -28,16 +32,11 @@ import torch.distributed as dist
 import hir
 from hir.builder import Builder, Shard
 from hir.interpreter import compile as compile_program
-from dist_timing import bench, init_nccl  # benchmarks/dist_timing.py
+from dist_timing import bench, init_nccl, relerr  # benchmarks/dist_timing.py
+from timing import TOLERANCES, Row, Verdicts, worst
 
 
 P2P = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower"
-
-
-def relerr(got: torch.Tensor, ref: torch.Tensor) -> float:
-    err = torch.tensor([(got.float() - ref).norm().item() ** 2, ref.norm().item() ** 2], device="cuda")
-    dist.all_reduce(err)
-    return (err[0] / err[1]).sqrt().item()
 
 
 def ag_matmul_program(S: int, D: int, M: int, K: int, N: int):
@@ -82,16 +81,33 @@ def p2p_matmul_rs_program(D: int, M: int, K: int, N: int):
     return b.finish()
 
 
-def table_row(row: tuple, base: float) -> str:
-    """A markdown row of (label, ms or None, rel. error or None, why n/a), its time as a
-    ratio to ``base``."""
-    label, t, err, note = row
-    ms = f"{t:.3f}" if t is not None else "n/a"
-    ratio = f"{t / base:.2f}x" if t is not None else note
-    return f"| {label} | {ms} | {ratio} | {'' if err is None else f'{err:.1e}'} |"
+def hir_callable(build, pipeline: str, inputs: list, device: torch.device, graph: Union[bool, str]) -> Callable[[], torch.Tensor]:
+    """The module ``build()`` gives, lowered by ``pipeline`` and compiled for ``device``; a
+    function running it that returns its first output. A graph program (``graph=True``)
+    runs on the graph's own static input buffers (a replay copies no inputs) and returns its
+    static output buffer."""
+    module = build()
+    hir.lower(module, pipeline)
+    static = graph is True
+    program = compile_program(module, device=str(device), graph=graph, static_outputs=static)  # pool: the IR's hir.num_streams, else 4
+    program(inputs)
+    args = program.graph.static_inputs if static else inputs
+    return lambda: program(args)[0]
 
 
-def hir_rows(build, pipelines, inputs, reference, rank, graph: bool, tag: str = "") -> list[tuple[str, Optional[float], Optional[float], str]]:
+def checked_row(label: str, fn: Callable[[], torch.Tensor], reference: torch.Tensor) -> Row:
+    """``fn`` timed, its error the larger of the first call's and the last timed call's."""
+    first = relerr(fn(), reference)
+    last: list[torch.Tensor] = []
+
+    def call() -> None:
+        last[:] = [fn()]
+
+    ms = bench(call)
+    return (label, ms, worst(first, relerr(last[0], reference)), "")
+
+
+def hir_rows(build, pipelines, inputs, reference, rank, graph: bool, tag: str = "") -> list[Row]:
     """One row per pipeline (and per mode: eager interpretation, CUDA-graph replay). Graph
     rows pass the graph's own static input buffers, so a replay copies no inputs."""
     rows = []
@@ -99,12 +115,8 @@ def hir_rows(build, pipelines, inputs, reference, rank, graph: bool, tag: str = 
         for mode in ("eager", "graph") if graph else ("eager",):
             label = f"hir{tag} [{pipeline}]" + (" (CUDA graph)" if mode == "graph" else "")
             try:
-                module = build()
-                hir.lower(module, pipeline)
-                program = compile_program(module, device=f"cuda:{rank}", graph=mode == "graph", static_outputs=mode == "graph")  # pool: the IR's hir.num_streams, else 4
-                out = program(inputs)[0]
-                args = program.graph.static_inputs if mode == "graph" else inputs
-                rows.append((label, bench(lambda: program(args)), relerr(out, reference), ""))
+                fn = hir_callable(build, pipeline, inputs, reference.device, mode == "graph")
+                rows.append(checked_row(label, fn, reference))
             except Exception as err:  # a pipeline this build cannot lower or run: say why
                 rows.append((label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"))
     return rows
@@ -132,11 +144,11 @@ def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
         torch.matmul(a_full, b_local, out=out)
 
     rows = [("NCCL all-gather alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential AG -> matmul", bench(sequential), None, "")]
-    rows.append(_copy_engine_anchor(a_local.reshape(M // D, K), b_local))
-    rows.append(_fused("torch fused_all_gather_matmul", lambda sym, g: torch.ops.symm_mem.fused_all_gather_matmul(sym, [b_local], gather_dim=0, group_name=g), flat_local))
-    rows += hir_rows(lambda: ag_matmul_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank, graph)
-    # P2P form: rank r's rows are the r-th block of the gathered A.
+    # P2P form (also the anchors'): rank r's rows are the r-th block of the gathered A.
     p2p_ref = torch.stack([g.reshape(M // D, K) for g in gathered]).float() @ b_local.float()
+    rows.append(_copy_engine_anchor(a_local.reshape(M // D, K), b_local, reference=p2p_ref))
+    rows.append(_fused("torch fused_all_gather_matmul", lambda sym, g: torch.ops.symm_mem.fused_all_gather_matmul(sym, [b_local], gather_dim=0, group_name=g)[1][0], flat_local, p2p_ref.reshape(M, -1)))
+    rows += hir_rows(lambda: ag_matmul_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank, graph)
     rows += hir_rows(lambda: p2p_ag_matmul_program(D, M, K, N), p2p, [a_local.reshape(1, M // D, K), b_local], p2p_ref, rank, graph, " P2P")
     return t_comm, t_mm, rows
 
@@ -162,7 +174,7 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
 
     rows = [("NCCL reduce-scatter alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential matmul -> RS", bench(sequential), None, "")]
     a2 = a_local.reshape(-1, K // D).contiguous()
-    rows.append(_fused("torch fused_matmul_reduce_scatter", lambda sym, g: torch.ops.symm_mem.fused_matmul_reduce_scatter(a2, b_local[0, 0], "sum", scatter_dim=0, group_name=g), a2))
+    rows.append(_fused("torch fused_matmul_reduce_scatter", lambda sym, g: torch.ops.symm_mem.fused_matmul_reduce_scatter(a2, b_local[0, 0], "sum", scatter_dim=0, group_name=g), a2, partial32.reshape(M, N).chunk(D, 0)[rank]))
     rows += hir_rows(lambda: matmul_rs_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank, graph)
     # P2P form: D row blocks, block p reduced onto rank p.
     a_p2p = torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16, generator=gen)
@@ -172,11 +184,12 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
     return t_comm, t_mm, rows
 
 
-def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = False):
+def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = False, reference: Optional[torch.Tensor] = None):
     """DESIGN.md's hand-written copy-engine AG+matmul (shared/reference/ag_matmul_ce.py):
     shard already in symmetric memory, own block's matmul at once, peer copies in order on
-    one side stream, each block's matmul waiting for its copy's event. A table row, or
-    (``run``) the pipeline function itself."""
+    one side stream, each block's matmul waiting for its copy's event. A table row checked
+    against ``reference`` (every rank's blocks, [world, rows, N]), or (``run``) the pipeline
+    function itself."""
     try:
         import torch.distributed._symmetric_memory as symm_mem
 
@@ -206,17 +219,20 @@ def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = Fals
                 main.wait_event(events[r])
                 torch.mm(a_full[r], b, out=out[r])
             handle.barrier(channel=1)
+            return out
 
         if run:
             return pipeline
-        return ("hand-written copy-engine pipeline (anchor)", bench(pipeline), None, "")
+        return checked_row("hand-written copy-engine pipeline (anchor)", pipeline, reference)
     except Exception as err:
         if run:
             raise
         return ("hand-written copy-engine pipeline (anchor)", None, None, f"{type(err).__name__}: {str(err)[:90]}")
 
 
-def _fused(label: str, call, local: torch.Tensor):
+def _fused(label: str, call, local: torch.Tensor, reference: torch.Tensor) -> Row:
+    """A row timing torch's fused symmetric-memory op ``call(symmetric copy of local, group
+    name)``, which returns the output checked against ``reference``."""
     try:
         import torch.distributed._symmetric_memory as symm_mem
 
@@ -224,32 +240,37 @@ def _fused(label: str, call, local: torch.Tensor):
         symm_mem.enable_symm_mem_for_group(group.group_name)
         sym = symm_mem.empty(local.shape, device=local.device, dtype=local.dtype)
         sym.copy_(local)
-        return (label, bench(lambda: call(sym, group.group_name)), None, "")
+        return checked_row(label, lambda: call(sym, group.group_name), reference)
     except Exception as err:
         return (label, None, None, f"{type(err).__name__}: {str(err)[:90]}")
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="8192,16384", help="values of M")
     parser.add_argument("--chunks", type=int, default=4, help="S, the stream-parallel chunks")
     parser.add_argument("--pipelines", nargs="*", default=["hir-lower"], help="hir pipelines for the seed-003 (S-chunk) programs")
     parser.add_argument("--p2p", nargs="*", default=[P2P], help="hir pipelines for the P2P-form programs")
     parser.add_argument("--graph", action="store_true", help="also time each hir row as a CUDA-graph replay")
+    parser.add_argument("--timeout", type=float, default=0, help="seconds before a hung run dumps its stacks and exits (0: never)")
     args = parser.parse_args()
+    if args.timeout:
+        faulthandler.dump_traceback_later(args.timeout, exit=True)
     rank = init_nccl()
     D = dist.get_world_size()
+    verdicts = Verdicts(TOLERANCES["bf16"])
     for name, case in (("AG+matmul", ag_matmul), ("matmul+RS", matmul_rs)):
         for size in (int(s) for s in args.sizes.split(",")):
             t_comm, t_mm, rows = case(size, args.chunks, args.pipelines, args.p2p, args.graph, rank, D)
+            ideal = max(t_comm, t_mm)
+            verdicts.table = f"{name} M={size}"
             if rank == 0:
-                ideal = max(t_comm, t_mm)
                 print(f"\n{name}, {D} GPUs, bf16, M={size} K=N=8192, S={args.chunks} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
                 print("| row | ms | / max(comm, matmul) | rel. error |\n|---|---:|---:|---:|")
-                for row in rows:
-                    print(table_row(row, ideal))
+            verdicts.print_rows(rows, ideal, show=rank == 0)
     dist.destroy_process_group()
+    return verdicts.finish(show=rank == 0)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,7 +14,8 @@ are not carried (hundreds of MB at these sizes): both sides build the model from
 config and seed, and the module takes its weights as arguments, sharded per rank as its
 argument types place them (``hir.interpreter.local_arguments``). Each row prints the median
 ms (CUDA events, max over ranks), its ratio to the torch SP row and the relative error of
-this rank's rows against a float32 reference.
+this rank's rows against a float32 reference; a row whose error is above its tolerance
+(bf16: 1e-2, f32: 1e-4) prints WRONG instead of its time, and the script exits 1 listing them.
 """
 
 import argparse
@@ -30,8 +31,9 @@ import torch.nn.functional as F
 import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import bench, init_nccl
-from overlap import hir_rows, relerr, table_row
+from dist_timing import emit_or_run, init_nccl
+from overlap import checked_row, hir_rows
+from timing import TOLERANCES, Verdicts
 
 COLLECTIVES = "hir-convert-to-communication{backend=nccl},hir-lower"
 P2P = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower"
@@ -65,7 +67,7 @@ def emit(args: argparse.Namespace) -> None:
     print(f"wrote {args.emit}/sp_mlp.mlir and config.json: {config}")
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace) -> int:
     with open(os.path.join(args.from_dir, "config.json")) as f:
         config = json.load(f)
     with open(os.path.join(args.from_dir, "sp_mlp.mlir")) as f:
@@ -93,26 +95,21 @@ def run(args: argparse.Namespace) -> None:
         dist.reduce_scatter_tensor(out, h @ w2.t())
         return out.add_(b2)
 
+    verdicts = Verdicts(TOLERANCES[config["dtype"]])
     with torch.no_grad():
-        torch_sp()
-        base = bench(torch_sp)
+        hand = checked_row("torch SP (all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor)", torch_sp, reference)
+        base = hand[1]
         if rank == 0:
             print(f"\nSP MLP, {world} GPUs, {config['dtype']}, tokens={config['tokens']} d_model={config['d_model']} hidden={config['hidden']} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
             print("| row | ms | x torch SP | rel. error |\n|---|---:|---:|---:|", flush=True)
-        print_rows(rank, base, [("torch SP (all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor)", base, relerr(torch_sp(), reference), "")])
+        verdicts.print_rows([hand], base, show=rank == 0)
         for pipeline in args.pipelines:  # a row as soon as it is measured
-            print_rows(rank, base, hir_rows(lambda: hir.parse(text, "sp_mlp.mlir"), [pipeline], args_local, reference, rank, graph=True))
+            verdicts.print_rows(hir_rows(lambda: hir.parse(text, "sp_mlp.mlir"), [pipeline], args_local, reference, rank, graph=True), base, show=rank == 0)
     shutdown()  # hir's team groups first, then the default group
+    return verdicts.finish(show=rank == 0)
 
 
-def print_rows(rank: int, base: float, rows: list) -> None:
-    if rank != 0:
-        return
-    for row in rows:
-        print(table_row(row, base), flush=True)
-
-
-def main() -> None:
+def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--emit", metavar="DIR", help="import here and write DIR/sp_mlp.mlir + config.json")
     p.add_argument("--from", dest="from_dir", metavar="DIR", help="run DIR's module under torchrun, one GPU per rank")
@@ -123,13 +120,7 @@ def main() -> None:
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--timeout", type=float, default=300, help="seconds before a hung run dumps its stacks and exits")
     p.add_argument("--pipelines", nargs="*", default=[COLLECTIVES, P2P], help="hir pipelines to time")
-    args = p.parse_args()
-    if bool(args.emit) == bool(args.from_dir):
-        p.error("give one of --emit DIR (import) or --from DIR (run)")
-    if args.emit:
-        emit(args)
-    else:
-        run(args)
+    return emit_or_run(p, emit, run)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ directly: the SP form is what async-TP's micro-pipeline turns TP into), all in o
 world size; ``--from`` runs the pair imported for the run's world size. Weights are not
 carried: both sides build the model from the config and seed 0. Each row: median ms (CUDA
 events, max over ranks), ratio to the hand-written torch row, relative error of this
-rank's output against a float32 reference. A row that cannot run prints n/a and why.
+rank's output against a float32 reference (after the first call and after the timed
+calls). A row that cannot run prints n/a and why; a row whose error is above its tolerance
+(bf16: 1e-2, f32: 1e-4) prints WRONG instead of its time, and the script exits 1 listing them.
 """
 
 import argparse
@@ -31,9 +33,10 @@ import torch.nn.functional as F
 import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import bench, init_nccl
-from overlap import hir_rows, relerr, table_row
+from dist_timing import emit_or_run, init_nccl
+from overlap import checked_row, hir_rows
 from sp_mlp import DTYPES, make_model
+from timing import TOLERANCES, Verdicts
 
 WHOLE = "hir-convert-to-communication{backend=nccl},hir-lower"
 P2P = "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda},hir-lower"
@@ -45,7 +48,9 @@ SP_PIPELINES = [
     "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda accumulate=1 chunks=auto transfer=push comm-stream=1},hir-lower",
     "hir-lower-overlap",
 ]
-TP_PIPELINES = [WHOLE, "hir-lower-overlap"]
+# The TP form's all-reduce overlapped (hir-p2p-pipeline chunks the matmul + all-reduce pair
+# in row blocks): a fixed block count beside the chunks=auto rule of hir-lower-overlap.
+TP_PIPELINES = [WHOLE, "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{chunks=4},hir-lower", "hir-lower-overlap"]
 
 
 def placements(sequence: bool) -> dict:
@@ -69,11 +74,10 @@ def emit(args: argparse.Namespace) -> None:
         print(f"wrote {args.emit}/{{sp,tp}}_w{world}.mlir: {config}", flush=True)
 
 
-def _guarded(label: str, fn, reference=None) -> tuple:
+def _guarded(label: str, fn, reference) -> tuple:
     """A table row timing ``fn`` (n/a with the reason when it cannot run)."""
     try:
-        out = fn()
-        return (label, bench(fn), None if reference is None else relerr(out, reference), "")
+        return checked_row(label, fn, reference)
     except Exception as err:  # an API this torch lacks, a size it rejects: say why
         return (label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90] if str(err) else ''}")
 
@@ -115,7 +119,7 @@ def _async_tp(x_local, w1, b1, w2, b2):
     return forward
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace) -> int:
     faulthandler.dump_traceback_later(args.timeout, exit=True)  # a hung rank dumps stacks and exits
     rank = init_nccl()
     world = dist.get_world_size()
@@ -124,9 +128,10 @@ def run(args: argparse.Namespace) -> None:
         if rank == 0:
             print(f"skipped: no modules imported for {world} ranks in {args.from_dir} (emit with --worlds {world})")
         dist.destroy_process_group()
-        return
+        return 0
     with open(path) as f:
         config = json.load(f)
+    verdicts = Verdicts(TOLERANCES[config["dtype"]])
     dev = torch.device("cuda", rank)
     model, x = make_model(config)
     model, x = model.to(dev), x.to(dev)
@@ -159,9 +164,8 @@ def run(args: argparse.Namespace) -> None:
 
         with torch.no_grad():
             hand = torch_sp if sequence else torch_tp
-            hand()
-            base = bench(hand)
-            rows = [(f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})", base, relerr(hand(), reference), "")]
+            rows = [checked_row(f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})", hand, reference)]
+            base = rows[0][1]
             try:
                 dtensor = _dtensor(model, sequence, world)
                 rows.append(_guarded("DTensor parallelize_module", lambda: dtensor(x_in), reference))
@@ -174,16 +178,15 @@ def run(args: argparse.Namespace) -> None:
                     rows.append(("PyTorch async-TP", None, None, f"{type(err).__name__}: {str(err)[:90]}"))
             if rank == 0:
                 print(f"\n{form.upper()} MLP, {world} GPU(s)\n| row | ms | x torch {form.upper()} | rel. error |\n|---|---:|---:|---:|", flush=True)
-                for row in rows:
-                    print(table_row(row, base), flush=True)
+            verdicts.table = f"{form.upper()} MLP, {world} GPU(s)"
+            verdicts.print_rows(rows, base, show=rank == 0)
             for pipeline in SP_PIPELINES if sequence else TP_PIPELINES:  # a row as soon as it is measured
-                for row in hir_rows(lambda: hir.parse(text, f"{form}.mlir"), [pipeline], local, reference, rank, graph=True):
-                    if rank == 0:
-                        print(table_row(row, base), flush=True)
+                verdicts.print_rows(hir_rows(lambda: hir.parse(text, f"{form}.mlir"), [pipeline], local, reference, rank, graph=True), base, show=rank == 0)
     shutdown()  # hir's team groups first, then the default group
+    return verdicts.finish(show=rank == 0)
 
 
-def main() -> None:
+def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--emit", metavar="DIR", help="import here: DIR/{sp,tp}_w<N>.mlir + config_w<N>.json per world size")
     p.add_argument("--from", dest="from_dir", metavar="DIR", help="run DIR's modules under torchrun, one GPU per rank")
@@ -193,13 +196,7 @@ def main() -> None:
     p.add_argument("--hidden", type=int, default=16384)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     p.add_argument("--timeout", type=float, default=540, help="seconds before a hung run dumps its stacks and exits")
-    args = p.parse_args()
-    if bool(args.emit) == bool(args.from_dir):
-        p.error("give one of --emit DIR (import) or --from DIR (run)")
-    if args.emit:
-        emit(args)
-    else:
-        run(args)
+    return emit_or_run(p, emit, run)
 
 
 if __name__ == "__main__":

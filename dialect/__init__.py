@@ -42,7 +42,7 @@ from hir.dialect.comm import (
     CollectiveOp,
 )
 from hir.dialect.p2p import BarrierOp, DeviceIndexOp, OwnBlockOp, ShiftOp
-from hir.dialect.compute import BinaryOp, ComputeOp, LinearOp, MatmulOp, ReductionOp, SetOp, KERNEL_ATTR, ONCE_ATTR, PARAMETER_ATTR
+from hir.dialect.compute import BinaryOp, ComputeOp, LinearOp, MatmulOp, ReductionOp, SetOp, KERNEL_ATTR, ONCE_ATTR, PARAMETER_ATTR, WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
 
 
 def _concrete_ops(cls: type):

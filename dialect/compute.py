@@ -30,6 +30,11 @@ KERNEL_ATTR = "hir.kernel"
 # such arguments (hir-hoist-parameter-work makes it; the interpreter caches its results).
 PARAMETER_ATTR = "hir.parameter"
 ONCE_ATTR = "hir.once"
+# Where an imported module's state lives: the module attribute names a safetensors file
+# (relative to the .mlir file's folder), each state argument of the entry the key it reads
+# (hir-import, TorchProgram.save; hir-run and hir.run read them, hir.interpreter.weights).
+WEIGHTS_FILE_ATTR = "hir.weights"
+WEIGHT_KEY_ATTR = "hir.weight"
 _CHECKED = CheckedKeys()
 STREAM_AXIS_ATTR = "stream_axis"
 BINARY_KINDS = ("add", "sub", "mul", "div", "max", "min")

@@ -1,6 +1,7 @@
 """Contexts, parsing and diagnostics: the bottom layer that passes, the interpreter and the
 CLIs share (no torch import). Public as :mod:`hir.core`."""
 
+import os
 import re
 import sys
 from typing import Optional
@@ -11,8 +12,59 @@ from hir.dialect.base import load
 from hir.dialect.sharding import check_placements
 
 
-class HirError(Exception):
-    """A user-facing error: ``str(err)`` is ``file:line:col: error: message`` lines."""
+class HirError(ValueError):
+    """A user-facing error (bad input: a program, an argument, a file, a command line).
+
+    ``message`` is ``file:line:col: error: ...`` lines where the program is at fault (or
+    ``error: ...`` where no position applies); ``caller`` is ``file:line`` of the call into
+    hir that raised it: the frame just outside hir's outermost one on the stack (None when
+    hir was not called from outside). ``str(err)`` names both: an unlocated ``error: ...`` is
+    located at the caller, a located one gets a ``note`` line naming the call. CLIs print
+    ``message`` (their caller is the command line). A ``ValueError``, so code written for
+    hir's older ``ValueError``s keeps catching these."""
+
+    def __init__(self, message: str, caller: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.caller = caller if caller is not None else api_caller()
+
+    def __str__(self) -> str:
+        return with_caller(self.message, self.caller)
+
+
+def with_caller(message: str, caller: Optional[str]) -> str:
+    """``message`` naming ``caller`` (see :class:`HirError`)."""
+    if not caller or caller in message:
+        return message
+    if message.startswith("error: "):
+        return f"{caller}: {message}"
+    return f"{message}\n{caller}: note: called from here"
+
+
+_HIR_FILES: dict[str, bool] = {}  # co_filename -> whether it is a file of the hir package
+
+
+def _is_hir_file(filename: str) -> bool:
+    known = _HIR_FILES.get(filename)
+    if known is None:
+        folders = [os.path.realpath(folder) + os.sep for name in ("hir", "hir.dialect", "hir.passes") if name in sys.modules for folder in getattr(sys.modules[name], "__path__", ())]
+        known = _HIR_FILES[filename] = os.path.realpath(filename).startswith(tuple(folders))
+    return known
+
+
+def api_caller() -> Optional[str]:
+    """``file:line`` of the frame that called into hir: the one just outside the outermost
+    hir frame (hir code called back from torch, e.g. while tracing, stays inside)."""
+    caller = None
+    inside = False
+    frame = sys._getframe(1)
+    while frame is not None:
+        if _is_hir_file(frame.f_code.co_filename):
+            inside, caller = True, None
+        elif inside and caller is None:
+            caller = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return caller
 
 
 def new_context() -> ir.Context:
@@ -126,18 +178,21 @@ def read_source(path: str) -> tuple[str, str]:
         raise HirError(f"{name}:{line}:{col}: error: unexpected character: byte 0x{byte:02x} is not UTF-8 text") from None
 
 
-# An hir op written in custom (pretty) form: at the start of a line or after "%x = ".
-_CUSTOM_HIR_OP = re.compile(r"^(?P<lead>\s*(?:%[\w#:, %]*=\s*)?)(?P<op>hir\.\w+)\b", re.M)
+# An hir op written in custom (pretty) form: a bare ``hir.name`` outside strings and comments
+# that is not a type (``!hir.stream``), an attribute (``#hir.shard``), a value, symbol or
+# block name, part of a longer name, or a key of an attribute dictionary (``{hir.parameter}``,
+# ``hir.weight = "w"``).
+_CUSTOM_HIR_OP = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|(?<![\w!#.%@^$])(?P<op>hir\.\w+)\b(?!\}|\s*[=,])')
 
 
 def locate_custom_syntax(text: str, source_name: str) -> Optional[str]:
     """MLIR reports nothing (no location) when an op of a dialect defined at run time is
     written in custom form; find the first such hir op so the error can point at it."""
-    m = _CUSTOM_HIR_OP.search(text)
+    m = next((m for m in _CUSTOM_HIR_OP.finditer(text) if m["op"]), None)
     if m is None:
         return None
     line = text.count("\n", 0, m.start()) + 1
-    col = len(m["lead"]) + 1
+    col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
     return (
         f"{source_name}:{line}:{col}: error: '{m['op']}' is written in custom form; hir ops parse in "
         f"MLIR's generic form only: \"{m['op']}\"(operands) {{attributes}} : (operand types) -> result types"

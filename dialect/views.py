@@ -31,9 +31,11 @@ Upstream views (``memref.subview``, ``memref.collapse_shape``, ``memref.expand_s
 :func:`~hir.dialect.base.is_view` (deallocation and fusion follow every view).
 
 ``hir.alias_reshape`` is a zero-copy reshape of a contiguous static buffer whose device
-split follows it. ``reassociation`` groups the axes of the higher-rank side, as in
-``memref.expand_shape`` / ``collapse_shape``; a split axis must be the outermost axis of
-its group on both sides, so that each device's shard is a view of the other's:
+split follows it by the view's dim map (:mod:`hir.dialect.view_splits`: past
+new or merged extent-1 axes, into the outermost axis of an expanded group). ``reassociation``
+groups the axes of the higher-rank side, as in ``memref.expand_shape`` / ``collapse_shape``;
+a split axis must be the outermost (non-unit) axis of its group on both sides, so that each
+device's shard is a view of the other's:
 
     %rows = "hir.alias_reshape"(%y) {reassociation = [[0, 1], [2]]}
         : (memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) -> memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
@@ -41,7 +43,11 @@ its group on both sides, so that each device's shard is a view of the other's:
 Why an hir op: the upstream reshapes keep the memory space as it is, and
 ``#hir.shard`` names its split axis by number, so they cannot view ``[D, T/D, N]`` split on
 axis 2 as ``[T, N]`` split on axis 1 (the stream-parallel form of a matmul and its plain
-form: see the PyTorch frontend's sequence parallelism).
+form: see the PyTorch frontend's sequence parallelism), nor ``[D, K, N]`` split on 0 as
+nvFuser's ``[1, D, 1, K, N]`` split on 1 (its matmul_RS_through_bcast):
+
+    %b = "hir.alias_reshape"(%w) {reassociation = [[0, 1, 2], [3], [4]]}
+        : (memref<4x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<1x4x1x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
 """
 
 
@@ -52,6 +58,7 @@ from torch_mlir.dialects import ext, memref
 
 from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, CheckedKeys, HirOp, check_axis, fail, i64_attr, int_attr, memref_type, refuse_uneven
 from hir.dialect.sharding import sharding_of
+from hir.dialect.view_splits import ViewSplitError, reshaped
 
 UPSTREAM_VIEWS.update(cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp, memref.CastOp))
 
@@ -226,17 +233,11 @@ def reshape_type(source: ir.MemRefType, shape: list, groups: list[list[int]]) ->
     sharding = sharding_of(source, "input")
     space = None
     if sharding is not None:
-        expanding = len(shape) > source.rank
-
-        def follow(split: int) -> int:
-            if expanding:
-                return groups[split][0]
-            group = next(i for i, g in enumerate(groups) if split in g)
-            if groups[group][0] != split:
-                fail(f"split axis {split} is not the outermost axis of its group {groups[group]}; the device split must lead its group")
-            return group
-
-        space = sharding.renumbered(follow).attr()
+        try:
+            space = reshaped(sharding, list(source.shape), list(shape), groups).attr()
+        except ViewSplitError as err:
+            group = groups[err.axis] if len(shape) > source.rank else next(g for g in groups if err.axis in g)
+            fail(f"split axis {err.axis} is not the outermost axis of its group {group}; the device split must lead its group: {err}")
     view = ir.MemRefType.get(list(shape), source.element_type, memory_space=space, loc=ir.Location.unknown())
     sharding_of(view, "result")  # the split must still divide evenly
     return view

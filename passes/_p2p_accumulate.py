@@ -13,7 +13,10 @@ Each step runs in ``chunks`` parts along the slot's first free axis; part c of e
 runs on pool stream c and waits only for its own shift, so part c of step s + 1 starts
 while part c + 1 of step s still computes (a wavefront: with c parts a step takes about
 max(t_m, t_c, (t_m + t_c) / c), so chunks >= 2 overlaps the copies; chunks = 1 runs copy,
-then matmul, step after step).
+then matmul, step after step). Pushed parts (``transfer = push``, chunks > 1) are awaited on
+one receiver stream (pool index ``chunks``), in the order the sender signalled them, and
+part c's stream synchronizes with it: a signal names its sender, not the part, so a part's
+wait on its own stream could take another part's signal and read its slot too early.
 
 Before::
 
@@ -54,6 +57,11 @@ def can_accumulate(rs: ir.Operation, block_ops: list) -> bool:
     return get_str(rs, "reduction") == "sum" and getattr(op_class(producer), "ACCUMULATE_ATTR", None) is not None
 
 
+def accumulate_receives(opts) -> bool:
+    """Whether the accumulating ring needs a receiver stream: pushed parts on several streams."""
+    return opts.transfer == "push" and opts.chunks > 1
+
+
 def build_accumulate(opts, rs: ir.Operation, block_ops: list) -> None:
     """Replace ``rs``, its wait and the producer of its input by the accumulating ring."""
     k = get_int(rs, "scatter_axis")
@@ -73,6 +81,11 @@ def build_accumulate(opts, rs: ir.Operation, block_ops: list) -> None:
         push = opts.transfer == "push"
         slots = new_buffer(partial.type, symmetric=True, name="slots")  # pull: read in place; push: written in place
         attrs = steps.shift_attrs(team_attr, backend, opts.transfer)
+        # A pushed shift's wait takes the next "pushed" signal of its sender (one flag per
+        # peer and buffer), whichever part it was for: with parts on several streams the
+        # waits must run in the order the sender signalled, so they go on one receiver
+        # stream (pool index ``chunks``) that each part's stream then synchronizes with.
+        receiver = GetStreamOp.emit(steps.pool, name="receiver") if accumulate_receives(opts) else None
 
         def part(buffer: ir.Value, c: Optional[ir.Value]) -> ir.Value:
             return buffer if c is None else chunk(buffer, c, slot_axis, opts.chunks)
@@ -100,8 +113,14 @@ def build_accumulate(opts, rs: ir.Operation, block_ops: list) -> None:
                     SetCurrentStreamOp.emit(steps.comm)
                     SynchronizeOp.emit(stream)  # the sender's part c of the previous step
                     work = ShiftOp.emit(part(source, c), part(into, c), steps.one, attrs, name="work")
-                    SetCurrentStreamOp.emit(stream)
-                    WaitOp.emit(work)
+                    if receiver is not None:  # consume the peer's signals in the order it sent them
+                        SetCurrentStreamOp.emit(receiver)
+                        WaitOp.emit(work)
+                        SetCurrentStreamOp.emit(stream)
+                        SynchronizeOp.emit(receiver)
+                    else:
+                        SetCurrentStreamOp.emit(stream)
+                        WaitOp.emit(work)
                 else:
                     SetCurrentStreamOp.emit(stream)
                 target = produce(into, position, c, accumulate=source is not None)
@@ -122,7 +141,7 @@ def build_accumulate(opts, rs: ir.Operation, block_ops: list) -> None:
         else:
             step(steps.me, last, out)
         SetCurrentStreamOp.emit(steps.user)
-        steps.join([])
+        steps.join([receiver] if receiver is not None else [])
     producer.erase()
     wait.erase()
     rs.erase()

@@ -125,8 +125,10 @@ def compute_streams(opts: Any, team_size: int) -> int:
 def comm_stream_index(opts: Any, team_size: int) -> int:
     """The pool index of the high-priority comm stream (``comm_stream=1``): past the compute
     streams and the one after them (the reduce-scatter's reducer / receiver; the
-    accumulating one has none)."""
-    return compute_streams(opts, team_size) + (0 if opts.accumulate else 1)
+    accumulating ring has one only when it pushes parts, ``accumulate_receives``)."""
+    if opts.accumulate:
+        return compute_streams(opts, team_size) + (1 if opts.transfer == "push" and opts.chunks > 1 else 0)
+    return compute_streams(opts, team_size) + 1
 
 
 def collective(opts: Any, op: ir.Operation, buffer: ir.Value, axis: int, verb: str, noun: str) -> tuple:

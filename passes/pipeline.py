@@ -9,16 +9,15 @@ elements to one PassManager. It also implements IR printing around passes and ti
 import os
 import re
 import sys
-import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, TextIO
+from typing import Optional, TextIO
 
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
 from hir.dialect.context import HirError, format_diagnostic, format_location, format_mlir_error, new_context
+from hir.outputs import captured_fd2
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, check_disabled_env, is_disabled
 
 def overlap_pipeline(overlap: str = "auto") -> str:
@@ -70,10 +69,13 @@ class Element:
     hir_pass: Optional[ModulePass] = None
 
 
-DUMP_OPTIONS = ("ir-before-all", "ir-after-all", "timing")
+# ``placements``: hir.from_torch lists which placement strategy placed each op (the frontend
+# reads it through dumping(), as the passes read the others).
+DUMP_OPTIONS = ("ir-before-all", "ir-after-all", "timing", "placements")
 
 
-def _dumping(name: str) -> bool:
+def dumping(name: str) -> bool:
+    """Whether ``HIR_DUMP`` (comma-separated :data:`DUMP_OPTIONS`) asks for ``name``."""
     requested = {n.strip() for n in os.environ.get("HIR_DUMP", "").split(",") if n.strip()}
     unknown = requested - set(DUMP_OPTIONS)
     if unknown:
@@ -85,11 +87,12 @@ def _dumping(name: str) -> bool:
 class Instrumentation:
     """What to do around each element (mlir-opt's --mlir-print-ir-* and --mlir-timing).
     ``HIR_DUMP`` (like nvFuser's NVFUSER_DUMP) switches them on for every pipeline run, e.g.
-    ``HIR_DUMP=ir-after-all,timing``; names: ir-before-all, ir-after-all, timing."""
+    ``HIR_DUMP=ir-after-all,timing``; names: ir-before-all, ir-after-all, timing (and
+    placements, for hir.from_torch)."""
 
-    print_before_all: bool = field(default_factory=lambda: _dumping("ir-before-all"))
-    print_after_all: bool = field(default_factory=lambda: _dumping("ir-after-all"))
-    timing: bool = field(default_factory=lambda: _dumping("timing"))
+    print_before_all: bool = field(default_factory=lambda: dumping("ir-before-all"))
+    print_after_all: bool = field(default_factory=lambda: dumping("ir-after-all"))
+    timing: bool = field(default_factory=lambda: dumping("timing"))
     # mlir-opt's --verify-each: verify after every element (False: once, at the end; the
     # Python verifiers of a large module cost about as much as a pass).
     verify_each: bool = True
@@ -154,29 +157,11 @@ def parse_pipeline(text: str) -> list[Element]:
     return elements
 
 
-@contextmanager
-def _captured_fd2() -> Iterator[list[str]]:
-    """MLIR's pipeline parser writes its diagnostics straight to file descriptor 2; capture
-    them so they can be reported once, in our format."""
-    captured: list[str] = []
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield captured
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            captured.append(tmp.read().decode(errors="replace"))
-
-
 def _upstream_pm(texts: list[str]) -> PassManager:
     pipeline = f"builtin.module({','.join(texts)})"
     context = ir.Context.current or new_context()
     error = None
-    with _captured_fd2() as captured:
+    with captured_fd2() as captured:
         try:
             return PassManager.parse(pipeline, context=context)
         except ValueError as err:

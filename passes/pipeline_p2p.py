@@ -23,6 +23,13 @@ reduce-scatter becomes per-destination compute, shifts and one ``hir.reduction``
 streams the steps use (compute streams, plus the reduce-scatter's reducer / receiver
 stream, plus the comm stream), so none of them alias.
 
+The tensor-parallel form gets the same treatment (``_p2p_allreduce.py``, async-TP's idea): a
+contraction writing a partial sum followed by a summing ``hir.allreduce`` runs in row blocks,
+each block's all-reduce issued after its matmul on the block's pool stream, so it overlaps
+the next block's matmul. ``chunks`` (a number, or ``auto``: the rule there) is the block
+count; ``chunks=1`` leaves the pair whole, and ``overlap=auto`` chunks it only where the
+rule picks more than one block.
+
 Run it after hir-convert-to-communication and before hir-lower:
 ``hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower`` (without it,
 hir-lower's stream lowering runs such a collective whole, un-pipelined). Options:
@@ -91,8 +98,9 @@ from torch_mlir import ir
 from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, ReduceScatterOp, add_high_priority_stream, module_num_streams, set_module_num_streams
 from hir.dialect.base import get_i64_array, get_int
 from hir.dialect.comm import BACKENDS
-from hir.passes._p2p_accumulate import build_accumulate, can_accumulate
+from hir.passes._p2p_accumulate import accumulate_receives, build_accumulate, can_accumulate
 from hir.passes._p2p_allgather import build_allgather
+from hir.passes._p2p_allreduce import allreduce_chunks, build_allreduce, chunkable_allreduce
 from hir.passes._p2p_reduce_scatter import build_reduce_scatter
 from hir.passes._p2p_steps import ALGORITHMS, comm_stream_index, compute_streams
 from hir.passes.base import ModulePass, PassFailure, register_pass
@@ -128,6 +136,7 @@ class P2PPipeline(ModulePass):
         high_priority = set()  # their comm streams' pool indices
         for func in func_ops(module):
             body = func.regions[0].blocks[0]
+            needed = max(needed, self._chunk_allreduces(body))
             todo = [op.operation for op in body.operations if is_p2p_form(op.operation)]
             for op in todo:
                 block_ops = list(body.operations)
@@ -149,6 +158,22 @@ class P2PPipeline(ModulePass):
             _fix_num_streams(module, needed)
             for index in sorted(high_priority):
                 add_high_priority_stream(module, index)
+
+    def _chunk_allreduces(self, body: ir.Block) -> int:
+        """Contraction + summing all-reduce pairs in row blocks (``_p2p_allreduce.py``), as
+        ``overlap`` and ``chunks`` say; returns the pool streams they use."""
+        if self.overlap == "off":
+            return 0
+        block_ops = list(body.operations)
+        pairs = [(op.operation, found) for op in block_ops if (found := chunkable_allreduce(op.operation, block_ops)) is not None]
+        needed = 0
+        for op, (producer, rows) in pairs:
+            rule = allreduce_chunks(op, producer, rows, self.copy_gbps, self.compute_tflops, self.chunk_us)
+            chunks = rule if str(self.chunks) == "auto" or self.overlap == "auto" else int(self.chunks)
+            if chunks > 1 and ir.MemRefType(op.operands[0].type).shape[rows] % chunks == 0:
+                build_allreduce(chunks, op, producer, rows)
+                needed = max(needed, chunks)
+        return needed
 
     def _check_options(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -192,7 +217,10 @@ class P2PPipeline(ModulePass):
         if self.comm_stream:
             return comm_stream_index(self, n) + 1
         streams = compute_streams(self, n)
-        receiver = op.name == ReduceScatterOp.OPERATION_NAME and not self.accumulate and (self.chunks > 1 or self.transfer == "push")
+        if self.accumulate:
+            receiver = accumulate_receives(self)
+        else:
+            receiver = op.name == ReduceScatterOp.OPERATION_NAME and (self.chunks > 1 or self.transfer == "push")
         return streams + (1 if receiver else 0)
 
 

@@ -9,9 +9,9 @@
 #   host     benchmarks/host_overhead.py on one GPU
 #   sp       benchmarks/sp_mlp.py on 2 GPUs (needs .device/sp_mlp: python benchmarks/sp_mlp.py --emit .device/sp_mlp)
 #   overlap  scripts/device-overlap.sh (P2P tests, copy-engine bandwidth, overlap benchmark)
-#   multi    scripts/device-multi.sh (issue 25: GPU tests, end-to-end TP/SP MLP layer, overlap
-#            rows on whatever GPU count is present; needs .device/tp_overlap, see that script;
-#            not in the default list)
+#   multi    scripts/device-multi.sh (issues 25, 39: option matrix, LLaMA layer, TP/SP MLP layer,
+#            overlap rows, sanitizer, on whatever GPU count is present, within a 9-minute budget;
+#            needs .device from scripts/prepare-device39.sh; not in the default list)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh

@@ -1,67 +1,136 @@
 #!/usr/bin/env bash
-# Issue-25 sweep on whatever GPU count the machine has (torchrun --nproc_per_node = that
-# count; with 4 or 8 GPUs also 2): the GPU tests, the end-to-end MLP layer
-# (benchmarks/tp_overlap.py: imported SP / TP MLP, collectives whole and pipelined, against
-# hand-written torch, DTensor and async-TP) and the AG+matmul / matmul+RS rows
-# (benchmarks/overlap.py, M in {8192, 16384}, K = N = 8192, bf16) with the newer
-# hir-p2p-pipeline forms. Tables go to $OUT (RESULTS-ready markdown); rows that need more
-# GPUs than present print "skipped: needs N GPUs".
+# The multi-GPU sweep (issues 25, 39) on whatever GPU count the machine has, in one device call
+# that cannot overrun: every section runs under `timeout`, within its own cap and what is
+# left of the sweep's budget ($HIR_SWEEP_BUDGET s, default 540 counted from the start; a
+# section with under 30 s left prints "skipped: budget spent"). Processes a killed section
+# leaves on the GPUs are ended before the next. Logs go to $OUT, one file per section
+# (sweep.txt has the sections' headers and elapsed seconds; benchmark tables are
+# RESULTS-ready markdown; a benchmark row whose error is above its tolerance prints WRONG).
 #
-# Prepare on the CPU machine (no torch-mlir on the GPU machine), then carry .device:
-#   python benchmarks/tp_overlap.py --emit .device/tp_overlap --worlds 1,2,4,8
-# Usage: bash scripts/device-multi.sh [SECTION ...]   (default: tests e2e overlap)
-#   tests    GPU tests (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
-#   e2e      benchmarks/tp_overlap.py --from $HIR_E2E_DIR (default .device/tp_overlap)
-#   overlap  copy-engine bandwidth + benchmarks/overlap.py (needs 2 GPUs)
+# Prepare on the CPU machine (no torch-mlir FX importer and no network on the GPU machine),
+# then carry .device:   bash scripts/prepare-device39.sh
+# Usage: bash scripts/device-multi.sh [SECTION ...]   (default: matrix layer e2e overlap sanitizer)
+#   matrix     test/python/test_p2p_matrix_gpu.py (-m gpu) on the programs of .device/p2p_matrix.tar.xz,
+#              each run with HIR_COMM_DELAY_CYCLES set; skipped when the file is absent
+#   layer      benchmarks/layer.py --from ${HIR_LAYER_DIR:-.device/layer}: the LLaMA layer TP/SP, GPUs $HIR_LAYER_COUNTS
+#   e2e        benchmarks/tp_overlap.py --from ${HIR_E2E_DIR:-.device/tp_overlap}: the TP/SP MLP layer, GPUs $HIR_E2E_COUNTS
+#   overlap    copy-engine bandwidth + benchmarks/overlap.py (AG+matmul, matmul+RS), GPUs $HIR_OVERLAP_COUNTS
+#   sanitizer  the single-process GPU tests (-m "gpu and not multigpu") under TORCH_CUDA_SANITIZER=1
+#   tests      every GPU test (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
+# GPU counts: layer and e2e default to "N 2" (N = the GPUs present; only N when N <= 2),
+# overlap to N. Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
+# HIR_CAP_E2E=75, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
 source scripts/device-env.sh
 export PYTHONUNBUFFERED=1
-sections=${*:-tests e2e overlap}
+sections=${*:-matrix layer e2e overlap sanitizer}
+budget=${HIR_SWEEP_BUDGET:-540}
 gpus=$(python3 -c 'import torch; print(torch.cuda.device_count())')
-counts=$gpus
-[ "$gpus" -gt 2 ] && counts="$gpus 2"
-emitted=${HIR_E2E_DIR:-.device/tp_overlap}
-tests=${HIR_MULTI_TESTS:-test/python}
+both=$gpus
+[ "$gpus" -gt 2 ] && both="$gpus 2"
 P='hir-convert-to-communication{backend=cuda}'
-quiet() { grep -v "Warning\|^\s*$\|W1\|\*\*\*\|OMP_NUM"; }
-nvidia-smi -L
-echo "torch $(python3 -c 'import torch; print(torch.__version__)'), $gpus GPU(s); sections: $sections"
+log="$out/sweep.txt"
+quiet() { grep -v "Warning\|warn(\|^\s*$\|W1\|\*\*\*\|OMP_NUM\|return func("; }
+say() { echo "$*" | tee -a "$log"; }
+ranks=(python3 -m torch.distributed.run --standalone)  # then --nproc_per_node=N script args
+
+# The seconds a run may take: its cap, or what the budget has left (less 25 s for a kill:
+# TERM, then KILL 20 s later), 0 when under 30 s are left.
+allowance() {
+  local left=$(( budget - (SECONDS - start) - 25 ))
+  if [ "$left" -lt 30 ]; then echo 0; else echo $(( $1 < left ? $1 : left )); fi
+}
+
+# End what a killed run left on the GPUs (by pid; only this sweep's processes run there).
+reap() {
+  local pids
+  pids=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' ')
+  [ -z "$pids" ] && return
+  say "    ending processes left on the GPUs: $(echo $pids)"
+  # shellcheck disable=SC2086
+  kill -9 $pids 2>/dev/null
+  sleep 3
+}
+
+# bounded SECONDS LOGFILE COMMAND...: run COMMAND under timeout (TERM, KILL 20 s later),
+# its output filtered into LOGFILE and the console; prints the elapsed seconds and the status.
+bounded() {
+  local cap=$1 file=$2 t0=$SECONDS rc
+  shift 2
+  if [ "$cap" -eq 0 ]; then
+    say "    skipped: budget spent ($(( SECONDS - start )) s of $budget)"
+    echo "skipped: budget spent" >> "$file"
+    return
+  fi
+  timeout -k 20 "$cap" "$@" 2>&1 | quiet | tee -a "$file"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && { say "    TIMED OUT after $cap s"; reap; }
+  say "    $(( SECONDS - t0 )) s, exit $rc (sweep at $(( SECONDS - start )) s)"
+}
+
+nvidia-smi -L | tee "$log"
+say "torch $(python3 -c 'import torch; print(torch.__version__)'), $gpus GPU(s); sections: $sections; budget $budget s; set-up took $(( SECONDS - start )) s"
 
 for section in $sections; do
   case $section in
-    tests)
-      echo "=== GPU tests, $gpus GPU(s) ($tests; multi-GPU cases skip above the count)"
-      # shellcheck disable=SC2086
-      python3 -m pytest -q -p no:cacheprovider -m gpu -rs $tests 2>&1 | tee "$out/multi_tests_${gpus}gpu.txt" | tail -n 15 ;;
+    matrix)
+      file=test/python/test_p2p_matrix_gpu.py
+      if [ ! -f "$file" ]; then
+        say "=== option matrix: skipped: $file is not in this tree" ; continue
+      fi
+      # the programs come lowered from .device/p2p_matrix.tar.xz (prepare-device39.sh); the
+      # test runs each eagerly and as a graph with HIR_COMM_DELAY_CYCLES set, and rank 0
+      # appends each form's line to the log as it finishes
+      say "=== option matrix ($file), 2 and $gpus GPU(s)"
+      bounded "$(allowance "${HIR_CAP_MATRIX:-240}")" "$out/matrix.txt" \
+        env HIR_P2P_MATRIX=.device/p2p_matrix.tar.xz HIR_P2P_MATRIX_LOG="$out/matrix.txt" python3 -m pytest -q -p no:cacheprovider -m gpu -rs "$file" ;;
+    layer)
+      for n in ${HIR_LAYER_COUNTS:-$both}; do
+        cap=$(allowance "${HIR_CAP_LAYER:-170}")
+        say "=== LLaMA layer (benchmarks/layer.py), $n GPUs"
+        # the script's own limits sit inside the cap: rows not built by --budget print n/a
+        # (it counts from after its imports; the timed rounds take seconds)
+        bounded "$cap" "$out/layer.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/layer.py --from "${HIR_LAYER_DIR:-.device/layer}" \
+          --budget $(( cap > 90 ? cap - 60 : cap / 3 )) --timeout $(( cap > 15 ? cap - 5 : cap ))
+      done ;;
     e2e)
-      for n in $counts; do
-        echo "=== end-to-end MLP layer, $n GPU(s)$([ "$n" -lt 2 ] && echo ' (smoke: no communication at world size 1)')"
-        python3 -m torch.distributed.run --standalone --nproc_per_node="$n" benchmarks/tp_overlap.py --from "$emitted" 2>&1 \
-          | quiet | tee "$out/tp_overlap_${n}gpu.md"
+      for n in ${HIR_E2E_COUNTS:-$both}; do
+        cap=$(allowance "${HIR_CAP_E2E:-75}")
+        say "=== end-to-end MLP layer (benchmarks/tp_overlap.py), $n GPU(s)"
+        bounded "$cap" "$out/e2e.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_overlap.py --from "${HIR_E2E_DIR:-.device/tp_overlap}" --timeout $(( cap > 15 ? cap - 5 : cap ))
       done ;;
     overlap)
-      if [ "$gpus" -lt 2 ]; then
-        echo "=== AG+matmul / matmul+RS overlap rows: skipped: needs 2 GPUs (have $gpus)" | tee "$out/overlap_skipped.txt"
-        continue
-      fi
-      for n in $counts; do
-        echo "=== copy-engine bandwidth, $n GPUs"
-        python3 -m torch.distributed.run --standalone --nproc_per_node="$n" benchmarks/copy_engines.py 2>&1 \
-          | grep "^|\|^Peer" | tee "$out/copy_engines_${n}gpu.md"
-        echo "=== AG+matmul / matmul+RS, $n GPUs"
-        python3 -m torch.distributed.run --standalone --nproc_per_node="$n" benchmarks/overlap.py --sizes 8192,16384 --graph \
+      for n in ${HIR_OVERLAP_COUNTS:-$gpus}; do
+        if [ "$n" -lt 2 ]; then say "=== AG+matmul / matmul+RS: skipped: needs 2 GPUs (have $n)"; continue; fi
+        say "=== copy-engine bandwidth, $n GPUs"
+        bounded "$(allowance 30)" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/copy_engines.py
+        cap=$(allowance "${HIR_CAP_OVERLAP:-120}")
+        say "=== AG+matmul / matmul+RS (benchmarks/overlap.py), $n GPUs"
+        bounded "$cap" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/overlap.py --sizes 8192,16384 --graph --timeout $(( cap > 15 ? cap - 5 : cap )) \
           --pipelines "$P,hir-lower" \
-          --p2p "$P,hir-p2p-pipeline,hir-lower" \
-                "$P,hir-p2p-pipeline{algorithm=ring},hir-lower" \
-                "$P,hir-p2p-pipeline{chunks=auto comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{transfer=push comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{accumulate=1 chunks=auto},hir-lower" \
+          --p2p "$P,hir-p2p-pipeline{chunks=auto comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{copies=2 comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{copies=2 chunks=auto comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{copies=3 comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{copies=2 chunks=2 transfer=push comm-stream=1},hir-lower" \
                 "$P,hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{accumulate=1 chunks=4 comm-stream=1},hir-lower" 2>&1 \
-          | quiet | tee "$out/overlap_${n}gpu.md"
+                "$P,hir-p2p-pipeline{accumulate=1 chunks=2 copies=2 transfer=push comm-stream=1},hir-lower"
       done ;;
+    sanitizer)
+      # only the files with GPU tests: the sanitizer sees every torch op, collection's too
+      gpu_files=$(grep -l "mark\.gpu" test/python/*.py test/python/*/*.py)
+      say "=== single-process GPU tests under TORCH_CUDA_SANITIZER=1 (one GPU visible): $(echo $gpu_files)"
+      # shellcheck disable=SC2086
+      bounded "$(allowance "${HIR_CAP_SANITIZER:-75}")" "$out/sanitizer.txt" \
+        env TORCH_CUDA_SANITIZER=1 CUDA_VISIBLE_DEVICES=0 python3 -m pytest -q -p no:cacheprovider -m "gpu and not multigpu" -rfEs $gpu_files ;;
+    tests)
+      say "=== GPU tests, $gpus GPU(s) (${HIR_MULTI_TESTS:-test/python}; multi-GPU cases skip above the count)"
+      # shellcheck disable=SC2086
+      bounded "$(allowance "${HIR_CAP_TESTS:-300}")" "$out/tests.txt" python3 -m pytest -q -p no:cacheprovider -m gpu -rs ${HIR_MULTI_TESTS:-test/python} ;;
     *)
-      echo "device-multi: unknown section '$section' (tests e2e overlap)" >&2; exit 2 ;;
+      say "device-multi: unknown section '$section' (matrix layer e2e overlap sanitizer tests)"; exit 2 ;;
   esac
 done
+say "sweep done in $(( SECONDS - start )) s"

@@ -9,6 +9,7 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
     fn = hir.compile(program, state, device="cuda")  # its state bound, compiled once: fn(x)...
     tokens = hir.generate(hf_model, input_ids, max_new_tokens=32)   # HF generate's arguments
     hir.from_shard(module)                        # annotated shard-dialect program -> hir
+    program.save("m.mlir"); hir.load("m.mlir")    # the IR and its weights (safetensors) on disk
 """
 
 import inspect
@@ -17,7 +18,7 @@ from typing import Any, Optional
 
 from hir.core import HirError, new_context, parse
 
-__all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate"]
+__all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "load"]
 
 
 def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
@@ -33,7 +34,12 @@ def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = N
     out = instrumentation.get("out")
     if out is not None and not callable(getattr(out, "write", None)):
         raise HirError(f"error: hir.lower: out must be a text stream (with a write method), got {type(out).__name__}")
-    return run_pipeline(module, pipeline, Instrumentation(**instrumentation), source_name)
+    try:
+        return run_pipeline(module, pipeline, Instrumentation(**instrumentation), source_name)
+    except HirError:
+        raise
+    except ValueError as err:  # a malformed pipeline, pass option or $HIR_DUMP / $HIR_DISABLE_PASSES
+        raise HirError(f"error: hir.lower: {err}") from None
 
 
 def _check_options(entry: str, options: dict, known: Any) -> None:
@@ -131,3 +137,12 @@ def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_sh
     if grid_shape is not None:
         pipeline = pipeline.replace("hir-set-grid-shape", f"hir-set-grid-shape{{shape={grid_shape}}}", 1)
     return lower(module, pipeline, source_name=source_name, **instrumentation)
+
+
+def load(path, *, weights: Optional[str] = None):
+    """The imported program that ``TorchProgram.save(path)`` or ``hir-import -o path`` wrote:
+    its module, and its weights (read from the recorded safetensors file, or ``weights``) as
+    the program's state: ``hir.load(path).run(None, x)`` runs the saved model on ``x``."""
+    from hir.frontend.saving import load as _load
+
+    return _load(path, weights)

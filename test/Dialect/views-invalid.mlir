@@ -195,3 +195,22 @@ func.func @reshape_wrong_split(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 
   %b = "hir.alias_reshape"(%a) {reassociation = [[0, 1], [2]]} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) -> memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
   return
 }
+
+// -----
+
+// A split axis merged with an outer axis: a device's part of [2, 3, D, 4] split on 2 is no
+// block of [2, 3 * D, 4].
+func.func @reshape_merges_split(%x: memref<2x3x8x4xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) {
+  // expected-error @+1 {{split axis 2 is not the outermost axis of its group [1, 2]; the device split must lead its group: split axis 2 (extent 8) of [2, 3, 8, 4] is merged with an outer axis in [2, 24, 4]}}
+  %b = "hir.alias_reshape"(%x) {reassociation = [[0], [1, 2], [3]]} : (memref<2x3x8x4xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) -> memref<2x24x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+  return
+}
+
+// -----
+
+// Expanding a split axis into unit axes and the split: the split goes to the non-unit axis.
+func.func @reshape_split_on_unit_axis(%w: memref<4x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) {
+  // expected-error @+1 {{does not match the reshaped view type memref<1x4x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>}}
+  %b = "hir.alias_reshape"(%w) {reassociation = [[0, 1], [2]]} : (memref<4x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<1x4x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  return
+}

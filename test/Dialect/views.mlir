@@ -75,3 +75,23 @@ func.func @sharded_reshape(%s: memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 0 :
   %f = "hir.alias_reshape"(%a) {reassociation = [[0, 1]]} : (memref<2x3xf32>) -> memref<6xf32>
   return
 }
+
+// A view of a split buffer keeps its split by the view's dim map: past new unit axes
+// (nvFuser's matmul_RS_through_bcast: [DIDx(D), K, N] as [1, DIDx(D), 1, K, N], then
+// broadcast), through a flatten of unsplit axes, and back.
+// CHECK-LABEL: func.func @split_views
+func.func @split_views(%w: memref<4x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %x: memref<2x3x8x4xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) {
+  // CHECK: "hir.alias_reshape"(%{{.*}}) {reassociation = {{\[\[}}0, 1, 2], [3], [4]]} : (memref<4x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<1x4x1x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+  %u = "hir.alias_reshape"(%w) {reassociation = [[0, 1, 2], [3], [4]]} : (memref<4x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<1x4x1x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+  // CHECK: "hir.alias_broadcast"(%{{.*}}) : (memref<1x4x1x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> memref<3x4x8x16x32xf32, strided<[0, 512, 0, 32, 1], offset: ?>, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+  %b = "hir.alias_broadcast"(%u) : (memref<1x4x1x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> memref<3x4x8x16x32xf32, strided<[0, 512, 0, 32, 1], offset: ?>, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+  // CHECK: "hir.alias_reshape"(%{{.*}}) {reassociation = {{\[\[}}0, 1, 2], [3], [4]]} : (memref<1x4x1x16x32xf32, {{.*}}) -> memref<4x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  %back = "hir.alias_reshape"(%u) {reassociation = [[0, 1, 2], [3], [4]]} : (memref<1x4x1x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> memref<4x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  // A flatten of the unsplit axes before the split: [2, 3, D, 4] on 2 -> [6, D, 4] on 1.
+  // CHECK: "hir.alias_reshape"(%{{.*}}) {reassociation = {{\[\[}}0, 1], [2], [3]]} : (memref<2x3x8x4xf32, {{.*}}) -> memref<6x8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+  %flat = "hir.alias_reshape"(%x) {reassociation = [[0, 1], [2], [3]]} : (memref<2x3x8x4xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) -> memref<6x8x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+  // The split axis leading a merged group: [2, 3, D * 4] on 2.
+  // CHECK: "hir.alias_reshape"(%{{.*}}) {reassociation = {{\[\[}}0], [1], [2, 3]]} : (memref<2x3x8x4xf32, {{.*}}) -> memref<2x3x32xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+  %merged = "hir.alias_reshape"(%x) {reassociation = [[0], [1], [2, 3]]} : (memref<2x3x8x4xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) -> memref<2x3x32xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+  return
+}

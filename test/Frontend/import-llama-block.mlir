@@ -1,7 +1,7 @@
 // RUN: hir-import %S/Inputs/llama_block.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-lower)' | FileCheck %s
 // A LLaMA-style block (RMSNorm, rotary embeddings by slice/cat, GQA k/v heads repeated by
 // expand + reshape, SDPA, SwiGLU) tensor-parallel on 2 devices: every segment has a
-// sharding rule (hir.frontend.segment_rules), so attention and the MLP run on local heads
+// placement strategy (hir.frontend.strategies), so attention and the MLP run on local heads
 // and columns; the two row-parallel contractions (o, down) are the only collectives.
 // test_from_torch_block.py runs it on 2 and 4 Gloo ranks and a 2x2 mesh.
 

@@ -1,5 +1,6 @@
 // RUN: hir-opt %s --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{accumulate=1 chunks=2 comm-stream=1})' | FileCheck %s
 // RUN: hir-opt %s --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{accumulate=1 transfer=push},hir-lower)' | FileCheck %s --check-prefix=PUSH
+// RUN: hir-opt %s --print-value-names --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1})' | FileCheck %s --check-prefix=PARTS
 
 // hir-p2p-pipeline{accumulate=1}: the partial sums travel the ring (shift offset 1) and
 // each rank adds its partial in the matmul's epilogue ({accumulate}); no slot reduction.
@@ -43,6 +44,21 @@
 // PUSH: "hir.shift"{{.*}}transfer = "push"
 // PUSH: "hir.matmul"(%{{.*}}, %{{.*}}, %{{.*}}) {accumulate}
 // PUSH-NEXT: "hir.set"
+// Pushed parts: a "pushed" signal names its sender, not the part, so every part's wait
+// runs on one receiver stream (pool index chunks = 2), in the order the sender signalled,
+// and the part's stream synchronizes with it (the issue-39 race: part 1's wait on its own
+// stream took part 0's signal and accumulated into a slot part still in flight). The comm
+// stream moves past it, and the receiver is joined at the end.
+// PARTS: module attributes {hir.high_priority_streams = array<i64: 3>, hir.num_streams = 4 : i64}
+// PARTS: %[[REC:receiver]] = "hir.get_stream"(%c2)
+// PARTS: %work = "hir.shift"{{.*}}transfer = "push"
+// PARTS-NEXT: "hir.set_current_stream"(%[[REC]])
+// PARTS-NEXT: "hir.wait"(%work)
+// PARTS-NEXT: "hir.set_current_stream"(%[[STREAM:stream]])
+// PARTS-NEXT: "hir.synchronize"(%[[REC]])
+// PARTS: "hir.matmul"{{.*}} {accumulate}
+// PARTS: "hir.synchronize"(%comm_stream)
+// PARTS-NEXT: "hir.synchronize"(%[[REC]])
 func.func @matmul_rs(%a: memref<4x4x2x2xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, %w: memref<1x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>> {
   %partial = memref.alloc() : memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
   "hir.matmul"(%a, %w, %partial) {stream_axis = 0 : i64} : (memref<4x4x2x2xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, memref<1x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> ()

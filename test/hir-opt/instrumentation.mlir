@@ -17,9 +17,15 @@
 // BADENV: HIR_DUMP: unknown option(s) bogus
 
 // RUN: hir-opt --list-passes | FileCheck --check-prefix=LIST %s
-// LIST: hir passes:
-// LIST: pipelines:
-// LIST: hir-lower
+// LIST: Available Passes:
+// LIST: {{^}}  --hir-stream-lowering   {{ *}}-   Lower stream-parallel ops
+// LIST-NEXT: {{^}}      chunks=<int>     {{ *}}- default: 0
+// LIST: Available Pass Pipelines:
+// LIST: {{^}}  --hir-lower    {{ *}}-   hir-insert-reshardings,
+// RUN: hir-opt --list-passes | FileCheck --check-prefix=NOPY %s
+// NOPY-NOT: Optional
+// NOPY-NOT: (int)
+// NOPY-NOT: bool
 
 // RUN: hir-opt --emit-irdl | FileCheck --check-prefix=IRDL %s
 // IRDL: irdl.dialect @hir

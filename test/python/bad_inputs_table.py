@@ -3,8 +3,8 @@
 Each CLI case is ``(id, tool, argv, env, rc, fragments)``: the tool's ``main(argv)`` run in the
 folder of :data:`FILES` with ``env`` added must return ``rc``, print every fragment on stderr
 and no traceback, and leave every file of the folder as it was. Each API case is
-``(id, call, fragments)``: ``call(folder)`` must raise :class:`hir.HirError` (or ValueError for
-a malformed pass pipeline, as documented) whose message holds every fragment."""
+``(id, call, fragments)``: ``call(folder)`` must raise :class:`hir.HirError` whose message holds
+every fragment and names the caller's line (the table's line that called into hir)."""
 
 SHARD2 = "#hir.shard<array<i64: 0, 1>, 0 : i64>"
 SHARD3 = "#hir.shard<array<i64: 0, 1, 2>, 0 : i64>"
@@ -39,6 +39,8 @@ FILES = {
     "text.npy": "not a npy file\n",
     "syntax.mlir": "func.func @main( {\n",
     "custom.mlir": "func.func @main() {\n  hir.yield\n  return\n}\n",
+    "custom_first.mlir": "func.func @main() { hir.yield }\n",
+    "custom_value.mlir": "func.func @main(%a: memref<2xf32> {hir.parameter}) {\n  %s = hir.get_current_stream : !hir.stream\n  return\n}\n",
     "unknown_op.mlir": 'func.func @main() {\n  "hir.bogus"() : () -> ()\n  return\n}\n',
     "undef.mlir": "func.func @main() -> index {\n  return %x : index\n}\n",
     "badtype.mlir": "func.func @main(%a: memref<4xbogus>) {\n  return\n}\n",
@@ -98,6 +100,8 @@ OPT = [
     ("opt-missing-file", ["nope.mlir"], {}, 1, ["nope.mlir: error: cannot read"]),
     ("opt-syntax", ["syntax.mlir"], {}, 1, ["syntax.mlir:1:"]),
     ("opt-custom-form", ["custom.mlir"], {}, 1, ["custom.mlir:2:3: error: 'hir.yield' is written in custom form"]),
+    ("opt-custom-form-first-line", ["custom_first.mlir"], {}, 1, ["custom_first.mlir:1:21: error: 'hir.yield' is written in custom form"]),
+    ("opt-custom-form-after-value", ["custom_value.mlir"], {}, 1, ["custom_value.mlir:2:8: error: 'hir.get_current_stream' is written in custom form"]),
     ("opt-unknown-op", ["unknown_op.mlir"], {}, 1, ["unknown_op.mlir:2:3: error:", "hir.bogus"]),
     ("opt-undefined-value", ["undef.mlir"], {}, 1, ["undef.mlir:2:10: error: use of undeclared SSA value"]),
     ("opt-bad-type", ["badtype.mlir"], {}, 1, ["badtype.mlir:1:"]),
@@ -140,6 +144,12 @@ OPT = [
     ("opt-split-error-chunk", ["split.mlir", "--split-input-file"], {}, 1, ["split.mlir:5:"]),
     ("opt-verify-diagnostics-mismatch", ["expect.mlir", "--verify-diagnostics"], {}, 1, ["expect.mlir:"]),
 ]
+FILES["weighted.mlir"] = """module attributes {hir.weights = "none.safetensors"} {
+  func.func @main(%w: memref<4xf32> {hir.parameter, hir.weight = "w"}, %x: memref<4xf32>) {
+    return
+  }
+}
+"""
 FILES["split.mlir"] = "func.func @a() {\n  return\n}\n// -----\nfunc.func @b( {\n"
 FILES["expect.mlir"] = "// expected-error@+1 {{this message is not the one}}\n" + FILES["uneven.mlir"]
 
@@ -202,6 +212,13 @@ RUN = [
     ("run-dist-timeout-text", ["p.mlir", "random", "1"], {"HIR_DIST_TIMEOUT": "abc", "WORLD_SIZE": "2", "RANK": "0"}, 1, ["$HIR_DIST_TIMEOUT='abc': expected a number of seconds > 0"]),
     ("run-dist-timeout-zero", ["p.mlir", "random", "1"], {"HIR_DIST_TIMEOUT": "0", "WORLD_SIZE": "2", "RANK": "0"}, 1, ["$HIR_DIST_TIMEOUT='0'"]),
     ("run-bad-view-chunks", ["bad_view.mlir", "ones"], {}, 1, ["bad_view.mlir:3:8: error:", "does not divide into 2 chunks"]),
+    ("run-lower-without-equals", ["--lower", "hir-lower", "p.mlir"], {}, 1, ["hir-run: error: 'hir-lower' is a pass pipeline, not a file", "--lower=hir-lower"]),
+    ("run-lower-text-without-equals", ["--lower", "builtin.module(hir-stream-lowering,cse)", "p.mlir"], {}, 1, ["is a pass pipeline, not a file", "--lower=builtin.module(hir-stream-lowering,cse)"]),
+    ("run-dist-timeout-before-ranks", ["p.mlir", "--nproc", "2"], {"HIR_DIST_TIMEOUT": "abc"}, 1, ["hir-run: error: $HIR_DIST_TIMEOUT='abc': expected a number of seconds > 0"]),
+    ("run-weights-no-keys", ["p.mlir", "random", "1", "--weights", "x.pt"], {}, 1, ["hir-run: error: --weights x.pt: @main reads no weights"]),
+    ("run-weights-file-missing", ["weighted.mlir", "ones"], {}, 1, ["none.safetensors: error: cannot read the weights: no such file"]),
+    ("run-weights-not-safetensors", ["weighted.mlir", "ones", "--weights", "text.pt"], {}, 1, ["text.pt: error: cannot read the weights as a safetensors file"]),
+    ("run-weights-extra-input", ["weighted.mlir", "ones", "ones"], {}, 1, ["input 'ones' is for argument #2, but the entry function takes 2 (1 besides the 1 its weights file gives)"]),
 ]
 
 IMPORT = [
@@ -221,6 +238,10 @@ IMPORT = [
     ("import-out-is-source", ["m.py", "-o", "m.py"], {}, 1, ["-o m.py: is also an input of this run"]),
     ("import-out-missing-folder", ["m.py", "-o", "nodir/x.mlir"], {}, 1, ["'nodir' does not exist"]),
     ("import-unknown-flag", ["m.py", "--bogus"], {}, 1, ["unrecognized arguments: --bogus"]),
+    ("import-weights-contradiction", ["m.py", "-o", "new.mlir", "--weights", "w.safetensors", "--no-weights"], {}, 1, ["--weights and --no-weights contradict each other"]),
+    ("import-weights-is-source", ["m.py", "-o", "new.mlir", "--weights", "m.py"], {}, 1, ["--weights m.py: is also an input of this run"]),
+    ("import-weights-is-output", ["m.py", "-o", "new.mlir", "--weights", "new.mlir"], {}, 1, ["--weights new.mlir: is also the -o file"]),
+    ("import-weights-missing-folder", ["m.py", "--weights", "nodir/w.safetensors"], {}, 1, ["--weights nodir/w.safetensors", "'nodir' does not exist"]),
 ]
 
 DEMO = [

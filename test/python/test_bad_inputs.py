@@ -11,9 +11,13 @@ import sys
 import pytest
 import torch
 
+from bad_inputs_api import builder_cases, weights_cases
 from bad_inputs_frontend import frontend_cases
 from bad_inputs_table import CLI_CASES, FILES, _api_cases
 
+import hir
+import hir.dialect
+import hir.passes
 from hir.core import HirError
 from hir.tools import demo, import_cli, opt, run_cli
 
@@ -67,17 +71,35 @@ def test_cli_case(case, folder, monkeypatch, capsys):
     assert snapshot(folder) == before
 
 
-API_CASES = _api_cases() + frontend_cases()
+API_CASES = _api_cases() + frontend_cases() + builder_cases() + weights_cases()
+
+
+def call_site(tb) -> str:
+    """``file:line`` of the call into hir on a traceback: the last frame before the first
+    frame of the hir package (what HirError must name)."""
+    folders = tuple(os.path.dirname(m.__file__) + os.sep for m in (hir, hir.dialect, hir.passes))
+    site = None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if os.path.realpath(filename).startswith(tuple(os.path.realpath(f) + os.sep for f in folders)):
+            return site
+        site = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return site
 
 
 @pytest.mark.parametrize("case", API_CASES, ids=[c[0] for c in API_CASES])
 def test_api_case(case, folder):
     _, call, fragments = case
     before = snapshot(folder)
-    with pytest.raises((HirError, ValueError)) as info:
+    with pytest.raises(HirError) as info:
         call(folder)
+    message = str(info.value)
     for fragment in fragments:
-        assert fragment in str(info.value), (fragment, str(info.value))
+        assert fragment in message, (fragment, message)
+    site = call_site(info.tb)
+    assert site is not None and "bad_inputs_" in site, site
+    assert site in message, (site, message)  # the caller's file and line
     assert snapshot(folder) == before
     import torch.distributed as dist
 

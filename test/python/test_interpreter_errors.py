@@ -108,8 +108,9 @@ def test_interp_dealloc_folded_into_a_torch_step_keeps_its_errors():
 }}"""
     p = program(text, graph=False)
     assert [s.hir_op.name for s in p.plan.steps] == ["hir.binary"]
-    with pytest.raises(HirError, match=r"^test.mlir:5:3: error: 'memref.dealloc' buffer %alloc is already deallocated$"):
+    with pytest.raises(HirError) as info:
         p([torch.zeros(4, 8)])
+    assert info.value.message == "test.mlir:5:3: error: 'memref.dealloc' buffer %alloc is already deallocated"
 
 
 def test_interp_use_of_view_after_parent_dealloc():

@@ -1,9 +1,9 @@
-"""docs/from-pytorch.md lists the sharding rules of the frontend's rule table as the
-generator writes them now, and every op of the table is listed."""
+"""docs/from-pytorch.md lists the placement strategies of the frontend's registry as the
+generator writes them now, and every op of the registry is listed."""
 
 from pathlib import Path
 
-from hir.frontend.segment_rules import RULES
+from hir.frontend.strategies import STRATEGIES
 from hir.tools.gen_rule_docs import generate, main
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "from-pytorch.md"
@@ -15,7 +15,7 @@ def test_rule_list_is_current():
 
 def test_every_rule_is_listed():
     listed = generate()
-    assert RULES and all(f"`{name.removeprefix('torch.')}`" in listed for name in RULES)
+    assert STRATEGIES and all(f"`{name.removeprefix('torch.')}`" in listed for name in STRATEGIES)
 
 
 def test_check_flags_a_stale_file(tmp_path, capsys):

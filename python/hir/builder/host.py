@@ -83,8 +83,11 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
         """A collective (``allgather``, ``allreduce``, ``reduce_scatter``, ``broadcast``,
         ``scatter``, ``gather``, ``reduce``, ``send_recv``) returning its work token;
         ``attrs`` are its integer (axis, root, scatter_axis) and string (reduction) attributes."""
-        cls = {c.OPERATION_NAME.split(".", 1)[1]: c for c in COLLECTIVE_OPS}[kind]
+        kinds = {c.OPERATION_NAME.split(".", 1)[1]: c for c in COLLECTIVE_OPS}
         with self._at():
+            if kind not in kinds:
+                raise ValueError(f"communicate: kind must be one of {', '.join(kinds)}, got {kind!r}")
+            cls = kinds[kind]
             kwargs = {k: _attr(v) for k, v in attrs.items()}
             op = cls(input.value, output.value, ir.DenseI64ArrayAttr.get(list(team)), ir.StringAttr.get(backend), **kwargs)
             return op.work

@@ -13,7 +13,7 @@ from typing import Iterator, Optional, Sequence, Union
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
-from hir.core import HirError, format_mlir_error, new_context
+from hir.core import HirError, format_location, format_mlir_error, new_context
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding, sharding_of
 from hir.dialect.base import DYNAMIC
 from hir.dialect.compute import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
@@ -88,8 +88,16 @@ class ProgramBuilder:
 
     @contextmanager
     def _at(self) -> Iterator[None]:
-        with self.context, caller_location(self.context), self._ip:
-            yield
+        """Build at the caller's line; a check failing there (an operand shape, an
+        attribute: a ``VerifyError``) is an :class:`HirError` located at that line."""
+        loc = caller_location(self.context)
+        try:
+            with self.context, loc, self._ip:
+                yield
+        except HirError:
+            raise
+        except ValueError as err:
+            raise HirError(f"{format_location(loc)}: error: {err}") from None
 
     def index(self, value: int) -> ir.Value:
         """An ``index`` constant."""
@@ -97,6 +105,8 @@ class ProgramBuilder:
             return arith.ConstantOp(ir.IndexType.get(), value).result
 
     def _mem_type(self, shape: Sequence[Dim], dtype: Union[str, ir.Type], sharding: Optional[Sharding]) -> ir.MemRefType:
+        if isinstance(dtype, str) and dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)} (or an MLIR type), got {dtype!r}")
         element = DTYPES[dtype]() if isinstance(dtype, str) else dtype
         dims = [DYNAMIC if d is None else d for d in shape]
         return ir.MemRefType.get(dims, element, memory_space=sharding.attr() if sharding else None)
@@ -193,6 +203,10 @@ class ProgramBuilder:
         """``x.<kind>(axes)`` (sum, prod, max, min); the reduced axes are dropped. By
         default the output keeps ``x``'s mesh: split along the same (shifted) axis, or
         replicated when a split axis is reduced (that reduction is a communication)."""
+        with self._at():
+            bad = [a for a in axes if not -len(x.sizes) <= a < len(x.sizes)]
+            if bad:
+                raise ValueError(f"{kind}: axis {bad[0]} is out of range for rank {len(x.sizes)}")
         axes = [a % len(x.sizes) for a in axes]
         if sharding == "same":
             sharding = _reduced_sharding(x.sharding, axes)

@@ -1,7 +1,8 @@
 """The builder's views (mixed into :class:`hir.builder.Builder`): ``subview`` (upstream
 ``memref.subview``, static or dynamic, rank-reducing), ``collapse_shape`` / ``expand_shape``
-/ ``reshape`` (upstream reassociative reshapes) and ``alias_broadcast`` (``hir.alias_broadcast``).
-Every view is zero-copy; result types are inferred the way MLIR's verifiers expect them.
+/ ``reshape`` (upstream reassociative reshapes; ``hir.alias_reshape`` where a split buffer's split axis moves) and ``alias_broadcast``
+(``hir.alias_broadcast``). Every view is zero-copy; result types are inferred the way MLIR's
+verifiers expect them, placements by the view's dim map (a split follows its axis).
 
     rows = b.subview(x, [i, 0], [2, 64])            # rows i, i+1 (i: an index value)
     flat = b.reshape(x, [8 * 64])                    # collapse_shape
@@ -16,8 +17,9 @@ from torch_mlir import ir
 from torch_mlir.dialects import memref
 
 from hir.core import HirError
-from hir.dialect import AliasBroadcastOp
+from hir.dialect import AliasBroadcastOp, AliasReshapeOp
 from hir.dialect.base import DYNAMIC, VerifyError
+from hir.dialect.view_splits import reshaped
 
 Size = Union[int, ir.Value]
 
@@ -55,9 +57,17 @@ class ViewBuilder:
 
     def subview(self, x, offsets: Sequence[Size], sizes: Sequence[Size], strides: Optional[Sequence[Size]] = None, *, drop: Sequence[int] = ()):
         """``memref.subview``: ``sizes[i]`` elements from ``offsets[i]`` every ``strides[i]``
-        along each axis; ``drop`` lists extent-1 axes to remove (a rank-reducing subview)."""
+        along each axis; ``drop`` lists extent-1 axes to remove (a rank-reducing subview). On
+        a split buffer, axes dropped before the split axis are taken by ``hir.alias_select``
+        (which renumbers the split; an upstream subview keeps ``#hir.shard``'s numbers)."""
         strides = list(strides) if strides is not None else [1] * len(sizes)
         source = x.type
+        sharding = x.sharding
+        if drop and sharding is not None and any(s is not None and a < s for s in sharding.splits for a in drop):
+            whole = self.subview(x, offsets, sizes, strides)
+            for axis in sorted(drop, reverse=True):
+                whole = self.alias_select(whole, self.index(0), axis)
+            return whole
         if not len(offsets) == len(sizes) == len(strides) == source.rank:
             raise HirError(f"error: subview of a rank-{source.rank} buffer needs {source.rank} offsets, sizes and strides")
         if any(not (isinstance(sizes[a], int) and sizes[a] == 1) for a in drop):
@@ -76,10 +86,15 @@ class ViewBuilder:
         return type(x)(view, [sizes[i] for i in kept])
 
     def collapse_shape(self, x, groups: Sequence[Sequence[int]]):
-        """``memref.collapse_shape``: each group of adjacent axes becomes one axis."""
+        """``memref.collapse_shape``: each group of adjacent axes becomes one axis (on a
+        split buffer whose split axis this renumbers, ``hir.alias_reshape``: see
+        :meth:`_split_reshape`)."""
         source = x.type
-        in_strides, offset = source.get_strides_and_offset()
         shape = [prod(source.shape[a] for a in g) if all(source.shape[a] != DYNAMIC for a in g) else DYNAMIC for g in groups]
+        moved = self._split_reshape(x, groups, shape)
+        if moved is not None:
+            return moved
+        in_strides, offset = source.get_strides_and_offset()
         strides = [in_strides[g[-1]] if g else 1 for g in groups]
         sizes = []
         for g in groups:
@@ -92,8 +107,12 @@ class ViewBuilder:
 
     def expand_shape(self, x, groups: Sequence[Sequence[int]], sizes: Sequence[Size]):
         """``memref.expand_shape``: axis ``i`` of ``x`` becomes the axes ``groups[i]`` with
-        extents ``sizes`` (an index value makes that extent dynamic)."""
+        extents ``sizes`` (an index value makes that extent dynamic; a split buffer as in
+        :meth:`collapse_shape`)."""
         source = x.type
+        moved = self._split_reshape(x, groups, _static(sizes))
+        if moved is not None:
+            return moved
         in_strides, offset = source.get_strides_and_offset()
         shape = _static(sizes)
         strides = [0] * len(shape)
@@ -106,6 +125,29 @@ class ViewBuilder:
             dynamic = [s for s in sizes if not isinstance(s, int)]
             view = memref.ExpandShapeOp(_typed(source, shape, strides, offset), x.value, _reassociation(groups), dynamic, shape).result
         return type(x)(view, list(sizes))
+
+    def _split_reshape(self, x, groups: Sequence[Sequence[int]], shape: list[int]):
+        """A reshape (to ``shape``) of a split buffer whose split axis the view's dim map
+        moves (``[D, K, N]`` on 0 to ``[1, D, 1, K, N]`` on 1): ``hir.alias_reshape``, since
+        upstream reshapes keep ``#hir.shard``'s axis numbers. None when the placement is
+        unmoved (the upstream view serves); an error when a split axis is merged with an
+        outer axis."""
+        sharding = x.sharding
+        if sharding is None or not sharding.is_split:
+            return None
+        try:
+            if reshaped(sharding, list(x.type.shape), shape, groups) == sharding:
+                return None
+        except ValueError as err:
+            raise HirError(f"error: reshape: {err}") from None
+        if DYNAMIC in shape or DYNAMIC in x.type.shape:
+            raise HirError(f"error: reshape: moving the split axis of {x.type} needs static extents (hir.alias_reshape)")
+        with self._at():
+            try:
+                view = AliasReshapeOp.emit(x.value, shape, [list(g) for g in groups])
+            except VerifyError as err:
+                raise HirError(f"error: reshape: {err}") from None
+        return type(x)(view, list(shape))
 
     def reshape(self, x, shape: Sequence[int]):
         """A zero-copy reshape of a static buffer: one collapse_shape or expand_shape when

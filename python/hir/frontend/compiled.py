@@ -29,7 +29,6 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from hir.core import HirError
-from hir.frontend.partition import Placer
 
 
 class CompiledProgram:
@@ -51,7 +50,7 @@ class CompiledProgram:
             program.lower()
         self.names = list(program.state_names)
         self._types = _input_types(program.module, len(self.names))
-        self._sharded = type(program.placer).local_arguments is not Placer.local_arguments
+        self._sharded = program.mesh is not None
         local = program.arguments(state, *[_placeholder(t) for t in self._types])[: len(self.names)]
         self._state_args = [_on(t, self.device) for t in local]
         self.state: dict[str, torch.Tensor] = dict(zip(self.names, self._state_args))
@@ -80,7 +79,7 @@ class CompiledProgram:
             raise HirError(f"error: the program takes {len(self._types)} input(s), got {len(inputs)}")
         inputs = [x.to(self.device, non_blocking=True) if isinstance(x, torch.Tensor) and x.device != self.device else x for x in inputs]
         if self._sharded:
-            inputs = self.program.placer.local_arguments(self._meta_state() + inputs, None)[len(self.names):]
+            inputs = self._local_inputs(inputs)
         if not self._graphs:
             return self._run(self._state_args + inputs)
         key = tuple((x.shape, x.dtype) if isinstance(x, torch.Tensor) else x for x in inputs)
@@ -128,12 +127,19 @@ class CompiledProgram:
             if got is not None:
                 raise HirError(f"error: input {i}: expected a tensor of shape {fmt_shape(spec.shape)} and dtype {spec.dtype} (as imported), got {got}")
 
-    def _meta_state(self) -> list:
-        """Stand-ins for the state when cutting a sharded program's inputs (their shards are
-        bound already; only the inputs' positions matter)."""
-        if not hasattr(self, "_meta"):
-            self._meta = [_placeholder(t) for t in _state_types(self.program.module, len(self.names))]
-        return list(self._meta)
+    def _local_inputs(self, inputs: list) -> list:
+        """This rank's shards of the inputs, as their ``@main`` types place them (the state's
+        were cut once, at compile)."""
+        from hir.interpreter.backends.process_groups import world
+        from hir.interpreter.buffers import buffer_spec, is_memref
+        from hir.interpreter.inputs import shard
+
+        rank = world()[0]
+        out = []
+        for x, type_ in zip(inputs, self._types):
+            spec = buffer_spec(type_, rank) if is_memref(type_) else None
+            out.append(x if spec is None else shard(x, spec.sharding, rank) if spec.held else None)
+        return out
 
 
 def compile_program(program: Any, state: Mapping, **options: Any) -> CompiledProgram:
@@ -151,10 +157,6 @@ def _arg_types(module: ir.Module) -> list:
 
 def _input_types(module: ir.Module, state_count: int) -> list:
     return _arg_types(module)[state_count:]
-
-
-def _state_types(module: ir.Module, state_count: int) -> list:
-    return _arg_types(module)[:state_count]
 
 
 def _placeholder(type_: ir.Type) -> Any:

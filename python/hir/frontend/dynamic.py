@@ -16,7 +16,7 @@ dynamic.
   (``partition.py``), so sizes never cross a segment boundary.
 
 Where a dynamic dim is split over devices, the run checks that it divides (``memref.alloc``
-and :meth:`hir.frontend.placements.MeshPlacer.local_arguments`).
+and :func:`hir.frontend.placements.shard_arguments`).
 """
 
 import inspect
@@ -124,7 +124,7 @@ class Sizes:
 
     def of(self, value: ir.Value, memref_type: ir.MemRefType, where: str) -> list[ir.Value]:
         """The sizes ``memref.alloc`` takes for a buffer of ``value`` (one per ``?``): of its
-        own shape, or (a buffer of another rank the placer derives: a leading mesh axis)
+        own shape, or (a buffer of another rank a contraction form adds: a leading mesh axis)
         ``value``'s dynamic extents in order."""
         dynamic = [i for i, d in enumerate(memref_type.shape) if d == ir.ShapedType.get_dynamic_size()]
         if not dynamic:
@@ -134,7 +134,7 @@ class Sizes:
         shape = self.shapes[value]
         if len(shape) == memref_type.rank:
             exprs = [shape[i] for i in dynamic]
-        else:  # a layout the placer derived from value's (a leading mesh axis): in order
+        else:  # a layout a contraction form derived from value's (a leading mesh axis): in order
             exprs = [e for e in shape if not isinstance(e, int)]
         if len(exprs) != len(dynamic) or any(isinstance(e, int) for e in exprs):
             raise HirError(f"{where}: error: the extents of the dynamic dims of {memref_type} are not known; mark fewer dims dynamic")

@@ -50,6 +50,7 @@ def cached_from_torch(module: torch.nn.Module, example_args: Sequence[Any], **op
     entry = directory / "imports" / fingerprint(module, example_args, options)
     found = _load(entry)
     if found is not None:
+        found.weights = {**dict(module.named_buffers()), **module.state_dict()}  # as from_torch: references
         return found
     program = from_torch(module, example_args, **options)
     _store(entry, program)
@@ -137,7 +138,6 @@ def _store(entry: Path, program: Any) -> None:
 
 def _load(entry: Path) -> Optional[Any]:
     """The program stored under ``entry``, None when absent (or unreadable)."""
-    from hir.frontend.partition import Placer
     from hir.frontend.torch_import import TorchProgram
 
     try:
@@ -149,4 +149,4 @@ def _load(entry: Path) -> Optional[Any]:
         module = parse(text, str(entry / "program.mlir"))
     except HirError:
         return None
-    return TorchProgram(module, meta["state_names"], meta["num_inputs"], Placer(), meta["aliases"], meta["captured"], meta["output_names"], meta["dynamic_dims"])
+    return TorchProgram(module, meta["state_names"], meta["num_inputs"], None, meta["aliases"], meta["captured"], meta["output_names"], meta["dynamic_dims"])

@@ -1,31 +1,21 @@
 """Sharding an imported program from DTensor-style placements on a device mesh (1-D, or
-multi-D with one placement per mesh dimension).
+multi-D with one placement per mesh dimension): the placements given.
 
 Inputs and state entries get ``Shard(dim)`` / ``Replicate()`` placements (given, or read
-from the DTensor parameters of a module parallelized with ``torch.distributed.tensor.parallel``);
-every buffer of the program then carries ``#hir.shard<mesh, dim>`` (``-1``: replicated; on a
-multi-D mesh one split per mesh axis). Intermediates are placed op by op with DTensor's rules
-(:mod:`hir.frontend.placement_rules`), mesh axis by mesh axis:
-
-* linear / matmul: replicated input x column-split weight -> output split on its last axis
-  (ColwiseParallel); row-split batch/M operand x replicated weight -> split rows; split
-  contraction axis on both sides (RowwiseParallel) -> a partial sum, see below.
-* binary: equal placements stay; a split operand with a replicated one broadcast along the
-  split axis stays split; otherwise the replicated side is split (``hir.set``).
-* reduction: a kept split axis stays split; a reduction over the (outermost) split axis is
-  an allreduce (``hir.reduction`` to a replicated buffer).
-* kernel segments: a segment whose every op has a local rule (pointwise, view / reshape,
-  transpose / permute, softmax and layer_norm off the split dim; see
-  :mod:`hir.frontend.segment_rules`) runs on the local shards, its view sizes rewritten to
-  local ones; any other segment reads replicated copies (``hir.set``, an allgather), as
-  DTensor's fallback redistributes to ``Replicate()``.
-
-Contractions over split dims (partial sums) and sequence parallelism's stream-parallel
-forms: :mod:`hir.frontend.contractions`.
+from the DTensor parameters of a module parallelized with ``torch.distributed.tensor.parallel``:
+:func:`dtensor_placements`); every buffer of the program then carries ``#hir.shard<mesh, dim>``
+(``-1``: replicated; on a multi-D mesh one split per mesh axis), a
+:class:`~hir.dialect.Sharding`. :func:`mesh_inputs` checks them; the
+:class:`~hir.frontend.placer.Placer` then places every intermediate with the strategies of
+:mod:`hir.frontend.strategies` (DTensor's rules), mesh axis by mesh axis; the partitioner
+builds the program from that plan (contractions over split dims and sequence parallelism's
+stream-parallel forms: :mod:`hir.frontend.contractions`).
 
 Inside kernel segments torch ops compute on device-local shards: the
 ``unrealized_conversion_cast`` from the buffer's (global) tensor type yields the local
 ``!torch.vtensor`` shape, and the ops inside carry local shapes.
+
+At run time :func:`shard_arguments` cuts the full arguments into this rank's shards.
 """
 
 from typing import Any, Optional, Sequence
@@ -34,15 +24,9 @@ import torch
 from torch_mlir import ir
 
 from hir.core import HirError
-from hir.dialect import BinaryOp, LinearOp, MatmulOp, SetOp, Sharding
-from hir.dialect.sharding import sharding_of
-from hir.frontend import placement_rules as rules
-from hir.frontend.contractions import ContractionPlacer, rank_of, vtensor
-from hir.frontend.partition import ComputeSpec, Partitioner, Placer, buffer_type, is_tensor, tensor_info
-from hir.frontend.segment_rules import NoRule, localize, propagate
+from hir.dialect import Sharding
+from hir.frontend.torch_ir import tensor_info
 from hir.interpreter.backends.process_groups import world
-from hir.interpreter.inputs import shard
-
 
 
 def dtensor_placements(module: torch.nn.Module) -> dict:
@@ -137,10 +121,13 @@ def _grid(mesh: Any) -> DeviceGrid:
     return DeviceGrid(devices, tuple(layout.shape))
 
 
-def mesh_placer(torch_func, names: list[str], num_inputs: int, mesh: Any, placements: dict) -> Placer:
-    """The placer of an import: plain (no mesh) or :class:`MeshPlacer`."""
+def mesh_inputs(torch_func, names: list[str], num_inputs: int, mesh: Any, placements: dict) -> tuple[Optional[DeviceGrid], list, dict]:
+    """The mesh of an import (None: unsharded), the placement of each argument of
+    ``torch_func`` and those requested for its results (by index), from ``placements``
+    (state names, ``input0``..., ``output0``... to DTensor placements), checked."""
+    num_args = len(list(torch_func.regions[0].blocks[0].arguments))
     if mesh is None and not placements:
-        return Placer()
+        return None, [None] * num_args, {}
     if mesh is None:
         raise HirError("error: placements were given without a mesh (pass mesh=[0, 1, ...] or a DeviceMesh)")
     grid = _grid(mesh)
@@ -148,129 +135,29 @@ def mesh_placer(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
 
     if dist.is_available() and dist.is_initialized():  # else the check waits for the run
         _check_world(len(grid.devices), dist.get_world_size())
-    return MeshPlacer(torch_func, names, num_inputs, grid, placements)
+    args = list(torch_func.regions[0].blocks[0].arguments)
+    arg_names = list(names) + [f"input{i}" for i in range(num_inputs)]
+    num_results = len(ir.FunctionType(ir.TypeAttr(torch_func.attributes["function_type"]).value).results)
+    unknown = sorted(str(k) for k in set(placements) - set(arg_names) - {f"output{i}" for i in range(num_results)})
+    if unknown:
+        raise HirError(f"error: placements name {', '.join(unknown)}, which are neither state entries nor inputs (input0, ...) nor outputs (output0, ...); the module has {num_inputs} input(s) and {num_results} output(s)")
+    arguments = [grid.sharding(_splits(name, placements.get(name), tensor_info(arg.type)[0], grid)) for name, arg in zip(arg_names, args)]
+    outputs = {int(k[len("output"):]): grid.sharding(_splits(k, v, None, grid)) for k, v in placements.items() if k.startswith("output")}
+    return grid, arguments, outputs
 
 
-class MeshPlacer(ContractionPlacer, Placer):
-    """Places the values of one imported function on a mesh, mesh axis by mesh axis (see the
-    module docstring); a value's placement is its split dim per mesh axis."""
+def shard_arguments(module: ir.Module, mesh: Optional[Sequence[int]], full: list, rank: Optional[int]) -> list:
+    """Run time: ``@main``'s arguments on ``rank`` (default: this process's) from the full
+    tensors, each cut to the rank's shard as its argument type places it (the
+    interpreter's :func:`~hir.interpreter.local_arguments`; None where the rank is off the
+    mesh); the full tensors themselves when the program has no ``mesh``."""
+    if mesh is None:
+        return full
+    from hir.interpreter.program import local_arguments
 
-    def __init__(self, torch_func, names: list[str], num_inputs: int, grid: DeviceGrid, placements: dict) -> None:
-        self.grid = grid
-        self.mesh = grid.devices
-        self.replicated = (None,) * grid.rank
-        args = list(torch_func.regions[0].blocks[0].arguments)
-        arg_names = list(names) + [f"input{i}" for i in range(num_inputs)]
-        num_results = len(ir.FunctionType(ir.TypeAttr(torch_func.attributes["function_type"]).value).results)
-        unknown = sorted(str(k) for k in set(placements) - set(arg_names) - {f"output{i}" for i in range(num_results)})
-        if unknown:
-            raise HirError(f"error: placements name {', '.join(unknown)}, which are neither state entries nor inputs (input0, ...) nor outputs (output0, ...); the module has {num_inputs} input(s) and {num_results} output(s)")
-        self.split: dict = {}  # torch value -> split dim per mesh axis
-        self.arg_splits: list[tuple] = []
-        for name, arg in zip(arg_names, args):
-            splits = _splits(name, placements.get(name), tensor_info(arg.type)[0], grid)
-            self.split[arg] = splits
-            self.arg_splits.append(splits)
-        self.output_splits = {int(k[len("output"):]): _splits(k, v, None, grid) for k, v in placements.items() if k.startswith("output")}
-        self.copies: dict = {}  # (torch value, splits) -> resharded buffer
-
-    # ----- types ------------------------------------------------------------------------
-    def sharding(self, splits: Sequence[Optional[int]]) -> ir.Attribute:
-        return self.grid.sharding(splits).attr()
-
-    def memref_type(self, value: ir.Value) -> ir.MemRefType:
-        return buffer_type(value.type, self.sharding(self.split.get(value, self.replicated)))
-
-    def local_shape(self, shape: Sequence[int], splits: Sequence[Optional[int]]) -> list[int]:
-        return self.grid.sharding(splits).local_shape(shape)
-
-    def local_type(self, value: ir.Value) -> ir.Type:
-        shape, dtype = tensor_info(value.type)
-        return vtensor(self.local_shape(shape, self.split.get(value, self.replicated)), dtype)
-
-    def read_type(self, value: ir.Value, buffer: ir.Value) -> ir.Type:
-        shape, dtype = tensor_info(value.type)
-        return vtensor(sharding_of(buffer, "segment input").local_shape(shape), dtype)
-
-    # ----- resharding -------------------------------------------------------------------
-    def placed(self, part: Partitioner, value: ir.Value, splits: tuple, at: ir.Operation) -> ir.Value:
-        """The buffer of ``value`` placed as ``splits`` (an ``hir.set`` when it differs)."""
-        if self.split.get(value, self.replicated) == splits:
-            return part.buffer_of(value, at)
-        key = (value, splits)
-        if key not in self.copies:
-            buf = part.new_buffer(buffer_type(value.type, self.sharding(splits)), at.location, value)
-            with part.in_main(at.location):
-                SetOp.emit(part.buffer_of(value, at), buf)
-            self.copies[key] = buf
-        return self.copies[key]
-
-    def placed_as(self, part: Partitioner, value: ir.Value, like: ir.Value, at: ir.Operation) -> ir.Value:
-        return self.placed(part, value, self.split.get(like, self.replicated), at)
-
-    # ----- compute ops ------------------------------------------------------------------
-    def emit_compute(self, part: Partitioner, op: ir.Operation, spec: ComputeSpec) -> bool:
-        values = spec.inputs + spec.trailing
-        per_axis = [self._rule(op, spec, k) for k in range(self.grid.rank)]
-        partial = [k for k, rule in enumerate(per_axis) if rule == rules.PARTIAL]
-        if len(partial) > 1:
-            raise part.error(op, f"contracts a dimension split over mesh axes {partial}; split a contraction over one mesh axis")
-        if partial:
-            self._partial(part, op, spec, partial[0], per_axis)
-            return True
-        operand_splits = [tuple(rule[0][i] for rule in per_axis) for i in range(len(values))]
-        self.split[op.results[0]] = tuple(rule[1] for rule in per_axis)
-        if self._gathers_rows(spec, operand_splits[0]):
-            self._stream_gathered(part, op, spec, operand_splits)
-            return True
-        bufs = [self.placed(part, v, s, op) for v, s in zip(values, operand_splits)]
-        part.plain_compute(op, spec, bufs[: len(spec.inputs)], bufs[len(spec.inputs):])
-        return True
-
-    def _rule(self, op: ir.Operation, spec: ComputeSpec, k: int) -> rules.Rule:
-        split = [self.split.get(v, self.replicated)[k] for v in spec.inputs]
-        if spec.op_class is LinearOp:
-            return rules.linear(split[0], split[1], rank_of(spec.inputs[0]), bool(spec.trailing))
-        if spec.op_class is MatmulOp:
-            return rules.matmul(split[0], split[1], rank_of(spec.inputs[0]), rank_of(spec.inputs[1]), len(tensor_info(op.results[0].type)[0]))
-        if spec.op_class is BinaryOp:
-            return rules.binary(split, [tensor_info(v.type)[0] for v in spec.inputs], len(tensor_info(op.results[0].type)[0]))
-        return rules.reduction(split[0], spec.options["axes"])
-
-    # ----- segments ---------------------------------------------------------------------
-    def segment_inputs(self, part: Partitioner, run: list, inputs: list, outputs: list) -> list:
-        """Local shards in when every op of the segment has a local rule on every mesh axis
-        (:mod:`hir.frontend.segment_rules`), else replicated copies (DTensor's fallback)."""
-        try:
-            found = [propagate(run, {v: self.split.get(v, self.replicated)[k] for v in inputs}, n) for k, n in enumerate(self.grid.shape)]
-        except NoRule:
-            found = None
-        for op in run:  # every tensor inside gets its placement (for local types)
-            for r in op.results:
-                if is_tensor(r):
-                    self.split[r] = self.replicated if found is None else tuple(f[r] for f in found)
-        return [self.placed(part, v, self.replicated if found is None else self.split.get(v, self.replicated), run[0]) for v in inputs]
-
-    def localize(self, old: ir.Operation, new: ir.Operation, ip: ir.InsertionPoint) -> None:
-        results = [r for r in old.results if is_tensor(r)]
-        if results:
-            for split, n in zip(self.split.get(results[0], self.replicated), self.grid.shape):
-                localize(old, new, split, n, ip)
-
-    def output_buffer(self, part: Partitioner, value: ir.Value, index: int, at: ir.Operation) -> ir.Value:
-        if index in self.output_splits:
-            return self.placed(part, value, self.output_splits[index], at)
-        return part.buffer_of(value, at)
-
-    # ----- run-time arguments -----------------------------------------------------------
-    def local_arguments(self, full: list, rank: Optional[int]) -> list:
-        this_rank, world_size = world()
-        _check_world(len(self.mesh), world_size)
-        if rank is None:
-            rank = this_rank
-        if rank not in self.mesh:
-            return [None] * len(full)
-        return [shard(tensor, self.grid.sharding(splits), rank) for tensor, splits in zip(full, self.arg_splits)]
+    this_rank, world_size = world()
+    _check_world(len(mesh), world_size)
+    return local_arguments(module, full, this_rank if rank is None else rank)
 
 
 def _check_world(devices: int, world_size: int) -> None:

@@ -26,10 +26,11 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
+from hir import progress
 from hir.core import HirError, format_mlir_error, new_context
 from hir.frontend.dynamic import dim_name, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
-from hir.frontend.partition import Partitioner, Placer
+from hir.frontend.partition import Partitioner
 
 if TYPE_CHECKING:
     from hir.frontend.compiled import CompiledProgram
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
 @dataclass
 class TorchProgram:
     """An imported module: ``module`` (verified hir), the names of the state entries that come
-    first among ``@main``'s arguments, and (when sharded) each argument's placement.
+    first among ``@main``'s arguments, and (when sharded) the devices of its ``mesh`` (each
+    argument's placement is its type's ``#hir.shard``).
 
     ``aliases`` maps other names of a tied tensor to its entry (either name is accepted);
     ``captured`` holds the non-persistent buffers seen at import (``state_dict()`` leaves them
@@ -48,34 +50,53 @@ class TorchProgram:
     module: ir.Module
     state_names: list[str]
     num_inputs: int
-    placer: Placer = field(repr=False)
+    mesh: Optional[tuple] = field(repr=False)
     aliases: dict = field(default_factory=dict, repr=False)
     captured: dict = field(default_factory=dict, repr=False)
     output_names: list = field(default_factory=list)
     dynamic_dims: list = field(default_factory=list, repr=False)  # per input: {axis: (symbol, its name)}
+    weights: Mapping = field(default_factory=dict, repr=False)  # the state it was imported or loaded with
     lowered: bool = field(default=False, repr=False)  # lower() ran (compile does not lower again)
 
     def state(self, module: torch.nn.Module) -> dict:
         """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
         return {**dict(module.named_buffers()), **module.state_dict()}
 
-    def arguments(self, state_dict: dict, *inputs: torch.Tensor, rank: Optional[int] = None) -> list:
-        """``@main``'s arguments from a state dict and the inputs: full tensors for an unsharded
+    def arguments(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, rank: Optional[int] = None) -> list:
+        """``@main``'s arguments from a state dict (None: the state the program was imported
+        or loaded with, :attr:`weights`) and the inputs: full tensors for an unsharded
         program, else rank ``rank``'s shards (default: this process's rank). Each state entry
         and input must have its ``@main`` argument's global shape and dtype; the error names the
         entry or input and the caller's line (not the torch source line ``@main`` is located at)."""
+        if len(inputs) != self.num_inputs:
+            raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
+        state = self.state_values(self.weights if state_dict is None else state_dict)
+        self._check(state + list(inputs))
+        full = [_full(t) for t in state] + list(inputs)
+        from hir.frontend.placements import shard_arguments
+
+        return shard_arguments(self.module, self.mesh, full, rank)
+
+    def state_values(self, state_dict: Mapping) -> list:
+        """The state entries in ``@main``'s order from ``state_dict`` (a tied tensor under
+        either name; non-persistent buffers from the import when absent)."""
         if not isinstance(state_dict, Mapping):
             raise HirError(f"{_caller()}: error: the state dict must be a dict of tensors (module.state_dict()), got {type(state_dict).__name__}")
         by_entry = {self.aliases.get(n, n): t for n, t in state_dict.items()}
         missing = [n for n in self.state_names if n not in by_entry and n not in self.captured]
         if missing:
             raise HirError(f"error: the state dict lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
-        if len(inputs) != self.num_inputs:
-            raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
-        given = [by_entry[n] if n in by_entry else self.captured[n] for n in self.state_names] + list(inputs)
-        self._check(given)
-        full = [_full(t) for t in given[: len(self.state_names)]] + list(inputs)
-        return self.placer.local_arguments(full, rank)
+        return [by_entry[n] if n in by_entry else self.captured[n] for n in self.state_names]
+
+    def save(self, path: str, state_dict: Optional[Mapping] = None, *, weights: Optional[str] = None) -> str:
+        """Write :attr:`module` to ``path`` and the state (``state_dict``, default
+        :attr:`weights`) as safetensors to ``weights`` (default: ``path`` with suffix
+        ``.safetensors``), recording the file and each argument's key in the module;
+        ``hir.load(path)``, ``hir-run path`` and ``hir.run`` read them back. Returns the
+        weights path. See :mod:`hir.frontend.saving`."""
+        from hir.frontend.saving import save
+
+        return save(self, path, state_dict, weights)
 
     def _check(self, values: Sequence[Any]) -> None:
         """Each value (state entries, then inputs) must fit its ``@main`` argument."""
@@ -121,28 +142,29 @@ class TorchProgram:
         where the ``overlap=auto`` rule of hir-p2p-pipeline says it beats the whole collective
         (sizes and team size); ``overlap="on"`` / ``"off"`` forces the pipelined / whole form
         everywhere; ``pipeline`` replaces the whole pipeline."""
-        from hir.passes import overlap_pipeline, run_pipeline
+        import hir  # the public entry: its errors are HirErrors
+        from hir.passes import overlap_pipeline
 
         if overlap not in ("auto", "on", "off"):
             raise HirError(f"error: TorchProgram.lower: overlap must be 'auto', 'on' or 'off', got {overlap!r}")
-        module = run_pipeline(self.module, pipeline or overlap_pipeline(overlap))
+        module = hir.lower(self.module, pipeline or overlap_pipeline(overlap))
         self.lowered = True
         return module
 
-    def compile(self, state: dict, **options: Any) -> "CompiledProgram":
-        """This program with ``state`` bound, compiled once: ``fn = program.compile(state,
-        device="cuda")``, then ``fn(*inputs)`` as often as needed, each call costing only
-        the interpreter's run (CUDA graph replays on GPU). Lowers the module first unless it
-        was (``lower=False``: run it as it is); other options are
-        :class:`hir.interpreter.Program`'s. See :mod:`hir.frontend.compiled`."""
+    def compile(self, state: Optional[Mapping] = None, **options: Any) -> "CompiledProgram":
+        """This program with ``state`` bound (None: its own :attr:`weights`), compiled once:
+        ``fn = program.compile(state, device="cuda")``, then ``fn(*inputs)`` as often as
+        needed, each call costing only the interpreter's run (CUDA graph replays on GPU).
+        Lowers the module first unless it was (``lower=False``: run it as it is); other
+        options are :class:`hir.interpreter.Program`'s. See :mod:`hir.frontend.compiled`."""
         from hir.frontend.compiled import compile_program
 
-        return compile_program(self, state, **options)
+        return compile_program(self, self.weights if state is None else state, **options)
 
-    def run(self, state_dict: dict, *inputs: torch.Tensor, **options: Any) -> list:
-        """Run ``@main`` once on this rank with :func:`hir.run` options: builds the
-        interpreter's plan on every call (a one-shot check); for repeated calls,
-        :meth:`compile` once and call the result."""
+    def run(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, **options: Any) -> list:
+        """Run ``@main`` once on this rank with :func:`hir.run` options (``state_dict`` None:
+        the program's own :attr:`weights`): builds the interpreter's plan on every call (a
+        one-shot check); for repeated calls, :meth:`compile` once and call the result."""
         import hir  # the public entry: the interpreter sits beside the frontend, not below it
 
         return hir.run(self.module, self.arguments(state_dict, *inputs), **options)
@@ -172,7 +194,8 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
     """The ``torch``-dialect module of ``module`` (state first, then inputs), its export and
     the symbolic shape of each tensor value (:func:`hir.frontend.dynamic.symbolic_shapes`;
     empty without ``dynamic_shapes``)."""
-    exported = export(module, example_args, dynamic_shapes=dynamic_shapes, group_heads=group_heads)
+    with progress.task(f"exporting {type(module).__name__} (torch.export)"):
+        exported = export(module, example_args, dynamic_shapes=dynamic_shapes, group_heads=group_heads)
     node_importers: list = []
 
     def node_importer(*args: Any) -> GraphNodeImporter:
@@ -182,7 +205,8 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
     importer = FxImporter(context=context, graph_node_importer_cls=node_importer)
     try:
         # every placeholder an argument: lifted constants are state entries (see export.py)
-        importer.import_stateless_graph(exported.program.graph, func_name="main")
+        with progress.task("importing the graph into MLIR (torch-mlir's FX importer)"):
+            importer.import_stateless_graph(exported.program.graph, func_name="main")
     except (AssertionError, NotImplementedError, KeyError, ValueError) as err:
         raise HirError(f"error: torch-mlir's FX importer cannot import {type(module).__name__}: {type(err).__name__}: {err}") from None
     shapes = symbolic_shapes(node_importers[0]) if dynamic_shapes is not None else {}
@@ -218,7 +242,8 @@ def from_torch(
     ``grouped_attention`` (default on; unsharded imports only): grouped-query attention
     reads each key/value head once instead of a copy per query head
     (:mod:`hir.frontend.fx_rewrites`)."""
-    from hir.frontend.placements import mesh_placer
+    from hir.frontend.placements import mesh_inputs
+    from hir.frontend.placer import Placer
 
     if not isinstance(module, torch.nn.Module):
         raise HirError(f"error: hir.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
@@ -238,15 +263,21 @@ def from_torch(
             group_heads = grouped_attention and mesh is None and not placements
             torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec, group_heads)
         except HirError as err:  # located at the user's file (hir-import) or call
-            raise HirError(f"{source_name or _caller()}: {err}" if str(err).startswith("error:") else str(err)) from None
+            raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
-            placer = mesh_placer(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
+            grid, arguments, outputs = mesh_inputs(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
+        except HirError:
+            raise
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
-            hir_module = Partitioner(torch_func, placer, source, shapes).build(mutated=exported.mutated)
+            with progress.task("partitioning into hir ops and kernel segments"):
+                plan = Placer(torch_func, grid, arguments, outputs, source).plan(exported.mutated)
+                hir_module = Partitioner(torch_func, plan, source, shapes).build(mutated=exported.mutated)
+        except HirError:
+            raise
         except ValueError as err:  # a value the partitioner cannot place (see _unsupported)
             raise HirError(f"{source}: error: cannot import {type(module).__name__}: {_unsupported(torch_func, err, spec is not None)}") from None
         mark_parameters(hir_module, len(names), exported.mutated)
@@ -256,7 +287,8 @@ def from_torch(
             raise HirError(format_mlir_error(err, source)) from None
     inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
     dynamic_dims = [{a: (str(e), dim_name(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
-    return TorchProgram(hir_module, names, len(example_args), placer, exported.aliases, exported.captured, exported.output_names, dynamic_dims)
+    weights = {**dict(module.named_buffers()), **module.state_dict()}  # references: later updates are seen
+    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights)
 
 
 def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:

@@ -325,7 +325,7 @@ class GraphRunner:
         except (HirError, RuntimeError) as err:
             if state.mode is True:
                 if isinstance(err, HirError):
-                    raise HirError(f"{err}\nerror: graph=True: the program could not be captured as a CUDA graph") from None
+                    raise HirError(f"{err.message}\nerror: graph=True: the program could not be captured as a CUDA graph") from None
                 raise HirError(f"error: graph=True: CUDA graph capture failed: {err}") from None
             state.reason = f"capture failed: {err}"
             log.warning("graph='auto': CUDA graph capture failed, running eagerly from now on: %s", err)

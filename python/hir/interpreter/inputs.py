@@ -23,9 +23,11 @@ class InputError(ValueError):
     """A bad input spec; the message names the argument."""
 
 
-def parse_assignments(specs: Sequence[str], count: int) -> list[str]:
-    """Specs in argument order: ``SPEC`` fills the next argument, ``N=SPEC`` argument N."""
-    out = ["random"] * count
+def parse_assignments(specs: Sequence[str], count: int, weights: frozenset = frozenset()) -> list[Optional[str]]:
+    """Specs in argument order: ``SPEC`` fills the next argument that reads no weight (an
+    index in ``weights``), ``N=SPEC`` argument N (a weight too). A weight argument no spec
+    names is None (read from the weights file); others default to ``random``."""
+    out: list[Optional[str]] = [None if i in weights else "random" for i in range(count)]
     position = 0
     for spec in specs:
         head, sep, rest = spec.partition("=")
@@ -33,8 +35,12 @@ def parse_assignments(specs: Sequence[str], count: int) -> list[str]:
             index, spec = int(head), rest
         else:
             index = position
+            while index in weights:
+                index += 1
         if not 0 <= index < count:
-            raise InputError(f"input '{spec}' is for argument #{index}, but the entry function takes {count}")
+            free = count - len(weights)
+            takes = f"the entry function takes {count}" + (f" ({free} besides the {len(weights)} its weights file gives)" if weights else "")
+            raise InputError(f"input '{spec}' is for argument #{index}, but {takes}")
         out[index] = spec
         position = index + 1
     return out
@@ -160,17 +166,24 @@ def _load_npy(what: str, path: str) -> torch.Tensor:
 
 def shard(full: torch.Tensor, sharding: Optional[Sharding], rank: int) -> torch.Tensor:
     """This rank's shard of a global tensor placed as ``sharding`` (a contiguous copy)."""
+    return full[shard_slices(full.shape, sharding, rank)].contiguous()
+
+
+def shard_slices(shape: Sequence[int], sharding: Optional[Sharding], rank: int) -> tuple:
+    """The index (one slice per axis) of rank ``rank``'s part of a global tensor of
+    ``shape`` placed as ``sharding``: what a safetensors slice reads without loading the rest."""
+    index = [slice(0, extent) for extent in shape]
     if sharding is None:
-        return full.contiguous()
+        return tuple(index)
     for axis in sorted({a for a in sharding.splits if a is not None}):
+        part = sharding.shard_index(rank, axis)
         bounds = sharding.bounds(axis)
         if bounds is not None:  # uneven: the rank's part lies between its boundaries
-            part = sharding.shard_index(rank, axis)
-            full = full.narrow(axis, bounds[part], bounds[part + 1] - bounds[part])
+            index[axis] = slice(bounds[part], bounds[part + 1])
             continue
         parts = sharding.parts(axis)
-        if full.shape[axis] % parts:
-            raise InputError(f"axis {axis} of extent {full.shape[axis]} does not split evenly over {parts} devices")
-        full = full.chunk(parts, axis)[sharding.shard_index(rank, axis)]
-    return full.contiguous()
-
+        if shape[axis] % parts:
+            raise InputError(f"axis {axis} of extent {shape[axis]} does not split evenly over {parts} devices")
+        size = shape[axis] // parts
+        index[axis] = slice(part * size, (part + 1) * size)
+    return tuple(index)

@@ -38,6 +38,7 @@ from typing import Callable, Optional, Union
 import torch
 from torch_mlir import ir
 
+from hir import progress
 from hir.dialect.compute import ComputeOp
 from hir.dialect.context import HirError
 from hir.dialect.irutils import is_a
@@ -175,7 +176,7 @@ def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: 
 
         try:
             fakes = _fake_inputs([args[i] for i in positions])
-            with torch.no_grad():
+            with torch.no_grad(), progress.task(f"compiling {what} at {where} (inductor)"):
                 graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*fakes)
                 canonical_scalar_overloads(graph)
                 compiled = compile_fx(graph, fakes, config_patches=inductor_options(stats.autotune))

@@ -26,6 +26,7 @@ from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
 from hir.interpreter.regions import compile_block, region_mode_reason
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
+from hir.interpreter.weights import read_weights, recorded_weights, weights_path
 from hir.passes import compute_resharding_reason
 
 log = logging.getLogger("hir.graph")
@@ -146,6 +147,12 @@ class Program:
     ``autotune=True``: compile them with inductor's max-autotune (GEMM templates and
     kernel configs benchmarked at compile time: longer compiles, faster kernels where it
     pays).
+    Weights: when the entry's arguments name weight keys (``hir.weight``; hir-import and
+    ``TorchProgram.save`` write them), a call given only the other arguments reads those
+    from the module's safetensors file (``hir.weights``: next to ``source_name`` when that
+    is a file, else in the current folder; ``weights=FILE`` another one) once, this rank's
+    parts (:mod:`hir.interpreter.weights`);
+    a call giving every argument uses what it is given.
     """
 
     def __init__(
@@ -163,6 +170,7 @@ class Program:
         static_outputs: bool = False,
         graph_cache_size: int = 4,
         autotune: bool = False,
+        weights: Optional[str] = None,
     ) -> None:
         require_module(module, "Program")
         num_streams = pool_size(module, num_streams, source_name)
@@ -200,6 +208,8 @@ class Program:
                     # Teams naming absent ranks are reported at their op by the compiler.
                     world_size = self.runtime.world_size
                     self.runtime.comm.create_groups(t for t in teams if t and max(t) < world_size)
+                except HirError:
+                    raise
                 except (RuntimeError, ValueError) as err:
                     raise HirError(f"error: cannot set up torch.distributed: {err}") from None
             self.entry = entry_function(module, entry, source_name)
@@ -210,9 +220,18 @@ class Program:
             self.compiler = Compiler(module, self.runtime, source_name, regions)
             try:
                 self.plan: FunctionPlan = self.compiler.function(self.entry)
+            except HirError:
+                raise
             except ValueError as err:  # e.g. an element type without a torch dtype
                 raise HirError(f"{source_name or '<module>'}: error: {err}") from None
             self._args = EntryArguments(self.plan.arg_types, self.runtime.rank, dev, self._where)
+            fn = self.compiler.functions[self.entry].operation
+            self.recorded_weights = recorded_weights(module, fn)
+            self.weights_path = weights_path(self.recorded_weights, source_name, weights)
+            self._weights: Optional[dict] = None
+            keys = self.recorded_weights.keys
+            # a call with this many inputs gives the arguments no weight fills (-1: none do)
+            self._without_weights = len(self.plan.arg_types) - len(keys) if keys else -1
             functions = self.compiler.functions
             written = written_arguments(functions[self.entry].regions[0].blocks[0], functions) if graph is not False else frozenset()
         self._graph_state = GraphState(graph, "; ".join(blockers) or None if graph is not False else "graph=False")
@@ -289,7 +308,28 @@ class Program:
             work.wait()
 
     def check_inputs(self, inputs: Sequence[Any]) -> list:
+        if len(inputs) == self._without_weights:
+            inputs = self.with_weights(inputs)
         return self._args.check(inputs)
+
+    def read_weights(self, wanted: Optional[set] = None) -> dict:
+        """``{argument index: tensor}`` of the arguments the module's recorded weights file
+        gives (``wanted``: those indices only), this rank's parts, read once and kept (the
+        same tensors every call, so parameter work computed from them is reused)."""
+        keys = self.recorded_weights.keys
+        if not keys:
+            return {}
+        if self.weights_path is None:
+            raise HirError(f"{self._where()}: its arguments name weight keys but the module names no weights file (pass weights=FILE, hir-run --weights FILE)")
+        if self._weights is None:
+            self._weights = read_weights(self.weights_path, self.plan.arg_types, keys, rank=self.runtime.rank, device=self.device, entry=self.entry)
+        return self._weights if wanted is None else {i: t for i, t in self._weights.items() if i in wanted}
+
+    def with_weights(self, inputs: Sequence[Any]) -> list:
+        """``inputs`` for the arguments that read no weight, with the weights filled in."""
+        weights = self.read_weights()
+        given = iter(inputs)
+        return [weights[i] if i in weights else next(given) for i in range(len(self.plan.arg_types))]
 
     def _where(self) -> str:
         """The prefix of an input error (built only when one is reported)."""

@@ -11,6 +11,7 @@ import sys
 from typing import Optional, Sequence
 
 from hir.builder import Builder
+from hir.interrupts import cli_main
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, positive_int
 
 
@@ -39,6 +40,7 @@ def describe_run(lowered_run, x, w, out) -> str:
     )
 
 
+@cli_main("hir-demo")
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = ArgumentParser(prog="hir-demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")

@@ -5,15 +5,21 @@ The file defines the module and its example inputs as module-level names (defaul
 with no arguments first (so a file may define ``def module(): return MLP()``). Optional
 ``mesh`` and ``placements`` names in the file (or ``--mesh``/``--placements`` naming others)
 shard the program, and ``dynamic`` / ``dynamic_shapes`` mark dims dynamic (see
-``hir.from_torch``). Errors print as ``error: ...`` with exit status 1.
+``hir.from_torch``). The module's parameters and buffers go to a safetensors file beside
+``-o`` (``model.mlir`` -> ``model.safetensors``; ``--weights FILE`` another), recorded in the
+IR so that ``hir-run model.mlir INPUT`` runs the model on its own weights. Errors print as
+``error: ...`` with exit status 1.
 """
 
 import argparse
+import os
 import runpy
 import sys
 from typing import Optional, Sequence
 
-from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text
+from hir import progress
+from hir.interrupts import cli_main
+from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_stdout, write_text
 
 
 def parser() -> argparse.ArgumentParser:
@@ -24,7 +30,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mesh", default="mesh", help="name of the device mesh in the file, if any (default: mesh)")
     p.add_argument("--placements", default="placements", help="name of the placements dict in the file, if any (default: placements)")
     p.add_argument("-o", "--output", default="-", help="output .mlir file (default: stdout)")
+    p.add_argument("--weights", metavar="FILE", help="write the module's parameters and buffers (safetensors) to FILE "
+                   "(default: the output's name with suffix .safetensors; with output to stdout, none unless given)")
+    p.add_argument("--no-weights", action="store_true", help="write no weights: hir-run then needs every argument (or runs on random ones)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="say on stderr what the import is doing (default: when stderr is a terminal)")
     return p
+
+
+def weights_file(args: argparse.Namespace) -> Optional[str]:
+    """Where the weights go: --weights, else beside -o, else nowhere (stdout, --no-weights)."""
+    if args.no_weights:
+        if args.weights:
+            raise CliError("--weights and --no-weights contradict each other")
+        return None
+    if args.weights:
+        if args.output != "-" and os.path.abspath(args.weights) == os.path.abspath(args.output):
+            raise CliError(f"--weights {args.weights}: is also the -o file; write the weights to another file")
+        return args.weights
+    from hir.frontend.saving import default_weights_path
+
+    return None if args.output == "-" else default_weights_path(args.output)
 
 
 def _get(namespace: dict, name: str, file: str, required: bool):
@@ -38,14 +64,19 @@ def _get(namespace: dict, name: str, file: str, required: bool):
     return value
 
 
+@cli_main("hir-import")
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
+    progress.configure("hir-import", args.progress)
     from hir.core import HirError
     from hir.frontend import from_torch
 
     try:
         if args.output != "-":
             check_writable("-o", args.output, [args.file])
+        weights = weights_file(args)
+        if weights is not None:
+            check_writable("--weights", weights, [args.file, args.output])
     except CliError as err:
         print(f"hir-import: error: {err}", file=sys.stderr)
         return 1
@@ -68,18 +99,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(err.args[0], file=sys.stderr)
         return 1
     except HirError as err:
-        print(err, file=sys.stderr)
+        print(err.message, file=sys.stderr)
         return 1
-    text = str(program.module)
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        try:
-            write_atomically(args.output, lambda tmp: write_text(tmp, text))
-        except CliError as err:
-            print(f"hir-import: error: {err}", file=sys.stderr)
-            return 1
+    try:
+        if weights is None:
+            write_output(args.output, str(program.module))
+        elif args.output == "-":
+            from hir.frontend.saving import write_weights
+
+            write_weights(program, weights, os.getcwd())
+            write_output(args.output, str(program.module))
+        else:
+            program.save(args.output, weights=weights)
+    except HirError as err:
+        print(err.message, file=sys.stderr)
+        return 1
+    except CliError as err:
+        print(f"hir-import: error: {err}", file=sys.stderr)
+        return 1
     return 0
+
+
+def write_output(output: str, text: str) -> None:
+    if output == "-":
+        write_stdout(text)
+    else:
+        write_atomically(output, lambda tmp: write_text(tmp, text))
 
 
 if __name__ == "__main__":

@@ -86,7 +86,9 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
                 files.append((open(os.path.join(tmp, f"{rank}.out"), "w+"), open(os.path.join(tmp, f"{rank}.err"), "w+")))
                 rank_env = dict(base, RANK=str(rank), LOCAL_RANK=str(rank))
                 try:
-                    procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=files[-1][0], stderr=files[-1][1], stdin=subprocess.DEVNULL))
+                    # A session of its own: a Ctrl-C at the terminal reaches the launcher
+                    # only, which stops every rank (no rank prints its own interruption).
+                    procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=files[-1][0], stderr=files[-1][1], stdin=subprocess.DEVNULL, start_new_session=True))
                 except OSError as err:
                     raise LaunchError(f"cannot start rank {rank} of {nproc}: {err.strerror or err}") from None
             first_failure, timed_out, stopped = _supervise(procs, timeout_s)

@@ -15,11 +15,13 @@ from typing import Optional, Sequence
 
 from torch_mlir import ir
 
+from hir.interrupts import cli_main
 from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text, write_stdout
 from hir.dialect.sharding import check_placements
 from hir.dialect.context import check_nesting
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
 from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
+from hir.tools.opt_passes import flags_pipeline, list_passes, pass_flags
 
 SPLIT_MARKER = "// -----"
 
@@ -27,10 +29,12 @@ SPLIT_MARKER = "// -----"
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="hir-opt",
+        allow_abbrev=False,  # --cse is a pass flag, never an abbreviation of an option
         description="Parse, verify, transform and print hir modules (generic MLIR form). "
         "Without --pass-pipeline it only parses, verifies and prints.",
         epilog="Pipelines mix hir passes (see --list-passes) with upstream ones: "
-        "--pass-pipeline='builtin.module(hir-stream-lowering,canonicalize,cse)'. "
+        "--pass-pipeline='builtin.module(hir-stream-lowering,canonicalize,cse)', or as pass flags applied "
+        "in order, as mlir-opt takes them: --hir-stream-lowering=chunks=2 --canonicalize --cse. "
         "Pass options: name{key=value key2=value2}. Env HIR_DISABLE_PASSES=a,b skips passes; "
         "HIR_DUMP=ir-before-all,ir-after-all,timing prints as the --mlir-* flags do. "
         "Exit status: 0 success, 1 an error in the input or command line, 2 an internal error.",
@@ -49,26 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-value-names", action="store_true",
                    help="name values by their name locations (%%user_stream, %%arg0_slice, ... as the passes "
                    "name what they create; duplicates get _0, _1) instead of %%0, %%1")
-    p.add_argument("--list-passes", action="store_true", help="list hir passes and pipelines, then exit")
+    p.add_argument("--allow-unregistered-dialect", action="store_true", help="allow operations of dialects that are not loaded (kept as opaque generic ops)")
+    p.add_argument("--list-passes", action="store_true", help="list hir passes (with their options) and pipelines, then exit")
     p.add_argument("--emit-irdl", action="store_true", help="print the hir dialect's IRDL definition, then exit")
     return p
-
-
-def list_passes() -> str:
-    from hir.passes import PIPELINES, REGISTRY
-
-    lines = ["hir passes:"]
-    for name in sorted(REGISTRY):
-        cls = REGISTRY[name]
-        lines.append(f"  {name:<32} {cls.description}")
-        for f in cls.options():
-            default = f.default if f.default is not f.default_factory else "(computed)"
-            lines.append(f"    {f.name.replace('_', '-')}={default!s:<22} ({getattr(f.type, '__name__', f.type)})")
-    lines.append("pipelines:")
-    for name, text in sorted(PIPELINES.items()):
-        lines.append(f"  {name:<32} {text}")
-    lines.append("upstream MLIR passes (canonicalize, cse, ...) can be mixed in by name.")
-    return "\n".join(lines) + "\n"
 
 
 IRDL_HEADER = (
@@ -101,8 +89,9 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
     try:
         check_nesting(chunk, source)
     except HirError as err:
-        return None, parse_diagnostics(str(err))
+        return None, parse_diagnostics(err.message)
     ctx = new_context()
+    ctx.allow_unregistered_dialects = args.allow_unregistered_dialect
     with ctx:
         try:
             module = ir.Module.parse(chunk)
@@ -123,22 +112,35 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
             try:
                 run_pipeline(module, args.pass_pipeline, inst, source)
             except HirError as err:
-                return None, parse_diagnostics(str(err))
+                return None, parse_diagnostics(err.message)
         return module.operation.get_asm(enable_debug_info=args.mlir_print_debuginfo, use_name_loc_as_prefix=args.print_value_names), []
 
 
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    """argparse, then pass flags (what it did not know) turned into ``--pass-pipeline``."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        elements, rest = pass_flags(unknown)
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        if args.pass_pipeline:
+            parser.error(f"--pass-pipeline cannot be combined with pass flags ({' '.join(unknown)}): use one or the other")
+        args.pass_pipeline = flags_pipeline(elements)
+    return args
+
+
+@cli_main("hir-opt")
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     try:
         return _main(args)
+    except HirError as err:  # an unreadable input file
+        print(err.message, file=sys.stderr)
+        return 1
     except (ValueError, CliError) as err:  # malformed pipeline or pass options, bad -o
         print(f"hir-opt: error: {err}", file=sys.stderr)
         return 1
-    except HirError as err:  # an unreadable input file
-        print(str(err), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
     except Exception as err:  # a bug in hir: say so without a traceback unless asked
         if os.environ.get("HIR_DEBUG"):
             raise

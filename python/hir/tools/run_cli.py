@@ -7,10 +7,15 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from hir import progress
+from hir.interrupts import cli_main, pause_point
+from hir.outputs import captured_fd2
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
 
 HELP_EPILOG = """\
-inputs (one per entry-function argument, in order; unspecified ones are random):
+inputs (one per entry-function argument, in order; unspecified ones are random; an imported
+model's weights (the safetensors file hir-import wrote, named in the module) fill the
+arguments that read them, and plain specs fill the others: hir-run model.mlir x.pt):
   random[:SHAPE]  normal (floats) or integers in [-8, 8] from --seed   (default)
   zeros[:SHAPE] | ones[:SHAPE] | arange[:SHAPE]
   FILE.pt | FILE.npy   a saved global tensor
@@ -41,6 +46,7 @@ a failing rank), reported as "file:line:col: error: ..." or "hir-run: error: ...
 
 
 DEFAULT_LOWERING = "hir-lower"
+RANKS_UP_ENV = "HIR_RANKS_UP"  # where ranks of hir-run --nproc say they are up
 
 
 def parser() -> argparse.ArgumentParser:
@@ -51,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", help="the .mlir module ('-' for stdin)")
-    p.add_argument("inputs", nargs="*", metavar="INPUT", help="input specs (see below)")
+    p.add_argument("inputs", nargs="*", default=[], metavar="INPUT", help="input specs (see below)")
     p.add_argument("-i", "--input", action="append", default=[], metavar="SPEC", help="an input spec (repeatable; after positional ones)")
     p.add_argument("--lower", nargs="?", const=DEFAULT_LOWERING, metavar="PIPELINE",
                    help=f"lower the module before running it (default pipeline: {DEFAULT_LOWERING}; "
@@ -65,6 +71,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-nproc", type=positive_int, metavar="N", help="allow --nproc up to N instead of the machine's limit")
     p.add_argument("--timeout", type=positive_float, default=None, metavar="S",
                    help="with --nproc: stop every rank after S seconds and exit with status 124")
+    p.add_argument("--weights", metavar="FILE", help="read the arguments that name weight keys (hir.weight) from this safetensors "
+                   "file instead of the one the module names (hir.weights; hir-import writes both)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
     p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
@@ -82,15 +90,19 @@ def parser() -> argparse.ArgumentParser:
         help="run every op eagerly (default with no --warmup; with --warmup N the default captures a graph where it can, like Program(graph='auto'))",
     )
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (torch.profiler; CUDA kernels per stream on cuda) of the run; ranks > 0 write OUT.rankR.json")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="say on stderr what the run is doing: ranks starting, kernels compiling (default: when stderr is a terminal)")
     p.add_argument("--warmup", type=non_negative_int, default=0, metavar="N", help="run the program N times before the (traced) run, on the same inputs (default 0)")
     return p
 
 
+@cli_main("hir-run")
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # A bare --lower must not swallow the file name that follows it: the pipeline is only
     # ever given as --lower=PIPELINE.
     args = parser().parse_args([f"--lower={DEFAULT_LOWERING}" if a == "--lower" else a for a in argv])
+    progress.configure("hir-run", args.progress)
     try:
         check_args(args)
     except CliError as err:
@@ -109,7 +121,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return rc
     except HirError as err:
         note_failure()
-        print(str(err), file=sys.stderr)
+        print(err.message, file=sys.stderr)
         return 1
     except CliError as err:
         note_failure()
@@ -137,13 +149,34 @@ def check_args(args: argparse.Namespace) -> None:
             raise CliError(f"--lower={args.lower}: {err}") from None
     if args.nproc is not None and "HIR_LAUNCHED" not in os.environ:
         check_nproc(args)
+        if os.environ.get("HIR_DIST_TIMEOUT") is not None:  # refused here, not by every rank
+            from hir.core import HirError
+            from hir.interpreter.backends.process_groups import timeout
+
+            try:
+                timeout()
+            except HirError as err:
+                raise CliError(err.message.removeprefix("error: ")) from None
+    if not os.path.exists(args.file) and args.file != "-":
+        check_not_a_pipeline(args.file)
     if args.timeout is not None and args.nproc is None:
         raise CliError("--timeout applies to --nproc runs only (add --nproc 1 to time-limit one process)")
     # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
-    inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]]
+    inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]] + ([args.weights] if args.weights else [])
     for flag, path in (("--save", args.save), ("--trace", args.trace)):
         if path:
             check_writable(flag, path, inputs)
+
+
+def check_not_a_pipeline(name: str) -> None:
+    """``hir-run --lower hir-lower prog.mlir`` takes hir-lower as the program (a bare
+    --lower takes no value): when the missing "file" is a pass or pipeline, say so."""
+    from hir.passes import PIPELINES, REGISTRY
+
+    head = name.split("{", 1)[0].split("(", 1)[0]
+    if head in REGISTRY or head in PIPELINES or head == "builtin.module":
+        raise CliError(f"'{name}' is a pass pipeline, not a file: a pipeline for --lower is written with '=': "
+                       f"--lower={name} (a bare --lower runs {DEFAULT_LOWERING})")
 
 
 def _gpu_nodes() -> bool:
@@ -176,24 +209,22 @@ def check_nproc(args: argparse.Namespace) -> None:
 
 
 def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
-    """``--nproc N``: rerun this command line as N ranks and report in rank order."""
-    import signal
+    """``--nproc N``: rerun this command line as N ranks and report in rank order. SIGINT
+    and SIGTERM (see :func:`hir.interrupts.cli_main`) unwind through launch(), which stops
+    every rank."""
+    import tempfile
 
     from hir.tools.launch import LaunchError, launch
 
     env = dict(os.environ, HIR_LAUNCHED="1")
-
-    def terminated(signum, frame):
-        raise SystemExit(128 + signum)  # unwinds through launch(), which stops every rank
-
-    previous = signal.signal(signal.SIGTERM, terminated)
     try:
-        result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
+        with tempfile.TemporaryDirectory(prefix="hir-ranks-up-") as up:
+            env[RANKS_UP_ENV] = up  # each rank marks itself up there (see run_file)
+            with progress.task(f"running {args.nproc} ranks", status=lambda: f"{len(os.listdir(up))}/{args.nproc} up"):
+                result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
     except LaunchError as err:
         print(f"hir-run: error: --nproc {args.nproc}: {err}; stopped the ranks already started", file=sys.stderr)
         return 1
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     write_stdout("".join(rank.stdout for rank in result.ranks))
     if result.first_failure is not None:
         failed = result.ranks[result.first_failure]
@@ -215,8 +246,8 @@ def run_file(args: argparse.Namespace) -> int:
 
     from hir.core import HirError, parse, read_source
     from hir.interpreter import Program
-    from hir.interpreter.formatting import format_output
-    from hir.interpreter.inputs import InputError, build_inputs, parse_assignments
+    from hir.interpreter.formatting import format_output, summarize_output
+    from hir.interpreter.inputs import InputError, make_input, parse_assignments
 
     device = args.device or os.environ.get("HIR_DEVICE")
     if device:
@@ -236,15 +267,22 @@ def run_file(args: argparse.Namespace) -> int:
         compile_kernels="auto" if args.compile_kernels is None else args.compile_kernels,
         source_name=name,
         graph=graph_mode(args),
+        weights=args.weights,
     )
     with module.context:
         arg_types = program.plan.arg_types
+        if args.weights and not program.recorded_weights.keys:
+            raise CliError(f"--weights {args.weights}: @{program.entry} reads no weights (no argument has an hir.weight key)")
         try:
-            specs = parse_assignments(list(args.inputs) + list(args.input), len(arg_types))
-            inputs = build_inputs(arg_types, specs, rank=program.rank, seed=args.seed, device=program.device)
+            specs = parse_assignments(list(args.inputs) + list(args.input), len(arg_types), frozenset(program.recorded_weights.keys))
+            weights = program.read_weights({i for i, spec in enumerate(specs) if spec is None})
+            inputs = [weights[i] if spec is None else make_input(i, t, spec, rank=program.rank, seed=args.seed, device=program.device) for i, (t, spec) in enumerate(zip(arg_types, specs))]
         except InputError as err:
             raise HirError(f"{program.plan.location}: error: @{program.entry} {err}") from None
     world = program.runtime.world_size
+    if os.environ.get(RANKS_UP_ENV):  # the launcher's progress line counts the ranks up
+        open(os.path.join(os.environ[RANKS_UP_ENV], str(program.rank)), "w").close()
+    pause_point("run")  # the test hook: every rank is up, its inputs built
     for _ in range(max(0, args.warmup)):
         program(inputs)
     if args.trace:
@@ -254,12 +292,17 @@ def run_file(args: argparse.Namespace) -> int:
     if program.device.type == "cuda":
         torch.cuda.synchronize(program.device)
     report_compile(program)
+    prefix = f"rank {program.rank}: " if world > 1 else ""
     if args.print_outputs:
-        prefix = f"rank {program.rank}: " if world > 1 else ""
         write_stdout("".join(prefix + line + "\n" for i, value in enumerate(outputs) for line in format_output(i, value).splitlines()))
+    elif not args.save:  # say what came out: a line per output
+        write_stdout("".join(f"{prefix}{summarize_output(i, value)}\n" for i, value in enumerate(outputs)))
     if args.save:
         saved = [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in outputs]
-        write_atomically(rank_path(args.save, program.rank, world, ".pt"), lambda tmp: torch.save(saved, tmp))
+        path = rank_path(args.save, program.rank, world, ".pt")
+        write_atomically(path, lambda tmp: torch.save(saved, tmp))
+        if not args.print_outputs:
+            print(f"{prefix}hir-run: {len(saved)} output(s) saved to {path}", file=sys.stderr)
     return 0
 
 
@@ -295,12 +338,19 @@ def traced_run(program, inputs, path: str) -> list:
 
     cuda = program.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=activities) as prof:
-        outputs = program(inputs)
-        if cuda:
-            torch.cuda.synchronize(program.device)
+    # The profiler (kineto) writes "USDT:" / "STAGE:" lines straight to fd 2: dropped; what
+    # the run itself printed there is passed on.
+    with captured_fd2() as captured:
+        with profile(activities=activities) as prof:
+            outputs = program(inputs)
+            if cuda:
+                torch.cuda.synchronize(program.device)
+    sys.stderr.write("".join(line for line in "".join(captured).splitlines(keepends=True) if not line.startswith(PROFILER_LINES)))
     write_atomically(path, prof.export_chrome_trace)
     return outputs
+
+
+PROFILER_LINES = ("USDT:", "STAGE:")
 
 
 if __name__ == "__main__":

@@ -205,3 +205,39 @@ if __name__ == "__main__":
     from multirank_util import run_gloo_cases
 
     sys.exit(run_gloo_cases(list(RANK_CASES), _run_rank_case))
+
+
+def test_builder_views_of_split_buffers_keep_the_split():
+    """The builder's reshapes of a split buffer move the split by the view's dim map
+    (hir.alias_reshape where the axis number changes; the upstream view where it does not), a
+    rank-reducing subview before the split takes the dropped axes by hir.alias_select, and a
+    split merged with an outer axis is refused."""
+    b = Builder()
+    w = b.input([4, 16, 32], sharding=Shard([0, 1], 0))
+    x = b.input([2, 3, 8, 4], sharding=Shard([0, 1], 2))
+    unsqueezed = b.reshape(w, [1, 4, 1, 16, 32])
+    flat = b.reshape(x, [6, 8, 4])
+    same = b.reshape(w, [4, 512])
+    row = b.subview(x, [1, 0, 0, 0], [1, 3, 8, 4], drop=[0])
+    assert unsqueezed.sharding == Shard([0, 1], 1) and flat.sharding == Shard([0, 1], 1)
+    assert same.sharding == Shard([0, 1], 0) and row.sharding == Shard([0, 1], 1)
+    for v in (unsqueezed, flat, same, row):
+        b.output(v)
+    text = str(b.finish())
+    assert text.count('"hir.alias_reshape"') == 2 and "memref.collapse_shape" in text and '"hir.alias_select"' in text
+    b = Builder()
+    x = b.input([2, 3, 8, 4], sharding=Shard([0, 1], 2))
+    with pytest.raises(HirError, match=r"reshape: split axis 2 \(extent 8\) of \[2, 3, 8, 4\] is merged with an outer axis in \[2, 24, 4\]"):
+        b.reshape(x, [2, 24, 4])
+
+
+def test_upstream_reshape_that_would_move_a_split_is_refused_at_the_op():
+    """memref.collapse_shape keeps #hir.shard's axis numbers: [1, 8, 4] split on 1 collapsed
+    to [8, 4] would have to be split on 0; the interpreter says so at the op."""
+    src, dst = "memref<1x8x4xf32, #hir.shard<array<i64: 0>, 1 : i64>>", "memref<8x4xf32, #hir.shard<array<i64: 0>, 1 : i64>>"
+    text = f"""func.func @main(%a: {src}) -> {dst} {{
+  %v = memref.collapse_shape %a [[0, 1], [2]] : {src} into {dst}
+  return %v : {dst}
+}}"""
+    with pytest.raises(HirError, match=r"test.mlir:2:8: error: 'memref.collapse_shape' views \[1, 8, 4\] placed as \[0\] with splits \[1\] as \[8, 4\], whose placement is then \[0\] with splits \[0\]; an upstream reshape keeps the split axis numbers \(\[0\] with splits \[1\]\): use hir.alias_reshape"):
+        run(text, [torch.randn(1, 8, 4)])

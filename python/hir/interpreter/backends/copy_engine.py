@@ -1,6 +1,6 @@
 """The ``cuda`` communication backend: copy-engine P2P through peer buffers (torch
-symmetric memory, ``peer_buffers.py``) for allgather, reduce_scatter, allreduce and
-broadcast, and the split copies ``hir.shift`` uses (its handler: ``ops/p2p.py``).
+symmetric memory, ``peer_buffers.py``) for allgather and broadcast, and the split copies
+``hir.shift`` uses (its handler: ``ops/p2p.py``).
 
 How a ``backend = "cuda"`` collective runs on GPU (every step on the *current* stream, so
 the copies are ``cudaMemcpyAsync`` between devices, done by copy engines, and overlap with
@@ -12,7 +12,9 @@ kernels on other streams):
 2. a stream-ordered barrier (a signal kernel on the peer buffer's signal pad): no peer
    reads before its owner wrote;
 3. peer-to-peer copies from the peers' buffers into the output, this rank's own part first
-   (it is local: no copy from a peer);
+   (it is local: no copy from a peer), each peer's on a side stream of its own (forked from
+   and joined back into the current stream), so the copies from different peers run at
+   once on different copy engines and links instead of one after another;
 4. a second barrier: nobody overwrites its peer buffer (the next run of the op) before every
    consumer has read it.
 ``hir.shift`` replaces the barriers by pairwise signals (ready: sender -> receiver, done:
@@ -25,21 +27,27 @@ after its "ready" signal, and the buffer's dealloc barrier guards its reuse.
 Registration is cached (``peer_buffers.py``). Symmetric memory never uses multicast here
 (run with NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1).
 
-On CPU (Gloo) and for the collectives without a copy-engine version (scatter, gather,
-reduce, send_recv, hir.send / hir.recv), ``backend = "cuda"`` is a preference: the op runs
-through the process group as with ``nccl`` / ``gloo`` (documented fallback, not an error:
-the same lowered program runs in CPU tests and on GPUs). ``hir.shift`` without CUDA is a
+On CPU (Gloo) and for the collectives without a copy-engine version (reduce_scatter,
+allreduce, scatter, gather, reduce, send_recv, hir.send / hir.recv), ``backend = "cuda"`` is
+a preference: the op runs through the process group as with ``nccl`` / ``gloo`` (documented
+fallback, not an error: the same lowered program runs in CPU tests and on GPUs). A whole
+reduce_scatter or allreduce has no copy-engine version because copy engines only move data:
+the sum needs a kernel reading every peer's part after a barrier, where NCCL's ring reduces
+while it moves. Measured (issue 39, 4x H200, bf16, matmul+RS at M = 8192 / 16384, CUDA
+graphs): pulling the parts, even from every peer at once, took 2.32x / 2.40x max(comm,
+matmul) against 1.81x / 1.84x through NCCL. Reductions pipelined with the matmul are what
+copy engines are for: hir-p2p-pipeline's shifts (1.2x). ``hir.shift`` without CUDA is a
 batched isend/irecv pair.
 """
 
-from typing import Callable, Optional
+from typing import Callable
 
 import torch
 
-from hir.dialect import AllgatherOp, AllreduceOp, BroadcastOp, ReduceScatterOp
+from hir.dialect import AllgatherOp, BroadcastOp
 from hir.dialect.base import get_str
 from hir.interpreter.backends.peer_buffers import PeerBuffers
-from hir.interpreter.backends.work import StreamWork, local_reduce
+from hir.interpreter.backends.work import StreamWork
 
 
 def uses_copy_engines(device: torch.device, op) -> bool:
@@ -67,7 +75,8 @@ def allgather(o) -> Callable[[list], object]:
     inp, out = o.inp, o.out
     if not o.out_spec.held:
         raise o.c.error(o.op, "with backend \"cuda\" needs every team member to hold the output")
-    steps = [(me + i) % n for i in range(n)]
+    peers = [(me + i) % n for i in range(1, n)]
+    side = side_streams(o.c.runtime.device, len(peers))
 
     def issue(env: list) -> StreamWork:
         x, target = env[inp], env[out]
@@ -75,55 +84,12 @@ def allgather(o) -> Callable[[list], object]:
         peer.local.copy_(x)
         peer.handle.barrier(channel=0)
         chunks = target.chunk(parts, axis)
-        for g in steps:
-            chunks[order[g]].copy_(x if g == me else peer.peers[g])
+        chunks[order[me]].copy_(x)
+        concurrent_copies([(chunks[order[g]], peer.peers[g]) for g in peers], side)
         peer.handle.barrier(channel=1)
         return StreamWork()
 
     return issue
-
-
-def _pull_reduce(o, kind: str, select: Optional[Callable]) -> Callable[[list], object]:
-    """Reduce locally, publish, pull each peer's (``select``ed part of its) reduced tensor
-    and reduce the pulled parts: reduce_scatter (select = our chunk) and allreduce."""
-    fn, axis = local_reduce(kind), o.attr("axis")
-    n, me = len(o.members), group_rank(o.members, o.c.rank)
-    bufs = PeerBuffers(o.group, o.c.runtime.device)
-    inp, out, held = o.inp, o.out, o.out_spec.held
-    steps = [(me + i) % n for i in range(n)]
-
-    def issue(env: list) -> StreamWork:
-        reduced = fn(env[inp], axis)
-        peer = bufs.get(reduced.shape, reduced.dtype)
-        peer.local.copy_(reduced)
-        peer.handle.barrier(channel=0)
-        if held:
-            mine = select(reduced) if select else reduced
-            pulled = torch.empty((n, *mine.shape), dtype=mine.dtype, device=mine.device)
-            for g in steps:
-                pulled[g].copy_(mine if g == me else (select(peer.peers[g]) if select else peer.peers[g]))
-            target = env[out]
-            if target.is_contiguous():
-                fn(pulled, 0, out=target)
-            else:
-                target.copy_(fn(pulled, 0))
-        peer.handle.barrier(channel=1)
-        return StreamWork()
-
-    return issue
-
-
-def reduce_scatter(o) -> Callable[[list], object]:
-    scatter = o.attr("scatter_axis")
-    scatter -= 1 if o.attr("axis") < scatter else 0
-    out_mesh = o.out_spec.sharding.mesh
-    parts = len(out_mesh)
-    position = out_mesh.index(o.c.rank) if o.c.rank in out_mesh else 0
-    return _pull_reduce(o, get_str(o.op, "reduction"), lambda t: t.chunk(parts, scatter)[position])
-
-
-def allreduce(o) -> Callable[[list], object]:
-    return _pull_reduce(o, get_str(o.op, "reduction"), None)
 
 
 def broadcast(o) -> Callable[[list], object]:
@@ -154,7 +120,26 @@ def broadcast(o) -> Callable[[list], object]:
     return issue
 
 
-BUILDERS = {AllgatherOp: allgather, ReduceScatterOp: reduce_scatter, AllreduceOp: allreduce, BroadcastOp: broadcast}
+BUILDERS = {AllgatherOp: allgather, BroadcastOp: broadcast}
+
+
+def side_streams(device: torch.device, count: int) -> list:
+    """``count`` side streams for concurrent peer copies (made when the plan is compiled)."""
+    return [torch.cuda.Stream(device) for _ in range(count)]
+
+
+def concurrent_copies(copies: list, side: list) -> None:
+    """Each ``target.copy_(source)`` of ``copies`` on a side stream of its own, forked from the
+    current stream before any of them and joined back into it after all: copies from
+    different peers run at once (one copy engine and NVLink path each)."""
+    current = torch.cuda.current_stream()
+    for stream in side:
+        stream.wait_stream(current)
+    for stream, (target, source) in zip(side, copies):
+        with torch.cuda.stream(stream):
+            target.copy_(source)
+    for stream in side:
+        current.wait_stream(stream)
 
 
 def split_copy(target: torch.Tensor, source: torch.Tensor, side: list) -> None:

@@ -27,6 +27,7 @@ from hir.dialect import comm as comm_ops
 from hir.dialect import teams as team_ops
 from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.context import HirError
+from hir.interpreter.backends.delay import comm_delay
 from hir.interpreter.backends import copy_engine
 from hir.interpreter.backends.work import REDUCE_OPS, Work, contiguous_out, identity, local_reduce
 from hir.interpreter.buffers import BufferSpec
@@ -109,6 +110,14 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
             build_here = copy_engine.BUILDERS.get(op_class, build)
         issue = build_here(info)
         out = c.define(result)
+        delay = comm_delay(c.runtime.device)
+        if delay is not None:  # HIR_COMM_DELAY_CYCLES: the collective starts late, every time
+
+            def delayed_comm_step(env: list) -> None:
+                delay()
+                env[out] = issue(env)
+
+            return delayed_comm_step
 
         def comm_step(env: list) -> None:
             env[out] = issue(env)
@@ -116,6 +125,12 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
         return comm_step
 
     return build
+
+
+def _outer_blocks(t: torch.Tensor, axis: int) -> bool:
+    """Whether the equal chunks of ``t`` along ``axis`` are consecutive blocks of its memory,
+    in order (contiguous, every axis before ``axis`` of extent 1)."""
+    return t.is_contiguous() and all(extent == 1 for extent in t.shape[:axis])
 
 
 @collective(comm_ops.AllgatherOp)
@@ -128,9 +143,16 @@ def allgather(o: CommOp):
     if o.in_spec.uneven:
         return _allgather_uneven(o, axis, order, shape)
 
+    gloo = o.c.runtime.comm.is_gloo(group)
+    in_order = order == list(range(parts))
+
     def issue(env: list) -> Work:
         x = env[inp].contiguous()
         target = env[out] if shape is None else torch.empty(shape, dtype=x.dtype, device=x.device)
+        if not gloo and in_order and _outer_blocks(target, axis):
+            # the parts are consecutive blocks of the output: NCCL writes them in place (the
+            # list form would gather into a staging buffer and copy each part out)
+            return Work(dist.all_gather_into_tensor(target.view(-1), x.view(-1), group=group, async_op=True))
         chunks = target.chunk(parts, axis)
         recv = [chunks[p] for p in order]
         staged = [t if t.is_contiguous() else torch.empty_like(t, memory_format=torch.contiguous_format) for t in recv]
@@ -198,15 +220,28 @@ def reduce_scatter(o: CommOp):
     gloo = o.c.runtime.comm.is_gloo(group)
     position = out_mesh.index(o.c.rank) if o.c.rank in out_mesh else None
 
+    in_order = order == list(range(parts))
+
     def issue(env: list) -> Work:
-        reduced = fn(env[inp], axis)
+        x = env[inp]
         target = env[out] if position is not None else None
-        if gloo:  # all_reduce the whole tensor, keep our chunk at the wait
+        if gloo:  # all_reduce the whole tensor (a fresh sum: reduced in place), keep our chunk at the wait
+            reduced = fn(x, axis)
             handle = dist.all_reduce(reduced, op=op_, group=group, async_op=True)
             if target is None:
                 return Work(handle)
             return Work(handle, lambda: target.copy_(reduced.chunk(parts, scatter)[position]))
+        # NCCL only reads its input: with one block of the reduced axis here (the usual
+        # split) the sum is the block itself, no copy
+        reduced = x.squeeze(axis) if x.shape[axis] == 1 else fn(x, axis)
         chunks = reduced.chunk(parts, scatter)
+        if in_order and reduced.is_contiguous() and _outer_blocks(reduced, scatter):
+            # the parts are consecutive blocks of the input: NCCL reads them in place (the
+            # list form would stage them into one buffer first)
+            target = target if target is not None else torch.empty_like(chunks[0])
+            buf, back = contiguous_out(target)
+            handle = dist.reduce_scatter_tensor(buf.view(-1), reduced.view(-1), op=op_, group=group, async_op=True)
+            return Work(handle, (lambda: back.copy_(buf)) if back is not None else None)
         sends = [chunks[p].contiguous() for p in order]
         if target is None:
             target = torch.empty_like(sends[0])

@@ -20,6 +20,7 @@ from hir.dialect.teams import teams_of
 from hir.dialect.context import HirError
 from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
 from hir.interpreter.backends import symmetric
+from hir.interpreter.backends.delay import comm_delay
 from hir.interpreter.backends.copy_engine import split_copy, uses_copy_engines
 from hir.interpreter.backends.peer_buffers import PeerBuffers
 from hir.interpreter.backends.work import DONE, StreamWork, Work, contiguous_out
@@ -72,6 +73,8 @@ class P2PImpls:
         copies = get_int(op, COPIES_ATTR) or 1
         side = [torch.cuda.Stream(c.runtime.device) for _ in range(copies - 1)] if cuda else []
         gloo = comm.is_gloo(group)
+        # HIR_COMM_DELAY_CYCLES: each copy and signal of the shift is held back (a no-op when unset)
+        delay = comm_delay(c.runtime.device) or _no_delay
 
         def peers(env: list):
             """(input, output, source, destination), or None when the shift was a local copy."""
@@ -99,7 +102,9 @@ class P2PImpls:
             if sym is None or src not in sym.members or dst not in sym.members:
                 raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' with transfer = \"push\": its output is not in a symmetric buffer of the team here (a mesh of one or a dynamic shape fell back to an ordinary buffer)")
             g_dst = sym.members.index(dst)
+            delay()
             split_copy(sym.peer_view(g_dst, target), x.reshape(target.shape), side)
+            delay()
             sym.handle.put_signal(g_dst, symmetric.PUSHED)
             env[res] = symmetric.PushedWork(sym.handle, sym.members.index(src))
 
@@ -113,8 +118,10 @@ class P2PImpls:
                 # The input lies in a symmetric buffer at the same offset on every rank: read
                 # src's copy in place. Its dealloc barrier guards the overwrite, not a flag.
                 if handshake:
+                    delay()
                     sym.handle.put_signal(sym.members.index(dst), symmetric.READY)
                     sym.handle.wait_signal(sym.members.index(src), symmetric.READY)
+                delay()
                 split_copy(target, sym.peer_view(sym.members.index(src), x).reshape(target.shape), side)
                 env[res] = StreamWork()
                 return
@@ -123,9 +130,12 @@ class P2PImpls:
             if peer.pending is not None:  # the last reader of our buffer must be done with it
                 peer.handle.wait_signal(peer.pending, 1)
             peer.local.copy_(x)
+            delay()
             peer.handle.put_signal(g_dst, 0)  # ready: dst may read our buffer
             peer.handle.wait_signal(g_src, 0)  # src's buffer holds its input
+            delay()
             split_copy(target, peer.peers[g_src].view(target.shape), side)
+            delay()
             peer.handle.put_signal(g_src, 1)  # done reading src's buffer
             # dst's "done" is awaited before the next overwrite of our buffer (the next issue on
             # this stream), not here: this step's consumers need not wait for dst's copy.
@@ -189,6 +199,10 @@ class P2PImpls:
             env[res] = Work(dist.all_reduce(token, group=group, async_op=True))
 
         return barrier_pg
+
+
+def _no_delay() -> None:
+    pass
 
 
 def uniform_source(value: ir.Value) -> bool:

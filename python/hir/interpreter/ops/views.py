@@ -5,8 +5,9 @@
 
 Every view is a torch view of its input, recorded as an alias so deallocating the input
 kills the view too. Shapes are local: on a split buffer a view must keep the split axis
-whole (subview) or outermost in its reassociation group (collapse / expand), so the local
-shard of the result is a view of the local shard of the source."""
+whole (subview) and move it by the view's dim map (collapse / expand / alias_reshape:
+:mod:`hir.dialect.view_splits`), so the local shard of the result is a
+view of the local shard of the source."""
 
 from typing import Optional
 
@@ -16,6 +17,7 @@ from torch_mlir.dialects import memref
 
 from hir.dialect import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp
 from hir.dialect.base import DYNAMIC, get_i64_array, get_int
+from hir.dialect.view_splits import reshaped
 from hir.dialect.context import HirError
 from hir.interpreter.buffers import fmt_shape
 from hir.interpreter.plan import Compiler, Step
@@ -72,15 +74,20 @@ def _groups(op: ir.OpView) -> list[list[int]]:
 
 
 
-def _check_split(c: Compiler, op: ir.OpView, groups: list, wide: ir.Value, narrow: ir.Value) -> None:
-    """A split axis of the wide (expanded) side must be the first of its group and the narrow
-    side must be split along that group, so each local shard is a view of the other's."""
-    wide_split, narrow_split = c.spec(wide).split_axis, c.spec(narrow).split_axis
-    if wide_split is None and narrow_split is None:
+def _check_split(c: Compiler, op: ir.OpView, source: ir.Value, result: ir.Value) -> None:
+    """An upstream reshape keeps ``#hir.shard``'s axis numbers, so it may view a split buffer
+    only where the view's dim map leaves the split axis in place (each local shard is then
+    a view of the other's); ``hir.alias_reshape`` moves it (the builder picks it)."""
+    src, out = c.spec(source).sharding, c.spec(result).sharding
+    if src is None or not src.is_split:
         return
-    group = next((g for g, axes in enumerate(groups) if wide_split in axes), None)
-    if wide_split is None or narrow_split != group or groups[group][0] != wide_split:
-        raise c.error(op, "moves the split axis of a sharded buffer: the split axis must be the outermost axis of its reassociation group on both sides")
+    source_shape, result_shape = list(ir.MemRefType(source.type).shape), list(ir.MemRefType(result.type).shape)
+    try:
+        moved = reshaped(src, source_shape, result_shape, _groups(op))
+    except ValueError as err:  # a split merged with an outer axis, an uneven split resized
+        raise c.error(op, f"cannot view the split buffer {source.get_name()}: {err}") from None
+    if moved != out:
+        raise c.error(op, f"views {source_shape} placed as {src.describe()} as {result_shape}, whose placement is then {moved.describe()}; an upstream reshape keeps the split axis numbers ({out.describe()}): use hir.alias_reshape")
 
 
 
@@ -173,7 +180,7 @@ class ViewImpls:
     def collapse_shape(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         """``view`` with each group's extents multiplied (local extents: see _check_split)."""
         groups = _groups(op)
-        _check_split(c, op, groups, op.operation.operands[0], op.operation.results[0])
+        _check_split(c, op, op.operation.operands[0], op.operation.results[0])
         src, out = _aliasing_result(c, op)
         where = c.where(op)
 
@@ -194,7 +201,7 @@ class ViewImpls:
     def expand_shape(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
         """``view`` to the output shape (dynamic extents from the operands), made local."""
         result = op.operation.results[0]
-        _check_split(c, op, _groups(op), result, op.operation.operands[0])
+        _check_split(c, op, op.operation.operands[0], result)
         sizes = _mixed(c, op, "static_output_shape", list(op.operation.operands)[1:])
         spec = c.spec(result)
         src, out = _aliasing_result(c, op)

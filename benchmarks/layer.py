@@ -1,0 +1,348 @@
+"""A whole transformer layer forward on N GPUs, end to end (issue 39): the LLaMA block of
+benchmarks/block.py (test/Frontend/Inputs/llama_block.py: pre-norm RMSNorm, attention with
+RoPE, causal SDPA and grouped-query k/v heads, SwiGLU MLP; bf16, batch 1) imported with
+``hir.from_torch`` in its tensor-parallel form (Megatron: q/k/v/gate/up column-parallel,
+o/down row-parallel, tokens replicated: an all-reduce after attention and after the MLP)
+and its sequence-parallel form (tokens split: all-gather before attention and the MLP,
+reduce-scatter after), against, in one run:
+
+- hand-written torch TP and SP (the same math with ``dist.all_reduce`` /
+  ``all_gather_into_tensor`` / ``reduce_scatter_tensor``), eager and captured in a CUDA graph;
+- DTensor ``parallelize_module``: the TP plan, and the SP plan (``SequenceParallel`` norms,
+  each norm's output gathered once by ``PrepareModuleOutput``; o/down ``RowwiseParallel``
+  scattering tokens);
+- ``torch.compile`` with async-TP (``torch._inductor.config._micro_pipeline_tp``, symmetric
+  memory on the group) of the hand-written SP written with functional collectives; the row
+  says how many all-gather+matmul / matmul+reduce-scatter fusions inductor made;
+- hir: "default" (collectives whole: ``hir-convert-to-communication{backend=nccl},hir-lower``,
+  ``graph="auto"``) and ``hir-lower-overlap`` (CUDA graph), each form.
+
+    python benchmarks/layer.py --emit DIR [--worlds 2,4] [--small]       # import here
+    torchrun --nproc_per_node=N benchmarks/layer.py --from DIR           # run (N GPUs)
+    torchrun --nproc_per_node=2 benchmarks/layer.py --from DIR --device cpu   # the CPU check (Gloo; --small modules)
+
+Defaults: seq 8192, d_model 4096, 32 heads, 8 k/v heads, hidden 11008 (LLaMA-7B's layer
+with GQA); ``--small``: seq 64, d_model 128, 8 heads, 4 k/v heads, hidden 256. Weights are
+not carried: each rank builds the block from the config and seed 0 (block.py's ``make``).
+Rows are timed in turns, each the best over ``--rounds`` rounds of a median of ``--iters``
+calls (CUDA events, max over ranks); the ratio is to the best hand-written row; the error
+is relative to the block computed in float32, after the first call and after the timing.
+A row whose error is above 1e-2 prints WRONG instead of its time and the script exits 1; a
+row that cannot run prints n/a and why.
+"""
+
+import argparse
+import copy
+import faulthandler
+import json
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+import hir
+from hir.interpreter import local_arguments
+from hir.interpreter.backends.process_groups import shutdown
+from block import LLAMA, make
+from dist_timing import bench_in_turns, emit_or_run, graphed, init_ranks, relerr
+from overlap import hir_callable
+from timing import TOLERANCES, Verdicts, worst
+
+WHOLE = "hir-convert-to-communication{backend=nccl},hir-lower"
+SIZES = {
+    "default": {"seq": 8192, "d_model": 4096, "heads": 32, "kv_heads": 8, "hidden": 11008},
+    "small": {"seq": 64, "d_model": 128, "heads": 8, "kv_heads": 4, "hidden": 256},
+}
+
+
+def _llama():
+    """test/Frontend/Inputs/llama_block.py as a module (its TP plan and placements)."""
+    import runpy
+
+    return runpy.run_path(LLAMA)
+
+
+def case(config: dict) -> dict:
+    """block.py's case for ``config``: batch 1 (the SP forms split the sequence axis)."""
+    return {"kind": "llama", "shape": [1, config["seq"], config["d_model"]], "heads": config["heads"],
+            "kv_heads": config["kv_heads"], "hidden": config["hidden"], "dtype": config["dtype"]}
+
+
+def placements(sequence: bool) -> dict:
+    from torch.distributed.tensor import Shard
+
+    tokens = {"input0": Shard(1), "output0": Shard(1)} if sequence else {}
+    return _llama()["tp_placements"]() | tokens
+
+
+def emit(args: argparse.Namespace) -> None:
+    os.makedirs(args.emit, exist_ok=True)
+    for world in (int(w) for w in args.worlds.split(",")):
+        config = {**SIZES["small" if args.small else "default"], "dtype": "bf16", "world": world}
+        if config["kv_heads"] % world or config["hidden"] % world:
+            raise SystemExit(f"error: {world} ranks do not divide {config['kv_heads']} k/v heads and hidden {config['hidden']}")
+        model, x = make(case(config), torch.device("cpu"))
+        config["collectives"] = {}
+        for form in ("tp", "sp"):
+            program = hir.from_torch(model, (x,), mesh=list(range(world)), placements=placements(form == "sp"))
+            text = str(program.module)
+            with open(os.path.join(args.emit, f"{form}_w{world}.mlir"), "w") as f:
+                f.write(text)
+            config["collectives"][form] = collectives(text)
+        with open(os.path.join(args.emit, f"config_w{world}.json"), "w") as f:
+            json.dump(config, f)
+        print(f"wrote {args.emit}/{{tp,sp}}_w{world}.mlir: {config}", flush=True)
+
+
+def collectives(text: str) -> dict[str, int]:
+    """The collectives of the module ``text`` lowered for the hir default row (WHOLE), by kind."""
+    from hir.dialect import COLLECTIVE_OPS
+    from hir.dialect.irutils import blocks_postorder, func_ops
+
+    module = hir.parse(text, "layer.mlir")
+    hir.lower(module, WHOLE)
+    kinds = {c.OPERATION_NAME: c.OPERATION_NAME.split(".", 1)[1] for c in COLLECTIVE_OPS}
+    found = [kinds[op.operation.name] for fn in func_ops(module) for block in blocks_postorder(fn) for op in block.operations if op.operation.name in kinds]
+    return {kind: found.count(kind) for kind in sorted(set(found))}
+
+
+class Hand:
+    """The block's math on this rank's heads and MLP columns, written with torch ops; the
+    callers put the collectives around :meth:`attention` and :meth:`mlp` (partial sums)."""
+
+    def __init__(self, weights: dict, config: dict, world: int) -> None:
+        self.w = weights
+        self.heads, self.kv_heads = config["heads"] // world, config["kv_heads"] // world
+        self.head_dim = config["d_model"] // config["heads"]
+
+    def norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        return F.rms_norm(x, (x.shape[-1],), self.w[f"{name}.weight"], eps=1e-6)
+
+    def attention(self, h: torch.Tensor) -> torch.Tensor:
+        b, s, _ = h.shape
+        q, k, v = (F.linear(h, self.w[f"{n}.weight"]).view(b, s, -1, self.head_dim).transpose(1, 2) for n in "qkv")
+        cos, sin = self.w["cos"], self.w["sin"]
+        half = self.head_dim // 2
+        q, k = (t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin for t in (q, k))
+        groups = self.heads // self.kv_heads
+        k, v = (t[:, :, None].expand(b, self.kv_heads, groups, s, self.head_dim).reshape(b, self.heads, s, self.head_dim) for t in (k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return F.linear(y.transpose(1, 2).reshape(b, s, -1), self.w["o.weight"])
+
+    def mlp(self, h: torch.Tensor) -> torch.Tensor:
+        return F.linear(F.silu(F.linear(h, self.w["gate.weight"])) * F.linear(h, self.w["up.weight"]), self.w["down.weight"])
+
+    def tp(self, x: torch.Tensor) -> torch.Tensor:
+        a = self.attention(self.norm(x, "norm1"))
+        dist.all_reduce(a)
+        y = x + a
+        m = self.mlp(self.norm(y, "norm2"))
+        dist.all_reduce(m)
+        return y + m
+
+    def sp(self, x: torch.Tensor, gather: Callable, scatter: Callable) -> torch.Tensor:
+        y = x + scatter(self.attention(gather(self.norm(x, "norm1"))))
+        return y + scatter(self.mlp(gather(self.norm(y, "norm2"))))
+
+
+def nccl_gather(h: torch.Tensor) -> torch.Tensor:
+    """All tokens of ``h`` [1, s/N, d] (``all_gather_into_tensor``)."""
+    out = h.new_empty(h.shape[0], h.shape[1] * dist.get_world_size(), h.shape[2])
+    dist.all_gather_into_tensor(out.view(-1, h.shape[2]), h.reshape(-1, h.shape[2]))
+    return out
+
+
+def nccl_scatter(p: torch.Tensor) -> torch.Tensor:
+    """This rank's tokens of the sum of every rank's ``p`` [1, s, d] (``reduce_scatter_tensor``)."""
+    out = p.new_empty(p.shape[0], p.shape[1] // dist.get_world_size(), p.shape[2])
+    dist.reduce_scatter_tensor(out.view(-1, p.shape[2]), p.reshape(-1, p.shape[2]))
+    return out
+
+
+def functional_gather(h: torch.Tensor) -> torch.Tensor:
+    from torch.distributed import _functional_collectives as funcol
+
+    return funcol.all_gather_tensor(h.reshape(-1, h.shape[2]), 0, dist.group.WORLD).view(h.shape[0], -1, h.shape[2])
+
+
+def functional_scatter(p: torch.Tensor) -> torch.Tensor:
+    from torch.distributed import _functional_collectives as funcol
+
+    return funcol.reduce_scatter_tensor(p.reshape(-1, p.shape[2]), "sum", 0, dist.group.WORLD).view(p.shape[0], -1, p.shape[2])
+
+
+def dtensor_forward(model: torch.nn.Module, sequence: bool, world: int, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """The forward of a copy of ``model`` under ``parallelize_module`` on this rank's input
+    ``x``: llama_block.py's TP plan; the SP plan adds SequenceParallel norms whose outputs
+    are gathered once (one all-gather for q/k/v, one for gate/up) and o/down scattering
+    tokens, the block taking and giving DTensors split on tokens (its forward reads the
+    global sequence length from its input). Heads per rank as torchtitan sets them."""
+    from torch.distributed.tensor import DeviceMesh, DTensor, Replicate, Shard
+    from torch.distributed.tensor.parallel import PrepareModuleOutput, RowwiseParallel, SequenceParallel, parallelize_module
+
+    mesh = DeviceMesh(x.device.type, list(range(world)))
+    plan = _llama()["tp_plan"]()
+    norms = ("norm1", "norm2")
+    if sequence:
+        plan |= {n: SequenceParallel() for n in norms} | {n: RowwiseParallel(output_layouts=Shard(1), use_local_output=False) for n in ("o", "down")}
+    block = parallelize_module(copy.deepcopy(model), mesh, plan)
+    block.heads, block.kv_heads = block.heads // world, block.kv_heads // world
+    if not sequence:
+        return lambda: block(x)
+    # A second style on the norms, one that distributes nothing: a hook gathering their output.
+    parallelize_module(block, mesh, {n: PrepareModuleOutput(output_layouts=Shard(1), desired_output_layouts=Replicate()) for n in norms})
+    return lambda: block(DTensor.from_local(x, mesh, [Shard(1)], run_check=False)).to_local()
+
+
+def async_tp(hand: Hand, x: torch.Tensor, dev: torch.device) -> tuple[Callable, str]:
+    """The functional-collective SP compiled with inductor's micro-pipeline TP (async-TP) and
+    a note on the fusions it made (the generated code's fused symmetric-memory ops)."""
+    from torch._inductor.utils import run_and_get_code
+
+    if dev.type == "cuda":
+        import torch.distributed._symmetric_memory as symm_mem
+
+        with warnings.catch_warnings():  # a deprecated no-op in newer torch, needed in older
+            warnings.simplefilter("ignore")
+            symm_mem.enable_symm_mem_for_group(dist.group.WORLD.group_name)
+    compiled = torch.compile(lambda t: hand.sp(t, functional_gather, functional_scatter), fullgraph=True)
+    with torch._inductor.config.patch(_micro_pipeline_tp=dev.type == "cuda"):  # needs symmetric memory (CUDA)
+        _, code = run_and_get_code(compiled, x)
+    source = "\n".join(code)
+    fused = f"fused: {source.count('fused_all_gather_matmul')} AG+matmul, {source.count('fused_matmul_reduce_scatter')} matmul+RS"
+    return (lambda: compiled(x)), fused
+
+
+@dataclass
+class Result:
+    """One row of the table: its function (None: it cannot run here, ``why``), time, error."""
+
+    label: str
+    form: str  # "tp" or "sp": which reference its output is checked against
+    handwritten: bool  # a candidate for the ratio's base
+    fn: Optional[Callable[[], torch.Tensor]] = None
+    ms: Optional[float] = None
+    error: Optional[float] = None
+    why: str = ""
+    setup_s: float = 0.0  # building it and its first call (import, lowering, compiles, capture)
+
+
+def within(started: float, budget: float, dev: torch.device) -> bool:
+    """Whether every rank is within ``budget`` seconds of ``started`` (one decision for all
+    ranks: a row one rank skipped and another built would pair their collectives wrongly)."""
+    ok = torch.tensor([float(time.perf_counter() - started < budget)], device=dev)
+    dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+    return bool(ok.item())
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    # torch >= 2.12 calls all_gather_into_tensor / reduce_scatter_tensor deprecated on every call
+    warnings.filterwarnings("ignore", message=r".*is deprecated. Please use `torch.distributed", category=FutureWarning)
+    faulthandler.dump_traceback_later(args.timeout, exit=True)  # a hung rank dumps stacks and exits
+    dev = init_ranks(args.device)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    path = os.path.join(args.from_dir, f"config_w{world}.json")
+    if not os.path.exists(path):
+        if rank == 0:
+            print(f"skipped: no modules imported for {world} ranks in {args.from_dir} (emit with --worlds {world})")
+        dist.destroy_process_group()
+        return 0
+    with open(path) as f:
+        config = json.load(f)
+    texts = {}
+    for form in ("tp", "sp"):
+        with open(os.path.join(args.from_dir, f"{form}_w{world}.mlir")) as f:
+            texts[form] = f.read()
+    model, x = make(case(config), dev)
+    with torch.no_grad():
+        full = copy.deepcopy(model).float()(x.float())
+    state = model.state_dict()
+    local = {form: local_arguments(hir.parse(texts[form], f"{form}.mlir"), list(state.values()) + [x], rank) for form in texts}
+    hand = Hand(dict(zip(state, local["tp"])), config, world)
+    x_tokens = local["sp"][-1]
+    references = {"tp": full, "sp": full.chunk(world, 1)[rank]}
+    cuda = dev.type == "cuda"
+    rows: list[tuple[str, str, bool, Optional[Callable[[], Optional[Callable]]]]] = [  # (label, form, hand-written, build)
+        ("torch TP, hand-written (all_reduce after attention and MLP)", "tp", True, lambda: lambda: hand.tp(x)),
+        ("torch TP, hand-written, CUDA graph", "tp", True, lambda: graphed(lambda: hand.tp(x)) if cuda else None),
+        ("torch SP, hand-written (all_gather_into_tensor, reduce_scatter_tensor)", "sp", True, lambda: lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter)),
+        ("torch SP, hand-written, CUDA graph", "sp", True, lambda: graphed(lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter)) if cuda else None),
+        ("DTensor parallelize_module, TP plan", "tp", False, lambda: dtensor_forward(model, False, world, x)),
+        ("DTensor parallelize_module, SP plan (SequenceParallel)", "sp", False, lambda: dtensor_forward(model, True, world, x_tokens)),
+    ]
+    # Built in this order (the rows the targets name first; --budget may leave the last unbuilt).
+    for form in ("tp", "sp"):
+        rows.append((f"hir {form.upper()} default [{WHOLE}] (graph=auto)", form, False, lambda form=form: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), WHOLE, local[form], dev, "auto")))
+    rows.append(("torch.compile async-TP (SP, _micro_pipeline_tp)", "sp", False, None))
+    for form in ("tp", "sp"):
+        rows.append((f"hir {form.upper()} [hir-lower-overlap] ({'CUDA graph' if cuda else 'eager: no CUDA'})", form, False,
+                     lambda form=form: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), "hir-lower-overlap", local[form], dev, cuda)))
+    results = []
+    with torch.no_grad():
+        for label, form, handwritten, build in rows:
+            result = Result(label, form, handwritten)
+            start = time.perf_counter()
+            if not within(started, args.budget, dev):
+                result.why = f"not built: the set-up passed --budget {args.budget:.0f} s"
+                results.append(result)
+                continue
+            try:
+                if build is None:  # async-TP: its label carries the fusions found
+                    result.fn, fused = async_tp(hand, x_tokens, dev)
+                    result.label += f" ({fused})"
+                else:
+                    result.fn = build()
+                if result.fn is None:
+                    result.why = "needs CUDA"
+                else:
+                    result.error = relerr(result.fn(), references[form])
+            except Exception as err:  # an API this torch lacks, a plan it rejects: say why
+                result.fn, result.why = None, f"{type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}"
+            result.setup_s = time.perf_counter() - start
+            results.append(result)
+        timed = [r for r in results if r.fn is not None]
+        for r, ms in zip(timed, bench_in_turns([r.fn for r in timed], rounds=args.rounds, iters=args.iters)):
+            r.ms = ms
+            r.error = worst(r.error, relerr(r.fn(), references[r.form]))  # after the timed calls too: a race shows in either
+    verdicts = Verdicts(TOLERANCES[config["dtype"]])
+    verdicts.table = f"layer, {world} rank(s)"
+    base = min((r.ms for r in timed if r.handwritten and r.error <= verdicts.tolerance), default=None)
+    if rank == 0:
+        name = torch.cuda.get_device_name() if cuda else "CPU, Gloo"
+        print(f"\nLLaMA layer forward, {world} rank(s), {config['dtype']}, tokens {config['seq']}, d_model {config['d_model']}, heads {config['heads']} "
+              f"(k/v {config['kv_heads']}), hidden {config['hidden']} ({name}, torch {torch.__version__}); best of {args.rounds} rounds")
+        print("| row | ms | x best hand-written | rel. error |\n|---|---:|---:|---:|")
+    verdicts.print_rows([(r.label, r.ms, r.error, r.why) for r in results], base, show=rank == 0)
+    counts = config.get("collectives")  # recorded by --emit
+    if rank == 0 and counts:  # hand-written and DTensor: TP 2 all-reduces, SP 2 all-gathers + 2 reduce-scatters
+        print("hir's collectives (hir-lower, imported here): " + "; ".join(
+            f"{form.upper()} " + ", ".join(f"{n} {kind}" for kind, n in counts[form].items()) for form in ("tp", "sp")), flush=True)
+    if rank == 0:
+        print("set-up s (build + first call: imports, lowering, compiles, captures; rank 0): " + ", ".join(f"{r.label.split(' (')[0]} {r.setup_s:.1f}" for r in results), flush=True)
+    shutdown()  # hir's team groups first, then the default group
+    return verdicts.finish(show=rank == 0)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--emit", metavar="DIR", help="import here: DIR/{tp,sp}_w<N>.mlir + config_w<N>.json per world size")
+    p.add_argument("--from", dest="from_dir", metavar="DIR", help="run DIR's modules under torchrun, one GPU (or CPU process) per rank")
+    p.add_argument("--worlds", default="2,4", help="world sizes to import for (--emit)")
+    p.add_argument("--small", action="store_true", help="import the small sizes (the CPU check)")
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: Gloo ranks (the CPU check)")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--iters", type=int, default=10, help="timed calls per row and round (the median counts)")
+    p.add_argument("--budget", type=float, default=300, help="seconds of set-up after which rows not built yet print n/a (the rest are still timed and printed)")
+    p.add_argument("--timeout", type=float, default=420, help="seconds before a hung run dumps its stacks and exits")
+    return emit_or_run(p, emit, run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

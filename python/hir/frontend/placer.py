@@ -1,0 +1,350 @@
+"""Deciding where every tensor of an imported function lives: :class:`Placer` walks the
+torch-dialect function once, groups its ops as the partitioner will build them (hir compute
+ops, and kernel segments of the other ops in between), asks the strategy registry
+(:mod:`hir.frontend.strategies`) for each op's placement, mesh axis by mesh axis, and
+returns a :class:`PlacementPlan`: data only (every value's :class:`~hir.dialect.Sharding`,
+the placement each step reads its operands as, the form of each compute op). The
+:class:`~hir.frontend.partition.Partitioner` builds the IR from it; the placer builds nothing.
+
+A missing strategy, or one that refuses the operands' placements (:class:`NoRule`), falls
+back here and only here, as DTensor redistributes to ``Replicate()``: a compute op reads
+replicated operands; a kernel segment with such an op reads replicated copies of all its
+inputs (a segment cannot reshard in the middle). ``HIR_DUMP=placements`` prints which
+strategy placed what (:attr:`PlacementPlan.listing`).
+"""
+
+import sys
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
+
+from torch_mlir import ir
+from torch_mlir.dialects import func
+
+from hir.core import HirError
+from hir.dialect import Sharding
+from hir.dialect.base import DYNAMIC
+from hir.dialect.context import format_location
+from hir.frontend.placements import DeviceGrid
+from hir.frontend.strategies import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, compute_spec, strategy_for
+from hir.frontend.torch_ir import LIST_CONSTRUCT, is_cloned, is_cloned_value, is_constant, is_tensor, owner, rank_of, tensor_info, user
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """nvFuser's AG + op form (1-D mesh): operand 0, split on its row axis ``lead``, is
+    gathered by a stream-parallel ``hir.set`` that the op consumes slice by slice."""
+
+    lead: int
+
+
+@dataclass(frozen=True)
+class PartialSum:
+    """A contraction over dims split on ``mesh_axis``: local products into a leading mesh
+    axis, summed over it (an allreduce or reduce-scatter). ``others``: the product's split
+    on the other mesh axes; ``stream``: nvFuser's matmul + reduce-scatter form, scattered
+    onto the rows (axis ``row_axis`` of the result)."""
+
+    mesh_axis: int
+    others: tuple
+    stream: bool
+    row_axis: int
+
+
+@dataclass
+class ComputeStep:
+    """An hir compute op: ``reads`` is the placement each of ``spec.inputs + spec.trailing``
+    is read as (a resharding where it differs from the value's); ``form`` None for the op
+    itself on those buffers."""
+
+    op: ir.Operation
+    spec: ComputeSpec
+    reads: list
+    form: Union[None, Gathered, PartialSum] = None
+
+
+@dataclass
+class SegmentStep:
+    """A kernel segment of ``ops`` reading ``inputs`` placed as ``reads`` and writing
+    ``outputs`` (local shards when every op had a strategy, else replicated copies)."""
+
+    ops: list
+    inputs: list
+    outputs: list
+    reads: list
+
+
+@dataclass
+class PlacementPlan:
+    """What the placer decided for one function (``grid`` None: unsharded, every placement
+    None): each tensor value's placement, the steps in program order, the placement each
+    returned value is returned as, and the listing of which strategy placed what."""
+
+    grid: Optional[DeviceGrid]
+    placements: dict
+    steps: list
+    results: list
+    listing: list = field(default_factory=list)
+
+    def of(self, value: ir.Value) -> Optional[Sharding]:
+        """``value``'s placement (a value no op placed, e.g. a constant: replicated)."""
+        if value in self.placements:
+            return self.placements[value]
+        return None if self.grid is None else self.grid.sharding((None,) * self.grid.rank)
+
+    def reshardings(self) -> list[tuple[ir.Value, Optional[Sharding], Optional[Sharding]]]:
+        """(value, its placement, the placement a step reads it as) where the two differ."""
+        out = []
+        for step in self.steps:
+            values = step.inputs if isinstance(step, SegmentStep) else step.spec.inputs + step.spec.trailing
+            out += [(v, self.of(v), read) for v, read in zip(values, step.reads) if read != self.of(v)]
+        return out
+
+
+def _describe(sharding: Optional[Sharding]) -> str:
+    return "-" if sharding is None else str([-1 if s is None else s for s in sharding.splits])
+
+
+class Placer:
+    """Places the values of one imported function (see the module docstring): ``arguments``
+    holds the placement of each function argument, ``outputs`` those requested for results
+    (by index); ``grid`` None places nothing (one device, full tensors)."""
+
+    def __init__(self, torch_func: func.FuncOp, grid: Optional[DeviceGrid], arguments: Sequence[Optional[Sharding]], outputs: dict, source_name: str = "<torch>") -> None:
+        self.func, self.grid, self.source_name = torch_func, grid, source_name
+        self.rank = grid.rank if grid is not None else 0
+        self.replicated = self.sharding((None,) * self.rank)
+        args = list(torch_func.regions[0].blocks[0].arguments)
+        self.placements: dict = dict(zip(args, arguments))
+        self.outputs = outputs
+        self.steps: list = []
+        self.listing: list[str] = []
+
+    def sharding(self, splits: Sequence) -> Optional[Sharding]:
+        return None if self.grid is None else self.grid.sharding(splits)
+
+    def of(self, value: ir.Value) -> Optional[Sharding]:
+        return self.placements.get(value, self.replicated)
+
+    def split(self, value: ir.Value, k: int) -> Optional[int]:
+        return self.of(value).splits[k]
+
+    def error(self, op: ir.Operation, msg: str) -> HirError:
+        return HirError(f"{format_location(op.location, self.source_name)}: error: '{op.name}' {msg}")
+
+    def _note(self, op: ir.Operation, what: str) -> None:
+        self.listing.append(f"{format_location(op.location, self.source_name)}: {op.name}: {what}")
+
+    def plan(self, mutated: Sequence[int] = ()) -> PlacementPlan:
+        """Place every op of the function (mutated: the arguments its first results write)."""
+        ops = [op.operation for op in self.func.regions[0].blocks[0].operations]
+        run: list = []
+        for op in ops[:-1]:
+            if is_cloned(op):
+                continue
+            spec = compute_spec(op)
+            if spec is None:
+                run.append(op)
+                continue
+            self.segment(run)
+            run = []
+            self.compute(op, spec)
+        self.segment(run)
+        returned = list(ops[-1].operands)[len(mutated):]
+        results = [self.outputs.get(i, self.of(v)) for i, v in enumerate(returned)]
+        plan = PlacementPlan(self.grid, self.placements, self.steps, results, self.listing)
+        if self.grid is not None:
+            self.listing += [f"resharding {v.get_name()}: {_describe(have)} -> {_describe(read)}" for v, have, read in plan.reshardings()]
+        from hir.passes.pipeline import dumping
+
+        if dumping("placements"):
+            print("\n".join(f"placements: {line}" for line in self.listing), file=sys.stderr)
+        return plan
+
+    # ----- compute ops ------------------------------------------------------------------
+    def _place(self, op: ir.Operation, spec: Optional[ComputeSpec], operands: list, k: int, name: str) -> tuple[OpPlacement, str]:
+        """Op ``name``'s placement on mesh axis ``k`` and the strategy that gave it; raises
+        NoRule when there is none (the caller falls back)."""
+        call = OpCall(op, operands, self.grid.shape[k], spec)
+        strategy = strategy_for(name)
+        if strategy is None:
+            raise NoRule(f"no placement strategy for {name}")
+        return strategy.place(call), strategy.name
+
+    def compute(self, op: ir.Operation, spec: ComputeSpec) -> None:
+        values = spec.inputs + spec.trailing
+        name = spec.op_class.OPERATION_NAME
+        per_axis, by = [], []
+        for k in range(self.rank):
+            call_operands = [(v, self.split(v, k)) for v in values]
+            try:
+                placement, strategy = self._place(op, spec, call_operands, k, name)
+            except NoRule as why:  # DTensor's fallback: redistribute to Replicate()
+                placement, strategy = OpCall(op, call_operands, self.grid.shape[k], spec).replicated(), f"replicated (fallback: {why})"
+            per_axis.append(placement)
+            by.append(strategy)
+        partial = [k for k, p in enumerate(per_axis) if p.output is PARTIAL]
+        if len(partial) > 1:
+            raise self.error(op, f"contracts a dimension split over mesh axes {partial}; split a contraction over one mesh axis")
+        if partial:
+            self._partial(op, spec, partial[0], per_axis)
+        else:
+            reads = [self.sharding(tuple(p.inputs[i] for p in per_axis)) for i in range(len(values))]
+            self.placements[op.results[0]] = self.sharding(tuple(p.output for p in per_axis))
+            form = Gathered(self.split(spec.inputs[0], 0)) if self._gathers_rows(spec, reads[0]) else None
+            self.steps.append(ComputeStep(op, spec, reads, form))
+        if self.grid is not None:
+            step = self.steps[-1]
+            self._note(op, f"as {name} by {', '.join(by)}: {' x '.join(_describe(r) for r in step.reads)} -> {_describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}")
+
+    def _streams(self) -> bool:
+        """The P2P forms need one team: a 1-D mesh of several devices."""
+        return self.rank == 1 and self.grid.shape[0] > 1
+
+    def _gathers_rows(self, spec: ComputeSpec, wanted: Optional[Sharding]) -> bool:
+        """A contraction whose row-split operand 0 (split on an axis it does not contract:
+        tokens ``[T, D]`` on 0, ``[B, S, D]`` on 1) must be gathered (the all-gather side of
+        sequence parallelism)."""
+        x = spec.inputs[0]
+        split = self.split(x, 0) if self._streams() else None
+        return spec.streams_rows and split is not None and split < rank_of(x) - 1 and wanted == self.replicated
+
+    def _partial(self, op: ir.Operation, spec: ComputeSpec, k: int, per_axis: list) -> None:
+        """A contraction over dims split on mesh axis ``k``: the products read the operands'
+        own splits on ``k`` (the other axes as their strategies say); the sum lands where
+        the consumer wants it (:meth:`_partial_target`)."""
+        x, w = spec.inputs
+        out = op.results[0]
+        others = tuple(None if j == k else p.output for j, p in enumerate(per_axis))
+
+        def operand(i: int, value: ir.Value) -> Optional[Sharding]:
+            return self.sharding(tuple(self.split(value, j) if j == k else per_axis[j].inputs[i] for j in range(self.rank)))
+
+        shape = tensor_info(out.type)[0]
+        target = self._partial_target(out, k)
+        if spec.trailing and target is not None and target == len(shape) - 1:
+            target = None  # the bias is added after the sum, to whole rows
+        self.placements[out] = self.sharding(tuple(target if j == k else s for j, s in enumerate(others)))
+        stream = target is not None and target < len(shape) - 1 and self._streams() and rank_of(x) == len(shape)
+        reads = [operand(0, x), operand(1, w)] + [self.replicated] * len(spec.trailing)
+        self.steps.append(ComputeStep(op, spec, reads, PartialSum(k, others, stream, target if stream else 0)))
+
+    def _partial_target(self, out: ir.Value, k: int) -> Optional[int]:
+        """Where the consumer wants the sum on mesh axis ``k``: split as a requested
+        ``Shard(dim)`` output, or as a compute consumer's strategy reads it given its other
+        operands (the residual add of sequence parallelism: ``[T, D]`` on axis 0): a
+        reduce-scatter; else replicated."""
+        for use in out.uses:
+            consumer = user(use)
+            if consumer.name == func.ReturnOp.OPERATION_NAME:
+                index = list(consumer.operands).index(out)
+                wanted = self.outputs.get(index)
+                if wanted is not None and wanted.splits[k] is not None:
+                    return wanted.splits[k]
+                continue
+            spec = compute_spec(consumer)
+            if spec is None or out not in spec.inputs:
+                continue
+            values = spec.inputs + spec.trailing
+            try:
+                placement, _ = self._place(consumer, spec, [(v, None if v == out else self.split(v, k)) for v in values], k, spec.op_class.OPERATION_NAME)
+            except NoRule:
+                continue
+            wanted_split = placement.inputs[values.index(out)]
+            if wanted_split is not None and placement.output is not PARTIAL:
+                return wanted_split
+        return None
+
+    # ----- segments ---------------------------------------------------------------------
+    def segment(self, run: list) -> None:
+        """Place a kernel segment of the ops of ``run``: local shards in when every op has a
+        strategy on every mesh axis that keeps its operands as placed, else replicated copies."""
+        if not run:
+            return
+        inputs, outputs, sizes = self._boundary(run)
+        if not outputs:
+            return  # nothing of it is used (e.g. shape assertions): dead code
+        found: Optional[list] = None
+        if self.grid is not None:
+            noted = len(self.listing)
+            try:
+                found = [self._propagate(run, inputs, k) for k in range(self.rank)]
+            except NoRule as why:
+                del self.listing[noted:]
+                self._note(run[0], f"a segment of {len(run)} op(s) reads replicated copies (fallback: {why})")
+        for op in run:  # every tensor inside gets its placement (for local types)
+            for r in op.results:
+                if is_tensor(r):
+                    self.placements[r] = self.replicated if found is None else self.sharding(tuple(f[r] for f in found))
+        reads = [self.replicated if found is None else self.of(v) for v in inputs]
+        for v, read in zip(inputs, reads):
+            if sizes and read is not None and any(d == DYNAMIC and read.parts(i) > 1 for i, d in enumerate(tensor_info(v.type)[0])):
+                raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over devices; that is not supported yet: keep the split dim static, or replicate it")
+        self.steps.append(SegmentStep(run, inputs, outputs, reads))
+
+    def _boundary(self, run: list) -> tuple[list, list, list]:
+        """(tensors the segment reads from outside, its results used outside, the size
+        computations cloned into it)."""
+        inside = {r for op in run for r in op.results}
+        inputs: list = []
+        sizes: list = []
+
+        def read(op: ir.Operation, v: ir.Value) -> None:
+            if v in inside or v in inputs:
+                return
+            if is_cloned_value(v):  # cloned in; a size reads its tensors' shapes
+                if not is_constant(owner(v)):
+                    sizes.append(owner(v))
+                for w in owner(v).operands:
+                    read(op, w)
+                return
+            if not is_tensor(v):
+                raise self.error(op, f"takes {v.get_name()} ({v.type}) from outside its segment; only tensors cross segment boundaries")
+            inputs.append(v)
+
+        for op in run:
+            for v in op.operands:
+                read(op, v)
+        members = set(run)
+        outputs = [r for op in run for r in op.results if any(user(use) not in members for use in r.uses)]
+        for r in outputs:
+            if not is_tensor(r):
+                raise self.error(owner(r), f"result {r.get_name()} ({r.type}) is used outside its segment; only tensors cross segment boundaries")
+        return inputs, outputs, sizes
+
+    def _propagate(self, run: list, inputs: list, k: int) -> dict:
+        """The split on mesh axis ``k`` of every tensor (and tensor list) result of ``run``,
+        from its inputs' (constants are replicated); NoRule when an op cannot stay local."""
+        out = {v: self.split(v, k) for v in inputs}
+        for op in run:
+            results = [r for r in op.results if is_tensor(r) or str(r.type).startswith("!torch.list<vtensor")]
+            if not results or op.name == LIST_CONSTRUCT:
+                continue
+            operands = _operands(op, out)
+            if all(s is None for _, s in operands):
+                split = None
+            else:
+                try:
+                    placement, strategy = self._place(op, None, operands, k, op.name)
+                except (ValueError, TypeError, AttributeError, IndexError):
+                    raise NoRule(f"{op.name}: operands that are not constants") from None
+                if placement.output is PARTIAL or placement.inputs != tuple(s for _, s in operands):
+                    raise NoRule(f"{op.name}: {strategy} reshards its operands, which a segment cannot")
+                split = placement.output
+                self._note(op, f"by {strategy} on mesh axis {k}: {[-1 if s is None else s for _, s in operands]} -> {-1 if split is None else split}")
+            for r in results:
+                out[r] = split
+        return out
+
+
+def _operands(op: ir.Operation, splits: dict) -> list:
+    """The tensor operands of ``op`` with their splits; a list of tensors contributes its
+    elements (a list an op made, e.g. ``split``'s, is one value)."""
+    out = []
+    for v in op.operands:
+        if is_tensor(v):
+            out.append((v, splits.get(v)))
+        elif v in splits:
+            out.append((v, splits[v]))
+        elif not isinstance(v.owner, ir.Block) and v.owner.name == LIST_CONSTRUCT:
+            out.extend((e, splits.get(e)) for e in v.owner.operands if is_tensor(e))
+    return out

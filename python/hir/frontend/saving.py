@@ -1,0 +1,143 @@
+"""An imported program on disk: its IR (``.mlir``) and its weights beside it (safetensors),
+so that the program runs on the module's own numbers, not random ones.
+
+``save`` (``TorchProgram.save``, ``hir-import -o``) writes the state entries (parameters and
+buffers: global tensors, a DTensor gathered) to ``<output>.safetensors`` (or another file),
+and records the file in the module (``hir.weights``, relative to the .mlir file's folder)
+and on each state argument of ``@main`` the key it reads (``hir.weight``). ``load``
+(``hir.load``) reads both back as a :class:`TorchProgram`. hir-run and ``hir.run`` read the
+recorded weights themselves (:mod:`hir.interpreter.weights`, per rank)."""
+
+import os
+from typing import Any, Optional
+
+import torch
+from torch_mlir import ir
+from torch_mlir.dialects import func
+
+from hir import progress
+from hir.core import HirError, parse, read_source
+from hir.dialect import WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
+from hir.frontend.torch_import import TorchProgram, _full
+from hir.outputs import CliError, check_writable, write_atomically, write_text
+
+WEIGHTS_SUFFIX = ".safetensors"
+
+
+def default_weights_path(output: str) -> str:
+    """``model.mlir`` -> ``model.safetensors``."""
+    return os.path.splitext(output)[0] + WEIGHTS_SUFFIX
+
+
+def _main(module: ir.Module) -> ir.Operation:
+    for op in module.body.operations:
+        if op.operation.name == func.FuncOp.OPERATION_NAME and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main":
+            return op.operation
+    raise HirError("error: the module has no @main: not an imported program")
+
+
+def record(module: ir.Module, weights_file: str, state_names: list) -> None:
+    """Mark ``module``: its weights are in ``weights_file`` (as written: relative to the .mlir
+    file's folder), and ``@main``'s first arguments read ``state_names`` from it."""
+    main = _main(module)
+    with module.context:
+        module.operation.attributes[WEIGHTS_FILE_ATTR] = ir.StringAttr.get(weights_file)
+        count = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs)
+        old = [ir.DictAttr(a) for a in ir.ArrayAttr(main.attributes["arg_attrs"])] if "arg_attrs" in main.attributes else [ir.DictAttr.get({})] * count
+        new = []
+        for index, entries in enumerate(old):
+            values = {entries[i].name: entries[i].attr for i in range(len(entries))}
+            if index < len(state_names):
+                values[WEIGHT_KEY_ATTR] = ir.StringAttr.get(state_names[index])
+            new.append(ir.DictAttr.get(values))
+        main.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
+
+
+def state_tensors(program: TorchProgram, state_dict: Optional[dict] = None) -> dict:
+    """``{state name: global CPU tensor}`` of every state entry of ``program``, from
+    ``state_dict`` (default: the state the program was imported or loaded with), checked
+    against ``@main``'s argument types."""
+    values = program.state_values(program.weights if state_dict is None else state_dict)
+    program._check(values)  # each entry's global shape and dtype
+    out = {}
+    for name, value in zip(program.state_names, values):
+        # safetensors refuses tensors sharing memory (a view of another entry): own copies
+        out[name] = _full(value).to("cpu", copy=True).contiguous()
+    return out
+
+
+def write_weights(program: TorchProgram, weights: str, folder: str, state_dict: Optional[dict] = None) -> None:
+    """Write the program's state to ``weights`` (replaced once complete) and record it in
+    the module, its name relative to ``folder`` (where the .mlir file goes)."""
+    from safetensors.torch import save_file
+
+    tensors = state_tensors(program, state_dict)
+    record(program.module, os.path.relpath(os.path.abspath(weights), os.path.abspath(folder)), program.state_names)
+    size = sum(t.numel() * t.element_size() for t in tensors.values())
+    with progress.task(f"writing {len(tensors)} weights ({size / 2**20:.1f} MiB) to {weights}"):
+        write_atomically(weights, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))
+
+
+def save(program: TorchProgram, path: str, state_dict: Optional[dict] = None, weights: Optional[str] = None) -> str:
+    """Write ``program.module`` to ``path`` and its state to ``weights`` (default: ``path``
+    with the suffix ``.safetensors``), each replaced only once complete; returns the weights
+    path. ``state_dict`` (default: the program's own) must fit ``@main``'s arguments."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise HirError(f"error: TorchProgram.save: path must be a file name, got {type(path).__name__}")
+    path = os.fspath(path)
+    weights = os.fspath(weights) if weights is not None else default_weights_path(path)
+    if os.path.abspath(weights) == os.path.abspath(path):
+        raise HirError(f"error: TorchProgram.save: the weights file {weights} would overwrite the program file")
+    try:
+        check_writable("path", path)
+        check_writable("weights", weights)
+    except CliError as err:
+        raise HirError(f"error: TorchProgram.save: {err}") from None
+
+    def write_both(tmp: str) -> None:  # the weights first: the IR names them
+        write_weights(program, weights, os.path.dirname(os.path.abspath(path)), state_dict)
+        write_text(tmp, str(program.module))
+
+    try:
+        write_atomically(path, write_both)
+    except CliError as err:
+        raise HirError(f"error: TorchProgram.save: {err}") from None
+    return weights
+
+
+def _mesh(main: ir.Operation) -> Optional[tuple]:
+    """The devices of the mesh ``@main``'s arguments are placed on (None: unsharded)."""
+    from hir.dialect.sharding import sharding_of
+
+    devices = set()
+    for argument in main.regions[0].blocks[0].arguments:
+        if isinstance(argument.type, ir.MemRefType) and (placed := sharding_of(argument)) is not None:
+            devices.update(placed.mesh)
+    return tuple(sorted(devices)) or None
+
+
+def load(path: str, weights: Optional[str] = None) -> TorchProgram:
+    """The program ``save`` (or hir-import) wrote to ``path``, with its weights (global CPU
+    tensors, checked against ``@main``'s arguments) as the program's state."""
+    from hir.interpreter.weights import read_weights, recorded_weights, weights_path
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise HirError(f"error: hir.load: path must be a file name, got {type(path).__name__}")
+    name, text = read_source(os.fspath(path))
+    module = parse(text, name)
+    main = _main(module)
+    with module.context:
+        recorded = recorded_weights(module, main)
+        types = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs
+        if sorted(recorded.keys) != list(range(len(recorded.keys))):
+            raise HirError(f"{name}: error: @main's arguments reading weights are not its first ones ({sorted(recorded.keys)}): not a program hir-import wrote")
+        file = weights_path(recorded, name, weights)
+        state = {}
+        if recorded.keys:
+            if file is None:
+                raise HirError(f"{name}: error: @main's arguments name weight keys but the module names no weights file (hir.load(path, weights=FILE))")
+            values = read_weights(file, types, recorded.keys, rank=None, device=torch.device("cpu"))
+            state = {recorded.keys[i]: t for i, t in values.items()}
+    names = [recorded.keys[i] for i in range(len(recorded.keys))]
+    return TorchProgram(module, names, len(types) - len(names), _mesh(main), weights=state)
+

@@ -1,0 +1,76 @@
+"""Reductions and normalizations: ``sum`` / ``amax`` / ``amin`` over constant dims without
+keepdim as ``hir.reduction``; inside kernel segments ``mean`` / ``sum`` / ``amax`` / ``amin``
+/ ``max.dim``, ``softmax`` / ``log_softmax`` and ``layer_norm`` / ``rms_norm``. DTensor's
+rule (``_math_ops.py``): a reduction off the split dim stays local; over the split dim it is
+a partial result (an allreduce, for ``hir.reduction`` over the outermost split dim)."""
+
+from typing import Optional
+
+from torch_mlir.dialects import torch as T
+
+from hir.dialect import ReductionOp
+from hir.frontend.strategies.registry import ComputeSpec, NoRule, OpCall, OpPlacement, register_compute_form, register_op_strategy, same_dtype
+from hir.frontend.torch_ir import constant_value, rank_of
+
+_REDUCTION = {
+    T.AtenSumDimIntListOp.OPERATION_NAME: "sum",
+    T.AtenAmaxOp.OPERATION_NAME: "max",
+    T.AtenAminOp.OPERATION_NAME: "min",
+}
+
+
+@register_compute_form(*_REDUCTION)
+def reduction_form(op) -> Optional[ComputeSpec]:
+    x, dims, keepdim = list(op.operands)[:3]
+    rest = [constant_value(v) for v in list(op.operands)[3:]]  # sum's dtype
+    rank = rank_of(x)
+    axes = sorted(d % rank for d in (constant_value(dims) or []))
+    if axes and not constant_value(keepdim) and all(r is None for r in rest) and same_dtype(op, [x]):
+        return ComputeSpec(ReductionOp, [x], {"kind": _REDUCTION[op.name], "axes": axes}, [])
+    return None
+
+
+@register_op_strategy(ReductionOp, doc="a kept split dim stays split (renumbered); a reduction over the outermost split dim alone is an allreduce (the result replicated)")
+def reduction_strategy(call: OpCall) -> OpPlacement:
+    ((_, px),) = call.operands
+    axes = call.spec.options["axes"]
+    if px is None:
+        return OpPlacement((None,), None)
+    if px not in axes:
+        return OpPlacement((px,), px - sum(1 for a in axes if a < px))
+    if list(axes) == [px] and px == 0:
+        return OpPlacement((px,), None)  # an allreduce
+    raise NoRule(f"reduces split dim {px} with others ({list(axes)})")
+
+
+@register_op_strategy(T.AtenMeanDimOp, T.AtenSumDimIntListOp, T.AtenAmaxOp, T.AtenAminOp, T.AtenMaxDimOp, doc="over dims that exclude the split (hand-written RMSNorm's `mean`)")
+def segment_reduction_strategy(call: OpCall) -> OpPlacement:
+    """sum / mean / amax / amin / max over constant dims off the split dim."""
+    (source, split), *_ = call.operands
+    if split is None:
+        return call.local(None)
+    rank = call.rank(source)
+    dims = constant_value(call.op.operands[1])
+    dims = [dims] if isinstance(dims, int) else dims
+    if not dims or split in {d % rank for d in dims}:
+        raise NoRule(f"{call.op.name}: reduces the split dim")
+    return call.local(split if constant_value(call.op.operands[2]) else split - sum(1 for d in dims if d % rank < split))
+
+
+@register_op_strategy(T.AtenSoftmaxIntOp, T.Aten_SoftmaxOp, T.AtenLogSoftmaxIntOp, T.Aten_LogSoftmaxOp, doc="over another dim")
+def softmax_strategy(call: OpCall) -> OpPlacement:
+    (source, split), *_ = call.operands
+    if split is not None and call.dim(1, call.rank(source)) == split:
+        raise NoRule(f"{call.op.name}: works along the split dim")
+    return call.local(split)
+
+
+@register_op_strategy(T.AtenLayerNormOp, T.AtenNativeLayerNormOp, T.AtenRmsNormOp, doc="over trailing dims that exclude the split, weight and bias replicated")
+def norm_strategy(call: OpCall) -> OpPlacement:
+    """layer_norm / rms_norm / native_layer_norm over the trailing ``normalized_shape``."""
+    (source, split), *params = call.operands
+    if any(s is not None for _, s in params):
+        raise NoRule(f"{call.op.name}: split weight or bias")
+    if split is not None and split >= call.rank(source) - len(call.op.operands[1].owner.operands):
+        raise NoRule(f"{call.op.name}: normalizes over the split dim")
+    return call.local(split)

@@ -1,0 +1,207 @@
+"""The registry of placement strategies, as PyTorch DTensor keeps its op strategies
+(``@register_op_strategy(aten.mm.default)`` on the strategy function itself): one strategy
+per op, registered where it is written, one module per op family.
+
+A strategy places one op on one mesh axis (a multi-D mesh applies it axis by axis). It reads
+an :class:`OpCall` (the op, its tensor operands with their splits on that axis, the axis's
+device count) and returns an :class:`OpPlacement`: the split each tensor operand must have
+(resharded first where it has another) and the result's split (an int, ``None`` for
+replicated, or :data:`PARTIAL` for a sum still to be taken over the axis). A strategy that
+cannot place the op raises :class:`NoRule`; the placer then falls back, in one place, to
+replicated operands (DTensor's redistribute-to-``Replicate()``).
+
+Keys are op names: a torch op (``torch.aten.view``: an op of a kernel segment) or an hir
+compute op (``hir.linear``: ``aten.linear`` imported as a compute op). Both kinds use this
+one registry and this one strategy type. A torch op with no entry that is tagged
+``torch.Tag.pointwise`` takes the strategy registered for that tag.
+
+Compute forms: ``@register_compute_form(AtenLinearOp, ...)`` names the hir compute op a
+torch op becomes (a :class:`ComputeSpec`), beside that op's strategy.
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence, Union
+
+import torch
+from torch_mlir import ir
+
+from hir.dialect.torch_ops import torch_overload
+from hir.frontend.torch_ir import constant_value, tensor_info
+
+Split = Optional[int]
+
+
+class Partial:
+    """The result is a partial sum on each device of the mesh axis (DTensor's ``Partial()``):
+    the placer sums it over the axis."""
+
+    def __repr__(self) -> str:
+        return "Partial()"
+
+
+PARTIAL = Partial()
+Output = Union[Split, Partial]
+
+
+class NoRule(Exception):
+    """The strategy has no placement for these operand placements (the message says why)."""
+
+
+@dataclass(frozen=True)
+class OpPlacement:
+    """What a strategy decided: ``inputs`` (one split per tensor operand of the
+    :class:`OpCall`, in its order) and the ``output`` split."""
+
+    inputs: tuple[Split, ...]
+    output: Output
+
+
+@dataclass
+class ComputeSpec:
+    """An hir compute op for one torch op: its class, tensor operands and ``emit`` options,
+    and what the contraction forms need to know of it."""
+
+    op_class: type
+    inputs: list  # torch values (tensors), in hir operand order before the output
+    options: dict  # keyword arguments of op_class.emit (kind, axes)
+    trailing: list  # torch values after the output (linear's bias)
+    transposed_rhs: bool = False  # operand 1 is used transposed ([N, K]: linear's weight)
+    streams_rows: bool = False  # output rows are operand 0's rows (AG + op streams them)
+
+
+@dataclass
+class OpCall:
+    """One op on one mesh axis as a strategy sees it: ``operands`` are its tensor operands
+    (the tensors of a list operand in order; a compute op's hir operands) with their splits."""
+
+    op: ir.Operation
+    operands: list  # [(value, split)]
+    devices: int
+    spec: Optional[ComputeSpec] = None
+
+    @property
+    def splits(self) -> tuple[Split, ...]:
+        return tuple(s for _, s in self.operands)
+
+    def local(self, output: Output) -> OpPlacement:
+        """Each operand read as it is placed; the result placed as ``output``."""
+        return OpPlacement(self.splits, output)
+
+    def replicated(self) -> OpPlacement:
+        """Every operand replicated, and the result (DTensor's fallback)."""
+        return OpPlacement((None,) * len(self.operands), None)
+
+    def shape(self, value: ir.Value) -> list[int]:
+        return tensor_info(value.type)[0]
+
+    def rank(self, value: ir.Value) -> int:
+        return len(self.shape(value))
+
+    @property
+    def result_rank(self) -> int:
+        return self.rank(self.op.results[0])
+
+    def dim(self, index: int, rank: int) -> int:
+        """Operand ``index`` of the op, a constant dim of a rank-``rank`` tensor, made
+        non-negative."""
+        d = constant_value(self.op.operands[index])
+        return d + rank if d < 0 else d
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One registered strategy: ``place(call)``, the line ``doc`` the docs list, its
+    ``family`` (the module it is written in) and, for ops with a size list, ``local_sizes(op,
+    split)``: the (operand index, entry) holding the split extent, which a segment running
+    on local shards rewrites to the local extent."""
+
+    name: str
+    place: Callable[[OpCall], OpPlacement]
+    doc: str
+    family: str
+    local_sizes: Optional[Callable[[ir.Operation, int], Optional[tuple[int, int]]]] = field(default=None, compare=False)
+
+
+STRATEGIES: dict[str, Strategy] = {}
+TAG_STRATEGIES: dict[torch.Tag, Strategy] = {}
+COMPUTE_FORMS: dict[str, Callable[[ir.Operation], Optional[ComputeSpec]]] = {}
+
+OpKey = Union[str, type]
+
+
+def op_name(op: OpKey) -> str:
+    """The registry key of a torch-mlir op class (``AtenViewOp``), an hir op class
+    (``LinearOp``) or an op name."""
+    return op if isinstance(op, str) else op.OPERATION_NAME
+
+
+def _strategy(fn: Callable, doc: str, local_sizes: Optional[Callable]) -> Strategy:
+    family = fn.__module__.rpartition(".")[2]
+    return Strategy(f"{family}.{fn.__name__}", fn, doc, family, local_sizes)
+
+
+def register_op_strategy(*ops: OpKey, doc: str, local_sizes: Optional[Callable] = None) -> Callable:
+    """Register the decorated function as the strategy of ``ops`` (torch-mlir op classes,
+    hir compute op classes or op names); ``doc`` is its line in docs/from-pytorch.md."""
+
+    def register(fn: Callable[[OpCall], OpPlacement]) -> Callable[[OpCall], OpPlacement]:
+        strategy = _strategy(fn, doc, local_sizes)
+        for op in ops:
+            key = op_name(op)
+            if key in STRATEGIES:
+                raise ValueError(f"{key} already has the placement strategy {STRATEGIES[key].name}")
+            STRATEGIES[key] = strategy
+        return fn
+
+    return register
+
+
+def register_tag_strategy(tag: torch.Tag, *, doc: str) -> Callable:
+    """Register the decorated function as the strategy of every torch op tagged ``tag``
+    that has no strategy of its own."""
+
+    def register(fn: Callable[[OpCall], OpPlacement]) -> Callable[[OpCall], OpPlacement]:
+        TAG_STRATEGIES[tag] = _strategy(fn, doc, None)
+        return fn
+
+    return register
+
+
+def register_compute_form(*ops: OpKey) -> Callable:
+    """Register the decorated function ``form(op) -> ComputeSpec | None`` as what the torch
+    ops ``ops`` become when they are hir compute ops (None: the op stays in a segment)."""
+
+    def register(fn: Callable[[ir.Operation], Optional[ComputeSpec]]) -> Callable:
+        for op in ops:
+            COMPUTE_FORMS[op_name(op)] = fn
+        return fn
+
+    return register
+
+
+def strategy_for(name: str) -> Optional[Strategy]:
+    """The strategy of op ``name``: its own, else its tag's, else None."""
+    if name in STRATEGIES:
+        return STRATEGIES[name]
+    overload = torch_overload(name) if name.startswith("torch.") else None
+    if overload is not None:
+        return next((s for tag, s in TAG_STRATEGIES.items() if tag in overload.tags), None)
+    return None
+
+
+def compute_spec(op: ir.Operation) -> Optional[ComputeSpec]:
+    """The hir compute op replacing ``op``, or None when ``op`` belongs in a segment."""
+    form = COMPUTE_FORMS.get(op.name)
+    results = list(op.results)
+    if form is None or len(results) != 1 or tensor_info(results[0].type) is None:
+        return None
+    try:
+        return form(op)
+    except (ValueError, TypeError):
+        return None  # a run-time scalar or an unusual operand: leave it to a segment
+
+
+def same_dtype(op: ir.Operation, values: Sequence[ir.Value]) -> bool:
+    """Whether every value is a tensor of ``op``'s result element type (no promotion)."""
+    dtype = tensor_info(op.results[0].type)[1]
+    return all(tensor_info(v.type) is not None and tensor_info(v.type)[1] == dtype for v in values)

@@ -1,0 +1,115 @@
+"""Reading and writing the ``torch``-dialect IR the FX importer makes: tensor types, constant
+operands, the ops cloned into every kernel segment that uses them (constants, sizes), and
+the buffer type of a tensor. Shared by the placement strategies (which read ops), the placer
+(which decides) and the partitioner (which builds)."""
+
+import re
+from typing import Optional, Sequence
+
+from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_dialect
+
+from hir.dialect.base import DYNAMIC
+from hir.frontend.dynamic import is_size
+
+_VTENSOR = re.compile(r"^!torch\.vtensor<\[(?P<shape>[^\]]*)\],(?P<dtype>[a-z0-9]+)>$")
+_ELEMENT = {"si64": "i64", "si32": "i32", "si16": "i16", "si8": "i8", "ui8": "ui8"}
+CONSTANT_PREFIX = "torch.constant."  # torch_dialect.Constant*Op, folded at plan time
+LIST_CONSTRUCT = torch_dialect.PrimListConstructOp.OPERATION_NAME
+_NONE = torch_dialect.ConstantNoneOp.OPERATION_NAME
+
+
+def tensor_info(t: ir.Type) -> Optional[tuple[list[int], str]]:
+    """(shape, element type name) of a ranked ``!torch.vtensor`` (``DYNAMIC`` for ``?``), else None."""
+    m = _VTENSOR.match(str(t))
+    if not m:
+        return None
+    shape = [DYNAMIC if d == "?" else int(d) for d in m["shape"].split(",")] if m["shape"] else []
+    return shape, m["dtype"]
+
+
+def is_tensor(value: ir.Value) -> bool:
+    return str(value.type).startswith("!torch.vtensor")
+
+
+def rank_of(value: ir.Value) -> int:
+    return len(tensor_info(value.type)[0])
+
+
+def vtensor(shape: Sequence[int], dtype: str) -> ir.Type:
+    return ir.Type.parse(f"!torch.vtensor<[{','.join('?' if d == DYNAMIC else str(d) for d in shape)}],{dtype}>")
+
+
+def buffer_type(t: ir.Type, memory_space: Optional[ir.Attribute]) -> ir.MemRefType:
+    """The memref holding a tensor of type ``t`` (placed by ``memory_space``)."""
+    info = tensor_info(t)
+    if info is None:
+        raise ValueError(f"{t} is not a statically shaped tensor")
+    shape, dtype = info
+    element = ir.Type.parse(_ELEMENT.get(dtype, dtype))
+    return ir.MemRefType.get(shape, element, memory_space=memory_space)
+
+
+def owner(value: ir.Value) -> ir.Operation:
+    op = value.owner
+    return op if isinstance(op, ir.Operation) else op.operation
+
+
+def user(use) -> ir.Operation:
+    op = use.owner
+    return op if isinstance(op, ir.Operation) else op.operation
+
+
+def constant_value(value: ir.Value):
+    """The Python value of a ``torch.constant.*`` / list-of-constants operand; raises
+    ValueError when it is not one."""
+    if isinstance(value.owner, ir.Block):
+        raise ValueError(f"{value.get_name()} is a function argument")
+    op = owner(value)
+    name = op.name
+    if name == _NONE:
+        return None
+    if name.startswith(CONSTANT_PREFIX):
+        return op.attributes["value"].value
+    if name == LIST_CONSTRUCT:
+        return [constant_value(v) for v in op.operands]
+    raise ValueError(f"{value.get_name()} is not a constant")
+
+
+def constant_value_or(value: ir.Value, default):
+    try:
+        return constant_value(value)
+    except ValueError:
+        return default
+
+
+def torch_int(value: int) -> ir.Value:
+    """A ``torch.constant.int`` at the current insertion point and location."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.Operation.create(torch_dialect.ConstantIntOp.OPERATION_NAME, results=[ir.Type.parse("!torch.int")], attributes={"value": ir.IntegerAttr.get(i64, value)}).result
+
+
+def torch_op(name: str, operands: list, result: ir.Type) -> ir.Value:
+    """A torch op ``name`` with one result at the current insertion point and location."""
+    return ir.Operation.create(name, results=[result], operands=operands).result
+
+
+def is_constant(op: ir.Operation) -> bool:
+    if op.name.startswith(CONSTANT_PREFIX):
+        return True
+    if op.name == LIST_CONSTRUCT:
+        try:
+            constant_value(op.results[0])
+            return True
+        except ValueError:
+            return False
+    return False
+
+
+def is_cloned(op: ir.Operation) -> bool:
+    """Whether ``op`` is cloned into each segment that uses it (a constant or a size)."""
+    return is_constant(op) or is_size(op)
+
+
+def is_cloned_value(value: ir.Value) -> bool:
+    return not isinstance(value.owner, ir.Block) and is_cloned(owner(value))
