@@ -11,3 +11,4 @@ from hir.passes import set_grid_shape  # noqa: F401
 from hir.passes import record_shard_signature  # noqa: F401
 from hir.passes import convert_shard_to_hir  # noqa: F401
 from hir.passes import hoist_parameter_work  # noqa: F401
+from hir.passes import set_node_layout  # noqa: F401

@@ -20,6 +20,8 @@ A ``stream_axis`` on the op is copied to each collective: hir-stream-lowering th
 collective per stream slice, as in nvFuser's collective-based pipelines (seed 003). Ops in
 ``hir.for`` bodies are converted too. Inner axes are resharded in place (strided chunks). Unlowerable reshardings (all-to-all,
 reduce-scatter across meshes, resharding binary/matmul/linear) fail at the op's location.
+``backend=cuda`` (copy engines) goes to teams inside one node only: a team that spans
+nodes (``hir.ranks_per_node``, ``hir.dialect.nodes``) gets ``nccl``.
 """
 
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from hir.dialect import ComputeOp, WaitOp
 from hir.dialect.comm import BACKENDS
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import blocks_postorder, func_ops, is_a
+from hir.dialect.nodes import team_backend
 from hir.passes._resharding import plan
 from hir.passes.base import ModulePass, PassFailure, register_pass
 
@@ -65,5 +68,6 @@ class ConvertToCommunication(ModulePass):
             extra[STREAM_AXIS_ATTR] = op.attributes[STREAM_AXIS_ATTR]
         with ir.InsertionPoint(op), op.location:
             for collective, attrs in collectives:
-                WaitOp.emit(collective.emit(source, dest, {**attrs, "backend": backend, **extra}, name="work"))
+                chosen = ir.StringAttr.get(team_backend(op, attrs["team"], backend.value, ConvertToCommunication.name))  # no copy engines across nodes
+                WaitOp.emit(collective.emit(source, dest, {**attrs, "backend": chosen, **extra}, name="work"))
         op.erase()
