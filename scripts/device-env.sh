@@ -5,7 +5,7 @@
 # NVLink multicast.
 # Prepare .device/ here first:
 #   bash ../shared/tools/device-bundle.sh
-#   pip download --no-deps --only-binary=:all: --python-version 3.12 -d .device/wheels pytest pluggy iniconfig packaging
+#   python scripts/device_wheels.py   (transformers and its requirements, pytest: .device/wheels)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 out=${OUT:-/tmp/hir-device-out}
 mkdir -p "$out"

@@ -6,6 +6,8 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
     hir.lower(module, pipeline="hir-lower")       # run passes in place
     outputs = hir.run(module, [x, y])             # execute with torch
     program = hir.from_torch(nn_module, (x,))     # import a PyTorch module (program.module)
+    fn = hir.compile(program, state, device="cuda")  # its state bound, compiled once: fn(x)...
+    tokens = hir.generate(hf_model, input_ids, max_new_tokens=32)   # HF generate's arguments
     hir.from_shard(module)                        # annotated shard-dialect program -> hir
     program.save("m.mlir"); hir.load("m.mlir")    # the IR and its weights (safetensors) on disk
 """
@@ -17,7 +19,7 @@ from typing import Any, Optional
 from hir.core import HirError, new_context, parse
 from hir.dialect.gc_stress import checkpoint
 
-__all__ = ["HirError", "new_context", "parse", "lower", "run", "from_torch", "from_shard", "load"]
+__all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "load"]
 
 
 def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
@@ -70,6 +72,56 @@ def from_torch(module, example_args, **options: Any):
 
     _check_options("hir.from_torch", options, _from_torch)
     return _from_torch(module, example_args, **options)
+
+_IMPORT_OPTIONS = ("mesh", "placements", "source_name", "dynamic_shapes", "dynamic")
+
+
+def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's compile, as torch.compile
+    """Compile once, call many times; each call costs only the interpreter's run (a CUDA
+    graph replay on GPU).
+
+    - ``hir.compile(program, state, device=..., graph="auto", ...)``: an imported program
+      (:func:`from_torch`) with its state bound: :meth:`hir.frontend.TorchProgram.compile`.
+    - ``hir.compile(nn_module, example_args, ...)``: :func:`from_torch` (its options:
+      ``mesh``, ``placements``, ``dynamic``, ...; the import cached on disk,
+      :mod:`hir.frontend.import_cache`) then the module's own state bound.
+    - ``hir.compile(ir_module, ...)``: an hir module: :class:`hir.interpreter.Program`
+      (call it with the list of ``@main``'s arguments).
+    Other options are :class:`hir.interpreter.Program`'s."""
+    from hir.frontend.torch_import import TorchProgram
+    from hir.interpreter import Program
+
+    if isinstance(target, TorchProgram):
+        if state_or_args is None:
+            raise HirError("error: hir.compile(program, state): an imported program needs its state (program.state(module) or module.state_dict())")
+        return target.compile(state_or_args, **options)
+    if _is_torch_module(target):
+        if state_or_args is None:
+            raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
+        from hir.frontend.import_cache import cached_from_torch
+
+        imports = {k: options.pop(k) for k in _IMPORT_OPTIONS if k in options}
+        program = cached_from_torch(target, state_or_args, **imports)
+        return program.compile(program.state(target), **options)
+    if state_or_args is not None:
+        raise HirError("error: hir.compile(module): an hir module takes no state; pass @main's arguments to each call")
+    _check_options("hir.compile", options, Program.__init__)
+    return Program(target, **options)
+
+
+def _is_torch_module(value: Any) -> bool:
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.nn.Module)
+
+
+def generate(model, input_ids, **options: Any):
+    """``model.generate``'s greedy and sampled decoding through hir programs over a static
+    KV cache (:func:`hir.frontend.generate.generate`: its options, HF's names)."""
+    from hir.frontend.generate import generate as _generate
+
+    return _generate(model, input_ids, **options)
 
 
 def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_shape: Optional[str] = None, source_name: Optional[str] = None, **instrumentation: Any):

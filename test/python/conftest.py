@@ -3,11 +3,18 @@ test file (its ``comm_worker`` also drives the NCCL runs of test_interpreter_gpu
 once pytest has happened to collect a test there."""
 
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "ops"))
+# Imports cached on disk (hir.compile(module, ...), hir.generate) go to a directory of this
+# session: a test imports what the code under test makes, never an entry of an earlier run.
+_CACHE = None if "HIR_CACHE_DIR" in os.environ else tempfile.mkdtemp(prefix="hir-test-cache-")
+if _CACHE is not None:
+    os.environ["HIR_CACHE_DIR"] = _CACHE
 
 from hir.core import new_context
 
@@ -27,3 +34,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_unconfigure(config):
+    if _CACHE is not None:
+        shutil.rmtree(_CACHE, ignore_errors=True)

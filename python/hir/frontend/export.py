@@ -120,9 +120,13 @@ class _Functional(torch.nn.Module):
         return tuple(tensors)
 
 
-def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optional[dict] = None, dynamic_shapes: Optional[Sequence[Any]] = None) -> Exported:
+def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optional[dict] = None, dynamic_shapes: Optional[Sequence[Any]] = None, group_heads: bool = False) -> Exported:
     """The functionalized export of ``module(*example_args, **kwargs)`` (see the module
-    docstring); ``dynamic_shapes``: one torch.export spec per example argument."""
+    docstring); ``dynamic_shapes``: one torch.export spec per example argument;
+    ``group_heads``: grouped-query attention on un-repeated keys and values
+    (:func:`hir.frontend.fx_rewrites.group_query_heads`)."""
+    from hir.frontend.fx_rewrites import group_query_heads
+
     names, aliases, values, transient = module_state(module)
     output_names: list[str] = []
     wrapper = _Functional(module, names, kwargs or {}, output_names)
@@ -137,6 +141,8 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
             program = torch.export.export(wrapper, tuple(values[n] for n in names) + tuple(example_args), dynamic_shapes=spec, strict=False)
             program = program.run_decompositions({})
             _views_as_reshapes(program.graph)
+            if group_heads:
+                group_query_heads(program.graph)
     except HirError:
         raise
     except Exception as err:  # torch.export raises many kinds (UserError, Unsupported, ...)

@@ -24,22 +24,35 @@ import torch
 class StaticCacheStep(torch.nn.Module):
     """``model`` (a ``*ForCausalLM`` or base model) with a ``StaticCache`` of ``batch_size``
     rows and ``max_cache_len`` positions held in buffers ``key_cache_{i}`` /
-    ``value_cache_{i}`` / ``cumulative_length_{i}`` (one per layer)."""
+    ``value_cache_{i}`` / ``cumulative_length_{i}`` (one per layer), made on the model's
+    device. ``logits_to_keep`` is the model's (``1``: the logits of the last position only,
+    what ``generate`` reads; ``0``: every position's).
 
-    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: Optional[torch.dtype] = None) -> None:
+    The buffers are the cache: ``step.to(device)`` moves them, and each call points the
+    cache's layers at the step's current buffers and device, and drops those references when
+    it returns (a copy, ``copy.deepcopy(step)``, holds only its own buffers; an export's
+    fake tensors are never left behind)."""
+
+    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: Optional[torch.dtype] = None, logits_to_keep: int = 0) -> None:
         super().__init__()
         from transformers import StaticCache
         from transformers.integrations.executorch import get_head_shapes
 
         config = model.config.get_text_config()
         self.model = model
+        self.logits_to_keep = logits_to_keep
         self.cache = StaticCache(max_cache_len=max_cache_len, config=config)
         heads, head_dim = get_head_shapes(config)
-        self.cache.early_initialization(batch_size, heads, head_dim, dtype or model.dtype, torch.device("cpu"))
+        device = next(model.parameters()).device
+        self.cache.early_initialization(batch_size, heads, head_dim, dtype or model.dtype, device)
         for i, layer in enumerate(self.cache.layers):
             self.register_buffer(f"key_cache_{i}", layer.keys, persistent=False)
             self.register_buffer(f"value_cache_{i}", layer.values, persistent=False)
             self.register_buffer(f"cumulative_length_{i}", layer.cumulative_length, persistent=False)
+        self._release()
+
+    def extra_repr(self) -> str:
+        return f"logits_to_keep={self.logits_to_keep}"
 
     def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
         """Logits of ``input_ids`` (``[batch, tokens]``) at positions ``cache_position``
@@ -48,6 +61,14 @@ class StaticCacheStep(torch.nn.Module):
             layer.keys = getattr(self, f"key_cache_{i}")
             layer.values = getattr(self, f"value_cache_{i}")
             layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
+            layer.device = layer.keys.device
             layer.cumulative_length.copy_(cache_position[0])
-        out = self.model(input_ids=input_ids, attention_mask=None, cache=self.cache, use_cache=True)
+        keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
+        out = self.model(input_ids=input_ids, attention_mask=None, cache=self.cache, use_cache=True, **keep)
+        self._release()  # (no try/finally: torch.compile traces this forward too)
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
+
+    def _release(self) -> None:
+        """The cache layers forget their tensors until the next call (see the class docstring)."""
+        for layer in self.cache.layers:
+            layer.keys = layer.values = layer.cumulative_length = None

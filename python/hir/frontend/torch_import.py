@@ -19,7 +19,7 @@ that way (and cuts each into this rank's shard when the program is sharded).
 
 from dataclasses import dataclass, field
 from collections.abc import Mapping
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import torch
 from torch_mlir import ir
@@ -31,6 +31,9 @@ from hir.core import HirError, format_mlir_error, new_context
 from hir.frontend.dynamic import dim_name, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
 from hir.frontend.partition import Partitioner
+
+if TYPE_CHECKING:
+    from hir.frontend.compiled import CompiledProgram
 
 
 @dataclass
@@ -53,6 +56,7 @@ class TorchProgram:
     output_names: list = field(default_factory=list)
     dynamic_dims: list = field(default_factory=list, repr=False)  # per input: {axis: (symbol, its name)}
     weights: Mapping = field(default_factory=dict, repr=False)  # the state it was imported or loaded with
+    lowered: bool = field(default=False, repr=False)  # lower() ran (compile does not lower again)
 
     def state(self, module: torch.nn.Module) -> dict:
         """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
@@ -150,11 +154,24 @@ class TorchProgram:
             if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or ranks_per_node < 1:
                 raise HirError(f"error: TorchProgram.lower: ranks_per_node must be a positive int, got {ranks_per_node!r}")
             steps = f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},{steps}"
-        return hir.lower(self.module, steps)
+        module = hir.lower(self.module, steps)
+        self.lowered = True
+        return module
+
+    def compile(self, state: Optional[Mapping] = None, **options: Any) -> "CompiledProgram":
+        """This program with ``state`` bound (None: its own :attr:`weights`), compiled once:
+        ``fn = program.compile(state, device="cuda")``, then ``fn(*inputs)`` as often as
+        needed, each call costing only the interpreter's run (CUDA graph replays on GPU).
+        Lowers the module first unless it was (``lower=False``: run it as it is); other
+        options are :class:`hir.interpreter.Program`'s. See :mod:`hir.frontend.compiled`."""
+        from hir.frontend.compiled import compile_program
+
+        return compile_program(self, self.weights if state is None else state, **options)
 
     def run(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, **options: Any) -> list:
-        """Run ``@main`` on this rank with :func:`hir.run` options (``state_dict`` None: the
-        program's own :attr:`weights`)."""
+        """Run ``@main`` once on this rank with :func:`hir.run` options (``state_dict`` None:
+        the program's own :attr:`weights`): builds the interpreter's plan on every call (a
+        one-shot check); for repeated calls, :meth:`compile` once and call the result."""
         import hir  # the public entry: the interpreter sits beside the frontend, not below it
 
         return hir.run(self.module, self.arguments(state_dict, *inputs), **options)
@@ -180,12 +197,12 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach()
 
 
-def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None) -> tuple[ir.Module, Exported, dict]:
+def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None, group_heads: bool = False) -> tuple[ir.Module, Exported, dict]:
     """The ``torch``-dialect module of ``module`` (state first, then inputs), its export and
     the symbolic shape of each tensor value (:func:`hir.frontend.dynamic.symbolic_shapes`;
     empty without ``dynamic_shapes``)."""
     with progress.task(f"exporting {type(module).__name__} (torch.export)"):
-        exported = export(module, example_args, dynamic_shapes=dynamic_shapes)
+        exported = export(module, example_args, dynamic_shapes=dynamic_shapes, group_heads=group_heads)
     node_importers: list = []
 
     def node_importer(*args: Any) -> GraphNodeImporter:
@@ -212,6 +229,7 @@ def from_torch(
     source_name: Optional[str] = None,
     dynamic_shapes: Any = None,
     dynamic: Optional[dict] = None,
+    grouped_attention: bool = True,
 ) -> TorchProgram:
     """Import ``module`` (called on ``example_args``) as a program-level hir module.
 
@@ -226,7 +244,11 @@ def from_torch(
     entry per example argument or a dict by ``forward``'s parameter names) or ``dynamic``
     (``{"input0": {0: "batch", 1: "seq"}}``; equal names are one dim) mark dims dynamic:
     they are ``?`` in the program's types and one program runs every size (a dim split over
-    devices must divide; checked at run time). See :mod:`hir.frontend.dynamic`."""
+    devices must divide; checked at run time). See :mod:`hir.frontend.dynamic`.
+
+    ``grouped_attention`` (default on; unsharded imports only): grouped-query attention
+    reads each key/value head once instead of a copy per query head
+    (:mod:`hir.frontend.fx_rewrites`)."""
     from hir.frontend.placements import mesh_inputs
     from hir.frontend.placer import Placer
 
@@ -245,7 +267,8 @@ def from_torch(
     with context, ir.Location.unknown():
         spec = export_spec(local_module, len(example_args), dynamic_shapes, dynamic)
         try:
-            torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec)
+            group_heads = grouped_attention and mesh is None and not placements
+            torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec, group_heads)
         except HirError as err:  # located at the user's file (hir-import) or call
             raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
         names = exported.state_names

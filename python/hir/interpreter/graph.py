@@ -245,6 +245,25 @@ class GraphRunner:
         state.replays += 1
         return self._replay(entry, values)
 
+    def bound_replay(self, values: list) -> Optional[Callable[[], list]]:
+        """The replay of the graph captured on exactly ``values``' buffers (``graph="auto"``'s
+        bound graph), as one call with no signature lookup: for a caller that passes the same
+        buffers every time and changes only their contents (a compiled program's state and
+        its staged inputs, :mod:`hir.frontend.compiled`). None when no such graph is cached.
+        The replay holds its graph even after the cache drops it."""
+        entry = self._bound.get(bound_signature(values)) if self.state.reason is None else None
+        if entry is None:
+            return None
+        state = self.state
+
+        def replay() -> list:
+            state.last = "replay (bound)"
+            state.replays += 1
+            entry.graph.replay()
+            return self._outputs(entry, values)
+
+        return replay
+
     def _eager(self, values: list, what: str) -> list:
         self.state.last = what
         log.debug("graph %s: %s", self.state.mode, what)

@@ -67,6 +67,7 @@ class KernelCompileStats:
     compiles: int = 0  # (segment, signature) pairs compiled so far
     seconds: float = 0.0  # total trace + inductor compile time
     fallbacks: int = 0  # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
+    autotune: bool = False  # compile with inductor's max-autotune (Program(autotune=True))
 
     def summary(self) -> str:
         """One line: what runs compiled and what compiling it cost."""
@@ -130,6 +131,27 @@ def canonical_scalar_overloads(graph: torch.fx.GraphModule) -> None:
     graph.recompile()
 
 
+def _fake_inputs(tensors: list) -> list:
+    """Fake copies of ``tensors`` (static shapes) in a fake mode with a shape environment:
+    inductor's FX graph cache (on disk, keyed by the traced graph) needs one, so a region
+    compiled once is loaded, not compiled again, by a later process (without it every
+    process compiles: 'Bypassing FX Graph Cache because No shape env')."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+    return [mode.from_tensor(t, static_shapes=True) for t in tensors]
+
+
+def inductor_options(autotune: bool) -> dict:
+    """Inductor's config for a segment or region: never its own CUDA graphs (the program's
+    graph captures the kernels); with ``autotune``, torch.compile's
+    ``max-autotune-no-cudagraphs`` mode."""
+    from torch._inductor import list_mode_options
+
+    return {**(list_mode_options("max-autotune-no-cudagraphs") if autotune else {}), "triton.cudagraphs": False}
+
+
 def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats) -> Callable[[list], list]:
     """``run`` (the steps of ``what``: a kernel segment or a compute region, ``args ->
     results``) compiled per signature."""
@@ -153,11 +175,11 @@ def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: 
             return run(full)
 
         try:
-            tensors = [args[i] for i in positions]
+            fakes = _fake_inputs([args[i] for i in positions])
             with torch.no_grad(), progress.task(f"compiling {what} at {where} (inductor)"):
-                graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*tensors)
+                graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*fakes)
                 canonical_scalar_overloads(graph)
-                compiled = compile_fx(graph, tensors, config_patches={"triton.cudagraphs": False})
+                compiled = compile_fx(graph, fakes, config_patches=inductor_options(stats.autotune))
             fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
         except Exception as err:
             if strict:

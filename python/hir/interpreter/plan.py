@@ -177,6 +177,7 @@ class Compiler:
         self._returned: dict[ir.Value, bool] = {}  # segment argument -> make it contiguous
         self._outs: dict[ir.Operation, list[int]] = {}  # call -> destinations written with out=
         self._out_writes: dict[ir.Value, ir.Value] = {}  # torch op result -> segment argument it writes
+        self._asm: Optional[ir.AsmState] = None  # value names (see name)
 
     # ----- functions -------------------------------------------------------------------
     def function(self, name: str, at: Optional[ir.OpView] = None) -> FunctionPlan:
@@ -300,7 +301,7 @@ class Compiler:
                 step = _tracked_binds(step, bound, self.runtime.memory)
         if _never_waited(op):
             step = _pending(step, self.use(op.operation.results[0]), self.runtime.pending, self.where(op), name)
-        operands = tuple((self._slots[v], v.get_name()) for v in op.operation.operands if v in self._slots)
+        operands = tuple((self._slots[v], self.name(v)) for v in op.operation.operands if v in self._slots)
         step.hir_op = OpInfo(name, format_location(op.location, self.source_name), operands)
         return [step]
 
@@ -384,6 +385,14 @@ class Compiler:
         return self._aliases.get(slot, [])
 
     # ----- diagnostics -----------------------------------------------------------------
+    def name(self, value: ir.Value) -> str:
+        """``value`` as it prints (``%3``, ``%arg0``). One ``ir.AsmState`` numbers the whole
+        module once: ``Value.get_name()`` without one numbers (and verifies) the enclosing
+        function on every call, quadratic in a model's size."""
+        if self._asm is None:
+            self._asm = ir.AsmState(self.module.operation)
+        return value.get_name(self._asm)
+
     def where(self, op: ir.OpView) -> str:
         return format_location(op.location, self.source_name)
 

@@ -146,6 +146,9 @@ class Program:
     ``compile_kernels="auto"`` (default): kernel segments of several ops run compiled by
     inductor on CUDA (eager on CPU); ``True`` / ``False`` force it on / off for every segment
     (:mod:`hir.interpreter.kernels`; ``kernel_compile`` reports the compile time).
+    ``autotune=True``: compile them with inductor's max-autotune (GEMM templates and
+    kernel configs benchmarked at compile time: longer compiles, faster kernels where it
+    pays).
     Weights: when the entry's arguments name weight keys (``hir.weight``; hir-import and
     ``TorchProgram.save`` write them), a call given only the other arguments reads those
     from the module's safetensors file (``hir.weights``: next to ``source_name`` when that
@@ -169,6 +172,7 @@ class Program:
         track_memory: bool = False,
         static_outputs: bool = False,
         graph_cache_size: int = 4,
+        autotune: bool = False,
         weights: Optional[str] = None,
     ) -> None:
         require_module(module, "Program")
@@ -214,6 +218,7 @@ class Program:
                     raise HirError(f"error: cannot set up torch.distributed: {err}") from None
             self.entry = entry_function(module, entry, source_name)
             stats = self.runtime.kernel_compile
+            stats.autotune = bool(autotune)
             stats.regions_reason = region_mode_reason(compile_kernels, dev, track_memory)
             regions = None if stats.regions_reason else functools.partial(compile_block, mode=compile_kernels)
             self.compiler = Compiler(module, self.runtime, source_name, regions)
@@ -268,12 +273,16 @@ class Program:
     def __call__(self, inputs: Sequence[Any]) -> list:
         """Run the entry function on ``inputs`` (local shards; None for buffers this rank
         does not hold) and return its results. Every input is checked before anything runs."""
-        values = self.check_inputs(inputs)
+        return self.run_checked(self.check_inputs(inputs))
+
+    run = __call__
+
+    def run_checked(self, values: list) -> list:
+        """Run on ``values`` that :meth:`check_inputs` returned (eagerly or through CUDA
+        graphs, as :meth:`__call__` does)."""
         if self.graph is not None:
             return self.graph(values)
         return self._execute(values)
-
-    run = __call__
 
     def _execute(self, values: list) -> list:
         """Run the steps on checked inputs (eagerly, or under capture)."""

@@ -54,7 +54,7 @@ class MemoryImpls:
         if not (isinstance(owner, (ir.Operation, ir.OpView)) and owner.name in _ALLOCS):
             raise c.error(
                 op,
-                f"deallocates an unknown buffer: {buffer.get_name()} is not the result of memref.alloc "
+                f"deallocates an unknown buffer: {c.name(buffer)} is not the result of memref.alloc "
                 "(function arguments and views belong to someone else)",
             )
         slot = c.use(buffer)
@@ -62,7 +62,7 @@ class MemoryImpls:
         tracker = getattr(c.runtime, "memory", None)
         shared = is_symmetric_alloc(buffer)
 
-        already = f"{c.where(op)}: error: 'memref.dealloc' buffer {buffer.get_name()} is already deallocated"
+        already = f"{c.where(op)}: error: 'memref.dealloc' buffer {c.name(buffer)} is already deallocated"
 
         if not shared and tracker is None and len(slots) == 1:  # the common case, in two lines
             message = unique_name("dealloc_message")

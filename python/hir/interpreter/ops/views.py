@@ -37,7 +37,7 @@ def _view(c: Compiler, op: ir.OpView) -> tuple:
     prefix naming the op and its location, the input's name)."""
     source, index = op.operation.operands
     src, out = _aliasing_result(c, op)
-    return src, c.use(index), out, f"{c.where(op)}: error: '{op.operation.name}'", source.get_name()
+    return src, c.use(index), out, f"{c.where(op)}: error: '{op.operation.name}'", c.name(source)
 
 
 def _mixed(c: Compiler, op: ir.OpView, static_name: str, dynamic: list) -> list:
@@ -152,11 +152,11 @@ class ViewImpls:
         if split is not None:
             whole = offsets[split] == (False, 0) and strides[split] == (False, 1) and sizes[split] == (False, spec.shape[split])
             if not whole or any(a < split for a in dropped):
-                raise c.error(op, f"views axis {split} of {source.get_name()}, which is split over the device mesh; a subview must keep the split axis whole and in place")
+                raise c.error(op, f"views axis {split} of {c.name(source)}, which is split over the device mesh; a subview must keep the split axis whole and in place")
             sizes[split] = (True, None)  # the local extent, read at run time
         kept = [i for i in range(len(sizes)) if i not in dropped]
         src, out = _aliasing_result(c, op)
-        where, name = f"{c.where(op)}: error: '{memref.SubViewOp.OPERATION_NAME}'", source.get_name()
+        where, name = f"{c.where(op)}: error: '{memref.SubViewOp.OPERATION_NAME}'", c.name(source)
 
         def subview_step(env: list) -> None:
             t = env[src]

@@ -1,0 +1,411 @@
+"""A Llama through hir's documented API against Hugging Face eager and ``torch.compile``
+(issue 34), in one invocation: per-step times, the first call from fresh processes, and
+``hir.generate`` against HF ``generate``.
+
+    python benchmarks/generate.py                      # GPU: the ~1B Llama (d 2048, 16 layers, 32/8 heads, bf16)
+    python benchmarks/generate.py --small --device cpu # a tiny Llama, every section, on the CPU
+    python benchmarks/generate.py --small --sections loop --device cpu   # the CPU decode-loop table
+
+Weights are random from a config (no download), seed 0. Sections (``--sections``):
+
+- ``steps``: ms per call of a ``StaticCacheStep`` (cache ``--cache`` positions) at decode
+  batch 1 and 8 and a prefill of 512 tokens: HF eager, ``torch.compile(mode=
+  "reduce-overhead")``, hir eager (``compile(graph=False, compile_kernels=False)``), hir
+  default (``program.compile(state)``) and ``static_outputs=True`` (no copy-out). Rows take
+  turns, best of ``--repeat`` x ``--number`` synchronized calls; the error is the largest
+  |difference| from HF eager's logits; "ready in" is building the row plus its first
+  three calls (import, compile, capture).
+- ``first``: the first call end to end, each in a fresh process with empty caches: hir
+  (``hir.compile(step, example)``: import, lowering, plan, inductor, graph capture) against
+  ``torch.compile(step, mode="reduce-overhead")`` (tracing, inductor, capture), to the first
+  result and until the graph replays (three calls); later, a second process of each on the
+  first one's caches (hir's import cache and both inductor caches).
+- ``generate``: tokens per second of ``hir.generate`` against HF ``generate`` with a static
+  cache (``cache_implementation="static"``: HF compiles its decode step on CUDA), greedy,
+  ``--new`` tokens after a ``--prompt``-token prompt, and whether their tokens agree.
+- options (after the sections above, while the budget lasts): the A/B of hir's mechanisms
+  on the decode cases, timed in turns with torch.compile and hir default again: without
+  grouped attention (``from_torch(grouped_attention=False)``: HF's repeated KV heads) and
+  with inductor's max-autotune (``autotune=True``); then the second processes and the
+  other ``--generate-batches``.
+- ``loop`` (CPU acceptance): the documented decode loop (docs/from-pytorch.md: a compiled
+  one-token program called per token with host tensors, argmax read back) against the same
+  loop over HF's eager step and HF ``generate`` per token.
+
+``--budget`` seconds (default 420) bounds the whole run: optional work (the options, the
+second processes, more generate batches) is skipped, and said so, once it is spent.
+``--json FILE`` writes every number.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from timing import best  # noqa: E402
+
+FULL = dict(vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+            num_key_value_heads=8, max_position_embeddings=4096)
+SMALL = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=512)
+
+
+class Clock:
+    """The run's time budget: optional work runs while some is left."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.perf_counter() + seconds
+        self.skipped: list[str] = []
+
+    def allows(self, what: str, needs: float) -> bool:
+        if time.perf_counter() + needs <= self.end:
+            return True
+        self.skipped.append(what)
+        print(f"  (skipped, out of budget: {what})", flush=True)
+        return False
+
+
+def make_model(args: argparse.Namespace) -> torch.nn.Module:
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(**(SMALL if args.small else FULL), bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    with torch.device(args.device):
+        model = transformers.LlamaForCausalLM(config)
+    return model.eval().to(args.dtype)
+
+
+def sync_of(device: str):
+    return torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+
+
+def inputs(args: argparse.Namespace, batch: int, tokens: int, start: int) -> tuple:
+    g = torch.Generator().manual_seed(batch * 1000 + tokens)
+    ids = torch.randint(0, SMALL["vocab_size"] if args.small else FULL["vocab_size"], (batch, tokens), generator=g)
+    return ids.to(args.device), torch.arange(start, start + tokens, device=args.device)
+
+
+def warm(fn, sync) -> float:
+    """Seconds of the first three calls (compile and capture happen there)."""
+    start = time.perf_counter()
+    for _ in range(3):
+        fn()
+    sync()
+    return time.perf_counter() - start
+
+
+class Case:
+    """One shape of the step (batch, tokens) with its rows: built, warmed up, checked
+    against HF eager's logits, then timed in turns."""
+
+    def __init__(self, model, args: argparse.Namespace, name: str, batch: int, tokens: int, start: int) -> None:
+        from hir.frontend.hf_decode import StaticCacheStep
+
+        self.args, self.name, self.tokens = args, name, tokens
+        self.sync = sync_of(args.device)
+        self.step = StaticCacheStep(model, batch, args.cache)
+        self.ids, self.pos = inputs(args, batch, tokens, start)
+        with torch.no_grad():
+            self.want = self.step(self.ids, self.pos).float()
+        self.rows: dict = {}  # row -> (fn, ready seconds, error)
+        self.failed: list = []
+        self.program = None
+
+    def add(self, row: str, build) -> None:
+        """Build the row's callable, warm it up and check it; a failure is reported and the
+        run goes on (one GPU call has to bring every number back)."""
+        try:
+            start = time.perf_counter()
+            with torch.no_grad():
+                fn = build()
+                warm(fn, self.sync)
+                out = fn()
+                self.sync()
+            seconds = time.perf_counter() - start
+            out = out[0] if isinstance(out, list) else out
+            error = (out.float() - self.want).abs().max().item()
+        except Exception as err:  # noqa: BLE001 - reported in the table
+            self.failed.append({"row": row, "error": f"{type(err).__name__}: {str(err)[:300]}"})
+            print(f"  {self.name}: {row} FAILED: {self.failed[-1]['error']}", flush=True)
+            return
+        self.rows[row] = (fn, seconds, error)
+        print(f"  {self.name}: {row} ready in {seconds:.1f} s (error {error:.3g})", flush=True)
+
+    def hir_row(self, grouped_attention: bool = True, **options):
+        """A row calling ``program.compile(state, **options)`` (the import made once)."""
+        import hir
+
+        if not grouped_attention:
+            program = hir.from_torch(self.step, (self.ids, self.pos), grouped_attention=False)
+        else:
+            if self.program is None:
+                self.program = hir.from_torch(self.step, (self.ids, self.pos))
+            program = self.program
+        fn = program.compile(program.state(self.step), device=self.args.device, **options)
+        return lambda: fn(self.ids, self.pos)
+
+    def build_main_rows(self) -> None:
+        step, ids, pos = self.step, self.ids, self.pos
+        self.add("HF eager", lambda: lambda: step(ids, pos))
+        self.add("torch.compile reduce-overhead", lambda: (lambda compiled: lambda: compiled(ids, pos))(torch.compile(step, mode="reduce-overhead")))
+        self.add("hir eager", lambda: self.hir_row(graph=False, compile_kernels=False))
+        self.add("hir default", lambda: self.hir_row())
+        self.add("hir + static outputs", lambda: self.hir_row(static_outputs=True))
+
+    def time(self, names: list) -> dict:
+        """{"case", "rows": [...], "failed"}: ``names``' rows timed in turns."""
+        rows = [(n, *self.rows[n]) for n in names if n in self.rows]
+        with torch.no_grad():
+            rounds = [[best(fn, 1, self.args.number, self.sync) for _, fn, _, _ in rows] for _ in range(self.args.repeat)]
+        times = [min(r[i] for r in rounds) for i in range(len(rows))]
+        return {"case": self.name, "rows": [{"row": n, "ms": t * 1e3, "ready_s": c, "error": e} for (n, _, c, e), t in zip(rows, times)], "failed": self.failed}
+
+
+MAIN_ROWS = ["HF eager", "torch.compile reduce-overhead", "hir eager", "hir default", "hir + static outputs"]
+OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, after the main table)
+    "hir default, HF's repeated KV heads": {"grouped_attention": False},
+    "hir + static outputs + autotune": {"static_outputs": True, "autotune": True},
+}
+
+
+def print_steps(results: list, title: str = "ms per call") -> None:
+    print(f"\n| {title} | " + " | ".join(r["case"] for r in results) + " |")
+    print("|---|" + "---:|" * len(results))
+    for name in dict.fromkeys(n for r in results for n in (row["row"] for row in r["rows"])):
+        cells = []
+        for r in results:
+            by = {row["row"]: row for row in r["rows"]}
+            base = by.get("HF eager" if "eager" in name else "torch.compile reduce-overhead")
+            row = by.get(name)
+            ratio = f" ({row['ms'] / base['ms']:.2f}x {'HF eager' if 'eager' in name else 'r-o'})" if row and base else ""
+            cells.append("-" if row is None else f"{row['ms']:.3f}{ratio}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print("ready in (build + first 3 calls + check, s): " + "; ".join(f"{r['case']}: " + ", ".join(f"{row['row']} {row['ready_s']:.1f}" for row in r["rows"]) for r in results))
+    for r in results:
+        for failure in r["failed"]:
+            print(f"FAILED {r['case']}: {failure['row']}: {failure['error']}")
+
+
+def first_call(args: argparse.Namespace, engine: str) -> dict:
+    """In this (fresh) process: the model's first calls through ``engine``."""
+    from hir.frontend.hf_decode import StaticCacheStep
+
+    model = make_model(args)
+    step = StaticCacheStep(model, 1, args.cache)
+    ids, pos = inputs(args, 1, 1, args.cache // 2)
+    sync = sync_of(args.device)
+    sync()
+    start = time.perf_counter()
+    with torch.no_grad():
+        if engine == "hir":
+            import hir
+
+            fn = hir.compile(step, (ids, pos), device=args.device)
+        else:
+            fn = torch.compile(step, mode="reduce-overhead")
+        fn(ids, pos)
+        sync()
+        first = time.perf_counter() - start
+        fn(ids, pos)
+        fn(ids, pos)
+        sync()
+    return {"first_result_s": first, "replaying_s": time.perf_counter() - start}
+
+
+def first_section(args: argparse.Namespace, clock: Clock, second: bool) -> list:
+    """First processes (empty caches) or, with ``second``, second processes on their caches."""
+    rows = []
+    for engine in ("hir", "torch"):
+        label = f"{'hir.compile' if engine == 'hir' else 'torch.compile reduce-overhead'} {'second process' if second else 'first process'}"
+        if second and not clock.allows(label, 60):
+            continue
+        caches = os.path.join(args.scratch, engine)
+        env = {**os.environ, "HIR_CACHE_DIR": os.path.join(caches, "hir"), "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")}
+        command = [sys.executable, os.path.abspath(__file__), "--child", engine, "--device", args.device, "--cache", str(args.cache)] + (["--small"] if args.small else [])
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"  {label} FAILED:\n{done.stderr[-3000:]}", flush=True)
+            continue
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        rows.append({"row": label, **result})
+        print(f"  {label}: first result {result['first_result_s']:.1f} s, replaying {result['replaying_s']:.1f} s", flush=True)
+    which = "on the first processes' caches" if second else "fresh process, empty caches"
+    print(f"\n| first call, decode batch 1 ({which}) | to the first result (s) | until graphs replay (s) |\n|---|---:|---:|")
+    for row in rows:
+        print(f"| {row['row']} | {row['first_result_s']:.1f} | {row['replaying_s']:.1f} |")
+    return rows
+
+
+def generate_section(model, args: argparse.Namespace, clock: Clock, batches: list) -> list:
+    sync = sync_of(args.device)
+    rows = []
+    for batch in batches:
+        if not clock.allows(f"generate batch {batch}", 120):
+            continue
+        try:
+            rows.append(generate_batch(model, args, batch, sync))
+        except Exception as err:  # noqa: BLE001 - reported, the run goes on
+            print(f"  generate batch {batch} FAILED: {type(err).__name__}: {str(err)[:500]}", flush=True)
+    print(f"\n| generate, {args.prompt}-token prompt, {args.new} new tokens | hir.generate tok/s | HF generate (static cache) tok/s | hir / HF | first call: hir, HF (2 calls) (s) | tokens agreeing |\n|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| batch {row['batch']} | {row['hir_tokens_per_s']:.0f} | {row['hf_tokens_per_s']:.0f} | {row['hir_tokens_per_s'] / row['hf_tokens_per_s']:.2f}x | {row['hir_first_s']:.1f}, {row['hf_first_two_s']:.1f} | {row['agree']:.0%} |")
+    return rows
+
+
+def generate_batch(model, args: argparse.Namespace, batch: int, sync) -> dict:
+    """One batch size's row of the generate table."""
+    import hir
+
+    ids, _ = inputs(args, batch, args.prompt, 0)
+    options = dict(max_new_tokens=args.new, min_new_tokens=args.new, do_sample=False)
+    start = time.perf_counter()
+    ours = hir.generate(model, ids, **options)
+    sync()
+    hir_first = time.perf_counter() - start
+    start = time.perf_counter()
+    with torch.no_grad():
+        theirs = model.generate(ids, attention_mask=torch.ones_like(ids), cache_implementation="static", **options)
+        model.generate(ids, attention_mask=torch.ones_like(ids), cache_implementation="static", **options)
+    sync()
+    hf_first = time.perf_counter() - start
+    new = ours[:, args.prompt:] == theirs[:, args.prompt:]
+    with torch.no_grad():
+        t_hir = best(lambda: hir.generate(model, ids, **options), args.generate_repeat, 1, sync)
+        t_hf = best(lambda: model.generate(ids, attention_mask=torch.ones_like(ids), cache_implementation="static", **options), args.generate_repeat, 1, sync)
+    row = {"batch": batch, "hir_tokens_per_s": batch * args.new / t_hir, "hf_tokens_per_s": batch * args.new / t_hf,
+           "hir_first_s": hir_first, "hf_first_two_s": hf_first, "agree": new.float().mean().item()}
+    print(f"  generate batch {batch}: hir {row['hir_tokens_per_s']:.0f} tok/s, HF {row['hf_tokens_per_s']:.0f} tok/s", flush=True)
+    return row
+
+
+def loop_section(model, args: argparse.Namespace) -> dict:
+    """The documented decode loop, per token (see the module docstring)."""
+    import hir
+    from hir.frontend.hf_decode import StaticCacheStep
+
+    step = StaticCacheStep(model, 1, args.cache)
+    decode = hir.from_torch(step, (torch.tensor([[1]], device=args.device), torch.tensor([0], device=args.device)))
+    decode_fn = decode.compile(decode.state(step), device=args.device)
+    tokens = args.new
+
+    def loop(call) -> None:
+        token = 1
+        for position in range(tokens):
+            (logits,) = call(torch.tensor([[token]]), torch.tensor([position]))
+            token = int(logits[0, -1].argmax())
+
+    def hf_step(ids, pos):
+        return (step(ids.to(args.device), pos.to(args.device)),)
+
+    prompt = torch.tensor([[1]], device=args.device)
+    rows = {
+        "hir: compiled decode program": lambda: loop(decode_fn),
+        "HF eager: the same step (StaticCacheStep forward)": lambda: loop(hf_step),
+        "HF generate (static cache)": lambda: model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, cache_implementation="static"),
+    }
+    sync = sync_of(args.device)
+    with torch.no_grad():
+        for fn in rows.values():
+            fn()
+        rounds = [[best(fn, 1, 1, sync) for fn in rows.values()] for _ in range(args.repeat)]
+    per_token = {name: min(r[i] for r in rounds) / tokens * 1e3 for i, name in enumerate(rows)}
+    reference = per_token["HF eager: the same step (StaticCacheStep forward)"]
+    print(f"\n| decode loop, {tokens} tokens, batch 1 | ms per token | / HF eager |\n|---|---:|---:|")
+    for name, ms in per_token.items():
+        print(f"| {name} | {ms:.3f} | {ms / reference:.2f}x |")
+    return per_token
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", action="store_true", help="a tiny Llama in float32 (CPU testing)")
+    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    parser.add_argument("--sections", default=None, help="comma-separated: steps,first,generate,loop (default: steps,first,generate; --small on CPU: loop)")
+    parser.add_argument("--cache", type=int, default=None, help="static cache positions (default 1024; --small 64)")
+    parser.add_argument("--prefill", type=int, default=None, help="prefill tokens (default 512; --small 16)")
+    parser.add_argument("--prompt", type=int, default=None, help="generate: prompt tokens (default 128; --small 8)")
+    parser.add_argument("--new", type=int, default=None, help="generate / loop: new tokens (default 128; --small 32)")
+    parser.add_argument("--generate-batches", default="1,8")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--number", type=int, default=30)
+    parser.add_argument("--generate-repeat", type=int, default=3)
+    parser.add_argument("--budget", type=float, default=420.0, help="seconds for the whole run (optional rows are skipped past it)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--json", default=None, help="write the results to this file")
+    parser.add_argument("--child", choices=["hir", "torch"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    args.dtype = torch.float32 if args.small else torch.bfloat16
+    args.cache = args.cache or (64 if args.small else 1024)
+    args.prefill = args.prefill or (16 if args.small else 512)
+    args.prompt = args.prompt or (8 if args.small else 128)
+    args.new = args.new or (32 if args.small else 128)
+    args.generate_batches = [int(b) for b in args.generate_batches.split(",") if b]
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.child:
+        print(json.dumps(first_call(args, args.child)))
+        return
+    default = "loop" if args.small and args.device == "cpu" else "steps,first,generate"
+    sections = (args.sections or default).split(",")
+    clock = Clock(args.budget)
+    print(f"{'tiny' if args.small else '~1B'} Llama, {args.dtype}, {args.device}"
+          f"{' (' + torch.cuda.get_device_name() + ')' if args.device.startswith('cuda') else ''}, torch {torch.__version__}, cache {args.cache}", flush=True)
+    model = make_model(args)
+    args.scratch = tempfile.mkdtemp(prefix="hir-generate-bench-")  # the first processes' caches
+    results: dict = {"device": args.device, "small": args.small, "skipped": clock.skipped}
+
+    def record(section: str, value) -> None:
+        results[section] = value
+        if args.json:  # after every section: a run cut short keeps what it measured
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+
+    cases: list = []
+    if "steps" in sections:
+        small_batch = 2 if args.small else 8
+        shapes = [("decode, batch 1", 1, 1, args.cache // 2), (f"decode, batch {small_batch}", small_batch, 1, args.cache // 2), (f"prefill, {args.prefill} tokens", 1, args.prefill, 0)]
+        steps = []
+        for shape in shapes:
+            case = Case(model, args, *shape)
+            case.build_main_rows()
+            cases.append(case)
+            steps.append(case.time(MAIN_ROWS))
+            record("steps", steps)
+        print_steps(steps)
+    if "first" in sections:
+        record("first", first_section(args, clock, second=False))
+    if "generate" in sections:
+        record("generate", generate_section(model, args, clock, args.generate_batches[:1]))
+    # optional, while the budget lasts: second processes, the option rows, more batches
+    if "first" in sections:
+        record("first", results["first"] + first_section(args, clock, second=True))
+    options = []
+    for row, flags in OPTION_ROWS.items():
+        for case in (c for c in cases if c.tokens == 1):
+            if clock.allows(f"{case.name}: {row}", 150 if flags.get("autotune") else 60):
+                case.add(row, lambda case=case, flags=flags: case.hir_row(**flags))
+    for case in (c for c in cases if c.tokens == 1 and any(r in c.rows for r in OPTION_ROWS)):
+        options.append(case.time(["torch.compile reduce-overhead", "hir default", "hir + static outputs", *OPTION_ROWS]))
+        record("options", options)
+    if options:
+        print_steps(options, "hir's options, ms per call")
+    if "generate" in sections and args.generate_batches[1:]:
+        record("generate", results["generate"] + generate_section(model, args, clock, args.generate_batches[1:]))
+    if "loop" in sections:
+        record("loop", loop_section(model, args))
+    shutil.rmtree(args.scratch, ignore_errors=True)
+    if clock.skipped:
+        print("skipped (budget): " + "; ".join(clock.skipped))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+"""``hir.generate``: a Hugging Face causal LM's ``generate`` (greedy, or sampled with
+temperature / top-k / top-p; stop tokens; batch > 1) run through hir programs over a static
+KV cache (issue 34).
+
+How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` (batch size
+and cache length fixed, the logits of the last position only) and imported ONCE with a
+dynamic token count, so one program runs the prefill (the whole prompt) and every decode
+step (one token); it is compiled once with its state bound
+(:class:`~hir.frontend.compiled.CompiledProgram`): on CUDA each decode step is a CUDA graph
+replay on the same buffers (the second step captures it), the compute compiled by inductor.
+The tokens are chosen as HF's ``generate`` chooses them, with HF's own logits processors
+(``MinNewTokensLengthLogitsProcessor``, ``TemperatureLogitsWarper``, ``TopKLogitsWarper``,
+``TopPLogitsWarper``) on float32 logits, ``argmax`` or ``torch.multinomial``; a finished
+row gets ``pad_token_id``; decoding stops when every row has produced a stop token or after
+``max_new_tokens``. Greedy decoding equals ``model.generate(..., do_sample=False)`` token
+for token (``test/python/test_generate.py``).
+
+Whether every row has finished is read one step late on CUDA (a non-blocking copy), so the
+host never waits for the step it has just queued; a step run after the last row finished
+is dropped from the result.
+
+The import is cached on disk (:mod:`hir.frontend.import_cache`), so another process
+imports nothing; the compiled programs are kept per model (until it is garbage collected), per batch size,
+cache length (the tokens needed, rounded up to a power of two, at least 64), device and
+options, and rebuilt when a parameter of the model is replaced or written in place.
+"""
+
+import copy
+import weakref
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+
+from hir.core import HirError
+
+# GenerationConfig fields whose processors hir.generate does not run, with the value that
+# turns each off (a model's generation_config may set them; the error names the field).
+_UNSUPPORTED = {
+    "num_beams": 1, "num_return_sequences": 1, "repetition_penalty": 1.0, "no_repeat_ngram_size": None,
+    "bad_words_ids": None, "suppress_tokens": None, "begin_suppress_tokens": None, "forced_bos_token_id": None,
+    "forced_eos_token_id": None, "min_p": None, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
+    "top_h": None, "sequence_bias": None, "guidance_scale": None, "encoder_repetition_penalty": 1.0,
+    "exponential_decay_length_penalty": None, "renormalize_logits": False, "penalty_alpha": None,
+    "watermarking_config": None, "assistant_model": None, "prompt_lookup_num_tokens": None,
+}
+_ARGUMENTS = ("max_new_tokens", "max_length", "min_new_tokens", "min_length", "do_sample", "temperature", "top_k", "top_p", "eos_token_id", "pad_token_id")
+
+
+@dataclass
+class GenerateOutput:
+    """``return_dict_in_generate=True``: the sequences (prompt then new tokens) and, with
+    ``output_logits=True``, each step's raw logits (``[batch, vocab]`` float32), as HF's
+    ``GenerateDecoderOnlyOutput``."""
+
+    sequences: torch.Tensor
+    logits: Optional[tuple] = None
+
+
+class Generator:
+    """The compiled decoding program of ``model`` for one batch size and cache length."""
+
+    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict) -> None:
+        from hir.frontend.hf_decode import StaticCacheStep
+        from hir.frontend.import_cache import cached_from_torch
+
+        self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
+        example = torch.zeros(batch_size, 2, dtype=torch.long, device=self.step.key_cache_0.device)
+        self.program = cached_from_torch(self.step, (example, torch.arange(2, device=example.device)), dynamic={"input0": {1: "tokens"}, "input1": {0: "tokens"}})
+        self.device = device
+        self.options = {"static_outputs": True, **options}
+        self.bind(model)
+
+    def bind(self, model: torch.nn.Module) -> None:
+        """Compile the program with the step's current state (again after the model's
+        tensors were replaced, or, when the program holds copies of them on another
+        device, written)."""
+        state = self.program.state(self.step)
+        self.fn = self.program.compile(state, device=str(self.device), **self.options)
+        self.copied = any(self.fn.state[name].data_ptr() != tensor.data_ptr() for name, tensor in state.items() if name in self.fn.state)
+        self.fingerprint = _fingerprint(model, self.copied)
+
+    def __call__(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions``."""
+        (logits,) = self.fn(tokens, positions)
+        return logits[:, -1, :].float()
+
+
+_GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
+
+
+def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Optional[str] = None, max_cache_len: Optional[int] = None, options: Optional[dict] = None) -> Generator:
+    """The cached :class:`Generator` of ``model`` for ``batch_size`` rows of ``tokens``
+    positions (see the module docstring)."""
+    from hir.interpreter.backends.process_groups import default_device
+
+    try:
+        dev = default_device(device or str(next(model.parameters()).device))
+    except (RuntimeError, ValueError) as err:
+        raise HirError(f"error: hir.generate: {err}") from None
+    length = max_cache_len or max(64, 1 << (tokens - 1).bit_length())
+    if length < tokens:
+        raise HirError(f"error: hir.generate: max_cache_len={length} is shorter than the prompt and new tokens ({tokens})")
+    options = dict(options or {})
+    key = (batch_size, length, str(dev), tuple(sorted(options.items())))
+    cached = _GENERATORS.setdefault(model, {})
+    found = cached.get(key)
+    if found is None:
+        found = cached[key] = Generator(model, batch_size, length, dev, options)
+    elif found.fingerprint != _fingerprint(model, found.copied):
+        found.bind(model)
+    return found
+
+
+def _fingerprint(model: torch.nn.Module, versions: bool) -> tuple:
+    """Which tensors the model's state is (and how often each was written: ``versions``)."""
+    return tuple((t.data_ptr(), _version(t) if versions else 0) for t in model.state_dict().values())
+
+
+def _version(tensor: torch.Tensor) -> Any:
+    try:
+        return tensor._version
+    except RuntimeError:  # an inference tensor has no version counter: never the same
+        return object()
+
+
+def generate(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    *,
+    generation_config: Any = None,
+    attention_mask: Optional[torch.Tensor] = None,
+    return_dict_in_generate: bool = False,
+    output_logits: bool = False,
+    device: Optional[str] = None,
+    max_cache_len: Optional[int] = None,
+    compile_options: Optional[dict] = None,
+    **kwargs: Any,
+) -> Any:
+    """``model.generate(input_ids, ...)`` through hir (see the module docstring). HF's
+    arguments: ``max_new_tokens`` / ``max_length``, ``min_new_tokens``, ``do_sample``,
+    ``temperature``, ``top_k``, ``top_p``, ``eos_token_id`` (an int or a list),
+    ``pad_token_id``, ``generation_config`` (default: the model's), ``attention_mask`` (all
+    ones: no padding), ``return_dict_in_generate`` / ``output_logits``. hir's: ``device``
+    (default: the model's), ``max_cache_len``, ``compile_options`` (``CompiledProgram``'s:
+    ``graph``, ``compile_kernels``, ``autotune``...). Returns the ``[batch, prompt + new]``
+    token ids (a :class:`GenerateOutput` with ``return_dict_in_generate=True``)."""
+    config = _config(model, generation_config, kwargs)
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
+        raise HirError(f"error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got {_describe(input_ids)}")
+    if attention_mask is not None and not bool((attention_mask == 1).all()):
+        raise HirError("error: hir.generate: attention_mask has padding (zeros); hir.generate decodes unpadded prompts only (one prompt length per batch)")
+    batch, prompt = input_ids.shape
+    new = config.max_new_tokens if config.max_new_tokens is not None else config.max_length - prompt
+    if new < 1:
+        raise HirError(f"error: hir.generate: nothing to generate: max_new_tokens={config.max_new_tokens}, max_length={config.max_length}, prompt of {prompt} tokens")
+    gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options)
+    return _decode(gen, input_ids.to(gen.device), new, config, return_dict_in_generate, output_logits)
+
+
+def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any:
+    """The generation config ``generate`` would use: the given (or the model's) with the
+    keyword overrides, refusing what hir.generate does not run."""
+    unknown = [k for k in kwargs if k not in _ARGUMENTS and k not in _UNSUPPORTED and k != "use_cache"]
+    if unknown:
+        raise HirError(f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, generation_config, attention_mask, return_dict_in_generate, output_logits, device, max_cache_len, compile_options)")
+    base = generation_config if generation_config is not None else getattr(model, "generation_config", None)
+    if base is None:
+        raise HirError(f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face causal LMs)")
+    config = copy.deepcopy(base)
+    for key, value in kwargs.items():
+        if key != "use_cache":
+            setattr(config, key, value)
+    for key, off in _UNSUPPORTED.items():
+        value = getattr(config, key, off)
+        if value is not None and value != off and not (key == "num_beams" and value in (None, 1)):
+            raise HirError(f"error: hir.generate: {key}={value!r} is not supported (hir.generate runs greedy and temperature / top-k / top-p sampling; leave {key} at {off!r})")
+    return config
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dim()}-d tensor of {value.dtype}"
+    return type(value).__name__
+
+
+def _processors(config: Any, prompt: int, eos: Optional[torch.Tensor]) -> Any:
+    """HF's logits processors for ``config``, in ``GenerationMixin._get_logits_processor``'s
+    order."""
+    from transformers.generation.logits_process import (
+        LogitsProcessorList,
+        MinNewTokensLengthLogitsProcessor,
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    processors = LogitsProcessorList()
+    minimum = config.min_new_tokens if config.min_new_tokens is not None else (config.min_length or 0) - prompt
+    if eos is not None and minimum > 0:
+        processors.append(MinNewTokensLengthLogitsProcessor(prompt, minimum, eos, device=eos.device))
+    if config.do_sample:
+        if config.temperature is not None and config.temperature != 1.0:
+            processors.append(TemperatureLogitsWarper(config.temperature))
+        if config.top_k is not None and config.top_k != 0:
+            processors.append(TopKLogitsWarper(top_k=config.top_k, min_tokens_to_keep=1))
+        if config.top_p is not None and config.top_p < 1.0:
+            processors.append(TopPLogitsWarper(top_p=config.top_p, min_tokens_to_keep=1))
+    return processors
+
+
+def _decode(gen: Generator, input_ids: torch.Tensor, new: int, config: Any, as_dict: bool, keep_logits: bool) -> Any:
+    """The decoding loop (see the module docstring)."""
+    batch, prompt = input_ids.shape
+    dev = input_ids.device
+    eos_ids = config.eos_token_id
+    eos = None if eos_ids is None else torch.tensor([eos_ids] if isinstance(eos_ids, int) else list(eos_ids), device=dev)
+    pad = config.pad_token_id if config.pad_token_id is not None else (int(eos[0]) if eos is not None else 0)
+    processors = _processors(config, prompt, eos)
+    sequences = torch.empty(batch, prompt + new, dtype=torch.long, device=dev)
+    sequences[:, :prompt] = input_ids
+    unfinished = torch.ones(batch, dtype=torch.bool, device=dev)
+    cuda = dev.type == "cuda"
+    done = torch.zeros((), dtype=torch.bool, pin_memory=cuda)  # every row finished (a step late on CUDA)
+    ready = torch.cuda.Event() if cuda else None
+    raw: list = []
+    logits = gen(input_ids, torch.arange(prompt, device=dev))
+    position = torch.tensor([prompt], device=dev)
+    length = prompt
+    for _ in range(new):
+        if keep_logits:
+            raw.append(logits.clone())
+        scores = processors(sequences[:, :length], logits)
+        if config.do_sample:
+            tokens = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+        else:
+            tokens = torch.argmax(scores, dim=-1)
+        if eos is not None:
+            tokens = torch.where(unfinished, tokens, pad)
+            unfinished &= ~torch.isin(tokens, eos)
+        sequences[:, length] = tokens
+        length += 1
+        if length == prompt + new:
+            break
+        if eos is not None:
+            if cuda:
+                if _finished(done, ready):
+                    break
+                done.copy_(~unfinished.any(), non_blocking=True)
+                ready.record()
+            elif not unfinished.any():
+                break
+        logits = gen(tokens[:, None], position)
+        position += 1
+    if eos is not None and cuda:
+        length = _trim(sequences, prompt, length, eos, pad)
+    out = sequences[:, :length]
+    if not as_dict:
+        return out
+    return GenerateOutput(out, tuple(raw[: length - prompt]) if keep_logits else None)
+
+
+def _finished(done: torch.Tensor, ready: Any) -> bool:
+    """Whether every row had finished at the step before the last (its flag's copy done)."""
+    ready.synchronize()
+    return bool(done)
+
+
+def _trim(sequences: torch.Tensor, prompt: int, length: int, eos: torch.Tensor, pad: int) -> int:
+    """The length HF's loop stops at: after the first step at which every row has produced
+    a stop token (the lagged check may have run one step more)."""
+    new = sequences[:, prompt:length]
+    stopped = torch.isin(new, eos).int().cummax(dim=1).values.bool()  # row finished by step j
+    all_done = stopped.all(dim=0).nonzero()
+    return prompt + int(all_done[0]) + 1 if all_done.numel() else length

@@ -1,0 +1,152 @@
+"""Imported programs cached on disk (issue 34): ``hir.compile(module, example_args)`` and
+``hir.generate`` import a module once per machine, not once per process. With inductor's
+own cache of compiled regions (keyed by each region's traced graph, see
+:mod:`hir.interpreter.kernels`), a second process gets from the ``nn.Module`` to its first
+result without exporting or compiling anything again.
+
+The key is everything an import reads: the code of every module class in the tree (its
+source), the tree's structure and its submodules' plain attributes (``heads = 8``, ``eps``),
+an HF ``config``, the state's names, shapes and dtypes, the example inputs' shapes and dtypes,
+the import options, and the versions of hir's frontend, torch, torch-mlir and transformers.
+A module whose ``forward`` reads anything else (a global, a closure) can hit a stale entry:
+``$HIR_CACHE_DIR=off`` turns the cache off (default directory ``~/.cache/hir``). Sharded
+imports (``mesh=``) are not cached. An entry is the module's text and its metadata, written
+to a temporary name and renamed, so a reader never sees half an entry.
+"""
+
+import hashlib
+import inspect
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import torch
+
+from hir.core import HirError, parse
+
+_OFF = ("off", "0", "none", "")
+_HERE = Path(__file__).resolve().parent
+
+
+def cache_dir() -> Optional[Path]:
+    """The cache directory ($HIR_CACHE_DIR, default ~/.cache/hir), None when turned off."""
+    value = os.environ.get("HIR_CACHE_DIR")
+    if value is not None and value.strip().lower() in _OFF:
+        return None
+    return Path(value) if value else Path.home() / ".cache" / "hir"
+
+
+def cached_from_torch(module: torch.nn.Module, example_args: Sequence[Any], **options: Any) -> Any:
+    """:func:`hir.from_torch` through the cache (see the module docstring)."""
+    from hir.frontend.torch_import import from_torch
+
+    directory = cache_dir()
+    if directory is None or options.get("mesh") is not None or options.get("placements"):
+        return from_torch(module, example_args, **options)
+    if not isinstance(example_args, (tuple, list)):
+        example_args = (example_args,)
+    entry = directory / "imports" / fingerprint(module, example_args, options)
+    found = _load(entry)
+    if found is not None:
+        found.weights = {**dict(module.named_buffers()), **module.state_dict()}  # as from_torch: references
+        return found
+    program = from_torch(module, example_args, **options)
+    _store(entry, program)
+    return program
+
+
+def fingerprint(module: torch.nn.Module, example_args: Sequence[Any], options: dict) -> str:
+    """The cache key of importing ``module`` on ``example_args`` with ``options``."""
+    digest = hashlib.sha256()
+
+    def add(*parts: Any) -> None:
+        for part in parts:
+            digest.update(repr(part).encode())
+            digest.update(b"\0")
+
+    add(_versions(), sorted((k, repr(v)) for k, v in options.items()), repr(module))
+    for cls in sorted({type(m) for m in module.modules()}, key=lambda c: (c.__module__, c.__qualname__)):
+        add(cls.__module__, cls.__qualname__, _source(cls))
+    configs: set = set()
+    for name, sub in module.named_modules():
+        add(name, sorted((k, v) for k, v in vars(sub).items() if not k.startswith("_") and _plain(v)))
+        config = getattr(sub, "config", None)
+        if hasattr(config, "to_json_string") and id(config) not in configs:
+            configs.add(id(config))
+            add(config.to_json_string(use_diff=False))
+    for name, tensor in {**dict(module.named_buffers()), **module.state_dict()}.items():
+        add(name, tuple(tensor.shape), tensor.dtype)
+    for arg in example_args:
+        add((tuple(arg.shape), arg.dtype) if isinstance(arg, torch.Tensor) else arg)
+    return digest.hexdigest()[:32]
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (bool, int, float, str, type(None), torch.dtype)):
+        return True
+    return isinstance(value, (tuple, list)) and all(_plain(v) for v in value)
+
+
+def _source(cls: type) -> str:
+    try:
+        return inspect.getsource(cls)
+    except (OSError, TypeError):  # a class defined without a source file
+        return ""
+
+
+_VERSIONS: list = []
+
+
+def _versions() -> tuple:
+    """torch, torch-mlir and transformers versions and a digest of hir's frontend code."""
+    if not _VERSIONS:
+        from importlib import metadata
+
+        import hir.dialect
+
+        code = hashlib.sha256()
+        for path in sorted(_HERE.glob("*.py")) + sorted(Path(hir.dialect.__file__).parent.glob("*.py")):
+            code.update(path.read_bytes())
+        found = []
+        for name in ("torch", "torch-mlir", "transformers"):
+            try:
+                found.append(metadata.version(name))
+            except metadata.PackageNotFoundError:
+                found.append(None)
+        _VERSIONS.append((torch.__version__, *found, code.hexdigest()))
+    return _VERSIONS[0]
+
+
+def _store(entry: Path, program: Any) -> None:
+    """Write ``program`` under ``entry`` (best effort: a cache that cannot be written is
+    skipped)."""
+    work = None
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".partial-"))
+        (work / "program.mlir").write_text(program.module.operation.get_asm(enable_debug_info=True))
+        meta = {"state_names": program.state_names, "num_inputs": program.num_inputs, "aliases": program.aliases,
+                "captured": program.captured, "output_names": program.output_names, "dynamic_dims": program.dynamic_dims}
+        torch.save(meta, work / "meta.pt")
+        os.replace(work, entry)
+    except OSError:  # unwritable, or another process stored the entry first
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _load(entry: Path) -> Optional[Any]:
+    """The program stored under ``entry``, None when absent (or unreadable)."""
+    from hir.frontend.torch_import import TorchProgram
+
+    try:
+        text = (entry / "program.mlir").read_text()
+        meta = torch.load(entry / "meta.pt", weights_only=False)
+    except (OSError, RuntimeError, EOFError):
+        return None
+    try:
+        module = parse(text, str(entry / "program.mlir"))
+    except HirError:
+        return None
+    return TorchProgram(module, meta["state_names"], meta["num_inputs"], None, meta["aliases"], meta["captured"], meta["output_names"], meta["dynamic_dims"])

@@ -1,0 +1,116 @@
+"""``program.compile(state)`` / ``hir.compile`` (issue 34): the state bound once (tensors
+already on the device are the program's, so a KV cache written in place is the caller's),
+the module lowered once, inputs checked with errors naming the input; on CUDA every call
+passes the same buffers, so from the third call on it is one bound graph replay."""
+
+import pytest
+import torch
+
+import hir
+from hir.frontend.hf_decode import StaticCacheStep
+
+transformers = pytest.importorskip("transformers")
+
+
+def mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).eval()
+
+
+def tiny_step(device="cpu"):
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                      num_key_value_heads=2, intermediate_size=64, eos_token_id=None)
+    model = transformers.LlamaForCausalLM(config).eval().to(device)
+    return StaticCacheStep(model, batch_size=1, max_cache_len=16)
+
+
+def test_state_bound_once_and_lowered_once():
+    model = mlp()
+    x = torch.randn(8, 16)
+    program = hir.from_torch(model, (x,))
+    state = model.state_dict()
+    fn = program.compile(state, device="cpu")
+    assert program.lowered and '"hir.linear"' in str(program.module)
+    assert all(fn.state[name].data_ptr() == tensor.data_ptr() for name, tensor in state.items())
+    for _ in range(3):
+        x = torch.randn(8, 16)
+        torch.testing.assert_close(fn(x)[0], model(x))
+    with torch.no_grad():  # the bound state is the module's: an in-place change is seen
+        model[2].bias.add_(1.0)
+    torch.testing.assert_close(fn(x)[0], model(x))
+    assert fn.output_names == ["output"]
+
+
+def test_a_decode_step_writes_the_callers_cache():
+    step = tiny_step()
+    decode = hir.from_torch(step, (torch.tensor([[1]]), torch.tensor([0])))
+    state = decode.state(step)
+    fn = decode.compile(state, device="cpu")
+    fn(torch.tensor([[5]]), torch.tensor([3]))
+    assert state["key_cache_0"][:, :, 3].abs().sum() > 0 and step.key_cache_0[:, :, 3].abs().sum() > 0
+    assert state["key_cache_0"][:, :, 4:].abs().sum() == 0
+
+
+def test_bad_inputs_name_the_input():
+    model = mlp()
+    program = hir.from_torch(model, (torch.randn(8, 16),))
+    fn = program.compile(model.state_dict(), device="cpu")
+    with pytest.raises(hir.HirError, match=r"the program takes 1 input\(s\), got 2"):
+        fn(torch.randn(8, 16), torch.randn(8, 16))
+    with pytest.raises(hir.HirError, match=r"input 0: expected a tensor of shape \[8, 16\] and dtype torch.float32 \(as imported\), got shape \[4, 16\]"):
+        fn(torch.randn(4, 16))
+    with pytest.raises(hir.HirError, match="input 0: .* got dtype torch.float64"):
+        fn(torch.randn(8, 16, dtype=torch.float64))
+    with pytest.raises(hir.HirError, match="the state must be a dict"):
+        program.compile([torch.randn(3)], device="cpu")
+    with pytest.raises(hir.HirError, match="the state dict lacks 0.weight"):
+        program.compile({}, device="cpu")
+
+
+def test_hir_compile_forms():
+    model = mlp()
+    x = torch.randn(8, 16)
+    program = hir.from_torch(model, (x,))
+    torch.testing.assert_close(hir.compile(program, model.state_dict(), device="cpu")(x)[0], model(x))
+    torch.testing.assert_close(hir.compile(model, (x,), device="cpu")(x)[0], model(x))
+    compiled = hir.compile(program.module, device="cpu")  # an hir module: @main's arguments per call
+    torch.testing.assert_close(compiled(program.arguments(model.state_dict(), x))[0], model(x))
+    with pytest.raises(hir.HirError, match="needs its state"):
+        hir.compile(program)
+    with pytest.raises(hir.HirError, match="needs example inputs"):
+        hir.compile(model)
+    with pytest.raises(hir.HirError, match="takes no state"):
+        hir.compile(program.module, model.state_dict())
+    with pytest.raises(hir.HirError, match="unknown option"):
+        hir.compile(program.module, speed=11)
+
+
+def test_lower_false_runs_the_program_level_module():
+    model = mlp()
+    x = torch.randn(8, 16)
+    program = hir.from_torch(model, (x,))
+    fn = program.compile(model.state_dict(), device="cpu", lower=False)
+    assert not program.lowered
+    torch.testing.assert_close(fn(x)[0], model(x))
+
+
+@pytest.mark.gpu
+def test_calls_replay_one_bound_graph_on_cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    step = tiny_step("cuda")
+    decode = hir.from_torch(step, (torch.tensor([[1]], device="cuda"), torch.tensor([0], device="cuda")))
+    state = decode.state(step)
+    fn = decode.compile(state, device="cuda")
+    static = decode.compile(state, device="cuda", static_outputs=True)
+    for position in range(6):
+        ids, pos = torch.tensor([[position + 3]]), torch.tensor([position])  # host tensors, new each call
+        (got,) = fn(ids, pos)
+        with torch.no_grad():
+            want = step(ids.cuda(), pos.cuda())
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert fn.graph_state.last == "replay (bound)" and fn.graph_state.captures == 1
+    assert state["key_cache_0"][:, :, 5].abs().sum() > 0  # the caller's cache, written in place
+    outputs = [static(torch.tensor([[7]]), torch.tensor([6]))[0] for _ in range(3)]
+    assert outputs[1].data_ptr() == outputs[2].data_ptr()  # the graph's own buffer, no copy-out

@@ -1,0 +1,189 @@
+"""``hir.generate`` (issue 34): HF ``generate``'s decoding through one compiled hir program
+over a static KV cache. Greedy decoding equals ``model.generate(do_sample=False)`` token
+for token in float32 (16 new tokens, three families, batch 2); stop tokens and padding as
+HF; sampling follows HF's processors; in bf16 each step's logits agree with HF's within a
+stated tolerance; the compiled program is made once per model and batch, not per call."""
+
+import copy
+
+import pytest
+import torch
+
+import hir
+from hir.frontend import generate as generate_module
+from hir.frontend.hf_decode import StaticCacheStep
+
+transformers = pytest.importorskip("transformers")
+
+PROMPT = [[3, 17, 42, 9, 11], [5, 6, 7, 8, 120]]
+TINY = dict(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            intermediate_size=64, max_position_embeddings=128, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+FAMILIES = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 8}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
+}
+
+
+def tiny(family: str, dtype: torch.dtype = torch.float32, **overrides):
+    config_class, model_class, extra = FAMILIES[family]
+    torch.manual_seed(0)
+    config = getattr(transformers, config_class)(**{**TINY, **extra, **overrides})
+    return getattr(transformers, model_class)(config).eval().to(dtype)
+
+
+_MODELS: dict = {}
+
+
+def shared(family: str, dtype: torch.dtype = torch.float32):
+    """One model per family and dtype for the whole file: hir.generate keeps its compiled
+    program per model, so the tests share one import per model (each import is seconds)."""
+    key = (family, dtype)
+    if key not in _MODELS:
+        _MODELS[key] = tiny(family, dtype)
+    return _MODELS[key]
+
+
+def hf_generate(model, prompt, **options):
+    with torch.no_grad():
+        return model.generate(prompt, attention_mask=torch.ones_like(prompt), **options)
+
+
+# llama in the fast default; the other families (an import each) with HIR_TEST_SLOW=1
+@pytest.mark.parametrize("family", [f if f == "llama" else pytest.param(f, marks=pytest.mark.slow) for f in sorted(FAMILIES)])
+def test_greedy_equals_hf_generate(family):
+    model = shared(family)
+    prompt = torch.tensor(PROMPT)
+    got = hir.generate(model, prompt, max_new_tokens=16, do_sample=False)
+    want = hf_generate(model, prompt, max_new_tokens=16, min_new_tokens=16, do_sample=False)
+    assert got.tolist() == want.tolist()
+    # a shorter prompt and a single row reuse nothing they must not: still HF's tokens
+    got = hir.generate(model, prompt[1:, :3], max_new_tokens=16, do_sample=False)
+    assert got.tolist() == hf_generate(model, prompt[1:, :3], max_new_tokens=16, min_new_tokens=16, do_sample=False).tolist()
+
+
+def test_stop_tokens_and_padding_as_hf():
+    model = shared("llama")
+    prompt = torch.tensor(PROMPT)
+    free = hf_generate(model, prompt, max_new_tokens=16, min_new_tokens=16, do_sample=False)
+    stop = [int(free[0, 7]), int(free[1, 9])]  # row 0 stops at its 3rd new token, row 1 later
+    for eos in (stop, stop[0]):
+        got = hir.generate(model, prompt, max_new_tokens=16, do_sample=False, eos_token_id=eos, pad_token_id=1)
+        want = hf_generate(model, prompt, max_new_tokens=16, do_sample=False, eos_token_id=eos, pad_token_id=1)
+        assert got.tolist() == want.tolist()
+    assert got.shape[1] < prompt.shape[1] + 16 or stop[0] not in free[1, 5:].tolist()
+    # min_new_tokens holds a stop token back as HF does
+    got = hir.generate(model, prompt, max_new_tokens=8, min_new_tokens=6, do_sample=False, eos_token_id=stop, pad_token_id=1)
+    want = hf_generate(model, prompt, max_new_tokens=8, min_new_tokens=6, do_sample=False, eos_token_id=stop, pad_token_id=1)
+    assert got.tolist() == want.tolist()
+
+
+def test_sampling():
+    model = shared("llama")
+    prompt = torch.tensor(PROMPT)
+    torch.manual_seed(1)
+    a = hir.generate(model, prompt, max_new_tokens=12, do_sample=True, temperature=0.7, top_k=5)
+    torch.manual_seed(1)
+    b = hir.generate(model, prompt, max_new_tokens=12, do_sample=True, temperature=0.7, top_k=5)
+    assert a.tolist() == b.tolist()  # reproducible from the seed
+    # top_k=1 is greedy whatever the temperature
+    greedy = hir.generate(model, prompt, max_new_tokens=12, do_sample=False)
+    assert hir.generate(model, prompt, max_new_tokens=12, do_sample=True, temperature=3.0, top_k=1).tolist() == greedy.tolist()
+    # every sampled token is among the top 5 of its step's logits (teacher-forced through HF)
+    out = hir.generate(model, prompt, max_new_tokens=12, do_sample=True, top_k=5, return_dict_in_generate=True, output_logits=True)
+    for step, logits in enumerate(out.logits):
+        token = out.sequences[:, prompt.shape[1] + step]
+        assert bool((logits.topk(5).indices == token[:, None]).any(dim=1).all())
+    # top_p keeps the smallest set above p: p -> 0 is greedy
+    assert hir.generate(model, prompt, max_new_tokens=12, do_sample=True, top_p=1e-6).tolist() == greedy.tolist()
+
+
+def test_bf16_logits_agree_with_hf_per_step():
+    """bf16: each step's logits, read by hir.generate, against HF's forward over the same
+    tokens (the whole sequence at once, no cache): max |diff| <= 0.05 * max |logit|
+    (bf16 keeps 8 bits of mantissa; two layers of differently ordered sums)."""
+    model = shared("llama", torch.bfloat16)
+    prompt = torch.tensor(PROMPT)
+    out = hir.generate(model, prompt, max_new_tokens=16, do_sample=False, return_dict_in_generate=True, output_logits=True)
+    assert len(out.logits) == 16 and out.logits[0].dtype == torch.float32
+    with torch.no_grad():
+        reference = model(out.sequences).logits.float()
+    for step, logits in enumerate(out.logits):
+        want = reference[:, prompt.shape[1] - 1 + step]
+        assert (logits - want).abs().max() <= 0.05 * want.abs().max(), step
+
+
+def test_programs_are_made_once_per_model_and_batch(monkeypatch):
+    model = shared("llama")
+    made = []
+    original = generate_module.Generator.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(args[1:3])
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(generate_module.Generator, "__init__", counted)
+    prompt = torch.tensor(PROMPT)
+    first = hir.generate(model, prompt, max_new_tokens=4, do_sample=False)
+    hir.generate(model, prompt[:, :3], max_new_tokens=10, do_sample=False)  # same batch, fits the cache
+    assert made in ([], [(2, 64)])  # made here unless an earlier test did
+    before = len(made)
+    hir.generate(model, prompt[:1], max_new_tokens=4, do_sample=False)
+    hir.generate(model, prompt[:1], max_new_tokens=6, do_sample=False)
+    assert len(made) - before <= 1 and set(made) <= {(2, 64), (1, 64)}
+    count = len(made)
+    try:
+        with torch.no_grad():  # the model's weights change in place: the program sees it
+            model.lm_head.weight.mul_(-1)
+        flipped = hir.generate(model, prompt, max_new_tokens=4, do_sample=False)
+        assert flipped.tolist() == hf_generate(model, prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False).tolist()
+        assert flipped.tolist() != first.tolist() and len(made) == count  # rebound, not re-imported
+    finally:
+        with torch.no_grad():
+            model.lm_head.weight.mul_(-1)
+
+
+def test_bad_arguments_are_named():
+    model = shared("llama")
+    prompt = torch.tensor(PROMPT)
+    with pytest.raises(hir.HirError, match="num_beams=4 is not supported"):
+        hir.generate(model, prompt, max_new_tokens=4, num_beams=4)
+    with pytest.raises(hir.HirError, match=r"unsupported argument\(s\) streamer"):
+        hir.generate(model, prompt, max_new_tokens=4, streamer=object())
+    with pytest.raises(hir.HirError, match="attention_mask has padding"):
+        hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.tensor([[0, 1, 1, 1, 1], [1, 1, 1, 1, 1]]))
+    with pytest.raises(hir.HirError, match="input_ids must be a \\[batch, tokens\\] tensor"):
+        hir.generate(model, prompt[0], max_new_tokens=4)
+
+
+def test_static_cache_step_moves_and_copies():
+    """The step's cache follows ``.to()`` (its buffers are the cache) and a step that was
+    imported deep-copies (no export tensors left in the cache layers)."""
+    model = shared("llama")
+    step = StaticCacheStep(model, batch_size=1, max_cache_len=16)
+    hir.from_torch(step, (torch.tensor([[1]]), torch.tensor([0])))
+    twin = copy.deepcopy(step).to(torch.float64)
+    ids, pos = torch.tensor([[3]]), torch.tensor([0])
+    with torch.no_grad():
+        want = step(ids, pos)
+        got = twin(ids, pos)
+    assert got.dtype == torch.float64 and twin.key_cache_0.dtype == torch.float64
+    torch.testing.assert_close(got.float(), want)
+    assert step.key_cache_0.data_ptr() != twin.key_cache_0.data_ptr()
+
+
+@pytest.mark.gpu
+def test_generate_on_cuda_replays_graphs():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    model = tiny("llama").cuda()
+    prompt = torch.tensor(PROMPT, device="cuda")
+    got = hir.generate(model, prompt, max_new_tokens=16, do_sample=False)
+    want = hf_generate(model, prompt, max_new_tokens=16, min_new_tokens=16, do_sample=False)
+    assert got.tolist() == want.tolist()
+    gen = generate_module.generator(model, 2, prompt.shape[1] + 16)
+    assert gen.fn.graph_state.last == "replay (bound)" and gen.fn.graph_state.captures >= 1
+    # a StaticCacheStep moved to the GPU runs there (its cache layers follow)
+    step = StaticCacheStep(model.cpu(), batch_size=1, max_cache_len=16).to("cuda")
+    with torch.no_grad():
+        assert step(torch.tensor([[3]], device="cuda"), torch.tensor([0], device="cuda")).device.type == "cuda"
