@@ -220,6 +220,7 @@ def from_torch(
     (``{"input0": {0: "batch", 1: "seq"}}``; equal names are one dim) mark dims dynamic:
     they are ``?`` in the program's types and one program runs every size (a dim split over
     devices must divide; checked at run time). See :mod:`hir.frontend.dynamic`."""
+    from hir.frontend.hf_plans import plan_layouts
     from hir.frontend.placements import mesh_inputs
     from hir.frontend.placer import Placer
 
@@ -234,11 +235,12 @@ def from_torch(
     local_module, dtensor_placements, dtensor_mesh = _undistribute(module)
     if mesh is None:
         mesh = dtensor_mesh
-    placements = _with_plan(local_module, placements or {})
+    placements, plan = _with_plan(local_module, placements or {})
     with context, ir.Location.unknown():
         spec = export_spec(local_module, len(example_args), dynamic_shapes, dynamic)
         try:
-            torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec)
+            with plan_layouts(local_module, plan):
+                torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec)
         except HirError as err:  # located at the user's file (hir-import) or call
             raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
         names = exported.state_names
@@ -287,15 +289,15 @@ def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> No
     attrs["arg_attrs"] = ir.ArrayAttr.get(new)
 
 
-def _with_plan(module: torch.nn.Module, placements: dict) -> dict:
+def _with_plan(module: torch.nn.Module, placements: dict) -> tuple[dict, dict]:
     """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
-    e.g. ``config.base_model_tp_plan``) replaced by the parameter placements they imply."""
+    e.g. ``config.base_model_tp_plan``) replaced by the placements they imply, and the plan."""
     from hir.frontend.hf_plans import is_plan_entry, plan_placements
 
     plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
     if not plan:
-        return placements
-    return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}
+        return placements, plan
+    return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}, plan
 
 
 def _unsupported(torch_func: func.FuncOp, err: ValueError, dynamic: bool) -> str:
