@@ -9,7 +9,7 @@ from typing import Optional
 from torch_mlir import ir
 
 from hir.dialect.base import load
-from hir.dialect.sharding import check_placements
+from hir.dialect.placement_checks import check_placements
 
 
 class HirError(ValueError):

@@ -220,6 +220,7 @@ def from_torch(
     (``{"input0": {0: "batch", 1: "seq"}}``; equal names are one dim) mark dims dynamic:
     they are ``?`` in the program's types and one program runs every size (a dim split over
     devices must divide; checked at run time). See :mod:`hir.frontend.dynamic`."""
+    from hir.frontend.dtensors import Distributed
     from hir.frontend.hf_plans import plan_layouts
     from hir.frontend.placements import mesh_inputs
     from hir.frontend.placer import Placer
@@ -232,21 +233,22 @@ def from_torch(
         example_args = (example_args,)
     context = new_context()
     source = source_name or f"<{type(module).__name__}>"
-    local_module, dtensor_placements, dtensor_mesh = _undistribute(module)
+    distributed = Distributed(module)
     if mesh is None:
-        mesh = dtensor_mesh
-    placements, plan = _with_plan(local_module, placements or {})
+        mesh = distributed.mesh
+    placements, plan = _with_plan(module, placements or {})
+    plan = {**distributed.plan, **plan}  # an HF TP model's own styles fix its layouts too
     with context, ir.Location.unknown():
-        spec = export_spec(local_module, len(example_args), dynamic_shapes, dynamic)
+        spec = export_spec(module, len(example_args), dynamic_shapes, dynamic)
         try:
-            with plan_layouts(local_module, plan):
-                torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec)
+            with distributed.whole(), plan_layouts(module, plan):
+                torch_module, exported, shapes = export_to_torch_mlir(module, example_args, context, spec)
         except HirError as err:  # located at the user's file (hir-import) or call
             raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
-            grid, arguments, outputs = mesh_inputs(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
+            grid, arguments, outputs = mesh_inputs(torch_func, names, len(example_args), mesh, {**distributed.placements, **placements})
         except HirError:
             raise
         except (TypeError, ValueError) as err:
@@ -310,33 +312,3 @@ def _unsupported(torch_func: func.FuncOp, err: ValueError, dynamic: bool) -> str
     if not dynamic and any("?" in str(r.type) for op in torch_func.regions[0].blocks[0].operations for r in op.results):
         return f"the module computes a tensor whose shape depends on data (e.g. torch.nonzero): hir needs static shapes ({err})"
     return str(err)
-
-
-def _undistribute(module: torch.nn.Module) -> tuple[torch.nn.Module, dict, Optional[tuple]]:
-    """A module parallelized with DTensor parameters cannot be exported ("non-fx-graphable
-    type DTensorSpec"): read each DTensor's placements and export a copy whose state holds
-    the full tensors instead."""
-    from hir.frontend.placements import dtensor_placements
-
-    found = dtensor_placements(module)
-    if not found:
-        return module, {}, None
-    meshes = {devices for _, devices in found.values()}
-    if len(meshes) != 1:
-        raise HirError(f"error: the DTensor parameters of {type(module).__name__} live on {len(meshes)} different meshes; hir needs one")
-    import copy
-
-    local = copy.deepcopy(module)
-    for name, tensor in list(local.state_dict(keep_vars=True).items()):
-        if name in found:
-            owner_path, _, attr = name.rpartition(".")
-            owner = local.get_submodule(owner_path) if owner_path else local
-            full = tensor.full_tensor().detach()
-            if isinstance(getattr(owner, attr), torch.nn.Parameter):
-                setattr(owner, attr, torch.nn.Parameter(full, requires_grad=False))
-            else:
-                owner.register_buffer(attr, full)
-    for sub in local.modules():  # parallelize_module's hooks redistribute activations
-        sub._forward_hooks.clear()
-        sub._forward_pre_hooks.clear()
-    return local, {n: p for n, (p, _) in found.items()}, meshes.pop()
