@@ -57,6 +57,7 @@ is an error naming the plan entry.
 import contextlib
 import functools
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
@@ -157,12 +158,25 @@ def plan_placements(module: torch.nn.Module, plan: dict[str, str]) -> dict[str, 
                 if style.params is not None:
                     placements[entry[id(param)]] = _param_placement(style.params, type(modules[owner]).__name__, param.dim(), name.endswith("bias"))
         if not matched and not any(regex.match(name) for name in modules):
-            raise HirError(f"error: tensor-parallel plan entry '{pattern}' matches no module or parameter of {type(module).__name__}")
+            if (pattern, style_name) not in _own_plans(module):
+                raise HirError(f"error: tensor-parallel plan entry '{pattern}' matches no module or parameter of {type(module).__name__}")
+            # the model's own plan names modules of every layer kind (Qwen3-MoE's dense MLPs): as HF, skip it
+            warnings.warn(f"tensor-parallel plan entry '{pattern}' matches no module or parameter of {type(module).__name__}", stacklevel=4)
     for name, sub in modules.items():
         caches = getattr(sub, "cache_placements", None)
         if callable(caches):
             placements.update({f"{name}.{k}" if name else k: v for k, v in caches(plan).items()})
     return placements
+
+
+def _own_plans(module: torch.nn.Module) -> set:
+    """The (pattern, style) entries of the plans the HF models in ``module`` ship."""
+    own: set = set()
+    for sub in module.modules():
+        config = getattr(sub, "config", None)
+        for plan in (getattr(config, "base_model_tp_plan", None), getattr(sub, "_tp_plan", None)):
+            own.update((plan or {}).items())
+    return own
 
 
 def _param_placement(params: str, owner: str, ndim: int, bias: bool) -> Any:

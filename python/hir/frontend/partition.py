@@ -52,11 +52,11 @@ from hir.dialect import KERNEL_ATTR, SetOp, Sharding
 from hir.dialect.base import DYNAMIC
 from hir.dialect.context import HirError, format_location
 from hir.dialect.irutils import alloc
-from hir.frontend import contractions, device_parts
+from hir.frontend import contractions, device_parts, packed
 from hir.frontend.dynamic import Sizes
 from hir.frontend.placement_plan import ComputeStep, Gathered, PartialStep, PlacementPlan, SegmentStep
 from hir.frontend.strategies import STRATEGIES, ComputeSpec, op_key
-from hir.frontend.torch_ir import buffer_type, constant_value, is_cloned_value, is_tensor, owner, tensor_info, torch_int, vtensor
+from hir.frontend.torch_ir import LIST_CONSTRUCT, buffer_type, constant_value, is_cloned_value, is_tensor, owner, tensor_info, torch_int, torch_op, vtensor
 
 _CAST = builtin.UnrealizedConversionCastOp.OPERATION_NAME
 
@@ -256,10 +256,25 @@ class Partitioner:
         if results and self.plan.grid is not None:
             for split, devices in zip(self.plan.of(results[0]).splits, self.plan.grid.shape):
                 _localize_sizes(op, new, split, devices, ip)
+        source = op.operands[0] if len(op.operands) and is_tensor(op.operands[0]) else None
+        if source is not None and self.plan.grid is not None and self.plan.of(source).packed and not self.plan.of(op.results[0]).packed:
+            self._localize_cut(op, new, source, ip)
         for old, fresh in zip(op.results, new.results):
             if is_tensor(old):
                 fresh.set_type(self.local_type(old, self.plan.of(old)))
             mapping[old] = fresh
+
+
+    def _localize_cut(self, op: ir.Operation, new: ir.Operation, source: ir.Value, ip: ir.InsertionPoint) -> None:
+        """A cut of a packed value into its pieces (:func:`hir.frontend.packed.cut`) on the
+        device's part: its sizes divided by the devices of the packed dim."""
+        placed = self.plan.of(source)
+        axis = next(a for a, _ in placed.packed)
+        with ip, new.location:
+            for index, value in packed.local_cut(op, source, placed.parts(axis)).items():
+                constant = torch_int(value) if isinstance(value, int) else torch_op(LIST_CONSTRUCT, [torch_int(v) for v in value], ir.Type.parse("!torch.list<int>"))
+                new.move_after(constant.owner)
+                new.operands[index] = constant
 
 
 def _localize_sizes(old: ir.Operation, new: ir.Operation, split: Optional[int], devices: int, ip: ir.InsertionPoint) -> None:

@@ -49,7 +49,7 @@ def _splits(name: str, placement: Any, shape: Optional[list[int]], grid: "Device
             out.append(None)
             continue
         dim = getattr(entry, "dim", None)
-        if dim is None or not (hasattr(entry, "is_shard") and entry.is_shard()):
+        if dim is None or not (hasattr(entry, "is_shard") and entry.is_shard() or hasattr(entry, "split_factor")):
             raise HirError(f"error: placement {entry} of '{name}' is not Shard(dim) or Replicate()")
         if shape is not None:
             if not -len(shape) <= dim < len(shape):

@@ -255,7 +255,7 @@ def from_torch(
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
             with progress.task("partitioning into hir ops and kernel segments"):
-                plan = Placer(torch_func, grid, arguments, outputs, source).plan(exported.mutated)
+                plan = Placer(torch_func, grid, arguments, outputs, source, names).plan(exported.mutated)
                 hir_module = Partitioner(torch_func, plan, source, shapes).build(mutated=exported.mutated)
         except HirError:
             raise
