@@ -53,17 +53,19 @@ class TorchProgram:
     output_names: list = field(default_factory=list)
     dynamic_dims: list = field(default_factory=list, repr=False)  # per input: {axis: (symbol, its name)}
     weights: Mapping = field(default_factory=dict, repr=False)  # the state it was imported or loaded with
+    keyword_inputs: list = field(default_factory=list)  # the last inputs' keywords (example_kwargs' tensors)
 
     def state(self, module: torch.nn.Module) -> dict:
         """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
         return {**dict(module.named_buffers()), **module.state_dict()}
 
-    def arguments(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, rank: Optional[int] = None) -> list:
+    def arguments(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, rank: Optional[int] = None, **keyword_inputs: torch.Tensor) -> list:
         """``@main``'s arguments from a state dict (None: the state the program was imported
         or loaded with, :attr:`weights`) and the inputs: full tensors for an unsharded
         program, else rank ``rank``'s shards (default: this process's rank). Each state entry
         and input must have its ``@main`` argument's global shape and dtype; the error names the
         entry or input and the caller's line (not the torch source line ``@main`` is located at)."""
+        inputs = self._with_keywords(inputs, keyword_inputs)
         if len(inputs) != self.num_inputs:
             raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
         state = self.state_values(self.weights if state_dict is None else state_dict)
@@ -72,6 +74,15 @@ class TorchProgram:
         from hir.frontend.placements import shard_arguments
 
         return shard_arguments(self.module, self.mesh, full, rank)
+
+    def _with_keywords(self, inputs: tuple, keyword_inputs: dict) -> tuple:
+        """The inputs in ``@main``'s order: positional, then the keyword inputs by keyword."""
+        unknown = [k for k in keyword_inputs if k not in self.keyword_inputs]
+        missing = [k for k in self.keyword_inputs if k not in keyword_inputs] if keyword_inputs else []
+        if unknown or missing:
+            raise HirError(f"{_caller()}: error: the module's keyword inputs are {self.keyword_inputs or 'none'}; "
+                           f"{f'got {unknown}' if unknown else f'{missing} missing'}")
+        return tuple(inputs) + tuple(keyword_inputs[k] for k in self.keyword_inputs)
 
     def state_values(self, state_dict: Mapping) -> list:
         """The state entries in ``@main``'s order from ``state_dict`` (a tied tensor under
@@ -150,7 +161,8 @@ class TorchProgram:
         program's own :attr:`weights`)."""
         import hir  # the public entry: the interpreter sits beside the frontend, not below it
 
-        return hir.run(self.module, self.arguments(state_dict, *inputs), **options)
+        keyword_inputs = {k: options.pop(k) for k in self.keyword_inputs if k in options}
+        return hir.run(self.module, self.arguments(state_dict, *inputs, **keyword_inputs), **options)
 
 
 def _caller() -> str:
@@ -173,12 +185,14 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach()
 
 
-def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None) -> tuple[ir.Module, Exported, dict]:
-    """The ``torch``-dialect module of ``module`` (state first, then inputs), its export and
-    the symbolic shape of each tensor value (:func:`hir.frontend.dynamic.symbolic_shapes`;
-    empty without ``dynamic_shapes``)."""
+def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None,
+                         keywords: Sequence[str] = (), constants: Optional[dict] = None) -> tuple[ir.Module, Exported, dict]:
+    """The ``torch``-dialect module of ``module`` (state first, then inputs: the last
+    ``len(keywords)`` are keyword inputs; ``constants``: constant keyword arguments), its
+    export and the symbolic shape of each tensor value
+    (:func:`hir.frontend.dynamic.symbolic_shapes`; empty without ``dynamic_shapes``)."""
     with progress.task(f"exporting {type(module).__name__} (torch.export)"):
-        exported = export(module, example_args, dynamic_shapes=dynamic_shapes)
+        exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords)
     node_importers: list = []
 
     def node_importer(*args: Any) -> GraphNodeImporter:
@@ -200,13 +214,17 @@ def from_torch(
     module: torch.nn.Module,
     example_args: Sequence[Any],
     *,
+    example_kwargs: Optional[dict] = None,
     mesh: Optional[Sequence[int]] = None,
     placements: Optional[dict] = None,
     source_name: Optional[str] = None,
     dynamic_shapes: Any = None,
     dynamic: Optional[dict] = None,
 ) -> TorchProgram:
-    """Import ``module`` (called on ``example_args``) as a program-level hir module.
+    """Import ``module`` (called on ``example_args`` and ``example_kwargs``) as a program-level
+    hir module. The tensors of ``example_kwargs`` are inputs after the positional ones
+    (``input<N>`` in order, or their keyword in ``placements`` / ``dynamic``; pass them to
+    :meth:`TorchProgram.run` by keyword); its other values are constants of the program.
 
     ``mesh``: the device ids of a 1-D mesh, a nested list for a multi-D mesh (``[[0, 1],
     [2, 3]]``) or a ``torch.distributed.DeviceMesh``, with ``placements`` mapping state names,
@@ -231,6 +249,12 @@ def from_torch(
         raise HirError(f"error: hir.from_torch: placements must be a dict (state name / 'input0' / 'output0' -> placement), got {type(placements).__name__}")
     if not isinstance(example_args, (tuple, list)):
         example_args = (example_args,)
+    if example_kwargs is not None and not isinstance(example_kwargs, dict):
+        raise HirError(f"error: hir.from_torch: example_kwargs must be a dict (keyword -> value), got {type(example_kwargs).__name__}")
+    keywords = [k for k, v in (example_kwargs or {}).items() if isinstance(v, torch.Tensor)]  # inputs; the rest are constants
+    constants = {k: v for k, v in (example_kwargs or {}).items() if k not in keywords}
+    example_args = tuple(example_args) + tuple(example_kwargs[k] for k in keywords)
+    placements = {(f"input{len(example_args) - len(keywords) + keywords.index(k)}" if k in keywords else k): v for k, v in (placements or {}).items()}
     context = new_context()
     source = source_name or f"<{type(module).__name__}>"
     distributed = Distributed(module)
@@ -239,10 +263,10 @@ def from_torch(
     placements, plan = _with_plan(module, placements or {})
     plan = {**distributed.plan, **plan}  # an HF TP model's own styles fix its layouts too
     with context, ir.Location.unknown():
-        spec = export_spec(module, len(example_args), dynamic_shapes, dynamic)
+        spec = export_spec(module, len(example_args), dynamic_shapes, dynamic, keywords)
         try:
             with distributed.whole(), plan_layouts(module, plan):
-                torch_module, exported, shapes = export_to_torch_mlir(module, example_args, context, spec)
+                torch_module, exported, shapes = export_to_torch_mlir(module, example_args, context, spec, keywords, constants)
         except HirError as err:  # located at the user's file (hir-import) or call
             raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
         names = exported.state_names
@@ -269,7 +293,7 @@ def from_torch(
     inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
     dynamic_dims = [{a: (str(e), dim_name(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
     weights = {**dict(module.named_buffers()), **module.state_dict()}  # references: later updates are seen
-    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights)
+    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights, keywords)
 
 
 def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:
