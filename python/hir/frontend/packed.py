@@ -64,11 +64,10 @@ def pieces_after(op: ir.Operation, operands: list, pieces: list[int], placement:
     packed = [(v, s, n) for (v, s), n in zip(operands, pieces) if n > 1]
     if not packed:
         return 1
-    counts = {n for (_, s), n, r in zip(operands, pieces, read) if s is not None or r is not None}
-    if len(counts) != 1 or any(r is not None and s is None for (_, s), r in zip(operands, read)):
+    if any(n > 1 and r != s for (_, s), n, r in zip(operands, pieces, read)):
+        raise PackedError("would move it (gather it, or split it otherwise)")
+    if len({n for n, r in zip(pieces, read) if r is not None}) != 1:
         raise PackedError("combines it with a value split in plain blocks (or one it would slice in blocks)")
-    if any(r != s for (_, s), r in zip(operands, read)):
-        raise PackedError("would move it to another dim")
     if placement.output is PARTIAL:
         return 1  # the packed dim contracted against one packed alike: each device's sum is whole
     value, split, n = packed[0]
