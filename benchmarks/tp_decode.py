@@ -102,15 +102,17 @@ def collectives(text: str) -> dict[str, int]:
 
 def state_values(config: dict, model: torch.nn.Module, dev: torch.device) -> list:
     """``@main``'s state entries: the model's tensors by name, zeros for the cache."""
-    own = {f"model.{n}": t for n, t in list(model.named_parameters()) + list(model.named_buffers())}
     values = []
     for name, shape, dtype in config["state"]:
-        if name in own:
-            values.append(own[name].detach())
-        elif name.startswith(("key_cache_", "value_cache_", "cumulative_length_")):
+        if name.startswith(("key_cache_", "value_cache_", "cumulative_length_")):
             values.append(torch.zeros(shape, dtype=getattr(torch, dtype), device=dev))
-        else:
-            raise KeyError(f"state entry {name!r} is neither the model's nor the cache's")
+            continue
+        path, _, attr = name.removeprefix("model.").rpartition(".")
+        # a tensor attribute in older transformers (rotary's original_inv_freq) is a buffer in newer ones
+        tensor = getattr(model.get_submodule(path), attr, None) if path else getattr(model, attr, None)
+        if not isinstance(tensor, torch.Tensor) or list(tensor.shape) != shape:
+            raise KeyError(f"state entry {name!r} ({shape}) is neither the model's nor the cache's")
+        values.append(tensor.detach().to(getattr(torch, dtype)))
     return values
 
 
@@ -160,7 +162,7 @@ def dtensor_decode(model: torch.nn.Module, world: int, config: dict, dev: torch.
 
     styles = {"colwise": ColwiseParallel(), "rowwise": RowwiseParallel(), "embedding_rowwise": RowwiseParallel(input_layouts=Replicate()),
               "colwise_gather_output": ColwiseParallel(output_layouts=Replicate())}
-    plan = {name: styles[style] for name, style in model.tp_plan.items()}
+    plan = {name: styles[style] for name, style in (getattr(model, "tp_plan", None) or model._tp_plan).items()}
     tp = parallelize_module(copy.deepcopy(model), DeviceMesh(dev.type, list(range(world))), plan)
     cache = StaticCache(config=tp.config, max_cache_len=config["cache"])  # lazily sized by the first (local) keys
     keyword = "cache" if "cache" in inspect.signature(tp.forward).parameters else "past_key_values"
