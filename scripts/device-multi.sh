@@ -21,7 +21,7 @@
 #   tests      every GPU test (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
 # GPU counts: layer, e2e and decode default to "N 2" (N = the GPUs present; only N when N <= 2),
 # overlap to N. Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
-# HIR_CAP_E2E=75, HIR_CAP_DECODE=130, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
+# HIR_CAP_E2E=75, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -105,7 +105,7 @@ for section in $sections; do
       done ;;
     decode)
       for n in ${HIR_DECODE_COUNTS:-$both}; do
-        cap=$(allowance "${HIR_CAP_DECODE:-130}")
+        cap=$(allowance "${HIR_CAP_DECODE:-150}")
         say "=== TP decode per token, ~1B Llama (benchmarks/tp_decode.py), $n GPU(s)"
         # rows not built within --budget print n/a; the timing itself takes seconds
         bounded "$cap" "$out/decode.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_decode.py --from "${HIR_DECODE_DIR:-.device/tp_decode}" \

@@ -48,6 +48,7 @@ def test_bert_batch_and_seq_with_a_mask_keyword():
         program.arguments(None, ids, mask=mask)
 
 
+@pytest.mark.slow  # the fast default: BERT above (and docs/from-pytorch.md's example)
 def test_gemma2_seq():
     torch.manual_seed(0)
     T = transformers
