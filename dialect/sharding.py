@@ -42,7 +42,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from torch_mlir import ir
 
-from hir.dialect.base import DYNAMIC, ShardAttr, VerifyError, fail, i64_elements, memref_type
+from hir.dialect.base import DYNAMIC, ShardAttr, fail, i64_elements, memref_type
 
 
 class MultiDimMeshError(ValueError):

@@ -12,7 +12,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
 from hir.frontend.strategies.registry import PARTIAL, NoRule, OpCall, OpPlacement, register_op_strategy
-from hir.frontend.torch_ir import constant_value, tensor_info, torch_float, torch_int, torch_op, vtensor
+from hir.frontend.torch_ir import tensor_info, torch_float, torch_int, torch_op, vtensor
 
 _BOOL = "i1"
 
