@@ -157,6 +157,11 @@ def is_p2p_form(op: ir.Operation) -> bool:
     return cls is not None and k is not None and bool(cls.PEER_AXIS_ATTR) and k == get_int(op, cls.PEER_AXIS_ATTR)
 
 
+def op_classes(base: type) -> list[type]:
+    """The hir op classes deriving from ``base``: one pattern root per op kind."""
+    return [cls for cls in OP_CLASSES.values() if issubclass(cls, base)]
+
+
 def streamable_names() -> list[str]:
     return [name for name, cls in OP_CLASSES.items() if cls.STREAMABLE]
 

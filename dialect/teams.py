@@ -27,9 +27,15 @@ def teams_of(op: Any, name: str = "team") -> list[list[int]]:
     """The teams of a communication of verified IR: ``team = array<i64: ...>`` is one team;
     ``team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` (on a multi-D mesh) one team per
     row, each rank taking part in the row that holds it."""
-    attr = op.operation.attributes[name]
-    if not is_multi_team(op, name):
+    return teams_in(op.operation.attributes[name])
+
+
+def teams_in(attr: ir.Attribute) -> list[list[int]]:
+    """The teams a verified ``team`` attribute lists (see :func:`teams_of`)."""
+    try:
         return [list(ir.DenseI64ArrayAttr(attr))]
+    except (ValueError, TypeError):
+        pass  # a device layout: one team per row
     layout = ir.DenseIntElementsAttr(attr)
     width = ir.RankedTensorType(layout.type).shape[-1]
     flat = [int(d) for d in layout]

@@ -3,7 +3,7 @@ by :func:`run_pipeline` from textual pipelines that mix in upstream MLIR passes.
 
 from hir.passes.base import REGISTRY, ModulePass, PassFailure, disabled, is_disabled, register_pass
 from hir.passes.pipeline import PIPELINES, Instrumentation, overlap_pipeline, parse_pipeline, run_pipeline
-from hir.passes._resharding import compute_resharding_reason
+from hir.passes.communication._resharding import compute_resharding_reason
 
 # Importing a pass module registers its pass.
 from hir.passes import _all  # noqa: F401,E402

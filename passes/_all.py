@@ -1,13 +1,14 @@
 """Imports every pass module so that each registers itself (add new passes here)."""
 
-from hir.passes import insert_reshardings  # noqa: F401
-from hir.passes import convert_to_communication  # noqa: F401
+from hir.passes.communication import insert_reshardings  # noqa: F401
+from hir.passes.communication import convert_to_communication  # noqa: F401
 from hir.passes import stream_lowering  # noqa: F401
 from hir.passes import fuse_loops  # noqa: F401
-from hir.passes import insert_deallocations  # noqa: F401
+from hir.passes.memory import insert_deallocations  # noqa: F401
 from hir.passes import reuse_stream_buffers  # noqa: F401
 from hir.passes import pipeline_p2p  # noqa: F401
 from hir.passes import set_grid_shape  # noqa: F401
 from hir.passes import record_shard_signature  # noqa: F401
 from hir.passes import convert_shard_to_hir  # noqa: F401
-from hir.passes import hoist_parameter_work  # noqa: F401
+from hir.passes.memory import hoist_parameter_work  # noqa: F401
+from hir.passes import set_node_layout  # noqa: F401

@@ -33,16 +33,17 @@ from torch_mlir import ir
 from hir.dialect import AllreduceOp, ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WaitOp
 from hir.dialect.base import get_i64_array, get_int, get_str
 from hir.dialect.irutils import DEALLOC, index_const, output_index, stream_axis
+from hir.dialect.teams import is_multi_team
 from hir.passes._p2p_cost import CONTRACTIONS, MAX_AUTO_CHUNKS, _element_bytes, _flops, _local_shape
 from hir.passes._p2p_steps import chunk, chunk_op
 
 
 def chunkable_allreduce(op: ir.Operation, block_ops: list) -> Optional[tuple]:
-    """(producer, chunked axis of the partial) when ``op`` is a summing all-reduce waited on
-    once, whose input only a contraction writes (no stream axis, nothing else reading it)
+    """(producer, chunked axis of the partial) when ``op`` is a summing all-reduce of one
+    team waited on once, whose input only a contraction writes (no stream axis, nothing else reading it)
     and has a static axis besides the reduced one to chunk; else None."""
-    if op.name != AllreduceOp.OPERATION_NAME or get_str(op, "reduction") != "sum":
-        return None
+    if op.name != AllreduceOp.OPERATION_NAME or get_str(op, "reduction") != "sum" or is_multi_team(op):
+        return None  # a device layout (one team per row) is left whole
     partial, axis = op.operands[0], get_int(op, "axis")
     users = [use.owner.operation for use in op.results[0].uses]
     if len(users) != 1 or users[0].name != WaitOp.OPERATION_NAME:

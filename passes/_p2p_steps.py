@@ -17,6 +17,7 @@ from hir.dialect.sharding import sharding_of
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.p2p import COPIES_ATTR, SYMMETRIC_ATTR, TRANSFER_ATTR
 from hir.dialect.irutils import alloc, index_arith, index_const, operand_axis, output_index, is_broadcast_axis, renumber_axes, slice_name, stream_slices, value_name
+from hir.dialect.nodes import team_backend
 from hir.passes.base import fail
 
 ALGORITHMS = ("local-first", "ring")
@@ -137,7 +138,7 @@ def collective(opts: Any, op: ir.Operation, buffer: ir.Value, axis: int, verb: s
     extent = ir.MemRefType(buffer.type).shape[axis]
     if extent != len(team):
         raise fail(op, f"{verb} axis {axis} of extent {extent} over {len(team)} devices; hir-p2p-pipeline needs one {noun} per device along the stream axis (extent {len(team)})")
-    backend = ir.StringAttr.get(opts.backend or get_str(op, "backend"))
+    backend = ir.StringAttr.get(team_backend(op, op.attributes["team"], opts.backend or get_str(op, "backend"), opts.name))  # no copy engines across nodes
     return team, ir.DenseI64ArrayAttr.get(team), backend, _single_wait(op)
 
 

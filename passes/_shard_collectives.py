@@ -26,6 +26,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, shard, tensor
 
 from hir.dialect import AllgatherOp, AllreduceOp, DeviceIndexOp, ReduceScatterOp, WaitOp
+from hir.dialect.nodes import team_backend
 from hir.dialect.teams import teams_attr
 from hir.dialect.linalg_facts import ADDITIVE, is_elementwise
 from hir.passes.base import PassFailure
@@ -178,7 +179,8 @@ class Collectives:
         """The hir communication ``hir_name`` over grid axes ``axes`` and its ``hir.wait``: the
         mesh's one team on a 1-D grid, else one team per line (plane) of the grid along them."""
         team = self.team if self.grid.rank == 1 else teams_attr(self.grid.lines(axes))
-        attributes = {**attributes, "backend": self.backend, "team": team}
+        backend = ir.StringAttr.get(team_backend(self.fn, team, self.backend.value, "hir-convert-shard-to-hir"))  # no copy engines across nodes
+        attributes = {**attributes, "backend": backend, "team": team}
         work = self.create(hir_name, operands=operands, results=[self.work_type], attributes=attributes).result
         self.create(WaitOp.OPERATION_NAME, operands=[work])
 

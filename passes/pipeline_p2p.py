@@ -34,7 +34,8 @@ Run it after hir-convert-to-communication and before hir-lower:
 ``hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower`` (without it,
 hir-lower's stream lowering runs such a collective whole, un-pipelined). Options:
 
-- ``backend`` (default: the collective's): the shifts' backend.
+- ``backend`` (default: the collective's): the shifts' backend; ``nccl`` instead of ``cuda``
+  for a team that spans nodes (``hir.ranks_per_node``, ``hir.dialect.nodes``).
 - ``streams``: the pool streams the compute cycles through (1: compute in step order, like
   the hand-written copy-engine pipeline; n: one stream per step).
 - ``copies`` > 1: each shift's copy split over that many streams (several copy engines).
@@ -63,9 +64,9 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
 about max(n·t_m, t_m + (n-1)·t_c) plus ``step-us`` a step (the per-step launches, waits
 and handshakes: 20 us by default, the eager P2P rows' excess over their graph replays in
 the issue-5 runs being larger). So it pipelines when (n-1)·min(t_c, t_m) > n·step-us:
-when each step hides more than it costs. Dynamic sizes, or a collective with no compute
-op streaming with it, stay whole. E.g. the benchmark AG+matmul (bf16, K = N = 8192, 4
-ranks) at M=8192: 3·86 = 258 us > 80 us: pipeline; the SP MLP of benchmarks/sp_mlp.py at
+when each step hides more than it costs. Dynamic sizes, a collective with no compute
+op streaming with it, or one whose team spans nodes (``hir.ranks_per_node``), stay
+whole. E.g. the benchmark AG+matmul (bf16, K = N = 8192, 4 ranks) at M=8192: 3·86 = 258 us > 80 us: pipeline; the SP MLP of benchmarks/sp_mlp.py at
 256 tokens, d_model 64: well under a microsecond a step: whole.
 
 ``chunks=auto``. Per collective, with n team members, one step moves B bytes (one peer's
@@ -106,6 +107,7 @@ from hir.passes._p2p_steps import ALGORITHMS, comm_stream_index, compute_streams
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes._p2p_cost import auto_chunks, pipeline_pays
 from hir.dialect.irutils import func_ops, is_p2p_form
+from hir.dialect.nodes import spans_nodes
 
 TRANSFERS = ("pull", "push")
 OVERLAPS = ("on", "auto", "off")
@@ -201,6 +203,8 @@ class P2PPipeline(ModulePass):
     def _pipelines(self, op: ir.Operation, block_ops: list) -> bool:
         """``overlap``: whether to pipeline ``op`` (``auto``: :func:`pipeline_pays`)."""
         if self.overlap == "auto":
+            if spans_nodes(op, self.name, "kept whole (overlap=auto pipelines teams inside one node only)"):
+                return False
             return pipeline_pays(op, block_ops, self.copy_gbps, self.compute_tflops, self.step_us)
         return self.overlap == "on"
 

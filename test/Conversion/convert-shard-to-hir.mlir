@@ -2,6 +2,7 @@
 // (In test/Conversion, not test/Transforms: the inputs are shard-dialect tensor programs, which
 // the interpreter does not run; test/python/test_from_shard.py runs them converted.)
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-shard-to-hir{backend=gloo},hir-lower)' | FileCheck %s --check-prefix=LOWER
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-set-node-layout{ranks-per-node=2},hir-convert-shard-to-hir{backend=cuda})' | FileCheck %s --check-prefix=NODES
 
 // Hand-written partitioned shard programs (local tensor shapes, as shard-partition leaves
 // them) on a 4-device grid. Arguments carry their placement in hir.split_axes (what
@@ -188,6 +189,11 @@ func.func @mlp(%arg0: tensor<8x16xf32> {hir.split_axes = #shard<axisarray[[]]>},
 // CHECK:       "hir.allgather"(%{{.*}}, %{{.*}}) {axis = 1 : i64, backend = "gloo", team = dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>}
 // CHECK:       "hir.allreduce"(%{{.*}}, %{{.*}}) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = dense<{{\[\[}}0, 2], [1, 3]]> : tensor<2x2xi64>}
 // CHECK-SAME:  (memref<2x8x16xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>, memref<8x16xf32, #hir.shard<dense<{{\[\[}}0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>)
+// With two ranks per node (hir-set-node-layout) the allgather along grid axis 1 (inside the
+// nodes) keeps the copy engines asked for, the allreduce along axis 0 (across them) gets NCCL.
+// NODES-LABEL: func.func @grid_2x2
+// NODES:       "hir.allgather"{{.*}}backend = "cuda"{{.*}}team = dense<{{\[\[}}0, 1], [2, 3]]>
+// NODES:       "hir.allreduce"{{.*}}backend = "nccl"{{.*}}team = dense<{{\[\[}}0, 2], [1, 3]]>
 // LOWER-LABEL: func.func @grid_2x2
 // LOWER:       "hir.matmul"
 // LOWER:       "hir.allgather"{{.*}}team = dense<{{\[\[}}0, 1], [2, 3]]>

@@ -142,19 +142,26 @@ class TorchProgram:
             if extent % spec.parts(axis):
                 raise HirError(f"{_caller()}: error: input {i}: dynamic dim {axis} ({name}) of extent {extent} does not split evenly over the {spec.parts(axis)} devices of its placement")
 
-    def lower(self, overlap: str = "auto", pipeline: Optional[str] = None) -> ir.Module:
+    def lower(self, overlap: str = "auto", pipeline: Optional[str] = None, ranks_per_node: Optional[int] = None) -> ir.Module:
         """Lower :attr:`module` in place (once) and return it. By default with
         ``hir-lower-overlap``: on several ranks, each collective in P2P form (the SP
         all-gather before a linear, the reduce-scatter after one) is pipelined on copy engines
         where the ``overlap=auto`` rule of hir-p2p-pipeline says it beats the whole collective
         (sizes and team size); ``overlap="on"`` / ``"off"`` forces the pipelined / whole form
-        everywhere; ``pipeline`` replaces the whole pipeline."""
+        everywhere; ``pipeline`` replaces the whole pipeline. ``ranks_per_node``: the
+        program runs on nodes of that many ranks (``hir-set-node-layout`` first): teams that
+        span nodes get NCCL, never copy engines (docs/multi-node.md)."""
         import hir  # the public entry: its errors are HirErrors
         from hir.passes import overlap_pipeline
 
         if overlap not in ("auto", "on", "off"):
             raise HirError(f"error: TorchProgram.lower: overlap must be 'auto', 'on' or 'off', got {overlap!r}")
-        return hir.lower(self.module, pipeline or overlap_pipeline(overlap))
+        steps = pipeline or overlap_pipeline(overlap)
+        if ranks_per_node is not None:
+            if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or ranks_per_node < 1:
+                raise HirError(f"error: TorchProgram.lower: ranks_per_node must be a positive int, got {ranks_per_node!r}")
+            steps = f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},{steps}"
+        return hir.lower(self.module, steps)
 
     def run(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` on this rank with :func:`hir.run` options (``state_dict`` None: the

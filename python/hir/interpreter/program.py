@@ -23,6 +23,7 @@ from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
 from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_blockers, written_arguments
 from hir.interpreter.inputs import shard
 from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode
+from hir.interpreter.nodes import run_ranks_per_node
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
 from hir.interpreter.regions import compile_block, region_mode_reason
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
@@ -191,6 +192,7 @@ class Program:
         self.device = dev
         self.source_name = source_name
         with module.context:
+            self.runtime.ranks_per_node = run_ranks_per_node(module, self.runtime.rank, self.runtime.world_size, source_name)
             placement_errors = check_placements(module.operation, source_name, self.runtime.world_size)
             if placement_errors:
                 raise HirError("\n".join(placement_errors))

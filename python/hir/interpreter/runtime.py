@@ -28,6 +28,7 @@ class Runtime:
         self.compile_kernels = compile_kernels
         self.kernel_compile = KernelCompileStats(compile_kernels)
         self.rank, self.world_size = world()
+        self.ranks_per_node: Optional[int] = None  # the run's node layout (None: one node), set at run start
         self.streams = StreamPool(device, num_streams, high_priority)
         # Works no hir.wait consumes: (work, location, op name), completed at entry exit.
         self.pending: list = []

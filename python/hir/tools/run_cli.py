@@ -34,6 +34,8 @@ communication that lowering inserts, so on several ranks it is refused unlowered
 multi-process runs:
   hir-run --nproc 4 prog.mlir             4 local processes (gloo on CPU by default)
   torchrun --nproc_per_node 4 --no-python hir-run prog.mlir   (or: torchrun ... -m hir.tools.run_cli)
+  several nodes: torchrun --nnodes 2 --node-rank R --nproc-per-node 2 --rdzv-backend c10d
+  --rdzv-endpoint HOST:PORT --no-python hir-run prog.mlir ...   (docs/multi-node.md)
   Outputs print per rank ("rank R: " prefix), in rank order. If a rank fails the
   others are stopped; collectives give up after $HIR_DIST_TIMEOUT s (default 60).
 
@@ -70,7 +72,8 @@ def parser() -> argparse.ArgumentParser:
                    "(at most 4 per CPU core on cpu, one per GPU on cuda, unless --max-nproc says otherwise)")
     p.add_argument("--max-nproc", type=positive_int, metavar="N", help="allow --nproc up to N instead of the machine's limit")
     p.add_argument("--timeout", type=positive_float, default=None, metavar="S",
-                   help="with --nproc: stop every rank after S seconds and exit with status 124")
+                   help="with --nproc: stop every rank after S seconds and exit with status 124; "
+                   "on a rank of a torchrun launch: stop this rank after S seconds (status 124)")
     p.add_argument("--weights", metavar="FILE", help="read the arguments that name weight keys (hir.weight) from this safetensors "
                    "file instead of the one the module names (hir.weights; hir-import writes both)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
@@ -114,6 +117,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from hir.tools.launch import note_failure
 
+    if args.timeout is not None and args.nproc is None:
+        stop_rank_after(args.timeout)
     ok = False
     try:
         rc = run_file(args)
@@ -159,8 +164,8 @@ def check_args(args: argparse.Namespace) -> None:
                 raise CliError(err.message.removeprefix("error: ")) from None
     if not os.path.exists(args.file) and args.file != "-":
         check_not_a_pipeline(args.file)
-    if args.timeout is not None and args.nproc is None:
-        raise CliError("--timeout applies to --nproc runs only (add --nproc 1 to time-limit one process)")
+    if args.timeout is not None and args.nproc is None and not launched_rank():
+        raise CliError("--timeout applies to --nproc runs only, or to the ranks of a torchrun launch (add --nproc 1 to time-limit one process)")
     # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
     inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]] + ([args.weights] if args.weights else [])
     for flag, path in (("--save", args.save), ("--trace", args.trace)):
@@ -177,6 +182,29 @@ def check_not_a_pipeline(name: str) -> None:
     if head in REGISTRY or head in PIPELINES or head == "builtin.module":
         raise CliError(f"'{name}' is a pass pipeline, not a file: a pipeline for --lower is written with '=': "
                        f"--lower={name} (a bare --lower runs {DEFAULT_LOWERING})")
+
+
+def launched_rank() -> bool:
+    """Whether this process is a rank of a run another launcher started (torchrun sets RANK
+    and WORLD_SIZE; ``hir-run --nproc``'s own ranks carry --nproc)."""
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def stop_rank_after(seconds: float) -> None:
+    """``--timeout`` on a rank of a torchrun launch: the rank stops itself after ``seconds``
+    with status 124, wherever it is blocked (a collective waiting for a dead node
+    included); torchrun then stops the node's other ranks and exits non-zero."""
+    import threading
+
+    def expire() -> None:
+        rank = os.environ.get("RANK", "0")
+        sys.stderr.write(f"hir-run: error: --timeout {seconds:g}: rank {rank} did not finish in time; stopped it (exit status 124)\n")
+        sys.stderr.flush()
+        os._exit(124)  # no unwinding: the main thread may be inside a blocking collective
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
 
 
 def _gpu_nodes() -> bool:

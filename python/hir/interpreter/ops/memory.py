@@ -17,6 +17,7 @@ from torch_mlir.dialects import memref
 from hir.dialect.base import DYNAMIC
 from hir.dialect.context import HirError
 from hir.dialect.p2p import SYMMETRIC_ATTR
+from hir.dialect.nodes import spanning_team
 from hir.interpreter.backends import symmetric
 from hir.interpreter.generated import slot_moves_step, unique_name
 from hir.interpreter.plan import DEAD, UNSET, Compiler, Step
@@ -177,6 +178,8 @@ def _symmetric_alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
     members = sorted(spec.sharding.mesh) if spec.sharding is not None else list(range(runtime.world_size))
     if runtime.device.type != "cuda" or len(members) < 2 or c.rank not in members or max(members) >= runtime.world_size:
         return None
+    if spanning_team([members], runtime.ranks_per_node) is not None:
+        return None  # peers on other nodes cannot map it: an ordinary buffer (its transfers run on NCCL)
     pool = symmetric.SymmetricPool(spec.local(spec.shape), spec.dtype, runtime.device, runtime.comm.group(members), members)
     out = c.define(result)
 

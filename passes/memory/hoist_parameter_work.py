@@ -37,18 +37,27 @@ Ops that qualify: calls of kernel segments (``hir.kernel``; they write the argum
 materialize into) and compute ops (their class's ``DESTINATIONS``). Anything inside a loop,
 anything reading a non-parameter, and allocations with dynamic sizes or in symmetric memory
 stay where they are.
+
+An analysis plus patterns under the walk driver (``walk_and_apply_patterns``: one visit per
+op, no folding, no dead-code removal). The analysis picks each function's ops to move (it
+follows the values they make, top to bottom); one pattern per op kind that can move (a
+kernel ``func.call``, each compute op) moves the picked op and its output allocations into
+the work function, built with its ``hir.once`` call when the walk reaches the function's
+first picked op; a pattern rooted on ``memref.dealloc`` erases the deallocations of the
+call's results.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 from torch_mlir.dialects import bufferization, func
 
 from hir.dialect import KERNEL_ATTR, ONCE_ATTR, OP_CLASSES, PARAMETER_ATTR, ComputeOp, is_view
+from hir.dialect.irutils import ALLOC, DEALLOC, FUNC, func_ops, op_classes, written_operands
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.passes.base import ModulePass, register_pass
-from hir.dialect.irutils import ALLOC, DEALLOC, func_ops, written_operands
+from hir.passes.rewriting import PatternGuard
 
 _CALL = func.CallOp.OPERATION_NAME
 _RETURN = func.ReturnOp.OPERATION_NAME
@@ -74,10 +83,31 @@ def kernel_writes(fn: ir.Operation) -> frozenset[int]:
     return frozenset(written)
 
 
-class _Hoister:
+@dataclass
+class _Outline:
+    """One function's parameter work (the analysis' answer): the ops to move, in order,
+    each with its fresh output allocations, into the private function ``name`` called once."""
+
+    fn: ir.Operation
+    name: str
+    params: list[ir.Value]  # the parameters the work reads, in argument order
+    outputs: list[ir.Value]  # the buffers it makes, returned by the work function
+    # (op, its output allocations), in block order; the ops not moved yet from ``moved`` on.
+    # A list, not a dict: ``ir.Operation``'s hash covers its operands, which the move rewires.
+    moves: list[tuple[ir.Operation, list[ir.Operation]]] = field(default_factory=list)
+    moved: int = 0
+    results: Optional[list[ir.Value]] = None  # the hir.once call's results, once it is built
+    ret: Optional[ir.Operation] = None  # the work function's return: moved ops go before it
+    args: list[ir.Value] = field(default_factory=list)  # the work function's arguments
+
+
+class _Analysis:
+    """Which top-level ops of each function read only parameters (or buffers made by such
+    ops) and write only fresh allocations: the :class:`_Outline` of each function."""
+
     def __init__(self, module: ir.Module) -> None:
-        self.functions = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in func_ops(module)}
-        self.module = module
+        self.functions = {_symbol(f): f for f in func_ops(module)}
+        self.outlines = [o for o in map(self.outline, list(self.functions.values())) if o is not None]
 
     def writes(self, op: ir.Operation) -> Optional[frozenset[int]]:
         """Operand indices ``op`` writes; None when unknown (or not a kernel call)."""
@@ -123,17 +153,17 @@ class _Hoister:
                     return False
         return not self.written_or_returned_after(value, op)
 
-    def run(self, fn: ir.Operation) -> None:
+    def outline(self, fn: ir.Operation) -> Optional[_Outline]:
         params = parameter_arguments(fn)
         if not params:
-            return
+            return None
         block = fn.regions[0].blocks[0]
         args = list(block.arguments)
         known = {args[i] for i in params}
         used_params: list[ir.Value] = []
-        hoisted: list[ir.Operation] = []  # in order, allocations before their writer
+        moves: list[tuple[ir.Operation, list[ir.Operation]]] = []
         outputs: list[ir.Value] = []
-        for op in list(block.operations):
+        for op in block.operations:
             op = op.operation
             written = self.writes(op)
             if not written:
@@ -148,38 +178,14 @@ class _Hoister:
             for v in reads:
                 if v in args and v not in used_params:
                     used_params.append(v)
-            hoisted += [t.owner.operation for t in targets] + [op]
+            moves.append((op, [t.owner.operation for t in targets]))
             outputs += targets
             known.update(targets)
-        if hoisted:
-            with fn.location:
-                self.outline(fn, block, hoisted, outputs, sorted(used_params, key=args.index))
-
-    def outline(self, fn: ir.Operation, block: ir.Block, hoisted: list, outputs: list, params: list) -> None:
-        name = self.unique(ir.StringAttr(fn.attributes["sym_name"]).value + "_parameter_work")
-        out_types = [v.type for v in outputs]
-        with ir.InsertionPoint(self.module.body):
-            work = func.FuncOp(name, ir.FunctionType.get([p.type for p in params], out_types), visibility="private")
-        body = work.add_entry_block()
-        with ir.InsertionPoint.at_block_begin(block):
-            call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(name), params)
-        call.operation.attributes[ONCE_ATTR] = ir.UnitAttr.get()
-        results = list(call.operation.results)
-        for value, result in zip(outputs, results):
-            value.replace_all_uses_with(result)
-        for result in results:
-            for use in list(result.uses):
-                if use.owner.operation.name == DEALLOC:
-                    use.owner.operation.erase()
-        with ir.InsertionPoint(body):
-            ret = func.ReturnOp(outputs)
-        for op in hoisted:
-            op.move_before(ret.operation)
-            for value, result in zip(outputs, results):
-                op.replace_uses_of_with(result, value)
-            for param, arg in zip(params, body.arguments):
-                op.replace_uses_of_with(param, arg)
-        self.functions[name] = work.operation
+        if not moves:
+            return None
+        name = self.unique(_symbol(fn) + "_parameter_work")
+        self.functions[name] = fn  # taken: a later function's work gets another name
+        return _Outline(fn, name, sorted(used_params, key=args.index), outputs, moves)
 
     def unique(self, name: str) -> str:
         base, n = name, 0
@@ -187,6 +193,70 @@ class _Hoister:
             n += 1
             name = f"{base}_{n}"
         return name
+
+
+class _Hoisting:
+    """The patterns: each op of an outline moves, with its output allocations, into the
+    work function (built with the ``hir.once`` call at the outline's first op); a
+    deallocation of a ``hir.once`` result goes (the interpreter's cache owns the buffer)."""
+
+    def __init__(self, module: ir.Module, outlines: list[_Outline]) -> None:
+        self.module = module
+        self.outlines = {_symbol(outline.fn): outline for outline in outlines}
+        self.calls: list[ir.Operation] = []  # the hir.once calls built (a few: one per function)
+
+    def hoist(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        """A kernel call or compute op of an outline -> moved into its work function. The
+        walk reaches a function's top-level ops in order, so an outline's next op to move is
+        the only candidate (and a moved op, visited again in the work function, is none)."""
+        op = op.operation
+        fn = op.parent
+        outline = self.outlines.get(_symbol(fn)) if fn is not None and fn.name == FUNC else None
+        if outline is None or outline.moved == len(outline.moves) or outline.moves[outline.moved][0] != op:
+            return True
+        if outline.ret is None:
+            self.build(outline)
+        allocations = outline.moves[outline.moved][1]
+        outline.moved += 1
+        for moved in (*allocations, op):
+            moved.move_before(outline.ret)
+            for value, result in zip(outline.outputs, outline.results):
+                moved.replace_uses_of_with(result, value)
+            for param, arg in zip(outline.params, outline.args):
+                moved.replace_uses_of_with(param, arg)
+        return False
+
+    def build(self, outline: _Outline) -> None:
+        """The work function (returning the outputs) and its ``hir.once`` call at the top of
+        the function; the outputs' uses there read the call's results from now on."""
+        out_types = [v.type for v in outline.outputs]
+        with outline.fn.location:
+            with ir.InsertionPoint(self.module.body):
+                work = func.FuncOp(outline.name, ir.FunctionType.get([p.type for p in outline.params], out_types), visibility="private")
+            body = work.add_entry_block()
+            with ir.InsertionPoint.at_block_begin(outline.fn.regions[0].blocks[0]):
+                call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(outline.name), outline.params)
+            call.operation.attributes[ONCE_ATTR] = ir.UnitAttr.get()
+            outline.results = list(call.operation.results)
+            for value, result in zip(outline.outputs, outline.results):
+                value.replace_all_uses_with(result)
+            with ir.InsertionPoint(body):
+                outline.ret = func.ReturnOp(outline.outputs).operation
+        outline.args = list(body.arguments)
+        self.calls.append(call.operation)
+
+    def drop_cached_dealloc(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        """``memref.dealloc`` of a result of a ``hir.once`` call built here -> erased: the
+        buffer lives as long as the interpreter's cache of the call."""
+        owner = op.operation.operands[0].owner
+        if isinstance(owner, ir.Block) or owner.operation not in self.calls:
+            return True
+        rewriter.erase_op(op)
+        return False
+
+
+def _symbol(fn: ir.Operation) -> str:
+    return ir.StringAttr(fn.attributes["sym_name"]).value
 
 
 def _nested_after(user: ir.Operation, op: ir.Operation) -> bool:
@@ -203,7 +273,15 @@ class HoistParameterWork(ModulePass):
     name = "hir-hoist-parameter-work"
     description = "Compute work that reads only hir.parameter arguments once (a hir.once call the interpreter caches)."
 
-    def run(self, module: ir.Module) -> None:
-        hoister = _Hoister(module)
-        for fn in list(func_ops(module)):
-            hoister.run(fn)
+    def run(self, module: ir.Module) -> bool:
+        outlines = _Analysis(module).outlines
+        if not outlines:
+            return False
+        hoisting = _Hoisting(module, outlines)
+        guard = PatternGuard()
+        patterns = rewrite.RewritePatternSet(module.context)
+        for root in (_CALL, *(cls.OPERATION_NAME for cls in op_classes(ComputeOp))):
+            patterns.add(root, guard(hoisting.hoist))
+        patterns.add(DEALLOC, guard(hoisting.drop_cached_dealloc))
+        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
+        return guard.finish()

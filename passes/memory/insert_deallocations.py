@@ -8,6 +8,11 @@ Buffers returned by the function (directly or through a view) are program output
 program inputs are never allocated here, so neither is freed. Allocations inside ``hir.for``
 bodies are freed inside the body.
 
+One pattern, rooted on ``memref.alloc``, run by the walk driver (``walk_and_apply_patterns``:
+one visit per allocation, no folding, no dead-code removal); the deallocations it inserts
+after the root are other ops, never revisited as allocations. It reads an analysis, each
+block's op order, built once per block (an op's index in a block costs O(index) to find).
+
 Before::
 
     %t = memref.alloc() : memref<8xf32>
@@ -26,15 +31,16 @@ After::
     return %out : memref<8xf32>
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 from torch_mlir.dialects import func, scf
 
 from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WorkType, YieldOp, is_view
-from hir.dialect.irutils import ALLOC, DEALLOC, func_ops
+from hir.dialect.irutils import ALLOC, DEALLOC
 from hir.passes.base import ModulePass, register_pass
+from hir.passes.rewriting import PatternGuard
 
 _RETURNS = (func.ReturnOp.OPERATION_NAME, scf.YieldOp.OPERATION_NAME)  # the buffer escapes: never freed here
 
@@ -45,35 +51,38 @@ class InsertDeallocations(ModulePass):
     name = "hir-insert-deallocations"
     description = "Deallocate each intermediate memref.alloc after its last use (never inputs or outputs)."
 
-    def run(self, module: ir.Module) -> None:
-        for function in func_ops(module):
-            for block, allocs in _allocs_by_block(function).items():
-                _insert(block, allocs)
+    def run(self, module: ir.Module) -> bool:
+        guard = PatternGuard()
+        patterns = rewrite.RewritePatternSet(module.context)
+        patterns.add(ALLOC, guard(_BlockOrder().free_after_last_use))
+        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
+        return guard.finish()
 
 
-def _allocs_by_block(func: ir.Operation) -> dict[ir.Block, list[ir.Operation]]:
-    """The ``memref.alloc`` ops of ``func``, grouped by the block holding them. One C++ walk:
-    iterating every block from Python costs ~6 us an op, and most blocks (loop bodies of
-    views and compute ops) hold no allocation."""
-    allocs: dict[ir.Block, list[ir.Operation]] = {}
+@dataclass
+class _BlockOrder:
+    """The analysis the pattern reads: each block's ops in order, with their indices, taken
+    when the walk reaches the block's first allocation (before a deallocation goes in)."""
 
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == ALLOC:
-            allocs.setdefault(op.block, []).append(op)
-        return ir.WalkResult.ADVANCE
+    blocks: dict[ir.Block, tuple[list[ir.Operation], dict[ir.Operation, int]]] = field(default_factory=dict)
 
-    func.walk(visit)
-    return allocs
+    def of(self, block: ir.Block) -> tuple[list[ir.Operation], dict[ir.Operation, int]]:
+        order = self.blocks.get(block)
+        if order is None:
+            ops = [op.operation for op in block.operations]
+            order = self.blocks[block] = (ops, {op: i for i, op in enumerate(ops)})
+        return order
 
-
-def _insert(block: ir.Block, allocs: list[ir.Operation]) -> None:
-    ops = [op.operation for op in block.operations]
-    position = {op: i for i, op in enumerate(ops)}
-    for alloc in allocs:
+    def free_after_last_use(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        """``memref.alloc`` -> a ``memref.dealloc`` of it after its last use (no match for a
+        buffer that escapes or is freed already)."""
+        alloc = op.operation
+        ops, position = self.of(alloc.block)
         last = _last_use(alloc, ops, position)
         if last is None:
-            continue
+            return True
         ir.Operation.create(DEALLOC, operands=[alloc.result], loc=alloc.location, ip=ir.InsertionPoint.after(last))
+        return False
 
 
 def _users(value: ir.Value) -> list[ir.Operation]:

@@ -11,6 +11,10 @@ axis is the operand's split axis. ``hir.set`` (a resharding itself) and reductio
 split axis (an allreduce / reduce-scatter / reduce) are left to
 hir-convert-to-communication; buffers without a device mesh are not touched.
 
+One pattern per compute op kind but ``hir.set``, run by the walk driver
+(``walk_and_apply_patterns``): one visit per op, nested bodies first, the root updated in
+place and the new ops built before it (never revisited), no folding and no dead-code removal.
+
 Before (AG + matmul as nvFuser writes it: A split along axis 1, the output replicated)::
 
     %out = memref.alloc(%d0) : memref<?x4x8x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
@@ -28,15 +32,16 @@ After::
 
 from dataclasses import dataclass
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 
 from hir.dialect import ComputeOp, ReductionOp, SetOp
 from hir.dialect.base import DYNAMIC, get_i64_array, i64_attr
-from hir.dialect.sharding import Sharding
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.passes._resharding import needed_sharding, operand_sharding
-from hir.dialect.irutils import alloc, blocks_postorder, dim_or_const, func_ops, is_a, operand_axis, output_index, stream_axis
+from hir.dialect.irutils import alloc, dim_or_const, op_classes, operand_axis, output_index, stream_axis
+from hir.dialect.sharding import Sharding
 from hir.passes.base import ModulePass, register_pass
+from hir.passes.communication._resharding import needed_sharding, operand_sharding
+from hir.passes.rewriting import PatternGuard
 
 
 @register_pass
@@ -46,32 +51,35 @@ class InsertReshardings(ModulePass):
     description = "Insert a hir.set before each compute op whose operands are sharded differently from what it needs (nvFuser's insertReshardings)."
 
     def run(self, module: ir.Module) -> bool:
-        changed = False
-        for func in func_ops(module):
-            for block in blocks_postorder(func):
-                ops = [op.operation for op in block.operations if is_a(op.operation, ComputeOp)]
-                for op in ops:
-                    # hir.set is a resharding itself, lowered whole by hir-convert-to-communication.
-                    if op.name != SetOp.OPERATION_NAME and not _collective_reduction(op):
-                        changed |= _reshard_operands(op)
-        return changed
+        guard = PatternGuard()
+        patterns = rewrite.RewritePatternSet(module.context)
+        for root in op_classes(ComputeOp):
+            if root is SetOp:
+                continue  # hir.set is a resharding itself, lowered whole by hir-convert-to-communication
+            pattern = reshard_reduction_operands if root is ReductionOp else reshard_operands
+            patterns.add(root.OPERATION_NAME, guard(pattern))
+        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
+        return guard.finish()
 
 
-def _collective_reduction(op: ir.Operation) -> bool:
-    """A reduction over the input's split axis: a collective of its own."""
-    if op.name != ReductionOp.OPERATION_NAME:
-        return False
-    src = operand_sharding(op, 0)
-    return src is not None and any(s in get_i64_array(op, "axes") for s in src.splits if s is not None)
+def reshard_reduction_operands(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """``hir.reduction``: as :func:`reshard_operands`, except a reduction over the input's
+    split axis, a collective of its own (allreduce / reduce-scatter / reduce)."""
+    src = operand_sharding(op.operation, 0)
+    if src is not None and any(s in get_i64_array(op.operation, "axes") for s in src.splits if s is not None):
+        return True
+    return reshard_operands(op, rewriter)
 
 
-def _reshard_operands(op: ir.Operation) -> bool:
-    """Reshard the operands of ``op`` that need it; whether any did."""
+def reshard_operands(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """A compute op: each operand placed differently from what the output needs is read
+    from a new buffer set from it right before the op (no match when none is)."""
+    op = op.operation
     out_index = output_index(op)
     out = operand_sharding(op, out_index)
     if out is None:
-        return False
-    changed = False
+        return True
+    unmatched = True
     for index, operand in enumerate(list(op.operands)):
         if index == out_index or not isinstance(operand.type, ir.MemRefType):
             continue
@@ -79,19 +87,19 @@ def _reshard_operands(op: ir.Operation) -> bool:
         needed = needed_sharding(op, index, out)
         if mine is None or mine == needed:
             continue
-        op.operands[index] = _resharded(op, index, mine, needed)
-        changed = True
-    return changed
+        op.operands[index] = _resharded(op, index, mine, needed, rewriter.ip)
+        unmatched = False
+    return unmatched
 
 
-def _resharded(op: ir.Operation, index: int, mine: Sharding, needed: Sharding) -> ir.Value:
+def _resharded(op: ir.Operation, index: int, mine: Sharding, needed: Sharding, ip: ir.InsertionPoint) -> ir.Value:
     """A new buffer with operand ``index``'s shape placed as ``needed``, set from the
-    operand right before ``op``."""
+    operand at ``ip`` (right before ``op``)."""
     # The needed split axis has the output's extent there (verified divisible), or is None.
     operand = op.operands[index]
     source = ir.MemRefType(operand.type)
     k = stream_axis(op)
-    with ir.InsertionPoint(op), op.location:
+    with ip, op.location:
         sizes = [dim_or_const(operand, axis) for axis, extent in enumerate(source.shape) if extent == DYNAMIC]
         target = ir.MemRefType.get(source.shape, source.element_type, memory_space=needed.attr())
         buffer = alloc(target, sizes).result

@@ -30,9 +30,9 @@ from hir.dialect.base import VerifyError, get_i64_array, get_str, i64_attr
 from hir.dialect.teams import teams_attr
 from hir.dialect.sharding import MultiDimMeshError, Sharding, sharding_of
 from hir.dialect.irutils import is_a, is_broadcast_axis, operand_axis, output_index
-from hir.passes.base import fail
+from hir.passes.base import PassFailure, fail
 
-_LOWERABLE = (SetOp.OPERATION_NAME, ReductionOp.OPERATION_NAME)
+LOWERABLE = (SetOp, ReductionOp)  # the compute ops whose resharding lowers to collectives
 
 
 @dataclass
@@ -42,10 +42,11 @@ class Plan:
     collectives: list[tuple[type, dict[str, ir.Attribute]]]
 
 
-def operand_sharding(op: ir.Operation, index: int) -> Optional[Sharding]:
-    """The placement of operand ``index`` of ``op`` (None: no device mesh); a bad one fails at the op."""
+def operand_sharding(op: ir.Operation, index: int, buffer_type: Optional[ir.MemRefType] = None) -> Optional[Sharding]:
+    """The placement of operand ``index`` of ``op`` (None: no device mesh), read from its
+    type (``buffer_type`` when the caller has it); a bad one fails at the op."""
     try:
-        return sharding_of(op.operands[index], f"operand #{index}")
+        return sharding_of(buffer_type or op.operands[index], f"operand #{index}")
     except VerifyError as err:
         raise fail(op, str(err)) from None
 
@@ -67,9 +68,9 @@ def needed_sharding(op: ir.Operation, index: int, out: Sharding) -> Sharding:
     return out.renumbered(lambda axis: _needed_split(op, index, axis))
 
 
-def _mismatch(op: ir.Operation, index: int, out: Optional[Sharding]) -> Optional[str]:
-    """Why operand ``index`` is placed differently from what the output needs (None: same)."""
-    mine = operand_sharding(op, index)
+def _mismatch(op: ir.Operation, index: int, mine: Optional[Sharding], out: Optional[Sharding]) -> Optional[str]:
+    """Why operand ``index``, placed as ``mine``, is placed differently from what the output
+    needs (None: same)."""
     if mine is None and out is None:
         return None
     if mine is None or out is None:
@@ -95,11 +96,12 @@ def _fmt(splits: tuple) -> list[int]:
 def resharding_reason(op: ir.Operation) -> Optional[str]:
     """nvFuser's isResharding: why ``op`` moves data between devices, or None."""
     out_index = output_index(op)
-    out = operand_sharding(op, out_index)
-    for index, operand in enumerate(op.operands):
-        if index == out_index or not isinstance(operand.type, ir.MemRefType):
+    types = [operand.type for operand in op.operands]  # each read once: a type read costs a downcast
+    out = operand_sharding(op, out_index, types[out_index])
+    for index, buffer_type in enumerate(types):
+        if index == out_index or not isinstance(buffer_type, ir.MemRefType):
             continue
-        reason = _mismatch(op, index, out)
+        reason = _mismatch(op, index, operand_sharding(op, index, buffer_type), out)
         if reason:
             return reason
     return None
@@ -116,13 +118,17 @@ def _team(mesh: tuple[int, ...], extra: int) -> list[int]:
     return list(mesh) + ([extra] if extra not in mesh else [])
 
 
+def unlowerable(op: ir.Operation, reason: str) -> PassFailure:
+    """The error for a resharding compute op that is not one of :data:`LOWERABLE`."""
+    names = " and ".join(cls.OPERATION_NAME for cls in LOWERABLE)
+    return fail(op, f"is resharding ({reason}); only {names} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first")
+
+
 def plan(op: ir.Operation) -> Optional[Plan]:
-    """The collectives for a resharding op, None when ``op`` does not reshard."""
+    """The collectives for a resharding op of :data:`LOWERABLE`, None when ``op`` does not reshard."""
     reason = resharding_reason(op)
     if reason is None:
         return None
-    if op.name not in _LOWERABLE:
-        raise fail(op, f"is resharding ({reason}); only {' and '.join(_LOWERABLE)} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first")
     src, dst = operand_sharding(op, 0), operand_sharding(op, 1)
     if src is None or dst is None:
         raise fail(op, reason)

@@ -1,0 +1,350 @@
+"""Two nodes simulated on one machine: two ``torchrun --nnodes=2 --nproc-per-node=2
+--rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:PORT`` processes started together, 4 Gloo
+ranks on the CPU, each running ``hir-run`` (docs/multi-node.md runs the 2x2 dp x tp program
+the same way, in the docs test).
+
+- A node that dies (its torchrun and ranks killed mid-run) makes the other node exit
+  non-zero at once, long before its ranks' ``--timeout``.
+- ``hir-run --timeout`` on a rank of a torchrun launch stops that rank (status 124).
+- Slow: an MLP imported with ``hir-import`` on a 2x2 mesh (dp over mesh axis 0, across the
+  nodes; Megatron tp over mesh axis 1, inside them), lowered with 2 ranks per node: its tp
+  allreduce on copy engines, its dp allgather on NCCL (Gloo here); every rank's output
+  equals the module's in one process (the docs run the same in the default suite). A node
+  that hangs: the other node's ranks fail after $HIR_DIST_TIMEOUT.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+BIN = Path(sys.executable).parent
+LOWER_2_PER_NODE = "hir-set-node-layout{ranks-per-node=2},hir-insert-reshardings,hir-convert-to-communication{backend=cuda},hir-lower"
+
+MLP = """\
+import torch
+from torch.distributed.tensor import Replicate, Shard
+
+torch.manual_seed(0)
+module = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.GELU(), torch.nn.Linear(64, 16))
+example_args = (torch.randn(8, 16),)
+mesh = [[0, 1], [2, 3]]  # mesh axis 0: dp, across the nodes; mesh axis 1: tp, inside a node
+tp = {"0.weight": Shard(0), "0.bias": Shard(0), "2.weight": Shard(1), "2.bias": Replicate()}
+placements = {name: (Replicate(), p) for name, p in tp.items()}
+placements |= {"input0": (Shard(0), Replicate()), "output0": (Replicate(), Replicate())}
+"""
+
+# The 2x2 program's dp allgather, n times, then once more without a wait: each run of the
+# program (hir-run --warmup runs it again and again) then prints, under HIR_DEBUG=1, a
+# warning about that unwaited work: the sign that the ranks are exchanging data.
+LOOP = """\
+!s = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>
+!o = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
+module attributes {hir.ranks_per_node = 2 : i64} {
+  func.func @main(%s: !s, %n: index) -> !o {
+    %o = memref.alloc() : !o
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    "hir.for"(%c0, %n, %c1) ({
+    ^bb0(%i: index):
+      %w = "hir.allgather"(%s, %o) {axis = 0 : i64, backend = "nccl", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>} : (!s, !o) -> !hir.work
+      "hir.wait"(%w) : (!hir.work) -> ()
+      "hir.yield"() : () -> ()
+    }) : (index, index, index) -> ()
+    %last = "hir.allgather"(%s, %o) {axis = 0 : i64, backend = "nccl", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>} : (!s, !o) -> !hir.work
+    return %o : !o
+  }
+}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nodes(command: list[str], cwd: Path, node_env: tuple = ({}, {}), **env: str) -> list[subprocess.Popen]:
+    """Node 0 and node 1 of a 2-node torchrun launch, each in its own session (so the test
+    can stop a node with all its ranks), logging to ``node0.log`` / ``node1.log``;
+    ``node_env``: each node's own variables."""
+    port = free_port()
+    base = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", HIR_DEVICE="cpu", **env)
+    procs = []
+    for node in (0, 1):
+        environment = {**base, **node_env[node]}
+        launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node-rank={node}", "--nproc-per-node=2",
+                    "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-conf=join_timeout=120", "--no-python"]
+        log = open(cwd / f"node{node}.log", "w")
+        procs.append(subprocess.Popen(launcher + command, cwd=cwd, env=environment, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
+        log.close()
+    return procs
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Kill a node started by :func:`start_nodes`: its torchrun (its session) and its ranks,
+    which torchrun starts in sessions of their own."""
+    if proc.poll() is None:
+        ranks = children(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        for pid in ranks:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # it ended meanwhile
+    proc.wait()
+
+
+def wait_nodes(procs: list[subprocess.Popen], cwd: Path, timeout_s: float) -> list[int]:
+    """The nodes' exit statuses; a node still running after ``timeout_s`` is killed and fails the test."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"a node ran past {timeout_s:g} s\n{logs(cwd)}")
+    finally:
+        for proc in procs:
+            stop(proc)
+    return [proc.returncode for proc in procs]
+
+
+def logs(cwd: Path) -> str:
+    return "\n".join(f"--- node{n}.log\n{(cwd / f'node{n}.log').read_text()}" for n in (0, 1))
+
+
+def tool(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(BIN / name), *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=dict(os.environ, HIR_DEVICE="cpu"))
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.mark.slow
+def test_imported_model_on_two_nodes(tmp_path):
+    """A 2x2 dp x tp MLP from hir-import on two simulated nodes equals the module run in one
+    process (slow: docs/multi-node.md's example runs the same launch in the default suite)."""
+    (tmp_path / "mlp.py").write_text(MLP)
+    tool("hir-import", "mlp.py", "-o", "mlp.mlir", cwd=tmp_path)
+    lowered = tool("hir-opt", "mlp.mlir", f"--pass-pipeline=builtin.module({LOWER_2_PER_NODE})", cwd=tmp_path).stdout
+    tp = [line for line in lowered.splitlines() if '"hir.allreduce"' in line]
+    dp = [line for line in lowered.splitlines() if '"hir.allgather"' in line]
+    assert len(tp) == 1 and 'backend = "cuda"' in tp[0] and "[[0, 1], [2, 3]]" in tp[0], tp
+    assert len(dp) == 1 and 'backend = "nccl"' in dp[0] and "[[0, 2], [1, 3]]" in dp[0], dp
+
+    namespace: dict = {}
+    exec(MLP, namespace)
+    module, (x,) = namespace["module"], namespace["example_args"]
+    inputs = []
+    for i, value in enumerate([*module.state_dict().values(), x]):  # @main's arguments: the state, then the input
+        torch.save(value, tmp_path / f"in{i}.pt")
+        inputs.append(f"in{i}.pt")
+    with torch.no_grad():
+        want = module(x)
+
+    nodes = start_nodes(["hir-run", f"--lower={LOWER_2_PER_NODE}", "mlp.mlir", *inputs, "--save", "y.pt", "--timeout", "240"], tmp_path, HIR_DIST_TIMEOUT="60")
+    assert wait_nodes(nodes, tmp_path, 300) == [0, 0], logs(tmp_path)
+    for name in ("y.pt", "y.rank1.pt", "y.rank2.pt", "y.rank3.pt"):  # every rank holds the whole output
+        (got,) = torch.load(tmp_path / name)
+        torch.testing.assert_close(got, want, msg=lambda m: f"{name}: {m}")
+
+
+def start_looping_nodes(cwd: Path, dist_timeout: int) -> list[subprocess.Popen]:
+    """Both nodes running LOOP again and again, returned once node 1 has run it (its ranks
+    are exchanging data with node 0's)."""
+    (cwd / "loop.mlir").write_text(LOOP)
+    command = ["hir-run", "loop.mlir", "random", "200", "--warmup", "1000000", "--timeout", "250"]
+    nodes = start_nodes(command, cwd, HIR_DIST_TIMEOUT=str(dist_timeout), HIR_DEBUG="1")
+    deadline = time.monotonic() + 200
+    while "warning: 'hir.allgather' work is never waited on" not in (cwd / "node1.log").read_text():
+        if time.monotonic() > deadline or any(node.poll() is not None for node in nodes):
+            for node in nodes:
+                stop(node)
+            pytest.fail(f"the nodes did not start looping\n{logs(cwd)}")
+        time.sleep(0.2)
+    return nodes
+
+
+def test_dead_node_stops_the_other(tmp_path):
+    """Node 1 (its torchrun and both ranks) is killed while the ranks exchange data across
+    the nodes: node 0 exits non-zero soon after (its peers' connections close; a silent
+    peer would fail its collectives after $HIR_DIST_TIMEOUT), long before its --timeout."""
+    dist_timeout = 10
+    node0, node1 = nodes = start_looping_nodes(tmp_path, dist_timeout)
+    try:
+        stop(node1)
+        killed = time.monotonic()
+        node0.wait(timeout=dist_timeout + 120)
+        took = time.monotonic() - killed
+    finally:
+        for proc in nodes:
+            stop(proc)
+    log = (tmp_path / "node0.log").read_text()
+    assert node0.returncode not in (0, 124), logs(tmp_path)
+    assert took < dist_timeout + 60, f"node 0 took {took:.0f} s to stop\n{logs(tmp_path)}"
+    assert "ChildFailedError" in log or "RendezvousConnectionError" in log, log
+
+
+@pytest.mark.slow
+def test_hung_node_fails_the_other_ranks(tmp_path):
+    """Node 1 stops answering (its torchrun and ranks frozen with SIGSTOP) mid-run: node 0's
+    ranks fail their collectives after $HIR_DIST_TIMEOUT and exit non-zero. (Node 0's
+    torchrun itself may then wait on a frozen rendezvous host: torchrun's business.)"""
+    dist_timeout = 10
+    node0, node1 = nodes = start_looping_nodes(tmp_path, dist_timeout)
+    try:
+        survivors = children(node0.pid)
+        for pid in [node1.pid, *children(node1.pid)]:
+            os.kill(pid, signal.SIGSTOP)
+        frozen = time.monotonic()
+        while any(not zombie(pid) for pid in survivors) and time.monotonic() - frozen < dist_timeout + 60:
+            time.sleep(0.5)
+        took = time.monotonic() - frozen
+    finally:
+        for proc in nodes:
+            stop(proc)
+    assert took < dist_timeout + 60, f"node 0's ranks still ran {took:.0f} s after node 1 froze\n{logs(tmp_path)}"
+    assert "Timed out waiting" in (tmp_path / "node0.log").read_text(), logs(tmp_path)
+
+
+def zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited (gone, or a zombie its parent has not reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (one of ours) from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_timeout_on_a_torchrun_rank(tmp_path):
+    """``--timeout`` needs --nproc, except on a rank another launcher started (RANK and
+    WORLD_SIZE set, as torchrun does): that rank stops itself with status 124 wherever it
+    is blocked, here waiting for a peer rank that never comes."""
+    # LOOP on a 1x2 mesh: ranks 0 and 1, one node
+    (tmp_path / "pair.mlir").write_text(LOOP.replace("[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, 0>")
+                                        .replace("[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, -1>")
+                                        .replace("dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>", "dense<[[0, 1]]> : tensor<1x2xi64>"))
+    env = dict(os.environ, HIR_DEVICE="cpu", RANK="0", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    start = time.monotonic()
+    result = subprocess.run([str(BIN / "hir-run"), "pair.mlir", "random", "1", "--timeout", "3"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 124, result.stderr
+    assert "hir-run: error: --timeout 3: rank 0 did not finish in time" in result.stderr, result.stderr
+    assert time.monotonic() - start < 50  # well before $HIR_DIST_TIMEOUT (60 s) would end the wait
+
+
+def test_overlap_auto_decides_per_team():
+    """The benchmark AG+matmul on 4 ranks (bf16, M = K = N = 8192): overlap=auto pipelines it
+    on copy engines on one node of 4; on two nodes of 2 its team spans both, so it stays a
+    whole collective on NCCL."""
+    import hir
+    from test_p2p_pipeline_options import ag_matmul
+
+    for ranks_per_node, pipelined in ((4, True), (2, False)):
+        module = hir.parse(ag_matmul(4, 8192, 8192, 8192), "ag.mlir")
+        hir.lower(module, f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{overlap=auto}}")
+        lowered = str(module)
+        assert ('"hir.shift"' in lowered) == pipelined, lowered[:600]
+        backends = {line.split('backend = "')[1].split('"')[0] for line in lowered.splitlines() if '"hir.shift"' in line or '"hir.allgather"' in line}
+        assert backends == ({"cuda"} if pipelined else {"nccl"}), backends
+
+
+def test_copy_engines_across_nodes_refused_at_run_start():
+    """``backend = "cuda"`` on a team that spans nodes is refused by Program before any
+    rank waits on another, naming the op's location, the team and its nodes."""
+    import hir
+    from hir.interpreter import Program
+
+    module = hir.parse(LOOP.replace('backend = "nccl"', 'backend = "cuda"'), "loop.mlir")
+    with pytest.raises(hir.HirError) as err:
+        Program(module, device="cpu", source_name="loop.mlir")
+    assert str(err.value).startswith("loop.mlir:10:12: error: 'hir.allgather' runs on copy engines (backend = \"cuda\") but its team [0, 2] spans nodes 0 and 1 (hir.ranks_per_node = 2)"), err.value
+
+
+def test_torch_program_lower_ranks_per_node():
+    """``TorchProgram.lower(ranks_per_node=2)`` runs hir-set-node-layout first: the lowered
+    module carries the layout (what the passes and the run-start checks read; the 2x2 import
+    itself runs in docs/multi-node.md); a count that is not a positive int is an error."""
+    import hir
+
+    namespace: dict = {}
+    exec(MLP, namespace)
+    program = hir.from_torch(namespace["module"], namespace["example_args"])
+    for bad in (0, 2.0, True):
+        with pytest.raises(hir.HirError, match=f"ranks_per_node must be a positive int, got {bad!r}"):
+            program.lower(ranks_per_node=bad)
+    program.lower(ranks_per_node=2)
+    assert "hir.ranks_per_node = 2 : i64" in str(program.module)
+
+
+# docs/multi-node.md's dp x tp program on the 2x2 mesh (two nodes of two ranks).
+DP_TP = """\
+!a = memref<2x4x16xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>
+!w = memref<2x16x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, 0>>>
+!p = memref<2x4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 0>>>
+!s = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>
+!o = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
+module attributes {hir.ranks_per_node = 2 : i64} {
+  func.func @main(%a: !a, %w: !w) -> !o {
+    %p = memref.alloc() : !p
+    "hir.matmul"(%a, %w, %p) : (!a, !w, !p) -> ()
+    %s = memref.alloc() : !s
+    "hir.reduction"(%p, %s) {kind = "sum", axes = array<i64: 0>} : (!p, !s) -> ()
+    %o = memref.alloc() : !o
+    "hir.set"(%s, %o) : (!s, !o) -> ()
+    return %o : !o
+  }
+}
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 4, reason="needs 4 GPUs")
+@pytest.mark.parametrize("case", ["dp_tp", "ag_matmul_overlap_on"])
+def test_two_nodes_on_4_gpus(tmp_path, case):
+    """Two simulated nodes of 2 GPUs each (CUDA_VISIBLE_DEVICES 0,1 and 2,3), NCCL: the dp x
+    tp program's tp allreduce runs on copy engines inside each node and its dp allgather on
+    NCCL across them; the AG+matmul over all 4 ranks pipelined with overlap=on shifts on
+    NCCL, its symmetric buffers ordinary ones. Every rank's output equals torch's."""
+    from test_p2p_pipeline_options import ag_matmul
+
+    torch.manual_seed(0)
+    if case == "dp_tp":
+        program, lower = DP_TP, "hir-convert-to-communication{backend=cuda},hir-lower"
+        a, w = torch.randn(2, 4, 16), torch.randn(2, 16, 8)
+        want = (a @ w).sum(0)
+    else:
+        program = ag_matmul(4, 16, 32, 32).replace("bf16", "f32")
+        lower = "hir-set-node-layout{ranks-per-node=2},hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{overlap=on},hir-lower"
+        a, w = torch.randn(4, 4, 32), torch.randn(32, 8)
+        want = a @ w
+    (tmp_path / "p.mlir").write_text(program)
+    torch.save(a, tmp_path / "a.pt")
+    torch.save(w, tmp_path / "w.pt")
+    nodes = start_nodes(["hir-run", f"--lower={lower}", "p.mlir", "a.pt", "w.pt", "--save", "out.pt", "--timeout", "240"], tmp_path,
+                        node_env=({"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}), HIR_DEVICE="cuda", HIR_DIST_TIMEOUT="60",
+                        NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    assert wait_nodes(nodes, tmp_path, 300) == [0, 0], logs(tmp_path)
+    for name in ("out.pt", "out.rank1.pt", "out.rank2.pt", "out.rank3.pt"):
+        (got,) = torch.load(tmp_path / name)
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-3, atol=1e-3, msg=lambda m: f"{name}: {m}")
