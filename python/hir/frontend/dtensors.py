@@ -31,8 +31,8 @@ class Distributed:
         self.placements = {n: p for n, (p, _) in found.items()}
         self.mesh: Optional[Any] = meshes.pop() if meshes else None
         self.plan: dict = {}
-        if found:
-            self.plan = next((dict(m._tp_plan) for m in module.modules() if getattr(m, "_tp_plan", None)), {})
+        if found:  # an HF model its own TP distributed (it keeps its mesh); parallelize_module's styles are hooks
+            self.plan = next((dict(m._tp_plan) for m in module.modules() if getattr(m, "_tp_plan", None) and getattr(m, "_device_mesh", None) is not None), {})
 
     @contextlib.contextmanager
     def whole(self) -> Iterator[None]:
