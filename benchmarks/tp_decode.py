@@ -81,7 +81,8 @@ def emit(args: argparse.Namespace) -> None:
         with open(os.path.join(args.emit, f"decode_w{world}.mlir"), "w") as f:
             f.write(text)
         # the state the GPU side makes: the model's entries (under the step's "model."), the cache's (zeros)
-        config["state"] = [[name, list(t.shape), str(t.dtype).split(".")[-1]] for name, t in ((n, program.state(step)[n]) for n in program.state_names)]
+        state = program.state(step)
+        config["state"] = [[name, list(state[name].shape), str(state[name].dtype).split(".")[-1]] for name in program.state_names]
         config["collectives"] = collectives(text)
         with open(os.path.join(args.emit, f"config_w{world}.json"), "w") as f:
             json.dump(config, f)
