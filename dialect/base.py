@@ -325,7 +325,8 @@ class _UnevenTypes:
         uneven = self.known.get(t)
         if uneven is None:
             space = t.memory_space if isinstance(t, ir.MemRefType) else None
-            uneven = self.known[t] = isinstance(space, ShardAttr) and isinstance(space.axis.maybe_downcast(), ir.DictAttr)
+            entries = space.axis.maybe_downcast() if isinstance(space, ShardAttr) else None
+            uneven = self.known[t] = isinstance(entries, ir.DictAttr) and "offsets" in entries  # (a packed split is even)
         return uneven
 
 

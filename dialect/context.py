@@ -10,7 +10,7 @@ from torch_mlir import ir
 
 from hir.dialect.base import load
 from hir.dialect.gc_stress import checkpoint
-from hir.dialect.sharding import check_placements
+from hir.dialect.placement_checks import check_placements
 
 
 class HirError(ValueError):

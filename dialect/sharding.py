@@ -21,7 +21,15 @@ the parts of every split buffer axis, concatenated in axis order (parts + 1 each
     memref<8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, {axis = 0 : i64, offsets = array<i64: 0, 1, 4, 7, 8>}>>
 
 holds rows [0, 1) on device 0, [1, 4) on device 1, [4, 7) on 2 and [7, 8) on 3
-(``{offsets = ..., splits = array<i64: ...>}`` on a multi-D mesh: attribute dictionaries sort their keys). Types carry the global shape;
+(``{offsets = ..., splits = array<i64: ...>}`` on a multi-D mesh: attribute dictionaries sort their keys).
+A split may be packed (DTensor's ``_StridedShard``: a fused ``[gate; up]`` weight split so
+that each device holds its part of each half): ``packed`` gives, per split axis in order,
+the number of equal pieces the axis is made of (1: an ordinary split), and each device
+holds its part of every piece, in piece order::
+
+    memref<8x4xf32, #hir.shard<array<i64: 0, 1>, {axis = 0 : i64, packed = array<i64: 2>}>>
+
+holds rows [0, 2) and [4, 6) on device 0, [2, 4) and [6, 8) on device 1. Types carry the global shape;
 :meth:`Sharding.local_shape` derives a rank's shard. A collective on a multi-D mesh acts along
 one mesh axis or several: its teams are the mesh's lines (planes) along them
 (:meth:`Sharding.line`), and :meth:`Sharding.along` is the 1-D view of the placement one line
@@ -38,7 +46,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from torch_mlir import ir
 
-from hir.dialect.base import DYNAMIC, ShardAttr, VerifyError, fail, i64_elements, memref_type
+from hir.dialect.base import DYNAMIC, ShardAttr, fail, i64_elements, memref_type
 
 
 class MultiDimMeshError(ValueError):
@@ -71,6 +79,7 @@ class Sharding:
     splits: tuple[Optional[int], ...]
     offsets: tuple[tuple[int, tuple[int, ...]], ...]  # (buffer axis, part boundaries) of uneven splits
     partial: tuple[int, ...]  # mesh axes on which the value is a pending sum (sorted; () for data)
+    packed: tuple[tuple[int, int], ...]  # (buffer axis, pieces) of packed splits
 
     def __init__(
         self,
@@ -81,6 +90,7 @@ class Sharding:
         splits: Optional[Sequence[Optional[int]]] = None,
         offsets: Optional[dict[int, Sequence[int]]] = None,
         partial: Optional[Sequence[int]] = None,
+        packed: Optional[dict[int, int]] = None,
     ) -> None:
         mesh = tuple(int(d) for d in mesh)
         if mesh_shape is None:
@@ -98,15 +108,23 @@ class Sharding:
             raise ValueError(f"a sum is pending on mesh axes of the mesh that split nothing: partial {list(self.partial)}, splits {list(per_axis)}")
         if offsets and {a for a, _ in self.offsets} != {s for s in per_axis if s is not None}:  # as MLIR's sharded_dims_offsets
             raise ValueError(f"an uneven Sharding gives the boundaries of every split axis: splits {list(per_axis)}, boundaries for axes {sorted(offsets)}")
+        object.__setattr__(self, "packed", tuple(sorted((int(a), int(n)) for a, n in (packed or {}).items() if n != 1)))
+        for axis, pieces in self.packed:
+            if axis not in per_axis or pieces < 1 or self.bounds(axis) is not None:
+                raise ValueError(f"a packed split needs an even split axis and at least one piece: axis {axis} in {pieces} pieces, splits {list(per_axis)}")
 
     @staticmethod
-    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[Optional[int]], offsets: Optional[dict[int, Sequence[int]]] = None, partial: Optional[Sequence[int]] = None) -> "Sharding":
+    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[Optional[int]], offsets: Optional[dict[int, Sequence[int]]] = None, partial: Optional[Sequence[int]] = None, packed: Optional[dict[int, int]] = None) -> "Sharding":
         """The placement on the mesh of ``devices`` laid out as ``mesh_shape`` (1-D when it
         has one axis) with ``splits`` per mesh axis (and the part boundaries of uneven ones;
-        the mesh axes a sum is pending on)."""
+        the mesh axes a sum is pending on; the pieces of packed ones)."""
         if len(mesh_shape) == 1:
-            return Sharding(devices, splits[0], offsets=offsets, partial=partial)
-        return Sharding(devices, mesh_shape=mesh_shape, splits=splits, offsets=offsets, partial=partial)
+            return Sharding(devices, splits[0], offsets=offsets, partial=partial, packed=packed)
+        return Sharding(devices, mesh_shape=mesh_shape, splits=splits, offsets=offsets, partial=partial, packed=packed)
+
+    def pieces(self, axis: int) -> int:
+        """How many pieces buffer axis ``axis`` is packed of (1: not packed)."""
+        return next((n for a, n in self.packed if a == axis), 1)
 
     def on(self, mesh_axis: int) -> AxisPlacement:
         """The placement along one mesh axis: the buffer axis it splits, None or :data:`PARTIAL`."""
@@ -118,7 +136,7 @@ class Sharding:
         per_axis = [placement if k in mesh_axes else self.on(k) for k in range(len(self.mesh_shape))]
         splits = [None if p == PARTIAL else p for p in per_axis]
         kept = {a: b for a, b in self.offsets if a in splits}
-        return Sharding.of(self.mesh, self.mesh_shape, splits, kept, [k for k, p in enumerate(per_axis) if p == PARTIAL])
+        return Sharding.of(self.mesh, self.mesh_shape, splits, kept, [k for k, p in enumerate(per_axis) if p == PARTIAL], {a: n for a, n in self.packed if a in splits})
 
     def buffer_placement(self) -> "Sharding":
         """The placement of the buffer holding a value placed so: a pending sum's summands on a
@@ -126,7 +144,7 @@ class Sharding:
         if not self.partial:
             return self
         splits = [0 if k in self.partial else None if s is None else s + 1 for k, s in enumerate(self.splits)]
-        return Sharding.of(self.mesh, self.mesh_shape, splits, {a + 1: b for a, b in self.offsets})
+        return Sharding.of(self.mesh, self.mesh_shape, splits, {a + 1: b for a, b in self.offsets}, packed={a + 1: n for a, n in self.packed})
 
     @property
     def uneven(self) -> bool:
@@ -157,7 +175,7 @@ class Sharding:
         raise MultiDimMeshError(f"this needs a 1-D device mesh; the buffer is placed on the {'x'.join(map(str, self.mesh_shape))} mesh {self.describe()}")
 
     def describe(self) -> str:
-        uneven = "".join(f", axis {a} cut at {list(b)}" for a, b in self.offsets)
+        uneven = "".join(f", axis {a} cut at {list(b)}" for a, b in self.offsets) + "".join(f", axis {a} packed of {n} pieces" for a, n in self.packed)
         pending = f", a sum pending on mesh axes {list(self.partial)}" if self.partial else ""
         return f"{list(self.mesh)} with splits {[-1 if s is None else s for s in self.splits]}{uneven}{pending}"
 
@@ -239,7 +257,7 @@ class Sharding:
         bounds = self.bounds(axis) if axis is not None else None
         if bounds is not None and any(s == axis for j, s in enumerate(self.splits) if j not in _axes(mesh_axes)):
             raise UnevenPlacementError(f"buffer axis {axis} is split unevenly over mesh axes {[j for j, s in enumerate(self.splits) if s == axis]}; a team along only some of them sees no 1-D placement")
-        return Sharding(self.line(device, mesh_axes), axis, offsets=None if bounds is None else {axis: bounds})
+        return Sharding(self.line(device, mesh_axes), axis, offsets=None if bounds is None else {axis: bounds}, packed={a: n for a, n in self.packed if a == axis})
 
     def others_local(self, shape: Sequence[int], mesh_axes: MeshAxes) -> list[int]:
         """``shape`` divided by the splits of every mesh axis but ``mesh_axes``: the global
@@ -250,7 +268,8 @@ class Sharding:
 
     def renumbered(self, fn: Callable[[int], Optional[int]]) -> "Sharding":
         """The same mesh with each split buffer axis ``a`` moved to ``fn(a)``."""
-        return Sharding.of(self.mesh, self.mesh_shape, [None if s is None else fn(s) for s in self.splits], {fn(a): b for a, b in self.offsets if fn(a) is not None})
+        return Sharding.of(self.mesh, self.mesh_shape, [None if s is None else fn(s) for s in self.splits], {fn(a): b for a, b in self.offsets if fn(a) is not None},
+                           packed={fn(a): n for a, n in self.packed if fn(a) is not None})
 
     def attr(self) -> ir.Attribute:
         if self.partial:
@@ -260,10 +279,14 @@ class Sharding:
             mesh, splits = ir.DenseI64ArrayAttr.get(list(self.mesh)), ir.IntegerAttr.get(i64, -1 if self.splits[0] is None else self.splits[0])
         else:
             mesh, splits = i64_elements(self.mesh, self.mesh_shape), ir.DenseI64ArrayAttr.get([-1 if s is None else s for s in self.splits])
-        if not self.offsets:
+        if not self.offsets and not self.packed:
             return ShardAttr.get(mesh, splits)
-        every = [b for _, bounds in self.offsets for b in bounds]
-        return ShardAttr.get(mesh, ir.DictAttr.get({"splits" if self.multi_dim else "axis": splits, "offsets": ir.DenseI64ArrayAttr.get(every)}))
+        entries = {"splits" if self.multi_dim else "axis": splits}
+        if self.offsets:
+            entries["offsets"] = ir.DenseI64ArrayAttr.get([b for _, bounds in self.offsets for b in bounds])
+        if self.packed:
+            entries["packed"] = ir.DenseI64ArrayAttr.get([self.pieces(a) for a in sorted({s for s in self.splits if s is not None})])
+        return ShardAttr.get(mesh, ir.DictAttr.get(entries))
 
 
 def _cast(kind: type, attr: ir.Attribute) -> Optional[ir.Attribute]:
@@ -273,27 +296,31 @@ def _cast(kind: type, attr: ir.Attribute) -> Optional[ir.Attribute]:
         return None
 
 
-def _parse(space: ShardAttr, what: str) -> tuple[tuple[int, ...], list[int], list[int], Optional[list[int]]]:
-    """(devices, mesh shape, raw split entries with ``-1`` kept, raw offsets or None) of a
-    ``#hir.shard``."""
-    splits_attr, offsets = space.axis, None
+def _parse(space: ShardAttr, what: str) -> tuple[tuple[int, ...], list[int], list[int], Optional[list[int]], Optional[list[int]]]:
+    """(devices, mesh shape, raw split entries with ``-1`` kept, raw offsets or None, raw
+    packed pieces or None) of a ``#hir.shard``."""
+    splits_attr, found = space.axis, {"offsets": None, "packed": None}
     entries = _cast(ir.DictAttr, splits_attr)
-    if entries is not None:  # an uneven placement: {axis | splits = ..., offsets = array<i64: ...>}
-        known = {"axis", "splits", "offsets"}
+    if entries is not None:  # {axis | splits = ..., offsets = array<i64: ...>, packed = array<i64: ...>}
         names = [entries[i].name for i in range(len(entries))]
-        if "offsets" not in names or not set(names) <= known or len(names) != 2:
-            fail(f"{what}: an uneven #hir.shard takes {{axis = N : i64, offsets = array<i64: ...>}} (1-D mesh) or {{splits = array<i64: ...>, offsets = ...}}, got {splits_attr}")
-        raw_offsets = _cast(ir.DenseI64ArrayAttr, entries["offsets"])
-        if raw_offsets is None:
-            fail(f"{what}: #hir.shard offsets must be array<i64: ...>, got {entries['offsets']}")
-        offsets = list(raw_offsets)
-        splits_attr = entries[next(n for n in names if n != "offsets")]
+        split_keys = [n for n in names if n in ("axis", "splits")]
+        if len(split_keys) != 1 or not set(names) - {"axis", "splits"} or not set(names) <= {"axis", "splits", *found}:
+            fail(f"{what}: an uneven or packed #hir.shard takes {{axis = N : i64, offsets = array<i64: ...>, packed = array<i64: ...>}} (1-D mesh; "
+                 f"splits = array<i64: ...> on a multi-D one; offsets or packed or both), got {splits_attr}")
+        for key in found:
+            if key in names:
+                raw = _cast(ir.DenseI64ArrayAttr, entries[key])
+                if raw is None:
+                    fail(f"{what}: #hir.shard {key} must be array<i64: ...>, got {entries[key]}")
+                found[key] = list(raw)
+        splits_attr = entries[split_keys[0]]
+    offsets, packed = found["offsets"], found["packed"]
     devices = _cast(ir.DenseI64ArrayAttr, space.mesh)
     if devices is not None:
         axis = _cast(ir.IntegerAttr, splits_attr)
         if axis is None:
             fail(f"{what}: a 1-D #hir.shard takes one split axis (`0 : i64`), got {splits_attr}")
-        return tuple(devices), [len(devices)], [axis.value], offsets
+        return tuple(devices), [len(devices)], [axis.value], offsets, packed
     layout = _cast(ir.DenseIntElementsAttr, space.mesh)
     if layout is None:
         fail(f"{what}: #hir.shard mesh must be array<i64: ...> or a dense<...> : tensor<AxBxi64> device layout, got {space.mesh}")
@@ -306,7 +333,7 @@ def _parse(space: ShardAttr, what: str) -> tuple[tuple[int, ...], list[int], lis
     splits = list(raw)
     if len(splits) != len(shape):
         fail(f"{what}: the {'x'.join(map(str, shape))} mesh needs {len(shape)} splits (one per mesh axis), got {splits}")
-    return tuple(int(d) for d in layout), shape, splits, offsets
+    return tuple(int(d) for d in layout), shape, splits, offsets, packed
 
 
 def _boundaries(t: ir.MemRefType, sharding: Sharding, offsets: list[int], what: str) -> dict[int, list[int]]:
@@ -338,7 +365,7 @@ def sharding_of(value_or_type: Any, what: str = "buffer") -> Optional[Sharding]:
         return None
     if not isinstance(space, ShardAttr):
         fail(f"{what} has memory space {space}; hir buffers use #hir.shard<...> or none")
-    mesh, mesh_shape, raw, offsets = _parse(space, what)
+    mesh, mesh_shape, raw, offsets, packed = _parse(space, what)
     if not mesh:
         fail(f"{what}: the device mesh is empty")
     if len(set(mesh)) != len(mesh) or min(mesh) < 0:
@@ -347,55 +374,26 @@ def sharding_of(value_or_type: Any, what: str = "buffer") -> Optional[Sharding]:
         if axis < -1 or axis >= t.rank:
             fail(f"{what}: shard axis {axis} is out of range for rank {t.rank} (use -1 for replicated)")
     sharding = Sharding.of(mesh, mesh_shape, [None if a == -1 else a for a in raw])
+    pieces = _pieces(t, sharding, packed, offsets, what) if packed is not None else None
     if offsets is not None:
         return Sharding.of(mesh, mesh_shape, sharding.splits, _boundaries(t, sharding, offsets, what))
     for axis in {s for s in sharding.splits if s is not None}:
-        parts = sharding.parts(axis)
+        parts = sharding.parts(axis) * (pieces or {}).get(axis, 1)
         if t.shape[axis] != DYNAMIC and t.shape[axis] % parts:
-            fail(f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over {parts} devices (an uneven split gives its offsets)")
-    return sharding
+            fail(f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over {parts} {'parts' if pieces else 'devices'} (an uneven split gives its offsets)")
+    return Sharding.of(mesh, mesh_shape, sharding.splits, packed=pieces)
+
+
+def _pieces(t: ir.MemRefType, sharding: Sharding, packed: list[int], offsets: Optional[list[int]], what: str) -> dict[int, int]:
+    """The pieces of every split axis, from ``packed`` (one count per split axis, in order)."""
+    axes = sorted({a for a in sharding.splits if a is not None})
+    if len(packed) != len(axes) or min(packed, default=1) < 1:
+        fail(f"{what}: packed {packed} must give one piece count (>= 1) per split axis {axes}")
+    if offsets is not None and max(packed, default=1) > 1:
+        fail(f"{what}: a split is packed or uneven, not both")
+    return dict(zip(axes, packed))
 
 
 def local_shape(shape: Sequence[int], sharding: Optional[Sharding], device: Optional[int] = None) -> list[int]:
     """The shape ``device`` holds of a buffer with global ``shape`` (see Sharding.local_shape)."""
     return list(shape) if sharding is None else sharding.local_shape(shape, device)
-
-
-def check_placements(op: ir.Operation, source_name: Optional[str] = None, world_size: Optional[int] = None) -> list[str]:
-    """Every ``#hir.shard`` placement in ``op`` (op results, block arguments such as a
-    function's), checked where it is written: one ``file:line:col: error: ...`` line per
-    invalid placement (a split that does not divide, a malformed mesh) and, given
-    ``world_size``, per placement naming a device that has no rank in the run. Each distinct
-    type is checked once; the first place it appears is reported."""
-    from hir.dialect.context import format_location
-
-    checked: dict = {}
-    errors: list[str] = []
-
-    def check(t: ir.Type, loc: ir.Location, what: str) -> None:
-        if t in checked or not isinstance(t, ir.MemRefType) or t.memory_space is None:
-            return
-        checked[t] = True
-        try:
-            sharding = sharding_of(t, what)
-        except VerifyError as err:
-            errors.append(f"{format_location(loc, source_name)}: error: {err} (in {t})")
-            return
-        if sharding is not None and world_size is not None and max(sharding.mesh) >= world_size:
-            errors.append(
-                f"{format_location(loc, source_name)}: error: {what} is placed on devices {list(sharding.mesh)} but the run has "
-                f"{world_size} rank(s): device {max(sharding.mesh)} has no rank to compute its part "
-                f"(run with at least {max(sharding.mesh) + 1} ranks: hir-run --nproc N, torchrun --nproc_per_node N)"
-            )
-
-    def visit(inner: ir.Operation) -> ir.WalkResult:
-        for i, result in enumerate(inner.results):
-            check(result.type, inner.location, f"result #{i} of '{inner.name}'")
-        for region in inner.regions:
-            for block in region.blocks:
-                for i, arg in enumerate(block.arguments):
-                    check(arg.type, arg.location, f"argument #{i} of '{inner.name}'")
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return errors

@@ -14,12 +14,14 @@
 #              each run with HIR_COMM_DELAY_CYCLES set; skipped when the file is absent
 #   layer      benchmarks/layer.py --from ${HIR_LAYER_DIR:-.device/layer}: the LLaMA layer TP/SP, GPUs $HIR_LAYER_COUNTS
 #   e2e        benchmarks/tp_overlap.py --from ${HIR_E2E_DIR:-.device/tp_overlap}: the TP/SP MLP layer, GPUs $HIR_E2E_COUNTS
+#   decode     benchmarks/tp_decode.py --from ${HIR_DECODE_DIR:-.device/tp_decode}: TP decode per token of the ~1B Llama
+#              (hir vs DTensor parallelize_module eager / torch.compile reduce-overhead), GPUs $HIR_DECODE_COUNTS
 #   overlap    copy-engine bandwidth + benchmarks/overlap.py (AG+matmul, matmul+RS), GPUs $HIR_OVERLAP_COUNTS
 #   sanitizer  the single-process GPU tests (-m "gpu and not multigpu") under TORCH_CUDA_SANITIZER=1
 #   tests      every GPU test (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
-# GPU counts: layer and e2e default to "N 2" (N = the GPUs present; only N when N <= 2),
+# GPU counts: layer, e2e and decode default to "N 2" (N = the GPUs present; only N when N <= 2),
 # overlap to N. Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
-# HIR_CAP_E2E=75, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
+# HIR_CAP_E2E=75, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -101,6 +103,14 @@ for section in $sections; do
         say "=== end-to-end MLP layer (benchmarks/tp_overlap.py), $n GPU(s)"
         bounded "$cap" "$out/e2e.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_overlap.py --from "${HIR_E2E_DIR:-.device/tp_overlap}" --timeout $(( cap > 15 ? cap - 5 : cap ))
       done ;;
+    decode)
+      for n in ${HIR_DECODE_COUNTS:-$both}; do
+        cap=$(allowance "${HIR_CAP_DECODE:-150}")
+        say "=== TP decode per token, ~1B Llama (benchmarks/tp_decode.py), $n GPU(s)"
+        # rows not built within --budget print n/a; the timing itself takes seconds
+        bounded "$cap" "$out/decode.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_decode.py --from "${HIR_DECODE_DIR:-.device/tp_decode}" \
+          --budget $(( cap > 60 ? cap - 40 : cap / 2 )) --timeout $(( cap > 15 ? cap - 5 : cap ))
+      done ;;
     overlap)
       for n in ${HIR_OVERLAP_COUNTS:-$gpus}; do
         if [ "$n" -lt 2 ]; then say "=== AG+matmul / matmul+RS: skipped: needs 2 GPUs (have $n)"; continue; fi
@@ -130,7 +140,7 @@ for section in $sections; do
       # shellcheck disable=SC2086
       bounded "$(allowance "${HIR_CAP_TESTS:-300}")" "$out/tests.txt" python3 -m pytest -q -p no:cacheprovider -m gpu -rs ${HIR_MULTI_TESTS:-test/python} ;;
     *)
-      say "device-multi: unknown section '$section' (matrix layer e2e overlap sanitizer tests)"; exit 2 ;;
+      say "device-multi: unknown section '$section' (matrix layer e2e decode overlap sanitizer tests)"; exit 2 ;;
   esac
 done
 say "sweep done in $(( SECONDS - start )) s"

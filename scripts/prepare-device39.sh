@@ -11,6 +11,7 @@
 #   wheels/      pytest and what it needs (pure Python, pinned)
 #   layer/       benchmarks/layer.py's TP and SP LLaMA layer modules for 2, 4 and 8 GPUs
 #   tp_overlap/  benchmarks/tp_overlap.py's TP and SP MLP modules for 2, 4 and 8 GPUs
+#   tp_decode/   benchmarks/tp_decode.py's decode step of the ~1B Llama for 2, 4 and 8 GPUs (~0.8 MB each)
 #   p2p_matrix.tar.xz  test_p2p_matrix_gpu.py's distinct lowered programs for 2 and 4 GPUs
 # The modules are imported again on every run (they follow the frontend); no weights travel
 # (each GPU rank builds them from seed 0), so each module is tens of KB.
@@ -44,9 +45,10 @@ rm -rf .device/wheels
 "$python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   -d .device/wheels pytest==9.0.3 pluggy==1.6.0 iniconfig==2.3.0 packaging==26.2
 
-rm -rf .device/layer .device/tp_overlap
+rm -rf .device/layer .device/tp_overlap .device/tp_decode
 "$python" benchmarks/layer.py --emit .device/layer --worlds "$worlds"
 "$python" benchmarks/tp_overlap.py --emit .device/tp_overlap --worlds "$worlds"
+"$python" benchmarks/tp_decode.py --emit .device/tp_decode --worlds "$worlds"
 # the option matrix's programs, lowered here (768 pipelines per world size: minutes of CPU)
 "$python" test/python/test_p2p_matrix_gpu.py --emit-lowered .device/p2p_matrix.tar.xz
 

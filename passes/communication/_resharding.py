@@ -132,6 +132,9 @@ def plan(op: ir.Operation) -> Optional[Plan]:
     src, dst = operand_sharding(op, 0), operand_sharding(op, 1)
     if src is None or dst is None:
         raise fail(op, reason)
+    packed = next((s for s in (src, dst) if s.packed), None)
+    if packed is not None:
+        raise fail(op, f"is resharding ({reason}) a packed split ({packed.describe()}); a packed buffer is computed on where it lies, never moved")
     if src.multi_dim or dst.multi_dim:
         return _plan_multi_dim(op, src, dst, reason)
     for what, s in (("input", src), ("output", dst)):

@@ -93,7 +93,7 @@ def test_plan_placements_follow_hf_styles():
 
 
 @pytest.mark.parametrize("plan, message", [
-    ({"layers.*.mlp.gate_proj": "packed_colwise"}, r"'layers.\*.mlp.gate_proj': style \"packed_colwise\" is not supported"),
+    ({"layers.*.mlp.gate_proj": "expert_dispatch"}, r"'layers.\*.mlp.gate_proj': style \"expert_dispatch\" is not supported"),
     ({"layers.*.feed_forward": "colwise"}, r"'layers.\*.feed_forward' matches no module or parameter of LlamaModel"),
 ])
 def test_bad_plan_is_named(plan, message):

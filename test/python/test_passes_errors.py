@@ -45,6 +45,8 @@ CONVERT = "hir-convert-to-communication"
         (f"memref<12x8xf32, {shard(M2, 0)}>", f"memref<12x8xf32, {shard('array<i64: 2, 3, 4>', 0)}>", "", "hir.set", "different sizes: 2 vs 3"),
         (f"memref<4x8xf32, {shard('array<i64: 0>', 0)}>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "split over the one-device mesh [0]"),
         ("memref<4x8xf32>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "mixes a buffer without a device mesh"),
+        # a packed split (HF's packed_colwise) is computed on where it lies, never moved
+        (f"memref<4x8xf32, #hir.shard<{M2}, {{axis = 0 : i64, packed = array<i64: 2>}}>>", f"memref<4x8xf32, {shard(M2, -1)}>", "", "hir.set", "a packed split ([0, 1] with splits [0], axis 0 packed of 2 pieces); a packed buffer is computed on where it lies, never moved"),
         # multi-D meshes: collectives are written along one mesh axis, not inferred
         (f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, 1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", "", "hir.set", "along mesh axes [0, 1] of a multi-dimensional mesh, whose lines see no 1-D placement"),
         (f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, -1>>>", "", "hir.set", "along mesh axis 0 as a hir.scatter; on a multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred"),

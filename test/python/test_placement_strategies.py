@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp
+from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
 from hir.frontend import from_torch
 from hir.frontend.strategies import STRATEGIES, OpCall, OpPlacement, compute_spec, register_op_strategy, strategy_for
 from hir.frontend.strategies.registry import COMPUTE_FORMS
@@ -31,10 +31,10 @@ def test_registry_lists_compute_and_segment_ops():
     strategy written in its op family's module."""
     compute = {name for name in STRATEGIES if name.startswith("hir.")}
     segment = {name for name in STRATEGIES if name.startswith("torch.")}
-    assert compute == {op.OPERATION_NAME for op in (LinearOp, MatmulOp, BinaryOp, ReductionOp)}
+    assert compute == {op.OPERATION_NAME for op in (LinearOp, MatmulOp, BinaryOp, ReductionOp, SetOp)}
     assert {"torch.aten.view", "torch.aten.scaled_dot_product_attention", "torch.aten.index_select", "torch.aten.mm"} <= segment
     families = {s.family for s in STRATEGIES.values()}
-    assert families == {"matrix", "pointwise", "views", "reductions", "attention", "embedding"}
+    assert families == {"matrix", "pointwise", "views", "reductions", "attention", "embedding", "redistribute"}
     assert all(s.doc for s in STRATEGIES.values())
     # the torch ops that become compute ops, registered beside their compute op's strategy
     forms = {name.removeprefix("torch.aten."): form.__module__.rpartition(".")[2] for name, form in COMPUTE_FORMS.items()}

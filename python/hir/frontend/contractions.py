@@ -130,8 +130,8 @@ def partial_sum(part, step) -> ir.Value:
     # Rows on an inner axis ([B, S, N] on 1) lead after a local transpose, and back.
     stream, row_axis = form.stream, form.row_axis
     shape = _swap(shape, row_axis)
-    ones = [1] * (rank_of(x) - 2)
-    x_outer = _outer(part, x, step.reads[0], k, [], op, rows=d if stream else 0, row_axis=row_axis)
+    ones = [1] * max(0, rank_of(x) - rank_of(w))  # the batch dims only x has (a linear's 2-D weight)
+    x_outer = _outer(part, x, step.reads[0], k, [1] * max(0, rank_of(w) - rank_of(x)), op, rows=d if stream else 0, row_axis=row_axis)
     # A transposed weight ([N, K]: linear's) is used transposed; the mesh axis then
     # broadcasts against x's batch axes (size-1 axes in between).
     w_outer = _outer(part, w, step.reads[1], k, ones, op, transpose=spec.transposed_rhs, before=1 if stream else 0)

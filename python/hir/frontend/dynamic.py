@@ -34,17 +34,18 @@ from hir.dialect.irutils import dim, index_arith, index_const
 Expr = Any  # a sympy expression, or an int for a static extent
 
 
-def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dynamic: Optional[dict]) -> Optional[tuple]:
-    """torch.export's ``dynamic_shapes`` for the example arguments (one entry each), from
-    either form; None when neither is given."""
+def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dynamic: Optional[dict], keywords: Sequence[str] = ()) -> Optional[tuple]:
+    """torch.export's ``dynamic_shapes`` for the example arguments (one entry each: the
+    positional ones, then the keyword inputs ``keywords``), from either form; None when
+    neither is given."""
     if dynamic_shapes is not None and dynamic is not None:
         raise HirError("error: hir.from_torch: give dynamic_shapes= (torch.export's form) or dynamic= (hir's), not both")
     if dynamic is not None:
-        return _from_names(dynamic, num_args)
+        return _from_names(dynamic, num_args, keywords)
     if dynamic_shapes is None:
         return None
     if isinstance(dynamic_shapes, dict):
-        params = list(inspect.signature(module.forward).parameters)[:num_args]
+        params = list(inspect.signature(module.forward).parameters)[:num_args - len(keywords)] + list(keywords)
         unknown = [k for k in dynamic_shapes if k not in params]
         if unknown:
             raise HirError(f"error: hir.from_torch: dynamic_shapes names {unknown[0]!r}, which is not among {type(module).__name__}.forward's first {num_args} parameter(s) {params}")
@@ -64,20 +65,48 @@ def dim_name(spec: Optional[tuple], index: int, axis: int, expr: Any) -> str:
     return name or str(expr)
 
 
-def _from_names(dynamic: dict, num_args: int) -> tuple:
-    """``{"input0": {0: "batch"}}`` -> ``({0: Dim("batch")},)``; one Dim per name."""
+def _from_names(dynamic: dict, num_args: int, names: Sequence[str] = ()) -> tuple:
+    """``{"input0": {0: "batch", 1: ("seq", 2, 4096)}}`` -> ``({0: Dim("batch"), 1:
+    Dim("seq", min=2, max=4096)},)``; one Dim per name (bounds: ``(name, min, max)``, either
+    None for torch's default). A keyword input is named by its keyword or its position
+    (``input<N>`` after the positional ones: ``names``)."""
     if not isinstance(dynamic, dict):
-        raise HirError(f"error: hir.from_torch: dynamic must be a dict like {{'input0': {{0: 'batch'}}}}, got {type(dynamic).__name__}")
+        raise HirError(f"error: hir.from_torch: dynamic must be a dict like {{'input0': {{0: 'batch', 1: ('seq', 2, 4096)}}}}, got {type(dynamic).__name__}")
     dims: dict[str, Any] = {}
     spec: list = [None] * num_args
     for key, axes in dynamic.items():
         index = int(key[5:]) if isinstance(key, str) and key.startswith("input") and key[5:].isdigit() else None
+        if index is None and key in names:
+            index = num_args - len(names) + names.index(key)
         if index is None or index >= num_args:
-            raise HirError(f"error: hir.from_torch: dynamic names {key!r}; the inputs are input0 ... input{num_args - 1}")
-        if not isinstance(axes, dict) or not all(isinstance(a, int) and isinstance(n, str) and n.isidentifier() for a, n in axes.items()):
-            raise HirError(f"error: hir.from_torch: dynamic[{key!r}] must map dims to names (identifiers), like {{0: 'batch', 1: 'seq'}}, got {axes!r}")
-        spec[index] = {a: dims.setdefault(n, torch.export.Dim(n)) for a, n in axes.items()}
+            keywords = f" or the keyword inputs {', '.join(names)}" if names else ""
+            raise HirError(f"error: hir.from_torch: dynamic names {key!r}; the inputs are input0 ... input{num_args - 1}{keywords}")
+        if not isinstance(axes, dict) or not all(isinstance(a, int) and _dim_entry(n) for a, n in axes.items()):
+            raise HirError(f"error: hir.from_torch: dynamic[{key!r}] must map dims to names (identifiers) or (name, min, max), like {{0: 'batch', 1: ('seq', 2, 4096)}}, got {axes!r}")
+        spec[index] = {a: _dim(dims, n, key) for a, n in axes.items()}
     return tuple(spec)
+
+
+def _dim_entry(entry: Any) -> bool:
+    if isinstance(entry, str):
+        return entry.isidentifier()
+    return (isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[0], str) and entry[0].isidentifier()
+            and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in entry[1:]))
+
+
+def _dim(dims: dict, entry: Any, key: str) -> Any:
+    """The ``torch.export.Dim`` of ``entry`` (a name, or (name, min, max)); a name used twice is one Dim (with one set of bounds)."""
+    name, low, high = (entry, None, None) if isinstance(entry, str) else entry
+    bounds = {k: v for k, v in (("min", low), ("max", high)) if v is not None}
+    if name in dims:
+        if bounds and dims[name][1] != bounds:
+            raise HirError(f"error: hir.from_torch: dynamic[{key!r}] gives dim {name!r} the bounds {bounds}, another entry {dims[name][1] or 'none'}")
+        return dims[name][0]
+    try:
+        dims[name] = (torch.export.Dim(name, **bounds), bounds)
+    except (ValueError, AssertionError) as err:  # torch checks the bounds (0 <= min <= max)
+        raise HirError(f"error: hir.from_torch: dynamic[{key!r}]: bounds {bounds} of {name!r}: {err}") from None
+    return dims[name][0]
 
 
 _SIZE_TYPES = ("!torch.int", "!torch.list<int>", "!torch.bool")  # bool: a check on sizes

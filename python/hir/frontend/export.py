@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import io
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -104,32 +105,37 @@ class _Functional(torch.nn.Module):
     """``module`` with its state passed as leading arguments (so the export lifts it to graph
     inputs instead of freezing it) and its result flattened to a tuple of tensors."""
 
-    def __init__(self, module: torch.nn.Module, names: list[str], kwargs: dict, output_names: list[str]) -> None:
+    def __init__(self, module: torch.nn.Module, names: list[str], kwargs: dict, output_names: list[str], keywords: Sequence[str] = ()) -> None:
         super().__init__()
         # not a submodule: the export would lift the module's own tensors as well
         object.__setattr__(self, "inner", module)
         self.names = names
-        self.kwargs = kwargs
+        self.kwargs = kwargs  # constant keyword arguments
+        self.keywords = list(keywords)  # keyword inputs: the last arguments
         self.record = output_names.extend  # filled by the trace (the export restores attributes)
 
     def forward(self, *args):
         state = dict(zip(self.names, args[: len(self.names)]))
-        result = torch.func.functional_call(self.inner, state, tuple(args[len(self.names):]), dict(self.kwargs))
+        inputs = args[len(self.names):]
+        split = len(inputs) - len(self.keywords)
+        keywords = {**self.kwargs, **dict(zip(self.keywords, inputs[split:]))}
+        result = torch.func.functional_call(self.inner, state, tuple(inputs[:split]), keywords)
         names, tensors = flatten_outputs(result)
         self.record(names)
         return tuple(tensors)
 
 
-def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optional[dict] = None, dynamic_shapes: Optional[Sequence[Any]] = None, group_heads: bool = False) -> Exported:
+def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optional[dict] = None, dynamic_shapes: Optional[Sequence[Any]] = None, keywords: Sequence[str] = (), group_heads: bool = False) -> Exported:
     """The functionalized export of ``module(*example_args, **kwargs)`` (see the module
-    docstring); ``dynamic_shapes``: one torch.export spec per example argument;
-    ``group_heads``: grouped-query attention on un-repeated keys and values
-    (:func:`hir.frontend.fx_rewrites.group_query_heads`)."""
+    docstring); the last ``len(keywords)`` example arguments are keyword inputs (graph
+    inputs too), ``kwargs`` constant keyword arguments; ``dynamic_shapes``: one torch.export
+    spec per example argument; ``group_heads``: grouped-query attention on un-repeated keys
+    and values (:func:`hir.frontend.fx_rewrites.group_query_heads`)."""
     from hir.frontend.fx_rewrites import group_query_heads
 
     names, aliases, values, transient = module_state(module)
     output_names: list[str] = []
-    wrapper = _Functional(module, names, kwargs or {}, output_names)
+    wrapper = _Functional(module, names, kwargs or {}, output_names, keywords)
     spec = None
     if dynamic_shapes is not None:
         spec = ((None,) * len(names) + tuple(dynamic_shapes),)
@@ -169,11 +175,28 @@ def _first_line(err: Exception) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+_SUGGESTED_DIM = re.compile(r"^\s*(\w+) = Dim\('(\w+)'(?:, min=(\d+))?(?:, max=(\d+))?\)\s*$")
+
+
 def _hint(err: Exception) -> str:
+    """What a dynamic-shape failure needs: torch's reasons (the guards the code generated)
+    and its suggested fixes, each also in hir's short form (``dynamic=``)."""
     text = str(err)
-    if "Constraints violated" in text or "specialized" in text.lower():
-        return " (a dimension marked dynamic is fixed by the module's code: mark fewer dims dynamic, or give an example whose size is not 0 or 1)"
-    return ""
+    if "Constraints violated" not in text and "specialized" not in text.lower():
+        return ""
+    lines = text.splitlines()
+    reasons = [line.strip().lstrip("- ") for line in lines if line.strip().startswith("- ")]
+    fixes = []
+    if "Suggested fixes:" in lines:
+        for line in lines[lines.index("Suggested fixes:") + 1:]:
+            m = _SUGGESTED_DIM.match(line)
+            if not line.strip() or m is None:
+                break
+            low, high = (None if v is None else int(v) for v in (m[3], m[4]))
+            fixes.append(f"{line.strip()} (with dynamic=: {{dim: ({m[2]!r}, {low}, {high})}})")
+    if not fixes:
+        return " (a dimension marked dynamic is fixed by the module's code: mark fewer dims dynamic, or give an example whose size is not 0 or 1)" + "".join(f"; {r}" for r in reasons)
+    return "".join(f"; {r}" for r in reasons) + "; torch suggests: " + "; ".join(fixes)
 
 
 def _signature(program: torch.export.ExportedProgram, names: list[str]) -> tuple[list[str], dict[str, torch.Tensor], list[int]]:

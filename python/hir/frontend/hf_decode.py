@@ -20,6 +20,8 @@ from typing import Optional
 
 import torch
 
+KEY_PROJECTIONS = ("k_proj", "qkv_proj", "query_key_value")  # modules whose output holds the keys (HF's list)
+
 
 class StaticCacheStep(torch.nn.Module):
     """``model`` (a ``*ForCausalLM`` or base model) with a ``StaticCache`` of ``batch_size``
@@ -53,6 +55,17 @@ class StaticCacheStep(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"logits_to_keep={self.logits_to_keep}"
+
+    def cache_placements(self, plan: dict) -> dict:
+        """The cache buffers' placements under the tensor-parallel ``plan`` (see
+        :func:`hir.frontend.hf_plans.plan_placements`): split by heads (``Shard(1)``) where
+        the plan splits the key projection's heads (``colwise``), as HF's TP sizes its
+        cache; so the cache update and attention stay on each device's heads."""
+        from torch.distributed.tensor import Shard
+
+        if not any(key.rsplit(".", 1)[-1] in KEY_PROJECTIONS and style == "colwise" for key, style in plan.items()):
+            return {}
+        return {f"{kind}_cache_{i}": Shard(1) for i in range(len(self.cache.layers)) for kind in ("key", "value")}
 
     def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
         """Logits of ``input_ids`` (``[batch, tokens]``) at positions ``cache_position``

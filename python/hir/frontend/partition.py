@@ -52,11 +52,11 @@ from hir.dialect import KERNEL_ATTR, SetOp, Sharding
 from hir.dialect.base import DYNAMIC
 from hir.dialect.context import HirError, format_location
 from hir.dialect.irutils import alloc
-from hir.frontend import contractions
+from hir.frontend import contractions, device_parts, packed
 from hir.frontend.dynamic import Sizes
-from hir.frontend.placer import ComputeStep, Gathered, PlacementPlan, SegmentStep
-from hir.frontend.strategies import STRATEGIES, ComputeSpec
-from hir.frontend.torch_ir import buffer_type, constant_value, is_cloned_value, is_tensor, owner, tensor_info, torch_int, vtensor
+from hir.frontend.placement_plan import ComputeStep, Gathered, PartialStep, PlacementPlan, SegmentStep
+from hir.frontend.strategies import STRATEGIES, ComputeSpec, op_key
+from hir.frontend.torch_ir import LIST_CONSTRUCT, buffer_type, constant_value, is_cloned_value, is_tensor, owner, tensor_info, torch_int, torch_op, vtensor
 
 _CAST = builtin.UnrealizedConversionCastOp.OPERATION_NAME
 
@@ -95,6 +95,8 @@ class Partitioner:
         for step in self.plan.steps:
             if isinstance(step, SegmentStep):
                 self.segment(step)
+            elif isinstance(step, PartialStep):
+                self.buffers[step.op.results[0]] = device_parts.partial_segment(self, step)
             else:
                 self.compute(step)
         returned = list(ret.operands)
@@ -130,12 +132,17 @@ class Partitioner:
         return self.buffers[value]
 
     def read(self, value: ir.Value, placement: Optional[Sharding], at: ir.Operation) -> ir.Value:
-        """The buffer of ``value`` placed as ``placement``: its own, or a resharded copy
-        (an ``hir.set``, made once per placement)."""
-        if self.plan.of(value) == placement:
+        """The buffer of ``value`` placed as ``placement``: its own, or a resharded copy made
+        once per placement: each device's slice where ``placement`` only splits what is
+        whole (:func:`~hir.frontend.device_parts.local_slice`), else an ``hir.set``."""
+        have = self.plan.of(value)
+        if have == placement:
             return self.buffer_of(value, at)
         key = (value, placement)
         if key not in self.copies:
+            if device_parts.is_local_slice(have, placement):
+                self.copies[key] = device_parts.local_slice(self, value, have, placement, at)
+                return self.copies[key]
             buf = self.new_buffer(buffer_type(value.type, self.attr(placement)), at.location, value)
             with self.in_main(at.location):
                 SetOp.emit(self.buffer_of(value, at), buf)
@@ -174,7 +181,9 @@ class Partitioner:
     def compute(self, step: ComputeStep) -> None:
         """The step's hir compute op (or its contraction form) on its operands as it reads them."""
         op, spec = step.op, step.spec
-        if isinstance(step.form, Gathered):
+        if spec.redistributes:  # a plan style's layout: the operand read as placed
+            self.buffers[op.results[0]] = self.read(spec.inputs[0], step.reads[0], op)
+        elif isinstance(step.form, Gathered):
             self.buffers[op.results[0]] = contractions.stream_gathered(self, step)
         elif step.form is not None:
             self.buffers[op.results[0]] = contractions.partial_sum(self, step)
@@ -230,6 +239,12 @@ class Partitioner:
         with self.main_ip, loc:
             func.CallOp([], ir.FlatSymbolRefAttr.get(name), in_bufs + out_bufs)
 
+    def clone_value(self, value: ir.Value, mapping: dict, ip: ir.InsertionPoint) -> ir.Value:
+        """``value`` inside a segment: mapped, or (a constant, a size) cloned in."""
+        if value not in mapping:
+            self.clone_into(owner(value), mapping, ip)
+        return mapping[value]
+
     def clone_into(self, op: ir.Operation, mapping: dict, ip: ir.InsertionPoint) -> None:
         for v in op.operands:
             if v not in mapping and is_cloned_value(v):
@@ -241,17 +256,32 @@ class Partitioner:
         if results and self.plan.grid is not None:
             for split, devices in zip(self.plan.of(results[0]).splits, self.plan.grid.shape):
                 _localize_sizes(op, new, split, devices, ip)
+        source = op.operands[0] if len(op.operands) and is_tensor(op.operands[0]) else None
+        if source is not None and self.plan.grid is not None and self.plan.of(source).packed and not self.plan.of(op.results[0]).packed:
+            self._localize_cut(op, new, source, ip)
         for old, fresh in zip(op.results, new.results):
             if is_tensor(old):
                 fresh.set_type(self.local_type(old, self.plan.of(old)))
             mapping[old] = fresh
 
 
+    def _localize_cut(self, op: ir.Operation, new: ir.Operation, source: ir.Value, ip: ir.InsertionPoint) -> None:
+        """A cut of a packed value into its pieces (:func:`hir.frontend.packed.cut`) on the
+        device's part: its sizes divided by the devices of the packed dim."""
+        placed = self.plan.of(source)
+        axis = next(a for a, _ in placed.packed)
+        with ip, new.location:
+            for index, value in packed.local_cut(op, source, placed.parts(axis)).items():
+                constant = torch_int(value) if isinstance(value, int) else torch_op(LIST_CONSTRUCT, [torch_int(v) for v in value], ir.Type.parse("!torch.list<int>"))
+                new.move_after(constant.owner)
+                new.operands[index] = constant
+
+
 def _localize_sizes(old: ir.Operation, new: ir.Operation, split: Optional[int], devices: int, ip: ir.InsertionPoint) -> None:
     """In a segment on local shards, give the clone ``new`` of ``old`` its local size list
     (the entry of the split extent divided by the devices; an inferred ``-1`` stays), where
     ``old``'s strategy names that entry (``local_sizes``)."""
-    strategy = STRATEGIES.get(old.name)
+    strategy = STRATEGIES.get(op_key(old))
     at = None if split is None or strategy is None or strategy.local_sizes is None else strategy.local_sizes(old, split)
     if at is None:
         return

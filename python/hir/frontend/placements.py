@@ -3,7 +3,7 @@ multi-D with one placement per mesh dimension): the placements given.
 
 Inputs and state entries get ``Shard(dim)`` / ``Replicate()`` placements (given, or read
 from the DTensor parameters of a module parallelized with ``torch.distributed.tensor.parallel``:
-:func:`dtensor_placements`); every buffer of the program then carries ``#hir.shard<mesh, dim>``
+:mod:`hir.frontend.dtensors`); every buffer of the program then carries ``#hir.shard<mesh, dim>``
 (``-1``: replicated; on a multi-D mesh one split per mesh axis), a
 :class:`~hir.dialect.Sharding`. :func:`mesh_inputs` checks them; the
 :class:`~hir.frontend.placer.Placer` then places every intermediate with the strategies of
@@ -29,78 +29,64 @@ from hir.frontend.torch_ir import tensor_info
 from hir.interpreter.backends.process_groups import world
 
 
-def dtensor_placements(module: torch.nn.Module) -> dict:
-    """``{state name: (placement, mesh devices)}`` for the DTensor entries of ``module``. A
-    parameter on a sub-mesh (``parallelize_module(m, mesh2d["tp"], plan)``) is placed on
-    the root mesh: its placement on the sub-mesh's dimensions, replicated on the others."""
-    try:
-        from torch.distributed.tensor import DTensor, Replicate
-    except ImportError:  # pragma: no cover - torch without distributed
-        return {}
-    found = {}
-    for name, tensor in module.state_dict(keep_vars=True).items():
-        if isinstance(tensor, DTensor):
-            mesh, placements = tensor.device_mesh, tuple(tensor.placements)
-            root = mesh._get_root_mesh() if hasattr(mesh, "_get_root_mesh") else mesh
-            if root is not mesh and root.ndim > mesh.ndim:
-                names = list(root.mesh_dim_names or ())
-                if not mesh.mesh_dim_names or any(n not in names for n in mesh.mesh_dim_names):
-                    raise HirError(f"error: the DTensor '{name}' lives on a sub-mesh whose dimensions {mesh.mesh_dim_names} are not named dimensions of its root mesh {names}")
-                full = [Replicate()] * root.ndim
-                for dim_name, placement in zip(mesh.mesh_dim_names, placements):
-                    full[names.index(dim_name)] = placement
-                mesh, placements = root, tuple(full)
-            layout = mesh.mesh
-            found[name] = (placements, tuple(map(tuple, layout.tolist())) if layout.dim() > 1 else tuple(layout.tolist()))
-    return found
-
-
-def _splits(name: str, placement: Any, shape: Optional[list[int]], grid: "DeviceGrid") -> tuple:
+def _splits(name: str, placement: Any, shape: Optional[list[int]], grid: "DeviceGrid") -> tuple[tuple, dict]:
     """The split dim per mesh axis (None: replicated) of a DTensor-style placement: one
-    ``Shard(dim)`` / ``Replicate()`` on a 1-D mesh, a tuple of one per mesh axis otherwise;
-    validated against ``shape`` when that is known."""
+    ``Shard(dim)`` / ``Replicate()`` on a 1-D mesh, a tuple of one per mesh axis otherwise
+    (on a mesh with size-1 dimensions, one per dimension or one per other dimension), and
+    the pieces of packed splits (``_StridedShard(dim, split_factor)``: HF's
+    ``packed_colwise``); validated against ``shape`` when that is known."""
     if placement is None:
         entries: tuple = (None,) * grid.rank
     else:
         entries = tuple(placement) if isinstance(placement, (tuple, list)) else (placement,)
+    if len(entries) == len(grid.given) != grid.rank:
+        entries = tuple(entries[i] for i in grid.kept)  # one device along the others: whole there
     if len(entries) != grid.rank:
-        raise HirError(f"error: placement of '{name}' has {len(entries)} mesh dimension(s); the mesh {grid.describe()} has {grid.rank} (give one Shard/Replicate per mesh dimension)")
-    out = []
+        raise HirError(f"error: placement of '{name}' has {len(entries)} mesh dimension(s); the mesh {grid.describe()} has {len(grid.given)} (give one Shard/Replicate per mesh dimension)")
+    out, packed = [], {}
     for entry in entries:
         if entry is None or (hasattr(entry, "is_replicate") and entry.is_replicate()):
             out.append(None)
             continue
         dim = getattr(entry, "dim", None)
-        if dim is None or not (hasattr(entry, "is_shard") and entry.is_shard()):
+        if dim is None or not (hasattr(entry, "is_shard") and entry.is_shard() or hasattr(entry, "split_factor")):
             raise HirError(f"error: placement {entry} of '{name}' is not Shard(dim) or Replicate()")
         if shape is not None:
             if not -len(shape) <= dim < len(shape):
                 raise HirError(f"error: placement Shard({dim}) of '{name}' is out of range for its shape {list(shape)}")
             dim %= len(shape)
         out.append(dim)
+        if getattr(entry, "split_factor", 1) > 1:
+            packed[dim] = entry.split_factor
     if shape is not None:
         for dim in {d for d in out if d is not None}:
             devices = grid.sharding(out).parts(dim)
             if out.count(dim) > 1:
                 raise HirError(f"error: placement of '{name}' splits dimension {dim} over several mesh dimensions; hir splits a dimension over one")
-            if shape[dim] % devices:
-                raise HirError(f"error: placement Shard({dim}) of '{name}': dimension {dim} of extent {shape[dim]} does not divide over {devices} devices")
-    return tuple(out)
+            if shape[dim] % (devices * packed.get(dim, 1)):
+                raise HirError(f"error: placement Shard({dim}) of '{name}': dimension {dim} of extent {shape[dim]} does not divide over {devices} devices"
+                               f"{f' in each of {packed[dim]} packed pieces' if dim in packed else ''}")
+    return tuple(out), packed
 
 
 class DeviceGrid:
-    """The mesh of an import: its devices (row-major) and shape."""
+    """The mesh of an import: its devices (row-major) and shape, without the dimensions of
+    one device (HF's ``tp_plan="auto"`` mesh ``(pp=1, fsdp=1, tp=N)`` is the 1-D mesh of its
+    tp dimension): ``given`` is the shape as given, ``kept`` the dimensions kept."""
 
     def __init__(self, devices: Sequence[int], shape: Sequence[int]) -> None:
-        self.devices, self.shape = tuple(devices), tuple(shape)
+        self.devices, self.given = tuple(devices), tuple(shape)
+        self.kept = tuple(i for i, n in enumerate(shape) if n > 1) or (len(shape) - 1,)
+        self.shape = tuple(self.given[i] for i in self.kept)
         self.rank = len(self.shape)
 
     def describe(self) -> str:
-        return f"{list(self.devices)} of shape {list(self.shape)}" if self.rank > 1 else str(list(self.devices))
+        return f"{list(self.devices)} of shape {list(self.given)}" if len(self.given) > 1 else str(list(self.devices))
 
-    def sharding(self, splits: Sequence[Optional[int]]) -> Sharding:
+    def sharding(self, splits: Sequence[Optional[int]], packed: Optional[dict] = None) -> Sharding:
         # On one device along a mesh axis a split is the whole: replicated (nothing to communicate).
-        return Sharding.of(self.devices, self.shape, [s if n > 1 else None for n, s in zip(self.shape, splits)])
+        kept = [s if n > 1 else None for n, s in zip(self.shape, splits)]
+        return Sharding.of(self.devices, self.shape, kept, packed={a: n for a, n in (packed or {}).items() if a in kept})
 
 
 def _grid(mesh: Any) -> DeviceGrid:
@@ -141,8 +127,8 @@ def mesh_inputs(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
     unknown = sorted(str(k) for k in set(placements) - set(arg_names) - {f"output{i}" for i in range(num_results)})
     if unknown:
         raise HirError(f"error: placements name {', '.join(unknown)}, which are neither state entries nor inputs (input0, ...) nor outputs (output0, ...); the module has {num_inputs} input(s) and {num_results} output(s)")
-    arguments = [grid.sharding(_splits(name, placements.get(name), tensor_info(arg.type)[0], grid)) for name, arg in zip(arg_names, args)]
-    outputs = {int(k[len("output"):]): grid.sharding(_splits(k, v, None, grid)) for k, v in placements.items() if k.startswith("output")}
+    arguments = [grid.sharding(*_splits(name, placements.get(name), tensor_info(arg.type)[0], grid)) for name, arg in zip(arg_names, args)]
+    outputs = {int(k[len("output"):]): grid.sharding(*_splits(k, v, None, grid)) for k, v in placements.items() if k.startswith("output")}
     return grid, arguments, outputs
 
 

@@ -14,8 +14,7 @@ strategy placed what (:attr:`PlacementPlan.listing`).
 """
 
 import sys
-from dataclasses import dataclass, field
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
@@ -24,80 +23,19 @@ from hir.core import HirError
 from hir.dialect import Sharding
 from hir.dialect.base import DYNAMIC
 from hir.dialect.context import format_location
+from hir.frontend.placement_plan import ComputeStep, Gathered, PartialStep, PartialSum, PlacementPlan, SegmentStep
+from hir.frontend.packed import PackedError, cut, pieces_after
 from hir.frontend.placements import DeviceGrid
-from hir.frontend.strategies import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, compute_spec, strategy_for
+from hir.frontend.strategies import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, Strategy, compute_spec, op_key, strategy_for
 from hir.frontend.torch_ir import LIST_CONSTRUCT, is_cloned, is_cloned_value, is_constant, is_tensor, owner, rank_of, tensor_info, user
 
 
-@dataclass(frozen=True)
-class Gathered:
-    """nvFuser's AG + op form (1-D mesh): operand 0, split on its row axis ``lead``, is
-    gathered by a stream-parallel ``hir.set`` that the op consumes slice by slice."""
+class _PartialOp(Exception):
+    """A segment op placed as a partial sum on mesh axis ``axis``: it becomes a step of its own."""
 
-    lead: int
-
-
-@dataclass(frozen=True)
-class PartialSum:
-    """A contraction over dims split on ``mesh_axis``: local products into a leading mesh
-    axis, summed over it (an allreduce or reduce-scatter). ``others``: the product's split
-    on the other mesh axes; ``stream``: nvFuser's matmul + reduce-scatter form, scattered
-    onto the rows (axis ``row_axis`` of the result)."""
-
-    mesh_axis: int
-    others: tuple
-    stream: bool
-    row_axis: int
-
-
-@dataclass
-class ComputeStep:
-    """An hir compute op: ``reads`` is the placement each of ``spec.inputs + spec.trailing``
-    is read as (a resharding where it differs from the value's); ``form`` None for the op
-    itself on those buffers."""
-
-    op: ir.Operation
-    spec: ComputeSpec
-    reads: list
-    form: Union[None, Gathered, PartialSum] = None
-
-
-@dataclass
-class SegmentStep:
-    """A kernel segment of ``ops`` reading ``inputs`` placed as ``reads`` and writing
-    ``outputs`` (local shards when every op had a strategy, else replicated copies)."""
-
-    ops: list
-    inputs: list
-    outputs: list
-    reads: list
-
-
-@dataclass
-class PlacementPlan:
-    """What the placer decided for one function (``grid`` None: unsharded, every placement
-    None): each tensor value's placement, the steps in program order, the placement each
-    returned value is returned as, and the listing of which strategy placed what."""
-
-    grid: Optional[DeviceGrid]
-    placements: dict
-    steps: list
-    results: list
-    listing: list = field(default_factory=list)
-
-    def of(self, value: ir.Value) -> Optional[Sharding]:
-        """``value``'s placement (a value no op placed, e.g. a constant: replicated)."""
-        if value in self.placements:
-            return self.placements[value]
-        return None if self.grid is None else self.grid.sharding((None,) * self.grid.rank)
-
-    def reshardings(self) -> list[tuple[ir.Value, Optional[Sharding], Optional[Sharding]]]:
-        """(value, its placement, the placement a step reads it as) where the two differ."""
-        out = []
-        for step in self.steps:
-            values = step.inputs if isinstance(step, SegmentStep) else step.spec.inputs + step.spec.trailing
-            out += [(v, self.of(v), read) for v, read in zip(values, step.reads) if read != self.of(v)]
-        return out
+    def __init__(self, op: ir.Operation, axis: int, form: Callable) -> None:
+        super().__init__(op.name)
+        self.op, self.axis, self.form = op, axis, form
 
 
 def _describe(sharding: Optional[Sharding]) -> str:
@@ -109,18 +47,46 @@ class Placer:
     holds the placement of each function argument, ``outputs`` those requested for results
     (by index); ``grid`` None places nothing (one device, full tensors)."""
 
-    def __init__(self, torch_func: func.FuncOp, grid: Optional[DeviceGrid], arguments: Sequence[Optional[Sharding]], outputs: dict, source_name: str = "<torch>") -> None:
+    def __init__(self, torch_func: func.FuncOp, grid: Optional[DeviceGrid], arguments: Sequence[Optional[Sharding]], outputs: dict, source_name: str = "<torch>",
+                 names: Sequence[str] = ()) -> None:
         self.func, self.grid, self.source_name = torch_func, grid, source_name
         self.rank = grid.rank if grid is not None else 0
         self.replicated = self.sharding((None,) * self.rank)
         args = list(torch_func.regions[0].blocks[0].arguments)
         self.placements: dict = dict(zip(args, arguments))
+        # the state entry each packed value comes from (names: the arguments', for errors)
+        self.origins = {a: n for a, n, p in zip(args, names, arguments) if p is not None and p.packed}
         self.outputs = outputs
         self.steps: list = []
         self.listing: list[str] = []
 
-    def sharding(self, splits: Sequence) -> Optional[Sharding]:
-        return None if self.grid is None else self.grid.sharding(splits)
+    def sharding(self, splits: Sequence, packed: Optional[dict] = None) -> Optional[Sharding]:
+        return None if self.grid is None else self.grid.sharding(splits, packed)
+
+    def pieces(self, value: ir.Value, k: int) -> int:
+        """How many packed pieces ``value``'s split on mesh axis ``k`` is made of (1: none)."""
+        split = self.split(value, k)
+        return 1 if split is None else self.of(value).pieces(split)
+
+    def read_as(self, value: ir.Value, splits: Sequence) -> Optional[Sharding]:
+        """The placement ``value`` is read as when split as ``splits``: its own (packed
+        pieces kept) when the splits are its own."""
+        own = self.of(value)
+        return own if own is not None and tuple(own.splits) == tuple(splits) else self.sharding(splits)
+
+    def _packed(self, op: ir.Operation, operands: list, pieces: list, placement: OpPlacement, read: list) -> int:
+        """:func:`~hir.frontend.packed.pieces_after`, its refusal an error naming the packed entry."""
+        try:
+            return pieces_after(op, operands, pieces, placement, read)
+        except PackedError as why:
+            origin = next((self.origins[v] for (v, _), n in zip(operands, pieces) if n > 1 and v in self.origins), "a packed entry")
+            raise self.error(op, f"reads the packed split of '{origin}' (a packed_colwise / packed_rowwise plan entry: each device holds its part of every piece) and {why}; "
+                                 "hir computes on a packed value through ops that keep the packed dim whole or cut it into its pieces") from None
+
+    def _carry_origin(self, values: list, results: list) -> None:
+        origin = next((self.origins[v] for v in values if v in self.origins), None)
+        if origin is not None:
+            self.origins.update({r: origin for r in results})
 
     def of(self, value: ir.Value) -> Optional[Sharding]:
         return self.placements.get(value, self.replicated)
@@ -161,14 +127,14 @@ class Placer:
         return plan
 
     # ----- compute ops ------------------------------------------------------------------
-    def _place(self, op: ir.Operation, spec: Optional[ComputeSpec], operands: list, k: int, name: str) -> tuple[OpPlacement, str]:
+    def _place(self, op: ir.Operation, spec: Optional[ComputeSpec], operands: list, k: int, name: str) -> tuple[OpPlacement, Strategy]:
         """Op ``name``'s placement on mesh axis ``k`` and the strategy that gave it; raises
         NoRule when there is none (the caller falls back)."""
         call = OpCall(op, operands, self.grid.shape[k], spec)
         strategy = strategy_for(name)
         if strategy is None:
             raise NoRule(f"no placement strategy for {name}")
-        return strategy.place(call), strategy.name
+        return strategy.place(call), strategy
 
     def compute(self, op: ir.Operation, spec: ComputeSpec) -> None:
         values = spec.inputs + spec.trailing
@@ -178,6 +144,7 @@ class Placer:
             call_operands = [(v, self.split(v, k)) for v in values]
             try:
                 placement, strategy = self._place(op, spec, call_operands, k, name)
+                strategy = strategy.name
             except NoRule as why:  # DTensor's fallback: redistribute to Replicate()
                 placement, strategy = OpCall(op, call_operands, self.grid.shape[k], spec).replicated(), f"replicated (fallback: {why})"
             per_axis.append(placement)
@@ -185,11 +152,13 @@ class Placer:
         partial = [k for k, p in enumerate(per_axis) if p.output is PARTIAL]
         if len(partial) > 1:
             raise self.error(op, f"contracts a dimension split over mesh axes {partial}; split a contraction over one mesh axis")
+        pieces = [self._packed(op, [(v, self.split(v, k)) for v in values], [self.pieces(v, k) for v in values], p, list(p.inputs)) for k, p in enumerate(per_axis)]
+        self._carry_origin(values, [op.results[0]])
         if partial:
             self._partial(op, spec, partial[0], per_axis)
         else:
-            reads = [self.sharding(tuple(p.inputs[i] for p in per_axis)) for i in range(len(values))]
-            self.placements[op.results[0]] = self.sharding(tuple(p.output for p in per_axis))
+            reads = [self.read_as(v, tuple(p.inputs[i] for p in per_axis)) for i, v in enumerate(values)]
+            self.placements[op.results[0]] = self.sharding(tuple(p.output for p in per_axis), {p.output: n for p, n in zip(per_axis, pieces) if n > 1})
             form = Gathered(self.split(spec.inputs[0], 0)) if self._gathers_rows(spec, reads[0]) else None
             self.steps.append(ComputeStep(op, spec, reads, form))
         if self.grid is not None:
@@ -217,7 +186,7 @@ class Placer:
         others = tuple(None if j == k else p.output for j, p in enumerate(per_axis))
 
         def operand(i: int, value: ir.Value) -> Optional[Sharding]:
-            return self.sharding(tuple(self.split(value, j) if j == k else per_axis[j].inputs[i] for j in range(self.rank)))
+            return self.read_as(value, tuple(per_axis[j].inputs[i] for j in range(self.rank)))
 
         shape = tensor_info(out.type)[0]
         target = self._partial_target(out, k)
@@ -268,18 +237,59 @@ class Placer:
             noted = len(self.listing)
             try:
                 found = [self._propagate(run, inputs, k) for k in range(self.rank)]
+            except _PartialOp as partial:  # a step of its own, between the segments before and after it
+                del self.listing[noted:]
+                at = run.index(partial.op)
+                self.segment(run[:at])
+                self._partial_op(partial)
+                self.segment(run[at + 1:])
+                return
             except NoRule as why:
                 del self.listing[noted:]
                 self._note(run[0], f"a segment of {len(run)} op(s) reads replicated copies (fallback: {why})")
+                packed = next((v for v in inputs if self.of(v).packed), None)
+                if packed is not None:
+                    raise self.error(run[0], f"(a segment of {len(run)} op(s)) reads the packed split of '{self.origins.get(packed, 'a packed entry')}' "
+                                             f"(a packed_colwise / packed_rowwise plan entry), but cannot compute on it locally: {why}") from None
         for op in run:  # every tensor inside gets its placement (for local types)
             for r in op.results:
                 if is_tensor(r):
-                    self.placements[r] = self.replicated if found is None else self.sharding(tuple(f[r] for f in found))
+                    self.placements[r] = self.replicated if found is None else self.sharding(tuple(f[r] for f, _ in found), {f[r]: n[r] for f, n in found if n[r] > 1})
         reads = [self.replicated if found is None else self.of(v) for v in inputs]
         for v, read in zip(inputs, reads):
             if sizes and read is not None and any(d == DYNAMIC and read.parts(i) > 1 for i, d in enumerate(tensor_info(v.type)[0])):
                 raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over devices; that is not supported yet: keep the split dim static, or replicate it")
         self.steps.append(SegmentStep(run, inputs, outputs, reads))
+
+    def _partial_op(self, partial: _PartialOp) -> None:
+        """A segment op placed as a partial sum on mesh axis ``partial.axis`` (local on the
+        others): a :class:`PartialStep`, its sum landing where the consumers want it
+        (:meth:`_partial_target`); a replicated segment of its own when another mesh axis has
+        no local placement for it."""
+        op, k = partial.op, partial.axis
+        inputs, outputs, _ = self._boundary([op])
+        others = []
+        try:
+            for j in range(self.rank):
+                operands = _operands(op, {v: self.split(v, j) for v in inputs})
+                if j == k or all(s is None for _, s in operands):
+                    others.append(None)
+                    continue
+                placement, strategy = self._place(op, None, operands, j, op_key(op))
+                if placement.output is PARTIAL or placement.inputs != tuple(s for _, s in operands):
+                    raise NoRule(f"{op.name}: {strategy.name} on mesh axis {j} reshards its operands")
+                others.append(placement.output)
+        except NoRule as why:
+            self._note(op, f"a segment of 1 op reads replicated copies (fallback: {why})")
+            for r in op.results:
+                self.placements[r] = self.replicated
+            self.steps.append(SegmentStep([op], inputs, outputs, [self.replicated] * len(inputs)))
+            return
+        result = op.results[0]
+        target = self._partial_target(result, k)
+        self.placements[result] = self.sharding(tuple(target if j == k else s for j, s in enumerate(others)))
+        self.steps.append(PartialStep(op, inputs, [self.of(v) for v in inputs], k, tuple(others), partial.form))
+        self._note(op, f"a partial sum over mesh axis {k} ({partial.form.__name__}): {' x '.join(_describe(self.of(v)) for v in inputs)} -> {_describe(self.of(result))}")
 
     def _boundary(self, run: list) -> tuple[list, list, list]:
         """(tensors the segment reads from outside, its results used outside, the size
@@ -311,29 +321,42 @@ class Placer:
                 raise self.error(owner(r), f"result {r.get_name()} ({r.type}) is used outside its segment; only tensors cross segment boundaries")
         return inputs, outputs, sizes
 
-    def _propagate(self, run: list, inputs: list, k: int) -> dict:
+    def _propagate(self, run: list, inputs: list, k: int) -> tuple[dict, dict]:
         """The split on mesh axis ``k`` of every tensor (and tensor list) result of ``run``,
-        from its inputs' (constants are replicated); NoRule when an op cannot stay local."""
+        from its inputs' (constants are replicated), and the packed pieces of each; NoRule
+        when an op cannot stay local."""
         out = {v: self.split(v, k) for v in inputs}
+        pieces = {v: self.pieces(v, k) for v in inputs}
         for op in run:
             results = [r for r in op.results if is_tensor(r) or str(r.type).startswith("!torch.list<vtensor")]
             if not results or op.name == LIST_CONSTRUCT:
                 continue
             operands = _operands(op, out)
+            counts = [pieces.get(v, 1) for v, _ in operands]
+            split, n = None, 1
+            if max(counts, default=1) > 1:
+                self._carry_origin([v for v, _ in operands], results)
             if all(s is None for _, s in operands):
-                split = None
+                pass
+            elif cut(op, operands, counts) is not None:
+                split = cut(op, operands, counts)
+                self._note(op, f"cuts a packed split into its {counts[0]} pieces on mesh axis {k}: {split}")
             else:
                 try:
-                    placement, strategy = self._place(op, None, operands, k, op.name)
+                    placement, strategy = self._place(op, None, operands, k, op_key(op))
                 except (ValueError, TypeError, AttributeError, IndexError):
                     raise NoRule(f"{op.name}: operands that are not constants") from None
-                if placement.output is PARTIAL or placement.inputs != tuple(s for _, s in operands):
-                    raise NoRule(f"{op.name}: {strategy} reshards its operands, which a segment cannot")
+                local = placement.inputs == tuple(s for _, s in operands)
+                if placement.output is PARTIAL and local and strategy.partial_form is not None and len(op.results) == 1:
+                    raise _PartialOp(op, k, strategy.partial_form)
+                if placement.output is PARTIAL or not local:
+                    raise NoRule(f"{op.name}: {strategy.name} reshards its operands, which a segment cannot")
                 split = placement.output
-                self._note(op, f"by {strategy} on mesh axis {k}: {[-1 if s is None else s for _, s in operands]} -> {-1 if split is None else split}")
+                n = self._packed(op, operands, counts, placement, list(placement.inputs))
+                self._note(op, f"by {strategy.name} on mesh axis {k}: {[-1 if s is None else s for _, s in operands]} -> {-1 if split is None else split}")
             for r in results:
-                out[r] = split
-        return out
+                out[r], pieces[r] = split, n
+        return out, pieces
 
 
 def _operands(op: ir.Operation, splits: dict) -> list:

@@ -57,17 +57,19 @@ class TorchProgram:
     dynamic_dims: list = field(default_factory=list, repr=False)  # per input: {axis: (symbol, its name)}
     weights: Mapping = field(default_factory=dict, repr=False)  # the state it was imported or loaded with
     lowered: bool = field(default=False, repr=False)  # lower() ran (compile does not lower again)
+    keyword_inputs: list = field(default_factory=list)  # the last inputs' keywords (example_kwargs' tensors)
 
     def state(self, module: torch.nn.Module) -> dict:
         """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
         return {**dict(module.named_buffers()), **module.state_dict()}
 
-    def arguments(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, rank: Optional[int] = None) -> list:
+    def arguments(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, rank: Optional[int] = None, **keyword_inputs: torch.Tensor) -> list:
         """``@main``'s arguments from a state dict (None: the state the program was imported
         or loaded with, :attr:`weights`) and the inputs: full tensors for an unsharded
         program, else rank ``rank``'s shards (default: this process's rank). Each state entry
         and input must have its ``@main`` argument's global shape and dtype; the error names the
         entry or input and the caller's line (not the torch source line ``@main`` is located at)."""
+        inputs = self._with_keywords(inputs, keyword_inputs)
         if len(inputs) != self.num_inputs:
             raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
         state = self.state_values(self.weights if state_dict is None else state_dict)
@@ -76,6 +78,15 @@ class TorchProgram:
         from hir.frontend.placements import shard_arguments
 
         return shard_arguments(self.module, self.mesh, full, rank)
+
+    def _with_keywords(self, inputs: tuple, keyword_inputs: dict) -> tuple:
+        """The inputs in ``@main``'s order: positional, then the keyword inputs by keyword."""
+        unknown = [k for k in keyword_inputs if k not in self.keyword_inputs]
+        missing = [k for k in self.keyword_inputs if k not in keyword_inputs] if keyword_inputs else []
+        if unknown or missing:
+            raise HirError(f"{_caller()}: error: the module's keyword inputs are {self.keyword_inputs or 'none'}; "
+                           f"{f'got {unknown}' if unknown else f'{missing} missing'}")
+        return tuple(inputs) + tuple(keyword_inputs[k] for k in self.keyword_inputs)
 
     def state_values(self, state_dict: Mapping) -> list:
         """The state entries in ``@main``'s order from ``state_dict`` (a tied tensor under
@@ -174,7 +185,8 @@ class TorchProgram:
         one-shot check); for repeated calls, :meth:`compile` once and call the result."""
         import hir  # the public entry: the interpreter sits beside the frontend, not below it
 
-        return hir.run(self.module, self.arguments(state_dict, *inputs), **options)
+        keyword_inputs = {k: options.pop(k) for k in self.keyword_inputs if k in options}
+        return hir.run(self.module, self.arguments(state_dict, *inputs, **keyword_inputs), **options)
 
 
 def _caller() -> str:
@@ -197,12 +209,15 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach()
 
 
-def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None, group_heads: bool = False) -> tuple[ir.Module, Exported, dict]:
-    """The ``torch``-dialect module of ``module`` (state first, then inputs), its export and
-    the symbolic shape of each tensor value (:func:`hir.frontend.dynamic.symbolic_shapes`;
-    empty without ``dynamic_shapes``)."""
+def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None,
+                         keywords: Sequence[str] = (), constants: Optional[dict] = None, group_heads: bool = False) -> tuple[ir.Module, Exported, dict]:
+    """The ``torch``-dialect module of ``module`` (state first, then inputs: the last
+    ``len(keywords)`` are keyword inputs; ``constants``: constant keyword arguments), its
+    export and the symbolic shape of each tensor value
+    (:func:`hir.frontend.dynamic.symbolic_shapes`; empty without ``dynamic_shapes``).
+    ``group_heads``: :func:`hir.frontend.fx_rewrites.group_query_heads`."""
     with progress.task(f"exporting {type(module).__name__} (torch.export)"):
-        exported = export(module, example_args, dynamic_shapes=dynamic_shapes, group_heads=group_heads)
+        exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords, group_heads=group_heads)
     node_importers: list = []
 
     def node_importer(*args: Any) -> GraphNodeImporter:
@@ -224,6 +239,7 @@ def from_torch(
     module: torch.nn.Module,
     example_args: Sequence[Any],
     *,
+    example_kwargs: Optional[dict] = None,
     mesh: Optional[Sequence[int]] = None,
     placements: Optional[dict] = None,
     source_name: Optional[str] = None,
@@ -231,7 +247,10 @@ def from_torch(
     dynamic: Optional[dict] = None,
     grouped_attention: bool = True,
 ) -> TorchProgram:
-    """Import ``module`` (called on ``example_args``) as a program-level hir module.
+    """Import ``module`` (called on ``example_args`` and ``example_kwargs``) as a program-level
+    hir module. The tensors of ``example_kwargs`` are inputs after the positional ones
+    (``input<N>`` in order, or their keyword in ``placements`` / ``dynamic``; pass them to
+    :meth:`TorchProgram.run` by keyword); its other values are constants of the program.
 
     ``mesh``: the device ids of a 1-D mesh, a nested list for a multi-D mesh (``[[0, 1],
     [2, 3]]``) or a ``torch.distributed.DeviceMesh``, with ``placements`` mapping state names,
@@ -249,6 +268,8 @@ def from_torch(
     ``grouped_attention`` (default on; unsharded imports only): grouped-query attention
     reads each key/value head once instead of a copy per query head
     (:mod:`hir.frontend.fx_rewrites`)."""
+    from hir.frontend.dtensors import Distributed
+    from hir.frontend.hf_plans import plan_layouts
     from hir.frontend.placements import mesh_inputs
     from hir.frontend.placer import Placer
 
@@ -258,30 +279,38 @@ def from_torch(
         raise HirError(f"error: hir.from_torch: placements must be a dict (state name / 'input0' / 'output0' -> placement), got {type(placements).__name__}")
     if not isinstance(example_args, (tuple, list)):
         example_args = (example_args,)
+    if example_kwargs is not None and not isinstance(example_kwargs, dict):
+        raise HirError(f"error: hir.from_torch: example_kwargs must be a dict (keyword -> value), got {type(example_kwargs).__name__}")
+    keywords = [k for k, v in (example_kwargs or {}).items() if isinstance(v, torch.Tensor)]  # inputs; the rest are constants
+    constants = {k: v for k, v in (example_kwargs or {}).items() if k not in keywords}
+    example_args = tuple(example_args) + tuple(example_kwargs[k] for k in keywords)
+    placements = {(f"input{len(example_args) - len(keywords) + keywords.index(k)}" if k in keywords else k): v for k, v in (placements or {}).items()}
     context = new_context()
     source = source_name or f"<{type(module).__name__}>"
-    local_module, dtensor_placements, dtensor_mesh = _undistribute(module)
+    distributed = Distributed(module)
     if mesh is None:
-        mesh = dtensor_mesh
-    placements = _with_plan(local_module, placements or {})
+        mesh = distributed.mesh
+    placements, plan = _with_plan(module, placements or {})
+    plan = {**distributed.plan, **plan}  # an HF TP model's own styles fix its layouts too
     with context, ir.Location.unknown():
-        spec = export_spec(local_module, len(example_args), dynamic_shapes, dynamic)
+        spec = export_spec(module, len(example_args), dynamic_shapes, dynamic, keywords)
         try:
             group_heads = grouped_attention and mesh is None and not placements
-            torch_module, exported, shapes = export_to_torch_mlir(local_module, example_args, context, spec, group_heads)
+            with distributed.whole(), plan_layouts(module, plan):
+                torch_module, exported, shapes = export_to_torch_mlir(module, example_args, context, spec, keywords, constants, group_heads)
         except HirError as err:  # located at the user's file (hir-import) or call
             raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
-            grid, arguments, outputs = mesh_inputs(torch_func, names, len(example_args), mesh, {**dtensor_placements, **placements})
+            grid, arguments, outputs = mesh_inputs(torch_func, names, len(example_args), mesh, {**distributed.placements, **placements})
         except HirError:
             raise
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
         try:
             with progress.task("partitioning into hir ops and kernel segments"):
-                plan = Placer(torch_func, grid, arguments, outputs, source).plan(exported.mutated)
+                plan = Placer(torch_func, grid, arguments, outputs, source, names).plan(exported.mutated)
                 hir_module = Partitioner(torch_func, plan, source, shapes).build(mutated=exported.mutated)
         except HirError:
             raise
@@ -295,7 +324,7 @@ def from_torch(
     inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
     dynamic_dims = [{a: (str(e), dim_name(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
     weights = {**dict(module.named_buffers()), **module.state_dict()}  # references: later updates are seen
-    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights)
+    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights, keywords)
 
 
 def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:
@@ -317,15 +346,15 @@ def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> No
     attrs["arg_attrs"] = ir.ArrayAttr.get(new)
 
 
-def _with_plan(module: torch.nn.Module, placements: dict) -> dict:
+def _with_plan(module: torch.nn.Module, placements: dict) -> tuple[dict, dict]:
     """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
-    e.g. ``config.base_model_tp_plan``) replaced by the parameter placements they imply."""
+    e.g. ``config.base_model_tp_plan``) replaced by the placements they imply, and the plan."""
     from hir.frontend.hf_plans import is_plan_entry, plan_placements
 
     plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
     if not plan:
-        return placements
-    return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}
+        return placements, plan
+    return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}, plan
 
 
 def _unsupported(torch_func: func.FuncOp, err: ValueError, dynamic: bool) -> str:
@@ -338,33 +367,3 @@ def _unsupported(torch_func: func.FuncOp, err: ValueError, dynamic: bool) -> str
     if not dynamic and any("?" in str(r.type) for op in torch_func.regions[0].blocks[0].operations for r in op.results):
         return f"the module computes a tensor whose shape depends on data (e.g. torch.nonzero): hir needs static shapes ({err})"
     return str(err)
-
-
-def _undistribute(module: torch.nn.Module) -> tuple[torch.nn.Module, dict, Optional[tuple]]:
-    """A module parallelized with DTensor parameters cannot be exported ("non-fx-graphable
-    type DTensorSpec"): read each DTensor's placements and export a copy whose state holds
-    the full tensors instead."""
-    from hir.frontend.placements import dtensor_placements
-
-    found = dtensor_placements(module)
-    if not found:
-        return module, {}, None
-    meshes = {devices for _, devices in found.values()}
-    if len(meshes) != 1:
-        raise HirError(f"error: the DTensor parameters of {type(module).__name__} live on {len(meshes)} different meshes; hir needs one")
-    import copy
-
-    local = copy.deepcopy(module)
-    for name, tensor in list(local.state_dict(keep_vars=True).items()):
-        if name in found:
-            owner_path, _, attr = name.rpartition(".")
-            owner = local.get_submodule(owner_path) if owner_path else local
-            full = tensor.full_tensor().detach()
-            if isinstance(getattr(owner, attr), torch.nn.Parameter):
-                setattr(owner, attr, torch.nn.Parameter(full, requires_grad=False))
-            else:
-                owner.register_buffer(attr, full)
-    for sub in local.modules():  # parallelize_module's hooks redistribute activations
-        sub._forward_hooks.clear()
-        sub._forward_pre_hooks.clear()
-    return local, {n: p for n, (p, _) in found.items()}, meshes.pop()

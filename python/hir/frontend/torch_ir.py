@@ -89,6 +89,12 @@ def torch_int(value: int) -> ir.Value:
     return ir.Operation.create(torch_dialect.ConstantIntOp.OPERATION_NAME, results=[ir.Type.parse("!torch.int")], attributes={"value": ir.IntegerAttr.get(i64, value)}).result
 
 
+def torch_float(value: float) -> ir.Value:
+    """A ``torch.constant.float`` at the current insertion point and location."""
+    f64 = ir.F64Type.get()
+    return ir.Operation.create(torch_dialect.ConstantFloatOp.OPERATION_NAME, results=[ir.Type.parse("!torch.float")], attributes={"value": ir.FloatAttr.get(f64, value)}).result
+
+
 def torch_op(name: str, operands: list, result: ir.Type) -> ir.Value:
     """A torch op ``name`` with one result at the current insertion point and location."""
     return ir.Operation.create(name, results=[result], operands=operands).result

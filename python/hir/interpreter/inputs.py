@@ -7,7 +7,7 @@ argument. Tensors are GLOBAL: every rank builds the same global tensor (random o
 same seed) and keeps its own shard, so a multi-rank run sees one consistent global input."""
 
 import os
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 from torch_mlir import ir
@@ -166,24 +166,45 @@ def _load_npy(what: str, path: str) -> torch.Tensor:
 
 def shard(full: torch.Tensor, sharding: Optional[Sharding], rank: int) -> torch.Tensor:
     """This rank's shard of a global tensor placed as ``sharding`` (a contiguous copy)."""
-    return full[shard_slices(full.shape, sharding, rank)].contiguous()
+    return gather_pieces(lambda index: full[index], full.shape, sharding, rank)
 
 
-def shard_slices(shape: Sequence[int], sharding: Optional[Sharding], rank: int) -> tuple:
-    """The index (one slice per axis) of rank ``rank``'s part of a global tensor of
-    ``shape`` placed as ``sharding``: what a safetensors slice reads without loading the rest."""
+def gather_pieces(read: Callable[[tuple], torch.Tensor], shape: Sequence[int], sharding: Optional[Sharding], rank: int) -> torch.Tensor:
+    """Rank ``rank``'s part of a global tensor of ``shape`` placed as ``sharding``, from
+    ``read(index)`` of each of its blocks (one; of a packed split one per piece, joined
+    along the packed axis): what a safetensors slice reads without loading the rest."""
+    indices, axis = shard_slices(shape, sharding, rank)
+    blocks = [read(index) for index in indices]
+    return (blocks[0] if len(blocks) == 1 else torch.cat(blocks, axis)).contiguous()
+
+
+def shard_slices(shape: Sequence[int], sharding: Optional[Sharding], rank: int) -> tuple[list[tuple], Optional[int]]:
+    """The indices (one slice per axis) of rank ``rank``'s blocks of a global tensor of
+    ``shape`` placed as ``sharding`` (one; for a packed split one per piece) and the axis
+    they join along (None: one block)."""
     index = [slice(0, extent) for extent in shape]
     if sharding is None:
-        return tuple(index)
+        return [tuple(index)], None
+    packed = None
     for axis in sorted({a for a in sharding.splits if a is not None}):
         part = sharding.shard_index(rank, axis)
         bounds = sharding.bounds(axis)
         if bounds is not None:  # uneven: the rank's part lies between its boundaries
             index[axis] = slice(bounds[part], bounds[part + 1])
             continue
-        parts = sharding.parts(axis)
-        if shape[axis] % parts:
-            raise InputError(f"axis {axis} of extent {shape[axis]} does not split evenly over {parts} devices")
-        size = shape[axis] // parts
+        parts, pieces = sharding.parts(axis), sharding.pieces(axis)
+        if shape[axis] % (parts * pieces):
+            raise InputError(f"axis {axis} of extent {shape[axis]} does not split evenly over {parts} devices{f' in each of {pieces} pieces' if pieces > 1 else ''}")
+        size = shape[axis] // (parts * pieces)
         index[axis] = slice(part * size, (part + 1) * size)
-    return tuple(index)
+        if pieces > 1:
+            packed = (axis, pieces, shape[axis] // pieces)
+    if packed is None:
+        return [tuple(index)], None
+    axis, pieces, stride = packed
+    first = index[axis]
+    blocks = []
+    for i in range(pieces):
+        index[axis] = slice(first.start + i * stride, first.stop + i * stride)
+        blocks.append(tuple(index))
+    return blocks, axis

@@ -14,7 +14,7 @@ from hir.dialect.teams import teams_of
 from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, format_location
 from hir.dialect.gc_stress import checkpoint
-from hir.dialect.sharding import check_placements
+from hir.dialect.placement_checks import check_placements
 from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
 from hir.interpreter.arguments import EntryArguments
 from hir.interpreter.backends.process_groups import default_device

@@ -17,7 +17,7 @@ from torch_mlir import ir
 from hir.dialect import WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
 from hir.dialect.context import HirError
 from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
-from hir.interpreter.inputs import InputError, shard_slices
+from hir.interpreter.inputs import InputError, gather_pieces
 
 # safetensors' dtype names (its header) -> torch
 _DTYPES = {
@@ -83,7 +83,7 @@ def read_weights(path: str, arg_types: Sequence[ir.Type], keys: dict, *, rank: O
                 if rank is None or spec.sharding is None:
                     part = f.get_tensor(key)
                 else:
-                    part = f.get_slice(key)[shard_slices(spec.shape, spec.sharding, rank)].contiguous()
+                    part = gather_pieces(f.get_slice(key).__getitem__, spec.shape, spec.sharding, rank)
                 out[index] = part.to(device)
             return out
     except (SafetensorError, OSError) as err:

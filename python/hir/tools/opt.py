@@ -17,7 +17,7 @@ from torch_mlir import ir
 
 from hir.interrupts import cli_main
 from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text, write_stdout
-from hir.dialect.sharding import check_placements
+from hir.dialect.placement_checks import check_placements
 from hir.dialect.context import check_nesting
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
 from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics

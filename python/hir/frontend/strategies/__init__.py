@@ -1,10 +1,11 @@
 """Placement strategies, one module per op family (see :mod:`.registry`): ``matrix``
 (linear, matmul, mm, addmm), ``pointwise`` (binary ops, every ``torch.Tag.pointwise`` op,
 casts), ``views`` (view, reshape, transpose, slice, cat, expand, ...), ``reductions`` (sum,
-mean, softmax, norms), ``attention`` (SDPA) and ``embedding`` (embedding, index_select).
+mean, softmax, norms), ``attention`` (SDPA), ``embedding`` (embedding, index_select, index,
+index_copy, index_put) and ``redistribute`` (the layouts of a tensor-parallel plan's styles).
 Importing this package registers them all."""
 
-from hir.frontend.strategies import attention, embedding, matrix, pointwise, reductions, views  # noqa: F401  (registers)
+from hir.frontend.strategies import attention, embedding, matrix, pointwise, redistribute, reductions, views  # noqa: F401  (registers)
 from hir.frontend.strategies.registry import (
     PARTIAL,
     STRATEGIES,
@@ -16,6 +17,7 @@ from hir.frontend.strategies.registry import (
     Split,
     Strategy,
     compute_spec,
+    op_key,
     register_compute_form,
     register_op_strategy,
     register_tag_strategy,
@@ -24,5 +26,5 @@ from hir.frontend.strategies.registry import (
 
 __all__ = [
     "PARTIAL", "STRATEGIES", "ComputeSpec", "NoRule", "OpCall", "OpPlacement", "Partial", "Split", "Strategy",
-    "compute_spec", "register_compute_form", "register_op_strategy", "register_tag_strategy", "strategy_for",
+    "compute_spec", "op_key", "register_compute_form", "register_op_strategy", "register_tag_strategy", "strategy_for",
 ]

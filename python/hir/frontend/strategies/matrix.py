@@ -36,7 +36,7 @@ def matmul_form(op) -> Optional[ComputeSpec]:
     return None
 
 
-@register_op_strategy(LinearOp, doc="weight split on its rows (ColwiseParallel: the output split on its last dim, a split input gathered first); input and weight split on the contraction (RowwiseParallel: a partial sum); rows split, weight replicated (data / sequence parallel)")
+@register_op_strategy(LinearOp, doc="weight split on its rows (ColwiseParallel: the output split on its last dim, a split input gathered first); weight split on the contraction (RowwiseParallel: a partial sum; a replicated input is sliced on each device, no communication); rows split, weight replicated (data / sequence parallel)")
 def linear_strategy(call: OpCall) -> OpPlacement:
     (x, px), (_, pw), *bias = call.operands
     last = call.rank(x) - 1
@@ -45,8 +45,8 @@ def linear_strategy(call: OpCall) -> OpPlacement:
         return call.replicated()
     if pw == 0:
         return OpPlacement((None, 0) + (0,) * len(bias), last)
-    if px == last and pw == 1:
-        return OpPlacement((px, pw) + extra, PARTIAL)
+    if pw == 1 and px in (last, None):  # RowwiseParallel; a replicated input sliced locally (rowwise_split_input)
+        return OpPlacement((last, pw) + extra, PARTIAL)
     if px is not None and px < last and pw is None:
         return OpPlacement((px, None) + extra, px)
     raise NoRule(f"input split {px}, weight split {pw}")
@@ -62,8 +62,8 @@ def matmul_placement(pa: Split, pb: Split, ra: int, rb: int, out_rank: int) -> O
         return OpPlacement((pa, None), out_rank - 2)
     if pb == rb - 1:
         return OpPlacement((None, pb), out_rank - 1)
-    if pa == ra - 1 and pb == rb - 2:
-        return OpPlacement((pa, pb), PARTIAL)
+    if pb == rb - 2 and pa in (ra - 1, None):  # a replicated A is sliced on each device
+        return OpPlacement((ra - 1, pb), PARTIAL)
     if pa is not None and pa < ra - 2 and ra == rb and pa == pb:
         return OpPlacement((pa, pb), pa + out_rank - ra)
     if pa is not None and pa < ra - 2 and pb is None and out_rank - ra + pa < out_rank - rb:
@@ -71,7 +71,7 @@ def matmul_placement(pa: Split, pb: Split, ra: int, rb: int, out_rank: int) -> O
     raise NoRule(f"operands split {pa} and {pb}")
 
 
-@register_op_strategy(MatmulOp, doc="DTensor's matmul rule: rows of A or columns of B split; the contraction split on both sides (a partial sum); equal split batch dims")
+@register_op_strategy(MatmulOp, doc="DTensor's matmul rule: rows of A or columns of B split; the contraction split on both sides, or on B's with A replicated (sliced locally): a partial sum; equal split batch dims")
 def matmul_strategy(call: OpCall) -> OpPlacement:
     (a, pa), (b, pb) = call.operands
     return matmul_placement(pa, pb, call.rank(a), call.rank(b), call.result_rank)

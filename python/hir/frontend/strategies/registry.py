@@ -24,6 +24,7 @@ from typing import Callable, Optional, Sequence, Union
 
 import torch
 from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_dialect
 
 from hir.dialect.torch_ops import torch_overload
 from hir.frontend.torch_ir import constant_value, tensor_info
@@ -67,6 +68,7 @@ class ComputeSpec:
     trailing: list  # torch values after the output (linear's bias)
     transposed_rhs: bool = False  # operand 1 is used transposed ([N, K]: linear's weight)
     streams_rows: bool = False  # output rows are operand 0's rows (AG + op streams them)
+    redistributes: bool = False  # the result is operand 0 read as placed (a plan style's layout): no op of its own
 
 
 @dataclass
@@ -111,15 +113,19 @@ class OpCall:
 @dataclass(frozen=True)
 class Strategy:
     """One registered strategy: ``place(call)``, the line ``doc`` the docs list, its
-    ``family`` (the module it is written in) and, for ops with a size list, ``local_sizes(op,
+    ``family`` (the module it is written in); for ops with a size list, ``local_sizes(op,
     split)``: the (operand index, entry) holding the split extent, which a segment running
-    on local shards rewrites to the local extent."""
+    on local shards rewrites to the local extent; for a segment op whose strategy may answer
+    :data:`PARTIAL`, ``partial_form(op, operands, offset, result_type)``: the torch ops that
+    compute one device's partial result from its local operands (``offset``: a ``!torch.int``,
+    where the device's part of the split dim starts), built at the current insertion point."""
 
     name: str
     place: Callable[[OpCall], OpPlacement]
     doc: str
     family: str
     local_sizes: Optional[Callable[[ir.Operation, int], Optional[tuple[int, int]]]] = field(default=None, compare=False)
+    partial_form: Optional[Callable[[ir.Operation, list, ir.Value, ir.Type], ir.Value]] = field(default=None, compare=False)
 
 
 STRATEGIES: dict[str, Strategy] = {}
@@ -135,17 +141,30 @@ def op_name(op: OpKey) -> str:
     return op if isinstance(op, str) else op.OPERATION_NAME
 
 
-def _strategy(fn: Callable, doc: str, local_sizes: Optional[Callable]) -> Strategy:
+_OPERATOR = torch_dialect.OperatorOp.OPERATION_NAME
+
+
+def op_key(op: ir.Operation) -> str:
+    """The registry key of an imported op: its name, or for a ``torch.operator`` (an op
+    torch-mlir has no class for: ``aten.index_copy``, custom ops) the op it names
+    (``torch.aten.index_copy``)."""
+    if op.name == _OPERATOR:
+        return ir.StringAttr(op.attributes["name"]).value
+    return op.name
+
+
+def _strategy(fn: Callable, doc: str, local_sizes: Optional[Callable], partial_form: Optional[Callable] = None) -> Strategy:
     family = fn.__module__.rpartition(".")[2]
-    return Strategy(f"{family}.{fn.__name__}", fn, doc, family, local_sizes)
+    return Strategy(f"{family}.{fn.__name__}", fn, doc, family, local_sizes, partial_form)
 
 
-def register_op_strategy(*ops: OpKey, doc: str, local_sizes: Optional[Callable] = None) -> Callable:
+def register_op_strategy(*ops: OpKey, doc: str, local_sizes: Optional[Callable] = None, partial_form: Optional[Callable] = None) -> Callable:
     """Register the decorated function as the strategy of ``ops`` (torch-mlir op classes,
-    hir compute op classes or op names); ``doc`` is its line in docs/from-pytorch.md."""
+    hir compute op classes or op names); ``doc`` is its line in docs/from-pytorch.md;
+    ``local_sizes`` / ``partial_form``: see :class:`Strategy`."""
 
     def register(fn: Callable[[OpCall], OpPlacement]) -> Callable[[OpCall], OpPlacement]:
-        strategy = _strategy(fn, doc, local_sizes)
+        strategy = _strategy(fn, doc, local_sizes, partial_form)
         for op in ops:
             key = op_name(op)
             if key in STRATEGIES:
@@ -191,7 +210,7 @@ def strategy_for(name: str) -> Optional[Strategy]:
 
 def compute_spec(op: ir.Operation) -> Optional[ComputeSpec]:
     """The hir compute op replacing ``op``, or None when ``op`` belongs in a segment."""
-    form = COMPUTE_FORMS.get(op.name)
+    form = COMPUTE_FORMS.get(op_key(op))
     results = list(op.results)
     if form is None or len(results) != 1 or tensor_info(results[0].type) is None:
         return None

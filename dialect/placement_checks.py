@@ -1,0 +1,49 @@
+"""Checking every ``#hir.shard`` placement of a module where it is written (``hir-opt``,
+``hir.parse``, ``Program``): one located error line per invalid placement."""
+
+from typing import Optional
+
+from torch_mlir import ir
+
+from hir.dialect.base import VerifyError
+from hir.dialect.sharding import sharding_of
+
+
+def check_placements(op: ir.Operation, source_name: Optional[str] = None, world_size: Optional[int] = None) -> list[str]:
+    """Every ``#hir.shard`` placement in ``op`` (op results, block arguments such as a
+    function's), checked where it is written: one ``file:line:col: error: ...`` line per
+    invalid placement (a split that does not divide, a malformed mesh) and, given
+    ``world_size``, per placement naming a device that has no rank in the run. Each distinct
+    type is checked once; the first place it appears is reported."""
+    from hir.dialect.context import format_location
+
+    checked: dict = {}
+    errors: list[str] = []
+
+    def check(t: ir.Type, loc: ir.Location, what: str) -> None:
+        if t in checked or not isinstance(t, ir.MemRefType) or t.memory_space is None:
+            return
+        checked[t] = True
+        try:
+            sharding = sharding_of(t, what)
+        except VerifyError as err:
+            errors.append(f"{format_location(loc, source_name)}: error: {err} (in {t})")
+            return
+        if sharding is not None and world_size is not None and max(sharding.mesh) >= world_size:
+            errors.append(
+                f"{format_location(loc, source_name)}: error: {what} is placed on devices {list(sharding.mesh)} but the run has "
+                f"{world_size} rank(s): device {max(sharding.mesh)} has no rank to compute its part "
+                f"(run with at least {max(sharding.mesh) + 1} ranks: hir-run --nproc N, torchrun --nproc_per_node N)"
+            )
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        for i, result in enumerate(inner.results):
+            check(result.type, inner.location, f"result #{i} of '{inner.name}'")
+        for region in inner.regions:
+            for block in region.blocks:
+                for i, arg in enumerate(block.arguments):
+                    check(arg.type, arg.location, f"argument #{i} of '{inner.name}'")
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return errors

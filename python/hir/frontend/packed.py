@@ -1,0 +1,93 @@
+"""Packed splits through the placer (HF's ``packed_colwise`` / ``packed_rowwise``: DTensor's
+``_StridedShard(dim, split_factor)``). A fused ``[gate; up]`` weight split so that each
+device holds its part of each half gives a projection whose output dim is packed the same
+way: each device's block of it is ``[its gate part, its up part]``. An op computes on such a
+value locally when it
+
+* keeps the packed dim whole (a view moving it, an elementwise op with operands packed
+  alike, the contraction of a packed dim against one packed alike, a lookup off it): the
+  result is packed the same way (:func:`pieces_after`);
+* cuts it into its pieces (``chunk(2)``, ``split``, one piece's ``slice``): each piece is
+  an ordinary split (:func:`cut`), which is how the gate and up halves come apart.
+
+Anything else would read the pieces in the wrong order: the placer refuses it by name
+(a packed value is never resharded; hir-convert-to-communication refuses that too).
+"""
+
+from typing import Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import torch as T
+
+from hir.frontend.strategies import PARTIAL, OpPlacement, op_key
+from hir.frontend.torch_ir import constant_value_or, tensor_info
+
+_CHUNK, _SPLIT, _SPLIT_SIZES, _SLICE = (c.OPERATION_NAME for c in (T.AtenChunkOp, T.AtenSplitTensorOp, T.AtenSplitWithSizesOp, T.AtenSliceTensorOp))
+
+
+class PackedError(ValueError):
+    """An op that cannot compute on a packed split locally (the message says why)."""
+
+
+def _dim(op: ir.Operation, index: int, rank: int) -> Optional[int]:
+    d = constant_value_or(op.operands[index], None)
+    return None if not isinstance(d, int) else d % rank
+
+
+def cut(op: ir.Operation, operands: list, pieces: list[int]) -> Optional[int]:
+    """The split of the pieces when ``op`` cuts its packed operand 0 into its pieces along
+    the packed dim (each piece an ordinary split there), else None."""
+    if not operands or pieces[0] < 2 or operands[0][1] is None:
+        return None
+    (source, split), n = operands[0], pieces[0]
+    extent = tensor_info(source.type)[0][split]
+    name = op_key(op)
+    rank = len(tensor_info(source.type)[0])
+    if name == _CHUNK and _dim(op, 2, rank) == split and constant_value_or(op.operands[1], None) == n:
+        return split
+    if name == _SPLIT and _dim(op, 2, rank) == split and constant_value_or(op.operands[1], None) == extent // n:
+        return split
+    if name == _SPLIT_SIZES and _dim(op, 2, rank) == split and constant_value_or(op.operands[1], None) == [extent // n] * n:
+        return split
+    if name == _SLICE and _dim(op, 1, rank) == split:
+        start, end, step = (constant_value_or(v, None) for v in op.operands[2:5])
+        piece = extent // n
+        if step == 1 and isinstance(start, int) and isinstance(end, int) and start % piece == 0 and min(end, extent) - start == piece:
+            return split
+    return None
+
+
+def pieces_after(op: ir.Operation, operands: list, pieces: list[int], placement: OpPlacement, read: list) -> int:
+    """The pieces of ``op``'s result on one mesh axis, placed as ``placement`` from
+    ``operands`` ((value, split) pairs, ``pieces`` each; ``read``: the split each is read
+    as), or PackedError when the op would mix up the pieces."""
+    packed = [(v, s, n) for (v, s), n in zip(operands, pieces) if n > 1]
+    if not packed:
+        return 1
+    if any(n > 1 and r != s for (_, s), n, r in zip(operands, pieces, read)):
+        raise PackedError("would move it (gather it, or split it otherwise)")
+    if len({n for n, r in zip(pieces, read) if r is not None}) != 1:
+        raise PackedError("combines it with a value split in plain blocks (or one it would slice in blocks)")
+    if placement.output is PARTIAL:
+        return 1  # the packed dim contracted against one packed alike: each device's sum is whole
+    value, split, n = packed[0]
+    if placement.output is None or tensor_info(op.results[0].type) is None:
+        raise PackedError("has no result split like it")
+    if tensor_info(op.results[0].type)[0][placement.output] != tensor_info(value.type)[0][split]:
+        raise PackedError("changes the extent of the packed dim")
+    return n
+
+
+def local_cut(op: ir.Operation, source: ir.Value, parts: int) -> dict[int, object]:
+    """The constant operands of a cut (:func:`cut`) on one device's part, whose packed dim
+    holds ``1 / parts`` of each piece: {operand index: value} (a split size, a slice's bounds)."""
+    name = op_key(op)
+    extent = tensor_info(source.type)[0][_dim(op, 2 if name != _SLICE else 1, len(tensor_info(source.type)[0]))]
+    if name == _SPLIT:
+        return {1: constant_value_or(op.operands[1], None) // parts}
+    if name == _SPLIT_SIZES:
+        return {1: [n // parts for n in constant_value_or(op.operands[1], None)]}
+    if name == _SLICE:
+        start, end = (constant_value_or(v, None) for v in op.operands[2:4])
+        return {2: start // parts, 3: min(end, extent) // parts}
+    return {}

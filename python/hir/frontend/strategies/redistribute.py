@@ -1,0 +1,60 @@
+"""The layouts a tensor-parallel plan style fixes at a module's boundary, as DTensor's
+``redistribute``: ``torch.ops.hir.redistribute(x, placement, entry)`` is ``x`` placed as
+``placement`` (``"Replicate()"`` or ``"Shard(d)"``); ``entry`` names the plan entry that
+asked for it (for errors). :mod:`hir.frontend.hf_plans` puts it on a styled module's output
+(``colwise_gather_output``'s gather, ``embedding_rowwise``'s sum) or input
+(``sequence_parallel``'s token split) while the module is exported. It is no op of its own:
+its result is its operand read as placed (a gather, the sum of a partial result, a local
+slice, or the operand itself)."""
+
+import re
+from typing import Optional
+
+import torch
+
+from hir.dialect import SetOp
+from hir.frontend.strategies.registry import ComputeSpec, NoRule, OpCall, OpPlacement, register_compute_form, register_op_strategy
+from hir.frontend.torch_ir import constant_value
+
+_PLACEMENT = re.compile(r"^(?:Replicate\(\)|Shard\((?:dim=)?(-?\d+)\))$")
+
+
+@torch.library.custom_op("hir::redistribute", mutates_args=())
+def redistribute(x: torch.Tensor, placement: str, entry: str) -> torch.Tensor:
+    """``x`` (a new tensor of the same values) laid out as ``placement`` on the plan's mesh
+    axis; eager PyTorch has one device, so only the values matter."""
+    return x.clone()
+
+
+@redistribute.register_fake
+def _(x: torch.Tensor, placement: str, entry: str) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+OP_NAME = "torch.hir.redistribute"  # the torch.operator the FX importer makes of it
+
+
+def placement_split(text: str, rank: int) -> Optional[int]:
+    """The split dim of ``"Shard(d)"`` (made non-negative for a rank-``rank`` tensor), None
+    for ``"Replicate()"``."""
+    m = _PLACEMENT.match(text)
+    if m is None:
+        raise ValueError(f"not a Shard(d) / Replicate() placement: {text!r}")
+    return None if m[1] is None else int(m[1]) % rank
+
+
+@register_compute_form(OP_NAME)
+def redistribute_form(op) -> Optional[ComputeSpec]:
+    return ComputeSpec(SetOp, [op.operands[0]], {}, [], redistributes=True)
+
+
+@register_op_strategy(SetOp, doc="a plan style's layout at a module boundary (`hir.redistribute`): its operand read as placed there (a gather, a sum, a local slice)")
+def redistribute_strategy(call: OpCall) -> OpPlacement:
+    ((x, _),) = call.operands
+    placement, entry = (constant_value(v) for v in call.op.operands[1:3])
+    try:
+        split = placement_split(placement, call.rank(x))
+    except ValueError as err:
+        raise NoRule(f"{entry}: {err}") from None
+    return OpPlacement((split,), split)
+
