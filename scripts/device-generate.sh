@@ -7,7 +7,8 @@
 #   python scripts/device_wheels.py            # transformers and its requirements, pytest (19 MB)
 # Then, from the lead's session: run(command="bash scripts/device-generate.sh", carry=[".device"], timeout_s=600)
 # Usage: bash scripts/device-generate.sh [benchmarks/generate.py options]. The whole call stays
-# under the device's 10 minutes: the tests get 180 s, the benchmark what is left of 570 s (its
+# under the device's 10 minutes: the tests get HIR_CAP_TESTS s (180), the benchmark what is left
+# of HIR_GENERATE_BUDGET s (570; its
 # optional rows stop 40 s before that; a hard timeout after), and its tables and JSON (written
 # after every section) are in $OUT even when it is cut short.
 set -uo pipefail
@@ -16,9 +17,9 @@ source scripts/device-env.sh
 nvidia-smi -L
 python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
 echo "=== GPU tests: compiled programs, hir.generate, graphs and compiled regions"
-timeout 180 python3 -m pytest -q -p no:cacheprovider -m gpu -rs test/python/test_compiled_program.py test/python/test_generate.py \
+timeout "${HIR_CAP_TESTS:-180}" python3 -m pytest -q -p no:cacheprovider -m gpu -rs test/python/test_compiled_program.py test/python/test_generate.py \
   test/python/test_compute_regions.py test/python/test_graph_auto.py 2>&1 | tee "$out/gpu_tests.txt" | tail -n 15
-left=$(( 570 - SECONDS ))
+left=$(( ${HIR_GENERATE_BUDGET:-570} - SECONDS ))
 echo "=== benchmarks/generate.py ($left s left)"
 timeout "$left" python3 benchmarks/generate.py --budget "$(( left - 40 ))" --json "$out/generate.json" "$@" 2>&1 \
   | grep --line-buffered -v "Warning\|warn(" | tee "$out/generate.txt"

@@ -43,7 +43,7 @@ func.func @replicated(%x: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
 // -----
 
 func.func @no_offsets(%x: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, {axis = 0 : i64}>>, %y: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) {
-  // expected-error @+1 {{an uneven #hir.shard takes {axis = N : i64, offsets = array<i64: ...>} (1-D mesh) or {splits = array<i64: ...>, offsets = ...}, got {axis = 0 : i64}}}
+  // expected-error @+1 {{an uneven or packed #hir.shard takes {axis = N : i64, offsets = array<i64: ...>, packed = array<i64: ...>} (1-D mesh; splits = array<i64: ...> on a multi-D one; offsets or packed or both), got {axis = 0 : i64}}}
   %w = "hir.allgather"(%x, %y) {axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, {axis = 0 : i64}>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> !hir.work
   return
 }

@@ -94,7 +94,7 @@ def frontend_cases():
         ("fe-none-argument", lambda f: hir.from_torch(Branch(), (None,)), ["torch.export cannot trace Branch", "NoneType"]),
         ("fe-complex", lambda f: hir.from_torch(Complex(), (torch.ones(3, 2),)), ["cannot import Complex", "complex<f32>"]),
         ("fe-unknown-option", lambda f: linear(dynamc={}), ["hir.from_torch: unknown option(s) dynamc"]),
-        ("fe-dynamic-not-dict", lambda f: linear(dynamic=True), ["hir.from_torch: dynamic must be a dict like {'input0': {0: 'batch'}}, got bool"]),
+        ("fe-dynamic-not-dict", lambda f: linear(dynamic=True), ["hir.from_torch: dynamic must be a dict like {'input0': {0: 'batch', 1: ('seq', 2, 4096)}}, got bool"]),
         # meshes and placements
         ("fe-mesh-none-entry", lambda f: linear(mesh=[None, 1], placements={}), ["the device mesh [None, 1] is not a list of device ids"]),
         ("fe-mesh-scalar", lambda f: linear(mesh=2, placements={}), ["the device mesh 2 is not a list of device ids", "[0, 1, ...]"]),

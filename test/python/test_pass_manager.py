@@ -111,14 +111,15 @@ def test_pass_failure_is_a_located_diagnostic():
     module = hir.parse(PROGRAM, "prog.mlir")
     with pytest.raises(HirError) as info:
         _run(module, _Failing())
-    assert str(info.value) == "prog.mlir:3:3: error: 'hir.set' op refused by the test pass"
+    # (a note naming the caller's line follows: hir.HirError's, for calls from outside hir)
+    assert str(info.value).splitlines()[0] == "prog.mlir:3:3: error: 'hir.set' op refused by the test pass"
 
 
 def test_pass_failure_without_location_names_the_input():
     module = hir.parse("func.func @main() {\n  return\n}\n", "prog.mlir")
     with pytest.raises(HirError) as info:
         _run(module, _Failing())
-    assert str(info.value) == "prog.mlir: error: no hir.set here"
+    assert str(info.value).splitlines()[0] == "prog.mlir: error: no hir.set here"
 
 
 def test_pass_bug_is_raised_after_the_pass_manager_returned():

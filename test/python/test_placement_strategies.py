@@ -40,7 +40,8 @@ def test_registry_lists_compute_and_segment_ops():
     forms = {name.removeprefix("torch.aten."): form.__module__.rpartition(".")[2] for name, form in COMPUTE_FORMS.items()}
     assert forms == {"linear": "matrix", "matmul": "matrix", "mm": "matrix", "bmm": "matrix", "add.Tensor": "pointwise", "sub.Tensor": "pointwise",
                      "mul.Tensor": "pointwise", "div.Tensor": "pointwise", "maximum": "pointwise", "minimum": "pointwise",
-                     "sum.dim_IntList": "reductions", "amax": "reductions", "amin": "reductions"}
+                     "sum.dim_IntList": "reductions", "amax": "reductions", "amin": "reductions",
+                     "torch.hir.redistribute": "redistribute"}
     # a pointwise-tagged op without an entry of its own takes the tag's strategy
     assert strategy_for("torch.aten.gelu").name == "pointwise.pointwise_strategy"
     assert strategy_for("torch.aten.cumsum") is None

@@ -324,7 +324,7 @@ def from_torch(
     inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
     dynamic_dims = [{a: (str(e), dim_name(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
     weights = {**dict(module.named_buffers()), **module.state_dict()}  # references: later updates are seen
-    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights, keywords)
+    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights, keyword_inputs=keywords)
 
 
 def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:
