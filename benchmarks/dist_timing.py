@@ -103,6 +103,22 @@ def graphed(fn: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
     return replay
 
 
+def add_emit_run_arguments(parser: argparse.ArgumentParser, *, emits: str, runs: str, small: str, rounds: int, iters: int, iters_help: str,
+                           budget: float, timeout: float, worlds: str = "2,4") -> None:
+    """The options of an emit-here / run-there benchmark (``layer.py``, ``tp_decode.py``):
+    ``--emit DIR`` writes ``emits``, ``--from DIR`` runs ``runs`` under torchrun; ``--small``
+    imports ``small`` (the CPU check on Gloo ranks: ``--device cpu``)."""
+    parser.add_argument("--emit", metavar="DIR", help=f"import here: {emits} per world size")
+    parser.add_argument("--from", dest="from_dir", metavar="DIR", help=f"run {runs} under torchrun, one GPU (or CPU process) per rank")
+    parser.add_argument("--worlds", default=worlds, help="world sizes to import for (--emit)")
+    parser.add_argument("--small", action="store_true", help=f"import {small} (the CPU check)")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: Gloo ranks (the CPU check)")
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--iters", type=int, default=iters, help=iters_help)
+    parser.add_argument("--budget", type=float, default=budget, help="seconds of set-up after which rows not built yet print n/a (the rest are still timed and printed)")
+    parser.add_argument("--timeout", type=float, default=timeout, help="seconds before a hung run dumps its stacks and exits")
+
+
 def emit_or_run(parser: argparse.ArgumentParser, emit: Callable[[argparse.Namespace], None], run: Callable[[argparse.Namespace], int]) -> int:
     """The exit status of a benchmark whose ``parser`` takes exactly one of ``--emit DIR``
     (import its modules here: the GPU machines have no FX importer) and ``--from DIR`` (run

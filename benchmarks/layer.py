@@ -50,7 +50,7 @@ import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
 from block import LLAMA, make
-from dist_timing import bench_in_turns, emit_or_run, graphed, init_ranks, relerr
+from dist_timing import bench_in_turns, add_emit_run_arguments, emit_or_run, graphed, init_ranks, relerr
 from overlap import hir_callable
 from timing import TOLERANCES, Verdicts, worst
 
@@ -332,15 +332,8 @@ def run(args: argparse.Namespace) -> int:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--emit", metavar="DIR", help="import here: DIR/{tp,sp}_w<N>.mlir + config_w<N>.json per world size")
-    p.add_argument("--from", dest="from_dir", metavar="DIR", help="run DIR's modules under torchrun, one GPU (or CPU process) per rank")
-    p.add_argument("--worlds", default="2,4", help="world sizes to import for (--emit)")
-    p.add_argument("--small", action="store_true", help="import the small sizes (the CPU check)")
-    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: Gloo ranks (the CPU check)")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--iters", type=int, default=10, help="timed calls per row and round (the median counts)")
-    p.add_argument("--budget", type=float, default=300, help="seconds of set-up after which rows not built yet print n/a (the rest are still timed and printed)")
-    p.add_argument("--timeout", type=float, default=420, help="seconds before a hung run dumps its stacks and exits")
+    add_emit_run_arguments(p, emits="DIR/{tp,sp}_w<N>.mlir + config_w<N>.json", runs="DIR's modules", small="the small sizes",
+                           rounds=5, iters=10, iters_help="timed calls per row and round (the median counts)", budget=300, timeout=420)
     return emit_or_run(p, emit, run)
 
 

@@ -41,7 +41,7 @@ import hir
 from hir.interpreter import compile as compile_program
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import bench_in_turns, emit_or_run, init_ranks, relerr
+from dist_timing import bench_in_turns, add_emit_run_arguments, emit_or_run, init_ranks, relerr
 from timing import Verdicts, worst
 
 WHOLE = "hir-convert-to-communication{backend=nccl},hir-lower"
@@ -255,15 +255,8 @@ def run(args: argparse.Namespace) -> int:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--emit", metavar="DIR", help="import here: DIR/decode_w<N>.mlir + config_w<N>.json per world size")
-    p.add_argument("--from", dest="from_dir", metavar="DIR", help="run DIR's steps under torchrun, one GPU (or CPU process) per rank")
-    p.add_argument("--worlds", default="2,4", help="world sizes to import for (--emit)")
-    p.add_argument("--small", action="store_true", help="import the small model (the CPU check)")
-    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: Gloo ranks (the CPU check)")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--iters", type=int, default=20, help="timed steps per row and round (the median counts)")
-    p.add_argument("--budget", type=float, default=80, help="seconds of set-up after which rows not built yet print n/a (the rest are still timed)")
-    p.add_argument("--timeout", type=float, default=170, help="seconds before a hung run dumps its stacks and exits")
+    add_emit_run_arguments(p, emits="DIR/decode_w<N>.mlir + config_w<N>.json", runs="DIR's steps", small="the small model",
+                           rounds=3, iters=20, iters_help="timed steps per row and round (the median counts)", budget=80, timeout=170)
     return emit_or_run(p, emit, run)
 
 
