@@ -36,6 +36,7 @@ import copy
 import faulthandler
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -284,6 +285,8 @@ def run(args: argparse.Namespace) -> int:
     for form in ("tp", "sp"):
         rows.append((f"hir {form.upper()} [hir-lower-overlap] ({'CUDA graph' if cuda else 'eager: no CUDA'})", form, False,
                      lambda form=form: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), "hir-lower-overlap", local[form], dev, cuda)))
+    if args.rows:  # a subset (e.g. to find which row's build fails, with CUDA_LAUNCH_BLOCKING=1)
+        rows = [row for row in rows if re.search(args.rows, row[0])]
     results = []
     with torch.no_grad():
         for label, form, handwritten, build in rows:
@@ -334,6 +337,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_emit_run_arguments(p, emits="DIR/{tp,sp}_w<N>.mlir + config_w<N>.json", runs="DIR's modules", small="the small sizes",
                            rounds=5, iters=10, iters_help="timed calls per row and round (the median counts)", budget=300, timeout=420)
+    p.add_argument("--rows", metavar="REGEX", help="build and time only the rows whose label matches REGEX")
     return emit_or_run(p, emit, run)
 
 
