@@ -234,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
             except Exception as err:  # an API this torch or transformers lacks: say why
                 built.append((label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}"))
             notes.append(f"row {len(built)} {time.perf_counter() - start:.1f}")
+            if rank == 0:  # as it goes: a run killed by its cap still says how far it got
+                print(f"  {label}: {built[-1][3] or 'ready'} after {time.perf_counter() - start:.1f} s", flush=True)
         timed = [b for b in built if b[1] is not None]
         times = bench_in_turns([b[1].call for b in timed], rounds=args.rounds, iters=args.iters)
         results = {b[0]: (ms, worst(b[2], relerr(b[1].call(), reference))) for b, ms in zip(timed, times)}
