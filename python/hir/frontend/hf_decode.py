@@ -14,11 +14,19 @@ program's arguments (``@main`` writes them in place, see :mod:`hir.frontend.expo
 Greedy decoding through the program equals ``model.generate(..., do_sample=False)``
 (``docs/from-pytorch.md``, ``test/python/test_from_torch_hf_decode.py``): the prompt goes
 through one token at a time (the step's shapes are fixed at import), then each argmax token.
+
+transformers renamed the models' cache keyword ``past_key_values`` to ``cache`` (5.24 takes
+both, warning on the old name; 5.17 takes only the old one and drops an unknown ``cache=``
+into ``**kwargs``, so the model would make its own ``DynamicCache`` and never write the
+step's buffers): the step passes the cache under the keyword the model's ``forward`` names.
 """
 
+import inspect
 from typing import Optional
 
 import torch
+
+from hir.core import HirError
 
 KEY_PROJECTIONS = ("k_proj", "qkv_proj", "query_key_value")  # modules whose output holds the keys (HF's list)
 
@@ -43,6 +51,7 @@ class StaticCacheStep(torch.nn.Module):
         config = model.config.get_text_config()
         self.model = model
         self.logits_to_keep = logits_to_keep
+        self.cache_keyword = cache_keyword(model)
         self.cache = StaticCache(max_cache_len=max_cache_len, config=config)
         heads, head_dim = get_head_shapes(config)
         device = next(model.parameters()).device
@@ -77,7 +86,7 @@ class StaticCacheStep(torch.nn.Module):
             layer.device = layer.keys.device
             layer.cumulative_length.copy_(cache_position[0])
         keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
-        out = self.model(input_ids=input_ids, attention_mask=None, cache=self.cache, use_cache=True, **keep)
+        out = self.model(input_ids=input_ids, attention_mask=None, use_cache=True, **keep, **{self.cache_keyword: self.cache})
         self._release()  # (no try/finally: torch.compile traces this forward too)
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
@@ -85,3 +94,16 @@ class StaticCacheStep(torch.nn.Module):
         """The cache layers forget their tensors until the next call (see the class docstring)."""
         for layer in self.cache.layers:
             layer.keys = layer.values = layer.cumulative_length = None
+
+
+def cache_keyword(model: torch.nn.Module) -> str:
+    """The keyword ``model.forward`` takes its cache by: ``cache`` (transformers >= 5.24) or
+    ``past_key_values`` (earlier); a model taking neither has no cache a step could hold."""
+    parameters = inspect.signature(model.forward).parameters
+    for name in ("cache", "past_key_values"):
+        if name in parameters:
+            return name
+    import transformers
+
+    raise HirError(f"error: StaticCacheStep: {type(model).__name__}.forward takes no 'cache' or 'past_key_values' "
+                   f"argument (transformers {transformers.__version__}), so it has no KV cache to decode with")
