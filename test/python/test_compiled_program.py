@@ -71,7 +71,7 @@ def assert_same_cache(cache: dict, twin: StaticCacheStep) -> None:
 
 
 def test_decode_calls_fill_the_callers_cache_as_the_eager_step():
-    # transformers before 5.24 takes the cache as past_key_values only: a step passing it
+    # transformers 5.17 takes the cache as past_key_values only: a step passing it
     # under another name decodes without it (right logits on the first call only, nothing written)
     step = tiny_step()
     twin = copy.deepcopy(step)  # the eager reference, on its own buffers
@@ -90,9 +90,12 @@ def test_decode_calls_fill_the_callers_cache_as_the_eager_step():
     assert step.cache_keyword in ("cache", "past_key_values")
 
 
-def test_a_model_without_a_cache_argument_is_refused():
+def test_a_model_without_a_cache_or_an_old_transformers_is_refused(monkeypatch):
     with pytest.raises(hir.HirError, match=r"Linear.forward takes no 'cache' or 'past_key_values' argument \(transformers \d"):
         cache_keyword(torch.nn.Linear(2, 2))
+    monkeypatch.setattr(transformers, "__version__", "5.4.0")  # what the check reads
+    with pytest.raises(hir.HirError, match=r"needs transformers >= 5\.5\.1 .* transformers 5\.4\.0 is installed"):
+        tiny_step()
 
 
 def test_bad_inputs_name_the_input():

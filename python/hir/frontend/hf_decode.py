@@ -19,6 +19,9 @@ transformers renamed the models' cache keyword ``past_key_values`` to ``cache`` 
 both, warning on the old name; 5.17 takes only the old one and drops an unknown ``cache=``
 into ``**kwargs``, so the model would make its own ``DynamicCache`` and never write the
 step's buffers): the step passes the cache under the keyword the model's ``forward`` names.
+Before 5.5.1 pieces the step is built from are missing (``get_head_shapes``; before 5.4 a
+layer's length is a Python int, not a tensor the step can hold): such a version is refused
+by name.
 """
 
 import inspect
@@ -28,6 +31,7 @@ import torch
 
 from hir.core import HirError
 
+MIN_TRANSFORMERS = "5.5.1"  # the oldest transformers whose StaticCache the step can hold (module docstring)
 KEY_PROJECTIONS = ("k_proj", "qkv_proj", "query_key_value")  # modules whose output holds the keys (HF's list)
 
 
@@ -45,6 +49,7 @@ class StaticCacheStep(torch.nn.Module):
 
     def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: Optional[torch.dtype] = None, logits_to_keep: int = 0) -> None:
         super().__init__()
+        require_transformers()
         from transformers import StaticCache
         from transformers.integrations.executorch import get_head_shapes
 
@@ -97,8 +102,8 @@ class StaticCacheStep(torch.nn.Module):
 
 
 def cache_keyword(model: torch.nn.Module) -> str:
-    """The keyword ``model.forward`` takes its cache by: ``cache`` (transformers >= 5.24) or
-    ``past_key_values`` (earlier); a model taking neither has no cache a step could hold."""
+    """The keyword ``model.forward`` takes its cache by: ``cache`` (transformers 5.24) or
+    ``past_key_values`` (5.17 and earlier); a model taking neither has no cache a step could hold."""
     parameters = inspect.signature(model.forward).parameters
     for name in ("cache", "past_key_values"):
         if name in parameters:
@@ -107,3 +112,14 @@ def cache_keyword(model: torch.nn.Module) -> str:
 
     raise HirError(f"error: StaticCacheStep: {type(model).__name__}.forward takes no 'cache' or 'past_key_values' "
                    f"argument (transformers {transformers.__version__}), so it has no KV cache to decode with")
+
+
+def require_transformers() -> None:
+    """Refuse a transformers older than :data:`MIN_TRANSFORMERS` (see the module docstring)."""
+    import transformers
+    from packaging.version import Version
+
+    if Version(transformers.__version__) < Version(MIN_TRANSFORMERS):
+        raise HirError(f"error: StaticCacheStep (hir.generate's decode step) needs transformers >= {MIN_TRANSFORMERS} "
+                       f"(StaticCache layers holding their length as a tensor, integrations.executorch.get_head_shapes); "
+                       f"transformers {transformers.__version__} is installed")
