@@ -27,7 +27,6 @@ seconds of set-up, prints n/a and why.
 import argparse
 import copy
 import faulthandler
-import inspect
 import json
 import os
 import sys
@@ -38,6 +37,7 @@ import torch
 import torch.distributed as dist
 
 import hir
+from hir.frontend.hf_decode import cache_keyword
 from hir.interpreter import compile as compile_program
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
@@ -166,7 +166,7 @@ def dtensor_decode(model: torch.nn.Module, world: int, config: dict, dev: torch.
     plan = {name: styles[style] for name, style in (getattr(model, "tp_plan", None) or model._tp_plan).items()}
     tp = parallelize_module(copy.deepcopy(model), DeviceMesh(dev.type, list(range(world))), plan)
     cache = StaticCache(config=tp.config, max_cache_len=config["cache"])  # lazily sized by the first (local) keys
-    keyword = "cache" if "cache" in inspect.signature(tp.forward).parameters else "past_key_values"
+    keyword = cache_keyword(tp)
     token, position = torch.zeros(1, 1, dtype=torch.long, device=dev), torch.zeros(1, dtype=torch.long, device=dev)
 
     def forward(ids: torch.Tensor, at: torch.Tensor) -> torch.Tensor:

@@ -3,11 +3,14 @@ already on the device are the program's, so a KV cache written in place is the c
 the module lowered once, inputs checked with errors naming the input; on CUDA every call
 passes the same buffers, so from the third call on it is one bound graph replay."""
 
+import copy
+
 import pytest
 import torch
 
 import hir
-from hir.frontend.hf_decode import StaticCacheStep
+from hir.frontend import hf_decode
+from hir.frontend.hf_decode import StaticCacheStep, cache_keyword
 
 transformers = pytest.importorskip("transformers")
 
@@ -50,6 +53,50 @@ def test_a_decode_step_writes_the_callers_cache():
     fn(torch.tensor([[5]]), torch.tensor([3]))
     assert state["key_cache_0"][:, :, 3].abs().sum() > 0 and step.key_cache_0[:, :, 3].abs().sum() > 0
     assert state["key_cache_0"][:, :, 4:].abs().sum() == 0
+
+
+def assert_filled(cache: dict, filled: int) -> None:
+    """Every layer's keys and values in ``cache`` are written at the first ``filled``
+    positions (non-zero for every row and head) and nowhere after."""
+    names = [name for name in cache if name.startswith(("key_cache_", "value_cache_"))]
+    assert names
+    for name in names:
+        assert cache[name][:, :, :filled].abs().amax(-1).gt(0).all(), f"{name} not written at positions < {filled}"
+        assert cache[name][:, :, filled:].abs().sum() == 0, f"{name} written at positions >= {filled}"
+
+
+def assert_same_cache(cache: dict, twin: StaticCacheStep) -> None:
+    for name, tensor in cache.items():
+        if name.startswith(("key_cache_", "value_cache_")):
+            torch.testing.assert_close(tensor, getattr(twin, name), rtol=1e-4, atol=1e-4, msg=name)
+
+
+def test_decode_calls_fill_the_callers_cache_as_the_eager_step():
+    # transformers 5.17 takes the cache as past_key_values only: a step passing it
+    # under another name decodes without it (right logits on the first call only, nothing written)
+    step = tiny_step()
+    twin = copy.deepcopy(step)  # the eager reference, on its own buffers
+    decode = hir.from_torch(step, (torch.tensor([[1]]), torch.tensor([0])))
+    state = decode.state(step)
+    assert state["key_cache_0"] is step.key_cache_0 and state["value_cache_1"] is step.value_cache_1
+    fn = decode.compile(state, device="cpu")
+    for position, token in enumerate([3, 17, 42, 9, 11]):
+        ids, pos = torch.tensor([[token]]), torch.tensor([position])
+        (got,) = fn(ids, pos)
+        assert_filled(state, position + 1)  # checked before the eager step runs
+        with torch.no_grad():
+            torch.testing.assert_close(got, twin(ids, pos), rtol=1e-4, atol=1e-4)
+        assert_filled(dict(twin.named_buffers()), position + 1)
+        assert_same_cache(state, twin)
+    assert step.cache_keyword in ("cache", "past_key_values")
+
+
+def test_a_model_without_a_cache_or_an_old_transformers_is_refused(monkeypatch):
+    with pytest.raises(hir.HirError, match=r"Linear.forward takes no 'cache' or 'past_key_values' argument \(transformers \d"):
+        cache_keyword(torch.nn.Linear(2, 2))
+    monkeypatch.setattr(hf_decode, "MIN_TRANSFORMERS", "99.0")  # the installed version is then too old
+    with pytest.raises(hir.HirError, match=rf"needs transformers >= 99\.0 .* transformers {transformers.__version__} is installed"):
+        tiny_step()
 
 
 def test_bad_inputs_name_the_input():
@@ -100,6 +147,7 @@ def test_calls_replay_one_bound_graph_on_cuda():
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     step = tiny_step("cuda")
+    twin = copy.deepcopy(step)  # the eager reference, on its own buffers
     decode = hir.from_torch(step, (torch.tensor([[1]], device="cuda"), torch.tensor([0], device="cuda")))
     state = decode.state(step)
     fn = decode.compile(state, device="cuda")
@@ -107,10 +155,12 @@ def test_calls_replay_one_bound_graph_on_cuda():
     for position in range(6):
         ids, pos = torch.tensor([[position + 3]]), torch.tensor([position])  # host tensors, new each call
         (got,) = fn(ids, pos)
+        assert_filled(state, position + 1)  # the caller's cache, written in place by hir alone
         with torch.no_grad():
-            want = step(ids.cuda(), pos.cuda())
+            want = twin(ids.cuda(), pos.cuda())
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+        assert_filled(dict(twin.named_buffers()), position + 1)
+        assert_same_cache(state, twin)
     assert fn.graph_state.last == "replay (bound)" and fn.graph_state.captures == 1
-    assert state["key_cache_0"][:, :, 5].abs().sum() > 0  # the caller's cache, written in place
     outputs = [static(torch.tensor([[7]]), torch.tensor([6]))[0] for _ in range(3)]
     assert outputs[1].data_ptr() == outputs[2].data_ptr()  # the graph's own buffer, no copy-out

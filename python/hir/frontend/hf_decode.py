@@ -14,12 +14,24 @@ program's arguments (``@main`` writes them in place, see :mod:`hir.frontend.expo
 Greedy decoding through the program equals ``model.generate(..., do_sample=False)``
 (``docs/from-pytorch.md``, ``test/python/test_from_torch_hf_decode.py``): the prompt goes
 through one token at a time (the step's shapes are fixed at import), then each argmax token.
+
+transformers renamed the models' cache keyword ``past_key_values`` to ``cache`` (5.24 takes
+both, warning on the old name; 5.17 takes only the old one and drops an unknown ``cache=``
+into ``**kwargs``, so the model would make its own ``DynamicCache`` and never write the
+step's buffers): the step passes the cache under the keyword the model's ``forward`` names.
+Before 5.5.1 pieces the step is built from are missing (``get_head_shapes``; before 5.4 a
+layer's length is a Python int, not a tensor the step can hold): such a version is refused
+by name.
 """
 
+import inspect
 from typing import Optional
 
 import torch
 
+from hir.core import HirError
+
+MIN_TRANSFORMERS = "5.5.1"  # the oldest transformers whose StaticCache the step can hold (module docstring)
 KEY_PROJECTIONS = ("k_proj", "qkv_proj", "query_key_value")  # modules whose output holds the keys (HF's list)
 
 
@@ -37,12 +49,14 @@ class StaticCacheStep(torch.nn.Module):
 
     def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: Optional[torch.dtype] = None, logits_to_keep: int = 0) -> None:
         super().__init__()
+        require_transformers()
         from transformers import StaticCache
         from transformers.integrations.executorch import get_head_shapes
 
         config = model.config.get_text_config()
         self.model = model
         self.logits_to_keep = logits_to_keep
+        self.cache_keyword = cache_keyword(model)
         self.cache = StaticCache(max_cache_len=max_cache_len, config=config)
         heads, head_dim = get_head_shapes(config)
         device = next(model.parameters()).device
@@ -77,7 +91,7 @@ class StaticCacheStep(torch.nn.Module):
             layer.device = layer.keys.device
             layer.cumulative_length.copy_(cache_position[0])
         keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
-        out = self.model(input_ids=input_ids, attention_mask=None, cache=self.cache, use_cache=True, **keep)
+        out = self.model(input_ids=input_ids, attention_mask=None, use_cache=True, **keep, **{self.cache_keyword: self.cache})
         self._release()  # (no try/finally: torch.compile traces this forward too)
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
@@ -85,3 +99,27 @@ class StaticCacheStep(torch.nn.Module):
         """The cache layers forget their tensors until the next call (see the class docstring)."""
         for layer in self.cache.layers:
             layer.keys = layer.values = layer.cumulative_length = None
+
+
+def cache_keyword(model: torch.nn.Module) -> str:
+    """The keyword ``model.forward`` takes its cache by: ``cache`` (transformers 5.24) or
+    ``past_key_values`` (5.17 and earlier); a model taking neither has no cache a step could hold."""
+    parameters = inspect.signature(model.forward).parameters
+    for name in ("cache", "past_key_values"):
+        if name in parameters:
+            return name
+    import transformers
+
+    raise HirError(f"error: StaticCacheStep: {type(model).__name__}.forward takes no 'cache' or 'past_key_values' "
+                   f"argument (transformers {transformers.__version__}), so it has no KV cache to decode with")
+
+
+def require_transformers() -> None:
+    """Refuse a transformers older than :data:`MIN_TRANSFORMERS` (see the module docstring)."""
+    import transformers
+    from packaging.version import Version
+
+    if Version(transformers.__version__) < Version(MIN_TRANSFORMERS):
+        raise HirError(f"error: StaticCacheStep (hir.generate's decode step) needs transformers >= {MIN_TRANSFORMERS} "
+                       f"(StaticCache layers holding their length as a tensor, integrations.executorch.get_head_shapes); "
+                       f"transformers {transformers.__version__} is installed")
