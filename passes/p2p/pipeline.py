@@ -63,7 +63,9 @@ worklist (``exact_greedy_config()``: top-down, no folding, no constant CSE, no r
 simplification): a pattern erases ops other than its root (the consumers after an
 all-gather, the wait after a collective), which the walk driver forbids; the ops a pattern
 builds match no pattern (no stream axis, or nested in a loop), so the second sweep changes
-nothing and the IR is exactly the patterns'.
+nothing. Besides the patterns' rewrites the greedy driver only erases ops left unused (it
+always does: an unused constant or allocation of the input goes), so the pass runs it only
+on a module holding a collective some pattern is rooted on.
 
 Run it after hir-convert-to-communication and before hir-lower:
 ``hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower`` (without it,
@@ -95,12 +97,13 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
 """
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from torch_mlir import ir, rewrite
 
 from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, AllreduceOp, ReduceScatterOp, add_high_priority_stream, module_num_streams, set_module_num_streams
 from hir.dialect.comm import BACKENDS
-from hir.dialect.irutils import FUNC, is_p2p_form
+from hir.dialect.irutils import FUNC, func_ops, is_p2p_form
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes.p2p.accumulate import build_accumulate
 from hir.passes.p2p.allgather import build_allgather
@@ -132,8 +135,8 @@ class P2PPipeline(ModulePass):
 
     def run(self, module: ir.Module) -> None:
         self._check_options()
-        if self.overlap == "off":
-            return  # every collective runs whole: nothing to rewrite
+        if self.overlap == "off" or not _has_sources(module):
+            return  # nothing to rewrite: the IR stays as it is, dead ops included
         analysis = PipelineAnalysis(self)
         patterns = GuardedRewritePatternSet(module.context)
         populate_p2p_pipeline_patterns(patterns, analysis)
@@ -185,29 +188,24 @@ class _Patterns:
     def pipeline_allgather(self, root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         """An all-gather in P2P form in a function's body, with its wait and consumers ->
         the all-gather pipeline (``allgather.py``); no match where it runs whole."""
-        op = root.operation
-        if not _in_p2p_form(op):
-            return True
-        block_ops = list(op.block.operations)
-        opts = self.analysis.p2p_schedule(op, block_ops)
-        if opts is None:
-            return True
-        build_allgather(opts, op, block_ops, rewriter)
-        return False
+        return self._pipeline(root.operation, rewriter, lambda opts: build_allgather)
 
     def pipeline_reduce_scatter(self, root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         """A reduce-scatter in P2P form in a function's body, with its producer and wait ->
         the accumulating ring (``accumulate.py``) where the analysis chose it, else the slot
         pipeline (``reduce_scatter.py``); no match where it runs whole."""
-        op = root.operation
+        return self._pipeline(root.operation, rewriter, lambda opts: build_accumulate if opts.accumulate else build_reduce_scatter)
+
+    def _pipeline(self, op: ir.Operation, rewriter: rewrite.PatternRewriter, builder: Callable[[Any], Callable]) -> bool:
+        """The pipeline of the collective ``op``, built by ``builder(options)`` with the
+        options the analysis resolved for it."""
         if not _in_p2p_form(op):
             return True
         block_ops = list(op.block.operations)
         opts = self.analysis.p2p_schedule(op, block_ops)
         if opts is None:
             return True
-        build = build_accumulate if opts.accumulate else build_reduce_scatter
-        build(opts, op, block_ops, rewriter)
+        builder(opts)(opts, op, block_ops, rewriter)
         return False
 
     def chunk_allreduce(self, root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
@@ -222,6 +220,12 @@ class _Patterns:
         producer, rows, chunks = found
         build_allreduce(chunks, op, producer, rows, rewriter)
         return False
+
+
+def _has_sources(module: ir.Module) -> bool:
+    """Whether a function's body holds a collective of the patterns' root kinds."""
+    roots = (AllgatherOp.OPERATION_NAME, ReduceScatterOp.OPERATION_NAME, AllreduceOp.OPERATION_NAME)
+    return any(op.operation.name in roots for func in func_ops(module) for op in func.regions[0].blocks[0].operations)
 
 
 def _in_p2p_form(op: ir.Operation) -> bool:
