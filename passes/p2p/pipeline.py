@@ -10,33 +10,40 @@ runs on a pool stream (step j on stream ``j mod streams``) and waits only for it
 The slices peers read live in a ``memref.alloc {hir.symmetric}`` buffer, so a shift reads
 the peer's buffer in place (no staging copy), and its dealloc guards the buffer's reuse.
 
-Before (after hir-convert-to-communication; A is [4, 2, 8] split along axis 0)::
+Before (``test/Transforms/p2p-pipeline.mlir``'s first case after
+hir-convert-to-communication{backend=cuda}; %arg0 is [4, 2, 8] split along axis 0)::
 
-    %work = "hir.allgather"(%arg0, %alloc) {axis = 0, backend = "cuda", stream_axis = 0, team = array<i64: 0, 1, 2, 3>}
+    %alloc = memref.alloc() ; %alloc_0 = memref.alloc()
+    %work = "hir.allgather"(%arg0, %alloc) {axis = 0 : i64, backend = "cuda", stream_axis = 0 : i64, team = array<i64: 0, 1, 2, 3>}
     "hir.wait"(%work)
     "hir.matmul"(%alloc, %arg1, %alloc_0) {stream_axis = 0 : i64}
 
-After (types elided; ``module attributes {hir.num_streams = 4}``)::
+After (``--print-value-names``, types elided; the module gets ``hir.num_streams = 4``)::
 
     %me = "hir.device_index"() {mesh = array<i64: 0, 1, 2, 3>}
-    %c0 = arith.constant 0 : index ; %c1 = ... 1 ; %c4 = ... 4
+    %c0 = arith.constant 0 : index   %c1 = arith.constant 1 : index   %c4 = arith.constant 4 : index
     %user_stream = "hir.get_current_stream"()
-    "hir.for"(%c0, %c1, %c1) ({ ^bb0(%s): set_current_stream(get_stream(%s)) ; synchronize(%user_stream) })
+    "hir.for"(%c0, %c1, %c1) ({ ^bb0(%s: index):          // the pool streams wait for the user stream
+      %stream_1 = "hir.get_stream"(%s) ; "hir.set_current_stream"(%stream_1) ; "hir.synchronize"(%user_stream) })
     "hir.set_current_stream"(%user_stream)
     %staged = memref.alloc() {hir.symmetric} ; "hir.set"(%arg0, %staged)
-    %published = "hir.barrier"() {backend = "cuda", team = ...} ; "hir.wait"(%published)
+    %published = "hir.barrier"() {backend = "cuda", team = array<i64: 0, 1, 2, 3>} ; "hir.wait"(%published)
     %stream = "hir.get_stream"(%c0) ; "hir.set_current_stream"(%stream)
-    %shard = "hir.own_block"(%arg0) {axis = 0} ; %alloc_0_slice = "hir.alias_select"(%alloc_0, %me) {axis = 0}
-    "hir.matmul"(%shard, %arg1, %alloc_0_slice)                       // step 0: the own shard, at once
+    %shard = "hir.own_block"(%arg0) {axis = 0 : i64}        // step 0: the own shard, at once
+    %slice = "hir.alias_select"(%alloc_0, %me) {axis = 0 : i64}
+    "hir.matmul"(%shard, %arg1, %slice)
     "hir.set_current_stream"(%user_stream)
-    "hir.for"(%c1, %c4, %c1) ({ ^bb0(%j: index):                       // steps 1 .. 3
-      %position = arith.remui(arith.addi(%me, %j), %c4) ; %stream_1 = "hir.get_stream"(%c0)
-      %gathered = "hir.alias_select"(%alloc, %position) {axis = 0}
-      %work = "hir.shift"(%staged, %gathered, %j) {backend = "cuda", signal = "none", team = ...}
+    "hir.for"(%c1, %c4, %c1) ({ ^bb0(%j: index):          // steps 1 .. 3
+      %0 = arith.addi %me, %j : index ; %position = arith.remui %0, %c4 : index
+      %stream_1 = "hir.get_stream"(%c0)
+      %gathered = "hir.alias_select"(%alloc, %position) {axis = 0 : i64}
+      %work = "hir.shift"(%staged, %gathered, %j) {backend = "cuda", signal = "none", team = array<i64: 0, 1, 2, 3>}
       "hir.set_current_stream"(%stream_1) ; "hir.wait"(%work)
-      "hir.matmul"(%gathered, %arg1, "hir.alias_select"(%alloc_0, %position) {axis = 0})
+      %slice_2 = "hir.alias_select"(%alloc_0, %position) {axis = 0 : i64}
+      "hir.matmul"(%gathered, %arg1, %slice_2)
       "hir.set_current_stream"(%user_stream) })
-    "hir.for"(%c0, %c1, %c1) ({ ^bb0(%s): synchronize(get_stream(%s)) })  // join
+    "hir.for"(%c0, %c1, %c1) ({ ^bb0(%s: index):          // the user stream joins the pool streams
+      %stream_1 = "hir.get_stream"(%s) ; "hir.synchronize"(%stream_1) })
 
 A producer + reduce-scatter becomes per-destination compute, shifts and one
 ``hir.reduction`` (``reduce_scatter.py``), or with ``accumulate=1`` a ring adding in the
