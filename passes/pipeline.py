@@ -38,7 +38,7 @@ PIPELINES: dict[str, str] = {
     "hir-reuse-stream-buffers,hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse",
     # hir-lower with the P2P-form collectives of a sharded program (hir.from_torch's SP
     # layouts, nvFuser's stream-parallel form) pipelined on copy engines where the
-    # overlap=auto rule says it pays (passes/pipeline_p2p.py); the rest run whole.
+    # overlap=auto rule says it pays (passes/p2p/cost.py); the rest run whole.
     # TorchProgram.lower(overlap="on"|"off") forces either form.
     "hir-lower-overlap": overlap_pipeline("auto"),
     # An annotated upstream shard program -> hir (issues 15, 24): a dynamic grid is an error

@@ -43,7 +43,7 @@ from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import op_classes
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes.communication._resharding import LOWERABLE, plan, resharding_reason, unlowerable
-from hir.passes.rewriting import PatternGuard
+from hir.passes.patterns import GuardedRewritePatternSet, same_types
 
 
 def collective_backend(op: ir.Operation, attrs: dict[str, ir.Attribute], backend: str) -> str:
@@ -93,26 +93,16 @@ class ConvertToCommunication(ModulePass):
     description = "Lower resharding set/reduction ops to collectives + hir.wait (nvFuser's decision table)."
     backend: str = "nccl"
 
-    def run(self, module: ir.Module) -> bool:
+    def run(self, module: ir.Module) -> None:
         if self.backend not in BACKENDS:
             raise PassFailure(f"hir-convert-to-communication: backend '{self.backend}' is not one of {', '.join(BACKENDS)}")
         context = module.context
         target = rewrite.ConversionTarget(context)
         target.add_legal_op(WaitOp.OPERATION_NAME, *(cls.OPERATION_NAME for cls in COLLECTIVE_OPS))
-        converter = rewrite.TypeConverter()
-        converter.add_conversion(_same_type)  # a module-level function: it outlives the conversion
-        guard = PatternGuard()
+        converter = same_types()  # every hir buffer type is its own target type
         lowering = _Lowering(self.backend)
-        patterns = rewrite.RewritePatternSet(context)
+        patterns = GuardedRewritePatternSet(context)
         for source in op_classes(ComputeOp):
             pattern = lowering.lower_resharding if source in LOWERABLE else refuse_resharding
-            patterns.add_conversion(source.OPERATION_NAME, guard(pattern), converter)
-        config = rewrite.ConversionConfig()
-        config.folding_mode = rewrite.DialectConversionFoldingMode.NEVER
-        rewrite.apply_partial_conversion(module.operation, target, patterns.freeze(), config)
-        return guard.finish()
-
-
-def _same_type(type_: ir.Type) -> ir.Type:
-    """Types are unchanged: every hir buffer type is its own target type."""
-    return type_
+            patterns.add_conversion(source, pattern, converter)
+        patterns.apply_partial_conversion(module, target)

@@ -41,7 +41,7 @@ from hir.dialect.irutils import alloc, dim_or_const, op_classes, operand_axis, o
 from hir.dialect.sharding import Sharding
 from hir.passes.base import ModulePass, register_pass
 from hir.passes.communication._resharding import needed_sharding, operand_sharding
-from hir.passes.rewriting import PatternGuard
+from hir.passes.patterns import GuardedRewritePatternSet
 
 
 @register_pass
@@ -50,16 +50,14 @@ class InsertReshardings(ModulePass):
     name = "hir-insert-reshardings"
     description = "Insert a hir.set before each compute op whose operands are sharded differently from what it needs (nvFuser's insertReshardings)."
 
-    def run(self, module: ir.Module) -> bool:
-        guard = PatternGuard()
-        patterns = rewrite.RewritePatternSet(module.context)
+    def run(self, module: ir.Module) -> None:
+        patterns = GuardedRewritePatternSet(module.context)
         for root in op_classes(ComputeOp):
             if root is SetOp:
                 continue  # hir.set is a resharding itself, lowered whole by hir-convert-to-communication
             pattern = reshard_reduction_operands if root is ReductionOp else reshard_operands
-            patterns.add(root.OPERATION_NAME, guard(pattern))
-        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
-        return guard.finish()
+            patterns.add(root, pattern)
+        patterns.walk(module)
 
 
 def reshard_reduction_operands(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:

@@ -57,7 +57,7 @@ from hir.dialect import KERNEL_ATTR, ONCE_ATTR, OP_CLASSES, PARAMETER_ATTR, Comp
 from hir.dialect.irutils import ALLOC, DEALLOC, FUNC, func_ops, op_classes, written_operands
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.passes.base import ModulePass, register_pass
-from hir.passes.rewriting import PatternGuard
+from hir.passes.patterns import GuardedRewritePatternSet
 
 _CALL = func.CallOp.OPERATION_NAME
 _RETURN = func.ReturnOp.OPERATION_NAME
@@ -273,15 +273,13 @@ class HoistParameterWork(ModulePass):
     name = "hir-hoist-parameter-work"
     description = "Compute work that reads only hir.parameter arguments once (a hir.once call the interpreter caches)."
 
-    def run(self, module: ir.Module) -> bool:
+    def run(self, module: ir.Module) -> None:
         outlines = _Analysis(module).outlines
         if not outlines:
-            return False
+            return
         hoisting = _Hoisting(module, outlines)
-        guard = PatternGuard()
-        patterns = rewrite.RewritePatternSet(module.context)
-        for root in (_CALL, *(cls.OPERATION_NAME for cls in op_classes(ComputeOp))):
-            patterns.add(root, guard(hoisting.hoist))
-        patterns.add(DEALLOC, guard(hoisting.drop_cached_dealloc))
-        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
-        return guard.finish()
+        patterns = GuardedRewritePatternSet(module.context)
+        for root in (_CALL, *op_classes(ComputeOp)):
+            patterns.add(root, hoisting.hoist)
+        patterns.add(DEALLOC, hoisting.drop_cached_dealloc)
+        patterns.walk(module)

@@ -40,7 +40,7 @@ from torch_mlir.dialects import func, scf
 from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WorkType, YieldOp, is_view
 from hir.dialect.irutils import ALLOC, DEALLOC
 from hir.passes.base import ModulePass, register_pass
-from hir.passes.rewriting import PatternGuard
+from hir.passes.patterns import GuardedRewritePatternSet
 
 _RETURNS = (func.ReturnOp.OPERATION_NAME, scf.YieldOp.OPERATION_NAME)  # the buffer escapes: never freed here
 
@@ -51,12 +51,10 @@ class InsertDeallocations(ModulePass):
     name = "hir-insert-deallocations"
     description = "Deallocate each intermediate memref.alloc after its last use (never inputs or outputs)."
 
-    def run(self, module: ir.Module) -> bool:
-        guard = PatternGuard()
-        patterns = rewrite.RewritePatternSet(module.context)
-        patterns.add(ALLOC, guard(_BlockOrder().free_after_last_use))
-        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
-        return guard.finish()
+    def run(self, module: ir.Module) -> None:
+        patterns = GuardedRewritePatternSet(module.context)
+        patterns.add(ALLOC, _BlockOrder().free_after_last_use)
+        patterns.walk(module)
 
 
 @dataclass

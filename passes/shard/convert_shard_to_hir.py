@@ -72,7 +72,7 @@ from hir.dialect.comm import BACKENDS
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
 from hir.passes.shard import annotations, collectives, compute, control, exchange, extents, halo, indices, slicing  # noqa: F401  (register their handlers)
 from hir.passes.shard import registry
-from hir.passes.shard.located import FirstFailure
+from hir.passes.patterns import GuardedRewritePatternSet, same_types
 from hir.passes.shard.placement import GRID_ATTR, Grid, PlacementError
 from hir.passes.shard.signature import place_arguments
 from hir.passes.shard.state import ConversionState
@@ -122,21 +122,18 @@ def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
     return Grid(names[0], tuple(shape))
 
 
-def _pattern(entry: registry.Entry, state: ConversionState, failures: FirstFailure) -> Callable:
+def _pattern(entry: registry.Entry, state: ConversionState) -> Callable:
     """The conversion pattern of the ops ``entry`` converts: the handler builds their hir
-    program before them and records their results in ``state``; the op is then erased."""
-
-    def handle(op: ir.Operation) -> None:
-        try:
-            entry.handler(state, op)
-        except PlacementError as err:  # raised by placement arithmetic anywhere in a handler
-            raise fail(op, str(err)) from None
+    program before them and records their results in ``state``; the op is then erased. A
+    handler's failure (raised) is kept by the pattern set and reported after the driver."""
 
     def convert(op, adaptor, converter, rewriter) -> bool:
         op = op.operation
         state.ip, state.loc = rewriter.ip, op.location
-        if failures.run(lambda: handle(op)):
-            return True  # no match: the driver stops, the pass reports the failure
+        try:
+            entry.handler(state, op)
+        except PlacementError as err:  # raised by placement arithmetic anywhere in a handler
+            raise fail(op, str(err)) from None
         rewriter.erase_op(op)  # its results live on in the state
         return False
 
@@ -153,24 +150,12 @@ def _convert_function(fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> N
         target.add_legal_dialect(dialect)
     target.add_legal_op(func.FuncOp.OPERATION_NAME, func.CallOp.OPERATION_NAME)
     target.add_illegal_dialect("shard")
-    converter = rewrite.TypeConverter()
-    identity = lambda t: t  # noqa: E731  referenced until the driver returns (the converter does not own it)
-    converter.add_conversion(identity)
-    failures = FirstFailure()
-    converts = [_pattern(registry.lookup(name), state, failures) for name in names]  # referenced, as identity
-    pattern_set = rewrite.RewritePatternSet(ctx)
-    for name, convert in zip(names, converts):
+    converter = same_types()
+    patterns = GuardedRewritePatternSet(ctx)
+    for name in names:
         target.add_illegal_op(name)
-        pattern_set.add_conversion(name, convert, converter)
-    config = rewrite.ConversionConfig()
-    config.folding_mode = rewrite.DialectConversionFoldingMode.NEVER
-    try:
-        rewrite.apply_partial_conversion(fn, target, pattern_set.freeze(), config)
-    except ir.MLIRError:
-        if failures.failure is None:
-            raise
-    failures.check()
-    del identity, converts
+        patterns.add_conversion(name, _pattern(registry.lookup(name), state), converter)
+    patterns.apply_partial_conversion(fn, target)
 
 
 @register_pass

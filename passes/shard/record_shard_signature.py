@@ -50,7 +50,7 @@ from torch_mlir import ir, rewrite
 from torch_mlir.dialects import func, shard
 
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes.shard.located import FirstFailure
+from hir.passes.patterns import GuardedRewritePatternSet
 from hir.passes.shard.placement import GLOBAL_TYPE_ATTR, GRID_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR, axis_groups
 
 OFFSETS = "static_sharded_dims_offsets"
@@ -114,9 +114,11 @@ def _signature(fn: ir.Operation, key: str, values: list, sharding_of, grids: dic
     fn.attributes[key] = ir.ArrayAttr.get(dicts)
 
 
-def _record_grid(sharding: ir.Operation) -> None:
-    """``hir.grid = @g`` on the function holding ``sharding``: the grid of the function's
-    shardings (partitioning may leave no op naming it, e.g. when no value is resharded)."""
+def _record_grid(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """``hir.grid = @g`` on the function holding the ``shard.sharding`` op: the grid of the
+    function's shardings (partitioning may leave no op naming it, e.g. when no value is
+    resharded)."""
+    sharding = root.operation
     fn = sharding.parent
     while fn.name != func.FuncOp.OPERATION_NAME:
         fn = fn.parent
@@ -126,6 +128,7 @@ def _record_grid(sharding: ir.Operation) -> None:
         fn_name = ir.StringAttr(fn.attributes["sym_name"]).value
         raise PassFailure(f"'func.func' op @{fn_name} shards values on the grids @{recorded}, @{name}; hir converts a function on one grid", fn.location)
     fn.attributes[GRID_ATTR] = ir.FlatSymbolRefAttr.get(name)
+    return False
 
 
 @register_pass
@@ -137,18 +140,17 @@ class RecordShardSignature(ModulePass):
     def run(self, module: ir.Module) -> None:
         grids = {ir.StringAttr(op.attributes["sym_name"]).value: list(ir.DenseI64ArrayAttr(op.attributes["shape"])) for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME}
 
-        def record_signature(fn: ir.Operation) -> None:
+        def record_signature(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+            fn = root.operation
             if not fn.regions[0].blocks:
-                return
+                return True  # a declaration: no signature to record
             block = fn.regions[0].blocks[0]
             _signature(fn, "arg_attrs", list(block.arguments), _argument_sharding, grids)
             ret = list(block.operations)[-1].operation
             _signature(fn, "res_attrs", list(ret.operands), _result_sharding, grids)
+            return False
 
-        failures = FirstFailure()
-        grid_pattern, signature_pattern = failures.pattern(_record_grid), failures.pattern(record_signature)  # referenced until the driver returns
-        patterns = rewrite.RewritePatternSet(module.context)
-        patterns.add(shard.ShardingOp, grid_pattern)
-        patterns.add(func.FuncOp, signature_pattern)
-        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
-        failures.check()
+        patterns = GuardedRewritePatternSet(module.context)
+        patterns.add(shard.ShardingOp, _record_grid)
+        patterns.add(func.FuncOp, record_signature)
+        patterns.walk(module)

@@ -27,7 +27,7 @@ from torch_mlir import ir, rewrite
 from torch_mlir.dialects import shard
 
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes.shard.located import FirstFailure
+from hir.passes.patterns import GuardedRewritePatternSet
 
 
 def _text(extents: list[int]) -> str:
@@ -47,19 +47,18 @@ class SetGridShape(ModulePass):
         if len(wanted) != len(texts) or 0 in wanted:
             raise PassFailure(f"hir-set-grid-shape: shape must be positive extents joined by 'x' (e.g. 4 or 2x2), got '{self.shape}'")
 
-        def fix_extents(grid: ir.Operation) -> None:
+        def fix_extents(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+            grid = root.operation
             extents = list(ir.DenseI64ArrayAttr(grid.attributes["shape"]))
             if not any(ir.ShapedType.is_dynamic_size(e) for e in extents):
-                return
+                return True  # static already: no match
             if not wanted:
                 raise PassFailure(f"'shard.grid' op has shape {_text(extents)}; give its extents with hir-set-grid-shape{{shape=...}} (the world it runs on)", grid.location)
             if len(wanted) != len(extents) or any(not ir.ShapedType.is_dynamic_size(e) and e != w for e, w in zip(extents, wanted)):
                 raise PassFailure(f"'shard.grid' op has shape {_text(extents)}, which shape={self.shape} does not fit (one extent per axis; static ones kept)", grid.location)
             grid.attributes["shape"] = ir.DenseI64ArrayAttr.get(wanted)
+            return False
 
-        failures = FirstFailure()
-        pattern = failures.pattern(fix_extents)  # referenced until the driver returns
-        patterns = rewrite.RewritePatternSet(module.context)
-        patterns.add(shard.GridOp, pattern)
-        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
-        failures.check()
+        patterns = GuardedRewritePatternSet(module.context)
+        patterns.add(shard.GridOp, fix_extents)
+        patterns.walk(module)

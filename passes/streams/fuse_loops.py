@@ -33,7 +33,7 @@ from hir.dialect import AliasChunkOp, AliasSelectOp, ForOp, GetCurrentStreamOp, 
 from hir.dialect.base import DYNAMIC
 from hir.dialect.irutils import ALLOC, CONSTANT, DIM, constant_value, defining_op, is_memref, next_op, written_operands
 from hir.passes.base import ModulePass, register_pass
-from hir.passes.patterns import PatternSet, exact_greedy_config
+from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
 from hir.passes.streams import _stream_loops as loops
 
 _HOISTABLE = (ALLOC, DIM, CONSTANT)
@@ -48,7 +48,7 @@ class FuseLoops(ModulePass):
     description = "Merge adjacent stream loops of the same extent when no op or dependency separates them."
 
     def run(self, module: ir.Module) -> None:
-        patterns = PatternSet(module.context)
+        patterns = GuardedRewritePatternSet(module.context)
         populate_fuse_loops_patterns(patterns)
         # The greedy driver, top-down: a work loop absorbs the twins after it before they
         # are visited themselves, as a forward scan merges (so the same loops fuse); it
@@ -56,7 +56,7 @@ class FuseLoops(ModulePass):
         patterns.apply_greedily(module, exact_greedy_config())
 
 
-def populate_fuse_loops_patterns(patterns: PatternSet) -> None:
+def populate_fuse_loops_patterns(patterns: GuardedRewritePatternSet) -> None:
     """A pattern rooted on ``hir.for``: a stream work loop absorbs the groups after it
     that are its twins (same extent, only allocations, ``memref.dim`` and constants in
     between, no dependency the merge would break), one after the other."""

@@ -80,7 +80,7 @@ from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.irutils import ALLOC, DEALLOC, DIM, FUNC, alloc, constant_value, defining_op, index_arith, index_const, value_name
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes.patterns import PatternSet, exact_greedy_config
+from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
 from hir.passes.streams import _stream_loops as loops
 
 
@@ -100,14 +100,14 @@ class ReuseStreamBuffers(ModulePass):
             raise PassFailure(f"hir-reuse-stream-buffers: {err}") from None
         if fixed is not None and self.num_streams not in (None, fixed):
             raise PassFailure(f"hir-reuse-stream-buffers: num-streams = {self.num_streams} contradicts the module's hir.num_streams = {fixed}")
-        patterns = PatternSet(module.context)
+        patterns = GuardedRewritePatternSet(module.context)
         populate_reuse_stream_buffers_patterns(patterns, self.num_streams or fixed or DEFAULT_NUM_STREAMS)
         # The greedy driver: a rewrite erases the old buffer and its memref.dim ops, which
         # may sit anywhere in the block (the walk driver lets a pattern erase only its root).
         patterns.apply_greedily(module, exact_greedy_config())
 
 
-def populate_reuse_stream_buffers_patterns(patterns: PatternSet, num_streams: int) -> None:
+def populate_reuse_stream_buffers_patterns(patterns: GuardedRewritePatternSet, num_streams: int) -> None:
     """A pattern rooted on ``hir.for``: every buffer a stream work loop uses only slice by
     slice becomes a ``[num_streams, ...]`` slot buffer indexed by ``%i mod num_streams``."""
 

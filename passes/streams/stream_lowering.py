@@ -64,7 +64,7 @@ from hir.dialect import OP_CLASSES, AliasChunkOp, AliasSelectOp, ForOp, WaitOp
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import FUNC, FUNC_ARG_STREAM_ATTRS, defining_op, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, streamable, streamable_names
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
-from hir.passes.patterns import PatternSet
+from hir.passes.patterns import GuardedRewritePatternSet
 from hir.passes.streams import _stream_loops
 
 
@@ -81,7 +81,7 @@ class StreamLowering(ModulePass):
         for func in func_ops(module):  # analysis: what no pattern is rooted on
             _check_inputs(func)
             _check_carriers(func)
-        patterns = PatternSet(module.context)
+        patterns = GuardedRewritePatternSet(module.context)
         populate_stream_lowering_patterns(patterns, self.chunks)
         # The walk driver: each op once, in program order, nothing folded or erased, so the
         # IR is the docstring's; a lowered op moves into the loop built before it (behind
@@ -89,7 +89,7 @@ class StreamLowering(ModulePass):
         patterns.walk(module)
 
 
-def populate_stream_lowering_patterns(patterns: PatternSet, chunks: int = 0) -> None:
+def populate_stream_lowering_patterns(patterns: GuardedRewritePatternSet, chunks: int = 0) -> None:
     """One pattern per streamable op kind, rooted on it: an op carrying ``stream_axis``
     becomes its stream loop (``chunks``: as the pass option); a collective in P2P form
     runs whole. And one rooted on ``hir.wait``: a wait left behind joins its collective

@@ -1,6 +1,6 @@
-"""Pattern callbacks under MLIR's drivers (passes/rewriting.py): an exception raised in a
-pattern comes back after the driver returned, with the IR consistent, and no pattern runs
-after it; the conversion passes built on it keep that promise."""
+"""Pattern callbacks under MLIR's drivers (passes/patterns.py, GuardedRewritePatternSet): an
+exception raised in a pattern comes back after the driver returned, with the IR consistent,
+and no pattern runs after it; the conversion passes built on it keep that promise."""
 
 import gc
 
@@ -12,7 +12,7 @@ from hir.core import HirError
 from hir.dialect import SetOp
 from hir.passes import PassFailure
 from hir.passes.base import fail
-from hir.passes.rewriting import PatternGuard
+from hir.passes.patterns import GuardedRewritePatternSet, same_types
 
 # Two sets: the first is rewritten, the second refused.
 TWO_SETS = """func.func @main(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
@@ -23,11 +23,7 @@ TWO_SETS = """func.func @main(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4
 """
 
 
-def _same_type(t: ir.Type) -> ir.Type:
-    return t
-
-
-def _convert_sets(module: ir.Module, guard: PatternGuard, seen: list) -> None:
+def _convert_sets(module: ir.Module, seen: list) -> None:
     """A dialect conversion of hir.set: a set becomes a binary (x + x); one marked refuse fails."""
 
     def set_to_binary(op, adaptor, converter, rewriter):
@@ -42,20 +38,18 @@ def _convert_sets(module: ir.Module, guard: PatternGuard, seen: list) -> None:
 
     target = rewrite.ConversionTarget(module.context)
     target.add_legal_op("hir.binary")
-    converter = rewrite.TypeConverter()
-    converter.add_conversion(_same_type)
-    patterns = rewrite.RewritePatternSet(module.context)
-    patterns.add_conversion(SetOp.OPERATION_NAME, guard(set_to_binary), converter)
-    rewrite.apply_partial_conversion(module.operation, target, patterns.freeze())
+    patterns = GuardedRewritePatternSet(module.context)
+    patterns.add_conversion(SetOp, set_to_binary, same_types())
+    assert patterns.roots == ["hir.set"]
+    patterns.apply_partial_conversion(module, target)
 
 
 def test_failure_comes_back_after_the_conversion():
     module = hir.parse(TWO_SETS)
-    guard, seen = PatternGuard(), []
+    seen = []
     with module.context:
-        _convert_sets(module, guard, seen)
         with pytest.raises(PassFailure, match="'hir.set' op is refused") as info:
-            guard.finish()
+            _convert_sets(module, seen)
     assert str(info.value.location).endswith(":3:3)")  # the refused op, line 3
     gc.collect()
     module.operation.verify()  # consistent: the first set converted, the refused one intact
@@ -66,38 +60,32 @@ def test_failure_comes_back_after_the_conversion():
 
 def test_no_pattern_runs_after_a_failure():
     module = hir.parse(TWO_SETS.replace('"hir.set"(%a, %b)', '"hir.set"(%a, %b) {refuse}'))
-    guard, seen = PatternGuard(), []
+    seen = []
     with module.context:
-        _convert_sets(module, guard, seen)
+        with pytest.raises(PassFailure):
+            _convert_sets(module, seen)
     assert seen == ["hir.set"]  # the second set was never given to the pattern
-    with pytest.raises(PassFailure):
-        guard.finish()
     assert str(module).count('"hir.set"') == 2
 
 
-def test_a_bug_in_a_pattern_keeps_its_type_and_traceback():
+@pytest.mark.parametrize("driver", ["walk", "greedy"])
+def test_a_bug_in_a_pattern_keeps_its_type_and_traceback(driver):
+    from hir.passes.patterns import exact_greedy_config
+
     module = hir.parse(TWO_SETS)
-    guard = PatternGuard()
 
     def broken(op, rewriter):
         return {}["missing"]
 
-    patterns = rewrite.RewritePatternSet(module.context)
-    patterns.add(SetOp.OPERATION_NAME, guard(broken))
-    rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
+    patterns = GuardedRewritePatternSet(module.context)
+    patterns.add(SetOp, broken)
     with pytest.raises(KeyError) as info:
-        guard.finish()
+        if driver == "walk":
+            patterns.walk(module)
+        else:
+            patterns.apply_greedily(module, exact_greedy_config())
     assert info.traceback[-1].name == "broken"
-
-
-def test_finish_says_whether_a_pattern_matched():
-    module = hir.parse(TWO_SETS)
-    for answer, changed in ((True, False), (False, True)):
-        guard = PatternGuard()
-        patterns = rewrite.RewritePatternSet(module.context)
-        patterns.add(SetOp.OPERATION_NAME, guard(lambda op, rewriter: answer))
-        rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
-        assert guard.finish() is changed
+    assert str(module).count('"hir.set"') == 2
 
 
 def test_refused_resharding_after_a_lowered_one_leaves_valid_ir():

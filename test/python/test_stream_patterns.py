@@ -8,7 +8,7 @@ from torch_mlir import ir
 import hir
 from hir.dialect import OP_CLASSES
 from hir.passes import PassFailure
-from hir.passes.patterns import PatternSet, exact_greedy_config
+from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
 from hir.passes.streams.fuse_loops import populate_fuse_loops_patterns
 from hir.passes.streams.reuse_stream_buffers import populate_reuse_stream_buffers_patterns
 from hir.passes.streams.stream_lowering import populate_stream_lowering_patterns
@@ -39,7 +39,7 @@ def test_stream_patterns_mix_with_upstream_folding_in_one_greedy_run():
 
     module = hir.parse(PROGRAM)
     with module.context:
-        patterns = PatternSet()
+        patterns = GuardedRewritePatternSet()
         populate_stream_lowering_patterns(patterns)
         populate_fuse_loops_patterns(patterns)
         config = exact_greedy_config()
@@ -63,7 +63,7 @@ def test_pattern_failure_surfaces_after_the_driver():
 }
 """)
     with module.context:
-        patterns = PatternSet()
+        patterns = GuardedRewritePatternSet()
         populate_stream_lowering_patterns(patterns, chunks=3)
         with pytest.raises(PassFailure, match="has stream axis 0 of extent 4, which does not split into 3 stream chunks"):
             patterns.apply_greedily(module, exact_greedy_config())
@@ -76,7 +76,7 @@ def test_pattern_failure_surfaces_after_the_driver():
 ])
 def test_patterns_are_rooted_on_the_ops_they_rewrite(populate):
     with hir.new_context():
-        patterns = PatternSet()
+        patterns = GuardedRewritePatternSet()
         populate(patterns)
     assert patterns.roots and all(root in OP_CLASSES for root in patterns.roots), patterns.roots
     assert not {"builtin.module", "func.func"} & set(patterns.roots)
@@ -84,7 +84,7 @@ def test_patterns_are_rooted_on_the_ops_they_rewrite(populate):
 
 def test_stream_lowering_has_a_pattern_per_streamable_op_kind():
     with hir.new_context():
-        patterns = PatternSet()
+        patterns = GuardedRewritePatternSet()
         populate_stream_lowering_patterns(patterns)
     streamable = [name for name, cls in OP_CLASSES.items() if cls.STREAMABLE]
     assert set(streamable) <= set(patterns.roots) and len(patterns.roots) == len(set(patterns.roots))

@@ -1,4 +1,4 @@
-"""The all-reduce side of hir-p2p-pipeline (async-TP's idea for the tensor-parallel form): a
+"""The all-reduce pattern of hir-p2p-pipeline (async-TP's idea for the tensor-parallel form): a
 contraction writing a partial sum (its output split on the reduced axis) followed by a
 summing ``hir.allreduce`` runs in ``chunks`` row blocks, each block's matmul on pool stream
 c and its all-reduce issued right after it from the same stream, so the all-reduce of block
@@ -19,30 +19,27 @@ After (chunks = 2; the rows T of the partial and the output are chunked)::
       "hir.set_current_stream"(%user) ; "hir.synchronize"(%s) })
 
 The all-reduces keep the collective's backend (NCCL: its kernels run on NCCL's stream, one
-after another, each after its block's matmul). ``chunks=auto`` takes the c in {1, 2, 4, 8}
-of least t_m / c + (c - 1) · max(t_m, t_a) / c + t_a / c + c · chunk-us, t_m the
-contraction's time at ``compute-tflops`` and t_a the all-reduce's at ``copy-gbps`` (bus
-bandwidth: 2 (n - 1) / n of the buffer per rank); c = 1 leaves the pair whole.
+after another, each after its block's matmul). ``chunks=auto``: ``cost.allreduce_chunks``.
 """
 
-import math
 from typing import Optional
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 
-from hir.dialect import AllreduceOp, ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WaitOp
-from hir.dialect.base import get_i64_array, get_int, get_str
+from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WaitOp
+from hir.dialect.base import get_int, get_str
 from hir.dialect.irutils import DEALLOC, index_const, output_index, stream_axis
 from hir.dialect.teams import is_multi_team
-from hir.passes._p2p_cost import CONTRACTIONS, MAX_AUTO_CHUNKS, _element_bytes, _flops, _local_shape
-from hir.passes._p2p_steps import chunk, chunk_op
+from hir.passes.p2p.cost import CONTRACTIONS
+from hir.passes.p2p.steps import chunk, chunk_op
 
 
-def chunkable_allreduce(op: ir.Operation, block_ops: list) -> Optional[tuple]:
-    """(producer, chunked axis of the partial) when ``op`` is a summing all-reduce of one
-    team waited on once, whose input only a contraction writes (no stream axis, nothing else reading it)
-    and has a static axis besides the reduced one to chunk; else None."""
-    if op.name != AllreduceOp.OPERATION_NAME or get_str(op, "reduction") != "sum" or is_multi_team(op):
+def chunkable_allreduce(op: ir.Operation) -> Optional[tuple]:
+    """(producer, chunked axis of the partial) when the all-reduce ``op`` sums over one team,
+    is waited on once, and its input is written only by a contraction before it in its block
+    (no stream axis, nothing else reading it) and has a static axis besides the reduced one
+    to chunk; else None."""
+    if get_str(op, "reduction") != "sum" or is_multi_team(op):
         return None  # a device layout (one team per row) is left whole
     partial, axis = op.operands[0], get_int(op, "axis")
     users = [use.owner.operation for use in op.results[0].uses]
@@ -56,7 +53,7 @@ def chunkable_allreduce(op: ir.Operation, block_ops: list) -> Optional[tuple]:
         if producer is not None or owner.name not in CONTRACTIONS or owner.operands[output_index(owner)] != partial or stream_axis(owner) is not None:
             return None
         producer = owner
-    if producer is None or not _before(producer, op, block_ops):
+    if producer is None or not _before(producer, op):
         return None
     shape = ir.MemRefType(partial.type).shape
     rows = next((a for a in range(len(shape)) if a != axis), None)
@@ -65,18 +62,7 @@ def chunkable_allreduce(op: ir.Operation, block_ops: list) -> Optional[tuple]:
     return producer, rows
 
 
-def allreduce_chunks(op: ir.Operation, producer: ir.Operation, rows: int, copy_gbps: float, compute_tflops: float, chunk_us: float) -> int:
-    """``chunks=auto`` for the pair (the rule in the module docstring)."""
-    n = len(get_i64_array(op, "team"))
-    out_type = ir.MemRefType(op.operands[1].type)
-    t_a = 2 * (n - 1) / n * math.prod(out_type.shape) * _element_bytes(out_type.element_type) / (copy_gbps * 1e3)
-    t_m = _flops(producer) / (compute_tflops * 1e6)
-    extent = _local_shape(op.operands[0])[rows]
-    candidates = [c for c in (1, 2, 4, MAX_AUTO_CHUNKS) if extent % c == 0]
-    return min(candidates, key=lambda c: t_m / c + (c - 1) * max(t_m, t_a) / c + t_a / c + (c - 1) * chunk_us)
-
-
-def build_allreduce(chunks: int, op: ir.Operation, producer: ir.Operation, rows: int) -> None:
+def build_allreduce(chunks: int, op: ir.Operation, producer: ir.Operation, rows: int, rewriter: rewrite.PatternRewriter) -> None:
     """Replace the contraction ``producer``, the all-reduce ``op`` and its wait by the loop
     of ``chunks`` row blocks (module docstring)."""
     out = op.operands[1]
@@ -104,13 +90,14 @@ def build_allreduce(chunks: int, op: ir.Operation, producer: ir.Operation, rows:
             WaitOp.emit(reduced.results[0])
             SetCurrentStreamOp.emit(user)
             SynchronizeOp.emit(stream)
-    wait.erase()
-    op.erase()
-    producer.erase()
+    rewriter.erase_op(wait)
+    rewriter.erase_op(op)
+    rewriter.erase_op(producer)
 
 
-def _before(first: ir.Operation, second: ir.Operation, block_ops: list) -> bool:
-    for o in block_ops:
+def _before(first: ir.Operation, second: ir.Operation) -> bool:
+    """Whether ``first`` comes before ``second`` in ``second``'s block."""
+    for o in second.block.operations:
         o = o.operation
         if o == first:
             return True

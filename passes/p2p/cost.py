@@ -1,9 +1,47 @@
-"""The cost rules of hir-p2p-pipeline (documented in ``pipeline_p2p.py``): per collective in
-P2P form, the time one step copies (t_c: one peer's slice at ``copy-gbps``) and computes
-(t_m: its consumers' / producer's local work over n, at ``compute-tflops``), and from them
-``chunks=auto`` (:func:`auto_chunks`) and ``overlap=auto`` (:func:`pipeline_pays`).
-"""
+"""The cost rules of hir-p2p-pipeline (``pipeline.py``), which its analysis
+(``analysis.py``) applies: per collective in P2P form, the time one step copies (t_c: one
+peer's slice at ``copy-gbps``) and computes (t_m: its consumers' / producer's local work
+over n, at ``compute-tflops``), and from them ``overlap=auto`` (:func:`pipeline_pays`) and
+``chunks=auto`` (:func:`auto_chunks`); for the tensor-parallel contraction + all-reduce
+pair, :func:`allreduce_chunks`.
 
+``overlap=auto``. With n team members and one step copying for t_c and computing for t_m
+(as for ``chunks=auto`` below), the whole collective then its compute takes n·t_m +
+(n-1)·t_c; the pipeline, its local step first (all-gather) or last (reduce-scatter), takes
+about max(n·t_m, t_m + (n-1)·t_c) plus ``step-us`` a step (the per-step launches, waits
+and handshakes: 20 us by default, the eager P2P rows' excess over their graph replays in
+the issue-5 runs being larger). So it pipelines when (n-1)·min(t_c, t_m) > n·step-us:
+when each step hides more than it costs. Dynamic sizes, a collective with no compute
+op streaming with it, or one whose team spans nodes (``hir.ranks_per_node``), stay
+whole. E.g. the benchmark AG+matmul (bf16, K = N = 8192, 4 ranks) at M=8192: 3·86 = 258 us > 80 us: pipeline; the SP MLP of benchmarks/sp_mlp.py at
+256 tokens, d_model 64: well under a microsecond a step: whole.
+
+``chunks=auto``. Per collective, with n team members, one step moves B bytes (one peer's
+slice) and computes F flops (its consumers / producer; matmuls count 2·M·N·K, other ops
+one flop an element). With the rates ``copy-gbps`` (a peer copy, GB/s) and
+``compute-tflops`` (TFLOP/s) a step copies for t_c = B / copy-gbps and computes for t_m =
+F / compute-tflops. A pipeline of c chunks exposes about min(t_c, t_m) / c (filling and
+draining) and costs about c · (n - 1) · ``chunk-us`` of per-part overhead (launches, waits),
+so the best count is near c* = sqrt(min(t_c, t_m) / ((n - 1) · chunk-us)): ``auto`` takes
+the c in {1, 2, 4, 8} of least min(t_c, t_m) / c + c · (n - 1) · chunk-us among those that
+divide the chunked axis (1 when nothing can be chunked). Defaults are measured on 4x H200
+(benchmarks/RESULTS.md, issue 5 runs): ``copy-gbps=300`` (a peer pull, ``copy_engines.py``:
+289-329 GB/s), ``compute-tflops=800`` (the bf16 AG+matmul "matmul alone" row: 2.7e11 flops
+in 0.33 ms) and ``chunk-us=15`` (chunks=2 against 1 in run B's graph rows). E.g. 4 ranks,
+M=8192, K=8192, N/4=2048: t_c = 112 us, t_m = 86 us a step: c* = 1.4, cost 1: 131, 2: 133
+-> 1; at M=16384 t_m = 172 us: 2 (cost 176 against 217).
+
+The accumulating ring (``accumulate=1``) is a wavefront: step s + 1 of part i needs step s
+of part i from the neighbour, so a step takes about max(t_m, t_c, (t_m + t_c) / c) and
+``auto`` takes the c of least n · max(t_m, t_c, (t_m + t_c) / c) + c · (n - 1) · chunk-us
+(two parts already hide the copy when t_c <= t_m; one part serializes copy and matmul).
+Both times use the rank's local work (a split output counts its local shard).
+
+The contraction + all-reduce pair (``allreduce.py``): ``chunks=auto`` takes the c in
+{1, 2, 4, 8} of least t_m / c + (c - 1) · max(t_m, t_a) / c + t_a / c + c · chunk-us, t_m the
+contraction's time at ``compute-tflops`` and t_a the all-reduce's at ``copy-gbps`` (bus
+bandwidth: 2 (n - 1) / n of the buffer per rank); c = 1 leaves the pair whole.
+"""
 import math
 from typing import Optional
 
@@ -62,6 +100,18 @@ def auto_chunks(op: ir.Operation, block_ops: list, copy_gbps: float, compute_tfl
     if ring:
         return min(candidates, key=lambda c: n * max(t_copy, t_compute, (t_copy + t_compute) / c) + c * (n - 1) * chunk_us)
     return min(candidates, key=lambda c: shortest / c + c * (n - 1) * chunk_us)
+
+
+def allreduce_chunks(op: ir.Operation, producer: ir.Operation, rows: int, copy_gbps: float, compute_tflops: float, chunk_us: float) -> int:
+    """``chunks=auto`` for the contraction ``producer`` + all-reduce ``op`` pair chunked
+    along axis ``rows`` of the partial (the rule in the module docstring)."""
+    n = len(get_i64_array(op, "team"))
+    out_type = ir.MemRefType(op.operands[1].type)
+    t_a = 2 * (n - 1) / n * math.prod(out_type.shape) * _element_bytes(out_type.element_type) / (copy_gbps * 1e3)
+    t_m = _flops(producer) / (compute_tflops * 1e6)
+    extent = _local_shape(op.operands[0])[rows]
+    candidates = [c for c in (1, 2, 4, MAX_AUTO_CHUNKS) if extent % c == 0]
+    return min(candidates, key=lambda c: t_m / c + (c - 1) * max(t_m, t_a) / c + t_a / c + (c - 1) * chunk_us)
 
 
 def _step_compute(op: ir.Operation, buffer: ir.Value, k: int, block_ops: list, ag: bool) -> list:

@@ -1,4 +1,4 @@
-"""The reduce-scatter side of hir-p2p-pipeline: a reduce-scatter whose scatter axis is its
+"""The reduce-scatter pattern of hir-p2p-pipeline (slot form): a reduce-scatter whose scatter axis is its
 stream axis, and the stream-parallel compute op writing its input, become one step per
 team member. Step j (offset o = j for local-first, n - j for ring) computes the slice for
 team position (me - o) mod n into slot o of a symmetric buffer (the same slot on every
@@ -39,17 +39,18 @@ stream (pool index ``streams``)::
 
 from typing import Optional
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 
 from hir.dialect import AliasSelectOp, ComputeOp, GetStreamOp, ReductionOp, SetCurrentStreamOp, ShiftOp, SynchronizeOp, WaitOp
 from hir.dialect.base import get_int, get_str
-from hir.passes._p2p_steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
+from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
 from hir.dialect.irutils import ALLOC, DEALLOC, is_a, output_index, slice_name, stream_axis
 from hir.passes.base import fail
 
 
-def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
-    """Replace ``rs``, its wait and the producer of its input by the pipeline."""
+def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list, rewriter: rewrite.PatternRewriter) -> None:
+    """Replace ``rs``, its wait and the producer of its input (in ``block_ops``, the ops of
+    its block) by the pipeline."""
     k = get_int(rs, "scatter_axis")
     team, team_attr, backend, wait = collective(opts, rs, rs.operands[0], k, "scatters", "slice")
     partial, out = rs.operands[0], rs.operands[1]
@@ -116,10 +117,10 @@ def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list) -> None:
                 ReductionOp.emit(chunk(recv, c, parts_axis, opts.chunks), chunk(out, c, slot_axis, opts.chunks), kind, [k])
                 SetCurrentStreamOp.emit(steps.user)
             steps.join(extra)
-    producer.erase()
-    wait.erase()
-    rs.erase()
-    erase_if_unused(partial)
+    rewriter.erase_op(producer)
+    rewriter.erase_op(wait)
+    rewriter.erase_op(rs)
+    erase_if_unused(partial, rewriter)
 
 
 def producer_of(rs: ir.Operation, partial: ir.Value, k: int, block_ops: list) -> ir.Operation:
@@ -145,11 +146,11 @@ def producer_of(rs: ir.Operation, partial: ir.Value, k: int, block_ops: list) ->
     return found
 
 
-def erase_if_unused(buffer: ir.Value) -> None:
+def erase_if_unused(buffer: ir.Value, rewriter: rewrite.PatternRewriter) -> None:
     """Drop ``buffer``'s alloc (and deallocs) once nothing else uses it."""
     owner = buffer.owner
     users = [use.owner.operation for use in buffer.uses]
     if not isinstance(owner, ir.Block) and owner.name == ALLOC and all(u.name == DEALLOC for u in users):
         for user in users:
-            user.erase()
-        owner.erase()
+            rewriter.erase_op(user)
+        rewriter.erase_op(owner)

@@ -36,16 +36,15 @@ After (chunks = 2; ``transfer = push`` shifts into slot n - 1 and copies it to %
 
 from typing import Callable, Optional
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith
 
 from hir.dialect import AliasSelectOp, GetStreamOp, SetCurrentStreamOp, SetOp, ShiftOp, SynchronizeOp, WaitOp, op_class
 from hir.dialect.base import get_int, get_str
-from hir.passes._p2p_reduce_scatter import erase_if_unused, producer_of
-from hir.passes._p2p_steps import Steps, begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
-from hir.passes.base import PassFailure
+from hir.passes.p2p.reduce_scatter import erase_if_unused, producer_of
+from hir.passes.p2p.steps import Steps, begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
 from hir.dialect.irutils import index_arith, index_const, output_index, slice_name
-from hir.passes.base import fail
+from hir.passes.base import PassFailure, fail
 
 
 def can_accumulate(rs: ir.Operation, block_ops: list) -> bool:
@@ -62,8 +61,9 @@ def accumulate_receives(opts) -> bool:
     return opts.transfer == "push" and opts.chunks > 1
 
 
-def build_accumulate(opts, rs: ir.Operation, block_ops: list) -> None:
-    """Replace ``rs``, its wait and the producer of its input by the accumulating ring."""
+def build_accumulate(opts, rs: ir.Operation, block_ops: list, rewriter: rewrite.PatternRewriter) -> None:
+    """Replace ``rs``, its wait and the producer of its input (in ``block_ops``, the ops of
+    its block) by the accumulating ring."""
     k = get_int(rs, "scatter_axis")
     team, team_attr, backend, wait = collective(opts, rs, rs.operands[0], k, "scatters", "slice")
     partial, out = rs.operands[0], rs.operands[1]
@@ -142,10 +142,10 @@ def build_accumulate(opts, rs: ir.Operation, block_ops: list) -> None:
             step(steps.me, last, out)
         SetCurrentStreamOp.emit(steps.user)
         steps.join([receiver] if receiver is not None else [])
-    producer.erase()
-    wait.erase()
-    rs.erase()
-    erase_if_unused(partial)
+    rewriter.erase_op(producer)
+    rewriter.erase_op(wait)
+    rewriter.erase_op(rs)
+    erase_if_unused(partial, rewriter)
 
 
 def _parts(steps: Steps, chunks: int, body: Callable[[Optional[ir.Value]], None]) -> None:

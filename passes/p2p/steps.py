@@ -1,8 +1,8 @@
-"""The shared step builder of hir-p2p-pipeline (``pipeline_p2p.py``): the values every step
+"""The shared step builder of hir-p2p-pipeline (``pipeline.py``): the values every step
 uses (device index, constants, user and pool streams), the step index arithmetic of the two
 algorithms, and the per-step forms of stream-parallel ops (sliced at one team position, and
-chunked). The all-gather and reduce-scatter sides (``_p2p_allgather.py``,
-``_p2p_reduce_scatter.py``) build their pipelines from these.
+chunked). The all-gather and reduce-scatter sides (``allgather.py``,
+``reduce_scatter.py``, ``accumulate.py``, ``allreduce.py``) build their pipelines from these.
 """
 
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""The all-gather side of hir-p2p-pipeline: an all-gather whose split axis is its stream
+"""The all-gather pattern of hir-p2p-pipeline: an all-gather whose split axis is its stream
 axis, and the stream-parallel compute ops reading the gathered buffer, become one step per
 team member. Step 0 is this rank's own shard (read in place, computed at once on pool
 stream 0); the user stream stages the shard into a symmetric buffer, passes one ``hir.barrier``
@@ -33,18 +33,19 @@ along its first axis): an inner loop over the parts in every step but step 0.
 
 from typing import Optional
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 
 from hir.dialect import AliasSelectOp, BarrierOp, ComputeOp, OwnBlockOp, SetCurrentStreamOp, SetOp, ShiftOp, WaitOp
 from hir.dialect.base import get_int
 from hir.dialect.p2p import SIGNAL_ATTR
-from hir.passes._p2p_steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
+from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
 from hir.dialect.irutils import DEALLOC, is_a, operand_axis, output_index, stream_axis
 from hir.passes.base import fail
 
 
-def build_allgather(opts, ag: ir.Operation, block_ops: list) -> None:
-    """Replace ``ag``, its wait and its stream-parallel consumers by the pipeline."""
+def build_allgather(opts, ag: ir.Operation, block_ops: list, rewriter: rewrite.PatternRewriter) -> None:
+    """Replace ``ag``, its wait and its stream-parallel consumers (in ``block_ops``, the ops
+    of its block) by the pipeline, built at the last consumer."""
     axis = get_int(ag, "axis")
     team, team_attr, backend, wait = collective(opts, ag, ag.operands[1], axis, "gathers", "shard")
     src, gathered = ag.operands[0], ag.operands[1]
@@ -101,9 +102,9 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list) -> None:
                     step(part, whole, chunk(whole, c, view_axis, opts.chunks), offset, position, stream, attrs, c)
         steps.join([], from_comm=True)
     for op in consumers:
-        op.erase()
-    wait.erase()
-    ag.erase()
+        rewriter.erase_op(op)
+    rewriter.erase_op(wait)
+    rewriter.erase_op(ag)
 
 
 def _consumers(ag: ir.Operation, gathered: ir.Value, axis: int, block_ops: list) -> tuple[list, bool]:

@@ -1,0 +1,100 @@
+"""The analysis hir-p2p-pipeline's patterns consult (``pipeline.py``): per source collective,
+whether it is pipelined and with which resolved options (``overlap``, ``chunks=auto`` and
+``accumulate`` decided by the cost rules of ``cost.py``), and over the run the pool streams
+the pipelines use, which the pass gives the module once the driver returned
+(``hir.num_streams``, ``hir.high_priority_streams``). It reads the IR and never changes it.
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from torch_mlir import ir
+
+from hir.dialect import AllgatherOp, ReduceScatterOp
+from hir.dialect.base import get_i64_array
+from hir.dialect.nodes import spans_nodes
+from hir.passes.p2p.accumulate import accumulate_receives, can_accumulate
+from hir.passes.p2p.allreduce import chunkable_allreduce
+from hir.passes.p2p.cost import allreduce_chunks, auto_chunks, pipeline_pays
+from hir.passes.p2p.steps import comm_stream_index, compute_streams
+
+TRANSFERS = ("pull", "push")
+OVERLAPS = ("on", "auto", "off")
+
+
+@dataclass
+class PipelineAnalysis:
+    """Decisions for the pass ``options`` (a ``P2PPipeline``, its options checked), and the
+    pool streams the decided pipelines use."""
+
+    options: Any
+    pool_streams: int = 0  # the most pool streams any pipeline uses
+    high_priority: set[int] = field(default_factory=set)  # the comm streams' pool indices
+    # Collectives decided to run whole: the greedy driver's second sweep visits them again
+    # (and no pattern erases a collective it did not rewrite, so the handles stay valid).
+    kept_whole: set[ir.Operation] = field(default_factory=set)
+
+    def p2p_schedule(self, op: ir.Operation, block_ops: list) -> Optional[Any]:
+        """The options the pipeline of ``op`` (a collective in P2P form; ``block_ops``: the
+        ops of its block) is built with: ``chunks`` a number, ``accumulate`` only where the
+        reduce-scatter can; None when ``overlap`` keeps it whole."""
+        options = self.options
+        if op in self.kept_whole or not self._pipelines(op, block_ops):
+            self.kept_whole.add(op)
+            return None  # hir-lower runs it whole
+        ag = op.name == AllgatherOp.OPERATION_NAME
+        opts = dataclasses.replace(options, accumulate=options.accumulate and not ag and can_accumulate(op, block_ops))
+        opts = dataclasses.replace(opts, chunks=self._chunks_for(op, block_ops, opts.accumulate))
+        self.pool_streams = max(self.pool_streams, _pool_streams(opts, op))
+        if options.comm_stream:
+            self.high_priority.add(comm_stream_index(opts, len(get_i64_array(op, "team"))))
+        return opts
+
+    def allreduce_schedule(self, op: ir.Operation) -> Optional[tuple]:
+        """(producer, chunked axis, chunks) for the all-reduce ``op`` and the contraction
+        before it (``allreduce.py``), as ``overlap`` and ``chunks`` say; None to keep the pair
+        whole."""
+        found = None if op in self.kept_whole else chunkable_allreduce(op)
+        if found is None:
+            self.kept_whole.add(op)
+            return None
+        options = self.options
+        producer, rows = found
+        rule = allreduce_chunks(op, producer, rows, options.copy_gbps, options.compute_tflops, options.chunk_us)
+        chunks = rule if str(options.chunks) == "auto" or options.overlap == "auto" else int(options.chunks)
+        if chunks <= 1 or ir.MemRefType(op.operands[0].type).shape[rows] % chunks:
+            self.kept_whole.add(op)
+            return None
+        self.pool_streams = max(self.pool_streams, chunks)
+        return producer, rows, chunks
+
+    def _pipelines(self, op: ir.Operation, block_ops: list) -> bool:
+        """``overlap``: whether to pipeline ``op`` (``auto``: :func:`pipeline_pays`)."""
+        options = self.options
+        if options.overlap == "auto":
+            if spans_nodes(op, options.name, "kept whole (overlap=auto pipelines teams inside one node only)"):
+                return False
+            return pipeline_pays(op, block_ops, options.copy_gbps, options.compute_tflops, options.step_us)
+        return options.overlap == "on"
+
+    def _chunks_for(self, op: ir.Operation, block_ops: list, accumulate: bool) -> int:
+        """``chunks`` as a number for ``op``'s pipeline (``auto``: :func:`auto_chunks`)."""
+        options = self.options
+        if str(options.chunks) != "auto":
+            return int(options.chunks)
+        return auto_chunks(op, block_ops, options.copy_gbps, options.compute_tflops, options.chunk_us, accumulate)
+
+
+def _pool_streams(opts: Any, op: ir.Operation) -> int:
+    """The compute streams of ``op``'s pipeline, plus the reduce-scatter's reducer /
+    receiver (pool index ``streams``) and the comm stream (the index after it)."""
+    n = len(get_i64_array(op, "team"))
+    if opts.comm_stream:
+        return comm_stream_index(opts, n) + 1
+    streams = compute_streams(opts, n)
+    if opts.accumulate:
+        receiver = accumulate_receives(opts)
+    else:
+        receiver = op.name == ReduceScatterOp.OPERATION_NAME and (opts.chunks > 1 or opts.transfer == "push")
+    return streams + (1 if receiver else 0)
