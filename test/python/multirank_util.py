@@ -90,42 +90,50 @@ def launch_ranks(nproc: int, script: str, *args: str, timeout_s: float, env: Opt
 
     if torch.cuda.is_available():
         return launch(nproc, [sys.executable, script, *args], timeout_s=timeout_s, env=env)
-    zygote = _zygote()
     base = dict(os.environ if env is None else env)
     base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc))
     with tempfile.TemporaryDirectory(prefix="hir-ranks-") as tmp:
         log = base[FAILURE_LOG_ENV] = os.path.join(tmp, "failures")
-        pids, codes = [], {}
-        for rank in range(nproc):
-            request = {"script": script, "args": list(args), "env": dict(base, RANK=str(rank), LOCAL_RANK=str(rank)),
-                       "cwd": os.getcwd(), "out": os.path.join(tmp, f"{rank}.out"), "err": os.path.join(tmp, f"{rank}.err")}
-            zygote.stdin.write((json.dumps(request) + "\n").encode())
-            while len(pids) <= rank:
-                for reply in _replies(zygote, 60.0):
-                    if "pid" in reply:
-                        pids.append(reply["pid"])
-                    else:
-                        codes[reply["exit"]] = reply["code"]
-        deadline, kill_at = time.monotonic() + timeout_s, None
-        first_failure, stopped, timed_out = None, set(), False
-        while len(codes) < nproc:
-            for reply in _replies(zygote, 0.02):
-                codes[reply["exit"]] = reply["code"]
-            if first_failure is None:
-                failed = [r for r, pid in enumerate(pids) if codes.get(pid, 0) != 0]
-                first_failure = failed[0] if failed else None
-            if kill_at is None and (first_failure is not None or time.monotonic() > deadline):
-                timed_out = first_failure is None
-                stopped = {r for r, pid in enumerate(pids) if pid not in codes}
-                _signal([pids[r] for r in stopped], signal.SIGTERM)
-                kill_at = time.monotonic() + GRACE_S
-            elif kill_at is not None and time.monotonic() > kill_at:
-                _signal([pid for pid in pids if pid not in codes], signal.SIGKILL)
-        first_failure = _root_cause(log, first_failure, nproc)
-        results = []
-        for rank, pid in enumerate(pids):
-            with open(os.path.join(tmp, f"{rank}.out")) as out, open(os.path.join(tmp, f"{rank}.err")) as err:
-                results.append(RankResult(rank, codes[pid], out.read(), err.read(), rank in stopped))
+        ranks = [dict(base, RANK=str(rank), LOCAL_RANK=str(rank)) for rank in range(nproc)]
+        result = run_forked(script, list(args), ranks, os.getcwd(), timeout_s, tmp)
+        result.first_failure = _root_cause(log, result.first_failure, nproc)
+    return result
+
+
+def run_forked(script: str, args: list[str], envs: list[dict], cwd: str, timeout_s: float, folder: str) -> LaunchResult:
+    """``python script *args`` once per environment in ``envs``, forked from the zygote, in
+    ``cwd`` (outputs kept in ``folder``); the first failure or ``timeout_s`` stops the rest."""
+    zygote = _zygote()
+    pids, codes = [], {}
+    for rank, env in enumerate(envs):
+        request = {"script": script, "args": args, "env": env, "cwd": cwd,
+                   "out": os.path.join(folder, f"{rank}.out"), "err": os.path.join(folder, f"{rank}.err")}
+        zygote.stdin.write((json.dumps(request) + "\n").encode())
+        while len(pids) <= rank:
+            for reply in _replies(zygote, 60.0):
+                if "pid" in reply:
+                    pids.append(reply["pid"])
+                else:
+                    codes[reply["exit"]] = reply["code"]
+    deadline, kill_at = time.monotonic() + timeout_s, None
+    first_failure, stopped, timed_out = None, set(), False
+    while len(codes) < len(pids):
+        for reply in _replies(zygote, 0.02):
+            codes[reply["exit"]] = reply["code"]
+        if first_failure is None:
+            failed = [r for r, pid in enumerate(pids) if codes.get(pid, 0) != 0]
+            first_failure = failed[0] if failed else None
+        if kill_at is None and (first_failure is not None or time.monotonic() > deadline):
+            timed_out = first_failure is None
+            stopped = {r for r, pid in enumerate(pids) if pid not in codes}
+            _signal([pids[r] for r in stopped], signal.SIGTERM)
+            kill_at = time.monotonic() + GRACE_S
+        elif kill_at is not None and time.monotonic() > kill_at:
+            _signal([pid for pid in pids if pid not in codes], signal.SIGKILL)
+    results = []
+    for rank, pid in enumerate(pids):
+        with open(os.path.join(folder, f"{rank}.out")) as out, open(os.path.join(folder, f"{rank}.err")) as err:
+            results.append(RankResult(rank, codes[pid], out.read(), err.read(), rank in stopped))
     return LaunchResult(results, first_failure, timed_out)
 
 

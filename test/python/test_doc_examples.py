@@ -5,7 +5,8 @@ cannot drift from what the tools do. The convention (README, "Contributing"):
                                  in bash with %s = the block's file; file= names the file,
                                  which later blocks of the same document can use
     ```bash run                  runs with bash -euo pipefail (the installed CLIs on PATH)
-    ```python run                runs in a fresh interpreter
+    ```python run                runs in a fresh interpreter (forked past torch's imports:
+                                 run_python)
     ```bash run slow=test/python/test_x.py::test_y
                                  runs only with HIR_TEST_SLOW=1: the named fast-default
                                  test checks what the block shows (README.md's blocks all
@@ -18,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,13 +87,32 @@ def run_block(block: Block, earlier: list[Block], folder: Path) -> None:
     elif block.lang == "bash":
         commands = [f"bash -euo pipefail {block.file}"]
     else:
-        commands = [f"{sys.executable} {block.file}"]
+        return run_python(block, folder)
     for command in commands:
         result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
             raise AssertionError(
                 f"{block.id}: `{command}` exited {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
             )
+
+
+def run_python(block: Block, folder: Path) -> None:
+    """``python FILE`` in ``folder``, forked from the multi-rank tests' zygote (rank_zygote.py):
+    a fresh interpreter past the imports of torch, transformers and hir, which took most of
+    an example's seconds on CI; with CUDA, a real ``python FILE``."""
+    import torch
+
+    from multirank_util import run_forked
+
+    if torch.cuda.is_available():
+        result = subprocess.run([sys.executable, block.file], cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
+        code, out, err = result.returncode, result.stdout, result.stderr
+    else:
+        with tempfile.TemporaryDirectory(prefix="hir-doc-") as logs:
+            (rank,) = run_forked(str(folder / block.file), [], [environment()], str(folder), 600, logs).ranks
+        code, out, err = rank.returncode, rank.stdout, rank.stderr
+    if code != 0:
+        raise AssertionError(f"{block.id}: `python {block.file}` exited {code}\n--- stdout\n{out}\n--- stderr\n{err}")
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=[pytest.mark.slow] if b.slow else []) for b in ALL])
