@@ -1,8 +1,10 @@
-// RUN: hir-import %S/Inputs/megatron_mlp.py | FileCheck %s
-// RUN: hir-import %S/Inputs/megatron_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo})' | FileCheck %s --check-prefix=TP
-// RUN: env HIR_SP=1 hir-import %S/Inputs/megatron_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo})' | FileCheck %s --check-prefix=SP
-// RUN: env HIR_SP=1 hir-import %S/Inputs/megatron_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-lower)' | FileCheck %s --check-prefix=LOWER
-// RUN: env HIR_SP=1 hir-import %S/Inputs/megatron_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-p2p-pipeline,hir-lower)' | FileCheck %s --check-prefix=P2P
+// RUN: hir-import %S/Inputs/megatron_mlp.py | tee %t.tp.mlir | FileCheck %s
+// RUN: hir-opt %t.tp.mlir --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo})' | FileCheck %s --check-prefix=TP
+// RUN: env HIR_SP=1 hir-import %S/Inputs/megatron_mlp.py > %t.sp.mlir
+// RUN: hir-opt %t.sp.mlir --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo})' | FileCheck %s --check-prefix=SP
+// RUN: hir-opt %t.sp.mlir --pass-pipeline='builtin.module(hir-lower)' | FileCheck %s --check-prefix=LOWER
+// RUN: hir-opt %t.sp.mlir --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-p2p-pipeline,hir-lower)' | FileCheck %s --check-prefix=P2P
+// (Each configuration is imported once: an import is a torch.export, seconds on CI.)
 // The Megatron MLP from placements: fc1 is a local column-parallel hir.linear, the GELU a
 // kernel segment on local shards, fc2 a local matmul into a leading mesh axis whose sum is
 // the allreduce (tensor parallel) or the reduce_scatter (sequence parallel).

@@ -1,6 +1,7 @@
 // RUN: hir-import %S/Inputs/sp_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-lower)' | FileCheck %s
-// RUN: env HIR_NORM=rms hir-import %S/Inputs/sp_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-lower)' | FileCheck %s
-// RUN: env HIR_NORM=rms hir-import %S/Inputs/sp_mlp.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-p2p-pipeline,hir-lower)' | FileCheck %s --check-prefix=P2P
+// RUN: env HIR_NORM=rms hir-import %S/Inputs/sp_mlp.py > %t.rms.mlir
+// RUN: hir-opt %t.rms.mlir --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-lower)' | FileCheck %s
+// RUN: hir-opt %t.rms.mlir --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-p2p-pipeline,hir-lower)' | FileCheck %s --check-prefix=P2P
 // [B, S, D] sequence parallelism on 2 devices (tokens split along S, an inner axis): the
 // norm runs on each device's sequence shard; fc1's input is transposed locally to lead
 // with S, gathered (stream axis 0) and transposed back; fc2's partial sums are

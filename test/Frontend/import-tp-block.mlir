@@ -1,5 +1,5 @@
-// RUN: hir-import %S/Inputs/tp_block.py | FileCheck %s
-// RUN: hir-import %S/Inputs/tp_block.py | hir-opt --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-lower)' | FileCheck %s --check-prefix=LOWER
+// RUN: hir-import %S/Inputs/tp_block.py | tee %t.mlir | FileCheck %s
+// RUN: hir-opt %t.mlir --pass-pipeline='builtin.module(hir-convert-to-communication{backend=gloo},hir-lower)' | FileCheck %s --check-prefix=LOWER
 // A pre-norm transformer block with tensor-parallel heads on 2 devices: q/k/v are local
 // column-parallel linears, their head views are split along the heads axis (the segment's
 // view sizes become local), the attention matmuls and the softmax run on local heads, and

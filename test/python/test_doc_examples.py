@@ -5,7 +5,12 @@ cannot drift from what the tools do. The convention (README, "Contributing"):
                                  in bash with %s = the block's file; file= names the file,
                                  which later blocks of the same document can use
     ```bash run                  runs with bash -euo pipefail (the installed CLIs on PATH)
-    ```python run                runs in a fresh interpreter
+    ```python run                runs in a fresh interpreter (forked past torch's imports:
+                                 run_python)
+    ```bash run slow=test/python/test_x.py::test_y
+                                 runs only with HIR_TEST_SLOW=1: the named fast-default
+                                 test checks what the block shows (README.md's blocks all
+                                 run in the default)
 
 Each block runs in a fresh temporary folder holding the ``file=`` blocks written before it
 in its document; it passes when every command exits 0."""
@@ -14,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +39,8 @@ class Block:
     lang: str
     file: str
     body: str
+    slow: str = ""  # slow=FILE::TEST: the fast-default test covering this block
+
 
     @property
     def id(self) -> str:
@@ -51,7 +59,7 @@ def blocks(doc: Path) -> list[Block]:
         line = text.count("\n", 0, m.start()) + 1
         lang = m["lang"]
         default = {"mlir": "example.mlir", "bash": "example.sh", "python": "example.py"}.get(lang, "")
-        found.append(Block(doc, line, lang, options.get("file", default), m["body"]))
+        found.append(Block(doc, line, lang, options.get("file", default), m["body"], options.get("slow", "")))
     return found
 
 
@@ -79,7 +87,7 @@ def run_block(block: Block, earlier: list[Block], folder: Path) -> None:
     elif block.lang == "bash":
         commands = [f"bash -euo pipefail {block.file}"]
     else:
-        commands = [f"{sys.executable} {block.file}"]
+        return run_python(block, folder)
     for command in commands:
         result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
@@ -88,7 +96,26 @@ def run_block(block: Block, earlier: list[Block], folder: Path) -> None:
             )
 
 
-@pytest.mark.parametrize("block", ALL, ids=[b.id for b in ALL])
+def run_python(block: Block, folder: Path) -> None:
+    """``python FILE`` in ``folder``, forked from the multi-rank tests' zygote (rank_zygote.py):
+    a fresh interpreter past the imports of torch, transformers and hir, which took most of
+    an example's seconds on CI; with CUDA, a real ``python FILE``."""
+    import torch
+
+    from multirank_util import run_forked
+
+    if torch.cuda.is_available():
+        result = subprocess.run([sys.executable, block.file], cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
+        code, out, err = result.returncode, result.stdout, result.stderr
+    else:
+        with tempfile.TemporaryDirectory(prefix="hir-doc-") as logs:
+            (rank,) = run_forked(str(folder / block.file), [], [environment()], str(folder), 600, logs).ranks
+        code, out, err = rank.returncode, rank.stdout, rank.stderr
+    if code != 0:
+        raise AssertionError(f"{block.id}: `python {block.file}` exited {code}\n--- stdout\n{out}\n--- stderr\n{err}")
+
+
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=[pytest.mark.slow] if b.slow else []) for b in ALL])
 def test_doc_example_runs(block, tmp_path):
     same_doc = [b for b in ALL if b.doc == block.doc]
     run_block(block, same_doc[: same_doc.index(block)], tmp_path)
@@ -97,6 +124,42 @@ def test_doc_example_runs(block, tmp_path):
 def test_docs_have_runnable_examples():
     langs = {b.lang for b in ALL if b.doc.name == "README.md"}
     assert langs == set(LANGS), langs
+
+
+def slow_marker_error(block: Block) -> str:
+    """Why ``block``'s ``slow=FILE::TEST`` is not allowed ("" when it is): README.md's
+    blocks always run; the named test must exist and be in the fast default itself."""
+    if block.doc.name == "README.md":
+        return f"{block.id}: README.md's examples run in the default suite"
+    file, _, test = block.slow.partition("::")
+    path = ROOT / file
+    text = path.read_text() if path.is_file() else ""
+    if not test or f"def {test}(" not in text:
+        return f"{block.id}: slow={block.slow} names no test"
+    decorators = text.split(f"def {test}(")[0].rsplit("\n\n\n", 1)[-1]
+    if "@pytest.mark.slow" in decorators:
+        return f"{block.id}: slow={block.slow} is a slow test itself"
+    return ""
+
+
+def test_slow_blocks_name_their_fast_coverage():
+    assert [slow_marker_error(b) for b in ALL if b.slow] == [""] * sum(1 for b in ALL if b.slow)
+
+
+@pytest.mark.parametrize(
+    "doc,test,message",
+    [
+        ("README.md", "test_fast", "run in the default suite"),
+        ("x.md", "test_missing", "names no test"),
+        ("x.md", "test_slow", "is a slow test itself"),
+        ("x.md", "test_fast", ""),
+    ],
+)
+def test_slow_marker_is_checked(doc, test, message, tmp_path):
+    tests = tmp_path / "test_t.py"
+    tests.write_text("import pytest\n\n\n@pytest.mark.slow\ndef test_slow():\n    pass\n\n\ndef test_fast():\n    pass\n")
+    error = slow_marker_error(Block(ROOT / doc, 1, "bash", "x.sh", "true\n", f"{tests}::{test}"))
+    assert message in error and bool(error) == bool(message), error
 
 
 @pytest.mark.parametrize(

@@ -111,9 +111,9 @@ def worker() -> int:
 
 @pytest.mark.parametrize("world", [pytest.param(2, marks=pytest.mark.slow), 4])  # 4 covers an empty part and the 2x2 grid
 def test_uneven_programs_run_equal_on_gloo_ranks(world):
-    from hir.tools.launch import launch
+    from multirank_util import launch_ranks
 
-    result = launch(world, [sys.executable, __file__], timeout_s=300, env=dict(os.environ))
+    result = launch_ranks(world, __file__, timeout_s=300, env=dict(os.environ))
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
     checked = sum(r.stdout.count(" ok") for r in result.ranks)

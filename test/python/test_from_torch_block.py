@@ -138,7 +138,9 @@ def worker() -> int:
     return run_gloo_cases(CASES + (CASES_2X2 if int(os.environ["WORLD_SIZE"]) == 4 else ()), run_case)
 
 
-@pytest.mark.parametrize("world", [1, 2, pytest.param(4, marks=pytest.mark.slow)])
+# 1 rank (slow) runs the cases of 2 without communication; a 1-device mesh stays in the fast
+# default through test_from_torch_multirank.py's world 1
+@pytest.mark.parametrize("world", [pytest.param(1, marks=pytest.mark.slow), 2, pytest.param(4, marks=pytest.mark.slow)])
 def test_transformer_block_tensor_parallel_heads(world):
     checked, report = launch_workers(world, __file__, timeout_s=400, env=dict(os.environ))
     assert checked == (len(CASES) + len(CASES_2X2) * (world == 4)) * world, report

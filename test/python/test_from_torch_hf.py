@@ -47,7 +47,9 @@ def check(module: nn.Module, *inputs, state: dict = None):
     return program
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "qwen2", "mistral", "bert"])
+# Qwen2 and Mistral (Llama's code path under other names: an import each) with HIR_TEST_SLOW=1
+@pytest.mark.parametrize("family", ["gpt2", "llama", pytest.param("qwen2", marks=pytest.mark.slow),
+                                    pytest.param("mistral", marks=pytest.mark.slow), "bert"])
 def test_hf_model_defaults_equal_eager(family):
     """Non-persistent buffers (rotary ``inv_freq``, BERT's ``position_ids``) are left out of
     ``state_dict()`` but are arguments of @main, filled from the values seen at import."""

@@ -64,14 +64,19 @@ def run_case(family: str, rank: int, world: int) -> str:
 
 
 def worker() -> int:
-    return run_gloo_cases(FAMILIES, run_case)
+    return run_gloo_cases(os.environ["HIR_TEST_FAMILIES"].split(","), run_case)
 
 
-@pytest.mark.parametrize("world", [2, pytest.param(4, marks=pytest.mark.slow)])
-def test_hf_tp_plan_equals_unsharded(world):
-    """4 ranks (slow: minutes on 2 cores) split one kv head per rank."""
-    checked, report = launch_workers(world, __file__, timeout_s=500, env=dict(os.environ))
-    assert checked == len(FAMILIES) * world, report
+# Llama on 2 ranks in the fast default; Qwen2 (the same path: another family) and 4 ranks
+# (slow: minutes on 2 cores; one kv head per rank) with HIR_TEST_SLOW=1.
+@pytest.mark.parametrize("world,families", [
+    pytest.param(2, ("llama",), id="2-llama"),
+    pytest.param(2, ("qwen2",), id="2-qwen2", marks=pytest.mark.slow),
+    pytest.param(4, FAMILIES, id="4-llama-qwen2", marks=pytest.mark.slow),
+])
+def test_hf_tp_plan_equals_unsharded(world, families):
+    checked, report = launch_workers(world, __file__, timeout_s=500, env=dict(os.environ, HIR_TEST_FAMILIES=",".join(families)))
+    assert checked == len(families) * world, report
 
 
 def test_plan_placements_follow_hf_styles():

@@ -98,9 +98,9 @@ def worker() -> int:
 @pytest.mark.parametrize("world", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_insert_reshardings_runs_equal(world):
     pytest.importorskip("torch")
-    from hir.tools.launch import launch
+    from multirank_util import launch_ranks
 
-    result = launch(world, [sys.executable, __file__], timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu"})
+    result = launch_ranks(world, __file__, timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu"})
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
     assert sum(r.stdout.count(" ok\n") for r in result.ranks) == 3 * world, report

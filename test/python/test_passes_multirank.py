@@ -166,7 +166,7 @@ def _gpus() -> int:
     "world,device",
     [
         (2, "cpu"),
-        (4, "cpu"),
+        pytest.param(4, "cpu", marks=pytest.mark.slow),  # the same pipelines as 2 ranks; 4 CPU processes
         pytest.param(4, "cuda", marks=[pytest.mark.gpu, pytest.mark.multigpu, pytest.mark.skipif(_gpus() < 4, reason="needs 4 GPUs")]),
     ],
 )

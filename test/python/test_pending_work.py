@@ -55,9 +55,9 @@ def worker(reps: int) -> int:
 
 
 def _launch(world: int, reps: int, **env):
-    from hir.tools.launch import launch
+    from multirank_util import launch_ranks
 
-    result = launch(world, [sys.executable, __file__, str(reps)], timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu", **env})
+    result = launch_ranks(world, __file__, str(reps), timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu", **env})
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
     for r in result.ranks:

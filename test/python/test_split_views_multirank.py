@@ -103,7 +103,8 @@ def worker() -> int:
     return run_gloo_cases(CASES, run_case)
 
 
-@pytest.mark.parametrize("world", [2, 4])
+# 4 ranks (slow) run the same cases with D=4: the same code path as 2, at twice the processes
+@pytest.mark.parametrize("world", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_split_views(world):
     checked, report = launch_workers(world, __file__, timeout_s=400, env=dict(os.environ))
     assert checked == len(CASES) * world, report

@@ -101,10 +101,10 @@ def test_single_process_chunk(name, text, pipelines):
 
 def test_mesh_chunks_on_4_ranks():
     pytest.importorskip("torch")
-    from hir.tools.launch import launch
+    from multirank_util import launch_ranks
 
     assert MULTI, "no Transforms chunk on a device mesh"
-    result = launch(WORLD, [sys.executable, __file__], timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu"})
+    result = launch_ranks(WORLD, __file__, timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu"})
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
     assert sum(r.stdout.count(" ok\n") for r in result.ranks) == WORLD * len(MULTI), report

@@ -13,13 +13,14 @@ import torch
 
 import comm_worker
 from hir.tools.launch import launch
+from multirank_util import launch_ranks
 from interp_util import mem, run
 
 WORKER = os.path.join(os.path.dirname(__file__), "comm_worker.py")
 
 
 def _run_worker(nproc: int) -> dict[str, list[str]]:
-    result = launch(nproc, [sys.executable, WORKER], timeout_s=120)
+    result = launch_ranks(nproc, WORKER, timeout_s=120)
     lines: dict[str, list[str]] = {}
     for rank in result.ranks:
         for line in rank.stdout.splitlines():
