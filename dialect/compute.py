@@ -16,6 +16,7 @@ carrying the unit attribute ``hir.kernel``; the interpreter runs its body as one
 """
 
 
+import os
 from typing import Any, Optional
 
 from torch_mlir import ir
@@ -35,6 +36,15 @@ ONCE_ATTR = "hir.once"
 # (hir-import, TorchProgram.save; hir-run and hir.run read them, hir.interpreter.weights).
 WEIGHTS_FILE_ATTR = "hir.weights"
 WEIGHT_KEY_ATTR = "hir.weight"
+WEIGHTS_SUFFIX = ".safetensors"
+
+
+def default_weights_path(output: str) -> str:
+    """Where the weights of the module written to ``output`` go by default (hir-import,
+    TorchProgram.save): ``model.mlir`` -> ``model.safetensors``."""
+    return os.path.splitext(output)[0] + WEIGHTS_SUFFIX
+
+
 _CHECKED = CheckedKeys()
 STREAM_AXIS_ATTR = "stream_axis"
 BINARY_KINDS = ("add", "sub", "mul", "div", "max", "min")

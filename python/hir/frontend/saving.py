@@ -9,7 +9,7 @@ and on each state argument of ``@main`` the key it reads (``hir.weight``). ``loa
 recorded weights themselves (:mod:`hir.interpreter.weights`, per rank)."""
 
 import os
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 from torch_mlir import ir
@@ -18,15 +18,9 @@ from torch_mlir.dialects import func
 from hir import progress
 from hir.core import HirError, parse, read_source
 from hir.dialect import WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
+from hir.dialect.compute import default_weights_path
 from hir.frontend.torch_import import TorchProgram, _full
 from hir.outputs import CliError, check_writable, write_atomically, write_text
-
-WEIGHTS_SUFFIX = ".safetensors"
-
-
-def default_weights_path(output: str) -> str:
-    """``model.mlir`` -> ``model.safetensors``."""
-    return os.path.splitext(output)[0] + WEIGHTS_SUFFIX
 
 
 def _main(module: ir.Module) -> ir.Operation:

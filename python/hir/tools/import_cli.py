@@ -48,7 +48,7 @@ def weights_file(args: argparse.Namespace) -> Optional[str]:
         if args.output != "-" and os.path.abspath(args.weights) == os.path.abspath(args.output):
             raise CliError(f"--weights {args.weights}: is also the -o file; write the weights to another file")
         return args.weights
-    from hir.frontend.saving import default_weights_path
+    from hir.dialect.compute import default_weights_path  # not the frontend's: it imports torch
 
     return None if args.output == "-" else default_weights_path(args.output)
 
@@ -69,7 +69,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     progress.configure("hir-import", args.progress)
     from hir.core import HirError
-    from hir.frontend import from_torch
 
     try:
         if args.output != "-":
@@ -81,13 +80,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"hir-import: error: {err}", file=sys.stderr)
         return 1
     try:
-        namespace = runpy.run_path(args.file, run_name="__hir_import__")
+        namespace = runpy.run_path(args.file, run_name="__hir_import__")  # before the frontend's imports: a missing file fails at once
     except (OSError, SyntaxError) as err:
         print(f"{args.file}: error: cannot load: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - the user's file failed; say so without a traceback
         print(f"{args.file}: error: loading raised {type(err).__name__}: {err}", file=sys.stderr)
         return 1
+    from hir.frontend import from_torch
+
     try:
         module = _get(namespace, args.module, args.file, True)
         example = _get(namespace, args.args, args.file, True)

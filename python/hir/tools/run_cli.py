@@ -270,9 +270,19 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def run_file(args: argparse.Namespace) -> int:
+    from hir.core import HirError, parse, read_source
+
+    # The file is read, parsed and lowered before torch is imported (seconds): a missing
+    # file or a bad program is reported at once.
+    name, text = read_source(args.file)
+    module = parse(text, name)
+    if args.lower is not None:
+        from hir.passes import run_pipeline
+
+        run_pipeline(module, args.lower, source_name=name)
+
     import torch
 
-    from hir.core import HirError, parse, read_source
     from hir.interpreter import Program
     from hir.interpreter.formatting import format_output, summarize_output
     from hir.interpreter.inputs import InputError, make_input, parse_assignments
@@ -280,12 +290,6 @@ def run_file(args: argparse.Namespace) -> int:
     device = args.device or os.environ.get("HIR_DEVICE")
     if device:
         check_device("--device" if args.device else "$HIR_DEVICE", device)
-    name, text = read_source(args.file)
-    module = parse(text, name)
-    if args.lower is not None:
-        from hir.passes import run_pipeline
-
-        run_pipeline(module, args.lower, source_name=name)
     program = Program(
         module,
         entry=args.entry,
