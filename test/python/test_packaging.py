@@ -1,8 +1,11 @@
 """The explicit package list of pyproject.toml names every package folder: an editable
 install finds a missing subpackage anyway, a wheel (``pip install .``) silently lacks it."""
 
-import tomllib
 from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")  # Python >= 3.11 (hir supports 3.10: skipped there)
 
 ROOT = Path(__file__).resolve().parents[2]
 
