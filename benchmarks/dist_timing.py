@@ -103,6 +103,20 @@ def graphed(fn: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
     return replay
 
 
+def lowered_collectives(text: str, pipeline: str) -> dict[str, int]:
+    """The collectives of the module ``text`` lowered with ``pipeline``, by kind (what an
+    emitted benchmark module will run: printed beside its table)."""
+    import hir
+    from hir.dialect import COLLECTIVE_OPS
+    from hir.dialect.irutils import blocks_postorder, func_ops
+
+    module = hir.parse(text, "<emitted>")
+    hir.lower(module, pipeline)
+    kinds = {c.OPERATION_NAME: c.OPERATION_NAME.split(".", 1)[1] for c in COLLECTIVE_OPS}
+    found = [kinds[op.operation.name] for fn in func_ops(module) for block in blocks_postorder(fn) for op in block.operations if op.operation.name in kinds]
+    return {kind: found.count(kind) for kind in sorted(set(found))}
+
+
 def add_emit_run_arguments(parser: argparse.ArgumentParser, *, emits: str, runs: str, small: str, rounds: int, iters: int, iters_help: str,
                            budget: float, timeout: float, worlds: str = "2,4") -> None:
     """The options of an emit-here / run-there benchmark (``layer.py``, ``tp_decode.py``):

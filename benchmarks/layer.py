@@ -51,7 +51,7 @@ import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
 from block import LLAMA, make
-from dist_timing import bench_in_turns, add_emit_run_arguments, emit_or_run, graphed, init_ranks, relerr
+from dist_timing import bench_in_turns, add_emit_run_arguments, lowered_collectives, emit_or_run, graphed, init_ranks, relerr
 from overlap import hir_callable
 from timing import TOLERANCES, Verdicts, worst
 
@@ -95,22 +95,10 @@ def emit(args: argparse.Namespace) -> None:
             text = str(program.module)
             with open(os.path.join(args.emit, f"{form}_w{world}.mlir"), "w") as f:
                 f.write(text)
-            config["collectives"][form] = collectives(text)
+            config["collectives"][form] = lowered_collectives(text, WHOLE)
         with open(os.path.join(args.emit, f"config_w{world}.json"), "w") as f:
             json.dump(config, f)
         print(f"wrote {args.emit}/{{tp,sp}}_w{world}.mlir: {config}", flush=True)
-
-
-def collectives(text: str) -> dict[str, int]:
-    """The collectives of the module ``text`` lowered for the hir default row (WHOLE), by kind."""
-    from hir.dialect import COLLECTIVE_OPS
-    from hir.dialect.irutils import blocks_postorder, func_ops
-
-    module = hir.parse(text, "layer.mlir")
-    hir.lower(module, WHOLE)
-    kinds = {c.OPERATION_NAME: c.OPERATION_NAME.split(".", 1)[1] for c in COLLECTIVE_OPS}
-    found = [kinds[op.operation.name] for fn in func_ops(module) for block in blocks_postorder(fn) for op in block.operations if op.operation.name in kinds]
-    return {kind: found.count(kind) for kind in sorted(set(found))}
 
 
 class Hand:

@@ -41,7 +41,7 @@ from hir.frontend.hf_decode import cache_keyword
 from hir.interpreter import compile as compile_program
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import bench_in_turns, add_emit_run_arguments, emit_or_run, init_ranks, relerr
+from dist_timing import bench_in_turns, add_emit_run_arguments, lowered_collectives, emit_or_run, init_ranks, relerr
 from timing import Verdicts, worst
 
 WHOLE = "hir-convert-to-communication{backend=nccl},hir-lower"
@@ -83,22 +83,10 @@ def emit(args: argparse.Namespace) -> None:
         # the state the GPU side makes: the model's entries (under the step's "model."), the cache's (zeros)
         state = program.state(step)
         config["state"] = [[name, list(state[name].shape), str(state[name].dtype).split(".")[-1]] for name in program.state_names]
-        config["collectives"] = collectives(text)
+        config["collectives"] = lowered_collectives(text, WHOLE)
         with open(os.path.join(args.emit, f"config_w{world}.json"), "w") as f:
             json.dump(config, f)
         print(f"wrote {args.emit}/decode_w{world}.mlir ({len(text) // 1024} KB): collectives per step {config['collectives']}", flush=True)
-
-
-def collectives(text: str) -> dict[str, int]:
-    """The collectives of the decode step lowered for the hir rows, by kind."""
-    from hir.dialect import COLLECTIVE_OPS
-    from hir.dialect.irutils import blocks_postorder, func_ops
-
-    module = hir.parse(text, "decode.mlir")
-    hir.lower(module, WHOLE)
-    kinds = {c.OPERATION_NAME: c.OPERATION_NAME.split(".", 1)[1] for c in COLLECTIVE_OPS}
-    found = [kinds[op.operation.name] for fn in func_ops(module) for block in blocks_postorder(fn) for op in block.operations if op.operation.name in kinds]
-    return {kind: found.count(kind) for kind in sorted(set(found))}
 
 
 def state_values(config: dict, model: torch.nn.Module, dev: torch.device) -> list:

@@ -19,6 +19,9 @@ A module that already says another count is an error (its backends may have been
 for that one), as is one that already runs copy engines (``backend = "cuda"``) on a team
 the new layout puts on several nodes. The interpreter checks the attribute against the
 launcher's ``LOCAL_WORLD_SIZE`` / ``GROUP_RANK`` at run start.
+
+Analysis only: it rewrites no op (one module attribute set after checks of the ops), so it
+builds no pattern set.
 """
 
 from dataclasses import dataclass
