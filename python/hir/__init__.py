@@ -73,7 +73,7 @@ def from_torch(module, example_args, **options: Any):
     _check_options("hir.from_torch", options, _from_torch)
     return _from_torch(module, example_args, **options)
 
-_IMPORT_OPTIONS = ("mesh", "placements", "source_name", "dynamic_shapes", "dynamic", "example_kwargs", "grouped_attention")
+_IMPORT_OPTIONS = ("mesh", "placements", "source_name", "dynamic_shapes", "dynamic", "example_kwargs", "grouped_attention", "fused_projections")
 
 
 def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's compile, as torch.compile

@@ -46,6 +46,18 @@ def test_mlp_dynamic_batch_and_sequence():
     check_every_size(module, program, lambda b, s: torch.randn(b, s, 16))
 
 
+def test_dims_dynamo_marked_stay_static():
+    """A dim dynamo marked dynamic on an example (``maybe_mark_dynamic``, as a
+    ``torch.compile`` of the same tensors can leave it) is static unless ``dynamic=`` asks:
+    seen on CUDA, where HF's prefill then failed to import with a ``?`` token dim."""
+    module = norm_mlp()
+    x = torch.randn(4, 8, 16)
+    torch._dynamo.maybe_mark_dynamic(x, 1)
+    program = hir.from_torch(module, (x,))
+    assert "?" not in str(program.module)
+    torch.testing.assert_close(program.run(program.state(module), x, device="cpu")[0], module(x).detach(), rtol=1e-5, atol=1e-5)
+
+
 def test_transformer_encoder_layer_export_dims():
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True).eval()

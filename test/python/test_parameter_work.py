@@ -107,11 +107,14 @@ def test_from_torch_marks_state_as_parameters():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_graph_auto_recomputes_changed_parameters_on_cuda():
-    """Under graph="auto" the work is captured into the graph: replays after a change give
-    the new result (3 calls per state: eager, capture, replay)."""
+    """Under graph="auto" a graph bound to the parameters reads the cached work, redone
+    before a replay when a parameter changed: replays after a change give the new result
+    (3 calls per state: eager, capture, replay)."""
     program = Program(lowered(), device="cuda")
     check_changes(program, "cuda", calls=3)
     assert program.graph_state.replays > 0
+    # the bound graphs read the cached results (refreshed before each replay), never recompute them in the graph
+    assert all(entry.refreshes for entry in program.graph._bound.values()) and program.graph._bound
 
 
 def test_graph_replays_copy_no_parameter_back():

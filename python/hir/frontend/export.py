@@ -125,20 +125,23 @@ class _Functional(torch.nn.Module):
         return tuple(tensors)
 
 
-def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optional[dict] = None, dynamic_shapes: Optional[Sequence[Any]] = None, keywords: Sequence[str] = (), group_heads: bool = False) -> Exported:
+def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optional[dict] = None, dynamic_shapes: Optional[Sequence[Any]] = None, keywords: Sequence[str] = (),
+           group_heads: bool = False, fuse: bool = False) -> Exported:
     """The functionalized export of ``module(*example_args, **kwargs)`` (see the module
     docstring); the last ``len(keywords)`` example arguments are keyword inputs (graph
     inputs too), ``kwargs`` constant keyword arguments; ``dynamic_shapes``: one torch.export
     spec per example argument; ``group_heads``: grouped-query attention on un-repeated keys
-    and values (:func:`hir.frontend.fx_rewrites.group_query_heads`)."""
-    from hir.frontend.fx_rewrites import group_query_heads
+    and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
+    group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`)."""
+    from hir.frontend.fx_rewrites import fuse_projections, group_query_heads
 
     names, aliases, values, transient = module_state(module)
     output_names: list[str] = []
     wrapper = _Functional(module, names, kwargs or {}, output_names, keywords)
-    spec = None
-    if dynamic_shapes is not None:
-        spec = ((None,) * len(names) + tuple(dynamic_shapes),)
+    # Always a spec, static where hir asks for nothing: torch.export otherwise makes a dim
+    # dynamic that dynamo marked on a tensor (a torch.compile of the same inputs, or
+    # maybe_mark_dynamic), and hir would meet a symbolic size it never asked for.
+    spec = ((None,) * len(names) + (tuple(dynamic_shapes) if dynamic_shapes is not None else (None,) * len(example_args)),)
     what = type(module).__name__
     # torch.export logs (at ERROR: fake_tensor) the traceback of a failed trace to stderr; the error says it.
     logging.disable(logging.CRITICAL)
@@ -149,6 +152,8 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
             _views_as_reshapes(program.graph)
             if group_heads:
                 group_query_heads(program.graph)
+            if fuse:
+                fuse_projections(program.graph, _read_only_state(program, len(names)))
     except HirError:
         raise
     except Exception as err:  # torch.export raises many kinds (UserError, Unsupported, ...)
@@ -157,6 +162,17 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
         logging.disable(logging.NOTSET)
     arguments, constants, mutated = _signature(program, names)
     return Exported(program, arguments, aliases, {**constants, **transient}, output_names, mutated)
+
+
+def _read_only_state(program: torch.export.ExportedProgram, count: int) -> set:
+    """The placeholder names of the first ``count`` inputs (the module's state) that the
+    program does not write (its weights, not a KV cache)."""
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    sig = program.graph_signature
+    state = [s.arg.name for s in sig.input_specs if s.kind == InputKind.USER_INPUT][:count]
+    written = {s.target for s in sig.output_specs if s.kind == OutputKind.USER_INPUT_MUTATION}
+    return set(state) - written
 
 
 def _views_as_reshapes(graph: torch.fx.Graph) -> None:

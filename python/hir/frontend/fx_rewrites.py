@@ -1,5 +1,7 @@
 """Rewrites of the exported FX graph before it is imported (issue 34).
 
+:func:`fuse_projections`: one GEMM for the projections that read the same input (q, k, v).
+
 :func:`group_query_heads`: grouped-query attention without copying the keys and values.
 HF's attention repeats each key/value head for its ``G`` query heads (``repeat_kv``:
 ``unsqueeze`` / ``expand`` / ``clone`` / ``reshape``) before ``scaled_dot_product_attention``,
@@ -25,6 +27,8 @@ import torch
 
 aten = torch.ops.aten
 _SDPA = aten.scaled_dot_product_attention.default
+_LINEAR = aten.linear.default
+FUSED_MIN = 3  # fuse_projections: linears per group (attention's q, k, v; see its docstring)
 
 
 def group_query_heads(graph: torch.fx.Graph) -> int:
@@ -98,18 +102,88 @@ def _rewrite(graph: torch.fx.Graph, sdpa: Any) -> bool:
         kwargs = dict(sdpa.kwargs)
         if not rest and "attn_mask" in kwargs:
             kwargs["attn_mask"] = mask
-        grouped = _call(graph, _SDPA, *args, **kwargs)
+        grouped = _call(graph, _SDPA, *args, meta=_attention_value, **kwargs)
         out = _call(graph, aten.reshape.default, grouped, [batch, heads, -1, dim])
     sdpa.replace_all_uses_with(out)
     graph.erase_node(sdpa)
     return True
 
 
-def _call(graph: torch.fx.Graph, target: Any, *args: Any, **kwargs: Any) -> Any:
-    """A new node of ``graph`` with its fake value computed (the importer types values by it)."""
+def _call(graph: torch.fx.Graph, target: Any, *args: Any, meta: Any = None, **kwargs: Any) -> Any:
+    """A new node of ``graph`` with its fake value computed (the importer types values by
+    it): ``target`` run on the operands' fake values, or ``meta`` of them when given."""
     node = graph.call_function(target, args, kwargs)
     values = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["val"])
     fake = next(v for v in torch.utils._pytree.tree_leaves(values) if isinstance(v, torch.Tensor)).fake_mode
     with fake:
-        node.meta["val"] = target(*values[0], **values[1])
+        node.meta["val"] = (meta or target)(*values[0], **values[1])
     return node
+
+
+def _attention_value(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *rest: Any, **kwargs: Any) -> torch.Tensor:
+    """SDPA's result shape, ``[..., query rows, value dim]``, without running SDPA on the
+    fake tensors: on CUDA its backend choice checks alignments of the sizes (``rows % 8``),
+    which would specialise a dynamic token count to the example's (the program then
+    refuses every other prompt length)."""
+    return query.new_empty((*query.shape[:-1], value.shape[-1]))
+
+
+def fuse_projections(graph: torch.fx.Graph, parameters: set) -> int:
+    """Fuse each group of at least :data:`FUSED_MIN` ``linear`` s that read the same input,
+    with weights (and biases, all or none) among the placeholders ``parameters`` of one dtype,
+    into one ``linear`` on their weights concatenated by rows, sliced back per projection::
+
+        q = linear(x, Wq); k = linear(x, Wk); v = linear(x, Wv)
+          == y = linear(x, cat([Wq, Wk, Wv])); q, k, v = y[..., :nq], y[..., nq:nq+nk], y[..., nq+nk:]
+
+    Why: at decode, k and v (grouped-query attention: a quarter of q's rows) are GEMVs too
+    small to fill the GPU, each a launch of its own; one GEMM of the three reads the same
+    bytes at the bandwidth of the largest (the 1B Llama: ~10 us less per layer). The
+    concatenation reads parameters only, so ``hir-hoist-parameter-work`` runs it once per
+    set of weights (:mod:`hir.interpreter.ops.once`): the program keeps the fused weights
+    besides the model's (q, k, v: about a tenth of a Llama's weights). Pairs (an MLP's
+    gate and up projections) are left alone: their GEMMs are large already and the copy
+    would cost most of the MLP's weight memory. The cats go first in the graph, where only
+    placeholders precede them, so they form a kernel segment of their own that the hoist
+    pass can move; the fused GEMM takes the first projection's place. Returns the number of
+    groups fused."""
+    groups: dict = {}
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is _LINEAR and _projection(node, parameters):
+            groups.setdefault(node.args[0], []).append(node)
+    first = next((n for n in graph.nodes if n.op != "placeholder"), None)
+    count = 0
+    for x, linears in groups.items():
+        biased = {len(n.args) > 2 and n.args[2] is not None for n in linears}
+        dtypes = {n.args[1].meta["val"].dtype for n in linears}
+        if len(linears) < FUSED_MIN or len(biased) != 1 or len(dtypes) != 1 or first is None:
+            continue
+        with graph.inserting_before(first):
+            weight = _call(graph, aten.cat.default, [n.args[1] for n in linears], 0)
+            bias = _call(graph, aten.cat.default, [n.args[2] for n in linears], 0) if biased.pop() else None
+        with graph.inserting_before(min(linears, key=_position(graph))):
+            fused = _call(graph, _LINEAR, x, weight, bias) if bias is not None else _call(graph, _LINEAR, x, weight)
+        start = 0
+        after = fused
+        for n in linears:
+            rows = n.args[1].meta["val"].shape[0]
+            with graph.inserting_after(after):
+                part = _call(graph, aten.slice.Tensor, fused, -1, start, start + rows)
+            n.replace_all_uses_with(part)
+            graph.erase_node(n)
+            start, after = start + rows, part
+        count += 1
+    return count
+
+
+def _projection(node: Any, parameters: set) -> bool:
+    weight = node.args[1]
+    bias = node.args[2] if len(node.args) > 2 else None
+    return (weight.op == "placeholder" and weight.name in parameters and not node.kwargs
+            and (bias is None or (bias.op == "placeholder" and bias.name in parameters))
+            and len(_shape(weight) or ()) == 2)
+
+
+def _position(graph: torch.fx.Graph) -> Any:
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    return lambda n: order[n]

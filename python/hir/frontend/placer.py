@@ -56,6 +56,7 @@ class Placer:
         self.placements: dict = dict(zip(args, arguments))
         # the state entry each packed value comes from (names: the arguments', for errors)
         self.origins = {a: n for a, n, p in zip(args, names, arguments) if p is not None and p.packed}
+        self.state = args[:len(names)]
         self.outputs = outputs
         self.steps: list = []
         self.listing: list[str] = []
@@ -103,17 +104,30 @@ class Placer:
     def plan(self, mutated: Sequence[int] = ()) -> PlacementPlan:
         """Place every op of the function (mutated: the arguments its first results write)."""
         ops = [op.operation for op in self.func.regions[0].blocks[0].operations]
+        # Ops that read only the state the function does not write (weights; what they
+        # compute from them, e.g. a fused projection's concatenated weight) form segments
+        # of their own, before the segment of the ops around them: hir-hoist-parameter-work
+        # then runs them once per set of weights instead of every call.
+        parameters = set(self.state) - {self.state[i] for i in mutated if i < len(self.state)}
         run: list = []
+        hoistable: list = []
         for op in ops[:-1]:
             if is_cloned(op):
                 continue
             spec = compute_spec(op)
             if spec is None:
-                run.append(op)
+                read = [v for v in op.operands if not is_cloned_value(v)]
+                if read and all(v in parameters for v in read):
+                    hoistable.append(op)
+                    parameters.update(op.results)
+                else:
+                    run.append(op)
                 continue
+            self.segment(hoistable)
             self.segment(run)
-            run = []
+            run, hoistable = [], []
             self.compute(op, spec)
+        self.segment(hoistable)
         self.segment(run)
         returned = list(ops[-1].operands)[len(mutated):]
         results = [self.outputs.get(i, self.of(v)) for i, v in enumerate(returned)]

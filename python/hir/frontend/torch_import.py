@@ -210,14 +210,16 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None,
-                         keywords: Sequence[str] = (), constants: Optional[dict] = None, group_heads: bool = False) -> tuple[ir.Module, Exported, dict]:
+                         keywords: Sequence[str] = (), constants: Optional[dict] = None, group_heads: bool = False,
+                         fuse: bool = False) -> tuple[ir.Module, Exported, dict]:
     """The ``torch``-dialect module of ``module`` (state first, then inputs: the last
     ``len(keywords)`` are keyword inputs; ``constants``: constant keyword arguments), its
     export and the symbolic shape of each tensor value
     (:func:`hir.frontend.dynamic.symbolic_shapes`; empty without ``dynamic_shapes``).
-    ``group_heads``: :func:`hir.frontend.fx_rewrites.group_query_heads`."""
+    ``group_heads`` / ``fuse``: :func:`hir.frontend.fx_rewrites.group_query_heads` /
+    :func:`~hir.frontend.fx_rewrites.fuse_projections`."""
     with progress.task(f"exporting {type(module).__name__} (torch.export)"):
-        exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords, group_heads=group_heads)
+        exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords, group_heads=group_heads, fuse=fuse)
     node_importers: list = []
 
     def node_importer(*args: Any) -> GraphNodeImporter:
@@ -246,6 +248,7 @@ def from_torch(
     dynamic_shapes: Any = None,
     dynamic: Optional[dict] = None,
     grouped_attention: bool = True,
+    fused_projections: bool = True,
 ) -> TorchProgram:
     """Import ``module`` (called on ``example_args`` and ``example_kwargs``) as a program-level
     hir module. The tensors of ``example_kwargs`` are inputs after the positional ones
@@ -266,8 +269,10 @@ def from_torch(
     devices must divide; checked at run time). See :mod:`hir.frontend.dynamic`.
 
     ``grouped_attention`` (default on; unsharded imports only): grouped-query attention
-    reads each key/value head once instead of a copy per query head
-    (:mod:`hir.frontend.fx_rewrites`)."""
+    reads each key/value head once instead of a copy per query head;
+    ``fused_projections`` (default on; unsharded imports only): the projections of one input
+    (attention's q, k, v) run as one GEMM on their weights concatenated once per set of
+    weights, which the program keeps (:mod:`hir.frontend.fx_rewrites`)."""
     from hir.frontend.dtensors import Distributed
     from hir.frontend.hf_plans import plan_layouts
     from hir.frontend.placements import mesh_inputs
@@ -295,9 +300,10 @@ def from_torch(
     with context, ir.Location.unknown():
         spec = export_spec(module, len(example_args), dynamic_shapes, dynamic, keywords)
         try:
-            group_heads = grouped_attention and mesh is None and not placements
+            unsharded = mesh is None and not placements
             with distributed.whole(), plan_layouts(module, plan):
-                torch_module, exported, shapes = export_to_torch_mlir(module, example_args, context, spec, keywords, constants, group_heads)
+                torch_module, exported, shapes = export_to_torch_mlir(module, example_args, context, spec, keywords, constants,
+                                                                      grouped_attention and unsharded, fused_projections and unsharded)
         except HirError as err:  # located at the user's file (hir-import) or call
             raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
         names = exported.state_names

@@ -169,6 +169,7 @@ class CapturedGraph:
     outputs: list  # the graph's output tensors (static buffers)
     output_sources: list  # per output: (input index, view spec) when it lives in a static input, else None
     bound: bool = False  # captured on the caller's buffers: no input copies, nothing to copy back
+    refreshes: tuple = ()  # run before each replay (hir.once results the graph reads, ops/once.py)
 
 
 class GraphRunner:
@@ -184,8 +185,12 @@ class GraphRunner:
         written: frozenset[int] = frozenset(),
         static_outputs: bool = False,
         cache_size: int = 4,
+        refreshes: Optional[list] = None,
     ) -> None:
         self.execute = execute
+        # Filled by a capture with what its graph must run before each replay (hir.once
+        # results it reads from the cache, ops/once.py); kept on the graph's entry.
+        self.refreshes = refreshes if refreshes is not None else []
         self.device = device
         self.pool = pool
         self.state = state
@@ -214,7 +219,7 @@ class GraphRunner:
                 self._bound.move_to_end(at)
                 state.last = "replay (bound)"
                 state.replays += 1
-                entry.graph.replay()
+                self._replay_graph(entry)
                 return self._outputs(entry, values)
             key = signature(values)
             previous = self._seen.pop(key, None)
@@ -228,7 +233,7 @@ class GraphRunner:
                 if entry is None:
                     return self._eager(values, "eager (capture failed)")
                 state.replays += 1
-                entry.graph.replay()
+                self._replay_graph(entry)
                 return self._outputs(entry, values)
         else:
             key = signature(values)
@@ -259,10 +264,15 @@ class GraphRunner:
         def replay() -> list:
             state.last = "replay (bound)"
             state.replays += 1
-            entry.graph.replay()
+            self._replay_graph(entry)
             return self._outputs(entry, values)
 
         return replay
+
+    def _replay_graph(self, entry: CapturedGraph) -> None:
+        for refresh in entry.refreshes:
+            refresh()
+        entry.graph.replay()
 
     def _eager(self, values: list, what: str) -> list:
         self.state.last = what
@@ -273,7 +283,7 @@ class GraphRunner:
         for static, value in zip(entry.static_inputs, values):
             if isinstance(static, torch.Tensor) and static.data_ptr() != value.data_ptr():
                 static.copy_(value)
-        entry.graph.replay()
+        self._replay_graph(entry)
         for index in self.written:
             static, value = entry.static_inputs[index], values[index]
             if isinstance(static, torch.Tensor) and static.data_ptr() != value.data_ptr():
@@ -314,6 +324,7 @@ class GraphRunner:
             caller.wait_stream(side)
         torch.cuda.synchronize(dev)
         graph = torch.cuda.CUDAGraph()
+        self.refreshes.clear()
         try:
             with torch.cuda.graph(graph):
                 capture = torch.cuda.current_stream(dev)
@@ -333,7 +344,8 @@ class GraphRunner:
         sources = [_source(out, static_inputs) for out in outputs]
         if bound:  # hold no reference to the caller's tensors
             static_inputs = [None if isinstance(v, torch.Tensor) else v for v in static_inputs]
-        entry = CapturedGraph(graph, static_inputs, list(outputs), sources, bound)
+        entry = CapturedGraph(graph, static_inputs, list(outputs), sources, bound, tuple(self.refreshes))
+        self.refreshes.clear()
         cache = self._bound if bound else self._graphs
         cache[key] = entry
         if len(cache) > self.cache_size:

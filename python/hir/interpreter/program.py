@@ -241,7 +241,7 @@ class Program:
         self._graph_state = GraphState(graph, "; ".join(blockers) or None if graph is not False else "graph=False")
         self.graph: Optional[GraphRunner] = None
         if self._graph_state.active:
-            self.graph = GraphRunner(self._execute, dev, self.runtime.streams, self._graph_state, written, static_outputs, graph_cache_size)
+            self.graph = GraphRunner(self._execute, dev, self.runtime.streams, self._graph_state, written, static_outputs, graph_cache_size, self.runtime.capture_refreshes)
         else:
             self._graph_state.last = "eager"
             log.debug("graph %s: every call runs eagerly: %s", graph, self._graph_state.reason)

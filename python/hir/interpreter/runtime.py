@@ -32,6 +32,7 @@ class Runtime:
         self.streams = StreamPool(device, num_streams, high_priority)
         # Works no hir.wait consumes: (work, location, op name), completed at entry exit.
         self.pending: list = []
+        self.capture_refreshes: list = []  # what a capture's graph runs before each replay (ops/once.py)
         self.debug = bool(os.environ.get("HIR_DEBUG"))
 
     @cached_property

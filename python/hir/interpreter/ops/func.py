@@ -38,7 +38,7 @@ class FuncImpls:
         outs = c.call_results(op)  # its results, then the destinations it binds
         run = compiled_segment(plan.call, f"kernel segment @{callee_name}", plan.location, runtime.kernel_compile) if compiled else plan.call
         if once:  # parameter work, cached (ops/once.py)
-            return once_step(run, args, outs, runtime.device)
+            return once_step(run, args, outs, runtime)
 
         def call_step(env: list) -> None:
             results = run([env[a] for a in args])
