@@ -4,10 +4,11 @@ call over iterations, max over ranks (the slowest rank sets the pace), and the r
 error of a rank's output against a float32 reference, over all ranks."""
 
 import argparse
+import re
 import os
 import statistics
 import time
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 import torch.distributed as dist
@@ -131,6 +132,13 @@ def add_emit_run_arguments(parser: argparse.ArgumentParser, *, emits: str, runs:
     parser.add_argument("--iters", type=int, default=iters, help=iters_help)
     parser.add_argument("--budget", type=float, default=budget, help="seconds of set-up after which rows not built yet print n/a (the rest are still timed and printed)")
     parser.add_argument("--timeout", type=float, default=timeout, help="seconds before a hung run dumps its stacks and exits")
+    parser.add_argument("--rows", metavar="REGEX", help="build and time only the rows whose label matches REGEX (e.g. to find which row's build "
+                                                          "fails, with CUDA_LAUNCH_BLOCKING=1)")
+
+
+def selected(rows: list, pattern: Optional[str]) -> list:
+    """``rows`` (tuples whose first item is the label) matching ``--rows``."""
+    return [row for row in rows if re.search(pattern, row[0])] if pattern else rows
 
 
 def emit_or_run(parser: argparse.ArgumentParser, emit: Callable[[argparse.Namespace], None], run: Callable[[argparse.Namespace], int]) -> int:

@@ -36,7 +36,6 @@ import copy
 import faulthandler
 import json
 import os
-import re
 import sys
 import time
 import warnings
@@ -51,7 +50,7 @@ import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
 from block import LLAMA, make
-from dist_timing import bench_in_turns, add_emit_run_arguments, lowered_collectives, emit_or_run, graphed, init_ranks, relerr
+from dist_timing import bench_in_turns, add_emit_run_arguments, lowered_collectives, emit_or_run, graphed, init_ranks, relerr, selected
 from overlap import hir_callable
 from timing import TOLERANCES, Verdicts, worst
 
@@ -234,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # torch >= 2.12 calls all_gather_into_tensor / reduce_scatter_tensor deprecated on every call
     warnings.filterwarnings("ignore", message=r".*is deprecated. Please use `torch.distributed", category=FutureWarning)
+    faulthandler.enable()  # a crashing rank (SIGSEGV, SIGABRT) prints its Python stack
     faulthandler.dump_traceback_later(args.timeout, exit=True)  # a hung rank dumps stacks and exits
     dev = init_ranks(args.device)
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -273,8 +273,7 @@ def run(args: argparse.Namespace) -> int:
     for form in ("tp", "sp"):
         rows.append((f"hir {form.upper()} [hir-lower-overlap] ({'CUDA graph' if cuda else 'eager: no CUDA'})", form, False,
                      lambda form=form: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), "hir-lower-overlap", local[form], dev, cuda)))
-    if args.rows:  # a subset (e.g. to find which row's build fails, with CUDA_LAUNCH_BLOCKING=1)
-        rows = [row for row in rows if re.search(args.rows, row[0])]
+    rows = selected(rows, args.rows)
     results = []
     with torch.no_grad():
         for label, form, handwritten, build in rows:
@@ -298,6 +297,8 @@ def run(args: argparse.Namespace) -> int:
                 result.fn, result.why = None, f"{type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}"
             result.setup_s = time.perf_counter() - start
             results.append(result)
+            if rank == 0:  # as it goes: a run that dies later still says which rows were built
+                print(f"  {label}: {result.why or 'ready'} after {result.setup_s:.1f} s", flush=True)
         timed = [r for r in results if r.fn is not None]
         for r, ms in zip(timed, bench_in_turns([r.fn for r in timed], rounds=args.rounds, iters=args.iters)):
             r.ms = ms
@@ -325,7 +326,6 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_emit_run_arguments(p, emits="DIR/{tp,sp}_w<N>.mlir + config_w<N>.json", runs="DIR's modules", small="the small sizes",
                            rounds=5, iters=10, iters_help="timed calls per row and round (the median counts)", budget=300, timeout=420)
-    p.add_argument("--rows", metavar="REGEX", help="build and time only the rows whose label matches REGEX")
     return emit_or_run(p, emit, run)
 
 

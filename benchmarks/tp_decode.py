@@ -41,7 +41,7 @@ from hir.frontend.hf_decode import cache_keyword
 from hir.interpreter import compile as compile_program
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import bench_in_turns, add_emit_run_arguments, lowered_collectives, emit_or_run, init_ranks, relerr
+from dist_timing import bench_in_turns, add_emit_run_arguments, lowered_collectives, emit_or_run, init_ranks, relerr, selected
 from timing import Verdicts, worst
 
 WHOLE = "hir-convert-to-communication{backend=nccl},hir-lower"
@@ -176,6 +176,7 @@ def dtensor_decode(model: torch.nn.Module, world: int, config: dict, dev: torch.
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    faulthandler.enable()  # a crashing rank (SIGSEGV in a compile) prints its Python stack
     faulthandler.dump_traceback_later(args.timeout, exit=True)  # a hung rank dumps stacks and exits
     dev = init_ranks(args.device)
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -204,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     built, notes = [], []
     with torch.no_grad():
-        for label, build in rows:
+        for label, build in selected(rows, args.rows):
             start = time.perf_counter()
             ok = torch.tensor([float(time.perf_counter() - started < args.budget)], device=dev)
             dist.all_reduce(ok, op=dist.ReduceOp.MIN)  # one decision for all ranks

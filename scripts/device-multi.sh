@@ -22,6 +22,7 @@
 # GPU counts: layer, e2e and decode default to "N 2" (N = the GPUs present; only N when N <= 2),
 # overlap to N. Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
 # HIR_CAP_E2E=75, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
+# HIR_LAYER_ROWS / HIR_DECODE_ROWS: a regex of the rows to build (the benchmarks' --rows).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -95,7 +96,7 @@ for section in $sections; do
         # the script's own limits sit inside the cap: rows not built by --budget print n/a
         # (it counts from after its imports; the timed rounds take seconds)
         bounded "$cap" "$out/layer.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/layer.py --from "${HIR_LAYER_DIR:-.device/layer}" \
-          --budget $(( cap > 90 ? cap - 60 : cap / 3 )) --timeout $(( cap > 15 ? cap - 5 : cap ))
+          --budget $(( cap > 90 ? cap - 60 : cap / 3 )) --timeout $(( cap > 15 ? cap - 5 : cap )) ${HIR_LAYER_ROWS:+--rows "$HIR_LAYER_ROWS"}
       done ;;
     e2e)
       for n in ${HIR_E2E_COUNTS:-$both}; do
@@ -109,7 +110,7 @@ for section in $sections; do
         say "=== TP decode per token, ~1B Llama (benchmarks/tp_decode.py), $n GPU(s)"
         # rows not built within --budget print n/a; the timing itself takes seconds
         bounded "$cap" "$out/decode.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_decode.py --from "${HIR_DECODE_DIR:-.device/tp_decode}" \
-          --budget $(( cap > 60 ? cap - 40 : cap / 2 )) --timeout $(( cap > 15 ? cap - 5 : cap ))
+          --budget $(( cap > 60 ? cap - 40 : cap / 2 )) --timeout $(( cap > 15 ? cap - 5 : cap )) ${HIR_DECODE_ROWS:+--rows "$HIR_DECODE_ROWS"}
       done ;;
     overlap)
       for n in ${HIR_OVERLAP_COUNTS:-$gpus}; do

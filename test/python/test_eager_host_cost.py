@@ -1,7 +1,8 @@
 """hir eager's host cost (issue 22): ``Program(module, graph=False, compile_kernels=False)``
 runs an imported block with exactly the torch ops eager PyTorch runs (compute ops return
 their result into a fresh buffer instead of ``torch.empty`` + ``out=``, hir.linear's bias
-is in the GEMM), and its faster steps still report failures at the failing op."""
+is in the GEMM), fewer with fused projections (one GEMM for q, k and v), and its faster
+steps still report failures at the failing op."""
 
 import os
 import runpy
@@ -48,15 +49,24 @@ def test_imported_block_runs_the_ops_eager_torch_runs(name):
     else:
         module = FusedQKVBlock().eval()  # benchmarks/block.py's pre-norm block
     x = torch.randn(2, 8, 32)
-    imported = hir.from_torch(module, (x,))
-    hir.lower(imported.module, "hir-lower")
-    program = Program(imported.module, graph=False, compile_kernels=False, device="cpu")
-    args = imported.arguments(imported.state(module), x)
     with torch.no_grad():
-        want = module(x)
-        program(args)  # parameter work, if any, is done once
-        assert _ops(lambda: program(args)) == _ops(lambda: module(x))
-        torch.testing.assert_close(program(args)[0], want)
+        eager = _ops(lambda: module(x))
+    for fused in (False, True):
+        imported = hir.from_torch(module, (x,), fused_projections=fused)
+        hir.lower(imported.module, "hir-lower")
+        program = Program(imported.module, graph=False, compile_kernels=False, device="cpu")
+        args = imported.arguments(imported.state(module), x)
+        with torch.no_grad():
+            want = module(x)
+            program(args)  # parameter work, if any, is done once
+            ops = _ops(lambda: program(args))
+            expected = eager
+            if fused and name == "llama":  # q, k, v: one GEMM (t, mm, views), sliced; their weights concatenated once
+                assert (ops["aten.mm"], ops["aten.slice"]) == (eager["aten.mm"] - 2, eager["aten.slice"] + 3), (ops, eager)
+                gemm = ("aten.mm", "aten.t", "aten.view", "aten._unsafe_view", "aten.slice")
+                ops, expected = (Counter({k: v for k, v in c.items() if k not in gemm}) for c in (ops, eager))
+            assert ops == expected
+            torch.testing.assert_close(program(args)[0], want)
 
 
 LINEAR_MATMUL_ADD = """func.func @main(%x: memref<2x4x8xf32>, %w: memref<6x8xf32>, %b: memref<6xf32>, %y: memref<6x3xf32>, %yt: memref<3x6xf32>) -> (memref<2x4x3xf32>, memref<3x6xf32>) {
