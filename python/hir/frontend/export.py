@@ -150,16 +150,16 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
             program = torch.export.export(wrapper, tuple(values[n] for n in names) + tuple(example_args), dynamic_shapes=spec, strict=False)
             program = program.run_decompositions({})
             _views_as_reshapes(program.graph)
-            if group_heads:
-                group_query_heads(program.graph)
-            if fuse:
-                fuse_projections(program.graph, _read_only_state(program, len(names)))
     except HirError:
         raise
     except Exception as err:  # torch.export raises many kinds (UserError, Unsupported, ...)
         raise HirError(f"error: torch.export cannot trace {what}: {type(err).__name__}: {_first_line(err)}{_hint(err)}") from None
     finally:
         logging.disable(logging.NOTSET)
+    if group_heads:  # (each rewrite leaves a match it cannot type as it was, with a warning)
+        group_query_heads(program.graph)
+    if fuse:
+        fuse_projections(program.graph, _read_only_state(program, len(names)))
     arguments, constants, mutated = _signature(program, names)
     return Exported(program, arguments, aliases, {**constants, **transient}, output_names, mutated)
 

@@ -21,9 +21,13 @@ or given per query head. Shapes may be symbolic (the token count of a dynamic pr
 the new sizes are written with ``-1`` there.
 """
 
-from typing import Any, Optional
+import contextlib
+import logging
+from typing import Any, Iterator, Optional
 
 import torch
+
+log = logging.getLogger("hir.import")
 
 aten = torch.ops.aten
 _SDPA = aten.scaled_dot_product_attention.default
@@ -35,8 +39,9 @@ def group_query_heads(graph: torch.fx.Graph) -> int:
     """Rewrite every exact match in ``graph`` (see the module docstring); the count."""
     count = 0
     for node in list(graph.nodes):
-        if node.op == "call_function" and node.target is _SDPA and _rewrite(graph, node):
-            count += 1
+        if node.op == "call_function" and node.target is _SDPA:
+            with _rollback(graph, "group_query_heads"):
+                count += _rewrite(graph, node)
     if count:
         graph.eliminate_dead_code()
     return count
@@ -158,22 +163,43 @@ def fuse_projections(graph: torch.fx.Graph, parameters: set) -> int:
         dtypes = {n.args[1].meta["val"].dtype for n in linears}
         if len(linears) < FUSED_MIN or len(biased) != 1 or len(dtypes) != 1 or first is None:
             continue
-        with graph.inserting_before(first):
-            weight = _call(graph, aten.cat.default, [n.args[1] for n in linears], 0)
-            bias = _call(graph, aten.cat.default, [n.args[2] for n in linears], 0) if biased.pop() else None
-        with graph.inserting_before(min(linears, key=_position(graph))):
-            fused = _call(graph, _LINEAR, x, weight, bias) if bias is not None else _call(graph, _LINEAR, x, weight)
-        start = 0
-        after = fused
-        for n in linears:
-            rows = n.args[1].meta["val"].shape[0]
-            with graph.inserting_after(after):
-                part = _call(graph, aten.slice.Tensor, fused, -1, start, start + rows)
-            n.replace_all_uses_with(part)
-            graph.erase_node(n)
-            start, after = start + rows, part
-        count += 1
+        with _rollback(graph, "fuse_projections"):
+            with graph.inserting_before(first):
+                weight = _call(graph, aten.cat.default, [n.args[1] for n in linears], 0)
+                bias = _call(graph, aten.cat.default, [n.args[2] for n in linears], 0) if biased.pop() else None
+            with graph.inserting_before(min(linears, key=_position(graph))):
+                fused = _call(graph, _LINEAR, x, weight, *([bias] if bias is not None else []), meta=_linear_value)
+            parts, start = [], 0
+            for n in linears:
+                rows = n.args[1].meta["val"].shape[0]
+                with graph.inserting_after(parts[-1] if parts else fused):
+                    parts.append(_call(graph, aten.slice.Tensor, fused, -1, start, start + rows))
+                start += rows
+            for n, part in zip(linears, parts):
+                n.replace_all_uses_with(part)
+                graph.erase_node(n)
+            count += 1
     return count
+
+
+@contextlib.contextmanager
+def _rollback(graph: torch.fx.Graph, what: str) -> Iterator[None]:
+    """Undo a rewrite whose new nodes' fake values could not be computed (it then leaves the
+    graph as it was, with a warning: a missed optimisation, not a failed import). The
+    rewrites replace uses only after every new node exists."""
+    before = set(graph.nodes)
+    try:
+        yield
+    except Exception as err:  # noqa: BLE001 - any fake-kernel failure: keep the original graph
+        for node in reversed([n for n in graph.nodes if n not in before]):
+            graph.erase_node(node)
+        log.warning("%s: rewrite skipped: %s: %s", what, type(err).__name__, err)
+
+
+def _linear_value(x: torch.Tensor, weight: torch.Tensor, *bias: torch.Tensor) -> torch.Tensor:
+    """``linear``'s result shape without running it on the fake tensors (on CUDA, linear on
+    a dynamic token count calls ``numel()``, which symbolic sizes refuse)."""
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
 
 
 def _projection(node: Any, parameters: set) -> bool:
