@@ -25,7 +25,8 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
   ``--new`` tokens after a ``--prompt``-token prompt, and whether their tokens agree.
 - options (after the sections above, while the budget lasts): the A/B of hir's mechanisms
   on the decode cases, timed in turns with torch.compile and hir default again: without
-  grouped attention (``from_torch(grouped_attention=False)``: HF's repeated KV heads) and
+  grouped attention (``from_torch(grouped_attention=False)``: HF's repeated KV heads),
+  without fused projections (``fused_projections=False``: q, k, v one GEMM each) and
   with inductor's max-autotune (``autotune=True``); then the second processes and the
   other ``--generate-batches``.
 - ``loop`` (CPU acceptance): the documented decode loop (docs/from-pytorch.md: a compiled
@@ -139,12 +140,13 @@ class Case:
         self.rows[row] = (fn, seconds, error)
         print(f"  {self.name}: {row} ready in {seconds:.1f} s (error {error:.3g})", flush=True)
 
-    def hir_row(self, grouped_attention: bool = True, **options):
-        """A row calling ``program.compile(state, **options)`` (the import made once)."""
+    def hir_row(self, grouped_attention: bool = True, fused_projections: bool = True, **options):
+        """A row calling ``program.compile(state, **options)`` (the default import made once;
+        ``grouped_attention`` / ``fused_projections`` off: an import of its own)."""
         import hir
 
-        if not grouped_attention:
-            program = hir.from_torch(self.step, (self.ids, self.pos), grouped_attention=False)
+        if not (grouped_attention and fused_projections):
+            program = hir.from_torch(self.step, (self.ids, self.pos), grouped_attention=grouped_attention, fused_projections=fused_projections)
         else:
             if self.program is None:
                 self.program = hir.from_torch(self.step, (self.ids, self.pos))
@@ -172,6 +174,7 @@ class Case:
 MAIN_ROWS = ["HF eager", "torch.compile reduce-overhead", "hir eager", "hir default", "hir + static outputs"]
 OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, after the main table)
     "hir default, HF's repeated KV heads": {"grouped_attention": False},
+    "hir default, one GEMM per projection": {"fused_projections": False},
     "hir + static outputs + autotune": {"static_outputs": True, "autotune": True},
 }
 
