@@ -55,7 +55,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func
 
 from hir.dialect import KERNEL_ATTR, is_view
-from hir.dialect.irutils import ALLOC
+from hir.dialect.irutils import ALLOC, ancestor_in
 
 _CALL = func.CallOp.OPERATION_NAME
 _MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
@@ -116,17 +116,10 @@ def _segment_write(set_op: ir.Operation, functions: dict) -> Optional[tuple[ir.O
                 return None
             read = use.operand_number
             continue
-        at = _ancestor_in(user, block)
+        at = ancestor_in(user, block)
         if at is None or at == call or not at.is_before_in_block(call):
             return None
     return call, fn, dest, read
-
-
-def _ancestor_in(op: ir.Operation, block: ir.Block) -> Optional[ir.Operation]:
-    while op is not None and op.block != block:
-        parent = op.parent
-        op = parent.operation if parent is not None else None
-    return op
 
 
 def _merge(call: ir.Operation, fn: ir.Operation, read: int, dest: int) -> None:

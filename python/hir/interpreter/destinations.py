@@ -20,6 +20,10 @@ result is the fresh result of a torch op with an ``out=`` overload (``gelu.out``
 destination itself. Otherwise the copy stays, as it does when the segment reads its
 destination or writes it with anything but one top-level ``materialize_in_destination``, or
 the result comes from an op whose aliasing the schema does not tell (a literal, a linalg op).
+A segment argument the segment reads and writes back (mutated state, see
+:mod:`hir.frontend.inplace`) is updated by the torch op computing its new value through that
+op's in-place overload (:mod:`hir.interpreter.updates`) when no other operand of the call
+views the same buffer; that op's result then counts as a view of the argument.
 
 A result torch may return as a view of a segment input (``reshape``, ``transpose``,
 ``split``: the schema's alias annotation) is bound only when the buffer is then just read
@@ -49,7 +53,7 @@ from hir.dialect.compute import KERNEL_ATTR, ComputeOp, accumulates
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.buffers import _is_identity, is_memref
 from hir.interpreter.updates import out_variant, overload_of, segment_updates
-from hir.dialect.irutils import written_operands
+from hir.dialect.irutils import ancestor_in, written_operands
 
 _MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
 _TO_TENSOR = bufferization.ToTensorOp.OPERATION_NAME
@@ -181,19 +185,9 @@ def _aliased_operands(op: ir.Operation, result: ir.Value) -> Optional[list]:
     return aliased or None
 
 
-def _ancestor_in(op: ir.Operation, block: ir.Block) -> Optional[ir.Operation]:
-    """``op`` or its ancestor whose block is ``block`` (None: not nested in ``block``)."""
-    while op is not None:
-        if op.block == block:
-            return op
-        parent = op.parent
-        op = parent.operation if parent is not None else None
-    return None
-
-
 def _after(user: ir.Operation, call: ir.Operation) -> bool:
     """Whether ``user`` runs after ``call``: in (an op after ``call`` in) ``call``'s block."""
-    at = _ancestor_in(user, call.block)
+    at = ancestor_in(user, call.block)
     return at is not None and at != call and call.is_before_in_block(at)
 
 
