@@ -118,6 +118,16 @@ def next_op(op: ir.Operation) -> Optional[ir.Operation]:
     return None if following is None else following.operation
 
 
+def ancestor_in(op: ir.Operation, block: ir.Block) -> Optional[ir.Operation]:
+    """``op`` or its ancestor whose block is ``block`` (None: not nested in ``block``)."""
+    while op is not None:
+        if op.block == block:
+            return op
+        parent = op.parent
+        op = parent.operation if parent is not None else None
+    return None
+
+
 def blocks_postorder(op: ir.Operation) -> Iterator[ir.Block]:
     """Every block nested in ``op``, inner blocks before the block holding them, so a pass
     that rewrites a block never revisits ops it moved into a new region."""

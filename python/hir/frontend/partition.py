@@ -54,6 +54,7 @@ from hir.dialect.context import HirError, format_location
 from hir.dialect.irutils import alloc
 from hir.frontend import contractions, device_parts, packed
 from hir.frontend.dynamic import Sizes
+from hir.frontend.inplace import write_in_place
 from hir.frontend.placement_plan import ComputeStep, Gathered, PartialStep, PlacementPlan, SegmentStep
 from hir.frontend.strategies import STRATEGIES, ComputeSpec, op_key
 from hir.frontend.torch_ir import LIST_CONSTRUCT, buffer_type, constant_value, is_cloned_value, is_tensor, owner, tensor_info, torch_int, torch_op, vtensor
@@ -81,7 +82,8 @@ class Partitioner:
     def build(self, name: str = "main", mutated: Sequence[int] = ()) -> ir.Module:
         """@main; the first ``len(mutated)`` results of the torch function are new values of
         the arguments ``mutated`` names (a functionalized in-place write): they are copied
-        into those argument buffers (``hir.set``) instead of being returned."""
+        into those argument buffers (``hir.set``) instead of being returned, or written
+        there by the kernel segment computing them (:mod:`hir.frontend.inplace`)."""
         block = self.src.regions[0].blocks[0]
         arg_types = [self.memref_type(a) for a in block.arguments]
         ret = [op.operation for op in block.operations][-1]
@@ -100,10 +102,12 @@ class Partitioner:
             else:
                 self.compute(step)
         returned = list(ret.operands)
+        sets = []
         for arg, value in zip(mutated, returned):
             source = self.read(value, self.plan.of(block.arguments[arg]), ret)
             with self.in_main(ret.location):
-                SetOp.emit(source, entry.arguments[arg])
+                sets.append(SetOp.emit(source, entry.arguments[arg]))
+        write_in_place(sets, {ir.StringAttr(f.attributes["sym_name"]).value: f.operation for f in self.module.body.operations})
         returned = returned[len(mutated):]
         results = [self.owned_buffer(self.read(v, placement, ret), v, ret) for v, placement in zip(returned, self.plan.results)]
         with self.main_ip, ret.location:

@@ -20,6 +20,10 @@ result is the fresh result of a torch op with an ``out=`` overload (``gelu.out``
 destination itself. Otherwise the copy stays, as it does when the segment reads its
 destination or writes it with anything but one top-level ``materialize_in_destination``, or
 the result comes from an op whose aliasing the schema does not tell (a literal, a linalg op).
+A segment argument the segment reads and writes back (mutated state, see
+:mod:`hir.frontend.inplace`) is updated by the torch op computing its new value through that
+op's in-place overload (:mod:`hir.interpreter.updates`) when no other operand of the call
+views the same buffer; that op's result then counts as a view of the argument.
 
 A result torch may return as a view of a segment input (``reshape``, ``transpose``,
 ``split``: the schema's alias annotation) is bound only when the buffer is then just read
@@ -47,9 +51,9 @@ from torch_mlir.dialects import bufferization, builtin, func, memref
 from hir.dialect import OP_CLASSES, BinaryOp, LinearOp, MatmulOp, is_view
 from hir.dialect.compute import KERNEL_ATTR, ComputeOp, accumulates
 from hir.dialect.p2p import SYMMETRIC_ATTR
-from hir.dialect.torch_ops import torch_overload
 from hir.interpreter.buffers import _is_identity, is_memref
-from hir.dialect.irutils import written_operands
+from hir.interpreter.updates import out_variant, overload_of, segment_updates
+from hir.dialect.irutils import ancestor_in, written_operands
 
 _MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
 _TO_TENSOR = bufferization.ToTensorOp.OPERATION_NAME
@@ -80,13 +84,26 @@ class Bind:
     contiguous: bool
 
 
-def segment_outputs(fn: ir.Operation) -> Optional[tuple[frozenset[int], dict[int, Output]]]:
-    """(every argument kernel segment ``fn`` materializes into, the bindable ones:
-    argument index -> :class:`Output`); None when its body is not one block."""
+@dataclass(frozen=True)
+class SegmentWrites:
+    """What a kernel segment writes: ``written``, every argument it materializes into;
+    ``outputs``, the bindable ones (:class:`Output`); ``updates``, the arguments it reads
+    and writes back that a torch op updates in place, each with that op's result
+    (:func:`hir.interpreter.updates.segment_updates`)."""
+
+    written: frozenset[int]
+    outputs: dict[int, Output]
+    updates: dict[int, ir.Value]
+
+
+def segment_outputs(fn: ir.Operation) -> Optional[SegmentWrites]:
+    """What kernel segment ``fn`` writes; None when its body is not one block."""
     blocks = list(fn.regions[0].blocks)
     if len(blocks) != 1:
         return None
     args = list(blocks[0].arguments)
+    updates = segment_updates(fn)
+    updated = {value: index for index, value in updates.items()}
     written: set[int] = set()
     found: dict[int, Output] = {}
     for index, arg in enumerate(args):
@@ -98,10 +115,10 @@ def segment_outputs(fn: ir.Operation) -> Optional[tuple[frozenset[int], dict[int
         user = uses[0].owner.operation
         if user.name != _MATERIALIZE or uses[0].operand_number != 1 or user.parent.operation != fn:
             continue
-        sources = _sources(user.operands[0], args)
+        sources = _sources(user.operands[0], args, updated)
         if sources is not None:
             found[index] = Output(sources, None if sources else _producer(user.operands[0]))
-    return frozenset(written), found
+    return SegmentWrites(frozenset(written), found, updates)
 
 
 def _producer(value: ir.Value) -> Optional[ir.Value]:
@@ -111,39 +128,16 @@ def _producer(value: ir.Value) -> Optional[ir.Value]:
         value = value.owner.operation.operands[0]
     if isinstance(value.owner, ir.Block) or len(list(value.uses)) != 1 or len(value.owner.operation.results) != 1:
         return None
-    overload = _overload(value.owner.operation)
+    overload = overload_of(value.owner.operation)
     return value if overload is not None and out_variant(overload) is not None else None
 
 
-def out_variant(overload: Any) -> Optional[Any]:
-    """The ``out=`` overload of torch op ``overload``: the same arguments (names and types)
-    plus one keyword-only ``out`` it writes; None when torch has none."""
-    schema = overload._schema
-    namespace, name = schema.name.split("::")
-    packet = getattr(getattr(torch.ops, namespace), name)
-    want = [(a.name, str(a.type)) for a in schema.arguments]
-    for overload_name in packet.overloads():
-        candidate = getattr(packet, overload_name)
-        args = candidate._schema.arguments
-        if [(a.name, str(a.type)) for a in args[:-1]] != want or len(candidate._schema.returns) != 1:
-            continue
-        out = args[-1]
-        if out.name == "out" and out.kwarg_only and out.alias_info is not None and out.alias_info.is_write:
-            return candidate
-    return None
-
-
-def _overload(op: ir.Operation) -> Optional[Any]:
-    name = op.name
-    if name == "torch.operator":
-        name = ir.StringAttr(op.attributes["name"]).value
-    return torch_overload(name) if name.startswith("torch.") else None
-
-
-def _sources(value: ir.Value, args: list) -> Optional[frozenset[int]]:
+def _sources(value: ir.Value, args: list, updated: dict) -> Optional[frozenset[int]]:
     """The segment arguments ``value`` may be a view of (empty: a fresh tensor); None when
     unknown, or when a fresh tensor it views is used by anything else (another result may
-    share it). Follows casts and the schema's alias annotations of torch ops."""
+    share it). Follows casts and the schema's alias annotations of torch ops; the result of
+    an op updating an argument in place (``updated``: result -> argument index) is that
+    argument."""
     found: set[int] = set()
     todo, seen = [(value, False)], set()
     while todo:
@@ -151,6 +145,9 @@ def _sources(value: ir.Value, args: list) -> Optional[frozenset[int]]:
         if v in seen:
             continue
         seen.add(v)
+        if v in updated:
+            found.add(updated[v])
+            continue
         owner = v.owner
         if isinstance(owner, ir.Block):
             return None  # a block argument that is no memref: not a tensor we know
@@ -173,7 +170,7 @@ def _sources(value: ir.Value, args: list) -> Optional[frozenset[int]]:
 
 def _aliased_operands(op: ir.Operation, result: ir.Value) -> Optional[list]:
     """The operands torch op ``op``'s ``result`` may alias ([] when fresh), None if unknown."""
-    overload = _overload(op)
+    overload = overload_of(op)
     if overload is None:
         return None
     schema = overload._schema
@@ -188,19 +185,9 @@ def _aliased_operands(op: ir.Operation, result: ir.Value) -> Optional[list]:
     return aliased or None
 
 
-def _ancestor_in(op: ir.Operation, block: ir.Block) -> Optional[ir.Operation]:
-    """``op`` or its ancestor whose block is ``block`` (None: not nested in ``block``)."""
-    while op is not None:
-        if op.block == block:
-            return op
-        parent = op.parent
-        op = parent.operation if parent is not None else None
-    return None
-
-
 def _after(user: ir.Operation, call: ir.Operation) -> bool:
     """Whether ``user`` runs after ``call``: in (an op after ``call`` in) ``call``'s block."""
-    at = _ancestor_in(user, call.block)
+    at = ancestor_in(user, call.block)
     return at is not None and at != call and call.is_before_in_block(at)
 
 
@@ -249,6 +236,12 @@ def _written_from(root: ir.Value, call: ir.Operation, written_by) -> bool:
     return False
 
 
+def _alone(operands: list, index: int) -> bool:
+    """Whether no other operand than ``operands[index]`` is (a view of) its buffer."""
+    root = _root(operands[index])
+    return all(i == index or not is_memref(v.type) or _root(v) != root for i, v in enumerate(operands))
+
+
 def _apart(operands: list, index: int) -> bool:
     """Whether destination ``operands[index]`` cannot overlap another operand: no other
     operand views the same buffer, and they are not both (views of) arguments, which the
@@ -286,9 +279,9 @@ class DestinationPlanner:
 
     def __init__(self, functions: dict) -> None:
         self.functions = functions
-        self._segments: dict[str, Optional[tuple[frozenset[int], dict[int, Output]]]] = {}
+        self._segments: dict[str, Optional[SegmentWrites]] = {}
 
-    def _segment(self, call: ir.Operation) -> Optional[tuple[frozenset[int], dict[int, Output]]]:
+    def _segment(self, call: ir.Operation) -> Optional[SegmentWrites]:
         name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
         if name not in self._segments:
             fn = self.functions.get(name)
@@ -297,19 +290,27 @@ class DestinationPlanner:
         return self._segments[name]
 
     def producer(self, call: ir.Operation, index: int) -> ir.Value:
-        """The torch op result written with ``out=`` into destination ``index`` of ``call``."""
-        return self._segment(call)[1][index].producer
+        """The torch op result written into destination ``index`` of ``call`` by its op:
+        with ``out=``, or in place (:meth:`updates`)."""
+        segment = self._segment(call)
+        return segment.updates[index] if index in segment.updates else segment.outputs[index].producer
+
+    def updates(self, call: ir.Operation, index: int) -> bool:
+        """Whether destination ``index`` of ``call`` is an argument its segment reads and
+        a torch op updates in place (:mod:`hir.interpreter.updates`)."""
+        return index in self._segment(call).updates
 
     def written_by(self, call: ir.Operation) -> Optional[frozenset[int]]:
         """The operands a call of a kernel segment writes; None for other callees."""
         segment = self._segment(call)
-        return None if segment is None else segment[0]
+        return None if segment is None else segment.written
 
     def binds(self, ops: list, outs: dict) -> dict[ir.Value, Bind]:
         """The allocations of block ``ops`` that calls bind to their segment's result, and
         compute ops to their fresh result (:func:`fresh_output`); adds
         to ``outs`` (call -> operand indices) the other destinations the segment's last op
-        writes with ``out=``."""
+        writes with ``out=``, and those a torch op updates in place where no other operand
+        of the call views the same buffer."""
         found: dict[ir.Value, Bind] = {}
         position: dict = {}
         switches: list[int] = []
@@ -338,10 +339,13 @@ class DestinationPlanner:
                     found[dest] = bind
                 continue
             segment = self._segment(call) if call.name == _CALL else None
-            if not segment or not segment[1]:
+            if not segment or not (segment.outputs or segment.updates):
                 continue
             operands = list(call.operands)
-            for index, output in segment[1].items():
+            for index in segment.updates:
+                if _alone(operands, index):
+                    outs.setdefault(call, []).append(index)
+            for index, output in segment.outputs.items():
                 dest = operands[index]
                 bind = self._bind(call, operands, index, output) if same_stream(dest.owner, call) else None
                 if bind is not None:

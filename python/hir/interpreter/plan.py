@@ -175,8 +175,9 @@ class Compiler:
         self.destinations = DestinationPlanner(self.functions)
         self._binds: dict[ir.Value, Bind] = {}  # allocations that become a segment's result
         self._returned: dict[ir.Value, bool] = {}  # segment argument -> make it contiguous
-        self._outs: dict[ir.Operation, list[int]] = {}  # call -> destinations written with out=
+        self._outs: dict[ir.Operation, list[int]] = {}  # call -> destinations written with out= or in place
         self._out_writes: dict[ir.Value, ir.Value] = {}  # torch op result -> segment argument it writes
+        self._updates: set[ir.Value] = set()  # those of them that write it in place (updates.py)
         self._asm: Optional[ir.AsmState] = None  # value names (see name)
 
     # ----- functions -------------------------------------------------------------------
@@ -190,7 +191,7 @@ class Compiler:
         if key in self.plans:
             return self.plans[key]
         function = self._function(name, at)
-        saved = (self._slots, self._template, self._aliases, self._returned, self._out_writes)
+        saved = (self._slots, self._template, self._aliases, self._returned, self._out_writes, self._updates)
         self._slots, self._template, self._aliases = {}, [], {}
         try:
             block, ops = self._body(function)
@@ -207,7 +208,7 @@ class Compiler:
                 [arg.type for arg in block.arguments],
             )
         finally:
-            self._slots, self._template, self._aliases, self._returned, self._out_writes = saved
+            self._slots, self._template, self._aliases, self._returned, self._out_writes, self._updates = saved
         self.plans[key] = plan
         return plan
 
@@ -220,11 +221,11 @@ class Compiler:
         block, ops = self._body(function)
         for arg, operand in zip(block.arguments, at.operation.operands):
             self.share(arg, operand)
-        saved = (self._returned, self._out_writes)
+        saved = (self._returned, self._out_writes, self._updates)
         try:
             steps = self._callee_steps(block, ops, at, regions=False)
         finally:
-            self._returned, self._out_writes = saved
+            self._returned, self._out_writes, self._updates = saved
         for result, value in zip(at.operation.results, ops[-1].operation.operands):
             self.share(result, value)
         return steps
@@ -255,6 +256,7 @@ class Compiler:
         outs = self._outs.get(at.operation, []) if at is not None else []
         self._returned = {args[i]: bind.contiguous for i, bind in bound}
         self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
+        self._updates = {self.destinations.producer(at.operation, i) for i in outs if self.destinations.updates(at.operation, i)}
         return self.block(ops[:-1], regions=regions)
 
     def block(self, ops: list, regions: bool = False) -> list[Step]:
@@ -348,6 +350,11 @@ class Compiler:
         ``out=`` (its materialization then has no step); None when it is computed fresh."""
         argument = self._out_writes.get(result)
         return None if argument is None else self._slots[argument]
+
+    def updates_in_place(self, result: ir.Value) -> bool:
+        """Whether torch op ``result`` is its ``self`` operand updated in place (the segment
+        argument it writes back, :mod:`hir.interpreter.updates`) rather than an ``out=``."""
+        return result in self._updates
 
     def written_in_place(self, argument: ir.Value) -> bool:
         """Whether segment ``argument`` is written by its producer's ``out=`` already."""

@@ -30,7 +30,7 @@ from torch_mlir.dialects import torch as torch_dialect
 
 from hir.dialect.base import get_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
-from hir.interpreter.destinations import out_variant
+from hir.interpreter.updates import in_place_variant, out_variant
 from hir.interpreter.generated import torch_call_step
 from hir.interpreter.plan import UNSET, Compiler, Step
 from hir.interpreter.registry import impl, impl_prefix, register_impls
@@ -105,7 +105,9 @@ class TorchImpls:
                     fill.append((len(positional), c.use(value)))
                 positional.append(None if run_time else _plan_argument(c, op, arg, value))
         dest = c.out_destination(op.operation.results[0]) if len(op.operation.results) == 1 else None
-        if dest is not None:  # the segment's destination, written in place (destinations.py)
+        if dest is not None and c.updates_in_place(op.operation.results[0]):
+            overload = in_place_variant(overload)  # its self is the argument it writes back (updates.py)
+        elif dest is not None:  # the segment's destination, written with out= (destinations.py)
             overload = out_variant(overload)
             keywords["out"] = None
             fill_kw.append(("out", dest))
