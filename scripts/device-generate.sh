@@ -18,7 +18,7 @@ nvidia-smi -L
 python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
 echo "=== GPU tests: compiled programs, hir.generate, graphs and compiled regions"
 timeout "${HIR_CAP_TESTS:-180}" python3 -m pytest -q -p no:cacheprovider -m gpu -rs test/python/test_compiled_program.py test/python/test_generate.py \
-  test/python/test_compute_regions.py test/python/test_graph_auto.py 2>&1 | tee "$out/gpu_tests.txt" | tail -n 15
+  test/python/test_compute_regions.py test/python/test_graph_auto.py test/python/test_parameter_work.py test/python/test_state_in_place.py 2>&1 | tee "$out/gpu_tests.txt" | tail -n 15
 left=$(( ${HIR_GENERATE_BUDGET:-570} - SECONDS ))
 echo "=== benchmarks/generate.py ($left s left)"
 timeout "$left" python3 benchmarks/generate.py --budget "$(( left - 40 ))" --json "$out/generate.json" "$@" 2>&1 \
