@@ -13,6 +13,7 @@ CUDA graph launches per call (host API calls), host synchronisations per call, a
 import argparse
 import os
 import sys
+import time
 from collections import defaultdict
 
 import torch
@@ -34,10 +35,6 @@ def profile_row(fn, calls: int, sync, cuda: bool) -> dict:
     sync()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with torch.no_grad(), profile(activities=activities) as prof:
-        start = torch.cuda.Event(enable_timing=True) if cuda else None
-        end = torch.cuda.Event(enable_timing=True) if cuda else None
-        import time
-
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
@@ -61,7 +58,6 @@ def profile_row(fn, calls: int, sync, cuda: bool) -> dict:
             entry = host[name]
             entry[0] += 1
             entry[1] += event.self_cpu_time_total
-    del start, end
     return {"wall_ms": wall * 1e3, "kernels": kernels, "host": host, "launches": launches / calls, "graphs": graphs / calls, "syncs": syncs / calls, "calls": calls}
 
 
@@ -78,7 +74,7 @@ def print_profile(case: str, row: str, p: dict, top: int) -> None:
         print(f"| `{name[:90]}` | {n / calls:.1f} | {t / calls:.1f} |")
     if p["kernels"]:
         host = sorted(p["host"].items(), key=lambda kv: -kv[1][1])[:top]
-        print(f"\nhost ops by self time:\n| host op | per call | us per call |\n|---|---:|---:|")
+        print("\nhost ops by self time:\n| host op | per call | us per call |\n|---|---:|---:|")
         for name, (n, t) in host:
             print(f"| `{name[:90]}` | {n / calls:.1f} | {t / calls:.1f} |")
 
