@@ -66,15 +66,16 @@ def matmul_rs(world: int, m: int, k: int, n: int, dtype: str = "f32") -> str:
 
 
 def collectives(world: int) -> str:
-    """allgather, reduce_scatter, allreduce, broadcast with backend = "cuda" (run twice: the
-    second run reuses the registered peer buffers)."""
+    """allgather, reduce_scatter, allreduce (max: the process group; sum: one one-shot kernel
+    on GPU), broadcast with backend = "cuda" (run twice: the second run reuses the registered
+    peer buffers)."""
     mesh = ", ".join(str(r) for r in range(world))
     split0 = f"memref<{2 * world}x3xf32, {_shard(mesh, 0)}>"
     full = f"memref<{2 * world}x3xf32, {_shard(mesh, -1)}>"
     parts = f"memref<{world}x{2 * world}x3xf32, {_shard(mesh, 0)}>"
     rs_out = f"memref<{2 * world}x3xf32, {_shard(mesh, 0)}>"
     team = f"team = array<i64: {mesh}>"
-    return f"""func.func @main(%x: {split0}, %p: {parts}, %r: {full}) -> ({full}, {rs_out}, {full}, {full}) {{
+    return f"""func.func @main(%x: {split0}, %p: {parts}, %r: {full}) -> ({full}, {rs_out}, {full}, {full}, {full}) {{
   %g = memref.alloc() : {full}
   %w0 = "hir.allgather"(%x, %g) {{axis = 0 : i64, backend = "cuda", {team}}} : ({split0}, {full}) -> !hir.work
   "hir.wait"(%w0) : (!hir.work) -> ()
@@ -87,7 +88,10 @@ def collectives(world: int) -> str:
   %c = memref.alloc() : {full}
   %w3 = "hir.broadcast"(%r, %c) {{root = 1 : i64, backend = "cuda", {team}}} : ({full}, {full}) -> !hir.work
   "hir.wait"(%w3) : (!hir.work) -> ()
-  return %g, %s, %a, %c : {full}, {rs_out}, {full}, {full}
+  %t = memref.alloc() : {full}
+  %w4 = "hir.allreduce"(%p, %t) {{axis = 0 : i64, reduction = "sum", backend = "cuda", {team}}} : ({parts}, {full}) -> !hir.work
+  "hir.wait"(%w4) : (!hir.work) -> ()
+  return %g, %s, %a, %c, %t : {full}, {rs_out}, {full}, {full}, {full}
 }}
 """
 
@@ -100,7 +104,7 @@ def worker() -> int:
     from multirank_util import finish_worker
     from hir.interpreter import compile as compile_program
     from hir.interpreter.backends import symmetric
-    from hir.interpreter.backends import peer_buffers
+    from hir.interpreter.backends import one_shot, peer_buffers
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = os.environ.get("HIR_DEVICE", "cpu")
@@ -127,16 +131,20 @@ def worker() -> int:
     local = [x.chunk(world, 0)[rank], p.chunk(world, 0)[rank], r]
 
     def run_collectives(program, tag: str) -> None:
-        g, s, a, c = program([t.to(device) for t in local])
+        g, s, a, c, t = program([t.to(device) for t in local])
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         check(f"allgather{tag}", g, x)
         check(f"reduce_scatter{tag}", s, p.sum(0).chunk(world, 0)[rank])
         check(f"allreduce{tag}", a, p.amax(0))
         check(f"broadcast{tag}", c, r)
+        check(f"allreduce sum{tag}", t, p.sum(0))
 
     # Eager runs of one program register the peer buffers they read once, on the first run.
+    one_shot_before = one_shot.registrations
     program = compile_program(module, device=device, graph=False)
+    if one_shot.registrations - one_shot_before != (1 if device.startswith("cuda") else 0):  # the sum's buffer, made with the plan
+        failures.append(f"rank {rank}: {one_shot.registrations - one_shot_before} one-shot all-reduce buffers for one sum all-reduce")
     for attempt in range(0 if quick else 2):
         run_collectives(program, f"#{attempt}")
         if attempt == 0:
@@ -253,8 +261,8 @@ def _launch(world: int, device: str, quick: bool) -> int:
 
 @pytest.mark.parametrize("world,device", [(2, "cpu"), pytest.param(4, "cpu", marks=pytest.mark.slow), _gpu_param(2), _gpu_param(4)])
 def test_cuda_backend_and_p2p_pipeline(world, device):
-    auto = 16 if device == "cuda" else 0  # four graph='auto' calls of the collectives program
-    assert _launch(world, device, quick=False) == world * (8 + auto + 2 * 3 * len(OPTIONS) + 2 + 2)
+    auto = 20 if device == "cuda" else 0  # four graph='auto' calls of the collectives program
+    assert _launch(world, device, quick=False) == world * (10 + auto + 2 * 3 * len(OPTIONS) + 2 + 2)
 
 
 @pytest.mark.parametrize("world,device", [pytest.param(8, "cpu", marks=pytest.mark.slow), _gpu_param(8), pytest.param(2, "cpu")])

@@ -27,11 +27,14 @@ after its "ready" signal, and the buffer's dealloc barrier guards its reuse.
 Registration is cached (``peer_buffers.py``). Symmetric memory never uses multicast here
 (run with NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1).
 
-On CPU (Gloo) and for the collectives without a copy-engine version (reduce_scatter,
+A small sum all-reduce (at most ``one_shot.ONE_SHOT_MAX_BYTES``, a decode step's) is not a
+copy but one kernel on symmetric memory that reads every peer's part (``one_shot.py``).
+
+On CPU (Gloo) and for the collectives without a copy-engine version (reduce_scatter, larger
 allreduce, scatter, gather, reduce, send_recv, hir.send / hir.recv), ``backend = "cuda"`` is
 a preference: the op runs through the process group as with ``nccl`` / ``gloo`` (documented
 fallback, not an error: the same lowered program runs in CPU tests and on GPUs). A whole
-reduce_scatter or allreduce has no copy-engine version because copy engines only move data:
+reduce_scatter or large allreduce has no copy-engine version because copy engines only move data:
 the sum needs a kernel reading every peer's part after a barrier, where NCCL's ring reduces
 while it moves. Measured (issue 39, 4x H200, bf16, matmul+RS at M = 8192 / 16384, CUDA
 graphs): pulling the parts, even from every peer at once, took 2.32x / 2.40x max(comm,
@@ -44,8 +47,9 @@ from typing import Callable
 
 import torch
 
-from hir.dialect import AllgatherOp, BroadcastOp
+from hir.dialect import AllgatherOp, AllreduceOp, BroadcastOp
 from hir.dialect.base import get_str
+from hir.interpreter.backends import one_shot
 from hir.interpreter.backends.peer_buffers import PeerBuffers
 from hir.interpreter.backends.work import StreamWork
 
@@ -120,7 +124,7 @@ def broadcast(o) -> Callable[[list], object]:
     return issue
 
 
-BUILDERS = {AllgatherOp: allgather, BroadcastOp: broadcast}
+BUILDERS = {AllgatherOp: allgather, BroadcastOp: broadcast, AllreduceOp: one_shot.allreduce}
 
 
 def side_streams(device: torch.device, count: int) -> list:

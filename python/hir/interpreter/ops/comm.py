@@ -84,7 +84,8 @@ def _teams(c: Compiler, op: ir.OpView) -> list[list[int]]:
 
 def collective(op_class: type):
     """Register ``build`` (CommOp -> issue(env) -> Work) as the handler of ``op_class``
-    (``copy_engine.BUILDERS[op_class]`` instead with backend "cuda" on GPU)."""
+    (``copy_engine.BUILDERS[op_class]`` instead with backend "cuda" on GPU, unless that
+    builder answers None for the op)."""
     return lambda build: _register_collective(op_class, build)
 
 
@@ -105,10 +106,11 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
             mesh_axes = team_ops.team_mesh_axes(in_spec.sharding, teams)
             in_spec, out_spec = in_spec.project(c.rank, mesh_axes), out_spec.project(c.rank, mesh_axes)
         info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec)
-        build_here = build
+        issue = None
         if copy_engine.uses_copy_engines(c.runtime.device, op) and not in_spec.uneven:  # backend "cuda" on GPU
-            build_here = copy_engine.BUILDERS.get(op_class, build)
-        issue = build_here(info)
+            build_here = copy_engine.BUILDERS.get(op_class)
+            issue = build_here(info) if build_here is not None else None  # None: this one runs on the process group
+        issue = issue or build(info)
         out = c.define(result)
         delay = comm_delay(c.runtime.device)
         if delay is not None:  # HIR_COMM_DELAY_CYCLES: the collective starts late, every time
