@@ -24,7 +24,7 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
   cache (``cache_implementation="static"``: HF compiles its decode step on CUDA), greedy,
   ``--new`` tokens after a ``--prompt``-token prompt, and whether their tokens agree.
 - options (after the sections above, while the budget lasts): the A/B of hir's mechanisms
-  on the decode cases, timed in turns with torch.compile and hir default again: without
+  on the decode cases (autotune on the prefill too), timed in turns with torch.compile and hir default again: without
   grouped attention (``from_torch(grouped_attention=False)``: HF's repeated KV heads),
   without fused projections (``fused_projections=False``: q, k, v one GEMM each) and
   with inductor's max-autotune (``autotune=True``); then the second processes and the
@@ -393,10 +393,10 @@ def main() -> None:
         record("first", results["first"] + first_section(args, clock, second=True))
     options = []
     for row, flags in OPTION_ROWS.items():
-        for case in (c for c in cases if c.tokens == 1):
+        for case in (c for c in cases if c.tokens == 1 or flags.get("autotune")):  # autotune's GEMM templates may pay at prefill
             if clock.allows(f"{case.name}: {row}", 150 if flags.get("autotune") else 60):
                 case.add(row, lambda case=case, flags=flags: case.hir_row(**flags))
-    for case in (c for c in cases if c.tokens == 1 and any(r in c.rows for r in OPTION_ROWS)):
+    for case in (c for c in cases if any(r in c.rows for r in OPTION_ROWS)):
         options.append(case.time(["torch.compile reduce-overhead", "hir default", "hir + static outputs", *OPTION_ROWS]))
         record("options", options)
     if options:
