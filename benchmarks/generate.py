@@ -78,7 +78,10 @@ def make_model(args: argparse.Namespace) -> torch.nn.Module:
     import transformers
 
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(**(SMALL if args.small else FULL), bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    sizes = dict(SMALL if args.small else FULL)
+    if getattr(args, "layers", None):  # (profile_step.py --layers)
+        sizes["num_hidden_layers"] = args.layers
+    config = transformers.LlamaConfig(**sizes, bos_token_id=0, eos_token_id=None, pad_token_id=0)
     with torch.device(args.device):
         model = transformers.LlamaForCausalLM(config)
     return model.eval().to(args.dtype)

@@ -3,10 +3,14 @@ each row's calls under ``torch.profiler``, one table per case and row.
 
     python benchmarks/profile_step.py                                   # GPU: the ~1B Llama
     python benchmarks/profile_step.py --small --device cpu --cases decode1 --rows "HF eager,hir eager"
+    python benchmarks/profile_step.py --small --layers 16 --device cpu --cases decode8,prefill --rows "HF eager,hir eager" --top 0
 
 Per row: wall ms per call, device (kernel) ms per call, kernels per call, kernel launches and
 CUDA graph launches per call (host API calls), host synchronisations per call, and the top
-``--top`` device kernels (or, on the CPU, host ops) by time per call. Rows are those of
+``--top`` device kernels (or, on the CPU, host ops) by time per call, and the copies and
+allocations per call (every ``aten::copy_``, ``clone``, ``_to_copy``, ``empty`` and
+``empty_strided``, nested ones included: what hir eager must not do more of than HF eager,
+issue 34; ``--small --layers 16``: the tiny Llama as deep as the 1B one). Rows are those of
 ``generate.py`` (``--rows``, comma-separated); cases ``decode1``, ``decode8``, ``prefill``.
 """
 
@@ -22,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import generate  # noqa: E402
 
+COPIES = ("aten::copy_", "aten::clone", "aten::_to_copy", "aten::empty", "aten::empty_strided")
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy ")
 LAUNCH_CALLS = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx")
 
@@ -67,6 +72,9 @@ def print_profile(case: str, row: str, p: dict, top: int) -> None:
     count = sum(n for n, _ in p["kernels"].values()) / calls
     print(f"\n### {case}: {row}\nwall {p['wall_ms']:.3f} ms/call, kernels {device_ms:.3f} ms/call ({count:.0f} kernels), "
           f"launches {p['launches']:.0f}, graph launches {p['graphs']:.0f}, host syncs {p['syncs']:.1f} per call")
+    print("copies and allocations per call: " + ", ".join(f"`{name[6:]}` {p['host'][name][0] / calls:.0f}" for name in COPIES if name in p["host"]))
+    if top <= 0:
+        return
     table = p["kernels"] if p["kernels"] else p["host"]
     what = "kernel" if p["kernels"] else "host op (self time)"
     print(f"| {what} | per call | us per call |\n|---|---:|---:|")
@@ -89,6 +97,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--cache", type=int, default=None)
     parser.add_argument("--prefill", type=int, default=None)
+    parser.add_argument("--layers", type=int, default=None, help="decoder layers (default: the model's, 16; --small 2)")
     args = parser.parse_args()
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     args.dtype = torch.float32 if args.small else torch.bfloat16

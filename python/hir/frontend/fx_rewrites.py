@@ -18,7 +18,13 @@ keys and the same mask row as before, so every output element is the same sum). 
 where the pattern is exact: keys and values repeated alike, no ``is_causal`` (its implicit
 mask would be wrong for stacked rows) and no ``enable_gqa``, a mask broadcast over heads
 or given per query head. Shapes may be symbolic (the token count of a dynamic prefill):
-the new sizes are written with ``-1`` there.
+the new sizes are written with ``-1`` there. The stacked mask is made once per mask and
+group count and shared by every layer's attention (HF computes one mask for all layers), and
+not at all when the mask has one query row (a decode step's ``[B, 1, 1, L]`` broadcasts over
+the stacked rows as it is).
+
+:func:`forward_copies`: a functional ``copy`` that only moves a value into a fresh tensor of
+the same layout is that value.
 """
 
 import contextlib
@@ -38,10 +44,11 @@ FUSED_MIN = 3  # fuse_projections: linears per group (attention's q, k, v; see i
 def group_query_heads(graph: torch.fx.Graph) -> int:
     """Rewrite every exact match in ``graph`` (see the module docstring); the count."""
     count = 0
+    masks: dict = {}  # (mask node, groups) -> its stacked rows, shared by the layers
     for node in list(graph.nodes):
         if node.op == "call_function" and node.target is _SDPA:
             with _rollback(graph, "group_query_heads"):
-                count += _rewrite(graph, node)
+                count += _rewrite(graph, node, masks)
     if count:
         graph.eliminate_dead_code()
     return count
@@ -75,7 +82,7 @@ def _static(size: Any) -> bool:
     return isinstance(size, int)
 
 
-def _rewrite(graph: torch.fx.Graph, sdpa: Any) -> bool:
+def _rewrite(graph: torch.fx.Graph, sdpa: Any, masks: dict) -> bool:
     query, key, value, *rest = sdpa.args
     mask = rest[0] if rest else sdpa.kwargs.get("attn_mask")
     is_causal = rest[2] if len(rest) > 2 else sdpa.kwargs.get("is_causal", False)
@@ -97,21 +104,54 @@ def _rewrite(graph: torch.fx.Graph, sdpa: Any) -> bool:
         return False
     with graph.inserting_before(sdpa):
         rows = _call(graph, aten.reshape.default, query, [batch, kv_heads, -1, dim])
-        if mask is not None:
+        key, made = (mask, groups), None
+        if mask is not None and mask_shape[1] == 1 and isinstance(mask_shape[2], int) and mask_shape[2] == 1:
+            pass  # one row: it broadcasts over the stacked rows (a decode step's mask)
+        elif key in masks:
+            mask = masks[key]  # an earlier layer's stacked rows (made before it, in graph order)
+        elif mask is not None:
             if mask_shape[1] == 1:
                 stacked = _call(graph, aten.expand.default, _call(graph, aten.unsqueeze.default, mask, 2), [-1, -1, groups, -1, -1])
-                mask = _call(graph, aten.reshape.default, stacked, [mask_shape[0], 1, -1, mask_shape[3]])
+                mask = made = _call(graph, aten.reshape.default, stacked, [mask_shape[0], 1, -1, mask_shape[3]])
             else:
-                mask = _call(graph, aten.reshape.default, mask, [mask_shape[0], kv_heads, -1, mask_shape[3]])
+                mask = made = _call(graph, aten.reshape.default, mask, [mask_shape[0], kv_heads, -1, mask_shape[3]])
         args = (rows, k[0], v[0], mask, *rest[1:]) if rest else (rows, k[0], v[0])
         kwargs = dict(sdpa.kwargs)
         if not rest and "attn_mask" in kwargs:
             kwargs["attn_mask"] = mask
         grouped = _call(graph, _SDPA, *args, meta=_attention_value, **kwargs)
         out = _call(graph, aten.reshape.default, grouped, [batch, heads, -1, dim])
+    if made is not None:  # (only once the rewrite stands: a rolled-back one erases it)
+        masks[key] = made
     sdpa.replace_all_uses_with(out)
     graph.erase_node(sdpa)
     return True
+
+
+def forward_copies(graph: torch.fx.Graph) -> int:
+    """Replace each functional ``copy(dst, src)`` (how export writes ``dst.copy_(src)``) whose
+    ``src`` already has ``dst``'s static shape, strides, dtype and device, and whose result
+    is not a graph output, by ``src``: the copy's result is a fresh tensor holding exactly
+    ``src``'s values in ``dst``'s layout, which ``src`` is. Why: run as it is, the copy is a
+    clone of ``dst`` and two copies (HF's static cache writes each layer's length this way,
+    ``cumulative_length.copy_(cache_position[0])``: 32 copies a step for 16 layers, where HF
+    eager makes 16). A copy into state that is then written anyway (its ``add_``) needs no
+    materialized intermediate; a copy that *is* the state's new value (an output) stays.
+    Returns the number replaced."""
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten.copy.default or any(u.op == "output" for u in node.users):
+            continue
+        dst, src = (n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[:2])
+        if not isinstance(dst, torch.Tensor) or not isinstance(src, torch.Tensor):
+            continue
+        layouts = [(tuple(t.shape), tuple(t.stride()), t.dtype, t.device) for t in (dst, src)]
+        if layouts[0] != layouts[1] or not all(isinstance(x, int) for x in (*dst.shape, *dst.stride())):
+            continue
+        node.replace_all_uses_with(node.args[1])
+        graph.erase_node(node)
+        count += 1
+    return count
 
 
 def _call(graph: torch.fx.Graph, target: Any, *args: Any, meta: Any = None, **kwargs: Any) -> Any:
