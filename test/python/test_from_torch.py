@@ -126,7 +126,9 @@ class Casts(nn.Module):
 def test_casts_and_views():
     torch.manual_seed(6)
     program = _check(Casts(), torch.randn(4, 4))
-    assert "torch.aten._assert_tensor_metadata" in str(program.module)
+    # export checks each cast's dtype and device; the import drops those checks (the types
+    # carry the dtype; the device is the interpreter's): no host call per run for them
+    assert "_assert_tensor_metadata" not in str(program.module)
 
 
 def test_compile_kernels_runs_segments_through_torch_compile():

@@ -133,7 +133,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     spec per example argument; ``group_heads``: grouped-query attention on un-repeated keys
     and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
     group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`)."""
-    from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
+    from hir.frontend.fx_rewrites import drop_metadata_checks, forward_copies, fuse_projections, group_query_heads
 
     names, aliases, values, transient = module_state(module)
     output_names: list[str] = []
@@ -156,6 +156,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
         raise HirError(f"error: torch.export cannot trace {what}: {type(err).__name__}: {_first_line(err)}{_hint(err)}") from None
     finally:
         logging.disable(logging.NOTSET)
+    drop_metadata_checks(program.graph)
     forward_copies(program.graph)
     if group_heads:  # (each rewrite leaves a match it cannot type as it was, with a warning)
         group_query_heads(program.graph)

@@ -154,6 +154,18 @@ def forward_copies(graph: torch.fx.Graph) -> int:
     return count
 
 
+def drop_metadata_checks(graph: torch.fx.Graph) -> int:
+    """Erase export's ``_assert_tensor_metadata`` checks (an operand's dtype, device and layout
+    at trace time): the imported program's types carry the dtype, and device and layout are
+    the interpreter's to choose (a program exported on the CPU runs on a GPU). Run, each is a
+    host call per step that HF eager does not make (71 in a 16-layer decode step). Returns
+    the number erased."""
+    checks = [n for n in graph.nodes if n.op == "call_function" and n.target is aten._assert_tensor_metadata.default and not n.users]
+    for node in checks:
+        graph.erase_node(node)
+    return len(checks)
+
+
 def _call(graph: torch.fx.Graph, target: Any, *args: Any, meta: Any = None, **kwargs: Any) -> Any:
     """A new node of ``graph`` with its fake value computed (the importer types values by
     it): ``target`` run on the operands' fake values, or ``meta`` of them when given."""
