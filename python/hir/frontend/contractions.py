@@ -17,10 +17,12 @@ hir-p2p-pipeline pipelines (plain hir-lower runs its collectives whole):
 
 * a linear / matmul whose row-split input must be gathered views it as ``[D, T/D, ...]``
   (``hir.alias_reshape``), gathers it with a ``hir.set {stream_axis = 0}`` and runs with
-  ``stream_axis = 0`` into ``[D, T/D, ..., N]``, viewed back as ``[T, ..., N]``;
+  ``stream_axis = 0`` into ``[D, T/D, ..., N]``, viewed back as ``[T, ..., N]``; the ops
+  gathering the same value (q, k and v of a normed activation) share one gather;
 * a partial sum scattered onto the rows computes its products as ``[S, D, T/S, ..., N]``
   (stream axis 0, mesh axis 1) and sums axis 1 into ``[S, T/S, ..., N]`` split on axis 0,
-  both with ``stream_axis = 0``, viewed back as ``[T, ..., N]``.
+  both with ``stream_axis = 0``, viewed back as ``[T, ..., N]``; with a 2-D weight the
+  rows' axes fold into one (``[S, D, T/S * B, N]``: one GEMM per step).
 """
 
 from typing import Optional, Sequence
