@@ -75,10 +75,7 @@ def case(config: dict) -> dict:
 
 
 def placements(sequence: bool) -> dict:
-    from torch.distributed.tensor import Shard
-
-    tokens = {"input0": Shard(1), "output0": Shard(1)} if sequence else {}
-    return _llama()["tp_placements"]() | tokens
+    return _llama()["sp_placements" if sequence else "tp_placements"]()
 
 
 def emit(args: argparse.Namespace) -> None:

@@ -3,7 +3,8 @@
 ``alias_select`` view count as uses of the buffer it views; a collective's use lasts until
 the ``hir.wait`` on its token (the transfer may still read or write the buffer before); a
 last use followed by a join of the pool streams (``hir.synchronize``, or a loop of them)
-lasts until the join, since the use may still be running on a pool stream.
+lasts until the join, since the use may still be running on a pool stream, and so does a
+last use issued on a pool stream with other ops before the join (a P2P pipeline's step 0).
 Buffers returned by the function (directly or through a view) are program outputs and
 program inputs are never allocated here, so neither is freed. Allocations inside ``hir.for``
 bodies are freed inside the body.
@@ -105,9 +106,24 @@ def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict) -> O
         if user.name in _RETURNS or user.name == DEALLOC:
             return None
         last_index = max(last_index, _index_in_block(user, position))
+    if _on_pool_stream(ops, last_index):  # issued on a pool stream: it lasts until the next join
+        joins = (i for i in range(last_index + 1, len(ops)) if _is_join(ops[i]) and ops[i].name != SetCurrentStreamOp.OPERATION_NAME)
+        last_index = next(joins, last_index)
     while last_index + 1 < len(ops) and _is_join(ops[last_index + 1]):
         last_index += 1  # a use on a pool stream lasts until the user stream joins it
     return ops[last_index]
+
+
+def _on_pool_stream(ops: list[ir.Operation], index: int) -> bool:
+    """Whether ``ops[index]`` runs on a pool stream: the block's last ``hir.set_current_stream``
+    before it picks a ``hir.get_stream``. Freed on the host right after such a use (a P2P
+    pipeline's local step 0, with other work after it on the user stream before the join),
+    the buffer could go to an allocation whose kernels run before the use is done."""
+    for op in reversed(ops[:index]):
+        if op.name == SetCurrentStreamOp.OPERATION_NAME:
+            owner = op.operands[0].owner
+            return not isinstance(owner, ir.Block) and owner.name == GetStreamOp.OPERATION_NAME
+    return False
 
 
 def _is_join(op: ir.Operation) -> bool:

@@ -64,3 +64,48 @@ func.func @returned_view(%arg0: memref<4x8xf32>) -> memref<8xf32, strided<[1], o
   %v = "hir.alias_select"(%t, %c0) {axis = 0 : i64} : (memref<4x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
   return %v : memref<8xf32, strided<[1], offset: ?>>
 }
+
+// -----
+
+// A last use issued on a pool stream (a P2P pipeline's local step 0) lasts until the user
+// stream joins the pool streams, past the user-stream work in between: freed on the host
+// right after the matmul, %a could go to an allocation whose kernels run before the matmul
+// on pool stream 0 is done. %b, last read on the user stream, goes at once.
+// CHECK-LABEL: func.func @pool_stream_use
+// CHECK:         "hir.matmul"(%[[A:[a-z0-9_]+]], %{{.*}}, %{{.*}})
+// CHECK-NEXT:    "hir.set_current_stream"
+// CHECK-NEXT:    "hir.set"(%[[B:[a-z0-9_]+]], %[[C:[a-z0-9_]+]])
+// CHECK-NEXT:    memref.dealloc %[[B]] :
+// CHECK-NEXT:    "hir.binary"(%[[C]], %[[C]], %{{.*}})
+// CHECK-NEXT:    "hir.for"
+// CHECK:         "hir.synchronize"
+// CHECK:         }) : (index, index, index) -> ()
+// CHECK-DAG:     memref.dealloc %[[A]] :
+// CHECK-DAG:     memref.dealloc %[[C]] :
+// CHECK:         return
+func.func @pool_stream_use(%arg0: memref<4x8xf32>, %arg1: memref<8x8xf32>) -> (memref<4x8xf32>, memref<4x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = memref.alloc() : memref<4x8xf32>
+  "hir.set"(%arg0, %a) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
+  %b = memref.alloc() : memref<4x8xf32>
+  "hir.set"(%arg0, %b) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
+  %out = memref.alloc() : memref<4x8xf32>
+  %copy = memref.alloc() : memref<4x8xf32>
+  %sum = memref.alloc() : memref<4x8xf32>
+  %user = "hir.get_current_stream"() : () -> !hir.stream
+  %s0 = "hir.get_stream"(%c0) : (index) -> !hir.stream
+  "hir.set_current_stream"(%s0) : (!hir.stream) -> ()
+  "hir.synchronize"(%user) : (!hir.stream) -> ()
+  "hir.matmul"(%a, %arg1, %out) : (memref<4x8xf32>, memref<8x8xf32>, memref<4x8xf32>) -> ()
+  "hir.set_current_stream"(%user) : (!hir.stream) -> ()
+  "hir.set"(%b, %copy) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
+  "hir.binary"(%copy, %copy, %sum) {kind = "add"} : (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) -> ()
+  "hir.for"(%c0, %c1, %c1) ({
+  ^bb0(%s: index):
+    %stream = "hir.get_stream"(%s) : (index) -> !hir.stream
+    "hir.synchronize"(%stream) : (!hir.stream) -> ()
+    "hir.yield"() : () -> ()
+  }) : (index, index, index) -> ()
+  return %out, %sum : memref<4x8xf32>, memref<4x8xf32>
+}

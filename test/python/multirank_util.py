@@ -151,3 +151,18 @@ def launch_workers(world: int, script: str, *, timeout_s: float, env: Optional[d
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
     return sum(r.stdout.count(" ok") for r in result.ranks), report
+
+
+def gpu_count() -> int:
+    """The CUDA devices this machine has (0 without CUDA)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def launch_gpu_workers(world: int, script: str, *, timeout_s: float) -> LaunchReport:
+    """:func:`launch_workers` on ``world`` GPUs, symmetric memory without multicast
+    (``backends/symmetric.py``'s ENV_FLAGS)."""
+    from hir.interpreter.backends.symmetric import ENV_FLAGS
+
+    return launch_workers(world, script, timeout_s=timeout_s, env={**os.environ, **ENV_FLAGS})

@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from multirank_util import finish_worker, launch_workers
+from multirank_util import finish_worker, gpu_count, launch_gpu_workers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCE = os.path.join(ROOT, "test", "Frontend", "Inputs", "megatron_mlp.py")
@@ -68,16 +68,11 @@ def worker() -> int:
     return finish_worker(failures)
 
 
-def _gpus() -> int:
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
 @pytest.mark.gpu
 @pytest.mark.multigpu
-@pytest.mark.skipif(_gpus() < 2, reason="needs 2 GPUs")
+@pytest.mark.skipif(gpu_count() < 2, reason="needs 2 GPUs")
 def test_sp_mlp_on_2_gpus_collectives_and_p2p():
-    env = {**os.environ, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-    oks, report = launch_workers(2, __file__, timeout_s=300, env=env)
+    oks, report = launch_gpu_workers(2, __file__, timeout_s=300)
     assert oks == 2 * len(PIPELINES) * (1 + CALLS), report
 
 

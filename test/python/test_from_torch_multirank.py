@@ -1,10 +1,12 @@
 """hir.from_torch with placements on a 1-D mesh, lowered (Gloo) and run on 1, 2 and 4 CPU ranks:
 the Megatron MLP (fc1 column-parallel, GELU, fc2 row-parallel), its sequence-parallel form
-(also through hir-p2p-pipeline), and the same MLP parallelized with torch.distributed.tensor.parallel (placements read from
-its DTensor parameters), with a LayerNorm in front under SequenceParallel; and [B, S, D]
-sequence parallelism (SequenceParallel() on a LayerNorm or RMSNorm, sequence dim 1: the
-inner axis is transposed to lead around the streamed forms). Each rank checks its local
-output against the unsharded module.
+(also through hir-p2p-pipeline), and the same MLP parallelized with
+torch.distributed.tensor.parallel (placements read from its DTensor parameters), with a
+LayerNorm in front under SequenceParallel; [B, S, D] sequence parallelism
+(SequenceParallel() on a LayerNorm or RMSNorm, sequence dim 1: the inner axis is transposed
+to lead around the streamed forms); and the LLaMA block of llama_block.py in that form (two
+all-gathers, two reduce-scatters). Each rank checks its local output against the unsharded
+module.
 
 The test launches this file as a script under ``hir.tools.launch`` (one process per
 rank); ``python test_from_torch_multirank.py`` is the per-rank worker.
@@ -12,6 +14,7 @@ rank); ``python test_from_torch_multirank.py`` is the per-rank worker.
 
 import os
 import sys
+from typing import Optional
 
 import pytest
 from multirank_util import launch_workers, run_gloo_cases
@@ -19,7 +22,7 @@ from multirank_util import launch_workers, run_gloo_cases
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
 # The sequence-parallel forms again through nvFuser's P2P pipelines (shifts, no collectives).
 P2P_PIPELINE = "hir-convert-to-communication{backend=gloo},hir-p2p-pipeline,hir-lower"
-CASES = ("tp", "sp", "tp_parallelize_module", "sp_parallelize_module", "sp_layernorm_parallelize_module", "sp_bsd_layernorm", "sp_bsd_rmsnorm")
+CASES = ("tp", "sp", "tp_parallelize_module", "sp_parallelize_module", "sp_layernorm_parallelize_module", "sp_bsd_layernorm", "sp_bsd_rmsnorm", "sp_llama")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Frontend", "Inputs"))
 
 
@@ -89,11 +92,32 @@ def run_bsd_case(rms: bool, rank: int, world: int) -> str:
     return check_sequence_parallel("sp_bsd_rmsnorm" if rms else "sp_bsd_layernorm", program, program.arguments(sharded.state_dict(), x), want, world, 1e-5)
 
 
-def check_sequence_parallel(name: str, program, arguments: list, want, world: int, atol: float, overlap: bool = False) -> str:
+def run_llama_case(rank: int, world: int) -> str:
+    """The LLaMA block (RMSNorm, RoPE, causal SDPA with GQA, SwiGLU; llama_block.py) in its
+    sequence-parallel form, [B, S, D] split on S (issue 39): the normed activation is
+    gathered once for q, k and v and once for gate and up, o and down reduce-scattered."""
+    import llama_block
+    import torch
+    from torch.distributed.tensor import Shard
+
+    from hir.frontend import from_torch
+
+    module = llama_block.llama_block()
+    torch.manual_seed(1)
+    x = torch.randn(2, 8, 32)
+    want = module(x).detach().chunk(world, 1)[rank]
+    placements = llama_block.tp_placements() | {"input0": Shard(1), "output0": Shard(1)}
+    program = from_torch(module, (x,), mesh=list(range(world)), placements=placements)
+    return check_sequence_parallel("sp_llama", program, program.arguments(module.state_dict(), x), want, world, 1e-5, overlap=True,
+                                   counts={'"hir.allgather"': 2, '"hir.reduce_scatter"': 2})
+
+
+def check_sequence_parallel(name: str, program, arguments: list, want, world: int, atol: float, overlap: bool = False, counts: Optional[dict] = None) -> str:
     """Lower the imported SP program both ways (collectives run whole; hir-p2p-pipeline's
     shifts) and compare each run with the unsharded module's rows for this rank. With
     ``overlap``, also hir-lower-overlap's forms (auto: whole at these sizes; forced on and
-    off) and the accumulating reduce-scatter ring."""
+    off) and the accumulating reduce-scatter ring. ``counts``: how often each op occurs
+    in the whole form."""
     import torch
 
     import hir
@@ -111,6 +135,9 @@ def check_sequence_parallel(name: str, program, arguments: list, want, world: in
         lowered = str(module)
         if world > 1 and (any(c not in lowered for c in present) or any(c in lowered for c in absent)):
             return f"{name} [{pipeline}]: lowered program should have {present} and not {absent}\n{lowered}"
+        found = {c: lowered.count(c) for c in counts or {}}
+        if world > 1 and pipeline == PIPELINE and found != (counts or {}):
+            return f"{name} [{pipeline}]: the whole form has {found}, want {counts}\n{lowered}"
         (got,) = hir.run(module, arguments, device="cpu")
         if not torch.allclose(got, want, rtol=1e-5, atol=atol):
             return f"{name} [{pipeline}]: got {got}, want {want}"
@@ -120,6 +147,8 @@ def check_sequence_parallel(name: str, program, arguments: list, want, world: in
 def run_case(name: str, rank: int, world: int) -> str:
     if name == "sp_layernorm_parallelize_module":
         return run_norm_case(rank, world)
+    if name == "sp_llama":
+        return run_llama_case(rank, world)
     if name.startswith("sp_bsd"):
         return run_bsd_case(name.endswith("rmsnorm"), rank, world)
     import torch

@@ -17,10 +17,12 @@ hir-p2p-pipeline pipelines (plain hir-lower runs its collectives whole):
 
 * a linear / matmul whose row-split input must be gathered views it as ``[D, T/D, ...]``
   (``hir.alias_reshape``), gathers it with a ``hir.set {stream_axis = 0}`` and runs with
-  ``stream_axis = 0`` into ``[D, T/D, ..., N]``, viewed back as ``[T, ..., N]``;
+  ``stream_axis = 0`` into ``[D, T/D, ..., N]``, viewed back as ``[T, ..., N]``; the ops
+  gathering the same value (q, k and v of a normed activation) share one gather;
 * a partial sum scattered onto the rows computes its products as ``[S, D, T/S, ..., N]``
   (stream axis 0, mesh axis 1) and sums axis 1 into ``[S, T/S, ..., N]`` split on axis 0,
-  both with ``stream_axis = 0``, viewed back as ``[T, ..., N]``.
+  both with ``stream_axis = 0``, viewed back as ``[T, ..., N]``; with a 2-D weight the
+  rows' axes fold into one (``[S, D, T/S * B, N]``: one GEMM per step).
 """
 
 from typing import Optional, Sequence
@@ -37,6 +39,7 @@ from hir.frontend.torch_ir import LIST_CONSTRUCT, buffer_type, rank_of, tensor_i
 _UNSQUEEZE = torch_dialect.AtenUnsqueezeOp.OPERATION_NAME
 _TRANSPOSE = torch_dialect.AtenTransposeIntOp.OPERATION_NAME
 _VIEW = torch_dialect.AtenViewOp.OPERATION_NAME
+_RESHAPE = torch_dialect.AtenReshapeOp.OPERATION_NAME
 
 
 def _attr(part, splits: Sequence[Optional[int]]) -> ir.Attribute:
@@ -49,34 +52,38 @@ def _local_shape(part, shape: Sequence[int], splits: Sequence[Optional[int]]) ->
 
 
 # ----- sequence parallelism: nvFuser's stream-parallel form --------------------------------
-def stream_gathered(part, step) -> ir.Value:
-    """nvFuser's AG + matmul form: the row-split input ``[T, ...]`` is viewed as
-    ``[D, T/D, ...]`` (split on axis 0), gathered by a ``hir.set`` with ``stream_axis = 0``
-    and consumed by the op with ``stream_axis = 0``; its ``[D, T/D, ..., N]`` output is
-    viewed back as ``[T, ..., N]``. hir-convert-to-communication makes the set an
-    allgather streamed along its split axis, which hir-p2p-pipeline pipelines (hir-lower
-    alone runs it whole, then the op's stream loop). An input split on an inner axis
-    ``s`` (``[B, S, D]`` on 1) is transposed locally to lead with it, and the output
-    transposed back (:func:`_swapped`)."""
-    op, spec = step.op, step.spec
-    loc, d = op.location, part.plan.grid.shape[0]
-    x, out = spec.inputs[0], op.results[0]
+def stream_gathered(part, steps: list) -> list[ir.Value]:
+    """nvFuser's AG + matmul form for ``steps``, ops reading the same row-split input (q,
+    k and v of one normed activation): the input ``[T, ...]`` is viewed as ``[D, T/D,
+    ...]`` (split on axis 0), gathered once by a ``hir.set`` with ``stream_axis = 0`` and
+    consumed by each op with ``stream_axis = 0``, one after the other; each
+    ``[D, T/D, ..., N]`` output is then viewed back as ``[T, ..., N]`` (after all the ops:
+    hir-p2p-pipeline builds the pipeline of the gather and its consumers at the last one).
+    hir-convert-to-communication makes the set an allgather streamed along its split
+    axis, which hir-p2p-pipeline pipelines (hir-lower alone runs it whole, then the ops'
+    stream loops). An input split on an inner axis ``s`` (``[B, S, D]`` on 1) is
+    transposed locally to lead with it, and the outputs transposed back
+    (:func:`_swapped`). Returns the buffers of the ops' results."""
+    first = steps[0].op
+    loc, d = first.location, part.plan.grid.shape[0]
+    x, lead = steps[0].spec.inputs[0], steps[0].form.lead
     x_shape, dtype = tensor_info(x.type)
-    lead = step.form.lead
-    rows = _swapped(part, part.buffer_of(x, op), x_shape, dtype, (lead,), lead, loc)
-    x_shape = _swap(x_shape, lead)
+    rows = _swapped(part, part.buffer_of(x, first), x_shape, dtype, (lead,), lead, loc)
     viewed = _rows_view(part, rows, d, loc)
-    gathered = part.new_buffer(buffer_type(vtensor(_rows_shape(x_shape, d), dtype), _attr(part, (None,))), loc)
+    gathered = part.new_buffer(buffer_type(vtensor(_rows_shape(_swap(x_shape, lead), d), dtype), _attr(part, (None,))), loc)
     with part.in_main(loc):
         SetOp.emit(viewed, gathered).attributes[STREAM_AXIS_ATTR] = i64_attr(0)
-    others = [part.read(v, r, op) for v, r in zip(spec.inputs[1:] + spec.trailing, step.reads[1:])]
-    shape = _swap(tensor_info(out.type)[0], lead)
-    (split,) = part.plan.of(out).splits
-    product = part.new_buffer(buffer_type(vtensor(_rows_shape(shape, d), dtype), _attr(part, (None if split is None else split + 1,))), loc)
-    with part.in_main(loc):
-        args = [gathered, others[0], product] + others[1:]
-        spec.op_class.emit(*args, **spec.options).attributes[STREAM_AXIS_ATTR] = i64_attr(0)
-    return _swapped(part, _rows_collapsed(part, product, loc), shape, dtype, (split,), lead, loc)
+    products = []
+    for step in steps:
+        op, spec = step.op, step.spec
+        others = [part.read(v, r, op) for v, r in zip(spec.inputs[1:] + spec.trailing, step.reads[1:])]
+        shape = _swap(tensor_info(op.results[0].type)[0], lead)
+        (split,) = part.plan.of(op.results[0]).splits
+        product = part.new_buffer(buffer_type(vtensor(_rows_shape(shape, d), dtype), _attr(part, (None if split is None else split + 1,))), op.location)
+        with part.in_main(op.location):
+            spec.op_class.emit(gathered, others[0], product, *others[1:], **spec.options).attributes[STREAM_AXIS_ATTR] = i64_attr(0)
+        products.append((product, shape, split, op.location))
+    return [_swapped(part, _rows_collapsed(part, product, at), shape, dtype, (split,), lead, at) for product, shape, split, at in products]
 
 
 def _swapped(part, buf: ir.Value, shape: Sequence[int], dtype: str, splits: tuple, lead: int, loc: ir.Location) -> ir.Value:
@@ -130,13 +137,20 @@ def partial_sum(part, step) -> ir.Value:
     # Rows on an inner axis ([B, S, N] on 1) lead after a local transpose, and back.
     stream, row_axis = form.stream, form.row_axis
     shape = _swap(shape, row_axis)
-    ones = [1] * max(0, rank_of(x) - rank_of(w))  # the batch dims only x has (a linear's 2-D weight)
-    x_outer = _outer(part, x, step.reads[0], k, [1] * max(0, rank_of(w) - rank_of(x)), op, rows=d if stream else 0, row_axis=row_axis)
+    # Streamed with a 2-D weight, every axis of x but the contracted one is a row of the
+    # product: they fold into one ([S, D, T/S * B.., K/D]), one GEMM per step. Left apart,
+    # the axes after the tokens would be the matmul's M and the tokens a batch axis the
+    # weight is broadcast over: a [1, T, D] layer's tokens as T/S GEMVs (issue 39).
+    fold = stream and rank_of(w) == 2 and len(shape) > 2 and DYNAMIC not in shape
+    ones = [1] * (0 if fold else max(0, rank_of(x) - rank_of(w)))  # the batch dims only x has (a linear's 2-D weight)
+    x_outer = _outer(part, x, step.reads[0], k, [1] * max(0, rank_of(w) - rank_of(x)), op, rows=d if stream else 0, row_axis=row_axis, fold=fold)
     # A transposed weight ([N, K]: linear's) is used transposed; the mesh axis then
     # broadcasts against x's batch axes (size-1 axes in between).
     w_outer = _outer(part, w, step.reads[1], k, ones, op, transpose=spec.transposed_rhs, before=1 if stream else 0)
     if stream:
-        partial_shape, lead, summed_shape = [d, d] + _rows_shape(shape, d)[1:], (1,), _rows_shape(shape, d)
+        rows_shape = _rows_shape(shape, d)
+        summed_shape = _folded(rows_shape) if fold else rows_shape
+        partial_shape, lead = [d, d] + summed_shape[1:], (1,)
     else:
         partial_shape, summed_shape = [d] + shape, shape
         lead = tuple(0 if j == k else (None if s is None else s + 1) for j, s in enumerate(form.others))
@@ -149,6 +163,9 @@ def partial_sum(part, step) -> ir.Value:
         if stream:
             product.attributes[STREAM_AXIS_ATTR] = reduction.attributes[STREAM_AXIS_ATTR] = i64_attr(0)
     if stream:
+        if fold:  # [S, T/S * B.., N] viewed as [S, T/S, B.., N]
+            with part.in_main(loc):
+                summed = AliasReshapeOp.emit(summed, rows_shape, [[0], list(range(1, len(rows_shape) - 1)), [len(rows_shape) - 1]])
         summed = _swapped(part, _rows_collapsed(part, summed, loc), shape, dtype, (0,), row_axis, loc)
     if not spec.trailing:
         return summed
@@ -160,12 +177,14 @@ def partial_sum(part, step) -> ir.Value:
     return result
 
 
-def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: ir.Operation, transpose: bool = False, before: int = 0, rows: int = 0, row_axis: int = 0) -> ir.Value:
+def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: ir.Operation, transpose: bool = False, before: int = 0, rows: int = 0, row_axis: int = 0,
+           fold: bool = False) -> ir.Value:
     """``value``'s local shard (placed as ``placement``) with mesh axis ``k`` as a new axis,
     split over ``k`` (a local kernel segment: transpose, view, unsqueeze): a
     ``[1 * before, D, *ones, ...]`` buffer; with ``rows = S`` (1-D meshes) value's axis 0
     is viewed as ``[S, T/S]`` around the mesh axis: ``[S, D, T/S, ...]``, after axes 0 and
-    ``row_axis`` are swapped."""
+    ``row_axis`` are swapped; ``fold`` reshapes that to ``[S, D, T/S * ..., K]`` (the axes
+    between the rows and the last one folded in)."""
     grid = part.plan.grid
     splits = placement.splits
     shape, dtype = tensor_info(value.type)
@@ -181,6 +200,8 @@ def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: i
     if rows:  # [T, ...] -> [S, T/S, ...]: the mesh axis goes in at 1
         assert grid.rank == 1, "the row view is for 1-D meshes"
         local, block = [rows, local[0] // rows] + local[1:], [rows, block[0] // rows] + block[1:]
+        if fold:
+            local, block = _folded(local), _folded(block)
         lead, mesh_at = [rows, 1], 1
     else:
         lead, mesh_at = [1] * before + [1] + [1] * len(ones), before
@@ -201,7 +222,7 @@ def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: i
             if rows:
                 current = local
                 sizes = torch_op(LIST_CONSTRUCT, [torch_int(n) for n in current], ir.Type.parse("!torch.list<int>"))
-                v = torch_op(_VIEW, [v, sizes], vtensor(current, dtype))
+                v = torch_op(_RESHAPE if fold else _VIEW, [v, sizes], vtensor(current, dtype))  # a fold after a transpose is no view
                 current = [rows, 1] + current[1:]
                 v = torch_op(_UNSQUEEZE, [v, torch_int(1)], vtensor(current, dtype))
             else:
@@ -227,6 +248,14 @@ def _rows_shape(shape: Sequence[int], d: int) -> list[int]:
     if shape[0] == DYNAMIC:
         raise HirError("error: sequence parallelism over a dynamic dim is not supported: mark the sequence dim static (or split another one)")
     return [d, shape[0] // d] + list(shape[1:])
+
+
+def _folded(shape: Sequence[int]) -> list[int]:
+    """``[S, T/S, B.., K]`` as ``[S, T/S * B.., K]``."""
+    middle = 1
+    for n in shape[1:-1]:
+        middle *= n
+    return [shape[0], middle, shape[-1]]
 
 
 def _rows_groups(rank: int) -> list[list[int]]:

@@ -94,11 +94,20 @@ class Partitioner:
         self.sizes = Sizes(self.shapes, list(zip(block.arguments, entry.arguments)))
         for torch_arg, buf in zip(block.arguments, entry.arguments):
             self.buffers[torch_arg] = buf
-        for step in self.plan.steps:
+        steps, built = self.plan.steps, set()
+        for i, step in enumerate(steps):
+            if i in built:
+                continue
             if isinstance(step, SegmentStep):
                 self.segment(step)
             elif isinstance(step, PartialStep):
                 self.buffers[step.op.results[0]] = device_parts.partial_segment(self, step)
+            elif isinstance(step.form, Gathered) and not step.spec.redistributes:
+                siblings = [j for j in self._gathered_siblings(steps, i) if j not in built]
+                built.update(siblings)
+                group = [step] + [steps[j] for j in siblings]
+                for s, buf in zip(group, contractions.stream_gathered(self, group)):
+                    self.buffers[s.op.results[0]] = buf
             else:
                 self.compute(step)
         returned = list(ret.operands)
@@ -187,13 +196,23 @@ class Partitioner:
         op, spec = step.op, step.spec
         if spec.redistributes:  # a plan style's layout: the operand read as placed
             self.buffers[op.results[0]] = self.read(spec.inputs[0], step.reads[0], op)
-        elif isinstance(step.form, Gathered):
-            self.buffers[op.results[0]] = contractions.stream_gathered(self, step)
         elif step.form is not None:
             self.buffers[op.results[0]] = contractions.partial_sum(self, step)
         else:
             bufs = [self.read(v, r, op) for v, r in zip(spec.inputs + spec.trailing, step.reads)]
             self.plain_compute(op, spec, bufs[: len(spec.inputs)], bufs[len(spec.inputs):])
+
+    def _gathered_siblings(self, steps: list, i: int) -> list[int]:
+        """The later steps that gather the same rows as step ``i`` (q, k and v of one normed
+        activation; gate and up), each reading nothing built after step ``i``: they are
+        built with it, on one gathered buffer, so the rows are gathered once and the
+        consumers sit together after the gather (what hir-p2p-pipeline pipelines as one
+        all-gather feeding several ops)."""
+        step = steps[i]
+        x = step.spec.inputs[0]
+        return [j for j in range(i + 1, len(steps))
+                if isinstance(steps[j], ComputeStep) and steps[j].form == step.form and not steps[j].spec.redistributes and steps[j].spec.inputs[0] == x
+                and steps[j].reads[0] == step.reads[0] and all(v in self.buffers for v in steps[j].spec.inputs[1:] + steps[j].spec.trailing)]
 
     def plain_compute(self, op: ir.Operation, spec: ComputeSpec, ins: list, trailing: list) -> None:
         """``spec``'s hir op writing a new buffer for ``op``'s result."""

@@ -67,3 +67,13 @@ module = llama_block()
 example_args = (torch.randn(2, 8, 32),)
 mesh = [0, 1]
 placements = tp_placements()
+
+
+def sp_placements() -> dict:
+    """The sequence-parallel form: tp_placements() with the tokens (dim 1) split in and out."""
+    from torch.distributed.tensor import Shard
+
+    return tp_placements() | {"input0": Shard(1), "output0": Shard(1)}
+
+
+sequence_placements = sp_placements()  # hir-import --placements sequence_placements

@@ -153,14 +153,15 @@ def worker() -> int:
         failures.append(f"rank {rank}: peer buffers registered again on the second eager run ({registered} -> {peer_buffers.PeerBuffers.registrations})")
     if device.startswith("cuda") and not quick:
         # graph="auto" (the CUDA default): the second call captures on the graph's static
-        # buffers (registered then); replays register nothing and read the new inputs.
+        # buffers with the peer buffers the first call registered (keyed by stream role, not
+        # by the capture stream); the capture and the replays register nothing.
         program = compile_program(module, device=device)
         for attempt in range(4):
             if attempt == 3:
                 local = [t + 1 for t in local]
                 x, p, r = x + 1, p + 1, r + 1
             run_collectives(program, f"[auto]#{attempt}")
-            if attempt == 1:
+            if attempt == 0:
                 registered = peer_buffers.PeerBuffers.registrations
         state = program.graph_state
         # (a later call may also capture a graph bound to its buffers, when the allocator hands
@@ -298,6 +299,31 @@ def test_uniform_source_through_views():
     values = dict(zip(names, [op.operation.result for op in body.operations if len(op.operation.results) == 1]))
     expected = {"%s": True, "%plain": False, "%sel": True, "%mine": False, "%flat": True, "%rows": False, "%chunk": True, "%other": False}
     assert {name: uniform_source(values[name]) for name in expected} == expected
+
+
+def test_peer_buffer_keys_follow_stream_roles():
+    """A copy-engine op's peer buffers are keyed by the role of the current stream (its pool
+    index, or the caller's stream), not by the torch stream: a CUDA graph's side-stream
+    warm-up, its capture stream and eager calls on any stream share the buffers the first
+    run registered (issue 39: a capture registering new ones preceded an illegal memory
+    access), while pool streams keep one buffer each (stream loops run them at once)."""
+    import torch
+
+    from hir.interpreter.backends.peer_buffers import PeerBuffers
+    from hir.interpreter.runtime import CpuStream, StreamPool
+
+    pool = StreamPool(torch.device("cpu"), 4)
+    bufs = PeerBuffers(None, pool)
+
+    def key_on(stream) -> tuple:
+        pool.set_current(stream)
+        return bufs.key((2, 3), torch.float32)
+
+    callers = {key_on(CpuStream(None)) for _ in range(3)}  # three distinct caller streams
+    assert callers == {(None, (2, 3), torch.float32)}
+    assert key_on(pool.get(1)) == key_on(pool.get(5)) == (1, (2, 3), torch.float32)  # pool index 5 % 4
+    assert len({key_on(pool.get(i)) for i in range(4)} | callers) == 5
+    assert key_on(pool.get(3)) != bufs.key((2, 4), torch.float32)  # the local shape counts too
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ def allgather(o) -> Callable[[list], object]:
     order = o.mesh_order(o.in_spec.sharding.mesh)  # group rank -> mesh position
     parts, n = len(order), len(o.members)
     me = group_rank(o.members, o.c.rank)
-    bufs = PeerBuffers(o.group, o.c.runtime.device)
+    bufs = PeerBuffers(o.group, o.c.runtime.streams)
     inp, out = o.inp, o.out
     if not o.out_spec.held:
         raise o.c.error(o.op, "with backend \"cuda\" needs every team member to hold the output")
@@ -102,7 +102,7 @@ def broadcast(o) -> Callable[[list], object]:
         raise o.c.error(o.op, "with backend \"cuda\" needs the root in the team")
     g_root = group_rank(o.members, root)
     shape = o.static_local(o.out_spec if o.out_spec.held else o.in_spec, "buffer") if rank != root else None
-    bufs = PeerBuffers(o.group, o.c.runtime.device)
+    bufs = PeerBuffers(o.group, o.c.runtime.streams)
     inp, out, held, dtype = o.inp, o.out, o.out_spec.held, o.out_spec.dtype
 
     def issue(env: list) -> StreamWork:

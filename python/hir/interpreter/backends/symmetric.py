@@ -26,8 +26,19 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 
+from hir.dialect.context import HirError
+
 READY, RELEASE, PUSHED = 0, 1, 2
 ENV_FLAGS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def refuse_under_capture(what: str) -> None:
+    """Symmetric memory is registered by a collective host rendezvous (handles exchanged
+    through the store, peers' memory mapped, device tables written), which a CUDA graph
+    capture cannot record: the first run, eager or a graph's warm-up, registers
+    everything a capture then reuses."""
+    if torch.cuda.is_current_stream_capturing():
+        raise HirError(f"error: {what} would be registered in symmetric memory during CUDA graph capture; run the program once (eagerly, or graph=True's warm-up) on the same stream roles first")
 
 
 def enable_symmetric_memory(group) -> None:
@@ -102,6 +113,7 @@ class SymmetricPool:
     def take(self) -> torch.Tensor:
         if self.free:
             return self.free.pop().tensor
+        refuse_under_capture("a memref.alloc {hir.symmetric} buffer")
         import torch.distributed._symmetric_memory as symm_mem
 
         enable_symmetric_memory(self.group)

@@ -64,7 +64,7 @@ class P2PImpls:
         group = comm.group(team)
         cuda = uses_copy_engines(c.runtime.device, op)
         members = sorted(team)
-        bufs = PeerBuffers(group, c.runtime.device) if cuda else None
+        bufs = PeerBuffers(group, c.runtime.streams) if cuda else None
         in_place = cuda and uniform_source(op.operation.operands[0])
         handshake = get_str(op, SIGNAL_ATTR) != "none"
         push = ShiftOp.transfer(op.operation) == "push"
@@ -186,7 +186,7 @@ class P2PImpls:
         group = c.runtime.comm.group(team)
         device = c.runtime.device
         if uses_copy_engines(c.runtime.device, op):
-            bufs = PeerBuffers(group, device)
+            bufs = PeerBuffers(group, c.runtime.streams)
 
             def barrier_cuda(env: list) -> None:
                 bufs.get((1,), torch.int32).handle.barrier(channel=0)
