@@ -82,7 +82,7 @@ class StreamPool:
         self.high_priority = frozenset(i % num_streams for i in high_priority)
         self.cuda = device.type == "cuda"
         self._pool: dict[int, Any] = {}
-        self._index_of: dict[int, int] = {}  # CUDA stream id -> pool index (role)
+        self._index_of: dict[int, int] = {}  # id() of a pool Stream object -> its pool index (role)
         self._current: Any = None if self.cuda else CpuStream(None)
         self._device_index = (device.index if device.index is not None else torch.cuda.current_device()) if self.cuda else None
         self._caller_key: Optional[tuple] = None  # (stream id, device index, device type)
@@ -101,17 +101,20 @@ class StreamPool:
                 stream = CpuStream(key)
             self._pool[key] = stream
             if self.cuda:
-                self._index_of[stream.stream_id] = key
+                self._index_of[id(stream)] = key  # held in _pool: the id is never reused
         return stream
 
     def role(self, stream: Any) -> Optional[int]:
         """The pool index of ``stream``, None for a stream outside the pool (the caller's:
         whichever stream a run starts on). A run does the same work on a role whatever torch
         stream plays it, so per-op caches keyed by role (peer buffers) serve eager calls on
-        any caller stream, a CUDA graph's side-stream warm-up and its capture alike."""
+        any caller stream, a CUDA graph's side-stream warm-up and its capture alike. The pool's
+        own Stream objects are recognised by identity, not by CUDA stream: torch hands out its
+        streams round-robin from a small pool, so a capture stream may be the very CUDA stream
+        of one of ours and still plays the caller's role."""
         if not self.cuda:
             return stream.index
-        return self._index_of.get(stream.stream_id)
+        return self._index_of.get(id(stream))
 
     def live(self) -> list:
         """The pool streams created so far (distinct objects)."""
