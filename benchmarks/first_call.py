@@ -105,8 +105,12 @@ def instrument_hir() -> None:
 
     _patch(import_cache, "fingerprint", "import cache key")
     _patch(import_cache, "_store", "import cache store")
-    _patch(torch.export, "export", "torch.export")
-    _patch(torch.export.ExportedProgram, "run_decompositions", "run_decompositions")
+    import hir.frontend.export as export
+
+    if hasattr(export, "functional_export"):
+        _patch(export, "functional_export", "export (torch.export)")
+    _patch(torch.export, "export", "export (torch.export)")  # before functional_export (its fallback)
+    _patch(torch.export.ExportedProgram, "run_decompositions", "export (torch.export)")
     _patch(rewrites, "group_query_heads", "FX rewrites")
     _patch(rewrites, "fuse_projections", "FX rewrites")
     _patch(FxImporter, "import_stateless_graph", "MLIR import (FX importer)")
