@@ -365,7 +365,7 @@ def main() -> None:
     clock = Clock(args.budget)
     print(f"{'tiny' if args.small else '~1B'} Llama, {args.dtype}, {args.device}"
           f"{' (' + torch.cuda.get_device_name() + ')' if args.device.startswith('cuda') else ''}, torch {torch.__version__}, cache {args.cache}", flush=True)
-    model = make_model(args)
+    model = make_model(args) if set(sections) - {"first"} else None  # the first calls make their own, in their processes
     args.scratch = tempfile.mkdtemp(prefix="hir-generate-bench-")  # the first processes' caches
     results: dict = {"device": args.device, "small": args.small, "skipped": clock.skipped}
 

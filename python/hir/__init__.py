@@ -99,7 +99,9 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
         if state_or_args is None:
             raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
         from hir.frontend.import_cache import cached_from_torch
+        from hir.interpreter.kernels import warm_compile_workers
 
+        warm_compile_workers(options.get("compile_kernels", "auto"), options.get("device"))  # starting up while it imports
         imports = {k: options.pop(k) for k in _IMPORT_OPTIONS if k in options}
         program = cached_from_torch(target, state_or_args, **imports)
         return program.compile(program.state(target), **options)

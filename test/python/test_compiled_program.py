@@ -4,6 +4,9 @@ the module lowered once, inputs checked with errors naming the input; on CUDA ev
 passes the same buffers, so from the third call on it is one bound graph replay."""
 
 import copy
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -164,3 +167,31 @@ def test_calls_replay_one_bound_graph_on_cuda():
     assert fn.graph_state.last == "replay (bound)" and fn.graph_state.captures == 1
     outputs = [static(torch.tensor([[7]]), torch.tensor([6]))[0] for _ in range(3)]
     assert outputs[1].data_ptr() == outputs[2].data_ptr()  # the graph's own buffer, no copy-out
+
+
+# A fresh process: hir.compile of a module on CUDA, not called yet; then how many compile
+# threads inductor has and whether its pool of compile workers was made.
+WORKERS = """
+import torch, hir
+from torch._inductor.async_compile import AsyncCompile, get_compile_threads
+from torch.utils._triton import has_triton_package
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).cuda().eval()
+fn = hir.compile(model, (torch.randn(2, 16, device="cuda"),), device="cuda")
+print(int(has_triton_package() and get_compile_threads() > 1), AsyncCompile.process_pool.cache_info().currsize)
+"""
+
+
+@pytest.mark.gpu
+def test_compile_workers_start_before_the_first_call_on_cuda():
+    """hir calls inductor's compile_fx itself, so it starts inductor's compile workers
+    itself (torch.compile's backend does it for dynamo), before the import: otherwise the
+    pool starts at the region's first kernel and the kernels met before it answers compile
+    one by one in the calling process (issue 34's first call)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    done = subprocess.run([sys.executable, "-c", WORKERS], capture_output=True, text=True, timeout=600, env={**os.environ, "HIR_CACHE_DIR": "off"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    parallel, pools = map(int, done.stdout.split()[-2:])
+    if not parallel:
+        pytest.skip("inductor compiles in the calling process here (no Triton, or one compile thread)")
+    assert pools == 1

@@ -104,6 +104,43 @@ func.func private @two(%a: {T}, %b: {T}, %out: {T}) attributes {{hir.kernel}} {{
         assert region_spans(ops, funcs, 1) == [(3, 5), (6, 7)]
 
 
+# hir-hoist-parameter-work's shape: @main calls a pure-compute function of its parameters
+# once (a region of 2 compute ops when compiled); the step's own work is one more region.
+ONCE = f"""func.func @main(%w: {T} {{hir.parameter}}, %x: {T}) -> {T} {{
+  %wt = func.call @main_parameter_work(%w) {{hir.once}} : ({T}) -> {T}
+  %y = memref.alloc() : {T}
+  "hir.binary"(%x, %wt, %y) {{kind = "mul"}} : ({T}, {T}, {T}) -> ()
+  "hir.binary"(%y, %x, %y) {{kind = "add"}} : ({T}, {T}, {T}) -> ()
+  return %y : {T}
+}}
+func.func private @two(%a: {T}, %b: {T}, %out: {T}) attributes {{hir.kernel}} {{
+  %t = memref.alloc() : {T}
+  "hir.binary"(%a, %b, %t) {{kind = "mul"}} : ({T}, {T}, {T}) -> ()
+  "hir.binary"(%t, %a, %out) {{kind = "add"}} : ({T}, {T}, {T}) -> ()
+  return
+}}
+func.func private @main_parameter_work(%w: {T}) -> {T} {{
+  %wt = memref.alloc() : {T}
+  func.call @two(%w, %w, %wt) : ({T}, {T}, {T}) -> ()
+  return %wt : {T}
+}}"""
+
+
+def test_parameter_work_is_not_compiled():
+    """A ``hir.once`` callee runs once per set of parameters: compiling it (an inductor
+    compile, seconds, issue 34's first call) would cost more than running it, so it runs
+    op by op, kernel segments inside it too; only @main's region is compiled."""
+    torch.manual_seed(0)
+    w, x = torch.randn(8, 64), torch.randn(8, 64)
+    program = Program(hir.parse(ONCE), device="cpu", compile_kernels=True)
+    stats = program.kernel_compile
+    assert (stats.regions, stats.segments) == (1, 1), stats.summary()
+    for _ in range(2):
+        (y,) = program([w, x])
+        torch.testing.assert_close(y, x * (w * w + w) + x)
+    assert (stats.compiles, stats.fallbacks) == (1, 0), stats.summary()
+
+
 def test_when_regions_compile():
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert region_mode_reason("auto", cuda, False) is None and region_mode_reason(True, cpu, False) is None

@@ -126,9 +126,62 @@ class Casts(nn.Module):
 def test_casts_and_views():
     torch.manual_seed(6)
     program = _check(Casts(), torch.randn(4, 4))
-    # export checks each cast's dtype and device; the import drops those checks (the types
-    # carry the dtype; the device is the interpreter's): no host call per run for them
+    # The export traces below autograd once (hir.frontend.export.functional_export), and the
+    # import drops export's trace-time checks of each .to() (fx_rewrites.drop_metadata_checks,
+    # for the two-trace fallback): no host call per run for them.
     assert "_assert_tensor_metadata" not in str(program.module)
+
+
+def test_import_traces_the_module_once():
+    """Counted, not timed (issue 34's first call): the import's export traces the module
+    once (one make_fx trace, below autograd), not the training graph and then that graph
+    again (``torch.export.export(...).run_decompositions({})``: two)."""
+    from unittest import mock
+
+    import torch.fx.experimental.proxy_tensor as proxy_tensor
+
+    tracer = proxy_tensor._MakefxTracer
+    with mock.patch.object(tracer, "_trace_inner", autospec=True, side_effect=tracer._trace_inner) as traces:
+        _check(Casts(), torch.randn(4, 4))
+    assert traces.call_count == 1
+
+
+class Cats(nn.Module):
+    """``n`` concatenations: each a ``torch.prim.ListConstruct`` of computed tensors."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def forward(self, x):
+        for _ in range(self.n):
+            x = torch.cat([x, x * 2.0], dim=-1)[..., :4]
+        return x
+
+
+def test_import_names_no_value_per_list(monkeypatch):
+    """Counted (issue 34's first call): the import asks MLIR for value names (each
+    ``Value.get_name()`` numbers the whole function) a bounded number of times, not once
+    per list of computed tensors: asking whether a list is constant built an error message
+    naming its first computed element."""
+    from torch_mlir import ir
+
+    get_name = ir.Value.get_name
+    calls = [0]
+
+    def counted(value, *args, **kwargs):
+        calls[0] += 1
+        return get_name(value, *args, **kwargs)
+
+    counts = []
+    for n in (4, 16):
+        calls[0] = 0
+        monkeypatch.setattr(ir.Value, "get_name", counted)
+        from_torch(Cats(n), (torch.randn(2, 4),))
+        monkeypatch.undo()
+        counts.append(calls[0])
+    assert counts[1] == counts[0], counts
+    _check(Cats(4), torch.randn(2, 4))
 
 
 def test_compile_kernels_runs_segments_through_torch_compile():

@@ -38,6 +38,7 @@ class CompiledProgram:
     def __init__(self, program: Any, state: Mapping, *, device: Optional[str] = None, lower: bool = True, **options: Any) -> None:
         from hir.interpreter import Program
         from hir.interpreter.backends.process_groups import default_device
+        from hir.interpreter.kernels import warm_compile_workers
 
         if not isinstance(state, Mapping):
             raise HirError(f"error: compile: the state must be a dict of tensors (program.state(module) or module.state_dict()), got {type(state).__name__}")
@@ -46,6 +47,7 @@ class CompiledProgram:
         except (RuntimeError, ValueError) as err:
             raise HirError(f"error: compile: {err}") from None
         self.program = program
+        warm_compile_workers(options.get("compile_kernels", "auto"), self.device)  # starting up while it lowers
         if lower and not getattr(program, "lowered", False):
             program.lower()
         self.names = list(program.state_names)

@@ -7,11 +7,14 @@ graph inputs, the graph functionalized, its outputs flattened with names.
   Tensors the module makes in ``forward`` that the export lifts as constants are state entries
   too (named ``<constant NAME>``). The values seen at import are kept (:attr:`Exported.captured`),
   so a ``state_dict()``, which leaves non-persistent buffers out, still runs the program.
-* **Functionalized**: ``ExportedProgram.run_decompositions({})`` (no decompositions: ``linear``
-  or ``scaled_dot_product_attention`` stay single ops) removes in-place ops (``masked_fill_``)
-  and grad-mode wrappers (``wrap_with_set_grad_enabled`` from HF rotary's ``@torch.no_grad``);
-  a state entry the module writes (a KV cache buffer) becomes a mutation output,
-  :attr:`Exported.mutated` names its argument.
+* **Functionalized**, in one trace: the functional ATen graph that ``torch.export.export(...)
+  .run_decompositions({})`` gives (no decompositions: ``linear`` or
+  ``scaled_dot_product_attention`` stay single ops; no in-place ops such as ``masked_fill_``,
+  no grad-mode wrappers such as ``wrap_with_set_grad_enabled`` from HF rotary's
+  ``@torch.no_grad``), traced directly below autograd (:func:`functional_export`) instead of
+  exporting the training graph and tracing that again: a 1B Llama's import took two traces of
+  its whole forward (issue 34's first call). A state entry the module writes (a KV cache
+  buffer) becomes a mutation output, :attr:`Exported.mutated` names its argument.
 * **Outputs**: tuples, lists, dicts, dataclasses and HF ``ModelOutput`` are flattened into
   tensors named by their path (``last_hidden_state``, ``past_key_values.0.keys``); a
   transformers cache contributes its key/value tensors.
@@ -112,7 +115,9 @@ class _Functional(torch.nn.Module):
         self.names = names
         self.kwargs = kwargs  # constant keyword arguments
         self.keywords = list(keywords)  # keyword inputs: the last arguments
-        self.record = output_names.extend  # filled by the trace (the export restores attributes)
+        # set by the trace (the export restores attributes), by each run of forward: the
+        # export runs it twice (aot's metadata pass, then the graph)
+        self.record = lambda names: output_names.__setitem__(slice(None), names)
 
     def forward(self, *args):
         state = dict(zip(self.names, args[: len(self.names)]))
@@ -147,8 +152,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     logging.disable(logging.CRITICAL)
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            program = torch.export.export(wrapper, tuple(values[n] for n in names) + tuple(example_args), dynamic_shapes=spec, strict=False)
-            program = program.run_decompositions({})
+            program = functional_export(wrapper, tuple(values[n] for n in names) + tuple(example_args), spec)
             _views_as_reshapes(program.graph)
     except HirError:
         raise
@@ -164,6 +168,24 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
         fuse_projections(program.graph, _read_only_state(program, len(names)))
     arguments, constants, mutated = _signature(program, names)
     return Exported(program, arguments, aliases, {**constants, **transient}, output_names, mutated)
+
+
+def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any) -> torch.export.ExportedProgram:
+    """``torch.export.export(module, args, dynamic_shapes=..., strict=False)
+    .run_decompositions({})`` in one trace: ``torch.export``'s ATen-level export (below
+    autograd, functionalized) with every CompositeImplicitAutograd op kept whole, as
+    ``run_decompositions({})`` keeps it. The same graph, less the training graph's
+    ``_assert_tensor_metadata`` checks of ``.to()`` calls (made at trace time). These are
+    torch.export's own internals (``run_decompositions`` is built from them); where a torch
+    lacks them, the two public steps run instead."""
+    try:
+        from torch.export._trace import _export
+        from torch.export.exported_program import _override_composite_implicit_decomp, _split_decomp_table_to_cia_and_python_decomp
+    except ImportError:
+        return torch.export.export(module, args, dynamic_shapes=dynamic_shapes, strict=False).run_decompositions({})
+    keep_whole, _ = _split_decomp_table_to_cia_and_python_decomp({})
+    with _override_composite_implicit_decomp(keep_whole):
+        return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False)
 
 
 def _read_only_state(program: torch.export.ExportedProgram, count: int) -> set:

@@ -63,7 +63,9 @@ class Generator:
     def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict) -> None:
         from hir.frontend.hf_decode import StaticCacheStep
         from hir.frontend.import_cache import cached_from_torch
+        from hir.interpreter.kernels import warm_compile_workers
 
+        warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
         example = torch.zeros(batch_size, 2, dtype=torch.long, device=self.step.key_cache_0.device)
         self.program = cached_from_torch(self.step, (example, torch.arange(2, device=example.device)), dynamic={"input0": {1: "tokens"}, "input1": {0: "tokens"}})

@@ -6,7 +6,7 @@ Why not ``transformers.integrations.executorch.TorchExportableModuleWithStaticCa
 is: it registers the cache layers' tensors as buffers, but the cache keeps its own references
 to them, so an export that swaps the module's buffers for graph inputs (``functional_call``,
 non-strict ``torch.export``) still sees the original tensors inside the cache: they are lifted
-as constants and their in-place updates are dropped (``run_decompositions`` then fails). This
+as constants and their in-place updates are dropped (the functionalized export then fails). This
 module points the cache layers at its buffers at the start of every call, so the cache
 tensors are the graph's inputs and ``index_copy_`` into them becomes a mutation of the
 program's arguments (``@main`` writes them in place, see :mod:`hir.frontend.export`).

@@ -4,8 +4,8 @@ own cache of compiled regions (keyed by each region's traced graph, see
 :mod:`hir.interpreter.kernels`), a second process gets from the ``nn.Module`` to its first
 result without exporting or compiling anything again.
 
-The key is everything an import reads: the code of every module class in the tree (its
-source), the tree's structure and its submodules' plain attributes (``heads = 8``, ``eps``),
+The key is everything an import reads: the code of every module class in the tree (the
+file defining it), the tree's structure and its submodules' plain attributes (``heads = 8``, ``eps``),
 an HF ``config``, the state's names, shapes and dtypes, the example inputs' shapes and dtypes,
 the import options, and the versions of hir's frontend, torch, torch-mlir and transformers.
 A module whose ``forward`` reads anything else (a global, a closure) can hit a stale entry:
@@ -90,10 +90,24 @@ def _plain(value: Any) -> bool:
 
 
 def _source(cls: type) -> str:
+    """A digest of the file defining ``cls`` (any edit to it changes the key): reading a
+    file is cheap where ``inspect.getsource`` parses it to find the class (a second for the
+    modules of one HF model, issue 34's first call)."""
     try:
-        return inspect.getsource(cls)
-    except (OSError, TypeError):  # a class defined without a source file
+        path = inspect.getsourcefile(cls)
+    except TypeError:  # a built-in class
         return ""
+    if path is None:
+        return ""
+    if path not in _FILES:
+        try:
+            _FILES[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:  # a class defined without a source file
+            _FILES[path] = ""
+    return _FILES[path]
+
+
+_FILES: dict = {}  # source file -> digest, read once per process
 
 
 _VERSIONS: list = []

@@ -314,6 +314,9 @@ def from_torch(
             raise
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
+        scalar = _scalar_argument(torch_func)
+        if scalar is not None:  # the partition would stop at its first use, less clearly
+            raise HirError(f"{source}: error: cannot import {type(module).__name__}: {scalar}")
         try:
             with progress.task("partitioning into hir ops and kernel segments"):
                 plan = Placer(torch_func, grid, arguments, outputs, source, names).plan(exported.mutated)
@@ -363,13 +366,20 @@ def _with_plan(module: torch.nn.Module, placements: dict) -> tuple[dict, dict]:
     return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}, plan
 
 
-def _unsupported(torch_func: func.FuncOp, err: ValueError, dynamic: bool) -> str:
-    """Why partitioning failed, in the user's terms: non-tensor inputs and data-dependent
-    shapes (``torch.nonzero``, boolean masks) have no buffer type."""
+def _scalar_argument(torch_func: func.FuncOp) -> Optional[str]:
+    """Why the exported function cannot be imported when an argument is not a tensor (a
+    Python int input the export kept as one), else None."""
     args = [str(a.type) for a in torch_func.regions[0].blocks[0].arguments]
     scalar = next((i for i, t in enumerate(args) if not t.startswith("!torch.vtensor")), None)
-    if scalar is not None:
-        return f"argument #{scalar} of the exported function is {args[scalar]}: hir imports tensor inputs only (pass the value as a tensor, or make it a constant of the module)"
+    if scalar is None:
+        return None
+    return f"argument #{scalar} of the exported function is {args[scalar]}: hir imports tensor inputs only (pass the value as a tensor, or make it a constant of the module)"
+
+
+def _unsupported(torch_func: func.FuncOp, err: ValueError, dynamic: bool) -> str:
+    """Why partitioning failed, in the user's terms: data-dependent shapes (``torch.nonzero``,
+    boolean masks) have no buffer type (non-tensor inputs are refused before, by
+    :func:`_scalar_argument`)."""
     if not dynamic and any("?" in str(r.type) for op in torch_func.regions[0].blocks[0].operations for r in op.results):
         return f"the module computes a tensor whose shape depends on data (e.g. torch.nonzero): hir needs static shapes ({err})"
     return str(err)

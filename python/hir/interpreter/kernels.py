@@ -28,6 +28,14 @@ arguments share memory run op by op too (the trace assumed distinct buffers).
 
 Compile time is counted in :class:`KernelCompileStats` (``Program.kernel_compile``) and
 logged at debug level on the ``hir.compile`` logger.
+
+Inductor compiles a region's Triton kernels in parallel in its pool of compile workers, but
+only once that pool answers: a kernel met before compiles in the calling process, one after
+another. ``torch.compile``'s inductor backend starts the pool when dynamo hands it its first
+graph; hir calls ``compile_fx`` directly, so it starts the pool itself
+(:func:`warm_compile_workers`) when a program that may compile on CUDA is built, and
+``hir.compile`` / ``hir.generate`` before they import the module, so the workers start up
+while the export and lowering run (issue 34's first call).
 """
 
 import logging
@@ -95,6 +103,25 @@ def wants_compile(mode: CompileMode, device: torch.device, func: ir.Operation) -
     if mode == "auto":
         return device.type == "cuda" and compute_ops(func) >= AUTO_MIN_OPS
     return bool(mode)
+
+
+def warm_compile_workers(mode: CompileMode, device: Optional[Union[str, torch.device]]) -> None:
+    """Start inductor's compile workers when ``mode`` may compile regions on ``device`` (a
+    CUDA device; None: CUDA when there is one); see the module docstring. Returns at once;
+    the workers start in the background. Nothing to do without Triton (CPU kernels compile
+    with the C++ compiler, in threads)."""
+    if mode is False:
+        return
+    try:
+        cuda = torch.device(device).type == "cuda" if device is not None else torch.cuda.is_available()
+    except (RuntimeError, ValueError):  # a bad device: reported where it is used
+        return
+    try:
+        from torch._inductor.async_compile import maybe_warm_pool
+    except ImportError:  # a torch without it: the pool starts at the first kernel
+        return
+    if cuda:
+        maybe_warm_pool()
 
 
 def _signature(args: list) -> tuple:

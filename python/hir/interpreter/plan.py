@@ -158,9 +158,12 @@ class Compiler:
         self.module = module
         # Compiles a function body with its compute regions as single steps (regions.py);
         # None: op by op. in_region: compiling a region's ops (its kernel segments are not
-        # compiled on their own).
+        # compiled on their own). eager: compiling parameter work (a ``hir.once`` callee,
+        # run once per set of parameters): nothing in it is compiled, which would cost an
+        # inductor compile for one run.
         self.regions = regions
         self.in_region = False
+        self.eager = False
         self.rank: int = runtime.rank
         self.source_name = source_name
         self.functions = {}
@@ -181,22 +184,24 @@ class Compiler:
         self._asm: Optional[ir.AsmState] = None  # value names (see name)
 
     # ----- functions -------------------------------------------------------------------
-    def function(self, name: str, at: Optional[ir.OpView] = None) -> FunctionPlan:
+    def function(self, name: str, at: Optional[ir.OpView] = None, eager: bool = False) -> FunctionPlan:
         """The plan of function ``name`` (compiled on first request). Called by ``at`` (a
         call) whose destinations are bound (:mod:`hir.interpreter.destinations`), the
-        plan's results end with those destinations' values, in operand order."""
+        plan's results end with those destinations' values, in operand order. ``eager``:
+        nothing in it runs compiled (see :attr:`eager`)."""
         bound = self.bound_operands(at) if at is not None else []
         outs = self._outs.get(at.operation, []) if at is not None else []
-        key = name + (f"<bind {','.join(str(i) for i, _ in bound)}>" if bound else "") + (f"<out {','.join(map(str, outs))}>" if outs else "")
+        eager = eager or self.eager
+        key = name + (f"<bind {','.join(str(i) for i, _ in bound)}>" if bound else "") + (f"<out {','.join(map(str, outs))}>" if outs else "") + ("<eager>" if eager else "")
         if key in self.plans:
             return self.plans[key]
         function = self._function(name, at)
-        saved = (self._slots, self._template, self._aliases, self._returned, self._out_writes, self._updates)
-        self._slots, self._template, self._aliases = {}, [], {}
+        saved = (self._slots, self._template, self._aliases, self._returned, self._out_writes, self._updates, self.eager)
+        self._slots, self._template, self._aliases, self.eager = {}, [], {}, eager
         try:
             block, ops = self._body(function)
             arg_slots = [self.define(arg) for arg in block.arguments]
-            steps = self._callee_steps(block, ops, at, regions=KERNEL_ATTR not in function.operation.attributes)
+            steps = self._callee_steps(block, ops, at, regions=not eager and KERNEL_ATTR not in function.operation.attributes)
             result_slots = [self.use(v) for v in ops[-1].operation.operands] + [arg_slots[i] for i, _ in bound]
             plan = FunctionPlan(
                 name,
@@ -208,7 +213,7 @@ class Compiler:
                 [arg.type for arg in block.arguments],
             )
         finally:
-            self._slots, self._template, self._aliases, self._returned, self._out_writes, self._updates = saved
+            self._slots, self._template, self._aliases, self._returned, self._out_writes, self._updates, self.eager = saved
         self.plans[key] = plan
         return plan
 

@@ -23,7 +23,7 @@ from hir.interpreter.backends.process_groups import timeout as dist_timeout
 from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
 from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_blockers, written_arguments
 from hir.interpreter.inputs import shard
-from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode
+from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode, warm_compile_workers
 from hir.interpreter.nodes import run_ranks_per_node
 from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
 from hir.interpreter.regions import compile_block, region_mode_reason
@@ -217,6 +217,7 @@ class Program:
                 except (RuntimeError, ValueError) as err:
                     raise HirError(f"error: cannot set up torch.distributed: {err}") from None
             self.entry = entry_function(module, entry, source_name)
+            warm_compile_workers(compile_kernels, dev)  # its regions compile at the first call
             stats = self.runtime.kernel_compile
             stats.autotune = bool(autotune)
             stats.regions_reason = region_mode_reason(compile_kernels, dev, track_memory)

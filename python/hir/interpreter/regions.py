@@ -26,7 +26,9 @@ own) run on a copy of the plan's slot template with the region's inputs filled i
 return the values that ops after the region use; :func:`hir.interpreter.kernels.compiled_segment`
 traces that with ``make_fx`` and compiles it with inductor per signature, exactly as it does
 for one kernel segment, so compiled regions compose with CUDA graph capture the same way.
-Whole functions that are pure compute (an imported block) are one region.
+Whole functions that are pure compute (an imported block) are one region. Parameter work (a
+``hir.once`` callee) is never compiled: it runs once per set of parameters, and an
+inductor compile (seconds) would cost more than that run (issue 34's first call).
 
 When a region runs compiled is decided at plan time (:func:`region_mode_reason`): with
 ``compile_kernels=True`` every region with a compute op, with ``"auto"`` the regions of at
