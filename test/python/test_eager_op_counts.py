@@ -13,29 +13,18 @@ without them the keys and values of the whole cache would be repeated ``G`` time
 ``repeat_kv`` does when it has a mask; HF's prefill from position 0 has none, a decision it
 makes by reading the positions on the host, which a program with run-time positions cannot)."""
 
-import collections
 import copy
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import hir
+from dispatch_counts import DispatchCounts
 
 transformers = pytest.importorskip("transformers")
 
 COPIES = ("copy_", "copy", "clone", "_to_copy", "empty", "empty_like", "empty_strided", "new_empty", "contiguous")
 LAYERS = 2
-
-
-class Counts(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: collections.Counter = collections.Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.seen[func.overloadpacket.__name__] += 1
-        return func(*args, **(kwargs or {}))
 
 
 def counts(batch: int, tokens: int, start: int) -> tuple[dict, dict]:
@@ -55,12 +44,12 @@ def counts(batch: int, tokens: int, start: int) -> tuple[dict, dict]:
         for _ in range(2):
             fn(ids, pos)
             twin(ids, pos)
-        with Counts() as ours:
+        with DispatchCounts() as ours:
             (got,) = fn(ids, pos)
-        with Counts() as eager:
+        with DispatchCounts() as eager:
             want = twin(ids, pos)
     torch.testing.assert_close(got, want)  # (prefill: HF attends causally over the prompt, hir over the masked cache)
-    return {op: ours.seen[op] for op in COPIES}, {op: eager.seen[op] for op in COPIES}
+    return ours.of(COPIES), eager.of(COPIES)
 
 
 def test_decode_batch_8_copies_no_more_than_hf_eager():

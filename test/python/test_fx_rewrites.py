@@ -118,3 +118,20 @@ def test_a_copy_into_a_fresh_tensor_is_its_source():
     (got,) = program.run(state, x, position, device="cpu")
     torch.testing.assert_close(got, x * 8)
     assert int(state["length"]) == 8 and torch.equal(state["last"], x)
+
+
+def test_the_two_step_exports_metadata_checks_are_erased():
+    """The fallback export (``torch.export.export(...).run_decompositions({})``, for a torch
+    without the one-trace internals) keeps a check per ``.to()``; erased, the graph is the
+    one-trace export's, and the casts still run."""
+
+    class Casts(torch.nn.Module):
+        def forward(self, x):
+            return x.to(torch.float64).sin().to(torch.float32)
+
+    program = torch.export.export(Casts(), (torch.randn(4),), strict=False).run_decompositions({})
+    checks = [n for n in program.graph.nodes if n.target is torch.ops.aten._assert_tensor_metadata.default]
+    assert checks and fx_rewrites.drop_metadata_checks(program.graph) == len(checks)
+    assert not [n for n in program.graph.nodes if n.target is torch.ops.aten._assert_tensor_metadata.default]
+    x = torch.randn(4)
+    torch.testing.assert_close(program.module()(x), x.double().sin().float())

@@ -4,14 +4,13 @@ cache and step, the copies HF eager makes, where the functionalized program clon
 materialized it into a fresh buffer and copied that back. Hand-written segments check the
 cases where the update must stay a copy."""
 
-import collections
 import copy
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import hir
+from dispatch_counts import DispatchCounts
 from hir.frontend import partition
 from hir.interpreter import Program
 from hir.interpreter.updates import in_place_variant, segment_updates
@@ -19,21 +18,6 @@ from hir.interpreter.updates import in_place_variant, segment_updates
 transformers = pytest.importorskip("transformers")
 
 COUNTED = ("copy_", "clone", "index_copy", "index_copy_")
-
-
-class Counts(TorchDispatchMode):
-    """How often each op of :data:`COUNTED` is dispatched."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: collections.Counter = collections.Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.seen[func.overloadpacket.__name__] += 1
-        return func(*args, **(kwargs or {}))
-
-    def counted(self) -> dict:
-        return {name: self.seen[name] for name in COUNTED}
 
 
 def tiny_step():
@@ -50,15 +34,15 @@ def decode(step, twin, fn, state: dict, steps: int = 5) -> tuple[dict, dict]:
     every cache equal after each; the op counts of the last step (hir, HF eager)."""
     for position, token in enumerate([3, 17, 42, 9, 11, 5, 7][:steps]):
         ids, pos = torch.tensor([[token]]), torch.tensor([position])
-        with Counts() as ours:
+        with DispatchCounts() as ours:
             (got,) = fn(ids, pos)
-        with torch.no_grad(), Counts() as eager:
+        with torch.no_grad(), DispatchCounts() as eager:
             want = twin(ids, pos)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
         for name, tensor in state.items():
             if "cache" in name:
                 torch.testing.assert_close(tensor, getattr(twin, name), rtol=1e-4, atol=1e-4, msg=name)
-    return ours.counted(), eager.counted()
+    return ours.of(COUNTED), eager.of(COUNTED)
 
 
 def test_the_kv_cache_is_updated_in_place_as_hf_eager_does(monkeypatch):
@@ -135,14 +119,14 @@ def test_an_update_runs_in_place_only_when_nothing_reads_the_old_value(read):
     program = Program(module, graph=False, device="cpu")
     c, s = torch.randn(4, 3), torch.randn(1, 3)
     old = c.clone()
-    with Counts() as counts:
+    with DispatchCounts() as counts:
         (o,) = program([c, torch.tensor([2]), s])
     new = old.clone()
     new[2] = s[0]
     torch.testing.assert_close(c, new)
     torch.testing.assert_close(o, 2 * (new if read == "%6" else old))
     in_place = read == "%6"
-    assert counts.counted()["index_copy_"] == in_place and counts.counted()["index_copy"] == (not in_place)
+    assert counts.of(COUNTED)["index_copy_"] == in_place and counts.of(COUNTED)["index_copy"] == (not in_place)
 
 
 def test_in_place_variants():

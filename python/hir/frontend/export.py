@@ -138,7 +138,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     spec per example argument; ``group_heads``: grouped-query attention on un-repeated keys
     and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
     group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`)."""
-    from hir.frontend.fx_rewrites import drop_metadata_checks, forward_copies, fuse_projections, group_query_heads
+    from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
 
     names, aliases, values, transient = module_state(module)
     output_names: list[str] = []
@@ -160,7 +160,6 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
         raise HirError(f"error: torch.export cannot trace {what}: {type(err).__name__}: {_first_line(err)}{_hint(err)}") from None
     finally:
         logging.disable(logging.NOTSET)
-    drop_metadata_checks(program.graph)
     forward_copies(program.graph)
     if group_heads:  # (each rewrite leaves a match it cannot type as it was, with a warning)
         group_query_heads(program.graph)
@@ -177,12 +176,17 @@ def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any)
     ``run_decompositions({})`` keeps it. The same graph, less the training graph's
     ``_assert_tensor_metadata`` checks of ``.to()`` calls (made at trace time). These are
     torch.export's own internals (``run_decompositions`` is built from them); where a torch
-    lacks them, the two public steps run instead."""
+    lacks them, the two public steps run instead, and their checks are erased
+    (:func:`hir.frontend.fx_rewrites.drop_metadata_checks`), so both give the same graph."""
     try:
         from torch.export._trace import _export
         from torch.export.exported_program import _override_composite_implicit_decomp, _split_decomp_table_to_cia_and_python_decomp
     except ImportError:
-        return torch.export.export(module, args, dynamic_shapes=dynamic_shapes, strict=False).run_decompositions({})
+        from hir.frontend.fx_rewrites import drop_metadata_checks
+
+        program = torch.export.export(module, args, dynamic_shapes=dynamic_shapes, strict=False).run_decompositions({})
+        drop_metadata_checks(program.graph)
+        return program
     keep_whole, _ = _split_decomp_table_to_cia_and_python_decomp({})
     with _override_composite_implicit_decomp(keep_whole):
         return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False)

@@ -155,10 +155,11 @@ def forward_copies(graph: torch.fx.Graph) -> int:
 
 
 def drop_metadata_checks(graph: torch.fx.Graph) -> int:
-    """Erase export's ``_assert_tensor_metadata`` checks (an operand's dtype, device and layout
-    at trace time): the imported program's types carry the dtype, and device and layout are
-    the interpreter's to choose (a program exported on the CPU runs on a GPU). Run, each is a
-    host call per step that HF eager does not make (71 in a 16-layer decode step). Returns
+    """Erase the training graph's ``_assert_tensor_metadata`` checks (an operand's dtype,
+    device and layout at trace time, one per ``.to()``), which the two-step export keeps
+    (``export.functional_export``'s fallback): the imported program's types carry the dtype,
+    and device and layout are the interpreter's to choose (a program exported on the CPU
+    runs on a GPU). Run, each is a host call per step that HF eager does not make. Returns
     the number erased."""
     checks = [n for n in graph.nodes if n.op == "call_function" and n.target is aten._assert_tensor_metadata.default and not n.users]
     for node in checks:

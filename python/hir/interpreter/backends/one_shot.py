@@ -17,6 +17,7 @@ so no rendezvous ever runs inside a CUDA-graph capture, and one buffer per op is
 every run.
 """
 
+import math
 from typing import Callable, Optional
 
 import torch
@@ -51,10 +52,7 @@ def one_shot_shape(o) -> Optional[list[int]]:
     shape = spec.local_static()
     if DYNAMIC in shape or not _in_function_body(o.op):
         return None
-    numel = 1
-    for n in shape:
-        numel *= n
-    size = numel * torch.empty((), dtype=spec.dtype).element_size()
+    size = math.prod(shape) * spec.dtype.itemsize
     return shape if 0 < size <= ONE_SHOT_MAX_BYTES and size % 4 == 0 else None  # the kernel moves >= 4-byte words
 
 
@@ -69,9 +67,7 @@ def allreduce(o) -> Optional[Callable[[list], StreamWork]]:
         return None
     axis, inp, out = o.attr("axis"), o.inp, o.out
     enable_symmetric_memory(o.group)
-    numel = 1
-    for n in shape:
-        numel *= n
+    numel = math.prod(shape)
     buffer = symm_mem.empty(numel, dtype=o.out_spec.dtype, device=o.c.runtime.device)
     symm_mem.rendezvous(buffer, o.group.group_name)
     registrations += 1
