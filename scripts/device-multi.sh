@@ -122,12 +122,11 @@ for section in $sections; do
         bounded "$cap" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/overlap.py --sizes 8192,16384 --graph --timeout $(( cap > 15 ? cap - 5 : cap )) \
           --pipelines "$P,hir-lower" \
           --p2p "$P,hir-p2p-pipeline{chunks=auto comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{copies=2 comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{copies=2 chunks=auto comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{copies=3 comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{copies=2 chunks=2 transfer=push comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{chunks=4 comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{chunks=8 comm-stream=1},hir-lower" \
                 "$P,hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{accumulate=1 chunks=2 copies=2 transfer=push comm-stream=1},hir-lower"
+                "$P,hir-p2p-pipeline{accumulate=1 chunks=4 transfer=push comm-stream=1},hir-lower" \
+                "$P,hir-p2p-pipeline{accumulate=1 chunks=8 transfer=push comm-stream=1},hir-lower"
       done ;;
     sanitizer)
       # only the files with GPU tests: the sanitizer sees every torch op, collection's too
