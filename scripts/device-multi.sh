@@ -23,6 +23,7 @@
 # overlap to N. Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
 # HIR_CAP_E2E=75, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
 # HIR_LAYER_ROWS / HIR_DECODE_ROWS: a regex of the rows to build (the benchmarks' --rows).
+# HIR_MATRIX_K: a pytest -k expression choosing the matrix's cases (e.g. 'correct and 4': the 4-GPU half).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -88,7 +89,7 @@ for section in $sections; do
       # appends each form's line to the log as it finishes
       say "=== option matrix ($file), 2 and $gpus GPU(s)"
       bounded "$(allowance "${HIR_CAP_MATRIX:-240}")" "$out/matrix.txt" \
-        env HIR_P2P_MATRIX=.device/p2p_matrix.tar.xz HIR_P2P_MATRIX_LOG="$out/matrix.txt" python3 -m pytest -q -p no:cacheprovider -m gpu -rs "$file" ;;
+        env HIR_P2P_MATRIX=.device/p2p_matrix.tar.xz HIR_P2P_MATRIX_LOG="$out/matrix.txt" python3 -m pytest -q -p no:cacheprovider -m gpu -rs ${HIR_MATRIX_K:+-k "$HIR_MATRIX_K"} "$file" ;;
     layer)
       for n in ${HIR_LAYER_COUNTS:-$both}; do
         cap=$(allowance "${HIR_CAP_LAYER:-170}")
