@@ -51,12 +51,12 @@ matmul's epilogue (``accumulate.py``). The module gets ``hir.num_streams``: at l
 pool streams the steps use (compute streams, plus the reduce-scatter's reducer / receiver
 stream, plus the comm stream), so none of them alias.
 
-The tensor-parallel form gets the same treatment (``allreduce.py``, async-TP's idea): a
-contraction writing a partial sum followed by a summing ``hir.allreduce`` runs in row blocks,
-each block's all-reduce issued after its matmul on the block's pool stream, so it overlaps
-the next block's matmul. ``chunks`` (a number, or ``auto``: the rule of ``cost.py``) is the
-block count; ``chunks=1`` leaves the pair whole, and ``overlap=auto`` chunks it only where
-the rule picks more than one block.
+The tensor-parallel form gets the same treatment (async-TP's idea): a contraction writing a
+partial sum followed by a summing ``hir.allreduce`` becomes, as ``allreduce`` says, the
+contraction with its rows split over the team feeding a reduce-scatter that the
+reduce-scatter pattern pipelines, then one all-gather of the rows into the all-reduce's
+output (``rs-ag``, ``rs_allgather.py``), or row blocks, each block's all-reduce issued
+after its matmul on the block's pool stream (``chunked``, ``allreduce.py``).
 
 **Patterns and driver.** One pattern per source collective, rooted on it
 (:func:`populate_p2p_pipeline_patterns`): ``hir.allgather`` in P2P form (with its wait and
@@ -101,6 +101,12 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
 - ``overlap``: ``on`` (default) pipelines every collective in P2P form; ``off`` none (hir-lower
   then runs them whole); ``auto`` those where the pipeline pays by the rule of ``cost.py``. The named
   pipeline ``hir-lower-overlap`` (``passes/pipeline.py``) uses ``auto``.
+- ``allreduce``: the form of a contraction + sum all-reduce pair. ``rs-ag``: the pipelined
+  reduce-scatter + all-gather, where the rows (the contraction's M axis) split evenly over
+  the team, else whole; ``chunked``: ``chunks`` row blocks (``chunks=auto``: whole, the rule
+  never chunks); ``auto`` (default): ``rs-ag`` where it applies, else ``chunked``. Under
+  ``overlap=auto`` the named form (``auto``: rs-ag or whole) is taken only where ``cost.py``'s
+  rule says it beats the whole pair. Another value is an error at the first all-reduce.
 """
 
 from dataclasses import dataclass
