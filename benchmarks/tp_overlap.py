@@ -48,9 +48,17 @@ SP_PIPELINES = [
     "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda accumulate=1 chunks=auto transfer=push comm-stream=1},hir-lower",
     "hir-lower-overlap",
 ]
-# The TP form's all-reduce overlapped (hir-p2p-pipeline chunks the matmul + all-reduce pair
-# in row blocks): a fixed block count beside the chunks=auto rule of hir-lower-overlap.
-TP_PIPELINES = [WHOLE, "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{chunks=4},hir-lower", "hir-lower-overlap"]
+# The TP form's all-reduce overlapped: hir-p2p-pipeline's rs-ag form (the matmul + a
+# copy-engine reduce-scatter of its rows pipelined, then one all-gather; the SP rows' best
+# reduce-scatter options), the row blocks (chunked matmul + NCCL all-reduce, 4 blocks), and
+# hir-lower-overlap (overlap=auto: rs-ag at these sizes by the rule of passes/p2p/cost.py).
+TP_PIPELINES = [
+    WHOLE,
+    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda allreduce=rs-ag chunks=auto comm-stream=1},hir-lower",
+    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda allreduce=rs-ag accumulate=1 chunks=auto},hir-lower",
+    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{allreduce=chunked chunks=4},hir-lower",
+    "hir-lower-overlap",
+]
 
 
 def placements(sequence: bool) -> dict:

@@ -49,7 +49,7 @@ rm -rf .device/layer .device/tp_overlap .device/tp_decode
 "$python" benchmarks/layer.py --emit .device/layer --worlds "$worlds"
 "$python" benchmarks/tp_overlap.py --emit .device/tp_overlap --worlds "$worlds"
 "$python" benchmarks/tp_decode.py --emit .device/tp_decode --worlds "$worlds"
-# the option matrix's programs, lowered here (768 pipelines per world size: minutes of CPU)
+# the option matrix's programs, lowered here (1280 pipelines per world size, the TP form with allreduce=rs-ag|chunked: minutes of CPU)
 "$python" test/python/test_p2p_matrix_gpu.py --emit-lowered .device/p2p_matrix.tar.xz
 
 du -sh .device

@@ -19,7 +19,9 @@ After (chunks = 2; the rows T of the partial and the output are chunked)::
       "hir.set_current_stream"(%user) ; "hir.synchronize"(%s) })
 
 The all-reduces keep the collective's backend (NCCL: its kernels run on NCCL's stream, one
-after another, each after its block's matmul). ``chunks=auto``: ``cost.allreduce_chunks``.
+after another, each after its block's matmul). The form of ``allreduce=chunked`` with a
+fixed ``chunks`` > 1: by the rule of ``cost.py`` it never pays (the NCCL kernels take the
+matmul's SMs), so ``chunks=auto`` and ``overlap=auto`` leave the pair whole.
 """
 
 from typing import Optional

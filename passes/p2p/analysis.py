@@ -16,11 +16,13 @@ from hir.dialect.base import get_i64_array
 from hir.dialect.nodes import spans_nodes
 from hir.passes.p2p.accumulate import accumulate_receives, can_accumulate
 from hir.passes.p2p.allreduce import chunkable_allreduce
-from hir.passes.p2p.cost import allreduce_chunks, auto_chunks, pipeline_pays
+from hir.passes.p2p.cost import auto_chunks, pipeline_pays, rs_allgather_pays
+from hir.passes.p2p.rs_allgather import row_split
 from hir.passes.p2p.steps import comm_stream_index, compute_streams
 
 TRANSFERS = ("pull", "push")
 OVERLAPS = ("on", "auto", "off")
+ALLREDUCE_FORMS = ("auto", "rs-ag", "chunked")  # the forms of a contraction + all-reduce pair
 
 
 @dataclass
@@ -35,12 +37,13 @@ class PipelineAnalysis:
     # (and no pattern erases a collective it did not rewrite, so the handles stay valid).
     kept_whole: set[ir.Operation] = field(default_factory=set)
 
-    def p2p_schedule(self, op: ir.Operation, block_ops: list) -> Optional[Any]:
+    def p2p_schedule(self, op: ir.Operation, block_ops: list, chosen: bool = False) -> Optional[Any]:
         """The options the pipeline of ``op`` (a collective in P2P form; ``block_ops``: the
         ops of its block) is built with: ``chunks`` a number, ``accumulate`` only where the
-        reduce-scatter can; None when ``overlap`` keeps it whole."""
+        reduce-scatter can; None when ``overlap`` keeps it whole (not asked when the
+        pipeline is already ``chosen``: the reduce-scatter of an all-reduce's rs-ag form)."""
         options = self.options
-        if op in self.kept_whole or not self._pipelines(op, block_ops):
+        if not chosen and (op in self.kept_whole or not self._pipelines(op, block_ops)):
             self.kept_whole.add(op)
             return None  # hir-lower runs it whole
         ag = op.name == AllgatherOp.OPERATION_NAME
@@ -52,22 +55,37 @@ class PipelineAnalysis:
         return opts
 
     def allreduce_schedule(self, op: ir.Operation) -> Optional[tuple]:
-        """(producer, chunked axis, chunks) for the all-reduce ``op`` and the contraction
-        before it (``allreduce.py``), as ``overlap`` and ``chunks`` say; None to keep the pair
-        whole."""
+        """The form of the all-reduce ``op`` and the contraction before it, as ``allreduce``,
+        ``overlap`` and ``chunks`` say (cost.py): ``("rs-ag", producer, rows, RowSplit)``
+        (``rs_allgather.py``), ``("chunked", producer, rows, chunks)`` (``allreduce.py``), or
+        None to keep the pair whole."""
         found = None if op in self.kept_whole else chunkable_allreduce(op)
-        if found is None:
+        plan = None if found is None else self._allreduce_form(op, *found)
+        if plan is None:
             self.kept_whole.add(op)
-            return None
+        return plan
+
+    def _allreduce_form(self, op: ir.Operation, producer: ir.Operation, rows: int) -> Optional[tuple]:
         options = self.options
-        producer, rows = found
-        rule = allreduce_chunks(op, producer, rows, options.copy_gbps, options.compute_tflops, options.chunk_us)
-        chunks = rule if str(options.chunks) == "auto" or options.overlap == "auto" else int(options.chunks)
+        auto = options.overlap == "auto"
+        if options.allreduce != "chunked":
+            split = row_split(op, producer, rows)
+            if split is not None and (not auto or self._rs_allgather_pays(op, producer)):
+                return "rs-ag", producer, rows, split
+            if options.allreduce == "rs-ag":
+                return None
+        # Row blocks never pay by the rule (their NCCL all-reduces share the SMs): a fixed count only.
+        chunks = 1 if auto or str(options.chunks) == "auto" else int(options.chunks)
         if chunks <= 1 or ir.MemRefType(op.operands[0].type).shape[rows] % chunks:
-            self.kept_whole.add(op)
             return None
         self.pool_streams = max(self.pool_streams, chunks)
-        return producer, rows, chunks
+        return "chunked", producer, rows, chunks
+
+    def _rs_allgather_pays(self, op: ir.Operation, producer: ir.Operation) -> bool:
+        options = self.options
+        if spans_nodes(op, options.name, "kept whole (overlap=auto pipelines teams inside one node only)"):
+            return False
+        return rs_allgather_pays(op, producer, options.copy_gbps, options.compute_tflops, options.step_us)
 
     def _pipelines(self, op: ir.Operation, block_ops: list) -> bool:
         """``overlap``: whether to pipeline ``op`` (``auto``: :func:`pipeline_pays`)."""

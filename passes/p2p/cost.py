@@ -3,7 +3,7 @@
 peer's slice at ``copy-gbps``) and computes (t_m: its consumers' / producer's local work
 over n, at ``compute-tflops``), and from them ``overlap=auto`` (:func:`pipeline_pays`) and
 ``chunks=auto`` (:func:`auto_chunks`); for the tensor-parallel contraction + all-reduce
-pair, :func:`allreduce_chunks`.
+pair, :func:`rs_allgather_pays`.
 
 ``overlap=auto``. With n team members and one step copying for t_c and computing for t_m
 (as for ``chunks=auto`` below), the whole collective then its compute takes n·t_m +
@@ -37,10 +37,29 @@ of part i from the neighbour, so a step takes about max(t_m, t_c, (t_m + t_c) / 
 (two parts already hide the copy when t_c <= t_m; one part serializes copy and matmul).
 Both times use the rank's local work (a split output counts its local shard).
 
-The contraction + all-reduce pair (``allreduce.py``): ``chunks=auto`` takes the c in
-{1, 2, 4, 8} of least t_m / c + (c - 1) · max(t_m, t_a) / c + t_a / c + c · chunk-us, t_m the
-contraction's time at ``compute-tflops`` and t_a the all-reduce's at ``copy-gbps`` (bus
-bandwidth: 2 (n - 1) / n of the buffer per rank); c = 1 leaves the pair whole.
+The contraction + all-reduce pair (``allreduce=``; ``allreduce.py``, ``rs_allgather.py``).
+With n team members, the contraction's time t_m (its flops at ``compute-tflops``) and t_c
+the time to copy one row block of the output (1/n of it) at ``copy-gbps``, the forms cost:
+
+- whole: t_m + 2 (n - 1) t_c (the all-reduce at bus bandwidth, 2 (n - 1) / n of the buffer);
+- reduce-scatter + all-gather (``rs-ag``): the reduce-scatter pipelined with the contraction
+  as above, max(t_m, t_m / n + (n - 1) t_c) + n · step-us, then the whole all-gather,
+  (n - 1) t_c (the slot reduction, memory-bound, left out). It beats whole exactly when
+  (n - 1) · min(t_c, t_m / n) > n · step-us: :func:`pipeline_pays`'s condition for the
+  reduce-scatter it pipelines (:func:`rs_allgather_pays`);
+- row blocks (``chunked``, c blocks): t_m + 2 (n - 1) t_c + (c - 1) · chunk-us. Its
+  all-reduces are NCCL kernels: they take SMs from the matmul blocks they overlap, so the
+  overlap hides nothing. Measured (benchmarks/RESULTS.md, issue 39 runs 2 and 3, TP MLP,
+  CUDA graphs): 4 blocks 1.15x hand-written TP against 1.06x whole on 4x H200, 1.09x
+  against 1.04x on 2x H100. So it never costs less than whole: ``overlap=auto`` and
+  ``chunks=auto`` leave it whole, and only a fixed ``chunks`` > 1 (with ``overlap=on``)
+  chunks the pair.
+
+``overlap=auto`` therefore takes rs-ag where the rows split evenly over the team and
+:func:`rs_allgather_pays`, else whole. E.g. the TP MLP's second matmul of
+benchmarks/tp_overlap.py (tokens 8192, d 4096, hidden 16384, bf16): 2 ranks, t_m = 687 us,
+t_c = 112 us: whole 911 us, rs-ag 839 us; 4 ranks, t_m = 344 us, t_c = 56 us: whole 680 us,
+rs-ag 592 us: rs-ag on both.
 """
 import math
 from typing import Optional
@@ -102,16 +121,17 @@ def auto_chunks(op: ir.Operation, block_ops: list, copy_gbps: float, compute_tfl
     return min(candidates, key=lambda c: shortest / c + c * (n - 1) * chunk_us)
 
 
-def allreduce_chunks(op: ir.Operation, producer: ir.Operation, rows: int, copy_gbps: float, compute_tflops: float, chunk_us: float) -> int:
-    """``chunks=auto`` for the contraction ``producer`` + all-reduce ``op`` pair chunked
-    along axis ``rows`` of the partial (the rule in the module docstring)."""
+def rs_allgather_pays(op: ir.Operation, producer: ir.Operation, copy_gbps: float, compute_tflops: float, step_us: float) -> bool:
+    """``overlap=auto`` for the contraction ``producer`` + all-reduce ``op`` pair: whether
+    the reduce-scatter + all-gather form beats the whole pair (the rule in the module
+    docstring: (n - 1) · min(t_c, t_m / n) > n · step_us)."""
     n = len(get_i64_array(op, "team"))
     out_type = ir.MemRefType(op.operands[1].type)
-    t_a = 2 * (n - 1) / n * math.prod(out_type.shape) * _element_bytes(out_type.element_type) / (copy_gbps * 1e3)
+    t_c = math.prod(out_type.shape) / n * _element_bytes(out_type.element_type) / (copy_gbps * 1e3)  # one row block, us
     t_m = _flops(producer) / (compute_tflops * 1e6)
-    extent = _local_shape(op.operands[0])[rows]
-    candidates = [c for c in (1, 2, 4, MAX_AUTO_CHUNKS) if extent % c == 0]
-    return min(candidates, key=lambda c: t_m / c + (c - 1) * max(t_m, t_a) / c + t_a / c + (c - 1) * chunk_us)
+    whole = t_m + 2 * (n - 1) * t_c
+    rs_ag = max(t_m, t_m / n + (n - 1) * t_c) + n * step_us + (n - 1) * t_c
+    return n > 1 and rs_ag < whole
 
 
 def _step_compute(op: ir.Operation, buffer: ir.Value, k: int, block_ops: list, ag: bool) -> list:

@@ -51,12 +51,12 @@ matmul's epilogue (``accumulate.py``). The module gets ``hir.num_streams``: at l
 pool streams the steps use (compute streams, plus the reduce-scatter's reducer / receiver
 stream, plus the comm stream), so none of them alias.
 
-The tensor-parallel form gets the same treatment (``allreduce.py``, async-TP's idea): a
-contraction writing a partial sum followed by a summing ``hir.allreduce`` runs in row blocks,
-each block's all-reduce issued after its matmul on the block's pool stream, so it overlaps
-the next block's matmul. ``chunks`` (a number, or ``auto``: the rule of ``cost.py``) is the
-block count; ``chunks=1`` leaves the pair whole, and ``overlap=auto`` chunks it only where
-the rule picks more than one block.
+The tensor-parallel form gets the same treatment (async-TP's idea): a contraction writing a
+partial sum followed by a summing ``hir.allreduce`` becomes, as ``allreduce`` says, the
+contraction with its rows split over the team feeding a reduce-scatter that the
+reduce-scatter pattern pipelines, then one all-gather of the rows into the all-reduce's
+output (``rs-ag``, ``rs_allgather.py``), or row blocks, each block's all-reduce issued
+after its matmul on the block's pool stream (``chunked``, ``allreduce.py``).
 
 **Patterns and driver.** One pattern per source collective, rooted on it
 (:func:`populate_p2p_pipeline_patterns`): ``hir.allgather`` in P2P form (with its wait and
@@ -101,6 +101,12 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
 - ``overlap``: ``on`` (default) pipelines every collective in P2P form; ``off`` none (hir-lower
   then runs them whole); ``auto`` those where the pipeline pays by the rule of ``cost.py``. The named
   pipeline ``hir-lower-overlap`` (``passes/pipeline.py``) uses ``auto``.
+- ``allreduce``: the form of a contraction + sum all-reduce pair. ``rs-ag``: the pipelined
+  reduce-scatter + all-gather, where the rows (the contraction's M axis) split evenly over
+  the team, else whole; ``chunked``: ``chunks`` row blocks (``chunks=auto``: whole, the rule
+  never chunks); ``auto`` (default): ``rs-ag`` where it applies, else ``chunked``. Under
+  ``overlap=auto`` the named form (``auto``: rs-ag or whole) is taken only where ``cost.py``'s
+  rule says it beats the whole pair. Another value is an error at the first all-reduce.
 """
 
 from dataclasses import dataclass
@@ -111,12 +117,14 @@ from torch_mlir import ir, rewrite
 from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, AllreduceOp, ReduceScatterOp, add_high_priority_stream, module_num_streams, set_module_num_streams
 from hir.dialect.comm import BACKENDS
 from hir.dialect.irutils import FUNC, func_ops, is_p2p_form
-from hir.passes.base import ModulePass, PassFailure, register_pass
+from hir.dialect.base import get_str
+from hir.passes.base import ModulePass, PassFailure, fail, register_pass
 from hir.passes.p2p.accumulate import build_accumulate
 from hir.passes.p2p.allgather import build_allgather
 from hir.passes.p2p.allreduce import build_allreduce
-from hir.passes.p2p.analysis import OVERLAPS, TRANSFERS, PipelineAnalysis
+from hir.passes.p2p.analysis import ALLREDUCE_FORMS, OVERLAPS, TRANSFERS, PipelineAnalysis
 from hir.passes.p2p.reduce_scatter import build_reduce_scatter
+from hir.passes.p2p.rs_allgather import build_rs_allgather
 from hir.passes.p2p.steps import ALGORITHMS
 from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
 
@@ -125,7 +133,7 @@ from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
 @dataclass
 class P2PPipeline(ModulePass):
     name = "hir-p2p-pipeline"
-    description = "Stream-parallel all-gather + consumers / producer + reduce-scatter to copy-engine P2P pipelines (nvFuser AG_matmul_P2p); options algorithm, streams, copies, chunks (a number or auto), backend, transfer, comm-stream, accumulate, overlap (on, auto, off), copy-gbps, compute-tflops, chunk-us, step-us."
+    description = "Stream-parallel all-gather + consumers / producer + reduce-scatter to copy-engine P2P pipelines (nvFuser AG_matmul_P2p), contraction + all-reduce to a pipelined reduce-scatter + all-gather or row blocks; options algorithm, streams, copies, chunks (a number or auto), backend, transfer, comm-stream, accumulate, overlap (on, auto, off), allreduce (auto, rs-ag, chunked), copy-gbps, compute-tflops, chunk-us, step-us."
     algorithm: str = "local-first"
     backend: str = ""
     streams: int = 1
@@ -138,11 +146,15 @@ class P2PPipeline(ModulePass):
     chunk_us: float = 15.0
     accumulate: bool = False
     overlap: str = "on"  # on | auto | off (the rule in cost.py)
+    allreduce: str = "auto"  # auto | rs-ag | chunked: the form of a contraction + all-reduce pair
     step_us: float = 20.0
 
     def run(self, module: ir.Module) -> None:
         self._check_options()
-        if self.overlap == "off" or not _has_sources(module):
+        if self.allreduce not in ALLREDUCE_FORMS:  # reported at the first all-reduce it would shape
+            at = next((op.location for op in _root_ops(module) if op.name == AllreduceOp.OPERATION_NAME), None)
+            raise PassFailure(f"hir-p2p-pipeline: allreduce '{self.allreduce}' is not one of {', '.join(ALLREDUCE_FORMS)}", at)
+        if self.overlap == "off" or not _root_ops(module):
             return  # nothing to rewrite: the IR stays as it is, dead ops included
         analysis = PipelineAnalysis(self)
         patterns = GuardedRewritePatternSet(module.context)
@@ -183,7 +195,7 @@ def populate_p2p_pipeline_patterns(patterns: GuardedRewritePatternSet, analysis:
     p2p = _Patterns(analysis)
     patterns.add(AllgatherOp, p2p.pipeline_allgather)
     patterns.add(ReduceScatterOp, p2p.pipeline_reduce_scatter)
-    patterns.add(AllreduceOp, p2p.chunk_allreduce)
+    patterns.add(AllreduceOp, p2p.pipeline_allreduce)
 
 
 @dataclass
@@ -201,38 +213,54 @@ class _Patterns:
         """A reduce-scatter in P2P form in a function's body, with its producer and wait ->
         the accumulating ring (``accumulate.py``) where the analysis chose it, else the slot
         pipeline (``reduce_scatter.py``); no match where it runs whole."""
-        return self._pipeline(root.operation, rewriter, lambda opts: build_accumulate if opts.accumulate else build_reduce_scatter)
+        return self._pipeline(root.operation, rewriter, _reduce_scatter_builder)
 
-    def _pipeline(self, op: ir.Operation, rewriter: rewrite.PatternRewriter, builder: Callable[[Any], Callable]) -> bool:
+    def _pipeline(self, op: ir.Operation, rewriter: rewrite.PatternRewriter, builder: Callable[[Any], Callable], chosen: bool = False) -> bool:
         """The pipeline of the collective ``op``, built by ``builder(options)`` with the
-        options the analysis resolved for it."""
+        options the analysis resolved for it (``chosen``: pipelined whatever ``overlap`` says)."""
         if not _in_p2p_form(op):
             return True
         block_ops = list(op.block.operations)
-        opts = self.analysis.p2p_schedule(op, block_ops)
+        opts = self.analysis.p2p_schedule(op, block_ops, chosen)
         if opts is None:
             return True
         builder(opts)(opts, op, block_ops, rewriter)
         return False
 
-    def chunk_allreduce(self, root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-        """A contraction + summing all-reduce pair in a function's body -> row blocks
-        (``allreduce.py``); no match where the analysis keeps it whole."""
+    def pipeline_allreduce(self, root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        """A contraction + summing all-reduce pair in a function's body -> the contraction +
+        a pipelined reduce-scatter of its rows + an all-gather (``rs_allgather.py``), or row
+        blocks (``allreduce.py``), as the analysis chose; no match where it keeps the pair whole."""
         op = root.operation
         if op.parent.name != FUNC:
             return True
-        found = self.analysis.allreduce_schedule(op)
-        if found is None:
+        plan = self.analysis.allreduce_schedule(op)
+        if plan is None:
             return True
-        producer, rows, chunks = found
-        build_allreduce(chunks, op, producer, rows, rewriter)
+        form, producer, rows, detail = plan
+        if form == "chunked":
+            build_allreduce(detail, op, producer, rows, rewriter)
+            return False
+        options = self.analysis.options
+        build_rs_allgather(detail, op, producer, options.backend or get_str(op, "backend"), options.name, self._pipeline_scattered, rewriter)
         return False
 
+    def _pipeline_scattered(self, rs: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:
+        """The reduce-scatter of an rs-ag form, pipelined as the pass's options say."""
+        if self._pipeline(rs, rewriter, _reduce_scatter_builder, chosen=True):
+            raise fail(rs, "is not in the P2P form hir-p2p-pipeline pipelines")  # rs_allgather.py builds it so
 
-def _has_sources(module: ir.Module) -> bool:
-    """Whether a function's body holds a collective of the patterns' root kinds."""
+
+def _reduce_scatter_builder(opts: Any) -> Callable:
+    """The accumulating ring where the analysis chose it, else the slot pipeline."""
+    return build_accumulate if opts.accumulate else build_reduce_scatter
+
+
+def _root_ops(module: ir.Module) -> list:
+    """The collectives of the patterns' root kinds in the functions' bodies."""
     roots = (AllgatherOp.OPERATION_NAME, ReduceScatterOp.OPERATION_NAME, AllreduceOp.OPERATION_NAME)
-    return any(op.operation.name in roots for func in func_ops(module) for op in func.regions[0].blocks[0].operations)
+    ops = (op.operation for func in func_ops(module) for op in func.regions[0].blocks[0].operations)
+    return [op for op in ops if op.name in roots]
 
 
 def _in_p2p_form(op: ir.Operation) -> bool:

@@ -1,12 +1,20 @@
-// RUN: hir-opt %s --print-value-names --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{chunks=2})' | FileCheck %s
-// RUN: hir-opt %s --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline)' | FileCheck %s --check-prefix=WHOLE
-// RUN: hir-opt %s --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{chunks=2 overlap=off})' | FileCheck %s --check-prefix=WHOLE
-// RUN: hir-opt %s --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{chunks=2},hir-lower)' | FileCheck %s --check-prefix=LOWER
+// RUN: hir-opt %s --split-input-file --print-value-names --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{allreduce=chunked chunks=2})' | FileCheck %s
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{allreduce=chunked})' | FileCheck %s --check-prefix=WHOLE
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{chunks=2 overlap=off})' | FileCheck %s --check-prefix=WHOLE
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{overlap=auto})' | FileCheck %s --check-prefix=WHOLE
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{allreduce=chunked chunks=2},hir-lower)' | FileCheck %s --check-prefix=LOWER
+// RUN: hir-opt %s --split-input-file --print-value-names --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{allreduce=rs-ag})' | FileCheck %s --check-prefix=RSAG
+// RUN: hir-opt %s --split-input-file --print-value-names --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline)' | FileCheck %s --check-prefix=RSAG
+// RUN: hir-opt %s --split-input-file --print-value-names --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{overlap=auto copy-gbps=0.0001 compute-tflops=0.0000001})' | FileCheck %s --check-prefix=RSAG
+// RUN: hir-opt %s --split-input-file --print-value-names --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{allreduce=rs-ag accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower)' | FileCheck %s --check-prefix=RING
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{allreduce=rs-ag chunks=2})' | FileCheck %s --check-prefix=UNEVEN
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{chunks=2})' | FileCheck %s --check-prefix=FALLBACK
 
 // The tensor-parallel form (async-TP's idea): the row-parallel matmul writes a partial sum
 // [D, T, N] split on the summed axis, and an all-reduce makes it whole. hir-p2p-pipeline
 // runs the pair in row blocks: block c's matmul on pool stream c, then its all-reduce from
 // the same stream, so block c's all-reduce runs while block c + 1 multiplies.
+// (allreduce=chunked: this form, not the reduce-scatter + all-gather below.)
 // CHECK: module attributes {hir.num_streams = 4 : i64}
 // CHECK-LABEL: func.func @tp_matmul_allreduce
 // CHECK: %user_stream = "hir.get_current_stream"
@@ -27,7 +35,8 @@
 // CHECK-NOT: "hir.allreduce"
 // CHECK: return %alloc_0
 
-// chunks = 1 (the default) and overlap = off leave the pair whole.
+// The row blocks with chunks = 1 (the default), overlap = off, and overlap = auto at this
+// size (cost.py: the rule's gain is below the per-step cost) leave the pair whole.
 // WHOLE-LABEL: func.func @tp_matmul_allreduce
 // WHOLE-NOT: hir.for
 // WHOLE: "hir.matmul"
@@ -38,10 +47,73 @@
 // LOWER: "hir.for"
 // LOWER: "hir.allreduce"
 // LOWER: memref.dealloc %alloc :
-func.func @tp_matmul_allreduce(%a: memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %w: memref<2x4x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x3xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {
-  %partial = memref.alloc() : memref<2x8x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
-  "hir.matmul"(%a, %w, %partial) : (memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<2x4x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<2x8x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
-  %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
-  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<2x8x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
-  return %out : memref<8x3xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+
+// allreduce=rs-ag (also the default allreduce=auto, and overlap=auto where the rule says
+// it pays: here with rates that make these tiny buffers slow): the matmul in nvFuser's P2P
+// form with its rows T = 8 split over the team ([4, 2]; the weight broadcast over the row
+// blocks), its reduce-scatter pipelined by the reduce-scatter pattern (one shift per peer
+// on copy engines, the slot reduction into %scattered), then the whole all-gather of the
+// scattered rows into the all-reduce's output.
+// RSAG-LABEL: func.func @tp_matmul_allreduce
+// RSAG-NOT: "hir.allreduce"
+// RSAG: %[[OUT:.+]] = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+// RSAG-NEXT: %arg0_rows = "hir.alias_reshape"(%arg0) {reassociation = {{\[\[}}0], [1, 2], [3]]} : ({{.*}}) -> memref<4x4x2x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// RSAG-NEXT: %arg1_rows = "hir.alias_reshape"(%arg1) {reassociation = {{\[\[}}0], [1, 2], [3]]} : ({{.*}}) -> memref<4x1x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// RSAG-NEXT: %scattered = memref.alloc() : memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// RSAG: %slots = memref.alloc() {hir.symmetric} : memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// RSAG: %[[A:.+]] = "hir.alias_select"(%arg0_rows, %position) {axis = 1 : i64}
+// RSAG: "hir.matmul"(%[[A]], %{{.*}}, %slots_slice)
+// RSAG: "hir.shift"(%slots_slice, %{{.*}}, %j) {backend = "cuda", team = array<i64: 0, 1, 2, 3>}
+// RSAG: "hir.alias_select"(%arg0_rows, %me) {axis = 1 : i64}
+// RSAG: "hir.reduction"(%received, %scattered) {axes = array<i64: 1>, kind = "sum"}
+// RSAG-NEXT: %out_rows = "hir.alias_reshape"(%[[OUT]]) {reassociation = {{\[\[}}0, 1], [2]]} : ({{.*}}) -> memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+// RSAG-NEXT: %ag_work = "hir.allgather"(%scattered, %out_rows) {axis = 0 : i64, backend = "cuda", team = array<i64: 0, 1, 2, 3>}
+// RSAG-NEXT: "hir.wait"(%ag_work)
+// RSAG-NEXT: return %[[OUT]]
+
+// With the accumulating ring (pushed parts, a comm stream): the ring's shifts and
+// {accumulate} matmuls, no slot reduction, then the all-gather.
+// RING-LABEL: func.func @tp_matmul_allreduce
+// RING-NOT: "hir.reduction"
+// RING: "hir.shift"{{.*}}transfer = "push"
+// RING: "hir.matmul"{{.*}} {accumulate}
+// RING: "hir.allgather"(%scattered, %out_rows) {axis = 0 : i64, backend = "cuda", team = array<i64: 0, 1, 2, 3>}
+// UNEVEN-LABEL: func.func @tp_matmul_allreduce
+// UNEVEN-NOT: "hir.allreduce"
+// UNEVEN: "hir.shift"
+// UNEVEN: "hir.allgather"
+func.func @tp_matmul_allreduce(%a: memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %w: memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
+  %partial = memref.alloc() : memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.matmul"(%a, %w, %partial) : (memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  return %out : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+}
+
+
+// -----
+
+// Rows that do not split evenly over the team (T = 6 over 4 ranks): no rs-ag form; with
+// allreduce=rs-ag the pair stays whole, with the default (auto) and chunks = 2 it takes the
+// row blocks.
+// UNEVEN-LABEL: func.func @tp_uneven_rows
+// UNEVEN-NOT: "hir.for"
+// UNEVEN: "hir.allreduce"
+// FALLBACK-LABEL: func.func @tp_uneven_rows
+// FALLBACK: "hir.for"
+// FALLBACK: "hir.for"
+// FALLBACK: "hir.alias_chunk"
+// FALLBACK: "hir.allreduce"
+// RSAG-LABEL: func.func @tp_uneven_rows
+// RSAG-NOT: "hir.shift"
+// RSAG: "hir.allreduce"
+// RING-LABEL: func.func @tp_uneven_rows
+// RING-NOT: "hir.shift"
+// RING: "hir.allreduce"
+func.func @tp_uneven_rows(%a: memref<4x6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %w: memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<6x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
+  %partial = memref.alloc() : memref<4x6x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.matmul"(%a, %w, %partial) : (memref<4x6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x6x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  %out = memref.alloc() : memref<6x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x6x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<6x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  return %out : memref<6x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
 }

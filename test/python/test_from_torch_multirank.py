@@ -184,13 +184,18 @@ def run_case(name: str, rank: int, world: int) -> str:
         failure = check_sequence_parallel(name, program, program.arguments(state, x), want.chunk(world, 0)[rank], world, 1e-6, overlap=name == "sp")
         dist.barrier()
         return failure
-    hir.lower(program.module, PIPELINE)
-    lowered = str(program.module)
-    if world > 1 and "hir.allreduce" not in lowered:
-        return f"{name}: lowered program lacks the allreduce"
-    (got,) = hir.run(program.module, program.arguments(state, x), device="cpu")
-    if not torch.allclose(got, want, rtol=1e-5, atol=1e-6):
-        return f"{name}: rank {rank} got {got}, want {want}"
+    # TP: the all-reduce whole, and as hir-p2p-pipeline's reduce-scatter (the accumulating
+    # ring, in two parts) + all-gather.
+    rs_ag = P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{allreduce=rs-ag accumulate=1 chunks=2}")
+    for pipeline, kept in ((PIPELINE, '"hir.allreduce"'), (rs_ag, '"hir.allgather"')):
+        lowered_module = hir.parse(text, f"{name}.mlir")
+        hir.lower(lowered_module, pipeline)
+        lowered = str(lowered_module)
+        if world > 1 and (kept not in lowered or (pipeline == rs_ag) != ("{accumulate}" in lowered)):
+            return f"{name} [{pipeline}]: the lowered program lacks {kept} or the accumulating ring's form"
+        (got,) = hir.run(lowered_module, program.arguments(state, x), device="cpu")
+        if not torch.allclose(got, want, rtol=1e-5, atol=1e-6):
+            return f"{name} [{pipeline}]: rank {rank} got {got}, want {want}"
     dist.barrier()
     return ""
 

@@ -5,9 +5,11 @@ program order), and a missing wait on GPU shows only under unlucky timing: the
 ``accumulate=1 chunks=2 transfer=push`` ring once passed its tests and gave 0.1-0.5
 relative error on 4 GPUs. Here every option combination that changes the schedule
 (algorithm x transfer x accumulate x chunks in {1, 2, 4, auto} x comm-stream x streams x
-copies) of three forms, AG+matmul, matmul+RS (both nvFuser's P2P forms, built with the
-builder) and the imported sequence-parallel MLP (an all-gather and a reduce-scatter,
-``Inputs/sp_mlp_<world>.mlir``), is lowered; combinations that lower to the same program
+copies) of four forms, AG+matmul, matmul+RS (both nvFuser's P2P forms, built with the
+builder), the imported sequence-parallel MLP (an all-gather and a reduce-scatter,
+``Inputs/sp_mlp_<world>.mlir``) and the tensor-parallel matmul+AR (a contraction + sum
+all-reduce, also under its own option: ``allreduce=rs-ag``, the pipelined reduce-scatter +
+all-gather, and ``chunked``, the row blocks), is lowered; combinations that lower to the same program
 collapse (an option the form ignores); each distinct program runs eagerly and as a CUDA-graph
 replay, both with ``HIR_COMM_DELAY_CYCLES`` (every transfer and signal held back on its
 stream, so a consumer that does not wait reads stale data every time, not by bad luck), and
@@ -17,7 +19,7 @@ each result must be within 1e-2 (bf16) of float32 torch, relative.
     python test/python/test_p2p_matrix_gpu.py --emit        # rewrite Inputs/ (needs torch_mlir.fx)
     python test/python/test_p2p_matrix_gpu.py --emit-lowered .device/p2p_matrix.tar.xz
 
-Lowering 768 pipelines per world size takes minutes of CPU; ``--emit-lowered`` does it ahead
+Lowering 1280 pipelines per world size takes minutes of CPU; ``--emit-lowered`` does it ahead
 (here) and writes every distinct lowered program to an archive; with ``HIR_P2P_MATRIX=<it>``
 the GPU workers read the programs from it instead of lowering them (the archive records each
 program's pipeline; the workers check it covers the matrix of today's ``pipelines()``).
@@ -50,17 +52,23 @@ OPTIONS = {
     "copies": ("1", "2"),
 }
 # The MLP of Inputs/: tokens split over the mesh, fc1 column-parallel, fc2 row-parallel.
+# Options of one form only: the form of the TP contraction + all-reduce (allreduce=auto is
+# rs-ag where the rows split, as here).
+FORM_OPTIONS = {"matmul+AR": {"allreduce": ("rs-ag", "chunked")}}
 MLP = {"tokens": 512, "d_model": 128, "hidden": 512}
 AG = {"M": 512, "K": 256, "N": 512}  # A [D, M/D, K] split on 0, B [K, N] split on N
 RS = {"M": 512, "K": 512, "N": 256}  # A [D, D, M/D, K/D], B [1, D, K/D, N] split on axis 1
+AR = {"M": 512, "K": 512, "N": 256}  # A [D, M, K/D], B [D, K/D, N] split on axis 0, the sum replicated
 
 
-def pipelines(world: int) -> list[str]:
-    """Every option combination as a schedule pipeline (``streams=n``: one stream per team
-    member); ``hir-lower`` follows once per distinct schedule."""
-    names = list(OPTIONS)
+def pipelines(world: int, form: str = "") -> list[str]:
+    """Every option combination (with ``form``'s own options) as a schedule pipeline
+    (``streams=n``: one stream per team member); ``hir-lower`` follows once per distinct
+    schedule."""
+    options = {**OPTIONS, **FORM_OPTIONS.get(form, {})}
+    names = list(options)
     out = []
-    for values in itertools.product(*OPTIONS.values()):
+    for values in itertools.product(*options.values()):
         opts = " ".join(f"{k}={str(world) if v == 'n' else v}" for k, v in zip(names, values))
         out.append(f"hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{{opts}}}")
     return out
@@ -133,6 +141,28 @@ def _matmul_rs(world: int, rank: int, dev):
     return build, [a.bfloat16(), w.bfloat16()], reference.to(dev)
 
 
+def _matmul_ar(world: int, rank: int, dev):
+    import torch
+
+    from hir.builder import Builder, Shard
+
+    D, (M, K, N) = world, AR.values()
+    mesh = list(range(D))
+
+    def build():
+        b = Builder()
+        a = b.input([D, M, K // D], "bf16", sharding=Shard(mesh, 0))
+        w = b.input([D, K // D, N], "bf16", sharding=Shard(mesh, 0))
+        partial = b.matmul(a, w, sharding=Shard(mesh, 0))
+        b.output(b.sum(partial, [0], sharding=Shard(mesh)))
+        return b.finish()
+
+    gen = torch.Generator().manual_seed(3)
+    a, w = torch.randn(D, M, K // D, generator=gen), torch.randn(D, K // D, N, generator=gen) / K**0.5
+    reference = (a @ w).sum(0)
+    return build, [a.bfloat16(), w.bfloat16()], reference.to(dev)
+
+
 def _sp_mlp(world: int, rank: int, dev):
     import torch
 
@@ -145,7 +175,7 @@ def _sp_mlp(world: int, rank: int, dev):
     return (lambda: hir.parse(text, f"sp_mlp_{world}.mlir")), [*model.bfloat16().state_dict().values(), x], reference.to(dev)
 
 
-FORMS = {"AG+matmul": _ag_matmul, "matmul+RS": _matmul_rs, "SP MLP": _sp_mlp}
+FORMS = {"AG+matmul": _ag_matmul, "matmul+RS": _matmul_rs, "SP MLP": _sp_mlp, "matmul+AR": _matmul_ar}
 
 
 def _relative_error(got, reference) -> float:
@@ -192,12 +222,12 @@ def lowered_programs(world: int, form: str, build, limit=None):
             texts = [tar.extractfile(m).read().decode() for m in members]
         out = [(text.split("\n", 1)[0].removeprefix("// pipeline: "), text) for text in texts]
         covered = {p for p, _ in out}
-        if not covered <= set(pipelines(world)) or not out:
+        if not covered <= set(pipelines(world, form)) or not out:
             raise SystemExit(f"{archive}: stale for {form} on {world} ranks: rerun --emit-lowered")
         return out[:limit]
     seen: dict[str, str] = {}
     out = []
-    for pipeline in pipelines(world)[:limit]:
+    for pipeline in pipelines(world, form)[:limit]:
         module = build()
         hir.lower(module, pipeline)
         key = hashlib.sha1(str(module).encode()).hexdigest()
@@ -308,12 +338,16 @@ def test_matrix_harness_on_gloo():
 
 
 def test_pipelines_cover_every_option():
-    """Each option takes each of its values in some pipeline (2 * 2 * 2 * 4 * 2 * 2 * 2)."""
-    every = pipelines(4)
-    assert len(every) == 256 and len(set(every)) == 256
-    for key, values in OPTIONS.items():
-        for value in values:
-            assert any(f"{key}={'4' if value == 'n' else value}" in p for p in every), (key, value)
+    """Each option takes each of its values in some pipeline of every form
+    (2 * 2 * 2 * 4 * 2 * 2 * 2; the TP form twice that: allreduce=rs-ag|chunked)."""
+    for form in FORMS:
+        every = pipelines(4, form)
+        options = {**OPTIONS, **FORM_OPTIONS.get(form, {})}
+        expected = 256 * (2 if form in FORM_OPTIONS else 1)
+        assert len(every) == expected and len(set(every)) == expected, form
+        for key, values in options.items():
+            for value in values:
+                assert any(f"{key}={'4' if value == 'n' else value}" in p for p in every), (form, key, value)
 
 
 @pytest.mark.parametrize("world", [2, 4])
