@@ -23,6 +23,24 @@ FAMILIES = {
     "mistral": ("MistralConfig", "MistralForCausalLM", {}),  # sliding_window 4096 by default
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8}),
 }
+MHA = {"num_key_value_heads": None}  # (families without grouped KV heads take no num_key_value_heads)
+EQUAL_FAMILIES = {  # family -> (config, model, overrides): the eager prefill equals the step
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+    "mistral_no_window": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
+    "phi": ("PhiConfig", "PhiForCausalLM", {}),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 8}),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": None}),
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32}),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "head_dim": 8}),
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", {**MHA, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 128}),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", MHA),
+    "opt": ("OPTConfig", "OPTForCausalLM", {**MHA, "ffn_dim": 64, "word_embed_proj_dim": 32}),
+    "stablelm": ("StableLmConfig", "StableLmForCausalLM", {}),
+    "olmo": ("OlmoConfig", "OlmoForCausalLM", {}),
+    "granite": ("GraniteConfig", "GraniteForCausalLM", {}),
+}
+FAMILIES.update(EQUAL_FAMILIES)
 CACHE = 32
 # the imported attention: SDPA(q, k, v, attn_mask=None, dropout, is_causal=True, ...)
 CAUSAL_SDPA = re.compile(r"torch\.aten\.scaled_dot_product_attention %\w+, %\w+, %\w+, %none\w*, %[\w.+-]+, %true\w*,")
@@ -31,7 +49,8 @@ CAUSAL_SDPA = re.compile(r"torch\.aten\.scaled_dot_product_attention %\w+, %\w+,
 def tiny(family: str, **overrides):
     config_class, model_class, extra = FAMILIES[family]
     torch.manual_seed(0)
-    config = getattr(transformers, config_class)(**{**TINY, **extra, **overrides})
+    arguments = {k: v for k, v in {**TINY, **extra, **overrides}.items() if v is not None or k not in MHA}
+    config = getattr(transformers, config_class)(**arguments)
     return getattr(transformers, model_class)(config).eval()
 
 
@@ -51,7 +70,7 @@ def caches(step: StaticCacheStep) -> dict:
     return {name: t.clone() for name, t in step.named_buffers()}
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen3"])
+@pytest.mark.parametrize("family", ["llama", "qwen3", *EQUAL_FAMILIES])
 def test_eager_prefill_equals_the_step(family):
     model = tiny(family)
     ids, pos = prompt(2, 7)
