@@ -139,9 +139,13 @@ def test_a_layer_outside_the_attention_interface_is_refused():
     attention = model.model.layers[1].self_attn
     attention.config = copy.copy(attention.config)
     prefill = StaticCachePrefill(StaticCacheStep(model, 1, CACHE))
-    with pytest.raises(PrefillRefused, match=r"LlamaForCausalLM: 1 of its 2 attention layers ran through transformers' AttentionInterface"):
+    refused = r"LlamaForCausalLM: 1 of its 2 attention layers ran through transformers' AttentionInterface"
+    with pytest.raises(PrefillRefused, match=refused):
         with torch.no_grad():
             prefill(*prompt(1, 4))
+    assert model.config._attn_implementation == "sdpa"
+    with pytest.raises(hir.HirError, match=refused):  # and its import
+        hir.from_torch(prefill, prompt(1, 4))
     assert model.config._attn_implementation == "sdpa"
 
 
@@ -160,3 +164,14 @@ def test_prefill_copies_and_moves():
     torch.testing.assert_close(got.float(), want)
     assert twin.step.key_cache_0.data_ptr() != prefill.step.key_cache_0.data_ptr()
     assert prefill.step.key_cache_0[:, :, :4].abs().sum() > 0 and twin.step.key_cache_0[:, :, :4].abs().sum() > 0
+
+
+def test_non_causal_attention_is_refused_at_the_call():
+    """An attention layer marked non-causal (``is_causal = False``: bidirectional) would run
+    unmasked over the whole prompt: the prefill's attention refuses it."""
+    model = tiny("llama")
+    model.model.layers[0].self_attn.is_causal = False
+    prefill = StaticCachePrefill(StaticCacheStep(model, 1, CACHE))
+    with pytest.raises(PrefillRefused, match=r"StaticCachePrefill: LlamaAttention passes is_causal=False to its attention"):
+        with torch.no_grad():
+            prefill(*prompt(1, 4))

@@ -132,7 +132,9 @@ def require_transformers() -> None:
 
 class PrefillRefused(HirError):
     """:class:`StaticCachePrefill` would not equal HF's prefill for this model (the message
-    names it and why); :func:`hir.generate` then prefills through the step itself."""
+    names it and why). Raised at construction, where :func:`hir.generate` then prefills
+    through the step itself, or by a call (an import) whose attention turns out not to be
+    plain causal SDPA: an error there (``from_torch`` re-raises it as an ``HirError``)."""
 
 
 class StaticCachePrefill(torch.nn.Module):
@@ -183,7 +185,7 @@ class StaticCachePrefill(torch.nn.Module):
             config._attn_implementation = attention
         if calls != len(self.step.cache.layers):
             raise PrefillRefused(f"error: StaticCachePrefill: {type(self.step.model).__name__}: {calls} of its {len(self.step.cache.layers)} "
-                           f"attention layers ran through transformers' AttentionInterface; the others would attend without a mask")
+                                 f"attention layers ran through transformers' AttentionInterface; the others would attend without a mask")
         return logits
 
 
@@ -197,6 +199,8 @@ def prefill_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     used = [name for name in _UNSUPPORTED_ATTENTION if kwargs.get(name) is not None]
+    if kwargs.get("is_causal", getattr(module, "is_causal", True)) is False:
+        used.append("is_causal=False")
     if used:
         raise PrefillRefused(f"error: StaticCachePrefill: {type(module).__name__} passes {', '.join(used)} to its attention; the prefill runs plain causal attention only")
     if _PREFILL_CALLS:
@@ -233,4 +237,4 @@ def refuse_prefill(model: torch.nn.Module) -> None:
     why = [reason for reason, applies in reasons.items() if applies]
     if why:
         raise PrefillRefused(f"error: StaticCachePrefill: {type(model).__name__} ({getattr(config, 'model_type', '?')}): {'; '.join(why)}; "
-                       "the prefill runs plain causal full attention through SDPA only (use StaticCacheStep)")
+                             "the prefill runs plain causal full attention through SDPA only (use StaticCacheStep)")
