@@ -14,7 +14,12 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
   default (``program.compile(state)``) and ``static_outputs=True`` (no copy-out). Rows take
   turns, best of ``--repeat`` x ``--number`` synchronized calls; the error is the largest
   |difference| from HF eager's logits; "ready in" is building the row plus its first
-  three calls (import, compile, capture).
+  three calls (import, compile, capture). The prefill's rows run what each engine runs for
+  a prompt from an empty cache: HF eager is HF's step (which skips the mask there: SDPA
+  over the prompt's own tokens, causal), torch.compile compiles that step (a mask over
+  every cache position: torch < 2.14 cannot skip it), hir's rows run ``hir.generate``'s
+  prefill program, imported from ``StaticCachePrefill(step)`` (HF eager's attention,
+  explicitly; imported for the case's shape here, with a dynamic token count there).
 - ``first``: the first call end to end, each in a fresh process with empty caches: hir
   (``hir.compile(step, example)``: import, lowering, plan, inductor, graph capture) against
   ``torch.compile(step, mode="reduce-overhead")`` (tracing, inductor, capture), to the first
@@ -111,11 +116,13 @@ class Case:
     against HF eager's logits, then timed in turns."""
 
     def __init__(self, model, args: argparse.Namespace, name: str, batch: int, tokens: int, start: int) -> None:
-        from hir.frontend.hf_decode import StaticCacheStep
+        from hir.frontend.hf_decode import StaticCachePrefill, StaticCacheStep
 
         self.args, self.name, self.tokens = args, name, tokens
         self.sync = sync_of(args.device)
         self.step = StaticCacheStep(model, batch, args.cache)
+        # hir's rows: the prompt from an empty cache through hir.generate's prefill module
+        self.hir_module = StaticCachePrefill(self.step) if start == 0 and tokens > 1 else self.step
         self.ids, self.pos = inputs(args, batch, tokens, start)
         with torch.no_grad():
             self.want = self.step(self.ids, self.pos).float()
@@ -144,17 +151,17 @@ class Case:
         print(f"  {self.name}: {row} ready in {seconds:.1f} s (error {error:.3g})", flush=True)
 
     def hir_row(self, grouped_attention: bool = True, fused_projections: bool = True, **options):
-        """A row calling ``program.compile(state, **options)`` (the default import made once;
-        ``grouped_attention`` / ``fused_projections`` off: an import of its own)."""
+        """A row calling ``program.compile(state, **options)`` of ``hir_module`` (the default
+        import made once; ``grouped_attention`` / ``fused_projections`` off: an import of its own)."""
         import hir
 
         if not (grouped_attention and fused_projections):
-            program = hir.from_torch(self.step, (self.ids, self.pos), grouped_attention=grouped_attention, fused_projections=fused_projections)
+            program = hir.from_torch(self.hir_module, (self.ids, self.pos), grouped_attention=grouped_attention, fused_projections=fused_projections)
         else:
             if self.program is None:
-                self.program = hir.from_torch(self.step, (self.ids, self.pos))
+                self.program = hir.from_torch(self.hir_module, (self.ids, self.pos))
             program = self.program
-        fn = program.compile(program.state(self.step), device=self.args.device, **options)
+        fn = program.compile(program.state(self.hir_module), device=self.args.device, **options)
         return lambda: fn(self.ids, self.pos)
 
     def build_main_rows(self) -> None:
@@ -195,6 +202,9 @@ def print_steps(results: list, title: str = "ms per call") -> None:
             cells.append("-" if row is None else f"{row['ms']:.3f}{ratio}")
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("ready in (build + first 3 calls + check, s): " + "; ".join(f"{r['case']}: " + ", ".join(f"{row['row']} {row['ready_s']:.1f}" for row in r["rows"]) for r in results))
+    if any(r["case"].startswith("prefill") for r in results):
+        print("prefill: HF eager = HF's step (skips the mask from an empty cache); torch.compile = HF's step compiled (masked, "
+              "every cache position); hir rows = StaticCachePrefill's program (hir.generate's prefill: the prompt's own tokens, causal)")
     for r in results:
         for failure in r["failed"]:
             print(f"FAILED {r['case']}: {failure['row']}: {failure['error']}")

@@ -1,16 +1,19 @@
 """``hir.generate`` (issue 34): HF ``generate``'s decoding through one compiled hir program
 over a static KV cache. Greedy decoding equals ``model.generate(do_sample=False)`` token
 for token in float32 (16 new tokens, three families, batch 2); stop tokens and padding as
-HF; sampling follows HF's processors; in bf16 each step's logits agree with HF's within a
+HF; sampling follows HF's processors; the prompt runs the causal prefill program (a model it
+refuses prefills through the decode program); in bf16 each step's logits agree with HF's within a
 stated tolerance; the compiled program is made once per model and batch, not per call."""
 
 import copy
+import re
 
 import pytest
 import torch
 
 import hir
 from hir.frontend import generate as generate_module
+from hir.frontend import import_cache
 from hir.frontend.hf_decode import StaticCacheStep
 
 transformers = pytest.importorskip("transformers")
@@ -32,6 +35,8 @@ def tiny(family: str, dtype: torch.dtype = torch.float32, **overrides):
     return getattr(transformers, model_class)(config).eval().to(dtype)
 
 
+# StaticCachePrefill's attention: SDPA(q, k, v, attn_mask=None, dropout, is_causal=True, ...)
+CAUSAL_SDPA = re.compile(r"torch\.aten\.scaled_dot_product_attention %\w+, %\w+, %\w+, %none\w*, %[\w.+-]+, %true\w*,")
 _MODELS: dict = {}
 
 
@@ -143,6 +148,35 @@ def test_programs_are_made_once_per_model_and_batch(monkeypatch):
             model.lm_head.weight.mul_(-1)
 
 
+def test_prefill_runs_the_causal_program():
+    """The prompt runs StaticCachePrefill's program (SDPA over its own tokens, causal, no
+    mask), built at the first prefill and bound to the decode program's cache; a 1-token
+    prompt and the decode steps run the decode program."""
+    model = shared("llama")
+    prompt = torch.tensor(PROMPT)
+    hir.generate(model, prompt, max_new_tokens=4, do_sample=False)
+    gen = generate_module.generator(model, 2, prompt.shape[1] + 4)
+    assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
+    assert len(CAUSAL_SDPA.findall(str(gen.prefill_program.module))) == TINY["num_hidden_layers"]
+    assert not CAUSAL_SDPA.findall(str(gen.program.module))  # the decode program attends over the cache, masked
+    example = (gen.example, torch.arange(2))  # the import cache tells the modules apart, whatever the options
+    assert import_cache.fingerprint(gen.step, example, {}) != import_cache.fingerprint(gen.prefill_module, example, {})
+    one = hir.generate(model, prompt[:, :1], max_new_tokens=6, do_sample=False)
+    assert one.tolist() == hf_generate(model, prompt[:, :1], max_new_tokens=6, min_new_tokens=6, do_sample=False).tolist()
+
+
+def test_a_model_the_prefill_refuses_still_generates():
+    """A Llama with HF's eager attention (not SDPA): StaticCachePrefill refuses it, so its
+    prompt runs the decode program; still HF's tokens."""
+    model = tiny("llama", attn_implementation="eager")
+    assert model.config._attn_implementation == "eager"
+    prompt = torch.tensor(PROMPT)
+    got = hir.generate(model, prompt, max_new_tokens=8, do_sample=False)
+    assert got.tolist() == hf_generate(model, prompt, max_new_tokens=8, min_new_tokens=8, do_sample=False).tolist()
+    gen = generate_module.generator(model, 2, prompt.shape[1] + 8)
+    assert gen.prefill_module is None and gen.prefill_program is None
+
+
 def test_bad_arguments_are_named():
     model = shared("llama")
     prompt = torch.tensor(PROMPT)
@@ -183,6 +217,7 @@ def test_generate_on_cuda_replays_graphs():
     assert got.tolist() == want.tolist()
     gen = generate_module.generator(model, 2, prompt.shape[1] + 16)
     assert gen.fn.graph_state.last == "replay (bound)" and gen.fn.graph_state.captures >= 1
+    assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
     # a StaticCacheStep moved to the GPU runs there (its cache layers follow)
     step = StaticCacheStep(model.cpu(), batch_size=1, max_cache_len=16).to("cuda")
     with torch.no_grad():

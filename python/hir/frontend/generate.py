@@ -4,10 +4,16 @@ KV cache (issue 34).
 
 How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` (batch size
 and cache length fixed, the logits of the last position only) and imported ONCE with a
-dynamic token count, so one program runs the prefill (the whole prompt) and every decode
-step (one token); it is compiled once with its state bound
-(:class:`~hir.frontend.compiled.CompiledProgram`): on CUDA each decode step is a CUDA graph
-replay on the same buffers (the second step captures it), the compute compiled by inductor.
+dynamic token count: this program runs every decode step (one token); it is compiled once
+with its state bound (:class:`~hir.frontend.compiled.CompiledProgram`): on CUDA each decode
+step is a CUDA graph replay on the same buffers (the second step captures it), the compute
+compiled by inductor. The prefill (a prompt of 2 tokens or more) runs a second program,
+imported (at the first prefill) from :class:`~hir.frontend.hf_decode.StaticCachePrefill`
+over the same step (attention over the prompt's own tokens, causally, no mask: HF's eager
+prefill; the step's export would attend over the whole cache through a mask), compiled with
+the same options and bound to the same tensors, so it fills the cache the decode steps read.
+Models ``StaticCachePrefill`` refuses (sliding-window attention, not SDPA, ...) and 1-token
+prompts prefill through the decode program.
 The tokens are chosen as HF's ``generate`` chooses them, with HF's own logits processors
 (``MinNewTokensLengthLogitsProcessor``, ``TemperatureLogitsWarper``, ``TopKLogitsWarper``,
 ``TopPLogitsWarper``) on float32 logits, ``argmax`` or ``torch.multinomial``; a finished
@@ -33,6 +39,7 @@ from typing import Any, Optional
 import torch
 
 from hir.core import HirError
+from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
 
 # GenerationConfig fields whose processors hir.generate does not run, with the value that
 # turns each off (a model's generation_config may set them; the error names the field).
@@ -61,14 +68,18 @@ class Generator:
     """The compiled decoding program of ``model`` for one batch size and cache length."""
 
     def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict) -> None:
-        from hir.frontend.hf_decode import StaticCacheStep
         from hir.frontend.import_cache import cached_from_torch
         from hir.interpreter.kernels import warm_compile_workers
 
         warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
-        example = torch.zeros(batch_size, 2, dtype=torch.long, device=self.step.key_cache_0.device)
-        self.program = cached_from_torch(self.step, (example, torch.arange(2, device=example.device)), dynamic={"input0": {1: "tokens"}, "input1": {0: "tokens"}})
+        self.example = torch.zeros(batch_size, 2, dtype=torch.long, device=self.step.key_cache_0.device)
+        self.program = cached_from_torch(self.step, (self.example, torch.arange(2, device=self.example.device)), dynamic={"input0": {1: "tokens"}, "input1": {0: "tokens"}})
+        try:
+            self.prefill_module: Optional[StaticCachePrefill] = StaticCachePrefill(self.step)
+        except PrefillRefused:
+            self.prefill_module = None  # prefills through the decode program
+        self.prefill_program: Any = None  # imported at the first prefill
         self.device = device
         self.options = {"static_outputs": True, **options}
         self.bind(model)
@@ -76,9 +87,10 @@ class Generator:
     def bind(self, model: torch.nn.Module) -> None:
         """Compile the program with the step's current state (again after the model's
         tensors were replaced, or, when the program holds copies of them on another
-        device, written)."""
+        device, written); the prefill program is compiled again at the next prefill."""
         state = self.program.state(self.step)
         self.fn = self.program.compile(state, device=str(self.device), **self.options)
+        self.prefill_fn: Any = None
         self.copied = any(self.fn.state[name].data_ptr() != tensor.data_ptr() for name, tensor in state.items() if name in self.fn.state)
         self.fingerprint = _fingerprint(model, self.copied)
 
@@ -86,6 +98,30 @@ class Generator:
         """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions``."""
         (logits,) = self.fn(tokens, positions)
         return logits[:, -1, :].float()
+
+    def prefill(self, prompt: torch.Tensor) -> torch.Tensor:
+        """The float32 logits ``[batch, vocab]`` after ``prompt`` (``[batch, tokens]``) from
+        an empty cache: the prefill program where there is one (see the module docstring)."""
+        positions = torch.arange(prompt.shape[1], device=prompt.device)
+        if prompt.shape[1] < 2 or self.prefill_module is None:
+            return self(prompt, positions)
+        if self.prefill_fn is None:
+            self.prefill_fn = self._compile_prefill()
+        (logits,) = self.prefill_fn(prompt, positions)
+        return logits[:, -1, :].float()
+
+    def _compile_prefill(self) -> Any:
+        """The prefill program compiled on the decode program's state tensors (``step.``
+        names in the prefill module): both write one cache, also where the compiled decode
+        program holds copies on another device."""
+        from hir.frontend.import_cache import cached_from_torch
+
+        if self.prefill_program is None:
+            tokens = ("tokens", 2, self.step.key_cache_0.shape[2] - 1)  # export: 0/1 specialise; a full-length prompt is a guard
+            self.prefill_program = cached_from_torch(self.prefill_module, (self.example, torch.arange(2, device=self.example.device)),
+                                                     dynamic={"input0": {1: tokens}, "input1": {0: tokens}})
+        state = {**self.prefill_program.state(self.prefill_module), **{f"step.{name}": t for name, t in self.fn.state.items()}}
+        return self.prefill_program.compile(state, device=str(self.device), **self.options)
 
 
 _GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
@@ -226,7 +262,7 @@ def _decode(gen: Generator, input_ids: torch.Tensor, new: int, config: Any, as_d
     done = torch.zeros((), dtype=torch.bool, pin_memory=cuda)  # every row finished (a step late on CUDA)
     ready = torch.cuda.Event() if cuda else None
     raw: list = []
-    logits = gen(input_ids, torch.arange(prompt, device=dev))
+    logits = gen.prefill(input_ids)
     position = torch.tensor([prompt], device=dev)
     length = prompt
     for _ in range(new):

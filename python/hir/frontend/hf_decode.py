@@ -22,6 +22,10 @@ step's buffers): the step passes the cache under the keyword the model's ``forwa
 Before 5.5.1 pieces the step is built from are missing (``get_head_shapes``; before 5.4 a
 layer's length is a Python int, not a tensor the step can hold): such a version is refused
 by name.
+
+:class:`StaticCachePrefill` is the same step for the prompt's prefill (every call starts at
+position 0 of an empty cache): attention over the call's own tokens, causally, as HF's eager
+prefill runs it.
 """
 
 import inspect
@@ -33,6 +37,7 @@ from hir.core import HirError
 
 MIN_TRANSFORMERS = "5.5.1"  # the oldest transformers whose StaticCache the step can hold (module docstring)
 KEY_PROJECTIONS = ("k_proj", "qkv_proj", "query_key_value")  # modules whose output holds the keys (HF's list)
+PREFILL_ATTENTION = "hir_empty_cache_prefill"  # StaticCachePrefill's name in transformers' AttentionInterface
 
 
 class StaticCacheStep(torch.nn.Module):
@@ -123,3 +128,113 @@ def require_transformers() -> None:
         raise HirError(f"error: StaticCacheStep (hir.generate's decode step) needs transformers >= {MIN_TRANSFORMERS} "
                        f"(StaticCache layers holding their length as a tensor, integrations.executorch.get_head_shapes); "
                        f"transformers {transformers.__version__} is installed")
+
+
+class PrefillRefused(HirError):
+    """:class:`StaticCachePrefill` would not equal HF's prefill for this model (the message
+    names it and why). Raised at construction, where :func:`hir.generate` then prefills
+    through the step itself, or by a call (an import) whose attention turns out not to be
+    plain causal SDPA: an error there (``from_torch`` re-raises it as an ``HirError``)."""
+
+
+class StaticCachePrefill(torch.nn.Module):
+    """The prompt's prefill through ``step`` (a :class:`StaticCacheStep`, held as the
+    submodule ``step``: the state is the step's buffers, under ``step.`` names, so a program
+    of this module bound to the same tensors writes the same cache):
+    ``prefill(input_ids, cache_position) -> logits`` is ``step(input_ids, cache_position)``
+    for a call that starts at position 0 of an empty cache (``cache_position`` is
+    ``arange(tokens)``; anything else is wrong, unchecked).
+
+    Why: HF's eager prefill from an empty static cache skips the attention mask
+    (``masking_utils._ignore_causal_mask_sdpa``: query offset 0) and runs SDPA over the
+    step's own tokens only with ``is_causal=True`` (a flash kernel, half the keys of a cache
+    twice the prompt, no work above the diagonal). An export of the step (``torch.export``,
+    and ``torch.compile`` before torch 2.14) cannot skip it: the mask is data it cannot
+    see, so it keeps a materialized mask over every cache position. This module makes the
+    skip explicit: for the call, the model's attention is an ``AttentionInterface`` entry
+    calling transformers' ``sdpa_attention_forward`` with the keys and values cut to the
+    query's length and no mask (the mask registry has no such entry, so ``masking_utils``
+    builds none), so the import holds ``scaled_dot_product_attention(q, k[:, :, :T],
+    v[:, :, :T], is_causal=True)``: HF's eager prefill, exactly.
+
+    It is right only for plain causal full attention through SDPA: the model is refused at
+    construction (:class:`PrefillRefused`, an ``HirError`` naming it and why) for attention that is not
+    ``"sdpa"``, sliding-window or chunked layers, attention softcapping, ALiBi, bidirectional
+    or encoder-decoder attention and composite (multimodal) configs; and each call checks
+    that every layer's attention ran through the entry (a model calling its own attention
+    would otherwise run unmasked)."""
+
+    def __init__(self, step: StaticCacheStep) -> None:
+        super().__init__()
+        refuse_prefill(step.model)
+        register_prefill_attention()
+        self.step = step
+
+    def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
+        """Logits of the prompt ``input_ids`` (``[batch, tokens]``) at positions
+        ``cache_position`` (``arange(tokens)``), its keys and values written to the cache."""
+        config = self.step.model.config.get_text_config()
+        attention = config._attn_implementation
+        config._attn_implementation = PREFILL_ATTENTION
+        _PREFILL_CALLS.append(0)
+        try:
+            logits = self.step(input_ids, cache_position)
+            calls = _PREFILL_CALLS[-1]
+        finally:
+            _PREFILL_CALLS.pop()
+            config._attn_implementation = attention
+        if calls != len(self.step.cache.layers):
+            raise PrefillRefused(f"error: StaticCachePrefill: {type(self.step.model).__name__}: {calls} of its {len(self.step.cache.layers)} "
+                                 f"attention layers ran through transformers' AttentionInterface; the others would attend without a mask")
+        return logits
+
+
+_PREFILL_CALLS: list = []  # per StaticCachePrefill call in progress: its attention calls so far
+_UNSUPPORTED_ATTENTION = ("sliding_window", "softcap", "s_aux", "position_bias")  # attention keywords the prefill cannot honour
+
+
+def prefill_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Optional[torch.Tensor], **kwargs):
+    """:class:`StaticCachePrefill`'s attention: SDPA over the query's own positions (the
+    cache's first ``tokens``), causal, no mask."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    used = [name for name in _UNSUPPORTED_ATTENTION if kwargs.get(name) is not None]
+    if kwargs.get("is_causal", getattr(module, "is_causal", True)) is False:
+        used.append("is_causal=False")
+    if used:
+        raise PrefillRefused(f"error: StaticCachePrefill: {type(module).__name__} passes {', '.join(used)} to its attention; the prefill runs plain causal attention only")
+    if _PREFILL_CALLS:
+        _PREFILL_CALLS[-1] += 1
+    tokens = query.shape[2]
+    return sdpa_attention_forward(module, query, key[:, :, :tokens], value[:, :, :tokens], None, **kwargs)
+
+
+def register_prefill_attention() -> None:
+    """Add :func:`prefill_attention` to transformers' ``AttentionInterface`` (once)."""
+    from transformers import AttentionInterface
+
+    if PREFILL_ATTENTION not in AttentionInterface._global_mapping:
+        AttentionInterface.register(PREFILL_ATTENTION, prefill_attention)
+
+
+def refuse_prefill(model: torch.nn.Module) -> None:
+    """Raise :class:`PrefillRefused` naming ``model`` and the reason where
+    :class:`StaticCachePrefill` would not equal HF's prefill (see its docstring)."""
+    config = model.config.get_text_config()
+    layer_types = getattr(config, "layer_types", None) or []
+    reasons = {
+        f"its attention is {config._attn_implementation!r}, not 'sdpa'": config._attn_implementation != "sdpa",
+        f"it has sliding-window attention (sliding_window={getattr(config, 'sliding_window', None)})":  # (Qwen2-MoE: 0 when off)
+            bool(getattr(config, "sliding_window", None)) or bool(getattr(config, "use_sliding_window", False)),
+        f"not all its layers are full attention (layer_types {sorted(set(layer_types))})": any(t != "full_attention" for t in layer_types),
+        "it has chunked attention (attention_chunk_size)": getattr(config, "attention_chunk_size", None) is not None,
+        "it softcaps its attention scores (attn_logit_softcapping)": getattr(config, "attn_logit_softcapping", None) is not None,
+        "it has ALiBi position biases": bool(getattr(config, "alibi", False)) or getattr(config, "position_embedding_type", None) == "alibi",
+        "its attention is bidirectional": bool(getattr(config, "use_bidirectional_attention", False)),
+        "it is an encoder-decoder model": bool(getattr(config, "is_encoder_decoder", False)),
+        "it is a composite (multimodal) model": config is not model.config or bool(getattr(config, "sub_configs", None)),
+    }
+    why = [reason for reason, applies in reasons.items() if applies]
+    if why:
+        raise PrefillRefused(f"error: StaticCachePrefill: {type(model).__name__} ({getattr(config, 'model_type', '?')}): {'; '.join(why)}; "
+                             "the prefill runs plain causal full attention through SDPA only (use StaticCacheStep)")
