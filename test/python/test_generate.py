@@ -7,6 +7,7 @@ stated tolerance; the compiled program is made once per model and batch, not per
 
 import copy
 import re
+import warnings
 
 import pytest
 import torch
@@ -14,7 +15,8 @@ import torch
 import hir
 from hir.frontend import generate as generate_module
 from hir.frontend import import_cache
-from hir.frontend.hf_decode import StaticCacheStep
+from hir.core import HirError
+from hir.frontend.hf_decode import StaticCachePrefill, StaticCacheStep
 
 transformers = pytest.importorskip("transformers")
 
@@ -177,6 +179,30 @@ def test_a_model_the_prefill_refuses_still_generates():
     assert gen.prefill_module is None and gen.prefill_program is None
 
 
+def test_a_prefill_that_cannot_be_imported_falls_back_with_a_warning(monkeypatch):
+    """Where the causal prefill module's import fails (on CUDA in float32, torch.export's
+    trace of SDPA's math path adds guards the token range fails), the prompt runs the
+    decode program, with a warning naming why; the tokens are HF's still."""
+    from hir.frontend import import_cache as cache_module
+
+    real = cache_module.cached_from_torch
+
+    def failing(module, *args, **kwargs):
+        if isinstance(module, StaticCachePrefill):
+            raise HirError("error: torch.export cannot trace StaticCachePrefill: a guard (test)")
+        return real(module, *args, **kwargs)
+
+    monkeypatch.setattr(cache_module, "cached_from_torch", failing)
+    model = tiny("llama")
+    prompt = torch.tensor(PROMPT)
+    with pytest.warns(RuntimeWarning, match=r"prefill through the decode program.*cannot trace StaticCachePrefill: a guard \(test\)") as caught:
+        got = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
+    assert caught[0].filename == __file__  # the warning names the user's call
+    assert got.tolist() == hf_generate(model, prompt, max_new_tokens=6, min_new_tokens=6, do_sample=False).tolist()
+    gen = generate_module.generator(model, 2, prompt.shape[1] + 6)
+    assert gen.prefill_module is None and gen.prefill_program is None and gen.prefill_fn is None
+
+
 def test_bad_arguments_are_named():
     model = shared("llama")
     prompt = torch.tensor(PROMPT)
@@ -217,6 +243,14 @@ def test_generate_on_cuda_replays_graphs():
     assert got.tolist() == want.tolist()
     gen = generate_module.generator(model, 2, prompt.shape[1] + 16)
     assert gen.fn.graph_state.last == "replay (bound)" and gen.fn.graph_state.captures >= 1
+    # float32 on CUDA may prefill through the decode program (warned); bfloat16 takes the
+    # flash kernel's path and gets the causal prefill program, bound to the decode program's cache
+    half = tiny("llama", torch.bfloat16).cuda()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = hir.generate(half, prompt, max_new_tokens=4, do_sample=False)
+    assert out.shape == (2, prompt.shape[1] + 4)
+    gen = generate_module.generator(half, 2, prompt.shape[1] + 4)
     assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
     # a StaticCacheStep moved to the GPU runs there (its cache layers follow)
     step = StaticCacheStep(model.cpu(), batch_size=1, max_cache_len=16).to("cuda")

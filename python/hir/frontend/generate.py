@@ -13,7 +13,9 @@ over the same step (attention over the prompt's own tokens, causally, no mask: H
 prefill; the step's export would attend over the whole cache through a mask), compiled with
 the same options and bound to the same tensors, so it fills the cache the decode steps read.
 Models ``StaticCachePrefill`` refuses (sliding-window attention, not SDPA, ...) and 1-token
-prompts prefill through the decode program.
+prompts prefill through the decode program; so does a model whose prefill module torch.export
+cannot trace with a dynamic token count (float32 on CUDA: SDPA's math path adds shape guards
+the token range fails), with a ``RuntimeWarning`` naming why.
 The tokens are chosen as HF's ``generate`` chooses them, with HF's own logits processors
 (``MinNewTokensLengthLogitsProcessor``, ``TemperatureLogitsWarper``, ``TopKLogitsWarper``,
 ``TopPLogitsWarper``) on float32 logits, ``argmax`` or ``torch.multinomial``; a finished
@@ -32,6 +34,8 @@ options, and rebuilt when a parameter of the model is replaced or written in pla
 """
 
 import copy
+import sys
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -107,21 +111,40 @@ class Generator:
             return self(prompt, positions)
         if self.prefill_fn is None:
             self.prefill_fn = self._compile_prefill()
+            if self.prefill_fn is None:
+                return self(prompt, positions)
         (logits,) = self.prefill_fn(prompt, positions)
         return logits[:, -1, :].float()
 
     def _compile_prefill(self) -> Any:
         """The prefill program compiled on the decode program's state tensors (``step.``
         names in the prefill module): both write one cache, also where the compiled decode
-        program holds copies on another device."""
+        program holds copies on another device; None (warned) where the prefill module
+        cannot be imported: the prompt then runs the decode program."""
         from hir.frontend.import_cache import cached_from_torch
 
         if self.prefill_program is None:
             tokens = ("tokens", 2, self.step.key_cache_0.shape[2] - 1)  # export: 0/1 specialise; a full-length prompt is a guard
-            self.prefill_program = cached_from_torch(self.prefill_module, (self.example, torch.arange(2, device=self.example.device)),
-                                                     dynamic={"input0": {1: tokens}, "input1": {0: tokens}})
+            try:
+                self.prefill_program = cached_from_torch(self.prefill_module, (self.example, torch.arange(2, device=self.example.device)),
+                                                         dynamic={"input0": {1: tokens}, "input1": {0: tokens}})
+            except HirError as err:
+                # e.g. float32 on CUDA: SDPA's math path (no fused kernel takes float32 GQA)
+                # adds shape guards torch.export cannot prove over the token range
+                warnings.warn(f"hir.generate: {type(self.step.model).__name__}'s causal prefill program could not be imported, so its prompts "
+                              f"prefill through the decode program (masked, over the whole cache): {err.message.splitlines()[0][:400]}", RuntimeWarning, stacklevel=_user_stacklevel())
+                self.prefill_module = None
+                return None
         state = {**self.prefill_program.state(self.prefill_module), **{f"step.{name}": t for name, t in self.fn.state.items()}}
         return self.prefill_program.compile(state, device=str(self.device), **self.options)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of a warning raised here that names the user's call into hir."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "hir":
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 _GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
