@@ -53,19 +53,31 @@ def _is_hir_file(filename: str) -> bool:
     return known
 
 
-def api_caller() -> Optional[str]:
-    """``file:line`` of the frame that called into hir: the one just outside the outermost
-    hir frame (hir code called back from torch, e.g. while tracing, stays inside)."""
-    caller = None
-    inside = False
-    frame = sys._getframe(1)
+def _api_frame(frame) -> tuple:
+    """(the frame that called into hir, how many frames above ``frame`` it is): the one just
+    outside the outermost hir frame (hir code called back from torch, e.g. while tracing,
+    stays inside); (None, 0) when hir was not called from outside."""
+    caller, depth, level, inside = None, 0, 0, False
     while frame is not None:
         if _is_hir_file(frame.f_code.co_filename):
             inside, caller = True, None
         elif inside and caller is None:
-            caller = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return caller
+            caller, depth = frame, level
+        frame, level = frame.f_back, level + 1
+    return caller, depth
+
+
+def api_caller() -> Optional[str]:
+    """``file:line`` of the frame that called into hir (:func:`_api_frame`)."""
+    frame, _ = _api_frame(sys._getframe(1))
+    return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def api_stacklevel() -> int:
+    """``warnings.warn(..., stacklevel=api_stacklevel())`` in hir code: the warning names the
+    user's call into hir (:func:`_api_frame`), else the warning's own line."""
+    frame, depth = _api_frame(sys._getframe(1))
+    return depth + 1 if frame is not None else 1
 
 
 def new_context() -> ir.Context:

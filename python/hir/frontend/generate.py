@@ -34,7 +34,6 @@ options, and rebuilt when a parameter of the model is replaced or written in pla
 """
 
 import copy
-import sys
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from typing import Any, Optional
 import torch
 
 from hir.core import HirError
+from hir.dialect.context import api_stacklevel
 from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
 
 # GenerationConfig fields whose processors hir.generate does not run, with the value that
@@ -107,12 +107,10 @@ class Generator:
         """The float32 logits ``[batch, vocab]`` after ``prompt`` (``[batch, tokens]``) from
         an empty cache: the prefill program where there is one (see the module docstring)."""
         positions = torch.arange(prompt.shape[1], device=prompt.device)
-        if prompt.shape[1] < 2 or self.prefill_module is None:
-            return self(prompt, positions)
-        if self.prefill_fn is None:
+        if self.prefill_fn is None and self.prefill_module is not None and prompt.shape[1] >= 2:
             self.prefill_fn = self._compile_prefill()
-            if self.prefill_fn is None:
-                return self(prompt, positions)
+        if self.prefill_fn is None or prompt.shape[1] < 2:
+            return self(prompt, positions)
         (logits,) = self.prefill_fn(prompt, positions)
         return logits[:, -1, :].float()
 
@@ -132,19 +130,11 @@ class Generator:
                 # e.g. float32 on CUDA: SDPA's math path (no fused kernel takes float32 GQA)
                 # adds shape guards torch.export cannot prove over the token range
                 warnings.warn(f"hir.generate: {type(self.step.model).__name__}'s causal prefill program could not be imported, so its prompts "
-                              f"prefill through the decode program (masked, over the whole cache): {err.message.splitlines()[0][:400]}", RuntimeWarning, stacklevel=_user_stacklevel())
+                              f"prefill through the decode program (masked, over the whole cache): {err.message.splitlines()[0][:400]}", RuntimeWarning, stacklevel=api_stacklevel())
                 self.prefill_module = None
                 return None
         state = {**self.prefill_program.state(self.prefill_module), **{f"step.{name}": t for name, t in self.fn.state.items()}}
         return self.prefill_program.compile(state, device=str(self.device), **self.options)
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` of a warning raised here that names the user's call into hir."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "hir":
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 _GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()

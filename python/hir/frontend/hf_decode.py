@@ -132,9 +132,9 @@ def require_transformers() -> None:
 
 class PrefillRefused(HirError):
     """:class:`StaticCachePrefill` would not equal HF's prefill for this model (the message
-    names it and why). Raised at construction, where :func:`hir.generate` then prefills
-    through the step itself, or by a call (an import) whose attention turns out not to be
-    plain causal SDPA: an error there (``from_torch`` re-raises it as an ``HirError``)."""
+    names it and why). Raised at construction, or by a call (an import) whose attention turns
+    out not to be plain causal SDPA (``from_torch`` re-raises it as an ``HirError``); either
+    way :func:`hir.generate` then prefills through the step itself (warned in the second)."""
 
 
 class StaticCachePrefill(torch.nn.Module):
