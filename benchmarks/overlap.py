@@ -143,7 +143,12 @@ def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
         dist.all_gather_into_tensor(flat_full, flat_local)
         torch.matmul(a_full, b_local, out=out)
 
-    rows = [("NCCL all-gather alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential AG -> matmul", bench(sequential), None, "")]
+    def chunk(i: int) -> None:
+        dist.all_gather_into_tensor(a_full[i].view(-1), a_local[i].view(-1))
+        torch.matmul(a_full[i], b_local, out=out[i])
+
+    rows = [("NCCL all-gather alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential AG -> matmul", bench(sequential), None, ""),
+            (f"NCCL AG -> matmul in {S} stream chunks (hand; hir's whole form)", bench(_on_streams(chunk, S)), None, "")]
     # P2P form (also the anchors'): rank r's rows are the r-th block of the gathered A.
     p2p_ref = torch.stack([g.reshape(M // D, K) for g in gathered]).float() @ b_local.float()
     rows.append(_copy_engine_anchor(a_local.reshape(M // D, K), b_local, reference=p2p_ref))
@@ -172,7 +177,14 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
         torch.matmul(a_local, b_local, out=partial)
         dist.reduce_scatter_tensor(shard, flat)
 
-    rows = [("NCCL reduce-scatter alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential matmul -> RS", bench(sequential), None, "")]
+    shard_parts = shard.view(S, -1, N)
+
+    def chunk(i: int) -> None:
+        torch.matmul(a_local[i], b_local, out=partial[i])
+        dist.reduce_scatter_tensor(shard_parts[i], partial[i].view(-1))
+
+    rows = [("NCCL reduce-scatter alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential matmul -> RS", bench(sequential), None, ""),
+            (f"NCCL matmul -> RS in {S} stream chunks (hand; hir's whole form)", bench(_on_streams(chunk, S)), None, "")]
     a2 = a_local.reshape(-1, K // D).contiguous()
     rows.append(_fused("torch fused_matmul_reduce_scatter", lambda sym, g: torch.ops.symm_mem.fused_matmul_reduce_scatter(a2, b_local[0, 0], "sum", scatter_dim=0, group_name=g), a2, partial32.reshape(M, N).chunk(D, 0)[rank]))
     rows += hir_rows(lambda: matmul_rs_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank, graph)
@@ -182,6 +194,23 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
     dist.all_reduce(partial32)
     rows += hir_rows(lambda: p2p_matmul_rs_program(D, M, K, N), p2p, [a_p2p, b_local], partial32[rank : rank + 1], rank, graph, " P2P")
     return t_comm, t_mm, rows
+
+
+def _on_streams(chunk: Callable[[int], None], count: int) -> Callable[[], None]:
+    """hir-lower's whole form of a stream-parallel collective and its compute, written by
+    hand: ``chunk(i)`` on stream i after the caller's stream, which then joins them all."""
+    streams = [torch.cuda.Stream() for _ in range(count)]
+
+    def run() -> None:
+        main = torch.cuda.current_stream()
+        for i, stream in enumerate(streams):
+            stream.wait_stream(main)
+            with torch.cuda.stream(stream):
+                chunk(i)
+        for stream in streams:
+            main.wait_stream(stream)
+
+    return run
 
 
 def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = False, reference: Optional[torch.Tensor] = None):

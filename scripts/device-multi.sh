@@ -122,7 +122,7 @@ for section in $sections; do
         say "=== AG+matmul / matmul+RS (benchmarks/overlap.py), $n GPUs"
         # the rows of runs 4 and 6 that came nearest the targets (8 parts never paid: RESULTS run 6)
         bounded "$cap" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/overlap.py --sizes 8192,16384 --graph --timeout $(( cap > 15 ? cap - 5 : cap )) \
-          --pipelines "$P,hir-lower" \
+          --pipelines "$P,hir-lower" "hir-convert-to-communication{backend=nccl},hir-lower" \
           --p2p "$P,hir-p2p-pipeline{chunks=auto comm-stream=1},hir-lower" \
                 "$P,hir-p2p-pipeline{chunks=2 comm-stream=1},hir-lower" \
                 "$P,hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower" \

@@ -35,6 +35,18 @@ axis there, broadcast over the row blocks)::
 
 After: the reduce-scatter, its wait and its producer replaced by their pipeline (one
 ``hir.shift`` per peer; test/Transforms/p2p-allreduce.mlir), the all-gather as above.
+
+An elementwise ``hir.binary`` that alone reads the all-reduce's output, with an operand
+that every rank holds whole and that is broadcast over the rows (the row-parallel linear's
+bias: ``y + b``), commutes with the all-gather: it runs on the scattered rows before it (1/n
+of the elements; the hand-written TP adds the bias to all of them), and the all-gather
+writes its output::
+
+    %biased = memref.alloc() : memref<2x4x3xf32, #s0>
+    "hir.binary"(%scattered, %b, %biased) {kind = "add"}
+    %y = memref.alloc() : memref<8x3xf32, #rep>                                 // was after the all-reduce
+    %y_rows = "hir.alias_reshape"(%y) {reassociation = [[0, 1], [2]]}
+    %ag = "hir.allgather"(%biased, %y_rows) {axis = 0, ...} ; "hir.wait"(%ag)
 """
 
 from dataclasses import dataclass
@@ -42,10 +54,10 @@ from typing import Callable, Optional
 
 from torch_mlir import ir, rewrite
 
-from hir.dialect import AliasReshapeOp, AllgatherOp, MatmulOp, ReduceScatterOp, WaitOp
-from hir.dialect.base import VerifyError, get_i64_array, get_int, i64_attr
+from hir.dialect import AliasReshapeOp, AllgatherOp, BinaryOp, MatmulOp, ReduceScatterOp, WaitOp
+from hir.dialect.base import VerifyError, get_i64_array, get_int, get_str, i64_attr
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.dialect.irutils import alloc, operand_axis, output_index, value_name
+from hir.dialect.irutils import ALLOC, DEALLOC, alloc, defining_op, is_broadcast_axis, operand_axis, output_index, value_name, written_operands
 from hir.dialect.nodes import team_backend
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.views import reshape_type
@@ -125,14 +137,67 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
                  "reduction": op.attributes["reduction"], STREAM_AXIS_ATTR: i64_attr(rows)}
         rs = ReduceScatterOp.emit(partial_rows, scattered, attrs, name="rs_work")
         WaitOp.emit(rs)
-        out_rows = AliasReshapeOp.emit(out, *split.out_view, name=f"{value_name(out) or 'out'}_rows")
+        consumer = _rows_elementwise_consumer(op, out, split.out_rows)
+        gathered, target = scattered, out
+        if consumer is not None:  # the bias added to the scattered rows; the all-gather writes its output
+            other = 1 - _reading_index(consumer, out)
+            gathered = alloc(scattered_type, name="biased").result
+            operands = [scattered, consumer.operands[other]] if other == 1 else [consumer.operands[other], scattered]
+            BinaryOp.emit(*operands, gathered, get_str(consumer, "kind"))
+            target = consumer.operands[output_index(consumer)]
+            defining_op(target).move_before(op)
+        out_rows = AliasReshapeOp.emit(target, *split.out_view, name=f"{value_name(target) or 'out'}_rows")
         gather_backend = ir.StringAttr.get(team_backend(op, team, backend, pass_name))  # no copy engines across nodes
-        WaitOp.emit(AllgatherOp.emit(scattered, out_rows, {"team": team, "backend": gather_backend, "axis": i64_attr(split.out_rows)}, name="ag_work"))
+        WaitOp.emit(AllgatherOp.emit(gathered, out_rows, {"team": team, "backend": gather_backend, "axis": i64_attr(split.out_rows)}, name="ag_work"))
     rewriter.erase_op(wait)
     rewriter.erase_op(op)
     rewriter.erase_op(producer)
+    if consumer is not None:
+        rewriter.erase_op(consumer)
+        erase_if_unused(out, rewriter)
     erase_if_unused(partial, rewriter)
     pipeline(rs.owner.operation, rewriter)
+
+
+def _reading_index(binary: ir.Operation, value: ir.Value) -> int:
+    return next(i for i in (0, 1) if binary.operands[i] == value)
+
+
+def _rows_elementwise_consumer(op: ir.Operation, out: ir.Value, rows: int) -> Optional[ir.Operation]:
+    """The ``hir.binary`` that alone reads the all-reduce ``op``'s output ``out``, when it
+    commutes with the all-gather of ``out``'s ``rows`` axis: its other operand is a function
+    argument no op writes, whole on every rank and broadcast over the rows, and its output
+    (``out``'s type) is an alloc of its own that can move up to the all-gather."""
+    users = [use.owner.operation for use in out.uses if use.owner.operation != op and use.owner.operation.name != DEALLOC]
+    if len(users) != 1 or users[0].name != BinaryOp.OPERATION_NAME:
+        return None
+    binary = users[0]
+    reads = [i for i in (0, 1) if binary.operands[i] == out]
+    result = binary.operands[output_index(binary)]
+    if len(reads) != 1 or result.type != out.type:
+        return None
+    other = 1 - reads[0]
+    operand = binary.operands[other]
+    if not isinstance(operand.owner, ir.Block) or not _never_written(operand):
+        return None
+    sharding = sharding_of(operand)
+    if sharding is not None and any(s is not None for s in sharding.splits):
+        return None
+    axis = operand_axis(binary, other, rows)
+    if axis is not None and not is_broadcast_axis(binary, other, axis, rows):
+        return None
+    owner = defining_op(result)
+    if owner is None or owner.name != ALLOC or len(owner.operands):
+        return None
+    return binary
+
+
+def _never_written(value: ir.Value) -> bool:
+    for use in value.uses:
+        written = written_operands(use.owner.operation)
+        if written is None or use.operand_number in written:
+            return False
+    return True
 
 
 def _split(shape: list, axis: int, n: int) -> tuple[list, list]:

@@ -117,3 +117,66 @@ func.func @tp_uneven_rows(%a: memref<4x6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3
   "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x6x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<6x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
   return %out : memref<6x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
 }
+
+
+// -----
+
+// The row-parallel linear's bias (a whole [N] argument, broadcast over the rows) after the
+// all-reduce: with rs-ag it is added to the scattered rows (a quarter of the elements) and
+// the all-gather writes the add's output; the all-reduce's own output buffer is gone.
+// RSAG-LABEL: func.func @tp_matmul_allreduce_bias
+// RSAG-NOT: "hir.allreduce"
+// RSAG: %scattered = memref.alloc() : memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// RSAG: "hir.reduction"(%received, %scattered) {axes = array<i64: 1>, kind = "sum"}
+// RSAG: %biased = memref.alloc() : memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// RSAG-NEXT: "hir.binary"(%scattered, %arg2, %biased) {kind = "add"}
+// RSAG-NEXT: %[[Y:.+]] = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+// RSAG-NEXT: %[[YR:.+]] = "hir.alias_reshape"(%[[Y]]) {reassociation = {{\[\[}}0, 1], [2]]}
+// RSAG-NEXT: %ag_work = "hir.allgather"(%biased, %[[YR]])
+// RSAG-NEXT: "hir.wait"(%ag_work)
+// RSAG-NOT: "hir.binary"
+// RSAG: return %[[Y]]
+// RING-LABEL: func.func @tp_matmul_allreduce_bias
+// RING: "hir.binary"(%scattered, %arg2, %biased) {kind = "add"}
+// RING: "hir.allgather"(%biased,
+func.func @tp_matmul_allreduce_bias(%a: memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %w: memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
+  %partial = memref.alloc() : memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.matmul"(%a, %w, %partial) : (memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  %y = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.binary"(%out, %b, %y) {kind = "add"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  return %y : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+}
+
+
+// -----
+
+// An operand that spans the rows ([8, 3]: a different value per row) does not commute with
+// the all-gather: the add stays after it, on the whole output; so does one whose sum the
+// function also returns (%out has a second reader).
+// RSAG-LABEL: func.func @tp_matmul_allreduce_rows_operand
+// RSAG: "hir.allgather"(%scattered, %out_rows)
+// RSAG: "hir.binary"(%arg2, %{{.*}}, %{{.*}}) {kind = "mul"}
+// RSAG-LABEL: func.func @tp_matmul_allreduce_bias_kept
+// RSAG: "hir.allgather"(%scattered, %out_rows)
+// RSAG: "hir.binary"(%{{.*}}, %arg2, %{{.*}}) {kind = "add"}
+func.func @tp_matmul_allreduce_rows_operand(%a: memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %w: memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %s: memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
+  %partial = memref.alloc() : memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.matmul"(%a, %w, %partial) : (memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  %y = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.binary"(%s, %out, %y) {kind = "mul"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  return %y : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+}
+
+func.func @tp_matmul_allreduce_bias_kept(%a: memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %w: memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) {
+  %partial = memref.alloc() : memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.matmul"(%a, %w, %partial) : (memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  %y = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.binary"(%out, %b, %y) {kind = "add"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  return %y, %out : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+}

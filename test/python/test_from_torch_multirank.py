@@ -185,7 +185,7 @@ def run_case(name: str, rank: int, world: int) -> str:
         dist.barrier()
         return failure
     # TP: the all-reduce whole, and as hir-p2p-pipeline's reduce-scatter (the accumulating
-    # ring, in two parts) + all-gather.
+    # ring, in two parts) + all-gather, fc2's bias added to the scattered rows before it.
     rs_ag = P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{allreduce=rs-ag accumulate=1 chunks=2}")
     for pipeline, kept in ((PIPELINE, '"hir.allreduce"'), (rs_ag, '"hir.allgather"')):
         lowered_module = hir.parse(text, f"{name}.mlir")
@@ -193,6 +193,8 @@ def run_case(name: str, rank: int, world: int) -> str:
         lowered = str(lowered_module)
         if world > 1 and (kept not in lowered or (pipeline == rs_ag) != ("{accumulate}" in lowered)):
             return f"{name} [{pipeline}]: the lowered program lacks {kept} or the accumulating ring's form"
+        if world > 1 and pipeline == rs_ag and lowered.index('"hir.binary"') > lowered.index('"hir.allgather"'):
+            return f"{name} [{pipeline}]: fc2's bias is added after the all-gather, not to the scattered rows\n{lowered}"
         (got,) = hir.run(lowered_module, program.arguments(state, x), device="cpu")
         if not torch.allclose(got, want, rtol=1e-5, atol=1e-6):
             return f"{name} [{pipeline}]: rank {rank} got {got}, want {want}"
