@@ -16,7 +16,7 @@
 #   e2e        benchmarks/tp_overlap.py --from ${HIR_E2E_DIR:-.device/tp_overlap}: the TP/SP MLP layer, GPUs $HIR_E2E_COUNTS
 #   decode     benchmarks/tp_decode.py --from ${HIR_DECODE_DIR:-.device/tp_decode}: TP decode per token of the ~1B Llama
 #              (hir vs DTensor parallelize_module eager / torch.compile reduce-overhead), GPUs $HIR_DECODE_COUNTS
-#   overlap    copy-engine bandwidth + benchmarks/overlap.py (AG+matmul, matmul+RS), GPUs $HIR_OVERLAP_COUNTS
+#   overlap    copy-engine bandwidth, benchmarks/whole_nccl.py + benchmarks/overlap.py (AG+matmul, matmul+RS), GPUs $HIR_OVERLAP_COUNTS
 #   sanitizer  the single-process GPU tests (-m "gpu and not multigpu") under TORCH_CUDA_SANITIZER=1
 #   tests      every GPU test (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
 # GPU counts: layer, e2e and decode default to "N 2" (N = the GPUs present; only N when N <= 2),
@@ -118,6 +118,8 @@ for section in $sections; do
         if [ "$n" -lt 2 ]; then say "=== AG+matmul / matmul+RS: skipped: needs 2 GPUs (have $n)"; continue; fi
         say "=== copy-engine bandwidth, $n GPUs"
         bounded "$(allowance 30)" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/copy_engines.py
+        say "=== can NCCL overlap a GEMM? hir's whole form by hand, process-group settings (benchmarks/whole_nccl.py), $n GPUs"
+        bounded "$(allowance 60)" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/whole_nccl.py
         cap=$(allowance "${HIR_CAP_OVERLAP:-120}")
         say "=== AG+matmul / matmul+RS (benchmarks/overlap.py), $n GPUs"
         # the rows of runs 4 and 6 that came nearest the targets (8 parts never paid: RESULTS run 6)
