@@ -1,7 +1,14 @@
 """Set-up, timing and checks shared by the multi-GPU benchmarks: one NCCL rank per GPU
 (NVLink multicast off; Gloo on CPU for the scripts' CPU check), the median time of one
 call over iterations, max over ranks (the slowest rank sets the pace), and the relative
-error of a rank's output against a float32 reference, over all ranks."""
+error of a rank's output against a float32 reference, over all ranks.
+
+On GPUs every rank's clock starts at one GPU moment (:func:`_aligned_start`): a timed call
+starts on all GPUs together, as it does inside a model, where the collectives before it
+keep the ranks' streams in step. Timed from each host's own start, the ranks' launch skew
+(tens of us after a host barrier) lands in every communicating row (a rank waits for its
+peers) but not in a matmul alone. ``HIR_BENCH_START=host`` times from each host's start as
+before (benchmarks/RESULTS.md before issue 39's run 8)."""
 
 import argparse
 import re
@@ -40,10 +47,26 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
+# The spin after the aligning all-reduce: longer than the hosts' skew in queueing the timed
+# call (~0.1 ms at H100 / H200 clocks).
+ALIGN_SPIN_CYCLES = 200_000
+
+
+def _aligned_start(start: "torch.cuda.Event") -> None:
+    """Record ``start`` at one GPU moment on every rank: after a one-element all-reduce
+    (done on all ranks together) and the same spin on each GPU, during which every host
+    queues the timed call behind it."""
+    flag = torch.zeros(1, device="cuda")
+    dist.all_reduce(flag)  # the current stream waits for it
+    torch.cuda._sleep(ALIGN_SPIN_CYCLES)
+    start.record()
+
+
 def bench(fn: Callable[[], object], warm: int = 3, iters: int = 15) -> float:
     """Median milliseconds of ``fn()`` on this rank, maxed over ranks (CUDA events on a GPU,
     the host clock on the CPU)."""
     cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    aligned = cuda and os.environ.get("HIR_BENCH_START", "gpu") != "host"
     for _ in range(warm):
         fn()
     _sync()
@@ -53,7 +76,10 @@ def bench(fn: Callable[[], object], warm: int = 3, iters: int = 15) -> float:
         _sync()
         if cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+            if aligned:
+                _aligned_start(start)
+            else:
+                start.record()
             fn()
             end.record()
             torch.cuda.synchronize()

@@ -20,7 +20,8 @@
 #   sanitizer  the single-process GPU tests (-m "gpu and not multigpu") under TORCH_CUDA_SANITIZER=1
 #   tests      every GPU test (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
 # GPU counts: layer, e2e and decode default to "N 2" (N = the GPUs present; only N when N <= 2),
-# overlap to N. Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
+# overlap to N (HIR_OVERLAP_HOST_START=1: overlap.py's M=8192 again, timed from each host's start).
+# Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
 # HIR_CAP_E2E=75, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
 # HIR_LAYER_ROWS / HIR_DECODE_ROWS: a regex of the rows to build (the benchmarks' --rows).
 # HIR_MATRIX_K: a pytest -k expression choosing the matrix's cases (e.g. 'correct and 4': the 4-GPU half).
@@ -120,16 +121,21 @@ for section in $sections; do
         bounded "$(allowance 30)" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/copy_engines.py
         say "=== can NCCL overlap a GEMM? hir's whole form by hand, process-group settings (benchmarks/whole_nccl.py), $n GPUs"
         bounded "$(allowance 60)" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/whole_nccl.py
-        cap=$(allowance "${HIR_CAP_OVERLAP:-120}")
-        say "=== AG+matmul / matmul+RS (benchmarks/overlap.py), $n GPUs"
-        # the rows of runs 4 and 6 that came nearest the targets (8 parts never paid: RESULTS run 6)
-        bounded "$cap" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/overlap.py --sizes 8192,16384 --graph --timeout $(( cap > 15 ? cap - 5 : cap )) \
-          --pipelines "$P,hir-lower" "hir-convert-to-communication{backend=nccl},hir-lower" \
-          --p2p "$P,hir-p2p-pipeline{chunks=auto comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{chunks=2 comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{accumulate=1 chunks=4 transfer=push comm-stream=1},hir-lower" \
-                "$P,hir-p2p-pipeline{accumulate=1 chunks=2 copies=2 transfer=push comm-stream=1},hir-lower"
+        # the rows of runs 4 and 6 that came nearest the targets (8 parts never paid: RESULTS run 6);
+        # HIR_OVERLAP_HOST_START=1 adds M=8192 timed the old way (each rank's clock from its host's start)
+        for clock in gpu ${HIR_OVERLAP_HOST_START:+host}; do
+          sizes=8192,16384
+          [ "$clock" = host ] && sizes=8192
+          cap=$(allowance "${HIR_CAP_OVERLAP:-120}")
+          say "=== AG+matmul / matmul+RS (benchmarks/overlap.py), $n GPUs, clocks from the $clock start"
+          bounded "$cap" "$out/overlap.md" env HIR_BENCH_START=$clock "${ranks[@]}" --nproc_per_node="$n" benchmarks/overlap.py --sizes $sizes --graph \
+            --timeout $(( cap > 15 ? cap - 5 : cap )) --pipelines "$P,hir-lower" "hir-convert-to-communication{backend=nccl},hir-lower" \
+            --p2p "$P,hir-p2p-pipeline{chunks=auto comm-stream=1},hir-lower" \
+                  "$P,hir-p2p-pipeline{chunks=2 comm-stream=1},hir-lower" \
+                  "$P,hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower" \
+                  "$P,hir-p2p-pipeline{accumulate=1 chunks=4 transfer=push comm-stream=1},hir-lower" \
+                  "$P,hir-p2p-pipeline{accumulate=1 chunks=2 copies=2 transfer=push comm-stream=1},hir-lower"
+        done
       done ;;
     sanitizer)
       # only the files with GPU tests: the sanitizer sees every torch op, collection's too
