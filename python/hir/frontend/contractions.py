@@ -30,8 +30,10 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 
-from hir.dialect import AliasReshapeOp, BinaryOp, MatmulOp, ReductionOp, SetOp, Sharding
-from hir.dialect.base import DYNAMIC, i64_attr
+from hir.dialect import AliasReshapeOp, AliasStackShardsOp, BinaryOp, MatmulOp, ReductionOp, SetOp, Sharding
+from hir.dialect.base import DYNAMIC, VerifyError, i64_attr
+from hir.dialect.sharding import sharding_of
+from hir.dialect.views import reshape_type, stack_shards_type
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.context import HirError
 from hir.frontend.torch_ir import LIST_CONSTRUCT, buffer_type, rank_of, tensor_info, torch_int, torch_op, vtensor
@@ -209,7 +211,13 @@ def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: i
     global_lead[mesh_at] = grid.shape[k]
     inserted = len(lead) - (1 if rows else 0)
     out_splits = [mesh_at if j == k else (None if s is None else s + inserted) for j, s in enumerate(moved)]
-    out = part.new_buffer(buffer_type(vtensor(global_lead + (block[1:] if rows else block), dtype), _attr(part, out_splits)), op.location, value)
+    out_type = buffer_type(vtensor(global_lead + (block[1:] if rows else block), dtype), _attr(part, out_splits))
+    if not (transpose or row_axis):
+        viewed = _outer_view(part, source, k, 0 if rows else before, 0 if rows else len(ones), rows, fold, op.location)
+        if viewed is not None:
+            assert viewed.type == out_type, f"{viewed.type} != {out_type}"
+            return viewed
+    out = part.new_buffer(out_type, op.location, value)
     local_out = lead + (local[1:] if rows else local)
 
     def body(values: list, ip: ir.InsertionPoint) -> list:
@@ -234,6 +242,46 @@ def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: i
 
     part.kernel([source], [out], [vtensor(unmoved, dtype)], body, op.location)
     return out
+
+
+def _outer_view(part, source: ir.Value, k: int, before: int, ones: int, rows: int, fold: bool, loc: ir.Location) -> Optional[ir.Value]:
+    """:func:`_outer`'s layout as views of ``source`` where no transpose is needed (no
+    copy): the rows viewed as ``[S, T/S, ...]`` (and folded) by ``hir.alias_reshape``, the
+    devices' shards of the axis split over mesh axis ``k`` stacked at the mesh axis's place
+    (``hir.alias_stack_shards``: each device's part is its shard, unsqueezed), then
+    ``before`` unit axes before it and ``ones`` after it (``hir.alias_reshape``). The views
+    are only read (by the partial sum's contraction). None where a view's type rule
+    refuses (a strided source, a split the reshapes cannot carry): the kernel copies then."""
+    t = ir.MemRefType(source.type)
+    views = []  # (emit, its arguments after the input), each checked by its type rule first
+    try:
+        if rows:
+            groups = _rows_groups(t.rank)
+            t = reshape_type(t, _rows_shape(list(t.shape), rows), groups)
+            views.append((AliasReshapeOp.emit, (list(t.shape), groups)))
+            if fold and t.rank > 3:
+                groups = [[0], list(range(1, t.rank - 1)), [t.rank - 1]]
+                t = reshape_type(t, _folded(list(t.shape)), groups)
+                views.append((AliasReshapeOp.emit, (list(t.shape), groups)))
+        sharding = sharding_of(t, "input")
+        axis = None if sharding is None or k >= len(sharding.splits) else sharding.splits[k]
+        if axis is None:
+            return None
+        at = 1 if rows else 0
+        t = stack_shards_type(t, axis, at)
+        views.append((AliasStackShardsOp.emit, (axis, at)))
+        if before or ones:
+            units = [1] * before + [t.shape[0]] + [1] * ones
+            groups = [list(range(len(units)))] + [[len(units) + i] for i in range(t.rank - 1)]
+            t = reshape_type(t, units + list(t.shape[1:]), groups)
+            views.append((AliasReshapeOp.emit, (list(t.shape), groups)))
+    except VerifyError:
+        return None
+    buf = source
+    with part.in_main(loc):
+        for emit, args in views:
+            buf = emit(buf, *args)
+    return buf
 
 
 def _swap(shape: Sequence[int], axis: int) -> list[int]:
