@@ -8,8 +8,10 @@ local shards into a buffer with a leading mesh axis, ``[D, ..., N]`` split on ax
 a ``hir.reduction`` sum over axis 0 into the result makes it whole: replicated (allreduce),
 or split on axis 0 (reduce-scatter) when the consumer wants that (an output placement
 ``Shard(0)``, or a binary op with an operand split on axis 0, as in sequence parallelism).
-The operands reach that layout through small local kernel segments (``unsqueeze``, and a
-``transpose`` of the weight). hir-convert-to-communication then turns every resharding
+The operands reach that layout as views where no transpose is needed (``[T, H]`` split on
+1 as ``[D, T, H/D]`` split on 0 is ``hir.alias_stack_shards``: each device's part is its
+shard, unsqueezed; no copy), else through a small local kernel segment (a ``transpose``
+of the weight, then ``unsqueeze``). hir-convert-to-communication then turns every resharding
 ``hir.set`` / ``hir.reduction`` into collectives.
 
 Sequence parallelism (1-D meshes) comes out in nvFuser's stream-parallel form, which
@@ -182,7 +184,8 @@ def partial_sum(part, step) -> ir.Value:
 def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: ir.Operation, transpose: bool = False, before: int = 0, rows: int = 0, row_axis: int = 0,
            fold: bool = False) -> ir.Value:
     """``value``'s local shard (placed as ``placement``) with mesh axis ``k`` as a new axis,
-    split over ``k`` (a local kernel segment: transpose, view, unsqueeze): a
+    split over ``k`` (views where nothing is transposed: :func:`_outer_view`; else a local
+    kernel segment: transpose, view, unsqueeze): a
     ``[1 * before, D, *ones, ...]`` buffer; with ``rows = S`` (1-D meshes) value's axis 0
     is viewed as ``[S, T/S]`` around the mesh axis: ``[S, D, T/S, ...]``, after axes 0 and
     ``row_axis`` are swapped; ``fold`` reshapes that to ``[S, D, T/S * ..., K]`` (the axes
