@@ -1,5 +1,5 @@
-module attributes {hir.weights = "megatron_mlp_sp.safetensors"} {
-  func.func @main(%arg0: memref<64x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {hir.parameter, hir.weight = "0.weight"}, %arg1: memref<64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {hir.parameter, hir.weight = "0.bias"}, %arg2: memref<16x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>> {hir.parameter, hir.weight = "2.weight"}, %arg3: memref<16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {hir.parameter, hir.weight = "2.bias"}, %arg4: memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {
+module {
+  func.func @main(%arg0: memref<64x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {hir.parameter}, %arg1: memref<64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {hir.parameter}, %arg2: memref<16x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>> {hir.parameter}, %arg3: memref<16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {hir.parameter}, %arg4: memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {
     %0 = "hir.alias_reshape"(%arg4) {reassociation = [[0, 1], [2]]} : (memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x4x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
     %alloc = memref.alloc() : memref<2x4x16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
     "hir.set"(%0, %alloc) {stream_axis = 0 : i64} : (memref<2x4x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<2x4x16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
