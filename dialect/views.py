@@ -313,6 +313,7 @@ def stack_shards_type(source: ir.MemRefType, axis: int, at: int) -> ir.MemRefTyp
     shape = list(source.shape)
     shape[axis] //= d
     shape.insert(at, d)
+
     def past(a: int) -> int:  # an axis of the input, as numbered in the result
         return a if a < at else a + 1
 

@@ -34,10 +34,10 @@ from torch_mlir.dialects import torch as torch_dialect
 
 from hir.dialect import AliasReshapeOp, AliasStackShardsOp, BinaryOp, MatmulOp, ReductionOp, SetOp, Sharding
 from hir.dialect.base import DYNAMIC, VerifyError, i64_attr
-from hir.dialect.sharding import sharding_of
-from hir.dialect.views import reshape_type, stack_shards_type
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.context import HirError
+from hir.dialect.sharding import sharding_of
+from hir.dialect.views import reshape_type, stack_shards_type
 from hir.frontend.torch_ir import LIST_CONSTRUCT, buffer_type, rank_of, tensor_info, torch_int, torch_op, vtensor
 
 _UNSQUEEZE = torch_dialect.AtenUnsqueezeOp.OPERATION_NAME
@@ -252,10 +252,14 @@ def _outer_view(part, source: ir.Value, k: int, before: int, ones: int, rows: in
     copy): the rows viewed as ``[S, T/S, ...]`` (and folded) by ``hir.alias_reshape``, the
     devices' shards of the axis split over mesh axis ``k`` stacked at the mesh axis's place
     (``hir.alias_stack_shards``: each device's part is its shard, unsqueezed), then
-    ``before`` unit axes before it and ``ones`` after it (``hir.alias_reshape``). The views
-    are only read (by the partial sum's contraction). None where a view's type rule
-    refuses (a strided source, a split the reshapes cannot carry): the kernel copies then."""
+    ``before`` unit axes before it and ``ones`` after it (``hir.alias_reshape``). Aliasing
+    ``source`` is safe: it is the value's buffer (or its resharded copy), written before
+    and not again while the partial sum's contraction, the views' only user, reads them.
+    None where a view's type rule refuses (a strided or dynamic source, a split the
+    reshapes cannot carry): the kernel copies then."""
     t = ir.MemRefType(source.type)
+    if DYNAMIC in t.shape:
+        return None
     views = []  # (emit, its arguments after the input), each checked by its type rule first
     try:
         if rows:
