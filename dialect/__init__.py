@@ -24,7 +24,7 @@ from hir.dialect.streams import (
     module_num_streams,
     set_module_num_streams,
 )
-from hir.dialect.views import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp, ViewOp
+from hir.dialect.views import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp, AliasStackShardsOp, ViewOp
 from hir.dialect.control import ForOp, YieldOp
 from hir.dialect.comm import (
     AllgatherOp,

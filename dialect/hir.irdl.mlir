@@ -65,6 +65,15 @@ module {
       %2 = irdl.base "!builtin.memref" 
       irdl.results(result: %2)
     }
+    irdl.operation @alias_stack_shards {
+      %0 = irdl.base "!builtin.memref" 
+      irdl.operands(input: %0)
+      %1 = irdl.base "#builtin.integer" 
+      %2 = irdl.base "#builtin.integer" 
+      irdl.attributes {"axis" = %1, "at" = %2}
+      %3 = irdl.base "!builtin.memref" 
+      irdl.results(result: %3)
+    }
     irdl.operation @for {
       %0 = irdl.base "!builtin.index" 
       %1 = irdl.base "!builtin.index" 

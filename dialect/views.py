@@ -48,6 +48,21 @@ nvFuser's ``[1, D, 1, K, N]`` split on 1 (its matmul_RS_through_bcast):
 
     %b = "hir.alias_reshape"(%w) {reassociation = [[0, 1, 2], [3], [4]]}
         : (memref<4x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<1x4x1x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+
+``hir.alias_stack_shards`` views a buffer whose axis ``axis`` is split evenly over one mesh
+axis of extent D as the devices' shards stacked on a new axis ``at`` (extent D, split over
+that mesh axis), axis ``axis`` holding one shard's extent: globally
+``result[.., d, .., j, ..] = input[.., d * E / D + j, ..]``, a reshape plus a transpose
+(no reassociation expresses it), but each device's part is its shard unsqueezed at
+``at``. It is how a contraction over a split axis gets its local operands into the
+partial-sum layout ``[D, T, H / D]`` split on 0 (the PyTorch frontend's row-parallel
+linear) without copying them:
+
+    %x = "hir.alias_stack_shards"(%h) {axis = 1 : i64, at = 0 : i64}
+        : (memref<64x64xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> memref<4x64x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+
+The input is contiguous and static (the result is too), its other mesh axes' splits
+renumbered past ``at``.
 """
 
 
@@ -57,7 +72,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
 from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, CheckedKeys, HirOp, check_axis, fail, i64_attr, int_attr, memref_type, refuse_uneven
-from hir.dialect.sharding import sharding_of
+from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.view_splits import ViewSplitError, reshaped
 
 UPSTREAM_VIEWS.update(cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp, memref.CastOp))
@@ -212,11 +227,15 @@ def _groups(attr: ir.Attribute) -> list[list[int]]:
         fail(f"reassociation must be a list of lists of axes, got {attr}")
 
 
+def _require_contiguous(source: ir.MemRefType) -> None:
+    if not isinstance(source.layout, ir.AffineMapAttr) or source.layout != ir.AffineMapAttr.get(ir.AffineMap.get_identity(source.rank)):
+        fail(f"input must be contiguous (identity layout), got {source}")
+
+
 def reshape_type(source: ir.MemRefType, shape: list, groups: list[list[int]]) -> ir.MemRefType:
     """The type of ``source`` viewed as ``shape`` (contiguous; the sharding follows each
     split axis to its group's counterpart)."""
-    if not isinstance(source.layout, ir.AffineMapAttr) or source.layout != ir.AffineMapAttr.get(ir.AffineMap.get_identity(source.rank)):
-        fail(f"input must be contiguous (identity layout), got {source}")
+    _require_contiguous(source)
     if DYNAMIC in source.shape or DYNAMIC in shape:
         fail("input and result shapes must be static")
     high, low = (source.shape, shape) if source.rank > len(shape) else (shape, source.shape)
@@ -267,3 +286,57 @@ class AliasReshapeOp(ViewOp, name="alias_reshape"):
     def emit(cls, input: ir.Value, shape: list, groups: list[list[int]], *, name: Optional[str] = None) -> ir.Value:
         view_type = reshape_type(memref_type(input, "input"), list(shape), groups)
         return cls._create([input], [view_type], {"reassociation": _reassociation(groups)}, name=name).result
+
+
+def stack_shards_type(source: ir.MemRefType, axis: int, at: int) -> ir.MemRefType:
+    """The type of ``source`` (contiguous, static, ``axis`` split evenly over one mesh axis
+    of extent D) viewed with the devices' shards stacked on a new axis ``at``: the shape
+    with ``shape[axis] // D`` and D inserted at ``at``, that mesh axis splitting ``at``
+    (the other splits renumbered past it); each device's part is its shard unsqueezed at
+    ``at``."""
+    _require_contiguous(source)
+    if DYNAMIC in source.shape:
+        fail(f"input shape must be static, got {source}")
+    check_axis(axis, source.rank, "axis")
+    if not 0 <= at <= source.rank:
+        fail(f"at {at} is out of range for rank {source.rank} (the new axis goes at 0..{source.rank})")
+    sharding = sharding_of(source, "input")
+    mesh_axes = [] if sharding is None else [k for k, s in enumerate(sharding.splits) if s == axis]
+    if not mesh_axes:
+        fail(f"axis {axis} is not split over the device mesh; alias_stack_shards stacks the shards of a split axis")
+    if len(mesh_axes) > 1:
+        fail(f"axis {axis} is split over mesh axes {mesh_axes}; alias_stack_shards stacks the shards of one mesh axis")
+    if sharding.uneven or sharding.pieces(axis) != 1:
+        fail(f"axis {axis} is split unevenly or packed ({sharding.describe()}); alias_stack_shards needs equal shards of one block each")
+    (k,) = mesh_axes
+    d = sharding.mesh_shape[k]
+    shape = list(source.shape)
+    shape[axis] //= d
+    shape.insert(at, d)
+
+    def past(a: int) -> int:  # an axis of the input, as numbered in the result
+        return a if a < at else a + 1
+
+    splits = [at if j == k else (None if s is None else past(s)) for j, s in enumerate(sharding.splits)]
+    space = Sharding.of(sharding.mesh, sharding.mesh_shape, splits, packed={past(a): n for a, n in sharding.packed}).attr()
+    return ir.MemRefType.get(shape, source.element_type, memory_space=space, loc=ir.Location.unknown())
+
+
+class AliasStackShardsOp(ViewOp, name="alias_stack_shards"):
+    """The devices' shards of ``input`` (split on ``axis`` over one mesh axis) stacked on a
+    new axis ``at`` split over that mesh axis: ``result[.., d, .., j, ..] = input[.., d * E / D
+    + j, ..]``; each device's part is its shard unsqueezed at ``at`` (no copy)."""
+    _UNEVEN_REFUSED_PER_KEY = True
+
+    input: ext.Operand[ir.MemRefType]
+    axis: ir.IntegerAttr
+    at: ir.IntegerAttr
+    result: ext.Result[ir.MemRefType]
+
+    def check(self) -> None:
+        _check_view(self, lambda source: stack_shards_type(source, int_attr(self, "axis"), int_attr(self, "at")), "stacked shards", ("axis", "at"))
+
+    @classmethod
+    def emit(cls, input: ir.Value, axis: int, at: int, *, name: Optional[str] = None) -> ir.Value:
+        view_type = stack_shards_type(memref_type(input, "input"), axis, at)
+        return cls._create([input], [view_type], {"axis": i64_attr(axis), "at": i64_attr(at)}, name=name).result

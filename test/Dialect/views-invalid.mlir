@@ -214,3 +214,112 @@ func.func @reshape_split_on_unit_axis(%w: memref<4x16xf32, #hir.shard<array<i64:
   %b = "hir.alias_reshape"(%w) {reassociation = [[0, 1], [2]]} : (memref<4x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<1x4x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
   return
 }
+
+// -----
+
+// hir.alias_stack_shards
+func.func @stack_not_split(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) {
+  // expected-error @+1 {{axis 1 is not split over the device mesh; alias_stack_shards stacks the shards of a split axis}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 1 : i64, at = 0 : i64} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x8x2xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}
+
+// -----
+
+func.func @stack_unplaced(%a: memref<8x4xf32>) {
+  // expected-error @+1 {{axis 0 is not split over the device mesh}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 0 : i64, at = 0 : i64} : (memref<8x4xf32>) -> memref<1x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @stack_axis_range(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 2 : i64, at = 0 : i64} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}
+
+// -----
+
+func.func @stack_at_range(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) {
+  // expected-error @+1 {{at 3 is out of range for rank 2 (the new axis goes at 0..2)}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 0 : i64, at = 3 : i64} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<4x4x2xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+  return
+}
+
+// -----
+
+func.func @stack_at_negative(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) {
+  // expected-error @+1 {{at -1 is out of range for rank 2}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 0 : i64, at = -1 : i64} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}
+
+// -----
+
+// Uneven parts: a device's part would not be a shard of one extent.
+func.func @stack_uneven(%a: memref<7x4xf32, #hir.shard<array<i64: 0, 1>, {axis = 0 : i64, offsets = array<i64: 0, 3, 7>}>>) {
+  // expected-error @+1 {{operand #0 is split unevenly}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 0 : i64, at = 0 : i64} : (memref<7x4xf32, #hir.shard<array<i64: 0, 1>, {axis = 0 : i64, offsets = array<i64: 0, 3, 7>}>>) -> memref<2x3x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}
+
+// -----
+
+func.func @stack_indivisible(%a: memref<7x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) {
+  // expected-error @+1 {{input: axis 0 of extent 7 does not split evenly over 2 devices}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 0 : i64, at = 0 : i64} : (memref<7x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x3x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}
+
+// -----
+
+// Packed pieces (a fused QKV weight): a device's part is no one block of the axis.
+func.func @stack_packed(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, {axis = 0 : i64, packed = array<i64: 2>}>>) {
+  // expected-error @+1 {{axis 0 is split unevenly or packed ([0, 1] with splits [0], axis 0 packed of 2 pieces); alias_stack_shards needs equal shards of one block each}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 0 : i64, at = 0 : i64} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, {axis = 0 : i64, packed = array<i64: 2>}>>) -> memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}
+
+// -----
+
+// Two mesh axes split axis 1: which one's shards would stack?
+func.func @stack_two_mesh_axes(%a: memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 1>>>) {
+  // expected-error @+1 {{axis 1 is split over mesh axes [0, 1]; alias_stack_shards stacks the shards of one mesh axis}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 1 : i64, at = 0 : i64} : (memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 1, 1>>>) -> memref<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @stack_strided(%a: memref<8x4xf32, strided<[8, 1]>, #hir.shard<array<i64: 0, 1>, 0 : i64>>) {
+  // expected-error @+1 {{input must be contiguous (identity layout)}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 0 : i64, at = 0 : i64} : (memref<8x4xf32, strided<[8, 1]>, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}
+
+// -----
+
+func.func @stack_dynamic(%a: memref<?x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) {
+  // expected-error @+1 {{input shape must be static}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 0 : i64, at = 0 : i64} : (memref<?x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x?x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}
+
+// -----
+
+// The new axis is the split one; axis 0 keeps one shard's extent, unsplit.
+func.func @stack_wrong_result(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) {
+  // expected-error @+1 {{result type memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>> does not match the stacked shards view type memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 0 : i64, at = 0 : i64} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+  return
+}
+
+// -----
+
+func.func @stack_missing_attr(%a: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) {
+  // expected-error @+1 {{requires integer attribute 'at'}}
+  %b = "hir.alias_stack_shards"(%a) {axis = 0 : i64} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> memref<2x4x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  return
+}

@@ -13,8 +13,10 @@
 // CHECK-SAME:    %[[W1:.*]]: memref<64x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {hir.parameter}, %[[B1:.*]]: memref<64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>> {hir.parameter}, %[[W2:.*]]: memref<16x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>> {hir.parameter}, %[[B2:.*]]: memref<16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {hir.parameter}, %[[X:.*]]: memref<8x16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>)
 // CHECK:         "hir.linear"(%[[X]], %[[W1]], %[[H:.*]], %[[B1]]) {{.*}} -> ()
 // CHECK:         call @segment_0(%[[H]], %[[G:.*]]) : (memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
-// CHECK:         call @segment_1(%[[G]], %[[GO:.*]]) : {{.*}} memref<2x8x32xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
-// CHECK:         call @segment_2(%[[W2]], %[[WO:.*]]) : {{.*}} memref<2x32x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// fc2's input needs no copy: each device's part of [D, T, H/D] split on 0 is its [T, H/D]
+// shard, unsqueezed (hir.alias_stack_shards); only the weight is transposed by a kernel.
+// CHECK:         %[[GO:.*]] = "hir.alias_stack_shards"(%[[G]]) {at = 0 : i64, axis = 1 : i64} : (memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) -> memref<2x8x32xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+// CHECK:         call @segment_1(%[[W2]], %[[WO:.*]]) : {{.*}} memref<2x32x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
 // CHECK:         "hir.matmul"(%[[GO]], %[[WO]], %[[P:.*]]) : {{.*}} memref<2x8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
 // CHECK:         "hir.reduction"(%[[P]], %[[S:.*]]) {axes = array<i64: 0>, kind = "sum"} : {{.*}} memref<8x16xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
 // CHECK:         "hir.binary"(%[[S]], %[[B2]], %{{.*}}) {kind = "add"}
@@ -23,6 +25,10 @@
 // CHECK:         builtin.unrealized_conversion_cast %{{.*}} : tensor<8x64xf32> to !torch.vtensor<[8,32],f32>
 // CHECK-NEXT:    torch.constant.str "tanh"
 // CHECK-NEXT:    torch.aten.gelu %{{.*}} : !torch.vtensor<[8,32],f32>, !torch.str -> !torch.vtensor<[8,32],f32>
+// The one other segment transposes the weight; nothing unsqueezes the activation.
+// CHECK-LABEL: func.func private @segment_1(
+// CHECK:         torch.aten.transpose.int
+// CHECK-NOT:     func.func private @segment_2(
 
 // TP-LABEL: func.func @main(
 // TP:         "hir.linear"
@@ -45,15 +51,18 @@
 // SP-NEXT:    "hir.wait"
 // SP:         "hir.linear"({{.*}}) {operandSegmentSizes = array<i32: 1, 1, 1, 1>, stream_axis = 0 : i64} : {{.*}} memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>
 // SP-NEXT:    "hir.alias_reshape"({{.*}}) -> memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
-// SP:         call @segment_0
-// SP:         "hir.matmul"({{.*}}) {stream_axis = 0 : i64} : {{.*}} memref<2x2x4x16xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+// SP:         call @segment_0(%{{.*}}, %[[G:.*]]) :
+// fc2's x as [S, D, T/S, K/D]: the rows viewed as [S, T/S, K], the shards stacked at 1.
+// SP-NEXT:    %[[GR:.*]] = "hir.alias_reshape"(%[[G]]) {reassociation = {{\[\[}}0, 1], [2]]} : (memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>) -> memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>
+// SP-NEXT:    %[[GO:.*]] = "hir.alias_stack_shards"(%[[GR]]) {at = 1 : i64, axis = 2 : i64} : {{.*}} -> memref<2x2x4x32xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+// SP:         "hir.matmul"(%[[GO]], {{.*}}) {stream_axis = 0 : i64} : {{.*}} memref<2x2x4x16xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
 // SP:         "hir.reduce_scatter"({{.*}}) {axis = 1 : i64, backend = "gloo", reduction = "sum", scatter_axis = 0 : i64, stream_axis = 0 : i64, team = array<i64: 0, 1>}
 // SP:         "hir.alias_reshape"({{.*}}) -> memref<8x16xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
 // SP-NOT:     "hir.set"
-// The x view [S, 1, T/S, K/D] of fc2's partial products, on this device's [8, 32] shard.
+// The weight's [1, D, K/D, N] is still a kernel (a transpose); it is the last segment.
 // SP-LABEL: func.func private @segment_1(
-// SP:         torch.aten.view %{{.*}}, %{{.*}} : !torch.vtensor<[8,32],f32>, !torch.list<int> -> !torch.vtensor<[2,4,32],f32>
-// SP:         torch.aten.unsqueeze %{{.*}}, %{{.*}} : !torch.vtensor<[2,4,32],f32>, !torch.int -> !torch.vtensor<[2,1,4,32],f32>
+// SP:         torch.aten.transpose.int
+// SP-NOT:     func.func private @segment_2(
 
 // LOWER-LABEL: func.func @main(
 // LOWER:       "hir.allgather"

@@ -13,6 +13,7 @@ rank); ``python test_from_torch_multirank.py`` is the per-rank worker.
 """
 
 import os
+import re
 import sys
 from typing import Optional
 
@@ -180,20 +181,28 @@ def run_case(name: str, rank: int, world: int) -> str:
     text = str(program.module)
     if "torch.aten.gelu" not in text:
         return f"{name}: the imported program has no gelu segment\n{text}"
+    # fc2 reads the gelu output in place (issue 39): its operand is a view stacking the
+    # shards, not a kernel's copy (one rank: a plain linear, no partial sum).
+    views, fc2 = re.findall(r'(%\w+) = "hir.alias_stack_shards"', text), re.search(r'"hir.matmul"\((%\w+),', text)
+    if world > 1 and (fc2 is None or fc2.group(1) not in views):
+        return f"{name}: fc2's activation operand should be an hir.alias_stack_shards view, not a kernel's copy\n{text}"
     if sequence:
         failure = check_sequence_parallel(name, program, program.arguments(state, x), want.chunk(world, 0)[rank], world, 1e-6, overlap=name == "sp")
         dist.barrier()
         return failure
     # TP: the all-reduce whole, and as hir-p2p-pipeline's reduce-scatter (the accumulating
-    # ring, in two parts) + all-gather, fc2's bias added to the scattered rows before it.
+    # ring, in two parts; pushed copies) + all-gather, fc2's bias added to the scattered rows
+    # before it, and in row blocks (chunked).
     rs_ag = P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{allreduce=rs-ag accumulate=1 chunks=2}")
-    for pipeline, kept in ((PIPELINE, '"hir.allreduce"'), (rs_ag, '"hir.allgather"')):
+    pushed = P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{allreduce=rs-ag transfer=push chunks=2}")
+    chunked = P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{allreduce=chunked chunks=2}")
+    for pipeline, kept in ((PIPELINE, '"hir.allreduce"'), (rs_ag, '"hir.allgather"'), (pushed, '"hir.allgather"'), (chunked, '"hir.alias_chunk"')):
         lowered_module = hir.parse(text, f"{name}.mlir")
         hir.lower(lowered_module, pipeline)
         lowered = str(lowered_module)
         if world > 1 and (kept not in lowered or (pipeline == rs_ag) != ("{accumulate}" in lowered)):
             return f"{name} [{pipeline}]: the lowered program lacks {kept} or the accumulating ring's form"
-        if world > 1 and pipeline == rs_ag and lowered.index('"hir.binary"') > lowered.index('"hir.allgather"'):
+        if world > 1 and pipeline in (rs_ag, pushed) and lowered.index('"hir.binary"') > lowered.index('"hir.allgather"'):
             return f"{name} [{pipeline}]: fc2's bias is added after the all-gather, not to the scattered rows\n{lowered}"
         (got,) = hir.run(lowered_module, program.arguments(state, x), device="cpu")
         if not torch.allclose(got, want, rtol=1e-5, atol=1e-6):

@@ -17,7 +17,7 @@ from hir.interpreter.registry import HANDLERS, impl, impl_prefix, lookup, regist
 
 
 def test_every_op_has_a_class_and_a_handler():
-    assert len(OP_CLASSES) == len(dialect.HirDialect.operations) == 30
+    assert len(OP_CLASSES) == len(dialect.HirDialect.operations) == 31
     assert all(name.startswith("hir.") for name in OP_CLASSES)
     missing = [name for name in OP_CLASSES if lookup(name) is None and name != dialect.YieldOp.OPERATION_NAME]
     assert not missing  # hir.yield is a terminator the compiler consumes
@@ -28,7 +28,7 @@ def test_facts():
     assert dialect.RecvOp.DESTINATIONS == (0,) and dialect.SendOp.DESTINATIONS == ()
     assert all(cls.DESTINATIONS == (1,) and cls.TEAM_ATTR == "team" for cls in dialect.COLLECTIVE_OPS)
     assert ShiftOp.TEAM_ATTR == dialect.BarrierOp.TEAM_ATTR == "team" and dialect.SendOp.TEAM_ATTR == ""
-    assert AliasSelectOp.IS_VIEW and dialect.AliasChunkOp.IS_VIEW and dialect.AliasBroadcastOp.IS_VIEW and dialect.AliasReshapeOp.IS_VIEW and not dialect.SetOp.IS_VIEW
+    assert AliasSelectOp.IS_VIEW and dialect.AliasChunkOp.IS_VIEW and dialect.AliasBroadcastOp.IS_VIEW and dialect.AliasReshapeOp.IS_VIEW and dialect.AliasStackShardsOp.IS_VIEW and not dialect.SetOp.IS_VIEW
     assert dialect.GetStreamOp.CHOOSES_STREAM and not dialect.SynchronizeOp.CHOOSES_STREAM
     assert dialect.AllgatherOp.PEER_AXIS_ATTR == "axis" and dialect.ReduceScatterOp.PEER_AXIS_ATTR == "scatter_axis"
     assert {name for name, cls in OP_CLASSES.items() if cls.PEER_AXIS_ATTR} == {dialect.AllgatherOp.OPERATION_NAME, dialect.ReduceScatterOp.OPERATION_NAME}

@@ -33,7 +33,7 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
     """Builds one ``func.func`` (default ``@main``) in a fresh module and context: program-level
     compute ops (:class:`ProgramBuilder`), every host-level op, the upstream views
     (:class:`~hir.builder.views.ViewBuilder`: ``subview``, ``collapse_shape``,
-    ``expand_shape``, ``reshape``, ``alias_broadcast``) and host scalars, ``fill`` and ``if_``
+    ``expand_shape``, ``reshape``, ``alias_broadcast``, ``alias_stack_shards``) and host scalars, ``fill`` and ``if_``
     (:class:`~hir.builder.control.ControlBuilder`)."""
 
     def get_current_stream(self) -> ir.Value:

@@ -1,13 +1,14 @@
 """The builder's views (mixed into :class:`hir.builder.Builder`): ``subview`` (upstream
 ``memref.subview``, static or dynamic, rank-reducing), ``collapse_shape`` / ``expand_shape``
-/ ``reshape`` (upstream reassociative reshapes; ``hir.alias_reshape`` where a split buffer's split axis moves) and ``alias_broadcast``
-(``hir.alias_broadcast``). Every view is zero-copy; result types are inferred the way MLIR's
+/ ``reshape`` (upstream reassociative reshapes; ``hir.alias_reshape`` where a split buffer's split axis moves), ``alias_broadcast``
+(``hir.alias_broadcast``) and ``alias_stack_shards`` (``hir.alias_stack_shards``). Every view is zero-copy; result types are inferred the way MLIR's
 verifiers expect them, placements by the view's dim map (a split follows its axis).
 
     rows = b.subview(x, [i, 0], [2, 64])            # rows i, i+1 (i: an index value)
     flat = b.reshape(x, [8 * 64])                    # collapse_shape
     grid = b.reshape(flat, [8, 8, 8])                # expand_shape
     wide = b.alias_broadcast(bias, [8, 64])                # stride-0 view of a [64] bias
+    stacked = b.alias_stack_shards(h, axis=1, at=0)  # [T, H] split on 1 as [D, T, H/D] split on 0
 """
 
 from math import prod
@@ -17,7 +18,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import memref
 
 from hir.core import HirError
-from hir.dialect import AliasBroadcastOp, AliasReshapeOp
+from hir.dialect import AliasBroadcastOp, AliasReshapeOp, AliasStackShardsOp
 from hir.dialect.base import DYNAMIC, VerifyError
 from hir.dialect.view_splits import reshaped
 
@@ -174,6 +175,17 @@ class ViewBuilder:
                 raise HirError(f"error: broadcast: {err}") from None
         sizes = [x.sizes[i - lead] if i >= lead and x.type.shape[i - lead] == static[i] else s for i, s in enumerate(shape)]
         return type(x)(view, sizes)
+
+    def alias_stack_shards(self, x, axis: int, at: int):
+        """``hir.alias_stack_shards``: ``x`` (static, contiguous, ``axis`` split evenly over
+        one mesh axis of extent D) as its devices' shards stacked on a new axis ``at`` split
+        over that mesh axis (``[T, H]`` on 1 as ``[D, T, H / D]`` on 0); no copy."""
+        with self._at():
+            try:
+                view = AliasStackShardsOp.emit(x.value, axis, at)
+            except VerifyError as err:
+                raise HirError(f"error: alias_stack_shards: {err}") from None
+        return type(x)(view, list(ir.MemRefType(view.type).shape))
 
 
 def _grouping(wide: list[int], narrow: list[int]) -> Optional[list[list[int]]]:

@@ -8,8 +8,10 @@ local shards into a buffer with a leading mesh axis, ``[D, ..., N]`` split on ax
 a ``hir.reduction`` sum over axis 0 into the result makes it whole: replicated (allreduce),
 or split on axis 0 (reduce-scatter) when the consumer wants that (an output placement
 ``Shard(0)``, or a binary op with an operand split on axis 0, as in sequence parallelism).
-The operands reach that layout through small local kernel segments (``unsqueeze``, and a
-``transpose`` of the weight). hir-convert-to-communication then turns every resharding
+The operands reach that layout as views where no transpose is needed (``[T, H]`` split on
+1 as ``[D, T, H/D]`` split on 0 is ``hir.alias_stack_shards``: each device's part is its
+shard, unsqueezed; no copy), else through a small local kernel segment (a ``transpose``
+of the weight, then ``unsqueeze``). hir-convert-to-communication then turns every resharding
 ``hir.set`` / ``hir.reduction`` into collectives.
 
 Sequence parallelism (1-D meshes) comes out in nvFuser's stream-parallel form, which
@@ -30,10 +32,12 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 
-from hir.dialect import AliasReshapeOp, BinaryOp, MatmulOp, ReductionOp, SetOp, Sharding
-from hir.dialect.base import DYNAMIC, i64_attr
+from hir.dialect import AliasReshapeOp, AliasStackShardsOp, BinaryOp, MatmulOp, ReductionOp, SetOp, Sharding
+from hir.dialect.base import DYNAMIC, VerifyError, i64_attr
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.context import HirError
+from hir.dialect.sharding import sharding_of
+from hir.dialect.views import reshape_type, stack_shards_type
 from hir.frontend.torch_ir import LIST_CONSTRUCT, buffer_type, rank_of, tensor_info, torch_int, torch_op, vtensor
 
 _UNSQUEEZE = torch_dialect.AtenUnsqueezeOp.OPERATION_NAME
@@ -180,7 +184,8 @@ def partial_sum(part, step) -> ir.Value:
 def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: ir.Operation, transpose: bool = False, before: int = 0, rows: int = 0, row_axis: int = 0,
            fold: bool = False) -> ir.Value:
     """``value``'s local shard (placed as ``placement``) with mesh axis ``k`` as a new axis,
-    split over ``k`` (a local kernel segment: transpose, view, unsqueeze): a
+    split over ``k`` (views where nothing is transposed: :func:`_outer_view`; else a local
+    kernel segment: transpose, view, unsqueeze): a
     ``[1 * before, D, *ones, ...]`` buffer; with ``rows = S`` (1-D meshes) value's axis 0
     is viewed as ``[S, T/S]`` around the mesh axis: ``[S, D, T/S, ...]``, after axes 0 and
     ``row_axis`` are swapped; ``fold`` reshapes that to ``[S, D, T/S * ..., K]`` (the axes
@@ -209,7 +214,13 @@ def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: i
     global_lead[mesh_at] = grid.shape[k]
     inserted = len(lead) - (1 if rows else 0)
     out_splits = [mesh_at if j == k else (None if s is None else s + inserted) for j, s in enumerate(moved)]
-    out = part.new_buffer(buffer_type(vtensor(global_lead + (block[1:] if rows else block), dtype), _attr(part, out_splits)), op.location, value)
+    out_type = buffer_type(vtensor(global_lead + (block[1:] if rows else block), dtype), _attr(part, out_splits))
+    if not (transpose or row_axis):
+        viewed = _outer_view(part, source, k, 0 if rows else before, 0 if rows else len(ones), rows, fold, op.location)
+        if viewed is not None:
+            assert viewed.type == out_type, f"{viewed.type} != {out_type}"
+            return viewed
+    out = part.new_buffer(out_type, op.location, value)
     local_out = lead + (local[1:] if rows else local)
 
     def body(values: list, ip: ir.InsertionPoint) -> list:
@@ -234,6 +245,50 @@ def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: i
 
     part.kernel([source], [out], [vtensor(unmoved, dtype)], body, op.location)
     return out
+
+
+def _outer_view(part, source: ir.Value, k: int, before: int, ones: int, rows: int, fold: bool, loc: ir.Location) -> Optional[ir.Value]:
+    """:func:`_outer`'s layout as views of ``source`` where no transpose is needed (no
+    copy): the rows viewed as ``[S, T/S, ...]`` (and folded) by ``hir.alias_reshape``, the
+    devices' shards of the axis split over mesh axis ``k`` stacked at the mesh axis's place
+    (``hir.alias_stack_shards``: each device's part is its shard, unsqueezed), then
+    ``before`` unit axes before it and ``ones`` after it (``hir.alias_reshape``). Aliasing
+    ``source`` is safe: it is the value's buffer (or its resharded copy), written before
+    and not again while the partial sum's contraction, the views' only user, reads them.
+    None where a view's type rule refuses (a strided or dynamic source, a split the
+    reshapes cannot carry): the kernel copies then."""
+    t = ir.MemRefType(source.type)
+    if DYNAMIC in t.shape:
+        return None
+    views = []  # (emit, its arguments after the input), each checked by its type rule first
+    try:
+        if rows:
+            groups = _rows_groups(t.rank)
+            t = reshape_type(t, _rows_shape(list(t.shape), rows), groups)
+            views.append((AliasReshapeOp.emit, (list(t.shape), groups)))
+            if fold and t.rank > 3:
+                groups = [[0], list(range(1, t.rank - 1)), [t.rank - 1]]
+                t = reshape_type(t, _folded(list(t.shape)), groups)
+                views.append((AliasReshapeOp.emit, (list(t.shape), groups)))
+        sharding = sharding_of(t, "input")
+        axis = None if sharding is None or k >= len(sharding.splits) else sharding.splits[k]
+        if axis is None:
+            return None
+        at = 1 if rows else 0
+        t = stack_shards_type(t, axis, at)
+        views.append((AliasStackShardsOp.emit, (axis, at)))
+        if before or ones:
+            units = [1] * before + [t.shape[0]] + [1] * ones
+            groups = [list(range(len(units)))] + [[len(units) + i] for i in range(t.rank - 1)]
+            t = reshape_type(t, units + list(t.shape[1:]), groups)
+            views.append((AliasReshapeOp.emit, (list(t.shape), groups)))
+    except VerifyError:
+        return None
+    buf = source
+    with part.in_main(loc):
+        for emit, args in views:
+            buf = emit(buf, *args)
+    return buf
 
 
 def _swap(shape: Sequence[int], axis: int) -> list[int]:

@@ -1,4 +1,5 @@
-"""The views group: hir.alias_select / alias_chunk / alias_broadcast / alias_reshape and the upstream
+"""The views group: hir.alias_select / alias_chunk / alias_broadcast / alias_reshape /
+alias_stack_shards and the upstream
 memref.subview (static, dynamic, strided, rank-reducing), collapse_shape and expand_shape,
 in the interpreter and the builder. Each is zero-copy (writes land in the parent buffer), is
 freed with its buffer, and reports bad run-time offsets at the op."""
@@ -8,6 +9,7 @@ import torch
 
 from hir.builder import Builder, Shard
 from hir.core import HirError
+from hir.dialect import Sharding
 from hir.interpreter import run as run_module
 from interp_util import mem, run
 
@@ -146,7 +148,26 @@ def check_alias_reshape_views_the_local_shard(rank: int) -> None:
     assert v.shape == (8, 3) and v.data_ptr() == local.data_ptr() and torch.equal(v, local.reshape(8, 3))
 
 
-RANK_CASES = {f.__name__: f for f in (check_sharded_views_keep_the_split_axis, check_alias_reshape_views_the_local_shard)}
+STACK_COLS = "memref<4x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
+STACK_ROWS = "memref<4x2x3xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
+
+
+def check_alias_stack_shards_views_the_local_shard(rank: int) -> None:
+    """hir.alias_stack_shards is this rank's [4, 3] shard unsqueezed at ``at``: the same
+    memory, so a write through the view lands in the shard."""
+    text = f"""func.func @main(%a: {STACK_COLS}) -> {STACK_ROWS} {{
+  %v = "hir.alias_stack_shards"(%a) {{axis = 1 : i64, at = 1 : i64}} : ({STACK_COLS}) -> {STACK_ROWS}
+  "hir.binary"(%v, %v, %v) {{kind = "add"}} : ({STACK_ROWS}, {STACK_ROWS}, {STACK_ROWS}) -> ()
+  return %v : {STACK_ROWS}
+}}"""
+    local = torch.randn(4, 3)
+    before = local.clone()
+    (v,) = run(text, [local])
+    assert v.shape == (4, 1, 3) and v.data_ptr() == local.data_ptr()
+    assert torch.equal(local, 2 * before) and torch.equal(v, local.unsqueeze(1))
+
+
+RANK_CASES = {f.__name__: f for f in (check_sharded_views_keep_the_split_axis, check_alias_reshape_views_the_local_shard, check_alias_stack_shards_views_the_local_shard)}
 
 
 def test_sharded_views_on_two_gloo_ranks():
@@ -161,6 +182,27 @@ def test_sharded_views_on_two_gloo_ranks():
     path = os.pathsep.join(filter(None, [str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH")]))
     oks, report = launch_workers(2, __file__, timeout_s=300, env={**os.environ, "PYTHONPATH": path})
     assert oks == 2 * len(RANK_CASES), report
+
+
+def test_alias_stack_shards_type_and_builder():
+    """emit computes the stacked type (the mesh axis moves to ``at``, another mesh axis's
+    split is renumbered past it); the builder's alias_stack_shards names a refused input."""
+    b = Builder()
+    h = b.input([8, 6], sharding=Shard([0, 1], 1))
+    stacked = b.alias_stack_shards(h, axis=1, at=0)
+    assert stacked.sizes == [2, 8, 3] and stacked.sharding == Shard([0, 1], 0)
+    last = b.alias_stack_shards(h, axis=1, at=2)
+    assert last.sizes == [8, 3, 2] and last.sharding == Shard([0, 1], 2)
+    grid = b.input([4, 8, 6], sharding=Sharding([0, 1, 2, 3], mesh_shape=(2, 2), splits=(0, 2)))
+    moved = b.alias_stack_shards(grid, axis=2, at=1)
+    assert moved.sizes == [4, 2, 8, 3] and moved.sharding == Sharding([0, 1, 2, 3], mesh_shape=(2, 2), splits=(0, 1))
+    with pytest.raises(HirError, match="error: alias_stack_shards: axis 0 is not split over the device mesh"):
+        b.alias_stack_shards(h, axis=0, at=0)
+    with pytest.raises(HirError, match=r"error: alias_stack_shards: at 3 is out of range for rank 2"):
+        b.alias_stack_shards(h, axis=1, at=3)
+    row = b.subview(h, [0, 0], [4, 6], [2, 1])
+    with pytest.raises(HirError, match=r"error: alias_stack_shards: input must be contiguous \(identity layout\)"):
+        b.alias_stack_shards(row, axis=1, at=0)
 
 
 def test_builder_views():

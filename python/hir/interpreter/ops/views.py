@@ -1,5 +1,6 @@
 """Handlers of the views group: ``hir.alias_select``, ``hir.alias_chunk``,
-``hir.alias_broadcast`` (torch ``expand``) and ``hir.alias_reshape`` (torch ``view``), and the upstream views ``memref.subview``
+``hir.alias_broadcast`` (torch ``expand``), ``hir.alias_reshape`` (torch ``view``) and
+``hir.alias_stack_shards`` (torch ``unsqueeze`` of the local shard), and the upstream views ``memref.subview``
 (static or dynamic offsets, sizes and strides; rank-reducing), ``memref.collapse_shape`` and
 ``memref.expand_shape`` (torch ``view``).
 
@@ -15,7 +16,7 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import memref
 
-from hir.dialect import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp
+from hir.dialect import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp, AliasStackShardsOp
 from hir.dialect.base import DYNAMIC, get_i64_array, get_int
 from hir.dialect.view_splits import reshaped
 from hir.dialect.context import HirError
@@ -248,3 +249,15 @@ class ViewImpls:
             env[out] = _reshaped(env[src], shape, where, AliasReshapeOp.OPERATION_NAME)
 
         return reshape_step
+
+    @impl(AliasStackShardsOp)
+    def alias_stack_shards(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        """``unsqueeze(at)`` of the local shard: this device's part of the stacked view is
+        its shard with a unit axis for its own slot of the new device axis."""
+        at = get_int(op, "at")
+        src, out = _aliasing_result(c, op)
+
+        def stack_shards_step(env: list) -> None:
+            env[out] = env[src].unsqueeze(at)
+
+        return stack_shards_step
