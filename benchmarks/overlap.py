@@ -180,7 +180,7 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
     shard_parts = shard.view(S, -1, N)
 
     def chunk(i: int) -> None:
-        torch.matmul(a_local[i], b_local, out=partial[i])
+        torch.matmul(a_local[i], b_local[0], out=partial[i])
         dist.reduce_scatter_tensor(shard_parts[i], partial[i].view(-1))
 
     rows = [("NCCL reduce-scatter alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential matmul -> RS", bench(sequential), None, ""),

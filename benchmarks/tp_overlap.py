@@ -4,7 +4,8 @@
 reduce-scatter) and its tensor-parallel form (tokens replicated: fc1, gelu, fc2,
 all-reduce), lowered with the collectives whole and pipelined (copy-engine P2P, the
 accumulating reduce-scatter ring, ``hir-lower-overlap``), eager and as CUDA-graph replays,
-against hand-written torch, DTensor ``parallelize_module`` and PyTorch async-TP
+against hand-written torch (eagerly and captured in a CUDA graph), DTensor
+``parallelize_module`` and PyTorch async-TP
 (``torch.ops.symm_mem.fused_all_gather_matmul`` / ``fused_matmul_reduce_scatter`` called
 directly: the SP form is what async-TP's micro-pipeline turns TP into), all in one run.
 
@@ -33,7 +34,7 @@ import torch.nn.functional as F
 import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import emit_or_run, init_nccl
+from dist_timing import emit_or_run, graphed, init_nccl
 from overlap import checked_row, hir_rows
 from sp_mlp import DTYPES, make_model
 from timing import TOLERANCES, Verdicts
@@ -174,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
             hand = torch_sp if sequence else torch_tp
             rows = [checked_row(f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})", hand, reference)]
             base = rows[0][1]
+            # the same calls captured in a CUDA graph: what hir's graph rows are set against
+            rows.append(_guarded(f"torch {form.upper()} hand-written, captured in a CUDA graph", graphed(hand), reference))
             try:
                 dtensor = _dtensor(model, sequence, world)
                 rows.append(_guarded("DTensor parallelize_module", lambda: dtensor(x_in), reference))
