@@ -310,3 +310,34 @@ def test_auto_binds_a_graph_to_buffers_passed_again():
     state = auto.graph_state
     assert state.captures == 3 and state.graphs == 3 and state.bound == 2
     assert len({t.data_ptr() for t in outs}) == len(outs)  # copied out: earlier results stay intact
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_no_garbage_collection_inside_a_capture():
+    """Python's cyclic collector stays off while a graph is captured: a collection there can
+    free an earlier program's symmetric-memory buffer, a CUDA call that aborts a capturing
+    process (the 4-GPU option matrix did, issue 39's run 8). With the threshold at 1 a
+    collection would start at almost every allocation the capture makes."""
+    import gc
+
+    seen = []
+
+    def record(phase: str, info: dict) -> None:
+        if phase == "start":
+            seen.append(torch.cuda.is_current_stream_capturing())
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(record)
+    gc.set_threshold(1, 1, 1)
+    try:
+        program = Program(hir.parse(ADD_MUL), device="cuda", graph=True)
+        a, o = torch.randn(8, 4, device="cuda"), torch.zeros(8, 4, device="cuda")
+        for _ in range(3):
+            (t,) = program([a, o])
+    finally:
+        gc.callbacks.remove(record)
+        gc.set_threshold(*threshold)
+    torch.testing.assert_close(t, (a + a) * a)
+    assert program.graph_state.captures == 1
+    assert seen and not any(seen), f"{sum(seen)} collections started during the capture"

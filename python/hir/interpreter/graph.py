@@ -55,8 +55,10 @@ valid), and return the outputs:
 All copies and the replay are ordered on the caller's current stream.
 """
 
+import gc
 import logging
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
@@ -326,7 +328,7 @@ class GraphRunner:
         graph = torch.cuda.CUDAGraph()
         self.refreshes.clear()
         try:
-            with torch.cuda.graph(graph):
+            with _no_collection(), torch.cuda.graph(graph):
                 capture = torch.cuda.current_stream(dev)
                 for stream in streams:  # fork every pool stream from the capture stream
                     stream.wait_stream(capture)
@@ -366,6 +368,20 @@ class GraphRunner:
 def _unbound(at: tuple) -> tuple:
     """The signature of a bound_signature (addresses dropped)."""
     return tuple((tuple(v[1]), v[2], v[3]) if isinstance(v, tuple) else v for v in at)
+
+
+@contextmanager
+def _no_collection():
+    """Python's cyclic garbage collector off for a capture: a collection inside it can free
+    an earlier program's symmetric-memory buffer, and that free is a CUDA call a capturing
+    stream forbids (the process aborts). torch.cuda.graph collects right before capturing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _static_copy(value: Any) -> Any:
