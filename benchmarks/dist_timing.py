@@ -7,8 +7,10 @@ On GPUs every rank's clock starts at one GPU moment (:func:`_aligned_start`): a 
 starts on all GPUs together, as it does inside a model, where the collectives before it
 keep the ranks' streams in step. Timed from each host's own start, the ranks' launch skew
 (tens of us after a host barrier) lands in every communicating row (a rank waits for its
-peers) but not in a matmul alone. ``HIR_BENCH_START=host`` times from each host's start as
-before (benchmarks/RESULTS.md before issue 39's run 8)."""
+peers) but not in a matmul alone. The spin also hides up to 0.1 ms of each row's own host
+launch latency (the dispatch before its first kernel), which eager rows have more of than
+graph replays. ``HIR_BENCH_START=host`` times from each host's start as before
+(benchmarks/RESULTS.md before issue 39's run 8)."""
 
 import argparse
 import re
@@ -101,6 +103,24 @@ def bench_in_turns(fns: Sequence[Callable[[], object]], rounds: int = 5, iters: 
         for i, fn in enumerate(fns):
             best[i] = min(best[i], bench(fn, warm=3 if r == 0 else 1, iters=iters))
     return best
+
+
+def on_streams(chunk: Callable[[int], None], count: int, streams: Optional[list] = None) -> Callable[[], None]:
+    """A function running ``chunk(0..count-1)``: chunk i on ``streams[i]`` after the caller's
+    stream, which then joins them all (hir-lower's stream loop, by hand), or in order on the
+    caller's stream when ``streams`` is None."""
+
+    def run() -> None:
+        main = torch.cuda.current_stream()
+        for i in range(count):
+            stream = streams[i] if streams else main
+            stream.wait_stream(main)
+            with torch.cuda.stream(stream):
+                chunk(i)
+        for stream in streams or ():
+            main.wait_stream(stream)
+
+    return run
 
 
 def relerr(got: torch.Tensor, ref: torch.Tensor) -> float:

@@ -32,7 +32,7 @@ import torch.distributed as dist
 import hir
 from hir.builder import Builder, Shard
 from hir.interpreter import compile as compile_program
-from dist_timing import bench, init_nccl, relerr  # benchmarks/dist_timing.py
+from dist_timing import bench, init_nccl, on_streams, relerr  # benchmarks/dist_timing.py
 from timing import TOLERANCES, Row, Verdicts, worst
 
 
@@ -148,7 +148,7 @@ def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
         torch.matmul(a_full[i], b_local, out=out[i])
 
     rows = [("NCCL all-gather alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential AG -> matmul", bench(sequential), None, ""),
-            (f"NCCL AG -> matmul in {S} stream chunks (hand; hir's whole form)", bench(_on_streams(chunk, S)), None, "")]
+            checked_row(f"NCCL AG -> matmul in {S} stream chunks (hand; hir's whole form)", _returning(on_streams(chunk, S, _streams(S)), out), reference)]
     # P2P form (also the anchors'): rank r's rows are the r-th block of the gathered A.
     p2p_ref = torch.stack([g.reshape(M // D, K) for g in gathered]).float() @ b_local.float()
     rows.append(_copy_engine_anchor(a_local.reshape(M // D, K), b_local, reference=p2p_ref))
@@ -184,7 +184,7 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
         dist.reduce_scatter_tensor(shard_parts[i], partial[i].view(-1))
 
     rows = [("NCCL reduce-scatter alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential matmul -> RS", bench(sequential), None, ""),
-            (f"NCCL matmul -> RS in {S} stream chunks (hand; hir's whole form)", bench(_on_streams(chunk, S)), None, "")]
+            checked_row(f"NCCL matmul -> RS in {S} stream chunks (hand; hir's whole form)", _returning(on_streams(chunk, S, _streams(S)), shard_parts), reference)]
     a2 = a_local.reshape(-1, K // D).contiguous()
     rows.append(_fused("torch fused_matmul_reduce_scatter", lambda sym, g: torch.ops.symm_mem.fused_matmul_reduce_scatter(a2, b_local[0, 0], "sum", scatter_dim=0, group_name=g), a2, partial32.reshape(M, N).chunk(D, 0)[rank]))
     rows += hir_rows(lambda: matmul_rs_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank, graph)
@@ -196,19 +196,16 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
     return t_comm, t_mm, rows
 
 
-def _on_streams(chunk: Callable[[int], None], count: int) -> Callable[[], None]:
-    """hir-lower's whole form of a stream-parallel collective and its compute, written by
-    hand: ``chunk(i)`` on stream i after the caller's stream, which then joins them all."""
-    streams = [torch.cuda.Stream() for _ in range(count)]
+def _streams(count: int) -> list:
+    return [torch.cuda.Stream() for _ in range(count)]
 
-    def run() -> None:
-        main = torch.cuda.current_stream()
-        for i, stream in enumerate(streams):
-            stream.wait_stream(main)
-            with torch.cuda.stream(stream):
-                chunk(i)
-        for stream in streams:
-            main.wait_stream(stream)
+
+def _returning(fn: Callable[[], None], out: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """``fn``, then ``out`` (the buffer it writes), for :func:`checked_row`."""
+
+    def run() -> torch.Tensor:
+        fn()
+        return out
 
     return run
 

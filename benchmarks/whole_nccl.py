@@ -22,12 +22,12 @@ took the carve-out at all). Hand-written torch only: no hir code runs here.
 
 import argparse
 import sys
-from typing import Callable, Optional
+from typing import Callable
 
 import torch
 import torch.distributed as dist
 
-from dist_timing import bench_in_turns, init_nccl  # benchmarks/dist_timing.py
+from dist_timing import bench_in_turns, init_nccl, on_streams  # benchmarks/dist_timing.py
 
 
 def process_groups(world: int) -> dict:
@@ -61,24 +61,10 @@ def carved(fn: Callable[[], object], sms: int) -> Callable[[], object]:
     return run
 
 
-def chunked(chunk: Callable[[int, Optional[object]], None], count: int, group, streams: Optional[list]) -> Callable[[], None]:
-    """The chunks on ``streams`` (chunk i on stream i, joined by the caller's stream), or in
-    order on the caller's stream when ``streams`` is None."""
-
-    def run() -> None:
-        main = torch.cuda.current_stream()
-        for i in range(count):
-            stream = streams[i] if streams else main
-            stream.wait_stream(main)
-            with torch.cuda.stream(stream):
-                chunk(i, group)
-        for stream in streams or ():
-            main.wait_stream(stream)
-
-    return run
-
-
 def rows_for(case: str, M: int, S: int, world: int, groups: dict, streams: list) -> dict:
+    """Row label -> function for ``case`` ("matmul+RS" or "AG+matmul") at M rows: the
+    collective and the matmul alone, sequential, stream-chunked per process group, and with
+    cuBLAS's carve-out (where this torch has it)."""
     K, N = 8192, 8192
     dev, bf16 = torch.device("cuda", dist.get_rank()), torch.bfloat16
     if case == "matmul+RS":  # each rank a K/D slice; the partial [S, M/S, N] reduced and scattered on M
@@ -106,15 +92,16 @@ def rows_for(case: str, M: int, S: int, world: int, groups: dict, streams: list)
 
     rows = {"matmul alone": matmul, "collective alone": collective, "sequential": (lambda: (matmul(), collective())) if case == "matmul+RS" else (lambda: (collective(), matmul()))}
     for name, group in groups.items():
-        rows[f"{S} streams [{name}]"] = chunked(chunk, S, group, streams)
-        rows[f"one stream [{name}]"] = chunked(chunk, S, group, None)
-    for sms in (16, 32):
+        rows[f"{S} streams [{name}]"] = on_streams(lambda i, g=group: chunk(i, g), S, streams)
+        rows[f"one stream [{name}]"] = on_streams(lambda i, g=group: chunk(i, g), S)
+    for sms in (16, 32) if hasattr(torch._C, "_set_sm_carveout_experimental") else ():
         rows[f"matmul alone [carve-out {sms} SMs]"] = carved(matmul, sms)
-        rows[f"{S} streams [carve-out {sms} SMs]"] = carved(chunked(chunk, S, None, streams), sms)
+        rows[f"{S} streams [carve-out {sms} SMs]"] = carved(on_streams(lambda i: chunk(i, None), S, streams), sms)
     return rows
 
 
 def main() -> int:
+    """Time every row of both cases at each size; rank 0 prints the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="8192,16384", help="values of M")
     parser.add_argument("--chunks", type=int, default=4, help="S, the stream-parallel chunks")

@@ -13,7 +13,7 @@ from typing import Iterator, Optional
 from torch_mlir import ir
 from torch_mlir.dialects import arith, bufferization, func, memref
 
-from hir.dialect import OP_CLASSES
+from hir.dialect import OP_CLASSES, is_view
 from hir.dialect.base import get_int, i64_attr, loc_name, name_loc
 from hir.dialect.compute import STREAM_AXIS_ATTR
 
@@ -188,6 +188,23 @@ def written_operands(op: ir.Operation) -> Optional[tuple]:
     if cls is not None:
         return cls.DESTINATIONS
     return _UPSTREAM_WRITES.get(op.name)
+
+
+def written_through(value: ir.Value) -> bool:
+    """Whether an op writes ``value`` or a view of it (an op whose writes are unknown, a
+    call, or a return counts as writing: the buffer leaves what the pass can see)."""
+    for use in value.uses:
+        user = use.owner.operation
+        if user.name == DEALLOC:
+            continue
+        if is_view(user):
+            if written_through(user.results[0]):
+                return True
+            continue
+        written = written_operands(user)
+        if written is None or use.operand_number in written:
+            return True
+    return False
 
 
 def output_index(op: ir.Operation) -> int:

@@ -57,7 +57,7 @@ from torch_mlir import ir, rewrite
 from hir.dialect import AliasReshapeOp, AllgatherOp, BinaryOp, MatmulOp, ReduceScatterOp, WaitOp
 from hir.dialect.base import VerifyError, get_i64_array, get_int, get_str, i64_attr
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.dialect.irutils import ALLOC, DEALLOC, alloc, defining_op, is_broadcast_axis, operand_axis, output_index, value_name, written_operands
+from hir.dialect.irutils import ALLOC, DEALLOC, alloc, ancestor_in, defining_op, is_broadcast_axis, operand_axis, output_index, value_name, written_through
 from hir.dialect.nodes import team_backend
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.views import reshape_type
@@ -119,6 +119,7 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
     mesh = sharding_of(partial).mesh
     partial_type = ir.MemRefType(partial.type)
     team = op.attributes["team"]
+    consumer = rows_elementwise_consumer(op, out, split.out_rows)
     with ir.InsertionPoint(op), op.location:
         block = producer.clone()
         for index, shape, groups in split.views:
@@ -137,15 +138,14 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
                  "reduction": op.attributes["reduction"], STREAM_AXIS_ATTR: i64_attr(rows)}
         rs = ReduceScatterOp.emit(partial_rows, scattered, attrs, name="rs_work")
         WaitOp.emit(rs)
-        consumer = _rows_elementwise_consumer(op, out, split.out_rows)
         gathered, target = scattered, out
         if consumer is not None:  # the bias added to the scattered rows; the all-gather writes its output
-            other = 1 - _reading_index(consumer, out)
             gathered = alloc(scattered_type, name="biased").result
-            operands = [scattered, consumer.operands[other]] if other == 1 else [consumer.operands[other], scattered]
-            BinaryOp.emit(*operands, gathered, get_str(consumer, "kind"))
-            target = consumer.operands[output_index(consumer)]
-            defining_op(target).move_before(op)
+            bias = consumer.op.operands[consumer.other]
+            BinaryOp.emit(*([scattered, bias] if consumer.other == 1 else [bias, scattered]), gathered, get_str(consumer.op, "kind"))
+            target = consumer.op.operands[output_index(consumer.op)]
+            if op.is_before_in_block(consumer.alloc):
+                consumer.alloc.move_before(op)
         out_rows = AliasReshapeOp.emit(target, *split.out_view, name=f"{value_name(target) or 'out'}_rows")
         gather_backend = ir.StringAttr.get(team_backend(op, team, backend, pass_name))  # no copy engines across nodes
         WaitOp.emit(AllgatherOp.emit(gathered, out_rows, {"team": team, "backend": gather_backend, "axis": i64_attr(split.out_rows)}, name="ag_work"))
@@ -153,23 +153,31 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
     rewriter.erase_op(op)
     rewriter.erase_op(producer)
     if consumer is not None:
-        rewriter.erase_op(consumer)
+        rewriter.erase_op(consumer.op)
         erase_if_unused(out, rewriter)
     erase_if_unused(partial, rewriter)
     pipeline(rs.owner.operation, rewriter)
 
 
-def _reading_index(binary: ir.Operation, value: ir.Value) -> int:
-    return next(i for i in (0, 1) if binary.operands[i] == value)
+@dataclass
+class RowsConsumer:
+    """The elementwise op after the all-reduce that moves onto the scattered rows: the
+    ``hir.binary`` ``op``, the index of its other operand, and its output's alloc."""
+
+    op: ir.Operation
+    other: int
+    alloc: ir.Operation
 
 
-def _rows_elementwise_consumer(op: ir.Operation, out: ir.Value, rows: int) -> Optional[ir.Operation]:
-    """The ``hir.binary`` that alone reads the all-reduce ``op``'s output ``out``, when it
-    commutes with the all-gather of ``out``'s ``rows`` axis: its other operand is a function
-    argument no op writes, whole on every rank and broadcast over the rows, and its output
-    (``out``'s type) is an alloc of its own that can move up to the all-gather."""
+def rows_elementwise_consumer(op: ir.Operation, out: ir.Value, rows: int) -> Optional[RowsConsumer]:
+    """The ``hir.binary`` in ``op``'s block that alone reads the all-reduce ``op``'s output
+    ``out``, when it commutes with the all-gather of ``out``'s ``rows`` axis: its other
+    operand is a function argument that nothing writes (nor a view of it), whole on every
+    rank, broadcast over the rows and with no axis left of them; its output (``out``'s
+    type) is an alloc in the same block that nothing uses before the binary."""
+    block = op.block
     users = [use.owner.operation for use in out.uses if use.owner.operation != op and use.owner.operation.name != DEALLOC]
-    if len(users) != 1 or users[0].name != BinaryOp.OPERATION_NAME:
+    if len(users) != 1 or users[0].name != BinaryOp.OPERATION_NAME or users[0].block != block:
         return None
     binary = users[0]
     reads = [i for i in (0, 1) if binary.operands[i] == out]
@@ -178,26 +186,25 @@ def _rows_elementwise_consumer(op: ir.Operation, out: ir.Value, rows: int) -> Op
         return None
     other = 1 - reads[0]
     operand = binary.operands[other]
-    if not isinstance(operand.owner, ir.Block) or not _never_written(operand):
+    if not isinstance(operand.owner, ir.Block) or written_through(operand):
         return None
     sharding = sharding_of(operand)
     if sharding is not None and any(s is not None for s in sharding.splits):
+        return None
+    rank = len(ir.MemRefType(operand.type).shape)
+    if rank > len(ir.MemRefType(out.type).shape) - rows:  # an axis left of the rows would meet the team axis
         return None
     axis = operand_axis(binary, other, rows)
     if axis is not None and not is_broadcast_axis(binary, other, axis, rows):
         return None
     owner = defining_op(result)
-    if owner is None or owner.name != ALLOC or len(owner.operands):
+    if owner is None or owner.name != ALLOC or len(owner.operands) or owner.block != block:
         return None
-    return binary
-
-
-def _never_written(value: ir.Value) -> bool:
-    for use in value.uses:
-        written = written_operands(use.owner.operation)
-        if written is None or use.operand_number in written:
-            return False
-    return True
+    for use in result.uses:  # written by the all-gather from then on: no earlier reader or writer
+        user = ancestor_in(use.owner.operation, block)
+        if user != binary and (user is None or user.is_before_in_block(binary)):
+            return None
+    return RowsConsumer(binary, other, owner)
 
 
 def _split(shape: list, axis: int, n: int) -> tuple[list, list]:

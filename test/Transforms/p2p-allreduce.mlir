@@ -180,3 +180,94 @@ func.func @tp_matmul_allreduce_bias_kept(%a: memref<4x8x4xf32, #hir.shard<array<
   "hir.binary"(%out, %b, %y) {kind = "add"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
   return %y, %out : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
 }
+
+
+// -----
+
+// The bias as the left operand of a non-commutative op keeps its place: b - y.
+// RSAG-LABEL: func.func @tp_bias_minus_sum
+// RSAG: "hir.binary"(%arg2, %scattered, %biased) {kind = "sub"}
+// RSAG-NEXT: memref.alloc
+// RSAG: "hir.allgather"(%biased,
+func.func @tp_bias_minus_sum(%a: memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %w: memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
+  %partial = memref.alloc() : memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.matmul"(%a, %w, %partial) : (memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  %y = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.binary"(%b, %out, %y) {kind = "sub"} : (memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  return %y : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+}
+
+
+// -----
+
+// Refused, the add stays after the all-gather: its output is written and read before it
+// (the all-gather would write it first), it sits in a loop (its alloc would leave the loop
+// its dealloc is in), its output is used before the all-reduce, and the bias is written
+// through a view in between.
+// RSAG-LABEL: func.func @tp_bias_output_used_first
+// RSAG: "hir.allgather"(%scattered, %out_rows)
+// RSAG: "hir.binary"(%alloc_{{[0-9]+}}, %arg2, %alloc) {kind = "add"}
+// RSAG-LABEL: func.func @tp_bias_in_a_loop
+// RSAG: "hir.allgather"(%scattered, %out_rows)
+// RSAG: scf.for
+// RSAG: "hir.binary"(%{{.*}}, %arg2, %{{.*}}) {kind = "add"}
+// RSAG-LABEL: func.func @tp_bias_output_read_before
+// RSAG: "hir.allgather"(%scattered, %out_rows)
+// RSAG: "hir.binary"(%{{.*}}, %arg2, %{{.*}}) {kind = "add"}
+// RSAG-LABEL: func.func @tp_bias_written_through_a_view
+// RSAG: "hir.allgather"(%scattered, %out_rows)
+// RSAG: "hir.binary"(%{{.*}}, %arg2, %{{.*}}) {kind = "add"}
+func.func @tp_bias_output_used_first(%a: memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %w: memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, %x: memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, %z: memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
+  %y = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  %partial = memref.alloc() : memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.matmul"(%a, %w, %partial) : (memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  "hir.set"(%x, %y) : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  "hir.set"(%y, %z) : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  "hir.binary"(%out, %b, %y) {kind = "add"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  return %y : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+}
+
+func.func @tp_bias_in_a_loop(%a: memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %w: memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, %z: memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) {
+  %partial = memref.alloc() : memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.matmul"(%a, %w, %partial) : (memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %i = %c0 to %c3 step %c1 {
+    %y = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+    "hir.binary"(%out, %b, %y) {kind = "add"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+    "hir.binary"(%y, %z, %z) {kind = "add"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+    memref.dealloc %y : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  }
+  return
+}
+
+func.func @tp_bias_output_read_before(%a: memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %w: memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, %z: memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
+  %y = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.set"(%z, %y) : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  "hir.set"(%y, %z) : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  %partial = memref.alloc() : memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.matmul"(%a, %w, %partial) : (memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  "hir.binary"(%out, %b, %y) {kind = "add"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  return %y : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+}
+
+func.func @tp_bias_written_through_a_view(%a: memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %w: memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, %c: memref<1x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
+  %partial = memref.alloc() : memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+  "hir.matmul"(%a, %w, %partial) : (memref<4x8x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x4x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
+  %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  %bv = "hir.alias_reshape"(%b) {reassociation = [[0, 1]]} : (memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<1x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.set"(%c, %bv) : (memref<1x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<1x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  %y = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.binary"(%out, %b, %y) {kind = "add"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  return %y : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+}

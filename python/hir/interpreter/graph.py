@@ -372,9 +372,7 @@ def _unbound(at: tuple) -> tuple:
 
 @contextmanager
 def _no_collection():
-    """Python's cyclic garbage collector off for a capture: a collection inside it can free
-    an earlier program's symmetric-memory buffer, and that free is a CUDA call a capturing
-    stream forbids (the process aborts). torch.cuda.graph collects right before capturing."""
+    """No cyclic GC in a capture: it may free a symmetric buffer, which aborts a capture."""
     enabled = gc.isenabled()
     gc.disable()
     try:
