@@ -190,21 +190,29 @@ def written_operands(op: ir.Operation) -> Optional[tuple]:
     return _UPSTREAM_WRITES.get(op.name)
 
 
+def uses_through_views(value: ir.Value) -> Iterator[ir.OpOperand]:
+    """The uses of ``value`` and of every view of it (transitively), the views' own uses by
+    the views excluded: what reads or writes the buffer's memory."""
+    todo = [value]
+    while todo:
+        for use in todo.pop().uses:
+            user = use.owner.operation
+            if is_view(user):
+                todo.append(user.results[0])
+            else:
+                yield use
+
+
+def writes_operand(use: ir.OpOperand) -> bool:
+    """Whether ``use``'s op writes that operand (an op whose writes are unknown, a call or a
+    return, counts as writing: the buffer leaves what a pass can see)."""
+    written = written_operands(use.owner.operation)
+    return written is None or use.operand_number in written
+
+
 def written_through(value: ir.Value) -> bool:
-    """Whether an op writes ``value`` or a view of it (an op whose writes are unknown, a
-    call, or a return counts as writing: the buffer leaves what the pass can see)."""
-    for use in value.uses:
-        user = use.owner.operation
-        if user.name == DEALLOC:
-            continue
-        if is_view(user):
-            if written_through(user.results[0]):
-                return True
-            continue
-        written = written_operands(user)
-        if written is None or use.operand_number in written:
-            return True
-    return False
+    """Whether an op writes ``value`` or a view of it (deallocation aside)."""
+    return any(writes_operand(use) for use in uses_through_views(value) if use.owner.operation.name != DEALLOC)
 
 
 def output_index(op: ir.Operation) -> int:

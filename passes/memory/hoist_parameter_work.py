@@ -53,8 +53,8 @@ from typing import Optional
 from torch_mlir import ir, rewrite
 from torch_mlir.dialects import bufferization, func
 
-from hir.dialect import KERNEL_ATTR, ONCE_ATTR, OP_CLASSES, PARAMETER_ATTR, ComputeOp, is_view
-from hir.dialect.irutils import ALLOC, DEALLOC, FUNC, func_ops, op_classes, written_operands
+from hir.dialect import KERNEL_ATTR, ONCE_ATTR, OP_CLASSES, PARAMETER_ATTR, ComputeOp
+from hir.dialect.irutils import ALLOC, DEALLOC, FUNC, func_ops, op_classes, uses_through_views, written_operands
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.passes.base import ModulePass, register_pass
 from hir.passes.patterns import GuardedRewritePatternSet
@@ -123,16 +123,12 @@ class _Analysis:
 
     def written_or_returned_after(self, value: ir.Value, writer: ir.Operation) -> bool:
         """Whether anything but ``writer`` writes ``value`` (or a view of it), or returns it."""
-        for use in value.uses:
+        for use in uses_through_views(value):
             user = use.owner.operation
             if user == writer or user.name == DEALLOC:
                 continue
             if user.name == _RETURN:
                 return True
-            if is_view(user):
-                if self.written_or_returned_after(user.result, writer):
-                    return True
-                continue
             written = self.writes(user) if user.name == _CALL else written_operands(user)
             if written is None or use.operand_number in written:
                 return True

@@ -53,7 +53,7 @@ from hir.dialect.compute import KERNEL_ATTR, ComputeOp, accumulates
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.buffers import _is_identity, is_memref
 from hir.interpreter.updates import out_variant, overload_of, segment_updates
-from hir.dialect.irutils import ancestor_in, written_operands
+from hir.dialect.irutils import ancestor_in, uses_through_views, written_operands
 
 _MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
 _TO_TENSOR = bufferization.ToTensorOp.OPERATION_NAME
@@ -224,16 +224,7 @@ def _root(value: ir.Value) -> ir.Value:
 
 def _written_from(root: ir.Value, call: ir.Operation, written_by) -> bool:
     """Whether ``root`` (or a view of it) is written by ``call`` or an op after it."""
-    todo = [root]
-    while todo:
-        value = todo.pop()
-        for use in value.uses:
-            user = use.owner.operation
-            if is_view(user):
-                todo.append(user.result)
-            elif _writes(use, written_by) and (user == call or _after(user, call)):
-                return True
-    return False
+    return any(_writes(use, written_by) and (use.owner.operation == call or _after(use.owner.operation, call)) for use in uses_through_views(root))
 
 
 def _alone(operands: list, index: int) -> bool:
