@@ -1,5 +1,8 @@
 // hir-run under torchrun: the ranks come from torchrun's environment (Gloo on CPU).
-// RUN: env HIR_DEVICE=cpu torchrun --standalone --nproc_per_node=2 --no-python hir-run %s arange zeros --print 2>/dev/null | FileCheck %s
+// stderr goes to FileCheck too, so a failed launch shows its error in FileCheck's input dump
+// (CI once saw exit 1 and nothing else); the CHECK-DAG lines ignore torchrun's banner. The
+// collective timeout is long because CI's 2 cores also run pytest's multi-rank tests.
+// RUN: env HIR_DEVICE=cpu HIR_DIST_TIMEOUT=300 torchrun --standalone --nproc_per_node=2 --no-python hir-run %s arange zeros --print 2>&1 | FileCheck %s
 
 !shard = memref<4x2xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
 func.func @main(%a: !shard, %b: memref<4x2xf32>) -> memref<4x2xf32> {
