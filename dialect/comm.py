@@ -78,6 +78,9 @@ class CollectiveOp(HirOp):
     STREAMABLE = True
     INPUT_AXIS_ATTRS = ("axis", "scatter_axis")
     REDUCES_AXIS = False  # the output drops input axis ``axis`` (reduced across the team)
+    # The result can take the input's storage when each rank holds one block of ``axis``: the
+    # output is then the local input without that axis, reduced in place (NCCL, Gloo).
+    RESULT_IN_INPUT = False
     ROOT_PER_TEAM = False  # rooted and run by a team layout: ``root`` lists one device per row
 
     @classmethod
@@ -207,6 +210,7 @@ class AllreduceOp(CollectiveOp, name="allreduce"):
     axis: ir.IntegerAttr = ext.attribute(kw_only=True)
     reduction: ir.StringAttr = ext.attribute(kw_only=True)
     REDUCES_AXIS = True
+    RESULT_IN_INPUT = True
 
     def check_collective(self) -> None:
         self.checked_reduction()

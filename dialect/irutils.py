@@ -128,6 +128,12 @@ def ancestor_in(op: ir.Operation, block: ir.Block) -> Optional[ir.Operation]:
     return None
 
 
+def runs_after(user: ir.Operation, op: ir.Operation) -> bool:
+    """Whether ``user`` is, or sits nested in, an op after ``op`` in ``op``'s block."""
+    at = ancestor_in(user, op.block)
+    return at is not None and at != op and op.is_before_in_block(at)
+
+
 def blocks_postorder(op: ir.Operation) -> Iterator[ir.Block]:
     """Every block nested in ``op``, inner blocks before the block holding them, so a pass
     that rewrites a block never revisits ops it moved into a new region."""

@@ -54,7 +54,7 @@ from torch_mlir import ir, rewrite
 from torch_mlir.dialects import bufferization, func
 
 from hir.dialect import KERNEL_ATTR, ONCE_ATTR, OP_CLASSES, PARAMETER_ATTR, ComputeOp
-from hir.dialect.irutils import ALLOC, DEALLOC, FUNC, func_ops, op_classes, uses_through_views, written_operands
+from hir.dialect.irutils import ALLOC, DEALLOC, FUNC, func_ops, op_classes, runs_after, uses_through_views, written_operands
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.passes.base import ModulePass, register_pass
 from hir.passes.patterns import GuardedRewritePatternSet
@@ -145,7 +145,7 @@ class _Analysis:
         for use in value.uses:
             user = use.owner.operation
             if user != op and (user.block != op.block or user.is_before_in_block(op)):
-                if user.block == op.block or not _nested_after(user, op):
+                if user.block == op.block or not runs_after(user, op):
                     return False
         return not self.written_or_returned_after(value, op)
 
@@ -253,14 +253,6 @@ class _Hoisting:
 
 def _symbol(fn: ir.Operation) -> str:
     return ir.StringAttr(fn.attributes["sym_name"]).value
-
-
-def _nested_after(user: ir.Operation, op: ir.Operation) -> bool:
-    """``user`` sits (nested) in an op after ``op`` in ``op``'s block."""
-    while user is not None and user.block != op.block:
-        parent = user.parent
-        user = parent.operation if parent is not None else None
-    return user is not None and op.is_before_in_block(user)
 
 
 @register_pass

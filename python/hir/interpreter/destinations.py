@@ -37,23 +37,26 @@ Compute ops that do not read their output (``hir.linear``, ``hir.matmul`` withou
 its result (``F.linear``: one GEMM with the bias in its epilogue; no ``torch.empty`` and
 ``out=`` call per op, the host cost eager PyTorch does not pay).
 
+A collective that all-reduces one block per rank binds its output to its dead input, reduced
+in place (:mod:`hir.interpreter.result_in_input`).
+
 Per call, a bound result costs nothing; CUDA graph capture records the result's own
 allocation, so a replay writes the buffer the later steps read.
 """
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-import torch
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin, func, memref
 
 from hir.dialect import OP_CLASSES, BinaryOp, LinearOp, MatmulOp, is_view
 from hir.dialect.compute import KERNEL_ATTR, ComputeOp, accumulates
 from hir.dialect.p2p import SYMMETRIC_ATTR
-from hir.interpreter.buffers import _is_identity, is_memref
+from hir.interpreter.buffers import BufferSpec, _is_identity, is_memref
+from hir.interpreter.result_in_input import reduces_in_input, result_in_input
 from hir.interpreter.updates import out_variant, overload_of, segment_updates
-from hir.dialect.irutils import ancestor_in, uses_through_views, written_operands
+from hir.dialect.irutils import runs_after, uses_through_views, written_operands
 
 _MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
 _TO_TENSOR = bufferization.ToTensorOp.OPERATION_NAME
@@ -76,8 +79,9 @@ class Output:
 
 @dataclass(frozen=True)
 class Bind:
-    """A destination ``index`` of ``call`` (a segment call or a compute op) that becomes its
-    result: ``contiguous`` says whether the result must be made contiguous when it is not."""
+    """A destination ``index`` of ``call`` (a segment call, a compute op, a collective
+    reducing in its input) that becomes its result: ``contiguous`` says whether the result
+    must be made contiguous when it is not."""
 
     call: ir.Operation
     index: int
@@ -185,12 +189,6 @@ def _aliased_operands(op: ir.Operation, result: ir.Value) -> Optional[list]:
     return aliased or None
 
 
-def _after(user: ir.Operation, call: ir.Operation) -> bool:
-    """Whether ``user`` runs after ``call``: in (an op after ``call`` in) ``call``'s block."""
-    at = ancestor_in(user, call.block)
-    return at is not None and at != call and call.is_before_in_block(at)
-
-
 def _reads_any_strides(use: ir.OpOperand, written_by) -> bool:
     """A use that reads the buffer whatever its strides, or deallocates it."""
     user = use.owner.operation
@@ -224,7 +222,7 @@ def _root(value: ir.Value) -> ir.Value:
 
 def _written_from(root: ir.Value, call: ir.Operation, written_by) -> bool:
     """Whether ``root`` (or a view of it) is written by ``call`` or an op after it."""
-    return any(_writes(use, written_by) and (use.owner.operation == call or _after(use.owner.operation, call)) for use in uses_through_views(root))
+    return any(_writes(use, written_by) and (use.owner.operation == call or runs_after(use.owner.operation, call)) for use in uses_through_views(root))
 
 
 def _alone(operands: list, index: int) -> bool:
@@ -268,8 +266,9 @@ class DestinationPlanner:
     """Decides, per call of a kernel segment, which destinations are bound (the callee's
     analysis cached by name; one instance per compiled module)."""
 
-    def __init__(self, functions: dict) -> None:
+    def __init__(self, functions: dict, spec: Callable[[ir.Value], BufferSpec]) -> None:
         self.functions = functions
+        self.spec = spec  # a value's buffer on this rank (collectives: result_in_input.py)
         self._segments: dict[str, Optional[SegmentWrites]] = {}
 
     def _segment(self, call: ir.Operation) -> Optional[SegmentWrites]:
@@ -297,8 +296,9 @@ class DestinationPlanner:
         return None if segment is None else segment.written
 
     def binds(self, ops: list, outs: dict) -> dict[ir.Value, Bind]:
-        """The allocations of block ``ops`` that calls bind to their segment's result, and
-        compute ops to their fresh result (:func:`fresh_output`); adds
+        """The allocations of block ``ops`` that calls bind to their segment's result,
+        compute ops to their fresh result (:func:`fresh_output`) and collectives to their
+        input (:mod:`hir.interpreter.result_in_input`); adds
         to ``outs`` (call -> operand indices) the other destinations the segment's last op
         writes with ``out=``, and those a torch op updates in place where no other operand
         of the call views the same buffer."""
@@ -322,6 +322,10 @@ class DestinationPlanner:
 
         for op in ops:
             call = op.operation
+            if reduces_in_input(call):
+                if result_in_input(call, self.spec, same_stream):
+                    found[call.operands[1]] = Bind(call, 1, contiguous=False)
+                continue
             index = fresh_output(call)
             if index is not None:
                 dest = call.operands[index]
@@ -353,7 +357,7 @@ class DestinationPlanner:
         if not _is_identity(ir.MemRefType(dest.type)):
             return None
         uses = [u for u in dest.uses if u.owner.operation != call]
-        if not all(_after(u.owner.operation, call) for u in uses):
+        if not all(runs_after(u.owner.operation, call) for u in uses):
             return None
         any_strides = all(_reads_any_strides(u, self.written_by) for u in uses)
         if output.may_alias:

@@ -175,7 +175,7 @@ class Compiler:
         self._template: list = []
         self._aliases: dict[int, list[int]] = {}  # buffer slot -> slots of views of it
         self._specs: dict[str, BufferSpec] = {}
-        self.destinations = DestinationPlanner(self.functions)
+        self.destinations = DestinationPlanner(self.functions, self.spec)
         self._binds: dict[ir.Value, Bind] = {}  # allocations that become a segment's result
         self._returned: dict[ir.Value, bool] = {}  # segment argument -> make it contiguous
         self._outs: dict[ir.Operation, list[int]] = {}  # call -> destinations written with out= or in place

@@ -65,8 +65,8 @@ def group_rank(members: list[int], rank: int) -> int:
 
 
 # ----- collectives -------------------------------------------------------------------------
-# Each takes the compile-time facts of a collective (``ops.comm.CommOp``) and returns
-# ``issue(env) -> work``, like the process-group versions in ops/comm.py.
+# Each takes the compile-time facts of a collective (``collective.CommOp``) and returns
+# ``issue(env) -> work``, like the process-group versions (process_group.py).
 
 
 def allgather(o) -> Callable[[list], object]:

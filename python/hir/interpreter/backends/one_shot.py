@@ -44,7 +44,7 @@ def _in_function_body(op) -> bool:
 
 
 def one_shot_shape(o) -> Optional[list[int]]:
-    """The local output shape of all-reduce ``o`` (``ops.comm.CommOp``) when it runs as one
+    """The local output shape of all-reduce ``o`` (``collective.CommOp``) when it runs as one
     one-shot kernel, else None."""
     spec = o.out_spec
     if get_str(o.op, "reduction") != "sum" or spec.dtype not in ONE_SHOT_DTYPES or not spec.held or o.in_spec.uneven:

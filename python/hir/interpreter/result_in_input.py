@@ -1,0 +1,81 @@
+"""A collective that reduces in its input's storage (``RESULT_IN_INPUT`` on its op class:
+``hir.allreduce``), decided once at plan time.
+
+A tensor-parallel matmul leaves each rank one block of the reduced axis, ``[1, T, N]``, and
+the all-reduce sums those blocks into a fresh ``[T, N]`` buffer::
+
+    %partial = memref.alloc() : memref<2x8x12xf32, #hir.shard<[0, 1], 0>>
+    "hir.matmul"(%x, %w, %partial)
+    %out = memref.alloc() : memref<8x12xf32, #hir.shard<[0, 1], -1>>
+    %w = "hir.allreduce"(%partial, %out) {axis = 0, ...}
+    "hir.wait"(%w)
+    memref.dealloc %partial
+
+Run literally, the handler copies the partial into ``%out`` (the local sum over one block)
+and all-reduces ``%out``: one extra write and read of the activation, and a second buffer,
+where hand-written torch all-reduces the matmul's output in place. When the partial is dead
+after the collective, the output allocation is bound to it instead (a
+:class:`~hir.interpreter.destinations.Bind`): the alloc step is dropped and the collective
+all-reduces the partial, squeezed, in place and makes it the output.
+
+Both buffers must be fresh non-symmetric allocations of this block with the identity layout,
+on the collective's stream (no stream switch since either was allocated); the output unused
+before the collective; the input read before it only by ops of this block that have finished
+with it when the collective starts (no communication: its work could still be reading), and
+after it only deallocated; this rank holds both, with one block of the reduced axis. A
+copy-engine collective (``backend = "cuda"``) writes its own output and is left alone.
+"""
+
+from typing import Callable
+
+from torch_mlir import ir
+from torch_mlir.dialects import memref
+
+from hir.dialect import OP_CLASSES, WorkType
+from hir.dialect.base import DYNAMIC, get_int, get_str
+from hir.dialect.irutils import ancestor_in, runs_after, uses_through_views
+from hir.dialect.p2p import SYMMETRIC_ATTR
+from hir.interpreter.buffers import BufferSpec, _is_identity
+
+_ALLOC = memref.AllocOp.OPERATION_NAME
+_DEALLOC = memref.DeallocOp.OPERATION_NAME
+
+
+def reduces_in_input(op: ir.Operation) -> bool:
+    """Whether ``op`` is a collective whose result can take its input's storage."""
+    cls = OP_CLASSES.get(op.name)
+    return cls is not None and getattr(cls, "RESULT_IN_INPUT", False)
+
+
+def result_in_input(op: ir.Operation, spec: Callable[[ir.Value], BufferSpec], same_stream: Callable) -> bool:
+    """Whether collective ``op`` (:func:`reduces_in_input`) runs in its input's storage, its
+    output bound to it (the rules in the module docstring). ``spec``: a value's buffer on
+    this rank; ``same_stream(alloc, op)``: no stream switch between them in this block."""
+    source, dest = op.operands[0], op.operands[1]
+    if get_str(op, "backend") == "cuda" or source == dest:
+        return False
+    for value in (source, dest):
+        owner = value.owner
+        if isinstance(owner, ir.Block) or owner.operation.name != _ALLOC or SYMMETRIC_ATTR in owner.operation.attributes:
+            return False
+        if not _is_identity(ir.MemRefType(value.type)) or not same_stream(owner, op):
+            return False
+    in_spec, out_spec = spec(source), spec(dest)
+    if not (in_spec.held and out_spec.held) or in_spec.uneven or out_spec.uneven:
+        return False
+    axis, local = get_int(op, "axis"), in_spec.local_static()
+    if DYNAMIC in local or local[axis] != 1 or local[:axis] + local[axis + 1 :] != out_spec.local_static():
+        return False
+    if not all(u.owner.operation == op or runs_after(u.owner.operation, op) for u in dest.uses):
+        return False
+    return all(_harmless(use.owner.operation, op) for use in uses_through_views(source))
+
+
+def _harmless(user: ir.Operation, op: ir.Operation) -> bool:
+    """Whether ``user`` of the input is done with it before ``op`` writes it: ``op`` itself, a
+    dealloc after it, or an op of its block before it that is not a communication."""
+    if user == op:
+        return True
+    if runs_after(user, op):
+        return user.name == _DEALLOC
+    return ancestor_in(user, op.block) == user and not any(isinstance(r.type, WorkType) for r in user.results)

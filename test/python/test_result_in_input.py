@@ -1,0 +1,149 @@
+"""An all-reduce of one block per rank runs in its dead input's storage
+(hir/interpreter/result_in_input.py): the tensor-parallel matmul's partial is all-reduced in
+place and becomes the output, with no output allocation and no copy of the partial into it;
+where the input is still read, is the caller's, is communicated, holds two blocks per rank or
+goes over copy engines, the output keeps its own buffer. Every case runs on 2 Gloo ranks and
+equals the sum of the ranks' partials.
+
+The test launches this file as a script (one process per rank); ``python
+test_result_in_input.py`` is the per-rank worker."""
+
+import os
+import sys
+
+from multirank_util import launch_workers, run_gloo_cases
+
+T, K, N = 8, 16, 12
+
+
+def _types(world: int, blocks: int) -> tuple[str, str, str, str]:
+    """The activation, weight, partial ([world * blocks, T, N] split on axis 0) and output types."""
+    mesh = ", ".join(str(r) for r in range(world))
+    split, whole = f"#hir.shard<array<i64: {mesh}>, 0 : i64>", f"#hir.shard<array<i64: {mesh}>, -1 : i64>"
+    d = world * blocks
+    return (f"memref<{d}x{T}x{K // d}xf32, {split}>", f"memref<{d}x{K // d}x{N}xf32, {split}>",
+            f"memref<{d}x{T}x{N}xf32, {split}>", f"memref<{T}x{N}xf32, {whole}>")
+
+
+def matmul_allreduce(world: int, *, blocks: int = 1, backend: str = "nccl", partial_returned: bool = False,
+                     sent_before: bool = False) -> str:
+    """The TP matmul as hir-lower leaves it: partial, its all-reduce, its dealloc.
+    ``partial_returned``: the partial is also a result (read after the all-reduce);
+    ``sent_before``: an all-gather of the partial is in flight across the all-reduce."""
+    a, w, p, o = _types(world, blocks)
+    gathered = f"memref<{world * blocks}x{T}x{N}xf32>"
+    team = ", ".join(str(r) for r in range(world))
+    results = f"{o}, {p}" if partial_returned else o
+    send = (f'  %copy = memref.alloc() : {gathered}\n'
+            f'  %sent = "hir.allgather"(%partial, %copy) {{axis = 0 : i64, backend = "gloo", team = array<i64: {team}>}} : ({p}, {gathered}) -> !hir.work\n'
+            if sent_before else "")
+    after = '  "hir.wait"(%sent) : (!hir.work) -> ()\n  memref.dealloc %copy : ' + gathered + "\n" if sent_before else ""
+    end = f"  return %out, %partial : {o}, {p}" if partial_returned else f"  memref.dealloc %partial : {p}\n  return %out : {o}"
+    return f"""func.func @main(%a: {a}, %w: {w}) -> ({results}) {{
+  %partial = memref.alloc() : {p}
+  "hir.matmul"(%a, %w, %partial) : ({a}, {w}, {p}) -> ()
+{send}  %out = memref.alloc() : {o}
+  %done = "hir.allreduce"(%partial, %out) {{axis = 0 : i64, backend = "{backend}", reduction = "sum", team = array<i64: {team}>}} : ({p}, {o}) -> !hir.work
+  "hir.wait"(%done) : (!hir.work) -> ()
+{after}{end}
+}}"""
+
+
+def allreduce_argument(world: int) -> str:
+    """The all-reduce of the caller's own partial (a function argument)."""
+    _, _, p, o = _types(world, 1)
+    team = ", ".join(str(r) for r in range(world))
+    return f"""func.func @main(%partial: {p}) -> {o} {{
+  %out = memref.alloc() : {o}
+  %done = "hir.allreduce"(%partial, %out) {{axis = 0 : i64, backend = "nccl", reduction = "sum", team = array<i64: {team}>}} : ({p}, {o}) -> !hir.work
+  "hir.wait"(%done) : (!hir.work) -> ()
+  return %out : {o}
+}}"""
+
+
+# case -> (module text for a world, whether the output takes the partial's storage)
+CASES = {
+    "imported_tp_mlp": (None, True),  # hir.from_torch's TP MLP, fc2's all-reduce (run_imported)
+    "in_place": (lambda world: matmul_allreduce(world), True),
+    "partial_read_after": (lambda world: matmul_allreduce(world, partial_returned=True), False),
+    "partial_in_flight": (lambda world: matmul_allreduce(world, sent_before=True), False),
+    "two_blocks_per_rank": (lambda world: matmul_allreduce(world, blocks=2), False),
+    "copy_engines": (lambda world: matmul_allreduce(world, backend="cuda"), False),
+    "caller_partial": (allreduce_argument, False),
+}
+
+
+def _allreduce_output(module) -> object:
+    from hir.dialect.irutils import blocks_postorder, func_ops
+
+    return next(op.operation.operands[1] for fn in func_ops(module) for block in blocks_postorder(fn)
+                for op in block.operations if op.operation.name == "hir.allreduce")
+
+
+def imported_tp_mlp(world: int) -> tuple:
+    """(module lowered by hir-lower, its arguments on this rank, the model's output): fc1
+    column-parallel, fc2 row-parallel, its sum all-reduced."""
+    import torch
+    from torch.distributed.tensor import Replicate, Shard
+
+    import hir
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(K, 4 * K), torch.nn.GELU(), torch.nn.Linear(4 * K, K))
+    x = torch.randn(T, K)
+    placements = {"0.weight": Shard(0), "0.bias": Shard(0), "2.weight": Shard(1), "2.bias": Replicate()}
+    program = hir.from_torch(model, (x,), mesh=list(range(world)), placements=placements)
+    hir.lower(program.module, "hir-lower")
+    return program.module, program.arguments(model.state_dict(), x), model(x).detach()
+
+
+def run_case(name: str, rank: int, world: int) -> str:
+    import torch
+    import torch.distributed as dist
+
+    import hir
+    from hir.interpreter import compile as compile_program
+
+    build, in_place = CASES[name]
+    if build is None:
+        module, inputs, want = imported_tp_mlp(world)
+        program = compile_program(module, device="cpu")
+        got = [program(inputs)[0] for _ in range(2)]
+        failures = [f"call {call}: got {g}, want {want}" for call, g in enumerate(got) if not torch.allclose(g, want, rtol=1e-4, atol=1e-5)]
+        if not program.compiler.is_bound(_allreduce_output(module)):
+            failures.append("the all-reduce's output is not bound to fc2's partial")
+        return f"{name}: rank {rank}: " + "; ".join(failures) if failures else ""
+    module = hir.parse(build(world), f"{name}.mlir")
+    gen = torch.Generator().manual_seed(rank)
+    if name == "caller_partial":
+        partial = torch.randn(1, T, N, generator=gen)
+        inputs, kept = [partial], partial.clone()
+    else:
+        blocks = 2 if name == "two_blocks_per_rank" else 1
+        a, w = torch.randn(blocks, T, K // (world * blocks), generator=gen), torch.randn(blocks, K // (world * blocks), N, generator=gen)
+        inputs, partial, kept = [a, w], torch.matmul(a, w), None
+    want = partial.sum(0)
+    dist.all_reduce(want)
+    program = compile_program(module, device="cpu")
+    failures = []
+    for call in range(2):  # the second call runs the compiled plan again
+        outputs = program(inputs)
+        if not torch.allclose(outputs[0], want, rtol=1e-5, atol=1e-5):
+            failures.append(f"call {call}: got {outputs[0]}, want {want}")
+        if name == "partial_read_after" and not torch.allclose(outputs[1], partial, rtol=1e-5, atol=1e-6):
+            failures.append(f"call {call}: the returned partial changed: {outputs[1]}, want {partial}")
+        if kept is not None and not torch.equal(inputs[0], kept):
+            failures.append(f"call {call}: the caller's partial was overwritten")
+    bound = program.compiler.is_bound(_allreduce_output(module))
+    if bound != in_place:
+        failures.append(f"the output {'is not' if in_place else 'is'} bound to the partial")
+    return f"{name}: rank {rank}: " + "; ".join(failures) if failures else ""
+
+
+def test_allreduce_in_its_input():
+    checked, report = launch_workers(2, __file__, timeout_s=300, env=dict(os.environ))
+    assert checked == len(CASES) * 2, report
+
+
+if __name__ == "__main__":
+    sys.exit(run_gloo_cases(list(CASES), run_case))
