@@ -54,13 +54,18 @@ def _sync() -> None:
 ALIGN_SPIN_CYCLES = 200_000
 
 
-def _aligned_start(start: "torch.cuda.Event") -> None:
-    """Record ``start`` at one GPU moment on every rank: after a one-element all-reduce
-    (done on all ranks together) and the same spin on each GPU, during which every host
-    queues the timed call behind it."""
+def align_ranks() -> None:
+    """Queue, on the current stream, a one-element all-reduce (done on all ranks together)
+    and then the same spin on each GPU: what is queued next starts at one GPU moment on
+    every rank, the hosts having queued it during the spin."""
     flag = torch.zeros(1, device="cuda")
     dist.all_reduce(flag)  # the current stream waits for it
     torch.cuda._sleep(ALIGN_SPIN_CYCLES)
+
+
+def _aligned_start(start: "torch.cuda.Event") -> None:
+    """Record ``start`` at one GPU moment on every rank (:func:`align_ranks`)."""
+    align_ranks()
     start.record()
 
 

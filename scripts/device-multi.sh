@@ -17,12 +17,14 @@
 #   decode     benchmarks/tp_decode.py --from ${HIR_DECODE_DIR:-.device/tp_decode}: TP decode per token of the ~1B Llama
 #              (hir vs DTensor parallelize_module eager / torch.compile reduce-overhead), GPUs $HIR_DECODE_COUNTS
 #   overlap    copy-engine bandwidth, benchmarks/whole_nccl.py + benchmarks/overlap.py (AG+matmul, matmul+RS), GPUs $HIR_OVERLAP_COUNTS
+#   profile    benchmarks/profile_p2p.py --graph at M=${HIR_PROFILE_SIZE:-8192}: per-rank spans and rank 0's timeline of the
+#              P2P rows nearest issue 39's targets (AG+matmul chunks=2, matmul+RS accumulate push), from one GPU moment
 #   sanitizer  the single-process GPU tests (-m "gpu and not multigpu") under TORCH_CUDA_SANITIZER=1
 #   tests      every GPU test (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
 # GPU counts: layer, e2e and decode default to "N 2" (N = the GPUs present; only N when N <= 2),
 # overlap to N (HIR_OVERLAP_HOST_START=1: overlap.py's M=8192 again, timed from each host's start).
 # Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
-# HIR_CAP_E2E=75, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
+# HIR_CAP_E2E=75, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_PROFILE=90, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
 # HIR_LAYER_ROWS / HIR_DECODE_ROWS: a regex of the rows to build (the benchmarks' --rows).
 # HIR_MATRIX_K: a pytest -k expression choosing the matrix's cases (e.g. 'correct and 4': the 4-GPU half).
 set -uo pipefail
@@ -137,6 +139,12 @@ for section in $sections; do
                   "$P,hir-p2p-pipeline{accumulate=1 chunks=2 copies=2 transfer=push comm-stream=1},hir-lower"
         done
       done ;;
+    profile)
+      if [ "$gpus" -lt 2 ]; then say "=== P2P profile: skipped: needs 2 GPUs (have $gpus)"; continue; fi
+      say "=== where the P2P rows' time goes (benchmarks/profile_p2p.py), $gpus GPUs, M=${HIR_PROFILE_SIZE:-8192}"
+      bounded "$(allowance "${HIR_CAP_PROFILE:-90}")" "$out/profile.md" "${ranks[@]}" --nproc_per_node="$gpus" benchmarks/profile_p2p.py \
+        --size "${HIR_PROFILE_SIZE:-8192}" --graph --pipeline "$P,hir-p2p-pipeline{chunks=2 comm-stream=1},hir-lower" \
+        "$P,hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower" ;;
     sanitizer)
       # only the files with GPU tests: the sanitizer sees every torch op, collection's too
       gpu_files=$(grep -l "mark\.gpu" test/python/*.py test/python/*/*.py)
@@ -149,7 +157,7 @@ for section in $sections; do
       # shellcheck disable=SC2086
       bounded "$(allowance "${HIR_CAP_TESTS:-300}")" "$out/tests.txt" python3 -m pytest -q -p no:cacheprovider -m gpu -rs ${HIR_MULTI_TESTS:-test/python} ;;
     *)
-      say "device-multi: unknown section '$section' (matrix layer e2e decode overlap sanitizer tests)"; exit 2 ;;
+      say "device-multi: unknown section '$section' (matrix layer e2e decode overlap profile sanitizer tests)"; exit 2 ;;
   esac
 done
 say "sweep done in $(( SECONDS - start )) s"
