@@ -3,7 +3,7 @@
 place and becomes the output, with no output allocation and no copy of the partial into it;
 where the input is still read, is the caller's, is communicated, holds two blocks per rank or
 goes over copy engines, the output keeps its own buffer. Every case runs on 2 Gloo ranks and
-equals the sum of the ranks' partials.
+equals the sum of the ranks' partials; in place, the program's peak memory is one buffer.
 
 The test launches this file as a script (one process per rank); ``python
 test_result_in_input.py`` is the per-rank worker."""
@@ -102,7 +102,7 @@ def run_case(name: str, rank: int, world: int) -> str:
     import torch.distributed as dist
 
     import hir
-    from hir.interpreter import compile as compile_program
+    from hir.interpreter import Program, compile as compile_program
 
     build, in_place = CASES[name]
     if build is None:
@@ -124,7 +124,7 @@ def run_case(name: str, rank: int, world: int) -> str:
         inputs, partial, kept = [a, w], torch.matmul(a, w), None
     want = partial.sum(0)
     dist.all_reduce(want)
-    program = compile_program(module, device="cpu")
+    program = Program(module, device="cpu", track_memory=True)
     failures = []
     for call in range(2):  # the second call runs the compiled plan again
         outputs = program(inputs)
@@ -134,9 +134,13 @@ def run_case(name: str, rank: int, world: int) -> str:
             failures.append(f"call {call}: the returned partial changed: {outputs[1]}, want {partial}")
         if kept is not None and not torch.equal(inputs[0], kept):
             failures.append(f"call {call}: the caller's partial was overwritten")
+        if call == 0:
+            peak = program.memory.peak  # returned buffers stay counted: the first call's
     bound = program.compiler.is_bound(_allreduce_output(module))
     if bound != in_place:
         failures.append(f"the output {'is not' if in_place else 'is'} bound to the partial")
+    if in_place and peak != T * N * 4:  # one [T, N] f32 buffer: the partial, then the output
+        failures.append(f"peak memory {peak} bytes, want {T * N * 4} (the partial and the output share one buffer)")
     return f"{name}: rank {rank}: " + "; ".join(failures) if failures else ""
 
 

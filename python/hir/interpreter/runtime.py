@@ -162,22 +162,39 @@ class AllocationTracker:
     """Bytes of the buffers the program allocated and has not deallocated yet, and their
     peak (``Program(..., track_memory=True).memory``). Buffers the program returns stay
     counted; program inputs are not counted. Counting happens in the alloc and dealloc
-    steps, so it is exact on CPU and GPU alike."""
+    steps, so it is exact on CPU and GPU alike. Memory is counted once per storage: a buffer
+    bound to another's storage (an all-reduce's output made of its dead input,
+    ``result_in_input.py``) adds nothing until the last of them is deallocated."""
 
     def __init__(self) -> None:
         self.current = 0
         self.peak = 0
         self.allocations = 0
+        self._holders: dict[int, int] = {}  # storage address -> buffers counted on it
 
     def reset(self) -> None:
         self.current = self.peak = self.allocations = 0
+        self._holders.clear()
 
     def add(self, t: torch.Tensor) -> None:
-        self.current += t.numel() * t.element_size()
         self.allocations += 1
+        if t.numel() == 0:
+            return
+        key = t.untyped_storage().data_ptr()
+        held = self._holders.get(key, 0)
+        self._holders[key] = held + 1
+        if held:
+            return
+        self.current += t.untyped_storage().nbytes()
         if self.current > self.peak:
             self.peak = self.current
 
     def free(self, t: object) -> None:
-        if isinstance(t, torch.Tensor):
-            self.current -= t.numel() * t.element_size()
+        if not isinstance(t, torch.Tensor) or t.numel() == 0:
+            return
+        key = t.untyped_storage().data_ptr()
+        held = self._holders.pop(key, 0) - 1
+        if held > 0:
+            self._holders[key] = held
+        elif held == 0:
+            self.current -= t.untyped_storage().nbytes()
