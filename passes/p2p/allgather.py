@@ -29,6 +29,20 @@ stream is the user stream, or with ``comm_stream=1`` a high-priority pool stream
 
 With ``chunks = c`` each peer's shard moves and is computed in c parts (``hir.alias_chunk``
 along its first axis): an inner loop over the parts in every step but step 0.
+
+With ``transfer = push`` nothing is staged or published: each step pushes the own shard (the
+``hir.own_block`` view step 0 reads) into slot j of the symmetric ``%received`` of position
+me - j, and the step's compute reads slot j of ours once position me + j has signalled (a
+pushed ``hir.shift``; the received buffer's dealloc barrier guards the next run's pushes).
+The gathered buffer, then unused, is erased::
+
+    %received = memref.alloc() {hir.symmetric}      // no %staged, no "hir.set", no barrier
+    step 0 as above, on %shard = "hir.own_block"(%A)
+    "hir.for"(%c1, %c4, %c1) ({ ^bb0(%j):
+      %w = "hir.shift"(%shard, %received[j], %j) {transfer = "push"} ; set_current_stream(pool j)
+      "hir.wait"(%w) ; "hir.matmul"(%received[j], %B, %out[p]) ; set_current_stream(%comm) })
+
+A gathered buffer read after the consumers keeps the pulled form (its blocks are filled).
 """
 
 from typing import Optional
@@ -39,7 +53,7 @@ from hir.dialect import AliasSelectOp, BarrierOp, ComputeOp, OwnBlockOp, SetCurr
 from hir.dialect.base import get_int
 from hir.dialect.p2p import SIGNAL_ATTR
 from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
-from hir.dialect.irutils import DEALLOC, is_a, operand_axis, output_index, stream_axis
+from hir.dialect.irutils import ALLOC, DEALLOC, is_a, operand_axis, output_index, stream_axis
 from hir.passes.base import fail
 
 
@@ -56,10 +70,14 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list, rewriter: rewrite.P
     # At the last consumer: everything the consumers read is defined by then.
     with ir.InsertionPoint(consumers[-1] if consumers else ag), ag.location:
         steps = begin(opts, team)
-        staged = new_buffer(src.type, symmetric=True, name="staged")
-        SetOp.emit(src, staged)
-        # Every rank's shard is published once: the steps need no handshake.
-        WaitOp.emit(BarrierOp.emit(team_attr, backend, name="published"))
+        push = opts.transfer == "push" and not gathered_read_after
+        if push:  # peers write their shards straight into our slots (slot o: position me + o)
+            received = new_buffer(gathered.type, symmetric=True, name="received")
+        else:
+            staged = new_buffer(src.type, symmetric=True, name="staged")
+            SetOp.emit(src, staged)
+            # Every rank's shard is published once: the steps need no handshake.
+            WaitOp.emit(BarrierOp.emit(team_attr, backend, name="published"))
 
         def compute(whole: ir.Value, view: ir.Value, position: ir.Value, part: Optional[ir.Value]) -> None:
             """The consumers' step at ``position``, reading ``whole`` (or its part ``view``)."""
@@ -81,7 +99,8 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list, rewriter: rewrite.P
         # pool stream 0 at once: no copy before it.
         stream = steps.stream(steps.zero)
         SetCurrentStreamOp.emit(stream)
-        compute(OwnBlockOp.emit(src, axis, name="shard"), None, steps.me, None)
+        shard = OwnBlockOp.emit(src, axis, name="shard")
+        compute(shard, None, steps.me, None)
         if gathered_read_after:  # the gathered buffer is read later: its own block too
             SetCurrentStreamOp.emit(steps.user)
             ShiftOp.emit(src, AliasSelectOp.emit(gathered, steps.me, axis, name="gathered"), steps.zero, {"team": team_attr, "backend": backend}, name="own")
@@ -91,20 +110,40 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list, rewriter: rewrite.P
             offset = steps.offset(j)
             position = steps.position(offset, +1)
             stream = steps.stream(j)
-            whole = AliasSelectOp.emit(gathered, position, axis, name="gathered")
-            attrs = {**steps.shift_attrs(team_attr, backend), SIGNAL_ATTR: ir.StringAttr.get("none")}
+            if push:  # send our shard to position me - offset, whose slot ``offset`` it fills
+                whole = AliasSelectOp.emit(received, offset, axis, name="received")
+                source, source_axis, attrs = shard, view_axis, steps.shift_attrs(team_attr, backend, "push")
+            else:  # pull position me + offset's published shard into its block
+                whole = AliasSelectOp.emit(gathered, position, axis, name="gathered")
+                source, source_axis = staged, parts_axis
+                attrs = {**steps.shift_attrs(team_attr, backend), SIGNAL_ATTR: ir.StringAttr.get("none")}
             if opts.chunks == 1:
-                step(staged, whole, whole, offset, position, stream, attrs, None)
+                step(source, whole, whole, offset, position, stream, attrs, None)
             else:  # the peer's shard in chunks: each chunk's compute waits for its copy only
                 c, chunk_end = steps.loop(steps.zero, steps.chunks, "c")
                 with ir.InsertionPoint(chunk_end):
-                    part = chunk(staged, c, parts_axis, opts.chunks)
+                    part = chunk(source, c, source_axis, opts.chunks)
                     step(part, whole, chunk(whole, c, view_axis, opts.chunks), offset, position, stream, attrs, c)
         steps.join([], from_comm=True)
     for op in consumers:
         rewriter.erase_op(op)
     rewriter.erase_op(wait)
     rewriter.erase_op(ag)
+    if push:
+        _erase_unused_alloc(gathered, rewriter)
+
+
+def _erase_unused_alloc(buffer: ir.Value, rewriter: rewrite.PatternRewriter) -> None:
+    """Erase ``buffer`` when it is a ``memref.alloc`` nothing uses but deallocs (the
+    gathered buffer of a pushed all-gather: the consumers read the received slots)."""
+    owner = buffer.owner
+    if isinstance(owner, ir.Block) or owner.name != ALLOC:
+        return
+    uses = [use.owner.operation for use in buffer.uses]
+    if all(user.name == DEALLOC for user in uses):
+        for user in uses:
+            rewriter.erase_op(user)
+        rewriter.erase_op(owner.operation)
 
 
 def _consumers(ag: ir.Operation, gathered: ir.Value, axis: int, block_ops: list) -> tuple[list, bool]:

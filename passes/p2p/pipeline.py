@@ -88,8 +88,10 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
   ``chunks=auto`` picks the count per collective by the rule of ``cost.py``.
 - ``transfer=push``: reduce-scatter steps push (the producer writes its partial straight
   into the owner's symmetric buffer and signals after the copy; ``hir.shift``'s
-  ``transfer = "push"``) instead of the owner pulling after a handshake. The all-gather side
-  keeps pulling (its shards are published once behind one barrier: no handshakes either).
+  ``transfer = "push"``) instead of the owner pulling after a handshake. All-gather steps
+  push each rank's shard from where it lies into the peers' symmetric ``%received`` slots:
+  no staging copy and no publishing barrier before the first transfer (an all-gather whose
+  gathered buffer is read after its consumers keeps pulling).
 - ``comm-stream=1``: the shifts go on a pool stream of their own that the module marks
   high priority (``hir.high_priority_streams``), so a copy's launch is not queued behind
   the compute kernels; without it they go on the user stream.

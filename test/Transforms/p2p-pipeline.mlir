@@ -5,6 +5,8 @@
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{chunks=2})' | FileCheck %s --check-prefix=CHUNKS
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{chunks=2},hir-lower)' | FileCheck %s --check-prefix=CHUNKS-LOWER
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-lower)' | FileCheck %s --check-prefix=PLAIN
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{transfer=push})' | FileCheck %s --check-prefix=PUSH
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{transfer=push chunks=2},hir-lower)' | FileCheck %s --check-prefix=PUSH-CHUNKS
 
 // nvFuser AG_matmul_P2p: A [4, 2, 8] split along the device axis, which is also the stream
 // axis. The local shard is published once into a symmetric buffer, then one barrier; step
@@ -106,6 +108,44 @@
 // CHUNKS-LOWER-NEXT: }) : (index, index, index) -> ()
 // CHUNKS-LOWER-NEXT: memref.dealloc
 // CHUNKS-LOWER-SAME: : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// transfer=push: no staging copy and no barrier; each step pushes the own shard (read in
+// place through hir.own_block) into slot j of the symmetric %received of position me - j,
+// which signals after the copy; the step's matmul waits for that signal from position
+// me + j and reads its shard from our slot j. The gathered buffer is gone.
+// PUSH-LABEL: func.func @ag_matmul
+// PUSH-NOT: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+// PUSH: %[[ME:[^ ,)]+]] = "hir.device_index"()
+// PUSH: %[[RECV:[^ ,)]+]] = memref.alloc() {hir.symmetric} : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+// PUSH-NOT: "hir.set"
+// PUSH-NOT: "hir.barrier"
+// PUSH: %[[SHARD:[^ ,)]+]] = "hir.own_block"(%arg0) {axis = 0 : i64}
+// PUSH: "hir.matmul"(%[[SHARD]], %arg1, %{{.*}})
+// PUSH: "hir.for"(%[[C1:[^ ,)]+]], %[[C4:[^ ,)]+]], %[[C1]])
+// PUSH-NEXT: ^bb0(%[[J:[^ ,)]+]]: index):
+// PUSH-NEXT: %[[SUM:[^ ,)]+]] = arith.addi %[[ME]], %[[J]] : index
+// PUSH-NEXT: %[[P:[^ ,)]+]] = arith.remui %[[SUM]], %[[C4]] : index
+// PUSH-NEXT: %[[S:[^ ,)]+]] = "hir.get_stream"
+// PUSH-NEXT: %[[SLOT:[^ ,)]+]] = "hir.alias_select"(%[[RECV]], %[[J]]) {axis = 0 : i64}
+// PUSH-NEXT: %[[W:[^ ,)]+]] = "hir.shift"(%[[SHARD]], %[[SLOT]], %[[J]]) {backend = "cuda", team = array<i64: 0, 1, 2, 3>, transfer = "push"}
+// PUSH-NEXT: "hir.set_current_stream"(%[[S]])
+// PUSH-NEXT: "hir.wait"(%[[W]])
+// PUSH-NEXT: %[[O:[^ ,)]+]] = "hir.alias_select"(%{{.*}}, %[[P]]) {axis = 0 : i64}
+// PUSH-NEXT: "hir.matmul"(%[[SLOT]], %arg1, %[[O]])
+// With chunks = 2 each push moves half the shard; the received buffer is freed after the join
+// (its dealloc barrier guards the next run's pushes).
+// PUSH-CHUNKS-LABEL: func.func @ag_matmul
+// PUSH-CHUNKS: %[[RECV:[^ ,)]+]] = memref.alloc() {hir.symmetric}
+// PUSH-CHUNKS: %[[SHARD:[^ ,)]+]] = "hir.own_block"(%arg0) {axis = 0 : i64}
+// PUSH-CHUNKS: %[[SLOT:[^ ,)]+]] = "hir.alias_select"(%[[RECV]], %{{.*}}) {axis = 0 : i64}
+// PUSH-CHUNKS: ^bb0(%[[C:[^ ,)]+]]: index):
+// PUSH-CHUNKS-NEXT: %[[PART:[^ ,)]+]] = "hir.alias_chunk"(%[[SHARD]], %[[C]]) {axis = 0 : i64, chunks = 2 : i64}
+// PUSH-CHUNKS-NEXT: %[[SLOTPART:[^ ,)]+]] = "hir.alias_chunk"(%[[SLOT]], %[[C]]) {axis = 0 : i64, chunks = 2 : i64}
+// PUSH-CHUNKS-NEXT: "hir.shift"(%[[PART]], %[[SLOTPART]], %{{.*}}) {backend = "cuda", team = array<i64: 0, 1, 2, 3>, transfer = "push"}
+// PUSH-CHUNKS: "hir.matmul"(%[[SLOTPART]], %arg1, %{{.*}})
+// PUSH-CHUNKS: "hir.synchronize"
+// PUSH-CHUNKS-NEXT: "hir.yield"
+// PUSH-CHUNKS-NEXT: }) : (index, index, index) -> ()
+// PUSH-CHUNKS-NEXT: memref.dealloc %[[RECV]]
 func.func @ag_matmul(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<8x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
   %tmp = memref.alloc() : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
   %out = memref.alloc() : memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
