@@ -55,7 +55,7 @@ from typing import Callable, Optional
 from torch_mlir import ir, rewrite
 
 from hir.dialect import AliasReshapeOp, AllgatherOp, BinaryOp, MatmulOp, ReduceScatterOp, WaitOp
-from hir.dialect.base import VerifyError, get_i64_array, get_int, get_str, i64_attr
+from hir.dialect.base import VerifyError, get_i64_array, get_int, get_str, i64_attr, loc_name
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import ALLOC, DEALLOC, alloc, ancestor_in, defining_op, is_broadcast_axis, operand_axis, output_index, value_name, written_through
 from hir.dialect.nodes import team_backend
@@ -142,7 +142,9 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
         if consumer is not None:  # the bias added to the scattered rows; the all-gather writes its output
             gathered = alloc(scattered_type, name="biased").result
             bias = consumer.op.operands[consumer.other]
-            BinaryOp.emit(*([scattered, bias] if consumer.other == 1 else [bias, scattered]), gathered, get_str(consumer.op, "kind"))
+            with consumer.op.location:  # the moved add keeps its own location, name included
+                BinaryOp.emit(*([scattered, bias] if consumer.other == 1 else [bias, scattered]), gathered, get_str(consumer.op, "kind"),
+                              name=loc_name(consumer.op.location))
             target = consumer.op.operands[output_index(consumer.op)]
             if op.is_before_in_block(consumer.alloc):
                 consumer.alloc.move_before(op)

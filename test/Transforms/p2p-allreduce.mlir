@@ -9,6 +9,7 @@
 // RUN: hir-opt %s --split-input-file --print-value-names --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{allreduce=rs-ag accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower)' | FileCheck %s --check-prefix=RING
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{allreduce=rs-ag chunks=2})' | FileCheck %s --check-prefix=UNEVEN
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication,hir-p2p-pipeline{chunks=2})' | FileCheck %s --check-prefix=FALLBACK
+// RUN: hir-opt %s --split-input-file --mlir-print-debuginfo --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{allreduce=rs-ag})' | FileCheck %s --check-prefix=BIASLOC
 
 // The tensor-parallel form (async-TP's idea): the row-parallel matmul writes a partial sum
 // [D, T, N] split on the summed axis, and an all-reduce makes it whole. hir-p2p-pipeline
@@ -136,6 +137,10 @@ func.func @tp_uneven_rows(%a: memref<4x6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3
 // RSAG-NEXT: "hir.wait"(%ag_work)
 // RSAG-NOT: "hir.binary"
 // RSAG: return %[[Y]]
+// The moved add keeps its own location, name included.
+// BIASLOC-LABEL: func.func @tp_matmul_allreduce_bias
+// BIASLOC: "hir.binary"({{.*}}) {kind = "add"} : ({{.*}}) -> () loc([[LOC:#loc[0-9]*]])
+// BIASLOC: [[LOC]] = loc("fc2.bias"(
 // RING-LABEL: func.func @tp_matmul_allreduce_bias
 // RING: "hir.binary"(%scattered, %arg2, %biased) {kind = "add"}
 // RING: "hir.allgather"(%biased,
@@ -145,7 +150,7 @@ func.func @tp_matmul_allreduce_bias(%a: memref<4x8x4xf32, #hir.shard<array<i64: 
   %out = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
   "hir.reduction"(%partial, %out) {axes = array<i64: 0>, kind = "sum"} : (memref<4x8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
   %y = memref.alloc() : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
-  "hir.binary"(%out, %b, %y) {kind = "add"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  "hir.binary"(%out, %b, %y) {kind = "add"} : (memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> () loc("fc2.bias"("mlp.py":12:3))
   return %y : memref<8x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
 }
 
