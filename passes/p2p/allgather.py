@@ -30,30 +30,34 @@ stream is the user stream, or with ``comm_stream=1`` a high-priority pool stream
 With ``chunks = c`` each peer's shard moves and is computed in c parts (``hir.alias_chunk``
 along its first axis): an inner loop over the parts in every step but step 0.
 
-With ``transfer = push`` nothing is staged or published: each step pushes the own shard (the
-``hir.own_block`` view step 0 reads) into slot j of the symmetric ``%received`` of position
-me - j, and the step's compute reads slot j of ours once position me + j has signalled (a
-pushed ``hir.shift``; the received buffer's dealloc barrier guards the next run's pushes).
-The gathered buffer, then unused, is erased::
+With ``transfer = push`` nothing is staged or published: step j pushes the own shard (the
+``hir.own_block`` view step 0 reads) into slot j - 1 of the symmetric ``%received`` (n - 1
+slots) of position me - j, and its compute reads slot j - 1 of ours once position me + j
+has signalled (a pushed ``hir.shift``; the received buffer's dealloc barrier guards the next
+run's pushes). The gathered buffer, then unused, is erased::
 
-    %received = memref.alloc() {hir.symmetric}      // no %staged, no "hir.set", no barrier
+    %received = memref.alloc() {hir.symmetric}      // [n - 1, ...]; no %staged, "hir.set", barrier
     step 0 as above, on %shard = "hir.own_block"(%A)
     "hir.for"(%c1, %c4, %c1) ({ ^bb0(%j):
-      %w = "hir.shift"(%shard, %received[j], %j) {transfer = "push"} ; set_current_stream(pool j)
-      "hir.wait"(%w) ; "hir.matmul"(%received[j], %B, %out[p]) ; set_current_stream(%comm) })
+      %slot = arith.subi %j, %c1
+      %w = "hir.shift"(%shard, %received[slot], %j) {transfer = "push"} ; set_current_stream(pool j)
+      "hir.wait"(%w) ; "hir.matmul"(%received[slot], %B, %out[p]) ; set_current_stream(%comm) })
 
-A gathered buffer read after the consumers keeps the pulled form (its blocks are filled).
+A gathered buffer something else reads (after the consumers, nested, through a view: its
+blocks, own block included, are then filled) or of a dynamic shape (pushes need symmetric
+slots) keeps the pulled form.
 """
 
 from typing import Optional
 
 from torch_mlir import ir, rewrite
+from torch_mlir.dialects import arith
 
 from hir.dialect import AliasSelectOp, BarrierOp, ComputeOp, OwnBlockOp, SetCurrentStreamOp, SetOp, ShiftOp, WaitOp
 from hir.dialect.base import get_int
 from hir.dialect.p2p import SIGNAL_ATTR
 from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
-from hir.dialect.irutils import ALLOC, DEALLOC, is_a, operand_axis, output_index, stream_axis
+from hir.dialect.irutils import ALLOC, DEALLOC, index_arith, is_a, operand_axis, output_index, stream_axis, uses_through_views
 from hir.passes.base import fail
 
 
@@ -64,15 +68,17 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list, rewriter: rewrite.P
     team, team_attr, backend, wait = collective(opts, ag, ag.operands[1], axis, "gathers", "shard")
     src, gathered = ag.operands[0], ag.operands[1]
     consumers, gathered_read_after = _consumers(ag, gathered, axis, block_ops)
+    gathered_read_after = gathered_read_after or _read_elsewhere(ag, gathered, consumers)
     # Chunks split each shard along its first axis (axis 0 of a step's slice).
     parts_axis = chunk_axis(opts, ag, gathered, [axis], [(op, list(op.operands).index(gathered)) for op in consumers])
     view_axis = parts_axis - (1 if parts_axis > axis else 0)
     # At the last consumer: everything the consumers read is defined by then.
     with ir.InsertionPoint(consumers[-1] if consumers else ag), ag.location:
         steps = begin(opts, team)
-        push = opts.transfer == "push" and not gathered_read_after
-        if push:  # peers write their shards straight into our slots (slot o: position me + o)
-            received = new_buffer(gathered.type, symmetric=True, name="received")
+        # pushed shards land in symmetric slots (static shapes); nothing fills the gathered buffer
+        push = opts.transfer == "push" and not gathered_read_after and ir.MemRefType(gathered.type).has_static_shape
+        if push:  # peers write their shards straight into our slots (slot o - 1: position me + o)
+            received = new_buffer(_slots_type(ir.MemRefType(gathered.type), axis), symmetric=True, name="received")
         else:
             staged = new_buffer(src.type, symmetric=True, name="staged")
             SetOp.emit(src, staged)
@@ -110,8 +116,9 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list, rewriter: rewrite.P
             offset = steps.offset(j)
             position = steps.position(offset, +1)
             stream = steps.stream(j)
-            if push:  # send our shard to position me - offset, whose slot ``offset`` it fills
-                whole = AliasSelectOp.emit(received, offset, axis, name="received")
+            if push:  # send our shard to position me - offset, whose slot ``offset - 1`` it fills
+                slot = index_arith(arith.SubIOp, offset, steps.one, name="slot")
+                whole = AliasSelectOp.emit(received, slot, axis, name="received")
                 source, source_axis, attrs = shard, view_axis, steps.shift_attrs(team_attr, backend, "push")
             else:  # pull position me + offset's published shard into its block
                 whole = AliasSelectOp.emit(gathered, position, axis, name="gathered")
@@ -131,6 +138,21 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list, rewriter: rewrite.P
     rewriter.erase_op(ag)
     if push:
         _erase_unused_alloc(gathered, rewriter)
+
+
+def _read_elsewhere(ag: ir.Operation, gathered: ir.Value, consumers: list) -> bool:
+    """Whether anything but the consumers reads ``gathered``, nested in a region or through
+    a view (``_consumers`` sees the ops of the block only)."""
+    skip = {ag, *consumers}
+    return any(use.owner.operation not in skip and use.owner.operation.name != DEALLOC for use in uses_through_views(gathered))
+
+
+def _slots_type(gathered: ir.MemRefType, axis: int) -> ir.MemRefType:
+    """The received slots of a pushed all-gather: the gathered buffer but one block (the own
+    shard is read in place)."""
+    shape = list(gathered.shape)
+    shape[axis] -= 1
+    return ir.MemRefType.get(shape, gathered.element_type, memory_space=gathered.memory_space)
 
 
 def _erase_unused_alloc(buffer: ir.Value, rewriter: rewrite.PatternRewriter) -> None:

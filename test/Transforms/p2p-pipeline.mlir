@@ -7,6 +7,7 @@
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-lower)' | FileCheck %s --check-prefix=PLAIN
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{transfer=push})' | FileCheck %s --check-prefix=PUSH
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{transfer=push chunks=2},hir-lower)' | FileCheck %s --check-prefix=PUSH-CHUNKS
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{algorithm=ring transfer=push chunks=2 copies=2})' | FileCheck %s --check-prefix=PUSH-RING
 
 // nvFuser AG_matmul_P2p: A [4, 2, 8] split along the device axis, which is also the stream
 // axis. The local shard is published once into a symmetric buffer, then one barrier; step
@@ -108,14 +109,15 @@
 // CHUNKS-LOWER-NEXT: }) : (index, index, index) -> ()
 // CHUNKS-LOWER-NEXT: memref.dealloc
 // CHUNKS-LOWER-SAME: : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
-// transfer=push: no staging copy and no barrier; each step pushes the own shard (read in
-// place through hir.own_block) into slot j of the symmetric %received of position me - j,
-// which signals after the copy; the step's matmul waits for that signal from position
-// me + j and reads its shard from our slot j. The gathered buffer is gone.
+// transfer=push: no staging copy and no barrier; step j pushes the own shard (read in place
+// through hir.own_block) into slot j - 1 of the symmetric %received (3 slots: the own shard
+// needs none) of position me - j, which signals after the copy; the step's matmul waits for
+// that signal from position me + j and reads its shard from our slot j - 1. The gathered
+// buffer is gone.
 // PUSH-LABEL: func.func @ag_matmul
 // PUSH-NOT: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
 // PUSH: %[[ME:[^ ,)]+]] = "hir.device_index"()
-// PUSH: %[[RECV:[^ ,)]+]] = memref.alloc() {hir.symmetric} : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+// PUSH: %[[RECV:[^ ,)]+]] = memref.alloc() {hir.symmetric} : memref<3x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
 // PUSH-NOT: "hir.set"
 // PUSH-NOT: "hir.barrier"
 // PUSH: %[[SHARD:[^ ,)]+]] = "hir.own_block"(%arg0) {axis = 0 : i64}
@@ -125,7 +127,8 @@
 // PUSH-NEXT: %[[SUM:[^ ,)]+]] = arith.addi %[[ME]], %[[J]] : index
 // PUSH-NEXT: %[[P:[^ ,)]+]] = arith.remui %[[SUM]], %[[C4]] : index
 // PUSH-NEXT: %[[S:[^ ,)]+]] = "hir.get_stream"
-// PUSH-NEXT: %[[SLOT:[^ ,)]+]] = "hir.alias_select"(%[[RECV]], %[[J]]) {axis = 0 : i64}
+// PUSH-NEXT: %[[K:[^ ,)]+]] = arith.subi %[[J]], %[[C1]] : index
+// PUSH-NEXT: %[[SLOT:[^ ,)]+]] = "hir.alias_select"(%[[RECV]], %[[K]]) {axis = 0 : i64}
 // PUSH-NEXT: %[[W:[^ ,)]+]] = "hir.shift"(%[[SHARD]], %[[SLOT]], %[[J]]) {backend = "cuda", team = array<i64: 0, 1, 2, 3>, transfer = "push"}
 // PUSH-NEXT: "hir.set_current_stream"(%[[S]])
 // PUSH-NEXT: "hir.wait"(%[[W]])
@@ -146,6 +149,14 @@
 // PUSH-CHUNKS-NEXT: "hir.yield"
 // PUSH-CHUNKS-NEXT: }) : (index, index, index) -> ()
 // PUSH-CHUNKS-NEXT: memref.dealloc %[[RECV]]
+// The ring: step j's offset is n - j; the slot is offset - 1 on both sides of the push.
+// PUSH-RING-LABEL: func.func @ag_matmul
+// PUSH-RING: "hir.for"(%[[C1:[^ ,)]+]], %[[C4:[^ ,)]+]], %[[C1]])
+// PUSH-RING-NEXT: ^bb0(%[[J:[^ ,)]+]]: index):
+// PUSH-RING-NEXT: %[[OFF:[^ ,)]+]] = arith.subi %[[C4]], %[[J]] : index
+// PUSH-RING: %[[K:[^ ,)]+]] = arith.subi %[[OFF]], %[[C1]] : index
+// PUSH-RING-NEXT: %[[SLOT:[^ ,)]+]] = "hir.alias_select"(%{{.*}}, %[[K]]) {axis = 0 : i64}
+// PUSH-RING: "hir.shift"(%{{.*}}, %{{.*}}, %[[OFF]]) {backend = "cuda", copies = 2 : i64, team = array<i64: 0, 1, 2, 3>, transfer = "push"}
 func.func @ag_matmul(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<8x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>> {
   %tmp = memref.alloc() : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
   %out = memref.alloc() : memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
@@ -249,4 +260,31 @@ func.func @matmul_rs(%a: memref<4x4x2x2xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 
   %out = memref.alloc() : memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
   "hir.reduction"(%partial, %out) {axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64} : (memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>, memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> ()
   return %out : memref<4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+}
+
+// -----
+
+// The gathered buffer is also read later inside a loop (nested, not an op of the block):
+// the steps fill it, own block included (a local shift at offset 0), and with
+// transfer=push the all-gather keeps pulling (pushed shards would land in slots only).
+// PUSH-LABEL: func.func @ag_matmul_gathered_read_in_a_loop
+// PUSH: %[[STAGED:[^ ,)]+]] = memref.alloc() {hir.symmetric} : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+// PUSH: "hir.shift"(%arg0, %{{.*}}, %{{.*}}) {backend = "cuda", team = array<i64: 0, 1, 2, 3>}
+// PUSH: "hir.shift"(%[[STAGED]], %{{.*}}, %{{.*}}) {backend = "cuda", signal = "none", team = array<i64: 0, 1, 2, 3>}
+// PUSH-NOT: transfer
+// PUSH: "hir.set"(%{{.*}}, %{{.*}}) : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+func.func @ag_matmul_gathered_read_in_a_loop(%a: memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, %b: memref<8x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> (memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) {
+  %tmp = memref.alloc() : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  %out = memref.alloc() : memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  %copy = memref.alloc() : memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
+  "hir.set"(%a, %tmp) {stream_axis = 0 : i64} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>, memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  "hir.matmul"(%tmp, %b, %out) {stream_axis = 0 : i64} : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<8x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  "hir.for"(%c0, %c1, %c1) ({
+  ^bb0(%i: index):
+    "hir.set"(%tmp, %copy) : (memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) -> ()
+    "hir.yield"() : () -> ()
+  }) : (index, index, index) -> ()
+  return %out, %copy : memref<4x2x5xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<4x2x8xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>
 }

@@ -2,7 +2,8 @@
 (hir/interpreter/result_in_input.py): the tensor-parallel matmul's partial is all-reduced in
 place and becomes the output, with no output allocation and no copy of the partial into it;
 where the input is still read, is the caller's, is communicated, holds two blocks per rank or
-goes over copy engines, the output keeps its own buffer. Every case runs on 2 Gloo ranks and
+goes over copy engines, or an alias of the input made before the all-reduce (a kernel
+segment's view of it, a ``to_tensor``) is read after it, the output keeps its own buffer. Every case runs on 2 Gloo ranks and
 equals the sum of the ranks' partials; in place, the program's peak memory is one buffer.
 
 The test launches this file as a script (one process per rank); ``python
@@ -61,6 +62,41 @@ def allreduce_argument(world: int) -> str:
 }}"""
 
 
+def alias_read_after(world: int, through: str) -> str:
+    """The partial ``%p`` = x + x is all-reduced while an alias of it made before, read after,
+    lives on: ``through`` "segment", a kernel segment's result bound as a view of it
+    (``detach``); "to_tensor", a ``to_tensor`` of it (sharing its slot) added to itself after
+    the all-reduce. The alias must still read the local partial (``c`` = 4 x)."""
+    mesh = ", ".join(str(r) for r in range(world))
+    p, o = f"memref<{world}x4x8xf32, #hir.shard<array<i64: {mesh}>, 0 : i64>>", f"memref<4x8xf32, #hir.shard<array<i64: {mesh}>, -1 : i64>>"
+    vt, t = f"!torch.vtensor<[{world},4,8],f32>", f"tensor<{world}x4x8xf32>"
+    allreduce = (f'  %out = memref.alloc() : {o}\n'
+                 f'  %w = "hir.allreduce"(%p, %out) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: {mesh}>}} : ({p}, {o}) -> !hir.work\n'
+                 f'  "hir.wait"(%w) : (!hir.work) -> ()\n')
+    if through == "segment":
+        body = (f'  %v = memref.alloc() : {p}\n  call @view(%p, %v) : ({p}, {p}) -> ()\n{allreduce}  memref.dealloc %p : {p}\n'
+                f'  %c = memref.alloc() : {p}\n  "hir.binary"(%v, %v, %c) {{kind = "add"}} : ({p}, {p}, {p}) -> ()\n')
+    else:
+        body = (f'  %t0 = bufferization.to_tensor %p restrict : {p} to {t}\n  %t1 = builtin.unrealized_conversion_cast %t0 : {t} to {vt}\n{allreduce}'
+                f'  %c = memref.alloc() : {p}\n  %int1 = torch.constant.int 1\n'
+                f'  %t2 = torch.aten.add.Tensor %t1, %t1, %int1 : {vt}, {vt}, !torch.int -> {vt}\n'
+                f'  %t3 = builtin.unrealized_conversion_cast %t2 : {vt} to {t}\n'
+                f'  bufferization.materialize_in_destination %t3 in restrict writable %c : ({t}, {p}) -> ()\n  memref.dealloc %p : {p}\n')
+    return f"""func.func @main(%x: {p}) -> ({o}, {p}) {{
+  %p = memref.alloc() : {p}
+  "hir.binary"(%x, %x, %p) {{kind = "add"}} : ({p}, {p}, {p}) -> ()
+{body}  return %out, %c : {o}, {p}
+}}
+func.func private @view(%arg0: {p}, %arg1: {p}) attributes {{hir.kernel}} {{
+  %0 = bufferization.to_tensor %arg0 restrict : {p} to {t}
+  %1 = builtin.unrealized_conversion_cast %0 : {t} to {vt}
+  %2 = torch.aten.detach %1 : {vt} -> {vt}
+  %3 = builtin.unrealized_conversion_cast %2 : {vt} to {t}
+  bufferization.materialize_in_destination %3 in restrict writable %arg1 : ({t}, {p}) -> ()
+  return
+}}"""
+
+
 # case -> (module text for a world, whether the output takes the partial's storage)
 CASES = {
     "imported_tp_mlp": (None, True),  # hir.from_torch's TP MLP, fc2's all-reduce (run_imported)
@@ -70,6 +106,8 @@ CASES = {
     "two_blocks_per_rank": (lambda world: matmul_allreduce(world, blocks=2), False),
     "copy_engines": (lambda world: matmul_allreduce(world, backend="cuda"), False),
     "caller_partial": (allreduce_argument, False),
+    "segment_view_read_after": (lambda world: alias_read_after(world, "segment"), False),
+    "to_tensor_read_after": (lambda world: alias_read_after(world, "to_tensor"), False),
 }
 
 
@@ -118,6 +156,9 @@ def run_case(name: str, rank: int, world: int) -> str:
     if name == "caller_partial":
         partial = torch.randn(1, T, N, generator=gen)
         inputs, kept = [partial], partial.clone()
+    elif name.endswith("_read_after") and name != "partial_read_after":  # the partial is x + x
+        x = torch.randn(1, 4, 8, generator=gen)
+        inputs, partial, kept = [x], 2 * x, None
     else:
         blocks = 2 if name == "two_blocks_per_rank" else 1
         a, w = torch.randn(blocks, T, K // (world * blocks), generator=gen), torch.randn(blocks, K // (world * blocks), N, generator=gen)
@@ -132,6 +173,8 @@ def run_case(name: str, rank: int, world: int) -> str:
             failures.append(f"call {call}: got {outputs[0]}, want {want}")
         if name == "partial_read_after" and not torch.allclose(outputs[1], partial, rtol=1e-5, atol=1e-6):
             failures.append(f"call {call}: the returned partial changed: {outputs[1]}, want {partial}")
+        if name in ("segment_view_read_after", "to_tensor_read_after") and not torch.allclose(outputs[1], 2 * partial, rtol=1e-5, atol=1e-6):
+            failures.append(f"call {call}: the alias read after the all-reduce saw {outputs[1]}, want the local partial doubled {2 * partial}")
         if kept is not None and not torch.equal(inputs[0], kept):
             failures.append(f"call {call}: the caller's partial was overwritten")
         if call == 0:

@@ -5,10 +5,10 @@ A tensor-parallel matmul leaves each rank one block of the reduced axis, ``[1, T
 the all-reduce sums those blocks into a fresh ``[T, N]`` buffer::
 
     %partial = memref.alloc() : memref<2x8x12xf32, #hir.shard<[0, 1], 0>>
-    "hir.matmul"(%x, %w, %partial)
+    "hir.matmul"(%x, %weight, %partial)
     %out = memref.alloc() : memref<8x12xf32, #hir.shard<[0, 1], -1>>
-    %w = "hir.allreduce"(%partial, %out) {axis = 0, ...}
-    "hir.wait"(%w)
+    %work = "hir.allreduce"(%partial, %out) {axis = 0, ...}
+    "hir.wait"(%work)
     memref.dealloc %partial
 
 Run literally, the handler copies the partial into ``%out`` (the local sum over one block)
@@ -20,9 +20,10 @@ all-reduces the partial, squeezed, in place and makes it the output.
 
 Both buffers must be fresh non-symmetric allocations of this block with the identity layout,
 on the collective's stream (no stream switch since either was allocated); the output unused
-before the collective; the input read before it only by ops of this block that have finished
-with it when the collective starts (no communication: its work could still be reading), and
-after it only deallocated; this rank holds both, with one block of the reduced axis. A
+before the collective; the input used before it only by hir ops of this block without
+results (compute ops and copies, done with it when the collective starts: no communication,
+whose work could still be reading, no kernel segment call or ``to_tensor``, which may leave
+an alias of it to read later), and after it only deallocated; this rank holds both, with one block of the reduced axis. A
 copy-engine collective (``backend = "cuda"``) writes its own output and is left alone.
 """
 
@@ -31,7 +32,7 @@ from typing import Callable
 from torch_mlir import ir
 from torch_mlir.dialects import memref
 
-from hir.dialect import OP_CLASSES, WorkType
+from hir.dialect import OP_CLASSES
 from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.irutils import ancestor_in, runs_after, uses_through_views
 from hir.dialect.p2p import SYMMETRIC_ATTR
@@ -73,9 +74,12 @@ def result_in_input(op: ir.Operation, spec: Callable[[ir.Value], BufferSpec], sa
 
 def _harmless(user: ir.Operation, op: ir.Operation) -> bool:
     """Whether ``user`` of the input is done with it before ``op`` writes it: ``op`` itself, a
-    dealloc after it, or an op of its block before it that is not a communication."""
+    dealloc after it, or an hir op of its block before it without results (a compute op, a
+    copy). Anything else may leave behind what still reads the input: a communication's
+    work, a kernel segment's result bound as a view of it (destinations.py), a
+    ``to_tensor`` sharing its slot."""
     if user == op:
         return True
     if runs_after(user, op):
         return user.name == _DEALLOC
-    return ancestor_in(user, op.block) == user and not any(isinstance(r.type, WorkType) for r in user.results)
+    return ancestor_in(user, op.block) == user and user.name in OP_CLASSES and not list(user.results)

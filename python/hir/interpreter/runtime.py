@@ -6,6 +6,7 @@ from functools import cached_property
 from typing import Any, Optional, Sequence
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from hir.interpreter.backends.process_groups import Communicator, world
 from hir.interpreter.kernels import CompileMode, KernelCompileStats
@@ -170,22 +171,25 @@ class AllocationTracker:
         self.current = 0
         self.peak = 0
         self.allocations = 0
-        self._holders: dict[int, int] = {}  # storage address -> buffers counted on it
+        # storage address -> [buffers counted on it, bytes counted, weak ref]: an entry whose
+        # storage died uncounted (a returned buffer the caller dropped) is a new storage
+        self._held: dict[int, list] = {}
 
     def reset(self) -> None:
         self.current = self.peak = self.allocations = 0
-        self._holders.clear()
+        self._held.clear()
 
     def add(self, t: torch.Tensor) -> None:
         self.allocations += 1
         if t.numel() == 0:
             return
-        key = t.untyped_storage().data_ptr()
-        held = self._holders.get(key, 0)
-        self._holders[key] = held + 1
-        if held:
+        storage = t.untyped_storage()
+        entry = self._held.get(storage.data_ptr())
+        if entry is not None and not entry[2].expired():
+            entry[0] += 1
             return
-        self.current += t.untyped_storage().nbytes()
+        self._held[storage.data_ptr()] = [1, storage.nbytes(), StorageWeakRef(storage)]
+        self.current += storage.nbytes()
         if self.current > self.peak:
             self.peak = self.current
 
@@ -193,8 +197,10 @@ class AllocationTracker:
         if not isinstance(t, torch.Tensor) or t.numel() == 0:
             return
         key = t.untyped_storage().data_ptr()
-        held = self._holders.pop(key, 0) - 1
-        if held > 0:
-            self._holders[key] = held
-        elif held == 0:
-            self.current -= t.untyped_storage().nbytes()
+        entry = self._held.get(key)
+        if entry is None:
+            return
+        entry[0] -= 1
+        if entry[0] == 0:
+            del self._held[key]
+            self.current -= entry[1]
