@@ -145,9 +145,9 @@ def _signal(pids: list[int], sig: int) -> None:
             pass
 
 
-def launch_workers(world: int, script: str, *, timeout_s: float, env: Optional[dict] = None) -> LaunchReport:
-    """Run ``python script`` on ``world`` ranks (:func:`launch_ranks`); asserts every rank exited 0."""
-    result = launch_ranks(world, script, timeout_s=timeout_s, env=env)
+def launch_workers(world: int, script: str, *args: str, timeout_s: float, env: Optional[dict] = None) -> LaunchReport:
+    """Run ``python script *args`` on ``world`` ranks (:func:`launch_ranks`); asserts every rank exited 0."""
+    result = launch_ranks(world, script, *args, timeout_s=timeout_s, env=env)
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
     return sum(r.stdout.count(" ok") for r in result.ranks), report
@@ -160,9 +160,9 @@ def gpu_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def launch_gpu_workers(world: int, script: str, *, timeout_s: float) -> LaunchReport:
+def launch_gpu_workers(world: int, script: str, *args: str, timeout_s: float) -> LaunchReport:
     """:func:`launch_workers` on ``world`` GPUs, symmetric memory without multicast
     (``backends/symmetric.py``'s ENV_FLAGS)."""
     from hir.interpreter.backends.symmetric import ENV_FLAGS
 
-    return launch_workers(world, script, timeout_s=timeout_s, env={**os.environ, **ENV_FLAGS})
+    return launch_workers(world, script, *args, timeout_s=timeout_s, env={**os.environ, **ENV_FLAGS})

@@ -12,7 +12,8 @@ test_result_in_input.py`` is the per-rank worker."""
 import os
 import sys
 
-from multirank_util import launch_workers, run_gloo_cases
+import pytest
+from multirank_util import finish_worker, gpu_count, launch_gpu_workers, launch_workers, run_gloo_cases
 
 T, K, N = 8, 16, 12
 
@@ -187,10 +188,53 @@ def run_case(name: str, rank: int, world: int) -> str:
     return f"{name}: rank {rank}: " + "; ".join(failures) if failures else ""
 
 
+GPU_CALLS = 3  # graph=True: warm-up + capture + replay, then two replays
+
+
+def gpu_worker() -> int:
+    """NCCL on 2 GPUs: the in-place case eagerly and as a CUDA graph, each call equal to the
+    sum of both ranks' partials (every rank's inputs are made here from their seeds)."""
+    import torch
+
+    import hir
+    from hir.interpreter import compile as compile_program
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    inputs = []
+    for r in range(world):
+        gen = torch.Generator().manual_seed(r)
+        inputs.append([torch.randn(1, T, K // world, generator=gen), torch.randn(1, K // world, N, generator=gen)])
+    want = sum(torch.matmul(a, w).sum(0) for a, w in inputs).to(device)
+    args = [t.to(device) for t in inputs[rank]]
+    failures = []
+    for graph in (False, True):
+        module = hir.parse(matmul_allreduce(world), "in_place.mlir")
+        program = compile_program(module, device=device, graph=graph, static_outputs=graph)
+        for call in range(GPU_CALLS if graph else 1):
+            got = program(args)[0]
+            if torch.allclose(got, want, rtol=1e-4, atol=1e-4):
+                print(f"rank {rank}: graph={graph} call {call} ok")
+            else:
+                failures.append(f"rank {rank}: graph={graph} call {call}: max error {(got - want).abs().max().item():.2e}")
+        if not program.compiler.is_bound(_allreduce_output(module)):
+            failures.append(f"rank {rank}: graph={graph}: the output is not bound to the partial")
+    return finish_worker(failures)
+
+
 def test_allreduce_in_its_input():
     checked, report = launch_workers(2, __file__, timeout_s=300, env=dict(os.environ))
     assert checked == len(CASES) * 2, report
 
 
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.skipif(gpu_count() < 2, reason="needs 2 GPUs")
+def test_allreduce_in_its_input_on_2_gpus():
+    """NCCL's in-place all-reduce, eager and replayed from a CUDA graph."""
+    checked, report = launch_gpu_workers(2, __file__, "--gpu", timeout_s=300)
+    assert checked == 2 * (1 + GPU_CALLS), report
+
+
 if __name__ == "__main__":
-    sys.exit(run_gloo_cases(list(CASES), run_case))
+    sys.exit(gpu_worker() if "--gpu" in sys.argv else run_gloo_cases(list(CASES), run_case))
