@@ -85,11 +85,12 @@ def buffer_spec(t: ir.Type, rank: int) -> BufferSpec:
     mt = ir.MemRefType(t)
     sharding = sharding_of(mt)
     held = sharding is None or rank in sharding.mesh
-    contiguous = _is_identity(mt)
+    contiguous = is_identity_layout(mt)
     return BufferSpec(tuple(mt.shape), torch_dtype(mt.element_type), sharding, held, contiguous, rank)
 
 
-def _is_identity(mt: ir.MemRefType) -> bool:
+def is_identity_layout(mt: ir.MemRefType) -> bool:
+    """Whether ``mt`` has the row-major identity layout (a contiguous buffer of its own)."""
     layout = mt.layout
     return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mt.rank, context=mt.context)
 

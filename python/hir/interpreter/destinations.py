@@ -53,7 +53,7 @@ from torch_mlir.dialects import bufferization, builtin, func, memref
 from hir.dialect import OP_CLASSES, BinaryOp, LinearOp, MatmulOp, is_view
 from hir.dialect.compute import KERNEL_ATTR, ComputeOp, accumulates
 from hir.dialect.p2p import SYMMETRIC_ATTR
-from hir.interpreter.buffers import BufferSpec, _is_identity, is_memref
+from hir.interpreter.buffers import BufferSpec, is_identity_layout, is_memref
 from hir.interpreter.result_in_input import reduces_in_input, result_in_input
 from hir.interpreter.updates import out_variant, overload_of, segment_updates
 from hir.dialect.irutils import runs_after, uses_through_views, written_operands
@@ -354,7 +354,7 @@ class DestinationPlanner:
         alloc = dest.owner.operation
         if alloc.name != memref.AllocOp.OPERATION_NAME or SYMMETRIC_ATTR in alloc.attributes or operands.count(dest) != 1:
             return None
-        if not _is_identity(ir.MemRefType(dest.type)):
+        if not is_identity_layout(ir.MemRefType(dest.type)):
             return None
         uses = [u for u in dest.uses if u.owner.operation != call]
         if not all(runs_after(u.owner.operation, call) for u in uses):

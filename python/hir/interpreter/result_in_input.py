@@ -36,7 +36,7 @@ from hir.dialect import OP_CLASSES
 from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.irutils import ancestor_in, runs_after, uses_through_views
 from hir.dialect.p2p import SYMMETRIC_ATTR
-from hir.interpreter.buffers import BufferSpec, _is_identity
+from hir.interpreter.buffers import BufferSpec, is_identity_layout
 
 _ALLOC = memref.AllocOp.OPERATION_NAME
 _DEALLOC = memref.DeallocOp.OPERATION_NAME
@@ -59,7 +59,7 @@ def result_in_input(op: ir.Operation, spec: Callable[[ir.Value], BufferSpec], sa
         owner = value.owner
         if isinstance(owner, ir.Block) or owner.operation.name != _ALLOC or SYMMETRIC_ATTR in owner.operation.attributes:
             return False
-        if not _is_identity(ir.MemRefType(value.type)) or not same_stream(owner, op):
+        if not is_identity_layout(ir.MemRefType(value.type)) or not same_stream(owner, op):
             return False
     in_spec, out_spec = spec(source), spec(dest)
     if not (in_spec.held and out_spec.held) or in_spec.uneven or out_spec.uneven:
