@@ -16,7 +16,7 @@ import torch
 from torch_mlir import ir
 
 from hir.interpreter.buffers import torch_dtype
-from hir.interpreter.plan import UNSET
+from hir.interpreter.steps import UNSET
 
 
 class UnsupportedPayload(Exception):

@@ -25,7 +25,8 @@ from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_bloc
 from hir.interpreter.inputs import shard
 from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode, warm_compile_workers
 from hir.interpreter.nodes import run_ranks_per_node
-from hir.interpreter.plan import Compiler, FunctionPlan, run_steps
+from hir.interpreter.plan import Compiler
+from hir.interpreter.steps import FunctionPlan, run_steps
 from hir.interpreter.regions import compile_block, region_mode_reason
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
 from hir.interpreter.weights import read_weights, recorded_weights, weights_path

@@ -48,7 +48,8 @@ from hir.dialect import OP_CLASSES
 from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR, ComputeOp
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.kernels import AUTO_MIN_OPS, CompileMode, compiled_segment, compute_ops
-from hir.interpreter.plan import DEAD, Compiler, OpInfo, Step, run_steps
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.steps import DEAD, OpInfo, run_steps
 
 _CALL = func.CallOp.OPERATION_NAME
 _ALLOC = memref.AllocOp.OPERATION_NAME

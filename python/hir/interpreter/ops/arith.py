@@ -12,7 +12,8 @@ from torch_mlir.dialects import arith
 from hir.dialect.base import get_int
 from hir.interpreter.linalg_payload import UnsupportedPayload, payload_fn
 from hir.interpreter.ops.linalg_tensor import dense_constant
-from hir.interpreter.plan import UNSET, Compiler, Step
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.steps import UNSET
 from hir.interpreter.registry import impl, impl_prefix, register_impls
 
 

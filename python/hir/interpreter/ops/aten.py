@@ -32,7 +32,8 @@ from hir.dialect.base import get_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
 from hir.interpreter.updates import in_place_variant, out_variant
 from hir.interpreter.generated import torch_call_step
-from hir.interpreter.plan import UNSET, Compiler, Step
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.steps import UNSET
 from hir.interpreter.registry import impl, impl_prefix, register_impls
 
 # c10::ScalarType numbering (torch-mlir's torch.constant.int for a dtype argument).

@@ -21,7 +21,8 @@ from hir.interpreter.backends import copy_engine, process_group
 from hir.interpreter.backends.collective import CommOp
 from hir.interpreter.backends.delay import comm_delay
 from hir.interpreter.backends.work import Work, contiguous_out
-from hir.interpreter.plan import UNSET, WAITED, Compiler, Step
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.steps import UNSET, WAITED
 from hir.interpreter.registry import impl, register_impls
 
 

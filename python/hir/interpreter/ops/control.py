@@ -7,7 +7,8 @@ from torch_mlir import ir
 
 from hir.dialect import ForOp
 from hir.dialect.context import HirError
-from hir.interpreter.plan import Compiler, Step, run_steps
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.steps import run_steps
 from hir.interpreter.registry import impl, register_impls
 
 

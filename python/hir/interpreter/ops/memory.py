@@ -20,7 +20,8 @@ from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.dialect.nodes import spanning_team
 from hir.interpreter.backends import symmetric
 from hir.interpreter.generated import slot_moves_step, unique_name
-from hir.interpreter.plan import DEAD, UNSET, Compiler, Step
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.steps import DEAD, UNSET
 from hir.interpreter.registry import impl, register_impls
 
 _ALLOCS = (memref.AllocOp.OPERATION_NAME, memref.AllocaOp.OPERATION_NAME)

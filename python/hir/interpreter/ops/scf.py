@@ -10,7 +10,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import scf
 
 from hir.dialect.context import HirError
-from hir.interpreter.plan import Compiler, Step, run_steps
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.steps import run_steps
 from hir.interpreter.registry import impl, register_impls
 
 
