@@ -131,7 +131,7 @@ for section in $sections; do
           cap=$(allowance "${HIR_CAP_OVERLAP:-120}")
           say "=== AG+matmul / matmul+RS (benchmarks/overlap.py), $n GPUs, clocks from the $clock start"
           bounded "$cap" "$out/overlap.md" env HIR_BENCH_START=$clock "${ranks[@]}" --nproc_per_node="$n" benchmarks/overlap.py --sizes $sizes --graph \
-            --timeout $(( cap > 15 ? cap - 5 : cap )) --pipelines "$P,hir-lower" "hir-convert-to-communication{backend=nccl},hir-lower" \
+            --timeout $(( cap > 15 ? cap - 5 : cap )) --pipelines "$P,hir-lower" "hir-convert-to-communication{backend=nccl},hir-lower" "hir-lower-overlap" \
             --p2p "$P,hir-p2p-pipeline{chunks=auto comm-stream=1},hir-lower" \
                   "$P,hir-p2p-pipeline{chunks=2 comm-stream=1},hir-lower" \
                   "$P,hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower" \

@@ -55,6 +55,17 @@ the time to copy one row block of the output (1/n of it) at ``copy-gbps``, the f
   ``chunks=auto`` leave it whole, and only a fixed ``chunks`` > 1 (with ``overlap=on``)
   chunks the pair.
 
+A collective chunked on streams (nvFuser's seed-003 form: a stream axis that is not its
+device axis, so hir-lower issues one collective per chunk after that chunk's compute) and
+run by NCCL, ``backend = "nccl"``: NCCL's kernels need the SMs the chunks' matmuls hold,
+so the chunks do not overlap, and each smaller collective and matmul costs more than its
+share. Measured (benchmarks/RESULTS.md, issue 39 runs 8 and 11, 4x H200, CUDA graphs, x
+max(comm, matmul)): AG+matmul in 4 stream chunks 2.13-2.30x against 1.83-1.89x for the
+same calls whole and in sequence; matmul+RS 1.92-2.00x against 1.88-1.90x; written by hand
+with every process-group setting tried (whole_nccl.py), never below sequential.
+:func:`runs_whole_on_nccl`: under ``overlap=auto`` such a collective drops its stream axis
+and runs once, whole, beside its compute's stream loop: the sequential calls.
+
 ``overlap=auto`` therefore takes rs-ag where the rows split evenly over the team and
 :func:`rs_allgather_pays`, else whole. E.g. the TP MLP's second matmul of
 benchmarks/tp_overlap.py (tokens 8192, d 4096, hidden 16384, bf16): 2 ranks, t_m = 687 us,
@@ -67,9 +78,9 @@ from typing import Optional
 from torch_mlir import ir
 
 from hir.dialect import AllgatherOp, ComputeOp, LinearOp, MatmulOp
-from hir.dialect.base import get_i64_array, get_int
+from hir.dialect.base import get_i64_array, get_int, get_str
 from hir.dialect.sharding import local_shape, sharding_of
-from hir.dialect.irutils import is_a, output_index, stream_axis
+from hir.dialect.irutils import is_a, is_p2p_form, output_index, stream_axis
 
 MAX_AUTO_CHUNKS = 8
 CONTRACTIONS = (MatmulOp.OPERATION_NAME, LinearOp.OPERATION_NAME)  # 2·M·N·K flops
@@ -171,3 +182,10 @@ def _element_bytes(element: ir.Type) -> int:
             except (ValueError, TypeError):
                 continue
     return max(1, (width or 32) // 8)
+
+
+def runs_whole_on_nccl(op: ir.Operation) -> bool:
+    """Whether ``op`` is a collective chunked on streams that NCCL runs (``backend =
+    "nccl"``, a stream axis that is not its device axis): under ``overlap=auto`` it runs
+    whole (module docstring)."""
+    return stream_axis(op) is not None and not is_p2p_form(op) and get_str(op, "backend") == "nccl"

@@ -101,8 +101,10 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
   (``accumulate.py``; ``algorithm`` and ``streams`` do not apply: part c of every step
   runs on pool stream c). Other reduce-scatters keep the slot form.
 - ``overlap``: ``on`` (default) pipelines every collective in P2P form; ``off`` none (hir-lower
-  then runs them whole); ``auto`` those where the pipeline pays by the rule of ``cost.py``. The named
-  pipeline ``hir-lower-overlap`` (``passes/pipeline.py``) uses ``auto``.
+  then runs them whole); ``auto`` those where the pipeline pays by the rule of ``cost.py``,
+  and runs an NCCL collective chunked on streams (nvFuser's seed-003 form) whole, once,
+  where chunking cannot overlap (``cost.py``). The named pipeline ``hir-lower-overlap``
+  (``passes/pipeline.py``) uses ``auto``.
 - ``allreduce``: the form of a contraction + sum all-reduce pair. ``rs-ag``: the pipelined
   reduce-scatter + all-gather, where the rows (the contraction's M axis) split evenly over
   the team, else whole; ``chunked``: ``chunks`` row blocks (``chunks=auto``: whole, the rule
@@ -120,11 +122,13 @@ from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, AllreduceOp, ReduceSca
 from hir.dialect.comm import BACKENDS
 from hir.dialect.irutils import FUNC, func_ops, is_p2p_form
 from hir.dialect.base import get_str
+from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
 from hir.passes.p2p.accumulate import build_accumulate
 from hir.passes.p2p.allgather import build_allgather
 from hir.passes.p2p.allreduce import build_allreduce
 from hir.passes.p2p.analysis import ALLREDUCE_FORMS, OVERLAPS, TRANSFERS, PipelineAnalysis
+from hir.passes.p2p.cost import runs_whole_on_nccl
 from hir.passes.p2p.reduce_scatter import build_reduce_scatter
 from hir.passes.p2p.rs_allgather import build_rs_allgather
 from hir.passes.p2p.steps import ALGORITHMS
@@ -221,13 +225,26 @@ class _Patterns:
         """The pipeline of the collective ``op``, built by ``builder(options)`` with the
         options the analysis resolved for it (``chosen``: pipelined whatever ``overlap`` says)."""
         if not _in_p2p_form(op):
-            return True
+            return not self._run_whole_on_nccl(op)
         block_ops = list(op.block.operations)
         opts = self.analysis.p2p_schedule(op, block_ops, chosen)
         if opts is None:
             return True
         builder(opts)(opts, op, block_ops, rewriter)
         return False
+
+    def _run_whole_on_nccl(self, op: ir.Operation) -> bool:
+        """Under ``overlap=auto``, an NCCL collective chunked on streams (not in P2P form)
+        loses its stream axis: hir-lower then issues it once, whole (``cost.py``,
+        :func:`runs_whole_on_nccl`). Before / after::
+
+            %w = "hir.reduce_scatter"(%partial, %out) {backend = "nccl", stream_axis = 0 : i64, ...}
+            %w = "hir.reduce_scatter"(%partial, %out) {backend = "nccl", ...}
+        """
+        if self.analysis.options.overlap != "auto" or op.parent.name != FUNC or not runs_whole_on_nccl(op):
+            return False
+        del op.attributes[STREAM_AXIS_ATTR]
+        return True
 
     def pipeline_allreduce(self, root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         """A contraction + summing all-reduce pair in a function's body -> the contraction +
