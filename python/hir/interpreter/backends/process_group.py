@@ -23,7 +23,7 @@ from hir.dialect import comm as comm_ops
 from hir.dialect.base import get_str
 from hir.dialect.context import HirError
 from hir.interpreter.backends.collective import CommOp
-from hir.interpreter.backends.work import REDUCE_OPS, Work, contiguous_out, identity, local_reduce
+from hir.interpreter.backends.work import REDUCE_OPS, Work, contiguous_out, identity, local_reduce, received
 
 
 def _outer_blocks(t: torch.Tensor, axis: int) -> bool:
@@ -108,7 +108,7 @@ def allreduce(o: CommOp):
             buf, back = contiguous_out(target)
             fn(env[inp], axis, out=buf)
         handle = dist.all_reduce(buf, op=op_, group=group, async_op=True)
-        return Work(handle, (lambda: back.copy_(buf)) if back is not None else None)
+        return received(handle, buf, back)
 
     return issue
 
@@ -144,13 +144,13 @@ def reduce_scatter(o: CommOp):
             target = target if target is not None else torch.empty_like(chunks[0])
             buf, back = contiguous_out(target)
             handle = dist.reduce_scatter_tensor(buf.view(-1), reduced.view(-1), op=op_, group=group, async_op=True)
-            return Work(handle, (lambda: back.copy_(buf)) if back is not None else None)
+            return received(handle, buf, back)
         sends = [chunks[p].contiguous() for p in order]
         if target is None:
             target = torch.empty_like(sends[0])
         buf, back = contiguous_out(target)
         handle = dist.reduce_scatter(buf, sends, op=op_, group=group, async_op=True)
-        return Work(handle, (lambda: back.copy_(buf)) if back is not None else None)
+        return received(handle, buf, back)
 
     return issue
 
@@ -175,7 +175,7 @@ def broadcast(o: CommOp):
             return Work(dist.broadcast(sink, src=root, group=group, async_op=True))
         buf, back = contiguous_out(env[out])
         handle = dist.broadcast(buf, src=root, group=group, async_op=True)
-        return Work(handle, (lambda: back.copy_(buf)) if back is not None else None)
+        return received(handle, buf, back)
 
     return issue
 
@@ -198,7 +198,7 @@ def scatter(o: CommOp):
         else:
             buf, back = (torch.empty_like(sends[0]) if sends else torch.empty(shape, dtype=o.out_spec.dtype, device=device)), None
         handle = dist.scatter(buf, sends, src=root, group=group, async_op=True)
-        return Work(handle, (lambda: back.copy_(buf)) if back is not None else None)
+        return received(handle, buf, back)
 
     return issue
 
@@ -267,7 +267,7 @@ def send_recv(o: CommOp):
     def issue_recv(env: list) -> Work:
         buf, back = contiguous_out(env[out])
         handle = dist.irecv(buf, src=sender)
-        return Work(handle, (lambda: back.copy_(buf)) if back is not None else None)
+        return received(handle, buf, back)
 
     return issue_recv
 

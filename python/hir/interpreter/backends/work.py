@@ -70,3 +70,9 @@ def contiguous_out(t: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor
     if t.is_contiguous():
         return t, None
     return torch.empty(t.shape, dtype=t.dtype, device=t.device), t
+
+
+def received(handle, buf: torch.Tensor, back: Optional[torch.Tensor]) -> Work:
+    """The work of a transfer into ``buf``, whose wait copies ``buf`` into ``back`` (the
+    non-contiguous output it was staged for, :func:`contiguous_out`) when there is one."""
+    return Work(handle, (lambda: back.copy_(buf)) if back is not None else None)

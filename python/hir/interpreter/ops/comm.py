@@ -20,7 +20,7 @@ from hir.dialect.context import HirError
 from hir.interpreter.backends import copy_engine, process_group
 from hir.interpreter.backends.collective import CommOp
 from hir.interpreter.backends.delay import comm_delay
-from hir.interpreter.backends.work import Work, contiguous_out
+from hir.interpreter.backends.work import Work, contiguous_out, received
 from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.steps import UNSET, WAITED
 from hir.interpreter.registry import impl, register_impls
@@ -127,7 +127,7 @@ class PointToPointImpls:
         def recv_step(env: list) -> None:
             target, back = contiguous_out(env[buf])
             handle = dist.irecv(target, src=peer)
-            env[out] = Work(handle, (lambda: back.copy_(target)) if back is not None else None)
+            env[out] = received(handle, target, back)
 
         return recv_step
 

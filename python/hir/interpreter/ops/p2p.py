@@ -23,7 +23,7 @@ from hir.interpreter.backends import symmetric
 from hir.interpreter.backends.delay import comm_delay
 from hir.interpreter.backends.copy_engine import split_copy, uses_copy_engines
 from hir.interpreter.backends.peer_buffers import PeerBuffers
-from hir.interpreter.backends.work import DONE, StreamWork, Work, contiguous_out
+from hir.interpreter.backends.work import DONE, StreamWork, Work, contiguous_out, received
 from hir.interpreter.ops.memory import is_symmetric_alloc
 from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
@@ -153,7 +153,7 @@ class P2PImpls:
                 handles_ = [dist.isend(x.contiguous(), dst), dist.irecv(recv_into, src)]
             else:  # NCCL: grouped, or the ring of sends deadlocks
                 handles_ = dist.batch_isend_irecv([dist.P2POp(dist.isend, x.contiguous(), dst), dist.P2POp(dist.irecv, recv_into, src)])
-            env[res] = Work(handles_, (lambda: back.copy_(buf)) if back is not None else None)
+            env[res] = received(handles_, buf, back)
 
         if not cuda:
             return shift_pg
