@@ -180,12 +180,19 @@ def broadcast(o: CommOp):
     return issue
 
 
+def _rooted_layout(o: CommOp, spec, what: str) -> tuple:
+    """Of the split side (``spec``: scatter's output, gather's input) of a rooted collective:
+    (mesh position of each group rank, the parts, whether this rank holds one, the static
+    local shape a rank with no part and no root role still moves, else None)."""
+    mesh = spec.sharding.mesh
+    here = o.c.rank in mesh
+    shape = None if here or o.c.rank == o.root else o.static_local(spec, what)
+    return o.mesh_order(mesh), len(mesh), here, shape
+
+
 def scatter(o: CommOp):
     axis, root, rank = o.attr("axis"), o.root, o.c.rank
-    out_mesh = o.out_spec.sharding.mesh
-    order, parts = o.mesh_order(out_mesh), len(out_mesh)
-    held = rank in out_mesh
-    shape = None if held or rank == root else o.static_local(o.out_spec, "output")
+    order, parts, held, shape = _rooted_layout(o, o.out_spec, "output")
     group, inp, out, device = o.group, o.inp, o.out, o.c.runtime.device
 
     def issue(env: list) -> Work:
@@ -205,10 +212,7 @@ def scatter(o: CommOp):
 
 def gather(o: CommOp):
     axis, root, rank = o.attr("axis"), o.root, o.c.rank
-    in_mesh = o.in_spec.sharding.mesh
-    order, parts = o.mesh_order(in_mesh), len(in_mesh)
-    has_input = rank in in_mesh
-    shape = None if has_input or rank == root else o.static_local(o.in_spec, "input")
+    order, parts, has_input, shape = _rooted_layout(o, o.in_spec, "input")
     group, inp, out, device = o.group, o.inp, o.out, o.c.runtime.device
 
     def issue(env: list) -> Work:
