@@ -22,7 +22,8 @@ each result must be within 1e-2 (bf16) of float32 torch, relative.
 Lowering 1280 pipelines per world size takes minutes of CPU; ``--emit-lowered`` does it ahead
 (here) and writes every distinct lowered program to an archive; with ``HIR_P2P_MATRIX=<it>``
 the GPU workers read the programs from it instead of lowering them (the archive records each
-program's pipeline; the workers check it covers the matrix of today's ``pipelines()``).
+program's pipeline and a digest of the dialect and pass code that lowered them; the workers
+check it covers the matrix of today's ``pipelines()`` and was lowered by today's code).
 
 ``test_sp_mlp_inputs_are_current`` (CPU) re-imports the MLP and compares with Inputs/, so the
 checked-in modules cannot drift from what ``hir.from_torch`` makes.
@@ -218,6 +219,9 @@ def lowered_programs(world: int, form: str, build, limit=None):
     archive = os.environ.get("HIR_P2P_MATRIX")
     if archive:
         with tarfile.open(archive) as tar:
+            made_from = tar.extractfile(SOURCE_MEMBER).read().decode() if SOURCE_MEMBER in tar.getnames() else "nothing recorded"
+            if made_from != lowering_source():
+                raise SystemExit(f"{archive}: lowered by other dialect / pass code than this checkout's ({made_from}): rerun --emit-lowered")
             members = sorted((m for m in tar.getmembers() if m.name.startswith(f"{world}/{_key(form)}/")), key=lambda m: m.name)
             texts = [tar.extractfile(m).read().decode() for m in members]
         out = [(text.split("\n", 1)[0].removeprefix("// pipeline: "), text) for text in texts]
@@ -239,6 +243,21 @@ def lowered_programs(world: int, form: str, build, limit=None):
     return out
 
 
+SOURCE_MEMBER = "lowering-source.sha256"
+
+
+def lowering_source() -> str:
+    """A digest of the code that lowers the programs (dialect/ and passes/ of this checkout):
+    an archive lowered by other code is stale even where its pipelines match."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for path in sorted(p for folder in ("dialect", "passes") for p in (root / folder).rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def _key(form: str) -> str:
     return form.replace("+", "_").replace(" ", "_")
 
@@ -255,6 +274,10 @@ def emit_lowered(path: str) -> None:
     with ProcessPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(_lower_form, jobs))
     with tarfile.open(path, "w:xz") as tar:
+        source = lowering_source().encode()
+        info = tarfile.TarInfo(SOURCE_MEMBER)
+        info.size = len(source)
+        tar.addfile(info, io.BytesIO(source))
         for (world, form), programs in zip(jobs, results):
             for i, (_, text) in enumerate(programs):
                 data = text.encode()
@@ -348,6 +371,30 @@ def test_pipelines_cover_every_option():
         for key, values in options.items():
             for value in values:
                 assert any(f"{key}={'4' if value == 'n' else value}" in p for p in every), (form, key, value)
+
+
+def test_an_archive_of_other_lowering_code_is_refused(tmp_path, monkeypatch):
+    """The GPU workers refuse an archive lowered before the passes changed (its pipelines
+    match, its programs are yesterday's): the digest of dialect/ and passes/ differs."""
+    import io
+    import tarfile
+
+    program = f"// pipeline: {pipelines(2)[0]}\nmodule {{}}"
+
+    def archive(source: str) -> str:
+        path = tmp_path / f"{source[:8]}.tar.xz"
+        with tarfile.open(path, "w:xz") as tar:
+            for name, data in ((SOURCE_MEMBER, source.encode()), ("2/AG_matmul/000.mlir", program.encode())):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return str(path)
+
+    monkeypatch.setenv("HIR_P2P_MATRIX", archive(lowering_source()))
+    assert lowered_programs(2, "AG+matmul", None) == [(pipelines(2)[0], program)]
+    monkeypatch.setenv("HIR_P2P_MATRIX", archive("0" * 64))
+    with pytest.raises(SystemExit, match="lowered by other dialect / pass code than this checkout's"):
+        lowered_programs(2, "AG+matmul", None)
 
 
 @pytest.mark.parametrize("world", [2, 4])
