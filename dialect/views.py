@@ -227,8 +227,14 @@ def _groups(attr: ir.Attribute) -> list[list[int]]:
         fail(f"reassociation must be a list of lists of axes, got {attr}")
 
 
+def is_identity_layout(mt: ir.MemRefType) -> bool:
+    """Whether ``mt`` has the row-major identity layout (a contiguous buffer of its own)."""
+    layout = mt.layout
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mt.rank, context=mt.context)
+
+
 def _require_contiguous(source: ir.MemRefType) -> None:
-    if not isinstance(source.layout, ir.AffineMapAttr) or source.layout != ir.AffineMapAttr.get(ir.AffineMap.get_identity(source.rank)):
+    if not is_identity_layout(source):
         fail(f"input must be contiguous (identity layout), got {source}")
 
 

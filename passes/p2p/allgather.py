@@ -56,8 +56,9 @@ from torch_mlir.dialects import arith
 from hir.dialect import AliasSelectOp, BarrierOp, ComputeOp, OwnBlockOp, SetCurrentStreamOp, SetOp, ShiftOp, WaitOp
 from hir.dialect.base import get_int
 from hir.dialect.p2p import SIGNAL_ATTR
+from hir.passes.p2p.reduce_scatter import erase_if_unused
 from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
-from hir.dialect.irutils import ALLOC, DEALLOC, index_arith, is_a, operand_axis, output_index, stream_axis, uses_through_views
+from hir.dialect.irutils import DEALLOC, index_arith, is_a, operand_axis, output_index, stream_axis, uses_through_views
 from hir.passes.base import fail
 
 
@@ -136,8 +137,8 @@ def build_allgather(opts, ag: ir.Operation, block_ops: list, rewriter: rewrite.P
         rewriter.erase_op(op)
     rewriter.erase_op(wait)
     rewriter.erase_op(ag)
-    if push:
-        _erase_unused_alloc(gathered, rewriter)
+    if push:  # the consumers read the received slots: nothing uses the gathered buffer
+        erase_if_unused(gathered, rewriter)
 
 
 def _read_elsewhere(ag: ir.Operation, gathered: ir.Value, consumers: list) -> bool:
@@ -153,19 +154,6 @@ def _slots_type(gathered: ir.MemRefType, axis: int) -> ir.MemRefType:
     shape = list(gathered.shape)
     shape[axis] -= 1
     return ir.MemRefType.get(shape, gathered.element_type, memory_space=gathered.memory_space)
-
-
-def _erase_unused_alloc(buffer: ir.Value, rewriter: rewrite.PatternRewriter) -> None:
-    """Erase ``buffer`` when it is a ``memref.alloc`` nothing uses but deallocs (the
-    gathered buffer of a pushed all-gather: the consumers read the received slots)."""
-    owner = buffer.owner
-    if isinstance(owner, ir.Block) or owner.name != ALLOC:
-        return
-    uses = [use.owner.operation for use in buffer.uses]
-    if all(user.name == DEALLOC for user in uses):
-        for user in uses:
-            rewriter.erase_op(user)
-        rewriter.erase_op(owner.operation)
 
 
 def _consumers(ag: ir.Operation, gathered: ir.Value, axis: int, block_ops: list) -> tuple[list, bool]:

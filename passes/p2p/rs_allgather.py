@@ -57,7 +57,7 @@ from torch_mlir import ir, rewrite
 from hir.dialect import AliasReshapeOp, AllgatherOp, BinaryOp, MatmulOp, ReduceScatterOp, WaitOp
 from hir.dialect.base import VerifyError, get_i64_array, get_int, get_str, i64_attr, loc_name
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.dialect.irutils import ALLOC, DEALLOC, alloc, ancestor_in, defining_op, is_broadcast_axis, operand_axis, output_index, value_name, written_through
+from hir.dialect.irutils import ALLOC, DEALLOC, alloc, defining_op, is_broadcast_axis, operand_axis, output_index, runs_after, value_name, written_through
 from hir.dialect.nodes import team_backend
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.views import reshape_type
@@ -203,8 +203,7 @@ def rows_elementwise_consumer(op: ir.Operation, out: ir.Value, rows: int) -> Opt
     if owner is None or owner.name != ALLOC or len(owner.operands) or owner.block != block:
         return None
     for use in result.uses:  # written by the all-gather from then on: no earlier reader or writer
-        user = ancestor_in(use.owner.operation, block)
-        if user != binary and (user is None or user.is_before_in_block(binary)):
+        if use.owner.operation != binary and not runs_after(use.owner.operation, binary):
             return None
     return RowsConsumer(binary, other, owner)
 

@@ -79,6 +79,7 @@ from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, W
 from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.irutils import ALLOC, DEALLOC, DIM, FUNC, alloc, constant_value, defining_op, index_arith, index_const, value_name
 from hir.dialect.sharding import Sharding, sharding_of
+from hir.dialect.views import is_identity_layout
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
 from hir.passes.streams import _stream_loops as loops
@@ -169,7 +170,7 @@ def _candidate(alloc: ir.Operation, loop: ir.Operation, n: int):
     """(axis, views, dims) when every use of the buffer is a view at the index of ``loop``
     (plus deallocs after it and memref.dim), else None."""
     mt = ir.MemRefType(alloc.result.type)
-    if mt.rank == 0 or not _identity(mt):  # (an allocation in the loop's block that the loop uses is before it)
+    if mt.rank == 0 or not is_identity_layout(mt):  # (an allocation in the loop's block that the loop uses is before it)
         return None
     iv = loop.regions[0].blocks[0].arguments[0]
     axis, views, dims = None, [], []
@@ -201,11 +202,6 @@ def _candidate(alloc: ir.Operation, loop: ir.Operation, n: int):
     if sharding is not None and sharding.axis == axis:
         return None
     return axis, views, dims
-
-
-def _identity(mt: ir.MemRefType) -> bool:
-    layout = mt.layout
-    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mt.rank)
 
 
 def _static_trips(loop: ir.Operation) -> Optional[int]:

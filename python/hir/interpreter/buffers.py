@@ -9,6 +9,7 @@ from torch_mlir import ir
 
 from hir.dialect.base import DYNAMIC
 from hir.dialect.sharding import Sharding, local_shape, sharding_of
+from hir.dialect.views import is_identity_layout
 
 _DTYPES = {
     "f64": torch.float64,
@@ -87,12 +88,6 @@ def buffer_spec(t: ir.Type, rank: int) -> BufferSpec:
     held = sharding is None or rank in sharding.mesh
     contiguous = is_identity_layout(mt)
     return BufferSpec(tuple(mt.shape), torch_dtype(mt.element_type), sharding, held, contiguous, rank)
-
-
-def is_identity_layout(mt: ir.MemRefType) -> bool:
-    """Whether ``mt`` has the row-major identity layout (a contiguous buffer of its own)."""
-    layout = mt.layout
-    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mt.rank, context=mt.context)
 
 
 def is_memref(t: ir.Type) -> bool:

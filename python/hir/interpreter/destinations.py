@@ -53,7 +53,8 @@ from torch_mlir.dialects import bufferization, builtin, func, memref
 from hir.dialect import OP_CLASSES, BinaryOp, LinearOp, MatmulOp, is_view
 from hir.dialect.compute import KERNEL_ATTR, ComputeOp, accumulates
 from hir.dialect.p2p import SYMMETRIC_ATTR
-from hir.interpreter.buffers import BufferSpec, is_identity_layout, is_memref
+from hir.dialect.views import is_identity_layout
+from hir.interpreter.buffers import BufferSpec, is_memref
 from hir.interpreter.result_in_input import reduces_in_input, result_in_input
 from hir.interpreter.updates import out_variant, overload_of, segment_updates
 from hir.dialect.irutils import runs_after, uses_through_views, written_operands

@@ -66,10 +66,10 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from hir.dialect import OP_CLASSES, is_view
+from hir.dialect import OP_CLASSES
 from hir.dialect.base import get_str
 from hir.dialect.context import HirError
-from hir.dialect.irutils import written_operands
+from hir.dialect.irutils import uses_through_views, written_operands
 
 log = logging.getLogger("hir.graph")
 _CALL = func.CallOp.OPERATION_NAME
@@ -113,12 +113,8 @@ def written_arguments(block: ir.Block, functions: Optional[dict] = None) -> froz
         return callees[name]
 
     def written(value: ir.Value) -> bool:
-        for use in value.uses:
+        for use in uses_through_views(value):
             user = use.owner.operation
-            if is_view(user):
-                if written(user.result):
-                    return True
-                continue
             written_indices = callee_writes(user) if user.name == _CALL else written_operands(user)
             if written_indices is None or use.operand_number in written_indices:
                 return True

@@ -36,7 +36,8 @@ from hir.dialect import OP_CLASSES
 from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.irutils import ancestor_in, runs_after, uses_through_views
 from hir.dialect.p2p import SYMMETRIC_ATTR
-from hir.interpreter.buffers import BufferSpec, is_identity_layout
+from hir.dialect.views import is_identity_layout
+from hir.interpreter.buffers import BufferSpec
 
 _ALLOC = memref.AllocOp.OPERATION_NAME
 _DEALLOC = memref.DeallocOp.OPERATION_NAME
