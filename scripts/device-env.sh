@@ -15,3 +15,10 @@ src=/tmp/hir-src
 rm -rf "$src" && mkdir -p "$src" && cp -rs "$PWD/python/hir" "$src/hir"
 ln -s "$PWD/dialect" "$src/hir/dialect" && ln -s "$PWD/passes" "$src/hir/passes"
 export PYTHONPATH="/tmp/site:$src${PYTHONPATH:+:$PYTHONPATH}"
+# the console scripts pyproject declares (hir-run under torchrun: test_multinode.py)
+mkdir -p /tmp/hir-bin
+for tool in opt:hir-opt run_cli:hir-run demo:hir-demo import_cli:hir-import; do
+  printf '#!/bin/sh\nexec python3 -c "import sys; from hir.tools.%s import main; sys.exit(main())" "$@"\n' "${tool%%:*}" > "/tmp/hir-bin/${tool#*:}"
+  chmod +x "/tmp/hir-bin/${tool#*:}"
+done
+export PATH="$PATH:/tmp/hir-bin"

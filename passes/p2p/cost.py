@@ -64,7 +64,11 @@ max(comm, matmul)): AG+matmul in 4 stream chunks 2.13-2.30x against 1.83-1.89x f
 same calls whole and in sequence; matmul+RS 1.92-2.00x against 1.88-1.90x; written by hand
 with every process-group setting tried (whole_nccl.py), never below sequential.
 :func:`runs_whole_on_nccl`: under ``overlap=auto`` such a collective drops its stream axis
-and runs once, whole, beside its compute's stream loop: the sequential calls.
+and runs once, whole, and so does its producer / consumer compute unless another chunked
+collective needs its chunks (:func:`chunked_only_with`): the sequential calls. Its NCCL
+call reads / writes the buffer in place, one call per row of the axes before its device
+axis (``interpreter/backends/process_group.py``); run 13 measured the whole collective
+beside a 4-stream matmul loop at 2.00-2.02x against 1.84-1.94x sequential (matmul+RS).
 
 ``overlap=auto`` therefore takes rs-ag where the rows split evenly over the team and
 :func:`rs_allgather_pays`, else whole. E.g. the TP MLP's second matmul of
@@ -77,7 +81,7 @@ from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect import AllgatherOp, ComputeOp, LinearOp, MatmulOp
+from hir.dialect import AllgatherOp, CollectiveOp, ComputeOp, LinearOp, MatmulOp
 from hir.dialect.base import get_i64_array, get_int, get_str
 from hir.dialect.sharding import local_shape, sharding_of
 from hir.dialect.irutils import is_a, is_p2p_form, output_index, stream_axis
@@ -189,3 +193,20 @@ def runs_whole_on_nccl(op: ir.Operation) -> bool:
     "nccl"``, a stream axis that is not its device axis): under ``overlap=auto`` it runs
     whole (module docstring)."""
     return stream_axis(op) is not None and not is_p2p_form(op) and get_str(op, "backend") == "nccl"
+
+
+def chunked_only_with(op: ir.Operation, block_ops) -> list:
+    """The compute ops chunked on streams only to overlap the collective ``op``: its
+    stream-parallel producer (reduce-scatter) or consumers (all-gather), unless another
+    chunked collective reads or writes one of their operands. Once ``op`` runs whole their
+    chunks overlap nothing, and one call beats the chunks (the benchmarks' "sequential"
+    row: a whole matmul, not four on four streams)."""
+    k = stream_axis(op)
+    ag = op.name == AllgatherOp.OPERATION_NAME
+    compute = _step_compute(op, op.operands[1] if ag else op.operands[0], k, block_ops, ag)
+    return [c for c in compute if not _chunked_with_another(c, op)]
+
+
+def _chunked_with_another(compute: ir.Operation, op: ir.Operation) -> bool:
+    return any(owner != op and is_a(owner, CollectiveOp) and stream_axis(owner) is not None
+               for value in compute.operands for owner in (use.owner.operation for use in value.uses))

@@ -103,7 +103,7 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
 - ``overlap``: ``on`` (default) pipelines every collective in P2P form; ``off`` none (hir-lower
   then runs them whole); ``auto`` those where the pipeline pays by the rule of ``cost.py``,
   and runs an NCCL collective chunked on streams (nvFuser's seed-003 form) whole, once,
-  where chunking cannot overlap (``cost.py``). The named pipeline ``hir-lower-overlap``
+  with the compute chunked only to overlap it, where chunking cannot overlap (``cost.py``). The named pipeline ``hir-lower-overlap``
   (``passes/pipeline.py``) uses ``auto``.
 - ``allreduce``: the form of a contraction + sum all-reduce pair. ``rs-ag``: the pipelined
   reduce-scatter + all-gather, where the rows (the contraction's M axis) split evenly over
@@ -128,7 +128,7 @@ from hir.passes.p2p.accumulate import build_accumulate
 from hir.passes.p2p.allgather import build_allgather
 from hir.passes.p2p.allreduce import build_allreduce
 from hir.passes.p2p.analysis import ALLREDUCE_FORMS, OVERLAPS, TRANSFERS, PipelineAnalysis
-from hir.passes.p2p.cost import runs_whole_on_nccl
+from hir.passes.p2p.cost import chunked_only_with, runs_whole_on_nccl
 from hir.passes.p2p.reduce_scatter import build_reduce_scatter
 from hir.passes.p2p.rs_allgather import build_rs_allgather
 from hir.passes.p2p.steps import ALGORITHMS
@@ -235,14 +235,20 @@ class _Patterns:
 
     def _run_whole_on_nccl(self, op: ir.Operation) -> bool:
         """Under ``overlap=auto``, an NCCL collective chunked on streams (not in P2P form)
-        loses its stream axis: hir-lower then issues it once, whole (``cost.py``,
-        :func:`runs_whole_on_nccl`). Before / after::
+        loses its stream axis, and so does the compute chunked only to overlap it
+        (``cost.py``, :func:`runs_whole_on_nccl`, :func:`chunked_only_with`): hir-lower then
+        issues each once, whole, in sequence. Before / after::
 
+            "hir.matmul"(%a, %w, %partial) {stream_axis = 0 : i64}
             %w = "hir.reduce_scatter"(%partial, %out) {backend = "nccl", stream_axis = 0 : i64, ...}
+
+            "hir.matmul"(%a, %w, %partial)
             %w = "hir.reduce_scatter"(%partial, %out) {backend = "nccl", ...}
         """
         if self.analysis.options.overlap != "auto" or op.parent.name != FUNC or not runs_whole_on_nccl(op):
             return False
+        for compute in chunked_only_with(op, op.block.operations):
+            del compute.attributes[STREAM_AXIS_ATTR]
         del op.attributes[STREAM_AXIS_ATTR]
         return True
 

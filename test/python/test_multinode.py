@@ -76,7 +76,7 @@ def start_nodes(command: list[str], cwd: Path, node_env: tuple = ({}, {}), **env
     can stop a node with all its ranks), logging to ``node0.log`` / ``node1.log``;
     ``node_env``: each node's own variables."""
     port = free_port()
-    base = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", HIR_DEVICE="cpu", **env)
+    base = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "HIR_DEVICE": "cpu", **env}
     procs = []
     for node in (0, 1):
         environment = {**base, **node_env[node]}

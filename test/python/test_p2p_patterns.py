@@ -72,3 +72,36 @@ def test_a_module_without_source_collectives_is_left_as_it_was():
     before = str(module)
     hir.lower(module, "hir-p2p-pipeline")
     assert str(module) == before
+
+
+def test_overlap_auto_keeps_compute_chunked_for_another_collective():
+    """overlap=auto runs a seed-form NCCL all-gather whole; its consumer matmul also produces
+    a copy-engine reduce-scatter chunked on streams, so it keeps its stream axis (which that
+    collective's chunks need). With an NCCL reduce-scatter both run whole and so does the
+    matmul (test/Transforms/p2p-overlap-auto-whole.mlir has the program-level case)."""
+    shard, whole = "#hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>", "#hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>"
+    a, full, w = f"memref<2x4x4x8xf32, {shard}>", f"memref<2x4x4x8xf32, {whole}>", "memref<8x4xf32>"
+    partial, out = f"memref<2x4x4x4xf32, {shard}>", f"memref<2x4x4xf32, {shard}>"
+    team = "team = array<i64: 0, 1, 2, 3>"
+
+    def program(rs_backend: str) -> str:
+        return f"""func.func @shared(%a: {a}, %w: {w}) -> {out} {{
+  %full = memref.alloc() : {full}
+  %g = "hir.allgather"(%a, %full) {{axis = 1 : i64, backend = "nccl", stream_axis = 0 : i64, {team}}} : ({a}, {full}) -> !hir.work
+  "hir.wait"(%g) : (!hir.work) -> ()
+  %partial = memref.alloc() : {partial}
+  "hir.matmul"(%full, %w, %partial) {{stream_axis = 0 : i64}} : ({full}, {w}, {partial}) -> ()
+  %out = memref.alloc() : {out}
+  %r = "hir.reduce_scatter"(%partial, %out) {{axis = 1 : i64, backend = "{rs_backend}", reduction = "sum", scatter_axis = 2 : i64, stream_axis = 0 : i64, {team}}} : ({partial}, {out}) -> !hir.work
+  "hir.wait"(%r) : (!hir.work) -> ()
+  return %out : {out}
+}}"""
+
+    def stream_axes(rs_backend: str) -> dict:
+        module = hir.parse(program(rs_backend), "shared.mlir")
+        hir.lower(module, "hir-p2p-pipeline{overlap=auto}")
+        ops = module.body.operations[0].regions[0].blocks[0].operations
+        return {op.name: "stream_axis" in op.attributes for op in ops if op.name in ("hir.allgather", "hir.matmul", "hir.reduce_scatter")}
+
+    assert stream_axes("cuda") == {"hir.allgather": False, "hir.matmul": True, "hir.reduce_scatter": True}
+    assert stream_axes("nccl") == {"hir.allgather": False, "hir.matmul": False, "hir.reduce_scatter": False}

@@ -26,10 +26,27 @@ from hir.interpreter.backends.collective import CommOp
 from hir.interpreter.backends.work import REDUCE_OPS, Work, contiguous_out, identity, local_reduce, received
 
 
-def _outer_blocks(t: torch.Tensor, axis: int) -> bool:
-    """Whether the equal chunks of ``t`` along ``axis`` are consecutive blocks of its memory,
-    in order (contiguous, every axis before ``axis`` of extent 1)."""
-    return t.is_contiguous() and all(extent == 1 for extent in t.shape[:axis])
+# At most this many calls for a collective on an inner axis (one call a row, below); above
+# it the list form's staging copies cost less than the calls.
+MAX_ROW_CALLS = 16
+
+
+def _rows(t: torch.Tensor, axis: int) -> Optional[list[torch.Tensor]]:
+    """The flat rows of contiguous ``t`` over the axes before ``axis`` (one row when there are
+    none), in each of which the equal chunks along ``axis`` are consecutive blocks, in order;
+    None if ``t`` is not contiguous or has more than MAX_ROW_CALLS rows.
+
+    NCCL's single-tensor collectives read / write such a row in place, so a collective on an
+    inner axis (seed 003's whole form gathers [S, D, m, K] on axis 1) is one call a row on
+    the same NCCL stream. The list form would copy every part into staging buffers and back:
+    two extra passes over the whole tensor, which made the whole form slower than the
+    chunked one (RESULTS.md, issue 39 run 12)."""
+    outer = 1
+    for extent in t.shape[:axis]:
+        outer *= extent
+    if not t.is_contiguous() or outer > MAX_ROW_CALLS:
+        return None
+    return list(t.reshape(outer, -1).unbind(0)) if outer else None
 
 
 def allgather(o: CommOp):
@@ -47,10 +64,10 @@ def allgather(o: CommOp):
     def issue(env: list) -> Work:
         x = env[inp].contiguous()
         target = env[out] if shape is None else torch.empty(shape, dtype=x.dtype, device=x.device)
-        if not gloo and in_order and _outer_blocks(target, axis):
-            # the parts are consecutive blocks of the output: NCCL writes them in place (the
-            # list form would gather into a staging buffer and copy each part out)
-            return Work(dist.all_gather_into_tensor(target.view(-1), x.view(-1), group=group, async_op=True))
+        rows = _rows(target, axis) if not gloo and in_order else None
+        if rows is not None:
+            sends = x.reshape(len(rows), -1).unbind(0)
+            return Work([dist.all_gather_into_tensor(row, send, group=group, async_op=True) for row, send in zip(rows, sends)])
         chunks = target.chunk(parts, axis)
         recv = [chunks[p] for p in order]
         staged = [t if t.is_contiguous() else torch.empty_like(t, memory_format=torch.contiguous_format) for t in recv]
@@ -138,13 +155,13 @@ def reduce_scatter(o: CommOp):
         # split) the sum is the block itself, no copy
         reduced = x.squeeze(axis) if x.shape[axis] == 1 else fn(x, axis)
         chunks = reduced.chunk(parts, scatter)
-        if in_order and reduced.is_contiguous() and _outer_blocks(reduced, scatter):
-            # the parts are consecutive blocks of the input: NCCL reads them in place (the
-            # list form would stage them into one buffer first)
+        rows = _rows(reduced, scatter) if in_order else None
+        if rows is not None:
             target = target if target is not None else torch.empty_like(chunks[0])
             buf, back = contiguous_out(target)
-            handle = dist.reduce_scatter_tensor(buf.view(-1), reduced.view(-1), op=op_, group=group, async_op=True)
-            return received(handle, buf, back)
+            outs = buf.reshape(len(rows), -1).unbind(0)
+            handles = [dist.reduce_scatter_tensor(o, r, op=op_, group=group, async_op=True) for o, r in zip(outs, rows)]
+            return received(handles, buf, back)
         sends = [chunks[p].contiguous() for p in order]
         if target is None:
             target = torch.empty_like(sends[0])
