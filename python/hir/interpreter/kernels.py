@@ -116,12 +116,13 @@ def warm_compile_workers(mode: CompileMode, device: Optional[Union[str, torch.de
         cuda = torch.device(device).type == "cuda" if device is not None else torch.cuda.is_available()
     except (RuntimeError, ValueError):  # a bad device: reported where it is used
         return
+    if not cuda:  # importing inductor alone costs ~2 s: only where its workers are wanted
+        return
     try:
         from torch._inductor.async_compile import maybe_warm_pool
     except ImportError:  # a torch without it: the pool starts at the first kernel
         return
-    if cuda:
-        maybe_warm_pool()
+    maybe_warm_pool()
 
 
 def _signature(args: list) -> tuple:
