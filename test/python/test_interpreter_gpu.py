@@ -120,3 +120,35 @@ def test_comm_nccl_2_gpus():
 @pytest.mark.skipif(_gpus() < 4, reason="needs 4 GPUs")
 def test_comm_nccl_4_gpus():
     _nccl(4)
+
+
+ALLREDUCE_2 = """\
+!partial = memref<2x4x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+!whole = memref<4x3xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+func.func @main(%p: !partial) -> !whole {
+  %out = memref.alloc() : !whole
+  %w = "hir.allreduce"(%p, %out) {axis = 0 : i64, backend = "nccl", reduction = "sum", team = array<i64: 0, 1>} : (!partial, !whole) -> !hir.work
+  "hir.wait"(%w) : (!hir.work) -> ()
+  return %out : !whole
+}
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.multigpu
+@pytest.mark.skipif(_gpus() < 2, reason="needs 2 GPUs")
+def test_hir_run_cuda_graph_of_nccl_exits(tmp_path):
+    """``hir-run --nproc 2 --cuda-graph`` on an NCCL all-reduce prints both ranks' sums and
+    exits: the run's graph, which captured NCCL kernels, is freed before the process group
+    is destroyed (a live one makes ``destroy_process_group`` wait forever: RESULTS.md,
+    issue 39 run 13)."""
+    import subprocess
+
+    (tmp_path / "p.mlir").write_text(ALLREDUCE_2)
+    command = [sys.executable, "-m", "hir.tools.run_cli", "p.mlir", "ones", "--device", "cuda", "--nproc", "2",
+               "--cuda-graph", "--warmup", "2", "--print", "--timeout", "120"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for rank in (0, 1):
+        assert f"rank {rank}: output 0: shape [4, 3] f32" in done.stdout, done.stdout
+    assert "[2., 2., 2.]" in done.stdout or "[2, 2, 2]" in done.stdout, done.stdout
