@@ -26,8 +26,9 @@ from hir.interpreter.backends.collective import CommOp
 from hir.interpreter.backends.work import REDUCE_OPS, Work, contiguous_out, identity, local_reduce, received
 
 
-# At most this many calls for a collective on an inner axis (one call a row, below); above
-# it the list form's staging copies cost less than the calls.
+# At most this many calls for a collective on an inner axis (one call a row, below); with
+# more rows the list form runs instead (one staged call: per-call launches would dominate
+# small rows; the bound is a guess, no run has measured where the two cross).
 MAX_ROW_CALLS = 16
 
 
