@@ -67,8 +67,9 @@ with every process-group setting tried (whole_nccl.py), never below sequential.
 and runs once, whole, and so does its producer / consumer compute unless another chunked
 collective needs its chunks (:func:`chunked_only_with`): the sequential calls. Its NCCL
 call reads / writes the buffer in place, one call per row of the axes before its device
-axis (``interpreter/backends/process_group.py``); run 13 measured the whole collective
-beside a 4-stream matmul loop at 2.00-2.02x against 1.84-1.94x sequential (matmul+RS).
+axis (``interpreter/backends/process_group.py``). RESULTS.md's issue 39 run 13 measured the
+form before this one (the whole collective beside a 4-stream matmul loop); this one is not
+measured yet.
 
 ``overlap=auto`` therefore takes rs-ag where the rows split evenly over the team and
 :func:`rs_allgather_pays`, else whole. E.g. the TP MLP's second matmul of

@@ -103,8 +103,8 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
 - ``overlap``: ``on`` (default) pipelines every collective in P2P form; ``off`` none (hir-lower
   then runs them whole); ``auto`` those where the pipeline pays by the rule of ``cost.py``,
   and runs an NCCL collective chunked on streams (nvFuser's seed-003 form) whole, once,
-  with the compute chunked only to overlap it, where chunking cannot overlap (``cost.py``). The named pipeline ``hir-lower-overlap``
-  (``passes/pipeline.py``) uses ``auto``.
+  with the compute chunked only to overlap it, where chunking cannot overlap (``cost.py``).
+  The named pipeline ``hir-lower-overlap`` (``passes/pipeline.py``) uses ``auto``.
 - ``allreduce``: the form of a contraction + sum all-reduce pair. ``rs-ag``: the pipelined
   reduce-scatter + all-gather, where the rows (the contraction's M axis) split evenly over
   the team, else whole; ``chunked``: ``chunks`` row blocks (``chunks=auto``: whole, the rule
