@@ -16,9 +16,11 @@
 #   e2e        benchmarks/tp_overlap.py --from ${HIR_E2E_DIR:-.device/tp_overlap}: the TP/SP MLP layer, GPUs $HIR_E2E_COUNTS
 #   decode     benchmarks/tp_decode.py --from ${HIR_DECODE_DIR:-.device/tp_decode}: TP decode per token of the ~1B Llama
 #              (hir vs DTensor parallelize_module eager / torch.compile reduce-overhead), GPUs $HIR_DECODE_COUNTS
-#   overlap    copy-engine bandwidth, benchmarks/whole_nccl.py + benchmarks/overlap.py (AG+matmul, matmul+RS), GPUs $HIR_OVERLAP_COUNTS
+#   overlap    copy-engine bandwidth, benchmarks/whole_nccl.py (HIR_OVERLAP_PROBES=0: neither) + benchmarks/overlap.py
+#              (AG+matmul, matmul+RS; HIR_OVERLAP_P2P: its P2P rows' options, ';'-separated), GPUs $HIR_OVERLAP_COUNTS
 #   profile    benchmarks/profile_p2p.py --graph at M=${HIR_PROFILE_SIZE:-8192}: per-rank spans and rank 0's timeline of the
-#              P2P rows nearest issue 39's targets (AG+matmul chunks=2, matmul+RS accumulate push), from one GPU moment
+#              P2P rows nearest issue 39's targets (AG+matmul chunks=2, matmul+RS accumulate push; HIR_PROFILE_P2P: other
+#              hir-p2p-pipeline options, ';'-separated), from one GPU moment
 #   sanitizer  the single-process GPU tests (-m "gpu and not multigpu") under TORCH_CUDA_SANITIZER=1
 #   tests      every GPU test but the option matrix (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
 # GPU counts: layer, e2e and decode default to "N 2" (N = the GPUs present; only N when N <= 2),
@@ -77,6 +79,11 @@ bounded() {
   say "    $(( SECONDS - t0 )) s, exit $rc (sweep at $(( SECONDS - start )) s)"
 }
 
+# The --timeout of a benchmark with cap $1: when it dumps its stacks and exits, early enough
+# that the dump lands before the cap's TERM (the workers start some seconds after the cap's
+# clock, after their imports: run 15's overlap.py was killed before its own timeout fired).
+stacks_before() { echo $(( $1 > 45 ? $1 - 25 : $1 * 2 / 3 )); }
+
 nvidia-smi -L | tee "$log"
 say "torch $(python3 -c 'import torch; print(torch.__version__)'), $gpus GPU(s); sections: $sections; budget $budget s; set-up took $(( SECONDS - start )) s"
 
@@ -100,13 +107,13 @@ for section in $sections; do
         # the script's own limits sit inside the cap: rows not built by --budget print n/a
         # (it counts from after its imports; the timed rounds take seconds)
         bounded "$cap" "$out/layer.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/layer.py --from "${HIR_LAYER_DIR:-.device/layer}" \
-          --budget $(( cap > 90 ? cap - 60 : cap / 3 )) --timeout $(( cap > 15 ? cap - 5 : cap )) ${HIR_LAYER_ROWS:+--rows "$HIR_LAYER_ROWS"}
+          --budget $(( cap > 90 ? cap - 60 : cap / 3 )) --timeout "$(stacks_before "$cap")" ${HIR_LAYER_ROWS:+--rows "$HIR_LAYER_ROWS"}
       done ;;
     e2e)
       for n in ${HIR_E2E_COUNTS:-$both}; do
         cap=$(allowance "${HIR_CAP_E2E:-75}")
         say "=== end-to-end MLP layer (benchmarks/tp_overlap.py), $n GPU(s)"
-        bounded "$cap" "$out/e2e.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_overlap.py --from "${HIR_E2E_DIR:-.device/tp_overlap}" --timeout $(( cap > 15 ? cap - 5 : cap ))
+        bounded "$cap" "$out/e2e.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_overlap.py --from "${HIR_E2E_DIR:-.device/tp_overlap}" --timeout "$(stacks_before "$cap")"
       done ;;
     decode)
       for n in ${HIR_DECODE_COUNTS:-$both}; do
@@ -114,16 +121,22 @@ for section in $sections; do
         say "=== TP decode per token, ~1B Llama (benchmarks/tp_decode.py), $n GPU(s)"
         # rows not built within --budget print n/a; the timing itself takes seconds
         bounded "$cap" "$out/decode.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_decode.py --from "${HIR_DECODE_DIR:-.device/tp_decode}" \
-          --budget $(( cap > 60 ? cap - 40 : cap / 2 )) --timeout $(( cap > 15 ? cap - 5 : cap )) ${HIR_DECODE_ROWS:+--rows "$HIR_DECODE_ROWS"}
+          --budget $(( cap > 60 ? cap - 40 : cap / 2 )) --timeout "$(stacks_before "$cap")" ${HIR_DECODE_ROWS:+--rows "$HIR_DECODE_ROWS"}
       done ;;
     overlap)
       for n in ${HIR_OVERLAP_COUNTS:-$gpus}; do
         if [ "$n" -lt 2 ]; then say "=== AG+matmul / matmul+RS: skipped: needs 2 GPUs (have $n)"; continue; fi
-        say "=== copy-engine bandwidth, $n GPUs"
-        bounded "$(allowance 30)" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/copy_engines.py
-        say "=== can NCCL overlap a GEMM? hir's whole form by hand, process-group settings (benchmarks/whole_nccl.py), $n GPUs"
-        bounded "$(allowance 60)" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/whole_nccl.py
+        if [ "${HIR_OVERLAP_PROBES:-1}" != 0 ]; then
+          say "=== copy-engine bandwidth, $n GPUs"
+          bounded "$(allowance 30)" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/copy_engines.py
+          say "=== can NCCL overlap a GEMM? hir's whole form by hand, process-group settings (benchmarks/whole_nccl.py), $n GPUs"
+          bounded "$(allowance 60)" "$out/overlap.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/whole_nccl.py
+        fi
         # the rows of runs 4 and 6 that came nearest the targets (8 parts never paid: RESULTS run 6);
+        # HIR_OVERLAP_P2P: other hir-p2p-pipeline options, ';'-separated (e.g. 'transfer=push;chunks=2')
+        IFS=';' read -r -a options <<< "${HIR_OVERLAP_P2P:-chunks=auto comm-stream=1;chunks=2 comm-stream=1;accumulate=1 chunks=2 transfer=push comm-stream=1;accumulate=1 chunks=4 transfer=push comm-stream=1;accumulate=1 chunks=2 copies=2 transfer=push comm-stream=1}"
+        p2p_rows=()
+        for option in "${options[@]}"; do p2p_rows+=("$P,hir-p2p-pipeline{$option},hir-lower"); done
         # HIR_OVERLAP_HOST_START=1 adds M=8192 timed the old way (each rank's clock from its host's start)
         for clock in gpu ${HIR_OVERLAP_HOST_START:+host}; do
           sizes=8192,16384
@@ -131,20 +144,19 @@ for section in $sections; do
           cap=$(allowance "${HIR_CAP_OVERLAP:-120}")
           say "=== AG+matmul / matmul+RS (benchmarks/overlap.py), $n GPUs, clocks from the $clock start"
           bounded "$cap" "$out/overlap.md" env HIR_BENCH_START=$clock "${ranks[@]}" --nproc_per_node="$n" benchmarks/overlap.py --sizes $sizes --graph \
-            --timeout $(( cap > 15 ? cap - 5 : cap )) --pipelines "$P,hir-lower" "hir-convert-to-communication{backend=nccl},hir-lower" "hir-lower-overlap" \
-            --p2p "$P,hir-p2p-pipeline{chunks=auto comm-stream=1},hir-lower" \
-                  "$P,hir-p2p-pipeline{chunks=2 comm-stream=1},hir-lower" \
-                  "$P,hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower" \
-                  "$P,hir-p2p-pipeline{accumulate=1 chunks=4 transfer=push comm-stream=1},hir-lower" \
-                  "$P,hir-p2p-pipeline{accumulate=1 chunks=2 copies=2 transfer=push comm-stream=1},hir-lower"
+            --timeout "$(stacks_before "$cap")" --pipelines "$P,hir-lower" "hir-convert-to-communication{backend=nccl},hir-lower" "hir-lower-overlap" \
+            --p2p "${p2p_rows[@]}"
         done
       done ;;
     profile)
       if [ "$gpus" -lt 2 ]; then say "=== P2P profile: skipped: needs 2 GPUs (have $gpus)"; continue; fi
+      # HIR_PROFILE_P2P: the hir-p2p-pipeline options profiled, ';'-separated
+      IFS=';' read -r -a options <<< "${HIR_PROFILE_P2P:-chunks=2 comm-stream=1;accumulate=1 chunks=2 transfer=push comm-stream=1}"
+      profiled=()
+      for option in "${options[@]}"; do profiled+=("$P,hir-p2p-pipeline{$option},hir-lower"); done
       say "=== where the P2P rows' time goes (benchmarks/profile_p2p.py), $gpus GPUs, M=${HIR_PROFILE_SIZE:-8192}"
       bounded "$(allowance "${HIR_CAP_PROFILE:-90}")" "$out/profile.md" "${ranks[@]}" --nproc_per_node="$gpus" benchmarks/profile_p2p.py \
-        --size "${HIR_PROFILE_SIZE:-8192}" --graph --pipeline "$P,hir-p2p-pipeline{chunks=2 comm-stream=1},hir-lower" \
-        "$P,hir-p2p-pipeline{accumulate=1 chunks=2 transfer=push comm-stream=1},hir-lower" ;;
+        --size "${HIR_PROFILE_SIZE:-8192}" --graph --pipeline "${profiled[@]}" ;;
     sanitizer)
       # only the files with GPU tests: the sanitizer sees every torch op, collection's too
       gpu_files=$(grep -l "mark\.gpu" test/python/*.py test/python/*/*.py)

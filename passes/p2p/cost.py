@@ -67,9 +67,10 @@ with every process-group setting tried (whole_nccl.py), never below sequential.
 and runs once, whole, and so does its producer / consumer compute unless another chunked
 collective needs its chunks (:func:`chunked_only_with`): the sequential calls. Its NCCL
 call reads / writes the buffer in place, one call per row of the axes before its device
-axis (``interpreter/backends/process_group.py``). RESULTS.md's issue 39 run 13 measured the
-form before this one (the whole collective beside a 4-stream matmul loop); this one is not
-measured yet.
+axis, the rows issued as one NCCL group (``interpreter/backends/process_group.py``).
+Measured (RESULTS.md, issue 39 runs 16-17, 4x H200): matmul+RS 1.90-1.94x against
+sequential's 1.87-1.93x, AG+matmul 2.03-2.09x against 1.85-1.89x; the 4-stream seed form
+1.94-2.05x and 2.12-2.33x.
 
 ``overlap=auto`` therefore takes rs-ag where the rows split evenly over the team and
 :func:`rs_allgather_pays`, else whole. E.g. the TP MLP's second matmul of

@@ -14,7 +14,7 @@ keeps this rank's chunk. An all-reduce whose output is bound to its input
 (``interpreter/result_in_input.py``) reduces that input in place.
 """
 
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.distributed as dist
@@ -50,6 +50,19 @@ def _rows(t: torch.Tensor, axis: int) -> Optional[list[torch.Tensor]]:
     return list(t.reshape(outer, -1).unbind(0)) if outer else None
 
 
+def _one_launch(group, collective: Callable, rows: list[tuple]) -> list:
+    """The handles of ``collective(*row)`` (async) for every row, issued as one NCCL group
+    (``ncclGroupStart`` / ``End``: torch's coalescing manager), so a collective's row calls
+    cost one launch (RESULTS.md, issue 39 run 14: four separate row calls of the whole
+    reduce-scatter took it above the single sequential call)."""
+    if len(rows) == 1:
+        return [collective(*rows[0])]
+    with dist._coalescing_manager(group, async_ops=True) as manager:
+        for row in rows:
+            collective(*row)
+    return manager.works
+
+
 def allgather(o: CommOp):
     axis = o.attr("axis")
     order = o.mesh_order(o.in_spec.sharding.mesh)
@@ -68,7 +81,8 @@ def allgather(o: CommOp):
         rows = _rows(target, axis) if not gloo and in_order else None
         if rows is not None:
             sends = x.reshape(len(rows), -1).unbind(0)
-            return Work([dist.all_gather_into_tensor(row, send, group=group, async_op=True) for row, send in zip(rows, sends)])
+            gather = lambda row, send: dist.all_gather_into_tensor(row, send, group=group, async_op=True)  # noqa: E731
+            return Work(_one_launch(group, gather, list(zip(rows, sends))))
         chunks = target.chunk(parts, axis)
         recv = [chunks[p] for p in order]
         staged = [t if t.is_contiguous() else torch.empty_like(t, memory_format=torch.contiguous_format) for t in recv]
@@ -161,8 +175,8 @@ def reduce_scatter(o: CommOp):
             target = target if target is not None else torch.empty_like(chunks[0])
             buf, back = contiguous_out(target)
             outs = buf.reshape(len(rows), -1).unbind(0)
-            handles = [dist.reduce_scatter_tensor(o, r, op=op_, group=group, async_op=True) for o, r in zip(outs, rows)]
-            return received(handles, buf, back)
+            scatter_row = lambda out_row, row: dist.reduce_scatter_tensor(out_row, row, op=op_, group=group, async_op=True)  # noqa: E731
+            return received(_one_launch(group, scatter_row, list(zip(outs, rows))), buf, back)
         sends = [chunks[p].contiguous() for p in order]
         if target is None:
             target = torch.empty_like(sends[0])

@@ -81,16 +81,25 @@ class SymmetricBuffer:
 
 class PushedWork:
     """A pushed shift's work on the receiving side: ``wait()`` makes the current stream wait
-    (a signal-pad wait kernel, no host block) until group rank ``source`` has signalled that
-    its copy into our buffer is done."""
+    (no host block) until group rank ``source`` has signalled that its copy into our buffer
+    is done. The signal-pad wait kernel runs on ``waiter``, after our own signal on
+    ``signaller`` (which it joins: a graph capture needs every forked stream joined back),
+    and the consumer's stream waits on its event. On the consumer's stream the wait kernel
+    sat between two GEMMs, 5-6 us a step of the pushed all-gather's GEMM chain (RESULTS.md,
+    issue 39 run 15's profile); an event edge costs about 2 us (end to end, runs 16-17 saw no
+    change beyond their noise: the ranks' skew dominates)."""
 
-    __slots__ = ("handle", "source")
+    __slots__ = ("event",)
 
-    def __init__(self, handle, source: int) -> None:
-        self.handle, self.source = handle, source
+    def __init__(self, handle, source: int, signaller: torch.cuda.Stream, waiter: torch.cuda.Stream) -> None:
+        waiter.wait_stream(signaller)
+        with torch.cuda.stream(waiter):
+            handle.wait_signal(source, PUSHED)
+            self.event = torch.cuda.Event()
+            self.event.record()
 
     def wait(self) -> None:
-        self.handle.wait_signal(self.source, PUSHED)
+        torch.cuda.current_stream().wait_event(self.event)
 
 
 _BY_STORAGE: dict[int, SymmetricBuffer] = {}  # storage address -> buffer (process lifetime)

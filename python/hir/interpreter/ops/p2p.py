@@ -72,6 +72,10 @@ class P2PImpls:
             raise c.error(op, 'with transfer = "push" and backend "cuda" needs its output to be a rank-uniform view of a memref.alloc {hir.symmetric} (the sender writes the receiver\'s copy in place)')
         copies = get_int(op, COPIES_ATTR) or 1
         side = [torch.cuda.Stream(c.runtime.device) for _ in range(copies - 1)] if cuda else []
+        # a pushed shift signals on ``signaller`` and waits for its sender on ``waiter``
+        # (symmetric.PushedWork), neither on the stream of the copies: high priority, so a
+        # signal kernel is scheduled before the next GEMM takes the SMs
+        signaller, waiter = (torch.cuda.Stream(c.runtime.device, priority=-1) for _ in range(2)) if cuda and push else (None, None)
         gloo = comm.is_gloo(group)
         # HIR_COMM_DELAY_CYCLES: each copy and signal of the shift is held back (a no-op when unset)
         delay = comm_delay(c.runtime.device) or _no_delay
@@ -93,7 +97,9 @@ class P2PImpls:
 
         def shift_push(env: list) -> None:
             """Copy our input into dst's output in place, then signal dst (after the copy, on
-            this stream); the work waits for src's signal: its copy into ours is done."""
+            ``signaller``: the next push on this stream does not wait for the signal kernel,
+            15 us a step in issue 39 run 15's profile); the work waits for src's signal: its
+            copy into ours is done."""
             shift = peers(env)
             if shift is None:
                 return
@@ -104,9 +110,15 @@ class P2PImpls:
             g_dst = sym.members.index(dst)
             delay()
             split_copy(sym.peer_view(g_dst, target), x.reshape(target.shape), side)
-            delay()
-            sym.handle.put_signal(g_dst, symmetric.PUSHED)
-            env[res] = symmetric.PushedWork(sym.handle, sym.members.index(src))
+            # Two shift ops' signals to one receiver may land out of issue order. The receiver
+            # takes them in order, which stays safe: k signals sent to it mean the first k
+            # pushes to it on this stream are done (each signal follows its own push, and
+            # the pushes run in stream order).
+            signaller.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(signaller):
+                delay()
+                sym.handle.put_signal(g_dst, symmetric.PUSHED)
+            env[res] = symmetric.PushedWork(sym.handle, sym.members.index(src), signaller, waiter)
 
         def shift_cuda(env: list) -> None:
             shift = peers(env)
