@@ -10,7 +10,8 @@ keep the ranks' streams in step. Timed from each host's own start, the ranks' la
 peers) but not in a matmul alone. The spin also hides up to 0.1 ms of each row's own host
 launch latency (the dispatch before its first kernel), which eager rows have more of than
 graph replays. ``HIR_BENCH_START=host`` times from each host's start as before
-(benchmarks/RESULTS.md before issue 39's run 8)."""
+(benchmarks/RESULTS.md before issue 39's run 8); ``HIR_BENCH_SPIN_CYCLES`` sets the spin's
+length (:data:`ALIGN_SPIN_CYCLES`)."""
 
 import argparse
 import re
@@ -50,8 +51,10 @@ def _sync() -> None:
 
 
 # The spin after the aligning all-reduce: longer than the hosts' skew in queueing the timed
-# call (~0.1 ms at H100 / H200 clocks).
-ALIGN_SPIN_CYCLES = 200_000
+# call (~0.1 ms at H100 / H200 clocks). HIR_BENCH_SPIN_CYCLES sets another: issue 39 run 17's
+# profile saw a rank start a graph replay 46-49 us after the spin had ended (its host queued
+# it late), which a pipeline of pairwise pushes pays at every step.
+ALIGN_SPIN_CYCLES = int(os.environ.get("HIR_BENCH_SPIN_CYCLES", 200_000))
 
 
 def align_ranks() -> None:

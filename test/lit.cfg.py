@@ -8,7 +8,7 @@ import lit.formats
 config.name = "hir"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir"]
-config.excludes = ["Inputs", "lit.cfg.py"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit_zygote.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.test_source_root, "Output")
 
@@ -23,6 +23,18 @@ for tool in ("hir-opt", "hir-run", "hir-import", "filecheck", "torchrun", "torch
     if shutil.which(tool) is None:
         lit_config.fatal(f"'{tool}' is not on PATH: install the package first (see README)")
 config.substitutions.append(("FileCheck", "filecheck"))
+
+# hir-run and hir-import through a fork server that imported torch once (test/lit_zygote.py;
+# HIR_LIT_ZYGOTE=0: the installed scripts); started once, by the process that loads this file.
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+import lit_zygote  # noqa: E402
+
+if "HIR_LIT_ZYGOTE_BIN" not in os.environ:
+    os.environ["HIR_LIT_ZYGOTE_BIN"] = lit_zygote.start(dict(config.environment)) or ""
+if os.environ["HIR_LIT_ZYGOTE_BIN"]:
+    config.environment["PATH"] = os.environ["HIR_LIT_ZYGOTE_BIN"] + os.pathsep + config.environment["PATH"]
 
 # The IRDL file of the installed hir package (test/Upstream: upstream mlir-opt reading hir IR).
 import importlib.util  # noqa: E402

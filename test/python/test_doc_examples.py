@@ -15,6 +15,7 @@ cannot drift from what the tools do. The convention (README, "Contributing"):
 Each block runs in a fresh temporary folder holding the ``file=`` blocks written before it
 in its document; it passes when every command exits 0."""
 
+import functools
 import os
 import re
 import subprocess
@@ -24,6 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import lit_zygote  # noqa: E402  (test/lit_zygote.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -67,9 +71,18 @@ ALL = [b for doc in DOCS for b in blocks(doc)]
 
 
 def environment() -> dict:
-    # The CLIs next to this interpreter (the package under test) come first on PATH.
+    return dict(_environment())
+
+
+@functools.lru_cache(maxsize=None)
+def _environment() -> dict:
+    # The CLIs next to this interpreter (the package under test) come first on PATH, and
+    # before them hir-run / hir-import through lit's fork server (test/lit_zygote.py: each
+    # call a process of its own, past torch's imports; HIR_LIT_ZYGOTE=0: as installed).
     path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-    return dict(os.environ, PATH=path, HIR_DEVICE="cpu")
+    env = dict(os.environ, PATH=path, HIR_DEVICE="cpu")
+    shims = lit_zygote.start(env)
+    return dict(env, PATH=shims + os.pathsep + path) if shims else env
 
 
 def run_block(block: Block, earlier: list[Block], folder: Path) -> None:

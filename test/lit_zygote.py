@@ -1,0 +1,225 @@
+"""A fork server for the lit suite's ``hir-run`` and ``hir-import``: each RUN line's call
+forks a process that has imported torch and hir once, and runs the tool's console-script
+``main`` there, where a fresh ``hir-run`` spends ~2.3 s importing torch and a fresh
+``hir-import`` ~4.5 s importing torch.export and dynamo (on CI's 2 cores, most of lit's
+time). lit.cfg.py starts it and puts a shim of each tool first on the tests' PATH; a shim
+that cannot reach the server execs the installed script instead. ``HIR_LIT_ZYGOTE=0`` runs
+the installed scripts throughout. The server imports torch but never initializes CUDA
+(lit's tools run on the CPU: ``HIR_DEVICE=cpu``), so a fork starts clean. ``hir-opt``
+(~0.3 s a start, no torch) and the ranks of ``hir-run --nproc`` (``python -m
+hir.tools.run_cli``, started by the launcher) run as real processes.
+
+Protocol, over a Unix socket: the shim sends one message, a 4-byte length then a JSON
+object ``{"tool", "argv", "env", "cwd"}``, with its stdin / stdout / stderr attached
+(SCM_RIGHTS). The server forks a handler that forks the tool's process: it takes the three
+descriptors as 0-2, exactly ``env``, ``cwd`` and ``argv``, runs ``main`` as the console
+script would (``sys.exit(main())``), runs the exit handlers and leaves with the code. The
+handler answers a line ``{"pid": P}`` (the shim forwards TERM, INT, HUP and QUIT to P, as a
+launcher stopping its workers expects) and, when P ends, ``{"code": C}`` (C as
+``Popen.returncode``: negative for a signal)."""
+
+import atexit
+import json
+import os
+import select
+import shutil
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Optional
+
+TOOLS = ("hir-run", "hir-import")
+HEADER = struct.Struct("!I")
+
+
+def _entry(tool: str):
+    from importlib.metadata import entry_points
+
+    (point,) = [e for e in entry_points(group="console_scripts") if e.name == tool]
+    return point.load()
+
+
+def _preload() -> dict:
+    import torch  # noqa: F401
+    import torch._dynamo  # noqa: F401
+    import torch.export  # noqa: F401
+    import torch.export._trace  # noqa: F401  (the tracer: imported at the first export)
+
+    import hir.frontend  # noqa: F401
+    import hir.interpreter  # noqa: F401
+
+    return {tool: _entry(tool) for tool in TOOLS}
+
+
+def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+    while len(data) < HEADER.size:
+        data += conn.recv(1 << 16)
+    (size,) = HEADER.unpack_from(data)
+    while len(data) < HEADER.size + size:
+        more = conn.recv(1 << 16)
+        if not more:
+            raise EOFError("the shim closed the connection mid-request")
+        data += more
+    return json.loads(data[HEADER.size:HEADER.size + size]), fds
+
+
+def _become(request: dict, fds: list[int], main) -> None:
+    """In the tool's process: take the shim's descriptors, environment, directory and
+    arguments, run ``main`` as its console script would, and exit; never returns."""
+    import threading
+    import traceback
+
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    sys.argv = list(request["argv"])
+    code = 0
+    try:
+        sys.exit(main())
+    except SystemExit as done:
+        code = done.code
+    except BaseException:  # an uncaught error: what the interpreter would print, status 1
+        traceback.print_exc()
+        code = 1
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    threading._shutdown()  # the interpreter's exit waits for non-daemon threads, then runs atexit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code & 0xFF)
+
+
+def _handle(conn: socket.socket, entries: dict) -> None:
+    """In a handler process: run one request's tool in a child, answer its exit status."""
+    code = 1
+    try:
+        request, fds = _receive(conn)
+        pid = os.fork()
+        if pid == 0:
+            conn.close()
+            _become(request, fds, entries[request["tool"]])
+        for fd in fds:
+            os.close(fd)
+        conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")  # the shim forwards its signals there
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+    finally:
+        try:
+            conn.sendall(json.dumps({"code": code}).encode() + b"\n")
+        finally:
+            os._exit(0)
+
+
+def serve(path: str) -> None:
+    parent = os.getppid()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(64)  # shims connecting while the imports run wait in the backlog
+    entries = _preload()
+    while os.getppid() == parent:  # lit's end ends the server
+        ready, _, _ = select.select([server], [], [], 1.0)
+        while True:  # reap the handlers that answered
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        if not ready:
+            continue
+        conn, _ = server.accept()
+        if os.fork() == 0:
+            server.close()
+            _handle(conn, entries)
+        conn.close()
+
+
+SHIM = r'''#!{python} -S
+# {tool} through the lit suite's fork server (test/lit_zygote.py), else the installed script
+import json, os, signal, socket, struct, sys
+try:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect({socket!r})
+except OSError:
+    os.execv({real!r}, [{real!r}, *sys.argv[1:]])
+request = json.dumps({{"tool": {tool!r}, "argv": sys.argv, "env": dict(os.environ), "cwd": os.getcwd()}}).encode()
+message = struct.pack("!I", len(request)) + request
+socket.send_fds(conn, [message[:1 << 16]], [0, 1, 2])
+conn.sendall(message[1 << 16:])
+def forward(number, frame):
+    os.kill(pid, number)
+
+pid, code, answer = None, 1, b""
+while True:
+    more = conn.recv(4096)
+    if not more:
+        break
+    answer += more
+    while b"\n" in answer:
+        line, answer = answer.split(b"\n", 1)
+        message = json.loads(line)
+        if "pid" in message:  # a launcher's TERM or the terminal's INT reach the tool
+            pid = message["pid"]
+            for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+                signal.signal(number, forward)
+        else:
+            code = message["code"]
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+'''
+
+
+def start(env: dict) -> Optional[str]:
+    """Start a server for this lit run (ended with lit's process) and write the shims;
+    returns the shims' directory, or None where the installed scripts must run
+    (``HIR_LIT_ZYGOTE=0``, a tool not installed, a server that did not come up)."""
+    if os.environ.get("HIR_LIT_ZYGOTE", "1") == "0":
+        return None
+    real = {tool: shutil.which(tool, path=env.get("PATH")) for tool in TOOLS}
+    if None in real.values():
+        return None
+    folder = tempfile.mkdtemp(prefix="hir-lit-zygote-")
+    path = os.path.join(folder, "socket")
+    with open(os.path.join(folder, "server.log"), "w") as log:
+        server = subprocess.Popen([sys.executable, __file__, path], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+    def stop() -> None:
+        server.kill()
+        server.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+    atexit.register(stop)
+    for _ in range(200):  # the socket is bound before the imports: ~0.1 s
+        if os.path.exists(path) or server.poll() is not None:
+            break
+        time.sleep(0.05)
+    if not os.path.exists(path):
+        return None
+    shims = os.path.join(folder, "bin")
+    os.mkdir(shims)
+    for tool in TOOLS:
+        shim = os.path.join(shims, tool)
+        with open(shim, "w") as f:
+            f.write(SHIM.format(python=sys.executable, tool=tool, socket=path, real=real[tool]))
+        os.chmod(shim, os.stat(shim).st_mode | stat.S_IXUSR)
+    return shims
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

@@ -1,0 +1,82 @@
+"""lit's fork server (test/lit_zygote.py) runs ``hir-run`` / ``hir-import`` as the installed
+scripts do: the same stdout, stderr and exit status, reading the caller's stdin,
+environment and working directory; a shim whose server is gone runs the installed script."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import lit_zygote  # noqa: E402  (test/lit_zygote.py)
+
+PROGRAM = "func.func @main(%a: memref<2xf32>) -> memref<2xf32> {\n  return %a : memref<2xf32>\n}\n"
+
+CASES = [  # (argv, extra environment, stdin)
+    (["hir-run", "id.mlir", "ones:2", "--print"], {}, None),  # a file of the working directory
+    (["hir-run", "-", "ones:2", "--print"], {}, PROGRAM),  # the program on stdin
+    (["hir-run", "id.mlir", "ones:2"], {"HIR_DEVICE": "bogus"}, None),  # the environment: exit 1
+    (["hir-run", "missing.mlir"], {}, None),
+    (["hir-import", "--nope"], {}, None),  # argparse's usage error: exit 2
+]
+
+
+@pytest.fixture(scope="module")
+def shims():
+    if None in [shutil.which(tool) for tool in lit_zygote.TOOLS]:
+        pytest.skip("hir-run / hir-import are not installed")
+    folder = lit_zygote.start({**os.environ, "HIR_DEVICE": "cpu"})
+    assert folder is not None, "the fork server did not start"
+    return folder
+
+
+def _run(tool_path: str, argv: list, env: dict, stdin, cwd) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "HIR_DEVICE": "cpu", **env}
+    return subprocess.run([tool_path, *argv[1:]], input=stdin, capture_output=True, text=True, env=environment, cwd=cwd, timeout=120)
+
+
+@pytest.mark.parametrize("argv, env, stdin", CASES, ids=[" ".join(c[0]) + "".join(f" {k}={v}" for k, v in c[1].items()) for c in CASES])
+def test_shim_equals_the_installed_script(shims, tmp_path, argv, env, stdin):
+    (tmp_path / "id.mlir").write_text(PROGRAM)
+    got = _run(os.path.join(shims, argv[0]), argv, env, stdin, tmp_path)
+    want = _run(shutil.which(argv[0]), argv, env, stdin, tmp_path)
+    assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr)
+
+
+def test_shim_without_its_server_runs_the_installed_script(tmp_path):
+    if None in [shutil.which(tool) for tool in lit_zygote.TOOLS]:
+        pytest.skip("hir-run / hir-import are not installed")
+    folder = lit_zygote.start({**os.environ, "HIR_DEVICE": "cpu"})
+    assert folder is not None
+    server = [p for p in subprocess.run(["pgrep", "-f", os.path.join(os.path.dirname(folder), "socket")], capture_output=True, text=True).stdout.split()]
+    assert server, "no server process for the shims"
+    for pid in server:
+        os.kill(int(pid), signal.SIGKILL)
+    (tmp_path / "id.mlir").write_text(PROGRAM)
+    done = _run(os.path.join(folder, "hir-run"), ["hir-run", "id.mlir", "ones:2", "--print"], {}, None, tmp_path)
+    assert done.returncode == 0 and "[1, 1]" in done.stdout, done.stderr
+
+
+def _terminated(tool_path: str, folder) -> int:
+    """The exit status of ``tool_path slow.py`` sent SIGTERM once it runs the module."""
+    (folder / "started").unlink(missing_ok=True)
+    process = subprocess.Popen([tool_path, "slow.py"], cwd=folder, env={**os.environ, "HIR_DEVICE": "cpu"},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        if (folder / "started").exists():
+            break
+        time.sleep(0.05)
+    assert (folder / "started").exists(), "hir-import never ran the module"
+    process.send_signal(signal.SIGTERM)
+    return process.wait(timeout=30)
+
+
+def test_terminating_the_shim_terminates_the_tool(shims, tmp_path):
+    """A launcher stops a worker with SIGTERM: through the shim it reaches the tool, which
+    ends as the installed script does (hir's handler: status 143)."""
+    (tmp_path / "slow.py").write_text("import pathlib, time\npathlib.Path('started').touch()\ntime.sleep(120)\n")
+    assert _terminated(os.path.join(shims, "hir-import"), tmp_path) == _terminated(shutil.which("hir-import"), tmp_path)
