@@ -160,8 +160,11 @@ request = json.dumps({{"tool": {tool!r}, "argv": sys.argv, "env": dict(os.enviro
 message = struct.pack("!I", len(request)) + request
 socket.send_fds(conn, [message[:1 << 16]], [0, 1, 2])
 conn.sendall(message[1 << 16:])
+
+
 def forward(number, frame):
     os.kill(pid, number)
+
 
 pid, code, answer = None, 1, b""
 while True:

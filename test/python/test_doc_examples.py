@@ -4,7 +4,8 @@ cannot drift from what the tools do. The convention (README, "Contributing"):
     ```mlir run file=prog.mlir   hir-opt parses and verifies it; its `// RUN: cmd` lines run
                                  in bash with %s = the block's file; file= names the file,
                                  which later blocks of the same document can use
-    ```bash run                  runs with bash -euo pipefail (the installed CLIs on PATH)
+    ```bash run                  runs with bash -euo pipefail (the installed CLIs on PATH;
+                                 hir-run / hir-import through test/lit_zygote.py)
     ```python run                runs in a fresh interpreter (forked past torch's imports:
                                  run_python)
     ```bash run slow=test/python/test_x.py::test_y
