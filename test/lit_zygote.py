@@ -39,8 +39,9 @@ HEADER = struct.Struct("!I")
 def _entry(tool: str):
     from importlib.metadata import entry_points
 
-    (point,) = [e for e in entry_points(group="console_scripts") if e.name == tool]
-    return point.load()
+    # the first on sys.path, as the tool's own script resolves it (a venv over a system
+    # install sees both: scripts/check-wheel)
+    return next(e for e in entry_points(group="console_scripts") if e.name == tool).load()
 
 
 def _preload() -> dict:
