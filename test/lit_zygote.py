@@ -1,8 +1,8 @@
 """A fork server for the lit suite's ``hir-run`` and ``hir-import``: each RUN line's call
 forks a process that has imported torch and hir once, and runs the tool's console-script
-``main`` there, where a fresh ``hir-run`` spends ~2.3 s importing torch and a fresh
-``hir-import`` ~4.5 s importing torch.export and dynamo (on CI's 2 cores, most of lit's
-time). lit.cfg.py starts it and puts a shim of each tool first on the tests' PATH; a shim
+``main`` there, where a fresh ``hir-run`` costs ~2.2 CPU-s importing torch and a fresh
+``hir-import`` ~4.6 importing torch.export and dynamo (``benchmarks/cold_start.py --cpu``;
+on CI's 2 cores, most of lit's time). lit.cfg.py starts it and puts a shim of each tool first on the tests' PATH; a shim
 that cannot reach the server execs the installed script instead. ``HIR_LIT_ZYGOTE=0`` runs
 the installed scripts throughout. The server imports torch but never initializes CUDA
 (lit's tools run on the CPU: ``HIR_DEVICE=cpu``), so a fork starts clean. ``hir-opt``

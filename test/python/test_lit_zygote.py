@@ -25,13 +25,18 @@ CASES = [  # (argv, extra environment, stdin)
 ]
 
 
-@pytest.fixture(scope="module")
-def shims():
+def _start() -> str:
+    """A fork server's shims' directory (skips where the tools are not installed)."""
     if None in [shutil.which(tool) for tool in lit_zygote.TOOLS]:
         pytest.skip("hir-run / hir-import are not installed")
     folder = lit_zygote.start({**os.environ, "HIR_DEVICE": "cpu"})
     assert folder is not None, "the fork server did not start"
     return folder
+
+
+@pytest.fixture(scope="module")
+def shims():
+    return _start()
 
 
 def _run(tool_path: str, argv: list, env: dict, stdin, cwd) -> subprocess.CompletedProcess:
@@ -48,11 +53,8 @@ def test_shim_equals_the_installed_script(shims, tmp_path, argv, env, stdin):
 
 
 def test_shim_without_its_server_runs_the_installed_script(tmp_path):
-    if None in [shutil.which(tool) for tool in lit_zygote.TOOLS]:
-        pytest.skip("hir-run / hir-import are not installed")
-    folder = lit_zygote.start({**os.environ, "HIR_DEVICE": "cpu"})
-    assert folder is not None
-    server = [p for p in subprocess.run(["pgrep", "-f", os.path.join(os.path.dirname(folder), "socket")], capture_output=True, text=True).stdout.split()]
+    folder = _start()  # a server of its own: this test ends it
+    server = subprocess.run(["pgrep", "-f", os.path.join(os.path.dirname(folder), "socket")], capture_output=True, text=True).stdout.split()
     assert server, "no server process for the shims"
     for pid in server:
         os.kill(int(pid), signal.SIGKILL)

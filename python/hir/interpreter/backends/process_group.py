@@ -75,13 +75,15 @@ def allgather(o: CommOp):
     gloo = o.c.runtime.comm.is_gloo(group)
     in_order = order == list(range(parts))
 
+    def gather(row: torch.Tensor, send: torch.Tensor):
+        return dist.all_gather_into_tensor(row, send, group=group, async_op=True)
+
     def issue(env: list) -> Work:
         x = env[inp].contiguous()
         target = env[out] if shape is None else torch.empty(shape, dtype=x.dtype, device=x.device)
         rows = _rows(target, axis) if not gloo and in_order else None
         if rows is not None:
             sends = x.reshape(len(rows), -1).unbind(0)
-            gather = lambda row, send: dist.all_gather_into_tensor(row, send, group=group, async_op=True)  # noqa: E731
             return Work(_one_launch(group, gather, list(zip(rows, sends))))
         chunks = target.chunk(parts, axis)
         recv = [chunks[p] for p in order]
@@ -157,6 +159,9 @@ def reduce_scatter(o: CommOp):
 
     in_order = order == list(range(parts))
 
+    def scatter_row(out_row: torch.Tensor, row: torch.Tensor):
+        return dist.reduce_scatter_tensor(out_row, row, op=op_, group=group, async_op=True)
+
     def issue(env: list) -> Work:
         x = env[inp]
         target = env[out] if position is not None else None
@@ -175,7 +180,6 @@ def reduce_scatter(o: CommOp):
             target = target if target is not None else torch.empty_like(chunks[0])
             buf, back = contiguous_out(target)
             outs = buf.reshape(len(rows), -1).unbind(0)
-            scatter_row = lambda out_row, row: dist.reduce_scatter_tensor(out_row, row, op=op_, group=group, async_op=True)  # noqa: E731
             return received(_one_launch(group, scatter_row, list(zip(outs, rows))), buf, back)
         sends = [chunks[p].contiguous() for p in order]
         if target is None:
