@@ -14,7 +14,8 @@ Layouts follow nvFuser's seed-003 pipelines (bf16, K = N = 8192):
     split on the device axis, which is also the stream axis; matmul+RS with A
     [D, D, M/D, K/D] (destination block, K-slice owner), reduce-scattered along the stream
     axis. These are the copy-engine pipelines of hir-p2p-pipeline.
-Each row prints the median ms (CUDA events, max over ranks), the ratio to max(comm, matmul)
+Each row prints the median ms (CUDA events, max over ranks; a table's rows timed in turns,
+each its best of ``--rounds`` rounds), the ratio to max(comm, matmul)
 and the relative error against a float32 reference of the same product, taken after the
 first call and again after the timed calls (a race shows in either). Rows an environment
 cannot run (e.g. a pipeline whose pass does not exist) print n/a and why; a row whose
@@ -32,8 +33,10 @@ import torch.distributed as dist
 import hir
 from hir.builder import Builder, Shard
 from hir.interpreter import compile as compile_program
-from dist_timing import bench, init_nccl, on_streams, relerr  # benchmarks/dist_timing.py
+from hir.interpreter.backends.process_groups import shutdown
+from dist_timing import bench_in_turns, init_nccl, on_streams, relerr  # benchmarks/dist_timing.py
 from timing import TOLERANCES, Row, Verdicts, worst
+from overlap_bounds import ag_matmul_bounds, keep, matmul_rs_bounds, release, slot_sum_alone, symmetric  # benchmarks/overlap_bounds.py
 
 
 P2P = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower"
@@ -95,34 +98,58 @@ def hir_callable(build, pipeline: str, inputs: list, device: torch.device, graph
     return lambda: program(args)[0]
 
 
+# A row to time: (label, function, the float32 reference its result is checked against, or
+# None for a row timed only); or, for a row that cannot run, its n/a Row.
+Candidate = tuple[str, Callable[[], Optional[torch.Tensor]], Optional[torch.Tensor]]
+
+
 def checked_row(label: str, fn: Callable[[], torch.Tensor], reference: torch.Tensor) -> Row:
     """``fn`` timed, its error the larger of the first call's and the last timed call's."""
-    first = relerr(fn(), reference)
-    last: list[torch.Tensor] = []
-
-    def call() -> None:
-        last[:] = [fn()]
-
-    ms = bench(call)
-    return (label, ms, worst(first, relerr(last[0], reference)), "")
+    return in_turns([(label, fn, reference)], rounds=1)[0]
 
 
-def hir_rows(build, pipelines, inputs, reference, rank, graph: bool, tag: str = "") -> list[Row]:
-    """One row per pipeline (and per mode: eager interpretation, CUDA-graph replay). Graph
-    rows pass the graph's own static input buffers, so a replay copies no inputs."""
-    rows = []
+def in_turns(items: list, rounds: int = 5) -> list[Row]:
+    """The rows of ``items`` (candidates, and n/a rows passed through), in order: the
+    candidates timed in turns, each row's best median of ``rounds`` rounds (a change of
+    clocks or load hits every row alike); a checked row's error is the larger of its first
+    call's and its last timed call's."""
+    candidates = [item for item in items if len(item) == 3]
+    first: list[Optional[float]] = []
+    last: list[list] = []
+    calls = []
+    for _, fn, reference in candidates:
+        first.append(None if reference is None else relerr(fn(), reference))
+        kept: list = []
+        last.append(kept)
+        calls.append(lambda fn=fn, kept=kept: kept.__setitem__(slice(None), [fn()]))
+    times = iter(bench_in_turns(calls, rounds=rounds, iters=15 if rounds == 1 else 10))
+    errors = iter([None if error is None else worst(error, relerr(kept[0], reference)) for error, kept, (_, _, reference) in zip(first, last, candidates)])
+    return [(item[0], next(times), next(errors), "") if len(item) == 3 else item for item in items]
+
+
+def hir_candidates(build, pipelines, inputs, reference, graph: bool, tag: str = "") -> list:
+    """One candidate per pipeline (and per mode: eager interpretation, CUDA-graph replay), or
+    its n/a row. Graph rows pass the graph's own static input buffers, so a replay copies no
+    inputs."""
+    items: list = []
     for pipeline in pipelines:
         for mode in ("eager", "graph") if graph else ("eager",):
             label = f"hir{tag} [{pipeline}]" + (" (CUDA graph)" if mode == "graph" else "")
             try:
-                fn = hir_callable(build, pipeline, inputs, reference.device, mode == "graph")
-                rows.append(checked_row(label, fn, reference))
+                items.append((label, hir_callable(build, pipeline, inputs, reference.device, mode == "graph"), reference))
             except Exception as err:  # a pipeline this build cannot lower or run: say why
-                rows.append((label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"))
-    return rows
+                items.append((label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"))
+    return items
+
+
+def hir_rows(build, pipelines, inputs, reference, rank, graph: bool, tag: str = "") -> list[Row]:
+    """:func:`hir_candidates`, each timed as it is built."""
+    return [checked_row(*item) if len(item) == 3 else item for item in hir_candidates(build, pipelines, inputs, reference, graph, tag)]
 
 
 def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list:
+    """AG+matmul's candidates (and n/a rows): the collective alone, the matmul alone, then
+    the rest."""
     M, K, N = size, 8192, 8192
     dev, bf16 = torch.device("cuda", rank), torch.bfloat16
     gen = torch.Generator(device=dev).manual_seed(rank)
@@ -136,8 +163,6 @@ def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
     out = torch.empty(S, D, M // (S * D), N // D, device=dev, dtype=bf16)
     flat_local = a_local.reshape(-1, K).contiguous()
     flat_full = torch.empty(D * flat_local.shape[0], K, device=dev, dtype=bf16)
-    t_comm = bench(lambda: dist.all_gather_into_tensor(flat_full, flat_local))
-    t_mm = bench(lambda: torch.matmul(a_full, b_local, out=out))
 
     def sequential():
         dist.all_gather_into_tensor(flat_full, flat_local)
@@ -147,18 +172,21 @@ def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
         dist.all_gather_into_tensor(a_full[i].view(-1), a_local[i].view(-1))
         torch.matmul(a_full[i], b_local, out=out[i])
 
-    rows = [("NCCL all-gather alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential AG -> matmul", bench(sequential), None, ""),
-            checked_row(f"NCCL AG -> matmul in {S} stream chunks (hand; hir's whole form)", _returning(on_streams(chunk, S, _streams(S)), out), reference)]
+    rows = [("NCCL all-gather alone", lambda: dist.all_gather_into_tensor(flat_full, flat_local), None), ("matmul alone", lambda: torch.matmul(a_full, b_local, out=out), None),
+            ("sequential AG -> matmul", sequential, None),
+            (f"NCCL AG -> matmul in {S} stream chunks (hand; hir's whole form)", _returning(on_streams(chunk, S, _streams(S)), out), reference)]
     # P2P form (also the anchors'): rank r's rows are the r-th block of the gathered A.
     p2p_ref = torch.stack([g.reshape(M // D, K) for g in gathered]).float() @ b_local.float()
     rows.append(_copy_engine_anchor(a_local.reshape(M // D, K), b_local, reference=p2p_ref))
+    rows += _bound_rows(lambda: ag_matmul_bounds(a_local.reshape(M // D, K), torch.stack([g.reshape(M // D, K) for g in gathered]), b_local), p2p_ref)
     rows.append(_fused("torch fused_all_gather_matmul", lambda sym, g: torch.ops.symm_mem.fused_all_gather_matmul(sym, [b_local], gather_dim=0, group_name=g)[1][0], flat_local, p2p_ref.reshape(M, -1)))
-    rows += hir_rows(lambda: ag_matmul_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank, graph)
-    rows += hir_rows(lambda: p2p_ag_matmul_program(D, M, K, N), p2p, [a_local.reshape(1, M // D, K), b_local], p2p_ref, rank, graph, " P2P")
-    return t_comm, t_mm, rows
+    rows += hir_candidates(lambda: ag_matmul_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, graph)
+    rows += hir_candidates(lambda: p2p_ag_matmul_program(D, M, K, N), p2p, [a_local.reshape(1, M // D, K), b_local], p2p_ref, graph, " P2P")
+    return rows
 
 
 def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list:
+    """matmul+RS's candidates, in :func:`ag_matmul`'s order."""
     M, K, N = size, 8192, 8192
     dev, bf16 = torch.device("cuda", rank), torch.bfloat16
     gen = torch.Generator(device=dev).manual_seed(100 + rank)
@@ -170,8 +198,6 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
     partial = torch.empty(S, 1, M // S, N, device=dev, dtype=bf16)
     flat = partial.reshape(-1, N)
     shard = torch.empty(flat.shape[0] // D, N, device=dev, dtype=bf16)
-    t_comm = bench(lambda: dist.reduce_scatter_tensor(shard, flat))
-    t_mm = bench(lambda: torch.matmul(a_local, b_local, out=partial))
 
     def sequential():
         torch.matmul(a_local, b_local, out=partial)
@@ -183,17 +209,31 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
         torch.matmul(a_local[i], b_local[0], out=partial[i])
         dist.reduce_scatter_tensor(shard_parts[i], partial[i].view(-1))
 
-    rows = [("NCCL reduce-scatter alone", t_comm, None, ""), ("matmul alone", t_mm, None, ""), ("sequential matmul -> RS", bench(sequential), None, ""),
-            checked_row(f"NCCL matmul -> RS in {S} stream chunks (hand; hir's whole form)", _returning(on_streams(chunk, S, _streams(S)), shard_parts), reference)]
+    rows = [("NCCL reduce-scatter alone", lambda: dist.reduce_scatter_tensor(shard, flat), None), ("matmul alone", lambda: torch.matmul(a_local, b_local, out=partial), None),
+            ("sequential matmul -> RS", sequential, None),
+            (f"NCCL matmul -> RS in {S} stream chunks (hand; hir's whole form)", _returning(on_streams(chunk, S, _streams(S)), shard_parts), reference)]
     a2 = a_local.reshape(-1, K // D).contiguous()
     rows.append(_fused("torch fused_matmul_reduce_scatter", lambda sym, g: torch.ops.symm_mem.fused_matmul_reduce_scatter(a2, b_local[0, 0], "sum", scatter_dim=0, group_name=g), a2, partial32.reshape(M, N).chunk(D, 0)[rank]))
-    rows += hir_rows(lambda: matmul_rs_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, rank, graph)
+    rows += hir_candidates(lambda: matmul_rs_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, graph)
     # P2P form: D row blocks, block p reduced onto rank p.
     a_p2p = torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16, generator=gen)
     partial32 = (a_p2p.float() @ b_local.float()).sum(1)  # [D, M/D, N]
     dist.all_reduce(partial32)
-    rows += hir_rows(lambda: p2p_matmul_rs_program(D, M, K, N), p2p, [a_p2p, b_local], partial32[rank : rank + 1], rank, graph, " P2P")
-    return t_comm, t_mm, rows
+    rows += _bound_rows(lambda: matmul_rs_bounds(a_p2p, b_local), partial32[rank : rank + 1])
+    rows.append(("the slot form's final sum alone", slot_sum_alone(a_p2p, b_local), None))
+    rows += hir_candidates(lambda: p2p_matmul_rs_program(D, M, K, N), p2p, [a_p2p, b_local], partial32[rank : rank + 1], graph, " P2P")
+    return rows
+
+
+def _bound_rows(bounds: Callable[[], list], reference: torch.Tensor) -> list:
+    """The overlap bounds (benchmarks/overlap_bounds.py) as candidates, checked against
+    ``reference`` where they compute the result; one n/a row saying why when this torch
+    cannot build them."""
+    try:
+        built = bounds()
+    except Exception as err:
+        return [("overlap bounds", None, None, f"{type(err).__name__}: {str(err)[:90]}")]
+    return [(label, fn, reference if checked else None) for label, fn, checked in built]
 
 
 def _streams(count: int) -> list:
@@ -213,18 +253,13 @@ def _returning(fn: Callable[[], None], out: torch.Tensor) -> Callable[[], torch.
 def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = False, reference: Optional[torch.Tensor] = None):
     """DESIGN.md's hand-written copy-engine AG+matmul (shared/reference/ag_matmul_ce.py):
     shard already in symmetric memory, own block's matmul at once, peer copies in order on
-    one side stream, each block's matmul waiting for its copy's event. A table row checked
+    one side stream, each block's matmul waiting for its copy's event. A candidate checked
     against ``reference`` (every rank's blocks, [world, rows, N]), or (``run``) the pipeline
     function itself."""
     try:
-        import torch.distributed._symmetric_memory as symm_mem
-
-        group = dist.group.WORLD
         rank, world = dist.get_rank(), dist.get_world_size()
-        sym = symm_mem.empty(a_shard.shape, device=a_shard.device, dtype=a_shard.dtype)
-        sym.copy_(a_shard)
-        handle = symm_mem.rendezvous(sym, group.group_name)
-        peers = [handle.get_buffer(r, tuple(a_shard.shape), a_shard.dtype) for r in range(world)]
+        handle, peers = symmetric(a_shard)
+        sym = peers[rank]
         a_full = torch.empty(world, *a_shard.shape, device=a_shard.device, dtype=a_shard.dtype)
         out = torch.empty(world, a_shard.shape[0], b.shape[1], device=b.device, dtype=b.dtype)
         side = torch.cuda.Stream()
@@ -249,15 +284,15 @@ def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = Fals
 
         if run:
             return pipeline
-        return checked_row("hand-written copy-engine pipeline (anchor)", pipeline, reference)
+        return ("hand-written copy-engine pipeline (anchor)", pipeline, reference)
     except Exception as err:
         if run:
             raise
         return ("hand-written copy-engine pipeline (anchor)", None, None, f"{type(err).__name__}: {str(err)[:90]}")
 
 
-def _fused(label: str, call, local: torch.Tensor, reference: torch.Tensor) -> Row:
-    """A row timing torch's fused symmetric-memory op ``call(symmetric copy of local, group
+def _fused(label: str, call, local: torch.Tensor, reference: torch.Tensor):
+    """A candidate timing torch's fused symmetric-memory op ``call(symmetric copy of local, group
     name)``, which returns the output checked against ``reference``."""
     try:
         import torch.distributed._symmetric_memory as symm_mem
@@ -266,7 +301,8 @@ def _fused(label: str, call, local: torch.Tensor, reference: torch.Tensor) -> Ro
         symm_mem.enable_symm_mem_for_group(group.group_name)
         sym = symm_mem.empty(local.shape, device=local.device, dtype=local.dtype)
         sym.copy_(local)
-        return checked_row(label, lambda: call(sym, group.group_name), reference)
+        keep(sym)
+        return (label, lambda: call(sym, group.group_name), reference)
     except Exception as err:
         return (label, None, None, f"{type(err).__name__}: {str(err)[:90]}")
 
@@ -278,6 +314,7 @@ def main() -> int:
     parser.add_argument("--pipelines", nargs="*", default=["hir-lower"], help="hir pipelines for the seed-003 (S-chunk) programs")
     parser.add_argument("--p2p", nargs="*", default=[P2P], help="hir pipelines for the P2P-form programs")
     parser.add_argument("--graph", action="store_true", help="also time each hir row as a CUDA-graph replay")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the rows timed in turns (a row's time: its best round)")
     parser.add_argument("--timeout", type=float, default=0, help="seconds before a hung run dumps its stacks and exits (0: never)")
     args = parser.parse_args()
     if args.timeout:
@@ -287,14 +324,17 @@ def main() -> int:
     verdicts = Verdicts(TOLERANCES["bf16"])
     for name, case in (("AG+matmul", ag_matmul), ("matmul+RS", matmul_rs)):
         for size in (int(s) for s in args.sizes.split(",")):
-            t_comm, t_mm, rows = case(size, args.chunks, args.pipelines, args.p2p, args.graph, rank, D)
-            ideal = max(t_comm, t_mm)
+            rows = in_turns(case(size, args.chunks, args.pipelines, args.p2p, args.graph, rank, D), args.rounds)
+            ideal = max(rows[0][1], rows[1][1])  # the collective alone, the matmul alone
             verdicts.table = f"{name} M={size}"
             if rank == 0:
                 print(f"\n{name}, {D} GPUs, bf16, M={size} K=N=8192, S={args.chunks} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
                 print("| row | ms | / max(comm, matmul) | rel. error |\n|---|---:|---:|---:|")
             verdicts.print_rows(rows, ideal, show=rank == 0)
-    dist.destroy_process_group()
+    # the rows' CUDA graphs, symmetric buffers and hir's team groups before the default group:
+    # destroy_process_group hung under a live graph that had captured NCCL kernels
+    release()
+    shutdown()
     return verdicts.finish(show=rank == 0)
 
 

@@ -88,3 +88,28 @@ def test_an_hir_row_against_a_wrong_reference_is_refused(one_gloo_rank, capsys):
     assert right.startswith("| hir [hir-lower] | ") and "WRONG" not in right and "n/a" not in right
     assert wrong.startswith("| hir (wrong reference) [hir-lower] | WRONG (rel. error 3.3e-01) |")
     assert "hir (wrong reference) [hir-lower] (rel. error 3.3e-01 > 1e-02)" in listed
+
+
+def test_rows_timed_in_turns_keep_their_order_and_checks(one_gloo_rank):
+    """overlap.py's tables: every candidate timed in turns (its best round), n/a rows passed
+    through in place, a row whose result goes wrong during the timed calls caught by the
+    last call's check, a row with no reference timed only."""
+    import torch
+
+    import overlap  # benchmarks/overlap.py
+
+    reference = torch.ones(4)
+    calls = {"drifting": 0}
+
+    def drifting() -> torch.Tensor:  # right on the first call, wrong afterwards
+        calls["drifting"] += 1
+        return torch.ones(4) * (1 if calls["drifting"] == 1 else 2)
+
+    rows = overlap.in_turns([("right", lambda: torch.ones(4), reference), ("missing", None, None, "RuntimeError: no such op"),
+                             ("drifting", drifting, reference), ("timed only", lambda: None, None)], rounds=2)
+    assert [row[0] for row in rows] == ["right", "missing", "drifting", "timed only"]
+    assert rows[0][2] == 0.0 and rows[0][1] > 0
+    assert rows[1] == ("missing", None, None, "RuntimeError: no such op")
+    assert rows[2][2] == pytest.approx(1.0)  # |2 - 1| / |1|
+    assert rows[3][1] > 0 and rows[3][2] is None
+    assert calls["drifting"] > 2 * 10  # two rounds of ten timed calls, after the warm-up
