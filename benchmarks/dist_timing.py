@@ -105,11 +105,15 @@ def bench(fn: Callable[[], object], warm: int = 3, iters: int = 15) -> float:
 
 def bench_in_turns(fns: Sequence[Callable[[], object]], rounds: int = 5, iters: int = 10) -> list[float]:
     """Each function's best median over ``rounds`` rounds, the functions timed in turns within
-    a round (a change of load or clocks hits every row alike)."""
-    best = [float("inf")] * len(fns)
+    a round (a change of load or clocks hits every row alike). Each round starts further down
+    the list (round r at function r * n / rounds): a GPU warms up over a round, so a row
+    timed first in every round would always meet it cooler than the rest."""
+    count = len(fns)
+    best = [float("inf")] * count
     for r in range(rounds):
-        for i, fn in enumerate(fns):
-            best[i] = min(best[i], bench(fn, warm=3 if r == 0 else 1, iters=iters))
+        start = r * count // rounds
+        for i in [*range(start, count), *range(start)]:
+            best[i] = min(best[i], bench(fns[i], warm=3 if r == 0 else 1, iters=iters))
     return best
 
 

@@ -113,3 +113,17 @@ def test_rows_timed_in_turns_keep_their_order_and_checks(one_gloo_rank):
     assert rows[2][2] == pytest.approx(1.0)  # |2 - 1| / |1|
     assert rows[3][1] > 0 and rows[3][2] is None
     assert calls["drifting"] > 2 * 10  # two rounds of ten timed calls, after the warm-up
+
+
+def test_each_round_starts_further_down_the_rows(one_gloo_rank):
+    """bench_in_turns (benchmarks/dist_timing.py): round r starts at row r * n / rounds, so no
+    row is always timed first, on the coolest GPU of its round."""
+    import dist_timing  # benchmarks/dist_timing.py
+
+    order: list[int] = []
+
+    def row(i: int):
+        return lambda: order.append(i) if not order or order[-1] != i else None
+
+    dist_timing.bench_in_turns([row(i) for i in range(4)], rounds=2, iters=2)
+    assert order == [0, 1, 2, 3, 2, 3, 0, 1]
