@@ -18,7 +18,7 @@ import re
 import os
 import statistics
 import time
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import torch
 import torch.distributed as dist
@@ -103,17 +103,22 @@ def bench(fn: Callable[[], object], warm: int = 3, iters: int = 15) -> float:
     return t.item()
 
 
-def bench_in_turns(fns: Sequence[Callable[[], object]], rounds: int = 5, iters: int = 10) -> list[float]:
-    """Each function's best median over ``rounds`` rounds, the functions timed in turns within
-    a round (a change of load or clocks hits every row alike). Each round starts further down
-    the list (round r at function r * n / rounds): a GPU warms up over a round, so a row
-    timed first in every round would always meet it cooler than the rest."""
-    count = len(fns)
-    best = [float("inf")] * count
+def turns(count: int, rounds: int) -> Iterator[tuple[int, int]]:
+    """(round, row) in the order rows are timed in turns: every row once a round, each round
+    starting further down the rows (round r at row r * count / rounds). A GPU warms up over a
+    round, so a row timed first in every round would always meet it cooler than the rest."""
     for r in range(rounds):
         start = r * count // rounds
         for i in [*range(start, count), *range(start)]:
-            best[i] = min(best[i], bench(fns[i], warm=3 if r == 0 else 1, iters=iters))
+            yield r, i
+
+
+def bench_in_turns(fns: Sequence[Callable[[], object]], rounds: int = 5, iters: int = 10) -> list[float]:
+    """Each function's best median over ``rounds`` rounds, the functions timed in turns
+    (:func:`turns`: a change of load or clocks hits every row alike)."""
+    best = [float("inf")] * len(fns)
+    for r, i in turns(len(fns), rounds):
+        best[i] = min(best[i], bench(fns[i], warm=3 if r == 0 else 1, iters=iters))
     return best
 
 

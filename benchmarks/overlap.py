@@ -34,7 +34,7 @@ import hir
 from hir.builder import Builder, Shard
 from hir.interpreter import compile as compile_program
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import bench_in_turns, init_nccl, on_streams, relerr  # benchmarks/dist_timing.py
+from dist_timing import bench, init_nccl, on_streams, relerr, turns  # benchmarks/dist_timing.py
 from timing import TOLERANCES, Row, Verdicts, worst
 from overlap_bounds import ag_matmul_bounds, keep, matmul_rs_bounds, release, slot_sum_alone, symmetric  # benchmarks/overlap_bounds.py
 
@@ -110,21 +110,20 @@ def checked_row(label: str, fn: Callable[[], torch.Tensor], reference: torch.Ten
 
 def in_turns(items: list, rounds: int = 5) -> list[Row]:
     """The rows of ``items`` (candidates, and n/a rows passed through), in order: the
-    candidates timed in turns, each row's best median of ``rounds`` rounds (a change of
-    clocks or load hits every row alike); a checked row's error is the larger of its first
-    call's and its last timed call's."""
+    candidates timed in turns (:func:`dist_timing.turns`), each row's best median of
+    ``rounds`` rounds; a checked row's error is the larger of its first call's and that of
+    its last timed call, checked right after it (rows may share an output buffer)."""
     candidates = [item for item in items if len(item) == 3]
-    first: list[Optional[float]] = []
-    last: list[list] = []
-    calls = []
-    for _, fn, reference in candidates:
-        first.append(None if reference is None else relerr(fn(), reference))
-        kept: list = []
-        last.append(kept)
-        calls.append(lambda fn=fn, kept=kept: kept.__setitem__(slice(None), [fn()]))
-    times = iter(bench_in_turns(calls, rounds=rounds, iters=15 if rounds == 1 else 10))
-    errors = iter([None if error is None else worst(error, relerr(kept[0], reference)) for error, kept, (_, _, reference) in zip(first, last, candidates)])
-    return [(item[0], next(times), next(errors), "") if len(item) == 3 else item for item in items]
+    errors = [None if reference is None else relerr(fn(), reference) for _, fn, reference in candidates]
+    best = [float("inf")] * len(candidates)
+    for r, i in turns(len(candidates), rounds):
+        _, fn, reference = candidates[i]
+        last: list = []
+        best[i] = min(best[i], bench(lambda: last.__setitem__(slice(None), [fn()]), warm=3 if r == 0 else 1, iters=15 if rounds == 1 else 10))
+        if r == rounds - 1 and reference is not None:
+            errors[i] = worst(errors[i], relerr(last[0], reference))
+    timed = iter(zip(best, errors))
+    return [(item[0], *next(timed), "") if len(item) == 3 else item for item in items]
 
 
 def hir_candidates(build, pipelines, inputs, reference, graph: bool, tag: str = "") -> list:

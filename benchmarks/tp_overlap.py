@@ -15,9 +15,9 @@ directly: the SP form is what async-TP's micro-pipeline turns TP into), all in o
 ``--emit`` imports here (the GPU machines have no torch-mlir) one SP and one TP module per
 world size; ``--from`` runs the pair imported for the run's world size. Weights are not
 carried: both sides build the model from the config and seed 0. Each row: median ms (CUDA
-events, max over ranks), ratio to the hand-written torch row, relative error of this
-rank's output against a float32 reference (after the first call and after the timed
-calls). A row that cannot run prints n/a and why; a row whose error is above its tolerance
+events, max over ranks; a form's rows timed in turns, each its best of ``--rounds``
+rounds), ratio to the hand-written torch row, relative error of this rank's output against
+a float32 reference (after the first call and after the timed calls). A row that cannot run prints n/a and why; a row whose error is above its tolerance
 (bf16: 1e-2, f32: 1e-4) prints WRONG instead of its time, and the script exits 1 listing them.
 """
 
@@ -35,7 +35,7 @@ import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
 from dist_timing import emit_or_run, graphed, init_nccl
-from overlap import checked_row, hir_rows
+from overlap import hir_candidates, in_turns
 from sp_mlp import DTYPES, make_model
 from timing import TOLERANCES, Verdicts
 
@@ -83,10 +83,13 @@ def emit(args: argparse.Namespace) -> None:
         print(f"wrote {args.emit}/{{sp,tp}}_w{world}.mlir: {config}", flush=True)
 
 
-def _guarded(label: str, fn, reference) -> tuple:
-    """A table row timing ``fn`` (n/a with the reason when it cannot run)."""
+def _candidate(label: str, build, reference) -> tuple:
+    """A row to time: the function ``build()`` gives, called once here (n/a with the reason
+    when it cannot be built or run)."""
     try:
-        return checked_row(label, fn, reference)
+        fn = build()
+        fn()
+        return (label, fn, reference)
     except Exception as err:  # an API this torch lacks, a size it rejects: say why
         return (label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90] if str(err) else ''}")
 
@@ -173,26 +176,24 @@ def run(args: argparse.Namespace) -> int:
 
         with torch.no_grad():
             hand = torch_sp if sequence else torch_tp
-            rows = [checked_row(f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})", hand, reference)]
-            base = rows[0][1]
-            # the same calls captured in a CUDA graph: what hir's graph rows are set against
-            rows.append(_guarded(f"torch {form.upper()} hand-written, captured in a CUDA graph", graphed(hand), reference))
-            try:
-                dtensor = _dtensor(model, sequence, world)
-                rows.append(_guarded("DTensor parallelize_module", lambda: dtensor(x_in), reference))
-            except Exception as err:
-                rows.append(("DTensor parallelize_module", None, None, f"{type(err).__name__}: {str(err)[:90]}"))
+            items = [(f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})", hand, reference),
+                     # the same calls captured in a CUDA graph: what hir's graph rows are set against
+                     _candidate(f"torch {form.upper()} hand-written, captured in a CUDA graph", lambda: graphed(hand), reference)]
+
+            def dtensor_forward():
+                module = _dtensor(model, sequence, world)
+                return lambda: module(x_in)
+
+            items.append(_candidate("DTensor parallelize_module", dtensor_forward, reference))
             if sequence:
-                try:
-                    rows.append(_guarded("PyTorch async-TP (fused_all_gather_matmul, gelu, fused_matmul_reduce_scatter)", _async_tp(x_in, w1, b1, w2, b2), reference))
-                except Exception as err:
-                    rows.append(("PyTorch async-TP", None, None, f"{type(err).__name__}: {str(err)[:90]}"))
+                items.append(_candidate("PyTorch async-TP (fused_all_gather_matmul, gelu, fused_matmul_reduce_scatter)", lambda: _async_tp(x_in, w1, b1, w2, b2), reference))
+            items += hir_candidates(lambda: hir.parse(text, f"{form}.mlir"), SP_PIPELINES if sequence else TP_PIPELINES, local, reference, graph=True)
+            rows = in_turns(items, args.rounds)  # every row of the form in turns, the hand-written one first in round 0
+            del items
             if rank == 0:
                 print(f"\n{form.upper()} MLP, {world} GPU(s)\n| row | ms | x torch {form.upper()} | rel. error |\n|---|---:|---:|---:|", flush=True)
             verdicts.table = f"{form.upper()} MLP, {world} GPU(s)"
-            verdicts.print_rows(rows, base, show=rank == 0)
-            for pipeline in SP_PIPELINES if sequence else TP_PIPELINES:  # a row as soon as it is measured
-                verdicts.print_rows(hir_rows(lambda: hir.parse(text, f"{form}.mlir"), [pipeline], local, reference, rank, graph=True), base, show=rank == 0)
+            verdicts.print_rows(rows, rows[0][1], show=rank == 0)
     shutdown()  # hir's team groups first, then the default group
     return verdicts.finish(show=rank == 0)
 
@@ -206,6 +207,7 @@ def main() -> int:
     p.add_argument("--d-model", type=int, default=4096)
     p.add_argument("--hidden", type=int, default=16384)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    p.add_argument("--rounds", type=int, default=5, help="rounds of the rows timed in turns (a row's time: its best round)")
     p.add_argument("--timeout", type=float, default=540, help="seconds before a hung run dumps its stacks and exits")
     return emit_or_run(p, emit, run)
 

@@ -26,7 +26,7 @@
 # GPU counts: layer, e2e and decode default to "N 2" (N = the GPUs present; only N when N <= 2),
 # overlap to N (HIR_OVERLAP_HOST_START=1: overlap.py's M=8192 again, timed from each host's start).
 # Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
-# HIR_CAP_E2E=75, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_PROFILE=90, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
+# HIR_CAP_E2E=120, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_PROFILE=90, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
 # HIR_LAYER_ROWS / HIR_DECODE_ROWS: a regex of the rows to build (the benchmarks' --rows).
 # HIR_MATRIX_K: a pytest -k expression choosing the matrix's cases (e.g. 'correct and 4': the 4-GPU half).
 set -uo pipefail
@@ -111,7 +111,7 @@ for section in $sections; do
       done ;;
     e2e)
       for n in ${HIR_E2E_COUNTS:-$both}; do
-        cap=$(allowance "${HIR_CAP_E2E:-75}")
+        cap=$(allowance "${HIR_CAP_E2E:-120}")
         say "=== end-to-end MLP layer (benchmarks/tp_overlap.py), $n GPU(s)"
         bounded "$cap" "$out/e2e.md" "${ranks[@]}" --nproc_per_node="$n" benchmarks/tp_overlap.py --from "${HIR_E2E_DIR:-.device/tp_overlap}" --timeout "$(stacks_before "$cap")"
       done ;;
