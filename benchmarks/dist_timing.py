@@ -7,7 +7,7 @@ On GPUs every rank's clock starts at one GPU moment (:func:`_aligned_start`): a 
 starts on all GPUs together, as it does inside a model, where the collectives before it
 keep the ranks' streams in step. Timed from each host's own start, the ranks' launch skew
 (tens of us after a host barrier) lands in every communicating row (a rank waits for its
-peers) but not in a matmul alone. The spin also hides up to 0.1 ms of each row's own host
+peers) but not in a matmul alone. The spin also hides up to 0.5 ms of each row's own host
 launch latency (the dispatch before its first kernel), which eager rows have more of than
 graph replays. ``HIR_BENCH_START=host`` times from each host's start as before
 (benchmarks/RESULTS.md before issue 39's run 8); ``HIR_BENCH_SPIN_CYCLES`` sets the spin's
@@ -50,11 +50,14 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-# The spin after the aligning all-reduce: longer than the hosts' skew in queueing the timed
-# call (~0.1 ms at H100 / H200 clocks). HIR_BENCH_SPIN_CYCLES sets another: issue 39 run 17's
-# profile saw a rank start a graph replay 46-49 us after the spin had ended (its host queued
-# it late), which a pipeline of pairwise pushes pays at every step.
-ALIGN_SPIN_CYCLES = int(os.environ.get("HIR_BENCH_SPIN_CYCLES", 200_000))
+# The spin after the aligning all-reduce: longer than the hosts' time to queue the timed call
+# (~0.5 ms at H100 / H200 clocks). At 200000 cycles (~0.1 ms, RESULTS.md before issue 39's
+# run 21) the rows that launch several kernels from Python (the bounds, the hand-written
+# copy-engine anchor, torch's fused ops) still had their hosts launching when the GPUs
+# started: run 21's 1000000 took the AG+matmul 8192 bound from 1.29x to 1.02x and torch's
+# fused op from 2.65x to 1.37x, while the CUDA-graph rows stayed within noise.
+# HIR_BENCH_SPIN_CYCLES sets another.
+ALIGN_SPIN_CYCLES = int(os.environ.get("HIR_BENCH_SPIN_CYCLES", 1_000_000))
 
 
 def align_ranks() -> None:
