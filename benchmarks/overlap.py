@@ -108,7 +108,7 @@ def checked_row(label: str, fn: Callable[[], torch.Tensor], reference: torch.Ten
     return in_turns([(label, fn, reference)], rounds=1)[0]
 
 
-def in_turns(items: list, rounds: int = 5) -> list[Row]:
+def in_turns(items: list[Union[Candidate, Row]], rounds: int = 5) -> list[Row]:
     """The rows of ``items`` (candidates, and n/a rows passed through), in order: the
     candidates timed in turns (:func:`dist_timing.turns`), each row's best median of
     ``rounds`` rounds; a checked row's error is the larger of its first call's and that of
@@ -126,11 +126,11 @@ def in_turns(items: list, rounds: int = 5) -> list[Row]:
     return [(item[0], *next(timed), "") if len(item) == 3 else item for item in items]
 
 
-def hir_candidates(build, pipelines, inputs, reference, graph: bool, tag: str = "") -> list:
+def hir_candidates(build, pipelines, inputs, reference, graph: bool, tag: str = "") -> list[Union[Candidate, Row]]:
     """One candidate per pipeline (and per mode: eager interpretation, CUDA-graph replay), or
     its n/a row. Graph rows pass the graph's own static input buffers, so a replay copies no
     inputs."""
-    items: list = []
+    items: list[Union[Candidate, Row]] = []
     for pipeline in pipelines:
         for mode in ("eager", "graph") if graph else ("eager",):
             label = f"hir{tag} [{pipeline}]" + (" (CUDA graph)" if mode == "graph" else "")
@@ -146,7 +146,7 @@ def hir_rows(build, pipelines, inputs, reference, rank, graph: bool, tag: str = 
     return [checked_row(*item) if len(item) == 3 else item for item in hir_candidates(build, pipelines, inputs, reference, graph, tag)]
 
 
-def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list:
+def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list[Union[Candidate, Row]]:
     """AG+matmul's candidates (and n/a rows): the collective alone, the matmul alone, then
     the rest."""
     M, K, N = size, 8192, 8192
@@ -184,7 +184,7 @@ def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
     return rows
 
 
-def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list:
+def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list[Union[Candidate, Row]]:
     """matmul+RS's candidates, in :func:`ag_matmul`'s order."""
     M, K, N = size, 8192, 8192
     dev, bf16 = torch.device("cuda", rank), torch.bfloat16
