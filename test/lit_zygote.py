@@ -16,13 +16,16 @@ descriptors as 0-2, exactly ``env``, ``cwd`` and ``argv``, runs ``main`` as the 
 script would (``sys.exit(main())``), runs the exit handlers and leaves with the code. The
 handler answers a line ``{"pid": P}`` (the shim forwards TERM, INT, HUP and QUIT to P, as a
 launcher stopping its workers expects) and, when P ends, ``{"code": C}`` (C as
-``Popen.returncode``: negative for a signal)."""
+``Popen.returncode``: negative for a signal). A shim killed outright (SIGKILL: a lit
+timeout) closes its socket; the handler then sends P what the shim would have forwarded,
+SIGTERM, and SIGKILL ``ORPHAN_GRACE`` seconds later, so no tool outlives its caller."""
 
 import atexit
 import json
 import os
 import select
 import shutil
+import signal
 import socket
 import stat
 import struct
@@ -34,6 +37,7 @@ from typing import Optional
 
 TOOLS = ("hir-run", "hir-import")
 HEADER = struct.Struct("!I")
+ORPHAN_GRACE = 10.0  # seconds a tool whose shim died has to stop on SIGTERM (a launcher its workers)
 
 
 def _entry(tool: str):
@@ -117,6 +121,7 @@ def _handle(conn: socket.socket, entries: dict) -> None:
         for fd in fds:
             os.close(fd)
         conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")  # the shim forwards its signals there
+        _stop_if_orphaned(conn, pid)
         _, status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(status)
     finally:
@@ -124,6 +129,29 @@ def _handle(conn: socket.socket, entries: dict) -> None:
             conn.sendall(json.dumps({"code": code}).encode() + b"\n")
         finally:
             os._exit(0)
+
+
+def _stop_if_orphaned(conn: socket.socket, pid: int) -> None:
+    """Return when the tool's process ``pid`` has ended, or once it is told to: when the
+    shim's end of ``conn`` closes first (the shim was killed), SIGTERM, then SIGKILL after
+    ``ORPHAN_GRACE`` seconds. Without pidfds (before Linux 5.3) it returns at once and the
+    caller just waits."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return
+    try:
+        while True:
+            ready, _, _ = select.select([conn, pidfd], [], [])
+            if pidfd in ready:
+                return
+            if not conn.recv(4096):  # the shim sends nothing after its request: this is EOF
+                os.kill(pid, signal.SIGTERM)
+                if not select.select([pidfd], [], [], ORPHAN_GRACE)[0]:
+                    os.kill(pid, signal.SIGKILL)
+                return
+    finally:
+        os.close(pidfd)
 
 
 def serve(path: str) -> None:

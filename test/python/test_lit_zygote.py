@@ -82,3 +82,27 @@ def test_terminating_the_shim_terminates_the_tool(shims, tmp_path):
     ends as the installed script does (hir's handler: status 143)."""
     (tmp_path / "slow.py").write_text("import pathlib, time\npathlib.Path('started').touch()\ntime.sleep(120)\n")
     assert _terminated(os.path.join(shims, "hir-import"), tmp_path) == _terminated(shutil.which("hir-import"), tmp_path)
+
+
+def test_a_killed_shim_takes_its_tool_down(shims, tmp_path):
+    """lit's timeout kills a RUN line outright (SIGKILL): the shim cannot forward anything,
+    but its socket closes, and the server then stops the tool (SIGTERM, then SIGKILL), so no
+    forked tool outlives its caller."""
+    (tmp_path / "slow.py").write_text("import os, pathlib, time\npathlib.Path('started').write_text(str(os.getpid()))\ntime.sleep(120)\n")
+    shim = subprocess.Popen([os.path.join(shims, "hir-import"), "slow.py"], cwd=tmp_path, env={**os.environ, "HIR_DEVICE": "cpu"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        if (tmp_path / "started").exists() and (tmp_path / "started").read_text():
+            break
+        time.sleep(0.05)
+    tool = int((tmp_path / "started").read_text())
+    assert tool != shim.pid  # the tool runs in the server's fork, not in the shim
+    shim.kill()
+    shim.wait(timeout=30)
+    for _ in range(300):
+        try:
+            os.kill(tool, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the tool (pid {tool}) still runs 15 s after its shim was killed")
