@@ -25,7 +25,7 @@ Bound = tuple[str, Callable[[], torch.Tensor], bool]
 
 # Every symmetric buffer and rendezvous handle, kept to the end of the run: a dropped handle
 # unmaps its peers' buffers, and a freed buffer's memory, taken again by the next size's
-# allocation, hung the anchor's first barrier (issue 39 runs 15 and 19: stuck after the first
+# allocation, hung the anchor's first barrier (issue 39 runs 15 and 18: stuck after the first
 # table).
 _KEPT: list = []
 
