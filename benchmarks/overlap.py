@@ -103,6 +103,22 @@ def hir_callable(build, pipeline: str, inputs: list, device: torch.device, graph
 Candidate = tuple[str, Callable[[], Optional[torch.Tensor]], Optional[torch.Tensor]]
 
 
+def not_available(label: str, err: Exception) -> Row:
+    """The n/a row of ``label``, saying why (the error's first line)."""
+    return (label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90] if str(err) else ''}")
+
+
+def candidate(label: str, build: Callable[[], Callable[[], Optional[torch.Tensor]]], reference: Optional[torch.Tensor]) -> Union[Candidate, Row]:
+    """A row to time: the function ``build()`` gives, called once here; its n/a row when it
+    cannot be built or run (an API this torch lacks, a size it rejects)."""
+    try:
+        fn = build()
+        fn()
+        return (label, fn, reference)
+    except Exception as err:
+        return not_available(label, err)
+
+
 def checked_row(label: str, fn: Callable[[], torch.Tensor], reference: torch.Tensor) -> Row:
     """``fn`` timed, its error the larger of the first call's and the last timed call's."""
     return in_turns([(label, fn, reference)], rounds=1)[0]
@@ -137,7 +153,7 @@ def hir_candidates(build, pipelines, inputs, reference, graph: bool, tag: str = 
             try:
                 items.append((label, hir_callable(build, pipeline, inputs, reference.device, mode == "graph"), reference))
             except Exception as err:  # a pipeline this build cannot lower or run: say why
-                items.append((label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"))
+                items.append(not_available(label, err))
     return items
 
 
@@ -231,8 +247,8 @@ def _bound_rows(bounds: Callable[[], list], reference: torch.Tensor) -> list:
     try:
         built = bounds()
     except Exception as err:
-        return [("overlap bounds", None, None, f"{type(err).__name__}: {str(err)[:90]}")]
-    return [(label, fn, reference if checked else None) for label, fn, checked in built]
+        return [not_available("overlap bounds", err)]
+    return [candidate(label, lambda fn=fn: fn, reference if checked else None) for label, fn, checked in built]
 
 
 def _streams(count: int) -> list:
@@ -255,7 +271,8 @@ def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = Fals
     one side stream, each block's matmul waiting for its copy's event. A candidate checked
     against ``reference`` (every rank's blocks, [world, rows, N]), or (``run``) the pipeline
     function itself."""
-    try:
+
+    def build() -> Callable[[], torch.Tensor]:
         rank, world = dist.get_rank(), dist.get_world_size()
         handle, peers = symmetric(a_shard)
         sym = peers[rank]
@@ -281,19 +298,16 @@ def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = Fals
             handle.barrier(channel=1)
             return out
 
-        if run:
-            return pipeline
-        return ("hand-written copy-engine pipeline (anchor)", pipeline, reference)
-    except Exception as err:
-        if run:
-            raise
-        return ("hand-written copy-engine pipeline (anchor)", None, None, f"{type(err).__name__}: {str(err)[:90]}")
+        return pipeline
+
+    return build() if run else candidate("hand-written copy-engine pipeline (anchor)", build, reference)
 
 
 def _fused(label: str, call, local: torch.Tensor, reference: torch.Tensor):
     """A candidate timing torch's fused symmetric-memory op ``call(symmetric copy of local, group
     name)``, which returns the output checked against ``reference``."""
-    try:
+
+    def build() -> Callable[[], torch.Tensor]:
         import torch.distributed._symmetric_memory as symm_mem
 
         group = dist.group.WORLD
@@ -301,9 +315,9 @@ def _fused(label: str, call, local: torch.Tensor, reference: torch.Tensor):
         sym = symm_mem.empty(local.shape, device=local.device, dtype=local.dtype)
         sym.copy_(local)
         keep(sym)
-        return (label, lambda: call(sym, group.group_name), reference)
-    except Exception as err:
-        return (label, None, None, f"{type(err).__name__}: {str(err)[:90]}")
+        return lambda: call(sym, group.group_name)
+
+    return candidate(label, build, reference)
 
 
 def main() -> int:

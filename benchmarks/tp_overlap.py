@@ -35,7 +35,7 @@ import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
 from dist_timing import emit_or_run, graphed, init_nccl
-from overlap import hir_candidates, in_turns
+from overlap import candidate, hir_candidates, in_turns
 from sp_mlp import DTYPES, make_model
 from timing import TOLERANCES, Verdicts
 
@@ -81,17 +81,6 @@ def emit(args: argparse.Namespace) -> None:
         with open(os.path.join(args.emit, f"config_w{world}.json"), "w") as f:
             json.dump(config, f)
         print(f"wrote {args.emit}/{{sp,tp}}_w{world}.mlir: {config}", flush=True)
-
-
-def _candidate(label: str, build, reference) -> tuple:
-    """A row to time: the function ``build()`` gives, called once here (n/a with the reason
-    when it cannot be built or run)."""
-    try:
-        fn = build()
-        fn()
-        return (label, fn, reference)
-    except Exception as err:  # an API this torch lacks, a size it rejects: say why
-        return (label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90] if str(err) else ''}")
 
 
 def _dtensor(model: torch.nn.Module, sequence: bool, world: int):
@@ -178,15 +167,15 @@ def run(args: argparse.Namespace) -> int:
             hand = torch_sp if sequence else torch_tp
             items = [(f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})", hand, reference),
                      # the same calls captured in a CUDA graph: what hir's graph rows are set against
-                     _candidate(f"torch {form.upper()} hand-written, captured in a CUDA graph", lambda: graphed(hand), reference)]
+                     candidate(f"torch {form.upper()} hand-written, captured in a CUDA graph", lambda: graphed(hand), reference)]
 
             def dtensor_forward():
                 module = _dtensor(model, sequence, world)
                 return lambda: module(x_in)
 
-            items.append(_candidate("DTensor parallelize_module", dtensor_forward, reference))
+            items.append(candidate("DTensor parallelize_module", dtensor_forward, reference))
             if sequence:
-                items.append(_candidate("PyTorch async-TP (fused_all_gather_matmul, gelu, fused_matmul_reduce_scatter)", lambda: _async_tp(x_in, w1, b1, w2, b2), reference))
+                items.append(candidate("PyTorch async-TP (fused_all_gather_matmul, gelu, fused_matmul_reduce_scatter)", lambda: _async_tp(x_in, w1, b1, w2, b2), reference))
             items += hir_candidates(lambda: hir.parse(text, f"{form}.mlir"), SP_PIPELINES if sequence else TP_PIPELINES, local, reference, graph=True)
             rows = in_turns(items, args.rounds)  # every row of the form in turns, the hand-written one first in round 0
             del items

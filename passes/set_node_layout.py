@@ -20,8 +20,8 @@ for that one), as is one that already runs copy engines (``backend = "cuda"``) o
 the new layout puts on several nodes. The interpreter checks the attribute against the
 launcher's ``LOCAL_WORLD_SIZE`` / ``GROUP_RANK`` at run start.
 
-Analysis only: it rewrites no op (one module attribute set after checks of the ops), so it
-builds no pattern set.
+The pass is analysis only: it rewrites no op (one module attribute set after checks of the
+ops), so it builds no pattern set.
 """
 
 from dataclasses import dataclass

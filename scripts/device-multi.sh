@@ -84,6 +84,14 @@ bounded() {
 # clock, after their imports: run 15's overlap.py was killed before its own timeout fired).
 stacks_before() { echo $(( $1 > 45 ? $1 - 25 : $1 * 2 / 3 )); }
 
+# p2p_pipelines 'OPTIONS;OPTIONS...': one copy-engine P2P pipeline a line, each with its
+# hir-p2p-pipeline options (HIR_OVERLAP_P2P, HIR_PROFILE_P2P).
+p2p_pipelines() {
+  local options option
+  IFS=';' read -r -a options <<< "$1"
+  for option in "${options[@]}"; do echo "$P,hir-p2p-pipeline{$option},hir-lower"; done
+}
+
 nvidia-smi -L | tee "$log"
 say "torch $(python3 -c 'import torch; print(torch.__version__)'), $gpus GPU(s); sections: $sections; budget $budget s; set-up took $(( SECONDS - start )) s"
 
@@ -134,9 +142,7 @@ for section in $sections; do
         fi
         # the rows of runs 4 and 6 that came nearest the targets (8 parts never paid: RESULTS run 6);
         # HIR_OVERLAP_P2P: other hir-p2p-pipeline options, ';'-separated (e.g. 'transfer=push;chunks=2')
-        IFS=';' read -r -a options <<< "${HIR_OVERLAP_P2P:-chunks=auto comm-stream=1;chunks=2 comm-stream=1;accumulate=1 chunks=2 transfer=push comm-stream=1;accumulate=1 chunks=4 transfer=push comm-stream=1;accumulate=1 chunks=2 copies=2 transfer=push comm-stream=1}"
-        p2p_rows=()
-        for option in "${options[@]}"; do p2p_rows+=("$P,hir-p2p-pipeline{$option},hir-lower"); done
+        mapfile -t p2p_rows < <(p2p_pipelines "${HIR_OVERLAP_P2P:-chunks=auto comm-stream=1;chunks=2 comm-stream=1;accumulate=1 chunks=2 transfer=push comm-stream=1;accumulate=1 chunks=4 transfer=push comm-stream=1;accumulate=1 chunks=2 copies=2 transfer=push comm-stream=1}")
         # HIR_OVERLAP_HOST_START=1 adds M=8192 timed the old way (each rank's clock from its host's start)
         for clock in gpu ${HIR_OVERLAP_HOST_START:+host}; do
           sizes=8192,16384
@@ -151,9 +157,7 @@ for section in $sections; do
     profile)
       if [ "$gpus" -lt 2 ]; then say "=== P2P profile: skipped: needs 2 GPUs (have $gpus)"; continue; fi
       # HIR_PROFILE_P2P: the hir-p2p-pipeline options profiled, ';'-separated
-      IFS=';' read -r -a options <<< "${HIR_PROFILE_P2P:-chunks=2 comm-stream=1;accumulate=1 chunks=2 transfer=push comm-stream=1}"
-      profiled=()
-      for option in "${options[@]}"; do profiled+=("$P,hir-p2p-pipeline{$option},hir-lower"); done
+      mapfile -t profiled < <(p2p_pipelines "${HIR_PROFILE_P2P:-chunks=2 comm-stream=1;accumulate=1 chunks=2 transfer=push comm-stream=1}")
       say "=== where the P2P rows' time goes (benchmarks/profile_p2p.py), $gpus GPUs, M=${HIR_PROFILE_SIZE:-8192}"
       bounded "$(allowance "${HIR_CAP_PROFILE:-90}")" "$out/profile.md" "${ranks[@]}" --nproc_per_node="$gpus" benchmarks/profile_p2p.py \
         --size "${HIR_PROFILE_SIZE:-8192}" --graph --pipeline "${profiled[@]}" ;;

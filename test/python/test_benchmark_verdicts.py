@@ -127,3 +127,17 @@ def test_each_round_starts_further_down_the_rows(one_gloo_rank):
 
     dist_timing.bench_in_turns([row(i) for i in range(4)], rounds=2, iters=2)
     assert order == [0, 1, 2, 3, 2, 3, 0, 1]
+
+
+def test_a_row_that_cannot_run_is_not_available():
+    """overlap.candidate: a row whose set-up or first call raises becomes its n/a row, with
+    the error's first line, instead of ending the table."""
+    import overlap  # benchmarks/overlap.py
+
+    def raises():
+        raise RuntimeError("no symmetric memory\nsecond line")
+
+    label, fn, reference = overlap.candidate("built", lambda: lambda: 1, None)
+    assert (label, fn(), reference) == ("built", 1, None)
+    assert overlap.candidate("set-up fails", raises, None) == ("set-up fails", None, None, "RuntimeError: no symmetric memory")
+    assert overlap.candidate("call fails", lambda: raises, None) == ("call fails", None, None, "RuntimeError: no symmetric memory")
