@@ -13,7 +13,9 @@ Each step runs in ``chunks`` parts along the slot's first free axis; part c of e
 runs on pool stream c and waits only for its own shift, so part c of step s + 1 starts
 while part c + 1 of step s still computes (a wavefront: with c parts a step takes about
 max(t_m, t_c, (t_m + t_c) / c), so chunks >= 2 overlaps the copies; chunks = 1 runs copy,
-then matmul, step after step). Pushed parts (``transfer = push``, chunks > 1) are awaited on
+then matmul, step after step). Step 0 waits for nothing, so its parts run in order (each
+part's stream after the previous part's): started together they would share the SMs and
+part 0, which the ring sends first, would end with the last. Pushed parts (``transfer = push``, chunks > 1) are awaited on
 one receiver stream (pool index ``chunks``), in the order the sender signalled them, and
 part c's stream synchronizes with it: a signal names its sender, not the part, so a part's
 wait on its own stream could take another part's signal and read its slot too early.
@@ -26,8 +28,9 @@ Before::
 After (chunks = 2; ``transfer = push`` shifts into slot n - 1 and copies it to %out)::
 
     %slots = memref.alloc() {hir.symmetric}
-    "hir.for"(%c0, %c2, %c1) ({ ^bb0(%c):                            // step 0
-      set_current_stream(get_stream(%c)) ; matmul of a[(me + 1) mod n] part c into slots[0] part c })
+    set_current_stream(get_stream(%c0)) ; matmul of a[(me + 1) mod n] part 0 into slots[0] part 0   // step 0,
+    set_current_stream(get_stream(%c1)) ; synchronize(get_stream(%c0))                              // part
+    matmul of a[(me + 1) mod n] part 1 into slots[0] part 1                                           // after part
     "hir.for"(%c1, %c3, %c1) ({ ^bb0(%s): "hir.for"(...) ({ ^bb0(%c):  // steps 1 .. n-2
       comm stream: synchronize(stream c) ; %w = shift(slots[s - 1] part c, slots[s] part c, %c1)
       stream c: wait(%w) ; matmul {accumulate} of a[(me + 1 + s) mod n] part c into slots[s] part c }) })
@@ -103,33 +106,46 @@ def build_accumulate(opts, rs: ir.Operation, block_ops: list, rewriter: rewrite.
                 sliced.attributes[attr] = ir.UnitAttr.get()
             return target
 
-        def step(position: ir.Value, source: Optional[ir.Value], into: ir.Value, copy_to: Optional[ir.Value] = None) -> None:
-            """One step, part by part: receive ``source`` (the sum so far; None at step 0)
-            into ``into`` and add this rank's partial for ``position``; then copy to ``copy_to``."""
+        def first_step(position: ir.Value, into: ir.Value) -> None:
+            """Step 0: this rank's partial for ``position`` into ``into``, part after part.
+            With no data to wait for, parts on their own streams would start together and
+            share the SMs (issue 39 run 22: part 0 took 74 us instead of 48 beside part 1,
+            and the first push left 56 us late); each part's stream waits for the previous
+            part's matmul."""
+            previous = None
+            for i in range(opts.chunks):
+                c = None if opts.chunks == 1 else index_const(i)
+                stream = GetStreamOp.emit(c if c is not None else steps.zero, name="stream")
+                SetCurrentStreamOp.emit(stream)
+                if previous is not None:
+                    SynchronizeOp.emit(previous)
+                produce(into, position, c, accumulate=False)
+                previous = stream
+
+        def step(position: ir.Value, source: ir.Value, into: ir.Value, copy_to: Optional[ir.Value] = None) -> None:
+            """One step after step 0, part by part: receive ``source`` (the sum so far) into
+            ``into`` and add this rank's partial for ``position``; then copy to ``copy_to``."""
 
             def body(c: Optional[ir.Value]) -> None:
                 stream = GetStreamOp.emit(c if c is not None else steps.zero, name="stream")
-                if source is not None:
-                    SetCurrentStreamOp.emit(steps.comm)
-                    SynchronizeOp.emit(stream)  # the sender's part c of the previous step
-                    work = ShiftOp.emit(part(source, c), part(into, c), steps.one, attrs, name="work")
-                    if receiver is not None:  # consume the peer's signals in the order it sent them
-                        SetCurrentStreamOp.emit(receiver)
-                        WaitOp.emit(work)
-                        SetCurrentStreamOp.emit(stream)
-                        SynchronizeOp.emit(receiver)
-                    else:
-                        SetCurrentStreamOp.emit(stream)
-                        WaitOp.emit(work)
+                SetCurrentStreamOp.emit(steps.comm)
+                SynchronizeOp.emit(stream)  # the sender's part c of the previous step
+                work = ShiftOp.emit(part(source, c), part(into, c), steps.one, attrs, name="work")
+                if receiver is not None:  # consume the peer's signals in the order it sent them
+                    SetCurrentStreamOp.emit(receiver)
+                    WaitOp.emit(work)
+                    SetCurrentStreamOp.emit(stream)
+                    SynchronizeOp.emit(receiver)
                 else:
                     SetCurrentStreamOp.emit(stream)
-                target = produce(into, position, c, accumulate=source is not None)
+                    WaitOp.emit(work)
+                target = produce(into, position, c, accumulate=True)
                 if copy_to is not None:
                     SetOp.emit(target, part(copy_to, c))
 
             _parts(steps, opts.chunks, body)
 
-        step(steps.position(steps.one, 1), None, slot(steps.zero))
+        first_step(steps.position(steps.one, 1), slot(steps.zero))
         if n > 2:
             s, end = steps.loop(steps.one, index_const(n - 1), "s")
             with ir.InsertionPoint(end):

@@ -14,11 +14,15 @@
 // CHECK: %[[ME:[^ ,)]+]] = "hir.device_index"
 // CHECK: %[[COMM:[^ ,)]+]] = "hir.get_stream"
 // CHECK: %[[SLOTS:[^ ,)]+]] = memref.alloc() {hir.symmetric} : memref<4x4x2x3xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
-// Step 0: a plain matmul per part.
-// CHECK: "hir.for"
-// CHECK-NEXT: ^bb0(%[[C:[^ ,)]+]]: index):
-// CHECK-NEXT: %[[S:[^ ,)]+]] = "hir.get_stream"(%[[C]])
-// CHECK-NEXT: "hir.set_current_stream"(%[[S]])
+// Step 0: a plain matmul per part, part after part (nothing else orders them: together
+// they would share the SMs and part 0, sent first, would end last).
+// CHECK: %[[S0:[^ ,)]+]] = "hir.get_stream"(%c0{{.*}})
+// CHECK-NEXT: "hir.set_current_stream"(%[[S0]])
+// CHECK-NOT: "hir.synchronize"
+// CHECK: "hir.matmul"(%{{.*}}, %{{.*}}, %{{.*}}) : (
+// CHECK: %[[S1:[^ ,)]+]] = "hir.get_stream"(%c1{{.*}})
+// CHECK-NEXT: "hir.set_current_stream"(%[[S1]])
+// CHECK-NEXT: "hir.synchronize"(%[[S0]])
 // CHECK: "hir.matmul"(%{{.*}}, %{{.*}}, %{{.*}}) : (
 // Steps 1..2: shift on the comm stream after the part's stream, wait, accumulate.
 // CHECK: "hir.for"
@@ -54,7 +58,7 @@
 // PARTS: %work = "hir.shift"{{.*}}transfer = "push"
 // PARTS-NEXT: "hir.set_current_stream"(%[[REC]])
 // PARTS-NEXT: "hir.wait"(%work)
-// PARTS-NEXT: "hir.set_current_stream"(%[[STREAM:stream]])
+// PARTS-NEXT: "hir.set_current_stream"(%[[STREAM:stream[_0-9]*]])
 // PARTS-NEXT: "hir.synchronize"(%[[REC]])
 // PARTS: "hir.matmul"{{.*}} {accumulate}
 // PARTS: "hir.synchronize"(%comm_stream)
