@@ -121,13 +121,13 @@ def candidate(label: str, build: Callable[[], Callable[[], Optional[torch.Tensor
 
 def checked_row(label: str, fn: Callable[[], torch.Tensor], reference: torch.Tensor) -> Row:
     """``fn`` timed, its error the larger of the first call's and the last timed call's."""
-    return in_turns([(label, fn, reference)], rounds=1)[0]
+    return in_turns([(label, fn, reference)], rounds=1, iters=15)[0]
 
 
-def in_turns(items: list[Union[Candidate, Row]], rounds: int = 5) -> list[Row]:
+def in_turns(items: list[Union[Candidate, Row]], rounds: int = 5, iters: int = 10) -> list[Row]:
     """The rows of ``items`` (candidates, and n/a rows passed through), in order: the
     candidates timed in turns (:func:`dist_timing.turns`), each row's best median of
-    ``rounds`` rounds; a checked row's error is the larger of its first call's and that of
+    ``iters`` calls over ``rounds`` rounds; a checked row's error is the larger of its first call's and that of
     its last timed call, checked right after it (rows may share an output buffer)."""
     candidates = [item for item in items if len(item) == 3]
     errors = [None if reference is None else relerr(fn(), reference) for _, fn, reference in candidates]
@@ -135,7 +135,7 @@ def in_turns(items: list[Union[Candidate, Row]], rounds: int = 5) -> list[Row]:
     for r, i in turns(len(candidates), rounds):
         _, fn, reference = candidates[i]
         last: list = []
-        best[i] = min(best[i], bench(lambda: last.__setitem__(slice(None), [fn()]), warm=3 if r == 0 else 1, iters=15 if rounds == 1 else 10))
+        best[i] = min(best[i], bench(lambda: last.__setitem__(slice(None), [fn()]), warm=3 if r == 0 else 1, iters=iters))
         if r == rounds - 1 and reference is not None:
             errors[i] = worst(errors[i], relerr(last[0], reference))
     timed = iter(zip(best, errors))
@@ -191,9 +191,10 @@ def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
             ("sequential AG -> matmul", sequential, None),
             (f"NCCL AG -> matmul in {S} stream chunks (hand; hir's whole form)", _returning(on_streams(chunk, S, _streams(S)), out), reference)]
     # P2P form (also the anchors'): rank r's rows are the r-th block of the gathered A.
-    p2p_ref = torch.stack([g.reshape(M // D, K) for g in gathered]).float() @ b_local.float()
+    blocks = torch.stack([g.reshape(M // D, K) for g in gathered])
+    p2p_ref = blocks.float() @ b_local.float()
     rows.append(_copy_engine_anchor(a_local.reshape(M // D, K), b_local, reference=p2p_ref))
-    rows += _bound_rows(lambda: ag_matmul_bounds(a_local.reshape(M // D, K), torch.stack([g.reshape(M // D, K) for g in gathered]), b_local), p2p_ref)
+    rows += _bound_rows(lambda: ag_matmul_bounds(a_local.reshape(M // D, K), blocks, b_local), p2p_ref)
     rows.append(_fused("torch fused_all_gather_matmul", lambda sym, g: torch.ops.symm_mem.fused_all_gather_matmul(sym, [b_local], gather_dim=0, group_name=g)[1][0], flat_local, p2p_ref.reshape(M, -1)))
     rows += hir_candidates(lambda: ag_matmul_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, graph)
     rows += hir_candidates(lambda: p2p_ag_matmul_program(D, M, K, N), p2p, [a_local.reshape(1, M // D, K), b_local], p2p_ref, graph, " P2P")

@@ -15,10 +15,11 @@ while part c + 1 of step s still computes (a wavefront: with c parts a step take
 max(t_m, t_c, (t_m + t_c) / c), so chunks >= 2 overlaps the copies; chunks = 1 runs copy,
 then matmul, step after step). Step 0 waits for nothing, so its parts run in order (each
 part's stream after the previous part's): started together they would share the SMs and
-part 0, which the ring sends first, would end with the last. Pushed parts (``transfer = push``, chunks > 1) are awaited on
-one receiver stream (pool index ``chunks``), in the order the sender signalled them, and
-part c's stream synchronizes with it: a signal names its sender, not the part, so a part's
-wait on its own stream could take another part's signal and read its slot too early.
+part 0, which the ring sends first, would end with the last. Pushed parts (``transfer =
+push``, chunks > 1) are awaited on one receiver stream (pool index ``chunks``), in the order
+the sender signalled them, and part c's stream synchronizes with it: a signal names its
+sender, not the part, so a part's wait on its own stream could take another part's signal
+and read its slot too early.
 
 Before::
 
@@ -96,6 +97,10 @@ def build_accumulate(opts, rs: ir.Operation, block_ops: list, rewriter: rewrite.
         def slot(index: ir.Value) -> ir.Value:
             return AliasSelectOp.emit(slots, index, k, name=slice_name(slots))
 
+        def part_stream(c: Optional[ir.Value]) -> ir.Value:
+            """Part ``c``'s pool stream (stream 0 when there is one part)."""
+            return GetStreamOp.emit(c if c is not None else steps.zero, name="stream")
+
         def produce(whole: ir.Value, position: ir.Value, c: Optional[ir.Value], accumulate: bool) -> ir.Value:
             """The producer's slice for team ``position`` (part ``c``) into ``whole``."""
             target = part(whole, c)
@@ -115,7 +120,7 @@ def build_accumulate(opts, rs: ir.Operation, block_ops: list, rewriter: rewrite.
             previous = None
             for i in range(opts.chunks):
                 c = None if opts.chunks == 1 else index_const(i)
-                stream = GetStreamOp.emit(c if c is not None else steps.zero, name="stream")
+                stream = part_stream(c)
                 SetCurrentStreamOp.emit(stream)
                 if previous is not None:
                     SynchronizeOp.emit(previous)
@@ -127,7 +132,7 @@ def build_accumulate(opts, rs: ir.Operation, block_ops: list, rewriter: rewrite.
             ``into`` and add this rank's partial for ``position``; then copy to ``copy_to``."""
 
             def body(c: Optional[ir.Value]) -> None:
-                stream = GetStreamOp.emit(c if c is not None else steps.zero, name="stream")
+                stream = part_stream(c)
                 SetCurrentStreamOp.emit(steps.comm)
                 SynchronizeOp.emit(stream)  # the sender's part c of the previous step
                 work = ShiftOp.emit(part(source, c), part(into, c), steps.one, attrs, name="work")
