@@ -4,21 +4,27 @@ either way the command's ``finally`` blocks run first with further signals ignor
 ranks are stopped and no partial output file is left (outputs are written to temporary
 files that only replace the real ones once complete: :mod:`hir.outputs`).
 
+``signals_held`` holds such a signal back over a step that must not be cut in two (the
+launcher starting a rank and recording it: a rank started but not recorded would outlive
+the launch); the signal takes effect when the step ends.
+
 ``pause_point`` is the test hook that makes interrupting reproducible: with
 ``HIR_TEST_PAUSE=POINT:FOLDER`` a process reaching ``POINT`` writes its pid to
 ``FOLDER/<pid>`` and waits there for a signal, so a test signals it at a known place
 instead of after a guessed delay. No hir import: every layer may use it."""
 
+import contextlib
 import functools
 import os
 import signal
 import sys
 import threading
 import time
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 PAUSE_ENV = "HIR_TEST_PAUSE"
 INTERRUPTED_STATUS = 130  # 128 + SIGINT, what shells report for Ctrl-C
+_held: list[list[int]] = []  # one list per open signals_held block, innermost last
 
 
 def _on_signal(signum: int, frame: object) -> None:
@@ -26,9 +32,30 @@ def _on_signal(signum: int, frame: object) -> None:
     # Ctrl-C: from here on both signals are ignored.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if _held:
+        _held[-1].append(signum)
+        return
+    _raise(signum)
+
+
+def _raise(signum: int) -> None:
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold a SIGINT or SIGTERM that arrives inside the block (under :func:`cli_main`'s
+    handlers) until the block ends, then act on it as :func:`cli_main` would."""
+    held: list[int] = []
+    _held.append(held)
+    try:
+        yield
+    finally:
+        _held.pop()
+        if held:
+            _raise(held[0])
 
 
 def cli_main(prog: str) -> Callable:

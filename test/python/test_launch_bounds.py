@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from hir.interrupts import cli_main
 from hir.tools import launch as launch_module
 from hir.tools import run_cli
 from hir.tools.launch import FAILURE_LOG_ENV, LaunchError, launch, rank_limit
@@ -119,6 +120,38 @@ def test_interrupted_launch_cleans_up(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         launch(2, [sys.executable, "-c", "import time; time.sleep(600)"])
     assert len(started) == 2 and all(p.poll() is not None for p in started)
+
+
+def test_terminate_while_a_rank_starts_stops_that_rank(monkeypatch):
+    """A SIGTERM that lands inside Popen (rank 1 forked, not yet recorded: the window the
+    terminated-launcher test below hits at random) is held until the rank is recorded, so
+    the launch stops it with the others instead of orphaning it."""
+    import signal
+
+    real_popen = subprocess.Popen
+    started = []
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        if len(started) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before popen returns
+        return started[-1]
+
+    @cli_main("hir-run")
+    def main(argv):
+        launch(3, [sys.executable, "-c", "import time; time.sleep(600)"])
+        return 0
+
+    monkeypatch.setattr(launch_module.subprocess, "Popen", popen)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            main([])
+        assert stopped.value.code == 128 + signal.SIGTERM
+        assert len(started) == 2 and all(p.poll() is not None for p in started)
+    finally:
+        for p in started:
+            p.kill()
+            p.wait()
 
 
 def test_run_reports_a_launch_failure(work, monkeypatch, capsys):

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from hir.interrupts import signals_held
+
 GRACE_S = 5.0  # how long a terminated rank gets before it is killed
 FAILURE_LOG_ENV = "HIR_FAILURE_LOG"
 RANKS_PER_CPU = 4  # CPU ranks mostly wait on each other; more than this only thrashes
@@ -88,7 +90,10 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
                 try:
                     # A session of its own: a Ctrl-C at the terminal reaches the launcher
                     # only, which stops every rank (no rank prints its own interruption).
-                    procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=files[-1][0], stderr=files[-1][1], stdin=subprocess.DEVNULL, start_new_session=True))
+                    # A signal while Popen runs is held until the rank is in procs: raised
+                    # between its fork and its return it would orphan the rank.
+                    with signals_held():
+                        procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=files[-1][0], stderr=files[-1][1], stdin=subprocess.DEVNULL, start_new_session=True))
                 except OSError as err:
                     raise LaunchError(f"cannot start rank {rank} of {nproc}: {err.strerror or err}") from None
             first_failure, timed_out, stopped = _supervise(procs, timeout_s)
