@@ -47,7 +47,11 @@ def _raise(signum: int) -> None:
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
     """Hold a SIGINT or SIGTERM that arrives inside the block (under :func:`cli_main`'s
-    handlers) until the block ends, then act on it as :func:`cli_main` would."""
+    handlers) until the block ends, then act on it as :func:`cli_main` would. Off the main
+    thread it holds nothing: signal handlers run on the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     held: list[int] = []
     _held.append(held)
     try:
