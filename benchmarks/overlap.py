@@ -119,11 +119,6 @@ def candidate(label: str, build: Callable[[], Callable[[], Optional[torch.Tensor
         return not_available(label, err)
 
 
-def checked_row(label: str, fn: Callable[[], torch.Tensor], reference: torch.Tensor) -> Row:
-    """``fn`` timed, its error the larger of the first call's and the last timed call's."""
-    return in_turns([(label, fn, reference)], rounds=1, iters=15)[0]
-
-
 def in_turns(items: list[Union[Candidate, Row]], rounds: int = 5, iters: int = 10) -> list[Row]:
     """The rows of ``items`` (candidates, and n/a rows passed through), in order: the
     candidates timed in turns (:func:`dist_timing.turns`), each row's best median of
@@ -155,11 +150,6 @@ def hir_candidates(build, pipelines, inputs, reference, graph: bool, tag: str = 
             except Exception as err:  # a pipeline this build cannot lower or run: say why
                 items.append(not_available(label, err))
     return items
-
-
-def hir_rows(build, pipelines, inputs, reference, rank, graph: bool, tag: str = "") -> list[Row]:
-    """:func:`hir_candidates`, each timed as it is built."""
-    return [checked_row(*item) if len(item) == 3 else item for item in hir_candidates(build, pipelines, inputs, reference, graph, tag)]
 
 
 def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list[Union[Candidate, Row]]:
@@ -257,7 +247,7 @@ def _streams(count: int) -> list:
 
 
 def _returning(fn: Callable[[], None], out: torch.Tensor) -> Callable[[], torch.Tensor]:
-    """``fn``, then ``out`` (the buffer it writes), for :func:`checked_row`."""
+    """``fn``, then ``out`` (the buffer it writes): a row checked against its reference."""
 
     def run() -> torch.Tensor:
         fn()

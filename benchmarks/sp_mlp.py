@@ -13,7 +13,7 @@ program-level module and its config; ``--from`` runs it on one GPU per rank. The
 are not carried (hundreds of MB at these sizes): both sides build the model from the same
 config and seed, and the module takes its weights as arguments, sharded per rank as its
 argument types place them (``hir.interpreter.local_arguments``). Each row prints the median
-ms (CUDA events, max over ranks), its ratio to the torch SP row and the relative error of
+ms (CUDA events, max over ranks; the rows timed in turns, each its best of 5 rounds), its ratio to the torch SP row and the relative error of
 this rank's rows against a float32 reference; a row whose error is above its tolerance
 (bf16: 1e-2, f32: 1e-4) prints WRONG instead of its time, and the script exits 1 listing them.
 """
@@ -32,7 +32,7 @@ import hir
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
 from dist_timing import emit_or_run, init_nccl
-from overlap import checked_row, hir_rows
+from overlap import hir_candidates, in_turns
 from timing import TOLERANCES, Verdicts
 
 COLLECTIVES = "hir-convert-to-communication{backend=nccl},hir-lower"
@@ -97,14 +97,12 @@ def run(args: argparse.Namespace) -> int:
 
     verdicts = Verdicts(TOLERANCES[config["dtype"]])
     with torch.no_grad():
-        hand = checked_row("torch SP (all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor)", torch_sp, reference)
-        base = hand[1]
+        hand = ("torch SP (all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor)", torch_sp, reference)
+        rows = in_turns([hand, *hir_candidates(lambda: hir.parse(text, "sp_mlp.mlir"), args.pipelines, args_local, reference, graph=True)])
         if rank == 0:
             print(f"\nSP MLP, {world} GPUs, {config['dtype']}, tokens={config['tokens']} d_model={config['d_model']} hidden={config['hidden']} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
             print("| row | ms | x torch SP | rel. error |\n|---|---:|---:|---:|", flush=True)
-        verdicts.print_rows([hand], base, show=rank == 0)
-        for pipeline in args.pipelines:  # a row as soon as it is measured
-            verdicts.print_rows(hir_rows(lambda: hir.parse(text, "sp_mlp.mlir"), [pipeline], args_local, reference, rank, graph=True), base, show=rank == 0)
+        verdicts.print_rows(rows, rows[0][1], show=rank == 0)
     shutdown()  # hir's team groups first, then the default group
     return verdicts.finish(show=rank == 0)
 

@@ -79,8 +79,9 @@ def test_an_hir_row_against_a_wrong_reference_is_refused(one_gloo_rank, capsys):
     a = torch.randn(32, 16, generator=gen).bfloat16()
     b = torch.randn(16, 8, generator=gen).bfloat16()
     reference = a.float() @ b.float()
-    rows = overlap.hir_rows(build, ["hir-lower"], [a, b], reference, 0, graph=False)
-    rows += overlap.hir_rows(build, ["hir-lower"], [a, b], reference * 1.5, 0, graph=False, tag=" (wrong reference)")
+    candidates = overlap.hir_candidates(build, ["hir-lower"], [a, b], reference, graph=False)
+    candidates += overlap.hir_candidates(build, ["hir-lower"], [a, b], reference * 1.5, graph=False, tag=" (wrong reference)")
+    rows = overlap.in_turns(candidates, rounds=1)
     verdicts = timing.Verdicts(timing.TOLERANCES["bf16"])
     verdicts.print_rows(rows, 1.0)
     assert verdicts.finish() == 1
