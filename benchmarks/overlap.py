@@ -119,18 +119,19 @@ def candidate(label: str, build: Callable[[], Callable[[], Optional[torch.Tensor
         return not_available(label, err)
 
 
-def in_turns(items: list[Union[Candidate, Row]], rounds: int = 5, iters: int = 10) -> list[Row]:
+def in_turns(items: list[Union[Candidate, Row]], rounds: int = 5) -> list[Row]:
     """The rows of ``items`` (candidates, and n/a rows passed through), in order: the
-    candidates timed in turns (:func:`dist_timing.turns`), each row's best median of
-    ``iters`` calls over ``rounds`` rounds; a checked row's error is the larger of its first call's and that of
-    its last timed call, checked right after it (rows may share an output buffer)."""
+    candidates timed in turns (:func:`dist_timing.turns`), each row's best median of 10
+    calls over ``rounds`` rounds; a checked row's error is the larger of its first call's
+    and that of its last timed call, checked right after it (rows may share an output
+    buffer)."""
     candidates = [item for item in items if len(item) == 3]
     errors = [None if reference is None else relerr(fn(), reference) for _, fn, reference in candidates]
     best = [float("inf")] * len(candidates)
     for r, i in turns(len(candidates), rounds):
         _, fn, reference = candidates[i]
         last: list = []
-        best[i] = min(best[i], bench(lambda: last.__setitem__(slice(None), [fn()]), warm=3 if r == 0 else 1, iters=iters))
+        best[i] = min(best[i], bench(lambda: last.__setitem__(slice(None), [fn()]), warm=3 if r == 0 else 1, iters=10))
         if r == rounds - 1 and reference is not None:
             errors[i] = worst(errors[i], relerr(last[0], reference))
     timed = iter(zip(best, errors))

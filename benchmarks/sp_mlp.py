@@ -13,9 +13,10 @@ program-level module and its config; ``--from`` runs it on one GPU per rank. The
 are not carried (hundreds of MB at these sizes): both sides build the model from the same
 config and seed, and the module takes its weights as arguments, sharded per rank as its
 argument types place them (``hir.interpreter.local_arguments``). Each row prints the median
-ms (CUDA events, max over ranks; the rows timed in turns, each its best of 5 rounds), its ratio to the torch SP row and the relative error of
-this rank's rows against a float32 reference; a row whose error is above its tolerance
-(bf16: 1e-2, f32: 1e-4) prints WRONG instead of its time, and the script exits 1 listing them.
+ms (CUDA events, max over ranks; the rows timed in turns, each its best of 5 rounds), its
+ratio to the torch SP row and the relative error of this rank's rows against a float32
+reference; a row whose error is above its tolerance (bf16: 1e-2, f32: 1e-4) prints WRONG
+instead of its time, and the script exits 1 listing them.
 """
 
 import argparse

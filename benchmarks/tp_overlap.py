@@ -17,8 +17,9 @@ world size; ``--from`` runs the pair imported for the run's world size. Weights 
 carried: both sides build the model from the config and seed 0. Each row: median ms (CUDA
 events, max over ranks; a form's rows timed in turns, each its best of ``--rounds``
 rounds), ratio to the hand-written torch row, relative error of this rank's output against
-a float32 reference (after the first call and after the timed calls). A row that cannot run prints n/a and why; a row whose error is above its tolerance
-(bf16: 1e-2, f32: 1e-4) prints WRONG instead of its time, and the script exits 1 listing them.
+a float32 reference (after the first call and after the timed calls). A row that cannot
+run prints n/a and why; a row whose error is above its tolerance (bf16: 1e-2, f32: 1e-4)
+prints WRONG instead of its time, and the script exits 1 listing them.
 """
 
 import argparse
