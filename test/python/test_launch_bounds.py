@@ -47,10 +47,9 @@ def test_cpu_limit_is_per_core():
 
 @pytest.mark.parametrize("nproc", [lambda limit: limit + 1, lambda limit: 1000000])
 def test_nproc_above_limit_is_refused_at_once(work, no_launch, capsys, nproc):
+    """Refused before any rank starts (no_launch fails the test at the first one)."""
     n = nproc(rank_limit(False)[0])
-    start = time.monotonic()
     assert run_cli.main(["p.mlir", "--nproc", str(n)]) == 1
-    assert time.monotonic() - start < 5
     err = capsys.readouterr().err
     assert f"--nproc {n}: more ranks than this run may start (at most {rank_limit(False)[0]}" in err
     assert "--max-nproc N raises the limit" in err
