@@ -40,7 +40,9 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
         with self._at():
             return GetCurrentStreamOp().result
 
-    def get_stream(self, index: ir.Value) -> ir.Value:
+    def get_stream(self, index: Union[int, ir.Value]) -> ir.Value:
+        """Stream ``index`` (an int or an index value) of the pool, as a ``!hir.stream``."""
+        index = self._index(index, "get_stream: index")
         with self._at():
             return GetStreamOp(index).result
 
@@ -52,14 +54,18 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
         with self._at():
             SynchronizeOp(stream)
 
-    def alias_select(self, x: Tensor, index: ir.Value, axis: int) -> Tensor:
-        """A zero-copy view of ``x`` at ``index`` along ``axis``."""
+    def alias_select(self, x: Tensor, index: Union[int, ir.Value], axis: int) -> Tensor:
+        """A zero-copy view of ``x`` at ``index`` (an int or an index value) along ``axis``,
+        one rank lower."""
+        index = self._index(index, "alias_select: index")
         with self._at():
             view = AliasSelectOp.emit(x.value, index, axis)
         return Tensor(view, [d for i, d in enumerate(x.sizes) if i != axis])
 
-    def alias_chunk(self, x: Tensor, index: ir.Value, axis: int, chunks: int) -> Tensor:
-        """A zero-copy view of chunk ``index`` of ``chunks`` equal parts of ``x`` along ``axis``."""
+    def alias_chunk(self, x: Tensor, index: Union[int, ir.Value], axis: int, chunks: int) -> Tensor:
+        """A zero-copy view of chunk ``index`` (an int or an index value) of ``chunks`` equal
+        parts of ``x`` along ``axis``."""
+        index = self._index(index, "alias_chunk: index")
         with self._at():
             view = AliasChunkOp.emit(x.value, index, axis, chunks)
             extent = x.sizes[axis]
@@ -69,7 +75,7 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
     @contextmanager
     def for_(self, lower: Union[int, ir.Value], upper: Union[int, ir.Value], step: Union[int, ir.Value] = 1) -> Iterator[ir.Value]:
         """``with b.for_(0, n) as i:`` builds a ``hir.for``; ops inside go in its body."""
-        lb, ub, st = (self.index(v) if isinstance(v, int) else v for v in (lower, upper, step))
+        lb, ub, st = (self._index(v, f"for_: {name}") for v, name in ((lower, "lower"), (upper, "upper"), (step, "step")))
         with self._at():
             _, iv, end = ForOp.emit(lb, ub, st)
         saved = self._ip
@@ -139,7 +145,7 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
     def shift(self, input: Tensor, output: Tensor, offset: Union[int, ir.Value], team: Sequence[int], *, backend: str = "nccl", copies: Optional[int] = None, signal: Optional[str] = None) -> ir.Value:
         """Receive the input of team position ``(me + offset) mod n`` into ``output``, send
         ours to ``(me - offset) mod n``; returns the work token (see hir.dialect.p2p)."""
-        offset = self.index(offset) if isinstance(offset, int) else offset
+        offset = self._index(offset, "shift: offset")
         with self._at():
             attrs = {"team": ir.DenseI64ArrayAttr.get(list(team)), "backend": ir.StringAttr.get(backend)}
             if copies is not None:

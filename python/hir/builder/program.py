@@ -38,6 +38,10 @@ def caller_location(context: ir.Context) -> ir.Location:
 
 DTYPES = {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f64": ir.F64Type.get,
           "i32": lambda: ir.IntegerType.get_signless(32), "i64": lambda: ir.IntegerType.get_signless(64)}
+# torch dtypes by name (str(torch.float32) == "torch.float32"): the builder takes them
+# without importing torch.
+TORCH_DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float64": "f64",
+                "torch.int32": "i32", "torch.int64": "i64"}
 
 
 def Shard(mesh: Sequence[int], axis: Optional[int] = None) -> Sharding:
@@ -77,6 +81,7 @@ class ProgramBuilder:
         self.name = name
         self._inputs: list[ir.Type] = []
         self._outputs: list[Tensor] = []
+        self._finished_at: Optional[str] = None  # where finish() was called
         with self.context, self._loc:
             self.module = ir.Module.create()
             # The signature grows as inputs and outputs are added (see _sync_signature).
@@ -91,6 +96,9 @@ class ProgramBuilder:
         """Build at the caller's line; a check failing there (an operand shape, an
         attribute: a ``VerifyError``) is an :class:`HirError` located at that line."""
         loc = caller_location(self.context)
+        if self._finished_at is not None:
+            raise HirError(f"{format_location(loc)}: error: this Builder's module was finished at {self._finished_at}; "
+                           "build another program with a new Builder")
         try:
             with self.context, loc, self._ip:
                 yield
@@ -104,16 +112,29 @@ class ProgramBuilder:
         with self._at():
             return arith.ConstantOp(ir.IndexType.get(), value).result
 
+    def _index(self, value: Union[int, ir.Value], what: str) -> ir.Value:
+        """``value`` as an ``index`` value: an int becomes a constant."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return self.index(value)
+        if isinstance(value, ir.Value) and isinstance(value.type, ir.IndexType):
+            return value
+        with self._at():
+            got = f"a value of type {value.type}" if isinstance(value, ir.Value) else f"{type(value).__name__} {value!r}"
+            raise ValueError(f"{what} must be an int or an index value, got {got}")
+
     def _mem_type(self, shape: Sequence[Dim], dtype: Union[str, ir.Type], sharding: Optional[Sharding]) -> ir.MemRefType:
-        if isinstance(dtype, str) and dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(DTYPES)} (or an MLIR type), got {dtype!r}")
+        dtype = TORCH_DTYPES.get(str(dtype), dtype) if type(dtype).__module__ == "torch" else dtype
+        if not isinstance(dtype, ir.Type) and dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, a torch dtype of those or an MLIR type, got {dtype!r}")
         element = DTYPES[dtype]() if isinstance(dtype, str) else dtype
         dims = [DYNAMIC if d is None else d for d in shape]
         return ir.MemRefType.get(dims, element, memory_space=sharding.attr() if sharding else None)
 
     # -- program inputs and outputs ------------------------------------------------------
     def input(self, shape: Sequence[Dim], dtype: Union[str, ir.Type] = "f32", sharding: Optional[Sharding] = None) -> Tensor:
-        """A program input with global ``shape`` (None = dynamic) placed by ``sharding``."""
+        """A program input with global ``shape`` (None = dynamic) placed by ``sharding``;
+        ``dtype``: ``"f32"``, ``"f16"``, ``"bf16"``, ``"f64"``, ``"i32"``, ``"i64"``, the
+        torch dtype of one of those (``torch.float32``) or an MLIR type."""
         with self._at():
             t = self._mem_type(shape, dtype, sharding)
             arg = self._block.add_argument(t, ir.Location.current)
@@ -138,10 +159,12 @@ class ProgramBuilder:
         self._func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(self._inputs, results))
 
     def finish(self) -> ir.Module:
-        """Add the return, verify and return the module."""
+        """Add the return, verify and return the module. A builder finishes once: building
+        on it afterwards (finish() again included) is an error."""
         with self._at():
             func.ReturnOp([o.value for o in self._outputs])
             self._sync_signature()
+        self._finished_at = format_location(caller_location(self.context))
         try:
             self.module.operation.verify()
         except ir.MLIRError as err:
@@ -227,13 +250,19 @@ class ProgramBuilder:
         return self.reduction("min", x, axes, **kw)
 
     def matmul(self, a: Tensor, b: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
-        """``torch.matmul(a, b)`` for rank >= 2. By default the output keeps ``a``'s split of
-        a batch or M axis, or ``b``'s split of N; otherwise it is replicated on the mesh of
-        ``a`` (else ``b``), or unplaced when neither has one (pass ``sharding`` to choose)."""
+        """``torch.matmul(a, b)``: a 1-D operand is a vector (``[M, K] @ [K]`` is ``[M]``,
+        ``[K] @ [K, N]`` is ``[N]``, ``[K] @ [K]`` a scalar), higher ranks batches of
+        matrices. By default the output keeps ``a``'s split of a batch or M axis, or ``b``'s
+        split of N; otherwise it is replicated on the mesh of ``a`` (else ``b``), or unplaced
+        when neither has one (pass ``sharding`` to choose)."""
         with self._at():
             shape = matmul_shape(list(a.type.shape), list(b.type.shape))
-        batch = _broadcast_sizes(a.sizes[:-2], b.sizes[:-2], shape[:-2])
-        sizes = batch + [a.sizes[-2], b.sizes[-1]]
+        if len(a.sizes) == 1:
+            sizes = [] if len(b.sizes) == 1 else list(b.sizes[:-2]) + [b.sizes[-1]]
+        elif len(b.sizes) == 1:
+            sizes = list(a.sizes[:-1])
+        else:
+            sizes = _broadcast_sizes(a.sizes[:-2], b.sizes[:-2], shape[:-2]) + [a.sizes[-2], b.sizes[-1]]
         if sharding == "same":
             sharding = _matmul_sharding(a.sharding, len(a.sizes), b.sharding, len(b.sizes), len(sizes))
         out = out or self.alloc(sizes, a.type.element_type, sharding)
@@ -280,9 +309,10 @@ def _elementwise_sharding(operands: Sequence[Tensor], rank: int) -> Optional[Sha
 
 def _matmul_sharding(a: Optional[Sharding], rank_a: int, b: Optional[Sharding], rank_b: int, rank: int) -> Optional[Sharding]:
     """The output placement a matmul computes locally: ``a``'s batch / M split, ``b``'s N
-    split, else replicated on the operands' mesh (None without one)."""
+    split, else replicated on the operands' mesh (None without one). The output ends with
+    ``a``'s axes but K, then N unless ``b`` is a vector."""
     if a is not None and a.axis is not None and a.axis < rank_a - 1:
-        return Sharding(a.mesh, a.axis + rank - rank_a)
+        return Sharding(a.mesh, a.axis + rank - (rank_a - 1) - (1 if rank_b >= 2 else 0))
     if b is not None and b.axis is not None and b.axis == rank_b - 1 and rank_b >= 2:
         return Sharding(b.mesh, rank - 1)
     placed = a or b
