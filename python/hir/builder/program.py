@@ -8,7 +8,7 @@ import sys
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterator, Literal, Optional, Sequence, Union
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
@@ -17,6 +17,9 @@ from hir.core import HirError, format_location, format_mlir_error, new_context
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding, sharding_of
 from hir.dialect.base import DYNAMIC
 from hir.dialect.compute import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
+
+if TYPE_CHECKING:
+    import torch
 
 _BUILDER_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -50,6 +53,11 @@ def Shard(mesh: Sequence[int], axis: Optional[int] = None) -> Sharding:
 
 
 Dim = Union[int, None]  # None: a dynamic extent
+# An element type: "f32", "f16", "bf16", "f64", "i32", "i64", the torch dtype of one, or an MLIR type
+DType = Union[str, "torch.dtype", ir.Type]
+# A compute op's output placement: "same" (the default) infers it from the operands, as each
+# method says; a Sharding places it; None leaves it unplaced.
+Placement = Union[Literal["same"], Sharding, None]
 
 
 @dataclass
@@ -122,7 +130,7 @@ class ProgramBuilder:
             got = f"a value of type {value.type}" if isinstance(value, ir.Value) else f"{type(value).__name__} {value!r}"
             raise ValueError(f"{what} must be an int or an index value, got {got}")
 
-    def _mem_type(self, shape: Sequence[Dim], dtype: Union[str, ir.Type], sharding: Optional[Sharding]) -> ir.MemRefType:
+    def _mem_type(self, shape: Sequence[Dim], dtype: DType, sharding: Optional[Sharding]) -> ir.MemRefType:
         dtype = TORCH_DTYPES.get(str(dtype), dtype) if type(dtype).__module__ == "torch" else dtype
         if not isinstance(dtype, ir.Type) and dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, a torch dtype of those or an MLIR type, got {dtype!r}")
@@ -131,7 +139,7 @@ class ProgramBuilder:
         return ir.MemRefType.get(dims, element, memory_space=sharding.attr() if sharding else None)
 
     # -- program inputs and outputs ------------------------------------------------------
-    def input(self, shape: Sequence[Dim], dtype: Union[str, ir.Type] = "f32", sharding: Optional[Sharding] = None) -> Tensor:
+    def input(self, shape: Sequence[Dim], dtype: DType = "f32", sharding: Optional[Sharding] = None) -> Tensor:
         """A program input with global ``shape`` (None = dynamic) placed by ``sharding``;
         ``dtype``: ``"f32"``, ``"f16"``, ``"bf16"``, ``"f64"``, ``"i32"``, ``"i64"``, the
         torch dtype of one of those (``torch.float32``) or an MLIR type."""
@@ -172,7 +180,7 @@ class ProgramBuilder:
         return self.module
 
     # -- allocation ----------------------------------------------------------------------
-    def alloc(self, sizes: Sequence[Union[int, ir.Value]], dtype: Union[str, ir.Type] = "f32", sharding: Optional[Sharding] = None) -> Tensor:
+    def alloc(self, sizes: Sequence[Union[int, ir.Value]], dtype: DType = "f32", sharding: Optional[Sharding] = None) -> Tensor:
         """``memref.alloc``; a size given as an index value makes that dimension dynamic."""
         with self._at():
             shape = [d if isinstance(d, int) else None for d in sizes]
@@ -181,6 +189,7 @@ class ProgramBuilder:
             return Tensor(memref.AllocOp(t, dynamic, []).result, list(sizes))
 
     def dealloc(self, tensor: Tensor) -> None:
+        """``memref.dealloc``: free a buffer from :meth:`alloc`."""
         with self._at():
             memref.DeallocOp(tensor.value)
 
@@ -189,14 +198,14 @@ class ProgramBuilder:
         if stream_axis is not None:
             op.operation.attributes[STREAM_AXIS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), stream_axis)
 
-    def set(self, x: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def set(self, x: Tensor, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
         """A copy of ``x``; a different ``sharding`` makes it a resharding (communication)."""
         out = out or self.alloc(x.sizes, x.type.element_type, x.sharding if sharding == "same" else sharding)
         with self._at():
             self._annotate(SetOp(x.value, out.value), stream_axis)
         return out
 
-    def binary(self, kind: str, lhs: Tensor, rhs: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def binary(self, kind: str, lhs: Tensor, rhs: Tensor, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
         """Elementwise ``kind`` (add, sub, mul, div, max, min) with broadcasting. By default
         the output is split like the first split operand (axes right-aligned), else
         replicated on an operand's mesh, else unplaced."""
@@ -211,18 +220,22 @@ class ProgramBuilder:
         return out
 
     def add(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        """``lhs + rhs``: :meth:`binary` ``"add"`` (same keywords)."""
         return self.binary("add", lhs, rhs, **kw)
 
     def sub(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        """``lhs - rhs``: :meth:`binary` ``"sub"`` (same keywords)."""
         return self.binary("sub", lhs, rhs, **kw)
 
     def mul(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        """``lhs * rhs``: :meth:`binary` ``"mul"`` (same keywords)."""
         return self.binary("mul", lhs, rhs, **kw)
 
     def div(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        """``lhs / rhs``: :meth:`binary` ``"div"`` (same keywords)."""
         return self.binary("div", lhs, rhs, **kw)
 
-    def reduction(self, kind: str, x: Tensor, axes: Sequence[int], *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def reduction(self, kind: str, x: Tensor, axes: Sequence[int], *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
         """``x.<kind>(axes)`` (sum, prod, max, min); the reduced axes are dropped. By
         default the output keeps ``x``'s mesh: split along the same (shifted) axis, or
         replicated when a split axis is reduced (that reduction is a communication)."""
@@ -241,15 +254,18 @@ class ProgramBuilder:
         return out
 
     def sum(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+        """``x.sum(axes)``: :meth:`reduction` ``"sum"`` (same keywords)."""
         return self.reduction("sum", x, axes, **kw)
 
     def max(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+        """``x.amax(axes)``: :meth:`reduction` ``"max"`` (same keywords)."""
         return self.reduction("max", x, axes, **kw)
 
     def min(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+        """``x.amin(axes)``: :meth:`reduction` ``"min"`` (same keywords)."""
         return self.reduction("min", x, axes, **kw)
 
-    def matmul(self, a: Tensor, b: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def matmul(self, a: Tensor, b: Tensor, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
         """``torch.matmul(a, b)``: a 1-D operand is a vector (``[M, K] @ [K]`` is ``[M]``,
         ``[K] @ [K, N]`` is ``[N]``, ``[K] @ [K]`` a scalar), higher ranks batches of
         matrices. By default the output keeps ``a``'s split of a batch or M axis, or ``b``'s
@@ -270,7 +286,7 @@ class ProgramBuilder:
             self._annotate(MatmulOp(a.value, b.value, out.value), stream_axis)
         return out
 
-    def linear(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def linear(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
         """``torch.nn.functional.linear(x, weight, bias)``: x [..., K], weight [N, K]. The
         output's default placement follows :meth:`matmul` (weight's N is its axis 0)."""
         sizes = list(x.sizes[:-1]) + [weight.sizes[0]]
