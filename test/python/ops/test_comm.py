@@ -24,7 +24,7 @@ DIST_TIMEOUT = 300
 
 
 def _run_worker(nproc: int) -> dict[str, list[str]]:
-    result = launch_ranks(nproc, WORKER, timeout_s=120)
+    result = launch_ranks(nproc, WORKER, timeout_s=600)  # a hang guard: minutes on a loaded machine
     lines: dict[str, list[str]] = {}
     for rank in result.ranks:
         for line in rank.stdout.splitlines():
