@@ -118,6 +118,8 @@ def with_output_checks(block: Block) -> tuple[str, list[Expected]]:
         if block.lang == "python" and PRINT_COMMENT.match(line) and (comment is None or comment["text"] is None):
             raise AssertionError(f"{where}: a print's trailing comment must be '# prints: TEXT' (checked)")
         start = HEREDOC.search(line) if block.lang == "bash" else None
+        if comment is not None and block.lang == "mlir" and RUN_LINE.match(line):
+            raise AssertionError(f"{where}: output comments are checked in bash and python blocks, not on RUN lines (grep the output instead)")
         if comment is not None and block.lang in ("bash", "python"):
             code = line[: comment.start()]
             if start is not None or (i and lines[i - 1].rstrip().endswith("\\")):
@@ -284,11 +286,12 @@ def test_broken_example_fails(lang, body, tmp_path):
         ("python", "x = 2  # prints: 2\n", "doc.md:2: a checked Python line must be one print(...) call"),
         ("bash", "python - <<'EOF'\nprint(2)  # two\nEOF\n", "doc.md:3: a print's comment in a heredoc is not checked"),
         ("bash", "echo \\\n  2   # prints: 2\n", "doc.md:3: a checked line must be one whole command"),
+        ("mlir", "// RUN: echo 3   # prints: 2\nfunc.func @main() {\n  return\n}\n", "doc.md:2: output comments are checked in bash and python blocks"),
     ],
 )
 def test_wrong_output_comment_fails(lang, body, message, tmp_path):
     """A doc's output comment that the line does not print (or that cannot be checked) fails."""
-    block = Block(tmp_path / "doc.md", 1, lang, {"bash": "x.sh", "python": "x.py"}[lang], body)
+    block = Block(tmp_path / "doc.md", 1, lang, {"bash": "x.sh", "python": "x.py", "mlir": "x.mlir"}[lang], body)
     with pytest.raises(AssertionError) as failure:
         run_block(block, [], tmp_path)
     assert message in str(failure.value)
