@@ -110,3 +110,13 @@ def test_matmul_of_mismatched_vector_is_located():
     b = Builder()
     with pytest.raises(HirError, match=here() + r"\d+: error: .*contraction mismatch"):
         b.matmul(b.input([4, 32]), b.input([16]))
+
+
+def test_bad_shape_and_size_are_located():
+    b = Builder()
+    with pytest.raises(HirError, match=here() + r"\d+: error: a shape holds ints >= 0 and None \(a dynamic extent\), got \[4.0\]"):
+        b.input([4.0])
+    with pytest.raises(HirError, match=here() + r"\d+: error: alloc: a size must be an int or an index value, got float 2.5"):
+        b.alloc([2.5, 3])
+    with pytest.raises(HirError, match=here() + r"\d+: error: dtype must be one of .* got \['f32'\]"):
+        b.input([2], ["f32"])

@@ -3,6 +3,7 @@ outputs, allocation) and the compute ops on whole buffers, with stream-parallel 
 device-mesh shardings. Every op is located at the Python line that built it, so verifier and
 run-time errors read ``my_program.py:12:9: error: ...``."""
 
+import numbers
 import os
 import sys
 
@@ -122,8 +123,8 @@ class ProgramBuilder:
 
     def _index(self, value: Union[int, ir.Value], what: str) -> ir.Value:
         """``value`` as an ``index`` value: an int becomes a constant."""
-        if isinstance(value, int) and not isinstance(value, bool):
-            return self.index(value)
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return self.index(int(value))
         if isinstance(value, ir.Value) and isinstance(value.type, ir.IndexType):
             return value
         with self._at():
@@ -132,10 +133,12 @@ class ProgramBuilder:
 
     def _mem_type(self, shape: Sequence[Dim], dtype: DType, sharding: Optional[Sharding]) -> ir.MemRefType:
         dtype = TORCH_DTYPES.get(str(dtype), dtype) if type(dtype).__module__ == "torch" else dtype
-        if not isinstance(dtype, ir.Type) and dtype not in DTYPES:
+        if not isinstance(dtype, ir.Type) and not (isinstance(dtype, str) and dtype in DTYPES):
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, a torch dtype of those or an MLIR type, got {dtype!r}")
+        if any(not (d is None or (isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0)) for d in shape):
+            raise ValueError(f"a shape holds ints >= 0 and None (a dynamic extent), got {list(shape)}")
         element = DTYPES[dtype]() if isinstance(dtype, str) else dtype
-        dims = [DYNAMIC if d is None else d for d in shape]
+        dims = [DYNAMIC if d is None else int(d) for d in shape]
         return ir.MemRefType.get(dims, element, memory_space=sharding.attr() if sharding else None)
 
     # -- program inputs and outputs ------------------------------------------------------
@@ -183,6 +186,10 @@ class ProgramBuilder:
     def alloc(self, sizes: Sequence[Union[int, ir.Value]], dtype: DType = "f32", sharding: Optional[Sharding] = None) -> Tensor:
         """``memref.alloc``; a size given as an index value makes that dimension dynamic."""
         with self._at():
+            bad = [d for d in sizes if not (isinstance(d, int) or (isinstance(d, ir.Value) and isinstance(d.type, ir.IndexType)))]
+            if bad:
+                got = f"a value of type {bad[0].type}" if isinstance(bad[0], ir.Value) else f"{type(bad[0]).__name__} {bad[0]!r}"
+                raise ValueError(f"alloc: a size must be an int or an index value, got {got}")
             shape = [d if isinstance(d, int) else None for d in sizes]
             t = self._mem_type(shape, dtype, sharding)
             dynamic = [d for d in sizes if not isinstance(d, int)]
