@@ -30,7 +30,8 @@ aside). A checked bash line is one whole command (not inside a heredoc, not cont
 the line before); a checked Python line is one ``print(...)`` call. The harness prints a
 marker line before and after each checked line (on the same line: line numbers stay) and
 compares what came between. A ``print(...)`` line with any other trailing comment (in a
-Python block or in a bash block's heredoc) is refused: its output would go unchecked."""
+Python block or in a bash block's heredoc) is refused: its output would go unchecked; so is
+an output comment on an mlir block's ``// RUN:`` line (bash would read it as a comment)."""
 
 import functools
 import os
