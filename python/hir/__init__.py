@@ -14,12 +14,18 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
 
 import inspect
 from collections.abc import Sequence
+from importlib import metadata
 from typing import Any, Optional
 
 from hir.core import HirError, new_context, parse
 from hir.dialect.gc_stress import checkpoint
 
-__all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "load"]
+__all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "load", "__version__"]
+
+try:
+    __version__ = metadata.version("hir")  # the installed distribution's (pyproject.toml)
+except metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never installed
+    __version__ = "0+unknown"
 
 
 def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
@@ -56,7 +62,25 @@ def _check_options(entry: str, options: dict, known: Any) -> None:
 
 @checkpoint
 def run(module, inputs, **options: Any):
-    """Execute ``module``'s entry function with torch (see :mod:`hir.interpreter`)."""
+    """Execute ``module``'s entry function once with torch and return its outputs, a list
+    of tensors (see :mod:`hir.interpreter`). ``inputs``: one value per argument of the
+    entry (tensors; ints, floats and bools for host scalars). Options (those of
+    :class:`hir.interpreter.Program`, which compiles once for many calls):
+
+    - ``entry``: the function to run (default ``@main``, else the only public one)
+    - ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` (default ``$HIR_DEVICE``, else this
+      rank's GPU when there is one, else the CPU)
+    - ``num_streams``: the stream pool's size when the module fixes none (default 4)
+    - ``backend``: the process group's (``"nccl"`` / ``"gloo"``; default by device)
+    - ``compile_kernels``: ``"auto"`` (inductor on CUDA), ``True`` or ``False``
+    - ``autotune``: inductor's max-autotune for those kernels
+    - ``graph``: ``"auto"``, ``True`` or ``False`` (CUDA graphs; for repeated calls)
+    - ``static_outputs``, ``graph_cache_size``: the CUDA graphs' outputs and cache
+    - ``track_memory``: count live allocation bytes
+    - ``source_name``: the file name errors name
+    - ``weights``: the safetensors file of the arguments the module names as weights
+
+    An unknown option is an :class:`HirError` naming the ones there are."""
     from hir.interpreter import Program, run as _run
 
     _check_options("hir.run", options, Program.__init__)
@@ -119,8 +143,33 @@ def _is_torch_module(value: Any) -> bool:
 
 
 def generate(model, input_ids, **options: Any):
-    """``model.generate``'s greedy and sampled decoding through hir programs over a static
-    KV cache (:func:`hir.frontend.generate.generate`: its options, HF's names)."""
+    """``model.generate(input_ids, **options)``'s greedy and sampled decoding through hir
+    programs over a static KV cache (:func:`hir.frontend.generate.generate`). Returns the
+    ``[batch, prompt + new]`` token ids (a ``GenerateOutput`` with
+    ``return_dict_in_generate=True``).
+
+    Options with Hugging Face's names and meanings:
+
+    - ``max_new_tokens`` / ``max_length``: the tokens to add / the total length
+    - ``min_new_tokens`` / ``min_length``: no stop token before then
+    - ``do_sample``, ``temperature``, ``top_k``, ``top_p``: sampling (else greedy)
+    - ``eos_token_id``: the stop token(s), an int or a list; ``pad_token_id``: what a
+      finished row gets
+    - ``generation_config``: the defaults of those (default: the model's)
+    - ``attention_mask``: all ones (unpadded prompts only)
+    - ``return_dict_in_generate``, ``output_logits``: a ``GenerateOutput``, with each
+      step's logits
+
+    hir's own:
+
+    - ``device``: where the programs run (default: the model's)
+    - ``max_cache_len``: the static cache's length (default: the tokens needed, rounded up
+      to a power of two, at least 64)
+    - ``compile_options``: :class:`~hir.frontend.compiled.CompiledProgram`'s (``graph``,
+      ``compile_kernels``, ``autotune``, ...)
+
+    HF options hir does not run (beam search, repetition penalties, ...) are an
+    :class:`HirError`."""
     from hir.frontend.generate import generate as _generate
 
     return _generate(model, input_ids, **options)
