@@ -93,5 +93,27 @@ def test_collective_mismatch_is_refused_on_every_rank(case, want):
         assert stopped or (f"ERROR rank{rank}.mlir:2:" in out and want in out), out
 
 
+@pytest.mark.parametrize("value, on", [(None, True), ("1", True), ("0", False), ("", True)])
+def test_check_switch_on_gloo(monkeypatch, value, on):
+    """On by default with Gloo; $HIR_CHECK_COLLECTIVES=0 turns it off (NCCL: off unless 1)."""
+    import torch.distributed as dist
+
+    from hir import HirError
+    from hir.interpreter.backends import headers
+
+    if value is None:
+        monkeypatch.delenv(headers.CHECK_ENV, raising=False)
+    else:
+        monkeypatch.setenv(headers.CHECK_ENV, value)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        assert headers.enabled(dist.group.WORLD) is on
+        monkeypatch.setenv(headers.CHECK_ENV, "yes")
+        with pytest.raises(HirError, match=r"\$HIR_CHECK_COLLECTIVES='yes': expected 1 .* or 0"):
+            headers.enabled(dist.group.WORLD)
+    finally:
+        dist.destroy_process_group()
+
+
 if __name__ == "__main__":
     worker(sys.argv[1])
