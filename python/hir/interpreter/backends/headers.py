@@ -27,8 +27,7 @@ from hir.dialect.context import HirError
 from hir.interpreter.buffers import DTYPE_NAMES
 
 CHECK_ENV = "HIR_CHECK_COLLECTIVES"
-_DIMS = 9  # dims carried whole; a tensor of more folds the rest into the last slot
-_LEN = 3 + _DIMS  # op, dtype, rank (number of dims), dims
+_DIMS = 9  # dims carried whole (a header: op, dtype, number of dims, dims); more fold into the last slot
 _DTYPES = list(DTYPE_NAMES)
 _OPS: dict[int, str] = {}  # op code -> op name, of every op a checker was made for
 
@@ -108,7 +107,6 @@ class Headers:
         dist.irecv(theirs, src=src).wait()
         if not torch.equal(mine, theirs):
             raise self.mismatch(src, theirs.tolist(), me, mine.tolist())
-
 
     def exchange(self, sent: torch.Tensor, dst: int, into: torch.Tensor, src: int, me: int, gloo: bool) -> None:
         """A shift's headers: ours of ``sent`` to ``dst``, ``src``'s checked against ``into``
