@@ -31,12 +31,18 @@ CASES = {
          f'"hir.allgather"(%x, %y) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>}} : (memref<2x3x{t}, {S}>, memref<2x3x{t}>) -> !hir.work')
         for t in ("f32", "i32")
     ),
+    # a shift of 2x8 floats on rank 0, 4x8 on rank 1 (Gloo alone: the receive of the larger aborts)
+    "shift_sizes": tuple(
+        (f"%x: memref<2x{n}x8xf32, {S}>, %y: memref<{n}x8xf32>",
+         f'"hir.shift"(%x, %y, %one) {{backend = "gloo", team = array<i64: 0, 1>}} : (memref<2x{n}x8xf32, {S}>, memref<{n}x8xf32>, index) -> !hir.work')
+        for n in (2, 4)
+    ),
 }
 
 
 def program(case: str, rank: int) -> str:
     args, op = CASES[case][rank]
-    return f"func.func @main({args}) {{\n  %w = {op}\n  \"hir.wait\"(%w) : (!hir.work) -> ()\n  return\n}}\n"
+    return f"func.func @main({args}) {{\n  %one = arith.constant 1 : index\n  %w = {op}\n  \"hir.wait\"(%w) : (!hir.work) -> ()\n  return\n}}\n"
 
 
 def worker(case: str) -> None:
@@ -51,7 +57,8 @@ def worker(case: str) -> None:
     dtype = torch.int32 if "xi32" in text else torch.float32
     n = 8 if "8xf32" in text else 4
     inputs = {"send_recv_sizes": [torch.arange(n, dtype=dtype)], "allreduce_sizes": [torch.ones(1, n), torch.zeros(n)],
-              "allgather_dtypes": [torch.ones(1, 3, dtype=dtype), torch.zeros(2, 3, dtype=dtype)]}[case]
+              "allgather_dtypes": [torch.ones(1, 3, dtype=dtype), torch.zeros(2, 3, dtype=dtype)],
+              "shift_sizes": [torch.ones(1, 2 + 2 * rank, 8), torch.zeros(2 + 2 * rank, 8)]}[case]
     try:
         Program(module, device="cpu", source_name=f"rank{rank}.mlir")(inputs)
     except hir.HirError as e:
@@ -75,22 +82,24 @@ def test_send_into_a_larger_receive_is_refused():
     """Rank 1's receive names rank 0's 4xf32 and its own 8xf32, at the recv's location."""
     result = _launch("send_recv_sizes")
     out = result.ranks[1].stdout
-    assert "ERROR rank1.mlir:2:" in out, out
+    assert "ERROR rank1.mlir:3:" in out, out
     assert "'hir.recv' ranks disagree" in out and "rank 0 has 4xf32, rank 1 has 8xf32" in out, out
     assert "DONE" not in out
 
 
-@pytest.mark.parametrize("case, want", [
-    ("allreduce_sizes", "'hir.allreduce' ranks disagree on what they transfer: rank 0 has 4xf32, rank 1 has 8xf32"),
-    ("allgather_dtypes", "'hir.allgather' ranks disagree on what they transfer: rank 0 has 1x3xf32, rank 1 has 1x3xi32"),
+@pytest.mark.parametrize("case, wants", [
+    ("allreduce_sizes", ["'hir.allreduce' ranks disagree on what they transfer: rank 0 has 4xf32, rank 1 has 8xf32"]),
+    ("allgather_dtypes", ["'hir.allgather' ranks disagree on what they transfer: rank 0 has 1x3xf32, rank 1 has 1x3xi32"]),
+    # each rank names what the other sends it and what it receives into
+    ("shift_sizes", ["'hir.shift' ranks disagree on what they transfer: rank", "has 1x2x8xf32", "has 1x4x8xf32"]),
 ])
-def test_collective_mismatch_is_refused_on_every_rank(case, want):
+def test_collective_mismatch_is_refused_on_every_rank(case, wants):
     """Both ranks fail with the located error (no Gloo abort, no result)."""
     result = _launch(case)
     for rank in (0, 1):
         out = result.ranks[rank].stdout
         stopped = result.ranks[rank].stopped and not out  # the launcher may stop the slower one first
-        assert stopped or (f"ERROR rank{rank}.mlir:2:" in out and want in out), out
+        assert stopped or (f"ERROR rank{rank}.mlir:3:" in out and all(want in out for want in wants)), out
 
 
 @pytest.mark.parametrize("value, on", [(None, True), ("1", True), ("0", False), ("", True)])
