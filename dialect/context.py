@@ -11,6 +11,7 @@ from torch_mlir import ir
 from hir.dialect.base import load
 from hir.dialect.gc_stress import checkpoint
 from hir.dialect.placement_checks import check_placements
+from hir.dialect.streams import module_attribute_errors
 
 
 class HirError(ValueError):
@@ -146,7 +147,7 @@ def check_nesting(text: str, filename: str, limit: int = MAX_NESTING) -> None:
 @checkpoint
 def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] = None) -> ir.Module:
     """Parse and verify an hir module (placements included: every ``#hir.shard`` must divide
-    its buffer); errors raise :class:`HirError` with locations reported against ``filename``."""
+    its buffer; and the stream module attributes); errors raise :class:`HirError` with locations reported against ``filename``."""
     if not isinstance(text, str):
         raise HirError(f"error: hir.parse: expected MLIR text (a str), got {type(text).__name__}")
     check_nesting(text, filename)
@@ -157,7 +158,7 @@ def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] =
         except ir.MLIRError as err:
             located = None if err.error_diagnostics else locate_custom_syntax(text, filename)
             raise HirError(located or format_mlir_error(err, filename)) from None
-        errors = check_placements(module.operation, filename)
+        errors = check_placements(module.operation, filename) + module_attribute_errors(module, filename)
         if errors:
             raise HirError("\n".join(errors))
         return module

@@ -18,6 +18,7 @@ from torch_mlir import ir
 from hir.interrupts import cli_main
 from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text, write_stdout
 from hir.dialect.placement_checks import check_placements
+from hir.dialect.streams import module_attribute_errors
 from hir.dialect.context import check_nesting
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
 from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
@@ -99,7 +100,7 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
         except ir.MLIRError as err:
             located = None if err.error_diagnostics else locate_custom_syntax(chunk, source)
             return None, parse_diagnostics(located or format_mlir_error(err, source))
-        placement_errors = check_placements(module.operation, source)
+        placement_errors = check_placements(module.operation, source) + module_attribute_errors(module, source)
         if placement_errors:
             return None, parse_diagnostics("\n".join(placement_errors))
         if args.pass_pipeline:

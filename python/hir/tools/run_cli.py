@@ -253,7 +253,11 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
     except LaunchError as err:
         print(f"hir-run: error: --nproc {args.nproc}: {err}; stopped the ranks already started", file=sys.stderr)
         return 1
-    write_stdout("".join(rank.stdout for rank in result.ranks))
+    try:
+        write_stdout("".join(rank.stdout for rank in result.ranks))
+    except CliError as err:
+        print(f"hir-run: error: {err}", file=sys.stderr)
+        return 1
     if result.first_failure is not None:
         failed = result.ranks[result.first_failure]
         sys.stderr.write(failed.stderr)
