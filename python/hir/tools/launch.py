@@ -4,7 +4,10 @@ exits non-zero the others are terminated, and a run past ``timeout_s`` is killed
 
 Each rank gets torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT on a free localhost port); its stdout and stderr are collected
-separately so the caller can print them in rank order. A rank that fails on its own calls
+separately so the caller can print them in rank order. Nothing of the run listens beyond
+loopback: rank 0 hosts the store on 127.0.0.1 only
+(:func:`hir.interpreter.backends.process_groups.rendezvous_store`) and Gloo binds to the
+loopback interface ($GLOO_SOCKET_IFNAME, unless the caller set it). A rank that fails on its own calls
 :func:`note_failure` first, which is how the launcher names the root cause.
 
 A launch that fails part way (a rank cannot be started, the launcher is interrupted) stops
@@ -73,12 +76,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def loopback_interface() -> Optional[str]:
+    """The name of this machine's loopback network interface (``lo``), None when none is found."""
+    try:
+        names = sorted(os.listdir("/sys/class/net"))
+    except OSError:
+        return None
+    for name in names:
+        try:
+            with open(f"/sys/class/net/{name}/flags") as f:
+                flags = int(f.read(), 16)
+        except (OSError, ValueError):
+            continue
+        if flags & 0x8:  # IFF_LOOPBACK
+            return name
+    return None
+
+
 def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None, env: Optional[dict] = None) -> LaunchResult:
     """Run ``argv`` as ``nproc`` ranks and wait for all of them (see the module docstring)."""
     if nproc < 1:
         raise ValueError(f"nproc must be >= 1, got {nproc}")
     base = dict(os.environ if env is None else env)
     base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc))
+    interface = loopback_interface()
+    if interface is not None:
+        base.setdefault("GLOO_SOCKET_IFNAME", interface)  # else Gloo listens on the hostname's address
     with tempfile.TemporaryDirectory(prefix="hir-launch-") as tmp:
         log = os.path.join(tmp, "failures")
         base[FAILURE_LOG_ENV] = log

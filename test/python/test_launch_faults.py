@@ -1,0 +1,128 @@
+"""``hir-run --nproc`` under faults and as seen from the network: nothing a single-node run
+starts listens beyond loopback (read from /proc/net/tcp and tcp6 while the ranks are paused
+at the test hook, see hir.interrupts)."""
+
+import ipaddress
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import pytest
+
+
+
+def program(nproc: int) -> str:
+    """An allreduce over ``nproc`` ranks (Gloo): its process group is up when the output is written."""
+    team, shard = ", ".join(map(str, range(nproc))), f"memref<{nproc}x3xf32, #hir.shard<array<i64: {', '.join(map(str, range(nproc)))}>, 0 : i64>>"
+    return f"""func.func @main(%a: {shard}) -> memref<3xf32> {{
+  %o = memref.alloc() : memref<3xf32>
+  %w = "hir.allreduce"(%a, %o) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: {team}>}} : ({shard}, memref<3xf32>) -> !hir.work
+  "hir.wait"(%w) : (!hir.work) -> ()
+  return %o : memref<3xf32>
+}}
+"""
+
+
+BOUND_S = 300  # how long a paused job may take to reach its pause point (a correctness bound)
+
+
+@contextmanager
+def paused_run(folder, nproc: int, point: str = "write") -> Iterator[tuple[subprocess.Popen, list[int]]]:
+    """``hir-run --nproc NPROC`` of a small program in ``folder``, every rank waiting at the
+    pause point ``point`` (default: writing its --save file, its process group up): yields
+    the launcher and the ranks' pids; the launcher is killed on the way out if it is still
+    running."""
+    (folder / "p.mlir").write_text(program(nproc))
+    pauses = folder / "paused"
+    pauses.mkdir()
+    env = dict(os.environ, HIR_TEST_PAUSE=f"{point}:{pauses}", HIR_DEVICE="cpu")
+    env.pop("HIR_LAUNCHED", None)
+    proc = subprocess.Popen([sys.executable, "-m", "hir.tools.run_cli", "--nproc", str(nproc), "p.mlir", "ones", "--save", "out.pt"],
+                            cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + BOUND_S
+        while len(os.listdir(pauses)) < nproc:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the ranks never reached the pause point"
+            time.sleep(0.05)
+        time.sleep(0.1)  # the pid files are written just before the wait starts
+        yield proc, sorted(int(name) for name in os.listdir(pauses))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def descendants(pids: list[int]) -> set[int]:
+    """``pids`` and every process below them."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, todo = set(pids), list(pids)
+    while todo:
+        pid = todo.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _address(hex_address: str) -> ipaddress._BaseAddress:
+    """An address of /proc/net/tcp{,6}: 32-bit words in host (little-endian) order."""
+    raw = bytes.fromhex(hex_address)
+    return ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
+
+
+def listening_sockets(pids: set[int]) -> list[tuple[str, int]]:
+    """(address, port) of every TCP socket in LISTEN state that one of ``pids`` holds."""
+    inodes = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[len("socket:["):-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if not os.path.exists(table):
+            continue
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state == "0A" and inode in inodes:  # 0A: TCP_LISTEN
+                    address, port = local.split(":")
+                    found.append((str(_address(address)), int(port, 16)))
+    return found
+
+
+def loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    return ip.is_loopback or (ip.version == 6 and ip.ipv4_mapped is not None and ip.ipv4_mapped.is_loopback)
+
+
+def test_a_run_listens_on_loopback_only(tmp_path):
+    """The rendezvous store and the Gloo pairs of a paused ``--nproc 2`` run: every listening
+    socket of the launcher and its ranks is on 127.0.0.0/8 or ::1."""
+    with paused_run(tmp_path, 2) as (launcher, ranks):
+        sockets = listening_sockets(descendants([launcher.pid, *ranks]))
+        launcher.send_signal(signal.SIGINT)
+        launcher.communicate(timeout=120)
+    assert sockets, "the paused run listens nowhere: the store was not found"
+    assert [s for s in sockets if not loopback(s[0])] == [], sockets
