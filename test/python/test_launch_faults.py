@@ -1,6 +1,7 @@
 """``hir-run --nproc`` under faults and as seen from the network: nothing a single-node run
 starts listens beyond loopback (read from /proc/net/tcp and tcp6 while the ranks are paused
-at the test hook, see hir.interrupts)."""
+at the test hook, see hir.interrupts); a launcher killed outright takes its ranks with it,
+and the next launch removes the temporary folders it left."""
 
 import ipaddress
 import os
@@ -31,7 +32,7 @@ BOUND_S = 300  # how long a paused job may take to reach its pause point (a corr
 
 
 @contextmanager
-def paused_run(folder, nproc: int, point: str = "write") -> Iterator[tuple[subprocess.Popen, list[int]]]:
+def paused_run(folder, nproc: int, point: str = "write", env: dict = {}) -> Iterator[tuple[subprocess.Popen, list[int]]]:
     """``hir-run --nproc NPROC`` of a small program in ``folder``, every rank waiting at the
     pause point ``point`` (default: writing its --save file, its process group up): yields
     the launcher and the ranks' pids; the launcher is killed on the way out if it is still
@@ -39,7 +40,7 @@ def paused_run(folder, nproc: int, point: str = "write") -> Iterator[tuple[subpr
     (folder / "p.mlir").write_text(program(nproc))
     pauses = folder / "paused"
     pauses.mkdir()
-    env = dict(os.environ, HIR_TEST_PAUSE=f"{point}:{pauses}", HIR_DEVICE="cpu")
+    env = dict(os.environ, HIR_TEST_PAUSE=f"{point}:{pauses}", HIR_DEVICE="cpu", **env)
     env.pop("HIR_LAUNCHED", None)
     proc = subprocess.Popen([sys.executable, "-m", "hir.tools.run_cli", "--nproc", str(nproc), "p.mlir", "ones", "--save", "out.pt"],
                             cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -126,3 +127,62 @@ def test_a_run_listens_on_loopback_only(tmp_path):
         launcher.communicate(timeout=120)
     assert sockets, "the paused run listens nowhere: the store was not found"
     assert [s for s in sockets if not loopback(s[0])] == [], sockets
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by init, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_killed_launcher_takes_its_ranks(tmp_path):
+    """SIGKILL to the launcher (nothing runs in it after that): its ranks die with it (within
+    5 s: a bound on the parent-death signal's delivery, not a speed figure), and the next
+    launch removes the temporary folders it left."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    with paused_run(tmp_path, 2, env={"TMPDIR": str(tmp)}) as (launcher, ranks):
+        processes = descendants(ranks)
+        left = sorted(p.name for p in tmp.iterdir())
+        launcher.kill()
+        launcher.communicate()
+        deadline = time.monotonic() + 5
+        while any(alive(pid) for pid in processes) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        survivors = [pid for pid in processes if alive(pid)]
+        for pid in survivors:  # the test leaves nothing running, whatever it finds
+            os.kill(pid, signal.SIGKILL)
+    assert survivors == [], "ranks outlived their launcher"
+    assert [name.split("-")[1] for name in left] == ["launch", "ranks"], left
+    assert sorted(p.name for p in tmp.iterdir()) == left  # nothing removed them yet
+    env = dict(os.environ, TMPDIR=str(tmp), HIR_DEVICE="cpu")
+    env.pop("HIR_TEST_PAUSE", None)
+    env.pop("HIR_LAUNCHED", None)
+    again = subprocess.run([sys.executable, "-m", "hir.tools.run_cli", "--nproc", "2", "p.mlir", "ones"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=BOUND_S)
+    assert again.returncode == 0, again.stderr
+    assert list(tmp.iterdir()) == []
+
+
+def test_only_this_users_stale_folders_are_removed(tmp_path):
+    """A folder is stale when it is this user's and its launcher (the pid in its name) no
+    longer runs: a running launcher's folder, another user's and other names stay."""
+    from hir.tools.launch import remove_stale_folders
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    stale = tmp_path / f"hir-launch-{ended.pid}-a"
+    kept = [tmp_path / f"hir-launch-{os.getpid()}-b", tmp_path / "hir-launch-x-c", tmp_path / f"hir-ranks-up-{ended.pid}-d"]
+    for folder in [stale, *kept]:
+        folder.mkdir()
+    if os.geteuid() == 0:  # as root, a folder of another user's dead launcher too
+        import pwd
+
+        kept.append(tmp_path / f"hir-launch-{ended.pid}-e")
+        kept[-1].mkdir()
+        os.chown(kept[-1], pwd.getpwnam("nobody").pw_uid, -1)
+    assert remove_stale_folders("hir-launch-", str(tmp_path)) == [str(stale)]
+    assert sorted(tmp_path.iterdir()) == sorted(kept)

@@ -11,22 +11,36 @@ loopback interface ($GLOO_SOCKET_IFNAME, unless the caller set it). A rank that 
 :func:`note_failure` first, which is how the launcher names the root cause.
 
 A launch that fails part way (a rank cannot be started, the launcher is interrupted) stops
-the ranks it started and removes its temporary folder before the error propagates.
+the ranks it started and removes its temporary folder before the error propagates. A
+launcher killed outright (SIGKILL, the OOM killer) takes its ranks with it: each rank gets
+SIGKILL when the launcher dies (Linux's parent-death signal), and the next launch removes the
+temporary folders that launchers of this user which are no longer running left behind
+(:func:`temporary_folder`).
 :func:`rank_limit` is how many ranks ``hir-run --nproc`` starts without ``--max-nproc``."""
 
+import contextlib
+import ctypes
 import os
+import shutil
+import signal
 import socket
+import stat
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from hir.interrupts import signals_held
 
 GRACE_S = 5.0  # how long a terminated rank gets before it is killed
 FAILURE_LOG_ENV = "HIR_FAILURE_LOG"
 RANKS_PER_CPU = 4  # CPU ranks mostly wait on each other; more than this only thrashes
+
+
+_PR_SET_PDEATHSIG = 1  # prctl option: the signal this process gets when its parent dies
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None  # loaded before any fork
 
 
 class LaunchError(Exception):
@@ -102,7 +116,7 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
     interface = loopback_interface()
     if interface is not None:
         base.setdefault("GLOO_SOCKET_IFNAME", interface)  # else Gloo listens on the hostname's address
-    with tempfile.TemporaryDirectory(prefix="hir-launch-") as tmp:
+    with temporary_folder("hir-launch-") as tmp:
         log = os.path.join(tmp, "failures")
         base[FAILURE_LOG_ENV] = log
         procs, files = [], []
@@ -116,7 +130,8 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
                     # A signal while Popen runs is held until the rank is in procs: raised
                     # between its fork and its return it would orphan the rank.
                     with signals_held():
-                        procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=files[-1][0], stderr=files[-1][1], stdin=subprocess.DEVNULL, start_new_session=True))
+                        procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=files[-1][0], stderr=files[-1][1], stdin=subprocess.DEVNULL,
+                                                      start_new_session=True, preexec_fn=_dies_with(os.getpid())))
                 except OSError as err:
                     raise LaunchError(f"cannot start rank {rank} of {nproc}: {err.strerror or err}") from None
             first_failure, timed_out, stopped = _supervise(procs, timeout_s)
@@ -132,6 +147,66 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
                 out.close()
                 err.close()
     return LaunchResult(results, first_failure, timed_out)
+
+
+def _dies_with(launcher: int) -> Optional[Callable[[], None]]:
+    """What a rank runs between fork and exec: ask for SIGKILL when the launcher dies (in its
+    own session, a rank would otherwise run on under init), and stop at once if the launcher
+    died before the request."""
+    if _LIBC is None:
+        return None
+    prctl = _LIBC.prctl
+
+    def request() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != launcher:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return request
+
+
+@contextlib.contextmanager
+def temporary_folder(prefix: str) -> Iterator[str]:
+    """A temporary folder (0700) named ``<prefix><pid>-...`` after this process, removed on
+    the way out; first removes the folders of the same prefix left by processes of this user
+    that no longer run (a launcher killed by SIGKILL cannot remove its own)."""
+    remove_stale_folders(prefix)
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-") as folder:
+        yield folder
+
+
+def remove_stale_folders(prefix: str, where: Optional[str] = None) -> list[str]:
+    """Remove the folders ``<prefix><pid>-*`` under ``where`` (default: the temporary
+    directory) that belong to this user and whose process ``pid`` no longer runs; returns them."""
+    where = where or tempfile.gettempdir()
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        pid = name[len(prefix):].split("-", 1)[0]
+        if not name.startswith(prefix) or not pid.isdigit():
+            continue
+        path = os.path.join(where, name)
+        try:
+            status = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not _running(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process now has the pid
+        return True
+    return True
 
 
 def _supervise(procs: list, timeout_s: Optional[float]) -> tuple[Optional[int], bool, set]:

@@ -240,13 +240,11 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
     """``--nproc N``: rerun this command line as N ranks and report in rank order. SIGINT
     and SIGTERM (see :func:`hir.interrupts.cli_main`) unwind through launch(), which stops
     every rank."""
-    import tempfile
-
-    from hir.tools.launch import LaunchError, launch
+    from hir.tools.launch import LaunchError, launch, temporary_folder
 
     env = dict(os.environ, HIR_LAUNCHED="1")
     try:
-        with tempfile.TemporaryDirectory(prefix="hir-ranks-up-") as up:
+        with temporary_folder("hir-ranks-up-") as up:
             env[RANKS_UP_ENV] = up  # each rank marks itself up there (see run_file)
             with progress.task(f"running {args.nproc} ranks", status=lambda: f"{len(os.listdir(up))}/{args.nproc} up"):
                 result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
