@@ -1,7 +1,8 @@
 """``hir-run --nproc`` under faults and as seen from the network: nothing a single-node run
 starts listens beyond loopback (read from /proc/net/tcp and tcp6 while the ranks are paused
 at the test hook, see hir.interrupts); a launcher killed outright takes its ranks with it,
-and the next launch removes the temporary folders it left."""
+and the next launch removes the temporary folders it left; a rank killed mid-run is named,
+with its signal, not the peer whose collective broke because of it."""
 
 import ipaddress
 import os
@@ -186,3 +187,97 @@ def test_only_this_users_stale_folders_are_removed(tmp_path):
         os.chown(kept[-1], pwd.getpwnam("nobody").pw_uid, -1)
     assert remove_stale_folders("hir-launch-", str(tmp_path)) == [str(stale)]
     assert sorted(tmp_path.iterdir()) == sorted(kept)
+
+
+def looping(nproc: int) -> str:
+    """Allreduces over ``nproc`` ranks in a loop of %n iterations (Gloo)."""
+    team = ", ".join(map(str, range(nproc)))
+    shard = f"memref<{nproc}x3xf32, #hir.shard<array<i64: {team}>, 0 : i64>>"
+    return f"""func.func @main(%a: {shard}, %n: index) -> memref<3xf32> {{
+  %o = memref.alloc() : memref<3xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  "hir.for"(%c0, %n, %c1) ({{
+  ^bb0(%i: index):
+    %w = "hir.allreduce"(%a, %o) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: {team}>}} : ({shard}, memref<3xf32>) -> !hir.work
+    "hir.wait"(%w) : (!hir.work) -> ()
+    "hir.yield"() : () -> ()
+  }}) : (index, index, index) -> ()
+  return %o : memref<3xf32>
+}}
+"""
+
+
+def rank_pids(launcher: int) -> dict[int, int]:
+    """rank -> pid of the launcher's ranks started so far."""
+    ranks = {}
+    for pid in descendants([launcher]) - {launcher}:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+        except OSError:
+            continue
+        if b"RANK" in env:
+            ranks[int(env[b"RANK"])] = pid
+    return ranks
+
+
+def connected_to_peers(pid: int) -> bool:
+    """Whether ``pid`` holds an established TCP connection other than to the store
+    ($MASTER_PORT): its Gloo pairs are up, so its peers' collectives break when it dies."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        store = int(dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)[b"MASTER_PORT"])
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[len("socket:["):-1])
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                ports = {int(fields[1].split(":")[1], 16), int(fields[2].split(":")[1], 16)}
+                if fields[3] == "01" and fields[9] in inodes and store not in ports:  # 01: ESTABLISHED
+                    return True
+    return False
+
+
+@pytest.mark.parametrize("nproc,tries", [(2, 1), pytest.param(2, 3, marks=pytest.mark.slow), pytest.param(4, 3, marks=pytest.mark.slow)],
+                         ids=["2-ranks", "2-ranks-3-times", "4-ranks-3-times"])
+def test_a_killed_rank_is_named(tmp_path, nproc, tries):
+    """SIGKILL to rank 1 while the ranks loop over allreduces: hir-run names rank 1 and the
+    signal (its peers, whose allreduces broke, failed after it and are not blamed)."""
+    (tmp_path / "loop.mlir").write_text(looping(nproc))
+    env = dict(os.environ, HIR_DEVICE="cpu")
+    for name in ("HIR_TEST_PAUSE", "HIR_LAUNCHED"):
+        env.pop(name, None)
+    for _ in range(tries):
+        launcher = subprocess.Popen([sys.executable, "-m", "hir.tools.run_cli", "--nproc", str(nproc), "loop.mlir", "ones", "1000000000"],
+                                    cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + BOUND_S
+            while not (1 in (ranks := rank_pids(launcher.pid)) and connected_to_peers(ranks[1])):
+                assert launcher.poll() is None, launcher.communicate()
+                assert time.monotonic() < deadline, "rank 1 never connected to its peers"
+                time.sleep(0.05)
+            os.kill(ranks[1], signal.SIGKILL)
+            _, err = launcher.communicate(timeout=BOUND_S)
+        finally:
+            if launcher.poll() is None:
+                launcher.kill()
+                launcher.communicate()
+        assert launcher.returncode == 1, err
+        assert err.splitlines()[-1].startswith("hir-run: rank 1 failed (killed by SIGKILL)"), err
+
+
+def test_causes_in_words():
+    from hir.tools.launch import RankResult
+
+    def cause(code: int) -> str:
+        return RankResult(0, code, "", "", False).cause
+
+    assert [cause(1), cause(-signal.SIGKILL), cause(-signal.SIGSEGV), cause(128 + signal.SIGTERM)] == [
+        "exit status 1", "killed by SIGKILL", "killed by SIGSEGV", "exit status 143, after SIGTERM"]

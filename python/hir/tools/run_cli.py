@@ -258,7 +258,7 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
         if args.nproc > 1:
             others = [r.rank for r in result.ranks if r.returncode not in (0, None) and not r.stopped and r.rank != failed.rank]
             also = f" (then rank(s) {', '.join(map(str, others))} failed too)" if others else ""
-            print(f"hir-run: rank {failed.rank} failed{also}; stopped the other ranks", file=sys.stderr)
+            print(f"hir-run: rank {failed.rank} failed ({failed.cause}){also}; stopped the other ranks", file=sys.stderr)
     elif result.timed_out:
         print(f"hir-run: error: --timeout {args.timeout:g}: the run did not finish in time; stopped all ranks (exit status 124)", file=sys.stderr)
     else:
