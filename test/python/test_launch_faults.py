@@ -281,3 +281,26 @@ def test_causes_in_words():
 
     assert [cause(1), cause(-signal.SIGKILL), cause(-signal.SIGSEGV), cause(128 + signal.SIGTERM)] == [
         "exit status 1", "killed by SIGKILL", "killed by SIGSEGV", "exit status 143, after SIGTERM"]
+
+
+def test_the_store_listens_on_the_address_given(monkeypatch):
+    """A launch of the user's (env://, rank 0 hosting the store): the store listens on
+    $MASTER_ADDR only (127.0.0.2 here, a loopback address that is not 127.0.0.1), and an
+    address that is not this machine's is refused with a message naming it."""
+    from hir.core import HirError
+    from hir.interpreter.backends.process_groups import rendezvous_store
+    from hir.tools.launch import free_port
+
+    port = free_port()
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.2")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    store = rendezvous_store(0, 1)
+    store.set("key", "value")
+    assert [s for s in listening_sockets({os.getpid()}) if s[1] == port] == [("127.0.0.2", port)]
+    del store
+    monkeypatch.setenv("MASTER_ADDR", "203.0.113.123")  # TEST-NET-3: no machine's address
+    with pytest.raises(HirError, match=r"rank 0 cannot listen for the run's store on MASTER_ADDR=203.0.113.123 port \d+ .*must be an address of rank 0's machine"):
+        rendezvous_store(0, 1)
+    monkeypatch.delenv("MASTER_PORT")
+    with pytest.raises(HirError, match=r"a 2-rank run needs \$MASTER_ADDR and \$MASTER_PORT"):
+        rendezvous_store(0, 2)
