@@ -170,14 +170,19 @@ def test_killed_launcher_takes_its_ranks(tmp_path):
 
 def test_only_this_users_stale_folders_are_removed(tmp_path):
     """A folder is stale when it is this user's and its launcher (the pid in its name) no
-    longer runs: a running launcher's folder, another user's and other names stay."""
+    longer runs (ended, or a zombie no one reaps): a running launcher's folder, another
+    user's and other names stay."""
     from hir.tools.launch import remove_stale_folders
 
-    ended = subprocess.Popen(["true"])
+    ended, zombie = subprocess.Popen(["true"]), subprocess.Popen(["true"])
     ended.wait()
-    stale = tmp_path / f"hir-launch-{ended.pid}-a"
+    deadline = time.monotonic() + BOUND_S
+    while alive(zombie.pid):  # exited, not reaped until the end of the test
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    stale = [tmp_path / f"hir-launch-{ended.pid}-a", tmp_path / f"hir-launch-{zombie.pid}-z"]
     kept = [tmp_path / f"hir-launch-{os.getpid()}-b", tmp_path / "hir-launch-x-c", tmp_path / f"hir-ranks-up-{ended.pid}-d"]
-    for folder in [stale, *kept]:
+    for folder in [*stale, *kept]:
         folder.mkdir()
     if os.geteuid() == 0:  # as root, a folder of another user's dead launcher too
         import pwd
@@ -185,8 +190,9 @@ def test_only_this_users_stale_folders_are_removed(tmp_path):
         kept.append(tmp_path / f"hir-launch-{ended.pid}-e")
         kept[-1].mkdir()
         os.chown(kept[-1], pwd.getpwnam("nobody").pw_uid, -1)
-    assert remove_stale_folders("hir-launch-", str(tmp_path)) == [str(stale)]
+    assert sorted(remove_stale_folders("hir-launch-", str(tmp_path))) == sorted(map(str, stale))
     assert sorted(tmp_path.iterdir()) == sorted(kept)
+    zombie.wait()
 
 
 def looping(nproc: int) -> str:

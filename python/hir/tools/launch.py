@@ -225,13 +225,19 @@ def remove_stale_folders(prefix: str, where: Optional[str] = None) -> list[str]:
 
 
 def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is no zombie (a container's init may
+    never reap a launcher whose parent is gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process now has the pid
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _supervise(procs: list, timeout_s: Optional[float]) -> tuple[list[int], bool, set]:
