@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 
@@ -33,7 +33,7 @@ BOUND_S = 300  # how long a paused job may take to reach its pause point (a corr
 
 
 @contextmanager
-def paused_run(folder, nproc: int, point: str = "write", env: dict = {}) -> Iterator[tuple[subprocess.Popen, list[int]]]:
+def paused_run(folder, nproc: int, point: str = "write", env: Optional[dict] = None) -> Iterator[tuple[subprocess.Popen, list[int]]]:
     """``hir-run --nproc NPROC`` of a small program in ``folder``, every rank waiting at the
     pause point ``point`` (default: writing its --save file, its process group up): yields
     the launcher and the ranks' pids; the launcher is killed on the way out if it is still
@@ -41,7 +41,7 @@ def paused_run(folder, nproc: int, point: str = "write", env: dict = {}) -> Iter
     (folder / "p.mlir").write_text(program(nproc))
     pauses = folder / "paused"
     pauses.mkdir()
-    env = dict(os.environ, HIR_TEST_PAUSE=f"{point}:{pauses}", HIR_DEVICE="cpu", **env)
+    env = dict(os.environ, HIR_TEST_PAUSE=f"{point}:{pauses}", HIR_DEVICE="cpu", **(env or {}))
     env.pop("HIR_LAUNCHED", None)
     proc = subprocess.Popen([sys.executable, "-m", "hir.tools.run_cli", "--nproc", str(nproc), "p.mlir", "ones", "--save", "out.pt"],
                             cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
