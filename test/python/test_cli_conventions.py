@@ -44,6 +44,19 @@ def test_run_usage_names_only_the_file(capsys):
     assert err.endswith("hir-run: error: the following arguments are required: file\n"), err
 
 
+def test_import_says_it_executes_the_file(capsys):
+    """hir-import FILE runs FILE as Python: said where a user reads about hir-import (its
+    --help, the README, docs/from-pytorch.md)."""
+    from pathlib import Path
+
+    with pytest.raises(SystemExit):
+        import_cli.main(["--help"])
+    assert "FILE is executed as Python, as `python FILE` would" in " ".join(capsys.readouterr().out.split())
+    root = Path(__file__).resolve().parents[2]
+    assert "it runs `model.py` as Python, as `python model.py` would" in " ".join((root / "README.md").read_text().split())
+    assert "hir-import executes `model.py` as Python, as `python model.py` would" in " ".join((root / "docs" / "from-pytorch.md").read_text().split())
+
+
 def test_run_summarizes_outputs_without_print(folder, capsys):
     assert run_cli.main(["p.mlir", "arange"]) == 0
     out = capsys.readouterr().out

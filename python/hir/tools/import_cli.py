@@ -1,4 +1,5 @@
 """``hir-import``: import a PyTorch module from a Python file as a program-level hir module.
+The file is executed as Python, as ``python FILE`` would (whatever it does, it does).
 
 The file defines the module and its example inputs as module-level names (defaults
 ``module`` and ``example_args``; ``--module``/``--args`` pick others). A callable is called
@@ -26,8 +27,9 @@ from hir.tools.cli_common import ArgumentParser, CliError, check_writable, flush
 
 
 def parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="hir-import", description="Import a torch.nn.Module (torch.export + torch-mlir's FX importer) as an hir module.")
-    p.add_argument("file", help="a Python file defining the module and its example inputs")
+    p = ArgumentParser(prog="hir-import", description="Import a torch.nn.Module (torch.export + torch-mlir's FX importer) as an hir module. "
+                       "FILE is executed as Python, as `python FILE` would: import only files you would run.")
+    p.add_argument("file", help="a Python file defining the module and its example inputs (executed, as by `python FILE`)")
     p.add_argument("--module", default="module", help="name of the nn.Module (or a function returning one) in the file (default: module)")
     p.add_argument("--args", default="example_args", help="name of the example inputs (a tuple, or a function returning one) (default: example_args)")
     p.add_argument("--mesh", default="mesh", help="name of the device mesh in the file, if any (default: mesh)")

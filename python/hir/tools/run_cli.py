@@ -240,13 +240,11 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
     """``--nproc N``: rerun this command line as N ranks and report in rank order. SIGINT
     and SIGTERM (see :func:`hir.interrupts.cli_main`) unwind through launch(), which stops
     every rank."""
-    import tempfile
-
-    from hir.tools.launch import LaunchError, launch
+    from hir.tools.launch import LaunchError, launch, temporary_folder
 
     env = dict(os.environ, HIR_LAUNCHED="1")
     try:
-        with tempfile.TemporaryDirectory(prefix="hir-ranks-up-") as up:
+        with temporary_folder("hir-ranks-up-") as up:
             env[RANKS_UP_ENV] = up  # each rank marks itself up there (see run_file)
             with progress.task(f"running {args.nproc} ranks", status=lambda: f"{len(os.listdir(up))}/{args.nproc} up"):
                 result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
@@ -264,7 +262,7 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
         if args.nproc > 1:
             others = [r.rank for r in result.ranks if r.returncode not in (0, None) and not r.stopped and r.rank != failed.rank]
             also = f" (then rank(s) {', '.join(map(str, others))} failed too)" if others else ""
-            print(f"hir-run: rank {failed.rank} failed{also}; stopped the other ranks", file=sys.stderr)
+            print(f"hir-run: rank {failed.rank} failed ({failed.cause}){also}; stopped the other ranks", file=sys.stderr)
     elif result.timed_out:
         print(f"hir-run: error: --timeout {args.timeout:g}: the run did not finish in time; stopped all ranks (exit status 124)", file=sys.stderr)
     else:
