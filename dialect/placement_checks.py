@@ -9,6 +9,13 @@ from hir.dialect.base import VerifyError
 from hir.dialect.sharding import sharding_of
 
 
+def may_hold_placements(text: str) -> bool:
+    """Whether MLIR ``text`` may write a placement: every ``#hir.shard`` (or an alias of one)
+    spells "shard", so text without it needs no :func:`check_placements` walk (a Python step
+    per op: seconds on a module of hundreds of thousands of ops)."""
+    return "shard" in text
+
+
 def check_placements(op: ir.Operation, source_name: Optional[str] = None, world_size: Optional[int] = None) -> list[str]:
     """Every ``#hir.shard`` placement in ``op`` (op results, block arguments such as a
     function's), checked where it is written: one ``file:line:col: error: ...`` line per
