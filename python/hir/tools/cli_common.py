@@ -5,7 +5,7 @@ and (from :mod:`hir.outputs`) output files replaced only once complete."""
 import argparse
 import os
 import sys
-from typing import NoReturn
+from typing import NoReturn, Union
 
 from hir.outputs import CliError, check_writable, write_atomically, write_text  # noqa: F401 - the CLIs' imports
 
@@ -50,12 +50,18 @@ def versions(prog: str) -> str:
             f"torch {version('torch')}\n")
 
 
-def write_stdout(text: str) -> None:
-    """Write ``text`` to stdout. A reader that closed the pipe early (``| head``) has what it
-    wanted: the rest is dropped quietly and the command still succeeds, like other filters."""
+def write_stdout(text: Union[str, bytes]) -> None:
+    """Write ``text`` (bytes: UTF-8 text) to stdout. A reader that closed the pipe early
+    (``| head``) has what it wanted: the rest is dropped quietly and the command still
+    succeeds, like other filters."""
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        if isinstance(text, bytes) and hasattr(sys.stdout, "buffer"):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(text.decode() if isinstance(text, bytes) else text)
+            sys.stdout.flush()
     except BrokenPipeError:
         # Python would hit the closed pipe again when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
