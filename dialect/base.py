@@ -216,15 +216,17 @@ class CheckedKeys:
     @staticmethod
     def key(op: Any, operands: int, attribute_names: tuple) -> tuple:
         """The first ``operands`` operand types, every result type and the named attributes."""
+        # Built in a list, operands iterated rather than indexed: verification of a big
+        # module spends most of its time here (a Value and a Type object per operand).
         operation = op.operation
         values = operation.operands
         attributes = operation.attributes
-        return (
-            operation.name,
-            *(values[i].type for i in range(operands)),
-            *(r.type for r in operation.results),
-            *(attributes[n] if n in attributes else None for n in attribute_names),
-        )
+        key = [type(op)]
+        key += [v.type for v in values] if operands == len(values) else [values[i].type for i in range(operands)]
+        key += [r.type for r in operation.results]
+        for name in attribute_names:
+            key.append(attributes[name] if name in attributes else None)
+        return tuple(key)
 
     def passed(self, op: Any, key: tuple) -> bool:
         context = op.operation.context

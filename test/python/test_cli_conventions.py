@@ -66,6 +66,28 @@ def test_run_summarizes_outputs_without_print(folder, capsys):
     assert captured.out == "" and captured.err == "hir-run: 1 output(s) saved to o.pt\n"
 
 
+def test_run_options_between_program_and_inputs(folder, capsys):
+    """Options go anywhere, as argparse users expect: between the program and its inputs too."""
+    torch.save(torch.ones(2, 3), folder / "x.pt")
+    (folder / "w.safetensors").write_bytes(b"")
+    assert run_cli.main(["p.mlir", "--print", "x.pt", "--seed", "3"]) == 0
+    assert capsys.readouterr().out == "output 0: shape [2, 3] f32\n[[2, 2, 2],\n [2, 2, 2]]\n"
+    assert run_cli.main(["p.mlir", "--lower", "--seed", "3", "random", "--print"]) == 0
+    lowered = capsys.readouterr().out
+    assert run_cli.main(["p.mlir", "random", "--seed", "3", "--print"]) == 0
+    assert capsys.readouterr().out == lowered
+    # --weights between the program and its inputs is taken as the option it is.
+    assert run_cli.main(["p.mlir", "--weights", "w.safetensors", "x.pt"]) == 1
+    assert "hir-run: error: --weights w.safetensors: @main reads no weights" in capsys.readouterr().err
+
+
+def test_opt_options_anywhere(folder, capsys):
+    assert opt.main(["--hir-lower", "p.mlir", "--canonicalize", "-o", "a.mlir"]) == 0
+    assert opt.main(["-o", "b.mlir", "--hir-lower", "--canonicalize", "p.mlir"]) == 0
+    assert opt.main(["p.mlir", "-p", "builtin.module(hir-lower,canonicalize)", "-o", "c.mlir"]) == 0
+    assert (folder / "a.mlir").read_text() == (folder / "b.mlir").read_text() == (folder / "c.mlir").read_text()
+
+
 def test_trace_drops_the_profiler_lines(folder):
     run = subprocess.run([sys.executable, "-m", "hir.tools.run_cli", "p.mlir", "--trace", "t.json"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr

@@ -102,9 +102,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CliError as err:
         print(f"hir-import: error: {err}", file=sys.stderr)
         return 1
+    if args.file.endswith(".mlir"):  # a program for hir-opt / hir-run, not Python to run
+        print(f"{args.file}: error: not a Python file:{not_python_hint(args.file)}", file=sys.stderr)
+        return 1
     try:
         namespace = runpy.run_path(args.file, run_name="__hir_import__")  # before the frontend's imports: a missing file fails at once
-    except (OSError, SyntaxError) as err:
+    except SyntaxError as err:
+        print(f"{args.file}: error: cannot load: {err}{not_python_hint(args.file)}", file=sys.stderr)
+        return 1
+    except OSError as err:
         print(f"{args.file}: error: cannot load: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - the user's file failed; say so without a traceback
@@ -143,6 +149,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"hir-import: error: {err}", file=sys.stderr)
         return 1
     return 0
+
+
+def not_python_hint(path: str) -> str:
+    """What to say when ``path`` is not Python: hir-import takes a Python file; MLIR goes to
+    hir-opt / hir-run."""
+    if path.endswith(".mlir"):
+        return " hir-import takes a Python file defining a torch.nn.Module and its example inputs (hir-opt checks and transforms an .mlir file, hir-run runs it)"
+    if not path.endswith(".py"):
+        return " (hir-import takes a Python file defining a torch.nn.Module and its example inputs)"
+    return ""
 
 
 def write_output(output: str, text: str) -> None:

@@ -104,7 +104,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # A bare --lower must not swallow the file name that follows it: the pipeline is only
     # ever given as --lower=PIPELINE.
-    args = parser().parse_args([f"--lower={DEFAULT_LOWERING}" if a == "--lower" else a for a in argv])
+    # Intermixed: options may come between the program and its inputs (hir-run p.mlir --print x.pt).
+    args = parser().parse_intermixed_args([f"--lower={DEFAULT_LOWERING}" if a == "--lower" else a for a in argv])
     progress.configure("hir-run", args.progress)
     try:
         check_args(args)
