@@ -100,7 +100,7 @@ class Generator:
 
     def __call__(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions``."""
-        (logits,) = self.fn(tokens, positions)
+        logits = self.fn(tokens, positions)
         return logits[:, -1, :].float()
 
     def prefill(self, prompt: torch.Tensor) -> torch.Tensor:
@@ -111,7 +111,7 @@ class Generator:
             self.prefill_fn = self._compile_prefill()
         if self.prefill_fn is None or prompt.shape[1] < 2:
             return self(prompt, positions)
-        (logits,) = self.prefill_fn(prompt, positions)
+        logits = self.prefill_fn(prompt, positions)
         return logits[:, -1, :].float()
 
     def _compile_prefill(self) -> Any:

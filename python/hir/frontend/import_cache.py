@@ -143,7 +143,7 @@ def _store(entry: Path, program: Any) -> None:
         (work / "program.mlir").write_text(program.module.operation.get_asm(enable_debug_info=True))
         meta = {"state_names": program.state_names, "num_inputs": program.num_inputs, "aliases": program.aliases,
                 "captured": program.captured, "output_names": program.output_names, "dynamic_dims": program.dynamic_dims,
-                "keyword_inputs": program.keyword_inputs}
+                "keyword_inputs": program.keyword_inputs, "output_tree": program.output_tree}
         torch.save(meta, work / "meta.pt")
         os.replace(work, entry)
     except OSError:  # unwritable, or another process stored the entry first
@@ -165,4 +165,4 @@ def _load(entry: Path) -> Optional[Any]:
     except HirError:
         return None
     return TorchProgram(module, meta["state_names"], meta["num_inputs"], None, meta["aliases"], meta["captured"], meta["output_names"], meta["dynamic_dims"],
-                        keyword_inputs=meta.get("keyword_inputs", []))
+                        keyword_inputs=meta.get("keyword_inputs", []), output_tree=meta.get("output_tree"))
