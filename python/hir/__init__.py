@@ -104,13 +104,16 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
     from hir.frontend.torch_import import TorchProgram
     from hir.interpreter import Program
 
+    compile_options = [p for p in inspect.signature(Program.__init__).parameters if p not in ("self", "module")] + ["lower"]
     if isinstance(target, TorchProgram):
+        _check_options("hir.compile", options, compile_options)
         if state_or_args is None:
             raise HirError("error: hir.compile(program, state): an imported program needs its state (program.state(module) or module.state_dict())")
         return target.compile(state_or_args, **options)
     if _is_torch_module(target):
         if state_or_args is None:
             raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
+        _check_options("hir.compile", options, dict.fromkeys([*compile_options, *_IMPORT_OPTIONS, "recompile_limit"]))
         from hir.frontend.compiled_module import RECOMPILE_LIMIT, CompiledModule
         from hir.interpreter.kernels import warm_compile_workers
 

@@ -65,6 +65,8 @@ def test_sizes_one_and_new_dtypes_get_programs_of_their_own_up_to_the_limit():
             fn(torch.randn(8, 16, dtype=torch.float64))
     with pytest.raises(hir.HirError, match="recompile_limit must be a positive int, got 0"):
         hir.compile(model, (torch.randn(8, 16),), device="cpu", recompile_limit=0)
+    with pytest.raises(hir.HirError, match=r"unknown option\(s\) speed \(options: .*recompile_limit"):  # before importing anything
+        hir.compile(model, (torch.randn(8, 16),), speed=11)
 
 
 def test_a_dim_the_code_fixes_compiles_per_signature_with_one_warning():
