@@ -51,6 +51,21 @@ def test_dims_that_change_alike_are_one_dim():
     assert dynamic.dynamic_dims[0][0][0] == dynamic.dynamic_dims[1][0][0]  # one symbol for both batches
 
 
+def test_keyword_inputs_by_keyword_and_new_shapes():
+    class Masked(torch.nn.Module):
+        def forward(self, x, mask=None):
+            return x * mask[..., None]
+
+    fn = hir.compile(Masked(), (torch.randn(2, 4, 3),), example_kwargs={"mask": torch.ones(2, 4)}, device="cpu")
+    for batch, seq in [(2, 4), (3, 4), (5, 6)]:
+        x, mask = torch.randn(batch, seq, 3), torch.rand(batch, seq)
+        torch.testing.assert_close(fn(x, mask=mask), x * mask[..., None])
+        torch.testing.assert_close(fn(x, mask), x * mask[..., None])
+    assert len(fn.programs) == 3 and all(p.keyword_inputs == ["mask"] for p in fn.programs)
+    with pytest.raises(hir.HirError, match=r"the keyword inputs are \['mask'\] \(example_kwargs' tensors\), got \['attention_mask'\]"):
+        fn(x, attention_mask=mask)
+
+
 def test_sizes_one_and_new_dtypes_get_programs_of_their_own_up_to_the_limit():
     model = mlp()
     fn = hir.compile(model, (torch.randn(8, 16),), device="cpu", recompile_limit=3)

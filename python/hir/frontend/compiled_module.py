@@ -78,8 +78,11 @@ class CompiledModule:
         """What compiling compute regions cost the program the last call ran."""
         return self._last[2].kernel_compile
 
-    def __call__(self, *args: Any) -> Any:
-        """What the module returns on ``args`` (see the module docstring)."""
+    def __call__(self, *args: Any, **keyword_inputs: Any) -> Any:
+        """What the module returns on ``args`` (see the module docstring); the keyword inputs
+        (``example_kwargs``' tensors) by keyword, or positionally after the others."""
+        if keyword_inputs:
+            args = self._with_keywords(args, keyword_inputs)
         if self._guard.stale():
             self._rebind()
         key = _signature(args)
@@ -91,6 +94,12 @@ class CompiledModule:
         if torch.is_grad_enabled() and self._guard.requires_grad(args):
             outputs = _no_backward(outputs, self._guard.first_requiring_grad(args), type(self.module).__name__)
         return rebuild(entry[1].output_tree, outputs)
+
+    def _with_keywords(self, args: tuple, keyword_inputs: dict) -> tuple:
+        if sorted(keyword_inputs) != sorted(self._keywords):
+            raise HirError(f"error: hir.compile({type(self.module).__name__}): the keyword inputs are {self._keywords or 'none'} "
+                           f"(example_kwargs' tensors), got {sorted(keyword_inputs)}")
+        return tuple(args) + tuple(keyword_inputs[k] for k in self._keywords)
 
     def _entry(self, args: tuple, key: tuple) -> list:
         """The entry whose program takes ``args``, compiling one where none does."""
