@@ -91,8 +91,9 @@ class CompiledModule:
             entry = self._found[key] = self._entry(args, key)
         self._last = entry
         outputs = entry[2].run(*args)
-        if torch.is_grad_enabled() and self._guard.requires_grad(args):
-            outputs = _no_backward(outputs, self._guard.first_requiring_grad(args), type(self.module).__name__)
+        anchor = self._guard.grad_anchor(args) if torch.is_grad_enabled() else None
+        if anchor is not None:
+            outputs = _no_backward(outputs, anchor, type(self.module).__name__)
         return rebuild(entry[1].output_tree, outputs)
 
     def _with_keywords(self, args: tuple, keyword_inputs: dict) -> tuple:
@@ -167,16 +168,14 @@ class _Guard:
                 for name, tensor in table.items():
                     if tensor is not None:
                         self.entries.append((table, name, tensor, tensor.data_ptr()))
-        self.parameters = [p for p in module.parameters()]
+        self.parameters = list(module.parameters())
 
     def stale(self) -> bool:
         return any(table.get(name) is not tensor or tensor.data_ptr() != pointer for table, name, tensor, pointer in self.entries)
 
-    def requires_grad(self, args: tuple) -> bool:
-        return any(p.requires_grad for p in self.parameters) or any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-
-    def first_requiring_grad(self, args: tuple) -> torch.Tensor:
-        return next(t for t in [*self.parameters, *args] if isinstance(t, torch.Tensor) and t.requires_grad)
+    def grad_anchor(self, args: tuple) -> Optional[torch.Tensor]:
+        """A parameter or input that requires grad (None: none does)."""
+        return next((t for t in (*self.parameters, *args) if isinstance(t, torch.Tensor) and t.requires_grad), None)
 
 
 class _NoBackward(torch.autograd.Function):
