@@ -6,7 +6,8 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
     hir.lower(module, pipeline="hir-lower")       # run passes in place
     outputs = hir.run(module, [x, y])             # execute with torch
     program = hir.from_torch(nn_module, (x,))     # import a PyTorch module (program.module)
-    fn = hir.compile(program, state, device="cuda")  # its state bound, compiled once: fn(x)...
+    fn = hir.compile(nn_module, (x,))             # as torch.compile: fn(x) returns what the module returns
+    fn = hir.compile(program, state, device="cuda")  # an imported program, its state bound
     tokens = hir.generate(hf_model, input_ids, max_new_tokens=32)   # HF generate's arguments
     hir.from_shard(module)                        # annotated shard-dialect program -> hir
     program.save("m.mlir"); hir.load("m.mlir")    # the IR and its weights (safetensors) on disk
@@ -104,31 +105,47 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
     """Compile once, call many times; each call costs only the interpreter's run (a CUDA
     graph replay on GPU).
 
+    - ``hir.compile(nn_module, example_args, ...)``: as ``torch.compile(nn_module)``: each
+      call returns what the module returns (a tensor, a tuple, a dict, a ``ModelOutput``).
+      Imports the module with :func:`from_torch` (its options: ``mesh``, ``placements``,
+      ``dynamic``, ``dynamic_shapes``, ``example_kwargs``...; cached on disk,
+      :mod:`hir.frontend.import_cache`) and binds the module's own state. A call with new
+      input shapes compiles another program; from the second input signature on, the dims
+      that changed (batch size, sequence length) are imported dynamic, one program for
+      every size of them (torch.compile's ``dynamic=None``); ``recompile_limit`` (default
+      8) bounds the programs, a call needing one more is refused. Replaced parameters are
+      bound again at the next call; a backward through the results raises (the compiled
+      module does not differentiate: ``hir.train_step`` trains).
+      :class:`hir.frontend.compiled_module.CompiledModule`.
     - ``hir.compile(program, state, device=..., graph="auto", ...)``: an imported program
-      (:func:`from_torch`) with its state bound: :meth:`hir.frontend.TorchProgram.compile`.
-    - ``hir.compile(nn_module, example_args, ...)``: :func:`from_torch` (its options:
-      ``mesh``, ``placements``, ``dynamic``, ...; the import cached on disk,
-      :mod:`hir.frontend.import_cache`) then the module's own state bound.
+      (:func:`from_torch`) with its state bound, for its one input signature (or its
+      dynamic dims): :meth:`hir.frontend.TorchProgram.compile`; a call returns what the
+      module returns, ``fn.run(...)`` the list of ``@main``'s results.
     - ``hir.compile(ir_module, ...)``: an hir module: :class:`hir.interpreter.Program`
-      (call it with the list of ``@main``'s arguments).
-    Other options are :class:`hir.interpreter.Program`'s."""
+      (call it with the list of ``@main``'s arguments; it returns a list).
+    Other options are :class:`hir.interpreter.Program`'s (``device``, ``graph``,
+    ``compile_kernels``, ``static_outputs``, ``num_streams``...)."""
     from hir.frontend.torch_import import TorchProgram
     from hir.interpreter import Program
 
+    compile_options = [p for p in inspect.signature(Program.__init__).parameters if p not in ("self", "module")] + ["lower"]
     if isinstance(target, TorchProgram):
+        _check_options("hir.compile", options, compile_options)
         if state_or_args is None:
             raise HirError("error: hir.compile(program, state): an imported program needs its state (program.state(module) or module.state_dict())")
         return target.compile(state_or_args, **options)
     if _is_torch_module(target):
         if state_or_args is None:
             raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
-        from hir.frontend.import_cache import cached_from_torch
+        _check_options("hir.compile", options, dict.fromkeys([*compile_options, *_IMPORT_OPTIONS, "recompile_limit"]))
+        from hir.frontend.compiled_module import RECOMPILE_LIMIT, CompiledModule
         from hir.interpreter.kernels import warm_compile_workers
 
         warm_compile_workers(options.get("compile_kernels", "auto"), options.get("device"))  # starting up while it imports
         imports = {k: options.pop(k) for k in _IMPORT_OPTIONS if k in options}
-        program = cached_from_torch(target, state_or_args, **imports)
-        return program.compile(program.state(target), **options)
+        limit = options.pop("recompile_limit", RECOMPILE_LIMIT)
+        example = state_or_args if isinstance(state_or_args, (tuple, list)) else (state_or_args,)
+        return CompiledModule(target, tuple(example), imports, options, limit)
     if state_or_args is not None:
         raise HirError("error: hir.compile(module): an hir module takes no state; pass @main's arguments to each call")
     _check_options("hir.compile", options, Program.__init__)

@@ -49,14 +49,14 @@ def test_second_compile_imports_nothing(monkeypatch, tmp_path):
     first = hir.compile(model, (x,), device="cpu")
     again = hir.compile(model, (x,), device="cpu")
     assert len(imports) == 1 and len(list((tmp_path / "imports").iterdir())) == 1
-    torch.testing.assert_close(again(x)[0], model(x))
-    torch.testing.assert_close(first(x)[0], again(x)[0])
+    torch.testing.assert_close(again(x), model(x))
+    torch.testing.assert_close(first(x), again(x))
     # what the import reads makes another entry: a plain attribute, a shape, a dynamic dim
     hir.compile(Scaled(3.0), (x,), device="cpu")
     hir.compile(model, (torch.randn(5, 8),), device="cpu")
     dynamic = hir.compile(model, (x,), device="cpu", dynamic={"input0": {0: "rows"}})
     assert len(imports) == 4
-    torch.testing.assert_close(dynamic(torch.randn(7, 8))[0].shape, torch.Size([7, 4]))
+    torch.testing.assert_close(dynamic(torch.randn(7, 8)).shape, torch.Size([7, 4]))
 
 
 def test_cache_off(monkeypatch, tmp_path):
@@ -83,7 +83,7 @@ def test_another_process_loads_the_entry(tmp_path):
         torch.manual_seed(0)
         model = Scaled(2.0)
         x = torch.ones(3, 8)
-        (y,) = hir.compile(model, (x,), device="cpu")(x)
+        y = hir.compile(model, (x,), device="cpu")(x)
         torch.testing.assert_close(y, model(x))
         print("imports", len(calls))
         """
