@@ -134,7 +134,7 @@ def test_a_planted_pickle_is_never_loaded(monkeypatch, tmp_path):
     assert not marker.exists(), "a pickle in the cache was loaded"
     assert any("does not match its digest" in str(w.message) for w in caught)
     assert len(imports) == 2  # the planted entry was a miss
-    torch.testing.assert_close(fn(x)[0], model(x))
+    torch.testing.assert_close(fn(x), model(x))
 
 
 def test_an_edited_program_is_a_miss(monkeypatch, tmp_path):
@@ -152,12 +152,12 @@ def test_an_edited_program_is_a_miss(monkeypatch, tmp_path):
     with pytest.warns(UserWarning, match="program.mlir|does not match its digest"):
         fn = hir.compile(model, (x,), device="cpu")
     assert len(imports) == 2
-    torch.testing.assert_close(fn(x)[0], model(x))
+    torch.testing.assert_close(fn(x), model(x))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         again = hir.compile(model, (x,), device="cpu")
     assert len(imports) == 2
-    torch.testing.assert_close(again(x)[0], model(x))
+    torch.testing.assert_close(again(x), model(x))
 
 
 def test_captured_tensors_come_back(monkeypatch, tmp_path):
@@ -197,7 +197,7 @@ def test_a_folder_others_can_write_is_refused(monkeypatch, tmp_path):
         with pytest.warns(UserWarning, match=r"not using the import cache: .*shared is writable by group and others \(mode 777\)"):
             fn = hir.compile(model, (x,), device="cpu")
     assert len(imports) == 2 and os.listdir(shared) == []
-    torch.testing.assert_close(fn(x)[0], model(x))
+    torch.testing.assert_close(fn(x), model(x))
     os.chmod(shared, 0o755)  # the owner's, writable by no one else: used
     hir.compile(model, (x,), device="cpu")
     hir.compile(model, (x,), device="cpu")
