@@ -224,6 +224,7 @@ class TrainStep:
             (loss,) = compiled(*batch)
             for name, tensor in copied:
                 tensor.copy_(compiled.state[name])
+        self.optimizer._opt_called = True  # what optimizer.step() records for an LR scheduler (which warns without it)
         return loss
 
     def save(self, path: str, weights: Optional[str] = None) -> str:
