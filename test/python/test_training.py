@@ -97,6 +97,27 @@ def test_state_is_the_users_and_created_as_torch_creates_it():
     assert_same_training(model, opt, ref, ref_opt)
 
 
+def test_param_groups_and_a_change_of_the_updates_terms():
+    """Two param groups with their own lr and weight decay; then weight decay turned on in
+    the group without it: another program, still equal to eager."""
+    model, _, ref, _, loss_fn, batches = twins("mlp", "adamw")
+
+    def grouped(m):
+        return torch.optim.AdamW([{"params": m.fc1.parameters(), "weight_decay": 0.0, "lr": 2e-3},
+                                  {"params": list(m.norm.parameters()) + list(m.fc2.parameters())}], lr=1e-3, eps=1e-6)
+
+    opt, ref_opt = grouped(model), grouped(ref)
+    data = batches(4)
+    step = hir.train_step(model, opt, loss_fn, data[0])
+    for i, batch in enumerate(data):
+        if i == 2:
+            for o in (opt, ref_opt):
+                o.param_groups[0]["weight_decay"] = 0.05
+        torch.testing.assert_close(step(*batch), eager_step(ref, ref_opt, loss_fn, batch), **TOL)
+    assert len(step.programs) == 2
+    assert_same_training(model, opt, ref, ref_opt)
+
+
 def test_a_batch_of_another_shape_gets_its_program():
     """The ragged last batch: a program per batch signature, each equal to eager."""
     model, opt, ref, ref_opt, loss_fn, batches = twins("mlp", "sgd")

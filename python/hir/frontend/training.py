@@ -138,7 +138,7 @@ class TrainStep:
 
     def _signature(self, batch: tuple) -> tuple:
         shapes = tuple((tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else type(x) for x in batch)
-        return shapes, tuple(self.rule.structure(g) for g in self.optimizer.param_groups), len(self.optimizer.param_groups)
+        return shapes, tuple((len(g["params"]), self.rule.structure(g)) for g in self.optimizer.param_groups)
 
     def _program(self, batch: tuple) -> Any:
         key = self._signature(batch)
@@ -148,6 +148,7 @@ class TrainStep:
             bad = [i for i, x in enumerate(batch) if not isinstance(x, torch.Tensor)]
             if bad:
                 raise HirError(f"error: hir.train_step: the batch holds tensors only; item {bad[0]} is {type(batch[bad[0]]).__name__}")
+            self.names = _parameter_names(self.model, self.optimizer)  # (param groups may have been added)
             # the settings, not the tensors: the export would track tensors among the module's attributes
             groups = [{k: v for k, v in g.items() if k != "params"} | {"count": len(g["params"])} for g in self.optimizer.param_groups]
             states = [{k: t.to(self.device) for k, t in self.rule.init(self._param(i), g).items()}
