@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import hir
-from training_util import TOL, assert_same_training, eager_step, make, optimizer, twins
+from training_util import ADAM_EPS, ADAM_LR, TOL, assert_same_training, eager_step, make, optimizer, twins
 
 STEPS = 10
 
@@ -103,8 +103,8 @@ def test_param_groups_and_a_change_of_the_updates_terms():
     model, _, ref, _, loss_fn, batches = twins("mlp", "adamw")
 
     def grouped(m):
-        return torch.optim.AdamW([{"params": m.fc1.parameters(), "weight_decay": 0.0, "lr": 2e-3},
-                                  {"params": list(m.norm.parameters()) + list(m.fc2.parameters())}], lr=1e-3, eps=1e-6)
+        return torch.optim.AdamW([{"params": m.fc1.parameters(), "weight_decay": 0.0, "lr": 2 * ADAM_LR},
+                                  {"params": list(m.norm.parameters()) + list(m.fc2.parameters())}], lr=ADAM_LR, eps=ADAM_EPS)
 
     opt, ref_opt = grouped(model), grouped(ref)
     data = batches(4)

@@ -155,6 +155,7 @@ class TrainStep:
                       for i, g in self._indexed_groups()]
             hyper = [{k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)} for _ in groups]
             step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm)
+            batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
             self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
                                             source_name=f"<train_step of {type(self.model).__name__}>")
         return self.programs[key]
