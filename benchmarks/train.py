@@ -3,7 +3,8 @@
 
     python benchmarks/train.py                 # GPU: ~1B Llama (d 2048, 16 layers, 32/8 heads, vocab 32000,
                                                # untied), batch 4 x 2048, bf16 autocast, fused AdamW
-    python benchmarks/train.py --tiny          # a tiny Llama on the CPU (< 1 minute): the script's own check
+    python benchmarks/train.py --tiny          # a tiny Llama on the CPU: the script's own check (torch.compile's
+                                               # row compiles C++ kernels: most of the time; --rows to leave it out)
 
 Weights are random from a config (seed 0, no download); every row trains its own copy of
 the same weights on the same batch, with its own ``torch.optim.AdamW`` (fused on CUDA).
@@ -33,7 +34,7 @@ import json
 import os
 import sys
 import time
-from typing import Callable, Optional
+from typing import Callable
 
 import torch
 
