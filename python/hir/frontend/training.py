@@ -158,6 +158,7 @@ class TrainStep:
             batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
             self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
                                             source_name=f"<train_step of {type(self.model).__name__}>")
+            self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
         return self.programs[key]
 
     def _indexed_groups(self) -> list:
