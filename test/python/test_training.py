@@ -33,7 +33,7 @@ def train_both(model_kind: str, opt_kind: str, *, schedule: bool = False, **opti
 
 
 @pytest.mark.parametrize("model_kind, opt_kind", [
-    ("mlp", "adamw"), ("mlp", "sgd"), ("mlp", "adam"), ("mlp", "nesterov"), ("gpt2", "adamw"),
+    ("mlp", "adamw"), ("mlp", "sgd"), ("mlp", "adam"), ("mlp", "nesterov"), ("mlp", "adamw-fused"), ("gpt2", "adamw"),
     pytest.param("llama", "adamw", marks=pytest.mark.slow), pytest.param("llama", "sgd", marks=pytest.mark.slow),
     pytest.param("gpt2", "sgd", marks=pytest.mark.slow),
 ])

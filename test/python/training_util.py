@@ -75,9 +75,12 @@ def make(kind: str, seed: int = 0) -> tuple:
 
 
 def optimizer(kind: str, model: torch.nn.Module, **overrides) -> torch.optim.Optimizer:
-    """adamw (weight decay), adam (L2 weight decay) or sgd (momentum, dampening, nesterov off)."""
+    """adamw (weight decay), adamw-fused, adam (L2 weight decay), sgd (momentum, dampening,
+    weight decay) or nesterov (SGD)."""
     if kind == "adamw":
         return torch.optim.AdamW(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.1, "eps": ADAM_EPS, **overrides})
+    if kind == "adamw-fused":  # eager: torch's fused kernel; hir: the same update, as the single-tensor arithmetic
+        return torch.optim.AdamW(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.1, "eps": ADAM_EPS, "fused": True, **overrides})
     if kind == "adam":
         return torch.optim.Adam(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.01, "eps": ADAM_EPS, **overrides})
     if kind == "sgd":
