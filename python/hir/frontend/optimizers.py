@@ -28,7 +28,7 @@ FIRST_STEP = "hir_first_step"  # SGD: 1 until the momentum buffers hold a gradie
 class Rule:
     """How one optimizer class updates a param group (see the module docstring)."""
 
-    hyper: tuple[str, ...]  # param-group keys read by the program (floats)
+    hyper: tuple[str, ...]  # param-group values read by the program (floats; betas as beta1, beta2)
     state: Callable[[dict], tuple[str, ...]]  # group -> a parameter's state keys
     init: Callable[[torch.Tensor, dict], dict]  # (param, group) -> its state before its first step
     update: Callable[[list, list, list, dict, dict], None]  # (params, grads, states, hyper tensors, group)
@@ -48,10 +48,9 @@ class Rule:
                 if bool(group.get(key, supported)) != bool(supported):
                     raise HirError(f"error: hir.train_step: {name}({key}={group[key]!r}) (param group {index}) is not supported; "
                                    f"hir implements {name} with {key}={supported!r}")
-            for key in ("lr", "betas"):
-                for value in (group[key] if key == "betas" and key in group else (group.get(key, 0),)):
-                    if isinstance(value, torch.Tensor) and value.numel() != 1:
-                        raise HirError(f"error: hir.train_step: {name} param group {index}: {key} must be numbers, got a tensor of shape {tuple(value.shape)}")
+            tensors = [v for v in (group.get("lr"), *group.get("betas", ())) if isinstance(v, torch.Tensor) and v.numel() != 1]
+            if tensors:
+                raise HirError(f"error: hir.train_step: {name} param group {index}: lr and betas must be numbers, got a tensor of shape {tuple(tensors[0].shape)}")
 
 
 def _scalar(value: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
