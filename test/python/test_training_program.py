@@ -86,6 +86,8 @@ def test_saved_step_runs_one_step_in_hir_run(tmp_path, monkeypatch, capsys):
     for index, entry in ref_opt.state_dict()["state"].items():
         torch.testing.assert_close(state[f"optimizer.state.{index}.momentum_buffer"], entry["momentum_buffer"], **TOL)
     assert state["optimizer.param_groups.0.lr"].item() == 0.05
+    assert run_cli.main(["step.mlir", "x.npy", "y.npy", "--nproc", "2", "--save-state", "s.safetensors"]) == 1
+    assert "--save-state applies to single-process runs only" in capsys.readouterr().err
     # a program that writes no state has none to save
     hir.from_torch(ref, (data[0][0],)).save("forward.mlir")
     assert run_cli.main(["forward.mlir", "x.npy", "--save-state", "s.safetensors"]) == 1
