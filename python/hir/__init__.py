@@ -9,6 +9,7 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
     fn = hir.compile(nn_module, (x,))             # as torch.compile: fn(x) returns what the module returns
     fn = hir.compile(program, state, device="cuda")  # an imported program, its state bound
     tokens = hir.generate(hf_model, input_ids, max_new_tokens=32)   # HF generate's arguments
+    step = hir.train_step(model, optimizer, loss_fn, batch); loss = step(*batch)  # training
     hir.from_shard(module)                        # annotated shard-dialect program -> hir
     program.save("m.mlir"); hir.load("m.mlir")    # the IR and its weights (safetensors) on disk
 """
@@ -21,7 +22,7 @@ from typing import Any, Optional
 from hir.core import HirError, new_context, parse
 from hir.dialect.gc_stress import checkpoint
 
-__all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "load", "__version__"]
+__all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "train_step", "load", "__version__"]
 
 try:
     __version__ = metadata.version("hir")  # the installed distribution's (pyproject.toml)
@@ -190,6 +191,16 @@ def generate(model, input_ids, **options: Any):
     from hir.frontend.generate import generate as _generate
 
     return _generate(model, input_ids, **options)
+
+
+def train_step(model, optimizer, loss_fn, example_batch, *, mesh=None, placements=None, **options: Any):
+    """A training step (forward, backward, ``optimizer``'s update) as one hir program:
+    ``step = hir.train_step(model, optimizer, loss_fn, (ids, labels))``, then ``loss =
+    step(ids, labels)`` updates the model and the optimizer in place
+    (:func:`hir.frontend.training.train_step`: its options; docs/training.md)."""
+    from hir.frontend.training import train_step as _train_step
+
+    return _train_step(model, optimizer, loss_fn, example_batch, mesh=mesh, placements=placements, **options)
 
 
 def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_shape: Optional[str] = None, source_name: Optional[str] = None, **instrumentation: Any):

@@ -11,6 +11,7 @@ from hir import progress
 from hir.interrupts import cli_main, pause_point
 from hir.outputs import captured_fd2
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
+from hir.tools.run_state import check_writes_state, save_state
 
 HELP_EPILOG = """\
 inputs (one per entry-function argument, in order; unspecified ones are random; an imported
@@ -79,6 +80,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
     p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
+    p.add_argument("--save-state", metavar="OUT.safetensors",
+                   help="after the run, write the weights (hir.weight arguments) as the program left them, by their keys, to this "
+                   "safetensors file: the updated weights and optimizer state of a training step (hir.train_step's save); "
+                   "only for a single process and a program that writes some of its weights")
     p.add_argument(
         "--compile-kernels", action=argparse.BooleanOptionalAction, default=None,
         help="run every compute region and hir.kernel segment compiled by inductor (--no-compile-kernels: none, op by op; default: those of several ops on cuda, none on cpu)",
@@ -169,7 +174,9 @@ def check_args(args: argparse.Namespace) -> None:
         raise CliError("--timeout applies to --nproc runs only, or to the ranks of a torchrun launch (add --nproc 1 to time-limit one process)")
     # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
     inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]] + ([args.weights] if args.weights else [])
-    for flag, path in (("--save", args.save), ("--trace", args.trace)):
+    if args.save_state and args.nproc is not None:
+        raise CliError("--save-state applies to single-process runs only (the state of a sharded program is in shards)")
+    for flag, path in (("--save", args.save), ("--trace", args.trace), ("--save-state", args.save_state)):
         if path:
             check_writable(flag, path, inputs)
 
@@ -315,6 +322,8 @@ def run_file(args: argparse.Namespace) -> int:
         except InputError as err:
             raise HirError(f"{program.plan.location}: error: @{program.entry} {err}") from None
     world = program.runtime.world_size
+    if args.save_state:
+        check_writes_state(program, world)
     if os.environ.get(RANKS_UP_ENV):  # the launcher's progress line counts the ranks up
         open(os.path.join(os.environ[RANKS_UP_ENV], str(program.rank)), "w").close()
     pause_point("run")  # the test hook: every rank is up, its inputs built
@@ -338,6 +347,8 @@ def run_file(args: argparse.Namespace) -> int:
         write_atomically(path, lambda tmp: torch.save(saved, tmp))
         if not args.print_outputs:
             print(f"{prefix}hir-run: {len(saved)} output(s) saved to {path}", file=sys.stderr)
+    if args.save_state:
+        save_state(program, inputs, args.save_state)
     return 0
 
 
