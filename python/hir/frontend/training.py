@@ -224,7 +224,7 @@ class TrainStep:
         with torch.no_grad():
             for name, tensor in copied:  # on another device than the program's (Adam's CPU step count)
                 compiled.state[name].copy_(tensor)
-            (loss,) = compiled(*batch)
+            (loss,) = compiled.run(*batch)
             for name, tensor in copied:
                 tensor.copy_(compiled.state[name])
         self.optimizer._opt_called = True  # what optimizer.step() records for an LR scheduler (which warns without it)
