@@ -20,6 +20,7 @@ a batch of another signature (shapes, dtypes) or a change of the update's shape 
 turned on) imports another program, cached as ``torch.compile`` recompiles.
 """
 
+import contextlib
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -156,8 +157,9 @@ class TrainStep:
             hyper = [{k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)} for _ in groups]
             step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm)
             batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
-            self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
-                                            source_name=f"<train_step of {type(self.model).__name__}>")
+            with _attention_backends(self.device):
+                self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
+                                                source_name=f"<train_step of {type(self.model).__name__}>")
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
         return self.programs[key]
 
@@ -236,6 +238,18 @@ class TrainStep:
         path BATCH...`` runs one step of it. Returns the weights file."""
         program = next(iter(self.programs.values()))
         return program.save(path, {k: v.detach() for k, v in self.state().items()}, weights=weights)
+
+
+def _attention_backends(device: torch.device) -> Any:
+    """The attention kernels a step on ``device`` may be traced with. On CUDA, SDPA's flash
+    and cuDNN forms pass their forward's undefined tensors (``cum_seq_q``, ``cum_seq_k``) to
+    their backward as tensor arguments, which the FX importer cannot represent; the
+    memory-efficient kernel (and the math form where it does not apply) has none."""
+    if torch.device(device).type != "cuda":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
 
 def _parameter_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> list:
