@@ -54,7 +54,7 @@ _LOOPS = (scf.ForOp.OPERATION_NAME, ForOp.OPERATION_NAME)  # operands 0..2: lowe
 _VERIFIED_KEPT = 64  # signature tuples remembered (then forgotten and verified again)
 
 
-class _Analysis:
+class Analysis:
     """Whether ``module`` is fixed (module docstring) and the entry arguments whose value
     (``values``) or shape (``shapes``) the decisions read."""
 
@@ -150,7 +150,8 @@ class _Analysis:
 
 
 def _callee(op: ir.Operation) -> str:
-    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    callee = op.attributes["callee"]
+    return callee.value if isinstance(callee, ir.FlatSymbolRefAttr) else str(callee)
 
 
 def _parent(op: ir.Operation) -> Optional[ir.Operation]:
@@ -175,11 +176,12 @@ class TransferChecks:
     :meth:`begin` before each run and settled by :meth:`finish` after it."""
 
     def __init__(self, module: ir.Module, entry: str, world_size: int, device: torch.device) -> None:
-        analysis = _Analysis(module, entry)
-        self.fixed = analysis.fixed
-        self.values, self.shapes = sorted(analysis.values), sorted(analysis.shapes)
-        # on only where headers are: several ranks, transfers in the module, checks on
-        self.on = world_size > 1 and analysis.has_transfers and headers.enabled(dist.group.WORLD)
+        # on only where headers are: several ranks, checks on, transfers in the module
+        self.on = world_size > 1 and headers.enabled(dist.group.WORLD)
+        analysis = Analysis(module, entry) if self.on else None
+        self.on = self.on and analysis.has_transfers
+        self.fixed = self.on and analysis.fixed
+        self.values, self.shapes = (sorted(analysis.values), sorted(analysis.shapes)) if self.on else ([], [])
         self.active = True  # the first run checks every transfer
         self.device = device  # of the gathered rows (NCCL gathers CUDA tensors)
         self._always: Optional[bool] = None  # unknown until the first run's gather

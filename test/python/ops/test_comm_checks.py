@@ -249,14 +249,14 @@ def test_which_programs_are_fixed(body, fixed, values):
     """The analysis behind skipping: what decides whether a transfer runs must be a
     signature value (``transfer_checks.py``)."""
     import hir
-    from hir.interpreter.transfer_checks import TransferChecks
+    from hir.interpreter.transfer_checks import Analysis
 
     text = (f"func.func @main({ARGS}, %n: index) {{\n%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n"
             + body.format(ar=AR.format(n=4, S=S)) + "\nreturn\n}\n")
     module = hir.parse(text)
     with module.context:
-        checks = TransferChecks(module, "main", 1, None)
-    assert (checks.fixed, checks.values) == (fixed, values)
+        analysis = Analysis(module, "main")
+    assert (analysis.fixed, sorted(analysis.values)) == (fixed, values)
 
 
 CALLEE = f"""func.func private @reduce(%x4: memref<2x4xf32, {S}>, %y4: memref<4xf32>) {{
@@ -285,13 +285,13 @@ func.func @main(%x4: memref<2x4xf32, {S}>, %y4: memref<4xf32>, %x8: memref<2x?xf
 ])
 def test_which_calls_and_shapes_are_fixed(call, fixed, values):
     import hir
-    from hir.interpreter.transfer_checks import TransferChecks
+    from hir.interpreter.transfer_checks import Analysis
 
     reduce = f"func.call @reduce(%x4, %y4) : (memref<2x4xf32, {S}>, memref<4xf32>) -> ()"
     module = hir.parse(CALLEE.replace("CALL", call.format().replace("REDUCE", reduce)))
     with module.context:
-        checks = TransferChecks(module, "main", 1, None)
-    assert (checks.fixed, checks.values) == (fixed, values)
+        analysis = Analysis(module, "main")
+    assert (analysis.fixed, sorted(analysis.values)) == (fixed, values)
 
 
 @pytest.mark.parametrize("value, on", [(None, True), ("1", True), ("0", False), ("", True)])

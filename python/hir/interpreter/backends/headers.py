@@ -133,8 +133,11 @@ class Headers:
             return
         if gloo:
             handles = self.send(sent, dst)
-            self.receive(into, src, me)
-            handles[0].wait()
+            try:
+                self.receive(into, src, me)
+            finally:  # our header delivered before a mismatch is raised (the caller may exit at once)
+                for handle in handles:
+                    handle.wait()
             return
         mine, theirs = self.header(sent), torch.empty_like(self.header(into))
         for handle in dist.batch_isend_irecv([dist.P2POp(dist.isend, mine, dst), dist.P2POp(dist.irecv, theirs, src)]):
