@@ -13,6 +13,12 @@ each one, is a function of the module, the rank and the run's *signature* when
   the induction variables of loops bounded by them. Any other region op around such an op,
   a condition read from memory, a loop's carried value or a callee's argument is *data*.
 
+The signature is the values of the entry's arguments those decisions read and of its integer
+scalars, and the shapes of its arguments those decisions read or whose type has dynamic
+dims: the values that may set a size (a ``memref.cast`` of a dynamic buffer to a transfer's
+static type is trusted, as MLIR defines it, not checked). A float argument (a learning rate)
+is not part of it unless a decision reads it.
+
 So when every rank's module qualifies ("fixed"), a run whose signatures (every rank's)
 were verified before hands every transfer exactly what a run that passed every check did,
 and it exchanges no header at all. A ``hir.device_index`` branch is fixed: each rank takes
@@ -21,16 +27,17 @@ rank's module does not qualify, every transfer is checked on every run, as befor
 
 Symmetry (an exchange one rank makes and another skips hangs or is misread as data): the
 per-run decision ``active`` (check every transfer of this run, or none) is made by every rank
-from the same facts. The first run of a program gathers each rank's (fixed, reads
-arguments, signature digest) in one all_gather over the world and checks everything; all
+from the same facts. The first run of a program gathers each rank's (fixed, has a
+signature, signature digest) in one all_gather over the world and checks everything; all
 ranks then hold the same gathered rows and the same run history. When some rank's module is
-not fixed, every run is active. When none reads arguments, no later run is. Otherwise each
-later run all_gathers the digests (one collective, only for such modules) and is active
-when that tuple of digests was not verified by an earlier run. A run that finishes marks its
-tuple verified on every rank; a run that fails on some rank (a check, any error) leaves the
-ranks out of step (peers hold transfers in flight), so the program is not run again. Programs in one process are
-each called in the same order on every rank (their transfers pair only then), so their
-gathers pair too.
+not fixed, every run is active (checking only the transfers under data would not be
+symmetric: one may pair with a transfer outside it on another rank). When no rank has a
+signature, no later run is. Otherwise each later run all_gathers the digests (one small
+collective) and is active when that tuple of digests was not verified by an earlier run. A
+run that finishes marks its tuple verified on every rank; a run that fails on some rank (a
+check, any error) leaves the ranks out of step (peers hold transfers in flight), so the
+program is not run again. Programs in one process are each called in the same order on
+every rank (their transfers pair only then), so their gathers pair too.
 """
 
 import hashlib
@@ -55,8 +62,9 @@ _VERIFIED_KEPT = 64  # signature tuples remembered (then forgotten and verified 
 
 
 class Analysis:
-    """Whether ``module`` is fixed (module docstring) and the entry arguments whose value
-    (``values``) or shape (``shapes``) the decisions read."""
+    """Whether ``module`` is fixed (module docstring), the entry arguments whose value
+    (``values``) or shape (``shapes``) the decisions read, and those that may set a size
+    (``size_values``, ``size_shapes``)."""
 
     def __init__(self, module: ir.Module, entry: str) -> None:
         self.entry = entry
@@ -69,6 +77,11 @@ class Analysis:
         module.operation.walk(lambda op: (found.append(op) if op.name in TRANSFERS or "callee" in op.attributes else None) or ir.WalkResult.ADVANCE)
         reaching = self._reaching(functions, found)
         self.fixed = True
+        # the arguments that may set a size (a cast of a dynamic buffer to a transfer's static
+        # type is trusted, not checked): integer scalars, dynamic shapes
+        args = list(functions[entry].regions[0].blocks[0].arguments) if entry in functions else []
+        self.size_values = {i for i, a in enumerate(args) if isinstance(a.type, (ir.IntegerType, ir.IndexType))}
+        self.size_shapes = {i for i, a in enumerate(args) if isinstance(a.type, ir.MemRefType) and not a.type.has_static_shape}
         for op in found:
             if op.name in TRANSFERS:
                 self.has_transfers = True
@@ -181,7 +194,9 @@ class TransferChecks:
         analysis = Analysis(module, entry) if self.on else None
         self.on = self.on and analysis.has_transfers
         self.fixed = self.on and analysis.fixed
-        self.values, self.shapes = (sorted(analysis.values), sorted(analysis.shapes)) if self.on else ([], [])
+        # the signature: what the decisions read and what may set a size
+        self.values = sorted(analysis.values | analysis.size_values) if self.on else []
+        self.shapes = sorted(analysis.shapes | analysis.size_shapes) if self.on else []
         self.active = True  # the first run checks every transfer
         self.device = device  # of the gathered rows (NCCL gathers CUDA tensors)
         self._always: Optional[bool] = None  # unknown until the first run's gather

@@ -292,6 +292,7 @@ def test_which_calls_and_shapes_are_fixed(call, fixed, values):
     with module.context:
         analysis = Analysis(module, "main")
     assert (analysis.fixed, sorted(analysis.values)) == (fixed, values)
+    assert (analysis.size_values, analysis.size_shapes) == ({4}, {2, 3})  # %flag; %x8, %y8: dynamic
 
 
 @pytest.mark.parametrize("value, on", [(None, True), ("1", True), ("0", False), ("", True)])
