@@ -230,7 +230,7 @@ class TransferChecks:
             self._verified.add(self._key)
 
     def _digest(self, values: Sequence) -> int:
-        """63 bits of a hash of the argument values and shapes the decisions read."""
+        """63 bits of a hash of the signature: the values and shapes of its arguments."""
         read = [values[i] for i in self.values] + [tuple(values[i].shape) if values[i] is not None else None for i in self.shapes]
         read = [v.item() if isinstance(v, torch.Tensor) and v.dim() == 0 else v for v in read]
         return int.from_bytes(hashlib.blake2b(repr(read).encode(), digest_size=8).digest(), "little") >> 1
