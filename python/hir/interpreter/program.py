@@ -27,6 +27,7 @@ from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode,
 from hir.interpreter.nodes import run_ranks_per_node
 from hir.interpreter.plan import Compiler
 from hir.interpreter.steps import FunctionPlan, run_steps
+from hir.interpreter.transfer_checks import TransferChecks
 from hir.interpreter.regions import compile_block, region_mode_reason
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
 from hir.interpreter.weights import read_weights, recorded_weights, weights_path
@@ -218,6 +219,8 @@ class Program:
                 except (RuntimeError, ValueError) as err:
                     raise HirError(f"error: cannot set up torch.distributed: {err}") from None
             self.entry = entry_function(module, entry, source_name)
+            if teams:
+                self.runtime.transfer_checks = TransferChecks(module, self.entry, self.runtime.world_size, dev)
             warm_compile_workers(compile_kernels, dev)  # its regions compile at the first call
             stats = self.runtime.kernel_compile
             stats.autotune = bool(autotune)
@@ -290,11 +293,16 @@ class Program:
         """Run the steps on checked inputs (eagerly, or under capture)."""
         pool = self.runtime.streams
         caller = pool.enter()
+        checks = self.runtime.transfer_checks
         try:
+            if checks is not None:
+                checks.begin(values)
             env = self.plan.env(values)
             run_steps(self.plan.steps, env)
             if self.runtime.pending:
                 self._complete_pending()
+            if checks is not None:
+                checks.finish()
             return [env[slot] for slot in self.plan.result_slots]
         finally:
             self.runtime.pending.clear()

@@ -35,6 +35,9 @@ class Runtime:
         self.pending: list = []
         self.capture_refreshes: list = []  # what a capture's graph runs before each replay (ops/once.py)
         self.debug = bool(os.environ.get("HIR_DEBUG"))
+        # When transfers exchange their shape / dtype headers (a TransferChecks, set by the
+        # program before it compiles; None: on every run)
+        self.transfer_checks: Any = None
 
     @cached_property
     def comm(self) -> Communicator:

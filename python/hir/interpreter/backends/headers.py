@@ -12,13 +12,18 @@ checks torch's own collectives). ``HIR_CHECK_COLLECTIVES=0`` turns it off on Glo
 
 A collective's header is an ``all_gather`` over the team; a point-to-point header is sent
 ahead of the data, and the receiver waits for it before posting its receive (a receive
-posted into a buffer smaller than what arrives aborts Gloo), so a receive blocks until its
-sender has issued the send: a ring of ranks must issue its sends before its receives (a
-send does not block)."""
+posted into a buffer smaller than what arrives aborts Gloo), so in a checking run a receive
+blocks until its sender has issued the send: a ring of ranks must issue its sends before its
+receives (a send does not block).
+
+Headers are exchanged only in the runs that check: the first run of a program and the
+first of each new input signature; a later run hands every transfer what a checked run did
+and exchanges none (``interpreter/transfer_checks.py``, which says when that holds and why
+every rank decides alike). Programs where data decides which transfers run check every run."""
 
 import os
 import zlib
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 import torch.distributed as dist
@@ -52,9 +57,16 @@ def _code(name: str) -> int:
 class Headers:
     """The header exchange of one op on this rank; None from :func:`for_op` when off."""
 
-    def __init__(self, where: str, name: str, members: list[int], device: torch.device) -> None:
+    def __init__(self, where: str, name: str, members: list[int], device: torch.device, run: Any = None) -> None:
         self.where, self.name, self.members, self.device = where, name, members, device
         self.code = _code(name)
+        # the program's run-level switch (``interpreter/transfer_checks.py``): its ``active``
+        # is false on runs whose transfers an earlier run verified; None: always check
+        self.run = run
+
+    @property
+    def active(self) -> bool:
+        return self.run is None or self.run.active
 
     def header(self, t: torch.Tensor, op_code: int = 0) -> torch.Tensor:
         """``t``'s header; ``op_code`` 0 for a point-to-point one (a send pairs with a
@@ -88,6 +100,8 @@ class Headers:
         """All_gather every member's header of ``t`` (what it passes the collective, which
         must be the same on every member); raise, on every member, naming the first that
         differs from the team's first."""
+        if not self.active:
+            return
         mine = self.header(t, self.code)
         rows = [torch.empty_like(mine) for _ in self.members]
         dist.all_gather(rows, mine, group=group)
@@ -98,10 +112,14 @@ class Headers:
 
     def send(self, t: torch.Tensor, dst: int) -> list:
         """The handle of the header of ``t`` sent to ``dst`` (ahead of the data)."""
+        if not self.active:
+            return []
         return [dist.isend(self.header(t), dst=dst)]
 
     def receive(self, t: torch.Tensor, src: int, me: int) -> None:
         """Wait for the header of what ``src`` sends and raise unless it matches ``t``."""
+        if not self.active:
+            return
         mine = self.header(t)
         theirs = torch.empty_like(mine)
         dist.irecv(theirs, src=src).wait()
@@ -111,10 +129,15 @@ class Headers:
     def exchange(self, sent: torch.Tensor, dst: int, into: torch.Tensor, src: int, me: int, gloo: bool) -> None:
         """A shift's headers: ours of ``sent`` to ``dst``, ``src``'s checked against ``into``
         (NCCL: as one group, or a ring of sends deadlocks)."""
+        if not self.active:
+            return
         if gloo:
             handles = self.send(sent, dst)
-            self.receive(into, src, me)
-            handles[0].wait()
+            try:
+                self.receive(into, src, me)
+            finally:  # our header delivered before a mismatch is raised (the caller may exit at once)
+                for handle in handles:
+                    handle.wait()
             return
         mine, theirs = self.header(sent), torch.empty_like(self.header(into))
         for handle in dist.batch_isend_irecv([dist.P2POp(dist.isend, mine, dst), dist.P2POp(dist.irecv, theirs, src)]):
@@ -124,6 +147,7 @@ class Headers:
             raise self.mismatch(src, theirs.tolist(), me, expected.tolist())
 
 
-def for_op(where: str, name: str, members: list[int], group, device: torch.device) -> Optional[Headers]:
-    """The header exchange of an op on ``group`` when checks are on for it, else None."""
-    return Headers(where, name, members, device) if enabled(group) else None
+def for_op(where: str, name: str, members: list[int], group, device: torch.device, run: Any = None) -> Optional[Headers]:
+    """The header exchange of an op on ``group`` when checks are on for it, else None;
+    ``run``: the program's run-level switch (see :class:`Headers`)."""
+    return Headers(where, name, members, device, run) if enabled(group) else None

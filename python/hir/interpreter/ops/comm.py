@@ -60,7 +60,7 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
         if team_ops.is_multi_team(op):  # this rank's line of a multi-D mesh: its 1-D view
             mesh_axes = team_ops.team_mesh_axes(in_spec.sharding, teams)
             in_spec, out_spec = in_spec.project(c.rank, mesh_axes), out_spec.project(c.rank, mesh_axes)
-        checks = headers.for_op(c.where(op), op.operation.name, sorted(team), group, c.runtime.device)
+        checks = headers.for_op(c.where(op), op.operation.name, sorted(team), group, c.runtime.device, c.runtime.transfer_checks)
         info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec, checks)
         issue = None
         if copy_engine.uses_copy_engines(c.runtime.device, op) and not in_spec.uneven:  # backend "cuda" on GPU
@@ -97,7 +97,7 @@ def _peer(c: Compiler, op: ir.OpView) -> tuple[int, int, int]:
 
 def _checks(c: Compiler, op: ir.OpView, peer: int) -> Optional[headers.Headers]:
     """The header exchange of a send / recv with ``peer`` (on the world group), when on."""
-    return headers.for_op(c.where(op), op.operation.name, sorted({c.rank, peer}), dist.group.WORLD, c.runtime.device)
+    return headers.for_op(c.where(op), op.operation.name, sorted({c.rank, peer}), dist.group.WORLD, c.runtime.device, c.runtime.transfer_checks)
 
 
 def _to_self(c: Compiler, op: ir.OpView) -> Step:

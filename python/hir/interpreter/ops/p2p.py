@@ -77,7 +77,7 @@ class P2PImpls:
         # signal kernel is scheduled before the next GEMM takes the SMs
         signaller, waiter = (torch.cuda.Stream(c.runtime.device, priority=-1) for _ in range(2)) if cuda and push else (None, None)
         gloo = comm.is_gloo(group)
-        checks = None if cuda else headers.for_op(where, ShiftOp.OPERATION_NAME, members, group, c.runtime.device)
+        checks = None if cuda else headers.for_op(where, ShiftOp.OPERATION_NAME, members, group, c.runtime.device, c.runtime.transfer_checks)
         rank = c.rank
         # HIR_COMM_DELAY_CYCLES: each copy and signal of the shift is held back (a no-op when unset)
         delay = comm_delay(c.runtime.device) or _no_delay
