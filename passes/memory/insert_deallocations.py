@@ -9,10 +9,9 @@ Buffers returned by the function (directly or through a view) are program output
 program inputs are never allocated here, so neither is freed. Allocations inside ``hir.for``
 bodies are freed inside the body.
 
-One pattern, rooted on ``memref.alloc``, run by the walk driver (``walk_and_apply_patterns``:
-one visit per allocation, no folding, no dead-code removal); the deallocations it inserts
-after the root are other ops, never revisited as allocations. It reads an analysis, each
-block's op order, built once per block (an op's index in a block costs O(index) to find).
+A function pass, a plain walk over each block (not a pattern: a deallocation goes after the
+last use, which a pattern on the allocation may not touch): the block's op order is listed
+once, then each allocation, in program order, gets its deallocation.
 
 Before::
 
@@ -32,56 +31,51 @@ After::
     return %out : memref<8xf32>
 """
 
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import dataclass
+from typing import Iterator, Optional
 
-from torch_mlir import ir, rewrite
+from torch_mlir import ir
 from torch_mlir.dialects import func, scf
 
 from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WorkType, YieldOp, is_view
 from hir.dialect.irutils import ALLOC, DEALLOC
-from hir.passes.base import ModulePass, register_pass
-from hir.passes.patterns import GuardedRewritePatternSet
+from hir.passes.base import FunctionPass, register_pass
 
 _RETURNS = (func.ReturnOp.OPERATION_NAME, scf.YieldOp.OPERATION_NAME)  # the buffer escapes: never freed here
 
 
 @register_pass
 @dataclass
-class InsertDeallocations(ModulePass):
+class InsertDeallocations(FunctionPass):
     name = "hir-insert-deallocations"
     description = "Deallocate each intermediate memref.alloc after its last use (never inputs or outputs)."
 
-    def run(self, module: ir.Module) -> None:
-        patterns = GuardedRewritePatternSet(module.context)
-        patterns.add(ALLOC, _BlockOrder().free_after_last_use)
-        patterns.walk(module)
+    def run_on_function(self, fn: ir.Operation) -> None:
+        for block in _blocks(fn):
+            free_after_last_uses(block)
 
 
-@dataclass
-class _BlockOrder:
-    """The analysis the pattern reads: each block's ops in order, with their indices, taken
-    when the walk reaches the block's first allocation (before a deallocation goes in)."""
+def _blocks(op: ir.Operation) -> Iterator[ir.Block]:
+    """The blocks of ``op``'s regions and of the ops nested in them."""
+    for region in op.regions:
+        for block in region.blocks:
+            yield block
+            for inner in block.operations:
+                if inner.operation.regions:
+                    yield from _blocks(inner.operation)
 
-    blocks: dict[ir.Block, tuple[list[ir.Operation], dict[ir.Operation, int]]] = field(default_factory=dict)
 
-    def of(self, block: ir.Block) -> tuple[list[ir.Operation], dict[ir.Operation, int]]:
-        order = self.blocks.get(block)
-        if order is None:
-            ops = [op.operation for op in block.operations]
-            order = self.blocks[block] = (ops, {op: i for i, op in enumerate(ops)})
-        return order
-
-    def free_after_last_use(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-        """``memref.alloc`` -> a ``memref.dealloc`` of it after its last use (no match for a
-        buffer that escapes or is freed already)."""
-        alloc = op.operation
-        ops, position = self.of(alloc.block)
+def free_after_last_uses(block: ir.Block) -> None:
+    """A ``memref.dealloc`` after the last use of each allocation of ``block``, in program
+    order (so of two buffers dead after the same op, the later one is freed first), except
+    buffers that escape or are freed already. The block's op order is listed once, before
+    any deallocation goes in (an op's index in a block costs O(index) to find)."""
+    ops = [op.operation for op in block.operations]
+    position = {op: i for i, op in enumerate(ops)}
+    for alloc in [op for op in ops if op.name == ALLOC]:
         last = _last_use(alloc, ops, position)
-        if last is None:
-            return True
-        ir.Operation.create(DEALLOC, operands=[alloc.result], loc=alloc.location, ip=ir.InsertionPoint.after(last))
-        return False
+        if last is not None:
+            ir.Operation.create(DEALLOC, operands=[alloc.result], loc=alloc.location, ip=ir.InsertionPoint.after(last))
 
 
 def _users(value: ir.Value) -> list[ir.Operation]:
