@@ -72,8 +72,9 @@ def free_after_last_uses(block: ir.Block) -> None:
     any deallocation goes in (an op's index in a block costs O(index) to find)."""
     ops = [op.operation for op in block.operations]
     position = {op: i for i, op in enumerate(ops)}
+    on_pool = _on_pool_stream(ops)
     for alloc in [op for op in ops if op.name == ALLOC]:
-        last = _last_use(alloc, ops, position)
+        last = _last_use(alloc, ops, position, on_pool)
         if last is not None:
             ir.Operation.create(DEALLOC, operands=[alloc.result], loc=alloc.location, ip=ir.InsertionPoint.after(last))
 
@@ -91,16 +92,16 @@ def _users(value: ir.Value) -> list[ir.Operation]:
     return users
 
 
-def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict) -> Optional[ir.Operation]:
-    """The op of the block (``ops``, their indices in ``position``) after which the buffer is
-    dead; None to leave it alone (returned, already freed). O(uses of the buffer): the block's
-    op list is built once by the caller, never per buffer."""
+def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict, on_pool: list[bool]) -> Optional[ir.Operation]:
+    """The op of the block (``ops``, their indices in ``position``; ``on_pool``: which run on
+    a pool stream) after which the buffer is dead; None to leave it alone (returned, already
+    freed). O(uses of the buffer): the block's facts are listed once by the caller."""
     last_index = position[alloc]
     for user in _users(alloc.result):
         if user.name in _RETURNS or user.name == DEALLOC:
             return None
         last_index = max(last_index, _index_in_block(user, position))
-    if _on_pool_stream(ops, last_index):  # issued on a pool stream: it lasts until the next join
+    if on_pool[last_index]:  # issued on a pool stream: it lasts until the next join
         joins = (i for i in range(last_index + 1, len(ops)) if _is_join(ops[i]) and ops[i].name != SetCurrentStreamOp.OPERATION_NAME)
         last_index = next(joins, last_index)
     while last_index + 1 < len(ops) and _is_join(ops[last_index + 1]):
@@ -108,16 +109,19 @@ def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict) -> O
     return ops[last_index]
 
 
-def _on_pool_stream(ops: list[ir.Operation], index: int) -> bool:
-    """Whether ``ops[index]`` runs on a pool stream: the block's last ``hir.set_current_stream``
-    before it picks a ``hir.get_stream``. Freed on the host right after such a use (a P2P
-    pipeline's local step 0, with other work after it on the user stream before the join),
-    the buffer could go to an allocation whose kernels run before the use is done."""
-    for op in reversed(ops[:index]):
+def _on_pool_stream(ops: list[ir.Operation]) -> list[bool]:
+    """For each op of a block (``ops``), whether it runs on a pool stream: the block's last
+    ``hir.set_current_stream`` before it picks a ``hir.get_stream``. Freed on the host right
+    after such a use (a P2P pipeline's local step 0, with other work after it on the user
+    stream before the join), the buffer could go to an allocation whose kernels run before
+    the use is done. One forward scan of the block."""
+    found, pool = [], False
+    for op in ops:
+        found.append(pool)
         if op.name == SetCurrentStreamOp.OPERATION_NAME:
             owner = op.operands[0].owner
-            return not isinstance(owner, ir.Block) and owner.name == GetStreamOp.OPERATION_NAME
-    return False
+            pool = not isinstance(owner, ir.Block) and owner.name == GetStreamOp.OPERATION_NAME
+    return found
 
 
 def _is_join(op: ir.Operation) -> bool:
