@@ -58,10 +58,9 @@ class ForOp(HirOp, name="for"):
 class StreamForOp(HirOp, name="stream_for"):
     """nvFuser's stream loop (ParallelType::Stream): for each ``i`` in ``range(lb, ub, step)``,
     the body runs on pool stream ``slot``, after the work the user stream issued before the
-    loop; the user stream then waits for every iteration. ``slot`` is ``i``, or ``i mod
-    slots`` when ``slots`` is given (iterations sharing a slot share a pool stream, so their
-    buffers may share memory). The user stream is issued on when the loop starts and again
-    after it.
+    loop; the user stream (current before the loop, and again after it) then waits for
+    every iteration. ``slot`` is ``i``, or ``i mod slots`` when ``slots`` is given
+    (iterations sharing a slot share a pool stream, so their buffers may share memory).
 
     Until ``hir-expand-stream-loops`` rewrites it, the loop is one op, so passes find it by
     name (fusion, buffer reuse, deallocation); the expansion writes nvFuser's form: the user
