@@ -25,7 +25,7 @@ from hir.dialect.streams import (
     set_module_num_streams,
 )
 from hir.dialect.views import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp, AliasStackShardsOp, ViewOp
-from hir.dialect.control import ForOp, YieldOp
+from hir.dialect.control import ForOp, StreamForOp, YieldOp
 from hir.dialect.comm import (
     AllgatherOp,
     AllreduceOp,

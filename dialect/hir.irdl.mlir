@@ -82,6 +82,16 @@ module {
       %3 = irdl.region
       irdl.regions(body: %3)
     }
+    irdl.operation @stream_for {
+      %0 = irdl.base "!builtin.index" 
+      %1 = irdl.base "!builtin.index" 
+      %2 = irdl.base "!builtin.index" 
+      %3 = irdl.base @hir::@stream 
+      %4 = irdl.base "!builtin.index" 
+      irdl.operands(lower_bound: %0, upper_bound: %1, step: %2, user_stream: %3, slots: optional %4)
+      %5 = irdl.region
+      irdl.regions(body: %5)
+    }
     irdl.operation @yield 
     irdl.operation @allgather {
       %0 = irdl.base "!builtin.memref" 

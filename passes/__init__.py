@@ -2,7 +2,7 @@
 :func:`run_pipeline` from textual pipelines that mix in upstream MLIR passes, all on one MLIR
 PassManager (:func:`build_pass_manager`)."""
 
-from hir.passes.base import REGISTRY, ModulePass, PassFailure, disabled, is_disabled, register_pass
+from hir.passes.base import REGISTRY, FunctionPass, ModulePass, PassFailure, disabled, is_disabled, register_pass
 from hir.passes.pass_manager import Element, Instrumentation, PassManagerRun, build_pass_manager
 from hir.passes.pipeline import PIPELINES, overlap_pipeline, parse_pipeline, run_pipeline
 from hir.passes.communication._resharding import compute_resharding_reason
@@ -13,6 +13,7 @@ from hir.passes import _all  # noqa: F401,E402
 __all__ = [
     "REGISTRY",
     "PIPELINES",
+    "FunctionPass",
     "ModulePass",
     "Element",
     "PassManagerRun",

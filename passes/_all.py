@@ -6,6 +6,7 @@ from hir.passes.streams import stream_lowering  # noqa: F401
 from hir.passes.streams import fuse_loops  # noqa: F401
 from hir.passes.memory import insert_deallocations  # noqa: F401
 from hir.passes.streams import reuse_stream_buffers  # noqa: F401
+from hir.passes.streams import expand_stream_loops  # noqa: F401
 from hir.passes.p2p import pipeline as p2p_pipeline  # noqa: F401
 from hir.passes.shard import set_grid_shape  # noqa: F401
 from hir.passes.shard import record_shard_signature  # noqa: F401

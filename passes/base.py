@@ -13,6 +13,10 @@ dataclass with a registry ``name``, a ``description``, options as typed fields (
             ...
             raise PassFailure("why", op.location)   # reported as file:line:col: error: why
 
+A pass whose work is a plain walk over each function (an analysis of the whole body, then
+edits anywhere in it: upstream's ``shard-partition`` is one) derives :class:`FunctionPass`
+and implements ``run_on_function(fn)``, instead of dressing the walk up as patterns.
+
 Passes can be switched off for a scope (``with disabled("hir-fuse-loops"): ...``) or a
 whole process (``HIR_DISABLE_PASSES=hir-fuse-loops,...``); a disabled pass is skipped.
 """
@@ -67,6 +71,20 @@ class ModulePass:
             kwargs[field.name] = _convert(cls.name, key, text, field)
         return cls(**kwargs)
 
+
+@dataclasses.dataclass
+class FunctionPass(ModulePass):
+    """A pass that rewrites each ``func.func`` of the module on its own, by a plain walk
+    over its body: ``run`` calls :meth:`run_on_function` for the functions the module holds
+    when it starts (those it adds are not visited), in order."""
+
+    def run(self, module: ir.Module) -> None:
+        for fn in [op.operation for op in module.body.operations if op.operation.name == "func.func"]:
+            self.run_on_function(fn)
+
+    def run_on_function(self, fn: ir.Operation) -> None:  # pragma: no cover - overridden
+        """Rewrite ``fn`` in place (raise :class:`PassFailure` to fail)."""
+        raise NotImplementedError
 
 
 def _convert(pass_name: str, key: str, text: str, field: dataclasses.Field) -> Any:

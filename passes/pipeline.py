@@ -31,11 +31,11 @@ PIPELINES: dict[str, str] = {
     # hir-hoist-parameter-work only acts on functions with hir.parameter arguments
     # (hir.from_torch's state): work that reads only them runs once, not per call.
     "hir-lower": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
-    "hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse",
+    "hir-insert-deallocations,hir-expand-stream-loops,hir-hoist-parameter-work,canonicalize,cse",
     # hir-lower plus stream buffer reuse (opt-in: it caps each rewritten loop at
     # num-streams pool streams; see passes/streams/reuse_stream_buffers.py).
     "hir-lower-reuse": "hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering,hir-fuse-loops,"
-    "hir-reuse-stream-buffers,hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse",
+    "hir-reuse-stream-buffers,hir-insert-deallocations,hir-expand-stream-loops,hir-hoist-parameter-work,canonicalize,cse",
     # hir-lower with the P2P-form collectives of a sharded program (hir.from_torch's SP
     # layouts, nvFuser's stream-parallel form) pipelined on copy engines where the
     # overlap=auto rule says it pays (passes/p2p/cost.py); the rest run whole.

@@ -99,10 +99,16 @@ class ConvertToCommunication(ModulePass):
         context = module.context
         target = rewrite.ConversionTarget(context)
         target.add_legal_op(WaitOp.OPERATION_NAME, *(cls.OPERATION_NAME for cls in COLLECTIVE_OPS))
-        converter = same_types()  # every hir buffer type is its own target type
-        lowering = _Lowering(self.backend)
         patterns = GuardedRewritePatternSet(context)
-        for source in op_classes(ComputeOp):
-            pattern = lowering.lower_resharding if source in LOWERABLE else refuse_resharding
-            patterns.add_conversion(source, pattern, converter)
+        populate_convert_to_communication_patterns(patterns, self.backend)
         patterns.apply_partial_conversion(module, target)
+
+
+def populate_convert_to_communication_patterns(patterns: GuardedRewritePatternSet, backend: str) -> None:
+    """A conversion pattern per compute op kind: a resharding ``LOWERABLE`` op becomes its
+    collective + ``hir.wait`` on ``backend``; another op that reshards fails the pass."""
+    converter = same_types()  # every hir buffer type is its own target type
+    lowering = _Lowering(backend)
+    for source in op_classes(ComputeOp):
+        pattern = lowering.lower_resharding if source in LOWERABLE else refuse_resharding
+        patterns.add_conversion(source, pattern, converter)

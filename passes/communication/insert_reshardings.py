@@ -52,12 +52,19 @@ class InsertReshardings(ModulePass):
 
     def run(self, module: ir.Module) -> None:
         patterns = GuardedRewritePatternSet(module.context)
-        for root in op_classes(ComputeOp):
-            if root is SetOp:
-                continue  # hir.set is a resharding itself, lowered whole by hir-convert-to-communication
-            pattern = reshard_reduction_operands if root is ReductionOp else reshard_operands
-            patterns.add(root, pattern)
+        populate_insert_reshardings_patterns(patterns)
         patterns.walk(module)
+
+
+def populate_insert_reshardings_patterns(patterns: GuardedRewritePatternSet) -> None:
+    """One pattern per compute op kind but ``hir.set`` (a resharding itself, lowered whole by
+    hir-convert-to-communication): a ``hir.set`` before the op for each operand sharded
+    otherwise than the op needs."""
+    for root in op_classes(ComputeOp):
+        if root is SetOp:
+            continue
+        pattern = reshard_reduction_operands if root is ReductionOp else reshard_operands
+        patterns.add(root, pattern)
 
 
 def reshard_reduction_operands(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:

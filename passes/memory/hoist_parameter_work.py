@@ -38,26 +38,24 @@ materialize into) and compute ops (their class's ``DESTINATIONS``). Anything ins
 anything reading a non-parameter, and allocations with dynamic sizes or in symmetric memory
 stay where they are.
 
-An analysis plus patterns under the walk driver (``walk_and_apply_patterns``: one visit per
-op, no folding, no dead-code removal). The analysis picks each function's ops to move (it
-follows the values they make, top to bottom); one pattern per op kind that can move (a
-kernel ``func.call``, each compute op) moves the picked op and its output allocations into
-the work function, built with its ``hir.once`` call when the walk reaches the function's
-first picked op; a pattern rooted on ``memref.dealloc`` erases the deallocations of the
-call's results.
+A function pass: a plain walk, not patterns (the decision needs the whole function: which
+ops read only parameters, following the values they make top to bottom). An analysis picks
+each function's ops to move and names its work function (one symbol table for the module);
+then, per function, :func:`hoist` builds the work function and its ``hir.once`` call, moves
+the picked ops and their output allocations into it, in order, and erases the
+deallocations of the call's results.
 """
 
 from dataclasses import dataclass, field
 from typing import Optional
 
-from torch_mlir import ir, rewrite
+from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func
 
 from hir.dialect import KERNEL_ATTR, ONCE_ATTR, OP_CLASSES, PARAMETER_ATTR, ComputeOp
-from hir.dialect.irutils import ALLOC, DEALLOC, FUNC, func_ops, op_classes, runs_after, uses_through_views, written_operands
+from hir.dialect.irutils import ALLOC, DEALLOC, func_ops, runs_after, uses_through_views, written_operands
 from hir.dialect.p2p import SYMMETRIC_ATTR
-from hir.passes.base import ModulePass, register_pass
-from hir.passes.patterns import GuardedRewritePatternSet
+from hir.passes.base import FunctionPass, register_pass
 
 _CALL = func.CallOp.OPERATION_NAME
 _RETURN = func.ReturnOp.OPERATION_NAME
@@ -191,64 +189,42 @@ class _Analysis:
         return name
 
 
-class _Hoisting:
-    """The patterns: each op of an outline moves, with its output allocations, into the
-    work function (built with the ``hir.once`` call at the outline's first op); a
-    deallocation of a ``hir.once`` result goes (the interpreter's cache owns the buffer)."""
-
-    def __init__(self, module: ir.Module, outlines: list[_Outline]) -> None:
-        self.module = module
-        self.outlines = {_symbol(outline.fn): outline for outline in outlines}
-        self.calls: list[ir.Operation] = []  # the hir.once calls built (a few: one per function)
-
-    def hoist(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-        """A kernel call or compute op of an outline -> moved into its work function. The
-        walk reaches a function's top-level ops in order, so an outline's next op to move is
-        the only candidate (and a moved op, visited again in the work function, is none)."""
-        op = op.operation
-        fn = op.parent
-        outline = self.outlines.get(_symbol(fn)) if fn is not None and fn.name == FUNC else None
-        if outline is None or outline.moved == len(outline.moves) or outline.moves[outline.moved][0] != op:
-            return True
-        if outline.ret is None:
-            self.build(outline)
-        allocations = outline.moves[outline.moved][1]
-        outline.moved += 1
+def hoist(module: ir.Module, outline: _Outline) -> None:
+    """Move ``outline``'s ops, each with its output allocations, into its work function
+    (built, with the ``hir.once`` call at the top of the function, first), and erase the
+    deallocations of the call's results (the interpreter's cache owns those buffers)."""
+    call = _build(module, outline)
+    for op, allocations in outline.moves:
         for moved in (*allocations, op):
             moved.move_before(outline.ret)
             for value, result in zip(outline.outputs, outline.results):
                 moved.replace_uses_of_with(result, value)
             for param, arg in zip(outline.params, outline.args):
                 moved.replace_uses_of_with(param, arg)
-        return False
+    for result in call.results:
+        for dealloc in [use.owner.operation for use in result.uses if use.owner.operation.name == DEALLOC]:
+            dealloc.erase()
 
-    def build(self, outline: _Outline) -> None:
-        """The work function (returning the outputs) and its ``hir.once`` call at the top of
-        the function; the outputs' uses there read the call's results from now on."""
-        out_types = [v.type for v in outline.outputs]
-        with outline.fn.location:
-            with ir.InsertionPoint(self.module.body):
-                work = func.FuncOp(outline.name, ir.FunctionType.get([p.type for p in outline.params], out_types), visibility="private")
-            body = work.add_entry_block()
-            with ir.InsertionPoint.at_block_begin(outline.fn.regions[0].blocks[0]):
-                call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(outline.name), outline.params)
-            call.operation.attributes[ONCE_ATTR] = ir.UnitAttr.get()
-            outline.results = list(call.operation.results)
-            for value, result in zip(outline.outputs, outline.results):
-                value.replace_all_uses_with(result)
-            with ir.InsertionPoint(body):
-                outline.ret = func.ReturnOp(outline.outputs).operation
-        outline.args = list(body.arguments)
-        self.calls.append(call.operation)
 
-    def drop_cached_dealloc(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-        """``memref.dealloc`` of a result of a ``hir.once`` call built here -> erased: the
-        buffer lives as long as the interpreter's cache of the call."""
-        owner = op.operation.operands[0].owner
-        if isinstance(owner, ir.Block) or owner.operation not in self.calls:
-            return True
-        rewriter.erase_op(op)
-        return False
+def _build(module: ir.Module, outline: _Outline) -> ir.Operation:
+    """The work function (returning the outputs, after the module's last op) and its
+    ``hir.once`` call at the top of the function; the outputs' uses there read the call's
+    results from now on."""
+    out_types = [v.type for v in outline.outputs]
+    with outline.fn.location:
+        with ir.InsertionPoint(module.body):
+            work = func.FuncOp(outline.name, ir.FunctionType.get([p.type for p in outline.params], out_types), visibility="private")
+        body = work.add_entry_block()
+        with ir.InsertionPoint.at_block_begin(outline.fn.regions[0].blocks[0]):
+            call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(outline.name), outline.params)
+        call.operation.attributes[ONCE_ATTR] = ir.UnitAttr.get()
+        outline.results = list(call.operation.results)
+        for value, result in zip(outline.outputs, outline.results):
+            value.replace_all_uses_with(result)
+        with ir.InsertionPoint(body):
+            outline.ret = func.ReturnOp(outline.outputs).operation
+    outline.args = list(body.arguments)
+    return call.operation
 
 
 def _symbol(fn: ir.Operation) -> str:
@@ -257,17 +233,18 @@ def _symbol(fn: ir.Operation) -> str:
 
 @register_pass
 @dataclass
-class HoistParameterWork(ModulePass):
+class HoistParameterWork(FunctionPass):
     name = "hir-hoist-parameter-work"
     description = "Compute work that reads only hir.parameter arguments once (a hir.once call the interpreter caches)."
 
     def run(self, module: ir.Module) -> None:
-        outlines = _Analysis(module).outlines
-        if not outlines:
-            return
-        hoisting = _Hoisting(module, outlines)
-        patterns = GuardedRewritePatternSet(module.context)
-        for root in (_CALL, *op_classes(ComputeOp)):
-            patterns.add(root, hoisting.hoist)
-        patterns.add(DEALLOC, hoisting.drop_cached_dealloc)
-        patterns.walk(module)
+        # The analysis names every function's work function first (one symbol table).
+        self._outlines = _Analysis(module).outlines
+        self._module = module
+        if self._outlines:
+            super().run(module)
+
+    def run_on_function(self, fn: ir.Operation) -> None:
+        for outline in self._outlines:
+            if outline.fn == fn:
+                hoist(self._module, outline)

@@ -9,10 +9,9 @@ Buffers returned by the function (directly or through a view) are program output
 program inputs are never allocated here, so neither is freed. Allocations inside ``hir.for``
 bodies are freed inside the body.
 
-One pattern, rooted on ``memref.alloc``, run by the walk driver (``walk_and_apply_patterns``:
-one visit per allocation, no folding, no dead-code removal); the deallocations it inserts
-after the root are other ops, never revisited as allocations. It reads an analysis, each
-block's op order, built once per block (an op's index in a block costs O(index) to find).
+A function pass, a plain walk over each block (not a pattern: a deallocation goes after the
+last use, which a pattern on the allocation may not touch): the block's op order is listed
+once, then each allocation, in program order, gets its deallocation.
 
 Before::
 
@@ -32,56 +31,52 @@ After::
     return %out : memref<8xf32>
 """
 
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import dataclass
+from typing import Iterator, Optional
 
-from torch_mlir import ir, rewrite
+from torch_mlir import ir
 from torch_mlir.dialects import func, scf
 
 from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WorkType, YieldOp, is_view
 from hir.dialect.irutils import ALLOC, DEALLOC
-from hir.passes.base import ModulePass, register_pass
-from hir.passes.patterns import GuardedRewritePatternSet
+from hir.passes.base import FunctionPass, register_pass
 
 _RETURNS = (func.ReturnOp.OPERATION_NAME, scf.YieldOp.OPERATION_NAME)  # the buffer escapes: never freed here
 
 
 @register_pass
 @dataclass
-class InsertDeallocations(ModulePass):
+class InsertDeallocations(FunctionPass):
     name = "hir-insert-deallocations"
     description = "Deallocate each intermediate memref.alloc after its last use (never inputs or outputs)."
 
-    def run(self, module: ir.Module) -> None:
-        patterns = GuardedRewritePatternSet(module.context)
-        patterns.add(ALLOC, _BlockOrder().free_after_last_use)
-        patterns.walk(module)
+    def run_on_function(self, fn: ir.Operation) -> None:
+        for block in _blocks(fn):
+            free_after_last_uses(block)
 
 
-@dataclass
-class _BlockOrder:
-    """The analysis the pattern reads: each block's ops in order, with their indices, taken
-    when the walk reaches the block's first allocation (before a deallocation goes in)."""
+def _blocks(op: ir.Operation) -> Iterator[ir.Block]:
+    """The blocks of ``op``'s regions and of the ops nested in them."""
+    for region in op.regions:
+        for block in region.blocks:
+            yield block
+            for inner in block.operations:
+                if inner.operation.regions:
+                    yield from _blocks(inner.operation)
 
-    blocks: dict[ir.Block, tuple[list[ir.Operation], dict[ir.Operation, int]]] = field(default_factory=dict)
 
-    def of(self, block: ir.Block) -> tuple[list[ir.Operation], dict[ir.Operation, int]]:
-        order = self.blocks.get(block)
-        if order is None:
-            ops = [op.operation for op in block.operations]
-            order = self.blocks[block] = (ops, {op: i for i, op in enumerate(ops)})
-        return order
-
-    def free_after_last_use(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-        """``memref.alloc`` -> a ``memref.dealloc`` of it after its last use (no match for a
-        buffer that escapes or is freed already)."""
-        alloc = op.operation
-        ops, position = self.of(alloc.block)
-        last = _last_use(alloc, ops, position)
-        if last is None:
-            return True
-        ir.Operation.create(DEALLOC, operands=[alloc.result], loc=alloc.location, ip=ir.InsertionPoint.after(last))
-        return False
+def free_after_last_uses(block: ir.Block) -> None:
+    """A ``memref.dealloc`` after the last use of each allocation of ``block``, in program
+    order (so of two buffers dead after the same op, the later one is freed first), except
+    buffers that escape or are freed already. The block's op order is listed once, before
+    any deallocation goes in (an op's index in a block costs O(index) to find)."""
+    ops = [op.operation for op in block.operations]
+    position = {op: i for i, op in enumerate(ops)}
+    on_pool = _on_pool_stream(ops)
+    for alloc in [op for op in ops if op.name == ALLOC]:
+        last = _last_use(alloc, ops, position, on_pool)
+        if last is not None:
+            ir.Operation.create(DEALLOC, operands=[alloc.result], loc=alloc.location, ip=ir.InsertionPoint.after(last))
 
 
 def _users(value: ir.Value) -> list[ir.Operation]:
@@ -97,16 +92,16 @@ def _users(value: ir.Value) -> list[ir.Operation]:
     return users
 
 
-def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict) -> Optional[ir.Operation]:
-    """The op of the block (``ops``, their indices in ``position``) after which the buffer is
-    dead; None to leave it alone (returned, already freed). O(uses of the buffer): the block's
-    op list is built once by the caller, never per buffer."""
+def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict, on_pool: list[bool]) -> Optional[ir.Operation]:
+    """The op of the block (``ops``, their indices in ``position``; ``on_pool``: which run on
+    a pool stream) after which the buffer is dead; None to leave it alone (returned, already
+    freed). O(uses of the buffer): the block's facts are listed once by the caller."""
     last_index = position[alloc]
     for user in _users(alloc.result):
         if user.name in _RETURNS or user.name == DEALLOC:
             return None
         last_index = max(last_index, _index_in_block(user, position))
-    if _on_pool_stream(ops, last_index):  # issued on a pool stream: it lasts until the next join
+    if on_pool[last_index]:  # issued on a pool stream: it lasts until the next join
         joins = (i for i in range(last_index + 1, len(ops)) if _is_join(ops[i]) and ops[i].name != SetCurrentStreamOp.OPERATION_NAME)
         last_index = next(joins, last_index)
     while last_index + 1 < len(ops) and _is_join(ops[last_index + 1]):
@@ -114,16 +109,19 @@ def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict) -> O
     return ops[last_index]
 
 
-def _on_pool_stream(ops: list[ir.Operation], index: int) -> bool:
-    """Whether ``ops[index]`` runs on a pool stream: the block's last ``hir.set_current_stream``
-    before it picks a ``hir.get_stream``. Freed on the host right after such a use (a P2P
-    pipeline's local step 0, with other work after it on the user stream before the join),
-    the buffer could go to an allocation whose kernels run before the use is done."""
-    for op in reversed(ops[:index]):
+def _on_pool_stream(ops: list[ir.Operation]) -> list[bool]:
+    """For each op of a block (``ops``), whether it runs on a pool stream: the block's last
+    ``hir.set_current_stream`` before it picks a ``hir.get_stream``. Freed on the host right
+    after such a use (a P2P pipeline's local step 0, with other work after it on the user
+    stream before the join), the buffer could go to an allocation whose kernels run before
+    the use is done. One forward scan of the block."""
+    found, pool = [], False
+    for op in ops:
+        found.append(pool)
         if op.name == SetCurrentStreamOp.OPERATION_NAME:
             owner = op.operands[0].owner
-            return not isinstance(owner, ir.Block) and owner.name == GetStreamOp.OPERATION_NAME
-    return False
+            pool = not isinstance(owner, ir.Block) and owner.name == GetStreamOp.OPERATION_NAME
+    return found
 
 
 def _is_join(op: ir.Operation) -> bool:

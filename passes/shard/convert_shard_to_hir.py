@@ -150,12 +150,19 @@ def _convert_function(fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> N
         target.add_legal_dialect(dialect)
     target.add_legal_op(func.FuncOp.OPERATION_NAME, func.CallOp.OPERATION_NAME)
     target.add_illegal_dialect("shard")
-    converter = same_types()
-    patterns = GuardedRewritePatternSet(ctx)
     for name in names:
         target.add_illegal_op(name)
-        patterns.add_conversion(name, _pattern(registry.lookup(name), state), converter)
+    patterns = GuardedRewritePatternSet(ctx)
+    populate_convert_shard_to_hir_patterns(patterns, names, state)
     patterns.apply_partial_conversion(fn, target)
+
+
+def populate_convert_shard_to_hir_patterns(patterns: GuardedRewritePatternSet, names: list[str], state: ConversionState) -> None:
+    """A conversion pattern per op name in ``names``: the registry's handler of the op,
+    converting into the function whose ``state`` (grid, backend, placed values) it shares."""
+    converter = same_types()
+    for name in names:
+        patterns.add_conversion(name, _pattern(registry.lookup(name), state), converter)
 
 
 @register_pass

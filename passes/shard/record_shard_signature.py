@@ -139,18 +139,25 @@ class RecordShardSignature(ModulePass):
 
     def run(self, module: ir.Module) -> None:
         grids = {ir.StringAttr(op.attributes["sym_name"]).value: list(ir.DenseI64ArrayAttr(op.attributes["shape"])) for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME}
-
-        def record_signature(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-            fn = root.operation
-            if not fn.regions[0].blocks:
-                return True  # a declaration: no signature to record
-            block = fn.regions[0].blocks[0]
-            _signature(fn, "arg_attrs", list(block.arguments), _argument_sharding, grids)
-            ret = list(block.operations)[-1].operation
-            _signature(fn, "res_attrs", list(ret.operands), _result_sharding, grids)
-            return False
-
         patterns = GuardedRewritePatternSet(module.context)
-        patterns.add(shard.ShardingOp, _record_grid)
-        patterns.add(func.FuncOp, record_signature)
+        populate_record_shard_signature_patterns(patterns, grids)
         patterns.walk(module)
+
+
+def populate_record_shard_signature_patterns(patterns: GuardedRewritePatternSet, grids: dict[str, list[int]]) -> None:
+    """A pattern rooted on ``shard.sharding`` (its function gets the grid it names) and one
+    on ``func.func`` (its arguments' and results' shardings and global types, on the grids
+    ``grids``, recorded in its ``arg_attrs`` / ``res_attrs``)."""
+
+    def record_signature(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        fn = root.operation
+        if not fn.regions[0].blocks:
+            return True  # a declaration: no signature to record
+        block = fn.regions[0].blocks[0]
+        _signature(fn, "arg_attrs", list(block.arguments), _argument_sharding, grids)
+        ret = list(block.operations)[-1].operation
+        _signature(fn, "res_attrs", list(ret.operands), _result_sharding, grids)
+        return False
+
+    patterns.add(shard.ShardingOp, _record_grid)
+    patterns.add(func.FuncOp, record_signature)

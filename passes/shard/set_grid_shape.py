@@ -46,19 +46,25 @@ class SetGridShape(ModulePass):
         wanted = [int(e) for e in texts if e.isdigit()]
         if len(wanted) != len(texts) or 0 in wanted:
             raise PassFailure(f"hir-set-grid-shape: shape must be positive extents joined by 'x' (e.g. 4 or 2x2), got '{self.shape}'")
-
-        def fix_extents(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-            grid = root.operation
-            extents = list(ir.DenseI64ArrayAttr(grid.attributes["shape"]))
-            if not any(ir.ShapedType.is_dynamic_size(e) for e in extents):
-                return True  # static already: no match
-            if not wanted:
-                raise PassFailure(f"'shard.grid' op has shape {_text(extents)}; give its extents with hir-set-grid-shape{{shape=...}} (the world it runs on)", grid.location)
-            if len(wanted) != len(extents) or any(not ir.ShapedType.is_dynamic_size(e) and e != w for e, w in zip(extents, wanted)):
-                raise PassFailure(f"'shard.grid' op has shape {_text(extents)}, which shape={self.shape} does not fit (one extent per axis; static ones kept)", grid.location)
-            grid.attributes["shape"] = ir.DenseI64ArrayAttr.get(wanted)
-            return False
-
         patterns = GuardedRewritePatternSet(module.context)
-        patterns.add(shard.GridOp, fix_extents)
+        populate_set_grid_shape_patterns(patterns, self.shape, wanted)
         patterns.walk(module)
+
+
+def populate_set_grid_shape_patterns(patterns: GuardedRewritePatternSet, shape: str, wanted: list[int]) -> None:
+    """A pattern rooted on ``shard.grid``: a dynamic grid takes the extents ``wanted`` (the
+    pass's ``shape`` option, named in errors)."""
+
+    def fix_extents(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        grid = root.operation
+        extents = list(ir.DenseI64ArrayAttr(grid.attributes["shape"]))
+        if not any(ir.ShapedType.is_dynamic_size(e) for e in extents):
+            return True  # static already: no match
+        if not wanted:
+            raise PassFailure(f"'shard.grid' op has shape {_text(extents)}; give its extents with hir-set-grid-shape{{shape=...}} (the world it runs on)", grid.location)
+        if len(wanted) != len(extents) or any(not ir.ShapedType.is_dynamic_size(e) and e != w for e, w in zip(extents, wanted)):
+            raise PassFailure(f"'shard.grid' op has shape {_text(extents)}, which shape={shape} does not fit (one extent per axis; static ones kept)", grid.location)
+        grid.attributes["shape"] = ir.DenseI64ArrayAttr.get(wanted)
+        return False
+
+    patterns.add(shard.GridOp, fix_extents)

@@ -1,27 +1,31 @@
-"""``hir-fuse-loops``: a rewrite pattern rooted on ``hir.for``, applied by the greedy driver
-top-down without folding: a stream work loop absorbs the adjacent stream-loop groups after
-it (get_current_stream, initial-sync loop, work loop; see ``_stream_loops.py``) that run
-over the same extent, as in nvFuser's stream lowering (seed 001 TwoSetOps). Only
-allocations, ``memref.dim`` and constants may sit between two groups; they move above the
-first group (the absorbed loops' bounds, left unused, are erased by the driver). Any other
-op between them (a non-stream op, seed 001 ThreeSetOpsWithDisjointsForLoops) keeps the
-loops apart, and so does a dependency the merge would break: a buffer written in one body
-and accessed in the other other than through ``alias_select`` slices at the loop index
-along the same axis.
+"""``hir-fuse-loops``: two adjacent stream loops (``hir.stream_for``) of the same extent
+become one, as in nvFuser's stream lowering (seed 001 TwoSetOps). One pattern rooted on
+``hir.stream_for``, applied by the greedy driver top-down without folding: a loop and the
+stream loop after it fuse when only allocations, ``memref.dim``, constants and the second
+loop's ``hir.get_current_stream`` sit between them (the allocations, dims and constants move
+above the first loop, the second user stream is the first's) and no dependency separates
+them: a buffer written in one body and accessed in the other other than through slices at
+the loop index along the same axis (``alias_select``, or ``alias_chunk`` of the same count).
+The fused loop is the second one, its body after the first's and its bounds the first's, so
+the driver visits it next and it fuses with the loop after it, as a forward scan would; the
+first loop goes, and so do the second's bounds, left unused. Any other op between two loops
+(a non-stream op, seed 001 ThreeSetOpsWithDisjointsForLoops) keeps them apart.
 
 Before::
 
     %t1 = memref.alloc(...)
-    %u1 = "hir.get_current_stream"() ; "hir.for"(...) {sync with %u1} ; "hir.for"(...) {set %t1[i]}
+    %u1 = "hir.get_current_stream"()
+    "hir.stream_for"(%c0, %n, %c1, %u1) ({ ^bb0(%i: index, %slot: index): set %t1[i] })
     %t2 = memref.alloc(...)
-    %u2 = "hir.get_current_stream"() ; "hir.for"(...) {sync with %u2} ; "hir.for"(...) {set %t2[i] from %t1[i]}
+    %u2 = "hir.get_current_stream"()
+    "hir.stream_for"(%c0, %n2, %c1, %u2) ({ ^bb0(%j: index, %slot2: index): set %t2[j] from %t1[j] })
 
 After::
 
     %t1 = memref.alloc(...)
     %t2 = memref.alloc(...)
-    %u1 = "hir.get_current_stream"() ; "hir.for"(...) {sync with %u1}
-    "hir.for"(...) {set %t1[i] ; set %t2[i] from %t1[i]}
+    %u1 = "hir.get_current_stream"()
+    "hir.stream_for"(%c0, %n, %c1, %u1) ({ ^bb0(%j: index, %slot2: index): set %t1[j] ; set %t2[j] from %t1[j] })
 """
 
 from dataclasses import dataclass
@@ -29,16 +33,15 @@ from typing import Optional
 
 from torch_mlir import ir, rewrite
 
-from hir.dialect import AliasChunkOp, AliasSelectOp, ForOp, GetCurrentStreamOp, is_view
+from hir.dialect import AliasChunkOp, AliasSelectOp, GetCurrentStreamOp, StreamForOp, is_view
 from hir.dialect.base import DYNAMIC
 from hir.dialect.irutils import ALLOC, CONSTANT, DIM, constant_value, defining_op, is_memref, next_op, written_operands
 from hir.passes.base import ModulePass, register_pass
 from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
-from hir.passes.streams import _stream_loops as loops
+from hir.passes.streams._stream_loops import body_ops, terminator
 
 _HOISTABLE = (ALLOC, DIM, CONSTANT)
 _VIEW_NAMES = (AliasSelectOp.OPERATION_NAME, AliasChunkOp.OPERATION_NAME)
-_MAY_FOLLOW = (*_HOISTABLE, GetCurrentStreamOp.OPERATION_NAME, ForOp.OPERATION_NAME)  # between twins, or a sync loop
 
 
 @register_pass
@@ -50,183 +53,89 @@ class FuseLoops(ModulePass):
     def run(self, module: ir.Module) -> None:
         patterns = GuardedRewritePatternSet(module.context)
         populate_fuse_loops_patterns(patterns)
-        # The greedy driver, top-down: a work loop absorbs the twins after it before they
-        # are visited themselves, as a forward scan merges (so the same loops fuse); it
-        # erases the absorbed loops' bounds, left unused, too.
+        # The greedy driver, top-down: the fused loop (the second) is visited after the
+        # pair's rewrite, so it fuses with the loop after it as a forward scan would; the
+        # driver erases the second loop's bounds, left unused.
         patterns.apply_greedily(module, exact_greedy_config())
 
 
 def populate_fuse_loops_patterns(patterns: GuardedRewritePatternSet) -> None:
-    """A pattern rooted on ``hir.for``: a stream work loop absorbs the groups after it
-    that are its twins (same extent, only allocations, ``memref.dim`` and constants in
-    between, no dependency the merge would break), one after the other."""
-    patterns.add(ForOp, _absorb_twins)
+    """A pattern rooted on ``hir.stream_for``: it fuses with the stream loop after it when
+    they are twins (same extent, only allocations, ``memref.dim``, constants and the second
+    loop's user stream in between, no dependency the fusion would break)."""
+    patterns.add(StreamForOp, fuse_with_next)
 
 
-def _absorb_twins(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-    """Merge the twin groups after the work loop ``root`` into it; no match when none."""
-    loop = root.operation
-    if len(loop.regions[0].blocks[0].operations) < loops.PROLOGUE + loops.EPILOGUE:
-        return True  # an initial-sync loop (4 ops) or no stream loop
-    following = next_op(loop)
-    while following is not None and following.name in _MAY_FOLLOW and following.name != ForOp.OPERATION_NAME:
-        following = next_op(following)
-    if following is None or following.name != ForOp.OPERATION_NAME:
-        return True  # no loop after this one before another op: no twin
-    first = _group_of(loop)
-    if first is None:
+def fuse_with_next(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Fuse the stream loop ``root`` with its twin after it; no match when there is none."""
+    first = root.operation
+    found = _next_twin(first)
+    if found is None:
         return True
-    memo: dict = {}  # _extent_key of values seen
-    merged = False
-    while True:
-        found = _next_twin(first)
-        if found is None:
-            break
-        second, between = found
-        if not _mergeable(first, second, memo):
-            break
-        _merge(first, second, between, rewriter)
-        merged = True
-    return not merged
+    second, between = found
+    first_body, second_body = body_ops(first), body_ops(second)
+    if not _same_extent(first, second) or not _independent(_accesses(first, first_body), _accesses(second, second_body)):
+        return True
+    _fuse(first, second, first_body, second_body, between, rewriter)
+    return False
 
 
-@dataclass
-class _Group:
-    """A recognised stream-loop group, its work body read once. Merging later groups into
-    it keeps these facts current, so no body is listed twice (listing costs ~0.4 us an op)."""
-
-    group: loops.Group
-    body: loops.WorkBody
-    adjacent: bool  # nothing between the group's get_current_stream and its sync loop
-    bounds: Optional[tuple] = None  # _extent_key of the work loop's bounds and step
-    accesses: Optional[dict] = None  # _accesses of the body, when analysable
-    analysed: bool = False
-    views: Optional[dict] = None  # _view_key -> slice taken in the body (read on first merge)
-
-    def loop_bounds(self, memo: dict) -> tuple:
-        if self.bounds is None:
-            self.bounds = tuple(_extent_key(v, memo) for v in self.group.work.operands)
-        return self.bounds
-
-    def body_accesses(self) -> Optional[dict]:
-        if not self.analysed:
-            self.accesses, self.analysed = _accesses(self.body), True
-        return self.accesses
-
-
-def _group_of(work: ir.Operation) -> Optional[_Group]:
-    """The group of a stream work loop: its user stream's get_current_stream and the sync
-    loop of that stream that is the last sync loop before it; None for other loops."""
-    body = loops.body_ops(work)
-    kind = loops.classify(work, body)
-    if kind is None or kind[0] != "work":
-        return None
-    user = kind[1]
-    gcs = defining_op(user)
-    following = next_op(gcs) if gcs.block == work.block else None
-    if following is not None and following != work and _leads_to(following, user, work):
-        sync, adjacent = following, True  # the shape stream lowering builds
-    else:
-        sync, adjacent = _sync_loop(user, work), False
-    if sync is None:
-        return None
-    return _Group(loops.Group(user, sync, work), loops.WorkBody.of(work, body), adjacent)
-
-
-def _leads_to(sync: ir.Operation, user: ir.Value, work: ir.Operation) -> bool:
-    """Whether ``sync`` is the initial-sync loop of ``user`` and the last one before ``work``."""
-    if sync.name != ForOp.OPERATION_NAME or loops.classify(sync) != ("sync", user):
-        return False
-    op = next_op(sync)
-    while op is not None and op != work:
-        if op.name == ForOp.OPERATION_NAME and (loops.classify(op) or ("",))[0] == "sync":
-            return False
-        op = next_op(op)
-    return op == work
-
-
-def _sync_loop(user: ir.Value, work: ir.Operation) -> Optional[ir.Operation]:
-    """The sync loop of ``user`` that is the last sync loop before ``work`` in its block
-    (checked walking forward from it: ``is_before_in_block`` renumbers the whole block
-    after each edit, quadratic over a pass)."""
-    for use in user.uses:
-        sync = use.owner.operation.parent
-        if sync is not None and sync != work and sync.block == work.block and _leads_to(sync, user, work):
-            return sync
-    return None
-
-
-def _next_twin(first: _Group) -> Optional[tuple[_Group, list]]:
-    """The group right after ``first`` and the ops between them, when only allocations,
-    ``memref.dim``, constants and the group's own get_current_stream and sync loop sit
-    between them."""
+def _next_twin(first: ir.Operation) -> Optional[tuple[ir.Operation, list]]:
+    """The stream loop right after ``first`` and the ops between them, when those are
+    allocations, ``memref.dim``, constants and the second loop's ``hir.get_current_stream``."""
     between: list = []
-    last_sync = None  # (the last sync loop seen, its user stream)
-    op = next_op(first.group.work)
-    while op is not None:
-        if op.name == ForOp.OPERATION_NAME:
-            body = loops.body_ops(op)
-            kind = loops.classify(op, body)
-            if kind is None:
-                return None
-            if kind[0] == "sync":
-                between.append(op)
-                last_sync = (op, kind[1])
-            else:
-                return _second_group(op, body, kind[1], between, last_sync)
-        elif op.name in _MAY_FOLLOW:
-            between.append(op)
-        else:
+    op = next_op(first)
+    while op is not None and op.name != StreamForOp.OPERATION_NAME:
+        if op.name not in _HOISTABLE and op.name != GetCurrentStreamOp.OPERATION_NAME:
             return None
+        between.append(op)
         op = next_op(op)
-    return None
-
-
-def _second_group(work: ir.Operation, body: list, user: ir.Value, between: list, last_sync: Optional[tuple]) -> Optional[tuple[_Group, list]]:
-    if last_sync is None or last_sync[1] != user:
+    if op is None:
         return None
-    allowed = {defining_op(user), last_sync[0]}
-    if any(op.name not in _HOISTABLE and op not in allowed for op in between):
+    user = op.operands[3]
+    streams = [o for o in between if o.name == GetCurrentStreamOp.OPERATION_NAME]
+    if user != first.operands[3] and streams != [defining_op(user)]:
+        return None  # another user stream, or one saved elsewhere
+    if user == first.operands[3] and streams:
         return None
-    return _Group(loops.Group(user, last_sync[0], work), loops.WorkBody.of(work, body), adjacent=False), between
+    return op, between
 
 
-def _mergeable(first: _Group, second: _Group, memo: dict) -> bool:
-    if first.loop_bounds(memo) != second.loop_bounds(memo):
-        return False
-    return _independent(first.body_accesses(), second.body_accesses())
+def _same_extent(first: ir.Operation, second: ir.Operation) -> bool:
+    """Equal bounds, step and stream slots (``memref.dim`` of an allocation by its size)."""
+    memo: dict = {}
+    keys = [tuple(_extent_key(v, memo) for v in list(loop.operands)[:3]) for loop in (first, second)]
+    return keys[0] == keys[1] and StreamForOp.slots_of(first) == StreamForOp.slots_of(second)
 
 
-def _merge(first: _Group, second: _Group, between: list, rewriter: rewrite.PatternRewriter) -> None:
-    group1, group2 = first.group, second.group
-    gcs2 = defining_op(group2.user)
-    anchor = defining_op(group1.user) if first.adjacent else group1.sync
+def _fuse(first: ir.Operation, second: ir.Operation, first_body: list, second_body: list, between: list, rewriter: rewrite.PatternRewriter) -> None:
+    """``second`` takes ``first``'s body before its own, ``first``'s bounds, user stream
+    and location, and ``first``'s place; a slice both bodies take is taken once."""
+    user, user2 = first.operands[3], second.operands[3]
+    saved = defining_op(user)
+    anchor = saved if saved is not None and saved.block == first.block and next_op(saved) == first else first
     for op in between:
         if op.name in _HOISTABLE:
             op.move_before(anchor)
-    body1, body2 = first.body, second.body
-    body2.iv.replace_all_uses_with(body1.iv)
-    if first.views is None:
-        first.views = {_view_key(op): op.result for op in body1.payload if op.name in _VIEW_NAMES}
-    for op in body2.payload:
-        key = _view_key(op) if op.name in _VIEW_NAMES else None
-        existing = first.views.get(key) if key is not None else None
+    block, block2 = first.regions[0].blocks[0], second.regions[0].blocks[0]
+    for arg, arg2 in zip(block.arguments, block2.arguments):
+        arg.replace_all_uses_with(arg2)
+    views = {_view_key(op): op.result for op in first_body if op.name in _VIEW_NAMES}
+    head = second_body[0] if second_body else terminator(second)
+    for op in first_body:
+        op.move_before(head)
+    for op in second_body:
+        existing = views.get(_view_key(op)) if op.name in _VIEW_NAMES else None
         if existing is not None:  # the same slice is already taken: reuse it (seed 001 TwoSetOps)
             op.result.replace_all_uses_with(existing)
             rewriter.erase_op(op)
-            continue
-        op.move_before(body1.epilogue)
-        body1.payload.append(op)
-        if key is not None:
-            first.views[key] = op.result
-    # Both bodies were analysed (_mergeable) and had no region: the union is exact.
-    for root, uses in second.accesses.items():
-        first.accesses.setdefault(root, []).extend(uses)
-    body2.stream.replace_all_uses_with(body1.stream)
-    group2.user.replace_all_uses_with(group1.user)
-    rewriter.erase_op(group2.sync)
-    rewriter.erase_op(group2.work)
-    rewriter.erase_op(gcs2)
+    for index in range(4):
+        second.operands[index] = first.operands[index]
+    second.location = first.location
+    if user2 != user:
+        user2.replace_all_uses_with(user)
+        rewriter.erase_op(defining_op(user2))
+    rewriter.erase_op(first)
 
 
 def _view_key(op: ir.Operation):
@@ -263,12 +172,12 @@ def _find_extent_key(value: ir.Value, memo: dict):
     return ("value", value)
 
 
-def _accesses(body: loops.WorkBody) -> Optional[dict]:
-    """Buffer -> list of (slice axis or None for whole-buffer access, written) in a work
-    body; None when the body holds a region (not analysed: never merged)."""
-    iv = body.iv
+def _accesses(loop: ir.Operation, body: list) -> Optional[dict]:
+    """Buffer -> list of (slice axis or None for whole-buffer access, written) in a stream
+    loop's ``body``; None when the body holds a region (not analysed: never fused)."""
+    iv = loop.regions[0].blocks[0].arguments[0]
     found: dict = {}
-    for op in body.payload:
+    for op in body:
         if op.regions:
             return None
         if is_view(op):

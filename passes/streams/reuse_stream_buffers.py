@@ -1,18 +1,19 @@
 """``hir-reuse-stream-buffers{num-streams=N}``: stream buffer reuse (seed 001's "possible
-future optimization"), a rewrite pattern rooted on the stream work loop (``hir.for``) applied
-by the greedy driver without folding. After stream lowering and loop fusion, an
-intermediate that is only touched slice by slice inside one stream work loop -- allocated
+future optimization"), a rewrite pattern rooted on the stream loop (``hir.stream_for``)
+applied by the greedy driver without folding. After stream lowering and loop fusion, an
+intermediate that is only touched slice by slice inside one stream loop -- allocated
 before the loop, read and written through ``hir.alias_select(%t, %i)`` at the loop index,
 freed after the loop -- does not need all its slices at once: iteration ``i`` only needs
 slice ``i``. The full-size buffer becomes a ``[num_streams, ...]`` buffer (the stream axis
-removed, a slot axis in front) indexed by ``%i mod num_streams`` (``arith.remui``), and the
-loop's pool stream becomes ``get_stream(%i mod num_streams)``.
+removed, a slot axis in front) indexed by the body's stream slot, and the loop is rebuilt
+with ``slots = num_streams``: iteration ``i`` runs on pool stream ``i mod num_streams``
+(``hir-expand-stream-loops`` computes it with ``arith.remui``).
 
 Why it is correct: iterations ``i`` and ``i + num_streams`` share a slot, and they also run
 on the same pool stream (``(i mod n) mod pool_size`` is equal for both, whatever the run's
 pool size), so the later iteration's work is queued after the earlier one's on that stream
-and cannot overwrite the slot while the earlier iteration still reads it. Rewriting the
-``get_stream`` index (rather than relying on ``i mod pool_size``) keeps that true when the
+and cannot overwrite the slot while the earlier iteration still reads it. Choosing the
+stream by slot (rather than relying on ``i mod pool_size``) keeps that true when the
 interpreter's pool is larger than ``num-streams``; such a run then uses only
 ``num-streams`` pool streams in this loop.
 
@@ -20,18 +21,16 @@ Before::
 
     %t = memref.alloc(%m) : memref<?x8xf32>
     %out = memref.alloc(%m) : memref<?x8xf32>
-    ... get_current_stream, initial-sync loop ...
-    "hir.for"(%c0, %m, %c1) ({
-    ^bb0(%i: index):
-      %s = "hir.get_stream"(%i) : (index) -> !hir.stream
-      "hir.set_current_stream"(%s) : (!hir.stream) -> ()
+    %user = "hir.get_current_stream"() : () -> !hir.stream
+    "hir.stream_for"(%c0, %m, %c1, %user) ({
+    ^bb0(%i: index, %slot: index):
       %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : (memref<?x32xf32>, index) -> memref<32xf32, strided<[1], offset: ?>>
       %ti = "hir.alias_select"(%t, %i) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       "hir.matmul"(%a, %w, %ti) : (...) -> ()
       %oi = "hir.alias_select"(%out, %i) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       "hir.binary"(%ti, %ti, %oi) {kind = "add"} : (...) -> ()
-      "hir.set_current_stream"(%user) ; "hir.synchronize"(%s) ; "hir.yield"
-    }) : (index, index, index) -> ()
+      "hir.yield"() : () -> ()
+    }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (index, index, index, !hir.stream) -> ()
     memref.dealloc %t : memref<?x8xf32>
 
 After::
@@ -39,22 +38,19 @@ After::
     %c4 = arith.constant 4 : index
     %t = memref.alloc() : memref<4x8xf32>
     %out = memref.alloc(%m) : memref<?x8xf32>
-    ...
-    "hir.for"(%c0, %m, %c1) ({
-    ^bb0(%i: index):
-      %slot = arith.remui %i, %c4 : index
-      %s = "hir.get_stream"(%slot) : (index) -> !hir.stream
-      "hir.set_current_stream"(%s) : (!hir.stream) -> ()
+    %user = "hir.get_current_stream"() : () -> !hir.stream
+    "hir.stream_for"(%c0, %m, %c1, %user, %c4) ({
+    ^bb0(%i: index, %slot: index):
       %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : ...
       %ti = "hir.alias_select"(%t, %slot) {axis = 0 : i64} : (memref<4x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       ...
-    }) : (index, index, index) -> ()
+    }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>} : (index, index, index, !hir.stream, index) -> ()
     memref.dealloc %t : memref<4x8xf32>
 
 Left alone (conservative): buffers with any other use (returned, used outside the loop, a
 whole-buffer operand, a view at another index or along two axes, used in two loops), loops
-whose payload switches streams itself (``hir.set_current_stream`` / ``hir.get_stream``
-besides the prologue and epilogue), loops where a work token of an op touching the buffer
+whose body switches streams itself (``hir.set_current_stream`` / ``hir.get_stream``), loops
+with slots already, loops where a work token of an op touching the buffer
 is not waited on in the same iteration, ops with the copy-engine ``cuda`` backend (peers
 write into local buffers outside local stream order), and static extents of at most
 ``num-streams`` slices (nothing to save). Memory: ``num-streams`` slices instead of
@@ -73,16 +69,15 @@ from functools import cmp_to_key
 from typing import Optional
 
 from torch_mlir import ir, rewrite
-from torch_mlir.dialects import arith
 
-from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, WaitOp, WorkType, module_num_streams
+from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, StreamForOp, WaitOp, WorkType, module_num_streams
 from hir.dialect.base import DYNAMIC, get_int, get_str
-from hir.dialect.irutils import ALLOC, DEALLOC, DIM, FUNC, alloc, constant_value, defining_op, index_arith, index_const, value_name
+from hir.dialect.irutils import ALLOC, DEALLOC, DIM, FUNC, alloc, constant_value, defining_op, index_const, value_name
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.views import is_identity_layout
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
-from hir.passes.streams import _stream_loops as loops
+from hir.passes.streams._stream_loops import body_ops
 
 
 @register_pass
@@ -109,13 +104,14 @@ class ReuseStreamBuffers(ModulePass):
 
 
 def populate_reuse_stream_buffers_patterns(patterns: GuardedRewritePatternSet, num_streams: int) -> None:
-    """A pattern rooted on ``hir.for``: every buffer a stream work loop uses only slice by
-    slice becomes a ``[num_streams, ...]`` slot buffer indexed by ``%i mod num_streams``."""
+    """A pattern rooted on ``hir.stream_for``: every buffer a stream loop uses only slice by
+    slice becomes a ``[num_streams, ...]`` slot buffer indexed by ``%i mod num_streams``
+    (the loop is rebuilt with ``slots = num_streams``)."""
 
     def reuse_in_loop(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         return not _reuse(root.operation, num_streams, rewriter)
 
-    patterns.add(ForOp, reuse_in_loop)
+    patterns.add(StreamForOp, reuse_in_loop)
 
 
 def _op(owner) -> ir.Operation:
@@ -123,21 +119,21 @@ def _op(owner) -> ir.Operation:
 
 
 def _reuse(loop: ir.Operation, n: int, rewriter: rewrite.PatternRewriter) -> bool:
-    """Rewrite the candidate buffers of ``loop`` (all analysed first: a rewrite changes the
-    loop's prologue); whether any was."""
-    if _inside_a_loop(loop):
-        return False
-    kind = loops.classify(loop)
-    if kind is None or kind[0] != "work" or not _loop_safe(loop):
+    """Rewrite the candidate buffers of the stream loop ``loop`` (all analysed first); whether
+    any was."""
+    if StreamForOp.slots_of(loop) is not None or _inside_a_loop(loop):
+        return False  # slots chosen already; a nested loop's buffers are per iteration already
+    body = body_ops(loop)
+    if not _loop_safe(body):
         return False
     chosen = []
-    for buffer in _sliced_buffers(loop):
+    for buffer in _sliced_buffers(loop, body):
         found = _candidate(buffer, loop, n)
         if found is not None and _tokens_waited(found[1], loop):
             chosen.append((buffer, *found))
     if not chosen:
         return False
-    slot = _slot_value(loop, chosen[0][0], n)
+    slot = _with_slots(loop, chosen[0][0], n, rewriter)
     for buffer, axis, views, dims in chosen:
         _fold_dims(buffer, dims, rewriter)
         _rewrite(buffer, axis, views, slot, n, rewriter)
@@ -154,10 +150,10 @@ def _inside_a_loop(op: ir.Operation) -> bool:
     return False
 
 
-def _sliced_buffers(loop: ir.Operation) -> list:
-    """The allocations of ``loop``'s block that its payload views, in program order."""
+def _sliced_buffers(loop: ir.Operation, body: list) -> list:
+    """The allocations of ``loop``'s block that its body views, in program order."""
     found = {}
-    for op in loops.WorkBody.of(loop).payload:
+    for op in body:
         if op.name != AliasSelectOp.OPERATION_NAME:
             continue
         owner = defining_op(op.operands[0])
@@ -205,7 +201,7 @@ def _candidate(alloc: ir.Operation, loop: ir.Operation, n: int):
 
 
 def _static_trips(loop: ir.Operation) -> Optional[int]:
-    lb, ub, st = (constant_value(v) for v in loop.operands)
+    lb, ub, st = (constant_value(v) for v in list(loop.operands)[:3])
     if lb is None or ub is None or st is None or st <= 0:
         return None
     return max(0, -(-(ub - lb) // st))
@@ -220,11 +216,10 @@ def _walk(block: ir.Block):
                 yield from _walk(inner)
 
 
-def _loop_safe(loop: ir.Operation) -> bool:
-    """The payload runs entirely on the iteration's pool stream: no stream switches of its
-    own and no copy-engine (``cuda`` backend) transfers."""
-    body = loops.WorkBody.of(loop)
-    for top in body.payload:
+def _loop_safe(body: list) -> bool:
+    """The body runs entirely on the iteration's pool stream: no stream switches of its own
+    and no copy-engine (``cuda`` backend) transfers."""
+    for top in body:
         for op in _walk_op(top):
             cls = OP_CLASSES.get(op.name)
             if cls is not None and cls.CHOOSES_STREAM:
@@ -256,16 +251,20 @@ def _tokens_waited(views: list, loop: ir.Operation) -> bool:
     return True
 
 
-def _slot_value(loop: ir.Operation, buffer: ir.Operation, n: int) -> ir.Value:
-    """``%i mod n`` at the top of the loop body; the prologue's get_stream then takes it."""
-    body = loop.regions[0].blocks[0]
-    iv = body.arguments[0]
-    first = _op(body.operations[0])  # the prologue's get_stream(%i)
+def _with_slots(loop: ir.Operation, buffer: ir.Operation, n: int, rewriter: rewrite.PatternRewriter) -> ir.Value:
+    """Rebuild the stream loop with ``slots = n`` (the constant before the first rewritten
+    buffer) in its place, its body moved over; the new loop's stream slot (``%i mod n``)."""
     with buffer.location, ir.InsertionPoint(buffer):
         count = index_const(n)
-    with loop.location, ir.InsertionPoint(first):
-        slot = index_arith(arith.RemUIOp, iv, count, name="slot")
-    first.operands[0] = slot
+    lower, upper, step, user = list(loop.operands)
+    with rewriter.ip, loop.location:
+        new_loop, iv, slot, end = StreamForOp.emit(lower, upper, step, user, count)
+    block = loop.regions[0].blocks[0]
+    block.arguments[0].replace_all_uses_with(iv)
+    block.arguments[1].replace_all_uses_with(slot)
+    for op in body_ops(loop):
+        op.move_before(end)
+    rewriter.erase_op(loop)
     return slot
 
 

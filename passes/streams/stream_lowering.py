@@ -1,9 +1,11 @@
 """``hir-stream-lowering``: a rewrite pattern per streamable op kind (rooted on it), applied
 by the walk driver: every op carrying ``stream_axis = k`` (axis k of its output is
-stream-parallel, nvFuser's ParallelType::Stream) becomes the seed 001/003 loop structure:
-the full output stays allocated before the loop, the user stream is saved, a separate loop
-syncs each pool stream with it, and the work loop runs the op on ``hir.alias_select`` slices
-(index ``%i`` along the mapped axis of each operand that has it) on pool stream ``%i``.
+stream-parallel, nvFuser's ParallelType::Stream) becomes a stream loop, ``hir.stream_for``:
+the full output stays allocated before the loop, the user stream is saved, and the loop's
+body runs the op on ``hir.alias_select`` slices (index ``%i`` along the mapped axis of each
+operand that has it); the op's stream axis is the loop's now. ``hir-expand-stream-loops``
+later writes each loop as nvFuser's seed 001/003 form (a loop syncing each pool stream with
+the user stream, then the work loop on pool stream ``%i``).
 Collectives (from hir-convert-to-communication) run per slice with their ``hir.wait``, but
 for a collective streamed along its peer axis (nvFuser's P2P form: the allgather of a split
 axis that is also the stream axis, the reduce-scatter onto it), which has no per-slice
@@ -25,16 +27,13 @@ After::
     %c1 = arith.constant 1 : index
     %n = memref.dim %out, %c0 : memref<?x8xf32>
     %user = "hir.get_current_stream"() : () -> !hir.stream
-    "hir.for"(%c0, %n, %c1) ({ ^bb0(%i: index):       // initial sync loop
-      %s = "hir.get_stream"(%i) ; "hir.set_current_stream"(%s) ; "hir.synchronize"(%user)
-      "hir.yield"() : () -> () }) : (index, index, index) -> ()
-    "hir.for"(%c0, %n, %c1) ({ ^bb0(%i: index):       // work loop
-      %s = "hir.get_stream"(%i) ; "hir.set_current_stream"(%s)
+    "hir.stream_for"(%c0, %n, %c1, %user) ({
+    ^bb0(%i: index, %slot: index):
       %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       %b = "hir.alias_select"(%out, %i) {axis = 0 : i64} : (...) -> memref<8xf32, strided<[1], offset: ?>>
       "hir.set"(%a, %b) : (...) -> ()
-      "hir.set_current_stream"(%user) ; "hir.synchronize"(%s)
-      "hir.yield"() : () -> () }) : (index, index, index) -> ()
+      "hir.yield"() : () -> ()
+    }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (index, index, index, !hir.stream) -> ()
 
 The stream axis maps through set, binary (broadcast operands are not sliced, or read at index
 0 where their extent is 1), reduction (kept axes; ``axes`` renumbered), matmul (batch axes;
@@ -50,7 +49,7 @@ and no vector restriction on matmul; a broadcast operand is used whole). This is
 AG+matmul pipeline is written when the stream axis is not a device axis. A static N that S
 does not divide is an error at the op; a dynamic N is checked when the chunk is taken.
 
-    "hir.for"(%c0, %c4, %c1) ({ ^bb0(%i: index):      // chunks = 4, N = 8: 2 rows each
+    "hir.stream_for"(%c0, %c4, %c1, %user) ({ ^bb0(%i: index, %slot: index):      // chunks = 4, N = 8: 2 rows each
       ...
       %a = "hir.alias_chunk"(%in, %i) {axis = 0 : i64, chunks = 4 : i64} : (memref<8x8xf32>, index) -> memref<2x8xf32, strided<[8, 1], offset: ?>>
       ...
@@ -60,7 +59,7 @@ from dataclasses import dataclass
 
 from torch_mlir import ir, rewrite
 
-from hir.dialect import OP_CLASSES, AliasChunkOp, AliasSelectOp, ForOp, WaitOp
+from hir.dialect import OP_CLASSES, AliasChunkOp, AliasSelectOp, StreamForOp, WaitOp
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import FUNC, FUNC_ARG_STREAM_ATTRS, defining_op, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, streamable, streamable_names
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
@@ -72,7 +71,7 @@ from hir.passes.streams import _stream_loops
 @dataclass
 class StreamLowering(ModulePass):
     name = "hir-stream-lowering"
-    description = "Lower stream-parallel ops to hir.for stream loops over alias_select slices (seeds 001/003); chunks=S: S iterations over alias_chunk views."
+    description = "Lower stream-parallel ops to hir.stream_for stream loops over alias_select slices (seeds 001/003); chunks=S: S iterations over alias_chunk views."
     chunks: int = 0  # 0: one iteration per index of the stream axis; S: S chunks of N/S rows
 
     def run(self, module: ir.Module) -> None:
@@ -119,15 +118,15 @@ def _lowering_pattern(chunks: int):
 
 def _wait_joins_its_collective(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     """A wait whose token now comes from inside a stream loop of its own block (its
-    collective was lowered) moves into that loop, before the epilogue."""
+    collective was lowered) moves into that loop, to the end of its body."""
     wait = root.operation
     producer = defining_op(wait.operands[0])
     if producer is None:
         return True
     loop = producer.parent
-    if loop is None or loop.name != ForOp.OPERATION_NAME or loop.block != wait.block:
+    if loop is None or loop.name != StreamForOp.OPERATION_NAME or loop.block != wait.block:
         return True
-    wait.move_before(_stream_loops.WorkBody.of(loop).epilogue)
+    wait.move_before(_stream_loops.terminator(loop))
     return False
 
 
@@ -181,7 +180,7 @@ def _lower(op: ir.Operation, rewriter: rewrite.PatternRewriter, chunks: int) -> 
     loc = op.location
     with rewriter.ip, loc:  # before the op
         loop = _stream_loops.build(out, k, chunks)
-    with ir.InsertionPoint(loop.epilogue), loc:
+    with ir.InsertionPoint(loop.end), loc:
         for s in slices:
             source = op.operands[s.index]
             if chunks and s.broadcast:
@@ -191,7 +190,7 @@ def _lower(op: ir.Operation, rewriter: rewrite.PatternRewriter, chunks: int) -> 
             else:
                 index = loop.zero if s.broadcast else loop.iv
                 op.operands[s.index] = AliasSelectOp.emit(source, index, s.axis, name=slice_name(source))
-    op.move_before(loop.epilogue)
+    op.move_before(loop.end)
     del op.attributes[STREAM_AXIS_ATTR]
     if not chunks:  # a chunk keeps the axis
         renumber_axes(op, in_axis)

@@ -25,3 +25,32 @@ func.func @nested_loops(%n: index, %buf: memref<4x8xf32>) {
   }) : (index, index, index) -> ()
   return
 }
+
+// The stream loop: bounds, the user stream, optionally the stream slot count; the body takes
+// the index and the stream slot.
+// CHECK-LABEL: func.func @stream_loops
+func.func @stream_loops(%n: index, %buf: memref<8x4xf32>, %slots: memref<2x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %user = "hir.get_current_stream"() : () -> !hir.stream
+  // CHECK: "hir.stream_for"(%{{.*}}, %{{.*}}, %{{.*}}, %[[U:.*]]) ({
+  // CHECK-NEXT: ^bb0(%[[I:.*]]: index, %{{.*}}: index):
+  // CHECK-NEXT: "hir.alias_select"(%{{.*}}, %[[I]])
+  // CHECK: }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (index, index, index, !hir.stream) -> ()
+  "hir.stream_for"(%c0, %n, %c1, %user) ({
+  ^bb0(%i: index, %slot: index):
+    %row = "hir.alias_select"(%buf, %i) {axis = 0 : i64} : (memref<8x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
+    "hir.yield"() : () -> ()
+  }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (index, index, index, !hir.stream) -> ()
+  // CHECK: "hir.stream_for"(%{{.*}}, %{{.*}}, %{{.*}}, %[[U]], %{{.*}}) ({
+  // CHECK-NEXT: ^bb0(%{{.*}}: index, %[[S:.*]]: index):
+  // CHECK-NEXT: "hir.alias_select"(%{{.*}}, %[[S]])
+  // CHECK: }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>} : (index, index, index, !hir.stream, index) -> ()
+  "hir.stream_for"(%c0, %n, %c1, %user, %c2) ({
+  ^bb0(%i: index, %slot: index):
+    %row = "hir.alias_select"(%slots, %slot) {axis = 0 : i64} : (memref<2x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
+    "hir.yield"() : () -> ()
+  }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>} : (index, index, index, !hir.stream, index) -> ()
+  return
+}

@@ -1,4 +1,4 @@
-// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-stream-lowering,hir-fuse-loops)' | FileCheck %s
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-stream-lowering,hir-fuse-loops,hir-expand-stream-loops)' | FileCheck %s
 
 // Seed 001 TwoSetOps: tv1 = set(tv0), tv2 = set(tv1), both stream-parallel on axis 0: one
 // pair of loops; both outputs allocated first; tv1's slice is taken once and reused.

@@ -1,5 +1,5 @@
-// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-stream-lowering{chunks=2})' | FileCheck %s
-// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering{chunks=2},hir-fuse-loops,hir-insert-deallocations,canonicalize,cse)' | FileCheck %s --check-prefix=LOWER
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-stream-lowering{chunks=2},hir-expand-stream-loops)' | FileCheck %s
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-insert-reshardings,hir-convert-to-communication,hir-stream-lowering{chunks=2},hir-fuse-loops,hir-insert-deallocations,hir-expand-stream-loops,canonicalize,cse)' | FileCheck %s --check-prefix=LOWER
 // Stream-axis split: the stream axis of extent N runs as 2 stream iterations of N/2 rows,
 // each operand viewed with hir.alias_chunk (the axis is kept: reduction axes are not
 // renumbered, matmul slices stay matrices, an extent-1 broadcast operand is used whole).

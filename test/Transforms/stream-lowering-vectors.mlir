@@ -1,6 +1,6 @@
 // Stream axes whose slices are vectors: matmul M with a 2-D A, matmul N with a 2-D B,
 // linear N (the weight slice is 1-D, the bias slice 0-D).
-// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-stream-lowering)' | FileCheck %s
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-stream-lowering,hir-expand-stream-loops)' | FileCheck %s
 
 // CHECK-LABEL: func.func @matmul_m
 // CHECK:       "hir.for"

@@ -1,4 +1,4 @@
-// RUN: hir-opt %s --pass-pipeline='builtin.module(hir-stream-lowering)' | FileCheck %s
+// RUN: hir-opt %s --pass-pipeline='builtin.module(hir-stream-lowering,hir-expand-stream-loops)' | FileCheck %s
 // RUN: hir-opt %s --pass-pipeline='builtin.module(hir-lower)' | FileCheck %s --check-prefix=LOWER
 // Stream lowering through views: the stream axis survives a broadcast (a new inner axis),
 // an expand_shape of the inner axis and a subview of rows, so each loop slices the views.

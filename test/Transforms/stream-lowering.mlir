@@ -1,4 +1,22 @@
-// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-stream-lowering)' | FileCheck %s
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-stream-lowering)' | FileCheck %s --check-prefix=LOOP
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-stream-lowering,hir-expand-stream-loops)' | FileCheck %s
+
+// The pass itself writes one hir.stream_for per stream-parallel op (LOOP); the CHECK lines
+// show it with hir-expand-stream-loops after it, in nvFuser's form.
+// LOOP-LABEL: func.func @single_set
+// LOOP:       %[[OUT:.*]] = memref.alloc
+// LOOP:       %[[C0:.*]] = arith.constant 0 : index
+// LOOP-NEXT:  %[[C1:.*]] = arith.constant 1 : index
+// LOOP-NEXT:  %[[N:.*]] = memref.dim %[[OUT]], %[[C0]]
+// LOOP-NEXT:  %[[USER:.*]] = "hir.get_current_stream"() : () -> !hir.stream
+// LOOP-NEXT:  "hir.stream_for"(%[[C0]], %[[N]], %[[C1]], %[[USER]]) ({
+// LOOP-NEXT:  ^bb0(%[[I:.*]]: index, %{{.*}}: index):
+// LOOP-NEXT:    %[[IN_I:.*]] = "hir.alias_select"(%arg0, %[[I]]) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+// LOOP-NEXT:    %[[OUT_I:.*]] = "hir.alias_select"(%[[OUT]], %[[I]]) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+// LOOP-NEXT:    "hir.set"(%[[IN_I]], %[[OUT_I]]) : (
+// LOOP-NEXT:    "hir.yield"
+// LOOP-NEXT:  }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (index, index, index, !hir.stream) -> ()
+// LOOP-NEXT:  return %[[OUT]]
 
 // Seed 001 SingleSetOp: tv1 = set(tv0), tv1 axis 0 stream-parallel. The full output stays
 // allocated before the loops; the loop extent is the output's (dynamic) axis 0.

@@ -11,7 +11,7 @@
 // RUN: hir-opt %s --pass-pipeline='builtin.module(hir-stream-lowering,func.func(cse))' --mlir-print-ir-after-all 2>&1 >/dev/null | FileCheck --check-prefix=HIRPRINT %s
 // HIRPRINT:      // -----// IR Dump After StreamLowering: hir-stream-lowering //----- //
 // HIRPRINT-NEXT: module {
-// HIRPRINT:      "hir.for"
+// HIRPRINT:      "hir.stream_for"
 // HIRPRINT:      // -----// IR Dump After CSEPass: cse //----- //
 // HIRPRINT-NEXT: func.func @f
 

@@ -28,7 +28,7 @@ def test_one_pass_manager_for_the_whole_pipeline():
         run = build_pass_manager(parse_pipeline("hir-stream-lowering,func.func(canonicalize,cse),hir-fuse-loops,cse"))
     assert isinstance(run.pass_manager, PassManager)
     run.run(module)
-    assert '"hir.for"' in str(module)
+    assert '"hir.stream_for"' in str(module)
     with pytest.raises(RuntimeError, match="runs once"):
         run.run(module)
 
@@ -61,7 +61,7 @@ def test_disabled_pass_is_left_out():
     with disabled("hir-stream-lowering"):
         module = hir.lower(hir.parse(PROGRAM), "hir-stream-lowering,cse", print_after_all=True, out=out)
     assert "StreamLowering" not in out.getvalue() and "CSEPass" in out.getvalue()
-    assert '"hir.for"' not in str(module)
+    assert '"hir.stream_for"' not in str(module)
 
 
 def test_no_hand_written_timer_in_passes():
@@ -128,7 +128,7 @@ def test_pass_bug_is_raised_after_the_pass_manager_returned():
         _run(module, _Failing(bug=True), upstream="cse")
     # The PassManager unwound normally: the context and module stay usable.
     hir.lower(module, "hir-stream-lowering,cse")
-    assert '"hir.for"' in str(module)
+    assert '"hir.stream_for"' in str(module)
 
 
 def test_verify_each_catches_invalid_ir_after_a_python_pass():

@@ -99,7 +99,7 @@ def test_stream_lowering_errors(op_line, types, message):
     module = hir.parse(text, "prog.mlir")
     if message is None:  # the control case lowers
         hir.lower(module, STREAM)
-        assert '"hir.for"' in str(module)
+        assert '"hir.stream_for"' in str(module)
         return
     with pytest.raises(HirError) as info:
         hir.lower(module, STREAM, source_name="prog.mlir")

@@ -1,11 +1,13 @@
-"""Handler of the control group: ``hir.for`` (its body compiled once into a step list run per
-index). ``hir.yield`` and ``func.return`` are block terminators the compiler consumes."""
+"""Handlers of the control group: ``hir.for`` (its body compiled once into a step list run per
+index) and ``hir.stream_for`` (the same, each iteration on its pool stream, as
+``hir-expand-stream-loops`` writes it). ``hir.yield`` and ``func.return`` are block
+terminators the compiler consumes."""
 
 from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect import ForOp
+from hir.dialect import ForOp, StreamForOp
 from hir.dialect.context import HirError
 from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.steps import run_steps
@@ -29,3 +31,33 @@ class ControlImpls:
             run_steps(body, env, iv, range(env[lb], env[ub], step))
 
         return for_step
+
+    @impl(StreamForOp)
+    def stream_for_loop(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+        lb, ub, st, user, *slots = c.uses(op)
+        block = op.regions[0].blocks[0]
+        iv, slot = c.define(block.arguments[0]), c.define(block.arguments[1])
+        body = c.block(list(block.operations)[:-1])
+        where = c.where(op)
+        streams = c.runtime.streams
+        get, set_current, synchronize = streams.get, streams.set_current, streams.synchronize
+        count = slots[0] if slots else None
+
+        def stream_for_step(env: list) -> None:
+            step = env[st]
+            if step <= 0:
+                raise HirError(f"{where}: error: '{StreamForOp.OPERATION_NAME}' step must be positive, got {step}")
+            user_stream = env[user]
+            indices = range(env[lb], env[ub], step)
+            for i in indices:  # every pool stream waits for the work issued before the loop
+                set_current(get(i))
+                synchronize(user_stream)
+            for i in indices:
+                env[slot] = i if count is None else i % env[count]
+                stream = get(env[slot])
+                set_current(stream)
+                run_steps(body, env, iv, (i,))
+                set_current(user_stream)
+                synchronize(stream)
+
+        return stream_for_step
