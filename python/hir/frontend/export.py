@@ -131,13 +131,14 @@ class _Functional(torch.nn.Module):
 
 
 def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optional[dict] = None, dynamic_shapes: Optional[Sequence[Any]] = None, keywords: Sequence[str] = (),
-           group_heads: bool = False, fuse: bool = False) -> Exported:
+           group_heads: bool = False, fuse: bool = False, keep_composites: bool = True) -> Exported:
     """The functionalized export of ``module(*example_args, **kwargs)`` (see the module
     docstring); the last ``len(keywords)`` example arguments are keyword inputs (graph
     inputs too), ``kwargs`` constant keyword arguments; ``dynamic_shapes``: one torch.export
     spec per example argument; ``group_heads``: grouped-query attention on un-repeated keys
     and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
-    group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`)."""
+    group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`);
+    ``keep_composites``: see :func:`functional_export`."""
     from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
 
     names, aliases, values, transient = module_state(module)
@@ -152,7 +153,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     logging.disable(logging.CRITICAL)
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            program = functional_export(wrapper, tuple(values[n] for n in names) + tuple(example_args), spec)
+            program = functional_export(wrapper, tuple(values[n] for n in names) + tuple(example_args), spec, keep_composites)
             _views_as_reshapes(program.graph)
     except HirError:
         raise
@@ -169,7 +170,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     return Exported(program, arguments, aliases, {**constants, **transient}, output_names, mutated)
 
 
-def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any) -> torch.export.ExportedProgram:
+def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any, keep_composites: bool = True) -> torch.export.ExportedProgram:
     """``torch.export.export(module, args, dynamic_shapes=..., strict=False)
     .run_decompositions({})`` in one trace: ``torch.export``'s ATen-level export (below
     autograd, functionalized) with every CompositeImplicitAutograd op kept whole, as
@@ -177,19 +178,39 @@ def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any)
     ``_assert_tensor_metadata`` checks of ``.to()`` calls (made at trace time). These are
     torch.export's own internals (``run_decompositions`` is built from them); where a torch
     lacks them, the two public steps run instead, and their checks are erased
-    (:func:`hir.frontend.fx_rewrites.drop_metadata_checks`), so both give the same graph."""
+    (:func:`hir.frontend.fx_rewrites.drop_metadata_checks`), so both give the same graph.
+
+    ``keep_composites=False`` traces with torch's own decompositions of those ops (``linear``
+    as ``t`` + ``addmm``...): what a module that differentiates itself needs (a training step
+    calling ``torch.autograd.grad``), since a composite kept whole has no derivative below
+    autograd and the gradient would not reach the tensors it reads; ``nll_loss`` is decomposed
+    too, and ``native_layer_norm_backward`` (:func:`_training_decompositions`)."""
     try:
         from torch.export._trace import _export
         from torch.export.exported_program import _override_composite_implicit_decomp, _split_decomp_table_to_cia_and_python_decomp
     except ImportError:
         from hir.frontend.fx_rewrites import drop_metadata_checks
 
-        program = torch.export.export(module, args, dynamic_shapes=dynamic_shapes, strict=False).run_decompositions({})
+        program = torch.export.export(module, args, dynamic_shapes=dynamic_shapes, strict=False)
+        program = program.run_decompositions({}) if keep_composites else program.run_decompositions()
         drop_metadata_checks(program.graph)
         return program
+    if not keep_composites:
+        return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False).run_decompositions(_training_decompositions())
     keep_whole, _ = _split_decomp_table_to_cia_and_python_decomp({})
     with _override_composite_implicit_decomp(keep_whole):
         return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False)
+
+
+def _training_decompositions() -> dict:
+    """torch's own decompositions of ``nll_loss`` and its backward (``gather``, ``where``,
+    ``sum``, ``div``; ``scatter``) and of ``native_layer_norm_backward`` (its weight and bias
+    gradients as ``sum`` over the rows): over a batch split on devices these are sums the
+    placer takes as partial sums, so a loss's mean is over the whole batch."""
+    from torch._decomp import get_decompositions
+
+    aten = torch.ops.aten
+    return get_decompositions([aten.nll_loss_forward, aten.nll_loss_backward, aten.native_layer_norm_backward])
 
 
 def _read_only_state(program: torch.export.ExportedProgram, count: int) -> set:

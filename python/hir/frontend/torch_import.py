@@ -211,15 +211,17 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
 
 def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None,
                          keywords: Sequence[str] = (), constants: Optional[dict] = None, group_heads: bool = False,
-                         fuse: bool = False) -> tuple[ir.Module, Exported, dict]:
+                         fuse: bool = False, keep_composites: bool = True) -> tuple[ir.Module, Exported, dict]:
     """The ``torch``-dialect module of ``module`` (state first, then inputs: the last
     ``len(keywords)`` are keyword inputs; ``constants``: constant keyword arguments), its
     export and the symbolic shape of each tensor value
     (:func:`hir.frontend.dynamic.symbolic_shapes`; empty without ``dynamic_shapes``).
     ``group_heads`` / ``fuse``: :func:`hir.frontend.fx_rewrites.group_query_heads` /
-    :func:`~hir.frontend.fx_rewrites.fuse_projections`."""
+    :func:`~hir.frontend.fx_rewrites.fuse_projections`; ``keep_composites``:
+    :func:`hir.frontend.export.functional_export`."""
     with progress.task(f"exporting {type(module).__name__} (torch.export)"):
-        exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords, group_heads=group_heads, fuse=fuse)
+        exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords, group_heads=group_heads, fuse=fuse,
+                          keep_composites=keep_composites)
     node_importers: list = []
 
     def node_importer(*args: Any) -> GraphNodeImporter:
@@ -249,6 +251,8 @@ def from_torch(
     dynamic: Optional[dict] = None,
     grouped_attention: bool = True,
     fused_projections: bool = True,
+    keep_composites: bool = True,
+    replicate_fallback: bool = True,
 ) -> TorchProgram:
     """Import ``module`` (called on ``example_args`` and ``example_kwargs``) as a program-level
     hir module. The tensors of ``example_kwargs`` are inputs after the positional ones
@@ -272,7 +276,16 @@ def from_torch(
     reads each key/value head once instead of a copy per query head;
     ``fused_projections`` (default on; unsharded imports only): the projections of one input
     (attention's q, k, v) run as one GEMM on their weights concatenated once per set of
-    weights, which the program keeps (:mod:`hir.frontend.fx_rewrites`)."""
+    weights, which the program keeps (:mod:`hir.frontend.fx_rewrites`).
+
+    ``keep_composites`` (default on): ``linear``, ``layer_norm``, attention... stay single
+    ops; off, torch decomposes them as autograd does, which a module that calls
+    ``torch.autograd.grad`` in its ``forward`` needs (:func:`hir.train_step` imports so).
+
+    ``replicate_fallback`` (default on): an op whose placement strategy refuses its operands'
+    splits (or that has none) reads replicated copies, as DTensor redistributes to
+    ``Replicate()``; off, that is an error naming the op (data-parallel training steps:
+    :mod:`hir.frontend.data_parallel`)."""
     from hir.frontend.dtensors import Distributed
     from hir.frontend.hf_plans import plan_layouts
     from hir.frontend.placements import mesh_inputs
@@ -303,7 +316,8 @@ def from_torch(
             unsharded = mesh is None and not placements
             with distributed.whole(), plan_layouts(module, plan):
                 torch_module, exported, shapes = export_to_torch_mlir(module, example_args, context, spec, keywords, constants,
-                                                                      grouped_attention and unsharded, fused_projections and unsharded)
+                                                                      grouped_attention and unsharded, fused_projections and unsharded,
+                                                                      keep_composites)
         except HirError as err:  # located at the user's file (hir-import) or call
             raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
         names = exported.state_names
@@ -319,7 +333,7 @@ def from_torch(
             raise HirError(f"{source}: error: cannot import {type(module).__name__}: {scalar}")
         try:
             with progress.task("partitioning into hir ops and kernel segments"):
-                plan = Placer(torch_func, grid, arguments, outputs, source, names).plan(exported.mutated)
+                plan = Placer(torch_func, grid, arguments, outputs, source, names, replicate_fallback).plan(exported.mutated)
                 hir_module = Partitioner(torch_func, plan, source, shapes).build(mutated=exported.mutated)
         except HirError:
             raise

@@ -1,0 +1,157 @@
+"""Data-parallel training steps on Gloo ranks (:mod:`hir.frontend.data_parallel`): a step
+module (loss, ``torch.autograd.grad``, an SGD update in place) imported with the batch split
+on dim 0 and the parameters replicated (``"replicate"``) or split on dim 0 and gathered
+(``"fully_shard"``), lowered to collectives and run on each rank for 10 steps; every step's
+loss and the final (gathered) parameters equal single-process eager training on the global
+batch. Tiny random Llama and GPT-2 (no download).
+
+The test launches this file once per rank; ``python test_data_parallel_training.py ARCH:MODE...``
+is the per-rank worker.
+"""
+
+import functools
+import os
+import sys
+
+import pytest
+from multirank_util import launch_workers, run_gloo_cases
+
+STEPS = 10
+LR = 0.1
+
+
+def _model(arch: str):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    if arch == "llama":
+        return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                            num_key_value_heads=2, max_position_embeddings=64))
+    return GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16, bos_token_id=0, eos_token_id=0,
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+
+
+def _step_module(model, mode: str):
+    """The training step as a module: each parameter as the loss reads it (gathered with
+    ``"fully_shard"``), the loss and its gradients, each gradient reduced as the update
+    reads it, an SGD update in place."""
+    import torch
+
+    from hir.frontend import data_parallel
+
+    class Step(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids, labels, lr):
+            names = [n for n, _ in self.model.named_parameters()]
+            held = [functools.reduce(getattr, n.split("."), self.model) for n in names]  # the tensors the export swapped in
+            whole = [data_parallel.gather(mode, p, f"model.{n}") for p, n in zip(held, names)]
+            with torch.enable_grad():
+                for p in whole:
+                    p.requires_grad_()
+                with torch.nn.utils.stateless._reparametrize_module(self.model, dict(zip(names, whole)), tie_weights=True):
+                    loss = self.model(ids, labels=labels).loss
+                grads = torch.autograd.grad(loss, whole)
+            with torch.no_grad():
+                for p, g, n in zip(held, grads, names):
+                    p.sub_(lr * data_parallel.reduce_gradient(mode, g, f"model.{n}"))
+            return loss.detach()
+
+    return Step()
+
+
+def run_case(case: str, rank: int, world: int) -> str:
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.tensor import Replicate
+
+    import hir
+    from hir.frontend import data_parallel
+
+    arch, mode = case.split(":")
+    model, reference = _model(arch), _model(arch)
+    torch.manual_seed(1)
+    batches = [torch.randint(0, 64, (2 * world, 8)) for _ in range(STEPS)]
+    state = {f"model.{n}": p for n, p in model.named_parameters()}
+    placements = data_parallel.placements(mode, state, batches[0:1] * 2, world, sharded=list(state)) | {"input2": Replicate()}
+    program = hir.from_torch(_step_module(model, mode), (batches[0], batches[0], torch.tensor(LR)), mesh=list(range(world)),
+                             placements=placements, keep_composites=False, replicate_fallback=False)
+    text = str(program.module)
+    lowered = hir.parse(text, f"{case}.mlir")
+    hir.lower(lowered, "hir-convert-to-communication{backend=gloo}")
+    counts = {op: str(lowered).count(f'"hir.{op}"') for op in ("allgather", "allreduce", "reduce_scatter")}
+    if world > 1 and (counts["allgather"] < len(state)) != (mode == "replicate"):
+        return f"{case}: {counts['allgather']} all-gathers for {len(state)} parameters\n{text}"
+    step = program.compile(program.state(_step_module(model, mode)), device="cpu")
+    optimizer = torch.optim.SGD(reference.parameters(), lr=LR)
+    for i, ids in enumerate(batches):
+        (loss,) = step(ids, ids, torch.tensor(LR))
+        optimizer.zero_grad()
+        want = reference(ids, labels=ids).loss
+        want.backward()
+        optimizer.step()
+        try:
+            torch.testing.assert_close(loss, want.detach(), rtol=1e-5, atol=1e-6)
+        except AssertionError as err:
+            return f"{case}: step {i}: loss {loss.item()} vs eager {want.item()}: {err}"
+    for name, want in reference.named_parameters():
+        held = step.state[f"model.{name}"]
+        if mode == "fully_shard":
+            parts = [torch.empty_like(held) for _ in range(world)]
+            dist.all_gather(parts, held.contiguous())
+            held = torch.cat(parts)
+        try:
+            torch.testing.assert_close(held, want.detach(), rtol=1e-5, atol=1e-6)
+        except AssertionError as err:
+            return f"{case}: final {name}: {err}"
+    dist.barrier()
+    return ""
+
+
+@pytest.mark.parametrize("world, cases", [
+    (2, ["llama:fully_shard"]),
+    pytest.param(2, ["llama:replicate", "gpt2:replicate", "gpt2:fully_shard"], marks=pytest.mark.slow),
+    pytest.param(4, ["llama:replicate", "llama:fully_shard", "gpt2:replicate", "gpt2:fully_shard"], marks=pytest.mark.slow),
+])
+def test_data_parallel_steps_equal_eager_on_the_global_batch(world, cases):
+    checked, report = launch_workers(world, __file__, *cases, timeout_s=900, env=dict(os.environ))
+    assert checked == len(cases) * world, report
+
+
+def test_no_fallback_names_the_op():
+    """A training import refuses an op with no placement for its operands' splits instead
+    of replicating it (every device would hold the whole tensor)."""
+    import torch
+    from torch.distributed.tensor import Shard
+
+    import hir
+
+    class Cumulative(torch.nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x, 0) * 2
+
+    x = torch.randn(4, 3)
+    hir.from_torch(Cumulative(), (x,), mesh=[0, 1], placements={"input0": Shard(0)})  # the fallback: replicated copies
+    with pytest.raises(hir.HirError, match=r"'torch\.aten\.cumsum' has no placement .*no placement strategy for torch\.aten\.cumsum"):
+        hir.from_torch(Cumulative(), (x,), mesh=[0, 1], placements={"input0": Shard(0)}, replicate_fallback=False)
+
+
+def test_placements_refuse_what_the_devices_do_not_divide():
+    import torch
+
+    import hir
+    from hir.frontend import data_parallel
+
+    with pytest.raises(hir.HirError, match="batch tensor 0"):
+        data_parallel.placements("replicate", {}, [torch.zeros(3, 2)], 2)
+    with pytest.raises(hir.HirError, match="'w' .*dim 0"):
+        data_parallel.placements("fully_shard", {"w": torch.zeros(3, 2)}, [torch.zeros(4, 2)], 2, sharded=["w"])
+    with pytest.raises(hir.HirError, match="data_parallel must be one of"):
+        data_parallel.placements("zero3", {}, [], 2)
+
+
+if __name__ == "__main__":
+    sys.exit(run_gloo_cases(sys.argv[1:], run_case))
