@@ -83,8 +83,15 @@ def run_case(case: str, rank: int, world: int) -> str:
     lowered = hir.parse(text, f"{case}.mlir")
     hir.lower(lowered, "hir-convert-to-communication{backend=gloo}")
     counts = {op: str(lowered).count(f'"hir.{op}"') for op in ("allgather", "allreduce", "reduce_scatter")}
-    if world > 1 and (counts["allgather"] < len(state)) != (mode == "replicate"):
-        return f"{case}: {counts['allgather']} all-gathers for {len(state)} parameters\n{text}"
+    # fully_shard: each parameter gathered, each gradient reduce-scattered; replicate: each
+    # gradient allreduced; and the loss's two sums (over the rows, and their count). GPT-2's
+    # tied embedding sums two partial gradients (its lookup's, the head's), each allreduced
+    # whole (and a second gradient of it in fully_shard)
+    tied = 1 if arch == "gpt2" else 0
+    want = {"allgather": len(state), "reduce_scatter": len(state) - 2 * tied} if mode == "fully_shard" else \
+        {"allgather": 0, "reduce_scatter": 0, "allreduce": len(state) + 2 + tied}
+    if world > 1 and any(counts[op] != n for op, n in want.items()):
+        return f"{case}: collectives {counts}, want {want}\n{text}"
     step = program.compile(program.state(_step_module(model, mode)), device="cpu")
     optimizer = torch.optim.SGD(reference.parameters(), lr=LR)
     for i, ids in enumerate(batches):

@@ -30,7 +30,7 @@ from hir.dialect.context import format_location
 from hir.frontend.placement_plan import ComputeStep, Gathered, PartialStep, PartialSum, PlacementPlan, SegmentStep
 from hir.frontend.packed import PackedError, cut, pieces_after
 from hir.frontend.placements import DeviceGrid
-from hir.frontend.segment_placement import Cut, PartialOp, operands_of, read_slices, segment_partial
+from hir.frontend.segment_placement import Cut, PartialOp, operands_of, read_slices, segment_partial, split_before
 from hir.frontend.strategies import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, Strategy, compute_spec, op_key, strategy_for
 from hir.frontend.torch_ir import LIST_CONSTRUCT, is_cloned, is_cloned_value, is_constant, is_tensor, owner, rank_of, tensor_info, user
 
@@ -217,10 +217,11 @@ class Placer:
         reads = [operand(0, x), operand(1, w)] + [self.replicated] * len(spec.trailing)
         self.steps.append(ComputeStep(op, spec, reads, PartialSum(k, others, stream, target if stream else 0)))
 
-    def _partial_target(self, out: ir.Value, k: int) -> Optional[int]:
+    def _partial_target(self, out: ir.Value, k: int, depth: int = 0) -> Optional[int]:
         """Where the consumer wants the sum on mesh axis ``k``: split as a requested
         ``Shard(dim)`` output, or as a compute consumer's strategy reads it given its other
-        operands (the residual add of sequence parallelism: ``[T, D]`` on axis 0): a
+        operands (the residual add of sequence parallelism: ``[T, D]`` on axis 0), also
+        through views of it (a weight's gradient transposed, then read as its rows): a
         reduce-scatter; else replicated."""
         for use in out.uses:
             consumer = user(use)
@@ -231,6 +232,10 @@ class Placer:
                     return wanted.splits[k]
                 continue
             spec = compute_spec(consumer)
+            if spec is None and depth < 4 and len(consumer.results) == 1 and is_tensor(consumer.results[0]):
+                split = split_before(consumer, out, self._partial_target(consumer.results[0], k, depth + 1), self.grid.shape[k])
+                if split is not None:
+                    return split
             if spec is None or out not in spec.inputs:
                 continue
             values = spec.inputs + spec.trailing

@@ -7,7 +7,7 @@ from typing import Callable, Optional
 from torch_mlir import ir
 
 from hir.frontend.strategies import PARTIAL, NoRule, OpCall, OpPlacement, op_key, strategy_for
-from hir.frontend.torch_ir import LIST_CONSTRUCT, is_tensor
+from hir.frontend.torch_ir import LIST_CONSTRUCT, is_tensor, tensor_info
 
 
 class Cut(Exception):
@@ -41,6 +41,23 @@ def segment_partial(op: ir.Operation, splits: dict, k: int, devices: int) -> Opt
         return None
     local = placement.inputs == tuple(s for _, s in operands)
     return PartialOp(op, k, strategy.partial_form) if placement.output is PARTIAL and local else None
+
+
+def split_before(op: ir.Operation, value: ir.Value, wanted: Optional[int], devices: int) -> Optional[int]:
+    """The split of ``value``, ``op``'s one tensor operand, that ``op``'s strategy keeps
+    local and maps to ``wanted`` (a transpose's other dim, a view's dim); None if none does."""
+    strategy = strategy_for(op_key(op))
+    if wanted is None or strategy is None or len(operands_of(op, {})) != 1:
+        return None
+    shape = tensor_info(value.type)[0]
+    for split in (d for d, n in enumerate(shape) if n > 0 and n % devices == 0):
+        try:
+            placement = strategy.place(OpCall(op, [(value, split)], devices))
+        except (NoRule, ValueError, TypeError, AttributeError, IndexError):
+            continue
+        if placement.inputs == (split,) and placement.output == wanted:
+            return split
+    return None
 
 
 def read_slices(op: ir.Operation, operands: list, placement: OpPlacement, inputs: list, read: set, out: dict) -> bool:
