@@ -1,11 +1,12 @@
 """Data-parallel training steps on Gloo ranks (:mod:`hir.frontend.data_parallel`): a step
-module (loss, ``torch.autograd.grad``, an SGD update in place) imported with the batch split
+module (loss, ``torch.autograd.grad``, the optimizer's update in place) imported with the batch split
 on dim 0 and the parameters replicated (``"replicate"``) or split on dim 0 and gathered
-(``"fully_shard"``), lowered to collectives and run on each rank for 10 steps; every step's
+(``"fully_shard"``), lowered to collectives and run on each rank for 10 steps of AdamW (and
+SGD); every step's
 loss and the final (gathered) parameters equal single-process eager training on the global
 batch. Tiny random Llama and GPT-2 (no download).
 
-The test launches this file once per rank; ``python test_data_parallel_training.py ARCH:MODE...``
+The test launches this file once per rank; ``python test_data_parallel_training.py ARCH:MODE:OPTIMIZER...``
 is the per-rank worker.
 """
 
@@ -17,7 +18,7 @@ import pytest
 from multirank_util import launch_workers, run_gloo_cases
 
 STEPS = 10
-LR = 0.1
+LR = {"sgd": 0.1, "adamw": 1e-3}  # AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so rounding apart flips updates
 
 
 def _model(arch: str):
@@ -32,21 +33,33 @@ def _model(arch: str):
                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
 
 
-def _step_module(model, mode: str):
+BETAS, EPS, DECAY = (0.9, 0.999), 1e-8, 0.01
+
+
+def _step_module(model, mode: str, optimizer: str):
     """The training step as a module: each parameter as the loss reads it (gathered with
     ``"fully_shard"``), the loss and its gradients, each gradient reduced as the update
-    reads it, an SGD update in place."""
+    reads it, the update in place: SGD, or AdamW as ``torch.optim.AdamW`` computes it (its
+    moments state of the step, placed as the parameters; the step's bias corrections are
+    inputs, computed on the host as torch does)."""
     import torch
 
     from hir.frontend import data_parallel
+
+    names = [n for n, _ in model.named_parameters()]
 
     class Step(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.model = model
+            if optimizer == "adamw":
+                self.exp_avg = torch.nn.Module()
+                self.exp_avg_sq = torch.nn.Module()
+                for i, (_, p) in enumerate(model.named_parameters()):
+                    self.exp_avg.register_buffer(str(i), torch.zeros_like(p))
+                    self.exp_avg_sq.register_buffer(str(i), torch.zeros_like(p))
 
-        def forward(self, ids, labels, lr):
-            names = [n for n, _ in self.model.named_parameters()]
+        def forward(self, ids, labels, lr, step_size, correction):
             held = [functools.reduce(getattr, n.split("."), self.model) for n in names]  # the tensors the export swapped in
             whole = [data_parallel.gather(mode, p, f"model.{n}") for p, n in zip(held, names)]
             with torch.enable_grad():
@@ -56,11 +69,26 @@ def _step_module(model, mode: str):
                     loss = self.model(ids, labels=labels).loss
                 grads = torch.autograd.grad(loss, whole)
             with torch.no_grad():
-                for p, g, n in zip(held, grads, names):
-                    p.sub_(lr * data_parallel.reduce_gradient(mode, g, f"model.{n}"))
+                for i, (p, g, n) in enumerate(zip(held, grads, names)):
+                    g = data_parallel.reduce_gradient(mode, g, f"model.{n}")
+                    if optimizer == "sgd":
+                        p.sub_(lr * g)
+                        continue
+                    m, v = getattr(self.exp_avg, str(i)), getattr(self.exp_avg_sq, str(i))
+                    p.mul_(1 - lr * DECAY)
+                    m.lerp_(g, 1 - BETAS[0])
+                    v.mul_(BETAS[1]).addcmul_(g, g, value=1 - BETAS[1])
+                    p.sub_(step_size * (m / (v.sqrt() / correction + EPS)))
             return loss.detach()
 
     return Step()
+
+
+def _scalars(lr: float, step: int) -> tuple:
+    """lr, and AdamW's step size and bias correction of step ``step`` (1-based), as torch's AdamW computes them."""
+    import torch
+
+    return torch.tensor(lr), torch.tensor(lr / (1 - BETAS[0] ** step)), torch.tensor((1 - BETAS[1] ** step) ** 0.5)
 
 
 def run_case(case: str, rank: int, world: int) -> str:
@@ -71,13 +99,15 @@ def run_case(case: str, rank: int, world: int) -> str:
     import hir
     from hir.frontend import data_parallel
 
-    arch, mode = case.split(":")
+    arch, mode, optimizer_name = case.split(":")
     model, reference = _model(arch), _model(arch)
     torch.manual_seed(1)
     batches = [torch.randint(0, 64, (2 * world, 8)) for _ in range(STEPS)]
-    state = {f"model.{n}": p for n, p in model.named_parameters()}
-    placements = data_parallel.placements(mode, state, batches[0:1] * 2, world, sharded=list(state)) | {"input2": Replicate()}
-    program = hir.from_torch(_step_module(model, mode), (batches[0], batches[0], torch.tensor(LR)), mesh=list(range(world)),
+    module = _step_module(model, mode, optimizer_name)
+    state = {f"model.{n}": p for n, p in model.named_parameters()} | {n: b for n, b in module.named_buffers() if n.startswith("exp_avg")}
+    scalars = {f"input{i}": Replicate() for i in (2, 3, 4)}
+    placements = data_parallel.placements(mode, state, batches[0:1] * 2, world, sharded=list(state)) | scalars
+    program = hir.from_torch(module, (batches[0], batches[0], *_scalars(LR[optimizer_name], 1)), mesh=list(range(world)),
                              placements=placements, keep_composites=False, replicate_fallback=False)
     text = str(program.module)
     lowered = hir.parse(text, f"{case}.mlir")
@@ -88,14 +118,16 @@ def run_case(case: str, rank: int, world: int) -> str:
     # tied embedding sums two partial gradients (its lookup's, the head's), each allreduced
     # whole (and a second gradient of it in fully_shard)
     tied = 1 if arch == "gpt2" else 0
-    want = {"allgather": len(state), "reduce_scatter": len(state) - 2 * tied} if mode == "fully_shard" else \
-        {"allgather": 0, "reduce_scatter": 0, "allreduce": len(state) + 2 + tied}
+    parameters = sum(1 for _ in model.parameters())
+    want = {"allgather": parameters, "reduce_scatter": parameters - 2 * tied} if mode == "fully_shard" else \
+        {"allgather": 0, "reduce_scatter": 0, "allreduce": parameters + 2 + tied}
     if world > 1 and any(counts[op] != n for op, n in want.items()):
         return f"{case}: collectives {counts}, want {want}\n{text}"
-    step = program.compile(program.state(_step_module(model, mode)), device="cpu")
-    optimizer = torch.optim.SGD(reference.parameters(), lr=LR)
+    step = program.compile(program.state(module), device="cpu")
+    optimizer = torch.optim.SGD(reference.parameters(), lr=LR[optimizer_name]) if optimizer_name == "sgd" else \
+        torch.optim.AdamW(reference.parameters(), lr=LR[optimizer_name], betas=BETAS, eps=EPS, weight_decay=DECAY)
     for i, ids in enumerate(batches):
-        (loss,) = step(ids, ids, torch.tensor(LR))
+        (loss,) = step(ids, ids, *_scalars(LR[optimizer_name], i + 1))
         optimizer.zero_grad()
         want = reference(ids, labels=ids).loss
         want.backward()
@@ -119,9 +151,9 @@ def run_case(case: str, rank: int, world: int) -> str:
 
 
 @pytest.mark.parametrize("world, cases", [
-    (2, ["llama:fully_shard"]),
-    pytest.param(2, ["llama:replicate", "gpt2:replicate", "gpt2:fully_shard"], marks=pytest.mark.slow),
-    pytest.param(4, ["llama:replicate", "llama:fully_shard", "gpt2:replicate", "gpt2:fully_shard"], marks=pytest.mark.slow),
+    (2, ["llama:fully_shard:adamw"]),
+    pytest.param(2, ["llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
+    pytest.param(4, ["llama:replicate:adamw", "llama:fully_shard:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw"], marks=pytest.mark.slow),
 ])
 def test_data_parallel_steps_equal_eager_on_the_global_batch(world, cases):
     checked, report = launch_workers(world, __file__, *cases, timeout_s=900, env=dict(os.environ))
