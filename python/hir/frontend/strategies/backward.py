@@ -15,6 +15,7 @@ from torch_mlir.dialects import torch as T
 
 from hir.frontend.strategies.pointwise import pointwise_strategy
 from hir.frontend.strategies.registry import PARTIAL, NoRule, OpCall, OpPlacement, register_op_strategy
+from hir.frontend.strategies.views import _sizes_at_split  # the size list's entry at the split: operand 1, as view's
 from hir.frontend.torch_ir import constant_value, torch_op
 
 
@@ -80,11 +81,7 @@ def attention_strategy(call: OpCall) -> OpPlacement:
     return OpPlacement(tuple(s if s is not None or call.shape(v)[split] == 1 else split for v, s in call.operands), split)
 
 
-def _slice_sizes(op: ir.Operation, split: int) -> tuple[int, int]:
-    return 1, split
-
-
-@register_op_strategy("torch.aten.slice_backward", local_sizes=_slice_sizes, doc="off the sliced dim (the input sizes get local)")
+@register_op_strategy("torch.aten.slice_backward", local_sizes=_sizes_at_split, doc="off the sliced dim (the input sizes get local)")
 def slice_backward_strategy(call: OpCall) -> OpPlacement:
     (grad, split), *_ = call.operands
     if split is not None and call.dim(2, call.rank(grad)) == split:
