@@ -141,7 +141,6 @@ class Case:
                 out = fn()
                 self.sync()
             seconds = time.perf_counter() - start
-            out = out[0] if isinstance(out, list) else out
             error = (out.float() - self.want).abs().max().item()
         except Exception as err:  # noqa: BLE001 - reported in the table
             self.failed.append({"row": row, "error": f"{type(err).__name__}: {str(err)[:300]}"})
@@ -315,11 +314,11 @@ def loop_section(model, args: argparse.Namespace) -> dict:
     def loop(call) -> None:
         token = 1
         for position in range(tokens):
-            (logits,) = call(torch.tensor([[token]]), torch.tensor([position]))
+            logits = call(torch.tensor([[token]]), torch.tensor([position]))
             token = int(logits[0, -1].argmax())
 
     def hf_step(ids, pos):
-        return (step(ids.to(args.device), pos.to(args.device)),)
+        return step(ids.to(args.device), pos.to(args.device))
 
     prompt = torch.tensor([[1]], device=args.device)
     rows = {

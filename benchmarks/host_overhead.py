@@ -13,7 +13,10 @@ op (synchronized, so GPU time of the tiny kernels). A third table runs them with
 with the same buffers every call (a graph bound to them, no copies).
 With 4 or more GPUs (and no ``--no-p2p``) a last table runs the chunked copy-engine P2P
 AG+matmul and matmul+RS programs (hir-p2p-pipeline{chunks=2}) on 4 ranks, eager against
-auto (host time of a call and median wall time, CUDA events, max over ranks)."""
+auto (host time of a call and median wall time, CUDA events, max over ranks).
+On CPU (and no ``--no-checks``) a last table runs Gloo collectives on 2 ranks with and
+without the cross-rank shape / dtype header exchange (``backends/headers.py``,
+``HIR_CHECK_COLLECTIVES=0`` / ``1``): time per collective and the header's share."""
 
 import argparse
 import os
@@ -100,10 +103,14 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--no-p2p", action="store_true", help="skip the 4-GPU P2P table")
     p.add_argument("--profile", action="store_true", help="instead of the tables: cProfile the eager stream loop, hir and torch")
+    p.add_argument("--no-checks", action="store_true", help="skip the 2-rank Gloo header-check table")
     p.add_argument("--p2p-rank", action="store_true", help=argparse.SUPPRESS)  # a rank of the P2P table
+    p.add_argument("--checks-rank", action="store_true", help=argparse.SUPPRESS)  # a rank of the checks table
     args = p.parse_args()
     if args.p2p_rank:
         return p2p_rank()
+    if args.checks_rank:
+        return checks_rank(args.repeat)
     dev = torch.device(args.device)
     sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
     a, b, o = (torch.randn(*SHAPE, device=dev) for _ in range(3))
@@ -139,6 +146,8 @@ def main() -> None:
     else:
         state = Program(hir.parse(LOOP), device=str(dev)).graph_state
         print(f"\ngraph='auto' on {dev}: every call eager ({state.reason})")
+        if not args.no_checks:
+            checks_table(args.repeat)
 
 
 def profile_loop(dev: torch.device, a, b, o, r, n: int, sync: Callable[[], None]) -> None:
@@ -279,6 +288,73 @@ def p2p_rank() -> None:
         print("|---|---|---:|---:|---|")
         for name, mode, host_us, ms, last in rows:
             print(f"| {name} | {mode} | {host_us:.1f} | {ms:.3f} | {last} |")
+    dist.destroy_process_group()
+
+
+CHECK_RANKS = 2
+CHECK_CALLS = 50  # collectives per program (each waited on at once)
+CHECK_CASES = (("allreduce", [16]), ("allreduce", [65536]), ("allgather", [16]))
+
+
+def checks_table(repeat: int) -> None:
+    """Run :func:`checks_rank` on 2 Gloo ranks and print rank 0's table."""
+    from hir.tools.launch import launch
+
+    result = launch(CHECK_RANKS, [sys.executable, os.path.abspath(__file__), "--checks-rank", "--repeat", str(repeat)], timeout_s=600,
+                    env=dict(os.environ, HIR_DEVICE="cpu"))
+    print()
+    sys.stdout.write(result.ranks[0].stdout)
+    if result.returncode:
+        failed = result.ranks[result.first_failure] if result.first_failure is not None else result.ranks[0]
+        print(f"checks table failed (rank {failed.rank}, exit {result.returncode}): {failed.stderr.strip()[-2000:]}")
+
+
+def collective_program(kind: str, n: int, world: int) -> str:
+    """``CHECK_CALLS`` collectives of f32[n] per rank, each waited on at once."""
+    shard = f"#hir.shard<array<i64: {', '.join(map(str, range(world)))}>, 0 : i64>"
+    tin = f"memref<{world}x{n}xf32, {shard}>"
+    tout = f"memref<{n}xf32>" if kind == "allreduce" else f"memref<{world}x{n}xf32>"
+    extra = ', reduction = "sum"' if kind == "allreduce" else ""
+    team = f"array<i64: {', '.join(map(str, range(world)))}>"
+    op = (f'  %w{{i}} = "hir.{kind}"(%x, %y) {{{{axis = 0 : i64, backend = "gloo"{extra}, team = {team}}}}} : ({tin}, {tout}) -> !hir.work\n'
+          f'  "hir.wait"(%w{{i}}) : (!hir.work) -> ()\n')
+    body = "".join(op.format(i=i) for i in range(CHECK_CALLS))
+    return f"func.func @main(%x: {tin}, %y: {tout}) {{\n{body}  return\n}}\n"
+
+
+def checks_rank(repeat: int) -> None:
+    """One rank of the checks table: each collective program compiled with the header
+    exchange off and on, timed in turns (best of ``repeat``), the slowest rank's time."""
+    import torch.distributed as dist
+
+    from hir.interpreter.backends.headers import CHECK_ENV
+
+    dist.init_process_group("gloo")
+    world = dist.get_world_size()
+    rows = []
+    for kind, (n,) in CHECK_CASES:
+        x = torch.randn(1, n)
+        y = torch.empty(n) if kind == "allreduce" else torch.empty(world, n)
+        programs = {}
+        for check in ("0", "1"):
+            os.environ[CHECK_ENV] = check  # read when the program is compiled
+            programs[check] = Program(hir.parse(collective_program(kind, n, world)), device="cpu", graph=False)
+        times = {check: [] for check in programs}
+        for _ in range(repeat):
+            for check, program in programs.items():
+                dist.barrier()
+                start = time.perf_counter()
+                program([x, y])
+                times[check].append((time.perf_counter() - start) / CHECK_CALLS)
+        got = torch.tensor([min(times["0"]), min(times["1"])], dtype=torch.float64)
+        dist.all_reduce(got, op=dist.ReduceOp.MAX)
+        rows.append((f"{kind} f32[{n}]", got[0].item(), got[1].item()))
+    if dist.get_rank() == 0:
+        print(f"Gloo collectives on {world} CPU ranks, {CHECK_CALLS} a call, each waited on at once; best of {repeat}, slowest rank")
+        print("| collective | unchecked (us) | with header check (us) | header cost |")
+        print("|---|---:|---:|---:|")
+        for label, off, on in rows:
+            print(f"| {label} | {off * 1e6:.1f} | {on * 1e6:.1f} | {(on - off) / off * 100:+.0f}% |")
     dist.destroy_process_group()
 
 

@@ -109,6 +109,22 @@ def i64_attr(value: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
 
 
+def i64_value(attr: ir.Attribute, name: str) -> int:
+    """The value of ``attr`` (attribute ``name``), which must be a signless 64-bit integer
+    (``N : i64``, as every hir integer attribute is documented); else :func:`fail`. Another
+    width would be read as a number of another range (``true`` as i1 is -1) and is not what
+    the passes write back."""
+    if not isinstance(attr, ir.IntegerAttr):
+        try:
+            attr = ir.IntegerAttr(attr)
+        except (ValueError, TypeError):
+            fail(f"attribute '{name}' must be an integer (N : i64), got {attr}")
+    t = attr.type
+    if not (isinstance(t, ir.IntegerType) and t.width == 64 and t.is_signless):
+        fail(f"attribute '{name}' must be a 64-bit signless integer (N : i64), got {attr.value} : {t}")
+    return attr.value
+
+
 # Checked readers for verifiers: a missing or mistyped attribute is a verifier error.
 def int_attr(op: ir.OpView, name: str, required: bool = True) -> Optional[int]:
     attrs = op.operation.attributes
@@ -116,13 +132,7 @@ def int_attr(op: ir.OpView, name: str, required: bool = True) -> Optional[int]:
         if required:
             fail(f"requires integer attribute '{name}'")
         return None
-    attr = attrs[name]
-    if not isinstance(attr, ir.IntegerAttr):
-        try:
-            attr = ir.IntegerAttr(attr)
-        except (ValueError, TypeError):
-            fail(f"attribute '{name}' must be an integer, got {attr}")
-    return attr.value
+    return i64_value(attrs[name], name)
 
 
 def str_attr(op: ir.OpView, name: str, choices: Sequence[str]) -> str:
@@ -206,15 +216,17 @@ class CheckedKeys:
     @staticmethod
     def key(op: Any, operands: int, attribute_names: tuple) -> tuple:
         """The first ``operands`` operand types, every result type and the named attributes."""
+        # Built in a list, operands iterated rather than indexed: verification of a big
+        # module spends most of its time here (a Value and a Type object per operand).
         operation = op.operation
         values = operation.operands
         attributes = operation.attributes
-        return (
-            operation.name,
-            *(values[i].type for i in range(operands)),
-            *(r.type for r in operation.results),
-            *(attributes[n] if n in attributes else None for n in attribute_names),
-        )
+        key = [type(op)]
+        key += [v.type for v in values] if operands == len(values) else [values[i].type for i in range(operands)]
+        key += [r.type for r in operation.results]
+        for name in attribute_names:
+            key.append(attributes[name] if name in attributes else None)
+        return tuple(key)
 
     def passed(self, op: Any, key: tuple) -> bool:
         context = op.operation.context
@@ -269,10 +281,16 @@ class HirOp(HirDialect.Operation):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        # The declared integer attributes (IRDL checks only that they are integers, of any
+        # width): each must be ``N : i64``, checked for every op in _verify_invariants.
+        hints: dict = {}
+        for klass in reversed(cls.__mro__):
+            hints.update(getattr(klass, "__annotations__", {}))
+        cls._I64_ATTRS = tuple(name for name, hint in hints.items() if hint is ir.IntegerAttr)
         # ext attaches a Python verifier to every class with ``verify_invariants`` (~1.5 us an
         # op when a module verifies); ops that IRDL's operand/result types fully describe (no
-        # ``check``, no optional operands) go without one.
-        if cls.check is not HirOp.check or getattr(cls, "_ODS_OPERAND_SEGMENTS", None):
+        # ``check``, no optional operands, no integer attributes) go without one.
+        if cls.check is not HirOp.check or getattr(cls, "_ODS_OPERAND_SEGMENTS", None) or cls._I64_ATTRS:
             cls.verify_invariants = HirOp._verify_invariants
 
     def _verify_invariants(self) -> bool:
@@ -284,6 +302,11 @@ class HirOp(HirDialect.Operation):
                     fail(f"requires operandSegmentSizes = array<i32: ...> (one count per operand group, {len(self._ODS_OPERAND_SEGMENTS)} groups)")
                 if not (self.UNEVEN_SPLITS or self._UNEVEN_REFUSED_PER_KEY) and _may_hold_memrefs(type(self)):
                     refuse_uneven(self.operation)
+                if self._I64_ATTRS:
+                    attrs = self.operation.attributes
+                    for name in self._I64_ATTRS:
+                        if name in attrs:
+                            i64_value(attrs[name], name)
                 self.check()
         except VerifyError as err:
             self.location.emit_error(f"'{self.operation.name}' op {err}")

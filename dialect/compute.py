@@ -110,13 +110,15 @@ class ComputeOp(HirOp):
     _UNEVEN_REFUSED_PER_KEY = True
 
     def check(self) -> None:
-        # Modules verify after every pass: ops with fixed operands are checked once per
-        # distinct (types, attributes) key, and read each operand's type once, by position.
+        # Modules verify after every pass: ops are checked once per distinct (types,
+        # attributes) key (with optional operands, their segment sizes say which operand is
+        # which), and ops with fixed operands read each operand's type once, by position.
         fixed = not getattr(self, "_ODS_OPERAND_SEGMENTS", None)
+        attribute_names = self.CHECKED_ATTRS if fixed else (*self.CHECKED_ATTRS, "operandSegmentSizes")
+        key = _CHECKED.key(self, len(self.operation.operands), attribute_names)
+        if _CHECKED.passed(self, key):
+            return
         if fixed:
-            key = _CHECKED.key(self, len(self.operation.operands), self.CHECKED_ATTRS)
-            if _CHECKED.passed(self, key):
-                return
             refuse_uneven(self.operation)
             values = self.operation.operands
             self.types = {name: memref_type(values[i].type, name) for name, i in self._positions().items()}
@@ -133,8 +135,7 @@ class ComputeOp(HirOp):
         if axis is not None:
             check_axis(axis, self.out_type.rank, STREAM_AXIS_ATTR)
         self.check_compute()
-        if fixed:
-            _CHECKED.record(key)
+        _CHECKED.record(key)
 
     operand_names = ()  # operands that must share the output element type
 

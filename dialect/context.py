@@ -10,7 +10,8 @@ from torch_mlir import ir
 
 from hir.dialect.base import load
 from hir.dialect.gc_stress import checkpoint
-from hir.dialect.placement_checks import check_placements
+from hir.dialect.placement_checks import check_placements, may_hold_placements
+from hir.dialect.streams import module_attribute_errors
 
 
 class HirError(ValueError):
@@ -122,12 +123,29 @@ and hir-opt accept. MLIR's parser recurses once per level and overflows the C st
 SIGSEGV, no message) a few thousand levels down; real programs stay under a few dozen."""
 
 _NESTING_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|[{}()\[\]<>]')
+_SKIPPED = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|//[^\n]*|->')  # _NESTING_TOKENS' strings, comments, arrows
+_AS_PARENS = bytes.maketrans(b"{[<}]>", b"((()))")
+_NOT_BRACKETS = bytes(c for c in range(256) if chr(c) not in "{}()[]<>")
+
+
+def _nesting_bound(text: str, limit: int) -> int:
+    """An upper bound of the nesting depth :func:`check_nesting` measures, in a few passes of
+    C-level string work (a big module has hundreds of thousands of brackets: a Python step per
+    bracket is most of hir-opt's time on it). Each pass drops the innermost matched pairs; a
+    position is inside at most one matched pair per pass, plus the brackets never closed.
+    Stops counting past ``limit``."""
+    brackets = _SKIPPED.sub("", text).encode().translate(_AS_PARENS, _NOT_BRACKETS)
+    passes = 0
+    while b"()" in brackets and passes <= limit:
+        brackets = brackets.replace(b"()", b"")
+        passes += 1
+    return passes + brackets.count(b"(")
 
 
 def check_nesting(text: str, filename: str, limit: int = MAX_NESTING) -> None:
     """Raise :class:`HirError` at the first bracket nested deeper than ``limit`` (strings and
     comments skipped), before the parser recurses into it."""
-    if sum(text.count(c) for c in "{([<") <= limit:
+    if sum(text.count(c) for c in "{([<") <= limit or _nesting_bound(text, limit) <= limit:
         return
     depth = 0
     for m in _NESTING_TOKENS.finditer(text):
@@ -146,7 +164,7 @@ def check_nesting(text: str, filename: str, limit: int = MAX_NESTING) -> None:
 @checkpoint
 def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] = None) -> ir.Module:
     """Parse and verify an hir module (placements included: every ``#hir.shard`` must divide
-    its buffer); errors raise :class:`HirError` with locations reported against ``filename``."""
+    its buffer; and the stream module attributes); errors raise :class:`HirError` with locations reported against ``filename``."""
     if not isinstance(text, str):
         raise HirError(f"error: hir.parse: expected MLIR text (a str), got {type(text).__name__}")
     check_nesting(text, filename)
@@ -157,7 +175,7 @@ def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] =
         except ir.MLIRError as err:
             located = None if err.error_diagnostics else locate_custom_syntax(text, filename)
             raise HirError(located or format_mlir_error(err, filename)) from None
-        errors = check_placements(module.operation, filename)
+        errors = (check_placements(module.operation, filename) if may_hold_placements(text) else []) + module_attribute_errors(module, filename)
         if errors:
             raise HirError("\n".join(errors))
         return module

@@ -1,12 +1,47 @@
 """Checking every ``#hir.shard`` placement of a module where it is written (``hir-opt``,
 ``hir.parse``, ``Program``): one located error line per invalid placement."""
 
+import re
 from typing import Optional
 
 from torch_mlir import ir
 
 from hir.dialect.base import VerifyError
 from hir.dialect.sharding import sharding_of
+
+
+# Brackets up to 3 deep inside; an arrow (an inline affine map's "->") closes none.
+_MEMREF = re.compile(r"memref<(?:->|[^<>]|<(?:->|[^<>]|<(?:->|[^<>])*>)*>)*>")
+_LAYOUTS = ("strided<", "affine_map<")
+
+
+def may_hold_placements(text: str) -> bool:
+    """Whether MLIR ``text`` may give a memref a memory space (an ``#hir.shard`` placement or
+    another), which :func:`check_placements` checks. It walks every op in Python (seconds on a
+    module of hundreds of thousands of ops); the text's distinct memref types, found by a
+    C-level scan, tell when no type has one. Any doubt (a type nested deeper than the
+    pattern reads, a layout or space written as an alias) answers True."""
+    found = _MEMREF.findall(text)
+    if len(found) != text.count("memref<"):
+        return True
+    return any(_may_have_memory_space(t) for t in set(found))
+
+
+def _may_have_memory_space(memref: str) -> bool:
+    """Whether the memref type ``memref`` (text) has a parameter after its shape and element
+    type other than an inline layout."""
+    parts, depth, start = [], 0, len("memref<")
+    for i in range(start, len(memref) - 1):
+        c = memref[i]
+        if c in "<[({":
+            depth += 1
+        elif c in ">])}" and memref[i - 1:i + 1] != "->":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(memref[start:i].strip())
+            start = i + 1
+    parts.append(memref[start:-1].strip())
+    return any(not part.startswith(_LAYOUTS) for part in parts[1:])
 
 
 def check_placements(op: ir.Operation, source_name: Optional[str] = None, world_size: Optional[int] = None) -> list[str]:

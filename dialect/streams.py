@@ -22,7 +22,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import HirOp, StreamType, stream_type
+from hir.dialect.base import HirOp, StreamType, VerifyError, i64_value, stream_type
 
 DEFAULT_NUM_STREAMS = 4
 NUM_STREAMS_ATTR = "hir.num_streams"  # module attribute: the run's stream pool size
@@ -35,10 +35,29 @@ def module_num_streams(module: ir.Module) -> Optional[int]:
     if NUM_STREAMS_ATTR not in attrs:
         return None
     attr = attrs[NUM_STREAMS_ATTR]
-    value = ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+    try:
+        value = i64_value(attr, NUM_STREAMS_ATTR)
+    except VerifyError:
+        value = None
     if value is None or value < 1:
-        raise ValueError(f"module attribute {NUM_STREAMS_ATTR} must be a positive integer, got {attr}")
+        raise ValueError(f"module attribute {NUM_STREAMS_ATTR} must be a positive integer (N : i64, N >= 1), got {attr}")
     return value
+
+
+def module_attribute_errors(module: ir.Module, source_name: Optional[str] = None) -> list[str]:
+    """A located ``file:line:col: error: ...`` line per invalid stream module attribute
+    (``hir.num_streams``, ``hir.high_priority_streams``), at the module's location: MLIR's
+    Python dialects cannot verify a module attribute, so parsing (``hir.parse``, hir-opt)
+    calls this."""
+    from hir.dialect.context import format_location
+
+    errors = []
+    for read in (module_num_streams, module_high_priority_streams):
+        try:
+            read(module)
+        except ValueError as err:
+            errors.append(f"{format_location(module.operation.location, source_name)}: error: {err}")
+    return errors
 
 
 HIGH_PRIORITY_ATTR = "hir.high_priority_streams"  # module attribute: pool indices at high priority

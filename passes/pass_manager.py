@@ -15,6 +15,7 @@ again once the PassManager returned: no Python exception unwinds through MLIR's 
 """
 
 import os
+import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -60,6 +61,11 @@ class Instrumentation:
 
     print_before_all: bool = field(default_factory=lambda: dumping("ir-before-all"))
     print_after_all: bool = field(default_factory=lambda: dumping("ir-after-all"))
+    # mlir-opt's --mlir-print-ir-after=PASS (pass arguments), --mlir-print-ir-after-change
+    # and --mlir-elide-elementsattrs-if-larger=N.
+    print_after: tuple[str, ...] = ()
+    print_after_change: bool = False
+    large_elements_limit: Optional[int] = None
     timing: bool = field(default_factory=lambda: dumping("timing"))
     statistics: bool = field(default_factory=lambda: dumping("statistics"))
     # mlir-opt's --verify-each: verify after every pass (False: once, at the end; the
@@ -69,7 +75,13 @@ class Instrumentation:
 
     def reports(self) -> bool:
         """Whether the PassManager will print anything."""
-        return self.print_before_all or self.print_after_all or self.timing or self.statistics
+        return self.print_before_all or self.print_after_all or bool(self.print_after) or self.timing or self.statistics
+
+    def keeps_dump(self, header: str) -> bool:
+        """Whether the IR dump under ``header`` (``// -----// IR Dump After Name: argument{...}``)
+        was asked for: the PassManager prints after every pass when only some were named."""
+        m = _DUMP_HEADER.match(header)
+        return not (m and m["when"] == "After" and not self.print_after_all and m["argument"] not in self.print_after)
 
 
 class PassManagerRun:
@@ -92,8 +104,9 @@ class PassManagerRun:
                 self.pass_manager.add(self._python_pass(index, hir_pass), name=type(hir_pass).__name__,
                                       argument=hir_pass.name, description=hir_pass.description)
         inst = instrumentation
-        if inst.print_before_all or inst.print_after_all:
-            self.pass_manager.enable_ir_printing(print_before_all=inst.print_before_all, print_after_all=inst.print_after_all)
+        if inst.print_before_all or inst.print_after_all or inst.print_after:
+            self.pass_manager.enable_ir_printing(print_before_all=inst.print_before_all, print_after_all=inst.print_after_all or bool(inst.print_after),
+                                                 print_after_change=inst.print_after_change, large_elements_limit=inst.large_elements_limit)
         if inst.timing:
             self.pass_manager.enable_timing()
         if inst.statistics:
@@ -188,8 +201,25 @@ def _reports_to(inst: Instrumentation) -> Iterator[None]:
         with captured_fd2() as captured:
             yield
     finally:
-        inst.out.write(captured[0])
+        inst.out.write(_asked_dumps(captured[0], inst) if inst.print_after else captured[0])
         inst.out.flush()
+
+
+_DUMP_HEADER = re.compile(r"// -----// IR Dump (?P<when>Before|After) [^:]*: (?P<argument>[\w.-]+)")
+
+
+def _asked_dumps(text: str, inst: Instrumentation) -> str:
+    """``text`` without the IR dumps ``inst`` did not ask for (each runs from its header to
+    the next header or report, whose banners start with "===")."""
+    kept, keeping = [], True
+    for line in text.splitlines(keepends=True):
+        if line.startswith("// -----// IR Dump "):
+            keeping = inst.keeps_dump(line)
+        elif line.startswith("==="):
+            keeping = True
+        if keeping:
+            kept.append(line)
+    return "".join(kept)
 
 
 def _format(diag: "ir.Diagnostic", source_name: Optional[str]) -> str:

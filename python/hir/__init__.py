@@ -6,20 +6,28 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
     hir.lower(module, pipeline="hir-lower")       # run passes in place
     outputs = hir.run(module, [x, y])             # execute with torch
     program = hir.from_torch(nn_module, (x,))     # import a PyTorch module (program.module)
-    fn = hir.compile(program, state, device="cuda")  # its state bound, compiled once: fn(x)...
+    fn = hir.compile(nn_module, (x,))             # as torch.compile: fn(x) returns what the module returns
+    fn = hir.compile(program, state, device="cuda")  # an imported program, its state bound
     tokens = hir.generate(hf_model, input_ids, max_new_tokens=32)   # HF generate's arguments
+    step = hir.train_step(model, optimizer, loss_fn, batch); loss = step(*batch)  # training
     hir.from_shard(module)                        # annotated shard-dialect program -> hir
     program.save("m.mlir"); hir.load("m.mlir")    # the IR and its weights (safetensors) on disk
 """
 
 import inspect
 from collections.abc import Sequence
+from importlib import metadata
 from typing import Any, Optional
 
 from hir.core import HirError, new_context, parse
 from hir.dialect.gc_stress import checkpoint
 
-__all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "load"]
+__all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "train_step", "load", "__version__"]
+
+try:
+    __version__ = metadata.version("hir")  # the installed distribution's (pyproject.toml)
+except metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never installed
+    __version__ = "0+unknown"
 
 
 def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
@@ -56,7 +64,25 @@ def _check_options(entry: str, options: dict, known: Any) -> None:
 
 @checkpoint
 def run(module, inputs, **options: Any):
-    """Execute ``module``'s entry function with torch (see :mod:`hir.interpreter`)."""
+    """Execute ``module``'s entry function once with torch and return its outputs, a list
+    of tensors (see :mod:`hir.interpreter`). ``inputs``: one value per argument of the
+    entry (tensors; ints, floats and bools for host scalars). Options (those of
+    :class:`hir.interpreter.Program`, which compiles once for many calls):
+
+    - ``entry``: the function to run (default ``@main``, else the only public one)
+    - ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` (default ``$HIR_DEVICE``, else this
+      rank's GPU when there is one, else the CPU)
+    - ``num_streams``: the stream pool's size when the module fixes none (default 4)
+    - ``backend``: the process group's (``"nccl"`` / ``"gloo"``; default by device)
+    - ``compile_kernels``: ``"auto"`` (inductor on CUDA), ``True`` or ``False``
+    - ``autotune``: inductor's max-autotune for those kernels
+    - ``graph``: ``"auto"``, ``True`` or ``False`` (CUDA graphs; for repeated calls)
+    - ``static_outputs``, ``graph_cache_size``: the CUDA graphs' outputs and cache
+    - ``track_memory``: count live allocation bytes
+    - ``source_name``: the file name errors name
+    - ``weights``: the safetensors file of the arguments the module names as weights
+
+    An unknown option is an :class:`HirError` naming the ones there are."""
     from hir.interpreter import Program, run as _run
 
     _check_options("hir.run", options, Program.__init__)
@@ -80,31 +106,47 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
     """Compile once, call many times; each call costs only the interpreter's run (a CUDA
     graph replay on GPU).
 
+    - ``hir.compile(nn_module, example_args, ...)``: as ``torch.compile(nn_module)``: each
+      call returns what the module returns (a tensor, a tuple, a dict, a ``ModelOutput``).
+      Imports the module with :func:`from_torch` (its options: ``mesh``, ``placements``,
+      ``dynamic``, ``dynamic_shapes``, ``example_kwargs``...; cached on disk,
+      :mod:`hir.frontend.import_cache`) and binds the module's own state. A call with new
+      input shapes compiles another program; from the second input signature on, the dims
+      that changed (batch size, sequence length) are imported dynamic, one program for
+      every size of them (torch.compile's ``dynamic=None``); ``recompile_limit`` (default
+      8) bounds the programs, a call needing one more is refused. Replaced parameters are
+      bound again at the next call; a backward through the results raises (the compiled
+      module does not differentiate: ``hir.train_step`` trains).
+      :class:`hir.frontend.compiled_module.CompiledModule`.
     - ``hir.compile(program, state, device=..., graph="auto", ...)``: an imported program
-      (:func:`from_torch`) with its state bound: :meth:`hir.frontend.TorchProgram.compile`.
-    - ``hir.compile(nn_module, example_args, ...)``: :func:`from_torch` (its options:
-      ``mesh``, ``placements``, ``dynamic``, ...; the import cached on disk,
-      :mod:`hir.frontend.import_cache`) then the module's own state bound.
+      (:func:`from_torch`) with its state bound, for its one input signature (or its
+      dynamic dims): :meth:`hir.frontend.TorchProgram.compile`; a call returns what the
+      module returns, ``fn.run(...)`` the list of ``@main``'s results.
     - ``hir.compile(ir_module, ...)``: an hir module: :class:`hir.interpreter.Program`
-      (call it with the list of ``@main``'s arguments).
-    Other options are :class:`hir.interpreter.Program`'s."""
+      (call it with the list of ``@main``'s arguments; it returns a list).
+    Other options are :class:`hir.interpreter.Program`'s (``device``, ``graph``,
+    ``compile_kernels``, ``static_outputs``, ``num_streams``...)."""
     from hir.frontend.torch_import import TorchProgram
     from hir.interpreter import Program
 
+    compile_options = [p for p in inspect.signature(Program.__init__).parameters if p not in ("self", "module")] + ["lower"]
     if isinstance(target, TorchProgram):
+        _check_options("hir.compile", options, compile_options)
         if state_or_args is None:
             raise HirError("error: hir.compile(program, state): an imported program needs its state (program.state(module) or module.state_dict())")
         return target.compile(state_or_args, **options)
     if _is_torch_module(target):
         if state_or_args is None:
             raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
-        from hir.frontend.import_cache import cached_from_torch
+        _check_options("hir.compile", options, dict.fromkeys([*compile_options, *_IMPORT_OPTIONS, "recompile_limit"]))
+        from hir.frontend.compiled_module import RECOMPILE_LIMIT, CompiledModule
         from hir.interpreter.kernels import warm_compile_workers
 
         warm_compile_workers(options.get("compile_kernels", "auto"), options.get("device"))  # starting up while it imports
         imports = {k: options.pop(k) for k in _IMPORT_OPTIONS if k in options}
-        program = cached_from_torch(target, state_or_args, **imports)
-        return program.compile(program.state(target), **options)
+        limit = options.pop("recompile_limit", RECOMPILE_LIMIT)
+        example = state_or_args if isinstance(state_or_args, (tuple, list)) else (state_or_args,)
+        return CompiledModule(target, tuple(example), imports, options, limit)
     if state_or_args is not None:
         raise HirError("error: hir.compile(module): an hir module takes no state; pass @main's arguments to each call")
     _check_options("hir.compile", options, Program.__init__)
@@ -119,11 +161,46 @@ def _is_torch_module(value: Any) -> bool:
 
 
 def generate(model, input_ids, **options: Any):
-    """``model.generate``'s greedy and sampled decoding through hir programs over a static
-    KV cache (:func:`hir.frontend.generate.generate`: its options, HF's names)."""
+    """``model.generate(input_ids, **options)``'s greedy and sampled decoding through hir
+    programs over a static KV cache (:func:`hir.frontend.generate.generate`). Returns the
+    ``[batch, prompt + new]`` token ids (a ``GenerateOutput`` with
+    ``return_dict_in_generate=True``).
+
+    Options with Hugging Face's names and meanings:
+
+    - ``max_new_tokens`` / ``max_length``: the tokens to add / the total length
+    - ``min_new_tokens`` / ``min_length``: no stop token before then
+    - ``do_sample``, ``temperature``, ``top_k``, ``top_p``: sampling (else greedy)
+    - ``eos_token_id``: the stop token(s), an int or a list; ``pad_token_id``: what a
+      finished row gets
+    - ``generation_config``: the defaults of those (default: the model's)
+    - ``attention_mask``: all ones (unpadded prompts only)
+    - ``return_dict_in_generate``, ``output_logits``: a ``GenerateOutput``, with each
+      step's logits
+
+    hir's own:
+
+    - ``device``: where the programs run (default: the model's)
+    - ``max_cache_len``: the static cache's length (default: the tokens needed, rounded up
+      to a power of two, at least 64)
+    - ``compile_options``: :class:`~hir.frontend.compiled.CompiledProgram`'s (``graph``,
+      ``compile_kernels``, ``autotune``, ...)
+
+    HF options hir does not run (beam search, repetition penalties, ...) are an
+    :class:`HirError`."""
     from hir.frontend.generate import generate as _generate
 
     return _generate(model, input_ids, **options)
+
+
+def train_step(model, optimizer, loss_fn, example_batch, *, mesh=None, placements=None, **options: Any):
+    """A training step (forward, backward, ``optimizer``'s update) as one hir program:
+    ``step = hir.train_step(model, optimizer, loss_fn, (ids, labels))``, then ``loss =
+    step(ids, labels)`` updates the model and the optimizer in place
+    (:func:`hir.frontend.training.train_step`: its options; docs/training.md)."""
+    from hir.frontend.training import train_step as _train_step
+
+    return _train_step(model, optimizer, loss_fn, example_batch, mesh=mesh, placements=placements, **options)
 
 
 def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_shape: Optional[str] = None, source_name: Optional[str] = None, **instrumentation: Any):

@@ -1,16 +1,19 @@
 """Output files, written so that a failure leaves them as they were: checks of output paths
 made before anything runs, and writes that replace a regular file only once its new content
-is complete (keeping its mode, through symlinks) and write devices and FIFOs in place. Used
-by the CLIs (hir-opt -o, hir-import -o, hir-run --save / --trace) and by
-``TorchProgram.save``; below every layer (no hir import)."""
+is complete and on disk (flushed and synced, keeping its mode, through symlinks) and write
+devices and FIFOs in place; and stdout written through its file descriptor with every byte
+accounted for, so a full disk or an I/O error (ENOSPC, EIO, EFBIG past ``ulimit -f``) is a
+:class:`CliError`, never a truncated output and exit status 0 (a large ``sys.stdout.write``
+can lose the error of a short write). Used by the CLIs (stdout, hir-opt -o, hir-import -o,
+hir-run --save / --trace) and by ``TorchProgram.save``; below every layer (no hir import)."""
 
+import io
 import os
-import shutil
 import stat
 import sys
 import tempfile
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence, Union
 
 from hir.interrupts import pause_point
 
@@ -58,8 +61,63 @@ def check_writable(flag: str, path: str, inputs: Sequence[str] = ()) -> None:
 
 
 def write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    """Write ``text`` (UTF-8) to the file ``path``, every byte accounted for."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        _write_all(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until all of ``data`` is written; a write error raises (OSError)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(0, "the write made no progress")
+        view = view[written:]
+
+
+def write_stdout(text: Union[str, bytes]) -> None:
+    """Write ``text`` (or bytes) to stdout, after what was printed before (flushed first), checked: a
+    failed write (a full disk, an I/O error) raises :class:`CliError` naming stdout and the
+    reason, and drops whatever is still buffered (Python's own flush at exit would fail
+    again). A reader that closed the pipe early (``| head``) has what it wanted: the rest is
+    dropped quietly and the command still succeeds, like other filters."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation: stdout captured in-process
+        fd = None
+    try:
+        sys.stdout.flush()
+        if fd is None:
+            (sys.stdout.buffer if isinstance(text, bytes) else sys.stdout).write(text)
+            sys.stdout.flush()
+        else:
+            _write_all(fd, text if isinstance(text, bytes) else text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+    except BrokenPipeError:
+        discard_stdout()
+    except OSError as err:
+        discard_stdout()
+        raise CliError(f"stdout: cannot write: {err.strerror or err}") from None
+
+
+def flush_stdout() -> None:
+    """Flush what was printed to stdout, checked as :func:`write_stdout`."""
+    write_stdout(b"")
+
+
+def discard_stdout() -> None:
+    """Point stdout's descriptor at /dev/null: what is still buffered (and any later print)
+    goes nowhere instead of failing again when Python flushes at exit."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation, OSError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
 
 
 def write_atomically(path: str, write: Callable[[str], None]) -> None:
@@ -88,6 +146,7 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
         pause_point("write")  # the test hook: the new file is written, not yet in place
         if not os.path.exists(tmp) or os.path.getsize(tmp) == 0:
             raise CliError(f"{path}: cannot write (nothing was written)")
+        _sync(tmp)  # a full disk or an I/O error may only show when the data reaches it
         _copy_mode(tmp, old)
         os.replace(tmp, target)
     except (OSError, RuntimeError) as err:  # torch.save reports I/O failures as RuntimeError
@@ -95,6 +154,14 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
     finally:
         if tmp and os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _sync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_in_place(path: str, write: Callable[[str], None]) -> None:
@@ -105,14 +172,13 @@ def _write_in_place(path: str, write: Callable[[str], None]) -> None:
         with tempfile.TemporaryDirectory(prefix="hir-out-") as folder:
             tmp = os.path.join(folder, "out" + os.path.splitext(path)[1])
             write(tmp)
-            sys.stdout.flush()  # what was printed before comes first when this is stdout
             with open(tmp, "rb") as src:
-                if path == "-":
-                    shutil.copyfileobj(src, sys.stdout.buffer)
-                    sys.stdout.buffer.flush()
-                else:
-                    with open(path, "wb") as dst:
-                        shutil.copyfileobj(src, dst)
+                data = src.read()
+            if path == "-":
+                write_stdout(data)
+            else:
+                with open(path, "wb") as dst:
+                    _write_all(dst.fileno(), data)
     except (OSError, RuntimeError) as err:
         raise CliError(f"{path}: cannot write: {getattr(err, 'strerror', None) or err}") from None
 

@@ -13,7 +13,26 @@
 // RUN: not hir-opt %s --cse -p 'builtin.module(cse)' 2>&1 | FileCheck --check-prefix=BOTH %s
 // BOTH: hir-opt: error: --pass-pipeline cannot be combined with pass flags (--cse)
 // RUN: not hir-opt %s --hir-lowr 2>&1 | FileCheck --check-prefix=TYPO %s
-// TYPO: hir-opt: error: unrecognized arguments: --hir-lowr
+// TYPO: hir-opt: error: unknown pass or option --hir-lowr; did you mean --hir-lower?
+// TYPO-EMPTY:
+// RUN: not hir-opt %s --bogus 2>&1 | FileCheck --check-prefix=UNKNOWN %s
+// UNKNOWN: usage: hir-opt
+// UNKNOWN: hir-opt: error: unrecognized arguments: --bogus
+
+// Options go before or after the input, among pass flags.
+// RUN: hir-opt --hir-lower %s --canonicalize -o %t.mixed
+// RUN: diff %t.mixed %t.pipeline
+
+// mlir-opt's other printing flags: generic form, elided elements, one thread (always).
+// RUN: hir-opt %s --mlir-print-op-generic --mlir-disable-threading | FileCheck --check-prefix=GENERIC %s
+// GENERIC: "func.func"() <{
+// GENERIC: "memref.alloc"(%{{.*}})
+// RUN: hir-opt %S/Inputs/elements.mlir --mlir-elide-elementsattrs-if-larger=2 | FileCheck --check-prefix=ELIDE %s
+// ELIDE: dense_resource<__elided__>
+// RUN: hir-opt %S/Inputs/elements.mlir | FileCheck --check-prefix=FULL %s
+// FULL: dense<[1, 2, 3, 4]>
+// RUN: hir-opt --show-dialects | FileCheck --check-prefix=DIALECTS %s
+// DIALECTS: Available Dialects: {{.*}}arith, {{.*}}func, {{.*}}hir, {{.*}}memref, {{.*}}scf,
 
 // RUN: not hir-opt %S/Inputs/unregistered.mlir 2>&1 | FileCheck --check-prefix=UNREG %s
 // UNREG: unregistered.mlir:3:12: error: operation being parsed with an unregistered dialect. If this is intended, please use -allow-unregistered-dialect

@@ -15,6 +15,21 @@
 // HIRPRINT:      // -----// IR Dump After CSEPass: cse //----- //
 // HIRPRINT-NEXT: func.func @f
 
+// --mlir-print-ir-after=PASS prints after the named passes only (hir or upstream), with
+// the timing report still whole; --mlir-print-ir-after-change skips passes that changed nothing.
+// RUN: hir-opt %s --hir-stream-lowering --canonicalize --cse --mlir-print-ir-after=cse,hir-stream-lowering --mlir-timing 2>&1 >/dev/null | FileCheck --check-prefix=AFTER %s
+// AFTER-NOT:  IR Dump After CanonicalizerPass
+// AFTER:      // -----// IR Dump After StreamLowering: hir-stream-lowering //----- //
+// AFTER-NOT:  IR Dump After CanonicalizerPass
+// AFTER:      // -----// IR Dump After CSEPass: cse //----- //
+// AFTER:      Total Execution Time:
+// RUN: hir-opt %s --hir-stream-lowering --cse --mlir-print-ir-after-all --mlir-print-ir-after-change --mlir-timing 2>&1 >/dev/null | FileCheck --check-prefix=CHANGE %s
+// CHANGE:     IR Dump After StreamLowering
+// CHANGE-NOT: IR Dump After CSEPass
+// CHANGE:     Total Execution Time:
+// RUN: hir-opt %s --hir-stream-lowering --cse --mlir-print-ir-after-all 2>&1 >/dev/null | FileCheck --check-prefix=NOCHANGE %s
+// NOCHANGE:   IR Dump After CSEPass
+
 // RUN: hir-opt %s --pass-pipeline='builtin.module(hir-stream-lowering,canonicalize)' --mlir-timing 2>&1 >/dev/null | FileCheck --check-prefix=TIME %s
 // TIME:      ... Execution time report ...
 // TIME:      Total Execution Time:

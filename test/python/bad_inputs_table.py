@@ -172,7 +172,7 @@ RUN = [
     ("run-huge-zeros", ["dyn.mlir", "zeros:100000000000x4"], {}, 1, ["argument #0 (memref<?x4xf32>): cannot create 'zeros:100000000000x4'"]),
     ("run-bad-generator", ["p.mlir", "gaussian", "1"], {}, 1, ["argument #0", "gaussian"]),
     ("run-missing-pt", ["p.mlir", "missing.pt", "1"], {}, 1, ["argument #0", "missing.pt"]),
-    ("run-text-as-pt", ["p.mlir", "text.pt", "1"], {}, 1, ["argument #0", "cannot load 'text.pt' as a torch.save file"]),
+    ("run-text-as-pt", ["p.mlir", "text.pt", "1"], {}, 1, ["argument #0", "'text.pt' is not a tensor file", "torch.save (FILE.pt) or numpy.save (FILE.npy)"]),
     ("run-text-as-npy", ["p.mlir", "text.npy", "1"], {}, 1, ["argument #0", "'text.npy' is not a .npy file"]),
     ("run-bad-assignment", ["p.mlir", "7=ones"], {}, 1, ["7"]),
     ("run-runtime-negative-alloc", ["runtime.mlir", "0=-1"], {}, 1, ["runtime.mlir:2:", "negative"]),

@@ -96,7 +96,8 @@ def launch_ranks(nproc: int, script: str, *args: str, timeout_s: float, env: Opt
         log = base[FAILURE_LOG_ENV] = os.path.join(tmp, "failures")
         ranks = [dict(base, RANK=str(rank), LOCAL_RANK=str(rank)) for rank in range(nproc)]
         result = run_forked(script, list(args), ranks, os.getcwd(), timeout_s, tmp)
-        result.first_failure = _root_cause(log, result.first_failure, nproc)
+        failed = [] if result.first_failure is None else [result.first_failure]
+        result.first_failure = _root_cause(log, failed, [rank.returncode for rank in result.ranks])
     return result
 
 

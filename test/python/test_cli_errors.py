@@ -56,9 +56,34 @@ def work(tmp_path):
     return tmp_path
 
 
-def test_run_text_file_as_pt(work):
-    (work / "t.pt").write_text("hello\n")
-    assert_error(cli("hir-run", "p.mlir", "t.pt", "1", cwd=work), "p.mlir:1:1: error:", "argument #0", "cannot load 't.pt' as a torch.save file")
+@pytest.mark.parametrize("text", ["hello\n", "x = 1\nprint(x)\n"])
+def test_run_text_file_as_pt(work, text):
+    """Text named .pt: said to be no tensor file; never torch's advice to unpickle it."""
+    (work / "t.pt").write_text(text)
+    result = cli("hir-run", "p.mlir", "t.pt", "1", cwd=work)
+    assert_error(result, "p.mlir:1:1: error:", "argument #0", "'t.pt' is not a tensor file", "torch.save (FILE.pt) or numpy.save (FILE.npy)")
+    assert "weights_only" not in result.stderr
+
+
+def test_run_pickled_objects_as_pt(work):
+    torch.save({"step": 1, "call": print}, work / "o.pt")
+    result = cli("hir-run", "p.mlir", "o.pt", "1", cwd=work)
+    assert_error(result, "argument #0", "cannot load 'o.pt'", "objects other than tensors, which hir-run does not unpickle")
+    assert "weights_only" not in result.stderr
+
+
+def test_import_mlir_file(work):
+    result = cli("hir-import", "p.mlir", cwd=work)
+    assert_error(result, "p.mlir: error: not a Python file", "hir-import takes a Python file", "hir-opt", "hir-run")
+    assert "decimal literal" not in result.stderr
+
+
+def test_opt_mistyped_pass_flag(work):
+    """One line naming the closest pass, no usage."""
+    result = cli("hir-opt", "p.mlir", "--hir-lowr", cwd=work)
+    assert_error(result, "hir-opt: error: unknown pass or option --hir-lowr; did you mean --hir-lower?")
+    assert result.stderr.count("\n") == 1 and "usage" not in result.stderr, result.stderr
+    assert_error(cli("hir-opt", "p.mlir", "--split-input-fle", cwd=work), "did you mean --split-input-file?")
 
 
 def test_run_corrupt_npy(work):

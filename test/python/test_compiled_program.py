@@ -41,10 +41,10 @@ def test_state_bound_once_and_lowered_once():
     assert all(fn.state[name].data_ptr() == tensor.data_ptr() for name, tensor in state.items())
     for _ in range(3):
         x = torch.randn(8, 16)
-        torch.testing.assert_close(fn(x)[0], model(x))
+        torch.testing.assert_close(fn(x), model(x))
     with torch.no_grad():  # the bound state is the module's: an in-place change is seen
         model[2].bias.add_(1.0)
-    torch.testing.assert_close(fn(x)[0], model(x))
+    torch.testing.assert_close(fn(x), model(x))
     assert fn.output_names == ["output"]
 
 
@@ -85,7 +85,7 @@ def test_decode_calls_fill_the_callers_cache_as_the_eager_step():
     fn = decode.compile(state, device="cpu")
     for position, token in enumerate([3, 17, 42, 9, 11]):
         ids, pos = torch.tensor([[token]]), torch.tensor([position])
-        (got,) = fn(ids, pos)
+        got = fn(ids, pos)
         assert_filled(state, position + 1)  # checked before the eager step runs
         with torch.no_grad():
             torch.testing.assert_close(got, twin(ids, pos), rtol=1e-4, atol=1e-4)
@@ -122,8 +122,8 @@ def test_hir_compile_forms():
     model = mlp()
     x = torch.randn(8, 16)
     program = hir.from_torch(model, (x,))
-    torch.testing.assert_close(hir.compile(program, model.state_dict(), device="cpu")(x)[0], model(x))
-    torch.testing.assert_close(hir.compile(model, (x,), device="cpu")(x)[0], model(x))
+    torch.testing.assert_close(hir.compile(program, model.state_dict(), device="cpu")(x), model(x))
+    torch.testing.assert_close(hir.compile(model, (x,), device="cpu")(x), model(x))
     compiled = hir.compile(program.module, device="cpu")  # an hir module: @main's arguments per call
     torch.testing.assert_close(compiled(program.arguments(model.state_dict(), x))[0], model(x))
     with pytest.raises(hir.HirError, match="needs its state"):
@@ -142,7 +142,7 @@ def test_lower_false_runs_the_program_level_module():
     program = hir.from_torch(model, (x,))
     fn = program.compile(model.state_dict(), device="cpu", lower=False)
     assert not program.lowered
-    torch.testing.assert_close(fn(x)[0], model(x))
+    torch.testing.assert_close(fn(x), model(x))
 
 
 @pytest.mark.gpu
@@ -157,7 +157,7 @@ def test_calls_replay_one_bound_graph_on_cuda():
     static = decode.compile(state, device="cuda", static_outputs=True)
     for position in range(6):
         ids, pos = torch.tensor([[position + 3]]), torch.tensor([position])  # host tensors, new each call
-        (got,) = fn(ids, pos)
+        got = fn(ids, pos)
         assert_filled(state, position + 1)  # the caller's cache, written in place by hir alone
         with torch.no_grad():
             want = twin(ids.cuda(), pos.cuda())
@@ -165,7 +165,7 @@ def test_calls_replay_one_bound_graph_on_cuda():
         assert_filled(dict(twin.named_buffers()), position + 1)
         assert_same_cache(state, twin)
     assert fn.graph_state.last == "replay (bound)" and fn.graph_state.captures == 1
-    outputs = [static(torch.tensor([[7]]), torch.tensor([6]))[0] for _ in range(3)]
+    outputs = [static(torch.tensor([[7]]), torch.tensor([6])) for _ in range(3)]
     assert outputs[1].data_ptr() == outputs[2].data_ptr()  # the graph's own buffer, no copy-out
 
 

@@ -14,7 +14,24 @@ cannot drift from what the tools do. The convention (README, "Contributing"):
                                  run in the default)
 
 Each block runs in a fresh temporary folder holding the ``file=`` blocks written before it
-in its document; it passes when every command exits 0."""
+in its document; it passes when every command exits 0 and every output comment holds.
+
+Output comments (doctest-style): a comment that shows what a line prints is checked against
+what it prints, in ```bash run and ```python run blocks:
+
+    hir-run p.mlir random:8x32 --print | head -1   # output 0: shape [8, 8] f32
+    grep -c 'hir.wait' lowered.mlir                 # prints: 2
+    print(err)                                      # prints: p.mlir:4:23: error: ...
+
+``# prints: TEXT`` is what the line writes to stdout; ``# output N: ...`` (hir-run --print's
+header line) stands for ``# prints: output N: ...``. ``...`` in TEXT stands for any text,
+newlines included; otherwise TEXT must equal the whole output (trailing spaces and newlines
+aside). A checked bash line is one whole command (not inside a heredoc, not continued from
+the line before); a checked Python line is one ``print(...)`` call. The harness prints a
+marker line before and after each checked line (on the same line: line numbers stay) and
+compares what came between. A ``print(...)`` line with any other trailing comment (in a
+Python block or in a bash block's heredoc) is refused: its output would go unchecked; so is
+an output comment on an mlir block's ``// RUN:`` line (bash would read it as a comment)."""
 
 import functools
 import os
@@ -35,6 +52,9 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(?P<lang>[\w-]+)(?P<rest>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 RUN_LINE = re.compile(r"^\s*//\s*RUN:\s*(?P<cmd>.*)$", re.M)
 LANGS = ("mlir", "bash", "python")
+OUTPUT_COMMENT = re.compile(r"\s#\s*(?:prints:\s*(?P<text>.*?)|(?P<header>output \d+:.*?))\s*$")
+PRINT_COMMENT = re.compile(r"^\s*print\(.*\)\s+#")
+HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)(\w+)\2")
 
 
 @dataclass
@@ -71,6 +91,66 @@ def blocks(doc: Path) -> list[Block]:
 ALL = [b for doc in DOCS for b in blocks(doc)]
 
 
+@dataclass
+class Expected:
+    line: int  # the line of the document
+    text: str  # what the line prints; "..." stands for any text
+
+
+def marker(index: int, end: bool = False) -> str:
+    return f"@@{'/' if end else ''}hir-doc-output {index}@@"
+
+
+def with_output_checks(block: Block) -> tuple[str, list[Expected]]:
+    """``block``'s body with each output comment's line between two marker prints (on the
+    same line), and what each such line must print; AssertionError on an output comment the
+    harness cannot check."""
+    lines, expected = block.body.split("\n"), []
+    heredoc = None  # the word ending the heredoc being read (bash)
+    for i, line in enumerate(lines):
+        where = f"{block.doc.name}:{block.line + 1 + i}"
+        if heredoc is not None:
+            if (line.lstrip("\t") if heredoc[0] else line) == heredoc[1]:
+                heredoc = None
+            elif PRINT_COMMENT.match(line):
+                raise AssertionError(f"{where}: a print's comment in a heredoc is not checked: assert the value instead")
+            continue
+        comment = OUTPUT_COMMENT.search(line)
+        if block.lang == "python" and PRINT_COMMENT.match(line) and (comment is None or comment["text"] is None):
+            raise AssertionError(f"{where}: a print's trailing comment must be '# prints: TEXT' (checked)")
+        start = HEREDOC.search(line) if block.lang == "bash" else None
+        if comment is not None and block.lang == "mlir" and RUN_LINE.match(line):
+            raise AssertionError(f"{where}: output comments are checked in bash and python blocks, not on RUN lines (grep the output instead)")
+        if comment is not None and block.lang in ("bash", "python"):
+            code = line[: comment.start()]
+            if start is not None or (i and lines[i - 1].rstrip().endswith("\\")):
+                raise AssertionError(f"{where}: a checked line must be one whole command")
+            if block.lang == "python" and not PRINT_COMMENT.match(code + " #"):
+                raise AssertionError(f"{where}: a checked Python line must be one print(...) call")
+            indent = code[: len(code) - len(code.lstrip())]
+            echo = "print({!r})" if block.lang == "python" else "echo '{}'"
+            n = len(expected)
+            lines[i] = f"{indent}{echo.format(marker(n))}; {code.strip()}; {echo.format(marker(n, end=True))}"
+            expected.append(Expected(block.line + 1 + i, comment["text"] if comment["text"] is not None else comment["header"]))
+        if start is not None:
+            heredoc = (start[1], start[3])
+    return "\n".join(lines), expected
+
+
+def check_outputs(block: Block, expected: list[Expected], stdout: str) -> None:
+    """AssertionError naming the first output comment that ``stdout`` contradicts."""
+    for n, want in enumerate(expected):
+        where = f"{block.doc.name}:{want.line}"
+        found = re.findall(re.escape(marker(n)) + r"\n(.*?)" + re.escape(marker(n, end=True)), stdout, re.S)
+        if not found:
+            raise AssertionError(f"{where}: the line with '# prints' never ran")
+        pattern = ".*?".join(re.escape(part) for part in want.text.strip().split("..."))
+        for got in found:
+            got = "\n".join(line.rstrip() for line in got.rstrip().split("\n"))
+            if not re.fullmatch(pattern, got, re.S):
+                raise AssertionError(f"{where}: prints {got!r}; its comment says {want.text!r}")
+
+
 def environment() -> dict:
     return dict(_environment())
 
@@ -95,23 +175,25 @@ def run_block(block: Block, earlier: list[Block], folder: Path) -> None:
         if other.lang == "mlir":
             (folder / other.file).write_text(other.body)
     path = folder / block.file
-    path.write_text(block.body)
+    body, expected = with_output_checks(block)
+    path.write_text(body)
     if block.lang == "mlir":
         commands = [f"hir-opt {block.file} -o {block.file}.out"] + [m["cmd"].replace("%s", block.file) for m in RUN_LINE.finditer(block.body)]
     elif block.lang == "bash":
         commands = [f"bash -euo pipefail {block.file}"]
     else:
-        return run_python(block, folder)
+        return check_outputs(block, expected, run_python(block, folder))
     for command in commands:
         result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
             raise AssertionError(
                 f"{block.id}: `{command}` exited {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
             )
+        check_outputs(block, expected, result.stdout)
 
 
-def run_python(block: Block, folder: Path) -> None:
-    """``python FILE`` in ``folder``, forked from the multi-rank tests' zygote (rank_zygote.py):
+def run_python(block: Block, folder: Path) -> str:
+    """Its stdout: ``python FILE`` in ``folder``, forked from the multi-rank tests' zygote (rank_zygote.py):
     a fresh interpreter past the imports of torch, transformers and hir, which took most of
     an example's seconds on CI; with CUDA, a real ``python FILE``."""
     import torch
@@ -127,6 +209,7 @@ def run_python(block: Block, folder: Path) -> None:
         code, out, err = rank.returncode, rank.stdout, rank.stderr
     if code != 0:
         raise AssertionError(f"{block.id}: `python {block.file}` exited {code}\n--- stdout\n{out}\n--- stderr\n{err}")
+    return out
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=[pytest.mark.slow] if b.slow else []) for b in ALL])
@@ -190,3 +273,44 @@ def test_broken_example_fails(lang, body, tmp_path):
     block = Block(tmp_path / "doc.md", 1, lang, {"mlir": "x.mlir", "bash": "x.sh", "python": "x.py"}[lang], body)
     with pytest.raises(AssertionError, match="doc.md:1"):
         run_block(block, [], tmp_path)
+
+
+@pytest.mark.parametrize(
+    "lang,body,message",
+    [
+        ("bash", "printf 'output 0: shape [8, 8] f32\\n1 2\\n' | head -1   # output 0: shape [8, 32] ...\n",
+         "doc.md:2: prints 'output 0: shape [8, 8] f32'; its comment says 'output 0: shape [8, 32] ...'"),
+        ("bash", "true\necho 3   # prints: 2\n", "doc.md:3: prints '3'; its comment says '2'"),
+        ("bash", "exit 0\necho 2   # prints: 2\n", "doc.md:3: the line with '# prints' never ran"),
+        ("python", "import sys\nprint(sys.argv[1:], 1 + 1)  # prints: [] 3\n", "doc.md:3: prints '[] 2'; its comment says '[] 3'"),
+        ("python", "print(2)  # two\n", "doc.md:2: a print's trailing comment must be '# prints: TEXT'"),
+        ("python", "x = 2  # prints: 2\n", "doc.md:2: a checked Python line must be one print(...) call"),
+        ("bash", "python - <<'EOF'\nprint(2)  # two\nEOF\n", "doc.md:3: a print's comment in a heredoc is not checked"),
+        ("bash", "echo \\\n  2   # prints: 2\n", "doc.md:3: a checked line must be one whole command"),
+        ("mlir", "// RUN: echo 3   # prints: 2\nfunc.func @main() {\n  return\n}\n", "doc.md:2: output comments are checked in bash and python blocks"),
+    ],
+)
+def test_wrong_output_comment_fails(lang, body, message, tmp_path):
+    """A doc's output comment that the line does not print (or that cannot be checked) fails."""
+    block = Block(tmp_path / "doc.md", 1, lang, {"bash": "x.sh", "python": "x.py", "mlir": "x.mlir"}[lang], body)
+    with pytest.raises(AssertionError) as failure:
+        run_block(block, [], tmp_path)
+    assert message in str(failure.value)
+
+
+def test_right_output_comments_pass(tmp_path):
+    """Every form of output comment, matching: whole output, "..." across lines, a checked
+    line run twice, a heredoc's own comments left alone; the block's later lines still run."""
+    body = """printf 'output 0: shape [8, 8] f32\\n1 2\\n' | head -1   # output 0: shape [8, 8] f32
+printf 'a\\nb  \\nc\\n\\n'   # prints: a...c
+for i in 1 2; do echo "row $i"; done   # prints: row 1...row 2
+for i in 1 2; do
+  echo "$i x"   # prints: ... x
+done
+cat > y.py <<'PY'
+x = 1  # prints: 3 (data of the heredoc, not a checked line)
+PY
+touch done
+"""
+    run_block(Block(tmp_path / "doc.md", 1, "bash", "x.sh", body), [], tmp_path)
+    assert (tmp_path / "done").exists()

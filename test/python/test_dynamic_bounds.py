@@ -46,6 +46,27 @@ def test_bert_batch_and_seq_with_a_mask_keyword():
         torch.testing.assert_close(pooled, want.pooler_output)
     with pytest.raises(hir.HirError, match=r"keyword inputs are \['attention_mask'\]; got \['mask'\]"):
         program.arguments(None, ids, mask=mask)
+    # sizes outside the declared bounds are refused at the call, located (seq 65 would index past the position table)
+    for length in (65, 1):
+        x, m = torch.randint(0, 128, (1, length)), torch.ones(1, length, dtype=torch.long)
+        message = rf"test_dynamic_bounds.py:\d+: error: input 0: dim 1 is dynamic dim seq, declared 2 <= seq <= 64 at import, got {length}"
+        with pytest.raises(hir.HirError, match=message):
+            program.run(None, x, attention_mask=m, device="cpu")
+        with pytest.raises(hir.HirError, match=message):
+            program.compile(device="cpu")(x, m)
+
+
+def test_torch_export_dim_bounds_are_enforced():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    program = hir.from_torch(model, (torch.randn(3, 5, 4),), dynamic_shapes=({0: torch.export.Dim("batch", min=2, max=16), 1: torch.export.Dim("seq")},))
+    fn = program.compile(model.state_dict(), device="cpu")
+    with torch.no_grad():
+        for batch, seq in [(2, 1), (16, 300)]:
+            x = torch.randn(batch, seq, 4)
+            torch.testing.assert_close(fn(x), model(x))
+        for batch in (1, 17):
+            with pytest.raises(hir.HirError, match=rf"input 0: dim 0 is dynamic dim batch, declared 2 <= batch <= 16 at import, got {batch}"):
+                fn(torch.randn(batch, 4, 4))
 
 
 @pytest.mark.slow  # the fast default: BERT above (and docs/from-pytorch.md's example)

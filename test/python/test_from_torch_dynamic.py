@@ -18,7 +18,7 @@ import torch
 from multirank_util import launch_workers, run_gloo_cases
 
 import hir
-from hir.frontend.export import flatten_outputs
+from hir.frontend.output_tree import flatten_outputs
 
 SIZES = [(b, s) for b in (1, 3, 8) for s in (5, 16)]
 DYNAMIC = {"input0": {0: "batch", 1: "seq"}}

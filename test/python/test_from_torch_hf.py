@@ -10,7 +10,7 @@ import torch.nn as nn
 
 from hir import HirError
 from hir.frontend import from_torch
-from hir.frontend.export import flatten_outputs
+from hir.frontend.output_tree import flatten_outputs
 
 transformers = pytest.importorskip("transformers")
 

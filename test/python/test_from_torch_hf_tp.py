@@ -43,7 +43,7 @@ def run_case(family: str, rank: int, world: int) -> str:
     import torch
 
     import hir
-    from hir.frontend.export import flatten_outputs
+    from hir.frontend.output_tree import flatten_outputs
 
     model = tiny(family)
     ids = torch.randint(0, 128, (2, 8), generator=torch.Generator().manual_seed(1))

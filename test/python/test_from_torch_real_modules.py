@@ -23,7 +23,7 @@ from multirank_util import launch_workers, run_gloo_cases
 
 import hir
 from hir.frontend import from_torch
-from hir.frontend.export import flatten_outputs
+from hir.frontend.output_tree import flatten_outputs
 
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-lower"
 

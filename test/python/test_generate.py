@@ -105,6 +105,32 @@ def test_sampling():
     assert hir.generate(model, prompt, max_new_tokens=12, do_sample=True, top_p=1e-6).tolist() == greedy.tolist()
 
 
+def test_sampling_and_length_defaults_are_hfs():
+    """Unset fields come from the model's generation_config, then HF's defaults (top_k=50
+    when sampling; 20 new tokens when no length is given), as model.generate reads them."""
+    model = shared("llama")
+    prompt = torch.tensor(PROMPT)
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        want = hf_generate(model, prompt, max_new_tokens=12, do_sample=True)
+        torch.manual_seed(seed)
+        assert hir.generate(model, prompt, max_new_tokens=12, do_sample=True).tolist() == want.tolist(), seed
+    config = copy.deepcopy(model.generation_config)
+    try:
+        model.generation_config.top_k, model.generation_config.temperature = 3, 0.5  # the model's own defaults
+        torch.manual_seed(3)
+        want = hf_generate(model, prompt, max_new_tokens=12, do_sample=True)
+        torch.manual_seed(3)
+        assert hir.generate(model, prompt, max_new_tokens=12, do_sample=True).tolist() == want.tolist()
+    finally:
+        model.generation_config = config
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # HF's advice to set max_new_tokens
+        got, want = hir.generate(model, prompt), hf_generate(model, prompt)
+    assert got.shape == (2, 5 + 20) and got.tolist() == want.tolist()
+    assert hir.generate(model, prompt, max_length=8).shape == (2, 8)
+
+
 def test_bf16_logits_agree_with_hf_per_step():
     """bf16: each step's logits, read by hir.generate, against HF's forward over the same
     tokens (the whole sequence at once, no cache): max |diff| <= 0.05 * max |logit|
@@ -214,6 +240,18 @@ def test_bad_arguments_are_named():
         hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.tensor([[0, 1, 1, 1, 1], [1, 1, 1, 1, 1]]))
     with pytest.raises(hir.HirError, match="input_ids must be a \\[batch, tokens\\] tensor"):
         hir.generate(model, prompt[0], max_new_tokens=4)
+
+
+def test_a_length_beyond_the_position_table_is_refused_up_front(monkeypatch):
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=128, n_positions=16, n_embd=32, n_layer=1, n_head=4, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    monkeypatch.setattr(generate_module, "generator", lambda *args, **kwargs: pytest.fail("imported a model it should refuse"))
+    with pytest.raises(hir.HirError, match=r"test_generate.py:\d+: error: hir.generate: GPT2LMHeadModel has a learned table of 16 positions .*"
+                                           r"a prompt of 5 tokens and 12 new tokens need 17: ask for at most 11 new tokens"):
+        hir.generate(model, torch.tensor(PROMPT), max_new_tokens=12)
+    llama = shared("llama")  # rotary positions: max_position_embeddings (128) bounds nothing
+    assert generate_module._position_limit(llama) is None
 
 
 def test_static_cache_step_moves_and_copies():

@@ -135,7 +135,7 @@ def run_case(name: str, rank: int, world: int) -> str:
     import torch
 
     import hir
-    from hir.frontend.export import flatten_outputs
+    from hir.frontend.output_tree import flatten_outputs
 
     mesh = list(range(world))
     ids = torch.randint(0, 128, (2, 8), generator=torch.Generator().manual_seed(1))

@@ -47,10 +47,9 @@ def test_cpu_limit_is_per_core():
 
 @pytest.mark.parametrize("nproc", [lambda limit: limit + 1, lambda limit: 1000000])
 def test_nproc_above_limit_is_refused_at_once(work, no_launch, capsys, nproc):
+    """Refused before any rank starts (no_launch fails the test at the first one)."""
     n = nproc(rank_limit(False)[0])
-    start = time.monotonic()
     assert run_cli.main(["p.mlir", "--nproc", str(n)]) == 1
-    assert time.monotonic() - start < 5
     err = capsys.readouterr().err
     assert f"--nproc {n}: more ranks than this run may start (at most {rank_limit(False)[0]}" in err
     assert "--max-nproc N raises the limit" in err
@@ -67,7 +66,7 @@ def test_limit_applies_to_the_installed_cli(work):
     """The refusal from a real process, as a user sees it: exit 1, a message, no traceback."""
     env = dict(os.environ, HIR_DEVICE="cpu")
     result = subprocess.run([sys.executable, "-m", "hir.tools.run_cli", "p.mlir", "--nproc", "1000000"],
-                            capture_output=True, text=True, env=env, timeout=60)
+                            capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "--nproc 1000000: more ranks than this run may start" in result.stderr
 
@@ -79,7 +78,7 @@ def test_refusal_without_device_flag_comes_before_torch(work):
         pytest.skip("this machine has NVIDIA device nodes: the limit asks torch for the GPU count")
     env = {k: v for k, v in os.environ.items() if k != "HIR_DEVICE"}
     code = "import sys; from hir.tools import run_cli; rc = run_cli.main(['p.mlir', '--nproc', '1000000']); print(rc, 'torch' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, env=env, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, env=env, timeout=300)
     assert result.stdout.split() == ["1", "False"], result.stderr
     assert "--nproc 1000000: more ranks than this run may start" in result.stderr
 

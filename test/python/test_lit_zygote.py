@@ -14,6 +14,10 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import lit_zygote  # noqa: E402  (test/lit_zygote.py)
 
+# How long a test waits for a tool to start or to stop before it fails: a hang guard, not a
+# speed figure (starting hir-import takes seconds, minutes on a loaded machine). The slow
+# modules sleep far longer, so a tool gone before then was stopped, not finished.
+HANG_GUARD_S = 300
 PROGRAM = "func.func @main(%a: memref<2xf32>) -> memref<2xf32> {\n  return %a : memref<2xf32>\n}\n"
 
 CASES = [  # (argv, extra environment, stdin)
@@ -41,7 +45,7 @@ def shims():
 
 def _run(tool_path: str, argv: list, env: dict, stdin, cwd) -> subprocess.CompletedProcess:
     environment = {**os.environ, "HIR_DEVICE": "cpu", **env}
-    return subprocess.run([tool_path, *argv[1:]], input=stdin, capture_output=True, text=True, env=environment, cwd=cwd, timeout=120)
+    return subprocess.run([tool_path, *argv[1:]], input=stdin, capture_output=True, text=True, env=environment, cwd=cwd, timeout=HANG_GUARD_S)
 
 
 @pytest.mark.parametrize("argv, env, stdin", CASES, ids=[" ".join(c[0]) + "".join(f" {k}={v}" for k, v in c[1].items()) for c in CASES])
@@ -63,24 +67,29 @@ def test_shim_without_its_server_runs_the_installed_script(tmp_path):
     assert done.returncode == 0 and "[1, 1]" in done.stdout, done.stderr
 
 
+def _wait_for(ready, process: subprocess.Popen) -> None:
+    """Polls ``ready()`` until it holds; fails if ``process`` ends first or after HANG_GUARD_S."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not ready():
+        assert process.poll() is None, f"the tool ended (status {process.returncode}) before it ran the module"
+        assert time.monotonic() < deadline, "the tool never ran the module"
+        time.sleep(0.05)
+
+
 def _terminated(tool_path: str, folder) -> int:
     """The exit status of ``tool_path slow.py`` sent SIGTERM once it runs the module."""
     (folder / "started").unlink(missing_ok=True)
     process = subprocess.Popen([tool_path, "slow.py"], cwd=folder, env={**os.environ, "HIR_DEVICE": "cpu"},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(600):
-        if (folder / "started").exists():
-            break
-        time.sleep(0.05)
-    assert (folder / "started").exists(), "hir-import never ran the module"
+    _wait_for((folder / "started").exists, process)
     process.send_signal(signal.SIGTERM)
-    return process.wait(timeout=30)
+    return process.wait(timeout=HANG_GUARD_S)
 
 
 def test_terminating_the_shim_terminates_the_tool(shims, tmp_path):
     """A launcher stops a worker with SIGTERM: through the shim it reaches the tool, which
     ends as the installed script does (hir's handler: status 143)."""
-    (tmp_path / "slow.py").write_text("import pathlib, time\npathlib.Path('started').touch()\ntime.sleep(120)\n")
+    (tmp_path / "slow.py").write_text("import pathlib, time\npathlib.Path('started').touch()\ntime.sleep(900)\n")
     assert _terminated(os.path.join(shims, "hir-import"), tmp_path) == _terminated(shutil.which("hir-import"), tmp_path)
 
 
@@ -88,21 +97,19 @@ def test_a_killed_shim_takes_its_tool_down(shims, tmp_path):
     """lit's timeout kills a RUN line outright (SIGKILL): the shim cannot forward anything,
     but its socket closes, and the server then stops the tool (SIGTERM, then SIGKILL), so no
     forked tool outlives its caller."""
-    (tmp_path / "slow.py").write_text("import os, pathlib, time\npathlib.Path('started').write_text(str(os.getpid()))\ntime.sleep(120)\n")
+    (tmp_path / "slow.py").write_text("import os, pathlib, time\npathlib.Path('started').write_text(str(os.getpid()))\ntime.sleep(900)\n")
     shim = subprocess.Popen([os.path.join(shims, "hir-import"), "slow.py"], cwd=tmp_path, env={**os.environ, "HIR_DEVICE": "cpu"},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(600):
-        if (tmp_path / "started").exists() and (tmp_path / "started").read_text():
-            break
-        time.sleep(0.05)
+    _wait_for(lambda: (tmp_path / "started").exists() and (tmp_path / "started").read_text(), shim)
     tool = int((tmp_path / "started").read_text())
     assert tool != shim.pid  # the tool runs in the server's fork, not in the shim
     shim.kill()
-    shim.wait(timeout=30)
-    for _ in range(300):
+    shim.wait(timeout=HANG_GUARD_S)
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
         try:
             os.kill(tool, 0)
         except ProcessLookupError:
             return
         time.sleep(0.05)
-    pytest.fail(f"the tool (pid {tool}) still runs 15 s after its shim was killed")
+    pytest.fail(f"the tool (pid {tool}) still runs {HANG_GUARD_S} s after its shim was killed")

@@ -4,7 +4,7 @@ ranks on the CPU, each running ``hir-run`` (docs/multi-node.md runs the 2x2 dp x
 the same way, in the docs test).
 
 - A node that dies (its torchrun and ranks killed mid-run) makes the other node exit
-  non-zero at once, long before its ranks' ``--timeout``.
+  non-zero before its ranks' ``--timeout`` fires.
 - ``hir-run --timeout`` on a rank of a torchrun launch stops that rank (status 124).
 - Slow: an MLP imported with ``hir-import`` on a 2x2 mesh (dp over mesh axis 0, across the
   nodes; Megatron tp over mesh axis 1, inside them), lowered with 2 ranks per node: its tp
@@ -26,6 +26,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 BIN = Path(sys.executable).parent
+# The ranks' --timeout in the looping runs: the bound a node's failure must beat. Checked by
+# the ranks' own message (which a --timeout prints), never by the wall time a test took, so a
+# loaded machine only makes a test slower.
+RANK_TIMEOUT_S = 600
 LOWER_2_PER_NODE = "hir-set-node-layout{ranks-per-node=2},hir-insert-reshardings,hir-convert-to-communication{backend=cuda},hir-lower"
 
 MLP = """\
@@ -160,9 +164,9 @@ def start_looping_nodes(cwd: Path, dist_timeout: int) -> list[subprocess.Popen]:
     """Both nodes running LOOP again and again, returned once node 1 has run it (its ranks
     are exchanging data with node 0's)."""
     (cwd / "loop.mlir").write_text(LOOP)
-    command = ["hir-run", "loop.mlir", "random", "200", "--warmup", "1000000", "--timeout", "250"]
+    command = ["hir-run", "loop.mlir", "random", "200", "--warmup", "1000000", "--timeout", str(RANK_TIMEOUT_S)]
     nodes = start_nodes(command, cwd, HIR_DIST_TIMEOUT=str(dist_timeout), HIR_DEBUG="1")
-    deadline = time.monotonic() + 200
+    deadline = time.monotonic() + RANK_TIMEOUT_S
     while "warning: 'hir.allgather' work is never waited on" not in (cwd / "node1.log").read_text():
         if time.monotonic() > deadline or any(node.poll() is not None for node in nodes):
             for node in nodes:
@@ -174,22 +178,20 @@ def start_looping_nodes(cwd: Path, dist_timeout: int) -> list[subprocess.Popen]:
 
 def test_dead_node_stops_the_other(tmp_path):
     """Node 1 (its torchrun and both ranks) is killed while the ranks exchange data across
-    the nodes: node 0 exits non-zero soon after (its peers' connections close; a silent
-    peer would fail its collectives after $HIR_DIST_TIMEOUT), long before its --timeout."""
+    the nodes: node 0 exits non-zero (its peers' connections close; a silent peer would
+    fail its collectives after $HIR_DIST_TIMEOUT) before its ranks' --timeout fires."""
     dist_timeout = 10
     node0, node1 = nodes = start_looping_nodes(tmp_path, dist_timeout)
     try:
         stop(node1)
-        killed = time.monotonic()
-        node0.wait(timeout=dist_timeout + 120)
-        took = time.monotonic() - killed
+        node0.wait(timeout=RANK_TIMEOUT_S + 120)  # a hang guard: node 0 ends by then either way
     finally:
         for proc in nodes:
             stop(proc)
     log = (tmp_path / "node0.log").read_text()
     assert node0.returncode not in (0, 124), logs(tmp_path)
-    assert took < dist_timeout + 60, f"node 0 took {took:.0f} s to stop\n{logs(tmp_path)}"
     assert "ChildFailedError" in log or "RendezvousConnectionError" in log, log
+    assert "did not finish in time" not in log, f"node 0 ran until its --timeout\n{logs(tmp_path)}"
 
 
 @pytest.mark.slow
@@ -203,15 +205,15 @@ def test_hung_node_fails_the_other_ranks(tmp_path):
         survivors = children(node0.pid)
         for pid in [node1.pid, *children(node1.pid)]:
             os.kill(pid, signal.SIGSTOP)
-        frozen = time.monotonic()
-        while any(not zombie(pid) for pid in survivors) and time.monotonic() - frozen < dist_timeout + 60:
+        deadline = time.monotonic() + RANK_TIMEOUT_S + 60  # a hang guard: their --timeout ends them by then
+        while any(not zombie(pid) for pid in survivors) and time.monotonic() < deadline:
             time.sleep(0.5)
-        took = time.monotonic() - frozen
     finally:
         for proc in nodes:
             stop(proc)
-    assert took < dist_timeout + 60, f"node 0's ranks still ran {took:.0f} s after node 1 froze\n{logs(tmp_path)}"
-    assert "Timed out waiting" in (tmp_path / "node0.log").read_text(), logs(tmp_path)
+    log = (tmp_path / "node0.log").read_text()
+    assert "Timed out waiting" in log, logs(tmp_path)
+    assert "did not finish in time" not in log, f"node 0's ranks ran until their --timeout\n{logs(tmp_path)}"
 
 
 def zombie(pid: int) -> bool:
@@ -244,12 +246,13 @@ def test_timeout_on_a_torchrun_rank(tmp_path):
     (tmp_path / "pair.mlir").write_text(LOOP.replace("[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, 0>")
                                         .replace("[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, -1>")
                                         .replace("dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>", "dense<[[0, 1]]> : tensor<1x2xi64>"))
-    env = dict(os.environ, HIR_DEVICE="cpu", RANK="0", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    start = time.monotonic()
-    result = subprocess.run([str(BIN / "hir-run"), "pair.mlir", "random", "1", "--timeout", "3"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    # the collective timeout far beyond the rank's --timeout: status 124 and its message
+    # show that --timeout, not the collective, ended the wait, however loaded the machine
+    env = dict(os.environ, HIR_DEVICE="cpu", RANK="0", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               HIR_DIST_TIMEOUT="3600")
+    result = subprocess.run([str(BIN / "hir-run"), "pair.mlir", "random", "1", "--timeout", "3"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 124, result.stderr
     assert "hir-run: error: --timeout 3: rank 0 did not finish in time" in result.stderr, result.stderr
-    assert time.monotonic() - start < 50  # well before $HIR_DIST_TIMEOUT (60 s) would end the wait
 
 
 def test_overlap_auto_decides_per_team():

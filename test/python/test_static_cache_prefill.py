@@ -103,7 +103,7 @@ def test_imported_prefill_is_causal_sdpa_and_equals_the_step(family):
         step = StaticCacheStep(model, 1, CACHE)
         with torch.no_grad():
             want = step(ids, pos)
-        (got,) = fn(ids, pos)
+        got = fn(ids, pos)
         assert torch.equal(got, want), tokens
         assert_same_state(caches(prefill.step), caches(step))
 

@@ -3,12 +3,13 @@ outputs, allocation) and the compute ops on whole buffers, with stream-parallel 
 device-mesh shardings. Every op is located at the Python line that built it, so verifier and
 run-time errors read ``my_program.py:12:9: error: ...``."""
 
+import numbers
 import os
 import sys
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterator, Literal, Optional, Sequence, Union
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
@@ -17,6 +18,9 @@ from hir.core import HirError, format_location, format_mlir_error, new_context
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding, sharding_of
 from hir.dialect.base import DYNAMIC
 from hir.dialect.compute import STREAM_AXIS_ATTR, broadcast_shape, matmul_shape
+
+if TYPE_CHECKING:
+    import torch
 
 _BUILDER_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -38,6 +42,10 @@ def caller_location(context: ir.Context) -> ir.Location:
 
 DTYPES = {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f64": ir.F64Type.get,
           "i32": lambda: ir.IntegerType.get_signless(32), "i64": lambda: ir.IntegerType.get_signless(64)}
+# torch dtypes by name (str(torch.float32) == "torch.float32"): the builder takes them
+# without importing torch.
+TORCH_DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float64": "f64",
+                "torch.int32": "i32", "torch.int64": "i64"}
 
 
 def Shard(mesh: Sequence[int], axis: Optional[int] = None) -> Sharding:
@@ -46,6 +54,11 @@ def Shard(mesh: Sequence[int], axis: Optional[int] = None) -> Sharding:
 
 
 Dim = Union[int, None]  # None: a dynamic extent
+# An element type: "f32", "f16", "bf16", "f64", "i32", "i64", the torch dtype of one, or an MLIR type
+DType = Union[str, "torch.dtype", ir.Type]
+# A compute op's output placement: "same" (the default) infers it from the operands, as each
+# method says; a Sharding places it; None leaves it unplaced.
+Placement = Union[Literal["same"], Sharding, None]
 
 
 @dataclass
@@ -77,6 +90,7 @@ class ProgramBuilder:
         self.name = name
         self._inputs: list[ir.Type] = []
         self._outputs: list[Tensor] = []
+        self._finished_at: Optional[str] = None  # where finish() was called
         with self.context, self._loc:
             self.module = ir.Module.create()
             # The signature grows as inputs and outputs are added (see _sync_signature).
@@ -91,6 +105,9 @@ class ProgramBuilder:
         """Build at the caller's line; a check failing there (an operand shape, an
         attribute: a ``VerifyError``) is an :class:`HirError` located at that line."""
         loc = caller_location(self.context)
+        if self._finished_at is not None:
+            raise HirError(f"{format_location(loc)}: error: this Builder's module was finished at {self._finished_at}; "
+                           "build another program with a new Builder")
         try:
             with self.context, loc, self._ip:
                 yield
@@ -104,16 +121,31 @@ class ProgramBuilder:
         with self._at():
             return arith.ConstantOp(ir.IndexType.get(), value).result
 
-    def _mem_type(self, shape: Sequence[Dim], dtype: Union[str, ir.Type], sharding: Optional[Sharding]) -> ir.MemRefType:
-        if isinstance(dtype, str) and dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(DTYPES)} (or an MLIR type), got {dtype!r}")
+    def _index(self, value: Union[int, ir.Value], what: str) -> ir.Value:
+        """``value`` as an ``index`` value: an int becomes a constant."""
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return self.index(int(value))
+        if isinstance(value, ir.Value) and isinstance(value.type, ir.IndexType):
+            return value
+        with self._at():
+            got = f"a value of type {value.type}" if isinstance(value, ir.Value) else f"{type(value).__name__} {value!r}"
+            raise ValueError(f"{what} must be an int or an index value, got {got}")
+
+    def _mem_type(self, shape: Sequence[Dim], dtype: DType, sharding: Optional[Sharding]) -> ir.MemRefType:
+        dtype = TORCH_DTYPES.get(str(dtype), dtype) if type(dtype).__module__ == "torch" else dtype
+        if not isinstance(dtype, ir.Type) and not (isinstance(dtype, str) and dtype in DTYPES):
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, a torch dtype of those or an MLIR type, got {dtype!r}")
+        if any(not (d is None or (isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0)) for d in shape):
+            raise ValueError(f"a shape holds ints >= 0 and None (a dynamic extent), got {list(shape)}")
         element = DTYPES[dtype]() if isinstance(dtype, str) else dtype
-        dims = [DYNAMIC if d is None else d for d in shape]
+        dims = [DYNAMIC if d is None else int(d) for d in shape]
         return ir.MemRefType.get(dims, element, memory_space=sharding.attr() if sharding else None)
 
     # -- program inputs and outputs ------------------------------------------------------
-    def input(self, shape: Sequence[Dim], dtype: Union[str, ir.Type] = "f32", sharding: Optional[Sharding] = None) -> Tensor:
-        """A program input with global ``shape`` (None = dynamic) placed by ``sharding``."""
+    def input(self, shape: Sequence[Dim], dtype: DType = "f32", sharding: Optional[Sharding] = None) -> Tensor:
+        """A program input with global ``shape`` (None = dynamic) placed by ``sharding``;
+        ``dtype``: ``"f32"``, ``"f16"``, ``"bf16"``, ``"f64"``, ``"i32"``, ``"i64"``, the
+        torch dtype of one of those (``torch.float32``) or an MLIR type."""
         with self._at():
             t = self._mem_type(shape, dtype, sharding)
             arg = self._block.add_argument(t, ir.Location.current)
@@ -138,10 +170,12 @@ class ProgramBuilder:
         self._func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(self._inputs, results))
 
     def finish(self) -> ir.Module:
-        """Add the return, verify and return the module."""
+        """Add the return, verify and return the module. A builder finishes once: building
+        on it afterwards (finish() again included) is an error."""
         with self._at():
             func.ReturnOp([o.value for o in self._outputs])
             self._sync_signature()
+        self._finished_at = format_location(caller_location(self.context))
         try:
             self.module.operation.verify()
         except ir.MLIRError as err:
@@ -149,15 +183,20 @@ class ProgramBuilder:
         return self.module
 
     # -- allocation ----------------------------------------------------------------------
-    def alloc(self, sizes: Sequence[Union[int, ir.Value]], dtype: Union[str, ir.Type] = "f32", sharding: Optional[Sharding] = None) -> Tensor:
+    def alloc(self, sizes: Sequence[Union[int, ir.Value]], dtype: DType = "f32", sharding: Optional[Sharding] = None) -> Tensor:
         """``memref.alloc``; a size given as an index value makes that dimension dynamic."""
         with self._at():
+            bad = [d for d in sizes if not (isinstance(d, int) or (isinstance(d, ir.Value) and isinstance(d.type, ir.IndexType)))]
+            if bad:
+                got = f"a value of type {bad[0].type}" if isinstance(bad[0], ir.Value) else f"{type(bad[0]).__name__} {bad[0]!r}"
+                raise ValueError(f"alloc: a size must be an int or an index value, got {got}")
             shape = [d if isinstance(d, int) else None for d in sizes]
             t = self._mem_type(shape, dtype, sharding)
             dynamic = [d for d in sizes if not isinstance(d, int)]
             return Tensor(memref.AllocOp(t, dynamic, []).result, list(sizes))
 
     def dealloc(self, tensor: Tensor) -> None:
+        """``memref.dealloc``: free a buffer from :meth:`alloc`."""
         with self._at():
             memref.DeallocOp(tensor.value)
 
@@ -166,14 +205,14 @@ class ProgramBuilder:
         if stream_axis is not None:
             op.operation.attributes[STREAM_AXIS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), stream_axis)
 
-    def set(self, x: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def set(self, x: Tensor, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
         """A copy of ``x``; a different ``sharding`` makes it a resharding (communication)."""
         out = out or self.alloc(x.sizes, x.type.element_type, x.sharding if sharding == "same" else sharding)
         with self._at():
             self._annotate(SetOp(x.value, out.value), stream_axis)
         return out
 
-    def binary(self, kind: str, lhs: Tensor, rhs: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def binary(self, kind: str, lhs: Tensor, rhs: Tensor, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
         """Elementwise ``kind`` (add, sub, mul, div, max, min) with broadcasting. By default
         the output is split like the first split operand (axes right-aligned), else
         replicated on an operand's mesh, else unplaced."""
@@ -188,18 +227,22 @@ class ProgramBuilder:
         return out
 
     def add(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        """``lhs + rhs``: :meth:`binary` ``"add"`` (same keywords)."""
         return self.binary("add", lhs, rhs, **kw)
 
     def sub(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        """``lhs - rhs``: :meth:`binary` ``"sub"`` (same keywords)."""
         return self.binary("sub", lhs, rhs, **kw)
 
     def mul(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        """``lhs * rhs``: :meth:`binary` ``"mul"`` (same keywords)."""
         return self.binary("mul", lhs, rhs, **kw)
 
     def div(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+        """``lhs / rhs``: :meth:`binary` ``"div"`` (same keywords)."""
         return self.binary("div", lhs, rhs, **kw)
 
-    def reduction(self, kind: str, x: Tensor, axes: Sequence[int], *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def reduction(self, kind: str, x: Tensor, axes: Sequence[int], *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
         """``x.<kind>(axes)`` (sum, prod, max, min); the reduced axes are dropped. By
         default the output keeps ``x``'s mesh: split along the same (shifted) axis, or
         replicated when a split axis is reduced (that reduction is a communication)."""
@@ -218,22 +261,31 @@ class ProgramBuilder:
         return out
 
     def sum(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+        """``x.sum(axes)``: :meth:`reduction` ``"sum"`` (same keywords)."""
         return self.reduction("sum", x, axes, **kw)
 
     def max(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+        """``x.amax(axes)``: :meth:`reduction` ``"max"`` (same keywords)."""
         return self.reduction("max", x, axes, **kw)
 
     def min(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+        """``x.amin(axes)``: :meth:`reduction` ``"min"`` (same keywords)."""
         return self.reduction("min", x, axes, **kw)
 
-    def matmul(self, a: Tensor, b: Tensor, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
-        """``torch.matmul(a, b)`` for rank >= 2. By default the output keeps ``a``'s split of
-        a batch or M axis, or ``b``'s split of N; otherwise it is replicated on the mesh of
-        ``a`` (else ``b``), or unplaced when neither has one (pass ``sharding`` to choose)."""
+    def matmul(self, a: Tensor, b: Tensor, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+        """``torch.matmul(a, b)``: a 1-D operand is a vector (``[M, K] @ [K]`` is ``[M]``,
+        ``[K] @ [K, N]`` is ``[N]``, ``[K] @ [K]`` a scalar), higher ranks batches of
+        matrices. By default the output keeps ``a``'s split of a batch or M axis, or ``b``'s
+        split of N; otherwise it is replicated on the mesh of ``a`` (else ``b``), or unplaced
+        when neither has one (pass ``sharding`` to choose)."""
         with self._at():
             shape = matmul_shape(list(a.type.shape), list(b.type.shape))
-        batch = _broadcast_sizes(a.sizes[:-2], b.sizes[:-2], shape[:-2])
-        sizes = batch + [a.sizes[-2], b.sizes[-1]]
+        if len(a.sizes) == 1:
+            sizes = [] if len(b.sizes) == 1 else list(b.sizes[:-2]) + [b.sizes[-1]]
+        elif len(b.sizes) == 1:
+            sizes = list(a.sizes[:-1])
+        else:
+            sizes = _broadcast_sizes(a.sizes[:-2], b.sizes[:-2], shape[:-2]) + [a.sizes[-2], b.sizes[-1]]
         if sharding == "same":
             sharding = _matmul_sharding(a.sharding, len(a.sizes), b.sharding, len(b.sizes), len(sizes))
         out = out or self.alloc(sizes, a.type.element_type, sharding)
@@ -241,7 +293,7 @@ class ProgramBuilder:
             self._annotate(MatmulOp(a.value, b.value, out.value), stream_axis)
         return out
 
-    def linear(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, sharding: Optional[Sharding] = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def linear(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
         """``torch.nn.functional.linear(x, weight, bias)``: x [..., K], weight [N, K]. The
         output's default placement follows :meth:`matmul` (weight's N is its axis 0)."""
         sizes = list(x.sizes[:-1]) + [weight.sizes[0]]
@@ -280,9 +332,10 @@ def _elementwise_sharding(operands: Sequence[Tensor], rank: int) -> Optional[Sha
 
 def _matmul_sharding(a: Optional[Sharding], rank_a: int, b: Optional[Sharding], rank_b: int, rank: int) -> Optional[Sharding]:
     """The output placement a matmul computes locally: ``a``'s batch / M split, ``b``'s N
-    split, else replicated on the operands' mesh (None without one)."""
+    split, else replicated on the operands' mesh (None without one). The output ends with
+    ``a``'s axes but K, then N unless ``b`` is a vector."""
     if a is not None and a.axis is not None and a.axis < rank_a - 1:
-        return Sharding(a.mesh, a.axis + rank - rank_a)
+        return Sharding(a.mesh, a.axis + rank - (rank_a - 1) - (1 if rank_b >= 2 else 0))
     if b is not None and b.axis is not None and b.axis == rank_b - 1 and rank_b >= 2:
         return Sharding(b.mesh, rank - 1)
     placed = a or b

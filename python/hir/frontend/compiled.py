@@ -13,7 +13,9 @@ signature), ``compile_kernels`` (``"auto"``: compute regions compiled by inducto
 ``static_outputs``, ``num_streams``...; ``autotune=True`` compiles the regions with
 inductor's max-autotune (:mod:`hir.interpreter.kernels`).
 
-Per call: the inputs (moved to the device) are checked against ``@main``'s input types. On
+Per call: the inputs (moved to the device) are checked against ``@main``'s input types (a
+dynamic dim's declared bounds once per input signature); the results come back in the
+module's structure (:mod:`hir.frontend.output_tree`; ``fn.run``: as a list). On
 CUDA with graphs, each input is copied into a staging buffer owned by the compiled program
 (one set per input signature), so every call passes the very same buffers (the state and
 the staging buffers): the interpreter's graph runner captures its graph on them (a *bound*
@@ -29,11 +31,13 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from hir.core import HirError
+from hir.frontend.output_tree import rebuild
 
 
 class CompiledProgram:
-    """An imported program compiled with its state bound: ``fn(*inputs) -> list`` of
-    ``@main``'s results (``program.output_names``). See the module docstring."""
+    """An imported program compiled with its state bound: ``fn(*inputs)`` returns what the
+    module returns, ``fn.run(*inputs)`` the list of ``@main``'s results
+    (``program.output_names``). See the module docstring."""
 
     def __init__(self, program: Any, state: Mapping, *, device: Optional[str] = None, lower: bool = True, **options: Any) -> None:
         from hir.interpreter import Program
@@ -58,6 +62,7 @@ class CompiledProgram:
         self.state: dict[str, torch.Tensor] = dict(zip(self.names, self._state_args))
         self.interpreter = Program(program.module, device=str(self.device), **options)
         self._graphs = self.interpreter.graph is not None
+        self._signatures: set = set()  # input signatures checked
         self._stages: dict[tuple, list] = {}  # input signature -> staging buffers (CUDA graphs)
         self._replays: dict[tuple, Callable[[], list]] = {}  # input signature -> bound graph replay
 
@@ -75,19 +80,29 @@ class CompiledProgram:
         """What compiling compute regions cost (:attr:`hir.interpreter.Program.kernel_compile`)."""
         return self.interpreter.kernel_compile
 
-    def __call__(self, *inputs: Any) -> list:
-        """``@main``'s results on ``inputs`` (tensors on any device; moved to the program's)."""
+    def __call__(self, *inputs: Any) -> Any:
+        """What the module returns (a tensor, a tuple, a dict, a ``ModelOutput``: its
+        structure, :attr:`TorchProgram.output_tree`) on ``inputs`` (tensors on any device;
+        moved to the program's); a list of ``@main``'s results for a program that records no
+        structure (loaded from a file)."""
+        return rebuild(self.program.output_tree, self.run(*inputs))
+
+    def run(self, *inputs: Any) -> list:
+        """``@main``'s results on ``inputs``, as a list (``program.output_names``)."""
         if len(inputs) != len(self._types):
             raise HirError(f"error: the program takes {len(self._types)} input(s), got {len(inputs)}")
         inputs = [x.to(self.device, non_blocking=True) if isinstance(x, torch.Tensor) and x.device != self.device else x for x in inputs]
+        key = tuple((x.shape, x.dtype) if isinstance(x, torch.Tensor) else x for x in inputs)
+        if key not in self._signatures:  # once per input signature: bounds and named dims of the dynamic ones
+            self._check(inputs)
+            self.program.check_dynamic(inputs)
+            self._signatures.add(key)
         if self._sharded:
             inputs = self._local_inputs(inputs)
         if not self._graphs:
             return self._run(self._state_args + inputs)
-        key = tuple((x.shape, x.dtype) if isinstance(x, torch.Tensor) else x for x in inputs)
         stage = self._stages.get(key)
         if stage is None:
-            self._check(inputs)
             stage = self._stages[key] = [torch.empty_like(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         for buffer, x in zip(stage, inputs):
             if isinstance(x, torch.Tensor) and buffer is not x:

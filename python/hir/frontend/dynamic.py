@@ -55,14 +55,36 @@ def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dyn
     return tuple(dynamic_shapes)
 
 
-def dim_name(spec: Optional[tuple], index: int, axis: int, expr: Any) -> str:
-    """The user's name of dynamic dim ``axis`` of input ``index`` (its ``Dim``'s), else the
-    export's symbol."""
+def dim_info(spec: Optional[tuple], index: int, axis: int, expr: Any) -> tuple:
+    """(name, min, max) of dynamic dim ``axis`` of input ``index``: the user's ``Dim``'s name
+    (else the export's symbol) and its declared bounds (None where it declares none), which
+    a run enforces."""
     entry = spec[index] if spec is not None and index < len(spec) else None
     if isinstance(entry, (tuple, list)):
         entry = dict(enumerate(entry))
-    name = getattr(entry.get(axis), "__name__", None) if isinstance(entry, dict) else None
-    return name or str(expr)
+    declared = entry.get(axis) if isinstance(entry, dict) else None
+    low, high = getattr(declared, "min", None), getattr(declared, "max", None)
+    low = int(low) if isinstance(low, int) and low > 0 else None
+    high = int(high) if isinstance(high, int) and high < 2**62 else None  # torch's default max is int_oo
+    return getattr(declared, "__name__", None) or str(expr), low, high
+
+
+def check_dims(dims: dict, i: int, value: torch.Tensor, parts: Any, sizes: dict, where: str) -> None:
+    """Input ``i``'s dynamic dims (``dims``: axis -> (symbol, name, min, max)), at the call
+    ``where``: within their declared bounds, equal wherever one dim is named (``sizes``:
+    symbol -> (extent, input, axis) first seen), and dividing evenly over the devices of its
+    placement (``parts(axis)``)."""
+    for axis, (symbol, name, low, high) in dims.items():
+        extent = value.shape[axis]
+        outside = (low is not None and extent < low) or (high is not None and extent > high)
+        if outside and not value.is_meta:  # (a meta placeholder lays out the state: no size of its own)
+            declared = f"{low if low is not None else 0} <= {name} <= {high if high is not None else 'any'}"
+            raise HirError(f"{where}: error: input {i}: dim {axis} is dynamic dim {name}, declared {declared} at import, got {extent}")
+        first = sizes.setdefault(symbol, (extent, i, axis))
+        if first[0] != extent:
+            raise HirError(f"{where}: error: input {i}: dim {axis} is dynamic dim {name}, of extent {first[0]} in input {first[1]} (dim {first[2]}), got {extent}")
+        if extent % parts(axis):
+            raise HirError(f"{where}: error: input {i}: dynamic dim {axis} ({name}) of extent {extent} does not split evenly over the {parts(axis)} devices of its placement")
 
 
 def _from_names(dynamic: dict, num_args: int, names: Sequence[str] = ()) -> tuple:

@@ -17,11 +17,12 @@ graph inputs, the graph functionalized, its outputs flattened with names.
   buffer) becomes a mutation output, :attr:`Exported.mutated` names its argument.
 * **Outputs**: tuples, lists, dicts, dataclasses and HF ``ModelOutput`` are flattened into
   tensors named by their path (``last_hidden_state``, ``past_key_values.0.keys``); a
-  transformers cache contributes its key/value tensors.
+  transformers cache contributes its key/value tensors. The result's structure is kept
+  (:attr:`Exported.output_tree`), so a compiled module returns it
+  (:mod:`hir.frontend.output_tree`).
 """
 
 import contextlib
-import dataclasses
 import io
 import logging
 import re
@@ -31,6 +32,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from hir.core import HirError
+from hir.frontend.output_tree import flatten_with_tree
 
 
 @dataclass
@@ -45,6 +47,7 @@ class Exported:
     captured: dict[str, torch.Tensor]  # non-persistent buffers and lifted constants, as seen at import
     output_names: list[str]
     mutated: list[int]
+    output_tree: list  # the module's result, its tensors by index (hir.frontend.output_tree)
 
 
 def module_state(module: torch.nn.Module) -> tuple[list[str], dict[str, str], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
@@ -67,48 +70,11 @@ def module_state(module: torch.nn.Module) -> tuple[list[str], dict[str, str], di
     return names, aliases, values, transient
 
 
-def flatten_outputs(result: Any) -> tuple[list[str], list[torch.Tensor]]:
-    """The tensors of a module's result with their path names (see the module docstring)."""
-    names: list[str] = []
-    tensors: list[torch.Tensor] = []
-
-    def walk(value: Any, path: str) -> None:
-        if isinstance(value, torch.Tensor):
-            names.append(path or "output")
-            tensors.append(value)
-        elif value is None:
-            return
-        elif _is_cache(value):
-            for i, layer in enumerate(getattr(value, "layers", [])):
-                for attr in ("keys", "values"):
-                    walk(getattr(layer, attr, None), f"{path}.{i}.{attr}")
-        elif isinstance(value, dict):  # ModelOutput is an OrderedDict of its set fields
-            for key, item in value.items():
-                walk(item, f"{path}.{key}" if path else str(key))
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            for f in dataclasses.fields(value):
-                walk(getattr(value, f.name), f"{path}.{f.name}" if path else f.name)
-        elif isinstance(value, (tuple, list)):
-            for i, item in enumerate(value):
-                walk(item, f"{path}.{i}" if path else f"output{i}")
-        elif isinstance(value, (int, float, bool, str)):
-            return  # a constant of the trace, not a program output
-        else:
-            raise HirError(f"error: the module returns a {type(value).__name__} at '{path or 'output'}'; hir programs return tensors (tuples, lists, dicts, dataclasses and ModelOutput of them)")
-
-    walk(result, "")
-    return names, tensors
-
-
-def _is_cache(value: Any) -> bool:
-    return any(c.__name__ == "Cache" and c.__module__.startswith("transformers") for c in type(value).__mro__)
-
-
 class _Functional(torch.nn.Module):
     """``module`` with its state passed as leading arguments (so the export lifts it to graph
     inputs instead of freezing it) and its result flattened to a tuple of tensors."""
 
-    def __init__(self, module: torch.nn.Module, names: list[str], kwargs: dict, output_names: list[str], keywords: Sequence[str] = ()) -> None:
+    def __init__(self, module: torch.nn.Module, names: list[str], kwargs: dict, outputs: dict, keywords: Sequence[str] = ()) -> None:
         super().__init__()
         # not a submodule: the export would lift the module's own tensors as well
         object.__setattr__(self, "inner", module)
@@ -117,7 +83,7 @@ class _Functional(torch.nn.Module):
         self.keywords = list(keywords)  # keyword inputs: the last arguments
         # set by the trace (the export restores attributes), by each run of forward: the
         # export runs it twice (aot's metadata pass, then the graph)
-        self.record = lambda names: output_names.__setitem__(slice(None), names)
+        self.record = outputs.update
 
     def forward(self, *args):
         state = dict(zip(self.names, args[: len(self.names)]))
@@ -125,8 +91,8 @@ class _Functional(torch.nn.Module):
         split = len(inputs) - len(self.keywords)
         keywords = {**self.kwargs, **dict(zip(self.keywords, inputs[split:]))}
         result = torch.func.functional_call(self.inner, state, tuple(inputs[:split]), keywords)
-        names, tensors = flatten_outputs(result)
-        self.record(names)
+        names, tensors, tree = flatten_with_tree(result)
+        self.record(names=names, tree=tree)
         return tuple(tensors)
 
 
@@ -142,8 +108,8 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
 
     names, aliases, values, transient = module_state(module)
-    output_names: list[str] = []
-    wrapper = _Functional(module, names, kwargs or {}, output_names, keywords)
+    outputs: dict = {}  # names and tree of the module's result, recorded by the trace
+    wrapper = _Functional(module, names, kwargs or {}, outputs, keywords)
     # Always a spec, static where hir asks for nothing: torch.export otherwise makes a dim
     # dynamic that dynamo marked on a tensor (a torch.compile of the same inputs, or
     # maybe_mark_dynamic), and hir would meet a symbolic size it never asked for.
@@ -167,7 +133,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     if fuse:
         fuse_projections(program.graph, _read_only_state(program, len(names)))
     arguments, constants, mutated = _signature(program, names)
-    return Exported(program, arguments, aliases, {**constants, **transient}, output_names, mutated)
+    return Exported(program, arguments, aliases, {**constants, **transient}, outputs["names"], mutated, outputs["tree"])
 
 
 def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any, keep_composites: bool = True) -> torch.export.ExportedProgram:

@@ -16,7 +16,10 @@ Models ``StaticCachePrefill`` refuses (sliding-window attention, not SDPA, ...) 
 prompts prefill through the decode program; so does a model whose prefill module torch.export
 cannot trace with a dynamic token count (float32 on CUDA: SDPA's math path adds shape guards
 the token range fails), with a ``RuntimeWarning`` naming why.
-The tokens are chosen as HF's ``generate`` chooses them, with HF's own logits processors
+The generation config is HF's (the model's ``generation_config``, then HF's defaults such as
+``top_k=50``, and 20 new tokens where no length is given, then the call's arguments: HF's
+own rule), and the
+tokens are chosen as HF's ``generate`` chooses them, with HF's own logits processors
 (``MinNewTokensLengthLogitsProcessor``, ``TemperatureLogitsWarper``, ``TopKLogitsWarper``,
 ``TopPLogitsWarper``) on float32 logits, ``argmax`` or ``torch.multinomial``; a finished
 row gets ``pad_token_id``; decoding stops when every row has produced a stop token or after
@@ -33,7 +36,6 @@ cache length (the tokens needed, rounded up to a power of two, at least 64), dev
 options, and rebuilt when a parameter of the model is replaced or written in place.
 """
 
-import copy
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -46,9 +48,9 @@ from hir.dialect.context import api_stacklevel
 from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
 
 # GenerationConfig fields whose processors hir.generate does not run, with the value that
-# turns each off (a model's generation_config may set them; the error names the field).
+# turns each off (None too; a model's generation_config may set them; the error names the field).
 _UNSUPPORTED = {
-    "num_beams": 1, "num_return_sequences": 1, "repetition_penalty": 1.0, "no_repeat_ngram_size": None,
+    "num_beams": 1, "num_return_sequences": 1, "repetition_penalty": 1.0, "no_repeat_ngram_size": 0,
     "bad_words_ids": None, "suppress_tokens": None, "begin_suppress_tokens": None, "forced_bos_token_id": None,
     "forced_eos_token_id": None, "min_p": None, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
     "top_h": None, "sequence_bias": None, "guidance_scale": None, "encoder_repetition_penalty": 1.0,
@@ -100,7 +102,7 @@ class Generator:
 
     def __call__(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions``."""
-        (logits,) = self.fn(tokens, positions)
+        logits = self.fn(tokens, positions)
         return logits[:, -1, :].float()
 
     def prefill(self, prompt: torch.Tensor) -> torch.Tensor:
@@ -111,7 +113,7 @@ class Generator:
             self.prefill_fn = self._compile_prefill()
         if self.prefill_fn is None or prompt.shape[1] < 2:
             return self(prompt, positions)
-        (logits,) = self.prefill_fn(prompt, positions)
+        logits = self.prefill_fn(prompt, positions)
         return logits[:, -1, :].float()
 
     def _compile_prefill(self) -> Any:
@@ -191,42 +193,80 @@ def generate(
     """``model.generate(input_ids, ...)`` through hir (see the module docstring). HF's
     arguments: ``max_new_tokens`` / ``max_length``, ``min_new_tokens``, ``do_sample``,
     ``temperature``, ``top_k``, ``top_p``, ``eos_token_id`` (an int or a list),
-    ``pad_token_id``, ``generation_config`` (default: the model's), ``attention_mask`` (all
+    ``pad_token_id``, ``generation_config`` (unset fields: the model's, then HF's defaults:
+    sampling keeps the 50 likeliest tokens unless ``top_k`` says otherwise; no length: 20
+    new tokens, HF's ``max_length`` default), ``attention_mask`` (all
     ones: no padding), ``return_dict_in_generate`` / ``output_logits``. hir's: ``device``
     (default: the model's), ``max_cache_len``, ``compile_options`` (``CompiledProgram``'s:
     ``graph``, ``compile_kernels``, ``autotune``...). Returns the ``[batch, prompt + new]``
     token ids (a :class:`GenerateOutput` with ``return_dict_in_generate=True``)."""
+    default_length = kwargs.get("max_length") is None and getattr(generation_config, "max_length", None) is None and getattr(getattr(model, "generation_config", None), "max_length", None) is None
     config = _config(model, generation_config, kwargs)
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
         raise HirError(f"error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got {_describe(input_ids)}")
     if attention_mask is not None and not bool((attention_mask == 1).all()):
         raise HirError("error: hir.generate: attention_mask has padding (zeros); hir.generate decodes unpadded prompts only (one prompt length per batch)")
     batch, prompt = input_ids.shape
-    new = config.max_new_tokens if config.max_new_tokens is not None else config.max_length - prompt
+    new = _new_tokens(model, config, prompt, default_length)
     if new < 1:
         raise HirError(f"error: hir.generate: nothing to generate: max_new_tokens={config.max_new_tokens}, max_length={config.max_length}, prompt of {prompt} tokens")
+    limit = _position_limit(model)
+    if limit is not None and prompt + new > limit:
+        raise HirError(f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's n_positions / max_position_embeddings); "
+                       f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens")
     gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options)
     return _decode(gen, input_ids.to(gen.device), new, config, return_dict_in_generate, output_logits)
 
 
 def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any:
-    """The generation config ``generate`` would use: the given (or the model's) with the
-    keyword overrides, refusing what hir.generate does not run."""
+    """The generation config ``generate`` would use, by HF's own rule
+    (``GenerationMixin._prepare_generation_config``): the given config (or a fresh one), its
+    unset fields from the model's ``generation_config``, then from HF's global defaults
+    (``top_k=50``, ``max_length=20``...), then the keyword overrides; refusing what
+    hir.generate does not run."""
     unknown = [k for k in kwargs if k not in _ARGUMENTS and k not in _UNSUPPORTED and k != "use_cache"]
     if unknown:
         raise HirError(f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, generation_config, attention_mask, return_dict_in_generate, output_logits, device, max_cache_len, compile_options)")
-    base = generation_config if generation_config is not None else getattr(model, "generation_config", None)
-    if base is None:
+    prepare = getattr(model, "_prepare_generation_config", None)
+    if getattr(model, "generation_config", None) is None or prepare is None:
         raise HirError(f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face causal LMs)")
-    config = copy.deepcopy(base)
-    for key, value in kwargs.items():
-        if key != "use_cache":
-            setattr(config, key, value)
+    try:
+        config, _ = prepare(generation_config, **kwargs)
+    except ValueError as err:  # a model config carrying generation fields (HF refuses it too)
+        raise HirError(f"error: hir.generate: {err}") from None
     for key, off in _UNSUPPORTED.items():
         value = getattr(config, key, off)
-        if value is not None and value != off and not (key == "num_beams" and value in (None, 1)):
+        if value is not None and value != off:
             raise HirError(f"error: hir.generate: {key}={value!r} is not supported (hir.generate runs greedy and temperature / top-k / top-p sampling; leave {key} at {off!r})")
     return config
+
+
+def _new_tokens(model: torch.nn.Module, config: Any, prompt: int, default_length: bool) -> int:
+    """How many tokens to generate, as ``GenerationMixin._prepare_generated_length``:
+    ``max_new_tokens``, else ``max_length`` less the prompt, where a ``max_length`` nobody set
+    (HF's default, 20) counts new tokens (capped at ``max_position_embeddings`` in all)."""
+    if config.max_new_tokens is not None:
+        return config.max_new_tokens
+    if not default_length:
+        return config.max_length - prompt
+    total = config.max_length + prompt
+    limit = getattr(model.config, "max_position_embeddings", None)
+    return (min(total, limit) if isinstance(limit, int) else total) - prompt
+
+
+_POSITION_TABLES = ("wpe", "embed_positions", "position_embeddings")  # HF's names of a learned position embedding
+
+
+def _position_limit(model: torch.nn.Module) -> Optional[int]:
+    """How many positions the model's learned position table holds (GPT-2's ``n_positions``,
+    OPT's ``max_position_embeddings``); None where positions are computed (rotary, ALiBi:
+    any length runs, as in HF)."""
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
+    if not isinstance(limit, int):
+        return None
+    tables = any(isinstance(m, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in _POSITION_TABLES for name, m in model.named_modules())
+    return limit if tables else None
 
 
 def _describe(value: Any) -> str:

@@ -10,21 +10,28 @@ an HF ``config``, the state's names, shapes and dtypes, the example inputs' shap
 the import options, and the versions of hir's frontend, torch, torch-mlir and transformers.
 A module whose ``forward`` reads anything else (a global, a closure) can hit a stale entry:
 ``$HIR_CACHE_DIR=off`` turns the cache off (default directory ``~/.cache/hir``). Sharded
-imports (``mesh=``) are not cached. An entry is the module's text and its metadata, written
-to a temporary name and renamed, so a reader never sees half an entry.
+imports (``mesh=``) are not cached.
+
+Nothing read from the cache runs code: an entry (:mod:`hir.frontend.cache_entries`) is the
+module's text, its metadata as JSON and the tensors it captured as safetensors, with a digest
+of all three checked on load (an edited or damaged entry is a miss, with a warning). As pip's
+and inductor's caches do, the folder must belong to this user and be writable by no one
+else (the default one is created 0700): another user able to write entries could otherwise
+make this user's process run a program of theirs. A folder that fails the check is not used,
+with a warning saying why.
 """
 
 import hashlib
 import inspect
 import os
-import shutil
-import tempfile
+import stat
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import torch
 
-from hir.core import HirError, parse
+from hir.frontend.cache_entries import load_entry, store_entry
 
 _OFF = ("off", "0", "none", "")
 _HERE = Path(__file__).resolve().parent
@@ -38,6 +45,35 @@ def cache_dir() -> Optional[Path]:
     return Path(value) if value else Path.home() / ".cache" / "hir"
 
 
+def refusal(path: Path, status: os.stat_result) -> Optional[str]:
+    """Why the folder ``path`` (whose ``os.stat`` is ``status``) may not hold this user's
+    cache, None when it may: it must be a folder owned by this user and writable by no one else."""
+    if not stat.S_ISDIR(status.st_mode):
+        return f"{path} is not a folder"
+    if status.st_uid != os.getuid():
+        return f"{path} belongs to uid {status.st_uid}, not to this user (uid {os.getuid()})"
+    if status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{path} is writable by {'group and others' if status.st_mode & stat.S_IWGRP and status.st_mode & stat.S_IWOTH else 'group' if status.st_mode & stat.S_IWGRP else 'others'} (mode {stat.S_IMODE(status.st_mode):o})"
+    return None
+
+
+def private_folder(path: Path) -> Optional[Path]:
+    """``path``, created 0700 where missing, when it passes :func:`refusal`; else None,
+    with a warning saying why the cache is not used."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        status = os.stat(path)
+    except OSError as err:
+        why: Optional[str] = f"{path} cannot be created: {err.strerror or err}"
+    else:
+        why = refusal(path, status)
+    if why is None:
+        return path
+    warnings.warn(f"hir: not using the import cache: {why}; a cache folder must belong to you and be writable by no one "
+                  "else (chmod go-w, or set $HIR_CACHE_DIR to a folder of your own, or HIR_CACHE_DIR=off)", stacklevel=4)
+    return None
+
+
 def cached_from_torch(module: torch.nn.Module, example_args: Sequence[Any], **options: Any) -> Any:
     """:func:`hir.from_torch` through the cache (see the module docstring)."""
     from hir.frontend.torch_import import from_torch
@@ -47,13 +83,16 @@ def cached_from_torch(module: torch.nn.Module, example_args: Sequence[Any], **op
         return from_torch(module, example_args, **options)
     if not isinstance(example_args, (tuple, list)):
         example_args = (example_args,)
-    entry = directory / "imports" / fingerprint(module, example_args, options)
-    found = _load(entry)
+    folder = private_folder(directory) and private_folder(directory / "imports")
+    if folder is None:
+        return from_torch(module, example_args, **options)
+    key = fingerprint(module, example_args, options)
+    found = load_entry(folder / key, key)
     if found is not None:
         found.weights = {**dict(module.named_buffers()), **module.state_dict()}  # as from_torch: references
         return found
     program = from_torch(module, example_args, **options)
-    _store(entry, program)
+    store_entry(folder / key, key, program)
     return program
 
 
@@ -131,38 +170,3 @@ def _versions() -> tuple:
                 found.append(None)
         _VERSIONS.append((torch.__version__, *found, code.hexdigest()))
     return _VERSIONS[0]
-
-
-def _store(entry: Path, program: Any) -> None:
-    """Write ``program`` under ``entry`` (best effort: a cache that cannot be written is
-    skipped)."""
-    work = None
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".partial-"))
-        (work / "program.mlir").write_text(program.module.operation.get_asm(enable_debug_info=True))
-        meta = {"state_names": program.state_names, "num_inputs": program.num_inputs, "aliases": program.aliases,
-                "captured": program.captured, "output_names": program.output_names, "dynamic_dims": program.dynamic_dims,
-                "keyword_inputs": program.keyword_inputs}
-        torch.save(meta, work / "meta.pt")
-        os.replace(work, entry)
-    except OSError:  # unwritable, or another process stored the entry first
-        if work is not None:
-            shutil.rmtree(work, ignore_errors=True)
-
-
-def _load(entry: Path) -> Optional[Any]:
-    """The program stored under ``entry``, None when absent (or unreadable)."""
-    from hir.frontend.torch_import import TorchProgram
-
-    try:
-        text = (entry / "program.mlir").read_text()
-        meta = torch.load(entry / "meta.pt", weights_only=False)
-    except (OSError, RuntimeError, EOFError):
-        return None
-    try:
-        module = parse(text, str(entry / "program.mlir"))
-    except HirError:
-        return None
-    return TorchProgram(module, meta["state_names"], meta["num_inputs"], None, meta["aliases"], meta["captured"], meta["output_names"], meta["dynamic_dims"],
-                        keyword_inputs=meta.get("keyword_inputs", []))

@@ -8,7 +8,10 @@ and on each state argument of ``@main`` the key it reads (``hir.weight``). ``loa
 (``hir.load``) reads both back as a :class:`TorchProgram`. hir-run and ``hir.run`` read the
 recorded weights themselves (:mod:`hir.interpreter.weights`, per rank)."""
 
+import json
 import os
+import re
+import struct
 from typing import Optional
 
 import torch
@@ -69,7 +72,38 @@ def write_weights(program: TorchProgram, weights: str, folder: str, state_dict: 
     record(program.module, os.path.relpath(os.path.abspath(weights), os.path.abspath(folder)), program.state_names)
     size = sum(t.numel() * t.element_size() for t in tensors.values())
     with progress.task(f"writing {len(tensors)} weights ({size / 2**20:.1f} MiB) to {weights}"):
-        write_atomically(weights, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))
+        write_atomically(weights, lambda tmp: _save_file(save_file, tensors, tmp))
+
+
+WRITER_METADATA = {"format": "pt", "writer": "hir"}  # in the header of every weights file hir writes
+
+
+def _save_file(save_file, tensors: dict, tmp: str) -> None:
+    """safetensors' ``save_file``, its I/O failures (a full disk) as OSError: it raises its
+    own SafetensorError, whose text is the Rust error (``... File too large (os error 27)``)."""
+    from safetensors import SafetensorError
+
+    try:
+        save_file(tensors, tmp, metadata=WRITER_METADATA)
+    except SafetensorError as err:
+        found = re.search(r"os error (\d+)|code: (\d+)", str(err))
+        code = int(found.group(1) or found.group(2)) if found else 0
+        raise OSError(code, os.strerror(code) if code else str(err)) from None
+
+
+def written_by_hir(path: str) -> bool:
+    """Whether ``path`` is a safetensors file that hir wrote (its header's metadata says so;
+    only the JSON header is read, nothing in the file runs)."""
+    try:
+        with open(path, "rb") as f:
+            (size,) = struct.unpack("<Q", f.read(8))
+            if size > 100 * 2**20:
+                return False
+            header = json.loads(f.read(size))
+    except (OSError, ValueError, struct.error):
+        return False
+    metadata = header.get("__metadata__") if isinstance(header, dict) else None
+    return isinstance(metadata, dict) and metadata.get("writer") == WRITER_METADATA["writer"]
 
 
 def save(program: TorchProgram, path: str, state_dict: Optional[dict] = None, weights: Optional[str] = None) -> str:

@@ -28,7 +28,7 @@ from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
 from hir import progress
 from hir.core import HirError, format_mlir_error, new_context
-from hir.frontend.dynamic import dim_name, export_spec, symbolic_shapes
+from hir.frontend.dynamic import check_dims, dim_info, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
 from hir.frontend.partition import Partitioner
 
@@ -45,7 +45,9 @@ class TorchProgram:
     ``aliases`` maps other names of a tied tensor to its entry (either name is accepted);
     ``captured`` holds the non-persistent buffers seen at import (``state_dict()`` leaves them
     out: :meth:`arguments` fills them in); ``output_names`` names ``@main``'s results (paths
-    into the module's result: ``last_hidden_state``, ``output0``...)."""
+    into the module's result: ``last_hidden_state``, ``output0``...) and ``output_tree``
+    records the result's structure (a compiled program returns it; a program loaded from a
+    file has none: its compiled form returns a list)."""
 
     module: ir.Module
     state_names: list[str]
@@ -54,10 +56,11 @@ class TorchProgram:
     aliases: dict = field(default_factory=dict, repr=False)
     captured: dict = field(default_factory=dict, repr=False)
     output_names: list = field(default_factory=list)
-    dynamic_dims: list = field(default_factory=list, repr=False)  # per input: {axis: (symbol, its name)}
+    dynamic_dims: list = field(default_factory=list, repr=False)  # per input: {axis: (symbol, its name, min, max)}; bounds None: none declared
     weights: Mapping = field(default_factory=dict, repr=False)  # the state it was imported or loaded with
     lowered: bool = field(default=False, repr=False)  # lower() ran (compile does not lower again)
     keyword_inputs: list = field(default_factory=list)  # the last inputs' keywords (example_kwargs' tensors)
+    output_tree: Optional[list] = field(default=None, repr=False)  # the module's result (hir.frontend.output_tree); None: a list
 
     def state(self, module: torch.nn.Module) -> dict:
         """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
@@ -80,9 +83,12 @@ class TorchProgram:
         return shard_arguments(self.module, self.mesh, full, rank)
 
     def _with_keywords(self, inputs: tuple, keyword_inputs: dict) -> tuple:
-        """The inputs in ``@main``'s order: positional, then the keyword inputs by keyword."""
+        """The inputs in ``@main``'s order: positional, then the keyword inputs by keyword
+        (none given: every input positional, the keyword ones last, as a compiled program takes them)."""
+        if not keyword_inputs:
+            return tuple(inputs)
         unknown = [k for k in keyword_inputs if k not in self.keyword_inputs]
-        missing = [k for k in self.keyword_inputs if k not in keyword_inputs] if keyword_inputs else []
+        missing = [k for k in self.keyword_inputs if k not in keyword_inputs]
         if unknown or missing:
             raise HirError(f"{_caller()}: error: the module's keyword inputs are {self.keyword_inputs or 'none'}; "
                            f"{f'got {unknown}' if unknown else f'{missing} missing'}")
@@ -113,8 +119,7 @@ class TorchProgram:
         """Each value (state entries, then inputs) must fit its ``@main`` argument."""
         from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
 
-        main = next(op for op in self.module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
-        types = ir.FunctionType(ir.TypeAttr(main.operation.attributes["function_type"]).value).inputs
+        types = _main_types(self.module)
         sizes: dict = {}  # dynamic dim symbol -> (extent, input, axis) first seen
         for i, (value, type_) in enumerate(zip(values, types)):
             if not is_memref(type_):
@@ -135,16 +140,20 @@ class TorchProgram:
             if not state:
                 self._check_dynamic(i - len(self.state_names), value, spec, sizes)
 
+    def check_dynamic(self, inputs: Sequence[Any]) -> None:
+        """The inputs' dynamic dims (``inputs``: global tensors, in ``@main``'s order after the
+        state) fit (:func:`hir.frontend.dynamic.check_dims`); a compiled program checks each new input signature."""
+        from hir.interpreter.buffers import buffer_spec, is_memref
+
+        sizes: dict = {}
+        for i, (value, type_) in enumerate(zip(inputs, _main_types(self.module)[len(self.state_names):])):
+            if is_memref(type_) and isinstance(value, torch.Tensor) and value.dim() == len(buffer_spec(type_, 0).shape):
+                self._check_dynamic(i, value, buffer_spec(type_, 0), sizes)
+
     def _check_dynamic(self, i: int, value: torch.Tensor, spec: Any, sizes: dict) -> None:
-        """Input ``i``'s dynamic dims: equal wherever one dim is named, and dividing evenly
-        over the devices of its placement."""
-        for axis, (symbol, name) in (self.dynamic_dims[i] if i < len(self.dynamic_dims) else {}).items():
-            extent = value.shape[axis]
-            first = sizes.setdefault(symbol, (extent, i, axis))
-            if first[0] != extent:
-                raise HirError(f"{_caller()}: error: input {i}: dim {axis} is dynamic dim {name}, of extent {first[0]} in input {first[1]} (dim {first[2]}), got {extent}")
-            if extent % spec.parts(axis):
-                raise HirError(f"{_caller()}: error: input {i}: dynamic dim {axis} ({name}) of extent {extent} does not split evenly over the {spec.parts(axis)} devices of its placement")
+        dims = self.dynamic_dims[i] if i < len(self.dynamic_dims) else {}
+        if dims:
+            check_dims(dims, i, value, spec.parts, sizes, _caller())
 
     def lower(self, overlap: str = "auto", pipeline: Optional[str] = None, ranks_per_node: Optional[int] = None) -> ir.Module:
         """Lower :attr:`module` in place (once) and return it. By default with
@@ -171,8 +180,9 @@ class TorchProgram:
 
     def compile(self, state: Optional[Mapping] = None, **options: Any) -> "CompiledProgram":
         """This program with ``state`` bound (None: its own :attr:`weights`), compiled once:
-        ``fn = program.compile(state, device="cuda")``, then ``fn(*inputs)`` as often as
-        needed, each call costing only the interpreter's run (CUDA graph replays on GPU).
+        ``fn = program.compile(state, device="cuda")``, then ``fn(*inputs)`` (what the module
+        returns: :attr:`output_tree`) as often as needed, each call costing only the
+        interpreter's run (CUDA graph replays on GPU); ``fn.run(*inputs)``: the list of results.
         Lowers the module first unless it was (``lower=False``: run it as it is); other
         options are :class:`hir.interpreter.Program`'s. See :mod:`hir.frontend.compiled`."""
         from hir.frontend.compiled import compile_program
@@ -187,6 +197,12 @@ class TorchProgram:
 
         keyword_inputs = {k: options.pop(k) for k in self.keyword_inputs if k in options}
         return hir.run(self.module, self.arguments(state_dict, *inputs, **keyword_inputs), **options)
+
+
+def _main_types(module: ir.Module) -> list:
+    """``@main``'s argument types."""
+    main = next(op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
+    return list(ir.FunctionType(ir.TypeAttr(main.operation.attributes["function_type"]).value).inputs)
 
 
 def _caller() -> str:
@@ -282,10 +298,8 @@ def from_torch(
     ops; off, torch decomposes them as autograd does, which a module that calls
     ``torch.autograd.grad`` in its ``forward`` needs (:func:`hir.train_step` imports so).
 
-    ``replicate_fallback`` (default on): an op whose placement strategy refuses its operands'
-    splits (or that has none) reads replicated copies, as DTensor redistributes to
-    ``Replicate()``; off, that is an error naming the op (data-parallel training steps:
-    :mod:`hir.frontend.data_parallel`)."""
+    ``replicate_fallback=False``: an op with no placement for its operands' splits is an error
+    naming it, not replicated copies (:mod:`hir.frontend.data_parallel`)."""
     from hir.frontend.dtensors import Distributed
     from hir.frontend.hf_plans import plan_layouts
     from hir.frontend.placements import mesh_inputs
@@ -345,9 +359,10 @@ def from_torch(
         except ir.MLIRError as err:
             raise HirError(format_mlir_error(err, source)) from None
     inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
-    dynamic_dims = [{a: (str(e), dim_name(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
+    dynamic_dims = [{a: (str(e), *dim_info(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
     weights = {**dict(module.named_buffers()), **module.state_dict()}  # references: later updates are seen
-    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights, keyword_inputs=keywords)
+    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights, keyword_inputs=keywords,
+                        output_tree=exported.output_tree)
 
 
 def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:

@@ -32,7 +32,7 @@ def summarize_output(index: int, value: Optional[torch.Tensor]) -> str:
 
     t = value.detach().cpu().contiguous()
     total = t.double().sum().item() if t.numel() else 0.0
-    crc = zlib.crc32(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    crc = zlib.crc32(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")  # (a 0-d tensor has no byte view)
     return f"{_header(index, value)}, sum {_scalar(total)}, crc32 {crc:08x}"
 
 

@@ -130,10 +130,17 @@ def _load(what: str, path: str) -> torch.Tensor:
     if path.endswith(".npy"):
         return _load_npy(what, path)
     if path.endswith(".pt"):
+        with open(path, "rb") as f:
+            head = f.read(len(TORCH_ZIP_MAGIC))
+        if head != TORCH_ZIP_MAGIC and not head.startswith(PICKLE_PROTOCOL):
+            raise InputError(f"{what}: '{path}' is not a tensor file (neither a torch.save archive nor a legacy torch.save pickle); "
+                             f"hir-run reads tensors saved with torch.save (FILE.pt) or numpy.save (FILE.npy)")
         try:
             value = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as err:  # noqa: BLE001 - torch.load fails in many ways on foreign bytes
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            if "weights_only" in str(err):  # torch's advice to unpickle anything: never taken here
+                reason = "it holds Python objects other than tensors, which hir-run does not unpickle"
             raise InputError(f"{what}: cannot load '{path}' as a torch.save file ({type(err).__name__}: {reason})") from None
         if not isinstance(value, torch.Tensor):
             raise InputError(f"{what}: {path} does not hold a single tensor")
@@ -142,6 +149,8 @@ def _load(what: str, path: str) -> torch.Tensor:
 
 
 NPY_MAGIC = b"\x93NUMPY"
+TORCH_ZIP_MAGIC = b"PK\x03\x04"  # torch.save writes a zip archive
+PICKLE_PROTOCOL = b"\x80"  # ... or, with _use_new_zipfile_serialization=False, a pickle stream
 
 
 def _load_npy(what: str, path: str) -> torch.Tensor:

@@ -1,13 +1,13 @@
 """What hir-opt, hir-run, hir-demo and hir-import share: an argument parser whose usage errors exit
-with status 1 (not argparse's 2), stdout writes that survive a closed pipe, argument types,
-and (from :mod:`hir.outputs`) output files replaced only once complete."""
+with status 1 (not argparse's 2), argument types, and (from :mod:`hir.outputs`) checked
+stdout writes (a full disk is one line and status 1; a closed pipe is not an error) and
+output files replaced only once complete."""
 
 import argparse
-import os
 import sys
 from typing import NoReturn
 
-from hir.outputs import CliError, check_writable, write_atomically, write_text  # noqa: F401 - the CLIs' imports
+from hir.outputs import CliError, check_writable, flush_stdout, write_atomically, write_stdout, write_text  # noqa: F401 - the CLIs' imports
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -32,7 +32,10 @@ class VersionAction(argparse.Action):
                          help="print the versions of hir, torch-mlir (MLIR) and torch, then exit")
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: object = None) -> None:
-        write_stdout(versions(parser.prog))
+        try:
+            write_stdout(versions(parser.prog))
+        except CliError as err:
+            parser.exit(1, f"{parser.prog}: error: {err}\n")
         parser.exit(0)
 
 
@@ -48,17 +51,6 @@ def versions(prog: str) -> str:
     return (f"{prog} (hir) {version('hir')}\n"
             f"torch-mlir {version('torch-mlir')} (MLIR and its Python bindings)\n"
             f"torch {version('torch')}\n")
-
-
-def write_stdout(text: str) -> None:
-    """Write ``text`` to stdout. A reader that closed the pipe early (``| head``) has what it
-    wanted: the rest is dropped quietly and the command still succeeds, like other filters."""
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Python would hit the closed pipe again when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def positive_int(text: str) -> int:

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from hir.builder import Builder
 from hir.interrupts import cli_main
-from hir.tools.cli_common import ArgumentParser, CliError, check_device, positive_int
+from hir.tools.cli_common import ArgumentParser, CliError, check_device, positive_int, write_stdout
 
 
 def build_program(rows: int = 16, k: int = 32, n: int = 8):
@@ -54,6 +54,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     try:
         return demo(args)
+    except CliError as err:  # stdout could not be written
+        print(f"hir-demo: error: {err}", file=sys.stderr)
+        return 1
     except (RuntimeError, MemoryError) as err:  # torch's allocation failures
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         print(f"hir-demo: error: --rows {args.rows} on {args.device}: {first}", file=sys.stderr)
@@ -68,12 +71,12 @@ def demo(args) -> int:
 
     program = build_program()
     before = str(program)
-    print("// ===== program level =====")
-    print(before)
+    say("// ===== program level =====")
+    say(before)
     lowered = hir.parse(before)
     hir.lower(lowered, "hir-lower")
-    print("// ===== after hir-lower =====")
-    print(lowered)
+    say("// ===== after hir-lower =====")
+    say(lowered)
 
     from hir.interpreter import Program
 
@@ -87,12 +90,17 @@ def demo(args) -> int:
     out_lowered = lowered_run([x, w])[0].cpu()
     err_program = (out_program - reference).abs().max().item()
     err_lowered = (out_lowered - reference).abs().max().item()
-    print(describe_run(lowered_run, x, w, out_lowered))
-    print(f"// program-level run: max |error| vs torch = {err_program:.2e}")
-    print(f"// lowered run:       max |error| vs torch = {err_lowered:.2e}")
+    say(describe_run(lowered_run, x, w, out_lowered))
+    say(f"// program-level run: max |error| vs torch = {err_program:.2e}")
+    say(f"// lowered run:       max |error| vs torch = {err_lowered:.2e}")
     ok = torch.allclose(out_program, reference, atol=1e-4) and torch.allclose(out_lowered, reference, atol=1e-4)
-    print("// demo: OK" if ok else "// demo: MISMATCH")
+    say("// demo: OK" if ok else "// demo: MISMATCH")
     return 0 if ok else 1
+
+
+def say(text: str) -> None:
+    """A line on stdout, checked (a full disk raises CliError)."""
+    write_stdout(f"{text}\n")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """``hir-import``: import a PyTorch module from a Python file as a program-level hir module.
+The file is executed as Python, as ``python FILE`` would (whatever it does, it does).
 
 The file defines the module and its example inputs as module-level names (defaults
 ``module`` and ``example_args``; ``--module``/``--args`` pick others). A callable is called
@@ -7,8 +8,11 @@ with no arguments first (so a file may define ``def module(): return MLP()``). O
 shard the program, and ``dynamic`` / ``dynamic_shapes`` mark dims dynamic (see
 ``hir.from_torch``). The module's parameters and buffers go to a safetensors file beside
 ``-o`` (``model.mlir`` -> ``model.safetensors``; ``--weights FILE`` another), recorded in the
-IR so that ``hir-run model.mlir INPUT`` runs the model on its own weights. Errors print as
-``error: ...`` with exit status 1.
+IR so that ``hir-run model.mlir INPUT`` runs the model on its own weights. An existing
+weights file that hir did not write (its safetensors header says who did) is not
+overwritten unless ``--force``. ``-o`` and the weights file are checked before FILE runs.
+Running FILE executes it, as ``python FILE`` would: import only files you trust. Errors
+print as ``error: ...`` with exit status 1.
 """
 
 import argparse
@@ -19,12 +23,13 @@ from typing import Optional, Sequence
 
 from hir import progress
 from hir.interrupts import cli_main
-from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_stdout, write_text
+from hir.tools.cli_common import ArgumentParser, CliError, check_writable, flush_stdout, write_atomically, write_stdout, write_text
 
 
 def parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="hir-import", description="Import a torch.nn.Module (torch.export + torch-mlir's FX importer) as an hir module.")
-    p.add_argument("file", help="a Python file defining the module and its example inputs")
+    p = ArgumentParser(prog="hir-import", description="Import a torch.nn.Module (torch.export + torch-mlir's FX importer) as an hir module. "
+                       "FILE is executed as Python, as `python FILE` would: import only files you would run.")
+    p.add_argument("file", help="a Python file defining the module and its example inputs (executed, as by `python FILE`)")
     p.add_argument("--module", default="module", help="name of the nn.Module (or a function returning one) in the file (default: module)")
     p.add_argument("--args", default="example_args", help="name of the example inputs (a tuple, or a function returning one) (default: example_args)")
     p.add_argument("--mesh", default="mesh", help="name of the device mesh in the file, if any (default: mesh)")
@@ -33,6 +38,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", metavar="FILE", help="write the module's parameters and buffers (safetensors) to FILE "
                    "(default: the output's name with suffix .safetensors; with output to stdout, none unless given)")
     p.add_argument("--no-weights", action="store_true", help="write no weights: hir-run then needs every argument (or runs on random ones)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing weights file that hir did not write")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="say on stderr what the import is doing (default: when stderr is a terminal)")
     return p
@@ -50,7 +56,23 @@ def weights_file(args: argparse.Namespace) -> Optional[str]:
         return args.weights
     from hir.dialect.compute import default_weights_path  # not the frontend's: it imports torch
 
-    return None if args.output == "-" else default_weights_path(args.output)
+    if args.output == "-":
+        return None
+    weights = default_weights_path(args.output)
+    if os.path.abspath(weights) == os.path.abspath(args.output):
+        raise CliError(f"-o {args.output}: is where the weights would go ({os.path.basename(weights)} beside it); "
+                       "write the program to a .mlir file (or name the weights with --weights FILE)")
+    return weights
+
+
+def refuse_foreign_weights(weights: str, force: bool) -> None:
+    """An existing ``weights`` file that hir did not write stays, unless ``force``."""
+    if force or not os.path.exists(weights):
+        return
+    from hir.frontend.saving import written_by_hir  # imports torch: only when there is a file
+
+    if not written_by_hir(weights):
+        raise CliError(f"{weights}: exists and hir did not write it; pass --force to overwrite it (or --weights FILE / --no-weights)")
 
 
 def _get(namespace: dict, name: str, file: str, required: bool):
@@ -76,12 +98,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         weights = weights_file(args)
         if weights is not None:
             check_writable("--weights", weights, [args.file, args.output])
+            refuse_foreign_weights(weights, args.force)
     except CliError as err:
         print(f"hir-import: error: {err}", file=sys.stderr)
         return 1
+    if args.file.endswith(".mlir"):  # a program for hir-opt / hir-run, not Python to run
+        print(f"{args.file}: error: not a Python file:{not_python_hint(args.file)}", file=sys.stderr)
+        return 1
     try:
         namespace = runpy.run_path(args.file, run_name="__hir_import__")  # before the frontend's imports: a missing file fails at once
-    except (OSError, SyntaxError) as err:
+    except SyntaxError as err:
+        print(f"{args.file}: error: cannot load: {err}{not_python_hint(args.file)}", file=sys.stderr)
+        return 1
+    except OSError as err:
         print(f"{args.file}: error: cannot load: {err}", file=sys.stderr)
         return 1
     except Exception as err:  # noqa: BLE001 - the user's file failed; say so without a traceback
@@ -112,6 +141,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             write_output(args.output, str(program.module))
         else:
             program.save(args.output, weights=weights)
+        flush_stdout()  # what FILE printed, checked like our own output
     except HirError as err:
         print(err.message, file=sys.stderr)
         return 1
@@ -119,6 +149,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"hir-import: error: {err}", file=sys.stderr)
         return 1
     return 0
+
+
+def not_python_hint(path: str) -> str:
+    """What to say when ``path`` is not Python: hir-import takes a Python file; MLIR goes to
+    hir-opt / hir-run."""
+    if path.endswith(".mlir"):
+        return " hir-import takes a Python file defining a torch.nn.Module and its example inputs (hir-opt checks and transforms an .mlir file, hir-run runs it)"
+    if not path.endswith(".py"):
+        return " (hir-import takes a Python file defining a torch.nn.Module and its example inputs)"
+    return ""
 
 
 def write_output(output: str, text: str) -> None:

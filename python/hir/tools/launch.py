@@ -4,26 +4,48 @@ exits non-zero the others are terminated, and a run past ``timeout_s`` is killed
 
 Each rank gets torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT on a free localhost port); its stdout and stderr are collected
-separately so the caller can print them in rank order. A rank that fails on its own calls
-:func:`note_failure` first, which is how the launcher names the root cause.
+separately so the caller can print them in rank order. Nothing of the run listens beyond
+loopback: rank 0 hosts the store on 127.0.0.1 only
+(:func:`hir.interpreter.backends.process_groups.rendezvous_store`) and Gloo binds to the
+loopback interface ($GLOO_SOCKET_IFNAME, unless the caller set it).
+
+The launcher names the rank whose failure brought the run down, and its cause
+(:func:`_root_cause`): it sees each exit as it happens (a poll on the ranks' pidfds), and a
+rank that fails on its own calls :func:`note_failure` first, before its peers' collectives
+break.
 
 A launch that fails part way (a rank cannot be started, the launcher is interrupted) stops
-the ranks it started and removes its temporary folder before the error propagates.
-:func:`rank_limit` is how many ranks ``hir-run --nproc`` starts without ``--max-nproc``."""
+the ranks it started and removes its temporary folder before the error propagates. A
+launcher killed outright (SIGKILL, the OOM killer) takes its ranks with it: each rank gets
+SIGKILL when the launcher dies (Linux's parent-death signal), and the next launch removes the
+temporary folders that launchers of this user which are no longer running left behind
+(:func:`temporary_folder`). :func:`rank_limit` is how many ranks ``hir-run --nproc`` starts without ``--max-nproc``."""
 
+import contextlib
+import ctypes
+import math
 import os
+import select
+import shutil
+import signal
 import socket
+import stat
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from hir.interrupts import signals_held
 
 GRACE_S = 5.0  # how long a terminated rank gets before it is killed
 FAILURE_LOG_ENV = "HIR_FAILURE_LOG"
 RANKS_PER_CPU = 4  # CPU ranks mostly wait on each other; more than this only thrashes
+
+
+_PR_SET_PDEATHSIG = 1  # prctl option: the signal this process gets when its parent dies
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None  # loaded before any fork
 
 
 class LaunchError(Exception):
@@ -50,6 +72,26 @@ class RankResult:
     stderr: str
     stopped: bool  # terminated by the launcher because another rank failed / timeout
 
+    @property
+    def cause(self) -> str:
+        """How the rank ended, in words: ``exit status 1``, ``killed by SIGKILL``."""
+        if self.returncode < 0:
+            return f"killed by {_signal_name(-self.returncode)}"
+        if self.returncode - 128 in _CLI_SIGNALS:
+            return f"exit status {self.returncode}, after {_signal_name(self.returncode - 128)}"
+        return f"exit status {self.returncode}"
+
+
+# hir's CLIs exit 128 + N on these signals (hir.interrupts.cli_main) instead of dying of them
+_CLI_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
 
 @dataclass
 class LaunchResult:
@@ -73,13 +115,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def loopback_interface() -> Optional[str]:
+    """The name of this machine's loopback network interface (``lo``), None when none is found."""
+    try:
+        names = sorted(os.listdir("/sys/class/net"))
+    except OSError:
+        return None
+    for name in names:
+        try:
+            with open(f"/sys/class/net/{name}/flags") as f:
+                flags = int(f.read(), 16)
+        except (OSError, ValueError):
+            continue
+        if flags & 0x8:  # IFF_LOOPBACK
+            return name
+    return None
+
+
 def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None, env: Optional[dict] = None) -> LaunchResult:
     """Run ``argv`` as ``nproc`` ranks and wait for all of them (see the module docstring)."""
     if nproc < 1:
         raise ValueError(f"nproc must be >= 1, got {nproc}")
     base = dict(os.environ if env is None else env)
     base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc))
-    with tempfile.TemporaryDirectory(prefix="hir-launch-") as tmp:
+    interface = loopback_interface()
+    if interface is not None:
+        base.setdefault("GLOO_SOCKET_IFNAME", interface)  # else Gloo listens on the hostname's address
+    with temporary_folder("hir-launch-") as tmp:
         log = os.path.join(tmp, "failures")
         base[FAILURE_LOG_ENV] = log
         procs, files = [], []
@@ -93,11 +155,12 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
                     # A signal while Popen runs is held until the rank is in procs: raised
                     # between its fork and its return it would orphan the rank.
                     with signals_held():
-                        procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=files[-1][0], stderr=files[-1][1], stdin=subprocess.DEVNULL, start_new_session=True))
+                        procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=files[-1][0], stderr=files[-1][1], stdin=subprocess.DEVNULL,
+                                                      start_new_session=True, preexec_fn=_dies_with(os.getpid())))
                 except OSError as err:
                     raise LaunchError(f"cannot start rank {rank} of {nproc}: {err.strerror or err}") from None
-            first_failure, timed_out, stopped = _supervise(procs, timeout_s)
-            first_failure = _root_cause(log, first_failure, nproc)
+            failed, timed_out, stopped = _supervise(procs, timeout_s)
+            first_failure = _root_cause(log, failed, [p.returncode for p in procs])
             results = []
             for rank, (proc, (out, err)) in enumerate(zip(procs, files)):
                 out.seek(0)
@@ -111,23 +174,135 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
     return LaunchResult(results, first_failure, timed_out)
 
 
-def _supervise(procs: list, timeout_s: Optional[float]) -> tuple[Optional[int], bool, set]:
+def _dies_with(launcher: int) -> Optional[Callable[[], None]]:
+    """What a rank runs between fork and exec: ask for SIGKILL when the launcher dies (in its
+    own session, a rank would otherwise run on under init), and stop at once if the launcher
+    died before the request."""
+    if _LIBC is None:
+        return None
+    prctl = _LIBC.prctl
+
+    def request() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != launcher:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return request
+
+
+@contextlib.contextmanager
+def temporary_folder(prefix: str) -> Iterator[str]:
+    """A temporary folder (0700) named ``<prefix><pid>-...`` after this process, removed on
+    the way out; first removes the folders of the same prefix left by processes of this user
+    that no longer run (a launcher killed by SIGKILL cannot remove its own)."""
+    remove_stale_folders(prefix)
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-") as folder:
+        yield folder
+
+
+def remove_stale_folders(prefix: str, where: Optional[str] = None) -> list[str]:
+    """Remove the folders ``<prefix><pid>-*`` under ``where`` (default: the temporary
+    directory) that belong to this user and whose process ``pid`` no longer runs; returns them."""
+    where = where or tempfile.gettempdir()
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        pid = name[len(prefix):].split("-", 1)[0]
+        if not name.startswith(prefix) or not pid.isdigit():
+            continue
+        path = os.path.join(where, name)
+        try:
+            status = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not _running(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is no zombie (a container's init may
+    never reap a launcher whose parent is gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process now has the pid
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _supervise(procs: list, timeout_s: Optional[float]) -> tuple[list[int], bool, set]:
+    """Wait until every rank exits, one fails, or the timeout passes (then stop the others);
+    returns the ranks that failed in the order they exited, whether the run timed out, and
+    the ranks stopped."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    first_failure: Optional[int] = None
-    while True:
-        codes = [p.poll() for p in procs]
-        if first_failure is None:
-            failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
-            if failed:
-                first_failure = failed[0]
-        if all(c is not None for c in codes):
-            return first_failure, False, set()
-        timed_out = deadline is not None and time.monotonic() > deadline
-        if first_failure is not None or timed_out:
-            running = {r for r, c in enumerate(codes) if c is None}
-            _stop([procs[r] for r in running])
-            return first_failure, timed_out, running
-        time.sleep(0.02)
+    failed: list[int] = []
+    with _Exits(procs) as exits:
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            failed += [rank for rank in exits.next(left) if procs[rank].returncode != 0]
+            running = {rank for rank, p in enumerate(procs) if p.returncode is None}
+            if not running:
+                return failed, False, set()
+            timed_out = deadline is not None and time.monotonic() >= deadline
+            if failed or timed_out:
+                _stop([procs[rank] for rank in running])
+                return failed, timed_out, running
+
+
+class _Exits:
+    """The ranks' exits in the order they happen: a poll on each rank's pidfd wakes as soon
+    as one exits (where pidfds are missing, every rank is polled each 20 ms)."""
+
+    def __init__(self, procs: list) -> None:
+        self.procs = procs
+        self.ranks: dict[int, int] = {}  # pidfd -> rank
+        self.poller: Optional[select.poll] = select.poll()
+        try:
+            for rank, p in enumerate(procs):
+                fd = os.pidfd_open(p.pid)
+                self.ranks[fd] = rank
+                self.poller.register(fd, select.POLLIN)
+        except (AttributeError, OSError):  # no os.pidfd_open, or a kernel before 5.3
+            self.close()
+            self.poller = None
+
+    def __enter__(self) -> "_Exits":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for fd in self.ranks:
+            os.close(fd)
+        self.ranks.clear()
+
+    def next(self, timeout_s: Optional[float]) -> list[int]:
+        """The ranks that exited (now reaped) since the last call, in the order seen, after
+        waiting up to ``timeout_s`` (None: for as long as it takes) for one."""
+        if self.poller is None:
+            exited = [rank for rank, p in enumerate(self.procs) if p.returncode is None and p.poll() is not None]
+            if not exited:
+                time.sleep(0.02 if timeout_s is None else min(0.02, timeout_s))
+            return exited
+        exited = []
+        for fd, _ in self.poller.poll(None if timeout_s is None else math.ceil(timeout_s * 1000)):
+            self.poller.unregister(fd)
+            os.close(fd)
+            rank = self.ranks.pop(fd)
+            self.procs[rank].wait()  # it exited: this reaps it
+            exited.append(rank)
+        return exited
 
 
 def note_failure() -> None:
@@ -143,13 +318,23 @@ def note_failure() -> None:
             os.close(fd)
 
 
-def _root_cause(log: str, first: Optional[int], nproc: int) -> Optional[int]:
-    """The first rank in the failure log, else the first failure the launcher saw."""
-    if first is None or not os.path.exists(log):
-        return first
-    with open(log) as f:
-        ranks = [int(line) for line in f if line.strip().isdigit() and int(line) < nproc]
-    return ranks[0] if ranks else first
+def _root_cause(log: str, failed: list[int], returncodes: list) -> Optional[int]:
+    """The rank whose failure brought the run down, of those that ``failed`` (in exit order):
+    the first killed by a signal (a crash, the OOM killer, a kill; the launcher had stopped no
+    rank yet: a rank whose peer dies fails with an error, never a signal), else the first in
+    the failure log (a rank failing on its own notes it before its peers' collectives break
+    and they note theirs), else the first to exit."""
+    if not failed:
+        return None
+    signalled = [rank for rank in failed if returncodes[rank] < 0 or returncodes[rank] - 128 in _CLI_SIGNALS]
+    if signalled:
+        return signalled[0]
+    if os.path.exists(log):
+        with open(log) as f:
+            logged = [int(line) for line in f if line.strip().isdigit() and int(line) < len(returncodes)]
+        if logged:
+            return logged[0]
+    return failed[0]
 
 
 def _stop(procs: list) -> None:

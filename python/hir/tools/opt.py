@@ -9,6 +9,7 @@ error, a bug in hir). hir-opt never imports torch.
 """
 
 import argparse
+import difflib
 import os
 import sys
 from typing import Optional, Sequence
@@ -16,11 +17,12 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 
 from hir.interrupts import cli_main
-from hir.tools.cli_common import ArgumentParser, CliError, check_writable, write_atomically, write_text, write_stdout
-from hir.dialect.placement_checks import check_placements
+from hir.tools.cli_common import ArgumentParser, CliError, check_writable, positive_int, write_atomically, write_stdout
+from hir.dialect.placement_checks import check_placements, may_hold_placements
+from hir.dialect.streams import module_attribute_errors
 from hir.dialect.context import check_nesting
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
-from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics
+from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics, with_source_lines
 from hir.tools.opt_passes import flags_pipeline, list_passes, pass_flags
 
 SPLIT_MARKER = "// -----"
@@ -46,6 +48,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify-diagnostics", action="store_true", help="check diagnostics against expected-* comments")
     p.add_argument("--mlir-print-ir-before-all", action="store_true", help="print the IR before every pass (stderr)")
     p.add_argument("--mlir-print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
+    p.add_argument("--mlir-print-ir-after", action="append", default=[], metavar="PASS",
+                   help="print the IR after the pass PASS (stderr; its argument, e.g. hir-fuse-loops or cse; "
+                   "repeat the flag or separate names with commas for several)")
+    p.add_argument("--mlir-print-ir-after-change", action="store_true",
+                   help="with --mlir-print-ir-after(-all): print the IR only after passes that changed it")
+    p.add_argument("--mlir-elide-elementsattrs-if-larger", type=positive_int, metavar="N",
+                   help="print elements attributes of more than N elements as \"...\" (output and IR dumps)")
+    p.add_argument("--mlir-print-op-generic", action="store_true",
+                   help="print every op in MLIR's generic form (hir ops always print so; this adds func, memref, ...)")
+    p.add_argument("--mlir-disable-threading", action="store_true",
+                   help="accepted as mlir-opt takes it: hir-opt always runs on one thread (its passes run in Python)")
     p.add_argument("--verify-each", default="true", choices=["true", "false"],
                    help="verify after every pass (default true); false verifies once at the end")
     p.add_argument("--mlir-timing", action="store_true", help="print the PassManager's timing report (stderr)")
@@ -56,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "name what they create; duplicates get _0, _1) instead of %%0, %%1")
     p.add_argument("--allow-unregistered-dialect", action="store_true", help="allow operations of dialects that are not loaded (kept as opaque generic ops)")
     p.add_argument("--list-passes", action="store_true", help="list hir passes (with their options) and pipelines, then exit")
+    p.add_argument("--show-dialects", action="store_true", help="list the dialects hir-opt reads, then exit")
     p.add_argument("--emit-irdl", action="store_true", help="print the hir dialect's IRDL definition, then exit")
     return p
 
@@ -74,6 +88,26 @@ def emit_irdl() -> str:
         return IRDL_HEADER + str(HirDialect._mlir_module) + "\n"
 
 
+def show_dialects() -> str:
+    """mlir-opt's ``--show-dialects`` line: every dialect hir-opt's context knows (torch-mlir's
+    Python packages name the candidates; the context says which it registers)."""
+    import pkgutil
+
+    import torch_mlir.dialects
+
+    candidates = {"hir", "builtin"} | {m.name[1:].removesuffix("_ops_gen") for m in pkgutil.iter_modules(torch_mlir.dialects.__path__)
+                                       if m.name.startswith("_") and m.name.endswith("_ops_gen")}
+    ctx = new_context()
+    known = []
+    for name in sorted(candidates):
+        try:
+            ctx.get_dialect_descriptor(name)
+        except ValueError:
+            continue
+        known.append(name)
+    return f"Available Dialects: {', '.join(known)}\n"
+
+
 def split_chunks(text: str, split: bool) -> list[str]:
     """Chunks padded with newlines so that line numbers match the whole file."""
     if not split:
@@ -85,8 +119,8 @@ def split_chunks(text: str, split: bool) -> list[str]:
     return chunks
 
 
-def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Optional[str], list[Diagnostic]]:
-    """Parse, transform and print one chunk: (printed module or None, diagnostics)."""
+def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Optional[bytes], list[Diagnostic]]:
+    """Parse, transform and print one chunk: (printed module (UTF-8) or None, diagnostics)."""
     try:
         check_nesting(chunk, source)
     except HirError as err:
@@ -99,7 +133,7 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
         except ir.MLIRError as err:
             located = None if err.error_diagnostics else locate_custom_syntax(chunk, source)
             return None, parse_diagnostics(located or format_mlir_error(err, source))
-        placement_errors = check_placements(module.operation, source)
+        placement_errors = (check_placements(module.operation, source) if may_hold_placements(chunk) else []) + module_attribute_errors(module, source)
         if placement_errors:
             return None, parse_diagnostics("\n".join(placement_errors))
         if args.pass_pipeline:
@@ -109,27 +143,53 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
             # Flags add to what HIR_DUMP asked for.
             inst.print_before_all |= args.mlir_print_ir_before_all
             inst.print_after_all |= args.mlir_print_ir_after_all
+            inst.print_after = tuple(name.strip() for names in args.mlir_print_ir_after for name in names.split(",") if name.strip())
+            inst.print_after_change = args.mlir_print_ir_after_change
+            inst.large_elements_limit = args.mlir_elide_elementsattrs_if_larger
             inst.timing |= args.mlir_timing
             inst.statistics |= args.mlir_pass_statistics
             try:
                 run_pipeline(module, args.pass_pipeline, inst, source)
             except HirError as err:
                 return None, parse_diagnostics(err.message)
-        return module.operation.get_asm(enable_debug_info=args.mlir_print_debuginfo, use_name_loc_as_prefix=args.print_value_names), []
+        # Parsing verified the module, and so did the pipeline (after each pass, or at its end):
+        # printing need not verify it again. Bytes: a big module's text is not decoded only to
+        # be encoded again.
+        return module.operation.get_asm(binary=True, enable_debug_info=args.mlir_print_debuginfo, use_name_loc_as_prefix=args.print_value_names,
+                                        print_generic_op_form=args.mlir_print_op_generic, large_elements_limit=args.mlir_elide_elementsattrs_if_larger,
+                                        assume_verified=True), []
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     """argparse, then pass flags (what it did not know) turned into ``--pass-pipeline``."""
     parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    args, unknown = parser.parse_known_intermixed_args(argv)
     if unknown:
         elements, rest = pass_flags(unknown)
         if rest:
-            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+            refuse_unknown(parser, rest)
         if args.pass_pipeline:
             parser.error(f"--pass-pipeline cannot be combined with pass flags ({' '.join(unknown)}): use one or the other")
         args.pass_pipeline = flags_pipeline(elements)
     return args
+
+
+def refuse_unknown(parser: argparse.ArgumentParser, arguments: list[str]) -> None:
+    """Exit on arguments that are neither options nor passes: a mistyped flag gets one line
+    naming the pass, pipeline or option it is closest to, else argparse's usage error."""
+    from hir.passes import PIPELINES, REGISTRY
+
+    known = [*REGISTRY, *PIPELINES, *UPSTREAM_PASSES, *(o[2:] for a in parser._actions for o in a.option_strings if o.startswith("--"))]
+    for argument in arguments:
+        name = argument[2:].split("=", 1)[0] if argument.startswith("--") else None
+        close = difflib.get_close_matches(name, known, n=1) if name else []
+        if close:
+            parser.exit(1, f"{parser.prog}: error: unknown pass or option --{name}; did you mean --{close[0]}?\n")
+    parser.error(f"unrecognized arguments: {' '.join(arguments)}")
+
+
+# Upstream passes a mistyped flag is compared with (MLIR's Python API does not list its registry).
+UPSTREAM_PASSES = ("canonicalize", "cse", "inline", "symbol-dce", "sccp", "loop-invariant-code-motion", "remove-dead-values")
 
 
 @cli_main("hir-opt")
@@ -157,6 +217,9 @@ def _main(args: argparse.Namespace) -> int:
     if args.emit_irdl:
         write_stdout(emit_irdl())
         return 0
+    if args.show_dialects:
+        write_stdout(show_dialects())
+        return 0
     if args.pass_pipeline:
         from hir.passes import parse_pipeline
 
@@ -172,21 +235,25 @@ def _main(args: argparse.Namespace) -> int:
             problems = check_expected(chunk, diagnostics, source)
             if problems:
                 failed = True
-                print("\n".join(problems), file=sys.stderr)
+                print(with_source_lines("\n".join(problems), text.split("\n"), source), file=sys.stderr)
         elif diagnostics:
             failed = True
-            print("\n".join(d.text for d in diagnostics), file=sys.stderr)
+            print(with_source_lines("\n".join(d.text for d in diagnostics), text.split("\n"), source), file=sys.stderr)
         if printed is not None:
             outputs.append(printed)
-    if failed:
-        return 1
-    result = f"\n{SPLIT_MARKER}\n".join(o.rstrip("\n") for o in outputs) + "\n"
+    result = f"\n{SPLIT_MARKER}\n".encode().join(o.rstrip(b"\n") for o in outputs) + b"\n"
     if args.output == "-":
-        write_stdout(result)
-    else:
-        # Write only after everything succeeded, so a failing run leaves the file untouched.
-        write_atomically(args.output, lambda tmp: write_text(tmp, result))
-    return 0
+        if outputs:  # as mlir-opt: the chunks that passed are printed even when another failed
+            write_stdout(result)
+    elif not failed:
+        # Written only after everything succeeded, so a failing run leaves the file untouched.
+        write_atomically(args.output, lambda tmp: write_bytes(tmp, result))
+    return 1 if failed else 0
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,23 @@ def parse_diagnostics(text: str) -> list[Diagnostic]:
     return diags
 
 
-def _expectations(chunk: str) -> list[tuple[int, str, str]]:
+def with_source_lines(text: str, lines: list[str], source: str) -> str:
+    """``text`` with each ``source:line:col:`` diagnostic followed by its source line and a
+    caret under the column, as mlir-opt shows them (``lines``: the source's lines)."""
+    out = []
+    for raw in text.splitlines():
+        out.append(raw)
+        m = _DIAG.match(raw)
+        if m and m["file"] == source and 1 <= int(m["line"]) <= len(lines):
+            line = lines[int(m["line"]) - 1].rstrip("\r")
+            # Tabs stay tabs so that the caret lines up however a terminal expands them.
+            out += [line, "".join(c if c == "\t" else " " for c in line[: int(m["col"]) - 1]) + "^"]
+    return "\n".join(out)
+
+
+def _expectations(chunk: str) -> list[tuple[int, int, int, str, str]]:
+    """(line, column) of each expectation comment, the line it is about, its severity and
+    its message."""
     lines = chunk.split("\n")
     out = []
     for number, line in enumerate(lines, start=1):
@@ -53,7 +69,7 @@ def _expectations(chunk: str) -> list[tuple[int, str, str]]:
                 target = number + 1
             else:
                 target = number + int(where)
-            out.append((target, m["sev"], m["msg"]))
+            out.append((number, m.start() + 1, target, m["sev"], m["msg"]))
     return out
 
 
@@ -61,10 +77,10 @@ def check_expected(chunk: str, produced: list[Diagnostic], source: str) -> list[
     """Problems (formatted as errors) with the produced diagnostics of one chunk."""
     remaining = list(produced)
     problems = []
-    for line, severity, message in _expectations(chunk):
+    for comment_line, column, line, severity, message in _expectations(chunk):
         match = next((d for d in remaining if d.line == line and d.severity == severity and message in d.message), None)
-        if match is None:
-            problems.append(f"{source}:{line}: error: expected {severity} \"{message}\" was not produced")
+        if match is None:  # reported at the comment, as mlir-opt does
+            problems.append(f"{source}:{comment_line}:{column}: error: expected {severity} \"{message}\" was not produced")
         else:
             remaining.remove(match)
     for diag in remaining:

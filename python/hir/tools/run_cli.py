@@ -11,6 +11,7 @@ from hir import progress
 from hir.interrupts import cli_main, pause_point
 from hir.outputs import captured_fd2
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
+from hir.tools.run_state import check_writes_state, save_state
 
 HELP_EPILOG = """\
 inputs (one per entry-function argument, in order; unspecified ones are random; an imported
@@ -79,6 +80,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
     p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
+    p.add_argument("--save-state", metavar="OUT.safetensors",
+                   help="after the run, write the weights (hir.weight arguments) as the program left them, by their keys, to this "
+                   "safetensors file: the updated weights and optimizer state of a training step (hir.train_step's save); "
+                   "only for a single process and a program that writes some of its weights")
     p.add_argument(
         "--compile-kernels", action=argparse.BooleanOptionalAction, default=None,
         help="run every compute region and hir.kernel segment compiled by inductor (--no-compile-kernels: none, op by op; default: those of several ops on cuda, none on cpu)",
@@ -104,7 +109,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # A bare --lower must not swallow the file name that follows it: the pipeline is only
     # ever given as --lower=PIPELINE.
-    args = parser().parse_args([f"--lower={DEFAULT_LOWERING}" if a == "--lower" else a for a in argv])
+    # Intermixed: options may come between the program and its inputs (hir-run p.mlir --print x.pt).
+    args = parser().parse_intermixed_args([f"--lower={DEFAULT_LOWERING}" if a == "--lower" else a for a in argv])
     progress.configure("hir-run", args.progress)
     try:
         check_args(args)
@@ -168,7 +174,9 @@ def check_args(args: argparse.Namespace) -> None:
         raise CliError("--timeout applies to --nproc runs only, or to the ranks of a torchrun launch (add --nproc 1 to time-limit one process)")
     # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
     inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]] + ([args.weights] if args.weights else [])
-    for flag, path in (("--save", args.save), ("--trace", args.trace)):
+    if args.save_state and args.nproc is not None:
+        raise CliError("--save-state applies to single-process runs only (the state of a sharded program is in shards)")
+    for flag, path in (("--save", args.save), ("--trace", args.trace), ("--save-state", args.save_state)):
         if path:
             check_writable(flag, path, inputs)
 
@@ -240,27 +248,29 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
     """``--nproc N``: rerun this command line as N ranks and report in rank order. SIGINT
     and SIGTERM (see :func:`hir.interrupts.cli_main`) unwind through launch(), which stops
     every rank."""
-    import tempfile
-
-    from hir.tools.launch import LaunchError, launch
+    from hir.tools.launch import LaunchError, launch, temporary_folder
 
     env = dict(os.environ, HIR_LAUNCHED="1")
     try:
-        with tempfile.TemporaryDirectory(prefix="hir-ranks-up-") as up:
+        with temporary_folder("hir-ranks-up-") as up:
             env[RANKS_UP_ENV] = up  # each rank marks itself up there (see run_file)
             with progress.task(f"running {args.nproc} ranks", status=lambda: f"{len(os.listdir(up))}/{args.nproc} up"):
                 result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
     except LaunchError as err:
         print(f"hir-run: error: --nproc {args.nproc}: {err}; stopped the ranks already started", file=sys.stderr)
         return 1
-    write_stdout("".join(rank.stdout for rank in result.ranks))
+    try:
+        write_stdout("".join(rank.stdout for rank in result.ranks))
+    except CliError as err:
+        print(f"hir-run: error: {err}", file=sys.stderr)
+        return 1
     if result.first_failure is not None:
         failed = result.ranks[result.first_failure]
         sys.stderr.write(failed.stderr)
         if args.nproc > 1:
             others = [r.rank for r in result.ranks if r.returncode not in (0, None) and not r.stopped and r.rank != failed.rank]
             also = f" (then rank(s) {', '.join(map(str, others))} failed too)" if others else ""
-            print(f"hir-run: rank {failed.rank} failed{also}; stopped the other ranks", file=sys.stderr)
+            print(f"hir-run: rank {failed.rank} failed ({failed.cause}){also}; stopped the other ranks", file=sys.stderr)
     elif result.timed_out:
         print(f"hir-run: error: --timeout {args.timeout:g}: the run did not finish in time; stopped all ranks (exit status 124)", file=sys.stderr)
     else:
@@ -312,6 +322,8 @@ def run_file(args: argparse.Namespace) -> int:
         except InputError as err:
             raise HirError(f"{program.plan.location}: error: @{program.entry} {err}") from None
     world = program.runtime.world_size
+    if args.save_state:
+        check_writes_state(program, world)
     if os.environ.get(RANKS_UP_ENV):  # the launcher's progress line counts the ranks up
         open(os.path.join(os.environ[RANKS_UP_ENV], str(program.rank)), "w").close()
     pause_point("run")  # the test hook: every rank is up, its inputs built
@@ -335,6 +347,8 @@ def run_file(args: argparse.Namespace) -> int:
         write_atomically(path, lambda tmp: torch.save(saved, tmp))
         if not args.print_outputs:
             print(f"{prefix}hir-run: {len(saved)} output(s) saved to {path}", file=sys.stderr)
+    if args.save_state:
+        save_state(program, inputs, args.save_state)
     return 0
 
 

@@ -2,12 +2,13 @@
 (``process_group.BUILDERS``, ``copy_engine.BUILDERS``) turns into ``issue(env) -> work``."""
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from torch_mlir import ir
 
 from hir.dialect import teams as team_ops
 from hir.dialect.base import DYNAMIC, get_int
+from hir.interpreter.backends.headers import Headers
 from hir.interpreter.buffers import BufferSpec
 
 if TYPE_CHECKING:
@@ -27,6 +28,13 @@ class CommOp:
     out: int
     in_spec: BufferSpec
     out_spec: BufferSpec
+    headers: Optional[Headers] = None  # the cross-rank shape / dtype check, when on for the group
+
+    def check(self, t) -> None:
+        """Refuse, on every member, a ``t`` (this rank's part of the collective) whose shape
+        or dtype differs across the team (``backends/headers.py``), when the check is on."""
+        if self.headers is not None:
+            self.headers.collective(t, self.group)
 
     def attr(self, name: str) -> int:
         return get_int(self.op, name)

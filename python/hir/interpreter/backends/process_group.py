@@ -80,6 +80,7 @@ def allgather(o: CommOp):
 
     def issue(env: list) -> Work:
         x = env[inp].contiguous()
+        o.check(x)
         target = env[out] if shape is None else torch.empty(shape, dtype=x.dtype, device=x.device)
         rows = _rows(target, axis) if not gloo and in_order else None
         if rows is not None:
@@ -109,6 +110,7 @@ def _allgather_uneven(o: CommOp, axis: int, order: list[int], shape: Optional[li
         padded[axis] = widest
         send = x.new_zeros(padded)
         send.narrow(axis, 0, x.shape[axis]).copy_(x)
+        o.check(send)
         staged = [torch.empty_like(send) for _ in where]
         target = env[out] if shape is None else torch.empty(shape, dtype=x.dtype, device=x.device)
         handle = dist.all_gather(staged, send, group=group, async_op=True)
@@ -130,6 +132,7 @@ def allreduce(o: CommOp):
 
         def issue_in_place(env: list) -> Work:
             buf = env[out] = env[inp].squeeze(axis)
+            o.check(buf)
             return Work(dist.all_reduce(buf, op=op_, group=group, async_op=True))
 
         return issue_in_place
@@ -141,6 +144,7 @@ def allreduce(o: CommOp):
         else:
             buf, back = contiguous_out(target)
             fn(env[inp], axis, out=buf)
+        o.check(buf)
         handle = dist.all_reduce(buf, op=op_, group=group, async_op=True)
         return received(handle, buf, back)
 
@@ -167,6 +171,7 @@ def reduce_scatter(o: CommOp):
         target = env[out] if position is not None else None
         if gloo:  # all_reduce the whole tensor (a fresh sum: reduced in place), keep our chunk at the wait
             reduced = fn(x, axis)
+            o.check(reduced)
             handle = dist.all_reduce(reduced, op=op_, group=group, async_op=True)
             if target is None:
                 return Work(handle)
@@ -174,6 +179,7 @@ def reduce_scatter(o: CommOp):
         # NCCL only reads its input: with one block of the reduced axis here (the usual
         # split) the sum is the block itself, no copy
         reduced = x.squeeze(axis) if x.shape[axis] == 1 else fn(x, axis)
+        o.check(reduced)
         chunks = reduced.chunk(parts, scatter)
         rows = _rows(reduced, scatter) if in_order else None
         if rows is not None:
@@ -203,13 +209,16 @@ def broadcast(o: CommOp):
             if x is None:
                 raise HirError(f"{where}: error: '{comm_ops.BroadcastOp.OPERATION_NAME}' root {root} does not hold the input")
             x = x.contiguous()
+            o.check(x)
             if held:
                 env[out].copy_(x)
             return Work(dist.broadcast(x, src=root, group=group, async_op=True))
         if shape is not None:  # a team member that keeps nothing still has to take part
             sink = torch.empty(shape, dtype=o.out_spec.dtype, device=o.c.runtime.device)
+            o.check(sink)
             return Work(dist.broadcast(sink, src=root, group=group, async_op=True))
         buf, back = contiguous_out(env[out])
+        o.check(buf)
         handle = dist.broadcast(buf, src=root, group=group, async_op=True)
         return received(handle, buf, back)
 
@@ -240,6 +249,7 @@ def scatter(o: CommOp):
             buf, back = contiguous_out(env[out])
         else:
             buf, back = (torch.empty_like(sends[0]) if sends else torch.empty(shape, dtype=o.out_spec.dtype, device=device)), None
+        o.check(buf)
         handle = dist.scatter(buf, sends, src=root, group=group, async_op=True)
         return received(handle, buf, back)
 
@@ -270,6 +280,7 @@ def gather(o: CommOp):
             send = torch.empty_like(recv[0])
         else:
             send = torch.empty(shape, dtype=o.in_spec.dtype, device=device)
+        o.check(send)
         handle = dist.gather(send, recv, dst=root, group=group, async_op=True)
         return Work(handle, (lambda: [t.copy_(s) for s, t in back]) if back else None)
 
@@ -288,6 +299,7 @@ def reduce(o: CommOp):
     def issue(env: list) -> Work:
         # A fresh buffer on every rank: backends may use a non-root's buffer as scratch.
         buf = fn(env[inp], axis) if has_input else torch.full(shape, fill, dtype=dtype, device=device)
+        o.check(buf)
         handle = dist.reduce(buf, dst=root, op=op_, group=group, async_op=True)
         target = env[out] if rank == root else None
         return Work(handle, (lambda: target.copy_(buf)) if target is not None else None)
@@ -300,12 +312,16 @@ def send_recv(o: CommOp):
     rank, inp, out = o.c.rank, o.inp, o.out
     if rank == sender:
         def issue_send(env: list) -> Work:
-            return Work(dist.isend(env[inp].contiguous(), dst=receiver))
+            x = env[inp].contiguous()
+            sent = o.headers.send(x, receiver) if o.headers is not None else []
+            return Work(sent + [dist.isend(x, dst=receiver)])
 
         return issue_send
 
     def issue_recv(env: list) -> Work:
         buf, back = contiguous_out(env[out])
+        if o.headers is not None:
+            o.headers.receive(buf, sender, rank)
         handle = dist.irecv(buf, src=sender)
         return received(handle, buf, back)
 

@@ -11,6 +11,7 @@ import atexit
 import gc
 import datetime
 import os
+import socket
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Optional
 
@@ -108,7 +109,8 @@ def _drop_groups() -> None:
 
 def init_process_group(device: torch.device, backend: Optional[str]) -> None:
     """Initialize the default process group: from the environment when launched with
-    several processes, else a one-process group on an in-memory store."""
+    several processes (rank 0 hosting the store on $MASTER_ADDR, :func:`rendezvous_store`,
+    unless torchrun's agent hosts it), else a one-process group on an in-memory store."""
     backend = backend or ("nccl" if device.type == "cuda" else "gloo")
     rank, size = world()
     # With device_id NCCL initializes its communicator eagerly and send/recv run on it; lazily,
@@ -118,9 +120,48 @@ def init_process_group(device: torch.device, backend: Optional[str]) -> None:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if size > 1:
-        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=size, timeout=timeout(), **eager)
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # torchrun's agent hosts the store
+            dist.init_process_group(backend, init_method="env://", rank=rank, world_size=size, timeout=timeout(), **eager)
+        else:
+            dist.init_process_group(backend, store=rendezvous_store(rank, size), rank=rank, world_size=size, timeout=timeout(), **eager)
     else:
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout(), **eager)
+
+
+def rendezvous_store(rank: int, size: int) -> dist.Store:
+    """The store of an ``env://`` rendezvous whose rank 0 hosts it (``hir-run --nproc``, a
+    launcher of the user's): rank 0 listens on $MASTER_ADDR:$MASTER_PORT only, where torch's
+    own store listens on every interface (any host reaching the machine could read and
+    write the run's keys); the other ranks connect there."""
+    host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if not host or not (port or "").isdigit() or not 0 < int(port) < 65536:
+        raise HirError(f"error: a {size}-rank run needs $MASTER_ADDR and $MASTER_PORT (a port number) set, "
+                       f"got MASTER_ADDR={host!r} MASTER_PORT={port!r}")
+    listening = _listen(host, int(port)) if rank == 0 else None
+    return dist.TCPStore(host, int(port), size, is_master=rank == 0, timeout=timeout(), master_listen_fd=listening)
+
+
+def _listen(host: str, port: int) -> int:
+    """The file descriptor of a socket listening on ``host``:``port`` (the first of its
+    addresses that can be bound), handed over to the store."""
+    errors = []
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as err:
+        addresses, errors = [], [str(err)]
+    for family, kind, proto, _, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+            sock.listen(socket.SOMAXCONN)
+        except OSError as err:
+            sock.close()
+            errors.append(f"{address[0]}: {err.strerror or err}")
+            continue
+        return sock.detach()
+    raise HirError(f"error: rank 0 cannot listen for the run's store on MASTER_ADDR={host} port {port} ({'; '.join(errors) or 'no address'}): "
+                   "$MASTER_ADDR must be an address of rank 0's machine")
 
 
 @contextmanager

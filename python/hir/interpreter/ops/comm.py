@@ -17,7 +17,7 @@ from hir.dialect import comm as comm_ops
 from hir.dialect import teams as team_ops
 from hir.dialect.base import get_int
 from hir.dialect.context import HirError
-from hir.interpreter.backends import copy_engine, process_group
+from hir.interpreter.backends import copy_engine, headers, process_group
 from hir.interpreter.backends.collective import CommOp
 from hir.interpreter.backends.delay import comm_delay
 from hir.interpreter.backends.work import Work, contiguous_out, received
@@ -60,7 +60,8 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
         if team_ops.is_multi_team(op):  # this rank's line of a multi-D mesh: its 1-D view
             mesh_axes = team_ops.team_mesh_axes(in_spec.sharding, teams)
             in_spec, out_spec = in_spec.project(c.rank, mesh_axes), out_spec.project(c.rank, mesh_axes)
-        info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec)
+        checks = headers.for_op(c.where(op), op.operation.name, sorted(team), group, c.runtime.device)
+        info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec, checks)
         issue = None
         if copy_engine.uses_copy_engines(c.runtime.device, op) and not in_spec.uneven:  # backend "cuda" on GPU
             build_here = copy_engine.BUILDERS.get(op_class)
@@ -94,6 +95,11 @@ def _peer(c: Compiler, op: ir.OpView) -> tuple[int, int, int]:
     return peer, c.use(op.operation.operands[0]), c.define(op.operation.results[0])
 
 
+def _checks(c: Compiler, op: ir.OpView, peer: int) -> Optional[headers.Headers]:
+    """The header exchange of a send / recv with ``peer`` (on the world group), when on."""
+    return headers.for_op(c.where(op), op.operation.name, sorted({c.rank, peer}), dist.group.WORLD, c.runtime.device)
+
+
 def _to_self(c: Compiler, op: ir.OpView) -> Step:
     """A send/recv with this rank as its peer, reported when it runs: under an scf.if on
     the device index, every rank compiles the branches other ranks take."""
@@ -113,8 +119,12 @@ class PointToPointImpls:
         if peer == c.rank:
             return _to_self(c, op)
 
+        checks = _checks(c, op, peer)
+
         def send_step(env: list) -> None:
-            env[out] = Work(dist.isend(env[buf].contiguous(), dst=peer))
+            x = env[buf].contiguous()
+            sent = checks.send(x, peer) if checks is not None else []
+            env[out] = Work(sent + [dist.isend(x, dst=peer)])
 
         return send_step
 
@@ -124,8 +134,12 @@ class PointToPointImpls:
         if peer == c.rank:
             return _to_self(c, op)
 
+        checks, rank = _checks(c, op, peer), c.rank
+
         def recv_step(env: list) -> None:
             target, back = contiguous_out(env[buf])
+            if checks is not None:
+                checks.receive(target, peer, rank)
             handle = dist.irecv(target, src=peer)
             env[out] = received(handle, target, back)
 

@@ -19,7 +19,7 @@ from hir.dialect.base import get_i64_array, get_int, get_str
 from hir.dialect.teams import teams_of
 from hir.dialect.context import HirError
 from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
-from hir.interpreter.backends import symmetric
+from hir.interpreter.backends import headers, symmetric
 from hir.interpreter.backends.delay import comm_delay
 from hir.interpreter.backends.copy_engine import split_copy, uses_copy_engines
 from hir.interpreter.backends.peer_buffers import PeerBuffers
@@ -77,6 +77,8 @@ class P2PImpls:
         # signal kernel is scheduled before the next GEMM takes the SMs
         signaller, waiter = (torch.cuda.Stream(c.runtime.device, priority=-1) for _ in range(2)) if cuda and push else (None, None)
         gloo = comm.is_gloo(group)
+        checks = None if cuda else headers.for_op(where, ShiftOp.OPERATION_NAME, members, group, c.runtime.device)
+        rank = c.rank
         # HIR_COMM_DELAY_CYCLES: each copy and signal of the shift is held back (a no-op when unset)
         delay = comm_delay(c.runtime.device) or _no_delay
 
@@ -161,6 +163,8 @@ class P2PImpls:
             x, target, src, dst = shift
             buf, back = contiguous_out(target)
             recv_into = buf.view(x.shape) if buf.is_contiguous() else buf
+            if checks is not None:
+                checks.exchange(x, dst, recv_into, src, rank, gloo)
             if gloo:  # Gloo has no coalesced P2P; its sends do not block
                 handles_ = [dist.isend(x.contiguous(), dst), dist.irecv(recv_into, src)]
             else:  # NCCL: grouped, or the ring of sends deadlocks

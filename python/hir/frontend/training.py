@@ -1,0 +1,293 @@
+"""``hir.train_step``: a whole training step (forward, backward, gradient clipping, the
+optimizer's update) as one hir program, run on the user's own model and optimizer.
+
+How: a module (:class:`_Step`) whose ``forward(*batch)`` calls the user's
+``loss_fn(model, *batch)`` with the parameters requiring grad, differentiates it with
+``torch.autograd.grad``, and applies the optimizer's rule (:mod:`hir.frontend.optimizers`)
+in place, under ``torch.no_grad``. Its state is the model's (``model.NAME``), each
+parameter's optimizer state (``optimizer.state.I.KEY``, I the index in
+``optimizer.state_dict()``) and each param group's hyper-parameters
+(``optimizer.param_groups.G.KEY``, 0-d float64). :func:`hir.from_torch` exports it with
+torch's decompositions (``keep_composites=False``: autograd traced below itself); the state
+it writes becomes entries the program writes in place. :class:`TrainStep` binds the user's
+tensors (the model's parameters, the optimizer's state tensors) as that state, so a call
+updates them where they are.
+
+Per call: the hyper-parameters are refreshed from ``optimizer.param_groups`` (an LR
+scheduler is honoured); optimizer state missing before the first step is created as torch
+creates it; a state tensor the user replaced (``optimizer.load_state_dict``) is bound anew;
+a batch of another signature (shapes, dtypes) or a change of the update's shape (momentum
+turned on) imports another program, cached as ``torch.compile`` recompiles.
+"""
+
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+
+from hir.core import HirError
+from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
+
+STEP_OPTIONS = ("max_grad_norm", "accumulate")
+COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
+
+
+class _Holder(torch.nn.Module):
+    """Tensors as buffers, under their own names (optimizer state of one parameter, or one
+    param group's hyper-parameters)."""
+
+    def __init__(self, tensors: dict) -> None:
+        super().__init__()
+        for key, tensor in tensors.items():
+            self.register_buffer(key, tensor)
+
+
+class _Step(torch.nn.Module):
+    """The training step as a module: see the module docstring."""
+
+    def __init__(self, model: torch.nn.Module, loss_fn: Callable, names: list, groups: list, rule: Rule,
+                 states: list, hyper: list, accumulate: int, max_grad_norm: Optional[float]) -> None:
+        super().__init__()
+        self.model = model
+        self.optimizer = torch.nn.Module()
+        self.optimizer.state = torch.nn.ModuleList([_Holder(s) for s in states])
+        self.optimizer.param_groups = torch.nn.ModuleList([_Holder(h) for h in hyper])
+        object.__setattr__(self, "loss_fn", loss_fn)  # the user's function, not state
+        self.names, self.groups, self.rule = names, groups, rule
+        self.accumulate, self.max_grad_norm = accumulate, max_grad_norm
+
+    def forward(self, *batch: torch.Tensor) -> torch.Tensor:
+        params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
+        states = [dict(holder.named_buffers()) for holder in self.optimizer.state]
+        with torch.enable_grad():
+            for p in params:
+                p.requires_grad_()
+            loss, grads = None, None
+            for micro in _micro_batches(batch, self.accumulate):
+                part = self.loss_fn(self.model, *micro)
+                if not isinstance(part, torch.Tensor) or part.dim() != 0:
+                    raise HirError(f"error: hir.train_step: loss_fn must return a scalar tensor, got {_describe(part)}")
+                if self.accumulate > 1:
+                    part = part / self.accumulate
+                new = torch.autograd.grad(part, params, allow_unused=True)
+                unused = [n for n, g in zip(self.names, new) if g is None]
+                if unused:
+                    raise HirError(f"error: hir.train_step: parameter(s) {', '.join(unused[:5])} get no gradient from loss_fn "
+                                   "(torch would leave them out of the update): freeze them (requires_grad_(False)) and leave them out of the optimizer")
+                grads = list(new) if grads is None else [a + b for a, b in zip(grads, new)]
+                loss = part.detach() if loss is None else loss + part.detach()
+        with torch.no_grad():
+            if self.max_grad_norm is not None:
+                grads = _clip(grads, self.max_grad_norm)
+            start = 0
+            for group, holder in zip(self.groups, self.optimizer.param_groups):
+                count = group["count"]
+                span = slice(start, start + count)
+                self.rule.update(params[span], grads[span], states[span], dict(holder.named_buffers()), group)
+                start += count
+        return loss
+
+
+def _attribute(module: torch.nn.Module, name: str) -> torch.Tensor:
+    for part in name.split("."):
+        module = getattr(module, part)
+    return module
+
+
+def _micro_batches(batch: Sequence[torch.Tensor], count: int) -> list:
+    """``batch`` split along dim 0 into ``count`` equal micro-batches."""
+    if count == 1:
+        return [batch]
+    for i, x in enumerate(batch):
+        if x.dim() == 0 or x.shape[0] % count:
+            raise HirError(f"error: hir.train_step: accumulate={count}: batch tensor {i} of shape {tuple(x.shape)} does not split into {count} equal micro-batches along dim 0")
+    return list(zip(*(x.chunk(count) for x in batch)))
+
+
+def _clip(grads: list, max_norm: float) -> list:
+    """``torch.nn.utils.clip_grad_norm_(..., max_norm)``'s arithmetic on ``grads``."""
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2.0) for g in grads]), 2.0)
+    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    return [g * coef for g in grads]
+
+
+def _describe(value: Any) -> str:
+    return f"a tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+class TrainStep:
+    """``step(*batch) -> loss``: one training step of ``model`` with ``optimizer`` (see
+    :func:`train_step`). ``programs`` holds the imported programs by batch signature."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn: Callable,
+                 example_batch: Sequence[torch.Tensor], options: dict) -> None:
+        self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
+        self.rule = rule_for(optimizer)
+        self.accumulate = options.get("accumulate", 1)
+        self.max_grad_norm = options.get("max_grad_norm")
+        self.compile_options = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
+        self.names = _parameter_names(model, optimizer)
+        first = next(iter(model.parameters()))
+        self.device = torch.device(self.compile_options.setdefault("device", str(first.device)))
+        self.programs: dict = {}  # signature -> TorchProgram
+        self._compiled: dict = {}  # signature -> (CompiledProgram, the user's tensors it is bound to)
+        self._hyper: list = []  # per group: {key: 0-d float64 tensor}
+        self._hyper_values: list = []
+        self._program(tuple(example_batch))
+
+    # --- the program of a signature -------------------------------------------------
+
+    def _signature(self, batch: tuple) -> tuple:
+        shapes = tuple((tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else type(x) for x in batch)
+        return shapes, tuple((len(g["params"]), self.rule.structure(g)) for g in self.optimizer.param_groups)
+
+    def _program(self, batch: tuple) -> Any:
+        key = self._signature(batch)
+        if key not in self.programs:
+            from hir.frontend.torch_import import from_torch
+
+            bad = [i for i, x in enumerate(batch) if not isinstance(x, torch.Tensor)]
+            if bad:
+                raise HirError(f"error: hir.train_step: the batch holds tensors only; item {bad[0]} is {type(batch[bad[0]]).__name__}")
+            self.names = _parameter_names(self.model, self.optimizer)  # (param groups may have been added)
+            # the settings, not the tensors: the export would track tensors among the module's attributes
+            groups = [{k: v for k, v in g.items() if k != "params"} | {"count": len(g["params"])} for g in self.optimizer.param_groups]
+            states = [{k: t.to(self.device) for k, t in self.rule.init(self._param(i), g).items()}
+                      for i, g in self._indexed_groups()]
+            hyper = [{k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)} for _ in groups]
+            step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm)
+            batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
+            self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
+                                            source_name=f"<train_step of {type(self.model).__name__}>")
+            self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
+        return self.programs[key]
+
+    def _indexed_groups(self) -> list:
+        """(parameter index in ``optimizer.state_dict()``, its group) per parameter."""
+        return [(i, g) for i, g in enumerate(g for g in self.optimizer.param_groups for _ in g["params"])]
+
+    def _param(self, index: int) -> torch.nn.Parameter:
+        return [p for g in self.optimizer.param_groups for p in g["params"]][index]
+
+    # --- the state a call binds ------------------------------------------------------
+
+    def _refresh(self) -> None:
+        """The hyper-parameters from ``optimizer.param_groups``; optimizer state a
+        parameter lacks (before its first step) created as torch creates it."""
+        groups = self.optimizer.param_groups
+        while len(self._hyper) < len(groups):
+            self._hyper.append({k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)})
+            self._hyper_values.append({})
+        for g, (group, tensors) in enumerate(zip(groups, self._hyper)):
+            for key, value in hyper_values(self.rule, group).items():
+                if self._hyper_values[g].get(key) != value:
+                    tensors[key].fill_(value)
+                    self._hyper_values[g][key] = value
+            fresh = 0
+            for p in group["params"]:
+                state = self.optimizer.state[p]
+                missing = [k for k in self.rule.state(group) if k not in state]
+                if missing:
+                    state.update({k: v for k, v in self.rule.init(p, group).items() if k in missing})
+                    fresh += 1
+            if FIRST_STEP in tensors:
+                if fresh not in (0, len(group["params"])):
+                    raise HirError(f"error: hir.train_step: param group {g}: {fresh} of its {len(group['params'])} parameters have no momentum buffer; hir starts all or none of them")
+                if fresh:
+                    tensors[FIRST_STEP].fill_(1.0)
+
+    def state(self) -> dict:
+        """The step program's state, by entry name: the model's state, the optimizer's
+        state tensors and the hyper-parameters (the tensors a call reads and writes)."""
+        self._refresh()
+        out = {f"model.{k}": v for k, v in {**dict(self.model.named_buffers()), **self.model.state_dict(keep_vars=True)}.items()}
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        for g, group in enumerate(self.optimizer.param_groups):
+            out.update({f"optimizer.param_groups.{g}.{k}": t for k, t in self._hyper[g].items()})
+        for i, (p, (_, group)) in enumerate(zip(params, self._indexed_groups())):
+            out.update({f"optimizer.state.{i}.{k}": self.optimizer.state[p][k] for k in self.rule.state(group)})
+        return out
+
+    def __call__(self, *batch: torch.Tensor) -> torch.Tensor:
+        """Run one step on ``batch`` (as ``loss_fn(model, *batch)`` takes it): returns the
+        loss (the mean over micro-batches with ``accumulate``); the model's parameters and
+        the optimizer's state are updated in place."""
+        self.rule.check(self.optimizer)
+        program = self._program(tuple(batch))
+        key = self._signature(tuple(batch))
+        state = self.state()
+        bound = program.state_values(state)
+        compiled, tensors = self._compiled.get(key, (None, None))
+        if compiled is None or any(a is not b for a, b in zip(tensors, bound)):
+            compiled = program.compile(state, **self.compile_options)
+            self._compiled[key] = compiled, bound
+        copied = [(n, t) for n, t in zip(program.state_names, bound) if compiled.state[n].data_ptr() != t.data_ptr()]
+        with torch.no_grad():
+            for name, tensor in copied:  # on another device than the program's (Adam's CPU step count)
+                compiled.state[name].copy_(tensor)
+            (loss,) = compiled.run(*batch)
+            for name, tensor in copied:
+                tensor.copy_(compiled.state[name])
+        self.optimizer._opt_called = True  # what optimizer.step() records for an LR scheduler (which warns without it)
+        return loss
+
+    def save(self, path: str, weights: Optional[str] = None) -> str:
+        """Write the program of the example batch (IR) and its state (weights, optimizer
+        state, hyper-parameters as safetensors; :meth:`hir.frontend.TorchProgram.save`): ``hir-run
+        path BATCH...`` runs one step of it. Returns the weights file."""
+        program = next(iter(self.programs.values()))
+        return program.save(path, {k: v.detach() for k, v in self.state().items()}, weights=weights)
+
+
+def _parameter_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> list:
+    """The model's name of each parameter of ``optimizer`` (in its order); every parameter of
+    the model must be in it, requiring grad."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    listed = [p for g in optimizer.param_groups for p in g["params"]]
+    strangers = [i for i, p in enumerate(listed) if id(p) not in names]
+    if strangers:
+        raise HirError(f"error: hir.train_step: the optimizer's parameter {strangers[0]} is not a parameter of the model")
+    frozen = [names[id(p)] for p in listed if not p.requires_grad]
+    if frozen:
+        raise HirError(f"error: hir.train_step: parameter(s) {', '.join(frozen[:5])} of the optimizer do not require grad (torch would skip them): leave them out of the optimizer")
+    left_out = [n for n, p in model.named_parameters() if id(p) not in {id(q) for q in listed}]
+    if left_out:
+        raise HirError(f"error: hir.train_step: parameter(s) {', '.join(left_out[:5])} of the model are not in the optimizer; hir trains every parameter "
+                       "(a frozen parameter as a buffer of the model)")
+    return [names[id(p)] for p in listed]
+
+
+def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn: Callable, example_batch: Sequence[torch.Tensor], *,
+               mesh: Any = None, placements: Optional[dict] = None, **options: Any) -> TrainStep:
+    """One training step of ``model`` as an hir program: ``step = train_step(model,
+    optimizer, loss_fn, example_batch)`` imports it (``loss_fn(model, *example_batch)``
+    must return a scalar tensor); ``loss = step(*batch)`` runs forward, backward and
+    ``optimizer``'s update, the model's parameters and the optimizer's state updated in
+    place. See docs/training.md.
+
+    Options: ``max_grad_norm`` (clip as ``torch.nn.utils.clip_grad_norm_``), ``accumulate=K``
+    (dim 0 of each batch tensor split into K micro-batches, one update; the loss returned
+    is their mean), and the compile options ``device`` (default: the model's), ``lower``,
+    ``graph``, ``compile_kernels``, ``static_outputs``, ``num_streams``, ``autotune``
+    (:class:`hir.interpreter.Program`'s). ``mesh`` / ``placements`` (parallel training) are
+    refused for now."""
+    if not isinstance(model, torch.nn.Module):
+        raise HirError(f"error: hir.train_step: model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise HirError(f"error: hir.train_step: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    if not callable(loss_fn):
+        raise HirError(f"error: hir.train_step: loss_fn must be callable as loss_fn(model, *batch), got {type(loss_fn).__name__}")
+    if mesh is not None or placements is not None:
+        raise HirError("error: hir.train_step: mesh / placements: training on several devices is not supported yet; train on one device (no mesh)")
+    known = STEP_OPTIONS + COMPILE_OPTIONS
+    unknown = [k for k in options if k not in known]
+    if unknown:
+        raise HirError(f"error: hir.train_step: unknown option(s) {', '.join(unknown)} (options: {', '.join(known)})")
+    accumulate = options.get("accumulate", 1)
+    if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
+        raise HirError(f"error: hir.train_step: accumulate must be a positive int, got {accumulate!r}")
+    clip = options.get("max_grad_norm")
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip > 0):
+        raise HirError(f"error: hir.train_step: max_grad_norm must be a positive number, got {clip!r}")
+    if isinstance(example_batch, torch.Tensor) or not isinstance(example_batch, (tuple, list)):
+        raise HirError(f"error: hir.train_step: example_batch must be a tuple of tensors (loss_fn's arguments after the model), got {type(example_batch).__name__}")
+    return TrainStep(model, optimizer, loss_fn, example_batch, dict(options, max_grad_norm=None if clip is None else float(clip)))
