@@ -1,13 +1,14 @@
-"""Data-parallel training steps on Gloo ranks (:mod:`hir.frontend.data_parallel`): a step
-module (loss, ``torch.autograd.grad``, the optimizer's update in place) imported with the batch split
-on dim 0 and the parameters replicated (``"replicate"``) or split on dim 0 and gathered
-(``"fully_shard"``), lowered to collectives and run on each rank for 10 steps of AdamW (and
-SGD); every step's
-loss and the final (gathered) parameters equal single-process eager training on the global
-batch. Tiny random Llama and GPT-2 (no download).
+"""Data-parallel training on Gloo ranks: ``hir.train_step(..., mesh=, data_parallel=)`` with
+torch's AdamW, and a step module (loss, ``torch.autograd.grad``, the update in place) imported
+with :mod:`hir.frontend.data_parallel`'s placements: the batch split on dim 0, the
+parameters replicated (``"replicate"``) or split on dim 0 and gathered (``"fully_shard"``),
+lowered to collectives (and scheduled by hir-schedule-data-parallel's options) and run on
+each rank for 10 steps of AdamW (and SGD); every step's loss and the final (gathered)
+parameters equal single-process eager training on the global batch. Tiny random Llama and
+GPT-2 (no download).
 
-The test launches this file once per rank; ``python test_data_parallel_training.py ARCH:MODE:OPTIMIZER[:SCHEDULE]...``
-is the per-rank worker.
+The test launches this file once per rank; ``python test_data_parallel_training.py
+ARCH:MODE:OPTIMIZER[:SCHEDULE]... | train_step:MODE`` is the per-rank worker.
 """
 
 import functools
@@ -98,7 +99,47 @@ def _scalars(lr: float, step: int) -> tuple:
     return torch.tensor(lr), torch.tensor(lr / (1 - BETAS[0] ** step)), torch.tensor((1 - BETAS[1] ** step) ** 0.5)
 
 
+def run_train_step_case(mode: str, rank: int, world: int) -> str:
+    """``hir.train_step(..., mesh=, data_parallel=mode)`` with torch's own AdamW: each step's
+    loss, and the model and optimizer state (whole on every rank after each call) equal
+    eager training on the global batch."""
+    import torch
+    import torch.distributed as dist
+
+    import hir
+
+    model, reference = _model("llama"), _model("llama")
+    optimizer, eager = (torch.optim.AdamW(m.parameters(), lr=LR["adamw"]) for m in (model, reference))
+    torch.manual_seed(1)
+    batches = [torch.randint(0, 64, (2 * world, 8)) for _ in range(STEPS)]
+
+    def loss_fn(m, ids, labels):
+        return m(ids, labels=labels).loss
+
+    step = hir.train_step(model, optimizer, loss_fn, (batches[0], batches[0]), mesh=list(range(world)), data_parallel=mode)
+    for i, ids in enumerate(batches):
+        loss = step(ids, ids)
+        eager.zero_grad()
+        want = loss_fn(reference, ids, ids)
+        want.backward()
+        eager.step()
+        try:
+            torch.testing.assert_close(loss, want.detach(), rtol=1e-5, atol=1e-6)
+        except AssertionError as err:
+            return f"train_step {mode}: step {i}: {err}"
+    for (name, got), want in zip(model.named_parameters(), reference.parameters()):
+        try:
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(optimizer.state[got]["exp_avg_sq"], eager.state[want]["exp_avg_sq"], rtol=1e-5, atol=1e-6)
+        except AssertionError as err:
+            return f"train_step {mode}: final {name}: {err}"
+    dist.barrier()
+    return ""
+
+
 def run_case(case: str, rank: int, world: int) -> str:
+    if case.startswith("train_step:"):
+        return run_train_step_case(case.partition(":")[2], rank, world)
     import torch
     import torch.distributed as dist
     from torch.distributed.tensor import Replicate
@@ -141,7 +182,7 @@ def run_case(case: str, rank: int, world: int) -> str:
         torch.optim.AdamW(reference.parameters(), lr=LR[optimizer_name], betas=BETAS, eps=EPS, weight_decay=DECAY)
     seen = torch.zeros(STEPS)
     for i, ids in enumerate(batches):
-        (loss,) = step(ids, ids, *_scalars(LR[optimizer_name], i + 1))
+        loss = step(ids, ids, *_scalars(LR[optimizer_name], i + 1))
         seen[i] = loss
         optimizer.zero_grad()
         want = reference(ids, labels=ids).loss
@@ -171,8 +212,8 @@ def run_case(case: str, rank: int, world: int) -> str:
 
 
 @pytest.mark.parametrize("world, cases", [
-    (2, ["llama:fully_shard:adamw"]),
-    pytest.param(2, ["llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
+    (2, ["train_step:fully_shard"]),
+    pytest.param(2, ["train_step:replicate", "llama:fully_shard:adamw", "llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
     pytest.param(2, [f"llama:fully_shard:adamw:{s}" for s in ("plain", "defer", "prefetch", "both")] + ["gpt2:replicate:adamw:plain", "gpt2:replicate:adamw:defer"],
                  marks=pytest.mark.slow),
     pytest.param(4, ["llama:replicate:adamw", "llama:fully_shard:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw"], marks=pytest.mark.slow),

@@ -19,7 +19,8 @@ one process on the whole batch. The marks are ``torch.ops.hir.redistribute``
 (:mod:`hir.frontend.strategies.redistribute`): in eager PyTorch they are copies.
 """
 
-from typing import Sequence
+import contextlib
+from typing import Any, Optional, Sequence
 
 import torch
 from torch.distributed.tensor import Replicate, Shard
@@ -69,3 +70,42 @@ def reduce_gradient(mode: str, gradient: torch.Tensor, name: str) -> torch.Tenso
     (``"fully_shard"``: a reduce-scatter)."""
     placement = "Shard(0)" if mode == "fully_shard" and gradient.dim() > 0 else "Replicate()"
     return redistribute(gradient, placement, name)
+
+
+def reading(model: torch.nn.Module, names: Sequence[str], whole: Sequence[torch.Tensor], mode: Optional[str]):
+    """A context in which ``model``'s parameters ``names`` are ``whole`` (the gathered
+    tensors, tied parameters alike) while the loss is computed; nothing to swap unless
+    ``"fully_shard"``."""
+    if mode != "fully_shard":
+        return contextlib.nullcontext()
+    return torch.nn.utils.stateless._reparametrize_module(model, dict(zip(names, whole)), tie_weights=True)
+
+
+def check_mesh(mesh: Any) -> list:
+    """The mesh of a data-parallel step: every rank of the process group, in order."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size() if dist.is_initialized() else 1
+    if not isinstance(mesh, (list, tuple)) or list(mesh) != list(range(world)):
+        raise HirError(f"error: data_parallel: mesh must list every rank of the process group in order ({list(range(world))}), got {mesh!r}")
+    return list(mesh)
+
+
+def local_part(tensor: torch.Tensor, held: torch.Tensor) -> torch.Tensor:
+    """This rank's rows of the user's ``tensor`` where the program holds a shard (``held``)."""
+    if tensor.shape == held.shape:
+        return tensor
+    import torch.distributed as dist
+
+    return tensor.chunk(tensor.shape[0] // held.shape[0])[dist.get_rank()]
+
+
+def write_back(tensor: torch.Tensor, held: torch.Tensor) -> None:
+    """The user's ``tensor`` made whole again from every rank's ``held`` rows (an
+    all-gather), or copied where the program holds it whole."""
+    if tensor.shape == held.shape:
+        tensor.copy_(held)
+        return
+    import torch.distributed as dist
+
+    dist.all_gather(list(tensor.chunk(tensor.shape[0] // held.shape[0])), held.contiguous())
