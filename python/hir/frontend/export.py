@@ -149,7 +149,8 @@ def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any,
     ``keep_composites=False`` traces with torch's own decompositions of those ops (``linear``
     as ``t`` + ``addmm``...): what a module that differentiates itself needs (a training step
     calling ``torch.autograd.grad``), since a composite kept whole has no derivative below
-    autograd and the gradient would not reach the tensors it reads."""
+    autograd and the gradient would not reach the tensors it reads; ``nll_loss`` is decomposed
+    too, and ``native_layer_norm_backward`` (:func:`_training_decompositions`)."""
     try:
         from torch.export._trace import _export
         from torch.export.exported_program import _override_composite_implicit_decomp, _split_decomp_table_to_cia_and_python_decomp
@@ -161,10 +162,21 @@ def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any,
         drop_metadata_checks(program.graph)
         return program
     if not keep_composites:
-        return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False)
+        return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False).run_decompositions(_training_decompositions())
     keep_whole, _ = _split_decomp_table_to_cia_and_python_decomp({})
     with _override_composite_implicit_decomp(keep_whole):
         return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False)
+
+
+def _training_decompositions() -> dict:
+    """torch's own decompositions of ``nll_loss`` and its backward (``gather``, ``where``,
+    ``sum``, ``div``; ``scatter``) and of ``native_layer_norm_backward`` (its weight and bias
+    gradients as ``sum`` over the rows): over a batch split on devices these are sums the
+    placer takes as partial sums, so a loss's mean is over the whole batch."""
+    from torch._decomp import get_decompositions
+
+    aten = torch.ops.aten
+    return get_decompositions([aten.nll_loss_forward, aten.nll_loss_backward, aten.native_layer_norm_backward])
 
 
 def _read_only_state(program: torch.export.ExportedProgram, count: int) -> set:

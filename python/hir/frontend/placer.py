@@ -9,12 +9,16 @@ the placement each step reads its operands as, the form of each compute op). The
 A missing strategy, or one that refuses the operands' placements (:class:`NoRule`), falls
 back here and only here, as DTensor redistributes to ``Replicate()``: a compute op reads
 replicated operands; a kernel segment with such an op reads replicated copies of all its
-inputs (a segment cannot reshard in the middle). ``HIR_DUMP=placements`` prints which
+inputs (a segment cannot reshard in the middle). With ``fallback=False`` (a training step:
+a fallback there would hold whole gradients and optimizer state on every device) it is an
+error naming the op instead. A segment op that reads a replicated operand as split (a
+causal mask made whole, read by attention on a split batch) reads a slice of it: the
+segment's input read split, or the segment ends before that op. ``HIR_DUMP=placements`` prints which
 strategy placed what (:attr:`PlacementPlan.listing`).
 """
 
 import sys
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
@@ -26,16 +30,9 @@ from hir.dialect.context import format_location
 from hir.frontend.placement_plan import ComputeStep, Gathered, PartialStep, PartialSum, PlacementPlan, SegmentStep
 from hir.frontend.packed import PackedError, cut, pieces_after
 from hir.frontend.placements import DeviceGrid
+from hir.frontend.segment_placement import Cut, PartialOp, operands_of, read_slices, segment_partial, split_before
 from hir.frontend.strategies import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, Strategy, compute_spec, op_key, strategy_for
 from hir.frontend.torch_ir import LIST_CONSTRUCT, is_cloned, is_cloned_value, is_constant, is_tensor, owner, rank_of, tensor_info, user
-
-
-class _PartialOp(Exception):
-    """A segment op placed as a partial sum on mesh axis ``axis``: it becomes a step of its own."""
-
-    def __init__(self, op: ir.Operation, axis: int, form: Callable) -> None:
-        super().__init__(op.name)
-        self.op, self.axis, self.form = op, axis, form
 
 
 def _describe(sharding: Optional[Sharding]) -> str:
@@ -48,8 +45,8 @@ class Placer:
     (by index); ``grid`` None places nothing (one device, full tensors)."""
 
     def __init__(self, torch_func: func.FuncOp, grid: Optional[DeviceGrid], arguments: Sequence[Optional[Sharding]], outputs: dict, source_name: str = "<torch>",
-                 names: Sequence[str] = ()) -> None:
-        self.func, self.grid, self.source_name = torch_func, grid, source_name
+                 names: Sequence[str] = (), fallback: bool = True) -> None:
+        self.func, self.grid, self.source_name, self.fallback = torch_func, grid, source_name, fallback
         self.rank = grid.rank if grid is not None else 0
         self.replicated = self.sharding((None,) * self.rank)
         args = list(torch_func.regions[0].blocks[0].arguments)
@@ -97,6 +94,10 @@ class Placer:
 
     def error(self, op: ir.Operation, msg: str) -> HirError:
         return HirError(f"{format_location(op.location, self.source_name)}: error: '{op.name}' {msg}")
+
+    def _refuse(self, op: ir.Operation, why: NoRule) -> None:
+        if not self.fallback and self.grid is not None:
+            raise self.error(op, f"has no placement for its operands' splits ({why}); add a strategy (hir.frontend.strategies) or change the placements")
 
     def _note(self, op: ir.Operation, what: str) -> None:
         self.listing.append(f"{format_location(op.location, self.source_name)}: {op.name}: {what}")
@@ -160,6 +161,11 @@ class Placer:
                 placement, strategy = self._place(op, spec, call_operands, k, name)
                 strategy = strategy.name
             except NoRule as why:  # DTensor's fallback: redistribute to Replicate()
+                partial = segment_partial(op, {v: self.split(v, k) for v in op.operands if is_tensor(v)}, k, self.grid.shape[k])
+                if partial is not None:  # a sum the compute op cannot split (over a split dim and others)
+                    self._partial_op(partial)
+                    return
+                self._refuse(op, why)
                 placement, strategy = OpCall(op, call_operands, self.grid.shape[k], spec).replicated(), f"replicated (fallback: {why})"
             per_axis.append(placement)
             by.append(strategy)
@@ -211,10 +217,11 @@ class Placer:
         reads = [operand(0, x), operand(1, w)] + [self.replicated] * len(spec.trailing)
         self.steps.append(ComputeStep(op, spec, reads, PartialSum(k, others, stream, target if stream else 0)))
 
-    def _partial_target(self, out: ir.Value, k: int) -> Optional[int]:
+    def _partial_target(self, out: ir.Value, k: int, depth: int = 0) -> Optional[int]:
         """Where the consumer wants the sum on mesh axis ``k``: split as a requested
         ``Shard(dim)`` output, or as a compute consumer's strategy reads it given its other
-        operands (the residual add of sequence parallelism: ``[T, D]`` on axis 0): a
+        operands (the residual add of sequence parallelism: ``[T, D]`` on axis 0), also
+        through views of it (a weight's gradient transposed, then read as its rows): a
         reduce-scatter; else replicated."""
         for use in out.uses:
             consumer = user(use)
@@ -225,6 +232,10 @@ class Placer:
                     return wanted.splits[k]
                 continue
             spec = compute_spec(consumer)
+            if spec is None and depth < 4 and len(consumer.results) == 1 and is_tensor(consumer.results[0]):
+                split = split_before(consumer, out, self._partial_target(consumer.results[0], k, depth + 1), self.grid.shape[k])
+                if split is not None:
+                    return split
             if spec is None or out not in spec.inputs:
                 continue
             values = spec.inputs + spec.trailing
@@ -251,7 +262,13 @@ class Placer:
             noted = len(self.listing)
             try:
                 found = [self._propagate(run, inputs, k) for k in range(self.rank)]
-            except _PartialOp as partial:  # a step of its own, between the segments before and after it
+            except Cut as cut:
+                del self.listing[noted:]
+                at = run.index(cut.op)
+                self.segment(run[:at])
+                self.segment(run[at:])
+                return
+            except PartialOp as partial:  # a step of its own, between the segments before and after it
                 del self.listing[noted:]
                 at = run.index(partial.op)
                 self.segment(run[:at])
@@ -260,6 +277,7 @@ class Placer:
                 return
             except NoRule as why:
                 del self.listing[noted:]
+                self._refuse(run[0], why)
                 self._note(run[0], f"a segment of {len(run)} op(s) reads replicated copies (fallback: {why})")
                 packed = next((v for v in inputs if self.of(v).packed), None)
                 if packed is not None:
@@ -269,13 +287,13 @@ class Placer:
             for r in op.results:
                 if is_tensor(r):
                     self.placements[r] = self.replicated if found is None else self.sharding(tuple(f[r] for f, _ in found), {f[r]: n[r] for f, n in found if n[r] > 1})
-        reads = [self.replicated if found is None else self.of(v) for v in inputs]
+        reads = [self.replicated if found is None else self.read_as(v, tuple(f[v] for f, _ in found)) for v in inputs]
         for v, read in zip(inputs, reads):
             if sizes and read is not None and any(d == DYNAMIC and read.parts(i) > 1 for i, d in enumerate(tensor_info(v.type)[0])):
                 raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over devices; that is not supported yet: keep the split dim static, or replicate it")
         self.steps.append(SegmentStep(run, inputs, outputs, reads))
 
-    def _partial_op(self, partial: _PartialOp) -> None:
+    def _partial_op(self, partial: PartialOp) -> None:
         """A segment op placed as a partial sum on mesh axis ``partial.axis`` (local on the
         others): a :class:`PartialStep`, its sum landing where the consumers want it
         (:meth:`_partial_target`); a replicated segment of its own when another mesh axis has
@@ -285,7 +303,7 @@ class Placer:
         others = []
         try:
             for j in range(self.rank):
-                operands = _operands(op, {v: self.split(v, j) for v in inputs})
+                operands = operands_of(op, {v: self.split(v, j) for v in inputs})
                 if j == k or all(s is None for _, s in operands):
                     others.append(None)
                     continue
@@ -294,6 +312,7 @@ class Placer:
                     raise NoRule(f"{op.name}: {strategy.name} on mesh axis {j} reshards its operands")
                 others.append(placement.output)
         except NoRule as why:
+            self._refuse(op, why)
             self._note(op, f"a segment of 1 op reads replicated copies (fallback: {why})")
             for r in op.results:
                 self.placements[r] = self.replicated
@@ -341,11 +360,12 @@ class Placer:
         when an op cannot stay local."""
         out = {v: self.split(v, k) for v in inputs}
         pieces = {v: self.pieces(v, k) for v in inputs}
+        read: set = set()
         for op in run:
             results = [r for r in op.results if is_tensor(r) or str(r.type).startswith("!torch.list<vtensor")]
             if not results or op.name == LIST_CONSTRUCT:
                 continue
-            operands = _operands(op, out)
+            operands = operands_of(op, out)
             counts = [pieces.get(v, 1) for v, _ in operands]
             split, n = None, 1
             if max(counts, default=1) > 1:
@@ -360,9 +380,9 @@ class Placer:
                     placement, strategy = self._place(op, None, operands, k, op_key(op))
                 except (ValueError, TypeError, AttributeError, IndexError):
                     raise NoRule(f"{op.name}: operands that are not constants") from None
-                local = placement.inputs == tuple(s for _, s in operands)
+                local = placement.inputs == tuple(s for _, s in operands) or read_slices(op, operands, placement, inputs, read, out)
                 if placement.output is PARTIAL and local and strategy.partial_form is not None and len(op.results) == 1:
-                    raise _PartialOp(op, k, strategy.partial_form)
+                    raise PartialOp(op, k, strategy.partial_form)
                 if placement.output is PARTIAL or not local:
                     raise NoRule(f"{op.name}: {strategy.name} reshards its operands, which a segment cannot")
                 split = placement.output
@@ -370,18 +390,5 @@ class Placer:
                 self._note(op, f"by {strategy.name} on mesh axis {k}: {[-1 if s is None else s for _, s in operands]} -> {-1 if split is None else split}")
             for r in results:
                 out[r], pieces[r] = split, n
+            read.update(v for v, _ in operands)
         return out, pieces
-
-
-def _operands(op: ir.Operation, splits: dict) -> list:
-    """The tensor operands of ``op`` with their splits; a list of tensors contributes its
-    elements (a list an op made, e.g. ``split``'s, is one value)."""
-    out = []
-    for v in op.operands:
-        if is_tensor(v):
-            out.append((v, splits.get(v)))
-        elif v in splits:
-            out.append((v, splits[v]))
-        elif not isinstance(v.owner, ir.Block) and v.owner.name == LIST_CONSTRUCT:
-            out.extend((e, splits.get(e)) for e in v.owner.operands if is_tensor(e))
-    return out

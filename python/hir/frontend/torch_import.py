@@ -268,6 +268,7 @@ def from_torch(
     grouped_attention: bool = True,
     fused_projections: bool = True,
     keep_composites: bool = True,
+    replicate_fallback: bool = True,
 ) -> TorchProgram:
     """Import ``module`` (called on ``example_args`` and ``example_kwargs``) as a program-level
     hir module. The tensors of ``example_kwargs`` are inputs after the positional ones
@@ -295,7 +296,10 @@ def from_torch(
 
     ``keep_composites`` (default on): ``linear``, ``layer_norm``, attention... stay single
     ops; off, torch decomposes them as autograd does, which a module that calls
-    ``torch.autograd.grad`` in its ``forward`` needs (:func:`hir.train_step` imports so)."""
+    ``torch.autograd.grad`` in its ``forward`` needs (:func:`hir.train_step` imports so).
+
+    ``replicate_fallback=False``: an op with no placement for its operands' splits is an error
+    naming it, not replicated copies (:mod:`hir.frontend.data_parallel`)."""
     from hir.frontend.dtensors import Distributed
     from hir.frontend.hf_plans import plan_layouts
     from hir.frontend.placements import mesh_inputs
@@ -343,7 +347,7 @@ def from_torch(
             raise HirError(f"{source}: error: cannot import {type(module).__name__}: {scalar}")
         try:
             with progress.task("partitioning into hir ops and kernel segments"):
-                plan = Placer(torch_func, grid, arguments, outputs, source, names).plan(exported.mutated)
+                plan = Placer(torch_func, grid, arguments, outputs, source, names, replicate_fallback).plan(exported.mutated)
                 hir_module = Partitioner(torch_func, plan, source, shapes).build(mutated=exported.mutated)
         except HirError:
             raise

@@ -26,9 +26,10 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 
 from hir.core import HirError
+from hir.frontend import data_parallel as dp
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 
-STEP_OPTIONS = ("max_grad_norm", "accumulate")
+STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel")
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
 
 
@@ -46,7 +47,7 @@ class _Step(torch.nn.Module):
     """The training step as a module: see the module docstring."""
 
     def __init__(self, model: torch.nn.Module, loss_fn: Callable, names: list, groups: list, rule: Rule,
-                 states: list, hyper: list, accumulate: int, max_grad_norm: Optional[float]) -> None:
+                 states: list, hyper: list, accumulate: int, max_grad_norm: Optional[float], data_parallel: Optional[str] = None) -> None:
         super().__init__()
         self.model = model
         self.optimizer = torch.nn.Module()
@@ -54,22 +55,25 @@ class _Step(torch.nn.Module):
         self.optimizer.param_groups = torch.nn.ModuleList([_Holder(h) for h in hyper])
         object.__setattr__(self, "loss_fn", loss_fn)  # the user's function, not state
         self.names, self.groups, self.rule = names, groups, rule
-        self.accumulate, self.max_grad_norm = accumulate, max_grad_norm
+        self.accumulate, self.max_grad_norm, self.data_parallel = accumulate, max_grad_norm, data_parallel
 
     def forward(self, *batch: torch.Tensor) -> torch.Tensor:
         params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
         states = [dict(holder.named_buffers()) for holder in self.optimizer.state]
+        mode = self.data_parallel
+        whole = params if mode is None else [dp.gather(mode, p, f"model.{n}") for p, n in zip(params, self.names)]
         with torch.enable_grad():
-            for p in params:
+            for p in whole:
                 p.requires_grad_()
             loss, grads = None, None
             for micro in _micro_batches(batch, self.accumulate):
-                part = self.loss_fn(self.model, *micro)
+                with dp.reading(self.model, self.names, whole, mode):
+                    part = self.loss_fn(self.model, *micro)
                 if not isinstance(part, torch.Tensor) or part.dim() != 0:
                     raise HirError(f"error: hir.train_step: loss_fn must return a scalar tensor, got {_describe(part)}")
                 if self.accumulate > 1:
                     part = part / self.accumulate
-                new = torch.autograd.grad(part, params, allow_unused=True)
+                new = torch.autograd.grad(part, whole, allow_unused=True)
                 unused = [n for n, g in zip(self.names, new) if g is None]
                 if unused:
                     raise HirError(f"error: hir.train_step: parameter(s) {', '.join(unused[:5])} get no gradient from loss_fn "
@@ -77,6 +81,8 @@ class _Step(torch.nn.Module):
                 grads = list(new) if grads is None else [a + b for a, b in zip(grads, new)]
                 loss = part.detach() if loss is None else loss + part.detach()
         with torch.no_grad():
+            if mode is not None:
+                grads = [dp.reduce_gradient(mode, g, f"model.{n}") for g, n in zip(grads, self.names)]
             if self.max_grad_norm is not None:
                 grads = _clip(grads, self.max_grad_norm)
             start = 0
@@ -126,6 +132,7 @@ class TrainStep:
         self.accumulate = options.get("accumulate", 1)
         self.max_grad_norm = options.get("max_grad_norm")
         self.compile_options = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
+        self.data_parallel, self.mesh = options.get("data_parallel"), options.get("mesh")
         self.names = _parameter_names(model, optimizer)
         first = next(iter(model.parameters()))
         self.device = torch.device(self.compile_options.setdefault("device", str(first.device)))
@@ -155,10 +162,16 @@ class TrainStep:
             states = [{k: t.to(self.device) for k, t in self.rule.init(self._param(i), g).items()}
                       for i, g in self._indexed_groups()]
             hyper = [{k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)} for _ in groups]
-            step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm)
+            step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm, self.data_parallel)
             batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
+            placements = None
+            if self.data_parallel is not None:  # parameters and their optimizer state sharded with fully_shard
+                state = self.state()
+                sharded = [f"model.{n}" for n in self.names] + [n for n in state if n.startswith("optimizer.state.")]
+                placements = dp.placements(self.data_parallel, state, batch, len(self.mesh), sharded)
             with _attention_backends(self.device):
                 self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
+                                                mesh=self.mesh, placements=placements, replicate_fallback=self.data_parallel is None,
                                                 source_name=f"<train_step of {type(self.model).__name__}>")
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
         return self.programs[key]
@@ -222,13 +235,14 @@ class TrainStep:
         if compiled is None or any(a is not b for a, b in zip(tensors, bound)):
             compiled = program.compile(state, **self.compile_options)
             self._compiled[key] = compiled, bound
-        copied = [(n, t) for n, t in zip(program.state_names, bound) if compiled.state[n].data_ptr() != t.data_ptr()]
+        # (a shard is another tensor on every rank, even one that starts where the user's does)
+        copied = [(n, t) for n, t in zip(program.state_names, bound) if compiled.state[n].data_ptr() != t.data_ptr() or compiled.state[n].shape != t.shape]
         with torch.no_grad():
-            for name, tensor in copied:  # on another device than the program's (Adam's CPU step count)
-                compiled.state[name].copy_(tensor)
+            for name, tensor in copied:  # on another device than the program's (Adam's CPU step count), or this rank's shard
+                compiled.state[name].copy_(dp.local_part(tensor, compiled.state[name]))
             (loss,) = compiled.run(*batch)
             for name, tensor in copied:
-                tensor.copy_(compiled.state[name])
+                dp.write_back(tensor, compiled.state[name])
         self.optimizer._opt_called = True  # what optimizer.step() records for an LR scheduler (which warns without it)
         return loss
 
@@ -282,20 +296,26 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     (dim 0 of each batch tensor split into K micro-batches, one update; the loss returned
     is their mean), and the compile options ``device`` (default: the model's), ``lower``,
     ``graph``, ``compile_kernels``, ``static_outputs``, ``num_streams``, ``autotune``
-    (:class:`hir.interpreter.Program`'s). ``mesh`` / ``placements`` (parallel training) are
-    refused for now."""
+    (:class:`hir.interpreter.Program`'s). ``data_parallel="replicate"`` (DDP) or
+    ``"fully_shard"`` (FSDP2) with ``mesh`` (every rank, ``list(range(world))``): each rank
+    passes the global batch and computes on its rows (:mod:`hir.frontend.data_parallel`); the
+    model and optimizer state are whole on every rank after each call. ``placements``
+    (other parallel training) are refused for now."""
     if not isinstance(model, torch.nn.Module):
         raise HirError(f"error: hir.train_step: model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise HirError(f"error: hir.train_step: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     if not callable(loss_fn):
         raise HirError(f"error: hir.train_step: loss_fn must be callable as loss_fn(model, *batch), got {type(loss_fn).__name__}")
-    if mesh is not None or placements is not None:
-        raise HirError("error: hir.train_step: mesh / placements: training on several devices is not supported yet; train on one device (no mesh)")
+    if placements is not None or (mesh is None) != (options.get("data_parallel") is None):
+        raise HirError("error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or 'fully_shard' "
+                       "(placements are not supported yet); train on one device with neither")
     known = STEP_OPTIONS + COMPILE_OPTIONS
     unknown = [k for k in options if k not in known]
     if unknown:
         raise HirError(f"error: hir.train_step: unknown option(s) {', '.join(unknown)} (options: {', '.join(known)})")
+    if mesh is not None:
+        options = dict(options, mesh=dp.check_mesh(mesh), data_parallel=dp.check_mode(options["data_parallel"]))
     accumulate = options.get("accumulate", 1)
     if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
         raise HirError(f"error: hir.train_step: accumulate must be a positive int, got {accumulate!r}")

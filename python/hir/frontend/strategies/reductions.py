@@ -43,9 +43,9 @@ def reduction_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"reduces split dim {px} with others ({list(axes)})")
 
 
-@register_op_strategy(T.AtenMeanDimOp, T.AtenSumDimIntListOp, T.AtenAmaxOp, T.AtenAminOp, T.AtenMaxDimOp, doc="over dims that exclude the split (hand-written RMSNorm's `mean`)")
+@register_op_strategy(T.AtenMeanDimOp, T.AtenAmaxOp, T.AtenAminOp, T.AtenMaxDimOp, doc="over dims that exclude the split (hand-written RMSNorm's `mean`)")
 def segment_reduction_strategy(call: OpCall) -> OpPlacement:
-    """sum / mean / amax / amin / max over constant dims off the split dim."""
+    """mean / amax / amin / max over constant dims off the split dim (``sum``: :mod:`.backward`)."""
     (source, split), *_ = call.operands
     if split is None:
         return call.local(None)

@@ -1,0 +1,51 @@
+"""``hir-schedule-data-parallel{defer-waits=1 prefetch=1}``: the communication schedule of a
+data-parallel training step (:mod:`hir.frontend.data_parallel`), as patterns on its lowered
+collectives, run after ``hir-convert-to-communication`` and before
+``hir-insert-deallocations`` (:func:`data_parallel_pipeline`). Each option adds one pattern
+to the set; with none the pass changes nothing (the plain schedule: every collective waited
+at once, every parameter gathered at the top). Every option computes the same values.
+
+- ``defer-waits`` (:mod:`.waits`): a collective's wait moves to its buffers' first reader
+  (a gradient's reduce-scatter waited where the update reads it).
+- ``prefetch`` (:mod:`.prefetch`): a parameter's all-gather is issued where the parameter
+  read before it is first read (one layer ahead).
+
+The patterns run by the greedy driver, top-down; each moves its root (and the ops that
+must go with it) and matches nothing once it is in place.
+"""
+
+from dataclasses import dataclass
+
+from torch_mlir import ir
+
+from hir.dialect import AllgatherOp, WaitOp
+from hir.passes.base import ModulePass, register_pass
+from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
+from hir.passes.training.prefetch import prefetch_gather
+from hir.passes.training.waits import defer_wait
+
+
+@register_pass
+@dataclass
+class ScheduleDataParallel(ModulePass):
+    name = "hir-schedule-data-parallel"
+    description = "Schedule a data-parallel step's collectives: defer-waits=1 waits each at its buffers' first reader; prefetch=1 issues each parameter's all-gather one parameter ahead."
+    defer_waits: bool = False
+    prefetch: bool = False
+
+    def run(self, module: ir.Module) -> None:
+        if not (self.defer_waits or self.prefetch):
+            return
+        patterns = GuardedRewritePatternSet(module.context)
+        if self.prefetch:
+            patterns.add(AllgatherOp, prefetch_gather)
+        if self.defer_waits:
+            patterns.add(WaitOp, defer_wait)
+        patterns.apply_greedily(module, exact_greedy_config())
+
+
+def data_parallel_pipeline(defer_waits: bool = False, prefetch: bool = False) -> str:
+    """``hir-lower`` with the data-parallel schedule's options between the conversion to
+    collectives and the deallocations (:class:`ScheduleDataParallel`)."""
+    return (f"hir-insert-reshardings,hir-convert-to-communication,hir-schedule-data-parallel{{defer-waits={int(defer_waits)} prefetch={int(prefetch)}}},"
+            "hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse")

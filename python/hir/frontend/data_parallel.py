@@ -1,0 +1,111 @@
+"""Data-parallel training steps on a 1-D mesh: the placements and the two layout marks that
+make a training step (a module computing the loss, its gradients with
+``torch.autograd.grad`` and the optimizer's update in its ``forward``) data parallel when
+:func:`hir.from_torch` imports it with ``mesh=`` and ``keep_composites=False``.
+
+* ``"replicate"`` (DDP): every batch tensor ``Shard(0)`` (each device its rows of the global
+  batch), parameters and optimizer state ``Replicate()``. A weight's gradient is a sum over
+  the batch rows, so the placer finds it a partial sum (:mod:`hir.frontend.strategies.backward`);
+  :func:`reduce_gradient` marks where it must be whole: an allreduce before the update.
+* ``"fully_shard"`` (FSDP2's ``fully_shard``): parameters and their optimizer state
+  ``Shard(0)`` (each device a block of rows); :func:`gather` marks each parameter read
+  whole (an all-gather) before the loss, :func:`reduce_gradient` its gradient read as the
+  device's rows (a reduce-scatter of the partial sum), so the update and the optimizer
+  state stay on each device's rows.
+
+The loss's mean is over the global batch (the sums of the devices' losses and counts are
+allreduced; see :mod:`hir.frontend.strategies.backward`), so a step gives the numbers of
+one process on the whole batch. The marks are ``torch.ops.hir.redistribute``
+(:mod:`hir.frontend.strategies.redistribute`): in eager PyTorch they are copies.
+"""
+
+import contextlib
+from typing import Any, Optional, Sequence
+
+import torch
+from torch.distributed.tensor import Replicate, Shard
+
+from hir.core import HirError
+from hir.frontend.strategies.redistribute import redistribute
+
+MODES = ("replicate", "fully_shard")
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise HirError(f"error: data_parallel must be one of {', '.join(repr(m) for m in MODES)}, got {mode!r}")
+    return mode
+
+
+def placements(mode: str, state: dict, batch: Sequence[torch.Tensor], devices: int, sharded: Sequence[str] = ()) -> dict:
+    """The placements of a step's state (``{name: tensor}``) and batch (``input0``...) on
+    ``devices`` devices: the batch split on dim 0; with ``"fully_shard"`` the entries named
+    in ``sharded`` (parameters and their optimizer state) split on dim 0, the rest (scalar
+    hyper-parameters, step counts, buffers) replicated. Refuses a batch or a sharded entry
+    whose dim 0 the devices do not divide, naming it."""
+    check_mode(mode)
+    out: dict = {}
+    for i, x in enumerate(batch):
+        if x.dim() == 0 or x.shape[0] % devices:
+            raise HirError(f"error: data_parallel: batch tensor {i} (shape {list(x.shape)}) must have a dim 0 that the {devices} devices divide (each device takes its rows)")
+        out[f"input{i}"] = Shard(0)
+    for name, tensor in state.items():
+        split = mode == "fully_shard" and name in sharded and tensor.dim() > 0
+        if split and tensor.shape[0] % devices:
+            raise HirError(f"error: data_parallel='fully_shard': '{name}' (shape {list(tensor.shape)}) has a dim 0 that the {devices} devices do not divide; "
+                           "hir shards every parameter on dim 0 without padding")
+        out[name] = Shard(0) if split else Replicate()
+    return out
+
+
+def gather(mode: str, parameter: torch.Tensor, name: str) -> torch.Tensor:
+    """``parameter`` as the loss reads it: whole (an all-gather of the devices' rows) with
+    ``"fully_shard"``; itself with ``"replicate"``."""
+    return redistribute(parameter, "Replicate()", name) if mode == "fully_shard" else parameter
+
+
+def reduce_gradient(mode: str, gradient: torch.Tensor, name: str) -> torch.Tensor:
+    """``gradient`` (a sum over each device's rows of the batch) as the update reads it:
+    summed over the devices, whole (``"replicate"``: an allreduce) or this device's rows
+    (``"fully_shard"``: a reduce-scatter)."""
+    placement = "Shard(0)" if mode == "fully_shard" and gradient.dim() > 0 else "Replicate()"
+    return redistribute(gradient, placement, name)
+
+
+def reading(model: torch.nn.Module, names: Sequence[str], whole: Sequence[torch.Tensor], mode: Optional[str]):
+    """A context in which ``model``'s parameters ``names`` are ``whole`` (the gathered
+    tensors, tied parameters alike) while the loss is computed; nothing to swap unless
+    ``"fully_shard"``."""
+    if mode != "fully_shard":
+        return contextlib.nullcontext()
+    return torch.nn.utils.stateless._reparametrize_module(model, dict(zip(names, whole)), tie_weights=True)
+
+
+def check_mesh(mesh: Any) -> list:
+    """The mesh of a data-parallel step: every rank of the process group, in order."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size() if dist.is_initialized() else 1
+    if not isinstance(mesh, (list, tuple)) or list(mesh) != list(range(world)):
+        raise HirError(f"error: data_parallel: mesh must list every rank of the process group in order ({list(range(world))}), got {mesh!r}")
+    return list(mesh)
+
+
+def local_part(tensor: torch.Tensor, held: torch.Tensor) -> torch.Tensor:
+    """This rank's rows of the user's ``tensor`` where the program holds a shard (``held``)."""
+    if tensor.shape == held.shape:
+        return tensor
+    import torch.distributed as dist
+
+    return tensor.chunk(tensor.shape[0] // held.shape[0])[dist.get_rank()]
+
+
+def write_back(tensor: torch.Tensor, held: torch.Tensor) -> None:
+    """The user's ``tensor`` made whole again from every rank's ``held`` rows (an
+    all-gather), or copied where the program holds it whole."""
+    if tensor.shape == held.shape:
+        tensor.copy_(held)
+        return
+    import torch.distributed as dist
+
+    dist.all_gather(list(tensor.chunk(tensor.shape[0] // held.shape[0])), held.contiguous())

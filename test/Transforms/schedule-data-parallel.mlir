@@ -1,0 +1,84 @@
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-schedule-data-parallel{defer-waits=1})' | FileCheck %s
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-schedule-data-parallel)' | FileCheck %s --check-prefix=PLAIN
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-schedule-data-parallel{defer-waits=1 prefetch=1})' | FileCheck %s --check-prefix=PREFETCH
+
+// A gradient's reduce-scatter is issued as soon as the gradient exists and waited only
+// before the update reads the scattered rows: the backward of the layer before it (a
+// kernel on other buffers) runs while it is in flight. Off: waited at once.
+// CHECK-LABEL: func.func @early_reduce_scatter
+// CHECK:       %[[W:.*]] = "hir.reduce_scatter"(%arg0, %[[G:.*]]) {{.*}} -> !hir.work
+// CHECK-NEXT:  "hir.binary"(%arg2, %arg2, %arg3) {kind = "mul"}
+// CHECK-NEXT:  "hir.wait"(%[[W]])
+// CHECK-NEXT:  "hir.binary"(%arg1, %[[G]], %arg1) {kind = "sub"}
+// PLAIN-LABEL: func.func @early_reduce_scatter
+// PLAIN:       "hir.reduce_scatter"
+// PLAIN-NEXT:  "hir.wait"
+func.func @early_reduce_scatter(%arg0: memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %arg1: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>,
+                                %arg2: memref<4xf32>, %arg3: memref<4xf32>) {
+  %g = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  %w = "hir.reduce_scatter"(%arg0, %g) {axis = 0 : i64, backend = "gloo", reduction = "sum", scatter_axis = 1 : i64, team = array<i64: 0, 1>} : (memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> !hir.work
+  "hir.wait"(%w) : (!hir.work) -> ()
+  "hir.binary"(%arg2, %arg2, %arg3) {kind = "mul"} : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  "hir.binary"(%arg1, %g, %arg1) {kind = "sub"} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
+  return
+}
+
+// -----
+
+// A gathered parameter is waited before its first reader, here a view of it; an op that
+// writes the buffer the all-gather reads (the update of the shard) also waits.
+// CHECK-LABEL: func.func @gather_waited_before_a_view
+// CHECK:       %[[W:.*]] = "hir.allgather"(%arg0, %[[P:.*]]) {{.*}} -> !hir.work
+// CHECK-NEXT:  "hir.binary"(%arg1, %arg1, %arg1) {kind = "add"}
+// CHECK-NEXT:  "hir.wait"(%[[W]])
+// CHECK-NEXT:  "hir.alias_reshape"(%[[P]])
+// CHECK:       %[[W2:.*]] = "hir.allgather"(%arg0, %{{.*}}) {{.*}} -> !hir.work
+// CHECK-NEXT:  "hir.wait"(%[[W2]])
+// CHECK-NEXT:  "hir.binary"(%arg0, %arg0, %arg0) {kind = "add"}
+func.func @gather_waited_before_a_view(%arg0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %arg1: memref<4xf32>) -> memref<32xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {
+  %p = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  %w = "hir.allgather"(%arg0, %p) {axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> !hir.work
+  "hir.wait"(%w) : (!hir.work) -> ()
+  "hir.binary"(%arg1, %arg1, %arg1) {kind = "add"} : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  %v = "hir.alias_reshape"(%p) {reassociation = [[0, 1]]} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> memref<32xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  %q = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  %w2 = "hir.allgather"(%arg0, %q) {axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> !hir.work
+  "hir.wait"(%w2) : (!hir.work) -> ()
+  "hir.binary"(%arg0, %arg0, %arg0) {kind = "add"} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
+  return %v : memref<32xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+}
+
+// -----
+
+// Prefetch: each parameter's all-gather is issued where the parameter before it is first
+// read (one layer ahead: p2's is in flight while p1's layer runs), its wait at its own first
+// reader; the first two are in flight from the top.
+// PREFETCH-LABEL: func.func @prefetch_next_layer
+// PREFETCH:       %[[W0:.*]] = "hir.allgather"(%arg0
+// PREFETCH:       %[[W1:.*]] = "hir.allgather"(%arg1
+// PREFETCH-NEXT:  "hir.wait"(%[[W0]])
+// PREFETCH-NEXT:  "hir.binary"(%alloc, %arg3, %arg3)
+// PREFETCH-NEXT:  %[[P2:.*]] = memref.alloc
+// PREFETCH-NEXT:  %[[W2:.*]] = "hir.allgather"(%arg2, %[[P2]])
+// PREFETCH-NEXT:  "hir.wait"(%[[W1]])
+// PREFETCH-NEXT:  "hir.binary"(%alloc_0, %arg3, %arg3)
+// PREFETCH-NEXT:  "hir.wait"(%[[W2]])
+// PREFETCH-NEXT:  "hir.binary"(%[[P2]], %arg3, %arg3)
+// PLAIN-LABEL: func.func @prefetch_next_layer
+// PLAIN-COUNT-3: "hir.wait"
+// PLAIN-NEXT:  "hir.binary"
+func.func @prefetch_next_layer(%arg0: memref<16x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %arg1: memref<16x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %arg2: memref<16x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %arg3: memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) {
+  %p0 = memref.alloc() : memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  %w0 = "hir.allgather"(%arg0, %p0) {axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>} : (memref<16x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> !hir.work
+  "hir.wait"(%w0) : (!hir.work) -> ()
+  %p1 = memref.alloc() : memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  %w1 = "hir.allgather"(%arg1, %p1) {axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>} : (memref<16x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> !hir.work
+  "hir.wait"(%w1) : (!hir.work) -> ()
+  %p2 = memref.alloc() : memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+  %w2 = "hir.allgather"(%arg2, %p2) {axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>} : (memref<16x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> !hir.work
+  "hir.wait"(%w2) : (!hir.work) -> ()
+  "hir.binary"(%p0, %arg3, %arg3) {kind = "mul"} : (memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
+  "hir.binary"(%p1, %arg3, %arg3) {kind = "mul"} : (memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
+  "hir.binary"(%p2, %arg3, %arg3) {kind = "mul"} : (memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>, memref<16x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
+  return
+}

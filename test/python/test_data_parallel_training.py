@@ -1,0 +1,259 @@
+"""Data-parallel training on Gloo ranks: ``hir.train_step(..., mesh=, data_parallel=)`` with
+torch's AdamW, and a step module (loss, ``torch.autograd.grad``, the update in place) imported
+with :mod:`hir.frontend.data_parallel`'s placements: the batch split on dim 0, the
+parameters replicated (``"replicate"``) or split on dim 0 and gathered (``"fully_shard"``),
+lowered to collectives (and scheduled by hir-schedule-data-parallel's options) and run on
+each rank for 10 steps of AdamW (and SGD); every step's loss and the final (gathered)
+parameters equal single-process eager training on the global batch. Tiny random Llama and
+GPT-2 (no download).
+
+The test launches this file once per rank; ``python test_data_parallel_training.py
+ARCH:MODE:OPTIMIZER[:SCHEDULE]... | train_step:MODE`` is the per-rank worker.
+"""
+
+import functools
+import os
+import re
+import sys
+
+import pytest
+from multirank_util import launch_workers, run_gloo_cases
+
+STEPS = 10
+SCHEDULED: dict = {}  # "arch:mode:optimizer" -> {schedule: the losses of its steps}
+# hir-schedule-data-parallel's option matrix (the plain schedule: none)
+SCHEDULES = {"plain": {}, "defer": {"defer_waits": True}, "prefetch": {"prefetch": True}, "both": {"defer_waits": True, "prefetch": True}}
+LR = {"sgd": 0.1, "adamw": 1e-3}  # AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so rounding apart flips updates
+
+
+def _model(arch: str):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    if arch == "llama":
+        return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                            num_key_value_heads=2, max_position_embeddings=64))
+    return GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16, bos_token_id=0, eos_token_id=0,
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+
+
+# eps 1e-6, not torch's 1e-8: GPT-2's key bias has a gradient of exactly 0 (softmax ignores a
+# shift), so what the step computes for it is rounding noise, which Adam divides by its own
+# size; eps bounds that, else any other summation order (the devices' partial sums) shows
+BETAS, EPS, DECAY = (0.9, 0.999), 1e-6, 0.01
+
+
+def _step_module(model, mode: str, optimizer: str):
+    """The training step as a module: each parameter as the loss reads it (gathered with
+    ``"fully_shard"``), the loss and its gradients, each gradient reduced as the update
+    reads it, the update in place: SGD, or AdamW as ``torch.optim.AdamW`` computes it (its
+    moments state of the step, placed as the parameters; the step's bias corrections are
+    inputs, computed on the host as torch does)."""
+    import torch
+
+    from hir.frontend import data_parallel
+
+    names = [n for n, _ in model.named_parameters()]
+
+    class Step(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+            if optimizer == "adamw":
+                self.exp_avg = torch.nn.Module()
+                self.exp_avg_sq = torch.nn.Module()
+                for i, (_, p) in enumerate(model.named_parameters()):
+                    self.exp_avg.register_buffer(str(i), torch.zeros_like(p))
+                    self.exp_avg_sq.register_buffer(str(i), torch.zeros_like(p))
+
+        def forward(self, ids, labels, lr, step_size, correction):
+            held = [functools.reduce(getattr, n.split("."), self.model) for n in names]  # the tensors the export swapped in
+            whole = [data_parallel.gather(mode, p, f"model.{n}") for p, n in zip(held, names)]
+            with torch.enable_grad():
+                for p in whole:
+                    p.requires_grad_()
+                with torch.nn.utils.stateless._reparametrize_module(self.model, dict(zip(names, whole)), tie_weights=True):
+                    loss = self.model(ids, labels=labels).loss
+                grads = torch.autograd.grad(loss, whole)
+            with torch.no_grad():
+                for i, (p, g, n) in enumerate(zip(held, grads, names)):
+                    g = data_parallel.reduce_gradient(mode, g, f"model.{n}")
+                    if optimizer == "sgd":
+                        p.sub_(lr * g)
+                        continue
+                    m, v = getattr(self.exp_avg, str(i)), getattr(self.exp_avg_sq, str(i))
+                    p.mul_(1 - lr * DECAY)
+                    m.lerp_(g, 1 - BETAS[0])
+                    v.mul_(BETAS[1]).addcmul_(g, g, value=1 - BETAS[1])
+                    p.sub_(step_size * (m / (v.sqrt() / correction + EPS)))
+            return loss.detach()
+
+    return Step()
+
+
+def _scalars(lr: float, step: int) -> tuple:
+    """lr, and AdamW's step size and bias correction of step ``step`` (1-based), as torch's AdamW computes them."""
+    import torch
+
+    return torch.tensor(lr), torch.tensor(lr / (1 - BETAS[0] ** step)), torch.tensor((1 - BETAS[1] ** step) ** 0.5)
+
+
+def run_train_step_case(mode: str, rank: int, world: int) -> str:
+    """``hir.train_step(..., mesh=, data_parallel=mode)`` with torch's own AdamW: each step's
+    loss, and the model and optimizer state (whole on every rank after each call) equal
+    eager training on the global batch."""
+    import torch
+    import torch.distributed as dist
+
+    import hir
+
+    model, reference = _model("llama"), _model("llama")
+    optimizer, eager = (torch.optim.AdamW(m.parameters(), lr=LR["adamw"]) for m in (model, reference))
+    torch.manual_seed(1)
+    batches = [torch.randint(0, 64, (2 * world, 8)) for _ in range(STEPS)]
+
+    def loss_fn(m, ids, labels):
+        return m(ids, labels=labels).loss
+
+    step = hir.train_step(model, optimizer, loss_fn, (batches[0], batches[0]), mesh=list(range(world)), data_parallel=mode)
+    for i, ids in enumerate(batches):
+        loss = step(ids, ids)
+        eager.zero_grad()
+        want = loss_fn(reference, ids, ids)
+        want.backward()
+        eager.step()
+        try:
+            torch.testing.assert_close(loss, want.detach(), rtol=1e-5, atol=1e-6)
+        except AssertionError as err:
+            return f"train_step {mode}: step {i}: {err}"
+    for (name, got), want in zip(model.named_parameters(), reference.parameters()):
+        try:
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(optimizer.state[got]["exp_avg_sq"], eager.state[want]["exp_avg_sq"], rtol=1e-5, atol=1e-6)
+        except AssertionError as err:
+            return f"train_step {mode}: final {name}: {err}"
+    dist.barrier()
+    return ""
+
+
+def run_case(case: str, rank: int, world: int) -> str:
+    if case.startswith("train_step:"):
+        return run_train_step_case(case.partition(":")[2], rank, world)
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.tensor import Replicate
+
+    import hir
+    from hir.frontend import data_parallel
+    from hir.passes.training.schedule import data_parallel_pipeline
+
+    arch, mode, optimizer_name, *schedule = case.split(":")
+    model, reference = _model(arch), _model(arch)
+    torch.manual_seed(1)
+    batches = [torch.randint(0, 64, (2 * world, 8)) for _ in range(STEPS)]
+    module = _step_module(model, mode, optimizer_name)
+    state = {f"model.{n}": p for n, p in model.named_parameters()} | {n: b for n, b in module.named_buffers() if n.startswith("exp_avg")}
+    scalars = {f"input{i}": Replicate() for i in (2, 3, 4)}
+    placements = data_parallel.placements(mode, state, batches[0:1] * 2, world, sharded=list(state)) | scalars
+    program = hir.from_torch(module, (batches[0], batches[0], *_scalars(LR[optimizer_name], 1)), mesh=list(range(world)),
+                             placements=placements, keep_composites=False, replicate_fallback=False)
+    text = str(program.module)
+    lowered = hir.parse(text, f"{case}.mlir")
+    hir.lower(lowered, "hir-convert-to-communication{backend=gloo}")
+    counts = {op: str(lowered).count(f'"hir.{op}"') for op in ("allgather", "allreduce", "reduce_scatter")}
+    # fully_shard: each parameter gathered, each gradient reduce-scattered; replicate: each
+    # gradient allreduced; and the loss's two sums (over the rows, and their count). GPT-2's
+    # tied embedding sums two partial gradients (its lookup's, the head's), each allreduced
+    # whole (and a second gradient of it in fully_shard)
+    tied = 1 if arch == "gpt2" else 0
+    parameters = sum(1 for _ in model.parameters())
+    want = {"allgather": parameters, "reduce_scatter": parameters - 2 * tied} if mode == "fully_shard" else \
+        {"allgather": 0, "reduce_scatter": 0, "allreduce": parameters + 2 + tied}
+    if world > 1 and any(counts[op] != n for op, n in want.items()):
+        return f"{case}: collectives {counts}, want {want}\n{text}"
+    if schedule:  # hir-schedule-data-parallel's options; the losses equal the plain schedule's (bitwise)
+        options = SCHEDULES[schedule[0]]
+        lowered = program.lower(pipeline=data_parallel_pipeline(**options))
+        if options.get("defer_waits") and world > 1 and not re.search(r'-> !hir.work\n(?!\s*"hir.wait").*\n', str(lowered)):
+            return f"{case}: no wait deferred past another op\n{lowered}"
+    step = program.compile(program.state(module), device="cpu")
+    optimizer = torch.optim.SGD(reference.parameters(), lr=LR[optimizer_name]) if optimizer_name == "sgd" else \
+        torch.optim.AdamW(reference.parameters(), lr=LR[optimizer_name], betas=BETAS, eps=EPS, weight_decay=DECAY)
+    seen = torch.zeros(STEPS)
+    for i, ids in enumerate(batches):
+        loss = step(ids, ids, *_scalars(LR[optimizer_name], i + 1))
+        seen[i] = loss
+        optimizer.zero_grad()
+        want = reference(ids, labels=ids).loss
+        want.backward()
+        optimizer.step()
+        try:
+            torch.testing.assert_close(loss, want.detach(), rtol=1e-5, atol=1e-6)
+        except AssertionError as err:
+            return f"{case}: step {i}: loss {loss.item()} vs eager {want.item()}: {err}"
+    if schedule:
+        losses = SCHEDULED.setdefault(case.rpartition(":")[0], {})
+        losses[schedule[0]] = seen
+        if "plain" in losses and not torch.equal(losses["plain"], seen):
+            return f"{case}: losses {seen} differ from the plain schedule's {losses['plain']}"
+    for name, want in reference.named_parameters():
+        held = step.state[f"model.{name}"]
+        if mode == "fully_shard":
+            parts = [torch.empty_like(held) for _ in range(world)]
+            dist.all_gather(parts, held.contiguous())
+            held = torch.cat(parts)
+        try:
+            torch.testing.assert_close(held, want.detach(), rtol=1e-5, atol=1e-6)
+        except AssertionError as err:
+            return f"{case}: final {name}: {err}"
+    dist.barrier()
+    return ""
+
+
+@pytest.mark.parametrize("world, cases", [
+    (2, ["train_step:fully_shard"]),
+    pytest.param(2, ["train_step:replicate", "llama:fully_shard:adamw", "llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
+    pytest.param(2, [f"llama:fully_shard:adamw:{s}" for s in ("plain", "defer", "prefetch", "both")] + ["gpt2:replicate:adamw:plain", "gpt2:replicate:adamw:defer"],
+                 marks=pytest.mark.slow),
+    pytest.param(4, ["llama:replicate:adamw", "llama:fully_shard:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw"], marks=pytest.mark.slow),
+])
+def test_data_parallel_steps_equal_eager_on_the_global_batch(world, cases):
+    checked, report = launch_workers(world, __file__, *cases, timeout_s=900, env=dict(os.environ))
+    assert checked == len(cases) * world, report
+
+
+def test_no_fallback_names_the_op():
+    """A training import refuses an op with no placement for its operands' splits instead
+    of replicating it (every device would hold the whole tensor)."""
+    import torch
+    from torch.distributed.tensor import Shard
+
+    import hir
+
+    class Cumulative(torch.nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x, 0) * 2
+
+    x = torch.randn(4, 3)
+    hir.from_torch(Cumulative(), (x,), mesh=[0, 1], placements={"input0": Shard(0)})  # the fallback: replicated copies
+    with pytest.raises(hir.HirError, match=r"'torch\.aten\.cumsum' has no placement .*no placement strategy for torch\.aten\.cumsum"):
+        hir.from_torch(Cumulative(), (x,), mesh=[0, 1], placements={"input0": Shard(0)}, replicate_fallback=False)
+
+
+def test_placements_refuse_what_the_devices_do_not_divide():
+    import torch
+
+    import hir
+    from hir.frontend import data_parallel
+
+    with pytest.raises(hir.HirError, match="batch tensor 0"):
+        data_parallel.placements("replicate", {}, [torch.zeros(3, 2)], 2)
+    with pytest.raises(hir.HirError, match="'w' .*dim 0"):
+        data_parallel.placements("fully_shard", {"w": torch.zeros(3, 2)}, [torch.zeros(4, 2)], 2, sharded=["w"])
+    with pytest.raises(hir.HirError, match="data_parallel must be one of"):
+        data_parallel.placements("zero3", {}, [], 2)
+
+
+if __name__ == "__main__":
+    sys.exit(run_gloo_cases(sys.argv[1:], run_case))
