@@ -30,6 +30,7 @@ from hir import progress
 from hir.core import HirError, format_mlir_error, new_context
 from hir.frontend.dynamic import check_dims, dim_info, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
+from hir.frontend.main_signature import mark_parameters, scalar_argument, unsupported_reason
 from hir.frontend.partition import Partitioner
 
 if TYPE_CHECKING:
@@ -342,7 +343,7 @@ def from_torch(
             raise
         except (TypeError, ValueError) as err:
             raise HirError(f"error: hir.from_torch: mesh={mesh!r}: {err}") from None
-        scalar = _scalar_argument(torch_func)
+        scalar = scalar_argument(torch_func)
         if scalar is not None:  # the partition would stop at its first use, less clearly
             raise HirError(f"{source}: error: cannot import {type(module).__name__}: {scalar}")
         try:
@@ -351,8 +352,8 @@ def from_torch(
                 hir_module = Partitioner(torch_func, plan, source, shapes).build(mutated=exported.mutated)
         except HirError:
             raise
-        except ValueError as err:  # a value the partitioner cannot place (see _unsupported)
-            raise HirError(f"{source}: error: cannot import {type(module).__name__}: {_unsupported(torch_func, err, spec is not None)}") from None
+        except ValueError as err:  # a value the partitioner cannot place (see unsupported_reason)
+            raise HirError(f"{source}: error: cannot import {type(module).__name__}: {unsupported_reason(torch_func, err, spec is not None)}") from None
         mark_parameters(hir_module, len(names), exported.mutated)
         try:
             hir_module.operation.verify()
@@ -365,25 +366,6 @@ def from_torch(
                         output_tree=exported.output_tree)
 
 
-def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:
-    """Mark ``@main``'s first ``count`` arguments (the module's state) ``hir.parameter``,
-    except the state entries the module writes (``mutated``): read-only, changing between
-    calls only when the caller changes them (``hir-hoist-parameter-work`` reads the mark)."""
-    from hir.dialect import PARAMETER_ATTR
-
-    main = next(op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
-    attrs = main.operation.attributes
-    inputs = ir.FunctionType(ir.TypeAttr(attrs["function_type"]).value).inputs
-    old = [ir.DictAttr(a) for a in ir.ArrayAttr(attrs["arg_attrs"])] if "arg_attrs" in attrs else [ir.DictAttr.get({})] * len(inputs)
-    new = []
-    for index, entries in enumerate(old):
-        values = {entries[i].name: entries[i].attr for i in range(len(entries))}
-        if index < count and index not in mutated:
-            values[PARAMETER_ATTR] = ir.UnitAttr.get()
-        new.append(ir.DictAttr.get(values))
-    attrs["arg_attrs"] = ir.ArrayAttr.get(new)
-
-
 def _with_plan(module: torch.nn.Module, placements: dict) -> tuple[dict, dict]:
     """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
     e.g. ``config.base_model_tp_plan``) replaced by the placements they imply, and the plan."""
@@ -393,22 +375,3 @@ def _with_plan(module: torch.nn.Module, placements: dict) -> tuple[dict, dict]:
     if not plan:
         return placements, plan
     return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}, plan
-
-
-def _scalar_argument(torch_func: func.FuncOp) -> Optional[str]:
-    """Why the exported function cannot be imported when an argument is not a tensor (a
-    Python int input the export kept as one), else None."""
-    args = [str(a.type) for a in torch_func.regions[0].blocks[0].arguments]
-    scalar = next((i for i, t in enumerate(args) if not t.startswith("!torch.vtensor")), None)
-    if scalar is None:
-        return None
-    return f"argument #{scalar} of the exported function is {args[scalar]}: hir imports tensor inputs only (pass the value as a tensor, or make it a constant of the module)"
-
-
-def _unsupported(torch_func: func.FuncOp, err: ValueError, dynamic: bool) -> str:
-    """Why partitioning failed, in the user's terms: data-dependent shapes (``torch.nonzero``,
-    boolean masks) have no buffer type (non-tensor inputs are refused before, by
-    :func:`_scalar_argument`)."""
-    if not dynamic and any("?" in str(r.type) for op in torch_func.regions[0].blocks[0].operations for r in op.results):
-        return f"the module computes a tensor whose shape depends on data (e.g. torch.nonzero): hir needs static shapes ({err})"
-    return str(err)
