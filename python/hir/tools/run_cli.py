@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from hir import progress
 from hir.interrupts import cli_main, pause_point
-from hir.outputs import captured_fd2
+from hir.tools.run_trace import traced_run
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
 from hir.tools.run_state import check_writes_state, save_state
 
@@ -374,29 +374,6 @@ def rank_path(path: str, rank: int, world: int, default_ext: str) -> str:
         root, ext = os.path.splitext(path)
         return f"{root}.rank{rank}{ext or default_ext}"
     return path
-
-
-def traced_run(program, inputs, path: str) -> list:
-    """Run once under torch.profiler (CPU activity, plus CUDA kernels and copies with their
-    streams on cuda) and write a Chrome trace (chrome://tracing, ui.perfetto.dev)."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    cuda = program.device.type == "cuda"
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    # The profiler (kineto) writes "USDT:" / "STAGE:" lines straight to fd 2: dropped; what
-    # the run itself printed there is passed on.
-    with captured_fd2() as captured:
-        with profile(activities=activities) as prof:
-            outputs = program(inputs)
-            if cuda:
-                torch.cuda.synchronize(program.device)
-    sys.stderr.write("".join(line for line in "".join(captured).splitlines(keepends=True) if not line.startswith(PROFILER_LINES)))
-    write_atomically(path, prof.export_chrome_trace)
-    return outputs
-
-
-PROFILER_LINES = ("USDT:", "STAGE:")
 
 
 if __name__ == "__main__":
