@@ -94,12 +94,14 @@ class StreamForOp(HirOp, name="stream_for"):
             parent = parent.parent
 
     @classmethod
-    def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, user_stream: ir.Value, slots: Optional[ir.Value] = None) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Operation]:
-        """(loop, index, slot, yield): insert the body before the yield. Its location is the
-        current one without a name (the expansion names what it builds)."""
+    def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, user_stream: ir.Value, slots: Optional[ir.Value] = None, *,
+             name: Optional[str] = None) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Operation]:
+        """(loop, index, slot, yield): insert the body before the yield. ``name`` names the
+        loop's location and so its block arguments (stream lowering gives none: the expansion
+        names what it builds)."""
         operands = [lower_bound, upper_bound, step, user_stream] + ([slots] if slots is not None else [])
         segments = ir.DenseI32ArrayAttr.get([1, 1, 1, 1, 1 if slots is not None else 0])
-        loop = cls._create(operands, attributes={"operandSegmentSizes": segments}, regions=1)
+        loop = cls._create(operands, attributes={"operandSegmentSizes": segments}, regions=1, name=name)
         index = ir.IndexType.get()
         block = loop.regions[0].blocks.append(index, index, arg_locs=[loop.location, loop.location])
         with ir.InsertionPoint(block):
