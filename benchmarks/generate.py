@@ -34,6 +34,14 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
   without fused projections (``fused_projections=False``: q, k, v one GEMM each) and
   with inductor's max-autotune (``autotune=True``); then the second processes and the
   other ``--generate-batches``.
+- bandwidth: every decode row's achieved weight+KV bandwidth, the fewest bytes its step must
+  read (every weight once, the input embedding's looked-up rows only, and the keys and values
+  of the cache's used positions) over its time, and that bandwidth's share of ``--peak-tbps``
+  (4.8: an H200); a row that reads more (the whole static cache) is still charged the fewest.
+  The options' rows ``no decode kernels``, ``split-KV attention only`` and ``small-M linear
+  only`` plan the program under ``HIR_DECODE_KERNELS`` (:mod:`hir.interpreter.decode_kernels`).
+- ``--cases`` (``decode1,decode8,prefill``), ``--rows`` and ``--option-rows`` (``;``-separated
+  row names) pick what the steps and options sections build.
 - ``loop`` (CPU acceptance): the documented decode loop (docs/from-pytorch.md: a compiled
   one-token program called per token with host tensors, argmax read back) against the same
   loop over HF's eager step and HF ``generate`` per token.
