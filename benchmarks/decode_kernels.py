@@ -4,8 +4,9 @@ without them, on the ~1B Llama's shapes (one GPU):
     python benchmarks/decode_kernels.py            # CUDA only
 
 - products ``x [M, K] @ w.T [K, N]`` for M = 1 and 8 over the model's weights (the fused q/k/v,
-  o, the fused gate/up, down, lm_head): ``hir::small_m_linear`` (Triton, autotuned per shape)
-  against ``torch.nn.functional.linear`` (cuBLAS);
+  o, the fused gate/up, down, lm_head): the Triton kernel (``triton_linear``, autotuned per
+  shape) against ``torch.nn.functional.linear`` (cuBLAS), and which of the two
+  ``hir::small_m_linear`` keeps for the shape (its own timing, once);
 - attention of a KV head's 4 stacked query rows over a 1024-position cache at batch 1 and 8,
   513 positions used (the benchmark's decode steps): the split-KV kernel against
   ``scaled_dot_product_attention`` with the boolean mask (what runs without it).
@@ -47,20 +48,21 @@ def copies_for(nbytes: int, l2: int = 60 << 20) -> int:
 
 
 def linear_rows(peak: float) -> list:
-    from hir.interpreter.triton_decode import small_m_linear
+    from hir.interpreter.triton_decode import linear_choices, small_m_linear, triton_linear
 
     rows = []
     for name, (n, k) in LINEARS.items():
         count = min(copies_for(n * k * 2), 20)
         weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(count)]
         for m in (1, 8):
-            x = torch.randn(m, 1, k, device="cuda", dtype=torch.bfloat16)
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             ref = x.double() @ weights[0].double().T
-            error = ((small_m_linear(x, weights[0]).double() - ref).norm() / ref.norm()).item()
-            ours = graph_time([lambda w=w: small_m_linear(x, w) for w in weights])
+            error = ((triton_linear(x, weights[0]).double() - ref).norm() / ref.norm()).item()
+            small_m_linear(x, weights[0])  # hir's choice for the shape: the kernel or cuBLAS, timed once
+            ours = graph_time([lambda w=w: triton_linear(x, w) for w in weights])
             cublas = graph_time([lambda w=w: torch.nn.functional.linear(x, w) for w in weights])
             nbytes = (n * k + m * k + m * n) * 2
-            rows.append((f"linear {name} [{n}x{k}], M={m}", ours, cublas, nbytes / ours / 1e9, error, peak))
+            rows.append((f"linear {name} [{n}x{k}], M={m} (hir picks {linear_choices()[(m, n, k)]})", ours, cublas, nbytes / ours / 1e9, error, peak))
     return rows
 
 
