@@ -4,9 +4,8 @@ without them, on the ~1B Llama's shapes (one GPU):
     python benchmarks/decode_kernels.py            # CUDA only
 
 - products ``x [M, K] @ w.T [K, N]`` for M = 1 and 8 over the model's weights (the fused q/k/v,
-  o, the fused gate/up, down, lm_head): the Triton kernel (``triton_linear``, autotuned per
-  shape) against ``torch.nn.functional.linear`` (cuBLAS), and which of the two
-  ``hir::small_m_linear`` keeps for the shape (its own timing, once);
+  o, the fused gate/up, down, lm_head): ``hir::small_m_linear``'s Triton kernel (autotuned per
+  shape) against ``torch.nn.functional.linear`` (cuBLAS);
 - attention of a KV head's 4 stacked query rows over a 1024-position cache at batch 1 and 8,
   513 positions used (the benchmark's decode steps): the split-KV kernel against
   ``scaled_dot_product_attention`` with the boolean mask (what runs without it).
@@ -48,7 +47,7 @@ def copies_for(nbytes: int, l2: int = 60 << 20) -> int:
 
 
 def linear_rows(peak: float) -> list:
-    from hir.interpreter.triton_decode import linear_choices, small_m_linear, triton_linear
+    from hir.interpreter.triton_decode import small_m_linear
 
     rows = []
     for name, (n, k) in LINEARS.items():
@@ -57,12 +56,11 @@ def linear_rows(peak: float) -> list:
         for m in (1, 8):
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             ref = x.double() @ weights[0].double().T
-            error = ((triton_linear(x, weights[0]).double() - ref).norm() / ref.norm()).item()
-            small_m_linear(x, weights[0])  # hir's choice for the shape: the kernel or cuBLAS, timed once
-            ours = graph_time([lambda w=w: triton_linear(x, w) for w in weights])
+            error = ((small_m_linear(x, weights[0]).double() - ref).norm() / ref.norm()).item()
+            ours = graph_time([lambda w=w: small_m_linear(x, w) for w in weights])
             cublas = graph_time([lambda w=w: torch.nn.functional.linear(x, w) for w in weights])
             nbytes = (n * k + m * k + m * n) * 2
-            rows.append((f"linear {name} [{n}x{k}], M={m} (hir picks {linear_choices()[(m, n, k)]})", ours, cublas, nbytes / ours / 1e9, error, peak))
+            rows.append((f"linear {name} [{n}x{k}], M={m}", ours, cublas, nbytes / ours / 1e6, error, peak))
     return rows
 
 
@@ -82,7 +80,7 @@ def attention_rows(peak: float) -> list:
         ours = graph_time([lambda k=k, v=v: split_kv_attention(q, k, v, mask, dim ** -0.5) for k, v in caches])
         sdpa = graph_time([lambda k=k, v=v: torch.nn.functional.scaled_dot_product_attention(q, k, v, mask, scale=dim ** -0.5) for k, v in caches])
         nbytes = batch * heads * used * dim * 2 * 2
-        rows.append((f"attention batch {batch}, 8 KV heads x 4 rows, {used}/{length} used", ours, sdpa, nbytes / ours / 1e9, error, peak))
+        rows.append((f"attention batch {batch}, 8 KV heads x 4 rows, {used}/{length} used", ours, sdpa, nbytes / ours / 1e6, error, peak))
     return rows
 
 

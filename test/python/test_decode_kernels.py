@@ -34,7 +34,7 @@ def test_attention_stands_in_for_decode_shapes_only():
     dynamic = [Q.replace("[1,", "[?,")] + DECODE[1:]
     assert not decode_kernels.attention_fits(dynamic, CONSTANTS)
     # on the CPU nothing stands in
-    assert decode_kernels.substitute(SDPA, DECODE, CONSTANTS, torch.device("cpu")) is SDPA
+    assert decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, torch.device("cpu")) is SDPA
 
 
 def test_linear_stands_in_for_a_few_rows():
@@ -129,14 +129,11 @@ def test_split_kv_attention_equals_sdpa(batch, heads, rows, length, used):
 @needs_cuda
 @pytest.mark.parametrize("rows,n,k", [(1, 2048, 2048), (8, 16384, 2048), (8, 2048, 8192), (3, 32000, 2048), (16, 100, 72)])
 def test_small_m_linear_equals_float64(rows, n, k):
-    from hir.interpreter.triton_decode import linear_choices, small_m_linear, triton_linear
+    from hir.interpreter.triton_decode import small_m_linear
 
     torch.manual_seed(rows + n)
     x = torch.randn(rows, 1, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    out = small_m_linear(x, w)
     ref = x.double() @ w.double().T
-    ours = triton_linear(x[:, 0], w)
-    assert ours.shape == (rows, n) and ((ours.double() - ref[:, 0]).norm() / ref.norm()).item() < 1e-2
-    out = small_m_linear(x, w)  # the faster of the kernel and cuBLAS, timed once
-    assert linear_choices()[(rows, n, k)] in ("triton", "cublas")
     assert out.shape == (rows, 1, n) and out.is_contiguous() and ((out.double() - ref).norm() / ref.norm()).item() < 1e-2

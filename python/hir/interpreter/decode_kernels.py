@@ -25,7 +25,7 @@ picks which stand in: a comma-separated subset of ``attention,linear`` (default:
 import importlib.util
 import os
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -85,12 +85,14 @@ def attention_fits(types: list[str], constants: list) -> bool:
     return dropout == 0.0 and is_causal is False and enable_gqa is False
 
 
-def substitute(overload, types: list[str], constants: list, device: torch.device):
-    """The op a kernel segment runs for torch op ``overload`` with operand types ``types``
-    and plan-time ``constants`` on ``device``: ``hir::attention`` where it fits (module
-    docstring), else ``overload``."""
-    if overload is torch.ops.aten.scaled_dot_product_attention.default and len(types) == 8 \
-            and enabled("attention") and available(device) and attention_fits(types, constants):
+def substitute(overload, types: Callable[[], list[str]], constants: Callable[[], list], device: torch.device):
+    """The op a kernel segment runs for torch op ``overload`` with operand types ``types()``
+    (text) and plan-time ``constants()`` on ``device``: ``hir::attention`` where it fits
+    (module docstring), else ``overload`` (the operands are looked at for SDPA only)."""
+    if overload is not torch.ops.aten.scaled_dot_product_attention.default or not (enabled("attention") and available(device)):
+        return overload
+    operand_types = types()
+    if len(operand_types) == 8 and attention_fits(operand_types, constants()):
         return torch.ops.hir.attention.default
     return overload
 

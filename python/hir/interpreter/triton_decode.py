@@ -9,8 +9,7 @@ decides when they run and registers them as torch ops).
   CUDA graph captured at one step replays right at the next.
 - :func:`small_m_linear`: ``x @ w.T`` for a few rows of ``x`` (M <= 16): a GEMV-shaped product
   that streams ``w`` once, each program a strip of ``w``'s rows over the whole of K (no split-K,
-  so no second reduction kernel), tiles picked by Triton's autotuner per (M, N, K); per shape,
-  the kernel runs only where it measured faster than cuBLAS.
+  so no second reduction kernel), tiles picked by Triton's autotuner per (M, N, K).
 """
 
 import math
@@ -18,7 +17,6 @@ import math
 import torch
 import triton
 import triton.language as tl
-import triton.testing
 
 LOG2E = 1.4426950408889634
 
@@ -129,7 +127,7 @@ def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
 
 _LINEAR_CONFIGS = [
     triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w, num_stages=s)
-    for bn, bk, w, s in [(16, 256, 4, 4), (16, 512, 4, 3), (16, 1024, 8, 2), (32, 256, 4, 4), (32, 128, 4, 5), (32, 512, 8, 3), (64, 128, 4, 4), (64, 256, 8, 3)]
+    for bn, bk, w, s in [(16, 256, 4, 4), (16, 512, 4, 3), (32, 256, 4, 4), (32, 128, 4, 5), (64, 128, 4, 4), (64, 256, 8, 3)]
 ]
 
 
@@ -151,39 +149,14 @@ def _small_m_linear(X, W, Y, M, N, K, sxm, sxk, swn, swk, sym, syn, BLOCK_M: tl.
     tl.store(Y + rows[:, None] * sym + cols[None, :] * syn, acc.to(Y.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
 
 
-_LINEAR_CHOICE: dict = {}  # (rows, N, K, dtype, device) -> whether the Triton kernel beat cuBLAS
-
-
-def triton_linear(x2: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """``x2 @ weight.T`` (``x2`` ``[M, K]``, M <= 16) through the Triton kernel, always."""
-    rows, k = x2.shape
-    n = weight.shape[0]
-    out = torch.empty(rows, n, device=x2.device, dtype=x2.dtype)
-    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
-    _small_m_linear[grid](x2, weight, out, rows, n, k, *x2.stride(), *weight.stride(), *out.stride(), BLOCK_M=16)
-    return out
-
-
 def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``x @ weight.T`` for ``x`` ``[..., K]`` with at most 16 rows in all and ``weight``
-    ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype. The first call of a shape (outside a
-    CUDA graph capture) times the Triton kernel, its tiles autotuned, against cuBLAS
-    (``F.linear``), each reading the weight from memory (``do_bench`` clears the L2), and that
-    shape keeps the faster; a shape first met under a capture runs cuBLAS."""
+    ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype."""
     lead = x.shape[:-1]
-    x2 = x.reshape(math.prod(lead), x.shape[-1])
-    key = (x2.shape[0], *weight.shape, x.dtype, x.device)
-    use = _LINEAR_CHOICE.get(key)
-    if use is None and not torch.cuda.is_current_stream_capturing():
-        triton_linear(x2, weight)  # (the autotuner picks the tiles here)
-        ours = triton.testing.do_bench(lambda: triton_linear(x2, weight), warmup=5, rep=25, return_mode="median")
-        cublas = triton.testing.do_bench(lambda: torch.nn.functional.linear(x2, weight), warmup=5, rep=25, return_mode="median")
-        use = _LINEAR_CHOICE[key] = ours < cublas
-    if not use:
-        return torch.nn.functional.linear(x, weight).contiguous()
-    return triton_linear(x2, weight).view(*lead, weight.shape[0])
-
-
-def linear_choices() -> dict:
-    """{(rows, N, K): "triton" or "cublas"} for the shapes timed so far in this process."""
-    return {key[:3]: "triton" if use else "cublas" for key, use in _LINEAR_CHOICE.items()}
+    rows = math.prod(lead)
+    x2 = x.reshape(rows, x.shape[-1])
+    n, k = weight.shape
+    out = torch.empty(rows, n, device=x.device, dtype=x.dtype)
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
+    _small_m_linear[grid](x2, weight, out, rows, n, k, *x2.stride(), *weight.stride(), *out.stride(), BLOCK_M=16)
+    return out.view(*lead, n)

@@ -90,7 +90,7 @@ class TorchImpls:
             raise c.error(op, f"runs '{name}', which has no torch.ops counterpart in torch {torch.__version__}")
         operands = list(op.operation.operands)
         if not op.operation.results or c.out_destination(op.operation.results[0]) is None:  # (the stand-ins have no out= form)
-            overload = decode_kernels.substitute(overload, [str(v.type) for v in operands], [c.constant(v) for v in operands], c.runtime.device)
+            overload = decode_kernels.substitute(overload, lambda: [str(v.type) for v in operands], lambda: [c.constant(v) for v in operands], c.runtime.device)
         schema = overload._schema
         if len(operands) != len(schema.arguments):
             raise c.error(op, f"has {len(operands)} operands but {overload} takes {len(schema.arguments)} ({schema})")
