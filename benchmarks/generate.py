@@ -170,7 +170,10 @@ class Case:
             try:
                 return self.hir_row(grouped_attention, fused_projections, **options)
             finally:
-                os.environ.pop("HIR_DECODE_KERNELS") if saved is None else os.environ.__setitem__("HIR_DECODE_KERNELS", saved)
+                if saved is None:
+                    del os.environ["HIR_DECODE_KERNELS"]
+                else:
+                    os.environ["HIR_DECODE_KERNELS"] = saved
 
         if not (grouped_attention and fused_projections):
             program = hir.from_torch(self.hir_module, (self.ids, self.pos), grouped_attention=grouped_attention, fused_projections=fused_projections)

@@ -37,18 +37,17 @@ def test_attention_stands_in_for_decode_shapes_only():
     assert decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, torch.device("cpu")) is SDPA
 
 
-def test_linear_stands_in_for_a_few_rows():
+def test_linear_stands_in_for_a_few_rows(monkeypatch):
     fits = decode_kernels.linear_fits
     assert not fits((8, 1, 2048), torch.bfloat16, (2048, 2048), True, False, torch.device("cpu"))
-    decode_kernels_available = decode_kernels.available
-    try:
-        decode_kernels.available = lambda device: True
-        assert fits((8, 1, 2048), torch.bfloat16, (2048, 2048), True, False, torch.device("cuda"))
-        assert not fits((1, 512, 2048), torch.bfloat16, (2048, 2048), True, False, torch.device("cuda"))
-        assert not fits((1, 1, 2048), torch.float32, (2048, 2048), True, False, torch.device("cuda"))
-        assert not fits((1, 1, 2048), torch.bfloat16, (2048, 2048), True, True, torch.device("cuda"))
-    finally:
-        decode_kernels.available = decode_kernels_available
+    monkeypatch.setattr(decode_kernels, "available", lambda device: True)
+    cuda = torch.device("cuda")
+    assert fits((8, 1, 2048), torch.bfloat16, (2048, 2048), True, False, cuda)
+    assert not fits((1, 512, 2048), torch.bfloat16, (2048, 2048), True, False, cuda)  # a prefill
+    assert not fits((1, 1, 2048), torch.float32, (2048, 2048), True, False, cuda)
+    assert not fits((1, 1, 2048), torch.bfloat16, (2048, 2048), True, True, cuda)  # a bias
+    monkeypatch.setenv(decode_kernels.ENV, "attention")
+    assert not fits((8, 1, 2048), torch.bfloat16, (2048, 2048), True, False, cuda)
 
 
 def test_kernel_choice_by_environment(monkeypatch):
