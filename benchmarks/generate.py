@@ -34,6 +34,14 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
   without fused projections (``fused_projections=False``: q, k, v one GEMM each) and
   with inductor's max-autotune (``autotune=True``); then the second processes and the
   other ``--generate-batches``.
+- bandwidth: every decode row's achieved weight+KV bandwidth, the fewest bytes its step must
+  read (every weight once, the input embedding's looked-up rows only, and the keys and values
+  of the cache's used positions) over its time, and that bandwidth's share of ``--peak-tbps``
+  (4.8: an H200); a row that reads more (the whole static cache) is still charged the fewest.
+  The options' rows ``no decode kernels``, ``split-KV attention only`` and ``small-M linear
+  only`` plan the program under ``HIR_DECODE_KERNELS`` (:mod:`hir.interpreter.decode_kernels`).
+- ``--cases`` (``decode1,decode8,prefill``), ``--rows`` and ``--option-rows`` (``;``-separated
+  row names) pick what the steps and options sections build.
 - ``loop`` (CPU acceptance): the documented decode loop (docs/from-pytorch.md: a compiled
   one-token program called per token with host tensors, argmax read back) against the same
   loop over HF's eager step and HF ``generate`` per token.
@@ -51,6 +59,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 
 import torch
 
@@ -149,10 +158,22 @@ class Case:
         self.rows[row] = (fn, seconds, error)
         print(f"  {self.name}: {row} ready in {seconds:.1f} s (error {error:.3g})", flush=True)
 
-    def hir_row(self, grouped_attention: bool = True, fused_projections: bool = True, **options):
+    def hir_row(self, grouped_attention: bool = True, fused_projections: bool = True, decode_kernels: Optional[str] = None, **options):
         """A row calling ``program.compile(state, **options)`` of ``hir_module`` (the default
-        import made once; ``grouped_attention`` / ``fused_projections`` off: an import of its own)."""
+        import made once; ``grouped_attention`` / ``fused_projections`` off: an import of its own;
+        ``decode_kernels``: ``HIR_DECODE_KERNELS`` while the program is planned)."""
         import hir
+
+        if decode_kernels is not None:
+            saved = os.environ.get("HIR_DECODE_KERNELS")
+            os.environ["HIR_DECODE_KERNELS"] = decode_kernels
+            try:
+                return self.hir_row(grouped_attention, fused_projections, **options)
+            finally:
+                if saved is None:
+                    del os.environ["HIR_DECODE_KERNELS"]
+                else:
+                    os.environ["HIR_DECODE_KERNELS"] = saved
 
         if not (grouped_attention and fused_projections):
             program = hir.from_torch(self.hir_module, (self.ids, self.pos), grouped_attention=grouped_attention, fused_projections=fused_projections)
@@ -163,13 +184,40 @@ class Case:
         fn = program.compile(program.state(self.hir_module), device=self.args.device, **options)
         return lambda: fn(self.ids, self.pos)
 
-    def build_main_rows(self) -> None:
+    def build_main_rows(self, names: list) -> None:
         step, ids, pos = self.step, self.ids, self.pos
-        self.add("HF eager", lambda: lambda: step(ids, pos))
-        self.add("torch.compile reduce-overhead", lambda: (lambda compiled: lambda: compiled(ids, pos))(torch.compile(step, mode="reduce-overhead")))
-        self.add("hir eager", lambda: self.hir_row(graph=False, compile_kernels=False))
-        self.add("hir default", lambda: self.hir_row())
-        self.add("hir + static outputs", lambda: self.hir_row(static_outputs=True))
+        builders = {
+            "HF eager": lambda: lambda: step(ids, pos),
+            "torch.compile reduce-overhead": lambda: (lambda compiled: lambda: compiled(ids, pos))(torch.compile(step, mode="reduce-overhead")),
+            "hir eager": lambda: self.hir_row(graph=False, compile_kernels=False),
+            "hir default": lambda: self.hir_row(),
+            "hir + static outputs": lambda: self.hir_row(static_outputs=True),
+        }
+        self.add("HF eager", builders["HF eager"])  # the reference the errors are taken against
+        for name in names:
+            if name != "HF eager":
+                self.add(name, builders[name])
+
+    def bytes_read(self, model) -> int:
+        """The fewest bytes a decode step must read: every weight once (the input
+        embedding's looked-up rows only, unless the output projection shares it) and the keys
+        and values of the cache's used positions."""
+        embedding = model.get_input_embeddings().weight
+        tied = any(p is embedding for p in model.get_output_embeddings().parameters())
+        weights = sum(p.numel() * p.element_size() for p in model.parameters() if p is not embedding or tied)
+        if not tied:
+            weights += self.ids.numel() * embedding.shape[1] * embedding.element_size()
+        used = int(self.pos[-1]) + 1
+        return weights + self.kv_bytes(used)
+
+    def kv_bytes(self, used: int) -> int:
+        """Bytes of the keys and values of ``used`` positions of every layer's cache."""
+        total = 0
+        for i in range(len(self.step.cache.layers)):
+            for kind in ("key", "value"):
+                tensor = getattr(self.step, f"{kind}_cache_{i}")
+                total += tensor.numel() // tensor.shape[2] * used * tensor.element_size()
+        return total
 
     def time(self, names: list) -> dict:
         """{"case", "rows": [...], "failed"}: ``names``' rows timed in turns."""
@@ -177,7 +225,10 @@ class Case:
         with torch.no_grad():
             rounds = [[best(fn, 1, self.args.number, self.sync) for _, fn, _, _ in rows] for _ in range(self.args.repeat)]
         times = [min(r[i] for r in rounds) for i in range(len(rows))]
-        return {"case": self.name, "rows": [{"row": n, "ms": t * 1e3, "ready_s": c, "error": e} for (n, _, c, e), t in zip(rows, times)], "failed": self.failed}
+        result = {"case": self.name, "rows": [{"row": n, "ms": t * 1e3, "ready_s": c, "error": e} for (n, _, c, e), t in zip(rows, times)], "failed": self.failed}
+        if self.tokens == 1:
+            result["bytes"] = self.bytes_read(self.step.model)
+        return result
 
 
 MAIN_ROWS = ["HF eager", "torch.compile reduce-overhead", "hir eager", "hir default", "hir + static outputs"]
@@ -185,10 +236,15 @@ OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, aft
     "hir default, HF's repeated KV heads": {"grouped_attention": False},
     "hir default, one GEMM per projection": {"fused_projections": False},
     "hir + static outputs + autotune": {"static_outputs": True, "autotune": True},
+    # the decode kernels (hir.interpreter.decode_kernels), each alone and neither
+    "hir default, no decode kernels": {"decode_kernels": "none"},
+    "hir default, split-KV attention only": {"decode_kernels": "attention"},
+    "hir default, small-M linear only": {"decode_kernels": "linear"},
 }
+CASES = ("decode1", "decode8", "prefill")
 
 
-def print_steps(results: list, title: str = "ms per call") -> None:
+def print_steps(results: list, title: str = "ms per call", peak: float = 4.8) -> None:
     print(f"\n| {title} | " + " | ".join(r["case"] for r in results) + " |")
     print("|---|" + "---:|" * len(results))
     for name in dict.fromkeys(n for r in results for n in (row["row"] for row in r["rows"])):
@@ -207,6 +263,22 @@ def print_steps(results: list, title: str = "ms per call") -> None:
     for r in results:
         for failure in r["failed"]:
             print(f"FAILED {r['case']}: {failure['row']}: {failure['error']}")
+    print_bandwidth([r for r in results if "bytes" in r], peak)
+
+
+def print_bandwidth(results: list, peak: float) -> None:
+    """Per decode row: the bytes a step must read (``Case.bytes_read``) over its time, and
+    that bandwidth's share of the GPU's ``peak`` (TB/s)."""
+    if not results:
+        return
+    print("\n| achieved weight+KV bandwidth (GB/s, share of " + f"{peak:g} TB/s) | " + " | ".join(f"{r['case']} ({r['bytes'] / 1e9:.3f} GB a step)" for r in results) + " |")
+    print("|---|" + "---:|" * len(results))
+    for name in dict.fromkeys(n for r in results for n in (row["row"] for row in r["rows"])):
+        cells = []
+        for r in results:
+            row = {row["row"]: row for row in r["rows"]}.get(name)
+            cells.append("-" if row is None else f"{r['bytes'] / row['ms'] / 1e6:.0f} ({r['bytes'] / row['ms'] / 1e9 / peak:.0%})")
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def first_call(args: argparse.Namespace, engine: str) -> dict:
@@ -355,6 +427,10 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=420.0, help="seconds for the whole run (optional rows are skipped past it)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--json", default=None, help="write the results to this file")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"steps: comma-separated cases of {','.join(CASES)}")
+    parser.add_argument("--rows", default=";".join(MAIN_ROWS), help="steps: main rows, ';'-separated (HF eager always: the reference)")
+    parser.add_argument("--option-rows", default=";".join(OPTION_ROWS), help="option rows, ';'-separated (while the budget lasts; '' for none)")
+    parser.add_argument("--peak-tbps", type=float, default=4.8, help="the GPU's memory bandwidth the decode rows' share is of (H200: 4.8 TB/s)")
     parser.add_argument("--child", choices=["hir", "torch"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -364,6 +440,11 @@ def main() -> None:
     args.prompt = args.prompt or (8 if args.small else 128)
     args.new = args.new or (32 if args.small else 128)
     args.generate_batches = [int(b) for b in args.generate_batches.split(",") if b]
+    args.cases = args.cases.split(",") if args.cases else []
+    args.rows, args.option_rows = (v.split(";") if v else [] for v in (args.rows, args.option_rows))
+    for given, known, what in ((args.cases, CASES, "--cases"), (args.rows, MAIN_ROWS, "--rows"), (args.option_rows, OPTION_ROWS, "--option-rows")):
+        if set(given) - set(known):
+            parser.error(f"{what}: unknown {', '.join(sorted(set(given) - set(known)))}; choose from {', '.join(known)}")
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.child:
@@ -387,15 +468,16 @@ def main() -> None:
     cases: list = []
     if "steps" in sections:
         small_batch = 2 if args.small else 8
-        shapes = [("decode, batch 1", 1, 1, args.cache // 2), (f"decode, batch {small_batch}", small_batch, 1, args.cache // 2), (f"prefill, {args.prefill} tokens", 1, args.prefill, 0)]
+        shapes = {"decode1": ("decode, batch 1", 1, 1, args.cache // 2), "decode8": (f"decode, batch {small_batch}", small_batch, 1, args.cache // 2),
+                  "prefill": (f"prefill, {args.prefill} tokens", 1, args.prefill, 0)}
         steps = []
-        for shape in shapes:
-            case = Case(model, args, *shape)
-            case.build_main_rows()
+        for key in args.cases:
+            case = Case(model, args, *shapes[key])
+            case.build_main_rows(args.rows)
             cases.append(case)
             steps.append(case.time(MAIN_ROWS))
             record("steps", steps)
-        print_steps(steps)
+        print_steps(steps, peak=args.peak_tbps)
     if "first" in sections:
         record("first", first_section(args, clock, second=False))
     if "generate" in sections:
@@ -404,7 +486,7 @@ def main() -> None:
     if "first" in sections:
         record("first", results["first"] + first_section(args, clock, second=True))
     options = []
-    for row, flags in OPTION_ROWS.items():
+    for row, flags in ((r, OPTION_ROWS[r]) for r in args.option_rows):
         for case in (c for c in cases if c.tokens == 1 or flags.get("autotune")):  # autotune's GEMM templates may pay at prefill
             if clock.allows(f"{case.name}: {row}", 150 if flags.get("autotune") else 60):
                 case.add(row, lambda case=case, flags=flags: case.hir_row(**flags))
@@ -412,7 +494,7 @@ def main() -> None:
         options.append(case.time(["torch.compile reduce-overhead", "hir default", "hir + static outputs", *OPTION_ROWS]))
         record("options", options)
     if options:
-        print_steps(options, "hir's options, ms per call")
+        print_steps(options, "hir's options, ms per call", args.peak_tbps)
     if "generate" in sections and args.generate_batches[1:]:
         record("generate", results["generate"] + generate_section(model, args, clock, args.generate_batches[1:]))
     if "loop" in sections:

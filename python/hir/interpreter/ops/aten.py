@@ -30,6 +30,7 @@ from torch_mlir.dialects import torch as torch_dialect
 
 from hir.dialect.base import get_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
+from hir.interpreter import decode_kernels
 from hir.interpreter.updates import in_place_variant, out_variant
 from hir.interpreter.generated import torch_call_step
 from hir.interpreter.plan import Compiler, Step
@@ -87,8 +88,10 @@ class TorchImpls:
         overload = torch_overload(name)
         if overload is None:
             raise c.error(op, f"runs '{name}', which has no torch.ops counterpart in torch {torch.__version__}")
-        schema = overload._schema
         operands = list(op.operation.operands)
+        if not op.operation.results or c.out_destination(op.operation.results[0]) is None:  # (the stand-ins have no out= form)
+            overload = decode_kernels.substitute(overload, lambda: [str(v.type) for v in operands], lambda: [c.constant(v) for v in operands], c.runtime.device)
+        schema = overload._schema
         if len(operands) != len(schema.arguments):
             raise c.error(op, f"has {len(operands)} operands but {overload} takes {len(schema.arguments)} ({schema})")
         positional: list = []

@@ -13,6 +13,7 @@ from torch_mlir.dialects import memref
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
 from hir.dialect.compute import accumulates
 from hir.dialect.base import get_i64_array, get_str
+from hir.interpreter import decode_kernels
 from hir.interpreter.generated import torch_call_step
 from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
@@ -96,6 +97,20 @@ def _contiguous(fn: Callable) -> Callable:
         return result if result.is_contiguous() else result.contiguous()
 
     return contiguous_result
+
+
+def _small_m_linear(c: Compiler, op: ir.OpView, x: int, w: int, o: int) -> Step:
+    """``hir.linear`` without a bias through ``hir::small_m_linear`` (a GEMV-shaped product,
+    :mod:`hir.interpreter.decode_kernels`)."""
+    step = _fresh(c, op, torch.ops.hir.small_m_linear.default, [x, w])
+    if step is not None:
+        return step
+
+    def linear_small_m(env: list) -> None:
+        out = env[o]
+        out.copy_(torch.ops.hir.small_m_linear.default(env[x], env[w]).view(out.shape))
+
+    return linear_small_m
 
 
 @register_impls
@@ -202,6 +217,9 @@ class ComputeImpls:
         bias = slots[3] if len(slots) == 4 else None
         operands = op.operation.operands
         x_rank, w_rank = _rank(c, operands[0]), _rank(c, operands[1])
+        x_spec, w_spec = c.spec(operands[0]), c.spec(operands[1])
+        if decode_kernels.linear_fits(x_spec.shape, x_spec.dtype, w_spec.shape, w_spec.contiguous, bias is not None, c.runtime.device):
+            return _small_m_linear(c, op, x, w, o)
         step = _fresh(c, op, F.linear, [x, w] + slots[3:])
         if step is not None:
             return step

@@ -1,0 +1,103 @@
+"""The decode step's kernels alone (``hir.interpreter.decode_kernels``) against what runs
+without them, on the ~1B Llama's shapes (one GPU):
+
+    python benchmarks/decode_kernels.py            # CUDA only
+
+- products ``x [M, K] @ w.T [K, N]`` for M = 1 and 8 over the model's weights (the fused q/k/v,
+  o, the fused gate/up, down, lm_head): ``hir::small_m_linear``'s Triton kernel (autotuned per
+  shape) against ``torch.nn.functional.linear`` (cuBLAS);
+- attention of a KV head's 4 stacked query rows over a 1024-position cache at batch 1 and 8,
+  513 positions used (the benchmark's decode steps): the split-KV kernel against
+  ``scaled_dot_product_attention`` with the boolean mask (what runs without it).
+
+Times are medians of ``triton.testing.do_bench`` over a CUDA graph of 20 calls rotating
+through enough weight copies to exceed the L2 (so every call reads from HBM); bandwidth counts
+the bytes each call must read (weights and x; the cache's used part) over that time.
+"""
+
+import argparse
+import math
+import sys
+
+import torch
+
+
+LINEARS = {"qkv": (3072, 2048), "o": (2048, 2048), "gate_up": (16384, 2048), "down": (2048, 8192), "lm_head": (32000, 2048)}
+
+
+def graph_time(calls: list) -> float:
+    """ms per call of ``calls`` (each a no-argument function) captured in one CUDA graph."""
+    import triton.testing
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for fn in calls:
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for fn in calls:
+            fn()
+    return triton.testing.do_bench(graph.replay, warmup=50, rep=300, return_mode="median") / len(calls)
+
+
+def copies_for(nbytes: int, l2: int = 60 << 20) -> int:
+    return max(2, math.ceil(3 * l2 / nbytes))
+
+
+def linear_rows(peak: float) -> list:
+    from hir.interpreter.triton_decode import small_m_linear
+
+    rows = []
+    for name, (n, k) in LINEARS.items():
+        count = min(copies_for(n * k * 2), 20)
+        weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(count)]
+        for m in (1, 8):
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            ref = x.double() @ weights[0].double().T
+            error = ((small_m_linear(x, weights[0]).double() - ref).norm() / ref.norm()).item()
+            ours = graph_time([lambda w=w: small_m_linear(x, w) for w in weights])
+            cublas = graph_time([lambda w=w: torch.nn.functional.linear(x, w) for w in weights])
+            nbytes = (n * k + m * k + m * n) * 2
+            rows.append((f"linear {name} [{n}x{k}], M={m}", ours, cublas, nbytes / ours / 1e6, error, peak))
+    return rows
+
+
+def attention_rows(peak: float) -> list:
+    from hir.interpreter.triton_decode import split_kv_attention
+
+    rows = []
+    length, used, heads, dim = 1024, 513, 8, 64
+    for batch in (1, 8):
+        count = copies_for(batch * heads * length * dim * 4)
+        q = torch.randn(batch, heads, 4, dim, device="cuda", dtype=torch.bfloat16)
+        caches = [(torch.randn(batch, heads, length, dim, device="cuda", dtype=torch.bfloat16), torch.randn(batch, heads, length, dim, device="cuda", dtype=torch.bfloat16)) for _ in range(count)]
+        mask = (torch.arange(length, device="cuda") < used).view(1, 1, 1, length).expand(batch, 1, 1, length).contiguous()
+        k, v = caches[0]
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask, scale=dim ** -0.5)
+        error = ((split_kv_attention(q, k, v, mask, dim ** -0.5).double() - ref).norm() / ref.norm()).item()
+        ours = graph_time([lambda k=k, v=v: split_kv_attention(q, k, v, mask, dim ** -0.5) for k, v in caches])
+        sdpa = graph_time([lambda k=k, v=v: torch.nn.functional.scaled_dot_product_attention(q, k, v, mask, scale=dim ** -0.5) for k, v in caches])
+        nbytes = batch * heads * used * dim * 2 * 2
+        rows.append((f"attention batch {batch}, 8 KV heads x 4 rows, {used}/{length} used", ours, sdpa, nbytes / ours / 1e6, error, peak))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--peak-tbps", type=float, default=4.8, help="the GPU's memory bandwidth (H200: 4.8 TB/s)")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("decode_kernels.py: needs CUDA")
+    torch.manual_seed(0)
+    rows = linear_rows(args.peak_tbps) + attention_rows(args.peak_tbps)
+    print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print("| shape | hir kernel (us) | without (cuBLAS / SDPA) (us) | kernel / without | kernel GB/s (share of peak) | rel. error vs float64 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, ours, theirs, gbps, error, peak in rows:
+        print(f"| {name} | {ours * 1e3:.1f} | {theirs * 1e3:.1f} | {ours / theirs:.2f}x | {gbps:.0f} ({gbps / (peak * 1e3):.0%}) | {error:.1e} |")
+
+
+if __name__ == "__main__":
+    main()

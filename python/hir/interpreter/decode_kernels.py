@@ -1,0 +1,142 @@
+"""Kernels for decode-shaped work on CUDA, chosen at plan time from the op's static shapes.
+
+A decode step reads every weight once and the used part of its KV cache once; its matrix
+products have a few rows (batch x new tokens) and its attention a few query rows over a long
+static cache. Two torch ops (``torch.library`` custom ops, so a compiled region's inductor
+graph calls them as it calls aten's, and a CUDA graph captures their launches) run those
+shapes with Triton kernels (:mod:`hir.interpreter.triton_decode`):
+
+- ``hir::attention`` stands in for ``aten.scaled_dot_product_attention`` (same schema) where
+  the query has at most :data:`MAX_ROWS` rows per head, the keys at least :data:`MIN_CACHE`
+  positions, the mask is boolean, no dropout, no ``is_causal``, one key head per query head (the
+  grouped import stacks a KV head's query heads as rows) and a bf16/f16 head dim of 16..256
+  (a power of two). Its kernel reads keys and values only up to the last position the mask
+  lets a row see (the cache's used part, found on the device), where SDPA's kernels read the
+  whole cache.
+- ``hir::small_m_linear`` stands in for ``hir.linear`` without a bias where the input has at
+  most :data:`MAX_ROWS` rows in all (bf16/f16): one pass over the weight, no split-K.
+
+Elsewhere (CPU, no Triton, other shapes) the ops are not used; called directly on other
+inputs they run torch's own kernels. ``HIR_DECODE_KERNELS`` (read when a program is planned)
+picks which stand in: a comma-separated subset of ``attention,linear`` (default: both), or
+``none``.
+"""
+
+import importlib.util
+import os
+import re
+from typing import Callable, Optional
+
+import torch
+import torch.nn.functional as F
+
+from hir.dialect.context import HirError
+
+KERNELS = ("attention", "linear")
+ENV = "HIR_DECODE_KERNELS"
+MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
+MIN_CACHE = 128  # key positions from which the split-KV kernel is used
+HEAD_DIMS = (16, 32, 64, 128, 256)
+DTYPES = ("bf16", "f16")
+_VTENSOR = re.compile(r"vtensor<\[([^\]]*)\],(\w+)>")
+
+
+def enabled(kernel: str) -> bool:
+    """Whether ``kernel`` (one of :data:`KERNELS`) may stand in, by ``HIR_DECODE_KERNELS``."""
+    value = os.environ.get(ENV)
+    if value is None:
+        return True
+    chosen = {part.strip() for part in value.split(",") if part.strip()}
+    unknown = chosen - set(KERNELS) - {"none"}
+    if unknown:
+        raise HirError(f"error: {ENV}={value!r}: unknown kernel(s) {', '.join(sorted(unknown))}; "
+                       f"expected a comma-separated subset of {','.join(KERNELS)}, or none")
+    return kernel in chosen
+
+
+def available(device: torch.device) -> bool:
+    """Whether the kernels can run on ``device``: CUDA, with Triton installed."""
+    return device.type == "cuda" and torch.cuda.is_available() and importlib.util.find_spec("triton") is not None
+
+
+def _tensor_type(type_text: str) -> Optional[tuple[list, str]]:
+    """(shape, element type) of a ``!torch.vtensor`` type's text; None for another type or a
+    dynamic size."""
+    found = _VTENSOR.search(type_text)
+    if found is None or "?" in found.group(1):
+        return None
+    return [int(d) for d in found.group(1).split(",") if d], found.group(2)
+
+
+def attention_fits(types: list[str], constants: list) -> bool:
+    """Whether an ``aten.scaled_dot_product_attention`` with operand types ``types`` (text)
+    and plan-time ``constants`` (UNSET-like for run-time values) suits ``hir::attention``."""
+    shapes = [_tensor_type(t) for t in types[:4]]
+    if any(s is None for s in shapes):
+        return False
+    (q, q_type), (k, k_type), (v, v_type), (mask, mask_type) = shapes
+    if len(q) != 4 or len(k) != 4 or len(v) != 4 or len(mask) != 4 or mask_type != "i1":
+        return False
+    if not (q_type == k_type == v_type and q_type in DTYPES and q[1] == k[1] == v[1] and k[2] == v[2]):
+        return False
+    if q[3] != k[3] or v[3] != q[3] or q[3] not in HEAD_DIMS or q[2] > MAX_ROWS or k[2] < MIN_CACHE:
+        return False
+    dropout, is_causal, _, enable_gqa = constants[4:8]
+    return dropout == 0.0 and is_causal is False and enable_gqa is False
+
+
+def substitute(overload, types: Callable[[], list[str]], constants: Callable[[], list], device: torch.device):
+    """The op a kernel segment runs for torch op ``overload`` with operand types ``types()``
+    (text) and plan-time ``constants()`` on ``device``: ``hir::attention`` where it fits
+    (module docstring), else ``overload`` (the operands are looked at for SDPA only)."""
+    if overload is not torch.ops.aten.scaled_dot_product_attention.default or not (enabled("attention") and available(device)):
+        return overload
+    operand_types = types()
+    if len(operand_types) == 8 and attention_fits(operand_types, constants()):
+        return torch.ops.hir.attention.default
+    return overload
+
+
+def linear_fits(x_shape: tuple, x_dtype: torch.dtype, w_shape: tuple, w_contiguous: bool, bias: bool, device: torch.device) -> bool:
+    """Whether ``hir.linear`` of an input ``x_shape`` (``x_dtype``) and weight ``w_shape``
+    suits ``hir::small_m_linear`` on ``device``."""
+    if bias or len(x_shape) < 2 or len(w_shape) != 2 or not w_contiguous or x_dtype not in (torch.bfloat16, torch.float16):
+        return False
+    rows = 1
+    for size in x_shape[:-1]:
+        rows *= size
+    return 0 < rows <= MAX_ROWS and min(w_shape) > 0 and enabled("linear") and available(device)
+
+
+@torch.library.custom_op("hir::attention", mutates_args=())
+def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Optional[torch.Tensor] = None, dropout_p: float = 0.0,
+              is_causal: bool = False, *, scale: Optional[float] = None, enable_gqa: bool = False) -> torch.Tensor:
+    """``aten.scaled_dot_product_attention``, contiguous; through the split-KV kernel where
+    the inputs fit it (module docstring)."""
+    if query.is_cuda and attn_mask is not None and attn_mask.dtype == torch.bool and dropout_p == 0.0 and not is_causal and not enable_gqa \
+            and query.dtype in (torch.bfloat16, torch.float16) and key.shape[1] == query.shape[1] and query.shape[-1] in HEAD_DIMS:
+        from hir.interpreter.triton_decode import split_kv_attention
+
+        return split_kv_attention(query, key, value, attn_mask, scale if scale is not None else query.shape[-1] ** -0.5)
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+    return out.contiguous()
+
+
+@attention.register_fake
+def _attention_fake(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
+    return query.new_empty(*query.shape[:-1], value.shape[-1])
+
+
+@torch.library.custom_op("hir::small_m_linear", mutates_args=())
+def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``x @ weight.T`` (contiguous); through the small-M kernel on CUDA (module docstring)."""
+    if x.is_cuda and x.dtype in (torch.bfloat16, torch.float16) and x.dtype == weight.dtype and x[..., 0].numel() <= MAX_ROWS:
+        from hir.interpreter.triton_decode import small_m_linear as kernel
+
+        return kernel(x, weight)
+    return F.linear(x, weight).contiguous()
+
+
+@small_m_linear.register_fake
+def _small_m_linear_fake(x, weight):
+    return x.new_empty(*x.shape[:-1], weight.shape[0])
