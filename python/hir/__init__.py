@@ -174,7 +174,7 @@ def generate(model, input_ids, **options: Any):
     - ``eos_token_id``: the stop token(s), an int or a list; ``pad_token_id``: what a
       finished row gets
     - ``generation_config``: the defaults of those (default: the model's)
-    - ``attention_mask``: all ones (unpadded prompts only)
+    - ``attention_mask``: zeros at the padding of a left-padded batch of prompts
     - ``return_dict_in_generate``, ``output_logits``: a ``GenerateOutput``, with each
       step's logits
 

@@ -85,6 +85,39 @@ def test_stop_tokens_and_padding_as_hf():
     assert got.tolist() == want.tolist()
 
 
+def left_padded(rows: list, pad: int = 0) -> tuple:
+    """A tokenizer's batch for a decoder model: each row left-padded to the longest."""
+    width = max(len(row) for row in rows)
+    ids = torch.tensor([[pad] * (width - len(row)) + row for row in rows])
+    mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows])
+    return ids, mask
+
+
+def test_left_padded_batch_equals_hf_per_row():
+    """Prompts of different lengths in one left-padded batch: HF's positions (the mask's
+    cumsum) and the padding masked for the whole generation; each row equals HF's batched
+    generate and HF's generate of that prompt alone; stop tokens and sampling too."""
+    model = shared("llama")
+    rows = [[3, 17, 42, 9, 11], [5, 6], [7, 8, 120]]
+    ids, mask = left_padded(rows)
+    with torch.no_grad():
+        want = model.generate(ids, attention_mask=mask, max_new_tokens=10, min_new_tokens=10, do_sample=False)
+    got = hir.generate(model, ids, attention_mask=mask, max_new_tokens=10, do_sample=False)
+    assert got.tolist() == want.tolist()
+    for i, row in enumerate(rows):
+        alone = hf_generate(model, torch.tensor([row]), max_new_tokens=10, min_new_tokens=10, do_sample=False)
+        assert got[i, ids.shape[1]:].tolist() == alone[0, len(row):].tolist(), i
+    stop = int(want[1, ids.shape[1] + 2])
+    with torch.no_grad():
+        want = model.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=False, eos_token_id=stop, pad_token_id=1)
+    assert hir.generate(model, ids, attention_mask=mask, max_new_tokens=10, do_sample=False, eos_token_id=stop, pad_token_id=1).tolist() == want.tolist()
+    torch.manual_seed(4)
+    with torch.no_grad():
+        want = model.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=True)
+    torch.manual_seed(4)
+    assert hir.generate(model, ids, attention_mask=mask, max_new_tokens=10, do_sample=True).tolist() == want.tolist()
+
+
 def test_sampling():
     model = shared("llama")
     prompt = torch.tensor(PROMPT)
@@ -236,8 +269,10 @@ def test_bad_arguments_are_named():
         hir.generate(model, prompt, max_new_tokens=4, num_beams=4)
     with pytest.raises(hir.HirError, match=r"unsupported argument\(s\) streamer"):
         hir.generate(model, prompt, max_new_tokens=4, streamer=object())
-    with pytest.raises(hir.HirError, match="attention_mask has padding"):
-        hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.tensor([[0, 1, 1, 1, 1], [1, 1, 1, 1, 1]]))
+    with pytest.raises(hir.HirError, match=r"attention_mask must be a tensor of input_ids' shape \[2, 5\], got a 2-d tensor of torch.int64 of shape \[2, 4\]"):
+        hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.ones(2, 4, dtype=torch.long))
+    with pytest.raises(hir.HirError, match=r"attention_mask must hold 0 \(padding\) and 1 \(a token\) only"):
+        hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.full((2, 5), 2))
     with pytest.raises(hir.HirError, match="input_ids must be a \\[batch, tokens\\] tensor"):
         hir.generate(model, prompt[0], max_new_tokens=4)
 

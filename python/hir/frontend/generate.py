@@ -12,7 +12,11 @@ imported (at the first prefill) from :class:`~hir.frontend.hf_decode.StaticCache
 over the same step (attention over the prompt's own tokens, causally, no mask: HF's eager
 prefill; the step's export would attend over the whole cache through a mask), compiled with
 the same options and bound to the same tensors, so it fills the cache the decode steps read.
-Models ``StaticCachePrefill`` refuses (sliding-window attention, not SDPA, ...) and 1-token
+A left-padded batch (prompts of different lengths: zeros at the start of
+``attention_mask``'s rows, what HF tokenizers give decoder models) runs programs of its own
+that also take the padding mask over the cache and each row's positions, as HF's
+``generate`` derives them (the mask's cumsum; the padding masked for the whole generation),
+and prefills through the decode program. Models ``StaticCachePrefill`` refuses (sliding-window attention, not SDPA, ...) and 1-token
 prompts prefill through the decode program; so does a model whose prefill module torch.export
 cannot trace with a dynamic token count (float32 on CUDA: SDPA's math path adds shape guards
 the token range fails), with a ``RuntimeWarning`` naming why.
@@ -73,18 +77,23 @@ class GenerateOutput:
 class Generator:
     """The compiled decoding program of ``model`` for one batch size and cache length."""
 
-    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict) -> None:
+    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict, padded: bool = False) -> None:
         from hir.frontend.import_cache import cached_from_torch
         from hir.interpreter.kernels import warm_compile_workers
 
         warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
         self.example = torch.zeros(batch_size, 2, dtype=torch.long, device=self.step.key_cache_0.device)
-        self.program = cached_from_torch(self.step, (self.example, torch.arange(2, device=self.example.device)), dynamic={"input0": {1: "tokens"}, "input1": {0: "tokens"}})
-        try:
-            self.prefill_module: Optional[StaticCachePrefill] = StaticCachePrefill(self.step)
+        example = (self.example, torch.arange(2, device=self.example.device))
+        dynamic = {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
+        if padded:  # the padding mask over the cache and each row's positions (StaticCacheStep.forward)
+            example += (torch.ones(batch_size, max_cache_len, dtype=torch.long, device=self.example.device), self.example)
+            dynamic["input3"] = {1: "tokens"}
+        self.program = cached_from_torch(self.step, example, dynamic=dynamic)
+        try:  # the causal prefill takes no mask: a padded batch prefills through the decode program
+            self.prefill_module: Optional[StaticCachePrefill] = None if padded else StaticCachePrefill(self.step)
         except PrefillRefused:
-            self.prefill_module = None  # prefills through the decode program
+            self.prefill_module = None
         self.prefill_program: Any = None  # imported at the first prefill
         self.device = device
         self.options = {"static_outputs": True, **options}
@@ -100,19 +109,21 @@ class Generator:
         self.copied = any(self.fn.state[name].data_ptr() != tensor.data_ptr() for name, tensor in state.items() if name in self.fn.state)
         self.fingerprint = _fingerprint(model, self.copied)
 
-    def __call__(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions``."""
-        logits = self.fn(tokens, positions)
+    def __call__(self, tokens: torch.Tensor, positions: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
+        """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions`` (cache
+        positions; a padded generator also takes the padding mask over the cache and the
+        tokens' positions per row)."""
+        logits = self.fn(tokens, positions, *padding)
         return logits[:, -1, :].float()
 
-    def prefill(self, prompt: torch.Tensor) -> torch.Tensor:
+    def prefill(self, prompt: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
         """The float32 logits ``[batch, vocab]`` after ``prompt`` (``[batch, tokens]``) from
         an empty cache: the prefill program where there is one (see the module docstring)."""
         positions = torch.arange(prompt.shape[1], device=prompt.device)
         if self.prefill_fn is None and self.prefill_module is not None and prompt.shape[1] >= 2:
             self.prefill_fn = self._compile_prefill()
         if self.prefill_fn is None or prompt.shape[1] < 2:
-            return self(prompt, positions)
+            return self(prompt, positions, *padding)
         logits = self.prefill_fn(prompt, positions)
         return logits[:, -1, :].float()
 
@@ -142,9 +153,10 @@ class Generator:
 _GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
 
 
-def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Optional[str] = None, max_cache_len: Optional[int] = None, options: Optional[dict] = None) -> Generator:
+def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Optional[str] = None, max_cache_len: Optional[int] = None, options: Optional[dict] = None,
+              padded: bool = False) -> Generator:
     """The cached :class:`Generator` of ``model`` for ``batch_size`` rows of ``tokens``
-    positions (see the module docstring)."""
+    positions (see the module docstring); ``padded``: its programs take a padding mask."""
     from hir.interpreter.backends.process_groups import default_device
 
     try:
@@ -155,11 +167,11 @@ def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Opti
     if length < tokens:
         raise HirError(f"error: hir.generate: max_cache_len={length} is shorter than the prompt and new tokens ({tokens})")
     options = dict(options or {})
-    key = (batch_size, length, str(dev), tuple(sorted(options.items())))
+    key = (batch_size, length, str(dev), tuple(sorted(options.items())), padded)
     cached = _GENERATORS.setdefault(model, {})
     found = cached.get(key)
     if found is None:
-        found = cached[key] = Generator(model, batch_size, length, dev, options)
+        found = cached[key] = Generator(model, batch_size, length, dev, options, padded)
     elif found.fingerprint != _fingerprint(model, found.copied):
         found.bind(model)
     return found
@@ -195,8 +207,8 @@ def generate(
     ``temperature``, ``top_k``, ``top_p``, ``eos_token_id`` (an int or a list),
     ``pad_token_id``, ``generation_config`` (unset fields: the model's, then HF's defaults:
     sampling keeps the 50 likeliest tokens unless ``top_k`` says otherwise; no length: 20
-    new tokens, HF's ``max_length`` default), ``attention_mask`` (all
-    ones: no padding), ``return_dict_in_generate`` / ``output_logits``. hir's: ``device``
+    new tokens, HF's ``max_length`` default), ``attention_mask`` (zeros:
+    left padding), ``return_dict_in_generate`` / ``output_logits``. hir's: ``device``
     (default: the model's), ``max_cache_len``, ``compile_options`` (``CompiledProgram``'s:
     ``graph``, ``compile_kernels``, ``autotune``...). Returns the ``[batch, prompt + new]``
     token ids (a :class:`GenerateOutput` with ``return_dict_in_generate=True``)."""
@@ -204,8 +216,7 @@ def generate(
     config = _config(model, generation_config, kwargs)
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
         raise HirError(f"error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got {_describe(input_ids)}")
-    if attention_mask is not None and not bool((attention_mask == 1).all()):
-        raise HirError("error: hir.generate: attention_mask has padding (zeros); hir.generate decodes unpadded prompts only (one prompt length per batch)")
+    mask = _padding(attention_mask, input_ids)
     batch, prompt = input_ids.shape
     new = _new_tokens(model, config, prompt, default_length)
     if new < 1:
@@ -214,8 +225,8 @@ def generate(
     if limit is not None and prompt + new > limit:
         raise HirError(f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's n_positions / max_position_embeddings); "
                        f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens")
-    gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options)
-    return _decode(gen, input_ids.to(gen.device), new, config, return_dict_in_generate, output_logits)
+    gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options, padded=mask is not None)
+    return _decode(gen, input_ids.to(gen.device), None if mask is None else mask.to(gen.device), new, config, return_dict_in_generate, output_logits)
 
 
 def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any:
@@ -269,6 +280,19 @@ def _position_limit(model: torch.nn.Module) -> Optional[int]:
     return limit if tables else None
 
 
+def _padding(attention_mask: Optional[torch.Tensor], input_ids: torch.Tensor) -> Optional[torch.Tensor]:
+    """The prompt's attention mask where it has padding (zeros: a left-padded batch of
+    prompts of different lengths); None where there is none (all ones, or no mask)."""
+    if attention_mask is None:
+        return None
+    if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
+        raise HirError(f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got {_describe(attention_mask)}"
+                       f"{f' of shape {list(attention_mask.shape)}' if isinstance(attention_mask, torch.Tensor) else ''}")
+    if not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
+        raise HirError("error: hir.generate: attention_mask must hold 0 (padding) and 1 (a token) only")
+    return None if bool((attention_mask == 1).all()) else attention_mask.long()
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"a {value.dim()}-d tensor of {value.dtype}"
@@ -300,8 +324,8 @@ def _processors(config: Any, prompt: int, eos: Optional[torch.Tensor]) -> Any:
     return processors
 
 
-def _decode(gen: Generator, input_ids: torch.Tensor, new: int, config: Any, as_dict: bool, keep_logits: bool) -> Any:
-    """The decoding loop (see the module docstring)."""
+def _decode(gen: Generator, input_ids: torch.Tensor, mask: Optional[torch.Tensor], new: int, config: Any, as_dict: bool, keep_logits: bool) -> Any:
+    """The decoding loop (see the module docstring); ``mask``: the prompt's padding."""
     batch, prompt = input_ids.shape
     dev = input_ids.device
     eos_ids = config.eos_token_id
@@ -315,7 +339,15 @@ def _decode(gen: Generator, input_ids: torch.Tensor, new: int, config: Any, as_d
     done = torch.zeros((), dtype=torch.bool, pin_memory=cuda)  # every row finished (a step late on CUDA)
     ready = torch.cuda.Event() if cuda else None
     raw: list = []
-    logits = gen.prefill(input_ids)
+    padding: tuple = ()
+    if mask is not None:  # HF's: positions count each row's tokens; padding masked for the whole generation
+        cache_mask = torch.ones(batch, gen.step.key_cache_0.shape[2], dtype=torch.long, device=dev)
+        cache_mask[:, :prompt] = mask
+        positions = (mask.cumsum(-1) - 1).masked_fill_(mask == 0, 1)
+        padding = (cache_mask, positions)
+    logits = gen.prefill(input_ids, *padding)
+    if mask is not None:
+        padding = (cache_mask, positions[:, -1:] + 1)
     position = torch.tensor([prompt], device=dev)
     length = prompt
     for _ in range(new):
@@ -341,8 +373,10 @@ def _decode(gen: Generator, input_ids: torch.Tensor, new: int, config: Any, as_d
                 ready.record()
             elif not unfinished.any():
                 break
-        logits = gen(tokens[:, None], position)
+        logits = gen(tokens[:, None], position, *padding)
         position += 1
+        if padding:
+            padding[1].add_(1)
     if eos is not None and cuda:
         length = _trim(sequences, prompt, length, eos, pad)
     out = sequences[:, :length]
