@@ -37,8 +37,8 @@ is dropped from the result.
 
 The import is cached on disk (:mod:`hir.frontend.import_cache`), so another process
 imports nothing; the compiled programs are kept per model (until it is garbage collected), per batch size,
-cache length (the tokens needed, rounded up to a power of two, at least 64), device and
-options, and rebuilt when a parameter of the model is replaced or written in place.
+cache length (the tokens needed, rounded up to a power of two, at least 64), device,
+options and whether the batch is padded, and rebuilt when a parameter of the model is replaced or written in place.
 """
 
 import warnings
