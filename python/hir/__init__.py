@@ -122,6 +122,11 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
       (:func:`from_torch`) with its state bound, for its one input signature (or its
       dynamic dims): :meth:`hir.frontend.TorchProgram.compile`; a call returns what the
       module returns, ``fn.run(...)`` the list of ``@main``'s results.
+    - ``hir.compile(exported_program, example_args=None, ...)``: a
+      ``torch.export.ExportedProgram``, as its module (``ep.module()``) with the module
+      form's options; the example inputs default to those the export recorded, and the dims
+      it made dynamic are dynamic (with its bounds) from the start
+      (:mod:`hir.frontend.pt2`).
     - ``hir.compile(ir_module, ...)``: an hir module: :class:`hir.interpreter.Program`
       (call it with the list of ``@main``'s arguments; it returns a list).
     Other options are :class:`hir.interpreter.Program`'s (``device``, ``graph``,
@@ -135,6 +140,15 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
         if state_or_args is None:
             raise HirError("error: hir.compile(program, state): an imported program needs its state (program.state(module) or module.state_dict())")
         return target.compile(state_or_args, **options)
+    exported = _is_exported_program(target)
+    if exported:
+        from hir.frontend.pt2 import exported_inputs
+
+        target, state_or_args, kwargs, dynamic = exported_inputs(target, state_or_args)
+        if kwargs and "example_kwargs" not in options:
+            options["example_kwargs"] = kwargs
+        if dynamic and "dynamic" not in options and "dynamic_shapes" not in options:
+            options["dynamic"] = dynamic
     if _is_torch_module(target):
         if state_or_args is None:
             raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
@@ -160,6 +174,13 @@ def _is_torch_module(value: Any) -> bool:
     return torch is not None and isinstance(value, torch.nn.Module)
 
 
+def _is_exported_program(value: Any) -> bool:
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.export.ExportedProgram)
+
+
 def generate(model, input_ids, **options: Any):
     """``model.generate(input_ids, **options)``'s greedy and sampled decoding through hir
     programs over a static KV cache (:func:`hir.frontend.generate.generate`). Returns the
@@ -170,13 +191,15 @@ def generate(model, input_ids, **options: Any):
 
     - ``max_new_tokens`` / ``max_length``: the tokens to add / the total length
     - ``min_new_tokens`` / ``min_length``: no stop token before then
-    - ``do_sample``, ``temperature``, ``top_k``, ``top_p``: sampling (else greedy)
+    - ``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``min_p``: sampling (else greedy)
+    - ``repetition_penalty``, ``no_repeat_ngram_size``: HF's penalties
+    - ``streamer``: gets the prompt, then each step's tokens (a ``TextStreamer`` prints them)
     - ``eos_token_id``: the stop token(s), an int or a list; ``pad_token_id``: what a
       finished row gets
     - ``generation_config``: the defaults of those (default: the model's)
-    - ``attention_mask``: all ones (unpadded prompts only)
-    - ``return_dict_in_generate``, ``output_logits``: a ``GenerateOutput``, with each
-      step's logits
+    - ``attention_mask``: zeros at the padding of a left-padded batch of prompts
+    - ``return_dict_in_generate``, ``output_scores``, ``output_logits``: a
+      ``GenerateOutput``, with each step's processed scores / raw logits
 
     hir's own:
 
@@ -186,7 +209,7 @@ def generate(model, input_ids, **options: Any):
     - ``compile_options``: :class:`~hir.frontend.compiled.CompiledProgram`'s (``graph``,
       ``compile_kernels``, ``autotune``, ...)
 
-    HF options hir does not run (beam search, repetition penalties, ...) are an
+    HF options hir does not run (beam search, ``bad_words_ids``, ...) are an
     :class:`HirError`."""
     from hir.frontend.generate import generate as _generate
 
@@ -227,7 +250,17 @@ def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_sh
 def load(path, *, weights: Optional[str] = None):
     """The imported program that ``TorchProgram.save(path)`` or ``hir-import -o path`` wrote:
     its module, and its weights (read from the recorded safetensors file, or ``weights``) as
-    the program's state: ``hir.load(path).run(None, x)`` runs the saved model on ``x``."""
+    the program's state: ``hir.load(path).run(None, x)`` runs the saved model on ``x``.
+    A ``.pt2`` file that ``torch.export.save`` wrote is imported from its exported program
+    (its weights the state; an archive holding pickled objects or compiled code is refused
+    before torch reads it: :mod:`hir.frontend.pt2`)."""
+    import os
+
+    from hir.frontend.pt2 import is_archive, load_pt2
     from hir.frontend.saving import load as _load
 
+    if isinstance(path, (str, os.PathLike)) and is_archive(os.fspath(path)):
+        if weights is not None:
+            raise HirError(f"{os.fspath(path)}: error: hir.load: a .pt2 archive holds its weights; weights= is for a saved hir program")
+        return load_pt2(path)
     return _load(path, weights)

@@ -62,7 +62,66 @@ def test_keyword_inputs_by_keyword_and_new_shapes():
         torch.testing.assert_close(fn(x, mask=mask), x * mask[..., None])
         torch.testing.assert_close(fn(x, mask), x * mask[..., None])
     assert len(fn.programs) == 3 and all(p.keyword_inputs == ["mask"] for p in fn.programs)
-    with pytest.raises(hir.HirError, match=r"the keyword inputs are \['mask'\] \(example_kwargs' tensors\), got \['attention_mask'\]"):
+    torch.testing.assert_close(fn(x=x, mask=mask), x * mask[..., None])  # positional parameters by keyword too
+    assert len(fn.programs) == 3
+    with pytest.raises(hir.HirError, match=r"hir.compile\(Masked\): got an unexpected keyword argument 'attention_mask' \(the module's forward\(x, mask=None\)\)"):
+        fn(x, attention_mask=mask)
+    with pytest.raises(hir.HirError, match=r"hir.compile\(Masked\): multiple values for argument 'x'"):
+        fn(x, x=x)
+
+
+def test_keyword_inputs_wherever_positional_ones_work():
+    """A positional parameter by keyword (``fn(input=x)``); keyword tensors on a module
+    compiled without them (a program taking them); a keyword constant other than the example's
+    is refused by name."""
+    model = mlp()
+    fn = hir.compile(model, (torch.randn(8, 16),), device="cpu")
+    with torch.no_grad():
+        x = torch.randn(8, 16)
+        torch.testing.assert_close(fn(input=x), model(x))
+        assert len(fn.programs) == 1
+
+    class Masked(torch.nn.Module):
+        def forward(self, x, *, mask=None, scale=1.0):
+            return x * scale if mask is None else x * mask[..., None] * scale
+
+    masked = hir.compile(Masked(), (torch.randn(2, 4, 3),), example_kwargs={"scale": 2.0}, device="cpu")
+    x, mask = torch.randn(2, 4, 3), torch.rand(2, 4)
+    torch.testing.assert_close(masked(x), x * 2.0)
+    torch.testing.assert_close(masked(x, mask=mask), x * mask[..., None] * 2.0)
+    torch.testing.assert_close(masked(x=x, mask=mask, scale=2.0), x * mask[..., None] * 2.0)
+    assert [p.keyword_inputs for p in masked.programs] == [[], ["mask"]]
+    with pytest.raises(hir.HirError, match=r"scale=3.0: a keyword that is not a tensor is a constant of the compiled program \(example_kwargs: scale=2.0\)"):
+        masked(x, scale=3.0)
+
+
+def test_llama_keyword_inputs():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                                      num_key_value_heads=2, max_position_embeddings=64)
+    llama = transformers.LlamaForCausalLM(config).eval()
+    ids, mask = torch.randint(0, 64, (2, 5)), torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    fn = hir.compile(llama, (ids,), device="cpu")
+    with torch.no_grad():
+        torch.testing.assert_close(fn(input_ids=ids).logits, llama(ids).logits)
+        torch.testing.assert_close(fn(ids, attention_mask=mask).logits, llama(ids, attention_mask=mask).logits)
+        masked = hir.compile(llama, (ids,), example_kwargs={"attention_mask": mask}, device="cpu")
+        torch.testing.assert_close(masked(ids, attention_mask=mask).logits, llama(ids, attention_mask=mask).logits)
+
+
+def test_compiled_program_takes_keyword_inputs():
+    class Masked(torch.nn.Module):
+        def forward(self, x, mask=None):
+            return x * mask[..., None]
+
+    x, mask = torch.randn(2, 4, 3), torch.rand(2, 4)
+    program = hir.from_torch(Masked(), (x,), example_kwargs={"mask": mask})
+    fn = program.compile({}, device="cpu")
+    torch.testing.assert_close(fn(x, mask=mask), x * mask[..., None])
+    torch.testing.assert_close(fn.run(x, mask=mask)[0], x * mask[..., None])
+    torch.testing.assert_close(hir.compile(program, {}, device="cpu")(x, mask), x * mask[..., None])
+    with pytest.raises(hir.HirError, match=r"the module's keyword inputs are \['mask'\]; got \['attention_mask'\]"):
         fn(x, attention_mask=mask)
 
 

@@ -85,6 +85,39 @@ def test_stop_tokens_and_padding_as_hf():
     assert got.tolist() == want.tolist()
 
 
+def left_padded(rows: list, pad: int = 0) -> tuple:
+    """A tokenizer's batch for a decoder model: each row left-padded to the longest."""
+    width = max(len(row) for row in rows)
+    ids = torch.tensor([[pad] * (width - len(row)) + row for row in rows])
+    mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows])
+    return ids, mask
+
+
+def test_left_padded_batch_equals_hf_per_row():
+    """Prompts of different lengths in one left-padded batch: HF's positions (the mask's
+    cumsum) and the padding masked for the whole generation; each row equals HF's batched
+    generate and HF's generate of that prompt alone; stop tokens and sampling too."""
+    model = shared("llama")
+    rows = [[3, 17, 42, 9, 11], [5, 6], [7, 8, 120]]
+    ids, mask = left_padded(rows)
+    with torch.no_grad():
+        want = model.generate(ids, attention_mask=mask, max_new_tokens=10, min_new_tokens=10, do_sample=False)
+    got = hir.generate(model, ids, attention_mask=mask, max_new_tokens=10, do_sample=False)
+    assert got.tolist() == want.tolist()
+    for i, row in enumerate(rows):
+        alone = hf_generate(model, torch.tensor([row]), max_new_tokens=10, min_new_tokens=10, do_sample=False)
+        assert got[i, ids.shape[1]:].tolist() == alone[0, len(row):].tolist(), i
+    stop = int(want[1, ids.shape[1] + 2])
+    with torch.no_grad():
+        want = model.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=False, eos_token_id=stop, pad_token_id=1)
+    assert hir.generate(model, ids, attention_mask=mask, max_new_tokens=10, do_sample=False, eos_token_id=stop, pad_token_id=1).tolist() == want.tolist()
+    torch.manual_seed(4)
+    with torch.no_grad():
+        want = model.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=True)
+    torch.manual_seed(4)
+    assert hir.generate(model, ids, attention_mask=mask, max_new_tokens=10, do_sample=True).tolist() == want.tolist()
+
+
 def test_sampling():
     model = shared("llama")
     prompt = torch.tensor(PROMPT)
@@ -232,12 +265,14 @@ def test_a_prefill_that_cannot_be_imported_falls_back_with_a_warning(monkeypatch
 def test_bad_arguments_are_named():
     model = shared("llama")
     prompt = torch.tensor(PROMPT)
-    with pytest.raises(hir.HirError, match="num_beams=4 is not supported"):
+    with pytest.raises(hir.HirError, match="num_beams=4 is not supported"):  # beam search stays refused
         hir.generate(model, prompt, max_new_tokens=4, num_beams=4)
-    with pytest.raises(hir.HirError, match=r"unsupported argument\(s\) streamer"):
-        hir.generate(model, prompt, max_new_tokens=4, streamer=object())
-    with pytest.raises(hir.HirError, match="attention_mask has padding"):
-        hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.tensor([[0, 1, 1, 1, 1], [1, 1, 1, 1, 1]]))
+    with pytest.raises(hir.HirError, match=r"unsupported argument\(s\) logits_processor"):
+        hir.generate(model, prompt, max_new_tokens=4, logits_processor=[])
+    with pytest.raises(hir.HirError, match=r"attention_mask must be a tensor of input_ids' shape \[2, 5\], got a 2-d tensor of torch.int64 of shape \[2, 4\]"):
+        hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.ones(2, 4, dtype=torch.long))
+    with pytest.raises(hir.HirError, match=r"attention_mask must hold 0 \(padding\) and 1 \(a token\) only"):
+        hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.full((2, 5), 2))
     with pytest.raises(hir.HirError, match="input_ids must be a \\[batch, tokens\\] tensor"):
         hir.generate(model, prompt[0], max_new_tokens=4)
 
@@ -294,3 +329,67 @@ def test_generate_on_cuda_replays_graphs():
     step = StaticCacheStep(model.cpu(), batch_size=1, max_cache_len=16).to("cuda")
     with torch.no_grad():
         assert step(torch.tensor([[3]], device="cuda"), torch.tensor([0], device="cuda")).device.type == "cuda"
+
+
+def test_penalties_and_min_p_equal_hf():
+    """repetition_penalty, no_repeat_ngram_size (greedy) and min_p (sampled) run HF's own
+    processors: the tokens equal HF's, and each step's processed scores too."""
+    model = shared("llama")
+    prompt = torch.tensor(PROMPT)
+    plain = hir.generate(model, prompt, max_new_tokens=16, do_sample=False)
+    for options in ({"repetition_penalty": 1.5}, {"no_repeat_ngram_size": 2}, {"repetition_penalty": 0.8, "no_repeat_ngram_size": 3}):
+        want = hf_generate(model, prompt, max_new_tokens=16, min_new_tokens=16, do_sample=False, **options)
+        got = hir.generate(model, prompt, max_new_tokens=16, do_sample=False, **options)
+        assert got.tolist() == want.tolist(), options
+    assert hir.generate(model, prompt, max_new_tokens=16, do_sample=False, repetition_penalty=1.5).tolist() != plain.tolist()  # it bites
+    assert hir.generate(model, prompt, max_new_tokens=16, do_sample=False, no_repeat_ngram_size=2).tolist() != plain.tolist()
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        want = hf_generate(model, prompt, max_new_tokens=12, do_sample=True, top_k=0, min_p=0.3, temperature=1.5)
+        torch.manual_seed(seed)
+        assert hir.generate(model, prompt, max_new_tokens=12, do_sample=True, top_k=0, min_p=0.3, temperature=1.5).tolist() == want.tolist(), seed
+    # a left-padded batch: the penalty skips each row's padding, as HF's
+    ids, mask = left_padded([[3, 17, 42, 9, 11], [5, 6]])
+    with torch.no_grad():
+        want = model.generate(ids, attention_mask=mask, max_new_tokens=10, min_new_tokens=10, do_sample=False, repetition_penalty=1.3)
+    assert hir.generate(model, ids, attention_mask=mask, max_new_tokens=10, do_sample=False, repetition_penalty=1.3).tolist() == want.tolist()
+
+
+def test_scores_and_logits_equal_hf():
+    model = shared("llama")
+    prompt = torch.tensor(PROMPT)
+    options = dict(max_new_tokens=8, do_sample=False, repetition_penalty=1.5, eos_token_id=3, pad_token_id=1, min_new_tokens=4)
+    want = hf_generate(model, prompt, return_dict_in_generate=True, output_scores=True, output_logits=True, **options)
+    got = hir.generate(model, prompt, return_dict_in_generate=True, output_scores=True, output_logits=True, **options)
+    assert got.sequences.tolist() == want.sequences.tolist()
+    assert len(got.scores) == len(want.scores) == len(got.logits) == got.sequences.shape[1] - prompt.shape[1]
+    for mine, hfs in zip(got.scores + got.logits, want.scores + want.logits):
+        torch.testing.assert_close(mine, hfs, atol=1e-4, rtol=1e-4)
+    assert bool((got.scores[0][:, 3] == float("-inf")).all())  # min_new_tokens held the stop token back
+    only = hir.generate(model, prompt, return_dict_in_generate=True, output_scores=True, **options)
+    assert only.logits is None and len(only.scores) == len(got.scores)
+
+
+def word_tokenizer():
+    """A tokenizer over the tiny models' 128 ids, built here (no download)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {**{f"w{i}": i for i in range(126)}, "<pad>": 126, "<unk>": 127}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", pad_token="<pad>")
+
+
+def test_text_streamer_prints_what_hf_prints(capsys):
+    model = shared("llama")
+    tokenizer = word_tokenizer()
+    prompt = tokenizer("w3 w17 w42 w9", return_tensors="pt").input_ids
+    assert prompt.tolist() == [[3, 17, 42, 9]]
+    hf_generate(model, prompt, max_new_tokens=10, min_new_tokens=10, do_sample=False, streamer=transformers.TextStreamer(tokenizer))
+    want = capsys.readouterr().out
+    got = hir.generate(model, prompt, max_new_tokens=10, do_sample=False, streamer=transformers.TextStreamer(tokenizer))
+    assert capsys.readouterr().out == want
+    assert want.startswith("w3 w17 w42 w9 ") and want.endswith("\n") and len(want.split()) == 14
+    assert tokenizer.decode(got[0]) == want.strip()
+    skipped = hir.generate(model, prompt, max_new_tokens=10, do_sample=False, streamer=transformers.TextStreamer(tokenizer, skip_prompt=True))
+    assert capsys.readouterr().out == tokenizer.decode(skipped[0, 4:]) + "\n"

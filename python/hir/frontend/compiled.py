@@ -80,15 +80,18 @@ class CompiledProgram:
         """What compiling compute regions cost (:attr:`hir.interpreter.Program.kernel_compile`)."""
         return self.interpreter.kernel_compile
 
-    def __call__(self, *inputs: Any) -> Any:
+    def __call__(self, *inputs: Any, **keyword_inputs: Any) -> Any:
         """What the module returns (a tensor, a tuple, a dict, a ``ModelOutput``: its
         structure, :attr:`TorchProgram.output_tree`) on ``inputs`` (tensors on any device;
         moved to the program's); a list of ``@main``'s results for a program that records no
-        structure (loaded from a file)."""
-        return rebuild(self.program.output_tree, self.run(*inputs))
+        structure (loaded from a file). The keyword inputs (``example_kwargs``' tensors,
+        :attr:`TorchProgram.keyword_inputs`) by keyword, or positionally after the others."""
+        return rebuild(self.program.output_tree, self.run(*inputs, **keyword_inputs))
 
-    def run(self, *inputs: Any) -> list:
+    def run(self, *inputs: Any, **keyword_inputs: Any) -> list:
         """``@main``'s results on ``inputs``, as a list (``program.output_names``)."""
+        if keyword_inputs:
+            inputs = self.program.with_keywords(inputs, keyword_inputs)
         if len(inputs) != len(self._types):
             raise HirError(f"error: the program takes {len(self._types)} input(s), got {len(inputs)}")
         inputs = [x.to(self.device, non_blocking=True) if isinstance(x, torch.Tensor) and x.device != self.device else x for x in inputs]

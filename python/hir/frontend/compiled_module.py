@@ -16,6 +16,11 @@ follows the module's parameters.
   At most ``recompile_limit`` programs (default 8, as torch's
   ``torch._dynamo.config.recompile_limit``): a call that needs one more is refused, saying
   which shapes were compiled and how to declare the varying dims dynamic.
+* **Keyword inputs**: a call takes the module's arguments as ``forward`` does: a positional
+  parameter by keyword (``fn(input=x)``), ``example_kwargs``' tensors by keyword or positionally
+  after the others, and another set of keyword tensors (``fn(ids, attention_mask=m)`` on a module
+  compiled without one) compiles a program taking them; a keyword's other values are constants of
+  the program (a new value: another program).
 * **Results**: what the module returns (:mod:`hir.frontend.output_tree`).
 * **Parameters**: each call checks that the module's parameters and buffers are the tensors
   the programs were bound to (the same objects, on the same storage; a guard like
@@ -27,6 +32,7 @@ follows the module's parameters.
   ``.grad`` silently unset.
 """
 
+import inspect
 import sys
 import warnings
 from typing import Any, Optional
@@ -58,9 +64,11 @@ class CompiledModule:
         self._static_only = False  # torch.export refused the dims dynamic once: a program per signature
         self._guard = _Guard(module)
         given = imports.get("example_kwargs") or {}
-        self._keywords = [k for k, v in given.items() if isinstance(v, torch.Tensor)] if isinstance(given, dict) else []
+        self._keywords = tuple(k for k, v in given.items() if isinstance(v, torch.Tensor)) if isinstance(given, dict) else ()
+        self._forward = inspect.signature(module.forward)
         inputs = tuple(example_args) + tuple(given[k] for k in self._keywords)  # as a call passes them: the keyword inputs last
-        self._last = self._compile(inputs, _signature(inputs), self._imports)
+        self._example_inputs = len(inputs)
+        self._last = self._compile(inputs, _signature(inputs, self._keywords), self._imports)
 
     @property
     def programs(self) -> list:
@@ -81,11 +89,12 @@ class CompiledModule:
     def __call__(self, *args: Any, **keyword_inputs: Any) -> Any:
         """What the module returns on ``args`` (see the module docstring); the keyword inputs
         (``example_kwargs``' tensors) by keyword, or positionally after the others."""
+        keywords = self._keywords if len(args) == self._example_inputs else ()  # example_kwargs' tensors given positionally
         if keyword_inputs:
-            args = self._with_keywords(args, keyword_inputs)
+            args, keywords = self._with_keywords(args, keyword_inputs)
         if self._guard.stale():
             self._rebind()
-        key = _signature(args)
+        key = _signature(args, keywords)
         entry = self._found.get(key)
         if entry is None:
             entry = self._found[key] = self._entry(args, key)
@@ -97,10 +106,28 @@ class CompiledModule:
         return rebuild(entry[1].output_tree, outputs)
 
     def _with_keywords(self, args: tuple, keyword_inputs: dict) -> tuple:
-        if sorted(keyword_inputs) != sorted(self._keywords):
-            raise HirError(f"error: hir.compile({type(self.module).__name__}): the keyword inputs are {self._keywords or 'none'} "
-                           f"(example_kwargs' tensors), got {sorted(keyword_inputs)}")
-        return tuple(args) + tuple(keyword_inputs[k] for k in self._keywords)
+        """(the inputs, the keywords of the last of them) of a call with keywords, as
+        ``forward`` binds them: positional parameters named by keyword in order join ``args``
+        (but ``example_kwargs``' keywords); the other keywords follow, in ``example_kwargs``' order first."""
+        try:
+            self._forward.bind(*args, **keyword_inputs)
+        except TypeError as err:
+            raise HirError(f"error: hir.compile({type(self.module).__name__}): {err} (the module's forward{self._forward})") from None
+        rest = dict(keyword_inputs)
+        given = self._imports.get("example_kwargs") or {}
+        for k in [k for k, v in rest.items() if not isinstance(v, torch.Tensor)]:
+            value = rest.pop(k)
+            if k not in given or isinstance(given[k], torch.Tensor) or (given[k] is not value and given[k] != value):
+                raise HirError(f"error: hir.compile({type(self.module).__name__}): {k}={value!r}: a keyword that is not a tensor is a constant of the "
+                               f"compiled program (example_kwargs: {k}={given.get(k, '<not given>')!r}); compile another for another value")
+        positional = [p.name for p in self._forward.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        args = list(args)
+        while len(args) < len(positional) and positional[len(args)] in rest and positional[len(args)] not in given:
+            args.append(rest.pop(positional[len(args)]))
+        if not rest:
+            return tuple(args), ()
+        order = [k for k in self._keywords if k in rest] + [k for k in rest if k not in self._keywords]
+        return tuple(args) + tuple(rest[k] for k in order), tuple(order)
 
     def _entry(self, args: tuple, key: tuple) -> list:
         """The entry whose program takes ``args``, compiling one where none does."""
@@ -127,9 +154,12 @@ class CompiledModule:
     def _compile(self, args: tuple, key: tuple, imports: dict, automatic: bool = False) -> list:
         from hir.frontend.import_cache import cached_from_torch
 
-        if self._keywords:  # the keyword inputs are the last inputs: this call's, by keyword
-            split = len(args) - len(self._keywords)
-            imports = {**imports, "example_kwargs": {**imports["example_kwargs"], **dict(zip(self._keywords, args[split:]))}}
+        keywords = key[-1][1][1]  # the last inputs' keywords (_signature)
+        if keywords or self._keywords:  # this call's keyword inputs, the example's constants
+            split = len(args) - len(keywords)
+            given = imports.get("example_kwargs") or {}
+            constants = {k: v for k, v in given.items() if k not in self._keywords and k not in keywords}
+            imports = {**imports, "example_kwargs": {**constants, **dict(zip(keywords, args[split:]))}}
             args = args[:split]
         program = cached_from_torch(self.module, args, **imports)
         entry = [_pattern(program, key, automatic), program, self._bind(program, self._entries[0][2] if self._entries else None)]
@@ -217,9 +247,10 @@ def _no_backward(outputs: list, anchor: torch.Tensor, what: str) -> list:
     return out
 
 
-def _signature(args: Any) -> tuple:
-    """Per input: (shape, dtype) of a tensor, the value of anything else."""
-    return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ("value", a) for a in args)
+def _signature(args: Any, keywords: tuple = ()) -> tuple:
+    """Per input: (shape, dtype) of a tensor, the value of anything else; then the keywords
+    the last inputs are passed by (a program takes one set of them)."""
+    return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ("value", a) for a in args) + (("value", ("keywords", tuple(keywords))),)
 
 
 def _pattern(program: Any, key: tuple, automatic: bool) -> tuple:
@@ -289,4 +320,7 @@ def _names(dynamic: dict, history: list, key: tuple) -> dict:
 
 
 def _shapes(key: tuple) -> str:
-    return ", ".join(f"input{i} {list(entry[0])} {str(entry[1]).replace('torch.', '')}" if entry[0] != "value" else f"input{i} {entry[1]!r}" for i, entry in enumerate(key))
+    keywords = key[-1][1][1]
+    key = key[:-1]
+    named = {len(key) - len(keywords) + i: k for i, k in enumerate(keywords)}
+    return ", ".join((f"{named[i]}=" if i in named else "") + f"input{i} {list(entry[0])} {str(entry[1]).replace('torch.', '')}" if entry[0] != "value" else f"input{i} {entry[1]!r}" for i, entry in enumerate(key))

@@ -12,7 +12,11 @@ imported (at the first prefill) from :class:`~hir.frontend.hf_decode.StaticCache
 over the same step (attention over the prompt's own tokens, causally, no mask: HF's eager
 prefill; the step's export would attend over the whole cache through a mask), compiled with
 the same options and bound to the same tensors, so it fills the cache the decode steps read.
-Models ``StaticCachePrefill`` refuses (sliding-window attention, not SDPA, ...) and 1-token
+A left-padded batch (prompts of different lengths: zeros at the start of
+``attention_mask``'s rows, what HF tokenizers give decoder models) runs programs of its own
+that also take the padding mask over the cache and each row's positions, as HF's
+``generate`` derives them (the mask's cumsum; the padding masked for the whole generation),
+and prefills through the decode program. Models ``StaticCachePrefill`` refuses (sliding-window attention, not SDPA, ...) and 1-token
 prompts prefill through the decode program; so does a model whose prefill module torch.export
 cannot trace with a dynamic token count (float32 on CUDA: SDPA's math path adds shape guards
 the token range fails), with a ``RuntimeWarning`` naming why.
@@ -20,8 +24,9 @@ The generation config is HF's (the model's ``generation_config``, then HF's defa
 ``top_k=50``, and 20 new tokens where no length is given, then the call's arguments: HF's
 own rule), and the
 tokens are chosen as HF's ``generate`` chooses them, with HF's own logits processors
-(``MinNewTokensLengthLogitsProcessor``, ``TemperatureLogitsWarper``, ``TopKLogitsWarper``,
-``TopPLogitsWarper``) on float32 logits, ``argmax`` or ``torch.multinomial``; a finished
+(:mod:`hir.frontend.generate_processors`: repetition penalty, no-repeat n-grams, minimum
+lengths, temperature, top-k, top-p, min-p) on float32 logits, ``argmax`` or
+``torch.multinomial``; a ``streamer`` gets the prompt, then each step's tokens; a finished
 row gets ``pad_token_id``; decoding stops when every row has produced a stop token or after
 ``max_new_tokens``. Greedy decoding equals ``model.generate(..., do_sample=False)`` token
 for token (``test/python/test_generate.py``).
@@ -32,8 +37,8 @@ is dropped from the result.
 
 The import is cached on disk (:mod:`hir.frontend.import_cache`), so another process
 imports nothing; the compiled programs are kept per model (until it is garbage collected), per batch size,
-cache length (the tokens needed, rounded up to a power of two, at least 64), device and
-options, and rebuilt when a parameter of the model is replaced or written in place.
+cache length (the tokens needed, rounded up to a power of two, at least 64), device,
+options and whether the batch is padded, and rebuilt when a parameter of the model is replaced or written in place.
 """
 
 import warnings
@@ -45,46 +50,45 @@ import torch
 
 from hir.core import HirError
 from hir.dialect.context import api_stacklevel
+from hir.frontend.generate_processors import UNSUPPORTED, logits_processors, refuse_unsupported
 from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
 
-# GenerationConfig fields whose processors hir.generate does not run, with the value that
-# turns each off (None too; a model's generation_config may set them; the error names the field).
-_UNSUPPORTED = {
-    "num_beams": 1, "num_return_sequences": 1, "repetition_penalty": 1.0, "no_repeat_ngram_size": 0,
-    "bad_words_ids": None, "suppress_tokens": None, "begin_suppress_tokens": None, "forced_bos_token_id": None,
-    "forced_eos_token_id": None, "min_p": None, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
-    "top_h": None, "sequence_bias": None, "guidance_scale": None, "encoder_repetition_penalty": 1.0,
-    "exponential_decay_length_penalty": None, "renormalize_logits": False, "penalty_alpha": None,
-    "watermarking_config": None, "assistant_model": None, "prompt_lookup_num_tokens": None,
-}
-_ARGUMENTS = ("max_new_tokens", "max_length", "min_new_tokens", "min_length", "do_sample", "temperature", "top_k", "top_p", "eos_token_id", "pad_token_id")
+_ARGUMENTS = ("max_new_tokens", "max_length", "min_new_tokens", "min_length", "do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
+              "no_repeat_ngram_size", "eos_token_id", "pad_token_id")
 
 
 @dataclass
 class GenerateOutput:
     """``return_dict_in_generate=True``: the sequences (prompt then new tokens) and, with
-    ``output_logits=True``, each step's raw logits (``[batch, vocab]`` float32), as HF's
+    ``output_scores=True``, each step's processed scores (what the token was chosen from),
+    with ``output_logits=True`` its raw logits (each ``[batch, vocab]`` float32), as HF's
     ``GenerateDecoderOnlyOutput``."""
 
     sequences: torch.Tensor
+    scores: Optional[tuple] = None
     logits: Optional[tuple] = None
 
 
 class Generator:
     """The compiled decoding program of ``model`` for one batch size and cache length."""
 
-    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict) -> None:
+    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict, padded: bool = False) -> None:
         from hir.frontend.import_cache import cached_from_torch
         from hir.interpreter.kernels import warm_compile_workers
 
         warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
         self.example = torch.zeros(batch_size, 2, dtype=torch.long, device=self.step.key_cache_0.device)
-        self.program = cached_from_torch(self.step, (self.example, torch.arange(2, device=self.example.device)), dynamic={"input0": {1: "tokens"}, "input1": {0: "tokens"}})
-        try:
-            self.prefill_module: Optional[StaticCachePrefill] = StaticCachePrefill(self.step)
+        example = (self.example, torch.arange(2, device=self.example.device))
+        dynamic = {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
+        if padded:  # the padding mask over the cache and each row's positions (StaticCacheStep.forward)
+            example += (torch.ones(batch_size, max_cache_len, dtype=torch.long, device=self.example.device), self.example)
+            dynamic["input3"] = {1: "tokens"}
+        self.program = cached_from_torch(self.step, example, dynamic=dynamic)
+        try:  # the causal prefill takes no mask: a padded batch prefills through the decode program
+            self.prefill_module: Optional[StaticCachePrefill] = None if padded else StaticCachePrefill(self.step)
         except PrefillRefused:
-            self.prefill_module = None  # prefills through the decode program
+            self.prefill_module = None
         self.prefill_program: Any = None  # imported at the first prefill
         self.device = device
         self.options = {"static_outputs": True, **options}
@@ -100,19 +104,21 @@ class Generator:
         self.copied = any(self.fn.state[name].data_ptr() != tensor.data_ptr() for name, tensor in state.items() if name in self.fn.state)
         self.fingerprint = _fingerprint(model, self.copied)
 
-    def __call__(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions``."""
-        logits = self.fn(tokens, positions)
+    def __call__(self, tokens: torch.Tensor, positions: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
+        """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions`` (cache
+        positions; a padded generator also takes the padding mask over the cache and the
+        tokens' positions per row)."""
+        logits = self.fn(tokens, positions, *padding)
         return logits[:, -1, :].float()
 
-    def prefill(self, prompt: torch.Tensor) -> torch.Tensor:
+    def prefill(self, prompt: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
         """The float32 logits ``[batch, vocab]`` after ``prompt`` (``[batch, tokens]``) from
         an empty cache: the prefill program where there is one (see the module docstring)."""
         positions = torch.arange(prompt.shape[1], device=prompt.device)
         if self.prefill_fn is None and self.prefill_module is not None and prompt.shape[1] >= 2:
             self.prefill_fn = self._compile_prefill()
         if self.prefill_fn is None or prompt.shape[1] < 2:
-            return self(prompt, positions)
+            return self(prompt, positions, *padding)
         logits = self.prefill_fn(prompt, positions)
         return logits[:, -1, :].float()
 
@@ -142,9 +148,10 @@ class Generator:
 _GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
 
 
-def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Optional[str] = None, max_cache_len: Optional[int] = None, options: Optional[dict] = None) -> Generator:
+def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Optional[str] = None, max_cache_len: Optional[int] = None, options: Optional[dict] = None,
+              padded: bool = False) -> Generator:
     """The cached :class:`Generator` of ``model`` for ``batch_size`` rows of ``tokens``
-    positions (see the module docstring)."""
+    positions (see the module docstring); ``padded``: its programs take a padding mask."""
     from hir.interpreter.backends.process_groups import default_device
 
     try:
@@ -155,11 +162,11 @@ def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Opti
     if length < tokens:
         raise HirError(f"error: hir.generate: max_cache_len={length} is shorter than the prompt and new tokens ({tokens})")
     options = dict(options or {})
-    key = (batch_size, length, str(dev), tuple(sorted(options.items())))
+    key = (batch_size, length, str(dev), tuple(sorted(options.items())), padded)
     cached = _GENERATORS.setdefault(model, {})
     found = cached.get(key)
     if found is None:
-        found = cached[key] = Generator(model, batch_size, length, dev, options)
+        found = cached[key] = Generator(model, batch_size, length, dev, options, padded)
     elif found.fingerprint != _fingerprint(model, found.copied):
         found.bind(model)
     return found
@@ -183,7 +190,9 @@ def generate(
     *,
     generation_config: Any = None,
     attention_mask: Optional[torch.Tensor] = None,
+    streamer: Any = None,
     return_dict_in_generate: bool = False,
+    output_scores: bool = False,
     output_logits: bool = False,
     device: Optional[str] = None,
     max_cache_len: Optional[int] = None,
@@ -192,11 +201,13 @@ def generate(
 ) -> Any:
     """``model.generate(input_ids, ...)`` through hir (see the module docstring). HF's
     arguments: ``max_new_tokens`` / ``max_length``, ``min_new_tokens``, ``do_sample``,
-    ``temperature``, ``top_k``, ``top_p``, ``eos_token_id`` (an int or a list),
+    ``temperature``, ``top_k``, ``top_p``, ``min_p``, ``repetition_penalty``,
+    ``no_repeat_ngram_size``, ``eos_token_id`` (an int or a list),
     ``pad_token_id``, ``generation_config`` (unset fields: the model's, then HF's defaults:
     sampling keeps the 50 likeliest tokens unless ``top_k`` says otherwise; no length: 20
-    new tokens, HF's ``max_length`` default), ``attention_mask`` (all
-    ones: no padding), ``return_dict_in_generate`` / ``output_logits``. hir's: ``device``
+    new tokens, HF's ``max_length`` default), ``attention_mask`` (zeros:
+    left padding), ``streamer`` (``put`` the prompt, then each step's tokens; ``end``),
+    ``return_dict_in_generate`` with ``output_scores`` / ``output_logits``. hir's: ``device``
     (default: the model's), ``max_cache_len``, ``compile_options`` (``CompiledProgram``'s:
     ``graph``, ``compile_kernels``, ``autotune``...). Returns the ``[batch, prompt + new]``
     token ids (a :class:`GenerateOutput` with ``return_dict_in_generate=True``)."""
@@ -204,8 +215,7 @@ def generate(
     config = _config(model, generation_config, kwargs)
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
         raise HirError(f"error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got {_describe(input_ids)}")
-    if attention_mask is not None and not bool((attention_mask == 1).all()):
-        raise HirError("error: hir.generate: attention_mask has padding (zeros); hir.generate decodes unpadded prompts only (one prompt length per batch)")
+    mask = _padding(attention_mask, input_ids)
     batch, prompt = input_ids.shape
     new = _new_tokens(model, config, prompt, default_length)
     if new < 1:
@@ -214,8 +224,9 @@ def generate(
     if limit is not None and prompt + new > limit:
         raise HirError(f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's n_positions / max_position_embeddings); "
                        f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens")
-    gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options)
-    return _decode(gen, input_ids.to(gen.device), new, config, return_dict_in_generate, output_logits)
+    gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options, padded=mask is not None)
+    keep = tuple(name for name, wanted in (("scores", output_scores), ("logits", output_logits)) if wanted)
+    return _decode(gen, input_ids.to(gen.device), None if mask is None else mask.to(gen.device), new, config, streamer, return_dict_in_generate, keep)
 
 
 def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any:
@@ -224,9 +235,10 @@ def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any
     unset fields from the model's ``generation_config``, then from HF's global defaults
     (``top_k=50``, ``max_length=20``...), then the keyword overrides; refusing what
     hir.generate does not run."""
-    unknown = [k for k in kwargs if k not in _ARGUMENTS and k not in _UNSUPPORTED and k != "use_cache"]
+    unknown = [k for k in kwargs if k not in _ARGUMENTS and k not in UNSUPPORTED and k != "use_cache"]
     if unknown:
-        raise HirError(f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, generation_config, attention_mask, return_dict_in_generate, output_logits, device, max_cache_len, compile_options)")
+        raise HirError(f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, generation_config, attention_mask, "
+                       "streamer, return_dict_in_generate, output_scores, output_logits, device, max_cache_len, compile_options)")
     prepare = getattr(model, "_prepare_generation_config", None)
     if getattr(model, "generation_config", None) is None or prepare is None:
         raise HirError(f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face causal LMs)")
@@ -234,10 +246,7 @@ def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any
         config, _ = prepare(generation_config, **kwargs)
     except ValueError as err:  # a model config carrying generation fields (HF refuses it too)
         raise HirError(f"error: hir.generate: {err}") from None
-    for key, off in _UNSUPPORTED.items():
-        value = getattr(config, key, off)
-        if value is not None and value != off:
-            raise HirError(f"error: hir.generate: {key}={value!r} is not supported (hir.generate runs greedy and temperature / top-k / top-p sampling; leave {key} at {off!r})")
+    refuse_unsupported(config)
     return config
 
 
@@ -269,59 +278,60 @@ def _position_limit(model: torch.nn.Module) -> Optional[int]:
     return limit if tables else None
 
 
+def _padding(attention_mask: Optional[torch.Tensor], input_ids: torch.Tensor) -> Optional[torch.Tensor]:
+    """The prompt's attention mask where it has padding (zeros: a left-padded batch of
+    prompts of different lengths); None where there is none (all ones, or no mask)."""
+    if attention_mask is None:
+        return None
+    if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
+        raise HirError(f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got {_describe(attention_mask)}"
+                       f"{f' of shape {list(attention_mask.shape)}' if isinstance(attention_mask, torch.Tensor) else ''}")
+    if not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
+        raise HirError("error: hir.generate: attention_mask must hold 0 (padding) and 1 (a token) only")
+    return None if bool((attention_mask == 1).all()) else attention_mask.long()
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"a {value.dim()}-d tensor of {value.dtype}"
     return type(value).__name__
 
 
-def _processors(config: Any, prompt: int, eos: Optional[torch.Tensor]) -> Any:
-    """HF's logits processors for ``config``, in ``GenerationMixin._get_logits_processor``'s
-    order."""
-    from transformers.generation.logits_process import (
-        LogitsProcessorList,
-        MinNewTokensLengthLogitsProcessor,
-        TemperatureLogitsWarper,
-        TopKLogitsWarper,
-        TopPLogitsWarper,
-    )
-
-    processors = LogitsProcessorList()
-    minimum = config.min_new_tokens if config.min_new_tokens is not None else (config.min_length or 0) - prompt
-    if eos is not None and minimum > 0:
-        processors.append(MinNewTokensLengthLogitsProcessor(prompt, minimum, eos, device=eos.device))
-    if config.do_sample:
-        if config.temperature is not None and config.temperature != 1.0:
-            processors.append(TemperatureLogitsWarper(config.temperature))
-        if config.top_k is not None and config.top_k != 0:
-            processors.append(TopKLogitsWarper(top_k=config.top_k, min_tokens_to_keep=1))
-        if config.top_p is not None and config.top_p < 1.0:
-            processors.append(TopPLogitsWarper(top_p=config.top_p, min_tokens_to_keep=1))
-    return processors
-
-
-def _decode(gen: Generator, input_ids: torch.Tensor, new: int, config: Any, as_dict: bool, keep_logits: bool) -> Any:
-    """The decoding loop (see the module docstring)."""
+def _decode(gen: Generator, input_ids: torch.Tensor, mask: Optional[torch.Tensor], new: int, config: Any, streamer: Any, as_dict: bool, keep: tuple) -> Any:
+    """The decoding loop (see the module docstring); ``mask``: the prompt's padding;
+    ``keep``: what a :class:`GenerateOutput` holds besides the sequences (``"scores"``, ``"logits"``)."""
     batch, prompt = input_ids.shape
     dev = input_ids.device
     eos_ids = config.eos_token_id
     eos = None if eos_ids is None else torch.tensor([eos_ids] if isinstance(eos_ids, int) else list(eos_ids), device=dev)
     pad = config.pad_token_id if config.pad_token_id is not None else (int(eos[0]) if eos is not None else 0)
-    processors = _processors(config, prompt, eos)
+    processors = logits_processors(config, prompt, eos, mask)
     sequences = torch.empty(batch, prompt + new, dtype=torch.long, device=dev)
     sequences[:, :prompt] = input_ids
     unfinished = torch.ones(batch, dtype=torch.bool, device=dev)
-    cuda = dev.type == "cuda"
-    done = torch.zeros((), dtype=torch.bool, pin_memory=cuda)  # every row finished (a step late on CUDA)
-    ready = torch.cuda.Event() if cuda else None
-    raw: list = []
-    logits = gen.prefill(input_ids)
+    lagged = dev.type == "cuda" and streamer is None  # a streamer reads each token as it comes: nothing to trim
+    done = torch.zeros((), dtype=torch.bool, pin_memory=lagged)  # every row finished (a step late on CUDA)
+    ready = torch.cuda.Event() if lagged else None
+    kept: dict = {name: [] for name in keep}
+    padding: tuple = ()
+    if mask is not None:  # HF's: positions count each row's tokens; padding masked for the whole generation
+        cache_mask = torch.ones(batch, gen.step.key_cache_0.shape[2], dtype=torch.long, device=dev)
+        cache_mask[:, :prompt] = mask
+        positions = (mask.cumsum(-1) - 1).masked_fill_(mask == 0, 1)
+        padding = (cache_mask, positions)
+    if streamer is not None:
+        streamer.put(input_ids.cpu())
+    logits = gen.prefill(input_ids, *padding)
+    if mask is not None:
+        padding = (cache_mask, positions[:, -1:] + 1)
     position = torch.tensor([prompt], device=dev)
     length = prompt
     for _ in range(new):
-        if keep_logits:
-            raw.append(logits.clone())
+        if "logits" in kept:
+            kept["logits"].append(logits.clone())
         scores = processors(sequences[:, :length], logits)
+        if "scores" in kept:
+            kept["scores"].append(scores)
         if config.do_sample:
             tokens = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
         else:
@@ -331,24 +341,30 @@ def _decode(gen: Generator, input_ids: torch.Tensor, new: int, config: Any, as_d
             unfinished &= ~torch.isin(tokens, eos)
         sequences[:, length] = tokens
         length += 1
+        if streamer is not None:
+            streamer.put(tokens.cpu())
         if length == prompt + new:
             break
         if eos is not None:
-            if cuda:
+            if lagged:
                 if _finished(done, ready):
                     break
                 done.copy_(~unfinished.any(), non_blocking=True)
                 ready.record()
             elif not unfinished.any():
                 break
-        logits = gen(tokens[:, None], position)
+        logits = gen(tokens[:, None], position, *padding)
         position += 1
-    if eos is not None and cuda:
+        if padding:
+            padding[1].add_(1)
+    if eos is not None and lagged:
         length = _trim(sequences, prompt, length, eos, pad)
+    if streamer is not None:
+        streamer.end()
     out = sequences[:, :length]
     if not as_dict:
         return out
-    return GenerateOutput(out, tuple(raw[: length - prompt]) if keep_logits else None)
+    return GenerateOutput(out, **{name: tuple(values[: length - prompt]) for name, values in kept.items()})
 
 
 def _finished(done: torch.Tensor, ready: Any) -> bool:

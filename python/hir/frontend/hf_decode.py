@@ -86,9 +86,13 @@ class StaticCacheStep(torch.nn.Module):
             return {}
         return {f"{kind}_cache_{i}": Shard(1) for i in range(len(self.cache.layers)) for kind in ("key", "value")}
 
-    def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
+                position_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Logits of ``input_ids`` (``[batch, tokens]``) at positions ``cache_position``
-        (``[tokens]``, the first one also where the cache's valid part ends)."""
+        (``[tokens]``, the first one also where the cache's valid part ends); a padded batch
+        also gives ``attention_mask`` (``[batch, max_cache_len]``, 0 at each row's padding) and
+        ``position_ids`` (``[batch, tokens]``, the positions without the padding), as HF's
+        ``generate`` passes them."""
         for i, layer in enumerate(self.cache.layers):
             layer.keys = getattr(self, f"key_cache_{i}")
             layer.values = getattr(self, f"value_cache_{i}")
@@ -96,7 +100,8 @@ class StaticCacheStep(torch.nn.Module):
             layer.device = layer.keys.device
             layer.cumulative_length.copy_(cache_position[0])
         keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
-        out = self.model(input_ids=input_ids, attention_mask=None, use_cache=True, **keep, **{self.cache_keyword: self.cache})
+        padded = {} if position_ids is None else {"position_ids": position_ids}
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=True, **keep, **padded, **{self.cache_keyword: self.cache})
         self._release()  # (no try/finally: torch.compile traces this forward too)
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 

@@ -73,7 +73,7 @@ class TorchProgram:
         program, else rank ``rank``'s shards (default: this process's rank). Each state entry
         and input must have its ``@main`` argument's global shape and dtype; the error names the
         entry or input and the caller's line (not the torch source line ``@main`` is located at)."""
-        inputs = self._with_keywords(inputs, keyword_inputs)
+        inputs = self.with_keywords(inputs, keyword_inputs)
         if len(inputs) != self.num_inputs:
             raise HirError(f"error: the module takes {self.num_inputs} input(s), got {len(inputs)}")
         state = self.state_values(self.weights if state_dict is None else state_dict)
@@ -83,7 +83,7 @@ class TorchProgram:
 
         return shard_arguments(self.module, self.mesh, full, rank)
 
-    def _with_keywords(self, inputs: tuple, keyword_inputs: dict) -> tuple:
+    def with_keywords(self, inputs: tuple, keyword_inputs: dict) -> tuple:
         """The inputs in ``@main``'s order: positional, then the keyword inputs by keyword
         (none given: every input positional, the keyword ones last, as a compiled program takes them)."""
         if not keyword_inputs:
