@@ -22,6 +22,7 @@ FAMILIES = {
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 8}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {}),  # sliding_window 4096 by default
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8}),
+    "falcon": ("FalconConfig", "FalconForCausalLM", {}),
 }
 MHA = {"num_key_value_heads": None}  # (families without grouped KV heads take no num_key_value_heads)
 EQUAL_FAMILIES = {  # family -> (config, model, overrides): the eager prefill equals the step
@@ -121,6 +122,7 @@ def test_one_token_prefill_equals_the_step():
     ("mistral", {}, r"MistralForCausalLM \(mistral\): it has sliding-window attention \(sliding_window=4096\)"),
     ("gemma2", {}, r"Gemma2ForCausalLM \(gemma2\): .*not all its layers are full attention .*softcaps its attention scores"),
     ("llama", {"attn_implementation": "eager"}, r"LlamaForCausalLM \(llama\): its attention is 'eager', not 'sdpa'"),
+    ("falcon", {}, r"FalconForCausalLM \(falcon\): its attention does not run through transformers' AttentionInterface"),
 ])
 def test_models_it_would_be_wrong_for_are_refused(family, overrides, reason):
     model = tiny(family)

@@ -19,9 +19,10 @@ transformers renamed the models' cache keyword ``past_key_values`` to ``cache`` 
 both, warning on the old name; 5.17 takes only the old one and drops an unknown ``cache=``
 into ``**kwargs``, so the model would make its own ``DynamicCache`` and never write the
 step's buffers): the step passes the cache under the keyword the model's ``forward`` names.
-Before 5.5.1 pieces the step is built from are missing (``get_head_shapes``; before 5.4 a
-layer's length is a Python int, not a tensor the step can hold): such a version is refused
-by name.
+Before 5.5.1 pieces the step is built from are missing (before 5.4 a layer's length is a
+Python int, not a tensor the step can hold): such a version is refused by name. The cache
+itself (every layer holding every position, sized by the model's own writes) is
+:func:`hir.frontend.hf_cache.static_cache`'s.
 
 :class:`StaticCachePrefill` is the same step for the prompt's prefill (every call starts at
 position 0 of an empty cache): attention over the call's own tokens, causally, as HF's eager
@@ -43,8 +44,10 @@ PREFILL_ATTENTION = "hir_empty_cache_prefill"  # StaticCachePrefill's name in tr
 class StaticCacheStep(torch.nn.Module):
     """``model`` (a ``*ForCausalLM`` or base model) with a ``StaticCache`` of ``batch_size``
     rows and ``max_cache_len`` positions held in buffers ``key_cache_{i}`` /
-    ``value_cache_{i}`` / ``cumulative_length_{i}`` (one per layer), made on the model's
-    device. ``logits_to_keep`` is the model's (``1``: the logits of the last position only,
+    ``value_cache_{i}`` / ``cumulative_length_{i}`` (one per layer that caches keys; every
+    layer holds every position, shaped as the model writes it:
+    :func:`hir.frontend.hf_cache.static_cache`), made on the model's device. Encoder-decoder
+    and DTensor (tensor-parallel) models are refused by name. ``logits_to_keep`` is the model's (``1``: the logits of the last position only,
     what ``generate`` reads; ``0``: every position's).
 
     The buffers are the cache: ``step.to(device)`` moves them, and each call points the
@@ -55,18 +58,19 @@ class StaticCacheStep(torch.nn.Module):
     def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: Optional[torch.dtype] = None, logits_to_keep: int = 0) -> None:
         super().__init__()
         require_transformers()
-        from transformers import StaticCache
-        from transformers.integrations.executorch import get_head_shapes
+        from hir.frontend.hf_cache import refuse_undecodable, static_cache
 
-        config = model.config.get_text_config()
+        refuse_undecodable(model)
         self.model = model
         self.logits_to_keep = logits_to_keep
         self.cache_keyword = cache_keyword(model)
-        self.cache = StaticCache(max_cache_len=max_cache_len, config=config)
-        heads, head_dim = get_head_shapes(config)
-        device = next(model.parameters()).device
-        self.cache.early_initialization(batch_size, heads, head_dim, dtype or model.dtype, device)
-        for i, layer in enumerate(self.cache.layers):
+        # positions given as HF's generate gives them: a model deriving them from the cache's
+        # length (OPT) would read that length as a number, inside the traced step
+        self.takes_positions = "position_ids" in inspect.signature(model.forward).parameters
+        self.cache = static_cache(model, batch_size, max_cache_len, self.cache_keyword, dtype)
+        self.cached_layers = [i for i, layer in enumerate(self.cache.layers) if getattr(layer, "keys", None) is not None]  # (shared-KV layers hold none)
+        for i in self.cached_layers:
+            layer = self.cache.layers[i]
             self.register_buffer(f"key_cache_{i}", layer.keys, persistent=False)
             self.register_buffer(f"value_cache_{i}", layer.values, persistent=False)
             self.register_buffer(f"cumulative_length_{i}", layer.cumulative_length, persistent=False)
@@ -84,7 +88,7 @@ class StaticCacheStep(torch.nn.Module):
 
         if not any(key.rsplit(".", 1)[-1] in KEY_PROJECTIONS and style == "colwise" for key, style in plan.items()):
             return {}
-        return {f"{kind}_cache_{i}": Shard(1) for i in range(len(self.cache.layers)) for kind in ("key", "value")}
+        return {f"{kind}_cache_{i}": Shard(1) for i in self.cached_layers for kind in ("key", "value")}
 
     def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
                 position_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -93,21 +97,25 @@ class StaticCacheStep(torch.nn.Module):
         also gives ``attention_mask`` (``[batch, max_cache_len]``, 0 at each row's padding) and
         ``position_ids`` (``[batch, tokens]``, the positions without the padding), as HF's
         ``generate`` passes them."""
-        for i, layer in enumerate(self.cache.layers):
+        for i in self.cached_layers:
+            layer = self.cache.layers[i]
             layer.keys = getattr(self, f"key_cache_{i}")
             layer.values = getattr(self, f"value_cache_{i}")
             layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
             layer.device = layer.keys.device
             layer.cumulative_length.copy_(cache_position[0])
         keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
-        padded = {} if position_ids is None else {"position_ids": position_ids}
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=True, **keep, **padded, **{self.cache_keyword: self.cache})
+        if position_ids is None and self.takes_positions:
+            position_ids = cache_position[None].expand(input_ids.shape[0], -1)
+        positions = {} if position_ids is None else {"position_ids": position_ids}
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=True, **keep, **positions, **{self.cache_keyword: self.cache})
         self._release()  # (no try/finally: torch.compile traces this forward too)
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
     def _release(self) -> None:
         """The cache layers forget their tensors until the next call (see the class docstring)."""
-        for layer in self.cache.layers:
+        for i in self.cached_layers:
+            layer = self.cache.layers[i]
             layer.keys = layer.values = layer.cumulative_length = None
 
 
@@ -131,7 +139,7 @@ def require_transformers() -> None:
 
     if Version(transformers.__version__) < Version(MIN_TRANSFORMERS):
         raise HirError(f"error: StaticCacheStep (hir.generate's decode step) needs transformers >= {MIN_TRANSFORMERS} "
-                       f"(StaticCache layers holding their length as a tensor, integrations.executorch.get_head_shapes); "
+                       f"(StaticCache layers holding their length as a tensor); "
                        f"transformers {transformers.__version__} is installed")
 
 
@@ -164,7 +172,7 @@ class StaticCachePrefill(torch.nn.Module):
 
     It is right only for plain causal full attention through SDPA: the model is refused at
     construction (:class:`PrefillRefused`, an ``HirError`` naming it and why) for attention that is not
-    ``"sdpa"``, sliding-window or chunked layers, attention softcapping, ALiBi, bidirectional
+    ``"sdpa"`` or not dispatched through the ``AttentionInterface``, sliding-window or chunked layers, attention softcapping, ALiBi, bidirectional
     or encoder-decoder attention and composite (multimodal) configs; and each call checks
     that every layer's attention ran through the entry (a model calling its own attention
     would otherwise run unmasked)."""
@@ -188,8 +196,8 @@ class StaticCachePrefill(torch.nn.Module):
         finally:
             _PREFILL_CALLS.pop()
             config._attn_implementation = attention
-        if calls != len(self.step.cache.layers):
-            raise PrefillRefused(f"error: StaticCachePrefill: {type(self.step.model).__name__}: {calls} of its {len(self.step.cache.layers)} "
+        if calls != len(self.step.cached_layers):
+            raise PrefillRefused(f"error: StaticCachePrefill: {type(self.step.model).__name__}: {calls} of its {len(self.step.cached_layers)} "
                                  f"attention layers ran through transformers' AttentionInterface; the others would attend without a mask")
         return logits
 
@@ -229,6 +237,7 @@ def refuse_prefill(model: torch.nn.Module) -> None:
     layer_types = getattr(config, "layer_types", None) or []
     reasons = {
         f"its attention is {config._attn_implementation!r}, not 'sdpa'": config._attn_implementation != "sdpa",
+        "its attention does not run through transformers' AttentionInterface": not dispatches_attention(model),
         f"it has sliding-window attention (sliding_window={getattr(config, 'sliding_window', None)})":  # (Qwen2-MoE: 0 when off)
             bool(getattr(config, "sliding_window", None)) or bool(getattr(config, "use_sliding_window", False)),
         f"not all its layers are full attention (layer_types {sorted(set(layer_types))})": any(t != "full_attention" for t in layer_types),
@@ -243,3 +252,13 @@ def refuse_prefill(model: torch.nn.Module) -> None:
     if why:
         raise PrefillRefused(f"error: StaticCachePrefill: {type(model).__name__} ({getattr(config, 'model_type', '?')}): {'; '.join(why)}; "
                              "the prefill runs plain causal full attention through SDPA only (use StaticCacheStep)")
+
+
+def dispatches_attention(model: torch.nn.Module) -> bool:
+    """Whether ``model``'s modeling code picks its attention from transformers'
+    ``ALL_ATTENTION_FUNCTIONS`` (what the prefill's entry replaces); Falcon's, for one, runs
+    its own SDPA or eager attention, whatever the config names."""
+    import sys
+
+    modeling = [cls.__module__ for cls in type(model).__mro__ if cls.__module__.startswith("transformers.models.")]  # (not PreTrainedModel's)
+    return any(hasattr(sys.modules.get(name), "ALL_ATTENTION_FUNCTIONS") for name in modeling)
