@@ -106,6 +106,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
     group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`);
     ``keep_composites``: see :func:`functional_export`."""
+    from hir.frontend.flash_rewrite import flash_attention_ops
     from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
 
     names, aliases, values, transient = module_state(module)
@@ -129,6 +130,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     finally:
         logging.disable(logging.NOTSET)
     forward_copies(program.graph)
+    flash_attention_ops(program.graph)
     if group_heads:  # (each rewrite leaves a match it cannot type as it was, with a warning)
         group_query_heads(program.graph)
     if fuse:
