@@ -45,8 +45,9 @@ def _backward_cpu(grad_out, query, key, value, out, logsumexp, is_causal, scale=
 
 
 def _forward_fake(query, key, value, is_causal, scale=None):
-    """``[batch, heads, rows, value dim]`` and the float32 ``[batch, heads, rows]`` logsumexp."""
-    return query.new_empty((*query.shape[:-1], value.shape[-1])), query.new_empty(query.shape[:-1], dtype=torch.float32)
+    """As ATen's meta of the flash forward: the output laid out as ``query`` (strides too: a
+    compiled region checks them), the float32 ``[batch, heads, rows]`` logsumexp."""
+    return torch.empty_like(query), query.new_empty(query.shape[:-1], dtype=torch.float32)
 
 
 def _backward_fake(grad_out, query, key, value, out, logsumexp, is_causal, scale=None):
