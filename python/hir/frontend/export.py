@@ -23,6 +23,7 @@ graph inputs, the graph functionalized, its outputs flattened with names.
 """
 
 import contextlib
+import functools
 import io
 import logging
 import re
@@ -105,6 +106,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
     group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`);
     ``keep_composites``: see :func:`functional_export`."""
+    from hir.frontend.flash_rewrite import flash_attention_ops
     from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
 
     names, aliases, values, transient = module_state(module)
@@ -128,6 +130,7 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     finally:
         logging.disable(logging.NOTSET)
     forward_copies(program.graph)
+    flash_attention_ops(program.graph)
     if group_heads:  # (each rewrite leaves a match it cannot type as it was, with a warning)
         group_query_heads(program.graph)
     if fuse:
@@ -162,10 +165,27 @@ def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any,
         drop_metadata_checks(program.graph)
         return program
     if not keep_composites:
-        return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False).run_decompositions(_training_decompositions())
+        with _decomposing(_training_decompositions()):
+            return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False)
     keep_whole, _ = _split_decomp_table_to_cia_and_python_decomp({})
     with _override_composite_implicit_decomp(keep_whole):
         return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False)
+
+
+@contextlib.contextmanager
+def _decomposing(table: dict) -> Any:
+    """``torch.export._trace._export`` tracing with ``table``'s decompositions applied as
+    ops are traced (``_export_to_aten_ir``'s ``decomp_table``, which ``_export`` does not
+    pass on): the graph ``.run_decompositions(table)`` would give, without that second
+    trace of the whole graph (half of a training step's import)."""
+    from torch.export import _trace
+
+    traced = _trace._export_to_aten_ir
+    _trace._export_to_aten_ir = functools.partial(traced, decomp_table=table)
+    try:
+        yield
+    finally:
+        _trace._export_to_aten_ir = traced
 
 
 def _training_decompositions() -> dict:

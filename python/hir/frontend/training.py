@@ -255,15 +255,17 @@ class TrainStep:
 
 
 def _attention_backends(device: torch.device) -> Any:
-    """The attention kernels a step on ``device`` may be traced with. On CUDA, SDPA's flash
-    and cuDNN forms pass their forward's undefined tensors (``cum_seq_q``, ``cum_seq_k``) to
-    their backward as tensor arguments, which the FX importer cannot represent; the
-    memory-efficient kernel (and the math form where it does not apply) has none."""
+    """The attention kernels a step on ``device`` may be traced with. On CUDA, SDPA's cuDNN
+    form passes its forward's undefined tensors (``cum_seq_q``, ``cum_seq_k``) to its
+    backward as tensor arguments, which the FX importer cannot represent; the flash form does
+    too, but the export rewrites it into ops without them
+    (:mod:`hir.frontend.flash_rewrite`); where flash does not apply, the memory-efficient
+    kernel, then the math form."""
     if torch.device(device).type != "cuda":
         return contextlib.nullcontext()
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
 
 def _parameter_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> list:

@@ -26,6 +26,7 @@ from hir.interpreter.buffers import BufferSpec, buffer_spec, is_memref
 from hir.interpreter.destinations import Bind, DestinationPlanner
 from hir.interpreter.generated import Step, fold, folds
 from hir.interpreter.registry import lookup
+from hir.interpreter.releases import release_step, released_slots
 from hir.interpreter.steps import UNSET, FunctionPlan, OpInfo
 
 
@@ -144,7 +145,7 @@ class Compiler:
             self.share(arg, operand)
         saved = (self._returned, self._out_writes, self._updates)
         try:
-            steps = self._callee_steps(block, ops, at, regions=False)
+            steps = self._callee_steps(block, ops, at, regions=False, keep=[*block.arguments, *ops[-1].operation.operands])
         finally:
             self._returned, self._out_writes, self._updates = saved
         for result, value in zip(at.operation.results, ops[-1].operation.operands):
@@ -169,35 +170,48 @@ class Compiler:
             raise self.error(function, f"@{name} must end with {func.ReturnOp.OPERATION_NAME}")
         return blocks[0], ops
 
-    def _callee_steps(self, block: ir.Block, ops: list, at: Optional[ir.OpView], regions: bool) -> list[Step]:
+    def _callee_steps(self, block: ir.Block, ops: list, at: Optional[ir.OpView], regions: bool, keep: Optional[list] = None) -> list[Step]:
         """The steps of a function body with the destinations ``at`` binds or has
-        written with ``out=`` set up (the block's arguments already have slots)."""
+        written with ``out=`` set up (the block's arguments already have slots). ``keep``
+        (an inlined body): its intermediate tensors are released after their last use,
+        except these values' (:mod:`hir.interpreter.releases`)."""
         args = list(block.arguments)
         bound = self.bound_operands(at) if at is not None else []
         outs = self._outs.get(at.operation, []) if at is not None else []
         self._returned = {args[i]: bind.contiguous for i, bind in bound}
         self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
         self._updates = {self.destinations.producer(at.operation, i) for i in outs if self.destinations.updates(at.operation, i)}
-        return self.block(ops[:-1], regions=regions)
+        return self.block(ops[:-1], regions=regions, keep=keep)
 
-    def block(self, ops: list, regions: bool = False) -> list[Step]:
+    def block(self, ops: list, regions: bool = False, keep: Optional[list] = None) -> list[Step]:
         """Compile ``ops`` (a block without its terminator) into steps; ``regions``: a
-        function body, whose compute regions may run compiled."""
+        function body, whose compute regions may run compiled; ``keep``: see :meth:`steps`."""
         self._binds.update(self.destinations.binds(ops, self._outs))
         if regions and self.regions is not None:
             return self.regions(self, ops)
-        return self.steps(ops)
+        return self.steps(ops, keep)
 
-    def steps(self, ops: list) -> list[Step]:
+    def steps(self, ops: list, keep: Optional[list] = None) -> list[Step]:
         """The steps of ``ops``, op by op, slot moves folded into the torch call before them
-        (:func:`hir.interpreter.generated.slot_moves_step`)."""
+        (:func:`hir.interpreter.generated.slot_moves_step`). ``keep``: ``ops`` are an inlined
+        segment's, whose other intermediate tensors are released after their last use."""
+        per_op = [self.op(op) for op in ops]
+        frees = released_slots(ops, self.use, self._template, keep) if keep is not None else {}
         steps: list[Step] = []
-        for op in ops:
-            for step in self.op(op):
+        waiting: list[int] = []  # released slots waiting for a torch call's step to fold into
+        for index, op_steps in enumerate(per_op):
+            for step in op_steps:
                 if steps and folds(steps[-1], step):
                     steps[-1] = fold(steps[-1], step)
                 else:
                     steps.append(step)
+            waiting += frees.get(index, [])
+            if waiting and steps and hasattr(steps[-1], "hir_code"):
+                steps[-1] = fold(steps[-1], release_step(waiting))
+                waiting = []
+        if waiting:
+            steps.append(release_step(waiting))
+            steps[-1].hir_op = OpInfo(ops[-1].operation.name, self.where(ops[-1]), ())
         return steps
 
     def op(self, op: ir.OpView) -> list[Step]:

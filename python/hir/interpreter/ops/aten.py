@@ -31,6 +31,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.dialect.base import get_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
 from hir.interpreter import decode_kernels
+from hir.interpreter import flash_attention  # noqa: F401 - torch.ops.hir.flash_attention*, which imported steps run
 from hir.interpreter.updates import in_place_variant, out_variant
 from hir.interpreter.generated import torch_call_step
 from hir.interpreter.plan import Compiler, Step
