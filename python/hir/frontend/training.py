@@ -316,7 +316,9 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     if not callable(loss_fn):
         raise HirError(f"error: hir.train_step: loss_fn must be callable as loss_fn(model, *batch), got {type(loss_fn).__name__}")
     parallel = options.get("data_parallel") is not None or placements is not None
-    if (mesh is None) == parallel or (placements is not None and options.get("data_parallel") is not None):
+    if placements is not None and options.get("data_parallel") is not None:
+        raise HirError("error: hir.train_step: data_parallel with placements (data parallel on one axis of a 2-D mesh, tensor parallel on the other) is not supported yet")
+    if (mesh is None) == parallel:
         raise HirError("error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or 'fully_shard', "
                        "or with placements= (tensor / sequence parallel); train on one device with none of them")
     known = STEP_OPTIONS + COMPILE_OPTIONS
