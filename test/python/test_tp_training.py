@@ -126,7 +126,7 @@ def run_case(case: str, rank: int, world: int) -> str:
     torch.manual_seed(1)
     rows = 1 if case == "sp" else 2  # sequence parallel over one sequence: [B, S] -> [B * S] rows of split S do not stay blocks
     batches = [torch.randint(0, 64, (rows, 8)) for _ in range(STEPS)]
-    placements = model.config.base_model_tp_plan if case == "plan" else tp_placements(model, case == "sp")
+    placements = model.tp_plan if case == "plan" else tp_placements(model, case == "sp")  # HF's runtime plan: embedding_rowwise, colwise_gather_output head
 
     def loss_fn(m, ids, labels):
         return m(ids, labels=labels).loss
@@ -163,10 +163,10 @@ def run_case(case: str, rank: int, world: int) -> str:
 
 
 @pytest.mark.slow
-def test_tensor_and_sequence_parallel_steps_equal_eager():
-    cases = ["tp", "sp", "plan"]
-    checked, report = launch_workers(2, __file__, *cases, timeout_s=1500, env=dict(os.environ))
-    assert checked == len(cases) * 2, report
+@pytest.mark.parametrize("world, cases", [(2, ["tp", "sp", "plan"]), (4, ["tp", "sp"])])
+def test_tensor_and_sequence_parallel_steps_equal_eager(world, cases):
+    checked, report = launch_workers(world, __file__, *cases, timeout_s=1800, env=dict(os.environ))
+    assert checked == len(cases) * world, report
 
 
 @pytest.mark.slow

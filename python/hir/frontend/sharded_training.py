@@ -56,7 +56,27 @@ def step_placements(step: torch.nn.Module, names: Sequence[str], placements: dic
         shape = state[f"model.{name}"].shape
         prefix = f"optimizer.state.{i}."
         out.update({k: placement for k, t in state.items() if k.startswith(prefix) and t.shape == shape})
-    return {**out, **plan}
+    return {**params, **out, **plan}
+
+
+def gradient_layouts(placements: dict, names: Sequence[str]) -> dict[str, str]:
+    """The layout (``"Shard(d)"`` / ``"Replicate()"``) of each parameter placed on a 1-D mesh,
+    by the model's name, from the step's ``placements``: its gradient is read so by the
+    update (a replicated gradient of a split parameter, an embedding table's, as its slice;
+    a partial sum summed), as DTensor's gradients take their parameter's placement."""
+    out = {}
+    for name in names:
+        placement = placements.get(f"model.{name}")
+        if placement is not None and not isinstance(placement, (tuple, list, str)):
+            out[name] = "Replicate()" if placement.is_replicate() else f"Shard({placement.dim})"
+    return out
+
+
+def place_gradient(gradient: torch.Tensor, layout: Optional[str], name: str) -> torch.Tensor:
+    """``gradient`` laid out as ``layout`` (its parameter's), or itself where there is none."""
+    from hir.frontend.strategies.redistribute import redistribute
+
+    return gradient if layout is None else redistribute(gradient, layout, name)
 
 
 def state_shardings(program: Any) -> dict[str, Optional[Sharding]]:

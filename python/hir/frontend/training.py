@@ -57,6 +57,7 @@ class _Step(torch.nn.Module):
         object.__setattr__(self, "loss_fn", loss_fn)  # the user's function, not state
         self.names, self.groups, self.rule = names, groups, rule
         self.accumulate, self.max_grad_norm, self.data_parallel = accumulate, max_grad_norm, data_parallel
+        self.gradient_layouts: dict = {}  # parameter name -> the layout its gradient takes (placed training)
 
     def forward(self, *batch: torch.Tensor) -> torch.Tensor:
         params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
@@ -84,6 +85,7 @@ class _Step(torch.nn.Module):
         with torch.no_grad():
             if mode is not None:
                 grads = [dp.reduce_gradient(mode, g, f"model.{n}") for g, n in zip(grads, self.names)]
+            grads = [sharded_training.place_gradient(g, self.gradient_layouts.get(n), f"model.{n}") for g, n in zip(grads, self.names)]
             if self.max_grad_norm is not None:
                 grads = _clip(grads, self.max_grad_norm)
             start = 0
@@ -173,6 +175,7 @@ class TrainStep:
                 placements = dp.placements(self.data_parallel, state, batch, len(self.mesh), sharded)
             if self.placements is not None:  # the model's parameters placed as the user says, their optimizer state alike
                 placements = sharded_training.step_placements(step, self.names, self.placements, self.state())
+                step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
             with _attention_backends(self.device):
                 self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
                                                 mesh=self.mesh, placements=placements, replicate_fallback=self.mesh is None,
