@@ -120,6 +120,8 @@ SGD = lambda p: torch.optim.SGD(p, lr=0.1)  # noqa: E731
     (SGD, {"max_grad_norm": -1.0}, "max_grad_norm must be a positive number, got -1.0"),
     (SGD, {"mesh": [0, 1]}, "training on several devices takes mesh= with data_parallel="),
     (SGD, {"data_parallel": "replicate"}, "training on several devices takes mesh= with data_parallel="),
+    (SGD, {"placements": {}}, "or with placements= (tensor / sequence parallel)"),
+    (SGD, {"mesh": [0, 1], "placements": {}, "data_parallel": "replicate"}, "data_parallel with placements (data parallel on one axis of a 2-D mesh"),
     (SGD, {"mesh": [0, 1], "data_parallel": "replicate"}, "mesh must list every rank of the process group in order ([0])"),
     (SGD, {"mesh": [0], "data_parallel": "zero3"}, "data_parallel must be one of 'replicate', 'fully_shard'"),
     (lambda p: torch.optim.SGD(list(p)[:2], lr=0.1), {"with_b": True}, "parameter(s) b.weight, b.bias of the model are not in the optimizer"),

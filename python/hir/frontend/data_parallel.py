@@ -90,22 +90,3 @@ def check_mesh(mesh: Any) -> list:
         raise HirError(f"error: data_parallel: mesh must list every rank of the process group in order ({list(range(world))}), got {mesh!r}")
     return list(mesh)
 
-
-def local_part(tensor: torch.Tensor, held: torch.Tensor) -> torch.Tensor:
-    """This rank's rows of the user's ``tensor`` where the program holds a shard (``held``)."""
-    if tensor.shape == held.shape:
-        return tensor
-    import torch.distributed as dist
-
-    return tensor.chunk(tensor.shape[0] // held.shape[0])[dist.get_rank()]
-
-
-def write_back(tensor: torch.Tensor, held: torch.Tensor) -> None:
-    """The user's ``tensor`` made whole again from every rank's ``held`` rows (an
-    all-gather), or copied where the program holds it whole."""
-    if tensor.shape == held.shape:
-        tensor.copy_(held)
-        return
-    import torch.distributed as dist
-
-    dist.all_gather(list(tensor.chunk(tensor.shape[0] // held.shape[0])), held.contiguous())

@@ -284,7 +284,7 @@ class Placer:
                 return
             except NoRule as why:
                 del self.listing[noted:]
-                self._refuse(run[0], why)
+                self._refuse(getattr(why, "op", run[0]), why)
                 self._note(run[0], f"a segment of {len(run)} op(s) reads replicated copies (fallback: {why})")
                 packed = next((v for v in inputs if self.of(v).packed), None)
                 if packed is not None:
@@ -387,6 +387,9 @@ class Placer:
                     placement, strategy = self._place(op, None, operands, k, op_key(op))
                 except (ValueError, TypeError, AttributeError, IndexError):
                     raise NoRule(f"{op.name}: operands that are not constants") from None
+                except NoRule as why:
+                    why.op = op  # the error names this op, not the segment's first
+                    raise
                 local = placement.inputs == tuple(s for _, s in operands) or read_slices(op, operands, placement, inputs, read, out)
                 if placement.output is PARTIAL and local and strategy.partial_form is not None and len(op.results) == 1:
                     raise PartialOp(op, k, strategy.partial_form)

@@ -27,6 +27,7 @@ import torch
 
 from hir.core import HirError
 from hir.frontend import data_parallel as dp
+from hir.frontend import sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 
 STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel")
@@ -56,6 +57,7 @@ class _Step(torch.nn.Module):
         object.__setattr__(self, "loss_fn", loss_fn)  # the user's function, not state
         self.names, self.groups, self.rule = names, groups, rule
         self.accumulate, self.max_grad_norm, self.data_parallel = accumulate, max_grad_norm, data_parallel
+        self.gradient_layouts: dict = {}  # parameter name -> the layout its gradient takes (placed training)
 
     def forward(self, *batch: torch.Tensor) -> torch.Tensor:
         params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
@@ -83,6 +85,7 @@ class _Step(torch.nn.Module):
         with torch.no_grad():
             if mode is not None:
                 grads = [dp.reduce_gradient(mode, g, f"model.{n}") for g, n in zip(grads, self.names)]
+            grads = [sharded_training.place_gradient(g, self.gradient_layouts.get(n), f"model.{n}") for g, n in zip(grads, self.names)]
             if self.max_grad_norm is not None:
                 grads = _clip(grads, self.max_grad_norm)
             start = 0
@@ -132,12 +135,13 @@ class TrainStep:
         self.accumulate = options.get("accumulate", 1)
         self.max_grad_norm = options.get("max_grad_norm")
         self.compile_options = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
-        self.data_parallel, self.mesh = options.get("data_parallel"), options.get("mesh")
+        self.data_parallel, self.mesh, self.placements = options.get("data_parallel"), options.get("mesh"), options.get("placements")
         self.names = _parameter_names(model, optimizer)
         first = next(iter(model.parameters()))
         self.device = torch.device(self.compile_options.setdefault("device", str(first.device)))
         self.programs: dict = {}  # signature -> TorchProgram
         self._compiled: dict = {}  # signature -> (CompiledProgram, the user's tensors it is bound to)
+        self._shardings: dict = {}  # signature -> {state entry: its sharding in the program}
         self._hyper: list = []  # per group: {key: 0-d float64 tensor}
         self._hyper_values: list = []
         self._program(tuple(example_batch))
@@ -169,11 +173,15 @@ class TrainStep:
                 state = self.state()
                 sharded = [f"model.{n}" for n in self.names] + [n for n in state if n.startswith("optimizer.state.")]
                 placements = dp.placements(self.data_parallel, state, batch, len(self.mesh), sharded)
+            if self.placements is not None:  # the model's parameters placed as the user says, their optimizer state alike
+                placements = sharded_training.step_placements(step, self.names, self.placements, self.state())
+                step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
             with _attention_backends(self.device):
                 self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
-                                                mesh=self.mesh, placements=placements, replicate_fallback=self.data_parallel is None,
+                                                mesh=self.mesh, placements=placements, replicate_fallback=self.mesh is None,
                                                 source_name=f"<train_step of {type(self.model).__name__}>")
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
+            self._shardings[key] = sharded_training.state_shardings(self.programs[key])
         return self.programs[key]
 
     def _indexed_groups(self) -> list:
@@ -238,11 +246,12 @@ class TrainStep:
         # (a shard is another tensor on every rank, even one that starts where the user's does)
         copied = [(n, t) for n, t in zip(program.state_names, bound) if compiled.state[n].data_ptr() != t.data_ptr() or compiled.state[n].shape != t.shape]
         with torch.no_grad():
+            shardings = self._shardings[key]
             for name, tensor in copied:  # on another device than the program's (Adam's CPU step count), or this rank's shard
-                compiled.state[name].copy_(dp.local_part(tensor, compiled.state[name]))
+                compiled.state[name].copy_(sharded_training.local_part(tensor, shardings[name]))
             (loss,) = compiled.run(*batch)
             for name, tensor in copied:
-                dp.write_back(tensor, compiled.state[name])
+                sharded_training.write_back(tensor, compiled.state[name], shardings[name])
         self.optimizer._opt_called = True  # what optimizer.step() records for an LR scheduler (which warns without it)
         return loss
 
@@ -301,23 +310,30 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     (:class:`hir.interpreter.Program`'s). ``data_parallel="replicate"`` (DDP) or
     ``"fully_shard"`` (FSDP2) with ``mesh`` (every rank, ``list(range(world))``): each rank
     passes the global batch and computes on its rows (:mod:`hir.frontend.data_parallel`); the
-    model and optimizer state are whole on every rank after each call. ``placements``
-    (other parallel training) are refused for now."""
+    model and optimizer state are whole on every rank after each call. ``placements`` with
+    ``mesh`` (as :func:`hir.from_torch` takes them; tensor / sequence parallel): parameters
+    and their optimizer state sharded in the program, the update on local shards
+    (:mod:`hir.frontend.sharded_training`)."""
     if not isinstance(model, torch.nn.Module):
         raise HirError(f"error: hir.train_step: model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise HirError(f"error: hir.train_step: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     if not callable(loss_fn):
         raise HirError(f"error: hir.train_step: loss_fn must be callable as loss_fn(model, *batch), got {type(loss_fn).__name__}")
-    if placements is not None or (mesh is None) != (options.get("data_parallel") is None):
-        raise HirError("error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or 'fully_shard' "
-                       "(placements are not supported yet); train on one device with neither")
+    parallel = options.get("data_parallel") is not None or placements is not None
+    if placements is not None and options.get("data_parallel") is not None:
+        raise HirError("error: hir.train_step: data_parallel with placements (data parallel on one axis of a 2-D mesh, tensor parallel on the other) is not supported yet")
+    if (mesh is None) == parallel:
+        raise HirError("error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or 'fully_shard', "
+                       "or with placements= (tensor / sequence parallel); train on one device with none of them")
     known = STEP_OPTIONS + COMPILE_OPTIONS
     unknown = [k for k in options if k not in known]
     if unknown:
         raise HirError(f"error: hir.train_step: unknown option(s) {', '.join(unknown)} (options: {', '.join(known)})")
-    if mesh is not None:
+    if options.get("data_parallel") is not None:
         options = dict(options, mesh=dp.check_mesh(mesh), data_parallel=dp.check_mode(options["data_parallel"]))
+    elif placements is not None:
+        options = dict(options, mesh=mesh, placements=placements)
     accumulate = options.get("accumulate", 1)
     if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
         raise HirError(f"error: hir.train_step: accumulate must be a positive int, got {accumulate!r}")

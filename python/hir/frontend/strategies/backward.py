@@ -100,12 +100,15 @@ def pad_strategy(call: OpCall) -> OpPlacement:
     return call.local(split)
 
 
-@register_op_strategy(T.AtenGatherOp, T.AtenScatterValueOp, T.AtenScatterSrcOp, doc="self and index (and src) split alike, off the gathered / scattered dim")
+@register_op_strategy(T.AtenGatherOp, T.AtenScatterValueOp, T.AtenScatterSrcOp,
+                      doc="self and index (and src) split alike off the gathered / scattered dim, a replicated one read as its slice (a loss over split tokens reads its replicated labels so)")
 def gather_strategy(call: OpCall) -> OpPlacement:
-    (source, split), *rest = call.operands
-    if any(s != split for _, s in rest) or (split is not None and call.dim(1, call.rank(source)) == split):
-        raise NoRule(f"{call.op.name}: operands placed apart, or indexes along the split dim")
-    return call.local(split)
+    (source, _), *_ = call.operands
+    splits = {s for s in call.splits if s is not None}
+    (split,) = splits or {None}
+    if len(splits) > 1 or (split is not None and call.dim(1, call.rank(source)) == split):
+        raise NoRule(f"{call.op.name}: operands split apart, or indexes along the split dim")
+    return OpPlacement((split,) * len(call.operands), split)
 
 
 @register_op_strategy(T.AtenZerosLikeOp, T.AtenOnesLikeOp, T.AtenFullLikeOp, T.AtenEmptyLikeOp, doc="its operand's split")
@@ -113,7 +116,16 @@ def like_strategy(call: OpCall) -> OpPlacement:
     return call.local(call.operands[0][1])
 
 
-register_op_strategy(T.AtenWhereScalarOtherOp, T.AtenWhereScalarSelfOp, T.AtenWhereScalarOp, doc="as a pointwise op (the condition and the tensor split alike or broadcast)")(pointwise_strategy)
+@register_op_strategy(T.AtenWhereScalarOtherOp, T.AtenWhereScalarSelfOp, T.AtenWhereScalarOp, T.AtenWhereSelfOp,
+                      doc="as a pointwise op, a replicated operand read as its slice along the split axis (a loss's mask of replicated labels over split tokens)")
+def where_strategy(call: OpCall) -> OpPlacement:
+    rank = call.result_rank
+    aligned = {s + rank - call.rank(v) for v, s in call.operands if s is not None}
+    if len(aligned) != 1:
+        return pointwise_strategy(call)
+    (axis,) = aligned
+    own = [axis - (rank - call.rank(v)) for v, _ in call.operands]
+    return OpPlacement(tuple(o if o >= 0 and call.shape(v)[o] != 1 else None for (v, _), o in zip(call.operands, own)), axis)
 
 
 @register_op_strategy(T.AtenCopyOp, doc="`self` and `src` split alike (an update written back into a parameter's rows)")

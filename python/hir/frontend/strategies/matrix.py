@@ -64,6 +64,8 @@ def matmul_placement(pa: Split, pb: Split, ra: int, rb: int, out_rank: int) -> O
         return OpPlacement((None, pb), out_rank - 1)
     if pb == rb - 2 and pa in (ra - 1, None):  # a replicated A is sliced on each device
         return OpPlacement((ra - 1, pb), PARTIAL)
+    if pb == rb - 2 and pa == ra - 2:  # B's rows gathered (a colwise weight's gradient from sequence-parallel rows)
+        return OpPlacement((pa, None), out_rank - 2)
     if pa is not None and pa < ra - 2 and ra == rb and pa == pb:
         return OpPlacement((pa, pb), pa + out_rank - ra)
     if pa is not None and pa < ra - 2 and pb is None and out_rank - ra + pa < out_rank - rb:
@@ -71,7 +73,7 @@ def matmul_placement(pa: Split, pb: Split, ra: int, rb: int, out_rank: int) -> O
     raise NoRule(f"operands split {pa} and {pb}")
 
 
-@register_op_strategy(MatmulOp, doc="DTensor's matmul rule: rows of A or columns of B split; the contraction split on both sides, or on B's with A replicated (sliced locally): a partial sum; equal split batch dims")
+@register_op_strategy(MatmulOp, doc="DTensor's matmul rule: rows of A or columns of B split (rows of A with the contraction of B: B gathered); the contraction split on both sides, or on B's with A replicated (sliced locally): a partial sum; equal split batch dims")
 def matmul_strategy(call: OpCall) -> OpPlacement:
     (a, pa), (b, pb) = call.operands
     return matmul_placement(pa, pb, call.rank(a), call.rank(b), call.result_rank)

@@ -31,6 +31,15 @@ def _(x: torch.Tensor, placement: str, entry: str) -> torch.Tensor:
     return torch.empty_like(x)
 
 
+def _backward(ctx, grad: torch.Tensor) -> tuple:
+    """The gradient passes through unchanged (the values are the operand's); its placement
+    is the placer's, from the ops that read it (DTensor redistributes it back to the
+    operand's placement, which those ops' rules reach by their own slices and sums)."""
+    return grad, None, None
+
+
+redistribute.register_autograd(_backward)
+
 OP_NAME = "torch.hir.redistribute"  # the torch.operator the FX importer makes of it
 
 
