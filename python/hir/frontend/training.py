@@ -29,7 +29,7 @@ from hir.core import HirError
 from hir.frontend import data_parallel as dp
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 
-STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel")
+STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule")
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
 
 
@@ -132,7 +132,7 @@ class TrainStep:
         self.accumulate = options.get("accumulate", 1)
         self.max_grad_norm = options.get("max_grad_norm")
         self.compile_options = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
-        self.data_parallel, self.mesh = options.get("data_parallel"), options.get("mesh")
+        self.data_parallel, self.mesh, self.schedule = options.get("data_parallel"), options.get("mesh"), options.get("schedule")
         self.names = _parameter_names(model, optimizer)
         first = next(iter(model.parameters()))
         self.device = torch.device(self.compile_options.setdefault("device", str(first.device)))
@@ -174,6 +174,8 @@ class TrainStep:
                                                 mesh=self.mesh, placements=placements, replicate_fallback=self.data_parallel is None,
                                                 source_name=f"<train_step of {type(self.model).__name__}>")
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
+            if self.schedule is not None:
+                self.programs[key].lower(pipeline=dp.schedule_pipeline(self.schedule))
         return self.programs[key]
 
     def _indexed_groups(self) -> list:
@@ -299,7 +301,9 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     (:class:`hir.interpreter.Program`'s). ``data_parallel="replicate"`` (DDP) or
     ``"fully_shard"`` (FSDP2) with ``mesh`` (every rank, ``list(range(world))``): each rank
     passes the global batch and computes on its rows (:mod:`hir.frontend.data_parallel`); the
-    model and optimizer state are whole on every rank after each call. ``placements``
+    model and optimizer state are whole on every rank after each call; ``schedule`` (a dict
+    of ``defer_waits``, ``prefetch``, ``bucket_bytes``, ``comm_stream``) lowers it with
+    ``hir-schedule-data-parallel``'s options. ``placements``
     (other parallel training) are refused for now."""
     if not isinstance(model, torch.nn.Module):
         raise HirError(f"error: hir.train_step: model must be a torch.nn.Module, got {type(model).__name__}")
@@ -316,6 +320,10 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
         raise HirError(f"error: hir.train_step: unknown option(s) {', '.join(unknown)} (options: {', '.join(known)})")
     if mesh is not None:
         options = dict(options, mesh=dp.check_mesh(mesh), data_parallel=dp.check_mode(options["data_parallel"]))
+    if "schedule" in options:
+        if mesh is None:
+            raise HirError("error: hir.train_step: schedule= orders a data-parallel step's collectives; it takes mesh= and data_parallel=")
+        options = dict(options, schedule=dp.check_schedule(options["schedule"]))
     accumulate = options.get("accumulate", 1)
     if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
         raise HirError(f"error: hir.train_step: accumulate must be a positive int, got {accumulate!r}")
