@@ -2,6 +2,7 @@
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-schedule-data-parallel)' | FileCheck %s --check-prefix=PLAIN
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-schedule-data-parallel{defer-waits=1 prefetch=1})' | FileCheck %s --check-prefix=PREFETCH
 // RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-schedule-data-parallel{bucket-bytes=48})' | FileCheck %s --check-prefix=BUCKET
+// RUN: hir-opt %s --split-input-file --pass-pipeline='builtin.module(hir-schedule-data-parallel{optimizer-in-backward=1},hir-insert-deallocations)' | FileCheck %s --check-prefix=EARLY
 
 // A gradient's reduce-scatter is issued as soon as the gradient exists and waited only
 // before the update reads the scattered rows: the backward of the layer before it (a
@@ -139,5 +140,48 @@ func.func @bucket(%g0: memref<2x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %
   %r2 = memref.alloc() : memref<64xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
   %w2 = "hir.allreduce"(%g2, %r2) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>} : (memref<2x64xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<64xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> !hir.work
   "hir.wait"(%w2) : (!hir.work) -> ()
+  return
+}
+
+// -----
+
+// Optimizer in the backward: the update (everything after the last collective's wait) moves
+// up op by op to just after what it depends on: layer 1's update of its shard (%arg2) runs
+// right after its gradient's reduce-scatter is waited, before the backward of layer 0 (the
+// kernel on %arg4) and its reduce-scatter, and the gradient is freed there. Layer 0's update
+// waits for its own gradient. Off (PLAIN): both updates after the last wait.
+// EARLY-LABEL: func.func @update_in_backward
+// EARLY:       %[[G1:.*]] = memref.alloc
+// EARLY-NEXT:  %[[W1:.*]] = "hir.reduce_scatter"(%arg0, %[[G1]])
+// EARLY-NEXT:  "hir.wait"(%[[W1]])
+// EARLY-NEXT:  %[[S1:.*]] = memref.alloc
+// EARLY-NEXT:  "hir.binary"(%[[G1]], %[[G1]], %[[S1]]) {kind = "mul"}
+// EARLY-NEXT:  memref.dealloc %[[G1]]
+// EARLY-NEXT:  "hir.binary"(%arg2, %[[S1]], %arg2) {kind = "sub"}
+// EARLY-NEXT:  memref.dealloc %[[S1]]
+// EARLY-NEXT:  "hir.binary"(%arg4, %arg4, %arg4) {kind = "mul"}
+// EARLY-NEXT:  %[[G0:.*]] = memref.alloc
+// EARLY-NEXT:  %[[W0:.*]] = "hir.reduce_scatter"(%arg1, %[[G0]])
+// EARLY-NEXT:  "hir.wait"(%[[W0]])
+// EARLY-NEXT:  "hir.binary"(%arg3, %[[G0]], %arg3) {kind = "sub"}
+// PLAIN-LABEL: func.func @update_in_backward
+// PLAIN:       "hir.reduce_scatter"
+// PLAIN:       "hir.reduce_scatter"
+// PLAIN-NEXT:  "hir.wait"
+// PLAIN-NEXT:  memref.alloc
+// PLAIN-NEXT:  "hir.binary"(%alloc, %alloc
+func.func @update_in_backward(%partial1: memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %partial0: memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>,
+                              %p1: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %p0: memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %x: memref<4xf32>) {
+  %g1 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  %w1 = "hir.reduce_scatter"(%partial1, %g1) {axis = 0 : i64, backend = "gloo", reduction = "sum", scatter_axis = 1 : i64, team = array<i64: 0, 1>} : (memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> !hir.work
+  "hir.wait"(%w1) : (!hir.work) -> ()
+  "hir.binary"(%x, %x, %x) {kind = "mul"} : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  %g0 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  %w0 = "hir.reduce_scatter"(%partial0, %g0) {axis = 0 : i64, backend = "gloo", reduction = "sum", scatter_axis = 1 : i64, team = array<i64: 0, 1>} : (memref<2x8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> !hir.work
+  "hir.wait"(%w0) : (!hir.work) -> ()
+  %s1 = memref.alloc() : memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
+  "hir.binary"(%g1, %g1, %s1) {kind = "mul"} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
+  "hir.binary"(%p1, %s1, %p1) {kind = "sub"} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
+  "hir.binary"(%p0, %g0, %p0) {kind = "sub"} : (memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
   return
 }

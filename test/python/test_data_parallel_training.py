@@ -23,7 +23,8 @@ STEPS = 10
 SCHEDULED: dict = {}  # "arch:mode:optimizer" -> {schedule: the losses of its steps}
 # hir-schedule-data-parallel's option matrix (the plain schedule: none)
 SCHEDULES = {"plain": {}, "defer": {"defer_waits": True}, "prefetch": {"prefetch": True}, "both": {"defer_waits": True, "prefetch": True},
-             "bucket": {"bucket_bytes": 4096}, "all": {"defer_waits": True, "prefetch": True, "bucket_bytes": 1 << 20}}
+             "bucket": {"bucket_bytes": 4096}, "early": {"optimizer_in_backward": True},
+             "all": {"defer_waits": True, "prefetch": True, "bucket_bytes": 1 << 20, "optimizer_in_backward": True}}
 LR = {"sgd": 0.1, "adamw": 1e-3}  # AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so rounding apart flips updates
 
 
@@ -202,8 +203,11 @@ def run_case(case: str, rank: int, world: int) -> str:
     if schedule:
         losses = SCHEDULED.setdefault(case.rpartition(":")[0], {})
         losses[schedule[0]] = seen
-        if "plain" in losses and not torch.equal(losses["plain"], seen):
-            return f"{case}: losses {seen} differ from the plain schedule's {losses['plain']}"
+        # bit for bit, but for buckets past 2 ranks: Gloo's ring all-reduce sums an element in
+        # an order set by where it sits in the buffer, and a bucket moves it
+        exact = world == 2 or not SCHEDULES[schedule[0]].get("bucket_bytes")
+        if "plain" in losses and not (torch.equal(losses["plain"], seen) if exact else torch.allclose(losses["plain"], seen, rtol=1e-5, atol=1e-6)):
+            return f"{case}: losses {seen.tolist()} differ from the plain schedule's {losses['plain'].tolist()}"
     for name, want in reference.named_parameters():
         held = step.state[f"model.{name}"]
         if mode == "fully_shard":
@@ -221,7 +225,7 @@ def run_case(case: str, rank: int, world: int) -> str:
 @pytest.mark.parametrize("world, cases", [
     (2, ["train_step:fully_shard:all"]),
     pytest.param(2, ["train_step:fully_shard", "train_step:replicate", "llama:fully_shard:adamw", "llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
-    pytest.param(2, [f"llama:fully_shard:adamw:{s}" for s in ("plain", "defer", "prefetch", "both", "all")] + [f"gpt2:replicate:adamw:{s}" for s in ("plain", "defer", "bucket", "all")],
+    pytest.param(2, [f"llama:fully_shard:adamw:{s}" for s in ("plain", "defer", "prefetch", "both", "early", "all")] + [f"gpt2:replicate:adamw:{s}" for s in ("plain", "defer", "bucket", "early", "all")],
                  marks=pytest.mark.slow),
     pytest.param(4, [f"{arch}:{mode}:adamw:{s}" for arch, mode in (("gpt2", "replicate"), ("llama", "fully_shard")) for s in ("plain", "all")], marks=pytest.mark.slow),
     pytest.param(4, ["llama:replicate:adamw", "llama:fully_shard:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw"], marks=pytest.mark.slow),

@@ -29,7 +29,7 @@ from hir.core import HirError
 from hir.frontend.strategies.redistribute import redistribute
 
 MODES = ("replicate", "fully_shard")
-SCHEDULE_OPTIONS = ("defer_waits", "prefetch", "bucket_bytes", "comm_stream")  # data_parallel_pipeline's
+SCHEDULE_OPTIONS = ("defer_waits", "prefetch", "bucket_bytes", "comm_stream", "optimizer_in_backward")  # data_parallel_pipeline's
 
 
 def check_mode(mode: str) -> str:
