@@ -260,7 +260,7 @@ def test_schedule_option_is_checked():
 
     model = torch.nn.Linear(4, 2)
     batch = (torch.randn(2, 4),)
-    with pytest.raises(hir.HirError, match="schedule must be a dict of defer_waits, prefetch, bucket_bytes, comm_stream, got {'prefech': True}"):
+    with pytest.raises(hir.HirError, match="schedule must be a dict of defer_waits, prefetch, bucket_bytes, comm_stream, optimizer_in_backward, got {.prefech.: True}"):
         hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", schedule={"prefech": True})
     with pytest.raises(hir.HirError, match="schedule's bucket_bytes must be an int >= 0, got -4"):
         hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", schedule={"bucket_bytes": -4})
