@@ -29,6 +29,7 @@ from hir.core import HirError
 from hir.frontend.strategies.redistribute import redistribute
 
 MODES = ("replicate", "fully_shard")
+SCHEDULE_OPTIONS = ("defer_waits", "prefetch", "bucket_bytes", "comm_stream", "optimizer_in_backward")  # data_parallel_pipeline's
 
 
 def check_mode(mode: str) -> str:
@@ -90,3 +91,21 @@ def check_mesh(mesh: Any) -> list:
         raise HirError(f"error: data_parallel: mesh must list every rank of the process group in order ({list(range(world))}), got {mesh!r}")
     return list(mesh)
 
+
+def check_schedule(schedule: Any) -> dict:
+    """``train_step(..., schedule=)``: the options of ``hir-schedule-data-parallel``
+    (:func:`hir.passes.training.schedule.data_parallel_pipeline`'s keywords) as a dict."""
+    if not isinstance(schedule, dict) or any(k not in SCHEDULE_OPTIONS for k in schedule):
+        raise HirError(f"error: hir.train_step: schedule must be a dict of {', '.join(SCHEDULE_OPTIONS)}, got {schedule!r}")
+    for key in ("bucket_bytes", "comm_stream"):
+        value = schedule.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < (-1 if key == "comm_stream" else 0):
+            raise HirError(f"error: hir.train_step: schedule's {key} must be an int >= {-1 if key == 'comm_stream' else 0}, got {value!r}")
+    return dict(schedule)
+
+
+def schedule_pipeline(schedule: dict) -> str:
+    """The lowering pipeline of a data-parallel step with ``schedule``'s options."""
+    from hir.passes.training.schedule import data_parallel_pipeline
+
+    return data_parallel_pipeline(**schedule)

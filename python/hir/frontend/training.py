@@ -30,7 +30,7 @@ from hir.frontend import data_parallel as dp
 from hir.frontend import sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 
-STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel")
+STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule")
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
 
 
@@ -136,6 +136,7 @@ class TrainStep:
         self.max_grad_norm = options.get("max_grad_norm")
         self.compile_options = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
         self.data_parallel, self.mesh, self.placements = options.get("data_parallel"), options.get("mesh"), options.get("placements")
+        self.schedule = options.get("schedule")
         self.names = _parameter_names(model, optimizer)
         first = next(iter(model.parameters()))
         self.device = torch.device(self.compile_options.setdefault("device", str(first.device)))
@@ -182,6 +183,8 @@ class TrainStep:
                                                 source_name=f"<train_step of {type(self.model).__name__}>")
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
             self._shardings[key] = sharded_training.state_shardings(self.programs[key])
+            if self.schedule is not None:
+                self.programs[key].lower(pipeline=dp.schedule_pipeline(self.schedule))
         return self.programs[key]
 
     def _indexed_groups(self) -> list:
@@ -313,7 +316,9 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     model and optimizer state are whole on every rank after each call. ``placements`` with
     ``mesh`` (as :func:`hir.from_torch` takes them; tensor / sequence parallel): parameters
     and their optimizer state sharded in the program, the update on local shards
-    (:mod:`hir.frontend.sharded_training`)."""
+    (:mod:`hir.frontend.sharded_training`). ``schedule`` (a dict
+    of ``defer_waits``, ``prefetch``, ``bucket_bytes``, ``comm_stream``, ``optimizer_in_backward``)
+    lowers a data-parallel step with ``hir-schedule-data-parallel``'s options."""
     if not isinstance(model, torch.nn.Module):
         raise HirError(f"error: hir.train_step: model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(optimizer, torch.optim.Optimizer):
@@ -334,6 +339,10 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
         options = dict(options, mesh=dp.check_mesh(mesh), data_parallel=dp.check_mode(options["data_parallel"]))
     elif placements is not None:
         options = dict(options, mesh=mesh, placements=placements)
+    if "schedule" in options:
+        if options.get("data_parallel") is None:
+            raise HirError("error: hir.train_step: schedule= orders a data-parallel step's collectives; it takes mesh= and data_parallel=")
+        options = dict(options, schedule=dp.check_schedule(options["schedule"]))
     accumulate = options.get("accumulate", 1)
     if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
         raise HirError(f"error: hir.train_step: accumulate must be a positive int, got {accumulate!r}")
