@@ -27,9 +27,10 @@ import torch
 
 from hir.core import HirError
 from hir.frontend import data_parallel as dp
+from hir.frontend import layers
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 
-STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel")
+STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "recompute")
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
 
 
@@ -47,7 +48,8 @@ class _Step(torch.nn.Module):
     """The training step as a module: see the module docstring."""
 
     def __init__(self, model: torch.nn.Module, loss_fn: Callable, names: list, groups: list, rule: Rule,
-                 states: list, hyper: list, accumulate: int, max_grad_norm: Optional[float], data_parallel: Optional[str] = None) -> None:
+                 states: list, hyper: list, accumulate: int, max_grad_norm: Optional[float], data_parallel: Optional[str] = None,
+                 recompute: bool = False) -> None:
         super().__init__()
         self.model = model
         self.optimizer = torch.nn.Module()
@@ -56,6 +58,7 @@ class _Step(torch.nn.Module):
         object.__setattr__(self, "loss_fn", loss_fn)  # the user's function, not state
         self.names, self.groups, self.rule = names, groups, rule
         self.accumulate, self.max_grad_norm, self.data_parallel = accumulate, max_grad_norm, data_parallel
+        self.recompute = recompute
 
     def forward(self, *batch: torch.Tensor) -> torch.Tensor:
         params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
@@ -67,7 +70,7 @@ class _Step(torch.nn.Module):
                 p.requires_grad_()
             loss, grads = None, None
             for micro in _micro_batches(batch, self.accumulate):
-                with dp.reading(self.model, self.names, whole, mode):
+                with dp.reading(self.model, self.names, whole, mode), layers.forward_marks() if self.recompute else contextlib.nullcontext():
                     part = self.loss_fn(self.model, *micro)
                 if not isinstance(part, torch.Tensor) or part.dim() != 0:
                     raise HirError(f"error: hir.train_step: loss_fn must return a scalar tensor, got {_describe(part)}")
@@ -133,6 +136,7 @@ class TrainStep:
         self.max_grad_norm = options.get("max_grad_norm")
         self.compile_options = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
         self.data_parallel, self.mesh = options.get("data_parallel"), options.get("mesh")
+        self.recompute = options.get("recompute", False)
         self.names = _parameter_names(model, optimizer)
         first = next(iter(model.parameters()))
         self.device = torch.device(self.compile_options.setdefault("device", str(first.device)))
@@ -162,18 +166,25 @@ class TrainStep:
             states = [{k: t.to(self.device) for k, t in self.rule.init(self._param(i), g).items()}
                       for i, g in self._indexed_groups()]
             hyper = [{k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)} for _ in groups]
-            step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm, self.data_parallel)
+            step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm, self.data_parallel,
+                         self.recompute)
             batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
             placements = None
             if self.data_parallel is not None:  # parameters and their optimizer state sharded with fully_shard
                 state = self.state()
                 sharded = [f"model.{n}" for n in self.names] + [n for n in state if n.startswith("optimizer.state.")]
                 placements = dp.placements(self.data_parallel, state, batch, len(self.mesh), sharded)
-            with _attention_backends(self.device):
+            marking = layers.marking_layers(layers.repeated_blocks(self.model), "model.") if self.recompute else contextlib.nullcontext()
+            with _attention_backends(self.device), marking:
                 self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
                                                 mesh=self.mesh, placements=placements, replicate_fallback=self.data_parallel is None,
                                                 source_name=f"<train_step of {type(self.model).__name__}>")
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
+            if self.recompute:  # each layer's forward again before its backward (passes/training/recompute.py)
+                import hir
+
+                layers.marks_to_attributes(self.programs[key].module)
+                hir.lower(self.programs[key].module, "hir-recompute-layers")
         return self.programs[key]
 
     def _indexed_groups(self) -> list:
@@ -299,7 +310,10 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     (:class:`hir.interpreter.Program`'s). ``data_parallel="replicate"`` (DDP) or
     ``"fully_shard"`` (FSDP2) with ``mesh`` (every rank, ``list(range(world))``): each rank
     passes the global batch and computes on its rows (:mod:`hir.frontend.data_parallel`); the
-    model and optimizer state are whole on every rank after each call. ``placements``
+    model and optimizer state are whole on every rank after each call. ``recompute=True``:
+    activation checkpointing, each of the model's repeated blocks (its layers) computed
+    again in the backward instead of keeping its activations (``hir-recompute-layers``).
+    ``placements``
     (other parallel training) are refused for now."""
     if not isinstance(model, torch.nn.Module):
         raise HirError(f"error: hir.train_step: model must be a torch.nn.Module, got {type(model).__name__}")
@@ -322,6 +336,12 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     clip = options.get("max_grad_norm")
     if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip > 0):
         raise HirError(f"error: hir.train_step: max_grad_norm must be a positive number, got {clip!r}")
+    recompute = options.get("recompute", False)
+    if not isinstance(recompute, bool):
+        raise HirError(f"error: hir.train_step: recompute must be True or False, got {recompute!r}")
+    if recompute and not layers.repeated_blocks(model):
+        raise HirError(f"error: hir.train_step: recompute=True recomputes the model's repeated blocks (a ModuleList of two or more "
+                       f"modules of one class); {type(model).__name__} has none")
     if isinstance(example_batch, torch.Tensor) or not isinstance(example_batch, (tuple, list)):
         raise HirError(f"error: hir.train_step: example_batch must be a tuple of tensors (loss_fn's arguments after the model), got {type(example_batch).__name__}")
     return TrainStep(model, optimizer, loss_fn, example_batch, dict(options, max_grad_norm=None if clip is None else float(clip)))
