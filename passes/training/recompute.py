@@ -83,6 +83,7 @@ class RecomputeLayers(FunctionPass):
     def run(self, module: ir.Module) -> None:
         self._functions = {ir.StringAttr(op.attributes["sym_name"]).value: op.operation for op in module.body.operations
                            if op.operation.name == func.FuncOp.OPERATION_NAME}
+        self._kernel_writes: dict = {}  # callee name -> the arguments it writes
         super().run(module)
 
     def run_on_function(self, fn: ir.Operation) -> None:
@@ -105,7 +106,12 @@ class RecomputeLayers(FunctionPass):
         another dialect's op)."""
         if op.name == _CALL:
             callee = self._callee(op)
-            return None if callee is None else kernel_writes(callee)
+            if callee is None:
+                return None
+            name = ir.StringAttr(callee.attributes["sym_name"]).value
+            if name not in self._kernel_writes:
+                self._kernel_writes[name] = kernel_writes(callee)
+            return self._kernel_writes[name]
         cls = OP_CLASSES.get(op.name)
         if cls is not None:
             return frozenset(cls.DESTINATIONS)

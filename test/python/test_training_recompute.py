@@ -59,3 +59,55 @@ def test_recomputed_layers_train_as_eager_with_a_lower_peak():
     off, on = _peak(baseline, data[0]), _peak(step, data[0])
     # the peak without recomputation, gradients left out, bounds it from below
     assert on <= 0.6 * (off - gradients), (on, off, gradients)
+
+
+_BUF = "memref<4x4xf32>"
+_MUL = f'({_BUF}, {_BUF}, {_BUF}) -> ()'
+
+
+def _program(layer: str, between: str = "") -> str:
+    """A layer (``layer``: its ops after an activation %a it allocates), a loss, ``between``
+    (after the forward), then a backward reading %a."""
+    return f"""func.func @main(%x: {_BUF}, %w: {_BUF}, %dw: {_BUF}) -> {_BUF} {{
+  %a = memref.alloc() {{hir.forward, hir.layer = "layers.0"}} : {_BUF}
+{layer}
+  %y = memref.alloc() {{hir.forward}} : {_BUF}
+  "hir.binary"(%x, %x, %y) {{hir.forward, kind = "add"}} : {_MUL}
+{between}
+  "hir.binary"(%a, %y, %dw) {{kind = "mul"}} : {_MUL}
+  return %y : {_BUF}
+}}"""
+
+
+@pytest.mark.parametrize("layer, between, message", [
+    ('  "hir.binary"(%x, %w, %a) {hir.forward, hir.layer = "layers.0", kind = "mul"} : ' + _MUL + '\n'
+     '  "hir.binary"(%a, %a, %w) {hir.forward, hir.layer = "layers.0", kind = "add"} : ' + _MUL,
+     "", "step.mlir:4:3: error: 'hir.binary' op in layer 'layers.0' writes operand 2, a buffer the layer did not allocate"),
+    ('  "hir.binary"(%x, %w, %a) {hir.forward, hir.layer = "layers.0", kind = "mul"} : ' + _MUL,
+     '  "hir.binary"(%x, %x, %w) {kind = "add"} : ' + _MUL,
+     "step.mlir:6:3: error: 'hir.binary' op writes a buffer layer 'layers.0' reads, between its forward and its recomputation"),
+    ('  "test.fill"(%a) {hir.forward, hir.layer = "layers.0"} : (' + _BUF + ') -> ()',
+     "", "error: 'test.fill' op in layer 'layers.0' cannot be recomputed: what it writes is not known"),
+], ids=["writes-a-buffer-of-another", "input-written-before-the-backward", "unknown-op"])
+def test_refused_layers(layer, between, message):
+    module = hir.parse(_program(layer, between), "step.mlir") if "test." not in layer else None
+    if module is None:
+        from torch_mlir import ir
+
+        from hir.core import new_context
+
+        with new_context() as context:
+            context.allow_unregistered_dialects = True
+            module = ir.Module.parse(_program(layer, between))
+    with pytest.raises(hir.HirError) as err:
+        hir.lower(module, "hir-recompute-layers", source_name="step.mlir")
+    assert message in str(err.value)
+
+
+def test_train_step_recompute_refusals():
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(hir.HirError, match="recompute must be True or False, got 'yes'"):
+        hir.train_step(model, opt, lambda m, x: m(x).sum(), (torch.randn(2, 4),), recompute="yes")
+    with pytest.raises(hir.HirError, match="recompute=True recomputes the model's repeated blocks .* Linear has none"):
+        hir.train_step(model, opt, lambda m, x: m(x).sum(), (torch.randn(2, 4),), recompute=True)
