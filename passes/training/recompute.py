@@ -15,7 +15,8 @@ forward, that reads one of its buffers (or a view of one) other than its outputs
 the rest of the forward reads, such as the next layer's input, which stay live as that
 layer's input does): the clones of the layer's ops go
 right before it, in order, with fresh allocations, marked ``hir.recomputed = "NAME"``, and
-every op from there on reads the clones. The pass drops the ``hir.forward`` and
+every op from there on reads the clones (clones whose work nothing reads are dropped:
+the layer's output, read in the backward as the next layer's input). The pass drops the ``hir.forward`` and
 ``hir.layer`` marks it consumed.
 
 The clones compute what the originals computed only if what they read is unchanged, so a
@@ -133,9 +134,11 @@ class RecomputeLayers(FunctionPass):
             return  # nothing of the layer is read outside the forward
         _check_inputs(ops, position, members, made, first, point, self._writes, instance.name)
         mapping: dict = {}
+        clones = []
         at = ir.InsertionPoint(ops[point])
         for op in members:
-            clone = op.clone(ip=at)
+            clone = op.clone(ip=at).operation
+            clones.append(clone)
             _remap(clone, mapping)
             for old, new in zip(op.results, clone.results):
                 mapping[old] = new
@@ -145,6 +148,8 @@ class RecomputeLayers(FunctionPass):
             clone.attributes[RECOMPUTED_ATTR] = ir.StringAttr.get(instance.name)
         for op in ops[point:]:
             _remap(op, mapping)
+        for op in reversed(_unread(clones, self._writes)):
+            op.erase()
 
     def _check_member(self, op: ir.Operation, name: str, made: list) -> None:
         written = self._writes(op)
@@ -253,6 +258,35 @@ def _check_inputs(ops: list, position: dict, members: list, made: list, first: i
             w = writes(use.owner.operation)
             if w is None or use.operand_number in w:
                 raise fail(top, f"writes a buffer layer '{name}' reads, between its forward and its recomputation: the layer cannot be recomputed")
+
+
+def _unread(clones: list, writes) -> list:
+    """The clones whose work nothing reads (the layer's output, which the backward reads as
+    the next layer's input, computed again for nothing), in block order: an op that writes
+    only cloned buffers no kept op touches, a view or an allocation no kept op uses."""
+    made = {op.results[0] for op in clones if op.name == ALLOC}
+    dead: set = set()
+
+    def unused(value: ir.Value, writer: Optional[ir.Operation] = None) -> bool:
+        return all(use.owner.operation in dead or (writer is not None and use.owner.operation == writer) for use in value.uses)
+
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(clones):
+            if op in dead:
+                continue
+            if op.name == ALLOC or is_view(op):
+                gone = all(unused(r) for r in op.results)
+            else:
+                written = writes(op)
+                roots = [_root(op.operands[i]) for i in written or ()]
+                gone = bool(roots) and all(unused(r) for r in op.results) and all(
+                    r in made and all(u.owner.operation in dead or u.owner.operation == op for u in uses_through_views(r)) for r in roots)
+            if gone:
+                dead.add(op)
+                changed = True
+    return [op for op in clones if op in dead]
 
 
 def _remap(op: ir.Operation, mapping: dict) -> None:
