@@ -109,14 +109,33 @@ def _marks(node: torch.fx.Node) -> dict:
 
 
 def marks_to_attributes(module: ir.Module) -> None:
-    """The marks on the locations of ``@main``'s ops as their attributes."""
-    main = next(op.operation for op in module.body.operations if op.operation.name == "func.func"
-                and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main")
-    for op in main.regions[0].blocks[0].operations:
-        loc = op.location
-        marks = loc.metadata.maybe_downcast() if isinstance(loc, ir.FusedLoc) and loc.metadata is not None else None
-        if not isinstance(marks, ir.DictAttr):
-            continue
-        for name in (FORWARD, LAYER):
-            if name in marks:
-                op.attributes[name] = marks[name]
+    """The marks on the locations of ``@main``'s ops as their attributes. A kernel segment's
+    call is located at the segment's first op, which may be unmarked (the segment starts
+    before the forward, or before a block): it takes the marks of the segment's ops (forward
+    if any is, the first block named)."""
+    functions = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation for op in module.body.operations
+                 if op.operation.name == "func.func"}
+    for op in functions["main"].regions[0].blocks[0].operations:
+        marks = _location_marks(op.location)
+        if op.operation.name == "func.call":
+            callee = functions.get(ir.FlatSymbolRefAttr(op.operation.attributes["callee"]).value)
+            if callee is not None:
+                marks = _segment_marks(callee)
+        for name, value in marks.items():
+            op.attributes[name] = value
+
+
+def _location_marks(loc: ir.Location) -> dict:
+    marks = loc.metadata.maybe_downcast() if isinstance(loc, ir.FusedLoc) and loc.metadata is not None else None
+    if not isinstance(marks, ir.DictAttr):
+        return {}
+    return {name: marks[name] for name in (FORWARD, LAYER) if name in marks}
+
+
+def _segment_marks(fn: ir.Operation) -> dict:
+    found: dict = {}
+    for op in fn.regions[0].blocks[0].operations:
+        marks = _location_marks(op.location)
+        for name, value in marks.items():
+            found.setdefault(name, value)
+    return found
