@@ -14,3 +14,4 @@ from hir.passes.shard import convert_shard_to_hir  # noqa: F401
 from hir.passes.memory import hoist_parameter_work  # noqa: F401
 from hir.passes import set_node_layout  # noqa: F401
 from hir.passes.training import schedule  # noqa: F401
+from hir.passes.training import recompute  # noqa: F401

@@ -30,6 +30,7 @@ from hir import progress
 from hir.core import HirError, format_mlir_error, new_context
 from hir.frontend.dynamic import check_dims, dim_info, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
+from hir.frontend.layers import mark_locations
 from hir.frontend.main_signature import mark_parameters, scalar_argument, unsupported_reason
 from hir.frontend.partition import Partitioner
 
@@ -246,6 +247,7 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
         return node_importers[-1]
 
     importer = FxImporter(context=context, graph_node_importer_cls=node_importer)
+    mark_locations(importer, exported.program.graph)  # hir.train_step(recompute=True)'s layer marks, if any
     try:
         # every placeholder an argument: lifted constants are state entries (see export.py)
         with progress.task("importing the graph into MLIR (torch-mlir's FX importer)"):

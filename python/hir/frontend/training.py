@@ -27,10 +27,11 @@ import torch
 
 from hir.core import HirError
 from hir.frontend import data_parallel as dp
-from hir.frontend import sharded_training
+from hir.frontend import layers, sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
+from hir.passes import run_pipeline
 
-STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule")
+STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "recompute")
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
 
 
@@ -48,7 +49,8 @@ class _Step(torch.nn.Module):
     """The training step as a module: see the module docstring."""
 
     def __init__(self, model: torch.nn.Module, loss_fn: Callable, names: list, groups: list, rule: Rule,
-                 states: list, hyper: list, accumulate: int, max_grad_norm: Optional[float], data_parallel: Optional[str] = None) -> None:
+                 states: list, hyper: list, accumulate: int, max_grad_norm: Optional[float], data_parallel: Optional[str] = None,
+                 recompute: bool = False) -> None:
         super().__init__()
         self.model = model
         self.optimizer = torch.nn.Module()
@@ -58,6 +60,7 @@ class _Step(torch.nn.Module):
         self.names, self.groups, self.rule = names, groups, rule
         self.accumulate, self.max_grad_norm, self.data_parallel = accumulate, max_grad_norm, data_parallel
         self.gradient_layouts: dict = {}  # parameter name -> the layout its gradient takes (placed training)
+        self.recompute = recompute
 
     def forward(self, *batch: torch.Tensor) -> torch.Tensor:
         params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
@@ -69,7 +72,7 @@ class _Step(torch.nn.Module):
                 p.requires_grad_()
             loss, grads = None, None
             for micro in _micro_batches(batch, self.accumulate):
-                with dp.reading(self.model, self.names, whole, mode):
+                with dp.reading(self.model, self.names, whole, mode), layers.forward_marks() if self.recompute else contextlib.nullcontext():
                     part = self.loss_fn(self.model, *micro)
                 if not isinstance(part, torch.Tensor) or part.dim() != 0:
                     raise HirError(f"error: hir.train_step: loss_fn must return a scalar tensor, got {_describe(part)}")
@@ -137,6 +140,7 @@ class TrainStep:
         self.compile_options = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
         self.data_parallel, self.mesh, self.placements = options.get("data_parallel"), options.get("mesh"), options.get("placements")
         self.schedule = options.get("schedule")
+        self.recompute = options.get("recompute", False)
         self.names = _parameter_names(model, optimizer)
         first = next(iter(model.parameters()))
         self.device = torch.device(self.compile_options.setdefault("device", str(first.device)))
@@ -167,7 +171,8 @@ class TrainStep:
             states = [{k: t.to(self.device) for k, t in self.rule.init(self._param(i), g).items()}
                       for i, g in self._indexed_groups()]
             hyper = [{k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)} for _ in groups]
-            step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm, self.data_parallel)
+            step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm, self.data_parallel,
+                         self.recompute)
             batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
             placements = None
             if self.data_parallel is not None:  # parameters and their optimizer state sharded with fully_shard
@@ -177,12 +182,16 @@ class TrainStep:
             if self.placements is not None:  # the model's parameters placed as the user says, their optimizer state alike
                 placements = sharded_training.step_placements(step, self.names, self.placements, self.state())
                 step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
-            with _attention_backends(self.device):
+            marking = layers.marking_layers(layers.repeated_blocks(self.model), "model.") if self.recompute else contextlib.nullcontext()
+            with _attention_backends(self.device), marking:
                 self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
                                                 mesh=self.mesh, placements=placements, replicate_fallback=self.mesh is None,
                                                 source_name=f"<train_step of {type(self.model).__name__}>")
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
             self._shardings[key] = sharded_training.state_shardings(self.programs[key])
+            if self.recompute:  # each layer's forward again before its backward (passes/training/recompute.py)
+                layers.marks_to_attributes(self.programs[key].module)
+                run_pipeline(self.programs[key].module, "hir-recompute-layers")
             if self.schedule is not None:
                 self.programs[key].lower(pipeline=dp.schedule_pipeline(self.schedule))
         return self.programs[key]
@@ -318,7 +327,9 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     and their optimizer state sharded in the program, the update on local shards
     (:mod:`hir.frontend.sharded_training`). ``schedule`` (a dict
     of ``defer_waits``, ``prefetch``, ``bucket_bytes``, ``comm_stream``, ``optimizer_in_backward``)
-    lowers a data-parallel step with ``hir-schedule-data-parallel``'s options."""
+    lowers a data-parallel step with ``hir-schedule-data-parallel``'s options. ``recompute=True``:
+    activation checkpointing, each of the model's repeated blocks (its layers) computed
+    again in the backward instead of keeping its activations (``hir-recompute-layers``)."""
     if not isinstance(model, torch.nn.Module):
         raise HirError(f"error: hir.train_step: model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(optimizer, torch.optim.Optimizer):
@@ -349,6 +360,12 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     clip = options.get("max_grad_norm")
     if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip > 0):
         raise HirError(f"error: hir.train_step: max_grad_norm must be a positive number, got {clip!r}")
+    recompute = options.get("recompute", False)
+    if not isinstance(recompute, bool):
+        raise HirError(f"error: hir.train_step: recompute must be True or False, got {recompute!r}")
+    if recompute and not layers.repeated_blocks(model):
+        raise HirError(f"error: hir.train_step: recompute=True recomputes the model's repeated blocks (a ModuleList of two or more "
+                       f"modules of one class); {type(model).__name__} has none")
     if isinstance(example_batch, torch.Tensor) or not isinstance(example_batch, (tuple, list)):
         raise HirError(f"error: hir.train_step: example_batch must be a tuple of tensors (loss_fn's arguments after the model), got {type(example_batch).__name__}")
     return TrainStep(model, optimizer, loss_fn, example_batch, dict(options, max_grad_norm=None if clip is None else float(clip)))
