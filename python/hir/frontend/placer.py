@@ -32,7 +32,7 @@ from hir.frontend.packed import PackedError, cut, pieces_after
 from hir.frontend.placements import DeviceGrid
 from hir.frontend.segment_placement import Cut, PartialOp, operands_of, read_slices, segment_partial, split_before
 from hir.frontend.strategies import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, Strategy, compute_spec, op_key, strategy_for
-from hir.frontend.torch_ir import LIST_CONSTRUCT, is_cloned, is_cloned_value, is_constant, is_tensor, owner, rank_of, tensor_info, user
+from hir.frontend.torch_ir import LIST_CONSTRUCT, hoistable_with_parameters, is_cloned, is_cloned_value, is_constant, is_tensor, owner, rank_of, tensor_info, user
 
 
 def _describe(sharding: Optional[Sharding]) -> str:
@@ -118,7 +118,7 @@ class Placer:
             spec = compute_spec(op)
             if spec is None:
                 read = [v for v in op.operands if not is_cloned_value(v)]
-                if read and all(v in parameters for v in read) and (all(is_tensor(r) for r in op.results) or self._read_with_parameters(op, parameters)):
+                if read and all(v in parameters for v in read) and hoistable_with_parameters(op, parameters):
                     hoistable.append(op)
                     parameters.update(op.results)
                 else:
@@ -140,13 +140,6 @@ class Placer:
         if dumping("placements"):
             print("\n".join(f"placements: {line}" for line in self.listing), file=sys.stderr)
         return plan
-
-    @staticmethod
-    def _read_with_parameters(op: ir.Operation, parameters: set) -> bool:
-        """Whether the users of ``op``'s (list) results read only parameters: only then is
-        the list hoisted with them (a list crosses no segment boundary)."""
-        own = set(op.results)
-        return all(is_cloned_value(v) or v in parameters or v in own for r in op.results for use in r.uses for v in user(use).operands)
 
     # ----- compute ops ------------------------------------------------------------------
     def _place(self, op: ir.Operation, spec: Optional[ComputeSpec], operands: list, k: int, name: str) -> tuple[OpPlacement, Strategy]:

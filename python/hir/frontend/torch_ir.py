@@ -116,3 +116,13 @@ def is_cloned(op: ir.Operation) -> bool:
 
 def is_cloned_value(value: ir.Value) -> bool:
     return not isinstance(value.owner, ir.Block) and is_cloned(owner(value))
+
+
+def hoistable_with_parameters(op: ir.Operation, parameters: set) -> bool:
+    """Whether ``op``, which reads only ``parameters``, may be hoisted with them: its results
+    are tensors, or (lists) their users read only parameters (a list crosses no segment
+    boundary)."""
+    if all(is_tensor(r) for r in op.results):
+        return True
+    own = set(op.results)
+    return all(is_cloned_value(v) or v in parameters or v in own for r in op.results for use in r.uses for v in user(use).operands)
