@@ -43,7 +43,7 @@ After (``--print-value-names``, types elided; the module gets ``hir.num_streams 
       "hir.matmul"(%gathered, %arg1, %slice_2)
       "hir.set_current_stream"(%user_stream) })
     "hir.for"(%c0, %c1, %c1) ({ ^bb0(%s: index):          // the user stream joins the pool streams
-      %stream_1 = "hir.get_stream"(%s) ; "hir.synchronize"(%stream_1) })
+      %stream_1 = "hir.get_stream"(%s) ; "hir.synchronize"(%stream_1) }) {hir.joins_pool_streams}
 
 A producer + reduce-scatter becomes per-destination compute, shifts and one
 ``hir.reduction`` (``reduce_scatter.py``), or with ``accumulate=1`` a ring adding in the
