@@ -10,9 +10,10 @@
 // CHECK-NEXT:   "hir.yield"() : () -> ()
 // CHECK-NEXT: }) : (index, index, index) -> ()
 // CHECK-NOT:  hir.joins_pool_streams
-func.func @join(%n: index) {
+func.func @join() {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
+  %n = arith.constant 2 : index
   "hir.for"(%c0, %n, %c1) ({
   ^bb0(%s: index):
     %stream = "hir.get_stream"(%s) : (index) -> !hir.stream
