@@ -21,10 +21,20 @@ from torch_mlir import ir
 from torch_mlir.dialects import ext
 
 from hir.dialect.base import HirOp, StreamType, fail
+from hir.dialect.streams import GetStreamOp, SynchronizeOp
+
+# Unit attribute of ``hir.for``: the loop is a join, the current stream waiting for the pool
+# streams it indexes (its body only ``get_stream`` of the index and ``synchronize`` on it).
+# Passes working on the stream form read it (a buffer used on a pool stream lives until the
+# join); ``hir-expand-stream-loops`` writes the final form without it.
+JOINS_POOL_STREAMS_ATTR = "hir.joins_pool_streams"
 
 
 class ForOp(HirOp, name="for"):
-    """``for i in range(lb, ub, step)``; ``step`` must be positive at run time."""
+    """``for i in range(lb, ub, step)``; ``step`` must be positive at run time. With
+    ``hir.joins_pool_streams`` (``JOINS_POOL_STREAMS_ATTR``) the loop is a join of pool
+    streams ``lb .. ub``: its body is ``%stream = hir.get_stream(%i)``,
+    ``hir.synchronize(%stream)`` and nothing else."""
 
     lower_bound: ext.Operand[ir.IndexType]
     upper_bound: ext.Operand[ir.IndexType]
@@ -43,16 +53,31 @@ class ForOp(HirOp, name="for"):
         count = len(ops)
         if not count or ops[count - 1].operation.name != YieldOp.OPERATION_NAME:
             fail(f"body must end with '{YieldOp.OPERATION_NAME}'")
+        if JOINS_POOL_STREAMS_ATTR in self.operation.attributes:
+            _check_join(block)
 
     @classmethod
-    def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, *, name: Optional[str] = None) -> tuple[ir.Operation, ir.Value, ir.Operation]:
+    def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, *, joins_pool_streams: bool = False,
+             name: Optional[str] = None) -> tuple[ir.Operation, ir.Value, ir.Operation]:
         """(loop, induction variable, yield): insert the body before the yield. ``name``
-        names the induction variable (``^bb0(%i: index)``)."""
-        loop = cls._create([lower_bound, upper_bound, step], regions=1, name=name)
+        names the induction variable (``^bb0(%i: index)``); ``joins_pool_streams``: the loop
+        is a join (its body, built by the caller, must be the one the class docstring says)."""
+        attributes = {JOINS_POOL_STREAMS_ATTR: ir.UnitAttr.get()} if joins_pool_streams else None
+        loop = cls._create([lower_bound, upper_bound, step], attributes=attributes, regions=1, name=name)
         block = loop.regions[0].blocks.append(ir.IndexType.get(), arg_locs=[loop.location])
         with ir.InsertionPoint(block):
             terminator = YieldOp.emit()
         return loop, block.arguments[0], terminator
+
+
+def _check_join(block: ir.Block) -> None:
+    """A join's body: the pool stream of the index, the current stream waiting for it."""
+    ops = [op.operation for op in block.operations]
+    names = [op.name for op in ops]
+    expected = [GetStreamOp.OPERATION_NAME, SynchronizeOp.OPERATION_NAME, YieldOp.OPERATION_NAME]
+    if names != expected or ops[0].operands[0] != block.arguments[0] or ops[1].operands[0] != ops[0].results[0]:
+        fail(f"with '{JOINS_POOL_STREAMS_ATTR}' must have the body %stream = {expected[0]}(index), {expected[1]}(%stream), {expected[2]}; "
+             f"got {', '.join(names)}")
 
 
 class StreamForOp(HirOp, name="stream_for"):

@@ -8,6 +8,7 @@ Everything here works on ``ir.Operation`` (not OpView): passes look at thousands
 constructors, which bind arguments with ``inspect``, ~17 us an op).
 """
 
+from functools import cmp_to_key
 from typing import Iterator, Optional
 
 from torch_mlir import ir
@@ -126,6 +127,14 @@ def ancestor_in(op: ir.Operation, block: ir.Block) -> Optional[ir.Operation]:
         parent = op.parent
         op = parent.operation if parent is not None else None
     return None
+
+
+def users_in_block(value: ir.Value, block: ir.Block) -> list[ir.Operation]:
+    """The ops of ``block`` using ``value`` (each once), in program order: found from the
+    value's uses, so a pattern asks about the ops it matches without listing the block."""
+    users = {use.owner.operation: None for use in value.uses}
+    here = [op for op in users if op.block == block]
+    return sorted(here, key=cmp_to_key(lambda a, b: -1 if a.is_before_in_block(b) else 1))
 
 
 def runs_after(user: ir.Operation, op: ir.Operation) -> bool:

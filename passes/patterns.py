@@ -71,6 +71,17 @@ def same_types() -> rewrite.TypeConverter:
     return converter
 
 
+def replace_without_attribute(op: ir.Operation, name: str, rewriter: rewrite.PatternRewriter) -> ir.Operation:
+    """Rewrite ``op`` through ``rewriter`` as itself without the attribute ``name``: a copy
+    built at the rewriter's insertion point (before ``op``) drops it, then replaces ``op``
+    (the Python rewriter has no in-place modification). The copy keeps the location and
+    the regions; it is returned."""
+    copy = op.clone(ip=rewriter.ip)
+    del copy.attributes[name]
+    rewriter.replace_op(op, copy)
+    return copy
+
+
 class GuardedRewritePatternSet:
     """A ``RewritePatternSet`` of guarded Python patterns (see the module docstring)."""
 

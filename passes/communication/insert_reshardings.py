@@ -78,13 +78,14 @@ def reshard_reduction_operands(op: ir.OpView, rewriter: rewrite.PatternRewriter)
 
 def reshard_operands(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     """A compute op: each operand placed differently from what the output needs is read
-    from a new buffer set from it right before the op (no match when none is)."""
+    from a new buffer set from it right before the op (no match when none is); the op is
+    replaced by its copy reading them."""
     op = op.operation
     out_index = output_index(op)
     out = operand_sharding(op, out_index)
     if out is None:
         return True
-    unmatched = True
+    resharded = {}
     for index, operand in enumerate(list(op.operands)):
         if index == out_index or not isinstance(operand.type, ir.MemRefType):
             continue
@@ -92,9 +93,14 @@ def reshard_operands(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         needed = needed_sharding(op, index, out)
         if mine is None or mine == needed:
             continue
-        op.operands[index] = _resharded(op, index, mine, needed, rewriter.ip)
-        unmatched = False
-    return unmatched
+        resharded[index] = _resharded(op, index, mine, needed, rewriter.ip)
+    if not resharded:
+        return True
+    reading = op.clone(ip=rewriter.ip)  # the op reading the new buffers, after their sets
+    for index, buffer in resharded.items():
+        reading.operands[index] = buffer
+    rewriter.replace_op(op, reading)
+    return False
 
 
 def _resharded(op: ir.Operation, index: int, mine: Sharding, needed: Sharding, ip: ir.InsertionPoint) -> ir.Value:

@@ -2,8 +2,8 @@
 (nvFuser's InsertDeallocations). A use nested in a loop counts as the loop; uses of an
 ``alias_select`` view count as uses of the buffer it views; a collective's use lasts until
 the ``hir.wait`` on its token (the transfer may still read or write the buffer before); a
-last use followed by a join of the pool streams (``hir.synchronize``, or a loop of them)
-lasts until the join, since the use may still be running on a pool stream, and so does a
+last use followed by a join of the pool streams (``hir.synchronize``, or an ``hir.for``
+marked ``hir.joins_pool_streams``, which its verifier checks) lasts until the join, since the use may still be running on a pool stream, and so does a
 last use issued on a pool stream with other ops before the join (a P2P pipeline's step 0).
 Buffers returned by the function (directly or through a view) are program outputs and
 program inputs are never allocated here, so neither is freed. Allocations inside ``hir.for``
@@ -37,7 +37,8 @@ from typing import Iterator, Optional
 from torch_mlir import ir
 from torch_mlir.dialects import func, scf
 
-from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WorkType, YieldOp, is_view
+from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WorkType, is_view
+from hir.dialect.control import JOINS_POOL_STREAMS_ATTR
 from hir.dialect.irutils import ALLOC, DEALLOC
 from hir.passes.base import FunctionPass, register_pass
 
@@ -102,9 +103,9 @@ def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict, on_p
             return None
         last_index = max(last_index, _index_in_block(user, position))
     if on_pool[last_index]:  # issued on a pool stream: it lasts until the next join
-        joins = (i for i in range(last_index + 1, len(ops)) if _is_join(ops[i]) and ops[i].name != SetCurrentStreamOp.OPERATION_NAME)
+        joins = (i for i in range(last_index + 1, len(ops)) if _joins(ops[i]) and ops[i].name != SetCurrentStreamOp.OPERATION_NAME)
         last_index = next(joins, last_index)
-    while last_index + 1 < len(ops) and _is_join(ops[last_index + 1]):
+    while last_index + 1 < len(ops) and _joins(ops[last_index + 1]):
         last_index += 1  # a use on a pool stream lasts until the user stream joins it
     return ops[last_index]
 
@@ -124,19 +125,15 @@ def _on_pool_stream(ops: list[ir.Operation]) -> list[bool]:
     return found
 
 
-def _is_join(op: ir.Operation) -> bool:
+def _joins(op: ir.Operation) -> bool:
     """``hir.synchronize``, a return to the user stream (``hir.set_current_stream`` of a
-    ``hir.get_current_stream``) before one, or a loop doing nothing else (joining the pool
-    streams)."""
+    ``hir.get_current_stream``) before one, or a loop marked as a join of the pool streams."""
     if op.name == SynchronizeOp.OPERATION_NAME:
         return True
     if op.name == SetCurrentStreamOp.OPERATION_NAME:
         owner = op.operands[0].owner
         return not isinstance(owner, ir.Block) and owner.name == GetCurrentStreamOp.OPERATION_NAME
-    if op.name != ForOp.OPERATION_NAME:
-        return False
-    body = [o.operation.name for o in op.regions[0].blocks[0].operations]
-    return set(body) <= {GetStreamOp.OPERATION_NAME, SynchronizeOp.OPERATION_NAME, YieldOp.OPERATION_NAME} and SynchronizeOp.OPERATION_NAME in body
+    return op.name == ForOp.OPERATION_NAME and JOINS_POOL_STREAMS_ATTR in op.attributes
 
 
 def _index_in_block(op: ir.Operation, position: dict) -> int:

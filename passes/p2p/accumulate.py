@@ -51,10 +51,10 @@ from hir.dialect.irutils import index_arith, index_const, output_index, slice_na
 from hir.passes.base import PassFailure, fail
 
 
-def can_accumulate(rs: ir.Operation, block_ops: list) -> bool:
+def can_accumulate(rs: ir.Operation) -> bool:
     """Whether ``rs`` sums and its producer declares an accumulating form."""
     try:
-        producer = producer_of(rs, rs.operands[0], get_int(rs, "scatter_axis"), block_ops)
+        producer = producer_of(rs, rs.operands[0], get_int(rs, "scatter_axis"))
     except PassFailure:  # the pipeline itself reports what is wrong
         return False
     return get_str(rs, "reduction") == "sum" and getattr(op_class(producer), "ACCUMULATE_ATTR", None) is not None
@@ -65,13 +65,12 @@ def accumulate_receives(opts) -> bool:
     return opts.transfer == "push" and opts.chunks > 1
 
 
-def build_accumulate(opts, rs: ir.Operation, block_ops: list, rewriter: rewrite.PatternRewriter) -> None:
-    """Replace ``rs``, its wait and the producer of its input (in ``block_ops``, the ops of
-    its block) by the accumulating ring."""
+def build_accumulate(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:
+    """Replace ``rs``, its wait and the producer of its input by the accumulating ring."""
     k = get_int(rs, "scatter_axis")
     team, team_attr, backend, wait = collective(opts, rs, rs.operands[0], k, "scatters", "slice")
     partial, out = rs.operands[0], rs.operands[1]
-    producer = producer_of(rs, partial, k, block_ops)
+    producer = producer_of(rs, partial, k)
     attr = getattr(op_class(producer), "ACCUMULATE_ATTR", None)
     if attr is None:
         raise fail(producer, "cannot accumulate into its output (hir-p2p-pipeline{accumulate=1} needs a producer with an accumulating form, e.g. hir.matmul)")

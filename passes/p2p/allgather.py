@@ -58,17 +58,17 @@ from hir.dialect.base import get_int
 from hir.dialect.p2p import SIGNAL_ATTR
 from hir.passes.p2p.reduce_scatter import erase_if_unused
 from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
-from hir.dialect.irutils import DEALLOC, index_arith, is_a, operand_axis, output_index, stream_axis, uses_through_views
+from hir.dialect.irutils import DEALLOC, index_arith, is_a, operand_axis, output_index, stream_axis, users_in_block, uses_through_views
 from hir.passes.base import fail
 
 
-def build_allgather(opts, ag: ir.Operation, block_ops: list, rewriter: rewrite.PatternRewriter) -> None:
-    """Replace ``ag``, its wait and its stream-parallel consumers (in ``block_ops``, the ops
-    of its block) by the pipeline, built at the last consumer."""
+def build_allgather(opts, ag: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:
+    """Replace ``ag``, its wait and its stream-parallel consumers by the pipeline, built at
+    the last consumer."""
     axis = get_int(ag, "axis")
     team, team_attr, backend, wait = collective(opts, ag, ag.operands[1], axis, "gathers", "shard")
     src, gathered = ag.operands[0], ag.operands[1]
-    consumers, gathered_read_after = _consumers(ag, gathered, axis, block_ops)
+    consumers, gathered_read_after = _consumers(ag, gathered, axis)
     gathered_read_after = gathered_read_after or _read_elsewhere(ag, gathered, consumers)
     # Chunks split each shard along its first axis (axis 0 of a step's slice).
     parts_axis = chunk_axis(opts, ag, gathered, [axis], [(op, list(op.operands).index(gathered)) for op in consumers])
@@ -156,18 +156,13 @@ def _slots_type(gathered: ir.MemRefType, axis: int) -> ir.MemRefType:
     return ir.MemRefType.get(shape, gathered.element_type, memory_space=gathered.memory_space)
 
 
-def _consumers(ag: ir.Operation, gathered: ir.Value, axis: int, block_ops: list) -> tuple[list, bool]:
+def _consumers(ag: ir.Operation, gathered: ir.Value, axis: int) -> tuple[list, bool]:
     """The stream-parallel compute ops after the all-gather reading ``gathered`` on ``axis``,
     and whether other ops use ``gathered`` (after them: the pipeline runs at the last one)."""
     out: list = []
     others: list = []
-    after = False
-    for op in block_ops:
-        op = op.operation
-        if op == ag:
-            after = True
-            continue
-        if not after or gathered not in list(op.operands):
+    for op in users_in_block(gathered, ag.block):
+        if op == ag or not ag.is_before_in_block(op):
             continue
         if op.name == WaitOp.OPERATION_NAME or op.name == DEALLOC:
             continue

@@ -36,19 +36,21 @@ class PipelineAnalysis:
     # Collectives decided to run whole: the greedy driver's second sweep visits them again
     # (and no pattern erases a collective it did not rewrite, so the handles stay valid).
     kept_whole: set[ir.Operation] = field(default_factory=set)
+    # Compute ops chunked only to overlap a collective that runs whole (overlap=auto): the
+    # pattern rooted on each writes it whole once the collective's pattern decided it.
+    runs_whole: set[ir.Operation] = field(default_factory=set)
 
-    def p2p_schedule(self, op: ir.Operation, block_ops: list, chosen: bool = False) -> Optional[Any]:
-        """The options the pipeline of ``op`` (a collective in P2P form; ``block_ops``: the
-        ops of its block) is built with: ``chunks`` a number, ``accumulate`` only where the
+    def p2p_schedule(self, op: ir.Operation, chosen: bool = False) -> Optional[Any]:
+        """The options the pipeline of ``op`` (a collective in P2P form) is built with: ``chunks`` a number, ``accumulate`` only where the
         reduce-scatter can; None when ``overlap`` keeps it whole (not asked when the
         pipeline is already ``chosen``: the reduce-scatter of an all-reduce's rs-ag form)."""
         options = self.options
-        if not chosen and (op in self.kept_whole or not self._pipelines(op, block_ops)):
+        if not chosen and (op in self.kept_whole or not self._pipelines(op)):
             self.kept_whole.add(op)
             return None  # hir-lower runs it whole
         ag = op.name == AllgatherOp.OPERATION_NAME
-        opts = dataclasses.replace(options, accumulate=options.accumulate and not ag and can_accumulate(op, block_ops))
-        opts = dataclasses.replace(opts, chunks=self._chunks_for(op, block_ops, opts.accumulate))
+        opts = dataclasses.replace(options, accumulate=options.accumulate and not ag and can_accumulate(op))
+        opts = dataclasses.replace(opts, chunks=self._chunks_for(op, opts.accumulate))
         self.pool_streams = max(self.pool_streams, _pool_streams(opts, op))
         if options.comm_stream:
             self.high_priority.add(comm_stream_index(opts, len(get_i64_array(op, "team"))))
@@ -87,21 +89,21 @@ class PipelineAnalysis:
             return False
         return rs_allgather_pays(op, producer, options.copy_gbps, options.compute_tflops, options.step_us)
 
-    def _pipelines(self, op: ir.Operation, block_ops: list) -> bool:
+    def _pipelines(self, op: ir.Operation) -> bool:
         """``overlap``: whether to pipeline ``op`` (``auto``: :func:`pipeline_pays`)."""
         options = self.options
         if options.overlap == "auto":
             if spans_nodes(op, options.name, "kept whole (overlap=auto pipelines teams inside one node only)"):
                 return False
-            return pipeline_pays(op, block_ops, options.copy_gbps, options.compute_tflops, options.step_us)
+            return pipeline_pays(op, options.copy_gbps, options.compute_tflops, options.step_us)
         return options.overlap == "on"
 
-    def _chunks_for(self, op: ir.Operation, block_ops: list, accumulate: bool) -> int:
+    def _chunks_for(self, op: ir.Operation, accumulate: bool) -> int:
         """``chunks`` as a number for ``op``'s pipeline (``auto``: :func:`auto_chunks`)."""
         options = self.options
         if str(options.chunks) != "auto":
             return int(options.chunks)
-        return auto_chunks(op, block_ops, options.copy_gbps, options.compute_tflops, options.chunk_us, accumulate)
+        return auto_chunks(op, options.copy_gbps, options.compute_tflops, options.chunk_us, accumulate)
 
 
 def _pool_streams(opts: Any, op: ir.Operation) -> int:

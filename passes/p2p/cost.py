@@ -86,20 +86,20 @@ from torch_mlir import ir
 from hir.dialect import AllgatherOp, CollectiveOp, ComputeOp, LinearOp, MatmulOp
 from hir.dialect.base import get_i64_array, get_int, get_str
 from hir.dialect.sharding import local_shape, sharding_of
-from hir.dialect.irutils import is_a, is_p2p_form, output_index, stream_axis
+from hir.dialect.irutils import is_a, is_p2p_form, output_index, stream_axis, users_in_block
 
 MAX_AUTO_CHUNKS = 8
 CONTRACTIONS = (MatmulOp.OPERATION_NAME, LinearOp.OPERATION_NAME)  # 2·M·N·K flops
 
 
-def step_times(op: ir.Operation, block_ops: list, copy_gbps: float, compute_tflops: float) -> Optional[tuple]:
+def step_times(op: ir.Operation, copy_gbps: float, compute_tflops: float) -> Optional[tuple]:
     """(n, t_c, t_m, extent of the axis chunks split) of the collective ``op``'s steps in
     microseconds; None when a size is dynamic or no compute op streams with it."""
     n = len(get_i64_array(op, "team"))
     ag = op.name == AllgatherOp.OPERATION_NAME
     moved = op.operands[0]
     k = get_int(op, "axis") if ag else get_int(op, "scatter_axis")
-    users = _step_compute(op, op.operands[1] if ag else moved, k, block_ops, ag)
+    users = _step_compute(op, op.operands[1] if ag else moved, k, ag)
     mtype = ir.MemRefType(moved.type)
     if any(ir.ShapedType.is_dynamic_size(e) for e in mtype.shape) or not users:
         return None
@@ -111,23 +111,23 @@ def step_times(op: ir.Operation, block_ops: list, copy_gbps: float, compute_tflo
     return n, t_copy, t_compute, extent
 
 
-def pipeline_pays(op: ir.Operation, block_ops: list, copy_gbps: float, compute_tflops: float, step_us: float) -> bool:
+def pipeline_pays(op: ir.Operation, copy_gbps: float, compute_tflops: float, step_us: float) -> bool:
     """``overlap=auto``: whether the pipeline of ``op`` beats the whole collective. Whole:
     n·t_m + (n-1)·t_c (collective, then compute); pipelined (local step first / last):
     max(n·t_m, t_m + (n-1)·t_c) + n·step_us; so it pays when (n-1)·min(t_c, t_m) > n·step_us."""
-    times = step_times(op, block_ops, copy_gbps, compute_tflops)
+    times = step_times(op, copy_gbps, compute_tflops)
     if times is None:
         return False
     n, t_copy, t_compute, _ = times
     return n > 1 and (n - 1) * min(t_copy, t_compute) > n * step_us
 
 
-def auto_chunks(op: ir.Operation, block_ops: list, copy_gbps: float, compute_tflops: float, chunk_us: float, ring: bool = False) -> int:
+def auto_chunks(op: ir.Operation, copy_gbps: float, compute_tflops: float, chunk_us: float, ring: bool = False) -> int:
     """``chunks=auto`` for the collective ``op`` (the rule in the module docstring): the
     power of two c <= 8 minimizing min(t_c, t_m) / c + c * (n - 1) * chunk_us (the
     accumulating ``ring``: n * max(t_m, t_c, (t_m + t_c) / c) + c * (n - 1) * chunk_us)
     that divides the axis chunks split; 1 when nothing can be chunked."""
-    times = step_times(op, block_ops, copy_gbps, compute_tflops)
+    times = step_times(op, copy_gbps, compute_tflops)
     if times is None:
         return 1
     n, t_copy, t_compute, extent = times
@@ -151,13 +151,12 @@ def rs_allgather_pays(op: ir.Operation, producer: ir.Operation, copy_gbps: float
     return n > 1 and rs_ag < whole
 
 
-def _step_compute(op: ir.Operation, buffer: ir.Value, k: int, block_ops: list, ag: bool) -> list:
+def _step_compute(op: ir.Operation, buffer: ir.Value, k: int, ag: bool) -> list:
     """The stream-parallel compute ops reading (all-gather) / writing (reduce-scatter)
     ``buffer`` along stream axis ``k``: what one step computes, n times over."""
     found = []
-    for other in block_ops:
-        other = other.operation
-        if other == op or buffer not in list(other.operands) or stream_axis(other) != k or not is_a(other, ComputeOp):
+    for other in users_in_block(buffer, op.block):
+        if other == op or stream_axis(other) != k or not is_a(other, ComputeOp):
             continue
         writes = other.operands[output_index(other)] == buffer
         if writes != ag:
@@ -197,7 +196,7 @@ def runs_whole_on_nccl(op: ir.Operation) -> bool:
     return stream_axis(op) is not None and not is_p2p_form(op) and get_str(op, "backend") == "nccl"
 
 
-def chunked_only_with(op: ir.Operation, block_ops) -> list:
+def chunked_only_with(op: ir.Operation) -> list:
     """The compute ops chunked on streams only to overlap the collective ``op``: its
     stream-parallel producer (reduce-scatter) or consumers (all-gather), unless another
     chunked collective reads or writes one of their operands. Once ``op`` runs whole their
@@ -205,7 +204,7 @@ def chunked_only_with(op: ir.Operation, block_ops) -> list:
     row: a whole matmul, not four on four streams)."""
     k = stream_axis(op)
     ag = op.name == AllgatherOp.OPERATION_NAME
-    compute = _step_compute(op, op.operands[1] if ag else op.operands[0], k, block_ops, ag)
+    compute = _step_compute(op, op.operands[1] if ag else op.operands[0], k, ag)
     return [c for c in compute if not _chunked_with_another(c, op)]
 
 

@@ -43,7 +43,7 @@ After (``--print-value-names``, types elided; the module gets ``hir.num_streams 
       "hir.matmul"(%gathered, %arg1, %slice_2)
       "hir.set_current_stream"(%user_stream) })
     "hir.for"(%c0, %c1, %c1) ({ ^bb0(%s: index):          // the user stream joins the pool streams
-      %stream_1 = "hir.get_stream"(%s) ; "hir.synchronize"(%stream_1) })
+      %stream_1 = "hir.get_stream"(%s) ; "hir.synchronize"(%stream_1) }) {hir.joins_pool_streams}
 
 A producer + reduce-scatter becomes per-destination compute, shifts and one
 ``hir.reduction`` (``reduce_scatter.py``), or with ``accumulate=1`` a ring adding in the
@@ -62,17 +62,22 @@ after its matmul on the block's pool stream (``chunked``, ``allreduce.py``).
 (:func:`populate_p2p_pipeline_patterns`): ``hir.allgather`` in P2P form (with its wait and
 its stream-parallel consumers after it), ``hir.reduce_scatter`` in P2P form (with its wait
 and the stream-parallel producer before it; the slot form or the accumulating ring) and
-``hir.allreduce`` (with its wait and the contraction before it). Whether and how each is
-pipelined (``overlap``, ``chunks=auto``, ``accumulate``) is :class:`PipelineAnalysis`'s
-answer (``analysis.py``), which also collects the pool streams the pipelines use; the pass
-gives them to the module after the driver. The driver is MLIR's **greedy driver** as a plain
+``hir.allreduce`` (with its wait and the contraction before it); each finds the ops it
+matches with its root from the root's operands' uses, never by listing the block. Whether
+and how each is pipelined (``overlap``, ``chunks=auto``, ``accumulate``) is
+:class:`PipelineAnalysis`'s answer (``analysis.py``), which also collects the pool streams
+the pipelines use; the pass gives them to the module after the driver. Under
+``overlap=auto`` a collective that runs whole is rewritten without its stream axis, and the
+compute chunked only for it by a pattern rooted on that compute op (the analysis keeps the
+decision), each through the rewriter. The driver is MLIR's **greedy driver** as a plain
 worklist (``exact_greedy_config()``: top-down, no folding, no constant CSE, no region
 simplification): a pattern erases ops other than its root (the consumers after an
-all-gather, the wait after a collective), which the walk driver forbids; the ops a pattern
-builds match no pattern (no stream axis, or nested in a loop), so the second sweep changes
-nothing. Besides the patterns' rewrites the greedy driver only erases ops left unused (it
-always does: an unused constant or allocation of the input goes), so the pass runs it only
-on a module holding a collective some pattern is rooted on.
+all-gather, the wait after a collective), which the walk driver forbids, and a producer
+running whole comes before the collective that decides it (the next sweep rewrites it); the
+ops a pattern builds match no pattern (no stream axis, or nested in a loop), so the last
+sweep changes nothing. Besides the patterns' rewrites the greedy driver only erases ops
+left unused (it always does: an unused constant or allocation of the input goes), so the
+pass runs it only on a module holding a collective some pattern is rooted on.
 
 Run it after hir-convert-to-communication and before hir-lower:
 ``hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower`` (without it,
@@ -118,7 +123,7 @@ from typing import Any, Callable
 
 from torch_mlir import ir, rewrite
 
-from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, AllreduceOp, ReduceScatterOp, add_high_priority_stream, module_num_streams, set_module_num_streams
+from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AllgatherOp, ComputeOp, AllreduceOp, ReduceScatterOp, add_high_priority_stream, module_num_streams, set_module_num_streams
 from hir.dialect.comm import BACKENDS
 from hir.dialect.irutils import FUNC, func_ops, is_p2p_form
 from hir.dialect.base import get_str
@@ -132,7 +137,7 @@ from hir.passes.p2p.cost import chunked_only_with, runs_whole_on_nccl
 from hir.passes.p2p.reduce_scatter import build_reduce_scatter
 from hir.passes.p2p.rs_allgather import build_rs_allgather
 from hir.passes.p2p.steps import ALGORITHMS
-from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
+from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config, replace_without_attribute
 
 
 @register_pass
@@ -197,11 +202,16 @@ class P2PPipeline(ModulePass):
 
 def populate_p2p_pipeline_patterns(patterns: GuardedRewritePatternSet, analysis: PipelineAnalysis) -> None:
     """The pipelines' patterns, one rooted on each source collective; ``analysis`` decides
-    which ops are pipelined and how (the pass's options)."""
+    which ops are pipelined and how (the pass's options). And one rooted on each compute op
+    kind: a compute op chunked on streams only to overlap a collective that runs whole
+    (``overlap=auto``) runs whole too."""
     p2p = _Patterns(analysis)
     patterns.add(AllgatherOp, p2p.pipeline_allgather)
     patterns.add(ReduceScatterOp, p2p.pipeline_reduce_scatter)
     patterns.add(AllreduceOp, p2p.pipeline_allreduce)
+    for name, cls in OP_CLASSES.items():
+        if issubclass(cls, ComputeOp):
+            patterns.add(name, p2p.run_compute_whole)
 
 
 @dataclass
@@ -225,19 +235,19 @@ class _Patterns:
         """The pipeline of the collective ``op``, built by ``builder(options)`` with the
         options the analysis resolved for it (``chosen``: pipelined whatever ``overlap`` says)."""
         if not _in_p2p_form(op):
-            return not self._run_whole_on_nccl(op)
-        block_ops = list(op.block.operations)
-        opts = self.analysis.p2p_schedule(op, block_ops, chosen)
+            return not self._run_whole_on_nccl(op, rewriter)
+        opts = self.analysis.p2p_schedule(op, chosen)
         if opts is None:
             return True
-        builder(opts)(opts, op, block_ops, rewriter)
+        builder(opts)(opts, op, rewriter)
         return False
 
-    def _run_whole_on_nccl(self, op: ir.Operation) -> bool:
+    def _run_whole_on_nccl(self, op: ir.Operation, rewriter: rewrite.PatternRewriter) -> bool:
         """Under ``overlap=auto``, an NCCL collective chunked on streams (not in P2P form)
-        loses its stream axis, and so does the compute chunked only to overlap it
-        (``cost.py``, :func:`runs_whole_on_nccl`, :func:`chunked_only_with`): hir-lower then
-        issues each once, whole, in sequence. Before / after::
+        runs whole: the op without its stream axis (``cost.py``, :func:`runs_whole_on_nccl`).
+        The compute chunked only to overlap it (:func:`chunked_only_with`) is told to the
+        analysis, and its own pattern (:meth:`run_compute_whole`) writes it whole: hir-lower
+        then issues each once, whole, in sequence. Before / after::
 
             "hir.matmul"(%a, %w, %partial) {stream_axis = 0 : i64}
             %w = "hir.reduce_scatter"(%partial, %out) {backend = "nccl", stream_axis = 0 : i64, ...}
@@ -247,10 +257,20 @@ class _Patterns:
         """
         if self.analysis.options.overlap != "auto" or op.parent.name != FUNC or not runs_whole_on_nccl(op):
             return False
-        for compute in chunked_only_with(op, op.block.operations):
-            del compute.attributes[STREAM_AXIS_ATTR]
-        del op.attributes[STREAM_AXIS_ATTR]
+        self.analysis.runs_whole.update(chunked_only_with(op))
+        replace_without_attribute(op, STREAM_AXIS_ATTR, rewriter)
         return True
+
+    def run_compute_whole(self, root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        """A compute op the analysis says runs whole (:meth:`_run_whole_on_nccl`) -> the op
+        without its stream axis; no match otherwise. (A producer comes before its
+        collective: the greedy driver's next sweep reaches it.)"""
+        op = root.operation
+        if op not in self.analysis.runs_whole:
+            return True
+        self.analysis.runs_whole.discard(op)
+        replace_without_attribute(op, STREAM_AXIS_ATTR, rewriter)
+        return False
 
     def pipeline_allreduce(self, root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         """A contraction + summing all-reduce pair in a function's body -> the contraction +

@@ -44,17 +44,16 @@ from torch_mlir import ir, rewrite
 from hir.dialect import AliasSelectOp, ComputeOp, GetStreamOp, ReductionOp, SetCurrentStreamOp, ShiftOp, SynchronizeOp, WaitOp
 from hir.dialect.base import get_int, get_str
 from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
-from hir.dialect.irutils import ALLOC, DEALLOC, is_a, output_index, slice_name, stream_axis
+from hir.dialect.irutils import ALLOC, DEALLOC, is_a, output_index, slice_name, stream_axis, users_in_block
 from hir.passes.base import fail
 
 
-def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list, rewriter: rewrite.PatternRewriter) -> None:
-    """Replace ``rs``, its wait and the producer of its input (in ``block_ops``, the ops of
-    its block) by the pipeline."""
+def build_reduce_scatter(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:
+    """Replace ``rs``, its wait and the producer of its input by the pipeline."""
     k = get_int(rs, "scatter_axis")
     team, team_attr, backend, wait = collective(opts, rs, rs.operands[0], k, "scatters", "slice")
     partial, out = rs.operands[0], rs.operands[1]
-    producer = producer_of(rs, partial, k, block_ops)
+    producer = producer_of(rs, partial, k)
     # Chunks split each slice along its first axis that is neither scattered nor reduced.
     parts_axis = chunk_axis(opts, rs, partial, [k, get_int(rs, "axis")], [(producer, output_index(producer))])
     slot_axis = parts_axis - (1 if parts_axis > k else 0)  # also the output's axis
@@ -123,15 +122,14 @@ def build_reduce_scatter(opts, rs: ir.Operation, block_ops: list, rewriter: rewr
     erase_if_unused(partial, rewriter)
 
 
-def producer_of(rs: ir.Operation, partial: ir.Value, k: int, block_ops: list) -> ir.Operation:
+def producer_of(rs: ir.Operation, partial: ir.Value, k: int) -> ir.Operation:
     """The stream-parallel compute op (stream axis ``k``) that writes ``partial`` before the
     reduce-scatter, with no other use of ``partial`` in between or after."""
     found: Optional[ir.Operation] = None
-    for op in block_ops:
-        op = op.operation
-        if op == rs:
+    for op in users_in_block(partial, rs.block):
+        if op == rs or rs.is_before_in_block(op):
             break
-        if partial not in list(op.operands) or op.name == DEALLOC:
+        if op.name == DEALLOC:
             continue
         if is_a(op, ComputeOp) and op.operands[output_index(op)] == partial and stream_axis(op) == k and found is None:
             found = op

@@ -95,7 +95,9 @@ class Steps:
         wait for the compute streams, the comm stream and ``extra``."""
         if from_comm and self.comm != self.user:
             SetCurrentStreamOp.emit(self.user)
-        self.each_stream(SynchronizeOp.emit)
+        _, i, end = ForOp.emit(self.zero, self.pool, self.one, joins_pool_streams=True, name="s")  # deallocation reads it
+        with ir.InsertionPoint(end):
+            SynchronizeOp.emit(GetStreamOp.emit(i, name="stream"))
         for stream in ([self.comm] if self.comm != self.user else []) + extra:
             SynchronizeOp.emit(stream)
 

@@ -3,8 +3,10 @@
 pool stream with the user stream (so the work loop's first collective is not held back by
 the sync of later streams), then the work loop, each iteration issuing on pool stream
 ``slot`` and the user stream waiting for it at the end. The stream axis goes with the loop:
-nothing stream-parallel is left after it. One pattern rooted on ``hir.stream_for``, on the
-walk driver (it builds before its root and erases only its root).
+nothing stream-parallel is left after it. And a join of the pool streams (``hir.for``
+marked ``hir.joins_pool_streams``, hir-p2p-pipeline's) is written as the plain loop it is: the
+mark goes with the stream form. One pattern rooted on ``hir.stream_for`` and one on
+``hir.for``, on the walk driver (each builds before its root and erases only its root).
 
 Before::
 
@@ -39,6 +41,7 @@ from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith
 
 from hir.dialect import ForOp, GetStreamOp, SetCurrentStreamOp, StreamForOp, SynchronizeOp
+from hir.dialect.control import JOINS_POOL_STREAMS_ATTR
 from hir.dialect.irutils import index_arith
 from hir.passes.base import ModulePass, register_pass
 from hir.passes.patterns import GuardedRewritePatternSet
@@ -58,8 +61,22 @@ class ExpandStreamLoops(ModulePass):
 
 
 def populate_expand_stream_loops_patterns(patterns: GuardedRewritePatternSet) -> None:
-    """A pattern rooted on ``hir.stream_for``: the loop -> its sync loop and work loop."""
+    """A pattern rooted on ``hir.stream_for``: the loop -> its sync loop and work loop; one
+    rooted on ``hir.for``: a join of the pool streams -> the same loop, unmarked."""
     patterns.add(StreamForOp, expand_stream_loop)
+    patterns.add(ForOp, unmark_join)
+
+
+def unmark_join(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """A loop marked as a join of the pool streams -> its copy without the mark (built
+    before it), then the loop erased."""
+    loop = root.operation
+    if JOINS_POOL_STREAMS_ATTR not in loop.attributes:
+        return True
+    plain = loop.clone(ip=rewriter.ip)
+    del plain.attributes[JOINS_POOL_STREAMS_ATTR]
+    rewriter.erase_op(loop)
+    return False
 
 
 def expand_stream_loop(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:

@@ -1,6 +1,8 @@
 """``hir-reuse-stream-buffers{num-streams=N}``: stream buffer reuse (seed 001's "possible
-future optimization"), a rewrite pattern rooted on the stream loop (``hir.stream_for``)
-applied by the greedy driver without folding. After stream lowering and loop fusion, an
+future optimization"), a function pass: a plain walk over each function's stream loops
+(``hir.stream_for``) in program order, since a rewrite replaces ops around the loop (the
+buffer's allocation before it, its ``memref.dim`` ops anywhere in the block, the
+deallocation after it). After stream lowering and loop fusion, an
 intermediate that is only touched slice by slice inside one stream loop -- allocated
 before the loop, read and written through ``hir.alias_select(%t, %i)`` at the loop index,
 freed after the loop -- does not need all its slices at once: iteration ``i`` only needs
@@ -68,21 +70,20 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Optional
 
-from torch_mlir import ir, rewrite
+from torch_mlir import ir
 
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, StreamForOp, WaitOp, WorkType, module_num_streams
 from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.irutils import ALLOC, DEALLOC, DIM, FUNC, alloc, constant_value, defining_op, index_const, value_name
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.views import is_identity_layout
-from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
+from hir.passes.base import FunctionPass, PassFailure, register_pass
 from hir.passes.streams._stream_loops import body_ops
 
 
 @register_pass
 @dataclass
-class ReuseStreamBuffers(ModulePass):
+class ReuseStreamBuffers(FunctionPass):
     name = "hir-reuse-stream-buffers"
     description = "Replace intermediates used slice by slice in one stream loop by [num-streams, ...] buffers indexed by i mod num-streams (num-streams: the module's hir.num_streams, else 4)."
     num_streams: Optional[int] = None  # None: the module's hir.num_streams, else 4
@@ -96,29 +97,24 @@ class ReuseStreamBuffers(ModulePass):
             raise PassFailure(f"hir-reuse-stream-buffers: {err}") from None
         if fixed is not None and self.num_streams not in (None, fixed):
             raise PassFailure(f"hir-reuse-stream-buffers: num-streams = {self.num_streams} contradicts the module's hir.num_streams = {fixed}")
-        patterns = GuardedRewritePatternSet(module.context)
-        populate_reuse_stream_buffers_patterns(patterns, self.num_streams or fixed or DEFAULT_NUM_STREAMS)
-        # The greedy driver: a rewrite erases the old buffer and its memref.dim ops, which
-        # may sit anywhere in the block (the walk driver lets a pattern erase only its root).
-        patterns.apply_greedily(module, exact_greedy_config())
+        self._slots = self.num_streams or fixed or DEFAULT_NUM_STREAMS
+        super().run(module)
 
-
-def populate_reuse_stream_buffers_patterns(patterns: GuardedRewritePatternSet, num_streams: int) -> None:
-    """A pattern rooted on ``hir.stream_for``: every buffer a stream loop uses only slice by
-    slice becomes a ``[num_streams, ...]`` slot buffer indexed by ``%i mod num_streams``
-    (the loop is rebuilt with ``slots = num_streams``)."""
-
-    def reuse_in_loop(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-        return not _reuse(root.operation, num_streams, rewriter)
-
-    patterns.add(StreamForOp, reuse_in_loop)
+    def run_on_function(self, fn: ir.Operation) -> None:
+        """Every buffer a stream loop of ``fn`` uses only slice by slice becomes a
+        ``[num_streams, ...]`` slot buffer indexed by ``%i mod num_streams`` (the loop is
+        rebuilt with ``slots = num_streams``); the loops are listed first, then rewritten in
+        program order."""
+        loops = [op for block in fn.regions[0].blocks for op in _walk(block) if op.name == StreamForOp.OPERATION_NAME]
+        for loop in loops:
+            _reuse(loop, self._slots)
 
 
 def _op(owner) -> ir.Operation:
     return owner.operation if hasattr(owner, "operation") else owner
 
 
-def _reuse(loop: ir.Operation, n: int, rewriter: rewrite.PatternRewriter) -> bool:
+def _reuse(loop: ir.Operation, n: int) -> bool:
     """Rewrite the candidate buffers of the stream loop ``loop`` (all analysed first); whether
     any was."""
     if StreamForOp.slots_of(loop) is not None or _inside_a_loop(loop):
@@ -133,10 +129,10 @@ def _reuse(loop: ir.Operation, n: int, rewriter: rewrite.PatternRewriter) -> boo
             chosen.append((buffer, *found))
     if not chosen:
         return False
-    slot = _with_slots(loop, chosen[0][0], n, rewriter)
+    slot = _with_slots(loop, chosen[0][0], n)
     for buffer, axis, views, dims in chosen:
-        _fold_dims(buffer, dims, rewriter)
-        _rewrite(buffer, axis, views, slot, n, rewriter)
+        _fold_dims(buffer, dims)
+        _rewrite(buffer, axis, views, slot, n)
     return True
 
 
@@ -251,24 +247,24 @@ def _tokens_waited(views: list, loop: ir.Operation) -> bool:
     return True
 
 
-def _with_slots(loop: ir.Operation, buffer: ir.Operation, n: int, rewriter: rewrite.PatternRewriter) -> ir.Value:
+def _with_slots(loop: ir.Operation, buffer: ir.Operation, n: int) -> ir.Value:
     """Rebuild the stream loop with ``slots = n`` (the constant before the first rewritten
     buffer) in its place, its body moved over; the new loop's stream slot (``%i mod n``)."""
     with buffer.location, ir.InsertionPoint(buffer):
         count = index_const(n)
     lower, upper, step, user = list(loop.operands)
-    with rewriter.ip, loop.location:
+    with ir.InsertionPoint(loop), loop.location:
         new_loop, iv, slot, end = StreamForOp.emit(lower, upper, step, user, count)
     block = loop.regions[0].blocks[0]
     block.arguments[0].replace_all_uses_with(iv)
     block.arguments[1].replace_all_uses_with(slot)
     for op in body_ops(loop):
         op.move_before(end)
-    rewriter.erase_op(loop)
+    loop.erase()
     return slot
 
 
-def _fold_dims(buffer: ir.Operation, dims: list, rewriter: rewrite.PatternRewriter) -> None:
+def _fold_dims(buffer: ir.Operation, dims: list) -> None:
     """``memref.dim`` of the buffer (e.g. the loop extent) becomes the allocated size."""
     mt = ir.MemRefType(buffer.result.type)
     dynamic_axes = [i for i, d in enumerate(mt.shape) if d == DYNAMIC]
@@ -280,10 +276,10 @@ def _fold_dims(buffer: ir.Operation, dims: list, rewriter: rewrite.PatternRewrit
             with dim.location, ir.InsertionPoint(dim):
                 size = index_const(mt.shape[k])
         dim.result.replace_all_uses_with(size)
-        rewriter.erase_op(dim)
+        dim.erase()
 
 
-def _rewrite(buffer: ir.Operation, axis: int, views: list, slot: ir.Value, n: int, rewriter: rewrite.PatternRewriter) -> None:
+def _rewrite(buffer: ir.Operation, axis: int, views: list, slot: ir.Value, n: int) -> None:
     mt = ir.MemRefType(buffer.result.type)
     shape = [n] + [d for i, d in enumerate(mt.shape) if i != axis]
     sizes = list(buffer.operands)  # one per dynamic dim, in order
@@ -303,6 +299,6 @@ def _rewrite(buffer: ir.Operation, axis: int, views: list, slot: ir.Value, n: in
         with view.location, ir.InsertionPoint(view):
             replacement = AliasSelectOp.emit(new.result, slot, 0, name=value_name(view.result))
         view.result.replace_all_uses_with(replacement)
-        rewriter.erase_op(view)
+        view.erase()
     buffer.result.replace_all_uses_with(new.result)
-    rewriter.erase_op(buffer)
+    buffer.erase()

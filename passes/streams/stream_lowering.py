@@ -63,7 +63,7 @@ from hir.dialect import OP_CLASSES, AliasChunkOp, AliasSelectOp, StreamForOp, Wa
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import FUNC, FUNC_ARG_STREAM_ATTRS, defining_op, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, streamable, streamable_names
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
-from hir.passes.patterns import GuardedRewritePatternSet
+from hir.passes.patterns import GuardedRewritePatternSet, replace_without_attribute
 from hir.passes.streams import _stream_loops
 
 
@@ -106,7 +106,7 @@ def _lowering_pattern(chunks: int):
         if STREAM_AXIS_ATTR not in op.attributes:
             return True
         if is_p2p_form(op):  # not pipelined by hir-p2p-pipeline: run it whole
-            del op.attributes[STREAM_AXIS_ATTR]
+            replace_without_attribute(op, STREAM_AXIS_ATTR, rewriter)
             return False
         if op.parent.name != FUNC:
             raise _nested(op)
@@ -118,7 +118,8 @@ def _lowering_pattern(chunks: int):
 
 def _wait_joins_its_collective(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     """A wait whose token now comes from inside a stream loop of its own block (its
-    collective was lowered) moves into that loop, to the end of its body."""
+    collective was lowered) goes into that loop, to the end of its body (a copy built
+    there, the wait erased: the rewriter has no move)."""
     wait = root.operation
     producer = defining_op(wait.operands[0])
     if producer is None:
@@ -126,7 +127,8 @@ def _wait_joins_its_collective(root: ir.OpView, rewriter: rewrite.PatternRewrite
     loop = producer.parent
     if loop is None or loop.name != StreamForOp.OPERATION_NAME or loop.block != wait.block:
         return True
-    wait.move_before(_stream_loops.terminator(loop))
+    wait.clone(ip=ir.InsertionPoint(_stream_loops.terminator(loop)))
+    rewriter.erase_op(wait)
     return False
 
 
@@ -180,17 +182,21 @@ def _lower(op: ir.Operation, rewriter: rewrite.PatternRewriter, chunks: int) -> 
     loc = op.location
     with rewriter.ip, loc:  # before the op
         loop = _stream_loops.build(out, k, chunks)
+    views = {}
     with ir.InsertionPoint(loop.end), loc:
         for s in slices:
             source = op.operands[s.index]
             if chunks and s.broadcast:
                 continue  # an extent-1 axis broadcasts to every chunk
             if chunks:
-                op.operands[s.index] = AliasChunkOp.emit(source, loop.iv, s.axis, chunks, name=slice_name(source))
+                views[s.index] = AliasChunkOp.emit(source, loop.iv, s.axis, chunks, name=slice_name(source))
             else:
                 index = loop.zero if s.broadcast else loop.iv
-                op.operands[s.index] = AliasSelectOp.emit(source, index, s.axis, name=slice_name(source))
-    op.move_before(loop.end)
-    del op.attributes[STREAM_AXIS_ATTR]
+                views[s.index] = AliasSelectOp.emit(source, index, s.axis, name=slice_name(source))
+        per_slice = op.clone()  # the op's per-iteration form, built in the body after its views
+    for index, view in views.items():
+        per_slice.operands[index] = view
+    del per_slice.attributes[STREAM_AXIS_ATTR]
     if not chunks:  # a chunk keeps the axis
-        renumber_axes(op, in_axis)
+        renumber_axes(per_slice, in_axis)
+    rewriter.replace_op(op, per_slice)

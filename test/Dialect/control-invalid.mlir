@@ -132,3 +132,32 @@ func.func @stream_no_segments(%c: index) {
   }) : (index, index, index, !hir.stream) -> ()
   return
 }
+
+// -----
+
+// a join of the pool streams does nothing but wait for each
+func.func @join_does_more(%c: index, %user: !hir.stream) {
+  // expected-error @+1 {{'hir.for' op with 'hir.joins_pool_streams' must have the body %stream = hir.get_stream(index), hir.synchronize(%stream), hir.yield; got hir.get_stream, hir.set_current_stream, hir.synchronize, hir.yield}}
+  "hir.for"(%c, %c, %c) ({
+  ^bb0(%s: index):
+    %stream = "hir.get_stream"(%s) : (index) -> !hir.stream
+    "hir.set_current_stream"(%stream) : (!hir.stream) -> ()
+    "hir.synchronize"(%user) : (!hir.stream) -> ()
+    "hir.yield"() : () -> ()
+  }) {hir.joins_pool_streams} : (index, index, index) -> ()
+  return
+}
+
+// -----
+
+// a join waits for the pool stream of its index
+func.func @join_waits_for_another(%c: index, %user: !hir.stream) {
+  // expected-error @+1 {{'hir.for' op with 'hir.joins_pool_streams' must have the body}}
+  "hir.for"(%c, %c, %c) ({
+  ^bb0(%s: index):
+    %stream = "hir.get_stream"(%s) : (index) -> !hir.stream
+    "hir.synchronize"(%user) : (!hir.stream) -> ()
+    "hir.yield"() : () -> ()
+  }) {hir.joins_pool_streams} : (index, index, index) -> ()
+  return
+}

@@ -26,6 +26,23 @@ func.func @nested_loops(%n: index, %buf: memref<4x8xf32>) {
   return
 }
 
+// A join of the pool streams: the current stream waits for each pool stream it indexes.
+// CHECK-LABEL: func.func @join
+// CHECK: "hir.synchronize"
+// CHECK-NEXT: "hir.yield"() : () -> ()
+// CHECK-NEXT: }) {hir.joins_pool_streams} : (index, index, index) -> ()
+func.func @join(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  "hir.for"(%c0, %n, %c1) ({
+  ^bb0(%s: index):
+    %stream = "hir.get_stream"(%s) : (index) -> !hir.stream
+    "hir.synchronize"(%stream) : (!hir.stream) -> ()
+    "hir.yield"() : () -> ()
+  }) {hir.joins_pool_streams} : (index, index, index) -> ()
+  return
+}
+
 // The stream loop: bounds, the user stream, optionally the stream slot count; the body takes
 // the index and the stream slot.
 // CHECK-LABEL: func.func @stream_loops

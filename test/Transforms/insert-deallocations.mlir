@@ -79,7 +79,7 @@ func.func @returned_view(%arg0: memref<4x8xf32>) -> memref<8xf32, strided<[1], o
 // CHECK-NEXT:    "hir.binary"(%[[C]], %[[C]], %{{.*}})
 // CHECK-NEXT:    "hir.for"
 // CHECK:         "hir.synchronize"
-// CHECK:         }) : (index, index, index) -> ()
+// CHECK:         }) {hir.joins_pool_streams} : (index, index, index) -> ()
 // CHECK-DAG:     memref.dealloc %[[A]] :
 // CHECK-DAG:     memref.dealloc %[[C]] :
 // CHECK:         return
@@ -106,6 +106,6 @@ func.func @pool_stream_use(%arg0: memref<4x8xf32>, %arg1: memref<8x8xf32>) -> (m
     %stream = "hir.get_stream"(%s) : (index) -> !hir.stream
     "hir.synchronize"(%stream) : (!hir.stream) -> ()
     "hir.yield"() : () -> ()
-  }) : (index, index, index) -> ()
+  }) {hir.joins_pool_streams} : (index, index, index) -> ()
   return %out, %sum : memref<4x8xf32>, memref<4x8xf32>
 }

@@ -1,5 +1,6 @@
-"""hir-p2p-pipeline is rewrite patterns (passes/p2p/): one rooted on each source collective,
-none on builtin.module or func.func; a failure raised in a pattern comes back at the op's
+"""hir-p2p-pipeline is rewrite patterns (passes/p2p/): one rooted on each source collective
+and one on each compute op kind (run whole beside a collective that does), none on
+builtin.module or func.func; a failure raised in a pattern comes back at the op's
 location through hir-opt (exit status 1, no traceback); a module holding no source
 collective is left exactly as it was."""
 
@@ -7,7 +8,7 @@ import subprocess
 import sys
 
 import hir
-from hir.dialect import AllgatherOp, AllreduceOp, ReduceScatterOp
+from hir.dialect import OP_CLASSES, AllgatherOp, AllreduceOp, ComputeOp, MatmulOp, ReduceScatterOp
 from hir.passes.p2p.analysis import PipelineAnalysis
 from hir.passes.p2p.pipeline import P2PPipeline, populate_p2p_pipeline_patterns
 from hir.passes.patterns import GuardedRewritePatternSet
@@ -34,7 +35,9 @@ def test_patterns_are_rooted_on_the_source_collectives():
     with hir.parse(_ag_matmul(4)).context as ctx:
         patterns = GuardedRewritePatternSet(ctx)
         populate_p2p_pipeline_patterns(patterns, PipelineAnalysis(P2PPipeline()))
-    assert patterns.roots == [AllgatherOp.OPERATION_NAME, ReduceScatterOp.OPERATION_NAME, AllreduceOp.OPERATION_NAME]
+    collectives = [AllgatherOp.OPERATION_NAME, ReduceScatterOp.OPERATION_NAME, AllreduceOp.OPERATION_NAME]
+    compute = sorted(name for name, cls in OP_CLASSES.items() if issubclass(cls, ComputeOp))  # the ops that may run whole
+    assert patterns.roots[:3] == collectives and sorted(patterns.roots[3:]) == compute and MatmulOp.OPERATION_NAME in compute
     assert not {"builtin.module", "func.func"} & set(patterns.roots)
 
 

@@ -1,5 +1,6 @@
 """The stream passes are rewrite patterns (passes/streams/): rooted on the ops they rewrite,
-and combinable with other patterns and with upstream folding in one greedy driver run."""
+and combinable with other patterns and with upstream folding in one greedy driver run;
+buffer reuse, whose rewrites reach around its loop, is a function pass."""
 
 import pytest
 import torch
@@ -8,10 +9,11 @@ from torch_mlir import ir
 import hir
 from hir.dialect import OP_CLASSES
 from hir.passes import PassFailure
+from hir.passes.base import FunctionPass
 from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
 from hir.passes.streams.expand_stream_loops import populate_expand_stream_loops_patterns
 from hir.passes.streams.fuse_loops import populate_fuse_loops_patterns
-from hir.passes.streams.reuse_stream_buffers import populate_reuse_stream_buffers_patterns
+from hir.passes.streams.reuse_stream_buffers import ReuseStreamBuffers
 from hir.passes.streams.stream_lowering import populate_stream_lowering_patterns
 
 # Two stream-parallel ops whose output sizes are arith expressions (2 + 2 and 2 * 2): the
@@ -73,7 +75,6 @@ def test_pattern_failure_surfaces_after_the_driver():
 @pytest.mark.parametrize("populate", [
     populate_stream_lowering_patterns,
     populate_fuse_loops_patterns,
-    lambda patterns: populate_reuse_stream_buffers_patterns(patterns, 4),
     populate_expand_stream_loops_patterns,
 ])
 def test_patterns_are_rooted_on_the_ops_they_rewrite(populate):
@@ -90,3 +91,9 @@ def test_stream_lowering_has_a_pattern_per_streamable_op_kind():
         populate_stream_lowering_patterns(patterns)
     streamable = [name for name, cls in OP_CLASSES.items() if cls.STREAMABLE]
     assert set(streamable) <= set(patterns.roots) and len(patterns.roots) == len(set(patterns.roots))
+
+
+def test_buffer_reuse_is_a_function_pass():
+    """A rewrite replaces the allocation before its loop and memref.dim ops anywhere: whole-
+    function work, so a plain walk over each function, not a pattern on the loop."""
+    assert issubclass(ReuseStreamBuffers, FunctionPass)
