@@ -37,7 +37,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from generate import FULL  # noqa: E402
+from decode_setup import FULL  # noqa: E402
 
 PHASES: dict = {}  # phase -> [seconds, calls]
 _ACTIVE: list = []  # the phase running now (outermost only)

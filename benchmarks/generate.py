@@ -55,7 +55,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -67,57 +66,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from timing import best  # noqa: E402
 
-FULL = dict(vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-            num_key_value_heads=8, max_position_embeddings=4096)
-SMALL = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, max_position_embeddings=512)
-
-
-class Clock:
-    """The run's time budget: optional work runs while some is left."""
-
-    def __init__(self, seconds: float) -> None:
-        self.end = time.perf_counter() + seconds
-        self.skipped: list[str] = []
-
-    def allows(self, what: str, needs: float) -> bool:
-        if time.perf_counter() + needs <= self.end:
-            return True
-        self.skipped.append(what)
-        print(f"  (skipped, out of budget: {what})", flush=True)
-        return False
-
-
-def make_model(args: argparse.Namespace) -> torch.nn.Module:
-    import transformers
-
-    torch.manual_seed(0)
-    sizes = dict(SMALL if args.small else FULL)
-    if getattr(args, "layers", None):  # (profile_step.py --layers)
-        sizes["num_hidden_layers"] = args.layers
-    config = transformers.LlamaConfig(**sizes, bos_token_id=0, eos_token_id=None, pad_token_id=0)
-    with torch.device(args.device):
-        model = transformers.LlamaForCausalLM(config)
-    return model.eval().to(args.dtype)
-
-
-def sync_of(device: str):
-    return torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-
-
-def inputs(args: argparse.Namespace, batch: int, tokens: int, start: int) -> tuple:
-    g = torch.Generator().manual_seed(batch * 1000 + tokens)
-    ids = torch.randint(0, SMALL["vocab_size"] if args.small else FULL["vocab_size"], (batch, tokens), generator=g)
-    return ids.to(args.device), torch.arange(start, start + tokens, device=args.device)
-
-
-def warm(fn, sync) -> float:
-    """Seconds of the first three calls (compile and capture happen there)."""
-    start = time.perf_counter()
-    for _ in range(3):
-        fn()
-    sync()
-    return time.perf_counter() - start
+from decode_setup import Clock, inputs, make_model, sync_of, warm  # noqa: E402
+from generate_sections import first_call, first_section, generate_section, loop_section  # noqa: E402
 
 
 class Case:
@@ -279,136 +229,6 @@ def print_bandwidth(results: list, peak: float) -> None:
             row = {row["row"]: row for row in r["rows"]}.get(name)
             cells.append("-" if row is None else f"{r['bytes'] / row['ms'] / 1e6:.0f} ({r['bytes'] / row['ms'] / 1e9 / peak:.0%})")
         print(f"| {name} | " + " | ".join(cells) + " |")
-
-
-def first_call(args: argparse.Namespace, engine: str) -> dict:
-    """In this (fresh) process: the model's first calls through ``engine``."""
-    from hir.frontend.hf_decode import StaticCacheStep
-
-    model = make_model(args)
-    step = StaticCacheStep(model, 1, args.cache)
-    ids, pos = inputs(args, 1, 1, args.cache // 2)
-    sync = sync_of(args.device)
-    sync()
-    start = time.perf_counter()
-    with torch.no_grad():
-        if engine == "hir":
-            import hir
-
-            fn = hir.compile(step, (ids, pos), device=args.device)
-        else:
-            fn = torch.compile(step, mode="reduce-overhead")
-        fn(ids, pos)
-        sync()
-        first = time.perf_counter() - start
-        fn(ids, pos)
-        fn(ids, pos)
-        sync()
-    return {"first_result_s": first, "replaying_s": time.perf_counter() - start}
-
-
-def first_section(args: argparse.Namespace, clock: Clock, second: bool) -> list:
-    """First processes (empty caches) or, with ``second``, second processes on their caches."""
-    rows = []
-    for engine in ("hir", "torch"):
-        label = f"{'hir.compile' if engine == 'hir' else 'torch.compile reduce-overhead'} {'second process' if second else 'first process'}"
-        if second and not clock.allows(label, 60):
-            continue
-        caches = os.path.join(args.scratch, engine)
-        env = {**os.environ, "HIR_CACHE_DIR": os.path.join(caches, "hir"), "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")}
-        command = [sys.executable, os.path.abspath(__file__), "--child", engine, "--device", args.device, "--cache", str(args.cache)] + (["--small"] if args.small else [])
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            print(f"  {label} FAILED:\n{done.stderr[-3000:]}", flush=True)
-            continue
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        rows.append({"row": label, **result})
-        print(f"  {label}: first result {result['first_result_s']:.1f} s, replaying {result['replaying_s']:.1f} s", flush=True)
-    which = "on the first processes' caches" if second else "fresh process, empty caches"
-    print(f"\n| first call, decode batch 1 ({which}) | to the first result (s) | until graphs replay (s) |\n|---|---:|---:|")
-    for row in rows:
-        print(f"| {row['row']} | {row['first_result_s']:.1f} | {row['replaying_s']:.1f} |")
-    return rows
-
-
-def generate_section(model, args: argparse.Namespace, clock: Clock, batches: list) -> list:
-    sync = sync_of(args.device)
-    rows = []
-    for batch in batches:
-        if not clock.allows(f"generate batch {batch}", 120):
-            continue
-        try:
-            rows.append(generate_batch(model, args, batch, sync))
-        except Exception as err:  # noqa: BLE001 - reported, the run goes on
-            print(f"  generate batch {batch} FAILED: {type(err).__name__}: {str(err)[:500]}", flush=True)
-    print(f"\n| generate, {args.prompt}-token prompt, {args.new} new tokens | hir.generate tok/s | HF generate (static cache) tok/s | hir / HF | first call: hir, HF (2 calls) (s) | tokens agreeing |\n|---|---:|---:|---:|---:|---:|")
-    for row in rows:
-        print(f"| batch {row['batch']} | {row['hir_tokens_per_s']:.0f} | {row['hf_tokens_per_s']:.0f} | {row['hir_tokens_per_s'] / row['hf_tokens_per_s']:.2f}x | {row['hir_first_s']:.1f}, {row['hf_first_two_s']:.1f} | {row['agree']:.0%} |")
-    return rows
-
-
-def generate_batch(model, args: argparse.Namespace, batch: int, sync) -> dict:
-    """One batch size's row of the generate table."""
-    import hir
-
-    ids, _ = inputs(args, batch, args.prompt, 0)
-    options = dict(max_new_tokens=args.new, min_new_tokens=args.new, do_sample=False)
-    start = time.perf_counter()
-    ours = hir.generate(model, ids, **options)
-    sync()
-    hir_first = time.perf_counter() - start
-    start = time.perf_counter()
-    with torch.no_grad():
-        theirs = model.generate(ids, attention_mask=torch.ones_like(ids), cache_implementation="static", **options)
-        model.generate(ids, attention_mask=torch.ones_like(ids), cache_implementation="static", **options)
-    sync()
-    hf_first = time.perf_counter() - start
-    new = ours[:, args.prompt:] == theirs[:, args.prompt:]
-    with torch.no_grad():
-        t_hir = best(lambda: hir.generate(model, ids, **options), args.generate_repeat, 1, sync)
-        t_hf = best(lambda: model.generate(ids, attention_mask=torch.ones_like(ids), cache_implementation="static", **options), args.generate_repeat, 1, sync)
-    row = {"batch": batch, "hir_tokens_per_s": batch * args.new / t_hir, "hf_tokens_per_s": batch * args.new / t_hf,
-           "hir_first_s": hir_first, "hf_first_two_s": hf_first, "agree": new.float().mean().item()}
-    print(f"  generate batch {batch}: hir {row['hir_tokens_per_s']:.0f} tok/s, HF {row['hf_tokens_per_s']:.0f} tok/s", flush=True)
-    return row
-
-
-def loop_section(model, args: argparse.Namespace) -> dict:
-    """The documented decode loop, per token (see the module docstring)."""
-    import hir
-    from hir.frontend.hf_decode import StaticCacheStep
-
-    step = StaticCacheStep(model, 1, args.cache)
-    decode = hir.from_torch(step, (torch.tensor([[1]], device=args.device), torch.tensor([0], device=args.device)))
-    decode_fn = decode.compile(decode.state(step), device=args.device)
-    tokens = args.new
-
-    def loop(call) -> None:
-        token = 1
-        for position in range(tokens):
-            logits = call(torch.tensor([[token]]), torch.tensor([position]))
-            token = int(logits[0, -1].argmax())
-
-    def hf_step(ids, pos):
-        return step(ids.to(args.device), pos.to(args.device))
-
-    prompt = torch.tensor([[1]], device=args.device)
-    rows = {
-        "hir: compiled decode program": lambda: loop(decode_fn),
-        "HF eager: the same step (StaticCacheStep forward)": lambda: loop(hf_step),
-        "HF generate (static cache)": lambda: model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, cache_implementation="static"),
-    }
-    sync = sync_of(args.device)
-    with torch.no_grad():
-        for fn in rows.values():
-            fn()
-        rounds = [[best(fn, 1, 1, sync) for fn in rows.values()] for _ in range(args.repeat)]
-    per_token = {name: min(r[i] for r in rounds) / tokens * 1e3 for i, name in enumerate(rows)}
-    reference = per_token["HF eager: the same step (StaticCacheStep forward)"]
-    print(f"\n| decode loop, {tokens} tokens, batch 1 | ms per token | / HF eager |\n|---|---:|---:|")
-    for name, ms in per_token.items():
-        print(f"| {name} | {ms:.3f} | {ms / reference:.2f}x |")
-    return per_token
 
 
 def main() -> None:

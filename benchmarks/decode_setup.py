@@ -1,0 +1,60 @@
+"""The ~1B and tiny Llamas of ``benchmarks/generate.py`` and the helpers its sections and
+``benchmarks/profile_step.py`` share: the run's time budget, the model, its inputs, the
+device's synchronize."""
+
+import argparse
+import time
+
+import torch
+
+FULL = dict(vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+            num_key_value_heads=8, max_position_embeddings=4096)
+SMALL = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=512)
+
+
+class Clock:
+    """The run's time budget: optional work runs while some is left."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.perf_counter() + seconds
+        self.skipped: list[str] = []
+
+    def allows(self, what: str, needs: float) -> bool:
+        if time.perf_counter() + needs <= self.end:
+            return True
+        self.skipped.append(what)
+        print(f"  (skipped, out of budget: {what})", flush=True)
+        return False
+
+
+def make_model(args: argparse.Namespace) -> torch.nn.Module:
+    import transformers
+
+    torch.manual_seed(0)
+    sizes = dict(SMALL if args.small else FULL)
+    if getattr(args, "layers", None):  # (profile_step.py --layers)
+        sizes["num_hidden_layers"] = args.layers
+    config = transformers.LlamaConfig(**sizes, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    with torch.device(args.device):
+        model = transformers.LlamaForCausalLM(config)
+    return model.eval().to(args.dtype)
+
+
+def sync_of(device: str):
+    return torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+
+
+def inputs(args: argparse.Namespace, batch: int, tokens: int, start: int) -> tuple:
+    g = torch.Generator().manual_seed(batch * 1000 + tokens)
+    ids = torch.randint(0, SMALL["vocab_size"] if args.small else FULL["vocab_size"], (batch, tokens), generator=g)
+    return ids.to(args.device), torch.arange(start, start + tokens, device=args.device)
+
+
+def warm(fn, sync) -> float:
+    """Seconds of the first three calls (compile and capture happen there)."""
+    start = time.perf_counter()
+    for _ in range(3):
+        fn()
+    sync()
+    return time.perf_counter() - start
