@@ -101,15 +101,17 @@ def _scalars(lr: float, step: int) -> tuple:
     return torch.tensor(lr), torch.tensor(lr / (1 - BETAS[0] ** step)), torch.tensor((1 - BETAS[1] ** step) ** 0.5)
 
 
-def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "") -> str:
+def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", keep: str = "") -> str:
     """``hir.train_step(..., mesh=, data_parallel=mode)`` with torch's own AdamW (lowered with
-    the ``schedule`` of :data:`SCHEDULES` when named): each step's loss, and the model and
-    optimizer state (whole on every rank after each call) equal eager training on the
-    global batch."""
+    the ``schedule`` of :data:`SCHEDULES` when named; ``keep``: ``reshard_after_forward=False``):
+    each step's loss, and the model and optimizer state (whole on every rank after each
+    call) equal eager training on the global batch. Fully sharded, each parameter is
+    gathered twice (forward, backward) unless kept: once."""
     import torch
     import torch.distributed as dist
 
     import hir
+    from hir.passes.training.schedule import data_parallel_pipeline
 
     model, reference = _model("llama"), _model("llama")
     optimizer, eager = (torch.optim.AdamW(m.parameters(), lr=LR["adamw"]) for m in (model, reference))
@@ -120,7 +122,16 @@ def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "") ->
         return m(ids, labels=labels).loss
 
     options = {"schedule": SCHEDULES[schedule]} if schedule else {}
+    if keep:
+        options["reshard_after_forward"] = False
     step = hir.train_step(model, optimizer, loss_fn, (batches[0], batches[0]), mesh=list(range(world)), data_parallel=mode, **options)
+    if mode == "fully_shard" and world > 1:
+        program = next(iter(step.programs.values()))
+        lowered = program.lower(pipeline=data_parallel_pipeline(**SCHEDULES[schedule or "plain"]))
+        gathers, parameters = str(lowered).count('"hir.allgather"'), len(list(model.parameters()))
+        # the embedding's backward reads only its indices: gathered once either way
+        if gathers != (parameters if keep else 2 * parameters - 1):
+            return f"train_step {mode}: {gathers} all-gathers of {parameters} parameters (reshard_after_forward={not keep})\n{lowered}"
     for i, ids in enumerate(batches):
         loss = step(ids, ids)
         eager.zero_grad()
@@ -224,7 +235,7 @@ def run_case(case: str, rank: int, world: int) -> str:
 
 @pytest.mark.parametrize("world, cases", [
     (2, ["train_step:fully_shard:all"]),
-    pytest.param(2, ["train_step:fully_shard", "train_step:replicate", "llama:fully_shard:adamw", "llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
+    pytest.param(2, ["train_step:fully_shard", "train_step:fully_shard::keep", "train_step:fully_shard:all:keep", "train_step:replicate", "llama:fully_shard:adamw", "llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
     pytest.param(2, [f"llama:fully_shard:adamw:{s}" for s in ("plain", "defer", "prefetch", "both", "early", "all")] + [f"gpt2:replicate:adamw:{s}" for s in ("plain", "defer", "bucket", "early", "all")],
                  marks=pytest.mark.slow),
     pytest.param(4, [f"{arch}:{mode}:adamw:{s}" for arch, mode in (("gpt2", "replicate"), ("llama", "fully_shard")) for s in ("plain", "all")], marks=pytest.mark.slow),
@@ -266,6 +277,10 @@ def test_schedule_option_is_checked():
         hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", schedule={"bucket_bytes": -4})
     with pytest.raises(hir.HirError, match="schedule= orders a data-parallel step's collectives"):
         hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, schedule={})
+    with pytest.raises(hir.HirError, match="reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'"):
+        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", reshard_after_forward=False)
+    with pytest.raises(hir.HirError, match="reshard_after_forward must be True or False, got 0"):
+        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="fully_shard", reshard_after_forward=0)
 
 
 def test_placements_refuse_what_the_devices_do_not_divide():
