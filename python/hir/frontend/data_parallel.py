@@ -23,7 +23,7 @@ one process on the whole batch. The marks are ``torch.ops.hir.redistribute``
 """
 
 import contextlib
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 from torch.distributed.tensor import Replicate, Shard
@@ -81,8 +81,10 @@ def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.T
     (``"fully_shard"`` with ``reshard_after_forward``): a tensor the backward would read
     that is a gathered parameter in ``whole``, or its transpose, is kept as a recipe and
     made again when the backward unpacks it, from a second gather of the shard in
-    ``shards`` (``names``: their state names, as :func:`gather` takes them); the two gathers are then two ``torch.ops.hir.redistribute`` in the program,
-    the second where the backward first reads it. Other tensors are saved as they are."""
+    ``shards`` (``names``: their state names, as :func:`gather` takes them). The two
+    gathers are two ``torch.ops.hir.redistribute`` in the program, the second where the
+    backward first reads it. Other tensors (other views, casts of a parameter) are saved
+    as they are, kept from the forward to the backward."""
     if mode != "fully_shard" or not reshard_after_forward:
         return contextlib.nullcontext()
 
@@ -107,7 +109,7 @@ def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.T
 
 
 @contextlib.contextmanager
-def _traced_hooks(pack, unpack):
+def _traced_hooks(pack: Callable[[torch.Tensor], Any], unpack: Callable[[Any], torch.Tensor]) -> Iterator[None]:
     """``saved_tensors_hooks(pack, unpack)`` that ``torch.export`` traces: the export turns
     saved-tensor hooks off while it traces (they would run around a compiled graph); here
     they are what the graph computes."""

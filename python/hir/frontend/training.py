@@ -31,7 +31,7 @@ from hir.frontend import layers, sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 from hir.passes import run_pipeline
 
-STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "reshard_after_forward", "schedule", "recompute")
+STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "recompute", "reshard_after_forward")
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
 
 
