@@ -21,7 +21,9 @@ from multirank_util import launch_workers, run_gloo_cases
 
 STEPS = 10
 SCHEDULED: dict = {}  # "arch:mode:optimizer" -> {schedule: the losses of its steps}
-# hir-schedule-data-parallel's option matrix (the plain schedule: none)
+# hir-schedule-data-parallel's option matrix (the plain schedule: none); a case's schedule
+# name ending in "+keep": fully sharded with reshard_after_forward=False (each parameter
+# gathered once, kept for the backward), else gathered again for the backward
 SCHEDULES = {"plain": {}, "defer": {"defer_waits": True}, "prefetch": {"prefetch": True}, "both": {"defer_waits": True, "prefetch": True},
              "bucket": {"bucket_bytes": 4096}, "early": {"optimizer_in_backward": True},
              "all": {"defer_waits": True, "prefetch": True, "bucket_bytes": 1 << 20, "optimizer_in_backward": True}}
@@ -46,9 +48,10 @@ def _model(arch: str):
 BETAS, EPS, DECAY = (0.9, 0.999), 1e-6, 0.01
 
 
-def _step_module(model, mode: str, optimizer: str):
+def _step_module(model, mode: str, optimizer: str, reshard_after_forward: bool = True):
     """The training step as a module: each parameter as the loss reads it (gathered with
-    ``"fully_shard"``), the loss and its gradients, each gradient reduced as the update
+    ``"fully_shard"``, and again where the backward reads it unless not
+    ``reshard_after_forward``), the loss and its gradients, each gradient reduced as the update
     reads it, the update in place: SGD, or AdamW as ``torch.optim.AdamW`` computes it (its
     moments state of the step, placed as the parameters; the step's bias corrections are
     inputs, computed on the host as torch does)."""
@@ -75,7 +78,8 @@ def _step_module(model, mode: str, optimizer: str):
             with torch.enable_grad():
                 for p in whole:
                     p.requires_grad_()
-                with torch.nn.utils.stateless._reparametrize_module(self.model, dict(zip(names, whole)), tie_weights=True):
+                with torch.nn.utils.stateless._reparametrize_module(self.model, dict(zip(names, whole)), tie_weights=True), \
+                        data_parallel.regathering(mode, reshard_after_forward, held, whole, [f"model.{n}" for n in names]):
                     loss = self.model(ids, labels=labels).loss
                 grads = torch.autograd.grad(loss, whole)
             with torch.no_grad():
@@ -101,15 +105,17 @@ def _scalars(lr: float, step: int) -> tuple:
     return torch.tensor(lr), torch.tensor(lr / (1 - BETAS[0] ** step)), torch.tensor((1 - BETAS[1] ** step) ** 0.5)
 
 
-def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "") -> str:
+def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", keep: str = "") -> str:
     """``hir.train_step(..., mesh=, data_parallel=mode)`` with torch's own AdamW (lowered with
-    the ``schedule`` of :data:`SCHEDULES` when named): each step's loss, and the model and
-    optimizer state (whole on every rank after each call) equal eager training on the
-    global batch."""
+    the ``schedule`` of :data:`SCHEDULES` when named; ``keep``: ``reshard_after_forward=False``):
+    each step's loss, and the model and optimizer state (whole on every rank after each
+    call) equal eager training on the global batch. Fully sharded, each parameter is
+    gathered twice (forward, backward) unless kept: once."""
     import torch
     import torch.distributed as dist
 
     import hir
+    from hir.passes.training.schedule import data_parallel_pipeline
 
     model, reference = _model("llama"), _model("llama")
     optimizer, eager = (torch.optim.AdamW(m.parameters(), lr=LR["adamw"]) for m in (model, reference))
@@ -120,7 +126,16 @@ def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "") ->
         return m(ids, labels=labels).loss
 
     options = {"schedule": SCHEDULES[schedule]} if schedule else {}
+    if keep:
+        options["reshard_after_forward"] = False
     step = hir.train_step(model, optimizer, loss_fn, (batches[0], batches[0]), mesh=list(range(world)), data_parallel=mode, **options)
+    if mode == "fully_shard" and world > 1:
+        program = next(iter(step.programs.values()))
+        lowered = program.lower(pipeline=data_parallel_pipeline(**SCHEDULES[schedule or "plain"]))
+        gathers, parameters = str(lowered).count('"hir.allgather"'), len(list(model.parameters()))
+        # the embedding's backward reads only its indices: gathered once either way
+        if gathers != (parameters if keep else 2 * parameters - 1):
+            return f"train_step {mode}: {gathers} all-gathers of {parameters} parameters (reshard_after_forward={not keep})\n{lowered}"
     for i, ids in enumerate(batches):
         loss = step(ids, ids)
         eager.zero_grad()
@@ -153,10 +168,12 @@ def run_case(case: str, rank: int, world: int) -> str:
     from hir.passes.training.schedule import data_parallel_pipeline
 
     arch, mode, optimizer_name, *schedule = case.split(":")
+    keep = bool(schedule) and schedule[0].endswith("+keep")
+    options = SCHEDULES[schedule[0].removesuffix("+keep")] if schedule else {}
     model, reference = _model(arch), _model(arch)
     torch.manual_seed(1)
     batches = [torch.randint(0, 64, (2 * world, 8)) for _ in range(STEPS)]
-    module = _step_module(model, mode, optimizer_name)
+    module = _step_module(model, mode, optimizer_name, reshard_after_forward=not keep)
     state = {f"model.{n}": p for n, p in model.named_parameters()} | {n: b for n, b in module.named_buffers() if n.startswith("exp_avg")}
     scalars = {f"input{i}": Replicate() for i in (2, 3, 4)}
     placements = data_parallel.placements(mode, state, batches[0:1] * 2, world, sharded=list(state)) | scalars
@@ -169,15 +186,19 @@ def run_case(case: str, rank: int, world: int) -> str:
     # fully_shard: each parameter gathered, each gradient reduce-scattered; replicate: each
     # gradient allreduced; and the loss's two sums (over the rows, and their count). GPT-2's
     # tied embedding sums two partial gradients (its lookup's, the head's), each allreduced
-    # whole (and a second gradient of it in fully_shard)
+    # whole (and a second gradient of it in fully_shard). Resharded after the forward, the
+    # parameters the backward reads (Llama: all but the embedding) are gathered again
     tied = 1 if arch == "gpt2" else 0
     parameters = sum(1 for _ in model.parameters())
     want = {"allgather": parameters, "reduce_scatter": parameters - 2 * tied} if mode == "fully_shard" else \
         {"allgather": 0, "reduce_scatter": 0, "allreduce": parameters + 2 + tied}
+    if mode == "fully_shard" and not keep:
+        want["allgather"] = 2 * parameters - 1 if arch == "llama" else counts["allgather"]
+        if counts["allgather"] <= parameters:
+            return f"{case}: {counts['allgather']} all-gathers of {parameters} parameters: none again for the backward\n{text}"
     if world > 1 and any(counts[op] != n for op, n in want.items()):
         return f"{case}: collectives {counts}, want {want}\n{text}"
     if schedule:  # hir-schedule-data-parallel's options; the losses equal the plain schedule's (bitwise)
-        options = SCHEDULES[schedule[0]]
         lowered = program.lower(pipeline=data_parallel_pipeline(**options))
         if options.get("defer_waits") and world > 1 and not re.search(r'-> !hir.work\n(?!\s*"hir.wait").*\n', str(lowered)):
             return f"{case}: no wait deferred past another op\n{lowered}"
@@ -205,7 +226,7 @@ def run_case(case: str, rank: int, world: int) -> str:
         losses[schedule[0]] = seen
         # bit for bit, but for buckets past 2 ranks: Gloo's ring all-reduce sums an element in
         # an order set by where it sits in the buffer, and a bucket moves it
-        exact = world == 2 or not SCHEDULES[schedule[0]].get("bucket_bytes")
+        exact = world == 2 or not options.get("bucket_bytes")
         if "plain" in losses and not (torch.equal(losses["plain"], seen) if exact else torch.allclose(losses["plain"], seen, rtol=1e-5, atol=1e-6)):
             return f"{case}: losses {seen.tolist()} differ from the plain schedule's {losses['plain'].tolist()}"
     for name, want in reference.named_parameters():
@@ -224,8 +245,8 @@ def run_case(case: str, rank: int, world: int) -> str:
 
 @pytest.mark.parametrize("world, cases", [
     (2, ["train_step:fully_shard:all"]),
-    pytest.param(2, ["train_step:fully_shard", "train_step:replicate", "llama:fully_shard:adamw", "llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
-    pytest.param(2, [f"llama:fully_shard:adamw:{s}" for s in ("plain", "defer", "prefetch", "both", "early", "all")] + [f"gpt2:replicate:adamw:{s}" for s in ("plain", "defer", "bucket", "early", "all")],
+    pytest.param(2, ["train_step:fully_shard", "train_step:fully_shard::keep", "train_step:fully_shard:all:keep", "train_step:replicate", "llama:fully_shard:adamw", "llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
+    pytest.param(2, [f"llama:fully_shard:adamw:{s}" for s in ("plain", "defer", "prefetch", "both", "early", "all", "plain+keep", "all+keep")] + [f"gpt2:replicate:adamw:{s}" for s in ("plain", "defer", "bucket", "early", "all")],
                  marks=pytest.mark.slow),
     pytest.param(4, [f"{arch}:{mode}:adamw:{s}" for arch, mode in (("gpt2", "replicate"), ("llama", "fully_shard")) for s in ("plain", "all")], marks=pytest.mark.slow),
     pytest.param(4, ["llama:replicate:adamw", "llama:fully_shard:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw"], marks=pytest.mark.slow),
@@ -266,6 +287,10 @@ def test_schedule_option_is_checked():
         hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", schedule={"bucket_bytes": -4})
     with pytest.raises(hir.HirError, match="schedule= orders a data-parallel step's collectives"):
         hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, schedule={})
+    with pytest.raises(hir.HirError, match="reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'"):
+        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", reshard_after_forward=False)
+    with pytest.raises(hir.HirError, match="reshard_after_forward must be True or False, got 0"):
+        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="fully_shard", reshard_after_forward=0)
 
 
 def test_placements_refuse_what_the_devices_do_not_divide():

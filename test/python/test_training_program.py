@@ -115,7 +115,7 @@ SGD = lambda p: torch.optim.SGD(p, lr=0.1)  # noqa: E731
     (lambda p: torch.optim.Adam(p, maximize=True), {}, "Adam(maximize=True) (param group 0) is not supported"),
     (lambda p: torch.optim.Adam(p, capturable=True), {}, "Adam(capturable=True) (param group 0) is not supported"),
     (lambda p: torch.optim.SGD(p, lr=0.1, differentiable=True), {}, "SGD(differentiable=True) (param group 0) is not supported"),
-    (SGD, {"clip": 1.0}, "unknown option(s) clip (options: max_grad_norm, accumulate, data_parallel, schedule, recompute, device"),
+    (SGD, {"clip": 1.0}, "unknown option(s) clip (options: max_grad_norm, accumulate, data_parallel, schedule, recompute, reshard_after_forward, device"),
     (SGD, {"accumulate": 0}, "accumulate must be a positive int, got 0"),
     (SGD, {"max_grad_norm": -1.0}, "max_grad_norm must be a positive number, got -1.0"),
     (SGD, {"mesh": [0, 1]}, "training on several devices takes mesh= with data_parallel="),

@@ -11,7 +11,10 @@ make a training step (a module computing the loss, its gradients with
   ``Shard(0)`` (each device a block of rows); :func:`gather` marks each parameter read
   whole (an all-gather) before the loss, :func:`reduce_gradient` its gradient read as the
   device's rows (a reduce-scatter of the partial sum), so the update and the optimizer
-  state stay on each device's rows.
+  state stay on each device's rows. By default (FSDP2's ``reshard_after_forward=True``)
+  :func:`regathering` makes the backward gather each parameter again where it reads it,
+  so the forward's gathered copy (and what is derived from it, such as its transpose) dies
+  with the forward; ``reshard_after_forward=False`` keeps it from the forward to the backward.
 
 The loss's mean is over the global batch (the sums of the devices' losses and counts are
 allreduced; see :mod:`hir.frontend.strategies.backward`), so a step gives the numbers of
@@ -20,7 +23,7 @@ one process on the whole batch. The marks are ``torch.ops.hir.redistribute``
 """
 
 import contextlib
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 from torch.distributed.tensor import Replicate, Shard
@@ -71,6 +74,51 @@ def reduce_gradient(mode: str, gradient: torch.Tensor, name: str) -> torch.Tenso
     (``"fully_shard"``: a reduce-scatter)."""
     placement = "Shard(0)" if mode == "fully_shard" and gradient.dim() > 0 else "Replicate()"
     return redistribute(gradient, placement, name)
+
+
+def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.Tensor], whole: Sequence[torch.Tensor], names: Sequence[str]):
+    """A context in which the loss's autograd saves no gathered parameter for the backward
+    (``"fully_shard"`` with ``reshard_after_forward``): a tensor the backward would read
+    that is a gathered parameter in ``whole``, or its transpose, is kept as a recipe and
+    made again when the backward unpacks it, from a second gather of the shard in
+    ``shards`` (``names``: their state names, as :func:`gather` takes them). The two
+    gathers are two ``torch.ops.hir.redistribute`` in the program, the second where the
+    backward first reads it. Other tensors (other views, casts of a parameter) are saved
+    as they are, kept from the forward to the backward."""
+    if mode != "fully_shard" or not reshard_after_forward:
+        return contextlib.nullcontext()
+
+    def pack(saved: torch.Tensor) -> Any:
+        for i, w in enumerate(whole):
+            if saved.dim() != w.dim() or not torch._C._is_alias_of(saved, w) or saved.storage_offset() != w.storage_offset():
+                continue
+            if saved.shape == w.shape and saved.stride() == w.stride():
+                return (i, False)
+            if w.dim() == 2 and saved.shape == w.shape[::-1] and saved.stride() == w.stride()[::-1]:
+                return (i, True)
+        return saved
+
+    def unpack(packed: Any) -> torch.Tensor:
+        if isinstance(packed, torch.Tensor):
+            return packed
+        i, transposed = packed
+        again = redistribute(shards[i], "Replicate()", f"{names[i]} (gathered again for the backward)")
+        return again.t() if transposed else again
+
+    return _traced_hooks(pack, unpack)
+
+
+@contextlib.contextmanager
+def _traced_hooks(pack: Callable[[torch.Tensor], Any], unpack: Callable[[Any], torch.Tensor]) -> Iterator[None]:
+    """``saved_tensors_hooks(pack, unpack)`` that ``torch.export`` traces: the export turns
+    saved-tensor hooks off while it traces (they would run around a compiled graph); here
+    they are what the graph computes."""
+    prior = torch._C._autograd._saved_tensors_hooks_set_tracing(False)
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            yield
+    finally:
+        torch._C._autograd._saved_tensors_hooks_set_tracing(prior)
 
 
 def reading(model: torch.nn.Module, names: Sequence[str], whole: Sequence[torch.Tensor], mode: Optional[str]):

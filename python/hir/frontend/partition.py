@@ -144,14 +144,22 @@ class Partitioner:
             raise self.error(at, f"uses {value.get_name()} ({value.type}), which is not a tensor buffer of the program")
         return self.buffers[value]
 
-    def read(self, value: ir.Value, placement: Optional[Sharding], at: ir.Operation) -> ir.Value:
+    def read(self, value: ir.Value, placement: Optional[Sharding], at: ir.Operation, again: bool = False) -> ir.Value:
         """The buffer of ``value`` placed as ``placement``: its own, or a resharded copy made
         once per placement: each device's slice where ``placement`` only splits what is
-        whole (:func:`~hir.frontend.device_parts.local_slice`), else an ``hir.set``."""
+        whole (:func:`~hir.frontend.device_parts.local_slice`), else an ``hir.set``.
+        ``again``: an ``hir.set`` of its own where a copy was made before (an explicit
+        redistribute asks for one: a fully sharded parameter gathered again for the
+        backward, so the forward's copy can die)."""
         have = self.plan.of(value)
         if have == placement:
             return self.buffer_of(value, at)
         key = (value, placement)
+        if again and key in self.copies and not device_parts.is_local_slice(have, placement):
+            buf = self.new_buffer(buffer_type(value.type, self.attr(placement)), at.location, value)
+            with self.in_main(at.location):
+                SetOp.emit(self.buffer_of(value, at), buf)
+            return buf
         if key not in self.copies:
             if device_parts.is_local_slice(have, placement):
                 self.copies[key] = device_parts.local_slice(self, value, have, placement, at)
@@ -195,7 +203,7 @@ class Partitioner:
         """The step's hir compute op (or its contraction form) on its operands as it reads them."""
         op, spec = step.op, step.spec
         if spec.redistributes:  # a plan style's layout: the operand read as placed
-            self.buffers[op.results[0]] = self.read(spec.inputs[0], step.reads[0], op)
+            self.buffers[op.results[0]] = self.read(spec.inputs[0], step.reads[0], op, again=True)
         elif step.form is not None:
             self.buffers[op.results[0]] = contractions.partial_sum(self, step)
         else:

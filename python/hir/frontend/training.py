@@ -31,7 +31,7 @@ from hir.frontend import layers, sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 from hir.passes import run_pipeline
 
-STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "recompute")
+STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "recompute", "reshard_after_forward")
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
 
 
@@ -50,7 +50,7 @@ class _Step(torch.nn.Module):
 
     def __init__(self, model: torch.nn.Module, loss_fn: Callable, names: list, groups: list, rule: Rule,
                  states: list, hyper: list, accumulate: int, max_grad_norm: Optional[float], data_parallel: Optional[str] = None,
-                 recompute: bool = False) -> None:
+                 recompute: bool = False, reshard_after_forward: bool = True) -> None:
         super().__init__()
         self.model = model
         self.optimizer = torch.nn.Module()
@@ -61,6 +61,7 @@ class _Step(torch.nn.Module):
         self.accumulate, self.max_grad_norm, self.data_parallel = accumulate, max_grad_norm, data_parallel
         self.gradient_layouts: dict = {}  # parameter name -> the layout its gradient takes (placed training)
         self.recompute = recompute
+        self.reshard_after_forward = reshard_after_forward
 
     def forward(self, *batch: torch.Tensor) -> torch.Tensor:
         params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
@@ -72,7 +73,8 @@ class _Step(torch.nn.Module):
                 p.requires_grad_()
             loss, grads = None, None
             for micro in _micro_batches(batch, self.accumulate):
-                with dp.reading(self.model, self.names, whole, mode), layers.forward_marks() if self.recompute else contextlib.nullcontext():
+                with dp.reading(self.model, self.names, whole, mode), layers.forward_marks() if self.recompute else contextlib.nullcontext(), \
+                        dp.regathering(mode, self.reshard_after_forward, params, whole, [f"model.{n}" for n in self.names]):
                     part = self.loss_fn(self.model, *micro)
                 if not isinstance(part, torch.Tensor) or part.dim() != 0:
                     raise HirError(f"error: hir.train_step: loss_fn must return a scalar tensor, got {_describe(part)}")
@@ -141,6 +143,7 @@ class TrainStep:
         self.data_parallel, self.mesh, self.placements = options.get("data_parallel"), options.get("mesh"), options.get("placements")
         self.schedule = options.get("schedule")
         self.recompute = options.get("recompute", False)
+        self.reshard_after_forward = options.get("reshard_after_forward", True)
         self.names = _parameter_names(model, optimizer)
         first = next(iter(model.parameters()))
         self.device = torch.device(self.compile_options.setdefault("device", str(first.device)))
@@ -172,7 +175,7 @@ class TrainStep:
                       for i, g in self._indexed_groups()]
             hyper = [{k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)} for _ in groups]
             step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm, self.data_parallel,
-                         self.recompute)
+                         self.recompute, self.reshard_after_forward)
             batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
             placements = None
             if self.data_parallel is not None:  # parameters and their optimizer state sharded with fully_shard
@@ -320,7 +323,8 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     is their mean), and the compile options ``device`` (default: the model's), ``lower``,
     ``graph``, ``compile_kernels``, ``static_outputs``, ``num_streams``, ``autotune``
     (:class:`hir.interpreter.Program`'s). ``data_parallel="replicate"`` (DDP) or
-    ``"fully_shard"`` (FSDP2) with ``mesh`` (every rank, ``list(range(world))``): each rank
+    ``"fully_shard"`` (FSDP2; ``reshard_after_forward=False`` keeps each gathered parameter from
+    the forward to the backward instead of gathering it again there) with ``mesh`` (every rank, ``list(range(world))``): each rank
     passes the global batch and computes on its rows (:mod:`hir.frontend.data_parallel`); the
     model and optimizer state are whole on every rank after each call. ``placements`` with
     ``mesh`` (as :func:`hir.from_torch` takes them; tensor / sequence parallel): parameters
@@ -350,6 +354,11 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
         options = dict(options, mesh=dp.check_mesh(mesh), data_parallel=dp.check_mode(options["data_parallel"]))
     elif placements is not None:
         options = dict(options, mesh=mesh, placements=placements)
+    if "reshard_after_forward" in options:
+        if options.get("data_parallel") != "fully_shard":
+            raise HirError("error: hir.train_step: reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'")
+        if not isinstance(options["reshard_after_forward"], bool):
+            raise HirError(f"error: hir.train_step: reshard_after_forward must be True or False, got {options['reshard_after_forward']!r}")
     if "schedule" in options:
         if options.get("data_parallel") is None:
             raise HirError("error: hir.train_step: schedule= orders a data-parallel step's collectives; it takes mesh= and data_parallel=")
