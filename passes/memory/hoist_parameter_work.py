@@ -1,5 +1,5 @@
 """``hir-hoist-parameter-work``: move work that reads only parameters out of the per-call
-path (issue 22). A function's arguments marked ``hir.parameter`` (``hir.from_torch`` marks
+path. A function's arguments marked ``hir.parameter`` (``hir.from_torch`` marks
 the module's state) are read-only and change rarely; an op at the function's top level that
 reads only such arguments (or buffers made by ops already hoisted) and writes only fresh
 allocations that nothing writes again or returns -- a weight transpose or view, a cast, a

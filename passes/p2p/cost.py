@@ -25,9 +25,9 @@ draining) and costs about c · (n - 1) · ``chunk-us`` of per-part overhead (lau
 so the best count is near c* = sqrt(min(t_c, t_m) / ((n - 1) · chunk-us)): ``auto`` takes
 the c in {1, 2, 4, 8} of least min(t_c, t_m) / c + c · (n - 1) · chunk-us among those that
 divide the chunked axis (1 when nothing can be chunked). Defaults are measured on 4x H200
-(benchmarks/RESULTS.md, issue 5 runs): ``copy-gbps=300`` (a peer pull, ``copy_engines.py``:
+(benchmarks/RESULTS.md): ``copy-gbps=300`` (a peer pull, ``copy_engines.py``:
 289-329 GB/s), ``compute-tflops=800`` (the bf16 AG+matmul "matmul alone" row: 2.7e11 flops
-in 0.33 ms) and ``chunk-us=15`` (chunks=2 against 1 in run B's graph rows). E.g. 4 ranks,
+in 0.33 ms) and ``chunk-us=15`` (chunks=2 against 1 in the CUDA-graph rows). E.g. 4 ranks,
 M=8192, K=8192, N/4=2048: t_c = 112 us, t_m = 86 us a step: c* = 1.4, cost 1: 131, 2: 133
 -> 1; at M=16384 t_m = 172 us: 2 (cost 176 against 217).
 
@@ -49,7 +49,7 @@ the time to copy one row block of the output (1/n of it) at ``copy-gbps``, the f
   reduce-scatter it pipelines (:func:`rs_allgather_pays`);
 - row blocks (``chunked``, c blocks): t_m + 2 (n - 1) t_c + (c - 1) · chunk-us. Its
   all-reduces are NCCL kernels: they take SMs from the matmul blocks they overlap, so the
-  overlap hides nothing. Measured (benchmarks/RESULTS.md, issue 39 runs 2 and 3, TP MLP,
+  overlap hides nothing. Measured (benchmarks/RESULTS.md, TP MLP,
   CUDA graphs): 4 blocks 1.15x hand-written TP against 1.06x whole on 4x H200, 1.09x
   against 1.04x on 2x H100. So it never costs less than whole: ``overlap=auto`` and
   ``chunks=auto`` leave it whole, and only a fixed ``chunks`` > 1 (with ``overlap=on``)
@@ -59,7 +59,7 @@ A collective chunked on streams (nvFuser's seed-003 form: a stream axis that is 
 device axis, so hir-lower issues one collective per chunk after that chunk's compute) and
 run by NCCL, ``backend = "nccl"``: NCCL's kernels need the SMs the chunks' matmuls hold,
 so the chunks do not overlap, and each smaller collective and matmul costs more than its
-share. Measured (benchmarks/RESULTS.md, issue 39 runs 8 and 11, 4x H200, CUDA graphs, x
+share. Measured (benchmarks/RESULTS.md, 4x H200, CUDA graphs, x
 max(comm, matmul)): AG+matmul in 4 stream chunks 2.13-2.30x against 1.83-1.89x for the
 same calls whole and in sequence; matmul+RS 1.92-2.00x against 1.88-1.90x; written by hand
 with every process-group setting tried (whole_nccl.py), never below sequential.
@@ -68,7 +68,7 @@ and runs once, whole, and so does its producer / consumer compute unless another
 collective needs its chunks (:func:`chunked_only_with`): the sequential calls. Its NCCL
 call reads / writes the buffer in place, one call per row of the axes before its device
 axis, the rows issued as one NCCL group (``interpreter/backends/process_group.py``).
-Measured (RESULTS.md, issue 39 runs 16-17, 4x H200): matmul+RS 1.90-1.94x against
+Measured (RESULTS.md, 4x H200): matmul+RS 1.90-1.94x against
 sequential's 1.87-1.93x, AG+matmul 2.03-2.09x against 1.85-1.89x; the 4-stream seed form
 1.94-2.05x and 2.12-2.33x.
 

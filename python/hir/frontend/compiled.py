@@ -1,6 +1,6 @@
 """One compiled, reusable program: ``fn = program.compile(state, device=...)`` (or
 ``hir.compile``) binds an imported program's state once and returns a callable whose
-per-call cost is the interpreter's (issue 34).
+per-call cost is the interpreter's.
 
 What ``compile`` does, once: lowers the module (``TorchProgram.lower()``, unless it was
 lowered already or ``lower=False``), lays out this rank's state arguments on the device

@@ -144,7 +144,7 @@ def partial_sum(part, step) -> ir.Value:
     # Streamed with a 2-D weight, every axis of x but the contracted one is a row of the
     # product: they fold into one ([S, D, T/S * B.., K/D]), one GEMM per step. Left apart,
     # the axes after the tokens would be the matmul's M and the tokens a batch axis the
-    # weight is broadcast over: a [1, T, D] layer's tokens as T/S GEMVs (issue 39).
+    # weight is broadcast over: a [1, T, D] layer's tokens as T/S GEMVs.
     fold = stream and rank_of(w) == 2 and len(shape) > 2 and DYNAMIC not in shape
     ones = [1] * (0 if fold else max(0, rank_of(x) - rank_of(w)))  # the batch dims only x has (a linear's 2-D weight)
     x_outer = _outer(part, x, step.reads[0], k, [1] * max(0, rank_of(w) - rank_of(x)), op, rows=d if stream else 0, row_axis=row_axis, fold=fold)

@@ -13,7 +13,7 @@ graph inputs, the graph functionalized, its outputs flattened with names.
   no grad-mode wrappers such as ``wrap_with_set_grad_enabled`` from HF rotary's
   ``@torch.no_grad``), traced directly below autograd (:func:`functional_export`) instead of
   exporting the training graph and tracing that again: a 1B Llama's import took two traces of
-  its whole forward (issue 34's first call). A state entry the module writes (a KV cache
+  its whole forward (a first call's time). A state entry the module writes (a KV cache
   buffer) becomes a mutation output, :attr:`Exported.mutated` names its argument.
 * **Outputs**: tuples, lists, dicts, dataclasses and HF ``ModelOutput`` are flattened into
   tensors named by their path (``last_hidden_state``, ``past_key_values.0.keys``); a

@@ -1,4 +1,4 @@
-"""Rewrites of the exported FX graph before it is imported (issue 34).
+"""Rewrites of the exported FX graph before it is imported.
 
 :func:`fuse_projections`: one GEMM for the projections that read the same input (q, k, v).
 

@@ -1,6 +1,6 @@
 """``hir.generate``: a Hugging Face causal LM's ``generate`` (greedy, or sampled with
 temperature / top-k / top-p; stop tokens; batch > 1) run through hir programs over a static
-KV cache (issue 34).
+KV cache.
 
 How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` (batch size
 and cache length fixed, the logits of the last position only) and imported ONCE with a

@@ -1,4 +1,4 @@
-"""Imported programs cached on disk (issue 34): ``hir.compile(module, example_args)`` and
+"""Imported programs cached on disk: ``hir.compile(module, example_args)`` and
 ``hir.generate`` import a module once per machine, not once per process. With inductor's
 own cache of compiled regions (keyed by each region's traced graph, see
 :mod:`hir.interpreter.kernels`), a second process gets from the ``nn.Module`` to its first
@@ -131,7 +131,7 @@ def _plain(value: Any) -> bool:
 def _source(cls: type) -> str:
     """A digest of the file defining ``cls`` (any edit to it changes the key): reading a
     file is cheap where ``inspect.getsource`` parses it to find the class (a second for the
-    modules of one HF model, issue 34's first call)."""
+    modules of one HF model, on a first call)."""
     try:
         path = inspect.getsourcefile(cls)
     except TypeError:  # a built-in class

@@ -1,4 +1,4 @@
-"""Mutated state written by its kernel segment itself (issue 34): no fresh buffer and no
+"""Mutated state written by its kernel segment itself: no fresh buffer and no
 ``hir.set`` back into the argument.
 
 An exported module that writes a state entry in place (HF's ``index_copy_`` into a KV cache)

@@ -103,7 +103,7 @@ def torch_op(name: str, operands: list, result: ir.Type) -> ir.Value:
 def is_constant(op: ir.Operation) -> bool:
     """A ``torch.constant.*`` or a list of constants (what :func:`constant_value` reads),
     checked without its error, whose value names number the whole function: quadratic over
-    a model's lists (a second for a 1B Llama's import, issue 34's first call)."""
+    a model's lists (a second of a 1B Llama's import)."""
     if op.name.startswith(CONSTANT_PREFIX):
         return True
     return op.name == LIST_CONSTRUCT and all(not isinstance(v.owner, ir.Block) and is_constant(owner(v)) for v in op.operands)

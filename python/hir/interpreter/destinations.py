@@ -1,4 +1,4 @@
-"""Destination passing, decided once at plan time (issue 22): which kernel segment results
+"""Destination passing, decided once at plan time: which kernel segment results
 become their destination buffer instead of being copied into it.
 
 A kernel segment writes each result into a destination buffer its caller passes::

@@ -1,4 +1,4 @@
-"""Compiled kernel segments (issue 22): a call of a ``func.func {hir.kernel}`` run as one
+"""Compiled kernel segments: a call of a ``func.func {hir.kernel}`` run as one
 inductor-compiled function instead of op by op. A function body's compute regions (runs of
 hir compute ops and kernel segments, :mod:`hir.interpreter.regions`) are compiled the same
 way, as one function each; the segments inside them are not compiled on their own.
@@ -35,7 +35,7 @@ another. ``torch.compile``'s inductor backend starts the pool when dynamo hands 
 graph; hir calls ``compile_fx`` directly, so it starts the pool itself
 (:func:`warm_compile_workers`) when a program that may compile on CUDA is built, and
 ``hir.compile`` / ``hir.generate`` before they import the module, so the workers start up
-while the export and lowering run (issue 34's first call).
+while the export and lowering run (on a first call).
 """
 
 import logging

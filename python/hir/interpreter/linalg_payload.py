@@ -1,5 +1,5 @@
 """The scalar payload of a ``linalg`` structured op, compiled once into vectorized torch
-calls (issue 15). Every payload value becomes a tensor over the op's loop domain (or a view
+calls. Every payload value becomes a tensor over the op's loop domain (or a view
 broadcastable to it), so one torch call evaluates an ``arith`` / ``math`` op for all
 iterations at once.
 

@@ -1,4 +1,4 @@
-"""Compiled compute regions (issue 22): a maximal run of pure-compute ops of a function body
+"""Compiled compute regions: a maximal run of pure-compute ops of a function body
 run as ONE inductor-compiled function, so inductor fuses across hir ops and kernel segments
 (the softmax attention between two ``hir.matmul`` becomes one SDPA kernel, pointwise work
 fuses into its neighbours), as ``torch.compile`` does on the module the program came from.
@@ -28,7 +28,7 @@ traces that with ``make_fx`` and compiles it with inductor per signature, exactl
 for one kernel segment, so compiled regions compose with CUDA graph capture the same way.
 Whole functions that are pure compute (an imported block) are one region. Parameter work (a
 ``hir.once`` callee) is never compiled: it runs once per set of parameters, and an
-inductor compile (seconds) would cost more than that run (issue 34's first call).
+inductor compile (seconds) would cost more than that run (on a first call).
 
 When a region runs compiled is decided at plan time (:func:`region_mode_reason`): with
 ``compile_kernels=True`` every region with a compute op, with ``"auto"`` the regions of at

@@ -36,7 +36,7 @@ a preference: the op runs through the process group as with ``nccl`` / ``gloo`` 
 fallback, not an error: the same lowered program runs in CPU tests and on GPUs). A whole
 reduce_scatter or large allreduce has no copy-engine version because copy engines only move data:
 the sum needs a kernel reading every peer's part after a barrier, where NCCL's ring reduces
-while it moves. Measured (issue 39, 4x H200, bf16, matmul+RS at M = 8192 / 16384, CUDA
+while it moves. Measured (4x H200, bf16, matmul+RS at M = 8192 / 16384, CUDA
 graphs): pulling the parts, even from every peer at once, took 2.32x / 2.40x max(comm,
 matmul) against 1.81x / 1.84x through NCCL. Reductions pipelined with the matmul are what
 copy engines are for: hir-p2p-pipeline's shifts (1.2x). ``hir.shift`` without CUDA is a

@@ -6,7 +6,7 @@ run. Keying on the stream's role (its pool index, or the caller's stream:
 use different buffers; the iterations that share a stream run in order. It is not keyed on
 the torch stream itself: a CUDA graph's warm-up (on a side stream) and its capture (on the
 capture stream) then use the buffers the first run registered, and a capture never
-registers (issue 39: a rendezvous under capture, three per call of the SP layer, preceded
+registers (a rendezvous under capture, three per call of the SP layer, preceded
 its illegal memory access); a buffer first needed during a capture is an error, which
 ``graph="auto"`` answers by running eagerly."""
 

@@ -41,7 +41,7 @@ def _rows(t: torch.Tensor, axis: int) -> Optional[list[torch.Tensor]]:
     inner axis (seed 003's whole form gathers [S, D, m, K] on axis 1) is one call a row on
     the same NCCL stream. The list form would copy every part into staging buffers and back:
     two extra passes over the whole tensor, which made the whole form slower than the
-    chunked one (RESULTS.md, issue 39 run 12)."""
+    chunked one (RESULTS.md, 4x H200)."""
     outer = 1
     for extent in t.shape[:axis]:
         outer *= extent
@@ -53,7 +53,7 @@ def _rows(t: torch.Tensor, axis: int) -> Optional[list[torch.Tensor]]:
 def _one_launch(group, collective: Callable, rows: list[tuple]) -> list:
     """The handles of ``collective(*row)`` (async) for every row, issued as one NCCL group
     (``ncclGroupStart`` / ``End``: torch's coalescing manager), so a collective's row calls
-    cost one launch (RESULTS.md, issue 39 run 14: four separate row calls of the whole
+    cost one launch (RESULTS.md, 4x H200: four separate row calls of the whole
     reduce-scatter took it above the single sequential call)."""
     if len(rows) == 1:
         return [collective(*rows[0])]

@@ -86,7 +86,7 @@ class PushedWork:
     ``signaller`` (which it joins: a graph capture needs every forked stream joined back),
     and the consumer's stream waits on its event. On the consumer's stream the wait kernel
     sat between two GEMMs, 5-6 us a step of the pushed all-gather's GEMM chain (RESULTS.md,
-    issue 39 run 15's profile); an event edge costs about 2 us (end to end, runs 16-17 saw no
+    a 4x H200 profile); an event edge costs about 2 us (end to end, the timed rows saw no
     change beyond their noise: the ranks' skew dominates)."""
 
     __slots__ = ("event",)

@@ -1,4 +1,4 @@
-"""``linalg`` structured ops on tensors inside kernel segments (issue 15), run with torch.
+"""``linalg`` structured ops on tensors inside kernel segments, run with torch.
 
 Each op is compiled once, at plan time, into torch calls over its loop domain
 (``d0 .. dn-1``):

@@ -1,5 +1,5 @@
 """Data-movement ``linalg`` named ops and the ``tensor`` ops that partitioned programs and
-the FX importer put around them (issue 15), on tensor values inside kernel segments:
+the FX importer put around them, on tensor values inside kernel segments:
 
     %e = tensor.empty() : tensor<8x16xf32>                  -> torch.empty
     %z = linalg.fill ins(%c : f32) outs(%e : ...)            -> torch.full
@@ -12,7 +12,7 @@ the FX importer put around them (issue 15), on tensor values inside kernel segme
 
 Results are new values: nothing here writes a tensor in place (insert_slice copies). The one exception is
 ``linalg.fill`` on a memref (no result), which sets a host buffer to a scalar, e.g. the loop
-index cast to a float (issue 12). hir has no ``hir.fill`` / ``hir.iota`` because the upstream
+index cast to a float. hir has no ``hir.fill`` / ``hir.iota`` because the upstream
 op on memrefs already is destination-passing style and verified; an iota (0..n-1) is a kernel
 segment (``torch.aten.arange`` in a ``func.func {hir.kernel}``), the one model for element-wise
 compute.
