@@ -18,6 +18,7 @@ import sys
 
 import pytest
 from multirank_util import launch_workers, run_gloo_cases
+from training_util import steps_equal_eager
 
 STEPS = 10
 SCHEDULED: dict = {}  # "arch:mode:optimizer" -> {schedule: the losses of its steps}
@@ -136,22 +137,10 @@ def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", ke
         # the embedding's backward reads only its indices: gathered once either way
         if gathers != (parameters if keep else 2 * parameters - 1):
             return f"train_step {mode}: {gathers} all-gathers of {parameters} parameters (reshard_after_forward={not keep})\n{lowered}"
-    for i, ids in enumerate(batches):
-        loss = step(ids, ids)
-        eager.zero_grad()
-        want = loss_fn(reference, ids, ids)
-        want.backward()
-        eager.step()
-        try:
-            torch.testing.assert_close(loss, want.detach(), rtol=1e-5, atol=1e-6)
-        except AssertionError as err:
-            return f"train_step {mode}: step {i}: {err}"
-    for (name, got), want in zip(model.named_parameters(), reference.parameters()):
-        try:
-            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-            torch.testing.assert_close(optimizer.state[got]["exp_avg_sq"], eager.state[want]["exp_avg_sq"], rtol=1e-5, atol=1e-6)
-        except AssertionError as err:
-            return f"train_step {mode}: final {name}: {err}"
+    problem = steps_equal_eager(step, loss_fn, [(ids, ids) for ids in batches], model, optimizer, reference, eager,
+                                f"train_step {mode}", moment="exp_avg_sq")
+    if problem:
+        return problem
     dist.barrier()
     return ""
 

@@ -16,6 +16,7 @@ import sys
 
 import pytest
 from multirank_util import launch_workers, run_gloo_cases
+from training_util import steps_equal_eager
 
 STEPS = 10
 PROJECTIONS = {"colwise": ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"), "rowwise": ("o_proj", "down_proj")}
@@ -95,21 +96,9 @@ def run_overlap_case(rank: int, world: int) -> str:
         lowered = str(next(iter(step.programs.values())).lower(pipeline=pipeline))
         if world > 1 and (name == "plain") == ('"hir.shift"' in lowered):
             return f"overlap [{name}]: {'shifts in the whole form' if name == 'plain' else 'nothing pipelined'}\n{lowered}"
-        for i, x in enumerate(batches):
-            loss = step(x)
-            eager.zero_grad()
-            want = loss_fn(reference, x)
-            want.backward()
-            eager.step()
-            try:
-                torch.testing.assert_close(loss, want.detach(), rtol=1e-5, atol=1e-6)
-            except AssertionError as err:
-                return f"overlap [{name}]: step {i}: {err}"
-        for (p, got), want in zip(model.named_parameters(), reference.parameters()):
-            try:
-                torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-            except AssertionError as err:
-                return f"overlap [{name}]: final {p}: {err}"
+        problem = steps_equal_eager(step, loss_fn, [(x,) for x in batches], model, optimizer, reference, eager, f"overlap [{name}]")
+        if problem:
+            return problem
     return ""
 
 
@@ -132,22 +121,9 @@ def run_case(case: str, rank: int, world: int) -> str:
         return m(ids, labels=labels).loss
 
     step = hir.train_step(model, optimizer, loss_fn, (batches[0], batches[0]), mesh=list(range(world)), placements=placements)
-    for i, ids in enumerate(batches):
-        loss = step(ids, ids)
-        eager.zero_grad()
-        want = loss_fn(reference, ids, ids)
-        want.backward()
-        eager.step()
-        try:
-            torch.testing.assert_close(loss, want.detach(), rtol=1e-5, atol=1e-6)
-        except AssertionError as err:
-            return f"{case}: step {i}: {err}"
-    for (name, got), want in zip(model.named_parameters(), reference.parameters()):
-        try:
-            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-            torch.testing.assert_close(optimizer.state[got]["exp_avg_sq"], eager.state[want]["exp_avg_sq"], rtol=1e-5, atol=1e-6)
-        except AssertionError as err:
-            return f"{case}: final {name}: {err}"
+    problem = steps_equal_eager(step, loss_fn, [(ids, ids) for ids in batches], model, optimizer, reference, eager, case, moment="exp_avg_sq")
+    if problem:
+        return problem
     # the program holds a split projection and its moments as this rank's rows / columns
     (compiled, _), = step._compiled.values()
     index = [n for n, _ in model.named_parameters()].index("model.layers.0.self_attn.o_proj.weight")

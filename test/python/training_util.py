@@ -105,6 +105,28 @@ def eager_step(model, opt, loss_fn, batch, accumulate: int = 1, max_grad_norm=No
     return total
 
 
+def steps_equal_eager(step, loss_fn, batches, model, opt, ref, ref_opt, label: str, moment=None) -> str:
+    """Run ``step`` on each batch (a tuple of ``loss_fn``'s arguments) beside
+    :func:`eager_step` of ``ref`` with ``ref_opt``: "" when every loss, then every final
+    parameter (and its optimizer state ``moment``, if named) equals eager's, else the first
+    difference, prefixed ``label`` (multi-rank workers report strings, not raise)."""
+    for i, batch in enumerate(batches):
+        loss = step(*batch)
+        want = eager_step(ref, ref_opt, loss_fn, batch)
+        try:
+            torch.testing.assert_close(loss, want, **TOL)
+        except AssertionError as err:
+            return f"{label}: step {i}: {err}"
+    for (name, got), want in zip(model.named_parameters(), ref.parameters()):
+        try:
+            torch.testing.assert_close(got, want, **TOL)
+            if moment:
+                torch.testing.assert_close(opt.state[got][moment], ref_opt.state[want][moment], **TOL)
+        except AssertionError as err:
+            return f"{label}: final {name}: {err}"
+    return ""
+
+
 def twins(model_kind: str, opt_kind: str, **overrides) -> tuple:
     """Two equal models (hir's, eager's), an optimizer of each, the loss and batches."""
     model, loss_fn, batches = make(model_kind)
