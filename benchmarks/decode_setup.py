@@ -1,4 +1,4 @@
-"""The ~1B and tiny Llamas of ``benchmarks/generate.py`` and the helpers its sections and
+"""The ~1B and tiny Llamas (or Mistrals, ``--arch mistral``) of ``benchmarks/generate.py`` and the helpers its sections and
 ``benchmarks/profile_step.py`` share: the run's time budget, the model, its inputs, the
 device's synchronize."""
 
@@ -35,9 +35,14 @@ def make_model(args: argparse.Namespace) -> torch.nn.Module:
     sizes = dict(SMALL if args.small else FULL)
     if getattr(args, "layers", None):  # (profile_step.py --layers)
         sizes["num_hidden_layers"] = args.layers
-    config = transformers.LlamaConfig(**sizes, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    if getattr(args, "arch", "llama") == "mistral":  # the same sizes with Mistral's real sliding window
+        config = transformers.MistralConfig(**sizes, sliding_window=4096, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+        model_class = transformers.MistralForCausalLM
+    else:
+        config = transformers.LlamaConfig(**sizes, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+        model_class = transformers.LlamaForCausalLM
     with torch.device(args.device):
-        model = transformers.LlamaForCausalLM(config)
+        model = model_class(config)
     return model.eval().to(args.dtype)
 
 

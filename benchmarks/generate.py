@@ -234,6 +234,7 @@ def print_bandwidth(results: list, peak: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small", action="store_true", help="a tiny Llama in float32 (CPU testing)")
+    parser.add_argument("--arch", choices=["llama", "mistral"], default="llama", help="mistral: the same sizes with sliding_window=4096")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     parser.add_argument("--sections", default=None, help="comma-separated: steps,first,generate,loop (default: steps,first,generate; --small on CPU: loop)")
     parser.add_argument("--cache", type=int, default=None, help="static cache positions (default 1024; --small 64)")
@@ -273,7 +274,7 @@ def main() -> None:
     default = "loop" if args.small and args.device == "cpu" else "steps,first,generate"
     sections = (args.sections or default).split(",")
     clock = Clock(args.budget)
-    print(f"{'tiny' if args.small else '~1B'} Llama, {args.dtype}, {args.device}"
+    print(f"{'tiny' if args.small else '~1B'} {args.arch.capitalize()}, {args.dtype}, {args.device}"
           f"{' (' + torch.cuda.get_device_name() + ')' if args.device.startswith('cuda') else ''}, torch {torch.__version__}, cache {args.cache}", flush=True)
     model = make_model(args) if set(sections) - {"first"} else None  # the first calls make their own, in their processes
     args.scratch = tempfile.mkdtemp(prefix="hir-generate-bench-")  # the first processes' caches

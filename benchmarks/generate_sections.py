@@ -52,7 +52,7 @@ def first_section(args: argparse.Namespace, clock: Clock, second: bool) -> list:
             continue
         caches = os.path.join(args.scratch, engine)
         env = {**os.environ, "HIR_CACHE_DIR": os.path.join(caches, "hir"), "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")}
-        command = [sys.executable, GENERATE_PY, "--child", engine, "--device", args.device, "--cache", str(args.cache)] + (["--small"] if args.small else [])
+        command = [sys.executable, GENERATE_PY, "--child", engine, "--device", args.device, "--cache", str(args.cache), "--arch", args.arch] + (["--small"] if args.small else [])
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"  {label} FAILED:\n{done.stderr[-3000:]}", flush=True)
