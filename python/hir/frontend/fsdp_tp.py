@@ -45,10 +45,18 @@ def _text(placement: Any) -> str:
     return "Replicate()" if placement.is_replicate() else f"Shard({placement.dim})"
 
 
-def check_mesh(mesh: Any) -> list:
+def check_mesh(mesh: Any, placements: Any) -> list:
     """The 2-D mesh of a data x tensor parallel step as nested lists: every rank of the
-    process group in row-major order, both axes of two or more devices."""
+    process group in row-major order, both axes of two or more devices; ``placements``
+    without HF plan entries (their styles fix layouts on a 1-D mesh)."""
     import torch.distributed as dist
+
+    from hir.frontend.hf_plans import is_plan_entry
+
+    plan = next((k for k, v in placements.items() if is_plan_entry(v)), None) if isinstance(placements, dict) else None
+    if plan is not None:
+        raise HirError(f"error: hir.train_step: data_parallel with placements takes Shard/Replicate placements; the HF plan entry '{plan}' "
+                       "fixes layouts on a 1-D mesh")
 
     layout = mesh.mesh.tolist() if hasattr(mesh, "mesh") else mesh
     world = dist.get_world_size() if dist.is_initialized() else None
@@ -99,10 +107,3 @@ def placements(step_placements: dict, found: dict[str, Layout], names: Sequence[
         prefix = f"optimizer.state.{i}."
         out.update({k: layout.held for k, t in state.items() if k.startswith(prefix) and t.shape == shape})
     return out
-
-
-def refuse_plan(placements: dict) -> Optional[str]:
-    """The first HF plan entry (a style name) in ``placements``, which fixes 1-D layouts."""
-    from hir.frontend.hf_plans import is_plan_entry
-
-    return next((k for k, v in placements.items() if is_plan_entry(v)), None)

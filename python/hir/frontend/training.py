@@ -264,7 +264,7 @@ class TrainStep:
             compiled = program.compile(state, **self.compile_options)
             self._compiled[key] = compiled, bound
         # (a shard is another tensor on every rank, even one that starts where the user's does)
-        copied = [(n, t) for n, t in zip(program.state_names, bound) if compiled.state[n].data_ptr() != t.data_ptr() or compiled.state[n].shape != t.shape]
+        copied = [(n, t) for n, t in zip(program.state_names, bound) if sharded_training.held_apart(compiled.state[n], t)]
         with torch.no_grad():
             shardings = self._shardings[key]
             for name, tensor in copied:  # on another device than the program's (Adam's CPU step count), or this rank's shard
@@ -336,7 +336,9 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     and their optimizer state sharded in the program, the update on local shards
     (:mod:`hir.frontend.sharded_training`). Both, with a 2-D ``mesh`` (``[[0, 1], [2, 3]]``):
     data parallel along its rows, tensor parallel along its columns
-    (:mod:`hir.frontend.fsdp_tp`). ``schedule`` (a dict
+    (:mod:`hir.frontend.fsdp_tp`). A module parallelized with ``torch.distributed.tensor.parallel``
+    brings its mesh and placements (none given; :func:`hir.frontend.sharded_training.parallelized`).
+    ``schedule`` (a dict
     of ``defer_waits``, ``prefetch``, ``bucket_bytes``, ``comm_stream``, ``optimizer_in_backward``)
     lowers a data-parallel step with ``hir-schedule-data-parallel``'s options. ``recompute=True``:
     activation checkpointing, each of the model's repeated blocks (its layers) computed
@@ -347,6 +349,12 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
         raise HirError(f"error: hir.train_step: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     if not callable(loss_fn):
         raise HirError(f"error: hir.train_step: loss_fn must be callable as loss_fn(model, *batch), got {type(loss_fn).__name__}")
+    found = sharded_training.parallelized(model)
+    if found is not None:  # parallelize_module's DTensor parameters: their mesh and placements
+        if mesh is not None or placements is not None or options.get("data_parallel") is not None:
+            raise HirError(f"error: hir.train_step: {type(model).__name__} is parallelized with DTensor parameters, which bring their mesh and "
+                           "placements; give no mesh=, placements= or data_parallel=")
+        mesh, placements = found
     parallel = options.get("data_parallel") is not None or placements is not None
     if (mesh is None) == parallel:
         raise HirError("error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or 'fully_shard', "
@@ -356,11 +364,7 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     if unknown:
         raise HirError(f"error: hir.train_step: unknown option(s) {', '.join(unknown)} (options: {', '.join(known)})")
     if options.get("data_parallel") is not None and placements is not None:  # data parallel along the mesh's rows, tensor parallel along its columns
-        plan = fsdp_tp.refuse_plan(placements) if isinstance(placements, dict) else None
-        if plan is not None:
-            raise HirError(f"error: hir.train_step: data_parallel with placements takes Shard/Replicate placements; the HF plan entry '{plan}' "
-                           f"fixes layouts on a 1-D mesh")
-        options = dict(options, mesh=fsdp_tp.check_mesh(mesh), placements=placements, data_parallel=dp.check_mode(options["data_parallel"]))
+        options = dict(options, mesh=fsdp_tp.check_mesh(mesh, placements), placements=placements, data_parallel=dp.check_mode(options["data_parallel"]))
     elif options.get("data_parallel") is not None:
         options = dict(options, mesh=dp.check_mesh(mesh), data_parallel=dp.check_mode(options["data_parallel"]))
     elif placements is not None:
