@@ -62,26 +62,31 @@ def placements(mode: str, state: dict, batch: Sequence[torch.Tensor], devices: i
     return out
 
 
-def gather(mode: str, parameter: torch.Tensor, name: str) -> torch.Tensor:
-    """``parameter`` as the loss reads it: whole (an all-gather of the devices' rows) with
-    ``"fully_shard"``; itself with ``"replicate"``."""
-    return redistribute(parameter, "Replicate()", name) if mode == "fully_shard" else parameter
+def gather(mode: str, parameter: torch.Tensor, name: str, placement: Optional[str] = None) -> torch.Tensor:
+    """``parameter`` as the loss reads it: whole (an all-gather of the devices' rows; on a
+    2-D mesh ``placement``, gathered along the data-parallel axis) with ``"fully_shard"``;
+    itself with ``"replicate"``."""
+    return redistribute(parameter, placement or "Replicate()", name) if mode == "fully_shard" else parameter
 
 
-def reduce_gradient(mode: str, gradient: torch.Tensor, name: str) -> torch.Tensor:
+def reduce_gradient(mode: str, gradient: torch.Tensor, name: str, placement: Optional[str] = None) -> torch.Tensor:
     """``gradient`` (a sum over each device's rows of the batch) as the update reads it:
     summed over the devices, whole (``"replicate"``: an allreduce) or this device's rows
-    (``"fully_shard"``: a reduce-scatter)."""
-    placement = "Shard(0)" if mode == "fully_shard" and gradient.dim() > 0 else "Replicate()"
+    (``"fully_shard"``: a reduce-scatter); on a 2-D mesh as ``placement`` says (summed
+    along the data-parallel axis only)."""
+    if placement is None:
+        placement = "Shard(0)" if mode == "fully_shard" and gradient.dim() > 0 else "Replicate()"
     return redistribute(gradient, placement, name)
 
 
-def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.Tensor], whole: Sequence[torch.Tensor], names: Sequence[str]):
+def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.Tensor], whole: Sequence[torch.Tensor], names: Sequence[str],
+                placements: Optional[Sequence[Optional[str]]] = None):
     """A context in which the loss's autograd saves no gathered parameter for the backward
     (``"fully_shard"`` with ``reshard_after_forward``): a tensor the backward would read
     that is a gathered parameter in ``whole``, or its transpose, is kept as a recipe and
     made again when the backward unpacks it, from a second gather of the shard in
-    ``shards`` (``names``: their state names, as :func:`gather` takes them). The two
+    ``shards`` (``names``: their state names, ``placements`` their gathered placements
+    on a 2-D mesh, as :func:`gather` takes them). The two
     gathers are two ``torch.ops.hir.redistribute`` in the program, the second where the
     backward first reads it. Other tensors (other views, casts of a parameter) are saved
     as they are, kept from the forward to the backward."""
@@ -102,7 +107,7 @@ def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.T
         if isinstance(packed, torch.Tensor):
             return packed
         i, transposed = packed
-        again = redistribute(shards[i], "Replicate()", f"{names[i]} (gathered again for the backward)")
+        again = gather(mode, shards[i], f"{names[i]} (gathered again for the backward)", placements[i] if placements else None)
         return again.t() if transposed else again
 
     return _traced_hooks(pack, unpack)

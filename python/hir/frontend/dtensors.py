@@ -10,6 +10,7 @@ back on exit; the placements read here place the program instead.
 """
 
 import contextlib
+from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 import torch
@@ -93,4 +94,51 @@ def dtensor_placements(module: torch.nn.Module) -> dict:
                     full[names.index(dim_name)] = placement
                 mesh, placements = root, tuple(full)
             found[name] = (placements, _nested(mesh.mesh.tolist()))
+    return found
+
+
+
+@dataclass
+class StyleHooks:
+    """What ``parallelize_module`` installed on one module, read from its forward hooks:
+    the style's class name (``kind``), the layouts of its input (Colwise / Rowwise: their
+    ``input_layouts``; SequenceParallel: its ``sequence_sharding``) and output, and whether
+    it hands on local tensors (None: not known)."""
+
+    kind: str
+    inputs: tuple = ()
+    outputs: tuple = ()
+    use_local_output: Optional[bool] = None
+
+
+def parallel_styles(module: torch.nn.Module) -> dict[str, StyleHooks]:
+    """``{submodule name: StyleHooks}`` of ``module`` parallelized with ``parallelize_module``.
+    ``distribute_module`` registers each style's input / output function as a forward hook
+    (a closure over a ``partial`` of the style class's function and its layouts); a style
+    that registers its own hooks (``PrepareModuleInput``) closes over the style itself."""
+    try:
+        from torch.distributed.tensor.parallel import ParallelStyle
+    except ImportError:  # pragma: no cover - torch without distributed
+        return {}
+    found: dict[str, StyleHooks] = {}
+    for name, sub in module.named_modules():
+        for hook in [*sub._forward_pre_hooks.values(), *sub._forward_hooks.values()]:
+            for cell in getattr(hook, "__closure__", None) or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                if isinstance(value, ParallelStyle):
+                    found[name] = StyleHooks(type(value).__name__)
+                    continue
+                kind, _, role = getattr(getattr(value, "func", None), "__qualname__", "").partition(".")
+                if role not in ("_prepare_input_fn", "_prepare_output_fn"):
+                    continue
+                hooks = found.setdefault(name, StyleHooks(kind))
+                args = tuple(value.args)
+                if role == "_prepare_input_fn":
+                    hooks.inputs = tuple(args[0]) if args and isinstance(args[0], (tuple, list)) else ()
+                else:
+                    hooks.outputs = tuple(args[0]) if len(args) == 2 else ()
+                    hooks.use_local_output = args[-1] if args else None
     return found

@@ -145,7 +145,7 @@ class Placer:
     def _place(self, op: ir.Operation, spec: Optional[ComputeSpec], operands: list, k: int, name: str) -> tuple[OpPlacement, Strategy]:
         """Op ``name``'s placement on mesh axis ``k`` and the strategy that gave it; raises
         NoRule when there is none (the caller falls back)."""
-        call = OpCall(op, operands, self.grid.shape[k], spec)
+        call = OpCall(op, operands, self.grid.shape[k], spec, k, self.rank)
         strategy = strategy_for(name)
         if strategy is None:
             raise NoRule(f"no placement strategy for {name}")

@@ -19,6 +19,7 @@ import re
 from typing import Any, Optional, Sequence
 
 import torch
+from torch.distributed.tensor import Shard
 
 from hir.core import HirError
 from hir.dialect import Sharding
@@ -79,6 +80,73 @@ def place_gradient(gradient: torch.Tensor, layout: Optional[str], name: str) -> 
     return gradient if layout is None else redistribute(gradient, layout, name)
 
 
+def parallelized(model: torch.nn.Module) -> Optional[tuple[list, dict]]:
+    """``(mesh, placements)`` of ``model`` parallelized with ``torch.distributed.tensor.parallel``
+    (``parallelize_module``): the ranks of its DTensor parameters' 1-D mesh and, for each
+    styled module, the HF plan style that splits its parameters and fixes its layouts as its
+    ``ParallelStyle`` does (by the step's name of the module, ``model.``...), and with
+    ``SequenceParallel`` the first input (the token ids) split on the tokens, as the
+    residual stream between the norms is; None when it has neither DTensor nor style. The
+    styles' hooks are set aside while it is exported (:class:`hir.frontend.dtensors.Distributed`);
+    a style with no HF counterpart is refused, naming the module, as is one that splits a
+    parameter otherwise than its DTensor."""
+    from hir.frontend.dtensors import Distributed, parallel_styles
+    from hir.frontend.hf_plans import plan_placements
+
+    found, styles = Distributed(model), parallel_styles(model)
+    if not found.placements and not styles:
+        return None
+    plan = {}
+    for name, style in styles.items():
+        plan[name] = _plan_style(style, model.get_submodule(name))
+        if plan[name] is None:
+            raise HirError(f"error: hir.train_step: '{name}' is parallelized with {style.kind} ({style}), whose layouts hir does not know "
+                           "(it honours ColwiseParallel, RowwiseParallel and SequenceParallel as HF's tensor-parallel styles)")
+    if not found.placements:
+        raise HirError(f"error: hir.train_step: {type(model).__name__} is parallelized with styles but has no DTensor parameter to read its mesh from")
+    if found.plan:
+        raise HirError(f"error: hir.train_step: {type(model).__name__} was distributed by HF's tp_plan; train the model loaded without it, "
+                       "with placements=model.tp_plan")
+    if any(isinstance(d, tuple) for d in found.mesh):
+        raise HirError(f"error: hir.train_step: the DTensor parameters of {type(model).__name__} live on a {len(found.mesh)}-D mesh; "
+                       "a module parallelized with torch.distributed.tensor.parallel trains on a 1-D mesh")
+    for name, placement in plan_placements(model, plan).items():
+        if name in found.placements and not _same(placement, found.placements[name][0], model.get_parameter(name).dim()):
+            raise HirError(f"error: hir.train_step: the DTensor parameter '{name}' is placed {found.placements[name]}; its style "
+                           f"'{plan[name.rpartition('.')[0]]}' splits it as {placement}")
+    placements = {f"model.{n}": style for n, style in plan.items()}
+    if "sequence_parallel" in plan.values():  # the residual stream split on the tokens from the embedding on: the ids split so
+        placements["input0"] = Shard(1)
+    return list(found.mesh), placements
+
+
+def _same(a: Any, b: Any, rank: int) -> bool:
+    """Two ``Shard`` / ``Replicate`` placements of a rank-``rank`` tensor alike."""
+    return a.is_replicate() == b.is_replicate() and (a.is_replicate() or a.dim % rank == b.dim % rank)
+
+
+def _plan_style(style: Any, module: torch.nn.Module) -> Optional[str]:
+    """The HF plan style doing what ``style`` (:class:`hir.frontend.dtensors.StyleHooks`)
+    does to ``module``, None if none does."""
+    def whole(layouts: tuple) -> bool:
+        return all(p.is_replicate() for p in layouts)
+
+    embedding = isinstance(module, torch.nn.Embedding)
+    if style.kind == "SequenceParallel":
+        return "sequence_parallel" if style.inputs == (Shard(1),) else None  # the norm's input split on the tokens
+    if not style.use_local_output:
+        return None
+    if style.kind == "ColwiseParallel":  # an input split on the tokens is gathered: the placer's choice, as "colwise"'s
+        if embedding:
+            return "embedding_colwise" if whole(style.outputs) else None
+        return "colwise_gather_output" if whole(style.outputs) else "colwise"
+    if style.kind == "RowwiseParallel":  # an output split on the tokens is reduce-scattered: the placer's choice
+        if embedding:
+            return "embedding_rowwise" if whole(style.outputs) else None
+        return "rowwise"
+    return None
+
+
 def state_shardings(program: Any) -> dict[str, Optional[Sharding]]:
     """Each state entry's sharding in ``program``'s ``@main`` (None: whole on every device)."""
     from hir.frontend.compiled import _arg_types
@@ -88,8 +156,24 @@ def state_shardings(program: Any) -> dict[str, Optional[Sharding]]:
     return {n: buffer_spec(t, 0).sharding if is_memref(t) else None for n, t in zip(program.state_names, types)}
 
 
+def _local(tensor: torch.Tensor) -> Optional[torch.Tensor]:
+    """A DTensor's local shard (its storage), None for a plain tensor."""
+    return tensor.to_local() if hasattr(tensor, "to_local") else None
+
+
+def held_apart(held: torch.Tensor, tensor: torch.Tensor) -> bool:
+    """Whether the program holds the user's ``tensor`` in another tensor ``held`` (on
+    another device, this rank's shard of it, or a DTensor's local shard), copied in and
+    back around each call."""
+    return hasattr(tensor, "to_local") or held.data_ptr() != tensor.data_ptr() or held.shape != tensor.shape
+
+
 def local_part(tensor: torch.Tensor, sharding: Optional[Sharding]) -> torch.Tensor:
-    """This rank's shard of the user's whole ``tensor``."""
+    """This rank's shard of the user's whole ``tensor`` (a DTensor's: its local shard,
+    which its placement made the program's)."""
+    local = _local(tensor)
+    if local is not None:
+        return local
     if sharding is None:
         return tensor
     from hir.interpreter.backends.process_groups import world
@@ -101,7 +185,11 @@ def local_part(tensor: torch.Tensor, sharding: Optional[Sharding]) -> torch.Tens
 def write_back(tensor: torch.Tensor, held: torch.Tensor, sharding: Optional[Sharding]) -> None:
     """The user's ``tensor`` made whole from every device's shard ``held`` (an all-gather of
     the shards, padded to the largest, each written where its device's blocks lie), or
-    copied where the program holds it whole."""
+    copied where the program holds it whole; a DTensor's local shard is written."""
+    local = _local(tensor)
+    if local is not None:
+        local.copy_(held)
+        return
     if sharding is None or tuple(held.shape) == tuple(tensor.shape):
         tensor.copy_(held)
         return

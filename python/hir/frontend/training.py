@@ -27,7 +27,7 @@ import torch
 
 from hir.core import HirError
 from hir.frontend import data_parallel as dp
-from hir.frontend import layers, sharded_training
+from hir.frontend import fsdp_tp, layers, sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 from hir.passes import run_pipeline
 
@@ -60,6 +60,7 @@ class _Step(torch.nn.Module):
         self.names, self.groups, self.rule = names, groups, rule
         self.accumulate, self.max_grad_norm, self.data_parallel = accumulate, max_grad_norm, data_parallel
         self.gradient_layouts: dict = {}  # parameter name -> the layout its gradient takes (placed training)
+        self.mesh_layouts: dict = {}  # parameter name -> its fsdp_tp.Layout (data x tensor parallel on a 2-D mesh)
         self.recompute = recompute
         self.reshard_after_forward = reshard_after_forward
 
@@ -67,14 +68,15 @@ class _Step(torch.nn.Module):
         params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
         states = [dict(holder.named_buffers()) for holder in self.optimizer.state]
         mode = self.data_parallel
-        whole = params if mode is None else [dp.gather(mode, p, f"model.{n}") for p, n in zip(params, self.names)]
+        gathered = [self.mesh_layouts[n].gathered if self.mesh_layouts else None for n in self.names]
+        whole = params if mode is None else [dp.gather(mode, p, f"model.{n}", g) for p, n, g in zip(params, self.names, gathered)]
         with torch.enable_grad():
             for p in whole:
                 p.requires_grad_()
             loss, grads = None, None
             for micro in _micro_batches(batch, self.accumulate):
                 with dp.reading(self.model, self.names, whole, mode), layers.forward_marks() if self.recompute else contextlib.nullcontext(), \
-                        dp.regathering(mode, self.reshard_after_forward, params, whole, [f"model.{n}" for n in self.names]):
+                        dp.regathering(mode, self.reshard_after_forward, params, whole, [f"model.{n}" for n in self.names], gathered):
                     part = self.loss_fn(self.model, *micro)
                 if not isinstance(part, torch.Tensor) or part.dim() != 0:
                     raise HirError(f"error: hir.train_step: loss_fn must return a scalar tensor, got {_describe(part)}")
@@ -89,7 +91,7 @@ class _Step(torch.nn.Module):
                 loss = part.detach() if loss is None else loss + part.detach()
         with torch.no_grad():
             if mode is not None:
-                grads = [dp.reduce_gradient(mode, g, f"model.{n}") for g, n in zip(grads, self.names)]
+                grads = [dp.reduce_gradient(mode, g, f"model.{n}", self.mesh_layouts[n].reduced if self.mesh_layouts else None) for g, n in zip(grads, self.names)]
             grads = [sharded_training.place_gradient(g, self.gradient_layouts.get(n), f"model.{n}") for g, n in zip(grads, self.names)]
             if self.max_grad_norm is not None:
                 grads = _clip(grads, self.max_grad_norm)
@@ -177,13 +179,16 @@ class TrainStep:
             step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm, self.data_parallel,
                          self.recompute, self.reshard_after_forward)
             batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
-            placements = None
-            if self.data_parallel is not None:  # parameters and their optimizer state sharded with fully_shard
-                state = self.state()
+            placements, state = None, self.state()
+            if self.placements is not None:  # the model's parameters placed as the user says, their optimizer state alike
+                placements = sharded_training.step_placements(step, self.names, self.placements, state)
+            if self.data_parallel is not None and self.placements is not None:  # data parallel along mesh axis 0, tensor parallel along 1
+                step.mesh_layouts = fsdp_tp.layouts(self.data_parallel, self.names, state, placements, len(self.mesh))
+                placements = fsdp_tp.placements(placements, step.mesh_layouts, self.names, state, batch, len(self.mesh))
+            elif self.data_parallel is not None:  # parameters and their optimizer state sharded with fully_shard
                 sharded = [f"model.{n}" for n in self.names] + [n for n in state if n.startswith("optimizer.state.")]
                 placements = dp.placements(self.data_parallel, state, batch, len(self.mesh), sharded)
-            if self.placements is not None:  # the model's parameters placed as the user says, their optimizer state alike
-                placements = sharded_training.step_placements(step, self.names, self.placements, self.state())
+            elif self.placements is not None:
                 step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
             marking = layers.marking_layers(layers.repeated_blocks(self.model), "model.") if self.recompute else contextlib.nullcontext()
             with _attention_backends(self.device), marking:
@@ -259,7 +264,7 @@ class TrainStep:
             compiled = program.compile(state, **self.compile_options)
             self._compiled[key] = compiled, bound
         # (a shard is another tensor on every rank, even one that starts where the user's does)
-        copied = [(n, t) for n, t in zip(program.state_names, bound) if compiled.state[n].data_ptr() != t.data_ptr() or compiled.state[n].shape != t.shape]
+        copied = [(n, t) for n, t in zip(program.state_names, bound) if sharded_training.held_apart(compiled.state[n], t)]
         with torch.no_grad():
             shardings = self._shardings[key]
             for name, tensor in copied:  # on another device than the program's (Adam's CPU step count), or this rank's shard
@@ -329,7 +334,11 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     model and optimizer state are whole on every rank after each call. ``placements`` with
     ``mesh`` (as :func:`hir.from_torch` takes them; tensor / sequence parallel): parameters
     and their optimizer state sharded in the program, the update on local shards
-    (:mod:`hir.frontend.sharded_training`). ``schedule`` (a dict
+    (:mod:`hir.frontend.sharded_training`). Both, with a 2-D ``mesh`` (``[[0, 1], [2, 3]]``):
+    data parallel along its rows, tensor parallel along its columns
+    (:mod:`hir.frontend.fsdp_tp`). A module parallelized with ``torch.distributed.tensor.parallel``
+    brings its mesh and placements (none given; :func:`hir.frontend.sharded_training.parallelized`).
+    ``schedule`` (a dict
     of ``defer_waits``, ``prefetch``, ``bucket_bytes``, ``comm_stream``, ``optimizer_in_backward``)
     lowers a data-parallel step with ``hir-schedule-data-parallel``'s options. ``recompute=True``:
     activation checkpointing, each of the model's repeated blocks (its layers) computed
@@ -340,9 +349,13 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
         raise HirError(f"error: hir.train_step: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     if not callable(loss_fn):
         raise HirError(f"error: hir.train_step: loss_fn must be callable as loss_fn(model, *batch), got {type(loss_fn).__name__}")
+    found = sharded_training.parallelized(model)
+    if found is not None:  # parallelize_module's DTensor parameters: their mesh and placements
+        if mesh is not None or placements is not None or options.get("data_parallel") is not None:
+            raise HirError(f"error: hir.train_step: {type(model).__name__} is parallelized with DTensor parameters, which bring their mesh and "
+                           "placements; give no mesh=, placements= or data_parallel=")
+        mesh, placements = found
     parallel = options.get("data_parallel") is not None or placements is not None
-    if placements is not None and options.get("data_parallel") is not None:
-        raise HirError("error: hir.train_step: data_parallel with placements (data parallel on one axis of a 2-D mesh, tensor parallel on the other) is not supported yet")
     if (mesh is None) == parallel:
         raise HirError("error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or 'fully_shard', "
                        "or with placements= (tensor / sequence parallel); train on one device with none of them")
@@ -350,7 +363,9 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     unknown = [k for k in options if k not in known]
     if unknown:
         raise HirError(f"error: hir.train_step: unknown option(s) {', '.join(unknown)} (options: {', '.join(known)})")
-    if options.get("data_parallel") is not None:
+    if options.get("data_parallel") is not None and placements is not None:  # data parallel along the mesh's rows, tensor parallel along its columns
+        options = dict(options, mesh=fsdp_tp.check_mesh(mesh, placements), placements=placements, data_parallel=dp.check_mode(options["data_parallel"]))
+    elif options.get("data_parallel") is not None:
         options = dict(options, mesh=dp.check_mesh(mesh), data_parallel=dp.check_mode(options["data_parallel"]))
     elif placements is not None:
         options = dict(options, mesh=mesh, placements=placements)

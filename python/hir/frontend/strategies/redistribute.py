@@ -1,7 +1,8 @@
 """The layouts a tensor-parallel plan style fixes at a module's boundary, as DTensor's
 ``redistribute``: ``torch.ops.hir.redistribute(x, placement, entry)`` is ``x`` placed as
-``placement`` (``"Replicate()"`` or ``"Shard(d)"``); ``entry`` names the plan entry that
-asked for it (for errors). :mod:`hir.frontend.hf_plans` puts it on a styled module's output
+``placement`` (``"Replicate()"`` or ``"Shard(d)"``; on a multi-D mesh one per mesh axis,
+joined by commas: ``"Replicate(), Shard(0)"``, or one for every axis); ``entry`` names the
+plan entry that asked for it (for errors). :mod:`hir.frontend.hf_plans` puts it on a styled module's output
 (``colwise_gather_output``'s gather, ``embedding_rowwise``'s sum) or input
 (``sequence_parallel``'s token split) while the module is exported. It is no op of its own:
 its result is its operand read as placed (a gather, the sum of a partial result, a local
@@ -43,10 +44,14 @@ redistribute.register_autograd(_backward)
 OP_NAME = "torch.hir.redistribute"  # the torch.operator the FX importer makes of it
 
 
-def placement_split(text: str, rank: int) -> Optional[int]:
-    """The split dim of ``"Shard(d)"`` (made non-negative for a rank-``rank`` tensor), None
-    for ``"Replicate()"``."""
-    m = _PLACEMENT.match(text)
+def placement_split(text: str, rank: int, axis: int = 0, axes: int = 1) -> Optional[int]:
+    """The split dim on mesh axis ``axis`` (of ``axes``) of ``"Shard(d)"`` (made
+    non-negative for a rank-``rank`` tensor), None for ``"Replicate()"``; of a list of
+    them, one per mesh axis, the one of ``axis``."""
+    entries = [e.strip() for e in text.split(",")]
+    if len(entries) not in (1, axes):
+        raise ValueError(f"{text!r} has {len(entries)} placements; the mesh has {axes} axes (give one per mesh axis)")
+    m = _PLACEMENT.match(entries[axis if len(entries) > 1 else 0])
     if m is None:
         raise ValueError(f"not a Shard(d) / Replicate() placement: {text!r}")
     return None if m[1] is None else int(m[1]) % rank
@@ -62,7 +67,7 @@ def redistribute_strategy(call: OpCall) -> OpPlacement:
     ((x, _),) = call.operands
     placement, entry = (constant_value(v) for v in call.op.operands[1:3])
     try:
-        split = placement_split(placement, call.rank(x))
+        split = placement_split(placement, call.rank(x), call.axis, call.axes)
     except ValueError as err:
         raise NoRule(f"{entry}: {err}") from None
     return OpPlacement((split,), split)

@@ -80,6 +80,8 @@ class OpCall:
     operands: list  # [(value, split)]
     devices: int
     spec: Optional[ComputeSpec] = None
+    axis: int = 0  # the mesh axis placed (of a multi-D mesh)
+    axes: int = 1  # the mesh's number of axes
 
     @property
     def splits(self) -> tuple[Split, ...]:
