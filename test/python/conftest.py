@@ -16,6 +16,7 @@ _CACHE = None if "HIR_CACHE_DIR" in os.environ else tempfile.mkdtemp(prefix="hir
 if _CACHE is not None:
     os.environ["HIR_CACHE_DIR"] = _CACHE
 
+from file_progress import FileProgress
 from hir.core import new_context
 
 
@@ -34,6 +35,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(trylast=True)  # after xdist's own, which registers its controller
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("dsession"):  # the xdist controller, not a worker
+        terminal = config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            config.pluginmanager.register(FileProgress(terminal), "hir-file-progress")
 
 
 def pytest_unconfigure(config):

@@ -1,14 +1,18 @@
 """Every bad-input case of hir-run / hir-opt / hir-demo, run as a user runs them (a
-subprocess of the installed CLI): exit status 1 (124 for an expired --timeout), an error
-naming the file or argument, no Python traceback, and no output file written."""
+process of the CLI: hir-run and hir-import through lit's fork server, cli_util.py; hir-opt,
+hir-demo and the closed-pipe runs through their modules): exit status 1 (124 for an expired
+--timeout), an error naming the file or argument, no Python traceback, and no output file
+written."""
 
 import os
+import shutil
 import subprocess
 import sys
 
 import numpy
 import pytest
 import torch
+from cli_util import TOOLS, tool_environment
 
 PROG = """func.func @main(%a: memref<4x4xf32>, %n: index) -> memref<4x4xf32> {
   %o = memref.alloc() : memref<4x4xf32>
@@ -35,10 +39,13 @@ RUNTIME_FAILURE = """func.func @main(%n: index) -> memref<?xf32> {
 
 
 def cli(tool: str, *args, cwd) -> subprocess.CompletedProcess:
-    """Run an installed hir CLI (through its module, so the interpreter under test runs it)."""
-    module = {"hir-run": "hir.tools.run_cli", "hir-opt": "hir.tools.opt", "hir-demo": "hir.tools.demo", "hir-import": "hir.tools.import_cli"}[tool]
-    env = dict(os.environ, HIR_DEVICE="cpu")
-    return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
+    """Run a hir CLI of the package under test in a process of its own (cli_util.py)."""
+    env = tool_environment()
+    if tool in TOOLS:
+        command = [shutil.which(tool, path=env["PATH"])]
+    else:
+        command = [sys.executable, "-m", {"hir-opt": "hir.tools.opt", "hir-demo": "hir.tools.demo"}[tool]]
+    return subprocess.run([*command, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
 
 
 def assert_error(result: subprocess.CompletedProcess, *names: str, rc: int = 1) -> None:

@@ -33,8 +33,6 @@ compares what came between. A ``print(...)`` line with any other trailing commen
 Python block or in a bash block's heredoc) is refused: its output would go unchecked; so is
 an output comment on an mlir block's ``// RUN:`` line (bash would read it as a comment)."""
 
-import functools
-import os
 import re
 import subprocess
 import sys
@@ -44,8 +42,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import lit_zygote  # noqa: E402  (test/lit_zygote.py)
+from cli_util import tool_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -152,18 +149,8 @@ def check_outputs(block: Block, expected: list[Expected], stdout: str) -> None:
 
 
 def environment() -> dict:
-    return dict(_environment())
-
-
-@functools.lru_cache(maxsize=None)
-def _environment() -> dict:
-    # The CLIs next to this interpreter (the package under test) come first on PATH, and
-    # before them hir-run / hir-import through lit's fork server (test/lit_zygote.py: each
-    # call a process of its own, past torch's imports; HIR_LIT_ZYGOTE=0: as installed).
-    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-    env = dict(os.environ, PATH=path, HIR_DEVICE="cpu")
-    shims = lit_zygote.start(env)
-    return dict(env, PATH=shims + os.pathsep + path) if shims else env
+    """The CLIs of the package under test, hir-run / hir-import through lit's fork server."""
+    return tool_environment()
 
 
 def run_block(block: Block, earlier: list[Block], folder: Path) -> None:
