@@ -5,12 +5,10 @@ the sync of later streams), then the work loop, each iteration issuing on pool s
 ``slot`` and the user stream waiting for it at the end. The stream axis goes with the loop:
 nothing stream-parallel is left after it. And a join of the pool streams (``hir.for``
 marked ``hir.joins_pool_streams``, hir-p2p-pipeline's) is written as the plain loop it is: the
-mark goes with the stream form.
-
-A function pass, a plain walk over each function (not a pattern: the loop's body moves into
-the work loop, an inlining of a region that the Python ``PatternRewriter`` cannot do, and
-the join's mark is dropped in place, which it has no call for either): the function's
-stream loops and marked joins are listed once, then each is rewritten in program order.
+mark goes with the stream form. One pattern rooted on ``hir.stream_for`` and one on
+``hir.for``, on the walk driver (each builds before its root and erases only its root; the
+loop's body moves into the work loop built for it, the ``inlineBlockBefore`` of a C++
+pattern, which the Python ``PatternRewriter`` does not offer: only the root's own ops move).
 
 Before::
 
@@ -41,48 +39,56 @@ After (``%c4``: the ``slots`` operand; without it ``%slot`` is ``%i``)::
 
 from dataclasses import dataclass
 
-from torch_mlir import ir
+from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith
 
 from hir.dialect import ForOp, GetStreamOp, SetCurrentStreamOp, StreamForOp, SynchronizeOp
 from hir.dialect.control import JOINS_POOL_STREAMS_ATTR
 from hir.dialect.irutils import index_arith
-from hir.passes.base import FunctionPass, register_pass
+from hir.passes.base import ModulePass, register_pass
+from hir.passes.patterns import GuardedRewritePatternSet
 from hir.passes.streams._stream_loops import body_ops
 
 
 @register_pass
 @dataclass
-class ExpandStreamLoops(FunctionPass):
+class ExpandStreamLoops(ModulePass):
     name = "hir-expand-stream-loops"
     description = "Write each hir.stream_for as nvFuser's stream loops: the initial-sync hir.for, then the work hir.for on pool streams."
 
-    def run_on_function(self, fn: ir.Operation) -> None:
-        found: list[ir.Operation] = []
-
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            if op.name == StreamForOp.OPERATION_NAME:
-                found.append(op)
-                return ir.WalkResult.SKIP  # no stream loop or join inside one (stream lowering nests none)
-            if op.name == ForOp.OPERATION_NAME and JOINS_POOL_STREAMS_ATTR in op.attributes:
-                found.append(op)
-            return ir.WalkResult.ADVANCE
-
-        fn.walk(visit, ir.WalkOrder.PRE_ORDER)
-        for op in found:
-            if op.name == StreamForOp.OPERATION_NAME:
-                expand_stream_loop(op)
-            else:  # a join of the pool streams: the plain loop it is
-                del op.attributes[JOINS_POOL_STREAMS_ATTR]
+    def run(self, module: ir.Module) -> None:
+        patterns = GuardedRewritePatternSet(module.context)
+        populate_expand_stream_loops_patterns(patterns)
+        patterns.walk(module)
 
 
-def expand_stream_loop(loop: ir.Operation) -> None:
-    """Build the sync loop and the work loop before the stream loop ``loop``, move its body
+def populate_expand_stream_loops_patterns(patterns: GuardedRewritePatternSet) -> None:
+    """A pattern rooted on ``hir.stream_for``: the loop -> its sync loop and work loop; one
+    rooted on ``hir.for``: a join of the pool streams -> the same loop, unmarked."""
+    patterns.add(StreamForOp, expand_stream_loop)
+    patterns.add(ForOp, unmark_join)
+
+
+def unmark_join(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """A loop marked as a join of the pool streams -> its copy without the mark (built
+    before it), then the loop erased."""
+    loop = root.operation
+    if JOINS_POOL_STREAMS_ATTR not in loop.attributes:
+        return True
+    plain = loop.clone(ip=rewriter.ip)
+    del plain.attributes[JOINS_POOL_STREAMS_ATTR]
+    rewriter.erase_op(loop)
+    return False
+
+
+def expand_stream_loop(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Build the sync loop and the work loop before the stream loop ``root``, move its body
     into the work loop and erase it."""
+    loop = root.operation
     lower, upper, step, user = list(loop.operands)[:4]
     slots = StreamForOp.slots_of(loop)
     body = loop.regions[0].blocks[0]
-    with ir.InsertionPoint(loop), loop.location:
+    with rewriter.ip, loop.location:
         _, sync_iv, sync_end = ForOp.emit(lower, upper, step, name="i")
         with ir.InsertionPoint(sync_end):
             SetCurrentStreamOp.emit(GetStreamOp.emit(sync_iv, name="stream"))
@@ -98,4 +104,5 @@ def expand_stream_loop(loop: ir.Operation) -> None:
     body.arguments[1].replace_all_uses_with(slot)
     for op in body_ops(loop):
         op.move_before(back)
-    loop.erase()
+    rewriter.erase_op(loop)
+    return False

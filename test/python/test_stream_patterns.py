@@ -11,7 +11,7 @@ from hir.dialect import OP_CLASSES
 from hir.passes import PassFailure
 from hir.passes.base import FunctionPass
 from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
-from hir.passes.streams.expand_stream_loops import ExpandStreamLoops
+from hir.passes.streams.expand_stream_loops import populate_expand_stream_loops_patterns
 from hir.passes.streams.fuse_loops import populate_fuse_loops_patterns
 from hir.passes.streams.reuse_stream_buffers import ReuseStreamBuffers
 from hir.passes.streams.stream_lowering import populate_stream_lowering_patterns
@@ -75,6 +75,7 @@ def test_pattern_failure_surfaces_after_the_driver():
 @pytest.mark.parametrize("populate", [
     populate_stream_lowering_patterns,
     populate_fuse_loops_patterns,
+    populate_expand_stream_loops_patterns,
 ])
 def test_patterns_are_rooted_on_the_ops_they_rewrite(populate):
     with hir.new_context():
@@ -92,10 +93,7 @@ def test_stream_lowering_has_a_pattern_per_streamable_op_kind():
     assert set(streamable) <= set(patterns.roots) and len(patterns.roots) == len(set(patterns.roots))
 
 
-def test_buffer_reuse_and_loop_expansion_are_function_passes():
-    """Buffer reuse replaces the allocation before its loop and memref.dim ops anywhere, and
-    the expansion moves a loop's body into the work loop it builds (a region inlining, which
-    the Python rewriter has no call for): each a plain walk over each function, not a pattern
-    on the loop."""
+def test_buffer_reuse_is_a_function_pass():
+    """A rewrite replaces the allocation before its loop and memref.dim ops anywhere: whole-
+    function work, so a plain walk over each function, not a pattern on the loop."""
     assert issubclass(ReuseStreamBuffers, FunctionPass)
-    assert issubclass(ExpandStreamLoops, FunctionPass)
