@@ -146,8 +146,10 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
                 BinaryOp.emit(*([scattered, bias] if consumer.other == 1 else [bias, scattered]), gathered, get_str(consumer.op, "kind"),
                               name=loc_name(consumer.op.location))
             target = consumer.op.operands[output_index(consumer.op)]
-            if op.is_before_in_block(consumer.alloc):
-                consumer.alloc.move_before(op)
+            if op.is_before_in_block(consumer.alloc):  # allocated after the all-reduce: a copy here replaces it
+                hoisted = consumer.alloc.clone()
+                rewriter.replace_op(consumer.alloc, hoisted)
+                target = hoisted.result
         out_rows = AliasReshapeOp.emit(target, *split.out_view, name=f"{value_name(target) or 'out'}_rows")
         gather_backend = ir.StringAttr.get(team_backend(op, team, backend, pass_name))  # no copy engines across nodes
         WaitOp.emit(AllgatherOp.emit(gathered, out_rows, {"team": team, "backend": gather_backend, "axis": i64_attr(split.out_rows)}, name="ag_work"))

@@ -7,6 +7,6 @@ partitioning:
 * ``hir-record-shard-signature`` (``record_shard_signature.py``): writes the argument and
   result shardings into the signature before ``shard-partition`` drops them;
 * ``hir-convert-shard-to-hir`` (``convert_shard_to_hir.py``): the partitioned tensor
-  program -> an hir host program, a dialect conversion whose patterns call one handler per
-  upstream op (``registry.py``), sharing a :class:`~hir.passes.shard.state.ConversionState`.
+  program -> an hir host program, a function-level walker calling one handler per upstream
+  op (``registry.py``) in program order, sharing a :class:`~hir.passes.shard.state.ConversionState`.
 """

@@ -18,25 +18,22 @@ program-level host program on which ``hir-lower`` runs unchanged.
   ``extents.py``, ``compute.py``, ``control.py``, ``annotations.py``, ``signature.py``);
   docs/from-shard.md lists them.
 
-The driver is MLIR's dialect conversion: per function, one conversion pattern per op name
-the body holds, rooted on that op and calling its handler, applied by
-``apply_partial_conversion`` with a ``ConversionTarget`` that makes the ``shard`` dialect,
-``func.return`` and every op name of the tensor program illegal (so each converts or the
-conversion fails), and hir, ``memref`` and ``func.func`` / ``call`` legal. The driver visits
-the ops in program order (pre-order), which the handlers rely on: a value's placement is
-known when its users convert. Constant folding is off (``DialectConversionFoldingMode.NEVER``):
-the IR produced is what the handlers build, nothing more.
+The pass is a function-level walker, as upstream's ``shard-partition`` (``Partition.cpp``)
+is: per function, the arguments are placed and retyped to their buffers, then the ops of
+the body are visited once, in program order, and each op's handler builds its host program
+before it at ``state.ip``, reading what the op's operands became from the state (a value's
+placement is known when its users convert because its producer came first); a handler may
+expand its op into ops of the tensor program and convert those in turn by calling their
+handlers (``shard.all_to_all`` is an all_gather then an all_slice). Once every op is
+visited, the tensor program (its ops and those the handlers built) is erased, users before
+producers, leaving the host program.
 
-What MLIR's dialect conversion would otherwise do through a ``TypeConverter`` and the
-adaptor does not fit here, and the handlers read the state instead: a tensor's hir type
-depends on its placement, a property of the value (the same ``tensor<8x16xf32>`` becomes
-``memref<8x64xf32, #hir.shard<..., 1>>`` or a partial sum's ``memref<4x8x16xf32, ...>``), so
-no type-to-type conversion can give it; the pinned wheel's ``TypeConverter`` has no
-materialization hooks either. The patterns are registered with an identity converter; the
-arguments are retyped before the body converts (``signature.py``), results become buffers
-in ``ConversionState.buffers``, and the function type follows the new ``func.return``.
-Handlers erase nothing but their root (the driver does); ops a handler builds to convert in
-turn (a slice to outline, the pieces of a halo exchange) are erased with the rest.
+Why not a dialect conversion: a tensor's hir type depends on its placement, a property of
+the value (the same ``tensor<8x16xf32>`` becomes ``memref<8x64xf32, #hir.shard<..., 1>>`` or
+a partial sum's ``memref<4x8x16xf32, ...>``), so no type-to-type conversion can give it and
+the adaptor would carry the tensor types unchanged (the pinned wheel's ``TypeConverter`` has
+no materialization hooks either); the placements, the buffers and the host values the
+handlers share are the state a walker keeps (docs/architecture.md).
 
 Bufferization is this pass's own, not upstream one-shot bufferization: one-shot-bufferize
 runs from Python on these programs, but leaves the collectives on tensors between
@@ -62,9 +59,8 @@ After::
 """
 
 from dataclasses import dataclass
-from typing import Callable
 
-from torch_mlir import ir, rewrite
+from torch_mlir import ir
 from torch_mlir.dialects import func, shard
 
 from hir.dialect import KERNEL_ATTR, load
@@ -72,12 +68,9 @@ from hir.dialect.comm import BACKENDS
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
 from hir.passes.shard import annotations, collectives, compute, control, exchange, extents, halo, indices, slicing  # noqa: F401  (register their handlers)
 from hir.passes.shard import registry
-from hir.passes.patterns import GuardedRewritePatternSet, same_types
 from hir.passes.shard.placement import GRID_ATTR, Grid, PlacementError
 from hir.passes.shard.signature import place_arguments
 from hir.passes.shard.state import ConversionState
-
-_LEGAL = ("hir", "memref", "builtin")  # what the handlers build (and the driver's casts)
 
 
 def _grids(module: ir.Module) -> dict[str, ir.Operation]:
@@ -122,47 +115,18 @@ def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
     return Grid(names[0], tuple(shape))
 
 
-def _pattern(entry: registry.Entry, state: ConversionState) -> Callable:
-    """The conversion pattern of the ops ``entry`` converts: the handler builds their hir
-    program before them and records their results in ``state``; the op is then erased. A
-    handler's failure (raised) is kept by the pattern set and reported after the driver."""
-
-    def convert(op, adaptor, converter, rewriter) -> bool:
-        op = op.operation
-        state.ip, state.loc = rewriter.ip, op.location
-        try:
-            entry.handler(state, op)
-        except PlacementError as err:  # raised by placement arithmetic anywhere in a handler
-            raise fail(op, str(err)) from None
-        rewriter.erase_op(op)  # its results live on in the state
-        return False
-
-    return convert
-
-
 def _convert_function(fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> None:
+    """Convert ``fn``'s body, op by op in program order, then erase the tensor program."""
     state = ConversionState(fn, grid, backend)
     place_arguments(state)
-    names = list(dict.fromkeys(op.operation.name for op in fn.regions[0].blocks[0].operations))
-    ctx = fn.context
-    target = rewrite.ConversionTarget(ctx)
-    for dialect in _LEGAL:
-        target.add_legal_dialect(dialect)
-    target.add_legal_op(func.FuncOp.OPERATION_NAME, func.CallOp.OPERATION_NAME)
-    target.add_illegal_dialect("shard")
-    for name in names:
-        target.add_illegal_op(name)
-    patterns = GuardedRewritePatternSet(ctx)
-    populate_convert_shard_to_hir_patterns(patterns, names, state)
-    patterns.apply_partial_conversion(fn, target)
-
-
-def populate_convert_shard_to_hir_patterns(patterns: GuardedRewritePatternSet, names: list[str], state: ConversionState) -> None:
-    """A conversion pattern per op name in ``names``: the registry's handler of the op,
-    converting into the function whose ``state`` (grid, backend, placed values) it shares."""
-    converter = same_types()
-    for name in names:
-        patterns.add_conversion(name, _pattern(registry.lookup(name), state), converter)
+    program = [op.operation for op in fn.regions[0].blocks[0].operations]
+    for op in program:
+        state.ip, state.loc = ir.InsertionPoint(op), op.location
+        try:
+            registry.lookup(op.name).handler(state, op)
+        except PlacementError as err:  # raised by placement arithmetic anywhere in a handler
+            raise fail(op, str(err)) from None
+    state.erase_tensor_program(program)
 
 
 @register_pass

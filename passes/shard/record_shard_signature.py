@@ -36,21 +36,21 @@ An uneven sharding (``sharded_dims_offsets``) is recorded beside its split axes
 (``hir.sharded_dims_offsets = array<i64: 0, 1, 4, 7, 8>``; upstream's verifier refuses halos
 beside offsets).
 
-Two patterns, applied by the walk driver (each op once; they write attributes in place):
-one rooted on ``shard.sharding`` records its grid on the enclosing function, one rooted on
-``func.func`` records the signature from each argument's first user and each returned
-value's producer.
+A function pass, a plain walk over each function (not patterns: what it writes goes into the
+function's attributes, in place, and a ``shard.sharding`` op's grid goes onto the function
+around it, which a pattern rooted on the op may not touch): the grid its ``shard.sharding``
+ops name, then the signature from each argument's first user and each returned value's
+producer.
 """
 
 from dataclasses import dataclass
 from math import prod
 from typing import Optional
 
-from torch_mlir import ir, rewrite
-from torch_mlir.dialects import func, shard
+from torch_mlir import ir
+from torch_mlir.dialects import shard
 
-from hir.passes.base import ModulePass, PassFailure, register_pass
-from hir.passes.patterns import GuardedRewritePatternSet
+from hir.passes.base import FunctionPass, PassFailure, register_pass
 from hir.passes.shard.placement import GLOBAL_TYPE_ATTR, GRID_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR, axis_groups
 
 OFFSETS = "static_sharded_dims_offsets"
@@ -114,50 +114,40 @@ def _signature(fn: ir.Operation, key: str, values: list, sharding_of, grids: dic
     fn.attributes[key] = ir.ArrayAttr.get(dicts)
 
 
-def _record_grid(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-    """``hir.grid = @g`` on the function holding the ``shard.sharding`` op: the grid of the
-    function's shardings (partitioning may leave no op naming it, e.g. when no value is
-    resharded)."""
-    sharding = root.operation
-    fn = sharding.parent
-    while fn.name != func.FuncOp.OPERATION_NAME:
-        fn = fn.parent
-    name = ir.FlatSymbolRefAttr(sharding.attributes["grid"]).value
-    recorded = ir.FlatSymbolRefAttr(fn.attributes[GRID_ATTR]).value if GRID_ATTR in fn.attributes else name
-    if recorded != name:
+def _record_grid(fn: ir.Operation) -> None:
+    """``hir.grid = @g`` on ``fn`` when it holds ``shard.sharding`` ops: the grid of its
+    shardings (partitioning may leave no op naming it, e.g. when no value is resharded)."""
+    names = [ir.FlatSymbolRefAttr(fn.attributes[GRID_ATTR]).value] if GRID_ATTR in fn.attributes else []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == shard.ShardingOp.OPERATION_NAME:
+            names.append(ir.FlatSymbolRefAttr(op.attributes["grid"]).value)
+        return ir.WalkResult.ADVANCE
+
+    fn.walk(visit)
+    grids = list(dict.fromkeys(names))
+    if len(grids) > 1:
         fn_name = ir.StringAttr(fn.attributes["sym_name"]).value
-        raise PassFailure(f"'func.func' op @{fn_name} shards values on the grids @{recorded}, @{name}; hir converts a function on one grid", fn.location)
-    fn.attributes[GRID_ATTR] = ir.FlatSymbolRefAttr.get(name)
-    return False
+        raise PassFailure(f"'func.func' op @{fn_name} shards values on the grids @{grids[0]}, @{grids[1]}; hir converts a function on one grid", fn.location)
+    if grids:
+        fn.attributes[GRID_ATTR] = ir.FlatSymbolRefAttr.get(grids[0])
 
 
 @register_pass
 @dataclass
-class RecordShardSignature(ModulePass):
+class RecordShardSignature(FunctionPass):
     name = "hir-record-shard-signature"
     description = "Record the shardings and global types of function arguments and results (run between sharding-propagation and shard-partition)."
 
     def run(self, module: ir.Module) -> None:
-        grids = {ir.StringAttr(op.attributes["sym_name"]).value: list(ir.DenseI64ArrayAttr(op.attributes["shape"])) for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME}
-        patterns = GuardedRewritePatternSet(module.context)
-        populate_record_shard_signature_patterns(patterns, grids)
-        patterns.walk(module)
+        self.grids = {ir.StringAttr(op.attributes["sym_name"]).value: list(ir.DenseI64ArrayAttr(op.attributes["shape"])) for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME}
+        super().run(module)
 
-
-def populate_record_shard_signature_patterns(patterns: GuardedRewritePatternSet, grids: dict[str, list[int]]) -> None:
-    """A pattern rooted on ``shard.sharding`` (its function gets the grid it names) and one
-    on ``func.func`` (its arguments' and results' shardings and global types, on the grids
-    ``grids``, recorded in its ``arg_attrs`` / ``res_attrs``)."""
-
-    def record_signature(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-        fn = root.operation
+    def run_on_function(self, fn: ir.Operation) -> None:
         if not fn.regions[0].blocks:
-            return True  # a declaration: no signature to record
+            return  # a declaration: no signature to record
+        _record_grid(fn)
         block = fn.regions[0].blocks[0]
-        _signature(fn, "arg_attrs", list(block.arguments), _argument_sharding, grids)
+        _signature(fn, "arg_attrs", list(block.arguments), _argument_sharding, self.grids)
         ret = list(block.operations)[-1].operation
-        _signature(fn, "res_attrs", list(ret.operands), _result_sharding, grids)
-        return False
-
-    patterns.add(shard.ShardingOp, _record_grid)
-    patterns.add(func.FuncOp, record_signature)
+        _signature(fn, "res_attrs", list(ret.operands), _result_sharding, self.grids)

@@ -9,7 +9,8 @@ upstream op, each in the module of its op family:
 
 A handler builds, at the state's insertion point (before ``op``), the host program for
 ``op`` and records what its results became (``s.buffers``, ``s.scalars``, producers to
-clone); the driver then erases ``op``. Raising ``fail(op, ...)`` reports at the op.
+clone); the walker erases ``op`` with the rest of the tensor program once every op is
+converted. Raising ``fail(op, ...)`` reports at the op.
 
 * ``@host_value(Op)``: ``Op`` is host index arithmetic on the device (``process_*_index``,
   ``neighbors_linear_indices``, ``shard_shape``); its results are materialized by the
@@ -18,8 +19,8 @@ clone); the driver then erases ``op``. Raising ``fail(op, ...)`` reports at the 
   converts (:func:`converted`). ``refuses_prefix("shard.")`` covers ops no entry names.
 * ``@converts_any``: the fallback for every other op (kernel segments, host arithmetic).
 
-The driver registers one conversion pattern per op name the function holds, rooted on that
-op, with the handler :func:`lookup` finds. docs/from-shard.md's table of converted and
+The walker (``convert_shard_to_hir.py``) calls, for each op of a function in program order,
+the handler :func:`lookup` finds. docs/from-shard.md's table of converted and
 refused ops is :func:`markdown` (test_shard_registry.py checks it;
 ``python -m hir.passes.shard.registry`` prints it).
 """

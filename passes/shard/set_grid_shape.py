@@ -18,7 +18,8 @@ After::
 
 Grids of another rank than ``shape``, and any dynamic grid when ``shape`` is not given, are
 errors at the grid. One pattern, rooted on ``shard.grid``, applied by the walk driver (each
-grid once; it rewrites an attribute in place, nothing to iterate to a fixpoint).
+grid once: a dynamic one is replaced by its copy with static extents, nothing to iterate to
+a fixpoint).
 """
 
 from dataclasses import dataclass
@@ -64,7 +65,9 @@ def populate_set_grid_shape_patterns(patterns: GuardedRewritePatternSet, shape: 
             raise PassFailure(f"'shard.grid' op has shape {_text(extents)}; give its extents with hir-set-grid-shape{{shape=...}} (the world it runs on)", grid.location)
         if len(wanted) != len(extents) or any(not ir.ShapedType.is_dynamic_size(e) and e != w for e, w in zip(extents, wanted)):
             raise PassFailure(f"'shard.grid' op has shape {_text(extents)}, which shape={shape} does not fit (one extent per axis; static ones kept)", grid.location)
-        grid.attributes["shape"] = ir.DenseI64ArrayAttr.get(wanted)
+        fixed = grid.clone(ip=rewriter.ip)
+        fixed.attributes["shape"] = ir.DenseI64ArrayAttr.get(wanted)
+        rewriter.replace_op(grid, fixed)
         return False
 
     patterns.add(shard.GridOp, fix_extents)

@@ -106,4 +106,3 @@ def return_(s: ConversionState, op: ir.Operation) -> None:
     s.create(func.ReturnOp.OPERATION_NAME, operands=results)
     arg_types = [a.type for a in s.fn.regions[0].blocks[0].arguments]
     s.fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [v.type for v in results]))
-    s.erase_scratch()

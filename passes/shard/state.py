@@ -176,14 +176,16 @@ class ConversionState:
     def build(self, build: Callable[[], ir.Operation]) -> ir.Operation:
         """An op of the tensor program a handler adds to convert in its turn (a slice to
         outline, the pieces of a halo exchange): built at the insertion point, erased with
-        the program's ops when the function is done."""
+        the program's ops when the function is done (:meth:`erase_tensor_program`)."""
         with self.loc, self.ip:
             op = build().operation
         self.scratch.append(op)
         return op
 
-    def erase_scratch(self) -> None:
-        """Erase the ops :meth:`build` added, users before producers."""
-        for op in reversed(self.scratch):
+    def erase_tensor_program(self, program: list[ir.Operation]) -> None:
+        """Erase the tensor program once every op is converted: the ops :meth:`build`
+        added, then ``program`` (the function's ops before the conversion), users before
+        producers."""
+        for op in reversed(program + self.scratch):
             op.erase()
         self.scratch.clear()

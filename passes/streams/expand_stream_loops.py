@@ -6,7 +6,9 @@ the sync of later streams), then the work loop, each iteration issuing on pool s
 nothing stream-parallel is left after it. And a join of the pool streams (``hir.for``
 marked ``hir.joins_pool_streams``, hir-p2p-pipeline's) is written as the plain loop it is: the
 mark goes with the stream form. One pattern rooted on ``hir.stream_for`` and one on
-``hir.for``, on the walk driver (each builds before its root and erases only its root).
+``hir.for``, on the walk driver (each builds before its root and erases only its root; the
+loop's body moves into the work loop built for it, the ``inlineBlockBefore`` of a C++
+pattern, which the Python ``PatternRewriter`` does not offer: only the root's own ops move).
 
 Before::
 

@@ -11,6 +11,13 @@ the driver visits it next and it fuses with the loop after it, as a forward scan
 first loop goes, and so do the second's bounds, left unused. Any other op between two loops
 (a non-stream op, seed 001 ThreeSetOpsWithDisjointsForLoops) keeps them apart.
 
+The pattern changes only what it matched (the two loops and the ops between them) and
+erases through the rewriter; moving the first body into the second loop, the ops between
+above the first and setting the second's bounds are the edits a C++ pattern makes with
+``inlineBlockBefore``, ``moveOpBefore`` and ``modifyOpInPlace``, which the Python
+``PatternRewriter`` does not offer, so they are made on the ops directly (the driver needs
+no word of them: the second loop is next on its top-down worklist anyway).
+
 Before::
 
     %t1 = memref.alloc(...)
