@@ -111,6 +111,24 @@ def test_recomputed_layers_train_as_eager_with_a_lower_peak(case):
     print(f"peak of live buffers: {off} bytes plain ({gradients} of gradients at most), {on} recomputed")
 
 
+@pytest.mark.slow
+def test_hf_gradient_checkpointing_is_recomputed():
+    """HF's gradient_checkpointing_enable (non-reentrant): each decoder layer recomputed, the
+    losses and parameters those of eager training with the same checkpoints."""
+    model = _llama()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    ref = copy.deepcopy(model)
+    opt, ref_opt = optimizer("adamw", model), optimizer("adamw", ref)
+    data = _batches(3)
+    step = hir.train_step(model, opt, _loss, data[0])
+    module = str(next(iter(step.programs.values())).module)
+    assert all(f'hir.recomputed = "model.model.layers.{i}"' in module for i in range(LAYERS))
+    for batch in data:
+        torch.testing.assert_close(step(*batch), eager_step(ref, ref_opt, _loss, batch), **TOL)
+    assert_same_training(model, opt, ref, ref_opt)
+
+
 _BUF = "memref<4x4xf32>"
 _MUL = f'({_BUF}, {_BUF}, {_BUF}) -> ()'
 

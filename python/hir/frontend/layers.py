@@ -14,6 +14,7 @@ traced by autograd below the hooks, carries no marks.
 """
 
 import contextlib
+import functools
 from typing import Any, Iterator
 
 import torch
@@ -102,8 +103,7 @@ def marking_checkpoints(model: torch.nn.Module, prefix: str = "") -> Iterator[li
     marked: list = []
 
     def marking(fn: Any, *rest: Any, **kwargs: Any) -> Iterator[None]:
-        owner = fn if isinstance(fn, torch.nn.Module) else getattr(getattr(fn, "func", fn), "__self__", None)  # a module, its bound call, a partial of it
-        name = paths.get(id(owner), f"checkpoint.{len(marked)}")
+        name = paths.get(id(_checkpointed_module(fn)), f"checkpoint.{len(marked)}")
         marked.append(name)
         inner = original(fn, *rest, **kwargs)
         next(inner)
@@ -117,6 +117,16 @@ def marking_checkpoints(model: torch.nn.Module, prefix: str = "") -> Iterator[li
             yield marked
     finally:
         checkpoint._checkpoint_without_reentrant_generator = original
+
+
+def _checkpointed_module(fn: Any) -> Any:
+    """The module a checkpointed function runs: the module, its bound method, or a partial
+    of either (HF's ``partial(forward, layer)``)."""
+    if isinstance(fn, functools.partial):
+        if fn.args and isinstance(fn.args[0], torch.nn.Module):
+            return fn.args[0]
+        fn = fn.func
+    return fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
 
 
 def mark_locations(importer: Any, graph: torch.fx.Graph) -> None:
