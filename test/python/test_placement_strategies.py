@@ -34,7 +34,7 @@ def test_registry_lists_compute_and_segment_ops():
     assert compute == {op.OPERATION_NAME for op in (LinearOp, MatmulOp, BinaryOp, ReductionOp, SetOp)}
     assert {"torch.aten.view", "torch.aten.scaled_dot_product_attention", "torch.aten.index_select", "torch.aten.mm"} <= segment
     families = {s.family for s in STRATEGIES.values()}
-    assert families == {"matrix", "pointwise", "views", "reductions", "attention", "embedding", "redistribute", "backward"}
+    assert families == {"matrix", "grouped", "pointwise", "views", "reductions", "attention", "embedding", "redistribute", "backward"}
     assert all(s.doc for s in STRATEGIES.values())
     # the torch ops that become compute ops, registered beside their compute op's strategy
     forms = {name.removeprefix("torch.aten."): form.__module__.rpartition(".")[2] for name, form in COMPUTE_FORMS.items()}

@@ -1,7 +1,7 @@
-"""hir.train_step(..., recompute=True): activation checkpointing per layer
-(hir-recompute-layers). Four residual MLP blocks (and, slow: a tiny 4-layer Llama, HIR_TEST_SLOW=1)
-train as eager PyTorch does, step for step, while the peak of the step's live buffers drops;
-what the pass refuses."""
+"""hir.train_step(..., recompute=True), or the model's own torch.utils.checkpoint calls:
+activation checkpointing per layer (hir-recompute-layers). Four residual MLP blocks (and,
+slow: a tiny 4-layer Llama, HIR_TEST_SLOW=1) train as eager PyTorch does, step for step,
+while the peak of the step's live buffers drops; what the pass refuses."""
 
 import copy
 
@@ -45,22 +45,26 @@ class _Block(torch.nn.Module):
 
 
 class _Blocks(torch.nn.Module):
-    def __init__(self, width: int = 16) -> None:
+    """The blocks, then a head; ``checkpointed``: each block called through
+    ``torch.utils.checkpoint`` (non-reentrant), as a user writes activation checkpointing."""
+
+    def __init__(self, width: int = 16, checkpointed: bool = False) -> None:
         super().__init__()
         self.blocks = torch.nn.ModuleList([_Block(width) for _ in range(LAYERS)])
         self.head = torch.nn.Linear(width, 4)
+        self.checkpointed = checkpointed
 
     def forward(self, x):
         for block in self.blocks:
-            x = block(x)
+            x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False) if self.checkpointed else block(x)
         return self.head(x)
 
 
-def _blocks_case():
+def _blocks_case(checkpointed: bool = False):
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
     data = [(torch.randn(256, 16, generator=g), torch.randint(0, 4, (256,), generator=g)) for _ in range(4)]
-    return _Blocks(), lambda m, x, y: torch.nn.functional.cross_entropy(m(x), y), data, "model.blocks", 2
+    return _Blocks(checkpointed=checkpointed), lambda m, x, y: torch.nn.functional.cross_entropy(m(x), y), data, "model.blocks", 2
 
 
 def _llama_case():
@@ -76,12 +80,20 @@ def _peak(step, batch) -> int:
     return compiled.interpreter.memory.peak
 
 
-@pytest.mark.parametrize("case", [_blocks_case, pytest.param(_llama_case, marks=pytest.mark.slow)], ids=["blocks", "llama"])
+def _checkpointed_blocks_case():
+    return _blocks_case(checkpointed=True)
+
+
+@pytest.mark.parametrize("case", [_blocks_case, _checkpointed_blocks_case, pytest.param(_llama_case, marks=pytest.mark.slow)],
+                         ids=["blocks", "user-checkpoint", "llama"])
 def test_recomputed_layers_train_as_eager_with_a_lower_peak(case):
+    """recompute=True, or (user-checkpoint) the model's own torch.utils.checkpoint calls,
+    against eager training of the same model and the peak of the step without recomputation."""
     model, loss_fn, data, layers, accumulate = case()  # (blocks: two micro-batches, two forward runs to recompute)
     plain, ref = copy.deepcopy(model), copy.deepcopy(model)
+    plain.checkpointed = False  # (the blocks' plain step; the Llama has no such switch)
     opt, plain_opt, ref_opt = optimizer("adamw", model), optimizer("adamw", plain), optimizer("adamw", ref)
-    step = hir.train_step(model, opt, loss_fn, data[0], recompute=True, accumulate=accumulate)
+    step = hir.train_step(model, opt, loss_fn, data[0], recompute=case is not _checkpointed_blocks_case, accumulate=accumulate)
     module = str(next(iter(step.programs.values())).module)
     for i in range(LAYERS):
         assert module.count(f'hir.recomputed = "{layers}.{i}"') >= accumulate
@@ -97,6 +109,24 @@ def test_recomputed_layers_train_as_eager_with_a_lower_peak(case):
     # the peak without recomputation, gradients left out, bounds it from below
     assert on <= 0.6 * (off - gradients), (on, off, gradients)
     print(f"peak of live buffers: {off} bytes plain ({gradients} of gradients at most), {on} recomputed")
+
+
+@pytest.mark.slow
+def test_hf_gradient_checkpointing_is_recomputed():
+    """HF's gradient_checkpointing_enable (non-reentrant): each decoder layer recomputed, the
+    losses and parameters those of eager training with the same checkpoints."""
+    model = _llama()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    ref = copy.deepcopy(model)
+    opt, ref_opt = optimizer("adamw", model), optimizer("adamw", ref)
+    data = _batches(3)
+    step = hir.train_step(model, opt, _loss, data[0])
+    module = str(next(iter(step.programs.values())).module)
+    assert all(f'hir.recomputed = "model.model.layers.{i}"' in module for i in range(LAYERS))
+    for batch in data:
+        torch.testing.assert_close(step(*batch), eager_step(ref, ref_opt, _loss, batch), **TOL)
+    assert_same_training(model, opt, ref, ref_opt)
 
 
 _BUF = "memref<4x4xf32>"

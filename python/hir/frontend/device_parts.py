@@ -102,18 +102,25 @@ def _extent(x: ir.Value, d: int, held: int, parts: int) -> ir.Value:
     return torch_op(torch_dialect.AtenFloordivIntOp.OPERATION_NAME, [size, torch_int(parts)], ir.Type.parse(_TORCH_INT))
 
 
-def partial_segment(part, step) -> ir.Value:
-    """The buffer of a :class:`~hir.frontend.placer.PartialStep`'s result: its op's
-    ``partial_form`` on each device's parts into ``[D, ...]`` (split on axis 0 over the
-    step's mesh axis), summed over axis 0 (see the module docstring)."""
+def partial_segment(part, step) -> None:
+    """The buffers of a :class:`~hir.frontend.placer.PartialStep`'s results (``part.buffers``): its op's
+    ``partial_form`` on each device's parts, each partial sum into a ``[D, ...]`` buffer (split
+    on axis 0 over the step's mesh axis) summed over axis 0 (see the module docstring), each
+    other result into its own buffer, placed as the plan says."""
     op, k, grid = step.op, step.mesh_axis, part.plan.grid
     loc = op.location
-    result = op.results[0]
-    shape, dtype = tensor_info(result.type)
     in_bufs = [part.read(v, r, op) for v, r in zip(step.inputs, step.reads)]
-    lead = tuple(0 if j == k else (None if s is None else s + 1) for j, s in enumerate(step.others))
-    partial = part.new_buffer(buffer_type(vtensor([grid.shape[k]] + shape, dtype), grid.sharding(lead).attr()), loc, result)
-    local = grid.sharding(step.others).local_shape(shape)
+    out_bufs, types, sums = [], [], []
+    for result, others, summed in zip(op.results, step.others, step.summed):
+        if not summed:
+            out_bufs.append(part.alloc(result, loc))
+            types.append(part.local_type(result, part.plan.of(result)))
+            continue
+        shape, dtype = tensor_info(result.type)
+        lead = tuple(0 if j == k else (None if s is None else s + 1) for j, s in enumerate(others))
+        out_bufs.append(part.new_buffer(buffer_type(vtensor([grid.shape[k]] + shape, dtype), grid.sharding(lead).attr()), loc, result))
+        types.append(vtensor(grid.sharding(others).local_shape(shape), dtype))
+        sums.append((out_bufs[-1], result))
     split_input = next(i for i, r in enumerate(step.reads) if r is not None and r.splits[k] is not None)
     split_dim = step.reads[split_input].splits[k]
     held = step.reads[split_input].local_shape(tensor_info(step.inputs[split_input].type)[0])[split_dim]
@@ -123,11 +130,12 @@ def partial_segment(part, step) -> ir.Value:
         operands = [part.clone_value(v, mapping, ip) for v in op.operands]
         with ip, loc:
             start = as_torch_int(index_arith(arith.MulIOp, coordinate(grid, k), index_const(held)))
-            mine = step.form(op, operands, start, vtensor(local, dtype))
-            return [torch_op(torch_dialect.AtenUnsqueezeOp.OPERATION_NAME, [mine, torch_int(0)], vtensor([1] + local, dtype))]
+            mine = step.form(op, operands, start, types)
+            return [torch_op(torch_dialect.AtenUnsqueezeOp.OPERATION_NAME, [v, torch_int(0)], vtensor([1] + tensor_info(t)[0], tensor_info(t)[1])) if summed else v
+                    for v, t, summed in zip(mine, types, step.summed)]
 
-    part.kernel(in_bufs, [partial], [part.local_type(v, r) for v, r in zip(step.inputs, step.reads)], body, loc)
-    summed = part.alloc(result, loc)
-    with part.in_main(loc):
-        ReductionOp.emit(partial, summed, "sum", [0])
-    return summed
+    part.kernel(in_bufs, out_bufs, [part.local_type(v, r) for v, r in zip(step.inputs, step.reads)], body, loc)
+    for partial, result in sums:
+        total = part.alloc(result, loc)
+        with part.in_main(loc):
+            ReductionOp.emit(partial, total, "sum", [0])

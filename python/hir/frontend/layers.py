@@ -1,7 +1,8 @@
 """The marks ``hir-recompute-layers`` reads (:mod:`hir.passes.training.recompute`), made
 from the model's module structure when ``hir.train_step(..., recompute=True)`` imports a
-step: every op of the forward gets ``hir.forward``, every op of one of the model's repeated
-blocks ``hir.layer = "NAME"`` (the block's module path: ``model.layers.3``).
+step, or from the model's own ``torch.utils.checkpoint`` calls: every op of the forward gets
+``hir.forward``, every op of one of the model's repeated blocks (of a checkpointed region,
+:func:`marking_checkpoints`) ``hir.layer = "NAME"`` (the module path: ``model.layers.3``).
 
 How: while the step is exported, ``torch.fx.traceback.annotate`` puts the marks in the
 ``custom`` metadata of the FX nodes it traces (around ``loss_fn``: :func:`forward_marks`;
@@ -13,6 +14,7 @@ traced by autograd below the hooks, carries no marks.
 """
 
 import contextlib
+import functools
 from typing import Any, Iterator
 
 import torch
@@ -80,12 +82,59 @@ def marking_layers(blocks: list, prefix: str = "") -> Iterator[None]:
             entered.pop().__exit__(None, None, None)
 
 
+@contextlib.contextmanager
+def marking_checkpoints(model: torch.nn.Module, prefix: str = "") -> Iterator[list]:
+    """While exporting: the ops of each region the model runs through
+    ``torch.utils.checkpoint.checkpoint`` (non-reentrant: HF's
+    ``gradient_checkpointing_enable()`` too) get ``hir.layer`` = the checkpointed module's
+    path (``prefix + path``; ``checkpoint.N`` for a function that is no module of the model);
+    yields the list of names marked. The export keeps one forward of such a region and the
+    backward reads its activations (the recomputation torch would run is not traced):
+    ``hir-recompute-layers`` then recomputes it as ``recompute=True`` does a layer.
+
+    How: checkpoint's forward runs between the two steps of its generator
+    (``torch.utils.checkpoint._checkpoint_without_reentrant_generator``, looked up when
+    called), which is wrapped to mark the ops traced in between."""
+    import torch.fx.traceback as fx_traceback
+    import torch.utils.checkpoint as checkpoint
+
+    paths = {id(m): prefix + name for name, m in model.named_modules() if name}
+    original = checkpoint._checkpoint_without_reentrant_generator
+    marked: list = []
+
+    def marking(fn: Any, *rest: Any, **kwargs: Any) -> Iterator[None]:
+        name = paths.get(id(_checkpointed_module(fn)), f"checkpoint.{len(marked)}")
+        marked.append(name)
+        inner = original(fn, *rest, **kwargs)
+        next(inner)
+        with fx_traceback.annotate({LAYER: name}):
+            yield
+        yield from inner
+
+    checkpoint._checkpoint_without_reentrant_generator = marking
+    try:
+        with fx_traceback.preserve_node_meta():
+            yield marked
+    finally:
+        checkpoint._checkpoint_without_reentrant_generator = original
+
+
+def _checkpointed_module(fn: Any) -> Any:
+    """The module a checkpointed function runs: the module, its bound method, or a partial
+    of either (HF's ``partial(forward, layer)``)."""
+    if isinstance(fn, functools.partial):
+        if fn.args and isinstance(fn.args[0], torch.nn.Module):
+            return fn.args[0]
+        fn = fn.func
+    return fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
+
+
 def mark_locations(importer: Any, graph: torch.fx.Graph) -> None:
     """Locate each marked node's op (``importer``: torch-mlir's ``FxImporter``) at
     ``loc(fused<{hir.forward, hir.layer = ...}>[its own location])``; nothing when ``graph``
     has no marks. An unmarked node without a location of its own is located unknown
     instead of at the node before it (which may be marked)."""
-    if any(_marks(n) for n in graph.nodes):
+    if any(LAYER in _marks(n) for n in graph.nodes):  # (forward marks alone recompute nothing)
         importer._cc.__class__ = _MarkingCache  # the importer's location hook: the only place that sees each node
 
 

@@ -8,7 +8,9 @@ value locally when it
   alike, the contraction of a packed dim against one packed alike, a lookup off it): the
   result is packed the same way (:func:`pieces_after`);
 * cuts it into its pieces (``chunk(2)``, ``split``, one piece's ``slice``): each piece is
-  an ordinary split (:func:`cut`), which is how the gate and up halves come apart.
+  an ordinary split (:func:`cut`), which is how the gate and up halves come apart; and
+  the ``cat`` of such pieces in the backward (the halves' gradients) packs them again
+  (:func:`join`).
 
 Anything else would read the pieces in the wrong order: the placer refuses it by name
 (a packed value is never resharded; hir-convert-to-communication refuses that too).
@@ -22,7 +24,7 @@ from torch_mlir.dialects import torch as T
 from hir.frontend.strategies import PARTIAL, OpPlacement, op_key
 from hir.frontend.torch_ir import constant_value_or, tensor_info
 
-_CHUNK, _SPLIT, _SPLIT_SIZES, _SLICE = (c.OPERATION_NAME for c in (T.AtenChunkOp, T.AtenSplitTensorOp, T.AtenSplitWithSizesOp, T.AtenSliceTensorOp))
+_CHUNK, _SPLIT, _SPLIT_SIZES, _SLICE, _CAT = (c.OPERATION_NAME for c in (T.AtenChunkOp, T.AtenSplitTensorOp, T.AtenSplitWithSizesOp, T.AtenSliceTensorOp, T.AtenCatOp))
 
 
 class PackedError(ValueError):
@@ -57,8 +59,33 @@ def cut(op: ir.Operation, operands: list, pieces: list[int]) -> Optional[int]:
     return None
 
 
-def pieces_after(op: ir.Operation, operands: list, pieces: list[int], placement: OpPlacement, read: list) -> int:
-    """The pieces of ``op``'s result on one mesh axis, placed as ``placement`` from
+def regroup(op: ir.Operation, operands: list, pieces: list[int]) -> Optional[tuple[int, int]]:
+    """(the result's split, its pieces) when ``op`` cuts a packed value into its pieces
+    (:func:`cut`: each a plain split) or packs pieces again (:func:`join`), else None."""
+    split = cut(op, operands, pieces)
+    if split is not None:
+        return split, 1
+    split = join(op, operands, pieces)
+    return None if split is None else (split, len(operands))
+
+
+def join(op: ir.Operation, operands: list, pieces: list[int]) -> Optional[int]:
+    """The split of the result when ``op`` concatenates its operands, each split in plain
+    blocks along the concatenated dim and of one extent there, into a value packed of them
+    (the gradient of a packed value cut into its pieces: each device's block is its part of
+    each piece), else None."""
+    if op_key(op) != _CAT or len(operands) < 2 or any(n != 1 for n in pieces):
+        return None
+    split = operands[0][1]
+    if split is None or _dim(op, 1, len(tensor_info(op.results[0].type)[0])) != split:
+        return None
+    if any(s != split or tensor_info(v.type)[0][split] != tensor_info(operands[0][0].type)[0][split] for v, s in operands):
+        return None
+    return split
+
+
+def pieces_after(op: ir.Operation, operands: list, pieces: list[int], placement: OpPlacement, read: list, index: int = 0) -> int:
+    """The pieces of ``op``'s result ``index`` on one mesh axis, placed as ``placement`` from
     ``operands`` ((value, split) pairs, ``pieces`` each; ``read``: the split each is read
     as), or PackedError when the op would mix up the pieces."""
     packed = [(v, s, n) for (v, s), n in zip(operands, pieces) if n > 1]
@@ -68,12 +95,13 @@ def pieces_after(op: ir.Operation, operands: list, pieces: list[int], placement:
         raise PackedError("would move it (gather it, or split it otherwise)")
     if len({n for n, r in zip(pieces, read) if r is not None}) != 1:
         raise PackedError("combines it with a value split in plain blocks (or one it would slice in blocks)")
-    if placement.output is PARTIAL:
+    output, result = placement.outputs(len(op.results))[index], op.results[index]
+    if output is PARTIAL:
         return 1  # the packed dim contracted against one packed alike: each device's sum is whole
     value, split, n = packed[0]
-    if placement.output is None or tensor_info(op.results[0].type) is None:
+    if output is None or tensor_info(result.type) is None:
         raise PackedError("has no result split like it")
-    if tensor_info(op.results[0].type)[0][placement.output] != tensor_info(value.type)[0][split]:
+    if tensor_info(result.type)[0][output] != tensor_info(value.type)[0][split]:
         raise PackedError("changes the extent of the packed dim")
     return n
 

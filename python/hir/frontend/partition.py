@@ -101,7 +101,7 @@ class Partitioner:
             if isinstance(step, SegmentStep):
                 self.segment(step)
             elif isinstance(step, PartialStep):
-                self.buffers[step.op.results[0]] = device_parts.partial_segment(self, step)
+                device_parts.partial_segment(self, step)
             elif isinstance(step.form, Gathered) and not step.spec.redistributes:
                 siblings = [j for j in self._gathered_siblings(steps, i) if j not in built]
                 built.update(siblings)

@@ -3,7 +3,7 @@ in program order (hir compute ops in their plain or contraction form, kernel seg
 segment ops summed over a mesh axis), each with the placement it reads its operands as."""
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from torch_mlir import ir
 
@@ -48,10 +48,11 @@ class ComputeStep:
 @dataclass
 class PartialStep:
     """A segment op whose strategy answers a partial sum over mesh axis ``mesh_axis`` (a
-    vocabulary-split embedding): ``form`` (its strategy's ``partial_form``) computes each
-    device's part from ``inputs`` read as ``reads``; ``others``: the result's split on the
-    other mesh axes. The sum lands as the result's placement says (see
-    :mod:`hir.frontend.device_parts`)."""
+    vocabulary-split embedding; of several results, some: an MoE weight's gradient and its
+    input's): ``form`` (its strategy's ``partial_form``) computes each device's part from
+    ``inputs`` read as ``reads``; ``others``: each result's splits on the other mesh axes;
+    ``summed``: whether each result is a partial sum (else it is local, placed as the plan
+    says). A sum lands as the result's placement says (see :mod:`hir.frontend.device_parts`)."""
 
     op: ir.Operation
     inputs: list
@@ -59,6 +60,7 @@ class PartialStep:
     mesh_axis: int
     others: tuple
     form: Callable
+    summed: tuple = (True,)
 
 
 @dataclass
@@ -97,3 +99,13 @@ class PlacementPlan:
             values = step.spec.inputs + step.spec.trailing if isinstance(step, ComputeStep) else step.inputs
             out += [(v, self.of(v), read) for v, read in zip(values, step.reads) if read != self.of(v)]
         return out
+
+
+def describe_output(output: Any) -> str:
+    """A strategy's output split (a tuple: one per result) as the listing shows it (-1: replicated)."""
+    return ", ".join(map(describe_output, output)) if isinstance(output, tuple) else str(-1 if output is None else output)
+
+
+def describe(sharding: Optional[Sharding]) -> str:
+    """A placement's splits as the listing shows them (-1: whole on that mesh axis)."""
+    return "-" if sharding is None else str([-1 if s is None else s for s in sharding.splits])

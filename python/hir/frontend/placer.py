@@ -27,16 +27,12 @@ from hir.core import HirError
 from hir.dialect import Sharding
 from hir.dialect.base import DYNAMIC
 from hir.dialect.context import format_location
-from hir.frontend.placement_plan import ComputeStep, Gathered, PartialStep, PartialSum, PlacementPlan, SegmentStep
-from hir.frontend.packed import PackedError, cut, pieces_after
+from hir.frontend.placement_plan import ComputeStep, Gathered, PartialStep, PartialSum, PlacementPlan, SegmentStep, describe, describe_output
+from hir.frontend.packed import PackedError, pieces_after, regroup
 from hir.frontend.placements import DeviceGrid
 from hir.frontend.segment_placement import Cut, PartialOp, operands_of, read_slices, segment_partial, split_before
 from hir.frontend.strategies import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, Strategy, compute_spec, op_key, strategy_for
 from hir.frontend.torch_ir import LIST_CONSTRUCT, hoistable_with_parameters, is_cloned, is_cloned_value, is_constant, is_tensor, owner, rank_of, tensor_info, user
-
-
-def _describe(sharding: Optional[Sharding]) -> str:
-    return "-" if sharding is None else str([-1 if s is None else s for s in sharding.splits])
 
 
 class Placer:
@@ -72,10 +68,10 @@ class Placer:
         own = self.of(value)
         return own if own is not None and tuple(own.splits) == tuple(splits) else self.sharding(splits)
 
-    def _packed(self, op: ir.Operation, operands: list, pieces: list, placement: OpPlacement, read: list) -> int:
+    def _packed(self, op: ir.Operation, operands: list, pieces: list, placement: OpPlacement, read: list, result: int = 0) -> int:
         """:func:`~hir.frontend.packed.pieces_after`, its refusal an error naming the packed entry."""
         try:
-            return pieces_after(op, operands, pieces, placement, read)
+            return pieces_after(op, operands, pieces, placement, read, result)
         except PackedError as why:
             origin = next((self.origins[v] for (v, _), n in zip(operands, pieces) if n > 1 and v in self.origins), "a packed entry")
             raise self.error(op, f"reads the packed split of '{origin}' (a packed_colwise / packed_rowwise plan entry: each device holds its part of every piece) and {why}; "
@@ -134,7 +130,7 @@ class Placer:
         results = [self.outputs.get(i, self.of(v)) for i, v in enumerate(returned)]
         plan = PlacementPlan(self.grid, self.placements, self.steps, results, self.listing)
         if self.grid is not None:
-            self.listing += [f"resharding {v.get_name()}: {_describe(have)} -> {_describe(read)}" for v, have, read in plan.reshardings()]
+            self.listing += [f"resharding {v.get_name()}: {describe(have)} -> {describe(read)}" for v, have, read in plan.reshardings()]
         from hir.passes.pass_manager import dumping
 
         if dumping("placements"):
@@ -183,7 +179,7 @@ class Placer:
             self.steps.append(ComputeStep(op, spec, reads, form))
         if self.grid is not None:
             step = self.steps[-1]
-            self._note(op, f"as {name} by {', '.join(by)}: {' x '.join(_describe(r) for r in step.reads)} -> {_describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}")
+            self._note(op, f"as {name} by {', '.join(by)}: {' x '.join(describe(r) for r in step.reads)} -> {describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}")
 
     def _streams(self) -> bool:
         """The P2P forms need one team: a 1-D mesh of several devices."""
@@ -295,22 +291,24 @@ class Placer:
 
     def _partial_op(self, partial: PartialOp) -> None:
         """A segment op placed as a partial sum on mesh axis ``partial.axis`` (local on the
-        others): a :class:`PartialStep`, its sum landing where the consumers want it
-        (:meth:`_partial_target`); a replicated segment of its own when another mesh axis has
-        no local placement for it."""
+        others): a :class:`PartialStep`, each sum landing where the consumers want it
+        (:meth:`_partial_target`), a result that is no sum placed as the strategy says; a
+        replicated segment of its own when another mesh axis has no local placement for it."""
         op, k = partial.op, partial.axis
         inputs, outputs, _ = self._boundary([op])
-        others = []
+        count, per_axis, pieces = len(op.results), [], [1] * len(op.results)
         try:
             for j in range(self.rank):
                 operands = operands_of(op, {v: self.split(v, j) for v in inputs})
-                if j == k or all(s is None for _, s in operands):
-                    others.append(None)
+                if all(s is None for _, s in operands):
+                    per_axis.append((None,) * count)
                     continue
                 placement, strategy = self._place(op, None, operands, j, op_key(op))
-                if placement.output is PARTIAL or placement.inputs != tuple(s for _, s in operands):
+                if j != k and (placement.partial(count) or placement.inputs != tuple(s for _, s in operands)):
                     raise NoRule(f"{op.name}: {strategy.name} on mesh axis {j} reshards its operands")
-                others.append(placement.output)
+                per_axis.append(placement.outputs(count))
+                if j == k:
+                    pieces = [self._packed(op, operands, [self.pieces(v, k) for v, _ in operands], placement, list(placement.inputs), i) for i in range(count)]
         except NoRule as why:
             self._refuse(op, why)
             self._note(op, f"a segment of 1 op reads replicated copies (fallback: {why})")
@@ -318,11 +316,15 @@ class Placer:
                 self.placements[r] = self.replicated
             self.steps.append(SegmentStep([op], inputs, outputs, [self.replicated] * len(inputs)))
             return
-        result = op.results[0]
-        target = self._partial_target(result, k)
-        self.placements[result] = self.sharding(tuple(target if j == k else s for j, s in enumerate(others)))
-        self.steps.append(PartialStep(op, inputs, [self.of(v) for v in inputs], k, tuple(others), partial.form))
-        self._note(op, f"a partial sum over mesh axis {k} ({partial.form.__name__}): {' x '.join(_describe(self.of(v)) for v in inputs)} -> {_describe(self.of(result))}")
+        summed = tuple(per_axis[k][i] is PARTIAL for i in range(count))
+        others = tuple(tuple(None if j == k else p[i] for j, p in enumerate(per_axis)) for i in range(count))
+        for i, result in enumerate(op.results):
+            own = per_axis[k][i]
+            if summed[i]:
+                own = self._partial_target(result, k)
+            self.placements[result] = self.sharding(tuple(own if j == k else s for j, s in enumerate(others[i])), {own: pieces[i]} if pieces[i] > 1 else None)
+        self.steps.append(PartialStep(op, inputs, [self.of(v) for v in inputs], k, others, partial.form, summed))
+        self._note(op, f"a partial sum over mesh axis {k} ({partial.form.__name__}): {' x '.join(describe(self.of(v)) for v in inputs)} -> {', '.join(describe(self.of(r)) for r in op.results)}")
 
     def _boundary(self, run: list) -> tuple[list, list, list]:
         """(tensors the segment reads from outside, its results used outside, the size
@@ -367,14 +369,15 @@ class Placer:
                 continue
             operands = operands_of(op, out)
             counts = [pieces.get(v, 1) for v, _ in operands]
-            split, n = None, 1
+            splits, n = [None] * len(results), [1] * len(results)
             if max(counts, default=1) > 1:
                 self._carry_origin([v for v, _ in operands], results)
             if all(s is None for _, s in operands):
                 pass
-            elif cut(op, operands, counts) is not None:
-                split = cut(op, operands, counts)
-                self._note(op, f"cuts a packed split into its {counts[0]} pieces on mesh axis {k}: {split}")
+            elif regroup(op, operands, counts) is not None:
+                (split, parts), = [regroup(op, operands, counts)]
+                splits, n = [split] * len(results), [parts] * len(results)
+                self._note(op, f"{'packs' if parts > 1 else 'cuts'} a packed split ({max(counts)} -> {parts} pieces) on mesh axis {k}: {split}")
             else:
                 try:
                     placement, strategy = self._place(op, None, operands, k, op_key(op))
@@ -384,14 +387,14 @@ class Placer:
                     why.op = op  # the error names this op, not the segment's first
                     raise
                 local = placement.inputs == tuple(s for _, s in operands) or read_slices(op, operands, placement, inputs, read, out)
-                if placement.output is PARTIAL and local and strategy.partial_form is not None and len(op.results) == 1:
+                if placement.partial(len(results)) and local and strategy.partial_form is not None:
                     raise PartialOp(op, k, strategy.partial_form)
-                if placement.output is PARTIAL or not local:
+                if placement.partial(len(results)) or not local:
                     raise NoRule(f"{op.name}: {strategy.name} reshards its operands, which a segment cannot")
-                split = placement.output
-                n = self._packed(op, operands, counts, placement, list(placement.inputs))
-                self._note(op, f"by {strategy.name} on mesh axis {k}: {[-1 if s is None else s for _, s in operands]} -> {-1 if split is None else split}")
-            for r in results:
-                out[r], pieces[r] = split, n
+                splits, apart = placement.outputs(len(results)), isinstance(placement.output, tuple)
+                n = [self._packed(op, operands, counts, placement, list(placement.inputs), i if apart else 0) for i in range(len(results))]
+                self._note(op, f"by {strategy.name} on mesh axis {k}: {[-1 if s is None else s for _, s in operands]} -> {describe_output(placement.output)}")
+            for r, split, pieces_of_r in zip(results, splits, n):
+                out[r], pieces[r] = split, pieces_of_r
             read.update(v for v, _ in operands)
         return out, pieces

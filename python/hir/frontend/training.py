@@ -50,7 +50,7 @@ class _Step(torch.nn.Module):
 
     def __init__(self, model: torch.nn.Module, loss_fn: Callable, names: list, groups: list, rule: Rule,
                  states: list, hyper: list, accumulate: int, max_grad_norm: Optional[float], data_parallel: Optional[str] = None,
-                 recompute: bool = False, reshard_after_forward: bool = True) -> None:
+                 reshard_after_forward: bool = True) -> None:
         super().__init__()
         self.model = model
         self.optimizer = torch.nn.Module()
@@ -61,7 +61,6 @@ class _Step(torch.nn.Module):
         self.accumulate, self.max_grad_norm, self.data_parallel = accumulate, max_grad_norm, data_parallel
         self.gradient_layouts: dict = {}  # parameter name -> the layout its gradient takes (placed training)
         self.mesh_layouts: dict = {}  # parameter name -> its fsdp_tp.Layout (data x tensor parallel on a 2-D mesh)
-        self.recompute = recompute
         self.reshard_after_forward = reshard_after_forward
 
     def forward(self, *batch: torch.Tensor) -> torch.Tensor:
@@ -75,7 +74,7 @@ class _Step(torch.nn.Module):
                 p.requires_grad_()
             loss, grads = None, None
             for micro in _micro_batches(batch, self.accumulate):
-                with dp.reading(self.model, self.names, whole, mode), layers.forward_marks() if self.recompute else contextlib.nullcontext(), \
+                with dp.reading(self.model, self.names, whole, mode), layers.forward_marks(), \
                         dp.regathering(mode, self.reshard_after_forward, params, whole, [f"model.{n}" for n in self.names], gathered):
                     part = self.loss_fn(self.model, *micro)
                 if not isinstance(part, torch.Tensor) or part.dim() != 0:
@@ -177,7 +176,7 @@ class TrainStep:
                       for i, g in self._indexed_groups()]
             hyper = [{k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)} for _ in groups]
             step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm, self.data_parallel,
-                         self.recompute, self.reshard_after_forward)
+                         self.reshard_after_forward)
             batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
             placements, state = None, self.state()
             if self.placements is not None:  # the model's parameters placed as the user says, their optimizer state alike
@@ -191,13 +190,13 @@ class TrainStep:
             elif self.placements is not None:
                 step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
             marking = layers.marking_layers(layers.repeated_blocks(self.model), "model.") if self.recompute else contextlib.nullcontext()
-            with _attention_backends(self.device), marking:
+            with _attention_backends(self.device), marking, layers.marking_checkpoints(self.model, "model.") as checkpointed:
                 self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
                                                 mesh=self.mesh, placements=placements, replicate_fallback=self.mesh is None,
                                                 source_name=f"<train_step of {type(self.model).__name__}>")
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
             self._shardings[key] = sharded_training.state_shardings(self.programs[key])
-            if self.recompute:  # each layer's forward again before its backward (passes/training/recompute.py)
+            if self.recompute or checkpointed:  # each layer's (checkpointed region's) forward again before its backward (passes/training/recompute.py)
                 layers.marks_to_attributes(self.programs[key].module)
                 run_pipeline(self.programs[key].module, "hir-recompute-layers")
             if self.schedule is not None:

@@ -16,13 +16,14 @@ from torch_mlir.dialects import torch as T
 from hir.frontend.strategies.pointwise import pointwise_strategy
 from hir.frontend.strategies.registry import PARTIAL, NoRule, OpCall, OpPlacement, register_op_strategy
 from hir.frontend.strategies.views import _sizes_at_split  # the size list's entry at the split: operand 1, as view's
-from hir.frontend.torch_ir import constant_value, torch_op
+from hir.frontend.torch_ir import constant_value
 
 
-def local_sum(op: ir.Operation, operands: list, offset: ir.Value, result: ir.Type) -> ir.Value:
-    """The op itself on this device's rows: for an op that sums over its rows, one device's
-    part of the sum over the devices. Built at the current insertion point."""
-    return torch_op(op.name if op.name != "torch.operator" else op.attributes["name"].value, operands, result)
+def local_sum(op: ir.Operation, operands: list, offset: ir.Value, results: list) -> list:
+    """The op itself (its attributes: a ``torch.operator``'s name) on this device's parts:
+    for an op that sums over a split dim, one device's part of the sum over the devices.
+    Built at the current insertion point."""
+    return list(ir.Operation.create(op.name, results=results, operands=operands, attributes=dict(op.attributes)).results)
 
 
 def _reduced_dims(call: OpCall, rank: int) -> list[int]:

@@ -17,11 +17,11 @@ from hir.frontend.torch_ir import tensor_info, torch_float, torch_int, torch_op,
 _BOOL = "i1"
 
 
-def masked_lookup(op: ir.Operation, operands: list, offset: ir.Value, result: ir.Type) -> ir.Value:
+def masked_lookup(op: ir.Operation, operands: list, offset: ir.Value, results: list) -> list:
     """``embedding(table, ids)`` on this device's rows of a vocabulary-split table: the
     ids outside ``[offset, offset + rows)`` look up row 0 and are zeroed (the partial sum
     of the devices is the lookup). Built at the current insertion point."""
-    table, ids = operands[:2]
+    (result,), (table, ids) = results, operands[:2]
     rows = tensor_info(table.type)[0][0]
     shape = tensor_info(ids.type)[0]
     mask_type = vtensor(shape, _BOOL)
@@ -32,7 +32,7 @@ def masked_lookup(op: ir.Operation, operands: list, offset: ir.Value, result: ir
     safe = torch_op(T.AtenMaskedFillScalarOp.OPERATION_NAME, [local, outside, torch_int(0)], ids.type)
     found = torch_op(op.name, [table, safe] + list(operands[2:]), result)
     wide = torch_op(T.AtenUnsqueezeOp.OPERATION_NAME, [outside, torch_int(-1)], vtensor(list(shape) + [1], _BOOL))
-    return torch_op(T.AtenMaskedFillScalarOp.OPERATION_NAME, [found, wide, torch_float(0.0)], result)
+    return [torch_op(T.AtenMaskedFillScalarOp.OPERATION_NAME, [found, wide, torch_float(0.0)], result)]
 
 
 @register_op_strategy(

@@ -2,15 +2,19 @@
 keepdim as ``hir.reduction``; inside kernel segments ``mean`` / ``sum`` / ``amax`` / ``amin``
 / ``max.dim``, ``softmax`` / ``log_softmax`` and ``layer_norm`` / ``rms_norm``. DTensor's
 rule (``_math_ops.py``): a reduction off the split dim stays local; over the split dim it is
-a partial result (an allreduce, for ``hir.reduction`` over the outermost split dim)."""
+a partial result (an allreduce, for ``hir.reduction`` over the outermost split dim; for a
+``mean``, each device's sum divided by the whole count)."""
 
+from math import prod
 from typing import Optional
 
+from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
 from hir.dialect import ReductionOp
-from hir.frontend.strategies.registry import ComputeSpec, NoRule, OpCall, OpPlacement, register_compute_form, register_op_strategy, same_dtype
-from hir.frontend.torch_ir import constant_value, rank_of
+from hir.dialect.base import DYNAMIC
+from hir.frontend.strategies.registry import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, register_compute_form, register_op_strategy, same_dtype
+from hir.frontend.torch_ir import constant_value, rank_of, tensor_info, torch_int, torch_op
 
 _REDUCTION = {
     T.AtenSumDimIntListOp.OPERATION_NAME: "sum",
@@ -43,9 +47,43 @@ def reduction_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"reduces split dim {px} with others ({list(axes)})")
 
 
-@register_op_strategy(T.AtenMeanDimOp, T.AtenAmaxOp, T.AtenAminOp, T.AtenMaxDimOp, doc="over dims that exclude the split (hand-written RMSNorm's `mean`)")
+def _mean_dims(op: ir.Operation, rank: int) -> list[int]:
+    dims = constant_value(op.operands[1]) if op.name == T.AtenMeanDimOp.OPERATION_NAME else None
+    return list(range(rank)) if not dims else sorted({d % rank for d in ([dims] if isinstance(dims, int) else dims)})
+
+
+def global_mean_part(op: ir.Operation, operands: list, offset: ir.Value, results: list) -> list:
+    """One device's part of a mean over a split dim: the sum of its elements over the
+    reduced dims divided by the whole count (the devices' parts sum to the mean). Built at
+    the current insertion point."""
+    (result,), x = results, operands[0]
+    shape = tensor_info(op.operands[0].type)[0]  # the whole operand's
+    if op.name == T.AtenMeanDimOp.OPERATION_NAME:
+        local = torch_op(T.AtenSumDimIntListOp.OPERATION_NAME, operands, result)
+    else:
+        local = torch_op(T.AtenSumOp.OPERATION_NAME, operands, result)
+    return [torch_op(T.AtenDivScalarOp.OPERATION_NAME, [local, torch_int(prod(shape[d] for d in _mean_dims(op, len(shape))))], result)]
+
+
+@register_op_strategy(T.AtenMeanOp, T.AtenMeanDimOp, partial_form=global_mean_part,
+                      doc="off the split dim: the split stays (hand-written RMSNorm's `mean`); over it (a loss's `.mean()` of split rows): each device's sum over the whole count, a partial sum")
+def mean_strategy(call: OpCall) -> OpPlacement:
+    (source, split), *_ = call.operands
+    if split is None:
+        return call.local(None)
+    shape = call.shape(source)
+    dims = _mean_dims(call.op, len(shape))
+    if split in dims:
+        if any(shape[d] == DYNAMIC for d in dims):
+            raise NoRule(f"{call.op.name}: a mean over a dynamic dim split over devices")
+        return call.local(PARTIAL)
+    keepdim = constant_value(call.op.operands[2])
+    return call.local(split if keepdim else split - sum(1 for d in dims if d < split))
+
+
+@register_op_strategy(T.AtenAmaxOp, T.AtenAminOp, T.AtenMaxDimOp, doc="over dims that exclude the split")
 def segment_reduction_strategy(call: OpCall) -> OpPlacement:
-    """mean / amax / amin / max over constant dims off the split dim (``sum``: :mod:`.backward`)."""
+    """amax / amin / max over constant dims off the split dim (``sum``: :mod:`.backward`, ``mean``: :func:`mean_strategy`)."""
     (source, split), *_ = call.operands
     if split is None:
         return call.local(None)

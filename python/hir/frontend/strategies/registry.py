@@ -51,10 +51,19 @@ class NoRule(Exception):
 @dataclass(frozen=True)
 class OpPlacement:
     """What a strategy decided: ``inputs`` (one split per tensor operand of the
-    :class:`OpCall`, in its order) and the ``output`` split."""
+    :class:`OpCall`, in its order) and the ``output`` split (of an op of several results
+    placed apart: a tuple, one per result)."""
 
     inputs: tuple[Split, ...]
-    output: Output
+    output: Union[Output, tuple[Output, ...]]
+
+    def outputs(self, count: int) -> tuple[Output, ...]:
+        """The placement of each of the op's ``count`` results."""
+        return self.output if isinstance(self.output, tuple) else (self.output,) * count
+
+    def partial(self, count: int) -> bool:
+        """Whether a result of the op's ``count`` is a partial sum."""
+        return any(o is PARTIAL for o in self.outputs(count))
 
 
 @dataclass
@@ -118,16 +127,17 @@ class Strategy:
     ``family`` (the module it is written in); for ops with a size list, ``local_sizes(op,
     split)``: the (operand index, entry) holding the split extent, which a segment running
     on local shards rewrites to the local extent; for a segment op whose strategy may answer
-    :data:`PARTIAL`, ``partial_form(op, operands, offset, result_type)``: the torch ops that
-    compute one device's partial result from its local operands (``offset``: a ``!torch.int``,
-    where the device's part of the split dim starts), built at the current insertion point."""
+    :data:`PARTIAL`, ``partial_form(op, operands, offset, result_types)``: the torch ops that
+    compute one device's part of each result from its local operands (``offset``: a
+    ``!torch.int``, where the device's part of the split dim starts), built at the current
+    insertion point, one value per result type."""
 
     name: str
     place: Callable[[OpCall], OpPlacement]
     doc: str
     family: str
     local_sizes: Optional[Callable[[ir.Operation, int], Optional[tuple[int, int]]]] = field(default=None, compare=False)
-    partial_form: Optional[Callable[[ir.Operation, list, ir.Value, ir.Type], ir.Value]] = field(default=None, compare=False)
+    partial_form: Optional[Callable[[ir.Operation, list, ir.Value, list], list]] = field(default=None, compare=False)
 
 
 STRATEGIES: dict[str, Strategy] = {}
