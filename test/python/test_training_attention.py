@@ -9,7 +9,7 @@ import torch
 import transformers.masking_utils as masking
 
 import hir
-from training_util import TOL, steps_equal_eager, twins
+from training_util import steps_equal_eager, twins
 
 SDPA = re.compile(r'"torch\.aten\._scaled_dot_product_flash_attention_for_cpu"\(([^)]*)\) : \(([^)]*)\)')
 
