@@ -89,7 +89,11 @@ def build(row: str, model: torch.nn.Module, args: argparse.Namespace, batch: tup
         return step
     options = {"graph": False, "compile_kernels": False} if row == "hir eager" else {}
     train = hir.train_step(model, opt, loss_fn, batch, **options)
-    return lambda: train(*batch)
+
+    def step():
+        return train(*batch)
+    step.hir_step = train  # (benchmarks/profile_train.py reads its programs)
+    return step
 
 
 def memory(device: str) -> tuple[Callable[[], None], Callable[[], int], Callable[[], int]]:

@@ -18,6 +18,7 @@ for section in ${*:-tests tiny full}; do
       echo "=== GPU tests, one GPU"
       CUDA_VISIBLE_DEVICES=0 timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs test/python/test_compiled_program.py \
         test/python/test_interpreter_gpu.py test/python/test_graph_auto.py test/python/test_compute_regions.py test/python/test_generate.py \
+        test/python/test_training_gpu.py \
         2>&1 | tee "$out/train_gpu_tests.txt" | tail -n 15 || status=1 ;;
     tiny)
       echo "=== benchmarks/train.py --tiny on CUDA"

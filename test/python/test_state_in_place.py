@@ -137,3 +137,17 @@ def test_in_place_variants():
     assert in_place_variant(aten.add.Tensor) is aten.add_.Tensor
     assert in_place_variant(aten.slice_scatter.default) is None  # no slice_scatter_
     assert in_place_variant(aten.transpose.int) is None  # a view, not a functional op
+
+
+def test_an_optimizer_moment_read_after_its_update_is_written_in_place():
+    """AdamW's ``exp_avg`` is read by the parameter's update after the segment that computes
+    it: that reader reads the state entry itself, so no moment is materialized into a fresh
+    buffer and copied back (no ``hir.set`` left); 3 steps equal eager torch."""
+    from training_util import steps_equal_eager, twins
+
+    model, opt, ref, ref_opt, loss_fn, batches = twins("mlp", "adamw")
+    data = batches(3)
+    step = hir.train_step(model, opt, loss_fn, data[0], graph=False, compile_kernels=False)
+    assert steps_equal_eager(step, loss_fn, data, model, opt, ref, ref_opt, "mlp", moment="exp_avg") == ""
+    program = next(iter(step.programs.values()))
+    assert program.lowered and '"hir.set"' not in str(program.module)

@@ -42,11 +42,13 @@ then runs ``index_copy`` as ``index_copy_`` on the argument (see
 :mod:`hir.interpreter.updates`): one write of the new position, as HF eager does.
 
 Applied only where it is exact: the new value is a fresh ``memref.alloc`` of the argument's
-type, used only by one kernel segment call that writes it and by the ``hir.set``; the
-argument has no view, and every other op using it comes before that call (nothing reads the
-old value after the segment wrote the new one), the call passing it at most once. Anything
-else (a resharded or sliced argument of a sharded program, a new value that is also returned,
-computed by a compute op, or read by later ops) keeps the ``hir.set``.
+type, written by one kernel segment call and otherwise only read after it, through no view
+(compute ops, segments that only read it: an optimizer's update reads a moment it has just
+written), and by the ``hir.set``; those readers then read the argument, which holds the new
+value from the call on. The argument has no view, and every other op using it comes before
+that call (nothing reads the old value after the segment wrote the new one), the call
+passing it at most once. Anything else (a resharded or sliced argument of a sharded program,
+a new value that is also returned, computed by a compute op, or viewed) keeps the ``hir.set``.
 """
 
 from typing import Optional
@@ -55,7 +57,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func
 
 from hir.dialect import KERNEL_ATTR, is_view
-from hir.dialect.irutils import ALLOC, ancestor_in
+from hir.dialect.irutils import ALLOC, DEALLOC, ancestor_in, writes_operand
 
 _CALL = func.CallOp.OPERATION_NAME
 _MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
@@ -77,6 +79,7 @@ def write_in_place(sets: list[ir.Operation], functions: dict[str, ir.Operation])
         new, arg = set_op.operands
         call.operands[dest] = arg
         set_op.erase()
+        new.replace_all_uses_with(arg)  # the readers after the call (the argument holds the new value from there on)
         new.owner.erase()
         if read is not None:
             _merge(call, fn, read, dest)
@@ -93,17 +96,13 @@ def _segment_write(set_op: ir.Operation, functions: dict) -> Optional[tuple[ir.O
     alloc = new.owner.operation
     block = set_op.block
     others = [u for u in new.uses if u.owner.operation != set_op]
-    if alloc.name != ALLOC or alloc.block != block or len(others) != 1:
+    writers = [u for u in others if _segment_writes(u, functions)]
+    if alloc.name != ALLOC or alloc.block != block or len(writers) != 1:
         return None
-    call, dest = others[0].owner.operation, others[0].operand_number
-    if call.name != _CALL or call.block != block:
+    call, dest = writers[0].owner.operation, writers[0].operand_number
+    if call.block != block or not all(u is writers[0] or _reads_after(u, call, functions) for u in others):
         return None
-    fn = functions.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
-    if fn is None or KERNEL_ATTR not in fn.attributes or len(fn.regions[0].blocks) != 1:
-        return None
-    written = fn.regions[0].blocks[0].arguments[dest]
-    if not all(u.owner.operation.name == _MATERIALIZE and u.operand_number == 1 for u in written.uses):
-        return None
+    fn = _segment(call, functions)
     read = None
     for use in arg.uses:
         user = use.owner.operation
@@ -120,6 +119,40 @@ def _segment_write(set_op: ir.Operation, functions: dict) -> Optional[tuple[ir.O
         if at is None or at == call or not at.is_before_in_block(call):
             return None
     return call, fn, dest, read
+
+
+def _segment(call: ir.Operation, functions: dict) -> Optional[ir.Operation]:
+    """The kernel segment (one block) ``call`` calls, or None."""
+    if call.name != _CALL:
+        return None
+    fn = functions.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+    if fn is None or KERNEL_ATTR not in fn.attributes or len(fn.regions[0].blocks) != 1:
+        return None
+    return fn
+
+
+def _segment_writes(use: ir.OpOperand, functions: dict) -> bool:
+    """Whether ``use`` passes a kernel segment the buffer it materializes a result into
+    (and does nothing else with)."""
+    fn = _segment(use.owner.operation, functions)
+    if fn is None:
+        return False
+    uses = list(fn.regions[0].blocks[0].arguments[use.operand_number].uses)
+    return bool(uses) and all(u.owner.operation.name == _MATERIALIZE and u.operand_number == 1 for u in uses)
+
+
+def _reads_after(use: ir.OpOperand, call: ir.Operation, functions: dict) -> bool:
+    """Whether ``use`` only reads the buffer (no view of it, no deallocation), after
+    ``call``: a reader of the new value, which may read the argument instead."""
+    user = use.owner.operation
+    at = ancestor_in(user, call.block)
+    if at is None or at == call or not call.is_before_in_block(at) or is_view(user) or user.name == DEALLOC:
+        return False
+    fn = _segment(user, functions)
+    if fn is not None:
+        uses = fn.regions[0].blocks[0].arguments[use.operand_number].uses
+        return all(u.owner.operation.name == _TO_TENSOR and _WRITABLE not in u.owner.operation.attributes for u in uses)
+    return user.name != _CALL and not writes_operand(use)
 
 
 def _merge(call: ir.Operation, fn: ir.Operation, read: int, dest: int) -> None:

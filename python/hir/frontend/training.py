@@ -29,6 +29,7 @@ from hir.core import HirError
 from hir.frontend import data_parallel as dp
 from hir.frontend import fsdp_tp, layers, sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
+from hir.frontend.step_attention import attention_backends, causal_masks_as_eager
 from hir.passes import run_pipeline
 
 STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "recompute", "reshard_after_forward")
@@ -190,7 +191,9 @@ class TrainStep:
             elif self.placements is not None:
                 step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
             marking = layers.marking_layers(layers.repeated_blocks(self.model), "model.") if self.recompute else contextlib.nullcontext()
-            with _attention_backends(self.device), marking, layers.marking_checkpoints(self.model, "model.") as checkpointed:
+            # (on one device only: how the placement rules split attention without a mask is not checked yet)
+            masks = causal_masks_as_eager() if self.mesh is None else contextlib.nullcontext()
+            with attention_backends(self.device), masks, marking, layers.marking_checkpoints(self.model, "model.") as checkpointed:
                 self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
                                                 mesh=self.mesh, placements=placements, replicate_fallback=self.mesh is None,
                                                 source_name=f"<train_step of {type(self.model).__name__}>")
@@ -280,20 +283,6 @@ class TrainStep:
         path BATCH...`` runs one step of it. Returns the weights file."""
         program = next(iter(self.programs.values()))
         return program.save(path, {k: v.detach() for k, v in self.state().items()}, weights=weights)
-
-
-def _attention_backends(device: torch.device) -> Any:
-    """The attention kernels a step on ``device`` may be traced with. On CUDA, SDPA's cuDNN
-    form passes its forward's undefined tensors (``cum_seq_q``, ``cum_seq_k``) to its
-    backward as tensor arguments, which the FX importer cannot represent; the flash form does
-    too, but the export rewrites it into ops without them
-    (:mod:`hir.frontend.flash_rewrite`); where flash does not apply, the memory-efficient
-    kernel, then the math form."""
-    if torch.device(device).type != "cuda":
-        return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
 
 def _parameter_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> list:
