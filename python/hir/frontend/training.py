@@ -179,7 +179,8 @@ class TrainStep:
             step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm, self.data_parallel,
                          self.reshard_after_forward)
             batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
-            placements, state = None, self.state()
+            placements = None
+            state = self.state() if self.placements is not None or self.data_parallel is not None else {}  # (torch has none before step 1)
             if self.placements is not None:  # the model's parameters placed as the user says, their optimizer state alike
                 placements = sharded_training.step_placements(step, self.names, self.placements, state)
             if self.data_parallel is not None and self.placements is not None:  # data parallel along mesh axis 0, tensor parallel along 1
