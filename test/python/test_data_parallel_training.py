@@ -148,9 +148,59 @@ def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", ke
     return ""
 
 
+def run_autocast_case(rank: int, world: int) -> str:
+    """A fully sharded step of an MLP with ``torch.autocast("cpu", dtype=torch.bfloat16)`` in
+    its loss: each step equals eager autocast training on the global batch within bf16's
+    precision, and the backward makes the bf16 copy of the second layer's weight again from
+    a second gather of its shard: no bf16 copy of a parameter is live across that gather
+    (the forward's was freed), and the parameters are gathered 4 + 1 times."""
+    import torch
+
+    import hir
+    from hir.passes.training.schedule import data_parallel_pipeline
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 6))
+    reference = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 6))
+    reference.load_state_dict(model.state_dict())
+    optimizer, eager = (torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, reference))
+
+    def loss_fn(m, x, y):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = m(x)
+        return torch.nn.functional.cross_entropy(logits.float(), y)
+
+    torch.manual_seed(1)
+    batches = [(torch.randn(2 * world, 8), torch.randint(0, 6, (2 * world,))) for _ in range(STEPS)]
+    step = hir.train_step(model, optimizer, loss_fn, batches[0], mesh=list(range(world)), data_parallel="fully_shard")
+    imported = str(next(iter(step.programs.values())).module)
+    problem = steps_equal_eager(step, loss_fn, batches, model, optimizer, reference, eager, "autocast fully_shard", tol={"rtol": 2e-2, "atol": 2e-2})
+    if problem:
+        return problem
+    lowered = str(hir.lower(hir.parse(imported, "step.mlir"), data_parallel_pipeline().split(",hir-stream-lowering")[0] + ",hir-insert-deallocations"))
+    main = lowered[lowered.index("func.func @main"):]
+    main = main[:main.index("\n  }\n")].splitlines()
+    gathers = [i for i, line in enumerate(main) if '"hir.allgather"' in line]
+    if len(gathers) != 5:
+        return f"autocast fully_shard: {len(gathers)} all-gathers, want 4 and one again for the backward\n{lowered}"
+    copies = [p.shape for p in model.parameters() if p.dim() == 2]
+    kept = []
+    for i, line in enumerate(main):  # a replicated bf16 buffer of a weight's shape (or its transpose)
+        found = re.match(r"\s*(%\w+) = memref.alloc\(\) : memref<(\d+)x(\d+)xbf16, #hir.shard<array<i64: [\d, ]+>, -1", line)
+        if found and any((int(found[2]), int(found[3])) in (tuple(s), tuple(s)[::-1]) for s in copies):
+            end = next((k for k in range(i, len(main)) if f"memref.dealloc {found[1]} " in main[k]), len(main))
+            if i < gathers[-1] < end:
+                kept.append(line.strip())
+    if kept or not any("xbf16" in line for line in main[gathers[-1]:]):
+        return f"autocast fully_shard: bf16 copies of parameters kept across the backward's gather: {kept}\n{lowered}"
+    return ""
+
+
 def run_case(case: str, rank: int, world: int) -> str:
     if case.startswith("train_step:"):
         return run_train_step_case(*case.split(":")[1:2], rank, world, *case.split(":")[2:])
+    if case == "autocast":
+        return run_autocast_case(rank, world)
     import torch
     import torch.distributed as dist
     from torch.distributed.tensor import Replicate
@@ -240,7 +290,7 @@ def run_case(case: str, rank: int, world: int) -> str:
 
 
 @pytest.mark.parametrize("world, cases", [
-    (2, ["train_step:fully_shard:all"]),
+    (2, ["train_step:fully_shard:all", "autocast"]),
     pytest.param(2, ["train_step:fully_shard", "train_step:fully_shard::keep", "train_step:fully_shard:all:keep", "train_step:replicate", "llama:fully_shard:adamw", "llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
     pytest.param(2, [f"llama:fully_shard:adamw:{s}" for s in ("plain", "defer", "prefetch", "both", "early", "all", "plain+keep", "all+keep", "bucket", "bucket+prefetch", "bucket+keep")]
                  + [f"gpt2:replicate:adamw:{s}" for s in ("plain", "defer", "bucket", "early", "all")], marks=pytest.mark.slow),
