@@ -7,8 +7,9 @@ A member is an all-reduce of a contiguous ``[D, ...]`` buffer split on axis 0 (e
 device's partial sum in its row) into a contiguous replicated buffer of rank >= 1, of at
 most N bytes. The pattern, rooted on the first member, takes the members that follow it in
 the block, same team, backend, reduction and element type, while the bucket stays within N
-bytes and nothing between touches a member's buffers (the reduced values are read only after
-the bucket). Before the last member it copies each member's rows into its columns of a
+bytes and no op between that must follow an earlier member (:func:`members_before_last`)
+writes a later member's buffers; those ops (what reads an earlier member's sum, and what
+touches what they touched) move after the bucket. Before the last member it copies each member's rows into its columns of a
 ``[D, total]`` bucket (``hir.set`` into a ``memref.subview``), all-reduces the bucket into
 a ``[total]`` buffer, waits, and copies each member's columns out into its output; the
 members and their waits go. With ``defer-waits`` the bucket's wait then moves to the first
