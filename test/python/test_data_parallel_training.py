@@ -24,11 +24,13 @@ STEPS = 10
 SCHEDULED: dict = {}  # "arch:mode:optimizer" -> {schedule: the losses of its steps}
 # hir-schedule-data-parallel's option matrix (the plain schedule: none); a case's schedule
 # name ending in "+keep": fully sharded with reshard_after_forward=False (each parameter
-# gathered once, kept for the backward), else gathered again for the backward
+# gathered once, kept for the backward), else gathered again for the backward. Buckets of
+# 8 KiB with prefetch: several buckets, each issued ahead (one bucket of every parameter
+# would leave nothing to prefetch)
 SCHEDULES = {"plain": {}, "defer": {"defer_waits": True}, "prefetch": {"prefetch": True}, "both": {"defer_waits": True, "prefetch": True},
              "bucket": {"bucket_bytes": 4096}, "early": {"optimizer_in_backward": True},
              "bucket+prefetch": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192},
-             "all": {"defer_waits": True, "prefetch": True, "bucket_bytes": 1 << 20, "optimizer_in_backward": True}}
+             "all": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192, "optimizer_in_backward": True}}
 LR = {"sgd": 0.1, "adamw": 1e-3}  # AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so rounding apart flips updates
 
 
