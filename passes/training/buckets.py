@@ -7,8 +7,9 @@ A member is an all-reduce of a contiguous ``[D, ...]`` buffer split on axis 0 (e
 device's partial sum in its row) into a contiguous replicated buffer of rank >= 1, of at
 most N bytes. The pattern, rooted on the first member, takes the members that follow it in
 the block, same team, backend, reduction and element type, while the bucket stays within N
-bytes and nothing between touches a member's buffers (the reduced values are read only after
-the bucket). Before the last member it copies each member's rows into its columns of a
+bytes and no op between that must follow an earlier member (:func:`members_before_last`)
+writes a later member's buffers; those ops (what reads an earlier member's sum, and what
+touches what they touched) move after the bucket. Before the last member it copies each member's rows into its columns of a
 ``[D, total]`` bucket (``hir.set`` into a ``memref.subview``), all-reduces the bucket into
 a ``[total]`` buffer, waits, and copies each member's columns out into its output; the
 members and their waits go. With ``defer-waits`` the bucket's wait then moves to the first
@@ -43,6 +44,7 @@ from torch_mlir import ir, rewrite
 from torch_mlir.dialects import memref
 
 from hir.dialect import AliasReshapeOp, AllreduceOp, SetOp, WaitOp
+from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.sharding import sharding_of
 from hir.dialect.views import is_identity_layout
 from hir.passes.patterns import Pattern
@@ -51,7 +53,7 @@ from hir.passes.training.waits import reads_any, touched_buffers
 _ATTRS = ("team", "backend", "reduction", "axis")
 
 
-def _bytes(t: ir.MemRefType) -> int:
+def whole_bytes(t: ir.MemRefType) -> int:
     return math.prod(t.shape) * ir.ShapedType(t).element_type.width // 8 if t.has_static_shape else -1
 
 
@@ -66,7 +68,7 @@ def _member(op: ir.Operation, limit: int) -> bool:
     kept = sharding_of(target, "output")
     if split is None or list(split.splits) != [0] or target.rank < 1 or kept is None or list(kept.splits) != [None]:
         return False
-    return 0 < _bytes(target) <= limit
+    return 0 < whole_bytes(target) <= limit
 
 
 def _same_kind(a: ir.Operation, b: ir.Operation) -> bool:
@@ -74,28 +76,38 @@ def _same_kind(a: ir.Operation, b: ir.Operation) -> bool:
     return types[0] == types[1] and all(str(a.attributes[k]) == str(b.attributes[k]) for k in _ATTRS if k in a.attributes or k in b.attributes)
 
 
-def _waits(op: ir.Operation) -> list:
+def waits_of(op: ir.Operation) -> list:
     return [use.owner for use in op.results[0].uses if use.owner.name == WaitOp.OPERATION_NAME]
 
 
-def _members(first: ir.Operation, limit: int) -> list:
-    """``first`` and the all-reduces after it a bucket of ``limit`` bytes takes."""
-    taken, total, touched = [first], _bytes(ir.MemRefType(first.operands[1].type)), set(touched_buffers(first))
+def members_before_last(first: ir.Operation, joins, limit: int) -> tuple:
+    """``first`` and the collectives after it in its block that a bucket placed where the
+    last of them is takes (``joins(op)``: whether ``op`` is one of the kind, and its bytes),
+    while the bucket stays within ``limit`` bytes; and the ops between them that must run
+    after the bucket: each op that touches a member's buffers (a reader of a reduced
+    gradient: a view, a transpose), or a buffer or value such an op touched, in order. No op
+    that stays touches what a moved op touches, so each buffer sees its readers and writers
+    in the same order."""
+    taken, total = [first], joins(first)
+    deferred = set(touched_buffers(first))
+    moved, pending = [], []
     ops = list(first.block.operations)
     for op in ops[ops.index(first) + 1:]:
         if op.name == WaitOp.OPERATION_NAME and op.operands[0].owner in taken:
             continue
-        if _member(op, limit) and _same_kind(first, op):
-            size = _bytes(ir.MemRefType(op.operands[1].type))
-            if total + size > limit or reads_any(op, touched):
+        size = joins(op)
+        if size:
+            if total + size > limit or reads_any(op, deferred):
                 break
             taken.append(op)
             total += size
-            touched |= touched_buffers(op)
+            deferred |= touched_buffers(op)
+            moved, pending = moved + pending, []
             continue
-        if reads_any(op, touched):
-            break
-    return taken
+        if reads_any(op, deferred):
+            pending.append(op)
+            deferred |= touched_buffers(op) | set(op.results)
+    return taken, moved
 
 
 def _flat(value: ir.Value, keep_rows: bool) -> ir.Value:
@@ -112,12 +124,12 @@ def _flat(value: ir.Value, keep_rows: bool) -> ir.Value:
     return AliasReshapeOp.emit(value, [math.prod(t.shape)], [list(range(rank))])
 
 
-def _columns(bucket: ir.Value, offset: int, size: int) -> ir.Value:
-    """Columns ``offset .. offset + size`` of ``bucket`` (``[D, total]`` or ``[total]``)."""
+def columns(bucket: ir.Value, offset: int, size: int) -> ir.Value:
+    """Columns ``offset .. offset + size`` of ``bucket`` (its last axis), every row."""
     t = ir.MemRefType(bucket.type)
     lead = list(t.shape[:-1])
-    total = t.shape[-1]
-    layout = ir.StridedLayoutAttr.get(offset, [total, 1] if lead else [1])
+    strides = [math.prod(t.shape[k + 1:]) for k in range(t.rank)]
+    layout = ir.StridedLayoutAttr.get(offset, strides)
     result = ir.MemRefType.get(lead + [size], t.element_type, layout=layout, memory_space=t.memory_space)
     return memref.subview(bucket, [0] * len(lead) + [offset], lead + [size], [1] * t.rank, result_type=result)
 
@@ -130,7 +142,11 @@ def bucket_pattern(limit: int) -> Pattern:
         first = op.operation
         if not _member(first, limit):
             return True
-        members = _members(first, limit)
+
+        def joins(other: ir.Operation) -> int:
+            return whole_bytes(ir.MemRefType(other.operands[1].type)) if _member(other, limit) and _same_kind(first, other) else 0
+
+        members, moved = members_before_last(first, joins, limit)
         if len(members) < 2:
             return True
         sources = [ir.MemRefType(m.operands[0].type) for m in members]
@@ -141,25 +157,36 @@ def bucket_pattern(limit: int) -> Pattern:
         with ir.InsertionPoint(members[-1]), first.location:
             bucket_in = memref.alloc(ir.MemRefType.get([rows, total], element, memory_space=sources[0].memory_space), [], [])
             for m, offset, size in zip(members, offsets, sizes):
-                SetOp.emit(_flat(m.operands[0], True), _columns(bucket_in, offset, size))
+                SetOp.emit(_flat(m.operands[0], True), columns(bucket_in, offset, size))
             target = ir.MemRefType(members[0].operands[1].type)
             bucket_out = memref.alloc(ir.MemRefType.get([total], element, memory_space=target.memory_space), [], [])
-            work = _clone_collective(first, bucket_in, bucket_out)
+            work = clone_collective(first, bucket_in, bucket_out)
             WaitOp.emit(work)
             for m, offset, size in zip(members, offsets, sizes):
-                SetOp.emit(_columns(bucket_out, offset, size), _flat(m.operands[1], False))
-        for m in members:
-            for wait in _waits(m):
-                rewriter.erase_op(wait)
-        for m in members:
-            rewriter.erase_op(m)
+                SetOp.emit(columns(bucket_out, offset, size), _flat(m.operands[1], False))
+        replace_members(members, moved, rewriter)
         return False
 
     return bucket_allreduces
 
 
-def _clone_collective(like: ir.Operation, source: ir.Value, target: ir.Value) -> ir.Value:
-    """An all-reduce of ``source`` into ``target`` with ``like``'s attributes."""
-    op = ir.Operation.create(like.name, results=[like.results[0].type], operands=[source, target],
-                             attributes={a.name: a.attr for a in (like.attributes[i] for i in range(len(like.attributes)))})
+def replace_members(members: list, moved: list, rewriter: rewrite.PatternRewriter) -> None:
+    """The ``moved`` ops placed after the bucket emitted before the last member, and the
+    members and their waits erased."""
+    for op in moved:
+        op.move_before(members[-1])
+    for m in members:
+        for wait in waits_of(m):
+            rewriter.erase_op(wait)
+    for m in members:
+        rewriter.erase_op(m)
+
+
+def clone_collective(like: ir.Operation, source: ir.Value, target: ir.Value, **overrides: int) -> ir.Value:
+    """A collective of ``like``'s kind from ``source`` into ``target`` with ``like``'s
+    attributes (the integer ones in ``overrides`` replaced; no stream axis: ``like``'s is
+    an axis of its own buffers)."""
+    attributes = {a.name: a.attr for a in (like.attributes[i] for i in range(len(like.attributes))) if a.name != STREAM_AXIS_ATTR}
+    attributes.update({k: ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v) for k, v in overrides.items()})
+    op = ir.Operation.create(like.name, results=[like.results[0].type], operands=[source, target], attributes=attributes)
     return op.results[0]

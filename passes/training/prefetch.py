@@ -6,7 +6,8 @@ computes: the next layer's all-gather prefetched, forward and backward alike (a 
 gathered again for the backward is one more gather in that order). The first-read gather
 stays where it is. It moves only across ops that touch none of its buffers (nothing writes
 the shard or the gathered buffer before it); with ``defer-waits`` its wait then sits at its
-own first reader.
+own first reader. A bucket's gather (:mod:`.fsdp_buckets`) moves with the allocation and
+the copies in that issue it.
 
 A prefetched gather is issued on the communication stream (pool stream ``comm_stream``,
 high priority), so on a GPU the layer's kernels on the user stream do not queue behind it:
@@ -36,10 +37,12 @@ After (with ``defer-waits``)::
     call @layer1(%h, %p1, ...)
 """
 
+from typing import Optional
+
 from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith, memref
 
-from hir.dialect import AllgatherOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WaitOp
+from hir.dialect import AliasReshapeOp, AllgatherOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SetOp, SynchronizeOp, WaitOp
 from hir.dialect.irutils import index_const
 from hir.passes.patterns import Pattern
 from hir.passes.training.waits import first_reader, reads_any, touched_buffers
@@ -50,20 +53,48 @@ _GATHER, _WAIT, _ALLOC = AllgatherOp.OPERATION_NAME, WaitOp.OPERATION_NAME, memr
 _ISSUE = {_WAIT, _ALLOC, _GATHER, arith.ConstantOp.OPERATION_NAME} | {op.OPERATION_NAME for op in (GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp)}
 
 
+_COPY_IN = {_ALLOC, memref.SubViewOp.OPERATION_NAME, SetOp.OPERATION_NAME, AliasReshapeOp.OPERATION_NAME}
+
+
+def _issue(gather: ir.Operation, ops: list) -> Optional[list]:
+    """The ops that issue ``gather`` if it gathers parameters into a buffer allocated in the
+    block, in order, its output's allocation left out: the gather of a shard (an argument),
+    or the gather of a bucket (:mod:`.fsdp_buckets`) with its allocation and copies in of
+    shards. None for another gather."""
+    gather, ops = gather.operation, [o.operation for o in ops]
+    source, target = gather.operands
+    if isinstance(target.owner, ir.Block) or target.owner.name != _ALLOC:
+        return None
+    if isinstance(source.owner, ir.Block):
+        return [gather]
+    if source.owner.name != _ALLOC or source.owner.operation.block != gather.block:
+        return None
+    group = ops[ops.index(source.owner.operation):ops.index(gather) + 1]
+    copies = [o for o in group if o.name == SetOp.OPERATION_NAME]
+    if any(o.name not in _COPY_IN for o in group[:-1]) or not copies or not all(_root_is_argument(o.operands[0]) for o in copies):
+        return None
+    return [o for o in group if o != target.owner.operation]
+
+
+def _root_is_argument(value: ir.Value) -> bool:
+    while not isinstance(value.owner, ir.Block) and value.owner.name == AliasReshapeOp.OPERATION_NAME:
+        value = value.owner.operands[0]
+    return isinstance(value.owner, ir.Block)
+
+
 def _parameter_gathers(ops: list) -> list:
-    """(index of its first reader, the gather) for each all-gather of a function argument
-    into a buffer allocated in the block, by first reader (waits read no buffer)."""
+    """(index of its first reader, the gather) for each gather of parameters (:func:`_issue`),
+    by first reader (waits read no buffer)."""
     found = []
     for i, op in enumerate(ops):
-        if op.name == _GATHER and isinstance(op.operands[0].owner, ir.Block) and not isinstance(op.operands[1].owner, ir.Block) \
-                and op.operands[1].owner.name == _ALLOC:
+        if op.name == _GATHER and _issue(op, ops) is not None:
             found.append((first_reader(ops, i + 1, touched_buffers(op)), op))
     return sorted(found, key=lambda item: item[0])
 
 
 def prefetch_pattern(comm_stream: int) -> Pattern:
-    """The pattern (rooted on ``hir.allgather``) that prefetches a parameter's gather on
-    pool stream ``comm_stream``."""
+    """The pattern (rooted on ``hir.allgather``) that prefetches a parameter's gather (or a
+    bucket's) on pool stream ``comm_stream``."""
 
     def prefetch_gather(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         gather = op.operation
@@ -72,13 +103,14 @@ def prefetch_pattern(comm_stream: int) -> Pattern:
         at = next((k for k, (_, g) in enumerate(order) if g == gather), None)
         if not at:
             return True  # not a parameter's gather, or the first one read: it stays
+        issue = _issue(gather, ops)
         target, here = order[at - 1][0], ops.index(gather)
         if target <= here:
             return True  # issued after that reader already: it stays
         between = ops[here + 1:target]
-        if ops[here - 1].name == SynchronizeOp.OPERATION_NAME and all(o.name in _ISSUE for o in between):
+        if ops[ops.index(issue[0]) - 1].name == SynchronizeOp.OPERATION_NAME and all(o.name in _ISSUE for o in between):
             return True  # already issued on the comm stream right before that reader
-        touched = touched_buffers(gather)
+        touched = set().union(*(touched_buffers(o) for o in issue))
         if any(reads_any(o, touched) for o in between):
             return True  # something before the prefetch point touches its buffers
         alloc, anchor = op.operands[1].owner, ops[target]
@@ -88,7 +120,8 @@ def prefetch_pattern(comm_stream: int) -> Pattern:
             comm = GetStreamOp.emit(index_const(comm_stream), name="comm_stream")
             SetCurrentStreamOp.emit(comm)
             SynchronizeOp.emit(user)  # the comm stream waits for the shard's last writer
-        gather.move_before(anchor)
+        for o in issue:
+            o.move_before(anchor)
         with ir.InsertionPoint(anchor), gather.location:
             SetCurrentStreamOp.emit(user)
         for use in list(gather.results[0].uses):  # a wait now above its collective follows it

@@ -13,6 +13,10 @@ update moves up to their waits, then the waits move down to their first readers.
   read before it is first read (one layer ahead), on the communication stream: pool stream
   ``comm-stream`` (by default the pool's last, ``hir.num_streams - 1``, so the stream loops'
   first streams stay for compute), marked high priority.
+- ``bucket-bytes=N`` (:mod:`.buckets`, :mod:`.fsdp_buckets`): all-reduces, parameters'
+  all-gathers and gradients' reduce-scatters of at most N bytes go as one collective of a
+  flat bucket of at most N bytes; placed first, so that a bucket of gathers is prefetched
+  as one.
 
 The patterns run by the greedy driver, top-down; each moves its root (and the ops that
 must go with it) and matches nothing once it is in place.
@@ -22,10 +26,11 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
-from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, AllreduceOp, WaitOp, add_high_priority_stream, module_num_streams
+from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, AllreduceOp, ReduceScatterOp, WaitOp, add_high_priority_stream, module_num_streams
 from hir.passes.base import ModulePass, register_pass
 from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
 from hir.passes.training.buckets import bucket_pattern
+from hir.passes.training.fsdp_buckets import gather_bucket_pattern, scatter_bucket_pattern
 from hir.passes.training.prefetch import prefetch_pattern
 from hir.passes.training.update_early import update_early_in_functions
 from hir.passes.training.waits import defer_wait
@@ -36,7 +41,8 @@ from hir.passes.training.waits import defer_wait
 class ScheduleDataParallel(ModulePass):
     name = "hir-schedule-data-parallel"
     description = ("Schedule a data-parallel step's collectives: defer-waits=1 waits each at its buffers' first reader; prefetch=1 issues each parameter's "
-                   "all-gather one parameter ahead on pool stream comm-stream (-1: the pool's last); bucket-bytes=N all-reduces small ones in a row as one; "
+                   "all-gather one parameter ahead on pool stream comm-stream (-1: the pool's last); bucket-bytes=N all-reduces, all-gathers and reduce-scatters "
+                   "small ones as one collective of a flat bucket; "
                    "optimizer-in-backward=1 runs each update as soon as its reduced gradient arrives")
     defer_waits: bool = False
     prefetch: bool = False
@@ -47,15 +53,18 @@ class ScheduleDataParallel(ModulePass):
     def run(self, module: ir.Module) -> None:
         # the collectives first (buckets, prefetches), then the update moved up to their
         # waits, then the waits moved down to their first readers
-        placing = GuardedRewritePatternSet(module.context)
+        if self.bucket_bytes > 0:  # first, so that a bucket of gathers is prefetched as one
+            bucketing = GuardedRewritePatternSet(module.context)
+            bucketing.add(AllreduceOp, bucket_pattern(self.bucket_bytes))
+            bucketing.add(AllgatherOp, gather_bucket_pattern(self.bucket_bytes))
+            bucketing.add(ReduceScatterOp, scatter_bucket_pattern(self.bucket_bytes))
+            bucketing.apply_greedily(module, exact_greedy_config())
         if self.prefetch:
             pool = module_num_streams(module) or DEFAULT_NUM_STREAMS
             comm_stream = self.comm_stream if self.comm_stream >= 0 else pool - 1
             add_high_priority_stream(module, comm_stream)
+            placing = GuardedRewritePatternSet(module.context)
             placing.add(AllgatherOp, prefetch_pattern(comm_stream))
-        if self.bucket_bytes > 0:
-            placing.add(AllreduceOp, bucket_pattern(self.bucket_bytes))
-        if self.prefetch or self.bucket_bytes > 0:
             placing.apply_greedily(module, exact_greedy_config())
         if self.optimizer_in_backward:
             update_early_in_functions(module)

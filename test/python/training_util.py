@@ -2,6 +2,7 @@
 hir.train_step tests (test_training*.py)."""
 
 import copy
+from typing import Optional
 
 import torch
 
@@ -105,23 +106,25 @@ def eager_step(model, opt, loss_fn, batch, accumulate: int = 1, max_grad_norm=No
     return total
 
 
-def steps_equal_eager(step, loss_fn, batches, model, opt, ref, ref_opt, label: str, moment=None) -> str:
+def steps_equal_eager(step, loss_fn, batches, model, opt, ref, ref_opt, label: str, moment=None, tol: Optional[dict] = None) -> str:
     """Run ``step`` on each batch (a tuple of ``loss_fn``'s arguments) beside
     :func:`eager_step` of ``ref`` with ``ref_opt``: "" when every loss, then every final
-    parameter (and its optimizer state ``moment``, if named) equals eager's, else the first
-    difference, prefixed ``label`` (multi-rank workers report strings, not raise)."""
+    parameter (and its optimizer state ``moment``, if named) equals eager's (within ``tol``,
+    by default :data:`TOL`), else the first difference, prefixed ``label`` (multi-rank
+    workers report strings, not raise)."""
+    tol = tol or TOL
     for i, batch in enumerate(batches):
         loss = step(*batch)
         want = eager_step(ref, ref_opt, loss_fn, batch)
         try:
-            torch.testing.assert_close(loss, want, **TOL)
+            torch.testing.assert_close(loss, want, **tol)
         except AssertionError as err:
             return f"{label}: step {i}: {err}"
     for (name, got), want in zip(model.named_parameters(), ref.parameters()):
         try:
-            torch.testing.assert_close(got, want, **TOL)
+            torch.testing.assert_close(got, want, **tol)
             if moment:
-                torch.testing.assert_close(opt.state[got][moment], ref_opt.state[want][moment], **TOL)
+                torch.testing.assert_close(opt.state[got][moment], ref_opt.state[want][moment], **tol)
         except AssertionError as err:
             return f"{label}: final {name}: {err}"
     return ""

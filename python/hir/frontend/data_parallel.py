@@ -13,8 +13,8 @@ make a training step (a module computing the loss, its gradients with
   device's rows (a reduce-scatter of the partial sum), so the update and the optimizer
   state stay on each device's rows. By default (FSDP2's ``reshard_after_forward=True``)
   :func:`regathering` makes the backward gather each parameter again where it reads it,
-  so the forward's gathered copy (and what is derived from it, such as its transpose) dies
-  with the forward; ``reshard_after_forward=False`` keeps it from the forward to the backward.
+  so the forward's gathered copy (and what is derived from it: its transpose, its autocast
+  copy) dies with the forward; ``reshard_after_forward=False`` keeps it from the forward to the backward.
 
 The loss's mean is over the global batch (the sums of the devices' losses and counts are
 allreduced; see :mod:`hir.frontend.strategies.backward`), so a step gives the numbers of
@@ -81,15 +81,16 @@ def reduce_gradient(mode: str, gradient: torch.Tensor, name: str, placement: Opt
 
 def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.Tensor], whole: Sequence[torch.Tensor], names: Sequence[str],
                 placements: Optional[Sequence[Optional[str]]] = None):
-    """A context in which the loss's autograd saves no gathered parameter for the backward
-    (``"fully_shard"`` with ``reshard_after_forward``): a tensor the backward would read
-    that is a gathered parameter in ``whole``, or its transpose, is kept as a recipe and
-    made again when the backward unpacks it, from a second gather of the shard in
-    ``shards`` (``names``: their state names, ``placements`` their gathered placements
-    on a 2-D mesh, as :func:`gather` takes them). The two
-    gathers are two ``torch.ops.hir.redistribute`` in the program, the second where the
-    backward first reads it. Other tensors (other views, casts of a parameter) are saved
-    as they are, kept from the forward to the backward."""
+    """A context in which the loss's autograd saves no gathered parameter, nor a tensor
+    derived from one, for the backward (``"fully_shard"`` with ``reshard_after_forward``):
+    a tensor the backward would read that is a gathered parameter in ``whole``, its
+    transpose, or a chain of 2-D transposes and one dtype cast of it (an autocast copy) is
+    kept as a recipe and made again when the backward unpacks it, from a second gather of
+    the shard in ``shards`` (``names``: their state names, ``placements`` their gathered
+    placements on a 2-D mesh, as :func:`gather` takes them). The two gathers are two
+    ``torch.ops.hir.redistribute`` in the program, the second where the backward first
+    reads it (a cast is then computed again there). Other tensors (other views, other
+    computations on a parameter) are saved as they are, kept from the forward to the backward."""
     if mode != "fully_shard" or not reshard_after_forward:
         return contextlib.nullcontext()
 
@@ -98,19 +99,44 @@ def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.T
             if saved.dim() != w.dim() or not torch._C._is_alias_of(saved, w) or saved.storage_offset() != w.storage_offset():
                 continue
             if saved.shape == w.shape and saved.stride() == w.stride():
-                return (i, False)
+                return (i, ())
             if w.dim() == 2 and saved.shape == w.shape[::-1] and saved.stride() == w.stride()[::-1]:
-                return (i, True)
-        return saved
+                return (i, ("t",))
+        return _derived(saved, whole) or saved
 
     def unpack(packed: Any) -> torch.Tensor:
         if isinstance(packed, torch.Tensor):
             return packed
-        i, transposed = packed
+        i, steps = packed
         again = gather(mode, shards[i], f"{names[i]} (gathered again for the backward)", placements[i] if placements else None)
-        return again.t() if transposed else again
+        for step in steps:
+            again = again.t() if step == "t" else again.to(step)
+        return again
 
     return _traced_hooks(pack, unpack)
+
+
+def _derived(saved: torch.Tensor, whole: Sequence[torch.Tensor]) -> Optional[tuple]:
+    """``(i, steps)`` when autograd made ``saved`` from ``whole[i]`` by 2-D transposes and
+    one dtype cast (``steps``: ``"t"`` or the dtype, from the parameter out), else None."""
+    steps: list = []
+    node, dtype = saved.grad_fn, saved.dtype
+    while node is not None:
+        kind = type(node).__name__
+        if kind == "AccumulateGrad":
+            i = next((k for k, w in enumerate(whole) if node.variable is w), None)
+            if i is None or not steps:
+                return None
+            return i, tuple(reversed(steps))
+        if kind in ("TBackward0", "TransposeBackward0") and saved.dim() == 2:
+            steps.append("t")
+        elif kind == "ToCopyBackward0" and dtype is not None:
+            steps.append(dtype)
+            dtype = None  # one cast: its source is the parameter's dtype
+        else:
+            return None
+        node = node.next_functions[0][0] if node.next_functions else None
+    return None
 
 
 @contextlib.contextmanager
