@@ -2,9 +2,10 @@
 temperature / top-k / top-p; stop tokens; batch > 1) run through hir programs over a static
 KV cache.
 
-How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` (batch size
-and cache length fixed, the logits of the last position only) and imported ONCE with a
-dynamic token count: this program runs every decode step (one token); it is compiled once
+How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` (the
+logits of the last position only) and imported ONCE with a dynamic token count, batch size
+and cache length: this program runs every decode step (one token); it is compiled once per
+batch size and cache length
 with its state bound (:class:`~hir.frontend.compiled.CompiledProgram`): on CUDA each decode
 step is a CUDA graph replay on the same buffers (the second step captures it), the compute
 compiled by inductor. The prefill (a prompt of 2 tokens or more) runs a second program,
@@ -35,23 +36,20 @@ Whether every row has finished is read one step late on CUDA (a non-blocking cop
 host never waits for the step it has just queued; a step run after the last row finished
 is dropped from the result.
 
-The import is cached on disk (:mod:`hir.frontend.import_cache`), so another process
-imports nothing; the compiled programs are kept per model (until it is garbage collected), per batch size,
-cache length (the tokens needed, rounded up to a power of two, at least 64), device,
-options and whether the batch is padded, and rebuilt when a parameter of the model is replaced or written in place.
+The programs are imported once per model, for every batch size and cache length (dynamic
+dims), and compiled per batch size and cache length bucket (:mod:`hir.frontend.generators`:
+a new bucket builds a plan, it imports nothing); the import is cached on disk
+(:mod:`hir.frontend.import_cache`), so another process imports nothing either.
 """
 
-import warnings
-import weakref
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
 
 from hir.core import HirError
-from hir.dialect.context import api_stacklevel
 from hir.frontend.generate_processors import UNSUPPORTED, logits_processors, refuse_unsupported
-from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
+from hir.frontend.generators import Generator, generator
 
 _ARGUMENTS = ("max_new_tokens", "max_length", "min_new_tokens", "min_length", "do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
               "no_repeat_ngram_size", "eos_token_id", "pad_token_id")
@@ -67,121 +65,6 @@ class GenerateOutput:
     sequences: torch.Tensor
     scores: Optional[tuple] = None
     logits: Optional[tuple] = None
-
-
-class Generator:
-    """The compiled decoding program of ``model`` for one batch size and cache length."""
-
-    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict, padded: bool = False) -> None:
-        from hir.frontend.import_cache import cached_from_torch
-        from hir.interpreter.kernels import warm_compile_workers
-
-        warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
-        self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
-        self.example = torch.zeros(batch_size, 2, dtype=torch.long, device=self.step.key_cache_0.device)
-        example = (self.example, torch.arange(2, device=self.example.device))
-        dynamic = {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
-        if padded:  # the padding mask over the cache and each row's positions (StaticCacheStep.forward)
-            example += (torch.ones(batch_size, max_cache_len, dtype=torch.long, device=self.example.device), self.example)
-            dynamic["input3"] = {1: "tokens"}
-        self.program = cached_from_torch(self.step, example, dynamic=dynamic)
-        try:  # the causal prefill takes no mask: a padded batch prefills through the decode program
-            self.prefill_module: Optional[StaticCachePrefill] = None if padded else StaticCachePrefill(self.step)
-        except PrefillRefused:
-            self.prefill_module = None
-        self.prefill_program: Any = None  # imported at the first prefill
-        self.device = device
-        self.options = {"static_outputs": True, **options}
-        self.bind(model)
-
-    def bind(self, model: torch.nn.Module) -> None:
-        """Compile the program with the step's current state (again after the model's
-        tensors were replaced, or, when the program holds copies of them on another
-        device, written); the prefill program is compiled again at the next prefill."""
-        state = self.program.state(self.step)
-        self.fn = self.program.compile(state, device=str(self.device), **self.options)
-        self.prefill_fn: Any = None
-        self.copied = any(self.fn.state[name].data_ptr() != tensor.data_ptr() for name, tensor in state.items() if name in self.fn.state)
-        self.fingerprint = _fingerprint(model, self.copied)
-
-    def __call__(self, tokens: torch.Tensor, positions: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
-        """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions`` (cache
-        positions; a padded generator also takes the padding mask over the cache and the
-        tokens' positions per row)."""
-        logits = self.fn(tokens, positions, *padding)
-        return logits[:, -1, :].float()
-
-    def prefill(self, prompt: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
-        """The float32 logits ``[batch, vocab]`` after ``prompt`` (``[batch, tokens]``) from
-        an empty cache: the prefill program where there is one (see the module docstring)."""
-        positions = torch.arange(prompt.shape[1], device=prompt.device)
-        if self.prefill_fn is None and self.prefill_module is not None and prompt.shape[1] >= 2:
-            self.prefill_fn = self._compile_prefill()
-        if self.prefill_fn is None or prompt.shape[1] < 2:
-            return self(prompt, positions, *padding)
-        logits = self.prefill_fn(prompt, positions)
-        return logits[:, -1, :].float()
-
-    def _compile_prefill(self) -> Any:
-        """The prefill program compiled on the decode program's state tensors (``step.``
-        names in the prefill module): both write one cache, also where the compiled decode
-        program holds copies on another device; None (warned) where the prefill module
-        cannot be imported: the prompt then runs the decode program."""
-        from hir.frontend.import_cache import cached_from_torch
-
-        if self.prefill_program is None:
-            tokens = ("tokens", 2, self.step.key_cache_0.shape[2] - 1)  # export: 0/1 specialise; a full-length prompt is a guard
-            try:
-                self.prefill_program = cached_from_torch(self.prefill_module, (self.example, torch.arange(2, device=self.example.device)),
-                                                         dynamic={"input0": {1: tokens}, "input1": {0: tokens}})
-            except HirError as err:
-                # e.g. float32 on CUDA: SDPA's math path (no fused kernel takes float32 GQA)
-                # adds shape guards torch.export cannot prove over the token range
-                warnings.warn(f"hir.generate: {type(self.step.model).__name__}'s causal prefill program could not be imported, so its prompts "
-                              f"prefill through the decode program (masked, over the whole cache): {err.message.splitlines()[0][:400]}", RuntimeWarning, stacklevel=api_stacklevel())
-                self.prefill_module = None
-                return None
-        state = {**self.prefill_program.state(self.prefill_module), **{f"step.{name}": t for name, t in self.fn.state.items()}}
-        return self.prefill_program.compile(state, device=str(self.device), **self.options)
-
-
-_GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
-
-
-def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Optional[str] = None, max_cache_len: Optional[int] = None, options: Optional[dict] = None,
-              padded: bool = False) -> Generator:
-    """The cached :class:`Generator` of ``model`` for ``batch_size`` rows of ``tokens``
-    positions (see the module docstring); ``padded``: its programs take a padding mask."""
-    from hir.interpreter.backends.process_groups import default_device
-
-    try:
-        dev = default_device(device or str(next(model.parameters()).device))
-    except (RuntimeError, ValueError) as err:
-        raise HirError(f"error: hir.generate: {err}") from None
-    length = max_cache_len or max(64, 1 << (tokens - 1).bit_length())
-    if length < tokens:
-        raise HirError(f"error: hir.generate: max_cache_len={length} is shorter than the prompt and new tokens ({tokens})")
-    options = dict(options or {})
-    key = (batch_size, length, str(dev), tuple(sorted(options.items())), padded)
-    cached = _GENERATORS.setdefault(model, {})
-    found = cached.get(key)
-    if found is None:
-        found = cached[key] = Generator(model, batch_size, length, dev, options, padded)
-    elif found.fingerprint != _fingerprint(model, found.copied):
-        found.bind(model)
-    return found
-
-
-def _fingerprint(model: torch.nn.Module, versions: bool) -> tuple:
-    """Which tensors the model's state is (and how often each was written: ``versions``)."""
-    return tuple((t.data_ptr(), _version(t) if versions else 0) for t in model.state_dict().values())
-
-
-def _version(tensor: torch.Tensor) -> Any:
-    try:
-        return tensor._version
-    except RuntimeError:  # an inference tensor has no version counter: never the same
-        return object()
 
 
 def generate(
