@@ -52,7 +52,7 @@ from hir.frontend.generate_processors import UNSUPPORTED, logits_processors, ref
 from hir.frontend.generators import Generator, generator
 
 _ARGUMENTS = ("max_new_tokens", "max_length", "min_new_tokens", "min_length", "do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
-              "no_repeat_ngram_size", "eos_token_id", "pad_token_id")
+              "no_repeat_ngram_size", "eos_token_id", "pad_token_id", "return_dict_in_generate", "output_scores", "output_logits")
 
 
 @dataclass
@@ -60,11 +60,21 @@ class GenerateOutput:
     """``return_dict_in_generate=True``: the sequences (prompt then new tokens) and, with
     ``output_scores=True``, each step's processed scores (what the token was chosen from),
     with ``output_logits=True`` its raw logits (each ``[batch, vocab]`` float32), as HF's
-    ``GenerateDecoderOnlyOutput``."""
+    ``GenerateDecoderOnlyOutput``; ``cache`` (also ``past_key_values``, its older name, as
+    in HF's): a transformers ``DynamicCache`` of the keys and values of every position the
+    model read (the sequences but the last token; a sliding-window layer keeps its last
+    ``window - 1``, as HF's), copies of hir's static cache: what HF's ``generate`` returns
+    with its default (dynamic) cache; HF's static cache holds the same in its first positions."""
 
     sequences: torch.Tensor
     scores: Optional[tuple] = None
     logits: Optional[tuple] = None
+    cache: Any = None
+
+    @property
+    def past_key_values(self) -> Any:
+        """:attr:`cache` (HF's older name of the field)."""
+        return self.cache
 
 
 def generate(
@@ -74,9 +84,9 @@ def generate(
     generation_config: Any = None,
     attention_mask: Optional[torch.Tensor] = None,
     streamer: Any = None,
-    return_dict_in_generate: bool = False,
-    output_scores: bool = False,
-    output_logits: bool = False,
+    return_dict_in_generate: Optional[bool] = None,
+    output_scores: Optional[bool] = None,
+    output_logits: Optional[bool] = None,
     device: Optional[str] = None,
     max_cache_len: Optional[int] = None,
     compile_options: Optional[dict] = None,
@@ -89,16 +99,19 @@ def generate(
     ``pad_token_id``, ``generation_config`` (unset fields: the model's, then HF's defaults:
     sampling keeps the 50 likeliest tokens unless ``top_k`` says otherwise; no length: 20
     new tokens, HF's ``max_length`` default), ``attention_mask`` (zeros:
-    left padding), ``streamer`` (``put`` the prompt, then each step's tokens; ``end``),
-    ``return_dict_in_generate`` with ``output_scores`` / ``output_logits``. hir's: ``device``
+    left padding; none given: inferred from ``pad_token_id`` in the ids, as HF's),
+    ``streamer`` (``put`` the prompt, then each step's tokens; ``end``),
+    ``return_dict_in_generate`` with ``output_scores`` / ``output_logits`` (unset: the
+    generation config's, as every field). hir's: ``device``
     (default: the model's), ``max_cache_len``, ``compile_options`` (``CompiledProgram``'s:
     ``graph``, ``compile_kernels``, ``autotune``...). Returns the ``[batch, prompt + new]``
     token ids (a :class:`GenerateOutput` with ``return_dict_in_generate=True``)."""
+    kwargs.update({k: v for k, v in (("return_dict_in_generate", return_dict_in_generate), ("output_scores", output_scores), ("output_logits", output_logits)) if v is not None})
     default_length = kwargs.get("max_length") is None and getattr(generation_config, "max_length", None) is None and getattr(getattr(model, "generation_config", None), "max_length", None) is None
     config = _config(model, generation_config, kwargs)
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
         raise HirError(f"error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got {_describe(input_ids)}")
-    mask = _padding(attention_mask, input_ids)
+    mask = _padding(_attention_mask(model, config, attention_mask, input_ids))
     batch, prompt = input_ids.shape
     new = _new_tokens(model, config, prompt, default_length)
     if new < 1:
@@ -108,8 +121,8 @@ def generate(
         raise HirError(f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's n_positions / max_position_embeddings); "
                        f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens")
     gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options, padded=mask is not None)
-    keep = tuple(name for name, wanted in (("scores", output_scores), ("logits", output_logits)) if wanted)
-    return _decode(gen, input_ids.to(gen.device), None if mask is None else mask.to(gen.device), new, config, streamer, return_dict_in_generate, keep)
+    keep = tuple(name for name, wanted in (("scores", config.output_scores), ("logits", config.output_logits)) if wanted)
+    return _decode(gen, input_ids.to(gen.device), None if mask is None else mask.to(gen.device), new, config, streamer, config.return_dict_in_generate, keep)
 
 
 def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any:
@@ -121,7 +134,7 @@ def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any
     unknown = [k for k in kwargs if k not in _ARGUMENTS and k not in UNSUPPORTED and k != "use_cache"]
     if unknown:
         raise HirError(f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, generation_config, attention_mask, "
-                       "streamer, return_dict_in_generate, output_scores, output_logits, device, max_cache_len, compile_options)")
+                       "streamer, device, max_cache_len, compile_options)")
     prepare = getattr(model, "_prepare_generation_config", None)
     if getattr(model, "generation_config", None) is None or prepare is None:
         raise HirError(f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face causal LMs)")
@@ -161,14 +174,32 @@ def _position_limit(model: torch.nn.Module) -> Optional[int]:
     return limit if tables else None
 
 
-def _padding(attention_mask: Optional[torch.Tensor], input_ids: torch.Tensor) -> Optional[torch.Tensor]:
-    """The prompt's attention mask where it has padding (zeros: a left-padded batch of
-    prompts of different lengths); None where there is none (all ones, or no mask)."""
-    if attention_mask is None:
-        return None
-    if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
+def _attention_mask(model: torch.nn.Module, config: Any, attention_mask: Optional[torch.Tensor], input_ids: torch.Tensor) -> torch.Tensor:
+    """The prompt's attention mask as HF's ``generate`` makes it, with HF's warnings (its
+    own ``_prepare_special_tokens`` and ``_prepare_attention_mask_for_generation``, and its
+    right-padding check): the given one, else zeros where the ids are ``pad_token_id``
+    (unless the pad token is a stop token, or does not occur: all ones)."""
+    from transformers.generation.utils import logger
+
+    given = attention_mask is not None
+    if given and (not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape):
         raise HirError(f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got {_describe(attention_mask)}"
                        f"{f' of shape {list(attention_mask.shape)}' if isinstance(attention_mask, torch.Tensor) else ''}")
+    model._prepare_special_tokens(config, given, device=input_ids.device, batch_size=input_ids.shape[0])
+    pad = config._pad_token_tensor
+    if pad is not None and input_ids.shape[0] > 1:
+        right = bool((attention_mask[:, -1] == 0).any()) if given else bool((input_ids[:, -1] == pad).any())
+        if right:
+            logger.warning("A decoder-only architecture is being used, but right-padding was detected! For correct "
+                           "generation results, please set `padding_side='left'` when initializing the tokenizer.")
+    if given:
+        return attention_mask
+    return model._prepare_attention_mask_for_generation(input_ids, config, {})
+
+
+def _padding(attention_mask: torch.Tensor) -> Optional[torch.Tensor]:
+    """The prompt's attention mask where it has padding (zeros: a left-padded batch of
+    prompts of different lengths); None where there is none (all ones)."""
     if not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
         raise HirError("error: hir.generate: attention_mask must hold 0 (padding) and 1 (a token) only")
     return None if bool((attention_mask == 1).all()) else attention_mask.long()
@@ -247,7 +278,20 @@ def _decode(gen: Generator, input_ids: torch.Tensor, mask: Optional[torch.Tensor
     out = sequences[:, :length]
     if not as_dict:
         return out
-    return GenerateOutput(out, **{name: tuple(values[: length - prompt]) for name, values in kept.items()})
+    return GenerateOutput(out, cache=_dynamic_cache(gen, length - 1), **{name: tuple(values[: length - prompt]) for name, values in kept.items()})
+
+
+def _dynamic_cache(gen: Generator, positions: int) -> Any:
+    """A transformers ``DynamicCache`` (of the model's config, as HF's ``generate`` makes it)
+    holding copies of the generator's cache's first ``positions`` keys and values per layer
+    (see :class:`GenerateOutput`)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=gen.step.model.config.get_text_config(decoder=True))
+    for i in gen.step.cached_layers:
+        keys, values = (gen.fn.state[f"{kind}_cache_{i}"][:, :, :positions].clone() for kind in ("key", "value"))
+        cache.update(keys, values, i)
+    return cache
 
 
 def _finished(done: torch.Tensor, ready: Any) -> bool:
