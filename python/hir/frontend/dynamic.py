@@ -54,7 +54,7 @@ def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dyn
         return tuple(dynamic_shapes.get(p) for p in params), {}
     if not isinstance(dynamic_shapes, (tuple, list)) or len(dynamic_shapes) != num_args:
         raise HirError(f"error: hir.from_torch: dynamic_shapes must give one entry per example argument ({num_args}), got {dynamic_shapes!r}")
-    return tuple(dynamic_shapes)
+    return tuple(dynamic_shapes), {}
 
 
 def dim_info(spec: Optional[tuple], index: int, axis: int, expr: Any) -> tuple:
