@@ -197,9 +197,11 @@ def generate(model, input_ids, **options: Any):
     - ``eos_token_id``: the stop token(s), an int or a list; ``pad_token_id``: what a
       finished row gets
     - ``generation_config``: the defaults of those (default: the model's)
-    - ``attention_mask``: zeros at the padding of a left-padded batch of prompts
-    - ``return_dict_in_generate``, ``output_scores``, ``output_logits``: a
-      ``GenerateOutput``, with each step's processed scores / raw logits
+    - ``attention_mask``: zeros at the padding of a left-padded batch of prompts (none
+      given: inferred from ``pad_token_id`` in the ids, as HF's)
+    - ``return_dict_in_generate``, ``output_scores``, ``output_logits`` (unset: the
+      generation config's): a ``GenerateOutput``, with each step's processed scores / raw
+      logits and the KV cache (``cache`` / ``past_key_values``: a ``DynamicCache``, HF's)
 
     hir's own:
 

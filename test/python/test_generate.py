@@ -220,7 +220,7 @@ def test_prefill_runs_the_causal_program():
     assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
     assert len(CAUSAL_SDPA.findall(str(gen.prefill_program.module))) == TINY["num_hidden_layers"]
     assert not CAUSAL_SDPA.findall(str(gen.program.module))  # the decode program attends over the cache, masked
-    example = (gen.example, torch.arange(2))  # the import cache tells the modules apart, whatever the options
+    example = (torch.zeros(2, 2, dtype=torch.long), torch.arange(2))  # the import cache tells the modules apart, whatever the options
     assert import_cache.fingerprint(gen.step, example, {}) != import_cache.fingerprint(gen.prefill_module, example, {})
     one = hir.generate(model, prompt[:, :1], max_new_tokens=6, do_sample=False)
     assert one.tolist() == hf_generate(model, prompt[:, :1], max_new_tokens=6, min_new_tokens=6, do_sample=False).tolist()

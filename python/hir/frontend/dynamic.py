@@ -34,25 +34,27 @@ from hir.dialect.irutils import dim, index_arith, index_const
 Expr = Any  # a sympy expression, or an int for a static extent
 
 
-def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dynamic: Optional[dict], keywords: Sequence[str] = ()) -> Optional[tuple]:
+def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dynamic: Optional[dict], keywords: Sequence[str] = ()) -> tuple[Optional[tuple], dict]:
     """torch.export's ``dynamic_shapes`` for the example arguments (one entry each: the
-    positional ones, then the keyword inputs ``keywords``), from either form; None when
-    neither is given."""
+    positional ones, then the keyword inputs ``keywords``), from either form, None when
+    neither is given; and the dynamic dims of state entries (``dynamic=`` naming a parameter
+    or buffer of ``module``, e.g. a KV cache's length: one program for every cache size)."""
     if dynamic_shapes is not None and dynamic is not None:
         raise HirError("error: hir.from_torch: give dynamic_shapes= (torch.export's form) or dynamic= (hir's), not both")
     if dynamic is not None:
-        return _from_names(dynamic, num_args, keywords)
+        state = {name for name, _ in module.named_buffers()} | set(module.state_dict())
+        return _from_names(dynamic, num_args, keywords, state)
     if dynamic_shapes is None:
-        return None
+        return None, {}
     if isinstance(dynamic_shapes, dict):
         params = list(inspect.signature(module.forward).parameters)[:num_args - len(keywords)] + list(keywords)
         unknown = [k for k in dynamic_shapes if k not in params]
         if unknown:
             raise HirError(f"error: hir.from_torch: dynamic_shapes names {unknown[0]!r}, which is not among {type(module).__name__}.forward's first {num_args} parameter(s) {params}")
-        return tuple(dynamic_shapes.get(p) for p in params)
+        return tuple(dynamic_shapes.get(p) for p in params), {}
     if not isinstance(dynamic_shapes, (tuple, list)) or len(dynamic_shapes) != num_args:
         raise HirError(f"error: hir.from_torch: dynamic_shapes must give one entry per example argument ({num_args}), got {dynamic_shapes!r}")
-    return tuple(dynamic_shapes)
+    return tuple(dynamic_shapes), {}
 
 
 def dim_info(spec: Optional[tuple], index: int, axis: int, expr: Any) -> tuple:
@@ -87,26 +89,31 @@ def check_dims(dims: dict, i: int, value: torch.Tensor, parts: Any, sizes: dict,
             raise HirError(f"{where}: error: input {i}: dynamic dim {axis} ({name}) of extent {extent} does not split evenly over the {parts(axis)} devices of its placement")
 
 
-def _from_names(dynamic: dict, num_args: int, names: Sequence[str] = ()) -> tuple:
+def _from_names(dynamic: dict, num_args: int, names: Sequence[str] = (), state: Any = ()) -> tuple[tuple, dict]:
     """``{"input0": {0: "batch", 1: ("seq", 2, 4096)}}`` -> ``({0: Dim("batch"), 1:
     Dim("seq", min=2, max=4096)},)``; one Dim per name (bounds: ``(name, min, max)``, either
     None for torch's default). A keyword input is named by its keyword or its position
-    (``input<N>`` after the positional ones: ``names``)."""
+    (``input<N>`` after the positional ones: ``names``); a state entry (in ``state``) by its
+    name, its dims returned apart: ``(inputs' spec, {state name: dims})``."""
     if not isinstance(dynamic, dict):
         raise HirError(f"error: hir.from_torch: dynamic must be a dict like {{'input0': {{0: 'batch', 1: ('seq', 2, 4096)}}}}, got {type(dynamic).__name__}")
     dims: dict[str, Any] = {}
     spec: list = [None] * num_args
+    state_spec: dict = {}
     for key, axes in dynamic.items():
         index = int(key[5:]) if isinstance(key, str) and key.startswith("input") and key[5:].isdigit() else None
         if index is None and key in names:
             index = num_args - len(names) + names.index(key)
-        if index is None or index >= num_args:
+        if (index is None and key not in state) or (index is not None and index >= num_args):
             keywords = f" or the keyword inputs {', '.join(names)}" if names else ""
-            raise HirError(f"error: hir.from_torch: dynamic names {key!r}; the inputs are input0 ... input{num_args - 1}{keywords}")
+            raise HirError(f"error: hir.from_torch: dynamic names {key!r}; the inputs are input0 ... input{num_args - 1}{keywords} (or a parameter or buffer by name)")
         if not isinstance(axes, dict) or not all(isinstance(a, int) and _dim_entry(n) for a, n in axes.items()):
             raise HirError(f"error: hir.from_torch: dynamic[{key!r}] must map dims to names (identifiers) or (name, min, max), like {{0: 'batch', 1: ('seq', 2, 4096)}}, got {axes!r}")
-        spec[index] = {a: _dim(dims, n, key) for a, n in axes.items()}
-    return tuple(spec)
+        if index is None:
+            state_spec[key] = {a: _dim(dims, n, key) for a, n in axes.items()}
+        else:
+            spec[index] = {a: _dim(dims, n, key) for a, n in axes.items()}
+    return tuple(spec), state_spec
 
 
 def _dim_entry(entry: Any) -> bool:

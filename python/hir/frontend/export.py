@@ -98,11 +98,12 @@ class _Functional(torch.nn.Module):
 
 
 def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optional[dict] = None, dynamic_shapes: Optional[Sequence[Any]] = None, keywords: Sequence[str] = (),
-           group_heads: bool = False, fuse: bool = False, keep_composites: bool = True) -> Exported:
+           group_heads: bool = False, fuse: bool = False, keep_composites: bool = True, state_shapes: Optional[dict] = None) -> Exported:
     """The functionalized export of ``module(*example_args, **kwargs)`` (see the module
     docstring); the last ``len(keywords)`` example arguments are keyword inputs (graph
     inputs too), ``kwargs`` constant keyword arguments; ``dynamic_shapes``: one torch.export
-    spec per example argument; ``group_heads``: grouped-query attention on un-repeated keys
+    spec per example argument, ``state_shapes`` one per state entry that has dynamic dims
+    (by name; an alias names its entry); ``group_heads``: grouped-query attention on un-repeated keys
     and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
     group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`);
     ``keep_composites``: see :func:`functional_export`."""
@@ -115,7 +116,8 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     # Always a spec, static where hir asks for nothing: torch.export otherwise makes a dim
     # dynamic that dynamo marked on a tensor (a torch.compile of the same inputs, or
     # maybe_mark_dynamic), and hir would meet a symbolic size it never asked for.
-    spec = ((None,) * len(names) + (tuple(dynamic_shapes) if dynamic_shapes is not None else (None,) * len(example_args)),)
+    state_shapes = {aliases.get(n, n): dims for n, dims in (state_shapes or {}).items()}
+    spec = (tuple(state_shapes.get(n) for n in names) + (tuple(dynamic_shapes) if dynamic_shapes is not None else (None,) * len(example_args)),)
     what = type(module).__name__
     # torch.export logs (at ERROR: fake_tensor) the traceback of a failed trace to stderr; the error says it.
     logging.disable(logging.CRITICAL)

@@ -2,9 +2,10 @@
 temperature / top-k / top-p; stop tokens; batch > 1) run through hir programs over a static
 KV cache.
 
-How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` (batch size
-and cache length fixed, the logits of the last position only) and imported ONCE with a
-dynamic token count: this program runs every decode step (one token); it is compiled once
+How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` (the
+logits of the last position only) and imported ONCE with a dynamic token count, batch size
+and cache length: this program runs every decode step (one token); it is compiled once per
+batch size and cache length
 with its state bound (:class:`~hir.frontend.compiled.CompiledProgram`): on CUDA each decode
 step is a CUDA graph replay on the same buffers (the second step captures it), the compute
 compiled by inductor. The prefill (a prompt of 2 tokens or more) runs a second program,
@@ -35,26 +36,23 @@ Whether every row has finished is read one step late on CUDA (a non-blocking cop
 host never waits for the step it has just queued; a step run after the last row finished
 is dropped from the result.
 
-The import is cached on disk (:mod:`hir.frontend.import_cache`), so another process
-imports nothing; the compiled programs are kept per model (until it is garbage collected), per batch size,
-cache length (the tokens needed, rounded up to a power of two, at least 64), device,
-options and whether the batch is padded, and rebuilt when a parameter of the model is replaced or written in place.
+The programs are imported once per model, for every batch size and cache length (dynamic
+dims), and compiled per batch size and cache length bucket (:mod:`hir.frontend.generators`:
+a new bucket builds a plan, it imports nothing); the import is cached on disk
+(:mod:`hir.frontend.import_cache`), so another process imports nothing either.
 """
 
-import warnings
-import weakref
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
 
 from hir.core import HirError
-from hir.dialect.context import api_stacklevel
 from hir.frontend.generate_processors import UNSUPPORTED, logits_processors, refuse_unsupported
-from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
+from hir.frontend.generators import Generator, generator
 
 _ARGUMENTS = ("max_new_tokens", "max_length", "min_new_tokens", "min_length", "do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
-              "no_repeat_ngram_size", "eos_token_id", "pad_token_id")
+              "no_repeat_ngram_size", "eos_token_id", "pad_token_id", "return_dict_in_generate", "output_scores", "output_logits")
 
 
 @dataclass
@@ -62,126 +60,21 @@ class GenerateOutput:
     """``return_dict_in_generate=True``: the sequences (prompt then new tokens) and, with
     ``output_scores=True``, each step's processed scores (what the token was chosen from),
     with ``output_logits=True`` its raw logits (each ``[batch, vocab]`` float32), as HF's
-    ``GenerateDecoderOnlyOutput``."""
+    ``GenerateDecoderOnlyOutput``; ``cache`` (also ``past_key_values``, its older name, as
+    in HF's): a transformers ``DynamicCache`` of the keys and values of every position the
+    model read (the sequences but the last token; a sliding-window layer keeps its last
+    ``window - 1``, as HF's), copies of hir's static cache: what HF's ``generate`` returns
+    with its default (dynamic) cache; HF's static cache holds the same in its first positions."""
 
     sequences: torch.Tensor
     scores: Optional[tuple] = None
     logits: Optional[tuple] = None
+    cache: Any = None
 
-
-class Generator:
-    """The compiled decoding program of ``model`` for one batch size and cache length."""
-
-    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict, padded: bool = False) -> None:
-        from hir.frontend.import_cache import cached_from_torch
-        from hir.interpreter.kernels import warm_compile_workers
-
-        warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
-        self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
-        self.example = torch.zeros(batch_size, 2, dtype=torch.long, device=self.step.key_cache_0.device)
-        example = (self.example, torch.arange(2, device=self.example.device))
-        dynamic = {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
-        if padded:  # the padding mask over the cache and each row's positions (StaticCacheStep.forward)
-            example += (torch.ones(batch_size, max_cache_len, dtype=torch.long, device=self.example.device), self.example)
-            dynamic["input3"] = {1: "tokens"}
-        self.program = cached_from_torch(self.step, example, dynamic=dynamic)
-        try:  # the causal prefill takes no mask: a padded batch prefills through the decode program
-            self.prefill_module: Optional[StaticCachePrefill] = None if padded else StaticCachePrefill(self.step)
-        except PrefillRefused:
-            self.prefill_module = None
-        self.prefill_program: Any = None  # imported at the first prefill
-        self.device = device
-        self.options = {"static_outputs": True, **options}
-        self.bind(model)
-
-    def bind(self, model: torch.nn.Module) -> None:
-        """Compile the program with the step's current state (again after the model's
-        tensors were replaced, or, when the program holds copies of them on another
-        device, written); the prefill program is compiled again at the next prefill."""
-        state = self.program.state(self.step)
-        self.fn = self.program.compile(state, device=str(self.device), **self.options)
-        self.prefill_fn: Any = None
-        self.copied = any(self.fn.state[name].data_ptr() != tensor.data_ptr() for name, tensor in state.items() if name in self.fn.state)
-        self.fingerprint = _fingerprint(model, self.copied)
-
-    def __call__(self, tokens: torch.Tensor, positions: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
-        """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions`` (cache
-        positions; a padded generator also takes the padding mask over the cache and the
-        tokens' positions per row)."""
-        logits = self.fn(tokens, positions, *padding)
-        return logits[:, -1, :].float()
-
-    def prefill(self, prompt: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
-        """The float32 logits ``[batch, vocab]`` after ``prompt`` (``[batch, tokens]``) from
-        an empty cache: the prefill program where there is one (see the module docstring)."""
-        positions = torch.arange(prompt.shape[1], device=prompt.device)
-        if self.prefill_fn is None and self.prefill_module is not None and prompt.shape[1] >= 2:
-            self.prefill_fn = self._compile_prefill()
-        if self.prefill_fn is None or prompt.shape[1] < 2:
-            return self(prompt, positions, *padding)
-        logits = self.prefill_fn(prompt, positions)
-        return logits[:, -1, :].float()
-
-    def _compile_prefill(self) -> Any:
-        """The prefill program compiled on the decode program's state tensors (``step.``
-        names in the prefill module): both write one cache, also where the compiled decode
-        program holds copies on another device; None (warned) where the prefill module
-        cannot be imported: the prompt then runs the decode program."""
-        from hir.frontend.import_cache import cached_from_torch
-
-        if self.prefill_program is None:
-            tokens = ("tokens", 2, self.step.key_cache_0.shape[2] - 1)  # export: 0/1 specialise; a full-length prompt is a guard
-            try:
-                self.prefill_program = cached_from_torch(self.prefill_module, (self.example, torch.arange(2, device=self.example.device)),
-                                                         dynamic={"input0": {1: tokens}, "input1": {0: tokens}})
-            except HirError as err:
-                # e.g. float32 on CUDA: SDPA's math path (no fused kernel takes float32 GQA)
-                # adds shape guards torch.export cannot prove over the token range
-                warnings.warn(f"hir.generate: {type(self.step.model).__name__}'s causal prefill program could not be imported, so its prompts "
-                              f"prefill through the decode program (masked, over the whole cache): {err.message.splitlines()[0][:400]}", RuntimeWarning, stacklevel=api_stacklevel())
-                self.prefill_module = None
-                return None
-        state = {**self.prefill_program.state(self.prefill_module), **{f"step.{name}": t for name, t in self.fn.state.items()}}
-        return self.prefill_program.compile(state, device=str(self.device), **self.options)
-
-
-_GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
-
-
-def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Optional[str] = None, max_cache_len: Optional[int] = None, options: Optional[dict] = None,
-              padded: bool = False) -> Generator:
-    """The cached :class:`Generator` of ``model`` for ``batch_size`` rows of ``tokens``
-    positions (see the module docstring); ``padded``: its programs take a padding mask."""
-    from hir.interpreter.backends.process_groups import default_device
-
-    try:
-        dev = default_device(device or str(next(model.parameters()).device))
-    except (RuntimeError, ValueError) as err:
-        raise HirError(f"error: hir.generate: {err}") from None
-    length = max_cache_len or max(64, 1 << (tokens - 1).bit_length())
-    if length < tokens:
-        raise HirError(f"error: hir.generate: max_cache_len={length} is shorter than the prompt and new tokens ({tokens})")
-    options = dict(options or {})
-    key = (batch_size, length, str(dev), tuple(sorted(options.items())), padded)
-    cached = _GENERATORS.setdefault(model, {})
-    found = cached.get(key)
-    if found is None:
-        found = cached[key] = Generator(model, batch_size, length, dev, options, padded)
-    elif found.fingerprint != _fingerprint(model, found.copied):
-        found.bind(model)
-    return found
-
-
-def _fingerprint(model: torch.nn.Module, versions: bool) -> tuple:
-    """Which tensors the model's state is (and how often each was written: ``versions``)."""
-    return tuple((t.data_ptr(), _version(t) if versions else 0) for t in model.state_dict().values())
-
-
-def _version(tensor: torch.Tensor) -> Any:
-    try:
-        return tensor._version
-    except RuntimeError:  # an inference tensor has no version counter: never the same
-        return object()
+    @property
+    def past_key_values(self) -> Any:
+        """:attr:`cache` (HF's older name of the field)."""
+        return self.cache
 
 
 def generate(
@@ -191,9 +84,9 @@ def generate(
     generation_config: Any = None,
     attention_mask: Optional[torch.Tensor] = None,
     streamer: Any = None,
-    return_dict_in_generate: bool = False,
-    output_scores: bool = False,
-    output_logits: bool = False,
+    return_dict_in_generate: Optional[bool] = None,
+    output_scores: Optional[bool] = None,
+    output_logits: Optional[bool] = None,
     device: Optional[str] = None,
     max_cache_len: Optional[int] = None,
     compile_options: Optional[dict] = None,
@@ -206,16 +99,19 @@ def generate(
     ``pad_token_id``, ``generation_config`` (unset fields: the model's, then HF's defaults:
     sampling keeps the 50 likeliest tokens unless ``top_k`` says otherwise; no length: 20
     new tokens, HF's ``max_length`` default), ``attention_mask`` (zeros:
-    left padding), ``streamer`` (``put`` the prompt, then each step's tokens; ``end``),
-    ``return_dict_in_generate`` with ``output_scores`` / ``output_logits``. hir's: ``device``
+    left padding; none given: inferred from ``pad_token_id`` in the ids, as HF's),
+    ``streamer`` (``put`` the prompt, then each step's tokens; ``end``),
+    ``return_dict_in_generate`` with ``output_scores`` / ``output_logits`` (unset: the
+    generation config's, as every field). hir's: ``device``
     (default: the model's), ``max_cache_len``, ``compile_options`` (``CompiledProgram``'s:
     ``graph``, ``compile_kernels``, ``autotune``...). Returns the ``[batch, prompt + new]``
     token ids (a :class:`GenerateOutput` with ``return_dict_in_generate=True``)."""
+    kwargs.update({k: v for k, v in (("return_dict_in_generate", return_dict_in_generate), ("output_scores", output_scores), ("output_logits", output_logits)) if v is not None})
     default_length = kwargs.get("max_length") is None and getattr(generation_config, "max_length", None) is None and getattr(getattr(model, "generation_config", None), "max_length", None) is None
     config = _config(model, generation_config, kwargs)
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
         raise HirError(f"error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got {_describe(input_ids)}")
-    mask = _padding(attention_mask, input_ids)
+    mask = _padding(_attention_mask(model, config, attention_mask, input_ids))
     batch, prompt = input_ids.shape
     new = _new_tokens(model, config, prompt, default_length)
     if new < 1:
@@ -225,8 +121,8 @@ def generate(
         raise HirError(f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's n_positions / max_position_embeddings); "
                        f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens")
     gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options, padded=mask is not None)
-    keep = tuple(name for name, wanted in (("scores", output_scores), ("logits", output_logits)) if wanted)
-    return _decode(gen, input_ids.to(gen.device), None if mask is None else mask.to(gen.device), new, config, streamer, return_dict_in_generate, keep)
+    keep = tuple(name for name, wanted in (("scores", config.output_scores), ("logits", config.output_logits)) if wanted)
+    return _decode(gen, input_ids.to(gen.device), None if mask is None else mask.to(gen.device), new, config, streamer, config.return_dict_in_generate, keep)
 
 
 def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any:
@@ -238,7 +134,7 @@ def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any
     unknown = [k for k in kwargs if k not in _ARGUMENTS and k not in UNSUPPORTED and k != "use_cache"]
     if unknown:
         raise HirError(f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, generation_config, attention_mask, "
-                       "streamer, return_dict_in_generate, output_scores, output_logits, device, max_cache_len, compile_options)")
+                       "streamer, device, max_cache_len, compile_options)")
     prepare = getattr(model, "_prepare_generation_config", None)
     if getattr(model, "generation_config", None) is None or prepare is None:
         raise HirError(f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face causal LMs)")
@@ -278,14 +174,32 @@ def _position_limit(model: torch.nn.Module) -> Optional[int]:
     return limit if tables else None
 
 
-def _padding(attention_mask: Optional[torch.Tensor], input_ids: torch.Tensor) -> Optional[torch.Tensor]:
-    """The prompt's attention mask where it has padding (zeros: a left-padded batch of
-    prompts of different lengths); None where there is none (all ones, or no mask)."""
-    if attention_mask is None:
-        return None
-    if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
+def _attention_mask(model: torch.nn.Module, config: Any, attention_mask: Optional[torch.Tensor], input_ids: torch.Tensor) -> torch.Tensor:
+    """The prompt's attention mask as HF's ``generate`` makes it, with HF's warnings (its
+    own ``_prepare_special_tokens`` and ``_prepare_attention_mask_for_generation``, and its
+    right-padding check): the given one, else zeros where the ids are ``pad_token_id``
+    (unless the pad token is a stop token, or does not occur: all ones)."""
+    from transformers.generation.utils import logger
+
+    given = attention_mask is not None
+    if given and (not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape):
         raise HirError(f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got {_describe(attention_mask)}"
                        f"{f' of shape {list(attention_mask.shape)}' if isinstance(attention_mask, torch.Tensor) else ''}")
+    model._prepare_special_tokens(config, given, device=input_ids.device, batch_size=input_ids.shape[0])
+    pad = config._pad_token_tensor
+    if pad is not None and input_ids.shape[0] > 1:
+        right = bool((attention_mask[:, -1] == 0).any()) if given else bool((input_ids[:, -1] == pad).any())
+        if right:
+            logger.warning("A decoder-only architecture is being used, but right-padding was detected! For correct "
+                           "generation results, please set `padding_side='left'` when initializing the tokenizer.")
+    if given:
+        return attention_mask
+    return model._prepare_attention_mask_for_generation(input_ids, config, {})
+
+
+def _padding(attention_mask: torch.Tensor) -> Optional[torch.Tensor]:
+    """The prompt's attention mask where it has padding (zeros: a left-padded batch of
+    prompts of different lengths); None where there is none (all ones)."""
     if not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
         raise HirError("error: hir.generate: attention_mask must hold 0 (padding) and 1 (a token) only")
     return None if bool((attention_mask == 1).all()) else attention_mask.long()
@@ -364,7 +278,20 @@ def _decode(gen: Generator, input_ids: torch.Tensor, mask: Optional[torch.Tensor
     out = sequences[:, :length]
     if not as_dict:
         return out
-    return GenerateOutput(out, **{name: tuple(values[: length - prompt]) for name, values in kept.items()})
+    return GenerateOutput(out, cache=_dynamic_cache(gen, length - 1), **{name: tuple(values[: length - prompt]) for name, values in kept.items()})
+
+
+def _dynamic_cache(gen: Generator, positions: int) -> Any:
+    """A transformers ``DynamicCache`` (of the model's config, as HF's ``generate`` makes it)
+    holding copies of the generator's cache's first ``positions`` keys and values per layer
+    (see :class:`GenerateOutput`)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=gen.step.model.config.get_text_config(decoder=True))
+    for i in gen.step.cached_layers:
+        keys, values = (gen.fn.state[f"{kind}_cache_{i}"][:, :, :positions].clone() for kind in ("key", "value"))
+        cache.update(keys, values, i)
+    return cache
 
 
 def _finished(done: torch.Tensor, ready: Any) -> bool:

@@ -19,7 +19,7 @@ UNSUPPORTED = {
     "forced_bos_token_id": None, "forced_eos_token_id": None, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
     "top_h": None, "sequence_bias": None, "guidance_scale": None, "encoder_repetition_penalty": 1.0, "encoder_no_repeat_ngram_size": 0,
     "exponential_decay_length_penalty": None, "renormalize_logits": False, "remove_invalid_values": False, "penalty_alpha": None,
-    "watermarking_config": None, "assistant_model": None, "prompt_lookup_num_tokens": None,
+    "watermarking_config": None, "assistant_model": None, "prompt_lookup_num_tokens": None, "output_attentions": False, "output_hidden_states": False,
 }
 
 

@@ -103,6 +103,7 @@ class StaticCacheStep(torch.nn.Module):
             layer.values = getattr(self, f"value_cache_{i}")
             layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
             layer.device = layer.keys.device
+            layer.max_cache_len = layer.keys.shape[2]  # the mask's length: symbolic in an import with a dynamic cache length
             layer.cumulative_length.copy_(cache_position[0])
         keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
         if position_ids is None and self.takes_positions:

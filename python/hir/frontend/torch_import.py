@@ -229,17 +229,18 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
 
 def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None,
                          keywords: Sequence[str] = (), constants: Optional[dict] = None, group_heads: bool = False,
-                         fuse: bool = False, keep_composites: bool = True) -> tuple[ir.Module, Exported, dict]:
+                         fuse: bool = False, keep_composites: bool = True, state_shapes: Optional[dict] = None) -> tuple[ir.Module, Exported, dict]:
     """The ``torch``-dialect module of ``module`` (state first, then inputs: the last
     ``len(keywords)`` are keyword inputs; ``constants``: constant keyword arguments), its
     export and the symbolic shape of each tensor value
     (:func:`hir.frontend.dynamic.symbolic_shapes`; empty without ``dynamic_shapes``).
     ``group_heads`` / ``fuse``: :func:`hir.frontend.fx_rewrites.group_query_heads` /
     :func:`~hir.frontend.fx_rewrites.fuse_projections`; ``keep_composites``:
-    :func:`hir.frontend.export.functional_export`."""
+    :func:`hir.frontend.export.functional_export`; ``state_shapes``: the dynamic dims of
+    state entries (:func:`hir.frontend.dynamic.export_spec`)."""
     with progress.task(f"exporting {type(module).__name__} (torch.export)"):
         exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords, group_heads=group_heads, fuse=fuse,
-                          keep_composites=keep_composites)
+                          keep_composites=keep_composites, state_shapes=state_shapes)
     node_importers: list = []
 
     def node_importer(*args: Any) -> GraphNodeImporter:
@@ -254,7 +255,7 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
             importer.import_stateless_graph(exported.program.graph, func_name="main")
     except (AssertionError, NotImplementedError, KeyError, ValueError) as err:
         raise HirError(f"error: torch-mlir's FX importer cannot import {type(module).__name__}: {type(err).__name__}: {err}") from None
-    shapes = symbolic_shapes(node_importers[0]) if dynamic_shapes is not None else {}
+    shapes = symbolic_shapes(node_importers[0]) if dynamic_shapes is not None or state_shapes else {}
     return importer.module, exported, shapes
 
 
@@ -328,13 +329,13 @@ def from_torch(
     placements, plan = _with_plan(module, placements or {})
     plan = {**distributed.plan, **plan}  # an HF TP model's own styles fix its layouts too
     with context, ir.Location.unknown():
-        spec = export_spec(module, len(example_args), dynamic_shapes, dynamic, keywords)
+        spec, state_spec = export_spec(module, len(example_args), dynamic_shapes, dynamic, keywords)
         try:
             unsharded = mesh is None and not placements
             with distributed.whole(), plan_layouts(module, plan):
                 torch_module, exported, shapes = export_to_torch_mlir(module, example_args, context, spec, keywords, constants,
                                                                       grouped_attention and unsharded, fused_projections and unsharded,
-                                                                      keep_composites)
+                                                                      keep_composites, state_spec)
         except HirError as err:  # located at the user's file (hir-import) or call
             raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
         names = exported.state_names

@@ -1,0 +1,231 @@
+"""The compiled decoding programs :func:`hir.generate` runs, per model, batch size and cache
+length (:class:`Generator`), and the imports they share (:class:`ModelPrograms`).
+
+**One import for every shape.** A model's :class:`~hir.frontend.hf_decode.StaticCacheStep` is
+imported once, on a small example (:data:`EXAMPLE_BATCH` rows, :data:`EXAMPLE_CACHE`
+positions), with the batch size, the cache length and the token count dynamic (``?`` in the
+program's types: the KV cache buffers' first and third dims are state entries with dynamic
+dims, :func:`hir.frontend.dynamic.export_spec`). The program is lowered once, at its first
+compile; a generator for a new batch size or cache length (a new bucket) makes its own step
+(the cache tensors of its shape) and compiles the shared program on them: the plan is built
+again (:class:`hir.interpreter.Program`, a fraction of a second), nothing is exported,
+imported or lowered. The causal prefill program is shared the same way. On CUDA the compute
+regions are still compiled per shape (inductor traces each input signature,
+:mod:`hir.interpreter.kernels`), as they were with one import per shape.
+
+A model whose step torch.export cannot trace with those dims dynamic (its code branches on
+the cache's length or the batch size) is imported per bucket with only the token count
+dynamic, as before: each new bucket then exports again (seconds). :attr:`ModelPrograms.per_bucket`
+says why, for the tests and benchmarks.
+
+The generators are kept per model (until it is garbage collected), per batch size, cache
+length (the tokens needed, rounded up to a power of two, at least 64), device, options and
+whether the batch is padded, and compiled again when a parameter of the model is replaced or
+written in place.
+"""
+
+import warnings
+import weakref
+from typing import Any, Optional
+
+import torch
+
+from hir.core import HirError
+from hir.dialect.context import api_stacklevel
+from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
+
+EXAMPLE_BATCH = 3  # the example the shared programs are imported on: not 0 or 1 (export specialises those),
+EXAMPLE_TOKENS = 2  # and sizes apart from each other, so no two dims are taken for one
+EXAMPLE_CACHE = 64
+
+
+class ModelPrograms:
+    """The imported programs every :class:`Generator` of one model (and padding) shares:
+    :meth:`decode` (the step) and :meth:`prefill` (the causal prefill), imported once with
+    the batch size, cache length and token count dynamic (see the module docstring)."""
+
+    def __init__(self, model: torch.nn.Module, padded: bool) -> None:
+        self.model = weakref.ref(model)
+        self.padded = padded
+        self.per_bucket: Optional[str] = None  # why the step is imported per bucket (None: it is not)
+        self.prefill_refused: Optional[str] = None  # why there is no causal prefill program (warned once)
+        self._decode: Any = None
+        self._prefill: Any = None
+        self._example: Optional[StaticCacheStep] = None
+
+    def example_step(self) -> StaticCacheStep:
+        """The step the shared programs are imported from (the example's cache)."""
+        if self._example is None:
+            self._example = StaticCacheStep(self.model(), EXAMPLE_BATCH, EXAMPLE_CACHE, logits_to_keep=1)
+        return self._example
+
+    def decode(self, step: StaticCacheStep) -> Any:
+        """The decode program for ``step``'s shapes: the shared one, or (where the step cannot
+        be imported with dynamic shapes) ``step``'s own import."""
+        from hir.frontend.import_cache import cached_from_torch
+
+        if self._decode is None and self.per_bucket is None:
+            example = self.example_step()
+            try:
+                self._decode = cached_from_torch(example, self._inputs(example), dynamic=self._dims(example, "", prefill=False))
+            except HirError as err:
+                self.per_bucket = err.message.splitlines()[0]
+        if self._decode is not None:
+            return self._decode
+        inputs = self._inputs(step)
+        dynamic = {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
+        if self.padded:
+            dynamic["input3"] = {1: "tokens"}
+        return cached_from_torch(step, inputs, dynamic=dynamic)
+
+    def prefill(self, module: StaticCachePrefill) -> Any:
+        """The causal prefill program for ``module``'s step (shared where the decode program
+        is); None, warned once, where it cannot be imported (the prompt then runs the decode
+        program)."""
+        from hir.frontend.import_cache import cached_from_torch
+
+        if self.prefill_refused is not None:
+            return None
+        if self._prefill is not None:
+            return self._prefill
+        shared = self.per_bucket is None
+        if shared:
+            module = StaticCachePrefill(self.example_step())
+        tokens: Any = ("tokens", 2, None if shared else module.step.key_cache_0.shape[2] - 1)  # (0/1 specialise)
+        dynamic = self._dims(module.step, "step.", prefill=True) if shared else {"input0": {1: tokens}, "input1": {0: tokens}}
+        try:
+            program = cached_from_torch(module, self._inputs(module.step)[:2], dynamic=dynamic)
+        except HirError as err:
+            # e.g. float32 on CUDA: SDPA's math path (no fused kernel takes float32 GQA)
+            # adds shape guards torch.export cannot prove over the token range
+            self.prefill_refused = err.message.splitlines()[0][:400]
+            warnings.warn(f"hir.generate: {type(module.step.model).__name__}'s causal prefill program could not be imported, so its prompts "
+                          f"prefill through the decode program (masked, over the whole cache): {self.prefill_refused}", RuntimeWarning, stacklevel=api_stacklevel())
+            return None
+        if shared:
+            self._prefill = program
+        return program
+
+    def _inputs(self, step: StaticCacheStep) -> tuple:
+        """Example inputs of ``step``: ``EXAMPLE_TOKENS`` tokens per row, their positions (and,
+        padded, the padding mask over the cache and the tokens' positions per row)."""
+        batch, length = step.key_cache_0.shape[0], step.key_cache_0.shape[2]
+        ids = torch.zeros(batch, EXAMPLE_TOKENS, dtype=torch.long, device=step.key_cache_0.device)
+        inputs: tuple = (ids, torch.arange(EXAMPLE_TOKENS, device=ids.device))
+        if self.padded:
+            inputs += (torch.ones(batch, length, dtype=torch.long, device=ids.device), ids)
+        return inputs
+
+    def _dims(self, step: StaticCacheStep, prefix: str, prefill: bool) -> dict:
+        """``dynamic=`` of a shared import: batch, tokens and the cache's length (the cache
+        buffers are ``prefix``-named state entries)."""
+        cache = {0: "batch", 2: "cache"}
+        dims: dict = {"input0": {0: "batch", 1: ("tokens", 2, None) if prefill else "tokens"}, "input1": {0: ("tokens", 2, None) if prefill else "tokens"}}
+        if self.padded and not prefill:
+            dims.update(input2={0: "batch", 1: "cache"}, input3={0: "batch", 1: "tokens"})
+        for i in step.cached_layers:
+            dims[f"{prefix}key_cache_{i}"] = dims[f"{prefix}value_cache_{i}"] = cache
+        return dims
+
+
+class Generator:
+    """The compiled decoding program of ``model`` for one batch size and cache length."""
+
+    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict, padded: bool = False,
+                 programs: Optional[ModelPrograms] = None) -> None:
+        from hir.interpreter.kernels import warm_compile_workers
+
+        warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
+        self.programs = programs or ModelPrograms(model, padded)
+        self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
+        self.program = self.programs.decode(self.step)
+        try:  # the causal prefill takes no mask: a padded batch prefills through the decode program
+            self.prefill_module: Optional[StaticCachePrefill] = None if padded or self.programs.prefill_refused else StaticCachePrefill(self.step)
+        except PrefillRefused:
+            self.prefill_module = None
+        self.prefill_program: Any = None  # imported (or shared) at the first prefill
+        self.device = device
+        self.options = {"static_outputs": True, **options}
+        self.bind(model)
+
+    def bind(self, model: torch.nn.Module) -> None:
+        """Compile the program with the step's current state (again after the model's
+        tensors were replaced, or, when the program holds copies of them on another
+        device, written); the prefill program is compiled again at the next prefill."""
+        state = self.program.state(self.step)
+        self.fn = self.program.compile(state, device=str(self.device), **self.options)
+        self.prefill_fn: Any = None
+        self.copied = any(self.fn.state[name].data_ptr() != tensor.data_ptr() for name, tensor in state.items() if name in self.fn.state)
+        self.fingerprint = _fingerprint(model, self.copied)
+
+    def __call__(self, tokens: torch.Tensor, positions: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
+        """The float32 logits ``[batch, vocab]`` after ``tokens`` at ``positions`` (cache
+        positions; a padded generator also takes the padding mask over the cache and the
+        tokens' positions per row)."""
+        logits = self.fn(tokens, positions, *padding)
+        return logits[:, -1, :].float()
+
+    def prefill(self, prompt: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
+        """The float32 logits ``[batch, vocab]`` after ``prompt`` (``[batch, tokens]``) from
+        an empty cache: the prefill program where there is one (see :mod:`hir.frontend.generate`)."""
+        positions = torch.arange(prompt.shape[1], device=prompt.device)
+        if self.prefill_fn is None and self.prefill_module is not None and prompt.shape[1] >= 2:
+            self.prefill_fn = self._compile_prefill()
+        if self.prefill_fn is None or prompt.shape[1] < 2:
+            return self(prompt, positions, *padding)
+        logits = self.prefill_fn(prompt, positions)
+        return logits[:, -1, :].float()
+
+    def _compile_prefill(self) -> Any:
+        """The prefill program compiled on the decode program's state tensors (``step.``
+        names in the prefill module): both write one cache, also where the compiled decode
+        program holds copies on another device; None where the prefill module cannot be
+        imported (:meth:`ModelPrograms.prefill`): the prompt then runs the decode program."""
+        if self.prefill_program is None:
+            self.prefill_program = self.programs.prefill(self.prefill_module)
+            if self.prefill_program is None:
+                self.prefill_module = None
+                return None
+        state = {**self.prefill_program.state(self.prefill_module), **{f"step.{name}": t for name, t in self.fn.state.items()}}
+        return self.prefill_program.compile(state, device=str(self.device), **self.options)
+
+
+_GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
+
+
+def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Optional[str] = None, max_cache_len: Optional[int] = None, options: Optional[dict] = None,
+              padded: bool = False) -> Generator:
+    """The cached :class:`Generator` of ``model`` for ``batch_size`` rows of ``tokens``
+    positions (see the module docstring); ``padded``: its programs take a padding mask."""
+    from hir.interpreter.backends.process_groups import default_device
+
+    try:
+        dev = default_device(device or str(next(model.parameters()).device))
+    except (RuntimeError, ValueError) as err:
+        raise HirError(f"error: hir.generate: {err}") from None
+    length = max_cache_len or max(64, 1 << (tokens - 1).bit_length())
+    if length < tokens:
+        raise HirError(f"error: hir.generate: max_cache_len={length} is shorter than the prompt and new tokens ({tokens})")
+    options = dict(options or {})
+    key = (batch_size, length, str(dev), tuple(sorted(options.items())), padded)
+    cached = _GENERATORS.setdefault(model, {})
+    found = cached.get(key)
+    if found is None:
+        programs_key = ("programs", str(next(model.parameters()).device), padded)  # (the import follows the model's device, not the run's)
+        programs = cached.setdefault(programs_key, ModelPrograms(model, padded))
+        found = cached[key] = Generator(model, batch_size, length, dev, options, padded, programs)
+    elif found.fingerprint != _fingerprint(model, found.copied):
+        found.bind(model)
+    return found
+
+
+def _fingerprint(model: torch.nn.Module, versions: bool) -> tuple:
+    """Which tensors the model's state is (and how often each was written: ``versions``)."""
+    return tuple((t.data_ptr(), _version(t) if versions else 0) for t in model.state_dict().values())
+
+
+def _version(tensor: torch.Tensor) -> Any:
+    try:
+        return tensor._version
+    except RuntimeError:  # an inference tensor has no version counter: never the same
+        return object()

@@ -1,0 +1,99 @@
+"""``hir.generate`` over new cache-length buckets and batch sizes: the step and the prefill
+are imported once per model with the batch size, cache length and token count dynamic
+(:mod:`hir.frontend.generators`), and every bucket compiles that one program on its own cache
+tensors; the tokens equal HF's greedy ``generate`` in each bucket. A model whose step cannot
+be imported so is imported per bucket, as before, and still generates HF's tokens. (How
+long a new bucket takes is measured by ``benchmarks/generate_buckets.py``, not here.)"""
+
+import pytest
+import torch
+
+import hir
+from hir.core import HirError
+from hir.frontend import generators
+from hir.frontend import import_cache
+
+transformers = pytest.importorskip("transformers")
+
+TINY = dict(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            intermediate_size=64, max_position_embeddings=512, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+PROMPT = [[3, 17, 42, 9, 11], [5, 6, 7, 8, 120], [9, 1, 4, 4, 2]]
+
+
+def tiny_llama():
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)).eval()
+
+
+def hf_greedy(model, ids, new, mask=None):
+    with torch.no_grad():
+        return model.generate(ids, attention_mask=torch.ones_like(ids) if mask is None else mask, max_new_tokens=new, min_new_tokens=new, do_sample=False)
+
+
+@pytest.fixture
+def imports(monkeypatch):
+    """Every module ``cached_from_torch`` is asked to import (hit or miss), with its ``dynamic=``."""
+    seen = []
+    real = import_cache.cached_from_torch
+
+    def counted(module, example_args, **options):
+        seen.append((type(module).__name__, options.get("dynamic")))
+        return real(module, example_args, **options)
+
+    monkeypatch.setattr(import_cache, "cached_from_torch", counted)
+    return seen
+
+
+def programs_of(model, padded=False):
+    return next(v for k, v in generators._GENERATORS[model].items() if k[0] == "programs" and k[2] == padded)
+
+
+def test_new_buckets_and_batch_sizes_reuse_one_import(imports):
+    model = tiny_llama()
+    prompt = torch.tensor(PROMPT)
+    cases = [(prompt[:2], 8), (prompt[:2], 70), (prompt[:1], 8), (prompt, 130)]  # buckets (2, 64), (2, 128), (1, 64), (3, 256)
+    for ids, new in cases:
+        got = hir.generate(model, ids, max_new_tokens=new, do_sample=False)
+        assert got.tolist() == hf_greedy(model, ids, new).tolist(), (ids.shape, new)
+    assert [name for name, _ in imports] == ["StaticCacheStep", "StaticCachePrefill"]  # once each, for every bucket
+    assert imports[0][1]["key_cache_0"] == {0: "batch", 2: "cache"} and imports[1][1]["step.value_cache_1"] == {0: "batch", 2: "cache"}
+    made = [gen for key, gen in generators._GENERATORS[model].items() if key[0] != "programs"]
+    assert sorted((key[0], key[1]) for key in generators._GENERATORS[model] if key[0] != "programs") == [(1, 64), (2, 64), (2, 128), (3, 256)]
+    assert len({id(gen.program) for gen in made}) == 1 and len({id(gen.prefill_program) for gen in made}) == 1
+    assert programs_of(model).per_bucket is None
+    assert "memref<?x2x?x8xf32>" in str(made[0].program.module)  # the cache: batch and length dynamic
+
+
+def test_a_left_padded_batch_in_new_buckets(imports):
+    model = tiny_llama()
+    rows = [[3, 17, 42, 9, 11], [5, 6], [7, 8, 120]]
+    width = max(len(r) for r in rows)
+    ids = torch.tensor([[0] * (width - len(r)) + r for r in rows])
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+    for take, new in ((3, 6), (2, 70)):
+        got = hir.generate(model, ids[:take], attention_mask=mask[:take], max_new_tokens=new, do_sample=False)
+        assert got.tolist() == hf_greedy(model, ids[:take], new, mask[:take]).tolist(), (take, new)
+    assert [name for name, _ in imports] == ["StaticCacheStep"]  # a padded batch prefills through the decode program
+    assert imports[0][1]["input2"] == {0: "batch", 1: "cache"}
+
+
+@pytest.mark.slow  # four imports
+def test_a_step_without_dynamic_shapes_is_imported_per_bucket(monkeypatch, imports):
+    """Where the step's export with the batch and cache length dynamic fails (a model whose
+    code fixes them), each bucket imports the step with its own shapes; HF's tokens still."""
+    counted = import_cache.cached_from_torch
+
+    def failing(module, example_args, **options):
+        if "key_cache_0" in (options.get("dynamic") or {}) or "step.key_cache_0" in (options.get("dynamic") or {}):
+            imports.append(("refused", None))
+            raise HirError("error: torch.export cannot trace StaticCacheStep: Constraints violated (cache) (test)")
+        return counted(module, example_args, **options)
+
+    monkeypatch.setattr(import_cache, "cached_from_torch", failing)
+    model = tiny_llama()
+    prompt = torch.tensor(PROMPT[:2])
+    for new in (8, 70):
+        got = hir.generate(model, prompt, max_new_tokens=new, do_sample=False)
+        assert got.tolist() == hf_greedy(model, prompt, new).tolist(), new
+    assert programs_of(model).per_bucket == "error: torch.export cannot trace StaticCacheStep: Constraints violated (cache) (test)"
+    assert [name for name, _ in imports] == ["refused", "StaticCacheStep", "StaticCachePrefill", "StaticCacheStep", "StaticCachePrefill"]
