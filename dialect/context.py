@@ -10,6 +10,7 @@ from torch_mlir import ir
 
 from hir.dialect.base import load
 from hir.dialect.gc_stress import checkpoint
+from hir.dialect.locations import format_location
 from hir.dialect.placement_checks import check_placements, may_hold_placements
 from hir.dialect.streams import module_attribute_errors
 
@@ -89,20 +90,6 @@ def new_context() -> ir.Context:
     ctx.enable_multithreading(False)
     load(ctx)
     return ctx
-
-
-_LOC = re.compile(r'^loc\("(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)')
-
-
-def format_location(loc: ir.Location, source_name: Optional[str] = None) -> str:
-    """``file:line:col`` for a file location, else MLIR's own spelling. Text parsed from a
-    string is located in file "-"; ``source_name`` names it."""
-    text = str(loc)
-    m = _LOC.match(text) or re.search(r'"(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)', text)
-    if not m:
-        return text
-    name = source_name if m["file"] == "-" and source_name else m["file"]
-    return f"{name}:{m['line']}:{m['col']}"
 
 
 def format_diagnostic(diag: "ir.Diagnostic", source_name: Optional[str] = None) -> str:
