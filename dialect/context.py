@@ -1,10 +1,11 @@
 """Contexts, parsing and diagnostics: the bottom layer that passes, the interpreter and the
 CLIs share (no torch import). Public as :mod:`hir.core`."""
 
+import inspect
 import os
 import re
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from torch_mlir import ir
 
@@ -80,6 +81,15 @@ def api_stacklevel() -> int:
     user's call into hir (:func:`_api_frame`), else the warning's own line."""
     frame, depth = _api_frame(sys._getframe(1))
     return depth + 1 if frame is not None else 1
+
+
+def check_options(entry: str, options: dict, known: Any) -> None:
+    """Refuse a keyword option ``entry`` (a public function's name) does not take, naming it
+    and the ones it does; ``known``: the option names, or a callable whose parameters they are."""
+    names = list(known) if not callable(known) else [p for p in inspect.signature(known).parameters if p not in ("self", "module", "example_args")]
+    unknown = [name for name in options if name not in names]
+    if unknown:
+        raise HirError(f"error: {entry}: unknown option(s) {', '.join(unknown)} (options: {', '.join(names)})")
 
 
 def new_context() -> ir.Context:

@@ -15,11 +15,11 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
 """
 
 import inspect
-from collections.abc import Sequence
 from importlib import metadata
 from typing import Any, Optional
 
 from hir.core import HirError, new_context, parse
+from hir.dialect.context import check_options
 from hir.dialect.gc_stress import checkpoint
 
 __all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "train_step", "load", "__version__"]
@@ -40,26 +40,9 @@ def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = N
     The passes name the values they create (name locations); print them so, as
     ``hir-opt --print-value-names`` does, with
     ``module.operation.get_asm(use_name_loc_as_prefix=True)`` (``str(module)``: %0, %1, ...)."""
-    from hir.passes import Instrumentation, run_pipeline
+    from hir.passes import lower as _lower
 
-    _check_options("hir.lower", instrumentation, ("print_after_all", "print_before_all", "timing", "statistics", "verify_each", "out"))
-    out = instrumentation.get("out")
-    if out is not None and not callable(getattr(out, "write", None)):
-        raise HirError(f"error: hir.lower: out must be a text stream (with a write method), got {type(out).__name__}")
-    try:
-        return run_pipeline(module, pipeline, Instrumentation(**instrumentation), source_name)
-    except HirError:
-        raise
-    except ValueError as err:  # a malformed pipeline, pass option or $HIR_DUMP / $HIR_DISABLE_PASSES
-        raise HirError(f"error: hir.lower: {err}") from None
-
-
-def _check_options(entry: str, options: dict, known: Any) -> None:
-    """Refuse a keyword option ``entry`` does not take, naming it and the ones it does."""
-    names = list(known) if not callable(known) else [p for p in inspect.signature(known).parameters if p not in ("self", "module", "example_args")]
-    unknown = [name for name in options if name not in names]
-    if unknown:
-        raise HirError(f"error: {entry}: unknown option(s) {', '.join(unknown)} (options: {', '.join(names)})")
+    return _lower(module, pipeline, source_name=source_name, **instrumentation)
 
 
 @checkpoint
@@ -83,11 +66,8 @@ def run(module, inputs, **options: Any):
     - ``weights``: the safetensors file of the arguments the module names as weights
 
     An unknown option is an :class:`HirError` naming the ones there are."""
-    from hir.interpreter import Program, run as _run
+    from hir.interpreter import run as _run
 
-    _check_options("hir.run", options, Program.__init__)
-    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-        raise HirError(f"error: hir.run: inputs must be a list of the entry function's arguments (tensors and scalars), got {type(inputs).__name__}")
     return _run(module, inputs, **options)
 
 
@@ -96,7 +76,7 @@ def from_torch(module, example_args, **options: Any):
     """Import a ``torch.nn.Module`` as a program-level hir module (see :mod:`hir.frontend`)."""
     from hir.frontend import from_torch as _from_torch
 
-    _check_options("hir.from_torch", options, _from_torch)
+    check_options("hir.from_torch", options, _from_torch)
     return _from_torch(module, example_args, **options)
 
 _IMPORT_OPTIONS = ("mesh", "placements", "source_name", "dynamic_shapes", "dynamic", "example_kwargs", "grouped_attention", "fused_projections")
@@ -136,7 +116,7 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
 
     compile_options = [p for p in inspect.signature(Program.__init__).parameters if p not in ("self", "module")] + ["lower"]
     if isinstance(target, TorchProgram):
-        _check_options("hir.compile", options, compile_options)
+        check_options("hir.compile", options, compile_options)
         if state_or_args is None:
             raise HirError("error: hir.compile(program, state): an imported program needs its state (program.state(module) or module.state_dict())")
         return target.compile(state_or_args, **options)
@@ -152,7 +132,7 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
     if _is_torch_module(target):
         if state_or_args is None:
             raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
-        _check_options("hir.compile", options, dict.fromkeys([*compile_options, *_IMPORT_OPTIONS, "recompile_limit"]))
+        check_options("hir.compile", options, dict.fromkeys([*compile_options, *_IMPORT_OPTIONS, "recompile_limit"]))
         from hir.frontend.compiled_module import RECOMPILE_LIMIT, CompiledModule
         from hir.interpreter.kernels import warm_compile_workers
 
@@ -163,7 +143,7 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
         return CompiledModule(target, tuple(example), imports, options, limit)
     if state_or_args is not None:
         raise HirError("error: hir.compile(module): an hir module takes no state; pass @main's arguments to each call")
-    _check_options("hir.compile", options, Program.__init__)
+    check_options("hir.compile", options, Program.__init__)
     return Program(target, **options)
 
 
@@ -258,9 +238,10 @@ def load(path, *, weights: Optional[str] = None):
 
     from hir.frontend.pt2 import is_archive, load_pt2
     from hir.frontend.saving import load as _load
+    from hir.frontend.torch_import import TorchProgram
 
     if isinstance(path, (str, os.PathLike)) and is_archive(os.fspath(path)):
         if weights is not None:
             raise HirError(f"{os.fspath(path)}: error: hir.load: a .pt2 archive holds its weights; weights= is for a saved hir program")
         return load_pt2(path)
-    return _load(path, weights)
+    return TorchProgram(**_load(path, weights)._asdict())

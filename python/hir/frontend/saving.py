@@ -12,7 +12,7 @@ import json
 import os
 import re
 import struct
-from typing import Optional
+from typing import Callable, NamedTuple, Optional
 
 import torch
 from torch_mlir import ir
@@ -22,7 +22,6 @@ from hir import progress
 from hir.core import HirError, parse, read_source
 from hir.dialect import WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
 from hir.dialect.compute import default_weights_path
-from hir.frontend.torch_import import TorchProgram, _full
 from hir.outputs import CliError, check_writable, write_atomically, write_text
 
 
@@ -50,26 +49,13 @@ def record(module: ir.Module, weights_file: str, state_names: list) -> None:
         main.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
 
 
-def state_tensors(program: TorchProgram, state_dict: Optional[dict] = None) -> dict:
-    """``{state name: global CPU tensor}`` of every state entry of ``program``, from
-    ``state_dict`` (default: the state the program was imported or loaded with), checked
-    against ``@main``'s argument types."""
-    values = program.state_values(program.weights if state_dict is None else state_dict)
-    program._check(values)  # each entry's global shape and dtype
-    out = {}
-    for name, value in zip(program.state_names, values):
-        # safetensors refuses tensors sharing memory (a view of another entry): own copies
-        out[name] = _full(value).to("cpu", copy=True).contiguous()
-    return out
-
-
-def write_weights(program: TorchProgram, weights: str, folder: str, state_dict: Optional[dict] = None) -> None:
-    """Write the program's state to ``weights`` (replaced once complete) and record it in
-    the module, its name relative to ``folder`` (where the .mlir file goes)."""
+def write_weights(module: ir.Module, tensors: dict, weights: str, folder: str) -> None:
+    """Write ``tensors`` (``{state name: CPU tensor}`` in ``@main``'s order:
+    ``TorchProgram.state_tensors``) to ``weights`` (replaced once complete) and record it
+    in ``module``, its name relative to ``folder`` (where the .mlir file goes)."""
     from safetensors.torch import save_file
 
-    tensors = state_tensors(program, state_dict)
-    record(program.module, os.path.relpath(os.path.abspath(weights), os.path.abspath(folder)), program.state_names)
+    record(module, os.path.relpath(os.path.abspath(weights), os.path.abspath(folder)), list(tensors))
     size = sum(t.numel() * t.element_size() for t in tensors.values())
     with progress.task(f"writing {len(tensors)} weights ({size / 2**20:.1f} MiB) to {weights}"):
         write_atomically(weights, lambda tmp: _save_file(save_file, tensors, tmp))
@@ -106,10 +92,11 @@ def written_by_hir(path: str) -> bool:
     return isinstance(metadata, dict) and metadata.get("writer") == WRITER_METADATA["writer"]
 
 
-def save(program: TorchProgram, path: str, state_dict: Optional[dict] = None, weights: Optional[str] = None) -> str:
-    """Write ``program.module`` to ``path`` and its state to ``weights`` (default: ``path``
-    with the suffix ``.safetensors``), each replaced only once complete; returns the weights
-    path. ``state_dict`` (default: the program's own) must fit ``@main``'s arguments."""
+def save(module: ir.Module, state_tensors: Callable[[], dict], path: str, weights: Optional[str] = None) -> str:
+    """Write ``module`` to ``path`` and the state ``state_tensors()`` returns (see
+    :func:`write_weights`; called once both paths are known to be writable) to ``weights``
+    (default: ``path`` with the suffix ``.safetensors``), each replaced only once complete;
+    returns the weights path."""
     if not isinstance(path, (str, os.PathLike)):
         raise HirError(f"error: TorchProgram.save: path must be a file name, got {type(path).__name__}")
     path = os.fspath(path)
@@ -123,8 +110,8 @@ def save(program: TorchProgram, path: str, state_dict: Optional[dict] = None, we
         raise HirError(f"error: TorchProgram.save: {err}") from None
 
     def write_both(tmp: str) -> None:  # the weights first: the IR names them
-        write_weights(program, weights, os.path.dirname(os.path.abspath(path)), state_dict)
-        write_text(tmp, str(program.module))
+        write_weights(module, state_tensors(), weights, os.path.dirname(os.path.abspath(path)))
+        write_text(tmp, str(module))
 
     try:
         write_atomically(path, write_both)
@@ -144,7 +131,17 @@ def _mesh(main: ir.Operation) -> Optional[tuple]:
     return tuple(sorted(devices)) or None
 
 
-def load(path: str, weights: Optional[str] = None) -> TorchProgram:
+class Saved(NamedTuple):
+    """What :func:`load` read: ``TorchProgram(**saved._asdict())`` is the program."""
+
+    module: ir.Module
+    state_names: list
+    num_inputs: int
+    mesh: Optional[tuple]
+    weights: dict
+
+
+def load(path: str, weights: Optional[str] = None) -> Saved:
     """The program ``save`` (or hir-import) wrote to ``path``, with its weights (global CPU
     tensors, checked against ``@main``'s arguments) as the program's state."""
     from hir.interpreter.weights import read_weights, recorded_weights, weights_path
@@ -167,5 +164,5 @@ def load(path: str, weights: Optional[str] = None) -> TorchProgram:
             values = read_weights(file, types, recorded.keys, rank=None, device=torch.device("cpu"))
             state = {recorded.keys[i]: t for i, t in values.items()}
     names = [recorded.keys[i] for i in range(len(recorded.keys))]
-    return TorchProgram(module, names, len(types) - len(names), _mesh(main), weights=state)
+    return Saved(module, names, len(types) - len(names), _mesh(main), state)
 

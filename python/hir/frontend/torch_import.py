@@ -28,11 +28,15 @@ from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
 from hir import progress
 from hir.core import HirError, format_mlir_error, new_context
+from hir.dialect.gc_stress import checkpoint
 from hir.frontend.dynamic import check_dims, dim_info, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
 from hir.frontend.layers import mark_locations
 from hir.frontend.main_signature import mark_parameters, scalar_argument, unsupported_reason
 from hir.frontend.partition import Partitioner
+from hir.frontend.saving import save
+from hir.interpreter import run
+from hir.passes import lower, overlap_pipeline
 
 if TYPE_CHECKING:
     from hir.frontend.compiled import CompiledProgram
@@ -113,9 +117,16 @@ class TorchProgram:
         ``.safetensors``), recording the file and each argument's key in the module;
         ``hir.load(path)``, ``hir-run path`` and ``hir.run`` read them back. Returns the
         weights path. See :mod:`hir.frontend.saving`."""
-        from hir.frontend.saving import save
+        return save(self.module, lambda: self.state_tensors(state_dict), path, weights)
 
-        return save(self, path, state_dict, weights)
+    def state_tensors(self, state_dict: Optional[Mapping] = None) -> dict:
+        """``{state name: global CPU tensor}`` of every state entry from ``state_dict``
+        (default: :attr:`weights`), checked against ``@main``'s argument types: what
+        :meth:`save` writes."""
+        values = self.state_values(self.weights if state_dict is None else state_dict)
+        self._check(values)  # each entry's global shape and dtype
+        # safetensors refuses tensors sharing memory (a view of another entry): own copies
+        return {name: _full(value).to("cpu", copy=True).contiguous() for name, value in zip(self.state_names, values)}
 
     def _check(self, values: Sequence[Any]) -> None:
         """Each value (state entries, then inputs) must fit its ``@main`` argument."""
@@ -166,8 +177,6 @@ class TorchProgram:
         everywhere; ``pipeline`` replaces the whole pipeline. ``ranks_per_node``: the
         program runs on nodes of that many ranks (``hir-set-node-layout`` first): teams that
         span nodes get NCCL, never copy engines (docs/multi-node.md)."""
-        import hir  # the public entry: its errors are HirErrors
-        from hir.passes import overlap_pipeline
 
         if overlap not in ("auto", "on", "off"):
             raise HirError(f"error: TorchProgram.lower: overlap must be 'auto', 'on' or 'off', got {overlap!r}")
@@ -176,7 +185,7 @@ class TorchProgram:
             if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or ranks_per_node < 1:
                 raise HirError(f"error: TorchProgram.lower: ranks_per_node must be a positive int, got {ranks_per_node!r}")
             steps = f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},{steps}"
-        module = hir.lower(self.module, steps)
+        module = lower(self.module, steps)
         self.lowered = True
         return module
 
@@ -191,14 +200,13 @@ class TorchProgram:
 
         return compile_program(self, self.weights if state is None else state, **options)
 
+    @checkpoint
     def run(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` once on this rank with :func:`hir.run` options (``state_dict`` None:
         the program's own :attr:`weights`): builds the interpreter's plan on every call (a
         one-shot check); for repeated calls, :meth:`compile` once and call the result."""
-        import hir  # the public entry: the interpreter sits beside the frontend, not below it
-
         keyword_inputs = {k: options.pop(k) for k in self.keyword_inputs if k in options}
-        return hir.run(self.module, self.arguments(state_dict, *inputs, **keyword_inputs), **options)
+        return run(self.module, self.arguments(state_dict, *inputs, **keyword_inputs), **options)
 
 
 def _main_types(module: ir.Module) -> list:

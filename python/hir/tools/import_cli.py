@@ -137,7 +137,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         elif args.output == "-":
             from hir.frontend.saving import write_weights
 
-            write_weights(program, weights, os.getcwd())
+            write_weights(program.module, program.state_tensors(), weights, os.getcwd())
             write_output(args.output, str(program.module))
         else:
             program.save(args.output, weights=weights)
