@@ -141,7 +141,7 @@ def build_kernel(
             _remap(copy, mapping)
             for old, new in zip(op.results, copy.results):
                 mapping[old] = new
-        for (result, buffer_type, placement), arg in zip(outputs, args[len(ports) :]):
+        for (result, _buffer_type, placement), arg in zip(outputs, args[len(ports) :]):
             value = mapping[result]
             if placement.partial:
                 shaped = ir.RankedTensorType(result.type)

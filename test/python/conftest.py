@@ -9,14 +9,14 @@ import tempfile
 
 import pytest
 
+from hir.core import new_context  # before HIR_CACHE_DIR is set below: hir reads it when it caches, not on import
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "ops"))
 # Imports cached on disk (hir.compile(module, ...), hir.generate) go to a directory of this
 # session: a test imports what the code under test makes, never an entry of an earlier run.
 _CACHE = None if "HIR_CACHE_DIR" in os.environ else tempfile.mkdtemp(prefix="hir-test-cache-")
 if _CACHE is not None:
     os.environ["HIR_CACHE_DIR"] = _CACHE
-
-from hir.core import new_context
 
 
 @pytest.fixture

@@ -53,12 +53,12 @@ def Shard(mesh: Sequence[int], axis: Optional[int] = None) -> Sharding:
     return Sharding(tuple(mesh), axis)
 
 
-Dim = Union[int, None]  # None: a dynamic extent
+Dim = int | None  # None: a dynamic extent
 # An element type: "f32", "f16", "bf16", "f64", "i32", "i64", the torch dtype of one, or an MLIR type
-DType = Union[str, "torch.dtype", ir.Type]
+DType = Union[str, "torch.dtype", ir.Type]  # noqa: UP007 - torch.dtype named as text: the builder does not import torch
 # A compute op's output placement: "same" (the default) infers it from the operands, as each
 # method says; a Sharding places it; None leaves it unplaced.
-Placement = Union[Literal["same"], Sharding, None]
+Placement = Literal["same"] | Sharding | None
 
 
 @dataclass

@@ -22,7 +22,7 @@ from hir.dialect import AliasBroadcastOp, AliasReshapeOp, AliasStackShardsOp
 from hir.dialect.base import DYNAMIC, VerifyError
 from hir.dialect.view_splits import reshaped
 
-Size = Union[int, ir.Value]
+Size = int | ir.Value
 
 
 def _static(values: Sequence[Size]) -> list[int]:

@@ -239,7 +239,7 @@ class TrainStep:
         self._refresh()
         out = {f"model.{k}": v for k, v in {**dict(self.model.named_buffers()), **self.model.state_dict(keep_vars=True)}.items()}
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
-        for g, group in enumerate(self.optimizer.param_groups):
+        for g in range(len(self.optimizer.param_groups)):
             out.update({f"optimizer.param_groups.{g}.{k}": t for k, t in self._hyper[g].items()})
         for i, (p, (_, group)) in enumerate(zip(params, self._indexed_groups())):
             out.update({f"optimizer.state.{i}.{k}": self.optimizer.state[p][k] for k in self.rule.state(group)})

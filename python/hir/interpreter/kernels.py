@@ -52,7 +52,7 @@ from hir.dialect.context import HirError
 from hir.dialect.irutils import is_a
 
 log = logging.getLogger("hir.compile")
-CompileMode = Union[bool, str]  # True, False or "auto"
+CompileMode = bool | str  # True, False or "auto"
 AUTO_MIN_OPS = 2  # "auto" compiles segments of at least this many compute ops
 COMPUTE_PREFIXES = ("torch.aten.", "linalg.")  # compute ops of a segment (hir compute ops count too)
 

@@ -5,13 +5,16 @@ Errors are printed as ``file:line:col: error: ...`` on stderr with exit status 1
 import argparse
 import os
 import sys
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from hir import progress
 from hir.interrupts import cli_main, pause_point
 from hir.tools.run_trace import traced_run
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
 from hir.tools.run_state import check_writes_state, save_state
+
+if TYPE_CHECKING:  # the interpreter imports torch: hir-run imports it after parsing its arguments
+    from hir.interpreter import Program
 
 HELP_EPILOG = """\
 inputs (one per entry-function argument, in order; unspecified ones are random; an imported

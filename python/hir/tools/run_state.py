@@ -5,8 +5,12 @@ hyper-parameters), as the run left them, by their ``hir.weight`` keys: the file
 from."""
 
 import sys
+from typing import TYPE_CHECKING
 
 from hir.tools.cli_common import CliError, write_atomically
+
+if TYPE_CHECKING:  # the interpreter imports torch: hir-run imports it only once it runs
+    from hir.interpreter import Program
 
 
 def check_writes_state(program: "Program", world: int) -> None:
