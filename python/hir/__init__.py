@@ -14,13 +14,28 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
     program.save("m.mlir"); hir.load("m.mlir")    # the IR and its weights (safetensors) on disk
 """
 
+from __future__ import annotations  # torch's types are named for type checking only
+
 import inspect
+import os
+import sys
+from collections.abc import Callable, Sequence
 from importlib import metadata
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from hir.core import HirError, new_context, parse
 from hir.dialect.context import check_options
 from hir.dialect.gc_stress import checkpoint
+
+if TYPE_CHECKING:  # importing hir imports neither torch nor the frontend (cold start)
+    import torch
+    from torch_mlir import ir
+
+    from hir.frontend.compiled import CompiledProgram
+    from hir.frontend.compiled_module import CompiledModule
+    from hir.frontend.torch_import import TorchProgram
+    from hir.frontend.training import TrainStep
+    from hir.interpreter import Program
 
 __all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "train_step", "load", "__version__"]
 
@@ -30,7 +45,7 @@ except metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never inst
     __version__ = "0+unknown"
 
 
-def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
+def lower(module: ir.Module, pipeline: str = "hir-lower", *, source_name: str | None = None, **instrumentation: Any) -> ir.Module:
     """Run a textual pass pipeline on ``module`` in place, on one MLIR PassManager, and
     return it. Keyword options as hir-opt's flags: ``print_before_all``, ``print_after_all``
     (``--mlir-print-ir-*``), ``timing`` (``--mlir-timing``), ``statistics``
@@ -46,7 +61,7 @@ def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = N
 
 
 @checkpoint
-def run(module, inputs, **options: Any):
+def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list[torch.Tensor]:
     """Execute ``module``'s entry function once with torch and return its outputs, a list
     of tensors (see :mod:`hir.interpreter`). ``inputs``: one value per argument of the
     entry (tensors; ints, floats and bools for host scalars). Options (those of
@@ -72,7 +87,7 @@ def run(module, inputs, **options: Any):
 
 
 @checkpoint
-def from_torch(module, example_args, **options: Any):
+def from_torch(module: torch.nn.Module, example_args: Sequence[Any], **options: Any) -> TorchProgram:
     """Import a ``torch.nn.Module`` as a program-level hir module (see :mod:`hir.frontend`)."""
     from hir.frontend import from_torch as _from_torch
 
@@ -82,7 +97,7 @@ def from_torch(module, example_args, **options: Any):
 _IMPORT_OPTIONS = ("mesh", "placements", "source_name", "dynamic_shapes", "dynamic", "example_kwargs", "grouped_attention", "fused_projections")
 
 
-def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's compile, as torch.compile
+def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledModule | CompiledProgram | Program:  # noqa: A001 - hir's compile, as torch.compile
     """Compile once, call many times; each call costs only the interpreter's run (a CUDA
     graph replay on GPU).
 
@@ -148,20 +163,16 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
 
 
 def _is_torch_module(value: Any) -> bool:
-    import sys
-
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.nn.Module)
 
 
 def _is_exported_program(value: Any) -> bool:
-    import sys
-
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.export.ExportedProgram)
 
 
-def generate(model, input_ids, **options: Any):
+def generate(model: torch.nn.Module, input_ids: torch.Tensor, **options: Any) -> Any:
     """``model.generate(input_ids, **options)``'s greedy and sampled decoding through hir
     programs over a static KV cache (:func:`hir.frontend.generate.generate`). Returns the
     ``[batch, prompt + new]`` token ids (a ``GenerateOutput`` with
@@ -196,7 +207,16 @@ def generate(model, input_ids, **options: Any):
     return _generate(model, input_ids, **options)
 
 
-def train_step(model, optimizer, loss_fn, example_batch, *, mesh=None, placements=None, **options: Any):
+def train_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: Callable[..., torch.Tensor],
+    example_batch: Sequence[torch.Tensor],
+    *,
+    mesh: Any = None,
+    placements: dict | None = None,
+    **options: Any,
+) -> TrainStep:
     """A training step (forward, backward, ``optimizer``'s update) as one hir program:
     ``step = hir.train_step(model, optimizer, loss_fn, (ids, labels))``, then ``loss =
     step(ids, labels)`` updates the model and the optimizer in place
@@ -206,7 +226,15 @@ def train_step(model, optimizer, loss_fn, example_batch, *, mesh=None, placement
     return _train_step(model, optimizer, loss_fn, example_batch, mesh=mesh, placements=placements, **options)
 
 
-def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_shape: Optional[str] = None, source_name: Optional[str] = None, **instrumentation: Any):
+def from_shard(
+    module: ir.Module,
+    *,
+    backend: str = "nccl",
+    propagate: bool = True,
+    grid_shape: str | None = None,
+    source_name: str | None = None,
+    **instrumentation: Any,
+) -> ir.Module:
     """Turn a module of MLIR's ``shard`` dialect (a ``shard.grid`` and tensor functions with
     ``shard.shard`` annotations) into an hir program in place and return it: the
     ``hir-from-shard`` pipeline (record the signature's shardings, upstream
@@ -227,15 +255,13 @@ def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_sh
     return lower(module, pipeline, source_name=source_name, **instrumentation)
 
 
-def load(path, *, weights: Optional[str] = None):
+def load(path: str | os.PathLike[str], *, weights: str | None = None) -> TorchProgram:
     """The imported program that ``TorchProgram.save(path)`` or ``hir-import -o path`` wrote:
     its module, and its weights (read from the recorded safetensors file, or ``weights``) as
     the program's state: ``hir.load(path).run(None, x)`` runs the saved model on ``x``.
     A ``.pt2`` file that ``torch.export.save`` wrote is imported from its exported program
     (its weights the state; an archive holding pickled objects or compiled code is refused
     before torch reads it: :mod:`hir.frontend.pt2`)."""
-    import os
-
     from hir.frontend.pt2 import is_archive, load_pt2
     from hir.frontend.saving import load as _load
     from hir.frontend.torch_import import TorchProgram
@@ -243,5 +269,5 @@ def load(path, *, weights: Optional[str] = None):
     if isinstance(path, (str, os.PathLike)) and is_archive(os.fspath(path)):
         if weights is not None:
             raise HirError(f"{os.fspath(path)}: error: hir.load: a .pt2 archive holds its weights; weights= is for a saved hir program")
-        return load_pt2(path)
+        return load_pt2(os.fspath(path))
     return TorchProgram(**_load(path, weights)._asdict())

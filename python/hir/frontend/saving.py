@@ -23,6 +23,8 @@ from hir.core import HirError, parse, read_source
 from hir.dialect import WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
 from hir.dialect.compute import default_weights_path
 from hir.outputs import CliError, check_writable, write_atomically, write_text
+from hir.dialect.sharding import sharding_of
+from hir.interpreter.weights import read_weights, recorded_weights, weights_path
 
 
 def _main(module: ir.Module) -> ir.Operation:
@@ -122,8 +124,6 @@ def save(module: ir.Module, state_tensors: Callable[[], dict], path: str, weight
 
 def _mesh(main: ir.Operation) -> Optional[tuple]:
     """The devices of the mesh ``@main``'s arguments are placed on (None: unsharded)."""
-    from hir.dialect.sharding import sharding_of
-
     devices = set()
     for argument in main.regions[0].blocks[0].arguments:
         if isinstance(argument.type, ir.MemRefType) and (placed := sharding_of(argument)) is not None:
@@ -141,11 +141,9 @@ class Saved(NamedTuple):
     weights: dict
 
 
-def load(path: str, weights: Optional[str] = None) -> Saved:
+def load(path: str | os.PathLike[str], weights: Optional[str] = None) -> Saved:
     """The program ``save`` (or hir-import) wrote to ``path``, with its weights (global CPU
     tensors, checked against ``@main``'s arguments) as the program's state."""
-    from hir.interpreter.weights import read_weights, recorded_weights, weights_path
-
     if not isinstance(path, (str, os.PathLike)):
         raise HirError(f"error: hir.load: path must be a file name, got {type(path).__name__}")
     name, text = read_source(os.fspath(path))

@@ -37,6 +37,15 @@ from hir.frontend.partition import Partitioner
 from hir.frontend.saving import save
 from hir.interpreter import run
 from hir.passes import lower, overlap_pipeline
+import sys
+from hir.frontend.dtensors import Distributed
+from hir.frontend.hf_plans import plan_layouts
+from hir.frontend.placements import mesh_inputs
+from hir.frontend.placer import Placer
+from hir.frontend.hf_plans import is_plan_entry, plan_placements
+from hir.frontend.placements import shard_arguments
+from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
+from hir.frontend.compiled import compile_program
 
 if TYPE_CHECKING:
     from hir.frontend.compiled import CompiledProgram
@@ -84,7 +93,6 @@ class TorchProgram:
         state = self.state_values(self.weights if state_dict is None else state_dict)
         self._check(state + list(inputs))
         full = [_full(t) for t in state] + list(inputs)
-        from hir.frontend.placements import shard_arguments
 
         return shard_arguments(self.module, self.mesh, full, rank)
 
@@ -130,8 +138,6 @@ class TorchProgram:
 
     def _check(self, values: Sequence[Any]) -> None:
         """Each value (state entries, then inputs) must fit its ``@main`` argument."""
-        from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
-
         types = _main_types(self.module)
         sizes: dict = {}  # dynamic dim symbol -> (extent, input, axis) first seen
         for i, (value, type_) in enumerate(zip(values, types)):
@@ -156,8 +162,6 @@ class TorchProgram:
     def check_dynamic(self, inputs: Sequence[Any]) -> None:
         """The inputs' dynamic dims (``inputs``: global tensors, in ``@main``'s order after the
         state) fit (:func:`hir.frontend.dynamic.check_dims`); a compiled program checks each new input signature."""
-        from hir.interpreter.buffers import buffer_spec, is_memref
-
         sizes: dict = {}
         for i, (value, type_) in enumerate(zip(inputs, _main_types(self.module)[len(self.state_names):])):
             if is_memref(type_) and isinstance(value, torch.Tensor) and value.dim() == len(buffer_spec(type_, 0).shape):
@@ -196,8 +200,6 @@ class TorchProgram:
         interpreter's run (CUDA graph replays on GPU); ``fn.run(*inputs)``: the list of results.
         Lowers the module first unless it was (``lower=False``: run it as it is); other
         options are :class:`hir.interpreter.Program`'s. See :mod:`hir.frontend.compiled`."""
-        from hir.frontend.compiled import compile_program
-
         return compile_program(self, self.weights if state is None else state, **options)
 
     @checkpoint
@@ -217,8 +219,6 @@ def _main_types(module: ir.Module) -> list:
 
 def _caller() -> str:
     """``file:line`` of the innermost frame outside hir: the user's call."""
-    import sys
-
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
@@ -230,9 +230,8 @@ def _caller() -> str:
 
 def _full(tensor: torch.Tensor) -> torch.Tensor:
     """A state entry as a plain tensor (a DTensor is gathered: a collective on its mesh)."""
-    if hasattr(tensor, "full_tensor"):
-        tensor = tensor.full_tensor()
-    return tensor.detach()
+    full_tensor = getattr(tensor, "full_tensor", None)  # a DTensor's; checked without importing DTensor
+    return (full_tensor() if full_tensor is not None else tensor).detach()
 
 
 def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None,
@@ -248,13 +247,14 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
     with progress.task(f"exporting {type(module).__name__} (torch.export)"):
         exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords, group_heads=group_heads, fuse=fuse,
                           keep_composites=keep_composites)
-    node_importers: list = []
+    node_importers: list[GraphNodeImporter] = []
 
-    def node_importer(*args: Any) -> GraphNodeImporter:
-        node_importers.append(GraphNodeImporter(*args))
-        return node_importers[-1]
+    class RecordedNodeImporter(GraphNodeImporter):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            node_importers.append(self)
 
-    importer = FxImporter(context=context, graph_node_importer_cls=node_importer)
+    importer = FxImporter(context=context, graph_node_importer_cls=RecordedNodeImporter)
     mark_locations(importer, exported.program.graph)  # hir.train_step(recompute=True)'s layer marks, if any
     try:
         # every placeholder an argument: lifted constants are state entries (see export.py)
@@ -311,11 +311,6 @@ def from_torch(
 
     ``replicate_fallback=False``: an op with no placement for its operands' splits is an error
     naming it, not replicated copies (:mod:`hir.frontend.data_parallel`)."""
-    from hir.frontend.dtensors import Distributed
-    from hir.frontend.hf_plans import plan_layouts
-    from hir.frontend.placements import mesh_inputs
-    from hir.frontend.placer import Placer
-
     if not isinstance(module, torch.nn.Module):
         raise HirError(f"error: hir.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
     if placements is not None and not isinstance(placements, dict):
@@ -324,9 +319,10 @@ def from_torch(
         example_args = (example_args,)
     if example_kwargs is not None and not isinstance(example_kwargs, dict):
         raise HirError(f"error: hir.from_torch: example_kwargs must be a dict (keyword -> value), got {type(example_kwargs).__name__}")
-    keywords = [k for k, v in (example_kwargs or {}).items() if isinstance(v, torch.Tensor)]  # inputs; the rest are constants
-    constants = {k: v for k, v in (example_kwargs or {}).items() if k not in keywords}
-    example_args = tuple(example_args) + tuple(example_kwargs[k] for k in keywords)
+    kwargs = example_kwargs or {}
+    keywords = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]  # inputs; the rest are constants
+    constants = {k: v for k, v in kwargs.items() if k not in keywords}
+    example_args = tuple(example_args) + tuple(kwargs[k] for k in keywords)
     placements = {(f"input{len(example_args) - len(keywords) + keywords.index(k)}" if k in keywords else k): v for k, v in (placements or {}).items()}
     context = new_context()
     source = source_name or f"<{type(module).__name__}>"
@@ -379,8 +375,6 @@ def from_torch(
 def _with_plan(module: torch.nn.Module, placements: dict) -> tuple[dict, dict]:
     """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
     e.g. ``config.base_model_tp_plan``) replaced by the placements they imply, and the plan."""
-    from hir.frontend.hf_plans import is_plan_entry, plan_placements
-
     plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
     if not plan:
         return placements, plan
