@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import torch
+from hir.core import parse
+from hir.frontend.torch_import import TorchProgram
 
 FILES = ("program.mlir", "meta.json", "captured.safetensors")
 DIGEST = "digest"
@@ -82,9 +84,6 @@ def load_entry(entry: Path, key: str) -> Optional[Any]:
 def _program(entry: Path, contents: dict) -> Any:
     """The TorchProgram of an entry's verified ``contents`` (the bytes the digest covered)."""
     from safetensors.torch import load
-
-    from hir.core import parse
-    from hir.frontend.torch_import import TorchProgram
 
     meta = json.loads(contents["meta.json"])
     module = parse(contents["program.mlir"].decode(), str(entry / "program.mlir"))

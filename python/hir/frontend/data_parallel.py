@@ -30,6 +30,7 @@ from torch.distributed.tensor import Replicate, Shard
 
 from hir.core import HirError
 from hir.frontend.strategies.redistribute import redistribute
+from hir.passes.training.schedule import data_parallel_pipeline
 
 MODES = ("replicate", "fully_shard")
 SCHEDULE_OPTIONS = ("defer_waits", "prefetch", "bucket_bytes", "comm_stream", "optimizer_in_backward")  # data_parallel_pipeline's
@@ -154,6 +155,4 @@ def check_schedule(schedule: Any) -> dict:
 
 def schedule_pipeline(schedule: dict) -> str:
     """The lowering pipeline of a data-parallel step with ``schedule``'s options."""
-    from hir.passes.training.schedule import data_parallel_pipeline
-
     return data_parallel_pipeline(**schedule)

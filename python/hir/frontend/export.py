@@ -34,6 +34,9 @@ import torch
 
 from hir.core import HirError
 from hir.frontend.output_tree import flatten_with_tree
+from hir.frontend.flash_rewrite import flash_attention_ops
+from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
+from hir.frontend.fx_rewrites import drop_metadata_checks
 
 
 @dataclass
@@ -106,9 +109,6 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
     group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`);
     ``keep_composites``: see :func:`functional_export`."""
-    from hir.frontend.flash_rewrite import flash_attention_ops
-    from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
-
     names, aliases, values, transient = module_state(module)
     outputs: dict = {}  # names and tree of the module's result, recorded by the trace
     wrapper = _Functional(module, names, kwargs or {}, outputs, keywords)
@@ -158,8 +158,6 @@ def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any,
         from torch.export._trace import _export
         from torch.export.exported_program import _override_composite_implicit_decomp, _split_decomp_table_to_cia_and_python_decomp
     except ImportError:
-        from hir.frontend.fx_rewrites import drop_metadata_checks
-
         program = torch.export.export(module, args, dynamic_shapes=dynamic_shapes, strict=False)
         program = program.run_decompositions({}) if keep_composites else program.run_decompositions()
         drop_metadata_checks(program.graph)

@@ -52,6 +52,9 @@ from hir.core import HirError
 from hir.dialect.context import api_stacklevel
 from hir.frontend.generate_processors import UNSUPPORTED, logits_processors, refuse_unsupported
 from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
+from hir.interpreter.backends.process_groups import default_device
+from hir.frontend.import_cache import cached_from_torch
+from hir.interpreter.kernels import warm_compile_workers
 
 _ARGUMENTS = ("max_new_tokens", "max_length", "min_new_tokens", "min_length", "do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
               "no_repeat_ngram_size", "eos_token_id", "pad_token_id")
@@ -73,9 +76,6 @@ class Generator:
     """The compiled decoding program of ``model`` for one batch size and cache length."""
 
     def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict, padded: bool = False) -> None:
-        from hir.frontend.import_cache import cached_from_torch
-        from hir.interpreter.kernels import warm_compile_workers
-
         warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
         self.example = torch.zeros(batch_size, 2, dtype=torch.long, device=self.step.key_cache_0.device)
@@ -127,8 +127,6 @@ class Generator:
         names in the prefill module): both write one cache, also where the compiled decode
         program holds copies on another device; None (warned) where the prefill module
         cannot be imported: the prompt then runs the decode program."""
-        from hir.frontend.import_cache import cached_from_torch
-
         if self.prefill_program is None:
             tokens = ("tokens", 2, self.step.key_cache_0.shape[2] - 1)  # export: 0/1 specialise; a full-length prompt is a guard
             try:
@@ -152,8 +150,6 @@ def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Opti
               padded: bool = False) -> Generator:
     """The cached :class:`Generator` of ``model`` for ``batch_size`` rows of ``tokens``
     positions (see the module docstring); ``padded``: its programs take a padding mask."""
-    from hir.interpreter.backends.process_groups import default_device
-
     try:
         dev = default_device(device or str(next(model.parameters()).device))
     except (RuntimeError, ValueError) as err:

@@ -35,6 +35,8 @@ from typing import Optional
 import torch
 
 from hir.core import HirError
+import sys
+from hir.frontend.hf_cache import refuse_undecodable, static_cache
 
 MIN_TRANSFORMERS = "5.5.1"  # the oldest transformers whose StaticCache the step can hold (module docstring)
 KEY_PROJECTIONS = ("k_proj", "qkv_proj", "query_key_value")  # modules whose output holds the keys (HF's list)
@@ -58,7 +60,6 @@ class StaticCacheStep(torch.nn.Module):
     def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: Optional[torch.dtype] = None, logits_to_keep: int = 0) -> None:
         super().__init__()
         require_transformers()
-        from hir.frontend.hf_cache import refuse_undecodable, static_cache
 
         refuse_undecodable(model)
         self.model = model
@@ -258,7 +259,5 @@ def dispatches_attention(model: torch.nn.Module) -> bool:
     """Whether ``model``'s modeling code picks its attention from transformers'
     ``ALL_ATTENTION_FUNCTIONS`` (what the prefill's entry replaces); Falcon's, for one, runs
     its own SDPA or eager attention, whatever the config names."""
-    import sys
-
     modeling = [cls.__module__ for cls in type(model).__mro__ if cls.__module__.startswith("transformers.models.")]  # (not PreTrainedModel's)
     return any(hasattr(sys.modules.get(name), "ALL_ATTENTION_FUNCTIONS") for name in modeling)

@@ -64,6 +64,7 @@ from typing import Any, Iterator, Optional
 import torch
 
 from hir.core import HirError
+from hir.frontend.strategies.redistribute import redistribute
 
 
 @dataclass(frozen=True)
@@ -216,8 +217,6 @@ def plan_layouts(module: torch.nn.Module, plan: dict[str, str]) -> Iterator[None
     """While active (the export), the layouts the plan's styles fix are
     ``torch.ops.hir.redistribute`` on the styled modules' outputs and inputs (forward hooks,
     removed on exit)."""
-    from hir.frontend.strategies.redistribute import redistribute
-
     handles = []
     try:
         for _, sub, entry, style in styled_modules(module, plan):

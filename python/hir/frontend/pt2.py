@@ -29,6 +29,7 @@ from typing import Any, Optional
 import torch
 
 from hir.core import HirError
+from hir.frontend.torch_import import from_torch
 
 # the members of a torch.export.save archive (below its top folder) that hold no code
 _MEMBERS = re.compile(r"(archive_format|archive_version|byteorder|\.data/version|\.data/serialization_id|models/[\w.-]+\.json"
@@ -134,8 +135,6 @@ def load_pt2(path: str) -> Any:
     """The :class:`~hir.frontend.torch_import.TorchProgram` of the exported program saved at
     ``path`` (imported from its module on its recorded example inputs; its weights are the
     program's state)."""
-    from hir.frontend.torch_import import from_torch
-
     ep = load_exported(os.fspath(path))
     module, args, kwargs, dynamic = exported_inputs(ep, None)
     return from_torch(module, args, example_kwargs=kwargs or None, dynamic=dynamic or None, source_name=os.fspath(path))

@@ -22,6 +22,13 @@ import torch
 
 from hir.core import HirError
 from hir.dialect import Sharding
+from hir.frontend.hf_plans import is_plan_entry, plan_placements
+from hir.frontend.strategies.redistribute import redistribute
+from hir.frontend.compiled import _arg_types
+from hir.interpreter.buffers import buffer_spec, is_memref
+from hir.interpreter.backends.process_groups import world
+from hir.interpreter.inputs import shard
+from hir.interpreter.inputs import shard_slices
 
 _IO = re.compile(r"(input|output)\d+")
 
@@ -33,8 +40,6 @@ def step_placements(step: torch.nn.Module, names: Sequence[str], placements: dic
     model), and each parameter's optimizer state of its shape placed as the parameter
     (``names``: the model's name of the parameter of each optimizer index). An entry naming
     nothing of the model is refused, naming it."""
-    from hir.frontend.hf_plans import is_plan_entry, plan_placements
-
     if not isinstance(placements, dict):
         raise HirError(f"error: hir.train_step: placements must be a dict (state name / 'input0' / HF plan pattern -> placement), got {type(placements).__name__}")
     plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
@@ -74,16 +79,11 @@ def gradient_layouts(placements: dict, names: Sequence[str]) -> dict[str, str]:
 
 def place_gradient(gradient: torch.Tensor, layout: Optional[str], name: str) -> torch.Tensor:
     """``gradient`` laid out as ``layout`` (its parameter's), or itself where there is none."""
-    from hir.frontend.strategies.redistribute import redistribute
-
     return gradient if layout is None else redistribute(gradient, layout, name)
 
 
 def state_shardings(program: Any) -> dict[str, Optional[Sharding]]:
     """Each state entry's sharding in ``program``'s ``@main`` (None: whole on every device)."""
-    from hir.frontend.compiled import _arg_types
-    from hir.interpreter.buffers import buffer_spec, is_memref
-
     types = _arg_types(program.module)[: len(program.state_names)]
     return {n: buffer_spec(t, 0).sharding if is_memref(t) else None for n, t in zip(program.state_names, types)}
 
@@ -92,8 +92,6 @@ def local_part(tensor: torch.Tensor, sharding: Optional[Sharding]) -> torch.Tens
     """This rank's shard of the user's whole ``tensor``."""
     if sharding is None:
         return tensor
-    from hir.interpreter.backends.process_groups import world
-    from hir.interpreter.inputs import shard
 
     return shard(tensor, sharding, world()[0])
 
@@ -106,8 +104,6 @@ def write_back(tensor: torch.Tensor, held: torch.Tensor, sharding: Optional[Shar
         tensor.copy_(held)
         return
     import torch.distributed as dist
-
-    from hir.interpreter.inputs import shard_slices
 
     shapes = {r: _block_shapes(tensor.shape, *shard_slices(tensor.shape, sharding, r)) for r in sharding.mesh}
     flat = torch.zeros(max(math.prod(shape) for shape, _ in shapes.values()), dtype=held.dtype, device=held.device)

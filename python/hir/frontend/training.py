@@ -30,6 +30,7 @@ from hir.frontend import data_parallel as dp
 from hir.frontend import layers, sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 from hir.passes import run_pipeline
+from hir.frontend.torch_import import from_torch
 
 STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "recompute", "reshard_after_forward")
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
@@ -163,8 +164,6 @@ class TrainStep:
     def _program(self, batch: tuple) -> Any:
         key = self._signature(batch)
         if key not in self.programs:
-            from hir.frontend.torch_import import from_torch
-
             bad = [i for i, x in enumerate(batch) if not isinstance(x, torch.Tensor)]
             if bad:
                 raise HirError(f"error: hir.train_step: the batch holds tensors only; item {bad[0]} is {type(batch[bad[0]]).__name__}")
