@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from hir.core import HirError, new_context, parse
 from hir.dialect.context import check_options
 from hir.dialect.gc_stress import checkpoint
+from hir.dialect.comm import BACKENDS
 
 if TYPE_CHECKING:  # importing hir imports neither torch nor the frontend (cold start)
     import torch
@@ -55,7 +56,7 @@ def lower(module: ir.Module, pipeline: str = "hir-lower", *, source_name: str | 
     The passes name the values they create (name locations); print them so, as
     ``hir-opt --print-value-names`` does, with
     ``module.operation.get_asm(use_name_loc_as_prefix=True)`` (``str(module)``: %0, %1, ...)."""
-    from hir.passes import lower as _lower
+    from hir.passes import lower as _lower  # `import hir` loads neither torch nor the passes
 
     return _lower(module, pipeline, source_name=source_name, **instrumentation)
 
@@ -81,7 +82,7 @@ def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list[torch.
     - ``weights``: the safetensors file of the arguments the module names as weights
 
     An unknown option is an :class:`HirError` naming the ones there are."""
-    from hir.interpreter import run as _run
+    from hir.interpreter import run as _run  # `import hir` loads neither torch nor the passes
 
     return _run(module, inputs, **options)
 
@@ -89,7 +90,7 @@ def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list[torch.
 @checkpoint
 def from_torch(module: torch.nn.Module, example_args: Sequence[Any], **options: Any) -> TorchProgram:
     """Import a ``torch.nn.Module`` as a program-level hir module (see :mod:`hir.frontend`)."""
-    from hir.frontend import from_torch as _from_torch
+    from hir.frontend import from_torch as _from_torch  # `import hir` loads neither torch nor the passes
 
     check_options("hir.from_torch", options, _from_torch)
     return _from_torch(module, example_args, **options)
@@ -126,8 +127,8 @@ def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledM
       (call it with the list of ``@main``'s arguments; it returns a list).
     Other options are :class:`hir.interpreter.Program`'s (``device``, ``graph``,
     ``compile_kernels``, ``static_outputs``, ``num_streams``...)."""
-    from hir.frontend.torch_import import TorchProgram
-    from hir.interpreter import Program
+    from hir.frontend.torch_import import TorchProgram  # `import hir` loads neither torch nor the passes
+    from hir.interpreter import Program  # `import hir` loads neither torch nor the passes
 
     compile_options = [p for p in inspect.signature(Program.__init__).parameters if p not in ("self", "module")] + ["lower"]
     if isinstance(target, TorchProgram):
@@ -137,7 +138,7 @@ def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledM
         return target.compile(state_or_args, **options)
     exported = _is_exported_program(target)
     if exported:
-        from hir.frontend.pt2 import exported_inputs
+        from hir.frontend.pt2 import exported_inputs  # `import hir` loads neither torch nor the passes
 
         target, state_or_args, kwargs, dynamic = exported_inputs(target, state_or_args)
         if kwargs and "example_kwargs" not in options:
@@ -148,8 +149,8 @@ def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledM
         if state_or_args is None:
             raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
         check_options("hir.compile", options, dict.fromkeys([*compile_options, *_IMPORT_OPTIONS, "recompile_limit"]))
-        from hir.frontend.compiled_module import RECOMPILE_LIMIT, CompiledModule
-        from hir.interpreter.kernels import warm_compile_workers
+        from hir.frontend.compiled_module import RECOMPILE_LIMIT, CompiledModule  # `import hir` loads neither torch nor the passes
+        from hir.interpreter.kernels import warm_compile_workers  # `import hir` loads neither torch nor the passes
 
         warm_compile_workers(options.get("compile_kernels", "auto"), options.get("device"))  # starting up while it imports
         imports = {k: options.pop(k) for k in _IMPORT_OPTIONS if k in options}
@@ -202,7 +203,7 @@ def generate(model: torch.nn.Module, input_ids: torch.Tensor, **options: Any) ->
 
     HF options hir does not run (beam search, ``bad_words_ids``, ...) are an
     :class:`HirError`."""
-    from hir.frontend.generate import generate as _generate
+    from hir.frontend.generate import generate as _generate  # `import hir` loads neither torch nor the passes
 
     return _generate(model, input_ids, **options)
 
@@ -221,7 +222,7 @@ def train_step(
     ``step = hir.train_step(model, optimizer, loss_fn, (ids, labels))``, then ``loss =
     step(ids, labels)`` updates the model and the optimizer in place
     (:func:`hir.frontend.training.train_step`: its options; docs/training.md)."""
-    from hir.frontend.training import train_step as _train_step
+    from hir.frontend.training import train_step as _train_step  # `import hir` loads neither torch nor the passes
 
     return _train_step(model, optimizer, loss_fn, example_batch, mesh=mesh, placements=placements, **options)
 
@@ -244,8 +245,7 @@ def from_shard(
     ``sharded_dims_offsets``). ``grid_shape="4"`` (``"2x2"``) gives a dynamic grid
     (``shape = ?``) its extents first (``hir-set-grid-shape``). ``hir.lower`` then applies
     as to any hir program."""
-    from hir.dialect.comm import BACKENDS
-    from hir.passes import PIPELINES
+    from hir.passes import PIPELINES  # `import hir` loads neither torch nor the passes
 
     if backend not in BACKENDS:
         raise HirError(f"error: hir.from_shard: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -262,9 +262,9 @@ def load(path: str | os.PathLike[str], *, weights: str | None = None) -> TorchPr
     A ``.pt2`` file that ``torch.export.save`` wrote is imported from its exported program
     (its weights the state; an archive holding pickled objects or compiled code is refused
     before torch reads it: :mod:`hir.frontend.pt2`)."""
-    from hir.frontend.pt2 import is_archive, load_pt2
-    from hir.frontend.saving import load as _load
-    from hir.frontend.torch_import import TorchProgram
+    from hir.frontend.pt2 import is_archive, load_pt2  # `import hir` loads neither torch nor the passes
+    from hir.frontend.saving import load as _load  # `import hir` loads neither torch nor the passes
+    from hir.frontend.torch_import import TorchProgram  # `import hir` loads neither torch nor the passes
 
     if isinstance(path, (str, os.PathLike)) and is_archive(os.fspath(path)):
         if weights is not None:

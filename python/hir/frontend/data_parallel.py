@@ -133,7 +133,7 @@ def reading(model: torch.nn.Module, names: Sequence[str], whole: Sequence[torch.
 
 def check_mesh(mesh: Any) -> list:
     """The mesh of a data-parallel step: every rank of the process group, in order."""
-    import torch.distributed as dist
+    import torch.distributed as dist  # torch.distributed loads only for sharded or multi-rank work
 
     world = dist.get_world_size() if dist.is_initialized() else 1
     if not isinstance(mesh, (list, tuple)) or list(mesh) != list(range(world)):

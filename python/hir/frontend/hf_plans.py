@@ -183,8 +183,8 @@ def _own_plans(module: torch.nn.Module) -> set:
 def _param_placement(params: str, owner: str, ndim: int, bias: bool) -> Any:
     """One parameter's placement (``Shard(dim)``, ``_StridedShard`` for packed halves, or
     ``Replicate()``)."""
-    from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.placement_types import _StridedShard
+    from torch.distributed.tensor import Replicate, Shard  # torch.distributed loads only for sharded or multi-rank work
+    from torch.distributed.tensor.placement_types import _StridedShard  # torch.distributed loads only for sharded or multi-rank work
 
     if params == "replicated" or ndim == 0:
         return Replicate()

@@ -34,6 +34,7 @@ import torch
 from hir.frontend.cache_entries import load_entry, store_entry
 from hir.frontend.torch_import import from_torch
 import hir.dialect
+from importlib import metadata
 
 _OFF = ("off", "0", "none", "")
 _HERE = Path(__file__).resolve().parent
@@ -155,8 +156,6 @@ _VERSIONS: list = []
 def _versions() -> tuple:
     """torch, torch-mlir and transformers versions and a digest of hir's frontend code."""
     if not _VERSIONS:
-        from importlib import metadata
-
         code = hashlib.sha256()
         for path in sorted(_HERE.glob("*.py")) + sorted(Path(hir.dialect.__file__).parent.glob("*.py")):
             code.update(path.read_bytes())

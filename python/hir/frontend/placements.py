@@ -118,7 +118,7 @@ def mesh_inputs(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
     if mesh is None:
         raise HirError("error: placements were given without a mesh (pass mesh=[0, 1, ...] or a DeviceMesh)")
     grid = _grid(mesh)
-    import torch.distributed as dist
+    import torch.distributed as dist  # torch.distributed loads only for sharded or multi-rank work
 
     if dist.is_available() and dist.is_initialized():  # else the check waits for the run
         _check_world(len(grid.devices), dist.get_world_size())

@@ -111,8 +111,8 @@ def exported_inputs(ep: torch.export.ExportedProgram, example_args: Optional[Any
 def exported_dynamic(ep: torch.export.ExportedProgram, keywords: list) -> dict:
     """``dynamic=`` (hir's short form) of the user inputs' dims the export made dynamic, each
     named by its symbol, with its bounds; inputs in order (``input<N>``), then the keyword ones."""
-    from torch.export.graph_signature import InputKind
-    from torch.utils._sympy.numbers import int_oo
+    from torch.export.graph_signature import InputKind  # torch.export's internals load only when a module is exported
+    from torch.utils._sympy.numbers import int_oo  # sympy loads only for dynamic dims
 
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     user = [s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]

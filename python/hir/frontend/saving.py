@@ -55,7 +55,7 @@ def write_weights(module: ir.Module, tensors: dict, weights: str, folder: str) -
     """Write ``tensors`` (``{state name: CPU tensor}`` in ``@main``'s order:
     ``TorchProgram.state_tensors``) to ``weights`` (replaced once complete) and record it
     in ``module``, its name relative to ``folder`` (where the .mlir file goes)."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # safetensors loads only when weights are read or written
 
     record(module, os.path.relpath(os.path.abspath(weights), os.path.abspath(folder)), list(tensors))
     size = sum(t.numel() * t.element_size() for t in tensors.values())
@@ -69,7 +69,7 @@ WRITER_METADATA = {"format": "pt", "writer": "hir"}  # in the header of every we
 def _save_file(save_file, tensors: dict, tmp: str) -> None:
     """safetensors' ``save_file``, its I/O failures (a full disk) as OSError: it raises its
     own SafetensorError, whose text is the Rust error (``... File too large (os error 27)``)."""
-    from safetensors import SafetensorError
+    from safetensors import SafetensorError  # safetensors loads only when weights are read or written
 
     try:
         save_file(tensors, tmp, metadata=WRITER_METADATA)

@@ -103,7 +103,7 @@ def write_back(tensor: torch.Tensor, held: torch.Tensor, sharding: Optional[Shar
     if sharding is None or tuple(held.shape) == tuple(tensor.shape):
         tensor.copy_(held)
         return
-    import torch.distributed as dist
+    import torch.distributed as dist  # torch.distributed loads only for sharded or multi-rank work
 
     shapes = {r: _block_shapes(tensor.shape, *shard_slices(tensor.shape, sharding, r)) for r in sharding.mesh}
     flat = torch.zeros(max(math.prod(shape) for shape, _ in shapes.values()), dtype=held.dtype, device=held.device)

@@ -286,7 +286,7 @@ def _attention_backends(device: torch.device) -> Any:
     kernel, then the math form."""
     if torch.device(device).type != "cuda":
         return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend, sdpa_kernel  # loaded on first use only
 
     return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
