@@ -57,8 +57,8 @@ def linear_rows(peak: float) -> list:
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             ref = x.double() @ weights[0].double().T
             error = ((small_m_linear(x, weights[0]).double() - ref).norm() / ref.norm()).item()
-            ours = graph_time([lambda w=w: small_m_linear(x, w) for w in weights])
-            cublas = graph_time([lambda w=w: torch.nn.functional.linear(x, w) for w in weights])
+            ours = graph_time([lambda w=w, x=x: small_m_linear(x, w) for w in weights])
+            cublas = graph_time([lambda w=w, x=x: torch.nn.functional.linear(x, w) for w in weights])
             nbytes = (n * k + m * k + m * n) * 2
             rows.append((f"linear {name} [{n}x{k}], M={m}", ours, cublas, nbytes / ours / 1e6, error, peak))
     return rows
@@ -77,8 +77,8 @@ def attention_rows(peak: float) -> list:
         k, v = caches[0]
         ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask, scale=dim ** -0.5)
         error = ((split_kv_attention(q, k, v, mask, dim ** -0.5).double() - ref).norm() / ref.norm()).item()
-        ours = graph_time([lambda k=k, v=v: split_kv_attention(q, k, v, mask, dim ** -0.5) for k, v in caches])
-        sdpa = graph_time([lambda k=k, v=v: torch.nn.functional.scaled_dot_product_attention(q, k, v, mask, scale=dim ** -0.5) for k, v in caches])
+        ours = graph_time([lambda k=k, v=v, mask=mask, q=q: split_kv_attention(q, k, v, mask, dim ** -0.5) for k, v in caches])
+        sdpa = graph_time([lambda k=k, v=v, mask=mask, q=q: torch.nn.functional.scaled_dot_product_attention(q, k, v, mask, scale=dim ** -0.5) for k, v in caches])
         nbytes = batch * heads * used * dim * 2 * 2
         rows.append((f"attention batch {batch}, 8 KV heads x 4 rows, {used}/{length} used", ours, sdpa, nbytes / ours / 1e6, error, peak))
     return rows

@@ -127,8 +127,8 @@ def main() -> None:
         text, eager = straight_line(kinds, n)
         prog = Program(hir.parse(text), device=str(dev), graph=False)
         inputs = [a, b, o, r]
-        t_hir = best(lambda: prog(inputs), args.repeat, 20, sync) / n
-        t_eager = best(lambda: eager(a, b, o, r), args.repeat, 20, sync) / n
+        t_hir = best(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
+        t_eager = best(lambda eager=eager: eager(a, b, o, r), args.repeat, 20, sync) / n
         rows.append((f"{label} ({n} ops)", "op", t_hir, t_eager))
     prog = Program(hir.parse(LOOP), device=str(dev), graph=False)
     streams = [prog.streams.get(i) for i in range(4)] if dev.type == "cuda" else None
@@ -205,8 +205,8 @@ def graph_rows(cases, args, a, b, o, r, sync, eager_rows) -> None:
     print("|---|---|---:|---:|---:|---:|")
     for (what, text, inputs, unit), (_, _, th, te) in zip(graph_programs(cases, n, a, b, o, r), eager_rows):
         prog = Program(hir.parse(text), device="cuda", graph=True)
-        host = host_only(lambda: prog(inputs), args.repeat, 20, sync) / n
-        wall = best(lambda: prog(inputs), args.repeat, 20, sync) / n
+        host = host_only(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
+        wall = best(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
         print(f"| {what} | {unit} | {host * 1e6:.2f} | {wall * 1e6:.2f} | {th * 1e6:.2f} | {te * 1e6:.2f} |")
 
 
@@ -229,8 +229,8 @@ def auto_rows(cases, args, a, b, o, r, sync) -> None:
             prog(inputs)
             sync()
             walls.append(time.perf_counter() - start)
-        host = host_only(lambda: prog(inputs), args.repeat, 20, sync) / n
-        wall = best(lambda: prog(inputs), args.repeat, 20, sync) / n
+        host = host_only(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
+        wall = best(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
         assert prog.graph_state.last == "replay (bound)", prog.graph_state
         print(f"| {what} | {unit} | {walls[0] / n * 1e6:.2f} | {walls[1] * 1e3:.2f} | {host * 1e6:.2f} | {wall * 1e6:.2f} |")
 
@@ -272,7 +272,7 @@ def p2p_rank() -> None:
             module = build(D, M, K, N)
             hir.lower(module, P2P_PIPELINE)
             program = Program(module, device=str(dev), num_streams=4, graph=mode)
-            ms = bench(lambda: program(inputs))  # its warm-up calls capture in auto mode
+            ms = bench(lambda inputs=inputs, program=program: program(inputs))  # its warm-up calls capture in auto mode
             host = []
             for _ in range(15):
                 dist.barrier()

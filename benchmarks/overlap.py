@@ -131,7 +131,7 @@ def in_turns(items: list[Union[Candidate, Row]], rounds: int = 5) -> list[Row]:
     for r, i in turns(len(candidates), rounds):
         _, fn, reference = candidates[i]
         last: list = []
-        best[i] = min(best[i], bench(lambda: last.__setitem__(slice(None), [fn()]), warm=3 if r == 0 else 1, iters=10))
+        best[i] = min(best[i], bench(lambda fn=fn, last=last: last.__setitem__(slice(None), [fn()]), warm=3 if r == 0 else 1, iters=10))
         if r == rounds - 1 and reference is not None:
             errors[i] = worst(errors[i], relerr(last[0], reference))
     timed = iter(zip(best, errors))

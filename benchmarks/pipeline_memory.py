@@ -44,15 +44,15 @@ def matmul_add(c: int, m: int, k: int, n: int, dt: str) -> tuple[str, list]:
 def mlp(c: int, m: int, k: int, n: int, dt: str) -> tuple[str, list]:
     """h = x @ w1 ; g = h * h ; out = g @ w2 (a two-layer block, chunks stream-parallel)."""
     (X, xs), W1, (H, _), W2 = _rows(c, m, k, dt), f"memref<{k}x{n}x{dt}>", _rows(c, m, n, dt), f"memref<{n}x{k}x{dt}>"
-    O = X
-    text = f"""func.func @main(%x: {X}, %w1: {W1}, %w2: {W2}) -> {O} {{
+    OUT = X
+    text = f"""func.func @main(%x: {X}, %w1: {W1}, %w2: {W2}) -> {OUT} {{
   %h = memref.alloc() : {H}
   "hir.matmul"(%x, %w1, %h) {{stream_axis = 0 : i64}} : ({X}, {W1}, {H}) -> ()
   %g = memref.alloc() : {H}
   "hir.binary"(%h, %h, %g) {{kind = "mul", stream_axis = 0 : i64}} : ({H}, {H}, {H}) -> ()
-  %out = memref.alloc() : {O}
-  "hir.matmul"(%g, %w2, %out) {{stream_axis = 0 : i64}} : ({H}, {W2}, {O}) -> ()
-  return %out : {O}
+  %out = memref.alloc() : {OUT}
+  "hir.matmul"(%g, %w2, %out) {{stream_axis = 0 : i64}} : ({H}, {W2}, {OUT}) -> ()
+  return %out : {OUT}
 }}"""
     return text, [xs, (k, n), (n, k)]
 

@@ -109,7 +109,7 @@ def main() -> None:
                 program(inputs)  # capture; replays then read the graph's own input buffers
                 run_inputs = program.graph.static_inputs
             mode = " (CUDA graph)" if args.graph else ""
-            timeline(f"hir {name} [{pipeline}]{mode}", lambda: program(run_inputs), not args.host_start)
+            timeline(f"hir {name} [{pipeline}]{mode}", lambda program=program, run_inputs=run_inputs: program(run_inputs), not args.host_start)
     dist.destroy_process_group()
 
 

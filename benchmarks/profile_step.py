@@ -118,7 +118,7 @@ def main() -> None:
     for key in args.cases.split(","):
         case = generate.Case(model, args, *shapes[key])
         for row in args.rows.split(","):
-            case.add(row, lambda row=row: builders[row](case))
+            case.add(row, lambda row=row, case=case: builders[row](case))
             if row in case.rows:
                 print_profile(case.name, row, profile_row(case.rows[row][0], args.calls, case.sync, cuda), args.top)
                 sys.stdout.flush()

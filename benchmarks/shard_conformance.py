@@ -100,7 +100,7 @@ def programs(path: str, text: str) -> list[Case]:
             continue
         grids, funcs = [], []
 
-        def collect(op):
+        def collect(op, grids=grids, funcs=funcs):
             name = op.operation.name
             if name == "shard.grid":
                 grids.append((ir.StringAttr(op.operation.attributes["sym_name"]).value, str(op)))

@@ -152,13 +152,13 @@ def run(args: argparse.Namespace) -> int:
         reference = full.chunk(world)[rank] if sequence else full
         gathered, out = torch.empty_like(x), torch.empty_like(reference, dtype=x.dtype)
 
-        def torch_sp():
+        def torch_sp(gathered=gathered, x_in=x_in, w1=w1, b1=b1, out=out, w2=w2, b2=b2):
             dist.all_gather_into_tensor(gathered, x_in)
             h = F.gelu(F.linear(gathered, w1, b1), approximate="tanh")
             dist.reduce_scatter_tensor(out, h @ w2.t())
             return out.add_(b2)
 
-        def torch_tp():
+        def torch_tp(x_in=x_in, w1=w1, b1=b1, w2=w2, b2=b2):
             h = F.gelu(F.linear(x_in, w1, b1), approximate="tanh")
             y = h @ w2.t()
             dist.all_reduce(y)
@@ -168,16 +168,16 @@ def run(args: argparse.Namespace) -> int:
             hand = torch_sp if sequence else torch_tp
             items = [(f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})", hand, reference),
                      # the same calls captured in a CUDA graph: what hir's graph rows are set against
-                     candidate(f"torch {form.upper()} hand-written, captured in a CUDA graph", lambda: graphed(hand), reference)]
+                     candidate(f"torch {form.upper()} hand-written, captured in a CUDA graph", lambda hand=hand: graphed(hand), reference)]
 
-            def dtensor_forward():
+            def dtensor_forward(sequence=sequence, x_in=x_in):
                 module = _dtensor(model, sequence, world)
-                return lambda: module(x_in)
+                return lambda x_in=x_in: module(x_in)
 
             items.append(candidate("DTensor parallelize_module", dtensor_forward, reference))
             if sequence:
-                items.append(candidate("PyTorch async-TP (fused_all_gather_matmul, gelu, fused_matmul_reduce_scatter)", lambda: _async_tp(x_in, w1, b1, w2, b2), reference))
-            items += hir_candidates(lambda: hir.parse(text, f"{form}.mlir"), SP_PIPELINES if sequence else TP_PIPELINES, local, reference, graph=True)
+                items.append(candidate("PyTorch async-TP (fused_all_gather_matmul, gelu, fused_matmul_reduce_scatter)", lambda b1=b1, b2=b2, w1=w1, w2=w2, x_in=x_in: _async_tp(x_in, w1, b1, w2, b2), reference))
+            items += hir_candidates(lambda form=form, text=text: hir.parse(text, f"{form}.mlir"), SP_PIPELINES if sequence else TP_PIPELINES, local, reference, graph=True)
             rows = in_turns(items, args.rounds)  # every row of the form in turns, the hand-written one first in round 0
             del items
             if rank == 0:

@@ -191,7 +191,7 @@ def report(rows: list, ready: dict, times: dict, failed: dict, config, params: i
         r = ready[row]
         error = None if base is None else abs(r["first_loss"] - base) / abs(base)
         wrong = verdicts.refusal(row, error)
-        ratio = lambda other: f"{ms[row] / ms[other]:.2f}x" if other in ms else "-"  # noqa: E731
+        ratio = lambda other, row=row: f"{ms[row] / ms[other]:.2f}x" if other in ms else "-"  # noqa: E731
         mfu = flops / (ms[row] / 1e3) / (args.peak_tflops * 1e12)
         cells = [wrong or f"{ms[row]:.1f}", ratio("eager"), ratio("torch.compile"), f"{100 * mfu:.1f}%", f"{r['peak_gib']:.2f}",
                  f"{r['first_s']:.1f}", f"{r['first_loss']:.4f}", "" if error is None else f"{error:.1e}"]

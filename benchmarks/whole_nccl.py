@@ -72,8 +72,11 @@ def rows_for(case: str, M: int, S: int, world: int, groups: dict, streams: list)
         b = torch.randn(K // world, N, device=dev, dtype=bf16)
         partial = torch.empty(S, M // S, N, device=dev, dtype=bf16)
         out = torch.empty(S, M // S // world, N, device=dev, dtype=bf16)
-        matmul = lambda: torch.matmul(a, b, out=partial)
-        collective = lambda: dist.reduce_scatter_tensor(out.view(-1), partial.view(-1))
+        def matmul():
+            return torch.matmul(a, b, out=partial)
+
+        def collective():
+            return dist.reduce_scatter_tensor(out.view(-1), partial.view(-1))
 
         def chunk(i: int, group) -> None:
             torch.matmul(a[i], b, out=partial[i])
@@ -83,8 +86,11 @@ def rows_for(case: str, M: int, S: int, world: int, groups: dict, streams: list)
         full = torch.empty(S, M // S, K, device=dev, dtype=bf16)
         b = torch.randn(K, N // world, device=dev, dtype=bf16)
         out = torch.empty(S, M // S, N // world, device=dev, dtype=bf16)
-        matmul = lambda: torch.matmul(full, b, out=out)
-        collective = lambda: dist.all_gather_into_tensor(full.view(-1), a.view(-1))
+        def matmul():
+            return torch.matmul(full, b, out=out)
+
+        def collective():
+            return dist.all_gather_into_tensor(full.view(-1), a.view(-1))
 
         def chunk(i: int, group) -> None:
             dist.all_gather_into_tensor(full[i], a[i], group=group)

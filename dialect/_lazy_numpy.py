@@ -15,12 +15,12 @@ from types import ModuleType
 def import_ir() -> ModuleType:
     """``torch_mlir.ir``, imported (once) without loading numpy."""
     if "torch_mlir.ir" in sys.modules or "numpy" in sys.modules:
-        from torch_mlir import ir
+        from torch_mlir import ir  # here: the import is what this function controls
 
         return ir
     sys.modules["numpy"] = None  # type: ignore[assignment]  # makes `import numpy` raise ImportError
     try:
-        from torch_mlir import ir
+        from torch_mlir import ir  # with numpy hidden (above)
     finally:
         del sys.modules["numpy"]
     _register_elements_builders(ir)
@@ -30,7 +30,7 @@ def import_ir() -> ModuleType:
 def _register_elements_builders(ir: ModuleType) -> None:
     def builder(dtype_name: str, element_type):
         def build(x, context):
-            import numpy as np
+            import numpy as np  # numpy stays off hir's import path (dialect/_lazy_numpy.py)
 
             return ir.DenseElementsAttr.get(
                 np.array(x, dtype=getattr(np, dtype_name)), type=element_type(context), context=context

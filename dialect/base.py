@@ -19,7 +19,8 @@ sys.modules.setdefault(_STUB, types.ModuleType(_STUB))
 
 from hir.dialect._lazy_numpy import import_ir  # noqa: E402
 
-ir = import_ir()
+import_ir()  # torch_mlir.ir without numpy; the import below finds it loaded
+from torch_mlir import ir  # noqa: E402
 from torch_mlir.dialects import ext  # noqa: E402
 
 # The torch dialect's registration hook alone: its Python op classes (torch_mlir.dialects.torch,

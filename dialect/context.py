@@ -1,15 +1,17 @@
 """Contexts, parsing and diagnostics: the bottom layer that passes, the interpreter and the
 CLIs share (no torch import). Public as :mod:`hir.core`."""
 
+import inspect
 import os
 import re
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from torch_mlir import ir
 
 from hir.dialect.base import load
 from hir.dialect.gc_stress import checkpoint
+from hir.dialect.locations import format_location
 from hir.dialect.placement_checks import check_placements, may_hold_placements
 from hir.dialect.streams import module_attribute_errors
 
@@ -81,6 +83,15 @@ def api_stacklevel() -> int:
     return depth + 1 if frame is not None else 1
 
 
+def check_options(entry: str, options: dict, known: Any) -> None:
+    """Refuse a keyword option ``entry`` (a public function's name) does not take, naming it
+    and the ones it does; ``known``: the option names, or a callable whose parameters they are."""
+    names = list(known) if not callable(known) else [p for p in inspect.signature(known).parameters if p not in ("self", "module", "example_args")]
+    unknown = [name for name in options if name not in names]
+    if unknown:
+        raise HirError(f"error: {entry}: unknown option(s) {', '.join(unknown)} (options: {', '.join(names)})")
+
+
 def new_context() -> ir.Context:
     """A context with the hir dialect loaded (upstream dialects are available by default)."""
     ctx = ir.Context()
@@ -89,20 +100,6 @@ def new_context() -> ir.Context:
     ctx.enable_multithreading(False)
     load(ctx)
     return ctx
-
-
-_LOC = re.compile(r'^loc\("(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)')
-
-
-def format_location(loc: ir.Location, source_name: Optional[str] = None) -> str:
-    """``file:line:col`` for a file location, else MLIR's own spelling. Text parsed from a
-    string is located in file "-"; ``source_name`` names it."""
-    text = str(loc)
-    m = _LOC.match(text) or re.search(r'"(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)', text)
-    if not m:
-        return text
-    name = source_name if m["file"] == "-" and source_name else m["file"]
-    return f"{name}:{m['line']}:{m['col']}"
 
 
 def format_diagnostic(diag: "ir.Diagnostic", source_name: Optional[str] = None) -> str:

@@ -7,6 +7,7 @@ from typing import Optional
 from torch_mlir import ir
 
 from hir.dialect.base import VerifyError
+from hir.dialect.locations import format_location
 from hir.dialect.sharding import sharding_of
 
 
@@ -50,8 +51,6 @@ def check_placements(op: ir.Operation, source_name: Optional[str] = None, world_
     invalid placement (a split that does not divide, a malformed mesh) and, given
     ``world_size``, per placement naming a device that has no rank in the run. Each distinct
     type is checked once; the first place it appears is reported."""
-    from hir.dialect.context import format_location
-
     checked: dict = {}
     errors: list[str] = []
 

@@ -57,9 +57,9 @@ class UnevenPlacementError(ValueError):
     """A consumer of even splits met an uneven placement (``sharded_dims_offsets``)."""
 
 
-MeshAxes = Union[int, Sequence[int]]  # one mesh axis, or several (a team along all of them)
+MeshAxes = int | Sequence[int]  # one mesh axis, or several (a team along all of them)
 PARTIAL = "partial"  # per mesh axis: the value is a sum pending over that mesh axis
-AxisPlacement = Union[int, None, str]  # per mesh axis: the split buffer axis, None (replicated) or PARTIAL
+AxisPlacement = int | None | str  # per mesh axis: the split buffer axis, None (replicated) or PARTIAL
 
 
 def _axes(mesh_axes: MeshAxes) -> tuple[int, ...]:

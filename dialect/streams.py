@@ -23,6 +23,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import ext
 
 from hir.dialect.base import HirOp, StreamType, VerifyError, i64_value, stream_type
+from hir.dialect.locations import format_location
 
 DEFAULT_NUM_STREAMS = 4
 NUM_STREAMS_ATTR = "hir.num_streams"  # module attribute: the run's stream pool size
@@ -49,8 +50,6 @@ def module_attribute_errors(module: ir.Module, source_name: Optional[str] = None
     (``hir.num_streams``, ``hir.high_priority_streams``), at the module's location: MLIR's
     Python dialects cannot verify a module attribute, so parsing (``hir.parse``, hir-opt)
     calls this."""
-    from hir.dialect.context import format_location
-
     errors = []
     for read in (module_num_streams, module_high_priority_streams):
         try:

@@ -13,7 +13,7 @@ REGISTRY_PREFIXES = ("torch.aten.", "torch.prims.")
 def torch_overload(op_name: str) -> Optional[Any]:
     """``torch.ops.<namespace>.<name>.<overload>`` (a ``torch._ops.OpOverload``) for a
     torch-mlir op name (``default`` when it has no overload part), or None."""
-    import torch
+    import torch  # the dialect layer does not import torch
 
     parts = op_name.split(".")
     if len(parts) not in (3, 4) or parts[0] != "torch":

@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 from hir.dialect.base import DYNAMIC
 from hir.dialect.sharding import Sharding, UnevenPlacementError
 
-Groups = Optional[Sequence[Sequence[int]]]  # the reassociation of the higher-rank side
+Groups = Sequence[Sequence[int]] | None  # the reassociation of the higher-rank side
 
 
 class ViewSplitError(ValueError):

@@ -4,7 +4,7 @@ PassManager (:func:`build_pass_manager`)."""
 
 from hir.passes.base import REGISTRY, FunctionPass, ModulePass, PassFailure, disabled, is_disabled, register_pass
 from hir.passes.pass_manager import Element, Instrumentation, PassManagerRun, build_pass_manager
-from hir.passes.pipeline import PIPELINES, overlap_pipeline, parse_pipeline, run_pipeline
+from hir.passes.pipeline import PIPELINES, lower, overlap_pipeline, parse_pipeline, run_pipeline
 from hir.passes.communication._resharding import compute_resharding_reason
 
 # Importing a pass module registers its pass.
@@ -23,6 +23,7 @@ __all__ = [
     "Instrumentation",
     "disabled",
     "is_disabled",
+    "lower",
     "overlap_pipeline",
     "parse_pipeline",
     "register_pass",

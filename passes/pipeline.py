@@ -7,12 +7,12 @@ hands the elements to one MLIR PassManager (``pass_manager.py``), which runs the
 """
 
 import re
-from typing import Optional
+from typing import Any, Optional
 
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from hir.dialect.context import HirError, format_mlir_error, new_context
+from hir.dialect.context import HirError, check_options, format_mlir_error, new_context
 from hir.dialect.gc_stress import checkpoint
 from hir.passes.base import REGISTRY, check_disabled_env, is_disabled
 from hir.outputs import captured_fd2
@@ -164,3 +164,18 @@ def _verify(module: ir.Module, source_name: Optional[str], what: str) -> None:
         module.operation.verify()
     except ir.MLIRError as err:
         raise HirError(f"{source_name or '<input>'}: error: {what} produced invalid IR\n" + format_mlir_error(err, source_name)) from None
+
+
+def lower(module: ir.Module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any) -> ir.Module:
+    """:func:`hir.lower`: :func:`run_pipeline` with hir-opt's instrumentation flags as keyword
+    options, every bad argument an :class:`HirError`."""
+    check_options("hir.lower", instrumentation, ("print_after_all", "print_before_all", "timing", "statistics", "verify_each", "out"))
+    out = instrumentation.get("out")
+    if out is not None and not callable(getattr(out, "write", None)):
+        raise HirError(f"error: hir.lower: out must be a text stream (with a write method), got {type(out).__name__}")
+    try:
+        return run_pipeline(module, pipeline, Instrumentation(**instrumentation), source_name)
+    except HirError:
+        raise
+    except ValueError as err:  # a malformed pipeline, pass option or $HIR_DUMP / $HIR_DISABLE_PASSES
+        raise HirError(f"error: hir.lower: {err}") from None

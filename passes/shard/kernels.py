@@ -1,6 +1,6 @@
 """Outlining tensor ops of a partitioned program into hir kernel segments (used by
-``hir-convert-shard-to-hir``'s handlers: :func:`outline` is how every tensor op without an
-hir op of its own converts).
+``hir-convert-shard-to-hir``'s handlers: :func:`hir.passes.shard.state.outline` is how every
+tensor op without an hir op of its own converts).
 
 A kernel segment is a private ``func.func {hir.kernel}`` taking the program's buffers
 (global-shaped, ``#hir.shard``-placed) and writing its results into destination buffers.
@@ -25,19 +25,14 @@ extent 1) is collapsed / expanded around the cloned ops:
 """
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func, tensor
 
 from hir.dialect import KERNEL_ATTR
 from hir.dialect.sharding import Sharding
-from hir.passes.base import fail
-from hir.passes.shard.inference import maps_of
 from hir.passes.shard.placement import local_shape
-
-if TYPE_CHECKING:
-    from hir.passes.shard.state import ConversionState
 
 ExtentOf = Callable[[int], Optional[tuple]]  # result dim -> (buffer, dim) of the same global extent, or None
 
@@ -146,7 +141,7 @@ def build_kernel(
             _remap(copy, mapping)
             for old, new in zip(op.results, copy.results):
                 mapping[old] = new
-        for (result, buffer_type, placement), arg in zip(outputs, args[len(ports) :]):
+        for (result, _buffer_type, placement), arg in zip(outputs, args[len(ports) :]):
             value = mapping[result]
             if placement.partial:
                 shaped = ir.RankedTensorType(result.type)
@@ -164,51 +159,3 @@ def _remap(op: ir.Operation, mapping: dict) -> None:
         return ir.WalkResult.ADVANCE
 
     op.walk(visit, ir.WalkOrder.PRE_ORDER)
-
-
-def outline(s: "ConversionState", root: ir.Operation, results: list[ir.Value], extent_of: Optional[ExtentOf] = None) -> None:
-    """Outline ``root`` (with the free producers it reads) into a kernel segment called in
-    its place, writing a buffer per value of ``results`` (placed as ``s.placements`` says);
-    the dynamic extents of its first result from ``extent_of`` when given, else from the
-    indexing maps (:func:`_kernel_extent`)."""
-    clones, inputs = closure(root, s.free.get)
-    ports = []
-    for value in inputs:
-        if s.is_data(value):
-            ports.append(Port(value, s.buffer(value, root), s.tensor_type(value), s.placement(value)))
-        elif isinstance(value.type, (ir.IndexType, ir.IntegerType, ir.FloatType)):
-            ports.append(Port(value, s.scalar(value, root)))
-        else:
-            raise fail(root, f"reads {value.get_name()} of type {value.type}, which cannot be passed to a kernel segment")
-    placements = [s.placements[r] for r in results]
-    outputs = [(r, s.buffer_type(r.type, p), p) for r, p in zip(results, placements)]
-    name = f"{s.name}_kernel_{s.kernels}"
-    s.kernels += 1
-    build_kernel(name, s.fn, ports, clones + [root], outputs, root.location)
-    extents = [extent_of] if extent_of is not None else [_kernel_extent(s, root, i) if i < len(root.results) and r == root.results[i] else None for i, r in enumerate(results)]
-    outs = [s.alloc(r, p, e) for r, p, e in zip(results, placements, extents)]
-    s.create(func.CallOp.OPERATION_NAME, operands=[p.outer for p in ports] + outs, attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
-
-
-def _kernel_extent(s: "ConversionState", root: ir.Operation, result: int) -> ExtentOf:
-    """For a kernel's result ``result``: dim d -> (buffer, dim) of an operand that the
-    op's indexing maps read along the same loop, placed alike on it (same global extent)."""
-    maps = maps_of(root)
-    placement = s.placements[root.results[result]]
-
-    def extent_of(d: int) -> Optional[tuple]:
-        if maps is None or placement.partial:
-            return None
-        dims = maps[0]
-        operands = list(root.operands) if len(dims) == len(root.operands) else [v for v in root.operands if s.is_data(v)]
-        loop = dims[len(dims) - len(root.results) + result][d]
-        for value, operand_dims in zip(operands, dims):
-            if value not in s.buffers or loop is None or loop not in operand_dims:
-                continue
-            q = operand_dims.index(loop)
-            have = s.placement(value)
-            if have is not None and not have.partial and all((have.splits[k] == q) == (placement.splits[k] == d) for k in range(s.grid.rank)):
-                return s.buffers[value], q
-        return None
-
-    return extent_of

@@ -27,17 +27,17 @@ refused ops is :func:`markdown` (test_shard_registry.py checks it;
 
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional
 
 from torch_mlir import ir
 
 from hir.passes.base import fail
 
-if TYPE_CHECKING:
-    from hir.passes.shard.state import ConversionState
-
-Handler = Callable[["ConversionState", ir.Operation], None]
-HostFunction = Callable[["ConversionState", ir.Operation], list]  # -> the op's results in the host program
+# A handler's first argument is the conversion's state (hir.passes.shard.state.ConversionState,
+# which reads this registry: naming it here would make the two import each other); each
+# handler annotates it.
+Handler = Callable[[Any, ir.Operation], None]
+HostFunction = Callable[[Any, ir.Operation], list]  # -> the op's results in the host program
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def host_value(*ops: Any) -> Callable[[HostFunction], HostFunction]:
     return mark
 
 
-def _defer_to_host(s: "ConversionState", op: ir.Operation) -> None:
+def _defer_to_host(s: Any, op: ir.Operation) -> None:
     for result in op.results:
         s.host[result] = op
 
@@ -114,7 +114,7 @@ def refuses_prefix(prefix: str, reason: str) -> None:
 
 
 def _refusal(reason: str) -> Entry:
-    def refuse(s: "ConversionState", op: ir.Operation) -> None:
+    def refuse(s: Any, op: ir.Operation) -> None:
         raise fail(op, reason.format(converted=", ".join(converted("shard."))))
 
     return Entry(refuse, reason, refused=True)

@@ -51,7 +51,7 @@ def all_slice(s: ConversionState, op: ir.Operation) -> None:
         s.scalars[extent] = extent
         if d == dim:  # as upstream's lowering: the extent / the grid axis's devices
             parts = s.build(lambda: arith.ConstantOp(index, s.grid.shape[k])).result
-            chunk = s.build(lambda: arith.DivUIOp(extent, parts)).result
+            chunk = s.build(lambda extent=extent, parts=parts: arith.DivUIOp(extent, parts)).result
             s.host[parts] = parts.owner
         sizes.append(chunk if d == dim else extent)
     device = s.build(lambda: shard.ProcessMultiIndexOp([index], s.grid.name, axes=ir.DenseI16ArrayAttr.get([k]))).results[0]

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, memref
+from torch_mlir.dialects import arith, func, memref
 
 from hir.dialect.sharding import Sharding
 from hir.passes.base import PassFailure, fail
 from hir.passes.shard import registry
-from hir.passes.shard.inference import infer
-from hir.passes.shard.kernels import ExtentOf, outline
+from hir.passes.shard.inference import infer, maps_of
+from hir.passes.shard.kernels import ExtentOf, Port, build_kernel, closure
 from hir.passes.shard.placement import Grid, PlacementError
 
 
@@ -189,3 +189,51 @@ class ConversionState:
         for op in reversed(program + self.scratch):
             op.erase()
         self.scratch.clear()
+
+
+def outline(s: ConversionState, root: ir.Operation, results: list[ir.Value], extent_of: Optional[ExtentOf] = None) -> None:
+    """Outline ``root`` (with the free producers it reads) into a kernel segment called in
+    its place, writing a buffer per value of ``results`` (placed as ``s.placements`` says);
+    the dynamic extents of its first result from ``extent_of`` when given, else from the
+    indexing maps (:func:`_kernel_extent`)."""
+    clones, inputs = closure(root, s.free.get)
+    ports = []
+    for value in inputs:
+        if s.is_data(value):
+            ports.append(Port(value, s.buffer(value, root), s.tensor_type(value), s.placement(value)))
+        elif isinstance(value.type, (ir.IndexType, ir.IntegerType, ir.FloatType)):
+            ports.append(Port(value, s.scalar(value, root)))
+        else:
+            raise fail(root, f"reads {value.get_name()} of type {value.type}, which cannot be passed to a kernel segment")
+    placements = [s.placements[r] for r in results]
+    outputs = [(r, s.buffer_type(r.type, p), p) for r, p in zip(results, placements)]
+    name = f"{s.name}_kernel_{s.kernels}"
+    s.kernels += 1
+    build_kernel(name, s.fn, ports, clones + [root], outputs, root.location)
+    extents = [extent_of] if extent_of is not None else [_kernel_extent(s, root, i) if i < len(root.results) and r == root.results[i] else None for i, r in enumerate(results)]
+    outs = [s.alloc(r, p, e) for r, p, e in zip(results, placements, extents)]
+    s.create(func.CallOp.OPERATION_NAME, operands=[p.outer for p in ports] + outs, attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+
+
+def _kernel_extent(s: ConversionState, root: ir.Operation, result: int) -> ExtentOf:
+    """For a kernel's result ``result``: dim d -> (buffer, dim) of an operand that the
+    op's indexing maps read along the same loop, placed alike on it (same global extent)."""
+    maps = maps_of(root)
+    placement = s.placements[root.results[result]]
+
+    def extent_of(d: int) -> Optional[tuple]:
+        if maps is None or placement.partial:
+            return None
+        dims = maps[0]
+        operands = list(root.operands) if len(dims) == len(root.operands) else [v for v in root.operands if s.is_data(v)]
+        loop = dims[len(dims) - len(root.results) + result][d]
+        for value, operand_dims in zip(operands, dims):
+            if value not in s.buffers or loop is None or loop not in operand_dims:
+                continue
+            q = operand_dims.index(loop)
+            have = s.placement(value)
+            if have is not None and not have.partial and all((have.splits[k] == q) == (placement.splits[k] == d) for k in range(s.grid.rank)):
+                return s.buffers[value], q
+        return None
+
+    return extent_of

@@ -14,13 +14,29 @@ Entry points (importing ``hir`` does not import torch; ``hir.run`` does, on firs
     program.save("m.mlir"); hir.load("m.mlir")    # the IR and its weights (safetensors) on disk
 """
 
+from __future__ import annotations  # torch's types are named for type checking only
+
 import inspect
-from collections.abc import Sequence
+import os
+import sys
+from collections.abc import Callable, Sequence
 from importlib import metadata
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from hir.core import HirError, new_context, parse
+from hir.dialect.context import check_options
 from hir.dialect.gc_stress import checkpoint
+from hir.dialect.comm import BACKENDS
+
+if TYPE_CHECKING:  # importing hir imports neither torch nor the frontend (cold start)
+    import torch
+    from torch_mlir import ir
+
+    from hir.frontend.compiled import CompiledProgram
+    from hir.frontend.compiled_module import CompiledModule
+    from hir.frontend.torch_import import TorchProgram
+    from hir.frontend.training import TrainStep
+    from hir.interpreter import Program
 
 __all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "train_step", "load", "__version__"]
 
@@ -30,7 +46,7 @@ except metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never inst
     __version__ = "0+unknown"
 
 
-def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any):
+def lower(module: ir.Module, pipeline: str = "hir-lower", *, source_name: str | None = None, **instrumentation: Any) -> ir.Module:
     """Run a textual pass pipeline on ``module`` in place, on one MLIR PassManager, and
     return it. Keyword options as hir-opt's flags: ``print_before_all``, ``print_after_all``
     (``--mlir-print-ir-*``), ``timing`` (``--mlir-timing``), ``statistics``
@@ -40,30 +56,13 @@ def lower(module, pipeline: str = "hir-lower", *, source_name: Optional[str] = N
     The passes name the values they create (name locations); print them so, as
     ``hir-opt --print-value-names`` does, with
     ``module.operation.get_asm(use_name_loc_as_prefix=True)`` (``str(module)``: %0, %1, ...)."""
-    from hir.passes import Instrumentation, run_pipeline
+    from hir.passes import lower as _lower  # `import hir` loads neither torch nor the passes
 
-    _check_options("hir.lower", instrumentation, ("print_after_all", "print_before_all", "timing", "statistics", "verify_each", "out"))
-    out = instrumentation.get("out")
-    if out is not None and not callable(getattr(out, "write", None)):
-        raise HirError(f"error: hir.lower: out must be a text stream (with a write method), got {type(out).__name__}")
-    try:
-        return run_pipeline(module, pipeline, Instrumentation(**instrumentation), source_name)
-    except HirError:
-        raise
-    except ValueError as err:  # a malformed pipeline, pass option or $HIR_DUMP / $HIR_DISABLE_PASSES
-        raise HirError(f"error: hir.lower: {err}") from None
-
-
-def _check_options(entry: str, options: dict, known: Any) -> None:
-    """Refuse a keyword option ``entry`` does not take, naming it and the ones it does."""
-    names = list(known) if not callable(known) else [p for p in inspect.signature(known).parameters if p not in ("self", "module", "example_args")]
-    unknown = [name for name in options if name not in names]
-    if unknown:
-        raise HirError(f"error: {entry}: unknown option(s) {', '.join(unknown)} (options: {', '.join(names)})")
+    return _lower(module, pipeline, source_name=source_name, **instrumentation)
 
 
 @checkpoint
-def run(module, inputs, **options: Any):
+def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list[torch.Tensor]:
     """Execute ``module``'s entry function once with torch and return its outputs, a list
     of tensors (see :mod:`hir.interpreter`). ``inputs``: one value per argument of the
     entry (tensors; ints, floats and bools for host scalars). Options (those of
@@ -83,26 +82,23 @@ def run(module, inputs, **options: Any):
     - ``weights``: the safetensors file of the arguments the module names as weights
 
     An unknown option is an :class:`HirError` naming the ones there are."""
-    from hir.interpreter import Program, run as _run
+    from hir.interpreter import run as _run  # `import hir` loads neither torch nor the passes
 
-    _check_options("hir.run", options, Program.__init__)
-    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-        raise HirError(f"error: hir.run: inputs must be a list of the entry function's arguments (tensors and scalars), got {type(inputs).__name__}")
     return _run(module, inputs, **options)
 
 
 @checkpoint
-def from_torch(module, example_args, **options: Any):
+def from_torch(module: torch.nn.Module, example_args: Sequence[Any], **options: Any) -> TorchProgram:
     """Import a ``torch.nn.Module`` as a program-level hir module (see :mod:`hir.frontend`)."""
-    from hir.frontend import from_torch as _from_torch
+    from hir.frontend import from_torch as _from_torch  # `import hir` loads neither torch nor the passes
 
-    _check_options("hir.from_torch", options, _from_torch)
+    check_options("hir.from_torch", options, _from_torch)
     return _from_torch(module, example_args, **options)
 
 _IMPORT_OPTIONS = ("mesh", "placements", "source_name", "dynamic_shapes", "dynamic", "example_kwargs", "grouped_attention", "fused_projections")
 
 
-def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's compile, as torch.compile
+def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledModule | CompiledProgram | Program:  # noqa: A001 - hir's compile, as torch.compile
     """Compile once, call many times; each call costs only the interpreter's run (a CUDA
     graph replay on GPU).
 
@@ -131,18 +127,18 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
       (call it with the list of ``@main``'s arguments; it returns a list).
     Other options are :class:`hir.interpreter.Program`'s (``device``, ``graph``,
     ``compile_kernels``, ``static_outputs``, ``num_streams``...)."""
-    from hir.frontend.torch_import import TorchProgram
-    from hir.interpreter import Program
+    from hir.frontend.torch_import import TorchProgram  # `import hir` loads neither torch nor the passes
+    from hir.interpreter import Program  # `import hir` loads neither torch nor the passes
 
     compile_options = [p for p in inspect.signature(Program.__init__).parameters if p not in ("self", "module")] + ["lower"]
     if isinstance(target, TorchProgram):
-        _check_options("hir.compile", options, compile_options)
+        check_options("hir.compile", options, compile_options)
         if state_or_args is None:
             raise HirError("error: hir.compile(program, state): an imported program needs its state (program.state(module) or module.state_dict())")
         return target.compile(state_or_args, **options)
     exported = _is_exported_program(target)
     if exported:
-        from hir.frontend.pt2 import exported_inputs
+        from hir.frontend.pt2 import exported_inputs  # `import hir` loads neither torch nor the passes
 
         target, state_or_args, kwargs, dynamic = exported_inputs(target, state_or_args)
         if kwargs and "example_kwargs" not in options:
@@ -152,9 +148,9 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
     if _is_torch_module(target):
         if state_or_args is None:
             raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
-        _check_options("hir.compile", options, dict.fromkeys([*compile_options, *_IMPORT_OPTIONS, "recompile_limit"]))
-        from hir.frontend.compiled_module import RECOMPILE_LIMIT, CompiledModule
-        from hir.interpreter.kernels import warm_compile_workers
+        check_options("hir.compile", options, dict.fromkeys([*compile_options, *_IMPORT_OPTIONS, "recompile_limit"]))
+        from hir.frontend.compiled_module import RECOMPILE_LIMIT, CompiledModule  # `import hir` loads neither torch nor the passes
+        from hir.interpreter.kernels import warm_compile_workers  # `import hir` loads neither torch nor the passes
 
         warm_compile_workers(options.get("compile_kernels", "auto"), options.get("device"))  # starting up while it imports
         imports = {k: options.pop(k) for k in _IMPORT_OPTIONS if k in options}
@@ -163,25 +159,21 @@ def compile(target, state_or_args=None, **options: Any):  # noqa: A001 - hir's c
         return CompiledModule(target, tuple(example), imports, options, limit)
     if state_or_args is not None:
         raise HirError("error: hir.compile(module): an hir module takes no state; pass @main's arguments to each call")
-    _check_options("hir.compile", options, Program.__init__)
+    check_options("hir.compile", options, Program.__init__)
     return Program(target, **options)
 
 
 def _is_torch_module(value: Any) -> bool:
-    import sys
-
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.nn.Module)
 
 
 def _is_exported_program(value: Any) -> bool:
-    import sys
-
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.export.ExportedProgram)
 
 
-def generate(model, input_ids, **options: Any):
+def generate(model: torch.nn.Module, input_ids: torch.Tensor, **options: Any) -> Any:
     """``model.generate(input_ids, **options)``'s greedy and sampled decoding through hir
     programs over a static KV cache (:func:`hir.frontend.generate.generate`). Returns the
     ``[batch, prompt + new]`` token ids (a ``GenerateOutput`` with
@@ -213,22 +205,39 @@ def generate(model, input_ids, **options: Any):
 
     HF options hir does not run (beam search, ``bad_words_ids``, ...) are an
     :class:`HirError`."""
-    from hir.frontend.generate import generate as _generate
+    from hir.frontend.generate import generate as _generate  # `import hir` loads neither torch nor the passes
 
     return _generate(model, input_ids, **options)
 
 
-def train_step(model, optimizer, loss_fn, example_batch, *, mesh=None, placements=None, **options: Any):
+def train_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: Callable[..., torch.Tensor],
+    example_batch: Sequence[torch.Tensor],
+    *,
+    mesh: Any = None,
+    placements: dict | None = None,
+    **options: Any,
+) -> TrainStep:
     """A training step (forward, backward, ``optimizer``'s update) as one hir program:
     ``step = hir.train_step(model, optimizer, loss_fn, (ids, labels))``, then ``loss =
     step(ids, labels)`` updates the model and the optimizer in place
     (:func:`hir.frontend.training.train_step`: its options; docs/training.md)."""
-    from hir.frontend.training import train_step as _train_step
+    from hir.frontend.training import train_step as _train_step  # `import hir` loads neither torch nor the passes
 
     return _train_step(model, optimizer, loss_fn, example_batch, mesh=mesh, placements=placements, **options)
 
 
-def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_shape: Optional[str] = None, source_name: Optional[str] = None, **instrumentation: Any):
+def from_shard(
+    module: ir.Module,
+    *,
+    backend: str = "nccl",
+    propagate: bool = True,
+    grid_shape: str | None = None,
+    source_name: str | None = None,
+    **instrumentation: Any,
+) -> ir.Module:
     """Turn a module of MLIR's ``shard`` dialect (a ``shard.grid`` and tensor functions with
     ``shard.shard`` annotations) into an hir program in place and return it: the
     ``hir-from-shard`` pipeline (record the signature's shardings, upstream
@@ -238,8 +247,7 @@ def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_sh
     ``sharded_dims_offsets``). ``grid_shape="4"`` (``"2x2"``) gives a dynamic grid
     (``shape = ?``) its extents first (``hir-set-grid-shape``). ``hir.lower`` then applies
     as to any hir program."""
-    from hir.dialect.comm import BACKENDS
-    from hir.passes import PIPELINES
+    from hir.passes import PIPELINES  # `import hir` loads neither torch nor the passes
 
     if backend not in BACKENDS:
         raise HirError(f"error: hir.from_shard: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -249,20 +257,19 @@ def from_shard(module, *, backend: str = "nccl", propagate: bool = True, grid_sh
     return lower(module, pipeline, source_name=source_name, **instrumentation)
 
 
-def load(path, *, weights: Optional[str] = None):
+def load(path: str | os.PathLike[str], *, weights: str | None = None) -> TorchProgram:
     """The imported program that ``TorchProgram.save(path)`` or ``hir-import -o path`` wrote:
     its module, and its weights (read from the recorded safetensors file, or ``weights``) as
     the program's state: ``hir.load(path).run(None, x)`` runs the saved model on ``x``.
     A ``.pt2`` file that ``torch.export.save`` wrote is imported from its exported program
     (its weights the state; an archive holding pickled objects or compiled code is refused
     before torch reads it: :mod:`hir.frontend.pt2`)."""
-    import os
-
-    from hir.frontend.pt2 import is_archive, load_pt2
-    from hir.frontend.saving import load as _load
+    from hir.frontend.pt2 import is_archive, load_pt2  # `import hir` loads neither torch nor the passes
+    from hir.frontend.saving import load as _load  # `import hir` loads neither torch nor the passes
+    from hir.frontend.torch_import import TorchProgram  # `import hir` loads neither torch nor the passes
 
     if isinstance(path, (str, os.PathLike)) and is_archive(os.fspath(path)):
         if weights is not None:
             raise HirError(f"{os.fspath(path)}: error: hir.load: a .pt2 archive holds its weights; weights= is for a saved hir program")
-        return load_pt2(path)
-    return _load(path, weights)
+        return load_pt2(os.fspath(path))
+    return TorchProgram(**_load(path, weights)._asdict())

@@ -33,7 +33,7 @@ def enabled() -> bool:
 def note(text: str) -> None:
     """A finished step's line (kept above any running step's line)."""
     if enabled():
-        from tqdm import tqdm
+        from tqdm import tqdm  # tqdm loads only when a bar is shown
 
         tqdm.write(f"{_config['prog']}: {text}", file=sys.stderr)
 
@@ -56,7 +56,7 @@ def task(what: str, status: Optional[Callable[[], str]] = None) -> Iterator[None
     if not enabled():
         yield
         return
-    from tqdm import tqdm
+    from tqdm import tqdm  # tqdm loads only when a bar is shown
 
     prog = _config["prog"]
     if not sys.stderr.isatty():

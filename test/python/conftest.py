@@ -8,6 +8,9 @@ import sys
 import tempfile
 
 import pytest
+from file_progress import FileProgress
+
+from hir.core import new_context  # before HIR_CACHE_DIR is set below: hir reads it when it caches, not on import
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "ops"))
 # Imports cached on disk (hir.compile(module, ...), hir.generate) go to a directory of this
@@ -15,9 +18,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "ops"))
 _CACHE = None if "HIR_CACHE_DIR" in os.environ else tempfile.mkdtemp(prefix="hir-test-cache-")
 if _CACHE is not None:
     os.environ["HIR_CACHE_DIR"] = _CACHE
-
-from file_progress import FileProgress
-from hir.core import new_context
 
 
 @pytest.fixture

@@ -107,8 +107,10 @@ def test_compiled_block_under_cuda_graph_equals_torch():
         for call in range(3):  # eager (compiles), capture, replay
             (got,) = program(weights + [x])
             assert torch.allclose(got, model(x), rtol=1e-4, atol=1e-5), call
-        for call in range(3):  # new inputs: other buffers, then new values in the same one
-            x2 = torch.randn(2, 64, 128, device="cuda") if call == 0 else x2.normal_()
+        x2 = torch.randn(2, 64, 128, device="cuda")
+        for call in range(3):  # new inputs: another buffer, then new values in the same one
+            if call:
+                x2.normal_()
             (got,) = program(weights + [x2])
             assert torch.allclose(got, model(x2), rtol=1e-4, atol=1e-5), call
     assert program.graph_state.replays >= 2, program.graph_state

@@ -223,7 +223,7 @@ def test_block_region_fuses_attention_and_replays_on_cuda():
     torch.set_float32_matmul_precision("high")
     try:
         with torch.no_grad(), config.patch(fx_graph_cache=False):  # a cache hit runs no pattern pass
-            for call in range(5):
+            for _ in range(5):
                 x = torch.randn(2, 64, 128, device="cuda")
                 (got,) = program(weights + [x])
                 torch.testing.assert_close(got, model(x), rtol=2e-2, atol=2e-2)

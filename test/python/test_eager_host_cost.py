@@ -59,7 +59,7 @@ def test_imported_block_runs_the_ops_eager_torch_runs(name):
         with torch.no_grad():
             want = module(x)
             program(args)  # parameter work, if any, is done once
-            ops = _ops(lambda: program(args))
+            ops = _ops(lambda args=args, program=program: program(args))
             expected = eager
             if fused and name == "llama":  # q, k, v: one GEMM (t, mm, views), sliced; their weights concatenated once
                 assert (ops["aten.mm"], ops["aten.slice"]) == (eager["aten.mm"] - 2, eager["aten.slice"] + 3), (ops, eager)

@@ -43,7 +43,7 @@ def check(module: nn.Module, *inputs, state: dict = None):
     assert program.output_names == names
     assert len(got) == len(want)
     for name, g, w in zip(names, got, want):
-        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
     return program
 
 

@@ -157,7 +157,7 @@ def test_imported_model_on_two_nodes(tmp_path):
     assert wait_nodes(nodes, tmp_path, 300) == [0, 0], logs(tmp_path)
     for name in ("y.pt", "y.rank1.pt", "y.rank2.pt", "y.rank3.pt"):  # every rank holds the whole output
         (got,) = torch.load(tmp_path / name)
-        torch.testing.assert_close(got, want, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(got, want, msg=lambda m, name=name: f"{name}: {m}")
 
 
 def start_looping_nodes(cwd: Path, dist_timeout: int) -> list[subprocess.Popen]:
@@ -350,4 +350,4 @@ def test_two_nodes_on_4_gpus(tmp_path, case):
     assert wait_nodes(nodes, tmp_path, 300) == [0, 0], logs(tmp_path)
     for name in ("out.pt", "out.rank1.pt", "out.rank2.pt", "out.rank3.pt"):
         (got,) = torch.load(tmp_path / name)
-        torch.testing.assert_close(got.cpu(), want, rtol=1e-3, atol=1e-3, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-3, atol=1e-3, msg=lambda m, name=name: f"{name}: {m}")

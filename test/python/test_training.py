@@ -24,7 +24,7 @@ def train_both(model_kind: str, opt_kind: str, *, schedule: bool = False, **opti
     for i, batch in enumerate(data):
         loss = step(*batch)
         expected = eager_step(ref, ref_opt, loss_fn, batch, options.get("accumulate", 1), options.get("max_grad_norm"))
-        torch.testing.assert_close(loss, expected, **TOL, msg=lambda m: f"step {i + 1}: {m}")
+        torch.testing.assert_close(loss, expected, **TOL, msg=lambda m, i=i: f"step {i + 1}: {m}")
         for s in schedules:
             s.step()
     assert_same_training(model, opt, ref, ref_opt)
@@ -72,8 +72,8 @@ def test_checkpoints_between_hir_and_eager(model_kind):
     opt.load_state_dict(from_eager[1])
     for i, batch in enumerate(data[5:]):
         expected = eager_step(ref, ref_opt, loss_fn, batch)
-        torch.testing.assert_close(eager_step(resumed, resumed_opt, loss_fn, batch), expected, **TOL, msg=lambda m: f"eager from hir, step {i + 6}: {m}")
-        torch.testing.assert_close(step(*batch), expected, **TOL, msg=lambda m: f"hir from eager, step {i + 6}: {m}")
+        torch.testing.assert_close(eager_step(resumed, resumed_opt, loss_fn, batch), expected, **TOL, msg=lambda m, i=i: f"eager from hir, step {i + 6}: {m}")
+        torch.testing.assert_close(step(*batch), expected, **TOL, msg=lambda m, i=i: f"hir from eager, step {i + 6}: {m}")
     assert_same_training(resumed, resumed_opt, ref, ref_opt)
     assert_same_training(model, opt, ref, ref_opt)
 

@@ -58,7 +58,7 @@ def run_chunk(name: str, text: str, pipelines: list[str], rank: int, reference_p
 
     problems = []
     for entry in entries(hir.parse(text, name)):
-        def execute(pipeline):
+        def execute(pipeline, entry=entry):
             module = hir.parse(text, name)
             for stage in (pipeline, reference_pipeline):
                 if stage:  # a mesh chunk's resharding ops run once they are collectives

@@ -140,10 +140,10 @@ def twins(model_kind: str, opt_kind: str, **overrides) -> tuple:
 def assert_same_training(model, opt, ref, ref_opt) -> None:
     """Parameters and optimizer state (every tensor of ``state_dict()``) equal."""
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-        torch.testing.assert_close(p.detach(), q.detach(), **TOL, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(p.detach(), q.detach(), **TOL, msg=lambda m, name=name: f"{name}: {m}")
     mine, theirs = opt.state_dict(), ref_opt.state_dict()
     assert mine["state"].keys() == theirs["state"].keys()
     for index, state in theirs["state"].items():
         assert mine["state"][index].keys() == state.keys()
         for key, value in state.items():
-            torch.testing.assert_close(mine["state"][index][key], value, **TOL, msg=lambda m: f"state {index} {key}: {m}")
+            torch.testing.assert_close(mine["state"][index][key], value, **TOL, msg=lambda m, index=index, key=key: f"state {index} {key}: {m}")

@@ -9,11 +9,19 @@
             b.fill(y, 0.0)
 """
 
+from __future__ import annotations  # Tensor is named for type checking only
+
 from contextlib import contextmanager
-from typing import Iterator, Union
+from typing import TYPE_CHECKING, Iterator, Union
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, scf
+
+if TYPE_CHECKING:  # what the mixin uses of the Builder it is mixed into
+    from hir.builder.program import ProgramBuilder as _Builder
+    from hir.builder.program import Tensor
+else:
+    _Builder = object
 
 SCALARS = {"i1": lambda: ir.IntegerType.get_signless(1), "index": ir.IndexType.get, "i64": lambda: ir.IntegerType.get_signless(64),
            "f32": ir.F32Type.get, "f64": ir.F64Type.get}
@@ -22,16 +30,18 @@ SCALARS = {"i1": lambda: ir.IntegerType.get_signless(1), "index": ir.IndexType.g
 class Branch:
     """The scf.if being built: ``otherwise()`` puts ops in its else region."""
 
-    def __init__(self, builder, op: scf.IfOp) -> None:
+    def __init__(self, builder: ControlBuilder, op: scf.IfOp) -> None:
         self._builder, self._op = builder, op
 
     @contextmanager
     def otherwise(self) -> Iterator[None]:
-        with self._builder._inside(self._op.else_block):
+        else_block = self._op.else_block
+        assert else_block is not None  # if_ builds every scf.if with an else region
+        with self._builder._inside(else_block):
             yield
 
 
-class ControlBuilder:
+class ControlBuilder(_Builder):
     """Builder methods for scalars and control flow; needs the Builder's ``_at``, ``_ip``,
     ``_block``, ``_inputs`` and ``_sync_signature``."""
 
@@ -44,14 +54,14 @@ class ControlBuilder:
             self._sync_signature()
             return arg
 
-    def fill(self, x, value: Union[int, float, ir.Value]) -> None:
+    def fill(self, x: Tensor, value: Union[int, float, ir.Value]) -> None:
         """``linalg.fill``: every element of ``x`` set to ``value`` (a number, or a host
         scalar value of ``x``'s element type)."""
         with self._at():
             if not isinstance(value, ir.Value):
                 element = x.type.element_type
-                attr = ir.FloatAttr.get(element, float(value)) if isinstance(element, (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)) else ir.IntegerAttr.get(element, int(value))
-                value = arith.ConstantOp(element, attr).result
+                number = float(value) if isinstance(element, (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)) else int(value)
+                value = arith.ConstantOp(element, number).result  # a FloatAttr / IntegerAttr of that type
             linalg.fill(value, outs=[x.value])
 
     @contextmanager

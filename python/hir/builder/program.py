@@ -9,7 +9,7 @@ import sys
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Literal, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Optional, Sequence, Union
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
@@ -34,7 +34,7 @@ def caller_location(context: ir.Context) -> ir.Location:
     if frame is None:  # pragma: no cover - the builder is always called from somewhere
         return ir.Location.unknown(context)
     line, col = frame.f_lineno, 1
-    positions = list(frame.f_code.co_positions())
+    positions = list(getattr(frame.f_code, "co_positions", list)())  # Python 3.11+: columns too
     if 0 <= frame.f_lasti // 2 < len(positions) and positions[frame.f_lasti // 2][2] is not None:
         line, col = positions[frame.f_lasti // 2][0] or line, positions[frame.f_lasti // 2][2] + 1
     return ir.Location.file(frame.f_code.co_filename, line, col, context=context)
@@ -53,12 +53,12 @@ def Shard(mesh: Sequence[int], axis: Optional[int] = None) -> Sharding:
     return Sharding(tuple(mesh), axis)
 
 
-Dim = Union[int, None]  # None: a dynamic extent
+Dim = int | None  # None: a dynamic extent
 # An element type: "f32", "f16", "bf16", "f64", "i32", "i64", the torch dtype of one, or an MLIR type
-DType = Union[str, "torch.dtype", ir.Type]
+DType = Union[str, "torch.dtype", ir.Type]  # noqa: UP007 - torch.dtype named as text: the builder does not import torch
 # A compute op's output placement: "same" (the default) infers it from the operands, as each
 # method says; a Sharding places it; None leaves it unplaced.
-Placement = Union[Literal["same"], Sharding, None]
+Placement = Literal["same"] | Sharding | None
 
 
 @dataclass
@@ -84,7 +84,7 @@ class Tensor:
 class ProgramBuilder:
     """Builds one ``func.func`` (default ``@main``) in a fresh module and context."""
 
-    def __init__(self, name: str = "main", context: Optional[ir.Context] = None):
+    def __init__(self, name: str = "main", context: Optional[ir.Context] = None) -> None:
         self.context = context or new_context()
         self._loc = caller_location(self.context)
         self.name = name
@@ -226,19 +226,19 @@ class ProgramBuilder:
             self._annotate(BinaryOp(lhs.value, rhs.value, out.value, ir.StringAttr.get(kind)), stream_axis)
         return out
 
-    def add(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+    def add(self, lhs: Tensor, rhs: Tensor, **kw: Any) -> Tensor:
         """``lhs + rhs``: :meth:`binary` ``"add"`` (same keywords)."""
         return self.binary("add", lhs, rhs, **kw)
 
-    def sub(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+    def sub(self, lhs: Tensor, rhs: Tensor, **kw: Any) -> Tensor:
         """``lhs - rhs``: :meth:`binary` ``"sub"`` (same keywords)."""
         return self.binary("sub", lhs, rhs, **kw)
 
-    def mul(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+    def mul(self, lhs: Tensor, rhs: Tensor, **kw: Any) -> Tensor:
         """``lhs * rhs``: :meth:`binary` ``"mul"`` (same keywords)."""
         return self.binary("mul", lhs, rhs, **kw)
 
-    def div(self, lhs: Tensor, rhs: Tensor, **kw) -> Tensor:
+    def div(self, lhs: Tensor, rhs: Tensor, **kw: Any) -> Tensor:
         """``lhs / rhs``: :meth:`binary` ``"div"`` (same keywords)."""
         return self.binary("div", lhs, rhs, **kw)
 
@@ -260,15 +260,15 @@ class ProgramBuilder:
             self._annotate(op, stream_axis)
         return out
 
-    def sum(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+    def sum(self, x: Tensor, axes: Sequence[int], **kw: Any) -> Tensor:
         """``x.sum(axes)``: :meth:`reduction` ``"sum"`` (same keywords)."""
         return self.reduction("sum", x, axes, **kw)
 
-    def max(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+    def max(self, x: Tensor, axes: Sequence[int], **kw: Any) -> Tensor:
         """``x.amax(axes)``: :meth:`reduction` ``"max"`` (same keywords)."""
         return self.reduction("max", x, axes, **kw)
 
-    def min(self, x: Tensor, axes: Sequence[int], **kw) -> Tensor:
+    def min(self, x: Tensor, axes: Sequence[int], **kw: Any) -> Tensor:
         """``x.amin(axes)``: :meth:`reduction` ``"min"`` (same keywords)."""
         return self.reduction("min", x, axes, **kw)
 

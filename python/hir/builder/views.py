@@ -11,8 +11,10 @@ verifiers expect them, placements by the view's dim map (a split follows its axi
     stacked = b.alias_stack_shards(h, axis=1, at=0)  # [T, H] split on 1 as [D, T, H/D] split on 0
 """
 
+from __future__ import annotations  # Tensor is named for type checking only
+
 from math import prod
-from typing import Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 from torch_mlir import ir
 from torch_mlir.dialects import memref
@@ -22,7 +24,13 @@ from hir.dialect import AliasBroadcastOp, AliasReshapeOp, AliasStackShardsOp
 from hir.dialect.base import DYNAMIC, VerifyError
 from hir.dialect.view_splits import reshaped
 
-Size = Union[int, ir.Value]
+if TYPE_CHECKING:  # what the mixin uses of the Builder it is mixed into
+    from hir.builder.program import ProgramBuilder as _Builder
+    from hir.builder.program import Tensor
+else:
+    _Builder = object
+
+Size = int | ir.Value
 
 
 def _static(values: Sequence[Size]) -> list[int]:
@@ -53,10 +61,15 @@ def _reassociation(groups: Sequence[Sequence[int]]) -> ir.ArrayAttr:
     return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, a) for a in g]) for g in groups])
 
 
-class ViewBuilder:
-    """Builder methods for views; needs the Builder's ``_at``, ``index`` and ``Tensor``."""
+class ViewBuilder(_Builder):
+    """Builder methods for views; needs the Builder's ``_at``, ``index``, ``alias_select``
+    and ``Tensor``."""
 
-    def subview(self, x, offsets: Sequence[Size], sizes: Sequence[Size], strides: Optional[Sequence[Size]] = None, *, drop: Sequence[int] = ()):
+    if TYPE_CHECKING:
+
+        def alias_select(self, x: Tensor, index: int | ir.Value, axis: int) -> Tensor: ...
+
+    def subview(self, x: Tensor, offsets: Sequence[Size], sizes: Sequence[Size], strides: Optional[Sequence[Size]] = None, *, drop: Sequence[int] = ()) -> Tensor:
         """``memref.subview``: ``sizes[i]`` elements from ``offsets[i]`` every ``strides[i]``
         along each axis; ``drop`` lists extent-1 axes to remove (a rank-reducing subview). On
         a split buffer, axes dropped before the split axis are taken by ``hir.alias_select``
@@ -86,7 +99,7 @@ class ViewBuilder:
             view = memref.subview(x.value, list(offsets), list(sizes), strides, result_type=result)
         return type(x)(view, [sizes[i] for i in kept])
 
-    def collapse_shape(self, x, groups: Sequence[Sequence[int]]):
+    def collapse_shape(self, x: Tensor, groups: Sequence[Sequence[int]]) -> Tensor:
         """``memref.collapse_shape``: each group of adjacent axes becomes one axis (on a
         split buffer whose split axis this renumbers, ``hir.alias_reshape``: see
         :meth:`_split_reshape`)."""
@@ -106,7 +119,7 @@ class ViewBuilder:
             sizes = [s if s is not None else memref.DimOp(view, self.index(i)).result for i, s in enumerate(sizes)]
         return type(x)(view, sizes)
 
-    def expand_shape(self, x, groups: Sequence[Sequence[int]], sizes: Sequence[Size]):
+    def expand_shape(self, x: Tensor, groups: Sequence[Sequence[int]], sizes: Sequence[Size]) -> Tensor:
         """``memref.expand_shape``: axis ``i`` of ``x`` becomes the axes ``groups[i]`` with
         extents ``sizes`` (an index value makes that extent dynamic; a split buffer as in
         :meth:`collapse_shape`)."""
@@ -150,7 +163,7 @@ class ViewBuilder:
                 raise HirError(f"error: reshape: {err}") from None
         return type(x)(view, list(shape))
 
-    def reshape(self, x, shape: Sequence[int]):
+    def reshape(self, x: Tensor, shape: Sequence[int]) -> Tensor:
         """A zero-copy reshape of a static buffer: one collapse_shape or expand_shape when
         the extents group that way, else a collapse to 1-D followed by an expand."""
         old, new = list(x.type.shape), list(shape)
@@ -163,7 +176,7 @@ class ViewBuilder:
         flat = self.collapse_shape(x, [list(range(len(old)))]) if len(old) != 1 else x
         return self.expand_shape(flat, [list(range(len(new)))], new) if len(new) != 1 else flat
 
-    def alias_broadcast(self, x, shape: Sequence[Size]):
+    def alias_broadcast(self, x: Tensor, shape: Sequence[Size]) -> Tensor:
         """``hir.alias_broadcast``: ``x`` expanded to ``shape`` (NumPy rules, no copy); a
         broadcast extent must be an int, kept extents may repeat ``x``'s sizes."""
         lead = len(shape) - len(x.sizes)
@@ -176,7 +189,7 @@ class ViewBuilder:
         sizes = [x.sizes[i - lead] if i >= lead and x.type.shape[i - lead] == static[i] else s for i, s in enumerate(shape)]
         return type(x)(view, sizes)
 
-    def alias_stack_shards(self, x, axis: int, at: int):
+    def alias_stack_shards(self, x: Tensor, axis: int, at: int) -> Tensor:
         """``hir.alias_stack_shards``: ``x`` (static, contiguous, ``axis`` split evenly over
         one mesh axis of extent D) as its devices' shards stacked on a new axis ``at`` split
         over that mesh axis (``[T, H]`` on 1 as ``[D, T, H / D]`` on 0); no copy."""

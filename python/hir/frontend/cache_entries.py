@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import torch
+from hir.core import parse
+from hir.frontend.torch_import import TorchProgram
 
 FILES = ("program.mlir", "meta.json", "captured.safetensors")
 DIGEST = "digest"
@@ -40,7 +42,7 @@ def digest_of(key: str, contents: dict) -> str:
 def store_entry(entry: Path, key: str, program: Any) -> None:
     """Write ``program`` (a TorchProgram) as the entry ``entry`` of key ``key``; best effort:
     a cache that cannot be written, or another process that stored the entry first, skips it."""
-    from safetensors.torch import save
+    from safetensors.torch import save  # safetensors loads only when weights are read or written
 
     captured = {name: t.detach().to("cpu").contiguous().clone() for name, t in program.captured.items()}  # no shared memory
     meta = {"state_names": program.state_names, "num_inputs": program.num_inputs, "aliases": program.aliases,
@@ -81,10 +83,7 @@ def load_entry(entry: Path, key: str) -> Optional[Any]:
 
 def _program(entry: Path, contents: dict) -> Any:
     """The TorchProgram of an entry's verified ``contents`` (the bytes the digest covered)."""
-    from safetensors.torch import load
-
-    from hir.core import parse
-    from hir.frontend.torch_import import TorchProgram
+    from safetensors.torch import load  # safetensors loads only when weights are read or written
 
     meta = json.loads(contents["meta.json"])
     module = parse(contents["program.mlir"].decode(), str(entry / "program.mlir"))

@@ -32,6 +32,12 @@ from torch_mlir.dialects import func
 
 from hir.core import HirError
 from hir.frontend.output_tree import rebuild
+from hir.interpreter import Program
+from hir.interpreter.backends.process_groups import default_device
+from hir.interpreter.kernels import warm_compile_workers
+from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
+from hir.interpreter.backends.process_groups import world
+from hir.interpreter.inputs import shard
 
 
 class CompiledProgram:
@@ -40,10 +46,6 @@ class CompiledProgram:
     (``program.output_names``). See the module docstring."""
 
     def __init__(self, program: Any, state: Mapping, *, device: Optional[str] = None, lower: bool = True, **options: Any) -> None:
-        from hir.interpreter import Program
-        from hir.interpreter.backends.process_groups import default_device
-        from hir.interpreter.kernels import warm_compile_workers
-
         if not isinstance(state, Mapping):
             raise HirError(f"error: compile: the state must be a dict of tensors (program.state(module) or module.state_dict()), got {type(state).__name__}")
         try:
@@ -131,8 +133,6 @@ class CompiledProgram:
     def _check(self, inputs: list) -> None:
         """Each input must have its ``@main`` argument's shape and dtype; the error names the
         input (the interpreter's names the argument number)."""
-        from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
-
         for i, (x, type_) in enumerate(zip(inputs, self._types)):
             if not is_memref(type_):
                 continue
@@ -150,10 +150,6 @@ class CompiledProgram:
     def _local_inputs(self, inputs: list) -> list:
         """This rank's shards of the inputs, as their ``@main`` types place them (the state's
         were cut once, at compile)."""
-        from hir.interpreter.backends.process_groups import world
-        from hir.interpreter.buffers import buffer_spec, is_memref
-        from hir.interpreter.inputs import shard
-
         rank = world()[0]
         out = []
         for x, type_ in zip(inputs, self._types):
@@ -182,8 +178,6 @@ def _input_types(module: ir.Module, state_count: int) -> list:
 def _placeholder(type_: ir.Type) -> Any:
     """A meta tensor of ``type_``'s global shape (a dynamic extent: its split's part count,
     which divides), for laying out arguments without data."""
-    from hir.interpreter.buffers import buffer_spec, is_memref
-
     if not is_memref(type_):
         return 0
     spec = buffer_spec(type_, 0)

@@ -42,6 +42,7 @@ import torch
 from hir.core import HirError
 from hir.dialect.context import api_stacklevel
 from hir.frontend.output_tree import rebuild
+from hir.frontend.import_cache import cached_from_torch
 
 RECOMPILE_LIMIT = 8  # programs per compiled module (torch._dynamo.config.recompile_limit's default)
 
@@ -152,8 +153,6 @@ class CompiledModule:
         return self._compile(args, key, self._imports)
 
     def _compile(self, args: tuple, key: tuple, imports: dict, automatic: bool = False) -> list:
-        from hir.frontend.import_cache import cached_from_torch
-
         keywords = key[-1][1][1]  # the last inputs' keywords (_signature)
         if keywords or self._keywords:  # this call's keyword inputs, the example's constants
             split = len(args) - len(keywords)

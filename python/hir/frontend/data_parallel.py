@@ -30,6 +30,7 @@ from torch.distributed.tensor import Replicate, Shard
 
 from hir.core import HirError
 from hir.frontend.strategies.redistribute import redistribute
+from hir.passes.training.schedule import data_parallel_pipeline
 
 MODES = ("replicate", "fully_shard")
 SCHEDULE_OPTIONS = ("defer_waits", "prefetch", "bucket_bytes", "comm_stream", "optimizer_in_backward")  # data_parallel_pipeline's
@@ -163,7 +164,7 @@ def reading(model: torch.nn.Module, names: Sequence[str], whole: Sequence[torch.
 
 def check_mesh(mesh: Any) -> list:
     """The mesh of a data-parallel step: every rank of the process group, in order."""
-    import torch.distributed as dist
+    import torch.distributed as dist  # torch.distributed loads only for sharded or multi-rank work
 
     world = dist.get_world_size() if dist.is_initialized() else 1
     if not isinstance(mesh, (list, tuple)) or list(mesh) != list(range(world)):
@@ -185,6 +186,4 @@ def check_schedule(schedule: Any) -> dict:
 
 def schedule_pipeline(schedule: dict) -> str:
     """The lowering pipeline of a data-parallel step with ``schedule``'s options."""
-    from hir.passes.training.schedule import data_parallel_pipeline
-
     return data_parallel_pipeline(**schedule)

@@ -77,7 +77,7 @@ def dtensor_placements(module: torch.nn.Module) -> dict:
     parameter on a sub-mesh (``parallelize_module(m, mesh2d["tp"], plan)``) is placed on
     the root mesh: its placement on the sub-mesh's dimensions, replicated on the others."""
     try:
-        from torch.distributed.tensor import DTensor, Replicate
+        from torch.distributed.tensor import DTensor, Replicate  # torch.distributed loads only for sharded or multi-rank work
     except ImportError:  # pragma: no cover - torch without distributed
         return {}
     found = {}

@@ -205,8 +205,8 @@ class Sizes:
         return self.made[key]
 
     def _build(self, expr: Expr, where: str) -> ir.Value:
-        import sympy
-        from torch.utils._sympy.functions import FloorDiv, Mod
+        import sympy  # sympy loads only for dynamic dims
+        from torch.utils._sympy.functions import FloorDiv, Mod  # sympy loads only for dynamic dims
 
         if isinstance(expr, int) or expr.is_Integer:
             return index_const(int(expr))

@@ -34,6 +34,9 @@ import torch
 
 from hir.core import HirError
 from hir.frontend.output_tree import flatten_with_tree
+from hir.frontend.flash_rewrite import flash_attention_ops
+from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
+from hir.frontend.fx_rewrites import drop_metadata_checks
 
 
 @dataclass
@@ -107,9 +110,6 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optiona
     and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
     group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`);
     ``keep_composites``: see :func:`functional_export`."""
-    from hir.frontend.flash_rewrite import flash_attention_ops
-    from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
-
     names, aliases, values, transient = module_state(module)
     outputs: dict = {}  # names and tree of the module's result, recorded by the trace
     wrapper = _Functional(module, names, kwargs or {}, outputs, keywords)
@@ -157,11 +157,9 @@ def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any,
     autograd and the gradient would not reach the tensors it reads; ``nll_loss`` is decomposed
     too, and ``native_layer_norm_backward`` (:func:`_training_decompositions`)."""
     try:
-        from torch.export._trace import _export
-        from torch.export.exported_program import _override_composite_implicit_decomp, _split_decomp_table_to_cia_and_python_decomp
+        from torch.export._trace import _export  # torch.export's internals load only when a module is exported
+        from torch.export.exported_program import _override_composite_implicit_decomp, _split_decomp_table_to_cia_and_python_decomp  # torch.export's internals load only when a module is exported
     except ImportError:
-        from hir.frontend.fx_rewrites import drop_metadata_checks
-
         program = torch.export.export(module, args, dynamic_shapes=dynamic_shapes, strict=False)
         program = program.run_decompositions({}) if keep_composites else program.run_decompositions()
         drop_metadata_checks(program.graph)
@@ -180,7 +178,7 @@ def _decomposing(table: dict) -> Any:
     ops are traced (``_export_to_aten_ir``'s ``decomp_table``, which ``_export`` does not
     pass on): the graph ``.run_decompositions(table)`` would give, without that second
     trace of the whole graph (half of a training step's import)."""
-    from torch.export import _trace
+    from torch.export import _trace  # torch.export's internals load only when a module is exported
 
     traced = _trace._export_to_aten_ir
     _trace._export_to_aten_ir = functools.partial(traced, decomp_table=table)
@@ -195,7 +193,7 @@ def _training_decompositions() -> dict:
     ``sum``, ``div``; ``scatter``) and of ``native_layer_norm_backward`` (its weight and bias
     gradients as ``sum`` over the rows): over a batch split on devices these are sums the
     placer takes as partial sums, so a loss's mean is over the whole batch."""
-    from torch._decomp import get_decompositions
+    from torch._decomp import get_decompositions  # torch.export's internals load only when a module is exported
 
     aten = torch.ops.aten
     return get_decompositions([aten.nll_loss_forward, aten.nll_loss_backward, aten.native_layer_norm_backward])
@@ -204,7 +202,7 @@ def _training_decompositions() -> dict:
 def _read_only_state(program: torch.export.ExportedProgram, count: int) -> set:
     """The placeholder names of the first ``count`` inputs (the module's state) that the
     program does not write (its weights, not a KV cache)."""
-    from torch.export.graph_signature import InputKind, OutputKind
+    from torch.export.graph_signature import InputKind, OutputKind  # torch.export's internals load only when a module is exported
 
     sig = program.graph_signature
     state = [s.arg.name for s in sig.input_specs if s.kind == InputKind.USER_INPUT][:count]
@@ -256,7 +254,7 @@ def _signature(program: torch.export.ExportedProgram, names: list[str]) -> tuple
     """(argument names, lifted constants' values, mutated argument per leading output) of
     ``program``, whose graph inputs are the constants it lifted (tensors the module makes in
     ``forward``) then the wrapper's arguments: each constant becomes a state entry too."""
-    from torch.export.graph_signature import InputKind, OutputKind
+    from torch.export.graph_signature import InputKind, OutputKind  # torch.export's internals load only when a module is exported
 
     sig = program.graph_signature
     arguments, constants = [], {}

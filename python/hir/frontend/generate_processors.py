@@ -37,7 +37,7 @@ def logits_processors(config: Any, prompt: int, eos: Optional[torch.Tensor], att
     """HF's ``LogitsProcessorList`` for ``config`` and a prompt of ``prompt`` positions
     (``attention_mask``: the call's, whose leading zeros the repetition penalty skips, as
     HF's), in ``GenerationMixin._get_logits_processor``'s order."""
-    from transformers.generation.logits_process import (
+    from transformers.generation.logits_process import (  # transformers loads only for Hugging Face models
         LogitsProcessorList,
         MinLengthLogitsProcessor,
         MinNewTokensLengthLogitsProcessor,

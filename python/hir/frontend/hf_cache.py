@@ -37,7 +37,7 @@ def refuse_undecodable(model: torch.nn.Module) -> None:
     name = f"{type(model).__name__} ({getattr(config, 'model_type', '?')})"
     if config is not None and bool(getattr(config, "is_encoder_decoder", False)):
         raise HirError(f"error: hir.generate: {name} is an encoder-decoder model; hir.generate decodes causal (decoder-only) language models only")
-    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor import DTensor  # torch.distributed loads only for sharded or multi-rank work
 
     sharded = next((key for key, tensor in model.state_dict().items() if isinstance(tensor, DTensor)), None)
     if sharded is not None:
@@ -50,8 +50,8 @@ def static_cache(model: torch.nn.Module, batch_size: int, max_cache_len: int, ke
     positions in every attention layer, sized by the model's own writes, empty (see the
     module docstring); ``keyword`` is the one ``model.forward`` takes its cache by, ``dtype``
     the cache's (default: the dtype the layers write)."""
-    from transformers import StaticCache
-    from transformers.cache_utils import DummyLayer, StaticLayer, StaticSlidingWindowLayer
+    from transformers import StaticCache  # transformers loads only for Hugging Face models (seconds to import)
+    from transformers.cache_utils import DummyLayer, StaticLayer, StaticSlidingWindowLayer  # transformers loads only for Hugging Face models (seconds to import)
 
     config = model.config.get_text_config()
     cache = StaticCache(max_cache_len=max_cache_len, config=config)

@@ -35,6 +35,8 @@ from typing import Optional
 import torch
 
 from hir.core import HirError
+import sys
+from hir.frontend.hf_cache import refuse_undecodable, static_cache
 
 MIN_TRANSFORMERS = "5.5.1"  # the oldest transformers whose StaticCache the step can hold (module docstring)
 KEY_PROJECTIONS = ("k_proj", "qkv_proj", "query_key_value")  # modules whose output holds the keys (HF's list)
@@ -58,7 +60,6 @@ class StaticCacheStep(torch.nn.Module):
     def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: Optional[torch.dtype] = None, logits_to_keep: int = 0) -> None:
         super().__init__()
         require_transformers()
-        from hir.frontend.hf_cache import refuse_undecodable, static_cache
 
         refuse_undecodable(model)
         self.model = model
@@ -84,7 +85,7 @@ class StaticCacheStep(torch.nn.Module):
         :func:`hir.frontend.hf_plans.plan_placements`): split by heads (``Shard(1)``) where
         the plan splits the key projection's heads (``colwise``), as HF's TP sizes its
         cache; so the cache update and attention stay on each device's heads."""
-        from torch.distributed.tensor import Shard
+        from torch.distributed.tensor import Shard  # torch.distributed loads only for sharded or multi-rank work
 
         if not any(key.rsplit(".", 1)[-1] in KEY_PROJECTIONS and style == "colwise" for key, style in plan.items()):
             return {}
@@ -127,7 +128,7 @@ def cache_keyword(model: torch.nn.Module) -> str:
     for name in ("cache", "past_key_values"):
         if name in parameters:
             return name
-    import transformers
+    import transformers  # transformers loads only for Hugging Face models (seconds to import)
 
     raise HirError(f"error: StaticCacheStep: {type(model).__name__}.forward takes no 'cache' or 'past_key_values' "
                    f"argument (transformers {transformers.__version__}), so it has no KV cache to decode with")
@@ -135,8 +136,8 @@ def cache_keyword(model: torch.nn.Module) -> str:
 
 def require_transformers() -> None:
     """Refuse a transformers older than :data:`MIN_TRANSFORMERS` (see the module docstring)."""
-    import transformers
-    from packaging.version import Version
+    import transformers  # transformers loads only for Hugging Face models (seconds to import)
+    from packaging.version import Version  # transformers loads only for Hugging Face models (seconds to import)
 
     if Version(transformers.__version__) < Version(MIN_TRANSFORMERS):
         raise HirError(f"error: StaticCacheStep (hir.generate's decode step) needs transformers >= {MIN_TRANSFORMERS} "
@@ -210,7 +211,7 @@ _UNSUPPORTED_ATTENTION = ("sliding_window", "softcap", "s_aux", "position_bias")
 def prefill_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Optional[torch.Tensor], **kwargs):
     """:class:`StaticCachePrefill`'s attention: SDPA over the query's own positions (the
     cache's first ``tokens``), causal, no mask."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward  # transformers loads only for Hugging Face models (seconds to import)
 
     used = [name for name in _UNSUPPORTED_ATTENTION if kwargs.get(name) is not None]
     if kwargs.get("is_causal", getattr(module, "is_causal", True)) is False:
@@ -225,7 +226,7 @@ def prefill_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.T
 
 def register_prefill_attention() -> None:
     """Add :func:`prefill_attention` to transformers' ``AttentionInterface`` (once)."""
-    from transformers import AttentionInterface
+    from transformers import AttentionInterface  # transformers loads only for Hugging Face models (seconds to import)
 
     if PREFILL_ATTENTION not in AttentionInterface._global_mapping:
         AttentionInterface.register(PREFILL_ATTENTION, prefill_attention)
@@ -259,7 +260,5 @@ def dispatches_attention(model: torch.nn.Module) -> bool:
     """Whether ``model``'s modeling code picks its attention from transformers'
     ``ALL_ATTENTION_FUNCTIONS`` (what the prefill's entry replaces); Falcon's, for one, runs
     its own SDPA or eager attention, whatever the config names."""
-    import sys
-
     modeling = [cls.__module__ for cls in type(model).__mro__ if cls.__module__.startswith("transformers.models.")]  # (not PreTrainedModel's)
     return any(hasattr(sys.modules.get(name), "ALL_ATTENTION_FUNCTIONS") for name in modeling)

@@ -64,6 +64,7 @@ from typing import Any, Iterator, Optional
 import torch
 
 from hir.core import HirError
+from hir.frontend.strategies.redistribute import redistribute
 
 
 @dataclass(frozen=True)
@@ -182,8 +183,8 @@ def _own_plans(module: torch.nn.Module) -> set:
 def _param_placement(params: str, owner: str, ndim: int, bias: bool) -> Any:
     """One parameter's placement (``Shard(dim)``, ``_StridedShard`` for packed halves, or
     ``Replicate()``)."""
-    from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.placement_types import _StridedShard
+    from torch.distributed.tensor import Replicate, Shard  # torch.distributed loads only for sharded or multi-rank work
+    from torch.distributed.tensor.placement_types import _StridedShard  # torch.distributed loads only for sharded or multi-rank work
 
     if params == "replicated" or ndim == 0:
         return Replicate()
@@ -216,8 +217,6 @@ def plan_layouts(module: torch.nn.Module, plan: dict[str, str]) -> Iterator[None
     """While active (the export), the layouts the plan's styles fix are
     ``torch.ops.hir.redistribute`` on the styled modules' outputs and inputs (forward hooks,
     removed on exit)."""
-    from hir.frontend.strategies.redistribute import redistribute
-
     handles = []
     try:
         for _, sub, entry, style in styled_modules(module, plan):

@@ -32,6 +32,9 @@ from typing import Any, Optional, Sequence
 import torch
 
 from hir.frontend.cache_entries import load_entry, store_entry
+from hir.frontend.torch_import import from_torch
+import hir.dialect
+from importlib import metadata
 
 _OFF = ("off", "0", "none", "")
 _HERE = Path(__file__).resolve().parent
@@ -76,8 +79,6 @@ def private_folder(path: Path) -> Optional[Path]:
 
 def cached_from_torch(module: torch.nn.Module, example_args: Sequence[Any], **options: Any) -> Any:
     """:func:`hir.from_torch` through the cache (see the module docstring)."""
-    from hir.frontend.torch_import import from_torch
-
     directory = cache_dir()
     if directory is None or options.get("mesh") is not None or options.get("placements"):
         return from_torch(module, example_args, **options)
@@ -155,10 +156,6 @@ _VERSIONS: list = []
 def _versions() -> tuple:
     """torch, torch-mlir and transformers versions and a digest of hir's frontend code."""
     if not _VERSIONS:
-        from importlib import metadata
-
-        import hir.dialect
-
         code = hashlib.sha256()
         for path in sorted(_HERE.glob("*.py")) + sorted(Path(hir.dialect.__file__).parent.glob("*.py")):
             code.update(path.read_bytes())

@@ -45,7 +45,7 @@ def repeated_blocks(model: torch.nn.Module) -> list:
 
 def forward_marks() -> contextlib.AbstractContextManager:
     """The ops traced inside get ``hir.forward`` (``loss_fn``'s call)."""
-    import torch.fx.traceback as fx_traceback
+    import torch.fx.traceback as fx_traceback  # loaded on first use only
 
     return fx_traceback.annotate({FORWARD: True})
 
@@ -54,7 +54,7 @@ def forward_marks() -> contextlib.AbstractContextManager:
 def marking_layers(blocks: list, prefix: str = "") -> Iterator[None]:
     """While exporting: the ops of each block's forward get ``hir.layer = prefix + path``
     (node metadata kept through the trace)."""
-    import torch.fx.traceback as fx_traceback
+    import torch.fx.traceback as fx_traceback  # loaded on first use only
 
     entered: list = []
     handles = []

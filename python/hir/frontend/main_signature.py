@@ -7,14 +7,13 @@ from typing import Optional, Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
+from hir.dialect import PARAMETER_ATTR
 
 
 def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> None:
     """Mark ``@main``'s first ``count`` arguments (the module's state) ``hir.parameter``,
     except the state entries the module writes (``mutated``): read-only, changing between
     calls only when the caller changes them (``hir-hoist-parameter-work`` reads the mark)."""
-    from hir.dialect import PARAMETER_ATTR
-
     main = next(op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
     attrs = main.operation.attributes
     inputs = ir.FunctionType(ir.TypeAttr(attrs["function_type"]).value).inputs

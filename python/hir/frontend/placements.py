@@ -27,6 +27,7 @@ from hir.core import HirError
 from hir.dialect import Sharding
 from hir.frontend.torch_ir import tensor_info
 from hir.interpreter.backends.process_groups import world
+from hir.interpreter.program import local_arguments
 
 
 def _splits(name: str, placement: Any, shape: Optional[list[int]], grid: "DeviceGrid") -> tuple[tuple, dict]:
@@ -117,7 +118,7 @@ def mesh_inputs(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
     if mesh is None:
         raise HirError("error: placements were given without a mesh (pass mesh=[0, 1, ...] or a DeviceMesh)")
     grid = _grid(mesh)
-    import torch.distributed as dist
+    import torch.distributed as dist  # torch.distributed loads only for sharded or multi-rank work
 
     if dist.is_available() and dist.is_initialized():  # else the check waits for the run
         _check_world(len(grid.devices), dist.get_world_size())
@@ -139,7 +140,6 @@ def shard_arguments(module: ir.Module, mesh: Optional[Sequence[int]], full: list
     mesh); the full tensors themselves when the program has no ``mesh``."""
     if mesh is None:
         return full
-    from hir.interpreter.program import local_arguments
 
     this_rank, world_size = world()
     _check_world(len(mesh), world_size)

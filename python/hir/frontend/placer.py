@@ -33,6 +33,7 @@ from hir.frontend.placements import DeviceGrid
 from hir.frontend.segment_placement import Cut, PartialOp, operands_of, read_slices, segment_partial, split_before
 from hir.frontend.strategies import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, Strategy, compute_spec, op_key, strategy_for
 from hir.frontend.torch_ir import LIST_CONSTRUCT, hoistable_with_parameters, is_cloned, is_cloned_value, is_constant, is_tensor, owner, rank_of, tensor_info, user
+from hir.passes.pass_manager import dumping
 
 
 class Placer:
@@ -131,7 +132,6 @@ class Placer:
         plan = PlacementPlan(self.grid, self.placements, self.steps, results, self.listing)
         if self.grid is not None:
             self.listing += [f"resharding {v.get_name()}: {describe(have)} -> {describe(read)}" for v, have, read in plan.reshardings()]
-        from hir.passes.pass_manager import dumping
 
         if dumping("placements"):
             print("\n".join(f"placements: {line}" for line in self.listing), file=sys.stderr)

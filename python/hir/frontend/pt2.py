@@ -29,6 +29,7 @@ from typing import Any, Optional
 import torch
 
 from hir.core import HirError
+from hir.frontend.torch_import import from_torch
 
 # the members of a torch.export.save archive (below its top folder) that hold no code
 _MEMBERS = re.compile(r"(archive_format|archive_version|byteorder|\.data/version|\.data/serialization_id|models/[\w.-]+\.json"
@@ -110,8 +111,8 @@ def exported_inputs(ep: torch.export.ExportedProgram, example_args: Optional[Any
 def exported_dynamic(ep: torch.export.ExportedProgram, keywords: list) -> dict:
     """``dynamic=`` (hir's short form) of the user inputs' dims the export made dynamic, each
     named by its symbol, with its bounds; inputs in order (``input<N>``), then the keyword ones."""
-    from torch.export.graph_signature import InputKind
-    from torch.utils._sympy.numbers import int_oo
+    from torch.export.graph_signature import InputKind  # torch.export's internals load only when a module is exported
+    from torch.utils._sympy.numbers import int_oo  # sympy loads only for dynamic dims
 
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     user = [s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
@@ -134,8 +135,6 @@ def load_pt2(path: str) -> Any:
     """The :class:`~hir.frontend.torch_import.TorchProgram` of the exported program saved at
     ``path`` (imported from its module on its recorded example inputs; its weights are the
     program's state)."""
-    from hir.frontend.torch_import import from_torch
-
     ep = load_exported(os.fspath(path))
     module, args, kwargs, dynamic = exported_inputs(ep, None)
     return from_torch(module, args, example_kwargs=kwargs or None, dynamic=dynamic or None, source_name=os.fspath(path))

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import struct
-from typing import Optional
+from typing import Callable, NamedTuple, Optional
 
 import torch
 from torch_mlir import ir
@@ -22,8 +22,9 @@ from hir import progress
 from hir.core import HirError, parse, read_source
 from hir.dialect import WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
 from hir.dialect.compute import default_weights_path
-from hir.frontend.torch_import import TorchProgram, _full
 from hir.outputs import CliError, check_writable, write_atomically, write_text
+from hir.dialect.sharding import sharding_of
+from hir.interpreter.weights import read_weights, recorded_weights, weights_path
 
 
 def _main(module: ir.Module) -> ir.Operation:
@@ -50,26 +51,13 @@ def record(module: ir.Module, weights_file: str, state_names: list) -> None:
         main.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
 
 
-def state_tensors(program: TorchProgram, state_dict: Optional[dict] = None) -> dict:
-    """``{state name: global CPU tensor}`` of every state entry of ``program``, from
-    ``state_dict`` (default: the state the program was imported or loaded with), checked
-    against ``@main``'s argument types."""
-    values = program.state_values(program.weights if state_dict is None else state_dict)
-    program._check(values)  # each entry's global shape and dtype
-    out = {}
-    for name, value in zip(program.state_names, values):
-        # safetensors refuses tensors sharing memory (a view of another entry): own copies
-        out[name] = _full(value).to("cpu", copy=True).contiguous()
-    return out
+def write_weights(module: ir.Module, tensors: dict, weights: str, folder: str) -> None:
+    """Write ``tensors`` (``{state name: CPU tensor}`` in ``@main``'s order:
+    ``TorchProgram.state_tensors``) to ``weights`` (replaced once complete) and record it
+    in ``module``, its name relative to ``folder`` (where the .mlir file goes)."""
+    from safetensors.torch import save_file  # safetensors loads only when weights are read or written
 
-
-def write_weights(program: TorchProgram, weights: str, folder: str, state_dict: Optional[dict] = None) -> None:
-    """Write the program's state to ``weights`` (replaced once complete) and record it in
-    the module, its name relative to ``folder`` (where the .mlir file goes)."""
-    from safetensors.torch import save_file
-
-    tensors = state_tensors(program, state_dict)
-    record(program.module, os.path.relpath(os.path.abspath(weights), os.path.abspath(folder)), program.state_names)
+    record(module, os.path.relpath(os.path.abspath(weights), os.path.abspath(folder)), list(tensors))
     size = sum(t.numel() * t.element_size() for t in tensors.values())
     with progress.task(f"writing {len(tensors)} weights ({size / 2**20:.1f} MiB) to {weights}"):
         write_atomically(weights, lambda tmp: _save_file(save_file, tensors, tmp))
@@ -81,7 +69,7 @@ WRITER_METADATA = {"format": "pt", "writer": "hir"}  # in the header of every we
 def _save_file(save_file, tensors: dict, tmp: str) -> None:
     """safetensors' ``save_file``, its I/O failures (a full disk) as OSError: it raises its
     own SafetensorError, whose text is the Rust error (``... File too large (os error 27)``)."""
-    from safetensors import SafetensorError
+    from safetensors import SafetensorError  # safetensors loads only when weights are read or written
 
     try:
         save_file(tensors, tmp, metadata=WRITER_METADATA)
@@ -106,10 +94,11 @@ def written_by_hir(path: str) -> bool:
     return isinstance(metadata, dict) and metadata.get("writer") == WRITER_METADATA["writer"]
 
 
-def save(program: TorchProgram, path: str, state_dict: Optional[dict] = None, weights: Optional[str] = None) -> str:
-    """Write ``program.module`` to ``path`` and its state to ``weights`` (default: ``path``
-    with the suffix ``.safetensors``), each replaced only once complete; returns the weights
-    path. ``state_dict`` (default: the program's own) must fit ``@main``'s arguments."""
+def save(module: ir.Module, state_tensors: Callable[[], dict], path: str, weights: Optional[str] = None) -> str:
+    """Write ``module`` to ``path`` and the state ``state_tensors()`` returns (see
+    :func:`write_weights`; called once both paths are known to be writable) to ``weights``
+    (default: ``path`` with the suffix ``.safetensors``), each replaced only once complete;
+    returns the weights path."""
     if not isinstance(path, (str, os.PathLike)):
         raise HirError(f"error: TorchProgram.save: path must be a file name, got {type(path).__name__}")
     path = os.fspath(path)
@@ -123,8 +112,8 @@ def save(program: TorchProgram, path: str, state_dict: Optional[dict] = None, we
         raise HirError(f"error: TorchProgram.save: {err}") from None
 
     def write_both(tmp: str) -> None:  # the weights first: the IR names them
-        write_weights(program, weights, os.path.dirname(os.path.abspath(path)), state_dict)
-        write_text(tmp, str(program.module))
+        write_weights(module, state_tensors(), weights, os.path.dirname(os.path.abspath(path)))
+        write_text(tmp, str(module))
 
     try:
         write_atomically(path, write_both)
@@ -135,8 +124,6 @@ def save(program: TorchProgram, path: str, state_dict: Optional[dict] = None, we
 
 def _mesh(main: ir.Operation) -> Optional[tuple]:
     """The devices of the mesh ``@main``'s arguments are placed on (None: unsharded)."""
-    from hir.dialect.sharding import sharding_of
-
     devices = set()
     for argument in main.regions[0].blocks[0].arguments:
         if isinstance(argument.type, ir.MemRefType) and (placed := sharding_of(argument)) is not None:
@@ -144,11 +131,19 @@ def _mesh(main: ir.Operation) -> Optional[tuple]:
     return tuple(sorted(devices)) or None
 
 
-def load(path: str, weights: Optional[str] = None) -> TorchProgram:
+class Saved(NamedTuple):
+    """What :func:`load` read: ``TorchProgram(**saved._asdict())`` is the program."""
+
+    module: ir.Module
+    state_names: list
+    num_inputs: int
+    mesh: Optional[tuple]
+    weights: dict
+
+
+def load(path: str | os.PathLike[str], weights: Optional[str] = None) -> Saved:
     """The program ``save`` (or hir-import) wrote to ``path``, with its weights (global CPU
     tensors, checked against ``@main``'s arguments) as the program's state."""
-    from hir.interpreter.weights import read_weights, recorded_weights, weights_path
-
     if not isinstance(path, (str, os.PathLike)):
         raise HirError(f"error: hir.load: path must be a file name, got {type(path).__name__}")
     name, text = read_source(os.fspath(path))
@@ -167,5 +162,5 @@ def load(path: str, weights: Optional[str] = None) -> TorchProgram:
             values = read_weights(file, types, recorded.keys, rank=None, device=torch.device("cpu"))
             state = {recorded.keys[i]: t for i, t in values.items()}
     names = [recorded.keys[i] for i in range(len(recorded.keys))]
-    return TorchProgram(module, names, len(types) - len(names), _mesh(main), weights=state)
+    return Saved(module, names, len(types) - len(names), _mesh(main), state)
 

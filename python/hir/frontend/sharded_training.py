@@ -23,6 +23,13 @@ from torch.distributed.tensor import Shard
 
 from hir.core import HirError
 from hir.dialect import Sharding
+from hir.frontend.hf_plans import is_plan_entry, plan_placements
+from hir.frontend.strategies.redistribute import redistribute
+from hir.frontend.compiled import _arg_types
+from hir.interpreter.buffers import buffer_spec, is_memref
+from hir.interpreter.backends.process_groups import world
+from hir.interpreter.inputs import shard
+from hir.interpreter.inputs import shard_slices
 
 _IO = re.compile(r"(input|output)\d+")
 
@@ -34,8 +41,6 @@ def step_placements(step: torch.nn.Module, names: Sequence[str], placements: dic
     model), and each parameter's optimizer state of its shape placed as the parameter
     (``names``: the model's name of the parameter of each optimizer index). An entry naming
     nothing of the model is refused, naming it."""
-    from hir.frontend.hf_plans import is_plan_entry, plan_placements
-
     if not isinstance(placements, dict):
         raise HirError(f"error: hir.train_step: placements must be a dict (state name / 'input0' / HF plan pattern -> placement), got {type(placements).__name__}")
     plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
@@ -75,8 +80,6 @@ def gradient_layouts(placements: dict, names: Sequence[str]) -> dict[str, str]:
 
 def place_gradient(gradient: torch.Tensor, layout: Optional[str], name: str) -> torch.Tensor:
     """``gradient`` laid out as ``layout`` (its parameter's), or itself where there is none."""
-    from hir.frontend.strategies.redistribute import redistribute
-
     return gradient if layout is None else redistribute(gradient, layout, name)
 
 
@@ -149,9 +152,6 @@ def _plan_style(style: Any, module: torch.nn.Module) -> Optional[str]:
 
 def state_shardings(program: Any) -> dict[str, Optional[Sharding]]:
     """Each state entry's sharding in ``program``'s ``@main`` (None: whole on every device)."""
-    from hir.frontend.compiled import _arg_types
-    from hir.interpreter.buffers import buffer_spec, is_memref
-
     types = _arg_types(program.module)[: len(program.state_names)]
     return {n: buffer_spec(t, 0).sharding if is_memref(t) else None for n, t in zip(program.state_names, types)}
 
@@ -176,8 +176,6 @@ def local_part(tensor: torch.Tensor, sharding: Optional[Sharding]) -> torch.Tens
         return local
     if sharding is None:
         return tensor
-    from hir.interpreter.backends.process_groups import world
-    from hir.interpreter.inputs import shard
 
     return shard(tensor, sharding, world()[0])
 
@@ -193,9 +191,7 @@ def write_back(tensor: torch.Tensor, held: torch.Tensor, sharding: Optional[Shar
     if sharding is None or tuple(held.shape) == tuple(tensor.shape):
         tensor.copy_(held)
         return
-    import torch.distributed as dist
-
-    from hir.interpreter.inputs import shard_slices
+    import torch.distributed as dist  # torch.distributed loads only for sharded or multi-rank work
 
     shapes = {r: _block_shapes(tensor.shape, *shard_slices(tensor.shape, sharding, r)) for r in sharding.mesh}
     flat = torch.zeros(max(math.prod(shape) for shape, _ in shapes.values()), dtype=held.dtype, device=held.device)

@@ -28,11 +28,24 @@ from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
 from hir import progress
 from hir.core import HirError, format_mlir_error, new_context
+from hir.dialect.gc_stress import checkpoint
 from hir.frontend.dynamic import check_dims, dim_info, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
 from hir.frontend.layers import mark_locations
 from hir.frontend.main_signature import mark_parameters, scalar_argument, unsupported_reason
 from hir.frontend.partition import Partitioner
+from hir.frontend.saving import save
+from hir.interpreter import run
+from hir.passes import lower, overlap_pipeline
+import sys
+from hir.frontend.dtensors import Distributed
+from hir.frontend.hf_plans import plan_layouts
+from hir.frontend.placements import mesh_inputs
+from hir.frontend.placer import Placer
+from hir.frontend.hf_plans import is_plan_entry, plan_placements
+from hir.frontend.placements import shard_arguments
+from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
+from hir.frontend.compiled import compile_program
 
 if TYPE_CHECKING:
     from hir.frontend.compiled import CompiledProgram
@@ -80,7 +93,6 @@ class TorchProgram:
         state = self.state_values(self.weights if state_dict is None else state_dict)
         self._check(state + list(inputs))
         full = [_full(t) for t in state] + list(inputs)
-        from hir.frontend.placements import shard_arguments
 
         return shard_arguments(self.module, self.mesh, full, rank)
 
@@ -113,14 +125,19 @@ class TorchProgram:
         ``.safetensors``), recording the file and each argument's key in the module;
         ``hir.load(path)``, ``hir-run path`` and ``hir.run`` read them back. Returns the
         weights path. See :mod:`hir.frontend.saving`."""
-        from hir.frontend.saving import save
+        return save(self.module, lambda: self.state_tensors(state_dict), path, weights)
 
-        return save(self, path, state_dict, weights)
+    def state_tensors(self, state_dict: Optional[Mapping] = None) -> dict:
+        """``{state name: global CPU tensor}`` of every state entry from ``state_dict``
+        (default: :attr:`weights`), checked against ``@main``'s argument types: what
+        :meth:`save` writes."""
+        values = self.state_values(self.weights if state_dict is None else state_dict)
+        self._check(values)  # each entry's global shape and dtype
+        # safetensors refuses tensors sharing memory (a view of another entry): own copies
+        return {name: _full(value).to("cpu", copy=True).contiguous() for name, value in zip(self.state_names, values)}
 
     def _check(self, values: Sequence[Any]) -> None:
         """Each value (state entries, then inputs) must fit its ``@main`` argument."""
-        from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
-
         types = _main_types(self.module)
         sizes: dict = {}  # dynamic dim symbol -> (extent, input, axis) first seen
         for i, (value, type_) in enumerate(zip(values, types)):
@@ -145,8 +162,6 @@ class TorchProgram:
     def check_dynamic(self, inputs: Sequence[Any]) -> None:
         """The inputs' dynamic dims (``inputs``: global tensors, in ``@main``'s order after the
         state) fit (:func:`hir.frontend.dynamic.check_dims`); a compiled program checks each new input signature."""
-        from hir.interpreter.buffers import buffer_spec, is_memref
-
         sizes: dict = {}
         for i, (value, type_) in enumerate(zip(inputs, _main_types(self.module)[len(self.state_names):])):
             if is_memref(type_) and isinstance(value, torch.Tensor) and value.dim() == len(buffer_spec(type_, 0).shape):
@@ -166,8 +181,6 @@ class TorchProgram:
         everywhere; ``pipeline`` replaces the whole pipeline. ``ranks_per_node``: the
         program runs on nodes of that many ranks (``hir-set-node-layout`` first): teams that
         span nodes get NCCL, never copy engines (docs/multi-node.md)."""
-        import hir  # the public entry: its errors are HirErrors
-        from hir.passes import overlap_pipeline
 
         if overlap not in ("auto", "on", "off"):
             raise HirError(f"error: TorchProgram.lower: overlap must be 'auto', 'on' or 'off', got {overlap!r}")
@@ -176,7 +189,7 @@ class TorchProgram:
             if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or ranks_per_node < 1:
                 raise HirError(f"error: TorchProgram.lower: ranks_per_node must be a positive int, got {ranks_per_node!r}")
             steps = f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},{steps}"
-        module = hir.lower(self.module, steps)
+        module = lower(self.module, steps)
         self.lowered = True
         return module
 
@@ -187,18 +200,15 @@ class TorchProgram:
         interpreter's run (CUDA graph replays on GPU); ``fn.run(*inputs)``: the list of results.
         Lowers the module first unless it was (``lower=False``: run it as it is); other
         options are :class:`hir.interpreter.Program`'s. See :mod:`hir.frontend.compiled`."""
-        from hir.frontend.compiled import compile_program
-
         return compile_program(self, self.weights if state is None else state, **options)
 
+    @checkpoint
     def run(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` once on this rank with :func:`hir.run` options (``state_dict`` None:
         the program's own :attr:`weights`): builds the interpreter's plan on every call (a
         one-shot check); for repeated calls, :meth:`compile` once and call the result."""
-        import hir  # the public entry: the interpreter sits beside the frontend, not below it
-
         keyword_inputs = {k: options.pop(k) for k in self.keyword_inputs if k in options}
-        return hir.run(self.module, self.arguments(state_dict, *inputs, **keyword_inputs), **options)
+        return run(self.module, self.arguments(state_dict, *inputs, **keyword_inputs), **options)
 
 
 def _main_types(module: ir.Module) -> list:
@@ -209,8 +219,6 @@ def _main_types(module: ir.Module) -> list:
 
 def _caller() -> str:
     """``file:line`` of the innermost frame outside hir: the user's call."""
-    import sys
-
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
@@ -222,9 +230,8 @@ def _caller() -> str:
 
 def _full(tensor: torch.Tensor) -> torch.Tensor:
     """A state entry as a plain tensor (a DTensor is gathered: a collective on its mesh)."""
-    if hasattr(tensor, "full_tensor"):
-        tensor = tensor.full_tensor()
-    return tensor.detach()
+    full_tensor = getattr(tensor, "full_tensor", None)  # a DTensor's; checked without importing DTensor
+    return (full_tensor() if full_tensor is not None else tensor).detach()
 
 
 def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None,
@@ -241,13 +248,14 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
     with progress.task(f"exporting {type(module).__name__} (torch.export)"):
         exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords, group_heads=group_heads, fuse=fuse,
                           keep_composites=keep_composites, state_shapes=state_shapes)
-    node_importers: list = []
+    node_importers: list[GraphNodeImporter] = []
 
-    def node_importer(*args: Any) -> GraphNodeImporter:
-        node_importers.append(GraphNodeImporter(*args))
-        return node_importers[-1]
+    class RecordedNodeImporter(GraphNodeImporter):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            node_importers.append(self)
 
-    importer = FxImporter(context=context, graph_node_importer_cls=node_importer)
+    importer = FxImporter(context=context, graph_node_importer_cls=RecordedNodeImporter)
     mark_locations(importer, exported.program.graph)  # hir.train_step(recompute=True)'s layer marks, if any
     try:
         # every placeholder an argument: lifted constants are state entries (see export.py)
@@ -304,11 +312,6 @@ def from_torch(
 
     ``replicate_fallback=False``: an op with no placement for its operands' splits is an error
     naming it, not replicated copies (:mod:`hir.frontend.data_parallel`)."""
-    from hir.frontend.dtensors import Distributed
-    from hir.frontend.hf_plans import plan_layouts
-    from hir.frontend.placements import mesh_inputs
-    from hir.frontend.placer import Placer
-
     if not isinstance(module, torch.nn.Module):
         raise HirError(f"error: hir.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
     if placements is not None and not isinstance(placements, dict):
@@ -317,9 +320,10 @@ def from_torch(
         example_args = (example_args,)
     if example_kwargs is not None and not isinstance(example_kwargs, dict):
         raise HirError(f"error: hir.from_torch: example_kwargs must be a dict (keyword -> value), got {type(example_kwargs).__name__}")
-    keywords = [k for k, v in (example_kwargs or {}).items() if isinstance(v, torch.Tensor)]  # inputs; the rest are constants
-    constants = {k: v for k, v in (example_kwargs or {}).items() if k not in keywords}
-    example_args = tuple(example_args) + tuple(example_kwargs[k] for k in keywords)
+    kwargs = example_kwargs or {}
+    keywords = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]  # inputs; the rest are constants
+    constants = {k: v for k, v in kwargs.items() if k not in keywords}
+    example_args = tuple(example_args) + tuple(kwargs[k] for k in keywords)
     placements = {(f"input{len(example_args) - len(keywords) + keywords.index(k)}" if k in keywords else k): v for k, v in (placements or {}).items()}
     context = new_context()
     source = source_name or f"<{type(module).__name__}>"
@@ -372,8 +376,6 @@ def from_torch(
 def _with_plan(module: torch.nn.Module, placements: dict) -> tuple[dict, dict]:
     """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
     e.g. ``config.base_model_tp_plan``) replaced by the placements they imply, and the plan."""
-    from hir.frontend.hf_plans import is_plan_entry, plan_placements
-
     plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
     if not plan:
         return placements, plan

@@ -31,6 +31,7 @@ from hir.frontend import fsdp_tp, layers, sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 from hir.frontend.step_attention import attention_backends, causal_masks_as_eager
 from hir.passes import run_pipeline
+from hir.frontend.torch_import import from_torch
 
 STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "recompute", "reshard_after_forward")
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
@@ -165,8 +166,6 @@ class TrainStep:
     def _program(self, batch: tuple) -> Any:
         key = self._signature(batch)
         if key not in self.programs:
-            from hir.frontend.torch_import import from_torch
-
             bad = [i for i, x in enumerate(batch) if not isinstance(x, torch.Tensor)]
             if bad:
                 raise HirError(f"error: hir.train_step: the batch holds tensors only; item {bad[0]} is {type(batch[bad[0]]).__name__}")
@@ -247,7 +246,7 @@ class TrainStep:
         self._refresh()
         out = {f"model.{k}": v for k, v in {**dict(self.model.named_buffers()), **self.model.state_dict(keep_vars=True)}.items()}
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
-        for g, group in enumerate(self.optimizer.param_groups):
+        for g in range(len(self.optimizer.param_groups)):
             out.update({f"optimizer.param_groups.{g}.{k}": t for k, t in self._hyper[g].items()})
         for i, (p, (_, group)) in enumerate(zip(params, self._indexed_groups())):
             out.update({f"optimizer.state.{i}.{k}": self.optimizer.state[p][k] for k in self.rule.state(group)})

@@ -115,7 +115,7 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_
     the inputs fit it (module docstring)."""
     if query.is_cuda and attn_mask is not None and attn_mask.dtype == torch.bool and dropout_p == 0.0 and not is_causal and not enable_gqa \
             and query.dtype in (torch.bfloat16, torch.float16) and key.shape[1] == query.shape[1] and query.shape[-1] in HEAD_DIMS:
-        from hir.interpreter.triton_decode import split_kv_attention
+        from hir.interpreter.triton_decode import split_kv_attention  # triton loads only when a CUDA decode kernel runs
 
         return split_kv_attention(query, key, value, attn_mask, scale if scale is not None else query.shape[-1] ** -0.5)
     out = F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
@@ -131,7 +131,7 @@ def _attention_fake(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
 def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``x @ weight.T`` (contiguous); through the small-M kernel on CUDA (module docstring)."""
     if x.is_cuda and x.dtype in (torch.bfloat16, torch.float16) and x.dtype == weight.dtype and x[..., 0].numel() <= MAX_ROWS:
-        from hir.interpreter.triton_decode import small_m_linear as kernel
+        from hir.interpreter.triton_decode import small_m_linear as kernel  # triton loads only when a CUDA decode kernel runs
 
         return kernel(x, weight)
     return F.linear(x, weight).contiguous()

@@ -11,6 +11,7 @@ from typing import Optional
 import torch
 
 from hir.interpreter.buffers import DTYPE_NAMES
+import zlib
 
 
 def format_output(index: int, value: Optional[torch.Tensor]) -> str:
@@ -28,7 +29,6 @@ def summarize_output(index: int, value: Optional[torch.Tensor]) -> str:
     ``--print``: ``output 0: shape [2, 3] f32, sum 15, crc32 9a1c3f02``."""
     if not isinstance(value, torch.Tensor):
         return _header(index, value)
-    import zlib
 
     t = value.detach().cpu().contiguous()
     total = t.double().sum().item() if t.numel() else 0.0

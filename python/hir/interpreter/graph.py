@@ -73,7 +73,7 @@ from hir.dialect.irutils import uses_through_views, written_operands
 
 log = logging.getLogger("hir.graph")
 _CALL = func.CallOp.OPERATION_NAME
-GraphMode = Union[bool, str]  # True, False or "auto"
+GraphMode = bool | str  # True, False or "auto"
 
 
 def graph_blockers(module: ir.Module, device: torch.device, backend: Optional[str], has_comm: bool, track_memory: bool) -> list[str]:

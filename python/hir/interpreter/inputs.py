@@ -154,7 +154,7 @@ PICKLE_PROTOCOL = b"\x80"  # ... or, with _use_new_zipfile_serialization=False, 
 
 
 def _load_npy(what: str, path: str) -> torch.Tensor:
-    import numpy
+    import numpy  # numpy stays off hir's import path (dialect/_lazy_numpy.py)
 
     with open(path, "rb") as f:
         if f.read(len(NPY_MAGIC)) != NPY_MAGIC:

@@ -52,7 +52,7 @@ from hir.dialect.context import HirError
 from hir.dialect.irutils import is_a
 
 log = logging.getLogger("hir.compile")
-CompileMode = Union[bool, str]  # True, False or "auto"
+CompileMode = bool | str  # True, False or "auto"
 AUTO_MIN_OPS = 2  # "auto" compiles segments of at least this many compute ops
 COMPUTE_PREFIXES = ("torch.aten.", "linalg.")  # compute ops of a segment (hir compute ops count too)
 
@@ -119,7 +119,7 @@ def warm_compile_workers(mode: CompileMode, device: Optional[Union[str, torch.de
     if not cuda:  # importing inductor alone costs ~2 s: only where its workers are wanted
         return
     try:
-        from torch._inductor.async_compile import maybe_warm_pool
+        from torch._inductor.async_compile import maybe_warm_pool  # inductor loads only when kernels compile (seconds to import)
     except ImportError:  # a torch without it: the pool starts at the first kernel
         return
     maybe_warm_pool()
@@ -164,8 +164,8 @@ def _fake_inputs(tensors: list) -> list:
     inductor's FX graph cache (on disk, keyed by the traced graph) needs one, so a region
     compiled once is loaded, not compiled again, by a later process (without it every
     process compiles: 'Bypassing FX Graph Cache because No shape env')."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from torch._subclasses.fake_tensor import FakeTensorMode  # inductor loads only when kernels compile (seconds to import)
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv  # inductor loads only when kernels compile (seconds to import)
 
     mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
     return [mode.from_tensor(t, static_shapes=True) for t in tensors]
@@ -175,7 +175,7 @@ def inductor_options(autotune: bool) -> dict:
     """Inductor's config for a segment or region: never its own CUDA graphs (the program's
     graph captures the kernels); with ``autotune``, torch.compile's
     ``max-autotune-no-cudagraphs`` mode."""
-    from torch._inductor import list_mode_options
+    from torch._inductor import list_mode_options  # inductor loads only when kernels compile (seconds to import)
 
     return {**(list_mode_options("max-autotune-no-cudagraphs") if autotune else {}), "triton.cudagraphs": False}
 
@@ -183,8 +183,8 @@ def inductor_options(autotune: bool) -> dict:
 def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats) -> Callable[[list], list]:
     """``run`` (the steps of ``what``: a kernel segment or a compute region, ``args ->
     results``) compiled per signature."""
-    from torch._inductor.compile_fx import compile_fx
-    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch._inductor.compile_fx import compile_fx  # inductor loads only when kernels compile (seconds to import)
+    from torch.fx.experimental.proxy_tensor import make_fx  # inductor loads only when kernels compile (seconds to import)
 
     cache: dict = {}
     strict = stats.mode is True

@@ -12,7 +12,7 @@ from torch_mlir.dialects import func
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_high_priority_streams, module_num_streams
 from hir.dialect.teams import teams_of
 from hir.dialect.compute import KERNEL_ATTR
-from hir.dialect.context import HirError, format_location
+from hir.dialect.context import HirError, check_options, format_location
 from hir.dialect.gc_stress import checkpoint
 from hir.dialect.placement_checks import check_placements
 from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
@@ -380,6 +380,10 @@ def compile(module: ir.Module, **options: Any) -> Program:  # noqa: A001 - the n
 
 def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list:
     """Compile and run ``module`` once (see :class:`Program` for the options). A process
-    group this call creates does not outlive it when the run fails or has one rank."""
+    group this call creates does not outlive it when the run fails or has one rank. Unknown
+    options and inputs that are not a list are :class:`HirError`s."""
+    check_options("hir.run", options, Program.__init__)
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+        raise HirError(f"error: hir.run: inputs must be a list of the entry function's arguments (tensors and scalars), got {type(inputs).__name__}")
     with run_scope():
         return Program(module, **options)(inputs)

@@ -67,7 +67,7 @@ def read_weights(path: str, arg_types: Sequence[ir.Type], keys: dict, *, rank: O
     safetensors file ``path`` after checking that its names, shapes and dtypes are exactly
     what the arguments need (the first mismatch is the error). An argument whose mesh
     excludes ``rank`` gets None; ``rank=None`` reads the global tensors."""
-    from safetensors import SafetensorError, safe_open
+    from safetensors import SafetensorError, safe_open  # safetensors loads only when weights are read or written
 
     if not os.path.isfile(path):
         raise HirError(f"{path}: error: cannot read the weights: no such file (write it with hir-import -o / TorchProgram.save, or give every argument)")

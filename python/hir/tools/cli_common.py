@@ -8,6 +8,7 @@ import sys
 from typing import NoReturn
 
 from hir.outputs import CliError, check_writable, flush_stdout, write_atomically, write_stdout, write_text  # noqa: F401 - the CLIs' imports
+from importlib import metadata
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -40,8 +41,6 @@ class VersionAction(argparse.Action):
 
 
 def versions(prog: str) -> str:
-    from importlib import metadata
-
     def version(distribution: str) -> str:
         try:
             return metadata.version(distribution)
@@ -79,7 +78,7 @@ def positive_float(text: str) -> float:
 
 def check_device(flag: str, text: str) -> None:
     """``text`` must name cpu, or a CUDA device this machine has."""
-    import torch
+    import torch  # imports torch: the CLI starts without it
 
     try:
         device = torch.device(text)

@@ -13,6 +13,7 @@ from typing import Optional, Sequence
 from hir.builder import Builder
 from hir.interrupts import cli_main
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, positive_int, write_stdout
+import hir
 
 
 def build_program(rows: int = 16, k: int = 32, n: int = 8):
@@ -65,9 +66,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def demo(args) -> int:
     """Build, lower and run the demo program on ``args.rows`` rows; 0 when both runs match torch."""
-    import torch
-
-    import hir
+    import torch  # imports torch: the CLI starts without it
 
     program = build_program()
     before = str(program)
@@ -78,7 +77,7 @@ def demo(args) -> int:
     say("// ===== after hir-lower =====")
     say(lowered)
 
-    from hir.interpreter import Program
+    from hir.interpreter import Program  # imports torch: the CLI starts without it
 
     torch.manual_seed(0)
     x = torch.randn(args.rows, 32, device=args.device)

@@ -90,7 +90,7 @@ def _get(namespace: dict, name: str, file: str, required: bool):
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     progress.configure("hir-import", args.progress)
-    from hir.core import HirError
+    from hir.core import HirError  # after the argument checks: a bad command line is answered without loading MLIR
 
     try:
         if args.output != "-":
@@ -116,7 +116,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as err:  # noqa: BLE001 - the user's file failed; say so without a traceback
         print(f"{args.file}: error: loading raised {type(err).__name__}: {err}", file=sys.stderr)
         return 1
-    from hir.frontend import from_torch
+    from hir.frontend import from_torch  # imports torch: the CLI starts without it
 
     try:
         module = _get(namespace, args.module, args.file, True)
@@ -135,9 +135,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if weights is None:
             write_output(args.output, str(program.module))
         elif args.output == "-":
-            from hir.frontend.saving import write_weights
+            from hir.frontend.saving import write_weights  # imports torch: the CLI starts without it
 
-            write_weights(program, weights, os.getcwd())
+            write_weights(program.module, program.state_tensors(), weights, os.getcwd())
             write_output(args.output, str(program.module))
         else:
             program.save(args.output, weights=weights)

@@ -56,7 +56,7 @@ def rank_limit(cuda: bool) -> tuple[int, str]:
     """(the most local ranks a run may start, why): one per GPU on CUDA (NCCL needs a GPU per
     rank), else :data:`RANKS_PER_CPU` per CPU core."""
     if cuda:
-        import torch
+        import torch  # imports torch: the CLI starts without it
 
         count = torch.cuda.device_count()
         return count, f"one rank per GPU, and this machine has {count} GPU(s)"

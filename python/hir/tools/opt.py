@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
+import torch_mlir.dialects
 from torch_mlir import ir
 
 from hir.interrupts import cli_main
@@ -22,6 +23,7 @@ from hir.dialect.placement_checks import check_placements, may_hold_placements
 from hir.dialect.streams import module_attribute_errors
 from hir.dialect.context import check_nesting
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
+from hir.dialect import HirDialect
 from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics, with_source_lines
 from hir.tools.opt_passes import flags_pipeline, list_passes, pass_flags
 
@@ -82,8 +84,6 @@ IRDL_HEADER = (
 
 
 def emit_irdl() -> str:
-    from hir.dialect import HirDialect
-
     with new_context():
         return IRDL_HEADER + str(HirDialect._mlir_module) + "\n"
 
@@ -91,9 +91,7 @@ def emit_irdl() -> str:
 def show_dialects() -> str:
     """mlir-opt's ``--show-dialects`` line: every dialect hir-opt's context knows (torch-mlir's
     Python packages name the candidates; the context says which it registers)."""
-    import pkgutil
-
-    import torch_mlir.dialects
+    import pkgutil  # only for --show-dialects: hir-opt's start does without it
 
     candidates = {"hir", "builtin"} | {m.name[1:].removesuffix("_ops_gen") for m in pkgutil.iter_modules(torch_mlir.dialects.__path__)
                                        if m.name.startswith("_") and m.name.endswith("_ops_gen")}
@@ -137,7 +135,7 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
         if placement_errors:
             return None, parse_diagnostics("\n".join(placement_errors))
         if args.pass_pipeline:
-            from hir.passes import Instrumentation, run_pipeline
+            from hir.passes import Instrumentation, run_pipeline  # the passes load only when a pipeline runs or is listed
 
             inst = Instrumentation(verify_each=args.verify_each == "true")
             # Flags add to what HIR_DUMP asked for.
@@ -177,7 +175,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def refuse_unknown(parser: argparse.ArgumentParser, arguments: list[str]) -> None:
     """Exit on arguments that are neither options nor passes: a mistyped flag gets one line
     naming the pass, pipeline or option it is closest to, else argparse's usage error."""
-    from hir.passes import PIPELINES, REGISTRY
+    from hir.passes import PIPELINES, REGISTRY  # the passes load only when a pipeline runs or is listed
 
     known = [*REGISTRY, *PIPELINES, *UPSTREAM_PASSES, *(o[2:] for a in parser._actions for o in a.option_strings if o.startswith("--"))]
     for argument in arguments:
@@ -221,7 +219,7 @@ def _main(args: argparse.Namespace) -> int:
         write_stdout(show_dialects())
         return 0
     if args.pass_pipeline:
-        from hir.passes import parse_pipeline
+        from hir.passes import parse_pipeline  # the passes load only when a pipeline runs or is listed
 
         parse_pipeline(args.pass_pipeline)  # fail fast on a malformed pipeline
     if args.output != "-":

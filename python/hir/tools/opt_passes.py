@@ -41,7 +41,7 @@ def _default_text(field: dataclasses.Field) -> str:
 
 def list_passes() -> str:
     """Every hir pass with its options, then the pipelines, in aligned columns."""
-    from hir.passes import PIPELINES, REGISTRY
+    from hir.passes import PIPELINES, REGISTRY  # the passes load only when a pipeline runs or is listed
 
     rows: list[tuple[str, str]] = [("Available Passes:", "")]
     for name in sorted(REGISTRY):
@@ -63,7 +63,7 @@ def list_passes() -> str:
 
 def is_pass(name: str) -> bool:
     """Whether ``name`` names an hir pass or pipeline, or an upstream pass."""
-    from hir.passes import PIPELINES, REGISTRY, parse_pipeline
+    from hir.passes import PIPELINES, REGISTRY, parse_pipeline  # the passes load only when a pipeline runs or is listed
 
     if name in REGISTRY or name in PIPELINES:
         return True

@@ -5,13 +5,17 @@ Errors are printed as ``file:line:col: error: ...`` on stderr with exit status 1
 import argparse
 import os
 import sys
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from hir import progress
 from hir.interrupts import cli_main, pause_point
 from hir.tools.run_trace import traced_run
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
 from hir.tools.run_state import check_writes_state, save_state
+import threading
+
+if TYPE_CHECKING:  # the interpreter imports torch: hir-run imports it after parsing its arguments
+    from hir.interpreter import Program
 
 HELP_EPILOG = """\
 inputs (one per entry-function argument, in order; unspecified ones are random; an imported
@@ -119,9 +123,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     if args.nproc is not None and "HIR_LAUNCHED" not in os.environ:
         return launch_ranks(args, argv)
-    from hir.core import HirError
+    from hir.core import HirError  # after the argument checks: a bad command line is answered without loading MLIR
 
-    from hir.tools.launch import note_failure
+    from hir.tools.launch import note_failure  # after the argument checks, as hir.core above
 
     if args.timeout is not None and args.nproc is None:
         stop_rank_after(args.timeout)
@@ -144,7 +148,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     finally:
         if "torch" in sys.modules:
-            from hir.interpreter.backends.process_groups import shutdown
+            from hir.interpreter.backends.process_groups import shutdown  # imports torch: the CLI starts without it
 
             shutdown(wait_for_peers=ok)
 
@@ -152,7 +156,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def check_args(args: argparse.Namespace) -> None:
     """What can be checked before anything runs: flag combinations and output paths."""
     if args.lower is not None:
-        from hir.passes import parse_pipeline
+        from hir.passes import parse_pipeline  # the passes load only when a pipeline runs or is listed
 
         try:
             parse_pipeline(args.lower)
@@ -161,8 +165,8 @@ def check_args(args: argparse.Namespace) -> None:
     if args.nproc is not None and "HIR_LAUNCHED" not in os.environ:
         check_nproc(args)
         if os.environ.get("HIR_DIST_TIMEOUT") is not None:  # refused here, not by every rank
-            from hir.core import HirError
-            from hir.interpreter.backends.process_groups import timeout
+            from hir.core import HirError  # after the argument checks: a bad command line is answered without loading MLIR
+            from hir.interpreter.backends.process_groups import timeout  # imports torch: the CLI starts without it
 
             try:
                 timeout()
@@ -184,7 +188,7 @@ def check_args(args: argparse.Namespace) -> None:
 def check_not_a_pipeline(name: str) -> None:
     """``hir-run --lower hir-lower prog.mlir`` takes hir-lower as the program (a bare
     --lower takes no value): when the missing "file" is a pass or pipeline, say so."""
-    from hir.passes import PIPELINES, REGISTRY
+    from hir.passes import PIPELINES, REGISTRY  # the passes load only when a pipeline runs or is listed
 
     head = name.split("{", 1)[0].split("(", 1)[0]
     if head in REGISTRY or head in PIPELINES or head == "builtin.module":
@@ -202,8 +206,6 @@ def stop_rank_after(seconds: float) -> None:
     """``--timeout`` on a rank of a torchrun launch: the rank stops itself after ``seconds``
     with status 124, wherever it is blocked (a collective waiting for a dead node
     included); torchrun then stops the node's other ranks and exits non-zero."""
-    import threading
-
     def expire() -> None:
         rank = os.environ.get("RANK", "0")
         sys.stderr.write(f"hir-run: error: --timeout {seconds:g}: rank {rank} did not finish in time; stopped it (exit status 124)\n")
@@ -229,13 +231,13 @@ def check_nproc(args: argparse.Namespace) -> None:
     if args.max_nproc is not None:
         limit, why = args.max_nproc, f"--max-nproc {args.max_nproc}"
     else:
-        from hir.tools.launch import rank_limit
+        from hir.tools.launch import rank_limit  # only with --nproc
 
         device = args.device or os.environ.get("HIR_DEVICE") or ""
         if device.startswith("cpu") or (not device and not _gpu_nodes()):
             cuda = False  # decided without importing torch: the refusal comes at once
         else:
-            import torch
+            import torch  # imports torch: the CLI starts without it
 
             cuda = device.startswith("cuda") or (not device and torch.cuda.is_available())
         limit, why = rank_limit(cuda)
@@ -248,7 +250,7 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
     """``--nproc N``: rerun this command line as N ranks and report in rank order. SIGINT
     and SIGTERM (see :func:`hir.interrupts.cli_main`) unwind through launch(), which stops
     every rank."""
-    from hir.tools.launch import LaunchError, launch, temporary_folder
+    from hir.tools.launch import LaunchError, launch, temporary_folder  # loaded only for multi-rank runs
 
     env = dict(os.environ, HIR_LAUNCHED="1")
     try:
@@ -280,22 +282,22 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def run_file(args: argparse.Namespace) -> int:
-    from hir.core import HirError, parse, read_source
+    from hir.core import HirError, parse, read_source  # after the argument checks: a bad command line is answered without loading MLIR
 
     # The file is read, parsed and lowered before torch is imported (seconds): a missing
     # file or a bad program is reported at once.
     name, text = read_source(args.file)
     module = parse(text, name)
     if args.lower is not None:
-        from hir.passes import run_pipeline
+        from hir.passes import run_pipeline  # the passes load only when a pipeline runs or is listed
 
         run_pipeline(module, args.lower, source_name=name)
 
-    import torch
+    import torch  # imports torch: the CLI starts without it
 
-    from hir.interpreter import Program
-    from hir.interpreter.formatting import format_output, summarize_output
-    from hir.interpreter.inputs import InputError, make_input, parse_assignments
+    from hir.interpreter import Program  # imports torch: the CLI starts without it
+    from hir.interpreter.formatting import format_output, summarize_output  # imports torch: the CLI starts without it
+    from hir.interpreter.inputs import InputError, make_input, parse_assignments  # imports torch: the CLI starts without it
 
     device = args.device or os.environ.get("HIR_DEVICE")
     if device:

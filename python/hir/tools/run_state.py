@@ -5,13 +5,17 @@ hyper-parameters), as the run left them, by their ``hir.weight`` keys: the file
 from."""
 
 import sys
+from typing import TYPE_CHECKING
 
 from hir.tools.cli_common import CliError, write_atomically
+
+if TYPE_CHECKING:  # the interpreter imports torch: hir-run imports it only once it runs
+    from hir.interpreter import Program
 
 
 def check_writes_state(program: "Program", world: int) -> None:
     """``--save-state`` needs one process and a program that writes some of its weights."""
-    from hir.interpreter.graph import written_arguments
+    from hir.interpreter.graph import written_arguments  # imports torch: the CLI starts without it
 
     if world > 1:
         raise CliError("--save-state applies to single-process runs only (the state of a sharded program is in shards)")
@@ -24,7 +28,7 @@ def check_writes_state(program: "Program", world: int) -> None:
 
 def save_state(program: "Program", inputs: list, path: str) -> None:
     """Write every weight argument, as the run left it, under its key (safetensors)."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # safetensors loads only when weights are read or written
 
     tensors = {key: inputs[i].detach().to("cpu", copy=True).contiguous() for i, key in program.recorded_weights.keys.items()}
     write_atomically(path, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))

@@ -9,8 +9,8 @@ from hir.tools.cli_common import write_atomically
 def traced_run(program, inputs, path: str) -> list:
     """Run once under torch.profiler (CPU activity, plus CUDA kernels and copies with their
     streams on cuda) and write a Chrome trace (chrome://tracing, ui.perfetto.dev)."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
+    import torch  # imports torch: the CLI starts without it
+    from torch.profiler import ProfilerActivity, profile  # loaded on first use only
 
     cuda = program.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])

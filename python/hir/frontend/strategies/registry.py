@@ -29,7 +29,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.dialect.torch_ops import torch_overload
 from hir.frontend.torch_ir import constant_value, tensor_info
 
-Split = Optional[int]
+Split = int | None
 
 
 class Partial:
@@ -41,7 +41,7 @@ class Partial:
 
 
 PARTIAL = Partial()
-Output = Union[Split, Partial]
+Output = Split | Partial
 
 
 class NoRule(Exception):
@@ -144,7 +144,7 @@ STRATEGIES: dict[str, Strategy] = {}
 TAG_STRATEGIES: dict[torch.Tag, Strategy] = {}
 COMPUTE_FORMS: dict[str, Callable[[ir.Operation], Optional[ComputeSpec]]] = {}
 
-OpKey = Union[str, type]
+OpKey = str | type
 
 
 def op_name(op: OpKey) -> str:

@@ -60,7 +60,7 @@ def allreduce(o) -> Optional[Callable[[list], StreamWork]]:
     """``issue(env)`` running all-reduce ``o`` as one one-shot kernel on the current stream,
     or None (the process group runs it)."""
     global registrations
-    import torch.distributed._symmetric_memory as symm_mem
+    import torch.distributed._symmetric_memory as symm_mem  # CUDA symmetric memory loads only where a run uses it
 
     shape = one_shot_shape(o)
     if shape is None:

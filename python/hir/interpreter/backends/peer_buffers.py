@@ -25,7 +25,7 @@ class PeerBuffer:
     __slots__ = ("local", "peers", "handle", "pending")
 
     def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device, group) -> None:
-        import torch.distributed._symmetric_memory as symm_mem
+        import torch.distributed._symmetric_memory as symm_mem  # CUDA symmetric memory loads only where a run uses it
 
         enable_symmetric_memory(group)
         name = group.group_name

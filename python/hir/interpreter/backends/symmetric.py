@@ -43,7 +43,7 @@ def refuse_under_capture(what: str) -> None:
 
 def enable_symmetric_memory(group) -> None:
     """Symmetric memory on ``group``, without multicast (older torch needs enabling)."""
-    import torch.distributed._symmetric_memory as symm_mem
+    import torch.distributed._symmetric_memory as symm_mem  # CUDA symmetric memory loads only where a run uses it
 
     for key, value in ENV_FLAGS.items():
         os.environ.setdefault(key, value)
@@ -123,7 +123,7 @@ class SymmetricPool:
         if self.free:
             return self.free.pop().tensor
         refuse_under_capture("a memref.alloc {hir.symmetric} buffer")
-        import torch.distributed._symmetric_memory as symm_mem
+        import torch.distributed._symmetric_memory as symm_mem  # CUDA symmetric memory loads only where a run uses it
 
         enable_symmetric_memory(self.group)
         tensor = symm_mem.empty(self.shape, dtype=self.dtype, device=self.device)

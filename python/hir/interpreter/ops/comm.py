@@ -91,7 +91,7 @@ def _peer(c: Compiler, op: ir.OpView) -> tuple[int, int, int]:
     peer = get_int(op, "peer")
     if peer >= c.runtime.world_size:
         raise c.error(op, f"peer {peer} is not another rank of the run (rank {c.rank} of {c.runtime.world_size})")
-    c.runtime.comm  # the process group must exist before the step runs
+    _ = c.runtime.comm  # the process group must exist before the step runs
     return peer, c.use(op.operation.operands[0]), c.define(op.operation.results[0])
 
 

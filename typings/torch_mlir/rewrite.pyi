@@ -1,0 +1,1 @@
+from torch_mlir._mlir_libs._mlir.rewrite import *
