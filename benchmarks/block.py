@@ -36,7 +36,7 @@ import os
 import runpy
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F

@@ -21,7 +21,6 @@ import sys
 
 import torch
 
-
 LINEARS = {"qkv": (3072, 2048), "o": (2048, 2048), "gate_up": (16384, 2048), "down": (2048, 8192), "lm_head": (32000, 2048)}
 
 

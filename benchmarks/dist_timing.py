@@ -14,11 +14,11 @@ graph replays. ``HIR_BENCH_START=host`` times from each host's start as before
 length (:data:`ALIGN_SPIN_CYCLES`)."""
 
 import argparse
-import re
 import os
+import re
 import statistics
 import time
-from typing import Callable, Iterator, Optional, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 import torch.distributed as dist
@@ -125,7 +125,7 @@ def bench_in_turns(fns: Sequence[Callable[[], object]], rounds: int = 5, iters: 
     return best
 
 
-def on_streams(chunk: Callable[[int], None], count: int, streams: Optional[list] = None) -> Callable[[], None]:
+def on_streams(chunk: Callable[[int], None], count: int, streams: list | None = None) -> Callable[[], None]:
     """A function running ``chunk(0..count-1)``: chunk i on ``streams[i]`` after the caller's
     stream, which then joins them all (hir-lower's stream loop, by hand), or in order on the
     caller's stream when ``streams`` is None."""
@@ -202,7 +202,7 @@ def add_emit_run_arguments(parser: argparse.ArgumentParser, *, emits: str, runs:
                                                           "fails, with CUDA_LAUNCH_BLOCKING=1)")
 
 
-def selected(rows: list, pattern: Optional[str]) -> list:
+def selected(rows: list, pattern: str | None) -> list:
     """``rows`` (tuples whose first item is the label) matching ``--rows``."""
     return [row for row in rows if re.search(pattern, row[0])] if pattern else rows
 

@@ -58,16 +58,14 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Optional
 
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from timing import best  # noqa: E402
-
 from decode_setup import Clock, inputs, make_model, sync_of, warm  # noqa: E402
 from generate_sections import first_call, first_section, generate_section, loop_section  # noqa: E402
+from timing import best  # noqa: E402
 
 
 class Case:
@@ -108,7 +106,7 @@ class Case:
         self.rows[row] = (fn, seconds, error)
         print(f"  {self.name}: {row} ready in {seconds:.1f} s (error {error:.3g})", flush=True)
 
-    def hir_row(self, grouped_attention: bool = True, fused_projections: bool = True, decode_kernels: Optional[str] = None, **options):
+    def hir_row(self, grouped_attention: bool = True, fused_projections: bool = True, decode_kernels: str | None = None, **options):
         """A row calling ``program.compile(state, **options)`` of ``hir_module`` (the default
         import made once; ``grouped_attention`` / ``fused_projections`` off: an import of its own;
         ``decode_kernels``: ``HIR_DECODE_KERNELS`` while the program is planned)."""

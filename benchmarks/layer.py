@@ -39,18 +39,27 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
 import hir
+from block import LLAMA, make
+from dist_timing import (
+    add_emit_run_arguments,
+    bench_in_turns,
+    emit_or_run,
+    graphed,
+    init_ranks,
+    lowered_collectives,
+    relerr,
+    selected,
+)
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
-from block import LLAMA, make
-from dist_timing import bench_in_turns, add_emit_run_arguments, lowered_collectives, emit_or_run, graphed, init_ranks, relerr, selected
 from overlap import hir_callable
 from timing import TOLERANCES, Verdicts, worst
 
@@ -169,7 +178,12 @@ def dtensor_forward(model: torch.nn.Module, sequence: bool, world: int, x: torch
     tokens, the block taking and giving DTensors split on tokens (its forward reads the
     global sequence length from its input). Heads per rank as torchtitan sets them."""
     from torch.distributed.tensor import DeviceMesh, DTensor, Replicate, Shard
-    from torch.distributed.tensor.parallel import PrepareModuleOutput, RowwiseParallel, SequenceParallel, parallelize_module
+    from torch.distributed.tensor.parallel import (
+        PrepareModuleOutput,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
 
     mesh = DeviceMesh(x.device.type, list(range(world)))
     plan = _llama()["tp_plan"]()
@@ -211,9 +225,9 @@ class Result:
     label: str
     form: str  # "tp" or "sp": which reference its output is checked against
     handwritten: bool  # a candidate for the ratio's base
-    fn: Optional[Callable[[], torch.Tensor]] = None
-    ms: Optional[float] = None
-    error: Optional[float] = None
+    fn: Callable[[], torch.Tensor] | None = None
+    ms: float | None = None
+    error: float | None = None
     why: str = ""
     setup_s: float = 0.0  # building it and its first call (import, lowering, compiles, capture)
 
@@ -255,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
     x_tokens = local["sp"][-1]
     references = {"tp": full, "sp": full.chunk(world, 1)[rank]}
     cuda = dev.type == "cuda"
-    rows: list[tuple[str, str, bool, Optional[Callable[[], Optional[Callable]]]]] = [  # (label, form, hand-written, build)
+    rows: list[tuple[str, str, bool, Callable[[], Callable | None] | None]] = [  # (label, form, hand-written, build)
         ("torch TP, hand-written (all_reduce after attention and MLP)", "tp", True, lambda: lambda: hand.tp(x)),
         ("torch TP, hand-written, CUDA graph", "tp", True, lambda: graphed(lambda: hand.tp(x)) if cuda else None),
         ("torch SP, hand-written (all_gather_into_tensor, reduce_scatter_tensor)", "sp", True, lambda: lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter)),

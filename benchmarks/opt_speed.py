@@ -45,7 +45,7 @@ def layer(i: int, x: str) -> tuple[list[str], list[str], str]:
         "  scf.for %j = %c0 to %c4 step %c1 {",
         f'    %row = "hir.alias_select"(%t, %j) {{axis = 0 : i64}} : ({T}, index) -> memref<64xf32, strided<[1], offset: ?>>',
         f'    %out = "hir.alias_select"(%arg1, %j) {{axis = 0 : i64}} : ({T}, index) -> memref<64xf32, strided<[1], offset: ?>>',
-        f'    "hir.set"(%row, %out) : (memref<64xf32, strided<[1], offset: ?>>, memref<64xf32, strided<[1], offset: ?>>) -> ()',
+        '    "hir.set"(%row, %out) : (memref<64xf32, strided<[1], offset: ?>>, memref<64xf32, strided<[1], offset: ?>>) -> ()',
         "  }",
         f"  memref.dealloc %t : {T}",
         "  return",

@@ -25,19 +25,25 @@ error is above 1e-2 prints WRONG instead of its time, and the script exits 1 lis
 import argparse
 import faulthandler
 import sys
-from typing import Callable, Optional, Union
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
 
 import hir
+from dist_timing import bench, init_nccl, on_streams, relerr, turns  # benchmarks/dist_timing.py
 from hir.builder import Builder, Shard
 from hir.interpreter import compile as compile_program
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import bench, init_nccl, on_streams, relerr, turns  # benchmarks/dist_timing.py
+from overlap_bounds import (  # benchmarks/overlap_bounds.py
+    ag_matmul_bounds,
+    keep,
+    matmul_rs_bounds,
+    release,
+    slot_sum_alone,
+    symmetric,
+)
 from timing import TOLERANCES, Row, Verdicts, worst
-from overlap_bounds import ag_matmul_bounds, keep, matmul_rs_bounds, release, slot_sum_alone, symmetric  # benchmarks/overlap_bounds.py
-
 
 P2P = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower"
 
@@ -84,7 +90,7 @@ def p2p_matmul_rs_program(D: int, M: int, K: int, N: int):
     return b.finish()
 
 
-def hir_callable(build, pipeline: str, inputs: list, device: torch.device, graph: Union[bool, str]) -> Callable[[], torch.Tensor]:
+def hir_callable(build, pipeline: str, inputs: list, device: torch.device, graph: bool | str) -> Callable[[], torch.Tensor]:
     """The module ``build()`` gives, lowered by ``pipeline`` and compiled for ``device``; a
     function running it that returns its first output. A graph program (``graph=True``)
     runs on the graph's own static input buffers (a replay copies no inputs) and returns its
@@ -100,7 +106,7 @@ def hir_callable(build, pipeline: str, inputs: list, device: torch.device, graph
 
 # A row to time: (label, function, the float32 reference its result is checked against, or
 # None for a row timed only); or, for a row that cannot run, its n/a Row.
-Candidate = tuple[str, Callable[[], Optional[torch.Tensor]], Optional[torch.Tensor]]
+Candidate = tuple[str, Callable[[], torch.Tensor | None], torch.Tensor | None]
 
 
 def not_available(label: str, err: Exception) -> Row:
@@ -108,7 +114,7 @@ def not_available(label: str, err: Exception) -> Row:
     return (label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90] if str(err) else ''}")
 
 
-def candidate(label: str, build: Callable[[], Callable[[], Optional[torch.Tensor]]], reference: Optional[torch.Tensor]) -> Union[Candidate, Row]:
+def candidate(label: str, build: Callable[[], Callable[[], torch.Tensor | None]], reference: torch.Tensor | None) -> Candidate | Row:
     """A row to time: the function ``build()`` gives, called once here; its n/a row when it
     cannot be built or run (an API this torch lacks, a size it rejects)."""
     try:
@@ -119,7 +125,7 @@ def candidate(label: str, build: Callable[[], Callable[[], Optional[torch.Tensor
         return not_available(label, err)
 
 
-def in_turns(items: list[Union[Candidate, Row]], rounds: int = 5) -> list[Row]:
+def in_turns(items: list[Candidate | Row], rounds: int = 5) -> list[Row]:
     """The rows of ``items`` (candidates, and n/a rows passed through), in order: the
     candidates timed in turns (:func:`dist_timing.turns`), each row's best median of 10
     calls over ``rounds`` rounds; a checked row's error is the larger of its first call's
@@ -138,11 +144,11 @@ def in_turns(items: list[Union[Candidate, Row]], rounds: int = 5) -> list[Row]:
     return [(item[0], *next(timed), "") if len(item) == 3 else item for item in items]
 
 
-def hir_candidates(build, pipelines, inputs, reference, graph: bool, tag: str = "") -> list[Union[Candidate, Row]]:
+def hir_candidates(build, pipelines, inputs, reference, graph: bool, tag: str = "") -> list[Candidate | Row]:
     """One candidate per pipeline (and per mode: eager interpretation, CUDA-graph replay), or
     its n/a row. Graph rows pass the graph's own static input buffers, so a replay copies no
     inputs."""
-    items: list[Union[Candidate, Row]] = []
+    items: list[Candidate | Row] = []
     for pipeline in pipelines:
         for mode in ("eager", "graph") if graph else ("eager",):
             label = f"hir{tag} [{pipeline}]" + (" (CUDA graph)" if mode == "graph" else "")
@@ -153,7 +159,7 @@ def hir_candidates(build, pipelines, inputs, reference, graph: bool, tag: str = 
     return items
 
 
-def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list[Union[Candidate, Row]]:
+def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list[Candidate | Row]:
     """AG+matmul's candidates (and n/a rows): the collective alone, the matmul alone, then
     the rest."""
     M, K, N = size, 8192, 8192
@@ -192,7 +198,7 @@ def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
     return rows
 
 
-def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list[Union[Candidate, Row]]:
+def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int) -> list[Candidate | Row]:
     """matmul+RS's candidates, in :func:`ag_matmul`'s order."""
     M, K, N = size, 8192, 8192
     dev, bf16 = torch.device("cuda", rank), torch.bfloat16
@@ -257,7 +263,7 @@ def _returning(fn: Callable[[], None], out: torch.Tensor) -> Callable[[], torch.
     return run
 
 
-def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = False, reference: Optional[torch.Tensor] = None):
+def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = False, reference: torch.Tensor | None = None):
     """DESIGN.md's hand-written copy-engine AG+matmul (shared/reference/ag_matmul_ce.py):
     shard already in symmetric memory, own block's matmul at once, peer copies in order on
     one side stream, each block's matmul waiting for its copy's event. A candidate checked

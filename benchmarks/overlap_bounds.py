@@ -15,7 +15,7 @@ benchmark's result)``: the RS row without the slot sum (the bound of the accumul
 which adds in the matmul's epilogue instead) is timed, not checked.
 """
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist

@@ -45,7 +45,6 @@ import sys
 from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
-from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # shard_spmd_reference beside this script
 
@@ -84,8 +83,9 @@ class Case:
 
 def programs(path: str, text: str) -> list[Case]:
     """One case per function of each ``// -----`` chunk of ``text``."""
-    import hir
     from torch_mlir import ir
+
+    import hir
 
     cases = []
     chunks = text.split("// -----") if re.search(r"^// RUN:.*split-input-file", text, re.M) else [text]
@@ -124,7 +124,7 @@ def first_error(message: str) -> str:
     return re.sub(r"^\S+:\d+:\d+: error: ", "", lines[0])[:150]
 
 
-def fixed_grid(text: str) -> Optional[tuple[int, ...]]:
+def fixed_grid(text: str) -> tuple[int, ...] | None:
     """The shape a case's first dynamic grid is given (2 per ``?`` extent), None if none."""
     dynamic = [g for g in re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", text) if "?" in g]
     return tuple(2 if e == "?" else int(e) for e in dynamic[0].split("x")) if dynamic else None
@@ -147,7 +147,7 @@ def pipeline_elements(case: Case, pipeline: str) -> list[tuple[str, str]]:
     return [("bridge" if e.startswith("hir-") else "upstream", e) for e in elements]
 
 
-def convert(case: Case, text: Optional[str] = None):
+def convert(case: Case, text: str | None = None):
     """Run ``case`` (or ``text``, the case resized) through the bridge; (status, detail,
     module). An annotated case stopped by an upstream pass is tried without propagation."""
     status, detail, module = _convert(case, text, "hir-from-shard")
@@ -158,7 +158,7 @@ def convert(case: Case, text: Optional[str] = None):
     return status, detail, module
 
 
-def _convert(case: Case, text: Optional[str], pipeline: str):
+def _convert(case: Case, text: str | None, pipeline: str):
     import hir
 
     try:
@@ -184,7 +184,7 @@ def _convert(case: Case, text: Optional[str], pipeline: str):
     return "converted", "", module
 
 
-def resized(text: str, world: Optional[int]) -> Optional[str]:
+def resized(text: str, world: int | None) -> str | None:
     """``text`` with every grid of ``world`` devices (1-D grids only; world None: one device)."""
     grids = re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", text)
     if world is not None and any("x" in g for g in grids):
@@ -200,7 +200,7 @@ def entry(module):
     return next(op for op in module.body.operations if op.operation.name == "func.func" and KERNEL_ATTR not in op.operation.attributes)
 
 
-def global_inputs(module, seed: int) -> Optional[list]:
+def global_inputs(module, seed: int) -> list | None:
     import torch
     from torch_mlir import ir
 
@@ -223,8 +223,9 @@ def reads_undefined(text: str) -> bool:
     """Whether an op of the program reads a ``tensor.empty`` as the value it accumulates into
     (a reduction or matmul init; a generic whose payload reads its output): the result is
     undefined in MLIR, so no two runs need agree."""
-    import hir
     from torch_mlir import ir
+
+    import hir
 
     found = []
 

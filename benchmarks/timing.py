@@ -11,13 +11,13 @@ computation; a row with no error (a communication-only anchor) is not checked.
 
 import math
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 # A bf16 row against its float32 reference (issue 39); f32 rows differ only by the order of
 # float32 sums (and kernels compiled by inductor), orders of magnitude below this.
 TOLERANCES = {"bf16": 1e-2, "f32": 1e-4}
 
-Row = tuple[str, Optional[float], Optional[float], str]  # (label, ms, rel. error, why n/a)
+Row = tuple[str, float | None, float | None, str]  # (label, ms, rel. error, why n/a)
 
 
 def worst(*errors: float) -> float:
@@ -49,7 +49,7 @@ class Verdicts:
         self.table = ""  # the table being printed, named in the list of wrong rows
         self.wrong: list[str] = []
 
-    def refusal(self, label: str, error: Optional[float], tolerance: Optional[float] = None) -> Optional[str]:
+    def refusal(self, label: str, error: float | None, tolerance: float | None = None) -> str | None:
         """``WRONG (rel. error X)`` when ``error`` is above the tolerance (NaN is above every
         tolerance), recording ``label`` as wrong; None for a correct or unchecked row."""
         limit = self.tolerance if tolerance is None else tolerance
@@ -58,7 +58,7 @@ class Verdicts:
         self.wrong.append(f"{self.table + ': ' if self.table else ''}{label} (rel. error {error:.1e} > {limit:.0e})")
         return f"WRONG (rel. error {error:.1e})"
 
-    def row(self, row: Row, base: Optional[float], tolerance: Optional[float] = None) -> str:
+    def row(self, row: Row, base: float | None, tolerance: float | None = None) -> str:
         """A markdown row ``| label | ms | ratio to base | rel. error |``; a wrong row shows
         WRONG instead of its time and ratio, an n/a row why it did not run."""
         label, ms, error, note = row
@@ -72,7 +72,7 @@ class Verdicts:
             ratio = f"{ms / base:.2f}x" if base and math.isfinite(base) else ""
         return f"| {label} | {time_cell} | {ratio} | {'' if error is None else f'{error:.1e}'} |"
 
-    def print_rows(self, rows: list[Row], base: Optional[float], show: bool = True) -> None:
+    def print_rows(self, rows: list[Row], base: float | None, show: bool = True) -> None:
         """Check every row; print them when ``show`` (rank 0 of a multi-rank run: the other
         ranks check the same all-reduced errors, so every rank finishes alike)."""
         for row in rows:

@@ -31,17 +31,25 @@ import json
 import os
 import sys
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
 
 import hir
+from dist_timing import (
+    add_emit_run_arguments,
+    bench_in_turns,
+    emit_or_run,
+    init_ranks,
+    lowered_collectives,
+    relerr,
+    selected,
+)
 from hir.frontend.hf_decode import cache_keyword
 from hir.interpreter import compile as compile_program
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import bench_in_turns, add_emit_run_arguments, lowered_collectives, emit_or_run, init_ranks, relerr, selected
 from timing import Verdicts, worst
 
 WHOLE = "hir-convert-to-communication{backend=nccl},hir-lower"
@@ -203,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     cuda = dev.type == "cuda"
     values = state_values(config, model, dev) + [torch.tensor([[prompt[0]]], device=dev), torch.tensor([0], device=dev)]
     pipeline = WHOLE if cuda else WHOLE.replace("nccl", "gloo")
-    rows: list[tuple[str, Callable[[], Optional[Callable]]]] = [  # built in this order (--budget may leave the last unbuilt)
+    rows: list[tuple[str, Callable[[], Callable | None]]] = [  # built in this order (--budget may leave the last unbuilt)
         (f"hir TP decode [{pipeline}] ({'CUDA graph, compiled kernels' if cuda else 'eager: no CUDA'})", lambda: hir_decode(text, values, dev, cuda, cuda)),
         (f"hir TP decode [{ONE_SHOT}] (CUDA graph, compiled kernels)", lambda: hir_decode(text, values, dev, True, True, ONE_SHOT) if cuda else None),
         ("DTensor parallelize_module, HF's plan, torch.compile reduce-overhead", lambda: dtensor_decode(model, world, config, dev, True)),

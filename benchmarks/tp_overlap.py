@@ -33,9 +33,9 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 import hir
+from dist_timing import emit_or_run, graphed, init_nccl
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
-from dist_timing import emit_or_run, graphed, init_nccl
 from overlap import candidate, hir_candidates, in_turns
 from sp_mlp import DTYPES, make_model
 from timing import TOLERANCES, Verdicts

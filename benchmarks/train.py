@@ -34,7 +34,7 @@ import json
 import os
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -180,7 +180,7 @@ def report(rows: list, ready: dict, times: dict, failed: dict, config, params: i
     flops = flops_per_step(config, params, batch_size * seq, seq)
     base = ready.get("eager", {}).get("first_loss")
     ms = {row: min(times[row]) * 1e3 for row in ready if row not in failed and times.get(row)}
-    print(f"\n| row | ms / step | vs eager | vs torch.compile | MFU | peak GiB | first step s | first loss | rel. error |")
+    print("\n| row | ms / step | vs eager | vs torch.compile | MFU | peak GiB | first step s | first loss | rel. error |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     results = []
     for row in rows:

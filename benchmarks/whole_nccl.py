@@ -22,7 +22,7 @@ took the carve-out at all). Hand-written torch only: no hir code runs here.
 
 import argparse
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist

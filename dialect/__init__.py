@@ -8,9 +8,51 @@ verifier, facts (see :class:`~hir.dialect.base.HirOp`) and fast builder ``emit``
 class; :data:`OP_CLASSES` maps op names to classes for passes and the interpreter.
 """
 
-from hir.dialect.base import OP_CLASSES, HirDialect, HirOp, ShardAttr, StreamType, WorkType, load, op_class, is_view, stream_type, work_type
-from hir.dialect.sharding import Sharding, sharding_of, local_shape
-from hir.dialect import streams, views, control, comm, compute, p2p  # each group's import registers its ops
+from hir.dialect import comm, compute, control, p2p, streams, views  # each group's import registers its ops
+from hir.dialect.base import (
+    OP_CLASSES,
+    HirDialect,
+    HirOp,
+    ShardAttr,
+    StreamType,
+    WorkType,
+    is_view,
+    load,
+    op_class,
+    stream_type,
+    work_type,
+)
+from hir.dialect.comm import (
+    COLLECTIVE_OPS,
+    AllgatherOp,
+    AllreduceOp,
+    BroadcastOp,
+    CollectiveOp,
+    GatherOp,
+    RecvOp,
+    ReduceOp,
+    ReduceScatterOp,
+    ScatterOp,
+    SendOp,
+    SendRecvOp,
+    WaitOp,
+)
+from hir.dialect.compute import (
+    KERNEL_ATTR,
+    ONCE_ATTR,
+    PARAMETER_ATTR,
+    WEIGHT_KEY_ATTR,
+    WEIGHTS_FILE_ATTR,
+    BinaryOp,
+    ComputeOp,
+    LinearOp,
+    MatmulOp,
+    ReductionOp,
+    SetOp,
+)
+from hir.dialect.control import ForOp, StreamForOp, YieldOp
+from hir.dialect.p2p import BarrierOp, DeviceIndexOp, OwnBlockOp, ShiftOp
+from hir.dialect.sharding import Sharding, local_shape, sharding_of
 from hir.dialect.streams import (
     DEFAULT_NUM_STREAMS,
     HIGH_PRIORITY_ATTR,
@@ -25,24 +67,6 @@ from hir.dialect.streams import (
     set_module_num_streams,
 )
 from hir.dialect.views import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp, AliasStackShardsOp, ViewOp
-from hir.dialect.control import ForOp, StreamForOp, YieldOp
-from hir.dialect.comm import (
-    AllgatherOp,
-    AllreduceOp,
-    BroadcastOp,
-    GatherOp,
-    RecvOp,
-    ReduceOp,
-    ReduceScatterOp,
-    ScatterOp,
-    SendOp,
-    SendRecvOp,
-    WaitOp,
-    COLLECTIVE_OPS,
-    CollectiveOp,
-)
-from hir.dialect.p2p import BarrierOp, DeviceIndexOp, OwnBlockOp, ShiftOp
-from hir.dialect.compute import BinaryOp, ComputeOp, LinearOp, MatmulOp, ReductionOp, SetOp, KERNEL_ATTR, ONCE_ATTR, PARAMETER_ATTR, WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
 
 
 def _concrete_ops(cls: type):

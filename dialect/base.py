@@ -11,7 +11,8 @@ on the mesh. :mod:`hir.dialect.sharding` reads it (1-D and multi-dimensional mes
 import sys
 import types
 from array import array
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 # Without a module at this name every wrap of an hir op tries an import (~24 us each).
 _STUB = "torch_mlir.dialects.hir"
@@ -21,11 +22,11 @@ from hir.dialect._lazy_numpy import import_ir  # noqa: E402
 
 import_ir()  # torch_mlir.ir without numpy; the import below finds it loaded
 from torch_mlir import ir  # noqa: E402
-from torch_mlir.dialects import ext  # noqa: E402
 
 # The torch dialect's registration hook alone: its Python op classes (torch_mlir.dialects.torch,
 # ~75 ms to import) load on the first wrap of a torch op, as any upstream dialect's do.
 from torch_mlir._mlir_libs._torchMlir import register_dialect as _register_torch_dialect  # noqa: E402
+from torch_mlir.dialects import ext  # noqa: E402
 
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 
@@ -59,7 +60,7 @@ def fail(msg: str) -> None:
     raise VerifyError(msg)
 
 
-def load(context: Optional[ir.Context] = None) -> ir.Context:
+def load(context: ir.Context | None = None) -> ir.Context:
     """Load hir (and the upstream dialects hir programs use) into ``context``
     (default: the current one). Safe to call repeatedly."""
     ctx = context or ir.Context.current
@@ -89,19 +90,19 @@ def memref_type(value_or_type: Any, what: str) -> ir.MemRefType:
     return t
 
 
-def get_int(op: Any, name: str) -> Optional[int]:
+def get_int(op: Any, name: str) -> int | None:
     """Integer attribute ``name`` of ``op`` (an Operation or OpView of verified IR), None
     when absent. The one attribute reader of passes and the interpreter."""
     attrs = op.operation.attributes
     return ir.IntegerAttr(attrs[name]).value if name in attrs else None
 
 
-def get_str(op: Any, name: str) -> Optional[str]:
+def get_str(op: Any, name: str) -> str | None:
     attrs = op.operation.attributes
     return ir.StringAttr(attrs[name]).value if name in attrs else None
 
 
-def get_i64_array(op: Any, name: str) -> Optional[list[int]]:
+def get_i64_array(op: Any, name: str) -> list[int] | None:
     attrs = op.operation.attributes
     return list(ir.DenseI64ArrayAttr(attrs[name])) if name in attrs else None
 
@@ -127,7 +128,7 @@ def i64_value(attr: ir.Attribute, name: str) -> int:
 
 
 # Checked readers for verifiers: a missing or mistyped attribute is a verifier error.
-def int_attr(op: ir.OpView, name: str, required: bool = True) -> Optional[int]:
+def int_attr(op: ir.OpView, name: str, required: bool = True) -> int | None:
     attrs = op.operation.attributes
     if name not in attrs:
         if required:
@@ -189,8 +190,8 @@ class _TypeCache:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._context: Optional[ir.Context] = None
-        self._type: Optional[ir.Type] = None
+        self._context: ir.Context | None = None
+        self._type: ir.Type | None = None
 
     def __call__(self) -> ir.Type:
         ctx = ir.Context.current
@@ -211,7 +212,7 @@ class CheckedKeys:
     until another context verifies."""
 
     def __init__(self) -> None:
-        self.context: Optional[ir.Context] = None
+        self.context: ir.Context | None = None
         self.keys: set = set()
 
     @staticmethod
@@ -318,13 +319,13 @@ class HirOp(HirDialect.Operation):
         return True
 
     @classmethod
-    def _create(cls, operands: Sequence[ir.Value] = (), results: Sequence[ir.Type] = (), attributes: Optional[dict] = None, regions: int = 0, name: Optional[str] = None) -> ir.Operation:
+    def _create(cls, operands: Sequence[ir.Value] = (), results: Sequence[ir.Type] = (), attributes: dict | None = None, regions: int = 0, name: str | None = None) -> ir.Operation:
         """This op at the current insertion point (and location, named ``name`` if given).
         Not the ext constructor: it binds arguments with ``inspect`` (~17 us an op)."""
         return ir.Operation.create(cls.OPERATION_NAME, results=list(results), operands=list(operands), attributes=attributes, regions=regions, loc=name_loc(name))
 
     @classmethod
-    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> int | None:
         """The axis of operand ``index`` that output axis ``k`` reads (nvFuser's
         PairwiseLogicalDomainMap), None when it has none. Written operands map to themselves."""
         return k if index in cls.DESTINATIONS else None
@@ -340,7 +341,7 @@ class _UnevenTypes:
     remembered per type for one MLIR context at a time (verification runs after every pass)."""
 
     def __init__(self) -> None:
-        self.context: Optional[ir.Context] = None
+        self.context: ir.Context | None = None
         self.known: dict = {}
 
     def __call__(self, t: ir.Type) -> bool:
@@ -383,7 +384,7 @@ def refuse_uneven(operation: ir.Operation) -> None:
                 fail(f"{what} #{i} is split unevenly ({value.type}); this op needs even splits (ops taking uneven ones: {', '.join(sorted(c.OPERATION_NAME for c in OP_CLASSES.values() if getattr(c, 'UNEVEN_SPLITS', False)))})")
 
 
-def name_loc(name: Optional[str]) -> Optional[ir.Location]:
+def name_loc(name: str | None) -> ir.Location | None:
     """The location for an op built now: the current one wrapped in ``loc("name"(...))``
     (printed with ``use_name_loc_as_prefix``, its results are ``%name``, ``%name_0``, ...;
     diagnostics still report the file location inside). Without ``name``, a name on the
@@ -397,12 +398,12 @@ def name_loc(name: Optional[str]) -> Optional[ir.Location]:
     return ir.Location.name(name, childLoc=loc) if name else loc
 
 
-def loc_name(loc: ir.Location) -> Optional[str]:
+def loc_name(loc: ir.Location) -> str | None:
     """The name of a name location (``loc("x"(...))``), else None."""
     return loc.name_str if isinstance(loc, ir.NameLoc) else None
 
 
-def op_class(op: Any) -> Optional[type]:
+def op_class(op: Any) -> type | None:
     """The hir op class of ``op`` (an Operation or OpView), None for other dialects' ops."""
     return OP_CLASSES.get(op.name)
 

@@ -20,12 +20,24 @@ Axis conventions (all in the input's coordinates):
 """
 
 
-from typing import Any, Optional
+from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import HirOp, WorkType, check_axis, check_same_element_type, check_shape, fail, get_int, int_attr, memref_type, str_attr, work_type
+from hir.dialect.base import (
+    HirOp,
+    WorkType,
+    check_axis,
+    check_same_element_type,
+    check_shape,
+    fail,
+    get_int,
+    int_attr,
+    memref_type,
+    str_attr,
+    work_type,
+)
 from hir.dialect.sharding import MultiDimMeshError, Sharding, sharding_of
 from hir.dialect.teams import is_multi_team, team_mesh_axes, teams_of
 
@@ -33,7 +45,7 @@ BACKENDS = ("nccl", "gloo", "cuda")
 REDUCTIONS = ("sum", "prod", "max", "min")
 
 
-def _split_axis(sharding: Optional[Sharding]) -> Optional[int]:
+def _split_axis(sharding: Sharding | None) -> int | None:
     return None if sharding is None else sharding.axis
 
 
@@ -84,13 +96,13 @@ class CollectiveOp(HirOp):
     ROOT_PER_TEAM = False  # rooted and run by a team layout: ``root`` lists one device per row
 
     @classmethod
-    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> int | None:
         if index == 1 or not cls.REDUCES_AXIS:
             return k
         return k + (1 if k >= get_int(op, "axis") else 0)
 
     @classmethod
-    def emit(cls, input: ir.Value, output: ir.Value, attributes: dict, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, input: ir.Value, output: ir.Value, attributes: dict, *, name: str | None = None) -> ir.Value:
         """``attributes``: team, backend and the kind's own (axis, root, reduction, ...)."""
         return cls._create([input, output], [work_type()], attributes, name=name).result
 
@@ -138,11 +150,11 @@ class CollectiveOp(HirOp):
         self.require_mesh_in_team("input", self.in_sharding)
         self.require_mesh_in_team("output", self.out_sharding)
 
-    def require_mesh_in_team(self, what: str, sharding: Optional[Sharding]) -> None:
+    def require_mesh_in_team(self, what: str, sharding: Sharding | None) -> None:
         if sharding is not None and not set(sharding.mesh) <= set(self.team_list):
             fail(f"{what} mesh {list(sharding.mesh)} has devices outside team {self.team_list}")
 
-    def require_on_mesh(self, what: str, sharding: Optional[Sharding], device: int, role: str) -> None:
+    def require_on_mesh(self, what: str, sharding: Sharding | None, device: int, role: str) -> None:
         if sharding is not None and device not in sharding.mesh:
             fail(f"{role} {device} is not on the {what} mesh {list(sharding.mesh)}")
 
@@ -184,7 +196,7 @@ class CollectiveOp(HirOp):
         if list(self.in_sharding.mesh) != self.team_list:
             fail(f"team {self.team_list} must equal the input mesh {list(self.in_sharding.mesh)}")
 
-    def require_not_split(self, what: str, sharding: Optional[Sharding], axis: Optional[int] = None) -> None:
+    def require_not_split(self, what: str, sharding: Sharding | None, axis: int | None = None) -> None:
         split = _split_axis(sharding)
         if split is not None and (axis is None or split == axis):
             fail(f"{what} must not be split along axis {split}")
@@ -343,7 +355,7 @@ class P2POp(HirOp):
     TEAM_ATTR = ""  # one peer of the world group
 
     @classmethod
-    def emit(cls, buffer: ir.Value, peer: int, backend: str, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, buffer: ir.Value, peer: int, backend: str, *, name: str | None = None) -> ir.Value:
         attrs = {"peer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), peer), "backend": ir.StringAttr.get(backend)}
         return cls._create([buffer], [work_type()], attrs, name=name).result
 
@@ -370,7 +382,7 @@ class WaitOp(HirOp, name="wait"):
     work: ext.Operand[WorkType]
 
     @classmethod
-    def emit(cls, work: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+    def emit(cls, work: ir.Value, *, name: str | None = None) -> ir.Operation:
         return cls._create([work], name=name)
 
 

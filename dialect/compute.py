@@ -17,12 +17,29 @@ carrying the unit attribute ``hir.kernel``; the interpreter runs its body as one
 
 
 import os
-from typing import Any, Optional
+from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import DYNAMIC, CheckedKeys, HirOp, op_class, refuse_uneven, check_axis, check_same_element_type, check_shape, dims_match, fail, fmt_shape, get_i64_array, i64_array_attr, int_attr, memref_type, str_attr
+from hir.dialect.base import (
+    DYNAMIC,
+    CheckedKeys,
+    HirOp,
+    check_axis,
+    check_same_element_type,
+    check_shape,
+    dims_match,
+    fail,
+    fmt_shape,
+    get_i64_array,
+    i64_array_attr,
+    int_attr,
+    memref_type,
+    op_class,
+    refuse_uneven,
+    str_attr,
+)
 from hir.dialect.sharding import sharding_of
 
 KERNEL_ATTR = "hir.kernel"
@@ -91,7 +108,7 @@ def _rank(value: ir.Value) -> int:
     return ir.MemRefType(value.type).rank
 
 
-def _right_aligned(out_rank: int, rank: int, k: int) -> Optional[int]:
+def _right_aligned(out_rank: int, rank: int, k: int) -> int | None:
     """NumPy broadcasting aligns trailing axes."""
     axis = k - (out_rank - rank)
     return axis if axis >= 0 else None
@@ -172,11 +189,11 @@ class SetOp(ComputeOp, name="set"):
         check_shape(self.shape("output"), self.shape("input"), "output")
 
     @classmethod
-    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> int | None:
         return k
 
     @classmethod
-    def emit(cls, input: ir.Value, output: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+    def emit(cls, input: ir.Value, output: ir.Value, *, name: str | None = None) -> ir.Operation:
         return cls._create([input, output], name=name)
 
 
@@ -196,7 +213,7 @@ class BinaryOp(ComputeOp, name="binary"):
         check_shape(self.shape("output"), broadcast_shape(self.shape("lhs"), self.shape("rhs"), "operands"), "output")
 
     @classmethod
-    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> int | None:
         if index == 2:
             return k
         return _right_aligned(_rank(op.operands[2]), _rank(op.operands[index]), k)
@@ -206,7 +223,7 @@ class BinaryOp(ComputeOp, name="binary"):
         return True
 
     @classmethod
-    def emit(cls, lhs: ir.Value, rhs: ir.Value, output: ir.Value, kind: str, *, name: Optional[str] = None) -> ir.Operation:
+    def emit(cls, lhs: ir.Value, rhs: ir.Value, output: ir.Value, kind: str, *, name: str | None = None) -> ir.Operation:
         return cls._create([lhs, rhs, output], attributes={"kind": ir.StringAttr.get(kind)}, name=name)
 
 
@@ -223,14 +240,14 @@ class ReductionOp(ComputeOp, name="reduction"):
     CHECKED_ATTRS = ("kind", "axes", STREAM_AXIS_ATTR)
 
     @classmethod
-    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> int | None:
         if index == 1:
             return k
         reduced = set(get_i64_array(op, "axes"))
         return [i for i in range(_rank(op.operands[0])) if i not in reduced][k]
 
     @classmethod
-    def emit(cls, input: ir.Value, output: ir.Value, kind: str, axes: list[int], *, name: Optional[str] = None) -> ir.Operation:
+    def emit(cls, input: ir.Value, output: ir.Value, kind: str, axes: list[int], *, name: str | None = None) -> ir.Operation:
         attrs = {"kind": ir.StringAttr.get(kind), "axes": ir.DenseI64ArrayAttr.get(list(axes))}
         return cls._create([input, output], attributes=attrs, name=name)
 
@@ -267,7 +284,7 @@ class MatmulOp(ComputeOp, name="matmul"):
             fail(f"{self.ACCUMULATE_ATTR} must be a unit attribute, got {attr}")
 
     @classmethod
-    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> int | None:
         if index == 2:
             return k
         batch = _rank(op.operands[2]) - 2
@@ -283,7 +300,7 @@ class MatmulOp(ComputeOp, name="matmul"):
         return True
 
     @classmethod
-    def emit(cls, a: ir.Value, b: ir.Value, output: ir.Value, *, accumulate: bool = False, name: Optional[str] = None) -> ir.Operation:
+    def emit(cls, a: ir.Value, b: ir.Value, output: ir.Value, *, accumulate: bool = False, name: str | None = None) -> ir.Operation:
         return cls._create([a, b, output], attributes={cls.ACCUMULATE_ATTR: ir.UnitAttr.get()} if accumulate else None, name=name)
 
 
@@ -301,12 +318,12 @@ class LinearOp(ComputeOp, name="linear"):
     input: ext.Operand[ir.MemRefType]
     weight: ext.Operand[ir.MemRefType]
     output: ext.Operand[ir.MemRefType]
-    bias: Optional[ext.Operand[ir.MemRefType]] = None
+    bias: ext.Operand[ir.MemRefType] | None = None
     operand_names = ("input", "weight")
     DESTINATIONS = (2,)
 
     @classmethod
-    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> Optional[int]:
+    def operand_axis(cls, op: ir.Operation, index: int, k: int) -> int | None:
         if index == 2:
             return k
         last = _rank(op.operands[2]) - 1
@@ -315,7 +332,7 @@ class LinearOp(ComputeOp, name="linear"):
         return 0 if k == last else None  # weight [N, K] and bias [N]
 
     @classmethod
-    def emit(cls, input: ir.Value, weight: ir.Value, output: ir.Value, bias: Optional[ir.Value] = None, *, name: Optional[str] = None) -> ir.Operation:
+    def emit(cls, input: ir.Value, weight: ir.Value, output: ir.Value, bias: ir.Value | None = None, *, name: str | None = None) -> ir.Operation:
         operands = [input, weight, output] + ([bias] if bias is not None else [])
         segments = ir.DenseI32ArrayAttr.get([1, 1, 1, 1 if bias is not None else 0])
         return cls._create(operands, attributes={"operandSegmentSizes": segments}, name=name)

@@ -5,7 +5,7 @@ import inspect
 import os
 import re
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from torch_mlir import ir
 
@@ -27,7 +27,7 @@ class HirError(ValueError):
     ``message`` (their caller is the command line). A ``ValueError``, so code written for
     hir's older ``ValueError``s keeps catching these."""
 
-    def __init__(self, message: str, caller: Optional[str] = None) -> None:
+    def __init__(self, message: str, caller: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.caller = caller if caller is not None else api_caller()
@@ -36,7 +36,7 @@ class HirError(ValueError):
         return with_caller(self.message, self.caller)
 
 
-def with_caller(message: str, caller: Optional[str]) -> str:
+def with_caller(message: str, caller: str | None) -> str:
     """``message`` naming ``caller`` (see :class:`HirError`)."""
     if not caller or caller in message:
         return message
@@ -70,7 +70,7 @@ def _api_frame(frame) -> tuple:
     return caller, depth
 
 
-def api_caller() -> Optional[str]:
+def api_caller() -> str | None:
     """``file:line`` of the frame that called into hir (:func:`_api_frame`)."""
     frame, _ = _api_frame(sys._getframe(1))
     return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
@@ -102,7 +102,7 @@ def new_context() -> ir.Context:
     return ctx
 
 
-def format_diagnostic(diag: "ir.Diagnostic", source_name: Optional[str] = None) -> str:
+def format_diagnostic(diag: "ir.Diagnostic", source_name: str | None = None) -> str:
     severity = {
         ir.DiagnosticSeverity.ERROR: "error",
         ir.DiagnosticSeverity.WARNING: "warning",
@@ -159,7 +159,7 @@ def check_nesting(text: str, filename: str, limit: int = MAX_NESTING) -> None:
 
 
 @checkpoint
-def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] = None) -> ir.Module:
+def parse(text: str, filename: str = "<string>", context: ir.Context | None = None) -> ir.Module:
     """Parse and verify an hir module (placements included: every ``#hir.shard`` must divide
     its buffer; and the stream module attributes); errors raise :class:`HirError` with locations reported against ``filename``."""
     if not isinstance(text, str):
@@ -178,7 +178,7 @@ def parse(text: str, filename: str = "<string>", context: Optional[ir.Context] =
         return module
 
 
-def format_mlir_error(err: "ir.MLIRError", source_name: Optional[str] = None) -> str:
+def format_mlir_error(err: "ir.MLIRError", source_name: str | None = None) -> str:
     """The diagnostics an MLIRError carries, one ``file:line:col: error: ...`` each."""
     lines = [format_diagnostic(d, source_name) for d in err.error_diagnostics]
     return "\n".join(lines) or f"{source_name or '<input>'}: error: {err.message}"
@@ -214,7 +214,7 @@ def read_source(path: str) -> tuple[str, str]:
 _CUSTOM_HIR_OP = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|(?<![\w!#.%@^$])(?P<op>hir\.\w+)\b(?!\}|\s*[=,])')
 
 
-def locate_custom_syntax(text: str, source_name: str) -> Optional[str]:
+def locate_custom_syntax(text: str, source_name: str) -> str | None:
     """MLIR reports nothing (no location) when an op of a dialect defined at run time is
     written in custom form; find the first such hir op so the error can point at it."""
     m = next((m for m in _CUSTOM_HIR_OP.finditer(text) if m["op"]), None)

@@ -15,7 +15,6 @@ iteration per pool stream, until ``hir-expand-stream-loops`` writes it as ``hir.
 """
 
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import ext
@@ -58,7 +57,7 @@ class ForOp(HirOp, name="for"):
 
     @classmethod
     def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, *, joins_pool_streams: bool = False,
-             name: Optional[str] = None) -> tuple[ir.Operation, ir.Value, ir.Operation]:
+             name: str | None = None) -> tuple[ir.Operation, ir.Value, ir.Operation]:
         """(loop, induction variable, yield): insert the body before the yield. ``name``
         names the induction variable (``^bb0(%i: index)``); ``joins_pool_streams``: the loop
         is a join (its body, built by the caller, must be the one the class docstring says)."""
@@ -97,7 +96,7 @@ class StreamForOp(HirOp, name="stream_for"):
     upper_bound: ext.Operand[ir.IndexType]
     step: ext.Operand[ir.IndexType]
     user_stream: ext.Operand[StreamType]
-    slots: Optional[ext.Operand[ir.IndexType]] = None
+    slots: ext.Operand[ir.IndexType] | None = None
     body: ext.Region
 
     def check(self) -> None:
@@ -119,8 +118,8 @@ class StreamForOp(HirOp, name="stream_for"):
             parent = parent.parent
 
     @classmethod
-    def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, user_stream: ir.Value, slots: Optional[ir.Value] = None, *,
-             name: Optional[str] = None) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Operation]:
+    def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, user_stream: ir.Value, slots: ir.Value | None = None, *,
+             name: str | None = None) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Operation]:
         """(loop, index, slot, yield): insert the body before the yield. ``name`` names the
         loop's location and so its block arguments (stream lowering gives none: the expansion
         names what it builds)."""
@@ -134,7 +133,7 @@ class StreamForOp(HirOp, name="stream_for"):
         return loop, block.arguments[0], block.arguments[1], terminator
 
     @staticmethod
-    def slots_of(loop: ir.Operation) -> Optional[ir.Value]:
+    def slots_of(loop: ir.Operation) -> ir.Value | None:
         """The ``slots`` operand of a stream loop (an ``ir.Operation``), None when absent."""
         operands = loop.operands
         return operands[4] if len(operands) > 4 else None
@@ -149,5 +148,5 @@ class YieldOp(HirOp, name="yield", traits=[ir.IsTerminatorTrait]):
             fail(f"expects parent op '{ForOp.OPERATION_NAME}' or '{StreamForOp.OPERATION_NAME}', got '{parent.name if parent else None}'")
 
     @classmethod
-    def emit(cls, *, name: Optional[str] = None) -> ir.Operation:
+    def emit(cls, *, name: str | None = None) -> ir.Operation:
         return cls._create(name=name)

@@ -10,7 +10,8 @@ it, not at some later collection. Off, the decorator returns the function unchan
 import functools
 import gc
 import os
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 ENABLED = os.environ.get("HIR_GC_STRESS", "") not in ("", "0")
 

@@ -8,8 +8,8 @@ Everything here works on ``ir.Operation`` (not OpView): passes look at thousands
 constructors, which bind arguments with ``inspect``, ~17 us an op).
 """
 
+from collections.abc import Iterator
 from functools import cmp_to_key
-from typing import Iterator, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, bufferization, func, memref
@@ -34,7 +34,7 @@ CONSTANT = arith.ConstantOp.OPERATION_NAME
 FUNC = func.FuncOp.OPERATION_NAME
 
 
-def stream_axis(op: ir.Operation) -> Optional[int]:
+def stream_axis(op: ir.Operation) -> int | None:
     return get_int(op, STREAM_AXIS_ATTR)
 
 
@@ -45,28 +45,28 @@ def stream_axis(op: ir.Operation) -> Optional[int]:
 # location; see hir.dialect.base.name_loc). Without one MLIR picks (%c0, %dim, %alloc).
 
 
-def index_const(value: int, name: Optional[str] = None) -> ir.Value:
+def index_const(value: int, name: str | None = None) -> ir.Value:
     """An ``arith.constant <value> : index`` at the current insertion point."""
     index = ir.IndexType.get()
     return ir.Operation.create(CONSTANT, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}, loc=name_loc(name)).result
 
 
-def index_arith(op_class: type, lhs: ir.Value, rhs: ir.Value, name: Optional[str] = None) -> ir.Value:
+def index_arith(op_class: type, lhs: ir.Value, rhs: ir.Value, name: str | None = None) -> ir.Value:
     """An index ``arith`` binary op (``arith.AddIOp``, ``arith.RemUIOp``, ...)."""
     return ir.Operation.create(op_class.OPERATION_NAME, results=[ir.IndexType.get()], operands=[lhs, rhs], loc=name_loc(name)).result
 
 
-def dim(buffer: ir.Value, axis: ir.Value, name: Optional[str] = None) -> ir.Value:
+def dim(buffer: ir.Value, axis: ir.Value, name: str | None = None) -> ir.Value:
     return ir.Operation.create(DIM, results=[ir.IndexType.get()], operands=[buffer, axis], loc=name_loc(name)).result
 
 
-def alloc(memref_type: ir.Type, sizes: list = (), attributes: Optional[dict] = None, name: Optional[str] = None) -> ir.Operation:
+def alloc(memref_type: ir.Type, sizes: list = (), attributes: dict | None = None, name: str | None = None) -> ir.Operation:
     """``memref.alloc`` with one size per dynamic extent, plus ``attributes``."""
     attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(sizes), 0]), **(attributes or {})}
     return ir.Operation.create(ALLOC, results=[memref_type], operands=list(sizes), attributes=attrs, loc=name_loc(name))
 
 
-def value_name(value: ir.Value) -> Optional[str]:
+def value_name(value: ir.Value) -> str | None:
     """The name a value prints with under --print-value-names, where it is known without
     printing: its name location, or ``argN`` for a function argument."""
     owner = value.owner
@@ -84,7 +84,7 @@ def slice_name(source: ir.Value) -> str:
     return f"{name}_slice" if name else "slice"
 
 
-def dim_or_const(buffer: ir.Value, axis: int, axis_value: Optional[ir.Value] = None) -> ir.Value:
+def dim_or_const(buffer: ir.Value, axis: int, axis_value: ir.Value | None = None) -> ir.Value:
     """The extent of ``buffer`` along ``axis``: a constant when static, else ``memref.dim``
     (``axis_value``: an existing index constant equal to ``axis``)."""
     size = ir.MemRefType(buffer.type).shape[axis]
@@ -94,7 +94,7 @@ def dim_or_const(buffer: ir.Value, axis: int, axis_value: Optional[ir.Value] = N
     return dim(buffer, axis_value)
 
 
-def constant_value(value: ir.Value) -> Optional[int]:
+def constant_value(value: ir.Value) -> int | None:
     """The integer of an ``arith.constant`` value, else None."""
     op = defining_op(value)
     if op is None or op.name != CONSTANT:
@@ -106,20 +106,20 @@ def constant_value(value: ir.Value) -> Optional[int]:
 # ----- walking ----------------------------------------------------------------------------
 
 
-def defining_op(value: ir.Value) -> Optional[ir.Operation]:
+def defining_op(value: ir.Value) -> ir.Operation | None:
     """The op defining ``value`` (None for block arguments)."""
     owner = value.owner
     return None if isinstance(owner, ir.Block) else owner.operation  # OpView and Operation alike
 
 
-def next_op(op: ir.Operation) -> Optional[ir.Operation]:
+def next_op(op: ir.Operation) -> ir.Operation | None:
     """The op after ``op`` in its block, None at its end (the bindings have no sibling
     accessor; an insertion point after ``op`` names it)."""
     following = ir.InsertionPoint.after(op).ref_operation
     return None if following is None else following.operation
 
 
-def ancestor_in(op: ir.Operation, block: ir.Block) -> Optional[ir.Operation]:
+def ancestor_in(op: ir.Operation, block: ir.Block) -> ir.Operation | None:
     """``op`` or its ancestor whose block is ``block`` (None: not nested in ``block``)."""
     while op is not None:
         if op.block == block:
@@ -196,7 +196,7 @@ def streamable_names() -> list[str]:
     return [name for name, cls in OP_CLASSES.items() if cls.STREAMABLE]
 
 
-def written_operands(op: ir.Operation) -> Optional[tuple]:
+def written_operands(op: ir.Operation) -> tuple | None:
     """The operand indices ``op`` writes (() for read-only ops); None when unknown (treat
     every buffer operand as written: func.call, other dialects' ops)."""
     cls = OP_CLASSES.get(op.name)
@@ -235,7 +235,7 @@ def output_index(op: ir.Operation) -> int:
     return OP_CLASSES[op.name].DESTINATIONS[0]
 
 
-def operand_axis(op: ir.Operation, index: int, k: int) -> Optional[int]:
+def operand_axis(op: ir.Operation, index: int, k: int) -> int | None:
     """The axis of operand ``index`` that output axis ``k`` reads (the op class's axis map)."""
     cls = OP_CLASSES.get(op.name)
     return cls.operand_axis(op, index, k) if cls is not None else None
@@ -252,7 +252,7 @@ def is_broadcast_axis(op: ir.Operation, index: int, axis: int, k: int) -> bool:
     return size == 1 and out_size != 1
 
 
-def renumber_axes(op: ir.Operation, removed: Optional[int]) -> None:
+def renumber_axes(op: ir.Operation, removed: int | None) -> None:
     """Attributes naming input axes (the op class's ``INPUT_AXIS_ATTRS``) shift down past
     the sliced-away axis ``removed``."""
     if removed is None:

@@ -3,14 +3,13 @@ checks parsing runs, :mod:`hir.dialect.placement_checks` and :mod:`hir.dialect.s
 can name where an error is without importing the parser)."""
 
 import re
-from typing import Optional
 
 from torch_mlir import ir
 
 _LOC = re.compile(r'^loc\("(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)')
 
 
-def format_location(loc: ir.Location, source_name: Optional[str] = None) -> str:
+def format_location(loc: ir.Location, source_name: str | None = None) -> str:
     """``file:line:col`` for a file location, else MLIR's own spelling. Text parsed from a
     string is located in file "-"; ``source_name`` names it."""
     text = str(loc)

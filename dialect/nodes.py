@@ -21,7 +21,7 @@ axis' lines (tp: ``[0, 1]``, ``[2, 3]``) are inside nodes and the outer axis' (d
 
 import os
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.dialects import builtin
@@ -35,7 +35,7 @@ COPY_ENGINES = "cuda"  # the backend that needs every team member on one node
 ACROSS_NODES = "nccl"  # what a team spanning nodes gets instead
 
 
-def module_ranks_per_node(module_op: Any) -> Optional[int]:
+def module_ranks_per_node(module_op: Any) -> int | None:
     """The ``hir.ranks_per_node`` of a module (an ``ir.Module`` or its operation), None when
     absent; ValueError when it is not a positive integer."""
     op = module_op.operation
@@ -52,7 +52,7 @@ def set_module_ranks_per_node(module: ir.Module, count: int) -> None:
     module.operation.attributes[RANKS_PER_NODE_ATTR] = i64_attr(count)
 
 
-def enclosing_ranks_per_node(op: ir.Operation) -> Optional[int]:
+def enclosing_ranks_per_node(op: ir.Operation) -> int | None:
     """The ``hir.ranks_per_node`` of the module holding ``op`` (None: no layout, one node);
     HirError when the attribute is not a positive integer."""
     parent = op
@@ -69,7 +69,7 @@ def nodes_of(team: list[int], ranks_per_node: int) -> list[int]:
     return sorted({rank // ranks_per_node for rank in team})
 
 
-def spanning_team(teams: list[list[int]], ranks_per_node: Optional[int]) -> Optional[list[int]]:
+def spanning_team(teams: list[list[int]], ranks_per_node: int | None) -> list[int] | None:
     """The first of ``teams`` whose ranks are on several nodes, else None."""
     if ranks_per_node is None:
         return None
@@ -108,7 +108,7 @@ def spans_nodes(op: ir.Operation, pass_name: str, what: str) -> bool:
     return crossing is not None
 
 
-def cross_node_copy_engine_op(module: ir.Module, ranks_per_node: int) -> Optional[tuple[ir.Operation, list[int]]]:
+def cross_node_copy_engine_op(module: ir.Module, ranks_per_node: int) -> tuple[ir.Operation, list[int]] | None:
     """The first op (and its team) with ``backend = "cuda"`` on a team that spans nodes."""
     found: list = []
 

@@ -46,12 +46,25 @@ the own shard in place, with no copy:
 ``backend = "cuda"``; a one-element all-reduce otherwise).
 """
 
-from typing import Any, Optional
+from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import DYNAMIC, HirOp, WorkType, check_axis, check_same_element_type, fail, i64_array_attr, i64_attr, int_attr, memref_type, str_attr, work_type
+from hir.dialect.base import (
+    DYNAMIC,
+    HirOp,
+    WorkType,
+    check_axis,
+    check_same_element_type,
+    fail,
+    i64_array_attr,
+    i64_attr,
+    int_attr,
+    memref_type,
+    str_attr,
+    work_type,
+)
 from hir.dialect.comm import BACKENDS, checked_teams
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.teams import team_mesh_axes
@@ -82,7 +95,7 @@ class DeviceIndexOp(HirOp, name="device_index"):
             fail("result must be of type index")
 
     @classmethod
-    def emit(cls, mesh: list[int], *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, mesh: list[int], *, name: str | None = None) -> ir.Value:
         return cls._create(results=[ir.IndexType.get()], attributes={"mesh": ir.DenseI64ArrayAttr.get(list(mesh))}, name=name).result
 
 
@@ -100,7 +113,7 @@ class ShiftOp(HirOp, name="shift"):
     TRANSFER_ATTR = TRANSFER_ATTR  # "pull" (default: the receiver copies) or "push" (the sender does)
 
     @classmethod
-    def emit(cls, input: ir.Value, output: ir.Value, offset: ir.Value, attributes: dict, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, input: ir.Value, output: ir.Value, offset: ir.Value, attributes: dict, *, name: str | None = None) -> ir.Value:
         """``attributes``: team, backend and optionally copies, signal, transfer."""
         return cls._create([input, output, offset], [work_type()], attributes, name=name).result
 
@@ -159,7 +172,7 @@ class OwnBlockOp(ViewOp, name="own_block"):
             fail(f"result type {self.result.type} does not match the own-block view type {expected}")
 
     @classmethod
-    def emit(cls, input: ir.Value, axis: int, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, input: ir.Value, axis: int, *, name: str | None = None) -> ir.Value:
         return cls._create([input], [own_block_type(memref_type(input, "input"), axis)], {"axis": i64_attr(axis)}, name=name).result
 
 
@@ -173,7 +186,7 @@ class BarrierOp(HirOp, name="barrier"):
     TEAM_ATTR = "team"
 
     @classmethod
-    def emit(cls, team: ir.Attribute, backend: ir.Attribute, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, team: ir.Attribute, backend: ir.Attribute, *, name: str | None = None) -> ir.Value:
         return cls._create(results=[work_type()], attributes={"team": team, "backend": backend}, name=name).result
 
     def check(self) -> None:

@@ -2,14 +2,12 @@
 ``hir.parse``, ``Program``): one located error line per invalid placement."""
 
 import re
-from typing import Optional
 
 from torch_mlir import ir
 
 from hir.dialect.base import VerifyError
 from hir.dialect.locations import format_location
 from hir.dialect.sharding import sharding_of
-
 
 # Brackets up to 3 deep inside; an arrow (an inline affine map's "->") closes none.
 _MEMREF = re.compile(r"memref<(?:->|[^<>]|<(?:->|[^<>]|<(?:->|[^<>])*>)*>)*>")
@@ -45,7 +43,7 @@ def _may_have_memory_space(memref: str) -> bool:
     return any(not part.startswith(_LAYOUTS) for part in parts[1:])
 
 
-def check_placements(op: ir.Operation, source_name: Optional[str] = None, world_size: Optional[int] = None) -> list[str]:
+def check_placements(op: ir.Operation, source_name: str | None = None, world_size: int | None = None) -> list[str]:
     """Every ``#hir.shard`` placement in ``op`` (op results, block arguments such as a
     function's), checked where it is written: one ``file:line:col: error: ...`` line per
     invalid placement (a split that does not divide, a malformed mesh) and, given

@@ -40,9 +40,10 @@ buffer holds the summands on a leading device axis split by them (:meth:`Shardin
 Per mesh axis a placement is a split axis, ``None`` or :data:`PARTIAL` (:meth:`Sharding.on`).
 """
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any
 
 from torch_mlir import ir
 
@@ -76,7 +77,7 @@ class Sharding:
 
     mesh: tuple[int, ...]
     mesh_shape: tuple[int, ...]
-    splits: tuple[Optional[int], ...]
+    splits: tuple[int | None, ...]
     offsets: tuple[tuple[int, tuple[int, ...]], ...]  # (buffer axis, part boundaries) of uneven splits
     partial: tuple[int, ...]  # mesh axes on which the value is a pending sum (sorted; () for data)
     packed: tuple[tuple[int, int], ...]  # (buffer axis, pieces) of packed splits
@@ -84,13 +85,13 @@ class Sharding:
     def __init__(
         self,
         mesh: Sequence[int],
-        axis: Optional[int] = None,
+        axis: int | None = None,
         *,
-        mesh_shape: Optional[Sequence[int]] = None,
-        splits: Optional[Sequence[Optional[int]]] = None,
-        offsets: Optional[dict[int, Sequence[int]]] = None,
-        partial: Optional[Sequence[int]] = None,
-        packed: Optional[dict[int, int]] = None,
+        mesh_shape: Sequence[int] | None = None,
+        splits: Sequence[int | None] | None = None,
+        offsets: dict[int, Sequence[int]] | None = None,
+        partial: Sequence[int] | None = None,
+        packed: dict[int, int] | None = None,
     ) -> None:
         mesh = tuple(int(d) for d in mesh)
         if mesh_shape is None:
@@ -114,7 +115,7 @@ class Sharding:
                 raise ValueError(f"a packed split needs an even split axis and at least one piece: axis {axis} in {pieces} pieces, splits {list(per_axis)}")
 
     @staticmethod
-    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[Optional[int]], offsets: Optional[dict[int, Sequence[int]]] = None, partial: Optional[Sequence[int]] = None, packed: Optional[dict[int, int]] = None) -> "Sharding":
+    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[int | None], offsets: dict[int, Sequence[int]] | None = None, partial: Sequence[int] | None = None, packed: dict[int, int] | None = None) -> "Sharding":
         """The placement on the mesh of ``devices`` laid out as ``mesh_shape`` (1-D when it
         has one axis) with ``splits`` per mesh axis (and the part boundaries of uneven ones;
         the mesh axes a sum is pending on; the pieces of packed ones)."""
@@ -151,7 +152,7 @@ class Sharding:
         """Whether some split gives the devices parts of different extents."""
         return bool(self.offsets)
 
-    def bounds(self, axis: int) -> Optional[tuple[int, ...]]:
+    def bounds(self, axis: int) -> tuple[int, ...] | None:
         """The boundaries of buffer axis ``axis``'s parts when it is split unevenly, else None."""
         return next((b for a, b in self.offsets if a == axis), None)
 
@@ -165,7 +166,7 @@ class Sharding:
         return any(s is not None for s in self.splits)
 
     @property
-    def axis(self) -> Optional[int]:
+    def axis(self) -> int | None:
         """The split axis on a 1-D mesh (None: replicated). On a multi-D mesh: None when
         replicated everywhere, else an error (the caller handles only 1-D meshes)."""
         if not self.multi_dim:
@@ -199,7 +200,7 @@ class Sharding:
                 index = index * n + c
         return index
 
-    def local_shape(self, shape: Sequence[int], device: Optional[int] = None) -> list[int]:
+    def local_shape(self, shape: Sequence[int], device: int | None = None) -> list[int]:
         """The shape ``device`` holds of a buffer with global ``shape`` (``device`` may be
         left out when the placement is even: every device holds the same shape)."""
         out = [d if d == DYNAMIC else d // self.parts(i) for i, d in enumerate(shape)]
@@ -236,7 +237,7 @@ class Sharding:
                 out.append(line)
         return out
 
-    def line_split(self, mesh_axes: MeshAxes) -> Optional[int]:
+    def line_split(self, mesh_axes: MeshAxes) -> int | None:
         """The buffer axis that the lines along ``mesh_axes`` split (None: replicated along
         them), when they see a 1-D placement: every one of the axes splits that buffer axis
         or none does, and no mesh axis outside them splits it more finely (the block a line
@@ -266,7 +267,7 @@ class Sharding:
         kept = [None if j in axes else s for j, s in enumerate(self.splits)]
         return Sharding.of(self.mesh, self.mesh_shape, kept, {a: b for a, b in self.offsets if a in kept}).local_shape(shape)
 
-    def renumbered(self, fn: Callable[[int], Optional[int]]) -> "Sharding":
+    def renumbered(self, fn: Callable[[int], int | None]) -> "Sharding":
         """The same mesh with each split buffer axis ``a`` moved to ``fn(a)``."""
         return Sharding.of(self.mesh, self.mesh_shape, [None if s is None else fn(s) for s in self.splits], {fn(a): b for a, b in self.offsets if fn(a) is not None},
                            packed={fn(a): n for a, n in self.packed if fn(a) is not None})
@@ -289,14 +290,14 @@ class Sharding:
         return ShardAttr.get(mesh, ir.DictAttr.get(entries))
 
 
-def _cast(kind: type, attr: ir.Attribute) -> Optional[ir.Attribute]:
+def _cast(kind: type, attr: ir.Attribute) -> ir.Attribute | None:
     try:
         return kind(attr)
     except (ValueError, TypeError):
         return None
 
 
-def _parse(space: ShardAttr, what: str) -> tuple[tuple[int, ...], list[int], list[int], Optional[list[int]], Optional[list[int]]]:
+def _parse(space: ShardAttr, what: str) -> tuple[tuple[int, ...], list[int], list[int], list[int] | None, list[int] | None]:
     """(devices, mesh shape, raw split entries with ``-1`` kept, raw offsets or None, raw
     packed pieces or None) of a ``#hir.shard``."""
     splits_attr, found = space.axis, {"offsets": None, "packed": None}
@@ -357,7 +358,7 @@ def _boundaries(t: ir.MemRefType, sharding: Sharding, offsets: list[int], what: 
     return out
 
 
-def sharding_of(value_or_type: Any, what: str = "buffer") -> Optional[Sharding]:
+def sharding_of(value_or_type: Any, what: str = "buffer") -> Sharding | None:
     """The sharding of a memref (None when it carries no mesh). Validates the attribute."""
     t = memref_type(value_or_type, what)
     space = t.memory_space
@@ -384,7 +385,7 @@ def sharding_of(value_or_type: Any, what: str = "buffer") -> Optional[Sharding]:
     return Sharding.of(mesh, mesh_shape, sharding.splits, packed=pieces)
 
 
-def _pieces(t: ir.MemRefType, sharding: Sharding, packed: list[int], offsets: Optional[list[int]], what: str) -> dict[int, int]:
+def _pieces(t: ir.MemRefType, sharding: Sharding, packed: list[int], offsets: list[int] | None, what: str) -> dict[int, int]:
     """The pieces of every split axis, from ``packed`` (one count per split axis, in order)."""
     axes = sorted({a for a in sharding.splits if a is not None})
     if len(packed) != len(axes) or min(packed, default=1) < 1:
@@ -394,6 +395,6 @@ def _pieces(t: ir.MemRefType, sharding: Sharding, packed: list[int], offsets: Op
     return dict(zip(axes, packed))
 
 
-def local_shape(shape: Sequence[int], sharding: Optional[Sharding], device: Optional[int] = None) -> list[int]:
+def local_shape(shape: Sequence[int], sharding: Sharding | None, device: int | None = None) -> list[int]:
     """The shape ``device`` holds of a buffer with global ``shape`` (see Sharding.local_shape)."""
     return list(shape) if sharding is None else sharding.local_shape(shape, device)

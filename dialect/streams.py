@@ -17,7 +17,6 @@ priority; CPU runs ignore it), e.g. the stream hir-p2p-pipeline issues its copie
 """
 
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import ext
@@ -29,7 +28,7 @@ DEFAULT_NUM_STREAMS = 4
 NUM_STREAMS_ATTR = "hir.num_streams"  # module attribute: the run's stream pool size
 
 
-def module_num_streams(module: ir.Module) -> Optional[int]:
+def module_num_streams(module: ir.Module) -> int | None:
     """The module's ``hir.num_streams`` (the stream pool size a pass fixed), None when
     absent; ValueError when it is not a positive integer."""
     attrs = module.operation.attributes
@@ -45,7 +44,7 @@ def module_num_streams(module: ir.Module) -> Optional[int]:
     return value
 
 
-def module_attribute_errors(module: ir.Module, source_name: Optional[str] = None) -> list[str]:
+def module_attribute_errors(module: ir.Module, source_name: str | None = None) -> list[str]:
     """A located ``file:line:col: error: ...`` line per invalid stream module attribute
     (``hir.num_streams``, ``hir.high_priority_streams``), at the module's location: MLIR's
     Python dialects cannot verify a module attribute, so parsing (``hir.parse``, hir-opt)
@@ -91,7 +90,7 @@ class GetCurrentStreamOp(HirOp, name="get_current_stream"):
     result: ext.Result[StreamType[()]] = ext.infer_result()
 
     @classmethod
-    def emit(cls, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, *, name: str | None = None) -> ir.Value:
         return cls._create(results=[stream_type()], name=name).result
 
 
@@ -103,7 +102,7 @@ class GetStreamOp(HirOp, name="get_stream"):
     CHOOSES_STREAM = True
 
     @classmethod
-    def emit(cls, index: ir.Value, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, index: ir.Value, *, name: str | None = None) -> ir.Value:
         return cls._create([index], [stream_type()], name=name).result
 
 
@@ -114,7 +113,7 @@ class SetCurrentStreamOp(HirOp, name="set_current_stream"):
     CHOOSES_STREAM = True
 
     @classmethod
-    def emit(cls, stream: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+    def emit(cls, stream: ir.Value, *, name: str | None = None) -> ir.Operation:
         return cls._create([stream], name=name)
 
 
@@ -125,5 +124,5 @@ class SynchronizeOp(HirOp, name="synchronize"):
     stream: ext.Operand[StreamType]
 
     @classmethod
-    def emit(cls, stream: ir.Value, *, name: Optional[str] = None) -> ir.Operation:
+    def emit(cls, stream: ir.Value, *, name: str | None = None) -> ir.Operation:
         return cls._create([stream], name=name)

@@ -5,7 +5,7 @@ part in the row that holds it. Rooted ops name one root per team (``root = 0 : i
 ``root = array<i64: ...>`` with a layout). Read by the verifiers (``checked_teams`` in
 ``hir.dialect.comm``), the passes that emit teams and the interpreter."""
 
-from typing import Any, Optional
+from typing import Any
 
 from torch_mlir import ir
 
@@ -63,7 +63,7 @@ def teams_attr(teams: list[list[int]]) -> ir.Attribute:
     return i64_elements([d for team in teams for d in team], [len(teams), len(teams[0])])
 
 
-def team_mesh_axes(sharding: Sharding, teams: list[list[int]]) -> Optional[tuple[int, ...]]:
+def team_mesh_axes(sharding: Sharding, teams: list[list[int]]) -> tuple[int, ...] | None:
     """The mesh axes whose lines are ``teams`` (one axis, or several: a team along 0 and 1
     of a 2x2 mesh is all four devices, row-major); None: they are not the lines of any."""
     wanted = sorted(map(tuple, teams))

@@ -4,13 +4,13 @@
 frontend (to ask the overload's tags). torch is imported on first use only.
 """
 
-from typing import Any, Optional
+from typing import Any
 
 # torch-mlir names an op of PyTorch's registry ``torch.<namespace>.<name>[.<overload>]``.
 REGISTRY_PREFIXES = ("torch.aten.", "torch.prims.")
 
 
-def torch_overload(op_name: str) -> Optional[Any]:
+def torch_overload(op_name: str) -> Any | None:
     """``torch.ops.<namespace>.<name>.<overload>`` (a ``torch._ops.OpOverload``) for a
     torch-mlir op name (``default`` when it has no overload part), or None."""
     import torch  # the dialect layer does not import torch

@@ -15,8 +15,8 @@ part of the view would not be a view of its part of the buffer)::
     [A, D] on 1      -> [A * D]                  ViewSplitError
 """
 
+from collections.abc import Sequence
 from math import prod
-from typing import Optional, Sequence
 
 from hir.dialect.base import DYNAMIC
 from hir.dialect.sharding import Sharding, UnevenPlacementError
@@ -32,7 +32,7 @@ class ViewSplitError(ValueError):
         self.axis = axis
 
 
-def reshaped_axis(source: Sequence[int], result: Sequence[int], axis: int, groups: Groups = None) -> Optional[int]:
+def reshaped_axis(source: Sequence[int], result: Sequence[int], axis: int, groups: Groups = None) -> int | None:
     """The axis of ``result`` a reshape of ``source`` moves split axis ``axis`` to, None
     when it is merged with an outer axis. By ``groups`` when given (any extents: the first
     non-unit axis of an expanded group; a collapsed group whose axes before ``axis`` are

@@ -66,12 +66,22 @@ renumbered past ``at``.
 """
 
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
-from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, CheckedKeys, HirOp, check_axis, fail, i64_attr, int_attr, memref_type, refuse_uneven
+from hir.dialect.base import (
+    DYNAMIC,
+    UPSTREAM_VIEWS,
+    CheckedKeys,
+    HirOp,
+    check_axis,
+    fail,
+    i64_attr,
+    int_attr,
+    memref_type,
+    refuse_uneven,
+)
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.view_splits import ViewSplitError, reshaped
 
@@ -82,7 +92,7 @@ def _view_type(source: ir.MemRefType, axis: int, verb: str, shape: list, strides
     """A strided view of ``source`` (offset dynamic) with the given shape and strides; the
     sharding follows the split axis (``shard_axis(split)``), which must not be ``axis``."""
     sharding = sharding_of(source, "input")
-    space: Optional[ir.Attribute] = None
+    space: ir.Attribute | None = None
     if sharding is not None:
         if axis in sharding.splits:
             fail(f"axis {axis} is split over the device mesh; {verb} a non-sharded axis")
@@ -152,7 +162,7 @@ class AliasSelectOp(ViewOp, name="alias_select"):
         _check_view(self, lambda source: select_type(source, int_attr(self, "axis")), "selected", ("axis",))
 
     @classmethod
-    def emit(cls, input: ir.Value, index: ir.Value, axis: int, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, input: ir.Value, index: ir.Value, axis: int, *, name: str | None = None) -> ir.Value:
         return cls._create([input, index], [select_type(memref_type(input, "input"), axis)], {"axis": i64_attr(axis)}, name=name).result
 
 
@@ -170,7 +180,7 @@ class AliasChunkOp(ViewOp, name="alias_chunk"):
         _check_view(self, lambda source: chunk_type(source, int_attr(self, "axis"), int_attr(self, "chunks")), "chunk", ("axis", "chunks"))
 
     @classmethod
-    def emit(cls, input: ir.Value, index: ir.Value, axis: int, chunks: int, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, input: ir.Value, index: ir.Value, axis: int, chunks: int, *, name: str | None = None) -> ir.Value:
         view_type = chunk_type(memref_type(input, "input"), axis, chunks)
         return cls._create([input, index], [view_type], {"axis": i64_attr(axis), "chunks": i64_attr(chunks)}, name=name).result
 
@@ -216,7 +226,7 @@ class AliasBroadcastOp(ViewOp, name="alias_broadcast"):
             fail(f"result type {result} does not match the broadcast view type {expected}")
 
     @classmethod
-    def emit(cls, input: ir.Value, shape: list, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, input: ir.Value, shape: list, *, name: str | None = None) -> ir.Value:
         return cls._create([input], [broadcast_type(memref_type(input, "input"), list(shape))], name=name).result
 
 
@@ -289,7 +299,7 @@ class AliasReshapeOp(ViewOp, name="alias_reshape"):
             fail(f"result type {result} does not match the reshaped view type {expected}")
 
     @classmethod
-    def emit(cls, input: ir.Value, shape: list, groups: list[list[int]], *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, input: ir.Value, shape: list, groups: list[list[int]], *, name: str | None = None) -> ir.Value:
         view_type = reshape_type(memref_type(input, "input"), list(shape), groups)
         return cls._create([input], [view_type], {"reassociation": _reassociation(groups)}, name=name).result
 
@@ -343,6 +353,6 @@ class AliasStackShardsOp(ViewOp, name="alias_stack_shards"):
         _check_view(self, lambda source: stack_shards_type(source, int_attr(self, "axis"), int_attr(self, "at")), "stacked shards", ("axis", "at"))
 
     @classmethod
-    def emit(cls, input: ir.Value, axis: int, at: int, *, name: Optional[str] = None) -> ir.Value:
+    def emit(cls, input: ir.Value, axis: int, at: int, *, name: str | None = None) -> ir.Value:
         view_type = stack_shards_type(memref_type(input, "input"), axis, at)
         return cls._create([input], [view_type], {"axis": i64_attr(axis), "at": i64_attr(at)}, name=name).result

@@ -24,8 +24,9 @@ whole process (``HIR_DISABLE_PASSES=hir-fuse-loops,...``); a disabled pass is sk
 import dataclasses
 import os
 import typing
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar, Iterator, Optional
+from typing import Any, ClassVar
 
 from torch_mlir import ir
 
@@ -33,7 +34,7 @@ from torch_mlir import ir
 class PassFailure(Exception):
     """Raised by a pass; the driver reports ``message`` at ``location``."""
 
-    def __init__(self, message: str, location: Optional[ir.Location] = None):
+    def __init__(self, message: str, location: ir.Location | None = None):
         super().__init__(message)
         self.message = message
         self.location = location

@@ -17,9 +17,10 @@ again once the PassManager returned: no Python exception unwinds through MLIR's 
 import os
 import re
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional, TextIO
+from typing import TextIO
 
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
@@ -35,7 +36,7 @@ class Element:
     """One pipeline element: an hir pass instance, or upstream pipeline text."""
 
     text: str
-    hir_pass: Optional[ModulePass] = None
+    hir_pass: ModulePass | None = None
 
 
 # ``placements``: hir.from_torch lists which placement strategy placed each op (the frontend
@@ -65,7 +66,7 @@ class Instrumentation:
     # and --mlir-elide-elementsattrs-if-larger=N.
     print_after: tuple[str, ...] = ()
     print_after_change: bool = False
-    large_elements_limit: Optional[int] = None
+    large_elements_limit: int | None = None
     timing: bool = field(default_factory=lambda: dumping("timing"))
     statistics: bool = field(default_factory=lambda: dumping("statistics"))
     # mlir-opt's --verify-each: verify after every pass (False: once, at the end; the
@@ -92,9 +93,9 @@ class PassManagerRun:
     def __init__(self, elements: list[Element], instrumentation: Instrumentation, context: ir.Context):
         self.elements = elements
         self.instrumentation = instrumentation
-        self.pass_manager: Optional[PassManager] = PassManager("builtin.module", context)
-        self._module: Optional[ir.Module] = None
-        self._raised: Optional[BaseException] = None  # a Python pass's exception other than PassFailure
+        self.pass_manager: PassManager | None = PassManager("builtin.module", context)
+        self._module: ir.Module | None = None
+        self._raised: BaseException | None = None  # a Python pass's exception other than PassFailure
         self._finished = -1  # index of the last hir pass that returned
         for index, element in enumerate(elements):
             if element.hir_pass is None:
@@ -131,7 +132,7 @@ class PassManagerRun:
 
         return run
 
-    def run(self, module: ir.Module, source_name: Optional[str] = None) -> None:
+    def run(self, module: ir.Module, source_name: str | None = None) -> None:
         """Run the pipeline on ``module`` in place. Errors raise :class:`HirError`
         (``file:line:col: error: ...``, texts parsed from a string reported against
         ``source_name``); a Python pass's own exception is raised as it was."""
@@ -145,7 +146,7 @@ class PassManagerRun:
             errors.append(_format(diag, source_name))
             return True
 
-        failure: Optional[ir.MLIRError] = None
+        failure: ir.MLIRError | None = None
         handler = module.context.attach_diagnostic_handler(on_diagnostic)
         self._module = module
         try:
@@ -183,8 +184,8 @@ class PassManagerRun:
         return ",".join(texts)
 
 
-def build_pass_manager(elements: list[Element], instrumentation: Optional[Instrumentation] = None,
-                       context: Optional[ir.Context] = None) -> PassManagerRun:
+def build_pass_manager(elements: list[Element], instrumentation: Instrumentation | None = None,
+                       context: ir.Context | None = None) -> PassManagerRun:
     """One PassManager for ``elements`` (see :func:`hir.passes.parse_pipeline`), instrumented
     as ``instrumentation`` says, in ``context`` (default: the current one)."""
     context = context or ir.Context.current
@@ -222,7 +223,7 @@ def _asked_dumps(text: str, inst: Instrumentation) -> str:
     return "".join(kept)
 
 
-def _format(diag: "ir.Diagnostic", source_name: Optional[str]) -> str:
+def _format(diag: "ir.Diagnostic", source_name: str | None) -> str:
     """``file:line:col: error: ...``; a diagnostic without a location (a pass failure
     about the pipeline, not an op) is reported against the input."""
     text = format_diagnostic(diag, source_name)

@@ -33,7 +33,7 @@ Drivers, each chosen on purpose by the pass that calls it:
   (``add_conversion``) under a ``ConversionTarget``, never folding.
 """
 
-from typing import Callable, Optional, Union
+from collections.abc import Callable
 
 from torch_mlir import ir, rewrite
 
@@ -85,40 +85,40 @@ def replace_without_attribute(op: ir.Operation, name: str, rewriter: rewrite.Pat
 class GuardedRewritePatternSet:
     """A ``RewritePatternSet`` of guarded Python patterns (see the module docstring)."""
 
-    def __init__(self, context: Optional[ir.Context] = None):
+    def __init__(self, context: ir.Context | None = None):
         self._set = rewrite.RewritePatternSet(context)
         self._referenced: list[object] = []  # callbacks and converters MLIR may call: kept alive
         self.roots: list[str] = []  # the op name each pattern is rooted on, in order
-        self._raised: Optional[BaseException] = None
+        self._raised: BaseException | None = None
 
-    def add(self, root: Union[str, type], pattern: Pattern, benefit: int = 1) -> None:
+    def add(self, root: str | type, pattern: Pattern, benefit: int = 1) -> None:
         """Add ``pattern`` rooted on ops named ``root`` (an op name or an op class with
         ``OPERATION_NAME``), for :meth:`walk` and :meth:`apply_greedily`."""
         self._set.add(self._root(root), self._guard(pattern), benefit)
 
-    def add_conversion(self, root: Union[str, type], pattern: ConversionPattern, converter: rewrite.TypeConverter, benefit: int = 1) -> None:
+    def add_conversion(self, root: str | type, pattern: ConversionPattern, converter: rewrite.TypeConverter, benefit: int = 1) -> None:
         """Add the conversion ``pattern`` rooted on ops named ``root``, converting types
         with ``converter``, for :meth:`apply_partial_conversion`."""
         self._referenced.append(converter)  # the pattern holds it, but does not own it
         self._set.add_conversion(self._root(root), self._guard(pattern), converter, benefit)
 
-    def walk(self, op: Union[ir.Module, ir.Operation]) -> None:
+    def walk(self, op: ir.Module | ir.Operation) -> None:
         """Apply the patterns with the walk driver (see the module docstring)."""
         target = op.operation if isinstance(op, ir.Module) else op
         self._drive(lambda: rewrite.walk_and_apply_patterns(target, self._set.freeze()))
 
-    def apply_greedily(self, op: Union[ir.Module, ir.Operation], config: rewrite.GreedyRewriteConfig) -> None:
+    def apply_greedily(self, op: ir.Module | ir.Operation, config: rewrite.GreedyRewriteConfig) -> None:
         """Apply the patterns with the greedy driver configured by ``config`` (stated by the
         caller: :func:`exact_greedy_config`, or folding on to mix with upstream folders)."""
         self._drive(lambda: rewrite.apply_patterns_and_fold_greedily(op, self._set.freeze(), config))
 
-    def apply_partial_conversion(self, op: Union[ir.Module, ir.Operation], target: rewrite.ConversionTarget, config: Optional[rewrite.ConversionConfig] = None) -> None:
+    def apply_partial_conversion(self, op: ir.Module | ir.Operation, target: rewrite.ConversionTarget, config: rewrite.ConversionConfig | None = None) -> None:
         """Apply the conversion patterns with MLIR's partial dialect conversion to
         ``target`` (``config``: :func:`exact_conversion_config` unless given)."""
         operation = op.operation if isinstance(op, ir.Module) else op
         self._drive(lambda: rewrite.apply_partial_conversion(operation, target, self._set.freeze(), config or exact_conversion_config()))
 
-    def _root(self, root: Union[str, type]) -> str:
+    def _root(self, root: str | type) -> str:
         name = root if isinstance(root, str) else root.OPERATION_NAME
         self.roots.append(name)
         return name

@@ -7,15 +7,15 @@ hands the elements to one MLIR PassManager (``pass_manager.py``), which runs the
 """
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
 from hir.dialect.context import HirError, check_options, format_mlir_error, new_context
 from hir.dialect.gc_stress import checkpoint
-from hir.passes.base import REGISTRY, check_disabled_env, is_disabled
 from hir.outputs import captured_fd2
+from hir.passes.base import REGISTRY, check_disabled_env, is_disabled
 from hir.passes.pass_manager import Element, Instrumentation, build_pass_manager
 
 
@@ -137,8 +137,8 @@ def _upstream_pm(texts: list[str]) -> PassManager:
 def run_pipeline(
     module: ir.Module,
     pipeline: str,
-    instrumentation: Optional[Instrumentation] = None,
-    source_name: Optional[str] = None,
+    instrumentation: Instrumentation | None = None,
+    source_name: str | None = None,
 ) -> ir.Module:
     """Run ``pipeline`` on ``module`` in place, on one MLIR PassManager. Errors raise
     :class:`HirError` with ``file:line:col: error: ...`` lines; ValueError for a malformed
@@ -159,14 +159,14 @@ def run_pipeline(
     return module
 
 
-def _verify(module: ir.Module, source_name: Optional[str], what: str) -> None:
+def _verify(module: ir.Module, source_name: str | None, what: str) -> None:
     try:
         module.operation.verify()
     except ir.MLIRError as err:
         raise HirError(f"{source_name or '<input>'}: error: {what} produced invalid IR\n" + format_mlir_error(err, source_name)) from None
 
 
-def lower(module: ir.Module, pipeline: str = "hir-lower", *, source_name: Optional[str] = None, **instrumentation: Any) -> ir.Module:
+def lower(module: ir.Module, pipeline: str = "hir-lower", *, source_name: str | None = None, **instrumentation: Any) -> ir.Module:
     """:func:`hir.lower`: :func:`run_pipeline` with hir-opt's instrumentation flags as keyword
     options, every bad argument an :class:`HirError`."""
     check_options("hir.lower", instrumentation, ("print_after_all", "print_before_all", "timing", "statistics", "verify_each", "out"))

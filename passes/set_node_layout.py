@@ -28,7 +28,13 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
-from hir.dialect.nodes import RANKS_PER_NODE_ATTR, cross_node_copy_engine_op, describe_span, module_ranks_per_node, set_module_ranks_per_node
+from hir.dialect.nodes import (
+    RANKS_PER_NODE_ATTR,
+    cross_node_copy_engine_op,
+    describe_span,
+    module_ranks_per_node,
+    set_module_ranks_per_node,
+)
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
 
 

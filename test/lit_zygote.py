@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
 
 TOOLS = ("hir-run", "hir-import")
 HEADER = struct.Struct("!I")
@@ -49,12 +48,12 @@ def _entry(tool: str):
 
 
 def _preload() -> dict:
-    import torch  # noqa: F401
-    import torch._dynamo  # noqa: F401
-    import torch.export  # noqa: F401
+    import torch
+    import torch._dynamo
+    import torch.export
     import torch.export._trace  # noqa: F401  (the tracer: imported at the first export)
 
-    import hir.frontend  # noqa: F401
+    import hir.frontend
     import hir.interpreter  # noqa: F401
 
     return {tool: _entry(tool) for tool in TOOLS}
@@ -217,7 +216,7 @@ sys.exit(code)
 '''
 
 
-def start(env: dict) -> Optional[str]:
+def start(env: dict) -> str | None:
     """Start a server for this lit run (ended with lit's process) and write the shims;
     returns the shims' directory, or None where the installed scripts must run
     (``HIR_LIT_ZYGOTE=0``, a tool not installed, a server that did not come up)."""

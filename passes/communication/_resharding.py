@@ -9,15 +9,14 @@ that root); Broadcast's root is the first sender; SendRecv pairs sender i with r
 """
 
 from dataclasses import dataclass
-from typing import Optional
 
 from torch_mlir import ir
 
 from hir.dialect import (
     AllgatherOp,
     AllreduceOp,
-    ComputeOp,
     BroadcastOp,
+    ComputeOp,
     GatherOp,
     ReduceOp,
     ReduceScatterOp,
@@ -27,9 +26,9 @@ from hir.dialect import (
     SetOp,
 )
 from hir.dialect.base import VerifyError, get_i64_array, get_str, i64_attr
-from hir.dialect.teams import teams_attr
-from hir.dialect.sharding import MultiDimMeshError, Sharding, sharding_of
 from hir.dialect.irutils import is_a, is_broadcast_axis, operand_axis, output_index
+from hir.dialect.sharding import MultiDimMeshError, Sharding, sharding_of
+from hir.dialect.teams import teams_attr
 from hir.passes.base import PassFailure, fail
 
 LOWERABLE = (SetOp, ReductionOp)  # the compute ops whose resharding lowers to collectives
@@ -42,7 +41,7 @@ class Plan:
     collectives: list[tuple[type, dict[str, ir.Attribute]]]
 
 
-def operand_sharding(op: ir.Operation, index: int, buffer_type: Optional[ir.MemRefType] = None) -> Optional[Sharding]:
+def operand_sharding(op: ir.Operation, index: int, buffer_type: ir.MemRefType | None = None) -> Sharding | None:
     """The placement of operand ``index`` of ``op`` (None: no device mesh), read from its
     type (``buffer_type`` when the caller has it); a bad one fails at the op."""
     try:
@@ -51,7 +50,7 @@ def operand_sharding(op: ir.Operation, index: int, buffer_type: Optional[ir.MemR
         raise fail(op, str(err)) from None
 
 
-def _needed_split(op: ir.Operation, index: int, out_axis: Optional[int]) -> Optional[int]:
+def _needed_split(op: ir.Operation, index: int, out_axis: int | None) -> int | None:
     """The operand axis that output split axis ``out_axis`` reads (None: replicated)."""
     if out_axis is None:
         return None
@@ -68,7 +67,7 @@ def needed_sharding(op: ir.Operation, index: int, out: Sharding) -> Sharding:
     return out.renumbered(lambda axis: _needed_split(op, index, axis))
 
 
-def _mismatch(op: ir.Operation, index: int, mine: Optional[Sharding], out: Optional[Sharding]) -> Optional[str]:
+def _mismatch(op: ir.Operation, index: int, mine: Sharding | None, out: Sharding | None) -> str | None:
     """Why operand ``index``, placed as ``mine``, is placed differently from what the output
     needs (None: same)."""
     if mine is None and out is None:
@@ -85,7 +84,7 @@ def _mismatch(op: ir.Operation, index: int, mine: Optional[Sharding], out: Optio
     return None
 
 
-def _placed(axis: Optional[int]) -> str:
+def _placed(axis: int | None) -> str:
     return "replicated" if axis is None else f"split along axis {axis}"
 
 
@@ -93,7 +92,7 @@ def _fmt(splits: tuple) -> list[int]:
     return [-1 if s is None else s for s in splits]
 
 
-def resharding_reason(op: ir.Operation) -> Optional[str]:
+def resharding_reason(op: ir.Operation) -> str | None:
     """nvFuser's isResharding: why ``op`` moves data between devices, or None."""
     out_index = output_index(op)
     types = [operand.type for operand in op.operands]  # each read once: a type read costs a downcast
@@ -107,7 +106,7 @@ def resharding_reason(op: ir.Operation) -> Optional[str]:
     return None
 
 
-def compute_resharding_reason(op: ir.Operation) -> Optional[str]:
+def compute_resharding_reason(op: ir.Operation) -> str | None:
     """Why a compute op moves data between devices (None for one that does not, and for
     every other op): such an op needs the communication hir-convert-to-communication
     inserts. (A stream-parallel op computes the same whole as in slices: it runs as is.)"""
@@ -124,7 +123,7 @@ def unlowerable(op: ir.Operation, reason: str) -> PassFailure:
     return fail(op, f"is resharding ({reason}); only {names} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first")
 
 
-def plan(op: ir.Operation) -> Optional[Plan]:
+def plan(op: ir.Operation) -> Plan | None:
     """The collectives for a resharding op of :data:`LOWERABLE`, None when ``op`` does not reshard."""
     reason = resharding_reason(op)
     if reason is None:
@@ -156,7 +155,7 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str)
         raise fail(op, f"is resharding ({reason}) between different multi-dimensional meshes; move between meshes on 1-D meshes")
     axes = get_i64_array(op, "axes") if op.name == ReductionOp.OPERATION_NAME else []
 
-    def kept(split: Optional[int]) -> Optional[int]:  # a split input axis in output coordinates
+    def kept(split: int | None) -> int | None:  # a split input axis in output coordinates
         return None if split is None or split in axes else split - sum(1 for a in axes if a < split)
 
     differ = tuple(k for k, (a, b) in enumerate(zip(src.splits, dst.splits)) if a in axes or kept(a) != b)

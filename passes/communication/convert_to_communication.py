@@ -38,9 +38,9 @@ from torch_mlir import ir, rewrite
 
 from hir.dialect import COLLECTIVE_OPS, ComputeOp, WaitOp
 from hir.dialect.comm import BACKENDS
-from hir.dialect.nodes import team_backend
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import op_classes
+from hir.dialect.nodes import team_backend
 from hir.passes.base import ModulePass, PassFailure, register_pass
 from hir.passes.communication._resharding import LOWERABLE, plan, resharding_reason, unlowerable
 from hir.passes.patterns import GuardedRewritePatternSet, same_types

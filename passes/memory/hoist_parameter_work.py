@@ -47,7 +47,6 @@ deallocations of the call's results.
 """
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func
@@ -94,8 +93,8 @@ class _Outline:
     # A list, not a dict: ``ir.Operation``'s hash covers its operands, which the move rewires.
     moves: list[tuple[ir.Operation, list[ir.Operation]]] = field(default_factory=list)
     moved: int = 0
-    results: Optional[list[ir.Value]] = None  # the hir.once call's results, once it is built
-    ret: Optional[ir.Operation] = None  # the work function's return: moved ops go before it
+    results: list[ir.Value] | None = None  # the hir.once call's results, once it is built
+    ret: ir.Operation | None = None  # the work function's return: moved ops go before it
     args: list[ir.Value] = field(default_factory=list)  # the work function's arguments
 
 
@@ -107,7 +106,7 @@ class _Analysis:
         self.functions = {_symbol(f): f for f in func_ops(module)}
         self.outlines = [o for o in map(self.outline, list(self.functions.values())) if o is not None]
 
-    def writes(self, op: ir.Operation) -> Optional[frozenset[int]]:
+    def writes(self, op: ir.Operation) -> frozenset[int] | None:
         """Operand indices ``op`` writes; None when unknown (or not a kernel call)."""
         if op.name == _CALL:
             callee = self.functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
@@ -147,7 +146,7 @@ class _Analysis:
                     return False
         return not self.written_or_returned_after(value, op)
 
-    def outline(self, fn: ir.Operation) -> Optional[_Outline]:
+    def outline(self, fn: ir.Operation) -> _Outline | None:
         params = parameter_arguments(fn)
         if not params:
             return None

@@ -31,8 +31,8 @@ After::
     return %out : memref<8xf32>
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import func, scf
@@ -93,7 +93,7 @@ def _users(value: ir.Value) -> list[ir.Operation]:
     return users
 
 
-def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict, on_pool: list[bool]) -> Optional[ir.Operation]:
+def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict, on_pool: list[bool]) -> ir.Operation | None:
     """The op of the block (``ops``, their indices in ``position``; ``on_pool``: which run on
     a pool stream) after which the buffer is dead; None to leave it alone (returned, already
     freed). O(uses of the buffer): the block's facts are listed once by the caller."""

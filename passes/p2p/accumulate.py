@@ -38,17 +38,17 @@ After (chunks = 2; ``transfer = push`` shifts into slot n - 1 and copies it to %
     ... step n - 1 the same, from slots[n - 2] into %out
 """
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith
 
 from hir.dialect import AliasSelectOp, GetStreamOp, SetCurrentStreamOp, SetOp, ShiftOp, SynchronizeOp, WaitOp, op_class
 from hir.dialect.base import get_int, get_str
-from hir.passes.p2p.reduce_scatter import erase_if_unused, producer_of
-from hir.passes.p2p.steps import Steps, begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
 from hir.dialect.irutils import index_arith, index_const, output_index, slice_name
 from hir.passes.base import PassFailure, fail
+from hir.passes.p2p.reduce_scatter import erase_if_unused, producer_of
+from hir.passes.p2p.steps import Steps, begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
 
 
 def can_accumulate(rs: ir.Operation) -> bool:
@@ -90,17 +90,17 @@ def build_accumulate(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) 
         # stream (pool index ``chunks``) that each part's stream then synchronizes with.
         receiver = GetStreamOp.emit(steps.pool, name="receiver") if accumulate_receives(opts) else None
 
-        def part(buffer: ir.Value, c: Optional[ir.Value]) -> ir.Value:
+        def part(buffer: ir.Value, c: ir.Value | None) -> ir.Value:
             return buffer if c is None else chunk(buffer, c, slot_axis, opts.chunks)
 
         def slot(index: ir.Value) -> ir.Value:
             return AliasSelectOp.emit(slots, index, k, name=slice_name(slots))
 
-        def part_stream(c: Optional[ir.Value]) -> ir.Value:
+        def part_stream(c: ir.Value | None) -> ir.Value:
             """Part ``c``'s pool stream (stream 0 when there is one part)."""
             return GetStreamOp.emit(c if c is not None else steps.zero, name="stream")
 
-        def produce(whole: ir.Value, position: ir.Value, c: Optional[ir.Value], accumulate: bool) -> ir.Value:
+        def produce(whole: ir.Value, position: ir.Value, c: ir.Value | None, accumulate: bool) -> ir.Value:
             """The producer's slice for team ``position`` (part ``c``) into ``whole``."""
             target = part(whole, c)
             sliced = slice_op(producer.clone(), k, {partial: whole}, position, steps.zero)
@@ -126,11 +126,11 @@ def build_accumulate(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) 
                 produce(into, position, c, accumulate=False)
                 previous = stream
 
-        def step(position: ir.Value, source: ir.Value, into: ir.Value, copy_to: Optional[ir.Value] = None) -> None:
+        def step(position: ir.Value, source: ir.Value, into: ir.Value, copy_to: ir.Value | None = None) -> None:
             """One step after step 0, part by part: receive ``source`` (the sum so far) into
             ``into`` and add this rank's partial for ``position``; then copy to ``copy_to``."""
 
-            def body(c: Optional[ir.Value]) -> None:
+            def body(c: ir.Value | None) -> None:
                 stream = part_stream(c)
                 SetCurrentStreamOp.emit(steps.comm)
                 SynchronizeOp.emit(stream)  # the sender's part c of the previous step
@@ -168,7 +168,7 @@ def build_accumulate(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) 
     erase_if_unused(partial, rewriter)
 
 
-def _parts(steps: Steps, chunks: int, body: Callable[[Optional[ir.Value]], None]) -> None:
+def _parts(steps: Steps, chunks: int, body: Callable[[ir.Value | None], None]) -> None:
     """``body(c)`` in a loop over the parts, or ``body(None)`` once when there is one."""
     if chunks == 1:
         body(None)

@@ -48,18 +48,26 @@ blocks, own block included, are then filled) or of a dynamic shape (pushes need 
 slots) keeps the pulled form.
 """
 
-from typing import Optional
 
 from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith
 
 from hir.dialect import AliasSelectOp, BarrierOp, ComputeOp, OwnBlockOp, SetCurrentStreamOp, SetOp, ShiftOp, WaitOp
 from hir.dialect.base import get_int
+from hir.dialect.irutils import (
+    DEALLOC,
+    index_arith,
+    is_a,
+    operand_axis,
+    output_index,
+    stream_axis,
+    users_in_block,
+    uses_through_views,
+)
 from hir.dialect.p2p import SIGNAL_ATTR
+from hir.passes.base import fail
 from hir.passes.p2p.reduce_scatter import erase_if_unused
 from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
-from hir.dialect.irutils import DEALLOC, index_arith, is_a, operand_axis, output_index, stream_axis, users_in_block, uses_through_views
-from hir.passes.base import fail
 
 
 def build_allgather(opts, ag: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:
@@ -86,14 +94,14 @@ def build_allgather(opts, ag: ir.Operation, rewriter: rewrite.PatternRewriter) -
             # Every rank's shard is published once: the steps need no handshake.
             WaitOp.emit(BarrierOp.emit(team_attr, backend, name="published"))
 
-        def compute(whole: ir.Value, view: ir.Value, position: ir.Value, part: Optional[ir.Value]) -> None:
+        def compute(whole: ir.Value, view: ir.Value, position: ir.Value, part: ir.Value | None) -> None:
             """The consumers' step at ``position``, reading ``whole`` (or its part ``view``)."""
             for op in consumers:
                 sliced = slice_op(op.clone(), axis, {gathered: whole}, position, steps.zero)
                 if part is not None:
                     chunk_op(sliced, list(sliced.operands).index(whole), view_axis, part, opts.chunks, {whole: view})
 
-        def step(source: ir.Value, whole: ir.Value, view: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict, part: Optional[ir.Value]) -> None:
+        def step(source: ir.Value, whole: ir.Value, view: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict, part: ir.Value | None) -> None:
             """Shift ``source`` into ``view`` (``whole``, the slice at ``position``, or its
             part ``part``) on the comm stream, then compute on ``stream`` what reads it."""
             work = ShiftOp.emit(source, view, offset, attrs, name="work")

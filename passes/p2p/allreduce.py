@@ -24,7 +24,6 @@ fixed ``chunks`` > 1: by the rule of ``cost.py`` it never pays (the NCCL kernels
 matmul's SMs), so ``chunks=auto`` and ``overlap=auto`` leave the pair whole.
 """
 
-from typing import Optional
 
 from torch_mlir import ir, rewrite
 
@@ -36,7 +35,7 @@ from hir.passes.p2p.cost import CONTRACTIONS
 from hir.passes.p2p.steps import chunk, chunk_op
 
 
-def chunkable_allreduce(op: ir.Operation) -> Optional[tuple]:
+def chunkable_allreduce(op: ir.Operation) -> tuple | None:
     """(producer, chunked axis of the partial) when the all-reduce ``op`` sums over one team,
     is waited on once, and its input is written only by a contraction before it in its block
     (no stream axis, nothing else reading it) and has a static axis besides the reduced one

@@ -7,7 +7,7 @@ the pipelines use, which the pass gives the module once the driver returned
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from torch_mlir import ir
 
@@ -40,7 +40,7 @@ class PipelineAnalysis:
     # pattern rooted on each writes it whole once the collective's pattern decided it.
     runs_whole: set[ir.Operation] = field(default_factory=set)
 
-    def p2p_schedule(self, op: ir.Operation, chosen: bool = False) -> Optional[Any]:
+    def p2p_schedule(self, op: ir.Operation, chosen: bool = False) -> Any | None:
         """The options the pipeline of ``op`` (a collective in P2P form) is built with: ``chunks`` a number, ``accumulate`` only where the
         reduce-scatter can; None when ``overlap`` keeps it whole (not asked when the
         pipeline is already ``chosen``: the reduce-scatter of an all-reduce's rs-ag form)."""
@@ -56,7 +56,7 @@ class PipelineAnalysis:
             self.high_priority.add(comm_stream_index(opts, len(get_i64_array(op, "team"))))
         return opts
 
-    def allreduce_schedule(self, op: ir.Operation) -> Optional[tuple]:
+    def allreduce_schedule(self, op: ir.Operation) -> tuple | None:
         """The form of the all-reduce ``op`` and the contraction before it, as ``allreduce``,
         ``overlap`` and ``chunks`` say (cost.py): ``("rs-ag", producer, rows, RowSplit)``
         (``rs_allgather.py``), ``("chunked", producer, rows, chunks)`` (``allreduce.py``), or
@@ -67,7 +67,7 @@ class PipelineAnalysis:
             self.kept_whole.add(op)
         return plan
 
-    def _allreduce_form(self, op: ir.Operation, producer: ir.Operation, rows: int) -> Optional[tuple]:
+    def _allreduce_form(self, op: ir.Operation, producer: ir.Operation, rows: int) -> tuple | None:
         options = self.options
         auto = options.overlap == "auto"
         if options.allreduce != "chunked":

@@ -79,20 +79,19 @@ t_c = 112 us: whole 911 us, rs-ag 839 us; 4 ranks, t_m = 344 us, t_c = 56 us: wh
 rs-ag 592 us: rs-ag on both.
 """
 import math
-from typing import Optional
 
 from torch_mlir import ir
 
 from hir.dialect import AllgatherOp, CollectiveOp, ComputeOp, LinearOp, MatmulOp
 from hir.dialect.base import get_i64_array, get_int, get_str
-from hir.dialect.sharding import local_shape, sharding_of
 from hir.dialect.irutils import is_a, is_p2p_form, output_index, stream_axis, users_in_block
+from hir.dialect.sharding import local_shape, sharding_of
 
 MAX_AUTO_CHUNKS = 8
 CONTRACTIONS = (MatmulOp.OPERATION_NAME, LinearOp.OPERATION_NAME)  # 2·M·N·K flops
 
 
-def step_times(op: ir.Operation, copy_gbps: float, compute_tflops: float) -> Optional[tuple]:
+def step_times(op: ir.Operation, copy_gbps: float, compute_tflops: float) -> tuple | None:
     """(n, t_c, t_m, extent of the axis chunks split) of the collective ``op``'s steps in
     microseconds; None when a size is dynamic or no compute op streams with it."""
     n = len(get_i64_array(op, "team"))

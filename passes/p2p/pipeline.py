@@ -118,16 +118,27 @@ hir-lower's stream lowering runs such a collective whole, un-pipelined). Options
   rule says it beats the whole pair. Another value is an error at the first all-reduce.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from torch_mlir import ir, rewrite
 
-from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AllgatherOp, ComputeOp, AllreduceOp, ReduceScatterOp, add_high_priority_stream, module_num_streams, set_module_num_streams
-from hir.dialect.comm import BACKENDS
-from hir.dialect.irutils import FUNC, func_ops, is_p2p_form
+from hir.dialect import (
+    DEFAULT_NUM_STREAMS,
+    OP_CLASSES,
+    AllgatherOp,
+    AllreduceOp,
+    ComputeOp,
+    ReduceScatterOp,
+    add_high_priority_stream,
+    module_num_streams,
+    set_module_num_streams,
+)
 from hir.dialect.base import get_str
+from hir.dialect.comm import BACKENDS
 from hir.dialect.compute import STREAM_AXIS_ATTR
+from hir.dialect.irutils import FUNC, func_ops, is_p2p_form
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
 from hir.passes.p2p.accumulate import build_accumulate
 from hir.passes.p2p.allgather import build_allgather

@@ -37,15 +37,23 @@ stream (pool index ``streams``)::
     "hir.set_current_stream"(%receiver) ; "hir.wait"(%w)
 """
 
-from typing import Optional
 
 from torch_mlir import ir, rewrite
 
-from hir.dialect import AliasSelectOp, ComputeOp, GetStreamOp, ReductionOp, SetCurrentStreamOp, ShiftOp, SynchronizeOp, WaitOp
+from hir.dialect import (
+    AliasSelectOp,
+    ComputeOp,
+    GetStreamOp,
+    ReductionOp,
+    SetCurrentStreamOp,
+    ShiftOp,
+    SynchronizeOp,
+    WaitOp,
+)
 from hir.dialect.base import get_int, get_str
-from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
 from hir.dialect.irutils import ALLOC, DEALLOC, is_a, output_index, slice_name, stream_axis, users_in_block
 from hir.passes.base import fail
+from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
 
 
 def build_reduce_scatter(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:
@@ -67,18 +75,18 @@ def build_reduce_scatter(opts, rs: ir.Operation, rewriter: rewrite.PatternRewrit
         # (index ``streams``, also the chunked reducer), never on the comm stream.
         receiver = GetStreamOp.emit(steps.pool, name="receiver") if push or opts.chunks > 1 else None
 
-        def slot_of(buffer: ir.Value, index: ir.Value, c: Optional[ir.Value]) -> tuple:
+        def slot_of(buffer: ir.Value, index: ir.Value, c: ir.Value | None) -> tuple:
             """(slot ``index`` of ``buffer``, its chunk ``c`` or the whole slot)."""
             view = AliasSelectOp.emit(buffer, index, k, name=slice_name(buffer))
             return view, (view if c is None else chunk(view, c, slot_axis, opts.chunks))
 
-        def produce(into: tuple, position: ir.Value, c: Optional[ir.Value]) -> None:
+        def produce(into: tuple, position: ir.Value, c: ir.Value | None) -> None:
             whole, part = into
             sliced = slice_op(producer.clone(), k, {partial: whole}, position, steps.zero)
             if c is not None:
                 chunk_op(sliced, output_index(sliced), slot_axis, c, opts.chunks, {whole: part})
 
-        def exchange(c: Optional[ir.Value], then: ir.Value) -> None:
+        def exchange(c: ir.Value | None, then: ir.Value) -> None:
             """Steps 1..n-1 (of chunk ``c``), then the local slice, straight into %recv[0];
             ends on stream ``then``."""
             j, end = steps.loop(steps.one, steps.count, "j")
@@ -125,7 +133,7 @@ def build_reduce_scatter(opts, rs: ir.Operation, rewriter: rewrite.PatternRewrit
 def producer_of(rs: ir.Operation, partial: ir.Value, k: int) -> ir.Operation:
     """The stream-parallel compute op (stream axis ``k``) that writes ``partial`` before the
     reduce-scatter, with no other use of ``partial`` in between or after."""
-    found: Optional[ir.Operation] = None
+    found: ir.Operation | None = None
     for op in users_in_block(partial, rs.block):
         if op == rs or rs.is_before_in_block(op):
             break

@@ -49,15 +49,26 @@ writes its output::
     %ag = "hir.allgather"(%biased, %y_rows) {axis = 0, ...} ; "hir.wait"(%ag)
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from torch_mlir import ir, rewrite
 
 from hir.dialect import AliasReshapeOp, AllgatherOp, BinaryOp, MatmulOp, ReduceScatterOp, WaitOp
 from hir.dialect.base import VerifyError, get_i64_array, get_int, get_str, i64_attr, loc_name
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.dialect.irutils import ALLOC, DEALLOC, alloc, defining_op, is_broadcast_axis, operand_axis, output_index, runs_after, value_name, written_through
+from hir.dialect.irutils import (
+    ALLOC,
+    DEALLOC,
+    alloc,
+    defining_op,
+    is_broadcast_axis,
+    operand_axis,
+    output_index,
+    runs_after,
+    value_name,
+    written_through,
+)
 from hir.dialect.nodes import team_backend
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.views import reshape_type
@@ -76,7 +87,7 @@ class RowSplit:
     out_view: tuple  # (shape, groups) of the all-reduce's output
 
 
-def row_split(op: ir.Operation, producer: ir.Operation, rows: int) -> Optional[RowSplit]:
+def row_split(op: ir.Operation, producer: ir.Operation, rows: int) -> RowSplit | None:
     """The row split of the contraction ``producer`` + all-reduce ``op`` pair (``rows``: the
     partial's axis that ``chunkable_allreduce`` found); None where the rows are not the
     contraction's M axis, do not split evenly over the team, or a buffer cannot be viewed so."""
@@ -173,7 +184,7 @@ class RowsConsumer:
     alloc: ir.Operation
 
 
-def rows_elementwise_consumer(op: ir.Operation, out: ir.Value, rows: int) -> Optional[RowsConsumer]:
+def rows_elementwise_consumer(op: ir.Operation, out: ir.Value, rows: int) -> RowsConsumer | None:
     """The ``hir.binary`` in ``op``'s block that alone reads the all-reduce ``op``'s output
     ``out``, when it commutes with the all-gather of ``out``'s ``rows`` axis: its other
     operand is a function argument that nothing writes (nor a view of it), whole on every

@@ -15,7 +15,6 @@ converts its operand first; one over data not placed as it needs (a hand-partiti
 program) copies each device's local data into a buffer placed so.
 """
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, shard, tensor
@@ -66,7 +65,7 @@ def needed_by(op: ir.Operation) -> AxisPlacement:
     return NEEDS[op.name](op)
 
 
-def needed_downstream(value: ir.Value) -> Optional[tuple[ir.Operation, AxisPlacement]]:
+def needed_downstream(value: ir.Value) -> tuple[ir.Operation, AxisPlacement] | None:
     """(collective, the placement it needs) of the first collective reading ``value``, directly
     or through elementwise ops that keep that placement (only additive ones keep a partial
     sum: shard-simplify moves all_reduce(x) + all_reduce(y) to all_reduce(x + y))."""
@@ -100,7 +99,7 @@ def grid_axis(s: ConversionState, op: ir.Operation) -> int:
     return axes[0]
 
 
-def collective(s: ConversionState, op: ir.Operation, needed: AxisPlacement, out: AxisPlacement, hir_name: str, attributes: dict, source: Optional[ir.Value] = None) -> ir.Value:
+def collective(s: ConversionState, op: ir.Operation, needed: AxisPlacement, out: AxisPlacement, hir_name: str, attributes: dict, source: ir.Value | None = None) -> ir.Value:
     """``op`` (reading ``source``, its operand unless given) over grid axes K: the operand
     must be ``needed`` on each of K; the result is ``out`` on K and placed as the operand on
     the other grid axes. Over several grid axes one team holds each plane of the grid along K

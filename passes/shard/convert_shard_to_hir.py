@@ -66,8 +66,18 @@ from torch_mlir.dialects import func, shard
 from hir.dialect import KERNEL_ATTR, load
 from hir.dialect.comm import BACKENDS
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
-from hir.passes.shard import annotations, collectives, compute, control, exchange, extents, halo, indices, slicing  # noqa: F401  (register their handlers)
-from hir.passes.shard import registry
+from hir.passes.shard import (  # noqa: F401  (register their handlers)
+    annotations,
+    collectives,
+    compute,
+    control,
+    exchange,
+    extents,
+    halo,
+    indices,
+    registry,
+    slicing,
+)
 from hir.passes.shard.placement import GRID_ATTR, Grid, PlacementError
 from hir.passes.shard.signature import place_arguments
 from hir.passes.shard.state import ConversionState

@@ -22,16 +22,15 @@ splitting the dim, and a select of that part's extent::
 """
 
 from math import prod
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, memref, shard, tensor
 
 from hir.dialect.base import DYNAMIC
 from hir.passes.base import fail
+from hir.passes.shard.compute import outline_or_host
 from hir.passes.shard.indices import coordinates
 from hir.passes.shard.placement import axis_groups
-from hir.passes.shard.compute import outline_or_host
 from hir.passes.shard.registry import converts, host_value
 from hir.passes.shard.state import ConversionState
 
@@ -110,7 +109,7 @@ def shard_shape(s: ConversionState, op: ir.Operation) -> list[ir.Value]:
 def part_extent(s: ConversionState, bounds: list[int], coordinates: list[ir.Value], extents: list[int]) -> ir.Value:
     """The extent of the part of a dim cut at ``bounds`` that the device at
     ``coordinates`` (on grid axes of ``extents``, major to minor) holds."""
-    part: Optional[ir.Value] = None
+    part: ir.Value | None = None
     for coordinate, extent in zip(coordinates, extents):
         part = coordinate if part is None else s.index_arith(arith.AddIOp.OPERATION_NAME, s.index_arith(arith.MulIOp.OPERATION_NAME, part, s.index_constant(extent)), coordinate)
     sizes = [b - a for a, b in zip(bounds, bounds[1:])]

@@ -8,7 +8,6 @@ own) counts as free on every axis. Uneven part boundaries follow the loop their 
 along.
 """
 
-from typing import Optional
 
 from torch_mlir import ir
 
@@ -17,7 +16,7 @@ from hir.dialect.sharding import PARTIAL, AxisPlacement, Sharding
 from hir.passes.shard.placement import FREE, Grid, PlacementError, axis_text, placement_text
 
 
-def maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
+def maps_of(op: ir.Operation) -> tuple[list, list[int]] | None:
     """(indexing maps as lists of loop dims or None for constants, reduction loops) of a
     structured op whose maps are known, else None."""
     from torch_mlir.dialects import linalg  # lazily: linalg's opdsl costs hir-opt ~0.1 s and numpy at start
@@ -45,7 +44,7 @@ def maps_of(op: ir.Operation) -> Optional[tuple[list, list[int]]]:
     return dims, reductions
 
 
-def infer(op: ir.Operation, operands: list[Optional[Sharding]], grid: Grid) -> Sharding:
+def infer(op: ir.Operation, operands: list[Sharding | None], grid: Grid) -> Sharding:
     """The placement of the (every) tensor result of a linalg / tensor op from its data
     operands' (None: a free operand), and the part boundaries of uneven operand dims on the
     result dims they become."""
@@ -55,7 +54,7 @@ def infer(op: ir.Operation, operands: list[Optional[Sharding]], grid: Grid) -> S
     return _uneven_result(op, operands, result, grid) if any(p is not None and p.offsets for p in operands) else result
 
 
-def _uneven_result(op: ir.Operation, operands: list[Optional[Sharding]], result: Sharding, grid: Grid) -> Sharding:
+def _uneven_result(op: ir.Operation, operands: list[Sharding | None], result: Sharding, grid: Grid) -> Sharding:
     """``result`` with the boundaries of each dim it is split along: those of the operand
     dims read along the same loop (which must agree: an even and an uneven part of one loop
     hold different rows). Only ops with indexing maps carry uneven dims."""

@@ -24,8 +24,8 @@ extent 1) is collapsed / expanded around the cloned ops:
     }
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func, tensor
@@ -34,7 +34,7 @@ from hir.dialect import KERNEL_ATTR
 from hir.dialect.sharding import Sharding
 from hir.passes.shard.placement import local_shape
 
-ExtentOf = Callable[[int], Optional[tuple]]  # result dim -> (buffer, dim) of the same global extent, or None
+ExtentOf = Callable[[int], tuple | None]  # result dim -> (buffer, dim) of the same global extent, or None
 
 CAST = "builtin.unrealized_conversion_cast"
 
@@ -45,8 +45,8 @@ class Port:
 
     key: ir.Value  # the value of the partitioned program the cloned ops read
     outer: ir.Value  # what the call passes: a buffer or a host scalar of the converted function
-    tensor_type: Optional[ir.Type] = None  # local tensor type (None: a scalar passed as is)
-    placement: Optional[Sharding] = None
+    tensor_type: ir.Type | None = None  # local tensor type (None: a scalar passed as is)
+    placement: Sharding | None = None
 
 
 def external_values(root: ir.Operation) -> list[ir.Value]:
@@ -71,7 +71,7 @@ def external_values(root: ir.Operation) -> list[ir.Value]:
     return out
 
 
-def closure(root: ir.Operation, free_producer: Callable[[ir.Value], Optional[ir.Operation]]) -> tuple[list[ir.Operation], list[ir.Value]]:
+def closure(root: ir.Operation, free_producer: Callable[[ir.Value], ir.Operation | None]) -> tuple[list[ir.Operation], list[ir.Value]]:
     """The free producers to clone before ``root`` (in order) and the remaining inputs."""
     clones: list[ir.Operation] = []
     cloned: set = set()  # first results of the producers already listed

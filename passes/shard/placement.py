@@ -28,9 +28,9 @@ boundary).
 """
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
-from typing import Optional, Sequence
 
 from torch_mlir import ir
 
@@ -53,7 +53,7 @@ def axis_text(placement: AxisPlacement) -> str:
     return placement if isinstance(placement, str) else f"split along dim {placement}"
 
 
-def placement_text(placement: Optional[Sharding]) -> str:
+def placement_text(placement: Sharding | None) -> str:
     """``split along dim 0``; ``partial on grid axis 0, replicated on grid axis 1``; ``free``."""
     if placement is None:
         return FREE
@@ -87,7 +87,7 @@ def moved(placement: Sharding, grid_axes: Sequence[int], to: AxisPlacement) -> S
     return placement.with_placement(grid_axes, to)
 
 
-def split_minor_to(placement: Sharding, grid_axes: Sequence[int]) -> Optional[int]:
+def split_minor_to(placement: Sharding, grid_axes: Sequence[int]) -> int | None:
     """A grid axis outside ``grid_axes`` that splits a dim which one of them splits, and is
     minor to one of them (None if there is none): the devices along ``grid_axes`` then hold
     no contiguous block of that dim (a dim split over several grid axes is cut row-major
@@ -111,7 +111,7 @@ class Grid:
     def rank(self) -> int:
         return len(self.shape)
 
-    def placement(self, splits: Sequence[Optional[int]], offsets: Optional[dict] = None, partial: Sequence[int] = ()) -> Sharding:
+    def placement(self, splits: Sequence[int | None], offsets: dict | None = None, partial: Sequence[int] = ()) -> Sharding:
         """The placement with ``splits`` per grid axis (a tensor dim or None), the part
         boundaries of uneven dims and the grid axes a sum is pending on."""
         return Sharding.of(self.mesh, self.shape, splits, offsets, partial)
@@ -154,7 +154,7 @@ def axis_groups(attr: ir.Attribute) -> list[list[int]]:
     return [[int(a) for a in text.replace(" ", "").split(",") if a] for text in re.findall(r"\[([^\[\]]*)\]", str(attr))]
 
 
-def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid, offsets: Optional[list[int]] = None) -> Sharding:
+def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid, offsets: list[int] | None = None) -> Sharding:
     """The placement of ``#shard<axisarray[[0], [1]]>`` (tensor dim d split over the grid
     axes listed in group d), with upstream's ``sharded_dims_offsets`` when given (per split
     dim in order, its parts + 1 boundaries)."""

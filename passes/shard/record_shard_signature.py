@@ -45,7 +45,6 @@ producer.
 
 from dataclasses import dataclass
 from math import prod
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import shard
@@ -83,12 +82,12 @@ def _padded_type(tensor_type: ir.RankedTensorType, sharding: ir.Operation, grids
     return ir.RankedTensorType.get(shape, tensor_type.element_type, loc=sharding.location)
 
 
-def _argument_sharding(arg: ir.Value) -> Optional[ir.Operation]:
+def _argument_sharding(arg: ir.Value) -> ir.Operation | None:
     users = [use.owner for use in arg.uses]
     return users[0] if users and users[0].name == shard.ShardOp.OPERATION_NAME else None
 
 
-def _result_sharding(value: ir.Value) -> Optional[ir.Operation]:
+def _result_sharding(value: ir.Value) -> ir.Operation | None:
     if isinstance(value, ir.OpResult) and value.owner.name == shard.ShardOp.OPERATION_NAME:
         return value.owner.operation
     return None

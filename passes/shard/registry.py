@@ -26,8 +26,9 @@ refused ops is :func:`markdown` (test_shard_registry.py checks it;
 """
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from torch_mlir import ir
 
@@ -136,7 +137,7 @@ def lookup(name: str) -> Entry:
     return PREFIXES[max(prefixes, key=len)] if prefixes else _FALLBACK[0]
 
 
-def host_function(name: str) -> Optional[HostFunction]:
+def host_function(name: str) -> HostFunction | None:
     return HOST_FUNCTIONS.get(name)
 
 

@@ -10,16 +10,22 @@ converts (their placement is per value, so no type converter can give it); the r
 global types must match what the local types and placements map back to.
 """
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from hir.dialect import sharding_of
+from hir.dialect.sharding import Sharding
 from hir.passes.base import PassFailure
 from hir.passes.shard.collectives import grid_axes, needed_downstream
-from hir.dialect.sharding import Sharding
-from hir.passes.shard.placement import GLOBAL_TYPE_ATTR, OFFSETS_ATTR, SPLIT_AXES_ATTR, PlacementError, moved, split_axes_placement
+from hir.passes.shard.placement import (
+    GLOBAL_TYPE_ATTR,
+    OFFSETS_ATTR,
+    SPLIT_AXES_ATTR,
+    PlacementError,
+    moved,
+    split_axes_placement,
+)
 from hir.passes.shard.registry import converts
 from hir.passes.shard.state import ConversionState, is_tensor
 
@@ -77,7 +83,7 @@ def _argument_placement(s: ConversionState, arg: ir.Value, entries: dict) -> Sha
     )
 
 
-def _check_global(s: ConversionState, what: str, buffer_type: ir.Type, recorded: Optional[ir.Attribute], loc: ir.Location, offsets: Optional[list[int]] = None) -> None:
+def _check_global(s: ConversionState, what: str, buffer_type: ir.Type, recorded: ir.Attribute | None, loc: ir.Location, offsets: list[int] | None = None) -> None:
     """The global-shape check at the program boundary: a partitioned local shape must map
     back to the global type recorded before partitioning, and a result recorded uneven must
     come out cut at the recorded boundaries."""

@@ -10,8 +10,8 @@ written once (SSA), so no copies are needed. New ops are built at ``ip``, before
 being converted.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
@@ -46,8 +46,8 @@ class ConversionState:
     result_offsets: dict = field(default_factory=dict)  # result index -> recorded uneven boundaries
     scratch: list = field(default_factory=list)  # tensor-program ops handlers build to convert in turn
     kernels: int = 0
-    ip: Optional[ir.InsertionPoint] = None
-    loc: Optional[ir.Location] = None
+    ip: ir.InsertionPoint | None = None
+    loc: ir.Location | None = None
 
     @property
     def name(self) -> str:
@@ -66,7 +66,7 @@ class ConversionState:
         """``value``'s local tensor type (an argument's from before its retyping)."""
         return self.tensor_types.get(value, value.type)
 
-    def placement(self, value: ir.Value) -> Optional[Sharding]:
+    def placement(self, value: ir.Value) -> Sharding | None:
         """``value``'s placement; None for a free value (no data of its own)."""
         if value in self.placements:
             return self.placements[value]
@@ -118,7 +118,7 @@ class ConversionState:
         attr = owner.attributes["value"]
         return attr.value if isinstance(attr, (ir.IntegerAttr, ir.FloatAttr)) else None
 
-    def operand_placements(self, op: ir.Operation) -> list[Optional[Sharding]]:
+    def operand_placements(self, op: ir.Operation) -> list[Sharding | None]:
         return [self.placement(v) for v in op.operands if self.is_data(v)]
 
     def result_placement(self, op: ir.Operation) -> Sharding:
@@ -142,7 +142,7 @@ class ConversionState:
         except (PlacementError, ValueError) as err:
             raise PassFailure(f"{what} {err}", self.loc) from None
 
-    def alloc(self, value: ir.Value, placement: Sharding, extent_of: Optional[ExtentOf] = None) -> ir.Value:
+    def alloc(self, value: ir.Value, placement: Sharding, extent_of: ExtentOf | None = None) -> ir.Value:
         """A buffer for ``value``; a dynamic dim d is sized at run time with the global extent
         (``memref.dim``) of the (buffer, dim) that ``extent_of(d)`` names, else an error."""
         buffer_type = self.buffer_type(value.type, placement)
@@ -167,7 +167,7 @@ class ConversionState:
         self.buffers[result] = self.buffer(value, user)
         self.placements[result] = self.placements[value]
 
-    def kernel(self, root: ir.Operation, results: list[ir.Value], placement: Sharding, extent_of: Optional[ExtentOf] = None) -> None:
+    def kernel(self, root: ir.Operation, results: list[ir.Value], placement: Sharding, extent_of: ExtentOf | None = None) -> None:
         """``results`` of ``root``, all placed ``placement``, written by a kernel segment."""
         for result in results:
             self.placements[result] = placement
@@ -191,7 +191,7 @@ class ConversionState:
         self.scratch.clear()
 
 
-def outline(s: ConversionState, root: ir.Operation, results: list[ir.Value], extent_of: Optional[ExtentOf] = None) -> None:
+def outline(s: ConversionState, root: ir.Operation, results: list[ir.Value], extent_of: ExtentOf | None = None) -> None:
     """Outline ``root`` (with the free producers it reads) into a kernel segment called in
     its place, writing a buffer per value of ``results`` (placed as ``s.placements`` says);
     the dynamic extents of its first result from ``extent_of`` when given, else from the
@@ -221,7 +221,7 @@ def _kernel_extent(s: ConversionState, root: ir.Operation, result: int) -> Exten
     maps = maps_of(root)
     placement = s.placements[root.results[result]]
 
-    def extent_of(d: int) -> Optional[tuple]:
+    def extent_of(d: int) -> tuple | None:
         if maps is None or placement.partial:
             return None
         dims = maps[0]

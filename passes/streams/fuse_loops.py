@@ -36,7 +36,6 @@ After::
 """
 
 from dataclasses import dataclass
-from typing import Optional
 
 from torch_mlir import ir, rewrite
 
@@ -87,7 +86,7 @@ def fuse_with_next(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     return False
 
 
-def _next_twin(first: ir.Operation) -> Optional[tuple[ir.Operation, list]]:
+def _next_twin(first: ir.Operation) -> tuple[ir.Operation, list] | None:
     """The stream loop right after ``first`` and the ops between them, when those are
     allocations, ``memref.dim``, constants and the second loop's ``hir.get_current_stream``."""
     between: list = []
@@ -179,7 +178,7 @@ def _find_extent_key(value: ir.Value, memo: dict):
     return ("value", value)
 
 
-def _accesses(loop: ir.Operation, body: list) -> Optional[dict]:
+def _accesses(loop: ir.Operation, body: list) -> dict | None:
     """Buffer -> list of (slice axis or None for whole-buffer access, written) in a stream
     loop's ``body``; None when the body holds a region (not analysed: never fused)."""
     iv = loop.regions[0].blocks[0].arguments[0]
@@ -214,7 +213,7 @@ def _slice_of(view: ir.Value, iv: ir.Value) -> tuple:
     return root, None
 
 
-def _independent(a: Optional[dict], b: Optional[dict]) -> bool:
+def _independent(a: dict | None, b: dict | None) -> bool:
     """Iteration i of the second body may run right after iteration i of the first (``a``,
     ``b``: their :func:`_accesses`): every buffer written by either and touched by both is
     only touched at slice i of one axis."""

@@ -68,11 +68,19 @@ choice the user makes): use ``hir-lower-reuse`` or add the pass to a pipeline af
 
 from dataclasses import dataclass
 from functools import cmp_to_key
-from typing import Optional
 
 from torch_mlir import ir
 
-from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, AliasSelectOp, ForOp, StreamForOp, WaitOp, WorkType, module_num_streams
+from hir.dialect import (
+    DEFAULT_NUM_STREAMS,
+    OP_CLASSES,
+    AliasSelectOp,
+    ForOp,
+    StreamForOp,
+    WaitOp,
+    WorkType,
+    module_num_streams,
+)
 from hir.dialect.base import DYNAMIC, get_int, get_str
 from hir.dialect.irutils import ALLOC, DEALLOC, DIM, FUNC, alloc, constant_value, defining_op, index_const, value_name
 from hir.dialect.sharding import Sharding, sharding_of
@@ -86,7 +94,7 @@ from hir.passes.streams._stream_loops import body_ops
 class ReuseStreamBuffers(FunctionPass):
     name = "hir-reuse-stream-buffers"
     description = "Replace intermediates used slice by slice in one stream loop by [num-streams, ...] buffers indexed by i mod num-streams (num-streams: the module's hir.num_streams, else 4)."
-    num_streams: Optional[int] = None  # None: the module's hir.num_streams, else 4
+    num_streams: int | None = None  # None: the module's hir.num_streams, else 4
 
     def run(self, module: ir.Module) -> None:
         if self.num_streams is not None and self.num_streams < 1:
@@ -196,7 +204,7 @@ def _candidate(alloc: ir.Operation, loop: ir.Operation, n: int):
     return axis, views, dims
 
 
-def _static_trips(loop: ir.Operation) -> Optional[int]:
+def _static_trips(loop: ir.Operation) -> int | None:
     lb, ub, st = (constant_value(v) for v in list(loop.operands)[:3])
     if lb is None or ub is None or st is None or st <= 0:
         return None

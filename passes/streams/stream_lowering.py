@@ -61,7 +61,20 @@ from torch_mlir import ir, rewrite
 
 from hir.dialect import OP_CLASSES, AliasChunkOp, AliasSelectOp, StreamForOp, WaitOp
 from hir.dialect.compute import STREAM_AXIS_ATTR
-from hir.dialect.irutils import FUNC, FUNC_ARG_STREAM_ATTRS, defining_op, func_ops, is_p2p_form, operand_axis, output_index, renumber_axes, slice_name, stream_axis, streamable, streamable_names
+from hir.dialect.irutils import (
+    FUNC,
+    FUNC_ARG_STREAM_ATTRS,
+    defining_op,
+    func_ops,
+    is_p2p_form,
+    operand_axis,
+    output_index,
+    renumber_axes,
+    slice_name,
+    stream_axis,
+    streamable,
+    streamable_names,
+)
 from hir.passes.base import ModulePass, PassFailure, fail, register_pass
 from hir.passes.patterns import GuardedRewritePatternSet, replace_without_attribute
 from hir.passes.streams import _stream_loops

@@ -42,7 +42,6 @@ With ``prefetch`` a gather's bucket is prefetched as a whole (:mod:`.prefetch`);
 """
 
 import math
-from typing import Optional
 
 from torch_mlir import ir, rewrite
 from torch_mlir.dialects import memref
@@ -51,13 +50,20 @@ from hir.dialect import AliasReshapeOp, AliasStackShardsOp, AllgatherOp, ReduceS
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.views import is_identity_layout
 from hir.passes.patterns import Pattern
-from hir.passes.training.buckets import clone_collective, columns, members_before_last, replace_members, waits_of, whole_bytes
+from hir.passes.training.buckets import (
+    clone_collective,
+    columns,
+    members_before_last,
+    replace_members,
+    waits_of,
+    whole_bytes,
+)
 from hir.passes.training.waits import first_reader, reads_any, touched_buffers
 
 _ALLOC = memref.AllocOp.OPERATION_NAME
 
 
-def _split(t: ir.MemRefType, blocks: bool = True) -> Optional[tuple]:
+def _split(t: ir.MemRefType, blocks: bool = True) -> tuple | None:
     """(the axis a 1-D mesh splits evenly, the mesh's extent) of ``t`` (-1 when
     replicated); None for another placement or a buffer a bucket does not take (dynamic,
     strided, rank 0, or with ``blocks`` a device's block not contiguous)."""

@@ -37,12 +37,20 @@ After (with ``defer-waits``)::
     call @layer1(%h, %p1, ...)
 """
 
-from typing import Optional
 
 from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith, memref
 
-from hir.dialect import AliasReshapeOp, AllgatherOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SetOp, SynchronizeOp, WaitOp
+from hir.dialect import (
+    AliasReshapeOp,
+    AllgatherOp,
+    GetCurrentStreamOp,
+    GetStreamOp,
+    SetCurrentStreamOp,
+    SetOp,
+    SynchronizeOp,
+    WaitOp,
+)
 from hir.dialect.irutils import index_const
 from hir.passes.patterns import Pattern
 from hir.passes.training.waits import first_reader, reads_any, touched_buffers
@@ -56,7 +64,7 @@ _ISSUE = {_WAIT, _ALLOC, _GATHER, arith.ConstantOp.OPERATION_NAME} | {op.OPERATI
 _COPY_IN = {_ALLOC, memref.SubViewOp.OPERATION_NAME, SetOp.OPERATION_NAME, AliasReshapeOp.OPERATION_NAME}
 
 
-def _issue(gather: ir.Operation, ops: list) -> Optional[list]:
+def _issue(gather: ir.Operation, ops: list) -> list | None:
     """The ops that issue ``gather`` if it gathers parameters into a buffer allocated in the
     block, in order, its output's allocation left out: the gather of a shard (an argument),
     or the gather of a bucket (:mod:`.fsdp_buckets`) with its allocation and copies in of

@@ -47,8 +47,8 @@ After::
     "hir.binary"(%dy, %h2, %dh) {kind = "mul"} : (...) -> ()
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
@@ -98,11 +98,11 @@ class RecomputeLayers(FunctionPass):
                 if attr in op.attributes:
                     del op.attributes[attr]
 
-    def _callee(self, op: ir.Operation) -> Optional[ir.Operation]:
+    def _callee(self, op: ir.Operation) -> ir.Operation | None:
         callee = self._functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
         return callee if callee is not None and KERNEL_ATTR in callee.attributes else None
 
-    def _writes(self, op: ir.Operation) -> Optional[frozenset]:
+    def _writes(self, op: ir.Operation) -> frozenset | None:
         """The operand indices ``op`` writes; None when unknown (a call of a plain function,
         another dialect's op)."""
         if op.name == _CALL:
@@ -195,7 +195,7 @@ def _instances(ops: list, writes) -> list:
     return found
 
 
-def _first_writer(buffer: ir.Value, writes, order: dict) -> Optional[ir.Operation]:
+def _first_writer(buffer: ir.Value, writes, order: dict) -> ir.Operation | None:
     block = buffer.owner.operation.block
     tops = [ancestor_in(use.owner.operation, block) for use in uses_through_views(buffer)
             if (w := writes(use.owner.operation)) is None or use.operand_number in w]
@@ -230,7 +230,7 @@ def _nested(op: ir.Operation) -> Iterator[ir.Operation]:
                 yield from _nested(inner.operation)
 
 
-def _recompute_point(ops: list, last: int, layer_buffers: set) -> Optional[int]:
+def _recompute_point(ops: list, last: int, layer_buffers: set) -> int | None:
     """The index of the first op after ``last`` outside the forward that reads one of
     ``layer_buffers``."""
     for i in range(last + 1, len(ops)):
@@ -267,7 +267,7 @@ def _unread(clones: list, writes) -> list:
     made = {op.results[0] for op in clones if op.name == ALLOC}
     dead: set = set()
 
-    def unused(value: ir.Value, writer: Optional[ir.Operation] = None) -> bool:
+    def unused(value: ir.Value, writer: ir.Operation | None = None) -> bool:
         return all(use.owner.operation in dead or (writer is not None and use.owner.operation == writer) for use in value.uses)
 
     changed = True

@@ -26,7 +26,15 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
-from hir.dialect import DEFAULT_NUM_STREAMS, AllgatherOp, AllreduceOp, ReduceScatterOp, WaitOp, add_high_priority_stream, module_num_streams
+from hir.dialect import (
+    DEFAULT_NUM_STREAMS,
+    AllgatherOp,
+    AllreduceOp,
+    ReduceScatterOp,
+    WaitOp,
+    add_high_priority_stream,
+    module_num_streams,
+)
 from hir.passes.base import ModulePass, register_pass
 from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config
 from hir.passes.training.buckets import bucket_pattern

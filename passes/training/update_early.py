@@ -38,7 +38,16 @@ not a pattern.
 from torch_mlir import ir
 from torch_mlir.dialects import func, memref
 
-from hir.dialect import AllgatherOp, AllreduceOp, GetCurrentStreamOp, GetStreamOp, ReduceScatterOp, SetCurrentStreamOp, SynchronizeOp, WaitOp
+from hir.dialect import (
+    AllgatherOp,
+    AllreduceOp,
+    GetCurrentStreamOp,
+    GetStreamOp,
+    ReduceScatterOp,
+    SetCurrentStreamOp,
+    SynchronizeOp,
+    WaitOp,
+)
 from hir.passes.training.waits import reads_any, touched_buffers
 
 _COLLECTIVES = {op.OPERATION_NAME for op in (AllgatherOp, AllreduceOp, ReduceScatterOp)}

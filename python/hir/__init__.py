@@ -24,9 +24,9 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from hir.core import HirError, new_context, parse
+from hir.dialect.comm import BACKENDS
 from hir.dialect.context import check_options
 from hir.dialect.gc_stress import checkpoint
-from hir.dialect.comm import BACKENDS
 
 if TYPE_CHECKING:  # importing hir imports neither torch nor the frontend (cold start)
     import torch
@@ -98,7 +98,7 @@ def from_torch(module: torch.nn.Module, example_args: Sequence[Any], **options: 
 _IMPORT_OPTIONS = ("mesh", "placements", "source_name", "dynamic_shapes", "dynamic", "example_kwargs", "grouped_attention", "fused_projections")
 
 
-def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledModule | CompiledProgram | Program:  # noqa: A001 - hir's compile, as torch.compile
+def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledModule | CompiledProgram | Program:
     """Compile once, call many times; each call costs only the interpreter's run (a CUDA
     graph replay on GPU).
 
@@ -149,7 +149,10 @@ def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledM
         if state_or_args is None:
             raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
         check_options("hir.compile", options, dict.fromkeys([*compile_options, *_IMPORT_OPTIONS, "recompile_limit"]))
-        from hir.frontend.compiled_module import RECOMPILE_LIMIT, CompiledModule  # `import hir` loads neither torch nor the passes
+        from hir.frontend.compiled_module import (  # `import hir` loads neither torch nor the passes
+            RECOMPILE_LIMIT,
+            CompiledModule,
+        )
         from hir.interpreter.kernels import warm_compile_workers  # `import hir` loads neither torch nor the passes
 
         warm_compile_workers(options.get("compile_kernels", "auto"), options.get("device"))  # starting up while it imports

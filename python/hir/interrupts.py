@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable, Iterator, Optional, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 PAUSE_ENV = "HIR_TEST_PAUSE"
 INTERRUPTED_STATUS = 130  # 128 + SIGINT, what shells report for Ctrl-C
@@ -67,9 +67,9 @@ def cli_main(prog: str) -> Callable:
     130, SIGTERM exits 143; the previous handlers come back when ``main`` returns (it also
     runs in-process, in tests)."""
 
-    def wrap(main: Callable[[Optional[Sequence[str]]], int]) -> Callable[[Optional[Sequence[str]]], int]:
+    def wrap(main: Callable[[Sequence[str] | None], int]) -> Callable[[Sequence[str] | None], int]:
         @functools.wraps(main)
-        def run(argv: Optional[Sequence[str]] = None) -> int:
+        def run(argv: Sequence[str] | None = None) -> int:
             if threading.current_thread() is not threading.main_thread():
                 return main(argv)  # signal handlers belong to the main thread
             previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -12,8 +12,8 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional, Sequence, Union
 
 from hir.interrupts import pause_point
 
@@ -79,7 +79,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_stdout(text: Union[str, bytes]) -> None:
+def write_stdout(text: str | bytes) -> None:
     """Write ``text`` (or bytes) to stdout, after what was printed before (flushed first), checked: a
     failed write (a full disk, an I/O error) raises :class:`CliError` naming stdout and the
     reason, and drops whatever is still buffered (Python's own flush at exit would fail
@@ -183,7 +183,7 @@ def _write_in_place(path: str, write: Callable[[str], None]) -> None:
         raise CliError(f"{path}: cannot write: {getattr(err, 'strerror', None) or err}") from None
 
 
-def _copy_mode(tmp: str, old: Optional[os.stat_result]) -> None:
+def _copy_mode(tmp: str, old: os.stat_result | None) -> None:
     """Give ``tmp`` the mode (and owner) of the file it replaces, else a new file's mode."""
     if old is None:
         umask = os.umask(0)

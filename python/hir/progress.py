@@ -12,14 +12,14 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional
 
 _config = {"enabled": False, "prog": "hir"}
 REFRESH_S = 0.5  # how often a running step's elapsed time is redrawn
 
 
-def configure(prog: str, requested: Optional[bool]) -> None:
+def configure(prog: str, requested: bool | None) -> None:
     """Turn progress on for this process: ``requested`` (``--progress`` / ``--no-progress``),
     else when stderr is a terminal."""
     _config["prog"] = prog
@@ -49,7 +49,7 @@ def _stderr_size() -> dict:
 
 
 @contextmanager
-def task(what: str, status: Optional[Callable[[], str]] = None) -> Iterator[None]:
+def task(what: str, status: Callable[[], str] | None = None) -> Iterator[None]:
     """A running step: ``<prog>: <what> [elapsed]`` redrawn while it runs (with
     ``status()`` appended, e.g. how many ranks are up), then ``<what>: done in N s``. Not on
     a terminal (``--progress`` into a log): a line when it starts and one when it ends."""

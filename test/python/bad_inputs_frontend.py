@@ -4,7 +4,6 @@ state dicts), the public entries' options, and ``hir.from_shard``. Same form:
 ``(id, call(folder), fragments)``; each call must raise HirError holding every fragment."""
 
 import dataclasses
-from typing import Optional
 
 
 def frontend_cases():
@@ -16,7 +15,7 @@ def frontend_cases():
     @dataclasses.dataclass
     class Output:  # what HF models return: a dataclass of tensors (ModelOutput)
         last_hidden_state: torch.Tensor
-        extra: Optional[torch.Tensor] = None
+        extra: torch.Tensor | None = None
 
     class TinyLM(torch.nn.Module):
         """HF-style: token ids through an embedding, a non-persistent position buffer, an

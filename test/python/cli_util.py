@@ -10,12 +10,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import lit_zygote  # noqa: E402  (test/lit_zygote.py)
+import lit_zygote
 
 TOOLS = lit_zygote.TOOLS  # the CLIs the server runs
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _shims(path: str) -> str:
     """The folder of the server's shims (one server per test process), "" without one."""
     return lit_zygote.start(dict(os.environ, PATH=path, HIR_DEVICE="cpu")) or ""

@@ -8,8 +8,8 @@ import sys
 import tempfile
 
 import pytest
-from file_progress import FileProgress
 
+from file_progress import FileProgress
 from hir.core import new_context  # before HIR_CACHE_DIR is set below: hir reads it when it caches, not on import
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "ops"))

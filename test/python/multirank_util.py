@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from hir.tools.launch import FAILURE_LOG_ENV, GRACE_S, LaunchResult, RankResult, _root_cause, free_port, launch
 
@@ -47,7 +47,7 @@ def run_gloo_cases(cases: Sequence[str], run_case: Callable[[str, int, int], str
     return finish_worker(failures)
 
 
-_ZYGOTE: Optional[subprocess.Popen] = None
+_ZYGOTE: subprocess.Popen | None = None
 
 
 def _zygote() -> subprocess.Popen:
@@ -82,7 +82,7 @@ def _replies(zygote: subprocess.Popen, wait_s: float) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
-def launch_ranks(nproc: int, script: str, *args: str, timeout_s: float, env: Optional[dict] = None) -> LaunchResult:
+def launch_ranks(nproc: int, script: str, *args: str, timeout_s: float, env: dict | None = None) -> LaunchResult:
     """``hir.tools.launch.launch(nproc, [python, script, *args], ...)`` with the ranks forked
     from the zygote: the same rank environment, a failure or ``timeout_s`` stopping every
     rank, the same result. With CUDA: ``launch`` itself (no CUDA state may cross a fork)."""
@@ -146,7 +146,7 @@ def _signal(pids: list[int], sig: int) -> None:
             pass
 
 
-def launch_workers(world: int, script: str, *args: str, timeout_s: float, env: Optional[dict] = None) -> LaunchReport:
+def launch_workers(world: int, script: str, *args: str, timeout_s: float, env: dict | None = None) -> LaunchReport:
     """Run ``python script *args`` on ``world`` ranks (:func:`launch_ranks`); asserts every rank exited 0."""
     result = launch_ranks(world, script, *args, timeout_s=timeout_s, env=env)
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)

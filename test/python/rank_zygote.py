@@ -22,15 +22,15 @@ import sys
 
 def preload() -> None:
     import pytest  # noqa: F401  (the workers are test files)
-    import torch  # noqa: F401
-    import torch._dynamo  # noqa: F401
-    import torch.distributed  # noqa: F401
-    import torch.distributed.tensor.parallel  # noqa: F401
-    import torch.export  # noqa: F401
+    import torch
+    import torch._dynamo
+    import torch.distributed
+    import torch.distributed.tensor.parallel
+    import torch.export
     import torch.export._trace  # noqa: F401  (torch.export's tracer: imported at the first export)
 
-    import hir  # noqa: F401
-    import hir.frontend  # noqa: F401
+    import hir
+    import hir.frontend
     import hir.interpreter  # noqa: F401
 
     try:

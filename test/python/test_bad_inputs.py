@@ -6,18 +6,16 @@ call; test_cli_errors.py runs a few of them as real subprocesses."""
 
 import hashlib
 import os
-import sys
 
 import pytest
 import torch
 
-from bad_inputs_api import builder_cases, weights_cases
-from bad_inputs_frontend import frontend_cases
-from bad_inputs_table import CLI_CASES, FILES, _api_cases
-
 import hir
 import hir.dialect
 import hir.passes
+from bad_inputs_api import builder_cases, weights_cases
+from bad_inputs_frontend import frontend_cases
+from bad_inputs_table import CLI_CASES, FILES, _api_cases
 from hir.core import HirError
 from hir.tools import demo, import_cli, opt, run_cli
 

@@ -67,7 +67,6 @@ def test_an_hir_row_against_a_wrong_reference_is_refused(one_gloo_rank, capsys):
     import torch
 
     import overlap  # benchmarks/overlap.py
-
     from hir.builder import Builder
 
     def build():

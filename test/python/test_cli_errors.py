@@ -12,6 +12,7 @@ import sys
 import numpy
 import pytest
 import torch
+
 from cli_util import TOOLS, tool_environment
 
 PROG = """func.func @main(%a: memref<4x4xf32>, %n: index) -> memref<4x4xf32> {

@@ -12,7 +12,6 @@ HIR_DIFF_CASES (default 240) sets the number of modules; HIR_DIFF_SEED the first
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Optional
 
 import pytest
 
@@ -71,7 +70,7 @@ class Program:
         self.counter += 1
         return f"%v{self.counter}"
 
-    def input(self, dims: list[int], dynamic: Optional[list[bool]] = None) -> Value:
+    def input(self, dims: list[int], dynamic: list[bool] | None = None) -> Value:
         value = Value(f"%arg{len(self.inputs)}", dims, dynamic or [False] * len(dims))
         self.inputs.append(value)
         return value

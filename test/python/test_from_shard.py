@@ -15,8 +15,8 @@ import re
 import sys
 
 import pytest
-from interp_util import gelu_generic
 
+from interp_util import gelu_generic
 
 
 def handwritten(n: int) -> list:
@@ -28,8 +28,8 @@ def handwritten(n: int) -> list:
 
     f = 4 * n  # a dim that splits over the grid
     mlp = prog(
-        f"%x: tensor<8x16xf32> {{hir.split_axes = #shard<axisarray[[]]>}}, %w1: tensor<16x16xf32> {{hir.split_axes = #shard<axisarray[[], [0]]>}}, "
-        f"%w2: tensor<16x16xf32> {{hir.split_axes = #shard<axisarray[[0]]>}}) -> tensor<8x16xf32>",
+        "%x: tensor<8x16xf32> {hir.split_axes = #shard<axisarray[[]]>}, %w1: tensor<16x16xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}, "
+        "%w2: tensor<16x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<8x16xf32>",
         f"""  %c0 = arith.constant 0 : index
   %z = arith.constant 0.0 : f32
   %ch = arith.constant 0.5 : f32
@@ -332,7 +332,7 @@ func.func @main(%x: tensor<?x14xf32>) -> tensor<?x14xf32> {{
     # static dim keeping the dynamic one's extent)
     dynamic_move_split = dynamic_unshard.replace("split_axes = [[]]", "split_axes = [[], [0]]").replace("?x14", "?x16")  # 16 splits over 2 and 4
     # several grids per module: the function converts on the one its shardings name
-    several_grids = f"""shard.grid @other(shape = 3x5)
+    several_grids = """shard.grid @other(shape = 3x5)
 """ + for_users
     # a 0-d result: the partial sum's device axis folds into a rank-0 value
     reduce_all = reduce_rows.replace("tensor<6xf32>", "tensor<f32>").replace("dimensions = [0]", "dimensions = [0, 1]")
@@ -400,7 +400,6 @@ def _check(name: str, module, reference, rank: int, failures: list, extent: int 
     """Run ``module`` as converted and after hir-lower; compare with the reference (a
     dynamic dim of an argument gets ``extent``)."""
     import torch
-
     from torch_mlir import ir
 
     import hir

@@ -12,6 +12,7 @@ import os
 import sys
 
 import pytest
+
 from test_from_shard import _check
 
 

@@ -16,9 +16,9 @@ rank); ``python test_from_torch_block.py`` is the per-rank worker.
 import math
 import os
 import sys
-from typing import Optional
 
 import pytest
+
 from multirank_util import launch_workers, run_gloo_cases
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Frontend", "Inputs"))
@@ -62,7 +62,7 @@ def tp_placements() -> dict:
     return column | row
 
 
-def dp_tp_placements(tp: Optional[dict] = None) -> dict:
+def dp_tp_placements(tp: dict | None = None) -> dict:
     """The 2x2 mesh: batch split over mesh axis 0 (data parallel), heads and MLP over mesh
     axis 1 (tensor parallel)."""
     from torch.distributed.tensor import Replicate

@@ -15,10 +15,10 @@ import sys
 
 import pytest
 import torch
-from multirank_util import launch_workers, run_gloo_cases
 
 import hir
 from hir.frontend.output_tree import flatten_outputs
+from multirank_util import launch_workers, run_gloo_cases
 
 SIZES = [(b, s) for b in (1, 3, 8) for s in (5, 16)]
 DYNAMIC = {"input0": {0: "batch", 1: "seq"}}
@@ -107,8 +107,9 @@ def test_bad_specs(options, message):
 def test_sizes_of_a_split_dynamic_dim_in_a_segment_are_refused():
     """Batch-split attention with a dynamic batch: the segment's view sizes would be read
     from local shards; refused at import, at the op that computes them."""
-    from hir.interpreter.backends.process_groups import shutdown
     from torch.distributed.tensor import Shard
+
+    from hir.interpreter.backends.process_groups import shutdown
 
     shutdown(wait_for_peers=False)  # import only: no process group needed
     torch.manual_seed(0)

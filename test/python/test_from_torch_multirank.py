@@ -15,9 +15,9 @@ rank); ``python test_from_torch_multirank.py`` is the per-rank worker.
 import os
 import re
 import sys
-from typing import Optional
 
 import pytest
+
 from multirank_util import launch_workers, run_gloo_cases
 
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
@@ -59,7 +59,6 @@ def run_norm_case(rank: int, world: int) -> str:
     from torch.distributed.tensor import DeviceMesh, Shard
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module
 
-    import hir
     from hir.frontend import from_torch
 
     d, f, tokens = 8, 16 * world, 4 * world
@@ -77,11 +76,11 @@ def run_bsd_case(rms: bool, rank: int, world: int) -> str:
     """[B, S, D] sequence parallelism: the norm on each rank's sequence shard, fc1's input
     gathered along S (an inner axis), fc2's sum reduce-scattered back onto S."""
     import torch
-    from sp_mlp import norm_mlp
     from torch.distributed.tensor import DeviceMesh, Shard
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module
 
     from hir.frontend import from_torch
+    from sp_mlp import norm_mlp
 
     module = norm_mlp(rms)
     torch.manual_seed(1)
@@ -113,7 +112,7 @@ def run_llama_case(rank: int, world: int) -> str:
                                    counts={'"hir.allgather"': 2, '"hir.reduce_scatter"': 2})
 
 
-def check_sequence_parallel(name: str, program, arguments: list, want, world: int, atol: float, overlap: bool = False, counts: Optional[dict] = None) -> str:
+def check_sequence_parallel(name: str, program, arguments: list, want, world: int, atol: float, overlap: bool = False, counts: dict | None = None) -> str:
     """Lower the imported SP program both ways (collectives run whole; hir-p2p-pipeline's
     shifts) and compare each run with the unsharded module's rows for this rank. With
     ``overlap``, also hir-lower-overlap's forms (auto: whole at these sizes; forced on and

@@ -19,11 +19,11 @@ import sys
 
 import pytest
 import torch
-from multirank_util import launch_workers, run_gloo_cases
 
 import hir
 from hir.frontend import from_torch
 from hir.frontend.output_tree import flatten_outputs
+from multirank_util import launch_workers, run_gloo_cases
 
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-lower"
 

@@ -38,6 +38,7 @@ import os
 import sys
 
 import pytest
+
 from multirank_util import launch_workers, run_gloo_cases
 
 WORLD = 4
@@ -145,10 +146,10 @@ def bound(model, world: int, bucket_bytes: int = 0) -> tuple:
 
 def run_case(case: str, rank: int, world: int) -> str:
     import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     import hir
     from hir.passes.training.schedule import data_parallel_pipeline
-    from transformers import LlamaConfig, LlamaForCausalLM
 
     schedule, keep = case.split(":")
     torch.manual_seed(0)  # four layers: two layers' parameters are then a part of the whole

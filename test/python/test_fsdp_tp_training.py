@@ -16,6 +16,7 @@ import re
 import sys
 
 import pytest
+
 from multirank_util import launch_workers, run_gloo_cases
 from test_tp_training import STEPS, _llama, tp_placements
 from training_util import steps_equal_eager

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 import hir
+from hir.core import HirError
 from hir.frontend import generate as generate_module
 from hir.frontend import import_cache
-from hir.core import HirError
 from hir.frontend.hf_decode import StaticCachePrefill, StaticCacheStep
 
 transformers = pytest.importorskip("transformers")

@@ -10,8 +10,7 @@ import torch
 
 import hir
 from hir.core import HirError
-from hir.frontend import generators
-from hir.frontend import import_cache
+from hir.frontend import generators, import_cache
 
 transformers = pytest.importorskip("transformers")
 

@@ -101,8 +101,8 @@ def test_packed_arguments_are_cut_piecewise(tmp_path):
     from safetensors.torch import save_file
 
     from hir.interpreter import local_arguments
-    from hir.interpreter.inputs import gather_pieces
     from hir.interpreter.buffers import buffer_spec
+    from hir.interpreter.inputs import gather_pieces
 
     model = GateUp()
     x = torch.randn(3, 4)

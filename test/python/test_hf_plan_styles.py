@@ -25,6 +25,7 @@ import re
 import sys
 
 import pytest
+
 from multirank_util import launch_workers, run_gloo_cases
 
 transformers = pytest.importorskip("transformers")

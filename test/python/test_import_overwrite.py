@@ -3,8 +3,8 @@ known by their safetensors header), and refuses a bad ``-o`` before it runs the 
 (the file below leaves a mark when it runs). In-process, as the entry point calls main."""
 
 import pytest
-from safetensors.torch import load_file, save_file
 import torch
+from safetensors.torch import load_file, save_file
 
 from hir.frontend.saving import written_by_hir
 from hir.tools import import_cli

@@ -4,10 +4,10 @@ without CUDA; the NCCL runs need 2 / 4 GPUs)."""
 import gc
 import sys
 
+import comm_worker
 import pytest
 import torch
 
-import comm_worker
 from hir.tools.launch import launch
 from interp_util import mem, program
 

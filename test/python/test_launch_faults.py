@@ -10,11 +10,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, Optional
 
 import pytest
-
 
 
 def program(nproc: int) -> str:
@@ -33,7 +32,7 @@ BOUND_S = 300  # how long a paused job may take to reach its pause point (a corr
 
 
 @contextmanager
-def paused_run(folder, nproc: int, point: str = "write", env: Optional[dict] = None) -> Iterator[tuple[subprocess.Popen, list[int]]]:
+def paused_run(folder, nproc: int, point: str = "write", env: dict | None = None) -> Iterator[tuple[subprocess.Popen, list[int]]]:
     """``hir-run --nproc NPROC`` of a small program in ``folder``, every rank waiting at the
     pause point ``point`` (default: writing its --save file, its process group up): yields
     the launcher and the ranks' pids; the launcher is killed on the way out if it is still

@@ -3,9 +3,9 @@ the same computation written directly in torch."""
 
 import pytest
 import torch
-from interp_util import gelu_generic, mem, program, run
 
 from hir.core import HirError
+from interp_util import gelu_generic, mem, program, run
 
 
 def tensor_type(shape, dtype="f32") -> str:

@@ -12,7 +12,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import lit_zygote  # noqa: E402  (test/lit_zygote.py)
+import lit_zygote
 
 # How long a test waits for a tool to start or to stop before it fails: a hang guard, not a
 # speed figure (starting hir-import takes seconds, minutes on a loaded machine). The slow

@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from multirank_util import finish_worker, launch_workers  # noqa: E402
+from multirank_util import finish_worker, launch_workers
 
 INPUTS = Path(__file__).parent / "Inputs"
 TOLERANCE = 1e-2  # bf16 against float32, relative (Frobenius)

@@ -14,6 +14,7 @@ import os
 import sys
 
 import pytest
+
 from multirank_util import launch_workers, run_gloo_cases
 from test_tp_training import STEPS, _llama
 from training_util import TOL

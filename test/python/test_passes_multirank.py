@@ -8,10 +8,11 @@ rank); ``python test_passes_multirank.py`` is the per-rank worker.
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import pytest
+
 from multirank_util import finish_worker, launch_workers
 
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
@@ -23,7 +24,7 @@ class Buf:
 
     shape: list
     mesh: list
-    axis: Optional[int] = None
+    axis: int | None = None
 
     @property
     def type(self) -> str:

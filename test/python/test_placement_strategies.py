@@ -132,13 +132,13 @@ def test_plan_is_data():
     """The placer's plan: a placement per value, one step per compute op or segment, and
     the reshardings it implies, before any hir IR exists."""
     from torch.distributed.tensor import Shard
+    from torch_mlir import ir
+    from torch_mlir.dialects import func
 
     from hir.core import new_context
     from hir.frontend.placements import mesh_inputs
     from hir.frontend.placer import ComputeStep, Placer, SegmentStep
     from hir.frontend.torch_import import export_to_torch_mlir
-    from torch_mlir import ir
-    from torch_mlir.dialects import func
 
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8)).eval()
     context = new_context()

@@ -14,6 +14,7 @@ import os
 import sys
 
 import pytest
+
 from multirank_util import finish_worker, gpu_count, launch_gpu_workers, launch_workers, run_gloo_cases
 
 T, K, N = 8, 16, 12
@@ -142,7 +143,8 @@ def run_case(name: str, rank: int, world: int) -> str:
     import torch.distributed as dist
 
     import hir
-    from hir.interpreter import Program, compile as compile_program
+    from hir.interpreter import Program
+    from hir.interpreter import compile as compile_program
 
     build, in_place = CASES[name]
     if build is None:

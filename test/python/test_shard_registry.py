@@ -11,7 +11,7 @@ import pytest
 from torch_mlir.dialects import shard
 
 import hir
-import hir.passes  # noqa: F401  (registers every handler)
+import hir.passes
 from hir.core import HirError
 from hir.passes.shard import registry
 

@@ -18,6 +18,7 @@ import os
 import sys
 
 import pytest
+
 from multirank_util import launch_workers, run_gloo_cases
 
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"

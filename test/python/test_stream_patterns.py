@@ -4,7 +4,6 @@ buffer reuse, whose rewrites reach around its loop, is a function pass."""
 
 import pytest
 import torch
-from torch_mlir import ir
 
 import hir
 from hir.dialect import OP_CLASSES

@@ -17,6 +17,7 @@ import os
 import sys
 
 import pytest
+
 from multirank_util import launch_workers, run_gloo_cases
 from training_util import ADAM_EPS, ADAM_LR, steps_equal_eager
 
@@ -74,7 +75,6 @@ def run_case(case: str, rank: int, world: int) -> str:
 def test_router_choices_are_apart_at_every_step():
     """Eager training of the test's model on its batches: at every step, every token's k-th
     router score exceeds its (k+1)-th by more than MARGIN in every layer."""
-    import torch
     from training_util import eager_step
 
     model = _mixtral()

@@ -15,6 +15,7 @@ import re
 import sys
 
 import pytest
+
 from multirank_util import launch_workers, run_gloo_cases
 from training_util import steps_equal_eager
 

@@ -43,6 +43,6 @@ def test_llama_step_uses_flash_and_equals_eager_on_cuda(options):
         want.backward()
         ref_opt.step()
         ref_opt.zero_grad()
-        torch.testing.assert_close(got, want.detach(), **BF16, msg=lambda m: f"step {i + 1}: {m}")
+        torch.testing.assert_close(got, want.detach(), **BF16, msg=lambda m, i=i: f"step {i + 1}: {m}")
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-        torch.testing.assert_close(p.detach(), q.detach(), **BF16, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(p.detach(), q.detach(), **BF16, msg=lambda m, name=name: f"{name}: {m}")

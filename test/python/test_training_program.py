@@ -9,7 +9,8 @@ import torch
 from torch_mlir import ir
 
 import hir
-from hir.tools import opt as opt_cli, run_cli
+from hir.tools import opt as opt_cli
+from hir.tools import run_cli
 from training_util import TOL, assert_same_training, eager_step, make, optimizer, twins
 
 

@@ -20,10 +20,10 @@ UNEVEN = f"""func.func @main(%a: memref<5x4xf32, {SHARD}>) -> memref<5x4xf32, {S
 }}
 """
 
-UNEVEN_ALLOC = f"""func.func @main() {{
+UNEVEN_ALLOC = """func.func @main() {
   %o = memref.alloc() : memref<4x3xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
   return
-}}
+}
 """
 
 THREE = "#hir.shard<array<i64: 0, 1, 2>, 0 : i64>"

@@ -2,7 +2,6 @@
 hir.train_step tests (test_training*.py)."""
 
 import copy
-from typing import Optional
 
 import torch
 
@@ -106,7 +105,7 @@ def eager_step(model, opt, loss_fn, batch, accumulate: int = 1, max_grad_norm=No
     return total
 
 
-def steps_equal_eager(step, loss_fn, batches, model, opt, ref, ref_opt, label: str, moment=None, tol: Optional[dict] = None) -> str:
+def steps_equal_eager(step, loss_fn, batches, model, opt, ref, ref_opt, label: str, moment=None, tol: dict | None = None) -> str:
     """Run ``step`` on each batch (a tuple of ``loss_fn``'s arguments) beside
     :func:`eager_step` of ``ref`` with ``ref_opt``: "" when every loss, then every final
     parameter (and its optimizer state ``moment``, if named) equals eager's (within ``tol``,

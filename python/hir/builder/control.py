@@ -11,8 +11,9 @@
 
 from __future__ import annotations  # Tensor is named for type checking only
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, Union
+from typing import TYPE_CHECKING
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, scf
@@ -54,7 +55,7 @@ class ControlBuilder(_Builder):
             self._sync_signature()
             return arg
 
-    def fill(self, x: Tensor, value: Union[int, float, ir.Value]) -> None:
+    def fill(self, x: Tensor, value: int | float | ir.Value) -> None:
         """``linalg.fill``: every element of ``x`` set to ``value`` (a number, or a host
         scalar value of ``x``'s element type)."""
         with self._at():

@@ -1,8 +1,8 @@
 """The host-level half of :class:`hir.builder.Builder`: one typed method per stream, view,
 control, communication and p2p op, for writing lowered programs by hand."""
 
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence, Union
 
 from torch_mlir import ir
 from torch_mlir.dialects import memref
@@ -41,7 +41,7 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
         with self._at():
             return GetCurrentStreamOp().result
 
-    def get_stream(self, index: Union[int, ir.Value]) -> ir.Value:
+    def get_stream(self, index: int | ir.Value) -> ir.Value:
         """Pool stream number ``index % num_streams`` of the run (``index``: an int or an
         index value), as a ``!hir.stream``."""
         index = self._index(index, "get_stream: index")
@@ -59,7 +59,7 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
         with self._at():
             SynchronizeOp(stream)
 
-    def alias_select(self, x: Tensor, index: Union[int, ir.Value], axis: int) -> Tensor:
+    def alias_select(self, x: Tensor, index: int | ir.Value, axis: int) -> Tensor:
         """A zero-copy view of ``x`` at ``index`` (an int or an index value) along ``axis``,
         one rank lower."""
         index = self._index(index, "alias_select: index")
@@ -67,7 +67,7 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
             view = AliasSelectOp.emit(x.value, index, axis)
         return Tensor(view, [d for i, d in enumerate(x.sizes) if i != axis])
 
-    def alias_chunk(self, x: Tensor, index: Union[int, ir.Value], axis: int, chunks: int) -> Tensor:
+    def alias_chunk(self, x: Tensor, index: int | ir.Value, axis: int, chunks: int) -> Tensor:
         """A zero-copy view of chunk ``index`` (an int or an index value) of ``chunks`` equal
         parts of ``x`` along ``axis``."""
         index = self._index(index, "alias_chunk: index")
@@ -78,7 +78,7 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
         return Tensor(view, [extent if i == axis else d for i, d in enumerate(x.sizes)])
 
     @contextmanager
-    def for_(self, lower: Union[int, ir.Value], upper: Union[int, ir.Value], step: Union[int, ir.Value] = 1) -> Iterator[ir.Value]:
+    def for_(self, lower: int | ir.Value, upper: int | ir.Value, step: int | ir.Value = 1) -> Iterator[ir.Value]:
         """``with b.for_(0, n) as i:`` builds a ``hir.for``; ops inside go in its body."""
         lb, ub, st = (self._index(v, f"for_: {name}") for v, name in ((lower, "lower"), (upper, "upper"), (step, "step")))
         with self._at():
@@ -90,7 +90,7 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
         finally:
             self._ip = saved
 
-    def communicate(self, kind: str, input: Tensor, output: Tensor, team: Sequence[int], *, backend: str = "nccl", **attrs: Union[int, str]) -> ir.Value:
+    def communicate(self, kind: str, input: Tensor, output: Tensor, team: Sequence[int], *, backend: str = "nccl", **attrs: int | str) -> ir.Value:
         """A collective (``allgather``, ``allreduce``, ``reduce_scatter``, ``broadcast``,
         ``scatter``, ``gather``, ``reduce``, ``send_recv``) returning its work token;
         ``attrs`` are its integer (axis, root, scatter_axis) and string (reduction) attributes."""
@@ -165,7 +165,7 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
         with self._at():
             return DeviceIndexOp.emit(list(mesh))
 
-    def shift(self, input: Tensor, output: Tensor, offset: Union[int, ir.Value], team: Sequence[int], *, backend: str = "nccl", copies: Optional[int] = None, signal: Optional[str] = None) -> ir.Value:
+    def shift(self, input: Tensor, output: Tensor, offset: int | ir.Value, team: Sequence[int], *, backend: str = "nccl", copies: int | None = None, signal: str | None = None) -> ir.Value:
         """Receive the input of team position ``(me + offset) mod n`` into ``output``, send
         ours to ``(me - offset) mod n``; returns the work token (see hir.dialect.p2p)."""
         offset = self._index(offset, "shift: offset")
@@ -183,7 +183,7 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
             return BarrierOp.emit(ir.DenseI64ArrayAttr.get(list(team)), ir.StringAttr.get(backend))
 
 
-def _attr(value: Union[int, str]) -> ir.Attribute:
+def _attr(value: int | str) -> ir.Attribute:
     if isinstance(value, str):
         return ir.StringAttr.get(value)
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)

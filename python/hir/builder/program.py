@@ -6,10 +6,10 @@ run-time errors read ``my_program.py:12:9: error: ...``."""
 import numbers
 import os
 import sys
-
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Literal, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
@@ -48,14 +48,14 @@ TORCH_DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16"
                 "torch.int32": "i32", "torch.int64": "i64"}
 
 
-def Shard(mesh: Sequence[int], axis: Optional[int] = None) -> Sharding:
+def Shard(mesh: Sequence[int], axis: int | None = None) -> Sharding:
     """Placement on a 1-D device mesh, split along ``axis`` (None: replicated)."""
     return Sharding(tuple(mesh), axis)
 
 
 Dim = int | None  # None: a dynamic extent
 # An element type: "f32", "f16", "bf16", "f64", "i32", "i64", the torch dtype of one, or an MLIR type
-DType = Union[str, "torch.dtype", ir.Type]  # noqa: UP007 - torch.dtype named as text: the builder does not import torch
+DType = Union[str, "torch.dtype", ir.Type]
 # A compute op's output placement: "same" (the default) infers it from the operands, as each
 # method says; a Sharding places it; None leaves it unplaced.
 Placement = Literal["same"] | Sharding | None
@@ -77,20 +77,20 @@ class Tensor:
         return [None if d == DYNAMIC else d for d in self.type.shape]
 
     @property
-    def sharding(self) -> Optional[Sharding]:
+    def sharding(self) -> Sharding | None:
         return sharding_of(self.type)
 
 
 class ProgramBuilder:
     """Builds one ``func.func`` (default ``@main``) in a fresh module and context."""
 
-    def __init__(self, name: str = "main", context: Optional[ir.Context] = None) -> None:
+    def __init__(self, name: str = "main", context: ir.Context | None = None) -> None:
         self.context = context or new_context()
         self._loc = caller_location(self.context)
         self.name = name
         self._inputs: list[ir.Type] = []
         self._outputs: list[Tensor] = []
-        self._finished_at: Optional[str] = None  # where finish() was called
+        self._finished_at: str | None = None  # where finish() was called
         with self.context, self._loc:
             self.module = ir.Module.create()
             # The signature grows as inputs and outputs are added (see _sync_signature).
@@ -121,7 +121,7 @@ class ProgramBuilder:
         with self._at():
             return arith.ConstantOp(ir.IndexType.get(), value).result
 
-    def _index(self, value: Union[int, ir.Value], what: str) -> ir.Value:
+    def _index(self, value: int | ir.Value, what: str) -> ir.Value:
         """``value`` as an ``index`` value: an int becomes a constant."""
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
             return self.index(int(value))
@@ -131,7 +131,7 @@ class ProgramBuilder:
             got = f"a value of type {value.type}" if isinstance(value, ir.Value) else f"{type(value).__name__} {value!r}"
             raise ValueError(f"{what} must be an int or an index value, got {got}")
 
-    def _mem_type(self, shape: Sequence[Dim], dtype: DType, sharding: Optional[Sharding]) -> ir.MemRefType:
+    def _mem_type(self, shape: Sequence[Dim], dtype: DType, sharding: Sharding | None) -> ir.MemRefType:
         dtype = TORCH_DTYPES.get(str(dtype), dtype) if type(dtype).__module__ == "torch" else dtype
         if not isinstance(dtype, ir.Type) and not (isinstance(dtype, str) and dtype in DTYPES):
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, a torch dtype of those or an MLIR type, got {dtype!r}")
@@ -142,7 +142,7 @@ class ProgramBuilder:
         return ir.MemRefType.get(dims, element, memory_space=sharding.attr() if sharding else None)
 
     # -- program inputs and outputs ------------------------------------------------------
-    def input(self, shape: Sequence[Dim], dtype: DType = "f32", sharding: Optional[Sharding] = None) -> Tensor:
+    def input(self, shape: Sequence[Dim], dtype: DType = "f32", sharding: Sharding | None = None) -> Tensor:
         """A program input with global ``shape`` (None = dynamic) placed by ``sharding``;
         ``dtype``: ``"f32"``, ``"f16"``, ``"bf16"``, ``"f64"``, ``"i32"``, ``"i64"``, the
         torch dtype of one of those (``torch.float32``) or an MLIR type."""
@@ -183,7 +183,7 @@ class ProgramBuilder:
         return self.module
 
     # -- allocation ----------------------------------------------------------------------
-    def alloc(self, sizes: Sequence[Union[int, ir.Value]], dtype: DType = "f32", sharding: Optional[Sharding] = None) -> Tensor:
+    def alloc(self, sizes: Sequence[int | ir.Value], dtype: DType = "f32", sharding: Sharding | None = None) -> Tensor:
         """``memref.alloc``; a size given as an index value makes that dimension dynamic."""
         with self._at():
             bad = [d for d in sizes if not (isinstance(d, int) or (isinstance(d, ir.Value) and isinstance(d.type, ir.IndexType)))]
@@ -201,18 +201,18 @@ class ProgramBuilder:
             memref.DeallocOp(tensor.value)
 
     # -- program-level compute ops -------------------------------------------------------
-    def _annotate(self, op: ir.OpView, stream_axis: Optional[int]) -> None:
+    def _annotate(self, op: ir.OpView, stream_axis: int | None) -> None:
         if stream_axis is not None:
             op.operation.attributes[STREAM_AXIS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), stream_axis)
 
-    def set(self, x: Tensor, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def set(self, x: Tensor, *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None) -> Tensor:
         """A copy of ``x``; a different ``sharding`` makes it a resharding (communication)."""
         out = out or self.alloc(x.sizes, x.type.element_type, x.sharding if sharding == "same" else sharding)
         with self._at():
             self._annotate(SetOp(x.value, out.value), stream_axis)
         return out
 
-    def binary(self, kind: str, lhs: Tensor, rhs: Tensor, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def binary(self, kind: str, lhs: Tensor, rhs: Tensor, *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None) -> Tensor:
         """Elementwise ``kind`` (add, sub, mul, div, max, min) with broadcasting. By default
         the output is split like the first split operand (axes right-aligned), else
         replicated on an operand's mesh, else unplaced."""
@@ -242,7 +242,7 @@ class ProgramBuilder:
         """``lhs / rhs``: :meth:`binary` ``"div"`` (same keywords)."""
         return self.binary("div", lhs, rhs, **kw)
 
-    def reduction(self, kind: str, x: Tensor, axes: Sequence[int], *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def reduction(self, kind: str, x: Tensor, axes: Sequence[int], *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None) -> Tensor:
         """``x.<kind>(axes)`` (sum, prod, max, min); the reduced axes are dropped. By
         default the output keeps ``x``'s mesh: split along the same (shifted) axis, or
         replicated when a split axis is reduced (that reduction is a communication)."""
@@ -272,7 +272,7 @@ class ProgramBuilder:
         """``x.amin(axes)``: :meth:`reduction` ``"min"`` (same keywords)."""
         return self.reduction("min", x, axes, **kw)
 
-    def matmul(self, a: Tensor, b: Tensor, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def matmul(self, a: Tensor, b: Tensor, *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None) -> Tensor:
         """``torch.matmul(a, b)``: a 1-D operand is a vector (``[M, K] @ [K]`` is ``[M]``,
         ``[K] @ [K, N]`` is ``[N]``, ``[K] @ [K]`` a scalar), higher ranks batches of
         matrices. By default the output keeps ``a``'s split of a batch or M axis, or ``b``'s
@@ -293,7 +293,7 @@ class ProgramBuilder:
             self._annotate(MatmulOp(a.value, b.value, out.value), stream_axis)
         return out
 
-    def linear(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, sharding: Placement = "same", stream_axis: Optional[int] = None, out: Optional[Tensor] = None) -> Tensor:
+    def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None, *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None) -> Tensor:
         """``torch.nn.functional.linear(x, weight, bias)``: x [..., K], weight [N, K]. The
         output's default placement follows :meth:`matmul` (weight's N is its axis 0)."""
         sizes = list(x.sizes[:-1]) + [weight.sizes[0]]
@@ -319,7 +319,7 @@ def _broadcast_sizes(a: list, b: list, shape: list[int]) -> list:
     return out[::-1]
 
 
-def _elementwise_sharding(operands: Sequence[Tensor], rank: int) -> Optional[Sharding]:
+def _elementwise_sharding(operands: Sequence[Tensor], rank: int) -> Sharding | None:
     """The first operand split's axis in output coordinates, else replicated on the first
     operand mesh, else None."""
     for x in operands:
@@ -330,7 +330,7 @@ def _elementwise_sharding(operands: Sequence[Tensor], rank: int) -> Optional[Sha
     return None if placed is None else Sharding(placed.mesh, None)
 
 
-def _matmul_sharding(a: Optional[Sharding], rank_a: int, b: Optional[Sharding], rank_b: int, rank: int) -> Optional[Sharding]:
+def _matmul_sharding(a: Sharding | None, rank_a: int, b: Sharding | None, rank_b: int, rank: int) -> Sharding | None:
     """The output placement a matmul computes locally: ``a``'s batch / M split, ``b``'s N
     split, else replicated on the operands' mesh (None without one). The output ends with
     ``a``'s axes but K, then N unless ``b`` is a vector."""
@@ -342,7 +342,7 @@ def _matmul_sharding(a: Optional[Sharding], rank_a: int, b: Optional[Sharding], 
     return None if placed is None else Sharding(placed.mesh, None)
 
 
-def _reduced_sharding(sharding: Optional[Sharding], axes: list[int]) -> Optional[Sharding]:
+def _reduced_sharding(sharding: Sharding | None, axes: list[int]) -> Sharding | None:
     if sharding is None or sharding.axis is None:
         return sharding
     if sharding.axis in axes:

@@ -13,8 +13,9 @@ verifiers expect them, placements by the view's dim map (a split follows its axi
 
 from __future__ import annotations  # Tensor is named for type checking only
 
+from collections.abc import Sequence
 from math import prod
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING
 
 from torch_mlir import ir
 from torch_mlir.dialects import memref
@@ -41,7 +42,7 @@ def _times(a: int, b: int) -> int:
     return DYNAMIC if DYNAMIC in (a, b) else a * b
 
 
-def _layout(shape: list[int], strides: list[int], offset: int) -> Optional[ir.Attribute]:
+def _layout(shape: list[int], strides: list[int], offset: int) -> ir.Attribute | None:
     """None (identity) for a dense row-major view at offset 0, else a strided layout."""
     dense, running = [], 1
     for extent in reversed(shape):
@@ -69,7 +70,7 @@ class ViewBuilder(_Builder):
 
         def alias_select(self, x: Tensor, index: int | ir.Value, axis: int) -> Tensor: ...
 
-    def subview(self, x: Tensor, offsets: Sequence[Size], sizes: Sequence[Size], strides: Optional[Sequence[Size]] = None, *, drop: Sequence[int] = ()) -> Tensor:
+    def subview(self, x: Tensor, offsets: Sequence[Size], sizes: Sequence[Size], strides: Sequence[Size] | None = None, *, drop: Sequence[int] = ()) -> Tensor:
         """``memref.subview``: ``sizes[i]`` elements from ``offsets[i]`` every ``strides[i]``
         along each axis; ``drop`` lists extent-1 axes to remove (a rank-reducing subview). On
         a split buffer, axes dropped before the split axis are taken by ``hir.alias_select``
@@ -201,7 +202,7 @@ class ViewBuilder(_Builder):
         return type(x)(view, list(ir.MemRefType(view.type).shape))
 
 
-def _grouping(wide: list[int], narrow: list[int]) -> Optional[list[list[int]]]:
+def _grouping(wide: list[int], narrow: list[int]) -> list[list[int]] | None:
     """Groups of adjacent ``wide`` axes whose products are ``narrow``'s extents, if any."""
     groups, axis = [], 0
     for extent in narrow:

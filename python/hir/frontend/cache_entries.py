@@ -20,9 +20,10 @@ import shutil
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
+
 from hir.core import parse
 from hir.frontend.torch_import import TorchProgram
 
@@ -63,7 +64,7 @@ def store_entry(entry: Path, key: str, program: Any) -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def load_entry(entry: Path, key: str) -> Optional[Any]:
+def load_entry(entry: Path, key: str) -> Any | None:
     """The TorchProgram stored as ``entry`` for key ``key``; None when there is none, or
     (with a warning) when it fails its digest or cannot be loaded."""
     if not entry.is_dir():

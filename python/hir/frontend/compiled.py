@@ -23,8 +23,8 @@ graph: no copies of the state in or out, :mod:`hir.interpreter.graph`) and from 
 call is the input copies and one graph replay, with no per-argument checks.
 """
 
-from collections.abc import Mapping
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch
 from torch_mlir import ir
@@ -33,11 +33,10 @@ from torch_mlir.dialects import func
 from hir.core import HirError
 from hir.frontend.output_tree import rebuild
 from hir.interpreter import Program
-from hir.interpreter.backends.process_groups import default_device
-from hir.interpreter.kernels import warm_compile_workers
+from hir.interpreter.backends.process_groups import default_device, world
 from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
-from hir.interpreter.backends.process_groups import world
 from hir.interpreter.inputs import shard
+from hir.interpreter.kernels import warm_compile_workers
 
 
 class CompiledProgram:
@@ -45,7 +44,7 @@ class CompiledProgram:
     module returns, ``fn.run(*inputs)`` the list of ``@main``'s results
     (``program.output_names``). See the module docstring."""
 
-    def __init__(self, program: Any, state: Mapping, *, device: Optional[str] = None, lower: bool = True, **options: Any) -> None:
+    def __init__(self, program: Any, state: Mapping, *, device: str | None = None, lower: bool = True, **options: Any) -> None:
         if not isinstance(state, Mapping):
             raise HirError(f"error: compile: the state must be a dict of tensors (program.state(module) or module.state_dict()), got {type(state).__name__}")
         try:

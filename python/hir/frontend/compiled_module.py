@@ -35,14 +35,14 @@ follows the module's parameters.
 import inspect
 import sys
 import warnings
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
 from hir.core import HirError
 from hir.dialect.context import api_stacklevel
-from hir.frontend.output_tree import rebuild
 from hir.frontend.import_cache import cached_from_torch
+from hir.frontend.output_tree import rebuild
 
 RECOMPILE_LIMIT = 8  # programs per compiled module (torch._dynamo.config.recompile_limit's default)
 
@@ -202,7 +202,7 @@ class _Guard:
     def stale(self) -> bool:
         return any(table.get(name) is not tensor or tensor.data_ptr() != pointer for table, name, tensor, pointer in self.entries)
 
-    def grad_anchor(self, args: tuple) -> Optional[torch.Tensor]:
+    def grad_anchor(self, args: tuple) -> torch.Tensor | None:
         """A parameter or input that requires grad (None: none does)."""
         return next((t for t in (*self.parameters, *args) if isinstance(t, torch.Tensor) and t.requires_grad), None)
 
@@ -222,7 +222,7 @@ class _NoBackward(torch.autograd.Function):
                        "train with hir.train_step, or call the compiled module under torch.no_grad() for inference", _backward_caller())
 
 
-def _backward_caller() -> Optional[str]:
+def _backward_caller() -> str | None:
     """``file:line`` of the user's ``backward()`` call: the innermost frame outside torch and
     hir (None where the backward runs on an autograd thread)."""
     frame = sys._getframe(1)

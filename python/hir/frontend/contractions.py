@@ -27,7 +27,7 @@ hir-p2p-pipeline pipelines (plain hir-lower runs its collectives whole):
   rows' axes fold into one (``[S, D, T/S * B, N]``: one GEMM per step).
 """
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
@@ -46,12 +46,12 @@ _VIEW = torch_dialect.AtenViewOp.OPERATION_NAME
 _RESHAPE = torch_dialect.AtenReshapeOp.OPERATION_NAME
 
 
-def _attr(part, splits: Sequence[Optional[int]]) -> ir.Attribute:
+def _attr(part, splits: Sequence[int | None]) -> ir.Attribute:
     """The ``#hir.shard`` of ``splits`` (one per mesh axis) on the plan's mesh."""
     return part.plan.grid.sharding(splits).attr()
 
 
-def _local_shape(part, shape: Sequence[int], splits: Sequence[Optional[int]]) -> list[int]:
+def _local_shape(part, shape: Sequence[int], splits: Sequence[int | None]) -> list[int]:
     return part.plan.grid.sharding(splits).local_shape(shape)
 
 
@@ -247,7 +247,7 @@ def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: i
     return out
 
 
-def _outer_view(part, source: ir.Value, k: int, before: int, ones: int, rows: int, fold: bool, loc: ir.Location) -> Optional[ir.Value]:
+def _outer_view(part, source: ir.Value, k: int, before: int, ones: int, rows: int, fold: bool, loc: ir.Location) -> ir.Value | None:
     """:func:`_outer`'s layout as views of ``source`` where no transpose is needed (no
     copy): the rows viewed as ``[S, T/S, ...]`` (and folded) by ``hir.alias_reshape``, the
     devices' shards of the axis split over mesh axis ``k`` stacked at the mesh axis's place

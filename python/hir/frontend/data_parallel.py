@@ -23,7 +23,8 @@ one process on the whole batch. The marks are ``torch.ops.hir.redistribute``
 """
 
 import contextlib
-from typing import Any, Callable, Iterator, Optional, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 from torch.distributed.tensor import Replicate, Shard
@@ -63,14 +64,14 @@ def placements(mode: str, state: dict, batch: Sequence[torch.Tensor], devices: i
     return out
 
 
-def gather(mode: str, parameter: torch.Tensor, name: str, placement: Optional[str] = None) -> torch.Tensor:
+def gather(mode: str, parameter: torch.Tensor, name: str, placement: str | None = None) -> torch.Tensor:
     """``parameter`` as the loss reads it: whole (an all-gather of the devices' rows; on a
     2-D mesh ``placement``, gathered along the data-parallel axis) with ``"fully_shard"``;
     itself with ``"replicate"``."""
     return redistribute(parameter, placement or "Replicate()", name) if mode == "fully_shard" else parameter
 
 
-def reduce_gradient(mode: str, gradient: torch.Tensor, name: str, placement: Optional[str] = None) -> torch.Tensor:
+def reduce_gradient(mode: str, gradient: torch.Tensor, name: str, placement: str | None = None) -> torch.Tensor:
     """``gradient`` (a sum over each device's rows of the batch) as the update reads it:
     summed over the devices, whole (``"replicate"``: an allreduce) or this device's rows
     (``"fully_shard"``: a reduce-scatter); on a 2-D mesh as ``placement`` says (summed
@@ -81,7 +82,7 @@ def reduce_gradient(mode: str, gradient: torch.Tensor, name: str, placement: Opt
 
 
 def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.Tensor], whole: Sequence[torch.Tensor], names: Sequence[str],
-                placements: Optional[Sequence[Optional[str]]] = None):
+                placements: Sequence[str | None] | None = None):
     """A context in which the loss's autograd saves no gathered parameter, nor a tensor
     derived from one, for the backward (``"fully_shard"`` with ``reshard_after_forward``):
     a tensor the backward would read that is a gathered parameter in ``whole``, its
@@ -117,7 +118,7 @@ def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.T
     return _traced_hooks(pack, unpack)
 
 
-def _derived(saved: torch.Tensor, whole: Sequence[torch.Tensor]) -> Optional[tuple]:
+def _derived(saved: torch.Tensor, whole: Sequence[torch.Tensor]) -> tuple | None:
     """``(i, steps)`` when autograd made ``saved`` from ``whole[i]`` by 2-D transposes and
     one dtype cast (``steps``: ``"t"`` or the dtype, from the parameter out), else None."""
     steps: list = []
@@ -153,7 +154,7 @@ def _traced_hooks(pack: Callable[[torch.Tensor], Any], unpack: Callable[[Any], t
         torch._C._autograd._saved_tensors_hooks_set_tracing(prior)
 
 
-def reading(model: torch.nn.Module, names: Sequence[str], whole: Sequence[torch.Tensor], mode: Optional[str]):
+def reading(model: torch.nn.Module, names: Sequence[str], whole: Sequence[torch.Tensor], mode: str | None):
     """A context in which ``model``'s parameters ``names`` are ``whole`` (the gathered
     tensors, tied parameters alike) while the loss is computed; nothing to swap unless
     ``"fully_shard"``."""

@@ -18,7 +18,6 @@ ops as a ``!torch.int`` through ``builtin.unrealized_conversion_cast``.
 """
 
 from math import prod
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, builtin
@@ -58,7 +57,7 @@ def part_index(grid, mesh_axes: list[int]) -> ir.Value:
     return index
 
 
-def is_local_slice(have: Optional[Sharding], want: Optional[Sharding]) -> bool:
+def is_local_slice(have: Sharding | None, want: Sharding | None) -> bool:
     """Whether ``want`` only splits dims that ``have`` holds whole (replicated -> split on
     some mesh axes, equal on the others): each device slices its part."""
     if have is None or want is None or have.mesh != want.mesh or have.uneven or want.uneven:

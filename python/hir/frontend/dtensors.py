@@ -10,8 +10,9 @@ back on exit; the placements read here place the program instead.
 """
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import torch
 
@@ -30,7 +31,7 @@ class Distributed:
         if len(meshes) > 1:
             raise HirError(f"error: the DTensor parameters of {type(module).__name__} live on {len(meshes)} different meshes; hir needs one")
         self.placements = {n: p for n, (p, _) in found.items()}
-        self.mesh: Optional[Any] = meshes.pop() if meshes else None
+        self.mesh: Any | None = meshes.pop() if meshes else None
         self.plan: dict = {}
         if found:  # an HF model its own TP distributed (it keeps its mesh); parallelize_module's styles are hooks
             self.plan = next((dict(m._tp_plan) for m in module.modules() if getattr(m, "_tp_plan", None) and getattr(m, "_device_mesh", None) is not None), {})
@@ -77,7 +78,10 @@ def dtensor_placements(module: torch.nn.Module) -> dict:
     parameter on a sub-mesh (``parallelize_module(m, mesh2d["tp"], plan)``) is placed on
     the root mesh: its placement on the sub-mesh's dimensions, replicated on the others."""
     try:
-        from torch.distributed.tensor import DTensor, Replicate  # torch.distributed loads only for sharded or multi-rank work
+        from torch.distributed.tensor import (  # torch.distributed loads only for sharded or multi-rank work
+            DTensor,
+            Replicate,
+        )
     except ImportError:  # pragma: no cover - torch without distributed
         return {}
     found = {}
@@ -108,7 +112,7 @@ class StyleHooks:
     kind: str
     inputs: tuple = ()
     outputs: tuple = ()
-    use_local_output: Optional[bool] = None
+    use_local_output: bool | None = None
 
 
 def parallel_styles(module: torch.nn.Module) -> dict[str, StyleHooks]:

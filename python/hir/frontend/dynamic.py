@@ -20,7 +20,8 @@ and :func:`hir.frontend.placements.shard_arguments`).
 """
 
 import inspect
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch_mlir import ir
@@ -34,7 +35,7 @@ from hir.dialect.irutils import dim, index_arith, index_const
 Expr = Any  # a sympy expression, or an int for a static extent
 
 
-def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dynamic: Optional[dict], keywords: Sequence[str] = ()) -> tuple[Optional[tuple], dict]:
+def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dynamic: dict | None, keywords: Sequence[str] = ()) -> tuple[tuple | None, dict]:
     """torch.export's ``dynamic_shapes`` for the example arguments (one entry each: the
     positional ones, then the keyword inputs ``keywords``), from either form, None when
     neither is given; and the dynamic dims of state entries (``dynamic=`` naming a parameter
@@ -57,7 +58,7 @@ def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dyn
     return tuple(dynamic_shapes), {}
 
 
-def dim_info(spec: Optional[tuple], index: int, axis: int, expr: Any) -> tuple:
+def dim_info(spec: tuple | None, index: int, axis: int, expr: Any) -> tuple:
     """(name, min, max) of dynamic dim ``axis`` of input ``index``: the user's ``Dim``'s name
     (else the export's symbol) and its declared bounds (None where it declares none), which
     a run enforces."""

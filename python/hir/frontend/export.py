@@ -27,16 +27,16 @@ import functools
 import io
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import torch
 
 from hir.core import HirError
-from hir.frontend.output_tree import flatten_with_tree
 from hir.frontend.flash_rewrite import flash_attention_ops
-from hir.frontend.fx_rewrites import forward_copies, fuse_projections, group_query_heads
-from hir.frontend.fx_rewrites import drop_metadata_checks
+from hir.frontend.fx_rewrites import drop_metadata_checks, forward_copies, fuse_projections, group_query_heads
+from hir.frontend.output_tree import flatten_with_tree
 
 
 @dataclass
@@ -100,8 +100,8 @@ class _Functional(torch.nn.Module):
         return tuple(tensors)
 
 
-def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: Optional[dict] = None, dynamic_shapes: Optional[Sequence[Any]] = None, keywords: Sequence[str] = (),
-           group_heads: bool = False, fuse: bool = False, keep_composites: bool = True, state_shapes: Optional[dict] = None) -> Exported:
+def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: dict | None = None, dynamic_shapes: Sequence[Any] | None = None, keywords: Sequence[str] = (),
+           group_heads: bool = False, fuse: bool = False, keep_composites: bool = True, state_shapes: dict | None = None) -> Exported:
     """The functionalized export of ``module(*example_args, **kwargs)`` (see the module
     docstring); the last ``len(keywords)`` example arguments are keyword inputs (graph
     inputs too), ``kwargs`` constant keyword arguments; ``dynamic_shapes``: one torch.export
@@ -158,7 +158,10 @@ def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any,
     too, and ``native_layer_norm_backward`` (:func:`_training_decompositions`)."""
     try:
         from torch.export._trace import _export  # torch.export's internals load only when a module is exported
-        from torch.export.exported_program import _override_composite_implicit_decomp, _split_decomp_table_to_cia_and_python_decomp  # torch.export's internals load only when a module is exported
+        from torch.export.exported_program import (  # torch.export's internals load only when a module is exported
+            _override_composite_implicit_decomp,
+            _split_decomp_table_to_cia_and_python_decomp,
+        )
     except ImportError:
         program = torch.export.export(module, args, dynamic_shapes=dynamic_shapes, strict=False)
         program = program.run_decompositions({}) if keep_composites else program.run_decompositions()
@@ -202,7 +205,10 @@ def _training_decompositions() -> dict:
 def _read_only_state(program: torch.export.ExportedProgram, count: int) -> set:
     """The placeholder names of the first ``count`` inputs (the module's state) that the
     program does not write (its weights, not a KV cache)."""
-    from torch.export.graph_signature import InputKind, OutputKind  # torch.export's internals load only when a module is exported
+    from torch.export.graph_signature import (  # torch.export's internals load only when a module is exported
+        InputKind,
+        OutputKind,
+    )
 
     sig = program.graph_signature
     state = [s.arg.name for s in sig.input_specs if s.kind == InputKind.USER_INPUT][:count]
@@ -254,7 +260,10 @@ def _signature(program: torch.export.ExportedProgram, names: list[str]) -> tuple
     """(argument names, lifted constants' values, mutated argument per leading output) of
     ``program``, whose graph inputs are the constants it lifted (tensors the module makes in
     ``forward``) then the wrapper's arguments: each constant becomes a state entry too."""
-    from torch.export.graph_signature import InputKind, OutputKind  # torch.export's internals load only when a module is exported
+    from torch.export.graph_signature import (  # torch.export's internals load only when a module is exported
+        InputKind,
+        OutputKind,
+    )
 
     sig = program.graph_signature
     arguments, constants = [], {}

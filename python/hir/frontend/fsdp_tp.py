@@ -21,8 +21,9 @@ gradient's mark sums the partial gradient over axis 0 only, so the update reads 
 device's 2-D shard of it and of the optimizer state.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import torch
 from torch.distributed.tensor import Replicate, Shard

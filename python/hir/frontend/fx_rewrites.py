@@ -29,7 +29,8 @@ the same layout is that value.
 
 import contextlib
 import logging
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -54,7 +55,7 @@ def group_query_heads(graph: torch.fx.Graph) -> int:
     return count
 
 
-def _repeated(node: Any) -> Optional[tuple[Any, int]]:
+def _repeated(node: Any) -> tuple[Any, int] | None:
     """(the KV tensor, its repeat count ``G``) when ``node`` is ``repeat_kv`` of it."""
     if node.op != "call_function" or node.target not in (aten.reshape.default, aten._unsafe_view.default, aten.view.default):
         return None
@@ -73,7 +74,7 @@ def _repeated(node: Any) -> Optional[tuple[Any, int]]:
     return source, sizes[2]
 
 
-def _shape(node: Any) -> Optional[tuple]:
+def _shape(node: Any) -> tuple | None:
     value = node.meta.get("val") if hasattr(node, "meta") else None
     return tuple(value.shape) if isinstance(value, torch.Tensor) else None
 

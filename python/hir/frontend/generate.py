@@ -43,7 +43,7 @@ a new bucket builds a plan, it imports nothing); the import is cached on disk
 """
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -67,8 +67,8 @@ class GenerateOutput:
     with its default (dynamic) cache; HF's static cache holds the same in its first positions."""
 
     sequences: torch.Tensor
-    scores: Optional[tuple] = None
-    logits: Optional[tuple] = None
+    scores: tuple | None = None
+    logits: tuple | None = None
     cache: Any = None
 
     @property
@@ -82,14 +82,14 @@ def generate(
     input_ids: torch.Tensor,
     *,
     generation_config: Any = None,
-    attention_mask: Optional[torch.Tensor] = None,
+    attention_mask: torch.Tensor | None = None,
     streamer: Any = None,
-    return_dict_in_generate: Optional[bool] = None,
-    output_scores: Optional[bool] = None,
-    output_logits: Optional[bool] = None,
-    device: Optional[str] = None,
-    max_cache_len: Optional[int] = None,
-    compile_options: Optional[dict] = None,
+    return_dict_in_generate: bool | None = None,
+    output_scores: bool | None = None,
+    output_logits: bool | None = None,
+    device: str | None = None,
+    max_cache_len: int | None = None,
+    compile_options: dict | None = None,
     **kwargs: Any,
 ) -> Any:
     """``model.generate(input_ids, ...)`` through hir (see the module docstring). HF's
@@ -162,7 +162,7 @@ def _new_tokens(model: torch.nn.Module, config: Any, prompt: int, default_length
 _POSITION_TABLES = ("wpe", "embed_positions", "position_embeddings")  # HF's names of a learned position embedding
 
 
-def _position_limit(model: torch.nn.Module) -> Optional[int]:
+def _position_limit(model: torch.nn.Module) -> int | None:
     """How many positions the model's learned position table holds (GPT-2's ``n_positions``,
     OPT's ``max_position_embeddings``); None where positions are computed (rotary, ALiBi:
     any length runs, as in HF)."""
@@ -174,7 +174,7 @@ def _position_limit(model: torch.nn.Module) -> Optional[int]:
     return limit if tables else None
 
 
-def _attention_mask(model: torch.nn.Module, config: Any, attention_mask: Optional[torch.Tensor], input_ids: torch.Tensor) -> torch.Tensor:
+def _attention_mask(model: torch.nn.Module, config: Any, attention_mask: torch.Tensor | None, input_ids: torch.Tensor) -> torch.Tensor:
     """The prompt's attention mask as HF's ``generate`` makes it, with HF's warnings (its
     own ``_prepare_special_tokens`` and ``_prepare_attention_mask_for_generation``, and its
     right-padding check): the given one, else zeros where the ids are ``pad_token_id``
@@ -197,7 +197,7 @@ def _attention_mask(model: torch.nn.Module, config: Any, attention_mask: Optiona
     return model._prepare_attention_mask_for_generation(input_ids, config, {})
 
 
-def _padding(attention_mask: torch.Tensor) -> Optional[torch.Tensor]:
+def _padding(attention_mask: torch.Tensor) -> torch.Tensor | None:
     """The prompt's attention mask where it has padding (zeros: a left-padded batch of
     prompts of different lengths); None where there is none (all ones)."""
     if not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
@@ -211,7 +211,7 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-def _decode(gen: Generator, input_ids: torch.Tensor, mask: Optional[torch.Tensor], new: int, config: Any, streamer: Any, as_dict: bool, keep: tuple) -> Any:
+def _decode(gen: Generator, input_ids: torch.Tensor, mask: torch.Tensor | None, new: int, config: Any, streamer: Any, as_dict: bool, keep: tuple) -> Any:
     """The decoding loop (see the module docstring); ``mask``: the prompt's padding;
     ``keep``: what a :class:`GenerateOutput` holds besides the sequences (``"scores"``, ``"logits"``)."""
     batch, prompt = input_ids.shape

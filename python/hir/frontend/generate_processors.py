@@ -8,7 +8,7 @@ beam search, assisted decoding) hir.generate does not run, with the value that t
 off; a config setting one is refused by name (:func:`refuse_unsupported`).
 """
 
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -33,7 +33,7 @@ def refuse_unsupported(config: Any) -> None:
                            f"top-k, top-p, min-p, repetition_penalty, no_repeat_ngram_size and minimum lengths; leave {key} at {off!r})")
 
 
-def logits_processors(config: Any, prompt: int, eos: Optional[torch.Tensor], attention_mask: Optional[torch.Tensor]) -> Any:
+def logits_processors(config: Any, prompt: int, eos: torch.Tensor | None, attention_mask: torch.Tensor | None) -> Any:
     """HF's ``LogitsProcessorList`` for ``config`` and a prompt of ``prompt`` positions
     (``attention_mask``: the call's, whose leading zeros the repetition penalty skips, as
     HF's), in ``GenerationMixin._get_logits_processor``'s order."""

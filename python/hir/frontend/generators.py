@@ -26,7 +26,7 @@ written in place.
 
 import warnings
 import weakref
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -47,11 +47,11 @@ class ModelPrograms:
     def __init__(self, model: torch.nn.Module, padded: bool) -> None:
         self.model = weakref.ref(model)
         self.padded = padded
-        self.per_bucket: Optional[str] = None  # why the step is imported per bucket (None: it is not)
-        self.prefill_refused: Optional[str] = None  # why there is no causal prefill program (warned once)
+        self.per_bucket: str | None = None  # why the step is imported per bucket (None: it is not)
+        self.prefill_refused: str | None = None  # why there is no causal prefill program (warned once)
         self._decode: Any = None
         self._prefill: Any = None
-        self._example: Optional[StaticCacheStep] = None
+        self._example: StaticCacheStep | None = None
 
     def example_step(self) -> StaticCacheStep:
         """The step the shared programs are imported from (the example's cache)."""
@@ -132,7 +132,7 @@ class Generator:
     """The compiled decoding program of ``model`` for one batch size and cache length."""
 
     def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict, padded: bool = False,
-                 programs: Optional[ModelPrograms] = None) -> None:
+                 programs: ModelPrograms | None = None) -> None:
         from hir.interpreter.kernels import warm_compile_workers
 
         warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
@@ -140,7 +140,7 @@ class Generator:
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
         self.program = self.programs.decode(self.step)
         try:  # the causal prefill takes no mask: a padded batch prefills through the decode program
-            self.prefill_module: Optional[StaticCachePrefill] = None if padded or self.programs.prefill_refused else StaticCachePrefill(self.step)
+            self.prefill_module: StaticCachePrefill | None = None if padded or self.programs.prefill_refused else StaticCachePrefill(self.step)
         except PrefillRefused:
             self.prefill_module = None
         self.prefill_program: Any = None  # imported (or shared) at the first prefill
@@ -193,7 +193,7 @@ class Generator:
 _GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
 
 
-def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: Optional[str] = None, max_cache_len: Optional[int] = None, options: Optional[dict] = None,
+def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: str | None = None, max_cache_len: int | None = None, options: dict | None = None,
               padded: bool = False) -> Generator:
     """The cached :class:`Generator` of ``model`` for ``batch_size`` rows of ``tokens``
     positions (see the module docstring); ``padded``: its programs take a padding mask."""

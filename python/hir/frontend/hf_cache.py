@@ -21,7 +21,6 @@ a GPT-2 / GPT-NeoX / OPT config carrying an unused ``num_key_value_heads``).
 """
 
 import inspect
-from typing import Optional
 
 import torch
 
@@ -45,13 +44,17 @@ def refuse_undecodable(model: torch.nn.Module) -> None:
                        "hir.generate decodes models with whole (unsharded) parameters: load it without tp_plan")
 
 
-def static_cache(model: torch.nn.Module, batch_size: int, max_cache_len: int, keyword: str, dtype: Optional[torch.dtype] = None):
+def static_cache(model: torch.nn.Module, batch_size: int, max_cache_len: int, keyword: str, dtype: torch.dtype | None = None):
     """A transformers ``StaticCache`` for ``model``: ``batch_size`` rows, ``max_cache_len``
     positions in every attention layer, sized by the model's own writes, empty (see the
     module docstring); ``keyword`` is the one ``model.forward`` takes its cache by, ``dtype``
     the cache's (default: the dtype the layers write)."""
     from transformers import StaticCache  # transformers loads only for Hugging Face models (seconds to import)
-    from transformers.cache_utils import DummyLayer, StaticLayer, StaticSlidingWindowLayer  # transformers loads only for Hugging Face models (seconds to import)
+    from transformers.cache_utils import (  # transformers loads only for Hugging Face models (seconds to import)
+        DummyLayer,
+        StaticLayer,
+        StaticSlidingWindowLayer,
+    )
 
     config = model.config.get_text_config()
     cache = StaticCache(max_cache_len=max_cache_len, config=config)

@@ -30,12 +30,11 @@ prefill runs it.
 """
 
 import inspect
-from typing import Optional
+import sys
 
 import torch
 
 from hir.core import HirError
-import sys
 from hir.frontend.hf_cache import refuse_undecodable, static_cache
 
 MIN_TRANSFORMERS = "5.5.1"  # the oldest transformers whose StaticCache the step can hold (module docstring)
@@ -57,7 +56,7 @@ class StaticCacheStep(torch.nn.Module):
     it returns (a copy, ``copy.deepcopy(step)``, holds only its own buffers; an export's
     fake tensors are never left behind)."""
 
-    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: Optional[torch.dtype] = None, logits_to_keep: int = 0) -> None:
+    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: torch.dtype | None = None, logits_to_keep: int = 0) -> None:
         super().__init__()
         require_transformers()
 
@@ -91,8 +90,8 @@ class StaticCacheStep(torch.nn.Module):
             return {}
         return {f"{kind}_cache_{i}": Shard(1) for i in self.cached_layers for kind in ("key", "value")}
 
-    def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
-                position_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Logits of ``input_ids`` (``[batch, tokens]``) at positions ``cache_position``
         (``[tokens]``, the first one also where the cache's valid part ends); a padded batch
         also gives ``attention_mask`` (``[batch, max_cache_len]``, 0 at each row's padding) and
@@ -208,10 +207,12 @@ _PREFILL_CALLS: list = []  # per StaticCachePrefill call in progress: its attent
 _UNSUPPORTED_ATTENTION = ("sliding_window", "softcap", "s_aux", "position_bias")  # attention keywords the prefill cannot honour
 
 
-def prefill_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Optional[torch.Tensor], **kwargs):
+def prefill_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: torch.Tensor | None, **kwargs):
     """:class:`StaticCachePrefill`'s attention: SDPA over the query's own positions (the
     cache's first ``tokens``), causal, no mask."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward  # transformers loads only for Hugging Face models (seconds to import)
+    from transformers.integrations.sdpa_attention import (
+        sdpa_attention_forward,  # transformers loads only for Hugging Face models (seconds to import)
+    )
 
     used = [name for name in _UNSUPPORTED_ATTENTION if kwargs.get(name) is not None]
     if kwargs.get("is_causal", getattr(module, "is_causal", True)) is False:

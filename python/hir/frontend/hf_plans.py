@@ -58,8 +58,9 @@ import contextlib
 import functools
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import torch
 
@@ -74,9 +75,9 @@ class Style:
     ``embedding_columns``, ``replicated``, or None: left to their own entries) and the
     layouts of its ``input`` / ``output`` (DTensor placement text) when the style fixes them."""
 
-    params: Optional[str]
-    input: Optional[str] = None
-    output: Optional[str] = None
+    params: str | None
+    input: str | None = None
+    output: str | None = None
 
 
 WHOLE, TOKENS = "Replicate()", "Shard(1)"
@@ -184,7 +185,9 @@ def _param_placement(params: str, owner: str, ndim: int, bias: bool) -> Any:
     """One parameter's placement (``Shard(dim)``, ``_StridedShard`` for packed halves, or
     ``Replicate()``)."""
     from torch.distributed.tensor import Replicate, Shard  # torch.distributed loads only for sharded or multi-rank work
-    from torch.distributed.tensor.placement_types import _StridedShard  # torch.distributed loads only for sharded or multi-rank work
+    from torch.distributed.tensor.placement_types import (
+        _StridedShard,  # torch.distributed loads only for sharded or multi-rank work
+    )
 
     if params == "replicated" or ndim == 0:
         return Replicate()

@@ -26,21 +26,22 @@ import inspect
 import os
 import stat
 import warnings
+from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import torch
 
+import hir.dialect
 from hir.frontend.cache_entries import load_entry, store_entry
 from hir.frontend.torch_import import from_torch
-import hir.dialect
-from importlib import metadata
 
 _OFF = ("off", "0", "none", "")
 _HERE = Path(__file__).resolve().parent
 
 
-def cache_dir() -> Optional[Path]:
+def cache_dir() -> Path | None:
     """The cache directory ($HIR_CACHE_DIR, default ~/.cache/hir), None when turned off."""
     value = os.environ.get("HIR_CACHE_DIR")
     if value is not None and value.strip().lower() in _OFF:
@@ -48,7 +49,7 @@ def cache_dir() -> Optional[Path]:
     return Path(value) if value else Path.home() / ".cache" / "hir"
 
 
-def refusal(path: Path, status: os.stat_result) -> Optional[str]:
+def refusal(path: Path, status: os.stat_result) -> str | None:
     """Why the folder ``path`` (whose ``os.stat`` is ``status``) may not hold this user's
     cache, None when it may: it must be a folder owned by this user and writable by no one else."""
     if not stat.S_ISDIR(status.st_mode):
@@ -60,14 +61,14 @@ def refusal(path: Path, status: os.stat_result) -> Optional[str]:
     return None
 
 
-def private_folder(path: Path) -> Optional[Path]:
+def private_folder(path: Path) -> Path | None:
     """``path``, created 0700 where missing, when it passes :func:`refusal`; else None,
     with a warning saying why the cache is not used."""
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         status = os.stat(path)
     except OSError as err:
-        why: Optional[str] = f"{path} cannot be created: {err.strerror or err}"
+        why: str | None = f"{path} cannot be created: {err.strerror or err}"
     else:
         why = refusal(path, status)
     if why is None:

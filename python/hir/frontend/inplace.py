@@ -51,7 +51,6 @@ passing it at most once. Anything else (a resharded or sliced argument of a shar
 a new value that is also returned, computed by a compute op, or viewed) keeps the ``hir.set``.
 """
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func
@@ -87,7 +86,7 @@ def write_in_place(sets: list[ir.Operation], functions: dict[str, ir.Operation])
     return done
 
 
-def _segment_write(set_op: ir.Operation, functions: dict) -> Optional[tuple[ir.Operation, ir.Operation, int, Optional[int]]]:
+def _segment_write(set_op: ir.Operation, functions: dict) -> tuple[ir.Operation, ir.Operation, int, int | None] | None:
     """(the call, its kernel segment, the operand it writes ``%new`` through, the operand
     it reads ``%arg`` through or None) when ``set_op`` can go (module docstring)."""
     new, arg = set_op.operands
@@ -121,7 +120,7 @@ def _segment_write(set_op: ir.Operation, functions: dict) -> Optional[tuple[ir.O
     return call, fn, dest, read
 
 
-def _segment(call: ir.Operation, functions: dict) -> Optional[ir.Operation]:
+def _segment(call: ir.Operation, functions: dict) -> ir.Operation | None:
     """The kernel segment (one block) ``call`` calls, or None."""
     if call.name != _CALL:
         return None

@@ -15,7 +15,8 @@ traced by autograd below the hooks, carries no marks.
 
 import contextlib
 import functools
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 from torch_mlir import ir

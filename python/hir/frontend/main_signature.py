@@ -3,10 +3,11 @@ or records: which arguments are read-only parameters (``hir.parameter``), why an
 whose argument is not a tensor cannot be imported, and why a partition failed, in the
 user's terms."""
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
+
 from hir.dialect import PARAMETER_ATTR
 
 
@@ -27,7 +28,7 @@ def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> No
     attrs["arg_attrs"] = ir.ArrayAttr.get(new)
 
 
-def scalar_argument(torch_func: func.FuncOp) -> Optional[str]:
+def scalar_argument(torch_func: func.FuncOp) -> str | None:
     """Why the exported function cannot be imported when an argument is not a tensor (a
     Python int input the export kept as one), else None."""
     args = [str(a.type) for a in torch_func.regions[0].blocks[0].arguments]

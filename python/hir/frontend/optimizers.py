@@ -14,8 +14,8 @@ Scalars are computed in float64 from the hyper-parameters and the step count, th
 the parameter's dtype where they meet a tensor, as torch casts a Python number there.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 

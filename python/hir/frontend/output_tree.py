@@ -15,7 +15,7 @@ is imported or run to rebuild a result) and falls back to a plain dict (a tuple 
 
 import dataclasses
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -62,7 +62,7 @@ def flatten_with_tree(result: Any) -> tuple[list[str], list[torch.Tensor], list]
     return names, tensors, tree
 
 
-def rebuild(tree: Optional[list], values: list) -> Any:
+def rebuild(tree: list | None, values: list) -> Any:
     """``values`` (a run's results, in ``@main``'s order) in the structure ``tree`` records;
     ``values`` as they are where there is no tree (a program loaded from a file)."""
     if tree is None:
@@ -88,7 +88,7 @@ def rebuild(tree: Optional[list], values: list) -> Any:
     return cls(fields)
 
 
-def _cache(cls: Optional[type], layers: list) -> Any:
+def _cache(cls: type | None, layers: list) -> Any:
     """A transformers ``DynamicCache`` holding ``layers`` ((keys, values) per layer); the
     pairs as a tuple for another kind of cache (a ``StaticCache`` needs its config)."""
     if cls is None or cls.__name__ != "DynamicCache":
@@ -107,7 +107,7 @@ def _class_path(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _find_class(path: Optional[str]) -> Optional[type]:
+def _find_class(path: str | None) -> type | None:
     """The class named ``module:qualname`` if its module is imported already, else None."""
     if path is None:
         return None

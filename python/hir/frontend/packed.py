@@ -16,7 +16,6 @@ Anything else would read the pieces in the wrong order: the placer refuses it by
 (a packed value is never resharded; hir-convert-to-communication refuses that too).
 """
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import torch as T
@@ -31,12 +30,12 @@ class PackedError(ValueError):
     """An op that cannot compute on a packed split locally (the message says why)."""
 
 
-def _dim(op: ir.Operation, index: int, rank: int) -> Optional[int]:
+def _dim(op: ir.Operation, index: int, rank: int) -> int | None:
     d = constant_value_or(op.operands[index], None)
     return None if not isinstance(d, int) else d % rank
 
 
-def cut(op: ir.Operation, operands: list, pieces: list[int]) -> Optional[int]:
+def cut(op: ir.Operation, operands: list, pieces: list[int]) -> int | None:
     """The split of the pieces when ``op`` cuts its packed operand 0 into its pieces along
     the packed dim (each piece an ordinary split there), else None."""
     if not operands or pieces[0] < 2 or operands[0][1] is None:
@@ -59,7 +58,7 @@ def cut(op: ir.Operation, operands: list, pieces: list[int]) -> Optional[int]:
     return None
 
 
-def regroup(op: ir.Operation, operands: list, pieces: list[int]) -> Optional[tuple[int, int]]:
+def regroup(op: ir.Operation, operands: list, pieces: list[int]) -> tuple[int, int] | None:
     """(the result's split, its pieces) when ``op`` cuts a packed value into its pieces
     (:func:`cut`: each a plain split) or packs pieces again (:func:`join`), else None."""
     split = cut(op, operands, pieces)
@@ -69,7 +68,7 @@ def regroup(op: ir.Operation, operands: list, pieces: list[int]) -> Optional[tup
     return None if split is None else (split, len(operands))
 
 
-def join(op: ir.Operation, operands: list, pieces: list[int]) -> Optional[int]:
+def join(op: ir.Operation, operands: list, pieces: list[int]) -> int | None:
     """The split of the result when ``op`` concatenates its operands, each split in plain
     blocks along the concatenated dim and of one extent there, into a value packed of them
     (the gradient of a packed value cut into its pieces: each device's block is its part of

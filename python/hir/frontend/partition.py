@@ -43,7 +43,7 @@ otherwise, local size lists in segments on local shards, the contraction forms o
 """
 
 import contextlib
-from typing import Callable, Iterator, Optional, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin, func
@@ -57,7 +57,18 @@ from hir.frontend.dynamic import Sizes
 from hir.frontend.inplace import write_in_place
 from hir.frontend.placement_plan import ComputeStep, Gathered, PartialStep, PlacementPlan, SegmentStep
 from hir.frontend.strategies import STRATEGIES, ComputeSpec, op_key
-from hir.frontend.torch_ir import LIST_CONSTRUCT, buffer_type, constant_value, is_cloned_value, is_tensor, owner, tensor_info, torch_int, torch_op, vtensor
+from hir.frontend.torch_ir import (
+    LIST_CONSTRUCT,
+    buffer_type,
+    constant_value,
+    is_cloned_value,
+    is_tensor,
+    owner,
+    tensor_info,
+    torch_int,
+    torch_op,
+    vtensor,
+)
 
 _CAST = builtin.UnrealizedConversionCastOp.OPERATION_NAME
 
@@ -66,7 +77,7 @@ class Partitioner:
     """Builds the hir module from one torch-dialect function and its placement plan (see the
     module docstring)."""
 
-    def __init__(self, torch_func: func.FuncOp, plan: PlacementPlan, source_name: str = "<torch>", shapes: Optional[dict] = None) -> None:
+    def __init__(self, torch_func: func.FuncOp, plan: PlacementPlan, source_name: str = "<torch>", shapes: dict | None = None) -> None:
         self.src = torch_func
         self.plan = plan
         self.source_name = source_name
@@ -128,10 +139,10 @@ class Partitioner:
     def memref_type(self, value: ir.Value) -> ir.MemRefType:
         return buffer_type(value.type, self.attr(self.plan.of(value)))
 
-    def attr(self, placement: Optional[Sharding]) -> Optional[ir.Attribute]:
+    def attr(self, placement: Sharding | None) -> ir.Attribute | None:
         return None if placement is None else placement.attr()
 
-    def local_type(self, value: ir.Value, placement: Optional[Sharding]) -> ir.Type:
+    def local_type(self, value: ir.Value, placement: Sharding | None) -> ir.Type:
         """The type of ``value`` inside a kernel segment: the local shard of ``placement``."""
         if placement is None:
             return value.type
@@ -144,7 +155,7 @@ class Partitioner:
             raise self.error(at, f"uses {value.get_name()} ({value.type}), which is not a tensor buffer of the program")
         return self.buffers[value]
 
-    def read(self, value: ir.Value, placement: Optional[Sharding], at: ir.Operation, again: bool = False) -> ir.Value:
+    def read(self, value: ir.Value, placement: Sharding | None, at: ir.Operation, again: bool = False) -> ir.Value:
         """The buffer of ``value`` placed as ``placement``: its own, or a resharded copy made
         once per placement: each device's slice where ``placement`` only splits what is
         whole (:func:`~hir.frontend.device_parts.local_slice`), else an ``hir.set``.
@@ -170,7 +181,7 @@ class Partitioner:
             self.copies[key] = buf
         return self.copies[key]
 
-    def new_buffer(self, t: ir.MemRefType, loc: ir.Location, like: Optional[ir.Value] = None) -> ir.Value:
+    def new_buffer(self, t: ir.MemRefType, loc: ir.Location, like: ir.Value | None = None) -> ir.Value:
         """A new buffer of type ``t``; its dynamic extents (``?``) are those of the torch
         value ``like`` (same global shape)."""
         with self.main_ip, loc:
@@ -308,7 +319,7 @@ class Partitioner:
                 new.operands[index] = constant
 
 
-def _localize_sizes(old: ir.Operation, new: ir.Operation, split: Optional[int], devices: int, ip: ir.InsertionPoint) -> None:
+def _localize_sizes(old: ir.Operation, new: ir.Operation, split: int | None, devices: int, ip: ir.InsertionPoint) -> None:
     """In a segment on local shards, give the clone ``new`` of ``old`` its local size list
     (the entry of the split extent divided by the devices; an inferred ``-1`` stays), where
     ``old``'s strategy names that entry (``local_sizes``)."""

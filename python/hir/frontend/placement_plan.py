@@ -2,8 +2,9 @@
 in program order (hir compute ops in their plain or contraction form, kernel segments,
 segment ops summed over a mesh axis), each with the placement it reads its operands as."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
 from torch_mlir import ir
 
@@ -42,7 +43,7 @@ class ComputeStep:
     op: ir.Operation
     spec: ComputeSpec
     reads: list
-    form: Union[None, Gathered, PartialSum] = None
+    form: None | Gathered | PartialSum = None
 
 
 @dataclass
@@ -80,19 +81,19 @@ class PlacementPlan:
     None): each tensor value's placement, the steps in program order, the placement each
     returned value is returned as, and the listing of which strategy placed what."""
 
-    grid: Optional[DeviceGrid]
+    grid: DeviceGrid | None
     placements: dict
     steps: list
     results: list
     listing: list = field(default_factory=list)
 
-    def of(self, value: ir.Value) -> Optional[Sharding]:
+    def of(self, value: ir.Value) -> Sharding | None:
         """``value``'s placement (a value no op placed, e.g. a constant: replicated)."""
         if value in self.placements:
             return self.placements[value]
         return None if self.grid is None else self.grid.sharding((None,) * self.grid.rank)
 
-    def reshardings(self) -> list[tuple[ir.Value, Optional[Sharding], Optional[Sharding]]]:
+    def reshardings(self) -> list[tuple[ir.Value, Sharding | None, Sharding | None]]:
         """(value, its placement, the placement a step reads it as) where the two differ."""
         out = []
         for step in self.steps:
@@ -106,6 +107,6 @@ def describe_output(output: Any) -> str:
     return ", ".join(map(describe_output, output)) if isinstance(output, tuple) else str(-1 if output is None else output)
 
 
-def describe(sharding: Optional[Sharding]) -> str:
+def describe(sharding: Sharding | None) -> str:
     """A placement's splits as the listing shows them (-1: whole on that mesh axis)."""
     return "-" if sharding is None else str([-1 if s is None else s for s in sharding.splits])

@@ -18,7 +18,8 @@ Inside kernel segments torch ops compute on device-local shards: the
 At run time :func:`shard_arguments` cuts the full arguments into this rank's shards.
 """
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch_mlir import ir
@@ -30,7 +31,7 @@ from hir.interpreter.backends.process_groups import world
 from hir.interpreter.program import local_arguments
 
 
-def _splits(name: str, placement: Any, shape: Optional[list[int]], grid: "DeviceGrid") -> tuple[tuple, dict]:
+def _splits(name: str, placement: Any, shape: list[int] | None, grid: "DeviceGrid") -> tuple[tuple, dict]:
     """The split dim per mesh axis (None: replicated) of a DTensor-style placement: one
     ``Shard(dim)`` / ``Replicate()`` on a 1-D mesh, a tuple of one per mesh axis otherwise
     (on a mesh with size-1 dimensions, one per dimension or one per other dimension), and
@@ -84,7 +85,7 @@ class DeviceGrid:
     def describe(self) -> str:
         return f"{list(self.devices)} of shape {list(self.given)}" if len(self.given) > 1 else str(list(self.devices))
 
-    def sharding(self, splits: Sequence[Optional[int]], packed: Optional[dict] = None) -> Sharding:
+    def sharding(self, splits: Sequence[int | None], packed: dict | None = None) -> Sharding:
         # On one device along a mesh axis a split is the whole: replicated (nothing to communicate).
         kept = [s if n > 1 else None for n, s in zip(self.shape, splits)]
         return Sharding.of(self.devices, self.shape, kept, packed={a: n for a, n in (packed or {}).items() if a in kept})
@@ -108,7 +109,7 @@ def _grid(mesh: Any) -> DeviceGrid:
     return DeviceGrid(devices, tuple(layout.shape))
 
 
-def mesh_inputs(torch_func, names: list[str], num_inputs: int, mesh: Any, placements: dict) -> tuple[Optional[DeviceGrid], list, dict]:
+def mesh_inputs(torch_func, names: list[str], num_inputs: int, mesh: Any, placements: dict) -> tuple[DeviceGrid | None, list, dict]:
     """The mesh of an import (None: unsharded), the placement of each argument of
     ``torch_func`` and those requested for its results (by index), from ``placements``
     (state names, ``input0``..., ``output0``... to DTensor placements), checked."""
@@ -133,7 +134,7 @@ def mesh_inputs(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
     return grid, arguments, outputs
 
 
-def shard_arguments(module: ir.Module, mesh: Optional[Sequence[int]], full: list, rank: Optional[int]) -> list:
+def shard_arguments(module: ir.Module, mesh: Sequence[int] | None, full: list, rank: int | None) -> list:
     """Run time: ``@main``'s arguments on ``rank`` (default: this process's) from the full
     tensors, each cut to the rank's shard as its argument type places it (the
     interpreter's :func:`~hir.interpreter.local_arguments`; None where the rank is off the

@@ -18,7 +18,7 @@ strategy placed what (:attr:`PlacementPlan.listing`).
 """
 
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
@@ -27,12 +27,42 @@ from hir.core import HirError
 from hir.dialect import Sharding
 from hir.dialect.base import DYNAMIC
 from hir.dialect.context import format_location
-from hir.frontend.placement_plan import ComputeStep, Gathered, PartialStep, PartialSum, PlacementPlan, SegmentStep, describe, describe_output
 from hir.frontend.packed import PackedError, pieces_after, regroup
+from hir.frontend.placement_plan import (
+    ComputeStep,
+    Gathered,
+    PartialStep,
+    PartialSum,
+    PlacementPlan,
+    SegmentStep,
+    describe,
+    describe_output,
+)
 from hir.frontend.placements import DeviceGrid
 from hir.frontend.segment_placement import Cut, PartialOp, operands_of, read_slices, segment_partial, split_before
-from hir.frontend.strategies import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, Strategy, compute_spec, op_key, strategy_for
-from hir.frontend.torch_ir import LIST_CONSTRUCT, hoistable_with_parameters, is_cloned, is_cloned_value, is_constant, is_tensor, owner, rank_of, tensor_info, user
+from hir.frontend.strategies import (
+    PARTIAL,
+    ComputeSpec,
+    NoRule,
+    OpCall,
+    OpPlacement,
+    Strategy,
+    compute_spec,
+    op_key,
+    strategy_for,
+)
+from hir.frontend.torch_ir import (
+    LIST_CONSTRUCT,
+    hoistable_with_parameters,
+    is_cloned,
+    is_cloned_value,
+    is_constant,
+    is_tensor,
+    owner,
+    rank_of,
+    tensor_info,
+    user,
+)
 from hir.passes.pass_manager import dumping
 
 
@@ -41,7 +71,7 @@ class Placer:
     holds the placement of each function argument, ``outputs`` those requested for results
     (by index); ``grid`` None places nothing (one device, full tensors)."""
 
-    def __init__(self, torch_func: func.FuncOp, grid: Optional[DeviceGrid], arguments: Sequence[Optional[Sharding]], outputs: dict, source_name: str = "<torch>",
+    def __init__(self, torch_func: func.FuncOp, grid: DeviceGrid | None, arguments: Sequence[Sharding | None], outputs: dict, source_name: str = "<torch>",
                  names: Sequence[str] = (), fallback: bool = True) -> None:
         self.func, self.grid, self.source_name, self.fallback = torch_func, grid, source_name, fallback
         self.rank = grid.rank if grid is not None else 0
@@ -55,7 +85,7 @@ class Placer:
         self.steps: list = []
         self.listing: list[str] = []
 
-    def sharding(self, splits: Sequence, packed: Optional[dict] = None) -> Optional[Sharding]:
+    def sharding(self, splits: Sequence, packed: dict | None = None) -> Sharding | None:
         return None if self.grid is None else self.grid.sharding(splits, packed)
 
     def pieces(self, value: ir.Value, k: int) -> int:
@@ -63,7 +93,7 @@ class Placer:
         split = self.split(value, k)
         return 1 if split is None else self.of(value).pieces(split)
 
-    def read_as(self, value: ir.Value, splits: Sequence) -> Optional[Sharding]:
+    def read_as(self, value: ir.Value, splits: Sequence) -> Sharding | None:
         """The placement ``value`` is read as when split as ``splits``: its own (packed
         pieces kept) when the splits are its own."""
         own = self.of(value)
@@ -81,12 +111,12 @@ class Placer:
     def _carry_origin(self, values: list, results: list) -> None:
         origin = next((self.origins[v] for v in values if v in self.origins), None)
         if origin is not None:
-            self.origins.update({r: origin for r in results})
+            self.origins.update(dict.fromkeys(results, origin))
 
-    def of(self, value: ir.Value) -> Optional[Sharding]:
+    def of(self, value: ir.Value) -> Sharding | None:
         return self.placements.get(value, self.replicated)
 
-    def split(self, value: ir.Value, k: int) -> Optional[int]:
+    def split(self, value: ir.Value, k: int) -> int | None:
         return self.of(value).splits[k]
 
     def error(self, op: ir.Operation, msg: str) -> HirError:
@@ -138,7 +168,7 @@ class Placer:
         return plan
 
     # ----- compute ops ------------------------------------------------------------------
-    def _place(self, op: ir.Operation, spec: Optional[ComputeSpec], operands: list, k: int, name: str) -> tuple[OpPlacement, Strategy]:
+    def _place(self, op: ir.Operation, spec: ComputeSpec | None, operands: list, k: int, name: str) -> tuple[OpPlacement, Strategy]:
         """Op ``name``'s placement on mesh axis ``k`` and the strategy that gave it; raises
         NoRule when there is none (the caller falls back)."""
         call = OpCall(op, operands, self.grid.shape[k], spec, k, self.rank)
@@ -185,7 +215,7 @@ class Placer:
         """The P2P forms need one team: a 1-D mesh of several devices."""
         return self.rank == 1 and self.grid.shape[0] > 1
 
-    def _gathers_rows(self, spec: ComputeSpec, wanted: Optional[Sharding]) -> bool:
+    def _gathers_rows(self, spec: ComputeSpec, wanted: Sharding | None) -> bool:
         """A contraction whose row-split operand 0 (split on an axis it does not contract:
         tokens ``[T, D]`` on 0, ``[B, S, D]`` on 1) must be gathered (the all-gather side of
         sequence parallelism)."""
@@ -201,7 +231,7 @@ class Placer:
         out = op.results[0]
         others = tuple(None if j == k else p.output for j, p in enumerate(per_axis))
 
-        def operand(i: int, value: ir.Value) -> Optional[Sharding]:
+        def operand(i: int, value: ir.Value) -> Sharding | None:
             return self.read_as(value, tuple(per_axis[j].inputs[i] for j in range(self.rank)))
 
         shape = tensor_info(out.type)[0]
@@ -213,7 +243,7 @@ class Placer:
         reads = [operand(0, x), operand(1, w)] + [self.replicated] * len(spec.trailing)
         self.steps.append(ComputeStep(op, spec, reads, PartialSum(k, others, stream, target if stream else 0)))
 
-    def _partial_target(self, out: ir.Value, k: int, depth: int = 0) -> Optional[int]:
+    def _partial_target(self, out: ir.Value, k: int, depth: int = 0) -> int | None:
         """Where the consumer wants the sum on mesh axis ``k``: split as a requested
         ``Shard(dim)`` output, or as a compute consumer's strategy reads it given its other
         operands (the residual add of sequence parallelism: ``[T, D]`` on axis 0), also
@@ -253,7 +283,7 @@ class Placer:
         inputs, outputs, sizes = self._boundary(run)
         if not outputs:
             return  # nothing of it is used (e.g. shape assertions): dead code
-        found: Optional[list] = None
+        found: list | None = None
         if self.grid is not None:
             noted = len(self.listing)
             try:

@@ -24,7 +24,7 @@ import json
 import os
 import re
 import zipfile
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -94,7 +94,7 @@ def load_exported(path: str) -> torch.export.ExportedProgram:
         raise HirError(f"{path}: error: torch.export.load: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from None
 
 
-def exported_inputs(ep: torch.export.ExportedProgram, example_args: Optional[Any]) -> tuple:
+def exported_inputs(ep: torch.export.ExportedProgram, example_args: Any | None) -> tuple:
     """(the module that runs ``ep``, the example arguments: ``example_args`` or the ones the
     export recorded, the example keyword arguments, ``dynamic=`` of the dims the export made
     dynamic)."""

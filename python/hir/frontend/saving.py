@@ -12,7 +12,8 @@ import json
 import os
 import re
 import struct
-from typing import Callable, NamedTuple, Optional
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch_mlir import ir
@@ -22,9 +23,9 @@ from hir import progress
 from hir.core import HirError, parse, read_source
 from hir.dialect import WEIGHT_KEY_ATTR, WEIGHTS_FILE_ATTR
 from hir.dialect.compute import default_weights_path
-from hir.outputs import CliError, check_writable, write_atomically, write_text
 from hir.dialect.sharding import sharding_of
 from hir.interpreter.weights import read_weights, recorded_weights, weights_path
+from hir.outputs import CliError, check_writable, write_atomically, write_text
 
 
 def _main(module: ir.Module) -> ir.Operation:
@@ -94,7 +95,7 @@ def written_by_hir(path: str) -> bool:
     return isinstance(metadata, dict) and metadata.get("writer") == WRITER_METADATA["writer"]
 
 
-def save(module: ir.Module, state_tensors: Callable[[], dict], path: str, weights: Optional[str] = None) -> str:
+def save(module: ir.Module, state_tensors: Callable[[], dict], path: str, weights: str | None = None) -> str:
     """Write ``module`` to ``path`` and the state ``state_tensors()`` returns (see
     :func:`write_weights`; called once both paths are known to be writable) to ``weights``
     (default: ``path`` with the suffix ``.safetensors``), each replaced only once complete;
@@ -122,7 +123,7 @@ def save(module: ir.Module, state_tensors: Callable[[], dict], path: str, weight
     return weights
 
 
-def _mesh(main: ir.Operation) -> Optional[tuple]:
+def _mesh(main: ir.Operation) -> tuple | None:
     """The devices of the mesh ``@main``'s arguments are placed on (None: unsharded)."""
     devices = set()
     for argument in main.regions[0].blocks[0].arguments:
@@ -137,11 +138,11 @@ class Saved(NamedTuple):
     module: ir.Module
     state_names: list
     num_inputs: int
-    mesh: Optional[tuple]
+    mesh: tuple | None
     weights: dict
 
 
-def load(path: str | os.PathLike[str], weights: Optional[str] = None) -> Saved:
+def load(path: str | os.PathLike[str], weights: str | None = None) -> Saved:
     """The program ``save`` (or hir-import) wrote to ``path``, with its weights (global CPU
     tensors, checked against ``@main``'s arguments) as the program's state."""
     if not isinstance(path, (str, os.PathLike)):

@@ -2,7 +2,7 @@
 tensor operands with their splits, whether it is a partial sum (a step of its own), and
 whether it may read replicated operands as slices."""
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from torch_mlir import ir
 
@@ -27,7 +27,7 @@ class PartialOp(Exception):
         self.op, self.axis, self.form = op, axis, form
 
 
-def segment_partial(op: ir.Operation, splits: dict, k: int, devices: int) -> Optional[PartialOp]:
+def segment_partial(op: ir.Operation, splits: dict, k: int, devices: int) -> PartialOp | None:
     """``op`` (operands split as ``splits`` on mesh axis ``k`` of ``devices``) as a segment
     op placed as a partial sum (its operands read as placed), where its segment strategy
     has that form; else None."""
@@ -43,7 +43,7 @@ def segment_partial(op: ir.Operation, splits: dict, k: int, devices: int) -> Opt
     return PartialOp(op, k, strategy.partial_form) if placement.output is PARTIAL and local else None
 
 
-def split_before(op: ir.Operation, value: ir.Value, wanted: Optional[int], devices: int) -> Optional[int]:
+def split_before(op: ir.Operation, value: ir.Value, wanted: int | None, devices: int) -> int | None:
     """The split of ``value``, ``op``'s one tensor operand, that ``op``'s strategy keeps
     local and maps to ``wanted`` (a transpose's other dim, a view's dim); None if none does."""
     strategy = strategy_for(op_key(op))

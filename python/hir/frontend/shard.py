@@ -15,7 +15,7 @@ the ``linalg-on-tensors`` level) with MLIR ``shard`` dialect shardings, for
 over grid axis 0), as in ``shard.sharding``.
 """
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import func, shard

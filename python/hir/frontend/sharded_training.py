@@ -16,20 +16,20 @@ optimizer keep ordinary tensors.
 
 import math
 import re
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch.distributed.tensor import Shard
 
 from hir.core import HirError
 from hir.dialect import Sharding
+from hir.frontend.compiled import _arg_types
 from hir.frontend.hf_plans import is_plan_entry, plan_placements
 from hir.frontend.strategies.redistribute import redistribute
-from hir.frontend.compiled import _arg_types
-from hir.interpreter.buffers import buffer_spec, is_memref
 from hir.interpreter.backends.process_groups import world
-from hir.interpreter.inputs import shard
-from hir.interpreter.inputs import shard_slices
+from hir.interpreter.buffers import buffer_spec, is_memref
+from hir.interpreter.inputs import shard, shard_slices
 
 _IO = re.compile(r"(input|output)\d+")
 
@@ -78,12 +78,12 @@ def gradient_layouts(placements: dict, names: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def place_gradient(gradient: torch.Tensor, layout: Optional[str], name: str) -> torch.Tensor:
+def place_gradient(gradient: torch.Tensor, layout: str | None, name: str) -> torch.Tensor:
     """``gradient`` laid out as ``layout`` (its parameter's), or itself where there is none."""
     return gradient if layout is None else redistribute(gradient, layout, name)
 
 
-def parallelized(model: torch.nn.Module) -> Optional[tuple[list, dict]]:
+def parallelized(model: torch.nn.Module) -> tuple[list, dict] | None:
     """``(mesh, placements)`` of ``model`` parallelized with ``torch.distributed.tensor.parallel``
     (``parallelize_module``): the ranks of its DTensor parameters' 1-D mesh and, for each
     styled module, the HF plan style that splits its parameters and fixes its layouts as its
@@ -128,7 +128,7 @@ def _same(a: Any, b: Any, rank: int) -> bool:
     return a.is_replicate() == b.is_replicate() and (a.is_replicate() or a.dim % rank == b.dim % rank)
 
 
-def _plan_style(style: Any, module: torch.nn.Module) -> Optional[str]:
+def _plan_style(style: Any, module: torch.nn.Module) -> str | None:
     """The HF plan style doing what ``style`` (:class:`hir.frontend.dtensors.StyleHooks`)
     does to ``module``, None if none does."""
     def whole(layouts: tuple) -> bool:
@@ -150,13 +150,13 @@ def _plan_style(style: Any, module: torch.nn.Module) -> Optional[str]:
     return None
 
 
-def state_shardings(program: Any) -> dict[str, Optional[Sharding]]:
+def state_shardings(program: Any) -> dict[str, Sharding | None]:
     """Each state entry's sharding in ``program``'s ``@main`` (None: whole on every device)."""
     types = _arg_types(program.module)[: len(program.state_names)]
     return {n: buffer_spec(t, 0).sharding if is_memref(t) else None for n, t in zip(program.state_names, types)}
 
 
-def _local(tensor: torch.Tensor) -> Optional[torch.Tensor]:
+def _local(tensor: torch.Tensor) -> torch.Tensor | None:
     """A DTensor's local shard (its storage), None for a plain tensor."""
     return tensor.to_local() if hasattr(tensor, "to_local") else None
 
@@ -168,7 +168,7 @@ def held_apart(held: torch.Tensor, tensor: torch.Tensor) -> bool:
     return hasattr(tensor, "to_local") or held.data_ptr() != tensor.data_ptr() or held.shape != tensor.shape
 
 
-def local_part(tensor: torch.Tensor, sharding: Optional[Sharding]) -> torch.Tensor:
+def local_part(tensor: torch.Tensor, sharding: Sharding | None) -> torch.Tensor:
     """This rank's shard of the user's whole ``tensor`` (a DTensor's: its local shard,
     which its placement made the program's)."""
     local = _local(tensor)
@@ -180,7 +180,7 @@ def local_part(tensor: torch.Tensor, sharding: Optional[Sharding]) -> torch.Tens
     return shard(tensor, sharding, world()[0])
 
 
-def write_back(tensor: torch.Tensor, held: torch.Tensor, sharding: Optional[Sharding]) -> None:
+def write_back(tensor: torch.Tensor, held: torch.Tensor, sharding: Sharding | None) -> None:
     """The user's ``tensor`` made whole from every device's shard ``held`` (an all-gather of
     the shards, padded to the largest, each written where its device's blocks lie), or
     copied where the program holds it whole; a DTensor's local shard is written."""
@@ -205,7 +205,7 @@ def write_back(tensor: torch.Tensor, held: torch.Tensor, sharding: Optional[Shar
             tensor[index].copy_(block)
 
 
-def _block_shapes(shape: Sequence[int], indices: list, axis: Optional[int]) -> tuple[list[int], list[int]]:
+def _block_shapes(shape: Sequence[int], indices: list, axis: int | None) -> tuple[list[int], list[int]]:
     """The shape of a shard made of the blocks ``indices`` (joined along ``axis``) and each
     block's extent along it."""
     extents = [[len(range(*s.indices(n))) for n, s in zip(shape, index)] for index in indices]

@@ -15,7 +15,8 @@ several keeps it.
 """
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 

@@ -17,9 +17,10 @@ the module writes (a KV cache) is written in place, not returned. :meth:`TorchPr
 that way (and cuts each into this rank's shard when the program is sharded).
 """
 
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch_mlir import ir
@@ -29,23 +30,20 @@ from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 from hir import progress
 from hir.core import HirError, format_mlir_error, new_context
 from hir.dialect.gc_stress import checkpoint
+from hir.frontend.compiled import compile_program
+from hir.frontend.dtensors import Distributed
 from hir.frontend.dynamic import check_dims, dim_info, export_spec, symbolic_shapes
 from hir.frontend.export import Exported, export
+from hir.frontend.hf_plans import is_plan_entry, plan_layouts, plan_placements
 from hir.frontend.layers import mark_locations
 from hir.frontend.main_signature import mark_parameters, scalar_argument, unsupported_reason
 from hir.frontend.partition import Partitioner
+from hir.frontend.placements import mesh_inputs, shard_arguments
+from hir.frontend.placer import Placer
 from hir.frontend.saving import save
 from hir.interpreter import run
-from hir.passes import lower, overlap_pipeline
-import sys
-from hir.frontend.dtensors import Distributed
-from hir.frontend.hf_plans import plan_layouts
-from hir.frontend.placements import mesh_inputs
-from hir.frontend.placer import Placer
-from hir.frontend.hf_plans import is_plan_entry, plan_placements
-from hir.frontend.placements import shard_arguments
 from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
-from hir.frontend.compiled import compile_program
+from hir.passes import lower, overlap_pipeline
 
 if TYPE_CHECKING:
     from hir.frontend.compiled import CompiledProgram
@@ -67,7 +65,7 @@ class TorchProgram:
     module: ir.Module
     state_names: list[str]
     num_inputs: int
-    mesh: Optional[tuple] = field(repr=False)
+    mesh: tuple | None = field(repr=False)
     aliases: dict = field(default_factory=dict, repr=False)
     captured: dict = field(default_factory=dict, repr=False)
     output_names: list = field(default_factory=list)
@@ -75,13 +73,13 @@ class TorchProgram:
     weights: Mapping = field(default_factory=dict, repr=False)  # the state it was imported or loaded with
     lowered: bool = field(default=False, repr=False)  # lower() ran (compile does not lower again)
     keyword_inputs: list = field(default_factory=list)  # the last inputs' keywords (example_kwargs' tensors)
-    output_tree: Optional[list] = field(default=None, repr=False)  # the module's result (hir.frontend.output_tree); None: a list
+    output_tree: list | None = field(default=None, repr=False)  # the module's result (hir.frontend.output_tree); None: a list
 
     def state(self, module: torch.nn.Module) -> dict:
         """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
         return {**dict(module.named_buffers()), **module.state_dict()}
 
-    def arguments(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, rank: Optional[int] = None, **keyword_inputs: torch.Tensor) -> list:
+    def arguments(self, state_dict: Mapping | None, *inputs: torch.Tensor, rank: int | None = None, **keyword_inputs: torch.Tensor) -> list:
         """``@main``'s arguments from a state dict (None: the state the program was imported
         or loaded with, :attr:`weights`) and the inputs: full tensors for an unsharded
         program, else rank ``rank``'s shards (default: this process's rank). Each state entry
@@ -119,7 +117,7 @@ class TorchProgram:
             raise HirError(f"error: the state dict lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
         return [by_entry[n] if n in by_entry else self.captured[n] for n in self.state_names]
 
-    def save(self, path: str, state_dict: Optional[Mapping] = None, *, weights: Optional[str] = None) -> str:
+    def save(self, path: str, state_dict: Mapping | None = None, *, weights: str | None = None) -> str:
         """Write :attr:`module` to ``path`` and the state (``state_dict``, default
         :attr:`weights`) as safetensors to ``weights`` (default: ``path`` with suffix
         ``.safetensors``), recording the file and each argument's key in the module;
@@ -127,7 +125,7 @@ class TorchProgram:
         weights path. See :mod:`hir.frontend.saving`."""
         return save(self.module, lambda: self.state_tensors(state_dict), path, weights)
 
-    def state_tensors(self, state_dict: Optional[Mapping] = None) -> dict:
+    def state_tensors(self, state_dict: Mapping | None = None) -> dict:
         """``{state name: global CPU tensor}`` of every state entry from ``state_dict``
         (default: :attr:`weights`), checked against ``@main``'s argument types: what
         :meth:`save` writes."""
@@ -172,7 +170,7 @@ class TorchProgram:
         if dims:
             check_dims(dims, i, value, spec.parts, sizes, _caller())
 
-    def lower(self, overlap: str = "auto", pipeline: Optional[str] = None, ranks_per_node: Optional[int] = None) -> ir.Module:
+    def lower(self, overlap: str = "auto", pipeline: str | None = None, ranks_per_node: int | None = None) -> ir.Module:
         """Lower :attr:`module` in place (once) and return it. By default with
         ``hir-lower-overlap``: on several ranks, each collective in P2P form (the SP
         all-gather before a linear, the reduce-scatter after one) is pipelined on copy engines
@@ -193,7 +191,7 @@ class TorchProgram:
         self.lowered = True
         return module
 
-    def compile(self, state: Optional[Mapping] = None, **options: Any) -> "CompiledProgram":
+    def compile(self, state: Mapping | None = None, **options: Any) -> "CompiledProgram":
         """This program with ``state`` bound (None: its own :attr:`weights`), compiled once:
         ``fn = program.compile(state, device="cuda")``, then ``fn(*inputs)`` (what the module
         returns: :attr:`output_tree`) as often as needed, each call costing only the
@@ -203,7 +201,7 @@ class TorchProgram:
         return compile_program(self, self.weights if state is None else state, **options)
 
     @checkpoint
-    def run(self, state_dict: Optional[Mapping], *inputs: torch.Tensor, **options: Any) -> list:
+    def run(self, state_dict: Mapping | None, *inputs: torch.Tensor, **options: Any) -> list:
         """Run ``@main`` once on this rank with :func:`hir.run` options (``state_dict`` None:
         the program's own :attr:`weights`): builds the interpreter's plan on every call (a
         one-shot check); for repeated calls, :meth:`compile` once and call the result."""
@@ -234,9 +232,9 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
     return (full_tensor() if full_tensor is not None else tensor).detach()
 
 
-def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: Optional[tuple] = None,
-                         keywords: Sequence[str] = (), constants: Optional[dict] = None, group_heads: bool = False,
-                         fuse: bool = False, keep_composites: bool = True, state_shapes: Optional[dict] = None) -> tuple[ir.Module, Exported, dict]:
+def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: tuple | None = None,
+                         keywords: Sequence[str] = (), constants: dict | None = None, group_heads: bool = False,
+                         fuse: bool = False, keep_composites: bool = True, state_shapes: dict | None = None) -> tuple[ir.Module, Exported, dict]:
     """The ``torch``-dialect module of ``module`` (state first, then inputs: the last
     ``len(keywords)`` are keyword inputs; ``constants``: constant keyword arguments), its
     export and the symbolic shape of each tensor value
@@ -271,12 +269,12 @@ def from_torch(
     module: torch.nn.Module,
     example_args: Sequence[Any],
     *,
-    example_kwargs: Optional[dict] = None,
-    mesh: Optional[Sequence[int]] = None,
-    placements: Optional[dict] = None,
-    source_name: Optional[str] = None,
+    example_kwargs: dict | None = None,
+    mesh: Sequence[int] | None = None,
+    placements: dict | None = None,
+    source_name: str | None = None,
     dynamic_shapes: Any = None,
-    dynamic: Optional[dict] = None,
+    dynamic: dict | None = None,
     grouped_attention: bool = True,
     fused_projections: bool = True,
     keep_composites: bool = True,

@@ -4,7 +4,7 @@ the buffer type of a tensor. Shared by the placement strategies (which read ops)
 (which decides) and the partitioner (which builds)."""
 
 import re
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
@@ -19,7 +19,7 @@ LIST_CONSTRUCT = torch_dialect.PrimListConstructOp.OPERATION_NAME
 _NONE = torch_dialect.ConstantNoneOp.OPERATION_NAME
 
 
-def tensor_info(t: ir.Type) -> Optional[tuple[list[int], str]]:
+def tensor_info(t: ir.Type) -> tuple[list[int], str] | None:
     """(shape, element type name) of a ranked ``!torch.vtensor`` (``DYNAMIC`` for ``?``), else None."""
     m = _VTENSOR.match(str(t))
     if not m:
@@ -40,7 +40,7 @@ def vtensor(shape: Sequence[int], dtype: str) -> ir.Type:
     return ir.Type.parse(f"!torch.vtensor<[{','.join('?' if d == DYNAMIC else str(d) for d in shape)}],{dtype}>")
 
 
-def buffer_type(t: ir.Type, memory_space: Optional[ir.Attribute]) -> ir.MemRefType:
+def buffer_type(t: ir.Type, memory_space: ir.Attribute | None) -> ir.MemRefType:
     """The memref holding a tensor of type ``t`` (placed by ``memory_space``)."""
     info = tensor_info(t)
     if info is None:

@@ -21,7 +21,8 @@ turned on) imports another program, cached as ``torch.compile`` recompiles.
 """
 
 import contextlib
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -30,8 +31,8 @@ from hir.frontend import data_parallel as dp
 from hir.frontend import fsdp_tp, layers, sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 from hir.frontend.step_attention import attention_backends, causal_masks_as_eager
-from hir.passes import run_pipeline
 from hir.frontend.torch_import import from_torch
+from hir.passes import run_pipeline
 
 STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "recompute", "reshard_after_forward")
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
@@ -51,7 +52,7 @@ class _Step(torch.nn.Module):
     """The training step as a module: see the module docstring."""
 
     def __init__(self, model: torch.nn.Module, loss_fn: Callable, names: list, groups: list, rule: Rule,
-                 states: list, hyper: list, accumulate: int, max_grad_norm: Optional[float], data_parallel: Optional[str] = None,
+                 states: list, hyper: list, accumulate: int, max_grad_norm: float | None, data_parallel: str | None = None,
                  reshard_after_forward: bool = True) -> None:
         super().__init__()
         self.model = model
@@ -277,7 +278,7 @@ class TrainStep:
         self.optimizer._opt_called = True  # what optimizer.step() records for an LR scheduler (which warns without it)
         return loss
 
-    def save(self, path: str, weights: Optional[str] = None) -> str:
+    def save(self, path: str, weights: str | None = None) -> str:
         """Write the program of the example batch (IR) and its state (weights, optimizer
         state, hyper-parameters as safetensors; :meth:`hir.frontend.TorchProgram.save`): ``hir-run
         path BATCH...`` runs one step of it. Returns the weights file."""
@@ -304,7 +305,7 @@ def _parameter_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -
 
 
 def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn: Callable, example_batch: Sequence[torch.Tensor], *,
-               mesh: Any = None, placements: Optional[dict] = None, **options: Any) -> TrainStep:
+               mesh: Any = None, placements: dict | None = None, **options: Any) -> TrainStep:
     """One training step of ``model`` as an hir program: ``step = train_step(model,
     optimizer, loss_fn, example_batch)`` imports it (``loss_fn(model, *example_batch)``
     must return a scalar tensor); ``loss = step(*batch)`` runs forward, backward and

@@ -13,7 +13,8 @@ Anything that does not fit goes through the per-argument check, which reports th
 bad input.
 """
 
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch_mlir import ir
@@ -30,7 +31,7 @@ class ArgSpec:
         self.index = index
         self.device = device
         self.type_text = str(type_)
-        self.buffer: Optional[BufferSpec] = buffer_spec(type_, rank) if is_memref(type_) else None
+        self.buffer: BufferSpec | None = buffer_spec(type_, rank) if is_memref(type_) else None
         self.scalar = None if self.buffer else scalar_kind(type_)
         local = self.buffer.local_static() if self.buffer is not None and self.buffer.held else None
         # The local shape of a held buffer whose extents are all static, else None.
@@ -97,7 +98,7 @@ class EntryArguments:
         return [value if arg.fits(value) else arg.check(value, self.where()) for arg, value in zip(self.specs, inputs)]
 
 
-def _all_fit(specs: list[ArgSpec]) -> Optional[Callable[..., bool]]:
+def _all_fit(specs: list[ArgSpec]) -> Callable[..., bool] | None:
     """Whether every input of a call fits its static argument, as one generated function
     (see the module docstring); None when an argument is a scalar, dynamic or not held."""
     if not specs or any(spec.size is None for spec in specs):

@@ -1,8 +1,8 @@
 """Static facts about buffers, computed once at compile time: the torch dtype of an element
 type, a buffer's sharding, whether this rank holds it, and its local (per-rank) shape."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 import torch
 from torch_mlir import ir
@@ -42,7 +42,7 @@ class BufferSpec:
 
     shape: tuple[int, ...]  # global logical shape; DYNAMIC for '?'
     dtype: torch.dtype
-    sharding: Optional[Sharding]
+    sharding: Sharding | None
     held: bool  # False when the buffer's mesh excludes this rank (ops on it are skipped)
     contiguous: bool  # identity layout: a dense row-major buffer
     device: int  # the rank it is described for (its part of an uneven split)
@@ -61,7 +61,7 @@ class BufferSpec:
         return self.sharding is not None and self.sharding.uneven
 
     @property
-    def split_axis(self) -> Optional[int]:
+    def split_axis(self) -> int | None:
         """The split axis on a 1-D mesh (raises on a multi-D one: 1-D-only callers)."""
         return None if self.sharding is None else self.sharding.axis
 

@@ -25,7 +25,7 @@ picks which stand in: a comma-separated subset of ``attention,linear`` (default:
 import importlib.util
 import os
 import re
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -59,7 +59,7 @@ def available(device: torch.device) -> bool:
     return device.type == "cuda" and torch.cuda.is_available() and importlib.util.find_spec("triton") is not None
 
 
-def _tensor_type(type_text: str) -> Optional[tuple[list, str]]:
+def _tensor_type(type_text: str) -> tuple[list, str] | None:
     """(shape, element type) of a ``!torch.vtensor`` type's text; None for another type or a
     dynamic size."""
     found = _VTENSOR.search(type_text)
@@ -109,8 +109,8 @@ def linear_fits(x_shape: tuple, x_dtype: torch.dtype, w_shape: tuple, w_contiguo
 
 
 @torch.library.custom_op("hir::attention", mutates_args=())
-def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Optional[torch.Tensor] = None, dropout_p: float = 0.0,
-              is_causal: bool = False, *, scale: Optional[float] = None, enable_gqa: bool = False) -> torch.Tensor:
+def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
+              is_causal: bool = False, *, scale: float | None = None, enable_gqa: bool = False) -> torch.Tensor:
     """``aten.scaled_dot_product_attention``, contiguous; through the split-KV kernel where
     the inputs fit it (module docstring)."""
     if query.is_cuda and attn_mask is not None and attn_mask.dtype == torch.bool and dropout_p == 0.0 and not is_causal and not enable_gqa \
@@ -131,7 +131,9 @@ def _attention_fake(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
 def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``x @ weight.T`` (contiguous); through the small-M kernel on CUDA (module docstring)."""
     if x.is_cuda and x.dtype in (torch.bfloat16, torch.float16) and x.dtype == weight.dtype and x[..., 0].numel() <= MAX_ROWS:
-        from hir.interpreter.triton_decode import small_m_linear as kernel  # triton loads only when a CUDA decode kernel runs
+        from hir.interpreter.triton_decode import (
+            small_m_linear as kernel,  # triton loads only when a CUDA decode kernel runs
+        )
 
         return kernel(x, weight)
     return F.linear(x, weight).contiguous()

@@ -44,20 +44,21 @@ Per call, a bound result costs nothing; CUDA graph capture records the result's 
 allocation, so a replay writes the buffer the later steps read.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin, func, memref
 
 from hir.dialect import OP_CLASSES, BinaryOp, LinearOp, MatmulOp, is_view
 from hir.dialect.compute import KERNEL_ATTR, ComputeOp, accumulates
+from hir.dialect.irutils import runs_after, uses_through_views, written_operands
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.dialect.views import is_identity_layout
 from hir.interpreter.buffers import BufferSpec, is_memref
 from hir.interpreter.result_in_input import reduces_in_input, result_in_input
 from hir.interpreter.updates import out_variant, overload_of, segment_updates
-from hir.dialect.irutils import runs_after, uses_through_views, written_operands
 
 _MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
 _TO_TENSOR = bufferization.ToTensorOp.OPERATION_NAME
@@ -75,7 +76,7 @@ class Output:
     casts only), which can write the destination itself."""
 
     may_alias: frozenset[int]
-    producer: Optional[ir.Value] = None
+    producer: ir.Value | None = None
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class SegmentWrites:
     updates: dict[int, ir.Value]
 
 
-def segment_outputs(fn: ir.Operation) -> Optional[SegmentWrites]:
+def segment_outputs(fn: ir.Operation) -> SegmentWrites | None:
     """What kernel segment ``fn`` writes; None when its body is not one block."""
     blocks = list(fn.regions[0].blocks)
     if len(blocks) != 1:
@@ -126,7 +127,7 @@ def segment_outputs(fn: ir.Operation) -> Optional[SegmentWrites]:
     return SegmentWrites(frozenset(written), found, updates)
 
 
-def _producer(value: ir.Value) -> Optional[ir.Value]:
+def _producer(value: ir.Value) -> ir.Value | None:
     """The torch op result ``value`` is (through single-use casts) when that op has an
     ``out=`` overload."""
     while not isinstance(value.owner, ir.Block) and value.owner.operation.name == _CAST and len(list(value.uses)) == 1:
@@ -137,7 +138,7 @@ def _producer(value: ir.Value) -> Optional[ir.Value]:
     return value if overload is not None and out_variant(overload) is not None else None
 
 
-def _sources(value: ir.Value, args: list, updated: dict) -> Optional[frozenset[int]]:
+def _sources(value: ir.Value, args: list, updated: dict) -> frozenset[int] | None:
     """The segment arguments ``value`` may be a view of (empty: a fresh tensor); None when
     unknown, or when a fresh tensor it views is used by anything else (another result may
     share it). Follows casts and the schema's alias annotations of torch ops; the result of
@@ -173,7 +174,7 @@ def _sources(value: ir.Value, args: list, updated: dict) -> Optional[frozenset[i
     return frozenset(found)
 
 
-def _aliased_operands(op: ir.Operation, result: ir.Value) -> Optional[list]:
+def _aliased_operands(op: ir.Operation, result: ir.Value) -> list | None:
     """The operands torch op ``op``'s ``result`` may alias ([] when fresh), None if unknown."""
     overload = overload_of(op)
     if overload is None:
@@ -253,7 +254,7 @@ _FRESH_COMPUTE = (BinaryOp, LinearOp, MatmulOp)
 _FRESH = Output(frozenset())
 
 
-def fresh_output(op: ir.Operation) -> Optional[int]:
+def fresh_output(op: ir.Operation) -> int | None:
     """The destination operand of a compute op that can return its result instead of
     writing it (its class is in ``_FRESH_COMPUTE`` and it does not accumulate), else None."""
     cls = OP_CLASSES.get(op.name)
@@ -270,9 +271,9 @@ class DestinationPlanner:
     def __init__(self, functions: dict, spec: Callable[[ir.Value], BufferSpec]) -> None:
         self.functions = functions
         self.spec = spec  # a value's buffer on this rank (collectives: result_in_input.py)
-        self._segments: dict[str, Optional[SegmentWrites]] = {}
+        self._segments: dict[str, SegmentWrites | None] = {}
 
-    def _segment(self, call: ir.Operation) -> Optional[SegmentWrites]:
+    def _segment(self, call: ir.Operation) -> SegmentWrites | None:
         name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
         if name not in self._segments:
             fn = self.functions.get(name)
@@ -291,7 +292,7 @@ class DestinationPlanner:
         a torch op updates in place (:mod:`hir.interpreter.updates`)."""
         return index in self._segment(call).updates
 
-    def written_by(self, call: ir.Operation) -> Optional[frozenset[int]]:
+    def written_by(self, call: ir.Operation) -> frozenset[int] | None:
         """The operands a call of a kernel segment writes; None for other callees."""
         segment = self._segment(call)
         return None if segment is None else segment.written
@@ -350,7 +351,7 @@ class DestinationPlanner:
                     outs.setdefault(call, []).append(index)
         return found
 
-    def _bind(self, call: ir.Operation, operands: list, index: int, output: Output) -> Optional[Bind]:
+    def _bind(self, call: ir.Operation, operands: list, index: int, output: Output) -> Bind | None:
         dest = operands[index]
         alloc = dest.owner.operation
         if alloc.name != memref.AllocOp.OPERATION_NAME or SYMMETRIC_ATTR in alloc.attributes or operands.count(dest) != 1:

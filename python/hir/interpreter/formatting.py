@@ -6,15 +6,14 @@
 
 Numbers use ``%g`` with 6 significant digits (2.0 prints as 2), booleans true/false."""
 
-from typing import Optional
+import zlib
 
 import torch
 
 from hir.interpreter.buffers import DTYPE_NAMES
-import zlib
 
 
-def format_output(index: int, value: Optional[torch.Tensor]) -> str:
+def format_output(index: int, value: torch.Tensor | None) -> str:
     if not isinstance(value, torch.Tensor):
         return _header(index, value)
     t = value.detach().cpu()
@@ -23,7 +22,7 @@ def format_output(index: int, value: Optional[torch.Tensor]) -> str:
     return _header(index, value) + "\n" + _format(t.tolist(), t.dim(), 0)
 
 
-def summarize_output(index: int, value: Optional[torch.Tensor]) -> str:
+def summarize_output(index: int, value: torch.Tensor | None) -> str:
     """One line: the header of :func:`format_output`, the sum of the values (``%g``) and a
     CRC-32 of the bytes (equal bytes, equal checksum), what ``hir-run`` prints without
     ``--print``: ``output 0: shape [2, 3] f32, sum 15, crc32 9a1c3f02``."""

@@ -14,9 +14,10 @@ The folded step is tagged with the torch op (:class:`hir.interpreter.plan.OpInfo
 of the call is named at it, and a move raises only its own located :class:`HirError`.
 """
 
+from collections.abc import Callable
 from itertools import count
 from keyword import iskeyword
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

@@ -58,9 +58,10 @@ All copies and the replay are ordered on the caller's current stream.
 import gc
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
 import torch
 from torch_mlir import ir
@@ -76,7 +77,7 @@ _CALL = func.CallOp.OPERATION_NAME
 GraphMode = bool | str  # True, False or "auto"
 
 
-def graph_blockers(module: ir.Module, device: torch.device, backend: Optional[str], has_comm: bool, track_memory: bool) -> list[str]:
+def graph_blockers(module: ir.Module, device: torch.device, backend: str | None, has_comm: bool, track_memory: bool) -> list[str]:
     """Why ``module`` cannot be captured as a CUDA graph on ``device`` (empty: it can)."""
     reasons: list[str] = []
     if device.type != "cuda":
@@ -96,15 +97,15 @@ def graph_blockers(module: ir.Module, device: torch.device, backend: Optional[st
     return reasons
 
 
-def written_arguments(block: ir.Block, functions: Optional[dict] = None) -> frozenset[int]:
+def written_arguments(block: ir.Block, functions: dict | None = None) -> frozenset[int]:
     """Indices of the arguments of ``block`` (a function body) that the program may write,
     directly or through views. A call writes the operands its callee (in ``functions``, by
     name) may write, found the same way in its body (a kernel segment writes what it
     materializes into); unknown ops and unknown callees count as writing every buffer operand."""
     functions = functions or {}
-    callees: dict[str, Optional[frozenset[int]]] = {}
+    callees: dict[str, frozenset[int] | None] = {}
 
-    def callee_writes(call: ir.Operation) -> Optional[frozenset[int]]:
+    def callee_writes(call: ir.Operation) -> frozenset[int] | None:
         name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
         if name not in callees:
             callees[name] = None  # a recursive call is unknown while its callee is analysed
@@ -147,7 +148,7 @@ class GraphState:
     """What ``Program(graph=...)`` does with CUDA graphs (``Program.graph_state``)."""
 
     mode: GraphMode  # the option: True, False or "auto"
-    reason: Optional[str] = None  # why every call runs eagerly (None: graphs are used)
+    reason: str | None = None  # why every call runs eagerly (None: graphs are used)
     last: str = "none"  # the last call: "eager", "eager (first call of this signature)", "capture", "replay", "replay (bound)", ...
     graphs: int = 0  # graphs cached now (bound ones included)
     bound: int = 0  # of which bound to the caller's buffers
@@ -183,7 +184,7 @@ class GraphRunner:
         written: frozenset[int] = frozenset(),
         static_outputs: bool = False,
         cache_size: int = 4,
-        refreshes: Optional[list] = None,
+        refreshes: list | None = None,
     ) -> None:
         self.execute = execute
         # Filled by a capture with what its graph must run before each replay (hir.once
@@ -195,9 +196,9 @@ class GraphRunner:
         self.written = written
         self.static_outputs = static_outputs
         self.cache_size = cache_size
-        self._graphs: "OrderedDict[tuple, CapturedGraph]" = OrderedDict()
-        self._bound: "OrderedDict[tuple, CapturedGraph]" = OrderedDict()  # by bound_signature
-        self._seen: "OrderedDict[tuple, tuple]" = OrderedDict()  # auto: signature -> bound_signature of its last unbound call
+        self._graphs: OrderedDict[tuple, CapturedGraph] = OrderedDict()
+        self._bound: OrderedDict[tuple, CapturedGraph] = OrderedDict()  # by bound_signature
+        self._seen: OrderedDict[tuple, tuple] = OrderedDict()  # auto: signature -> bound_signature of its last unbound call
 
     @property
     def static_inputs(self) -> list:
@@ -248,7 +249,7 @@ class GraphRunner:
         state.replays += 1
         return self._replay(entry, values)
 
-    def bound_replay(self, values: list) -> Optional[Callable[[], list]]:
+    def bound_replay(self, values: list) -> Callable[[], list] | None:
         """The replay of the graph captured on exactly ``values``' buffers (``graph="auto"``'s
         bound graph), as one call with no signature lookup: for a caller that passes the same
         buffers every time and changes only their contents (a compiled program's state and
@@ -306,7 +307,7 @@ class GraphRunner:
                 results.append(out)
         return results
 
-    def _capture(self, key: tuple, values: list, bound: bool = False) -> Optional[CapturedGraph]:
+    def _capture(self, key: tuple, values: list, bound: bool = False) -> CapturedGraph | None:
         """Capture the program on static copies of ``values``, or on ``values`` themselves
         when ``bound`` (auto's second call with the first call's buffers: that eager call
         was the warm-up, and a capture runs nothing, so the caller's data is untouched)."""
@@ -386,7 +387,7 @@ def _static_copy(value: Any) -> Any:
     return static.copy_(value)
 
 
-def _source(out: Any, static_inputs: list) -> Optional[tuple]:
+def _source(out: Any, static_inputs: list) -> tuple | None:
     """(input index, (size, stride, offset)) when ``out`` lives in a static input buffer."""
     if not isinstance(out, torch.Tensor):
         return None

@@ -7,7 +7,7 @@ argument. Tensors are GLOBAL: every rank builds the same global tensor (random o
 same seed) and keeps its own shard, so a multi-rank run sees one consistent global input."""
 
 import os
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch_mlir import ir
@@ -23,11 +23,11 @@ class InputError(ValueError):
     """A bad input spec; the message names the argument."""
 
 
-def parse_assignments(specs: Sequence[str], count: int, weights: frozenset = frozenset()) -> list[Optional[str]]:
+def parse_assignments(specs: Sequence[str], count: int, weights: frozenset = frozenset()) -> list[str | None]:
     """Specs in argument order: ``SPEC`` fills the next argument that reads no weight (an
     index in ``weights``), ``N=SPEC`` argument N (a weight too). A weight argument no spec
     names is None (read from the weights file); others default to ``random``."""
-    out: list[Optional[str]] = [None if i in weights else "random" for i in range(count)]
+    out: list[str | None] = [None if i in weights else "random" for i in range(count)]
     position = 0
     for spec in specs:
         head, sep, rest = spec.partition("=")
@@ -173,12 +173,12 @@ def _load_npy(what: str, path: str) -> torch.Tensor:
         raise InputError(f"{what}: '{path}' holds dtype {array.dtype}, which torch does not support") from None
 
 
-def shard(full: torch.Tensor, sharding: Optional[Sharding], rank: int) -> torch.Tensor:
+def shard(full: torch.Tensor, sharding: Sharding | None, rank: int) -> torch.Tensor:
     """This rank's shard of a global tensor placed as ``sharding`` (a contiguous copy)."""
     return gather_pieces(lambda index: full[index], full.shape, sharding, rank)
 
 
-def gather_pieces(read: Callable[[tuple], torch.Tensor], shape: Sequence[int], sharding: Optional[Sharding], rank: int) -> torch.Tensor:
+def gather_pieces(read: Callable[[tuple], torch.Tensor], shape: Sequence[int], sharding: Sharding | None, rank: int) -> torch.Tensor:
     """Rank ``rank``'s part of a global tensor of ``shape`` placed as ``sharding``, from
     ``read(index)`` of each of its blocks (one; of a packed split one per piece, joined
     along the packed axis): what a safetensors slice reads without loading the rest."""
@@ -187,7 +187,7 @@ def gather_pieces(read: Callable[[tuple], torch.Tensor], shape: Sequence[int], s
     return (blocks[0] if len(blocks) == 1 else torch.cat(blocks, axis)).contiguous()
 
 
-def shard_slices(shape: Sequence[int], sharding: Optional[Sharding], rank: int) -> tuple[list[tuple], Optional[int]]:
+def shard_slices(shape: Sequence[int], sharding: Sharding | None, rank: int) -> tuple[list[tuple], int | None]:
     """The indices (one slice per axis) of rank ``rank``'s blocks of a global tensor of
     ``shape`` placed as ``sharding`` (one; for a packed split one per piece) and the axis
     they join along (None: one block)."""

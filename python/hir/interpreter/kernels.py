@@ -40,8 +40,8 @@ while the export and lowering run (on a first call).
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
 
 import torch
 from torch_mlir import ir
@@ -71,7 +71,7 @@ class KernelCompileStats:
     mode: CompileMode = "auto"
     segments: int = 0  # compiled units of the plan: kernel segments compiled on their own and compute regions
     regions: int = 0  # of which compute regions (:mod:`hir.interpreter.regions`)
-    regions_reason: Optional[str] = None  # why no compute region runs compiled (None: they may)
+    regions_reason: str | None = None  # why no compute region runs compiled (None: they may)
     compiles: int = 0  # (segment, signature) pairs compiled so far
     seconds: float = 0.0  # total trace + inductor compile time
     fallbacks: int = 0  # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
@@ -105,7 +105,7 @@ def wants_compile(mode: CompileMode, device: torch.device, func: ir.Operation) -
     return bool(mode)
 
 
-def warm_compile_workers(mode: CompileMode, device: Optional[Union[str, torch.device]]) -> None:
+def warm_compile_workers(mode: CompileMode, device: str | torch.device | None) -> None:
     """Start inductor's compile workers when ``mode`` may compile regions on ``device`` (a
     CUDA device; None: CUDA when there is one); see the module docstring. Returns at once;
     the workers start in the background. Nothing to do without Triton (CPU kernels compile
@@ -119,7 +119,9 @@ def warm_compile_workers(mode: CompileMode, device: Optional[Union[str, torch.de
     if not cuda:  # importing inductor alone costs ~2 s: only where its workers are wanted
         return
     try:
-        from torch._inductor.async_compile import maybe_warm_pool  # inductor loads only when kernels compile (seconds to import)
+        from torch._inductor.async_compile import (
+            maybe_warm_pool,  # inductor loads only when kernels compile (seconds to import)
+        )
     except ImportError:  # a torch without it: the pool starts at the first kernel
         return
     maybe_warm_pool()
@@ -164,8 +166,12 @@ def _fake_inputs(tensors: list) -> list:
     inductor's FX graph cache (on disk, keyed by the traced graph) needs one, so a region
     compiled once is loaded, not compiled again, by a later process (without it every
     process compiles: 'Bypassing FX Graph Cache because No shape env')."""
-    from torch._subclasses.fake_tensor import FakeTensorMode  # inductor loads only when kernels compile (seconds to import)
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv  # inductor loads only when kernels compile (seconds to import)
+    from torch._subclasses.fake_tensor import (
+        FakeTensorMode,  # inductor loads only when kernels compile (seconds to import)
+    )
+    from torch.fx.experimental.symbolic_shapes import (
+        ShapeEnv,  # inductor loads only when kernels compile (seconds to import)
+    )
 
     mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
     return [mode.from_tensor(t, static_shapes=True) for t in tensors]
@@ -184,7 +190,9 @@ def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: 
     """``run`` (the steps of ``what``: a kernel segment or a compute region, ``args ->
     results``) compiled per signature."""
     from torch._inductor.compile_fx import compile_fx  # inductor loads only when kernels compile (seconds to import)
-    from torch.fx.experimental.proxy_tensor import make_fx  # inductor loads only when kernels compile (seconds to import)
+    from torch.fx.experimental.proxy_tensor import (
+        make_fx,  # inductor loads only when kernels compile (seconds to import)
+    )
 
     cache: dict = {}
     strict = stats.mode is True

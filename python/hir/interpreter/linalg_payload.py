@@ -9,8 +9,9 @@ payload's own results. Compiling it raises :class:`UnsupportedPayload` at an op 
 torch equivalent; the caller reports it at that op's location.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 import torch
 from torch_mlir import ir
@@ -168,7 +169,7 @@ class Payload:
         return [vals[i] for i in self.yields]
 
 
-def compile_payload(block: ir.Block, compiler: Any, skip: frozenset = frozenset(), yields: Optional[list] = None) -> Payload:
+def compile_payload(block: ir.Block, compiler: Any, skip: frozenset = frozenset(), yields: list | None = None) -> Payload:
     """Compile ``block`` (a linalg region). Values defined outside are read from the
     compiler's slots (constants folded into the template). The ops at positions ``skip``
     (reduction combiners, evaluated by the caller) are left out."""

@@ -15,7 +15,6 @@ start, before any rank waits on another:
 """
 
 import os
-from typing import Optional
 
 from torch_mlir import ir
 
@@ -23,7 +22,7 @@ from hir.dialect.context import HirError, format_location
 from hir.dialect.nodes import RANKS_PER_NODE_ATTR, cross_node_copy_engine_op, describe_span, module_ranks_per_node
 
 
-def _env_count(name: str, minimum: int) -> Optional[int]:
+def _env_count(name: str, minimum: int) -> int | None:
     raw = os.environ.get(name)
     if raw is None:
         return None
@@ -32,7 +31,7 @@ def _env_count(name: str, minimum: int) -> Optional[int]:
     return int(raw)
 
 
-def run_ranks_per_node(module: ir.Module, rank: int, world_size: int, source_name: Optional[str]) -> Optional[int]:
+def run_ranks_per_node(module: ir.Module, rank: int, world_size: int, source_name: str | None) -> int | None:
     """The ranks per node of this run (None: one node), after the checks in the module
     docstring; HirError naming the module attribute and the launcher's variables otherwise."""
     where = source_name or "<module>"

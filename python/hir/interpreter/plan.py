@@ -13,7 +13,8 @@ Running a plan (the slots' sentinels, :class:`~hir.interpreter.steps.FunctionPla
 :mod:`hir.interpreter.steps`.
 """
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
@@ -67,7 +68,7 @@ def _tracked_binds(step: Step, slots: list[int], tracker: Any) -> Step:
 class Compiler:
     """Compiles the functions of one module for one rank of a :class:`Runtime`."""
 
-    def __init__(self, module: ir.Module, runtime: Any, source_name: Optional[str], regions: Optional[Callable[["Compiler", list], list[Step]]] = None) -> None:
+    def __init__(self, module: ir.Module, runtime: Any, source_name: str | None, regions: Callable[["Compiler", list], list[Step]] | None = None) -> None:
         self.runtime = runtime
         # The handles kept below (functions, values as slot keys) do not keep their module
         # alive in these bindings: once the caller drops the ir.Module (an imported program
@@ -98,10 +99,10 @@ class Compiler:
         self._outs: dict[ir.Operation, list[int]] = {}  # call -> destinations written with out= or in place
         self._out_writes: dict[ir.Value, ir.Value] = {}  # torch op result -> segment argument it writes
         self._updates: set[ir.Value] = set()  # those of them that write it in place (updates.py)
-        self._asm: Optional[ir.AsmState] = None  # value names (see name)
+        self._asm: ir.AsmState | None = None  # value names (see name)
 
     # ----- functions -------------------------------------------------------------------
-    def function(self, name: str, at: Optional[ir.OpView] = None, eager: bool = False) -> FunctionPlan:
+    def function(self, name: str, at: ir.OpView | None = None, eager: bool = False) -> FunctionPlan:
         """The plan of function ``name`` (compiled on first request). Called by ``at`` (a
         call) whose destinations are bound (:mod:`hir.interpreter.destinations`), the
         plan's results end with those destinations' values, in operand order. ``eager``:
@@ -152,7 +153,7 @@ class Compiler:
             self.share(result, value)
         return steps
 
-    def _function(self, name: str, at: Optional[ir.OpView]) -> ir.OpView:
+    def _function(self, name: str, at: ir.OpView | None) -> ir.OpView:
         function = self.functions.get(name)
         if function is None:
             where = self.where(at) if at is not None else "error"
@@ -170,7 +171,7 @@ class Compiler:
             raise self.error(function, f"@{name} must end with {func.ReturnOp.OPERATION_NAME}")
         return blocks[0], ops
 
-    def _callee_steps(self, block: ir.Block, ops: list, at: Optional[ir.OpView], regions: bool, keep: Optional[list] = None) -> list[Step]:
+    def _callee_steps(self, block: ir.Block, ops: list, at: ir.OpView | None, regions: bool, keep: list | None = None) -> list[Step]:
         """The steps of a function body with the destinations ``at`` binds or has
         written with ``out=`` set up (the block's arguments already have slots). ``keep``
         (an inlined body): its intermediate tensors are released after their last use,
@@ -183,7 +184,7 @@ class Compiler:
         self._updates = {self.destinations.producer(at.operation, i) for i in outs if self.destinations.updates(at.operation, i)}
         return self.block(ops[:-1], regions=regions, keep=keep)
 
-    def block(self, ops: list, regions: bool = False, keep: Optional[list] = None) -> list[Step]:
+    def block(self, ops: list, regions: bool = False, keep: list | None = None) -> list[Step]:
         """Compile ``ops`` (a block without its terminator) into steps; ``regions``: a
         function body, whose compute regions may run compiled; ``keep``: see :meth:`steps`."""
         self._binds.update(self.destinations.binds(ops, self._outs))
@@ -191,7 +192,7 @@ class Compiler:
             return self.regions(self, ops)
         return self.steps(ops, keep)
 
-    def steps(self, ops: list, keep: Optional[list] = None) -> list[Step]:
+    def steps(self, ops: list, keep: list | None = None) -> list[Step]:
         """The steps of ``ops``, op by op, slot moves folded into the torch call before them
         (:func:`hir.interpreter.generated.slot_moves_step`). ``keep``: ``ops`` are an inlined
         segment's, whose other intermediate tensors are released after their last use."""
@@ -280,7 +281,7 @@ class Compiler:
         operands = list(call.operation.operands)
         return [self.define(r) for r in call.operation.results] + [self.use(operands[i]) for i, _ in self.bound_operands(call)]
 
-    def out_destination(self, result: ir.Value) -> Optional[int]:
+    def out_destination(self, result: ir.Value) -> int | None:
         """The slot of the segment argument torch op ``result`` is written into with
         ``out=`` (its materialization then has no step); None when it is computed fresh."""
         argument = self._out_writes.get(result)
@@ -295,7 +296,7 @@ class Compiler:
         """Whether segment ``argument`` is written by its producer's ``out=`` already."""
         return argument in self._out_writes.values()
 
-    def returned(self, argument: ir.Value) -> Optional[bool]:
+    def returned(self, argument: ir.Value) -> bool | None:
         """For a segment argument that is returned instead of written: whether the result
         must be made contiguous; None when the segment writes it."""
         return self._returned.get(argument)

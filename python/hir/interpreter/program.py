@@ -4,21 +4,21 @@ inputs fully before anything runs, execute, and return the outputs."""
 import functools
 import logging
 import sys
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_high_priority_streams, module_num_streams
-from hir.dialect.teams import teams_of
 from hir.dialect.compute import KERNEL_ATTR
 from hir.dialect.context import HirError, check_options, format_location
 from hir.dialect.gc_stress import checkpoint
 from hir.dialect.placement_checks import check_placements
+from hir.dialect.teams import teams_of
 from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
 from hir.interpreter.arguments import EntryArguments
-from hir.interpreter.backends.process_groups import default_device
-from hir.interpreter.backends.process_groups import run_scope
+from hir.interpreter.backends.process_groups import default_device, run_scope
 from hir.interpreter.backends.process_groups import timeout as dist_timeout
 from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
 from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_blockers, written_arguments
@@ -26,17 +26,17 @@ from hir.interpreter.inputs import shard
 from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode, warm_compile_workers
 from hir.interpreter.nodes import run_ranks_per_node
 from hir.interpreter.plan import Compiler
-from hir.interpreter.steps import FunctionPlan, run_steps
-from hir.interpreter.transfer_checks import TransferChecks
 from hir.interpreter.regions import compile_block, region_mode_reason
 from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
+from hir.interpreter.steps import FunctionPlan, run_steps
+from hir.interpreter.transfer_checks import TransferChecks
 from hir.interpreter.weights import read_weights, recorded_weights, weights_path
 from hir.passes import compute_resharding_reason
 
 log = logging.getLogger("hir.graph")
 
 
-def entry_function(module: ir.Module, entry: Optional[str], source_name: Optional[str]) -> str:
+def entry_function(module: ir.Module, entry: str | None, source_name: str | None) -> str:
     """``entry`` if given, else ``main``, else the single public function that is not a kernel."""
     funcs = [op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME]
     names = [ir.StringAttr(f.operation.attributes["sym_name"]).value for f in funcs]
@@ -88,7 +88,7 @@ def module_teams(module: ir.Module) -> list[tuple[int, ...]]:
     return teams
 
 
-def pool_size(module: ir.Module, requested: Optional[int], source_name: Optional[str]) -> int:
+def pool_size(module: ir.Module, requested: int | None, source_name: str | None) -> int:
     """The run's stream pool size: the module's ``hir.num_streams``, else ``requested``,
     else the default; a request that contradicts the module is an error."""
     where = source_name or "<module>"
@@ -103,7 +103,7 @@ def pool_size(module: ir.Module, requested: Optional[int], source_name: Optional
     return fixed or requested or DEFAULT_NUM_STREAMS
 
 
-def refuse_resharding(module: ir.Module, world_size: int, source_name: Optional[str]) -> None:
+def refuse_resharding(module: ir.Module, world_size: int, source_name: str | None) -> None:
     """On several ranks a resharding compute op needs the communication its lowering
     inserts: run as written it would compute on mismatched shards."""
     if world_size < 2:
@@ -164,18 +164,18 @@ class Program:
         self,
         module: ir.Module,
         *,
-        entry: Optional[str] = None,
-        device: Optional[str] = None,
-        num_streams: Optional[int] = None,
-        backend: Optional[str] = None,
+        entry: str | None = None,
+        device: str | None = None,
+        num_streams: int | None = None,
+        backend: str | None = None,
         compile_kernels: CompileMode = "auto",
-        source_name: Optional[str] = None,
+        source_name: str | None = None,
         graph: GraphMode = "auto",
         track_memory: bool = False,
         static_outputs: bool = False,
         graph_cache_size: int = 4,
         autotune: bool = False,
-        weights: Optional[str] = None,
+        weights: str | None = None,
     ) -> None:
         require_module(module, "Program")
         num_streams = pool_size(module, num_streams, source_name)
@@ -237,14 +237,14 @@ class Program:
             fn = self.compiler.functions[self.entry].operation
             self.recorded_weights = recorded_weights(module, fn)
             self.weights_path = weights_path(self.recorded_weights, source_name, weights)
-            self._weights: Optional[dict] = None
+            self._weights: dict | None = None
             keys = self.recorded_weights.keys
             # a call with this many inputs gives the arguments no weight fills (-1: none do)
             self._without_weights = len(self.plan.arg_types) - len(keys) if keys else -1
             functions = self.compiler.functions
             written = written_arguments(functions[self.entry].regions[0].blocks[0], functions) if graph is not False else frozenset()
         self._graph_state = GraphState(graph, "; ".join(blockers) or None if graph is not False else "graph=False")
-        self.graph: Optional[GraphRunner] = None
+        self.graph: GraphRunner | None = None
         if self._graph_state.active:
             self.graph = GraphRunner(self._execute, dev, self.runtime.streams, self._graph_state, written, static_outputs, graph_cache_size, self.runtime.capture_refreshes)
         else:
@@ -263,7 +263,7 @@ class Program:
         return self.runtime.kernel_compile
 
     @property
-    def memory(self) -> Optional[AllocationTracker]:
+    def memory(self) -> AllocationTracker | None:
         """The allocation tracker (``track_memory=True``), else None."""
         return self.runtime.memory
 
@@ -326,7 +326,7 @@ class Program:
             inputs = self.with_weights(inputs)
         return self._args.check(inputs)
 
-    def read_weights(self, wanted: Optional[set] = None) -> dict:
+    def read_weights(self, wanted: set | None = None) -> dict:
         """``{argument index: tensor}`` of the arguments the module's recorded weights file
         gives (``wanted``: those indices only), this rank's parts, read once and kept (the
         same tensors every call, so parameter work computed from them is reused)."""
@@ -350,7 +350,7 @@ class Program:
         return f"{self.plan.location}: error: @{self.entry}"
 
 
-def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entry: Optional[str] = None) -> list:
+def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entry: str | None = None) -> list:
     """Rank ``rank``'s arguments of the entry function from GLOBAL values (what ``hir-run``
     does with ``.pt`` inputs): each tensor cut to this rank's shard as its argument type
     places it (``#hir.shard``; a contiguous copy), None for a buffer whose mesh excludes the
@@ -373,7 +373,7 @@ def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entr
     return out
 
 
-def compile(module: ir.Module, **options: Any) -> Program:  # noqa: A001 - the natural name
+def compile(module: ir.Module, **options: Any) -> Program:
     """Compile ``module`` once; call the result with inputs as often as needed."""
     return Program(module, **options)
 

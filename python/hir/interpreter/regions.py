@@ -38,7 +38,6 @@ least :data:`~hir.interpreter.kernels.AUTO_MIN_OPS` compute ops (a kernel segmen
 Kernel segments outside regions (in loop bodies) are compiled on their own as before.
 """
 
-from typing import Optional
 
 import torch
 from torch_mlir import ir
@@ -56,7 +55,7 @@ _ALLOC = memref.AllocOp.OPERATION_NAME
 _DEALLOC = memref.DeallocOp.OPERATION_NAME
 
 
-def region_mode_reason(mode: CompileMode, device: torch.device, track_memory: bool) -> Optional[str]:
+def region_mode_reason(mode: CompileMode, device: torch.device, track_memory: bool) -> str | None:
     """Why no region of a program compiled under ``mode`` runs compiled (None: they may)."""
     if mode is False:
         return "compile_kernels=False runs every op by op"
@@ -67,7 +66,7 @@ def region_mode_reason(mode: CompileMode, device: torch.device, track_memory: bo
     return None
 
 
-def compute_weight(op: ir.Operation, functions: dict) -> Optional[int]:
+def compute_weight(op: ir.Operation, functions: dict) -> int | None:
     """The compute ops ``op`` contributes to a region (0: it may sit inside one without
     counting; None: it ends a region)."""
     name = op.name

@@ -22,8 +22,9 @@ time only. ``local=False``: the op decides itself what a rank does (communicatio
 ops are skipped on ranks that do not hold one of their buffers.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 Handler = Callable[..., Any]  # (Compiler, op) -> Optional[Step] | list[Step]
 
@@ -87,7 +88,7 @@ def register_impls(cls: type) -> type:
     return cls
 
 
-def lookup(name: str) -> Optional[HandlerEntry]:
+def lookup(name: str) -> HandlerEntry | None:
     """The handler of op ``name``: exact match, else the longest matching prefix."""
     entry = HANDLERS.get(name)
     if entry is not None:

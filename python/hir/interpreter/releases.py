@@ -16,7 +16,7 @@ the segment shares with its caller (its arguments, its returned values, destinat
 writes) and constants pre-filled in the env template are never released.
 """
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from torch_mlir import ir
 

@@ -27,7 +27,7 @@ an alias of it to read later), and after it only deallocated; this rank holds bo
 copy-engine collective (``backend = "cuda"``) writes its own output and is left alone.
 """
 
-from typing import Callable
+from collections.abc import Callable
 
 from torch_mlir import ir
 from torch_mlir.dialects import memref

@@ -2,8 +2,9 @@
 process group (created on first need) and the optional allocation tracker."""
 
 import os
+from collections.abc import Sequence
 from functools import cached_property
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
@@ -21,15 +22,15 @@ class Runtime:
     """What compiled steps close over: device, rank, streams, the process group."""
 
     def __init__(
-        self, device: torch.device, num_streams: int, backend: Optional[str], compile_kernels: CompileMode, track_memory: bool = False, high_priority: Sequence[int] = ()
+        self, device: torch.device, num_streams: int, backend: str | None, compile_kernels: CompileMode, track_memory: bool = False, high_priority: Sequence[int] = ()
     ) -> None:
         self.device = device
-        self.memory: Optional[AllocationTracker] = AllocationTracker() if track_memory else None
+        self.memory: AllocationTracker | None = AllocationTracker() if track_memory else None
         self.backend = backend
         self.compile_kernels = compile_kernels
         self.kernel_compile = KernelCompileStats(compile_kernels)
         self.rank, self.world_size = world()
-        self.ranks_per_node: Optional[int] = None  # the run's node layout (None: one node), set at run start
+        self.ranks_per_node: int | None = None  # the run's node layout (None: one node), set at run start
         self.streams = StreamPool(device, num_streams, high_priority)
         # Works no hir.wait consumes: (work, location, op name), completed at entry exit.
         self.pending: list = []
@@ -58,7 +59,7 @@ class CpuStream:
 
     __slots__ = ("index",)
 
-    def __init__(self, index: Optional[int]) -> None:
+    def __init__(self, index: int | None) -> None:
         self.index = index
 
     def __repr__(self) -> str:
@@ -89,7 +90,7 @@ class StreamPool:
         self._index_of: dict[int, int] = {}  # id() of a pool Stream object -> its pool index (role)
         self._current: Any = None if self.cuda else CpuStream(None)
         self._device_index = (device.index if device.index is not None else torch.cuda.current_device()) if self.cuda else None
-        self._caller_key: Optional[tuple] = None  # (stream id, device index, device type)
+        self._caller_key: tuple | None = None  # (stream id, device index, device type)
         self._caller: Any = None
         self._events: dict[int, Any] = {}  # CUDA stream handle -> the event its waiters wait on
 
@@ -108,7 +109,7 @@ class StreamPool:
                 self._index_of[id(stream)] = key  # held in _pool: the id is never reused
         return stream
 
-    def role(self, stream: Any) -> Optional[int]:
+    def role(self, stream: Any) -> int | None:
         """The pool index of ``stream``, None for a stream outside the pool (the caller's:
         whichever stream a run starts on). A run does the same work on a role whatever torch
         stream plays it, so per-op caches keyed by role (peer buffers) serve eager calls on

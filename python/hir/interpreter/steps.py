@@ -2,8 +2,8 @@
 sentinels a slot may hold, a compiled function, and the loop running a block's steps, which
 turns a failure inside a step into a ``file:line:col: error:`` message naming its op."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 from torch_mlir import ir
 
@@ -67,7 +67,7 @@ class FunctionPlan:
 _ONCE = (None,)
 
 
-def run_steps(steps: list[Step], env: list, iv: Optional[int] = None, indices: Iterable = _ONCE) -> None:
+def run_steps(steps: list[Step], env: list, iv: int | None = None, indices: Iterable = _ONCE) -> None:
     """Run a block's steps, once or (a loop body) once per index in ``indices`` with the
     index in slot ``iv``; a failure becomes an :class:`HirError` at the failing op. A loop
     runs under one ``try``: a stream loop runs ~10 small steps an iteration, and a call and
@@ -86,7 +86,7 @@ def run_steps(steps: list[Step], env: list, iv: Optional[int] = None, indices: I
 
 
 def runtime_error(step: Step, env: list, err: Exception) -> HirError:
-    info: Optional[OpInfo] = getattr(step, "hir_op", None)
+    info: OpInfo | None = getattr(step, "hir_op", None)
     if info is None:  # pragma: no cover - every step is tagged by the compiler
         return HirError(f"error: {type(err).__name__}: {err}")
     for index, (slot, name) in enumerate(info.operands):

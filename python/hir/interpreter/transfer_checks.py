@@ -41,7 +41,7 @@ every rank (their transfers pair only then), so their gathers pair too.
 """
 
 import hashlib
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.distributed as dist
@@ -167,17 +167,17 @@ def _callee(op: ir.Operation) -> str:
     return callee.value if isinstance(callee, ir.FlatSymbolRefAttr) else str(callee)
 
 
-def _parent(op: ir.Operation) -> Optional[ir.Operation]:
+def _parent(op: ir.Operation) -> ir.Operation | None:
     parent = op.parent
     return None if parent is None else parent.operation
 
 
-def _function_name(op: ir.Operation) -> Optional[str]:
+def _function_name(op: ir.Operation) -> str | None:
     """``op``'s symbol name when it is a function, else None."""
     return ir.StringAttr(op.attributes["sym_name"]).value if op.name == func.FuncOp.OPERATION_NAME else None
 
 
-def _function_of(op: ir.Operation) -> Optional[str]:
+def _function_of(op: ir.Operation) -> str | None:
     parent = _parent(op)
     while parent is not None and parent.name != func.FuncOp.OPERATION_NAME:
         parent = _parent(parent)
@@ -199,7 +199,7 @@ class TransferChecks:
         self.shapes = sorted(analysis.shapes | analysis.size_shapes) if self.on else []
         self.active = True  # the first run checks every transfer
         self.device = device  # of the gathered rows (NCCL gathers CUDA tensors)
-        self._always: Optional[bool] = None  # unknown until the first run's gather
+        self._always: bool | None = None  # unknown until the first run's gather
         self._signed = False
         self._key: tuple = ()
         self._verified: set[tuple] = set()

@@ -30,7 +30,7 @@ segments (``compile_kernels``) trace the in-place op as a mutation of their inpu
 inductor writes in place as before.
 """
 
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from torch_mlir import ir
@@ -43,7 +43,7 @@ _TO_TENSOR = bufferization.ToTensorOp.OPERATION_NAME
 _CAST = builtin.UnrealizedConversionCastOp.OPERATION_NAME
 
 
-def overload_of(op: ir.Operation) -> Optional[Any]:
+def overload_of(op: ir.Operation) -> Any | None:
     """The ``torch.ops`` overload torch op ``op`` runs (``torch.operator`` by its name), or
     None (not a torch registry op)."""
     name = op.name
@@ -56,7 +56,7 @@ def _signature(schema: Any) -> list[tuple[str, str]]:
     return [(a.name, str(a.type)) for a in schema.arguments]
 
 
-def out_variant(overload: Any) -> Optional[Any]:
+def out_variant(overload: Any) -> Any | None:
     """The ``out=`` overload of torch op ``overload``: the same arguments (names and types)
     plus one keyword-only ``out`` it writes; None when torch has none."""
     schema = overload._schema
@@ -74,7 +74,7 @@ def out_variant(overload: Any) -> Optional[Any]:
     return None
 
 
-def in_place_variant(overload: Any) -> Optional[Any]:
+def in_place_variant(overload: Any) -> Any | None:
     """The in-place overload of functional torch op ``overload`` (``aten.index_copy`` ->
     ``aten.index_copy_``): the same arguments, ``self`` written and returned; None when the
     op is not functional or torch has none."""
@@ -95,7 +95,7 @@ def in_place_variant(overload: Any) -> Optional[Any]:
     return None
 
 
-def _single_use(value: ir.Value) -> Optional[ir.OpOperand]:
+def _single_use(value: ir.Value) -> ir.OpOperand | None:
     uses = list(value.uses)
     return uses[0] if len(uses) == 1 else None
 

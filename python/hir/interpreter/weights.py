@@ -8,8 +8,9 @@ The file holds GLOBAL tensors; each rank reads only its part of a sharded argume
 (:mod:`hir.frontend.saving`)."""
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import torch
 from torch_mlir import ir
@@ -32,7 +33,7 @@ class RecordedWeights:
     """What a module's IR says about its weights: the file (as written in the IR; relative
     to the .mlir file's folder) and the key each entry argument reads (argument index -> key)."""
 
-    file: Optional[str]
+    file: str | None
     keys: dict
 
 
@@ -49,7 +50,7 @@ def recorded_weights(module: ir.Module, fn: ir.Operation) -> RecordedWeights:
     return RecordedWeights(file, keys)
 
 
-def weights_path(recorded: RecordedWeights, source_name: Optional[str], override: Optional[str] = None) -> Optional[str]:
+def weights_path(recorded: RecordedWeights, source_name: str | None, override: str | None = None) -> str | None:
     """Where the weights are: ``override``, else the recorded file resolved against the
     folder of the .mlir file the module was read from (``source_name``, when it names a
     file; else the current folder)."""
@@ -62,7 +63,7 @@ def weights_path(recorded: RecordedWeights, source_name: Optional[str], override
     return os.path.join(os.path.dirname(source_name), recorded.file)
 
 
-def read_weights(path: str, arg_types: Sequence[ir.Type], keys: dict, *, rank: Optional[int], device: torch.device, entry: str = "main") -> dict:
+def read_weights(path: str, arg_types: Sequence[ir.Type], keys: dict, *, rank: int | None, device: torch.device, entry: str = "main") -> dict:
     """``{argument index: this rank's part}`` of every argument in ``keys``, read from the
     safetensors file ``path`` after checking that its names, shapes and dtypes are exactly
     what the arguments need (the first mismatch is the error). An argument whose mesh

@@ -5,10 +5,10 @@ output files replaced only once complete."""
 
 import argparse
 import sys
+from importlib import metadata
 from typing import NoReturn
 
 from hir.outputs import CliError, check_writable, flush_stdout, write_atomically, write_stdout, write_text  # noqa: F401 - the CLIs' imports
-from importlib import metadata
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -8,12 +8,12 @@ the same inputs and checks them against eager torch.
 """
 
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
+import hir
 from hir.builder import Builder
 from hir.interrupts import cli_main
 from hir.tools.cli_common import ArgumentParser, CliError, check_device, positive_int, write_stdout
-import hir
 
 
 def build_program(rows: int = 16, k: int = 32, n: int = 8):
@@ -42,7 +42,7 @@ def describe_run(lowered_run, x, w, out) -> str:
 
 
 @cli_main("hir-demo")
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = ArgumentParser(prog="hir-demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     parser.add_argument("--rows", type=positive_int, default=16,

@@ -19,10 +19,10 @@ import inspect
 import re
 import sys
 import textwrap
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
-
+from typing import Any
 
 from hir.dialect import base as dialect_base
 
@@ -110,7 +110,7 @@ def verifier_functions(cls: type) -> list[Callable]:
     """``check`` and what it calls: methods of the op (``self.x(...)``) and helpers defined
     in the op's own module, transitively."""
     seen: list[Callable] = []
-    todo = [getattr(cls, "check")]
+    todo = [cls.check]
     module = sys.modules[cls.__module__]
     while todo:
         fn = todo.pop()
@@ -188,7 +188,7 @@ def _guarded_by_presence(node: ast.AST, attr: str, parents: dict, fn: Callable) 
     return False
 
 
-def _message(node: ast.AST, fn: Callable) -> Optional[str]:
+def _message(node: ast.AST, fn: Callable) -> str | None:
     """A ``fail`` message: literal text, with each interpolated value shown as ``…``
     (module constants are filled in)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -309,7 +309,7 @@ def generate(examples_path: Path = DEFAULT_EXAMPLES) -> str:
     return render([describe(c) for c in op_classes()], examples(examples_path), source)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m hir.tools.gen_op_docs", description="Generate the hir op reference (Markdown).")
     p.add_argument("-o", dest="output", help="write here (default: stdout)")
     p.add_argument("--check", metavar="FILE", help="exit 1 when FILE differs from what would be generated")

@@ -7,8 +7,8 @@ registry (:mod:`hir.frontend.strategies`), between the markers it writes.
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from hir.frontend.strategies.registry import STRATEGIES, TAG_STRATEGIES
 
@@ -39,7 +39,7 @@ def updated(text: str) -> str:
     return text[:start] + generate() + text[stop + len(END):]
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("-o", dest="output", help="rewrite the rule list in this markdown file")

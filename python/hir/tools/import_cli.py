@@ -19,11 +19,19 @@ import argparse
 import os
 import runpy
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from hir import progress
 from hir.interrupts import cli_main
-from hir.tools.cli_common import ArgumentParser, CliError, check_writable, flush_stdout, write_atomically, write_stdout, write_text
+from hir.tools.cli_common import (
+    ArgumentParser,
+    CliError,
+    check_writable,
+    flush_stdout,
+    write_atomically,
+    write_stdout,
+    write_text,
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def weights_file(args: argparse.Namespace) -> Optional[str]:
+def weights_file(args: argparse.Namespace) -> str | None:
     """Where the weights go: --weights, else beside -o, else nowhere (stdout, --no-weights)."""
     if args.no_weights:
         if args.weights:
@@ -87,7 +95,7 @@ def _get(namespace: dict, name: str, file: str, required: bool):
 
 
 @cli_main("hir-import")
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     progress.configure("hir-import", args.progress)
     from hir.core import HirError  # after the argument checks: a bad command line is answered without loading MLIR

@@ -34,8 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Sequence
 
 from hir.interrupts import signals_held
 
@@ -96,7 +96,7 @@ def _signal_name(number: int) -> str:
 @dataclass
 class LaunchResult:
     ranks: list[RankResult]
-    first_failure: Optional[int]  # the rank that failed first (None: all succeeded)
+    first_failure: int | None  # the rank that failed first (None: all succeeded)
     timed_out: bool
 
     @property
@@ -115,7 +115,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def loopback_interface() -> Optional[str]:
+def loopback_interface() -> str | None:
     """The name of this machine's loopback network interface (``lo``), None when none is found."""
     try:
         names = sorted(os.listdir("/sys/class/net"))
@@ -132,7 +132,7 @@ def loopback_interface() -> Optional[str]:
     return None
 
 
-def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None, env: Optional[dict] = None) -> LaunchResult:
+def launch(nproc: int, argv: Sequence[str], *, timeout_s: float | None = None, env: dict | None = None) -> LaunchResult:
     """Run ``argv`` as ``nproc`` ranks and wait for all of them (see the module docstring)."""
     if nproc < 1:
         raise ValueError(f"nproc must be >= 1, got {nproc}")
@@ -174,7 +174,7 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: Optional[float] = None
     return LaunchResult(results, first_failure, timed_out)
 
 
-def _dies_with(launcher: int) -> Optional[Callable[[], None]]:
+def _dies_with(launcher: int) -> Callable[[], None] | None:
     """What a rank runs between fork and exec: ask for SIGKILL when the launcher dies (in its
     own session, a rank would otherwise run on under init), and stop at once if the launcher
     died before the request."""
@@ -200,7 +200,7 @@ def temporary_folder(prefix: str) -> Iterator[str]:
         yield folder
 
 
-def remove_stale_folders(prefix: str, where: Optional[str] = None) -> list[str]:
+def remove_stale_folders(prefix: str, where: str | None = None) -> list[str]:
     """Remove the folders ``<prefix><pid>-*`` under ``where`` (default: the temporary
     directory) that belong to this user and whose process ``pid`` no longer runs; returns them."""
     where = where or tempfile.gettempdir()
@@ -240,7 +240,7 @@ def _running(pid: int) -> bool:
         return True
 
 
-def _supervise(procs: list, timeout_s: Optional[float]) -> tuple[list[int], bool, set]:
+def _supervise(procs: list, timeout_s: float | None) -> tuple[list[int], bool, set]:
     """Wait until every rank exits, one fails, or the timeout passes (then stop the others);
     returns the ranks that failed in the order they exited, whether the run timed out, and
     the ranks stopped."""
@@ -266,7 +266,7 @@ class _Exits:
     def __init__(self, procs: list) -> None:
         self.procs = procs
         self.ranks: dict[int, int] = {}  # pidfd -> rank
-        self.poller: Optional[select.poll] = select.poll()
+        self.poller: select.poll | None = select.poll()
         try:
             for rank, p in enumerate(procs):
                 fd = os.pidfd_open(p.pid)
@@ -287,7 +287,7 @@ class _Exits:
             os.close(fd)
         self.ranks.clear()
 
-    def next(self, timeout_s: Optional[float]) -> list[int]:
+    def next(self, timeout_s: float | None) -> list[int]:
         """The ranks that exited (now reaped) since the last call, in the order seen, after
         waiting up to ``timeout_s`` (None: for as long as it takes) for one."""
         if self.poller is None:
@@ -318,7 +318,7 @@ def note_failure() -> None:
             os.close(fd)
 
 
-def _root_cause(log: str, failed: list[int], returncodes: list) -> Optional[int]:
+def _root_cause(log: str, failed: list[int], returncodes: list) -> int | None:
     """The rank whose failure brought the run down, of those that ``failed`` (in exit order):
     the first killed by a signal (a crash, the OOM killer, a kill; the launcher had stopped no
     rank yet: a rank whose peer dies fails with an error, never a signal), else the first in

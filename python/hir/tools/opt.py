@@ -12,18 +12,18 @@ import argparse
 import difflib
 import os
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch_mlir.dialects
 from torch_mlir import ir
 
-from hir.interrupts import cli_main
-from hir.tools.cli_common import ArgumentParser, CliError, check_writable, positive_int, write_atomically, write_stdout
-from hir.dialect.placement_checks import check_placements, may_hold_placements
-from hir.dialect.streams import module_attribute_errors
-from hir.dialect.context import check_nesting
 from hir.core import HirError, format_mlir_error, locate_custom_syntax, new_context, read_source
 from hir.dialect import HirDialect
+from hir.dialect.context import check_nesting
+from hir.dialect.placement_checks import check_placements, may_hold_placements
+from hir.dialect.streams import module_attribute_errors
+from hir.interrupts import cli_main
+from hir.tools.cli_common import ArgumentParser, CliError, check_writable, positive_int, write_atomically, write_stdout
 from hir.tools.opt_diagnostics import Diagnostic, check_expected, parse_diagnostics, with_source_lines
 from hir.tools.opt_passes import flags_pipeline, list_passes, pass_flags
 
@@ -117,7 +117,7 @@ def split_chunks(text: str, split: bool) -> list[str]:
     return chunks
 
 
-def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Optional[bytes], list[Diagnostic]]:
+def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[bytes | None, list[Diagnostic]]:
     """Parse, transform and print one chunk: (printed module (UTF-8) or None, diagnostics)."""
     try:
         check_nesting(chunk, source)
@@ -135,7 +135,10 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
         if placement_errors:
             return None, parse_diagnostics("\n".join(placement_errors))
         if args.pass_pipeline:
-            from hir.passes import Instrumentation, run_pipeline  # the passes load only when a pipeline runs or is listed
+            from hir.passes import (  # the passes load only when a pipeline runs or is listed
+                Instrumentation,
+                run_pipeline,
+            )
 
             inst = Instrumentation(verify_each=args.verify_each == "true")
             # Flags add to what HIR_DUMP asked for.
@@ -158,7 +161,7 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[Op
                                         assume_verified=True), []
 
 
-def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """argparse, then pass flags (what it did not know) turned into ``--pass-pipeline``."""
     parser = build_parser()
     args, unknown = parser.parse_known_intermixed_args(argv)
@@ -191,7 +194,7 @@ UPSTREAM_PASSES = ("canonicalize", "cse", "inline", "symbol-dce", "sccp", "loop-
 
 
 @cli_main("hir-opt")
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         return _main(args)

@@ -8,7 +8,6 @@ produced error must be expected."""
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 _DIAG = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note|remark): (?P<msg>.*)$")
 _EXPECT = re.compile(r"expected-(?P<sev>error|warning|note|remark)\s*(?:@(?P<where>[+-]\d+|above|below))?\s*\{\{(?P<msg>.*?)\}\}")
@@ -16,7 +15,7 @@ _EXPECT = re.compile(r"expected-(?P<sev>error|warning|note|remark)\s*(?:@(?P<whe
 
 @dataclass
 class Diagnostic:
-    line: Optional[int]
+    line: int | None
     severity: str
     message: str
     text: str

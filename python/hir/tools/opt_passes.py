@@ -8,7 +8,7 @@ driver runs either way."""
 import dataclasses
 import re
 import typing
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 _FLAG = re.compile(r"--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<options>.*))?", re.S)
 
@@ -88,7 +88,7 @@ def pass_flags(arguments: Sequence[str]) -> tuple[list[str], list[str]]:
     return elements, rest
 
 
-def flags_pipeline(elements: Sequence[str]) -> Optional[str]:
+def flags_pipeline(elements: Sequence[str]) -> str | None:
     """The pipeline text of the pass flags (None when there are none)."""
     return f"builtin.module({','.join(elements)})" if elements else None
 

@@ -5,14 +5,25 @@ Errors are printed as ``file:line:col: error: ...`` on stderr with exit status 1
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Optional, Sequence
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from hir import progress
 from hir.interrupts import cli_main, pause_point
-from hir.tools.run_trace import traced_run
-from hir.tools.cli_common import ArgumentParser, CliError, check_device, check_writable, non_negative_int, positive_float, positive_int, write_atomically, write_stdout
+from hir.tools.cli_common import (
+    ArgumentParser,
+    CliError,
+    check_device,
+    check_writable,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    write_atomically,
+    write_stdout,
+)
 from hir.tools.run_state import check_writes_state, save_state
-import threading
+from hir.tools.run_trace import traced_run
 
 if TYPE_CHECKING:  # the interpreter imports torch: hir-run imports it after parsing its arguments
     from hir.interpreter import Program
@@ -109,7 +120,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 @cli_main("hir-run")
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # A bare --lower must not swallow the file name that follows it: the pipeline is only
     # ever given as --lower=PIPELINE.
@@ -124,7 +135,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.nproc is not None and "HIR_LAUNCHED" not in os.environ:
         return launch_ranks(args, argv)
     from hir.core import HirError  # after the argument checks: a bad command line is answered without loading MLIR
-
     from hir.tools.launch import note_failure  # after the argument checks, as hir.core above
 
     if args.timeout is not None and args.nproc is None:
@@ -165,7 +175,9 @@ def check_args(args: argparse.Namespace) -> None:
     if args.nproc is not None and "HIR_LAUNCHED" not in os.environ:
         check_nproc(args)
         if os.environ.get("HIR_DIST_TIMEOUT") is not None:  # refused here, not by every rank
-            from hir.core import HirError  # after the argument checks: a bad command line is answered without loading MLIR
+            from hir.core import (
+                HirError,  # after the argument checks: a bad command line is answered without loading MLIR
+            )
             from hir.interpreter.backends.process_groups import timeout  # imports torch: the CLI starts without it
 
             try:
@@ -282,7 +294,11 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def run_file(args: argparse.Namespace) -> int:
-    from hir.core import HirError, parse, read_source  # after the argument checks: a bad command line is answered without loading MLIR
+    from hir.core import (  # after the argument checks: a bad command line is answered without loading MLIR
+        HirError,
+        parse,
+        read_source,
+    )
 
     # The file is read, parsed and lowered before torch is imported (seconds): a missing
     # file or a bad program is reported at once.
@@ -297,7 +313,11 @@ def run_file(args: argparse.Namespace) -> int:
 
     from hir.interpreter import Program  # imports torch: the CLI starts without it
     from hir.interpreter.formatting import format_output, summarize_output  # imports torch: the CLI starts without it
-    from hir.interpreter.inputs import InputError, make_input, parse_assignments  # imports torch: the CLI starts without it
+    from hir.interpreter.inputs import (  # imports torch: the CLI starts without it
+        InputError,
+        make_input,
+        parse_assignments,
+    )
 
     device = args.device or os.environ.get("HIR_DEVICE")
     if device:

@@ -5,9 +5,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
-import torch  # noqa: E402
+import torch
 
-from test_from_torch_block import block, dp_tp_placements  # noqa: E402
+from test_from_torch_block import block, dp_tp_placements
 
 module = block()
 example_args = (torch.randn(2, 8, 16),)

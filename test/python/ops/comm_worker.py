@@ -7,7 +7,7 @@ Usage: python comm_worker.py [--device cuda]"""
 
 import sys
 import traceback
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 
@@ -39,7 +39,7 @@ def team(ranks) -> str:
     return f"team = array<i64: {', '.join(map(str, ranks))}>"
 
 
-def shard(full: torch.Tensor, mesh, axis: int) -> Optional[torch.Tensor]:
+def shard(full: torch.Tensor, mesh, axis: int) -> torch.Tensor | None:
     if RANK not in mesh:
         return None
     if axis < 0:
@@ -55,7 +55,7 @@ def run(text: str, inputs) -> list:
     return [None if t is None else t.cpu() for t in moved]
 
 
-CASES: dict[str, Callable[[], Optional[str]]] = {}
+CASES: dict[str, Callable[[], str | None]] = {}
 
 
 def case(fn):
@@ -63,7 +63,7 @@ def case(fn):
     return fn
 
 
-def check(got: Optional[torch.Tensor], want: Optional[torch.Tensor]) -> Optional[str]:
+def check(got: torch.Tensor | None, want: torch.Tensor | None) -> str | None:
     if want is None:
         return None
     if got is None or got.shape != want.shape or not torch.allclose(got, want, atol=1e-5):
@@ -76,7 +76,7 @@ def permuted_mesh() -> list[int]:
     return list(range(N))[::-1] if N == 2 else [(2 * i + 1) % N for i in range(N)][:N // 2] + [(2 * i) % N for i in range(N // 2)]
 
 
-def allgather_case(mesh, axis: int) -> Optional[str]:
+def allgather_case(mesh, axis: int) -> str | None:
     shape = [3, 3]
     shape[axis] = 2 * N
     g = torch.randn(shape)
@@ -109,7 +109,7 @@ def allgather_subteam():
     return check(out, g if RANK in sub else None)
 
 
-def allreduce_case(kind: str, local: int) -> Optional[str]:
+def allreduce_case(kind: str, local: int) -> str | None:
     mesh = list(range(N))
     g = torch.randn(local * N, 5)
     text = comm_program("allreduce", mem([local * N, 5], mesh, 0), mem([5]), f'axis = 0 : i64, reduction = "{kind}", {team(mesh)}')

@@ -4,18 +4,17 @@ part; each case is reported as its own test), a team of one rank on one process,
 failing rank ending the whole run before any timeout."""
 
 import os
-import subprocess
 import sys
 
+import comm_worker
 import pytest
 import torch
 
-import comm_worker
 from hir.tools import launch as launch_module
 from hir.tools import run_cli
 from hir.tools.launch import launch
-from multirank_util import launch_ranks
 from interp_util import mem, run
+from multirank_util import launch_ranks
 
 WORKER = os.path.join(os.path.dirname(__file__), "comm_worker.py")
 # The collective timeout of the failing-rank tests: longer than any loaded machine needs to

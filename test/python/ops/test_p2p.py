@@ -11,7 +11,6 @@ import sys
 
 import pytest
 
-
 # hir-p2p-pipeline option sets; every one runs both programs (m = 8 rows per shard).
 OPTIONS = (
     "algorithm=local-first",
@@ -101,10 +100,9 @@ def worker() -> int:
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # multirank_util
     import hir
-    from multirank_util import finish_worker
     from hir.interpreter import compile as compile_program
-    from hir.interpreter.backends import symmetric
-    from hir.interpreter.backends import one_shot, peer_buffers
+    from hir.interpreter.backends import one_shot, peer_buffers, symmetric
+    from multirank_util import finish_worker
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = os.environ.get("HIR_DEVICE", "cpu")

@@ -6,7 +6,17 @@ index_copy, index_put), ``grouped`` (an MoE layer's experts as one grouped matri
 partial sums, softmax / SDPA / slice backward, gather / scatter) and ``redistribute`` (the layouts of a tensor-parallel plan's styles).
 Importing this package registers them all."""
 
-from hir.frontend.strategies import attention, backward, embedding, grouped, matrix, pointwise, redistribute, reductions, views  # noqa: F401  (registers)
+from hir.frontend.strategies import (  # noqa: F401  (registers)
+    attention,
+    backward,
+    embedding,
+    grouped,
+    matrix,
+    pointwise,
+    redistribute,
+    reductions,
+    views,
+)
 from hir.frontend.strategies.registry import (
     PARTIAL,
     STRATEGIES,

@@ -6,7 +6,6 @@ replicated ids is DTensor's masked partial lookup (Megatron's ``VocabParallelEmb
 each device looks up the ids it holds, the others give zeros, and the sum over the devices
 (an allreduce) is the lookup (:func:`masked_lookup`, the op's local partial form)."""
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import torch as T
@@ -79,7 +78,7 @@ def _indexed_dims(op: ir.Operation) -> list[int]:
     return [d for d, v in enumerate(entries) if tensor_info(v.type) is not None]
 
 
-def _through_index(op: ir.Operation, split: Optional[int], index_rank: int) -> Optional[int]:
+def _through_index(op: ir.Operation, split: int | None, index_rank: int) -> int | None:
     """The dim of ``self[indices]`` that ``self``'s split dim becomes (None: replicated);
     NoRule when the split dim is indexed or the indexed dims are not one block."""
     dims = _indexed_dims(op)

@@ -9,18 +9,27 @@
 * matmul: as linear for ``[..., M, K] @ [..., K, N]``, and equal split batch dims stay split.
 """
 
-from typing import Optional
 
 from torch_mlir.dialects import torch as T
 
 from hir.dialect import LinearOp, MatmulOp
 from hir.frontend.strategies.pointwise import check_broadcasts
-from hir.frontend.strategies.registry import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, Split, register_compute_form, register_op_strategy, same_dtype
+from hir.frontend.strategies.registry import (
+    PARTIAL,
+    ComputeSpec,
+    NoRule,
+    OpCall,
+    OpPlacement,
+    Split,
+    register_compute_form,
+    register_op_strategy,
+    same_dtype,
+)
 from hir.frontend.torch_ir import constant_value_or, rank_of
 
 
 @register_compute_form(T.AtenLinearOp)
-def linear_form(op) -> Optional[ComputeSpec]:
+def linear_form(op) -> ComputeSpec | None:
     x, w, b = op.operands
     bias = [] if constant_value_or(b, "tensor") is None else [b]
     if rank_of(w) == 2 and same_dtype(op, [x, w] + bias):
@@ -29,7 +38,7 @@ def linear_form(op) -> Optional[ComputeSpec]:
 
 
 @register_compute_form(T.AtenMatmulOp, T.AtenMmOp, T.AtenBmmOp)
-def matmul_form(op) -> Optional[ComputeSpec]:
+def matmul_form(op) -> ComputeSpec | None:
     a, b = op.operands
     if same_dtype(op, [a, b]):
         return ComputeSpec(MatmulOp, [a, b], {}, [], streams_rows=rank_of(a) >= 2 and rank_of(b) == 2)

@@ -4,13 +4,22 @@
 (``contiguous``, ``clone``, casts). DTensor's pointwise rule (``_pointwise_ops.py``):
 operands split along one (right-aligned) axis, replicated ones broadcast along it."""
 
-from typing import Optional
 
 import torch
 from torch_mlir.dialects import torch as T
 
 from hir.dialect import BinaryOp
-from hir.frontend.strategies.registry import ComputeSpec, NoRule, OpCall, OpPlacement, Split, register_compute_form, register_op_strategy, register_tag_strategy, same_dtype
+from hir.frontend.strategies.registry import (
+    ComputeSpec,
+    NoRule,
+    OpCall,
+    OpPlacement,
+    Split,
+    register_compute_form,
+    register_op_strategy,
+    register_tag_strategy,
+    same_dtype,
+)
 from hir.frontend.torch_ir import constant_value
 
 _BINARY = {
@@ -24,7 +33,7 @@ _BINARY = {
 
 
 @register_compute_form(*_BINARY)
-def binary_form(op) -> Optional[ComputeSpec]:
+def binary_form(op) -> ComputeSpec | None:
     operands = list(op.operands)
     a, b = operands[:2]
     if len(operands) == 3 and constant_value(operands[2]) != 1:

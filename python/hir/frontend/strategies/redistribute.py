@@ -9,12 +9,18 @@ its result is its operand read as placed (a gather, the sum of a partial result,
 slice, or the operand itself)."""
 
 import re
-from typing import Optional
 
 import torch
 
 from hir.dialect import SetOp
-from hir.frontend.strategies.registry import ComputeSpec, NoRule, OpCall, OpPlacement, register_compute_form, register_op_strategy
+from hir.frontend.strategies.registry import (
+    ComputeSpec,
+    NoRule,
+    OpCall,
+    OpPlacement,
+    register_compute_form,
+    register_op_strategy,
+)
 from hir.frontend.torch_ir import constant_value
 
 _PLACEMENT = re.compile(r"^(?:Replicate\(\)|Shard\((?:dim=)?(-?\d+)\))$")
@@ -44,7 +50,7 @@ redistribute.register_autograd(_backward)
 OP_NAME = "torch.hir.redistribute"  # the torch.operator the FX importer makes of it
 
 
-def placement_split(text: str, rank: int, axis: int = 0, axes: int = 1) -> Optional[int]:
+def placement_split(text: str, rank: int, axis: int = 0, axes: int = 1) -> int | None:
     """The split dim on mesh axis ``axis`` (of ``axes``) of ``"Shard(d)"`` (made
     non-negative for a rank-``rank`` tensor), None for ``"Replicate()"``; of a list of
     them, one per mesh axis, the one of ``axis``."""
@@ -58,7 +64,7 @@ def placement_split(text: str, rank: int, axis: int = 0, axes: int = 1) -> Optio
 
 
 @register_compute_form(OP_NAME)
-def redistribute_form(op) -> Optional[ComputeSpec]:
+def redistribute_form(op) -> ComputeSpec | None:
     return ComputeSpec(SetOp, [op.operands[0]], {}, [], redistributes=True)
 
 

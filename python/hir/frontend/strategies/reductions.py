@@ -6,14 +6,22 @@ a partial result (an allreduce, for ``hir.reduction`` over the outermost split d
 ``mean``, each device's sum divided by the whole count)."""
 
 from math import prod
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
 from hir.dialect import ReductionOp
 from hir.dialect.base import DYNAMIC
-from hir.frontend.strategies.registry import PARTIAL, ComputeSpec, NoRule, OpCall, OpPlacement, register_compute_form, register_op_strategy, same_dtype
+from hir.frontend.strategies.registry import (
+    PARTIAL,
+    ComputeSpec,
+    NoRule,
+    OpCall,
+    OpPlacement,
+    register_compute_form,
+    register_op_strategy,
+    same_dtype,
+)
 from hir.frontend.torch_ir import constant_value, rank_of, tensor_info, torch_int, torch_op
 
 _REDUCTION = {
@@ -24,7 +32,7 @@ _REDUCTION = {
 
 
 @register_compute_form(*_REDUCTION)
-def reduction_form(op) -> Optional[ComputeSpec]:
+def reduction_form(op) -> ComputeSpec | None:
     x, dims, keepdim = list(op.operands)[:3]
     rest = [constant_value(v) for v in list(op.operands)[3:]]  # sum's dtype
     rank = rank_of(x)
@@ -56,7 +64,7 @@ def global_mean_part(op: ir.Operation, operands: list, offset: ir.Value, results
     """One device's part of a mean over a split dim: the sum of its elements over the
     reduced dims divided by the whole count (the devices' parts sum to the mean). Built at
     the current insertion point."""
-    (result,), x = results, operands[0]
+    (result,) = results
     shape = tensor_info(op.operands[0].type)[0]  # the whole operand's
     if op.name == T.AtenMeanDimOp.OPERATION_NAME:
         local = torch_op(T.AtenSumDimIntListOp.OPERATION_NAME, operands, result)

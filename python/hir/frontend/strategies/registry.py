@@ -19,8 +19,8 @@ Compute forms: ``@register_compute_form(AtenLinearOp, ...)`` names the hir compu
 torch op becomes (a :class:`ComputeSpec`), beside that op's strategy.
 """
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence, Union
 
 import torch
 from torch_mlir import ir
@@ -55,7 +55,7 @@ class OpPlacement:
     placed apart: a tuple, one per result)."""
 
     inputs: tuple[Split, ...]
-    output: Union[Output, tuple[Output, ...]]
+    output: Output | tuple[Output, ...]
 
     def outputs(self, count: int) -> tuple[Output, ...]:
         """The placement of each of the op's ``count`` results."""
@@ -88,7 +88,7 @@ class OpCall:
     op: ir.Operation
     operands: list  # [(value, split)]
     devices: int
-    spec: Optional[ComputeSpec] = None
+    spec: ComputeSpec | None = None
     axis: int = 0  # the mesh axis placed (of a multi-D mesh)
     axes: int = 1  # the mesh's number of axes
 
@@ -136,13 +136,13 @@ class Strategy:
     place: Callable[[OpCall], OpPlacement]
     doc: str
     family: str
-    local_sizes: Optional[Callable[[ir.Operation, int], Optional[tuple[int, int]]]] = field(default=None, compare=False)
-    partial_form: Optional[Callable[[ir.Operation, list, ir.Value, list], list]] = field(default=None, compare=False)
+    local_sizes: Callable[[ir.Operation, int], tuple[int, int] | None] | None = field(default=None, compare=False)
+    partial_form: Callable[[ir.Operation, list, ir.Value, list], list] | None = field(default=None, compare=False)
 
 
 STRATEGIES: dict[str, Strategy] = {}
 TAG_STRATEGIES: dict[torch.Tag, Strategy] = {}
-COMPUTE_FORMS: dict[str, Callable[[ir.Operation], Optional[ComputeSpec]]] = {}
+COMPUTE_FORMS: dict[str, Callable[[ir.Operation], ComputeSpec | None]] = {}
 
 OpKey = str | type
 
@@ -165,12 +165,12 @@ def op_key(op: ir.Operation) -> str:
     return op.name
 
 
-def _strategy(fn: Callable, doc: str, local_sizes: Optional[Callable], partial_form: Optional[Callable] = None) -> Strategy:
+def _strategy(fn: Callable, doc: str, local_sizes: Callable | None, partial_form: Callable | None = None) -> Strategy:
     family = fn.__module__.rpartition(".")[2]
     return Strategy(f"{family}.{fn.__name__}", fn, doc, family, local_sizes, partial_form)
 
 
-def register_op_strategy(*ops: OpKey, doc: str, local_sizes: Optional[Callable] = None, partial_form: Optional[Callable] = None) -> Callable:
+def register_op_strategy(*ops: OpKey, doc: str, local_sizes: Callable | None = None, partial_form: Callable | None = None) -> Callable:
     """Register the decorated function as the strategy of ``ops`` (torch-mlir op classes,
     hir compute op classes or op names); ``doc`` is its line in docs/from-pytorch.md;
     ``local_sizes`` / ``partial_form``: see :class:`Strategy`."""
@@ -202,7 +202,7 @@ def register_compute_form(*ops: OpKey) -> Callable:
     """Register the decorated function ``form(op) -> ComputeSpec | None`` as what the torch
     ops ``ops`` become when they are hir compute ops (None: the op stays in a segment)."""
 
-    def register(fn: Callable[[ir.Operation], Optional[ComputeSpec]]) -> Callable:
+    def register(fn: Callable[[ir.Operation], ComputeSpec | None]) -> Callable:
         for op in ops:
             COMPUTE_FORMS[op_name(op)] = fn
         return fn
@@ -210,7 +210,7 @@ def register_compute_form(*ops: OpKey) -> Callable:
     return register
 
 
-def strategy_for(name: str) -> Optional[Strategy]:
+def strategy_for(name: str) -> Strategy | None:
     """The strategy of op ``name``: its own, else its tag's, else None."""
     if name in STRATEGIES:
         return STRATEGIES[name]
@@ -220,7 +220,7 @@ def strategy_for(name: str) -> Optional[Strategy]:
     return None
 
 
-def compute_spec(op: ir.Operation) -> Optional[ComputeSpec]:
+def compute_spec(op: ir.Operation) -> ComputeSpec | None:
     """The hir compute op replacing ``op``, or None when ``op`` belongs in a segment."""
     form = COMPUTE_FORMS.get(op_key(op))
     results = list(op.results)

@@ -5,7 +5,6 @@ map, as DTensor's ``_view_ops.py`` maps placements (``view`` / ``reshape`` by
 whose size list names the split extent (``view``, ``expand``, ``unflatten``) get it
 rewritten to the local extent in a segment on local shards (``local_sizes``)."""
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import torch as T
@@ -19,7 +18,7 @@ def _sizes_at_split(op: ir.Operation, split: int) -> tuple[int, int]:
     return 1, split
 
 
-def _unflatten_sizes(op: ir.Operation, split: int) -> Optional[tuple[int, int]]:
+def _unflatten_sizes(op: ir.Operation, split: int) -> tuple[int, int] | None:
     d = constant_value(op.operands[1])
     dim = d + rank_of(op.operands[0]) if d < 0 else d
     return (2, split - dim) if dim <= split < dim + len(op.operands[2].owner.operands) else None
@@ -99,7 +98,7 @@ def unpack_strategy(call: OpCall) -> OpPlacement:
     return call.local(call.operands[0][1])
 
 
-def _concatenated(call: OpCall, stack: bool) -> Optional[int]:
+def _concatenated(call: OpCall, stack: bool) -> int | None:
     # torch.cat skips a 1-D empty operand (a transformers DynamicCache's initial ``torch.tensor([])``)
     splits = {s for v, s in call.operands if stack or call.shape(v) != [0]}
     if len(splits) != 1:

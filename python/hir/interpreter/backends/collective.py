@@ -2,7 +2,7 @@
 (``process_group.BUILDERS``, ``copy_engine.BUILDERS``) turns into ``issue(env) -> work``."""
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from torch_mlir import ir
 
@@ -28,7 +28,7 @@ class CommOp:
     out: int
     in_spec: BufferSpec
     out_spec: BufferSpec
-    headers: Optional[Headers] = None  # the cross-rank shape / dtype check, when on for the group
+    headers: Headers | None = None  # the cross-rank shape / dtype check, when on for the group
 
     def check(self, t) -> None:
         """Refuse, on every member, a ``t`` (this rank's part of the collective) whose shape

@@ -43,7 +43,7 @@ copy engines are for: hir-p2p-pipeline's shifts (1.2x). ``hir.shift`` without CU
 batched isend/irecv pair.
 """
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -10,7 +10,7 @@ once, when a program is compiled (``Program``), and costs nothing when unset.
 """
 
 import os
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 
@@ -19,7 +19,7 @@ from hir.dialect.context import HirError
 COMM_DELAY_ENV = "HIR_COMM_DELAY_CYCLES"
 
 
-def comm_delay(device: torch.device) -> Optional[Callable[[], None]]:
+def comm_delay(device: torch.device) -> Callable[[], None] | None:
     """The delay to run before a transfer or signal on ``device``'s current stream, or None
     (the knob unset, or not a CUDA device)."""
     text = os.environ.get(COMM_DELAY_ENV, "").strip()

@@ -23,7 +23,7 @@ every rank decides alike). Programs where data decides which transfers run check
 
 import os
 import zlib
-from typing import Any, Optional
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -147,7 +147,7 @@ class Headers:
             raise self.mismatch(src, theirs.tolist(), me, expected.tolist())
 
 
-def for_op(where: str, name: str, members: list[int], group, device: torch.device, run: Any = None) -> Optional[Headers]:
+def for_op(where: str, name: str, members: list[int], group, device: torch.device, run: Any = None) -> Headers | None:
     """The header exchange of an op on ``group`` when checks are on for it, else None;
     ``run``: the program's run-level switch (see :class:`Headers`)."""
     return Headers(where, name, members, device, run) if enabled(group) else None

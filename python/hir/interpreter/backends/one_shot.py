@@ -18,7 +18,7 @@ every run.
 """
 
 import math
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 from torch_mlir.dialects import func
@@ -43,7 +43,7 @@ def _in_function_body(op) -> bool:
     return parent is not None and parent.name == func.FuncOp.OPERATION_NAME
 
 
-def one_shot_shape(o) -> Optional[list[int]]:
+def one_shot_shape(o) -> list[int] | None:
     """The local output shape of all-reduce ``o`` (``collective.CommOp``) when it runs as one
     one-shot kernel, else None."""
     spec = o.out_spec
@@ -56,7 +56,7 @@ def one_shot_shape(o) -> Optional[list[int]]:
     return shape if 0 < size <= ONE_SHOT_MAX_BYTES and size % 4 == 0 else None  # the kernel moves >= 4-byte words
 
 
-def allreduce(o) -> Optional[Callable[[list], StreamWork]]:
+def allreduce(o) -> Callable[[list], StreamWork] | None:
     """``issue(env)`` running all-reduce ``o`` as one one-shot kernel on the current stream,
     or None (the process group runs it)."""
     global registrations

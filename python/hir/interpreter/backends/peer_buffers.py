@@ -10,7 +10,6 @@ registers (a rendezvous under capture, three per call of the SP layer, preceded
 its illegal memory access); a buffer first needed during a capture is an error, which
 ``graph="auto"`` answers by running eagerly."""
 
-from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -29,7 +28,7 @@ class PeerBuffer:
 
         enable_symmetric_memory(group)
         name = group.group_name
-        self.pending: Optional[int] = None  # group rank whose "done" flag we still owe a wait
+        self.pending: int | None = None  # group rank whose "done" flag we still owe a wait
         self.local = symm_mem.empty(shape, dtype=dtype, device=device)
         self.handle = symm_mem.rendezvous(self.local, name)
         self.peers = [self.handle.get_buffer(g, tuple(shape), dtype) for g in range(dist.get_world_size(group))]

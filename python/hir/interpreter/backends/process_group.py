@@ -14,7 +14,7 @@ keeps this rank's chunk. An all-reduce whose output is bound to its input
 (``interpreter/result_in_input.py``) reduces that input in place.
 """
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -25,14 +25,13 @@ from hir.dialect.context import HirError
 from hir.interpreter.backends.collective import CommOp
 from hir.interpreter.backends.work import REDUCE_OPS, Work, contiguous_out, identity, local_reduce, received
 
-
 # At most this many calls for a collective on an inner axis (one call a row, below); with
 # more rows the list form runs instead (one staged call: per-call launches would dominate
 # small rows; the bound is a guess, no run has measured where the two cross).
 MAX_ROW_CALLS = 16
 
 
-def _rows(t: torch.Tensor, axis: int) -> Optional[list[torch.Tensor]]:
+def _rows(t: torch.Tensor, axis: int) -> list[torch.Tensor] | None:
     """The flat rows of contiguous ``t`` over the axes before ``axis`` (one row when there are
     none), in each of which the equal chunks along ``axis`` are consecutive blocks, in order;
     None if ``t`` is not contiguous or has more than MAX_ROW_CALLS rows.
@@ -96,7 +95,7 @@ def allgather(o: CommOp):
     return issue
 
 
-def _allgather_uneven(o: CommOp, axis: int, order: list[int], shape: Optional[list[int]]):
+def _allgather_uneven(o: CommOp, axis: int, order: list[int], shape: list[int] | None):
     """Parts of different extents: every member sends its part padded to the widest, and
     the wait copies each received part's rows into place (collectives move equal sizes)."""
     bounds = o.in_spec.sharding.bounds(axis)

@@ -8,12 +8,12 @@ teams of a whole module, in op order, when a program is compiled (all ranks comp
 module)."""
 
 import atexit
-import gc
 import datetime
+import gc
 import os
 import socket
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Optional
 
 import torch
 import torch.distributed as dist
@@ -32,7 +32,7 @@ def world() -> tuple[int, int]:
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def default_device(device: Optional[str] = None) -> torch.device:
+def default_device(device: str | None = None) -> torch.device:
     """``device`` if given, else $HIR_DEVICE, else cuda when available, else cpu. A bare
     "cuda" in a multi-process run means this process's GPU (LOCAL_RANK)."""
     env = os.environ.get("HIR_DEVICE")
@@ -72,7 +72,7 @@ class Communicator:
 
     _groups: dict[tuple[str, tuple[int, ...]], object] = {}  # shared by every program of the process
 
-    def __init__(self, device: torch.device, backend: Optional[str]) -> None:
+    def __init__(self, device: torch.device, backend: str | None) -> None:
         if not (dist.is_available() and dist.is_initialized()):
             init_process_group(device, backend)
         self.rank = dist.get_rank()
@@ -107,7 +107,7 @@ def _drop_groups() -> None:
     Communicator._groups.clear()
 
 
-def init_process_group(device: torch.device, backend: Optional[str]) -> None:
+def init_process_group(device: torch.device, backend: str | None) -> None:
     """Initialize the default process group: from the environment when launched with
     several processes (rank 0 hosting the store on $MASTER_ADDR, :func:`rendezvous_store`,
     unless torchrun's agent hosts it), else a one-process group on an in-memory store."""

@@ -21,7 +21,6 @@ ShareMemHandles on the buffer itself).
 """
 
 import os
-from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -105,7 +104,7 @@ class PushedWork:
 _BY_STORAGE: dict[int, SymmetricBuffer] = {}  # storage address -> buffer (process lifetime)
 
 
-def lookup(t: torch.Tensor) -> Optional[SymmetricBuffer]:
+def lookup(t: torch.Tensor) -> SymmetricBuffer | None:
     """The symmetric buffer ``t`` is a view of, if any."""
     return _BY_STORAGE.get(t.untyped_storage().data_ptr())
 

@@ -1,7 +1,7 @@
 """Work tokens (what a communication leaves in its result slot for ``hir.wait``) and the
 small tensor helpers every transfer uses."""
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -14,7 +14,7 @@ class Work:
 
     __slots__ = ("handles", "finish")
 
-    def __init__(self, handle, finish: Optional[Callable[[], None]] = None) -> None:
+    def __init__(self, handle, finish: Callable[[], None] | None = None) -> None:
         self.handles = handle if isinstance(handle, list) else [handle]
         self.finish = finish
 
@@ -65,14 +65,14 @@ def identity(kind: str, dtype: torch.dtype):
     return info.min if kind == "max" else info.max
 
 
-def contiguous_out(t: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+def contiguous_out(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(tensor to receive into, view to copy it back to or None)."""
     if t.is_contiguous():
         return t, None
     return torch.empty(t.shape, dtype=t.dtype, device=t.device), t
 
 
-def received(handle, buf: torch.Tensor, back: Optional[torch.Tensor]) -> Work:
+def received(handle, buf: torch.Tensor, back: torch.Tensor | None) -> Work:
     """The work of a transfer into ``buf``, whose wait copies ``buf`` into ``back`` (the
     non-contiguous output it was staged for, :func:`contiguous_out`) when there is one."""
     return Work(handle, (lambda: back.copy_(buf)) if back is not None else None)

@@ -4,4 +4,19 @@ use (``memory`` for memref, ``arith``, ``func``, ``scf``, ``tensors`` for tensor
 ``linalg`` / ``linalg_tensor`` for linalg ops on memrefs / tensors, ``aten`` for torch-mlir's ``torch``
 dialect ops in them). Importing this package registers them all (see :mod:`hir.interpreter.registry`)."""
 
-from hir.interpreter.ops import arith, aten, comm, compute, control, func, linalg, linalg_tensor, memory, p2p, scf, streams, tensors, views  # noqa: F401
+from hir.interpreter.ops import (  # noqa: F401
+    arith,
+    aten,
+    comm,
+    compute,
+    control,
+    func,
+    linalg,
+    linalg_tensor,
+    memory,
+    p2p,
+    scf,
+    streams,
+    tensors,
+    views,
+)

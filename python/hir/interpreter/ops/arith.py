@@ -4,7 +4,8 @@ segments: what shard-partition leaves of elementwise TOSA, e.g. ``arith.minsi %a
 vectorized torch call, the same one a ``linalg.generic`` payload uses (``linalg_payload.py``)."""
 
 import operator
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith
@@ -13,8 +14,8 @@ from hir.dialect.base import get_int
 from hir.interpreter.linalg_payload import UnsupportedPayload, payload_fn
 from hir.interpreter.ops.linalg_tensor import dense_constant
 from hir.interpreter.plan import Compiler, Step
-from hir.interpreter.steps import UNSET
 from hir.interpreter.registry import impl, impl_prefix, register_impls
+from hir.interpreter.steps import UNSET
 
 
 def _divsi(a: int, b: int) -> int:
@@ -96,7 +97,7 @@ def _tensor_step(c: Compiler, op: ir.OpView) -> Step:
     return step
 
 
-def _fold_or_step(c: Compiler, op: ir.OpView, fn: Callable[..., Any]) -> Optional[Step]:
+def _fold_or_step(c: Compiler, op: ir.OpView, fn: Callable[..., Any]) -> Step | None:
     if _on_tensors(op):
         return _tensor_step(c, op)
     args = c.uses(op)
@@ -135,13 +136,13 @@ def _fold_or_step(c: Compiler, op: ir.OpView, fn: Callable[..., Any]) -> Optiona
 class ArithImpls:
     @impl_prefix("arith.")
     @impl_prefix("math.")
-    def on_tensors(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def on_tensors(self, c: Compiler, op: ir.OpView) -> Step | None:
         if not _on_tensors(op):
             raise c.error(op, "runs on tensors only (in kernel segments); host programs compute integers and indices")
         return _tensor_step(c, op)
 
     @impl(arith.ConstantOp)
-    def constant(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def constant(self, c: Compiler, op: ir.OpView) -> Step | None:
         attr = op.operation.attributes["value"]
         if isinstance(attr, ir.BoolAttr):  # `arith.constant true` (i1)
             value: Any = attr.value
@@ -159,31 +160,31 @@ class ArithImpls:
         return None
 
     @impl(*BINARY)
-    def binary(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def binary(self, c: Compiler, op: ir.OpView) -> Step | None:
         return _fold_or_step(c, op, _BINARY_BY_NAME[op.operation.name])
 
     @impl(arith.IndexCastOp, arith.IndexCastUIOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
-    def cast(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def cast(self, c: Compiler, op: ir.OpView) -> Step | None:
         # Host integers are unbounded Python ints; a cast between integer widths keeps the value.
         return _fold_or_step(c, op, int)
 
     @impl(arith.SIToFPOp, arith.UIToFPOp)
-    def to_float(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def to_float(self, c: Compiler, op: ir.OpView) -> Step | None:
         return _fold_or_step(c, op, float)
 
     @impl(arith.FPToSIOp, arith.FPToUIOp)
-    def to_int(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def to_int(self, c: Compiler, op: ir.OpView) -> Step | None:
         return _fold_or_step(c, op, int)
 
     @impl(arith.CmpIOp)
-    def cmpi(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def cmpi(self, c: Compiler, op: ir.OpView) -> Step | None:
         predicate = get_int(op, "predicate")
         if predicate not in COMPARE:
             raise c.error(op, f"unknown predicate {predicate}")
         return _fold_or_step(c, op, COMPARE[predicate])
 
     @impl(arith.SelectOp)
-    def select(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def select(self, c: Compiler, op: ir.OpView) -> Step | None:
         if _on_tensors(op) and not isinstance(op.operation.operands[0].type, ir.RankedTensorType):
             cond, a, b = c.uses(op)  # a scalar condition picks one whole tensor
             out = c.define(op.operation.results[0])

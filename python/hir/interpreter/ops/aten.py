@@ -21,7 +21,7 @@ argument always becomes the run's device: exported programs record the device th
 traced on, the segment runs where the program runs.
 """
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,13 +30,15 @@ from torch_mlir.dialects import torch as torch_dialect
 
 from hir.dialect.base import get_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
-from hir.interpreter import decode_kernels
-from hir.interpreter import flash_attention  # noqa: F401 - torch.ops.hir.flash_attention*, which imported steps run
-from hir.interpreter.updates import in_place_variant, out_variant
+from hir.interpreter import (
+    decode_kernels,
+    flash_attention,  # noqa: F401 - torch.ops.hir.flash_attention*, which imported steps run
+)
 from hir.interpreter.generated import torch_call_step
 from hir.interpreter.plan import Compiler, Step
-from hir.interpreter.steps import UNSET
 from hir.interpreter.registry import impl, impl_prefix, register_impls
+from hir.interpreter.steps import UNSET
+from hir.interpreter.updates import in_place_variant, out_variant
 
 # c10::ScalarType numbering (torch-mlir's torch.constant.int for a dtype argument).
 _SCALAR_TYPES = {
@@ -80,7 +82,7 @@ class TorchImpls:
     @impl_prefix(REGISTRY_PREFIXES[0])
     @impl_prefix(REGISTRY_PREFIXES[1])
     @impl(torch_dialect.OperatorOp)
-    def torch_op(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def torch_op(self, c: Compiler, op: ir.OpView) -> Step | None:
         """The step of a registry op: ``torch.aten.*`` / ``torch.prims.*`` by op name,
         ``torch.operator`` by its ``name`` attribute."""
         name = op.operation.name
@@ -127,17 +129,17 @@ class TorchImpls:
         torch_dialect.ConstantNumberOp,
         torch_dialect.ConstantDeviceOp,
     )
-    def constant(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def constant(self, c: Compiler, op: ir.OpView) -> Step | None:
         c.define(op.operation.results[0], _attr_value(op.operation.attributes["value"]))
         return None
 
     @impl(torch_dialect.ConstantNoneOp)
-    def constant_none(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def constant_none(self, c: Compiler, op: ir.OpView) -> Step | None:
         c.define(op.operation.results[0], None)
         return None
 
     @impl(torch_dialect.PrimListConstructOp)
-    def list_construct(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def list_construct(self, c: Compiler, op: ir.OpView) -> Step | None:
         operands = list(op.operation.operands)
         values = [c.constant(v) for v in operands]
         if all(v is not UNSET for v in values):
@@ -152,7 +154,7 @@ class TorchImpls:
         return build_list
 
     @impl(torch_dialect.PrimListUnpackOp)
-    def list_unpack(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def list_unpack(self, c: Compiler, op: ir.OpView) -> Step | None:
         src = c.use(op.operation.operands[0])
         outs = [c.define(r) for r in op.operation.results]
 
@@ -166,7 +168,7 @@ class TorchImpls:
         return unpack
 
     @impl(torch_dialect.ValueTensorLiteralOp)
-    def literal(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def literal(self, c: Compiler, op: ir.OpView) -> Step | None:
         attr = op.operation.attributes["value"]
         if not isinstance(attr, ir.DenseElementsAttr):
             raise c.error(op, f"holds a {str(attr).split('<')[0]} literal; only dense<...> literals can be run")

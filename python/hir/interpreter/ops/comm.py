@@ -8,7 +8,7 @@ the buffers that line sees (``BufferSpec.project``). Point-to-point ``hir.send``
 ``hir.recv`` and ``hir.wait`` are here too.
 """
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch.distributed as dist
 from torch_mlir import ir
@@ -22,8 +22,8 @@ from hir.interpreter.backends.collective import CommOp
 from hir.interpreter.backends.delay import comm_delay
 from hir.interpreter.backends.work import Work, contiguous_out, received
 from hir.interpreter.plan import Compiler, Step
-from hir.interpreter.steps import UNSET, WAITED
 from hir.interpreter.registry import impl, register_impls
+from hir.interpreter.steps import UNSET, WAITED
 
 
 def _teams(c: Compiler, op: ir.OpView) -> list[list[int]]:
@@ -46,7 +46,7 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
     builder answers None for the op."""
 
     @impl(op_class, local=False)
-    def handler(c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def handler(c: Compiler, op: ir.OpView) -> Step | None:
         teams = _teams(c, op)
         result = op.operation.results[0]
         team = next((t for t in teams if c.rank in t), None)
@@ -95,7 +95,7 @@ def _peer(c: Compiler, op: ir.OpView) -> tuple[int, int, int]:
     return peer, c.use(op.operation.operands[0]), c.define(op.operation.results[0])
 
 
-def _checks(c: Compiler, op: ir.OpView, peer: int) -> Optional[headers.Headers]:
+def _checks(c: Compiler, op: ir.OpView, peer: int) -> headers.Headers | None:
     """The header exchange of a send / recv with ``peer`` (on the world group), when on."""
     return headers.for_op(c.where(op), op.operation.name, sorted({c.rank, peer}), dist.group.WORLD, c.runtime.device, c.runtime.transfer_checks)
 
@@ -114,7 +114,7 @@ def _to_self(c: Compiler, op: ir.OpView) -> Step:
 @register_impls
 class PointToPointImpls:
     @impl(comm_ops.SendOp)
-    def send(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def send(self, c: Compiler, op: ir.OpView) -> Step | None:
         peer, buf, out = _peer(c, op)
         if peer == c.rank:
             return _to_self(c, op)
@@ -129,7 +129,7 @@ class PointToPointImpls:
         return send_step
 
     @impl(comm_ops.RecvOp)
-    def recv(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def recv(self, c: Compiler, op: ir.OpView) -> Step | None:
         peer, buf, out = _peer(c, op)
         if peer == c.rank:
             return _to_self(c, op)
@@ -146,7 +146,7 @@ class PointToPointImpls:
         return recv_step
 
     @impl(comm_ops.WaitOp, local=False)
-    def wait(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def wait(self, c: Compiler, op: ir.OpView) -> Step | None:
         (work,) = c.uses(op)
         where = c.where(op)
 

@@ -2,17 +2,16 @@
 (``out=`` or ``copy_``). The ``stream_axis`` annotation needs no run-time work: an op not yet
 stream-lowered simply computes its whole output on the current stream."""
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch_mlir import ir
-
 from torch_mlir.dialects import memref
 
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
-from hir.dialect.compute import accumulates
 from hir.dialect.base import get_i64_array, get_str
+from hir.dialect.compute import accumulates
 from hir.interpreter import decode_kernels
 from hir.interpreter.generated import torch_call_step
 from hir.interpreter.plan import Compiler, Step
@@ -75,7 +74,7 @@ def _matmul_accumulate(a: int, b: int, o: int, ranks: list) -> Step:
     return add_product_step
 
 
-def _fresh(c: Compiler, op: ir.OpView, fn: Callable, operands: list[int], keywords: Optional[dict] = None) -> Optional[Step]:
+def _fresh(c: Compiler, op: ir.OpView, fn: Callable, operands: list[int], keywords: dict | None = None) -> Step | None:
     """The step of a compute op whose output allocation is bound to its result
     (:func:`hir.interpreter.destinations.fresh_output`): ``fn(*operands, **keywords)``
     becomes the buffer, made contiguous where the buffer's uses need it; None when the
@@ -116,7 +115,7 @@ def _small_m_linear(c: Compiler, op: ir.OpView, x: int, w: int, o: int) -> Step:
 @register_impls
 class ComputeImpls:
     @impl(SetOp, memref.CopyOp)  # the same copy
-    def set_op(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def set_op(self, c: Compiler, op: ir.OpView) -> Step | None:
         src, dst = c.uses(op)
 
         def set_step(env: list) -> None:
@@ -125,7 +124,7 @@ class ComputeImpls:
         return set_step
 
     @impl(BinaryOp)
-    def binary(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def binary(self, c: Compiler, op: ir.OpView) -> Step | None:
         a, b, o = c.uses(op)
         kind = get_str(op, "kind")
         dtype = c.spec(op.operation.operands[2]).dtype
@@ -148,7 +147,7 @@ class ComputeImpls:
         return binary_step
 
     @impl(ReductionOp)
-    def reduction(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def reduction(self, c: Compiler, op: ir.OpView) -> Step | None:
         src, dst = c.uses(op)
         kind = get_str(op, "kind")
         axes = get_i64_array(op, "axes")
@@ -180,7 +179,7 @@ class ComputeImpls:
         return reduce_step
 
     @impl(MatmulOp)
-    def matmul(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def matmul(self, c: Compiler, op: ir.OpView) -> Step | None:
         a, b, o = c.uses(op)
         operands = op.operation.operands
         if accumulates(op.operation):
@@ -208,7 +207,7 @@ class ComputeImpls:
         return matmul_step
 
     @impl(LinearOp)
-    def linear(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def linear(self, c: Compiler, op: ir.OpView) -> Step | None:
         """``output = input @ weight.T (+ bias)``; torch's linear has no ``out=``, so this uses
         addmm for 2-D inputs with a bias and matmul (+ add_) otherwise. A 1-D input or weight is
         a stream slice of M or N (see _matmul_into)."""

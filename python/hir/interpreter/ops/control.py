@@ -3,21 +3,20 @@ index) and ``hir.stream_for`` (the same, each iteration on its pool stream, as
 ``hir-expand-stream-loops`` writes it). ``hir.yield`` and ``func.return`` are block
 terminators the compiler consumes."""
 
-from typing import Optional
 
 from torch_mlir import ir
 
 from hir.dialect import ForOp, StreamForOp
 from hir.dialect.context import HirError
 from hir.interpreter.plan import Compiler, Step
-from hir.interpreter.steps import run_steps
 from hir.interpreter.registry import impl, register_impls
+from hir.interpreter.steps import run_steps
 
 
 @register_impls
 class ControlImpls:
     @impl(ForOp)
-    def for_loop(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def for_loop(self, c: Compiler, op: ir.OpView) -> Step | None:
         lb, ub, st = c.uses(op)
         block = op.regions[0].blocks[0]
         iv = c.define(block.arguments[0])
@@ -33,7 +32,7 @@ class ControlImpls:
         return for_step
 
     @impl(StreamForOp)
-    def stream_for_loop(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def stream_for_loop(self, c: Compiler, op: ir.OpView) -> Step | None:
         lb, ub, st, user, *slots = c.uses(op)
         block = op.regions[0].blocks[0]
         iv, slot = c.define(block.arguments[0]), c.define(block.arguments[1])

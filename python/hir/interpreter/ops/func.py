@@ -5,7 +5,6 @@ compiled compute region (:mod:`hir.interpreter.regions`) or of parameter work (a
 callee, built op by op: :attr:`Compiler.eager`). An eager kernel segment is inlined:
 its steps run in the caller's plan (:meth:`Compiler.inline`)."""
 
-from typing import Union
 
 from torch_mlir import ir
 from torch_mlir.dialects import func
@@ -21,7 +20,7 @@ from hir.interpreter.registry import impl, register_impls
 @register_impls
 class FuncImpls:
     @impl(func.CallOp)
-    def call(self, c: Compiler, op: ir.OpView) -> Union[Step, list[Step]]:
+    def call(self, c: Compiler, op: ir.OpView) -> Step | list[Step]:
         callee_name = ir.FlatSymbolRefAttr(op.operation.attributes["callee"]).value
         callee = c.functions.get(callee_name)
         runtime = c.runtime

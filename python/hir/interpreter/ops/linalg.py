@@ -19,11 +19,11 @@ are plan-time errors at the op. On tensors an op yields new tensors; on memrefs 
 results) it copies them into its ``outs`` buffers.
 """
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 from torch_mlir import ir
-from torch_mlir.dialects import linalg  # noqa: F401  (typed op views: .inputs / .outputs)
+from torch_mlir.dialects import linalg
 
 from hir.dialect.linalg_facts import ELEMENTWISE_NAMED, reduce_maps
 from hir.interpreter.buffers import torch_dtype
@@ -92,7 +92,7 @@ def loop_view(results: list, loops: int) -> Callable[[torch.Tensor], torch.Tenso
     return view
 
 
-def _output_order(results: list, kept: list[int], what: str) -> Optional[list[int]]:
+def _output_order(results: list, kept: list[int], what: str) -> list[int] | None:
     """The permutation taking the kept loop dims (ascending) to the output's dim order."""
     dims = [v for kind, v in results if kind == "d"]
     if len(dims) != len(results) or sorted(dims) != kept:
@@ -115,7 +115,7 @@ def _combiner(block: ir.Block, out_arg: ir.BlockArgument, yielded: ir.Value) -> 
     return COMBINERS[owner.name], (b if a == out_arg else a), position
 
 
-def structured(c: Compiler, op: ir.OpView, maps: list, iterators: list[str], inits: Optional[int] = None) -> Step:
+def structured(c: Compiler, op: ir.OpView, maps: list, iterators: list[str], inits: int | None = None) -> Step:
     """Compile a structured op with the given maps (one per operand) and iterator kinds; its
     last ``inits`` operands are the outputs (default: the op's ``outs``)."""
     operands = list(op.operation.operands)
@@ -197,20 +197,20 @@ def _attr_maps(op: ir.OpView) -> list:
 
 
 @impl(linalg.ReduceOp)
-def reduce(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def reduce(c: Compiler, op: ir.OpView) -> Step | None:
     maps, reduced = reduce_maps(op.operation)
     iterators = ["reduction" if d in reduced else "parallel" for d in range(maps[0].n_dims)]
     return structured(c, op, maps, iterators, inits=len(op.operation.operands) // 2)
 
 
 @impl(linalg.GenericOp)
-def generic(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def generic(c: Compiler, op: ir.OpView) -> Step | None:
     iterators = [str(a).split("<")[-1].rstrip(">") for a in op.operation.attributes["iterator_types"]]
     return structured(c, op, _attr_maps(op), iterators)
 
 
 @impl(linalg.MatmulOp, linalg.BatchMatmulOp)
-def matmul(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def matmul(c: Compiler, op: ir.OpView) -> Step | None:
     maps = _attr_maps(op)
     element_types = {str(ir.ShapedType(v.type).element_type) for v in op.operation.operands}
     name = op.operation.name
@@ -229,7 +229,7 @@ def matmul(c: Compiler, op: ir.OpView) -> Optional[Step]:
 
 
 @impl(*{cls.OPERATION_NAME: cls for cls in vars(linalg).values() if getattr(cls, "OPERATION_NAME", None) in ELEMENTWISE_NAMED}.values())
-def elementwise(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def elementwise(c: Compiler, op: ir.OpView) -> Step | None:
     rank = ir.ShapedType(op.operation.operands[-1].type).rank
     identity = ir.AffineMap.get_identity(rank)
     return structured(c, op, [identity] * len(op.operation.operands), ["parallel"] * rank)

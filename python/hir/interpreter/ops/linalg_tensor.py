@@ -18,7 +18,6 @@ segment (``torch.aten.arange`` in a ``func.func {hir.kernel}``), the one model f
 compute.
 """
 
-from typing import Optional
 
 import numpy as np
 import torch
@@ -51,7 +50,7 @@ def _shape_maker(c: Compiler, result: ir.Value, dynamic_slots: list[int]):
 
 
 @impl(tensor.EmptyOp)
-def empty(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def empty(c: Compiler, op: ir.OpView) -> Step | None:
     result = op.operation.results[0]
     shape_of = _shape_maker(c, result, c.uses(op))
     dtype, device = torch_dtype(ir.ShapedType(result.type).element_type), c.runtime.device
@@ -64,7 +63,7 @@ def empty(c: Compiler, op: ir.OpView) -> Optional[Step]:
 
 
 @impl(linalg.FillOp)
-def fill(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def fill(c: Compiler, op: ir.OpView) -> Step | None:
     value, init = c.uses(op)
     if not op.operation.results:  # on a memref: fill the buffer
 
@@ -99,13 +98,13 @@ def _unary_view(c: Compiler, op: ir.OpView, fn) -> Step:
 
 
 @impl(linalg.TransposeOp)
-def transpose(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def transpose(c: Compiler, op: ir.OpView) -> Step | None:
     perm = get_i64_array(op, "permutation")
     return _unary_view(c, op, lambda t, init: t.permute(perm))
 
 
 @impl(linalg.BroadcastOp)
-def broadcast(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def broadcast(c: Compiler, op: ir.OpView) -> Step | None:
     """``dimensions`` lists the output dims the input lacks."""
     dims = get_i64_array(op, "dimensions")
     rank = ir.ShapedType(op.operation.operands[1].type).rank
@@ -114,7 +113,7 @@ def broadcast(c: Compiler, op: ir.OpView) -> Optional[Step]:
 
 
 @impl(tensor.ExpandShapeOp, tensor.CollapseShapeOp)
-def reshape(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def reshape(c: Compiler, op: ir.OpView) -> Step | None:
     slots = c.uses(op)
     result = op.operation.results[0]
     shape_of = _shape_maker(c, result, slots[1:])
@@ -163,7 +162,7 @@ def _slicer(c: Compiler, op: ir.OpView, tensors: int, small: ir.Type):
 
 
 @impl(tensor.ExtractSliceOp)
-def extract_slice(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def extract_slice(c: Compiler, op: ir.OpView) -> Step | None:
     """A strided view of the source."""
     (src,), index = _slicer(c, op, 1, op.operation.results[0].type)
     out = c.define(op.operation.results[0])
@@ -175,7 +174,7 @@ def extract_slice(c: Compiler, op: ir.OpView) -> Optional[Step]:
 
 
 @impl(tensor.InsertSliceOp)
-def insert_slice(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def insert_slice(c: Compiler, op: ir.OpView) -> Step | None:
     """A new tensor: the destination with the source written over the slice (a halo update,
     shard-partition's padding of a local tensor with halos)."""
     (src, dest), index = _slicer(c, op, 2, op.operation.operands[0].type)

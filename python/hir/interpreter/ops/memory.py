@@ -8,7 +8,6 @@ replaces the buffer (and every view of it) in its slot by a marker, so the last 
 goes away and torch's allocator really gets the memory back; a later use is reported at the
 using op."""
 
-from typing import Optional
 
 import torch
 from torch_mlir import ir
@@ -16,13 +15,13 @@ from torch_mlir.dialects import memref
 
 from hir.dialect.base import DYNAMIC
 from hir.dialect.context import HirError
-from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.dialect.nodes import spanning_team
+from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.backends import symmetric
 from hir.interpreter.generated import slot_moves_step, unique_name
 from hir.interpreter.plan import Compiler, Step
-from hir.interpreter.steps import DEAD, UNSET
 from hir.interpreter.registry import impl, register_impls
+from hir.interpreter.steps import DEAD, UNSET
 
 _ALLOCS = (memref.AllocOp.OPERATION_NAME, memref.AllocaOp.OPERATION_NAME)
 
@@ -30,7 +29,7 @@ _ALLOCS = (memref.AllocOp.OPERATION_NAME, memref.AllocaOp.OPERATION_NAME)
 @register_impls
 class MemoryImpls:
     @impl(memref.AllocOp, memref.AllocaOp)
-    def alloc(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def alloc(self, c: Compiler, op: ir.OpView) -> Step | None:
         if c.is_bound(op.operation.results[0]):  # a kernel segment's result (destinations.py)
             c.define(op.operation.results[0])
             return None
@@ -49,7 +48,7 @@ class MemoryImpls:
         return tracked_alloc
 
     @impl(memref.DeallocOp)
-    def dealloc(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def dealloc(self, c: Compiler, op: ir.OpView) -> Step | None:
         buffer = op.operation.operands[0]
         owner = buffer.owner
         if not (isinstance(owner, (ir.Operation, ir.OpView)) and owner.name in _ALLOCS):
@@ -83,7 +82,7 @@ class MemoryImpls:
         return dealloc_step
 
     @impl(memref.CastOp)
-    def cast(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def cast(self, c: Compiler, op: ir.OpView) -> Step | None:
         """A cast between compatible types (MLIR's verifier checks them, memory space and
         so placement included; canonicalize makes one when it folds an allocation's dynamic
         size into a static one): the same run-time tensor."""
@@ -91,7 +90,7 @@ class MemoryImpls:
         return None
 
     @impl(memref.LoadOp)
-    def load(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def load(self, c: Compiler, op: ir.OpView) -> Step | None:
         """One element of this rank's buffer, read by the host (a Python scalar). Indices
         are local: hir-convert-shard-to-hir loads from replicated buffers only, where local
         and global indices agree."""
@@ -104,7 +103,7 @@ class MemoryImpls:
         return load_step
 
     @impl(memref.DimOp)
-    def dim(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def dim(self, c: Compiler, op: ir.OpView) -> Step | None:
         """The GLOBAL extent (types carry global shapes): a split axis counts every shard."""
         source, index = op.operation.operands
         spec = c.spec(source)
@@ -136,7 +135,7 @@ class MemoryImpls:
         return dim_dynamic
 
 
-def _alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def _alloc(c: Compiler, op: ir.OpView) -> Step | None:
     result = op.operation.results[0]
     spec = c.spec(result)
     dtype, device = spec.dtype, c.runtime.device
@@ -168,7 +167,7 @@ def _alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
     return alloc_dynamic
 
 
-def _symmetric_alloc(c: Compiler, op: ir.OpView) -> Optional[Step]:
+def _symmetric_alloc(c: Compiler, op: ir.OpView) -> Step | None:
     """The step of a ``memref.alloc {hir.symmetric}`` placed in symmetric memory here, or
     None when it is an ordinary buffer on this rank."""
     result = op.operation.results[0]

@@ -19,7 +19,7 @@ Results it could not take from the cache (a capture on other tensors, e.g. a gra
 input copies) are recorded into the graph, which then recomputes them on every replay.
 """
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -7,7 +7,6 @@ the copy) and a barrier is stream-ordered (signal pads); elsewhere a shift is a 
 isend/irecv pair and a barrier a one-element all-reduce (see ``backends/copy_engine.py``).
 """
 
-from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -16,12 +15,12 @@ from torch_mlir.dialects import arith, memref
 
 from hir.dialect import BarrierOp, DeviceIndexOp, ForOp, OwnBlockOp, ShiftOp, is_view
 from hir.dialect.base import get_i64_array, get_int, get_str
-from hir.dialect.teams import teams_of
 from hir.dialect.context import HirError
 from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
+from hir.dialect.teams import teams_of
 from hir.interpreter.backends import headers, symmetric
-from hir.interpreter.backends.delay import comm_delay
 from hir.interpreter.backends.copy_engine import split_copy, uses_copy_engines
+from hir.interpreter.backends.delay import comm_delay
 from hir.interpreter.backends.peer_buffers import PeerBuffers
 from hir.interpreter.backends.work import DONE, StreamWork, Work, contiguous_out, received
 from hir.interpreter.ops.memory import is_symmetric_alloc
@@ -29,7 +28,7 @@ from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
 
 
-def _team_member(c: Compiler, op: ir.OpView) -> Optional[list[int]]:
+def _team_member(c: Compiler, op: ir.OpView) -> list[int] | None:
     """The op's team that holds this rank (one team, or the row holding it of a team
     layout: decided here, when the plan is compiled), else None (its token is None here)."""
     teams = teams_of(op)
@@ -46,13 +45,13 @@ def _team_member(c: Compiler, op: ir.OpView) -> Optional[list[int]]:
 @register_impls
 class P2PImpls:
     @impl(DeviceIndexOp, local=False)
-    def device_index(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def device_index(self, c: Compiler, op: ir.OpView) -> Step | None:
         mesh = get_i64_array(op, "mesh")
         c.define(op.operation.results[0], mesh.index(c.rank) if c.rank in mesh else None)
         return None
 
     @impl(ShiftOp, local=False)
-    def shift(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def shift(self, c: Compiler, op: ir.OpView) -> Step | None:
         team = _team_member(c, op)
         if team is None:
             return None
@@ -176,7 +175,7 @@ class P2PImpls:
         return shift_push if push else shift_cuda
 
     @impl(OwnBlockOp)
-    def own_block(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def own_block(self, c: Compiler, op: ir.OpView) -> Step | None:
         """The local shard's only block along the split axis, as a view (no copy)."""
         axis = get_int(op, "axis")
         src, out = c.use(op.operation.operands[0]), c.define(op.operation.results[0])
@@ -192,7 +191,7 @@ class P2PImpls:
         return own_block_step
 
     @impl(BarrierOp, local=False)
-    def barrier(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def barrier(self, c: Compiler, op: ir.OpView) -> Step | None:
         """A stream-ordered signal-pad barrier with backend "cuda" on GPU; elsewhere a
         one-element all-reduce over the team (its wait is the barrier)."""
         team = _team_member(c, op)

@@ -4,15 +4,14 @@
 Both branches and the loop body are compiled once into step lists; at run time a branch is
 one Python ``if`` and the yielded values are copied into the op's result slots."""
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import scf
 
 from hir.dialect.context import HirError
 from hir.interpreter.plan import Compiler, Step
-from hir.interpreter.steps import run_steps
 from hir.interpreter.registry import impl, register_impls
+from hir.interpreter.steps import run_steps
 
 
 def _region(c: Compiler, region: ir.Region, what: str, op: ir.OpView) -> tuple[list[Step], list[int]]:
@@ -29,7 +28,7 @@ def _region(c: Compiler, region: ir.Region, what: str, op: ir.OpView) -> tuple[l
 @register_impls
 class ScfImpls:
     @impl(scf.IfOp, local=False)
-    def if_op(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def if_op(self, c: Compiler, op: ir.OpView) -> Step | None:
         (cond,) = c.uses(op)
         then_steps, then_values = _region(c, op.regions[0], "the then region", op)
         else_steps, else_values = _region(c, op.regions[1], "the else region", op)
@@ -48,7 +47,7 @@ class ScfImpls:
         return if_step
 
     @impl(scf.ForOp, local=False)
-    def for_op(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def for_op(self, c: Compiler, op: ir.OpView) -> Step | None:
         lb, ub, st, *inits = c.uses(op)
         block = op.regions[0].blocks[0]
         iv, *carried = [c.define(arg) for arg in block.arguments]

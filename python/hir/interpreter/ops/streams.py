@@ -1,7 +1,6 @@
 """Handlers of the streams group: pool streams by index, the current stream and
 stream-to-stream synchronization (the pool itself: ``runtime.StreamPool``)."""
 
-from typing import Optional
 
 from torch_mlir import ir
 
@@ -13,7 +12,7 @@ from hir.interpreter.registry import impl, register_impls
 @register_impls
 class StreamImpls:
     @impl(GetCurrentStreamOp)
-    def get_current_stream(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def get_current_stream(self, c: Compiler, op: ir.OpView) -> Step | None:
         out, current = c.define(op.operation.results[0]), c.runtime.streams.current
 
         def get_current_step(env: list) -> None:
@@ -22,7 +21,7 @@ class StreamImpls:
         return get_current_step
 
     @impl(GetStreamOp)
-    def get_stream(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def get_stream(self, c: Compiler, op: ir.OpView) -> Step | None:
         (index,) = c.uses(op)
         out, get = c.define(op.operation.results[0]), c.runtime.streams.get
 
@@ -32,7 +31,7 @@ class StreamImpls:
         return get_stream_step
 
     @impl(SetCurrentStreamOp)
-    def set_current_stream(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def set_current_stream(self, c: Compiler, op: ir.OpView) -> Step | None:
         (stream,) = c.uses(op)
         set_current = c.runtime.streams.set_current
 
@@ -42,7 +41,7 @@ class StreamImpls:
         return set_current_step
 
     @impl(SynchronizeOp)
-    def synchronize(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def synchronize(self, c: Compiler, op: ir.OpView) -> Step | None:
         (stream,) = c.uses(op)
         sync = c.runtime.streams.synchronize
 

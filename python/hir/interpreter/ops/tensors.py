@@ -23,7 +23,6 @@ the segment returns the result itself (made contiguous where the buffer's uses n
 the op computing the result writes the destination with its ``out=`` overload.
 """
 
-from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin
@@ -36,7 +35,7 @@ from hir.interpreter.registry import impl, register_impls
 @register_impls
 class TensorBridgeImpls:
     @impl(bufferization.ToTensorOp, builtin.UnrealizedConversionCastOp)
-    def pass_through(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def pass_through(self, c: Compiler, op: ir.OpView) -> Step | None:
         operands, results = op.operation.operands, op.operation.results
         if len(operands) != 1 or len(results) != 1:
             raise c.error(op, f"must have one operand and one result to run, has {len(operands)} and {len(results)}")
@@ -44,7 +43,7 @@ class TensorBridgeImpls:
         return None
 
     @impl(bufferization.MaterializeInDestinationOp)
-    def materialize(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def materialize(self, c: Compiler, op: ir.OpView) -> Step | None:
         if op.operation.results:
             raise c.error(op, "with a tensor destination is not supported: write into a memref buffer")
         src, dst = c.uses(op)

@@ -10,7 +10,6 @@ whole (subview) and move it by the view's dim map (collapse / expand / alias_res
 :mod:`hir.dialect.view_splits`), so the local shard of the result is a
 view of the local shard of the source."""
 
-from typing import Optional
 
 import torch
 from torch_mlir import ir
@@ -18,8 +17,8 @@ from torch_mlir.dialects import memref
 
 from hir.dialect import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp, AliasStackShardsOp
 from hir.dialect.base import DYNAMIC, get_i64_array, get_int
-from hir.dialect.view_splits import reshaped
 from hir.dialect.context import HirError
+from hir.dialect.view_splits import reshaped
 from hir.interpreter.buffers import fmt_shape
 from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
@@ -103,7 +102,7 @@ def _reshaped(t: torch.Tensor, shape: list, where: str, name: str) -> torch.Tens
 @register_impls
 class ViewImpls:
     @impl(AliasSelectOp)
-    def alias_select(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def alias_select(self, c: Compiler, op: ir.OpView) -> Step | None:
         """``input.select(axis, index)``: a view, so writes through it land in the input."""
         axis = get_int(op, "axis")
         src, idx, out, error, name = _view(c, op)
@@ -120,7 +119,7 @@ class ViewImpls:
         return select_step
 
     @impl(AliasChunkOp)
-    def alias_chunk(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def alias_chunk(self, c: Compiler, op: ir.OpView) -> Step | None:
         """``input.chunk(chunks, axis)[index]`` (equal parts): a view, like alias_select's."""
         axis, chunks = get_int(op, "axis"), get_int(op, "chunks")
         src, idx, out, error, name = _view(c, op)
@@ -137,7 +136,7 @@ class ViewImpls:
         return chunk_step
 
     @impl(memref.SubViewOp)
-    def subview(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def subview(self, c: Compiler, op: ir.OpView) -> Step | None:
         """``as_strided`` over the source's memory: offset += sum(o_i * stride_i), stride_i *= s_i."""
         segments = list(ir.DenseI32ArrayAttr(op.operation.attributes["operandSegmentSizes"]))
         operands = list(op.operation.operands)[1:]
@@ -178,7 +177,7 @@ class ViewImpls:
 
 
     @impl(memref.CollapseShapeOp)
-    def collapse_shape(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def collapse_shape(self, c: Compiler, op: ir.OpView) -> Step | None:
         """``view`` with each group's extents multiplied (local extents: see _check_split)."""
         groups = _groups(op)
         _check_split(c, op, op.operation.operands[0], op.operation.results[0])
@@ -199,7 +198,7 @@ class ViewImpls:
 
 
     @impl(memref.ExpandShapeOp)
-    def expand_shape(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def expand_shape(self, c: Compiler, op: ir.OpView) -> Step | None:
         """``view`` to the output shape (dynamic extents from the operands), made local."""
         result = op.operation.results[0]
         _check_split(c, op, op.operation.operands[0], result)
@@ -223,7 +222,7 @@ class ViewImpls:
 
 
     @impl(AliasBroadcastOp)
-    def alias_broadcast(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def alias_broadcast(self, c: Compiler, op: ir.OpView) -> Step | None:
         """``expand``: -1 keeps an input extent, the static broadcast extents are given."""
         source, result = op.operation.operands[0], op.operation.results[0]
         in_shape, out_spec = list(ir.MemRefType(source.type).shape), c.spec(result)
@@ -238,7 +237,7 @@ class ViewImpls:
         return broadcast_step
 
     @impl(AliasReshapeOp)
-    def alias_reshape(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def alias_reshape(self, c: Compiler, op: ir.OpView) -> Step | None:
         """``view`` to the result's local shape (the verifier keeps each split axis
         outermost in its group, so the local shards view each other)."""
         shape = c.spec(op.operation.results[0]).local_static()
@@ -251,7 +250,7 @@ class ViewImpls:
         return reshape_step
 
     @impl(AliasStackShardsOp)
-    def alias_stack_shards(self, c: Compiler, op: ir.OpView) -> Optional[Step]:
+    def alias_stack_shards(self, c: Compiler, op: ir.OpView) -> Step | None:
         """``unsqueeze(at)`` of the local shard: this device's part of the stacked view is
         its shard with a unit axis for its own slot of the new device axis."""
         at = get_int(op, "at")
