@@ -140,11 +140,14 @@ def gather_bucket_pattern(limit: int) -> Pattern:
         members = _gathers_after(first, limit)
         if len(members) < 2:
             return True
-        devices = _split(ir.MemRefType(first.operands[0].type))[1]
+        split = _split(ir.MemRefType(first.operands[0].type))
+        assert split is not None  # (checked by _gathered_parameter)
+        devices = split[1]
         sizes = [math.prod(ir.MemRefType(m.operands[1].type).shape) // devices for m in members]
         offsets = [sum(sizes[:k]) for k in range(len(sizes))]
         element = ir.MemRefType(first.operands[1].type).element_type
         shards = sharding_of(first.operands[0])
+        assert shards is not None  # (a parameter's gather reads a sharded buffer)
         rows = Sharding.of(shards.mesh, shards.mesh_shape, [0]).attr()
         with ir.InsertionPoint(first), first.location:
             bucket_in = memref.alloc(ir.MemRefType.get([devices, sum(sizes)], element, memory_space=rows), [], [])
@@ -213,7 +216,9 @@ def scatter_bucket_pattern(limit: int) -> Pattern:
         members, moved = members_before_last(first, joins, limit)
         if len(members) < 2:
             return True
-        devices = _split(ir.MemRefType(first.operands[0].type), blocks=False)[1]
+        split = _split(ir.MemRefType(first.operands[0].type), blocks=False)
+        assert split is not None  # (checked by _scattered_gradient)
+        devices = split[1]
         sizes = [math.prod(ir.MemRefType(m.operands[1].type).shape) // devices for m in members]
         offsets = [sum(sizes[:k]) for k in range(len(sizes))]
         element = ir.MemRefType(first.operands[1].type).element_type

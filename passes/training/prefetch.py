@@ -112,6 +112,7 @@ def prefetch_pattern(comm_stream: int) -> Pattern:
         if not at:
             return True  # not a parameter's gather, or the first one read: it stays
         issue = _issue(gather, ops)
+        assert issue is not None  # (_parameter_gathers keeps only gathers with one)
         target, here = order[at - 1][0], ops.index(gather)
         if target <= here:
             return True  # issued after that reader already: it stays

@@ -63,7 +63,7 @@ def check_mesh(mesh: Any, placements: Any) -> list:
     world = dist.get_world_size() if dist.is_initialized() else None
     shape = torch.as_tensor(layout).shape if isinstance(layout, (list, tuple)) and all(isinstance(r, (list, tuple)) for r in layout) else None
     flat = [int(d) for row in layout for d in row] if shape is not None and len(shape) == 2 else None
-    if flat is None or min(shape) < 2 or flat != list(range(len(flat))) or (world is not None and len(flat) != world):
+    if flat is None or shape is None or min(shape) < 2 or flat != list(range(len(flat))) or (world is not None and len(flat) != world):
         raise HirError(f"error: hir.train_step: data_parallel with placements takes a 2-D mesh of every rank in order, rows the data-parallel axis "
                        f"and columns the tensor-parallel one, each of 2 or more devices (e.g. [[0, 1], [2, 3]]), got {mesh!r}")
     return [list(row) for row in layout]

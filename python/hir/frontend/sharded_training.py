@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torch.distributed.tensor import Shard
+from torch.distributed.tensor import DTensor, Shard
 
 from hir.core import HirError
 from hir.dialect import Sharding
@@ -110,6 +110,7 @@ def parallelized(model: torch.nn.Module) -> tuple[list, dict] | None:
     if found.plan:
         raise HirError(f"error: hir.train_step: {type(model).__name__} was distributed by HF's tp_plan; train the model loaded without it, "
                        "with placements=model.tp_plan")
+    assert found.mesh is not None  # (DTensor parameters were found)
     if any(isinstance(d, tuple) for d in found.mesh):
         raise HirError(f"error: hir.train_step: the DTensor parameters of {type(model).__name__} live on a {len(found.mesh)}-D mesh; "
                        "a module parallelized with torch.distributed.tensor.parallel trains on a 1-D mesh")
@@ -158,7 +159,7 @@ def state_shardings(program: Any) -> dict[str, Sharding | None]:
 
 def _local(tensor: torch.Tensor) -> torch.Tensor | None:
     """A DTensor's local shard (its storage), None for a plain tensor."""
-    return tensor.to_local() if hasattr(tensor, "to_local") else None
+    return tensor.to_local() if isinstance(tensor, DTensor) else None
 
 
 def held_apart(held: torch.Tensor, tensor: torch.Tensor) -> bool:

@@ -44,11 +44,11 @@ def causal_masks_as_eager() -> Iterator[None]:
 
     masking = sys.modules.get("transformers.masking_utils")
     original = getattr(masking, "is_torchdynamo_exporting", None)
-    if original is None:
+    if masking is None or original is None:
         yield
         return
-    masking.is_torchdynamo_exporting = lambda: False
+    setattr(masking, "is_torchdynamo_exporting", lambda: False)  # noqa: B010 (a module's attribute unknown to the checker)
     try:
         yield
     finally:
-        masking.is_torchdynamo_exporting = original
+        setattr(masking, "is_torchdynamo_exporting", original)  # noqa: B010
