@@ -15,8 +15,18 @@ from hir.frontend.generate import GenerateOutput
 transformers = pytest.importorskip("transformers")
 from transformers.testing_utils import CaptureLogger  # noqa: E402
 
-TINY = dict(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            intermediate_size=64, max_position_embeddings=128, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+TINY = dict(
+    vocab_size=128,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=128,
+    bos_token_id=0,
+    eos_token_id=None,
+    pad_token_id=0,
+)
 PROMPT = [[3, 17, 42, 9, 11], [5, 6, 7, 8, 120]]
 _MODELS: dict = {}
 
@@ -25,8 +35,14 @@ def tiny(name: str = "llama", **overrides):
     """One model per name for the file (each is an import of seconds)."""
     if name not in _MODELS:
         torch.manual_seed(0)
-        config_class, model_class = ("MistralConfig", "MistralForCausalLM") if name.startswith("mistral") else ("LlamaConfig", "LlamaForCausalLM")
-        _MODELS[name] = getattr(transformers, model_class)(getattr(transformers, config_class)(**{**TINY, **overrides})).eval()
+        config_class, model_class = (
+            ("MistralConfig", "MistralForCausalLM")
+            if name.startswith("mistral")
+            else ("LlamaConfig", "LlamaForCausalLM")
+        )
+        _MODELS[name] = getattr(transformers, model_class)(
+            getattr(transformers, config_class)(**{**TINY, **overrides})
+        ).eval()
     return _MODELS[name]
 
 
@@ -78,7 +94,10 @@ def test_a_sliding_window_cache_keeps_its_window_as_hfs():
     model = tiny("mistral_window_4", sliding_window=4)
     prompt = torch.tensor(PROMPT)
     options = dict(max_new_tokens=8, min_new_tokens=8, do_sample=False, return_dict_in_generate=True)
-    got, want = hir.generate(model, prompt, **options), hf(model, prompt, attention_mask=torch.ones_like(prompt), **options)
+    got, want = (
+        hir.generate(model, prompt, **options),
+        hf(model, prompt, attention_mask=torch.ones_like(prompt), **options),
+    )
     assert got.sequences.tolist() == want.sequences.tolist()
     assert got.cache.layers[0].keys.shape[2] == 3  # window - 1, as HF's DynamicSlidingWindowLayer keeps
     assert_caches_equal(got.cache, want.cache)
@@ -91,16 +110,24 @@ def test_return_dict_and_outputs_come_from_the_generation_config():
     try:
         model.generation_config.return_dict_in_generate = True
         model.generation_config.output_scores = True
-        got, want = hir.generate(model, prompt, max_new_tokens=4, do_sample=False), hf(model, prompt, max_new_tokens=4, do_sample=False)
+        got, want = (
+            hir.generate(model, prompt, max_new_tokens=4, do_sample=False),
+            hf(model, prompt, max_new_tokens=4, do_sample=False),
+        )
         assert isinstance(got, GenerateOutput) and got.sequences.tolist() == want.sequences.tolist()
         assert got.logits is None and want.logits is None and len(got.scores) == len(want.scores) == 4
         torch.testing.assert_close(got.scores, want.scores)
         # the call's arguments override the model's config, as in HF
-        got, want = hir.generate(model, prompt, max_new_tokens=4, return_dict_in_generate=False), hf(model, prompt, max_new_tokens=4, return_dict_in_generate=False)
+        got, want = (
+            hir.generate(model, prompt, max_new_tokens=4, return_dict_in_generate=False),
+            hf(model, prompt, max_new_tokens=4, return_dict_in_generate=False),
+        )
         assert isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor) and got.tolist() == want.tolist()
     finally:
         model.generation_config = saved
-    passed = transformers.GenerationConfig(max_new_tokens=4, do_sample=False, return_dict_in_generate=True, output_logits=True)
+    passed = transformers.GenerationConfig(
+        max_new_tokens=4, do_sample=False, return_dict_in_generate=True, output_logits=True
+    )
     got, want = hir.generate(model, prompt, generation_config=passed), hf(model, prompt, generation_config=passed)
     assert got.scores is None and want.scores is None and len(got.logits) == len(want.logits) == 4
     torch.testing.assert_close(got.logits, want.logits)
@@ -119,7 +146,7 @@ def test_the_mask_is_inferred_from_pad_tokens_as_hfs():
     assert got.tolist() == hf(model, ids, max_new_tokens=6, min_new_tokens=6, do_sample=False).tolist()
     for i, row in enumerate(rows):
         alone = hf(model, torch.tensor([row]), max_new_tokens=6, min_new_tokens=6, do_sample=False)
-        assert got[i, 5:].tolist() == alone[0, len(row):].tolist(), i
+        assert got[i, 5:].tolist() == alone[0, len(row) :].tolist(), i
     # a pad token that is also the stop token cannot mark padding: all ones, as HF (and its warning's case)
     same = dict(max_new_tokens=6, do_sample=False, pad_token_id=0, eos_token_id=0)
     assert hir.generate(model, ids, **same).tolist() == hf(model, ids, **same).tolist()
@@ -147,5 +174,7 @@ def test_hfs_mask_warnings(case):
     finally:
         model.generation_config.pad_token_id = saved
     assert got.tolist() == want.tolist()
-    expected = "attention mask and the pad token id were not set" if case == "no pad token" else "right-padding was detected"
+    expected = (
+        "attention mask and the pad token id were not set" if case == "no pad token" else "right-padding was detected"
+    )
     assert expected in hf_log.out and hir_log.out == hf_log.out
