@@ -4,7 +4,10 @@ layer), ``return_dict_in_generate`` / ``output_scores`` / ``output_logits`` read
 model's or the passed generation config, and the attention mask inferred from pad tokens
 when none is passed, with HF's warnings (tiny random Llama, float32, CPU)."""
 
+import contextlib
 import copy
+import io
+import logging
 
 import pytest
 import torch
@@ -13,7 +16,20 @@ import hir
 from hir.frontend.generate import GenerateOutput
 
 transformers = pytest.importorskip("transformers")
-from transformers.testing_utils import CaptureLogger  # noqa: E402
+
+
+@contextlib.contextmanager
+def captured(logger: logging.Logger):
+    """What ``logger`` writes inside the block (transformers.testing_utils' CaptureLogger,
+    whose module needs transformers' training requirements)."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    try:
+        yield stream
+    finally:
+        logger.removeHandler(handler)
+
 
 TINY = dict(
     vocab_size=128,
@@ -167,9 +183,9 @@ def test_hfs_mask_warnings(case):
         ids[1, -1] = 0  # the last token of a row is the pad token
         saved = model.generation_config.pad_token_id
     try:
-        with CaptureLogger(utils.logger) as hf_log:
+        with captured(utils.logger) as hf_log:
             want = hf(model, ids, **options)
-        with CaptureLogger(utils.logger) as hir_log:
+        with captured(utils.logger) as hir_log:
             got = hir.generate(model, ids, **options)
     finally:
         model.generation_config.pad_token_id = saved
@@ -177,4 +193,4 @@ def test_hfs_mask_warnings(case):
     expected = (
         "attention mask and the pad token id were not set" if case == "no pad token" else "right-padding was detected"
     )
-    assert expected in hf_log.out and hir_log.out == hf_log.out
+    assert expected in hf_log.getvalue() and hir_log.getvalue() == hf_log.getvalue()
