@@ -8,7 +8,7 @@ verifier, facts (see :class:`~hir.dialect.base.HirOp`) and fast builder ``emit``
 class; :data:`OP_CLASSES` maps op names to classes for passes and the interpreter.
 """
 
-from hir.dialect import comm, compute, control, p2p, streams, views  # each group's import registers its ops
+# base first: it imports torch_mlir.ir without numpy (dialect/_lazy_numpy.py), which the op groups then find loaded
 from hir.dialect.base import (
     OP_CLASSES,
     HirDialect,
@@ -22,6 +22,9 @@ from hir.dialect.base import (
     stream_type,
     work_type,
 )
+
+# isort: split
+from hir.dialect import comm, compute, control, p2p, streams, views  # each group's import registers its ops
 from hir.dialect.comm import (
     COLLECTIVE_OPS,
     AllgatherOp,

@@ -23,6 +23,7 @@ whole process (``HIR_DISABLE_PASSES=hir-fuse-loops,...``); a disabled pass is sk
 
 import dataclasses
 import os
+import types
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -90,7 +91,7 @@ class FunctionPass(ModulePass):
 
 def _convert(pass_name: str, key: str, text: str, field: dataclasses.Field) -> Any:
     hint = field.type
-    if typing.get_origin(hint) is typing.Union:  # Optional[T]: None (unset) by default
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # T | None: None (unset) by default
         hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
     kind = (
         hint if isinstance(hint, type) else {"int": int, "bool": bool, "str": str, "float": float}.get(str(hint), str)

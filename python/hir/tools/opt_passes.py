@@ -7,6 +7,7 @@ driver runs either way."""
 
 import dataclasses
 import re
+import types
 import typing
 from collections.abc import Sequence
 
@@ -16,7 +17,7 @@ _FLAG = re.compile(r"--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<options>.*))?", re.S)
 def _option_value_name(field: dataclasses.Field) -> str:
     """An option's value as ``mlir-opt --help`` names it: ``<int>``, ``<number>``, ``<string>``."""
     hint = field.type
-    if typing.get_origin(hint) is typing.Union:  # Optional[T]: T, unset by default
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # T | None: T, unset by default
         hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
     name = hint.__name__ if isinstance(hint, type) else str(hint)
     return {"int": "<int>", "float": "<number>", "bool": "<true|false>"}.get(name, "<string>")
