@@ -21,13 +21,7 @@ import sys
 
 import torch
 
-LINEARS = {
-    "qkv": (3072, 2048),
-    "o": (2048, 2048),
-    "gate_up": (16384, 2048),
-    "down": (2048, 8192),
-    "lm_head": (32000, 2048),
-}
+LINEARS = {"qkv": (3072, 2048), "o": (2048, 2048), "gate_up": (16384, 2048), "down": (2048, 8192), "lm_head": (32000, 2048)}
 
 
 def graph_time(calls: list) -> float:
@@ -77,43 +71,15 @@ def attention_rows(peak: float) -> list:
     for batch in (1, 8):
         count = copies_for(batch * heads * length * dim * 4)
         q = torch.randn(batch, heads, 4, dim, device="cuda", dtype=torch.bfloat16)
-        caches = [
-            (
-                torch.randn(batch, heads, length, dim, device="cuda", dtype=torch.bfloat16),
-                torch.randn(batch, heads, length, dim, device="cuda", dtype=torch.bfloat16),
-            )
-            for _ in range(count)
-        ]
-        mask = (
-            (torch.arange(length, device="cuda") < used).view(1, 1, 1, length).expand(batch, 1, 1, length).contiguous()
-        )
+        caches = [(torch.randn(batch, heads, length, dim, device="cuda", dtype=torch.bfloat16), torch.randn(batch, heads, length, dim, device="cuda", dtype=torch.bfloat16)) for _ in range(count)]
+        mask = (torch.arange(length, device="cuda") < used).view(1, 1, 1, length).expand(batch, 1, 1, length).contiguous()
         k, v = caches[0]
-        ref = torch.nn.functional.scaled_dot_product_attention(
-            q.double(), k.double(), v.double(), mask, scale=dim**-0.5
-        )
-        error = ((split_kv_attention(q, k, v, mask, dim**-0.5).double() - ref).norm() / ref.norm()).item()
-        ours = graph_time(
-            [lambda k=k, v=v, mask=mask, q=q: split_kv_attention(q, k, v, mask, dim**-0.5) for k, v in caches]
-        )
-        sdpa = graph_time(
-            [
-                lambda k=k, v=v, mask=mask, q=q: torch.nn.functional.scaled_dot_product_attention(
-                    q, k, v, mask, scale=dim**-0.5
-                )
-                for k, v in caches
-            ]
-        )
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask, scale=dim ** -0.5)
+        error = ((split_kv_attention(q, k, v, mask, dim ** -0.5).double() - ref).norm() / ref.norm()).item()
+        ours = graph_time([lambda k=k, v=v, mask=mask, q=q: split_kv_attention(q, k, v, mask, dim ** -0.5) for k, v in caches])
+        sdpa = graph_time([lambda k=k, v=v, mask=mask, q=q: torch.nn.functional.scaled_dot_product_attention(q, k, v, mask, scale=dim ** -0.5) for k, v in caches])
         nbytes = batch * heads * used * dim * 2 * 2
-        rows.append(
-            (
-                f"attention batch {batch}, 8 KV heads x 4 rows, {used}/{length} used",
-                ours,
-                sdpa,
-                nbytes / ours / 1e6,
-                error,
-                peak,
-            )
-        )
+        rows.append((f"attention batch {batch}, 8 KV heads x 4 rows, {used}/{length} used", ours, sdpa, nbytes / ours / 1e6, error, peak))
     return rows
 
 
@@ -126,14 +92,10 @@ def main() -> None:
     torch.manual_seed(0)
     rows = linear_rows(args.peak_tbps) + attention_rows(args.peak_tbps)
     print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}")
-    print(
-        "| shape | hir kernel (us) | without (cuBLAS / SDPA) (us) | kernel / without | kernel GB/s (share of peak) | rel. error vs float64 |"
-    )
+    print("| shape | hir kernel (us) | without (cuBLAS / SDPA) (us) | kernel / without | kernel GB/s (share of peak) | rel. error vs float64 |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, ours, theirs, gbps, error, peak in rows:
-        print(
-            f"| {name} | {ours * 1e3:.1f} | {theirs * 1e3:.1f} | {ours / theirs:.2f}x | {gbps:.0f} ({gbps / (peak * 1e3):.0%}) | {error:.1e} |"
-        )
+        print(f"| {name} | {ours * 1e3:.1f} | {theirs * 1e3:.1f} | {ours / theirs:.2f}x | {gbps:.0f} ({gbps / (peak * 1e3):.0%}) | {error:.1e} |")
 
 
 if __name__ == "__main__":

@@ -7,24 +7,10 @@ import time
 
 import torch
 
-FULL = dict(
-    vocab_size=32000,
-    hidden_size=2048,
-    intermediate_size=8192,
-    num_hidden_layers=16,
-    num_attention_heads=32,
-    num_key_value_heads=8,
-    max_position_embeddings=4096,
-)
-SMALL = dict(
-    vocab_size=256,
-    hidden_size=64,
-    intermediate_size=128,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    max_position_embeddings=512,
-)
+FULL = dict(vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+            num_key_value_heads=8, max_position_embeddings=4096)
+SMALL = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=512)
 
 
 class Clock:
@@ -50,9 +36,7 @@ def make_model(args: argparse.Namespace) -> torch.nn.Module:
     if getattr(args, "layers", None):  # (profile_step.py --layers)
         sizes["num_hidden_layers"] = args.layers
     if getattr(args, "arch", "llama") == "mistral":  # the same sizes with Mistral's real sliding window
-        config = transformers.MistralConfig(
-            **sizes, sliding_window=4096, bos_token_id=0, eos_token_id=None, pad_token_id=0
-        )
+        config = transformers.MistralConfig(**sizes, sliding_window=4096, bos_token_id=0, eos_token_id=None, pad_token_id=0)
         model_class = transformers.MistralForCausalLM
     else:
         config = transformers.LlamaConfig(**sizes, bos_token_id=0, eos_token_id=None, pad_token_id=0)

@@ -48,25 +48,19 @@ def stream_axis(op: ir.Operation) -> int | None:
 def index_const(value: int, name: str | None = None) -> ir.Value:
     """An ``arith.constant <value> : index`` at the current insertion point."""
     index = ir.IndexType.get()
-    return ir.Operation.create(
-        CONSTANT, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}, loc=name_loc(name)
-    ).result
+    return ir.Operation.create(CONSTANT, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}, loc=name_loc(name)).result
 
 
 def index_arith(op_class: type, lhs: ir.Value, rhs: ir.Value, name: str | None = None) -> ir.Value:
     """An index ``arith`` binary op (``arith.AddIOp``, ``arith.RemUIOp``, ...)."""
-    return ir.Operation.create(
-        op_class.OPERATION_NAME, results=[ir.IndexType.get()], operands=[lhs, rhs], loc=name_loc(name)
-    ).result
+    return ir.Operation.create(op_class.OPERATION_NAME, results=[ir.IndexType.get()], operands=[lhs, rhs], loc=name_loc(name)).result
 
 
 def dim(buffer: ir.Value, axis: ir.Value, name: str | None = None) -> ir.Value:
     return ir.Operation.create(DIM, results=[ir.IndexType.get()], operands=[buffer, axis], loc=name_loc(name)).result
 
 
-def alloc(
-    memref_type: ir.Type, sizes: list = (), attributes: dict | None = None, name: str | None = None
-) -> ir.Operation:
+def alloc(memref_type: ir.Type, sizes: list = (), attributes: dict | None = None, name: str | None = None) -> ir.Operation:
     """``memref.alloc`` with one size per dynamic extent, plus ``attributes``."""
     attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(sizes), 0]), **(attributes or {})}
     return ir.Operation.create(ALLOC, results=[memref_type], operands=list(sizes), attributes=attrs, loc=name_loc(name))

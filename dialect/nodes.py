@@ -94,10 +94,7 @@ def team_backend(op: ir.Operation, team: ir.Attribute, backend: str, pass_name: 
     crossing = spanning_team(teams_in(team), ranks_per_node)
     if crossing is None:
         return backend
-    _remark(
-        op,
-        f'{pass_name}: {describe_span(crossing, ranks_per_node)}: backend "{ACROSS_NODES}" instead of "{COPY_ENGINES}" (copy engines reach one node only)',
-    )
+    _remark(op, f"{pass_name}: {describe_span(crossing, ranks_per_node)}: backend \"{ACROSS_NODES}\" instead of \"{COPY_ENGINES}\" (copy engines reach one node only)")
     return ACROSS_NODES
 
 

@@ -69,7 +69,7 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
         if not more:
             raise EOFError("the shim closed the connection mid-request")
         data += more
-    return json.loads(data[HEADER.size : HEADER.size + size]), fds
+    return json.loads(data[HEADER.size:HEADER.size + size]), fds
 
 
 def _become(request: dict, fds: list[int], main) -> None:
@@ -176,7 +176,7 @@ def serve(path: str) -> None:
         conn.close()
 
 
-SHIM = r"""#!{python} -S
+SHIM = r'''#!{python} -S
 # {tool} through the lit suite's fork server (test/lit_zygote.py), else the installed script
 import json, os, signal, socket, struct, sys
 try:
@@ -213,7 +213,7 @@ if code < 0:
     signal.signal(-code, signal.SIG_DFL)
     os.kill(os.getpid(), -code)
 sys.exit(code)
-"""
+'''
 
 
 def start(env: dict) -> str | None:
@@ -228,9 +228,7 @@ def start(env: dict) -> str | None:
     folder = tempfile.mkdtemp(prefix="hir-lit-zygote-")
     path = os.path.join(folder, "socket")
     with open(os.path.join(folder, "server.log"), "w") as log:
-        server = subprocess.Popen(
-            [sys.executable, __file__, path], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
-        )
+        server = subprocess.Popen([sys.executable, __file__, path], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 
     def stop() -> None:
         server.kill()

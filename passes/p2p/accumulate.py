@@ -73,10 +73,7 @@ def build_accumulate(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) 
     producer = producer_of(rs, partial, k)
     attr = getattr(op_class(producer), "ACCUMULATE_ATTR", None)
     if attr is None:
-        raise fail(
-            producer,
-            "cannot accumulate into its output (hir-p2p-pipeline{accumulate=1} needs a producer with an accumulating form, e.g. hir.matmul)",
-        )
+        raise fail(producer, "cannot accumulate into its output (hir-p2p-pipeline{accumulate=1} needs a producer with an accumulating form, e.g. hir.matmul)")
     if get_str(rs, "reduction") != "sum":
         raise fail(rs, f"reduces with '{get_str(rs, 'reduction')}'; hir-p2p-pipeline{{accumulate=1}} only sums")
     parts_axis = chunk_axis(opts, rs, partial, [k, get_int(rs, "axis")], [(producer, output_index(producer))])

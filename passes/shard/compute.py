@@ -81,21 +81,12 @@ def binary(s: ConversionState, op: ir.Operation) -> None:
     """`hir.binary` of its kind on equally placed, evenly split operands of one type, else a kernel segment."""
     lhs, rhs, _ = op.operands
     placements = {s.placement(lhs), s.placement(rhs)}
-    if (
-        len(placements) != 1
-        or None in placements
-        or any(p.partial or p.offsets for p in placements)
-        or s.tensor_type(lhs) != s.tensor_type(rhs)
-    ):
+    if len(placements) != 1 or None in placements or any(p.partial or p.offsets for p in placements) or s.tensor_type(lhs) != s.tensor_type(rhs):
         outline(s, op)
         return
     kind = ir.StringAttr.get(BINARY_NAMED[op.name])
     operands = [s.buffer(lhs, op), s.buffer(rhs, op)]
-    s.create(
-        BinaryOp.OPERATION_NAME,
-        operands=operands + [s.alloc(op.results[0], placements.pop())],
-        attributes={"kind": kind},
-    )
+    s.create(BinaryOp.OPERATION_NAME, operands=operands + [s.alloc(op.results[0], placements.pop())], attributes={"kind": kind})
 
 
 @converts(tensor.ExtractOp)
@@ -104,12 +95,7 @@ def extract(s: ConversionState, op: ir.Operation) -> None:
     source = op.operands[0]
     placement = s.placement(source)
     if placement != s.grid.replicated:
-        raise fail(
-            op,
-            f"reads an element of {source.get_name()}, which is {placement_text(placement)}; hir reads elements of replicated tensors only",
-        )
+        raise fail(op, f"reads an element of {source.get_name()}, which is {placement_text(placement)}; hir reads elements of replicated tensors only")
     indices = [s.scalar(v, op) for v in op.operands[1:]]
-    load = s.create(
-        memref.LoadOp.OPERATION_NAME, operands=[s.buffer(source, op)] + indices, results=[op.results[0].type]
-    )
+    load = s.create(memref.LoadOp.OPERATION_NAME, operands=[s.buffer(source, op)] + indices, results=[op.results[0].type])
     s.scalars[op.results[0]] = load.result

@@ -84,19 +84,14 @@ def test_unknown_dtype_is_located():
 def test_bad_index_is_located(index, got):
     b = Builder()
     x = b.input([4, 8])
-    with pytest.raises(
-        HirError, match=here() + rf"\d+: error: alias_select: index must be an int or an index value, got {got}"
-    ):
+    with pytest.raises(HirError, match=here() + rf"\d+: error: alias_select: index must be an int or an index value, got {got}"):
         b.alias_select(x, index, axis=0)
 
 
 def test_index_value_of_another_type_is_located():
     b = Builder()
     x, flag = b.input([4, 8]), b.scalar("i64")
-    with pytest.raises(
-        HirError,
-        match=here() + r"\d+: error: alias_chunk: index must be an int or an index value, got a value of type i64",
-    ):
+    with pytest.raises(HirError, match=here() + r"\d+: error: alias_chunk: index must be an int or an index value, got a value of type i64"):
         b.alias_chunk(x, flag, axis=0, chunks=2)
 
 
@@ -105,11 +100,7 @@ def test_building_after_finish_is_located():
     b.output(b.input([2]))
     finished = sys._getframe().f_lineno + 1
     b.finish()
-    with pytest.raises(
-        HirError,
-        match=here()
-        + rf"\d+: error: this Builder's module was finished at {re.escape(__file__)}:{finished}:\d+; build another program with a new Builder",
-    ):
+    with pytest.raises(HirError, match=here() + rf"\d+: error: this Builder's module was finished at {re.escape(__file__)}:{finished}:\d+; build another program with a new Builder"):
         b.finish()
     with pytest.raises(HirError, match=here() + r"\d+: error: this Builder's module was finished"):
         b.input([2])
@@ -123,13 +114,9 @@ def test_matmul_of_mismatched_vector_is_located():
 
 def test_bad_shape_and_size_are_located():
     b = Builder()
-    with pytest.raises(
-        HirError, match=here() + r"\d+: error: a shape holds ints >= 0 and None \(a dynamic extent\), got \[4.0\]"
-    ):
+    with pytest.raises(HirError, match=here() + r"\d+: error: a shape holds ints >= 0 and None \(a dynamic extent\), got \[4.0\]"):
         b.input([4.0])
-    with pytest.raises(
-        HirError, match=here() + r"\d+: error: alloc: a size must be an int or an index value, got float 2.5"
-    ):
+    with pytest.raises(HirError, match=here() + r"\d+: error: alloc: a size must be an int or an index value, got float 2.5"):
         b.alloc([2.5, 3])
     with pytest.raises(HirError, match=here() + r"\d+: error: dtype must be one of .* got \['f32'\]"):
         b.input([2], ["f32"])

@@ -17,9 +17,7 @@ def test_verifier_error_names_the_building_line():
     bad_out = b.alloc([4, 9])
     line = sys._getframe().f_lineno + 1
     b.add(x, y, out=bad_out)
-    with pytest.raises(
-        HirError, match=rf"^{__file__}:{line}:5: error: 'hir.binary' op output has shape \[4, 9\], expected \[4, 8\]"
-    ):
+    with pytest.raises(HirError, match=rf"^{__file__}:{line}:5: error: 'hir.binary' op output has shape \[4, 9\], expected \[4, 8\]"):
         b.finish()
 
 

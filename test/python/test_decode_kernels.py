@@ -77,18 +77,8 @@ def test_decode_program_with_the_kernels_standing_in(monkeypatch):
     from hir.frontend.hf_decode import StaticCacheStep
 
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=128,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=128,
-        max_position_embeddings=256,
-        bos_token_id=0,
-        eos_token_id=None,
-        pad_token_id=0,
-    )
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                      intermediate_size=128, max_position_embeddings=256, bos_token_id=0, eos_token_id=None, pad_token_id=0)
     model = transformers.LlamaForCausalLM(config).eval().to(torch.bfloat16)
     step = StaticCacheStep(model, batch_size=2, max_cache_len=decode_kernels.MIN_CACHE)
     ids, pos = torch.tensor([[5], [9]]), torch.tensor([0])
@@ -115,10 +105,7 @@ def test_decode_program_with_the_kernels_standing_in(monkeypatch):
 
 @pytest.mark.gpu
 @needs_cuda
-@pytest.mark.parametrize(
-    "batch,heads,rows,length,used",
-    [(1, 8, 4, 1024, 513), (8, 8, 4, 1024, 1), (2, 4, 1, 300, 300), (1, 2, 16, 4096, 2500)],
-)
+@pytest.mark.parametrize("batch,heads,rows,length,used", [(1, 8, 4, 1024, 513), (8, 8, 4, 1024, 1), (2, 4, 1, 300, 300), (1, 2, 16, 4096, 2500)])
 def test_split_kv_attention_equals_sdpa(batch, heads, rows, length, used):
     from hir.interpreter.triton_decode import split_kv_attention
 
@@ -132,18 +119,14 @@ def test_split_kv_attention_equals_sdpa(batch, heads, rows, length, used):
     k[:, :, used:] = float("nan")
     v[:, :, used:] = float("nan")
     out = split_kv_attention(q, k, v, mask, 0.125)
-    ref = torch.nn.functional.scaled_dot_product_attention(
-        q.double(), k.double().nan_to_num(), v.double().nan_to_num(), mask, scale=0.125
-    )
+    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double().nan_to_num(), v.double().nan_to_num(), mask, scale=0.125)
     assert out.is_contiguous() and not out.isnan().any()
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
 
 
 @pytest.mark.gpu
 @needs_cuda
-@pytest.mark.parametrize(
-    "rows,n,k", [(1, 2048, 2048), (8, 16384, 2048), (8, 2048, 8192), (3, 32000, 2048), (16, 100, 72)]
-)
+@pytest.mark.parametrize("rows,n,k", [(1, 2048, 2048), (8, 16384, 2048), (8, 2048, 8192), (3, 32000, 2048), (16, 100, 72)])
 def test_small_m_linear_equals_float64(rows, n, k):
     from hir.interpreter.triton_decode import small_m_linear
 
@@ -152,6 +135,4 @@ def test_small_m_linear_equals_float64(rows, n, k):
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
     out = small_m_linear(x, w)
     ref = x.double() @ w.double().T
-    assert (
-        out.shape == (rows, 1, n) and out.is_contiguous() and ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
-    )
+    assert out.shape == (rows, 1, n) and out.is_contiguous() and ((out.double() - ref).norm() / ref.norm()).item() < 1e-2

@@ -62,11 +62,7 @@ def _cases(world: int):
         X, W = torch.randn(6, 8, generator=gen), torch.randn(2 * world, 8, generator=gen)
         return b.finish(), [X, W], [x.sharding, w.sharding], [X @ W.T], [out.sharding]
 
-    return [
-        ("ag_matmul", ag_matmul),
-        ("binary_scatter", binary_scatter),
-        ("linear_gather_weight", linear_gather_weight),
-    ]
+    return [("ag_matmul", ag_matmul), ("binary_scatter", binary_scatter), ("linear_gather_weight", linear_gather_weight)]
 
 
 def worker() -> int:

@@ -80,9 +80,7 @@ def _mlp_model():
 
     torch.manual_seed(0)
     d, hidden = MLP["d_model"], MLP["hidden"]
-    model = torch.nn.Sequential(
-        torch.nn.Linear(d, hidden), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(hidden, d)
-    )
+    model = torch.nn.Sequential(torch.nn.Linear(d, hidden), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(hidden, d))
     return model.to(torch.bfloat16).eval(), torch.randn(MLP["tokens"], d).to(torch.bfloat16)
 
 
@@ -93,14 +91,7 @@ def emit_sp_mlp(world: int) -> str:
     import hir
 
     model, x = _mlp_model()
-    placements = {
-        "0.weight": Shard(0),
-        "0.bias": Shard(0),
-        "2.weight": Shard(1),
-        "2.bias": Replicate(),
-        "input0": Shard(0),
-        "output0": Shard(0),
-    }
+    placements = {"0.weight": Shard(0), "0.bias": Shard(0), "2.weight": Shard(1), "2.bias": Replicate(), "input0": Shard(0), "output0": Shard(0)}
     return str(hir.from_torch(model, (x,), mesh=list(range(world)), placements=placements).module)
 
 
@@ -182,11 +173,7 @@ def _sp_mlp(world: int, rank: int, dev):
     model, x = _mlp_model()
     with torch.no_grad():
         reference = model.float()(x.float()).chunk(world)[rank]
-    return (
-        (lambda: hir.parse(text, f"sp_mlp_{world}.mlir")),
-        [*model.bfloat16().state_dict().values(), x],
-        reference.to(dev),
-    )
+    return (lambda: hir.parse(text, f"sp_mlp_{world}.mlir")), [*model.bfloat16().state_dict().values(), x], reference.to(dev)
 
 
 FORMS = {"AG+matmul": _ag_matmul, "matmul+RS": _matmul_rs, "SP MLP": _sp_mlp, "matmul+AR": _matmul_ar}
@@ -232,18 +219,10 @@ def lowered_programs(world: int, form: str, build, limit=None):
     archive = os.environ.get("HIR_P2P_MATRIX")
     if archive:
         with tarfile.open(archive) as tar:
-            made_from = (
-                tar.extractfile(SOURCE_MEMBER).read().decode()
-                if SOURCE_MEMBER in tar.getnames()
-                else "nothing recorded"
-            )
+            made_from = tar.extractfile(SOURCE_MEMBER).read().decode() if SOURCE_MEMBER in tar.getnames() else "nothing recorded"
             if made_from != lowering_source():
-                raise SystemExit(
-                    f"{archive}: lowered by other dialect / pass code than this checkout's ({made_from}): rerun --emit-lowered"
-                )
-            members = sorted(
-                (m for m in tar.getmembers() if m.name.startswith(f"{world}/{_key(form)}/")), key=lambda m: m.name
-            )
+                raise SystemExit(f"{archive}: lowered by other dialect / pass code than this checkout's ({made_from}): rerun --emit-lowered")
+            members = sorted((m for m in tar.getmembers() if m.name.startswith(f"{world}/{_key(form)}/")), key=lambda m: m.name)
             texts = [tar.extractfile(m).read().decode() for m in members]
         out = [(text.split("\n", 1)[0].removeprefix("// pipeline: "), text) for text in texts]
         covered = {p for p, _ in out}
@@ -377,9 +356,7 @@ def test_every_p2p_schedule_is_correct(world):
 @pytest.mark.slow
 def test_matrix_harness_on_gloo():
     """The same workers on 2 Gloo ranks, for the first 16 combinations of each form."""
-    checked, report = launch_workers(
-        2, __file__, timeout_s=300, env={**os.environ, "HIR_DEVICE": "cpu", "HIR_MATRIX_LIMIT": "16"}
-    )
+    checked, report = launch_workers(2, __file__, timeout_s=300, env={**os.environ, "HIR_DEVICE": "cpu", "HIR_MATRIX_LIMIT": "16"})
     assert checked == 2 * len(FORMS), report
 
 

@@ -54,10 +54,7 @@ def run_through_bcast(rank: int, world: int) -> str:
     (whole,) = hir.run(through_bcast(world, sharded=False), [a, w], device="cpu")
     module = through_bcast(world, sharded=True)
     text = str(module)
-    if (
-        '"hir.alias_reshape"' not in text
-        or "memref<1x" + str(world) + "x1x" + str(K) + "x" + str(N) + "xf32, #hir.shard<" not in text
-    ):
+    if '"hir.alias_reshape"' not in text or "memref<1x" + str(world) + "x1x" + str(K) + "x" + str(N) + "xf32, #hir.shard<" not in text:
         return f"the broadcast B is not a split view on axis 1:\n{text}"
     hir.lower(module, PIPELINE)
     if '"hir.reduce_scatter"' not in str(module):

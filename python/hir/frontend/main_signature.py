@@ -18,11 +18,7 @@ def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> No
     main = next(op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
     attrs = main.operation.attributes
     inputs = ir.FunctionType(ir.TypeAttr(attrs["function_type"]).value).inputs
-    old = (
-        [ir.DictAttr(a) for a in ir.ArrayAttr(attrs["arg_attrs"])]
-        if "arg_attrs" in attrs
-        else [ir.DictAttr.get({})] * len(inputs)
-    )
+    old = [ir.DictAttr(a) for a in ir.ArrayAttr(attrs["arg_attrs"])] if "arg_attrs" in attrs else [ir.DictAttr.get({})] * len(inputs)
     new = []
     for index, entries in enumerate(old):
         values = {entries[i].name: entries[i].attr for i in range(len(entries))}

@@ -71,16 +71,8 @@ class Placer:
     holds the placement of each function argument, ``outputs`` those requested for results
     (by index); ``grid`` None places nothing (one device, full tensors)."""
 
-    def __init__(
-        self,
-        torch_func: func.FuncOp,
-        grid: DeviceGrid | None,
-        arguments: Sequence[Sharding | None],
-        outputs: dict,
-        source_name: str = "<torch>",
-        names: Sequence[str] = (),
-        fallback: bool = True,
-    ) -> None:
+    def __init__(self, torch_func: func.FuncOp, grid: DeviceGrid | None, arguments: Sequence[Sharding | None], outputs: dict, source_name: str = "<torch>",
+                 names: Sequence[str] = (), fallback: bool = True) -> None:
         self.func, self.grid, self.source_name, self.fallback = torch_func, grid, source_name, fallback
         self.rank = grid.rank if grid is not None else 0
         self.replicated = self.sharding((None,) * self.rank)
@@ -88,7 +80,7 @@ class Placer:
         self.placements: dict = dict(zip(args, arguments))
         # the state entry each packed value comes from (names: the arguments', for errors)
         self.origins = {a: n for a, n, p in zip(args, names, arguments) if p is not None and p.packed}
-        self.state = args[: len(names)]
+        self.state = args[:len(names)]
         self.outputs = outputs
         self.steps: list = []
         self.listing: list[str] = []
@@ -107,22 +99,14 @@ class Placer:
         own = self.of(value)
         return own if own is not None and tuple(own.splits) == tuple(splits) else self.sharding(splits)
 
-    def _packed(
-        self, op: ir.Operation, operands: list, pieces: list, placement: OpPlacement, read: list, result: int = 0
-    ) -> int:
+    def _packed(self, op: ir.Operation, operands: list, pieces: list, placement: OpPlacement, read: list, result: int = 0) -> int:
         """:func:`~hir.frontend.packed.pieces_after`, its refusal an error naming the packed entry."""
         try:
             return pieces_after(op, operands, pieces, placement, read, result)
         except PackedError as why:
-            origin = next(
-                (self.origins[v] for (v, _), n in zip(operands, pieces) if n > 1 and v in self.origins),
-                "a packed entry",
-            )
-            raise self.error(
-                op,
-                f"reads the packed split of '{origin}' (a packed_colwise / packed_rowwise plan entry: each device holds its part of every piece) and {why}; "
-                "hir computes on a packed value through ops that keep the packed dim whole or cut it into its pieces",
-            ) from None
+            origin = next((self.origins[v] for (v, _), n in zip(operands, pieces) if n > 1 and v in self.origins), "a packed entry")
+            raise self.error(op, f"reads the packed split of '{origin}' (a packed_colwise / packed_rowwise plan entry: each device holds its part of every piece) and {why}; "
+                                 "hir computes on a packed value through ops that keep the packed dim whole or cut it into its pieces") from None
 
     def _carry_origin(self, values: list, results: list) -> None:
         origin = next((self.origins[v] for v in values if v in self.origins), None)
@@ -140,10 +124,7 @@ class Placer:
 
     def _refuse(self, op: ir.Operation, why: NoRule) -> None:
         if not self.fallback and self.grid is not None:
-            raise self.error(
-                op,
-                f"has no placement for its operands' splits ({why}); add a strategy (hir.frontend.strategies) or change the placements",
-            )
+            raise self.error(op, f"has no placement for its operands' splits ({why}); add a strategy (hir.frontend.strategies) or change the placements")
 
     def _note(self, op: ir.Operation, what: str) -> None:
         self.listing.append(f"{format_location(op.location, self.source_name)}: {op.name}: {what}")
@@ -176,23 +157,18 @@ class Placer:
             self.compute(op, spec)
         self.segment(hoistable)
         self.segment(run)
-        returned = list(ops[-1].operands)[len(mutated) :]
+        returned = list(ops[-1].operands)[len(mutated):]
         results = [self.outputs.get(i, self.of(v)) for i, v in enumerate(returned)]
         plan = PlacementPlan(self.grid, self.placements, self.steps, results, self.listing)
         if self.grid is not None:
-            self.listing += [
-                f"resharding {v.get_name()}: {describe(have)} -> {describe(read)}"
-                for v, have, read in plan.reshardings()
-            ]
+            self.listing += [f"resharding {v.get_name()}: {describe(have)} -> {describe(read)}" for v, have, read in plan.reshardings()]
 
         if dumping("placements"):
             print("\n".join(f"placements: {line}" for line in self.listing), file=sys.stderr)
         return plan
 
     # ----- compute ops ------------------------------------------------------------------
-    def _place(
-        self, op: ir.Operation, spec: ComputeSpec | None, operands: list, k: int, name: str
-    ) -> tuple[OpPlacement, Strategy]:
+    def _place(self, op: ir.Operation, spec: ComputeSpec | None, operands: list, k: int, name: str) -> tuple[OpPlacement, Strategy]:
         """Op ``name``'s placement on mesh axis ``k`` and the strategy that gave it; raises
         NoRule when there is none (the caller falls back)."""
         call = OpCall(op, operands, self.grid.shape[k], spec, k, self.rank)
@@ -211,46 +187,29 @@ class Placer:
                 placement, strategy = self._place(op, spec, call_operands, k, name)
                 strategy = strategy.name
             except NoRule as why:  # DTensor's fallback: redistribute to Replicate()
-                partial = segment_partial(
-                    op, {v: self.split(v, k) for v in op.operands if is_tensor(v)}, k, self.grid.shape[k]
-                )
+                partial = segment_partial(op, {v: self.split(v, k) for v in op.operands if is_tensor(v)}, k, self.grid.shape[k])
                 if partial is not None:  # a sum the compute op cannot split (over a split dim and others)
                     self._partial_op(partial)
                     return
                 self._refuse(op, why)
-                placement, strategy = (
-                    OpCall(op, call_operands, self.grid.shape[k], spec).replicated(),
-                    f"replicated (fallback: {why})",
-                )
+                placement, strategy = OpCall(op, call_operands, self.grid.shape[k], spec).replicated(), f"replicated (fallback: {why})"
             per_axis.append(placement)
             by.append(strategy)
         partial = [k for k, p in enumerate(per_axis) if p.output is PARTIAL]
         if len(partial) > 1:
-            raise self.error(
-                op, f"contracts a dimension split over mesh axes {partial}; split a contraction over one mesh axis"
-            )
-        pieces = [
-            self._packed(
-                op, [(v, self.split(v, k)) for v in values], [self.pieces(v, k) for v in values], p, list(p.inputs)
-            )
-            for k, p in enumerate(per_axis)
-        ]
+            raise self.error(op, f"contracts a dimension split over mesh axes {partial}; split a contraction over one mesh axis")
+        pieces = [self._packed(op, [(v, self.split(v, k)) for v in values], [self.pieces(v, k) for v in values], p, list(p.inputs)) for k, p in enumerate(per_axis)]
         self._carry_origin(values, [op.results[0]])
         if partial:
             self._partial(op, spec, partial[0], per_axis)
         else:
             reads = [self.read_as(v, tuple(p.inputs[i] for p in per_axis)) for i, v in enumerate(values)]
-            self.placements[op.results[0]] = self.sharding(
-                tuple(p.output for p in per_axis), {p.output: n for p, n in zip(per_axis, pieces) if n > 1}
-            )
+            self.placements[op.results[0]] = self.sharding(tuple(p.output for p in per_axis), {p.output: n for p, n in zip(per_axis, pieces) if n > 1})
             form = Gathered(self.split(spec.inputs[0], 0)) if self._gathers_rows(spec, reads[0]) else None
             self.steps.append(ComputeStep(op, spec, reads, form))
         if self.grid is not None:
             step = self.steps[-1]
-            self._note(
-                op,
-                f"as {name} by {', '.join(by)}: {' x '.join(describe(r) for r in step.reads)} -> {describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}",
-            )
+            self._note(op, f"as {name} by {', '.join(by)}: {' x '.join(describe(r) for r in step.reads)} -> {describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}")
 
     def _streams(self) -> bool:
         """The P2P forms need one team: a 1-D mesh of several devices."""
@@ -300,22 +259,14 @@ class Placer:
                 continue
             spec = compute_spec(consumer)
             if spec is None and depth < 4 and len(consumer.results) == 1 and is_tensor(consumer.results[0]):
-                split = split_before(
-                    consumer, out, self._partial_target(consumer.results[0], k, depth + 1), self.grid.shape[k]
-                )
+                split = split_before(consumer, out, self._partial_target(consumer.results[0], k, depth + 1), self.grid.shape[k])
                 if split is not None:
                     return split
             if spec is None or out not in spec.inputs:
                 continue
             values = spec.inputs + spec.trailing
             try:
-                placement, _ = self._place(
-                    consumer,
-                    spec,
-                    [(v, None if v == out else self.split(v, k)) for v in values],
-                    k,
-                    spec.op_class.OPERATION_NAME,
-                )
+                placement, _ = self._place(consumer, spec, [(v, None if v == out else self.split(v, k)) for v in values], k, spec.op_class.OPERATION_NAME)
             except NoRule:
                 continue
             wanted_split = placement.inputs[values.index(out)]
@@ -348,7 +299,7 @@ class Placer:
                 at = run.index(partial.op)
                 self.segment(run[:at])
                 self._partial_op(partial)
-                self.segment(run[at + 1 :])
+                self.segment(run[at + 1:])
                 return
             except NoRule as why:
                 del self.listing[noted:]
@@ -356,30 +307,16 @@ class Placer:
                 self._note(run[0], f"a segment of {len(run)} op(s) reads replicated copies (fallback: {why})")
                 packed = next((v for v in inputs if self.of(v).packed), None)
                 if packed is not None:
-                    raise self.error(
-                        run[0],
-                        f"(a segment of {len(run)} op(s)) reads the packed split of '{self.origins.get(packed, 'a packed entry')}' "
-                        f"(a packed_colwise / packed_rowwise plan entry), but cannot compute on it locally: {why}",
-                    ) from None
+                    raise self.error(run[0], f"(a segment of {len(run)} op(s)) reads the packed split of '{self.origins.get(packed, 'a packed entry')}' "
+                                             f"(a packed_colwise / packed_rowwise plan entry), but cannot compute on it locally: {why}") from None
         for op in run:  # every tensor inside gets its placement (for local types)
             for r in op.results:
                 if is_tensor(r):
-                    self.placements[r] = (
-                        self.replicated
-                        if found is None
-                        else self.sharding(tuple(f[r] for f, _ in found), {f[r]: n[r] for f, n in found if n[r] > 1})
-                    )
+                    self.placements[r] = self.replicated if found is None else self.sharding(tuple(f[r] for f, _ in found), {f[r]: n[r] for f, n in found if n[r] > 1})
         reads = [self.replicated if found is None else self.read_as(v, tuple(f[v] for f, _ in found)) for v in inputs]
         for v, read in zip(inputs, reads):
-            if (
-                sizes
-                and read is not None
-                and any(d == DYNAMIC and read.parts(i) > 1 for i, d in enumerate(tensor_info(v.type)[0]))
-            ):
-                raise self.error(
-                    sizes[0],
-                    "computes a size in a kernel segment that reads a dynamic dim split over devices; that is not supported yet: keep the split dim static, or replicate it",
-                )
+            if sizes and read is not None and any(d == DYNAMIC and read.parts(i) > 1 for i, d in enumerate(tensor_info(v.type)[0])):
+                raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over devices; that is not supported yet: keep the split dim static, or replicate it")
         self.steps.append(SegmentStep(run, inputs, outputs, reads))
 
     def _partial_op(self, partial: PartialOp) -> None:
@@ -401,12 +338,7 @@ class Placer:
                     raise NoRule(f"{op.name}: {strategy.name} on mesh axis {j} reshards its operands")
                 per_axis.append(placement.outputs(count))
                 if j == k:
-                    pieces = [
-                        self._packed(
-                            op, operands, [self.pieces(v, k) for v, _ in operands], placement, list(placement.inputs), i
-                        )
-                        for i in range(count)
-                    ]
+                    pieces = [self._packed(op, operands, [self.pieces(v, k) for v, _ in operands], placement, list(placement.inputs), i) for i in range(count)]
         except NoRule as why:
             self._refuse(op, why)
             self._note(op, f"a segment of 1 op reads replicated copies (fallback: {why})")
@@ -420,15 +352,9 @@ class Placer:
             own = per_axis[k][i]
             if summed[i]:
                 own = self._partial_target(result, k)
-            self.placements[result] = self.sharding(
-                tuple(own if j == k else s for j, s in enumerate(others[i])),
-                {own: pieces[i]} if pieces[i] > 1 else None,
-            )
+            self.placements[result] = self.sharding(tuple(own if j == k else s for j, s in enumerate(others[i])), {own: pieces[i]} if pieces[i] > 1 else None)
         self.steps.append(PartialStep(op, inputs, [self.of(v) for v in inputs], k, others, partial.form, summed))
-        self._note(
-            op,
-            f"a partial sum over mesh axis {k} ({partial.form.__name__}): {' x '.join(describe(self.of(v)) for v in inputs)} -> {', '.join(describe(self.of(r)) for r in op.results)}",
-        )
+        self._note(op, f"a partial sum over mesh axis {k} ({partial.form.__name__}): {' x '.join(describe(self.of(v)) for v in inputs)} -> {', '.join(describe(self.of(r)) for r in op.results)}")
 
     def _boundary(self, run: list) -> tuple[list, list, list]:
         """(tensors the segment reads from outside, its results used outside, the size
@@ -447,10 +373,7 @@ class Placer:
                     read(op, w)
                 return
             if not is_tensor(v):
-                raise self.error(
-                    op,
-                    f"takes {v.get_name()} ({v.type}) from outside its segment; only tensors cross segment boundaries",
-                )
+                raise self.error(op, f"takes {v.get_name()} ({v.type}) from outside its segment; only tensors cross segment boundaries")
             inputs.append(v)
 
         for op in run:
@@ -460,10 +383,7 @@ class Placer:
         outputs = [r for op in run for r in op.results if any(user(use) not in members for use in r.uses)]
         for r in outputs:
             if not is_tensor(r):
-                raise self.error(
-                    owner(r),
-                    f"result {r.get_name()} ({r.type}) is used outside its segment; only tensors cross segment boundaries",
-                )
+                raise self.error(owner(r), f"result {r.get_name()} ({r.type}) is used outside its segment; only tensors cross segment boundaries")
         return inputs, outputs, sizes
 
     def _propagate(self, run: list, inputs: list, k: int) -> tuple[dict, dict]:
@@ -485,12 +405,9 @@ class Placer:
             if all(s is None for _, s in operands):
                 pass
             elif regroup(op, operands, counts) is not None:
-                ((split, parts),) = [regroup(op, operands, counts)]
+                (split, parts), = [regroup(op, operands, counts)]
                 splits, n = [split] * len(results), [parts] * len(results)
-                self._note(
-                    op,
-                    f"{'packs' if parts > 1 else 'cuts'} a packed split ({max(counts)} -> {parts} pieces) on mesh axis {k}: {split}",
-                )
+                self._note(op, f"{'packs' if parts > 1 else 'cuts'} a packed split ({max(counts)} -> {parts} pieces) on mesh axis {k}: {split}")
             else:
                 try:
                     placement, strategy = self._place(op, None, operands, k, op_key(op))
@@ -499,22 +416,14 @@ class Placer:
                 except NoRule as why:
                     why.op = op  # the error names this op, not the segment's first
                     raise
-                local = placement.inputs == tuple(s for _, s in operands) or read_slices(
-                    op, operands, placement, inputs, read, out
-                )
+                local = placement.inputs == tuple(s for _, s in operands) or read_slices(op, operands, placement, inputs, read, out)
                 if placement.partial(len(results)) and local and strategy.partial_form is not None:
                     raise PartialOp(op, k, strategy.partial_form)
                 if placement.partial(len(results)) or not local:
                     raise NoRule(f"{op.name}: {strategy.name} reshards its operands, which a segment cannot")
                 splits, apart = placement.outputs(len(results)), isinstance(placement.output, tuple)
-                n = [
-                    self._packed(op, operands, counts, placement, list(placement.inputs), i if apart else 0)
-                    for i in range(len(results))
-                ]
-                self._note(
-                    op,
-                    f"by {strategy.name} on mesh axis {k}: {[-1 if s is None else s for _, s in operands]} -> {describe_output(placement.output)}",
-                )
+                n = [self._packed(op, operands, counts, placement, list(placement.inputs), i if apart else 0) for i in range(len(results))]
+                self._note(op, f"by {strategy.name} on mesh axis {k}: {[-1 if s is None else s for _, s in operands]} -> {describe_output(placement.output)}")
             for r, split, pieces_of_r in zip(results, splits, n):
                 out[r], pieces[r] = split, pieces_of_r
             read.update(v for v, _ in operands)

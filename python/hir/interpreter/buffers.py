@@ -69,14 +69,7 @@ class BufferSpec:
         """What the line of a multi-D mesh through ``rank`` along ``mesh_axes`` sees: the
         block of the buffer it holds together, placed 1-D on that line."""
         s = self.sharding
-        return BufferSpec(
-            tuple(s.others_local(self.shape, mesh_axes)),
-            self.dtype,
-            s.along(rank, mesh_axes),
-            self.held,
-            self.contiguous,
-            self.device,
-        )
+        return BufferSpec(tuple(s.others_local(self.shape, mesh_axes)), self.dtype, s.along(rank, mesh_axes), self.held, self.contiguous, self.device)
 
     def local(self, shape: Sequence[int]) -> list[int]:
         """The local shape of a buffer whose global shape is ``shape`` (dynamic dims filled)."""
@@ -85,6 +78,7 @@ class BufferSpec:
     def local_static(self) -> list[int]:
         """The local shape with DYNAMIC kept where the global extent is dynamic."""
         return local_shape(self.shape, self.sharding, self.device)
+
 
 
 def buffer_spec(t: ir.Type, rank: int) -> BufferSpec:

@@ -49,10 +49,8 @@ def enabled(kernel: str) -> bool:
     chosen = {part.strip() for part in value.split(",") if part.strip()}
     unknown = chosen - set(KERNELS) - {"none"}
     if unknown:
-        raise HirError(
-            f"error: {ENV}={value!r}: unknown kernel(s) {', '.join(sorted(unknown))}; "
-            f"expected a comma-separated subset of {','.join(KERNELS)}, or none"
-        )
+        raise HirError(f"error: {ENV}={value!r}: unknown kernel(s) {', '.join(sorted(unknown))}; "
+                       f"expected a comma-separated subset of {','.join(KERNELS)}, or none")
     return kernel in chosen
 
 
@@ -91,9 +89,7 @@ def substitute(overload, types: Callable[[], list[str]], constants: Callable[[],
     """The op a kernel segment runs for torch op ``overload`` with operand types ``types()``
     (text) and plan-time ``constants()`` on ``device``: ``hir::attention`` where it fits
     (module docstring), else ``overload`` (the operands are looked at for SDPA only)."""
-    if overload is not torch.ops.aten.scaled_dot_product_attention.default or not (
-        enabled("attention") and available(device)
-    ):
+    if overload is not torch.ops.aten.scaled_dot_product_attention.default or not (enabled("attention") and available(device)):
         return overload
     operand_types = types()
     if len(operand_types) == 8 and attention_fits(operand_types, constants()):
@@ -101,18 +97,10 @@ def substitute(overload, types: Callable[[], list[str]], constants: Callable[[],
     return overload
 
 
-def linear_fits(
-    x_shape: tuple, x_dtype: torch.dtype, w_shape: tuple, w_contiguous: bool, bias: bool, device: torch.device
-) -> bool:
+def linear_fits(x_shape: tuple, x_dtype: torch.dtype, w_shape: tuple, w_contiguous: bool, bias: bool, device: torch.device) -> bool:
     """Whether ``hir.linear`` of an input ``x_shape`` (``x_dtype``) and weight ``w_shape``
     suits ``hir::small_m_linear`` on ``device``."""
-    if (
-        bias
-        or len(x_shape) < 2
-        or len(w_shape) != 2
-        or not w_contiguous
-        or x_dtype not in (torch.bfloat16, torch.float16)
-    ):
+    if bias or len(x_shape) < 2 or len(w_shape) != 2 or not w_contiguous or x_dtype not in (torch.bfloat16, torch.float16):
         return False
     rows = 1
     for size in x_shape[:-1]:
@@ -121,36 +109,16 @@ def linear_fits(
 
 
 @torch.library.custom_op("hir::attention", mutates_args=())
-def attention(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    *,
-    scale: float | None = None,
-    enable_gqa: bool = False,
-) -> torch.Tensor:
+def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
+              is_causal: bool = False, *, scale: float | None = None, enable_gqa: bool = False) -> torch.Tensor:
     """``aten.scaled_dot_product_attention``, contiguous; through the split-KV kernel where
     the inputs fit it (module docstring)."""
-    if (
-        query.is_cuda
-        and attn_mask is not None
-        and attn_mask.dtype == torch.bool
-        and dropout_p == 0.0
-        and not is_causal
-        and not enable_gqa
-        and query.dtype in (torch.bfloat16, torch.float16)
-        and key.shape[1] == query.shape[1]
-        and query.shape[-1] in HEAD_DIMS
-    ):
+    if query.is_cuda and attn_mask is not None and attn_mask.dtype == torch.bool and dropout_p == 0.0 and not is_causal and not enable_gqa \
+            and query.dtype in (torch.bfloat16, torch.float16) and key.shape[1] == query.shape[1] and query.shape[-1] in HEAD_DIMS:
         from hir.interpreter.triton_decode import split_kv_attention  # triton loads only when a CUDA decode kernel runs
 
         return split_kv_attention(query, key, value, attn_mask, scale if scale is not None else query.shape[-1] ** -0.5)
-    out = F.scaled_dot_product_attention(
-        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
-    )
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
     return out.contiguous()
 
 
@@ -162,12 +130,7 @@ def _attention_fake(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
 @torch.library.custom_op("hir::small_m_linear", mutates_args=())
 def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``x @ weight.T`` (contiguous); through the small-M kernel on CUDA (module docstring)."""
-    if (
-        x.is_cuda
-        and x.dtype in (torch.bfloat16, torch.float16)
-        and x.dtype == weight.dtype
-        and x[..., 0].numel() <= MAX_ROWS
-    ):
+    if x.is_cuda and x.dtype in (torch.bfloat16, torch.float16) and x.dtype == weight.dtype and x[..., 0].numel() <= MAX_ROWS:
         from hir.interpreter.triton_decode import (
             small_m_linear as kernel,  # triton loads only when a CUDA decode kernel runs
         )

@@ -77,9 +77,7 @@ _CALL = func.CallOp.OPERATION_NAME
 GraphMode = bool | str  # True, False or "auto"
 
 
-def graph_blockers(
-    module: ir.Module, device: torch.device, backend: str | None, has_comm: bool, track_memory: bool
-) -> list[str]:
+def graph_blockers(module: ir.Module, device: torch.device, backend: str | None, has_comm: bool, track_memory: bool) -> list[str]:
     """Why ``module`` cannot be captured as a CUDA graph on ``device`` (empty: it can)."""
     reasons: list[str] = []
     if device.type != "cuda":
@@ -90,9 +88,7 @@ def graph_blockers(
     def visit(op: ir.Operation) -> ir.WalkResult:
         cls = OP_CLASSES.get(op.name)
         if cls is not None and cls.TEAM_ATTR is not None and get_str(op, "backend") == "gloo":  # a communication
-            reasons.append(
-                f"cannot capture Gloo collectives (host-side transfers; use backend nccl): {op.location}: '{op.name}' uses the gloo backend"
-            )
+            reasons.append(f"cannot capture Gloo collectives (host-side transfers; use backend nccl): {op.location}: '{op.name}' uses the gloo backend")
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
@@ -126,9 +122,7 @@ def written_arguments(block: ir.Block, functions: dict | None = None) -> frozens
         return False
 
     def arguments(body: ir.Block) -> frozenset[int]:
-        return frozenset(
-            i for i, arg in enumerate(body.arguments) if isinstance(arg.type, ir.MemRefType) and written(arg)
-        )
+        return frozenset(i for i, arg in enumerate(body.arguments) if isinstance(arg.type, ir.MemRefType) and written(arg))
 
     return arguments(block)
 
@@ -204,9 +198,7 @@ class GraphRunner:
         self.cache_size = cache_size
         self._graphs: OrderedDict[tuple, CapturedGraph] = OrderedDict()
         self._bound: OrderedDict[tuple, CapturedGraph] = OrderedDict()  # by bound_signature
-        self._seen: OrderedDict[tuple, tuple] = (
-            OrderedDict()
-        )  # auto: signature -> bound_signature of its last unbound call
+        self._seen: OrderedDict[tuple, tuple] = OrderedDict()  # auto: signature -> bound_signature of its last unbound call
 
     @property
     def static_inputs(self) -> list:
@@ -343,9 +335,7 @@ class GraphRunner:
         except (HirError, RuntimeError) as err:
             if state.mode is True:
                 if isinstance(err, HirError):
-                    raise HirError(
-                        f"{err.message}\nerror: graph=True: the program could not be captured as a CUDA graph"
-                    ) from None
+                    raise HirError(f"{err.message}\nerror: graph=True: the program could not be captured as a CUDA graph") from None
                 raise HirError(f"error: graph=True: CUDA graph capture failed: {err}") from None
             state.reason = f"capture failed: {err}"
             log.warning("graph='auto': CUDA graph capture failed, running eagerly from now on: %s", err)

@@ -42,9 +42,7 @@ def entry_function(module: ir.Module, entry: str | None, source_name: str | None
     names = [ir.StringAttr(f.operation.attributes["sym_name"]).value for f in funcs]
     if entry is not None:
         if entry not in names:
-            raise HirError(
-                f"{source_name or '<module>'}: error: no function @{entry} (functions: {', '.join(names) or 'none'})"
-            )
+            raise HirError(f"{source_name or '<module>'}: error: no function @{entry} (functions: {', '.join(names) or 'none'})")
         return entry
     if "main" in names:
         return "main"
@@ -52,10 +50,7 @@ def entry_function(module: ir.Module, entry: str | None, source_name: str | None
         n
         for n, f in zip(names, funcs)
         if KERNEL_ATTR not in f.operation.attributes
-        and (
-            "sym_visibility" not in f.operation.attributes
-            or ir.StringAttr(f.operation.attributes["sym_visibility"]).value == "public"
-        )
+        and ("sym_visibility" not in f.operation.attributes or ir.StringAttr(f.operation.attributes["sym_visibility"]).value == "public")
     ]
     if len(public) != 1:
         raise HirError(
@@ -68,13 +63,7 @@ def entry_function(module: ir.Module, entry: str | None, source_name: str | None
 def require_module(module: Any, entry: str) -> None:
     """A public entry's ``module`` argument must be a parsed module (not text, not a program)."""
     if not isinstance(module, ir.Module):
-        hint = (
-            " (parse text with hir.parse(text))"
-            if isinstance(module, str)
-            else " (an imported program's module is program.module)"
-            if hasattr(module, "module")
-            else ""
-        )
+        hint = " (parse text with hir.parse(text))" if isinstance(module, str) else " (an imported program's module is program.module)" if hasattr(module, "module") else ""
         raise HirError(f"error: {entry}: module must be an ir.Module{hint}, got {type(module).__name__}")
 
 
@@ -110,9 +99,7 @@ def pool_size(module: ir.Module, requested: int | None, source_name: str | None)
     except ValueError as err:
         raise HirError(f"{where}: error: {err}") from None
     if fixed is not None and requested is not None and requested != fixed:
-        raise HirError(
-            f"{where}: error: num_streams = {requested} contradicts the module's hir.num_streams = {fixed} (set by the pass that fixed the stream pool)"
-        )
+        raise HirError(f"{where}: error: num_streams = {requested} contradicts the module's hir.num_streams = {fixed} (set by the pass that fixed the stream pool)")
     return fixed or requested or DEFAULT_NUM_STREAMS
 
 
@@ -198,9 +185,7 @@ class Program:
         if graph_cache_size < 1:
             raise HirError(f"error: graph_cache_size must be >= 1, got {graph_cache_size}")
         if static_outputs and graph is False:
-            raise HirError(
-                "error: static_outputs=True needs graph=True or graph='auto' (eager runs have no static buffers)"
-            )
+            raise HirError("error: static_outputs=True needs graph=True or graph='auto' (eager runs have no static buffers)")
         try:
             dev = default_device(device)
         except (RuntimeError, ValueError) as err:
@@ -215,9 +200,7 @@ class Program:
         self.device = dev
         self.source_name = source_name
         with module.context:
-            self.runtime.ranks_per_node = run_ranks_per_node(
-                module, self.runtime.rank, self.runtime.world_size, source_name
-            )
+            self.runtime.ranks_per_node = run_ranks_per_node(module, self.runtime.rank, self.runtime.world_size, source_name)
             placement_errors = check_placements(module.operation, source_name, self.runtime.world_size)
             if placement_errors:
                 raise HirError("\n".join(placement_errors))
@@ -259,24 +242,11 @@ class Program:
             # a call with this many inputs gives the arguments no weight fills (-1: none do)
             self._without_weights = len(self.plan.arg_types) - len(keys) if keys else -1
             functions = self.compiler.functions
-            written = (
-                written_arguments(functions[self.entry].regions[0].blocks[0], functions)
-                if graph is not False
-                else frozenset()
-            )
+            written = written_arguments(functions[self.entry].regions[0].blocks[0], functions) if graph is not False else frozenset()
         self._graph_state = GraphState(graph, "; ".join(blockers) or None if graph is not False else "graph=False")
         self.graph: GraphRunner | None = None
         if self._graph_state.active:
-            self.graph = GraphRunner(
-                self._execute,
-                dev,
-                self.runtime.streams,
-                self._graph_state,
-                written,
-                static_outputs,
-                graph_cache_size,
-                self.runtime.capture_refreshes,
-            )
+            self.graph = GraphRunner(self._execute, dev, self.runtime.streams, self._graph_state, written, static_outputs, graph_cache_size, self.runtime.capture_refreshes)
         else:
             self._graph_state.last = "eager"
             log.debug("graph %s: every call runs eagerly: %s", graph, self._graph_state.reason)
@@ -348,10 +318,7 @@ class Program:
         entry returns; HIR_DEBUG=1 warns about each."""
         for work, where, name in self.runtime.pending:
             if self.runtime.debug:
-                print(
-                    f"{where}: warning: '{name}' work is never waited on; waited for when @{self.entry} returns",
-                    file=sys.stderr,
-                )
+                print(f"{where}: warning: '{name}' work is never waited on; waited for when @{self.entry} returns", file=sys.stderr)
             work.wait()
 
     def check_inputs(self, inputs: Sequence[Any]) -> list:
@@ -367,18 +334,9 @@ class Program:
         if not keys:
             return {}
         if self.weights_path is None:
-            raise HirError(
-                f"{self._where()}: its arguments name weight keys but the module names no weights file (pass weights=FILE, hir-run --weights FILE)"
-            )
+            raise HirError(f"{self._where()}: its arguments name weight keys but the module names no weights file (pass weights=FILE, hir-run --weights FILE)")
         if self._weights is None:
-            self._weights = read_weights(
-                self.weights_path,
-                self.plan.arg_types,
-                keys,
-                rank=self.runtime.rank,
-                device=self.device,
-                entry=self.entry,
-            )
+            self._weights = read_weights(self.weights_path, self.plan.arg_types, keys, rank=self.runtime.rank, device=self.device, entry=self.entry)
         return self._weights if wanted is None else {i: t for i, t in self._weights.items() if i in wanted}
 
     def with_weights(self, inputs: Sequence[Any]) -> list:
@@ -399,12 +357,7 @@ def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entr
     rank, scalars as given. A tensor whose shape is not the type's global shape is an error
     naming the argument."""
     name = entry_function(module, entry, None)
-    fn = next(
-        op.operation
-        for op in module.body.operations
-        if op.operation.name == func.FuncOp.OPERATION_NAME
-        and ir.StringAttr(op.operation.attributes["sym_name"]).value == name
-    )
+    fn = next(op.operation for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME and ir.StringAttr(op.operation.attributes["sym_name"]).value == name)
     types = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs
     if len(values) != len(types):
         raise HirError(f"error: @{name} takes {len(types)} argument(s), got {len(values)}")
@@ -415,9 +368,7 @@ def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entr
             continue
         spec = buffer_spec(type_, rank)
         if not (hasattr(value, "shape") and spec.fits(value.shape)):
-            raise HirError(
-                f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} ({type_}), got {fmt_shape(value.shape) if hasattr(value, 'shape') else type(value).__name__}"
-            )
+            raise HirError(f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} ({type_}), got {fmt_shape(value.shape) if hasattr(value, 'shape') else type(value).__name__}")
         out.append(shard(value, spec.sharding, rank) if spec.held else None)
     return out
 
@@ -433,8 +384,6 @@ def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list:
     options and inputs that are not a list are :class:`HirError`s."""
     check_options("hir.run", options, Program.__init__)
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-        raise HirError(
-            f"error: hir.run: inputs must be a list of the entry function's arguments (tensors and scalars), got {type(inputs).__name__}"
-        )
+        raise HirError(f"error: hir.run: inputs must be a list of the entry function's arguments (tensors and scalars), got {type(inputs).__name__}")
     with run_scope():
         return Program(module, **options)(inputs)

@@ -42,9 +42,7 @@ _MARK = "_hir_impls"
 
 def _register(table: dict, key: str, entry: HandlerEntry) -> None:
     if key in table:
-        raise ValueError(
-            f"interpreter handler for '{key}' is registered twice ({table[key].fn.__qualname__}, {entry.fn.__qualname__})"
-        )
+        raise ValueError(f"interpreter handler for '{key}' is registered twice ({table[key].fn.__qualname__}, {entry.fn.__qualname__})")
     table[key] = entry
 
 

@@ -22,40 +22,9 @@ LOG2E = 1.4426950408889634
 
 
 @triton.jit
-def _attention_chunk(
-    Q,
-    K,
-    V,
-    Mask,
-    PartO,
-    PartM,
-    PartL,
-    scale_log2,
-    sqb,
-    sqh,
-    sqm,
-    sqd,
-    skb,
-    skh,
-    skn,
-    skd,
-    svb,
-    svh,
-    svn,
-    svd,
-    smb,
-    smh,
-    smm,
-    smn,
-    H,
-    M,
-    L,
-    SPLITS: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    D: tl.constexpr,
-    SCAN: tl.constexpr,
-):
+def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, scale_log2,
+                     sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, smb, smh, smm, smn,
+                     H, M, L, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, SCAN: tl.constexpr):
     split = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -68,9 +37,7 @@ def _attention_chunk(
     end = tl.full([], 0, tl.int32)
     for start in range(0, L, SCAN):
         cols = start + tl.arange(0, SCAN)
-        seen = tl.load(
-            mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & (cols[None, :] < L), other=0
-        )
+        seen = tl.load(mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & (cols[None, :] < L), other=0)
         end = tl.maximum(end, tl.max(tl.max(tl.where(seen != 0, cols[None, :] + 1, 0), 1), 0))
     blocks = tl.cdiv(end, BLOCK_N)
     chunk = tl.cdiv(blocks, SPLITS) * BLOCK_N
@@ -87,9 +54,7 @@ def _attention_chunk(
         col_ok = cols < hi
         k = tl.load(k_base + cols[:, None] * skn + dims[None, :] * skd, mask=col_ok[:, None], other=0.0)
         v = tl.load(v_base + cols[:, None] * svn + dims[None, :] * svd, mask=col_ok[:, None], other=0.0)
-        seen = tl.load(
-            mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & col_ok[None, :], other=0
-        )
+        seen = tl.load(mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & col_ok[None, :], other=0)
         s = tl.dot(q, tl.trans(k)) * scale_log2
         s = tl.where(seen != 0, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
@@ -106,9 +71,8 @@ def _attention_chunk(
 
 
 @triton.jit
-def _attention_combine(
-    PartO, PartM, PartL, Out, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr
-):
+def _attention_combine(PartO, PartM, PartL, Out, sob, soh, som, sod, H, M,
+                       SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr):
     bh = tl.program_id(0)
     b = bh // H
     h = bh % H
@@ -126,11 +90,7 @@ def _attention_combine(
         l_sum += w * tl.load(PartL + part * BLOCK_M + rows)
         acc += w[:, None] * tl.load(PartO + (part * BLOCK_M + rows[:, None]) * D + dims[None, :])
     out = acc / l_sum[:, None]
-    tl.store(
-        Out + b * sob + h * soh + rows[:, None] * som + dims[None, :] * sod,
-        out.to(Out.dtype.element_ty),
-        mask=(rows < M)[:, None],
-    )
+    tl.store(Out + b * sob + h * soh + rows[:, None] * som + dims[None, :] * sod, out.to(Out.dtype.element_ty), mask=(rows < M)[:, None])
 
 
 def attention_splits(batch_heads: int, length: int, block_n: int, processors: int) -> int:
@@ -140,9 +100,7 @@ def attention_splits(batch_heads: int, length: int, block_n: int, processors: in
     return 1 << (most.bit_length() - 1)
 
 
-def split_kv_attention(
-    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, scale: float
-) -> torch.Tensor:
+def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
     """``softmax(q k^T * scale, where mask) v`` for ``query`` ``[B, H, M, D]``, ``key`` /
     ``value`` ``[B, H, L, D]`` and a boolean ``mask`` broadcastable to ``[B, H, M, L]``; the
     result is contiguous ``[B, H, M, D]`` in ``query``'s dtype."""
@@ -158,53 +116,24 @@ def split_kv_attention(
     part_l = torch.empty_like(part_m)
     out = torch.empty(batch, heads, rows, dim, device=query.device, dtype=query.dtype)
     _attention_chunk[(splits, batch * heads)](
-        query,
-        key,
-        value,
-        mask,
-        part_o,
-        part_m,
-        part_l,
-        scale * LOG2E,
-        *query.stride(),
-        *key.stride(),
-        *value.stride(),
-        *mask.stride(),
-        heads,
-        rows,
-        length,
-        SPLITS=splits,
-        BLOCK_M=block_m,
-        BLOCK_N=block_n,
-        D=dim,
-        SCAN=min(1024, triton.next_power_of_2(length)),
-        num_warps=4,
-        num_stages=2,
-    )
-    _attention_combine[(batch * heads,)](
-        part_o, part_m, part_l, out, *out.stride(), heads, rows, SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4
-    )
+        query, key, value, mask, part_o, part_m, part_l, scale * LOG2E,
+        *query.stride(), *key.stride(), *value.stride(), *mask.stride(),
+        heads, rows, length, SPLITS=splits, BLOCK_M=block_m, BLOCK_N=block_n, D=dim, SCAN=min(1024, triton.next_power_of_2(length)),
+        num_warps=4, num_stages=2)
+    _attention_combine[(batch * heads,)](part_o, part_m, part_l, out, *out.stride(), heads, rows,
+                                         SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4)
     return out
 
 
 _LINEAR_CONFIGS = [
     triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w, num_stages=s)
-    for bn, bk, w, s in [
-        (16, 256, 4, 4),
-        (16, 512, 4, 3),
-        (32, 256, 4, 4),
-        (32, 128, 4, 5),
-        (64, 128, 4, 4),
-        (64, 256, 8, 3),
-    ]
+    for bn, bk, w, s in [(16, 256, 4, 4), (16, 512, 4, 3), (32, 256, 4, 4), (32, 128, 4, 5), (64, 128, 4, 4), (64, 256, 8, 3)]
 ]
 
 
 @triton.autotune(configs=_LINEAR_CONFIGS, key=["M", "N", "K"])
 @triton.jit
-def _small_m_linear(
-    X, W, Y, M, N, K, sxm, sxk, swn, swk, sym, syn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr
-):
+def _small_m_linear(X, W, Y, M, N, K, sxm, sxk, swn, swk, sym, syn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid = tl.program_id(0)
     rows = tl.arange(0, BLOCK_M)
     cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -217,11 +146,7 @@ def _small_m_linear(
         x = tl.load(X + rows[:, None] * sxm + ks[None, :] * sxk, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
         w = tl.load(W + cols[:, None] * swn + ks[None, :] * swk, mask=col_ok[:, None] & k_ok[None, :], other=0.0)
         acc += tl.dot(x, tl.trans(w))
-    tl.store(
-        Y + rows[:, None] * sym + cols[None, :] * syn,
-        acc.to(Y.dtype.element_ty),
-        mask=row_ok[:, None] & col_ok[None, :],
-    )
+    tl.store(Y + rows[:, None] * sym + cols[None, :] * syn, acc.to(Y.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
 
 
 def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -10,20 +10,13 @@ from interp_util import mem, program, run, same
 T864 = mem([8, 64])
 
 
-BINARY = {
-    "add": torch.add,
-    "sub": torch.sub,
-    "mul": torch.mul,
-    "div": torch.div,
-    "max": torch.maximum,
-    "min": torch.minimum,
-}
+BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "max": torch.maximum, "min": torch.minimum}
 
 
 @pytest.mark.parametrize("prealloc", [True, False])
 def test_interp_set(prealloc):
     if prealloc:
-        text = f'func.func @main(%in: {T864}, %out: {T864}) {{\n  "hir.set"(%in, %out) : ({T864}, {T864}) -> ()\n  return\n}}'
+        text = f"func.func @main(%in: {T864}, %out: {T864}) {{\n  \"hir.set\"(%in, %out) : ({T864}, {T864}) -> ()\n  return\n}}"
         x, out = torch.randn(8, 64), torch.empty(8, 64)
         assert run(text, [x, out]) == []
         assert torch.equal(out, x)
@@ -65,11 +58,7 @@ def test_interp_binary_broadcast_and_int_div():
   "hir.binary"(%a, %b, %out) {{kind = "div"}} : ({ti}, {tb}, {ti}) -> ()
   return
 }}"""
-    a, b, out = (
-        torch.tensor([[7, -7, 9], [1, 2, 3]], dtype=torch.int32),
-        torch.tensor([2, 2, -4], dtype=torch.int32),
-        torch.empty(2, 3, dtype=torch.int32),
-    )
+    a, b, out = torch.tensor([[7, -7, 9], [1, 2, 3]], dtype=torch.int32), torch.tensor([2, 2, -4], dtype=torch.int32), torch.empty(2, 3, dtype=torch.int32)
     run(text, [a, b, out])
     assert out.tolist() == [[3, -3, -2], [0, 1, 0]]  # arith.divsi: toward zero
 
@@ -85,10 +74,7 @@ def test_interp_reduction(kind, prealloc):
         out = torch.empty(8)
         run(f"func.func @main(%in: {T864}, %out: {t8}) {{\n  {op}\n  return\n}}", [x, out])
     else:
-        (out,) = run(
-            f"func.func @main(%in: {T864}) -> {t8} {{\n  %out = memref.alloc() : {t8}\n  {op}\n  return %out : {t8}\n}}",
-            [x],
-        )
+        (out,) = run(f"func.func @main(%in: {T864}) -> {t8} {{\n  %out = memref.alloc() : {t8}\n  {op}\n  return %out : {t8}\n}}", [x])
     assert same(out, want)
 
 
@@ -97,10 +83,7 @@ def test_interp_reduction_several_axes():
     x = torch.rand(2, 3, 4) + 0.5
     for kind, want in (("sum", x.sum((0, 2))), ("prod", x.prod(2).prod(0))):
         out = torch.empty(3)
-        run(
-            f'func.func @main(%in: {t3}, %out: {t1}) {{\n  "hir.reduction"(%in, %out) {{kind = "{kind}", axes = array<i64: 0, 2>}} : ({t3}, {t1}) -> ()\n  return\n}}',
-            [x, out],
-        )
+        run(f'func.func @main(%in: {t3}, %out: {t1}) {{\n  "hir.reduction"(%in, %out) {{kind = "{kind}", axes = array<i64: 0, 2>}} : ({t3}, {t1}) -> ()\n  return\n}}', [x, out])
         assert same(out, want)
 
 
@@ -112,15 +95,7 @@ def test_interp_matmul_into_preallocated_output():
     assert same(out, a @ b)
 
 
-@pytest.mark.parametrize(
-    "shapes",
-    [
-        ([8, 16], [16, 4], [8, 4]),
-        ([1, 8, 16], [3, 16, 4], [3, 8, 4]),
-        ([2, 1, 8, 16], [3, 16, 4], [2, 3, 8, 4]),
-        ([16], [16, 4], [4]),
-    ],
-)
+@pytest.mark.parametrize("shapes", [([8, 16], [16, 4], [8, 4]), ([1, 8, 16], [3, 16, 4], [3, 8, 4]), ([2, 1, 8, 16], [3, 16, 4], [2, 3, 8, 4]), ([16], [16, 4], [4])])
 def test_interp_matmul_accumulate(shapes):
     """``{accumulate}``: out += a @ b (addmm_, baddbmm_ with a broadcast batch, else a
     product added), into the caller's buffer."""
@@ -132,15 +107,7 @@ def test_interp_matmul_accumulate(shapes):
     assert torch.allclose(out, want, atol=1e-5)
 
 
-@pytest.mark.parametrize(
-    "device",
-    [
-        "cpu",
-        pytest.param(
-            "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")]
-        ),
-    ],
-)
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")])])
 def test_interp_matmul_accumulate_bf16_strided(device):
     """{accumulate} in bf16 into a strided part of a batch (as the accumulating
     reduce-scatter's chunked slots): baddbmm_ adds in place, the rest untouched."""

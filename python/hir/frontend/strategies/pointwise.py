@@ -4,6 +4,7 @@
 (``contiguous``, ``clone``, casts). DTensor's pointwise rule (``_pointwise_ops.py``):
 operands split along one (right-aligned) axis, replicated ones broadcast along it."""
 
+
 import torch
 from torch_mlir.dialects import torch as T
 
@@ -42,10 +43,7 @@ def binary_form(op) -> ComputeSpec | None:
     return None
 
 
-@register_op_strategy(
-    BinaryOp,
-    doc="equal placements stay; a split operand with a replicated one that broadcasts along the split axis stays split; else the replicated side is split alike",
-)
+@register_op_strategy(BinaryOp, doc="equal placements stay; a split operand with a replicated one that broadcasts along the split axis stays split; else the replicated side is split alike")
 def binary_strategy(call: OpCall) -> OpPlacement:
     out_rank = call.result_rank
     shapes = [call.shape(v) for v, _ in call.operands]
@@ -62,9 +60,7 @@ def binary_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"operands split along different axes ({to_out[0]}, {to_out[1]})")
 
 
-@register_tag_strategy(
-    torch.Tag.pointwise, doc="operands split along the same (right-aligned) axis, replicated ones broadcast along it"
-)
+@register_tag_strategy(torch.Tag.pointwise, doc="operands split along the same (right-aligned) axis, replicated ones broadcast along it")
 def pointwise_strategy(call: OpCall) -> OpPlacement:
     rank = call.result_rank
     aligned = {s + rank - call.rank(v) for v, s in call.operands if s is not None}
@@ -80,21 +76,11 @@ def pointwise_strategy(call: OpCall) -> OpPlacement:
     return call.local(axis)
 
 
-register_op_strategy(T.AtenMaskedFillTensorOp, doc="as a pointwise op (a boolean mask split alike or broadcast)")(
-    pointwise_strategy
-)
+register_op_strategy(T.AtenMaskedFillTensorOp, doc="as a pointwise op (a boolean mask split alike or broadcast)")(pointwise_strategy)
 
 
 @register_op_strategy(
-    T.AtenContiguousOp,
-    T.AtenCloneOp,
-    T.AtenDetachOp,
-    T.AtenAliasOp,
-    T.Aten_ToCopyOp,
-    T.AtenToDtypeOp,
-    T.AtenTypeAsOp,
-    T.AtenDropoutOp,
-    T.AtenLiftFreshCopyOp,
+    T.AtenContiguousOp, T.AtenCloneOp, T.AtenDetachOp, T.AtenAliasOp, T.Aten_ToCopyOp, T.AtenToDtypeOp, T.AtenTypeAsOp, T.AtenDropoutOp, T.AtenLiftFreshCopyOp,
     doc="keeps its (first) operand's split",
 )
 def first_operand_strategy(call: OpCall) -> OpPlacement:
