@@ -34,8 +34,8 @@ from typing import Any
 import torch
 
 import hir.dialect
+from hir.frontend import torch_import  # (called through the module: tests count its imports)
 from hir.frontend.cache_entries import load_entry, store_entry
-from hir.frontend.torch_import import from_torch
 
 _OFF = ("off", "0", "none", "")
 _HERE = Path(__file__).resolve().parent
@@ -82,18 +82,18 @@ def cached_from_torch(module: torch.nn.Module, example_args: Sequence[Any], **op
     """:func:`hir.from_torch` through the cache (see the module docstring)."""
     directory = cache_dir()
     if directory is None or options.get("mesh") is not None or options.get("placements"):
-        return from_torch(module, example_args, **options)
+        return torch_import.from_torch(module, example_args, **options)
     if not isinstance(example_args, (tuple, list)):
         example_args = (example_args,)
     folder = private_folder(directory) and private_folder(directory / "imports")
     if folder is None:
-        return from_torch(module, example_args, **options)
+        return torch_import.from_torch(module, example_args, **options)
     key = fingerprint(module, example_args, options)
     found = load_entry(folder / key, key)
     if found is not None:
         found.weights = {**dict(module.named_buffers()), **module.state_dict()}  # as from_torch: references
         return found
-    program = from_torch(module, example_args, **options)
+    program = torch_import.from_torch(module, example_args, **options)
     store_entry(folder / key, key, program)
     return program
 
