@@ -24,7 +24,8 @@ from hir.dialect.base import (
 )
 
 # isort: split
-from hir.dialect import comm, compute, control, p2p, streams, views  # each group's import registers its ops
+# each group's import registers its ops, in this order (docs/ops.md and hir.irdl.mlir follow it)
+from hir.dialect import streams, views, control, comm, compute, p2p  # isort: skip
 from hir.dialect.comm import (
     COLLECTIVE_OPS,
     AllgatherOp,

@@ -14,6 +14,85 @@ module {
       %1 = irdl.any
       irdl.parameters(mesh: %0, axis: %1)
     }
+    irdl.operation @get_current_stream {
+      %0 = irdl.parametric @hir::@stream<> 
+      irdl.results(result: %0)
+    }
+    irdl.operation @get_stream {
+      %0 = irdl.base "!builtin.index" 
+      irdl.operands(index: %0)
+      %1 = irdl.parametric @hir::@stream<> 
+      irdl.results(result: %1)
+    }
+    irdl.operation @set_current_stream {
+      %0 = irdl.base @hir::@stream 
+      irdl.operands(stream: %0)
+    }
+    irdl.operation @synchronize {
+      %0 = irdl.base @hir::@stream 
+      irdl.operands(stream: %0)
+    }
+    irdl.operation @alias_select {
+      %0 = irdl.base "!builtin.memref" 
+      %1 = irdl.base "!builtin.index" 
+      irdl.operands(input: %0, index: %1)
+      %2 = irdl.base "#builtin.integer" 
+      irdl.attributes {"axis" = %2}
+      %3 = irdl.base "!builtin.memref" 
+      irdl.results(result: %3)
+    }
+    irdl.operation @alias_chunk {
+      %0 = irdl.base "!builtin.memref" 
+      %1 = irdl.base "!builtin.index" 
+      irdl.operands(input: %0, index: %1)
+      %2 = irdl.base "#builtin.integer" 
+      %3 = irdl.base "#builtin.integer" 
+      irdl.attributes {"axis" = %2, "chunks" = %3}
+      %4 = irdl.base "!builtin.memref" 
+      irdl.results(result: %4)
+    }
+    irdl.operation @alias_broadcast {
+      %0 = irdl.base "!builtin.memref" 
+      irdl.operands(input: %0)
+      %1 = irdl.base "!builtin.memref" 
+      irdl.results(result: %1)
+    }
+    irdl.operation @alias_reshape {
+      %0 = irdl.base "!builtin.memref" 
+      irdl.operands(input: %0)
+      %1 = irdl.base "#builtin.array" 
+      irdl.attributes {"reassociation" = %1}
+      %2 = irdl.base "!builtin.memref" 
+      irdl.results(result: %2)
+    }
+    irdl.operation @alias_stack_shards {
+      %0 = irdl.base "!builtin.memref" 
+      irdl.operands(input: %0)
+      %1 = irdl.base "#builtin.integer" 
+      %2 = irdl.base "#builtin.integer" 
+      irdl.attributes {"axis" = %1, "at" = %2}
+      %3 = irdl.base "!builtin.memref" 
+      irdl.results(result: %3)
+    }
+    irdl.operation @for {
+      %0 = irdl.base "!builtin.index" 
+      %1 = irdl.base "!builtin.index" 
+      %2 = irdl.base "!builtin.index" 
+      irdl.operands(lower_bound: %0, upper_bound: %1, step: %2)
+      %3 = irdl.region
+      irdl.regions(body: %3)
+    }
+    irdl.operation @stream_for {
+      %0 = irdl.base "!builtin.index" 
+      %1 = irdl.base "!builtin.index" 
+      %2 = irdl.base "!builtin.index" 
+      %3 = irdl.base @hir::@stream 
+      %4 = irdl.base "!builtin.index" 
+      irdl.operands(lower_bound: %0, upper_bound: %1, step: %2, user_stream: %3, slots: optional %4)
+      %5 = irdl.region
+      irdl.regions(body: %5)
+    }
+    irdl.operation @yield 
     irdl.operation @allgather {
       %0 = irdl.base "!builtin.memref" 
       %1 = irdl.base "!builtin.memref" 
@@ -164,85 +243,6 @@ module {
       %2 = irdl.base "!builtin.memref" 
       %3 = irdl.base "!builtin.memref" 
       irdl.operands(input: %0, weight: %1, output: %2, bias: optional %3)
-    }
-    irdl.operation @get_current_stream {
-      %0 = irdl.parametric @hir::@stream<> 
-      irdl.results(result: %0)
-    }
-    irdl.operation @get_stream {
-      %0 = irdl.base "!builtin.index" 
-      irdl.operands(index: %0)
-      %1 = irdl.parametric @hir::@stream<> 
-      irdl.results(result: %1)
-    }
-    irdl.operation @set_current_stream {
-      %0 = irdl.base @hir::@stream 
-      irdl.operands(stream: %0)
-    }
-    irdl.operation @synchronize {
-      %0 = irdl.base @hir::@stream 
-      irdl.operands(stream: %0)
-    }
-    irdl.operation @for {
-      %0 = irdl.base "!builtin.index" 
-      %1 = irdl.base "!builtin.index" 
-      %2 = irdl.base "!builtin.index" 
-      irdl.operands(lower_bound: %0, upper_bound: %1, step: %2)
-      %3 = irdl.region
-      irdl.regions(body: %3)
-    }
-    irdl.operation @stream_for {
-      %0 = irdl.base "!builtin.index" 
-      %1 = irdl.base "!builtin.index" 
-      %2 = irdl.base "!builtin.index" 
-      %3 = irdl.base @hir::@stream 
-      %4 = irdl.base "!builtin.index" 
-      irdl.operands(lower_bound: %0, upper_bound: %1, step: %2, user_stream: %3, slots: optional %4)
-      %5 = irdl.region
-      irdl.regions(body: %5)
-    }
-    irdl.operation @yield 
-    irdl.operation @alias_select {
-      %0 = irdl.base "!builtin.memref" 
-      %1 = irdl.base "!builtin.index" 
-      irdl.operands(input: %0, index: %1)
-      %2 = irdl.base "#builtin.integer" 
-      irdl.attributes {"axis" = %2}
-      %3 = irdl.base "!builtin.memref" 
-      irdl.results(result: %3)
-    }
-    irdl.operation @alias_chunk {
-      %0 = irdl.base "!builtin.memref" 
-      %1 = irdl.base "!builtin.index" 
-      irdl.operands(input: %0, index: %1)
-      %2 = irdl.base "#builtin.integer" 
-      %3 = irdl.base "#builtin.integer" 
-      irdl.attributes {"axis" = %2, "chunks" = %3}
-      %4 = irdl.base "!builtin.memref" 
-      irdl.results(result: %4)
-    }
-    irdl.operation @alias_broadcast {
-      %0 = irdl.base "!builtin.memref" 
-      irdl.operands(input: %0)
-      %1 = irdl.base "!builtin.memref" 
-      irdl.results(result: %1)
-    }
-    irdl.operation @alias_reshape {
-      %0 = irdl.base "!builtin.memref" 
-      irdl.operands(input: %0)
-      %1 = irdl.base "#builtin.array" 
-      irdl.attributes {"reassociation" = %1}
-      %2 = irdl.base "!builtin.memref" 
-      irdl.results(result: %2)
-    }
-    irdl.operation @alias_stack_shards {
-      %0 = irdl.base "!builtin.memref" 
-      irdl.operands(input: %0)
-      %1 = irdl.base "#builtin.integer" 
-      %2 = irdl.base "#builtin.integer" 
-      irdl.attributes {"axis" = %1, "at" = %2}
-      %3 = irdl.base "!builtin.memref" 
-      irdl.results(result: %3)
     }
     irdl.operation @device_index {
       %0 = irdl.any
