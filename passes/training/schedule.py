@@ -63,23 +63,42 @@ class ScheduleDataParallel(ModulePass):
         # waits, then the waits moved down to their first readers
         if self.bucket_bytes > 0:  # first, so that a bucket of gathers is prefetched as one
             bucketing = GuardedRewritePatternSet(module.context)
-            bucketing.add(AllreduceOp, bucket_pattern(self.bucket_bytes))
-            bucketing.add(AllgatherOp, gather_bucket_pattern(self.bucket_bytes))
-            bucketing.add(ReduceScatterOp, scatter_bucket_pattern(self.bucket_bytes))
+            populate_bucket_patterns(bucketing, self.bucket_bytes)
             bucketing.apply_greedily(module, exact_greedy_config())
         if self.prefetch:
             pool = module_num_streams(module) or DEFAULT_NUM_STREAMS
             comm_stream = self.comm_stream if self.comm_stream >= 0 else pool - 1
             add_high_priority_stream(module, comm_stream)
             placing = GuardedRewritePatternSet(module.context)
-            placing.add(AllgatherOp, prefetch_pattern(comm_stream))
+            populate_prefetch_patterns(placing, comm_stream)
             placing.apply_greedily(module, exact_greedy_config())
         if self.optimizer_in_backward:
             update_early_in_functions(module)
         if self.defer_waits:
             waiting = GuardedRewritePatternSet(module.context)
-            waiting.add(WaitOp, defer_wait)
+            populate_defer_waits_patterns(waiting)
             waiting.apply_greedily(module, exact_greedy_config())
+
+
+def populate_bucket_patterns(patterns: GuardedRewritePatternSet, bucket_bytes: int) -> None:
+    """Patterns rooted on ``hir.allreduce``, ``hir.allgather`` and ``hir.reduce_scatter``:
+    each coalesces its root with the collectives of the same kind after it into one of a
+    flat bucket of at most ``bucket_bytes`` (:mod:`.buckets`, :mod:`.fsdp_buckets`)."""
+    patterns.add(AllreduceOp, bucket_pattern(bucket_bytes))
+    patterns.add(AllgatherOp, gather_bucket_pattern(bucket_bytes))
+    patterns.add(ReduceScatterOp, scatter_bucket_pattern(bucket_bytes))
+
+
+def populate_prefetch_patterns(patterns: GuardedRewritePatternSet, comm_stream: int) -> None:
+    """A pattern rooted on ``hir.allgather``: a parameter's gather issued one parameter
+    ahead on pool stream ``comm_stream`` (:mod:`.prefetch`)."""
+    patterns.add(AllgatherOp, prefetch_pattern(comm_stream))
+
+
+def populate_defer_waits_patterns(patterns: GuardedRewritePatternSet) -> None:
+    """A pattern rooted on ``hir.wait``: the wait moved down to its buffers' first reader
+    (:mod:`.waits`)."""
+    patterns.add(WaitOp, defer_wait)
 
 
 def data_parallel_pipeline(defer_waits: bool = False, prefetch: bool = False, bucket_bytes: int = 0, comm_stream: int = -1,
