@@ -58,7 +58,7 @@ from hir.passes.training.buckets import (
     waits_of,
     whole_bytes,
 )
-from hir.passes.training.waits import first_reader, reads_any, touched_buffers
+from hir.passes.training.waits import first_reader, reads_any, touched_buffers, with_views
 
 _ALLOC = memref.AllocOp.OPERATION_NAME
 
@@ -164,25 +164,13 @@ def gather_bucket_pattern(limit: int) -> Pattern:
         for out, offset, size in zip(outputs, offsets, sizes):
             alloc = out.owner.operation
             block_ops = [o.operation for o in alloc.block.operations]
-            reader = block_ops[first_reader(block_ops, block_ops.index(alloc) + 1, {out} | _views(out))]
+            reader = block_ops[first_reader(block_ops, block_ops.index(alloc) + 1, with_views([out]))]
             alloc.move_before(reader)
             with ir.InsertionPoint(reader), reader.location:
                 SetOp.emit(columns(bucket_out, offset, size), _rows(out, devices))
         return False
 
     return bucket_gathers
-
-
-def _views(value: ir.Value) -> set:
-    """Every view of ``value`` (the ops that take one and return a memref)."""
-    seen, frontier = set(), [value]
-    while frontier:
-        for use in frontier.pop().uses:
-            for result in use.owner.results:
-                if isinstance(result.type, ir.MemRefType) and result not in seen:
-                    seen.add(result)
-                    frontier.append(result)
-    return seen
 
 
 def _scattered_gradient(op: ir.Operation, limit: int) -> int:

@@ -44,10 +44,15 @@ def touched_buffers(collective: ir.Operation) -> set:
         owner = value.owner
         if not isinstance(owner, ir.Block):
             roots += _memrefs(owner)
+    return with_views(seen)  # down: every view of them
+
+
+def with_views(values) -> set:
+    """``values`` and every view of them (the ops that take one and return a memref), transitively."""
+    seen = set(values)
     frontier = list(seen)
-    while frontier:  # down: every view of them
-        value = frontier.pop()
-        for use in value.uses:
+    while frontier:
+        for use in frontier.pop().uses:
             for result in use.owner.results:
                 if isinstance(result.type, ir.MemRefType) and result not in seen:
                     seen.add(result)

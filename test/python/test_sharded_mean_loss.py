@@ -13,7 +13,7 @@ import re
 import sys
 
 from multirank_util import launch_workers, run_gloo_cases
-from training_util import steps_equal_eager
+from training_util import sequence_parallel_mlp, steps_equal_eager
 
 STEPS = 10
 
@@ -23,16 +23,10 @@ def _model(case: str):
     last dim when its weight is split on its rows)."""
     import torch
 
-    class Residual(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.up, self.down = torch.nn.Linear(8, 16, bias=False), torch.nn.Linear(16, 8, bias=False)
-
-        def forward(self, x):
-            return x + self.down(torch.relu(self.up(x)))
-
+    if case == "rows":
+        return sequence_parallel_mlp()
     torch.manual_seed(0)
-    return torch.nn.Sequential(Residual(), Residual()) if case == "rows" else torch.nn.Linear(8, 16)
+    return torch.nn.Linear(8, 16)
 
 
 def loss_fn(m, x):

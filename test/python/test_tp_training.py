@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from multirank_util import launch_workers, run_gloo_cases
-from training_util import steps_equal_eager
+from training_util import sequence_parallel_mlp, steps_equal_eager
 
 STEPS = 10
 PROJECTIONS = {"colwise": ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"), "rowwise": ("o_proj", "down_proj")}
@@ -56,24 +56,6 @@ PIPELINES = {"plain": OVERLAP % ("off", ""), "overlap": OVERLAP % ("on", " chunk
              "push": OVERLAP % ("on", " transfer=push"), "comm-stream": OVERLAP % ("on", " comm-stream=1")}
 
 
-def _sequence_parallel_mlp():
-    """Two residual MLP blocks, to be trained with the tokens split: each block's input
-    all-gathered and its output reduce-scattered in the forward, and in the backward the
-    output's gradient all-gathered into down's matmul, up's input gradient reduce-scattered."""
-    import torch
-
-    class Block(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.up, self.down = torch.nn.Linear(8, 16, bias=False), torch.nn.Linear(16, 8, bias=False)
-
-        def forward(self, x):
-            return x + self.down(torch.relu(self.up(x)))
-
-    torch.manual_seed(0)
-    return torch.nn.Sequential(Block(), Block())
-
-
 def run_overlap_case(rank: int, world: int) -> str:
     """The sequence-parallel MLP step lowered by each pipeline of :data:`PIPELINES`: 10 SGD
     steps equal eager training, and the pipelined forms shift slices instead of running the
@@ -91,7 +73,7 @@ def run_overlap_case(rank: int, world: int) -> str:
         return m(x).square().sum()
 
     for name, pipeline in PIPELINES.items():
-        model, reference = _sequence_parallel_mlp(), _sequence_parallel_mlp()
+        model, reference = sequence_parallel_mlp(), sequence_parallel_mlp()
         optimizer, eager = (torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9) for m in (model, reference))
         step = hir.train_step(model, optimizer, loss_fn, batches[:1], mesh=list(range(world)), placements=placements)
         lowered = str(next(iter(step.programs.values())).lower(pipeline=pipeline))

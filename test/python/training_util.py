@@ -41,6 +41,24 @@ def lm_loss(model, ids, labels):
 VOCAB = 64
 
 
+class ResidualMLP(torch.nn.Module):
+    """x + down(relu(up(x))), 8 -> 16 -> 8, no biases: the block the sequence-parallel tests
+    train with the tokens split."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up, self.down = torch.nn.Linear(8, 16, bias=False), torch.nn.Linear(16, 8, bias=False)
+
+    def forward(self, x):
+        return x + self.down(torch.relu(self.up(x)))
+
+
+def sequence_parallel_mlp() -> torch.nn.Module:
+    """Two :class:`ResidualMLP` blocks (seed 0)."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(ResidualMLP(), ResidualMLP())
+
+
 def make(kind: str, seed: int = 0) -> tuple:
     """(model, loss_fn, batches(count, size, seed)) of ``kind``: mlp, llama or gpt2."""
     torch.manual_seed(seed)

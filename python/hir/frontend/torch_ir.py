@@ -126,3 +126,13 @@ def hoistable_with_parameters(op: ir.Operation, parameters: set) -> bool:
         return True
     own = set(op.results)
     return all(is_cloned_value(v) or v in parameters or v in own for r in op.results for use in r.uses for v in user(use).operands)
+
+
+_DIM_FORMS = (torch_dialect.AtenMeanDimOp.OPERATION_NAME, torch_dialect.AtenSumDimIntListOp.OPERATION_NAME)
+
+
+def reduced_dims(op: ir.Operation, rank: int) -> list[int]:
+    """The dims a ``sum`` / ``mean`` reduces: its dim list's (the ``.dim`` forms), every dim
+    for the default forms (whose operand 1 is a dtype) or an empty list."""
+    dims = constant_value(op.operands[1]) if op.name in _DIM_FORMS else None
+    return list(range(rank)) if not dims else sorted({d % rank for d in ([dims] if isinstance(dims, int) else dims)})

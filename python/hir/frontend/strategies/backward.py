@@ -16,7 +16,7 @@ from torch_mlir.dialects import torch as T
 from hir.frontend.strategies.pointwise import pointwise_strategy
 from hir.frontend.strategies.registry import PARTIAL, NoRule, OpCall, OpPlacement, register_op_strategy
 from hir.frontend.strategies.views import _sizes_at_split  # the size list's entry at the split: operand 1, as view's
-from hir.frontend.torch_ir import constant_value
+from hir.frontend.torch_ir import constant_value, reduced_dims
 
 
 def local_sum(op: ir.Operation, operands: list, offset: ir.Value, results: list) -> list:
@@ -26,13 +26,6 @@ def local_sum(op: ir.Operation, operands: list, offset: ir.Value, results: list)
     return list(ir.Operation.create(op.name, results=results, operands=operands, attributes=dict(op.attributes)).results)
 
 
-def _reduced_dims(call: OpCall, rank: int) -> list[int]:
-    dims = constant_value(call.op.operands[1]) if len(call.op.operands) > 1 else None
-    if dims is None or dims == []:
-        return list(range(rank))  # sum.default, or an empty dim list: every dim
-    return [d % rank for d in ([dims] if isinstance(dims, int) else dims)]
-
-
 @register_op_strategy(T.AtenSumDimIntListOp, T.AtenSumOp, partial_form=local_sum,
                       doc="off the split dim: the split stays (shifted past the reduced dims); over it (a weight's or a loss's sum over a split batch): each device sums its rows, a partial sum")
 def sum_strategy(call: OpCall) -> OpPlacement:
@@ -40,7 +33,7 @@ def sum_strategy(call: OpCall) -> OpPlacement:
     if split is None:
         return call.local(None)
     rank = call.rank(source)
-    dims = _reduced_dims(call, rank)
+    dims = reduced_dims(call.op, rank)
     if split in dims:
         return call.local(PARTIAL)
     keepdim = len(call.op.operands) > 2 and constant_value(call.op.operands[2])

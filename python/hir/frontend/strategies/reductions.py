@@ -22,7 +22,7 @@ from hir.frontend.strategies.registry import (
     register_op_strategy,
     same_dtype,
 )
-from hir.frontend.torch_ir import constant_value, rank_of, tensor_info, torch_int, torch_op
+from hir.frontend.torch_ir import constant_value, rank_of, reduced_dims, tensor_info, torch_int, torch_op
 
 _REDUCTION = {
     T.AtenSumDimIntListOp.OPERATION_NAME: "sum",
@@ -55,11 +55,6 @@ def reduction_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"reduces split dim {px} with others ({list(axes)})")
 
 
-def _mean_dims(op: ir.Operation, rank: int) -> list[int]:
-    dims = constant_value(op.operands[1]) if op.name == T.AtenMeanDimOp.OPERATION_NAME else None
-    return list(range(rank)) if not dims else sorted({d % rank for d in ([dims] if isinstance(dims, int) else dims)})
-
-
 def global_mean_part(op: ir.Operation, operands: list, offset: ir.Value, results: list) -> list:
     """One device's part of a mean over a split dim: the sum of its elements over the
     reduced dims divided by the whole count (the devices' parts sum to the mean). Built at
@@ -70,7 +65,7 @@ def global_mean_part(op: ir.Operation, operands: list, offset: ir.Value, results
         local = torch_op(T.AtenSumDimIntListOp.OPERATION_NAME, operands, result)
     else:
         local = torch_op(T.AtenSumOp.OPERATION_NAME, operands, result)
-    return [torch_op(T.AtenDivScalarOp.OPERATION_NAME, [local, torch_int(prod(shape[d] for d in _mean_dims(op, len(shape))))], result)]
+    return [torch_op(T.AtenDivScalarOp.OPERATION_NAME, [local, torch_int(prod(shape[d] for d in reduced_dims(op, len(shape))))], result)]
 
 
 @register_op_strategy(T.AtenMeanOp, T.AtenMeanDimOp, partial_form=global_mean_part,
@@ -80,7 +75,7 @@ def mean_strategy(call: OpCall) -> OpPlacement:
     if split is None:
         return call.local(None)
     shape = call.shape(source)
-    dims = _mean_dims(call.op, len(shape))
+    dims = reduced_dims(call.op, len(shape))
     if split in dims:
         if any(shape[d] == DYNAMIC for d in dims):
             raise NoRule(f"{call.op.name}: a mean over a dynamic dim split over devices")
