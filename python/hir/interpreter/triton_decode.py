@@ -4,12 +4,20 @@ decides when they run and registers them as torch ops).
 - :func:`split_kv_attention`: attention of a few query rows over a long key/value cache,
   reading only the positions up to the last one the boolean mask lets a row see (flash-decoding:
   the cache's used part cut into ``splits`` chunks, one program per (batch, head, chunk), then
-  one program per (batch, head) combining the chunks' partial softmaxes). How far the cache is
-  used is read from the mask on the device, so the launch is the same at every position: a
-  CUDA graph captured at one step replays right at the next.
+  one program per (batch, head) combining the chunks' partial softmaxes; with ``fused_combine``
+  the chunk programs of a (batch, head) count their arrivals on a counter and the last one
+  combines, one launch instead of two). How far the cache is used is read from the mask on the
+  device, so the launch is the same at every position: a CUDA graph captured at one step
+  replays right at the next.
 - :func:`small_m_linear`: ``x @ w.T`` for a few rows of ``x`` (M <= 16): a GEMV-shaped product
   that streams ``w`` once, each program a strip of ``w``'s rows over the whole of K (no split-K,
   so no second reduction kernel), tiles picked by Triton's autotuner per (M, N, K).
+
+With ``pdl`` a kernel is launched as a programmatic dependent of the kernel before it on the
+stream (Hopper's programmatic dependent launch, kept by a CUDA graph capture): its programs
+start while that kernel drains and wait (``griddepcontrol.wait``) before reading what it
+wrote; the product first asks the L2 for its strip of the weight, which no kernel writes, so
+the weight streams in during the wait.
 """
 
 import math
@@ -17,14 +25,19 @@ import math
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 LOG2E = 1.4426950408889634
 
 
 @triton.jit
-def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, scale_log2,
-                     sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, smb, smh, smm, smn,
-                     H, M, L, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, SCAN: tl.constexpr):
+def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, Arrived, Out, scale_log2,
+                     sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, smb, smh, smm, smn, sob, soh, som, sod,
+                     H, M, L, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, SCAN: tl.constexpr,
+                     FUSED: tl.constexpr, PDL: tl.constexpr):
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
     split = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -68,29 +81,44 @@ def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, scale_log2,
     tl.store(PartO + (part * BLOCK_M + rows[:, None]) * D + dims[None, :], acc)
     tl.store(PartM + part * BLOCK_M + rows, m_i)
     tl.store(PartL + part * BLOCK_M + rows, l_i)
+    if FUSED:
+        # every thread's partial stored before the (one-thread) release of the arrival
+        tl.debug_barrier()
+        if tl.atomic_add(Arrived + bh, 1, sem="acq_rel") == SPLITS - 1:
+            _combine(PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS, BLOCK_M, D)
+            tl.atomic_xchg(Arrived + bh, 0)  # zero again for the next call
 
 
 @triton.jit
-def _attention_combine(PartO, PartM, PartL, Out, sob, soh, som, sod, H, M,
-                       SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr):
-    bh = tl.program_id(0)
+def _combine(PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr):
+    """Out[b, h] from the (batch, head)'s ``SPLITS`` partial softmaxes (read from the L2: other
+    programs wrote them)."""
     b = bh // H
     h = bh % H
     rows = tl.arange(0, BLOCK_M)
     dims = tl.arange(0, D)
     splits = tl.arange(0, SPLITS)
-    ms = tl.load(PartM + (bh * SPLITS + splits[:, None]) * BLOCK_M + rows[None, :])  # [SPLITS, BLOCK_M]
+    ms = tl.load(PartM + (bh * SPLITS + splits[:, None]) * BLOCK_M + rows[None, :], cache_modifier=".cg")  # [SPLITS, BLOCK_M]
     m = tl.max(ms, 0)
     m_safe = tl.where(m == float("-inf"), 0.0, m)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
     l_sum = tl.zeros([BLOCK_M], tl.float32)
     for s in range(SPLITS):
         part = bh * SPLITS + s
-        w = tl.exp2(tl.load(PartM + part * BLOCK_M + rows) - m_safe)
-        l_sum += w * tl.load(PartL + part * BLOCK_M + rows)
-        acc += w[:, None] * tl.load(PartO + (part * BLOCK_M + rows[:, None]) * D + dims[None, :])
+        w = tl.exp2(tl.load(PartM + part * BLOCK_M + rows, cache_modifier=".cg") - m_safe)
+        l_sum += w * tl.load(PartL + part * BLOCK_M + rows, cache_modifier=".cg")
+        acc += w[:, None] * tl.load(PartO + (part * BLOCK_M + rows[:, None]) * D + dims[None, :], cache_modifier=".cg")
     out = acc / l_sum[:, None]
     tl.store(Out + b * sob + h * soh + rows[:, None] * som + dims[None, :] * sod, out.to(Out.dtype.element_ty), mask=(rows < M)[:, None])
+
+
+@triton.jit
+def _attention_combine(PartO, PartM, PartL, Out, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr,
+                       PDL: tl.constexpr):
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
+    _combine(PartO, PartM, PartL, Out, tl.program_id(0), sob, soh, som, sod, H, M, SPLITS, BLOCK_M, D)
 
 
 def attention_splits(batch_heads: int, length: int, block_n: int, processors: int) -> int:
@@ -100,10 +128,28 @@ def attention_splits(batch_heads: int, length: int, block_n: int, processors: in
     return 1 << (most.bit_length() - 1)
 
 
-def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
+_ARRIVALS: dict = {}  # device -> zeroed int32 counters of the fused combine (every one used leaves it zero)
+
+
+def _arrival_counters(device: torch.device, count: int) -> torch.Tensor | None:
+    """At least ``count`` zeroed counters on ``device``, shared by every call (a stream at a
+    time); None during a capture that would have to make them (the zeros would not be written
+    before the graph's first replay). Replaced buffers stay alive: a captured graph holds their
+    address."""
+    buffers = _ARRIVALS.setdefault(device, [])
+    if not buffers or buffers[-1].numel() < count:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            return None
+        buffers.append(torch.zeros(max(count, 4096), device=device, dtype=torch.int32))
+    return buffers[-1]
+
+
+def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, scale: float,
+                       fused_combine: bool = False, pdl: bool = False) -> torch.Tensor:
     """``softmax(q k^T * scale, where mask) v`` for ``query`` ``[B, H, M, D]``, ``key`` /
     ``value`` ``[B, H, L, D]`` and a boolean ``mask`` broadcastable to ``[B, H, M, L]``; the
-    result is contiguous ``[B, H, M, D]`` in ``query``'s dtype."""
+    result is contiguous ``[B, H, M, D]`` in ``query``'s dtype. ``fused_combine``: one launch
+    (module docstring); ``pdl``: launched as a programmatic dependent."""
     batch, heads, rows, dim = query.shape
     length = key.shape[2]
     mask = mask.expand(batch, heads, rows, length)
@@ -115,13 +161,17 @@ def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     part_m = torch.empty(batch * heads * splits * block_m, device=query.device, dtype=torch.float32)
     part_l = torch.empty_like(part_m)
     out = torch.empty(batch, heads, rows, dim, device=query.device, dtype=query.dtype)
+    arrived = _arrival_counters(query.device, batch * heads) if fused_combine else None
+    fused = arrived is not None
+    launch = {"launch_pdl": True} if pdl else {}
     _attention_chunk[(splits, batch * heads)](
-        query, key, value, mask, part_o, part_m, part_l, scale * LOG2E,
-        *query.stride(), *key.stride(), *value.stride(), *mask.stride(),
+        query, key, value, mask, part_o, part_m, part_l, arrived if fused else part_m, out, scale * LOG2E,
+        *query.stride(), *key.stride(), *value.stride(), *mask.stride(), *out.stride(),
         heads, rows, length, SPLITS=splits, BLOCK_M=block_m, BLOCK_N=block_n, D=dim, SCAN=min(1024, triton.next_power_of_2(length)),
-        num_warps=4, num_stages=2)
-    _attention_combine[(batch * heads,)](part_o, part_m, part_l, out, *out.stride(), heads, rows,
-                                         SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4)
+        FUSED=fused, PDL=pdl, num_warps=4, num_stages=2, **launch)
+    if not fused:
+        _attention_combine[(batch * heads,)](part_o, part_m, part_l, out, *out.stride(), heads, rows,
+                                             SPLITS=splits, BLOCK_M=block_m, D=dim, PDL=pdl, num_warps=4, **launch)
     return out
 
 
@@ -131,14 +181,29 @@ _LINEAR_CONFIGS = [
 ]
 
 
+@triton.jit
+def _prefetch_l2(pointers):
+    """Ask the L2 for the 128-byte lines at ``pointers`` (no wait, no registers filled)."""
+    tl.inline_asm_elementwise("prefetch.global.L2 [$1]; // $0", "=r,l", [pointers], dtype=tl.int32, is_pure=False, pack=1)
+
+
 @triton.autotune(configs=_LINEAR_CONFIGS, key=["M", "N", "K"])
 @triton.jit
-def _small_m_linear(X, W, Y, M, N, K, sxm, sxk, swn, swk, sym, syn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def _small_m_linear(X, W, Y, M, N, K, sxm, sxk, swn, swk, sym, syn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                    PDL: tl.constexpr, LINE: tl.constexpr):
     pid = tl.program_id(0)
     rows = tl.arange(0, BLOCK_M)
     cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     row_ok = rows < M
     col_ok = cols < N
+    if PDL:
+        # the weight is nobody's output: its strip streams into the L2 while the kernel before drains
+        lines = tl.arange(0, 32) * LINE
+        strip = W + tl.minimum(cols, N - 1)[:, None] * swn
+        for k0 in range(0, K, 32 * LINE):
+            _prefetch_l2(strip + tl.minimum(k0 + lines, K - 1)[None, :] * swk)
+        gdc_wait()
+        gdc_launch_dependents()
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
     for k0 in range(0, K, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
@@ -149,14 +214,17 @@ def _small_m_linear(X, W, Y, M, N, K, sxm, sxk, swn, swk, sym, syn, BLOCK_M: tl.
     tl.store(Y + rows[:, None] * sym + cols[None, :] * syn, acc.to(Y.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
 
 
-def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+def small_m_linear(x: torch.Tensor, weight: torch.Tensor, pdl: bool = False) -> torch.Tensor:
     """``x @ weight.T`` for ``x`` ``[..., K]`` with at most 16 rows in all and ``weight``
-    ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype."""
+    ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype. ``pdl``: launched as a programmatic
+    dependent, the weight's strip prefetched into the L2 before the wait."""
     lead = x.shape[:-1]
     rows = math.prod(lead)
     x2 = x.reshape(rows, x.shape[-1])
     n, k = weight.shape
     out = torch.empty(rows, n, device=x.device, dtype=x.dtype)
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
-    _small_m_linear[grid](x2, weight, out, rows, n, k, *x2.stride(), *weight.stride(), *out.stride(), BLOCK_M=16)
+    launch = {"launch_pdl": True} if pdl else {}
+    _small_m_linear[grid](x2, weight, out, rows, n, k, *x2.stride(), *weight.stride(), *out.stride(), BLOCK_M=16,
+                          PDL=pdl, LINE=128 // weight.element_size(), **launch)
     return out.view(*lead, n)
