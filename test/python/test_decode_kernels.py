@@ -60,6 +60,9 @@ def test_kernel_choice_by_environment(monkeypatch):
     assert decode_kernels.small_m_linear_op() is torch.ops.hir.small_m_linear.default
     monkeypatch.setenv(decode_kernels.ENV, "attention,fused-combine,pdl")
     assert decode_kernels.small_m_linear_op() is torch.ops.hir.small_m_linear_pdl.default
+    monkeypatch.delenv(decode_kernels.ENV)
+    assert decode_kernels.small_m_linear_op() is torch.ops.hir.small_m_linear_splitk_pdl.default
+    monkeypatch.setenv(decode_kernels.ENV, "attention,fused-combine,pdl")
     assert decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, torch.device("cpu")) is SDPA
     monkeypatch.setattr(decode_kernels, "available", lambda device: True)
     cuda = torch.device("cuda")
@@ -82,7 +85,7 @@ def test_ops_fall_back_to_torch_off_cuda(variant):
     got = getattr(torch.ops.hir, "attention" + variant)(q, k, v, mask, scale=0.3)
     assert torch.equal(got, torch.nn.functional.scaled_dot_product_attention(q, k, v, mask, scale=0.3))
     x, w = torch.randn(2, 1, 16), torch.randn(24, 16)
-    linear = getattr(torch.ops.hir, "small_m_linear" + variant.replace("_fused", ""))
+    linear = getattr(torch.ops.hir, "small_m_linear" + variant.replace("_fused", "_splitk"))
     assert torch.equal(linear(x, w), torch.nn.functional.linear(x, w))
 
 
@@ -140,7 +143,7 @@ def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 INTERPRETED = """
 import torch
-from hir.interpreter import triton_decode
+from hir.interpreter import triton_decode, triton_small_m
 from test_decode_kernels import attention_case, relative_error
 
 for fused_combine in (False, True):
@@ -148,15 +151,22 @@ for fused_combine in (False, True):
         q, k, v, mask, ref = attention_case(*shape, 16, "cpu", torch.float16)
         out = triton_decode.split_kv_attention(q, k, v, mask, 0.125, fused_combine=fused_combine)
         assert out.is_contiguous() and not out.isnan().any() and relative_error(out, ref) < 1e-2, shape
+x, w = torch.randn(3, 72, dtype=torch.float16), torch.randn(40, 72, dtype=torch.float16)
+for split_k in (1, 2, 4):  # K in 5 blocks: with 4 parts the last one is empty
+    out, work = torch.empty(3, 40, dtype=torch.float16), torch.empty(4 * 16 * 40)
+    triton_small_m._small_m_linear[(3, split_k)](x, w, out, work, triton_decode.arrival_counters(torch.device("cpu"), 40), 3, 40, 72, *x.stride(),
+                                                 *w.stride(), *out.stride(), BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, SPLIT_K=split_k, PDL=False, LINE=64)
+    assert relative_error(out, x.double() @ w.double().T) < 1e-2, split_k
 assert not triton_decode._ARRIVALS[torch.device("cpu")][-1].any()
 print("interpreted: ok")
 """
 
 
 def test_split_kv_attention_interpreted():
-    """The attention's Triton kernels under Triton's CPU interpreter (tiny shapes; a process of
-    its own: ``TRITON_INTERPRET`` counts where Triton is imported), the combine apart and
-    folded into the chunk kernel (its arrival counters zero again after the calls)."""
+    """The Triton kernels under Triton's CPU interpreter (tiny shapes; a process of its own:
+    ``TRITON_INTERPRET`` counts where Triton is imported): the attention's combine apart and
+    folded into the chunk kernel, the product's K whole and in 2 and 4 parts (the arrival
+    counters zero again after the calls)."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), *sys.path])}
     done = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True, timeout=300)
@@ -165,7 +175,7 @@ def test_split_kv_attention_interpreted():
 
 @pytest.mark.gpu
 @needs_cuda
-@pytest.mark.parametrize("fused_combine,pdl", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("fused_combine,pdl", [(False, False), (True, True)])
 @pytest.mark.parametrize("batch,heads,rows,length,used", [(1, 8, 4, 1024, 513), (8, 8, 4, 1024, 1), (2, 4, 1, 300, 300), (1, 2, 16, 4096, 2500)])
 def test_split_kv_attention_equals_sdpa(batch, heads, rows, length, used, fused_combine, pdl):
     from hir.interpreter.triton_decode import split_kv_attention
@@ -174,6 +184,9 @@ def test_split_kv_attention_equals_sdpa(batch, heads, rows, length, used, fused_
     for _ in range(2):  # the fused combine's counters are zero again after a call
         out = split_kv_attention(q, k, v, mask, 0.125, fused_combine=fused_combine, pdl=pdl)
         assert out.is_contiguous() and not out.isnan().any() and relative_error(out, ref) < 1e-2
+    if batch == 1 and length == 1024:  # one mechanism without the other
+        out = split_kv_attention(q, k, v, mask, 0.125, fused_combine=not fused_combine, pdl=pdl)
+        assert relative_error(out, ref) < 1e-2
 
 
 @pytest.mark.gpu
@@ -181,7 +194,8 @@ def test_split_kv_attention_equals_sdpa(batch, heads, rows, length, used, fused_
 def test_pdl_kernels_in_a_cuda_graph_read_what_the_kernel_before_wrote():
     """Captured with programmatic dependent launch between producers and the kernels: each
     replay's products and attention see the inputs the kernel just before them wrote."""
-    from hir.interpreter.triton_decode import small_m_linear, split_kv_attention
+    from hir.interpreter.triton_decode import split_kv_attention
+    from hir.interpreter.triton_small_m import small_m_linear
 
     torch.manual_seed(0)
     src = torch.randn(8, 2048, device="cuda", dtype=torch.bfloat16)
@@ -190,7 +204,7 @@ def test_pdl_kernels_in_a_cuda_graph_read_what_the_kernel_before_wrote():
 
     def step():
         x = src * 2  # written by the kernel right before the product
-        y = small_m_linear(x, w, pdl=True)
+        y = small_m_linear(x, w, pdl=True, split_k=True)
         q = q0 * y[:, :1, None, None]  # ... and before the attention
         return y, split_kv_attention(q, k, v, mask, 0.125, fused_combine=True, pdl=True)
 
@@ -214,14 +228,14 @@ def test_pdl_kernels_in_a_cuda_graph_read_what_the_kernel_before_wrote():
 
 @pytest.mark.gpu
 @needs_cuda
-@pytest.mark.parametrize("pdl", [False, True])
-@pytest.mark.parametrize("rows,n,k", [(1, 2048, 2048), (8, 16384, 2048), (8, 2048, 8192), (3, 32000, 2048), (16, 100, 72)])
-def test_small_m_linear_equals_float64(rows, n, k, pdl):
-    from hir.interpreter.triton_decode import small_m_linear
+@pytest.mark.parametrize("rows,n,k,split_k,pdl", [(1, 2048, 2048, False, False), (8, 16384, 2048, True, False), (8, 2048, 8192, True, True),
+                                                   (3, 32000, 2048, False, True), (16, 100, 72, True, True)])
+def test_small_m_linear_equals_float64(rows, n, k, split_k, pdl):
+    from hir.interpreter.triton_small_m import small_m_linear
 
     torch.manual_seed(rows + n)
     x = torch.randn(rows, 1, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    out = small_m_linear(x, w, pdl=pdl)
+    out = small_m_linear(x, w, pdl=pdl, split_k=split_k)
     ref = x.double() @ w.double().T
     assert out.shape == (rows, 1, n) and out.is_contiguous() and ((out.double() - ref).norm() / ref.norm()).item() < 1e-2

@@ -20,13 +20,16 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
 
 - ``fused-combine``: the attention in one launch (its chunk programs combine their partial
   softmaxes themselves, the last of a (batch, head) to finish), not a chunk and a combine kernel;
+- ``split-k``: the product's autotuner may also cut K into parts (more programs in flight on a
+  small weight; the last part of a strip to finish adds them up, so still one launch);
 - ``pdl``: the kernels launched as programmatic dependents (Hopper): their programs start while
   the kernel before drains, the product's weight streaming into the L2 meanwhile;
 - ``inductor-pdl``: a program planned with a decode kernel compiles its regions with inductor's
   programmatic dependent launch too (``triton.enable_pdl``, where this torch has it), so the
   elementwise kernels between the products overlap their neighbours as well.
 
-Each variant is an op of its own (``hir::attention``, ``hir::attention_fused_pdl``, ...), the
+Each variant is an op of its own (``hir::attention``, ``hir::attention_fused_pdl``,
+``hir::small_m_linear_splitk_pdl``, ...), the
 flags fixed when the program is planned. Elsewhere (CPU, no Triton, other shapes) the ops are
 not used; called directly on other inputs they run torch's own kernels. ``HIR_DECODE_KERNELS``
 (read when a program is planned) picks what is used: a comma-separated subset of
@@ -44,7 +47,7 @@ import torch.nn.functional as F
 from hir.dialect.context import HirError
 
 KERNELS = ("attention", "linear")
-MECHANISMS = ("fused-combine", "pdl", "inductor-pdl")
+MECHANISMS = ("fused-combine", "split-k", "pdl", "inductor-pdl")
 ENV = "HIR_DECODE_KERNELS"
 MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
 MIN_CACHE = 128  # key positions from which the split-KV kernel is used
@@ -111,8 +114,8 @@ def substitute(overload, types: Callable[[], list[str]], constants: Callable[[],
 
 
 def small_m_linear_op():
-    """The ``hir::small_m_linear`` variant ``HIR_DECODE_KERNELS`` picks (with or without PDL)."""
-    return _SMALL_M_LINEAR[enabled("pdl")]
+    """The ``hir::small_m_linear`` variant ``HIR_DECODE_KERNELS`` picks (split-K, PDL)."""
+    return _SMALL_M_LINEAR[enabled("split-k"), enabled("pdl")]
 
 
 def is_decode_kernel(overload) -> bool:
@@ -167,18 +170,18 @@ def _attention_variant(name: str, fused_combine: bool, pdl: bool):
     return getattr(torch.ops.hir, name).default
 
 
-def _small_m_linear_variant(name: str, pdl: bool):
+def _small_m_linear_variant(name: str, split_k: bool, pdl: bool):
     """Registers ``hir::name``: ``x @ weight.T`` (contiguous), through the small-M kernel on
-    CUDA (``pdl``: module docstring)."""
+    CUDA (``split_k``, ``pdl``: module docstring)."""
 
     @torch.library.custom_op(f"hir::{name}", mutates_args=())
     def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         if x.is_cuda and x.dtype in (torch.bfloat16, torch.float16) and x.dtype == weight.dtype and x[..., 0].numel() <= MAX_ROWS:
-            from hir.interpreter.triton_decode import (
+            from hir.interpreter.triton_small_m import (
                 small_m_linear as kernel,  # triton loads only when a CUDA decode kernel runs
             )
 
-            return kernel(x, weight, pdl=pdl)
+            return kernel(x, weight, pdl=pdl, split_k=split_k)
         return F.linear(x, weight).contiguous()
 
     @small_m_linear.register_fake
@@ -188,6 +191,7 @@ def _small_m_linear_variant(name: str, pdl: bool):
     return getattr(torch.ops.hir, name).default
 
 
-# (fused-combine, pdl) -> op; pdl -> op
+# (fused-combine, pdl) -> op; (split-k, pdl) -> op
 _ATTENTION = {(fused, pdl): _attention_variant("attention" + "_fused" * fused + "_pdl" * pdl, fused, pdl) for fused in (False, True) for pdl in (False, True)}
-_SMALL_M_LINEAR = {pdl: _small_m_linear_variant("small_m_linear" + "_pdl" * pdl, pdl) for pdl in (False, True)}
+_SMALL_M_LINEAR = {(split, pdl): _small_m_linear_variant("small_m_linear" + "_splitk" * split + "_pdl" * pdl, split, pdl)
+                   for split in (False, True) for pdl in (False, True)}

@@ -9,18 +9,14 @@ decides when they run and registers them as torch ops).
   combines, one launch instead of two). How far the cache is used is read from the mask on the
   device, so the launch is the same at every position: a CUDA graph captured at one step
   replays right at the next.
-- :func:`small_m_linear`: ``x @ w.T`` for a few rows of ``x`` (M <= 16): a GEMV-shaped product
-  that streams ``w`` once, each program a strip of ``w``'s rows over the whole of K (no split-K,
-  so no second reduction kernel), tiles picked by Triton's autotuner per (M, N, K).
+- the small-M product is in :mod:`hir.interpreter.triton_small_m`.
 
 With ``pdl`` a kernel is launched as a programmatic dependent of the kernel before it on the
 stream (Hopper's programmatic dependent launch, kept by a CUDA graph capture): its programs
 start while that kernel drains and wait (``griddepcontrol.wait``) before reading what it
 wrote; the product first asks the L2 for its strip of the weight, which no kernel writes, so
-the weight streams in during the wait.
+the weight streams in during the wait (:func:`prefetch_l2`).
 """
-
-import math
 
 import torch
 import triton
@@ -131,7 +127,7 @@ def attention_splits(batch_heads: int, length: int, block_n: int, processors: in
 _ARRIVALS: dict = {}  # device -> zeroed int32 counters of the fused combine (every one used leaves it zero)
 
 
-def _arrival_counters(device: torch.device, count: int) -> torch.Tensor | None:
+def arrival_counters(device: torch.device, count: int) -> torch.Tensor | None:
     """At least ``count`` zeroed counters on ``device``, shared by every call (a stream at a
     time); None during a capture that would have to make them (the zeros would not be written
     before the graph's first replay). Replaced buffers stay alive: a captured graph holds their
@@ -161,7 +157,7 @@ def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     part_m = torch.empty(batch * heads * splits * block_m, device=query.device, dtype=torch.float32)
     part_l = torch.empty_like(part_m)
     out = torch.empty(batch, heads, rows, dim, device=query.device, dtype=query.dtype)
-    arrived = _arrival_counters(query.device, batch * heads) if fused_combine else None
+    arrived = arrival_counters(query.device, batch * heads) if fused_combine else None
     fused = arrived is not None
     launch = {"launch_pdl": True} if pdl else {}
     _attention_chunk[(splits, batch * heads)](
@@ -175,56 +171,7 @@ def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     return out
 
 
-_LINEAR_CONFIGS = [
-    triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w, num_stages=s)
-    for bn, bk, w, s in [(16, 256, 4, 4), (16, 512, 4, 3), (32, 256, 4, 4), (32, 128, 4, 5), (64, 128, 4, 4), (64, 256, 8, 3)]
-]
-
-
 @triton.jit
-def _prefetch_l2(pointers):
+def prefetch_l2(pointers):
     """Ask the L2 for the 128-byte lines at ``pointers`` (no wait, no registers filled)."""
     tl.inline_asm_elementwise("prefetch.global.L2 [$1]; // $0", "=r,l", [pointers], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.autotune(configs=_LINEAR_CONFIGS, key=["M", "N", "K"])
-@triton.jit
-def _small_m_linear(X, W, Y, M, N, K, sxm, sxk, swn, swk, sym, syn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                    PDL: tl.constexpr, LINE: tl.constexpr):
-    pid = tl.program_id(0)
-    rows = tl.arange(0, BLOCK_M)
-    cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    row_ok = rows < M
-    col_ok = cols < N
-    if PDL:
-        # the weight is nobody's output: its strip streams into the L2 while the kernel before drains
-        lines = tl.arange(0, 32) * LINE
-        strip = W + tl.minimum(cols, N - 1)[:, None] * swn
-        for k0 in range(0, K, 32 * LINE):
-            _prefetch_l2(strip + tl.minimum(k0 + lines, K - 1)[None, :] * swk)
-        gdc_wait()
-        gdc_launch_dependents()
-    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        k_ok = ks < K
-        x = tl.load(X + rows[:, None] * sxm + ks[None, :] * sxk, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-        w = tl.load(W + cols[:, None] * swn + ks[None, :] * swk, mask=col_ok[:, None] & k_ok[None, :], other=0.0)
-        acc += tl.dot(x, tl.trans(w))
-    tl.store(Y + rows[:, None] * sym + cols[None, :] * syn, acc.to(Y.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
-
-
-def small_m_linear(x: torch.Tensor, weight: torch.Tensor, pdl: bool = False) -> torch.Tensor:
-    """``x @ weight.T`` for ``x`` ``[..., K]`` with at most 16 rows in all and ``weight``
-    ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype. ``pdl``: launched as a programmatic
-    dependent, the weight's strip prefetched into the L2 before the wait."""
-    lead = x.shape[:-1]
-    rows = math.prod(lead)
-    x2 = x.reshape(rows, x.shape[-1])
-    n, k = weight.shape
-    out = torch.empty(rows, n, device=x.device, dtype=x.dtype)
-    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
-    launch = {"launch_pdl": True} if pdl else {}
-    _small_m_linear[grid](x2, weight, out, rows, n, k, *x2.stride(), *weight.stride(), *out.stride(), BLOCK_M=16,
-                          PDL=pdl, LINE=128 // weight.element_size(), **launch)
-    return out.view(*lead, n)
