@@ -11,11 +11,8 @@ without them, on the ~1B Llama's shapes (one GPU):
   ``scaled_dot_product_attention`` with the boolean mask (what runs without it).
 
 Each kernel is timed as it ran before (column "plain": the attention a chunk and a combine
-kernel) and with the decode mechanisms (``hir.interpreter.decode_kernels``): "PDL" (launched as
-programmatic dependents, so the graph's consecutive calls overlap; the product prefetches its
-weight strip into the L2 before its wait), for the product "split-K" (the autotuner may cut K
-into parts) and "split-K + PDL", for the attention "fused" (the combine folded into the chunk
-kernel) and "fused + PDL".
+kernel) and with its mechanism (``hir.interpreter.decode_kernels``): the product "split-K" (the
+autotuner may cut K into parts), the attention "fused" (the combine folded into the chunk kernel).
 
 Times are medians of ``triton.testing.do_bench`` over a CUDA graph of 20 calls rotating
 through enough weight copies to exceed the L2 (so every call reads from HBM); bandwidth counts
@@ -28,7 +25,7 @@ import sys
 
 import torch
 
-LINEAR_VARIANTS = {"plain": (False, False), "split-K": (True, False), "PDL": (False, True), "split-K + PDL": (True, True)}  # (split_k, pdl)
+LINEAR_VARIANTS = {"plain": False, "split-K": True}  # -> split_k
 LINEARS = {"qkv": (3072, 2048), "o": (2048, 2048), "gate_up": (16384, 2048), "down": (2048, 8192), "lm_head": (32000, 2048)}
 
 
@@ -63,8 +60,8 @@ def linear_rows() -> list:
         for m in (1, 8):
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             ref = x.double() @ weights[0].double().T
-            errors = [((small_m_linear(x, weights[0], p, s).double() - ref).norm() / ref.norm()).item() for s, p in LINEAR_VARIANTS.values()]
-            times = {label: graph_time([lambda w=w, x=x, p=p, s=s: small_m_linear(x, w, p, s) for w in weights]) for label, (s, p) in LINEAR_VARIANTS.items()}
+            errors = [((small_m_linear(x, weights[0], s).double() - ref).norm() / ref.norm()).item() for s in LINEAR_VARIANTS.values()]
+            times = {label: graph_time([lambda w=w, x=x, s=s: small_m_linear(x, w, s) for w in weights]) for label, s in LINEAR_VARIANTS.items()}
             cublas = graph_time([lambda w=w, x=x: torch.nn.functional.linear(x, w) for w in weights])
             rows.append((f"linear {name} [{n}x{k}], M={m}", times, cublas, (n * k + m * k + m * n) * 2, max(errors)))
     return rows
@@ -75,7 +72,7 @@ def attention_rows() -> list:
 
     rows = []
     length, used, heads, dim = 1024, 513, 8, 64
-    variants = {"plain": (False, False), "PDL": (False, True), "fused": (True, False), "fused + PDL": (True, True)}
+    variants = {"plain": False, "fused": True}  # -> fused_combine
     for batch in (1, 8):
         count = copies_for(batch * heads * length * dim * 4)
         q = torch.randn(batch, heads, 4, dim, device="cuda", dtype=torch.bfloat16)
@@ -83,8 +80,8 @@ def attention_rows() -> list:
         mask = (torch.arange(length, device="cuda") < used).view(1, 1, 1, length).expand(batch, 1, 1, length).contiguous()
         k, v = caches[0]
         ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask, scale=dim ** -0.5)
-        errors = [((split_kv_attention(q, k, v, mask, dim ** -0.5, fused, pdl).double() - ref).norm() / ref.norm()).item() for fused, pdl in variants.values()]
-        times = {label: graph_time([lambda k=k, v=v, q=q, mask=mask, f=f, p=p: split_kv_attention(q, k, v, mask, dim ** -0.5, f, p) for k, v in caches]) for label, (f, p) in variants.items()}
+        errors = [((split_kv_attention(q, k, v, mask, dim ** -0.5, fused).double() - ref).norm() / ref.norm()).item() for fused in variants.values()]
+        times = {label: graph_time([lambda k=k, v=v, q=q, mask=mask, f=f: split_kv_attention(q, k, v, mask, dim ** -0.5, f) for k, v in caches]) for label, f in variants.items()}
         sdpa = graph_time([lambda k=k, v=v, q=q, mask=mask: torch.nn.functional.scaled_dot_product_attention(q, k, v, mask, scale=dim ** -0.5) for k, v in caches])
         rows.append((f"attention batch {batch}, 8 KV heads x 4 rows, {used}/{length} used", times, sdpa, batch * heads * used * dim * 2 * 2, max(errors)))
     return rows

@@ -187,10 +187,9 @@ OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, aft
     # the decode kernels (hir.interpreter.decode_kernels): none, without their mechanisms, all but one mechanism
     "hir default, no decode kernels": {"decode_kernels": "none"},
     "hir default, kernels without their mechanisms": {"decode_kernels": "attention,linear"},
-    "hir default, attention's combine apart": {"decode_kernels": "attention,linear,split-k,pdl,inductor-pdl"},
-    "hir default, no split-K": {"decode_kernels": "attention,linear,fused-combine,pdl,inductor-pdl"},
-    "hir default, no PDL in the decode kernels": {"decode_kernels": "attention,linear,fused-combine,split-k,inductor-pdl"},
-    "hir default, no inductor PDL": {"decode_kernels": "attention,linear,fused-combine,split-k,pdl"},
+    "hir default, attention's combine apart": {"decode_kernels": "attention,linear,split-k,inductor-pdl"},
+    "hir default, no split-K": {"decode_kernels": "attention,linear,fused-combine,inductor-pdl"},
+    "hir default, no inductor PDL": {"decode_kernels": "attention,linear,fused-combine,split-k"},
 }
 CASES = ("decode1", "decode8", "prefill")
 

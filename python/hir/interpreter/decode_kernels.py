@@ -22,15 +22,16 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
   softmaxes themselves, the last of a (batch, head) to finish), not a chunk and a combine kernel;
 - ``split-k``: the product's autotuner may also cut K into parts (more programs in flight on a
   small weight; the last part of a strip to finish adds them up, so still one launch);
-- ``pdl``: the kernels launched as programmatic dependents (Hopper): their programs start while
-  the kernel before drains, the product's weight streaming into the L2 meanwhile;
 - ``inductor-pdl``: a program planned with a decode kernel compiles its regions with inductor's
-  programmatic dependent launch too (``triton.enable_pdl``, where this torch has it), so the
-  elementwise kernels between the products overlap their neighbours as well.
+  programmatic dependent launch (``triton.enable_pdl``, where this torch has it: Hopper's
+  launch of a kernel while the one before it drains), so the elementwise kernels around the
+  products overlap their neighbours. (The decode kernels themselves launched that way, the
+  product prefetching its weight into the L2 before its wait, measured slower: the prefetch
+  cost the large products more than the overlap gained on the small ones.)
 
-Each variant is an op of its own (``hir::attention``, ``hir::attention_fused_pdl``,
-``hir::small_m_linear_splitk_pdl``, ...), the
-flags fixed when the program is planned. Elsewhere (CPU, no Triton, other shapes) the ops are
+Each variant is an op of its own (``hir::attention``, ``hir::attention_fused``,
+``hir::small_m_linear``, ``hir::small_m_linear_splitk``), the flags fixed when the program is
+planned. Elsewhere (CPU, no Triton, other shapes) the ops are
 not used; called directly on other inputs they run torch's own kernels. ``HIR_DECODE_KERNELS``
 (read when a program is planned) picks what is used: a comma-separated subset of
 :data:`KERNELS` + :data:`MECHANISMS` (default: all), or ``none``.
@@ -47,7 +48,7 @@ import torch.nn.functional as F
 from hir.dialect.context import HirError
 
 KERNELS = ("attention", "linear")
-MECHANISMS = ("fused-combine", "split-k", "pdl", "inductor-pdl")
+MECHANISMS = ("fused-combine", "split-k", "inductor-pdl")
 ENV = "HIR_DECODE_KERNELS"
 MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
 MIN_CACHE = 128  # key positions from which the split-KV kernel is used
@@ -109,13 +110,13 @@ def substitute(overload, types: Callable[[], list[str]], constants: Callable[[],
         return overload
     operand_types = types()
     if len(operand_types) == 8 and attention_fits(operand_types, constants()):
-        return _ATTENTION[enabled("fused-combine"), enabled("pdl")]
+        return _ATTENTION[enabled("fused-combine")]
     return overload
 
 
 def small_m_linear_op():
-    """The ``hir::small_m_linear`` variant ``HIR_DECODE_KERNELS`` picks (split-K, PDL)."""
-    return _SMALL_M_LINEAR[enabled("split-k"), enabled("pdl")]
+    """The ``hir::small_m_linear`` variant ``HIR_DECODE_KERNELS`` picks (with split-K or not)."""
+    return _SMALL_M_LINEAR[enabled("split-k")]
 
 
 def is_decode_kernel(overload) -> bool:
@@ -145,9 +146,9 @@ def linear_fits(x_shape: tuple, x_dtype: torch.dtype, w_shape: tuple, w_contiguo
     return 0 < rows <= MAX_ROWS and min(w_shape) > 0 and enabled("linear") and available(device)
 
 
-def _attention_variant(name: str, fused_combine: bool, pdl: bool):
+def _attention_variant(name: str, fused_combine: bool):
     """Registers ``hir::name``: ``aten.scaled_dot_product_attention`` (contiguous), through the
-    split-KV kernel (``fused_combine``, ``pdl``: module docstring) where the inputs fit it."""
+    split-KV kernel (``fused_combine``: module docstring) where the inputs fit it."""
 
     @torch.library.custom_op(f"hir::{name}", mutates_args=())
     def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
@@ -159,7 +160,7 @@ def _attention_variant(name: str, fused_combine: bool, pdl: bool):
             )
 
             scale = scale if scale is not None else query.shape[-1] ** -0.5
-            return split_kv_attention(query, key, value, attn_mask, scale, fused_combine=fused_combine, pdl=pdl)
+            return split_kv_attention(query, key, value, attn_mask, scale, fused_combine=fused_combine)
         out = F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
         return out.contiguous()
 
@@ -170,9 +171,9 @@ def _attention_variant(name: str, fused_combine: bool, pdl: bool):
     return getattr(torch.ops.hir, name).default
 
 
-def _small_m_linear_variant(name: str, split_k: bool, pdl: bool):
+def _small_m_linear_variant(name: str, split_k: bool):
     """Registers ``hir::name``: ``x @ weight.T`` (contiguous), through the small-M kernel on
-    CUDA (``split_k``, ``pdl``: module docstring)."""
+    CUDA (``split_k``: module docstring)."""
 
     @torch.library.custom_op(f"hir::{name}", mutates_args=())
     def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -181,7 +182,7 @@ def _small_m_linear_variant(name: str, split_k: bool, pdl: bool):
                 small_m_linear as kernel,  # triton loads only when a CUDA decode kernel runs
             )
 
-            return kernel(x, weight, pdl=pdl, split_k=split_k)
+            return kernel(x, weight, split_k=split_k)
         return F.linear(x, weight).contiguous()
 
     @small_m_linear.register_fake
@@ -191,7 +192,6 @@ def _small_m_linear_variant(name: str, split_k: bool, pdl: bool):
     return getattr(torch.ops.hir, name).default
 
 
-# (fused-combine, pdl) -> op; (split-k, pdl) -> op
-_ATTENTION = {(fused, pdl): _attention_variant("attention" + "_fused" * fused + "_pdl" * pdl, fused, pdl) for fused in (False, True) for pdl in (False, True)}
-_SMALL_M_LINEAR = {(split, pdl): _small_m_linear_variant("small_m_linear" + "_splitk" * split + "_pdl" * pdl, split, pdl)
-                   for split in (False, True) for pdl in (False, True)}
+# fused-combine -> op; split-k -> op
+_ATTENTION = {fused: _attention_variant("attention" + "_fused" * fused, fused) for fused in (False, True)}
+_SMALL_M_LINEAR = {split: _small_m_linear_variant("small_m_linear" + "_splitk" * split, split) for split in (False, True)}

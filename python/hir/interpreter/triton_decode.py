@@ -10,18 +10,11 @@ decides when they run and registers them as torch ops).
   device, so the launch is the same at every position: a CUDA graph captured at one step
   replays right at the next.
 - the small-M product is in :mod:`hir.interpreter.triton_small_m`.
-
-With ``pdl`` a kernel is launched as a programmatic dependent of the kernel before it on the
-stream (Hopper's programmatic dependent launch, kept by a CUDA graph capture): its programs
-start while that kernel drains and wait (``griddepcontrol.wait``) before reading what it
-wrote; the product first asks the L2 for its strip of the weight, which no kernel writes, so
-the weight streams in during the wait (:func:`prefetch_l2`).
 """
 
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 LOG2E = 1.4426950408889634
 
@@ -30,10 +23,7 @@ LOG2E = 1.4426950408889634
 def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, Arrived, Out, scale_log2,
                      sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, smb, smh, smm, smn, sob, soh, som, sod,
                      H, M, L, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, SCAN: tl.constexpr,
-                     FUSED: tl.constexpr, PDL: tl.constexpr):
-    if PDL:
-        gdc_wait()
-        gdc_launch_dependents()
+                     FUSED: tl.constexpr):
     split = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -109,11 +99,7 @@ def _combine(PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS: tl.
 
 
 @triton.jit
-def _attention_combine(PartO, PartM, PartL, Out, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr,
-                       PDL: tl.constexpr):
-    if PDL:
-        gdc_wait()
-        gdc_launch_dependents()
+def _attention_combine(PartO, PartM, PartL, Out, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr):
     _combine(PartO, PartM, PartL, Out, tl.program_id(0), sob, soh, som, sod, H, M, SPLITS, BLOCK_M, D)
 
 
@@ -141,11 +127,11 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor | None:
 
 
 def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, scale: float,
-                       fused_combine: bool = False, pdl: bool = False) -> torch.Tensor:
+                       fused_combine: bool = False) -> torch.Tensor:
     """``softmax(q k^T * scale, where mask) v`` for ``query`` ``[B, H, M, D]``, ``key`` /
     ``value`` ``[B, H, L, D]`` and a boolean ``mask`` broadcastable to ``[B, H, M, L]``; the
     result is contiguous ``[B, H, M, D]`` in ``query``'s dtype. ``fused_combine``: one launch
-    (module docstring); ``pdl``: launched as a programmatic dependent."""
+    (module docstring)."""
     batch, heads, rows, dim = query.shape
     length = key.shape[2]
     mask = mask.expand(batch, heads, rows, length)
@@ -159,19 +145,13 @@ def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     out = torch.empty(batch, heads, rows, dim, device=query.device, dtype=query.dtype)
     arrived = arrival_counters(query.device, batch * heads) if fused_combine else None
     fused = arrived is not None
-    launch = {"launch_pdl": True} if pdl else {}
     _attention_chunk[(splits, batch * heads)](
         query, key, value, mask, part_o, part_m, part_l, arrived if fused else part_m, out, scale * LOG2E,
         *query.stride(), *key.stride(), *value.stride(), *mask.stride(), *out.stride(),
         heads, rows, length, SPLITS=splits, BLOCK_M=block_m, BLOCK_N=block_n, D=dim, SCAN=min(1024, triton.next_power_of_2(length)),
-        FUSED=fused, PDL=pdl, num_warps=4, num_stages=2, **launch)
+        FUSED=fused, num_warps=4, num_stages=2)
     if not fused:
         _attention_combine[(batch * heads,)](part_o, part_m, part_l, out, *out.stride(), heads, rows,
-                                             SPLITS=splits, BLOCK_M=block_m, D=dim, PDL=pdl, num_warps=4, **launch)
+                                             SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4)
     return out
 
-
-@triton.jit
-def prefetch_l2(pointers):
-    """Ask the L2 for the 128-byte lines at ``pointers`` (no wait, no registers filled)."""
-    tl.inline_asm_elementwise("prefetch.global.L2 [$1]; // $0", "=r,l", [pointers], dtype=tl.int32, is_pure=False, pack=1)

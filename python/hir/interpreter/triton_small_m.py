@@ -12,9 +12,8 @@ import math
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from hir.interpreter.triton_decode import arrival_counters, prefetch_l2
+from hir.interpreter.triton_decode import arrival_counters
 
 
 def _linear_configs(split_k: tuple) -> list:
@@ -29,7 +28,7 @@ MAX_SPLIT_K = 4
 
 @triton.jit
 def _small_m_linear(X, W, Y, Work, Arrived, M, N, K, sxm, sxk, swn, swk, sym, syn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr, PDL: tl.constexpr, LINE: tl.constexpr):
+                    BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):
     pid = tl.program_id(0)
     rows = tl.arange(0, BLOCK_M)
     cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -39,14 +38,6 @@ def _small_m_linear(X, W, Y, Work, Arrived, M, N, K, sxm, sxk, swn, swk, sym, sy
     k_part = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K) * BLOCK_K
     k_lo = tl.program_id(1) * k_part
     k_hi = tl.minimum(k_lo + k_part, K)
-    if PDL:
-        # the weight is nobody's output: its strip streams into the L2 while the kernel before drains
-        lines = tl.arange(0, 32) * LINE
-        strip = W + tl.minimum(cols, N - 1)[:, None] * swn
-        for k0 in range(k_lo, k_hi, 32 * LINE):
-            prefetch_l2(strip + tl.minimum(k0 + lines, k_hi - 1)[None, :] * swk)
-        gdc_wait()
-        gdc_launch_dependents()
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
@@ -74,10 +65,9 @@ _LINEAR = {split: triton.autotune(configs=_linear_configs((1, 2, 4) if split els
            for split in (False, True)}
 
 
-def small_m_linear(x: torch.Tensor, weight: torch.Tensor, pdl: bool = False, split_k: bool = False) -> torch.Tensor:
+def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False) -> torch.Tensor:
     """``x @ weight.T`` for ``x`` ``[..., K]`` with at most 16 rows in all and ``weight``
-    ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype. ``pdl``: launched as a programmatic
-    dependent, the weight's strip prefetched into the L2 before the wait; ``split_k``: the
+    ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype. ``split_k``: the
     autotuner may also cut K into 2 or 4 parts (more programs in flight on a small weight),
     the last part of a strip to finish adding them up (one launch)."""
     lead = x.shape[:-1]
@@ -89,7 +79,6 @@ def small_m_linear(x: torch.Tensor, weight: torch.Tensor, pdl: bool = False, spl
     split_k = arrived is not None
     work = torch.empty(MAX_SPLIT_K * 16 * n if split_k else 1, device=x.device, dtype=torch.float32)
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), meta["SPLIT_K"])  # noqa: E731
-    launch = {"launch_pdl": True} if pdl else {}
     _LINEAR[split_k][grid](x2, weight, out, work, arrived if split_k else work, rows, n, k, *x2.stride(), *weight.stride(), *out.stride(),
-                           BLOCK_M=16, PDL=pdl, LINE=128 // weight.element_size(), **launch)
+                           BLOCK_M=16)
     return out.view(*lead, n)
