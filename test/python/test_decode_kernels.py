@@ -64,7 +64,10 @@ def test_kernel_choice_by_environment(monkeypatch):
     assert decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, torch.device("cpu")) is SDPA
     monkeypatch.setattr(decode_kernels, "available", lambda device: True)
     cuda = torch.device("cuda")
-    assert decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, cuda) is torch.ops.hir.attention_fused.default
+    assert (
+        decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, cuda)
+        is torch.ops.hir.attention_fused.default
+    )
     monkeypatch.setenv(decode_kernels.ENV, "attention,split-k")
     assert decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, cuda) is torch.ops.hir.attention.default
     assert not decode_kernels.inductor_pdl(cuda)
@@ -94,8 +97,18 @@ def test_decode_program_with_the_kernels_standing_in(monkeypatch):
     from hir.frontend.hf_decode import StaticCacheStep
 
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                      intermediate_size=128, max_position_embeddings=256, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=256,
+        bos_token_id=0,
+        eos_token_id=None,
+        pad_token_id=0,
+    )
     model = transformers.LlamaForCausalLM(config).eval().to(torch.bfloat16)
     step = StaticCacheStep(model, batch_size=2, max_cache_len=decode_kernels.MIN_CACHE)
     ids, pos = torch.tensor([[5], [9]]), torch.tensor([0])
@@ -131,7 +144,9 @@ def attention_case(batch, heads, rows, length, used, dim, device, dtype):
         mask[0, :, :, 0] = False  # a hole before the end
     k[:, :, used:] = float("nan")
     v[:, :, used:] = float("nan")
-    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double().nan_to_num(), v.double().nan_to_num(), mask, scale=0.125)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q.double(), k.double().nan_to_num(), v.double().nan_to_num(), mask, scale=0.125
+    )
     return q, k, v, mask, ref
 
 
@@ -152,8 +167,11 @@ for fused_combine in (False, True):
 x, w = torch.randn(3, 72, dtype=torch.float16), torch.randn(40, 72, dtype=torch.float16)
 for split_k in (1, 2, 4):  # K in 5 blocks: with 4 parts the last one is empty
     out, work = torch.empty(3, 40, dtype=torch.float16), torch.empty(4 * 16 * 40)
-    triton_small_m._small_m_linear[(3, split_k)](x, w, out, work, triton_decode.arrival_counters(torch.device("cpu"), 40), 3, 40, 72, *x.stride(),
-                                                 *w.stride(), *out.stride(), BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, SPLIT_K=split_k)
+    arrived = triton_decode.arrival_counters(torch.device("cpu"), 40)
+    triton_small_m._small_m_linear[(3, split_k)](
+        x, w, out, work, arrived, 3, 40, 72, *x.stride(), *w.stride(), *out.stride(),
+        BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, SPLIT_K=split_k,
+    )
     assert relative_error(out, x.double() @ w.double().T) < 1e-2, split_k
 assert not triton_decode._ARRIVALS[torch.device("cpu")][-1].any()
 print("interpreted: ok")
@@ -174,7 +192,10 @@ def test_split_kv_attention_interpreted():
 @pytest.mark.gpu
 @needs_cuda
 @pytest.mark.parametrize("fused_combine", [False, True])
-@pytest.mark.parametrize("batch,heads,rows,length,used", [(1, 8, 4, 1024, 513), (8, 8, 4, 1024, 1), (2, 4, 1, 300, 300), (1, 2, 16, 4096, 2500)])
+@pytest.mark.parametrize(
+    "batch,heads,rows,length,used",
+    [(1, 8, 4, 1024, 513), (8, 8, 4, 1024, 1), (2, 4, 1, 300, 300), (1, 2, 16, 4096, 2500)],
+)
 def test_split_kv_attention_equals_sdpa(batch, heads, rows, length, used, fused_combine):
     from hir.interpreter.triton_decode import split_kv_attention
 
@@ -218,13 +239,24 @@ def test_one_launch_kernels_in_a_cuda_graph():
         want = (src.double() * 2) @ w.double().T
         assert relative_error(y, want) < 1e-2
         # against the attention of the bf16 q the graph computed (q's rounding moves sharp softmaxes)
-        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double().nan_to_num(), v.double().nan_to_num(), mask, scale=0.125)
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q.double(), k.double().nan_to_num(), v.double().nan_to_num(), mask, scale=0.125
+        )
         assert relative_error(out, ref) < 1e-2
 
 
 @pytest.mark.gpu
 @needs_cuda
-@pytest.mark.parametrize("rows,n,k,split_k", [(1, 2048, 2048, False), (8, 16384, 2048, True), (8, 2048, 8192, True), (3, 32000, 2048, False), (16, 100, 72, True)])
+@pytest.mark.parametrize(
+    "rows,n,k,split_k",
+    [
+        (1, 2048, 2048, False),
+        (8, 16384, 2048, True),
+        (8, 2048, 8192, True),
+        (3, 32000, 2048, False),
+        (16, 100, 72, True),
+    ],
+)
 def test_small_m_linear_equals_float64(rows, n, k, split_k):
     from hir.interpreter.triton_small_m import small_m_linear
 
@@ -233,4 +265,6 @@ def test_small_m_linear_equals_float64(rows, n, k, split_k):
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
     out = small_m_linear(x, w, split_k=split_k)
     ref = x.double() @ w.double().T
-    assert out.shape == (rows, 1, n) and out.is_contiguous() and ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+    assert (
+        out.shape == (rows, 1, n) and out.is_contiguous() and ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+    )

@@ -66,8 +66,10 @@ def enabled(kernel: str) -> bool:
     chosen = {part.strip() for part in value.split(",") if part.strip()}
     unknown = chosen - set(KERNELS) - set(MECHANISMS) - {"none"}
     if unknown:
-        raise HirError(f"error: {ENV}={value!r}: unknown kernel(s) {', '.join(sorted(unknown))}; "
-                       f"expected a comma-separated subset of {','.join(KERNELS + MECHANISMS)}, or none")
+        raise HirError(
+            f"error: {ENV}={value!r}: unknown kernel(s) {', '.join(sorted(unknown))}; "
+            f"expected a comma-separated subset of {','.join(KERNELS + MECHANISMS)}, or none"
+        )
     return kernel in chosen
 
 
@@ -106,7 +108,9 @@ def substitute(overload, types: Callable[[], list[str]], constants: Callable[[],
     """The op a kernel segment runs for torch op ``overload`` with operand types ``types()``
     (text) and plan-time ``constants()`` on ``device``: ``hir::attention`` where it fits
     (module docstring), else ``overload`` (the operands are looked at for SDPA only)."""
-    if overload is not torch.ops.aten.scaled_dot_product_attention.default or not (enabled("attention") and available(device)):
+    if overload is not torch.ops.aten.scaled_dot_product_attention.default or not (
+        enabled("attention") and available(device)
+    ):
         return overload
     operand_types = types()
     if len(operand_types) == 8 and attention_fits(operand_types, constants()):
@@ -135,10 +139,18 @@ def inductor_pdl(device: torch.device) -> bool:
     return hasattr(inductor_config.triton, "enable_pdl") and torch.cuda.get_device_capability(device)[0] >= 9
 
 
-def linear_fits(x_shape: tuple, x_dtype: torch.dtype, w_shape: tuple, w_contiguous: bool, bias: bool, device: torch.device) -> bool:
+def linear_fits(
+    x_shape: tuple, x_dtype: torch.dtype, w_shape: tuple, w_contiguous: bool, bias: bool, device: torch.device
+) -> bool:
     """Whether ``hir.linear`` of an input ``x_shape`` (``x_dtype``) and weight ``w_shape``
     suits ``hir::small_m_linear`` on ``device``."""
-    if bias or len(x_shape) < 2 or len(w_shape) != 2 or not w_contiguous or x_dtype not in (torch.bfloat16, torch.float16):
+    if (
+        bias
+        or len(x_shape) < 2
+        or len(w_shape) != 2
+        or not w_contiguous
+        or x_dtype not in (torch.bfloat16, torch.float16)
+    ):
         return False
     rows = 1
     for size in x_shape[:-1]:
@@ -151,17 +163,37 @@ def _attention_variant(name: str, fused_combine: bool):
     split-KV kernel (``fused_combine``: module docstring) where the inputs fit it."""
 
     @torch.library.custom_op(f"hir::{name}", mutates_args=())
-    def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
-                  is_causal: bool = False, *, scale: float | None = None, enable_gqa: bool = False) -> torch.Tensor:
-        if query.is_cuda and attn_mask is not None and attn_mask.dtype == torch.bool and dropout_p == 0.0 and not is_causal and not enable_gqa \
-                and query.dtype in (torch.bfloat16, torch.float16) and key.shape[1] == query.shape[1] and query.shape[-1] in HEAD_DIMS:
+    def attention(
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        *,
+        scale: float | None = None,
+        enable_gqa: bool = False,
+    ) -> torch.Tensor:
+        if (
+            query.is_cuda
+            and attn_mask is not None
+            and attn_mask.dtype == torch.bool
+            and dropout_p == 0.0
+            and not is_causal
+            and not enable_gqa
+            and query.dtype in (torch.bfloat16, torch.float16)
+            and key.shape[1] == query.shape[1]
+            and query.shape[-1] in HEAD_DIMS
+        ):
             from hir.interpreter.triton_decode import (
                 split_kv_attention,  # triton loads only when a CUDA decode kernel runs
             )
 
             scale = scale if scale is not None else query.shape[-1] ** -0.5
             return split_kv_attention(query, key, value, attn_mask, scale, fused_combine=fused_combine)
-        out = F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+        out = F.scaled_dot_product_attention(
+            query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+        )
         return out.contiguous()
 
     @attention.register_fake
@@ -177,7 +209,12 @@ def _small_m_linear_variant(name: str, split_k: bool):
 
     @torch.library.custom_op(f"hir::{name}", mutates_args=())
     def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        if x.is_cuda and x.dtype in (torch.bfloat16, torch.float16) and x.dtype == weight.dtype and x[..., 0].numel() <= MAX_ROWS:
+        if (
+            x.is_cuda
+            and x.dtype in (torch.bfloat16, torch.float16)
+            and x.dtype == weight.dtype
+            and x[..., 0].numel() <= MAX_ROWS
+        ):
             from hir.interpreter.triton_small_m import (
                 small_m_linear as kernel,  # triton loads only when a CUDA decode kernel runs
             )
@@ -194,4 +231,6 @@ def _small_m_linear_variant(name: str, split_k: bool):
 
 # fused-combine -> op; split-k -> op
 _ATTENTION = {fused: _attention_variant("attention" + "_fused" * fused, fused) for fused in (False, True)}
-_SMALL_M_LINEAR = {split: _small_m_linear_variant("small_m_linear" + "_splitk" * split, split) for split in (False, True)}
+_SMALL_M_LINEAR = {
+    split: _small_m_linear_variant("small_m_linear" + "_splitk" * split, split) for split in (False, True)
+}

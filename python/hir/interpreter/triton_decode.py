@@ -20,10 +20,47 @@ LOG2E = 1.4426950408889634
 
 
 @triton.jit
-def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, Arrived, Out, scale_log2,
-                     sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, smb, smh, smm, smn, sob, soh, som, sod,
-                     H, M, L, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, SCAN: tl.constexpr,
-                     FUSED: tl.constexpr):
+def _attention_chunk(
+    Q,
+    K,
+    V,
+    Mask,
+    PartO,
+    PartM,
+    PartL,
+    Arrived,
+    Out,
+    scale_log2,
+    sqb,
+    sqh,
+    sqm,
+    sqd,
+    skb,
+    skh,
+    skn,
+    skd,
+    svb,
+    svh,
+    svn,
+    svd,
+    smb,
+    smh,
+    smm,
+    smn,
+    sob,
+    soh,
+    som,
+    sod,
+    H,
+    M,
+    L,
+    SPLITS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    D: tl.constexpr,
+    SCAN: tl.constexpr,
+    FUSED: tl.constexpr,
+):
     split = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -36,7 +73,9 @@ def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, Arrived, Out, scale_log
     end = tl.full([], 0, tl.int32)
     for start in range(0, L, SCAN):
         cols = start + tl.arange(0, SCAN)
-        seen = tl.load(mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & (cols[None, :] < L), other=0)
+        seen = tl.load(
+            mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & (cols[None, :] < L), other=0
+        )
         end = tl.maximum(end, tl.max(tl.max(tl.where(seen != 0, cols[None, :] + 1, 0), 1), 0))
     blocks = tl.cdiv(end, BLOCK_N)
     chunk = tl.cdiv(blocks, SPLITS) * BLOCK_N
@@ -53,7 +92,9 @@ def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, Arrived, Out, scale_log
         col_ok = cols < hi
         k = tl.load(k_base + cols[:, None] * skn + dims[None, :] * skd, mask=col_ok[:, None], other=0.0)
         v = tl.load(v_base + cols[:, None] * svn + dims[None, :] * svd, mask=col_ok[:, None], other=0.0)
-        seen = tl.load(mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & col_ok[None, :], other=0)
+        seen = tl.load(
+            mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & col_ok[None, :], other=0
+        )
         s = tl.dot(q, tl.trans(k)) * scale_log2
         s = tl.where(seen != 0, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
@@ -76,7 +117,9 @@ def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, Arrived, Out, scale_log
 
 
 @triton.jit
-def _combine(PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr):
+def _combine(
+    PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr
+):
     """Out[b, h] from the (batch, head)'s ``SPLITS`` partial softmaxes (read from the L2: other
     programs wrote them)."""
     b = bh // H
@@ -84,7 +127,9 @@ def _combine(PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS: tl.
     rows = tl.arange(0, BLOCK_M)
     dims = tl.arange(0, D)
     splits = tl.arange(0, SPLITS)
-    ms = tl.load(PartM + (bh * SPLITS + splits[:, None]) * BLOCK_M + rows[None, :], cache_modifier=".cg")  # [SPLITS, BLOCK_M]
+    ms = tl.load(
+        PartM + (bh * SPLITS + splits[:, None]) * BLOCK_M + rows[None, :], cache_modifier=".cg"
+    )  # [SPLITS, BLOCK_M]
     m = tl.max(ms, 0)
     m_safe = tl.where(m == float("-inf"), 0.0, m)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
@@ -95,11 +140,17 @@ def _combine(PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS: tl.
         l_sum += w * tl.load(PartL + part * BLOCK_M + rows, cache_modifier=".cg")
         acc += w[:, None] * tl.load(PartO + (part * BLOCK_M + rows[:, None]) * D + dims[None, :], cache_modifier=".cg")
     out = acc / l_sum[:, None]
-    tl.store(Out + b * sob + h * soh + rows[:, None] * som + dims[None, :] * sod, out.to(Out.dtype.element_ty), mask=(rows < M)[:, None])
+    tl.store(
+        Out + b * sob + h * soh + rows[:, None] * som + dims[None, :] * sod,
+        out.to(Out.dtype.element_ty),
+        mask=(rows < M)[:, None],
+    )
 
 
 @triton.jit
-def _attention_combine(PartO, PartM, PartL, Out, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr):
+def _attention_combine(
+    PartO, PartM, PartL, Out, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr
+):
     _combine(PartO, PartM, PartL, Out, tl.program_id(0), sob, soh, som, sod, H, M, SPLITS, BLOCK_M, D)
 
 
@@ -126,8 +177,14 @@ def arrival_counters(device: torch.device, count: int) -> torch.Tensor | None:
     return buffers[-1]
 
 
-def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, scale: float,
-                       fused_combine: bool = False) -> torch.Tensor:
+def split_kv_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor,
+    scale: float,
+    fused_combine: bool = False,
+) -> torch.Tensor:
     """``softmax(q k^T * scale, where mask) v`` for ``query`` ``[B, H, M, D]``, ``key`` /
     ``value`` ``[B, H, L, D]`` and a boolean ``mask`` broadcastable to ``[B, H, M, L]``; the
     result is contiguous ``[B, H, M, D]`` in ``query``'s dtype. ``fused_combine``: one launch
@@ -146,12 +203,35 @@ def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     arrived = arrival_counters(query.device, batch * heads) if fused_combine else None
     fused = arrived is not None
     _attention_chunk[(splits, batch * heads)](
-        query, key, value, mask, part_o, part_m, part_l, arrived if fused else part_m, out, scale * LOG2E,
-        *query.stride(), *key.stride(), *value.stride(), *mask.stride(), *out.stride(),
-        heads, rows, length, SPLITS=splits, BLOCK_M=block_m, BLOCK_N=block_n, D=dim, SCAN=min(1024, triton.next_power_of_2(length)),
-        FUSED=fused, num_warps=4, num_stages=2)
+        query,
+        key,
+        value,
+        mask,
+        part_o,
+        part_m,
+        part_l,
+        arrived if fused else part_m,
+        out,
+        scale * LOG2E,
+        *query.stride(),
+        *key.stride(),
+        *value.stride(),
+        *mask.stride(),
+        *out.stride(),
+        heads,
+        rows,
+        length,
+        SPLITS=splits,
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        D=dim,
+        SCAN=min(1024, triton.next_power_of_2(length)),
+        FUSED=fused,
+        num_warps=4,
+        num_stages=2,
+    )
     if not fused:
-        _attention_combine[(batch * heads,)](part_o, part_m, part_l, out, *out.stride(), heads, rows,
-                                             SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4)
+        _attention_combine[(batch * heads,)](
+            part_o, part_m, part_l, out, *out.stride(), heads, rows, SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4
+        )
     return out
-

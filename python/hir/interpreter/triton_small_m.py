@@ -17,18 +17,49 @@ from hir.interpreter.triton_decode import arrival_counters
 
 
 def _linear_configs(split_k: tuple) -> list:
-    return [triton.Config({"BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": sk}, num_warps=w, num_stages=st)
-            for bn, bk, w, st, sk in [(16, 256, 4, 4, 1), (16, 512, 4, 3, 1), (32, 256, 4, 4, 1), (32, 128, 4, 5, 1), (64, 128, 4, 4, 1),
-                                      (64, 256, 8, 3, 1), (16, 256, 4, 4, 2), (16, 256, 4, 4, 4), (16, 128, 4, 4, 4), (32, 256, 4, 4, 2),
-                                      (32, 128, 4, 4, 4)] if sk in split_k]
+    return [
+        triton.Config({"BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": sk}, num_warps=w, num_stages=st)
+        for bn, bk, w, st, sk in [
+            (16, 256, 4, 4, 1),
+            (16, 512, 4, 3, 1),
+            (32, 256, 4, 4, 1),
+            (32, 128, 4, 5, 1),
+            (64, 128, 4, 4, 1),
+            (64, 256, 8, 3, 1),
+            (16, 256, 4, 4, 2),
+            (16, 256, 4, 4, 4),
+            (16, 128, 4, 4, 4),
+            (32, 256, 4, 4, 2),
+            (32, 128, 4, 4, 4),
+        ]
+        if sk in split_k
+    ]
 
 
 MAX_SPLIT_K = 4
 
 
 @triton.jit
-def _small_m_linear(X, W, Y, Work, Arrived, M, N, K, sxm, sxk, swn, swk, sym, syn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):
+def _small_m_linear(
+    X,
+    W,
+    Y,
+    Work,
+    Arrived,
+    M,
+    N,
+    K,
+    sxm,
+    sxk,
+    swn,
+    swk,
+    sym,
+    syn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+):
     pid = tl.program_id(0)
     rows = tl.arange(0, BLOCK_M)
     cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -61,8 +92,10 @@ def _small_m_linear(X, W, Y, Work, Arrived, M, N, K, sxm, sxk, swn, swk, sym, sy
 
 
 # the product autotuned per (M, N, K) among whole-K tiles, or among those and split-K ones
-_LINEAR = {split: triton.autotune(configs=_linear_configs((1, 2, 4) if split else (1,)), key=["M", "N", "K"])(_small_m_linear)
-           for split in (False, True)}
+_LINEAR = {
+    split: triton.autotune(configs=_linear_configs((1, 2, 4) if split else (1,)), key=["M", "N", "K"])(_small_m_linear)
+    for split in (False, True)
+}
 
 
 def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False) -> torch.Tensor:
@@ -79,6 +112,18 @@ def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False)
     split_k = arrived is not None
     work = torch.empty(MAX_SPLIT_K * 16 * n if split_k else 1, device=x.device, dtype=torch.float32)
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), meta["SPLIT_K"])  # noqa: E731
-    _LINEAR[split_k][grid](x2, weight, out, work, arrived if split_k else work, rows, n, k, *x2.stride(), *weight.stride(), *out.stride(),
-                           BLOCK_M=16)
+    _LINEAR[split_k][grid](
+        x2,
+        weight,
+        out,
+        work,
+        arrived if split_k else work,
+        rows,
+        n,
+        k,
+        *x2.stride(),
+        *weight.stride(),
+        *out.stride(),
+        BLOCK_M=16,
+    )
     return out.view(*lead, n)
