@@ -173,7 +173,7 @@ for split_k in (1, 2, 4):  # K in 5 blocks: with 4 parts the last one is empty
         BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, SPLIT_K=split_k,
     )
     assert relative_error(out, x.double() @ w.double().T) < 1e-2, split_k
-assert not triton_decode._ARRIVALS[torch.device("cpu")][-1].any()
+assert not triton_decode._ARRIVALS[(torch.device("cpu"), 0)][-1].any()
 print("interpreted: ok")
 """
 

@@ -161,18 +161,18 @@ def attention_splits(batch_heads: int, length: int, block_n: int, processors: in
     return 1 << (most.bit_length() - 1)
 
 
-_ARRIVALS: dict = {}  # device -> zeroed int32 counters of the fused combine (every one used leaves it zero)
+_ARRIVALS: dict = {}  # (device, stream) -> zeroed int32 counters (every kernel that uses them leaves them zero)
 
 
-def arrival_counters(device: torch.device, count: int) -> torch.Tensor | None:
-    """At least ``count`` zeroed counters on ``device``, shared by every call (a stream at a
-    time); None during a capture that would have to make them (the zeros would not be written
-    before the graph's first replay). Replaced buffers stay alive: a captured graph holds their
-    address."""
-    buffers = _ARRIVALS.setdefault(device, [])
+def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
+    """At least ``count`` zeroed counters for the kernels launched on ``device``'s current
+    stream: kernels of one stream run one after another, so they may share counters; two
+    streams (a stream loop's iterations, a graph's forked streams) never do. Made during a
+    capture, their zeroing is captured too (a memset the graph replays before its kernels).
+    Replaced buffers stay alive: a captured graph holds their address."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    buffers = _ARRIVALS.setdefault((device, stream), [])
     if not buffers or buffers[-1].numel() < count:
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            return None
         buffers.append(torch.zeros(max(count, 4096), device=device, dtype=torch.int32))
     return buffers[-1]
 
@@ -201,7 +201,6 @@ def split_kv_attention(
     part_l = torch.empty_like(part_m)
     out = torch.empty(batch, heads, rows, dim, device=query.device, dtype=query.dtype)
     arrived = arrival_counters(query.device, batch * heads) if fused_combine else None
-    fused = arrived is not None
     _attention_chunk[(splits, batch * heads)](
         query,
         key,
@@ -210,7 +209,7 @@ def split_kv_attention(
         part_o,
         part_m,
         part_l,
-        arrived if fused else part_m,
+        arrived if fused_combine else part_m,
         out,
         scale * LOG2E,
         *query.stride(),
@@ -226,11 +225,11 @@ def split_kv_attention(
         BLOCK_N=block_n,
         D=dim,
         SCAN=min(1024, triton.next_power_of_2(length)),
-        FUSED=fused,
+        FUSED=fused_combine,
         num_warps=4,
         num_stages=2,
     )
-    if not fused:
+    if not fused_combine:
         _attention_combine[(batch * heads,)](
             part_o, part_m, part_l, out, *out.stride(), heads, rows, SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4
         )

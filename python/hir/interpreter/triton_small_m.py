@@ -109,7 +109,6 @@ def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False)
     n, k = weight.shape
     out = torch.empty(rows, n, device=x.device, dtype=x.dtype)
     arrived = arrival_counters(x.device, n) if split_k else None
-    split_k = arrived is not None
     work = torch.empty(MAX_SPLIT_K * 16 * n if split_k else 1, device=x.device, dtype=torch.float32)
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), meta["SPLIT_K"])  # noqa: E731
     _LINEAR[split_k][grid](
