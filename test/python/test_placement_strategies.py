@@ -136,9 +136,9 @@ def test_plan_is_data():
     from torch_mlir.dialects import func
 
     from hir.core import new_context
+    from hir.frontend.fx_import import export_to_torch_mlir
     from hir.frontend.placements import mesh_inputs
     from hir.frontend.placer import ComputeStep, Placer, SegmentStep
-    from hir.frontend.torch_import import export_to_torch_mlir
 
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8)).eval()
     context = new_context()

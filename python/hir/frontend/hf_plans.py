@@ -114,6 +114,15 @@ def is_plan_entry(value: Any) -> bool:
     return isinstance(value, str)
 
 
+def with_plan(module: torch.nn.Module, placements: dict) -> tuple[dict, dict]:
+    """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
+    e.g. ``config.base_model_tp_plan``) replaced by the placements they imply, and the plan."""
+    plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
+    if not plan:
+        return placements, plan
+    return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}, plan
+
+
 def _prefixes(module: torch.nn.Module) -> list[str]:
     """Where plan patterns may start: the module itself, its ``base_model_prefix``, and every
     HF model inside it (with its own base prefix)."""

@@ -25,7 +25,6 @@ from torch_mlir.dialects import func
 
 from hir.core import HirError
 from hir.dialect import Sharding
-from hir.dialect.base import DYNAMIC
 from hir.dialect.context import format_location
 from hir.frontend.packed import PackedError, pieces_after
 from hir.frontend.placement_plan import (
@@ -39,7 +38,7 @@ from hir.frontend.placement_plan import (
 )
 from hir.frontend.placements import DeviceGrid
 from hir.frontend.segment_boundary import SegmentBoundary
-from hir.frontend.segment_placement import Cut, PartialOp, operands_of, segment_partial, split_before
+from hir.frontend.segment_placement import PartialOp, operands_of, segment_partial, split_before
 from hir.frontend.strategies import (
     PARTIAL,
     ComputeSpec,
@@ -270,51 +269,6 @@ class Placer(SegmentBoundary):
             if wanted_split is not None and placement.output is not PARTIAL:
                 return wanted_split
         return None
-
-    # ----- segments ---------------------------------------------------------------------
-    def segment(self, run: list) -> None:
-        """Place a kernel segment of the ops of ``run``: local shards in when every op has a
-        strategy on every mesh axis that keeps its operands as placed, else replicated copies."""
-        if not run:
-            return
-        inputs, outputs, sizes = self._boundary(run)
-        if not outputs:
-            return  # nothing of it is used (e.g. shape assertions): dead code
-        found: list | None = None
-        if self.grid is not None:
-            noted = len(self.listing)
-            try:
-                found = [self._propagate(run, inputs, k) for k in range(self.rank)]
-            except Cut as cut:
-                del self.listing[noted:]
-                at = run.index(cut.op)
-                self.segment(run[:at])
-                self.segment(run[at:])
-                return
-            except PartialOp as partial:  # a step of its own, between the segments before and after it
-                del self.listing[noted:]
-                at = run.index(partial.op)
-                self.segment(run[:at])
-                self._partial_op(partial)
-                self.segment(run[at + 1:])
-                return
-            except NoRule as why:
-                del self.listing[noted:]
-                self._refuse(getattr(why, "op", run[0]), why)
-                self._note(run[0], f"a segment of {len(run)} op(s) reads replicated copies (fallback: {why})")
-                packed = next((v for v in inputs if self.of(v).packed), None)
-                if packed is not None:
-                    raise self.error(run[0], f"(a segment of {len(run)} op(s)) reads the packed split of '{self.origins.get(packed, 'a packed entry')}' "
-                                             f"(a packed_colwise / packed_rowwise plan entry), but cannot compute on it locally: {why}") from None
-        for op in run:  # every tensor inside gets its placement (for local types)
-            for r in op.results:
-                if is_tensor(r):
-                    self.placements[r] = self.replicated if found is None else self.sharding(tuple(f[r] for f, _ in found), {f[r]: n[r] for f, n in found if n[r] > 1})
-        reads = [self.replicated if found is None else self.read_as(v, tuple(f[v] for f, _ in found)) for v in inputs]
-        for v, read in zip(inputs, reads):
-            if sizes and read is not None and any(d == DYNAMIC and read.parts(i) > 1 for i, d in enumerate(tensor_info(v.type)[0])):
-                raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over devices; that is not supported yet: keep the split dim static, or replicate it")
-        self.steps.append(SegmentStep(run, inputs, outputs, reads))
 
     def _partial_op(self, partial: PartialOp) -> None:
         """A segment op placed as a partial sum on mesh axis ``partial.axis`` (local on the

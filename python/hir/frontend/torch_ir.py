@@ -28,6 +28,14 @@ def tensor_info(t: ir.Type) -> tuple[list[int], str] | None:
     return shape, m["dtype"]
 
 
+def shape_of(value: ir.Value) -> list[int]:
+    """The shape of a ranked ``!torch.vtensor`` value (``DYNAMIC`` for ``?``)."""
+    info = tensor_info(value.type)
+    if info is None:
+        raise ValueError(f"{value.get_name()} is not a ranked tensor: {value.type}")
+    return info[0]
+
+
 def is_tensor(value: ir.Value) -> bool:
     return str(value.type).startswith("!torch.vtensor")
 
