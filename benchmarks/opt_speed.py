@@ -5,11 +5,11 @@ verify and print; no pass), at several sizes.
 
 The module is shaped like what ``hir-import`` writes for a deep model: an entry function of
 layers (an allocation, an ``hir.linear`` on the layer's weight arguments, a call of a kernel
-segment, an ``hir.binary`` residual add) and one private function per layer (an
-``hir.binary`` and an ``scf.for`` loop of ``hir.alias_select`` views and ``hir.set``), repeated until the file reaches each size (MB). torch-mlir-opt
-reads hir through the dialect's IRDL (``hir-opt --emit-irdl``). Both tools print to a file;
-the table gives seconds of each (best of --repeat, process start included; wall or CPU
-time, --clock) and their ratio.
+segment, an ``hir.binary`` residual add) and one private function per layer (an ``hir.binary``
+and an ``scf.for`` loop of ``hir.alias_select`` views and ``hir.set``), repeated until the file
+reaches each size (MB). torch-mlir-opt reads hir through the dialect's IRDL (``hir-opt
+--emit-irdl``). Both tools print to a file; the table gives seconds of each (best of --repeat,
+process start included; wall or CPU time, --clock) and their ratio.
 """
 
 import argparse

@@ -1,7 +1,8 @@
 """The builder's views (mixed into :class:`hir.builder.Builder`): ``subview`` (upstream
-``memref.subview``, static or dynamic, rank-reducing), ``collapse_shape`` / ``expand_shape``
-/ ``reshape`` (upstream reassociative reshapes; ``hir.alias_reshape`` where a split buffer's split axis moves), ``alias_broadcast``
-(``hir.alias_broadcast``) and ``alias_stack_shards`` (``hir.alias_stack_shards``). Every view is zero-copy; result types are inferred the way MLIR's
+``memref.subview``, static or dynamic, rank-reducing), ``collapse_shape`` / ``expand_shape`` /
+``reshape`` (upstream reassociative reshapes; ``hir.alias_reshape`` where a split buffer's split
+axis moves), ``alias_broadcast`` (``hir.alias_broadcast``) and ``alias_stack_shards``
+(``hir.alias_stack_shards``). Every view is zero-copy; result types are inferred the way MLIR's
 verifiers expect them, placements by the view's dim map (a split follows its axis).
 
     rows = b.subview(x, [i, 0], [2, 64])            # rows i, i+1 (i: an index value)

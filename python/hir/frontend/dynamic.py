@@ -125,7 +125,8 @@ def _dim_entry(entry: Any) -> bool:
 
 
 def _dim(dims: dict, entry: Any, key: str) -> Any:
-    """The ``torch.export.Dim`` of ``entry`` (a name, or (name, min, max)); a name used twice is one Dim (with one set of bounds)."""
+    """The ``torch.export.Dim`` of ``entry`` (a name, or (name, min, max)); a name used twice is
+    one Dim (with one set of bounds)."""
     name, low, high = (entry, None, None) if isinstance(entry, str) else entry
     bounds = {k: v for k, v in (("min", low), ("max", high)) if v is not None}
     if name in dims:

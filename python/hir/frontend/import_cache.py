@@ -57,7 +57,9 @@ def refusal(path: Path, status: os.stat_result) -> str | None:
     if status.st_uid != os.getuid():
         return f"{path} belongs to uid {status.st_uid}, not to this user (uid {os.getuid()})"
     if status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"{path} is writable by {'group and others' if status.st_mode & stat.S_IWGRP and status.st_mode & stat.S_IWOTH else 'group' if status.st_mode & stat.S_IWGRP else 'others'} (mode {stat.S_IMODE(status.st_mode):o})"
+        group, others = status.st_mode & stat.S_IWGRP, status.st_mode & stat.S_IWOTH
+        who = "group and others" if group and others else "group" if group else "others"
+        return f"{path} is writable by {who} (mode {stat.S_IMODE(status.st_mode):o})"
     return None
 
 

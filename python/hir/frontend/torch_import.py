@@ -5,10 +5,11 @@ in an hir context; :mod:`hir.frontend.partition` then maps linear/matmul/binary/
 to hir compute ops and every maximal run of other ops to a kernel segment.
 
 Arguments: the entry ``@main`` takes the module's state (``module.state_dict()`` entries, in
-that order, then its non-persistent buffers; a tied tensor once; each a function argument,
-never a constant; see :mod:`hir.frontend.export`) followed by the example inputs. A state entry
-the module writes (a KV cache) is written in place, not returned. :meth:`TorchProgram.arguments` orders a state dict and inputs
-that way (and cuts each into this rank's shard when the program is sharded).
+that order, then its non-persistent buffers; a tied tensor once; each a function argument, never
+a constant; see :mod:`hir.frontend.export`) followed by the example inputs. A state entry the
+module writes (a KV cache) is written in place, not returned. :meth:`TorchProgram.arguments`
+orders a state dict and inputs that way (and cuts each into this rank's shard when the program
+is sharded).
 """
 
 import sys

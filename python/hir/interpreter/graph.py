@@ -93,7 +93,8 @@ class GraphState:
 
     mode: GraphMode  # the option: True, False or "auto"
     reason: str | None = None  # why every call runs eagerly (None: graphs are used)
-    last: str = "none"  # the last call: "eager", "eager (first call of this signature)", "capture", "replay", "replay (bound)", ...
+    # the last call: "eager", "eager (first call of this signature)", "capture", "replay", "replay (bound)", ...
+    last: str = "none"
     graphs: int = 0  # graphs cached now (bound ones included)
     bound: int = 0  # of which bound to the caller's buffers
     captures: int = 0

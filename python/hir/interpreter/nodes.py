@@ -62,7 +62,8 @@ def run_ranks_per_node(module: ir.Module, rank: int, world_size: int, source_nam
         op, team = found
         raise HirError(
             f"{format_location(op.location, source_name)}: error: '{op.name}' runs on copy engines (backend = \"cuda\") but its {describe_span(team, layout, source)}: "
-            f"copy engines and symmetric memory reach the GPUs of one node only; give it backend \"nccl\" (hir-convert-to-communication and "
+            f"copy engines and symmetric memory reach the GPUs of one node only; give it backend \"nccl\" "
+            "(hir-convert-to-communication and "
             f"hir-p2p-pipeline do for teams that span nodes once hir-set-node-layout{{ranks-per-node={layout}}} ran before them)"
         )
     return layout

@@ -178,10 +178,12 @@ class Compiler:
         except these values' (:mod:`hir.interpreter.releases`)."""
         args = list(block.arguments)
         bound = self.bound_operands(at) if at is not None else []
-        outs = self._outs.get(at.operation, []) if at is not None else []
         self._returned = {args[i]: bind.contiguous for i, bind in bound}
-        self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
-        self._updates = {self.destinations.producer(at.operation, i) for i in outs if self.destinations.updates(at.operation, i)}
+        self._out_writes, self._updates = {}, set()
+        if at is not None:
+            outs = self._outs.get(at.operation, [])
+            self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
+            self._updates = {self.destinations.producer(at.operation, i) for i in outs if self.destinations.updates(at.operation, i)}
         return self.block(ops[:-1], regions=regions, keep=keep)
 
     def block(self, ops: list, regions: bool = False, keep: list | None = None) -> list[Step]:

@@ -50,7 +50,8 @@ class Program:
     falls back. ``graph=False``: always eager. ``static_outputs=True``: return the graph's
     own output buffers (overwritten by the next call) instead of copies;
     ``graph_cache_size``: graphs kept (per input signature one bound to the caller's
-    buffers and one on static buffers, each kind capped, least recently used dropped). See :mod:`hir.interpreter.graph` for the exact contract.
+    buffers and one on static buffers, each kind capped, least recently used dropped). See
+    :mod:`hir.interpreter.graph` for the exact contract.
     ``track_memory=True``: count the bytes of live allocations (``program.memory.peak`` /
     ``.current``).
     ``compile_kernels="auto"`` (default): kernel segments of several ops run compiled by

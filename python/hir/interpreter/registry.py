@@ -68,7 +68,7 @@ def _decorator(table: dict, keys: list[str], local: bool) -> Callable[[Handler],
 
 def impl(*op_classes: type, local: bool = True) -> Callable[[Handler], Handler]:
     """The handler of ``op_classes`` (hir op classes or upstream OpView classes)."""
-    names = [getattr(cls, "OPERATION_NAME", None) for cls in op_classes]
+    names: list = [getattr(cls, "OPERATION_NAME", None) for cls in op_classes]
     if not names or not all(isinstance(name, str) for name in names):
         raise TypeError(f"@impl expects op classes with OPERATION_NAME, got {op_classes!r}")
     return _decorator(HANDLERS, names, local)

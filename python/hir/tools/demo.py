@@ -43,7 +43,7 @@ def describe_run(lowered_run, x, w, out) -> str:
 
 @cli_main("hir-demo")
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="hir-demo", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="hir-demo", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     parser.add_argument("--rows", type=positive_int, default=16,
                         help="rows of the input x (the stream-parallel extent: one loop iteration per row; default 16)")
@@ -75,7 +75,7 @@ def demo(args) -> int:
     lowered = hir.parse(before)
     hir.lower(lowered, "hir-lower")
     say("// ===== after hir-lower =====")
-    say(lowered)
+    say(str(lowered))
 
     from hir.interpreter import Program  # imports torch: the CLI starts without it
 

@@ -86,7 +86,8 @@ def mean_strategy(call: OpCall) -> OpPlacement:
 
 @register_op_strategy(T.AtenAmaxOp, T.AtenAminOp, T.AtenMaxDimOp, doc="over dims that exclude the split")
 def segment_reduction_strategy(call: OpCall) -> OpPlacement:
-    """amax / amin / max over constant dims off the split dim (``sum``: :mod:`.backward`, ``mean``: :func:`mean_strategy`)."""
+    """amax / amin / max over constant dims off the split dim (``sum``: :mod:`.backward`, ``mean``:
+    :func:`mean_strategy`)."""
     (source, split), *_ = call.operands
     if split is None:
         return call.local(None)

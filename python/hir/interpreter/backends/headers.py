@@ -122,7 +122,7 @@ class Headers:
             return
         mine = self.header(t)
         theirs = torch.empty_like(mine)
-        dist.irecv(theirs, src=src).wait()
+        dist.irecv(theirs, src=src).wait()  # pyright: ignore[reportOptionalMemberAccess]  # None only off the group
         if not torch.equal(mine, theirs):
             raise self.mismatch(src, theirs.tolist(), me, mine.tolist())
 
