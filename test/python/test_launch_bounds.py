@@ -77,7 +77,8 @@ def test_refusal_without_device_flag_comes_before_torch(work):
     if run_ranks.gpu_nodes():
         pytest.skip("this machine has NVIDIA device nodes: the limit asks torch for the GPU count")
     env = {k: v for k, v in os.environ.items() if k != "HIR_DEVICE"}
-    code = "import sys; from hir.tools import run_cli; rc = run_cli.main(['p.mlir', '--nproc', '1000000']); print(rc, 'torch' in sys.modules)"
+    code = ("import sys; from hir.tools import run_cli; rc = run_cli.main(['p.mlir',"
+            " '--nproc', '1000000']); print(rc, 'torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, env=env, timeout=300)
     assert result.stdout.split() == ["1", "False"], result.stderr
     assert "--nproc 1000000: more ranks than this run may start" in result.stderr

@@ -107,7 +107,8 @@ def test_index_select_along_the_split_falls_back(capfd, monkeypatch):
     text = str(program.module)
     assert '"hir.set"' in text and "memref<10x8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>" in text
     listing = capfd.readouterr().err
-    assert "reads replicated copies (fallback: torch.aten.index_select: selects along the split dim 0 (a vocabulary-split table))" in listing
+    assert ("reads replicated copies (fallback: torch.aten.index_select: "
+            "selects along the split dim 0 (a vocabulary-split table))") in listing
 
 
 def test_compute_fallback_is_listed(capfd, monkeypatch):

@@ -87,7 +87,8 @@ class ViewBuilder(_Builder):
         if not len(offsets) == len(sizes) == len(strides) == source.rank:
             raise HirError(f"error: subview of a rank-{source.rank} buffer needs {source.rank} offsets, sizes and strides")
         if any(not (isinstance(sizes[a], int) and sizes[a] == 1) for a in drop):
-            raise HirError(f"error: subview can only drop axes of static extent 1, got drop={list(drop)} with sizes {_static(sizes)}")
+            raise HirError("error: subview can only drop axes of static extent "
+                           f"1, got drop={list(drop)} with sizes {_static(sizes)}")
         in_strides, in_offset = source.get_strides_and_offset()
         offset = in_offset
         for o, s in zip(_static(offsets), in_strides):

@@ -170,7 +170,8 @@ def plan_placements(module: torch.nn.Module, plan: dict[str, str]) -> dict[str, 
                     placements[entry[id(param)]] = _param_placement(style.params, type(modules[owner]).__name__, param.dim(), name.endswith("bias"))
         if not matched and not any(regex.match(name) for name in modules):
             if (pattern, style_name) not in _own_plans(module):
-                raise HirError(f"error: tensor-parallel plan entry '{pattern}' matches no module or parameter of {type(module).__name__}")
+                raise HirError(f"error: tensor-parallel plan entry '{pattern}' matches "
+                               f"no module or parameter of {type(module).__name__}")
             # the model's own plan names modules of every layer kind (Qwen3-MoE's dense MLPs): as HF, skip it
             warnings.warn(f"tensor-parallel plan entry '{pattern}' matches no module or parameter of {type(module).__name__}", stacklevel=4)
     for name, sub in modules.items():

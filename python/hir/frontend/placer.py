@@ -101,7 +101,8 @@ class Placer(SegmentBoundary):
             return pieces_after(op, operands, pieces, placement, read, result)
         except PackedError as why:
             origin = next((self.origins[v] for (v, _), n in zip(operands, pieces) if n > 1 and v in self.origins), "a packed entry")
-            raise self.error(op, f"reads the packed split of '{origin}' (a packed_colwise / packed_rowwise plan entry: each device holds its part of every piece) and {why}; "
+            raise self.error(op, f"reads the packed split of '{origin}' (a packed_colwise / packed_rowwise "
+                                 f"plan entry: each device holds its part of every piece) and {why}; "
                                  "hir computes on a packed value through ops that keep the packed dim whole or cut it into its pieces") from None
 
     def _carry_origin(self, values: list, results: list) -> None:
@@ -120,7 +121,8 @@ class Placer(SegmentBoundary):
 
     def _refuse(self, op: ir.Operation, why: NoRule) -> None:
         if not self.fallback and self.grid is not None:
-            raise self.error(op, f"has no placement for its operands' splits ({why}); add a strategy (hir.frontend.strategies) or change the placements")
+            raise self.error(op, f"has no placement for its operands' splits ({why}); add a "
+                                 "strategy (hir.frontend.strategies) or change the placements")
 
     def _note(self, op: ir.Operation, what: str) -> None:
         self.listing.append(f"{format_location(op.location, self.source_name)}: {op.name}: {what}")
@@ -205,7 +207,8 @@ class Placer(SegmentBoundary):
             self.steps.append(ComputeStep(op, spec, reads, form))
         if self.grid is not None:
             step = self.steps[-1]
-            self._note(op, f"as {name} by {', '.join(by)}: {' x '.join(describe(r) for r in step.reads)} -> {describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}")
+            self._note(op, f"as {name} by {', '.join(by)}: {' x '.join(describe(r) for r in step.reads)} -> "
+                           f"{describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}")
 
     def _streams(self) -> bool:
         """The P2P forms need one team: a 1-D mesh of several devices."""
@@ -305,4 +308,6 @@ class Placer(SegmentBoundary):
                 own = self._partial_target(result, k)
             self.placements[result] = self.sharding(tuple(own if j == k else s for j, s in enumerate(others[i])), {own: pieces[i]} if pieces[i] > 1 else None)
         self.steps.append(PartialStep(op, inputs, [self.of(v) for v in inputs], k, others, partial.form, summed))
-        self._note(op, f"a partial sum over mesh axis {k} ({partial.form.__name__}): {' x '.join(describe(self.of(v)) for v in inputs)} -> {', '.join(describe(self.of(r)) for r in op.results)}")
+        self._note(op, f"a partial sum over mesh axis {k} ({partial.form.__name__}): "
+                       f"{' x '.join(describe(self.of(v)) for v in inputs)} "
+                       f"-> {', '.join(describe(self.of(r)) for r in op.results)}")

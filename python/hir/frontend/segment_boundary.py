@@ -70,7 +70,8 @@ class SegmentBoundary:
         outputs = [r for op in run for r in op.results if any(user(use) not in members for use in r.uses)]
         for r in outputs:
             if not is_tensor(r):
-                raise self.error(owner(r), f"result {r.get_name()} ({r.type}) is used outside its segment; only tensors cross segment boundaries")
+                raise self.error(owner(r), f"result {r.get_name()} ({r.type}) is used outside "
+                                           "its segment; only tensors cross segment boundaries")
         return inputs, outputs, sizes
 
     def _propagate(self, run: list, inputs: list, k: int) -> tuple[dict, dict]:
@@ -94,7 +95,8 @@ class SegmentBoundary:
             elif (grouped := regroup(op, operands, counts)) is not None:
                 split, parts = grouped
                 splits, n = [split] * len(results), [parts] * len(results)
-                self._note(op, f"{'packs' if parts > 1 else 'cuts'} a packed split ({max(counts)} -> {parts} pieces) on mesh axis {k}: {split}")
+                self._note(op, f"{'packs' if parts > 1 else 'cuts'} a packed split "
+                               f"({max(counts)} -> {parts} pieces) on mesh axis {k}: {split}")
             else:
                 try:
                     placement, strategy = self._place(op, None, operands, k, op_key(op))
@@ -110,7 +112,8 @@ class SegmentBoundary:
                     raise NoRule(f"{op.name}: {strategy.name} reshards its operands, which a segment cannot")
                 splits, apart = placement.outputs(len(results)), isinstance(placement.output, tuple)
                 n = [self._packed(op, operands, counts, placement, list(placement.inputs), i if apart else 0) for i in range(len(results))]
-                self._note(op, f"by {strategy.name} on mesh axis {k}: {[-1 if s is None else s for _, s in operands]} -> {describe_output(placement.output)}")
+                self._note(op, f"by {strategy.name} on mesh axis {k}: "
+                               f"{[-1 if s is None else s for _, s in operands]} -> {describe_output(placement.output)}")
             for r, split, pieces_of_r in zip(results, splits, n):
                 out[r], pieces[r] = split, pieces_of_r
             read.update(v for v, _ in operands)
@@ -148,7 +151,8 @@ class SegmentBoundary:
                 self._note(run[0], f"a segment of {len(run)} op(s) reads replicated copies (fallback: {why})")
                 packed = next((v for v in inputs if (placed := self.of(v)) is not None and placed.packed), None)
                 if packed is not None:
-                    raise self.error(run[0], f"(a segment of {len(run)} op(s)) reads the packed split of '{self.origins.get(packed, 'a packed entry')}' "
+                    raise self.error(run[0], f"(a segment of {len(run)} op(s)) reads the packed "
+                                             f"split of '{self.origins.get(packed, 'a packed entry')}' "
                                              f"(a packed_colwise / packed_rowwise plan entry), but cannot compute on it locally: {why}") from None
         for op in run:  # every tensor inside gets its placement (for local types)
             for r in op.results:
@@ -157,5 +161,6 @@ class SegmentBoundary:
         reads = [self.replicated if found is None else self.read_as(v, tuple(f[v] for f, _ in found)) for v in inputs]
         for v, read in zip(inputs, reads):
             if sizes and read is not None and any(d == DYNAMIC and read.parts(i) > 1 for i, d in enumerate(shape_of(v))):
-                raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over devices; that is not supported yet: keep the split dim static, or replicate it")
+                raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over "
+                                           "devices; that is not supported yet: keep the split dim static, or replicate it")
         self.steps.append(SegmentStep(run, inputs, outputs, reads))

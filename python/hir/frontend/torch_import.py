@@ -103,7 +103,8 @@ class TorchProgram:
         """The state entries in ``@main``'s order from ``state_dict`` (a tied tensor under
         either name; non-persistent buffers from the import when absent)."""
         if not isinstance(state_dict, Mapping):
-            raise HirError(f"{_caller()}: error: the state dict must be a dict of tensors (module.state_dict()), got {type(state_dict).__name__}")
+            raise HirError(f"{_caller()}: error: the state dict must be a dict of "
+                           f"tensors (module.state_dict()), got {type(state_dict).__name__}")
         by_entry = {self.aliases.get(n, n): t for n, t in state_dict.items()}
         missing = [n for n in self.state_names if n not in by_entry and n not in self.captured]
         if missing:
@@ -273,11 +274,13 @@ def from_torch(
     if not isinstance(module, torch.nn.Module):
         raise HirError(f"error: hir.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
     if placements is not None and not isinstance(placements, dict):
-        raise HirError(f"error: hir.from_torch: placements must be a dict (state name / 'input0' / 'output0' -> placement), got {type(placements).__name__}")
+        raise HirError("error: hir.from_torch: placements must be a dict (state name / "
+                       f"'input0' / 'output0' -> placement), got {type(placements).__name__}")
     if not isinstance(example_args, (tuple, list)):
         example_args = (example_args,)
     if example_kwargs is not None and not isinstance(example_kwargs, dict):
-        raise HirError(f"error: hir.from_torch: example_kwargs must be a dict (keyword -> value), got {type(example_kwargs).__name__}")
+        raise HirError("error: hir.from_torch: example_kwargs must be a dict "
+                       f"(keyword -> value), got {type(example_kwargs).__name__}")
     kwargs = example_kwargs or {}
     keywords = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]  # inputs; the rest are constants
     constants = {k: v for k, v in kwargs.items() if k not in keywords}
@@ -318,7 +321,8 @@ def from_torch(
         except HirError:
             raise
         except ValueError as err:  # a value the partitioner cannot place (see unsupported_reason)
-            raise HirError(f"{source}: error: cannot import {type(module).__name__}: {unsupported_reason(torch_func, err, spec is not None)}") from None
+            raise HirError(f"{source}: error: cannot import {type(module).__name__}: "
+                           f"{unsupported_reason(torch_func, err, spec is not None)}") from None
         mark_parameters(hir_module, len(names), exported.mutated)
         try:
             hir_module.operation.verify()

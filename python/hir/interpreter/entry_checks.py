@@ -33,7 +33,8 @@ def entry_function(module: ir.Module, entry: str | None, source_name: str | None
     if len(public) != 1:
         raise HirError(
             f"{source_name or '<module>'}: error: cannot pick the entry function: "
-            f"{'no' if not public else len(public)} public non-kernel functions ({', '.join(public)}); name one: hir-run --entry NAME (in Python: entry=NAME)"
+            f"{'no' if not public else len(public)} public non-kernel functions "
+            f"({', '.join(public)}); name one: hir-run --entry NAME (in Python: entry=NAME)"
         )
     return public[0]
 
@@ -77,7 +78,8 @@ def pool_size(module: ir.Module, requested: int | None, source_name: str | None)
     except ValueError as err:
         raise HirError(f"{where}: error: {err}") from None
     if fixed is not None and requested is not None and requested != fixed:
-        raise HirError(f"{where}: error: num_streams = {requested} contradicts the module's hir.num_streams = {fixed} (set by the pass that fixed the stream pool)")
+        raise HirError(f"{where}: error: num_streams = {requested} contradicts the module's "
+                       f"hir.num_streams = {fixed} (set by the pass that fixed the stream pool)")
     return fixed or requested or DEFAULT_NUM_STREAMS
 
 
@@ -99,7 +101,8 @@ def refuse_resharding(module: ir.Module, world_size: int, source_name: str | Non
     if found:
         op, reason = found[0]
         raise HirError(
-            f"{format_location(op.location, source_name)}: error: '{op.name}' is resharding ({reason}): on {world_size} "
+            f"{format_location(op.location, source_name)}: error: "
+            f"'{op.name}' is resharding ({reason}): on {world_size} "
             "ranks it needs the communication that lowering inserts: lower it first: hir-run --lower ... "
             "(in Python: hir.lower(module))"
         )

@@ -24,7 +24,8 @@ def graph_blockers(module: ir.Module, device: torch.device, backend: str | None,
     def visit(op: ir.Operation) -> ir.WalkResult:
         cls = OP_CLASSES.get(op.name)
         if cls is not None and cls.TEAM_ATTR is not None and get_str(op, "backend") == "gloo":  # a communication
-            reasons.append(f"cannot capture Gloo collectives (host-side transfers; use backend nccl): {op.location}: '{op.name}' uses the gloo backend")
+            reasons.append("cannot capture Gloo collectives (host-side transfers; use "
+                           f"backend nccl): {op.location}: '{op.name}' uses the gloo backend")
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)

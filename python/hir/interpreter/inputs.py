@@ -205,7 +205,8 @@ def shard_slices(shape: Sequence[int], sharding: Sharding | None, rank: int) -> 
             continue
         parts, pieces = sharding.parts(axis), sharding.pieces(axis)
         if shape[axis] % (parts * pieces):
-            raise InputError(f"axis {axis} of extent {shape[axis]} does not split evenly over {parts} devices{f' in each of {pieces} pieces' if pieces > 1 else ''}")
+            raise InputError(f"axis {axis} of extent {shape[axis]} does not split evenly over "
+                             f"{parts} devices{f' in each of {pieces} pieces' if pieces > 1 else ''}")
         size = shape[axis] // (parts * pieces)
         index[axis] = slice(part * size, (part + 1) * size)
         if pieces > 1:

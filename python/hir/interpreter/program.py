@@ -243,7 +243,8 @@ class Program:
         if not keys:
             return {}
         if self.weights_path is None:
-            raise HirError(f"{self._where()}: its arguments name weight keys but the module names no weights file (pass weights=FILE, hir-run --weights FILE)")
+            raise HirError(f"{self._where()}: its arguments name weight keys but the module "
+                           "names no weights file (pass weights=FILE, hir-run --weights FILE)")
         if self._weights is None:
             self._weights = read_weights(self.weights_path, self.plan.arg_types, keys, rank=self.runtime.rank, device=self.device, entry=self.entry)
         return self._weights if wanted is None else {i: t for i, t in self._weights.items() if i in wanted}
@@ -277,7 +278,8 @@ def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entr
             continue
         spec = buffer_spec(type_, rank)
         if not (hasattr(value, "shape") and spec.fits(value.shape)):
-            raise HirError(f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} ({type_}), got {fmt_shape(value.shape) if hasattr(value, 'shape') else type(value).__name__}")
+            raise HirError(f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} "
+                           f"({type_}), got {fmt_shape(value.shape) if hasattr(value, 'shape') else type(value).__name__}")
         out.append(shard(value, spec.sharding, rank) if spec.held else None)
     return out
 
@@ -293,6 +295,7 @@ def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list:
     options and inputs that are not a list are :class:`HirError`s."""
     check_options("hir.run", options, Program.__init__)
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-        raise HirError(f"error: hir.run: inputs must be a list of the entry function's arguments (tensors and scalars), got {type(inputs).__name__}")
+        raise HirError("error: hir.run: inputs must be a list of the entry function's "
+                       f"arguments (tensors and scalars), got {type(inputs).__name__}")
     with run_scope():
         return Program(module, **options)(inputs)

@@ -33,10 +33,13 @@ def describe_run(lowered_run, x, w, out) -> str:
     ranks = lowered_run.runtime.world_size
     return "\n".join(
         [
-            f"// ran on {device}, {ranks} rank{'s' if ranks > 1 else ''} (no torch.distributed: the program has no communication)",
-            f"//   inputs x {list(x.shape)} f32, w {list(w.shape)} f32 -> output (x @ w) + (x @ w) {list(out.shape)} f32",
+            f"// ran on {device}, {ranks} rank{'s' if ranks > 1 else ''} "
+            "(no torch.distributed: the program has no communication)",
+            f"//   inputs x {list(x.shape)} f32, w {list(w.shape)} "
+            f"f32 -> output (x @ w) + (x @ w) {list(out.shape)} f32",
             "//   program-level run: each op whole, on the current stream",
-            f"//   lowered run: {x.shape[0]} stream-loop iterations on {streams} of {lowered_run.streams.num_streams} pool streams ({order})",
+            f"//   lowered run: {x.shape[0]} stream-loop iterations on {streams} "
+            f"of {lowered_run.streams.num_streams} pool streams ({order})",
         ]
     )
 

@@ -254,12 +254,16 @@ def render(ops: Sequence[OpDoc], example_of: dict[str, str], source: str) -> str
         "Generated from the dialect's op classes: fields, docstrings and the verifiers' rules.",
         "Every op prints in MLIR's generic form: "
         "`\"hir.name\"(operands) {attributes} : (operand types) -> result types`.",
-        f"Operands are listed in order. The examples come from the round-trip tests `{source}/<group>.mlir` and are run through `hir-opt`.",
+        "Operands are listed in order. The examples come from the round-trip "
+        f"tests `{source}/<group>.mlir` and are run through `hir-opt`.",
         "",
         "Types: " + ", ".join(f"`!{t.type_name}` ({(t.__doc__ or '').strip()})" for t in dialect_types()) + ".",
         "Sharding: `#hir.shard<array<i64: devices...>, axis : i64>` as a memref memory space (axis -1: replicated);",
-        "an uneven split (MLIR's `sharded_dims_offsets`) is `#hir.shard<array<i64: ...>, {axis = N : i64, offsets = array<i64: ...>}>`,",
-        f"taken only by ops that declare it ({', '.join(sorted(c.OPERATION_NAME for c in dialect_base.OP_CLASSES.values() if c.UNEVEN_SPLITS))}); every other op's verifier refuses it.",
+        "an uneven split (MLIR's `sharded_dims_offsets`) is `#hir.shard<array<i64: "
+        "...>, {axis = N : i64, offsets = array<i64: ...>}>`,",
+        "taken only by ops that declare it "
+        f"({', '.join(sorted(c.OPERATION_NAME for c in dialect_base.OP_CLASSES.values() if c.UNEVEN_SPLITS))}); "
+        "every other op's verifier refuses it.",
         "",
         "Besides the rules listed per op (a `…` stands for a value filled in by the message), every op",
         "checks that its operands and results have the listed types, that required attributes are",

@@ -54,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if args.check:
         if new != text:
-            print(f"error: {path}: the sharding rule list is out of date: run python -m hir.tools.gen_rule_docs -o {path}", file=sys.stderr)
+            print(f"error: {path}: the sharding rule list is out of "
+                  f"date: run python -m hir.tools.gen_rule_docs -o {path}", file=sys.stderr)
             return 1
         return 0
     path.write_text(new)

@@ -93,27 +93,33 @@ def parser() -> argparse.ArgumentParser:
                    "file instead of the one the module names (hir.weights; hir-import writes both)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
-    p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
+    p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; "
+                                                    "ranks > 0 of a multi-process run write OUT.rankR.pt")
     p.add_argument("--save-state", metavar="OUT.safetensors",
                    help="after the run, write the weights (hir.weight arguments) as the program left them, by their keys, to this "
                    "safetensors file: the updated weights and optimizer state of a training step (hir.train_step's save); "
                    "only for a single process and a program that writes some of its weights")
     p.add_argument(
         "--compile-kernels", action=argparse.BooleanOptionalAction, default=None,
-        help="run every compute region and hir.kernel segment compiled by inductor (--no-compile-kernels: none, op by op; default: those of several ops on cuda, none on cpu)",
+        help="run every compute region and hir.kernel segment compiled by inductor "
+             "(--no-compile-kernels: none, op by op; default: those of several ops on cuda, none on cpu)",
     )
     graph = p.add_mutually_exclusive_group()
     graph.add_argument(
         "--cuda-graph", dest="cuda_graph", action="store_const", const=True,
-        help="capture the program as a CUDA graph (multi-stream) on the first run and replay it (cuda, nccl only; an error elsewhere)",
+        help="capture the program as a CUDA graph (multi-stream) on the "
+             "first run and replay it (cuda, nccl only; an error elsewhere)",
     )
     graph.add_argument(
         "--no-cuda-graph", dest="cuda_graph", action="store_const", const=False,
-        help="run every op eagerly (default with no --warmup; with --warmup N the default captures a graph where it can, like Program(graph='auto'))",
+        help="run every op eagerly (default with no --warmup; with --warmup N the "
+             "default captures a graph where it can, like Program(graph='auto'))",
     )
-    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (torch.profiler; CUDA kernels per stream on cuda) of the run; ranks > 0 write OUT.rankR.json")
+    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (torch.profiler; CUDA kernels per "
+                                                       "stream on cuda) of the run; ranks > 0 write OUT.rankR.json")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="say on stderr what the run is doing: ranks starting, kernels compiling (default: when stderr is a terminal)")
+                   help="say on stderr what the run is doing: ranks starting, "
+                        "kernels compiling (default: when stderr is a terminal)")
     p.add_argument("--warmup", type=non_negative_int, default=0, metavar="N", help="run the program N times before the (traced) run, on the same inputs (default 0)")
     return p
 
@@ -186,7 +192,8 @@ def check_args(args: argparse.Namespace) -> None:
     if not os.path.exists(args.file) and args.file != "-":
         check_not_a_pipeline(args.file)
     if args.timeout is not None and args.nproc is None and not launched_rank():
-        raise CliError("--timeout applies to --nproc runs only, or to the ranks of a torchrun launch (add --nproc 1 to time-limit one process)")
+        raise CliError("--timeout applies to --nproc runs only, or to the ranks of "
+                       "a torchrun launch (add --nproc 1 to time-limit one process)")
     # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
     inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]] + ([args.weights] if args.weights else [])
     if args.save_state and args.nproc is not None:

@@ -90,7 +90,8 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
             also = f" (then rank(s) {', '.join(map(str, others))} failed too)" if others else ""
             print(f"hir-run: rank {failed.rank} failed ({failed.cause}){also}; stopped the other ranks", file=sys.stderr)
     elif result.timed_out:
-        print(f"hir-run: error: --timeout {args.timeout:g}: the run did not finish in time; stopped all ranks (exit status 124)", file=sys.stderr)
+        print(f"hir-run: error: --timeout {args.timeout:g}: the run did "
+              "not finish in time; stopped all ranks (exit status 124)", file=sys.stderr)
     else:
         for rank in result.ranks:
             sys.stderr.write(rank.stderr)

@@ -23,7 +23,8 @@ def check_writes_state(program: "Program", world: int) -> None:
     functions = program.compiler.functions
     if not set(keys) & written_arguments(functions[program.entry].regions[0].blocks[0], functions):
         what = "reads no weights (no argument has an hir.weight key)" if not keys else "writes none of its weights"
-        raise CliError(f"--save-state: @{program.entry} {what}: there is no state to save (a training step's program writes its weights)")
+        raise CliError(f"--save-state: @{program.entry} {what}: there is no state "
+                       "to save (a training step's program writes its weights)")
 
 
 def save_state(program: "Program", inputs: list, path: str) -> None:
