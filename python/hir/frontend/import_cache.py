@@ -116,7 +116,7 @@ def fingerprint(module: torch.nn.Module, example_args: Sequence[Any], options: d
     for name, sub in module.named_modules():
         add(name, sorted((k, v) for k, v in vars(sub).items() if not k.startswith("_") and _plain(v)))
         config = getattr(sub, "config", None)
-        if hasattr(config, "to_json_string") and id(config) not in configs:
+        if config is not None and hasattr(config, "to_json_string") and id(config) not in configs:
             configs.add(id(config))
             add(config.to_json_string(use_diff=False))
     for name, tensor in {**dict(module.named_buffers()), **module.state_dict()}.items():

@@ -88,7 +88,7 @@ class DeviceGrid:
     def describe(self) -> str:
         return f"{list(self.devices)} of shape {list(self.given)}" if len(self.given) > 1 else str(list(self.devices))
 
-    def sharding(self, splits: Sequence[int | None], packed: dict | None = None) -> Sharding:
+    def sharding(self, splits: Sequence[int | None], packed: dict[int, int] | None = None) -> Sharding:
         # On one device along a mesh axis a split is the whole: replicated (nothing to communicate).
         kept = [s if n > 1 else None for n, s in zip(self.shape, splits)]
         return Sharding.of(self.devices, self.shape, kept, packed={a: n for a, n in (packed or {}).items() if a in kept})

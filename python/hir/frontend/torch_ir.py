@@ -41,7 +41,7 @@ def is_tensor(value: ir.Value) -> bool:
 
 
 def rank_of(value: ir.Value) -> int:
-    return len(tensor_info(value.type)[0])
+    return len(shape_of(value))
 
 
 def vtensor(shape: Sequence[int], dtype: str) -> ir.Type:
@@ -60,6 +60,8 @@ def buffer_type(t: ir.Type, memory_space: ir.Attribute | None) -> ir.MemRefType:
 
 def owner(value: ir.Value) -> ir.Operation:
     op = value.owner
+    if isinstance(op, ir.Block):
+        raise ValueError(f"{value.get_name()} is a block argument, not an op's result")
     return op if isinstance(op, ir.Operation) else op.operation
 
 

@@ -11,7 +11,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
 from hir.frontend.strategies.registry import PARTIAL, NoRule, OpCall, OpPlacement, register_op_strategy
-from hir.frontend.torch_ir import tensor_info, torch_float, torch_int, torch_op, vtensor
+from hir.frontend.torch_ir import shape_of, tensor_info, torch_float, torch_int, torch_op, vtensor
 
 _BOOL = "i1"
 
@@ -21,8 +21,8 @@ def masked_lookup(op: ir.Operation, operands: list, offset: ir.Value, results: l
     ids outside ``[offset, offset + rows)`` look up row 0 and are zeroed (the partial sum
     of the devices is the lookup). Built at the current insertion point."""
     (result,), (table, ids) = results, operands[:2]
-    rows = tensor_info(table.type)[0][0]
-    shape = tensor_info(ids.type)[0]
+    rows = shape_of(table)[0]
+    shape = shape_of(ids)
     mask_type = vtensor(shape, _BOOL)
     local = torch_op(T.AtenSubScalarOp.OPERATION_NAME, [ids, offset, torch_int(1)], ids.type)
     below = torch_op(T.AtenLtScalarOp.OPERATION_NAME, [local, torch_int(0)], mask_type)
