@@ -97,8 +97,9 @@ class Compiler:
         self._binds: dict[ir.Value, Bind] = {}  # allocations that become a segment's result
         self._returned: dict[ir.Value, bool] = {}  # segment argument -> make it contiguous
         self._outs: dict[ir.Operation, list[int]] = {}  # call -> destinations written with out= or in place
-        self._out_writes: dict[ir.Value, ir.Value] = {}  # torch op result -> segment argument it writes
-        self._updates: set[ir.Value] = set()  # those of them that write it in place (updates.py)
+        # torch op result -> segment argument it writes (None: an output no torch op produces)
+        self._out_writes: dict[ir.Value | None, ir.Value] = {}
+        self._updates: set[ir.Value | None] = set()  # those of them that write it in place (updates.py)
         self._asm: ir.AsmState | None = None  # value names (see name)
 
     # ----- functions -------------------------------------------------------------------
