@@ -22,6 +22,7 @@ Runs eagerly, never captured (``Program.graph_state.reason`` says which, and a d
 line on the ``hir.graph`` logger):
 - the program runs on a CPU device (nothing to capture);
 - it has Gloo collectives (host-side transfers; NCCL and copy-engine P2P are captured);
+- it has an op that reads buffers on the host (its class's ``HOST_READS``: ``hir.adam_update``);
 - ``track_memory=True`` (the byte counts are kept by the alloc/dealloc steps, which a replay
   does not run);
 - a call whose tensor inputs share memory (a static copy per input would break the aliasing),
@@ -89,6 +90,8 @@ def graph_blockers(module: ir.Module, device: torch.device, backend: str | None,
         cls = OP_CLASSES.get(op.name)
         if cls is not None and cls.TEAM_ATTR is not None and get_str(op, "backend") == "gloo":  # a communication
             reasons.append(f"cannot capture Gloo collectives (host-side transfers; use backend nccl): {op.location}: '{op.name}' uses the gloo backend")
+        if cls is not None and cls.HOST_READS:
+            reasons.append(f"cannot capture an op that reads buffers on the host: {op.location}: '{op.name}'")
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
