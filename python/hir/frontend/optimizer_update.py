@@ -17,6 +17,8 @@ captures the step (the op reads its hyper-parameters on the host: a CPU device, 
 ``graph=False``; a captured step keeps the traced update, which its compiled regions fuse).
 """
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch.optim.optimizer import _default_to_fused_or_foreach
 from torch_mlir import ir
@@ -24,6 +26,9 @@ from torch_mlir.dialects import func, memref
 
 from hir.dialect import PARAMETER_ATTR, AdamUpdateOp
 from hir.dialect.optim import ADAM_HYPER
+
+if TYPE_CHECKING:
+    from hir.frontend.torch_import import TorchProgram
 
 _ADAM = (torch.optim.Adam, torch.optim.AdamW)
 
@@ -44,7 +49,7 @@ def kernel(group: dict, param: torch.Tensor) -> str:
     return "foreach" if foreach else "single"
 
 
-def append_update(program: object, names: list, optimizer: torch.optim.Optimizer) -> None:
+def append_update(program: "TorchProgram", names: list, optimizer: torch.optim.Optimizer) -> None:
     """Make ``program`` (a :class:`~hir.frontend.torch_import.TorchProgram` whose ``@main``
     returns the loss and then the gradient of each parameter named in ``names``, in the
     optimizer's order) update the parameters with ``hir.adam_update`` and return the loss."""
