@@ -18,13 +18,15 @@ def _update_ops(step) -> list:
     return [op for op in main.regions[0].blocks[0].operations if op.operation.name == "hir.adam_update"]
 
 
-@pytest.mark.parametrize("opt_kind, kernel", [("adamw", "single"), ("adamw-fused", "fused"), ("adamw-foreach", "foreach"),
-                                              ("adam", "single"), ("adam-fused", "fused")])
-def test_one_op_with_eagers_kernel_equal_eager(opt_kind, kernel):
+@pytest.mark.parametrize("model_kind, opt_kind, kernel", [
+    ("mlp", "adamw", "single"), ("mlp", "adamw-fused", "fused"), ("mlp", "adamw-foreach", "foreach"), ("mlp", "adam", "single"),
+    ("mlp", "adam-fused", "fused"), pytest.param("llama", "adamw-fused", "fused", marks=pytest.mark.slow),
+])
+def test_one_op_with_eagers_kernel_equal_eager(model_kind, opt_kind, kernel):
     """STEPS steps under a StepLR schedule: every loss, then the parameters and the whole
     optimizer state equal eager's; the update is one op with the kernel eager runs, and none
     of the single-tensor arithmetic (lerp, addcmul, addcdiv) is left in the program."""
-    model, opt, ref, ref_opt, loss_fn, batches = twins("mlp", opt_kind)
+    model, opt, ref, ref_opt, loss_fn, batches = twins(model_kind, opt_kind)
     data = batches(STEPS)
     step = hir.train_step(model, opt, loss_fn, data[0])
     (op,) = _update_ops(step)

@@ -79,3 +79,28 @@ def test_written_operands_are_the_updated_lists():
     op = next(o for o in module.body.operations[0].regions[0].blocks[0].operations if o.operation.name == "hir.adam_update").operation
     n = len(SHAPES)
     assert written_operands(op) == (*range(0, n), *range(2 * n, 5 * n))
+
+
+@pytest.mark.parametrize("kernel", ["fused", "foreach", "single"])
+def test_a_transposed_gradient(kernel):
+    """A gradient the program holds as a transposed view (a strided memref) updates its
+    parameter as the same gradient laid out like it does (the fused kernel reads flat arrays)."""
+    strided = "memref<16x8xf32, strided<[1, 16]>>"
+    text = f"""func.func @main(%p: memref<16x8xf32>, %g: {strided}, %m: memref<16x8xf32>, %v: memref<16x8xf32>, %s: memref<f32>,
+    %lr: memref<f64>, %beta1: memref<f64>, %beta2: memref<f64>, %eps: memref<f64>, %decay: memref<f64>) {{
+  %p_ = memref.cast %p : memref<16x8xf32> to memref<*xf32>
+  %g_ = memref.cast %g : {strided} to memref<*xf32>
+  %m_ = memref.cast %m : memref<16x8xf32> to memref<*xf32>
+  %v_ = memref.cast %v : memref<16x8xf32> to memref<*xf32>
+  "hir.adam_update"(%p_, %g_, %m_, %v_, %s, %lr, %beta1, %beta2, %eps, %decay) {{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1>, kind = "adamw", kernel = "{kernel}"}} : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<f32>, memref<f64>, memref<f64>, memref<f64>, memref<f64>, memref<f64>) -> ()
+  return
+}}"""
+    torch.manual_seed(0)
+    param, grad = torch.randn(16, 8), torch.randn(8, 16).t()
+    ref = torch.nn.Parameter(param.clone())
+    ref.grad = grad.contiguous()
+    flags = {"fused": True} if kernel == "fused" else {"foreach": kernel == "foreach"}
+    torch.optim.AdamW([ref], lr=1e-2, **flags).step()
+    hyper = [torch.tensor(v, dtype=torch.float64) for v in (1e-2, 0.9, 0.999, 1e-8, 1e-2)]
+    run(text, [param, grad, torch.zeros(16, 8), torch.zeros(16, 8), torch.zeros(()), *hyper])
+    assert torch.equal(param, ref.detach())

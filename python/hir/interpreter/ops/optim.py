@@ -27,9 +27,19 @@ class OptimImpls:
 
         def adam_step(env: list) -> None:
             lr, beta1, beta2, eps, weight_decay = torch.stack([env[s] for s in hyper]).tolist()
+            tensors = [env[s] for s in params]
             with torch.no_grad():
-                adam([env[s] for s in params], [env[s] for s in grads], [env[s] for s in exp_avgs], [env[s] for s in exp_avg_sqs], [],
+                adam(tensors, [_laid_out_like(env[g], p) for g, p in zip(grads, tensors)], [env[s] for s in exp_avgs], [env[s] for s in exp_avg_sqs], [],
                      [env[s] for s in steps], foreach=kernel == "foreach", fused=kernel == "fused", decoupled_weight_decay=decoupled,
                      amsgrad=False, beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=False)
 
         return adam_step
+
+
+def _laid_out_like(grad: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
+    """``grad`` with ``param``'s strides, as autograd lays out an eager ``.grad``: the fused
+    kernel reads the tensors of a parameter as one flat array each (a transposed gradient
+    would be read wrongly, silently); a copy only where a program's gradient is a strided view."""
+    if grad.stride() == param.stride():
+        return grad
+    return torch.empty_like(param).copy_(grad)
