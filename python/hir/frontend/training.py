@@ -4,7 +4,8 @@ optimizer's update) as one hir program, run on the user's own model and optimize
 How: a module (:class:`_Step`) whose ``forward(*batch)`` calls the user's
 ``loss_fn(model, *batch)`` with the parameters requiring grad, differentiates it with
 ``torch.autograd.grad``, and applies the optimizer's rule (:mod:`hir.frontend.optimizers`)
-in place, under ``torch.no_grad``. Its state is the model's (``model.NAME``), each
+in place, under ``torch.no_grad`` (or returns the gradients, for Adam's update as one op:
+:mod:`hir.frontend.optimizer_update`). Its state is the model's (``model.NAME``), each
 parameter's optimizer state (``optimizer.state.I.KEY``, I the index in
 ``optimizer.state_dict()``) and each param group's hyper-parameters
 (``optimizer.param_groups.G.KEY``, 0-d float64). :func:`hir.from_torch` exports it with
