@@ -26,6 +26,8 @@ def graph_blockers(module: ir.Module, device: torch.device, backend: str | None,
         if cls is not None and cls.TEAM_ATTR is not None and get_str(op, "backend") == "gloo":  # a communication
             reasons.append("cannot capture Gloo collectives (host-side transfers; use "
                            f"backend nccl): {op.location}: '{op.name}' uses the gloo backend")
+        if cls is not None and cls.HOST_READS:
+            reasons.append(f"cannot capture an op that reads buffers on the host: {op.location}: '{op.name}'")
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)

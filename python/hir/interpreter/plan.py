@@ -320,7 +320,8 @@ class Compiler:
 
     def holds_all(self, op: ir.OpView) -> bool:
         values = list(op.operation.operands) + list(op.operation.results)
-        return all(self.spec(v).held for v in values if is_memref(v.type))
+        # (an unranked memref is a memref.cast view of a ranked buffer, whose own check decides)
+        return all(self.spec(v).held for v in values if is_memref(v.type) and not isinstance(v.type, ir.UnrankedMemRefType))
 
     def add_alias(self, parent: int, view: int) -> None:
         """Record that ``view`` aliases ``parent`` so deallocating the parent kills both."""
