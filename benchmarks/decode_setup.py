@@ -72,7 +72,7 @@ def generate_call(engine: str, model: torch.nn.Module, prompt: torch.Tensor, new
     """One greedy ``generate`` call of ``new`` tokens after ``prompt``, as a callable:
     ``hir.generate`` (``engine`` "generate", with ``compile_options``) or HF ``generate`` with
     its static cache ("hf-generate": HF compiles its decode step on CUDA; on the CPU too here,
-    ``CompileConfig(_compile_all_devices=True)``, so that a CPU run has the GPU's phases)."""
+    ``CompileConfig._compile_all_devices``, so that a CPU run has the GPU's phases)."""
     length = {"max_new_tokens": new, "min_new_tokens": new, "do_sample": False}
     if engine == "generate":
         import hir
@@ -80,5 +80,6 @@ def generate_call(engine: str, model: torch.nn.Module, prompt: torch.Tensor, new
         return lambda: hir.generate(model, prompt, compile_options=compile_options, **length)
     from transformers import CompileConfig
 
-    config = CompileConfig(_compile_all_devices=True) if prompt.device.type == "cpu" else None
+    config = CompileConfig()
+    config._compile_all_devices = prompt.device.type == "cpu" or None  # (a class attribute, not a field)
     return lambda: model.generate(prompt, attention_mask=torch.ones_like(prompt), cache_implementation="static", compile_config=config, **length)

@@ -92,7 +92,7 @@ def test_a_first_call_imports_and_compiles_the_decode_program_only(imports, monk
         if len(imported) == 1:
             assert compiled == [gen.program] and gen.prefill_fn is None and gen.prefill_lengths == {5}
     assert compiled == [gen.program, gen.prefill_program] and gen.prefill_lengths == {5, 3}
-    assert gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
+    assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
 
 
 def test_a_model_the_eager_prefill_refuses_at_its_call(imports):
