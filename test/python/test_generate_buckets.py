@@ -140,7 +140,8 @@ def test_a_step_without_dynamic_shapes_is_imported_per_bucket(monkeypatch, impor
     model = tiny_llama()
     prompt = torch.tensor(PROMPT[:2])
     for new in (8, 70):
-        got = hir.generate(model, prompt, max_new_tokens=new, do_sample=False)
-        assert got.tolist() == hf_greedy(model, prompt, new).tolist(), new
+        for _ in range(2):  # the second prompt of its length imports the prefill program
+            got = hir.generate(model, prompt, max_new_tokens=new, do_sample=False)
+            assert got.tolist() == hf_greedy(model, prompt, new).tolist(), new
     assert programs_of(model).per_bucket == "error: torch.export cannot trace StaticCacheStep: Constraints violated (cache) (test)"
     assert [name for name, _ in imports] == ["refused", "StaticCacheStep", "StaticCachePrefill", "StaticCacheStep", "StaticCachePrefill"]
