@@ -24,9 +24,8 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
   (``hir.compile(step, example)``: import, lowering, plan, inductor, graph capture) against
   ``torch.compile(step, mode="reduce-overhead")`` (tracing, inductor, capture), to the first
   result and until the graph replays (three calls); ``hir.generate`` against HF ``generate``
-  with its static cache (``--prompt`` / ``--new`` tokens, batch 1: the first call, and
-  through a second one); later, a second process of each on the first one's caches (hir's
-  import cache and both inductor caches). ``--first-rows`` picks the rows.
+  (static cache; ``--prompt``, ``--new``: the first call, and through a second); later, a
+  second process of each on the first one's caches (hir's import cache and both inductor caches).
 - ``generate``: tokens per second of ``hir.generate`` against HF ``generate`` with a static
   cache (``cache_implementation="static"``: HF compiles its decode step on CUDA), greedy,
   ``--new`` tokens after a ``--prompt``-token prompt, and whether their tokens agree.
@@ -66,7 +65,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from decode_setup import Clock, inputs, make_model, sync_of, warm  # noqa: E402
-from generate_sections import FIRST_ROWS, first_call, first_section, generate_section, loop_section  # noqa: E402
+from generate_sections import FIRST_ROWS, first_call, first_rows, first_section, generate_section, loop_section  # noqa: E402
 from timing import best  # noqa: E402
 
 
@@ -254,7 +253,7 @@ def main() -> None:
     parser.add_argument("--rows", default=";".join(MAIN_ROWS), help="steps: main rows, ';'-separated (HF eager always: the reference)")
     parser.add_argument("--option-rows", default=";".join(OPTION_ROWS), help="option rows, ';'-separated (while the budget lasts; '' for none)")
     parser.add_argument("--peak-tbps", type=float, default=4.8, help="the GPU's memory bandwidth the decode rows' share is of (H200: 4.8 TB/s)")
-    parser.add_argument("--first-rows", default=",".join(FIRST_ROWS), help=f"first: comma-separated rows of {','.join(FIRST_ROWS)}")
+    parser.add_argument("--first-rows", type=first_rows, default=list(FIRST_ROWS), help="first: rows, comma-separated")
     parser.add_argument("--child", choices=FIRST_ROWS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -265,10 +264,8 @@ def main() -> None:
     args.new = args.new or (32 if args.small else 128)
     args.generate_batches = [int(b) for b in args.generate_batches.split(",") if b]
     args.cases = args.cases.split(",") if args.cases else []
-    args.first_rows = args.first_rows.split(",") if args.first_rows else []
     args.rows, args.option_rows = (v.split(";") if v else [] for v in (args.rows, args.option_rows))
-    for given, known, what in ((args.cases, CASES, "--cases"), (args.rows, MAIN_ROWS, "--rows"), (args.option_rows, OPTION_ROWS, "--option-rows"),
-                               (args.first_rows, FIRST_ROWS, "--first-rows")):
+    for given, known, what in ((args.cases, CASES, "--cases"), (args.rows, MAIN_ROWS, "--rows"), (args.option_rows, OPTION_ROWS, "--option-rows")):
         if set(given) - set(known):
             parser.error(f"{what}: unknown {', '.join(sorted(set(given) - set(known)))}; choose from {', '.join(known)}")
     if args.threads:

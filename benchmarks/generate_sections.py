@@ -20,6 +20,14 @@ GENERATE_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "generate
 FIRST_ROWS = {"hir": "hir.compile", "torch": "torch.compile reduce-overhead", **GENERATE_ENGINES}
 
 
+def first_rows(value: str) -> list:
+    """``--first-rows``: the rows of the first section, each a key of :data:`FIRST_ROWS`."""
+    rows = [row for row in value.split(",") if row]
+    if set(rows) - set(FIRST_ROWS):
+        raise argparse.ArgumentTypeError(f"unknown {', '.join(sorted(set(rows) - set(FIRST_ROWS)))}; choose from {', '.join(FIRST_ROWS)}")
+    return rows
+
+
 def first_call(args: argparse.Namespace, engine: str) -> dict:
     """In this (fresh) process: the model's first calls through ``engine``: the decode step's
     first three (``hir.compile`` / ``torch.compile``), or the first two ``generate`` calls."""
