@@ -63,3 +63,24 @@ def warm(fn, sync) -> float:
         fn()
     sync()
     return time.perf_counter() - start
+
+
+GENERATE_ENGINES = {"generate": "hir.generate", "hf-generate": "HF generate (static cache)"}
+
+
+def generate_call(engine: str, model: torch.nn.Module, prompt: torch.Tensor, new: int, compile_options: dict | None = None):
+    """One greedy ``generate`` call of ``new`` tokens after ``prompt``, as a callable:
+    ``hir.generate`` (``engine`` "generate", with ``compile_options``) or HF ``generate`` with
+    its static cache ("hf-generate": HF compiles its decode step on CUDA; on the CPU too here,
+    ``CompileConfig._compile_all_devices``, so that a CPU run has the GPU's phases)."""
+    length: dict = {"max_new_tokens": new, "min_new_tokens": new, "do_sample": False}
+    if engine == "generate":
+        import hir
+
+        return lambda: hir.generate(model, prompt, compile_options=compile_options, **length)
+    from transformers import CompileConfig
+
+    if prompt.device.type == "cpu":
+        length["compile_config"] = CompileConfig()
+        length["compile_config"]._compile_all_devices = True  # (a class attribute, not a field)
+    return lambda: model.generate(prompt, attention_mask=torch.ones_like(prompt), cache_implementation="static", **length)

@@ -23,8 +23,9 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
 - ``first``: the first call end to end, each in a fresh process with empty caches: hir
   (``hir.compile(step, example)``: import, lowering, plan, inductor, graph capture) against
   ``torch.compile(step, mode="reduce-overhead")`` (tracing, inductor, capture), to the first
-  result and until the graph replays (three calls); later, a second process of each on the
-  first one's caches (hir's import cache and both inductor caches).
+  result and until the graph replays (three calls); ``hir.generate`` against HF ``generate``
+  (static cache; ``--prompt``, ``--new``: the first call, and through a second); later, a
+  second process of each on the first one's caches (hir's import cache and both inductor caches).
 - ``generate``: tokens per second of ``hir.generate`` against HF ``generate`` with a static
   cache (``cache_implementation="static"``: HF compiles its decode step on CUDA), greedy,
   ``--new`` tokens after a ``--prompt``-token prompt, and whether their tokens agree.
@@ -64,7 +65,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from decode_setup import Clock, inputs, make_model, sync_of, warm  # noqa: E402
-from generate_sections import first_call, first_section, generate_section, loop_section  # noqa: E402
+from generate_sections import FIRST_ROWS, first_call, first_rows, first_section, generate_section, loop_section  # noqa: E402
 from timing import best  # noqa: E402
 
 
@@ -252,7 +253,8 @@ def main() -> None:
     parser.add_argument("--rows", default=";".join(MAIN_ROWS), help="steps: main rows, ';'-separated (HF eager always: the reference)")
     parser.add_argument("--option-rows", default=";".join(OPTION_ROWS), help="option rows, ';'-separated (while the budget lasts; '' for none)")
     parser.add_argument("--peak-tbps", type=float, default=4.8, help="the GPU's memory bandwidth the decode rows' share is of (H200: 4.8 TB/s)")
-    parser.add_argument("--child", choices=["hir", "torch"], help=argparse.SUPPRESS)
+    parser.add_argument("--first-rows", type=first_rows, default=list(FIRST_ROWS), help="first: rows, comma-separated")
+    parser.add_argument("--child", choices=FIRST_ROWS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     args.dtype = torch.float32 if args.small else torch.bfloat16

@@ -11,17 +11,31 @@ import time
 
 import torch
 
-from decode_setup import Clock, inputs, make_model, sync_of
+from decode_setup import GENERATE_ENGINES, Clock, generate_call, inputs, make_model, sync_of
 from timing import best
 
 GENERATE_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "generate.py")
 
 
+FIRST_ROWS = {"hir": "hir.compile", "torch": "torch.compile reduce-overhead", **GENERATE_ENGINES}
+
+
+def first_rows(value: str) -> list:
+    """``--first-rows``: the rows of the first section, each a key of :data:`FIRST_ROWS`."""
+    rows = [row for row in value.split(",") if row]
+    if set(rows) - set(FIRST_ROWS):
+        raise argparse.ArgumentTypeError(f"unknown {', '.join(sorted(set(rows) - set(FIRST_ROWS)))}; choose from {', '.join(FIRST_ROWS)}")
+    return rows
+
+
 def first_call(args: argparse.Namespace, engine: str) -> dict:
-    """In this (fresh) process: the model's first calls through ``engine``."""
+    """In this (fresh) process: the model's first calls through ``engine``: the decode step's
+    first three (``hir.compile`` / ``torch.compile``), or the first two ``generate`` calls."""
     from hir.frontend.hf_decode import StaticCacheStep
 
     model = make_model(args)
+    if engine in GENERATE_ENGINES:
+        return first_generate_calls(args, engine, model)
     step = StaticCacheStep(model, 1, args.cache)
     ids, pos = inputs(args, 1, 1, args.cache // 2)
     sync = sync_of(args.device)
@@ -43,16 +57,36 @@ def first_call(args: argparse.Namespace, engine: str) -> dict:
     return {"first_result_s": first, "replaying_s": time.perf_counter() - start}
 
 
+def first_generate_calls(args: argparse.Namespace, engine: str, model) -> dict:
+    """``generate`` (``engine``: hir's or HF's, :func:`decode_setup.generate_call`) of
+    ``--new`` tokens after a ``--prompt``-token prompt, batch 1: the first call, then a second
+    one of the same prompt length (HF's replays its compiled step; hir's compiles its
+    prefill program for that length)."""
+    prompt, _ = inputs(args, 1, args.prompt, 0)
+    call = generate_call(engine, model, prompt, args.new)
+    sync = sync_of(args.device)
+    sync()
+    start = time.perf_counter()
+    with torch.no_grad():
+        call()
+        sync()
+        first = time.perf_counter() - start
+        call()
+        sync()
+    return {"first_result_s": first, "replaying_s": time.perf_counter() - start}
+
+
 def first_section(args: argparse.Namespace, clock: Clock, second: bool) -> list:
     """First processes (empty caches) or, with ``second``, second processes on their caches."""
     rows = []
-    for engine in ("hir", "torch"):
-        label = f"{'hir.compile' if engine == 'hir' else 'torch.compile reduce-overhead'} {'second process' if second else 'first process'}"
-        if second and not clock.allows(label, 60):
+    for engine in args.first_rows:
+        label = f"{FIRST_ROWS[engine]} {'second process' if second else 'first process'}"
+        if (second or engine in GENERATE_ENGINES) and not clock.allows(label, 60):
             continue
         caches = os.path.join(args.scratch, engine)
         env = {**os.environ, "HIR_CACHE_DIR": os.path.join(caches, "hir"), "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")}
-        command = [sys.executable, GENERATE_PY, "--child", engine, "--device", args.device, "--cache", str(args.cache), "--arch", args.arch] + (["--small"] if args.small else [])
+        command = [sys.executable, GENERATE_PY, "--child", engine, "--device", args.device, "--cache", str(args.cache), "--arch", args.arch,
+                   "--prompt", str(args.prompt), "--new", str(args.new)] + (["--small"] if args.small else [])
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"  {label} FAILED:\n{done.stderr[-3000:]}", flush=True)
@@ -64,6 +98,8 @@ def first_section(args: argparse.Namespace, clock: Clock, second: bool) -> list:
     print(f"\n| first call, decode batch 1 ({which}) | to the first result (s) | until graphs replay (s) |\n|---|---:|---:|")
     for row in rows:
         print(f"| {row['row']} | {row['first_result_s']:.1f} | {row['replaying_s']:.1f} |")
+    if any(engine in GENERATE_ENGINES for engine in args.first_rows):
+        print(f"generate rows: {args.prompt}-token prompt, {args.new} new tokens, greedy; 'until graphs replay': through a second call of the same prompt length")
     return rows
 
 

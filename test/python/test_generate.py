@@ -1,7 +1,7 @@
 """``hir.generate`` (issue 34): HF ``generate``'s decoding through one compiled hir program
 over a static KV cache. Greedy decoding equals ``model.generate(do_sample=False)`` token
 for token in float32 (16 new tokens, three families, batch 2); stop tokens and padding as
-HF; sampling follows HF's processors; the prompt runs the causal prefill program (a model it
+HF; sampling follows HF's processors; the prompt runs the causal prefill (a model it
 refuses prefills through the decode program); in bf16 each step's logits agree with HF's within a
 stated tolerance; the compiled program is made once per model and batch, not per call."""
 
@@ -210,12 +210,15 @@ def test_programs_are_made_once_per_model_and_batch(monkeypatch):
 
 
 def test_prefill_runs_the_causal_program():
-    """The prompt runs StaticCachePrefill's program (SDPA over its own tokens, causal, no
-    mask), built at the first prefill and bound to the decode program's cache; a 1-token
-    prompt and the decode steps run the decode program."""
+    """A prompt of a length met before runs StaticCachePrefill's program (SDPA over its own
+    tokens, causal, no mask), built at that prefill and bound to the decode program's cache
+    (the first of its length: the module, by PyTorch); a 1-token prompt and the decode steps
+    run the decode program."""
     model = shared("llama")
     prompt = torch.tensor(PROMPT)
-    hir.generate(model, prompt, max_new_tokens=4, do_sample=False)
+    for _ in range(2):
+        got = hir.generate(model, prompt, max_new_tokens=4, do_sample=False)
+        assert got.tolist() == hf_generate(model, prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False).tolist()
     gen = generate_module.generator(model, 2, prompt.shape[1] + 4)
     assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
     assert len(CAUSAL_SDPA.findall(str(gen.prefill_program.module))) == TINY["num_hidden_layers"]
@@ -254,6 +257,7 @@ def test_a_prefill_that_cannot_be_imported_falls_back_with_a_warning(monkeypatch
     monkeypatch.setattr(cache_module, "cached_from_torch", failing)
     model = tiny("llama")
     prompt = torch.tensor(PROMPT)
+    hir.generate(model, prompt, max_new_tokens=6, do_sample=False)  # the first of its length: prefilled by PyTorch, nothing imported
     with pytest.warns(RuntimeWarning, match=r"prefill through the decode program.*cannot trace StaticCachePrefill: a guard \(test\)") as caught:
         got = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
     assert caught[0].filename == __file__  # the warning names the user's call
@@ -321,7 +325,8 @@ def test_generate_on_cuda_replays_graphs():
     half = tiny("llama", torch.bfloat16).cuda()
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        out = hir.generate(half, prompt, max_new_tokens=4, do_sample=False)
+        for _ in range(2):  # the second prompt of its length runs the prefill program
+            out = hir.generate(half, prompt, max_new_tokens=4, do_sample=False)
     assert out.shape == (2, prompt.shape[1] + 4)
     gen = generate_module.generator(half, 2, prompt.shape[1] + 4)
     assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()

@@ -2,15 +2,20 @@
 are imported once per model with the batch size, cache length and token count dynamic
 (:mod:`hir.frontend.generators`), and every bucket compiles that one program on its own cache
 tensors; the tokens equal HF's greedy ``generate`` in each bucket. A model whose step cannot
-be imported so is imported per bucket, as before, and still generates HF's tokens. (How
-long a new bucket takes is measured by ``benchmarks/generate_buckets.py``, not here.)"""
+be imported so is imported per bucket, as before, and still generates HF's tokens. A first
+call imports and compiles the decode program only: the first prompt of a length is
+prefilled by PyTorch on its cache, the prefill program imported and compiled at the second.
+(How long a new bucket takes is measured by ``benchmarks/generate_buckets.py``, the first
+call by ``benchmarks/first_call.py --engines generate,hf-generate``, not here.)"""
+
+import copy
 
 import pytest
 import torch
 
 import hir
 from hir.core import HirError
-from hir.frontend import generators, import_cache
+from hir.frontend import generators, import_cache, torch_import
 
 transformers = pytest.importorskip("transformers")
 
@@ -52,8 +57,9 @@ def test_new_buckets_and_batch_sizes_reuse_one_import(imports):
     prompt = torch.tensor(PROMPT)
     cases = [(prompt[:2], 8), (prompt[:2], 70), (prompt[:1], 8), (prompt, 130)]  # buckets (2, 64), (2, 128), (1, 64), (3, 256)
     for ids, new in cases:
-        got = hir.generate(model, ids, max_new_tokens=new, do_sample=False)
-        assert got.tolist() == hf_greedy(model, ids, new).tolist(), (ids.shape, new)
+        for _ in range(2):  # the second prompt of its length runs the prefill program
+            got = hir.generate(model, ids, max_new_tokens=new, do_sample=False)
+            assert got.tolist() == hf_greedy(model, ids, new).tolist(), (ids.shape, new)
     assert [name for name, _ in imports] == ["StaticCacheStep", "StaticCachePrefill"]  # once each, for every bucket
     assert imports[0][1]["key_cache_0"] == {0: "batch", 2: "cache"} and imports[1][1]["step.value_cache_1"] == {0: "batch", 2: "cache"}
     made = [gen for key, gen in generators._GENERATORS[model].items() if key[0] != "programs"]
@@ -61,6 +67,48 @@ def test_new_buckets_and_batch_sizes_reuse_one_import(imports):
     assert len({id(gen.program) for gen in made}) == 1 and len({id(gen.prefill_program) for gen in made}) == 1
     assert programs_of(model).per_bucket is None
     assert "memref<?x2x?x8xf32>" in str(made[0].program.module)  # the cache: batch and length dynamic
+
+
+def test_a_first_call_imports_and_compiles_the_decode_program_only(imports, monkeypatch):
+    """The first prompt of a length is prefilled by PyTorch (HF's eager prefill) on the decode
+    program's cache: a first call imports and compiles one program. The second prompt of
+    that length imports and compiles the prefill program; a new length is prefilled by
+    PyTorch again (the program's regions compile per length). HF's tokens every time."""
+    compiled = []
+    real = torch_import.TorchProgram.compile
+
+    def counted(self, *args, **options):
+        compiled.append(self)
+        return real(self, *args, **options)
+
+    monkeypatch.setattr(torch_import.TorchProgram, "compile", counted)
+    model = tiny_llama()
+    prompt = torch.tensor(PROMPT[:2])
+    for ids, imported in ((prompt, ["StaticCacheStep"]), (prompt, ["StaticCacheStep", "StaticCachePrefill"]), (prompt[:, :3], ["StaticCacheStep", "StaticCachePrefill"])):
+        got = hir.generate(model, ids, max_new_tokens=6, do_sample=False)
+        assert got.tolist() == hf_greedy(model, ids, 6).tolist(), ids.shape
+        assert [name for name, _ in imports] == imported
+        gen = generators.generator(model, 2, ids.shape[1] + 6)
+        if len(imported) == 1:
+            assert compiled == [gen.program] and gen.prefill_fn is None and gen.prefill_lengths == {5}
+    assert compiled == [gen.program, gen.prefill_program] and gen.prefill_lengths == {5, 3}
+    assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
+
+
+def test_a_model_the_eager_prefill_refuses_at_its_call(imports):
+    """A layer whose attention bypasses transformers' AttentionInterface (its own copy of the
+    config) is found by the eager prefill's call: warned once, the prompt runs the decode
+    program (which writes the same cache positions again); HF's tokens."""
+    model = tiny_llama()
+    attention = model.model.layers[1].self_attn
+    attention.config = copy.copy(attention.config)
+    prompt = torch.tensor(PROMPT[:2])
+    with pytest.warns(RuntimeWarning, match=r"causal prefill module refused the model.*1 of its 2 attention layers"):
+        got = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
+    assert got.tolist() == hf_greedy(model, prompt, 6).tolist()
+    again = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
+    assert again.tolist() == got.tolist() and [name for name, _ in imports] == ["StaticCacheStep"]
+    assert programs_of(model).prefill_refused is not None
 
 
 def test_a_left_padded_batch_in_new_buckets(imports):
@@ -92,7 +140,8 @@ def test_a_step_without_dynamic_shapes_is_imported_per_bucket(monkeypatch, impor
     model = tiny_llama()
     prompt = torch.tensor(PROMPT[:2])
     for new in (8, 70):
-        got = hir.generate(model, prompt, max_new_tokens=new, do_sample=False)
-        assert got.tolist() == hf_greedy(model, prompt, new).tolist(), new
+        for _ in range(2):  # the second prompt of its length imports the prefill program
+            got = hir.generate(model, prompt, max_new_tokens=new, do_sample=False)
+            assert got.tolist() == hf_greedy(model, prompt, new).tolist(), new
     assert programs_of(model).per_bucket == "error: torch.export cannot trace StaticCacheStep: Constraints violated (cache) (test)"
     assert [name for name, _ in imports] == ["refused", "StaticCacheStep", "StaticCachePrefill", "StaticCacheStep", "StaticCachePrefill"]

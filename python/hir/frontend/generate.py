@@ -8,11 +8,16 @@ and cache length: this program runs every decode step (one token); it is compile
 batch size and cache length
 with its state bound (:class:`~hir.frontend.compiled.CompiledProgram`): on CUDA each decode
 step is a CUDA graph replay on the same buffers (the second step captures it), the compute
-compiled by inductor. The prefill (a prompt of 2 tokens or more) runs a second program,
-imported (at the first prefill) from :class:`~hir.frontend.hf_decode.StaticCachePrefill`
-over the same step (attention over the prompt's own tokens, causally, no mask: HF's eager
-prefill; the step's export would attend over the whole cache through a mask), compiled with
-the same options and bound to the same tensors, so it fills the cache the decode steps read.
+compiled by inductor. The prefill (a prompt of 2 tokens or more) runs
+:class:`~hir.frontend.hf_decode.StaticCachePrefill` over the same step (attention over the
+prompt's own tokens, causally, no mask: HF's eager prefill; the step's export would attend
+over the whole cache through a mask), so it fills the cache the decode steps read. The
+first prompt of each length runs it by PyTorch, op by op, on the step's own buffers (HF's
+eager prefill, exactly): its compiled regions are compiled per prompt length, so a program
+for a length met once would cost a first call an export, an import and a whole-model
+compile for one run. A length met again runs a second program, imported from it (at that
+prompt), compiled with the same options and bound to the same tensors (where the decode
+program holds copies of the step's tensors on another device, every prompt runs it).
 A left-padded batch (prompts of different lengths: zeros at the start of
 ``attention_mask``'s rows, what HF tokenizers give decoder models) runs programs of its own
 that also take the padding mask over the cache and each row's positions, as HF's

@@ -98,13 +98,17 @@ class ModelPrograms:
         except HirError as err:
             # e.g. float32 on CUDA: SDPA's math path (no fused kernel takes float32 GQA)
             # adds shape guards torch.export cannot prove over the token range
-            self.prefill_refused = err.message.splitlines()[0][:400]
-            warnings.warn(f"hir.generate: {type(module.step.model).__name__}'s causal prefill program could not be imported, so its prompts "
-                          f"prefill through the decode program (masked, over the whole cache): {self.prefill_refused}", RuntimeWarning, stacklevel=api_stacklevel())
+            self.refuse_prefill(module, err, "program could not be imported")
             return None
         if shared:
             self._prefill = program
         return program
+
+    def refuse_prefill(self, module: StaticCachePrefill, err: HirError, what: str = "module refused the model") -> None:
+        """No causal prefill for this model from now on (its prompts run the decode program): warned, naming why."""
+        self.prefill_refused = err.message.splitlines()[0][:400]
+        warnings.warn(f"hir.generate: {type(module.step.model).__name__}'s causal prefill {what}, so its prompts "
+                      f"prefill through the decode program (masked, over the whole cache): {self.prefill_refused}", RuntimeWarning, stacklevel=api_stacklevel())
 
     def _inputs(self, step: StaticCacheStep) -> tuple:
         """Example inputs of ``step``: ``EXAMPLE_TOKENS`` tokens per row, their positions (and,
@@ -143,7 +147,8 @@ class Generator:
             self.prefill_module: StaticCachePrefill | None = None if padded or self.programs.prefill_refused else StaticCachePrefill(self.step)
         except PrefillRefused:
             self.prefill_module = None
-        self.prefill_program: Any = None  # imported (or shared) at the first prefill
+        self.prefill_program: Any = None  # imported (or shared) at the first prefill it runs
+        self.prefill_lengths: set[int] = set()  # prompt lengths prefilled eagerly (the next prompt of one runs the program)
         self.device = device
         self.options = {"static_outputs": True, **options}
         self.bind(model)
@@ -167,14 +172,36 @@ class Generator:
 
     def prefill(self, prompt: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
         """The float32 logits ``[batch, vocab]`` after ``prompt`` (``[batch, tokens]``) from
-        an empty cache: the prefill program where there is one (see :mod:`hir.frontend.generate`)."""
-        positions = torch.arange(prompt.shape[1], device=prompt.device)
-        if self.prefill_fn is None and self.prefill_module is not None and prompt.shape[1] >= 2:
+        an empty cache: the prefill module run eagerly for a prompt length met for the first
+        time, the prefill program from its second prompt on (see :mod:`hir.frontend.generate`);
+        the decode program where there is no prefill module."""
+        tokens = prompt.shape[1]
+        positions = torch.arange(tokens, device=prompt.device)
+        if self.prefill_module is not None and tokens >= 2 and tokens not in self.prefill_lengths and not self.copied:
+            self.prefill_lengths.add(tokens)
+            logits = self._eager_prefill(self.prefill_module, prompt, positions)
+            if logits is not None:
+                return logits[:, -1, :].float()
+        if self.prefill_fn is None and self.prefill_module is not None and tokens >= 2:
             self.prefill_fn = self._compile_prefill()
-        if self.prefill_fn is None or prompt.shape[1] < 2:
+        if self.prefill_fn is None or tokens < 2:
             return self(prompt, positions, *padding)
         logits = self.prefill_fn(prompt, positions)
         return logits[:, -1, :].float()
+
+    def _eager_prefill(self, module: StaticCachePrefill, prompt: torch.Tensor, positions: torch.Tensor) -> torch.Tensor | None:
+        """The prefill module run by PyTorch (HF's eager prefill), on the step's buffers: the
+        decode program's state, so it fills the cache the decode steps read. None where the
+        model's attention turns out not to run through the prefill's entry (the module
+        refuses it after the call): the prompt then runs the decode program, which writes
+        the same positions of the cache again (warned once)."""
+        try:
+            with torch.no_grad():
+                return module(prompt, positions)
+        except PrefillRefused as refused:
+            self.programs.refuse_prefill(module, refused)
+            self.prefill_module = None
+            return None
 
     def _compile_prefill(self) -> Any:
         """The prefill program compiled on the decode program's state tensors (``step.``
