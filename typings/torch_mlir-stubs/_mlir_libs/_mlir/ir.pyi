@@ -1,9 +1,11 @@
 from collections.abc import Callable, Iterator, Sequence
 import enum
-from typing import Final, Generic, TypeAlias, overload
+from typing import Final, Generic, TypeVar, TypeAlias, overload
 
 import torch_mlir._mlir_libs._mlir.ir
 from typing_extensions import Self, Buffer, CapsuleType
+
+_T = TypeVar("_T", bound=Type)
 
 
 class DiagnosticSeverity(enum.Enum):
