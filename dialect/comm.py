@@ -25,19 +25,8 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import (
-    HirOp,
-    WorkType,
-    check_axis,
-    check_same_element_type,
-    check_shape,
-    fail,
-    get_int,
-    int_attr,
-    memref_type,
-    str_attr,
-    work_type,
-)
+from hir.dialect.base import HirOp, WorkType, check_shape, get_int, work_type
+from hir.dialect.checks import check_axis, check_same_element_type, fail, int_attr, memref_type, str_attr
 from hir.dialect.sharding import MultiDimMeshError, Sharding, sharding_of
 from hir.dialect.teams import is_multi_team, team_mesh_axes, teams_of
 

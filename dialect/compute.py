@@ -26,18 +26,20 @@ from hir.dialect.base import (
     DYNAMIC,
     CheckedKeys,
     HirOp,
-    check_axis,
-    check_same_element_type,
     check_shape,
     dims_match,
-    fail,
     fmt_shape,
     get_i64_array,
+    op_class,
+    refuse_uneven,
+)
+from hir.dialect.checks import (
+    check_axis,
+    check_same_element_type,
+    fail,
     i64_array_attr,
     int_attr,
     memref_type,
-    op_class,
-    refuse_uneven,
     str_attr,
 )
 from hir.dialect.sharding import sharding_of

@@ -47,7 +47,8 @@ from typing import Any
 
 from torch_mlir import ir
 
-from hir.dialect.base import DYNAMIC, ShardAttr, fail, i64_elements, memref_type
+from hir.dialect.base import DYNAMIC, ShardAttr, i64_elements
+from hir.dialect.checks import fail, memref_type
 
 
 class MultiDimMeshError(ValueError):

@@ -70,18 +70,8 @@ renumbered past ``at``.
 from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
-from hir.dialect.base import (
-    DYNAMIC,
-    UPSTREAM_VIEWS,
-    CheckedKeys,
-    HirOp,
-    check_axis,
-    fail,
-    i64_attr,
-    int_attr,
-    memref_type,
-    refuse_uneven,
-)
+from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, CheckedKeys, HirOp, i64_attr, refuse_uneven
+from hir.dialect.checks import check_axis, fail, int_attr, memref_type
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.view_splits import ViewSplitError, reshaped
 
