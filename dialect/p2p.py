@@ -61,7 +61,7 @@ from hir.dialect.checks import (
     memref_type,
     str_attr,
 )
-from hir.dialect.comm import BACKENDS, checked_teams
+from hir.dialect.collective import BACKENDS, checked_teams
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.teams import team_mesh_axes
 from hir.dialect.views import ViewOp
