@@ -29,9 +29,9 @@ from hir.dialect.base import (
     check_shape,
     dims_match,
     fmt_shape,
-    get_i64_array,
     op_class,
     refuse_uneven,
+    required_i64_array,
 )
 from hir.dialect.checks import (
     check_axis,
@@ -245,7 +245,7 @@ class ReductionOp(ComputeOp, name="reduction"):
     def operand_axis(cls, op: ir.Operation, index: int, k: int) -> int | None:
         if index == 1:
             return k
-        reduced = set(get_i64_array(op, "axes"))
+        reduced = set(required_i64_array(op, "axes"))
         return [i for i in range(_rank(op.operands[0])) if i not in reduced][k]
 
     @classmethod

@@ -102,7 +102,7 @@ def new_context() -> ir.Context:
     return ctx
 
 
-def format_diagnostic(diag: "ir.Diagnostic", source_name: str | None = None) -> str:
+def format_diagnostic(diag: "ir.Diagnostic | ir.DiagnosticInfo", source_name: str | None = None) -> str:
     severity = {
         ir.DiagnosticSeverity.ERROR: "error",
         ir.DiagnosticSeverity.WARNING: "warning",

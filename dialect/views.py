@@ -308,7 +308,7 @@ def stack_shards_type(source: ir.MemRefType, axis: int, at: int) -> ir.MemRefTyp
         fail(f"at {at} is out of range for rank {source.rank} (the new axis goes at 0..{source.rank})")
     sharding = sharding_of(source, "input")
     mesh_axes = [] if sharding is None else [k for k, s in enumerate(sharding.splits) if s == axis]
-    if not mesh_axes:
+    if sharding is None or not mesh_axes:
         fail(f"axis {axis} is not split over the device mesh; alias_stack_shards stacks the shards of a split axis")
     if len(mesh_axes) > 1:
         fail(f"axis {axis} is split over mesh axes {mesh_axes}; alias_stack_shards stacks the shards of one mesh axis")
