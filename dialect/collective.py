@@ -74,7 +74,7 @@ class CollectiveOp(HirOp):
         return k + (1 if k >= required_int(op, "axis") else 0)
 
     @classmethod
-    def emit(cls, input: ir.Value, output: ir.Value, attributes: dict, *, name: str | None = None) -> ir.Value:
+    def emit(cls, input: ir.Value, output: ir.Value, attributes: dict, *, name: str | None = None) -> ir.OpResult:
         """``attributes``: team, backend and the kind's own (axis, root, reduction, ...)."""
         return cls._create([input, output], [work_type()], attributes, name=name).result
 

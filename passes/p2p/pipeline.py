@@ -135,7 +135,7 @@ from hir.dialect import (
     module_num_streams,
     set_module_num_streams,
 )
-from hir.dialect.base import get_str
+from hir.dialect.base import required_str
 from hir.dialect.comm import BACKENDS
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import FUNC, func_ops, is_p2p_form
@@ -298,7 +298,7 @@ class _Patterns:
             build_allreduce(detail, op, producer, rows, rewriter)
             return False
         options = self.analysis.options
-        build_rs_allgather(detail, op, producer, options.backend or get_str(op, "backend"), options.name, self._pipeline_scattered, rewriter)
+        build_rs_allgather(detail, op, producer, options.backend or required_str(op, "backend"), options.name, self._pipeline_scattered, rewriter)
         return False
 
     def _pipeline_scattered(self, rs: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:

@@ -81,7 +81,7 @@ from hir.dialect import (
     WorkType,
     module_num_streams,
 )
-from hir.dialect.base import DYNAMIC, get_int, get_str
+from hir.dialect.base import DYNAMIC, get_str, required_int
 from hir.dialect.irutils import ALLOC, DEALLOC, DIM, FUNC, alloc, constant_value, defining_op, index_const, value_name
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.views import is_identity_layout
@@ -185,13 +185,14 @@ def _candidate(alloc: ir.Operation, loop: ir.Operation, n: int):
             continue
         if user.name != AliasSelectOp.OPERATION_NAME or use.operand_number != 0 or user.operands[1] != iv:
             return None
-        view_axis = get_int(user, "axis")
+        view_axis = required_int(user, "axis")
         if axis is not None and view_axis != axis:
             return None
         axis = view_axis
         views.append(user)
     if any(constant_value(d.operands[1]) is None for d in dims):
         return None
+    assert axis is not None, "the buffer was found through one of its views"
     extent = mt.shape[axis]
     if extent != DYNAMIC and extent <= n:
         return None
@@ -278,6 +279,7 @@ def _fold_dims(buffer: ir.Operation, dims: list) -> None:
     dynamic_axes = [i for i, d in enumerate(mt.shape) if d == DYNAMIC]
     for dim in dims:
         k = constant_value(dim.operands[1])
+        assert k is not None, "_candidate took constant dims only"
         if mt.shape[k] == DYNAMIC:
             size = buffer.operands[dynamic_axes.index(k)]
         else:

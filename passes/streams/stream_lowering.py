@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from torch_mlir import ir, rewrite
 
 from hir.dialect import OP_CLASSES, AliasChunkOp, AliasSelectOp, StreamForOp, WaitOp
+from hir.dialect.base import required_int
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import (
     FUNC,
@@ -183,7 +184,7 @@ def _reject_nested(op: ir.Operation) -> None:
 
 
 def _lower(op: ir.Operation, rewriter: rewrite.PatternRewriter, chunks: int) -> None:
-    k = stream_axis(op)
+    k = required_int(op, STREAM_AXIS_ATTR)  # the pattern matched an op carrying it
     out = op.operands[output_index(op)]
     if isinstance(out.owner, ir.Block):
         raise fail(op, "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program")

@@ -54,7 +54,9 @@ _ATTRS = ("team", "backend", "reduction", "axis")
 
 
 def whole_bytes(t: ir.MemRefType) -> int:
-    return math.prod(t.shape) * ir.ShapedType(t).element_type.width // 8 if t.has_static_shape else -1
+    element = ir.ShapedType(t).element_type
+    assert isinstance(element, (ir.IntegerType, ir.FloatType)), f"{t}: a bucketed buffer holds numbers"
+    return math.prod(t.shape) * element.width // 8 if t.has_static_shape else -1
 
 
 def _member(op: ir.Operation, limit: int) -> bool:
