@@ -49,6 +49,11 @@ def fix(text: str) -> str:
         text = re.sub(typing_import, r"from typing import \1Generic, TypeVar, ", text, count=1, flags=re.M)
         type_var = r'\1\n\n_T = TypeVar("_T", bound=Type)'
         text = re.sub(r"^(from typing_extensions import .*)$", type_var, text, count=1, flags=re.M)
+    # nanobind types the handler and what attaching returns as object.
+    text = text.replace(
+        "def attach_diagnostic_handler(self, callback: object) -> object: ...",
+        "def attach_diagnostic_handler(self, callback: Callable[[Diagnostic], bool]) -> DiagnosticHandler: ...",
+    )
     return text
 
 

@@ -80,13 +80,13 @@ def matmul(s: ConversionState, op: ir.Operation) -> None:
 def binary(s: ConversionState, op: ir.Operation) -> None:
     """`hir.binary` of its kind on equally placed, evenly split operands of one type, else a kernel segment."""
     lhs, rhs, _ = op.operands
-    placements = {s.placement(lhs), s.placement(rhs)}
-    if len(placements) != 1 or None in placements or any(p.partial or p.offsets for p in placements) or s.tensor_type(lhs) != s.tensor_type(rhs):
+    placement = s.placement(lhs)
+    if placement is None or placement != s.placement(rhs) or placement.partial or placement.offsets or s.tensor_type(lhs) != s.tensor_type(rhs):
         outline(s, op)
         return
     kind = ir.StringAttr.get(BINARY_NAMED[op.name])
     operands = [s.buffer(lhs, op), s.buffer(rhs, op)]
-    s.create(BinaryOp.OPERATION_NAME, operands=operands + [s.alloc(op.results[0], placements.pop())], attributes={"kind": kind})
+    s.create(BinaryOp.OPERATION_NAME, operands=operands + [s.alloc(op.results[0], placement)], attributes={"kind": kind})
 
 
 @converts(tensor.ExtractOp)

@@ -42,9 +42,10 @@ def local_extent(s: ConversionState, source: ir.Value, dim: int, user: ir.Operat
     placement = s.data_placement(source)
     if placement.partial:
         raise fail(user, "reads a dynamic dim index or a partial sum's extent; hir sizes static dims of placed tensors")
-    if placement.bounds(dim) is not None:
+    bounds = placement.bounds(dim)
+    if bounds is not None:
         axes = [k for k, d in enumerate(placement.splits) if d == dim]
-        return part_extent(s, list(placement.bounds(dim)), coordinates(s, axes), [s.grid.shape[k] for k in axes])
+        return part_extent(s, list(bounds), coordinates(s, axes), [s.grid.shape[k] for k in axes])
     extent = s.create(memref.DimOp.OPERATION_NAME, operands=[s.buffer(source, user), s.index_constant(dim)], results=[ir.IndexType.get()]).result
     parts = prod(s.grid.shape[k] for k, d in enumerate(placement.splits) if d == dim)
     if parts > 1:
@@ -60,7 +61,7 @@ def dim(s: ConversionState, op: ir.Operation) -> None:
         outline_or_host(s, op)  # not a program tensor: host arithmetic
         return
     dim_index = s.constant_value(index)
-    if dim_index is None:
+    if not isinstance(dim_index, int):  # not a constant (an index constant is an integer)
         raise fail(op, "reads a dynamic dim index or a partial sum's extent; hir sizes static dims of placed tensors")
     s.scalars[op.results[0]] = local_extent(s, source, dim_index, op)
 

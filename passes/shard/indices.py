@@ -75,6 +75,7 @@ def neighbors_linear_indices(s: ConversionState, op: ir.Operation) -> list[ir.Va
             results=[ir.IntegerType.get_signless(1)],
             attributes={"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)},
         ).result
+        assert linear is not None, "one coordinate per grid axis, of which there is at least one"
         neighbor = s.index_arith(name, linear, step)
         results.append(s.create(arith.SelectOp.OPERATION_NAME, operands=[at_edge, none, neighbor], results=[ir.IndexType.get()]).result)
     return results

@@ -61,7 +61,7 @@ def place_arguments(s: ConversionState) -> None:
             del attrs[key]
 
 
-def _argument_placement(s: ConversionState, arg: ir.Value, entries: dict) -> Sharding:
+def _argument_placement(s: ConversionState, arg: ir.BlockArgument, entries: dict) -> Sharding:
     rank = ir.RankedTensorType(arg.type).rank
     where = f"'func.func' op @{s.name} argument #{arg.arg_number}"
     if SPLIT_AXES_ATTR in entries:
