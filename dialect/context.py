@@ -161,7 +161,8 @@ def check_nesting(text: str, filename: str, limit: int = MAX_NESTING) -> None:
 @checkpoint
 def parse(text: str, filename: str = "<string>", context: ir.Context | None = None) -> ir.Module:
     """Parse and verify an hir module (placements included: every ``#hir.shard`` must divide
-    its buffer; and the stream module attributes); errors raise :class:`HirError` with locations reported against ``filename``."""
+    its buffer; and the stream module attributes); errors raise :class:`HirError` with locations reported against
+    ``filename``."""
     if not isinstance(text, str):
         raise HirError(f"error: hir.parse: expected MLIR text (a str), got {type(text).__name__}")
     check_nesting(text, filename)

@@ -41,8 +41,8 @@ class PipelineAnalysis:
     runs_whole: set[ir.Operation] = field(default_factory=set)
 
     def p2p_schedule(self, op: ir.Operation, chosen: bool = False) -> Any | None:
-        """The options the pipeline of ``op`` (a collective in P2P form) is built with: ``chunks`` a number, ``accumulate`` only where the
-        reduce-scatter can; None when ``overlap`` keeps it whole (not asked when the
+        """The options the pipeline of ``op`` (a collective in P2P form) is built with: ``chunks`` a number,
+        ``accumulate`` only where the reduce-scatter can; None when ``overlap`` keeps it whole (not asked when the
         pipeline is already ``chosen``: the reduce-scatter of an all-reduce's rs-ag form)."""
         options = self.options
         if not chosen and (op in self.kept_whole or not self._pipelines(op)):

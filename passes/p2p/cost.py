@@ -13,8 +13,8 @@ and handshakes: 20 us by default, the eager P2P rows' excess over their graph re
 the issue-5 runs being larger). So it pipelines when (n-1)·min(t_c, t_m) > n·step-us:
 when each step hides more than it costs. Dynamic sizes, a collective with no compute
 op streaming with it, or one whose team spans nodes (``hir.ranks_per_node``), stay
-whole. E.g. the benchmark AG+matmul (bf16, K = N = 8192, 4 ranks) at M=8192: 3·86 = 258 us > 80 us: pipeline; the SP MLP of benchmarks/sp_mlp.py at
-256 tokens, d_model 64: well under a microsecond a step: whole.
+whole. E.g. the benchmark AG+matmul (bf16, K = N = 8192, 4 ranks) at M=8192: 3·86 = 258 us > 80 us: pipeline; the SP MLP
+of benchmarks/sp_mlp.py at 256 tokens, d_model 64: well under a microsecond a step: whole.
 
 ``chunks=auto``. Per collective, with n team members, one step moves B bytes (one peer's
 slice) and computes F flops (its consumers / producer; matmuls count 2·M·N·K, other ops

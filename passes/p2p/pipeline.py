@@ -14,7 +14,8 @@ Before (``test/Transforms/p2p-pipeline.mlir``'s first case after
 hir-convert-to-communication{backend=cuda}; %arg0 is [4, 2, 8] split along axis 0)::
 
     %alloc = memref.alloc() ; %alloc_0 = memref.alloc()
-    %work = "hir.allgather"(%arg0, %alloc) {axis = 0 : i64, backend = "cuda", stream_axis = 0 : i64, team = array<i64: 0, 1, 2, 3>}
+    %work = "hir.allgather"(%arg0, %alloc)
+        {axis = 0 : i64, backend = "cuda", stream_axis = 0 : i64, team = array<i64: 0, 1, 2, 3>}
     "hir.wait"(%work)
     "hir.matmul"(%alloc, %arg1, %alloc_0) {stream_axis = 0 : i64}
 

@@ -28,7 +28,8 @@ axis there, broadcast over the row blocks)::
     %partial_rows = memref.alloc() : memref<2x2x4x3xf32, #s0>
     "hir.matmul"(%a_rows, %w_rows, %partial_rows) {stream_axis = 1 : i64}
     %scattered = memref.alloc() : memref<2x4x3xf32, #s0>
-    %rs = "hir.reduce_scatter"(%partial_rows, %scattered) {axis = 0, scatter_axis = 1, stream_axis = 1, reduction = "sum", ...}
+    %rs = "hir.reduce_scatter"(%partial_rows, %scattered)
+        {axis = 0, scatter_axis = 1, stream_axis = 1, reduction = "sum", ...}
     "hir.wait"(%rs)
     %out_rows = "hir.alias_reshape"(%out) {reassociation = [[0, 1], [2]]}       // 2x4x3, replicated
     %ag = "hir.allgather"(%scattered, %out_rows) {axis = 0, ...} ; "hir.wait"(%ag)

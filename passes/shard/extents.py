@@ -2,8 +2,8 @@
 ``shard.shard_shape``, computed on the host.
 
 An even split's local extent is the global one (``memref.dim``) divided by its parts. An
-uneven one (upstream's ``sharded_dims_offsets``) differs per device. Partitioned with offsets, a tensor's local type is dynamic along the uneven dim and
-``shard-partition`` sizes its ``tensor.empty`` with ``shard.shard_shape``::
+uneven one (upstream's ``sharded_dims_offsets``) differs per device. Partitioned with offsets, a tensor's local type is
+dynamic along the uneven dim and ``shard-partition`` sizes its ``tensor.empty`` with ``shard.shard_shape``::
 
     %s = shard.sharding @g split_axes = [[0]] sharded_dims_offsets = [0, 1, 4, 7, 8] : !shard.sharding
     %i = shard.process_multi_index on @g : index
@@ -55,7 +55,8 @@ def local_extent(s: ConversionState, source: ir.Value, dim: int, user: ir.Operat
 
 @converts(tensor.DimOp)
 def dim(s: ConversionState, op: ir.Operation) -> None:
-    """A placed tensor's local extent: host `memref.dim` of its buffer over the dim's parts (an uneven dim's part by `hir.device_index`)."""
+    """A placed tensor's local extent: host `memref.dim` of its buffer over the dim's parts (an uneven dim's part by
+    `hir.device_index`)."""
     source, index = op.operands
     if not s.is_data(source):
         outline_or_host(s, op)  # not a program tensor: host arithmetic
@@ -68,7 +69,8 @@ def dim(s: ConversionState, op: ir.Operation) -> None:
 
 @host_value(shard.ShardShapeOp)
 def shard_shape(s: ConversionState, op: ir.Operation) -> list[ir.Value]:
-    """Per dim, the extent of the shard a device holds, halos included (host arithmetic; a select of the part's extent for `sharded_dims_offsets`)."""
+    """Per dim, the extent of the shard a device holds, halos included (host arithmetic; a select of the part's extent
+    for `sharded_dims_offsets`)."""
     segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
     device = [s.scalar(v, op) for v in list(op.operands)[segments[0] + segments[1] :]]
     sharding = op.operands[segments[0]]

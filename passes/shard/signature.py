@@ -105,7 +105,8 @@ def _check_global(s: ConversionState, what: str, buffer_type: ir.Type, recorded:
 
 @converts(func.ReturnOp)
 def return_(s: ConversionState, op: ir.Operation) -> None:
-    """`func.return` of the buffers and host scalars the results became (checked against the recorded global types and offsets); the function type follows."""
+    """`func.return` of the buffers and host scalars the results became (checked against the recorded global types and
+    offsets); the function type follows."""
     results = [s.buffer(v, op) if s.is_data(v) else s.scalar(v, op) for v in op.operands]
     for index, value in enumerate(results):
         _check_global(s, f"result #{index}", value.type, s.result_globals.get(index), op.location, s.result_offsets.get(index))

@@ -26,10 +26,13 @@ Before::
     %user = "hir.get_current_stream"() : () -> !hir.stream
     "hir.stream_for"(%c0, %m, %c1, %user) ({
     ^bb0(%i: index, %slot: index):
-      %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : (memref<?x32xf32>, index) -> memref<32xf32, strided<[1], offset: ?>>
-      %ti = "hir.alias_select"(%t, %i) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+      %a = "hir.alias_select"(%in, %i) {axis = 0 : i64}
+          : (memref<?x32xf32>, index) -> memref<32xf32, strided<[1], offset: ?>>
+      %ti = "hir.alias_select"(%t, %i) {axis = 0 : i64}
+          : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       "hir.matmul"(%a, %w, %ti) : (...) -> ()
-      %oi = "hir.alias_select"(%out, %i) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+      %oi = "hir.alias_select"(%out, %i) {axis = 0 : i64}
+          : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       "hir.binary"(%ti, %ti, %oi) {kind = "add"} : (...) -> ()
       "hir.yield"() : () -> ()
     }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (index, index, index, !hir.stream) -> ()
@@ -44,7 +47,8 @@ After::
     "hir.stream_for"(%c0, %m, %c1, %user, %c4) ({
     ^bb0(%i: index, %slot: index):
       %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : ...
-      %ti = "hir.alias_select"(%t, %slot) {axis = 0 : i64} : (memref<4x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+      %ti = "hir.alias_select"(%t, %slot) {axis = 0 : i64}
+          : (memref<4x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       ...
     }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>} : (index, index, index, !hir.stream, index) -> ()
     memref.dealloc %t : memref<4x8xf32>
