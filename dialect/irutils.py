@@ -60,7 +60,9 @@ def dim(buffer: ir.Value, axis: ir.Value, name: str | None = None) -> ir.Value:
     return ir.Operation.create(DIM, results=[ir.IndexType.get()], operands=[buffer, axis], loc=name_loc(name)).result
 
 
-def alloc(memref_type: ir.Type, sizes: Sequence[ir.Value] = (), attributes: dict | None = None, name: str | None = None) -> ir.Operation:
+def alloc(
+    memref_type: ir.Type, sizes: Sequence[ir.Value] = (), attributes: dict | None = None, name: str | None = None
+) -> ir.Operation:
     """``memref.alloc`` with one size per dynamic extent, plus ``attributes``."""
     attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(sizes), 0]), **(attributes or {})}
     return ir.Operation.create(ALLOC, results=[memref_type], operands=list(sizes), attributes=attrs, loc=name_loc(name))

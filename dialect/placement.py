@@ -221,7 +221,9 @@ class Sharding:
         if bounds is not None and any(s == axis for j, s in enumerate(self.splits) if j not in _axes(mesh_axes)):
             raise UnevenPlacementError(f"buffer axis {axis} is split unevenly over mesh axes {[j for j, s in enumerate(self.splits) if s == axis]}; a team along only some of them sees no 1-D placement")
         offsets = None if axis is None or bounds is None else {axis: bounds}
-        return Sharding(self.line(device, mesh_axes), axis, offsets=offsets, packed={a: n for a, n in self.packed if a == axis})
+        return Sharding(
+            self.line(device, mesh_axes), axis, offsets=offsets, packed={a: n for a, n in self.packed if a == axis}
+        )
 
     def others_local(self, shape: Sequence[int], mesh_axes: MeshAxes) -> list[int]:
         """``shape`` divided by the splits of every mesh axis but ``mesh_axes``: the global
@@ -234,7 +236,13 @@ class Sharding:
         """The same mesh with each split buffer axis ``a`` moved to ``fn(a)``."""
         splits = [None if s is None else fn(s) for s in self.splits]
         offsets = {moved: b for a, b in self.offsets if (moved := fn(a)) is not None}
-        return Sharding.of(self.mesh, self.mesh_shape, splits, offsets, packed={moved: n for a, n in self.packed if (moved := fn(a)) is not None})
+        return Sharding.of(
+            self.mesh,
+            self.mesh_shape,
+            splits,
+            offsets,
+            packed={moved: n for a, n in self.packed if (moved := fn(a)) is not None},
+        )
 
     def attr(self) -> ir.Attribute:
         if self.partial:

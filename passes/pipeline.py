@@ -129,7 +129,9 @@ def _upstream_pm(texts: list[str]) -> PassManager:
     text = error + "\n" + "".join(captured)
     detail = " ".join(line.strip(" :") for line in text.splitlines() if "error:" in line or "option" in line)
     detail = detail.replace("MLIR Textual PassPipeline Parser:1:1: error: ", "")
-    raise ValueError(f"invalid pipeline element '{','.join(texts)}': {detail or 'rejected by MLIR'} (see hir-opt --list-passes)")
+    raise ValueError(
+        f"invalid pipeline element '{','.join(texts)}': {detail or 'rejected by MLIR'} (see hir-opt --list-passes)"
+    )
 
 
 @checkpoint

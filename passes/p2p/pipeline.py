@@ -299,7 +299,15 @@ class _Patterns:
             build_allreduce(detail, op, producer, rows, rewriter)
             return False
         options = self.analysis.options
-        build_rs_allgather(detail, op, producer, options.backend or required_str(op, "backend"), options.name, self._pipeline_scattered, rewriter)
+        build_rs_allgather(
+            detail,
+            op,
+            producer,
+            options.backend or required_str(op, "backend"),
+            options.name,
+            self._pipeline_scattered,
+            rewriter,
+        )
         return False
 
     def _pipeline_scattered(self, rs: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:

@@ -158,7 +158,9 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
             bias = consumer.op.operands[consumer.other]
             with consumer.op.location:  # the moved add keeps its own location, name included
                 lhs, rhs = (scattered, bias) if consumer.other == 1 else (bias, scattered)
-                BinaryOp.emit(lhs, rhs, gathered, required_str(consumer.op, "kind"), name=loc_name(consumer.op.location))
+                BinaryOp.emit(
+                    lhs, rhs, gathered, required_str(consumer.op, "kind"), name=loc_name(consumer.op.location)
+                )
             target = consumer.op.operands[output_index(consumer.op)]
             if op.is_before_in_block(consumer.alloc):  # allocated after the all-reduce: a copy here replaces it
                 hoisted = consumer.alloc.clone()

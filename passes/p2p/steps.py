@@ -161,7 +161,9 @@ def collective(opts: Any, op: ir.Operation, buffer: ir.Value, axis: int, verb: s
     extent = ir.MemRefType(buffer.type).shape[axis]
     if extent != len(team):
         raise fail(op, f"{verb} axis {axis} of extent {extent} over {len(team)} devices; hir-p2p-pipeline needs one {noun} per device along the stream axis (extent {len(team)})")
-    backend = ir.StringAttr.get(team_backend(op, op.attributes["team"], opts.backend or required_str(op, "backend"), opts.name))  # no copy engines across nodes
+    backend = ir.StringAttr.get(
+        team_backend(op, op.attributes["team"], opts.backend or required_str(op, "backend"), opts.name)
+    )  # no copy engines across nodes
     return team, ir.DenseI64ArrayAttr.get(team), backend, _single_wait(op)
 
 

@@ -83,12 +83,20 @@ def binary(s: ConversionState, op: ir.Operation) -> None:
     """`hir.binary` of its kind on equally placed, evenly split operands of one type, else a kernel segment."""
     lhs, rhs, _ = op.operands
     placement = s.placement(lhs)
-    if placement is None or placement != s.placement(rhs) or placement.partial or placement.offsets or s.tensor_type(lhs) != s.tensor_type(rhs):
+    if (
+        placement is None
+        or placement != s.placement(rhs)
+        or placement.partial
+        or placement.offsets
+        or s.tensor_type(lhs) != s.tensor_type(rhs)
+    ):
         outline(s, op)
         return
     kind = ir.StringAttr.get(BINARY_NAMED[op.name])
     operands = [s.buffer(lhs, op), s.buffer(rhs, op)]
-    s.create(BinaryOp.OPERATION_NAME, operands=operands + [s.alloc(op.results[0], placement)], attributes={"kind": kind})
+    s.create(
+        BinaryOp.OPERATION_NAME, operands=operands + [s.alloc(op.results[0], placement)], attributes={"kind": kind}
+    )
 
 
 @converts(tensor.ExtractOp)
