@@ -148,14 +148,16 @@ def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace,
     if not args.eager_only:
         stats = default.kernel_compile
         print(f"first calls incl. compile: {', '.join(f'{k} {v:.1f} s' for k, v in compile_s.items())}; hir default: "
-              f"{stats.summary()}{f' ({stats.regions_reason})' if stats.regions_reason else ''}, graph {default.graph_state.last}")
+              f"{stats.summary()}{f' ({stats.regions_reason})' if stats.regions_reason else ''},"
+              f" graph {default.graph_state.last}")
 
 
 def _table(case: dict, dev: torch.device, rows: list, want: torch.Tensor, args: argparse.Namespace, sync: Callable, verdicts: Verdicts) -> None:
     """Time every row and print the case's table (ratios to the first row, eager torch; errors
     relative to ``want``, the float32 output)."""
     batch, seq, d = case["shape"]
-    print(f"\n{case['name']}: {case['kind']} block [{batch}, {seq}, {d}] {case['dtype']}, {case['heads']} heads ({dev}, torch {torch.__version__})")
+    print(f"\n{case['name']}: {case['kind']} block [{batch}, {seq}, {d}] "
+          f"{case['dtype']}, {case['heads']} heads ({dev}, torch {torch.__version__})")
     print("| run | ms per forward | x eager torch | rel. error |")
     verdicts.table = case["name"]
     print("|---|---:|---:|---:|")

@@ -57,7 +57,8 @@ def main() -> None:
         ms = bench(fn)
         results.append((label, ms, blocks * args.mib * 2**20 / (ms * 1e-3) / 1e9))
     if rank == 0:
-        print(f"\nPeer pulls, {world} GPUs, {args.mib} MiB per block, every rank pulling ({torch.cuda.get_device_name()}, torch {torch.__version__})")
+        print(f"\nPeer pulls, {world} GPUs, {args.mib} MiB per block, every rank "
+              f"pulling ({torch.cuda.get_device_name()}, torch {torch.__version__})")
         print("| case | ms | GB/s received per GPU |\n|---|---:|---:|")
         for label, ms, gbs in results:
             print(f"| {label} | {ms:.3f} | {gbs:.0f} |")

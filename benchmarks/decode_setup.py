@@ -1,6 +1,6 @@
-"""The ~1B and tiny Llamas (or Mistrals, ``--arch mistral``) of ``benchmarks/generate.py`` and the helpers its sections and
-``benchmarks/profile_step.py`` share: the run's time budget, the model, its inputs, the
-device's synchronize."""
+"""The ~1B and tiny Llamas (or Mistrals, ``--arch mistral``) of ``benchmarks/generate.py`` and the
+helpers its sections and ``benchmarks/profile_step.py`` share: the run's time budget, the model,
+its inputs, the device's synchronize."""
 
 import argparse
 import time

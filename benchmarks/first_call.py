@@ -212,7 +212,8 @@ def main() -> None:
         args.engine = args.child
         print(json.dumps(child(args)))
         return
-    print(f"Llama, {args.layers} layers of the ~1B config, {args.dtype}, {args.device}, cache {args.cache}, hir compile_kernels={args.compile_kernels}, torch {torch.__version__}", flush=True)
+    print(f"Llama, {args.layers} layers of the ~1B config, {args.dtype}, {args.device}, cache "
+          f"{args.cache}, hir compile_kernels={args.compile_kernels}, torch {torch.__version__}", flush=True)
     results = {}
     with tempfile.TemporaryDirectory(prefix="hir-first-call-") as scratch:
         for engine in args.engines.split(","):

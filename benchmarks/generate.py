@@ -38,8 +38,8 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
   read (every weight once, the input embedding's looked-up rows only, and the keys and values
   of the cache's used positions) over its time, and that bandwidth's share of ``--peak-tbps``
   (4.8: an H200); a row that reads more (the whole static cache) is still charged the fewest.
-  The options' rows ``no decode kernels``, ``split-KV attention only`` and ``small-M linear
-  only`` plan the program under ``HIR_DECODE_KERNELS`` (:mod:`hir.interpreter.decode_kernels`).
+  The options' rows ``no decode kernels``, ``kernels without their mechanisms`` and those
+  leaving one out plan the program under ``HIR_DECODE_KERNELS`` (:mod:`hir.interpreter.decode_kernels`).
 - ``--cases`` (``decode1,decode8,prefill``), ``--rows`` and ``--option-rows`` (``;``-separated
   row names) pick what the steps and options sections build.
 - ``loop`` (CPU acceptance): the documented decode loop (docs/from-pytorch.md: a compiled
@@ -184,10 +184,12 @@ OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, aft
     "hir default, HF's repeated KV heads": {"grouped_attention": False},
     "hir default, one GEMM per projection": {"fused_projections": False},
     "hir + static outputs + autotune": {"static_outputs": True, "autotune": True},
-    # the decode kernels (hir.interpreter.decode_kernels), each alone and neither
+    # the decode kernels (hir.interpreter.decode_kernels): none, without their mechanisms, all but one mechanism
     "hir default, no decode kernels": {"decode_kernels": "none"},
-    "hir default, split-KV attention only": {"decode_kernels": "attention"},
-    "hir default, small-M linear only": {"decode_kernels": "linear"},
+    "hir default, kernels without their mechanisms": {"decode_kernels": "attention,linear"},
+    "hir default, attention's combine apart": {"decode_kernels": "attention,linear,split-k,inductor-pdl"},
+    "hir default, no split-K": {"decode_kernels": "attention,linear,fused-combine,inductor-pdl"},
+    "hir default, no inductor PDL": {"decode_kernels": "attention,linear,fused-combine,split-k"},
 }
 CASES = ("decode1", "decode8", "prefill")
 

@@ -232,7 +232,8 @@ def auto_rows(cases, args, a, b, o, r, sync) -> None:
         host = host_only(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
         wall = best(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
         assert prog.graph_state.last == "replay (bound)", prog.graph_state
-        print(f"| {what} | {unit} | {walls[0] / n * 1e6:.2f} | {walls[1] * 1e3:.2f} | {host * 1e6:.2f} | {wall * 1e6:.2f} |")
+        print(f"| {what} | {unit} | {walls[0] / n * 1e6:.2f} | "
+              f"{walls[1] * 1e3:.2f} | {host * 1e6:.2f} | {wall * 1e6:.2f} |")
 
 
 P2P_RANKS = 4
@@ -318,7 +319,8 @@ def collective_program(kind: str, n: int, world: int) -> str:
     tout = f"memref<{n}xf32>" if kind == "allreduce" else f"memref<{world}x{n}xf32>"
     extra = ', reduction = "sum"' if kind == "allreduce" else ""
     team = f"array<i64: {', '.join(map(str, range(world)))}>"
-    op = (f'  %w{{i}} = "hir.{kind}"(%x, %y) {{{{axis = 0 : i64, backend = "gloo"{extra}, team = {team}}}}} : ({tin}, {tout}) -> !hir.work\n'
+    op = (f'  %w{{i}} = "hir.{kind}"(%x, %y) {{{{axis = 0 : i64, backend = '
+          f'"gloo"{extra}, team = {team}}}}} : ({tin}, {tout}) -> !hir.work\n'
           f'  "hir.wait"(%w{{i}}) : (!hir.work) -> ()\n')
     body = "".join(op.format(i=i) for i in range(CHECK_CALLS))
     return f"func.func @main(%x: {tin}, %y: {tout}) {{\n{body}  return\n}}\n"
@@ -356,11 +358,14 @@ def checks_rank(repeat: int) -> None:
         dist.all_reduce(got, op=dist.ReduceOp.MAX)
         rows.append((f"{kind} f32[{n}]", *got.tolist()))
     if dist.get_rank() == 0:
-        print(f"Gloo collectives on {world} CPU ranks, {CHECK_CALLS} a call, each waited on at once; best of {repeat}, slowest rank")
-        print("| collective | unchecked (us) | checked (us) | check cost | first call: unchecked (us) | first call: checked (us) |")
+        print(f"Gloo collectives on {world} CPU ranks, {CHECK_CALLS} a "
+              f"call, each waited on at once; best of {repeat}, slowest rank")
+        print("| collective | unchecked (us) | checked (us) | check cost "
+              "| first call: unchecked (us) | first call: checked (us) |")
         print("|---|---:|---:|---:|---:|---:|")
         for label, off, on, first_off, first_on in rows:
-            print(f"| {label} | {off * 1e6:.1f} | {on * 1e6:.1f} | {(on - off) / off * 100:+.0f}% | {first_off * 1e6:.1f} | {first_on * 1e6:.1f} |")
+            print(f"| {label} | {off * 1e6:.1f} | {on * 1e6:.1f} | {(on - off) / off * 100:+.0f}% "
+                  f"| {first_off * 1e6:.1f} | {first_on * 1e6:.1f} |")
     dist.destroy_process_group()
 
 

@@ -214,7 +214,8 @@ def async_tp(hand: Hand, x: torch.Tensor, dev: torch.device) -> tuple[Callable, 
     with torch._inductor.config.patch(_micro_pipeline_tp=dev.type == "cuda"):  # needs symmetric memory (CUDA)
         _, code = run_and_get_code(compiled, x)
     source = "\n".join(code)
-    fused = f"fused: {source.count('fused_all_gather_matmul')} AG+matmul, {source.count('fused_matmul_reduce_scatter')} matmul+RS"
+    fused = (f"fused: {source.count('fused_all_gather_matmul')} AG+matmul,"
+             f" {source.count('fused_matmul_reduce_scatter')} matmul+RS")
     return (lambda: compiled(x)), fused
 
 
@@ -325,8 +326,10 @@ def run(args: argparse.Namespace) -> int:
     base = min((r.ms for r in timed if r.handwritten and r.error <= verdicts.tolerance), default=None)
     if rank == 0:
         name = torch.cuda.get_device_name() if cuda else "CPU, Gloo"
-        print(f"\nLLaMA layer forward, {world} rank(s), {config['dtype']}, tokens {config['seq']}, d_model {config['d_model']}, heads {config['heads']} "
-              f"(k/v {config['kv_heads']}), hidden {config['hidden']} ({name}, torch {torch.__version__}); best of {args.rounds} rounds")
+        print(f"\nLLaMA layer forward, {world} rank(s), {config['dtype']}, tokens "
+              f"{config['seq']}, d_model {config['d_model']}, heads {config['heads']} "
+              f"(k/v {config['kv_heads']}), hidden {config['hidden']} ({name},"
+              f" torch {torch.__version__}); best of {args.rounds} rounds")
         print("| row | ms | x best hand-written | rel. error |\n|---|---:|---:|---:|")
     verdicts.print_rows([(r.label, r.ms, r.error, r.why) for r in results], base, show=rank == 0)
     counts = config.get("collectives")  # recorded by --emit

@@ -103,7 +103,8 @@ def main() -> None:
             rows.append((f"hir-opt --pass-pipeline={PIPELINE} (process)", best(cli, args.repeat)))
         finally:
             os.unlink(f.name)
-    print(f"hir-lower speed: {n_ops} input ops -> ~{out_ops} output lines, best of {args.repeat}, {os.cpu_count()} cores, {args.clock} clock")
+    print(f"hir-lower speed: {n_ops} input ops -> ~{out_ops} output lines, "
+          f"best of {args.repeat}, {os.cpu_count()} cores, {args.clock} clock")
     parse_time = rows[0][1]
     print(f"{'step':<58} {'seconds':>8} {'x parse':>8}")
     for name, seconds in rows:

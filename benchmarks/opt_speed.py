@@ -5,11 +5,11 @@ verify and print; no pass), at several sizes.
 
 The module is shaped like what ``hir-import`` writes for a deep model: an entry function of
 layers (an allocation, an ``hir.linear`` on the layer's weight arguments, a call of a kernel
-segment, an ``hir.binary`` residual add) and one private function per layer (an
-``hir.binary`` and an ``scf.for`` loop of ``hir.alias_select`` views and ``hir.set``), repeated until the file reaches each size (MB). torch-mlir-opt
-reads hir through the dialect's IRDL (``hir-opt --emit-irdl``). Both tools print to a file;
-the table gives seconds of each (best of --repeat, process start included; wall or CPU
-time, --clock) and their ratio.
+segment, an ``hir.binary`` residual add) and one private function per layer (an ``hir.binary``
+and an ``scf.for`` loop of ``hir.alias_select`` views and ``hir.set``), repeated until the file
+reaches each size (MB). torch-mlir-opt reads hir through the dialect's IRDL (``hir-opt
+--emit-irdl``). Both tools print to a file; the table gives seconds of each (best of --repeat,
+process start included; wall or CPU time, --clock) and their ratio.
 """
 
 import argparse
@@ -29,7 +29,8 @@ def layer(i: int, x: str) -> tuple[list[str], list[str], str]:
     w, b = f"%arg{2 * i}", f"%arg{2 * i + 1}"
     body = [
         f"%l{i} = memref.alloc() : {T}",
-        f'"hir.linear"({x}, {w}, %l{i}, {b}) {{operandSegmentSizes = array<i32: 1, 1, 1, 1>}} : ({T}, memref<64x64xf32>, {T}, memref<64xf32>) -> ()',
+        f'"hir.linear"({x}, {w}, %l{i}, {b}) {{operandSegmentSizes = array<i32: '
+        f'1, 1, 1, 1>}} : ({T}, memref<64x64xf32>, {T}, memref<64xf32>) -> ()',
         f"%s{i} = memref.alloc() : {T}",
         f"call @segment_{i}(%l{i}, %s{i}) : ({T}, {T}) -> ()",
         f"%r{i} = memref.alloc() : {T}",
@@ -43,9 +44,12 @@ def layer(i: int, x: str) -> tuple[list[str], list[str], str]:
         f"  %t = memref.alloc() : {T}",
         f'  "hir.binary"(%arg0, %arg0, %t) {{kind = "mul", stream_axis = 0 : i64}} : ({T}, {T}, {T}) -> ()',
         "  scf.for %j = %c0 to %c4 step %c1 {",
-        f'    %row = "hir.alias_select"(%t, %j) {{axis = 0 : i64}} : ({T}, index) -> memref<64xf32, strided<[1], offset: ?>>',
-        f'    %out = "hir.alias_select"(%arg1, %j) {{axis = 0 : i64}} : ({T}, index) -> memref<64xf32, strided<[1], offset: ?>>',
-        '    "hir.set"(%row, %out) : (memref<64xf32, strided<[1], offset: ?>>, memref<64xf32, strided<[1], offset: ?>>) -> ()',
+        f'    %row = "hir.alias_select"(%t, %j) {{axis = 0 : i64}} '
+        f': ({T}, index) -> memref<64xf32, strided<[1], offset: ?>>',
+        f'    %out = "hir.alias_select"(%arg1, %j) {{axis = 0 : i64}} '
+        f': ({T}, index) -> memref<64xf32, strided<[1], offset: ?>>',
+        '    "hir.set"(%row, %out) : (memref<64xf32, strided<[1], '
+        'offset: ?>>, memref<64xf32, strided<[1], offset: ?>>) -> ()',
         "  }",
         f"  memref.dealloc %t : {T}",
         "  return",

@@ -339,7 +339,8 @@ def main() -> int:
             ideal = max(rows[0][1], rows[1][1])  # the collective alone, the matmul alone
             verdicts.table = f"{name} M={size}"
             if rank == 0:
-                print(f"\n{name}, {D} GPUs, bf16, M={size} K=N=8192, S={args.chunks} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
+                print(f"\n{name}, {D} GPUs, bf16, M={size} K=N=8192, S={args.chunks} "
+                      f"({torch.cuda.get_device_name()}, torch {torch.__version__})")
                 print("| row | ms | / max(comm, matmul) | rel. error |\n|---|---:|---:|---:|")
             verdicts.print_rows(rows, ideal, show=rank == 0)
     # the rows' CUDA graphs, symmetric buffers and hir's team groups before the default group:

@@ -94,8 +94,10 @@ def main() -> None:
     args = p.parse_args()
     dev = torch.device(args.device)
     dtype = DTYPES[args.dtype]
-    print(f"device: {dev}, torch {torch.__version__}, dtype {args.dtype}, m={args.m} k={args.k} n={args.n}, num_streams={args.num_streams}, chunks={args.chunks}")
-    print("| program | variant | peak allocations (MiB) | vs unpipelined | cuda max_memory_allocated (MiB) | max abs diff |")
+    print(f"device: {dev}, torch {torch.__version__}, dtype {args.dtype}, m={args.m} "
+          f"k={args.k} n={args.n}, num_streams={args.num_streams}, chunks={args.chunks}")
+    print("| program | variant | peak allocations (MiB) | vs "
+          "unpipelined | cuda max_memory_allocated (MiB) | max abs diff |")
     print("|---|---|---:|---:|---:|---:|")
     mib = 1 << 20
     for name, make in (("matmul+add", matmul_add), ("mlp", mlp)):

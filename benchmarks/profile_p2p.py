@@ -60,12 +60,15 @@ def timeline(label: str, fn, aligned: bool) -> None:
         print(f"\n{label}: no GPU events recorded")
         return
     print(f"\n{label}, {'from one GPU moment (align_ranks)' if aligned else 'from each rank host start'} (us)")
-    print("| rank | span | GEMM busy | first GEMM | last GEMM end | tail after it | copies busy | kernels |\n|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| rank | span | GEMM busy | first GEMM | last GEMM end | tail after "
+          "it | copies busy | kernels |\n|---:|---:|---:|---:|---:|---:|---:|---:|")
     for rank, s in enumerate(summaries):
-        print(f"| {rank} | {s['span']:.0f} | {s['gemm']:.0f} | {s['first']:.0f} | {s['last']:.0f} | {s['span'] - s['last']:.0f} | {s['copy']:.0f} | {s['count']} |")
+        print(f"| {rank} | {s['span']:.0f} | {s['gemm']:.0f} | {s['first']:.0f} | "
+              f"{s['last']:.0f} | {s['span'] - s['last']:.0f} | {s['copy']:.0f} | {s['count']} |")
     print("\nrank 0's timeline\n| stream | start | us | what |\n|---:|---:|---:|---|")
     for e in sorted(events, key=lambda e: e.time_range.start):
-        print(f"| {getattr(e, 'device_resource_id', '?')} | {e.time_range.start - t0:.0f} | {e.time_range.elapsed_us():.0f} | {e.name[:70]} |")
+        print(f"| {getattr(e, 'device_resource_id', '?')} | {e.time_range.start - t0:.0f} "
+              f"| {e.time_range.elapsed_us():.0f} | {e.name[:70]} |")
 
 
 def _summary(events: list, t0: float) -> dict:

@@ -191,6 +191,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=2, help="unprofiled timed steps per row (default 2)")
     parser.add_argument("--rows", default=",".join(ROW_ORDER), help="comma-separated rows, run in this order")
     parser.add_argument("--budget", type=float, default=None, help="seconds: start no row after this much time has passed")
+    parser.add_argument("--fused", action="store_true", help="AdamW(fused=True) on the CPU too (as on CUDA)")
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
@@ -213,7 +214,7 @@ def main() -> int:
     sync = (lambda: torch.cuda.synchronize(args.device)) if args.device.startswith("cuda") else (lambda: None)
     params = sum(p.numel() for p in base.parameters())
     print(f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; batch {batch_size} x {seq}; "
-          f"bf16 autocast; AdamW{' (fused)' if args.device.startswith('cuda') else ''}; {args.device}; torch {torch.__version__}", flush=True)
+          f"bf16 autocast; AdamW{' (fused)' if args.fused or args.device.startswith('cuda') else ''}; {args.device}; torch {torch.__version__}", flush=True)
     started = time.perf_counter()
     results = []
     for row in rows:

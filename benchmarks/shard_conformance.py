@@ -288,7 +288,8 @@ def prepare_runs(case: Case, worlds: tuple) -> list:
             case.runs[world] = f"not run: {status} at {world} devices: {detail}"
             continue
         if signature_shapes(module) != signature_shapes(reference_module):
-            case.runs[world] = "not run: halos on its arguments / results (their global shape, the padded blocks side by side, depends on the grid; test_from_shard_halo.py checks each block)"
+            case.runs[world] = ("not run: halos on its arguments / results (their global shape, the padded blocks "
+                                "side by side, depends on the grid; test_from_shard_halo.py checks each block)")
             continue
         jobs.append((f"{case.file}::{case.name}", world, str(module), inputs, reference, False))
     return jobs
@@ -345,16 +346,20 @@ def table(cases: list[Case], worlds: tuple) -> str:
     rows = ["| file | function | kind | result | runs | detail |", "| --- | --- | --- | --- | --- | --- |"]
     for c in cases:
         runs = ", ".join(f"{w}: {c.runs[w]}" for w in worlds if w in c.runs)
-        rows.append(f"| {c.file.split('mlir/test/')[-1]} | {c.name} | {'annotated' if c.annotated else 'partitioned'} | {c.status} | {runs} | {c.detail} |")
+        rows.append(f"| {c.file.split('mlir/test/')[-1]} | {c.name} | "
+                    f"{'annotated' if c.annotated else 'partitioned'} | {c.status} | {runs} | {c.detail} |")
     total = len(cases)
     count = {s: sum(c.status == s for c in cases) for s in ("converted", "upstream", "bridge", "internal")}
     ran = [v for c in cases for v in c.runs.values() if not v.startswith("not run")]
     summary = [
         "",
-        f"functions: {total}; converted and lowered: {count['converted']}; stopped at a located upstream error: {count['upstream']}; "
+        f"functions: {total}; converted and lowered: {count['converted']}; "
+        f"stopped at a located upstream error: {count['upstream']}; "
         f"located bridge error: {count['bridge']}; internal: {count['internal']}",
-        f"converted or upstream-located: {count['converted'] + count['upstream']}/{total} = {100 * (count['converted'] + count['upstream']) / max(total, 1):.1f}%",
-        f"runs on Gloo ranks: {len(ran)}, equal to the reference: {sum(v == 'ok' for v in ran)}, wrong: {sum(v != 'ok' for v in ran)}",
+        f"converted or upstream-located: {count['converted'] + count['upstream']}/{total} "
+        f"= {100 * (count['converted'] + count['upstream']) / max(total, 1):.1f}%",
+        f"runs on Gloo ranks: {len(ran)}, equal to the reference: "
+        f"{sum(v == 'ok' for v in ran)}, wrong: {sum(v != 'ok' for v in ran)}",
     ]
     return "\n".join(rows + summary)
 

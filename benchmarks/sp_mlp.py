@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     rank = init_nccl()
     world = dist.get_world_size()
     if world != config["world"]:
-        raise SystemExit(f"error: the module was imported for {config['world']} ranks; run it with --nproc_per_node={config['world']}")
+        raise SystemExit(f"error: the module was imported for {config['world']} "
+                         f"ranks; run it with --nproc_per_node={config['world']}")
     dev = torch.device("cuda", rank)
     model, x = make_model(config)
     model, x = model.to(dev), x.to(dev)
@@ -101,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         hand = ("torch SP (all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor)", torch_sp, reference)
         rows = in_turns([hand, *hir_candidates(lambda: hir.parse(text, "sp_mlp.mlir"), args.pipelines, args_local, reference, graph=True)])
         if rank == 0:
-            print(f"\nSP MLP, {world} GPUs, {config['dtype']}, tokens={config['tokens']} d_model={config['d_model']} hidden={config['hidden']} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
+            print(f"\nSP MLP, {world} GPUs, {config['dtype']}, tokens={config['tokens']} d_model={config['d_model']} "
+                  f"hidden={config['hidden']} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
             print("| row | ms | x torch SP | rel. error |\n|---|---:|---:|---:|", flush=True)
         verdicts.print_rows(rows, rows[0][1], show=rank == 0)
     shutdown()  # hir's team groups first, then the default group

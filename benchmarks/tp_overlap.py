@@ -47,7 +47,8 @@ SP_PIPELINES = [
     P2P,
     "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda chunks=auto comm-stream=1},hir-lower",
     "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda accumulate=1 chunks=auto},hir-lower",
-    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda accumulate=1 chunks=auto transfer=push comm-stream=1},hir-lower",
+    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda "
+    "accumulate=1 chunks=auto transfer=push comm-stream=1},hir-lower",
     "hir-lower-overlap",
 ]
 # The TP form's all-reduce overlapped: hir-p2p-pipeline's rs-ag form (the matmul + a
@@ -56,8 +57,10 @@ SP_PIPELINES = [
 # hir-lower-overlap (overlap=auto: rs-ag at these sizes by the rule of passes/p2p/cost.py).
 TP_PIPELINES = [
     WHOLE,
-    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda allreduce=rs-ag chunks=auto comm-stream=1},hir-lower",
-    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda allreduce=rs-ag accumulate=1 chunks=auto},hir-lower",
+    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda "
+    "allreduce=rs-ag chunks=auto comm-stream=1},hir-lower",
+    "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{backend=cuda "
+    "allreduce=rs-ag accumulate=1 chunks=auto},hir-lower",
     "hir-convert-to-communication{backend=nccl},hir-p2p-pipeline{allreduce=chunked chunks=4},hir-lower",
     "hir-lower-overlap",
 ]
@@ -142,7 +145,9 @@ def run(args: argparse.Namespace) -> int:
         model = model.to(DTYPES[config["dtype"]])
     state = list(model.state_dict().values())
     if rank == 0:
-        print(f"\nMLP layer forward, {world} GPU(s), {config['dtype']}, tokens={config['tokens']} d_model={config['d_model']} hidden={config['hidden']} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
+        print(f"\nMLP layer forward, {world} GPU(s), {config['dtype']}, "
+              f"tokens={config['tokens']} d_model={config['d_model']} hidden={config['hidden']} "
+              f"({torch.cuda.get_device_name()}, torch {torch.__version__})")
     for form in ("sp", "tp"):
         sequence = form == "sp"
         with open(os.path.join(args.from_dir, f"{form}_w{world}.mlir")) as f:
@@ -181,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
             rows = in_turns(items, args.rounds)  # every row of the form in turns, the hand-written one first in round 0
             del items
             if rank == 0:
-                print(f"\n{form.upper()} MLP, {world} GPU(s)\n| row | ms | x torch {form.upper()} | rel. error |\n|---|---:|---:|---:|", flush=True)
+                print(f"\n{form.upper()} MLP, {world} GPU(s)\n| row | ms | x "
+                      f"torch {form.upper()} | rel. error |\n|---|---:|---:|---:|", flush=True)
             verdicts.table = f"{form.upper()} MLP, {world} GPU(s)"
             verdicts.print_rows(rows, rows[0][1], show=rank == 0)
     shutdown()  # hir's team groups first, then the default group

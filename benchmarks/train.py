@@ -58,8 +58,8 @@ def loss_fn_for(device: str) -> Callable:
     return loss_fn
 
 
-def make_optimizer(model: torch.nn.Module, device: str) -> torch.optim.Optimizer:
-    return torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=device.startswith("cuda"))
+def make_optimizer(model: torch.nn.Module, device: str, fused: bool = False) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=fused or device.startswith("cuda"))
 
 
 def build(row: str, model: torch.nn.Module, args: argparse.Namespace, batch: tuple) -> Callable[[], torch.Tensor]:
@@ -67,7 +67,7 @@ def build(row: str, model: torch.nn.Module, args: argparse.Namespace, batch: tup
     import hir
 
     loss_fn = loss_fn_for(args.device)
-    opt = make_optimizer(model, args.device)
+    opt = make_optimizer(model, args.device, getattr(args, "fused", False))
     if row == "eager":
         def step():
             loss = loss_fn(model, *batch)
@@ -135,6 +135,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds, rows in turns (default 3)")
     parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated subset of: {', '.join(ROWS)}")
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="the device's dense bf16 peak for MFU (default 989: H100/H200 SXM)")
+    parser.add_argument("--fused", action="store_true", help="AdamW(fused=True) on the CPU too (as on CUDA)")
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args()
     args.device = args.device or ("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
@@ -154,7 +155,7 @@ def main() -> int:
     batch = (ids, ids.clone())
     sync = (lambda: torch.cuda.synchronize(args.device)) if args.device.startswith("cuda") else (lambda: None)
     print(f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; batch {batch_size} x {seq}; "
-          f"bf16 autocast; AdamW{' (fused)' if args.device.startswith('cuda') else ''}; {args.device}"
+          f"bf16 autocast; AdamW{' (fused)' if args.fused or args.device.startswith('cuda') else ''}; {args.device}"
           f"{' (' + torch.cuda.get_device_name(args.device) + ')' if args.device.startswith('cuda') else ''}; torch {torch.__version__}", flush=True)
 
     ready, failed = {}, {}

@@ -122,7 +122,8 @@ def main() -> int:
             times = dict(zip(rows, bench_in_turns(list(rows.values()), rounds=5, iters=10)))
             ideal = max(times["matmul alone"], times["collective alone"])
             if rank == 0:
-                print(f"\n{case}, {world} GPUs, M={M} K=N=8192, S={args.chunks} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
+                print(f"\n{case}, {world} GPUs, M={M} K=N=8192, S={args.chunks} "
+                      f"({torch.cuda.get_device_name()}, torch {torch.__version__})")
                 print("| row | ms | x max(collective, matmul) |\n|---|---:|---:|")
                 for name, ms in times.items():
                     print(f"| {name} | {ms:.3f} | {ms / ideal:.2f}x |")

@@ -3,7 +3,7 @@
 
 Submodules are the op groups (the same names in every layer: the interpreter's
 ``hir.interpreter.ops.<group>``, ``test/Dialect/<group>.mlir``, ``test/python/ops/test_<group>.py``):
-``streams``, ``views``, ``control``, ``comm``, ``p2p``, ``compute``. An op's definition,
+``streams``, ``views``, ``control``, ``comm``, ``p2p``, ``compute``, ``optim``. An op's definition,
 verifier, facts (see :class:`~hir.dialect.base.HirOp`) and fast builder ``emit`` live in its
 class; :data:`OP_CLASSES` maps op names to classes for passes and the interpreter.
 """
@@ -25,7 +25,7 @@ from hir.dialect.base import (
 
 # isort: split
 # each group's import registers its ops, in this order (docs/ops.md and hir.irdl.mlir follow it)
-from hir.dialect import streams, views, control, comm, compute, p2p  # isort: skip
+from hir.dialect import streams, views, control, comm, compute, p2p, optim  # isort: skip
 from hir.dialect.comm import (
     COLLECTIVE_OPS,
     AllgatherOp,
@@ -55,6 +55,7 @@ from hir.dialect.compute import (
     SetOp,
 )
 from hir.dialect.control import ForOp, StreamForOp, YieldOp
+from hir.dialect.optim import AdamUpdateOp
 from hir.dialect.p2p import BarrierOp, DeviceIndexOp, OwnBlockOp, ShiftOp
 from hir.dialect.sharding import Sharding, local_shape, sharding_of
 from hir.dialect.streams import (
@@ -83,6 +84,7 @@ def _concrete_ops(cls: type):
 OP_CLASSES.update((op.OPERATION_NAME, op) for op in _concrete_ops(HirOp))
 
 __all__ = [
+    "AdamUpdateOp",
     "AliasBroadcastOp",
     "AliasChunkOp",
     "AliasReshapeOp",
@@ -141,6 +143,7 @@ __all__ = [
     "is_view",
     "load",
     "local_shape",
+    "optim",
     "module_high_priority_streams",
     "module_num_streams",
     "op_class",

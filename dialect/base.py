@@ -201,6 +201,8 @@ class HirOp(HirDialect.Operation):
     - ``PEER_AXIS_ATTR``: the attribute naming the axis whose slices belong one to each team
       member (allgather's ``axis``, reduce_scatter's ``scatter_axis``); streaming along it
       is nvFuser's P2P form, which hir-p2p-pipeline pipelines. "": no such axis.
+    - ``HOST_READS``: the op reads buffer values on the host (a device sync; a CUDA graph
+      cannot capture it).
     - ``UNEVEN_SPLITS``: the op takes buffers split unevenly (``#hir.shard`` with offsets);
       the verifier refuses them on every other op.
 
@@ -217,6 +219,7 @@ class HirOp(HirDialect.Operation):
     INPUT_AXIS_ATTRS = ()
     PEER_AXIS_ATTR = ""
     UNEVEN_SPLITS = False
+    HOST_READS = False
     _UNEVEN_REFUSED_PER_KEY = False  # the check calls refuse_uneven once per CheckedKeys key
 
     def check(self) -> None:  # pragma: no cover - overridden
@@ -264,6 +267,12 @@ class HirOp(HirDialect.Operation):
         """This op at the current insertion point (and location, named ``name`` if given).
         Not the ext constructor: it binds arguments with ``inspect`` (~17 us an op)."""
         return ir.Operation.create(cls.OPERATION_NAME, results=list(results), operands=list(operands), attributes=attributes, regions=regions, loc=name_loc(name))
+
+    @classmethod
+    def destinations(cls, op: ir.Operation) -> tuple:
+        """The operand indices ``op`` writes: ``DESTINATIONS``, unless the op's operand
+        lists are variadic (then its class computes them from ``op``)."""
+        return cls.DESTINATIONS
 
     @classmethod
     def operand_axis(cls, op: ir.Operation, index: int, k: int) -> int | None:

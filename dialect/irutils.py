@@ -204,7 +204,7 @@ def written_operands(op: ir.Operation) -> tuple | None:
     every buffer operand as written: func.call, other dialects' ops)."""
     cls = OP_CLASSES.get(op.name)
     if cls is not None:
-        return cls.DESTINATIONS
+        return cls.destinations(op)
     return _UPSTREAM_WRITES.get(op.name)
 
 

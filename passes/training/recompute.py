@@ -115,7 +115,7 @@ class RecomputeLayers(FunctionPass):
             return self._kernel_writes[name]
         cls = OP_CLASSES.get(op.name)
         if cls is not None:
-            return frozenset(cls.DESTINATIONS)
+            return frozenset(cls.destinations(op))
         return frozenset() if op.name == ALLOC or is_view(op) or not op.operands else None
 
     def _recompute(self, block: ir.Block, instance: _Instance) -> None:

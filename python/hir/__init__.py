@@ -134,7 +134,8 @@ def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledM
     if isinstance(target, TorchProgram):
         check_options("hir.compile", options, compile_options)
         if state_or_args is None:
-            raise HirError("error: hir.compile(program, state): an imported program needs its state (program.state(module) or module.state_dict())")
+            raise HirError("error: hir.compile(program, state): an imported program "
+                           "needs its state (program.state(module) or module.state_dict())")
         return target.compile(state_or_args, **options)
     exported = _is_exported_program(target)
     if exported:
@@ -273,6 +274,7 @@ def load(path: str | os.PathLike[str], *, weights: str | None = None) -> TorchPr
 
     if isinstance(path, (str, os.PathLike)) and is_archive(os.fspath(path)):
         if weights is not None:
-            raise HirError(f"{os.fspath(path)}: error: hir.load: a .pt2 archive holds its weights; weights= is for a saved hir program")
+            raise HirError(f"{os.fspath(path)}: error: hir.load: a .pt2 archive "
+                           "holds its weights; weights= is for a saved hir program")
         return load_pt2(os.fspath(path))
     return TorchProgram(**_load(path, weights)._asdict())

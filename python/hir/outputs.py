@@ -92,7 +92,10 @@ def write_stdout(text: str | bytes) -> None:
     try:
         sys.stdout.flush()
         if fd is None:
-            (sys.stdout.buffer if isinstance(text, bytes) else sys.stdout).write(text)
+            if isinstance(text, bytes):
+                sys.stdout.buffer.write(text)
+            else:
+                sys.stdout.write(text)
             sys.stdout.flush()
         else:
             _write_all(fd, text if isinstance(text, bytes) else text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))

@@ -79,7 +79,8 @@ def frontend_cases():
         ("fe-hf-missing-ids", lambda f: hir.from_torch(TinyLM(), ()), ["torch.export cannot trace TinyLM", "missing 1 required positional argument: 'input_ids'"]),
         ("fe-hf-too-many-args", lambda f: hir.from_torch(TinyLM(), (ids, ids, ids)), ["torch.export cannot trace TinyLM", "TypeError"]),
         ("fe-hf-run-id-out-of-range", lambda f: lm().run(state(), ids + 100, device="cpu"), ["error: 'torch.aten.embedding' failed: IndexError: index out of range"]),
-        ("fe-hf-run-float-ids", lambda f: lm().run(state(), ids.float(), device="cpu"), ["bad_inputs_frontend.py:", "error: input 0: expected dtype torch.int64 (the example input hir.from_torch imported), got torch.float32"]),
+        ("fe-hf-run-float-ids", lambda f: lm().run(state(), ids.float(), device="cpu"), ["bad_inputs_frontend.py:", "error: input 0: expected dtype torch.int64 (the "
+                                                                                                                    "example input hir.from_torch imported), got torch.float32"]),
         ("fe-hf-run-other-config", lambda f: lm().run(TinyLM(width=8).state_dict(), ids, device="cpu"), ["bad_inputs_frontend.py:", "error: state entry 'wte.weight': expected a tensor of shape [8, 4], got [8, 8]"]),
         ("fe-hf-run-half-state", lambda f: lm().run(state(**{"fc.weight": torch.ones(4, 4).half()}), ids, device="cpu"), ["state entry 'fc.weight': expected dtype torch.float32, got torch.float16"]),
         ("fe-hf-run-state-not-tensor", lambda f: lm().run(state(**{"fc.bias": [0.0] * 4}), ids, device="cpu"), ["state entry 'fc.bias': expected a tensor of shape [4], got list"]),

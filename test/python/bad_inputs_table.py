@@ -27,7 +27,8 @@ def _shard_arg(shape: str, space: str) -> str:
 def _nest(levels: int) -> str:
     loops = "".join(f'"hir.for"(%c0, %c1, %c1) ({{\n^bb0(%i{k}: index):\n' for k in range(levels))
     ends = '"hir.yield"() : () -> ()\n}) : (index, index, index) -> ()\n' * levels
-    return f"func.func @main() {{\n%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n{loops}{ends}return\n}}\n"
+    return (f"func.func @main() {{\n%c0 = arith.constant 0 : index\n"
+            f"%c1 = arith.constant 1 : index\n{loops}{ends}return\n}}\n")
 
 
 FILES = {
@@ -40,7 +41,8 @@ FILES = {
     "syntax.mlir": "func.func @main( {\n",
     "custom.mlir": "func.func @main() {\n  hir.yield\n  return\n}\n",
     "custom_first.mlir": "func.func @main() { hir.yield }\n",
-    "custom_value.mlir": "func.func @main(%a: memref<2xf32> {hir.parameter}) {\n  %s = hir.get_current_stream : !hir.stream\n  return\n}\n",
+    "custom_value.mlir": "func.func @main(%a: memref<2xf32> {hir.parameter}) {\n  "
+                         "%s = hir.get_current_stream : !hir.stream\n  return\n}\n",
     "unknown_op.mlir": 'func.func @main() {\n  "hir.bogus"() : () -> ()\n  return\n}\n',
     "undef.mlir": "func.func @main() -> index {\n  return %x : index\n}\n",
     "badtype.mlir": "func.func @main(%a: memref<4xbogus>) {\n  return\n}\n",
@@ -71,7 +73,8 @@ FILES = {
 }}
 """,
     "two_funcs.mlir": "func.func @a() {\n  return\n}\nfunc.func @b() {\n  return\n}\n",
-    "runtime.mlir": "func.func @main(%n: index) -> memref<?xf32> {\n  %o = memref.alloc(%n) : memref<?xf32>\n  return %o : memref<?xf32>\n}\n",
+    "runtime.mlir": "func.func @main(%n: index) -> memref<?xf32> {\n  %o = "
+                    "memref.alloc(%n) : memref<?xf32>\n  return %o : memref<?xf32>\n}\n",
     "dyn.mlir": "func.func @main(%a: memref<?x4xf32>) -> memref<?x4xf32> {\n  return %a : memref<?x4xf32>\n}\n",
     "flag.mlir": "func.func @main(%f: i1) {\n  return\n}\n",
     "bad_view.mlir": """func.func @main(%a: memref<5x4xf32>) {
@@ -86,12 +89,17 @@ FILES = {
     "nomodule.py": "example_args = ()\n",
     "noargs.py": "import torch\nmodule = torch.nn.Linear(4, 2)\n",
     "notmodule.py": "import torch\nmodule = 42\nexample_args = (torch.ones(2),)\n",
-    "intarg.py": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, n):\n        return x * n\nmodule = M()\nexample_args = (torch.ones(4), 3)\n",
-    "nonzero.py": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return torch.nonzero(x)\nmodule = M()\nexample_args = (torch.ones(4),)\n",
+    "intarg.py": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, n):\n"
+                 "        return x * n\nmodule = M()\nexample_args = (torch.ones(4), 3)\n",
+    "nonzero.py": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n      "
+                  "  return torch.nonzero(x)\nmodule = M()\nexample_args = (torch.ones(4),)\n",
     "wrongshape.py": "import torch\nmodule = torch.nn.Linear(4, 2)\nexample_args = (torch.ones(3, 5),)\n",
-    "badplacements.py": "import torch\nmodule = torch.nn.Linear(4, 2)\nexample_args = (torch.ones(3, 4),)\nmesh = [0, 1]\nplacements = 5\n",
-    "badmesh.py": "import torch\nmodule = torch.nn.Linear(4, 2)\nexample_args = (torch.ones(3, 4),)\nmesh = 'ab'\nplacements = {}\n",
-    "unknown_placement.py": "import torch\nfrom torch.distributed.tensor import Shard\nmodule = torch.nn.Linear(4, 2)\nexample_args = (torch.ones(3, 4),)\nmesh = [0, 1]\nplacements = {'nope': Shard(0)}\n",
+    "badplacements.py": "import torch\nmodule = torch.nn.Linear(4, 2)\nexample_args "
+                        "= (torch.ones(3, 4),)\nmesh = [0, 1]\nplacements = 5\n",
+    "badmesh.py": "import torch\nmodule = torch.nn.Linear(4, 2)\nexample_args "
+                  "= (torch.ones(3, 4),)\nmesh = 'ab'\nplacements = {}\n",
+    "unknown_placement.py": "import torch\nfrom torch.distributed.tensor import Shard\nmodule = torch.nn.Linear(4, "
+                            "2)\nexample_args = (torch.ones(3, 4),)\nmesh = [0, 1]\nplacements = {'nope': Shard(0)}\n",
 }
 
 NOT_FOUND = "cannot read"
@@ -110,7 +118,8 @@ OPT = [
     ("opt-deep-parens", ["deep_parens.mlir"], {}, 1, ["deep_parens.mlir:2:", "nesting deeper than 512 levels"]),
     ("opt-deep-types", ["deep_types.mlir"], {}, 1, ["deep_types.mlir:1:", "nesting deeper than 512 levels"]),
     ("opt-deep-regions-o", ["deep.mlir", "-o", "out.mlir"], {}, 1, ["nesting deeper than"]),
-    ("opt-uneven-shard", ["uneven.mlir"], {}, 1, ["uneven.mlir:1:17: error: argument #0 of 'func.func': axis 0 of extent 5 does not split evenly over 2 devices"]),
+    ("opt-uneven-shard", ["uneven.mlir"], {}, 1, ["uneven.mlir:1:17: error: argument #0 of 'func.func': "
+                                                  "axis 0 of extent 5 does not split evenly over 2 devices"]),
     ("opt-uneven-alloc", ["uneven_alloc.mlir"], {}, 1, ["uneven_alloc.mlir:2:8: error: result #0 of 'memref.alloc': axis 1 of extent 3"]),
     ("opt-empty-mesh", ["empty_mesh.mlir"], {}, 1, ["empty_mesh.mlir:1:17: error:", "the device mesh is empty"]),
     ("opt-duplicate-device", ["dup_mesh.mlir"], {}, 1, ["dup_mesh.mlir:1:17: error:", "distinct non-negative device ids"]),
@@ -159,7 +168,8 @@ RUN = [
     ("run-non-utf8", ["nonutf8.mlir"], {}, 1, ["nonutf8.mlir:2:13: error: unexpected character"]),
     ("run-deep", ["deep.mlir"], {}, 1, ["deep.mlir:", "nesting deeper than 512 levels"]),
     ("run-uneven-shard", ["uneven.mlir"], {}, 1, ["uneven.mlir:1:17: error: argument #0 of 'func.func': axis 0 of extent 5 does not split evenly"]),
-    ("run-mesh-wider-than-world", ["wide.mlir", "ones"], {}, 1, ["wide.mlir:1:17: error: argument #0 of 'func.func' is placed on devices [0, 1, 2] but the run has 1 rank(s)"]),
+    ("run-mesh-wider-than-world", ["wide.mlir", "ones"], {}, 1, ["wide.mlir:1:17: error: argument #0 of 'func.func' is "
+                                                                 "placed on devices [0, 1, 2] but the run has 1 rank(s)"]),
     ("run-float-for-index", ["p.mlir", "random", "1.5"], {}, 1, ["argument #1 (index)", "'1.5' is not an integer"]),
     ("run-text-for-index", ["p.mlir", "random", "abc"], {}, 1, ["argument #1 (index)", "'abc' is not an integer"]),
     ("run-generator-for-index", ["p.mlir", "random", "zeros"], {}, 1, ["argument #1 (index) is a scalar"]),
@@ -180,7 +190,8 @@ RUN = [
     ("run-entry-missing", ["p.mlir", "--entry", "nope"], {}, 1, ["no function @nope"]),
     ("run-entry-ambiguous", ["two_funcs.mlir"], {}, 1, ["cannot pick the entry function", "hir-run --entry NAME"]),
     ("run-resharding-unlowered", ["reshard.mlir", "ones"], {"HIR_LAUNCHED": "1", "WORLD_SIZE": "2", "RANK": "0"}, 1,
-     ["reshard.mlir:3:3: error: 'hir.set' is resharding (reads operand #0 split along axis 0, the output needs it replicated)", "hir-run --lower"]),
+     ["reshard.mlir:3:3: error: 'hir.set' is resharding (reads "
+      "operand #0 split along axis 0, the output needs it replicated)", "hir-run --lower"]),
     ("run-save-is-program", ["p.mlir", "random", "1", "--save", "p.mlir"], {}, 1, ["--save p.mlir: is also an input of this run"]),
     ("run-trace-is-program", ["p.mlir", "random", "1", "--trace", "p.mlir"], {}, 1, ["--trace p.mlir: is also an input of this run"]),
     ("run-save-is-input", ["p.mlir", "x.pt", "1", "--save", "x.pt"], {}, 1, ["--save x.pt: is also an input of this run (x.pt)"]),
@@ -311,7 +322,8 @@ def _api_cases():
         ("api-program-text", lambda f: Program("func.func @main() { return }"), ["Program: module must be an ir.Module (parse text with hir.parse(text)), got str"]),
         ("api-program-torch-program", lambda f: Program(linear_program()), ["Program: module must be an ir.Module (an imported program's module is program.module), got TorchProgram"]),
         ("api-run-text", lambda f: hir.run("func.func @main() { return }", []), ["module must be an ir.Module", "got str"]),
-        ("api-run-wide-mesh", lambda f: hir.run(parsed(f, "wide.mlir"), [torch.ones(4, 4)], device="cpu", source_name="wide.mlir"), ["wide.mlir:1:17: error: argument #0 of 'func.func' is placed on devices [0, 1, 2] but the run has 1 rank(s)"]),
+        ("api-run-wide-mesh", lambda f: hir.run(parsed(f, "wide.mlir"), [torch.ones(4, 4)], device="cpu", source_name="wide.mlir"), ["wide.mlir:1:17: error: argument #0 of 'func.func' is "
+                                                                                                                                     "placed on devices [0, 1, 2] but the run has 1 rank(s)"]),
         ("api-run-input-count", lambda f: hir.run(parsed(f), [ones], device="cpu"), ["@main takes 2 input(s), got 1"]),
         ("api-run-input-shape", lambda f: hir.run(parsed(f), [torch.ones(3, 4), 1], device="cpu"), ["argument #0 (memref<4x4xf32>) expects shape [4, 4], got [3, 4]"]),
         ("api-run-input-dtype", lambda f: hir.run(parsed(f), [ones.double(), 1], device="cpu"), ["expects dtype torch.float32"]),
@@ -335,7 +347,8 @@ def _api_cases():
         ("api-from-torch-placements-without-mesh", lambda f: hir.from_torch(Linear(), (torch.ones(3, 4),), placements={"input0": None}), ["placements were given without a mesh"]),
         ("api-torch-program-inputs", lambda f: linear_program().run(Linear().state_dict(), torch.ones(3, 4), torch.ones(3, 4), device="cpu"), ["the module takes 1 input(s), got 2"]),
         ("api-torch-program-input-shape", lambda f: linear_program().run(Linear().state_dict(), torch.ones(3, 5), device="cpu"),
-         ["bad_inputs_table.py:", "error: input 0: expected a tensor of shape [3, 4] (the example input hir.from_torch imported), got [3, 5]"]),
+         ["bad_inputs_table.py:", "error: input 0: expected a tensor of shape [3, 4] "
+                                  "(the example input hir.from_torch imported), got [3, 5]"]),
         ("api-torch-program-input-type", lambda f: linear_program().arguments(Linear().state_dict(), [1.0]),
          ["error: input 0: expected a tensor of shape [3, 4]", "got list"]),
         ("api-torch-program-state", lambda f: linear_program().run({}, torch.ones(3, 4), device="cpu"), ["the state dict lacks fc.weight"]),

@@ -117,7 +117,8 @@ def test_alias_chunk_views_and_runs():
         b.alias_chunk(x, b.index(0), axis=1, chunks=4)
     module = b.finish()
     text = str(module)
-    assert '"hir.alias_chunk"(%arg0, %c1) {axis = 0 : i64, chunks = 2 : i64} : (memref<?x6xf32>, index) -> memref<?x6xf32, strided<[6, 1], offset: ?>>' in text
+    assert ('"hir.alias_chunk"(%arg0, %c1) {axis = 0 : i64, chunks = 2 : i64} : '
+            '(memref<?x6xf32>, index) -> memref<?x6xf32, strided<[6, 1], offset: ?>>') in text
     assert "-> memref<?x2xf32, strided<[6, 1], offset: ?>>" in text
     data = torch.randn(4, 6)
     expected = data.clone()
@@ -142,7 +143,8 @@ def test_matmul_shape_error_names_operands():
 
 def test_parse_error_has_location():
     with pytest.raises(hir.HirError, match=r"^prog.mlir:2:3: error: 'hir.set' op output has shape"):
-        hir.parse('func.func @f(%a: memref<4xf32>, %b: memref<5xf32>) {\n  "hir.set"(%a, %b) : (memref<4xf32>, memref<5xf32>) -> ()\n  return\n}', "prog.mlir")
+        hir.parse('func.func @f(%a: memref<4xf32>, %b: memref<5xf32>) {\n  '
+                  '"hir.set"(%a, %b) : (memref<4xf32>, memref<5xf32>) -> ()\n  return\n}', "prog.mlir")
 
 
 def test_dialect_load_is_idempotent(ctx):
@@ -154,6 +156,7 @@ def test_dialect_load_is_idempotent(ctx):
 
 
 def test_hir_opt_does_not_import_torch():
-    code = "import sys, hir.tools.opt; hir.tools.opt.main(['--list-passes']); assert 'torch' not in sys.modules, 'torch imported'"
+    code = ("import sys, hir.tools.opt; hir.tools.opt.main(['--list-passes']); "
+            "assert 'torch' not in sys.modules, 'torch imported'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

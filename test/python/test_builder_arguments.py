@@ -2,8 +2,6 @@
 taken (rank-1 matmul operands, Python ints as indices, torch dtypes), and anything else is an
 hir.HirError located at the caller's line, never an IndexError or a binding's TypeError."""
 
-import re
-import sys
 
 import pytest
 import torch
@@ -11,11 +9,12 @@ import torch
 from hir.builder import Builder, Shard
 from hir.core import HirError
 from hir.interpreter import run
+from source_marks import marked_site
 
 
-def here(offset: int = 1) -> str:
-    """``file:line`` of the caller's line + ``offset`` (as a regex)."""
-    return re.escape(f"{__file__}:{sys._getframe(1).f_lineno + offset}:")
+def at(tag: str) -> str:
+    """``file:line:`` of this file's line marked ``# at: TAG`` (as a regex)."""
+    return marked_site(__file__, tag)
 
 
 def test_rank_1_matmul_operands_infer_torch_shapes():
@@ -74,49 +73,54 @@ def test_torch_dtypes_are_accepted(dtype, element):
 
 def test_unknown_dtype_is_located():
     b = Builder()
-    with pytest.raises(HirError, match=here() + r"\d+: error: dtype must be one of f32, .* got torch.complex64"):
-        b.input([2], torch.complex64)
-    with pytest.raises(HirError, match=here() + r"\d+: error: dtype must be one of .* got 'float'"):
-        b.alloc([2], "float")
+    with pytest.raises(HirError, match=at("c64") + r"\d+: error: dtype must be one of f32, .* got torch.complex64"):
+        b.input([2], torch.complex64)  # at: c64
+    with pytest.raises(HirError, match=at("float-name") + r"\d+: error: dtype must be one of .* got 'float'"):
+        b.alloc([2], "float")  # at: float-name
 
 
 @pytest.mark.parametrize("index,got", [(1.5, "float 1.5"), ("1", "str '1'"), (True, "bool True")])
 def test_bad_index_is_located(index, got):
     b = Builder()
     x = b.input([4, 8])
-    with pytest.raises(HirError, match=here() + rf"\d+: error: alias_select: index must be an int or an index value, got {got}"):
-        b.alias_select(x, index, axis=0)
+    error = rf"\d+: error: alias_select: index must be an int or an index value, got {got}"
+    with pytest.raises(HirError, match=at("bad-index") + error):
+        b.alias_select(x, index, axis=0)  # at: bad-index
 
 
 def test_index_value_of_another_type_is_located():
     b = Builder()
     x, flag = b.input([4, 8]), b.scalar("i64")
-    with pytest.raises(HirError, match=here() + r"\d+: error: alias_chunk: index must be an int or an index value, got a value of type i64"):
-        b.alias_chunk(x, flag, axis=0, chunks=2)
+    error = r"\d+: error: alias_chunk: index must be an int or an index value, got a value of type i64"
+    with pytest.raises(HirError, match=at("i64-index") + error):
+        b.alias_chunk(x, flag, axis=0, chunks=2)  # at: i64-index
 
 
 def test_building_after_finish_is_located():
     b = Builder()
     b.output(b.input([2]))
-    finished = sys._getframe().f_lineno + 1
-    b.finish()
-    with pytest.raises(HirError, match=here() + rf"\d+: error: this Builder's module was finished at {re.escape(__file__)}:{finished}:\d+; build another program with a new Builder"):
-        b.finish()
-    with pytest.raises(HirError, match=here() + r"\d+: error: this Builder's module was finished"):
-        b.input([2])
+    b.finish()  # at: finish
+    error = rf"\d+: error: this Builder's module was finished at {at('finish')}\d+; "
+    error += "build another program with a new Builder"
+    with pytest.raises(HirError, match=at("finish-again") + error):
+        b.finish()  # at: finish-again
+    with pytest.raises(HirError, match=at("input-after-finish") + r"\d+: error: this Builder's module was finished"):
+        b.input([2])  # at: input-after-finish
 
 
 def test_matmul_of_mismatched_vector_is_located():
     b = Builder()
-    with pytest.raises(HirError, match=here() + r"\d+: error: .*contraction mismatch"):
-        b.matmul(b.input([4, 32]), b.input([16]))
+    with pytest.raises(HirError, match=at("vector-mismatch") + r"\d+: error: .*contraction mismatch"):
+        b.matmul(b.input([4, 32]), b.input([16]))  # at: vector-mismatch
 
 
 def test_bad_shape_and_size_are_located():
     b = Builder()
-    with pytest.raises(HirError, match=here() + r"\d+: error: a shape holds ints >= 0 and None \(a dynamic extent\), got \[4.0\]"):
-        b.input([4.0])
-    with pytest.raises(HirError, match=here() + r"\d+: error: alloc: a size must be an int or an index value, got float 2.5"):
-        b.alloc([2.5, 3])
-    with pytest.raises(HirError, match=here() + r"\d+: error: dtype must be one of .* got \['f32'\]"):
-        b.input([2], ["f32"])
+    error = r"\d+: error: a shape holds ints >= 0 and None \(a dynamic extent\), got \[4.0\]"
+    with pytest.raises(HirError, match=at("float-shape") + error):
+        b.input([4.0])  # at: float-shape
+    error = r"\d+: error: alloc: a size must be an int or an index value, got float 2.5"
+    with pytest.raises(HirError, match=at("float-size") + error):
+        b.alloc([2.5, 3])  # at: float-size
+    with pytest.raises(HirError, match=at("list-dtype") + r"\d+: error: dtype must be one of .* got \['f32'\]"):
+        b.input([2], ["f32"])  # at: list-dtype

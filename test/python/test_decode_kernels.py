@@ -4,6 +4,10 @@ torch's kernels (CPU), a decode program planned with them standing in giving the
 and (marked ``gpu``) the Triton kernels against float64 references on random data, the
 attention reading only the used part of the cache."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -53,6 +57,20 @@ def test_linear_stands_in_for_a_few_rows(monkeypatch):
 def test_kernel_choice_by_environment(monkeypatch):
     monkeypatch.setenv(decode_kernels.ENV, "linear")
     assert decode_kernels.enabled("linear") and not decode_kernels.enabled("attention")
+    assert decode_kernels.small_m_linear_op() is torch.ops.hir.small_m_linear.default
+    monkeypatch.delenv(decode_kernels.ENV)
+    assert decode_kernels.small_m_linear_op() is torch.ops.hir.small_m_linear_splitk.default
+    monkeypatch.setenv(decode_kernels.ENV, "attention,fused-combine")
+    assert decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, torch.device("cpu")) is SDPA
+    monkeypatch.setattr(decode_kernels, "available", lambda device: True)
+    cuda = torch.device("cuda")
+    assert (
+        decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, cuda)
+        is torch.ops.hir.attention_fused.default
+    )
+    monkeypatch.setenv(decode_kernels.ENV, "attention,split-k")
+    assert decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, cuda) is torch.ops.hir.attention.default
+    assert not decode_kernels.inductor_pdl(cuda)
     monkeypatch.setenv(decode_kernels.ENV, "none")
     assert not decode_kernels.enabled("linear")
     monkeypatch.setenv(decode_kernels.ENV, "attention,gemm")
@@ -60,14 +78,16 @@ def test_kernel_choice_by_environment(monkeypatch):
         decode_kernels.enabled("attention")
 
 
-def test_ops_fall_back_to_torch_off_cuda():
+@pytest.mark.parametrize("variant", ["", "_fused"])
+def test_ops_fall_back_to_torch_off_cuda(variant):
     torch.manual_seed(0)
     q, k, v = torch.randn(2, 4, 3, 16), torch.randn(2, 4, 40, 16), torch.randn(2, 4, 40, 16)
     mask = (torch.arange(40) < 23).view(1, 1, 1, 40)
-    got = torch.ops.hir.attention(q, k, v, mask, scale=0.3)
+    got = getattr(torch.ops.hir, "attention" + variant)(q, k, v, mask, scale=0.3)
     assert torch.equal(got, torch.nn.functional.scaled_dot_product_attention(q, k, v, mask, scale=0.3))
     x, w = torch.randn(2, 1, 16), torch.randn(24, 16)
-    assert torch.equal(torch.ops.hir.small_m_linear(x, w), torch.nn.functional.linear(x, w))
+    linear = getattr(torch.ops.hir, "small_m_linear" + variant.replace("_fused", "_splitk"))
+    assert torch.equal(linear(x, w), torch.nn.functional.linear(x, w))
 
 
 def test_decode_program_with_the_kernels_standing_in(monkeypatch):
@@ -77,8 +97,18 @@ def test_decode_program_with_the_kernels_standing_in(monkeypatch):
     from hir.frontend.hf_decode import StaticCacheStep
 
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                      intermediate_size=128, max_position_embeddings=256, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=256,
+        bos_token_id=0,
+        eos_token_id=None,
+        pad_token_id=0,
+    )
     model = transformers.LlamaForCausalLM(config).eval().to(torch.bfloat16)
     step = StaticCacheStep(model, batch_size=2, max_cache_len=decode_kernels.MIN_CACHE)
     ids, pos = torch.tensor([[5], [9]]), torch.tensor([0])
@@ -100,39 +130,141 @@ def test_decode_program_with_the_kernels_standing_in(monkeypatch):
             ids, pos = torch.randint(0, 128, (2, 1)), torch.tensor([position])
             # each program has its own copy of the cache state, fed the same tokens
             assert torch.equal(fast(ids, pos), plain(ids, pos)), position
-    assert chosen.count(torch.ops.hir.attention.default) == config.num_hidden_layers
+    assert chosen.count(torch.ops.hir.attention_fused.default) == config.num_hidden_layers
 
 
-@pytest.mark.gpu
-@needs_cuda
-@pytest.mark.parametrize("batch,heads,rows,length,used", [(1, 8, 4, 1024, 513), (8, 8, 4, 1024, 1), (2, 4, 1, 300, 300), (1, 2, 16, 4096, 2500)])
-def test_split_kv_attention_equals_sdpa(batch, heads, rows, length, used):
-    from hir.interpreter.triton_decode import split_kv_attention
-
+def attention_case(batch, heads, rows, length, used, dim, device, dtype):
+    """Random q, k, v and a mask using ``used`` positions (a hole at 0), the cache past them
+    poisoned with NaN (never read), and the float64 reference."""
     torch.manual_seed(batch * 7 + length)
-    q = torch.randn(batch, heads, rows, 64, device="cuda", dtype=torch.bfloat16)
-    k, v = (torch.randn(batch, heads, length, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-    mask = (torch.arange(length, device="cuda") < used).view(1, 1, 1, length).expand(batch, 1, 1, length).clone()
+    q = torch.randn(batch, heads, rows, dim, device=device, dtype=dtype)
+    k, v = (torch.randn(batch, heads, length, dim, device=device, dtype=dtype) for _ in range(2))
+    mask = (torch.arange(length, device=device) < used).view(1, 1, 1, length).expand(batch, 1, 1, length).clone()
     if used > 2:
         mask[0, :, :, 0] = False  # a hole before the end
-    # what lies past the used part is never read: poison it
     k[:, :, used:] = float("nan")
     v[:, :, used:] = float("nan")
-    out = split_kv_attention(q, k, v, mask, 0.125)
-    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double().nan_to_num(), v.double().nan_to_num(), mask, scale=0.125)
-    assert out.is_contiguous() and not out.isnan().any()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q.double(), k.double().nan_to_num(), v.double().nan_to_num(), mask, scale=0.125
+    )
+    return q, k, v, mask, ref
+
+
+def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return ((out.double() - ref).norm() / ref.norm()).item()
+
+
+INTERPRETED = """
+import torch
+from hir.interpreter import triton_decode, triton_small_m
+from test_decode_kernels import attention_case, relative_error
+
+for fused_combine in (False, True):
+    for shape in [(1, 2, 4, 256, 130), (2, 1, 1, 192, 1)]:
+        q, k, v, mask, ref = attention_case(*shape, 16, "cpu", torch.float16)
+        out = triton_decode.split_kv_attention(q, k, v, mask, 0.125, fused_combine=fused_combine)
+        assert out.is_contiguous() and not out.isnan().any() and relative_error(out, ref) < 1e-2, shape
+x, w = torch.randn(3, 72, dtype=torch.float16), torch.randn(40, 72, dtype=torch.float16)
+for split_k in (1, 2, 4):  # K in 5 blocks: with 4 parts the last one is empty
+    out, work = torch.empty(3, 40, dtype=torch.float16), torch.empty(4 * 16 * 40)
+    arrived = triton_decode.arrival_counters(torch.device("cpu"), 40)
+    triton_small_m._small_m_linear[(3, split_k)](
+        x, w, out, work, arrived, 3, 40, 72, *x.stride(), *w.stride(), *out.stride(),
+        BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, SPLIT_K=split_k,
+    )
+    assert relative_error(out, x.double() @ w.double().T) < 1e-2, split_k
+assert not triton_decode._ARRIVALS[(torch.device("cpu"), 0)][-1].any()
+print("interpreted: ok")
+"""
+
+
+def test_split_kv_attention_interpreted():
+    """The Triton kernels under Triton's CPU interpreter (tiny shapes; a process of its own:
+    ``TRITON_INTERPRET`` counts where Triton is imported): the attention's combine apart and
+    folded into the chunk kernel, the product's K whole and in 2 and 4 parts (the arrival
+    counters zero again after the calls)."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), *sys.path])}
+    done = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "interpreted: ok" in done.stdout, done.stderr[-3000:]
 
 
 @pytest.mark.gpu
 @needs_cuda
-@pytest.mark.parametrize("rows,n,k", [(1, 2048, 2048), (8, 16384, 2048), (8, 2048, 8192), (3, 32000, 2048), (16, 100, 72)])
-def test_small_m_linear_equals_float64(rows, n, k):
-    from hir.interpreter.triton_decode import small_m_linear
+@pytest.mark.parametrize("fused_combine", [False, True])
+@pytest.mark.parametrize(
+    "batch,heads,rows,length,used",
+    [(1, 8, 4, 1024, 513), (8, 8, 4, 1024, 1), (2, 4, 1, 300, 300), (1, 2, 16, 4096, 2500)],
+)
+def test_split_kv_attention_equals_sdpa(batch, heads, rows, length, used, fused_combine):
+    from hir.interpreter.triton_decode import split_kv_attention
+
+    q, k, v, mask, ref = attention_case(batch, heads, rows, length, used, 64, "cuda", torch.bfloat16)
+    for _ in range(2):  # the fused combine's counters are zero again after a call
+        out = split_kv_attention(q, k, v, mask, 0.125, fused_combine=fused_combine)
+        assert out.is_contiguous() and not out.isnan().any() and relative_error(out, ref) < 1e-2
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_one_launch_kernels_in_a_cuda_graph():
+    """The split-K product and the fused attention captured in a CUDA graph: each replay's
+    results are right for that replay's inputs (the arrival counters are zero again after
+    every replay)."""
+    from hir.interpreter.triton_decode import split_kv_attention
+    from hir.interpreter.triton_small_m import small_m_linear
+
+    torch.manual_seed(0)
+    src = torch.randn(8, 2048, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(8192, 2048, device="cuda", dtype=torch.bfloat16)
+    q0, k, v, mask, _ = attention_case(8, 8, 4, 1024, 700, 64, "cuda", torch.bfloat16)
+
+    def step():
+        x = src * 2  # written by the kernel right before the product
+        y = small_m_linear(x, w, split_k=True)
+        q = q0 * y[:, :1, None, None]  # ... and before the attention
+        return y, q, split_kv_attention(q, k, v, mask, 0.125, fused_combine=True)
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        step()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y, q, out = step()
+    for _ in range(3):
+        src.normal_()
+        graph.replay()
+        want = (src.double() * 2) @ w.double().T
+        assert relative_error(y, want) < 1e-2
+        # against the attention of the bf16 q the graph computed (q's rounding moves sharp softmaxes)
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q.double(), k.double().nan_to_num(), v.double().nan_to_num(), mask, scale=0.125
+        )
+        assert relative_error(out, ref) < 1e-2
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize(
+    "rows,n,k,split_k",
+    [
+        (1, 2048, 2048, False),
+        (8, 16384, 2048, True),
+        (8, 2048, 8192, True),
+        (3, 32000, 2048, False),
+        (16, 100, 72, True),
+    ],
+)
+def test_small_m_linear_equals_float64(rows, n, k, split_k):
+    from hir.interpreter.triton_small_m import small_m_linear
 
     torch.manual_seed(rows + n)
     x = torch.randn(rows, 1, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    out = small_m_linear(x, w)
+    out = small_m_linear(x, w, split_k=split_k)
     ref = x.double() @ w.double().T
-    assert out.shape == (rows, 1, n) and out.is_contiguous() and ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+    assert (
+        out.shape == (rows, 1, n) and out.is_contiguous() and ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+    )

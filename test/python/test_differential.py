@@ -185,7 +185,8 @@ def _gen_subview(p: Program, x: Value) -> Value:
     view = Value(p.fresh(), dims, list(x.dynamic), f"strided<[{', '.join(map(str, strides))}], offset: {strides[a]}>")
     offsets = ", ".join("1" if i == a else "0" for i in range(len(dims)))
     sizes = ", ".join("%S" if d else str(n) for n, d in zip(dims, x.dynamic))
-    p.lines.append(f"{view.name} = memref.subview {x.name}[{offsets}] [{sizes}] [{', '.join('1' * len(dims))}] : {x.type} to {view.type}")
+    p.lines.append(f"{view.name} = memref.subview {x.name}[{offsets}] [{sizes}] "
+                   f"[{', '.join('1' * len(dims))}] : {x.type} to {view.type}")
     p.values.append(view)
     return _gen_set(p, view)
 

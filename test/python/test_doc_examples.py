@@ -117,7 +117,8 @@ def with_output_checks(block: Block) -> tuple[str, list[Expected]]:
             raise AssertionError(f"{where}: a print's trailing comment must be '# prints: TEXT' (checked)")
         start = HEREDOC.search(line) if block.lang == "bash" else None
         if comment is not None and block.lang == "mlir" and RUN_LINE.match(line):
-            raise AssertionError(f"{where}: output comments are checked in bash and python blocks, not on RUN lines (grep the output instead)")
+            raise AssertionError(f"{where}: output comments are checked in bash and python "
+                                 "blocks, not on RUN lines (grep the output instead)")
         if comment is not None and block.lang in ("bash", "python"):
             code = line[: comment.start()]
             if start is not None or (i and lines[i - 1].rstrip().endswith("\\")):
@@ -174,7 +175,8 @@ def run_block(block: Block, earlier: list[Block], folder: Path) -> None:
         result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
             raise AssertionError(
-                f"{block.id}: `{command}` exited {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+                f"{block.id}: `{command}` exited {result.returncode}\n"
+                f"--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
             )
         check_outputs(block, expected, result.stdout)
 
@@ -250,7 +252,8 @@ def test_slow_marker_is_checked(doc, test, message, tmp_path):
     "lang,body",
     [
         ("mlir", 'func.func @f(%a: memref<4xf32>) {\n  "hir.set"(%a, %a) : (...) -> ()\n  return\n}\n'),
-        ("mlir", "// RUN: hir-run %s --print | grep -q 'output 0: 2'\nfunc.func @main() -> index {\n  %c = arith.constant 1 : index\n  return %c : index\n}\n"),
+        ("mlir", "// RUN: hir-run %s --print | grep -q 'output 0: 2'\nfunc.func @main() "
+                 "-> index {\n  %c = arith.constant 1 : index\n  return %c : index\n}\n"),
         ("python", "import hir\nhir.run(None, [x])\n"),
         ("bash", "hir-opt no-such-file.mlir\n"),
     ],

@@ -49,7 +49,8 @@ def test_bert_batch_and_seq_with_a_mask_keyword():
     # sizes outside the declared bounds are refused at the call, located (seq 65 would index past the position table)
     for length in (65, 1):
         x, m = torch.randint(0, 128, (1, length)), torch.ones(1, length, dtype=torch.long)
-        message = rf"test_dynamic_bounds.py:\d+: error: input 0: dim 1 is dynamic dim seq, declared 2 <= seq <= 64 at import, got {length}"
+        message = (r"test_dynamic_bounds.py:\d+: error: input 0: dim 1 is dynamic "
+                   rf"dim seq, declared 2 <= seq <= 64 at import, got {length}")
         with pytest.raises(hir.HirError, match=message):
             program.run(None, x, attention_mask=m, device="cpu")
         with pytest.raises(hir.HirError, match=message):

@@ -106,10 +106,12 @@ def cases(n: int) -> list:
              lambda xs, rank: padded_blocks(xs[0], rank, [2, 2], [0, 1], [(1, 3), (2, 2)])),
             # a rotating shift along one grid axis: one hir.shift team per line of the grid
             ("shift_2x2_axis1", _hand("2x2", "%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0], [1]]>}) -> tensor<2x4xf32>",
-                "  %r = shard.shift %x on @g grid_axes = [1] shift_axis = 1 offset = 1 rotate : tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
+                "  %r = shard.shift %x on @g grid_axes = [1] shift_axis = 1 offset = 1 "
+                "rotate : tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
              "hir-convert-shard-to-hir", randn(4, 8), everywhere(lambda x: torch.roll(x, 4, 1))),
             ("shift_2x2_axis0", _hand("2x2", "%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0], [1]]>}) -> tensor<2x4xf32>",
-                "  %r = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = -1 rotate : tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
+                "  %r = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = -1 "
+                "rotate : tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
              "hir-convert-shard-to-hir", randn(4, 8), everywhere(lambda x: torch.roll(x, -2, 0))),
         ]
     return out  # fmt: skip

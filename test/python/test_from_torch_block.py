@@ -126,7 +126,8 @@ def run_case(name: str, rank: int, world: int) -> str:
     lowered = str(program.module)
     collectives = [c for c in ("allgather", "allreduce", "reduce_scatter", "broadcast", "scatter", "gather") if f'"hir.{c}"' in lowered]
     if world > 1 and (collectives != ["allreduce"] or lowered.count('"hir.allreduce"') != 2):
-        return f"{name}: collectives {collectives} ({lowered.count(chr(34) + 'hir.allreduce' + chr(34))} allreduces); want exactly 2 allreduces\n{imported}"
+        return (f"{name}: collectives {collectives} ({lowered.count(chr(34) + 'hir.allreduce' + chr(34))} "
+                f"allreduces); want exactly 2 allreduces\n{imported}")
     (got,) = hir.run(program.module, program.arguments(state, x), device="cpu")
     if not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
         return f"{name}: rank {rank}: max |error| {(got - want).abs().max().item():.2e}"

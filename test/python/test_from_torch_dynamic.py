@@ -86,7 +86,8 @@ def test_sizes_checked_against_the_dims():
     program = hir.from_torch(Add(), (torch.randn(4, 3), torch.randn(4, 3)), dynamic={"input0": {0: "batch"}, "input1": {0: "batch"}})
     (got,) = program.run({}, torch.ones(5, 3), torch.ones(5, 3), device="cpu")
     assert got.shape == (5, 3)
-    with pytest.raises(hir.HirError, match=r"test_from_torch_dynamic\.py:\d+: error: input 1: dim 0 is dynamic dim batch, of extent 5 in input 0 \(dim 0\), got 6"):
+    with pytest.raises(hir.HirError, match=r"test_from_torch_dynamic\.py:\d+: error: input 1: dim 0 is "
+                                           r"dynamic dim batch, of extent 5 in input 0 \(dim 0\), got 6"):
         program.run({}, torch.ones(5, 3), torch.ones(6, 3), device="cpu")
     with pytest.raises(hir.HirError, match=r"input 0: expected a tensor of shape \[\?, 3\] .*got \[5, 4\]"):
         program.run({}, torch.ones(5, 4), torch.ones(5, 4), device="cpu")
@@ -114,7 +115,8 @@ def test_sizes_of_a_split_dynamic_dim_in_a_segment_are_refused():
     shutdown(wait_for_peers=False)  # import only: no process group needed
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True).eval()
-    with pytest.raises(hir.HirError, match=r"activation\.py:\d+:\d+: error: '.*' computes a size in a kernel segment that reads a dynamic dim split over devices"):
+    with pytest.raises(hir.HirError, match=r"activation\.py:\d+:\d+: error: '.*' computes a size in a "
+                                           r"kernel segment that reads a dynamic dim split over devices"):
         hir.from_torch(layer, (torch.randn(4, 8, 16),), mesh=[0, 1], placements={"input0": Shard(0)}, dynamic=DYNAMIC)
 
 

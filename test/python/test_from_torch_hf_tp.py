@@ -60,7 +60,8 @@ def run_case(family: str, rank: int, world: int) -> str:
         if name.startswith("cache."):  # [B, kv heads, S, D]: this rank's kv heads
             w = w.chunk(world, 1)[rank]
         if g.shape != w.shape or not torch.allclose(g, w, rtol=1e-5, atol=1e-5):
-            return f"{family}: rank {rank}: {name} differs: got {tuple(g.shape)}, want {tuple(w.shape)}, max error {(g - w).abs().max() if g.shape == w.shape else '-'}"
+            return (f"{family}: rank {rank}: {name} differs: got {tuple(g.shape)}, want "
+                    f"{tuple(w.shape)}, max error {(g - w).abs().max() if g.shape == w.shape else '-'}")
     return ""
 
 

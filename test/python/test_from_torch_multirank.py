@@ -20,7 +20,8 @@ import pytest
 
 from multirank_util import launch_workers, run_gloo_cases
 
-PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
+PIPELINE = ("hir-convert-to-communication{backend=gloo},hir-stream-lowering,"
+            "hir-fuse-loops,hir-insert-deallocations,canonicalize,cse")
 # The sequence-parallel forms again through nvFuser's P2P pipelines (shifts, no collectives).
 P2P_PIPELINE = "hir-convert-to-communication{backend=gloo},hir-p2p-pipeline,hir-lower"
 CASES = ("tp", "sp", "tp_parallelize_module", "sp_parallelize_module", "sp_layernorm_parallelize_module", "sp_bsd_layernorm", "sp_bsd_rmsnorm", "sp_llama")

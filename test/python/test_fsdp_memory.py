@@ -164,7 +164,8 @@ def run_case(case: str, rank: int, world: int) -> str:
     lowered = program.lower(pipeline=pipeline)
     counts = state_peak(hir.parse(str(lowered)), program.state_names, rank)
     limit, terms = bound(model, world, SCHEDULES[schedule].get("bucket_bytes", 0))
-    line = f"{case}: peak {counts['peak']} bytes (held {counts['held']}, at op {counts['at']}: {counts['op']}), bound {limit} = total {terms[0]} / {world} + two layers {terms[1]} + bucket {terms[2]}"
+    line = (f"{case}: peak {counts['peak']} bytes (held {counts['held']}, at op {counts['at']}: {counts['op']}),"
+            f" bound {limit} = total {terms[0]} / {world} + two layers {terms[1]} + bucket {terms[2]}")
     print(line, flush=True)
     if keep:  # gathered once and kept for the backward: every layer's parameters at once
         return "" if counts["peak"] > limit else f"{line}: within the bound with reshard_after_forward=False (the count misses what it keeps)"

@@ -11,7 +11,8 @@ torch = pytest.importorskip("torch")
 import hir  # noqa: E402
 from hir.core import HirError  # noqa: E402
 from hir.interpreter import Program  # noqa: E402
-from hir.interpreter.graph import _source, graph_blockers, share_memory, signature, written_arguments  # noqa: E402
+from hir.interpreter.graph import _source, share_memory, signature  # noqa: E402
+from hir.interpreter.graph_checks import graph_blockers, written_arguments  # noqa: E402
 from hir.tools.run_cli import graph_mode, main, parser  # noqa: E402
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

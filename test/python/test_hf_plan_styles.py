@@ -128,7 +128,8 @@ def _equal(name: str, rank: int, world: int, got: list, names: list, want: list)
         if ("cache." in output or "past_key_values" in output) and g.shape != w.shape:  # [B, kv heads, S, D]: this rank's kv heads
             w = w.chunk(world, 1)[rank]
         if g.shape != w.shape or not torch.allclose(g, w, rtol=1e-4, atol=1e-5):
-            return f"{name}: rank {rank}: {output} differs: got {tuple(g.shape)}, want {tuple(w.shape)}, max error {(g - w).abs().max() if g.shape == w.shape else '-'}"
+            return (f"{name}: rank {rank}: {output} differs: got {tuple(g.shape)}, want "
+                    f"{tuple(w.shape)}, max error {(g - w).abs().max() if g.shape == w.shape else '-'}")
     return ""
 
 

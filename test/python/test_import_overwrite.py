@@ -28,7 +28,8 @@ def test_foreign_weights_file_is_kept(work, capsys):
     before = (work / "m.safetensors").read_bytes()
     assert import_cli.main(["m.py", "-o", "m.mlir"]) == 1
     err = capsys.readouterr().err.strip()
-    assert err == "hir-import: error: m.safetensors: exists and hir did not write it; pass --force to overwrite it (or --weights FILE / --no-weights)"
+    assert err == ("hir-import: error: m.safetensors: exists and hir did not write "
+                   "it; pass --force to overwrite it (or --weights FILE / --no-weights)")
     assert (work / "m.safetensors").read_bytes() == before
     assert not (work / "m.mlir").exists() and not (work / "ran").exists()
 

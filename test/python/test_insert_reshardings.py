@@ -14,7 +14,8 @@ import sys
 import pytest
 
 BEFORE = "hir-insert-reshardings,hir-convert-to-communication{backend=gloo}"
-AFTER = "hir-insert-reshardings,hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
+AFTER = ("hir-insert-reshardings,hir-convert-to-communication{backend=gloo},"
+         "hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse")
 
 
 def _local(full, sharding, rank):

@@ -9,7 +9,8 @@ T864 = mem([8, 64])
 
 
 def test_interp_program_compiles_once_and_reruns():
-    text = f'func.func @main(%a: {T864}, %b: {T864}, %out: {T864}) {{\n  "hir.binary"(%a, %b, %out) {{kind = "sub"}} : ({T864}, {T864}, {T864}) -> ()\n  return\n}}'
+    text = (f'func.func @main(%a: {T864}, %b: {T864}, %out: {T864}) {{\n  "hir.binary"(%a,'
+            f' %b, %out) {{kind = "sub"}} : ({T864}, {T864}, {T864}) -> ()\n  return\n}}')
     prog = program(text)
     for _ in range(3):
         a, b, out = torch.randn(8, 64), torch.randn(8, 64), torch.empty(8, 64)
@@ -40,7 +41,8 @@ def test_interp_buffer_on_a_device_without_a_rank_is_refused():
   "hir.set"(%x, %x) : ({t}, {t}) -> ()
   return
 }}"""
-    with pytest.raises(HirError, match=r"test.mlir:1:17: error: argument #0 of 'func.func' is placed on devices \[1\] but the run has 1 rank\(s\)"):
+    with pytest.raises(HirError, match=r"test.mlir:1:17: error: argument #0 of 'func.func' is "
+                                       r"placed on devices \[1\] but the run has 1 rank\(s\)"):
         run(text, [None, torch.ones(4)])
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from hir.interrupts import cli_main
 from hir.tools import launch as launch_module
-from hir.tools import run_cli
+from hir.tools import run_cli, run_ranks
 from hir.tools.launch import FAILURE_LOG_ENV, LaunchError, launch, rank_limit
 
 PROG = """func.func @main(%a: memref<4xf32>) -> memref<4xf32> {
@@ -74,10 +74,11 @@ def test_limit_applies_to_the_installed_cli(work):
 def test_refusal_without_device_flag_comes_before_torch(work):
     """``hir-run --nproc 1000000`` with no --device / $HIR_DEVICE on a machine without GPUs:
     refused without importing torch (seconds on a loaded machine), exit 1."""
-    if run_cli._gpu_nodes():
+    if run_ranks.gpu_nodes():
         pytest.skip("this machine has NVIDIA device nodes: the limit asks torch for the GPU count")
     env = {k: v for k, v in os.environ.items() if k != "HIR_DEVICE"}
-    code = "import sys; from hir.tools import run_cli; rc = run_cli.main(['p.mlir', '--nproc', '1000000']); print(rc, 'torch' in sys.modules)"
+    code = ("import sys; from hir.tools import run_cli; rc = run_cli.main(['p.mlir',"
+            " '--nproc', '1000000']); print(rc, 'torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, env=env, timeout=300)
     assert result.stdout.split() == ["1", "False"], result.stderr
     assert "--nproc 1000000: more ranks than this run may start" in result.stderr

@@ -304,7 +304,8 @@ def test_the_store_listens_on_the_address_given(monkeypatch):
     assert [s for s in listening_sockets({os.getpid()}) if s[1] == port] == [("127.0.0.2", port)]
     del store
     monkeypatch.setenv("MASTER_ADDR", "203.0.113.123")  # TEST-NET-3: no machine's address
-    with pytest.raises(HirError, match=r"rank 0 cannot listen for the run's store on MASTER_ADDR=203.0.113.123 port \d+ .*must be an address of rank 0's machine"):
+    with pytest.raises(HirError, match=r"rank 0 cannot listen for the run's store on MASTER_ADDR=203.0.113.123 "
+                                       r"port \d+ .*must be an address of rank 0's machine"):
         rendezvous_store(0, 1)
     monkeypatch.delenv("MASTER_PORT")
     with pytest.raises(HirError, match=r"a 2-rank run needs \$MASTER_ADDR and \$MASTER_PORT"):

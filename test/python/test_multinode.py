@@ -264,7 +264,8 @@ def test_overlap_auto_decides_per_team():
 
     for ranks_per_node, pipelined in ((4, True), (2, False)):
         module = hir.parse(ag_matmul(4, 8192, 8192, 8192), "ag.mlir")
-        hir.lower(module, f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{overlap=auto}}")
+        hir.lower(module, f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},"
+                          f"hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{overlap=auto}}")
         lowered = str(module)
         assert ('"hir.shift"' in lowered) == pipelined, lowered[:600]
         backends = {line.split('backend = "')[1].split('"')[0] for line in lowered.splitlines() if '"hir.shift"' in line or '"hir.allgather"' in line}
@@ -280,7 +281,8 @@ def test_copy_engines_across_nodes_refused_at_run_start():
     module = hir.parse(LOOP.replace('backend = "nccl"', 'backend = "cuda"'), "loop.mlir")
     with pytest.raises(hir.HirError) as err:
         Program(module, device="cpu", source_name="loop.mlir")
-    assert str(err.value).startswith("loop.mlir:10:12: error: 'hir.allgather' runs on copy engines (backend = \"cuda\") but its team [0, 2] spans nodes 0 and 1 (hir.ranks_per_node = 2)"), err.value
+    assert str(err.value).startswith("loop.mlir:10:12: error: 'hir.allgather' runs on copy engines (backend = "
+                                     "\"cuda\") but its team [0, 2] spans nodes 0 and 1 (hir.ranks_per_node = 2)"), err.value
 
 
 def test_torch_program_lower_ranks_per_node():
@@ -338,7 +340,8 @@ def test_two_nodes_on_4_gpus(tmp_path, case):
         want = (a @ w).sum(0)
     else:
         program = ag_matmul(4, 16, 32, 32).replace("bf16", "f32")
-        lower = "hir-set-node-layout{ranks-per-node=2},hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{overlap=on},hir-lower"
+        lower = ("hir-set-node-layout{ranks-per-node=2},"
+                 "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{overlap=on},hir-lower")
         a, w = torch.randn(4, 4, 32), torch.randn(32, 8)
         want = a @ w
     (tmp_path / "p.mlir").write_text(program)

@@ -95,7 +95,8 @@ def test_prefix_family_handler_runs_at_compile_time():
 
     ctx = hir.new_context()
     ctx.allow_unregistered_dialects = True
-    text = 'func.func @main(%a: memref<4xf32>, %b: memref<4xf32>) {\n  "test.scale.x3"(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()\n  return\n}'
+    text = ('func.func @main(%a: memref<4xf32>, %b: memref<4xf32>) {\n  '
+            '"test.scale.x3"(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()\n  return\n}')
     a, b = torch.arange(4.0), torch.zeros(4)
     Program(hir.parse(text, context=ctx), device="cpu")([a, b])
     assert torch.equal(b, 3 * a)

@@ -221,7 +221,8 @@ def lowered_programs(world: int, form: str, build, limit=None):
         with tarfile.open(archive) as tar:
             made_from = tar.extractfile(SOURCE_MEMBER).read().decode() if SOURCE_MEMBER in tar.getnames() else "nothing recorded"
             if made_from != lowering_source():
-                raise SystemExit(f"{archive}: lowered by other dialect / pass code than this checkout's ({made_from}): rerun --emit-lowered")
+                raise SystemExit(f"{archive}: lowered by other dialect / pass code than "
+                                 f"this checkout's ({made_from}): rerun --emit-lowered")
             members = sorted((m for m in tar.getmembers() if m.name.startswith(f"{world}/{_key(form)}/")), key=lambda m: m.name)
             texts = [tar.extractfile(m).read().decode() for m in members]
         out = [(text.split("\n", 1)[0].removeprefix("// pipeline: "), text) for text in texts]
@@ -328,7 +329,8 @@ def worker() -> int:
             for pipeline, text in programs:
                 wrong = _check_program(hir.parse(text, f"{_key(form)}.mlir"), local, reference, dev)
                 failures += [f"rank {rank}: {form} [{pipeline}] {w}" for w in wrong]
-            line = f"rank {rank}: {form}, {world} ranks: {len(programs)} distinct programs in {time.time() - start:.0f} s ({lowered:.0f} s lowering), {len(failures)} wrong so far"
+            line = (f"rank {rank}: {form}, {world} ranks: {len(programs)} distinct programs in "
+                    f"{time.time() - start:.0f} s ({lowered:.0f} s lowering), {len(failures)} wrong so far")
             print(line + (" ok" if not failures else ""), flush=True)
             if log:
                 with open(log, "a") as f:

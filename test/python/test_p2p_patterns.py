@@ -58,7 +58,8 @@ def test_a_failure_in_a_pattern_is_located_through_hir_opt(tmp_path):
     result = subprocess.run([sys.executable, "-m", "hir.tools.opt", str(program), pipeline, "-o", str(out)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr
     assert out.read_text() == "kept\n"  # a failing run leaves its output untouched
-    assert result.stderr.startswith(f"{program}:3:3: error: 'hir.allgather' op gathers axis 0 of extent 8 over 4 devices; hir-p2p-pipeline needs one shard per device"), result.stderr
+    assert result.stderr.startswith(f"{program}:3:3: error: 'hir.allgather' op gathers axis 0 of extent "
+                                    "8 over 4 devices; hir-p2p-pipeline needs one shard per device"), result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 

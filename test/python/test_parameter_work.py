@@ -123,7 +123,7 @@ def test_graph_replays_copy_no_parameter_back():
     """A replay on static buffers copies back only the arguments the program writes: the
     parameters go to the hir.once call, whose callee only reads them, so none is copied
     back (a copy would move their version counter and make hir.once recompute)."""
-    from hir.interpreter.graph import written_arguments
+    from hir.interpreter.graph_checks import written_arguments
 
     module = lowered()
     with module.context:

@@ -46,10 +46,12 @@ CONVERT = "hir-convert-to-communication"
         (f"memref<4x8xf32, {shard('array<i64: 0>', 0)}>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "split over the one-device mesh [0]"),
         ("memref<4x8xf32>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "mixes a buffer without a device mesh"),
         # a packed split (HF's packed_colwise) is computed on where it lies, never moved
-        (f"memref<4x8xf32, #hir.shard<{M2}, {{axis = 0 : i64, packed = array<i64: 2>}}>>", f"memref<4x8xf32, {shard(M2, -1)}>", "", "hir.set", "a packed split ([0, 1] with splits [0], axis 0 packed of 2 pieces); a packed buffer is computed on where it lies, never moved"),
+        (f"memref<4x8xf32, #hir.shard<{M2}, {{axis = 0 : i64, packed = array<i64: 2>}}>>", f"memref<4x8xf32, {shard(M2, -1)}>", "", "hir.set", "a packed split ([0, 1] with splits [0], axis 0 packed of 2 "
+                                                                                                                                               "pieces); a packed buffer is computed on where it lies, never moved"),
         # multi-D meshes: collectives are written along one mesh axis, not inferred
         (f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, 1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", "", "hir.set", "along mesh axes [0, 1] of a multi-dimensional mesh, whose lines see no 1-D placement"),
-        (f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, -1>>>", "", "hir.set", "along mesh axis 0 as a hir.scatter; on a multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred"),
+        (f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, -1>>>", "", "hir.set", "along mesh axis 0 as a hir.scatter; on a multi-dimensional "
+                                                                                                                                 "mesh only allgather, allreduce and reduce_scatter are inferred"),
     ],
 )
 def test_convert_errors(in_type, out_type, attrs, name, message):
@@ -143,7 +145,8 @@ def test_unsupported_stream_op():
     text = (
         "func.func @main(%arg0: memref<4x4xf32>) -> memref<4x4xf32> {\n"
         "  %out = memref.alloc() : memref<4x4xf32>\n"
-        '  %w = "hir.send"(%arg0) {backend = "nccl", peer = 1 : i64, stream_axis = 0 : i64} : (memref<4x4xf32>) -> !hir.work\n'
+        '  %w = "hir.send"(%arg0) {backend = "nccl", peer = 1 : i64,'
+        ' stream_axis = 0 : i64} : (memref<4x4xf32>) -> !hir.work\n'
         "  return %out : memref<4x4xf32>\n}\n"
     )
     assert "prog.mlir:3:8: error: 'hir.send' op carries stream_axis = 0, but hir-stream-lowering only handles" in lower_error(text, STREAM)
@@ -169,7 +172,8 @@ def _rs_program(extra: str = "", world: int = 4) -> str:
         f"  %p = memref.alloc() : {p}\n"
         f'  "hir.matmul"(%a, %w, %p) {{stream_axis = 0 : i64}} : ({a}, {w}, {p}) -> ()\n'
         f"  %out = memref.alloc() : {o}\n"
-        f'  "hir.reduction"(%p, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()\n'
+        f'  "hir.reduction"(%p, %out) {{axes = array<i64: 1>, kind '
+        f'= "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()\n'
         f"{extra}"
         f"  return %out : {o}\n}}\n"
     )
@@ -178,7 +182,8 @@ def _rs_program(extra: str = "", world: int = 4) -> str:
 def test_p2p_allgather_needs_one_shard_per_device():
     a, t = f"memref<8x2xf32, {shard(M4, 0)}>", f"memref<8x2xf32, {shard(M4, -1)}>"
     err = lower_error(single_op("hir.set", a, t, "{stream_axis = 0 : i64}"), P2P)
-    assert err.startswith("prog.mlir:3:3: error: 'hir.allgather' op gathers axis 0 of extent 8 over 4 devices; hir-p2p-pipeline needs one shard per device"), err
+    assert err.startswith("prog.mlir:3:3: error: 'hir.allgather' op gathers axis 0 of extent "
+                          "8 over 4 devices; hir-p2p-pipeline needs one shard per device"), err
 
 
 def test_p2p_reduce_scatter_needs_one_slice_per_device():
@@ -191,7 +196,8 @@ def test_p2p_reduce_scatter_needs_its_producer():
     text = (
         f"func.func @main(%p: {p}) -> {o} {{\n"
         f"  %out = memref.alloc() : {o}\n"
-        f'  "hir.reduction"(%p, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()\n'
+        f'  "hir.reduction"(%p, %out) {{axes = array<i64: 1>, kind '
+        f'= "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()\n'
         f"  return %out : {o}\n}}\n"
     )
     err = lower_error(text, P2P)
@@ -234,7 +240,8 @@ def test_p2p_chunks_only_split_kept_axes():
         f"  %t = memref.alloc() : {t}\n"
         f"  %out = memref.alloc() : {o}\n"
         f'  "hir.set"(%a, %t) {{stream_axis = 0 : i64}} : ({a}, {t}) -> ()\n'
-        f'  "hir.reduction"(%t, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({t}, {o}) -> ()\n'
+        f'  "hir.reduction"(%t, %out) {{axes = array<i64: 1>, kind '
+        f'= "sum", stream_axis = 0 : i64}} : ({t}, {o}) -> ()\n'
         f"  return %out : {o}\n}}\n"
     )
     err = lower_error(text, P2P + "{chunks=2}")

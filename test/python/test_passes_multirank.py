@@ -15,7 +15,8 @@ import pytest
 
 from multirank_util import finish_worker, launch_workers
 
-PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
+PIPELINE = ("hir-convert-to-communication{backend=gloo},hir-stream-lowering,"
+            "hir-fuse-loops,hir-insert-deallocations,canonicalize,cse")
 
 
 @dataclass
@@ -107,7 +108,8 @@ def cases(world: int) -> list[tuple[Case, list]]:
     ), [ag]))
     partial = Buf([s, world, m, n], every, 1)
     matmul_then = '"hir.matmul"({in0}, {in1}, {tmp0}) {{stream_axis = 0 : i64}} : ({t_in0}, {t_in1}, {t_tmp0}) -> ()'
-    reduce_then = '"hir.reduction"({tmp0}, {out}) {{kind = "sum", axes = array<i64: 1>, stream_axis = 0 : i64}} : ({t_tmp0}, {t_out}) -> ()'
+    reduce_then = ('"hir.reduction"({tmp0}, {out}) {{kind = "sum", axes = array<i64: '
+                   '1>, stream_axis = 0 : i64}} : ({t_tmp0}, {t_out}) -> ()')
     out.append((Case(
         "matmul_allreduce",
         [Buf([s, world, m, k], every, 1), Buf([world, k, n], every, 0)],

@@ -107,7 +107,8 @@ def test_index_select_along_the_split_falls_back(capfd, monkeypatch):
     text = str(program.module)
     assert '"hir.set"' in text and "memref<10x8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>" in text
     listing = capfd.readouterr().err
-    assert "reads replicated copies (fallback: torch.aten.index_select: selects along the split dim 0 (a vocabulary-split table))" in listing
+    assert ("reads replicated copies (fallback: torch.aten.index_select: "
+            "selects along the split dim 0 (a vocabulary-split table))") in listing
 
 
 def test_compute_fallback_is_listed(capfd, monkeypatch):
@@ -136,9 +137,9 @@ def test_plan_is_data():
     from torch_mlir.dialects import func
 
     from hir.core import new_context
+    from hir.frontend.fx_import import export_to_torch_mlir
     from hir.frontend.placements import mesh_inputs
     from hir.frontend.placer import ComputeStep, Placer, SegmentStep
-    from hir.frontend.torch_import import export_to_torch_mlir
 
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8)).eval()
     context = new_context()

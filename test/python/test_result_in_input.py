@@ -39,7 +39,8 @@ def matmul_allreduce(world: int, *, blocks: int = 1, backend: str = "nccl", part
     team = ", ".join(str(r) for r in range(world))
     results = f"{o}, {p}" if partial_returned else o
     send = (f'  %copy = memref.alloc() : {gathered}\n'
-            f'  %sent = "hir.allgather"(%partial, %copy) {{axis = 0 : i64, backend = "gloo", team = array<i64: {team}>}} : ({p}, {gathered}) -> !hir.work\n'
+            f'  %sent = "hir.allgather"(%partial, %copy) {{axis = 0 : i64, backend '
+            f'= "gloo", team = array<i64: {team}>}} : ({p}, {gathered}) -> !hir.work\n'
             if sent_before else "")
     after = '  "hir.wait"(%sent) : (!hir.work) -> ()\n  memref.dealloc %copy : ' + gathered + "\n" if sent_before else ""
     end = f"  return %out, %partial : {o}, {p}" if partial_returned else f"  memref.dealloc %partial : {p}\n  return %out : {o}"
@@ -74,7 +75,8 @@ def alias_read_after(world: int, through: str) -> str:
     p, o = f"memref<{world}x4x8xf32, #hir.shard<array<i64: {mesh}>, 0 : i64>>", f"memref<4x8xf32, #hir.shard<array<i64: {mesh}>, -1 : i64>>"
     vt, t = f"!torch.vtensor<[{world},4,8],f32>", f"tensor<{world}x4x8xf32>"
     allreduce = (f'  %out = memref.alloc() : {o}\n'
-                 f'  %w = "hir.allreduce"(%p, %out) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: {mesh}>}} : ({p}, {o}) -> !hir.work\n'
+                 f'  %w = "hir.allreduce"(%p, %out) {{axis = 0 : i64, backend = "gloo", '
+                 f'reduction = "sum", team = array<i64: {mesh}>}} : ({p}, {o}) -> !hir.work\n'
                  f'  "hir.wait"(%w) : (!hir.work) -> ()\n')
     if through == "segment":
         body = (f'  %v = memref.alloc() : {p}\n  call @view(%p, %v) : ({p}, {p}) -> ()\n{allreduce}  memref.dealloc %p : {p}\n'
@@ -178,7 +180,8 @@ def run_case(name: str, rank: int, world: int) -> str:
         if name == "partial_read_after" and not torch.allclose(outputs[1], partial, rtol=1e-5, atol=1e-6):
             failures.append(f"call {call}: the returned partial changed: {outputs[1]}, want {partial}")
         if name in ("segment_view_read_after", "to_tensor_read_after") and not torch.allclose(outputs[1], 2 * partial, rtol=1e-5, atol=1e-6):
-            failures.append(f"call {call}: the alias read after the all-reduce saw {outputs[1]}, want the local partial doubled {2 * partial}")
+            failures.append(f"call {call}: the alias read after the all-reduce saw "
+                            f"{outputs[1]}, want the local partial doubled {2 * partial}")
         if kept is not None and not torch.equal(inputs[0], kept):
             failures.append(f"call {call}: the caller's partial was overwritten")
         if call == 0:

@@ -45,7 +45,8 @@ def test_a_refused_op_lists_the_converted_ones_from_the_registry():
     module = hir.parse(
         "shard.grid @g(shape = 2)\n"
         "func.func @f(%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4x4xf32> {\n"
-        "  %r = shard.gather %x on @g grid_axes = [0] gather_axis = 0 root = [0] : (tensor<2x4xf32>) -> tensor<4x4xf32>\n"
+        "  %r = shard.gather %x on @g grid_axes = [0] gather_axis "
+        "= 0 root = [0] : (tensor<2x4xf32>) -> tensor<4x4xf32>\n"
         "  return %r : tensor<4x4xf32>\n"
         "}\n",
         "gather.mlir",

@@ -39,7 +39,8 @@ def test_fixture_is_what_hir_import_makes():
     made = subprocess.run([sys.executable, "-m", "hir.tools.import_cli", SOURCE, "--placements", "sequence_placements"], capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     with open(FIXTURE) as f:
-        assert made.stdout == f.read(), "stale fixture: hir-import test/Frontend/Inputs/llama_block.py --placements sequence_placements > test/Frontend/Inputs/llama_block_sp.mlir"
+        assert made.stdout == f.read(), ("stale fixture: hir-import test/Frontend/Inputs/llama_block.py "
+                                         "--placements sequence_placements > test/Frontend/Inputs/llama_block_sp.mlir")
 
 
 def _registered() -> int:
@@ -84,7 +85,8 @@ def worker() -> int:
         graphed = compile_program(module, device=device, graph=True, static_outputs=True)
         check(f"[{pipeline}] graph=True call 0 (warm-up, capture, replay)", graphed(args)[0])
         if _registered() - before != first_run:
-            failures.append(f"rank {rank}: [{pipeline}] graph=True's warm-up and capture registered {_registered() - before} symmetric buffers, an eager first run {first_run}")
+            failures.append(f"rank {rank}: [{pipeline}] graph=True's warm-up and capture registered "
+                            f"{_registered() - before} symmetric buffers, an eager first run {first_run}")
         before = _registered()
         for call in range(1, CALLS):
             check(f"[{pipeline}] graph=True call {call}", graphed(args)[0])

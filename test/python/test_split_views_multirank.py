@@ -21,7 +21,8 @@ import pytest
 
 from multirank_util import launch_workers, run_gloo_cases
 
-PIPELINE = "hir-convert-to-communication{backend=gloo},hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
+PIPELINE = ("hir-convert-to-communication{backend=gloo},hir-stream-lowering,"
+            "hir-fuse-loops,hir-insert-deallocations,canonicalize,cse")
 CASES = ("matmul_rs_through_bcast", "index_select_split_table")
 S, M, K, N = 3, 4, 8, 5
 

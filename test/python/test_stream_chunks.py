@@ -41,7 +41,8 @@ def test_dynamic_extent_that_does_not_divide_fails_at_the_chunk():
 
 def test_static_extent_that_does_not_divide_is_an_error():
     text = PROGRAM.replace("?x6", "6x6").replace("3x?x5", "3x6x5").replace("%n = memref.dim %x, %c0 : memref<6x6xf32>", "").replace("alloc(%n)", "alloc()")
-    with pytest.raises(HirError, match=r"chunks.mlir:5:3: error: 'hir.binary' op has stream axis 0 of extent 6, which does not split into 4 stream chunks"):
+    with pytest.raises(HirError, match=r"chunks.mlir:5:3: error: 'hir.binary' op has stream axis "
+                                       r"0 of extent 6, which does not split into 4 stream chunks"):
         hir.lower(hir.parse(text, "chunks.mlir"), "hir-stream-lowering{chunks=4}", source_name="chunks.mlir")
     with pytest.raises(HirError, match="chunks must be >= 0"):
         hir.lower(hir.parse(text, "chunks.mlir"), "hir-stream-lowering{chunks=-2}")

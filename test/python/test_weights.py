@@ -147,7 +147,8 @@ def test_sharded_import_runs_on_two_ranks(imported):
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.pop("fc2.bias"), "the file has no tensor 'fc2.bias': argument #4 of @main (memref<2xf32>) reads 'fc2.bias'"),
     (lambda d: d.update({"fc1.bias": torch.zeros(9)}), "tensor 'fc1.bias' has shape [9]; argument #2 of @main (memref<8xf32>) reads 'fc1.bias', of shape [8]"),
-    (lambda d: d.update({"scale": d["scale"].double()}), "tensor 'scale' has dtype torch.float64; argument #0 of @main (memref<2xf32>) reads 'scale', of dtype torch.float32"),
+    (lambda d: d.update({"scale": d["scale"].double()}), "tensor 'scale' has dtype torch.float64; argument #0 of "
+                                                         "@main (memref<2xf32>) reads 'scale', of dtype torch.float32"),
     (lambda d: d.update({"extra": torch.ones(1)}), "the file holds tensor 'extra', which no argument of @main reads"),
 ], ids=["missing", "shape", "dtype", "extra"])
 def test_a_weights_file_that_does_not_fit_is_refused(imported, capsys, change, message):

@@ -45,12 +45,14 @@ COMM = """func.func @main(%a: memref<1x4xf32, #hir.shard<array<i64: 0>, 0 : i64>
 
 
 def test_uneven_shard_is_located_at_parse():
-    with pytest.raises(HirError, match=r"uneven.mlir:1:17: error: argument #0 of 'func.func': axis 0 of extent 5 does not split evenly over 2 devices"):
+    with pytest.raises(HirError, match=r"uneven.mlir:1:17: error: argument #0 of 'func.func': "
+                                       r"axis 0 of extent 5 does not split evenly over 2 devices"):
         hir.parse(UNEVEN, "uneven.mlir")
 
 
 def test_uneven_shard_of_an_op_result_is_located_at_the_op():
-    with pytest.raises(HirError, match=r"a.mlir:2:8: error: result #0 of 'memref.alloc': axis 1 of extent 3 does not split evenly over 2 devices"):
+    with pytest.raises(HirError, match=r"a.mlir:2:8: error: result #0 of 'memref.alloc': axis "
+                                       r"1 of extent 3 does not split evenly over 2 devices"):
         hir.parse(UNEVEN_ALLOC, "a.mlir")
 
 
@@ -71,7 +73,8 @@ def test_hir_opt_verify_diagnostics_sees_placement_errors(tmp_path, monkeypatch)
 
 def test_mesh_wider_than_the_world_is_refused_at_run_start():
     """One process, a 3-device mesh: rows of devices 1 and 2 would never be computed."""
-    with pytest.raises(HirError, match=r"w.mlir:1:17: error: argument #0 of 'func.func' is placed on devices \[0, 1, 2\] but the run has 1 rank\(s\)"):
+    with pytest.raises(HirError, match=r"w.mlir:1:17: error: argument #0 of 'func.func' is "
+                                       r"placed on devices \[0, 1, 2\] but the run has 1 rank\(s\)"):
         Program(hir.parse(WIDE_MESH, "w.mlir"), device="cpu", source_name="w.mlir")
 
 

@@ -93,14 +93,16 @@ def make(kind: str, seed: int = 0) -> tuple:
 
 
 def optimizer(kind: str, model: torch.nn.Module, **overrides) -> torch.optim.Optimizer:
-    """adamw (weight decay), adamw-fused, adam (L2 weight decay), sgd (momentum, dampening,
-    weight decay) or nesterov (SGD)."""
+    """adamw (weight decay), adamw-fused, adamw-foreach, adam (L2 weight decay), adam-fused, sgd
+    (momentum, dampening, weight decay) or nesterov (SGD)."""
     if kind == "adamw":
         return torch.optim.AdamW(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.1, "eps": ADAM_EPS, **overrides})
-    if kind == "adamw-fused":  # eager: torch's fused kernel; hir: the same update, as the single-tensor arithmetic
-        return torch.optim.AdamW(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.1, "eps": ADAM_EPS, "fused": True, **overrides})
-    if kind == "adam":
-        return torch.optim.Adam(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.01, "eps": ADAM_EPS, **overrides})
+    if kind.startswith("adamw-"):  # torch's fused kernel or its foreach kernels (hir.adam_update runs the same)
+        flag = kind.removeprefix("adamw-")
+        return torch.optim.AdamW(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.1, "eps": ADAM_EPS, flag: True, **overrides})
+    if kind in ("adam", "adam-fused"):
+        fused = {"fused": True} if kind == "adam-fused" else {}
+        return torch.optim.Adam(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.01, "eps": ADAM_EPS, **fused, **overrides})
     if kind == "sgd":
         return torch.optim.SGD(model.parameters(), **{"lr": 0.05, "momentum": 0.9, "dampening": 0.1, "weight_decay": 0.01, **overrides})
     if kind == "nesterov":

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
+from hir.builder.shardings import broadcast_sizes, elementwise_sharding, matmul_sharding, reduced_sharding
 from hir.core import HirError, format_location, format_mlir_error, new_context
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp, Sharding, sharding_of
 from hir.dialect.base import DYNAMIC
@@ -218,9 +219,9 @@ class ProgramBuilder:
         replicated on an operand's mesh, else unplaced."""
         with self._at():
             shape = broadcast_shape(list(lhs.type.shape), list(rhs.type.shape), "operands")
-        sizes = _broadcast_sizes(lhs.sizes, rhs.sizes, shape)
+        sizes = broadcast_sizes(lhs.sizes, rhs.sizes, shape)
         if sharding == "same":
-            sharding = _elementwise_sharding((lhs, rhs), len(shape))
+            sharding = elementwise_sharding([(x.sharding, len(x.sizes)) for x in (lhs, rhs)], len(shape))
         out = out or self.alloc(sizes, lhs.type.element_type, sharding)
         with self._at():
             self._annotate(BinaryOp(lhs.value, rhs.value, out.value, ir.StringAttr.get(kind)), stream_axis)
@@ -252,7 +253,7 @@ class ProgramBuilder:
                 raise ValueError(f"{kind}: axis {bad[0]} is out of range for rank {len(x.sizes)}")
         axes = [a % len(x.sizes) for a in axes]
         if sharding == "same":
-            sharding = _reduced_sharding(x.sharding, axes)
+            sharding = reduced_sharding(x.sharding, axes)
         sizes = [d for i, d in enumerate(x.sizes) if i not in axes]
         out = out or self.alloc(sizes, x.type.element_type, sharding)
         with self._at():
@@ -285,9 +286,9 @@ class ProgramBuilder:
         elif len(b.sizes) == 1:
             sizes = list(a.sizes[:-1])
         else:
-            sizes = _broadcast_sizes(a.sizes[:-2], b.sizes[:-2], shape[:-2]) + [a.sizes[-2], b.sizes[-1]]
+            sizes = broadcast_sizes(a.sizes[:-2], b.sizes[:-2], shape[:-2]) + [a.sizes[-2], b.sizes[-1]]
         if sharding == "same":
-            sharding = _matmul_sharding(a.sharding, len(a.sizes), b.sharding, len(b.sizes), len(sizes))
+            sharding = matmul_sharding(a.sharding, len(a.sizes), b.sharding, len(b.sizes), len(sizes))
         out = out or self.alloc(sizes, a.type.element_type, sharding)
         with self._at():
             self._annotate(MatmulOp(a.value, b.value, out.value), stream_axis)
@@ -301,50 +302,9 @@ class ProgramBuilder:
             w = weight.sharding
             n_axis = (1 - w.axis if len(weight.sizes) == 2 else 0) if w is not None and w.axis is not None else None
             w_as_b = None if w is None else Sharding(w.mesh, n_axis)
-            sharding = _matmul_sharding(x.sharding, len(x.sizes), w_as_b, 2, len(sizes))
+            sharding = matmul_sharding(x.sharding, len(x.sizes), w_as_b, 2, len(sizes))
         out = out or self.alloc(sizes, x.type.element_type, sharding)
         with self._at():
             op = LinearOp(x.value, weight.value, out.value, bias=bias.value if bias else None)
             self._annotate(op, stream_axis)
         return out
-
-
-def _broadcast_sizes(a: list, b: list, shape: list[int]) -> list:
-    """Per-dimension sizes of a broadcast result: whichever operand is not 1 there."""
-    out = []
-    for i in range(1, len(shape) + 1):
-        x = a[-i] if i <= len(a) else 1
-        y = b[-i] if i <= len(b) else 1
-        out.append(y if isinstance(x, int) and x == 1 else x)
-    return out[::-1]
-
-
-def _elementwise_sharding(operands: Sequence[Tensor], rank: int) -> Sharding | None:
-    """The first operand split's axis in output coordinates, else replicated on the first
-    operand mesh, else None."""
-    for x in operands:
-        s = x.sharding
-        if s is not None and s.axis is not None:
-            return Sharding(s.mesh, s.axis + rank - len(x.sizes))
-    placed = next((x.sharding for x in operands if x.sharding is not None), None)
-    return None if placed is None else Sharding(placed.mesh, None)
-
-
-def _matmul_sharding(a: Sharding | None, rank_a: int, b: Sharding | None, rank_b: int, rank: int) -> Sharding | None:
-    """The output placement a matmul computes locally: ``a``'s batch / M split, ``b``'s N
-    split, else replicated on the operands' mesh (None without one). The output ends with
-    ``a``'s axes but K, then N unless ``b`` is a vector."""
-    if a is not None and a.axis is not None and a.axis < rank_a - 1:
-        return Sharding(a.mesh, a.axis + rank - (rank_a - 1) - (1 if rank_b >= 2 else 0))
-    if b is not None and b.axis is not None and b.axis == rank_b - 1 and rank_b >= 2:
-        return Sharding(b.mesh, rank - 1)
-    placed = a or b
-    return None if placed is None else Sharding(placed.mesh, None)
-
-
-def _reduced_sharding(sharding: Sharding | None, axes: list[int]) -> Sharding | None:
-    if sharding is None or sharding.axis is None:
-        return sharding
-    if sharding.axis in axes:
-        return Sharding(sharding.mesh, None)
-    return Sharding(sharding.mesh, sharding.axis - sum(1 for a in axes if a < sharding.axis))

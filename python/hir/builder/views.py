@@ -1,7 +1,8 @@
 """The builder's views (mixed into :class:`hir.builder.Builder`): ``subview`` (upstream
-``memref.subview``, static or dynamic, rank-reducing), ``collapse_shape`` / ``expand_shape``
-/ ``reshape`` (upstream reassociative reshapes; ``hir.alias_reshape`` where a split buffer's split axis moves), ``alias_broadcast``
-(``hir.alias_broadcast``) and ``alias_stack_shards`` (``hir.alias_stack_shards``). Every view is zero-copy; result types are inferred the way MLIR's
+``memref.subview``, static or dynamic, rank-reducing), ``collapse_shape`` / ``expand_shape`` /
+``reshape`` (upstream reassociative reshapes; ``hir.alias_reshape`` where a split buffer's split
+axis moves), ``alias_broadcast`` (``hir.alias_broadcast``) and ``alias_stack_shards``
+(``hir.alias_stack_shards``). Every view is zero-copy; result types are inferred the way MLIR's
 verifiers expect them, placements by the view's dim map (a split follows its axis).
 
     rows = b.subview(x, [i, 0], [2, 64])            # rows i, i+1 (i: an index value)
@@ -86,7 +87,8 @@ class ViewBuilder(_Builder):
         if not len(offsets) == len(sizes) == len(strides) == source.rank:
             raise HirError(f"error: subview of a rank-{source.rank} buffer needs {source.rank} offsets, sizes and strides")
         if any(not (isinstance(sizes[a], int) and sizes[a] == 1) for a in drop):
-            raise HirError(f"error: subview can only drop axes of static extent 1, got drop={list(drop)} with sizes {_static(sizes)}")
+            raise HirError("error: subview can only drop axes of static extent "
+                           f"1, got drop={list(drop)} with sizes {_static(sizes)}")
         in_strides, in_offset = source.get_strides_and_offset()
         offset = in_offset
         for o, s in zip(_static(offsets), in_strides):

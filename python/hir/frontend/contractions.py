@@ -301,7 +301,8 @@ def _swap(shape: Sequence[int], axis: int) -> list[int]:
 def _rows_shape(shape: Sequence[int], d: int) -> list[int]:
     """``[T, ...]`` as ``[D, T/D, ...]``."""
     if shape[0] == DYNAMIC:
-        raise HirError("error: sequence parallelism over a dynamic dim is not supported: mark the sequence dim static (or split another one)")
+        raise HirError("error: sequence parallelism over a dynamic dim is not "
+                       "supported: mark the sequence dim static (or split another one)")
     return [d, shape[0] // d] + list(shape[1:])
 
 

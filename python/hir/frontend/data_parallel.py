@@ -53,12 +53,14 @@ def placements(mode: str, state: dict, batch: Sequence[torch.Tensor], devices: i
     out: dict = {}
     for i, x in enumerate(batch):
         if x.dim() == 0 or x.shape[0] % devices:
-            raise HirError(f"error: data_parallel: batch tensor {i} (shape {list(x.shape)}) must have a dim 0 that the {devices} devices divide (each device takes its rows)")
+            raise HirError(f"error: data_parallel: batch tensor {i} (shape {list(x.shape)}) must have "
+                           f"a dim 0 that the {devices} devices divide (each device takes its rows)")
         out[f"input{i}"] = Shard(0)
     for name, tensor in state.items():
         split = mode == "fully_shard" and name in sharded and tensor.dim() > 0
         if split and tensor.shape[0] % devices:
-            raise HirError(f"error: data_parallel='fully_shard': '{name}' (shape {list(tensor.shape)}) has a dim 0 that the {devices} devices do not divide; "
+            raise HirError(f"error: data_parallel='fully_shard': '{name}' (shape {list(tensor.shape)}) "
+                           f"has a dim 0 that the {devices} devices do not divide; "
                            "hir shards every parameter on dim 0 without padding")
         out[name] = Shard(0) if split else Replicate()
     return out
@@ -169,7 +171,8 @@ def check_mesh(mesh: Any) -> list:
 
     world = dist.get_world_size() if dist.is_initialized() else 1
     if not isinstance(mesh, (list, tuple)) or list(mesh) != list(range(world)):
-        raise HirError(f"error: data_parallel: mesh must list every rank of the process group in order ({list(range(world))}), got {mesh!r}")
+        raise HirError("error: data_parallel: mesh must list every rank of the "
+                       f"process group in order ({list(range(world))}), got {mesh!r}")
     return list(mesh)
 
 
@@ -181,7 +184,8 @@ def check_schedule(schedule: Any) -> dict:
     for key in ("bucket_bytes", "comm_stream"):
         value = schedule.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < (-1 if key == "comm_stream" else 0):
-            raise HirError(f"error: hir.train_step: schedule's {key} must be an int >= {-1 if key == 'comm_stream' else 0}, got {value!r}")
+            raise HirError(f"error: hir.train_step: schedule's {key} must be an int "
+                           f">= {-1 if key == 'comm_stream' else 0}, got {value!r}")
     return dict(schedule)
 
 

@@ -29,7 +29,8 @@ class Distributed:
         found = dtensor_placements(module)
         meshes = {devices for _, devices in found.values()}
         if len(meshes) > 1:
-            raise HirError(f"error: the DTensor parameters of {type(module).__name__} live on {len(meshes)} different meshes; hir needs one")
+            raise HirError(f"error: the DTensor parameters of {type(module).__name__} "
+                           f"live on {len(meshes)} different meshes; hir needs one")
         self.placements = {n: p for n, (p, _) in found.items()}
         self.mesh: Any | None = meshes.pop() if meshes else None
         self.plan: dict = {}
@@ -92,7 +93,8 @@ def dtensor_placements(module: torch.nn.Module) -> dict:
             if root is not mesh and root.ndim > mesh.ndim:
                 names = list(root.mesh_dim_names or ())
                 if not mesh.mesh_dim_names or any(n not in names for n in mesh.mesh_dim_names):
-                    raise HirError(f"error: the DTensor '{name}' lives on a sub-mesh whose dimensions {mesh.mesh_dim_names} are not named dimensions of its root mesh {names}")
+                    raise HirError(f"error: the DTensor '{name}' lives on a sub-mesh whose dimensions "
+                                   f"{mesh.mesh_dim_names} are not named dimensions of its root mesh {names}")
                 full = [Replicate()] * root.ndim
                 for dim_name, placement in zip(mesh.mesh_dim_names, placements):
                     full[names.index(dim_name)] = placement

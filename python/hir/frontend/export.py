@@ -252,7 +252,8 @@ def _hint(err: Exception) -> str:
             low, high = (None if v is None else int(v) for v in (m[3], m[4]))
             fixes.append(f"{line.strip()} (with dynamic=: {{dim: ({m[2]!r}, {low}, {high})}})")
     if not fixes:
-        return " (a dimension marked dynamic is fixed by the module's code: mark fewer dims dynamic, or give an example whose size is not 0 or 1)" + "".join(f"; {r}" for r in reasons)
+        return (" (a dimension marked dynamic is fixed by the module's code: mark "
+                "fewer dims dynamic, or give an example whose size is not 0 or 1)") + "".join(f"; {r}" for r in reasons)
     return "".join(f"; {r}" for r in reasons) + "; torch suggests: " + "; ".join(fixes)
 
 
@@ -272,7 +273,8 @@ def _signature(program: torch.export.ExportedProgram, names: list[str]) -> tuple
             arguments.append(f"<constant {spec.target}>")
             constants[arguments[-1]] = program.constants[spec.target]
         elif spec.kind != InputKind.USER_INPUT:
-            raise HirError(f"error: the export lifted a {spec.kind.name} input hir does not pass in; keep the state as module parameters and buffers")
+            raise HirError(f"error: the export lifted a {spec.kind.name} input hir does "
+                           "not pass in; keep the state as module parameters and buffers")
     user = [s.arg.name for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
     mutated = []
     for spec in sig.output_specs:

@@ -114,6 +114,15 @@ def is_plan_entry(value: Any) -> bool:
     return isinstance(value, str)
 
 
+def with_plan(module: torch.nn.Module, placements: dict) -> tuple[dict, dict]:
+    """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
+    e.g. ``config.base_model_tp_plan``) replaced by the placements they imply, and the plan."""
+    plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
+    if not plan:
+        return placements, plan
+    return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}, plan
+
+
 def _prefixes(module: torch.nn.Module) -> list[str]:
     """Where plan patterns may start: the module itself, its ``base_model_prefix``, and every
     HF model inside it (with its own base prefix)."""
@@ -161,7 +170,8 @@ def plan_placements(module: torch.nn.Module, plan: dict[str, str]) -> dict[str, 
                     placements[entry[id(param)]] = _param_placement(style.params, type(modules[owner]).__name__, param.dim(), name.endswith("bias"))
         if not matched and not any(regex.match(name) for name in modules):
             if (pattern, style_name) not in _own_plans(module):
-                raise HirError(f"error: tensor-parallel plan entry '{pattern}' matches no module or parameter of {type(module).__name__}")
+                raise HirError(f"error: tensor-parallel plan entry '{pattern}' matches "
+                               f"no module or parameter of {type(module).__name__}")
             # the model's own plan names modules of every layer kind (Qwen3-MoE's dense MLPs): as HF, skip it
             warnings.warn(f"tensor-parallel plan entry '{pattern}' matches no module or parameter of {type(module).__name__}", stacklevel=4)
     for name, sub in modules.items():

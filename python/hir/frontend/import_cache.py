@@ -57,7 +57,9 @@ def refusal(path: Path, status: os.stat_result) -> str | None:
     if status.st_uid != os.getuid():
         return f"{path} belongs to uid {status.st_uid}, not to this user (uid {os.getuid()})"
     if status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"{path} is writable by {'group and others' if status.st_mode & stat.S_IWGRP and status.st_mode & stat.S_IWOTH else 'group' if status.st_mode & stat.S_IWGRP else 'others'} (mode {stat.S_IMODE(status.st_mode):o})"
+        group, others = status.st_mode & stat.S_IWGRP, status.st_mode & stat.S_IWOTH
+        who = "group and others" if group and others else "group" if group else "others"
+        return f"{path} is writable by {who} (mode {stat.S_IMODE(status.st_mode):o})"
     return None
 
 
@@ -114,7 +116,7 @@ def fingerprint(module: torch.nn.Module, example_args: Sequence[Any], options: d
     for name, sub in module.named_modules():
         add(name, sorted((k, v) for k, v in vars(sub).items() if not k.startswith("_") and _plain(v)))
         config = getattr(sub, "config", None)
-        if hasattr(config, "to_json_string") and id(config) not in configs:
+        if config is not None and hasattr(config, "to_json_string") and id(config) not in configs:
             configs.add(id(config))
             add(config.to_json_string(use_diff=False))
     for name, tensor in {**dict(module.named_buffers()), **module.state_dict()}.items():

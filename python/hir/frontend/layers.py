@@ -149,7 +149,7 @@ class _MarkingCache(ContextCache):
         marks = _marks(node)
         if not marks:
             return loc
-        entries = {k: ir.UnitAttr.get() if v is True else ir.StringAttr.get(str(v)) for k, v in marks.items()}
+        entries: dict[str, ir.Attribute] = {k: ir.UnitAttr.get() if v is True else ir.StringAttr.get(str(v)) for k, v in marks.items()}
         return ir.Location.fused([loc], ir.DictAttr.get(entries))
 
 

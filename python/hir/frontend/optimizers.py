@@ -38,7 +38,8 @@ class Rule:
     def structure(self, group: dict) -> tuple:
         """The group settings the program is built for (a change means another program):
         which terms of the update exist, not their values."""
-        return tuple((key, bool(group[key])) for key in ("momentum", "nesterov", "weight_decay", "decoupled_weight_decay") if key in group)
+        terms = tuple((key, bool(group[key])) for key in ("momentum", "nesterov", "weight_decay", "decoupled_weight_decay") if key in group)
+        return terms + tuple((key, group.get(key)) for key in ("foreach", "fused"))  # which implementation hir.adam_update runs
 
     def check(self, optimizer: torch.optim.Optimizer) -> None:
         """Refuse the settings this rule does not implement, naming them."""

@@ -56,7 +56,8 @@ def flatten_with_tree(result: Any) -> tuple[list[str], list[torch.Tensor], list]
             return ["list" if isinstance(value, list) else "tuple", items]
         if isinstance(value, (int, float, bool, str)):
             return ["const", value]  # a constant of the trace, not a program output
-        raise HirError(f"error: the module returns a {type(value).__name__} at '{path or 'output'}'; hir programs return tensors (tuples, lists, dicts, dataclasses and ModelOutput of them)")
+        raise HirError(f"error: the module returns a {type(value).__name__} at '{path or 'output'}'; hir "
+                       "programs return tensors (tuples, lists, dicts, dataclasses and ModelOutput of them)")
 
     tree = walk(result, "")
     return names, tensors, tree

@@ -187,7 +187,8 @@ class Partitioner:
         with self.main_ip, loc:
             sizes = self.sizes.of(like, t, format_location(loc, self.source_name)) if like is not None else []
             if not sizes and any(d == DYNAMIC for d in t.shape):
-                raise HirError(f"{format_location(loc, self.source_name)}: error: a buffer of dynamic type {t} made for this placement has no known sizes: mark fewer dims dynamic, or place it differently")
+                raise HirError(f"{format_location(loc, self.source_name)}: error: a buffer of dynamic type {t} made "
+                               "for this placement has no known sizes: mark fewer dims dynamic, or place it differently")
             return alloc(t, sizes).result
 
     def alloc(self, value: ir.Value, loc: ir.Location) -> ir.Value:

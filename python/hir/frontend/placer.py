@@ -25,7 +25,6 @@ from torch_mlir.dialects import func
 
 from hir.core import HirError
 from hir.dialect import Sharding
-from hir.dialect.base import DYNAMIC
 from hir.dialect.context import format_location
 from hir.frontend.packed import PackedError, pieces_after
 from hir.frontend.placement_plan import (
@@ -39,7 +38,7 @@ from hir.frontend.placement_plan import (
 )
 from hir.frontend.placements import DeviceGrid
 from hir.frontend.segment_boundary import SegmentBoundary
-from hir.frontend.segment_placement import Cut, PartialOp, operands_of, segment_partial, split_before
+from hir.frontend.segment_placement import PartialOp, operands_of, segment_partial, split_before
 from hir.frontend.strategies import (
     PARTIAL,
     ComputeSpec,
@@ -102,7 +101,8 @@ class Placer(SegmentBoundary):
             return pieces_after(op, operands, pieces, placement, read, result)
         except PackedError as why:
             origin = next((self.origins[v] for (v, _), n in zip(operands, pieces) if n > 1 and v in self.origins), "a packed entry")
-            raise self.error(op, f"reads the packed split of '{origin}' (a packed_colwise / packed_rowwise plan entry: each device holds its part of every piece) and {why}; "
+            raise self.error(op, f"reads the packed split of '{origin}' (a packed_colwise / packed_rowwise "
+                                 f"plan entry: each device holds its part of every piece) and {why}; "
                                  "hir computes on a packed value through ops that keep the packed dim whole or cut it into its pieces") from None
 
     def _carry_origin(self, values: list, results: list) -> None:
@@ -121,7 +121,8 @@ class Placer(SegmentBoundary):
 
     def _refuse(self, op: ir.Operation, why: NoRule) -> None:
         if not self.fallback and self.grid is not None:
-            raise self.error(op, f"has no placement for its operands' splits ({why}); add a strategy (hir.frontend.strategies) or change the placements")
+            raise self.error(op, f"has no placement for its operands' splits ({why}); add a "
+                                 "strategy (hir.frontend.strategies) or change the placements")
 
     def _note(self, op: ir.Operation, what: str) -> None:
         self.listing.append(f"{format_location(op.location, self.source_name)}: {op.name}: {what}")
@@ -206,7 +207,8 @@ class Placer(SegmentBoundary):
             self.steps.append(ComputeStep(op, spec, reads, form))
         if self.grid is not None:
             step = self.steps[-1]
-            self._note(op, f"as {name} by {', '.join(by)}: {' x '.join(describe(r) for r in step.reads)} -> {describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}")
+            self._note(op, f"as {name} by {', '.join(by)}: {' x '.join(describe(r) for r in step.reads)} -> "
+                           f"{describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}")
 
     def _streams(self) -> bool:
         """The P2P forms need one team: a 1-D mesh of several devices."""
@@ -271,51 +273,6 @@ class Placer(SegmentBoundary):
                 return wanted_split
         return None
 
-    # ----- segments ---------------------------------------------------------------------
-    def segment(self, run: list) -> None:
-        """Place a kernel segment of the ops of ``run``: local shards in when every op has a
-        strategy on every mesh axis that keeps its operands as placed, else replicated copies."""
-        if not run:
-            return
-        inputs, outputs, sizes = self._boundary(run)
-        if not outputs:
-            return  # nothing of it is used (e.g. shape assertions): dead code
-        found: list | None = None
-        if self.grid is not None:
-            noted = len(self.listing)
-            try:
-                found = [self._propagate(run, inputs, k) for k in range(self.rank)]
-            except Cut as cut:
-                del self.listing[noted:]
-                at = run.index(cut.op)
-                self.segment(run[:at])
-                self.segment(run[at:])
-                return
-            except PartialOp as partial:  # a step of its own, between the segments before and after it
-                del self.listing[noted:]
-                at = run.index(partial.op)
-                self.segment(run[:at])
-                self._partial_op(partial)
-                self.segment(run[at + 1:])
-                return
-            except NoRule as why:
-                del self.listing[noted:]
-                self._refuse(getattr(why, "op", run[0]), why)
-                self._note(run[0], f"a segment of {len(run)} op(s) reads replicated copies (fallback: {why})")
-                packed = next((v for v in inputs if self.of(v).packed), None)
-                if packed is not None:
-                    raise self.error(run[0], f"(a segment of {len(run)} op(s)) reads the packed split of '{self.origins.get(packed, 'a packed entry')}' "
-                                             f"(a packed_colwise / packed_rowwise plan entry), but cannot compute on it locally: {why}") from None
-        for op in run:  # every tensor inside gets its placement (for local types)
-            for r in op.results:
-                if is_tensor(r):
-                    self.placements[r] = self.replicated if found is None else self.sharding(tuple(f[r] for f, _ in found), {f[r]: n[r] for f, n in found if n[r] > 1})
-        reads = [self.replicated if found is None else self.read_as(v, tuple(f[v] for f, _ in found)) for v in inputs]
-        for v, read in zip(inputs, reads):
-            if sizes and read is not None and any(d == DYNAMIC and read.parts(i) > 1 for i, d in enumerate(tensor_info(v.type)[0])):
-                raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over devices; that is not supported yet: keep the split dim static, or replicate it")
-        self.steps.append(SegmentStep(run, inputs, outputs, reads))
-
     def _partial_op(self, partial: PartialOp) -> None:
         """A segment op placed as a partial sum on mesh axis ``partial.axis`` (local on the
         others): a :class:`PartialStep`, each sum landing where the consumers want it
@@ -351,4 +308,6 @@ class Placer(SegmentBoundary):
                 own = self._partial_target(result, k)
             self.placements[result] = self.sharding(tuple(own if j == k else s for j, s in enumerate(others[i])), {own: pieces[i]} if pieces[i] > 1 else None)
         self.steps.append(PartialStep(op, inputs, [self.of(v) for v in inputs], k, others, partial.form, summed))
-        self._note(op, f"a partial sum over mesh axis {k} ({partial.form.__name__}): {' x '.join(describe(self.of(v)) for v in inputs)} -> {', '.join(describe(self.of(r)) for r in op.results)}")
+        self._note(op, f"a partial sum over mesh axis {k} ({partial.form.__name__}): "
+                       f"{' x '.join(describe(self.of(v)) for v in inputs)} "
+                       f"-> {', '.join(describe(self.of(r)) for r in op.results)}")

@@ -57,13 +57,15 @@ def check_archive(path: str) -> None:
         names = archive.namelist()
         top = {name.split("/", 1)[0] for name in names}
         if len(top) != 1 or not any(n.endswith("/archive_version") for n in names):
-            raise HirError(f"{path}: error: not a torch.export.save archive (torch 2.6 or later: one top folder holding archive_version)")
+            raise HirError(f"{path}: error: not a torch.export.save archive (torch "
+                           "2.6 or later: one top folder holding archive_version)")
         for name in names:
             member = name.split("/", 1)[1] if "/" in name else ""
             if name.endswith("/") or not member:
                 continue
             if not _MEMBERS.fullmatch(member):
-                raise HirError(f"{path}: error: {member}: hir reads torch.export archives of an exported program's graph, raw tensors and example "
+                raise HirError(f"{path}: error: {member}: hir reads torch.export archives "
+                               "of an exported program's graph, raw tensors and example "
                                "inputs only (this member would be loaded as a pickle or compiled code)")
             if member.endswith("_config.json"):
                 _check_payloads(path, member, archive.read(name))
@@ -71,7 +73,8 @@ def check_archive(path: str) -> None:
                 try:
                     torch.load(io.BytesIO(archive.read(name)), weights_only=True)
                 except Exception as err:  # torch.export.load would retry with weights_only=False: a full pickle
-                    raise HirError(f"{path}: error: {member}: the example inputs are not plain tensors (torch.load(weights_only=True): "
+                    raise HirError(f"{path}: error: {member}: the example inputs are "
+                                   "not plain tensors (torch.load(weights_only=True): "
                                    f"{str(err).splitlines()[0][:200]}); hir reads no pickled objects") from None
 
 
@@ -82,7 +85,8 @@ def _check_payloads(path: str, member: str, text: bytes) -> None:
         raise HirError(f"{path}: error: {member}: not a torch.export payload config (JSON)") from None
     for fqn, payload in config.items():
         if payload.get("use_pickle") or not str(payload.get("path_name", "")).startswith(_TENSOR_FILES):
-            raise HirError(f"{path}: error: {member}: {fqn} is stored as a pickled object ({payload.get('path_name')}); hir reads plain tensors only")
+            raise HirError(f"{path}: error: {member}: {fqn} is stored as a pickled object "
+                           f"({payload.get('path_name')}); hir reads plain tensors only")
 
 
 def load_exported(path: str) -> torch.export.ExportedProgram:
@@ -101,7 +105,8 @@ def exported_inputs(ep: torch.export.ExportedProgram, example_args: Any | None) 
     recorded = ep.example_inputs or ((), {})
     if example_args is None:
         if recorded is None or not (recorded[0] or recorded[1]):
-            raise HirError("error: hir.compile(exported_program): the program records no example inputs; pass them: hir.compile(ep, (x,))")
+            raise HirError("error: hir.compile(exported_program): the program "
+                           "records no example inputs; pass them: hir.compile(ep, (x,))")
         args, kwargs = recorded
     else:
         args, kwargs = (tuple(example_args) if isinstance(example_args, (tuple, list)) else (example_args,)), recorded[1]

@@ -154,12 +154,14 @@ def load(path: str | os.PathLike[str], weights: str | None = None) -> Saved:
         recorded = recorded_weights(module, main)
         types = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs
         if sorted(recorded.keys) != list(range(len(recorded.keys))):
-            raise HirError(f"{name}: error: @main's arguments reading weights are not its first ones ({sorted(recorded.keys)}): not a program hir-import wrote")
+            raise HirError(f"{name}: error: @main's arguments reading weights are not its "
+                           f"first ones ({sorted(recorded.keys)}): not a program hir-import wrote")
         file = weights_path(recorded, name, weights)
         state = {}
         if recorded.keys:
             if file is None:
-                raise HirError(f"{name}: error: @main's arguments name weight keys but the module names no weights file (hir.load(path, weights=FILE))")
+                raise HirError(f"{name}: error: @main's arguments name weight keys but the "
+                               "module names no weights file (hir.load(path, weights=FILE))")
             values = read_weights(file, types, recorded.keys, rank=None, device=torch.device("cpu"))
             state = {recorded.keys[i]: t for i, t in values.items()}
     names = [recorded.keys[i] for i in range(len(recorded.keys))]

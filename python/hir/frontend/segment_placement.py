@@ -7,7 +7,7 @@ from collections.abc import Callable
 from torch_mlir import ir
 
 from hir.frontend.strategies import PARTIAL, NoRule, OpCall, OpPlacement, op_key, strategy_for
-from hir.frontend.torch_ir import LIST_CONSTRUCT, is_tensor, tensor_info
+from hir.frontend.torch_ir import LIST_CONSTRUCT, is_tensor, shape_of
 
 
 class Cut(Exception):
@@ -49,7 +49,7 @@ def split_before(op: ir.Operation, value: ir.Value, wanted: int | None, devices:
     strategy = strategy_for(op_key(op))
     if wanted is None or strategy is None or len(operands_of(op, {})) != 1:
         return None
-    shape = tensor_info(value.type)[0]
+    shape = shape_of(value)
     for split in (d for d, n in enumerate(shape) if n > 0 and n % devices == 0):
         try:
             placement = strategy.place(OpCall(op, [(value, split)], devices))

@@ -42,7 +42,8 @@ def step_placements(step: torch.nn.Module, names: Sequence[str], placements: dic
     (``names``: the model's name of the parameter of each optimizer index). An entry naming
     nothing of the model is refused, naming it."""
     if not isinstance(placements, dict):
-        raise HirError(f"error: hir.train_step: placements must be a dict (state name / 'input0' / HF plan pattern -> placement), got {type(placements).__name__}")
+        raise HirError("error: hir.train_step: placements must be a dict (state name / 'input0' "
+                       f"/ HF plan pattern -> placement), got {type(placements).__name__}")
     plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
     out: dict = {}
     for key, value in placements.items():
@@ -53,7 +54,8 @@ def step_placements(step: torch.nn.Module, names: Sequence[str], placements: dic
         elif f"model.{key}" in state:
             out[f"model.{key}"] = value
         else:
-            raise HirError(f"error: hir.train_step: placements: '{key}' is neither a state entry of the model nor an input ('input0'...)")
+            raise HirError(f"error: hir.train_step: placements: '{key}' is neither "
+                           "a state entry of the model nor an input ('input0'...)")
     params = {**plan_placements(step, plan), **out}
     for i, name in enumerate(names):
         placement = params.get(f"model.{name}")
@@ -103,16 +105,20 @@ def parallelized(model: torch.nn.Module) -> tuple[list, dict] | None:
     for name, style in styles.items():
         plan[name] = _plan_style(style, model.get_submodule(name))
         if plan[name] is None:
-            raise HirError(f"error: hir.train_step: '{name}' is parallelized with {style.kind} ({style}), whose layouts hir does not know "
+            raise HirError(f"error: hir.train_step: '{name}' is parallelized with "
+                           f"{style.kind} ({style}), whose layouts hir does not know "
                            "(it honours ColwiseParallel, RowwiseParallel and SequenceParallel as HF's tensor-parallel styles)")
     if not found.placements:
-        raise HirError(f"error: hir.train_step: {type(model).__name__} is parallelized with styles but has no DTensor parameter to read its mesh from")
+        raise HirError(f"error: hir.train_step: {type(model).__name__} is parallelized "
+                       "with styles but has no DTensor parameter to read its mesh from")
     if found.plan:
-        raise HirError(f"error: hir.train_step: {type(model).__name__} was distributed by HF's tp_plan; train the model loaded without it, "
+        raise HirError(f"error: hir.train_step: {type(model).__name__} was distributed "
+                       "by HF's tp_plan; train the model loaded without it, "
                        "with placements=model.tp_plan")
     assert found.mesh is not None  # (DTensor parameters were found)
     if any(isinstance(d, tuple) for d in found.mesh):
-        raise HirError(f"error: hir.train_step: the DTensor parameters of {type(model).__name__} live on a {len(found.mesh)}-D mesh; "
+        raise HirError("error: hir.train_step: the DTensor parameters of "
+                       f"{type(model).__name__} live on a {len(found.mesh)}-D mesh; "
                        "a module parallelized with torch.distributed.tensor.parallel trains on a 1-D mesh")
     for name, placement in plan_placements(model, plan).items():
         if name in found.placements and not _same(placement, found.placements[name][0], model.get_parameter(name).dim()):

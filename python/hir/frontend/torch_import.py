@@ -1,20 +1,15 @@
 """``hir.from_torch``: a ``torch.nn.Module`` to a program-level hir module.
 
-How: :mod:`hir.frontend.export` exports and functionalizes the module, then torch-mlir's FX
-importer (``FxImporter.import_stateless_graph``: every placeholder an argument) turns the exported graph into ``torch``-dialect ops in an
-hir context, without decompositions, so ``aten.linear``, ``layer_norm`` or
-``scaled_dot_product_attention`` stay single ops; :mod:`hir.frontend.partition` then maps
-linear/matmul/binary/reduction ops to hir compute ops and every maximal run of other ops to a
-kernel segment. Why the importer rather than our own FX walk: it already knows every
-schema, constant, list and literal form of the exported graph (and emits ``torch.operator``
-for ops torch-mlir has no class for), and its output is the IR that upstream torch-mlir
-passes understand; the partition step only needs op names and operand constants.
+How: :mod:`hir.frontend.fx_import` exports the module and imports it as ``torch``-dialect ops
+in an hir context; :mod:`hir.frontend.partition` then maps linear/matmul/binary/reduction ops
+to hir compute ops and every maximal run of other ops to a kernel segment.
 
 Arguments: the entry ``@main`` takes the module's state (``module.state_dict()`` entries, in
-that order, then its non-persistent buffers; a tied tensor once; each a function argument,
-never a constant; see :mod:`hir.frontend.export`) followed by the example inputs. A state entry
-the module writes (a KV cache) is written in place, not returned. :meth:`TorchProgram.arguments` orders a state dict and inputs
-that way (and cuts each into this rank's shard when the program is sharded).
+that order, then its non-persistent buffers; a tied tensor once; each a function argument, never
+a constant; see :mod:`hir.frontend.export`) followed by the example inputs. A state entry the
+module writes (a KV cache) is written in place, not returned. :meth:`TorchProgram.arguments`
+orders a state dict and inputs that way (and cuts each into this rank's shard when the program
+is sharded).
 """
 
 import sys
@@ -25,17 +20,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func
-from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
 from hir import progress
 from hir.core import HirError, format_mlir_error, new_context
 from hir.dialect.gc_stress import checkpoint
 from hir.frontend.compiled import compile_program
 from hir.frontend.dtensors import Distributed
-from hir.frontend.dynamic import check_dims, dim_info, export_spec, symbolic_shapes
-from hir.frontend.export import Exported, export
-from hir.frontend.hf_plans import is_plan_entry, plan_layouts, plan_placements
-from hir.frontend.layers import mark_locations
+from hir.frontend.dynamic import check_dims, dim_info, export_spec
+from hir.frontend.fx_import import export_to_torch_mlir
+from hir.frontend.hf_plans import plan_layouts, with_plan
 from hir.frontend.main_signature import mark_parameters, scalar_argument, unsupported_reason
 from hir.frontend.partition import Partitioner
 from hir.frontend.placements import mesh_inputs, shard_arguments
@@ -110,7 +103,8 @@ class TorchProgram:
         """The state entries in ``@main``'s order from ``state_dict`` (a tied tensor under
         either name; non-persistent buffers from the import when absent)."""
         if not isinstance(state_dict, Mapping):
-            raise HirError(f"{_caller()}: error: the state dict must be a dict of tensors (module.state_dict()), got {type(state_dict).__name__}")
+            raise HirError(f"{_caller()}: error: the state dict must be a dict of "
+                           f"tensors (module.state_dict()), got {type(state_dict).__name__}")
         by_entry = {self.aliases.get(n, n): t for n, t in state_dict.items()}
         missing = [n for n in self.state_names if n not in by_entry and n not in self.captured]
         if missing:
@@ -232,39 +226,6 @@ def _full(tensor: torch.Tensor) -> torch.Tensor:
     return (full_tensor() if full_tensor is not None else tensor).detach()
 
 
-def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: tuple | None = None,
-                         keywords: Sequence[str] = (), constants: dict | None = None, group_heads: bool = False,
-                         fuse: bool = False, keep_composites: bool = True, state_shapes: dict | None = None) -> tuple[ir.Module, Exported, dict]:
-    """The ``torch``-dialect module of ``module`` (state first, then inputs: the last
-    ``len(keywords)`` are keyword inputs; ``constants``: constant keyword arguments), its
-    export and the symbolic shape of each tensor value
-    (:func:`hir.frontend.dynamic.symbolic_shapes`; empty without ``dynamic_shapes``).
-    ``group_heads`` / ``fuse``: :func:`hir.frontend.fx_rewrites.group_query_heads` /
-    :func:`~hir.frontend.fx_rewrites.fuse_projections`; ``keep_composites``:
-    :func:`hir.frontend.export.functional_export`; ``state_shapes``: the dynamic dims of
-    state entries (:func:`hir.frontend.dynamic.export_spec`)."""
-    with progress.task(f"exporting {type(module).__name__} (torch.export)"):
-        exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords, group_heads=group_heads, fuse=fuse,
-                          keep_composites=keep_composites, state_shapes=state_shapes)
-    node_importers: list[GraphNodeImporter] = []
-
-    class RecordedNodeImporter(GraphNodeImporter):
-        def __init__(self, *args: Any) -> None:
-            super().__init__(*args)
-            node_importers.append(self)
-
-    importer = FxImporter(context=context, graph_node_importer_cls=RecordedNodeImporter)
-    mark_locations(importer, exported.program.graph)  # hir.train_step(recompute=True)'s layer marks, if any
-    try:
-        # every placeholder an argument: lifted constants are state entries (see export.py)
-        with progress.task("importing the graph into MLIR (torch-mlir's FX importer)"):
-            importer.import_stateless_graph(exported.program.graph, func_name="main")
-    except (AssertionError, NotImplementedError, KeyError, ValueError) as err:
-        raise HirError(f"error: torch-mlir's FX importer cannot import {type(module).__name__}: {type(err).__name__}: {err}") from None
-    shapes = symbolic_shapes(node_importers[0]) if dynamic_shapes is not None or state_shapes else {}
-    return importer.module, exported, shapes
-
-
 def from_torch(
     module: torch.nn.Module,
     example_args: Sequence[Any],
@@ -313,11 +274,13 @@ def from_torch(
     if not isinstance(module, torch.nn.Module):
         raise HirError(f"error: hir.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
     if placements is not None and not isinstance(placements, dict):
-        raise HirError(f"error: hir.from_torch: placements must be a dict (state name / 'input0' / 'output0' -> placement), got {type(placements).__name__}")
+        raise HirError("error: hir.from_torch: placements must be a dict (state name / "
+                       f"'input0' / 'output0' -> placement), got {type(placements).__name__}")
     if not isinstance(example_args, (tuple, list)):
         example_args = (example_args,)
     if example_kwargs is not None and not isinstance(example_kwargs, dict):
-        raise HirError(f"error: hir.from_torch: example_kwargs must be a dict (keyword -> value), got {type(example_kwargs).__name__}")
+        raise HirError("error: hir.from_torch: example_kwargs must be a dict "
+                       f"(keyword -> value), got {type(example_kwargs).__name__}")
     kwargs = example_kwargs or {}
     keywords = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]  # inputs; the rest are constants
     constants = {k: v for k, v in kwargs.items() if k not in keywords}
@@ -328,7 +291,7 @@ def from_torch(
     distributed = Distributed(module)
     if mesh is None:
         mesh = distributed.mesh
-    placements, plan = _with_plan(module, placements or {})
+    placements, plan = with_plan(module, placements or {})
     plan = {**distributed.plan, **plan}  # an HF TP model's own styles fix its layouts too
     with context, ir.Location.unknown():
         spec, state_spec = export_spec(module, len(example_args), dynamic_shapes, dynamic, keywords)
@@ -358,7 +321,8 @@ def from_torch(
         except HirError:
             raise
         except ValueError as err:  # a value the partitioner cannot place (see unsupported_reason)
-            raise HirError(f"{source}: error: cannot import {type(module).__name__}: {unsupported_reason(torch_func, err, spec is not None)}") from None
+            raise HirError(f"{source}: error: cannot import {type(module).__name__}: "
+                           f"{unsupported_reason(torch_func, err, spec is not None)}") from None
         mark_parameters(hir_module, len(names), exported.mutated)
         try:
             hir_module.operation.verify()
@@ -369,12 +333,3 @@ def from_torch(
     weights = {**dict(module.named_buffers()), **module.state_dict()}  # references: later updates are seen
     return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights, keyword_inputs=keywords,
                         output_tree=exported.output_tree)
-
-
-def _with_plan(module: torch.nn.Module, placements: dict) -> tuple[dict, dict]:
-    """``placements`` with its HF tensor-parallel plan entries (module pattern -> style name,
-    e.g. ``config.base_model_tp_plan``) replaced by the placements they imply, and the plan."""
-    plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
-    if not plan:
-        return placements, plan
-    return {**plan_placements(module, plan), **{k: v for k, v in placements.items() if not is_plan_entry(v)}}, plan

@@ -28,12 +28,20 @@ def tensor_info(t: ir.Type) -> tuple[list[int], str] | None:
     return shape, m["dtype"]
 
 
+def shape_of(value: ir.Value) -> list[int]:
+    """The shape of a ranked ``!torch.vtensor`` value (``DYNAMIC`` for ``?``)."""
+    info = tensor_info(value.type)
+    if info is None:
+        raise ValueError(f"{value.get_name()} is not a ranked tensor: {value.type}")
+    return info[0]
+
+
 def is_tensor(value: ir.Value) -> bool:
     return str(value.type).startswith("!torch.vtensor")
 
 
 def rank_of(value: ir.Value) -> int:
-    return len(tensor_info(value.type)[0])
+    return len(shape_of(value))
 
 
 def vtensor(shape: Sequence[int], dtype: str) -> ir.Type:
@@ -52,6 +60,8 @@ def buffer_type(t: ir.Type, memory_space: ir.Attribute | None) -> ir.MemRefType:
 
 def owner(value: ir.Value) -> ir.Operation:
     op = value.owner
+    if isinstance(op, ir.Block):
+        raise ValueError(f"{value.get_name()} is a block argument, not an op's result")
     return op if isinstance(op, ir.Operation) else op.operation
 
 

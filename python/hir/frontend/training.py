@@ -4,7 +4,8 @@ optimizer's update) as one hir program, run on the user's own model and optimize
 How: a module (:class:`_Step`) whose ``forward(*batch)`` calls the user's
 ``loss_fn(model, *batch)`` with the parameters requiring grad, differentiates it with
 ``torch.autograd.grad``, and applies the optimizer's rule (:mod:`hir.frontend.optimizers`)
-in place, under ``torch.no_grad``. Its state is the model's (``model.NAME``), each
+in place, under ``torch.no_grad`` (or returns the gradients, for Adam's update as one op:
+:mod:`hir.frontend.optimizer_update`). Its state is the model's (``model.NAME``), each
 parameter's optimizer state (``optimizer.state.I.KEY``, I the index in
 ``optimizer.state_dict()``) and each param group's hyper-parameters
 (``optimizer.param_groups.G.KEY``, 0-d float64). :func:`hir.from_torch` exports it with
@@ -28,7 +29,7 @@ import torch
 
 from hir.core import HirError
 from hir.frontend import data_parallel as dp
-from hir.frontend import fsdp_tp, layers, sharded_training
+from hir.frontend import fsdp_tp, layers, optimizer_update, sharded_training
 from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
 from hir.frontend.step_attention import attention_backends, causal_masks_as_eager
 from hir.frontend.torch_import import from_torch
@@ -65,6 +66,7 @@ class _Step(torch.nn.Module):
         self.gradient_layouts: dict = {}  # parameter name -> the layout its gradient takes (placed training)
         self.mesh_layouts: dict = {}  # parameter name -> its fsdp_tp.Layout (data x tensor parallel on a 2-D mesh)
         self.reshard_after_forward = reshard_after_forward
+        self.update_op = False  # the update left to hir.adam_update (hir.frontend.optimizer_update): return the gradients
 
     def forward(self, *batch: torch.Tensor) -> torch.Tensor:
         params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
@@ -97,6 +99,8 @@ class _Step(torch.nn.Module):
             grads = [sharded_training.place_gradient(g, self.gradient_layouts.get(n), f"model.{n}") for g, n in zip(grads, self.names)]
             if self.max_grad_norm is not None:
                 grads = _clip(grads, self.max_grad_norm)
+            if self.update_op:
+                return (loss, *grads)
             start = 0
             for group, holder in zip(self.groups, self.optimizer.param_groups):
                 count = group["count"]
@@ -194,10 +198,13 @@ class TrainStep:
             marking = layers.marking_layers(layers.repeated_blocks(self.model), "model.") if self.recompute else contextlib.nullcontext()
             # (on one device only: how the placement rules split attention without a mask is not checked yet)
             masks = causal_masks_as_eager() if self.mesh is None else contextlib.nullcontext()
+            step.update_op = optimizer_update.applies(self.optimizer, self.mesh, self.device, self.compile_options)
             with attention_backends(self.device), masks, marking, layers.marking_checkpoints(self.model, "model.") as checkpointed:
                 self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
                                                 mesh=self.mesh, placements=placements, replicate_fallback=self.mesh is None,
                                                 source_name=f"<train_step of {type(self.model).__name__}>")
+            if step.update_op:
+                optimizer_update.append_update(self.programs[key], self.names, self.optimizer)
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
             self._shardings[key] = sharded_training.state_shardings(self.programs[key])
             if self.recompute or checkpointed:  # each layer's (checkpointed region's) forward again before its backward (passes/training/recompute.py)

@@ -7,7 +7,8 @@ function per call, one ``isinstance`` per input and ONE tuple comparison of ever
 shape, dtype and device::
 
     def fits(a0, a1):
-        return isinstance(a0, Tensor) and isinstance(a1, Tensor) and (a0.shape, a0.dtype, a0.device, a1.shape, a1.dtype, a1.device) == expected
+        return (isinstance(a0, Tensor) and isinstance(a1, Tensor)
+                and (a0.shape, a0.dtype, a0.device, a1.shape, a1.dtype, a1.device) == expected)
 
 Anything that does not fit goes through the per-argument check, which reports the first
 bad input.

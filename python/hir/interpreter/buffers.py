@@ -69,6 +69,7 @@ class BufferSpec:
         """What the line of a multi-D mesh through ``rank`` along ``mesh_axes`` sees: the
         block of the buffer it holds together, placed 1-D on that line."""
         s = self.sharding
+        assert s is not None, "only a placed buffer has mesh lines"
         return BufferSpec(tuple(s.others_local(self.shape, mesh_axes)), self.dtype, s.along(rank, mesh_axes), self.held, self.contiguous, self.device)
 
     def local(self, shape: Sequence[int]) -> list[int]:

@@ -16,10 +16,25 @@ shapes with Triton kernels (:mod:`hir.interpreter.triton_decode`):
 - ``hir::small_m_linear`` stands in for ``hir.linear`` without a bias where the input has at
   most :data:`MAX_ROWS` rows in all (bf16/f16): one pass over the weight, no split-K.
 
-Elsewhere (CPU, no Triton, other shapes) the ops are not used; called directly on other
-inputs they run torch's own kernels. ``HIR_DECODE_KERNELS`` (read when a program is planned)
-picks which stand in: a comma-separated subset of ``attention,linear`` (default: both), or
-``none``.
+How they run (each a mechanism of its own, :data:`MECHANISMS`):
+
+- ``fused-combine``: the attention in one launch (its chunk programs combine their partial
+  softmaxes themselves, the last of a (batch, head) to finish), not a chunk and a combine kernel;
+- ``split-k``: the product's autotuner may also cut K into parts (more programs in flight on a
+  small weight; the last part of a strip to finish adds them up, so still one launch);
+- ``inductor-pdl``: a program planned with a decode kernel compiles its regions with inductor's
+  programmatic dependent launch (``triton.enable_pdl``, where this torch has it: Hopper's
+  launch of a kernel while the one before it drains), so the elementwise kernels around the
+  products overlap their neighbours. (The decode kernels themselves launched that way, the
+  product prefetching its weight into the L2 before its wait, measured slower: the prefetch
+  cost the large products more than the overlap gained on the small ones.)
+
+Each variant is an op of its own (``hir::attention``, ``hir::attention_fused``,
+``hir::small_m_linear``, ``hir::small_m_linear_splitk``), the flags fixed when the program is
+planned. Elsewhere (CPU, no Triton, other shapes) the ops are
+not used; called directly on other inputs they run torch's own kernels. ``HIR_DECODE_KERNELS``
+(read when a program is planned) picks what is used: a comma-separated subset of
+:data:`KERNELS` + :data:`MECHANISMS` (default: all), or ``none``.
 """
 
 import importlib.util
@@ -33,6 +48,7 @@ import torch.nn.functional as F
 from hir.dialect.context import HirError
 
 KERNELS = ("attention", "linear")
+MECHANISMS = ("fused-combine", "split-k", "inductor-pdl")
 ENV = "HIR_DECODE_KERNELS"
 MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
 MIN_CACHE = 128  # key positions from which the split-KV kernel is used
@@ -42,15 +58,18 @@ _VTENSOR = re.compile(r"vtensor<\[([^\]]*)\],(\w+)>")
 
 
 def enabled(kernel: str) -> bool:
-    """Whether ``kernel`` (one of :data:`KERNELS`) may stand in, by ``HIR_DECODE_KERNELS``."""
+    """Whether ``kernel`` (one of :data:`KERNELS` or :data:`MECHANISMS`) is used, by
+    ``HIR_DECODE_KERNELS``."""
     value = os.environ.get(ENV)
     if value is None:
         return True
     chosen = {part.strip() for part in value.split(",") if part.strip()}
-    unknown = chosen - set(KERNELS) - {"none"}
+    unknown = chosen - set(KERNELS) - set(MECHANISMS) - {"none"}
     if unknown:
-        raise HirError(f"error: {ENV}={value!r}: unknown kernel(s) {', '.join(sorted(unknown))}; "
-                       f"expected a comma-separated subset of {','.join(KERNELS)}, or none")
+        raise HirError(
+            f"error: {ENV}={value!r}: unknown kernel(s) {', '.join(sorted(unknown))}; "
+            f"expected a comma-separated subset of {','.join(KERNELS + MECHANISMS)}, or none"
+        )
     return kernel in chosen
 
 
@@ -89,18 +108,49 @@ def substitute(overload, types: Callable[[], list[str]], constants: Callable[[],
     """The op a kernel segment runs for torch op ``overload`` with operand types ``types()``
     (text) and plan-time ``constants()`` on ``device``: ``hir::attention`` where it fits
     (module docstring), else ``overload`` (the operands are looked at for SDPA only)."""
-    if overload is not torch.ops.aten.scaled_dot_product_attention.default or not (enabled("attention") and available(device)):
+    if overload is not torch.ops.aten.scaled_dot_product_attention.default or not (
+        enabled("attention") and available(device)
+    ):
         return overload
     operand_types = types()
     if len(operand_types) == 8 and attention_fits(operand_types, constants()):
-        return torch.ops.hir.attention.default
+        return _ATTENTION[enabled("fused-combine")]
     return overload
 
 
-def linear_fits(x_shape: tuple, x_dtype: torch.dtype, w_shape: tuple, w_contiguous: bool, bias: bool, device: torch.device) -> bool:
+def small_m_linear_op():
+    """The ``hir::small_m_linear`` variant ``HIR_DECODE_KERNELS`` picks (with split-K or not)."""
+    return _SMALL_M_LINEAR[enabled("split-k")]
+
+
+def is_decode_kernel(overload) -> bool:
+    """Whether ``overload`` is one of the decode kernels' ops."""
+    return overload in _ATTENTION.values() or overload in _SMALL_M_LINEAR.values()
+
+
+def inductor_pdl(device: torch.device) -> bool:
+    """Whether a program with decode kernels on ``device`` compiles its regions with inductor's
+    programmatic dependent launch (``inductor-pdl``; a torch whose inductor has it, Hopper or
+    newer)."""
+    if not (device.type == "cuda" and enabled("inductor-pdl") and available(device)):
+        return False
+    import torch._inductor.config as inductor_config  # inductor loads only when kernels compile (seconds to import)
+
+    return hasattr(inductor_config.triton, "enable_pdl") and torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def linear_fits(
+    x_shape: tuple, x_dtype: torch.dtype, w_shape: tuple, w_contiguous: bool, bias: bool, device: torch.device
+) -> bool:
     """Whether ``hir.linear`` of an input ``x_shape`` (``x_dtype``) and weight ``w_shape``
     suits ``hir::small_m_linear`` on ``device``."""
-    if bias or len(x_shape) < 2 or len(w_shape) != 2 or not w_contiguous or x_dtype not in (torch.bfloat16, torch.float16):
+    if (
+        bias
+        or len(x_shape) < 2
+        or len(w_shape) != 2
+        or not w_contiguous
+        or x_dtype not in (torch.bfloat16, torch.float16)
+    ):
         return False
     rows = 1
     for size in x_shape[:-1]:
@@ -108,37 +158,79 @@ def linear_fits(x_shape: tuple, x_dtype: torch.dtype, w_shape: tuple, w_contiguo
     return 0 < rows <= MAX_ROWS and min(w_shape) > 0 and enabled("linear") and available(device)
 
 
-@torch.library.custom_op("hir::attention", mutates_args=())
-def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
-              is_causal: bool = False, *, scale: float | None = None, enable_gqa: bool = False) -> torch.Tensor:
-    """``aten.scaled_dot_product_attention``, contiguous; through the split-KV kernel where
-    the inputs fit it (module docstring)."""
-    if query.is_cuda and attn_mask is not None and attn_mask.dtype == torch.bool and dropout_p == 0.0 and not is_causal and not enable_gqa \
-            and query.dtype in (torch.bfloat16, torch.float16) and key.shape[1] == query.shape[1] and query.shape[-1] in HEAD_DIMS:
-        from hir.interpreter.triton_decode import split_kv_attention  # triton loads only when a CUDA decode kernel runs
+def _attention_variant(name: str, fused_combine: bool):
+    """Registers ``hir::name``: ``aten.scaled_dot_product_attention`` (contiguous), through the
+    split-KV kernel (``fused_combine``: module docstring) where the inputs fit it."""
 
-        return split_kv_attention(query, key, value, attn_mask, scale if scale is not None else query.shape[-1] ** -0.5)
-    out = F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-    return out.contiguous()
+    @torch.library.custom_op(f"hir::{name}", mutates_args=())
+    def attention(
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        *,
+        scale: float | None = None,
+        enable_gqa: bool = False,
+    ) -> torch.Tensor:
+        if (
+            query.is_cuda
+            and attn_mask is not None
+            and attn_mask.dtype == torch.bool
+            and dropout_p == 0.0
+            and not is_causal
+            and not enable_gqa
+            and query.dtype in (torch.bfloat16, torch.float16)
+            and key.shape[1] == query.shape[1]
+            and query.shape[-1] in HEAD_DIMS
+        ):
+            from hir.interpreter.triton_decode import (
+                split_kv_attention,  # triton loads only when a CUDA decode kernel runs
+            )
 
-
-@attention.register_fake
-def _attention_fake(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
-    return query.new_empty(*query.shape[:-1], value.shape[-1])
-
-
-@torch.library.custom_op("hir::small_m_linear", mutates_args=())
-def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """``x @ weight.T`` (contiguous); through the small-M kernel on CUDA (module docstring)."""
-    if x.is_cuda and x.dtype in (torch.bfloat16, torch.float16) and x.dtype == weight.dtype and x[..., 0].numel() <= MAX_ROWS:
-        from hir.interpreter.triton_decode import (
-            small_m_linear as kernel,  # triton loads only when a CUDA decode kernel runs
+            scale = scale if scale is not None else query.shape[-1] ** -0.5
+            return split_kv_attention(query, key, value, attn_mask, scale, fused_combine=fused_combine)
+        out = F.scaled_dot_product_attention(
+            query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )
+        return out.contiguous()
 
-        return kernel(x, weight)
-    return F.linear(x, weight).contiguous()
+    @attention.register_fake
+    def _fake(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
+        return query.new_empty(*query.shape[:-1], value.shape[-1])
+
+    return getattr(torch.ops.hir, name).default
 
 
-@small_m_linear.register_fake
-def _small_m_linear_fake(x, weight):
-    return x.new_empty(*x.shape[:-1], weight.shape[0])
+def _small_m_linear_variant(name: str, split_k: bool):
+    """Registers ``hir::name``: ``x @ weight.T`` (contiguous), through the small-M kernel on
+    CUDA (``split_k``: module docstring)."""
+
+    @torch.library.custom_op(f"hir::{name}", mutates_args=())
+    def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        if (
+            x.is_cuda
+            and x.dtype in (torch.bfloat16, torch.float16)
+            and x.dtype == weight.dtype
+            and x[..., 0].numel() <= MAX_ROWS
+        ):
+            from hir.interpreter.triton_small_m import (
+                small_m_linear as kernel,  # triton loads only when a CUDA decode kernel runs
+            )
+
+            return kernel(x, weight, split_k=split_k)
+        return F.linear(x, weight).contiguous()
+
+    @small_m_linear.register_fake
+    def _fake(x, weight):
+        return x.new_empty(*x.shape[:-1], weight.shape[0])
+
+    return getattr(torch.ops.hir, name).default
+
+
+# fused-combine -> op; split-k -> op
+_ATTENTION = {fused: _attention_variant("attention" + "_fused" * fused, fused) for fused in (False, True)}
+_SMALL_M_LINEAR = {
+    split: _small_m_linear_variant("small_m_linear" + "_splitk" * split, split) for split in (False, True)
+}

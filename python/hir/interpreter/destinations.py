@@ -278,19 +278,25 @@ class DestinationPlanner:
         if name not in self._segments:
             fn = self.functions.get(name)
             kernel = fn is not None and KERNEL_ATTR in fn.operation.attributes
-            self._segments[name] = segment_outputs(fn.operation) if kernel else None
+            self._segments[name] = segment_outputs(fn.operation) if kernel and fn is not None else None
         return self._segments[name]
 
-    def producer(self, call: ir.Operation, index: int) -> ir.Value:
+    def _segment_of(self, call: ir.Operation) -> SegmentWrites:
+        """The writes of the kernel segment ``call`` calls (a call whose destinations were bound)."""
+        segment = self._segment(call)
+        assert segment is not None, f"{call.name} calls no kernel segment"
+        return segment
+
+    def producer(self, call: ir.Operation, index: int) -> ir.Value | None:
         """The torch op result written into destination ``index`` of ``call`` by its op:
         with ``out=``, or in place (:meth:`updates`)."""
-        segment = self._segment(call)
+        segment = self._segment_of(call)
         return segment.updates[index] if index in segment.updates else segment.outputs[index].producer
 
     def updates(self, call: ir.Operation, index: int) -> bool:
         """Whether destination ``index`` of ``call`` is an argument its segment reads and
         a torch op updates in place (:mod:`hir.interpreter.updates`)."""
-        return index in self._segment(call).updates
+        return index in self._segment_of(call).updates
 
     def written_by(self, call: ir.Operation) -> frozenset[int] | None:
         """The operands a call of a kernel segment writes; None for other callees."""

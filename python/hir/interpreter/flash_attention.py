@@ -17,8 +17,10 @@ runs (and is tested) anywhere.
 import torch
 
 _LIBRARY = torch.library.Library("hir", "FRAGMENT")
-_LIBRARY.define("flash_attention(Tensor query, Tensor key, Tensor value, bool is_causal, *, float? scale=None) -> (Tensor output, Tensor logsumexp)")
-_LIBRARY.define("flash_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, bool is_causal, "
+_LIBRARY.define("flash_attention(Tensor query, Tensor key, Tensor value, bool "
+                "is_causal, *, float? scale=None) -> (Tensor output, Tensor logsumexp)")
+_LIBRARY.define("flash_attention_backward(Tensor grad_out, Tensor query, Tensor "
+                "key, Tensor value, Tensor out, Tensor logsumexp, bool is_causal, "
                 "*, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)")
 aten = torch.ops.aten
 

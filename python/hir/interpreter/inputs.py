@@ -184,7 +184,9 @@ def gather_pieces(read: Callable[[tuple], torch.Tensor], shape: Sequence[int], s
     along the packed axis): what a safetensors slice reads without loading the rest."""
     indices, axis = shard_slices(shape, sharding, rank)
     blocks = [read(index) for index in indices]
-    return (blocks[0] if len(blocks) == 1 else torch.cat(blocks, axis)).contiguous()
+    if len(blocks) == 1:
+        return blocks[0].contiguous()
+    return torch.cat(blocks, axis).contiguous()  # pyright: ignore[reportArgumentType]  # several blocks: a packed axis
 
 
 def shard_slices(shape: Sequence[int], sharding: Sharding | None, rank: int) -> tuple[list[tuple], int | None]:
@@ -203,7 +205,8 @@ def shard_slices(shape: Sequence[int], sharding: Sharding | None, rank: int) -> 
             continue
         parts, pieces = sharding.parts(axis), sharding.pieces(axis)
         if shape[axis] % (parts * pieces):
-            raise InputError(f"axis {axis} of extent {shape[axis]} does not split evenly over {parts} devices{f' in each of {pieces} pieces' if pieces > 1 else ''}")
+            raise InputError(f"axis {axis} of extent {shape[axis]} does not split evenly over "
+                             f"{parts} devices{f' in each of {pieces} pieces' if pieces > 1 else ''}")
         size = shape[axis] // (parts * pieces)
         index[axis] = slice(part * size, (part + 1) * size)
         if pieces > 1:

@@ -76,6 +76,7 @@ class KernelCompileStats:
     seconds: float = 0.0  # total trace + inductor compile time
     fallbacks: int = 0  # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
     autotune: bool = False  # compile with inductor's max-autotune (Program(autotune=True))
+    pdl: bool = False  # compile with inductor's programmatic dependent launch (planned decode kernels: decode_kernels.inductor_pdl)
 
     def summary(self) -> str:
         """One line: what runs compiled and what compiling it cost."""
@@ -177,13 +178,14 @@ def _fake_inputs(tensors: list) -> list:
     return [mode.from_tensor(t, static_shapes=True) for t in tensors]
 
 
-def inductor_options(autotune: bool) -> dict:
+def inductor_options(autotune: bool, pdl: bool = False) -> dict:
     """Inductor's config for a segment or region: never its own CUDA graphs (the program's
     graph captures the kernels); with ``autotune``, torch.compile's
-    ``max-autotune-no-cudagraphs`` mode."""
+    ``max-autotune-no-cudagraphs`` mode; with ``pdl``, kernels launched as programmatic
+    dependents."""
     from torch._inductor import list_mode_options  # inductor loads only when kernels compile (seconds to import)
 
-    return {**(list_mode_options("max-autotune-no-cudagraphs") if autotune else {}), "triton.cudagraphs": False}
+    return {**(list_mode_options("max-autotune-no-cudagraphs") if autotune else {}), "triton.cudagraphs": False, **({"triton.enable_pdl": True} if pdl else {})}
 
 
 def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats) -> Callable[[list], list]:
@@ -215,7 +217,7 @@ def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: 
             with torch.no_grad(), progress.task(f"compiling {what} at {where} (inductor)"):
                 graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*fakes)
                 canonical_scalar_overloads(graph)
-                compiled = compile_fx(graph, fakes, config_patches=inductor_options(stats.autotune))
+                compiled = compile_fx(graph, fakes, config_patches=inductor_options(stats.autotune, stats.pdl))
             fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
         except Exception as err:
             if strict:

@@ -44,15 +44,20 @@ def run_ranks_per_node(module: ir.Module, rank: int, world_size: int, source_nam
         node = _env_count("GROUP_RANK", 0)
         if node is not None and rank // local != node:
             raise HirError(
-                f"error: RANK={rank} runs on node GROUP_RANK={node} with LOCAL_WORLD_SIZE={local}, but hir needs ranks numbered node by node "
-                f"(node RANK // LOCAL_WORLD_SIZE = {rank // local}); start the same number of ranks on every node (torchrun --nproc-per-node=N on each)"
+                f"error: RANK={rank} runs on node GROUP_RANK={node} with "
+                f"LOCAL_WORLD_SIZE={local}, but hir needs ranks numbered node by node "
+                f"(node RANK // LOCAL_WORLD_SIZE = {rank // local}); start the same "
+                "number of ranks on every node (torchrun --nproc-per-node=N on each)"
             )
         if program is not None and local % program:
             on = "" if node is None else f" on node GROUP_RANK={node}"
             raise HirError(
-                f"{where}: error: the program is laid out for {program} ranks per node ({RANKS_PER_NODE_ATTR} = {program}), but this run has "
-                f"LOCAL_WORLD_SIZE={local} ranks{on}, not a multiple of {program}: teams the program keeps inside a node would span nodes; "
-                f"start {program} ranks per node (torchrun --nproc-per-node={program}) or lower the program for this layout (hir-set-node-layout{{ranks-per-node={local}}})"
+                f"{where}: error: the program is laid out for {program} ranks "
+                f"per node ({RANKS_PER_NODE_ATTR} = {program}), but this run has "
+                f"LOCAL_WORLD_SIZE={local} ranks{on}, not a multiple of {program}: "
+                "teams the program keeps inside a node would span nodes; "
+                f"start {program} ranks per node (torchrun --nproc-per-node={program}) or lower "
+                f"the program for this layout (hir-set-node-layout{{ranks-per-node={local}}})"
             )
     layout, source = (program, f"{RANKS_PER_NODE_ATTR} = {{}}") if program is not None else (local, "LOCAL_WORLD_SIZE={} ranks per node")
     if layout is None or (program is None and layout >= world_size):
@@ -61,8 +66,11 @@ def run_ranks_per_node(module: ir.Module, rank: int, world_size: int, source_nam
     if found is not None:
         op, team = found
         raise HirError(
-            f"{format_location(op.location, source_name)}: error: '{op.name}' runs on copy engines (backend = \"cuda\") but its {describe_span(team, layout, source)}: "
-            f"copy engines and symmetric memory reach the GPUs of one node only; give it backend \"nccl\" (hir-convert-to-communication and "
-            f"hir-p2p-pipeline do for teams that span nodes once hir-set-node-layout{{ranks-per-node={layout}}} ran before them)"
+            f"{format_location(op.location, source_name)}: error: '{op.name}' runs on copy "
+            f"engines (backend = \"cuda\") but its {describe_span(team, layout, source)}: "
+            f"copy engines and symmetric memory reach the GPUs of one node only; give it backend \"nccl\" "
+            "(hir-convert-to-communication and "
+            "hir-p2p-pipeline do for teams that span nodes once "
+            f"hir-set-node-layout{{ranks-per-node={layout}}} ran before them)"
         )
     return layout

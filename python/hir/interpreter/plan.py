@@ -97,8 +97,9 @@ class Compiler:
         self._binds: dict[ir.Value, Bind] = {}  # allocations that become a segment's result
         self._returned: dict[ir.Value, bool] = {}  # segment argument -> make it contiguous
         self._outs: dict[ir.Operation, list[int]] = {}  # call -> destinations written with out= or in place
-        self._out_writes: dict[ir.Value, ir.Value] = {}  # torch op result -> segment argument it writes
-        self._updates: set[ir.Value] = set()  # those of them that write it in place (updates.py)
+        # torch op result -> segment argument it writes (None: an output no torch op produces)
+        self._out_writes: dict[ir.Value | None, ir.Value] = {}
+        self._updates: set[ir.Value | None] = set()  # those of them that write it in place (updates.py)
         self._asm: ir.AsmState | None = None  # value names (see name)
 
     # ----- functions -------------------------------------------------------------------
@@ -178,10 +179,12 @@ class Compiler:
         except these values' (:mod:`hir.interpreter.releases`)."""
         args = list(block.arguments)
         bound = self.bound_operands(at) if at is not None else []
-        outs = self._outs.get(at.operation, []) if at is not None else []
         self._returned = {args[i]: bind.contiguous for i, bind in bound}
-        self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
-        self._updates = {self.destinations.producer(at.operation, i) for i in outs if self.destinations.updates(at.operation, i)}
+        self._out_writes, self._updates = {}, set()
+        if at is not None:
+            outs = self._outs.get(at.operation, [])
+            self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
+            self._updates = {self.destinations.producer(at.operation, i) for i in outs if self.destinations.updates(at.operation, i)}
         return self.block(ops[:-1], regions=regions, keep=keep)
 
     def block(self, ops: list, regions: bool = False, keep: list | None = None) -> list[Step]:
@@ -317,7 +320,8 @@ class Compiler:
 
     def holds_all(self, op: ir.OpView) -> bool:
         values = list(op.operation.operands) + list(op.operation.results)
-        return all(self.spec(v).held for v in values if is_memref(v.type))
+        # (an unranked memref is a memref.cast view of a ranked buffer, whose own check decides)
+        return all(self.spec(v).held for v in values if is_memref(v.type) and not isinstance(v.type, ir.UnrankedMemRefType))
 
     def add_alias(self, parent: int, view: int) -> None:
         """Record that ``view`` aliases ``parent`` so deallocating the parent kills both."""

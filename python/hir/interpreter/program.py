@@ -10,18 +10,18 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from hir.dialect import DEFAULT_NUM_STREAMS, OP_CLASSES, module_high_priority_streams, module_num_streams
-from hir.dialect.compute import KERNEL_ATTR
-from hir.dialect.context import HirError, check_options, format_location
+from hir.dialect import module_high_priority_streams
+from hir.dialect.context import HirError, check_options
 from hir.dialect.gc_stress import checkpoint
 from hir.dialect.placement_checks import check_placements
-from hir.dialect.teams import teams_of
 from hir.interpreter import ops  # noqa: F401  (registers every op group's handlers)
 from hir.interpreter.arguments import EntryArguments
 from hir.interpreter.backends.process_groups import default_device, run_scope
 from hir.interpreter.backends.process_groups import timeout as dist_timeout
 from hir.interpreter.buffers import buffer_spec, fmt_shape, is_memref
-from hir.interpreter.graph import GraphMode, GraphRunner, GraphState, graph_blockers, written_arguments
+from hir.interpreter.entry_checks import entry_function, module_teams, pool_size, refuse_resharding, require_module
+from hir.interpreter.graph import GraphMode, GraphRunner, GraphState
+from hir.interpreter.graph_checks import graph_blockers, written_arguments
 from hir.interpreter.inputs import shard
 from hir.interpreter.kernels import CompileMode, KernelCompileStats, check_mode, warm_compile_workers
 from hir.interpreter.nodes import run_ranks_per_node
@@ -31,100 +31,8 @@ from hir.interpreter.runtime import AllocationTracker, Runtime, StreamPool
 from hir.interpreter.steps import FunctionPlan, run_steps
 from hir.interpreter.transfer_checks import TransferChecks
 from hir.interpreter.weights import read_weights, recorded_weights, weights_path
-from hir.passes import compute_resharding_reason
 
 log = logging.getLogger("hir.graph")
-
-
-def entry_function(module: ir.Module, entry: str | None, source_name: str | None) -> str:
-    """``entry`` if given, else ``main``, else the single public function that is not a kernel."""
-    funcs = [op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME]
-    names = [ir.StringAttr(f.operation.attributes["sym_name"]).value for f in funcs]
-    if entry is not None:
-        if entry not in names:
-            raise HirError(f"{source_name or '<module>'}: error: no function @{entry} (functions: {', '.join(names) or 'none'})")
-        return entry
-    if "main" in names:
-        return "main"
-    public = [
-        n
-        for n, f in zip(names, funcs)
-        if KERNEL_ATTR not in f.operation.attributes
-        and ("sym_visibility" not in f.operation.attributes or ir.StringAttr(f.operation.attributes["sym_visibility"]).value == "public")
-    ]
-    if len(public) != 1:
-        raise HirError(
-            f"{source_name or '<module>'}: error: cannot pick the entry function: "
-            f"{'no' if not public else len(public)} public non-kernel functions ({', '.join(public)}); name one: hir-run --entry NAME (in Python: entry=NAME)"
-        )
-    return public[0]
-
-
-def require_module(module: Any, entry: str) -> None:
-    """A public entry's ``module`` argument must be a parsed module (not text, not a program)."""
-    if not isinstance(module, ir.Module):
-        hint = " (parse text with hir.parse(text))" if isinstance(module, str) else " (an imported program's module is program.module)" if hasattr(module, "module") else ""
-        raise HirError(f"error: {entry}: module must be an ir.Module{hint}, got {type(module).__name__}")
-
-
-def module_teams(module: ir.Module) -> list[tuple[int, ...]]:
-    """The teams of every communicating op of the module (its class's ``TEAM_ATTR``), in op
-    order, for group creation."""
-    teams: list[tuple[int, ...]] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        cls = OP_CLASSES.get(op.name)
-        if cls is not None and cls.TEAM_ATTR is not None:
-            if cls.TEAM_ATTR:
-                for team in teams_of(op, cls.TEAM_ATTR):  # every rank creates every line's group
-                    team = tuple(sorted(team))
-                    if team not in teams:
-                        teams.append(team)
-            elif not teams:
-                teams.append(())  # P2P only: the world group is enough
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return teams
-
-
-def pool_size(module: ir.Module, requested: int | None, source_name: str | None) -> int:
-    """The run's stream pool size: the module's ``hir.num_streams``, else ``requested``,
-    else the default; a request that contradicts the module is an error."""
-    where = source_name or "<module>"
-    if requested is not None and requested < 1:
-        raise HirError(f"error: num_streams must be >= 1, got {requested}")
-    try:
-        fixed = module_num_streams(module)
-    except ValueError as err:
-        raise HirError(f"{where}: error: {err}") from None
-    if fixed is not None and requested is not None and requested != fixed:
-        raise HirError(f"{where}: error: num_streams = {requested} contradicts the module's hir.num_streams = {fixed} (set by the pass that fixed the stream pool)")
-    return fixed or requested or DEFAULT_NUM_STREAMS
-
-
-def refuse_resharding(module: ir.Module, world_size: int, source_name: str | None) -> None:
-    """On several ranks a resharding compute op needs the communication its lowering
-    inserts: run as written it would compute on mismatched shards."""
-    if world_size < 2:
-        return
-    found: list[tuple[ir.Operation, str]] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        reason = compute_resharding_reason(op)
-        if reason is not None:
-            found.append((op, reason))
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    if found:
-        op, reason = found[0]
-        raise HirError(
-            f"{format_location(op.location, source_name)}: error: '{op.name}' is resharding ({reason}): on {world_size} "
-            "ranks it needs the communication that lowering inserts: lower it first: hir-run --lower ... "
-            "(in Python: hir.lower(module))"
-        )
 
 
 class Program:
@@ -142,7 +50,8 @@ class Program:
     falls back. ``graph=False``: always eager. ``static_outputs=True``: return the graph's
     own output buffers (overwritten by the next call) instead of copies;
     ``graph_cache_size``: graphs kept (per input signature one bound to the caller's
-    buffers and one on static buffers, each kind capped, least recently used dropped). See :mod:`hir.interpreter.graph` for the exact contract.
+    buffers and one on static buffers, each kind capped, least recently used dropped). See
+    :mod:`hir.interpreter.graph` for the exact contract.
     ``track_memory=True``: count the bytes of live allocations (``program.memory.peak`` /
     ``.current``).
     ``compile_kernels="auto"`` (default): kernel segments of several ops run compiled by
@@ -334,7 +243,8 @@ class Program:
         if not keys:
             return {}
         if self.weights_path is None:
-            raise HirError(f"{self._where()}: its arguments name weight keys but the module names no weights file (pass weights=FILE, hir-run --weights FILE)")
+            raise HirError(f"{self._where()}: its arguments name weight keys but the module "
+                           "names no weights file (pass weights=FILE, hir-run --weights FILE)")
         if self._weights is None:
             self._weights = read_weights(self.weights_path, self.plan.arg_types, keys, rank=self.runtime.rank, device=self.device, entry=self.entry)
         return self._weights if wanted is None else {i: t for i, t in self._weights.items() if i in wanted}
@@ -368,7 +278,8 @@ def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entr
             continue
         spec = buffer_spec(type_, rank)
         if not (hasattr(value, "shape") and spec.fits(value.shape)):
-            raise HirError(f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} ({type_}), got {fmt_shape(value.shape) if hasattr(value, 'shape') else type(value).__name__}")
+            raise HirError(f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} "
+                           f"({type_}), got {fmt_shape(value.shape) if hasattr(value, 'shape') else type(value).__name__}")
         out.append(shard(value, spec.sharding, rank) if spec.held else None)
     return out
 
@@ -384,6 +295,7 @@ def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list:
     options and inputs that are not a list are :class:`HirError`s."""
     check_options("hir.run", options, Program.__init__)
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-        raise HirError(f"error: hir.run: inputs must be a list of the entry function's arguments (tensors and scalars), got {type(inputs).__name__}")
+        raise HirError("error: hir.run: inputs must be a list of the entry function's "
+                       f"arguments (tensors and scalars), got {type(inputs).__name__}")
     with run_scope():
         return Program(module, **options)(inputs)

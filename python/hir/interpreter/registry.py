@@ -42,7 +42,8 @@ _MARK = "_hir_impls"
 
 def _register(table: dict, key: str, entry: HandlerEntry) -> None:
     if key in table:
-        raise ValueError(f"interpreter handler for '{key}' is registered twice ({table[key].fn.__qualname__}, {entry.fn.__qualname__})")
+        raise ValueError(f"interpreter handler for '{key}' is registered twice "
+                         f"({table[key].fn.__qualname__}, {entry.fn.__qualname__})")
     table[key] = entry
 
 
@@ -68,7 +69,7 @@ def _decorator(table: dict, keys: list[str], local: bool) -> Callable[[Handler],
 
 def impl(*op_classes: type, local: bool = True) -> Callable[[Handler], Handler]:
     """The handler of ``op_classes`` (hir op classes or upstream OpView classes)."""
-    names = [getattr(cls, "OPERATION_NAME", None) for cls in op_classes]
+    names: list = [getattr(cls, "OPERATION_NAME", None) for cls in op_classes]
     if not names or not all(isinstance(name, str) for name in names):
         raise TypeError(f"@impl expects op classes with OPERATION_NAME, got {op_classes!r}")
     return _decorator(HANDLERS, names, local)

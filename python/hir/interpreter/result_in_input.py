@@ -18,13 +18,13 @@ after the collective, the output allocation is bound to it instead (a
 :class:`~hir.interpreter.destinations.Bind`): the alloc step is dropped and the collective
 all-reduces the partial, squeezed, in place and makes it the output.
 
-Both buffers must be fresh non-symmetric allocations of this block with the identity layout,
-on the collective's stream (no stream switch since either was allocated); the output unused
-before the collective; the input used before it only by hir ops of this block without
-results (compute ops and copies, done with it when the collective starts: no communication,
-whose work could still be reading, no kernel segment call or ``to_tensor``, which may leave
-an alias of it to read later), and after it only deallocated; this rank holds both, with one block of the reduced axis. A
-copy-engine collective (``backend = "cuda"``) writes its own output and is left alone.
+Both buffers must be fresh non-symmetric allocations of this block with the identity layout, on
+the collective's stream (no stream switch since either was allocated); the output unused before
+the collective; the input used before it only by hir ops of this block without results (compute
+ops and copies, done with it when the collective starts: no communication, whose work could
+still be reading, no kernel segment call or ``to_tensor``, which may leave an alias of it to
+read later), and after it only deallocated; this rank holds both, with one block of the reduced
+axis. A copy-engine collective (``backend = "cuda"``) writes its own output and is left alone.
 """
 
 from collections.abc import Callable

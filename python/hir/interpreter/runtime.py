@@ -130,7 +130,8 @@ class StreamPool:
         usually runs on the same stream call after call: its Stream object is then reused,
         not rebuilt (``torch.cuda.current_stream`` costs a few microseconds a call)."""
         if self.cuda:
-            key = torch._C._cuda_getCurrentStream(self._device_index)
+            # _device_index: an int on cuda
+            key = torch._C._cuda_getCurrentStream(self._device_index)  # pyright: ignore[reportArgumentType]
             if key != self._caller_key:
                 self._caller_key = key
                 self._caller = torch.cuda.Stream(stream_id=key[0], device_index=key[1], device_type=key[2])

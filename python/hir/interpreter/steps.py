@@ -85,7 +85,7 @@ def run_steps(steps: list[Step], env: list, iv: int | None = None, indices: Iter
         raise runtime_error(step, env, err) from err
 
 
-def runtime_error(step: Step, env: list, err: Exception) -> HirError:
+def runtime_error(step: Step | None, env: list, err: Exception) -> HirError:
     info: OpInfo | None = getattr(step, "hir_op", None)
     if info is None:  # pragma: no cover - every step is tagged by the compiler
         return HirError(f"error: {type(err).__name__}: {err}")

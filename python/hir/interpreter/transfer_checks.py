@@ -190,13 +190,14 @@ class TransferChecks:
 
     def __init__(self, module: ir.Module, entry: str, world_size: int, device: torch.device) -> None:
         # on only where headers are: several ranks, checks on, transfers in the module
-        self.on = world_size > 1 and headers.enabled(dist.group.WORLD)
-        analysis = Analysis(module, entry) if self.on else None
-        self.on = self.on and analysis.has_transfers
-        self.fixed = self.on and analysis.fixed
-        # the signature: what the decisions read and what may set a size
-        self.values = sorted(analysis.values | analysis.size_values) if self.on else []
-        self.shapes = sorted(analysis.shapes | analysis.size_shapes) if self.on else []
+        analysis = Analysis(module, entry) if world_size > 1 and headers.enabled(dist.group.WORLD) else None
+        if analysis is None or not analysis.has_transfers:
+            self.on, self.fixed, self.values, self.shapes = False, False, [], []
+        else:
+            self.on, self.fixed = True, analysis.fixed
+            # the signature: what the decisions read and what may set a size
+            self.values = sorted(analysis.values | analysis.size_values)
+            self.shapes = sorted(analysis.shapes | analysis.size_shapes)
         self.active = True  # the first run checks every transfer
         self.device = device  # of the gathered rows (NCCL gathers CUDA tensors)
         self._always: bool | None = None  # unknown until the first run's gather

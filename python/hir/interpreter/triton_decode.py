@@ -4,15 +4,13 @@ decides when they run and registers them as torch ops).
 - :func:`split_kv_attention`: attention of a few query rows over a long key/value cache,
   reading only the positions up to the last one the boolean mask lets a row see (flash-decoding:
   the cache's used part cut into ``splits`` chunks, one program per (batch, head, chunk), then
-  one program per (batch, head) combining the chunks' partial softmaxes). How far the cache is
-  used is read from the mask on the device, so the launch is the same at every position: a
-  CUDA graph captured at one step replays right at the next.
-- :func:`small_m_linear`: ``x @ w.T`` for a few rows of ``x`` (M <= 16): a GEMV-shaped product
-  that streams ``w`` once, each program a strip of ``w``'s rows over the whole of K (no split-K,
-  so no second reduction kernel), tiles picked by Triton's autotuner per (M, N, K).
+  one program per (batch, head) combining the chunks' partial softmaxes; with ``fused_combine``
+  the chunk programs of a (batch, head) count their arrivals on a counter and the last one
+  combines, one launch instead of two). How far the cache is used is read from the mask on the
+  device, so the launch is the same at every position: a CUDA graph captured at one step
+  replays right at the next.
+- the small-M product is in :mod:`hir.interpreter.triton_small_m`.
 """
-
-import math
 
 import torch
 import triton
@@ -22,9 +20,47 @@ LOG2E = 1.4426950408889634
 
 
 @triton.jit
-def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, scale_log2,
-                     sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, smb, smh, smm, smn,
-                     H, M, L, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, SCAN: tl.constexpr):
+def _attention_chunk(
+    Q,
+    K,
+    V,
+    Mask,
+    PartO,
+    PartM,
+    PartL,
+    Arrived,
+    Out,
+    scale_log2,
+    sqb,
+    sqh,
+    sqm,
+    sqd,
+    skb,
+    skh,
+    skn,
+    skd,
+    svb,
+    svh,
+    svn,
+    svd,
+    smb,
+    smh,
+    smm,
+    smn,
+    sob,
+    soh,
+    som,
+    sod,
+    H,
+    M,
+    L,
+    SPLITS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    D: tl.constexpr,
+    SCAN: tl.constexpr,
+    FUSED: tl.constexpr,
+):
     split = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -37,7 +73,9 @@ def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, scale_log2,
     end = tl.full([], 0, tl.int32)
     for start in range(0, L, SCAN):
         cols = start + tl.arange(0, SCAN)
-        seen = tl.load(mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & (cols[None, :] < L), other=0)
+        seen = tl.load(
+            mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & (cols[None, :] < L), other=0
+        )
         end = tl.maximum(end, tl.max(tl.max(tl.where(seen != 0, cols[None, :] + 1, 0), 1), 0))
     blocks = tl.cdiv(end, BLOCK_N)
     chunk = tl.cdiv(blocks, SPLITS) * BLOCK_N
@@ -54,7 +92,9 @@ def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, scale_log2,
         col_ok = cols < hi
         k = tl.load(k_base + cols[:, None] * skn + dims[None, :] * skd, mask=col_ok[:, None], other=0.0)
         v = tl.load(v_base + cols[:, None] * svn + dims[None, :] * svd, mask=col_ok[:, None], other=0.0)
-        seen = tl.load(mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & col_ok[None, :], other=0)
+        seen = tl.load(
+            mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & col_ok[None, :], other=0
+        )
         s = tl.dot(q, tl.trans(k)) * scale_log2
         s = tl.where(seen != 0, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
@@ -68,29 +108,50 @@ def _attention_chunk(Q, K, V, Mask, PartO, PartM, PartL, scale_log2,
     tl.store(PartO + (part * BLOCK_M + rows[:, None]) * D + dims[None, :], acc)
     tl.store(PartM + part * BLOCK_M + rows, m_i)
     tl.store(PartL + part * BLOCK_M + rows, l_i)
+    if FUSED:
+        # every thread's partial stored before the (one-thread) release of the arrival
+        tl.debug_barrier()
+        if tl.atomic_add(Arrived + bh, 1, sem="acq_rel") == SPLITS - 1:
+            _combine(PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS, BLOCK_M, D)
+            tl.atomic_xchg(Arrived + bh, 0)  # zero again for the next call
 
 
 @triton.jit
-def _attention_combine(PartO, PartM, PartL, Out, sob, soh, som, sod, H, M,
-                       SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr):
-    bh = tl.program_id(0)
+def _combine(
+    PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr
+):
+    """Out[b, h] from the (batch, head)'s ``SPLITS`` partial softmaxes (read from the L2: other
+    programs wrote them)."""
     b = bh // H
     h = bh % H
     rows = tl.arange(0, BLOCK_M)
     dims = tl.arange(0, D)
     splits = tl.arange(0, SPLITS)
-    ms = tl.load(PartM + (bh * SPLITS + splits[:, None]) * BLOCK_M + rows[None, :])  # [SPLITS, BLOCK_M]
+    ms = tl.load(
+        PartM + (bh * SPLITS + splits[:, None]) * BLOCK_M + rows[None, :], cache_modifier=".cg"
+    )  # [SPLITS, BLOCK_M]
     m = tl.max(ms, 0)
     m_safe = tl.where(m == float("-inf"), 0.0, m)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
     l_sum = tl.zeros([BLOCK_M], tl.float32)
     for s in range(SPLITS):
         part = bh * SPLITS + s
-        w = tl.exp2(tl.load(PartM + part * BLOCK_M + rows) - m_safe)
-        l_sum += w * tl.load(PartL + part * BLOCK_M + rows)
-        acc += w[:, None] * tl.load(PartO + (part * BLOCK_M + rows[:, None]) * D + dims[None, :])
+        w = tl.exp2(tl.load(PartM + part * BLOCK_M + rows, cache_modifier=".cg") - m_safe)
+        l_sum += w * tl.load(PartL + part * BLOCK_M + rows, cache_modifier=".cg")
+        acc += w[:, None] * tl.load(PartO + (part * BLOCK_M + rows[:, None]) * D + dims[None, :], cache_modifier=".cg")
     out = acc / l_sum[:, None]
-    tl.store(Out + b * sob + h * soh + rows[:, None] * som + dims[None, :] * sod, out.to(Out.dtype.element_ty), mask=(rows < M)[:, None])
+    tl.store(
+        Out + b * sob + h * soh + rows[:, None] * som + dims[None, :] * sod,
+        out.to(Out.dtype.element_ty),
+        mask=(rows < M)[:, None],
+    )
+
+
+@triton.jit
+def _attention_combine(
+    PartO, PartM, PartL, Out, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr
+):
+    _combine(PartO, PartM, PartL, Out, tl.program_id(0), sob, soh, som, sod, H, M, SPLITS, BLOCK_M, D)
 
 
 def attention_splits(batch_heads: int, length: int, block_n: int, processors: int) -> int:
@@ -100,10 +161,34 @@ def attention_splits(batch_heads: int, length: int, block_n: int, processors: in
     return 1 << (most.bit_length() - 1)
 
 
-def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
+_ARRIVALS: dict = {}  # (device, stream) -> zeroed int32 counters (every kernel that uses them leaves them zero)
+
+
+def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
+    """At least ``count`` zeroed counters for the kernels launched on ``device``'s current
+    stream: kernels of one stream run one after another, so they may share counters; two
+    streams (a stream loop's iterations, a graph's forked streams) never do. Made during a
+    capture, their zeroing is captured too (a memset the graph replays before its kernels).
+    Replaced buffers stay alive: a captured graph holds their address."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    buffers = _ARRIVALS.setdefault((device, stream), [])
+    if not buffers or buffers[-1].numel() < count:
+        buffers.append(torch.zeros(max(count, 4096), device=device, dtype=torch.int32))
+    return buffers[-1]
+
+
+def split_kv_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor,
+    scale: float,
+    fused_combine: bool = False,
+) -> torch.Tensor:
     """``softmax(q k^T * scale, where mask) v`` for ``query`` ``[B, H, M, D]``, ``key`` /
     ``value`` ``[B, H, L, D]`` and a boolean ``mask`` broadcastable to ``[B, H, M, L]``; the
-    result is contiguous ``[B, H, M, D]`` in ``query``'s dtype."""
+    result is contiguous ``[B, H, M, D]`` in ``query``'s dtype. ``fused_combine``: one launch
+    (module docstring)."""
     batch, heads, rows, dim = query.shape
     length = key.shape[2]
     mask = mask.expand(batch, heads, rows, length)
@@ -115,48 +200,37 @@ def split_kv_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     part_m = torch.empty(batch * heads * splits * block_m, device=query.device, dtype=torch.float32)
     part_l = torch.empty_like(part_m)
     out = torch.empty(batch, heads, rows, dim, device=query.device, dtype=query.dtype)
+    arrived = arrival_counters(query.device, batch * heads) if fused_combine else None
     _attention_chunk[(splits, batch * heads)](
-        query, key, value, mask, part_o, part_m, part_l, scale * LOG2E,
-        *query.stride(), *key.stride(), *value.stride(), *mask.stride(),
-        heads, rows, length, SPLITS=splits, BLOCK_M=block_m, BLOCK_N=block_n, D=dim, SCAN=min(1024, triton.next_power_of_2(length)),
-        num_warps=4, num_stages=2)
-    _attention_combine[(batch * heads,)](part_o, part_m, part_l, out, *out.stride(), heads, rows,
-                                         SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4)
+        query,
+        key,
+        value,
+        mask,
+        part_o,
+        part_m,
+        part_l,
+        arrived if fused_combine else part_m,
+        out,
+        scale * LOG2E,
+        *query.stride(),
+        *key.stride(),
+        *value.stride(),
+        *mask.stride(),
+        *out.stride(),
+        heads,
+        rows,
+        length,
+        SPLITS=splits,
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        D=dim,
+        SCAN=min(1024, triton.next_power_of_2(length)),
+        FUSED=fused_combine,
+        num_warps=4,
+        num_stages=2,
+    )
+    if not fused_combine:
+        _attention_combine[(batch * heads,)](
+            part_o, part_m, part_l, out, *out.stride(), heads, rows, SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4
+        )
     return out
-
-
-_LINEAR_CONFIGS = [
-    triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w, num_stages=s)
-    for bn, bk, w, s in [(16, 256, 4, 4), (16, 512, 4, 3), (32, 256, 4, 4), (32, 128, 4, 5), (64, 128, 4, 4), (64, 256, 8, 3)]
-]
-
-
-@triton.autotune(configs=_LINEAR_CONFIGS, key=["M", "N", "K"])
-@triton.jit
-def _small_m_linear(X, W, Y, M, N, K, sxm, sxk, swn, swk, sym, syn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    rows = tl.arange(0, BLOCK_M)
-    cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    row_ok = rows < M
-    col_ok = cols < N
-    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        k_ok = ks < K
-        x = tl.load(X + rows[:, None] * sxm + ks[None, :] * sxk, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-        w = tl.load(W + cols[:, None] * swn + ks[None, :] * swk, mask=col_ok[:, None] & k_ok[None, :], other=0.0)
-        acc += tl.dot(x, tl.trans(w))
-    tl.store(Y + rows[:, None] * sym + cols[None, :] * syn, acc.to(Y.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
-
-
-def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """``x @ weight.T`` for ``x`` ``[..., K]`` with at most 16 rows in all and ``weight``
-    ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype."""
-    lead = x.shape[:-1]
-    rows = math.prod(lead)
-    x2 = x.reshape(rows, x.shape[-1])
-    n, k = weight.shape
-    out = torch.empty(rows, n, device=x.device, dtype=x.dtype)
-    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
-    _small_m_linear[grid](x2, weight, out, rows, n, k, *x2.stride(), *weight.stride(), *out.stride(), BLOCK_M=16)
-    return out.view(*lead, n)

@@ -71,7 +71,8 @@ def read_weights(path: str, arg_types: Sequence[ir.Type], keys: dict, *, rank: i
     from safetensors import SafetensorError, safe_open  # safetensors loads only when weights are read or written
 
     if not os.path.isfile(path):
-        raise HirError(f"{path}: error: cannot read the weights: no such file (write it with hir-import -o / TorchProgram.save, or give every argument)")
+        raise HirError(f"{path}: error: cannot read the weights: no such file (write it "
+                       "with hir-import -o / TorchProgram.save, or give every argument)")
     try:
         with safe_open(path, framework="pt", device="cpu") as f:
             _check(path, f, arg_types, keys, entry)
@@ -112,4 +113,6 @@ def _check(path: str, f: Any, arg_types: Sequence[ir.Type], keys: dict, entry: s
             raise HirError(f"{path}: error: tensor '{key}' has dtype {dtype or sliced.get_dtype()}; {what}, of dtype {spec.dtype}")
     extra = sorted(names - set(keys.values()))
     if extra:
-        raise HirError(f"{path}: error: the file holds tensor '{extra[0]}'{f' (and {len(extra) - 1} more)' if len(extra) > 1 else ''}, which no argument of @{entry} reads: it is not this module's weights file")
+        raise HirError(f"{path}: error: the file holds tensor "
+                       f"'{extra[0]}'{f' (and {len(extra) - 1} more)' if len(extra) > 1 else ''}, which no "
+                       f"argument of @{entry} reads: it is not this module's weights file")

@@ -33,17 +33,20 @@ def describe_run(lowered_run, x, w, out) -> str:
     ranks = lowered_run.runtime.world_size
     return "\n".join(
         [
-            f"// ran on {device}, {ranks} rank{'s' if ranks > 1 else ''} (no torch.distributed: the program has no communication)",
-            f"//   inputs x {list(x.shape)} f32, w {list(w.shape)} f32 -> output (x @ w) + (x @ w) {list(out.shape)} f32",
+            f"// ran on {device}, {ranks} rank{'s' if ranks > 1 else ''} "
+            "(no torch.distributed: the program has no communication)",
+            f"//   inputs x {list(x.shape)} f32, w {list(w.shape)} "
+            f"f32 -> output (x @ w) + (x @ w) {list(out.shape)} f32",
             "//   program-level run: each op whole, on the current stream",
-            f"//   lowered run: {x.shape[0]} stream-loop iterations on {streams} of {lowered_run.streams.num_streams} pool streams ({order})",
+            f"//   lowered run: {x.shape[0]} stream-loop iterations on {streams} "
+            f"of {lowered_run.streams.num_streams} pool streams ({order})",
         ]
     )
 
 
 @cli_main("hir-demo")
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="hir-demo", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="hir-demo", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     parser.add_argument("--rows", type=positive_int, default=16,
                         help="rows of the input x (the stream-parallel extent: one loop iteration per row; default 16)")
@@ -75,7 +78,7 @@ def demo(args) -> int:
     lowered = hir.parse(before)
     hir.lower(lowered, "hir-lower")
     say("// ===== after hir-lower =====")
-    say(lowered)
+    say(str(lowered))
 
     from hir.interpreter import Program  # imports torch: the CLI starts without it
 

@@ -40,7 +40,7 @@ def updated(text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("-o", dest="output", help="rewrite the rule list in this markdown file")
     group.add_argument("--check", help="exit 1 if this markdown file's rule list is out of date")
@@ -54,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if args.check:
         if new != text:
-            print(f"error: {path}: the sharding rule list is out of date: run python -m hir.tools.gen_rule_docs -o {path}", file=sys.stderr)
+            print(f"error: {path}: the sharding rule list is out of "
+                  f"date: run python -m hir.tools.gen_rule_docs -o {path}", file=sys.stderr)
             return 1
         return 0
     path.write_text(new)

@@ -80,7 +80,8 @@ def refuse_foreign_weights(weights: str, force: bool) -> None:
     from hir.frontend.saving import written_by_hir  # imports torch: only when there is a file
 
     if not written_by_hir(weights):
-        raise CliError(f"{weights}: exists and hir did not write it; pass --force to overwrite it (or --weights FILE / --no-weights)")
+        raise CliError(f"{weights}: exists and hir did not write it; pass "
+                       "--force to overwrite it (or --weights FILE / --no-weights)")
 
 
 def _get(namespace: dict, name: str, file: str, required: bool):
@@ -163,7 +164,8 @@ def not_python_hint(path: str) -> str:
     """What to say when ``path`` is not Python: hir-import takes a Python file; MLIR goes to
     hir-opt / hir-run."""
     if path.endswith(".mlir"):
-        return " hir-import takes a Python file defining a torch.nn.Module and its example inputs (hir-opt checks and transforms an .mlir file, hir-run runs it)"
+        return (" hir-import takes a Python file defining a torch.nn.Module and its example "
+                "inputs (hir-opt checks and transforms an .mlir file, hir-run runs it)")
     if not path.endswith(".py"):
         return " (hir-import takes a Python file defining a torch.nn.Module and its example inputs)"
     return ""

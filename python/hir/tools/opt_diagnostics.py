@@ -84,5 +84,6 @@ def check_expected(chunk: str, produced: list[Diagnostic], source: str) -> list[
             remaining.remove(match)
     for diag in remaining:
         if diag.severity in ("error", "warning"):
-            problems.append(f"{diag.text}\n{source}:{diag.line}: error: unexpected {diag.severity} (no expected-{diag.severity} comment)")
+            problems.append(f"{diag.text}\n{source}:{diag.line}: error: unexpected "
+                            f"{diag.severity} (no expected-{diag.severity} comment)")
     return problems

@@ -5,7 +5,6 @@ Errors are printed as ``file:line:col: error: ...`` on stderr with exit status 1
 import argparse
 import os
 import sys
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from hir.tools.cli_common import (
     write_atomically,
     write_stdout,
 )
+from hir.tools.run_ranks import check_nproc, launch_ranks, launched_rank, mark_up, rank_path, stop_rank_after
 from hir.tools.run_state import check_writes_state, save_state
 from hir.tools.run_trace import traced_run
 
@@ -64,7 +64,6 @@ a failing rank), reported as "file:line:col: error: ..." or "hir-run: error: ...
 
 
 DEFAULT_LOWERING = "hir-lower"
-RANKS_UP_ENV = "HIR_RANKS_UP"  # where ranks of hir-run --nproc say they are up
 
 
 def parser() -> argparse.ArgumentParser:
@@ -94,27 +93,33 @@ def parser() -> argparse.ArgumentParser:
                    "file instead of the one the module names (hir.weights; hir-import writes both)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
-    p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; ranks > 0 of a multi-process run write OUT.rankR.pt")
+    p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; "
+                                                    "ranks > 0 of a multi-process run write OUT.rankR.pt")
     p.add_argument("--save-state", metavar="OUT.safetensors",
                    help="after the run, write the weights (hir.weight arguments) as the program left them, by their keys, to this "
                    "safetensors file: the updated weights and optimizer state of a training step (hir.train_step's save); "
                    "only for a single process and a program that writes some of its weights")
     p.add_argument(
         "--compile-kernels", action=argparse.BooleanOptionalAction, default=None,
-        help="run every compute region and hir.kernel segment compiled by inductor (--no-compile-kernels: none, op by op; default: those of several ops on cuda, none on cpu)",
+        help="run every compute region and hir.kernel segment compiled by inductor "
+             "(--no-compile-kernels: none, op by op; default: those of several ops on cuda, none on cpu)",
     )
     graph = p.add_mutually_exclusive_group()
     graph.add_argument(
         "--cuda-graph", dest="cuda_graph", action="store_const", const=True,
-        help="capture the program as a CUDA graph (multi-stream) on the first run and replay it (cuda, nccl only; an error elsewhere)",
+        help="capture the program as a CUDA graph (multi-stream) on the "
+             "first run and replay it (cuda, nccl only; an error elsewhere)",
     )
     graph.add_argument(
         "--no-cuda-graph", dest="cuda_graph", action="store_const", const=False,
-        help="run every op eagerly (default with no --warmup; with --warmup N the default captures a graph where it can, like Program(graph='auto'))",
+        help="run every op eagerly (default with no --warmup; with --warmup N the "
+             "default captures a graph where it can, like Program(graph='auto'))",
     )
-    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (torch.profiler; CUDA kernels per stream on cuda) of the run; ranks > 0 write OUT.rankR.json")
+    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (torch.profiler; CUDA kernels per "
+                                                       "stream on cuda) of the run; ranks > 0 write OUT.rankR.json")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="say on stderr what the run is doing: ranks starting, kernels compiling (default: when stderr is a terminal)")
+                   help="say on stderr what the run is doing: ranks starting, "
+                        "kernels compiling (default: when stderr is a terminal)")
     p.add_argument("--warmup", type=non_negative_int, default=0, metavar="N", help="run the program N times before the (traced) run, on the same inputs (default 0)")
     return p
 
@@ -187,7 +192,8 @@ def check_args(args: argparse.Namespace) -> None:
     if not os.path.exists(args.file) and args.file != "-":
         check_not_a_pipeline(args.file)
     if args.timeout is not None and args.nproc is None and not launched_rank():
-        raise CliError("--timeout applies to --nproc runs only, or to the ranks of a torchrun launch (add --nproc 1 to time-limit one process)")
+        raise CliError("--timeout applies to --nproc runs only, or to the ranks of "
+                       "a torchrun launch (add --nproc 1 to time-limit one process)")
     # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
     inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]] + ([args.weights] if args.weights else [])
     if args.save_state and args.nproc is not None:
@@ -206,91 +212,6 @@ def check_not_a_pipeline(name: str) -> None:
     if head in REGISTRY or head in PIPELINES or head == "builtin.module":
         raise CliError(f"'{name}' is a pass pipeline, not a file: a pipeline for --lower is written with '=': "
                        f"--lower={name} (a bare --lower runs {DEFAULT_LOWERING})")
-
-
-def launched_rank() -> bool:
-    """Whether this process is a rank of a run another launcher started (torchrun sets RANK
-    and WORLD_SIZE; ``hir-run --nproc``'s own ranks carry --nproc)."""
-    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
-
-
-def stop_rank_after(seconds: float) -> None:
-    """``--timeout`` on a rank of a torchrun launch: the rank stops itself after ``seconds``
-    with status 124, wherever it is blocked (a collective waiting for a dead node
-    included); torchrun then stops the node's other ranks and exits non-zero."""
-    def expire() -> None:
-        rank = os.environ.get("RANK", "0")
-        sys.stderr.write(f"hir-run: error: --timeout {seconds:g}: rank {rank} did not finish in time; stopped it (exit status 124)\n")
-        sys.stderr.flush()
-        os._exit(124)  # no unwinding: the main thread may be inside a blocking collective
-
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
-
-
-def _gpu_nodes() -> bool:
-    """Whether the machine shows NVIDIA device nodes (/dev/nvidia0...): without any, CUDA
-    cannot be available."""
-    try:
-        return any(name.startswith("nvidia") and name[len("nvidia"):].isdigit() for name in os.listdir("/dev"))
-    except OSError:
-        return True
-
-
-def check_nproc(args: argparse.Namespace) -> None:
-    """Refuse, before any rank starts, more ranks than the machine can run (``--max-nproc`` overrides)."""
-    if args.max_nproc is not None:
-        limit, why = args.max_nproc, f"--max-nproc {args.max_nproc}"
-    else:
-        from hir.tools.launch import rank_limit  # only with --nproc
-
-        device = args.device or os.environ.get("HIR_DEVICE") or ""
-        if device.startswith("cpu") or (not device and not _gpu_nodes()):
-            cuda = False  # decided without importing torch: the refusal comes at once
-        else:
-            import torch  # imports torch: the CLI starts without it
-
-            cuda = device.startswith("cuda") or (not device and torch.cuda.is_available())
-        limit, why = rank_limit(cuda)
-    if args.nproc > limit:
-        hint = "" if args.max_nproc is not None else "; --max-nproc N raises the limit"
-        raise CliError(f"--nproc {args.nproc}: more ranks than this run may start (at most {limit}: {why}){hint}")
-
-
-def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
-    """``--nproc N``: rerun this command line as N ranks and report in rank order. SIGINT
-    and SIGTERM (see :func:`hir.interrupts.cli_main`) unwind through launch(), which stops
-    every rank."""
-    from hir.tools.launch import LaunchError, launch, temporary_folder  # loaded only for multi-rank runs
-
-    env = dict(os.environ, HIR_LAUNCHED="1")
-    try:
-        with temporary_folder("hir-ranks-up-") as up:
-            env[RANKS_UP_ENV] = up  # each rank marks itself up there (see run_file)
-            with progress.task(f"running {args.nproc} ranks", status=lambda: f"{len(os.listdir(up))}/{args.nproc} up"):
-                result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
-    except LaunchError as err:
-        print(f"hir-run: error: --nproc {args.nproc}: {err}; stopped the ranks already started", file=sys.stderr)
-        return 1
-    try:
-        write_stdout("".join(rank.stdout for rank in result.ranks))
-    except CliError as err:
-        print(f"hir-run: error: {err}", file=sys.stderr)
-        return 1
-    if result.first_failure is not None:
-        failed = result.ranks[result.first_failure]
-        sys.stderr.write(failed.stderr)
-        if args.nproc > 1:
-            others = [r.rank for r in result.ranks if r.returncode not in (0, None) and not r.stopped and r.rank != failed.rank]
-            also = f" (then rank(s) {', '.join(map(str, others))} failed too)" if others else ""
-            print(f"hir-run: rank {failed.rank} failed ({failed.cause}){also}; stopped the other ranks", file=sys.stderr)
-    elif result.timed_out:
-        print(f"hir-run: error: --timeout {args.timeout:g}: the run did not finish in time; stopped all ranks (exit status 124)", file=sys.stderr)
-    else:
-        for rank in result.ranks:
-            sys.stderr.write(rank.stderr)
-    return result.returncode
 
 
 def run_file(args: argparse.Namespace) -> int:
@@ -346,8 +267,7 @@ def run_file(args: argparse.Namespace) -> int:
     world = program.runtime.world_size
     if args.save_state:
         check_writes_state(program, world)
-    if os.environ.get(RANKS_UP_ENV):  # the launcher's progress line counts the ranks up
-        open(os.path.join(os.environ[RANKS_UP_ENV], str(program.rank)), "w").close()
+    mark_up(program.rank)
     pause_point("run")  # the test hook: every rank is up, its inputs built
     for _ in range(max(0, args.warmup)):
         program(inputs)
@@ -388,14 +308,6 @@ def graph_mode(args: argparse.Namespace):
     if args.cuda_graph is not None:
         return args.cuda_graph
     return "auto" if args.warmup > 0 else False
-
-
-def rank_path(path: str, rank: int, world: int, default_ext: str) -> str:
-    """``path`` for rank 0 (or a single process); ``ROOT.rankR.EXT`` for the other ranks."""
-    if world > 1 and rank > 0:
-        root, ext = os.path.splitext(path)
-        return f"{root}.rank{rank}{ext or default_ext}"
-    return path
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the interpreter imports torch: hir-run imports it only once
 
 def check_writes_state(program: "Program", world: int) -> None:
     """``--save-state`` needs one process and a program that writes some of its weights."""
-    from hir.interpreter.graph import written_arguments  # imports torch: the CLI starts without it
+    from hir.interpreter.graph_checks import written_arguments  # imports torch: the CLI starts without it
 
     if world > 1:
         raise CliError("--save-state applies to single-process runs only (the state of a sharded program is in shards)")
@@ -23,7 +23,8 @@ def check_writes_state(program: "Program", world: int) -> None:
     functions = program.compiler.functions
     if not set(keys) & written_arguments(functions[program.entry].regions[0].blocks[0], functions):
         what = "reads no weights (no argument has an hir.weight key)" if not keys else "writes none of its weights"
-        raise CliError(f"--save-state: @{program.entry} {what}: there is no state to save (a training step's program writes its weights)")
+        raise CliError(f"--save-state: @{program.entry} {what}: there is no state "
+                       "to save (a training step's program writes its weights)")
 
 
 def save_state(program: "Program", inputs: list, path: str) -> None:

@@ -243,7 +243,8 @@ def allgather_in_stream_loop():
     g = torch.randn(3, 2 * N, 4)
     tin, tout = mem([3, 2 * N, 4], mesh, 1), mem([3, 2 * N, 4])
     rout = mem([2 * N, 4]).replace(">", ", strided<[4, 1], offset: ?>>", 1)
-    rin = f"memref<{2 * N}x4xf32, strided<[4, 1], offset: ?>, #hir.shard<array<i64: {', '.join(map(str, mesh))}>, 0 : i64>>"
+    rin = (f"memref<{2 * N}x4xf32, strided<[4, 1], offset: ?>, "
+           f"#hir.shard<array<i64: {', '.join(map(str, mesh))}>, 0 : i64>>")
     text = f"""
 func.func @main(%in: {tin}, %out: {tout}) {{
   %c0 = arith.constant 0 : index

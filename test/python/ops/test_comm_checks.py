@@ -23,25 +23,29 @@ CASES = {
     # all-reduce of 4 floats on rank 0, 8 on rank 1 (Gloo alone: terminate called ... EnforceNotMet)
     "allreduce_sizes": tuple(
         (f"%x: memref<2x{n}xf32, {S}>, %y: memref<{n}xf32>",
-         f'"hir.allreduce"(%x, %y) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>}} : (memref<2x{n}xf32, {S}>, memref<{n}xf32>) -> !hir.work')
+         f'"hir.allreduce"(%x, %y) {{axis = 0 : i64, backend = "gloo", reduction = "sum", '
+         f'team = array<i64: 0, 1>}} : (memref<2x{n}xf32, {S}>, memref<{n}xf32>) -> !hir.work')
         for n in (4, 8)
     ),
     # the same sizes, different dtypes
     "allgather_dtypes": tuple(
         (f"%x: memref<2x3x{t}, {S}>, %y: memref<2x3x{t}>",
-         f'"hir.allgather"(%x, %y) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>}} : (memref<2x3x{t}, {S}>, memref<2x3x{t}>) -> !hir.work')
+         f'"hir.allgather"(%x, %y) {{axis = 0 : i64, backend = "gloo", team = '
+         f'array<i64: 0, 1>}} : (memref<2x3x{t}, {S}>, memref<2x3x{t}>) -> !hir.work')
         for t in ("f32", "i32")
     ),
     # a shift of 2x8 floats on rank 0, 4x8 on rank 1 (Gloo alone: the receive of the larger aborts)
     "shift_sizes": tuple(
         (f"%x: memref<2x{n}x8xf32, {S}>, %y: memref<{n}x8xf32>",
-         f'"hir.shift"(%x, %y, %one) {{backend = "gloo", team = array<i64: 0, 1>}} : (memref<2x{n}x8xf32, {S}>, memref<{n}x8xf32>, index) -> !hir.work')
+         f'"hir.shift"(%x, %y, %one) {{backend = "gloo", team = array<i64: 0, '
+         f'1>}} : (memref<2x{n}x8xf32, {S}>, memref<{n}x8xf32>, index) -> !hir.work')
         for n in (2, 4)
     ),
 }
 
 
-AR = '"hir.allreduce"(%x{n}, %y{n}) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>}} : (memref<2x{n}xf32, {S}>, memref<{n}xf32>) -> !hir.work'
+AR = ('"hir.allreduce"(%x{n}, %y{n}) {{axis = 0 : i64, backend = "gloo", reduction = "sum",'
+      ' team = array<i64: 0, 1>}} : (memref<2x{n}xf32, {S}>, memref<{n}xf32>) -> !hir.work')
 ARGS = f"%x4: memref<2x4xf32, {S}>, %y4: memref<4xf32>, %x8: memref<2x8xf32, {S}>, %y8: memref<8xf32>"
 # programs both ranks run (case: text)
 SHARED = {
@@ -242,7 +246,8 @@ def test_a_trip_count_argument_checks_each_new_value_once():
      "%f = arith.cmpi eq, %me, %c0 : index\nscf.if %f {{\n%w = {ar}\n}}", True, []),
     ("scf.for %i = %c0 to %n step %c1 {{\n%w = {ar}\n}}", True, [4]),
     # a trip count read from memory is data: every run checks
-    ("%m = memref.load %y4[%c0] : memref<4xf32>\n%k = arith.fptosi %m : f32 to i64\n%n2 = arith.index_cast %k : i64 to index\n"
+    ("%m = memref.load %y4[%c0] : memref<4xf32>\n%k = arith.fptosi "
+     "%m : f32 to i64\n%n2 = arith.index_cast %k : i64 to index\n"
      "scf.for %i = %c0 to %n2 step %c1 {{\n%w = {ar}\n}}", False, []),
 ])
 def test_which_programs_are_fixed(body, fixed, values):
@@ -280,7 +285,8 @@ func.func @main(%x4: memref<2x4xf32, {S}>, %y4: memref<4xf32>, %x8: memref<2x?xf
     ("scf.if %flag {{ REDUCE }}", True, [4]),
     ("scf.if %data {{ REDUCE }}", False, []),  # a callee's transfer, under a branch on data
     # a dynamic shape (here an argument's): every run checks
-    ('%w = "hir.allreduce"(%x8, %y8) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>}} '
+    ('%w = "hir.allreduce"(%x8, %y8) {{axis = 0 : i64, backend '
+     '= "gloo", reduction = "sum", team = array<i64: 0, 1>}} '
      f': (memref<2x?xf32, {S}>, memref<?xf32>) -> !hir.work', False, []),
 ])
 def test_which_calls_and_shapes_are_fixed(call, fixed, values):

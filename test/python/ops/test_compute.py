@@ -74,7 +74,8 @@ def test_interp_reduction(kind, prealloc):
         out = torch.empty(8)
         run(f"func.func @main(%in: {T864}, %out: {t8}) {{\n  {op}\n  return\n}}", [x, out])
     else:
-        (out,) = run(f"func.func @main(%in: {T864}) -> {t8} {{\n  %out = memref.alloc() : {t8}\n  {op}\n  return %out : {t8}\n}}", [x])
+        (out,) = run(f"func.func @main(%in: {T864}) -> {t8} {{\n  %out = "
+                     f"memref.alloc() : {t8}\n  {op}\n  return %out : {t8}\n}}", [x])
     assert same(out, want)
 
 
@@ -83,13 +84,15 @@ def test_interp_reduction_several_axes():
     x = torch.rand(2, 3, 4) + 0.5
     for kind, want in (("sum", x.sum((0, 2))), ("prod", x.prod(2).prod(0))):
         out = torch.empty(3)
-        run(f'func.func @main(%in: {t3}, %out: {t1}) {{\n  "hir.reduction"(%in, %out) {{kind = "{kind}", axes = array<i64: 0, 2>}} : ({t3}, {t1}) -> ()\n  return\n}}', [x, out])
+        run(f'func.func @main(%in: {t3}, %out: {t1}) {{\n  "hir.reduction"(%in, %out) '
+            f'{{kind = "{kind}", axes = array<i64: 0, 2>}} : ({t3}, {t1}) -> ()\n  return\n}}', [x, out])
         assert same(out, want)
 
 
 def test_interp_matmul_into_preallocated_output():
     ta, tb, to = mem([8, 16]), mem([16, 4]), mem([8, 4])
-    text = f'func.func @main(%a: {ta}, %b: {tb}, %out: {to}) {{\n  "hir.matmul"(%a, %b, %out) : ({ta}, {tb}, {to}) -> ()\n  return\n}}'
+    text = (f'func.func @main(%a: {ta}, %b: {tb}, %out: {to}) {{\n  '
+            f'"hir.matmul"(%a, %b, %out) : ({ta}, {tb}, {to}) -> ()\n  return\n}}')
     a, b, out = torch.randn(8, 16), torch.randn(16, 4), torch.empty(8, 4)
     run(text, [a, b, out])
     assert same(out, a @ b)
@@ -100,7 +103,8 @@ def test_interp_matmul_accumulate(shapes):
     """``{accumulate}``: out += a @ b (addmm_, baddbmm_ with a broadcast batch, else a
     product added), into the caller's buffer."""
     ta, tb, to = (mem(s) for s in shapes)
-    text = f'func.func @main(%a: {ta}, %b: {tb}, %out: {to}) {{\n  "hir.matmul"(%a, %b, %out) {{accumulate}} : ({ta}, {tb}, {to}) -> ()\n  return\n}}'
+    text = (f'func.func @main(%a: {ta}, %b: {tb}, %out: {to}) {{\n  "hir.matmul"(%a,'
+            f' %b, %out) {{accumulate}} : ({ta}, {tb}, {to}) -> ()\n  return\n}}')
     a, b, out = (torch.randn(s) for s in shapes)
     want = out + torch.matmul(a, b)
     run(text, [a, b, out])
@@ -132,9 +136,11 @@ def test_interp_linear_into_preallocated_output(bias, batched):
     xs = [2, 8, 16] if batched else [8, 16]
     tx, tw, to, tb = mem(xs), mem([4, 16]), mem(xs[:-1] + [4]), mem([4])
     if bias:
-        text = f'func.func @main(%x: {tx}, %w: {tw}, %b: {tb}, %out: {to}) {{\n  "hir.linear"(%x, %w, %out, %b) {{operandSegmentSizes = array<i32: 1, 1, 1, 1>}} : ({tx}, {tw}, {to}, {tb}) -> ()\n  return\n}}'
+        text = (f'func.func @main(%x: {tx}, %w: {tw}, %b: {tb}, %out: {to}) {{\n  "hir.linear"(%x, %w, %out, %b) '
+                f'{{operandSegmentSizes = array<i32: 1, 1, 1, 1>}} : ({tx}, {tw}, {to}, {tb}) -> ()\n  return\n}}')
     else:
-        text = f'func.func @main(%x: {tx}, %w: {tw}, %b: {tb}, %out: {to}) {{\n  "hir.linear"(%x, %w, %out) {{operandSegmentSizes = array<i32: 1, 1, 1, 0>}} : ({tx}, {tw}, {to}) -> ()\n  return\n}}'
+        text = (f'func.func @main(%x: {tx}, %w: {tw}, %b: {tb}, %out: {to}) {{\n  "hir.linear"(%x, %w, %out) '
+                f'{{operandSegmentSizes = array<i32: 1, 1, 1, 0>}} : ({tx}, {tw}, {to}) -> ()\n  return\n}}')
     x, w, b, out = torch.randn(xs), torch.randn(4, 16), torch.randn(4), torch.empty(xs[:-1] + [4])
     run(text, [x, w, b, out])
     assert same(out, torch.nn.functional.linear(x, w, b if bias else None))

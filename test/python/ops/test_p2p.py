@@ -142,13 +142,15 @@ def worker() -> int:
     one_shot_before = one_shot.registrations
     program = compile_program(module, device=device, graph=False)
     if one_shot.registrations - one_shot_before != (1 if device.startswith("cuda") else 0):  # the sum's buffer, made with the plan
-        failures.append(f"rank {rank}: {one_shot.registrations - one_shot_before} one-shot all-reduce buffers for one sum all-reduce")
+        failures.append(f"rank {rank}: {one_shot.registrations - one_shot_before} "
+                        "one-shot all-reduce buffers for one sum all-reduce")
     for attempt in range(0 if quick else 2):
         run_collectives(program, f"#{attempt}")
         if attempt == 0:
             registered = peer_buffers.PeerBuffers.registrations
     if not quick and peer_buffers.PeerBuffers.registrations != registered:
-        failures.append(f"rank {rank}: peer buffers registered again on the second eager run ({registered} -> {peer_buffers.PeerBuffers.registrations})")
+        failures.append(f"rank {rank}: peer buffers registered again on the second eager "
+                        f"run ({registered} -> {peer_buffers.PeerBuffers.registrations})")
     if device.startswith("cuda") and not quick:
         # graph="auto" (the CUDA default): the second call captures on the graph's static
         # buffers with the peer buffers the first call registered (keyed by stream role, not
@@ -165,7 +167,8 @@ def worker() -> int:
         # (a later call may also capture a graph bound to its buffers, when the allocator hands
         # it the previous call's addresses: the documented policy, not a re-registration)
         if peer_buffers.PeerBuffers.registrations != registered or state.captures < 1 or state.replays < 2:
-            failures.append(f"rank {rank}: graph='auto' replays: {state.captures} capture(s), {state.replays} replays, peer buffers {registered} -> {peer_buffers.PeerBuffers.registrations}")
+            failures.append(f"rank {rank}: graph='auto' replays: {state.captures} capture(s), {state.replays} "
+                            f"replays, peer buffers {registered} -> {peer_buffers.PeerBuffers.registrations}")
     # hir-p2p-pipeline: AG+matmul, both algorithms.
     dtype = os.environ.get("HIR_P2P_DTYPE", "f32")
     tdtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
@@ -214,7 +217,8 @@ def worker() -> int:
         hir.lower(module, "hir-convert-to-communication{backend=cuda},hir-lower")
         lowered = str(module)
         if "hir.shift" in lowered or lowered.count('"hir.for"') != 2:
-            failures.append(f"rank {rank}: {name} under plain hir-lower: expected the whole collective and one stream loop (+ its sync loop)\n{lowered}")
+            failures.append(f"rank {rank}: {name} under plain hir-lower: expected the whole "
+                            f"collective and one stream loop (+ its sync loop)\n{lowered}")
         (got,) = compile_program(module, device=device)([t.contiguous().to(device) for t in inputs])
         check(f"{name}[plain hir-lower]", got, expected, tol)
     # streams=4 chunks=2: the chunked reduce-scatter's reducer has a pool stream of its own
@@ -234,7 +238,8 @@ def worker() -> int:
     # and recycled by the second (GPU only: CPU runs use ordinary buffers).
     expected_symmetric = 2 * len(OPTIONS) if device.startswith("cuda") else 0
     if symmetric.SymmetricPool.allocations - symmetric_before != expected_symmetric:
-        failures.append(f"rank {rank}: {symmetric.SymmetricPool.allocations - symmetric_before} symmetric allocations, expected {expected_symmetric}")
+        failures.append(f"rank {rank}: {symmetric.SymmetricPool.allocations - symmetric_before} "
+                        f"symmetric allocations, expected {expected_symmetric}")
     return finish_worker(failures)
 
 

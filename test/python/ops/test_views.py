@@ -75,7 +75,8 @@ def test_subview_out_of_bounds_is_reported_at_the_op():
   %rows = memref.subview %a[%o, 0] [%c2, 4] [1, 1] : memref<8x4xf32> to {ROWS}
   return %rows : {ROWS}
 }}"""
-    with pytest.raises(HirError, match=r"test.mlir:3:11: error: 'memref.subview' offset 7, size 2, stride 1 is out of bounds for axis 0 of %arg0 \(local shape \[8, 4\]\)"):
+    with pytest.raises(HirError, match=r"test.mlir:3:11: error: 'memref.subview' offset 7, size 2, stride "
+                                       r"1 is out of bounds for axis 0 of %arg0 \(local shape \[8, 4\]\)"):
         run(text, [torch.randn(8, 4), 7])
 
 
@@ -281,5 +282,7 @@ def test_upstream_reshape_that_would_move_a_split_is_refused_at_the_op():
   %v = memref.collapse_shape %a [[0, 1], [2]] : {src} into {dst}
   return %v : {dst}
 }}"""
-    with pytest.raises(HirError, match=r"test.mlir:2:8: error: 'memref.collapse_shape' views \[1, 8, 4\] placed as \[0\] with splits \[1\] as \[8, 4\], whose placement is then \[0\] with splits \[0\]; an upstream reshape keeps the split axis numbers \(\[0\] with splits \[1\]\): use hir.alias_reshape"):
+    with pytest.raises(HirError, match=r"test.mlir:2:8: error: 'memref.collapse_shape' views \[1, 8, 4\] placed as \[0\] with "
+                                       r"splits \[1\] as \[8, 4\], whose placement is then \[0\] with splits \[0\]; an upstream "
+                                       r"reshape keeps the split axis numbers \(\[0\] with splits \[1\]\): use hir.alias_reshape"):
         run(text, [torch.randn(1, 8, 4)])

@@ -27,7 +27,8 @@ def local_sum(op: ir.Operation, operands: list, offset: ir.Value, results: list)
 
 
 @register_op_strategy(T.AtenSumDimIntListOp, T.AtenSumOp, partial_form=local_sum,
-                      doc="off the split dim: the split stays (shifted past the reduced dims); over it (a weight's or a loss's sum over a split batch): each device sums its rows, a partial sum")
+                      doc="off the split dim: the split stays (shifted past the reduced dims); over it (a "
+                          "weight's or a loss's sum over a split batch): each device sums its rows, a partial sum")
 def sum_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     if split is None:
@@ -41,7 +42,8 @@ def sum_strategy(call: OpCall) -> OpPlacement:
 
 
 @register_op_strategy(T.AtenEmbeddingDenseBackwardOp, partial_form=local_sum,
-                      doc="gradient and ids split alike along a batch dim: each device scatters its rows' gradients into the whole table, a partial sum")
+                      doc="gradient and ids split alike along a batch dim: each device "
+                          "scatters its rows' gradients into the whole table, a partial sum")
 def embedding_backward_strategy(call: OpCall) -> OpPlacement:
     (grad, split), (ids, id_split) = call.operands[:2]
     if split is None and id_split is None:
@@ -62,7 +64,8 @@ def softmax_backward_strategy(call: OpCall) -> OpPlacement:
 _SDPA = ("torch.aten._scaled_dot_product_flash_attention_for_cpu", "torch.aten._scaled_dot_product_flash_attention_for_cpu_backward")
 
 
-@register_op_strategy(*_SDPA, doc="every tensor operand (q, k, v; out, logsumexp, the gradient) split alike along batch or heads, a replicated mask read as its slice there (or broadcast): each result keeps that split")
+@register_op_strategy(*_SDPA, doc="every tensor operand (q, k, v; out, logsumexp, the gradient) split alike along batch or "
+                                  "heads, a replicated mask read as its slice there (or broadcast): each result keeps that split")
 def attention_strategy(call: OpCall) -> OpPlacement:
     name = call.op.attributes["name"].value
     q = call.operands[1 if name.endswith("backward") else 0][0]
@@ -95,7 +98,8 @@ def pad_strategy(call: OpCall) -> OpPlacement:
 
 
 @register_op_strategy(T.AtenGatherOp, T.AtenScatterValueOp, T.AtenScatterSrcOp,
-                      doc="self and index (and src) split alike off the gathered / scattered dim, a replicated one read as its slice (a loss over split tokens reads its replicated labels so)")
+                      doc="self and index (and src) split alike off the gathered / scattered dim, a replicated "
+                          "one read as its slice (a loss over split tokens reads its replicated labels so)")
 def gather_strategy(call: OpCall) -> OpPlacement:
     (source, _), *_ = call.operands
     splits = {s for s in call.splits if s is not None}
@@ -111,7 +115,8 @@ def like_strategy(call: OpCall) -> OpPlacement:
 
 
 @register_op_strategy(T.AtenWhereScalarOtherOp, T.AtenWhereScalarSelfOp, T.AtenWhereScalarOp, T.AtenWhereSelfOp,
-                      doc="as a pointwise op, a replicated operand read as its slice along the split axis (a loss's mask of replicated labels over split tokens)")
+                      doc="as a pointwise op, a replicated operand read as its slice along "
+                          "the split axis (a loss's mask of replicated labels over split tokens)")
 def where_strategy(call: OpCall) -> OpPlacement:
     rank = call.result_rank
     aligned = {s + rank - call.rank(v) for v, s in call.operands if s is not None}

@@ -11,7 +11,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
 from hir.frontend.strategies.registry import PARTIAL, NoRule, OpCall, OpPlacement, register_op_strategy
-from hir.frontend.torch_ir import tensor_info, torch_float, torch_int, torch_op, vtensor
+from hir.frontend.torch_ir import shape_of, tensor_info, torch_float, torch_int, torch_op, vtensor
 
 _BOOL = "i1"
 
@@ -21,8 +21,8 @@ def masked_lookup(op: ir.Operation, operands: list, offset: ir.Value, results: l
     ids outside ``[offset, offset + rows)`` look up row 0 and are zeroed (the partial sum
     of the devices is the lookup). Built at the current insertion point."""
     (result,), (table, ids) = results, operands[:2]
-    rows = tensor_info(table.type)[0][0]
-    shape = tensor_info(ids.type)[0]
+    rows = shape_of(table)[0]
+    shape = shape_of(ids)
     mask_type = vtensor(shape, _BOOL)
     local = torch_op(T.AtenSubScalarOp.OPERATION_NAME, [ids, offset, torch_int(1)], ids.type)
     below = torch_op(T.AtenLtScalarOp.OPERATION_NAME, [local, torch_int(0)], mask_type)
@@ -36,8 +36,10 @@ def masked_lookup(op: ir.Operation, operands: list, offset: ir.Value, results: l
 
 @register_op_strategy(
     T.AtenEmbeddingOp, partial_form=masked_lookup,
-    doc="replicated table with split indices; a table split on the embedding dim with replicated indices (split on the last dim); "
-        "a vocabulary-split table with replicated indices (`embedding_rowwise`): a masked local lookup, summed over the devices",
+    doc="replicated table with split indices; a table split on the "
+        "embedding dim with replicated indices (split on the last dim); "
+        "a vocabulary-split table with replicated indices "
+        "(`embedding_rowwise`): a masked local lookup, summed over the devices",
 )
 def embedding_strategy(call: OpCall) -> OpPlacement:
     (_, weight), (indices, split) = call.operands[:2]
@@ -50,7 +52,8 @@ def embedding_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"{call.op.name}: a split table with split indices")
 
 
-@register_op_strategy(T.AtenIndexSelectOp, doc="a table split off the selected dim with replicated indices (the split stays); a replicated table with split indices (split on the selected dim)")
+@register_op_strategy(T.AtenIndexSelectOp, doc="a table split off the selected dim with replicated indices (the split "
+                                               "stays); a replicated table with split indices (split on the selected dim)")
 def index_select_strategy(call: OpCall) -> OpPlacement:
     """``index_select(table, dim, index)``: the result is ``table`` with dim ``dim`` replaced
     by the picked entries, so a split off ``dim`` stays where it is, and split indices split
@@ -64,7 +67,8 @@ def index_select_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"{call.op.name}: selects along the split dim {split} (a vocabulary-split table)")
 
 
-@register_op_strategy("torch.aten.index_copy", doc="`self.index_copy(dim, index, source)` with `self` and `source` split alike off `dim`, the index replicated (a KV-cache update on each device's heads)")
+@register_op_strategy("torch.aten.index_copy", doc="`self.index_copy(dim, index, source)` with `self` and `source` split alike "
+                                                   "off `dim`, the index replicated (a KV-cache update on each device's heads)")
 def index_copy_strategy(call: OpCall) -> OpPlacement:
     (target, split), (_, index_split), (_, source_split) = call.operands
     if index_split is not None or split == call.dim(1, call.rank(target)) or source_split != split:
@@ -97,7 +101,8 @@ def index_strategy(call: OpCall) -> OpPlacement:
     return call.local(_through_index(call.op, split, call.rank(indices[0][0]) if indices else 0))
 
 
-@register_op_strategy(T.AtenIndexPutOp, T.AtenIndexPutHackedTwinOp, doc="`self[indices] = values` with replicated indices off the split dim and values split alike (or broadcast) there (a KV-cache update)")
+@register_op_strategy(T.AtenIndexPutOp, T.AtenIndexPutHackedTwinOp, doc="`self[indices] = values` with replicated indices off the split "
+                                                                        "dim and values split alike (or broadcast) there (a KV-cache update)")
 def index_put_strategy(call: OpCall) -> OpPlacement:
     (target, split), *rest = call.operands
     (values, values_split), indices = rest[-1], rest[:-1]

@@ -17,7 +17,8 @@ from hir.frontend.strategies.registry import PARTIAL, NoRule, OpCall, OpPlacemen
 
 
 @register_op_strategy("torch.transformers.grouped_mm_fallback", partial_form=local_sum,
-                      doc="MoE experts: replicated input x weight split on its output features -> output split on its columns; input and weight split on the contraction -> a partial sum (a replicated input is sliced locally); offs replicated")
+                      doc="MoE experts: replicated input x weight split on its output features -> output split on its columns; input "
+                          "and weight split on the contraction -> a partial sum (a replicated input is sliced locally); offs replicated")
 def grouped_mm_strategy(call: OpCall) -> OpPlacement:
     (_, px), (_, pw), (_, po) = call.operands
     if po is not None:
@@ -32,7 +33,9 @@ def grouped_mm_strategy(call: OpCall) -> OpPlacement:
 
 
 @register_op_strategy("torch.transformers.grouped_mm_fallback_backward", partial_form=local_sum,
-                      doc="the forward's placements: weight split on its output features (gradient split on its columns) -> the input's gradient a partial sum, the weight's split as the weight; input and weight split on the contraction -> both gradients split as them")
+                      doc="the forward's placements: weight split on its output features (gradient split on "
+                          "its columns) -> the input's gradient a partial sum, the weight's split as the "
+                          "weight; input and weight split on the contraction -> both gradients split as them")
 def grouped_mm_backward_strategy(call: OpCall) -> OpPlacement:
     (_, px), (_, pw), (_, po), (_, pg) = call.operands
     if po is not None:

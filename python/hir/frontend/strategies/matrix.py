@@ -45,7 +45,9 @@ def matmul_form(op) -> ComputeSpec | None:
     return None
 
 
-@register_op_strategy(LinearOp, doc="weight split on its rows (ColwiseParallel: the output split on its last dim, a split input gathered first); weight split on the contraction (RowwiseParallel: a partial sum; a replicated input is sliced on each device, no communication); rows split, weight replicated (data / sequence parallel)")
+@register_op_strategy(LinearOp, doc="weight split on its rows (ColwiseParallel: the output split on its last dim, a split input gathered "
+                                    "first); weight split on the contraction (RowwiseParallel: a partial sum; a replicated input is "
+                                    "sliced on each device, no communication); rows split, weight replicated (data / sequence parallel)")
 def linear_strategy(call: OpCall) -> OpPlacement:
     (x, px), (_, pw), *bias = call.operands
     last = call.rank(x) - 1
@@ -82,7 +84,9 @@ def matmul_placement(pa: Split, pb: Split, ra: int, rb: int, out_rank: int) -> O
     raise NoRule(f"operands split {pa} and {pb}")
 
 
-@register_op_strategy(MatmulOp, doc="DTensor's matmul rule: rows of A or columns of B split (rows of A with the contraction of B: B gathered); the contraction split on both sides, or on B's with A replicated (sliced locally): a partial sum; equal split batch dims")
+@register_op_strategy(MatmulOp, doc="DTensor's matmul rule: rows of A or columns of B split (rows of A with the "
+                                    "contraction of B: B gathered); the contraction split on both sides, or on "
+                                    "B's with A replicated (sliced locally): a partial sum; equal split batch dims")
 def matmul_strategy(call: OpCall) -> OpPlacement:
     (a, pa), (b, pb) = call.operands
     return matmul_placement(pa, pb, call.rank(a), call.rank(b), call.result_rank)

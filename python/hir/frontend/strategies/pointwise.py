@@ -43,7 +43,8 @@ def binary_form(op) -> ComputeSpec | None:
     return None
 
 
-@register_op_strategy(BinaryOp, doc="equal placements stay; a split operand with a replicated one that broadcasts along the split axis stays split; else the replicated side is split alike")
+@register_op_strategy(BinaryOp, doc="equal placements stay; a split operand with a replicated one that broadcasts "
+                                    "along the split axis stays split; else the replicated side is split alike")
 def binary_strategy(call: OpCall) -> OpPlacement:
     out_rank = call.result_rank
     shapes = [call.shape(v) for v, _ in call.operands]

@@ -68,7 +68,8 @@ def redistribute_form(op) -> ComputeSpec | None:
     return ComputeSpec(SetOp, [op.operands[0]], {}, [], redistributes=True)
 
 
-@register_op_strategy(SetOp, doc="a plan style's layout at a module boundary (`hir.redistribute`): its operand read as placed there (a gather, a sum, a local slice)")
+@register_op_strategy(SetOp, doc="a plan style's layout at a module boundary (`hir.redistribute`): "
+                                 "its operand read as placed there (a gather, a sum, a local slice)")
 def redistribute_strategy(call: OpCall) -> OpPlacement:
     ((x, _),) = call.operands
     placement, entry = (constant_value(v) for v in call.op.operands[1:3])

@@ -42,7 +42,8 @@ def reduction_form(op) -> ComputeSpec | None:
     return None
 
 
-@register_op_strategy(ReductionOp, doc="a kept split dim stays split (renumbered); a reduction over the outermost split dim alone is an allreduce (the result replicated)")
+@register_op_strategy(ReductionOp, doc="a kept split dim stays split (renumbered); a reduction over the "
+                                       "outermost split dim alone is an allreduce (the result replicated)")
 def reduction_strategy(call: OpCall) -> OpPlacement:
     ((_, px),) = call.operands
     axes = call.spec.options["axes"]
@@ -69,7 +70,8 @@ def global_mean_part(op: ir.Operation, operands: list, offset: ir.Value, results
 
 
 @register_op_strategy(T.AtenMeanOp, T.AtenMeanDimOp, partial_form=global_mean_part,
-                      doc="off the split dim: the split stays (hand-written RMSNorm's `mean`); over it (a loss's `.mean()` of split rows): each device's sum over the whole count, a partial sum")
+                      doc="off the split dim: the split stays (hand-written RMSNorm's `mean`); over it (a "
+                          "loss's `.mean()` of split rows): each device's sum over the whole count, a partial sum")
 def mean_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     if split is None:
@@ -86,7 +88,8 @@ def mean_strategy(call: OpCall) -> OpPlacement:
 
 @register_op_strategy(T.AtenAmaxOp, T.AtenAminOp, T.AtenMaxDimOp, doc="over dims that exclude the split")
 def segment_reduction_strategy(call: OpCall) -> OpPlacement:
-    """amax / amin / max over constant dims off the split dim (``sum``: :mod:`.backward`, ``mean``: :func:`mean_strategy`)."""
+    """amax / amin / max over constant dims off the split dim (``sum``: :mod:`.backward`, ``mean``:
+    :func:`mean_strategy`)."""
     (source, split), *_ = call.operands
     if split is None:
         return call.local(None)

@@ -47,6 +47,8 @@ Output = Split | Partial
 class NoRule(Exception):
     """The strategy has no placement for these operand placements (the message says why)."""
 
+    op: ir.Operation | None = None  # the op to name, set by a segment walk that meets the refusal inside a segment
+
 
 @dataclass(frozen=True)
 class OpPlacement:

@@ -24,7 +24,8 @@ def _unflatten_sizes(op: ir.Operation, split: int) -> tuple[int, int] | None:
     return (2, split - dim) if dim <= split < dim + len(op.operands[2].owner.operands) else None
 
 
-@register_op_strategy(T.AtenViewOp, T.AtenReshapeOp, T.Aten_UnsafeViewOp, local_sizes=_sizes_at_split, doc="split dim `s` becomes the output dim `t` where the dims before agree (`prod(out[:t]) == prod(in[:s])`) and `out[t]` divides; the size list gets local")
+@register_op_strategy(T.AtenViewOp, T.AtenReshapeOp, T.Aten_UnsafeViewOp, local_sizes=_sizes_at_split, doc="split dim `s` becomes the output dim `t` where the dims before agree "
+                                                                                                           "(`prod(out[:t]) == prod(in[:s])`) and `out[t]` divides; the size list gets local")
 def view_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     if split is None:

@@ -37,7 +37,7 @@ class CommOp:
             self.headers.collective(t, self.group)
 
     def attr(self, name: str) -> int:
-        return get_int(self.op, name)
+        return get_int(self.op, name)  # pyright: ignore[reportReturnType]  # the op's verifier requires it
 
     @property
     def root(self) -> int:

@@ -93,7 +93,8 @@ class Headers:
     def mismatch(self, rank_a: int, row_a: list[int], rank_b: int, row_b: list[int]) -> HirError:
         return HirError(
             f"{self.where}: error: '{self.name}' ranks disagree on what they transfer: rank {rank_a} has "
-            f"{self.describe(row_a)}, rank {rank_b} has {self.describe(row_b)} (shape and dtype must match on both sides)"
+            f"{self.describe(row_a)}, rank {rank_b} has "
+            f"{self.describe(row_b)} (shape and dtype must match on both sides)"
         )
 
     def collective(self, t: torch.Tensor, group) -> None:
@@ -122,7 +123,7 @@ class Headers:
             return
         mine = self.header(t)
         theirs = torch.empty_like(mine)
-        dist.irecv(theirs, src=src).wait()
+        dist.irecv(theirs, src=src).wait()  # pyright: ignore[reportOptionalMemberAccess]  # None only off the group
         if not torch.equal(mine, theirs):
             raise self.mismatch(src, theirs.tolist(), me, mine.tolist())
 

@@ -160,7 +160,8 @@ def _listen(host: str, port: int) -> int:
             errors.append(f"{address[0]}: {err.strerror or err}")
             continue
         return sock.detach()
-    raise HirError(f"error: rank 0 cannot listen for the run's store on MASTER_ADDR={host} port {port} ({'; '.join(errors) or 'no address'}): "
+    raise HirError("error: rank 0 cannot listen for the run's store on "
+                   f"MASTER_ADDR={host} port {port} ({'; '.join(errors) or 'no address'}): "
                    "$MASTER_ADDR must be an address of rank 0's machine")
 
 

@@ -14,7 +14,7 @@ class Work:
 
     __slots__ = ("handles", "finish")
 
-    def __init__(self, handle, finish: Callable[[], None] | None = None) -> None:
+    def __init__(self, handle, finish: Callable[[], object] | None = None) -> None:
         self.handles = handle if isinstance(handle, list) else [handle]
         self.finish = finish
 

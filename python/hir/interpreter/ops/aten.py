@@ -94,6 +94,8 @@ class TorchImpls:
         operands = list(op.operation.operands)
         if not op.operation.results or c.out_destination(op.operation.results[0]) is None:  # (the stand-ins have no out= form)
             overload = decode_kernels.substitute(overload, lambda: [str(v.type) for v in operands], lambda: [c.constant(v) for v in operands], c.runtime.device)
+            if decode_kernels.is_decode_kernel(overload):
+                c.runtime.kernel_compile.pdl |= decode_kernels.inductor_pdl(c.runtime.device)
         schema = overload._schema
         if len(operands) != len(schema.arguments):
             raise c.error(op, f"has {len(operands)} operands but {overload} takes {len(schema.arguments)} ({schema})")

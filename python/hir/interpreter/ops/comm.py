@@ -103,7 +103,8 @@ def _checks(c: Compiler, op: ir.OpView, peer: int) -> headers.Headers | None:
 def _to_self(c: Compiler, op: ir.OpView) -> Step:
     """A send/recv with this rank as its peer, reported when it runs: under an scf.if on
     the device index, every rank compiles the branches other ranks take."""
-    message = f"{c.where(op)}: error: '{op.operation.name}' peer {c.rank} is this rank; send to or receive from another rank of the run (rank {c.rank} of {c.runtime.world_size})"
+    message = (f"{c.where(op)}: error: '{op.operation.name}' peer {c.rank} is this rank; send to "
+               f"or receive from another rank of the run (rank {c.rank} of {c.runtime.world_size})")
 
     def to_self(env: list) -> None:
         raise HirError(message)
@@ -157,7 +158,8 @@ class PointToPointImpls:
             if w is WAITED:
                 raise HirError(f"{where}: error: '{comm_ops.WaitOp.OPERATION_NAME}' waits on work that was already waited on")
             if w is UNSET:
-                raise HirError(f"{where}: error: '{comm_ops.WaitOp.OPERATION_NAME}' waits on unknown work (no communication produced it)")
+                raise HirError(f"{where}: error: '{comm_ops.WaitOp.OPERATION_NAME}' "
+                               "waits on unknown work (no communication produced it)")
             w.wait()
             env[work] = WAITED
 

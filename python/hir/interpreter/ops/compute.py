@@ -101,13 +101,15 @@ def _contiguous(fn: Callable) -> Callable:
 def _small_m_linear(c: Compiler, op: ir.OpView, x: int, w: int, o: int) -> Step:
     """``hir.linear`` without a bias through ``hir::small_m_linear`` (a GEMV-shaped product,
     :mod:`hir.interpreter.decode_kernels`)."""
-    step = _fresh(c, op, torch.ops.hir.small_m_linear.default, [x, w])
+    kernel = decode_kernels.small_m_linear_op()
+    c.runtime.kernel_compile.pdl |= decode_kernels.inductor_pdl(c.runtime.device)
+    step = _fresh(c, op, kernel, [x, w])
     if step is not None:
         return step
 
     def linear_small_m(env: list) -> None:
         out = env[o]
-        out.copy_(torch.ops.hir.small_m_linear.default(env[x], env[w]).view(out.shape))
+        out.copy_(kernel(env[x], env[w]).view(out.shape))
 
     return linear_small_m
 

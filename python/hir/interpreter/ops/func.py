@@ -26,7 +26,7 @@ class FuncImpls:
         runtime = c.runtime
         kernel = callee is not None and KERNEL_ATTR in callee.operation.attributes
         once = ONCE_ATTR in op.operation.attributes
-        compiled = kernel and not c.in_region and not c.eager and wants_compile(runtime.compile_kernels, runtime.device, callee.operation)
+        compiled = callee is not None and kernel and not c.in_region and not c.eager and wants_compile(runtime.compile_kernels, runtime.device, callee.operation)
         returns_work = any(isinstance(r.type, WorkType) for r in op.operation.results)
         if kernel and not once and not compiled and runtime.memory is None and not returns_work:
             # An eager kernel segment runs in the caller's env (a tracked run counts the

@@ -106,7 +106,7 @@ def _combiner(block: ir.Block, out_arg: ir.BlockArgument, yielded: ir.Value) -> 
     ops = list(block.operations)
     owner = yielded.owner if isinstance(yielded, ir.OpResult) else None
     position = next((k for k, op in enumerate(ops) if owner is not None and op.operation == owner), None)
-    if position is None or owner.name not in COMBINERS or out_arg not in list(owner.operands):
+    if owner is None or position is None or owner.name not in COMBINERS or out_arg not in list(owner.operands):
         raise MapError("a reduction's yielded value must combine the output argument with addf/addi, mulf/muli or a max/min op")
     users = {use.owner for use in out_arg.uses}
     if len(users) != 1:
@@ -170,8 +170,9 @@ def structured(c: Compiler, op: ir.OpView, maps: list, iterators: list[str], ini
             init = operands[n_in + j]
             if kind is not None:
                 value = _reduce(value, kind, reducing)
-            if orders[j] is not None:
-                value = value.permute(orders[j])
+            order = orders[j]
+            if order is not None:
+                value = value.permute(order)
             if kind is not None:
                 value = _COMBINE[kind](init, value)
             if value.dtype != dtypes[j]:

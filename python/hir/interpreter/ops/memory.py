@@ -161,7 +161,8 @@ def _alloc(c: Compiler, op: ir.OpView) -> Step | None:
                 raise HirError(f"{where}: error: 'memref.alloc' dynamic size of axis {axis} is negative ({shape[axis]})")
         for axis, parts in split:
             if shape[axis] % parts:
-                raise HirError(f"{where}: error: 'memref.alloc' axis {axis} of extent {shape[axis]} does not split evenly over {parts} devices")
+                raise HirError(f"{where}: error: 'memref.alloc' axis {axis} of extent "
+                               f"{shape[axis]} does not split evenly over {parts} devices")
         env[out] = torch.empty(spec.local(shape), dtype=dtype, device=device)
 
     return alloc_dynamic

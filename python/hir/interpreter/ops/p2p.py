@@ -68,7 +68,8 @@ class P2PImpls:
         handshake = get_str(op, SIGNAL_ATTR) != "none"
         push = ShiftOp.transfer(op.operation) == "push"
         if cuda and push and not uniform_source(op.operation.operands[1]):
-            raise c.error(op, 'with transfer = "push" and backend "cuda" needs its output to be a rank-uniform view of a memref.alloc {hir.symmetric} (the sender writes the receiver\'s copy in place)')
+            raise c.error(op, 'with transfer = "push" and backend "cuda" needs its output to be a rank-uniform view '
+                              'of a memref.alloc {hir.symmetric} (the sender writes the receiver\'s copy in place)')
         copies = get_int(op, COPIES_ATTR) or 1
         side = [torch.cuda.Stream(c.runtime.device) for _ in range(copies - 1)] if cuda else []
         # a pushed shift signals on ``signaller`` and waits for its sender on ``waiter``
@@ -88,7 +89,8 @@ class P2PImpls:
                 raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' offset must be a non-negative index, got {offset}")
             x, target = env[inp], env[out]
             if x.numel() != target.numel():
-                raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' input holds {x.numel()} elements here, output {target.numel()}")
+                raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' input "
+                               f"holds {x.numel()} elements here, output {target.numel()}")
             src = team[(pos + offset) % n]
             if src == c.rank:
                 target.copy_(x.reshape(target.shape))
@@ -107,7 +109,9 @@ class P2PImpls:
             x, target, src, dst = shift
             sym = symmetric.lookup(target)
             if sym is None or src not in sym.members or dst not in sym.members:
-                raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' with transfer = \"push\": its output is not in a symmetric buffer of the team here (a mesh of one or a dynamic shape fell back to an ordinary buffer)")
+                raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' with transfer = "
+                               "\"push\": its output is not in a symmetric buffer of the team here (a "
+                               "mesh of one or a dynamic shape fell back to an ordinary buffer)")
             g_dst = sym.members.index(dst)
             delay()
             split_copy(sym.peer_view(g_dst, target), x.reshape(target.shape), side)
@@ -185,7 +189,8 @@ class P2PImpls:
         def own_block_step(env: list) -> None:
             t = env[src]
             if t.shape[axis] != 1:
-                raise HirError(f"{where}: error: '{OwnBlockOp.OPERATION_NAME}' needs one block of axis {axis} on this rank, the local shard has {t.shape[axis]}")
+                raise HirError(f"{where}: error: '{OwnBlockOp.OPERATION_NAME}' needs one block "
+                               f"of axis {axis} on this rank, the local shard has {t.shape[axis]}")
             env[out] = t.select(axis, 0)
 
         return own_block_step

@@ -87,7 +87,9 @@ def _check_split(c: Compiler, op: ir.OpView, source: ir.Value, result: ir.Value)
     except ValueError as err:  # a split merged with an outer axis, an uneven split resized
         raise c.error(op, f"cannot view the split buffer {source.get_name()}: {err}") from None
     if moved != out:
-        raise c.error(op, f"views {source_shape} placed as {src.describe()} as {result_shape}, whose placement is then {moved.describe()}; an upstream reshape keeps the split axis numbers ({out.describe()}): use hir.alias_reshape")
+        raise c.error(op, f"views {source_shape} placed as {src.describe()} as {result_shape}, "
+                          f"whose placement is then {moved.describe()}; an upstream reshape "
+                          f"keeps the split axis numbers ({out.describe()}): use hir.alias_reshape")
 
 
 
@@ -95,7 +97,8 @@ def _reshaped(t: torch.Tensor, shape: list, where: str, name: str) -> torch.Tens
     try:
         return t.view(shape)
     except RuntimeError as err:
-        raise HirError(f"{where}: error: '{name}' cannot view local shape {fmt_shape(t.shape)} as {fmt_shape(shape)} without a copy: {err}") from None
+        raise HirError(f"{where}: error: '{name}' cannot view local shape "
+                       f"{fmt_shape(t.shape)} as {fmt_shape(shape)} without a copy: {err}") from None
 
 
 
@@ -152,7 +155,8 @@ class ViewImpls:
         if split is not None:
             whole = offsets[split] == (False, 0) and strides[split] == (False, 1) and sizes[split] == (False, spec.shape[split])
             if not whole or any(a < split for a in dropped):
-                raise c.error(op, f"views axis {split} of {c.name(source)}, which is split over the device mesh; a subview must keep the split axis whole and in place")
+                raise c.error(op, f"views axis {split} of {c.name(source)}, which is split over the "
+                                  "device mesh; a subview must keep the split axis whole and in place")
             sizes[split] = (True, None)  # the local extent, read at run time
         kept = [i for i in range(len(sizes)) if i not in dropped]
         src, out = _aliasing_result(c, op)
@@ -167,7 +171,8 @@ class ViewImpls:
                 s = (t.shape[axis] if s is None else env[s]) if ss else s
                 k = env[k] if st else k
                 if o < 0 or s < 0 or k < 1 or (s > 0 and o + (s - 1) * k >= t.shape[axis]):
-                    raise HirError(f"{where} offset {o}, size {s}, stride {k} is out of bounds for axis {axis} of {name} (local shape {fmt_shape(t.shape)})")
+                    raise HirError(f"{where} offset {o}, size {s}, stride {k} is out of bounds "
+                                   f"for axis {axis} of {name} (local shape {fmt_shape(t.shape)})")
                 off += o * t.stride(axis)
                 shape.append(s)
                 stride.append(k * t.stride(axis))

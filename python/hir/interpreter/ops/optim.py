@@ -1,0 +1,45 @@
+"""Handlers of the optim group: a param group's update by torch's own optimizer functions
+(``torch.optim.adam.adam``: the fused, foreach or single-tensor implementation, as the op's
+``kernel`` says), on the buffers of the op's lists, in place. The hyper-parameters are read
+on the host, in one transfer (torch's kernels take them as numbers)."""
+
+import torch
+from torch.optim.adam import adam
+from torch_mlir import ir
+
+from hir.dialect import AdamUpdateOp
+from hir.dialect.base import get_str
+from hir.dialect.optim import ADAM_HYPER
+from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.registry import impl, register_impls
+
+
+@register_impls
+class OptimImpls:
+    @impl(AdamUpdateOp, local=False)  # elementwise: every rank updates the parts it holds (its lists are unranked views)
+    def adam_update(self, c: Compiler, op: ir.OpView) -> Step | None:
+        slots = c.uses(op)
+        count = (len(slots) - len(ADAM_HYPER)) // 5
+        params, grads, exp_avgs, exp_avg_sqs, steps = (slots[i * count:(i + 1) * count] for i in range(5))
+        hyper = slots[5 * count:]
+        kernel = get_str(op, "kernel")
+        decoupled = get_str(op, "kind") == "adamw"
+
+        def adam_step(env: list) -> None:
+            lr, beta1, beta2, eps, weight_decay = torch.stack([env[s] for s in hyper]).tolist()
+            tensors = [env[s] for s in params]
+            with torch.no_grad():
+                adam(tensors, [_laid_out_like(env[g], p) for g, p in zip(grads, tensors)], [env[s] for s in exp_avgs], [env[s] for s in exp_avg_sqs], [],
+                     [env[s] for s in steps], foreach=kernel == "foreach", fused=kernel == "fused", decoupled_weight_decay=decoupled,
+                     amsgrad=False, beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=False)
+
+        return adam_step
+
+
+def _laid_out_like(grad: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
+    """``grad`` with ``param``'s strides, as autograd lays out an eager ``.grad``: the fused
+    kernel reads the tensors of a parameter as one flat array each (a transposed gradient
+    would be read wrongly, silently); a copy only where a program's gradient is a strided view."""
+    if grad.stride() == param.stride():
+        return grad
+    return torch.empty_like(param).copy_(grad)
