@@ -28,6 +28,8 @@ from torch_mlir import ir  # noqa: E402
 from torch_mlir._mlir_libs._torchMlir import register_dialect as _register_torch_dialect  # noqa: E402
 from torch_mlir.dialects import ext  # noqa: E402
 
+from hir.dialect.checks import VerifyError, fail, i64_value  # noqa: E402
+
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 
 
@@ -52,18 +54,12 @@ class ShardAttr(HirDialect.Attribute, name="shard"):
     axis: Any
 
 
-class VerifyError(ValueError):
-    """Raised inside ``check`` methods; turned into an error at the op's location."""
-
-
-def fail(msg: str) -> None:
-    raise VerifyError(msg)
-
-
 def load(context: ir.Context | None = None) -> ir.Context:
     """Load hir (and the upstream dialects hir programs use) into ``context``
     (default: the current one). Safe to call repeatedly."""
     ctx = context or ir.Context.current
+    if ctx is None:
+        raise ValueError("hir.dialect.load: no MLIR context (pass one, or call it inside `with ir.Context():`)")
     if not ctx.is_dialect_loaded(HirDialect.DIALECT_NAMESPACE):
         with ctx:
             HirDialect.load()
@@ -80,19 +76,10 @@ def i64_elements(flat: Sequence[int], shape: Sequence[int]) -> ir.DenseIntElemen
     return ir.DenseIntElementsAttr.get(data, type=tensor_type)
 
 
-def memref_type(value_or_type: Any, what: str) -> ir.MemRefType:
-    t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
-    if not isinstance(t, ir.MemRefType):
-        try:
-            t = ir.MemRefType(t)
-        except (ValueError, TypeError):
-            fail(f"{what} must be a ranked memref, got {t}")
-    return t
-
-
 def get_int(op: Any, name: str) -> int | None:
     """Integer attribute ``name`` of ``op`` (an Operation or OpView of verified IR), None
-    when absent. The one attribute reader of passes and the interpreter."""
+    when absent: the attribute reader of passes and the interpreter (``required_int`` where
+    the op's verifier requires the attribute)."""
     attrs = op.operation.attributes
     return ir.IntegerAttr(attrs[name]).value if name in attrs else None
 
@@ -107,67 +94,21 @@ def get_i64_array(op: Any, name: str) -> list[int] | None:
     return list(ir.DenseI64ArrayAttr(attrs[name])) if name in attrs else None
 
 
+# The attributes an op's verifier requires, read from verified IR (which has them).
+def required_int(op: Any, name: str) -> int:
+    return ir.IntegerAttr(op.operation.attributes[name]).value
+
+
+def required_str(op: Any, name: str) -> str:
+    return ir.StringAttr(op.operation.attributes[name]).value
+
+
+def required_i64_array(op: Any, name: str) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(op.operation.attributes[name]))
+
+
 def i64_attr(value: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def i64_value(attr: ir.Attribute, name: str) -> int:
-    """The value of ``attr`` (attribute ``name``), which must be a signless 64-bit integer
-    (``N : i64``, as every hir integer attribute is documented); else :func:`fail`. Another
-    width would be read as a number of another range (``true`` as i1 is -1) and is not what
-    the passes write back."""
-    if not isinstance(attr, ir.IntegerAttr):
-        try:
-            attr = ir.IntegerAttr(attr)
-        except (ValueError, TypeError):
-            fail(f"attribute '{name}' must be an integer (N : i64), got {attr}")
-    t = attr.type
-    if not (isinstance(t, ir.IntegerType) and t.width == 64 and t.is_signless):
-        fail(f"attribute '{name}' must be a 64-bit signless integer (N : i64), got {attr.value} : {t}")
-    return attr.value
-
-
-# Checked readers for verifiers: a missing or mistyped attribute is a verifier error.
-def int_attr(op: ir.OpView, name: str, required: bool = True) -> int | None:
-    attrs = op.operation.attributes
-    if name not in attrs:
-        if required:
-            fail(f"requires integer attribute '{name}'")
-        return None
-    return i64_value(attrs[name], name)
-
-
-def str_attr(op: ir.OpView, name: str, choices: Sequence[str]) -> str:
-    attrs = op.operation.attributes
-    if name not in attrs:
-        fail(f"requires string attribute '{name}' (one of {', '.join(choices)})")
-    try:
-        value = ir.StringAttr(attrs[name]).value
-    except (ValueError, TypeError):
-        fail(f"attribute '{name}' must be a string, got {attrs[name]}")
-    if value not in choices:
-        fail(f"attribute '{name}' is \"{value}\"; expected one of {', '.join(choices)}")
-    return value
-
-
-def i64_array_attr(op: ir.OpView, name: str) -> list[int]:
-    attrs = op.operation.attributes
-    if name not in attrs:
-        fail(f"requires attribute '{name}' = array<i64: ...>")
-    try:
-        return list(ir.DenseI64ArrayAttr(attrs[name]))
-    except (ValueError, TypeError):
-        fail(f"attribute '{name}' must be array<i64: ...>, got {attrs[name]}")
-
-
-def check_axis(axis: int, rank: int, what: str) -> None:
-    if not 0 <= axis < rank:
-        fail(f"{what} {axis} is out of range for rank {rank}")
-
-
-def check_same_element_type(a: ir.MemRefType, b: ir.MemRefType, what_a: str, what_b: str) -> None:
-    if a.element_type != b.element_type:
-        fail(f"element type mismatch: {what_a} is {a.element_type}, {what_b} is {b.element_type}")
 
 
 def dims_match(a: int, b: int) -> bool:
@@ -195,7 +136,7 @@ class _TypeCache:
 
     def __call__(self) -> ir.Type:
         ctx = ir.Context.current
-        if ctx is not self._context:
+        if ctx is not self._context or self._type is None:
             self._context, self._type = ctx, ir.Type.parse(self.text)
         return self._type
 
@@ -223,7 +164,7 @@ class CheckedKeys:
         operation = op.operation
         values = operation.operands
         attributes = operation.attributes
-        key = [type(op)]
+        key: list[Any] = [type(op)]
         key += [v.type for v in values] if operands == len(values) else [values[i].type for i in range(operands)]
         key += [r.type for r in operation.results]
         for name in attribute_names:

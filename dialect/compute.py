@@ -26,18 +26,20 @@ from hir.dialect.base import (
     DYNAMIC,
     CheckedKeys,
     HirOp,
-    check_axis,
-    check_same_element_type,
     check_shape,
     dims_match,
-    fail,
     fmt_shape,
-    get_i64_array,
+    op_class,
+    refuse_uneven,
+    required_i64_array,
+)
+from hir.dialect.checks import (
+    check_axis,
+    check_same_element_type,
+    fail,
     i64_array_attr,
     int_attr,
     memref_type,
-    op_class,
-    refuse_uneven,
     str_attr,
 )
 from hir.dialect.sharding import sharding_of
@@ -243,7 +245,7 @@ class ReductionOp(ComputeOp, name="reduction"):
     def operand_axis(cls, op: ir.Operation, index: int, k: int) -> int | None:
         if index == 1:
             return k
-        reduced = set(get_i64_array(op, "axes"))
+        reduced = set(required_i64_array(op, "axes"))
         return [i for i in range(_rank(op.operands[0])) if i not in reduced][k]
 
     @classmethod

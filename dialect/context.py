@@ -102,7 +102,7 @@ def new_context() -> ir.Context:
     return ctx
 
 
-def format_diagnostic(diag: "ir.Diagnostic", source_name: str | None = None) -> str:
+def format_diagnostic(diag: "ir.Diagnostic | ir.DiagnosticInfo", source_name: str | None = None) -> str:
     severity = {
         ir.DiagnosticSeverity.ERROR: "error",
         ir.DiagnosticSeverity.WARNING: "warning",
@@ -161,7 +161,8 @@ def check_nesting(text: str, filename: str, limit: int = MAX_NESTING) -> None:
 @checkpoint
 def parse(text: str, filename: str = "<string>", context: ir.Context | None = None) -> ir.Module:
     """Parse and verify an hir module (placements included: every ``#hir.shard`` must divide
-    its buffer; and the stream module attributes); errors raise :class:`HirError` with locations reported against ``filename``."""
+    its buffer; and the stream module attributes); errors raise :class:`HirError` with locations reported against
+    ``filename``."""
     if not isinstance(text, str):
         raise HirError(f"error: hir.parse: expected MLIR text (a str), got {type(text).__name__}")
     check_nesting(text, filename)

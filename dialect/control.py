@@ -19,7 +19,8 @@ iteration per pool stream, until ``hir-expand-stream-loops`` writes it as ``hir.
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import HirOp, StreamType, fail
+from hir.dialect.base import HirOp, StreamType
+from hir.dialect.checks import fail
 from hir.dialect.streams import GetStreamOp, SynchronizeOp
 
 # Unit attribute of ``hir.for``: the loop is a join, the current stream waiting for the pool

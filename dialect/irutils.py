@@ -8,7 +8,7 @@ Everything here works on ``ir.Operation`` (not OpView): passes look at thousands
 constructors, which bind arguments with ``inspect``, ~17 us an op).
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cmp_to_key
 
 from torch_mlir import ir
@@ -60,7 +60,9 @@ def dim(buffer: ir.Value, axis: ir.Value, name: str | None = None) -> ir.Value:
     return ir.Operation.create(DIM, results=[ir.IndexType.get()], operands=[buffer, axis], loc=name_loc(name)).result
 
 
-def alloc(memref_type: ir.Type, sizes: list = (), attributes: dict | None = None, name: str | None = None) -> ir.Operation:
+def alloc(
+    memref_type: ir.Type, sizes: Sequence[ir.Value] = (), attributes: dict | None = None, name: str | None = None
+) -> ir.Operation:
     """``memref.alloc`` with one size per dynamic extent, plus ``attributes``."""
     attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(sizes), 0]), **(attributes or {})}
     return ir.Operation.create(ALLOC, results=[memref_type], operands=list(sizes), attributes=attrs, loc=name_loc(name))
@@ -121,11 +123,12 @@ def next_op(op: ir.Operation) -> ir.Operation | None:
 
 def ancestor_in(op: ir.Operation, block: ir.Block) -> ir.Operation | None:
     """``op`` or its ancestor whose block is ``block`` (None: not nested in ``block``)."""
-    while op is not None:
-        if op.block == block:
-            return op
-        parent = op.parent
-        op = parent.operation if parent is not None else None
+    current: ir.Operation | None = op
+    while current is not None:
+        if current.block == block:
+            return current
+        parent = current.parent
+        current = parent.operation if parent is not None else None
     return None
 
 

@@ -92,7 +92,7 @@ def team_backend(op: ir.Operation, team: ir.Attribute, backend: str, pass_name: 
         return backend
     ranks_per_node = enclosing_ranks_per_node(op)
     crossing = spanning_team(teams_in(team), ranks_per_node)
-    if crossing is None:
+    if crossing is None or ranks_per_node is None:
         return backend
     _remark(op, f"{pass_name}: {describe_span(crossing, ranks_per_node)}: backend \"{ACROSS_NODES}\" instead of \"{COPY_ENGINES}\" (copy engines reach one node only)")
     return ACROSS_NODES
@@ -103,7 +103,7 @@ def spans_nodes(op: ir.Operation, pass_name: str, what: str) -> bool:
     ``HIR_DEBUG``)."""
     ranks_per_node = enclosing_ranks_per_node(op)
     crossing = spanning_team(teams_in(op.attributes["team"]), ranks_per_node)
-    if crossing is not None:
+    if crossing is not None and ranks_per_node is not None:
         _remark(op, f"{pass_name}: {describe_span(crossing, ranks_per_node)}: {what}")
     return crossing is not None
 

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
-from hir.dialect.base import HirOp, fail, fmt_shape, str_attr
+from hir.dialect.base import HirOp, fmt_shape
+from hir.dialect.checks import fail, str_attr
 
 ADAM_KINDS = ("adam", "adamw")
 ADAM_KERNELS = ("fused", "foreach", "single")

@@ -51,21 +51,17 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import (
-    DYNAMIC,
-    HirOp,
-    WorkType,
+from hir.dialect.base import DYNAMIC, HirOp, WorkType, i64_attr, work_type
+from hir.dialect.checks import (
     check_axis,
     check_same_element_type,
     fail,
     i64_array_attr,
-    i64_attr,
     int_attr,
     memref_type,
     str_attr,
-    work_type,
 )
-from hir.dialect.comm import BACKENDS, checked_teams
+from hir.dialect.collective import BACKENDS, checked_teams
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.teams import team_mesh_axes
 from hir.dialect.views import ViewOp

@@ -21,7 +21,8 @@ priority; CPU runs ignore it), e.g. the stream hir-p2p-pipeline issues its copie
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
-from hir.dialect.base import HirOp, StreamType, VerifyError, i64_value, stream_type
+from hir.dialect.base import HirOp, StreamType, VerifyError, stream_type
+from hir.dialect.checks import i64_value
 from hir.dialect.locations import format_location
 
 DEFAULT_NUM_STREAMS = 4

@@ -3,7 +3,7 @@ mesh ``team = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` is a device layout wit
 per row (the mesh's lines along one mesh axis, or planes along several), each rank taking
 part in the row that holds it. Rooted ops name one root per team (``root = 0 : i64``, or
 ``root = array<i64: ...>`` with a layout). Read by the verifiers (``checked_teams`` in
-``hir.dialect.comm``), the passes that emit teams and the interpreter."""
+``hir.dialect.collective``), the passes that emit teams and the interpreter."""
 
 from typing import Any
 

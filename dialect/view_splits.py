@@ -56,8 +56,11 @@ def reshaped(sharding: Sharding, source: Sequence[int], result: Sequence[int], g
         target = moved[axis] = reshaped_axis(source, result, axis, groups)
         if target is None:
             raise ViewSplitError(axis, f"split axis {axis} (extent {_dim(source[axis])}) of {_dims(source)} is merged with an outer axis in {_dims(result)}: a device's part of the view is no view of its part of the buffer (a view keeps a split axis whole, or outermost among the axes merged with it)")
-        if sharding.bounds(axis) is not None and result[target] != source[axis]:
-            raise UnevenPlacementError(f"axis {axis} is split unevenly (cut at {list(sharding.bounds(axis))}); a view may not change its extent")
+        bounds = sharding.bounds(axis)
+        if bounds is not None and result[target] != source[axis]:
+            raise UnevenPlacementError(
+                f"axis {axis} is split unevenly (cut at {list(bounds)}); a view may not change its extent"
+            )
     return sharding.renumbered(lambda a: moved[a])
 
 

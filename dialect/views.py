@@ -38,7 +38,8 @@ a split axis must be the outermost (non-unit) axis of its group on both sides, s
 device's shard is a view of the other's:
 
     %rows = "hir.alias_reshape"(%y) {reassociation = [[0, 1], [2]]}
-        : (memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>) -> memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
+        : (memref<2x4x64xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>)
+        -> memref<8x64xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>
 
 Why an hir op: the upstream reshapes keep the memory space as it is, and
 ``#hir.shard`` names its split axis by number, so they cannot view ``[D, T/D, N]`` split on
@@ -47,7 +48,8 @@ form: see the PyTorch frontend's sequence parallelism), nor ``[D, K, N]`` split 
 nvFuser's ``[1, D, 1, K, N]`` split on 1 (its matmul_RS_through_bcast):
 
     %b = "hir.alias_reshape"(%w) {reassociation = [[0, 1, 2], [3], [4]]}
-        : (memref<4x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>) -> memref<1x4x1x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
+        : (memref<4x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>)
+        -> memref<1x4x1x16x32xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>
 
 ``hir.alias_stack_shards`` views a buffer whose axis ``axis`` is split evenly over one mesh
 axis of extent D as the devices' shards stacked on a new axis ``at`` (extent D, split over
@@ -59,7 +61,8 @@ partial-sum layout ``[D, T, H / D]`` split on 0 (the PyTorch frontend's row-para
 linear) without copying them:
 
     %x = "hir.alias_stack_shards"(%h) {axis = 1 : i64, at = 0 : i64}
-        : (memref<64x64xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>) -> memref<4x64x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
+        : (memref<64x64xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 1 : i64>>)
+        -> memref<4x64x16xf32, #hir.shard<array<i64: 0, 1, 2, 3>, 0 : i64>>
 
 The input is contiguous and static (the result is too), its other mesh axes' splits
 renumbered past ``at``.
@@ -70,18 +73,8 @@ renumbered past ``at``.
 from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
-from hir.dialect.base import (
-    DYNAMIC,
-    UPSTREAM_VIEWS,
-    CheckedKeys,
-    HirOp,
-    check_axis,
-    fail,
-    i64_attr,
-    int_attr,
-    memref_type,
-    refuse_uneven,
-)
+from hir.dialect.base import DYNAMIC, UPSTREAM_VIEWS, CheckedKeys, HirOp, i64_attr, refuse_uneven
+from hir.dialect.checks import check_axis, fail, int_attr, memref_type
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.view_splits import ViewSplitError, reshaped
 
@@ -318,7 +311,7 @@ def stack_shards_type(source: ir.MemRefType, axis: int, at: int) -> ir.MemRefTyp
         fail(f"at {at} is out of range for rank {source.rank} (the new axis goes at 0..{source.rank})")
     sharding = sharding_of(source, "input")
     mesh_axes = [] if sharding is None else [k for k, s in enumerate(sharding.splits) if s == axis]
-    if not mesh_axes:
+    if sharding is None or not mesh_axes:
         fail(f"axis {axis} is not split over the device mesh; alias_stack_shards stacks the shards of a split axis")
     if len(mesh_axes) > 1:
         fail(f"axis {axis} is split over mesh axes {mesh_axes}; alias_stack_shards stacks the shards of one mesh axis")

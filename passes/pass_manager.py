@@ -189,6 +189,8 @@ def build_pass_manager(elements: list[Element], instrumentation: Instrumentation
     """One PassManager for ``elements`` (see :func:`hir.passes.parse_pipeline`), instrumented
     as ``instrumentation`` says, in ``context`` (default: the current one)."""
     context = context or ir.Context.current
+    if context is None:
+        raise HirError("error: build_pass_manager: no MLIR context (pass one, or call it inside `with ir.Context():`)")
     return PassManagerRun(elements, instrumentation or Instrumentation(), context)
 
 
@@ -223,7 +225,7 @@ def _asked_dumps(text: str, inst: Instrumentation) -> str:
     return "".join(kept)
 
 
-def _format(diag: "ir.Diagnostic", source_name: str | None) -> str:
+def _format(diag: "ir.Diagnostic | ir.DiagnosticInfo", source_name: str | None) -> str:
     """``file:line:col: error: ...``; a diagnostic without a location (a pass failure
     about the pipeline, not an op) is reported against the input."""
     text = format_diagnostic(diag, source_name)

@@ -120,17 +120,18 @@ def parse_pipeline(text: str) -> list[Element]:
 def _upstream_pm(texts: list[str]) -> PassManager:
     pipeline = f"builtin.module({','.join(texts)})"
     context = ir.Context.current or new_context()
-    error = None
+    error = ""
     with captured_fd2() as captured:
         try:
             return PassManager.parse(pipeline, context=context)
         except ValueError as err:
             error = str(err)
-    if error is not None:
-        text = error + "\n" + "".join(captured)
-        detail = " ".join(line.strip(" :") for line in text.splitlines() if "error:" in line or "option" in line)
-        detail = detail.replace("MLIR Textual PassPipeline Parser:1:1: error: ", "")
-        raise ValueError(f"invalid pipeline element '{','.join(texts)}': {detail or 'rejected by MLIR'} (see hir-opt --list-passes)")
+    text = error + "\n" + "".join(captured)
+    detail = " ".join(line.strip(" :") for line in text.splitlines() if "error:" in line or "option" in line)
+    detail = detail.replace("MLIR Textual PassPipeline Parser:1:1: error: ", "")
+    raise ValueError(
+        f"invalid pipeline element '{','.join(texts)}': {detail or 'rejected by MLIR'} (see hir-opt --list-passes)"
+    )
 
 
 @checkpoint

@@ -25,7 +25,7 @@ from hir.dialect import (
     SendRecvOp,
     SetOp,
 )
-from hir.dialect.base import VerifyError, get_i64_array, get_str, i64_attr
+from hir.dialect.base import VerifyError, i64_attr, required_i64_array, required_str
 from hir.dialect.irutils import is_a, is_broadcast_axis, operand_axis, output_index
 from hir.dialect.sharding import MultiDimMeshError, Sharding, sharding_of
 from hir.dialect.teams import teams_attr
@@ -153,7 +153,7 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str)
     team per line (per plane when K has several axes: a buffer axis split by all of them)."""
     if (src.mesh, src.mesh_shape) != (dst.mesh, dst.mesh_shape):
         raise fail(op, f"is resharding ({reason}) between different multi-dimensional meshes; move between meshes on 1-D meshes")
-    axes = get_i64_array(op, "axes") if op.name == ReductionOp.OPERATION_NAME else []
+    axes = required_i64_array(op, "axes") if op.name == ReductionOp.OPERATION_NAME else []
 
     def kept(split: int | None) -> int | None:  # a split input axis in output coordinates
         return None if split is None or split in axes else split - sum(1 for a in axes if a < split)
@@ -183,13 +183,13 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str)
 
 
 def _plan_reduction(op, src: Sharding, dst: Sharding) -> Plan:
-    axes = get_i64_array(op, "axes")
+    axes = required_i64_array(op, "axes")
     if len(axes) != 1:
         raise fail(op, f"is a resharding reduction over {len(axes)} axes {axes}; it must reduce exactly one axis (split the reduction)")
     axis = axes[0]
     if src.axis != axis:
         raise fail(op, f"reshards while reducing axis {axis}, but the input is split along {src.axis}: the reduced axis must be the split one (insert a {SetOp.OPERATION_NAME} to reshard first)")
-    common = {"axis": i64_attr(axis), "reduction": ir.StringAttr.get(get_str(op, "kind"))}
+    common = {"axis": i64_attr(axis), "reduction": ir.StringAttr.get(required_str(op, "kind"))}
     if dst.axis is not None:
         if src.mesh != dst.mesh:
             raise fail(op, f"is a reduce-scatter across different meshes; insert a {SetOp.OPERATION_NAME} before or after the reduction to move to the other mesh")

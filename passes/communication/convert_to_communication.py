@@ -18,8 +18,8 @@ After::
 
 A ``stream_axis`` on the op is copied to each collective: hir-stream-lowering then runs the
 collective per stream slice, as in nvFuser's collective-based pipelines (seed 003). Ops in
-``hir.for`` bodies are converted too. Inner axes are resharded in place (strided chunks). Unlowerable reshardings (all-to-all,
-reduce-scatter across meshes, resharding binary/matmul/linear) fail at the op's location.
+``hir.for`` bodies are converted too. Inner axes are resharded in place (strided chunks). Unlowerable reshardings
+(all-to-all, reduce-scatter across meshes, resharding binary/matmul/linear) fail at the op's location.
 
 A dialect conversion (``apply_partial_conversion``), one conversion pattern per compute op
 kind: ``hir.set`` and ``hir.reduction`` lower their resharding forms; the other compute ops'

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from torch_mlir import ir, rewrite
 
 from hir.dialect import ComputeOp, ReductionOp, SetOp
-from hir.dialect.base import DYNAMIC, get_i64_array, i64_attr
+from hir.dialect.base import DYNAMIC, i64_attr, required_i64_array
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import alloc, dim_or_const, op_classes, operand_axis, output_index, stream_axis
 from hir.dialect.sharding import Sharding
@@ -71,7 +71,7 @@ def reshard_reduction_operands(op: ir.OpView, rewriter: rewrite.PatternRewriter)
     """``hir.reduction``: as :func:`reshard_operands`, except a reduction over the input's
     split axis, a collective of its own (allreduce / reduce-scatter / reduce)."""
     src = operand_sharding(op.operation, 0)
-    if src is not None and any(s in get_i64_array(op.operation, "axes") for s in src.splits if s is not None):
+    if src is not None and any(s in required_i64_array(op.operation, "axes") for s in src.splits if s is not None):
         return True
     return reshard_operands(op, rewriter)
 

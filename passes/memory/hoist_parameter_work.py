@@ -193,6 +193,7 @@ def hoist(module: ir.Module, outline: _Outline) -> None:
     (built, with the ``hir.once`` call at the top of the function, first), and erase the
     deallocations of the call's results (the interpreter's cache owns those buffers)."""
     call = _build(module, outline)
+    assert outline.results is not None, "_build made the call"
     for op, allocations in outline.moves:
         for moved in (*allocations, op):
             moved.move_before(outline.ret)

@@ -3,9 +3,9 @@
 ``alias_select`` view count as uses of the buffer it views; a collective's use lasts until
 the ``hir.wait`` on its token (the transfer may still read or write the buffer before); a
 last use followed by a join of the pool streams (``hir.synchronize``, or an ``hir.for``
-marked ``hir.joins_pool_streams``, which its verifier checks) lasts until the join, since the use may still be running on a pool stream, and so does a
-last use issued on a pool stream with other ops before the join (a P2P pipeline's step 0).
-Buffers returned by the function (directly or through a view) are program outputs and
+marked ``hir.joins_pool_streams``, which its verifier checks) lasts until the join, since the use may still be running
+on a pool stream, and so does a last use issued on a pool stream with other ops before the join (a P2P
+pipeline's step 0). Buffers returned by the function (directly or through a view) are program outputs and
 program inputs are never allocated here, so neither is freed. Allocations inside ``hir.for``
 bodies are freed inside the body.
 

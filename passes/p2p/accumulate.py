@@ -44,7 +44,7 @@ from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith
 
 from hir.dialect import AliasSelectOp, GetStreamOp, SetCurrentStreamOp, SetOp, ShiftOp, SynchronizeOp, WaitOp, op_class
-from hir.dialect.base import get_int, get_str
+from hir.dialect.base import required_int, required_str
 from hir.dialect.irutils import index_arith, index_const, output_index, slice_name
 from hir.passes.base import PassFailure, fail
 from hir.passes.p2p.reduce_scatter import erase_if_unused, producer_of
@@ -54,10 +54,10 @@ from hir.passes.p2p.steps import Steps, begin, chunk, chunk_axis, chunk_op, coll
 def can_accumulate(rs: ir.Operation) -> bool:
     """Whether ``rs`` sums and its producer declares an accumulating form."""
     try:
-        producer = producer_of(rs, rs.operands[0], get_int(rs, "scatter_axis"))
+        producer = producer_of(rs, rs.operands[0], required_int(rs, "scatter_axis"))
     except PassFailure:  # the pipeline itself reports what is wrong
         return False
-    return get_str(rs, "reduction") == "sum" and getattr(op_class(producer), "ACCUMULATE_ATTR", None) is not None
+    return required_str(rs, "reduction") == "sum" and getattr(op_class(producer), "ACCUMULATE_ATTR", None) is not None
 
 
 def accumulate_receives(opts) -> bool:
@@ -67,16 +67,16 @@ def accumulate_receives(opts) -> bool:
 
 def build_accumulate(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:
     """Replace ``rs``, its wait and the producer of its input by the accumulating ring."""
-    k = get_int(rs, "scatter_axis")
+    k = required_int(rs, "scatter_axis")
     team, team_attr, backend, wait = collective(opts, rs, rs.operands[0], k, "scatters", "slice")
     partial, out = rs.operands[0], rs.operands[1]
     producer = producer_of(rs, partial, k)
     attr = getattr(op_class(producer), "ACCUMULATE_ATTR", None)
     if attr is None:
         raise fail(producer, "cannot accumulate into its output (hir-p2p-pipeline{accumulate=1} needs a producer with an accumulating form, e.g. hir.matmul)")
-    if get_str(rs, "reduction") != "sum":
-        raise fail(rs, f"reduces with '{get_str(rs, 'reduction')}'; hir-p2p-pipeline{{accumulate=1}} only sums")
-    parts_axis = chunk_axis(opts, rs, partial, [k, get_int(rs, "axis")], [(producer, output_index(producer))])
+    if required_str(rs, "reduction") != "sum":
+        raise fail(rs, f"reduces with '{required_str(rs, 'reduction')}'; hir-p2p-pipeline{{accumulate=1}} only sums")
+    parts_axis = chunk_axis(opts, rs, partial, [k, required_int(rs, "axis")], [(producer, output_index(producer))])
     slot_axis = parts_axis - (1 if parts_axis > k else 0)  # also the output's axis
     n = len(team)
     with ir.InsertionPoint(rs), rs.location:

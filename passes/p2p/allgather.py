@@ -53,7 +53,7 @@ from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith
 
 from hir.dialect import AliasSelectOp, BarrierOp, ComputeOp, OwnBlockOp, SetCurrentStreamOp, SetOp, ShiftOp, WaitOp
-from hir.dialect.base import get_int
+from hir.dialect.base import required_int
 from hir.dialect.irutils import (
     DEALLOC,
     index_arith,
@@ -73,7 +73,7 @@ from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective,
 def build_allgather(opts, ag: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:
     """Replace ``ag``, its wait and its stream-parallel consumers by the pipeline, built at
     the last consumer."""
-    axis = get_int(ag, "axis")
+    axis = required_int(ag, "axis")
     team, team_attr, backend, wait = collective(opts, ag, ag.operands[1], axis, "gathers", "shard")
     src, gathered = ag.operands[0], ag.operands[1]
     consumers, gathered_read_after = _consumers(ag, gathered, axis)
@@ -94,7 +94,7 @@ def build_allgather(opts, ag: ir.Operation, rewriter: rewrite.PatternRewriter) -
             # Every rank's shard is published once: the steps need no handshake.
             WaitOp.emit(BarrierOp.emit(team_attr, backend, name="published"))
 
-        def compute(whole: ir.Value, view: ir.Value, position: ir.Value, part: ir.Value | None) -> None:
+        def compute(whole: ir.Value, view: ir.Value | None, position: ir.Value, part: ir.Value | None) -> None:
             """The consumers' step at ``position``, reading ``whole`` (or its part ``view``)."""
             for op in consumers:
                 sliced = slice_op(op.clone(), axis, {gathered: whole}, position, steps.zero)

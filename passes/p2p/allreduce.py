@@ -28,7 +28,7 @@ matmul's SMs), so ``chunks=auto`` and ``overlap=auto`` leave the pair whole.
 from torch_mlir import ir, rewrite
 
 from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WaitOp
-from hir.dialect.base import get_int, get_str
+from hir.dialect.base import required_int, required_str
 from hir.dialect.irutils import DEALLOC, index_const, output_index, stream_axis
 from hir.dialect.teams import is_multi_team
 from hir.passes.p2p.cost import CONTRACTIONS
@@ -40,9 +40,9 @@ def chunkable_allreduce(op: ir.Operation) -> tuple | None:
     is waited on once, and its input is written only by a contraction before it in its block
     (no stream axis, nothing else reading it) and has a static axis besides the reduced one
     to chunk; else None."""
-    if get_str(op, "reduction") != "sum" or is_multi_team(op):
+    if required_str(op, "reduction") != "sum" or is_multi_team(op):
         return None  # a device layout (one team per row) is left whole
-    partial, axis = op.operands[0], get_int(op, "axis")
+    partial, axis = op.operands[0], required_int(op, "axis")
     users = [use.owner.operation for use in op.results[0].uses]
     if len(users) != 1 or users[0].name != WaitOp.OPERATION_NAME:
         return None
@@ -67,7 +67,7 @@ def build_allreduce(chunks: int, op: ir.Operation, producer: ir.Operation, rows:
     """Replace the contraction ``producer``, the all-reduce ``op`` and its wait by the loop
     of ``chunks`` row blocks (module docstring)."""
     out = op.operands[1]
-    out_rows = rows - (1 if get_int(op, "axis") < rows else 0)
+    out_rows = rows - (1 if required_int(op, "axis") < rows else 0)
     wait = next(use.owner.operation for use in op.results[0].uses)
 
     with ir.InsertionPoint(op), op.location:

@@ -12,7 +12,7 @@ from typing import Any
 from torch_mlir import ir
 
 from hir.dialect import AllgatherOp, ReduceScatterOp
-from hir.dialect.base import get_i64_array
+from hir.dialect.base import required_i64_array
 from hir.dialect.nodes import spans_nodes
 from hir.passes.p2p.accumulate import accumulate_receives, can_accumulate
 from hir.passes.p2p.allreduce import chunkable_allreduce
@@ -41,8 +41,8 @@ class PipelineAnalysis:
     runs_whole: set[ir.Operation] = field(default_factory=set)
 
     def p2p_schedule(self, op: ir.Operation, chosen: bool = False) -> Any | None:
-        """The options the pipeline of ``op`` (a collective in P2P form) is built with: ``chunks`` a number, ``accumulate`` only where the
-        reduce-scatter can; None when ``overlap`` keeps it whole (not asked when the
+        """The options the pipeline of ``op`` (a collective in P2P form) is built with: ``chunks`` a number,
+        ``accumulate`` only where the reduce-scatter can; None when ``overlap`` keeps it whole (not asked when the
         pipeline is already ``chosen``: the reduce-scatter of an all-reduce's rs-ag form)."""
         options = self.options
         if not chosen and (op in self.kept_whole or not self._pipelines(op)):
@@ -53,7 +53,7 @@ class PipelineAnalysis:
         opts = dataclasses.replace(opts, chunks=self._chunks_for(op, opts.accumulate))
         self.pool_streams = max(self.pool_streams, _pool_streams(opts, op))
         if options.comm_stream:
-            self.high_priority.add(comm_stream_index(opts, len(get_i64_array(op, "team"))))
+            self.high_priority.add(comm_stream_index(opts, len(required_i64_array(op, "team"))))
         return opts
 
     def allreduce_schedule(self, op: ir.Operation) -> tuple | None:
@@ -109,7 +109,7 @@ class PipelineAnalysis:
 def _pool_streams(opts: Any, op: ir.Operation) -> int:
     """The compute streams of ``op``'s pipeline, plus the reduce-scatter's reducer /
     receiver (pool index ``streams``) and the comm stream (the index after it)."""
-    n = len(get_i64_array(op, "team"))
+    n = len(required_i64_array(op, "team"))
     if opts.comm_stream:
         return comm_stream_index(opts, n) + 1
     streams = compute_streams(opts, n)

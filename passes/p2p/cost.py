@@ -13,8 +13,8 @@ and handshakes: 20 us by default, the eager P2P rows' excess over their graph re
 the issue-5 runs being larger). So it pipelines when (n-1)·min(t_c, t_m) > n·step-us:
 when each step hides more than it costs. Dynamic sizes, a collective with no compute
 op streaming with it, or one whose team spans nodes (``hir.ranks_per_node``), stay
-whole. E.g. the benchmark AG+matmul (bf16, K = N = 8192, 4 ranks) at M=8192: 3·86 = 258 us > 80 us: pipeline; the SP MLP of benchmarks/sp_mlp.py at
-256 tokens, d_model 64: well under a microsecond a step: whole.
+whole. E.g. the benchmark AG+matmul (bf16, K = N = 8192, 4 ranks) at M=8192: 3·86 = 258 us > 80 us: pipeline; the SP MLP
+of benchmarks/sp_mlp.py at 256 tokens, d_model 64: well under a microsecond a step: whole.
 
 ``chunks=auto``. Per collective, with n team members, one step moves B bytes (one peer's
 slice) and computes F flops (its consumers / producer; matmuls count 2·M·N·K, other ops
@@ -83,7 +83,7 @@ import math
 from torch_mlir import ir
 
 from hir.dialect import AllgatherOp, CollectiveOp, ComputeOp, LinearOp, MatmulOp
-from hir.dialect.base import get_i64_array, get_int, get_str
+from hir.dialect.base import required_i64_array, required_int, required_str
 from hir.dialect.irutils import is_a, is_p2p_form, output_index, stream_axis, users_in_block
 from hir.dialect.sharding import local_shape, sharding_of
 
@@ -94,10 +94,10 @@ CONTRACTIONS = (MatmulOp.OPERATION_NAME, LinearOp.OPERATION_NAME)  # 2·M·N·K 
 def step_times(op: ir.Operation, copy_gbps: float, compute_tflops: float) -> tuple | None:
     """(n, t_c, t_m, extent of the axis chunks split) of the collective ``op``'s steps in
     microseconds; None when a size is dynamic or no compute op streams with it."""
-    n = len(get_i64_array(op, "team"))
+    n = len(required_i64_array(op, "team"))
     ag = op.name == AllgatherOp.OPERATION_NAME
     moved = op.operands[0]
-    k = get_int(op, "axis") if ag else get_int(op, "scatter_axis")
+    k = required_int(op, "axis") if ag else required_int(op, "scatter_axis")
     users = _step_compute(op, op.operands[1] if ag else moved, k, ag)
     mtype = ir.MemRefType(moved.type)
     if any(ir.ShapedType.is_dynamic_size(e) for e in mtype.shape) or not users:
@@ -105,7 +105,7 @@ def step_times(op: ir.Operation, copy_gbps: float, compute_tflops: float) -> tup
     slice_elems = math.prod(mtype.shape) // (n * (1 if ag else n))
     t_copy = slice_elems * _element_bytes(mtype.element_type) / (copy_gbps * 1e3)  # us
     t_compute = sum(_flops(user) for user in users) / n / (compute_tflops * 1e6)  # us
-    skipped = [k] if ag else [k, get_int(op, "axis")]
+    skipped = [k] if ag else [k, required_int(op, "axis")]
     extent = next((e for a, e in enumerate(mtype.shape) if a not in skipped), 1)
     return n, t_copy, t_compute, extent
 
@@ -141,7 +141,7 @@ def rs_allgather_pays(op: ir.Operation, producer: ir.Operation, copy_gbps: float
     """``overlap=auto`` for the contraction ``producer`` + all-reduce ``op`` pair: whether
     the reduce-scatter + all-gather form beats the whole pair (the rule in the module
     docstring: (n - 1) · min(t_c, t_m / n) > n · step_us)."""
-    n = len(get_i64_array(op, "team"))
+    n = len(required_i64_array(op, "team"))
     out_type = ir.MemRefType(op.operands[1].type)
     t_c = math.prod(out_type.shape) / n * _element_bytes(out_type.element_type) / (copy_gbps * 1e3)  # one row block, us
     t_m = _flops(producer) / (compute_tflops * 1e6)
@@ -192,7 +192,7 @@ def runs_whole_on_nccl(op: ir.Operation) -> bool:
     """Whether ``op`` is a collective chunked on streams that NCCL runs (``backend =
     "nccl"``, a stream axis that is not its device axis): under ``overlap=auto`` it runs
     whole (module docstring)."""
-    return stream_axis(op) is not None and not is_p2p_form(op) and get_str(op, "backend") == "nccl"
+    return stream_axis(op) is not None and not is_p2p_form(op) and required_str(op, "backend") == "nccl"
 
 
 def chunked_only_with(op: ir.Operation) -> list:
@@ -202,6 +202,7 @@ def chunked_only_with(op: ir.Operation) -> list:
     chunks overlap nothing, and one call beats the chunks (the benchmarks' "sequential"
     row: a whole matmul, not four on four streams)."""
     k = stream_axis(op)
+    assert k is not None, "a collective chunked on streams (runs_whole_on_nccl)"
     ag = op.name == AllgatherOp.OPERATION_NAME
     compute = _step_compute(op, op.operands[1] if ag else op.operands[0], k, ag)
     return [c for c in compute if not _chunked_with_another(c, op)]

@@ -14,7 +14,8 @@ Before (``test/Transforms/p2p-pipeline.mlir``'s first case after
 hir-convert-to-communication{backend=cuda}; %arg0 is [4, 2, 8] split along axis 0)::
 
     %alloc = memref.alloc() ; %alloc_0 = memref.alloc()
-    %work = "hir.allgather"(%arg0, %alloc) {axis = 0 : i64, backend = "cuda", stream_axis = 0 : i64, team = array<i64: 0, 1, 2, 3>}
+    %work = "hir.allgather"(%arg0, %alloc)
+        {axis = 0 : i64, backend = "cuda", stream_axis = 0 : i64, team = array<i64: 0, 1, 2, 3>}
     "hir.wait"(%work)
     "hir.matmul"(%alloc, %arg1, %alloc_0) {stream_axis = 0 : i64}
 
@@ -135,7 +136,7 @@ from hir.dialect import (
     module_num_streams,
     set_module_num_streams,
 )
-from hir.dialect.base import get_str
+from hir.dialect.base import required_str
 from hir.dialect.comm import BACKENDS
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import FUNC, func_ops, is_p2p_form
@@ -298,7 +299,15 @@ class _Patterns:
             build_allreduce(detail, op, producer, rows, rewriter)
             return False
         options = self.analysis.options
-        build_rs_allgather(detail, op, producer, options.backend or get_str(op, "backend"), options.name, self._pipeline_scattered, rewriter)
+        build_rs_allgather(
+            detail,
+            op,
+            producer,
+            options.backend or required_str(op, "backend"),
+            options.name,
+            self._pipeline_scattered,
+            rewriter,
+        )
         return False
 
     def _pipeline_scattered(self, rs: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:

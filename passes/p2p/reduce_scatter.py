@@ -50,7 +50,7 @@ from hir.dialect import (
     SynchronizeOp,
     WaitOp,
 )
-from hir.dialect.base import get_int, get_str
+from hir.dialect.base import required_int, required_str
 from hir.dialect.irutils import ALLOC, DEALLOC, is_a, output_index, slice_name, stream_axis, users_in_block
 from hir.passes.base import fail
 from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective, new_buffer, slice_op
@@ -58,12 +58,12 @@ from hir.passes.p2p.steps import begin, chunk, chunk_axis, chunk_op, collective,
 
 def build_reduce_scatter(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) -> None:
     """Replace ``rs``, its wait and the producer of its input by the pipeline."""
-    k = get_int(rs, "scatter_axis")
+    k = required_int(rs, "scatter_axis")
     team, team_attr, backend, wait = collective(opts, rs, rs.operands[0], k, "scatters", "slice")
     partial, out = rs.operands[0], rs.operands[1]
     producer = producer_of(rs, partial, k)
     # Chunks split each slice along its first axis that is neither scattered nor reduced.
-    parts_axis = chunk_axis(opts, rs, partial, [k, get_int(rs, "axis")], [(producer, output_index(producer))])
+    parts_axis = chunk_axis(opts, rs, partial, [k, required_int(rs, "axis")], [(producer, output_index(producer))])
     slot_axis = parts_axis - (1 if parts_axis > k else 0)  # also the output's axis
     with ir.InsertionPoint(rs), rs.location:
         steps = begin(opts, team)
@@ -100,6 +100,7 @@ def build_reduce_scatter(opts, rs: ir.Operation, rewriter: rewrite.PatternRewrit
                 SynchronizeOp.emit(stream)  # the shift sends what this step computed
                 work = ShiftOp.emit(slot[1], slot_of(recv, offset, c)[1], offset, steps.shift_attrs(team_attr, backend, opts.transfer), name="work")
                 if push:  # the comm stream goes on pushing; the receiver stream waits
+                    assert receiver is not None
                     SetCurrentStreamOp.emit(receiver)
                 WaitOp.emit(work)
             stream = steps.stream(steps.zero)
@@ -107,7 +108,7 @@ def build_reduce_scatter(opts, rs: ir.Operation, rewriter: rewrite.PatternRewrit
             produce(slot_of(recv, steps.zero, c), steps.me, c)
             SetCurrentStreamOp.emit(then)
 
-        kind = get_str(rs, "reduction")
+        kind = required_str(rs, "reduction")
         extra = [receiver] if receiver is not None else []
         if opts.chunks == 1:
             exchange(None, steps.user)
@@ -117,6 +118,7 @@ def build_reduce_scatter(opts, rs: ir.Operation, rewriter: rewrite.PatternRewrit
             # On the receiver stream: on the comm stream it would hold back the next
             # chunk's copies, on a compute stream its matmuls.
             c, end = steps.loop(steps.zero, steps.chunks, "c")
+            assert receiver is not None
             with ir.InsertionPoint(end):
                 exchange(c, receiver)
                 SynchronizeOp.emit(steps.comm)  # the chunk's copies

@@ -28,7 +28,8 @@ axis there, broadcast over the row blocks)::
     %partial_rows = memref.alloc() : memref<2x2x4x3xf32, #s0>
     "hir.matmul"(%a_rows, %w_rows, %partial_rows) {stream_axis = 1 : i64}
     %scattered = memref.alloc() : memref<2x4x3xf32, #s0>
-    %rs = "hir.reduce_scatter"(%partial_rows, %scattered) {axis = 0, scatter_axis = 1, stream_axis = 1, reduction = "sum", ...}
+    %rs = "hir.reduce_scatter"(%partial_rows, %scattered)
+        {axis = 0, scatter_axis = 1, stream_axis = 1, reduction = "sum", ...}
     "hir.wait"(%rs)
     %out_rows = "hir.alias_reshape"(%out) {reassociation = [[0, 1], [2]]}       // 2x4x3, replicated
     %ag = "hir.allgather"(%scattered, %out_rows) {axis = 0, ...} ; "hir.wait"(%ag)
@@ -55,7 +56,7 @@ from dataclasses import dataclass
 from torch_mlir import ir, rewrite
 
 from hir.dialect import AliasReshapeOp, AllgatherOp, BinaryOp, MatmulOp, ReduceScatterOp, WaitOp
-from hir.dialect.base import VerifyError, get_i64_array, get_int, get_str, i64_attr, loc_name
+from hir.dialect.base import VerifyError, i64_attr, loc_name, required_i64_array, required_int, required_str
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import (
     ALLOC,
@@ -93,7 +94,7 @@ def row_split(op: ir.Operation, producer: ir.Operation, rows: int) -> RowSplit |
     contraction's M axis, do not split evenly over the team, or a buffer cannot be viewed so."""
     partial, out = op.operands[0], op.operands[1]
     shape = list(ir.MemRefType(partial.type).shape)
-    n, axis = len(get_i64_array(op, "team")), get_int(op, "axis")
+    n, axis = len(required_i64_array(op, "team")), required_int(op, "axis")
     sharding = sharding_of(partial)
     if rows != len(shape) - 2 or shape[rows] % n or sharding is None or sharding.multi_dim or sharding.offsets:
         return None
@@ -126,8 +127,10 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
     all-gather (over copy engines where ``backend``, the pass's or the all-reduce's, says)."""
     partial, out = op.operands[0], op.operands[1]
     wait = next(use.owner.operation for use in op.results[0].uses)
-    axis, rows = get_int(op, "axis"), split.rows
-    mesh = sharding_of(partial).mesh
+    axis, rows = required_int(op, "axis"), split.rows
+    sharding = sharding_of(partial)
+    assert sharding is not None, "row_split found the partial placed"
+    mesh = sharding.mesh
     partial_type = ir.MemRefType(partial.type)
     team = op.attributes["team"]
     consumer = rows_elementwise_consumer(op, out, split.out_rows)
@@ -154,8 +157,10 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
             gathered = alloc(scattered_type, name="biased").result
             bias = consumer.op.operands[consumer.other]
             with consumer.op.location:  # the moved add keeps its own location, name included
-                BinaryOp.emit(*([scattered, bias] if consumer.other == 1 else [bias, scattered]), gathered, get_str(consumer.op, "kind"),
-                              name=loc_name(consumer.op.location))
+                lhs, rhs = (scattered, bias) if consumer.other == 1 else (bias, scattered)
+                BinaryOp.emit(
+                    lhs, rhs, gathered, required_str(consumer.op, "kind"), name=loc_name(consumer.op.location)
+                )
             target = consumer.op.operands[output_index(consumer.op)]
             if op.is_before_in_block(consumer.alloc):  # allocated after the all-reduce: a copy here replaces it
                 hoisted = consumer.alloc.clone()

@@ -22,7 +22,7 @@ from hir.dialect import (
     SynchronizeOp,
     WaitOp,
 )
-from hir.dialect.base import get_i64_array, get_str, i64_attr
+from hir.dialect.base import i64_attr, required_i64_array, required_str
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import (
     alloc,
@@ -157,11 +157,13 @@ def comm_stream_index(opts: Any, team_size: int) -> int:
 
 def collective(opts: Any, op: ir.Operation, buffer: ir.Value, axis: int, verb: str, noun: str) -> tuple:
     """(team, team attribute, shift backend, the op's hir.wait); one ``noun`` per device."""
-    team = get_i64_array(op, "team")
+    team = required_i64_array(op, "team")
     extent = ir.MemRefType(buffer.type).shape[axis]
     if extent != len(team):
         raise fail(op, f"{verb} axis {axis} of extent {extent} over {len(team)} devices; hir-p2p-pipeline needs one {noun} per device along the stream axis (extent {len(team)})")
-    backend = ir.StringAttr.get(team_backend(op, op.attributes["team"], opts.backend or get_str(op, "backend"), opts.name))  # no copy engines across nodes
+    backend = ir.StringAttr.get(
+        team_backend(op, op.attributes["team"], opts.backend or required_str(op, "backend"), opts.name)
+    )  # no copy engines across nodes
     return team, ir.DenseI64ArrayAttr.get(team), backend, _single_wait(op)
 
 

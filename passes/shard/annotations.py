@@ -30,7 +30,8 @@ def sharding(s: ConversionState, op: ir.Operation) -> None:
 
 refuses(shard.ShardOp, _PARTITION_FIRST)
 refuses(shard.GetShardingOp, _NOT_YET)
-# hir's rooted gather / scatter / reduce take one team: on a multi-D grid they would need a root per team, as hir.broadcast has.
+# hir's rooted gather / scatter / reduce take one team: on a multi-D grid they would need a root per team, as
+# hir.broadcast has.
 for _op in (shard.GatherOp, shard.ScatterOp, shard.ReduceOp, shard.SendOp, shard.RecvOp):
     refuses(_op, _NOT_YET)
 refuses_prefix("shard.", _NOT_YET)

@@ -180,13 +180,15 @@ def reduction(op: ir.Operation) -> ir.StringAttr:
 
 @converts(shard.AllGatherOp)
 def all_gather(s: ConversionState, op: ir.Operation) -> None:
-    """`hir.allgather` + `hir.wait` over one grid axis or several (one team per line / plane of the mesh); the operand split along the gathered dim (an uneven one gathered whole)."""
+    """`hir.allgather` + `hir.wait` over one grid axis or several (one team per line / plane of the mesh); the operand
+    split along the gathered dim (an uneven one gathered whole)."""
     collective(s, op, needed_by(op), None, AllgatherOp.OPERATION_NAME, {"axis": i64(index_attr(op, "gather_axis"))})
 
 
 @converts(shard.AllReduceOp)
 def all_reduce(s: ConversionState, op: ir.Operation) -> None:
-    """`hir.allreduce` + `hir.wait` of a partial sum (its device axis), over all the grid axes it is pending on; an element type change converts the operand first."""
+    """`hir.allreduce` + `hir.wait` of a partial sum (its device axis), over all the grid axes it is pending on; an
+    element type change converts the operand first."""
     collective(s, op, needed_by(op), None, AllreduceOp.OPERATION_NAME, {"axis": i64(0), "reduction": reduction(op)})
 
 
@@ -200,7 +202,8 @@ def reduce_scatter(s: ConversionState, op: ir.Operation) -> None:
 
 @converts(shard.BroadcastOp)
 def broadcast(s: ConversionState, op: ir.Operation) -> None:
-    """`hir.broadcast` from a static root, one team per line / plane along its grid axes with the root at the same position of each (`root = array<i64: ...>`)."""
+    """`hir.broadcast` from a static root, one team per line / plane along its grid axes with the root at the same
+    position of each (`root = array<i64: ...>`)."""
     axes = grid_axes(s, op)
     if len(op.operands) > 1:
         raise fail(op, "has a dynamic root; hir converts a static root")

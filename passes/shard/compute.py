@@ -23,7 +23,8 @@ from hir.passes.shard.state import ConversionState, is_tensor
 
 @converts_any
 def outline_or_host(s: ConversionState, op: ir.Operation) -> None:
-    """A kernel segment (`func.func {hir.kernel}`, called with the buffers) for an op with tensor results; host arithmetic (cloned where read) for an op on scalars."""
+    """A kernel segment (`func.func {hir.kernel}`, called with the buffers) for an op with tensor results; host
+    arithmetic (cloned where read) for an op on scalars."""
     if any(is_tensor(r) for r in op.results):
         outline(s, op)
     elif len(op.regions) == 0 and not any(s.is_data(v) for v in list(op.operands) + list(op.results)):
@@ -54,7 +55,8 @@ def empty(s: ConversionState, op: ir.Operation) -> None:
 
 @converts(FILL_NAMED)
 def fill(s: ConversionState, op: ir.Operation) -> None:
-    """No op when it fills a free tensor with a constant (cloned into the kernels that read it), else a kernel segment."""
+    """No op when it fills a free tensor with a constant (cloned into the kernels that read it), else a kernel
+    segment."""
     if not all(v in s.free for v in op.operands):
         outline(s, op)
         return
@@ -80,18 +82,27 @@ def matmul(s: ConversionState, op: ir.Operation) -> None:
 def binary(s: ConversionState, op: ir.Operation) -> None:
     """`hir.binary` of its kind on equally placed, evenly split operands of one type, else a kernel segment."""
     lhs, rhs, _ = op.operands
-    placements = {s.placement(lhs), s.placement(rhs)}
-    if len(placements) != 1 or None in placements or any(p.partial or p.offsets for p in placements) or s.tensor_type(lhs) != s.tensor_type(rhs):
+    placement = s.placement(lhs)
+    if (
+        placement is None
+        or placement != s.placement(rhs)
+        or placement.partial
+        or placement.offsets
+        or s.tensor_type(lhs) != s.tensor_type(rhs)
+    ):
         outline(s, op)
         return
     kind = ir.StringAttr.get(BINARY_NAMED[op.name])
     operands = [s.buffer(lhs, op), s.buffer(rhs, op)]
-    s.create(BinaryOp.OPERATION_NAME, operands=operands + [s.alloc(op.results[0], placements.pop())], attributes={"kind": kind})
+    s.create(
+        BinaryOp.OPERATION_NAME, operands=operands + [s.alloc(op.results[0], placement)], attributes={"kind": kind}
+    )
 
 
 @converts(tensor.ExtractOp)
 def extract(s: ConversionState, op: ir.Operation) -> None:
-    """A host `memref.load` of an element of a replicated tensor (every device holds the same data, so the local index is the global one)."""
+    """A host `memref.load` of an element of a replicated tensor (every device holds the same data, so the local index
+    is the global one)."""
     source = op.operands[0]
     placement = s.placement(source)
     if placement != s.grid.replicated:

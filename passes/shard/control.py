@@ -29,7 +29,8 @@ _DEVICE_INDEX_OPS = (shard.ProcessMultiIndexOp.OPERATION_NAME, shard.ProcessLine
 
 @converts(scf.IfOp)
 def if_(s: ConversionState, op: ir.Operation) -> None:
-    """Folded away when both branches yield the same values; shard-partition's partial-product init (device 0 keeps the destination, the others start from zeros) is a kernel segment writing a partial sum."""
+    """Folded away when both branches yield the same values; shard-partition's partial-product init (device 0 keeps the
+    destination, the others start from zeros) is a kernel segment writing a partial sum."""
     yields = [list(region.blocks[0].operations)[-1].operation.operands for region in op.regions if region.blocks]
     ops_per_branch = [len(list(region.blocks[0].operations)) for region in op.regions if region.blocks]
     if len(yields) == 2 and ops_per_branch == [1, 1] and list(yields[0]) == list(yields[1]):

@@ -31,7 +31,8 @@ from hir.passes.shard.state import ConversionState
 
 @converts(shard.ShiftOp)
 def shift(s: ConversionState, op: ir.Operation) -> None:
-    """`hir.shift` + `hir.wait` of a rotating shift along any grid axis (one team per line of the mesh along it), the result placed as the operand."""
+    """`hir.shift` + `hir.wait` of a rotating shift along any grid axis (one team per line of the mesh along it), the
+    result placed as the operand."""
     grid_axes(s, op)
     if "rotate" not in op.attributes:
         raise fail(op, "without 'rotate' leaves the edge devices' results undefined; hir converts rotating shifts only")

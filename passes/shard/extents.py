@@ -2,8 +2,8 @@
 ``shard.shard_shape``, computed on the host.
 
 An even split's local extent is the global one (``memref.dim``) divided by its parts. An
-uneven one (upstream's ``sharded_dims_offsets``) differs per device. Partitioned with offsets, a tensor's local type is dynamic along the uneven dim and
-``shard-partition`` sizes its ``tensor.empty`` with ``shard.shard_shape``::
+uneven one (upstream's ``sharded_dims_offsets``) differs per device. Partitioned with offsets, a tensor's local type is
+dynamic along the uneven dim and ``shard-partition`` sizes its ``tensor.empty`` with ``shard.shard_shape``::
 
     %s = shard.sharding @g split_axes = [[0]] sharded_dims_offsets = [0, 1, 4, 7, 8] : !shard.sharding
     %i = shard.process_multi_index on @g : index
@@ -42,9 +42,10 @@ def local_extent(s: ConversionState, source: ir.Value, dim: int, user: ir.Operat
     placement = s.data_placement(source)
     if placement.partial:
         raise fail(user, "reads a dynamic dim index or a partial sum's extent; hir sizes static dims of placed tensors")
-    if placement.bounds(dim) is not None:
+    bounds = placement.bounds(dim)
+    if bounds is not None:
         axes = [k for k, d in enumerate(placement.splits) if d == dim]
-        return part_extent(s, list(placement.bounds(dim)), coordinates(s, axes), [s.grid.shape[k] for k in axes])
+        return part_extent(s, list(bounds), coordinates(s, axes), [s.grid.shape[k] for k in axes])
     extent = s.create(memref.DimOp.OPERATION_NAME, operands=[s.buffer(source, user), s.index_constant(dim)], results=[ir.IndexType.get()]).result
     parts = prod(s.grid.shape[k] for k, d in enumerate(placement.splits) if d == dim)
     if parts > 1:
@@ -54,20 +55,22 @@ def local_extent(s: ConversionState, source: ir.Value, dim: int, user: ir.Operat
 
 @converts(tensor.DimOp)
 def dim(s: ConversionState, op: ir.Operation) -> None:
-    """A placed tensor's local extent: host `memref.dim` of its buffer over the dim's parts (an uneven dim's part by `hir.device_index`)."""
+    """A placed tensor's local extent: host `memref.dim` of its buffer over the dim's parts (an uneven dim's part by
+    `hir.device_index`)."""
     source, index = op.operands
     if not s.is_data(source):
         outline_or_host(s, op)  # not a program tensor: host arithmetic
         return
     dim_index = s.constant_value(index)
-    if dim_index is None:
+    if not isinstance(dim_index, int):  # not a constant (an index constant is an integer)
         raise fail(op, "reads a dynamic dim index or a partial sum's extent; hir sizes static dims of placed tensors")
     s.scalars[op.results[0]] = local_extent(s, source, dim_index, op)
 
 
 @host_value(shard.ShardShapeOp)
 def shard_shape(s: ConversionState, op: ir.Operation) -> list[ir.Value]:
-    """Per dim, the extent of the shard a device holds, halos included (host arithmetic; a select of the part's extent for `sharded_dims_offsets`)."""
+    """Per dim, the extent of the shard a device holds, halos included (host arithmetic; a select of the part's extent
+    for `sharded_dims_offsets`)."""
     segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
     device = [s.scalar(v, op) for v in list(op.operands)[segments[0] + segments[1] :]]
     sharding = op.operands[segments[0]]

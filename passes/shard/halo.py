@@ -38,7 +38,8 @@ from hir.passes.shard.state import ConversionState
 
 @converts(shard.UpdateHaloOp)
 def update_halo(s: ConversionState, op: ir.Operation) -> None:
-    """Per split dim, a rotating `hir.shift` of the neighbours' boundary rows for each halo, written into the block by a kernel segment and kept at the grid axis's ends (static halo sizes, each dim over one grid axis)."""
+    """Per split dim, a rotating `hir.shift` of the neighbours' boundary rows for each halo, written into the block by a
+    kernel segment and kept at the grid axis's ends (static halo sizes, each dim over one grid axis)."""
     if len(op.operands) > 1:
         raise fail(op, "has dynamic halo sizes; hir converts static ones")
     sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_halo_sizes"]))

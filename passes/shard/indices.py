@@ -54,7 +54,8 @@ def process_multi_index(s: ConversionState, op: ir.Operation) -> list[ir.Value]:
 
 @host_value(shard.NeighborsLinearIndicesOp)
 def neighbors_linear_indices(s: ConversionState, op: ir.Operation) -> list[ir.Value]:
-    """The linear indices of the devices before and after along one grid axis, -1 past either edge (host arithmetic, where first read)."""
+    """The linear indices of the devices before and after along one grid axis, -1 past either edge (host arithmetic,
+    where first read)."""
     axes = list(ir.DenseI16ArrayAttr(op.attributes["split_axes"]))
     if len(axes) != 1 or not 0 <= axes[0] < s.grid.rank:
         raise fail(op, f"has split axes {axes}; hir converts the neighbors along one axis of the {s.grid.rank}-D grid")
@@ -75,6 +76,7 @@ def neighbors_linear_indices(s: ConversionState, op: ir.Operation) -> list[ir.Va
             results=[ir.IntegerType.get_signless(1)],
             attributes={"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)},
         ).result
+        assert linear is not None, "one coordinate per grid axis, of which there is at least one"
         neighbor = s.index_arith(name, linear, step)
         results.append(s.create(arith.SelectOp.OPERATION_NAME, operands=[at_edge, none, neighbor], results=[ir.IndexType.get()]).result)
     return results

@@ -49,7 +49,7 @@ def infer(op: ir.Operation, operands: list[Sharding | None], grid: Grid) -> Shar
     operands' (None: a free operand), and the part boundaries of uneven operand dims on the
     result dims they become."""
     per_axis = [_infer_axis(op, [FREE if p is None else p.on(k) for p in operands]) for k in range(grid.rank)]
-    splits = [None if p == PARTIAL else p for p in per_axis]
+    splits = [p if isinstance(p, int) else None for p in per_axis]  # PARTIAL splits nothing
     result = grid.placement(splits, partial=[k for k, p in enumerate(per_axis) if p == PARTIAL])
     return _uneven_result(op, operands, result, grid) if any(p is not None and p.offsets for p in operands) else result
 
@@ -65,7 +65,9 @@ def _uneven_result(op: ir.Operation, operands: list[Sharding | None], result: Sh
     dims, _ = maps
     found: dict = {}
     for placement, operand_dims in zip(operands, dims):
-        for dim in placement.splits if placement is not None else ():
+        if placement is None:
+            continue
+        for dim in placement.splits:
             if dim is None or operand_dims[dim] is None:
                 continue
             loop = operand_dims[dim]

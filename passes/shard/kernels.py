@@ -24,7 +24,7 @@ extent 1) is collapsed / expanded around the cloned ops:
     }
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from torch_mlir import ir
@@ -111,7 +111,7 @@ def build_kernel(
     before: ir.Operation,
     ports: list[Port],
     clones: list[ir.Operation],
-    outputs: list[tuple[ir.Value, ir.Type, Sharding]],
+    outputs: Sequence[tuple[ir.Value, ir.Type, Sharding]],
     loc: ir.Location,
 ) -> None:
     """Create kernel ``name`` before ``before``: its arguments are ``ports`` then one
@@ -129,6 +129,7 @@ def build_kernel(
             if port.tensor_type is None:
                 mapping[port.key] = arg
                 continue
+            assert port.placement is not None, "a tensor port is placed"
             view = _local_view(arg, port.tensor_type, port.placement)
             shaped = ir.RankedTensorType(port.tensor_type)
             local = ir.RankedTensorType.get(local_shape(port.tensor_type, port.placement), shaped.element_type)

@@ -134,8 +134,9 @@ class Grid:
         for k, dim in enumerate(placement.splits):
             if dim is None:
                 continue
-            if placement.bounds(dim) is not None:  # uneven: the local extent is '?', the global the last boundary
-                shape[dim] = placement.bounds(dim)[-1]
+            bounds = placement.bounds(dim)
+            if bounds is not None:  # uneven: the local extent is '?', the global the last boundary
+                shape[dim] = bounds[-1]
             elif not ir.ShapedType.is_dynamic_size(shape[dim]):  # a dynamic extent stays '?': sized at run time
                 shape[dim] *= self.shape[k]
         if placement.partial:  # one device axis, split over every grid axis the sum is pending on

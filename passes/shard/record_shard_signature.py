@@ -1,7 +1,7 @@
 """``hir-record-shard-signature``: after ``sharding-propagation`` and before
 ``shard-partition``, write the sharding and the global type of every tensor argument and
-result, and the grid of its shardings (``hir.grid``), into the signature, where partitioning leaves them (the pass drops the
-``shard.shard`` annotations and gives arguments their local shapes, but keeps argument and
+result, and the grid of its shardings (``hir.grid``), into the signature, where partitioning leaves them (the pass drops
+the ``shard.shard`` annotations and gives arguments their local shapes, but keeps argument and
 result attributes). ``hir-convert-shard-to-hir`` reads them back to give the buffers their
 global shapes and ``#hir.shard`` placements, and refuses a local shape that does not map
 back to the recorded global one.
@@ -22,7 +22,8 @@ Before::
 After::
 
     func.func @mlp(%x: tensor<8x16xf32> {hir.global_type = tensor<8x16xf32>, hir.split_axes = #shard<axisarray[[]]>},
-                   %w1: tensor<16x64xf32> {hir.global_type = tensor<16x64xf32>, hir.split_axes = #shard<axisarray[[], [0]]>})
+                   %w1: tensor<16x64xf32> {hir.global_type = tensor<16x64xf32>,
+                                           hir.split_axes = #shard<axisarray[[], [0]]>})
         -> (tensor<8x64xf32> {hir.global_type = tensor<8x64xf32>, hir.split_axes = #shard<axisarray[[], [0]]>}) {
       ...                                              // body unchanged
 

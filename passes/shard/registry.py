@@ -28,7 +28,7 @@ refused ops is :func:`markdown` (test_shard_registry.py checks it;
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from torch_mlir import ir
 
@@ -57,6 +57,9 @@ HOST_FUNCTIONS: dict[str, HostFunction] = {}
 _FALLBACK: list[Entry] = []
 
 
+_Entry = TypeVar("_Entry")  # what a table holds: an Entry, or a HostFunction
+
+
 def _name(op: Any) -> str:
     name = op if isinstance(op, str) else getattr(op, "OPERATION_NAME", None)
     if not isinstance(name, str):
@@ -64,7 +67,7 @@ def _name(op: Any) -> str:
     return name
 
 
-def _register(table: dict, key: str, entry: Entry) -> None:
+def _register(table: dict[str, _Entry], key: str, entry: _Entry) -> None:
     if key in table:
         raise ValueError(f"shard bridge handler for '{key}' is registered twice")
     table[key] = entry

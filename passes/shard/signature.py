@@ -61,7 +61,7 @@ def place_arguments(s: ConversionState) -> None:
             del attrs[key]
 
 
-def _argument_placement(s: ConversionState, arg: ir.Value, entries: dict) -> Sharding:
+def _argument_placement(s: ConversionState, arg: ir.BlockArgument, entries: dict) -> Sharding:
     rank = ir.RankedTensorType(arg.type).rank
     where = f"'func.func' op @{s.name} argument #{arg.arg_number}"
     if SPLIT_AXES_ATTR in entries:
@@ -105,7 +105,8 @@ def _check_global(s: ConversionState, what: str, buffer_type: ir.Type, recorded:
 
 @converts(func.ReturnOp)
 def return_(s: ConversionState, op: ir.Operation) -> None:
-    """`func.return` of the buffers and host scalars the results became (checked against the recorded global types and offsets); the function type follows."""
+    """`func.return` of the buffers and host scalars the results became (checked against the recorded global types and
+    offsets); the function type follows."""
     results = [s.buffer(v, op) if s.is_data(v) else s.scalar(v, op) for v in op.operands]
     for index, value in enumerate(results):
         _check_global(s, f"result #{index}", value.type, s.result_globals.get(index), op.location, s.result_offsets.get(index))

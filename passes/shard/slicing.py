@@ -34,7 +34,8 @@ from hir.passes.shard.state import ConversionState
 
 @converts(shard.AllSliceOp)
 def all_slice(s: ConversionState, op: ir.Operation) -> None:
-    """A kernel segment slicing each device's part at its coordinate's offset (no communication), over one grid axis; a dynamic dim's part is its extent / n on the host."""
+    """A kernel segment slicing each device's part at its coordinate's offset (no communication), over one grid axis; a
+    dynamic dim's part is its extent / n on the host."""
     source, dim = op.operands[0], index_attr(op, "slice_axis")
     k = grid_axis(s, op)
     have = s.data_placement(source)
@@ -70,7 +71,8 @@ def all_slice(s: ConversionState, op: ir.Operation) -> None:
 
 @converts(shard.AllToAllOp)
 def all_to_all(s: ConversionState, op: ir.Operation) -> None:
-    """`shard.all_gather` along its concat axis then `shard.all_slice` along its split axis, each converted as above (one grid axis)."""
+    """`shard.all_gather` along its concat axis then `shard.all_slice` along its split axis, each converted as above
+    (one grid axis)."""
     grid_axes(s, op)
     source, result = op.operands[0], op.results[0]
     concat, split_dim = index_attr(op, "concat_axis"), index_attr(op, "split_axis")

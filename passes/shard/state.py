@@ -126,6 +126,7 @@ class ConversionState:
 
     # ----- building --------------------------------------------------------------------
     def create(self, name: str, operands=(), results=(), attributes=None) -> ir.Operation:
+        assert self.loc is not None, "set for the op being converted"
         with self.loc:
             return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attributes, ip=self.ip)
 
@@ -177,6 +178,7 @@ class ConversionState:
         """An op of the tensor program a handler adds to convert in its turn (a slice to
         outline, the pieces of a halo exchange): built at the insertion point, erased with
         the program's ops when the function is done (:meth:`erase_tensor_program`)."""
+        assert self.loc is not None and self.ip is not None, "set for the op being converted"
         with self.loc, self.ip:
             op = build().operation
         self.scratch.append(op)

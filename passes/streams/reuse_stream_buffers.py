@@ -26,10 +26,13 @@ Before::
     %user = "hir.get_current_stream"() : () -> !hir.stream
     "hir.stream_for"(%c0, %m, %c1, %user) ({
     ^bb0(%i: index, %slot: index):
-      %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : (memref<?x32xf32>, index) -> memref<32xf32, strided<[1], offset: ?>>
-      %ti = "hir.alias_select"(%t, %i) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+      %a = "hir.alias_select"(%in, %i) {axis = 0 : i64}
+          : (memref<?x32xf32>, index) -> memref<32xf32, strided<[1], offset: ?>>
+      %ti = "hir.alias_select"(%t, %i) {axis = 0 : i64}
+          : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       "hir.matmul"(%a, %w, %ti) : (...) -> ()
-      %oi = "hir.alias_select"(%out, %i) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+      %oi = "hir.alias_select"(%out, %i) {axis = 0 : i64}
+          : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       "hir.binary"(%ti, %ti, %oi) {kind = "add"} : (...) -> ()
       "hir.yield"() : () -> ()
     }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (index, index, index, !hir.stream) -> ()
@@ -44,7 +47,8 @@ After::
     "hir.stream_for"(%c0, %m, %c1, %user, %c4) ({
     ^bb0(%i: index, %slot: index):
       %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : ...
-      %ti = "hir.alias_select"(%t, %slot) {axis = 0 : i64} : (memref<4x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+      %ti = "hir.alias_select"(%t, %slot) {axis = 0 : i64}
+          : (memref<4x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       ...
     }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>} : (index, index, index, !hir.stream, index) -> ()
     memref.dealloc %t : memref<4x8xf32>
@@ -81,7 +85,7 @@ from hir.dialect import (
     WorkType,
     module_num_streams,
 )
-from hir.dialect.base import DYNAMIC, get_int, get_str
+from hir.dialect.base import DYNAMIC, get_str, required_int
 from hir.dialect.irutils import ALLOC, DEALLOC, DIM, FUNC, alloc, constant_value, defining_op, index_const, value_name
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.views import is_identity_layout
@@ -185,13 +189,14 @@ def _candidate(alloc: ir.Operation, loop: ir.Operation, n: int):
             continue
         if user.name != AliasSelectOp.OPERATION_NAME or use.operand_number != 0 or user.operands[1] != iv:
             return None
-        view_axis = get_int(user, "axis")
+        view_axis = required_int(user, "axis")
         if axis is not None and view_axis != axis:
             return None
         axis = view_axis
         views.append(user)
     if any(constant_value(d.operands[1]) is None for d in dims):
         return None
+    assert axis is not None, "the buffer was found through one of its views"
     extent = mt.shape[axis]
     if extent != DYNAMIC and extent <= n:
         return None
@@ -278,6 +283,7 @@ def _fold_dims(buffer: ir.Operation, dims: list) -> None:
     dynamic_axes = [i for i, d in enumerate(mt.shape) if d == DYNAMIC]
     for dim in dims:
         k = constant_value(dim.operands[1])
+        assert k is not None, "_candidate took constant dims only"
         if mt.shape[k] == DYNAMIC:
             size = buffer.operands[dynamic_axes.index(k)]
         else:

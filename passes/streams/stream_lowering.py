@@ -29,7 +29,8 @@ After::
     %user = "hir.get_current_stream"() : () -> !hir.stream
     "hir.stream_for"(%c0, %n, %c1, %user) ({
     ^bb0(%i: index, %slot: index):
-      %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
+      %a = "hir.alias_select"(%in, %i) {axis = 0 : i64}
+          : (memref<?x8xf32>, index) -> memref<8xf32, strided<[1], offset: ?>>
       %b = "hir.alias_select"(%out, %i) {axis = 0 : i64} : (...) -> memref<8xf32, strided<[1], offset: ?>>
       "hir.set"(%a, %b) : (...) -> ()
       "hir.yield"() : () -> ()
@@ -51,7 +52,8 @@ does not divide is an error at the op; a dynamic N is checked when the chunk is 
 
     "hir.stream_for"(%c0, %c4, %c1, %user) ({ ^bb0(%i: index, %slot: index):      // chunks = 4, N = 8: 2 rows each
       ...
-      %a = "hir.alias_chunk"(%in, %i) {axis = 0 : i64, chunks = 4 : i64} : (memref<8x8xf32>, index) -> memref<2x8xf32, strided<[8, 1], offset: ?>>
+      %a = "hir.alias_chunk"(%in, %i) {axis = 0 : i64, chunks = 4 : i64}
+          : (memref<8x8xf32>, index) -> memref<2x8xf32, strided<[8, 1], offset: ?>>
       ...
 """
 
@@ -60,6 +62,7 @@ from dataclasses import dataclass
 from torch_mlir import ir, rewrite
 
 from hir.dialect import OP_CLASSES, AliasChunkOp, AliasSelectOp, StreamForOp, WaitOp
+from hir.dialect.base import required_int
 from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.irutils import (
     FUNC,
@@ -183,7 +186,7 @@ def _reject_nested(op: ir.Operation) -> None:
 
 
 def _lower(op: ir.Operation, rewriter: rewrite.PatternRewriter, chunks: int) -> None:
-    k = stream_axis(op)
+    k = required_int(op, STREAM_AXIS_ATTR)  # the pattern matched an op carrying it
     out = op.operands[output_index(op)]
     if isinstance(out.owner, ir.Block):
         raise fail(op, "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program")

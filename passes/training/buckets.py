@@ -9,8 +9,8 @@ most N bytes. The pattern, rooted on the first member, takes the members that fo
 the block, same team, backend, reduction and element type, while the bucket stays within N
 bytes and no op between that must follow an earlier member (:func:`members_before_last`)
 writes a later member's buffers; those ops (what reads an earlier member's sum, and what
-touches what they touched) move after the bucket. Before the last member it copies each member's rows into its columns of a
-``[D, total]`` bucket (``hir.set`` into a ``memref.subview``), all-reduces the bucket into
+touches what they touched) move after the bucket. Before the last member it copies each member's rows into its columns
+of a ``[D, total]`` bucket (``hir.set`` into a ``memref.subview``), all-reduces the bucket into
 a ``[total]`` buffer, waits, and copies each member's columns out into its output; the
 members and their waits go. With ``defer-waits`` the bucket's wait then moves to the first
 copy out. The sums are the members' sums, element for element.
@@ -54,7 +54,9 @@ _ATTRS = ("team", "backend", "reduction", "axis")
 
 
 def whole_bytes(t: ir.MemRefType) -> int:
-    return math.prod(t.shape) * ir.ShapedType(t).element_type.width // 8 if t.has_static_shape else -1
+    element = ir.ShapedType(t).element_type
+    assert isinstance(element, (ir.IntegerType, ir.FloatType)), f"{t}: a bucketed buffer holds numbers"
+    return math.prod(t.shape) * element.width // 8 if t.has_static_shape else -1
 
 
 def _member(op: ir.Operation, limit: int) -> bool:

@@ -195,7 +195,7 @@ def _instances(ops: list, writes) -> list:
     return found
 
 
-def _first_writer(buffer: ir.Value, writes, order: dict) -> ir.Operation | None:
+def _first_writer(buffer: ir.OpResult, writes, order: dict) -> ir.Operation | None:
     block = buffer.owner.operation.block
     tops = [ancestor_in(use.owner.operation, block) for use in uses_through_views(buffer)
             if (w := writes(use.owner.operation)) is None or use.operand_number in w]

@@ -1,5 +1,5 @@
-"""``hir-schedule-data-parallel{defer-waits=1 prefetch=1 bucket-bytes=N optimizer-in-backward=1}``: the communication schedule of a
-data-parallel training step (:mod:`hir.frontend.data_parallel`), as patterns on its lowered
+"""``hir-schedule-data-parallel{defer-waits=1 prefetch=1 bucket-bytes=N optimizer-in-backward=1}``: the communication
+schedule of a data-parallel training step (:mod:`hir.frontend.data_parallel`), as patterns on its lowered
 collectives, run after ``hir-convert-to-communication`` and before
 ``hir-insert-deallocations`` (:func:`data_parallel_pipeline`). Each option adds one pattern
 (or, for the update, one walk); with none the pass changes nothing (the plain schedule:

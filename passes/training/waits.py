@@ -1,6 +1,6 @@
 """The ``defer-waits`` pattern of ``hir-schedule-data-parallel`` (:mod:`.schedule`), and what
-the schedule's patterns know of a collective's buffers. A collective's ``hir.wait`` moves down to just before the first op that
-touches one of its buffers (or a view of one): a gradient's reduce-scatter (an allreduce
+the schedule's patterns know of a collective's buffers. A collective's ``hir.wait`` moves down to just before the first
+op that touches one of its buffers (or a view of one): a gradient's reduce-scatter (an allreduce
 with ``replicate``) is issued as soon as the gradient exists and waited only where the
 optimizer's update reads it, so the backward of the layers before it runs while it is in
 flight; a gathered parameter's wait sits right before its first reader. The program

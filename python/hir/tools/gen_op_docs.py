@@ -108,10 +108,9 @@ def describe(cls: type) -> OpDoc:
 
 def verifier_functions(cls: type) -> list[Callable]:
     """``check`` and what it calls: methods of the op (``self.x(...)``) and helpers defined
-    in the op's own module, transitively."""
+    in the caller's own module (an inherited check's helpers in its base's), transitively."""
     seen: list[Callable] = []
     todo = [cls.check]
-    module = sys.modules[cls.__module__]
     while todo:
         fn = todo.pop()
         fn = getattr(fn, "__func__", fn)
@@ -129,8 +128,8 @@ def verifier_functions(cls: type) -> list[Callable]:
                 if inspect.isfunction(member):
                     todo.append(member)
             elif isinstance(target, ast.Name):
-                helper = getattr(module, target.id, None)
-                if inspect.isfunction(helper) and helper.__module__ == module.__name__:
+                helper = fn.__globals__.get(target.id)
+                if inspect.isfunction(helper) and helper.__module__ == fn.__module__:
                     todo.append(helper)
     return seen
 

@@ -1,9 +1,11 @@
 from collections.abc import Callable, Iterator, Sequence
 import enum
-from typing import Final, Generic, TypeAlias, overload
+from typing import Final, Generic, TypeVar, TypeAlias, overload
 
 import torch_mlir._mlir_libs._mlir.ir
 from typing_extensions import Self, Buffer, CapsuleType
+
+_T = TypeVar("_T", bound=Type)
 
 
 class DiagnosticSeverity(enum.Enum):
@@ -102,7 +104,7 @@ class Context:
     @allow_unregistered_dialects.setter
     def allow_unregistered_dialects(self, arg: bool, /) -> None: ...
 
-    def attach_diagnostic_handler(self, callback: object) -> object: ...
+    def attach_diagnostic_handler(self, callback: Callable[[Diagnostic], bool]) -> DiagnosticHandler: ...
 
     def enable_multithreading(self, enable: bool) -> None: ...
 
