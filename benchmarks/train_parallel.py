@@ -32,6 +32,7 @@ import os
 import re
 import sys
 import time
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -82,7 +83,13 @@ def prepare(name: str, make, checked: int) -> dict:
     losses += [global_loss(row.step(), row.local) for _ in range(checked - 1)]
     sync()
     peak = (torch.cuda.max_memory_allocated() - before) / 2**30 if cuda else None
-    return {"row": row, "note": row.note, "losses": losses, "first_s": max_over_ranks(first), "peak_gib": None if peak is None else max_over_ranks(peak)}
+    return {
+        "row": row,
+        "note": row.note,
+        "losses": losses,
+        "first_s": max_over_ranks(first),
+        "peak_gib": None if peak is None else max_over_ranks(peak),
+    }
 
 
 def timed(step, steps: int) -> float:
@@ -96,12 +103,16 @@ def timed(step, steps: int) -> float:
     return max_over_ranks((time.perf_counter() - start) / steps)
 
 
-def run_group(group: str, rows: list, base, batch: tuple, anchor: list | None, args, clock: float) -> tuple[dict, list]:
+def run_group(
+    group: str, rows: list, base, batch: tuple, anchor: list | None, args, clock: float
+) -> tuple[dict, list | None]:
     """The group's rows built, checked and timed in turns: ``{row: result}`` (a result
     with ``ms`` and ``losses``, or ``why`` it did not run) and the reference losses."""
     world, results, ready = dist.get_world_size(), {}, {}
     if anchor is None:  # FSDP2 eager on the group's whole batch, every rank all of it
-        anchor = prepare("FSDP2 eager (reference)", lambda: reference(base, args.device, world, batch), args.checked)["losses"]
+        anchor = prepare("FSDP2 eager (reference)", lambda: reference(base, args.device, world, batch), args.checked)[
+            "losses"
+        ]
         gc.collect()
     for name in rows:
         why = why_not(name, args.device, world, base.config)
@@ -112,7 +123,8 @@ def run_group(group: str, rows: list, base, batch: tuple, anchor: list | None, a
             continue
         try:
             ready[name] = prepare(name, lambda name=name: build(name, base, args.device, world, batch), args.checked)
-            say(f"  {group}: {name}: first step {ready[name]['first_s']:.1f} s, losses {', '.join(f'{x:.4f}' for x in ready[name]['losses'])}")
+            losses = ", ".join(f"{x:.4f}" for x in ready[name]["losses"])
+            say(f"  {group}: {name}: first step {ready[name]['first_s']:.1f} s, losses {losses}")
         except Exception as err:  # noqa: BLE001 - reported in the table; the other rows go on
             results[name] = {"why": f"failed: {type(err).__name__}: {(str(err).splitlines() or [''])[0][:240]}"}
             say(f"  {group}: {name}: {results[name]['why']}")
@@ -136,20 +148,39 @@ def say(text: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tiny", action="store_true", help="a tiny Llama (2 layers, hidden 64), 32 tokens a sequence, on the CPU")
-    parser.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when available (not with --tiny)")
+    parser.add_argument(
+        "--tiny", action="store_true", help="a tiny Llama (2 layers, hidden 64), 32 tokens a sequence, on the CPU"
+    )
+    parser.add_argument(
+        "--device", choices=("cuda", "cpu"), default=None, help="default: cuda when available (not with --tiny)"
+    )
     parser.add_argument("--seq", type=int, default=None, help="tokens a sequence (default 2048; --tiny 32)")
     parser.add_argument("--layers", type=int, default=None, help="decoder layers (default 16; --tiny 2)")
     parser.add_argument("--groups", default=",".join(ROWS), help=f"comma-separated subset of {', '.join(ROWS)}")
-    parser.add_argument("--rows", default=None, help="a regex: only the rows it finds (default: all); the others print 'not selected'")
-    parser.add_argument("--tp-batch", type=int, default=4, help="the tp group's global batch (default 4; hir's row steps one "
-                        "sequence a micro-batch, so its import grows with it)")
+    parser.add_argument(
+        "--rows", default=None, help="a regex: only the rows it finds (default: all); the others print 'not selected'"
+    )
+    parser.add_argument(
+        "--tp-batch",
+        type=int,
+        default=4,
+        help="the tp group's global batch (default 4; hir's row steps one "
+        "sequence a micro-batch, so its import grows with it)",
+    )
     parser.add_argument("--steps", type=int, default=3, help="steps a timed round (default 3)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds, each row once a round in turns (default 2)")
-    parser.add_argument("--checked", type=int, default=3, help="steps whose losses are checked against FSDP2 eager's (default 3)")
-    parser.add_argument("--budget", type=float, default=float("inf"), help="seconds after which no further row is built")
-    parser.add_argument("--timeout", type=float, default=0, help="dump every rank's stacks and exit after this many seconds")
-    parser.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak a GPU for MFU (default 989: H100/H200 SXM)")
+    parser.add_argument(
+        "--checked", type=int, default=3, help="steps whose losses are checked against FSDP2 eager's (default 3)"
+    )
+    parser.add_argument(
+        "--budget", type=float, default=float("inf"), help="seconds after which no further row is built"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=0, help="dump every rank's stacks and exit after this many seconds"
+    )
+    parser.add_argument(
+        "--peak-tflops", type=float, default=989.0, help="dense bf16 peak a GPU for MFU (default 989: H100/H200 SXM)"
+    )
     args = parser.parse_args()
     args.device = args.device or ("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
@@ -163,25 +194,40 @@ def main() -> int:
 
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(**dict(TINY_PARALLEL if args.tiny else FULL, num_hidden_layers=args.layers or (2 if args.tiny else 16)))
+    sizes: dict[str, Any] = dict(
+        TINY_PARALLEL if args.tiny else FULL, num_hidden_layers=args.layers or (2 if args.tiny else 16)
+    )
+    config = LlamaConfig(**sizes)
     torch.manual_seed(0)
     base = LlamaForCausalLM(config)  # on the CPU, the same on every rank: each row copies it to its device
     params = sum(p.numel() for p in base.parameters())
     seq = args.seq or (32 if args.tiny else 2048)
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
-    say(f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}, {seq} tokens a sequence; "
-        f"{world} ranks on {args.device} ({device_name}); torch {torch.__version__}; AdamW{' (fused)' if args.device == 'cuda' else ''}")
-    say("Mixed precision: FSDP2 rows MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32); DTensor TP rows and hir rows bf16 "
-        "autocast on fp32 parameters (fp32 gathers, gradients and AdamW state)")
+    fused = " (fused)" if args.device == "cuda" else ""
+    say(
+        f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}, "
+        f"{seq} tokens a sequence; {world} ranks on {args.device} ({device_name}); torch {torch.__version__}; "
+        f"AdamW{fused}"
+    )
+    say(
+        "Mixed precision: FSDP2 rows MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32); DTensor TP rows and "
+        "hir rows bf16 autocast on fp32 parameters (fp32 gathers, gradients and AdamW state)"
+    )
 
     selected = re.compile(args.rows) if args.rows else None
     table, anchors = [], {}
     for group in groups:
         sequences = {"fsdp": 4 * world, "tp": args.tp_batch, "fsdp_tp": 4}[group]
-        ids = torch.randint(0, config.vocab_size, (sequences, seq), generator=torch.Generator().manual_seed(1)).to(args.device)
-        rows = [r for r in ROWS[group] if selected is None or selected.search(r) or (group == "fsdp" and r == "FSDP2 eager")]
+        ids = torch.randint(0, config.vocab_size, (sequences, seq), generator=torch.Generator().manual_seed(1)).to(
+            args.device
+        )
+        rows = [
+            r for r in ROWS[group] if selected is None or selected.search(r) or (group == "fsdp" and r == "FSDP2 eager")
+        ]
         say(f"group {group}: global batch {sequences} x {seq}; rows {', '.join(rows)}")
-        results, reference_losses = run_group(group, rows, base, (ids, ids.clone()), anchors.get(sequences), args, clock)
+        results, reference_losses = run_group(
+            group, rows, base, (ids, ids.clone()), anchors.get(sequences), args, clock
+        )
         if group == "fsdp":
             reference_losses = results.get("FSDP2 eager", {}).get("losses")
         anchors.setdefault(sequences, None if group == "fsdp" else reference_losses)
@@ -194,8 +240,12 @@ def report(table: list, config, params: int, seq: int, world: int, args) -> int:
     verdicts = Verdicts(TOLERANCES["bf16"])
     show = dist.get_rank() == 0
     ms = {(g, r): res["ms"] for g, r, res, _, _ in table if "ms" in res}
-    lines = ["", "| group | row | ms / step | vs anchor | tokens/s per GPU | MFU | peak GiB per GPU | first step s | max rel. error of the losses |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        "| group | row | ms / step | vs anchor | tokens/s per GPU | MFU | peak GiB per GPU | first step s "
+        "| max rel. error of the losses |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for group, row, res, ref, tokens in table:
         if "ms" not in res:
             lines.append(f"| {group} | {row} | n/a | {res['why']} | | | | | |")
@@ -205,17 +255,33 @@ def report(table: list, config, params: int, seq: int, world: int, args) -> int:
         wrong = verdicts.refusal(f"{group}: {row}", error)
         anchor = ms.get((group, ANCHORS[group]))
         mfu = flops_per_step(config, params, tokens, seq) / world / (res["ms"] / 1e3) / (args.peak_tflops * 1e12)
-        cells = [wrong or f"{res['ms']:.1f}", f"{res['ms'] / anchor:.2f}x" if anchor else "-", f"{tokens / world / (res['ms'] / 1e3):,.0f}",
-                 f"{100 * mfu:.1f}%", "-" if res["peak_gib"] is None else f"{res['peak_gib']:.2f}", f"{res['first_s']:.1f}",
-                 "no reference" if error is None else f"{error:.1e}"]
-        lines.append(f"| {group} | {row}{' (' + res['note'] + ')' if res['note'] else ''} | " + " | ".join(cells) + " |")
-    lines.append(f"Anchors (vs anchor): {'; '.join(f'{g}: {a}' for g, a in ANCHORS.items())}. Losses checked: the first {args.checked} steps' "
-                 "against FSDP2 eager's (tolerance 1e-2 relative). MFU over "
-                 f"{args.peak_tflops:g} TFLOP/s a GPU.")
-    for group, hir_row, factor in (("fsdp", "hir FSDP", 0.9), ("tp", "hir TP+SP", 0.9), ("fsdp_tp", "hir FSDP x TP", 1.0)):
+        cells = [
+            wrong or f"{res['ms']:.1f}",
+            f"{res['ms'] / anchor:.2f}x" if anchor else "-",
+            f"{tokens / world / (res['ms'] / 1e3):,.0f}",
+            f"{100 * mfu:.1f}%",
+            "-" if res["peak_gib"] is None else f"{res['peak_gib']:.2f}",
+            f"{res['first_s']:.1f}",
+            "no reference" if error is None else f"{error:.1e}",
+        ]
+        lines.append(
+            f"| {group} | {row}{' (' + res['note'] + ')' if res['note'] else ''} | " + " | ".join(cells) + " |"
+        )
+    lines.append(
+        f"Anchors (vs anchor): {'; '.join(f'{g}: {a}' for g, a in ANCHORS.items())}. Losses checked: the first "
+        f"{args.checked} steps' against FSDP2 eager's (tolerance 1e-2 relative). MFU over {args.peak_tflops:g} "
+        "TFLOP/s a GPU."
+    )
+    for group, hir_row, factor in (
+        ("fsdp", "hir FSDP", 0.9),
+        ("tp", "hir TP+SP", 0.9),
+        ("fsdp_tp", "hir FSDP x TP", 1.0),
+    ):
         a, b = ms.get((group, hir_row)), ms.get((group, ANCHORS[group]))
-        lines.append(f"target {hir_row} <= {factor}x {ANCHORS[group]}: " + ("n/a" if a is None or b is None else "met" if a <= factor * b else
-                                                                             f"NOT met ({a / b:.2f}x)"))
+        lines.append(
+            f"target {hir_row} <= {factor}x {ANCHORS[group]}: "
+            + ("n/a" if a is None or b is None else "met" if a <= factor * b else f"NOT met ({a / b:.2f}x)")
+        )
     if show:
         print("\n".join(lines), flush=True)
     status = verdicts.finish(show)

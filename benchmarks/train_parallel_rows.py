@@ -26,6 +26,7 @@ parameters, compute in bf16 and reduce float32 gradients onto float32 shards.
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.distributed as dist
@@ -35,7 +36,11 @@ ROWS = {
     "tp": ["DTensor TP+SP eager", "DTensor TP+SP compiled", "async-TP", "hir TP+SP"],
     "fsdp_tp": ["FSDP2 x TP eager", "FSDP2 x TP compiled", "hir FSDP x TP"],
 }
-ANCHORS = {"fsdp": "FSDP2 compiled", "tp": "async-TP", "fsdp_tp": "FSDP2 x TP compiled"}  # what each group's hir row races
+ANCHORS = {
+    "fsdp": "FSDP2 compiled",
+    "tp": "async-TP",
+    "fsdp_tp": "FSDP2 x TP compiled",
+}  # what each group's hir row races
 COLWISE, ROWWISE = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"), ("o_proj", "down_proj")
 SCHEDULE = {"defer_waits": True, "prefetch": True, "bucket_bytes": 64 << 20, "optimizer_in_backward": True}
 
@@ -56,7 +61,8 @@ def why_not(row: str, device: str, world: int, config) -> str | None:
     if row == "async-TP" and device != "cuda":
         return "async-TP needs CUDA (symmetric memory and inductor's fused collective matmuls)"
     if group == "tp" and (config.num_key_value_heads % world or config.vocab_size % world):
-        return f"TP on {world} ranks needs {world} to divide the KV heads ({config.num_key_value_heads}) and the vocabulary"
+        heads = config.num_key_value_heads
+        return f"TP on {world} ranks needs {world} to divide the KV heads ({heads}) and the vocabulary"
     if group == "fsdp_tp" and (world < 4 or world % 2):
         return f"a 2 x N/2 mesh needs an even world of 4 or more ranks (have {world})"
     return None
@@ -90,9 +96,14 @@ def _plain(model, optimizer, loss_fn, batch) -> Callable[[], torch.Tensor]:
     return step
 
 
+def layers(model: torch.nn.Module) -> torch.nn.ModuleList:
+    """HF Llama's decoder layers."""
+    return cast(torch.nn.ModuleList, model.get_submodule("model.layers"))
+
+
 def _compile_layers(model: torch.nn.Module) -> None:
     """Each decoder layer compiled in place, as torchtitan compiles its blocks (before FSDP)."""
-    for layer in model.model.layers:
+    for layer in layers(model):
         layer.compile()
 
 
@@ -100,9 +111,14 @@ def _fully_shard(model: torch.nn.Module, mesh) -> None:
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    for layer in model.model.layers:
+    for layer in layers(model):
         fully_shard(layer, mesh=mesh, mp_policy=policy)
     fully_shard(model, mesh=mesh, mp_policy=policy)
+
+
+def _path(projection: str) -> str:
+    """A projection's path in HF Llama's decoder layer."""
+    return f"{'self_attn' if projection in ('q_proj', 'k_proj', 'v_proj', 'o_proj') else 'mlp'}.{projection}"
 
 
 def sp_plan(model: torch.nn.Module) -> dict:
@@ -113,25 +129,34 @@ def sp_plan(model: torch.nn.Module) -> dict:
     with their outputs reduce-scattered onto the tokens; the head column-split, its logits
     gathered whole. Outputs between blocks stay DTensors (HF reads their global shapes)."""
     from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.parallel import ColwiseParallel, PrepareModuleInput, PrepareModuleOutput, RowwiseParallel, SequenceParallel
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        PrepareModuleInput,
+        PrepareModuleOutput,
+        RowwiseParallel,
+        SequenceParallel,
+    )
 
     plan = {
-        "model.embed_tokens": PrepareModuleOutput(output_layouts=Replicate(), desired_output_layouts=Shard(1), use_local_output=False),
+        "model.embed_tokens": PrepareModuleOutput(
+            output_layouts=Replicate(), desired_output_layouts=Shard(1), use_local_output=False
+        ),
         "model.norm": SequenceParallel(),
         "lm_head": ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate()),
     }
-    for i in range(len(model.model.layers)):
+    for i in range(len(layers(model))):
         p = f"model.layers.{i}."
         plan |= {
             p + "input_layernorm": SequenceParallel(),
             p + "post_attention_layernorm": SequenceParallel(),
-            p + "self_attn": PrepareModuleInput(input_kwarg_layouts={"hidden_states": Shard(1)},
-                                                desired_input_kwarg_layouts={"hidden_states": Replicate()}),
+            p + "self_attn": PrepareModuleInput(
+                input_kwarg_layouts={"hidden_states": Shard(1)},
+                desired_input_kwarg_layouts={"hidden_states": Replicate()},
+            ),
             p + "mlp": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
         }
-        plan |= {f"{p}{'self_attn' if n.endswith(('q_proj', 'k_proj', 'v_proj')) else 'mlp'}.{n}": ColwiseParallel() for n in COLWISE}
-        plan |= {f"{p}{'self_attn' if n == 'o_proj' else 'mlp'}.{n}": RowwiseParallel(output_layouts=Shard(1), use_local_output=False)
-                 for n in ROWWISE}
+        plan |= {p + _path(n): ColwiseParallel() for n in COLWISE}
+        plan |= {p + _path(n): RowwiseParallel(output_layouts=Shard(1), use_local_output=False) for n in ROWWISE}
     return plan
 
 
@@ -142,9 +167,11 @@ def tp_plan(model: torch.nn.Module) -> dict:
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
 
     plan = {}
-    for i in range(len(model.model.layers)):
-        plan |= {f"model.layers.{i}.{'self_attn' if n.endswith(('q_proj', 'k_proj', 'v_proj', 'o_proj')) else 'mlp'}.{n}":
-                 ColwiseParallel() if n in COLWISE else RowwiseParallel() for n in (*COLWISE, *ROWWISE)}
+    for i in range(len(layers(model))):
+        plan |= {
+            f"model.layers.{i}.{_path(n)}": ColwiseParallel() if n in COLWISE else RowwiseParallel()
+            for n in (*COLWISE, *ROWWISE)
+        }
     return plan
 
 
@@ -168,9 +195,10 @@ def hir_placements(model: torch.nn.Module, sequence_parallel: bool) -> dict:
 def build(row: str, base: torch.nn.Module, device: str, world: int, batch: tuple) -> Row:
     """``row`` on its own copy of ``base`` (``batch``: the group's global batch, every rank
     the same tensors)."""
-    import hir
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import parallelize_module
+
+    import hir
 
     model = copy.deepcopy(base).to(device)
     rank = dist.get_rank()
@@ -178,13 +206,29 @@ def build(row: str, base: torch.nn.Module, device: str, world: int, batch: tuple
         optimizer = optimizer_for(model, device)
         loss_fn = loss_fn_for(device, autocast=True)
         if row == "hir FSDP":
-            step = hir.train_step(model, optimizer, loss_fn, batch, mesh=list(range(world)), data_parallel="fully_shard", schedule=SCHEDULE)
+            step = hir.train_step(
+                model,
+                optimizer,
+                loss_fn,
+                batch,
+                mesh=list(range(world)),
+                data_parallel="fully_shard",
+                schedule=SCHEDULE,
+            )
         elif row == "hir TP+SP":
             return _hir_sequence_parallel(model, optimizer, device, world, batch)
         else:
             mesh = [list(range(r * world // 2, (r + 1) * world // 2)) for r in range(2)]
-            step = hir.train_step(model, optimizer, loss_fn, batch, mesh=mesh, data_parallel="fully_shard",
-                                  placements=hir_placements(model, False), schedule=SCHEDULE)
+            step = hir.train_step(
+                model,
+                optimizer,
+                loss_fn,
+                batch,
+                mesh=mesh,
+                data_parallel="fully_shard",
+                placements=hir_placements(model, False),
+                schedule=SCHEDULE,
+            )
         return Row(lambda: step(*batch))
     loss_fn = loss_fn_for(device, autocast=False)
     if row.startswith("FSDP2 x TP"):
@@ -194,7 +238,7 @@ def build(row: str, base: torch.nn.Module, device: str, world: int, batch: tuple
             _compile_layers(model)
         _fully_shard(model, mesh["dp"])
         rows = batch[0].shape[0] // 2
-        local = tuple(t[mesh["dp"].get_local_rank() * rows:][:rows] for t in batch)
+        local = tuple(t[mesh["dp"].get_local_rank() * rows :][:rows] for t in batch)
         return Row(_plain(model, optimizer_for(model, device), loss_fn, local), local=True)
     mesh = init_device_mesh(device, (world,))
     if row.startswith("FSDP2"):
@@ -202,9 +246,11 @@ def build(row: str, base: torch.nn.Module, device: str, world: int, batch: tuple
             _compile_layers(model)
         _fully_shard(model, mesh)
         rows = batch[0].shape[0] // world
-        local = tuple(t[rank * rows:][:rows] for t in batch)
+        local = tuple(t[rank * rows :][:rows] for t in batch)
         return Row(_plain(model, optimizer_for(model, device), loss_fn, local), local=True)
-    parallelize_module(model, mesh, sp_plan(model))  # no FSDP: bf16 autocast on float32 parameters, as torchtitan's TP-only runs
+    parallelize_module(
+        model, mesh, sp_plan(model)
+    )  # no FSDP: bf16 autocast on float32 parameters, as torchtitan's TP-only runs
     if row != "DTensor TP+SP eager":
         _compile_layers(model)
     step = _plain(model, optimizer_for(model, device), loss_fn_for(device, autocast=True), batch)
@@ -212,6 +258,7 @@ def build(row: str, base: torch.nn.Module, device: str, world: int, batch: tuple
         return Row(step)
     import warnings
 
+    import torch._inductor.config as inductor_config
     import torch.distributed._symmetric_memory as symm_mem
     from torch._inductor.utils import run_and_get_code
 
@@ -220,13 +267,16 @@ def build(row: str, base: torch.nn.Module, device: str, world: int, batch: tuple
         symm_mem.enable_symm_mem_for_group(mesh.get_group().group_name)
     built = Row(step)
 
-    def async_tp() -> torch.Tensor:  # inductor fuses all-gather + matmul, matmul + reduce-scatter (compiled at the first call)
-        with torch._inductor.config.patch(_micro_pipeline_tp=True):
+    def async_tp() -> (
+        torch.Tensor
+    ):  # inductor fuses all-gather + matmul, matmul + reduce-scatter (compiled at the first call)
+        with inductor_config.patch(_micro_pipeline_tp=True):
             if built.note:
                 return step()
             loss, code = run_and_get_code(step)
         source = "\n".join(code)
-        built.note = f"fused: {source.count('fused_all_gather_matmul')} AG+matmul, {source.count('fused_matmul_reduce_scatter')} matmul+RS"
+        fused = source.count("fused_all_gather_matmul"), source.count("fused_matmul_reduce_scatter")
+        built.note = f"fused: {fused[0]} AG+matmul, {fused[1]} matmul+RS"
         return loss
 
     built.step = async_tp
@@ -241,10 +291,26 @@ def _hir_sequence_parallel(model, optimizer, device: str, world: int, batch: tup
 
     placements, options = hir_placements(model, True), {"accumulate": batch[0].shape[0]}
     try:
-        step = hir.train_step(model, optimizer, loss_fn_for(device, autocast=True), batch, mesh=list(range(world)), placements=placements, **options)
+        step = hir.train_step(
+            model,
+            optimizer,
+            loss_fn_for(device, autocast=True),
+            batch,
+            mesh=list(range(world)),
+            placements=placements,
+            **options,
+        )
         note = ""
     except hir.HirError as err:
-        step = hir.train_step(model, optimizer, loss_fn_for(device, autocast=False), batch, mesh=list(range(world)), placements=placements, **options)
+        step = hir.train_step(
+            model,
+            optimizer,
+            loss_fn_for(device, autocast=False),
+            batch,
+            mesh=list(range(world)),
+            placements=placements,
+            **options,
+        )
         note = f"float32: bf16 autocast refused ({str(err).split('error: ', 1)[-1][:160]})"
     return Row(lambda: step(*batch), note=note)
 

@@ -18,7 +18,9 @@ TOLERANCE = 1e-2  # the script's bf16 tolerance (benchmarks/timing.py)
 def _table(world: int, *args: str) -> dict[str, list[str]]:
     """Rank 0's table of ``train_parallel.py --tiny *args`` on ``world`` Gloo ranks:
     ``{row: cells after its name}``; asserts every rank exited 0."""
-    result = launch_ranks(world, SCRIPT, "--tiny", "--rounds", "1", "--steps", "1", *args, timeout_s=1500, env=dict(os.environ))
+    result = launch_ranks(
+        world, SCRIPT, "--tiny", "--rounds", "1", "--steps", "1", *args, timeout_s=1500, env=dict(os.environ)
+    )
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
     rows = {}
@@ -40,7 +42,9 @@ def test_rows_that_cannot_run_say_why():
 @pytest.mark.parametrize("world", [2, 4])
 def test_every_cpu_row_agrees_with_fsdp2_eager(world):
     rows = _table(world, "--rows", "eager|hir", "--checked", "2")
-    expected = ["FSDP2 eager", "hir FSDP", "DTensor TP+SP eager", "hir TP+SP"] + (["FSDP2 x TP eager", "hir FSDP x TP"] if world == 4 else [])
+    expected = ["FSDP2 eager", "hir FSDP", "DTensor TP+SP eager", "hir TP+SP"] + (
+        ["FSDP2 x TP eager", "hir FSDP x TP"] if world == 4 else []
+    )
     for name in expected:
         assert rows[name][0] not in ("n/a",) and not rows[name][0].startswith("WRONG"), (name, rows[name])
         assert float(rows[name][-1]) <= TOLERANCE, (name, rows[name])
