@@ -109,13 +109,13 @@ def run_group(
     """The group's rows built, checked and timed in turns: ``{row: result}`` (a result
     with ``ms`` and ``losses``, or ``why`` it did not run) and the reference losses."""
     world, results, ready = dist.get_world_size(), {}, {}
-    if anchor is None:  # FSDP2 eager on the group's whole batch, every rank all of it
-        anchor = prepare("FSDP2 eager (reference)", lambda: reference(base, args.device, world, batch), args.checked)[
-            "losses"
-        ]
+    whys = {name: why_not(name, args.device, world, base.config) for name in rows}
+    if anchor is None and group != "fsdp" and None in whys.values():  # FSDP2 eager on the whole batch, on every rank
+        anchor = prepare("FSDP2 eager (reference)", lambda: reference(base, args.device, world, batch), args.checked)
+        anchor = anchor["losses"]
         gc.collect()
     for name in rows:
-        why = why_not(name, args.device, world, base.config)
+        why = whys[name]
         if why is None and time.perf_counter() - clock > args.budget:
             why = f"not built: the --budget of {args.budget:g} s was spent"
         if why is not None:
@@ -138,6 +138,8 @@ def run_group(
     gc.collect()
     if torch.cuda.is_initialized():
         torch.cuda.empty_cache()
+    if group == "fsdp":  # its own FSDP2 eager row
+        anchor = results.get("FSDP2 eager", {}).get("losses")
     return results, anchor
 
 
@@ -225,12 +227,10 @@ def main() -> int:
             r for r in ROWS[group] if selected is None or selected.search(r) or (group == "fsdp" and r == "FSDP2 eager")
         ]
         say(f"group {group}: global batch {sequences} x {seq}; rows {', '.join(rows)}")
-        results, reference_losses = run_group(
-            group, rows, base, (ids, ids.clone()), anchors.get(sequences), args, clock
-        )
-        if group == "fsdp":
-            reference_losses = results.get("FSDP2 eager", {}).get("losses")
-        anchors.setdefault(sequences, None if group == "fsdp" else reference_losses)
+        shared = anchors.get(sequences) if group != "fsdp" else None  # the tp and fsdp_tp groups' batch of 4
+        results, reference_losses = run_group(group, rows, base, (ids, ids.clone()), shared, args, clock)
+        if group != "fsdp" and reference_losses is not None:
+            anchors[sequences] = reference_losses
         table += [(group, r, results[r], reference_losses, sequences * seq) for r in ROWS[group] if r in results]
         table += [(group, r, {"why": "not selected (--rows)"}, None, 0) for r in ROWS[group] if r not in results]
     return report(table, config, params, seq, world, args)

@@ -52,7 +52,7 @@ class Row:
 
     step: Callable[[], torch.Tensor]
     local: bool = False
-    note: str = ""  # how the row departs from the group's set-up, printed with its name
+    note: str = ""  # printed after its name (async-TP: the fused collective matmuls inductor made)
 
 
 def why_not(row: str, device: str, world: int, config) -> str | None:
@@ -70,7 +70,7 @@ def why_not(row: str, device: str, world: int, config) -> str | None:
 
 def loss_fn_for(device: str, autocast: bool) -> Callable:
     """The mean next-token loss of HF's Llama; under bf16 autocast for the rows whose
-    parameters stay float32 (hir's)."""
+    parameters stay float32 (hir's, DTensor TP's)."""
 
     def loss_fn(model, ids, labels):
         if not autocast:
@@ -248,9 +248,8 @@ def build(row: str, base: torch.nn.Module, device: str, world: int, batch: tuple
         rows = batch[0].shape[0] // world
         local = tuple(t[rank * rows :][:rows] for t in batch)
         return Row(_plain(model, optimizer_for(model, device), loss_fn, local), local=True)
-    parallelize_module(
-        model, mesh, sp_plan(model)
-    )  # no FSDP: bf16 autocast on float32 parameters, as torchtitan's TP-only runs
+    # no FSDP: bf16 autocast on float32 parameters, as torchtitan runs TP alone
+    parallelize_module(model, mesh, sp_plan(model))
     if row != "DTensor TP+SP eager":
         _compile_layers(model)
     step = _plain(model, optimizer_for(model, device), loss_fn_for(device, autocast=True), batch)
@@ -284,35 +283,15 @@ def build(row: str, base: torch.nn.Module, device: str, world: int, batch: tuple
 
 
 def _hir_sequence_parallel(model, optimizer, device: str, world: int, batch: tuple) -> Row:
-    """hir's TP + SP step, one sequence a micro-batch (hir splits the tokens of a [1, S]
-    batch only: docs/training.md), under bf16 autocast; where hir's placer refuses the
-    autocast step, the same step in float32, said in the row's note."""
+    """hir's TP + SP step under bf16 autocast, one sequence a micro-batch (hir splits the
+    tokens of a [1, S] batch only: docs/training.md)."""
     import hir
 
-    placements, options = hir_placements(model, True), {"accumulate": batch[0].shape[0]}
-    try:
-        step = hir.train_step(
-            model,
-            optimizer,
-            loss_fn_for(device, autocast=True),
-            batch,
-            mesh=list(range(world)),
-            placements=placements,
-            **options,
-        )
-        note = ""
-    except hir.HirError as err:
-        step = hir.train_step(
-            model,
-            optimizer,
-            loss_fn_for(device, autocast=False),
-            batch,
-            mesh=list(range(world)),
-            placements=placements,
-            **options,
-        )
-        note = f"float32: bf16 autocast refused ({str(err).split('error: ', 1)[-1][:160]})"
-    return Row(lambda: step(*batch), note=note)
+    loss_fn, placements = loss_fn_for(device, autocast=True), hir_placements(model, True)
+    step = hir.train_step(
+        model, optimizer, loss_fn, batch, mesh=list(range(world)), placements=placements, accumulate=batch[0].shape[0]
+    )
+    return Row(lambda: step(*batch))
 
 
 def reference(base: torch.nn.Module, device: str, world: int, batch: tuple) -> Row:
