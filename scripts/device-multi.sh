@@ -26,7 +26,9 @@
 #   train      benchmarks/train_parallel.py on all N GPUs, one run per group of $HIR_TRAIN_GROUPS (default "fsdp tp",
 #              and fsdp_tp with 4 or more GPUs): the ~1B Llama's FSDP / TP+SP / FSDP x TP step, hir against FSDP2,
 #              DTensor, async-TP and torchtitan's layout (HIR_TRAIN_ROWS: a regex of the rows; HIR_TRAIN_LAYERS: fewer
-#              layers; rows not built within a run's --budget print n/a)
+#              layers; rows not built within a run's --budget print n/a). The tp group's global batch is
+#              $HIR_TRAIN_TP_BATCH (default 1: hir's TP+SP program holds one forward and backward a sequence, so
+#              the issue's 4 imports four of them; give it a call of its own: HIR_TRAIN_TP_BATCH=4 ... train)
 # The train section's stage budget: while it is still to come, the sections before it leave it
 # $HIR_TRAIN_STAGE s (default 300) of the sweep's budget, so one call per machine size runs both:
 #   HIR_SWEEP_BUDGET=570 bash scripts/device-multi.sh SECTION... train
@@ -201,7 +203,7 @@ for section in $sections; do
         say "=== ~1B Llama training step, group $group (benchmarks/train_parallel.py), $gpus GPUs"
         bounded "$cap" "$out/train_parallel.md" "${ranks[@]}" --nproc_per_node="$gpus" benchmarks/train_parallel.py --groups "$group" \
           --budget $(( cap > 120 ? cap - 90 : cap / 3 )) --timeout "$(stacks_before "$cap")" ${HIR_TRAIN_ROWS:+--rows "$HIR_TRAIN_ROWS"} \
-          ${HIR_TRAIN_LAYERS:+--layers "$HIR_TRAIN_LAYERS"}
+          --tp-batch "${HIR_TRAIN_TP_BATCH:-1}" ${HIR_TRAIN_LAYERS:+--layers "$HIR_TRAIN_LAYERS"}
         shift
       done ;;
     *)
