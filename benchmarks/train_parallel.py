@@ -67,7 +67,7 @@ def global_loss(loss: torch.Tensor, local: bool) -> float:
     return total.item() / dist.get_world_size()
 
 
-def prepare(name: str, make, checked: int) -> dict:
+def prepare(make, checked: int) -> dict:
     """Build a row and run its checked steps: its losses, first step and peak memory."""
     cuda = torch.cuda.is_initialized()
     gc.collect()
@@ -111,8 +111,7 @@ def run_group(
     world, results, ready = dist.get_world_size(), {}, {}
     whys = {name: why_not(name, args.device, world, base.config) for name in rows}
     if anchor is None and group != "fsdp" and None in whys.values():  # FSDP2 eager on the whole batch, on every rank
-        anchor = prepare("FSDP2 eager (reference)", lambda: reference(base, args.device, world, batch), args.checked)
-        anchor = anchor["losses"]
+        anchor = prepare(lambda: reference(base, args.device, world, batch), args.checked)["losses"]
         gc.collect()
     for name in rows:
         why = whys[name]
@@ -122,7 +121,7 @@ def run_group(
             results[name] = {"why": why}
             continue
         try:
-            ready[name] = prepare(name, lambda name=name: build(name, base, args.device, world, batch), args.checked)
+            ready[name] = prepare(lambda name=name: build(name, base, args.device, world, batch), args.checked)
             losses = ", ".join(f"{x:.4f}" for x in ready[name]["losses"])
             say(f"  {group}: {name}: first step {ready[name]['first_s']:.1f} s, losses {losses}")
         except Exception as err:  # noqa: BLE001 - reported in the table; the other rows go on
