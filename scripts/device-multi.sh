@@ -23,10 +23,20 @@
 #              hir-p2p-pipeline options, ';'-separated), from one GPU moment
 #   sanitizer  the single-process GPU tests (-m "gpu and not multigpu") under TORCH_CUDA_SANITIZER=1
 #   tests      every GPU test but the option matrix (pytest -m gpu on $HIR_MULTI_TESTS, default test/python)
+#   train      benchmarks/train_parallel.py on all N GPUs, one run per group of $HIR_TRAIN_GROUPS (default "fsdp tp",
+#              and fsdp_tp with 4 or more GPUs): the ~1B Llama's FSDP / TP+SP / FSDP x TP step, hir against FSDP2,
+#              DTensor, async-TP and torchtitan's layout (HIR_TRAIN_ROWS: a regex of the rows; HIR_TRAIN_LAYERS: fewer
+#              layers; rows not built within a run's --budget print n/a). The tp group's global batch is
+#              $HIR_TRAIN_TP_BATCH (default 1: hir's TP+SP program holds one forward and backward a sequence, so
+#              the issue's 4 imports four of them; give it a call of its own: HIR_TRAIN_TP_BATCH=4 ... train)
+# The train section's stage budget: while it is still to come, the sections before it leave it
+# $HIR_TRAIN_STAGE s (default 300) of the sweep's budget, so one call per machine size runs both:
+#   HIR_SWEEP_BUDGET=570 bash scripts/device-multi.sh SECTION... train
 # GPU counts: layer, e2e and decode default to "N 2" (N = the GPUs present; only N when N <= 2),
 # overlap to N (HIR_OVERLAP_HOST_START=1: overlap.py's M=8192 again, timed from each host's start).
 # Caps (s, per run): HIR_CAP_MATRIX=240, HIR_CAP_LAYER=170,
-# HIR_CAP_E2E=120, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_PROFILE=90, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300.
+# HIR_CAP_E2E=120, HIR_CAP_DECODE=150, HIR_CAP_OVERLAP=120, HIR_CAP_PROFILE=90, HIR_CAP_SANITIZER=75, HIR_CAP_TESTS=300,
+# HIR_CAP_TRAIN (a group's run; default: the stage's share of what is left).
 # HIR_LAYER_ROWS / HIR_DECODE_ROWS: a regex of the rows to build (the benchmarks' --rows).
 # HIR_MATRIX_K: a pytest -k expression choosing the matrix's cases (e.g. 'correct and 4': the 4-GPU half).
 set -uo pipefail
@@ -46,9 +56,12 @@ say() { echo "$*" | tee -a "$log"; }
 ranks=(python3 -m torch.distributed.run --standalone)  # then --nproc_per_node=N script args
 
 # The seconds a run may take: its cap, or what the budget has left (less 25 s for a kill:
-# TERM, then KILL 20 s later), 0 when under 30 s are left.
+# TERM, then KILL 20 s later, and less the train stage's reserve while it is to come),
+# 0 when under 30 s are left.
+reserve=0
+case " $sections " in *" train "*) reserve=${HIR_TRAIN_STAGE:-300} ;; esac
 allowance() {
-  local left=$(( budget - (SECONDS - start) - 25 ))
+  local left=$(( budget - reserve - (SECONDS - start) - 25 ))
   if [ "$left" -lt 30 ]; then echo 0; else echo $(( $1 < left ? $1 : left )); fi
 }
 
@@ -177,8 +190,24 @@ for section in $sections; do
       # shellcheck disable=SC2086
       bounded "$(allowance "${HIR_CAP_TESTS:-300}")" "$out/tests.txt" python3 -m pytest -v -p no:cacheprovider -m gpu -rfEs "${per_test[@]}" \
         --deselect test/python/test_p2p_matrix_gpu.py::test_every_p2p_schedule_is_correct ${HIR_MULTI_TESTS:-test/python} ;;
+    train)
+      reserve=0  # the stage has come: the rest of the budget is its
+      groups=${HIR_TRAIN_GROUPS:-fsdp tp}
+      [ -z "${HIR_TRAIN_GROUPS:-}" ] && [ "$gpus" -ge 4 ] && groups="$groups fsdp_tp"
+      set -- $groups
+      for group in "$@"; do
+        # each group an equal share of what is left (or HIR_CAP_TRAIN); rows not built within
+        # --budget print n/a, and the stacks come before the cap's TERM
+        share=$(( (budget - (SECONDS - start) - 25) / $# ))
+        cap=$(allowance "${HIR_CAP_TRAIN:-$share}")
+        say "=== ~1B Llama training step, group $group (benchmarks/train_parallel.py), $gpus GPUs"
+        bounded "$cap" "$out/train_parallel.md" "${ranks[@]}" --nproc_per_node="$gpus" benchmarks/train_parallel.py --groups "$group" \
+          --budget $(( cap > 120 ? cap - 90 : cap / 3 )) --timeout "$(stacks_before "$cap")" ${HIR_TRAIN_ROWS:+--rows "$HIR_TRAIN_ROWS"} \
+          --tp-batch "${HIR_TRAIN_TP_BATCH:-1}" ${HIR_TRAIN_LAYERS:+--layers "$HIR_TRAIN_LAYERS"}
+        shift
+      done ;;
     *)
-      say "device-multi: unknown section '$section' (matrix layer e2e decode overlap profile sanitizer tests)"; exit 2 ;;
+      say "device-multi: unknown section '$section' (matrix layer e2e decode overlap profile sanitizer tests train)"; exit 2 ;;
   esac
 done
 say "sweep done in $(( SECONDS - start )) s"

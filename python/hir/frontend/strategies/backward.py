@@ -114,17 +114,9 @@ def like_strategy(call: OpCall) -> OpPlacement:
     return call.local(call.operands[0][1])
 
 
-@register_op_strategy(T.AtenWhereScalarOtherOp, T.AtenWhereScalarSelfOp, T.AtenWhereScalarOp, T.AtenWhereSelfOp,
-                      doc="as a pointwise op, a replicated operand read as its slice along "
-                          "the split axis (a loss's mask of replicated labels over split tokens)")
-def where_strategy(call: OpCall) -> OpPlacement:
-    rank = call.result_rank
-    aligned = {s + rank - call.rank(v) for v, s in call.operands if s is not None}
-    if len(aligned) != 1:
-        return pointwise_strategy(call)
-    (axis,) = aligned
-    own = [axis - (rank - call.rank(v)) for v, _ in call.operands]
-    return OpPlacement(tuple(o if o >= 0 and call.shape(v)[o] != 1 else None for (v, _), o in zip(call.operands, own)), axis)
+register_op_strategy(T.AtenWhereScalarOtherOp, T.AtenWhereScalarSelfOp, T.AtenWhereScalarOp, T.AtenWhereSelfOp,
+                     doc="as a pointwise op, a replicated operand read as its slice along "
+                         "the split axis (a loss's mask of replicated labels over split tokens)")(pointwise_strategy)
 
 
 @register_op_strategy(T.AtenCopyOp, doc="`self` and `src` split alike (an update written back into a parameter's rows)")

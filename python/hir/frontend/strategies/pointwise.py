@@ -61,7 +61,8 @@ def binary_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"operands split along different axes ({to_out[0]}, {to_out[1]})")
 
 
-@register_tag_strategy(torch.Tag.pointwise, doc="operands split along the same (right-aligned) axis, replicated ones broadcast along it")
+@register_tag_strategy(torch.Tag.pointwise, doc="operands split along the same (right-aligned) axis; a replicated one that does not "
+                      "broadcast along it is read as its slice (as hir.binary's replicated side)")
 def pointwise_strategy(call: OpCall) -> OpPlacement:
     rank = call.result_rank
     aligned = {s + rank - call.rank(v) for v, s in call.operands if s is not None}
@@ -70,11 +71,9 @@ def pointwise_strategy(call: OpCall) -> OpPlacement:
     if len(aligned) > 1:
         raise NoRule(f"{call.op.name}: operands split along different axes")
     (axis,) = aligned
-    for v, s in call.operands:
-        own = axis - (rank - call.rank(v))
-        if s is None and own >= 0 and call.shape(v)[own] != 1:
-            raise NoRule(f"{call.op.name}: a replicated operand does not broadcast along the split axis")
-    return call.local(axis)
+    # (an add of mixed dtypes, a bf16 autocast product onto a float32 residual stream, is this op, not hir.binary)
+    owns = [axis - (rank - call.rank(v)) for v, _ in call.operands]
+    return OpPlacement(tuple(o if o >= 0 and call.shape(v)[o] != 1 else None for (v, _), o in zip(call.operands, owns)), axis)
 
 
 register_op_strategy(T.AtenMaskedFillTensorOp, doc="as a pointwise op (a boolean mask split alike or broadcast)")(pointwise_strategy)
