@@ -23,14 +23,8 @@ dynamo, so no guards evaluated on the host per call: a call looks its signature 
 launches the compiled kernels, which a CUDA graph capture records like any others.
 Compilation happens at the first call of a signature, which ``graph="auto"`` runs eagerly
 (and ``graph=True`` runs as its warm-up before capturing). A signature first seen during a
-capture runs the segment's steps op by op (compiling cannot be captured). A call in which
-an argument the graph writes shares memory with another argument runs op by op too (the
-trace assumed distinct buffers; arguments only read may share).
-
-Compiles are keyed by the traced graph (:func:`graph_key`: its code, its inputs' layouts,
-its constants): a segment or region whose graph was compiled already in this program (a
-model's repeated layer, on its own parameters: :mod:`hir.interpreter.repeats`) reuses that
-compiled function instead of compiling again (``KernelCompileStats.reuses``).
+capture runs the segment's steps op by op (compiling cannot be captured). Calls whose
+arguments share memory run op by op too (the trace assumed distinct buffers).
 
 Compile time is counted in :class:`KernelCompileStats` (``Program.kernel_compile``) and
 logged at debug level on the ``hir.compile`` logger.
@@ -46,9 +40,8 @@ while the export and lowering run (on a first call).
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch_mlir import ir
@@ -79,19 +72,16 @@ class KernelCompileStats:
     segments: int = 0  # compiled units of the plan: kernel segments compiled on their own and compute regions
     regions: int = 0  # of which compute regions (:mod:`hir.interpreter.regions`)
     regions_reason: str | None = None  # why no compute region runs compiled (None: they may)
-    compiles: int = 0  # inductor compiles so far (of the (segment, signature) pairs traced)
-    reuses: int = 0  # pairs whose traced graph was compiled already (a repeated layer): no compile
+    compiles: int = 0  # (segment, signature) pairs compiled so far
     seconds: float = 0.0  # total trace + inductor compile time
     fallbacks: int = 0  # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
     autotune: bool = False  # compile with inductor's max-autotune (Program(autotune=True))
-    graphs: dict = field(default_factory=dict, repr=False)  # graph_key -> (traced graph, its compiled function)
 
     def summary(self) -> str:
         """One line: what runs compiled and what compiling it cost."""
         alone = self.segments - self.regions
         fallbacks = f", {self.fallbacks} call(s) op by op instead (hir.compile log)" if self.fallbacks else ""
-        reuses = f" ({self.reuses} more reuse(s) of one)" if self.reuses else ""
-        return f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled alone, {self.compiles} compile(s){reuses} in {self.seconds:.2f} s{fallbacks}"
+        return f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
 
 
 def compute_ops(func: ir.Operation) -> int:
@@ -141,29 +131,9 @@ def _signature(args: list) -> tuple:
     return tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
 
 
-def _writes_shared(args: list, written: set[int]) -> bool:
-    """Whether an argument the compiled graph writes (``written``: positions in ``args``)
-    shares memory with another argument: the trace assumed distinct buffers. Arguments that
-    are only read may share (a region's inputs are often views of one buffer)."""
-    storages = [(i, a.untyped_storage().data_ptr()) for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.numel()]
-    counts = Counter(s for _, s in storages)
-    return any(counts[s] > 1 for i, s in storages if i in written)
-
-
-def written_inputs(graph: torch.fx.GraphModule) -> set[int]:
-    """Positions (among ``graph``'s inputs) of the inputs it writes, directly or through a
-    view of them."""
-    base = {n: i for i, n in enumerate(n for n in graph.graph.nodes if n.op == "placeholder")}
-    written: set[int] = set()
-    for node in graph.graph.nodes:
-        schema = getattr(node.target, "_schema", None)
-        if node.op != "call_function" or schema is None:
-            continue
-        operands = [*zip(schema.arguments, node.args), *((a, node.kwargs[a.name]) for a in schema.arguments if a.name in node.kwargs)]
-        written |= {base[v] for a, v in operands if a.alias_info is not None and a.alias_info.is_write and v in base}
-        if schema.returns and schema.returns[0].alias_info is not None and node.args and node.args[0] in base:
-            base[node] = base[node.args[0]]  # a view of an input (or an in-place op's result)
-    return written
+def _share_memory(args: list) -> bool:
+    storages = [a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel()]
+    return len(set(storages)) != len(storages)
 
 
 # The ``.Scalar`` overloads torch-mlir's import names (``aten.div.Scalar``) and the
@@ -216,20 +186,6 @@ def inductor_options(autotune: bool) -> dict:
     return {**(list_mode_options("max-autotune-no-cudagraphs") if autotune else {}), "triton.cudagraphs": False}
 
 
-def graph_key(graph: torch.fx.GraphModule, fakes: list, autotune: bool) -> tuple:
-    """What the compiled function of a traced ``graph`` depends on: its code, its inputs'
-    layouts and the constants it holds (by identity: the plan's tensors, alive as long as the
-    graph kept beside its compiled function). Two regions of one key (a model's identical
-    layers, on their own parameters) share one compile."""
-    constants = []
-    for node in graph.graph.nodes:
-        if node.op == "get_attr":
-            value = getattr(graph, node.target)
-            constants.append((node.target, id(value) if isinstance(value, torch.Tensor) else repr(value)))
-    layouts = tuple((tuple(f.shape), f.stride(), f.dtype, f.device) for f in fakes)
-    return graph.code, layouts, tuple(constants), autotune
-
-
 def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats) -> Callable[[list], list]:
     """``run`` (the steps of ``what``: a kernel segment or a compute region, ``args ->
     results``) compiled per signature."""
@@ -239,7 +195,6 @@ def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: 
     )
 
     cache: dict = {}
-    written: dict = {}  # signature -> positions of the arguments its compiled graph writes
     strict = stats.mode is True
     stats.segments += 1
 
@@ -260,22 +215,15 @@ def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: 
             with torch.no_grad(), progress.task(f"compiling {what} at {where} (inductor)"):
                 graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*fakes)
                 canonical_scalar_overloads(graph)
-                same = graph_key(graph, fakes, stats.autotune)
-                if same in stats.graphs:
-                    compiled = stats.graphs[same][1]
-                    stats.reuses += 1
-                else:
-                    stats.compiles += 1
-                    compiled = compile_fx(graph, fakes, config_patches=inductor_options(stats.autotune))
-                    stats.graphs[same] = (graph, compiled)
+                compiled = compile_fx(graph, fakes, config_patches=inductor_options(stats.autotune))
             fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
-            written[key] = {positions[i] for i in written_inputs(graph)}
         except Exception as err:
             if strict:
                 raise HirError(f"{where}: error: cannot compile {what} (compile_kernels=True): {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
             log.warning("%s: %s runs op by op: compiling it failed: %s: %s", where, what, type(err).__name__, err)
             fn = None
         seconds = time.perf_counter() - start
+        stats.compiles += 1
         stats.seconds += seconds
         log.debug("compiled %s for %s in %.3f s", what, key, seconds)
         cache[key] = fn
@@ -289,7 +237,7 @@ def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: 
                 stats.fallbacks += 1
                 return run(args)
             fn = compile_for(args, key)
-        if fn is None or _writes_shared(args, written[key]):
+        if fn is None or _share_memory(args):
             stats.fallbacks += 1
             return run(args)
         with torch.no_grad():

@@ -48,7 +48,6 @@ from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR, ComputeOp
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.kernels import AUTO_MIN_OPS, CompileMode, compiled_segment, compute_ops
 from hir.interpreter.plan import Compiler, Step
-from hir.interpreter.repeats import pieces
 from hir.interpreter.steps import DEAD, OpInfo, run_steps
 
 _CALL = func.CallOp.OPERATION_NAME
@@ -126,15 +125,13 @@ def _in_span(user: ir.Operation, block: ir.Block, members: set) -> bool:
 
 def compile_block(c: Compiler, ops: list, mode: CompileMode) -> list[Step]:
     """The steps of a function body ``ops``, each compiled region as one step."""
-    min_ops = AUTO_MIN_OPS if mode == "auto" else 1
-    spans = region_spans(ops, c.functions, min_ops)
+    spans = region_spans(ops, c.functions, AUTO_MIN_OPS if mode == "auto" else 1)
     steps: list[Step] = []
     done = 0
     for start, end in spans + [(len(ops), len(ops))]:
         steps += c.steps(ops[done:start])
-        for piece in pieces(ops[start:end], c.functions, _host_scalar) if start < end else []:
-            weight = sum(compute_weight(op.operation, c.functions) or 0 for op in piece)
-            steps += [_region(c, piece)] if weight >= min_ops else c.steps(piece)
+        if start < end:
+            steps.append(_region(c, ops[start:end]))
         done = end
     return steps
 
