@@ -20,7 +20,8 @@ from torch.profiler import ProfilerActivity, profile
 import hir
 from dist_timing import align_ranks, init_nccl  # benchmarks/dist_timing.py
 from hir.interpreter import compile as compile_program
-from overlap import P2P, _copy_engine_anchor, p2p_ag_matmul_program, p2p_matmul_rs_program  # benchmarks/overlap.py
+from overlap import P2P, _copy_engine_anchor  # benchmarks/overlap.py
+from overlap_programs import p2p_ag_matmul_program, p2p_matmul_rs_program
 
 GEMM_NAMES = ("gemm", "xmma", "cutlass", "nvjet", "sm90_", "sm80_")
 SPIN_NAMES = ("spin_kernel", "sleep")

@@ -11,13 +11,13 @@ The test launches this file once per rank; ``python test_data_parallel_training.
 ARCH:MODE:OPTIMIZER[:SCHEDULE]... | train_step:MODE`` is the per-rank worker.
 """
 
-import functools
 import os
 import re
 import sys
 
 import pytest
 
+from data_parallel_util import BETAS, DECAY, EPS, model_for, step_module
 from multirank_util import launch_workers, run_gloo_cases
 from training_util import steps_equal_eager
 
@@ -35,81 +35,6 @@ SCHEDULES = {"plain": {}, "defer": {"defer_waits": True}, "prefetch": {"prefetch
 LR = {"sgd": 0.1, "adamw": 1e-3}  # AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so rounding apart flips updates
 
 
-def _model(arch: str):
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    if arch == "llama":
-        return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                            num_key_value_heads=2, max_position_embeddings=64))
-    return GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16, bos_token_id=0, eos_token_id=0,
-                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
-
-
-# eps 1e-6, not torch's 1e-8: GPT-2's key bias has a gradient of exactly 0 (softmax ignores a
-# shift), so what the step computes for it is rounding noise, which Adam divides by its own
-# size; eps bounds that, else any other summation order (the devices' partial sums) shows
-BETAS, EPS, DECAY = (0.9, 0.999), 1e-6, 0.01
-
-
-def _step_module(model, mode: str, optimizer: str, reshard_after_forward: bool = True):
-    """The training step as a module: each parameter as the loss reads it (gathered with
-    ``"fully_shard"``, and again where the backward reads it unless not
-    ``reshard_after_forward``), the loss and its gradients, each gradient reduced as the update
-    reads it, the update in place: SGD, or AdamW as ``torch.optim.AdamW`` computes it (its
-    moments state of the step, placed as the parameters; the step's bias corrections are
-    inputs, computed on the host as torch does)."""
-    import torch
-
-    from hir.frontend import data_parallel
-
-    names = [n for n, _ in model.named_parameters()]
-
-    class Step(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-            if optimizer == "adamw":
-                self.exp_avg = torch.nn.Module()
-                self.exp_avg_sq = torch.nn.Module()
-                for i, (_, p) in enumerate(model.named_parameters()):
-                    self.exp_avg.register_buffer(str(i), torch.zeros_like(p))
-                    self.exp_avg_sq.register_buffer(str(i), torch.zeros_like(p))
-
-        def forward(self, ids, labels, lr, step_size, correction):
-            held = [functools.reduce(getattr, n.split("."), self.model) for n in names]  # the tensors the export swapped in
-            whole = [data_parallel.gather(mode, p, f"model.{n}") for p, n in zip(held, names)]
-            with torch.enable_grad():
-                for p in whole:
-                    p.requires_grad_()
-                with torch.nn.utils.stateless._reparametrize_module(self.model, dict(zip(names, whole)), tie_weights=True), \
-                        data_parallel.regathering(mode, reshard_after_forward, held, whole, [f"model.{n}" for n in names]):
-                    loss = self.model(ids, labels=labels).loss
-                grads = torch.autograd.grad(loss, whole)
-            with torch.no_grad():
-                for i, (p, g, n) in enumerate(zip(held, grads, names)):
-                    g = data_parallel.reduce_gradient(mode, g, f"model.{n}")
-                    if optimizer == "sgd":
-                        p.sub_(lr * g)
-                        continue
-                    m, v = getattr(self.exp_avg, str(i)), getattr(self.exp_avg_sq, str(i))
-                    p.mul_(1 - lr * DECAY)
-                    m.lerp_(g, 1 - BETAS[0])
-                    v.mul_(BETAS[1]).addcmul_(g, g, value=1 - BETAS[1])
-                    p.sub_(step_size * (m / (v.sqrt() / correction + EPS)))
-            return loss.detach()
-
-    return Step()
-
-
-def _scalars(lr: float, step: int) -> tuple:
-    """lr, and AdamW's step size and bias correction of step ``step`` (1-based), as torch's AdamW computes them."""
-    import torch
-
-    return torch.tensor(lr), torch.tensor(lr / (1 - BETAS[0] ** step)), torch.tensor((1 - BETAS[1] ** step) ** 0.5)
-
-
 def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", keep: str = "") -> str:
     """``hir.train_step(..., mesh=, data_parallel=mode)`` with torch's own AdamW (lowered with
     the ``schedule`` of :data:`SCHEDULES` when named; ``keep``: ``reshard_after_forward=False``):
@@ -122,7 +47,7 @@ def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", ke
     import hir
     from hir.passes.training.schedule import data_parallel_pipeline
 
-    model, reference = _model("llama"), _model("llama")
+    model, reference = model_for("llama"), model_for("llama")
     optimizer, eager = (torch.optim.AdamW(m.parameters(), lr=LR["adamw"]) for m in (model, reference))
     torch.manual_seed(1)
     batches = [torch.randint(0, 64, (2 * world, 8)) for _ in range(STEPS)]
@@ -215,14 +140,14 @@ def run_case(case: str, rank: int, world: int) -> str:
     arch, mode, optimizer_name, *schedule = case.split(":")
     keep = bool(schedule) and schedule[0].endswith("+keep")
     options = SCHEDULES[schedule[0].removesuffix("+keep")] if schedule else {}
-    model, reference = _model(arch), _model(arch)
+    model, reference = model_for(arch), model_for(arch)
     torch.manual_seed(1)
     batches = [torch.randint(0, 64, (2 * world, 8)) for _ in range(STEPS)]
-    module = _step_module(model, mode, optimizer_name, reshard_after_forward=not keep)
+    module = step_module(model, mode, optimizer_name, reshard_after_forward=not keep)
     state = {f"model.{n}": p for n, p in model.named_parameters()} | {n: b for n, b in module.named_buffers() if n.startswith("exp_avg")}
     scalars = {f"input{i}": Replicate() for i in (2, 3, 4)}
     placements = data_parallel.placements(mode, state, batches[0:1] * 2, world, sharded=list(state)) | scalars
-    program = hir.from_torch(module, (batches[0], batches[0], *_scalars(LR[optimizer_name], 1)), mesh=list(range(world)),
+    program = hir.from_torch(module, (batches[0], batches[0], *scalars(LR[optimizer_name], 1)), mesh=list(range(world)),
                              placements=placements, keep_composites=False, replicate_fallback=False)
     text = str(program.module)
     lowered = hir.parse(text, f"{case}.mlir")
@@ -260,7 +185,7 @@ def run_case(case: str, rank: int, world: int) -> str:
         torch.optim.AdamW(reference.parameters(), lr=LR[optimizer_name], betas=BETAS, eps=EPS, weight_decay=DECAY)
     seen = torch.zeros(STEPS)
     for i, ids in enumerate(batches):
-        loss = step(ids, ids, *_scalars(LR[optimizer_name], i + 1))
+        loss = step(ids, ids, *scalars(LR[optimizer_name], i + 1))
         seen[i] = loss
         optimizer.zero_grad()
         want = reference(ids, labels=ids).loss
@@ -304,57 +229,6 @@ def run_case(case: str, rank: int, world: int) -> str:
 def test_data_parallel_steps_equal_eager_on_the_global_batch(world, cases):
     checked, report = launch_workers(world, __file__, *cases, timeout_s=900, env=dict(os.environ))
     assert checked == len(cases) * world, report
-
-
-def test_no_fallback_names_the_op():
-    """A training import refuses an op with no placement for its operands' splits instead
-    of replicating it (every device would hold the whole tensor)."""
-    import torch
-    from torch.distributed.tensor import Shard
-
-    import hir
-
-    class Cumulative(torch.nn.Module):
-        def forward(self, x):
-            return torch.cumsum(x, 0) * 2
-
-    x = torch.randn(4, 3)
-    hir.from_torch(Cumulative(), (x,), mesh=[0, 1], placements={"input0": Shard(0)})  # the fallback: replicated copies
-    with pytest.raises(hir.HirError, match=r"'torch\.aten\.cumsum' has no placement .*no placement strategy for torch\.aten\.cumsum"):
-        hir.from_torch(Cumulative(), (x,), mesh=[0, 1], placements={"input0": Shard(0)}, replicate_fallback=False)
-
-
-def test_schedule_option_is_checked():
-    import torch
-
-    import hir
-
-    model = torch.nn.Linear(4, 2)
-    batch = (torch.randn(2, 4),)
-    with pytest.raises(hir.HirError, match="schedule must be a dict of defer_waits, prefetch, bucket_bytes, comm_stream, optimizer_in_backward, got {.prefech.: True}"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", schedule={"prefech": True})
-    with pytest.raises(hir.HirError, match="schedule's bucket_bytes must be an int >= 0, got -4"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", schedule={"bucket_bytes": -4})
-    with pytest.raises(hir.HirError, match="schedule= orders a data-parallel step's collectives"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, schedule={})
-    with pytest.raises(hir.HirError, match="reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", reshard_after_forward=False)
-    with pytest.raises(hir.HirError, match="reshard_after_forward must be True or False, got 0"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="fully_shard", reshard_after_forward=0)
-
-
-def test_placements_refuse_what_the_devices_do_not_divide():
-    import torch
-
-    import hir
-    from hir.frontend import data_parallel
-
-    with pytest.raises(hir.HirError, match="batch tensor 0"):
-        data_parallel.placements("replicate", {}, [torch.zeros(3, 2)], 2)
-    with pytest.raises(hir.HirError, match="'w' .*dim 0"):
-        data_parallel.placements("fully_shard", {"w": torch.zeros(3, 2)}, [torch.zeros(4, 2)], 2, sharded=["w"])
-    with pytest.raises(hir.HirError, match="data_parallel must be one of"):
-        data_parallel.placements("zero3", {}, [], 2)
 
 
 if __name__ == "__main__":

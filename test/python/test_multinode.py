@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from multinode_programs import LOOP, MLP
+
 torch = pytest.importorskip("torch")
 
 BIN = Path(sys.executable).parent
@@ -31,43 +33,6 @@ BIN = Path(sys.executable).parent
 # loaded machine only makes a test slower.
 RANK_TIMEOUT_S = 600
 LOWER_2_PER_NODE = "hir-set-node-layout{ranks-per-node=2},hir-insert-reshardings,hir-convert-to-communication{backend=cuda},hir-lower"
-
-MLP = """\
-import torch
-from torch.distributed.tensor import Replicate, Shard
-
-torch.manual_seed(0)
-module = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.GELU(), torch.nn.Linear(64, 16))
-example_args = (torch.randn(8, 16),)
-mesh = [[0, 1], [2, 3]]  # mesh axis 0: dp, across the nodes; mesh axis 1: tp, inside a node
-tp = {"0.weight": Shard(0), "0.bias": Shard(0), "2.weight": Shard(1), "2.bias": Replicate()}
-placements = {name: (Replicate(), p) for name, p in tp.items()}
-placements |= {"input0": (Shard(0), Replicate()), "output0": (Replicate(), Replicate())}
-"""
-
-# The 2x2 program's dp allgather, n times, then once more without a wait: each run of the
-# program (hir-run --warmup runs it again and again) then prints, under HIR_DEBUG=1, a
-# warning about that unwaited work: the sign that the ranks are exchanging data.
-LOOP = """\
-!s = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>
-!o = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
-module attributes {hir.ranks_per_node = 2 : i64} {
-  func.func @main(%s: !s, %n: index) -> !o {
-    %o = memref.alloc() : !o
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    "hir.for"(%c0, %n, %c1) ({
-    ^bb0(%i: index):
-      %w = "hir.allgather"(%s, %o) {axis = 0 : i64, backend = "nccl", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>} : (!s, !o) -> !hir.work
-      "hir.wait"(%w) : (!hir.work) -> ()
-      "hir.yield"() : () -> ()
-    }) : (index, index, index) -> ()
-    %last = "hir.allgather"(%s, %o) {axis = 0 : i64, backend = "nccl", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>} : (!s, !o) -> !hir.work
-    return %o : !o
-  }
-}
-"""
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -253,52 +218,6 @@ def test_timeout_on_a_torchrun_rank(tmp_path):
     result = subprocess.run([str(BIN / "hir-run"), "pair.mlir", "random", "1", "--timeout", "3"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 124, result.stderr
     assert "hir-run: error: --timeout 3: rank 0 did not finish in time" in result.stderr, result.stderr
-
-
-def test_overlap_auto_decides_per_team():
-    """The benchmark AG+matmul on 4 ranks (bf16, M = K = N = 8192): overlap=auto pipelines it
-    on copy engines on one node of 4; on two nodes of 2 its team spans both, so it stays a
-    whole collective on NCCL."""
-    import hir
-    from test_p2p_pipeline_options import ag_matmul
-
-    for ranks_per_node, pipelined in ((4, True), (2, False)):
-        module = hir.parse(ag_matmul(4, 8192, 8192, 8192), "ag.mlir")
-        hir.lower(module, f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},"
-                          f"hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{overlap=auto}}")
-        lowered = str(module)
-        assert ('"hir.shift"' in lowered) == pipelined, lowered[:600]
-        backends = {line.split('backend = "')[1].split('"')[0] for line in lowered.splitlines() if '"hir.shift"' in line or '"hir.allgather"' in line}
-        assert backends == ({"cuda"} if pipelined else {"nccl"}), backends
-
-
-def test_copy_engines_across_nodes_refused_at_run_start():
-    """``backend = "cuda"`` on a team that spans nodes is refused by Program before any
-    rank waits on another, naming the op's location, the team and its nodes."""
-    import hir
-    from hir.interpreter import Program
-
-    module = hir.parse(LOOP.replace('backend = "nccl"', 'backend = "cuda"'), "loop.mlir")
-    with pytest.raises(hir.HirError) as err:
-        Program(module, device="cpu", source_name="loop.mlir")
-    assert str(err.value).startswith("loop.mlir:10:12: error: 'hir.allgather' runs on copy engines (backend = "
-                                     "\"cuda\") but its team [0, 2] spans nodes 0 and 1 (hir.ranks_per_node = 2)"), err.value
-
-
-def test_torch_program_lower_ranks_per_node():
-    """``TorchProgram.lower(ranks_per_node=2)`` runs hir-set-node-layout first: the lowered
-    module carries the layout (what the passes and the run-start checks read; the 2x2 import
-    itself runs in docs/multi-node.md); a count that is not a positive int is an error."""
-    import hir
-
-    namespace: dict = {}
-    exec(MLP, namespace)
-    program = hir.from_torch(namespace["module"], namespace["example_args"])
-    for bad in (0, 2.0, True):
-        with pytest.raises(hir.HirError, match=f"ranks_per_node must be a positive int, got {bad!r}"):
-            program.lower(ranks_per_node=bad)
-    program.lower(ranks_per_node=2)
-    assert "hir.ranks_per_node = 2 : i64" in str(program.module)
 
 
 # docs/multi-node.md's dp x tp program on the 2x2 mesh (two nodes of two ranks).

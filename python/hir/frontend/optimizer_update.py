@@ -1,7 +1,7 @@
 """Adam's update as one op of a training step's program (``hir.adam_update``), instead of the
 single-tensor arithmetic traced into it (:mod:`hir.frontend.optimizers`).
 
-How it enters the program: the step is exported without its update (:class:`hir.frontend.training._Step`
+How it enters the program: the step is exported without its update (:class:`hir.frontend.step_module.StepModule`
 returns the loss and the gradients after clipping), and :func:`append_update` then writes, at
 the end of ``@main``, one ``hir.adam_update`` per param group (and element type) on the
 state arguments (the parameters, ``exp_avg``, ``exp_avg_sq``, ``step``, the group's

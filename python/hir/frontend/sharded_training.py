@@ -4,7 +4,7 @@ the placements of the step module's state, and the user's tensors cut to the pro
 shards and made whole again.
 
 The user gives ``placements`` for the model as for inference (the model's state names,
-``input0``..., HF plan entries); in the step module (:class:`hir.frontend.training._Step`)
+``input0``..., HF plan entries); in the step module (:class:`hir.frontend.step_module.StepModule`)
 the model is ``model.``, so its entries are renamed, and each parameter's optimizer state of
 the parameter's shape takes the parameter's placement: the update then reads and writes only
 this device's shard of each (its gradient is placed as the parameter by the update's
