@@ -6,8 +6,12 @@ on CI's 2 cores, most of lit's time). lit.cfg.py starts it and puts a shim of ea
 that cannot reach the server execs the installed script instead. ``HIR_LIT_ZYGOTE=0`` runs
 the installed scripts throughout. The server imports torch but never initializes CUDA
 (lit's tools run on the CPU: ``HIR_DEVICE=cpu``), so a fork starts clean. ``hir-opt``
-(~0.3 s a start, no torch) and the ranks of ``hir-run --nproc`` (``python -m
-hir.tools.run_cli``, started by the launcher) run as real processes.
+(~0.3 s a start, no torch) runs as a real process. The ranks of ``hir-run --nproc`` (the
+launcher starts ``sys.executable -m hir.tools.run_cli`` once per rank, each ~3.7 CPU-s of
+imports: about 46 ranks in the lit suite) fork from the server too: in a forked
+``hir-run``, ``sys.executable`` is a shim of python that sends ``-m hir.tools.run_cli ARGS``
+to the server like a tool's call and execs the real python for anything else. The launcher
+still starts, supervises and stops a process per rank (the shim, which forwards its signals).
 
 Protocol, over a Unix socket: the shim sends one message, a 4-byte length then a JSON
 object ``{"tool", "argv", "env", "cwd"}``, with its stdin / stdout / stderr attached
@@ -21,6 +25,7 @@ timeout) closes its socket; the handler then sends P what the shim would have fo
 SIGTERM, and SIGKILL ``ORPHAN_GRACE`` seconds later, so no tool outlives its caller."""
 
 import atexit
+import importlib.util
 import json
 import os
 import select
@@ -35,6 +40,8 @@ import tempfile
 import time
 
 TOOLS = ("hir-run", "hir-import")
+RANK_MODULE = "hir.tools.run_cli"  # hir-run --nproc's ranks: python -m RANK_MODULE ARGS
+RANK = "-m " + RANK_MODULE  # the ranks' name in requests
 HEADER = struct.Struct("!I")
 ORPHAN_GRACE = 10.0  # seconds a tool whose shim died has to stop on SIGTERM (a launcher its workers)
 
@@ -55,8 +62,14 @@ def _preload() -> dict:
 
     import hir.frontend
     import hir.interpreter  # noqa: F401
+    from hir.tools import run_cli
 
-    return {tool: _entry(tool) for tool in TOOLS}
+    return {**{tool: _entry(tool) for tool in TOOLS}, RANK: run_cli.main}
+
+
+def _rank_python(socket_path: str) -> str:
+    """The shim of python that a forked ``hir-run`` starts its ranks with."""
+    return os.path.join(os.path.dirname(socket_path), "rank", "python")
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -72,9 +85,10 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(data[HEADER.size:HEADER.size + size]), fds
 
 
-def _become(request: dict, fds: list[int], main) -> None:
+def _become(request: dict, fds: list[int], main, rank_python: str) -> None:
     """In the tool's process: take the shim's descriptors, environment, directory and
-    arguments, run ``main`` as its console script would, and exit; never returns."""
+    arguments, run ``main`` as its console script would, and exit; never returns.
+    ``hir-run`` starts its ranks with ``rank_python`` (see the module docstring)."""
     import threading
     import traceback
 
@@ -85,6 +99,8 @@ def _become(request: dict, fds: list[int], main) -> None:
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
     sys.argv = list(request["argv"])
+    if request["tool"] == "hir-run":
+        sys.executable = rank_python
     code = 0
     try:
         sys.exit(main())
@@ -108,7 +124,7 @@ def _become(request: dict, fds: list[int], main) -> None:
     os._exit(code & 0xFF)
 
 
-def _handle(conn: socket.socket, entries: dict) -> None:
+def _handle(conn: socket.socket, entries: dict, rank_python: str) -> None:
     """In a handler process: run one request's tool in a child, answer its exit status."""
     code = 1
     try:
@@ -116,7 +132,7 @@ def _handle(conn: socket.socket, entries: dict) -> None:
         pid = os.fork()
         if pid == 0:
             conn.close()
-            _become(request, fds, entries[request["tool"]])
+            _become(request, fds, entries[request["tool"]], rank_python)
         for fd in fds:
             os.close(fd)
         conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")  # the shim forwards its signals there
@@ -172,19 +188,20 @@ def serve(path: str) -> None:
         conn, _ = server.accept()
         if os.fork() == 0:
             server.close()
-            _handle(conn, entries)
+            _handle(conn, entries, _rank_python(path))
         conn.close()
 
 
 SHIM = r'''#!{python} -S
-# {tool} through the lit suite's fork server (test/lit_zygote.py), else the installed script
+# {tool} through the lit suite's fork server (test/lit_zygote.py), else {real}
 import json, os, signal, socket, struct, sys
+{only}
 try:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect({socket!r})
 except OSError:
     os.execv({real!r}, [{real!r}, *sys.argv[1:]])
-request = json.dumps({{"tool": {tool!r}, "argv": sys.argv, "env": dict(os.environ), "cwd": os.getcwd()}}).encode()
+request = json.dumps({{"tool": {tool!r}, "argv": {argv}, "env": dict(os.environ), "cwd": os.getcwd()}}).encode()
 message = struct.pack("!I", len(request)) + request
 socket.send_fds(conn, [message[:1 << 16]], [0, 1, 2])
 conn.sendall(message[1 << 16:])
@@ -245,11 +262,21 @@ def start(env: dict) -> str | None:
     shims = os.path.join(folder, "bin")
     os.mkdir(shims)
     for tool in TOOLS:
-        shim = os.path.join(shims, tool)
-        with open(shim, "w") as f:
-            f.write(SHIM.format(python=sys.executable, tool=tool, socket=path, real=real[tool]))
-        os.chmod(shim, os.stat(shim).st_mode | stat.S_IXUSR)
+        _write_shim(os.path.join(shims, tool), SHIM.format(python=sys.executable, tool=tool, socket=path, real=real[tool], only="", argv="sys.argv"))
+    # python -m RANK_MODULE ARGS as a request with the argv python would give the module
+    # (its file, then ARGS); any other command line is the real python's
+    module_file = importlib.util.find_spec(RANK_MODULE).origin
+    only = f"if sys.argv[1:3] != ['-m', {RANK_MODULE!r}]:\n    os.execv({sys.executable!r}, [{sys.executable!r}, *sys.argv[1:]])"
+    os.mkdir(os.path.dirname(_rank_python(path)))
+    _write_shim(_rank_python(path), SHIM.format(python=sys.executable, tool=RANK, socket=path, real=sys.executable, only=only,
+                                                argv=f"[{module_file!r}, *sys.argv[3:]]"))
     return shims
+
+
+def _write_shim(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
 
 
 if __name__ == "__main__":
