@@ -2,16 +2,20 @@
 forks a process that has imported torch and hir once, and runs the tool's console-script
 ``main`` there, where a fresh ``hir-run`` costs ~2.2 CPU-s importing torch and a fresh
 ``hir-import`` ~4.6 importing torch.export and dynamo (``benchmarks/cold_start.py --cpu``;
-on CI's 2 cores, most of lit's time). lit.cfg.py starts it and puts a shim of each tool first on the tests' PATH; a shim
-that cannot reach the server execs the installed script instead. ``HIR_LIT_ZYGOTE=0`` runs
-the installed scripts throughout. The server imports torch but never initializes CUDA
-(lit's tools run on the CPU: ``HIR_DEVICE=cpu``), so a fork starts clean. ``hir-opt``
-(~0.3 s a start, no torch) runs as a real process. The ranks of ``hir-run --nproc`` (the
-launcher starts ``sys.executable -m hir.tools.run_cli`` once per rank, each ~3.7 CPU-s of
-imports: about 46 ranks in the lit suite) fork from the server too: in a forked
-``hir-run``, ``sys.executable`` is a shim of python that sends ``-m hir.tools.run_cli ARGS``
-to the server like a tool's call and execs the real python for anything else. The launcher
-still starts, supervises and stops a process per rank (the shim, which forwards its signals).
+on CI's 2 cores, most of lit's time). lit.cfg.py starts it and puts a shim of each tool
+first on the tests' PATH; a shim that cannot reach the server execs the installed script
+instead. ``HIR_LIT_ZYGOTE=0`` runs the installed scripts throughout. The server imports
+torch but never initializes CUDA (lit's tools run on the CPU: ``HIR_DEVICE=cpu``), so a
+fork starts clean.
+
+``hir-opt`` (~0.35 CPU-s a start, ~230 RUN lines) forks from a second server, which imported
+what a fresh ``hir-opt`` imports before its ``main`` and no more (hir-opt never imports
+torch). The ranks of ``hir-run --nproc`` (the launcher starts ``sys.executable -m
+hir.tools.run_cli`` once per rank, each ~3.7 CPU-s of imports: about 46 ranks in the lit
+suite) fork from the first server: in a forked ``hir-run``, ``sys.executable`` is a shim of
+python that sends ``-m hir.tools.run_cli ARGS`` to the server like a tool's call and execs
+the real python for anything else. The launcher still starts, supervises and stops a
+process per rank (the shim, which forwards its signals).
 
 Protocol, over a Unix socket: the shim sends one message, a 4-byte length then a JSON
 object ``{"tool", "argv", "env", "cwd"}``, with its stdin / stdout / stderr attached
@@ -39,7 +43,9 @@ import sys
 import tempfile
 import time
 
-TOOLS = ("hir-run", "hir-import")
+# Each server's tools, by the name of its socket: torch's, and hir-opt's without torch.
+SERVERS = {"socket": ("hir-run", "hir-import"), "socket-opt": ("hir-opt",)}
+TOOLS = tuple(tool for tools in SERVERS.values() for tool in tools)
 RANK_MODULE = "hir.tools.run_cli"  # hir-run --nproc's ranks: python -m RANK_MODULE ARGS
 RANK = "-m " + RANK_MODULE  # the ranks' name in requests
 HEADER = struct.Struct("!I")
@@ -54,7 +60,9 @@ def _entry(tool: str):
     return next(e for e in entry_points(group="console_scripts") if e.name == tool).load()
 
 
-def _preload() -> dict:
+def _preload(tools: tuple) -> dict:
+    if "hir-run" not in tools:
+        return {tool: _entry(tool) for tool in tools}
     import torch
     import torch._dynamo
     import torch.export
@@ -64,7 +72,7 @@ def _preload() -> dict:
     import hir.interpreter  # noqa: F401
     from hir.tools import run_cli
 
-    return {**{tool: _entry(tool) for tool in TOOLS}, RANK: run_cli.main}
+    return {**{tool: _entry(tool) for tool in tools}, RANK: run_cli.main}
 
 
 def _rank_python(socket_path: str) -> str:
@@ -174,7 +182,7 @@ def serve(path: str) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(64)  # shims connecting while the imports run wait in the backlog
-    entries = _preload()
+    entries = _preload(SERVERS[os.path.basename(path)])
     while os.getppid() == parent:  # lit's end ends the server
         ready, _, _ = select.select([server], [], [], 1.0)
         while True:  # reap the handlers that answered
@@ -234,7 +242,7 @@ sys.exit(code)
 
 
 def start(env: dict) -> str | None:
-    """Start a server for this lit run (ended with lit's process) and write the shims;
+    """Start the servers for this lit run (ended with lit's process) and write the shims;
     returns the shims' directory, or None where the installed scripts must run
     (``HIR_LIT_ZYGOTE=0``, a tool not installed, a server that did not come up)."""
     if os.environ.get("HIR_LIT_ZYGOTE", "1") == "0":
@@ -243,26 +251,33 @@ def start(env: dict) -> str | None:
     if None in real.values():
         return None
     folder = tempfile.mkdtemp(prefix="hir-lit-zygote-")
-    path = os.path.join(folder, "socket")
+    servers = {}
     with open(os.path.join(folder, "server.log"), "w") as log:
-        server = subprocess.Popen([sys.executable, __file__, path], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        for name in SERVERS:
+            path = os.path.join(folder, name)
+            servers[path] = subprocess.Popen([sys.executable, __file__, path], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 
     def stop() -> None:
-        server.kill()
-        server.wait()
+        for server in servers.values():
+            server.kill()
+            server.wait()
         shutil.rmtree(folder, ignore_errors=True)
 
     atexit.register(stop)
-    for _ in range(200):  # the socket is bound before the imports: ~0.1 s
-        if os.path.exists(path) or server.poll() is not None:
-            break
-        time.sleep(0.05)
-    if not os.path.exists(path):
-        return None
+    for path, server in servers.items():
+        for _ in range(200):  # the socket is bound before the imports: ~0.1 s
+            if os.path.exists(path) or server.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not os.path.exists(path):
+            return None
     shims = os.path.join(folder, "bin")
     os.mkdir(shims)
-    for tool in TOOLS:
-        _write_shim(os.path.join(shims, tool), SHIM.format(python=sys.executable, tool=tool, socket=path, real=real[tool], only="", argv="sys.argv"))
+    for name, tools in SERVERS.items():
+        for tool in tools:
+            _write_shim(os.path.join(shims, tool), SHIM.format(python=sys.executable, tool=tool, socket=os.path.join(folder, name),
+                                                               real=real[tool], only="", argv="sys.argv"))
+    path = os.path.join(folder, "socket")  # the ranks' server: hir-run's
     # python -m RANK_MODULE ARGS as a request with the argv python would give the module
     # (its file, then ARGS); any other command line is the real python's
     module_file = importlib.util.find_spec(RANK_MODULE).origin

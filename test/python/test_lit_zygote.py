@@ -1,4 +1,4 @@
-"""lit's fork server (test/lit_zygote.py) runs ``hir-run`` / ``hir-import`` as the installed
+"""lit's fork servers (test/lit_zygote.py) run ``hir-run`` / ``hir-import`` / ``hir-opt`` as the installed
 scripts do: the same stdout, stderr and exit status, reading the caller's stdin,
 environment and working directory; a shim whose server is gone runs the installed script."""
 
@@ -27,13 +27,15 @@ CASES = [  # (argv, extra environment, stdin)
     (["hir-run", "missing.mlir"], {}, None),
     (["hir-import", "--nope"], {}, None),  # argparse's usage error: exit 2
     (["hir-run", "--nproc", "2", "id.mlir", "ones:2", "--print"], {}, None),  # ranks forked through the python shim
+    (["hir-opt", "id.mlir", "--hir-lower"], {}, None),
+    (["hir-opt", "-", "--bogus"], {}, PROGRAM),  # stdin; a usage error
 ]
 
 
 def _start() -> str:
     """A fork server's shims' directory (skips where the tools are not installed)."""
     if None in [shutil.which(tool) for tool in lit_zygote.TOOLS]:
-        pytest.skip("hir-run / hir-import are not installed")
+        pytest.skip("hir-run / hir-import / hir-opt are not installed")
     folder = lit_zygote.start({**os.environ, "HIR_DEVICE": "cpu"})
     assert folder is not None, "the fork server did not start"
     return folder
