@@ -248,7 +248,8 @@ def start(env: dict) -> str | None:
     if os.environ.get("HIR_LIT_ZYGOTE", "1") == "0":
         return None
     real = {tool: shutil.which(tool, path=env.get("PATH")) for tool in TOOLS}
-    if None in real.values():
+    rank_module = importlib.util.find_spec(RANK_MODULE)
+    if None in real.values() or rank_module is None or rank_module.origin is None:
         return None
     folder = tempfile.mkdtemp(prefix="hir-lit-zygote-")
     servers = {}
@@ -280,11 +281,10 @@ def start(env: dict) -> str | None:
     path = os.path.join(folder, "socket")  # the ranks' server: hir-run's
     # python -m RANK_MODULE ARGS as a request with the argv python would give the module
     # (its file, then ARGS); any other command line is the real python's
-    module_file = importlib.util.find_spec(RANK_MODULE).origin
     only = f"if sys.argv[1:3] != ['-m', {RANK_MODULE!r}]:\n    os.execv({sys.executable!r}, [{sys.executable!r}, *sys.argv[1:]])"
     os.mkdir(os.path.dirname(_rank_python(path)))
     _write_shim(_rank_python(path), SHIM.format(python=sys.executable, tool=RANK, socket=path, real=sys.executable, only=only,
-                                                argv=f"[{module_file!r}, *sys.argv[3:]]"))
+                                                argv=f"[{rank_module.origin!r}, *sys.argv[3:]]"))
     return shims
 
 
