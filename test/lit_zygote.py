@@ -2,12 +2,20 @@
 forks a process that has imported torch and hir once, and runs the tool's console-script
 ``main`` there, where a fresh ``hir-run`` costs ~2.2 CPU-s importing torch and a fresh
 ``hir-import`` ~4.6 importing torch.export and dynamo (``benchmarks/cold_start.py --cpu``;
-on CI's 2 cores, most of lit's time). lit.cfg.py starts it and puts a shim of each tool first on the tests' PATH; a shim
-that cannot reach the server execs the installed script instead. ``HIR_LIT_ZYGOTE=0`` runs
-the installed scripts throughout. The server imports torch but never initializes CUDA
-(lit's tools run on the CPU: ``HIR_DEVICE=cpu``), so a fork starts clean. ``hir-opt``
-(~0.3 s a start, no torch) and the ranks of ``hir-run --nproc`` (``python -m
-hir.tools.run_cli``, started by the launcher) run as real processes.
+on CI's 2 cores, most of lit's time). lit.cfg.py starts it and puts a shim of each tool
+first on the tests' PATH; a shim that cannot reach the server execs the installed script
+instead. ``HIR_LIT_ZYGOTE=0`` runs the installed scripts throughout. The server imports
+torch but never initializes CUDA (lit's tools run on the CPU: ``HIR_DEVICE=cpu``), so a
+fork starts clean.
+
+``hir-opt`` (~0.35 CPU-s a start, ~230 RUN lines) forks from a second server, which imported
+what a fresh ``hir-opt`` imports before its ``main`` and no more (hir-opt never imports
+torch). The ranks of ``hir-run --nproc`` (the launcher starts ``sys.executable -m
+hir.tools.run_cli`` once per rank, each ~3.7 CPU-s of imports: about 46 ranks in the lit
+suite) fork from the first server: in a forked ``hir-run``, ``sys.executable`` is a shim of
+python that sends ``-m hir.tools.run_cli ARGS`` to the server like a tool's call and execs
+the real python for anything else. The launcher still starts, supervises and stops a
+process per rank (the shim, which forwards its signals).
 
 Protocol, over a Unix socket: the shim sends one message, a 4-byte length then a JSON
 object ``{"tool", "argv", "env", "cwd"}``, with its stdin / stdout / stderr attached
@@ -21,6 +29,7 @@ timeout) closes its socket; the handler then sends P what the shim would have fo
 SIGTERM, and SIGKILL ``ORPHAN_GRACE`` seconds later, so no tool outlives its caller."""
 
 import atexit
+import importlib.util
 import json
 import os
 import select
@@ -34,7 +43,11 @@ import sys
 import tempfile
 import time
 
-TOOLS = ("hir-run", "hir-import")
+# Each server's tools, by the name of its socket: torch's, and hir-opt's without torch.
+SERVERS = {"socket": ("hir-run", "hir-import"), "socket-opt": ("hir-opt",)}
+TOOLS = tuple(tool for tools in SERVERS.values() for tool in tools)
+RANK_MODULE = "hir.tools.run_cli"  # hir-run --nproc's ranks: python -m RANK_MODULE ARGS
+RANK = "-m " + RANK_MODULE  # the ranks' name in requests
 HEADER = struct.Struct("!I")
 ORPHAN_GRACE = 10.0  # seconds a tool whose shim died has to stop on SIGTERM (a launcher its workers)
 
@@ -47,7 +60,9 @@ def _entry(tool: str):
     return next(e for e in entry_points(group="console_scripts") if e.name == tool).load()
 
 
-def _preload() -> dict:
+def _preload(tools: tuple) -> dict:
+    if "hir-run" not in tools:
+        return {tool: _entry(tool) for tool in tools}
     import torch
     import torch._dynamo
     import torch.export
@@ -55,8 +70,14 @@ def _preload() -> dict:
 
     import hir.frontend
     import hir.interpreter  # noqa: F401
+    from hir.tools import run_cli
 
-    return {tool: _entry(tool) for tool in TOOLS}
+    return {**{tool: _entry(tool) for tool in tools}, RANK: run_cli.main}
+
+
+def _rank_python(socket_path: str) -> str:
+    """The shim of python that a forked ``hir-run`` starts its ranks with."""
+    return os.path.join(os.path.dirname(socket_path), "rank", "python")
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -72,9 +93,10 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(data[HEADER.size:HEADER.size + size]), fds
 
 
-def _become(request: dict, fds: list[int], main) -> None:
+def _become(request: dict, fds: list[int], main, rank_python: str) -> None:
     """In the tool's process: take the shim's descriptors, environment, directory and
-    arguments, run ``main`` as its console script would, and exit; never returns."""
+    arguments, run ``main`` as its console script would, and exit; never returns.
+    ``hir-run`` starts its ranks with ``rank_python`` (see the module docstring)."""
     import threading
     import traceback
 
@@ -85,6 +107,8 @@ def _become(request: dict, fds: list[int], main) -> None:
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
     sys.argv = list(request["argv"])
+    if request["tool"] == "hir-run":
+        sys.executable = rank_python
     code = 0
     try:
         sys.exit(main())
@@ -108,7 +132,7 @@ def _become(request: dict, fds: list[int], main) -> None:
     os._exit(code & 0xFF)
 
 
-def _handle(conn: socket.socket, entries: dict) -> None:
+def _handle(conn: socket.socket, entries: dict, rank_python: str) -> None:
     """In a handler process: run one request's tool in a child, answer its exit status."""
     code = 1
     try:
@@ -116,7 +140,7 @@ def _handle(conn: socket.socket, entries: dict) -> None:
         pid = os.fork()
         if pid == 0:
             conn.close()
-            _become(request, fds, entries[request["tool"]])
+            _become(request, fds, entries[request["tool"]], rank_python)
         for fd in fds:
             os.close(fd)
         conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")  # the shim forwards its signals there
@@ -158,7 +182,7 @@ def serve(path: str) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(64)  # shims connecting while the imports run wait in the backlog
-    entries = _preload()
+    entries = _preload(SERVERS[os.path.basename(path)])
     while os.getppid() == parent:  # lit's end ends the server
         ready, _, _ = select.select([server], [], [], 1.0)
         while True:  # reap the handlers that answered
@@ -172,19 +196,20 @@ def serve(path: str) -> None:
         conn, _ = server.accept()
         if os.fork() == 0:
             server.close()
-            _handle(conn, entries)
+            _handle(conn, entries, _rank_python(path))
         conn.close()
 
 
 SHIM = r'''#!{python} -S
-# {tool} through the lit suite's fork server (test/lit_zygote.py), else the installed script
+# {tool} through the lit suite's fork server (test/lit_zygote.py), else {real}
 import json, os, signal, socket, struct, sys
+{only}
 try:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect({socket!r})
 except OSError:
     os.execv({real!r}, [{real!r}, *sys.argv[1:]])
-request = json.dumps({{"tool": {tool!r}, "argv": sys.argv, "env": dict(os.environ), "cwd": os.getcwd()}}).encode()
+request = json.dumps({{"tool": {tool!r}, "argv": {argv}, "env": dict(os.environ), "cwd": os.getcwd()}}).encode()
 message = struct.pack("!I", len(request)) + request
 socket.send_fds(conn, [message[:1 << 16]], [0, 1, 2])
 conn.sendall(message[1 << 16:])
@@ -217,39 +242,56 @@ sys.exit(code)
 
 
 def start(env: dict) -> str | None:
-    """Start a server for this lit run (ended with lit's process) and write the shims;
+    """Start the servers for this lit run (ended with lit's process) and write the shims;
     returns the shims' directory, or None where the installed scripts must run
     (``HIR_LIT_ZYGOTE=0``, a tool not installed, a server that did not come up)."""
     if os.environ.get("HIR_LIT_ZYGOTE", "1") == "0":
         return None
     real = {tool: shutil.which(tool, path=env.get("PATH")) for tool in TOOLS}
-    if None in real.values():
+    rank_module = importlib.util.find_spec(RANK_MODULE)
+    if None in real.values() or rank_module is None or rank_module.origin is None:
         return None
     folder = tempfile.mkdtemp(prefix="hir-lit-zygote-")
-    path = os.path.join(folder, "socket")
+    servers = {}
     with open(os.path.join(folder, "server.log"), "w") as log:
-        server = subprocess.Popen([sys.executable, __file__, path], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        for name in SERVERS:
+            path = os.path.join(folder, name)
+            servers[path] = subprocess.Popen([sys.executable, __file__, path], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 
     def stop() -> None:
-        server.kill()
-        server.wait()
+        for server in servers.values():
+            server.kill()
+            server.wait()
         shutil.rmtree(folder, ignore_errors=True)
 
     atexit.register(stop)
-    for _ in range(200):  # the socket is bound before the imports: ~0.1 s
-        if os.path.exists(path) or server.poll() is not None:
-            break
-        time.sleep(0.05)
-    if not os.path.exists(path):
-        return None
+    for path, server in servers.items():
+        for _ in range(200):  # the socket is bound before the imports: ~0.1 s
+            if os.path.exists(path) or server.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not os.path.exists(path):
+            return None
     shims = os.path.join(folder, "bin")
     os.mkdir(shims)
-    for tool in TOOLS:
-        shim = os.path.join(shims, tool)
-        with open(shim, "w") as f:
-            f.write(SHIM.format(python=sys.executable, tool=tool, socket=path, real=real[tool]))
-        os.chmod(shim, os.stat(shim).st_mode | stat.S_IXUSR)
+    for name, tools in SERVERS.items():
+        for tool in tools:
+            _write_shim(os.path.join(shims, tool), SHIM.format(python=sys.executable, tool=tool, socket=os.path.join(folder, name),
+                                                               real=real[tool], only="", argv="sys.argv"))
+    path = os.path.join(folder, "socket")  # the ranks' server: hir-run's
+    # python -m RANK_MODULE ARGS as a request with the argv python would give the module
+    # (its file, then ARGS); any other command line is the real python's
+    only = f"if sys.argv[1:3] != ['-m', {RANK_MODULE!r}]:\n    os.execv({sys.executable!r}, [{sys.executable!r}, *sys.argv[1:]])"
+    os.mkdir(os.path.dirname(_rank_python(path)))
+    _write_shim(_rank_python(path), SHIM.format(python=sys.executable, tool=RANK, socket=path, real=sys.executable, only=only,
+                                                argv=f"[{rank_module.origin!r}, *sys.argv[3:]]"))
     return shims
+
+
+def _write_shim(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
 
 
 if __name__ == "__main__":

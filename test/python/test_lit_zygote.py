@@ -1,4 +1,4 @@
-"""lit's fork server (test/lit_zygote.py) runs ``hir-run`` / ``hir-import`` as the installed
+"""lit's fork servers (test/lit_zygote.py) run ``hir-run`` / ``hir-import`` / ``hir-opt`` as the installed
 scripts do: the same stdout, stderr and exit status, reading the caller's stdin,
 environment and working directory; a shim whose server is gone runs the installed script."""
 
@@ -26,13 +26,16 @@ CASES = [  # (argv, extra environment, stdin)
     (["hir-run", "id.mlir", "ones:2"], {"HIR_DEVICE": "bogus"}, None),  # the environment: exit 1
     (["hir-run", "missing.mlir"], {}, None),
     (["hir-import", "--nope"], {}, None),  # argparse's usage error: exit 2
+    (["hir-run", "--nproc", "2", "id.mlir", "ones:2", "--print"], {}, None),  # ranks forked through the python shim
+    (["hir-opt", "id.mlir", "--hir-lower"], {}, None),
+    (["hir-opt", "-", "--bogus"], {}, PROGRAM),  # stdin; a usage error
 ]
 
 
 def _start() -> str:
     """A fork server's shims' directory (skips where the tools are not installed)."""
     if None in [shutil.which(tool) for tool in lit_zygote.TOOLS]:
-        pytest.skip("hir-run / hir-import are not installed")
+        pytest.skip("hir-run / hir-import / hir-opt are not installed")
     folder = lit_zygote.start({**os.environ, "HIR_DEVICE": "cpu"})
     assert folder is not None, "the fork server did not start"
     return folder
@@ -54,6 +57,14 @@ def test_shim_equals_the_installed_script(shims, tmp_path, argv, env, stdin):
     got = _run(os.path.join(shims, argv[0]), argv, env, stdin, tmp_path)
     want = _run(shutil.which(argv[0]), argv, env, stdin, tmp_path)
     assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr)
+
+
+def test_rank_python_runs_other_command_lines_as_python(shims, tmp_path):
+    """The python that a forked hir-run starts its ranks with is the real python for
+    anything but ``-m hir.tools.run_cli``."""
+    rank_python = lit_zygote._rank_python(os.path.join(os.path.dirname(shims), "socket"))
+    argv = ["python", "-c", "import sys; print(sys.argv[1:], sys.flags.no_site)", "x"]
+    assert _run(rank_python, argv, {}, None, tmp_path).stdout == _run(sys.executable, argv, {}, None, tmp_path).stdout == "['x'] 0\n"
 
 
 def test_shim_without_its_server_runs_the_installed_script(tmp_path):
