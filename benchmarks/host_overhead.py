@@ -41,7 +41,10 @@ OPS = {
     "add": ('"hir.binary"(%a, %b, %o) {kind = "add"} : (T, T, T) -> ()', "torch.add(a, b, out=o)"),
     "mul": ('"hir.binary"(%o, %b, %o) {kind = "mul"} : (T, T, T) -> ()', "torch.mul(o, b, out=o)"),
     "set": ('"hir.set"(%a, %o) : (T, T) -> ()', "o.copy_(a)"),
-    "sum": ('"hir.reduction"(%a, %r) {kind = "sum", axes = array<i64: 1>} : (T, memref<4xf32>) -> ()', "torch.sum(a, (1,), out=r)"),
+    "sum": (
+        '"hir.reduction"(%a, %r) {kind = "sum", axes = array<i64: 1>} : (T, memref<4xf32>) -> ()',
+        "torch.sum(a, (1,), out=r)",
+    ),
     "matmul": ('"hir.matmul"(%a, %b, %o) : (T, T, T) -> ()', "torch.matmul(a, b, out=o)"),
 }
 
@@ -105,7 +108,9 @@ def main() -> None:
     p.add_argument("--ops", type=int, default=200, help="ops per straight-line program / loop trip count")
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--no-p2p", action="store_true", help="skip the 4-GPU P2P table")
-    p.add_argument("--profile", action="store_true", help="instead of the tables: cProfile the eager stream loop, hir and torch")
+    p.add_argument(
+        "--profile", action="store_true", help="instead of the tables: cProfile the eager stream loop, hir and torch"
+    )
     p.add_argument("--no-checks", action="store_true", help="skip the 2-rank Gloo header-check table")
     p.add_argument("--p2p-rank", action="store_true", help=argparse.SUPPRESS)  # a rank of the P2P table
     p.add_argument("--checks-rank", action="store_true", help=argparse.SUPPRESS)  # a rank of the checks table
@@ -122,8 +127,13 @@ def main() -> None:
     if args.profile:
         return profile_loop(dev, a, b, o, r, n, sync)
     rows = []
-    cases = [("binary add", ["add"]), ("set", ["set"]), ("reduction sum", ["sum"]), ("matmul", ["matmul"]),
-             ("mixed add/mul/set/sum/matmul", ["add", "mul", "set", "sum", "matmul"])]
+    cases = [
+        ("binary add", ["add"]),
+        ("set", ["set"]),
+        ("reduction sum", ["sum"]),
+        ("matmul", ["matmul"]),
+        ("mixed add/mul/set/sum/matmul", ["add", "mul", "set", "sum", "matmul"]),
+    ]
     for label, kinds in cases:
         text, eager = straight_line(kinds, n)
         prog = Program(hir.parse(text), device=str(dev), graph=False)
@@ -162,7 +172,10 @@ def profile_loop(dev: torch.device, a, b, o, r, n: int, sync: Callable[[], None]
 
     prog = Program(hir.parse(LOOP), device=str(dev), graph=False)
     streams = [prog.streams.get(i) for i in range(4)] if dev.type == "cuda" else None
-    for label, fn in (("hir eager", lambda: prog([a, b, o, r, n])), ("torch eager", lambda: eager_loop(a, b, o, r, n, streams))):
+    for label, fn in (
+        ("hir eager", lambda: prog([a, b, o, r, n])),
+        ("torch eager", lambda: eager_loop(a, b, o, r, n, streams)),
+    ):
         fn()
         sync()
         profile = cProfile.Profile()
@@ -233,8 +246,10 @@ def auto_rows(cases, args, a, b, o, r, sync) -> None:
         host = host_only(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
         wall = best(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
         assert prog.graph_state.last == "replay (bound)", prog.graph_state
-        print(f"| {what} | {unit} | {walls[0] / n * 1e6:.2f} | "
-              f"{walls[1] * 1e3:.2f} | {host * 1e6:.2f} | {wall * 1e6:.2f} |")
+        print(
+            f"| {what} | {unit} | {walls[0] / n * 1e6:.2f} | "
+            f"{walls[1] * 1e3:.2f} | {host * 1e6:.2f} | {wall * 1e6:.2f} |"
+        )
 
 
 P2P_RANKS = 4
@@ -265,8 +280,19 @@ def p2p_rank() -> None:
     D, (M, K, N) = dist.get_world_size(), (2048, 1024, 1024)
     dev, bf16 = torch.device("cuda", rank), torch.bfloat16
     cases = (
-        ("AG+matmul", p2p_ag_matmul_program, [torch.randn(1, M // D, K, device=dev, dtype=bf16), torch.randn(K, N // D, device=dev, dtype=bf16)]),
-        ("matmul+RS", p2p_matmul_rs_program, [torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16), torch.randn(1, 1, K // D, N, device=dev, dtype=bf16)]),
+        (
+            "AG+matmul",
+            p2p_ag_matmul_program,
+            [torch.randn(1, M // D, K, device=dev, dtype=bf16), torch.randn(K, N // D, device=dev, dtype=bf16)],
+        ),
+        (
+            "matmul+RS",
+            p2p_matmul_rs_program,
+            [
+                torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16),
+                torch.randn(1, 1, K // D, N, device=dev, dtype=bf16),
+            ],
+        ),
     )
     rows = []
     for name, build, inputs in cases:
@@ -287,7 +313,9 @@ def p2p_rank() -> None:
             dist.all_reduce(worst, op=dist.ReduceOp.MAX)
             rows.append((name, "eager" if mode is False else "auto", worst.item() * 1e6, ms, program.graph_state.last))
     if rank == 0:
-        print(f"chunked P2P programs ({P2P_PIPELINE}), {D} GPUs, bf16, M={M} K={K} N={N} ({torch.cuda.get_device_name()})")
+        print(
+            f"chunked P2P programs ({P2P_PIPELINE}), {D} GPUs, bf16, M={M} K={K} N={N} ({torch.cuda.get_device_name()})"
+        )
         print("| program | graph | host per call (us) | wall per call (ms) | last call |")
         print("|---|---|---:|---:|---|")
         for name, mode, host_us, ms, last in rows:

@@ -20,8 +20,18 @@ def checks_table(repeat: int) -> None:
     """Run :func:`checks_rank` on 2 Gloo ranks and print rank 0's table."""
     from hir.tools.launch import launch
 
-    result = launch(CHECK_RANKS, [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "host_overhead.py"), "--checks-rank", "--repeat", str(repeat)], timeout_s=600,
-                    env=dict(os.environ, HIR_DEVICE="cpu"))
+    result = launch(
+        CHECK_RANKS,
+        [
+            sys.executable,
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "host_overhead.py"),
+            "--checks-rank",
+            "--repeat",
+            str(repeat),
+        ],
+        timeout_s=600,
+        env=dict(os.environ, HIR_DEVICE="cpu"),
+    )
     print()
     sys.stdout.write(result.ranks[0].stdout)
     if result.returncode:
@@ -36,9 +46,11 @@ def collective_program(kind: str, n: int, world: int) -> str:
     tout = f"memref<{n}xf32>" if kind == "allreduce" else f"memref<{world}x{n}xf32>"
     extra = ', reduction = "sum"' if kind == "allreduce" else ""
     team = f"array<i64: {', '.join(map(str, range(world)))}>"
-    op = (f'  %w{{i}} = "hir.{kind}"(%x, %y) {{{{axis = 0 : i64, backend = '
-          f'"gloo"{extra}, team = {team}}}}} : ({tin}, {tout}) -> !hir.work\n'
-          f'  "hir.wait"(%w{{i}}) : (!hir.work) -> ()\n')
+    op = (
+        f'  %w{{i}} = "hir.{kind}"(%x, %y) {{{{axis = 0 : i64, backend = '
+        f'"gloo"{extra}, team = {team}}}}} : ({tin}, {tout}) -> !hir.work\n'
+        f'  "hir.wait"(%w{{i}}) : (!hir.work) -> ()\n'
+    )
     body = "".join(op.format(i=i) for i in range(CHECK_CALLS))
     return f"func.func @main(%x: {tin}, %y: {tout}) {{\n{body}  return\n}}\n"
 
@@ -75,12 +87,18 @@ def checks_rank(repeat: int) -> None:
         dist.all_reduce(got, op=dist.ReduceOp.MAX)
         rows.append((f"{kind} f32[{n}]", *got.tolist()))
     if dist.get_rank() == 0:
-        print(f"Gloo collectives on {world} CPU ranks, {CHECK_CALLS} a "
-              f"call, each waited on at once; best of {repeat}, slowest rank")
-        print("| collective | unchecked (us) | checked (us) | check cost "
-              "| first call: unchecked (us) | first call: checked (us) |")
+        print(
+            f"Gloo collectives on {world} CPU ranks, {CHECK_CALLS} a "
+            f"call, each waited on at once; best of {repeat}, slowest rank"
+        )
+        print(
+            "| collective | unchecked (us) | checked (us) | check cost "
+            "| first call: unchecked (us) | first call: checked (us) |"
+        )
         print("|---|---:|---:|---:|---:|---:|")
         for label, off, on, first_off, first_on in rows:
-            print(f"| {label} | {off * 1e6:.1f} | {on * 1e6:.1f} | {(on - off) / off * 100:+.0f}% "
-                  f"| {first_off * 1e6:.1f} | {first_on * 1e6:.1f} |")
+            print(
+                f"| {label} | {off * 1e6:.1f} | {on * 1e6:.1f} | {(on - off) / off * 100:+.0f}% "
+                f"| {first_off * 1e6:.1f} | {first_on * 1e6:.1f} |"
+            )
     dist.destroy_process_group()

@@ -79,8 +79,14 @@ SIZES = {
 
 def case(config: dict) -> dict:
     """block.py's case for ``config``: batch 1 (the SP forms split the sequence axis)."""
-    return {"kind": "llama", "shape": [1, config["seq"], config["d_model"]], "heads": config["heads"],
-            "kv_heads": config["kv_heads"], "hidden": config["hidden"], "dtype": config["dtype"]}
+    return {
+        "kind": "llama",
+        "shape": [1, config["seq"], config["d_model"]],
+        "heads": config["heads"],
+        "kv_heads": config["kv_heads"],
+        "hidden": config["hidden"],
+        "dtype": config["dtype"],
+    }
 
 
 def placements(sequence: bool) -> dict:
@@ -92,7 +98,9 @@ def emit(args: argparse.Namespace) -> None:
     for world in (int(w) for w in args.worlds.split(",")):
         config = {**SIZES["small" if args.small else "default"], "dtype": "bf16", "world": world}
         if config["kv_heads"] % world or config["hidden"] % world:
-            raise SystemExit(f"error: {world} ranks do not divide {config['kv_heads']} k/v heads and hidden {config['hidden']}")
+            raise SystemExit(
+                f"error: {world} ranks do not divide {config['kv_heads']} k/v heads and hidden {config['hidden']}"
+            )
         model, x = make(case(config), torch.device("cpu"))
         config["collectives"] = {}
         for form in ("tp", "sp"):
@@ -152,7 +160,10 @@ def run(args: argparse.Namespace) -> int:
     with torch.no_grad():
         full = copy.deepcopy(model).float()(x.float())
     state = model.state_dict()
-    local = {form: local_arguments(hir.parse(texts[form], f"{form}.mlir"), list(state.values()) + [x], rank) for form in texts}
+    local = {
+        form: local_arguments(hir.parse(texts[form], f"{form}.mlir"), list(state.values()) + [x], rank)
+        for form in texts
+    }
     hand = Hand(dict(zip(state, local["tp"])), config, world)
     x_tokens = local["sp"][-1]
     references = {"tp": full, "sp": full.chunk(world, 1)[rank]}
@@ -160,21 +171,53 @@ def run(args: argparse.Namespace) -> int:
     rows: list[tuple[str, str, bool, Callable[[], Callable | None] | None]] = [  # (label, form, hand-written, build)
         ("torch TP, hand-written (all_reduce after attention and MLP)", "tp", True, lambda: lambda: hand.tp(x)),
         ("torch TP, hand-written, CUDA graph", "tp", True, lambda: graphed(lambda: hand.tp(x)) if cuda else None),
-        ("torch SP, hand-written (all_gather_into_tensor, reduce_scatter_tensor)", "sp", True, lambda: lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter)),
-        ("torch SP, hand-written, CUDA graph", "sp", True, lambda: graphed(lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter)) if cuda else None),
+        (
+            "torch SP, hand-written (all_gather_into_tensor, reduce_scatter_tensor)",
+            "sp",
+            True,
+            lambda: lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter),
+        ),
+        (
+            "torch SP, hand-written, CUDA graph",
+            "sp",
+            True,
+            lambda: graphed(lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter)) if cuda else None,
+        ),
         ("DTensor parallelize_module, TP plan", "tp", False, lambda: dtensor_forward(model, False, world, x)),
-        ("DTensor parallelize_module, SP plan (SequenceParallel)", "sp", False, lambda: dtensor_forward(model, True, world, x_tokens)),
+        (
+            "DTensor parallelize_module, SP plan (SequenceParallel)",
+            "sp",
+            False,
+            lambda: dtensor_forward(model, True, world, x_tokens),
+        ),
     ]
     # Built in this order (the rows the targets name first; --budget may leave the last unbuilt).
     for form in ("tp", "sp"):
-        rows.append((f"hir {form.upper()} default [{WHOLE}] (graph=auto)", form, False, lambda form=form: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), WHOLE, local[form], dev, "auto")))
+        rows.append(
+            (
+                f"hir {form.upper()} default [{WHOLE}] (graph=auto)",
+                form,
+                False,
+                lambda form=form: hir_callable(
+                    lambda: hir.parse(texts[form], f"{form}.mlir"), WHOLE, local[form], dev, "auto"
+                ),
+            )
+        )
     rows.append(("torch.compile async-TP (SP, _micro_pipeline_tp)", "sp", False, None))
     # On CUDA each form's overlap program runs eagerly first, then as a graph: a failure in
     # only the graph row is the capture's (issue 39's SP illegal access), in both the ops'.
     for form in ("tp", "sp"):
         for graph in (False, True) if cuda else (False,):
-            rows.append((f"hir {form.upper()} [hir-lower-overlap] ({'CUDA graph' if graph else 'eager'})", form, False,
-                         lambda form=form, graph=graph: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), "hir-lower-overlap", local[form], dev, graph)))
+            rows.append(
+                (
+                    f"hir {form.upper()} [hir-lower-overlap] ({'CUDA graph' if graph else 'eager'})",
+                    form,
+                    False,
+                    lambda form=form, graph=graph: hir_callable(
+                        lambda: hir.parse(texts[form], f"{form}.mlir"), "hir-lower-overlap", local[form], dev, graph
+                    ),
+                )
+            )
     rows = selected(rows, args.rows)
     results = []
     with torch.no_grad():
@@ -207,32 +250,55 @@ def run(args: argparse.Namespace) -> int:
         timed = [r for r in results if r.fn is not None]
         for r, ms in zip(timed, bench_in_turns([r.fn for r in timed], rounds=args.rounds, iters=args.iters)):
             r.ms = ms
-            r.error = worst(r.error, relerr(r.fn(), references[r.form]))  # after the timed calls too: a race shows in either
+            r.error = worst(
+                r.error, relerr(r.fn(), references[r.form])
+            )  # after the timed calls too: a race shows in either
     verdicts = Verdicts(TOLERANCES[config["dtype"]])
     verdicts.table = f"layer, {world} rank(s)"
     base = min((r.ms for r in timed if r.handwritten and r.error <= verdicts.tolerance), default=None)
     if rank == 0:
         name = torch.cuda.get_device_name() if cuda else "CPU, Gloo"
-        print(f"\nLLaMA layer forward, {world} rank(s), {config['dtype']}, tokens "
-              f"{config['seq']}, d_model {config['d_model']}, heads {config['heads']} "
-              f"(k/v {config['kv_heads']}), hidden {config['hidden']} ({name},"
-              f" torch {torch.__version__}); best of {args.rounds} rounds")
+        print(
+            f"\nLLaMA layer forward, {world} rank(s), {config['dtype']}, tokens "
+            f"{config['seq']}, d_model {config['d_model']}, heads {config['heads']} "
+            f"(k/v {config['kv_heads']}), hidden {config['hidden']} ({name},"
+            f" torch {torch.__version__}); best of {args.rounds} rounds"
+        )
         print("| row | ms | x best hand-written | rel. error |\n|---|---:|---:|---:|")
     verdicts.print_rows([(r.label, r.ms, r.error, r.why) for r in results], base, show=rank == 0)
     counts = config.get("collectives")  # recorded by --emit
     if rank == 0 and counts:  # hand-written and DTensor: TP 2 all-reduces, SP 2 all-gathers + 2 reduce-scatters
-        print("hir's collectives (hir-lower, imported here): " + "; ".join(
-            f"{form.upper()} " + ", ".join(f"{n} {kind}" for kind, n in counts[form].items()) for form in ("tp", "sp")), flush=True)
+        print(
+            "hir's collectives (hir-lower, imported here): "
+            + "; ".join(
+                f"{form.upper()} " + ", ".join(f"{n} {kind}" for kind, n in counts[form].items())
+                for form in ("tp", "sp")
+            ),
+            flush=True,
+        )
     if rank == 0:
-        print("set-up s (build + first call: imports, lowering, compiles, captures; rank 0): " + ", ".join(f"{r.label.split(' (')[0]} {r.setup_s:.1f}" for r in results), flush=True)
+        print(
+            "set-up s (build + first call: imports, lowering, compiles, captures; rank 0): "
+            + ", ".join(f"{r.label.split(' (')[0]} {r.setup_s:.1f}" for r in results),
+            flush=True,
+        )
     shutdown()  # hir's team groups first, then the default group
     return verdicts.finish(show=rank == 0)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_emit_run_arguments(p, emits="DIR/{tp,sp}_w<N>.mlir + config_w<N>.json", runs="DIR's modules", small="the small sizes",
-                           rounds=5, iters=10, iters_help="timed calls per row and round (the median counts)", budget=300, timeout=420)
+    add_emit_run_arguments(
+        p,
+        emits="DIR/{tp,sp}_w<N>.mlir + config_w<N>.json",
+        runs="DIR's modules",
+        small="the small sizes",
+        rounds=5,
+        iters=10,
+        iters_help="timed calls per row and round (the median counts)",
+        budget=300,
+        timeout=420,
+    )
     return emit_or_run(p, emit, run)
 
 

@@ -39,12 +39,17 @@ class Hand:
         half = self.head_dim // 2
         q, k = (t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin for t in (q, k))
         groups = self.heads // self.kv_heads
-        k, v = (t[:, :, None].expand(b, self.kv_heads, groups, s, self.head_dim).reshape(b, self.heads, s, self.head_dim) for t in (k, v))
+        k, v = (
+            t[:, :, None].expand(b, self.kv_heads, groups, s, self.head_dim).reshape(b, self.heads, s, self.head_dim)
+            for t in (k, v)
+        )
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return F.linear(y.transpose(1, 2).reshape(b, s, -1), self.w["o.weight"])
 
     def mlp(self, h: torch.Tensor) -> torch.Tensor:
-        return F.linear(F.silu(F.linear(h, self.w["gate.weight"])) * F.linear(h, self.w["up.weight"]), self.w["down.weight"])
+        return F.linear(
+            F.silu(F.linear(h, self.w["gate.weight"])) * F.linear(h, self.w["up.weight"]), self.w["down.weight"]
+        )
 
     def tp(self, x: torch.Tensor) -> torch.Tensor:
         a = self.attention(self.norm(x, "norm1"))
@@ -82,7 +87,9 @@ def functional_gather(h: torch.Tensor) -> torch.Tensor:
 def functional_scatter(p: torch.Tensor) -> torch.Tensor:
     from torch.distributed import _functional_collectives as funcol
 
-    return funcol.reduce_scatter_tensor(p.reshape(-1, p.shape[2]), "sum", 0, dist.group.WORLD).view(p.shape[0], -1, p.shape[2])
+    return funcol.reduce_scatter_tensor(p.reshape(-1, p.shape[2]), "sum", 0, dist.group.WORLD).view(
+        p.shape[0], -1, p.shape[2]
+    )
 
 
 def dtensor_forward(model: torch.nn.Module, sequence: bool, world: int, x: torch.Tensor) -> Callable[[], torch.Tensor]:
@@ -103,13 +110,19 @@ def dtensor_forward(model: torch.nn.Module, sequence: bool, world: int, x: torch
     plan = llama_block()["tp_plan"]()
     norms = ("norm1", "norm2")
     if sequence:
-        plan |= {n: SequenceParallel() for n in norms} | {n: RowwiseParallel(output_layouts=Shard(1), use_local_output=False) for n in ("o", "down")}
+        plan |= {n: SequenceParallel() for n in norms} | {
+            n: RowwiseParallel(output_layouts=Shard(1), use_local_output=False) for n in ("o", "down")
+        }
     block = parallelize_module(copy.deepcopy(model), mesh, plan)
     block.heads, block.kv_heads = block.heads // world, block.kv_heads // world
     if not sequence:
         return lambda: block(x)
     # A second style on the norms, one that distributes nothing: a hook gathering their output.
-    parallelize_module(block, mesh, {n: PrepareModuleOutput(output_layouts=Shard(1), desired_output_layouts=Replicate()) for n in norms})
+    parallelize_module(
+        block,
+        mesh,
+        {n: PrepareModuleOutput(output_layouts=Shard(1), desired_output_layouts=Replicate()) for n in norms},
+    )
     return lambda: block(DTensor.from_local(x, mesh, [Shard(1)], run_check=False)).to_local()
 
 
@@ -128,6 +141,8 @@ def async_tp(hand: Hand, x: torch.Tensor, dev: torch.device) -> tuple[Callable, 
     with torch._inductor.config.patch(_micro_pipeline_tp=dev.type == "cuda"):  # needs symmetric memory (CUDA)
         _, code = run_and_get_code(compiled, x)
     source = "\n".join(code)
-    fused = (f"fused: {source.count('fused_all_gather_matmul')} AG+matmul,"
-             f" {source.count('fused_matmul_reduce_scatter')} matmul+RS")
+    fused = (
+        f"fused: {source.count('fused_all_gather_matmul')} AG+matmul,"
+        f" {source.count('fused_matmul_reduce_scatter')} matmul+RS"
+    )
     return (lambda: compiled(x)), fused

@@ -57,20 +57,37 @@ def resized(text: str, world: int | None) -> str | None:
         return None
     if world is None and any("x" in g and "?" in g for g in grids):
         return None  # a multi-D grid of unknown size: no one-device form to resize
-    return re.sub(r"(shard\.grid @\w+\(shape = )([^)]*)\)", lambda m: f"{m[1]}{'x'.join(['1'] * len(m[2].split('x'))) if world is None else world})", text)
+    return re.sub(
+        r"(shard\.grid @\w+\(shape = )([^)]*)\)",
+        lambda m: f"{m[1]}{'x'.join(['1'] * len(m[2].split('x'))) if world is None else world})",
+        text,
+    )
 
 
 def entry(module):
     from hir.dialect import KERNEL_ATTR
 
-    return next(op for op in module.body.operations if op.operation.name == "func.func" and KERNEL_ATTR not in op.operation.attributes)
+    return next(
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and KERNEL_ATTR not in op.operation.attributes
+    )
 
 
 def global_inputs(module, seed: int) -> list | None:
     import torch
     from torch_mlir import ir
 
-    dtypes = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64}
+    dtypes = {
+        "f32": torch.float32,
+        "f64": torch.float64,
+        "f16": torch.float16,
+        "bf16": torch.bfloat16,
+        "i8": torch.int8,
+        "i16": torch.int16,
+        "i32": torch.int32,
+        "i64": torch.int64,
+    }
     gen = torch.Generator().manual_seed(seed)
     values = []
     for arg in entry(module).regions[0].blocks[0].arguments:
@@ -80,8 +97,14 @@ def global_inputs(module, seed: int) -> list | None:
         dtype = dtypes.get(str(t.element_type))
         if dtype is None:
             return None
-        shape = [8 if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]  # a dynamic extent: 8 splits over 2, 4 and 8
-        values.append(torch.randn(shape, generator=gen).to(dtype) if dtype.is_floating_point else torch.randint(-8, 8, shape, generator=gen, dtype=dtype))
+        shape = [
+            8 if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape
+        ]  # a dynamic extent: 8 splits over 2, 4 and 8
+        values.append(
+            torch.randn(shape, generator=gen).to(dtype)
+            if dtype.is_floating_point
+            else torch.randint(-8, 8, shape, generator=gen, dtype=dtype)
+        )
     return values
 
 
@@ -140,7 +163,11 @@ def prepare_runs(case: Case, worlds: tuple) -> list:
         for world in worlds:
             case.runs[world] = f"not run: the reference failed ({type(err).__name__}: {str(err)[:100]})"
         return []
-    own = [prod(int(x) for x in g.split("x")) for g in re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", case.text) if "?" not in g]
+    own = [
+        prod(int(x) for x in g.split("x"))
+        for g in re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", case.text)
+        if "?" not in g
+    ]
     jobs = []
     for world in worlds:
         text = resized(case.text, world)
@@ -154,8 +181,10 @@ def prepare_runs(case: Case, worlds: tuple) -> list:
             case.runs[world] = f"not run: {status} at {world} devices: {detail}"
             continue
         if signature_shapes(module) != signature_shapes(reference_module):
-            case.runs[world] = ("not run: halos on its arguments / results (their global shape, the padded blocks "
-                                "side by side, depends on the grid; test_from_shard_halo.py checks each block)")
+            case.runs[world] = (
+                "not run: halos on its arguments / results (their global shape, the padded blocks "
+                "side by side, depends on the grid; test_from_shard_halo.py checks each block)"
+            )
             continue
         jobs.append((f"{case.file}::{case.name}", world, str(module), inputs, reference, False))
     return jobs
@@ -165,9 +194,16 @@ def signature_shapes(module) -> list:
     """The global shapes of the entry function's arguments and results."""
     from torch_mlir import ir
 
-    fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
+    fn = next(
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes
+    )
     signature = ir.FunctionType(ir.TypeAttr(fn.operation.attributes["function_type"]).value)
-    return [list(t.shape) if isinstance(t, ir.ShapedType) else str(t) for t in list(signature.inputs) + list(signature.results)]
+    return [
+        list(t.shape) if isinstance(t, ir.ShapedType) else str(t)
+        for t in list(signature.inputs) + list(signature.results)
+    ]
 
 
 def partitioned_runs(case: Case, worlds: tuple) -> list:
@@ -198,7 +234,11 @@ def partitioned_runs(case: Case, worlds: tuple) -> list:
     local_shapes = [list(a.type.shape) for a in fn.regions[0].blocks[0].arguments]
 
     def local(x, shape: list):  # a dynamic dim keeps the shard's extent
-        return x.reshape([n if d < 0 else d for d, n in zip(shape, x.shape)]) if len(shape) == x.dim() else x.reshape(shape)
+        return (
+            x.reshape([n if d < 0 else d for d, n in zip(shape, x.shape)])
+            if len(shape) == x.dim()
+            else x.reshape(shape)
+        )
 
     try:
         reference = SPMD(shape).run(fn, [[local(x, s) for x, s in zip(r, local_shapes)] for r in ranks])
@@ -212,8 +252,10 @@ def table(cases: list[Case], worlds: tuple) -> str:
     rows = ["| file | function | kind | result | runs | detail |", "| --- | --- | --- | --- | --- | --- |"]
     for c in cases:
         runs = ", ".join(f"{w}: {c.runs[w]}" for w in worlds if w in c.runs)
-        rows.append(f"| {c.file.split('mlir/test/')[-1]} | {c.name} | "
-                    f"{'annotated' if c.annotated else 'partitioned'} | {c.status} | {runs} | {c.detail} |")
+        rows.append(
+            f"| {c.file.split('mlir/test/')[-1]} | {c.name} | "
+            f"{'annotated' if c.annotated else 'partitioned'} | {c.status} | {runs} | {c.detail} |"
+        )
     total = len(cases)
     count = {s: sum(c.status == s for c in cases) for s in ("converted", "upstream", "bridge", "internal")}
     ran = [v for c in cases for v in c.runs.values() if not v.startswith("not run")]
@@ -232,10 +274,18 @@ def table(cases: list[Case], worlds: tuple) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--llvm-project", default=os.environ.get("HIR_LLVM_PROJECT"), help="llvm-project checkout holding mlir/test (or $HIR_LLVM_PROJECT)")
+    parser.add_argument(
+        "--llvm-project",
+        default=os.environ.get("HIR_LLVM_PROJECT"),
+        help="llvm-project checkout holding mlir/test (or $HIR_LLVM_PROJECT)",
+    )
     parser.add_argument("--file", default="", help="only files whose path contains this")
     parser.add_argument("--no-run", action="store_true", help="convert only; run nothing on ranks")
-    parser.add_argument("--worlds", default="2,4", help="Gloo world sizes to run on (comma-separated; 8 runs the 4x2 grids, slowly on 2 cores)")
+    parser.add_argument(
+        "--worlds",
+        default="2,4",
+        help="Gloo world sizes to run on (comma-separated; 8 runs the 4x2 grids, slowly on 2 cores)",
+    )
     args = parser.parse_args()
     if not args.llvm_project:
         parser.error("--llvm-project (or HIR_LLVM_PROJECT) is required: a checkout holding mlir/test/...")

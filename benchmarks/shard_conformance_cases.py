@@ -22,7 +22,9 @@ UPSTREAM_FILES = (
 )
 TOSA = "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor)"
 # Ops only a partitioned (per-device) program has; a function without them is a global program.
-PARTITIONED = re.compile(r"shard\.(all_gather|all_reduce|reduce_scatter|all_slice|all_to_all|shift|broadcast|gather|scatter|send|recv|reduce|update_halo|process_multi_index|process_linear_index|neighbors_linear_indices|grid_shape)\b")
+PARTITIONED = re.compile(
+    r"shard\.(all_gather|all_reduce|reduce_scatter|all_slice|all_to_all|shift|broadcast|gather|scatter|send|recv|reduce|update_halo|process_multi_index|process_linear_index|neighbors_linear_indices|grid_shape)\b"
+)
 LOCATED = re.compile(r"^\S+:\d+:\d+: error: ", re.M)
 
 
@@ -52,7 +54,9 @@ def programs(path: str, text: str) -> list[Case]:
             module = hir.parse(chunk, f"{path}#{index}")
         except hir.HirError as err:  # the pinned wheel cannot read the chunk: each function stops there
             for sym in re.findall(r"func\.func @([\w$.]+)", chunk):
-                cases.append(Case(path, f"{sym} (chunk {index})", chunk, False, "upstream", "(parse) " + first_error(str(err))))
+                cases.append(
+                    Case(path, f"{sym} (chunk {index})", chunk, False, "upstream", "(parse) " + first_error(str(err)))
+                )
             continue
         grids, funcs = [], []
 
@@ -70,7 +74,9 @@ def programs(path: str, text: str) -> list[Case]:
             sym = ir.StringAttr(fn.operation.attributes["sym_name"]).value
             if any(c.name == sym for c in cases):
                 sym = f"{sym} (chunk {index})"
-            used = [text for name, text in grids if re.search(rf"@{re.escape(name)}\b", body)] or [text for _, text in grids[:1]]
+            used = [text for name, text in grids if re.search(rf"@{re.escape(name)}\b", body)] or [
+                text for _, text in grids[:1]
+            ]
             cases.append(Case(path, sym, "\n".join(used + [body]) + "\n", not PARTITIONED.search(body)))
     return cases
 

@@ -11,10 +11,31 @@ def model_for(arch: str):
 
     torch.manual_seed(0)
     if arch == "llama":
-        return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                            num_key_value_heads=2, max_position_embeddings=64))
-    return GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16, bos_token_id=0, eos_token_id=0,
-                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+        return LlamaForCausalLM(
+            LlamaConfig(
+                vocab_size=64,
+                hidden_size=32,
+                intermediate_size=64,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                max_position_embeddings=64,
+            )
+        )
+    return GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=64,
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            n_positions=16,
+            bos_token_id=0,
+            eos_token_id=0,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+        )
+    )
 
 
 # eps 1e-6, not torch's 1e-8: GPT-2's key bias has a gradient of exactly 0 (softmax ignores a
@@ -48,13 +69,19 @@ def step_module(model, mode: str, optimizer: str, reshard_after_forward: bool = 
                     self.exp_avg_sq.register_buffer(str(i), torch.zeros_like(p))
 
         def forward(self, ids, labels, lr, step_size, correction):
-            held = [functools.reduce(getattr, n.split("."), self.model) for n in names]  # the tensors the export swapped in
+            held = [
+                functools.reduce(getattr, n.split("."), self.model) for n in names
+            ]  # the tensors the export swapped in
             whole = [data_parallel.gather(mode, p, f"model.{n}") for p, n in zip(held, names)]
             with torch.enable_grad():
                 for p in whole:
                     p.requires_grad_()
-                with torch.nn.utils.stateless._reparametrize_module(self.model, dict(zip(names, whole)), tie_weights=True), \
-                        data_parallel.regathering(mode, reshard_after_forward, held, whole, [f"model.{n}" for n in names]):
+                with (
+                    torch.nn.utils.stateless._reparametrize_module(
+                        self.model, dict(zip(names, whole)), tie_weights=True
+                    ),
+                    data_parallel.regathering(mode, reshard_after_forward, held, whole, [f"model.{n}" for n in names]),
+                ):
                     loss = self.model(ids, labels=labels).loss
                 grads = torch.autograd.grad(loss, whole)
             with torch.no_grad():

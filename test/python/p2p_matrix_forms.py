@@ -18,7 +18,9 @@ def _mlp_model():
 
     torch.manual_seed(0)
     d, hidden = MLP["d_model"], MLP["hidden"]
-    model = torch.nn.Sequential(torch.nn.Linear(d, hidden), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(hidden, d))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(d, hidden), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(hidden, d)
+    )
     return model.to(torch.bfloat16).eval(), torch.randn(MLP["tokens"], d).to(torch.bfloat16)
 
 
@@ -29,7 +31,14 @@ def emit_sp_mlp(world: int) -> str:
     import hir
 
     model, x = _mlp_model()
-    placements = {"0.weight": Shard(0), "0.bias": Shard(0), "2.weight": Shard(1), "2.bias": Replicate(), "input0": Shard(0), "output0": Shard(0)}
+    placements = {
+        "0.weight": Shard(0),
+        "0.bias": Shard(0),
+        "2.weight": Shard(1),
+        "2.bias": Replicate(),
+        "input0": Shard(0),
+        "output0": Shard(0),
+    }
     return str(hir.from_torch(model, (x,), mesh=list(range(world)), placements=placements).module)
 
 
@@ -111,7 +120,11 @@ def _sp_mlp(world: int, rank: int, dev):
     model, x = _mlp_model()
     with torch.no_grad():
         reference = model.float()(x.float()).chunk(world)[rank]
-    return (lambda: hir.parse(text, f"sp_mlp_{world}.mlir")), [*model.bfloat16().state_dict().values(), x], reference.to(dev)
+    return (
+        (lambda: hir.parse(text, f"sp_mlp_{world}.mlir")),
+        [*model.bfloat16().state_dict().values(), x],
+        reference.to(dev),
+    )
 
 
 FORMS = {"AG+matmul": _ag_matmul, "matmul+RS": _matmul_rs, "SP MLP": _sp_mlp, "matmul+AR": _matmul_ar}

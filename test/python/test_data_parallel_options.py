@@ -19,7 +19,9 @@ def test_no_fallback_names_the_op():
 
     x = torch.randn(4, 3)
     hir.from_torch(Cumulative(), (x,), mesh=[0, 1], placements={"input0": Shard(0)})  # the fallback: replicated copies
-    with pytest.raises(hir.HirError, match=r"'torch\.aten\.cumsum' has no placement .*no placement strategy for torch\.aten\.cumsum"):
+    with pytest.raises(
+        hir.HirError, match=r"'torch\.aten\.cumsum' has no placement .*no placement strategy for torch\.aten\.cumsum"
+    ):
         hir.from_torch(Cumulative(), (x,), mesh=[0, 1], placements={"input0": Shard(0)}, replicate_fallback=False)
 
 
@@ -30,16 +32,54 @@ def test_schedule_option_is_checked():
 
     model = torch.nn.Linear(4, 2)
     batch = (torch.randn(2, 4),)
-    with pytest.raises(hir.HirError, match="schedule must be a dict of defer_waits, prefetch, bucket_bytes, comm_stream, optimizer_in_backward, got {.prefech.: True}"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", schedule={"prefech": True})
+    with pytest.raises(
+        hir.HirError,
+        match="schedule must be a dict of defer_waits, prefetch, bucket_bytes, comm_stream, optimizer_in_backward, got {.prefech.: True}",
+    ):
+        hir.train_step(
+            model,
+            torch.optim.SGD(model.parameters()),
+            lambda m, x: m(x).sum(),
+            batch,
+            mesh=[0],
+            data_parallel="replicate",
+            schedule={"prefech": True},
+        )
     with pytest.raises(hir.HirError, match="schedule's bucket_bytes must be an int >= 0, got -4"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", schedule={"bucket_bytes": -4})
+        hir.train_step(
+            model,
+            torch.optim.SGD(model.parameters()),
+            lambda m, x: m(x).sum(),
+            batch,
+            mesh=[0],
+            data_parallel="replicate",
+            schedule={"bucket_bytes": -4},
+        )
     with pytest.raises(hir.HirError, match="schedule= orders a data-parallel step's collectives"):
         hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, schedule={})
-    with pytest.raises(hir.HirError, match="reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", reshard_after_forward=False)
+    with pytest.raises(
+        hir.HirError,
+        match="reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'",
+    ):
+        hir.train_step(
+            model,
+            torch.optim.SGD(model.parameters()),
+            lambda m, x: m(x).sum(),
+            batch,
+            mesh=[0],
+            data_parallel="replicate",
+            reshard_after_forward=False,
+        )
     with pytest.raises(hir.HirError, match="reshard_after_forward must be True or False, got 0"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="fully_shard", reshard_after_forward=0)
+        hir.train_step(
+            model,
+            torch.optim.SGD(model.parameters()),
+            lambda m, x: m(x).sum(),
+            batch,
+            mesh=[0],
+            data_parallel="fully_shard",
+            reshard_after_forward=0,
+        )
 
 
 def test_placements_refuse_what_the_devices_do_not_divide():

@@ -23,7 +23,9 @@ def weight_stationary(grid: str, splits: dict, m: int = 8, n: int = 16, k: int =
     """The weight-stationary MLP sigmoid(a @ b) @ c of llvm/lighthouse's examples/mlp-mpi
     (figure 2 of arXiv 2211.05102): linalg matmuls, a TOSA sigmoid, every layout annotated."""
     mk, kn, nk, mn = (f"tensor<{x}x{y}xf32>" for x, y in ((m, k), (k, n), (n, k), (m, n)))
-    shardings = "\n".join(f"  %s_{name} = shard.sharding @grid0 split_axes = {axes} : !shard.sharding" for name, axes in splits.items())
+    shardings = "\n".join(
+        f"  %s_{name} = shard.sharding @grid0 split_axes = {axes} : !shard.sharding" for name, axes in splits.items()
+    )
     return f"""shard.grid @grid0(shape = {grid})
 func.func @mlp(%a: {mk}, %b: {kn}, %c: {nk}) -> {mk} {{
   %zero = arith.constant 0.0 : f32
@@ -54,29 +56,35 @@ def tosa_mlp(grid: str, x: str, w1: str, h: str, w2: str, x_in: str = "") -> str
     weights and the hidden value (and the bias); ``x_in``, when given, how the activation
     arrives (then resharded to ``x`` for the matmul)."""
     t = {"x": "tensor<1x8x16xf32>", "w1": "tensor<1x16x32xf32>", "h": "tensor<1x8x32xf32>", "w2": "tensor<1x32x16xf32>"}
-    arrives = (f"  %s_in = shard.sharding @grid split_axes = {x_in} : "
-               f"!shard.sharding\n  %x0 = shard.shard %x to %s_in : {t['x']}\n") if x_in else ""
+    arrives = (
+        (
+            f"  %s_in = shard.sharding @grid split_axes = {x_in} : "
+            f"!shard.sharding\n  %x0 = shard.shard %x to %s_in : {t['x']}\n"
+        )
+        if x_in
+        else ""
+    )
     return f"""shard.grid @grid(shape = {grid})
-func.func @mlp(%x: {t['x']}, %w1: {t['w1']}, %b: {t['h']}, %w2: {t['w2']}) -> {t['x']} {{
+func.func @mlp(%x: {t["x"]}, %w1: {t["w1"]}, %b: {t["h"]}, %w2: {t["w2"]}) -> {t["x"]} {{
   %zp = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
   %s_x = shard.sharding @grid split_axes = {x} : !shard.sharding
   %s_w1 = shard.sharding @grid split_axes = {w1} : !shard.sharding
   %s_h = shard.sharding @grid split_axes = {h} : !shard.sharding
   %s_w2 = shard.sharding @grid split_axes = {w2} : !shard.sharding
-{arrives}  %x1 = shard.shard {"%x0" if x_in else "%x"} to %s_x annotate_for_users : {t['x']}
-  %w11 = shard.shard %w1 to %s_w1 annotate_for_users : {t['w1']}
-  %b1 = shard.shard %b to %s_h annotate_for_users : {t['h']}
-  %w21 = shard.shard %w2 to %s_w2 annotate_for_users : {t['w2']}
-  %h = tosa.matmul %x1, %w11, %zp, %zp : ({t['x']}, {t['w1']}, tensor<1xf32>, tensor<1xf32>) -> {t['h']}
-  %hs = shard.shard %h to %s_h : {t['h']}
-  %hb = tosa.add %hs, %b1 : ({t['h']}, {t['h']}) -> {t['h']}
-  %g = tosa.sigmoid %hb : ({t['h']}) -> {t['h']}
-  %gs = shard.shard %g to %s_h : {t['h']}
-  %gu = shard.shard %gs to %s_h annotate_for_users : {t['h']}
-  %y = tosa.matmul %gu, %w21, %zp, %zp : ({t['h']}, {t['w2']}, tensor<1xf32>, tensor<1xf32>) -> {t['x']}
-  %ys = shard.shard %y to %s_x : {t['x']}
-  %r = shard.shard %ys to %s_x annotate_for_users : {t['x']}
-  return %r : {t['x']}
+{arrives}  %x1 = shard.shard {"%x0" if x_in else "%x"} to %s_x annotate_for_users : {t["x"]}
+  %w11 = shard.shard %w1 to %s_w1 annotate_for_users : {t["w1"]}
+  %b1 = shard.shard %b to %s_h annotate_for_users : {t["h"]}
+  %w21 = shard.shard %w2 to %s_w2 annotate_for_users : {t["w2"]}
+  %h = tosa.matmul %x1, %w11, %zp, %zp : ({t["x"]}, {t["w1"]}, tensor<1xf32>, tensor<1xf32>) -> {t["h"]}
+  %hs = shard.shard %h to %s_h : {t["h"]}
+  %hb = tosa.add %hs, %b1 : ({t["h"]}, {t["h"]}) -> {t["h"]}
+  %g = tosa.sigmoid %hb : ({t["h"]}) -> {t["h"]}
+  %gs = shard.shard %g to %s_h : {t["h"]}
+  %gu = shard.shard %gs to %s_h annotate_for_users : {t["h"]}
+  %y = tosa.matmul %gu, %w21, %zp, %zp : ({t["h"]}, {t["w2"]}, tensor<1xf32>, tensor<1xf32>) -> {t["x"]}
+  %ys = shard.shard %y to %s_x : {t["x"]}
+  %r = shard.shard %ys to %s_x annotate_for_users : {t["x"]}
+  return %r : {t["x"]}
 }}
 """
 
@@ -88,7 +96,9 @@ TOSA_MLP_2X2 = dict(x="[[], [0]]", w1="[[], [], [1]]", h="[[], [0], [1]]", w2="[
 # 2x2, the hidden dim split over both grid axes (the 2-D weight-stationary [[], [0, 1]]
 # layout): the activation arrives split over all four devices and is all-gathered by one team
 # of the four, the partial sum all-reduced by it.
-TOSA_MLP_2X2_TWO_AXES = dict(x_in="[[], [], [0, 1]]", x="[[]]", w1="[[], [], [0, 1]]", h="[[], [], [0, 1]]", w2="[[], [0, 1]]")
+TOSA_MLP_2X2_TWO_AXES = dict(
+    x_in="[[], [], [0, 1]]", x="[[]]", w1="[[], [], [0, 1]]", h="[[], [], [0, 1]]", w2="[[], [0, 1]]"
+)
 
 
 WS_1D = dict(act="[[], [0]]", win="[[], [0]]", wout="[[0], []]", a0="[[]]", c0="[[], [0]]", sig="[[], [0]]", c1="[[]]")
@@ -154,10 +164,15 @@ func.func @main(%x: tensor<?x14xf32>) -> tensor<?x14xf32> {{
 """
     # upstream's move_split_dynamic_axis: an all_to_all (all_gather, then all_slice of the
     # static dim keeping the dynamic one's extent)
-    dynamic_move_split = dynamic_unshard.replace("split_axes = [[]]", "split_axes = [[], [0]]").replace("?x14", "?x16")  # 16 splits over 2 and 4
+    dynamic_move_split = dynamic_unshard.replace("split_axes = [[]]", "split_axes = [[], [0]]").replace(
+        "?x14", "?x16"
+    )  # 16 splits over 2 and 4
     # several grids per module: the function converts on the one its shardings name
-    several_grids = """shard.grid @other(shape = 3x5)
-""" + for_users
+    several_grids = (
+        """shard.grid @other(shape = 3x5)
+"""
+        + for_users
+    )
     # a 0-d result: the partial sum's device axis folds into a rank-0 value
     reduce_all = reduce_rows.replace("tensor<6xf32>", "tensor<f32>").replace("dimensions = [0]", "dimensions = [0, 1]")
     return [
@@ -173,7 +188,11 @@ func.func @main(%x: tensor<?x14xf32>) -> tensor<?x14xf32> {{
     ] + (
         [
             ("tosa_mlp_2x2", tosa_mlp("2x2", **TOSA_MLP_2X2), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
-            ("tosa_mlp_2x2_two_axes", tosa_mlp("2x2", **TOSA_MLP_2X2_TWO_AXES), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
+            (
+                "tosa_mlp_2x2_two_axes",
+                tosa_mlp("2x2", **TOSA_MLP_2X2_TWO_AXES),
+                lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2,
+            ),
         ]
         if n == 4
         else []
@@ -228,13 +247,21 @@ def _check(name: str, module, reference, rank: int, failures: list, extent: int 
 
     import hir
 
-    fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
+    fn = next(
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes
+    )
     arg_types = [a.type for a in fn.regions[0].blocks[0].arguments]
     out_type = ir_function_result(fn)
     gen = torch.Generator().manual_seed(len(name))
     globals_ = [
-        torch.randint(-8, 8, shape, generator=gen, dtype=torch.int32) if str(t.element_type).startswith("i") else torch.randn(shape, generator=gen)
-        for t, shape in ((t, [extent if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]) for t in arg_types)  # 8: a dynamic extent splits over 2 and 4
+        torch.randint(-8, 8, shape, generator=gen, dtype=torch.int32)
+        if str(t.element_type).startswith("i")
+        else torch.randn(shape, generator=gen)
+        for t, shape in (
+            (t, [extent if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]) for t in arg_types
+        )  # 8: a dynamic extent splits over 2 and 4
     ]
     want = _local(reference(*globals_), out_type, rank)
     inputs = [_local(g, t, rank) for g, t in zip(globals_, arg_types)]
@@ -249,7 +276,11 @@ def _check(name: str, module, reference, rank: int, failures: list, extent: int 
 
 
 def _arg_shapes(module) -> list:
-    fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
+    fn = next(
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes
+    )
     return [list(a.type.shape) for a in fn.regions[0].blocks[0].arguments]
 
 
@@ -305,7 +336,6 @@ def test_shard_programs_run_equal_on_gloo_ranks(world):
     assert checked == world * 2 * (len(handwritten(world)) + len(annotated(world)) + 2), report
 
 
-
 def test_upstream_diagnostics_come_back_located(capfd):
     """A 3-D LayerNorm MLP that upstream sharding-propagation cannot take (the expand/collapse
     around 3-D activations, the norm's reductions): hir.from_shard raises HirError with
@@ -318,7 +348,12 @@ def test_upstream_diagnostics_come_back_located(capfd):
     from hir.frontend.shard import add_grid, result, shard_value
 
     torch.manual_seed(0)
-    block = torch.nn.Sequential(torch.nn.LayerNorm(16), torch.nn.Linear(16, 32, bias=False), torch.nn.ReLU(), torch.nn.Linear(32, 16, bias=False)).eval()
+    block = torch.nn.Sequential(
+        torch.nn.LayerNorm(16),
+        torch.nn.Linear(16, 32, bias=False),
+        torch.nn.ReLU(),
+        torch.nn.Linear(32, 16, bias=False),
+    ).eval()
     module = fx.export_and_import(block, torch.randn(2, 8, 16), output_type="linalg-on-tensors", func_name="main")
     with module.context:
         shard_value(result(add_grid(module, "tp", 2)), "tp", [[]], for_users=True)
@@ -327,7 +362,11 @@ def test_upstream_diagnostics_come_back_located(capfd):
         hir.from_shard(module, backend="gloo", source_name="block.mlir")
     message = str(err.value)
     assert "Failure while executing pass pipeline" not in message, message
-    assert re.search(r"^\S*linear\.py:\d+:\d+: error: 'tensor\.(expand|collapse)_shape' op sharding interface is not implemented", message, re.M), message
+    assert re.search(
+        r"^\S*linear\.py:\d+:\d+: error: 'tensor\.(expand|collapse)_shape' op sharding interface is not implemented",
+        message,
+        re.M,
+    ), message
     assert re.search(r"^\S*normalization\.py:\d+:\d+: error: 'linalg\.generic' op", message, re.M), message
     assert capfd.readouterr().err == ""
 

@@ -17,7 +17,9 @@ transformers = pytest.importorskip("transformers")
 
 
 # llama in the fast default; the other families (an import each) with HIR_TEST_SLOW=1
-@pytest.mark.parametrize("family", [f if f == "llama" else pytest.param(f, marks=pytest.mark.slow) for f in sorted(FAMILIES)])
+@pytest.mark.parametrize(
+    "family", [f if f == "llama" else pytest.param(f, marks=pytest.mark.slow) for f in sorted(FAMILIES)]
+)
 def test_greedy_equals_hf_generate(family):
     model = shared(family)
     prompt = torch.tensor(PROMPT)
@@ -26,7 +28,10 @@ def test_greedy_equals_hf_generate(family):
     assert got.tolist() == want.tolist()
     # a shorter prompt and a single row reuse nothing they must not: still HF's tokens
     got = hir.generate(model, prompt[1:, :3], max_new_tokens=16, do_sample=False)
-    assert got.tolist() == hf_generate(model, prompt[1:, :3], max_new_tokens=16, min_new_tokens=16, do_sample=False).tolist()
+    assert (
+        got.tolist()
+        == hf_generate(model, prompt[1:, :3], max_new_tokens=16, min_new_tokens=16, do_sample=False).tolist()
+    )
 
 
 def test_stop_tokens_and_padding_as_hf():
@@ -40,8 +45,12 @@ def test_stop_tokens_and_padding_as_hf():
         assert got.tolist() == want.tolist()
     assert got.shape[1] < prompt.shape[1] + 16 or stop[0] not in free[1, 5:].tolist()
     # min_new_tokens holds a stop token back as HF does
-    got = hir.generate(model, prompt, max_new_tokens=8, min_new_tokens=6, do_sample=False, eos_token_id=stop, pad_token_id=1)
-    want = hf_generate(model, prompt, max_new_tokens=8, min_new_tokens=6, do_sample=False, eos_token_id=stop, pad_token_id=1)
+    got = hir.generate(
+        model, prompt, max_new_tokens=8, min_new_tokens=6, do_sample=False, eos_token_id=stop, pad_token_id=1
+    )
+    want = hf_generate(
+        model, prompt, max_new_tokens=8, min_new_tokens=6, do_sample=False, eos_token_id=stop, pad_token_id=1
+    )
     assert got.tolist() == want.tolist()
 
 
@@ -58,11 +67,18 @@ def test_left_padded_batch_equals_hf_per_row():
     assert got.tolist() == want.tolist()
     for i, row in enumerate(rows):
         alone = hf_generate(model, torch.tensor([row]), max_new_tokens=10, min_new_tokens=10, do_sample=False)
-        assert got[i, ids.shape[1]:].tolist() == alone[0, len(row):].tolist(), i
+        assert got[i, ids.shape[1] :].tolist() == alone[0, len(row) :].tolist(), i
     stop = int(want[1, ids.shape[1] + 2])
     with torch.no_grad():
-        want = model.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=False, eos_token_id=stop, pad_token_id=1)
-    assert hir.generate(model, ids, attention_mask=mask, max_new_tokens=10, do_sample=False, eos_token_id=stop, pad_token_id=1).tolist() == want.tolist()
+        want = model.generate(
+            ids, attention_mask=mask, max_new_tokens=10, do_sample=False, eos_token_id=stop, pad_token_id=1
+        )
+    assert (
+        hir.generate(
+            model, ids, attention_mask=mask, max_new_tokens=10, do_sample=False, eos_token_id=stop, pad_token_id=1
+        ).tolist()
+        == want.tolist()
+    )
     torch.manual_seed(4)
     with torch.no_grad():
         want = model.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=True)
@@ -80,9 +96,14 @@ def test_sampling():
     assert a.tolist() == b.tolist()  # reproducible from the seed
     # top_k=1 is greedy whatever the temperature
     greedy = hir.generate(model, prompt, max_new_tokens=12, do_sample=False)
-    assert hir.generate(model, prompt, max_new_tokens=12, do_sample=True, temperature=3.0, top_k=1).tolist() == greedy.tolist()
+    assert (
+        hir.generate(model, prompt, max_new_tokens=12, do_sample=True, temperature=3.0, top_k=1).tolist()
+        == greedy.tolist()
+    )
     # every sampled token is among the top 5 of its step's logits (teacher-forced through HF)
-    out = hir.generate(model, prompt, max_new_tokens=12, do_sample=True, top_k=5, return_dict_in_generate=True, output_logits=True)
+    out = hir.generate(
+        model, prompt, max_new_tokens=12, do_sample=True, top_k=5, return_dict_in_generate=True, output_logits=True
+    )
     for step, logits in enumerate(out.logits):
         token = out.sequences[:, prompt.shape[1] + step]
         assert bool((logits.topk(5).indices == token[:, None]).any(dim=1).all())
@@ -122,7 +143,9 @@ def test_bf16_logits_agree_with_hf_per_step():
     (bf16 keeps 8 bits of mantissa; two layers of differently ordered sums)."""
     model = shared("llama", torch.bfloat16)
     prompt = torch.tensor(PROMPT)
-    out = hir.generate(model, prompt, max_new_tokens=16, do_sample=False, return_dict_in_generate=True, output_logits=True)
+    out = hir.generate(
+        model, prompt, max_new_tokens=16, do_sample=False, return_dict_in_generate=True, output_logits=True
+    )
     assert len(out.logits) == 16 and out.logits[0].dtype == torch.float32
     with torch.no_grad():
         reference = model(out.sequences).logits.float()
@@ -137,28 +160,50 @@ def test_penalties_and_min_p_equal_hf():
     model = shared("llama")
     prompt = torch.tensor(PROMPT)
     plain = hir.generate(model, prompt, max_new_tokens=16, do_sample=False)
-    for options in ({"repetition_penalty": 1.5}, {"no_repeat_ngram_size": 2}, {"repetition_penalty": 0.8, "no_repeat_ngram_size": 3}):
+    for options in (
+        {"repetition_penalty": 1.5},
+        {"no_repeat_ngram_size": 2},
+        {"repetition_penalty": 0.8, "no_repeat_ngram_size": 3},
+    ):
         want = hf_generate(model, prompt, max_new_tokens=16, min_new_tokens=16, do_sample=False, **options)
         got = hir.generate(model, prompt, max_new_tokens=16, do_sample=False, **options)
         assert got.tolist() == want.tolist(), options
-    assert hir.generate(model, prompt, max_new_tokens=16, do_sample=False, repetition_penalty=1.5).tolist() != plain.tolist()  # it bites
-    assert hir.generate(model, prompt, max_new_tokens=16, do_sample=False, no_repeat_ngram_size=2).tolist() != plain.tolist()
+    assert (
+        hir.generate(model, prompt, max_new_tokens=16, do_sample=False, repetition_penalty=1.5).tolist()
+        != plain.tolist()
+    )  # it bites
+    assert (
+        hir.generate(model, prompt, max_new_tokens=16, do_sample=False, no_repeat_ngram_size=2).tolist()
+        != plain.tolist()
+    )
     for seed in (1, 2):
         torch.manual_seed(seed)
         want = hf_generate(model, prompt, max_new_tokens=12, do_sample=True, top_k=0, min_p=0.3, temperature=1.5)
         torch.manual_seed(seed)
-        assert hir.generate(model, prompt, max_new_tokens=12, do_sample=True, top_k=0, min_p=0.3, temperature=1.5).tolist() == want.tolist(), seed
+        assert (
+            hir.generate(model, prompt, max_new_tokens=12, do_sample=True, top_k=0, min_p=0.3, temperature=1.5).tolist()
+            == want.tolist()
+        ), seed
     # a left-padded batch: the penalty skips each row's padding, as HF's
     ids, mask = left_padded([[3, 17, 42, 9, 11], [5, 6]])
     with torch.no_grad():
-        want = model.generate(ids, attention_mask=mask, max_new_tokens=10, min_new_tokens=10, do_sample=False, repetition_penalty=1.3)
-    assert hir.generate(model, ids, attention_mask=mask, max_new_tokens=10, do_sample=False, repetition_penalty=1.3).tolist() == want.tolist()
+        want = model.generate(
+            ids, attention_mask=mask, max_new_tokens=10, min_new_tokens=10, do_sample=False, repetition_penalty=1.3
+        )
+    assert (
+        hir.generate(
+            model, ids, attention_mask=mask, max_new_tokens=10, do_sample=False, repetition_penalty=1.3
+        ).tolist()
+        == want.tolist()
+    )
 
 
 def test_scores_and_logits_equal_hf():
     model = shared("llama")
     prompt = torch.tensor(PROMPT)
-    options = dict(max_new_tokens=8, do_sample=False, repetition_penalty=1.5, eos_token_id=3, pad_token_id=1, min_new_tokens=4)
+    options = dict(
+        max_new_tokens=8, do_sample=False, repetition_penalty=1.5, eos_token_id=3, pad_token_id=1, min_new_tokens=4
+    )
     want = hf_generate(model, prompt, return_dict_in_generate=True, output_scores=True, output_logits=True, **options)
     got = hir.generate(model, prompt, return_dict_in_generate=True, output_scores=True, output_logits=True, **options)
     assert got.sequences.tolist() == want.sequences.tolist()
@@ -185,11 +230,24 @@ def test_text_streamer_prints_what_hf_prints(capsys):
     tokenizer = word_tokenizer()
     prompt = tokenizer("w3 w17 w42 w9", return_tensors="pt").input_ids
     assert prompt.tolist() == [[3, 17, 42, 9]]
-    hf_generate(model, prompt, max_new_tokens=10, min_new_tokens=10, do_sample=False, streamer=transformers.TextStreamer(tokenizer))
+    hf_generate(
+        model,
+        prompt,
+        max_new_tokens=10,
+        min_new_tokens=10,
+        do_sample=False,
+        streamer=transformers.TextStreamer(tokenizer),
+    )
     want = capsys.readouterr().out
     got = hir.generate(model, prompt, max_new_tokens=10, do_sample=False, streamer=transformers.TextStreamer(tokenizer))
     assert capsys.readouterr().out == want
     assert want.startswith("w3 w17 w42 w9 ") and want.endswith("\n") and len(want.split()) == 14
     assert tokenizer.decode(got[0]) == want.strip()
-    skipped = hir.generate(model, prompt, max_new_tokens=10, do_sample=False, streamer=transformers.TextStreamer(tokenizer, skip_prompt=True))
+    skipped = hir.generate(
+        model,
+        prompt,
+        max_new_tokens=10,
+        do_sample=False,
+        streamer=transformers.TextStreamer(tokenizer, skip_prompt=True),
+    )
     assert capsys.readouterr().out == tokenizer.decode(skipped[0, 4:]) + "\n"

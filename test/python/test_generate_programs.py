@@ -42,7 +42,9 @@ def test_programs_are_made_once_per_model_and_batch(monkeypatch):
         with torch.no_grad():  # the model's weights change in place: the program sees it
             model.lm_head.weight.mul_(-1)
         flipped = hir.generate(model, prompt, max_new_tokens=4, do_sample=False)
-        assert flipped.tolist() == hf_generate(model, prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False).tolist()
+        assert (
+            flipped.tolist() == hf_generate(model, prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False).tolist()
+        )
         assert flipped.tolist() != first.tolist() and len(made) == count  # rebound, not re-imported
     finally:
         with torch.no_grad():
@@ -60,13 +62,21 @@ def test_prefill_runs_the_causal_program():
         got = hir.generate(model, prompt, max_new_tokens=4, do_sample=False)
         assert got.tolist() == hf_generate(model, prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False).tolist()
     gen = generate_module.generator(model, 2, prompt.shape[1] + 4)
-    assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
+    assert (
+        gen.prefill_fn is not None
+        and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
+    )
     assert len(CAUSAL_SDPA.findall(str(gen.prefill_program.module))) == TINY["num_hidden_layers"]
     assert not CAUSAL_SDPA.findall(str(gen.program.module))  # the decode program attends over the cache, masked
-    example = (torch.zeros(2, 2, dtype=torch.long), torch.arange(2))  # the import cache tells the modules apart, whatever the options
+    example = (
+        torch.zeros(2, 2, dtype=torch.long),
+        torch.arange(2),
+    )  # the import cache tells the modules apart, whatever the options
     assert import_cache.fingerprint(gen.step, example, {}) != import_cache.fingerprint(gen.prefill_module, example, {})
     one = hir.generate(model, prompt[:, :1], max_new_tokens=6, do_sample=False)
-    assert one.tolist() == hf_generate(model, prompt[:, :1], max_new_tokens=6, min_new_tokens=6, do_sample=False).tolist()
+    assert (
+        one.tolist() == hf_generate(model, prompt[:, :1], max_new_tokens=6, min_new_tokens=6, do_sample=False).tolist()
+    )
 
 
 def test_a_model_the_prefill_refuses_still_generates():
@@ -97,8 +107,12 @@ def test_a_prefill_that_cannot_be_imported_falls_back_with_a_warning(monkeypatch
     monkeypatch.setattr(cache_module, "cached_from_torch", failing)
     model = tiny("llama")
     prompt = torch.tensor(PROMPT)
-    hir.generate(model, prompt, max_new_tokens=6, do_sample=False)  # the first of its length: prefilled by PyTorch, nothing imported
-    with pytest.warns(RuntimeWarning, match=r"prefill through the decode program.*cannot trace StaticCachePrefill: a guard \(test\)") as caught:
+    hir.generate(
+        model, prompt, max_new_tokens=6, do_sample=False
+    )  # the first of its length: prefilled by PyTorch, nothing imported
+    with pytest.warns(
+        RuntimeWarning, match=r"prefill through the decode program.*cannot trace StaticCachePrefill: a guard \(test\)"
+    ) as caught:
         got = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
     assert caught[0].filename == __file__  # the warning names the user's call
     assert got.tolist() == hf_generate(model, prompt, max_new_tokens=6, min_new_tokens=6, do_sample=False).tolist()
@@ -113,7 +127,10 @@ def test_bad_arguments_are_named():
         hir.generate(model, prompt, max_new_tokens=4, num_beams=4)
     with pytest.raises(hir.HirError, match=r"unsupported argument\(s\) logits_processor"):
         hir.generate(model, prompt, max_new_tokens=4, logits_processor=[])
-    with pytest.raises(hir.HirError, match=r"attention_mask must be a tensor of input_ids' shape \[2, 5\], got a 2-d tensor of torch.int64 of shape \[2, 4\]"):
+    with pytest.raises(
+        hir.HirError,
+        match=r"attention_mask must be a tensor of input_ids' shape \[2, 5\], got a 2-d tensor of torch.int64 of shape \[2, 4\]",
+    ):
         hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.ones(2, 4, dtype=torch.long))
     with pytest.raises(hir.HirError, match=r"attention_mask must hold 0 \(padding\) and 1 \(a token\) only"):
         hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.full((2, 5), 2))
@@ -123,11 +140,25 @@ def test_bad_arguments_are_named():
 
 def test_a_length_beyond_the_position_table_is_refused_up_front(monkeypatch):
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=128, n_positions=16, n_embd=32, n_layer=1, n_head=4, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    config = transformers.GPT2Config(
+        vocab_size=128,
+        n_positions=16,
+        n_embd=32,
+        n_layer=1,
+        n_head=4,
+        bos_token_id=0,
+        eos_token_id=None,
+        pad_token_id=0,
+    )
     model = transformers.GPT2LMHeadModel(config).eval()
-    monkeypatch.setattr(generate_module, "generator", lambda *args, **kwargs: pytest.fail("imported a model it should refuse"))
-    with pytest.raises(hir.HirError, match=r"test_generate_programs.py:\d+: error: hir.generate: GPT2LMHeadModel has a learned table of 16 positions .*"
-                                           r"a prompt of 5 tokens and 12 new tokens need 17: ask for at most 11 new tokens"):
+    monkeypatch.setattr(
+        generate_module, "generator", lambda *args, **kwargs: pytest.fail("imported a model it should refuse")
+    )
+    with pytest.raises(
+        hir.HirError,
+        match=r"test_generate_programs.py:\d+: error: hir.generate: GPT2LMHeadModel has a learned table of 16 positions .*"
+        r"a prompt of 5 tokens and 12 new tokens need 17: ask for at most 11 new tokens",
+    ):
         hir.generate(model, torch.tensor(PROMPT), max_new_tokens=12)
     llama = shared("llama")  # rotary positions: max_position_embeddings (128) bounds nothing
     assert generate_module._position_limit(llama) is None
@@ -169,7 +200,10 @@ def test_generate_on_cuda_replays_graphs():
             out = hir.generate(half, prompt, max_new_tokens=4, do_sample=False)
     assert out.shape == (2, prompt.shape[1] + 4)
     gen = generate_module.generator(half, 2, prompt.shape[1] + 4)
-    assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
+    assert (
+        gen.prefill_fn is not None
+        and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
+    )
     # a StaticCacheStep moved to the GPU runs there (its cache layers follow)
     step = StaticCacheStep(model.cpu(), batch_size=1, max_cache_len=16).to("cuda")
     with torch.no_grad():

@@ -32,7 +32,10 @@ BIN = Path(sys.executable).parent
 # the ranks' own message (which a --timeout prints), never by the wall time a test took, so a
 # loaded machine only makes a test slower.
 RANK_TIMEOUT_S = 600
-LOWER_2_PER_NODE = "hir-set-node-layout{ranks-per-node=2},hir-insert-reshardings,hir-convert-to-communication{backend=cuda},hir-lower"
+LOWER_2_PER_NODE = (
+    "hir-set-node-layout{ranks-per-node=2},hir-insert-reshardings,hir-convert-to-communication{backend=cuda},hir-lower"
+)
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -49,10 +52,30 @@ def start_nodes(command: list[str], cwd: Path, node_env: tuple = ({}, {}), **env
     procs = []
     for node in (0, 1):
         environment = {**base, **node_env[node]}
-        launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node-rank={node}", "--nproc-per-node=2",
-                    "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-conf=join_timeout=120", "--no-python"]
+        launcher = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes=2",
+            f"--node-rank={node}",
+            "--nproc-per-node=2",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint=127.0.0.1:{port}",
+            "--rdzv-conf=join_timeout=120",
+            "--no-python",
+        ]
         log = open(cwd / f"node{node}.log", "w")
-        procs.append(subprocess.Popen(launcher + command, cwd=cwd, env=environment, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                launcher + command,
+                cwd=cwd,
+                env=environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
         log.close()
     return procs
 
@@ -91,7 +114,14 @@ def logs(cwd: Path) -> str:
 
 
 def tool(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(BIN / name), *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=dict(os.environ, HIR_DEVICE="cpu"))
+    result = subprocess.run(
+        [str(BIN / name), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, HIR_DEVICE="cpu"),
+    )
     assert result.returncode == 0, result.stderr
     return result
 
@@ -118,7 +148,11 @@ def test_imported_model_on_two_nodes(tmp_path):
     with torch.no_grad():
         want = module(x)
 
-    nodes = start_nodes(["hir-run", f"--lower={LOWER_2_PER_NODE}", "mlp.mlir", *inputs, "--save", "y.pt", "--timeout", "240"], tmp_path, HIR_DIST_TIMEOUT="60")
+    nodes = start_nodes(
+        ["hir-run", f"--lower={LOWER_2_PER_NODE}", "mlp.mlir", *inputs, "--save", "y.pt", "--timeout", "240"],
+        tmp_path,
+        HIR_DIST_TIMEOUT="60",
+    )
     assert wait_nodes(nodes, tmp_path, 300) == [0, 0], logs(tmp_path)
     for name in ("y.pt", "y.rank1.pt", "y.rank2.pt", "y.rank3.pt"):  # every rank holds the whole output
         (got,) = torch.load(tmp_path / name)
@@ -208,14 +242,35 @@ def test_timeout_on_a_torchrun_rank(tmp_path):
     WORLD_SIZE set, as torchrun does): that rank stops itself with status 124 wherever it
     is blocked, here waiting for a peer rank that never comes."""
     # LOOP on a 1x2 mesh: ranks 0 and 1, one node
-    (tmp_path / "pair.mlir").write_text(LOOP.replace("[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, 0>")
-                                        .replace("[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, -1>")
-                                        .replace("dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>", "dense<[[0, 1]]> : tensor<1x2xi64>"))
+    (tmp_path / "pair.mlir").write_text(
+        LOOP.replace(
+            "[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, 0>"
+        )
+        .replace(
+            "[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, -1>"
+        )
+        .replace("dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>", "dense<[[0, 1]]> : tensor<1x2xi64>")
+    )
     # the collective timeout far beyond the rank's --timeout: status 124 and its message
     # show that --timeout, not the collective, ended the wait, however loaded the machine
-    env = dict(os.environ, HIR_DEVICE="cpu", RANK="0", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
-               HIR_DIST_TIMEOUT="3600")
-    result = subprocess.run([str(BIN / "hir-run"), "pair.mlir", "random", "1", "--timeout", "3"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ,
+        HIR_DEVICE="cpu",
+        RANK="0",
+        WORLD_SIZE="2",
+        LOCAL_WORLD_SIZE="2",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),
+        HIR_DIST_TIMEOUT="3600",
+    )
+    result = subprocess.run(
+        [str(BIN / "hir-run"), "pair.mlir", "random", "1", "--timeout", "3"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 124, result.stderr
     assert "hir-run: error: --timeout 3: rank 0 did not finish in time" in result.stderr, result.stderr
 
@@ -259,16 +314,25 @@ def test_two_nodes_on_4_gpus(tmp_path, case):
         want = (a @ w).sum(0)
     else:
         program = ag_matmul(4, 16, 32, 32).replace("bf16", "f32")
-        lower = ("hir-set-node-layout{ranks-per-node=2},"
-                 "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{overlap=on},hir-lower")
+        lower = (
+            "hir-set-node-layout{ranks-per-node=2},"
+            "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{overlap=on},hir-lower"
+        )
         a, w = torch.randn(4, 4, 32), torch.randn(32, 8)
         want = a @ w
     (tmp_path / "p.mlir").write_text(program)
     torch.save(a, tmp_path / "a.pt")
     torch.save(w, tmp_path / "w.pt")
-    nodes = start_nodes(["hir-run", f"--lower={lower}", "p.mlir", "a.pt", "w.pt", "--save", "out.pt", "--timeout", "240"], tmp_path,
-                        node_env=({"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}), HIR_DEVICE="cuda", HIR_DIST_TIMEOUT="60",
-                        NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    nodes = start_nodes(
+        ["hir-run", f"--lower={lower}", "p.mlir", "a.pt", "w.pt", "--save", "out.pt", "--timeout", "240"],
+        tmp_path,
+        node_env=({"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}),
+        HIR_DEVICE="cuda",
+        HIR_DIST_TIMEOUT="60",
+        NCCL_NVLS_ENABLE="0",
+        TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
+        NVSHMEM_DISABLE_NVLS="1",
+    )
     assert wait_nodes(nodes, tmp_path, 300) == [0, 0], logs(tmp_path)
     for name in ("out.pt", "out.rank1.pt", "out.rank2.pt", "out.rank3.pt"):
         (got,) = torch.load(tmp_path / name)

@@ -18,11 +18,18 @@ def test_overlap_auto_decides_per_team():
 
     for ranks_per_node, pipelined in ((4, True), (2, False)):
         module = hir.parse(ag_matmul(4, 8192, 8192, 8192), "ag.mlir")
-        hir.lower(module, f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},"
-                          f"hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{overlap=auto}}")
+        hir.lower(
+            module,
+            f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},"
+            f"hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{overlap=auto}}",
+        )
         lowered = str(module)
         assert ('"hir.shift"' in lowered) == pipelined, lowered[:600]
-        backends = {line.split('backend = "')[1].split('"')[0] for line in lowered.splitlines() if '"hir.shift"' in line or '"hir.allgather"' in line}
+        backends = {
+            line.split('backend = "')[1].split('"')[0]
+            for line in lowered.splitlines()
+            if '"hir.shift"' in line or '"hir.allgather"' in line
+        }
         assert backends == ({"cuda"} if pipelined else {"nccl"}), backends
 
 
@@ -35,8 +42,10 @@ def test_copy_engines_across_nodes_refused_at_run_start():
     module = hir.parse(LOOP.replace('backend = "nccl"', 'backend = "cuda"'), "loop.mlir")
     with pytest.raises(hir.HirError) as err:
         Program(module, device="cpu", source_name="loop.mlir")
-    assert str(err.value).startswith("loop.mlir:10:12: error: 'hir.allgather' runs on copy engines (backend = "
-                                     "\"cuda\") but its team [0, 2] spans nodes 0 and 1 (hir.ranks_per_node = 2)"), err.value
+    assert str(err.value).startswith(
+        "loop.mlir:10:12: error: 'hir.allgather' runs on copy engines (backend = "
+        '"cuda") but its team [0, 2] spans nodes 0 and 1 (hir.ranks_per_node = 2)'
+    ), err.value
 
 
 def test_torch_program_lower_ranks_per_node():

@@ -110,11 +110,19 @@ def lowered_programs(world: int, form: str, build, limit=None):
     archive = os.environ.get("HIR_P2P_MATRIX")
     if archive:
         with tarfile.open(archive) as tar:
-            made_from = tar.extractfile(SOURCE_MEMBER).read().decode() if SOURCE_MEMBER in tar.getnames() else "nothing recorded"
+            made_from = (
+                tar.extractfile(SOURCE_MEMBER).read().decode()
+                if SOURCE_MEMBER in tar.getnames()
+                else "nothing recorded"
+            )
             if made_from != lowering_source():
-                raise SystemExit(f"{archive}: lowered by other dialect / pass code than "
-                                 f"this checkout's ({made_from}): rerun --emit-lowered")
-            members = sorted((m for m in tar.getmembers() if m.name.startswith(f"{world}/{_key(form)}/")), key=lambda m: m.name)
+                raise SystemExit(
+                    f"{archive}: lowered by other dialect / pass code than "
+                    f"this checkout's ({made_from}): rerun --emit-lowered"
+                )
+            members = sorted(
+                (m for m in tar.getmembers() if m.name.startswith(f"{world}/{_key(form)}/")), key=lambda m: m.name
+            )
             texts = [tar.extractfile(m).read().decode() for m in members]
         out = [(text.split("\n", 1)[0].removeprefix("// pipeline: "), text) for text in texts]
         covered = {p for p, _ in out}
@@ -220,8 +228,10 @@ def worker() -> int:
             for pipeline, text in programs:
                 wrong = _check_program(hir.parse(text, f"{_key(form)}.mlir"), local, reference, dev)
                 failures += [f"rank {rank}: {form} [{pipeline}] {w}" for w in wrong]
-            line = (f"rank {rank}: {form}, {world} ranks: {len(programs)} distinct programs in "
-                    f"{time.time() - start:.0f} s ({lowered:.0f} s lowering), {len(failures)} wrong so far")
+            line = (
+                f"rank {rank}: {form}, {world} ranks: {len(programs)} distinct programs in "
+                f"{time.time() - start:.0f} s ({lowered:.0f} s lowering), {len(failures)} wrong so far"
+            )
             print(line + (" ok" if not failures else ""), flush=True)
             if log:
                 with open(log, "a") as f:
@@ -249,7 +259,9 @@ def test_every_p2p_schedule_is_correct(world):
 @pytest.mark.slow
 def test_matrix_harness_on_gloo():
     """The same workers on 2 Gloo ranks, for the first 16 combinations of each form."""
-    checked, report = launch_workers(2, __file__, timeout_s=300, env={**os.environ, "HIR_DEVICE": "cpu", "HIR_MATRIX_LIMIT": "16"})
+    checked, report = launch_workers(
+        2, __file__, timeout_s=300, env={**os.environ, "HIR_DEVICE": "cpu", "HIR_MATRIX_LIMIT": "16"}
+    )
     assert checked == 2 * len(FORMS), report
 
 

@@ -27,9 +27,20 @@ class _Holder(torch.nn.Module):
 class StepModule(torch.nn.Module):
     """The training step as a module: see :mod:`hir.frontend.training`'s docstring."""
 
-    def __init__(self, model: torch.nn.Module, loss_fn: Callable, names: list, groups: list, rule: Rule,
-                 states: list, hyper: list, accumulate: int, max_grad_norm: float | None, data_parallel: str | None = None,
-                 reshard_after_forward: bool = True) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        loss_fn: Callable,
+        names: list,
+        groups: list,
+        rule: Rule,
+        states: list,
+        hyper: list,
+        accumulate: int,
+        max_grad_norm: float | None,
+        data_parallel: str | None = None,
+        reshard_after_forward: bool = True,
+    ) -> None:
         super().__init__()
         self.model = model
         self.optimizer = torch.nn.Module()
@@ -41,21 +52,32 @@ class StepModule(torch.nn.Module):
         self.gradient_layouts: dict = {}  # parameter name -> the layout its gradient takes (placed training)
         self.mesh_layouts: dict = {}  # parameter name -> its fsdp_tp.Layout (data x tensor parallel on a 2-D mesh)
         self.reshard_after_forward = reshard_after_forward
-        self.update_op = False  # the update left to hir.adam_update (hir.frontend.optimizer_update): return the gradients
+        self.update_op = (
+            False  # the update left to hir.adam_update (hir.frontend.optimizer_update): return the gradients
+        )
 
     def forward(self, *batch: torch.Tensor) -> torch.Tensor:
         params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
         states = [dict(holder.named_buffers()) for holder in self.optimizer.state]
         mode = self.data_parallel
         gathered = [self.mesh_layouts[n].gathered if self.mesh_layouts else None for n in self.names]
-        whole = params if mode is None else [dp.gather(mode, p, f"model.{n}", g) for p, n, g in zip(params, self.names, gathered)]
+        whole = (
+            params
+            if mode is None
+            else [dp.gather(mode, p, f"model.{n}", g) for p, n, g in zip(params, self.names, gathered)]
+        )
         with torch.enable_grad():
             for p in whole:
                 p.requires_grad_()
             loss, grads = None, None
             for micro in _micro_batches(batch, self.accumulate):
-                with dp.reading(self.model, self.names, whole, mode), layers.forward_marks(), \
-                        dp.regathering(mode, self.reshard_after_forward, params, whole, [f"model.{n}" for n in self.names], gathered):
+                with (
+                    dp.reading(self.model, self.names, whole, mode),
+                    layers.forward_marks(),
+                    dp.regathering(
+                        mode, self.reshard_after_forward, params, whole, [f"model.{n}" for n in self.names], gathered
+                    ),
+                ):
                     part = self.loss_fn(self.model, *micro)
                 if not isinstance(part, torch.Tensor) or part.dim() != 0:
                     raise HirError(f"error: hir.train_step: loss_fn must return a scalar tensor, got {_describe(part)}")
@@ -64,14 +86,24 @@ class StepModule(torch.nn.Module):
                 new = torch.autograd.grad(part, whole, allow_unused=True)
                 unused = [n for n, g in zip(self.names, new) if g is None]
                 if unused:
-                    raise HirError(f"error: hir.train_step: parameter(s) {', '.join(unused[:5])} get no gradient from loss_fn "
-                                   "(torch would leave them out of the update): freeze them (requires_grad_(False)) and leave them out of the optimizer")
+                    raise HirError(
+                        f"error: hir.train_step: parameter(s) {', '.join(unused[:5])} get no gradient from loss_fn "
+                        "(torch would leave them out of the update): freeze them (requires_grad_(False)) and leave them out of the optimizer"
+                    )
                 grads = list(new) if grads is None else [a + b for a, b in zip(grads, new)]
                 loss = part.detach() if loss is None else loss + part.detach()
         with torch.no_grad():
             if mode is not None:
-                grads = [dp.reduce_gradient(mode, g, f"model.{n}", self.mesh_layouts[n].reduced if self.mesh_layouts else None) for g, n in zip(grads, self.names)]
-            grads = [sharded_training.place_gradient(g, self.gradient_layouts.get(n), f"model.{n}") for g, n in zip(grads, self.names)]
+                grads = [
+                    dp.reduce_gradient(
+                        mode, g, f"model.{n}", self.mesh_layouts[n].reduced if self.mesh_layouts else None
+                    )
+                    for g, n in zip(grads, self.names)
+                ]
+            grads = [
+                sharded_training.place_gradient(g, self.gradient_layouts.get(n), f"model.{n}")
+                for g, n in zip(grads, self.names)
+            ]
             if self.max_grad_norm is not None:
                 grads = _clip(grads, self.max_grad_norm)
             if self.update_op:
@@ -97,7 +129,9 @@ def _micro_batches(batch: Sequence[torch.Tensor], count: int) -> list:
         return [batch]
     for i, x in enumerate(batch):
         if x.dim() == 0 or x.shape[0] % count:
-            raise HirError(f"error: hir.train_step: accumulate={count}: batch tensor {i} of shape {tuple(x.shape)} does not split into {count} equal micro-batches along dim 0")
+            raise HirError(
+                f"error: hir.train_step: accumulate={count}: batch tensor {i} of shape {tuple(x.shape)} does not split into {count} equal micro-batches along dim 0"
+            )
     return list(zip(*(x.chunk(count) for x in batch)))
 
 
@@ -119,12 +153,18 @@ def parameter_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) ->
     listed = [p for g in optimizer.param_groups for p in g["params"]]
     strangers = [i for i, p in enumerate(listed) if id(p) not in names]
     if strangers:
-        raise HirError(f"error: hir.train_step: the optimizer's parameter {strangers[0]} is not a parameter of the model")
+        raise HirError(
+            f"error: hir.train_step: the optimizer's parameter {strangers[0]} is not a parameter of the model"
+        )
     frozen = [names[id(p)] for p in listed if not p.requires_grad]
     if frozen:
-        raise HirError(f"error: hir.train_step: parameter(s) {', '.join(frozen[:5])} of the optimizer do not require grad (torch would skip them): leave them out of the optimizer")
+        raise HirError(
+            f"error: hir.train_step: parameter(s) {', '.join(frozen[:5])} of the optimizer do not require grad (torch would skip them): leave them out of the optimizer"
+        )
     left_out = [n for n, p in model.named_parameters() if id(p) not in {id(q) for q in listed}]
     if left_out:
-        raise HirError(f"error: hir.train_step: parameter(s) {', '.join(left_out[:5])} of the model are not in the optimizer; hir trains every parameter "
-                       "(a frozen parameter as a buffer of the model)")
+        raise HirError(
+            f"error: hir.train_step: parameter(s) {', '.join(left_out[:5])} of the model are not in the optimizer; hir trains every parameter "
+            "(a frozen parameter as a buffer of the model)"
+        )
     return [names[id(p)] for p in listed]
