@@ -89,7 +89,9 @@ def make(case: dict, device: torch.device) -> tuple[torch.nn.Module, torch.Tenso
     with torch.device(device):
         if case["kind"] == "llama":  # LLaMA's sizes unless the case gives them (benchmarks/layer.py)
             kv_heads, hidden = case.get("kv_heads", case["heads"] // 2), case.get("hidden", round(8 * d / 3 / 64) * 64)
-            model = runpy.run_path(LLAMA)["LlamaBlock"](d=d, heads=case["heads"], kv_heads=kv_heads, hidden=hidden, seq=seq)
+            model = runpy.run_path(LLAMA)["LlamaBlock"](
+                d=d, heads=case["heads"], kv_heads=kv_heads, hidden=hidden, seq=seq
+            )
         else:
             model = Block(d, case["heads"], 4 * d, seq)
         x = torch.randn(batch, seq, d)
@@ -126,7 +128,9 @@ def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace,
             fn()
             fn()
         except Exception as err:  # e.g. no C++ compiler for inductor on this machine
-            print(f"{name}: unavailable here: {type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}")
+            print(
+                f"{name}: unavailable here: {type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}"
+            )
             return
         sync()
         compile_s[name] = time.perf_counter() - start
@@ -137,27 +141,42 @@ def run_case(case: dict, text: str, dev: torch.device, args: argparse.Namespace,
         if not args.eager_only:
             timed("torch.compile", lambda: (lambda f: lambda: f(x))(torch.compile(model)))
             if dev.type == "cuda":
-                timed("torch.compile reduce-overhead", lambda: (lambda f: lambda: f(x).clone())(torch.compile(model, mode="reduce-overhead")))
+                timed(
+                    "torch.compile reduce-overhead",
+                    lambda: (lambda f: lambda: f(x).clone())(torch.compile(model, mode="reduce-overhead")),
+                )
         eager = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev), graph=False, compile_kernels=False)
         rows.append(("hir eager", lambda: eager(arguments)))
         if not args.eager_only:
             mode = {"auto": "auto", "true": True}[args.compile_kernels]
             default = Program(hir.parse(text, f"{case['name']}.mlir"), device=str(dev), compile_kernels=mode)
-            timed("hir default" if mode == "auto" else "hir compile_kernels=True", lambda: (lambda: default(arguments)))
+            timed("hir default" if mode == "auto" else "hir compile_kernels=True", lambda: lambda: default(arguments))
         _table(case, dev, rows, want, args, sync, verdicts)
     if not args.eager_only:
         stats = default.kernel_compile
-        print(f"first calls incl. compile: {', '.join(f'{k} {v:.1f} s' for k, v in compile_s.items())}; hir default: "
-              f"{stats.summary()}{f' ({stats.regions_reason})' if stats.regions_reason else ''},"
-              f" graph {default.graph_state.last}")
+        print(
+            f"first calls incl. compile: {', '.join(f'{k} {v:.1f} s' for k, v in compile_s.items())}; hir default: "
+            f"{stats.summary()}{f' ({stats.regions_reason})' if stats.regions_reason else ''},"
+            f" graph {default.graph_state.last}"
+        )
 
 
-def _table(case: dict, dev: torch.device, rows: list, want: torch.Tensor, args: argparse.Namespace, sync: Callable, verdicts: Verdicts) -> None:
+def _table(
+    case: dict,
+    dev: torch.device,
+    rows: list,
+    want: torch.Tensor,
+    args: argparse.Namespace,
+    sync: Callable,
+    verdicts: Verdicts,
+) -> None:
     """Time every row and print the case's table (ratios to the first row, eager torch; errors
     relative to ``want``, the float32 output)."""
     batch, seq, d = case["shape"]
-    print(f"\n{case['name']}: {case['kind']} block [{batch}, {seq}, {d}] "
-          f"{case['dtype']}, {case['heads']} heads ({dev}, torch {torch.__version__})")
+    print(
+        f"\n{case['name']}: {case['kind']} block [{batch}, {seq}, {d}] "
+        f"{case['dtype']}, {case['heads']} heads ({dev}, torch {torch.__version__})"
+    )
     print("| run | ms per forward | x eager torch | rel. error |")
     verdicts.table = case["name"]
     print("|---|---:|---:|---:|")
@@ -179,10 +198,16 @@ def main() -> int:
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--number", type=int, default=20)
-    p.add_argument("--compile-kernels", choices=["auto", "true"], default="auto",
-                   help="the hir default row's compile_kernels ('true' compiles on CPU too: a CPU stand-in for the GPU rows)")
+    p.add_argument(
+        "--compile-kernels",
+        choices=["auto", "true"],
+        default="auto",
+        help="the hir default row's compile_kernels ('true' compiles on CPU too: a CPU stand-in for the GPU rows)",
+    )
     p.add_argument("--emit", metavar="DIR", help="import here and write DIR/<case>.mlir + DIR/cases.json")
-    p.add_argument("--shape", metavar="B,S,D", help="every case at [batch, seq, d_model] B,S,D (the CPU proxy: e.g. 2,16,64)")
+    p.add_argument(
+        "--shape", metavar="B,S,D", help="every case at [batch, seq, d_model] B,S,D (the CPU proxy: e.g. 2,16,64)"
+    )
     p.add_argument("--eager-only", action="store_true", help="time only eager torch and hir eager")
     p.add_argument("--threads", type=int, help="torch.set_num_threads (the CPU proxy: 1, so timings are host time)")
     p.add_argument("--from", dest="from_dir", metavar="DIR", help="run the modules in DIR instead of importing")

@@ -51,7 +51,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--cpu", action="store_true", help="child CPU time instead of wall time")
     args = parser.parse_args()
-    tools = {tool: shutil.which(tool) or sys.exit(f"{tool} is not on PATH: install hir first") for tool in ("hir-opt", "hir-run", "hir-import")}
+    tools = {
+        tool: shutil.which(tool) or sys.exit(f"{tool} is not on PATH: install hir first")
+        for tool in ("hir-opt", "hir-run", "hir-import")
+    }
     hir_opt = tools["hir-opt"]
     with tempfile.TemporaryDirectory() as folder:
         empty = os.path.join(folder, "empty.mlir")

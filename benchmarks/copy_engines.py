@@ -48,7 +48,11 @@ def main() -> None:
         ("1 peer, split over 2 streams", 1, lambda: split_copy(dest[nxt], peers[nxt], streams[:1])),
         ("1 peer, split over 4 streams", 1, lambda: split_copy(dest[nxt], peers[nxt], streams[:3])),
         (f"{world - 1} peers, one after another", world - 1, lambda: [dest[r].copy_(peers[r]) for r in others]),
-        (f"{world - 1} peers, each split over 2 streams, one after another", world - 1, lambda: [split_copy(dest[r], peers[r], streams[:1]) for r in others]),
+        (
+            f"{world - 1} peers, each split over 2 streams, one after another",
+            world - 1,
+            lambda: [split_copy(dest[r], peers[r], streams[:1]) for r in others],
+        ),
         (f"{world - 1} peers at once (a stream each)", world - 1, all_at_once),
     ]
     results = []
@@ -57,8 +61,10 @@ def main() -> None:
         ms = bench(fn)
         results.append((label, ms, blocks * args.mib * 2**20 / (ms * 1e-3) / 1e9))
     if rank == 0:
-        print(f"\nPeer pulls, {world} GPUs, {args.mib} MiB per block, every rank "
-              f"pulling ({torch.cuda.get_device_name()}, torch {torch.__version__})")
+        print(
+            f"\nPeer pulls, {world} GPUs, {args.mib} MiB per block, every rank "
+            f"pulling ({torch.cuda.get_device_name()}, torch {torch.__version__})"
+        )
         print("| case | ms | GB/s received per GPU |\n|---|---:|---:|")
         for label, ms, gbs in results:
             print(f"| {label} | {ms:.3f} | {gbs:.0f} |")

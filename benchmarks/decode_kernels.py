@@ -26,7 +26,13 @@ import sys
 import torch
 
 LINEAR_VARIANTS = {"plain": False, "split-K": True}  # -> split_k
-LINEARS = {"qkv": (3072, 2048), "o": (2048, 2048), "gate_up": (16384, 2048), "down": (2048, 8192), "lm_head": (32000, 2048)}
+LINEARS = {
+    "qkv": (3072, 2048),
+    "o": (2048, 2048),
+    "gate_up": (16384, 2048),
+    "down": (2048, 8192),
+    "lm_head": (32000, 2048),
+}
 
 
 def graph_time(calls: list) -> float:
@@ -60,8 +66,14 @@ def linear_rows() -> list:
         for m in (1, 8):
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             ref = x.double() @ weights[0].double().T
-            errors = [((small_m_linear(x, weights[0], s).double() - ref).norm() / ref.norm()).item() for s in LINEAR_VARIANTS.values()]
-            times = {label: graph_time([lambda w=w, x=x, s=s: small_m_linear(x, w, s) for w in weights]) for label, s in LINEAR_VARIANTS.items()}
+            errors = [
+                ((small_m_linear(x, weights[0], s).double() - ref).norm() / ref.norm()).item()
+                for s in LINEAR_VARIANTS.values()
+            ]
+            times = {
+                label: graph_time([lambda w=w, x=x, s=s: small_m_linear(x, w, s) for w in weights])
+                for label, s in LINEAR_VARIANTS.items()
+            }
             cublas = graph_time([lambda w=w, x=x: torch.nn.functional.linear(x, w) for w in weights])
             rows.append((f"linear {name} [{n}x{k}], M={m}", times, cublas, (n * k + m * k + m * n) * 2, max(errors)))
     return rows
@@ -76,14 +88,50 @@ def attention_rows() -> list:
     for batch in (1, 8):
         count = copies_for(batch * heads * length * dim * 4)
         q = torch.randn(batch, heads, 4, dim, device="cuda", dtype=torch.bfloat16)
-        caches = [(torch.randn(batch, heads, length, dim, device="cuda", dtype=torch.bfloat16), torch.randn(batch, heads, length, dim, device="cuda", dtype=torch.bfloat16)) for _ in range(count)]
-        mask = (torch.arange(length, device="cuda") < used).view(1, 1, 1, length).expand(batch, 1, 1, length).contiguous()
+        caches = [
+            (
+                torch.randn(batch, heads, length, dim, device="cuda", dtype=torch.bfloat16),
+                torch.randn(batch, heads, length, dim, device="cuda", dtype=torch.bfloat16),
+            )
+            for _ in range(count)
+        ]
+        mask = (
+            (torch.arange(length, device="cuda") < used).view(1, 1, 1, length).expand(batch, 1, 1, length).contiguous()
+        )
         k, v = caches[0]
-        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask, scale=dim ** -0.5)
-        errors = [((split_kv_attention(q, k, v, mask, dim ** -0.5, fused).double() - ref).norm() / ref.norm()).item() for fused in variants.values()]
-        times = {label: graph_time([lambda k=k, v=v, q=q, mask=mask, f=f: split_kv_attention(q, k, v, mask, dim ** -0.5, f) for k, v in caches]) for label, f in variants.items()}
-        sdpa = graph_time([lambda k=k, v=v, q=q, mask=mask: torch.nn.functional.scaled_dot_product_attention(q, k, v, mask, scale=dim ** -0.5) for k, v in caches])
-        rows.append((f"attention batch {batch}, 8 KV heads x 4 rows, {used}/{length} used", times, sdpa, batch * heads * used * dim * 2 * 2, max(errors)))
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q.double(), k.double(), v.double(), mask, scale=dim**-0.5
+        )
+        errors = [
+            ((split_kv_attention(q, k, v, mask, dim**-0.5, fused).double() - ref).norm() / ref.norm()).item()
+            for fused in variants.values()
+        ]
+        times = {
+            label: graph_time(
+                [
+                    lambda k=k, v=v, q=q, mask=mask, f=f: split_kv_attention(q, k, v, mask, dim**-0.5, f)
+                    for k, v in caches
+                ]
+            )
+            for label, f in variants.items()
+        }
+        sdpa = graph_time(
+            [
+                lambda k=k, v=v, q=q, mask=mask: torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, mask, scale=dim**-0.5
+                )
+                for k, v in caches
+            ]
+        )
+        rows.append(
+            (
+                f"attention batch {batch}, 8 KV heads x 4 rows, {used}/{length} used",
+                times,
+                sdpa,
+                batch * heads * used * dim * 2 * 2,
+                max(errors),
+            )
+        )
     return rows
 
 
@@ -95,14 +143,19 @@ def main() -> None:
         sys.exit("decode_kernels.py: needs CUDA")
     torch.manual_seed(0)
     print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
-    print("| shape | hir kernel: us per variant | without (cuBLAS / SDPA) (us) | best / without | best GB/s (share of peak) | rel. error vs float64 |")
+    print(
+        "| shape | hir kernel: us per variant | without (cuBLAS / SDPA) (us) | best / without | best GB/s (share of peak) | rel. error vs float64 |"
+    )
     print("|---|---|---:|---:|---:|---:|")
     for rows in (attention_rows, linear_rows):  # each table row printed as it is measured
         for name, times, theirs, nbytes, error in rows():
             best = min(times.values())
             gbps = nbytes / best / 1e6
             variants = ", ".join(f"{label} {ms * 1e3:.1f}" for label, ms in times.items())
-            print(f"| {name} | {variants} | {theirs * 1e3:.1f} | {best / theirs:.2f}x | {gbps:.0f} ({gbps / (args.peak_tbps * 1e3):.0%}) | {error:.1e} |", flush=True)
+            print(
+                f"| {name} | {variants} | {theirs * 1e3:.1f} | {best / theirs:.2f}x | {gbps:.0f} ({gbps / (args.peak_tbps * 1e3):.0%}) | {error:.1e} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -7,10 +7,24 @@ import time
 
 import torch
 
-FULL = dict(vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-            num_key_value_heads=8, max_position_embeddings=4096)
-SMALL = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, max_position_embeddings=512)
+FULL = dict(
+    vocab_size=32000,
+    hidden_size=2048,
+    intermediate_size=8192,
+    num_hidden_layers=16,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    max_position_embeddings=4096,
+)
+SMALL = dict(
+    vocab_size=256,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=512,
+)
 
 
 class Clock:
@@ -36,7 +50,9 @@ def make_model(args: argparse.Namespace) -> torch.nn.Module:
     if getattr(args, "layers", None):  # (profile_step.py --layers)
         sizes["num_hidden_layers"] = args.layers
     if getattr(args, "arch", "llama") == "mistral":  # the same sizes with Mistral's real sliding window
-        config = transformers.MistralConfig(**sizes, sliding_window=4096, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+        config = transformers.MistralConfig(
+            **sizes, sliding_window=4096, bos_token_id=0, eos_token_id=None, pad_token_id=0
+        )
         model_class = transformers.MistralForCausalLM
     else:
         config = transformers.LlamaConfig(**sizes, bos_token_id=0, eos_token_id=None, pad_token_id=0)
@@ -68,7 +84,9 @@ def warm(fn, sync) -> float:
 GENERATE_ENGINES = {"generate": "hir.generate", "hf-generate": "HF generate (static cache)"}
 
 
-def generate_call(engine: str, model: torch.nn.Module, prompt: torch.Tensor, new: int, compile_options: dict | None = None):
+def generate_call(
+    engine: str, model: torch.nn.Module, prompt: torch.Tensor, new: int, compile_options: dict | None = None
+):
     """One greedy ``generate`` call of ``new`` tokens after ``prompt``, as a callable:
     ``hir.generate`` (``engine`` "generate", with ``compile_options``) or HF ``generate`` with
     its static cache ("hf-generate": HF compiles its decode step on CUDA; on the CPU too here,
@@ -83,4 +101,6 @@ def generate_call(engine: str, model: torch.nn.Module, prompt: torch.Tensor, new
     if prompt.device.type == "cpu":
         length["compile_config"] = CompileConfig()
         length["compile_config"]._compile_all_devices = True  # (a class attribute, not a field)
-    return lambda: model.generate(prompt, attention_mask=torch.ones_like(prompt), cache_implementation="static", **length)
+    return lambda: model.generate(
+        prompt, attention_mask=torch.ones_like(prompt), cache_implementation="static", **length
+    )

@@ -180,26 +180,56 @@ def lowered_collectives(text: str, pipeline: str) -> dict[str, int]:
     module = hir.parse(text, "<emitted>")
     hir.lower(module, pipeline)
     kinds = {c.OPERATION_NAME: c.OPERATION_NAME.split(".", 1)[1] for c in COLLECTIVE_OPS}
-    found = [kinds[op.operation.name] for fn in func_ops(module) for block in blocks_postorder(fn) for op in block.operations if op.operation.name in kinds]
+    found = [
+        kinds[op.operation.name]
+        for fn in func_ops(module)
+        for block in blocks_postorder(fn)
+        for op in block.operations
+        if op.operation.name in kinds
+    ]
     return {kind: found.count(kind) for kind in sorted(set(found))}
 
 
-def add_emit_run_arguments(parser: argparse.ArgumentParser, *, emits: str, runs: str, small: str, rounds: int, iters: int, iters_help: str,
-                           budget: float, timeout: float, worlds: str = "2,4") -> None:
+def add_emit_run_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    emits: str,
+    runs: str,
+    small: str,
+    rounds: int,
+    iters: int,
+    iters_help: str,
+    budget: float,
+    timeout: float,
+    worlds: str = "2,4",
+) -> None:
     """The options of an emit-here / run-there benchmark (``layer.py``, ``tp_decode.py``):
     ``--emit DIR`` writes ``emits``, ``--from DIR`` runs ``runs`` under torchrun; ``--small``
     imports ``small`` (the CPU check on Gloo ranks: ``--device cpu``)."""
     parser.add_argument("--emit", metavar="DIR", help=f"import here: {emits} per world size")
-    parser.add_argument("--from", dest="from_dir", metavar="DIR", help=f"run {runs} under torchrun, one GPU (or CPU process) per rank")
+    parser.add_argument(
+        "--from", dest="from_dir", metavar="DIR", help=f"run {runs} under torchrun, one GPU (or CPU process) per rank"
+    )
     parser.add_argument("--worlds", default=worlds, help="world sizes to import for (--emit)")
     parser.add_argument("--small", action="store_true", help=f"import {small} (the CPU check)")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: Gloo ranks (the CPU check)")
     parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--iters", type=int, default=iters, help=iters_help)
-    parser.add_argument("--budget", type=float, default=budget, help="seconds of set-up after which rows not built yet print n/a (the rest are still timed and printed)")
-    parser.add_argument("--timeout", type=float, default=timeout, help="seconds before a hung run dumps its stacks and exits")
-    parser.add_argument("--rows", metavar="REGEX", help="build and time only the rows whose label matches REGEX (e.g. to find which row's build "
-                                                          "fails, with CUDA_LAUNCH_BLOCKING=1)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=budget,
+        help="seconds of set-up after which rows not built yet print n/a (the rest are still timed and printed)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=timeout, help="seconds before a hung run dumps its stacks and exits"
+    )
+    parser.add_argument(
+        "--rows",
+        metavar="REGEX",
+        help="build and time only the rows whose label matches REGEX (e.g. to find which row's build "
+        "fails, with CUDA_LAUNCH_BLOCKING=1)",
+    )
 
 
 def selected(rows: list, pattern: str | None) -> list:
@@ -207,7 +237,11 @@ def selected(rows: list, pattern: str | None) -> list:
     return [row for row in rows if re.search(pattern, row[0])] if pattern else rows
 
 
-def emit_or_run(parser: argparse.ArgumentParser, emit: Callable[[argparse.Namespace], None], run: Callable[[argparse.Namespace], int]) -> int:
+def emit_or_run(
+    parser: argparse.ArgumentParser,
+    emit: Callable[[argparse.Namespace], None],
+    run: Callable[[argparse.Namespace], int],
+) -> int:
     """The exit status of a benchmark whose ``parser`` takes exactly one of ``--emit DIR``
     (import its modules here: the GPU machines have no FX importer) and ``--from DIR`` (run
     them under torchrun)."""

@@ -80,6 +80,7 @@ def _patch(owner: Any, name: str, phase: str) -> None:
 
 def _timed_tracer(make_fx: Callable) -> Callable:
     """``make_fx(f)`` returns the tracer; the trace happens when that is called."""
+
     @functools.wraps(make_fx)
     def wrapper(*args, **kwargs):
         return _timed("region trace (make_fx)", make_fx(*args, **kwargs))
@@ -147,7 +148,9 @@ def child(args: argparse.Namespace) -> dict:
     from hir.frontend.hf_decode import StaticCacheStep
 
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(**{**FULL, "num_hidden_layers": args.layers}, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    config = transformers.LlamaConfig(
+        **{**FULL, "num_hidden_layers": args.layers}, bos_token_id=0, eos_token_id=None, pad_token_id=0
+    )
     with torch.device(args.device):
         model = transformers.LlamaForCausalLM(config)
     model = model.eval().to(getattr(torch, args.dtype))
@@ -173,7 +176,7 @@ def child(args: argparse.Namespace) -> dict:
         profiler = cProfile.Profile()
     sync()
     start, cpu = time.perf_counter(), cpu_seconds()
-    with torch.no_grad(), (profiler or contextlib.nullcontext()):
+    with torch.no_grad(), profiler or contextlib.nullcontext():
         fn = build()
         built = time.perf_counter() - start
         first(fn)
@@ -194,9 +197,31 @@ def compile_step(args: argparse.Namespace, step: torch.nn.Module, example: tuple
 
 
 def run_child(args: argparse.Namespace, engine: str, caches: str) -> dict:
-    env = {**os.environ, "HIR_CACHE_DIR": os.path.join(caches, "hir"), "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")}
-    command = [sys.executable, os.path.abspath(__file__), "--child", engine, "--layers", str(args.layers), "--dtype", args.dtype,
-               "--device", args.device, "--cache", str(args.cache), "--compile-kernels", args.compile_kernels, "--prompt", str(args.prompt), "--new", str(args.new)]
+    env = {
+        **os.environ,
+        "HIR_CACHE_DIR": os.path.join(caches, "hir"),
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor"),
+    }
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        engine,
+        "--layers",
+        str(args.layers),
+        "--dtype",
+        args.dtype,
+        "--device",
+        args.device,
+        "--cache",
+        str(args.cache),
+        "--compile-kernels",
+        args.compile_kernels,
+        "--prompt",
+        str(args.prompt),
+        "--new",
+        str(args.new),
+    ]
     if args.profile and engine in ("hir", "generate"):
         command += ["--profile", args.profile]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -211,11 +236,20 @@ def print_table(label: str, result: dict) -> None:
     covered = [0.0, 0.0]
     for phase, (seconds, calls, cpu_s) in sorted(result["phases"].items(), key=lambda kv: -kv[1][2]):
         covered = [covered[0] + seconds, covered[1] + cpu_s]
-        print(f"| {phase}{f' ({calls} calls)' if calls > 1 else ''} | {seconds:.2f} | {cpu_s:.2f} | {cpu_s / cpu:.0%} |")
-    print(f"| other (arguments, checks, the execution) | {total - covered[0]:.2f} | {cpu - covered[1]:.2f} | {(cpu - covered[1]) / cpu:.0%} |")
+        print(
+            f"| {phase}{f' ({calls} calls)' if calls > 1 else ''} | {seconds:.2f} | {cpu_s:.2f} | {cpu_s / cpu:.0%} |"
+        )
+    print(
+        f"| other (arguments, checks, the execution) | {total - covered[0]:.2f} | {cpu - covered[1]:.2f} | {(cpu - covered[1]) / cpu:.0%} |"
+    )
     print(f"| **to the first result** | **{total:.2f}** | **{cpu:.2f}** | 100% |")
     if result["passes"]:
-        print("lowering by pass (MLIR timing; Rest: verification and the manager): " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(result["passes"].items(), key=lambda kv: -kv[1]) if v >= 0.005))
+        print(
+            "lowering by pass (MLIR timing; Rest: verification and the manager): "
+            + ", ".join(
+                f"{k} {v:.2f}" for k, v in sorted(result["passes"].items(), key=lambda kv: -kv[1]) if v >= 0.005
+            )
+        )
 
 
 def main() -> None:
@@ -224,8 +258,15 @@ def main() -> None:
     parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     parser.add_argument("--cache", type=int, default=1024, help="static cache positions")
-    parser.add_argument("--compile-kernels", default="auto", choices=["auto", "on", "off"], help="hir's compile_kernels (auto: on CUDA only)")
-    parser.add_argument("--engines", default="hir,torch", help="comma-separated: hir, torch, generate (hir.generate), hf-generate")
+    parser.add_argument(
+        "--compile-kernels",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="hir's compile_kernels (auto: on CUDA only)",
+    )
+    parser.add_argument(
+        "--engines", default="hir,torch", help="comma-separated: hir, torch, generate (hir.generate), hf-generate"
+    )
     parser.add_argument("--prompt", type=int, default=128, help="generate engines: prompt tokens")
     parser.add_argument("--new", type=int, default=32, help="generate engines: new tokens")
     parser.add_argument("--second", action="store_true", help="also a second process of each on the first one's caches")
@@ -238,8 +279,11 @@ def main() -> None:
         args.engine = args.child
         print(json.dumps(child(args)))
         return
-    print(f"Llama, {args.layers} layers of the ~1B config, {args.dtype}, {args.device}, cache "
-          f"{args.cache}, hir compile_kernels={args.compile_kernels}, torch {torch.__version__}", flush=True)
+    print(
+        f"Llama, {args.layers} layers of the ~1B config, {args.dtype}, {args.device}, cache "
+        f"{args.cache}, hir compile_kernels={args.compile_kernels}, torch {torch.__version__}",
+        flush=True,
+    )
     results = {}
     with tempfile.TemporaryDirectory(prefix="hir-first-call-") as scratch:
         for engine in args.engines.split(","):

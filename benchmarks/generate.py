@@ -66,6 +66,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from decode_setup import Clock, inputs, make_model, sync_of, warm  # noqa: E402
 from generate_sections import FIRST_ROWS, first_call, first_rows, first_section, generate_section, loop_section  # noqa: E402
+from generate_tables import print_steps  # noqa: E402
 from timing import best  # noqa: E402
 
 
@@ -107,7 +108,13 @@ class Case:
         self.rows[row] = (fn, seconds, error)
         print(f"  {self.name}: {row} ready in {seconds:.1f} s (error {error:.3g})", flush=True)
 
-    def hir_row(self, grouped_attention: bool = True, fused_projections: bool = True, decode_kernels: str | None = None, **options):
+    def hir_row(
+        self,
+        grouped_attention: bool = True,
+        fused_projections: bool = True,
+        decode_kernels: str | None = None,
+        **options,
+    ):
         """A row calling ``program.compile(state, **options)`` of ``hir_module`` (the default
         import made once; ``grouped_attention`` / ``fused_projections`` off: an import of its own;
         ``decode_kernels``: ``HIR_DECODE_KERNELS`` while the program is planned)."""
@@ -125,7 +132,12 @@ class Case:
                     os.environ["HIR_DECODE_KERNELS"] = saved
 
         if not (grouped_attention and fused_projections):
-            program = hir.from_torch(self.hir_module, (self.ids, self.pos), grouped_attention=grouped_attention, fused_projections=fused_projections)
+            program = hir.from_torch(
+                self.hir_module,
+                (self.ids, self.pos),
+                grouped_attention=grouped_attention,
+                fused_projections=fused_projections,
+            )
         else:
             if self.program is None:
                 self.program = hir.from_torch(self.hir_module, (self.ids, self.pos))
@@ -137,7 +149,9 @@ class Case:
         step, ids, pos = self.step, self.ids, self.pos
         builders = {
             "HF eager": lambda: lambda: step(ids, pos),
-            "torch.compile reduce-overhead": lambda: (lambda compiled: lambda: compiled(ids, pos))(torch.compile(step, mode="reduce-overhead")),
+            "torch.compile reduce-overhead": lambda: (lambda compiled: lambda: compiled(ids, pos))(
+                torch.compile(step, mode="reduce-overhead")
+            ),
             "hir eager": lambda: self.hir_row(graph=False, compile_kernels=False),
             "hir default": lambda: self.hir_row(),
             "hir + static outputs": lambda: self.hir_row(static_outputs=True),
@@ -172,9 +186,15 @@ class Case:
         """{"case", "rows": [...], "failed"}: ``names``' rows timed in turns."""
         rows = [(n, *self.rows[n]) for n in names if n in self.rows]
         with torch.no_grad():
-            rounds = [[best(fn, 1, self.args.number, self.sync) for _, fn, _, _ in rows] for _ in range(self.args.repeat)]
+            rounds = [
+                [best(fn, 1, self.args.number, self.sync) for _, fn, _, _ in rows] for _ in range(self.args.repeat)
+            ]
         times = [min(r[i] for r in rounds) for i in range(len(rows))]
-        result = {"case": self.name, "rows": [{"row": n, "ms": t * 1e3, "ready_s": c, "error": e} for (n, _, c, e), t in zip(rows, times)], "failed": self.failed}
+        result = {
+            "case": self.name,
+            "rows": [{"row": n, "ms": t * 1e3, "ready_s": c, "error": e} for (n, _, c, e), t in zip(rows, times)],
+            "failed": self.failed,
+        }
         if self.tokens == 1:
             result["bytes"] = self.bytes_read(self.step.model)
         return result
@@ -195,49 +215,18 @@ OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, aft
 CASES = ("decode1", "decode8", "prefill")
 
 
-def print_steps(results: list, title: str = "ms per call", peak: float = 4.8) -> None:
-    print(f"\n| {title} | " + " | ".join(r["case"] for r in results) + " |")
-    print("|---|" + "---:|" * len(results))
-    for name in dict.fromkeys(n for r in results for n in (row["row"] for row in r["rows"])):
-        cells = []
-        for r in results:
-            by = {row["row"]: row for row in r["rows"]}
-            base = by.get("HF eager" if "eager" in name else "torch.compile reduce-overhead")
-            row = by.get(name)
-            ratio = f" ({row['ms'] / base['ms']:.2f}x {'HF eager' if 'eager' in name else 'r-o'})" if row and base else ""
-            cells.append("-" if row is None else f"{row['ms']:.3f}{ratio}")
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    print("ready in (build + first 3 calls + check, s): " + "; ".join(f"{r['case']}: " + ", ".join(f"{row['row']} {row['ready_s']:.1f}" for row in r["rows"]) for r in results))
-    if any(r["case"].startswith("prefill") for r in results):
-        print("prefill: HF eager = HF's step (skips the mask from an empty cache); torch.compile = HF's step compiled (masked, "
-              "every cache position); hir rows = StaticCachePrefill's program (hir.generate's prefill: the prompt's own tokens, causal)")
-    for r in results:
-        for failure in r["failed"]:
-            print(f"FAILED {r['case']}: {failure['row']}: {failure['error']}")
-    print_bandwidth([r for r in results if "bytes" in r], peak)
-
-
-def print_bandwidth(results: list, peak: float) -> None:
-    """Per decode row: the bytes a step must read (``Case.bytes_read``) over its time, and
-    that bandwidth's share of the GPU's ``peak`` (TB/s)."""
-    if not results:
-        return
-    print("\n| achieved weight+KV bandwidth (GB/s, share of " + f"{peak:g} TB/s) | " + " | ".join(f"{r['case']} ({r['bytes'] / 1e9:.3f} GB a step)" for r in results) + " |")
-    print("|---|" + "---:|" * len(results))
-    for name in dict.fromkeys(n for r in results for n in (row["row"] for row in r["rows"])):
-        cells = []
-        for r in results:
-            row = {row["row"]: row for row in r["rows"]}.get(name)
-            cells.append("-" if row is None else f"{r['bytes'] / row['ms'] / 1e6:.0f} ({r['bytes'] / row['ms'] / 1e9 / peak:.0%})")
-        print(f"| {name} | " + " | ".join(cells) + " |")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small", action="store_true", help="a tiny Llama in float32 (CPU testing)")
-    parser.add_argument("--arch", choices=["llama", "mistral"], default="llama", help="mistral: the same sizes with sliding_window=4096")
+    parser.add_argument(
+        "--arch", choices=["llama", "mistral"], default="llama", help="mistral: the same sizes with sliding_window=4096"
+    )
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
-    parser.add_argument("--sections", default=None, help="comma-separated: steps,first,generate,loop (default: steps,first,generate; --small on CPU: loop)")
+    parser.add_argument(
+        "--sections",
+        default=None,
+        help="comma-separated: steps,first,generate,loop (default: steps,first,generate; --small on CPU: loop)",
+    )
     parser.add_argument("--cache", type=int, default=None, help="static cache positions (default 1024; --small 64)")
     parser.add_argument("--prefill", type=int, default=None, help="prefill tokens (default 512; --small 16)")
     parser.add_argument("--prompt", type=int, default=None, help="generate: prompt tokens (default 128; --small 8)")
@@ -246,13 +235,26 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--number", type=int, default=30)
     parser.add_argument("--generate-repeat", type=int, default=3)
-    parser.add_argument("--budget", type=float, default=420.0, help="seconds for the whole run (optional rows are skipped past it)")
+    parser.add_argument(
+        "--budget", type=float, default=420.0, help="seconds for the whole run (optional rows are skipped past it)"
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--json", default=None, help="write the results to this file")
     parser.add_argument("--cases", default=",".join(CASES), help=f"steps: comma-separated cases of {','.join(CASES)}")
-    parser.add_argument("--rows", default=";".join(MAIN_ROWS), help="steps: main rows, ';'-separated (HF eager always: the reference)")
-    parser.add_argument("--option-rows", default=";".join(OPTION_ROWS), help="option rows, ';'-separated (while the budget lasts; '' for none)")
-    parser.add_argument("--peak-tbps", type=float, default=4.8, help="the GPU's memory bandwidth the decode rows' share is of (H200: 4.8 TB/s)")
+    parser.add_argument(
+        "--rows", default=";".join(MAIN_ROWS), help="steps: main rows, ';'-separated (HF eager always: the reference)"
+    )
+    parser.add_argument(
+        "--option-rows",
+        default=";".join(OPTION_ROWS),
+        help="option rows, ';'-separated (while the budget lasts; '' for none)",
+    )
+    parser.add_argument(
+        "--peak-tbps",
+        type=float,
+        default=4.8,
+        help="the GPU's memory bandwidth the decode rows' share is of (H200: 4.8 TB/s)",
+    )
     parser.add_argument("--first-rows", type=first_rows, default=list(FIRST_ROWS), help="first: rows, comma-separated")
     parser.add_argument("--child", choices=FIRST_ROWS, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -265,9 +267,15 @@ def main() -> None:
     args.generate_batches = [int(b) for b in args.generate_batches.split(",") if b]
     args.cases = args.cases.split(",") if args.cases else []
     args.rows, args.option_rows = (v.split(";") if v else [] for v in (args.rows, args.option_rows))
-    for given, known, what in ((args.cases, CASES, "--cases"), (args.rows, MAIN_ROWS, "--rows"), (args.option_rows, OPTION_ROWS, "--option-rows")):
+    for given, known, what in (
+        (args.cases, CASES, "--cases"),
+        (args.rows, MAIN_ROWS, "--rows"),
+        (args.option_rows, OPTION_ROWS, "--option-rows"),
+    ):
         if set(given) - set(known):
-            parser.error(f"{what}: unknown {', '.join(sorted(set(given) - set(known)))}; choose from {', '.join(known)}")
+            parser.error(
+                f"{what}: unknown {', '.join(sorted(set(given) - set(known)))}; choose from {', '.join(known)}"
+            )
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.child:
@@ -276,9 +284,14 @@ def main() -> None:
     default = "loop" if args.small and args.device == "cpu" else "steps,first,generate"
     sections = (args.sections or default).split(",")
     clock = Clock(args.budget)
-    print(f"{'tiny' if args.small else '~1B'} {args.arch.capitalize()}, {args.dtype}, {args.device}"
-          f"{' (' + torch.cuda.get_device_name() + ')' if args.device.startswith('cuda') else ''}, torch {torch.__version__}, cache {args.cache}", flush=True)
-    model = make_model(args) if set(sections) - {"first"} else None  # the first calls make their own, in their processes
+    print(
+        f"{'tiny' if args.small else '~1B'} {args.arch.capitalize()}, {args.dtype}, {args.device}"
+        f"{' (' + torch.cuda.get_device_name() + ')' if args.device.startswith('cuda') else ''}, torch {torch.__version__}, cache {args.cache}",
+        flush=True,
+    )
+    model = (
+        make_model(args) if set(sections) - {"first"} else None
+    )  # the first calls make their own, in their processes
     args.scratch = tempfile.mkdtemp(prefix="hir-generate-bench-")  # the first processes' caches
     results: dict = {"device": args.device, "small": args.small, "skipped": clock.skipped}
 
@@ -291,8 +304,11 @@ def main() -> None:
     cases: list = []
     if "steps" in sections:
         small_batch = 2 if args.small else 8
-        shapes = {"decode1": ("decode, batch 1", 1, 1, args.cache // 2), "decode8": (f"decode, batch {small_batch}", small_batch, 1, args.cache // 2),
-                  "prefill": (f"prefill, {args.prefill} tokens", 1, args.prefill, 0)}
+        shapes = {
+            "decode1": ("decode, batch 1", 1, 1, args.cache // 2),
+            "decode8": (f"decode, batch {small_batch}", small_batch, 1, args.cache // 2),
+            "prefill": (f"prefill, {args.prefill} tokens", 1, args.prefill, 0),
+        }
         steps = []
         for key in args.cases:
             case = Case(model, args, *shapes[key])
@@ -310,11 +326,15 @@ def main() -> None:
         record("first", results["first"] + first_section(args, clock, second=True))
     options = []
     for row, flags in ((r, OPTION_ROWS[r]) for r in args.option_rows):
-        for case in (c for c in cases if c.tokens == 1 or flags.get("autotune")):  # autotune's GEMM templates may pay at prefill
+        for case in (
+            c for c in cases if c.tokens == 1 or flags.get("autotune")
+        ):  # autotune's GEMM templates may pay at prefill
             if clock.allows(f"{case.name}: {row}", 150 if flags.get("autotune") else 60):
                 case.add(row, lambda case=case, flags=flags: case.hir_row(**flags))
     for case in (c for c in cases if any(r in c.rows for r in OPTION_ROWS)):
-        options.append(case.time(["torch.compile reduce-overhead", "hir default", "hir + static outputs", *OPTION_ROWS]))
+        options.append(
+            case.time(["torch.compile reduce-overhead", "hir default", "hir + static outputs", *OPTION_ROWS])
+        )
         record("options", options)
     if options:
         print_steps(options, "hir's options, ms per call", args.peak_tbps)

@@ -30,13 +30,30 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = {
-    "tiny": dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
-    "small": dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    "tiny": dict(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    ),
+    "small": dict(
+        vocab_size=256,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    ),
 }
 CALLS = [  # (label, batch, new tokens)
-    ("first call", 1, 8), ("again", 1, 8),
-    ("new bucket", 1, 70), ("again", 1, 70),
-    ("new batch size", 2, 8), ("again", 2, 8),
+    ("first call", 1, 8),
+    ("again", 1, 8),
+    ("new bucket", 1, 70),
+    ("again", 1, 70),
+    ("new batch size", 2, 8),
+    ("again", 2, 8),
 ]
 
 
@@ -47,8 +64,11 @@ def child(config: str, mode: str) -> dict:
     from hir.frontend import generators
 
     torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**CONFIGS[config], max_position_embeddings=512, bos_token_id=0,
-                                                                   eos_token_id=None, pad_token_id=0)).eval()
+    model = transformers.LlamaForCausalLM(
+        transformers.LlamaConfig(
+            **CONFIGS[config], max_position_embeddings=512, bos_token_id=0, eos_token_id=None, pad_token_id=0
+        )
+    ).eval()
     if mode == "per-bucket":
         programs = generators.ModelPrograms(model, padded=False)
         programs.per_bucket = "benchmark: imported per bucket"
@@ -67,7 +87,12 @@ def child(config: str, mode: str) -> dict:
 def run_child(config: str, mode: str) -> dict:
     with tempfile.TemporaryDirectory() as caches:
         env = {**os.environ, "HIR_CACHE_DIR": os.path.join(caches, "hir")}
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", config, mode], env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--child", config, mode],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
     if done.returncode != 0:
         sys.exit(f"{config}/{mode} child failed:\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -83,7 +108,9 @@ def main() -> None:
         print(json.dumps(child(*args.child)))
         return
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
-    print("\n| config | mode | first call (cpu s) | again | new bucket | again | set-up | new batch size | again | set-up |")
+    print(
+        "\n| config | mode | first call (cpu s) | again | new bucket | again | set-up | new batch size | again | set-up |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     setups: dict = {}
     walls: list = []
@@ -92,14 +119,19 @@ def main() -> None:
             result = run_child(config, mode)
             t = result["times"]
             setups[config, mode] = (t[2] - t[3], t[4] - t[5])
-            print(f"| {config} | {mode} | {t[0]:.2f} | {t[1]:.2f} | {t[2]:.2f} | {t[3]:.2f} | **{t[2] - t[3]:.2f}** | {t[4]:.2f} | {t[5]:.2f} | **{t[4] - t[5]:.2f}** |", flush=True)
+            print(
+                f"| {config} | {mode} | {t[0]:.2f} | {t[1]:.2f} | {t[2]:.2f} | {t[3]:.2f} | **{t[2] - t[3]:.2f}** | {t[4]:.2f} | {t[5]:.2f} | **{t[4] - t[5]:.2f}** |",
+                flush=True,
+            )
             walls.append(f"{config}/{mode} wall s: " + ", ".join(f"{w:.2f}" for w in result["walls"]))
     print("\n".join(walls))
     for config in args.configs.split(","):
         if (config, "shared") in setups and (config, "per-bucket") in setups:
             (bucket, batch), (old_bucket, old_batch) = setups[config, "shared"], setups[config, "per-bucket"]
-            print(f"{config}: set-up of a new bucket {bucket:.2f} s against {old_bucket:.2f} s per bucket ({old_bucket / max(bucket, 1e-3):.1f}x less); "
-                  f"of a new batch size {batch:.2f} s against {old_batch:.2f} s ({old_batch / max(batch, 1e-3):.1f}x less)")
+            print(
+                f"{config}: set-up of a new bucket {bucket:.2f} s against {old_bucket:.2f} s per bucket ({old_bucket / max(bucket, 1e-3):.1f}x less); "
+                f"of a new batch size {batch:.2f} s against {old_batch:.2f} s ({old_batch / max(batch, 1e-3):.1f}x less)"
+            )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -24,7 +24,9 @@ def first_rows(value: str) -> list:
     """``--first-rows``: the rows of the first section, each a key of :data:`FIRST_ROWS`."""
     rows = [row for row in value.split(",") if row]
     if set(rows) - set(FIRST_ROWS):
-        raise argparse.ArgumentTypeError(f"unknown {', '.join(sorted(set(rows) - set(FIRST_ROWS)))}; choose from {', '.join(FIRST_ROWS)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown {', '.join(sorted(set(rows) - set(FIRST_ROWS)))}; choose from {', '.join(FIRST_ROWS)}"
+        )
     return rows
 
 
@@ -84,22 +86,47 @@ def first_section(args: argparse.Namespace, clock: Clock, second: bool) -> list:
         if (second or engine in GENERATE_ENGINES) and not clock.allows(label, 60):
             continue
         caches = os.path.join(args.scratch, engine)
-        env = {**os.environ, "HIR_CACHE_DIR": os.path.join(caches, "hir"), "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor")}
-        command = [sys.executable, GENERATE_PY, "--child", engine, "--device", args.device, "--cache", str(args.cache), "--arch", args.arch,
-                   "--prompt", str(args.prompt), "--new", str(args.new)] + (["--small"] if args.small else [])
+        env = {
+            **os.environ,
+            "HIR_CACHE_DIR": os.path.join(caches, "hir"),
+            "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor"),
+        }
+        command = [
+            sys.executable,
+            GENERATE_PY,
+            "--child",
+            engine,
+            "--device",
+            args.device,
+            "--cache",
+            str(args.cache),
+            "--arch",
+            args.arch,
+            "--prompt",
+            str(args.prompt),
+            "--new",
+            str(args.new),
+        ] + (["--small"] if args.small else [])
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"  {label} FAILED:\n{done.stderr[-3000:]}", flush=True)
             continue
         result = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append({"row": label, **result})
-        print(f"  {label}: first result {result['first_result_s']:.1f} s, replaying {result['replaying_s']:.1f} s", flush=True)
+        print(
+            f"  {label}: first result {result['first_result_s']:.1f} s, replaying {result['replaying_s']:.1f} s",
+            flush=True,
+        )
     which = "on the first processes' caches" if second else "fresh process, empty caches"
-    print(f"\n| first call, decode batch 1 ({which}) | to the first result (s) | until graphs replay (s) |\n|---|---:|---:|")
+    print(
+        f"\n| first call, decode batch 1 ({which}) | to the first result (s) | until graphs replay (s) |\n|---|---:|---:|"
+    )
     for row in rows:
         print(f"| {row['row']} | {row['first_result_s']:.1f} | {row['replaying_s']:.1f} |")
     if any(engine in GENERATE_ENGINES for engine in args.first_rows):
-        print(f"generate rows: {args.prompt}-token prompt, {args.new} new tokens, greedy; 'until graphs replay': through a second call of the same prompt length")
+        print(
+            f"generate rows: {args.prompt}-token prompt, {args.new} new tokens, greedy; 'until graphs replay': through a second call of the same prompt length"
+        )
     return rows
 
 
@@ -113,9 +140,13 @@ def generate_section(model, args: argparse.Namespace, clock: Clock, batches: lis
             rows.append(generate_batch(model, args, batch, sync))
         except Exception as err:  # noqa: BLE001 - reported, the run goes on
             print(f"  generate batch {batch} FAILED: {type(err).__name__}: {str(err)[:500]}", flush=True)
-    print(f"\n| generate, {args.prompt}-token prompt, {args.new} new tokens | hir.generate tok/s | HF generate (static cache) tok/s | hir / HF | first call: hir, HF (2 calls) (s) | tokens agreeing |\n|---|---:|---:|---:|---:|---:|")
+    print(
+        f"\n| generate, {args.prompt}-token prompt, {args.new} new tokens | hir.generate tok/s | HF generate (static cache) tok/s | hir / HF | first call: hir, HF (2 calls) (s) | tokens agreeing |\n|---|---:|---:|---:|---:|---:|"
+    )
     for row in rows:
-        print(f"| batch {row['batch']} | {row['hir_tokens_per_s']:.0f} | {row['hf_tokens_per_s']:.0f} | {row['hir_tokens_per_s'] / row['hf_tokens_per_s']:.2f}x | {row['hir_first_s']:.1f}, {row['hf_first_two_s']:.1f} | {row['agree']:.0%} |")
+        print(
+            f"| batch {row['batch']} | {row['hir_tokens_per_s']:.0f} | {row['hf_tokens_per_s']:.0f} | {row['hir_tokens_per_s'] / row['hf_tokens_per_s']:.2f}x | {row['hir_first_s']:.1f}, {row['hf_first_two_s']:.1f} | {row['agree']:.0%} |"
+        )
     return rows
 
 
@@ -135,13 +166,27 @@ def generate_batch(model, args: argparse.Namespace, batch: int, sync) -> dict:
         model.generate(ids, attention_mask=torch.ones_like(ids), cache_implementation="static", **options)
     sync()
     hf_first = time.perf_counter() - start
-    new = ours[:, args.prompt:] == theirs[:, args.prompt:]
+    new = ours[:, args.prompt :] == theirs[:, args.prompt :]
     with torch.no_grad():
         t_hir = best(lambda: hir.generate(model, ids, **options), args.generate_repeat, 1, sync)
-        t_hf = best(lambda: model.generate(ids, attention_mask=torch.ones_like(ids), cache_implementation="static", **options), args.generate_repeat, 1, sync)
-    row = {"batch": batch, "hir_tokens_per_s": batch * args.new / t_hir, "hf_tokens_per_s": batch * args.new / t_hf,
-           "hir_first_s": hir_first, "hf_first_two_s": hf_first, "agree": new.float().mean().item()}
-    print(f"  generate batch {batch}: hir {row['hir_tokens_per_s']:.0f} tok/s, HF {row['hf_tokens_per_s']:.0f} tok/s", flush=True)
+        t_hf = best(
+            lambda: model.generate(ids, attention_mask=torch.ones_like(ids), cache_implementation="static", **options),
+            args.generate_repeat,
+            1,
+            sync,
+        )
+    row = {
+        "batch": batch,
+        "hir_tokens_per_s": batch * args.new / t_hir,
+        "hf_tokens_per_s": batch * args.new / t_hf,
+        "hir_first_s": hir_first,
+        "hf_first_two_s": hf_first,
+        "agree": new.float().mean().item(),
+    }
+    print(
+        f"  generate batch {batch}: hir {row['hir_tokens_per_s']:.0f} tok/s, HF {row['hf_tokens_per_s']:.0f} tok/s",
+        flush=True,
+    )
     return row
 
 
@@ -168,7 +213,14 @@ def loop_section(model, args: argparse.Namespace) -> dict:
     rows = {
         "hir: compiled decode program": lambda: loop(decode_fn),
         "HF eager: the same step (StaticCacheStep forward)": lambda: loop(hf_step),
-        "HF generate (static cache)": lambda: model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, cache_implementation="static"),
+        "HF generate (static cache)": lambda: model.generate(
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            max_new_tokens=tokens,
+            min_new_tokens=tokens,
+            do_sample=False,
+            cache_implementation="static",
+        ),
     }
     sync = sync_of(args.device)
     with torch.no_grad():

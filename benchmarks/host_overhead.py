@@ -31,6 +31,7 @@ import torch
 
 import hir
 from hir.interpreter import Program
+from host_overhead_checks import checks_rank, checks_table
 from timing import best
 
 SHAPE = (4, 4)
@@ -40,7 +41,10 @@ OPS = {
     "add": ('"hir.binary"(%a, %b, %o) {kind = "add"} : (T, T, T) -> ()', "torch.add(a, b, out=o)"),
     "mul": ('"hir.binary"(%o, %b, %o) {kind = "mul"} : (T, T, T) -> ()', "torch.mul(o, b, out=o)"),
     "set": ('"hir.set"(%a, %o) : (T, T) -> ()', "o.copy_(a)"),
-    "sum": ('"hir.reduction"(%a, %r) {kind = "sum", axes = array<i64: 1>} : (T, memref<4xf32>) -> ()', "torch.sum(a, (1,), out=r)"),
+    "sum": (
+        '"hir.reduction"(%a, %r) {kind = "sum", axes = array<i64: 1>} : (T, memref<4xf32>) -> ()',
+        "torch.sum(a, (1,), out=r)",
+    ),
     "matmul": ('"hir.matmul"(%a, %b, %o) : (T, T, T) -> ()', "torch.matmul(a, b, out=o)"),
 }
 
@@ -104,7 +108,9 @@ def main() -> None:
     p.add_argument("--ops", type=int, default=200, help="ops per straight-line program / loop trip count")
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--no-p2p", action="store_true", help="skip the 4-GPU P2P table")
-    p.add_argument("--profile", action="store_true", help="instead of the tables: cProfile the eager stream loop, hir and torch")
+    p.add_argument(
+        "--profile", action="store_true", help="instead of the tables: cProfile the eager stream loop, hir and torch"
+    )
     p.add_argument("--no-checks", action="store_true", help="skip the 2-rank Gloo header-check table")
     p.add_argument("--p2p-rank", action="store_true", help=argparse.SUPPRESS)  # a rank of the P2P table
     p.add_argument("--checks-rank", action="store_true", help=argparse.SUPPRESS)  # a rank of the checks table
@@ -121,8 +127,13 @@ def main() -> None:
     if args.profile:
         return profile_loop(dev, a, b, o, r, n, sync)
     rows = []
-    cases = [("binary add", ["add"]), ("set", ["set"]), ("reduction sum", ["sum"]), ("matmul", ["matmul"]),
-             ("mixed add/mul/set/sum/matmul", ["add", "mul", "set", "sum", "matmul"])]
+    cases = [
+        ("binary add", ["add"]),
+        ("set", ["set"]),
+        ("reduction sum", ["sum"]),
+        ("matmul", ["matmul"]),
+        ("mixed add/mul/set/sum/matmul", ["add", "mul", "set", "sum", "matmul"]),
+    ]
     for label, kinds in cases:
         text, eager = straight_line(kinds, n)
         prog = Program(hir.parse(text), device=str(dev), graph=False)
@@ -161,7 +172,10 @@ def profile_loop(dev: torch.device, a, b, o, r, n: int, sync: Callable[[], None]
 
     prog = Program(hir.parse(LOOP), device=str(dev), graph=False)
     streams = [prog.streams.get(i) for i in range(4)] if dev.type == "cuda" else None
-    for label, fn in (("hir eager", lambda: prog([a, b, o, r, n])), ("torch eager", lambda: eager_loop(a, b, o, r, n, streams))):
+    for label, fn in (
+        ("hir eager", lambda: prog([a, b, o, r, n])),
+        ("torch eager", lambda: eager_loop(a, b, o, r, n, streams)),
+    ):
         fn()
         sync()
         profile = cProfile.Profile()
@@ -232,8 +246,10 @@ def auto_rows(cases, args, a, b, o, r, sync) -> None:
         host = host_only(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
         wall = best(lambda inputs=inputs, prog=prog: prog(inputs), args.repeat, 20, sync) / n
         assert prog.graph_state.last == "replay (bound)", prog.graph_state
-        print(f"| {what} | {unit} | {walls[0] / n * 1e6:.2f} | "
-              f"{walls[1] * 1e3:.2f} | {host * 1e6:.2f} | {wall * 1e6:.2f} |")
+        print(
+            f"| {what} | {unit} | {walls[0] / n * 1e6:.2f} | "
+            f"{walls[1] * 1e3:.2f} | {host * 1e6:.2f} | {wall * 1e6:.2f} |"
+        )
 
 
 P2P_RANKS = 4
@@ -258,14 +274,25 @@ def p2p_rank() -> None:
     import torch.distributed as dist
 
     from dist_timing import bench, init_nccl  # benchmarks/dist_timing.py
-    from overlap import p2p_ag_matmul_program, p2p_matmul_rs_program  # benchmarks/overlap.py
+    from overlap_programs import p2p_ag_matmul_program, p2p_matmul_rs_program  # benchmarks/overlap_programs.py
 
     rank = init_nccl()
     D, (M, K, N) = dist.get_world_size(), (2048, 1024, 1024)
     dev, bf16 = torch.device("cuda", rank), torch.bfloat16
     cases = (
-        ("AG+matmul", p2p_ag_matmul_program, [torch.randn(1, M // D, K, device=dev, dtype=bf16), torch.randn(K, N // D, device=dev, dtype=bf16)]),
-        ("matmul+RS", p2p_matmul_rs_program, [torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16), torch.randn(1, 1, K // D, N, device=dev, dtype=bf16)]),
+        (
+            "AG+matmul",
+            p2p_ag_matmul_program,
+            [torch.randn(1, M // D, K, device=dev, dtype=bf16), torch.randn(K, N // D, device=dev, dtype=bf16)],
+        ),
+        (
+            "matmul+RS",
+            p2p_matmul_rs_program,
+            [
+                torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16),
+                torch.randn(1, 1, K // D, N, device=dev, dtype=bf16),
+            ],
+        ),
     )
     rows = []
     for name, build, inputs in cases:
@@ -286,86 +313,13 @@ def p2p_rank() -> None:
             dist.all_reduce(worst, op=dist.ReduceOp.MAX)
             rows.append((name, "eager" if mode is False else "auto", worst.item() * 1e6, ms, program.graph_state.last))
     if rank == 0:
-        print(f"chunked P2P programs ({P2P_PIPELINE}), {D} GPUs, bf16, M={M} K={K} N={N} ({torch.cuda.get_device_name()})")
+        print(
+            f"chunked P2P programs ({P2P_PIPELINE}), {D} GPUs, bf16, M={M} K={K} N={N} ({torch.cuda.get_device_name()})"
+        )
         print("| program | graph | host per call (us) | wall per call (ms) | last call |")
         print("|---|---|---:|---:|---|")
         for name, mode, host_us, ms, last in rows:
             print(f"| {name} | {mode} | {host_us:.1f} | {ms:.3f} | {last} |")
-    dist.destroy_process_group()
-
-
-CHECK_RANKS = 2
-CHECK_CALLS = 50  # collectives per program (each waited on at once)
-CHECK_CASES = (("allreduce", [16]), ("allreduce", [65536]), ("allgather", [16]))
-
-
-def checks_table(repeat: int) -> None:
-    """Run :func:`checks_rank` on 2 Gloo ranks and print rank 0's table."""
-    from hir.tools.launch import launch
-
-    result = launch(CHECK_RANKS, [sys.executable, os.path.abspath(__file__), "--checks-rank", "--repeat", str(repeat)], timeout_s=600,
-                    env=dict(os.environ, HIR_DEVICE="cpu"))
-    print()
-    sys.stdout.write(result.ranks[0].stdout)
-    if result.returncode:
-        failed = result.ranks[result.first_failure] if result.first_failure is not None else result.ranks[0]
-        print(f"checks table failed (rank {failed.rank}, exit {result.returncode}): {failed.stderr.strip()[-2000:]}")
-
-
-def collective_program(kind: str, n: int, world: int) -> str:
-    """``CHECK_CALLS`` collectives of f32[n] per rank, each waited on at once."""
-    shard = f"#hir.shard<array<i64: {', '.join(map(str, range(world)))}>, 0 : i64>"
-    tin = f"memref<{world}x{n}xf32, {shard}>"
-    tout = f"memref<{n}xf32>" if kind == "allreduce" else f"memref<{world}x{n}xf32>"
-    extra = ', reduction = "sum"' if kind == "allreduce" else ""
-    team = f"array<i64: {', '.join(map(str, range(world)))}>"
-    op = (f'  %w{{i}} = "hir.{kind}"(%x, %y) {{{{axis = 0 : i64, backend = '
-          f'"gloo"{extra}, team = {team}}}}} : ({tin}, {tout}) -> !hir.work\n'
-          f'  "hir.wait"(%w{{i}}) : (!hir.work) -> ()\n')
-    body = "".join(op.format(i=i) for i in range(CHECK_CALLS))
-    return f"func.func @main(%x: {tin}, %y: {tout}) {{\n{body}  return\n}}\n"
-
-
-def checks_rank(repeat: int) -> None:
-    """One rank of the checks table: each collective program compiled with the header
-    exchange off and on, timed in turns (best of ``repeat``), the slowest rank's time."""
-    import torch.distributed as dist
-
-    from hir.interpreter.backends.headers import CHECK_ENV
-
-    dist.init_process_group("gloo")
-    world = dist.get_world_size()
-    rows = []
-    for kind, (n,) in CHECK_CASES:
-        x = torch.randn(1, n)
-        y = torch.empty(n) if kind == "allreduce" else torch.empty(world, n)
-        programs = {}
-        for check in ("0", "1"):
-            os.environ[CHECK_ENV] = check  # read when the program is compiled
-            programs[check] = Program(hir.parse(collective_program(kind, n, world)), device="cpu", graph=False)
-        # Gloo sets up a collective's first use of a size: paid here, not by the first timed call
-        warm = torch.empty(world, n)
-        dist.all_reduce(warm[0]) if kind == "allreduce" else dist.all_gather(list(warm), x[0])
-        times = {check: [] for check in programs}
-        for _ in range(repeat):
-            for check, program in programs.items():
-                dist.barrier()
-                start = time.perf_counter()
-                program([x, y])
-                times[check].append((time.perf_counter() - start) / CHECK_CALLS)
-        # the first call of the checked program verifies (a header per collective)
-        got = torch.tensor([min(times["0"]), min(times["1"]), times["0"][0], times["1"][0]], dtype=torch.float64)
-        dist.all_reduce(got, op=dist.ReduceOp.MAX)
-        rows.append((f"{kind} f32[{n}]", *got.tolist()))
-    if dist.get_rank() == 0:
-        print(f"Gloo collectives on {world} CPU ranks, {CHECK_CALLS} a "
-              f"call, each waited on at once; best of {repeat}, slowest rank")
-        print("| collective | unchecked (us) | checked (us) | check cost "
-              "| first call: unchecked (us) | first call: checked (us) |")
-        print("|---|---:|---:|---:|---:|---:|")
-        for label, off, on, first_off, first_on in rows:
-            print(f"| {label} | {off * 1e6:.1f} | {on * 1e6:.1f} | {(on - off) / off * 100:+.0f}% "
-                  f"| {first_off * 1e6:.1f} | {first_on * 1e6:.1f} |")
     dist.destroy_process_group()
 
 

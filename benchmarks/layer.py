@@ -44,10 +44,9 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 import hir
-from block import LLAMA, make
+from block import make
 from dist_timing import (
     add_emit_run_arguments,
     bench_in_turns,
@@ -60,6 +59,14 @@ from dist_timing import (
 )
 from hir.interpreter import local_arguments
 from hir.interpreter.backends.process_groups import shutdown
+from layer_baselines import (
+    Hand,
+    async_tp,
+    dtensor_forward,
+    llama_block,
+    nccl_gather,
+    nccl_scatter,
+)
 from overlap import hir_callable
 from timing import TOLERANCES, Verdicts, worst
 
@@ -70,21 +77,20 @@ SIZES = {
 }
 
 
-def _llama():
-    """test/Frontend/Inputs/llama_block.py as a module (its TP plan and placements)."""
-    import runpy
-
-    return runpy.run_path(LLAMA)
-
-
 def case(config: dict) -> dict:
     """block.py's case for ``config``: batch 1 (the SP forms split the sequence axis)."""
-    return {"kind": "llama", "shape": [1, config["seq"], config["d_model"]], "heads": config["heads"],
-            "kv_heads": config["kv_heads"], "hidden": config["hidden"], "dtype": config["dtype"]}
+    return {
+        "kind": "llama",
+        "shape": [1, config["seq"], config["d_model"]],
+        "heads": config["heads"],
+        "kv_heads": config["kv_heads"],
+        "hidden": config["hidden"],
+        "dtype": config["dtype"],
+    }
 
 
 def placements(sequence: bool) -> dict:
-    return _llama()["sp_placements" if sequence else "tp_placements"]()
+    return llama_block()["sp_placements" if sequence else "tp_placements"]()
 
 
 def emit(args: argparse.Namespace) -> None:
@@ -92,7 +98,9 @@ def emit(args: argparse.Namespace) -> None:
     for world in (int(w) for w in args.worlds.split(",")):
         config = {**SIZES["small" if args.small else "default"], "dtype": "bf16", "world": world}
         if config["kv_heads"] % world or config["hidden"] % world:
-            raise SystemExit(f"error: {world} ranks do not divide {config['kv_heads']} k/v heads and hidden {config['hidden']}")
+            raise SystemExit(
+                f"error: {world} ranks do not divide {config['kv_heads']} k/v heads and hidden {config['hidden']}"
+            )
         model, x = make(case(config), torch.device("cpu"))
         config["collectives"] = {}
         for form in ("tp", "sp"):
@@ -104,119 +112,6 @@ def emit(args: argparse.Namespace) -> None:
         with open(os.path.join(args.emit, f"config_w{world}.json"), "w") as f:
             json.dump(config, f)
         print(f"wrote {args.emit}/{{tp,sp}}_w{world}.mlir: {config}", flush=True)
-
-
-class Hand:
-    """The block's math on this rank's heads and MLP columns, written with torch ops; the
-    callers put the collectives around :meth:`attention` and :meth:`mlp` (partial sums)."""
-
-    def __init__(self, weights: dict, config: dict, world: int) -> None:
-        self.w = weights
-        self.heads, self.kv_heads = config["heads"] // world, config["kv_heads"] // world
-        self.head_dim = config["d_model"] // config["heads"]
-
-    def norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        return F.rms_norm(x, (x.shape[-1],), self.w[f"{name}.weight"], eps=1e-6)
-
-    def attention(self, h: torch.Tensor) -> torch.Tensor:
-        b, s, _ = h.shape
-        q, k, v = (F.linear(h, self.w[f"{n}.weight"]).view(b, s, -1, self.head_dim).transpose(1, 2) for n in "qkv")
-        cos, sin = self.w["cos"], self.w["sin"]
-        half = self.head_dim // 2
-        q, k = (t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin for t in (q, k))
-        groups = self.heads // self.kv_heads
-        k, v = (t[:, :, None].expand(b, self.kv_heads, groups, s, self.head_dim).reshape(b, self.heads, s, self.head_dim) for t in (k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return F.linear(y.transpose(1, 2).reshape(b, s, -1), self.w["o.weight"])
-
-    def mlp(self, h: torch.Tensor) -> torch.Tensor:
-        return F.linear(F.silu(F.linear(h, self.w["gate.weight"])) * F.linear(h, self.w["up.weight"]), self.w["down.weight"])
-
-    def tp(self, x: torch.Tensor) -> torch.Tensor:
-        a = self.attention(self.norm(x, "norm1"))
-        dist.all_reduce(a)
-        y = x + a
-        m = self.mlp(self.norm(y, "norm2"))
-        dist.all_reduce(m)
-        return y + m
-
-    def sp(self, x: torch.Tensor, gather: Callable, scatter: Callable) -> torch.Tensor:
-        y = x + scatter(self.attention(gather(self.norm(x, "norm1"))))
-        return y + scatter(self.mlp(gather(self.norm(y, "norm2"))))
-
-
-def nccl_gather(h: torch.Tensor) -> torch.Tensor:
-    """All tokens of ``h`` [1, s/N, d] (``all_gather_into_tensor``)."""
-    out = h.new_empty(h.shape[0], h.shape[1] * dist.get_world_size(), h.shape[2])
-    dist.all_gather_into_tensor(out.view(-1, h.shape[2]), h.reshape(-1, h.shape[2]))
-    return out
-
-
-def nccl_scatter(p: torch.Tensor) -> torch.Tensor:
-    """This rank's tokens of the sum of every rank's ``p`` [1, s, d] (``reduce_scatter_tensor``)."""
-    out = p.new_empty(p.shape[0], p.shape[1] // dist.get_world_size(), p.shape[2])
-    dist.reduce_scatter_tensor(out.view(-1, p.shape[2]), p.reshape(-1, p.shape[2]))
-    return out
-
-
-def functional_gather(h: torch.Tensor) -> torch.Tensor:
-    from torch.distributed import _functional_collectives as funcol
-
-    return funcol.all_gather_tensor(h.reshape(-1, h.shape[2]), 0, dist.group.WORLD).view(h.shape[0], -1, h.shape[2])
-
-
-def functional_scatter(p: torch.Tensor) -> torch.Tensor:
-    from torch.distributed import _functional_collectives as funcol
-
-    return funcol.reduce_scatter_tensor(p.reshape(-1, p.shape[2]), "sum", 0, dist.group.WORLD).view(p.shape[0], -1, p.shape[2])
-
-
-def dtensor_forward(model: torch.nn.Module, sequence: bool, world: int, x: torch.Tensor) -> Callable[[], torch.Tensor]:
-    """The forward of a copy of ``model`` under ``parallelize_module`` on this rank's input
-    ``x``: llama_block.py's TP plan; the SP plan adds SequenceParallel norms whose outputs
-    are gathered once (one all-gather for q/k/v, one for gate/up) and o/down scattering
-    tokens, the block taking and giving DTensors split on tokens (its forward reads the
-    global sequence length from its input). Heads per rank as torchtitan sets them."""
-    from torch.distributed.tensor import DeviceMesh, DTensor, Replicate, Shard
-    from torch.distributed.tensor.parallel import (
-        PrepareModuleOutput,
-        RowwiseParallel,
-        SequenceParallel,
-        parallelize_module,
-    )
-
-    mesh = DeviceMesh(x.device.type, list(range(world)))
-    plan = _llama()["tp_plan"]()
-    norms = ("norm1", "norm2")
-    if sequence:
-        plan |= {n: SequenceParallel() for n in norms} | {n: RowwiseParallel(output_layouts=Shard(1), use_local_output=False) for n in ("o", "down")}
-    block = parallelize_module(copy.deepcopy(model), mesh, plan)
-    block.heads, block.kv_heads = block.heads // world, block.kv_heads // world
-    if not sequence:
-        return lambda: block(x)
-    # A second style on the norms, one that distributes nothing: a hook gathering their output.
-    parallelize_module(block, mesh, {n: PrepareModuleOutput(output_layouts=Shard(1), desired_output_layouts=Replicate()) for n in norms})
-    return lambda: block(DTensor.from_local(x, mesh, [Shard(1)], run_check=False)).to_local()
-
-
-def async_tp(hand: Hand, x: torch.Tensor, dev: torch.device) -> tuple[Callable, str]:
-    """The functional-collective SP compiled with inductor's micro-pipeline TP (async-TP) and
-    a note on the fusions it made (the generated code's fused symmetric-memory ops)."""
-    from torch._inductor.utils import run_and_get_code
-
-    if dev.type == "cuda":
-        import torch.distributed._symmetric_memory as symm_mem
-
-        with warnings.catch_warnings():  # a deprecated no-op in newer torch, needed in older
-            warnings.simplefilter("ignore")
-            symm_mem.enable_symm_mem_for_group(dist.group.WORLD.group_name)
-    compiled = torch.compile(lambda t: hand.sp(t, functional_gather, functional_scatter), fullgraph=True)
-    with torch._inductor.config.patch(_micro_pipeline_tp=dev.type == "cuda"):  # needs symmetric memory (CUDA)
-        _, code = run_and_get_code(compiled, x)
-    source = "\n".join(code)
-    fused = (f"fused: {source.count('fused_all_gather_matmul')} AG+matmul,"
-             f" {source.count('fused_matmul_reduce_scatter')} matmul+RS")
-    return (lambda: compiled(x)), fused
 
 
 @dataclass
@@ -265,7 +160,10 @@ def run(args: argparse.Namespace) -> int:
     with torch.no_grad():
         full = copy.deepcopy(model).float()(x.float())
     state = model.state_dict()
-    local = {form: local_arguments(hir.parse(texts[form], f"{form}.mlir"), list(state.values()) + [x], rank) for form in texts}
+    local = {
+        form: local_arguments(hir.parse(texts[form], f"{form}.mlir"), list(state.values()) + [x], rank)
+        for form in texts
+    }
     hand = Hand(dict(zip(state, local["tp"])), config, world)
     x_tokens = local["sp"][-1]
     references = {"tp": full, "sp": full.chunk(world, 1)[rank]}
@@ -273,21 +171,53 @@ def run(args: argparse.Namespace) -> int:
     rows: list[tuple[str, str, bool, Callable[[], Callable | None] | None]] = [  # (label, form, hand-written, build)
         ("torch TP, hand-written (all_reduce after attention and MLP)", "tp", True, lambda: lambda: hand.tp(x)),
         ("torch TP, hand-written, CUDA graph", "tp", True, lambda: graphed(lambda: hand.tp(x)) if cuda else None),
-        ("torch SP, hand-written (all_gather_into_tensor, reduce_scatter_tensor)", "sp", True, lambda: lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter)),
-        ("torch SP, hand-written, CUDA graph", "sp", True, lambda: graphed(lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter)) if cuda else None),
+        (
+            "torch SP, hand-written (all_gather_into_tensor, reduce_scatter_tensor)",
+            "sp",
+            True,
+            lambda: lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter),
+        ),
+        (
+            "torch SP, hand-written, CUDA graph",
+            "sp",
+            True,
+            lambda: graphed(lambda: hand.sp(x_tokens, nccl_gather, nccl_scatter)) if cuda else None,
+        ),
         ("DTensor parallelize_module, TP plan", "tp", False, lambda: dtensor_forward(model, False, world, x)),
-        ("DTensor parallelize_module, SP plan (SequenceParallel)", "sp", False, lambda: dtensor_forward(model, True, world, x_tokens)),
+        (
+            "DTensor parallelize_module, SP plan (SequenceParallel)",
+            "sp",
+            False,
+            lambda: dtensor_forward(model, True, world, x_tokens),
+        ),
     ]
     # Built in this order (the rows the targets name first; --budget may leave the last unbuilt).
     for form in ("tp", "sp"):
-        rows.append((f"hir {form.upper()} default [{WHOLE}] (graph=auto)", form, False, lambda form=form: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), WHOLE, local[form], dev, "auto")))
+        rows.append(
+            (
+                f"hir {form.upper()} default [{WHOLE}] (graph=auto)",
+                form,
+                False,
+                lambda form=form: hir_callable(
+                    lambda: hir.parse(texts[form], f"{form}.mlir"), WHOLE, local[form], dev, "auto"
+                ),
+            )
+        )
     rows.append(("torch.compile async-TP (SP, _micro_pipeline_tp)", "sp", False, None))
     # On CUDA each form's overlap program runs eagerly first, then as a graph: a failure in
     # only the graph row is the capture's (issue 39's SP illegal access), in both the ops'.
     for form in ("tp", "sp"):
         for graph in (False, True) if cuda else (False,):
-            rows.append((f"hir {form.upper()} [hir-lower-overlap] ({'CUDA graph' if graph else 'eager'})", form, False,
-                         lambda form=form, graph=graph: hir_callable(lambda: hir.parse(texts[form], f"{form}.mlir"), "hir-lower-overlap", local[form], dev, graph)))
+            rows.append(
+                (
+                    f"hir {form.upper()} [hir-lower-overlap] ({'CUDA graph' if graph else 'eager'})",
+                    form,
+                    False,
+                    lambda form=form, graph=graph: hir_callable(
+                        lambda: hir.parse(texts[form], f"{form}.mlir"), "hir-lower-overlap", local[form], dev, graph
+                    ),
+                )
+            )
     rows = selected(rows, args.rows)
     results = []
     with torch.no_grad():
@@ -320,32 +250,55 @@ def run(args: argparse.Namespace) -> int:
         timed = [r for r in results if r.fn is not None]
         for r, ms in zip(timed, bench_in_turns([r.fn for r in timed], rounds=args.rounds, iters=args.iters)):
             r.ms = ms
-            r.error = worst(r.error, relerr(r.fn(), references[r.form]))  # after the timed calls too: a race shows in either
+            r.error = worst(
+                r.error, relerr(r.fn(), references[r.form])
+            )  # after the timed calls too: a race shows in either
     verdicts = Verdicts(TOLERANCES[config["dtype"]])
     verdicts.table = f"layer, {world} rank(s)"
     base = min((r.ms for r in timed if r.handwritten and r.error <= verdicts.tolerance), default=None)
     if rank == 0:
         name = torch.cuda.get_device_name() if cuda else "CPU, Gloo"
-        print(f"\nLLaMA layer forward, {world} rank(s), {config['dtype']}, tokens "
-              f"{config['seq']}, d_model {config['d_model']}, heads {config['heads']} "
-              f"(k/v {config['kv_heads']}), hidden {config['hidden']} ({name},"
-              f" torch {torch.__version__}); best of {args.rounds} rounds")
+        print(
+            f"\nLLaMA layer forward, {world} rank(s), {config['dtype']}, tokens "
+            f"{config['seq']}, d_model {config['d_model']}, heads {config['heads']} "
+            f"(k/v {config['kv_heads']}), hidden {config['hidden']} ({name},"
+            f" torch {torch.__version__}); best of {args.rounds} rounds"
+        )
         print("| row | ms | x best hand-written | rel. error |\n|---|---:|---:|---:|")
     verdicts.print_rows([(r.label, r.ms, r.error, r.why) for r in results], base, show=rank == 0)
     counts = config.get("collectives")  # recorded by --emit
     if rank == 0 and counts:  # hand-written and DTensor: TP 2 all-reduces, SP 2 all-gathers + 2 reduce-scatters
-        print("hir's collectives (hir-lower, imported here): " + "; ".join(
-            f"{form.upper()} " + ", ".join(f"{n} {kind}" for kind, n in counts[form].items()) for form in ("tp", "sp")), flush=True)
+        print(
+            "hir's collectives (hir-lower, imported here): "
+            + "; ".join(
+                f"{form.upper()} " + ", ".join(f"{n} {kind}" for kind, n in counts[form].items())
+                for form in ("tp", "sp")
+            ),
+            flush=True,
+        )
     if rank == 0:
-        print("set-up s (build + first call: imports, lowering, compiles, captures; rank 0): " + ", ".join(f"{r.label.split(' (')[0]} {r.setup_s:.1f}" for r in results), flush=True)
+        print(
+            "set-up s (build + first call: imports, lowering, compiles, captures; rank 0): "
+            + ", ".join(f"{r.label.split(' (')[0]} {r.setup_s:.1f}" for r in results),
+            flush=True,
+        )
     shutdown()  # hir's team groups first, then the default group
     return verdicts.finish(show=rank == 0)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_emit_run_arguments(p, emits="DIR/{tp,sp}_w<N>.mlir + config_w<N>.json", runs="DIR's modules", small="the small sizes",
-                           rounds=5, iters=10, iters_help="timed calls per row and round (the median counts)", budget=300, timeout=420)
+    add_emit_run_arguments(
+        p,
+        emits="DIR/{tp,sp}_w<N>.mlir + config_w<N>.json",
+        runs="DIR's modules",
+        small="the small sizes",
+        rounds=5,
+        iters=10,
+        iters_help="timed calls per row and round (the median counts)",
+        budget=300,
+        timeout=420,
+    )
     return emit_or_run(p, emit, run)
 
 

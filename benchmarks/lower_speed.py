@@ -69,7 +69,9 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-hir-opt", action="store_true")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="wall time (default) or CPU time of the process")
+    parser.add_argument(
+        "--clock", choices=("wall", "cpu"), default="wall", help="wall time (default) or CPU time of the process"
+    )
     args = parser.parse_args()
     global CLOCK
     CLOCK = cpu_seconds if args.clock == "cpu" else time.perf_counter
@@ -98,13 +100,19 @@ def main() -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
             f.write(text)
         try:
+
             def cli() -> None:
-                subprocess.run(["hir-opt", f.name, f"--pass-pipeline=builtin.module({PIPELINE})", "-o", os.devnull], check=True)
+                subprocess.run(
+                    ["hir-opt", f.name, f"--pass-pipeline=builtin.module({PIPELINE})", "-o", os.devnull], check=True
+                )
+
             rows.append((f"hir-opt --pass-pipeline={PIPELINE} (process)", best(cli, args.repeat)))
         finally:
             os.unlink(f.name)
-    print(f"hir-lower speed: {n_ops} input ops -> ~{out_ops} output lines, "
-          f"best of {args.repeat}, {os.cpu_count()} cores, {args.clock} clock")
+    print(
+        f"hir-lower speed: {n_ops} input ops -> ~{out_ops} output lines, "
+        f"best of {args.repeat}, {os.cpu_count()} cores, {args.clock} clock"
+    )
     parse_time = rows[0][1]
     print(f"{'step':<58} {'seconds':>8} {'x parse':>8}")
     for name, seconds in rows:

@@ -30,7 +30,7 @@ def layer(i: int, x: str) -> tuple[list[str], list[str], str]:
     body = [
         f"%l{i} = memref.alloc() : {T}",
         f'"hir.linear"({x}, {w}, %l{i}, {b}) {{operandSegmentSizes = array<i32: '
-        f'1, 1, 1, 1>}} : ({T}, memref<64x64xf32>, {T}, memref<64xf32>) -> ()',
+        f"1, 1, 1, 1>}} : ({T}, memref<64x64xf32>, {T}, memref<64xf32>) -> ()",
         f"%s{i} = memref.alloc() : {T}",
         f"call @segment_{i}(%l{i}, %s{i}) : ({T}, {T}) -> ()",
         f"%r{i} = memref.alloc() : {T}",
@@ -45,11 +45,11 @@ def layer(i: int, x: str) -> tuple[list[str], list[str], str]:
         f'  "hir.binary"(%arg0, %arg0, %t) {{kind = "mul", stream_axis = 0 : i64}} : ({T}, {T}, {T}) -> ()',
         "  scf.for %j = %c0 to %c4 step %c1 {",
         f'    %row = "hir.alias_select"(%t, %j) {{axis = 0 : i64}} '
-        f': ({T}, index) -> memref<64xf32, strided<[1], offset: ?>>',
+        f": ({T}, index) -> memref<64xf32, strided<[1], offset: ?>>",
         f'    %out = "hir.alias_select"(%arg1, %j) {{axis = 0 : i64}} '
-        f': ({T}, index) -> memref<64xf32, strided<[1], offset: ?>>',
+        f": ({T}, index) -> memref<64xf32, strided<[1], offset: ?>>",
         '    "hir.set"(%row, %out) : (memref<64xf32, strided<[1], '
-        'offset: ?>>, memref<64xf32, strided<[1], offset: ?>>) -> ()',
+        "offset: ?>>, memref<64xf32, strided<[1], offset: ?>>) -> ()",
         "  }",
         f"  memref.dealloc %t : {T}",
         "  return",
@@ -63,14 +63,19 @@ def generate(megabytes: float) -> str:
     body, segments, params, x, size, i = [], [], [], "%x", 0, 0
     while size < megabytes * 1e6:
         lines, segment, x = layer(i, x)
-        params += [f"%arg{2 * i}: memref<64x64xf32> {{hir.parameter, hir.weight = \"layers.{i}.weight\"}}",
-                   f"%arg{2 * i + 1}: memref<64xf32> {{hir.parameter, hir.weight = \"layers.{i}.bias\"}}"]
+        params += [
+            f'%arg{2 * i}: memref<64x64xf32> {{hir.parameter, hir.weight = "layers.{i}.weight"}}',
+            f'%arg{2 * i + 1}: memref<64xf32> {{hir.parameter, hir.weight = "layers.{i}.bias"}}',
+        ]
         body += lines
         segments += segment
         size += sum(len(line) + 5 for line in lines + segment) + len(params[-1]) + len(params[-2])
         i += 1
-    main = (f"func.func @main({', '.join(params)}, %x: {T}) -> {T} {{\n    "
-            + "\n    ".join(body) + f"\n    return {x} : {T}\n  }}")
+    main = (
+        f"func.func @main({', '.join(params)}, %x: {T}) -> {T} {{\n    "
+        + "\n    ".join(body)
+        + f"\n    return {x} : {T}\n  }}"
+    )
     return "module {\n  " + main + "\n  " + "\n  ".join(segments) + "\n}\n"
 
 
@@ -99,8 +104,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="5,20,50", help="module sizes in MB, comma-separated (default 5,20,50)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each tool per size; the best counts (default 1)")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="wall time, or CPU time of each process (default wall)")
-    parser.add_argument("--keep", metavar="DIR", help="write the generated modules to DIR (default: a temporary folder)")
+    parser.add_argument(
+        "--clock", choices=("wall", "cpu"), default="wall", help="wall time, or CPU time of each process (default wall)"
+    )
+    parser.add_argument(
+        "--keep", metavar="DIR", help="write the generated modules to DIR (default: a temporary folder)"
+    )
     args = parser.parse_args()
     upstream = shutil.which("torch-mlir-opt")
     hir_opt = [sys.executable, "-m", "hir.tools.opt"]
@@ -119,7 +128,9 @@ def main() -> None:
                 f.write(text)
             ops = text.count("\n") - text.count("}\n")
             ours = timed(hir_opt + [path], args.repeat, args.clock)
-            theirs = timed([upstream, f"--irdl-file={irdl}", path], args.repeat, args.clock) if upstream else float("nan")
+            theirs = (
+                timed([upstream, f"--irdl-file={irdl}", path], args.repeat, args.clock) if upstream else float("nan")
+            )
             print(f"| {len(text) / 1e6:.1f} | {ops} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f}x |", flush=True)
     finally:
         if not args.keep:

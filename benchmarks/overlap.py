@@ -32,7 +32,6 @@ import torch.distributed as dist
 
 import hir
 from dist_timing import bench, init_nccl, on_streams, relerr, turns  # benchmarks/dist_timing.py
-from hir.builder import Builder, Shard
 from hir.interpreter import compile as compile_program
 from hir.interpreter.backends.process_groups import shutdown
 from overlap_bounds import (  # benchmarks/overlap_bounds.py
@@ -43,54 +42,15 @@ from overlap_bounds import (  # benchmarks/overlap_bounds.py
     slot_sum_alone,
     symmetric,
 )
+from overlap_programs import ag_matmul_program, matmul_rs_program, p2p_ag_matmul_program, p2p_matmul_rs_program
 from timing import TOLERANCES, Row, Verdicts, worst
 
 P2P = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline,hir-lower"
 
 
-def ag_matmul_program(S: int, D: int, M: int, K: int, N: int):
-    mesh = list(range(D))
-    b = Builder()
-    a = b.input([S, D, M // (S * D), K], "bf16", sharding=Shard(mesh, 1))
-    w = b.input([K, N], "bf16", sharding=Shard(mesh, 1))
-    a_full = b.set(a, sharding=Shard(mesh), stream_axis=0)
-    b.output(b.matmul(a_full, w, sharding=Shard(mesh, 3), stream_axis=0))
-    return b.finish()
-
-
-def matmul_rs_program(S: int, D: int, M: int, K: int, N: int):
-    mesh = list(range(D))
-    b = Builder()
-    a = b.input([S, D, M // S, K // D], "bf16", sharding=Shard(mesh, 1))
-    w = b.input([1, D, K // D, N], "bf16", sharding=Shard(mesh, 1))
-    partial = b.matmul(a, w, sharding=Shard(mesh, 1), stream_axis=0)
-    b.output(b.sum(partial, [1], sharding=Shard(mesh, 1), stream_axis=0))
-    return b.finish()
-
-
-def p2p_ag_matmul_program(D: int, M: int, K: int, N: int):
-    """The P2P form: the stream axis is the device axis (one step per peer shard)."""
-    mesh = list(range(D))
-    b = Builder()
-    a = b.input([D, M // D, K], "bf16", sharding=Shard(mesh, 0))
-    w = b.input([K, N], "bf16", sharding=Shard(mesh, 1))
-    a_full = b.set(a, sharding=Shard(mesh), stream_axis=0)
-    b.output(b.matmul(a_full, w, sharding=Shard(mesh, 2), stream_axis=0))
-    return b.finish()
-
-
-def p2p_matmul_rs_program(D: int, M: int, K: int, N: int):
-    """The P2P form: the reduce-scatter's scattered axis (M) is the stream axis."""
-    mesh = list(range(D))
-    b = Builder()
-    a = b.input([D, D, M // D, K // D], "bf16", sharding=Shard(mesh, 1))
-    w = b.input([1, D, K // D, N], "bf16", sharding=Shard(mesh, 1))
-    partial = b.matmul(a, w, sharding=Shard(mesh, 1), stream_axis=0)
-    b.output(b.sum(partial, [1], sharding=Shard(mesh, 0), stream_axis=0))
-    return b.finish()
-
-
-def hir_callable(build, pipeline: str, inputs: list, device: torch.device, graph: bool | str) -> Callable[[], torch.Tensor]:
+def hir_callable(
+    build, pipeline: str, inputs: list, device: torch.device, graph: bool | str
+) -> Callable[[], torch.Tensor]:
     """The module ``build()`` gives, lowered by ``pipeline`` and compiled for ``device``; a
     function running it that returns its first output. A graph program (``graph=True``)
     runs on the graph's own static input buffers (a replay copies no inputs) and returns its
@@ -98,7 +58,9 @@ def hir_callable(build, pipeline: str, inputs: list, device: torch.device, graph
     module = build()
     hir.lower(module, pipeline)
     static = graph is True
-    program = compile_program(module, device=str(device), graph=graph, static_outputs=static)  # pool: the IR's hir.num_streams, else 4
+    program = compile_program(
+        module, device=str(device), graph=graph, static_outputs=static
+    )  # pool: the IR's hir.num_streams, else 4
     program(inputs)
     args = program.graph.static_inputs if static else inputs
     return lambda: program(args)[0]
@@ -114,7 +76,9 @@ def not_available(label: str, err: Exception) -> Row:
     return (label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:90] if str(err) else ''}")
 
 
-def candidate(label: str, build: Callable[[], Callable[[], torch.Tensor | None]], reference: torch.Tensor | None) -> Candidate | Row:
+def candidate(
+    label: str, build: Callable[[], Callable[[], torch.Tensor | None]], reference: torch.Tensor | None
+) -> Candidate | Row:
     """A row to time: the function ``build()`` gives, called once here; its n/a row when it
     cannot be built or run (an API this torch lacks, a size it rejects)."""
     try:
@@ -137,7 +101,10 @@ def in_turns(items: list[Candidate | Row], rounds: int = 5) -> list[Row]:
     for r, i in turns(len(candidates), rounds):
         _, fn, reference = candidates[i]
         last: list = []
-        best[i] = min(best[i], bench(lambda fn=fn, last=last: last.__setitem__(slice(None), [fn()]), warm=3 if r == 0 else 1, iters=10))
+        best[i] = min(
+            best[i],
+            bench(lambda fn=fn, last=last: last.__setitem__(slice(None), [fn()]), warm=3 if r == 0 else 1, iters=10),
+        )
         if r == rounds - 1 and reference is not None:
             errors[i] = worst(errors[i], relerr(last[0], reference))
     timed = iter(zip(best, errors))
@@ -153,7 +120,9 @@ def hir_candidates(build, pipelines, inputs, reference, graph: bool, tag: str = 
         for mode in ("eager", "graph") if graph else ("eager",):
             label = f"hir{tag} [{pipeline}]" + (" (CUDA graph)" if mode == "graph" else "")
             try:
-                items.append((label, hir_callable(build, pipeline, inputs, reference.device, mode == "graph"), reference))
+                items.append(
+                    (label, hir_callable(build, pipeline, inputs, reference.device, mode == "graph"), reference)
+                )
             except Exception as err:  # a pipeline this build cannot lower or run: say why
                 items.append(not_available(label, err))
     return items
@@ -171,7 +140,7 @@ def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
     gathered = [torch.empty_like(a_local) for _ in range(D)]
     dist.all_gather(gathered, a_local)
     a_ref = torch.cat(gathered, 1)
-    reference = (a_ref.float() @ b_local.float())
+    reference = a_ref.float() @ b_local.float()
     out = torch.empty(S, D, M // (S * D), N // D, device=dev, dtype=bf16)
     flat_local = a_local.reshape(-1, K).contiguous()
     flat_full = torch.empty(D * flat_local.shape[0], K, device=dev, dtype=bf16)
@@ -184,17 +153,33 @@ def ag_matmul(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
         dist.all_gather_into_tensor(a_full[i].view(-1), a_local[i].view(-1))
         torch.matmul(a_full[i], b_local, out=out[i])
 
-    rows = [("NCCL all-gather alone", lambda: dist.all_gather_into_tensor(flat_full, flat_local), None), ("matmul alone", lambda: torch.matmul(a_full, b_local, out=out), None),
-            ("sequential AG -> matmul", sequential, None),
-            (f"NCCL AG -> matmul in {S} stream chunks (hand; hir's whole form)", _returning(on_streams(chunk, S, _streams(S)), out), reference)]
+    rows = [
+        ("NCCL all-gather alone", lambda: dist.all_gather_into_tensor(flat_full, flat_local), None),
+        ("matmul alone", lambda: torch.matmul(a_full, b_local, out=out), None),
+        ("sequential AG -> matmul", sequential, None),
+        (
+            f"NCCL AG -> matmul in {S} stream chunks (hand; hir's whole form)",
+            _returning(on_streams(chunk, S, _streams(S)), out),
+            reference,
+        ),
+    ]
     # P2P form (also the anchors'): rank r's rows are the r-th block of the gathered A.
     blocks = torch.stack([g.reshape(M // D, K) for g in gathered])
     p2p_ref = blocks.float() @ b_local.float()
     rows.append(_copy_engine_anchor(a_local.reshape(M // D, K), b_local, reference=p2p_ref))
     rows += _bound_rows(lambda: ag_matmul_bounds(a_local.reshape(M // D, K), blocks, b_local), p2p_ref)
-    rows.append(_fused("torch fused_all_gather_matmul", lambda sym, g: torch.ops.symm_mem.fused_all_gather_matmul(sym, [b_local], gather_dim=0, group_name=g)[1][0], flat_local, p2p_ref.reshape(M, -1)))
+    rows.append(
+        _fused(
+            "torch fused_all_gather_matmul",
+            lambda sym, g: torch.ops.symm_mem.fused_all_gather_matmul(sym, [b_local], gather_dim=0, group_name=g)[1][0],
+            flat_local,
+            p2p_ref.reshape(M, -1),
+        )
+    )
     rows += hir_candidates(lambda: ag_matmul_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, graph)
-    rows += hir_candidates(lambda: p2p_ag_matmul_program(D, M, K, N), p2p, [a_local.reshape(1, M // D, K), b_local], p2p_ref, graph, " P2P")
+    rows += hir_candidates(
+        lambda: p2p_ag_matmul_program(D, M, K, N), p2p, [a_local.reshape(1, M // D, K), b_local], p2p_ref, graph, " P2P"
+    )
     return rows
 
 
@@ -222,11 +207,27 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
         torch.matmul(a_local[i], b_local[0], out=partial[i])
         dist.reduce_scatter_tensor(shard_parts[i], partial[i].view(-1))
 
-    rows = [("NCCL reduce-scatter alone", lambda: dist.reduce_scatter_tensor(shard, flat), None), ("matmul alone", lambda: torch.matmul(a_local, b_local, out=partial), None),
-            ("sequential matmul -> RS", sequential, None),
-            (f"NCCL matmul -> RS in {S} stream chunks (hand; hir's whole form)", _returning(on_streams(chunk, S, _streams(S)), shard_parts), reference)]
+    rows = [
+        ("NCCL reduce-scatter alone", lambda: dist.reduce_scatter_tensor(shard, flat), None),
+        ("matmul alone", lambda: torch.matmul(a_local, b_local, out=partial), None),
+        ("sequential matmul -> RS", sequential, None),
+        (
+            f"NCCL matmul -> RS in {S} stream chunks (hand; hir's whole form)",
+            _returning(on_streams(chunk, S, _streams(S)), shard_parts),
+            reference,
+        ),
+    ]
     a2 = a_local.reshape(-1, K // D).contiguous()
-    rows.append(_fused("torch fused_matmul_reduce_scatter", lambda sym, g: torch.ops.symm_mem.fused_matmul_reduce_scatter(a2, b_local[0, 0], "sum", scatter_dim=0, group_name=g), a2, partial32.reshape(M, N).chunk(D, 0)[rank]))
+    rows.append(
+        _fused(
+            "torch fused_matmul_reduce_scatter",
+            lambda sym, g: torch.ops.symm_mem.fused_matmul_reduce_scatter(
+                a2, b_local[0, 0], "sum", scatter_dim=0, group_name=g
+            ),
+            a2,
+            partial32.reshape(M, N).chunk(D, 0)[rank],
+        )
+    )
     rows += hir_candidates(lambda: matmul_rs_program(S, D, M, K, N), pipelines, [a_local, b_local], reference, graph)
     # P2P form: D row blocks, block p reduced onto rank p.
     a_p2p = torch.randn(D, 1, M // D, K // D, device=dev, dtype=bf16, generator=gen)
@@ -234,7 +235,9 @@ def matmul_rs(size: int, S: int, pipelines, p2p, graph: bool, rank: int, D: int)
     dist.all_reduce(partial32)
     rows += _bound_rows(lambda: matmul_rs_bounds(a_p2p, b_local), partial32[rank : rank + 1])
     rows.append(("the slot form's final sum alone", slot_sum_alone(a_p2p, b_local), None))
-    rows += hir_candidates(lambda: p2p_matmul_rs_program(D, M, K, N), p2p, [a_p2p, b_local], partial32[rank : rank + 1], graph, " P2P")
+    rows += hir_candidates(
+        lambda: p2p_matmul_rs_program(D, M, K, N), p2p, [a_p2p, b_local], partial32[rank : rank + 1], graph, " P2P"
+    )
     return rows
 
 
@@ -263,7 +266,9 @@ def _returning(fn: Callable[[], None], out: torch.Tensor) -> Callable[[], torch.
     return run
 
 
-def _copy_engine_anchor(a_shard: torch.Tensor, b: torch.Tensor, run: bool = False, reference: torch.Tensor | None = None):
+def _copy_engine_anchor(
+    a_shard: torch.Tensor, b: torch.Tensor, run: bool = False, reference: torch.Tensor | None = None
+):
     """DESIGN.md's hand-written copy-engine AG+matmul (shared/reference/ag_matmul_ce.py):
     shard already in symmetric memory, own block's matmul at once, peer copies in order on
     one side stream, each block's matmul waiting for its copy's event. A candidate checked
@@ -322,11 +327,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="8192,16384", help="values of M")
     parser.add_argument("--chunks", type=int, default=4, help="S, the stream-parallel chunks")
-    parser.add_argument("--pipelines", nargs="*", default=["hir-lower"], help="hir pipelines for the seed-003 (S-chunk) programs")
+    parser.add_argument(
+        "--pipelines", nargs="*", default=["hir-lower"], help="hir pipelines for the seed-003 (S-chunk) programs"
+    )
     parser.add_argument("--p2p", nargs="*", default=[P2P], help="hir pipelines for the P2P-form programs")
     parser.add_argument("--graph", action="store_true", help="also time each hir row as a CUDA-graph replay")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of the rows timed in turns (a row's time: its best round)")
-    parser.add_argument("--timeout", type=float, default=0, help="seconds before a hung run dumps its stacks and exits (0: never)")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="rounds of the rows timed in turns (a row's time: its best round)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=0, help="seconds before a hung run dumps its stacks and exits (0: never)"
+    )
     args = parser.parse_args()
     if args.timeout:
         faulthandler.dump_traceback_later(args.timeout, exit=True)
@@ -339,8 +350,10 @@ def main() -> int:
             ideal = max(rows[0][1], rows[1][1])  # the collective alone, the matmul alone
             verdicts.table = f"{name} M={size}"
             if rank == 0:
-                print(f"\n{name}, {D} GPUs, bf16, M={size} K=N=8192, S={args.chunks} "
-                      f"({torch.cuda.get_device_name()}, torch {torch.__version__})")
+                print(
+                    f"\n{name}, {D} GPUs, bf16, M={size} K=N=8192, S={args.chunks} "
+                    f"({torch.cuda.get_device_name()}, torch {torch.__version__})"
+                )
                 print("| row | ms | / max(comm, matmul) | rel. error |\n|---|---:|---:|---:|")
             verdicts.print_rows(rows, ideal, show=rank == 0)
     # the rows' CUDA graphs, symmetric buffers and hir's team groups before the default group:

@@ -55,7 +55,9 @@ def symmetric(local: torch.Tensor) -> tuple:
     return handle, [handle.get_buffer(r, tuple(local.shape), local.dtype) for r in range(dist.get_world_size())]
 
 
-def _beside(matmul: Callable[[], None], comm: Callable[[], None], then: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
+def _beside(
+    matmul: Callable[[], None], comm: Callable[[], None], then: Callable[[], torch.Tensor]
+) -> Callable[[], torch.Tensor]:
     """A function running ``comm`` on a side stream beside ``matmul`` on the caller's stream,
     then ``then`` after both."""
     side = torch.cuda.Stream()
@@ -89,8 +91,18 @@ def ag_matmul_bounds(shard: torch.Tensor, gathered: torch.Tensor, b: torch.Tenso
             r = (rank + i) % world
             landing[r].copy_(peers[r])
 
-    return [("bound: matmul beside the peer pulls (copy engines, no dependency)", _beside(matmul, pulls, lambda: out), True),
-            ("bound: matmul beside the NCCL all-gather (no dependency)", _beside(matmul, lambda: dist.all_gather_into_tensor(full, shard), lambda: out), True)]
+    return [
+        (
+            "bound: matmul beside the peer pulls (copy engines, no dependency)",
+            _beside(matmul, pulls, lambda: out),
+            True,
+        ),
+        (
+            "bound: matmul beside the NCCL all-gather (no dependency)",
+            _beside(matmul, lambda: dist.all_gather_into_tensor(full, shard), lambda: out),
+            True,
+        ),
+    ]
 
 
 def matmul_rs_bounds(a: torch.Tensor, b: torch.Tensor) -> list[Bound]:
@@ -118,9 +130,23 @@ def matmul_rs_bounds(a: torch.Tensor, b: torch.Tensor) -> list[Bound]:
         return out
 
     scattered = out.view(-1, parts.shape[-1])
-    return [("bound: matmul beside the peer pulls (copy engines, no dependency), then the slot sum", _beside(matmul, pulls, slot_sum), True),
-            ("bound: matmul beside the peer pulls, no sum (the accumulating ring's; timed only)", _beside(matmul, pulls, lambda: partial), False),
-            ("bound: matmul beside the NCCL reduce-scatter (no dependency)", _beside(matmul, lambda: dist.reduce_scatter_tensor(scattered, flat), lambda: out), True)]
+    return [
+        (
+            "bound: matmul beside the peer pulls (copy engines, no dependency), then the slot sum",
+            _beside(matmul, pulls, slot_sum),
+            True,
+        ),
+        (
+            "bound: matmul beside the peer pulls, no sum (the accumulating ring's; timed only)",
+            _beside(matmul, pulls, lambda: partial),
+            False,
+        ),
+        (
+            "bound: matmul beside the NCCL reduce-scatter (no dependency)",
+            _beside(matmul, lambda: dist.reduce_scatter_tensor(scattered, flat), lambda: out),
+            True,
+        ),
+    ]
 
 
 def slot_sum_alone(a: torch.Tensor, b: torch.Tensor) -> Callable[[], None]:

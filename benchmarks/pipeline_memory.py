@@ -90,14 +90,20 @@ def main() -> None:
     p.add_argument("--n", type=int, default=512)
     p.add_argument("--dtype", default="f32", choices=sorted(DTYPES))
     p.add_argument("--num-streams", type=int, default=4)
-    p.add_argument("--chunks", type=int, default=16, help="stream-axis extent: the m rows in this many chunks (default 16)")
+    p.add_argument(
+        "--chunks", type=int, default=16, help="stream-axis extent: the m rows in this many chunks (default 16)"
+    )
     args = p.parse_args()
     dev = torch.device(args.device)
     dtype = DTYPES[args.dtype]
-    print(f"device: {dev}, torch {torch.__version__}, dtype {args.dtype}, m={args.m} "
-          f"k={args.k} n={args.n}, num_streams={args.num_streams}, chunks={args.chunks}")
-    print("| program | variant | peak allocations (MiB) | vs "
-          "unpipelined | cuda max_memory_allocated (MiB) | max abs diff |")
+    print(
+        f"device: {dev}, torch {torch.__version__}, dtype {args.dtype}, m={args.m} "
+        f"k={args.k} n={args.n}, num_streams={args.num_streams}, chunks={args.chunks}"
+    )
+    print(
+        "| program | variant | peak allocations (MiB) | vs "
+        "unpipelined | cuda max_memory_allocated (MiB) | max abs diff |"
+    )
     print("|---|---|---:|---:|---:|---:|")
     mib = 1 << 20
     for name, make in (("matmul+add", matmul_add), ("mlp", mlp)):

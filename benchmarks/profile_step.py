@@ -63,16 +63,29 @@ def profile_row(fn, calls: int, sync, cuda: bool) -> dict:
             entry = host[name]
             entry[0] += 1
             entry[1] += event.self_cpu_time_total
-    return {"wall_ms": wall * 1e3, "kernels": kernels, "host": host, "launches": launches / calls, "graphs": graphs / calls, "syncs": syncs / calls, "calls": calls}
+    return {
+        "wall_ms": wall * 1e3,
+        "kernels": kernels,
+        "host": host,
+        "launches": launches / calls,
+        "graphs": graphs / calls,
+        "syncs": syncs / calls,
+        "calls": calls,
+    }
 
 
 def print_profile(case: str, row: str, p: dict, top: int) -> None:
     calls = p["calls"]
     device_ms = sum(t for _, t in p["kernels"].values()) / calls / 1e3
     count = sum(n for n, _ in p["kernels"].values()) / calls
-    print(f"\n### {case}: {row}\nwall {p['wall_ms']:.3f} ms/call, kernels {device_ms:.3f} ms/call ({count:.0f} kernels), "
-          f"launches {p['launches']:.0f}, graph launches {p['graphs']:.0f}, host syncs {p['syncs']:.1f} per call")
-    print("copies and allocations per call: " + ", ".join(f"`{name[6:]}` {p['host'][name][0] / calls:.0f}" for name in COPIES if name in p["host"]))
+    print(
+        f"\n### {case}: {row}\nwall {p['wall_ms']:.3f} ms/call, kernels {device_ms:.3f} ms/call ({count:.0f} kernels), "
+        f"launches {p['launches']:.0f}, graph launches {p['graphs']:.0f}, host syncs {p['syncs']:.1f} per call"
+    )
+    print(
+        "copies and allocations per call: "
+        + ", ".join(f"`{name[6:]}` {p['host'][name][0] / calls:.0f}" for name in COPIES if name in p["host"])
+    )
     if top <= 0:
         return
     table = p["kernels"] if p["kernels"] else p["host"]
@@ -105,11 +118,16 @@ def main() -> None:
     args.prefill = args.prefill or (16 if args.small else 512)
     args.repeat, args.number = 1, 1
     model = generate.make_model(args)
-    shapes = {"decode1": ("decode, batch 1", 1, 1, args.cache // 2), "decode8": ("decode, batch 8", 8, 1, args.cache // 2),
-              "prefill": (f"prefill, {args.prefill} tokens", 1, args.prefill, 0)}
+    shapes = {
+        "decode1": ("decode, batch 1", 1, 1, args.cache // 2),
+        "decode8": ("decode, batch 8", 8, 1, args.cache // 2),
+        "prefill": (f"prefill, {args.prefill} tokens", 1, args.prefill, 0),
+    }
     builders = {
         "HF eager": lambda c: lambda: c.step(c.ids, c.pos),
-        "torch.compile reduce-overhead": lambda c: (lambda f: lambda: f(c.ids, c.pos))(torch.compile(c.step, mode="reduce-overhead")),
+        "torch.compile reduce-overhead": lambda c: (lambda f: lambda: f(c.ids, c.pos))(
+            torch.compile(c.step, mode="reduce-overhead")
+        ),
         "hir eager": lambda c: c.hir_row(graph=False, compile_kernels=False),
         "hir default": lambda c: c.hir_row(),
         "hir compiled, no graph": lambda c: c.hir_row(graph=False),

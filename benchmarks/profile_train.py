@@ -43,8 +43,15 @@ CATEGORIES = (  # first match wins (lower-case kernel names)
     ("elementwise", ("elementwise", "vectorized", "unrolled")),
 )
 ROW_ORDER = ["eager", "hir eager", "hir default", "torch.compile"]
-IR_COUNTS = ("hir.flash_attention", "aten._scaled_dot_product_flash", "aten._scaled_dot_product_efficient", "aten._scaled_dot_product_cudnn",
-             "aten._to_copy", "hir.kernel", "hir.matmul")
+IR_COUNTS = (
+    "hir.flash_attention",
+    "aten._scaled_dot_product_flash",
+    "aten._scaled_dot_product_efficient",
+    "aten._scaled_dot_product_cudnn",
+    "aten._to_copy",
+    "hir.kernel",
+    "hir.matmul",
+)
 
 
 def category(name: str) -> str:
@@ -83,7 +90,9 @@ def profile_step(step, sync, cuda: bool) -> dict:
     for event in prof.events():
         device_type = str(getattr(event, "device_type", "")).rsplit(".", 1)[-1]
         if device_type == "CUDA":
-            if getattr(event, "is_user_annotation", False):  # a record_function's range (Optimizer.step#...), not a kernel
+            if getattr(
+                event, "is_user_annotation", False
+            ):  # a record_function's range (Optimizer.step#...), not a kernel
                 continue
             kernels.append((event.time_range.start, event.time_range.end, event.name))
             continue
@@ -92,7 +101,14 @@ def profile_step(step, sync, cuda: bool) -> dict:
         launches += name.startswith(("cudaLaunchKernel", "cuLaunchKernel"))
         graphs += name.startswith("cudaGraphLaunch")
         syncs += name.startswith(("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize"))
-    return {"wall_us": wall * 1e6, "kernels": kernels, "host_ops": host_ops, "launches": launches, "graphs": graphs, "syncs": syncs}
+    return {
+        "wall_us": wall * 1e6,
+        "kernels": kernels,
+        "host_ops": host_ops,
+        "launches": launches,
+        "graphs": graphs,
+        "syncs": syncs,
+    }
 
 
 def summarize(p: dict) -> dict:
@@ -111,12 +127,23 @@ def summarize(p: dict) -> dict:
     tail = [(s, e) for s, e, _ in kernels if last is not None and s >= last]
     busy = busy_us([(s, e) for s, e, _ in kernels])
     attention = sorted({name for _, _, name in kernels if category(name) == "attention"})
-    return {"wall_ms": p["wall_us"] / 1e3, "busy_ms": busy / 1e3, "kernel_ms": sum(e - s for s, e, _ in kernels) / 1e3,
-            "kernels": len(kernels), "launches": p["launches"], "graph_launches": p["graphs"], "host_ops": p["host_ops"], "syncs": p["syncs"],
-            "tail_ms": sum(e - s for s, e in tail) / 1e3, "tail_kernels": len(tail),
-            "categories": {k: {"kernels": v[0], "ms": v[1] / 1e3} for k, v in sorted(by_cat.items(), key=lambda kv: -kv[1][1])},
-            "top": [(name, v[0], v[1] / 1e3) for name, v in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:15]],
-            "attention_kernels": attention}
+    return {
+        "wall_ms": p["wall_us"] / 1e3,
+        "busy_ms": busy / 1e3,
+        "kernel_ms": sum(e - s for s, e, _ in kernels) / 1e3,
+        "kernels": len(kernels),
+        "launches": p["launches"],
+        "graph_launches": p["graphs"],
+        "host_ops": p["host_ops"],
+        "syncs": p["syncs"],
+        "tail_ms": sum(e - s for s, e in tail) / 1e3,
+        "tail_kernels": len(tail),
+        "categories": {
+            k: {"kernels": v[0], "ms": v[1] / 1e3} for k, v in sorted(by_cat.items(), key=lambda kv: -kv[1][1])
+        },
+        "top": [(name, v[0], v[1] / 1e3) for name, v in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:15]],
+        "attention_kernels": attention,
+    }
 
 
 def ir_counts(step) -> dict:
@@ -153,10 +180,14 @@ def run_row(row: str, base, args, batch, sync) -> dict:
 
 
 def print_row(r: dict, top: int) -> None:
-    print(f"\n### {r['row']}\nstep {r['ms']:.1f} ms (profiled {r['wall_ms']:.1f} ms: device busy {r['busy_ms']:.1f} ms, idle {r['wall_ms'] - r['busy_ms']:.1f} ms; "
-          f"kernel time {r['kernel_ms']:.1f} ms); {r['kernels']} kernels, {r['launches']} kernel launches, {r['graph_launches']} graph launches, "
-          f"{r['host_ops']} aten ops on the host, {r['syncs']} syncs; peak {r['peak_gib']:.2f} GiB; first step {r['first_s']:.1f} s")
-    print(f"after the last GEMM: {r['tail_ms']:.1f} ms in {r['tail_kernels']} kernels; attention kernels: {', '.join(r['attention_kernels']) or 'none'}")
+    print(
+        f"\n### {r['row']}\nstep {r['ms']:.1f} ms (profiled {r['wall_ms']:.1f} ms: device busy {r['busy_ms']:.1f} ms, idle {r['wall_ms'] - r['busy_ms']:.1f} ms; "
+        f"kernel time {r['kernel_ms']:.1f} ms); {r['kernels']} kernels, {r['launches']} kernel launches, {r['graph_launches']} graph launches, "
+        f"{r['host_ops']} aten ops on the host, {r['syncs']} syncs; peak {r['peak_gib']:.2f} GiB; first step {r['first_s']:.1f} s"
+    )
+    print(
+        f"after the last GEMM: {r['tail_ms']:.1f} ms in {r['tail_kernels']} kernels; attention kernels: {', '.join(r['attention_kernels']) or 'none'}"
+    )
     if r["ir"]:
         print("step program IR: " + ", ".join(f"{k} {v}" for k, v in r["ir"].items()))
     print("| category | kernels | ms |\n|---|---:|---:|")
@@ -176,21 +207,34 @@ def print_summary(results: list) -> None:
     print("| row | step ms | busy ms | idle ms | kernels | after last GEMM ms | peak GiB | " + " | ".join(cats) + " |")
     print("|---|" + "---:|" * (7 + len(cats)))
     for r in results:
-        cells = [f"{r['ms']:.1f}", f"{r['busy_ms']:.1f}", f"{r['wall_ms'] - r['busy_ms']:.1f}", str(r["kernels"]), f"{r['tail_ms']:.1f}", f"{r['peak_gib']:.2f}"]
+        cells = [
+            f"{r['ms']:.1f}",
+            f"{r['busy_ms']:.1f}",
+            f"{r['wall_ms'] - r['busy_ms']:.1f}",
+            str(r["kernels"]),
+            f"{r['tail_ms']:.1f}",
+            f"{r['peak_gib']:.2f}",
+        ]
         cells += [f"{r['categories'][c]['ms']:.1f}" if c in r["categories"] else "-" for c in cats]
         print(f"| {r['row']} | " + " | ".join(cells) + " |")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tiny", action="store_true", help="train.py's tiny Llama, batch 2 x 32, on the CPU unless --device says otherwise")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="train.py's tiny Llama, batch 2 x 32, on the CPU unless --device says otherwise",
+    )
     parser.add_argument("--device", default=None)
     parser.add_argument("--layers", type=int, default=None, help="decoder layers (default: the config's)")
     parser.add_argument("--batch", type=int, default=None)
     parser.add_argument("--seq", type=int, default=None)
     parser.add_argument("--steps", type=int, default=2, help="unprofiled timed steps per row (default 2)")
     parser.add_argument("--rows", default=",".join(ROW_ORDER), help="comma-separated rows, run in this order")
-    parser.add_argument("--budget", type=float, default=None, help="seconds: start no row after this much time has passed")
+    parser.add_argument(
+        "--budget", type=float, default=None, help="seconds: start no row after this much time has passed"
+    )
     parser.add_argument("--fused", action="store_true", help="AdamW(fused=True) on the CPU too (as on CUDA)")
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--json", default=None)
@@ -209,12 +253,17 @@ def main() -> int:
     config = LlamaConfig(**settings)
     torch.manual_seed(0)
     base = LlamaForCausalLM(config)
-    ids = torch.randint(0, config.vocab_size, (batch_size, seq), generator=torch.Generator().manual_seed(1)).to(args.device)
+    ids = torch.randint(0, config.vocab_size, (batch_size, seq), generator=torch.Generator().manual_seed(1)).to(
+        args.device
+    )
     batch = (ids, ids.clone())
     sync = (lambda: torch.cuda.synchronize(args.device)) if args.device.startswith("cuda") else (lambda: None)
     params = sum(p.numel() for p in base.parameters())
-    print(f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; batch {batch_size} x {seq}; "
-          f"bf16 autocast; AdamW{' (fused)' if args.fused or args.device.startswith('cuda') else ''}; {args.device}; torch {torch.__version__}", flush=True)
+    print(
+        f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; batch {batch_size} x {seq}; "
+        f"bf16 autocast; AdamW{' (fused)' if args.fused or args.device.startswith('cuda') else ''}; {args.device}; torch {torch.__version__}",
+        flush=True,
+    )
     started = time.perf_counter()
     results = []
     for row in rows:

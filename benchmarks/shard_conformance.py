@@ -42,146 +42,12 @@ import argparse
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # shard_spmd_reference beside this script
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the modules beside this script
 
-UPSTREAM_FILES = (
-    "mlir/test/Dialect/Shard/partition.mlir",
-    "mlir/test/Dialect/Shard/simplify.mlir",
-    "mlir/test/Dialect/Shard/all-scatter-op-lowering.mlir",
-    "mlir/test/Dialect/Shard/process-multi-index-op-lowering.mlir",
-    "mlir/test/Dialect/Shard/forward-sharding-propagation.mlir",
-    "mlir/test/Dialect/Shard/backward-sharding-propagation.mlir",
-    "mlir/test/Dialect/Shard/forward-backward-sharding-propagation.mlir",
-    "mlir/test/Dialect/Shard/resharding-partition.mlir",
-    "mlir/test/Dialect/Shard/sharding-propagation.mlir",
-    "mlir/test/Dialect/Linalg/shard-partition.mlir",
-    "mlir/test/Dialect/Linalg/sharding-propagation.mlir",
-    "mlir/test/Dialect/Tensor/shard-partition.mlir",
-    "mlir/test/Dialect/Arith/shard-partition.mlir",
-    "mlir/test/Conversion/ShardToMPI/convert-shard-to-mpi.mlir",
-)
-TOSA = "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor)"
-# Ops only a partitioned (per-device) program has; a function without them is a global program.
-PARTITIONED = re.compile(r"shard\.(all_gather|all_reduce|reduce_scatter|all_slice|all_to_all|shift|broadcast|gather|scatter|send|recv|reduce|update_halo|process_multi_index|process_linear_index|neighbors_linear_indices|grid_shape)\b")
-LOCATED = re.compile(r"^\S+:\d+:\d+: error: ", re.M)
-
-
-@dataclass
-class Case:
-    file: str
-    name: str
-    text: str  # a module: the chunk's grids and this function
-    annotated: bool
-    status: str = ""
-    detail: str = ""
-    runs: dict = field(default_factory=dict)  # world -> "ok" / "wrong: ..." / "not run: ..."
-
-
-def programs(path: str, text: str) -> list[Case]:
-    """One case per function of each ``// -----`` chunk of ``text``."""
-    from torch_mlir import ir
-
-    import hir
-
-    cases = []
-    chunks = text.split("// -----") if re.search(r"^// RUN:.*split-input-file", text, re.M) else [text]
-    for index, chunk in enumerate(chunks):
-        if "func.func" not in chunk:
-            continue
-        try:
-            module = hir.parse(chunk, f"{path}#{index}")
-        except hir.HirError as err:  # the pinned wheel cannot read the chunk: each function stops there
-            for sym in re.findall(r"func\.func @([\w$.]+)", chunk):
-                cases.append(Case(path, f"{sym} (chunk {index})", chunk, False, "upstream", "(parse) " + first_error(str(err))))
-            continue
-        grids, funcs = [], []
-
-        def collect(op, grids=grids, funcs=funcs):
-            name = op.operation.name
-            if name == "shard.grid":
-                grids.append((ir.StringAttr(op.operation.attributes["sym_name"]).value, str(op)))
-            elif name == "func.func":
-                funcs.append(op)
-            return ir.WalkResult.ADVANCE if name != "func.func" else ir.WalkResult.SKIP
-
-        module.operation.walk(collect)
-        for fn in funcs:
-            body = str(fn)
-            sym = ir.StringAttr(fn.operation.attributes["sym_name"]).value
-            if any(c.name == sym for c in cases):
-                sym = f"{sym} (chunk {index})"
-            used = [text for name, text in grids if re.search(rf"@{re.escape(name)}\b", body)] or [text for _, text in grids[:1]]
-            cases.append(Case(path, sym, "\n".join(used + [body]) + "\n", not PARTITIONED.search(body)))
-    return cases
-
-
-def first_error(message: str) -> str:
-    lines = [line for line in message.splitlines() if " error: " in line] or message.splitlines() or [""]
-    return re.sub(r"^\S+:\d+:\d+: error: ", "", lines[0])[:150]
-
-
-def fixed_grid(text: str) -> tuple[int, ...] | None:
-    """The shape a case's first dynamic grid is given (2 per ``?`` extent), None if none."""
-    dynamic = [g for g in re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", text) if "?" in g]
-    return tuple(2 if e == "?" else int(e) for e in dynamic[0].split("x")) if dynamic else None
-
-
-def pipeline_elements(case: Case, pipeline: str) -> list[tuple[str, str]]:
-    """(who raises its errors, pipeline text) for each element the case runs through."""
-    from hir.passes import PIPELINES
-    from hir.passes.pipeline import split_top_level
-
-    if case.annotated:
-        elements = split_top_level(PIPELINES[pipeline])
-    else:
-        elements = [TOSA, "hir-convert-shard-to-hir"]
-    elements = [e.replace("hir-convert-shard-to-hir", "hir-convert-shard-to-hir{backend=gloo}") for e in elements]
-    fixed = fixed_grid(case.text)
-    if fixed:  # a grid of unknown size: converted for a world of 2 per dynamic extent
-        elements.insert(0, "hir-set-grid-shape{shape=" + "x".join(map(str, fixed)) + "}")
-    elements.append("hir-lower")
-    return [("bridge" if e.startswith("hir-") else "upstream", e) for e in elements]
-
-
-def convert(case: Case, text: str | None = None):
-    """Run ``case`` (or ``text``, the case resized) through the bridge; (status, detail,
-    module). An annotated case stopped by an upstream pass is tried without propagation."""
-    status, detail, module = _convert(case, text, "hir-from-shard")
-    if case.annotated and status == "upstream":
-        retried = _convert(case, text, "hir-from-shard-no-propagation")
-        if retried[0] == "converted":
-            return retried
-    return status, detail, module
-
-
-def _convert(case: Case, text: str | None, pipeline: str):
-    import hir
-
-    try:
-        module = hir.parse(text or case.text, f"{case.name}.mlir")
-    except hir.HirError as err:
-        return "upstream", first_error(str(err)), None
-    for who, element in pipeline_elements(case, pipeline):
-        try:
-            hir.lower(module, element, source_name=f"{case.name}.mlir")
-        except hir.HirError as err:
-            message = str(err)
-            if "produced invalid IR" in message:
-                return "internal", f"invalid IR after {element}", None
-            if who == "upstream" and "failed without a diagnostic" in message:
-                return who, "(no diagnostic) " + first_error(message), None
-            if not LOCATED.search(message):
-                return "internal", f"unlocated error in {element}: {message[:150]}", None
-            return who, first_error(message), None
-        except Exception as err:  # noqa: BLE001 - any other exception is what this suite reports
-            return "internal", f"{type(err).__name__} in {element}: {str(err)[:150]}", None
-        if not module.operation.verify():
-            return "internal", f"invalid IR after {element}", None
-    return "converted", "", module
+from shard_conformance_cases import UPSTREAM_FILES, Case, convert, fixed_grid, programs
 
 
 def resized(text: str, world: int | None) -> str | None:
@@ -191,20 +57,37 @@ def resized(text: str, world: int | None) -> str | None:
         return None
     if world is None and any("x" in g and "?" in g for g in grids):
         return None  # a multi-D grid of unknown size: no one-device form to resize
-    return re.sub(r"(shard\.grid @\w+\(shape = )([^)]*)\)", lambda m: f"{m[1]}{'x'.join(['1'] * len(m[2].split('x'))) if world is None else world})", text)
+    return re.sub(
+        r"(shard\.grid @\w+\(shape = )([^)]*)\)",
+        lambda m: f"{m[1]}{'x'.join(['1'] * len(m[2].split('x'))) if world is None else world})",
+        text,
+    )
 
 
 def entry(module):
     from hir.dialect import KERNEL_ATTR
 
-    return next(op for op in module.body.operations if op.operation.name == "func.func" and KERNEL_ATTR not in op.operation.attributes)
+    return next(
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and KERNEL_ATTR not in op.operation.attributes
+    )
 
 
 def global_inputs(module, seed: int) -> list | None:
     import torch
     from torch_mlir import ir
 
-    dtypes = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64}
+    dtypes = {
+        "f32": torch.float32,
+        "f64": torch.float64,
+        "f16": torch.float16,
+        "bf16": torch.bfloat16,
+        "i8": torch.int8,
+        "i16": torch.int16,
+        "i32": torch.int32,
+        "i64": torch.int64,
+    }
     gen = torch.Generator().manual_seed(seed)
     values = []
     for arg in entry(module).regions[0].blocks[0].arguments:
@@ -214,8 +97,14 @@ def global_inputs(module, seed: int) -> list | None:
         dtype = dtypes.get(str(t.element_type))
         if dtype is None:
             return None
-        shape = [8 if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]  # a dynamic extent: 8 splits over 2, 4 and 8
-        values.append(torch.randn(shape, generator=gen).to(dtype) if dtype.is_floating_point else torch.randint(-8, 8, shape, generator=gen, dtype=dtype))
+        shape = [
+            8 if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape
+        ]  # a dynamic extent: 8 splits over 2, 4 and 8
+        values.append(
+            torch.randn(shape, generator=gen).to(dtype)
+            if dtype.is_floating_point
+            else torch.randint(-8, 8, shape, generator=gen, dtype=dtype)
+        )
     return values
 
 
@@ -274,7 +163,11 @@ def prepare_runs(case: Case, worlds: tuple) -> list:
         for world in worlds:
             case.runs[world] = f"not run: the reference failed ({type(err).__name__}: {str(err)[:100]})"
         return []
-    own = [prod(int(x) for x in g.split("x")) for g in re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", case.text) if "?" not in g]
+    own = [
+        prod(int(x) for x in g.split("x"))
+        for g in re.findall(r"shard\.grid @\w+\(shape = ([^)]*)\)", case.text)
+        if "?" not in g
+    ]
     jobs = []
     for world in worlds:
         text = resized(case.text, world)
@@ -288,8 +181,10 @@ def prepare_runs(case: Case, worlds: tuple) -> list:
             case.runs[world] = f"not run: {status} at {world} devices: {detail}"
             continue
         if signature_shapes(module) != signature_shapes(reference_module):
-            case.runs[world] = ("not run: halos on its arguments / results (their global shape, the padded blocks "
-                                "side by side, depends on the grid; test_from_shard_halo.py checks each block)")
+            case.runs[world] = (
+                "not run: halos on its arguments / results (their global shape, the padded blocks "
+                "side by side, depends on the grid; test_from_shard_halo.py checks each block)"
+            )
             continue
         jobs.append((f"{case.file}::{case.name}", world, str(module), inputs, reference, False))
     return jobs
@@ -299,9 +194,16 @@ def signature_shapes(module) -> list:
     """The global shapes of the entry function's arguments and results."""
     from torch_mlir import ir
 
-    fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
+    fn = next(
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes
+    )
     signature = ir.FunctionType(ir.TypeAttr(fn.operation.attributes["function_type"]).value)
-    return [list(t.shape) if isinstance(t, ir.ShapedType) else str(t) for t in list(signature.inputs) + list(signature.results)]
+    return [
+        list(t.shape) if isinstance(t, ir.ShapedType) else str(t)
+        for t in list(signature.inputs) + list(signature.results)
+    ]
 
 
 def partitioned_runs(case: Case, worlds: tuple) -> list:
@@ -332,7 +234,11 @@ def partitioned_runs(case: Case, worlds: tuple) -> list:
     local_shapes = [list(a.type.shape) for a in fn.regions[0].blocks[0].arguments]
 
     def local(x, shape: list):  # a dynamic dim keeps the shard's extent
-        return x.reshape([n if d < 0 else d for d, n in zip(shape, x.shape)]) if len(shape) == x.dim() else x.reshape(shape)
+        return (
+            x.reshape([n if d < 0 else d for d, n in zip(shape, x.shape)])
+            if len(shape) == x.dim()
+            else x.reshape(shape)
+        )
 
     try:
         reference = SPMD(shape).run(fn, [[local(x, s) for x, s in zip(r, local_shapes)] for r in ranks])
@@ -346,8 +252,10 @@ def table(cases: list[Case], worlds: tuple) -> str:
     rows = ["| file | function | kind | result | runs | detail |", "| --- | --- | --- | --- | --- | --- |"]
     for c in cases:
         runs = ", ".join(f"{w}: {c.runs[w]}" for w in worlds if w in c.runs)
-        rows.append(f"| {c.file.split('mlir/test/')[-1]} | {c.name} | "
-                    f"{'annotated' if c.annotated else 'partitioned'} | {c.status} | {runs} | {c.detail} |")
+        rows.append(
+            f"| {c.file.split('mlir/test/')[-1]} | {c.name} | "
+            f"{'annotated' if c.annotated else 'partitioned'} | {c.status} | {runs} | {c.detail} |"
+        )
     total = len(cases)
     count = {s: sum(c.status == s for c in cases) for s in ("converted", "upstream", "bridge", "internal")}
     ran = [v for c in cases for v in c.runs.values() if not v.startswith("not run")]
@@ -366,10 +274,18 @@ def table(cases: list[Case], worlds: tuple) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--llvm-project", default=os.environ.get("HIR_LLVM_PROJECT"), help="llvm-project checkout holding mlir/test (or $HIR_LLVM_PROJECT)")
+    parser.add_argument(
+        "--llvm-project",
+        default=os.environ.get("HIR_LLVM_PROJECT"),
+        help="llvm-project checkout holding mlir/test (or $HIR_LLVM_PROJECT)",
+    )
     parser.add_argument("--file", default="", help="only files whose path contains this")
     parser.add_argument("--no-run", action="store_true", help="convert only; run nothing on ranks")
-    parser.add_argument("--worlds", default="2,4", help="Gloo world sizes to run on (comma-separated; 8 runs the 4x2 grids, slowly on 2 cores)")
+    parser.add_argument(
+        "--worlds",
+        default="2,4",
+        help="Gloo world sizes to run on (comma-separated; 8 runs the 4x2 grids, slowly on 2 cores)",
+    )
     args = parser.parse_args()
     if not args.llvm_project:
         parser.error("--llvm-project (or HIR_LLVM_PROJECT) is required: a checkout holding mlir/test/...")

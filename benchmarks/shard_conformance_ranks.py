@@ -22,7 +22,9 @@ def run_jobs(jobs: list, world: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "jobs.pkl")
         with open(path, "wb") as f:
-            pickle.dump([(key, text, inputs, reference, per_rank) for key, _, text, inputs, reference, per_rank in mine], f)
+            pickle.dump(
+                [(key, text, inputs, reference, per_rank) for key, _, text, inputs, reference, per_rank in mine], f
+            )
         result = launch(world, [sys.executable, __file__, path], timeout_s=600, env=dict(os.environ))
     verdicts: dict = {key: None for key, *_ in mine}
     for rank in result.ranks:
@@ -57,12 +59,16 @@ def worker(path: str) -> int:
             outputs = hir.run(module, locals_, device="cpu")
             results = [v.type for v in list(fn.regions[0].blocks[0].operations)[-1].operands]
             bad = []
-            wants = reference[rank] if per_rank else [shard(w, sharding_of(t), rank) for w, t in zip(reference, results)]
+            wants = (
+                reference[rank] if per_rank else [shard(w, sharding_of(t), rank) for w, t in zip(reference, results)]
+            )
             for i, (got, want) in enumerate(zip(outputs, wants)):
                 if isinstance(want, int) or isinstance(got, int):
                     same = int(got) == int(want)
                 else:  # a partial sum's local value carries a unit device axis
-                    same = got.numel() == want.numel() and torch.allclose(got.reshape(want.shape).double(), want.double(), rtol=1e-4, atol=1e-4)
+                    same = got.numel() == want.numel() and torch.allclose(
+                        got.reshape(want.shape).double(), want.double(), rtol=1e-4, atol=1e-4
+                    )
                 if not same:
                     bad.append(f"output {i} differs on rank {rank}")
             verdict = "ok" if not bad else "wrong: " + "; ".join(bad)

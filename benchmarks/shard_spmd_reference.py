@@ -16,9 +16,29 @@ ELEMENTWISE = {
     "arith.minimumf": torch.minimum, "arith.maximumf": torch.maximum, "arith.minsi": torch.minimum,
     "arith.maxsi": torch.maximum, "arith.addi": torch.add, "arith.subi": torch.sub, "arith.muli": torch.mul,
 }  # fmt: skip
-INDEX = {"arith.addi": int.__add__, "arith.subi": int.__sub__, "arith.muli": int.__mul__, "arith.divui": int.__floordiv__, "arith.remui": int.__mod__}
-REDUCE = {"sum": lambda ts: torch.stack(ts).sum(0), "max": lambda ts: torch.stack(ts).amax(0), "min": lambda ts: torch.stack(ts).amin(0), "product": lambda ts: torch.stack(ts).prod(0)}
-DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64}
+INDEX = {
+    "arith.addi": int.__add__,
+    "arith.subi": int.__sub__,
+    "arith.muli": int.__mul__,
+    "arith.divui": int.__floordiv__,
+    "arith.remui": int.__mod__,
+}
+REDUCE = {
+    "sum": lambda ts: torch.stack(ts).sum(0),
+    "max": lambda ts: torch.stack(ts).amax(0),
+    "min": lambda ts: torch.stack(ts).amin(0),
+    "product": lambda ts: torch.stack(ts).prod(0),
+}
+DTYPES = {
+    "f32": torch.float32,
+    "f64": torch.float64,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "i8": torch.int8,
+    "i16": torch.int16,
+    "i32": torch.int32,
+    "i64": torch.int64,
+}
 
 
 class NoRule(Exception):
@@ -48,7 +68,11 @@ class SPMD:
     def team(self, device: int, axes: list[int]) -> list[int]:
         """The devices of ``device``'s team over ``axes``, in team order."""
         mine = self.coords[device]
-        members = [d for d, c in enumerate(self.coords) if all(c[k] == mine[k] for k in range(len(self.shape)) if k not in axes)]
+        members = [
+            d
+            for d, c in enumerate(self.coords)
+            if all(c[k] == mine[k] for k in range(len(self.shape)) if k not in axes)
+        ]
         return sorted(members, key=lambda d: [self.coords[d][k] for k in axes])
 
     def run(self, fn, inputs: list[list]) -> list[list]:
@@ -103,15 +127,24 @@ class SPMD:
         if name == "shard.reduce_scatter":
             kind = str(op.attributes["reduction"]).rstrip(">").split()[-1] if "reduction" in op.attributes else "sum"
             dim = _int_attr(op, "scatter_dim")
-            return [[REDUCE[kind]([values[m].to(dtype) for m in teams[d]]).chunk(len(teams[d]), dim)[teams[d].index(d)] for d in devices]]
+            return [
+                [
+                    REDUCE[kind]([values[m].to(dtype) for m in teams[d]]).chunk(len(teams[d]), dim)[teams[d].index(d)]
+                    for d in devices
+                ]
+            ]
         if name == "shard.all_slice":
             dim = _int_attr(op, "slice_axis")
             return [[values[d].chunk(len(teams[d]), dim)[teams[d].index(d)] for d in devices]]
         if name == "shard.all_to_all":
             split, concat = _int_attr(op, "split_axis"), _int_attr(op, "concat_axis")
-            return [[torch.cat([values[m].chunk(len(teams[d]), split)[teams[d].index(d)] for m in teams[d]], concat) for d in devices]]
+            return [
+                [
+                    torch.cat([values[m].chunk(len(teams[d]), split)[teams[d].index(d)] for m in teams[d]], concat)
+                    for d in devices
+                ]
+            ]
         if name == "shard.shift" and "rotate" in op.attributes:
             offset = _int_attr(op, "offset")
             return [[values[teams[d][(teams[d].index(d) - offset) % len(teams[d])]] for d in devices]]
         raise NoRule(name)
-

@@ -45,7 +45,9 @@ def make_model(config: dict) -> tuple[torch.nn.Module, torch.Tensor]:
     """The MLP and an input, from ``config`` (the same on every machine: seed 0)."""
     torch.manual_seed(0)
     d, hidden, dtype = config["d_model"], config["hidden"], DTYPES[config["dtype"]]
-    model = torch.nn.Sequential(torch.nn.Linear(d, hidden), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(hidden, d))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(d, hidden), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(hidden, d)
+    )
     x = torch.randn(config["tokens"], d)
     return model.to(dtype).eval(), x.to(dtype)
 
@@ -53,11 +55,24 @@ def make_model(config: dict) -> tuple[torch.nn.Module, torch.Tensor]:
 def placements() -> dict:
     from torch.distributed.tensor import Replicate, Shard
 
-    return {"0.weight": Shard(0), "0.bias": Shard(0), "2.weight": Shard(1), "2.bias": Replicate(), "input0": Shard(0), "output0": Shard(0)}
+    return {
+        "0.weight": Shard(0),
+        "0.bias": Shard(0),
+        "2.weight": Shard(1),
+        "2.bias": Replicate(),
+        "input0": Shard(0),
+        "output0": Shard(0),
+    }
 
 
 def emit(args: argparse.Namespace) -> None:
-    config = {"tokens": args.tokens, "d_model": args.d_model, "hidden": args.hidden, "dtype": args.dtype, "world": args.world}
+    config = {
+        "tokens": args.tokens,
+        "d_model": args.d_model,
+        "hidden": args.hidden,
+        "dtype": args.dtype,
+        "world": args.world,
+    }
     model, x = make_model(config)
     program = hir.from_torch(model, (x,), mesh=list(range(args.world)), placements=placements())
     os.makedirs(args.emit, exist_ok=True)
@@ -78,15 +93,20 @@ def run(args: argparse.Namespace) -> int:
     rank = init_nccl()
     world = dist.get_world_size()
     if world != config["world"]:
-        raise SystemExit(f"error: the module was imported for {config['world']} "
-                         f"ranks; run it with --nproc_per_node={config['world']}")
+        raise SystemExit(
+            f"error: the module was imported for {config['world']} "
+            f"ranks; run it with --nproc_per_node={config['world']}"
+        )
     dev = torch.device("cuda", rank)
     model, x = make_model(config)
     model, x = model.to(dev), x.to(dev)
     with torch.no_grad():
         reference = model.float()(x.float()).chunk(world)[rank]
         model = model.to(DTYPES[config["dtype"]])
-    args_local = [t.to(dev) for t in local_arguments(hir.parse(text, "sp_mlp.mlir"), list(model.state_dict().values()) + [x], rank)]
+    args_local = [
+        t.to(dev)
+        for t in local_arguments(hir.parse(text, "sp_mlp.mlir"), list(model.state_dict().values()) + [x], rank)
+    ]
     w1, b1, w2, b2, x_local = args_local
     gathered = torch.empty_like(x)
     out = torch.empty_like(x_local)
@@ -100,10 +120,19 @@ def run(args: argparse.Namespace) -> int:
     verdicts = Verdicts(TOLERANCES[config["dtype"]])
     with torch.no_grad():
         hand = ("torch SP (all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor)", torch_sp, reference)
-        rows = in_turns([hand, *hir_candidates(lambda: hir.parse(text, "sp_mlp.mlir"), args.pipelines, args_local, reference, graph=True)])
+        rows = in_turns(
+            [
+                hand,
+                *hir_candidates(
+                    lambda: hir.parse(text, "sp_mlp.mlir"), args.pipelines, args_local, reference, graph=True
+                ),
+            ]
+        )
         if rank == 0:
-            print(f"\nSP MLP, {world} GPUs, {config['dtype']}, tokens={config['tokens']} d_model={config['d_model']} "
-                  f"hidden={config['hidden']} ({torch.cuda.get_device_name()}, torch {torch.__version__})")
+            print(
+                f"\nSP MLP, {world} GPUs, {config['dtype']}, tokens={config['tokens']} d_model={config['d_model']} "
+                f"hidden={config['hidden']} ({torch.cuda.get_device_name()}, torch {torch.__version__})"
+            )
             print("| row | ms | x torch SP | rel. error |\n|---|---:|---:|---:|", flush=True)
         verdicts.print_rows(rows, rows[0][1], show=rank == 0)
     shutdown()  # hir's team groups first, then the default group

@@ -53,10 +53,26 @@ from hir.interpreter.backends.process_groups import shutdown
 from timing import Verdicts, worst
 
 WHOLE = "hir-convert-to-communication{backend=nccl},hir-lower"
-ONE_SHOT = "hir-convert-to-communication{backend=cuda},hir-lower"  # the all-reduces as one-shot kernels on symmetric memory
+ONE_SHOT = (
+    "hir-convert-to-communication{backend=cuda},hir-lower"  # the all-reduces as one-shot kernels on symmetric memory
+)
 SIZES = {
-    "default": dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8),
-    "small": dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=4),
+    "default": dict(
+        vocab_size=32000,
+        hidden_size=2048,
+        intermediate_size=5632,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+    ),
+    "small": dict(
+        vocab_size=256,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+    ),
 }
 TOLERANCE = 3e-2  # bf16 logits after 16 layers against float32
 
@@ -65,7 +81,9 @@ def llama(config: dict, device: str):
     """The Llama of ``config`` in bf16 on ``device`` ("meta": no weights), seed 0."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(**config["model"], max_position_embeddings=config["cache"], bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    cfg = LlamaConfig(
+        **config["model"], max_position_embeddings=config["cache"], bos_token_id=0, eos_token_id=None, pad_token_id=0
+    )
     torch.manual_seed(0)
     with torch.device(device):
         model = LlamaForCausalLM(cfg)
@@ -78,24 +96,37 @@ def emit(args: argparse.Namespace) -> None:
     os.makedirs(args.emit, exist_ok=True)
     size = SIZES["small" if args.small else "default"]
     for world in (int(w) for w in args.worlds.split(",")):
-        config = {"model": size, "cache": 64 if args.small else 256, "prompt": 8 if args.small else 32, "dtype": "bf16", "world": world}
+        config = {
+            "model": size,
+            "cache": 64 if args.small else 256,
+            "prompt": 8 if args.small else 32,
+            "dtype": "bf16",
+            "world": world,
+        }
         if size["num_key_value_heads"] % world:
             raise SystemExit(f"error: {world} ranks do not divide {size['num_key_value_heads']} k/v heads")
         model, cfg = llama(config, "meta")
         model.to_empty(device="cpu")  # memory, not initialized: the GPU side makes the weights
         model.model.rotary_emb = type(model.model.rotary_emb)(config=cfg).to(torch.bfloat16)
         step = StaticCacheStep(model, batch_size=1, max_cache_len=config["cache"])
-        program = hir.from_torch(step, (torch.tensor([[1]]), torch.tensor([0])), mesh=list(range(world)), placements=model.tp_plan)
+        program = hir.from_torch(
+            step, (torch.tensor([[1]]), torch.tensor([0])), mesh=list(range(world)), placements=model.tp_plan
+        )
         text = str(program.module)
         with open(os.path.join(args.emit, f"decode_w{world}.mlir"), "w") as f:
             f.write(text)
         # the state the GPU side makes: the model's entries (under the step's "model."), the cache's (zeros)
         state = program.state(step)
-        config["state"] = [[name, list(state[name].shape), str(state[name].dtype).split(".")[-1]] for name in program.state_names]
+        config["state"] = [
+            [name, list(state[name].shape), str(state[name].dtype).split(".")[-1]] for name in program.state_names
+        ]
         config["collectives"] = lowered_collectives(text, WHOLE)
         with open(os.path.join(args.emit, f"config_w{world}.json"), "w") as f:
             json.dump(config, f)
-        print(f"wrote {args.emit}/decode_w{world}.mlir ({len(text) // 1024} KB): collectives per step {config['collectives']}", flush=True)
+        print(
+            f"wrote {args.emit}/decode_w{world}.mlir ({len(text) // 1024} KB): collectives per step {config['collectives']}",
+            flush=True,
+        )
 
 
 def state_values(config: dict, model: torch.nn.Module, dev: torch.device) -> list:
@@ -130,7 +161,9 @@ class Decode:
         return self.step(self.prompt[-1], len(self.prompt) - 1)
 
 
-def hir_decode(text: str, values: list, dev: torch.device, graph: bool, kernels, pipeline: str = WHOLE) -> Callable[[int, int], torch.Tensor]:
+def hir_decode(
+    text: str, values: list, dev: torch.device, graph: bool, kernels, pipeline: str = WHOLE
+) -> Callable[[int, int], torch.Tensor]:
     """The imported step lowered by ``pipeline`` (collectives whole), run by hir: as a
     CUDA-graph replay on the graph's static inputs (the cache among them) when ``graph``."""
     module = hir.parse(text, "decode.mlir")
@@ -150,7 +183,9 @@ def hir_decode(text: str, values: list, dev: torch.device, graph: bool, kernels,
     return step
 
 
-def dtensor_decode(model: torch.nn.Module, world: int, config: dict, dev: torch.device, compiled: bool) -> Callable[[int, int], torch.Tensor]:
+def dtensor_decode(
+    model: torch.nn.Module, world: int, config: dict, dev: torch.device, compiled: bool
+) -> Callable[[int, int], torch.Tensor]:
     """A copy of ``model`` under ``parallelize_module`` with HF's runtime plan as torch styles
     (embedding: RowwiseParallel with the ids replicated; lm_head: ColwiseParallel gathering the
     logits), heads per rank from the local projections, its own StaticCache of local heads."""
@@ -158,8 +193,12 @@ def dtensor_decode(model: torch.nn.Module, world: int, config: dict, dev: torch.
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
     from transformers import StaticCache
 
-    styles = {"colwise": ColwiseParallel(), "rowwise": RowwiseParallel(), "embedding_rowwise": RowwiseParallel(input_layouts=Replicate()),
-              "colwise_gather_output": ColwiseParallel(output_layouts=Replicate())}
+    styles = {
+        "colwise": ColwiseParallel(),
+        "rowwise": RowwiseParallel(),
+        "embedding_rowwise": RowwiseParallel(input_layouts=Replicate()),
+        "colwise_gather_output": ColwiseParallel(output_layouts=Replicate()),
+    }
     plan = {name: styles[style] for name, style in (getattr(model, "tp_plan", None) or model._tp_plan).items()}
     tp = parallelize_module(copy.deepcopy(model), DeviceMesh(dev.type, list(range(world))), plan)
     cache = StaticCache(config=tp.config, max_cache_len=config["cache"])  # lazily sized by the first (local) keys
@@ -205,18 +244,34 @@ def run(args: argparse.Namespace) -> int:
     with open(os.path.join(args.from_dir, f"decode_w{world}.mlir")) as f:
         text = f.read()
     model, _ = llama(config, str(dev))
-    prompt = torch.randint(1, config["model"]["vocab_size"], (config["prompt"],), generator=torch.Generator().manual_seed(1)).tolist()
+    prompt = torch.randint(
+        1, config["model"]["vocab_size"], (config["prompt"],), generator=torch.Generator().manual_seed(1)
+    ).tolist()
     with torch.no_grad():
         reference = copy.deepcopy(model).float()(torch.tensor([prompt], device=dev)).logits[0, -1]
     cuda = dev.type == "cuda"
     values = state_values(config, model, dev) + [torch.tensor([[prompt[0]]], device=dev), torch.tensor([0], device=dev)]
     pipeline = WHOLE if cuda else WHOLE.replace("nccl", "gloo")
-    rows: list[tuple[str, Callable[[], Callable | None]]] = [  # built in this order (--budget may leave the last unbuilt)
-        (f"hir TP decode [{pipeline}] ({'CUDA graph, compiled kernels' if cuda else 'eager: no CUDA'})", lambda: hir_decode(text, values, dev, cuda, cuda)),
-        (f"hir TP decode [{ONE_SHOT}] (CUDA graph, compiled kernels)", lambda: hir_decode(text, values, dev, True, True, ONE_SHOT) if cuda else None),
-        ("DTensor parallelize_module, HF's plan, torch.compile reduce-overhead", lambda: dtensor_decode(model, world, config, dev, True)),
+    rows: list[
+        tuple[str, Callable[[], Callable | None]]
+    ] = [  # built in this order (--budget may leave the last unbuilt)
+        (
+            f"hir TP decode [{pipeline}] ({'CUDA graph, compiled kernels' if cuda else 'eager: no CUDA'})",
+            lambda: hir_decode(text, values, dev, cuda, cuda),
+        ),
+        (
+            f"hir TP decode [{ONE_SHOT}] (CUDA graph, compiled kernels)",
+            lambda: hir_decode(text, values, dev, True, True, ONE_SHOT) if cuda else None,
+        ),
+        (
+            "DTensor parallelize_module, HF's plan, torch.compile reduce-overhead",
+            lambda: dtensor_decode(model, world, config, dev, True),
+        ),
         ("DTensor parallelize_module, HF's plan, eager", lambda: dtensor_decode(model, world, config, dev, False)),
-        (f"hir TP decode [{pipeline}] (CUDA graph, eager kernels)", lambda: hir_decode(text, values, dev, cuda, False) if cuda else None),
+        (
+            f"hir TP decode [{pipeline}] (CUDA graph, eager kernels)",
+            lambda: hir_decode(text, values, dev, cuda, False) if cuda else None,
+        ),
     ]
     built, notes = [], []
     with torch.no_grad():
@@ -236,7 +291,9 @@ def run(args: argparse.Namespace) -> int:
                 error = relerr(decode.prefill(), reference)
                 built.append((label, decode, error, ""))
             except Exception as err:  # an API this torch or transformers lacks: say why
-                built.append((label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}"))
+                built.append(
+                    (label, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}")
+                )
             notes.append(f"row {len(built)} {time.perf_counter() - start:.1f}")
             if rank == 0:  # as it goes: a run killed by its cap still says how far it got
                 print(f"  {label}: {built[-1][3] or 'ready'} after {time.perf_counter() - start:.1f} s", flush=True)
@@ -249,20 +306,38 @@ def run(args: argparse.Namespace) -> int:
     if rank == 0:
         name = torch.cuda.get_device_name() if cuda else "CPU, Gloo"
         m = config["model"]
-        print(f"\nLlama TP decode per token, {world} rank(s), bf16, d_model {m['hidden_size']}, {m['num_hidden_layers']} layers, heads {m['num_attention_heads']} "
-              f"(k/v {m['num_key_value_heads']}), vocab {m['vocab_size']}, position {config['prompt']} of a {config['cache']}-slot cache ({name}, torch {torch.__version__}); "
-              f"best of {args.rounds} rounds\n| row | ms | x DTensor compiled | rel. error |\n|---|---:|---:|---:|")
-    verdicts.print_rows([(label, *results[label], "") if label in results else (label, None, None, why) for label, _, _, why in built], base, show=rank == 0)
+        print(
+            f"\nLlama TP decode per token, {world} rank(s), bf16, d_model {m['hidden_size']}, {m['num_hidden_layers']} layers, heads {m['num_attention_heads']} "
+            f"(k/v {m['num_key_value_heads']}), vocab {m['vocab_size']}, position {config['prompt']} of a {config['cache']}-slot cache ({name}, torch {torch.__version__}); "
+            f"best of {args.rounds} rounds\n| row | ms | x DTensor compiled | rel. error |\n|---|---:|---:|---:|"
+        )
+    verdicts.print_rows(
+        [(label, *results[label], "") if label in results else (label, None, None, why) for label, _, _, why in built],
+        base,
+        show=rank == 0,
+    )
     if rank == 0:
-        print(f"hir's collectives per step (hir-lower, imported here): {config['collectives']}; set-up s (rank 0): {', '.join(notes)}", flush=True)
+        print(
+            f"hir's collectives per step (hir-lower, imported here): {config['collectives']}; set-up s (rank 0): {', '.join(notes)}",
+            flush=True,
+        )
     shutdown()
     return verdicts.finish(show=rank == 0)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_emit_run_arguments(p, emits="DIR/decode_w<N>.mlir + config_w<N>.json", runs="DIR's steps", small="the small model",
-                           rounds=3, iters=20, iters_help="timed steps per row and round (the median counts)", budget=80, timeout=170)
+    add_emit_run_arguments(
+        p,
+        emits="DIR/decode_w<N>.mlir + config_w<N>.json",
+        runs="DIR's steps",
+        small="the small model",
+        rounds=3,
+        iters=20,
+        iters_help="timed steps per row and round (the median counts)",
+        budget=80,
+        timeout=170,
+    )
     return emit_or_run(p, emit, run)
 
 

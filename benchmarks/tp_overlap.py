@@ -76,7 +76,13 @@ def placements(sequence: bool) -> dict:
 def emit(args: argparse.Namespace) -> None:
     os.makedirs(args.emit, exist_ok=True)
     for world in (int(w) for w in args.worlds.split(",")):
-        config = {"tokens": args.tokens, "d_model": args.d_model, "hidden": args.hidden, "dtype": args.dtype, "world": world}
+        config = {
+            "tokens": args.tokens,
+            "d_model": args.d_model,
+            "hidden": args.hidden,
+            "dtype": args.dtype,
+            "world": world,
+        }
         model, x = make_model(config)
         for form in ("sp", "tp"):
             program = hir.from_torch(model, (x,), mesh=list(range(world)), placements=placements(form == "sp"))
@@ -145,9 +151,11 @@ def run(args: argparse.Namespace) -> int:
         model = model.to(DTYPES[config["dtype"]])
     state = list(model.state_dict().values())
     if rank == 0:
-        print(f"\nMLP layer forward, {world} GPU(s), {config['dtype']}, "
-              f"tokens={config['tokens']} d_model={config['d_model']} hidden={config['hidden']} "
-              f"({torch.cuda.get_device_name()}, torch {torch.__version__})")
+        print(
+            f"\nMLP layer forward, {world} GPU(s), {config['dtype']}, "
+            f"tokens={config['tokens']} d_model={config['d_model']} hidden={config['hidden']} "
+            f"({torch.cuda.get_device_name()}, torch {torch.__version__})"
+        )
     for form in ("sp", "tp"):
         sequence = form == "sp"
         with open(os.path.join(args.from_dir, f"{form}_w{world}.mlir")) as f:
@@ -171,9 +179,19 @@ def run(args: argparse.Namespace) -> int:
 
         with torch.no_grad():
             hand = torch_sp if sequence else torch_tp
-            items = [(f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})", hand, reference),
-                     # the same calls captured in a CUDA graph: what hir's graph rows are set against
-                     candidate(f"torch {form.upper()} hand-written, captured in a CUDA graph", lambda hand=hand: graphed(hand), reference)]
+            items = [
+                (
+                    f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})",
+                    hand,
+                    reference,
+                ),
+                # the same calls captured in a CUDA graph: what hir's graph rows are set against
+                candidate(
+                    f"torch {form.upper()} hand-written, captured in a CUDA graph",
+                    lambda hand=hand: graphed(hand),
+                    reference,
+                ),
+            ]
 
             def dtensor_forward(sequence=sequence, x_in=x_in):
                 module = _dtensor(model, sequence, world)
@@ -181,13 +199,28 @@ def run(args: argparse.Namespace) -> int:
 
             items.append(candidate("DTensor parallelize_module", dtensor_forward, reference))
             if sequence:
-                items.append(candidate("PyTorch async-TP (fused_all_gather_matmul, gelu, fused_matmul_reduce_scatter)", lambda b1=b1, b2=b2, w1=w1, w2=w2, x_in=x_in: _async_tp(x_in, w1, b1, w2, b2), reference))
-            items += hir_candidates(lambda form=form, text=text: hir.parse(text, f"{form}.mlir"), SP_PIPELINES if sequence else TP_PIPELINES, local, reference, graph=True)
+                items.append(
+                    candidate(
+                        "PyTorch async-TP (fused_all_gather_matmul, gelu, fused_matmul_reduce_scatter)",
+                        lambda b1=b1, b2=b2, w1=w1, w2=w2, x_in=x_in: _async_tp(x_in, w1, b1, w2, b2),
+                        reference,
+                    )
+                )
+            items += hir_candidates(
+                lambda form=form, text=text: hir.parse(text, f"{form}.mlir"),
+                SP_PIPELINES if sequence else TP_PIPELINES,
+                local,
+                reference,
+                graph=True,
+            )
             rows = in_turns(items, args.rounds)  # every row of the form in turns, the hand-written one first in round 0
             del items
             if rank == 0:
-                print(f"\n{form.upper()} MLP, {world} GPU(s)\n| row | ms | x "
-                      f"torch {form.upper()} | rel. error |\n|---|---:|---:|---:|", flush=True)
+                print(
+                    f"\n{form.upper()} MLP, {world} GPU(s)\n| row | ms | x "
+                    f"torch {form.upper()} | rel. error |\n|---|---:|---:|---:|",
+                    flush=True,
+                )
             verdicts.table = f"{form.upper()} MLP, {world} GPU(s)"
             verdicts.print_rows(rows, rows[0][1], show=rank == 0)
     shutdown()  # hir's team groups first, then the default group
@@ -203,7 +236,9 @@ def main() -> int:
     p.add_argument("--d-model", type=int, default=4096)
     p.add_argument("--hidden", type=int, default=16384)
     p.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
-    p.add_argument("--rounds", type=int, default=5, help="rounds of the rows timed in turns (a row's time: its best round)")
+    p.add_argument(
+        "--rounds", type=int, default=5, help="rounds of the rows timed in turns (a row's time: its best round)"
+    )
     p.add_argument("--timeout", type=float, default=540, help="seconds before a hung run dumps its stacks and exits")
     return emit_or_run(p, emit, run)
 

@@ -42,8 +42,10 @@ def summarise(path: str) -> dict:
 def main() -> None:
     for path in sys.argv[1:]:
         s = summarise(path)
-        print(f"{path}: GPU ops per stream {s['streams']}; GPU busy {s['gpu_busy_us']:.0f} us, "
-              f"2+ streams busy {s['overlap_us']:.0f} us; {s['cpu_events']} CPU ops")
+        print(
+            f"{path}: GPU ops per stream {s['streams']}; GPU busy {s['gpu_busy_us']:.0f} us, "
+            f"2+ streams busy {s['overlap_us']:.0f} us; {s['cpu_events']} CPU ops"
+        )
 
 
 if __name__ == "__main__":

@@ -42,10 +42,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from timing import TOLERANCES, Verdicts, best  # noqa: E402
 
-FULL = dict(vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-            num_key_value_heads=8, max_position_embeddings=4096, tie_word_embeddings=False)
-TINY = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
+FULL = dict(
+    vocab_size=32000,
+    hidden_size=2048,
+    intermediate_size=8192,
+    num_hidden_layers=16,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    max_position_embeddings=4096,
+    tie_word_embeddings=False,
+)
+TINY = dict(
+    vocab_size=256,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=256,
+    tie_word_embeddings=False,
+)
 ROWS = ["eager", "torch.compile", "hir eager", "hir default"]
 
 
@@ -55,6 +71,7 @@ def loss_fn_for(device: str) -> Callable:
     def loss_fn(model, ids, labels):
         with torch.autocast(kind, dtype=torch.bfloat16):
             return model(ids, labels=labels).loss
+
     return loss_fn
 
 
@@ -69,12 +86,14 @@ def build(row: str, model: torch.nn.Module, args: argparse.Namespace, batch: tup
     loss_fn = loss_fn_for(args.device)
     opt = make_optimizer(model, args.device, getattr(args, "fused", False))
     if row == "eager":
+
         def step():
             loss = loss_fn(model, *batch)
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
             return loss.detach()
+
         return step
     if row == "torch.compile":
         compiled = torch.compile(model)
@@ -86,12 +105,14 @@ def build(row: str, model: torch.nn.Module, args: argparse.Namespace, batch: tup
             opt_step()
             opt.zero_grad(set_to_none=True)
             return loss.detach()
+
         return step
     options = {"graph": False, "compile_kernels": False} if row == "hir eager" else {}
     train = hir.train_step(model, opt, loss_fn, batch, **options)
 
     def step():
         return train(*batch)
+
     step.hir_step = train  # (benchmarks/profile_train.py reads its programs)
     return step
 
@@ -127,14 +148,21 @@ def flops_per_step(config, params: int, tokens: int, seq: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tiny", action="store_true", help="a tiny Llama, batch 2 x 32, on the CPU unless --device says otherwise")
+    parser.add_argument(
+        "--tiny", action="store_true", help="a tiny Llama, batch 2 x 32, on the CPU unless --device says otherwise"
+    )
     parser.add_argument("--device", default=None, help="default: cuda when available (not with --tiny), else cpu")
     parser.add_argument("--batch", type=int, default=None, help="sequences per step (default 4; --tiny 2)")
     parser.add_argument("--seq", type=int, default=None, help="tokens per sequence (default 2048; --tiny 32)")
     parser.add_argument("--steps", type=int, default=3, help="steps per timed round (default 3)")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds, rows in turns (default 3)")
     parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated subset of: {', '.join(ROWS)}")
-    parser.add_argument("--peak-tflops", type=float, default=989.0, help="the device's dense bf16 peak for MFU (default 989: H100/H200 SXM)")
+    parser.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=989.0,
+        help="the device's dense bf16 peak for MFU (default 989: H100/H200 SXM)",
+    )
     parser.add_argument("--fused", action="store_true", help="AdamW(fused=True) on the CPU too (as on CUDA)")
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args()
@@ -151,12 +179,17 @@ def main() -> int:
     torch.manual_seed(0)
     base = LlamaForCausalLM(config)  # on the CPU: each row copies it to the device
     params = sum(p.numel() for p in base.parameters())
-    ids = torch.randint(0, config.vocab_size, (batch_size, seq), generator=torch.Generator().manual_seed(1)).to(args.device)
+    ids = torch.randint(0, config.vocab_size, (batch_size, seq), generator=torch.Generator().manual_seed(1)).to(
+        args.device
+    )
     batch = (ids, ids.clone())
     sync = (lambda: torch.cuda.synchronize(args.device)) if args.device.startswith("cuda") else (lambda: None)
-    print(f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; batch {batch_size} x {seq}; "
-          f"bf16 autocast; AdamW{' (fused)' if args.fused or args.device.startswith('cuda') else ''}; {args.device}"
-          f"{' (' + torch.cuda.get_device_name(args.device) + ')' if args.device.startswith('cuda') else ''}; torch {torch.__version__}", flush=True)
+    print(
+        f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; batch {batch_size} x {seq}; "
+        f"bf16 autocast; AdamW{' (fused)' if args.fused or args.device.startswith('cuda') else ''}; {args.device}"
+        f"{' (' + torch.cuda.get_device_name(args.device) + ')' if args.device.startswith('cuda') else ''}; torch {torch.__version__}",
+        flush=True,
+    )
 
     ready, failed = {}, {}
     for row in rows:
@@ -176,12 +209,16 @@ def main() -> int:
     return report(rows, ready, times, failed, config, params, batch_size, seq, args)
 
 
-def report(rows: list, ready: dict, times: dict, failed: dict, config, params: int, batch_size: int, seq: int, args) -> int:
+def report(
+    rows: list, ready: dict, times: dict, failed: dict, config, params: int, batch_size: int, seq: int, args
+) -> int:
     verdicts = Verdicts(TOLERANCES["bf16"])
     flops = flops_per_step(config, params, batch_size * seq, seq)
     base = ready.get("eager", {}).get("first_loss")
     ms = {row: min(times[row]) * 1e3 for row in ready if row not in failed and times.get(row)}
-    print("\n| row | ms / step | vs eager | vs torch.compile | MFU | peak GiB | first step s | first loss | rel. error |")
+    print(
+        "\n| row | ms / step | vs eager | vs torch.compile | MFU | peak GiB | first step s | first loss | rel. error |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     results = []
     for row in rows:
@@ -194,21 +231,62 @@ def report(rows: list, ready: dict, times: dict, failed: dict, config, params: i
         wrong = verdicts.refusal(row, error)
         ratio = lambda other, row=row: f"{ms[row] / ms[other]:.2f}x" if other in ms else "-"  # noqa: E731
         mfu = flops / (ms[row] / 1e3) / (args.peak_tflops * 1e12)
-        cells = [wrong or f"{ms[row]:.1f}", ratio("eager"), ratio("torch.compile"), f"{100 * mfu:.1f}%", f"{r['peak_gib']:.2f}",
-                 f"{r['first_s']:.1f}", f"{r['first_loss']:.4f}", "" if error is None else f"{error:.1e}"]
+        cells = [
+            wrong or f"{ms[row]:.1f}",
+            ratio("eager"),
+            ratio("torch.compile"),
+            f"{100 * mfu:.1f}%",
+            f"{r['peak_gib']:.2f}",
+            f"{r['first_s']:.1f}",
+            f"{r['first_loss']:.4f}",
+            "" if error is None else f"{error:.1e}",
+        ]
         print(f"| {row} | " + " | ".join(cells) + " |")
-        results.append({"row": row, "ms": ms[row], "mfu": mfu, "peak_gib": r["peak_gib"], "first_s": r["first_s"], "first_loss": r["first_loss"], "error": error})
-    print(f"MFU: (6 x {params / 1e6:.1f}M parameters x {batch_size * seq} tokens + 12 x layers x hidden x {seq} x tokens) = "
-          f"{flops / 1e12:.2f} TFLOP per step, over {args.peak_tflops:g} TFLOP/s")
-    targets = [("hir default <= 0.95x torch.compile (step)", "hir default", "torch.compile", lambda a, b: ms[a] <= 0.95 * ms[b]),
-               ("hir eager <= 1.05x eager (step)", "hir eager", "eager", lambda a, b: ms[a] <= 1.05 * ms[b]),
-               ("hir default peak <= torch.compile's", "hir default", "torch.compile", lambda a, b: ready[a]["peak_gib"] <= ready[b]["peak_gib"]),
-               ("hir default first step <= torch.compile's", "hir default", "torch.compile", lambda a, b: ready[a]["first_s"] <= ready[b]["first_s"])]
+        results.append(
+            {
+                "row": row,
+                "ms": ms[row],
+                "mfu": mfu,
+                "peak_gib": r["peak_gib"],
+                "first_s": r["first_s"],
+                "first_loss": r["first_loss"],
+                "error": error,
+            }
+        )
+    print(
+        f"MFU: (6 x {params / 1e6:.1f}M parameters x {batch_size * seq} tokens + 12 x layers x hidden x {seq} x tokens) = "
+        f"{flops / 1e12:.2f} TFLOP per step, over {args.peak_tflops:g} TFLOP/s"
+    )
+    targets = [
+        (
+            "hir default <= 0.95x torch.compile (step)",
+            "hir default",
+            "torch.compile",
+            lambda a, b: ms[a] <= 0.95 * ms[b],
+        ),
+        ("hir eager <= 1.05x eager (step)", "hir eager", "eager", lambda a, b: ms[a] <= 1.05 * ms[b]),
+        (
+            "hir default peak <= torch.compile's",
+            "hir default",
+            "torch.compile",
+            lambda a, b: ready[a]["peak_gib"] <= ready[b]["peak_gib"],
+        ),
+        (
+            "hir default first step <= torch.compile's",
+            "hir default",
+            "torch.compile",
+            lambda a, b: ready[a]["first_s"] <= ready[b]["first_s"],
+        ),
+    ]
     for text, a, b, met in targets:
-        print(f"target {text}: {'met' if a in ms and b in ms and met(a, b) else 'NOT met' if a in ms and b in ms else 'n/a'}")
+        print(
+            f"target {text}: {'met' if a in ms and b in ms and met(a, b) else 'NOT met' if a in ms and b in ms else 'n/a'}"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": args.device, "params": params, "batch": batch_size, "seq": seq, "rows": results}, f, indent=1)
+            json.dump(
+                {"device": args.device, "params": params, "batch": batch_size, "seq": seq, "rows": results}, f, indent=1
+            )
     return verdicts.finish()
 
 

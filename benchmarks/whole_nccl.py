@@ -72,6 +72,7 @@ def rows_for(case: str, M: int, S: int, world: int, groups: dict, streams: list)
         b = torch.randn(K // world, N, device=dev, dtype=bf16)
         partial = torch.empty(S, M // S, N, device=dev, dtype=bf16)
         out = torch.empty(S, M // S // world, N, device=dev, dtype=bf16)
+
         def matmul():
             return torch.matmul(a, b, out=partial)
 
@@ -86,6 +87,7 @@ def rows_for(case: str, M: int, S: int, world: int, groups: dict, streams: list)
         full = torch.empty(S, M // S, K, device=dev, dtype=bf16)
         b = torch.randn(K, N // world, device=dev, dtype=bf16)
         out = torch.empty(S, M // S, N // world, device=dev, dtype=bf16)
+
         def matmul():
             return torch.matmul(full, b, out=out)
 
@@ -96,7 +98,11 @@ def rows_for(case: str, M: int, S: int, world: int, groups: dict, streams: list)
             dist.all_gather_into_tensor(full[i], a[i], group=group)
             torch.matmul(full[i], b, out=out[i])
 
-    rows = {"matmul alone": matmul, "collective alone": collective, "sequential": (lambda: (matmul(), collective())) if case == "matmul+RS" else (lambda: (collective(), matmul()))}
+    rows = {
+        "matmul alone": matmul,
+        "collective alone": collective,
+        "sequential": (lambda: (matmul(), collective())) if case == "matmul+RS" else (lambda: (collective(), matmul())),
+    }
     for name, group in groups.items():
         rows[f"{S} streams [{name}]"] = on_streams(lambda i, g=group: chunk(i, g), S, streams)
         rows[f"one stream [{name}]"] = on_streams(lambda i, g=group: chunk(i, g), S)
@@ -122,8 +128,10 @@ def main() -> int:
             times = dict(zip(rows, bench_in_turns(list(rows.values()), rounds=5, iters=10)))
             ideal = max(times["matmul alone"], times["collective alone"])
             if rank == 0:
-                print(f"\n{case}, {world} GPUs, M={M} K=N=8192, S={args.chunks} "
-                      f"({torch.cuda.get_device_name()}, torch {torch.__version__})")
+                print(
+                    f"\n{case}, {world} GPUs, M={M} K=N=8192, S={args.chunks} "
+                    f"({torch.cuda.get_device_name()}, torch {torch.__version__})"
+                )
                 print("| row | ms | x max(collective, matmul) |\n|---|---:|---:|")
                 for name, ms in times.items():
                     print(f"| {name} | {ms:.3f} | {ms / ideal:.2f}x |")

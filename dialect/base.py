@@ -7,7 +7,6 @@ the 1-D device mesh {0,1,2,3}, split along axis 0 (nvFuser's DIDx); axis -1 mean
 on the mesh. :mod:`hir.dialect.sharding` reads it (1-D and multi-dimensional meshes).
 """
 
-
 import sys
 import types
 from array import array
@@ -245,7 +244,9 @@ class HirOp(HirDialect.Operation):
             with self.operation.context:
                 if self._ODS_OPERAND_SEGMENTS and "operandSegmentSizes" not in self.operation.attributes:
                     # Optional operands are located through this attribute (generic form).
-                    fail(f"requires operandSegmentSizes = array<i32: ...> (one count per operand group, {len(self._ODS_OPERAND_SEGMENTS)} groups)")
+                    fail(
+                        f"requires operandSegmentSizes = array<i32: ...> (one count per operand group, {len(self._ODS_OPERAND_SEGMENTS)} groups)"
+                    )
                 if not (self.UNEVEN_SPLITS or self._UNEVEN_REFUSED_PER_KEY) and _may_hold_memrefs(type(self)):
                     refuse_uneven(self.operation)
                 if self._I64_ATTRS:
@@ -263,10 +264,24 @@ class HirOp(HirDialect.Operation):
         return True
 
     @classmethod
-    def _create(cls, operands: Sequence[ir.Value] = (), results: Sequence[ir.Type] = (), attributes: dict | None = None, regions: int = 0, name: str | None = None) -> ir.Operation:
+    def _create(
+        cls,
+        operands: Sequence[ir.Value] = (),
+        results: Sequence[ir.Type] = (),
+        attributes: dict | None = None,
+        regions: int = 0,
+        name: str | None = None,
+    ) -> ir.Operation:
         """This op at the current insertion point (and location, named ``name`` if given).
         Not the ext constructor: it binds arguments with ``inspect`` (~17 us an op)."""
-        return ir.Operation.create(cls.OPERATION_NAME, results=list(results), operands=list(operands), attributes=attributes, regions=regions, loc=name_loc(name))
+        return ir.Operation.create(
+            cls.OPERATION_NAME,
+            results=list(results),
+            operands=list(operands),
+            attributes=attributes,
+            regions=regions,
+            loc=name_loc(name),
+        )
 
     @classmethod
     def destinations(cls, op: ir.Operation) -> tuple:
@@ -301,7 +316,9 @@ class _UnevenTypes:
         if uneven is None:
             space = t.memory_space if isinstance(t, ir.MemRefType) else None
             entries = space.axis.maybe_downcast() if isinstance(space, ShardAttr) else None
-            uneven = self.known[t] = isinstance(entries, ir.DictAttr) and "offsets" in entries  # (a packed split is even)
+            uneven = self.known[t] = (
+                isinstance(entries, ir.DictAttr) and "offsets" in entries
+            )  # (a packed split is even)
         return uneven
 
 
@@ -320,8 +337,15 @@ def _may_hold_memrefs(cls: type) -> bool:
         hints: dict = {}
         for klass in reversed(cls.__mro__):
             hints.update(getattr(klass, "__annotations__", {}))
-        values = [str(h) for h in hints.values() if str(h).startswith(("torch_mlir._mlir_libs._mlir.ir.Value[", "torch_mlir._mlir_libs._mlir.ir.OpResult["))]
-        typed = all(any(name in v for name in ("IndexType", "StreamType", "WorkType", "IntegerType", "FloatType")) for v in values)
+        values = [
+            str(h)
+            for h in hints.values()
+            if str(h).startswith(("torch_mlir._mlir_libs._mlir.ir.Value[", "torch_mlir._mlir_libs._mlir.ir.OpResult["))
+        ]
+        typed = all(
+            any(name in v for name in ("IndexType", "StreamType", "WorkType", "IntegerType", "FloatType"))
+            for v in values
+        )
         known = _MEMREF_CLASSES[cls] = not (values and typed)
     return known
 
@@ -331,7 +355,9 @@ def refuse_uneven(operation: ir.Operation) -> None:
     for what, values in (("operand", operation.operands), ("result", operation.results)):
         for i, value in enumerate(values):
             if _uneven_type(value.type):
-                fail(f"{what} #{i} is split unevenly ({value.type}); this op needs even splits (ops taking uneven ones: {', '.join(sorted(c.OPERATION_NAME for c in OP_CLASSES.values() if getattr(c, 'UNEVEN_SPLITS', False)))})")
+                fail(
+                    f"{what} #{i} is split unevenly ({value.type}); this op needs even splits (ops taking uneven ones: {', '.join(sorted(c.OPERATION_NAME for c in OP_CLASSES.values() if getattr(c, 'UNEVEN_SPLITS', False)))})"
+                )
 
 
 def name_loc(name: str | None) -> ir.Location | None:

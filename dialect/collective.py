@@ -99,16 +99,27 @@ class CollectiveOp(HirOp):
         if "root" in self.operation.attributes and not self.ROOT_PER_TEAM:
             fail("a rooted collective other than hir.broadcast takes one team (array<i64: ...>), not a team per row")
         ins, outs = self.in_sharding, self.out_sharding
-        if ins is None or outs is None or not ins.multi_dim or (ins.mesh, ins.mesh_shape) != (outs.mesh, outs.mesh_shape):
-            fail("teams given as a device layout (one team per row) need input and output on one multi-dimensional mesh")
+        if (
+            ins is None
+            or outs is None
+            or not ins.multi_dim
+            or (ins.mesh, ins.mesh_shape) != (outs.mesh, outs.mesh_shape)
+        ):
+            fail(
+                "teams given as a device layout (one team per row) need input and output on one multi-dimensional mesh"
+            )
         mesh_axes = team_mesh_axes(ins, teams)
         if mesh_axes is None:
-            fail(f"teams {teams} must be the lines of the mesh {ins.describe()} along some mesh axes, each in mesh order")
+            fail(
+                f"teams {teams} must be the lines of the mesh {ins.describe()} along some mesh axes, each in mesh order"
+            )
         along = f"mesh axis {mesh_axes[0]}" if len(mesh_axes) == 1 else f"mesh axes {list(mesh_axes)}"
         reduced = int_attr(self, "axis") if self.REDUCES_AXIS else None
         for k, (a, b) in enumerate(zip(ins.splits, outs.splits)):
             if k not in mesh_axes and b != (a if a is None or reduced is None else a - (a > reduced)):
-                fail(f"mesh axis {k} splits input axis {-1 if a is None else a} and output axis {-1 if b is None else b}; a collective along {along} keeps the other mesh axes' splits")
+                fail(
+                    f"mesh axis {k} splits input axis {-1 if a is None else a} and output axis {-1 if b is None else b}; a collective along {along} keeps the other mesh axes' splits"
+                )
         device = teams[0][0]
         try:
             self.in_type = _block_type(self.in_type, ins, mesh_axes, device)
@@ -143,7 +154,9 @@ class CollectiveOp(HirOp):
             try:
                 roots = list(ir.DenseI64ArrayAttr(self.operation.attributes["root"]))
             except (ValueError, TypeError, KeyError):
-                fail(f"with one team per row, root must be array<i64: ...> (one root device per team), got {self.operation.attributes['root'] if 'root' in self.operation.attributes else 'none'}")
+                fail(
+                    f"with one team per row, root must be array<i64: ...> (one root device per team), got {self.operation.attributes['root'] if 'root' in self.operation.attributes else 'none'}"
+                )
             if len(roots) != len(self.teams):
                 fail(f"root {roots} names {len(roots)} devices for {len(self.teams)} teams (one root per team)")
         for root, team in zip(roots, self.teams):

@@ -19,7 +19,6 @@ Axis conventions (all in the input's coordinates):
                        output is split along (nvFuser's adjusted scattered axis).
 """
 
-
 from typing import Any
 
 from torch_mlir import ir
@@ -181,7 +180,10 @@ class P2POp(HirOp):
 
     @classmethod
     def emit(cls, buffer: ir.Value, peer: int, backend: str, *, name: str | None = None) -> ir.Value:
-        attrs = {"peer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), peer), "backend": ir.StringAttr.get(backend)}
+        attrs = {
+            "peer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), peer),
+            "backend": ir.StringAttr.get(backend),
+        }
         return cls._create([buffer], [work_type()], attrs, name=name).result
 
     def check(self) -> None:

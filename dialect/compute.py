@@ -15,7 +15,6 @@ Kernel segments (nvFuser PostOnStream(HostUnit)) are ``func.call``s of a ``func.
 carrying the unit attribute ``hir.kernel``; the interpreter runs its body as one unit.
 """
 
-
 import os
 from typing import Any
 
@@ -225,7 +224,9 @@ class BinaryOp(ComputeOp, name="binary"):
         return True
 
     @classmethod
-    def emit(cls, lhs: ir.Value, rhs: ir.Value, output: ir.Value, kind: str, *, name: str | None = None) -> ir.Operation:
+    def emit(
+        cls, lhs: ir.Value, rhs: ir.Value, output: ir.Value, kind: str, *, name: str | None = None
+    ) -> ir.Operation:
         return cls._create([lhs, rhs, output], attributes={"kind": ir.StringAttr.get(kind)}, name=name)
 
 
@@ -249,7 +250,9 @@ class ReductionOp(ComputeOp, name="reduction"):
         return [i for i in range(_rank(op.operands[0])) if i not in reduced][k]
 
     @classmethod
-    def emit(cls, input: ir.Value, output: ir.Value, kind: str, axes: list[int], *, name: str | None = None) -> ir.Operation:
+    def emit(
+        cls, input: ir.Value, output: ir.Value, kind: str, axes: list[int], *, name: str | None = None
+    ) -> ir.Operation:
         attrs = {"kind": ir.StringAttr.get(kind), "axes": ir.DenseI64ArrayAttr.get(list(axes))}
         return cls._create([input, output], attributes=attrs, name=name)
 
@@ -281,7 +284,11 @@ class MatmulOp(ComputeOp, name="matmul"):
 
     def check_compute(self) -> None:
         check_shape(self.shape("output"), matmul_shape(self.shape("a"), self.shape("b")), "output")
-        attr = self.operation.attributes[self.ACCUMULATE_ATTR] if self.ACCUMULATE_ATTR in self.operation.attributes else None
+        attr = (
+            self.operation.attributes[self.ACCUMULATE_ATTR]
+            if self.ACCUMULATE_ATTR in self.operation.attributes
+            else None
+        )
         if attr is not None and not isinstance(attr, ir.UnitAttr):
             fail(f"{self.ACCUMULATE_ATTR} must be a unit attribute, got {attr}")
 
@@ -302,8 +309,12 @@ class MatmulOp(ComputeOp, name="matmul"):
         return True
 
     @classmethod
-    def emit(cls, a: ir.Value, b: ir.Value, output: ir.Value, *, accumulate: bool = False, name: str | None = None) -> ir.Operation:
-        return cls._create([a, b, output], attributes={cls.ACCUMULATE_ATTR: ir.UnitAttr.get()} if accumulate else None, name=name)
+    def emit(
+        cls, a: ir.Value, b: ir.Value, output: ir.Value, *, accumulate: bool = False, name: str | None = None
+    ) -> ir.Operation:
+        return cls._create(
+            [a, b, output], attributes={cls.ACCUMULATE_ATTR: ir.UnitAttr.get()} if accumulate else None, name=name
+        )
 
 
 def accumulates(op: ir.Operation) -> bool:
@@ -334,7 +345,15 @@ class LinearOp(ComputeOp, name="linear"):
         return 0 if k == last else None  # weight [N, K] and bias [N]
 
     @classmethod
-    def emit(cls, input: ir.Value, weight: ir.Value, output: ir.Value, bias: ir.Value | None = None, *, name: str | None = None) -> ir.Operation:
+    def emit(
+        cls,
+        input: ir.Value,
+        weight: ir.Value,
+        output: ir.Value,
+        bias: ir.Value | None = None,
+        *,
+        name: str | None = None,
+    ) -> ir.Operation:
         operands = [input, weight, output] + ([bias] if bias is not None else [])
         segments = ir.DenseI32ArrayAttr.get([1, 1, 1, 1 if bias is not None else 0])
         return cls._create(operands, attributes={"operandSegmentSizes": segments}, name=name)

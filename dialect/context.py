@@ -51,7 +51,12 @@ _HIR_FILES: dict[str, bool] = {}  # co_filename -> whether it is a file of the h
 def _is_hir_file(filename: str) -> bool:
     known = _HIR_FILES.get(filename)
     if known is None:
-        folders = [os.path.realpath(folder) + os.sep for name in ("hir", "hir.dialect", "hir.passes") if name in sys.modules for folder in getattr(sys.modules[name], "__path__", ())]
+        folders = [
+            os.path.realpath(folder) + os.sep
+            for name in ("hir", "hir.dialect", "hir.passes")
+            if name in sys.modules
+            for folder in getattr(sys.modules[name], "__path__", ())
+        ]
         known = _HIR_FILES[filename] = os.path.realpath(filename).startswith(tuple(folders))
     return known
 
@@ -86,7 +91,11 @@ def api_stacklevel() -> int:
 def check_options(entry: str, options: dict, known: Any) -> None:
     """Refuse a keyword option ``entry`` (a public function's name) does not take, naming it
     and the ones it does; ``known``: the option names, or a callable whose parameters they are."""
-    names = list(known) if not callable(known) else [p for p in inspect.signature(known).parameters if p not in ("self", "module", "example_args")]
+    names = (
+        list(known)
+        if not callable(known)
+        else [p for p in inspect.signature(known).parameters if p not in ("self", "module", "example_args")]
+    )
     unknown = [name for name in options if name not in names]
     if unknown:
         raise HirError(f"error: {entry}: unknown option(s) {', '.join(unknown)} (options: {', '.join(names)})")
@@ -152,8 +161,10 @@ def check_nesting(text: str, filename: str, limit: int = MAX_NESTING) -> None:
             if depth > limit:
                 line = text.count("\n", 0, m.start()) + 1
                 col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-                raise HirError(f"{filename}:{line}:{col}: error: nesting deeper than {limit} levels; hir refuses it "
-                               "(MLIR's parser would overflow its stack)")
+                raise HirError(
+                    f"{filename}:{line}:{col}: error: nesting deeper than {limit} levels; hir refuses it "
+                    "(MLIR's parser would overflow its stack)"
+                )
         elif c in "})]>":
             depth = max(0, depth - 1)
 
@@ -173,7 +184,9 @@ def parse(text: str, filename: str = "<string>", context: ir.Context | None = No
         except ir.MLIRError as err:
             located = None if err.error_diagnostics else locate_custom_syntax(text, filename)
             raise HirError(located or format_mlir_error(err, filename)) from None
-        errors = (check_placements(module.operation, filename) if may_hold_placements(text) else []) + module_attribute_errors(module, filename)
+        errors = (
+            check_placements(module.operation, filename) if may_hold_placements(text) else []
+        ) + module_attribute_errors(module, filename)
         if errors:
             raise HirError("\n".join(errors))
         return module
@@ -205,7 +218,9 @@ def read_source(path: str) -> tuple[str, str]:
         line = before.count(b"\n") + 1
         col = err.start - (before.rfind(b"\n") + 1) + 1
         byte = data[err.start]
-        raise HirError(f"{name}:{line}:{col}: error: unexpected character: byte 0x{byte:02x} is not UTF-8 text") from None
+        raise HirError(
+            f"{name}:{line}:{col}: error: unexpected character: byte 0x{byte:02x} is not UTF-8 text"
+        ) from None
 
 
 # An hir op written in custom (pretty) form: a bare ``hir.name`` outside strings and comments
@@ -225,5 +240,5 @@ def locate_custom_syntax(text: str, source_name: str) -> str | None:
     col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
     return (
         f"{source_name}:{line}:{col}: error: '{m['op']}' is written in custom form; hir ops parse in "
-        f"MLIR's generic form only: \"{m['op']}\"(operands) {{attributes}} : (operand types) -> result types"
+        f'MLIR\'s generic form only: "{m["op"]}"(operands) {{attributes}} : (operand types) -> result types'
     )

@@ -14,8 +14,6 @@ iteration per pool stream, until ``hir-expand-stream-loops`` writes it as ``hir.
     }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (index, index, index, !hir.stream) -> ()
 """
 
-
-
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
@@ -57,8 +55,15 @@ class ForOp(HirOp, name="for"):
             _check_join(block)
 
     @classmethod
-    def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, *, joins_pool_streams: bool = False,
-             name: str | None = None) -> tuple[ir.Operation, ir.Value, ir.Operation]:
+    def emit(
+        cls,
+        lower_bound: ir.Value,
+        upper_bound: ir.Value,
+        step: ir.Value,
+        *,
+        joins_pool_streams: bool = False,
+        name: str | None = None,
+    ) -> tuple[ir.Operation, ir.Value, ir.Operation]:
         """(loop, induction variable, yield): insert the body before the yield. ``name``
         names the induction variable (``^bb0(%i: index)``); ``joins_pool_streams``: the loop
         is a join (its body, built by the caller, must be the one the class docstring says)."""
@@ -76,8 +81,10 @@ def _check_join(block: ir.Block) -> None:
     names = [op.name for op in ops]
     expected = [GetStreamOp.OPERATION_NAME, SynchronizeOp.OPERATION_NAME, YieldOp.OPERATION_NAME]
     if names != expected or ops[0].operands[0] != block.arguments[0] or ops[1].operands[0] != ops[0].results[0]:
-        fail(f"with '{JOINS_POOL_STREAMS_ATTR}' must have the body %stream = {expected[0]}(index), {expected[1]}(%stream), {expected[2]}; "
-             f"got {', '.join(names)}")
+        fail(
+            f"with '{JOINS_POOL_STREAMS_ATTR}' must have the body %stream = {expected[0]}(index), {expected[1]}(%stream), {expected[2]}; "
+            f"got {', '.join(names)}"
+        )
 
 
 class StreamForOp(HirOp, name="stream_for"):
@@ -119,8 +126,16 @@ class StreamForOp(HirOp, name="stream_for"):
             parent = parent.parent
 
     @classmethod
-    def emit(cls, lower_bound: ir.Value, upper_bound: ir.Value, step: ir.Value, user_stream: ir.Value, slots: ir.Value | None = None, *,
-             name: str | None = None) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Operation]:
+    def emit(
+        cls,
+        lower_bound: ir.Value,
+        upper_bound: ir.Value,
+        step: ir.Value,
+        user_stream: ir.Value,
+        slots: ir.Value | None = None,
+        *,
+        name: str | None = None,
+    ) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Operation]:
         """(loop, index, slot, yield): insert the body before the yield. ``name`` names the
         loop's location and so its block arguments (stream lowering gives none: the expansion
         names what it builds)."""
@@ -146,7 +161,9 @@ class YieldOp(HirOp, name="yield", traits=[ir.IsTerminatorTrait]):
     def check(self) -> None:
         parent = self.operation.parent
         if parent is None or parent.name not in (ForOp.OPERATION_NAME, StreamForOp.OPERATION_NAME):
-            fail(f"expects parent op '{ForOp.OPERATION_NAME}' or '{StreamForOp.OPERATION_NAME}', got '{parent.name if parent else None}'")
+            fail(
+                f"expects parent op '{ForOp.OPERATION_NAME}' or '{StreamForOp.OPERATION_NAME}', got '{parent.name if parent else None}'"
+            )
 
     @classmethod
     def emit(cls, *, name: str | None = None) -> ir.Operation:

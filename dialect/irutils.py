@@ -48,12 +48,16 @@ def stream_axis(op: ir.Operation) -> int | None:
 def index_const(value: int, name: str | None = None) -> ir.Value:
     """An ``arith.constant <value> : index`` at the current insertion point."""
     index = ir.IndexType.get()
-    return ir.Operation.create(CONSTANT, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}, loc=name_loc(name)).result
+    return ir.Operation.create(
+        CONSTANT, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}, loc=name_loc(name)
+    ).result
 
 
 def index_arith(op_class: type, lhs: ir.Value, rhs: ir.Value, name: str | None = None) -> ir.Value:
     """An index ``arith`` binary op (``arith.AddIOp``, ``arith.RemUIOp``, ...)."""
-    return ir.Operation.create(op_class.OPERATION_NAME, results=[ir.IndexType.get()], operands=[lhs, rhs], loc=name_loc(name)).result
+    return ir.Operation.create(
+        op_class.OPERATION_NAME, results=[ir.IndexType.get()], operands=[lhs, rhs], loc=name_loc(name)
+    ).result
 
 
 def dim(buffer: ir.Value, axis: ir.Value, name: str | None = None) -> ir.Value:

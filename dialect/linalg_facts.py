@@ -31,7 +31,9 @@ def is_elementwise(op: ir.Operation) -> bool:
     """An elementwise named linalg op, or an arith / math op on tensors."""
     if op.name in ELEMENTWISE_NAMED:
         return True
-    return op.name.split(".")[0] in ELEMENTWISE_DIALECTS and any(isinstance(r.type, ir.RankedTensorType) for r in op.results)
+    return op.name.split(".")[0] in ELEMENTWISE_DIALECTS and any(
+        isinstance(r.type, ir.RankedTensorType) for r in op.results
+    )
 
 
 def reduce_maps(op: ir.Operation) -> tuple[list[ir.AffineMap], list[int]]:

@@ -94,7 +94,10 @@ def team_backend(op: ir.Operation, team: ir.Attribute, backend: str, pass_name: 
     crossing = spanning_team(teams_in(team), ranks_per_node)
     if crossing is None or ranks_per_node is None:
         return backend
-    _remark(op, f"{pass_name}: {describe_span(crossing, ranks_per_node)}: backend \"{ACROSS_NODES}\" instead of \"{COPY_ENGINES}\" (copy engines reach one node only)")
+    _remark(
+        op,
+        f'{pass_name}: {describe_span(crossing, ranks_per_node)}: backend "{ACROSS_NODES}" instead of "{COPY_ENGINES}" (copy engines reach one node only)',
+    )
     return ACROSS_NODES
 
 

@@ -95,7 +95,11 @@ class AdamUpdateOp(HirOp, name="adam_update"):
         (unranked views) and steps to values, ``hyper`` lr, beta1, beta2, eps, weight_decay."""
         operands = [v for name in _LISTS for v in lists[name]] + [hyper[name] for name in ADAM_HYPER]
         sizes = [len(lists[name]) for name in _LISTS] + [1] * len(ADAM_HYPER)
-        attributes = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get(sizes), "kind": ir.StringAttr.get(kind), "kernel": ir.StringAttr.get(kernel)}
+        attributes = {
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get(sizes),
+            "kind": ir.StringAttr.get(kind),
+            "kernel": ir.StringAttr.get(kernel),
+        }
         return cls._create(operands, attributes=attributes)
 
 

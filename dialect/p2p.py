@@ -92,7 +92,9 @@ class DeviceIndexOp(HirOp, name="device_index"):
 
     @classmethod
     def emit(cls, mesh: list[int], *, name: str | None = None) -> ir.Value:
-        return cls._create(results=[ir.IndexType.get()], attributes={"mesh": ir.DenseI64ArrayAttr.get(list(mesh))}, name=name).result
+        return cls._create(
+            results=[ir.IndexType.get()], attributes={"mesh": ir.DenseI64ArrayAttr.get(list(mesh))}, name=name
+        ).result
 
 
 class ShiftOp(HirOp, name="shift"):
@@ -109,7 +111,9 @@ class ShiftOp(HirOp, name="shift"):
     TRANSFER_ATTR = TRANSFER_ATTR  # "pull" (default: the receiver copies) or "push" (the sender does)
 
     @classmethod
-    def emit(cls, input: ir.Value, output: ir.Value, offset: ir.Value, attributes: dict, *, name: str | None = None) -> ir.Value:
+    def emit(
+        cls, input: ir.Value, output: ir.Value, offset: ir.Value, attributes: dict, *, name: str | None = None
+    ) -> ir.Value:
         """``attributes``: team, backend and optionally copies, signal, transfer."""
         return cls._create([input, output, offset], [work_type()], attributes, name=name).result
 
@@ -122,7 +126,9 @@ class ShiftOp(HirOp, name="shift"):
         if len(teams) > 1:
             sharding = sharding_of(in_type, "input")
             if sharding is not None and team_mesh_axes(sharding, teams) is None:
-                fail(f"teams {teams} must be the lines of the input's mesh {sharding.describe()} along some mesh axes, each in mesh order")
+                fail(
+                    f"teams {teams} must be the lines of the input's mesh {sharding.describe()} along some mesh axes, each in mesh order"
+                )
         copies = int_attr(self, COPIES_ATTR, required=False)
         if copies is not None and copies < 1:
             fail(f"{COPIES_ATTR} must be at least 1, got {copies}")
@@ -147,12 +153,20 @@ def own_block_type(source: ir.MemRefType, axis: int) -> ir.MemRefType:
     if sharding is None or sharding.multi_dim or sharding.splits[0] != axis:
         fail(f"input must be split along axis {axis} over a 1-D device mesh")
     if source.shape[axis] != len(sharding.mesh):
-        fail(f"axis {axis} has extent {source.shape[axis]}, not one block per device of the mesh of {len(sharding.mesh)}")
+        fail(
+            f"axis {axis} has extent {source.shape[axis]}, not one block per device of the mesh of {len(sharding.mesh)}"
+        )
     strides, _ = source.get_strides_and_offset()
     shape = [d for i, d in enumerate(source.shape) if i != axis]
     kept = [st for i, st in enumerate(strides) if i != axis]
     space = Sharding(sharding.mesh, None).attr()  # on the mesh, not split: the local data whole
-    return ir.MemRefType.get(shape, source.element_type, layout=ir.StridedLayoutAttr.get(DYNAMIC, kept), memory_space=space, loc=ir.Location.unknown())
+    return ir.MemRefType.get(
+        shape,
+        source.element_type,
+        layout=ir.StridedLayoutAttr.get(DYNAMIC, kept),
+        memory_space=space,
+        loc=ir.Location.unknown(),
+    )
 
 
 class OwnBlockOp(ViewOp, name="own_block"):
@@ -169,7 +183,9 @@ class OwnBlockOp(ViewOp, name="own_block"):
 
     @classmethod
     def emit(cls, input: ir.Value, axis: int, *, name: str | None = None) -> ir.Value:
-        return cls._create([input], [own_block_type(memref_type(input, "input"), axis)], {"axis": i64_attr(axis)}, name=name).result
+        return cls._create(
+            [input], [own_block_type(memref_type(input, "input"), axis)], {"axis": i64_attr(axis)}, name=name
+        ).result
 
 
 class BarrierOp(HirOp, name="barrier"):

@@ -65,19 +65,36 @@ class Sharding:
         object.__setattr__(self, "mesh", mesh)
         object.__setattr__(self, "mesh_shape", shape)
         object.__setattr__(self, "splits", per_axis)
-        object.__setattr__(self, "offsets", tuple(sorted((a, tuple(int(b) for b in bounds)) for a, bounds in (offsets or {}).items())))
+        object.__setattr__(
+            self, "offsets", tuple(sorted((a, tuple(int(b) for b in bounds)) for a, bounds in (offsets or {}).items()))
+        )
         object.__setattr__(self, "partial", tuple(sorted({int(k) for k in partial or ()})))
         if any(not 0 <= k < len(shape) or per_axis[k] is not None for k in self.partial):
-            raise ValueError(f"a sum is pending on mesh axes of the mesh that split nothing: partial {list(self.partial)}, splits {list(per_axis)}")
-        if offsets and {a for a, _ in self.offsets} != {s for s in per_axis if s is not None}:  # as MLIR's sharded_dims_offsets
-            raise ValueError(f"an uneven Sharding gives the boundaries of every split axis: splits {list(per_axis)}, boundaries for axes {sorted(offsets)}")
+            raise ValueError(
+                f"a sum is pending on mesh axes of the mesh that split nothing: partial {list(self.partial)}, splits {list(per_axis)}"
+            )
+        if offsets and {a for a, _ in self.offsets} != {
+            s for s in per_axis if s is not None
+        }:  # as MLIR's sharded_dims_offsets
+            raise ValueError(
+                f"an uneven Sharding gives the boundaries of every split axis: splits {list(per_axis)}, boundaries for axes {sorted(offsets)}"
+            )
         object.__setattr__(self, "packed", tuple(sorted((int(a), int(n)) for a, n in (packed or {}).items() if n != 1)))
         for axis, pieces in self.packed:
             if axis not in per_axis or pieces < 1 or self.bounds(axis) is not None:
-                raise ValueError(f"a packed split needs an even split axis and at least one piece: axis {axis} in {pieces} pieces, splits {list(per_axis)}")
+                raise ValueError(
+                    f"a packed split needs an even split axis and at least one piece: axis {axis} in {pieces} pieces, splits {list(per_axis)}"
+                )
 
     @staticmethod
-    def of(devices: Sequence[int], mesh_shape: Sequence[int], splits: Sequence[int | None], offsets: Mapping[int, Sequence[int]] | None = None, partial: Sequence[int] | None = None, packed: Mapping[int, int] | None = None) -> "Sharding":
+    def of(
+        devices: Sequence[int],
+        mesh_shape: Sequence[int],
+        splits: Sequence[int | None],
+        offsets: Mapping[int, Sequence[int]] | None = None,
+        partial: Sequence[int] | None = None,
+        packed: Mapping[int, int] | None = None,
+    ) -> "Sharding":
         """The placement on the mesh of ``devices`` laid out as ``mesh_shape`` (1-D when it
         has one axis) with ``splits`` per mesh axis (and the part boundaries of uneven ones;
         the mesh axes a sum is pending on; the pieces of packed ones)."""
@@ -99,7 +116,14 @@ class Sharding:
         per_axis = [placement if k in mesh_axes else self.on(k) for k in range(len(self.mesh_shape))]
         splits = [p if isinstance(p, int) else None for p in per_axis]  # PARTIAL splits nothing
         kept = {a: b for a, b in self.offsets if a in splits}
-        return Sharding.of(self.mesh, self.mesh_shape, splits, kept, [k for k, p in enumerate(per_axis) if p == PARTIAL], {a: n for a, n in self.packed if a in splits})
+        return Sharding.of(
+            self.mesh,
+            self.mesh_shape,
+            splits,
+            kept,
+            [k for k, p in enumerate(per_axis) if p == PARTIAL],
+            {a: n for a, n in self.packed if a in splits},
+        )
 
     def buffer_placement(self) -> "Sharding":
         """The placement of the buffer holding a value placed so: a pending sum's summands on a
@@ -107,7 +131,13 @@ class Sharding:
         if not self.partial:
             return self
         splits = [0 if k in self.partial else None if s is None else s + 1 for k, s in enumerate(self.splits)]
-        return Sharding.of(self.mesh, self.mesh_shape, splits, {a + 1: b for a, b in self.offsets}, packed={a + 1: n for a, n in self.packed})
+        return Sharding.of(
+            self.mesh,
+            self.mesh_shape,
+            splits,
+            {a + 1: b for a, b in self.offsets},
+            packed={a + 1: n for a, n in self.packed},
+        )
 
     @property
     def uneven(self) -> bool:
@@ -135,10 +165,14 @@ class Sharding:
             return self.splits[0]
         if not self.is_split:
             return None
-        raise MultiDimMeshError(f"this needs a 1-D device mesh; the buffer is placed on the {'x'.join(map(str, self.mesh_shape))} mesh {self.describe()}")
+        raise MultiDimMeshError(
+            f"this needs a 1-D device mesh; the buffer is placed on the {'x'.join(map(str, self.mesh_shape))} mesh {self.describe()}"
+        )
 
     def describe(self) -> str:
-        uneven = "".join(f", axis {a} cut at {list(b)}" for a, b in self.offsets) + "".join(f", axis {a} packed of {n} pieces" for a, n in self.packed)
+        uneven = "".join(f", axis {a} cut at {list(b)}" for a, b in self.offsets) + "".join(
+            f", axis {a} packed of {n} pieces" for a, n in self.packed
+        )
         pending = f", a sum pending on mesh axes {list(self.partial)}" if self.partial else ""
         return f"{list(self.mesh)} with splits {[-1 if s is None else s for s in self.splits]}{uneven}{pending}"
 
@@ -168,7 +202,9 @@ class Sharding:
         out = [d if d == DYNAMIC else d // self.parts(i) for i, d in enumerate(shape)]
         for axis, bounds in self.offsets:
             if device is None:
-                raise UnevenPlacementError(f"the parts of axis {axis} differ per device (cut at {list(bounds)}); this needs the device's own extent")
+                raise UnevenPlacementError(
+                    f"the parts of axis {axis} differ per device (cut at {list(bounds)}); this needs the device's own extent"
+                )
             part = self.shard_index(device, axis)
             out[axis] = bounds[part + 1] - bounds[part]
         return out
@@ -207,11 +243,17 @@ class Sharding:
         axes = _axes(mesh_axes)
         split = {self.splits[k] for k in axes}
         if len(split) != 1:
-            raise MultiDimMeshError(f"mesh axes {list(axes)} split buffer axes {[-1 if self.splits[k] is None else self.splits[k] for k in axes]}; a team along several mesh axes needs them all to split one buffer axis or none")
+            raise MultiDimMeshError(
+                f"mesh axes {list(axes)} split buffer axes {[-1 if self.splits[k] is None else self.splits[k] for k in axes]}; a team along several mesh axes needs them all to split one buffer axis or none"
+            )
         (axis,) = split
-        minor = [j for j, s in enumerate(self.splits) if axis is not None and s == axis and j not in axes and j > min(axes)]
+        minor = [
+            j for j, s in enumerate(self.splits) if axis is not None and s == axis and j not in axes and j > min(axes)
+        ]
         if minor:
-            raise MultiDimMeshError(f"buffer axis {axis} is also split by mesh axis {minor[0]}, minor to mesh axes {list(axes)}: a line along them holds no contiguous block")
+            raise MultiDimMeshError(
+                f"buffer axis {axis} is also split by mesh axis {minor[0]}, minor to mesh axes {list(axes)}: a line along them holds no contiguous block"
+            )
         return axis
 
     def along(self, device: int, mesh_axes: MeshAxes) -> "Sharding":
@@ -219,7 +261,9 @@ class Sharding:
         axis = self.line_split(mesh_axes)
         bounds = self.bounds(axis) if axis is not None else None
         if bounds is not None and any(s == axis for j, s in enumerate(self.splits) if j not in _axes(mesh_axes)):
-            raise UnevenPlacementError(f"buffer axis {axis} is split unevenly over mesh axes {[j for j, s in enumerate(self.splits) if s == axis]}; a team along only some of them sees no 1-D placement")
+            raise UnevenPlacementError(
+                f"buffer axis {axis} is split unevenly over mesh axes {[j for j, s in enumerate(self.splits) if s == axis]}; a team along only some of them sees no 1-D placement"
+            )
         offsets = None if axis is None or bounds is None else {axis: bounds}
         return Sharding(
             self.line(device, mesh_axes), axis, offsets=offsets, packed={a: n for a, n in self.packed if a == axis}
@@ -230,7 +274,9 @@ class Sharding:
         shape of the block that one line along ``mesh_axes`` holds together."""
         axes = _axes(mesh_axes)
         kept = [None if j in axes else s for j, s in enumerate(self.splits)]
-        return Sharding.of(self.mesh, self.mesh_shape, kept, {a: b for a, b in self.offsets if a in kept}).local_shape(shape)
+        return Sharding.of(self.mesh, self.mesh_shape, kept, {a: b for a, b in self.offsets if a in kept}).local_shape(
+            shape
+        )
 
     def renumbered(self, fn: Callable[[int], int | None]) -> "Sharding":
         """The same mesh with each split buffer axis ``a`` moved to ``fn(a)``."""
@@ -246,17 +292,27 @@ class Sharding:
 
     def attr(self) -> ir.Attribute:
         if self.partial:
-            raise ValueError(f"a pending sum ({self.describe()}) has no #hir.shard form; its buffer's is buffer_placement()")
+            raise ValueError(
+                f"a pending sum ({self.describe()}) has no #hir.shard form; its buffer's is buffer_placement()"
+            )
         i64 = ir.IntegerType.get_signless(64)
         if not self.multi_dim:
-            mesh, splits = ir.DenseI64ArrayAttr.get(list(self.mesh)), ir.IntegerAttr.get(i64, -1 if self.splits[0] is None else self.splits[0])
+            mesh, splits = (
+                ir.DenseI64ArrayAttr.get(list(self.mesh)),
+                ir.IntegerAttr.get(i64, -1 if self.splits[0] is None else self.splits[0]),
+            )
         else:
-            mesh, splits = i64_elements(self.mesh, self.mesh_shape), ir.DenseI64ArrayAttr.get([-1 if s is None else s for s in self.splits])
+            mesh, splits = (
+                i64_elements(self.mesh, self.mesh_shape),
+                ir.DenseI64ArrayAttr.get([-1 if s is None else s for s in self.splits]),
+            )
         if not self.offsets and not self.packed:
             return ShardAttr.get(mesh, splits)
         entries: dict[str, ir.Attribute] = {"splits" if self.multi_dim else "axis": splits}
         if self.offsets:
             entries["offsets"] = ir.DenseI64ArrayAttr.get([b for _, bounds in self.offsets for b in bounds])
         if self.packed:
-            entries["packed"] = ir.DenseI64ArrayAttr.get([self.pieces(a) for a in sorted({s for s in self.splits if s is not None})])
+            entries["packed"] = ir.DenseI64ArrayAttr.get(
+                [self.pieces(a) for a in sorted({s for s in self.splits if s is not None})]
+            )
         return ShardAttr.get(mesh, ir.DictAttr.get(entries))

@@ -34,7 +34,7 @@ def _may_have_memory_space(memref: str) -> bool:
         c = memref[i]
         if c in "<[({":
             depth += 1
-        elif c in ">])}" and memref[i - 1:i + 1] != "->":
+        elif c in ">])}" and memref[i - 1 : i + 1] != "->":
             depth -= 1
         elif c == "," and depth == 0:
             parts.append(memref[start:i].strip())

@@ -72,7 +72,9 @@ def _cast(kind: type[_Attr], attr: ir.Attribute) -> _Attr | None:
         return None
 
 
-def _parse(space: ShardAttr, what: str) -> tuple[tuple[int, ...], list[int], list[int], list[int] | None, list[int] | None]:
+def _parse(
+    space: ShardAttr, what: str
+) -> tuple[tuple[int, ...], list[int], list[int], list[int] | None, list[int] | None]:
     """(devices, mesh shape, raw split entries with ``-1`` kept, raw offsets or None, raw
     packed pieces or None) of a ``#hir.shard``."""
     splits_attr = space.axis
@@ -82,8 +84,10 @@ def _parse(space: ShardAttr, what: str) -> tuple[tuple[int, ...], list[int], lis
         names = [entries[i].name for i in range(len(entries))]
         split_keys = [n for n in names if n in ("axis", "splits")]
         if len(split_keys) != 1 or not set(names) - {"axis", "splits"} or not set(names) <= {"axis", "splits", *found}:
-            fail(f"{what}: an uneven or packed #hir.shard takes {{axis = N : i64, offsets = array<i64: ...>, packed = array<i64: ...>}} (1-D mesh; "
-                 f"splits = array<i64: ...> on a multi-D one; offsets or packed or both), got {splits_attr}")
+            fail(
+                f"{what}: an uneven or packed #hir.shard takes {{axis = N : i64, offsets = array<i64: ...>, packed = array<i64: ...>}} (1-D mesh; "
+                f"splits = array<i64: ...> on a multi-D one; offsets or packed or both), got {splits_attr}"
+            )
         for key in found:
             if key in names:
                 raw = _cast(ir.DenseI64ArrayAttr, entries[key])
@@ -100,7 +104,9 @@ def _parse(space: ShardAttr, what: str) -> tuple[tuple[int, ...], list[int], lis
         return tuple(devices), [len(devices)], [axis.value], offsets, packed
     layout = _cast(ir.DenseIntElementsAttr, space.mesh)
     if layout is None:
-        fail(f"{what}: #hir.shard mesh must be array<i64: ...> or a dense<...> : tensor<AxBxi64> device layout, got {space.mesh}")
+        fail(
+            f"{what}: #hir.shard mesh must be array<i64: ...> or a dense<...> : tensor<AxBxi64> device layout, got {space.mesh}"
+        )
     shape = list(ir.RankedTensorType(layout.type).shape)
     if len(shape) < 2:
         fail(f"{what}: write a 1-D mesh as #hir.shard<array<i64: ...>, axis : i64>")
@@ -109,7 +115,9 @@ def _parse(space: ShardAttr, what: str) -> tuple[tuple[int, ...], list[int], lis
         fail(f"{what}: a {len(shape)}-D #hir.shard takes one split per mesh axis (array<i64: ...>), got {splits_attr}")
     splits = list(raw)
     if len(splits) != len(shape):
-        fail(f"{what}: the {'x'.join(map(str, shape))} mesh needs {len(shape)} splits (one per mesh axis), got {splits}")
+        fail(
+            f"{what}: the {'x'.join(map(str, shape))} mesh needs {len(shape)} splits (one per mesh axis), got {splits}"
+        )
     return tuple(int(d) for d in layout), shape, splits, offsets, packed
 
 
@@ -123,7 +131,9 @@ def _boundaries(t: ir.MemRefType, sharding: Sharding, offsets: list[int], what: 
         parts = sharding.parts(axis)
         bounds, rest = rest[: parts + 1], rest[parts + 1 :]
         if len(bounds) != parts + 1:
-            fail(f"{what}: offsets {offsets} give too few boundaries: axis {axis} is cut into {parts} parts (needs {parts + 1}, for every split axis in order)")
+            fail(
+                f"{what}: offsets {offsets} give too few boundaries: axis {axis} is cut into {parts} parts (needs {parts + 1}, for every split axis in order)"
+            )
         if t.shape[axis] == DYNAMIC:
             fail(f"{what}: axis {axis} is dynamic; an uneven split needs a static extent")
         if bounds[0] != 0 or bounds[-1] != t.shape[axis] or any(a > b for a, b in zip(bounds, bounds[1:])):
@@ -157,11 +167,15 @@ def sharding_of(value_or_type: Any, what: str = "buffer") -> Sharding | None:
     for axis in {s for s in sharding.splits if s is not None}:
         parts = sharding.parts(axis) * (pieces or {}).get(axis, 1)
         if t.shape[axis] != DYNAMIC and t.shape[axis] % parts:
-            fail(f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over {parts} {'parts' if pieces else 'devices'} (an uneven split gives its offsets)")
+            fail(
+                f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over {parts} {'parts' if pieces else 'devices'} (an uneven split gives its offsets)"
+            )
     return Sharding.of(mesh, mesh_shape, sharding.splits, packed=pieces)
 
 
-def _pieces(t: ir.MemRefType, sharding: Sharding, packed: list[int], offsets: list[int] | None, what: str) -> dict[int, int]:
+def _pieces(
+    t: ir.MemRefType, sharding: Sharding, packed: list[int], offsets: list[int] | None, what: str
+) -> dict[int, int]:
     """The pieces of every split axis, from ``packed`` (one count per split axis, in order)."""
     axes = sorted({a for a in sharding.splits if a is not None})
     if len(packed) != len(axes) or min(packed, default=1) < 1:

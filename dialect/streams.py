@@ -16,8 +16,6 @@ priority; CPU runs ignore it), e.g. the stream hir-p2p-pipeline issues its copie
 (``comm_stream=1``), so a copy's launch is not queued behind compute kernels.
 """
 
-
-
 from torch_mlir import ir
 from torch_mlir.dialects import ext
 
@@ -41,7 +39,9 @@ def module_num_streams(module: ir.Module) -> int | None:
     except VerifyError:
         value = None
     if value is None or value < 1:
-        raise ValueError(f"module attribute {NUM_STREAMS_ATTR} must be a positive integer (N : i64, N >= 1), got {attr}")
+        raise ValueError(
+            f"module attribute {NUM_STREAMS_ATTR} must be a positive integer (N : i64, N >= 1), got {attr}"
+        )
     return value
 
 
@@ -71,7 +71,9 @@ def module_high_priority_streams(module: ir.Module) -> list[int]:
     attr = attrs[HIGH_PRIORITY_ATTR]
     values = list(ir.DenseI64ArrayAttr(attr)) if isinstance(attr, ir.DenseI64ArrayAttr) else None
     if values is None or any(v < 0 for v in values):
-        raise ValueError(f"module attribute {HIGH_PRIORITY_ATTR} must be an array<i64: ...> of pool stream indices, got {attr}")
+        raise ValueError(
+            f"module attribute {HIGH_PRIORITY_ATTR} must be an array<i64: ...> of pool stream indices, got {attr}"
+        )
     return values
 
 

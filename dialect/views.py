@@ -68,8 +68,6 @@ The input is contiguous and static (the result is too), its other mesh axes' spl
 renumbered past ``at``.
 """
 
-
-
 from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
@@ -78,7 +76,9 @@ from hir.dialect.checks import check_axis, fail, int_attr, memref_type
 from hir.dialect.sharding import Sharding, sharding_of
 from hir.dialect.view_splits import ViewSplitError, reshaped
 
-UPSTREAM_VIEWS.update(cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp, memref.CastOp))
+UPSTREAM_VIEWS.update(
+    cls.OPERATION_NAME for cls in (memref.SubViewOp, memref.CollapseShapeOp, memref.ExpandShapeOp, memref.CastOp)
+)
 
 
 def _view_type(source: ir.MemRefType, axis: int, verb: str, shape: list, strides: list, shard_axis) -> ir.MemRefType:
@@ -144,6 +144,7 @@ class ViewOp(HirOp):
 
 class AliasSelectOp(ViewOp, name="alias_select"):
     """``result = input.select(axis, index)`` as a view: writes through it land in ``input``."""
+
     _UNEVEN_REFUSED_PER_KEY = True
 
     input: ext.Operand[ir.MemRefType]
@@ -156,11 +157,14 @@ class AliasSelectOp(ViewOp, name="alias_select"):
 
     @classmethod
     def emit(cls, input: ir.Value, index: ir.Value, axis: int, *, name: str | None = None) -> ir.Value:
-        return cls._create([input, index], [select_type(memref_type(input, "input"), axis)], {"axis": i64_attr(axis)}, name=name).result
+        return cls._create(
+            [input, index], [select_type(memref_type(input, "input"), axis)], {"axis": i64_attr(axis)}, name=name
+        ).result
 
 
 class AliasChunkOp(ViewOp, name="alias_chunk"):
     """``result = input.chunk(chunks, axis)[index]`` as a view: writes through it land in ``input``."""
+
     _UNEVEN_REFUSED_PER_KEY = True
 
     input: ext.Operand[ir.MemRefType]
@@ -170,12 +174,19 @@ class AliasChunkOp(ViewOp, name="alias_chunk"):
     result: ext.Result[ir.MemRefType]
 
     def check(self) -> None:
-        _check_view(self, lambda source: chunk_type(source, int_attr(self, "axis"), int_attr(self, "chunks")), "chunk", ("axis", "chunks"))
+        _check_view(
+            self,
+            lambda source: chunk_type(source, int_attr(self, "axis"), int_attr(self, "chunks")),
+            "chunk",
+            ("axis", "chunks"),
+        )
 
     @classmethod
     def emit(cls, input: ir.Value, index: ir.Value, axis: int, chunks: int, *, name: str | None = None) -> ir.Value:
         view_type = chunk_type(memref_type(input, "input"), axis, chunks)
-        return cls._create([input, index], [view_type], {"axis": i64_attr(axis), "chunks": i64_attr(chunks)}, name=name).result
+        return cls._create(
+            [input, index], [view_type], {"axis": i64_attr(axis), "chunks": i64_attr(chunks)}, name=name
+        ).result
 
 
 def broadcast_type(source: ir.MemRefType, shape: list) -> ir.MemRefType:
@@ -191,7 +202,9 @@ def broadcast_type(source: ir.MemRefType, shape: list) -> ir.MemRefType:
             strides.append(strides_in[j])
             continue
         if j >= 0 and source.shape[j] != 1:
-            fail(f"axis {j} of extent {_extent(source.shape[j])} cannot broadcast to {_extent(extent)} (only extent-1 axes broadcast)")
+            fail(
+                f"axis {j} of extent {_extent(source.shape[j])} cannot broadcast to {_extent(extent)} (only extent-1 axes broadcast)"
+            )
         if extent == DYNAMIC:
             fail(f"broadcast axis {i} must have a static extent")
         strides.append(0)
@@ -233,7 +246,9 @@ def _groups(attr: ir.Attribute) -> list[list[int]]:
 def is_identity_layout(mt: ir.MemRefType) -> bool:
     """Whether ``mt`` has the row-major identity layout (a contiguous buffer of its own)."""
     layout = mt.layout
-    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(mt.rank, context=mt.context)
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(
+        mt.rank, context=mt.context
+    )
 
 
 def _require_contiguous(source: ir.MemRefType) -> None:
@@ -250,8 +265,14 @@ def reshape_type(source: ir.MemRefType, shape: list, groups: list[list[int]]) ->
     high, low = (source.shape, shape) if source.rank > len(shape) else (shape, source.shape)
     if len(high) == len(low):
         fail(f"input and result have one rank ({len(high)}); a reshape expands or collapses axes")
-    if [a for g in groups for a in g] != list(range(len(high))) or len(groups) != len(low) or any(not g for g in groups):
-        fail(f"reassociation {groups} must split axes 0..{len(high) - 1} of the rank-{len(high)} side in order into {len(low)} non-empty groups")
+    if (
+        [a for g in groups for a in g] != list(range(len(high)))
+        or len(groups) != len(low)
+        or any(not g for g in groups)
+    ):
+        fail(
+            f"reassociation {groups} must split axes 0..{len(high) - 1} of the rank-{len(high)} side in order into {len(low)} non-empty groups"
+        )
     for i, g in enumerate(groups):
         extent = 1
         for a in g:
@@ -265,7 +286,9 @@ def reshape_type(source: ir.MemRefType, shape: list, groups: list[list[int]]) ->
             space = reshaped(sharding, list(source.shape), list(shape), groups).attr()
         except ViewSplitError as err:
             group = groups[err.axis] if len(shape) > source.rank else next(g for g in groups if err.axis in g)
-            fail(f"split axis {err.axis} is not the outermost axis of its group {group}; the device split must lead its group: {err}")
+            fail(
+                f"split axis {err.axis} is not the outermost axis of its group {group}; the device split must lead its group: {err}"
+            )
     view = ir.MemRefType.get(list(shape), source.element_type, memory_space=space, loc=ir.Location.unknown())
     sharding_of(view, "result")  # the split must still divide evenly
     return view
@@ -316,7 +339,9 @@ def stack_shards_type(source: ir.MemRefType, axis: int, at: int) -> ir.MemRefTyp
     if len(mesh_axes) > 1:
         fail(f"axis {axis} is split over mesh axes {mesh_axes}; alias_stack_shards stacks the shards of one mesh axis")
     if sharding.uneven or sharding.pieces(axis) != 1:
-        fail(f"axis {axis} is split unevenly or packed ({sharding.describe()}); alias_stack_shards needs equal shards of one block each")
+        fail(
+            f"axis {axis} is split unevenly or packed ({sharding.describe()}); alias_stack_shards needs equal shards of one block each"
+        )
     (k,) = mesh_axes
     d = sharding.mesh_shape[k]
     shape = list(source.shape)
@@ -327,7 +352,9 @@ def stack_shards_type(source: ir.MemRefType, axis: int, at: int) -> ir.MemRefTyp
         return a if a < at else a + 1
 
     splits = [at if j == k else (None if s is None else past(s)) for j, s in enumerate(sharding.splits)]
-    space = Sharding.of(sharding.mesh, sharding.mesh_shape, splits, packed={past(a): n for a, n in sharding.packed}).attr()
+    space = Sharding.of(
+        sharding.mesh, sharding.mesh_shape, splits, packed={past(a): n for a, n in sharding.packed}
+    ).attr()
     return ir.MemRefType.get(shape, source.element_type, memory_space=space, loc=ir.Location.unknown())
 
 
@@ -335,6 +362,7 @@ class AliasStackShardsOp(ViewOp, name="alias_stack_shards"):
     """The devices' shards of ``input`` (split on ``axis`` over one mesh axis) stacked on a
     new axis ``at`` split over that mesh axis: ``result[.., d, .., j, ..] = input[.., d * E / D
     + j, ..]``; each device's part is its shard unsqueezed at ``at`` (no copy)."""
+
     _UNEVEN_REFUSED_PER_KEY = True
 
     input: ext.Operand[ir.MemRefType]
@@ -343,7 +371,12 @@ class AliasStackShardsOp(ViewOp, name="alias_stack_shards"):
     result: ext.Result[ir.MemRefType]
 
     def check(self) -> None:
-        _check_view(self, lambda source: stack_shards_type(source, int_attr(self, "axis"), int_attr(self, "at")), "stacked shards", ("axis", "at"))
+        _check_view(
+            self,
+            lambda source: stack_shards_type(source, int_attr(self, "axis"), int_attr(self, "at")),
+            "stacked shards",
+            ("axis", "at"),
+        )
 
     @classmethod
     def emit(cls, input: ir.Value, axis: int, at: int, *, name: str | None = None) -> ir.Value:

@@ -93,7 +93,9 @@ def _convert(pass_name: str, key: str, text: str, field: dataclasses.Field) -> A
     hint = field.type
     if typing.get_origin(hint) in (typing.Union, types.UnionType):  # T | None: None (unset) by default
         hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
-    kind = hint if isinstance(hint, type) else {"int": int, "bool": bool, "str": str, "float": float}.get(str(hint), str)
+    kind = (
+        hint if isinstance(hint, type) else {"int": int, "bool": bool, "str": str, "float": float}.get(str(hint), str)
+    )
     try:
         if kind is bool:
             if text.lower() not in ("true", "false", "1", "0"):

@@ -102,12 +102,20 @@ class PassManagerRun:
                 self.pass_manager.add(element.text)
             else:
                 hir_pass = element.hir_pass
-                self.pass_manager.add(self._python_pass(index, hir_pass), name=type(hir_pass).__name__,
-                                      argument=hir_pass.name, description=hir_pass.description)
+                self.pass_manager.add(
+                    self._python_pass(index, hir_pass),
+                    name=type(hir_pass).__name__,
+                    argument=hir_pass.name,
+                    description=hir_pass.description,
+                )
         inst = instrumentation
         if inst.print_before_all or inst.print_after_all or inst.print_after:
-            self.pass_manager.enable_ir_printing(print_before_all=inst.print_before_all, print_after_all=inst.print_after_all or bool(inst.print_after),
-                                                 print_after_change=inst.print_after_change, large_elements_limit=inst.large_elements_limit)
+            self.pass_manager.enable_ir_printing(
+                print_before_all=inst.print_before_all,
+                print_after_all=inst.print_after_all or bool(inst.print_after),
+                print_after_change=inst.print_after_change,
+                large_elements_limit=inst.large_elements_limit,
+            )
         if inst.timing:
             self.pass_manager.enable_timing()
         if inst.statistics:
@@ -168,14 +176,16 @@ class PassManagerRun:
         reported = errors or [_format(d, source_name) for d in failure.error_diagnostics]
         if not reported:
             where = source_name or "<input>"
-            raise HirError(f"{where}: error: upstream '{self._silent_label()}' failed without a diagnostic (one of its passes signalled failure and said nothing)")
+            raise HirError(
+                f"{where}: error: upstream '{self._silent_label()}' failed without a diagnostic (one of its passes signalled failure and said nothing)"
+            )
         raise HirError("\n".join(reported))
 
     def _silent_label(self) -> str:
         """The upstream elements that ran after the last hir pass that returned, up to the
         next hir pass: one of them failed without a diagnostic."""
         texts = []
-        for element in self.elements[self._finished + 1:]:
+        for element in self.elements[self._finished + 1 :]:
             if element.hir_pass is not None:
                 if texts:
                     break
@@ -184,8 +194,9 @@ class PassManagerRun:
         return ",".join(texts)
 
 
-def build_pass_manager(elements: list[Element], instrumentation: Instrumentation | None = None,
-                       context: ir.Context | None = None) -> PassManagerRun:
+def build_pass_manager(
+    elements: list[Element], instrumentation: Instrumentation | None = None, context: ir.Context | None = None
+) -> PassManagerRun:
     """One PassManager for ``elements`` (see :func:`hir.passes.parse_pipeline`), instrumented
     as ``instrumentation`` says, in ``context`` (default: the current one)."""
     context = context or ir.Context.current
@@ -230,4 +241,4 @@ def _format(diag: "ir.Diagnostic | ir.DiagnosticInfo", source_name: str | None) 
     about the pipeline, not an op) is reported against the input."""
     text = format_diagnostic(diag, source_name)
     unknown = "loc(unknown): "
-    return f"{source_name or '<input>'}: {text[len(unknown):]}" if text.startswith(unknown) else text
+    return f"{source_name or '<input>'}: {text[len(unknown) :]}" if text.startswith(unknown) else text

@@ -96,7 +96,9 @@ class GuardedRewritePatternSet:
         ``OPERATION_NAME``), for :meth:`walk` and :meth:`apply_greedily`."""
         self._set.add(self._root(root), self._guard(pattern), benefit)
 
-    def add_conversion(self, root: str | type, pattern: ConversionPattern, converter: rewrite.TypeConverter, benefit: int = 1) -> None:
+    def add_conversion(
+        self, root: str | type, pattern: ConversionPattern, converter: rewrite.TypeConverter, benefit: int = 1
+    ) -> None:
         """Add the conversion ``pattern`` rooted on ops named ``root``, converting types
         with ``converter``, for :meth:`apply_partial_conversion`."""
         self._referenced.append(converter)  # the pattern holds it, but does not own it
@@ -112,11 +114,20 @@ class GuardedRewritePatternSet:
         caller: :func:`exact_greedy_config`, or folding on to mix with upstream folders)."""
         self._drive(lambda: rewrite.apply_patterns_and_fold_greedily(op, self._set.freeze(), config))
 
-    def apply_partial_conversion(self, op: ir.Module | ir.Operation, target: rewrite.ConversionTarget, config: rewrite.ConversionConfig | None = None) -> None:
+    def apply_partial_conversion(
+        self,
+        op: ir.Module | ir.Operation,
+        target: rewrite.ConversionTarget,
+        config: rewrite.ConversionConfig | None = None,
+    ) -> None:
         """Apply the conversion patterns with MLIR's partial dialect conversion to
         ``target`` (``config``: :func:`exact_conversion_config` unless given)."""
         operation = op.operation if isinstance(op, ir.Module) else op
-        self._drive(lambda: rewrite.apply_partial_conversion(operation, target, self._set.freeze(), config or exact_conversion_config()))
+        self._drive(
+            lambda: rewrite.apply_partial_conversion(
+                operation, target, self._set.freeze(), config or exact_conversion_config()
+            )
+        )
 
     def _root(self, root: str | type) -> str:
         name = root if isinstance(root, str) else root.OPERATION_NAME

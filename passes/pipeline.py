@@ -22,8 +22,10 @@ from hir.passes.pass_manager import Element, Instrumentation, build_pass_manager
 def overlap_pipeline(overlap: str = "auto") -> str:
     """hir-lower with hir-p2p-pipeline{overlap=...} first (``auto``, ``on`` or ``off``):
     NCCL collectives, copy-engine shifts, chunks by the ``chunks=auto`` rule."""
-    return ("hir-insert-reshardings,hir-convert-to-communication,"
-            f"hir-p2p-pipeline{{backend=cuda chunks=auto overlap={overlap}}},hir-lower")
+    return (
+        "hir-insert-reshardings,hir-convert-to-communication,"
+        f"hir-p2p-pipeline{{backend=cuda chunks=auto overlap={overlap}}},hir-lower"
+    )
 
 
 # Named pipelines, expanded in place (mlir-opt's registered pass pipelines).
@@ -110,8 +112,10 @@ def parse_pipeline(text: str) -> list[Element]:
             nested = [n for n in re.findall(r"[\w.-]+", item) if n in REGISTRY or n in PIPELINES]
             if nested:
                 anchor = item.split("(", 1)[0].strip()
-                raise ValueError(f"'{nested[0]}' is a module-level hir pass: write it at the top level "
-                                 f"(builtin.module({nested[0]})), not nested in '{anchor}(...)'")
+                raise ValueError(
+                    f"'{nested[0]}' is a module-level hir pass: write it at the top level "
+                    f"(builtin.module({nested[0]})), not nested in '{anchor}(...)'"
+                )
             _upstream_pm([item])  # validate now: a typo fails before any pass runs
             elements.append(Element(item))
     return elements
@@ -149,7 +153,9 @@ def run_pipeline(
         hint = " (parse text with hir.parse(text))" if isinstance(module, str) else ""
         raise HirError(f"error: hir.lower: module must be an ir.Module{hint}, got {type(module).__name__}")
     if not isinstance(pipeline, str):
-        raise HirError(f"error: hir.lower: pipeline must be pipeline text like 'hir-lower', got {type(pipeline).__name__}")
+        raise HirError(
+            f"error: hir.lower: pipeline must be pipeline text like 'hir-lower', got {type(pipeline).__name__}"
+        )
     inst = instrumentation or Instrumentation()
     check_disabled_env()
     with module.context:
@@ -164,13 +170,21 @@ def _verify(module: ir.Module, source_name: str | None, what: str) -> None:
     try:
         module.operation.verify()
     except ir.MLIRError as err:
-        raise HirError(f"{source_name or '<input>'}: error: {what} produced invalid IR\n" + format_mlir_error(err, source_name)) from None
+        raise HirError(
+            f"{source_name or '<input>'}: error: {what} produced invalid IR\n" + format_mlir_error(err, source_name)
+        ) from None
 
 
-def lower(module: ir.Module, pipeline: str = "hir-lower", *, source_name: str | None = None, **instrumentation: Any) -> ir.Module:
+def lower(
+    module: ir.Module, pipeline: str = "hir-lower", *, source_name: str | None = None, **instrumentation: Any
+) -> ir.Module:
     """:func:`hir.lower`: :func:`run_pipeline` with hir-opt's instrumentation flags as keyword
     options, every bad argument an :class:`HirError`."""
-    check_options("hir.lower", instrumentation, ("print_after_all", "print_before_all", "timing", "statistics", "verify_each", "out"))
+    check_options(
+        "hir.lower",
+        instrumentation,
+        ("print_after_all", "print_before_all", "timing", "statistics", "verify_each", "out"),
+    )
     out = instrumentation.get("out")
     if out is not None and not callable(getattr(out, "write", None)):
         raise HirError(f"error: hir.lower: out must be a text stream (with a write method), got {type(out).__name__}")

@@ -47,7 +47,9 @@ class SetNodeLayout(ModulePass):
 
     def run(self, module: ir.Module) -> bool:
         if self.ranks_per_node < 1:
-            raise PassFailure(f"{self.name}: ranks-per-node must be a positive number of ranks (torchrun's --nproc-per-node), got {self.ranks_per_node}")
+            raise PassFailure(
+                f"{self.name}: ranks-per-node must be a positive number of ranks (torchrun's --nproc-per-node), got {self.ranks_per_node}"
+            )
         try:
             fixed = module_ranks_per_node(module)
         except ValueError as err:
@@ -55,10 +57,15 @@ class SetNodeLayout(ModulePass):
         if fixed == self.ranks_per_node:
             return False
         if fixed is not None:
-            raise PassFailure(f"{self.name}: ranks-per-node={self.ranks_per_node} contradicts the module's {RANKS_PER_NODE_ATTR} = {fixed} (its communication may already be placed for that layout)")
+            raise PassFailure(
+                f"{self.name}: ranks-per-node={self.ranks_per_node} contradicts the module's {RANKS_PER_NODE_ATTR} = {fixed} (its communication may already be placed for that layout)"
+            )
         found = cross_node_copy_engine_op(module, self.ranks_per_node)
         if found is not None:
             op, team = found
-            raise fail(op, f"runs on copy engines (backend = \"cuda\") but its {describe_span(team, self.ranks_per_node)}; lower with {self.name} before hir-convert-to-communication / hir-p2p-pipeline")
+            raise fail(
+                op,
+                f'runs on copy engines (backend = "cuda") but its {describe_span(team, self.ranks_per_node)}; lower with {self.name} before hir-convert-to-communication / hir-p2p-pipeline',
+            )
         set_module_ranks_per_node(module, self.ranks_per_node)
         return True

@@ -41,14 +41,16 @@ def problems(folder: str, written: bool) -> list[str]:
     if not os.path.islink(link) or os.readlink(link) != "target.mlir":
         out.append(f"{link} is no longer a symlink to target.mlir")
     target = open(os.path.join(folder, "target.mlir")).read()
-    if (("func.func @main" not in target) if written else target != TARGET):
-        out.append(f"{folder}/target.mlir: {'the output did not reach the target' if written else 'was changed'}: {target!r}")
+    if ("func.func @main" not in target) if written else target != TARGET:
+        out.append(
+            f"{folder}/target.mlir: {'the output did not reach the target' if written else 'was changed'}: {target!r}"
+        )
     private = os.path.join(folder, "private.mlir")
     mode = stat.S_IMODE(os.lstat(private).st_mode)
     if mode != 0o600:
         out.append(f"{private} has mode {oct(mode)}, not 0o600")
     content = open(private).read()
-    if (("func.func @main" not in content) if written else content != PRIVATE):
+    if ("func.func @main" not in content) if written else content != PRIVATE:
         out.append(f"{private}: {'the output did not reach it' if written else 'was changed'}")
     return out
 
@@ -57,14 +59,20 @@ def verify(folder: str) -> int:
     found = problems(folder, written=False)
     if not found:
         for dest in ("/dev/null", os.path.join(folder, "link.mlir"), os.path.join(folder, "private.mlir")):
-            done = subprocess.run([sys.executable, "-m", "hir.tools.opt", os.path.join(folder, "p.mlir"), "-o", dest], capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, "-m", "hir.tools.opt", os.path.join(folder, "p.mlir"), "-o", dest],
+                capture_output=True,
+                text=True,
+            )
             if done.returncode != 0:
                 found.append(f"hir-opt -o {dest} failed: {done.stderr.strip()}")
         found += problems(folder, written=True)
     for line in found:
         print(f"check_destinations: error: {line}", file=sys.stderr)
     if not found:
-        print("check_destinations: /dev/null, a symlink and a 0600 file are intact after the suite and after hir-opt -o")
+        print(
+            "check_destinations: /dev/null, a symlink and a 0600 file are intact after the suite and after hir-opt -o"
+        )
     return 1 if found else 0
 
 

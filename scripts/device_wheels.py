@@ -32,18 +32,53 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WHEELS = ROOT / ".device" / "wheels"
 PINNED = [
-    "transformers==5.24.0", "huggingface-hub==2.4.0", "tokenizers==0.23.3", "safetensors==0.8.0", "regex==2026.5.9",
-    "pyyaml==6.0.3", "tqdm==4.70.1", "filelock==4.3.1", "fsspec==2026.9.0", "hf-xet==1.8.0", "httpx2==2.16.2",
-    "httpcore2==2.16.2", "truststore==0.10.5", "h11==0.16.0", "anyio==4.16.0", "idna==3.20", "typing-extensions==4.16.0",
-    "typer==0.29.2", "click==8.5.1", "rich==15.0.0", "pygments==2.20.0", "markdown-it-py==4.3.0", "mdurl==0.1.2",
-    "shellingham==1.5.4", "annotated-doc==0.0.7", "pydantic==2.13.4", "pydantic-core==2.46.4", "annotated-types==0.7.0",
-    "typing-inspection==0.4.2", "packaging==26.2",
-    "pytest==9.0.3", "pluggy==1.6.0", "iniconfig==2.3.0",
+    "transformers==5.24.0",
+    "huggingface-hub==2.4.0",
+    "tokenizers==0.23.3",
+    "safetensors==0.8.0",
+    "regex==2026.5.9",
+    "pyyaml==6.0.3",
+    "tqdm==4.70.1",
+    "filelock==4.3.1",
+    "fsspec==2026.9.0",
+    "hf-xet==1.8.0",
+    "httpx2==2.16.2",
+    "httpcore2==2.16.2",
+    "truststore==0.10.5",
+    "h11==0.16.0",
+    "anyio==4.16.0",
+    "idna==3.20",
+    "typing-extensions==4.16.0",
+    "typer==0.29.2",
+    "click==8.5.1",
+    "rich==15.0.0",
+    "pygments==2.20.0",
+    "markdown-it-py==4.3.0",
+    "mdurl==0.1.2",
+    "shellingham==1.5.4",
+    "annotated-doc==0.0.7",
+    "pydantic==2.13.4",
+    "pydantic-core==2.46.4",
+    "annotated-types==0.7.0",
+    "typing-inspection==0.4.2",
+    "packaging==26.2",
+    "pytest==9.0.3",
+    "pluggy==1.6.0",
+    "iniconfig==2.3.0",
 ]
 PROVIDED = {"numpy", "torch"}  # on the GPU machine already (hir imports both there)
 KEEP_MODELS = {"auto", "llama", "mistral", "qwen2", "qwen3", "gemma"}
-TARGET = {"python_version": "3.12", "python_full_version": "3.12.3", "platform_machine": "x86_64", "sys_platform": "linux",
-          "platform_system": "Linux", "os_name": "posix", "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
+TARGET = {
+    "python_version": "3.12",
+    "python_full_version": "3.12.3",
+    "platform_machine": "x86_64",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "extra": "",
+}
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
 BINARY_MODULES = ["tokenizers", "safetensors", "regex", "yaml", "pydantic_core", "hf_xet"]
 
@@ -51,8 +86,26 @@ BINARY_MODULES = ["tokenizers", "safetensors", "regex", "yaml", "pydantic_core",
 def download(dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     platforms = [a for p in PLATFORMS for a in ("--platform", p)]
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
-                    "--implementation", "cp", *platforms, "-d", str(dest), *PINNED], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.12",
+            "--implementation",
+            "cp",
+            *platforms,
+            "-d",
+            str(dest),
+            *PINNED,
+        ],
+        check=True,
+    )
 
 
 def trim_transformers(dest: Path) -> None:
@@ -72,7 +125,9 @@ def trim_transformers(dest: Path) -> None:
                 if kept(info.filename):
                     data = source.read(info)
                     if info.filename.endswith(".dist-info/RECORD"):
-                        data = "".join(line for line in data.decode().splitlines(True) if kept(line.split(",")[0])).encode()
+                        data = "".join(
+                            line for line in data.decode().splitlines(True) if kept(line.split(",")[0])
+                        ).encode()
                     out.writestr(info, data)
     os.replace(trimmed, wheel)
 
@@ -121,26 +176,55 @@ def check_imports(dest: Path) -> str:
         return "no python3.12 here: binary wheels not import-checked"
     with tempfile.TemporaryDirectory() as site:
         # numpy is the GPU machine's own: a copy for this check only, never carried
-        download_numpy = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
-                          "--implementation", "cp", *[a for p in PLATFORMS for a in ("--platform", p)], "-d", site, "numpy"]
+        download_numpy = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.12",
+            "--implementation",
+            "cp",
+            *[a for p in PLATFORMS for a in ("--platform", p)],
+            "-d",
+            site,
+            "numpy",
+        ]
         have_numpy = subprocess.run(download_numpy, capture_output=True).returncode == 0
         for wheel in list(dest.glob("*.whl")) + list(Path(site).glob("numpy-*.whl")):
             with zipfile.ZipFile(wheel) as z:
                 z.extractall(site)
-        code = "import importlib; [importlib.import_module(m) for m in %r]; import huggingface_hub, httpx2" % BINARY_MODULES
+        code = (
+            "import importlib; [importlib.import_module(m) for m in %r]; import huggingface_hub, httpx2"
+            % BINARY_MODULES
+        )
         if have_numpy:  # transformers itself (its models need torch, which python3.12 here lacks)
             code += "; import transformers; transformers.LlamaConfig(); transformers.Qwen3Config()"
-        done = subprocess.run([python, "-c", code], env={**os.environ, "PYTHONPATH": site}, capture_output=True, text=True)
+        done = subprocess.run(
+            [python, "-c", code], env={**os.environ, "PYTHONPATH": site}, capture_output=True, text=True
+        )
         if done.returncode != 0:
             raise SystemExit(f"error: the wheels do not import under {python}:\n{done.stderr[-2000:]}")
-    return f"binary wheels import under {python}" + (", and transformers with them" if have_numpy else " (no numpy wheel for the check: transformers not imported)")
+    return f"binary wheels import under {python}" + (
+        ", and transformers with them" if have_numpy else " (no numpy wheel for the check: transformers not imported)"
+    )
 
 
 def _python312():
     """A working CPython 3.12 of this machine (a pyenv shim may exist yet refuse), or None."""
-    candidates = [shutil.which("python3.12")] + sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))
+    candidates = [shutil.which("python3.12")] + sorted(
+        str(p) for p in Path.home().glob(".pyenv/versions/3.12*/bin/python3.12")
+    )
     for python in filter(None, candidates):
-        if subprocess.run([python, "-c", "import sys; assert sys.version_info[:2] == (3, 12)"], capture_output=True).returncode == 0:
+        if (
+            subprocess.run(
+                [python, "-c", "import sys; assert sys.version_info[:2] == (3, 12)"], capture_output=True
+            ).returncode
+            == 0
+        ):
             return python
     return None
 
@@ -159,7 +243,9 @@ def check_trimmed(dest: Path) -> str:
             "    model = getattr(transformers, family + 'ForCausalLM')(config).eval()\n"
             "    model.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=2, do_sample=False, cache_implementation='static')\n"
         )
-        done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": site}, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": site}, capture_output=True, text=True
+        )
         if done.returncode != 0:
             raise SystemExit(f"error: the trimmed transformers does not run:\n{done.stderr[-2000:]}")
     return f"trimmed transformers runs {', '.join(sorted(KEEP_MODELS - {'auto'}))}"

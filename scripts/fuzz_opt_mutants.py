@@ -34,7 +34,10 @@ FLAGS = ("--split-input-file", "--verify-diagnostics")
 def sources() -> list[tuple[str, str, list[str]]]:
     """(path, text, hir-opt flags from its first RUN line) of every seed file."""
     out = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "test", "Dialect", "*.mlir")) + glob.glob(os.path.join(ROOT, "test", "Transforms", "*.mlir"))):
+    for path in sorted(
+        glob.glob(os.path.join(ROOT, "test", "Dialect", "*.mlir"))
+        + glob.glob(os.path.join(ROOT, "test", "Transforms", "*.mlir"))
+    ):
         text = open(path, encoding="utf-8").read()
         flags: list[str] = []
         m = re.search(r"^// RUN: hir-opt %s(.*?)(\||$)", text, re.M)
@@ -49,7 +52,18 @@ def sources() -> list[tuple[str, str, list[str]]]:
 def mutate(text: str, rng: random.Random) -> tuple[str, str]:
     """(mutation kind, mutant)."""
     lines = text.split("\n")
-    kind = rng.choice(["delete-line", "duplicate-line", "swap-lines", "delete-token", "duplicate-token", "swap-tokens", "cut", "deep-nesting"])
+    kind = rng.choice(
+        [
+            "delete-line",
+            "duplicate-line",
+            "swap-lines",
+            "delete-token",
+            "duplicate-token",
+            "swap-tokens",
+            "cut",
+            "deep-nesting",
+        ]
+    )
     if kind == "delete-line":
         del lines[rng.randrange(len(lines))]
     elif kind == "duplicate-line":
@@ -60,7 +74,7 @@ def mutate(text: str, rng: random.Random) -> tuple[str, str]:
         lines[i], lines[j] = lines[j], lines[i]
     elif kind == "cut":
         i = rng.randrange(len(text) + 1)
-        return kind, text[:i] + text[i + rng.randrange(1, 40):]
+        return kind, text[:i] + text[i + rng.randrange(1, 40) :]
     elif kind == "deep-nesting":
         depth = rng.choice([300, 600, 3000, 10000])
         opener = rng.choice(["{", "(", "[", "<", '"hir.for"(%c, %c, %c) ({\n^bb0(%i: index):\n'])
@@ -155,7 +169,15 @@ def main() -> int:
         running.pop(pid, None)
         counts[outcome] += 1
         if outcome in ("tracebacks", "hangs", "crashes"):
-            failures.append({"outcome": outcome, "seed": info["seed"], "kind": info["kind"], "flags": info["flags"], "detail": detail.strip()[-300:]})
+            failures.append(
+                {
+                    "outcome": outcome,
+                    "seed": info["seed"],
+                    "kind": info["kind"],
+                    "flags": info["flags"],
+                    "detail": detail.strip()[-300:],
+                }
+            )
             if args.keep:
                 os.makedirs(args.keep, exist_ok=True)
                 os.replace(info["path"], os.path.join(args.keep, f"{len(failures):03d}-{outcome}.mlir"))

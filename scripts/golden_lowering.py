@@ -147,7 +147,7 @@ def _expanded(args: list[str]) -> list[str]:
         if arg.startswith("--pass-pipeline=") and STREAM_PASSES.search(arg):
             last = list(STREAM_PASSES.finditer(arg))[-1]
             end = last.end()
-            if arg[end:end + 1] == "{":
+            if arg[end : end + 1] == "{":
                 end = arg.index("}", end) + 1
             arg = arg[:end] + ",hir-expand-stream-loops" + arg[end:]
         out.append(arg)
@@ -172,7 +172,9 @@ def _normalize(text: str) -> str:
 
 def _record(out: Path, name: str, rc: int, stdout: str, stderr: str, written: str) -> None:
     stdout, stderr, written = _normalize(stdout), _normalize(stderr), _normalize(written)
-    (out / (name.replace("/", "__") + ".txt")).write_text(f"// exit {rc}\n// ----- stdout\n{stdout}// ----- -o\n{written}// ----- stderr\n{stderr}")
+    (out / (name.replace("/", "__") + ".txt")).write_text(
+        f"// exit {rc}\n// ----- stdout\n{stdout}// ----- -o\n{written}// ----- stderr\n{stderr}"
+    )
 
 
 def run_case(case: tuple[str, list], out: Path) -> int:
@@ -182,7 +184,9 @@ def run_case(case: tuple[str, list], out: Path) -> int:
     for step in steps:
         _, env, args, source, name = step
         stdin = _stdin_of(source, outputs)
-        has_input = any(not a.startswith("-") and (i == 0 or args[i - 1] not in ("-o", "-p")) for i, a in enumerate(args))
+        has_input = any(
+            not a.startswith("-") and (i == 0 or args[i - 1] not in ("-o", "-p")) for i, a in enumerate(args)
+        )
         run_args = args if has_input or source is None else ["-", *args]
         rc, stdout, stderr = _run_opt(env, run_args, stdin)
         outputs[id(step)] = stdout

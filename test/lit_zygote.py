@@ -90,7 +90,7 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
         if not more:
             raise EOFError("the shim closed the connection mid-request")
         data += more
-    return json.loads(data[HEADER.size:HEADER.size + size]), fds
+    return json.loads(data[HEADER.size : HEADER.size + size]), fds
 
 
 def _become(request: dict, fds: list[int], main, rank_python: str) -> None:
@@ -200,7 +200,7 @@ def serve(path: str) -> None:
         conn.close()
 
 
-SHIM = r'''#!{python} -S
+SHIM = r"""#!{python} -S
 # {tool} through the lit suite's fork server (test/lit_zygote.py), else {real}
 import json, os, signal, socket, struct, sys
 {only}
@@ -238,7 +238,7 @@ if code < 0:
     signal.signal(-code, signal.SIG_DFL)
     os.kill(os.getpid(), -code)
 sys.exit(code)
-'''
+"""
 
 
 def start(env: dict) -> str | None:
@@ -256,7 +256,9 @@ def start(env: dict) -> str | None:
     with open(os.path.join(folder, "server.log"), "w") as log:
         for name in SERVERS:
             path = os.path.join(folder, name)
-            servers[path] = subprocess.Popen([sys.executable, __file__, path], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            servers[path] = subprocess.Popen(
+                [sys.executable, __file__, path], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            )
 
     def stop() -> None:
         for server in servers.values():
@@ -276,15 +278,33 @@ def start(env: dict) -> str | None:
     os.mkdir(shims)
     for name, tools in SERVERS.items():
         for tool in tools:
-            _write_shim(os.path.join(shims, tool), SHIM.format(python=sys.executable, tool=tool, socket=os.path.join(folder, name),
-                                                               real=real[tool], only="", argv="sys.argv"))
+            _write_shim(
+                os.path.join(shims, tool),
+                SHIM.format(
+                    python=sys.executable,
+                    tool=tool,
+                    socket=os.path.join(folder, name),
+                    real=real[tool],
+                    only="",
+                    argv="sys.argv",
+                ),
+            )
     path = os.path.join(folder, "socket")  # the ranks' server: hir-run's
     # python -m RANK_MODULE ARGS as a request with the argv python would give the module
     # (its file, then ARGS); any other command line is the real python's
     only = f"if sys.argv[1:3] != ['-m', {RANK_MODULE!r}]:\n    os.execv({sys.executable!r}, [{sys.executable!r}, *sys.argv[1:]])"
     os.mkdir(os.path.dirname(_rank_python(path)))
-    _write_shim(_rank_python(path), SHIM.format(python=sys.executable, tool=RANK, socket=path, real=sys.executable, only=only,
-                                                argv=f"[{rank_module.origin!r}, *sys.argv[3:]]"))
+    _write_shim(
+        _rank_python(path),
+        SHIM.format(
+            python=sys.executable,
+            tool=RANK,
+            socket=path,
+            real=sys.executable,
+            only=only,
+            argv=f"[{rank_module.origin!r}, *sys.argv[3:]]",
+        ),
+    )
     return shims
 
 

@@ -75,7 +75,11 @@ def _mismatch(op: ir.Operation, index: int, mine: Sharding | None, out: Sharding
     if mine is None or out is None:
         return "mixes a buffer without a device mesh with one on a mesh; give both a #hir.shard"
     if (mine.mesh, mine.mesh_shape) != (out.mesh, out.mesh_shape):
-        return f"moves data from mesh {list(mine.mesh)} to mesh {list(out.mesh)}" if mine.mesh != out.mesh else f"places operand #{index} on another mesh shape"
+        return (
+            f"moves data from mesh {list(mine.mesh)} to mesh {list(out.mesh)}"
+            if mine.mesh != out.mesh
+            else f"places operand #{index} on another mesh shape"
+        )
     needed = needed_sharding(op, index, out)
     if mine.splits != needed.splits:
         if not mine.multi_dim:
@@ -120,7 +124,10 @@ def _team(mesh: tuple[int, ...], extra: int) -> list[int]:
 def unlowerable(op: ir.Operation, reason: str) -> PassFailure:
     """The error for a resharding compute op that is not one of :data:`LOWERABLE`."""
     names = " and ".join(cls.OPERATION_NAME for cls in LOWERABLE)
-    return fail(op, f"is resharding ({reason}); only {names} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first")
+    return fail(
+        op,
+        f"is resharding ({reason}); only {names} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first",
+    )
 
 
 def plan(op: ir.Operation) -> Plan | None:
@@ -133,7 +140,10 @@ def plan(op: ir.Operation) -> Plan | None:
         raise fail(op, reason)
     packed = next((s for s in (src, dst) if s.packed), None)
     if packed is not None:
-        raise fail(op, f"is resharding ({reason}) a packed split ({packed.describe()}); a packed buffer is computed on where it lies, never moved")
+        raise fail(
+            op,
+            f"is resharding ({reason}) a packed split ({packed.describe()}); a packed buffer is computed on where it lies, never moved",
+        )
     if src.multi_dim or dst.multi_dim:
         return _plan_multi_dim(op, src, dst, reason)
     for what, s in (("input", src), ("output", dst)):
@@ -152,7 +162,10 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str)
     decision on the lines of the mesh along K (allgather, allreduce, reduce_scatter), one
     team per line (per plane when K has several axes: a buffer axis split by all of them)."""
     if (src.mesh, src.mesh_shape) != (dst.mesh, dst.mesh_shape):
-        raise fail(op, f"is resharding ({reason}) between different multi-dimensional meshes; move between meshes on 1-D meshes")
+        raise fail(
+            op,
+            f"is resharding ({reason}) between different multi-dimensional meshes; move between meshes on 1-D meshes",
+        )
     axes = required_i64_array(op, "axes") if op.name == ReductionOp.OPERATION_NAME else []
 
     def kept(split: int | None) -> int | None:  # a split input axis in output coordinates
@@ -163,7 +176,10 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str)
     try:  # several mesh axes at once: the lines (planes) along all of them, when they see a 1-D placement
         line_src, line_dst = src.along(src.mesh[0], differ), dst.along(dst.mesh[0], differ)
     except MultiDimMeshError as err:
-        raise fail(op, f"is resharding ({reason}) along {along} of a multi-dimensional mesh, whose lines see no 1-D placement ({err}); reshard along fewer mesh axes at a time (a {SetOp.OPERATION_NAME} each)") from None
+        raise fail(
+            op,
+            f"is resharding ({reason}) along {along} of a multi-dimensional mesh, whose lines see no 1-D placement ({err}); reshard along fewer mesh axes at a time (a {SetOp.OPERATION_NAME} each)",
+        ) from None
     if op.name == ReductionOp.OPERATION_NAME:
         planned = _plan_reduction(op, line_src, line_dst)
     else:
@@ -172,7 +188,10 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str)
     collectives = []
     for collective, attrs in planned.collectives:
         if collective not in _ALONG_ONE_AXIS:
-            raise fail(op, f"is resharding ({reason}) along {along} as a {collective.OPERATION_NAME}; on a multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred")
+            raise fail(
+                op,
+                f"is resharding ({reason}) along {along} as a {collective.OPERATION_NAME}; on a multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred",
+            )
         collectives.append((collective, {**attrs, "team": teams}))
     return Plan(collectives)
 
@@ -185,14 +204,23 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str)
 def _plan_reduction(op, src: Sharding, dst: Sharding) -> Plan:
     axes = required_i64_array(op, "axes")
     if len(axes) != 1:
-        raise fail(op, f"is a resharding reduction over {len(axes)} axes {axes}; it must reduce exactly one axis (split the reduction)")
+        raise fail(
+            op,
+            f"is a resharding reduction over {len(axes)} axes {axes}; it must reduce exactly one axis (split the reduction)",
+        )
     axis = axes[0]
     if src.axis != axis:
-        raise fail(op, f"reshards while reducing axis {axis}, but the input is split along {src.axis}: the reduced axis must be the split one (insert a {SetOp.OPERATION_NAME} to reshard first)")
+        raise fail(
+            op,
+            f"reshards while reducing axis {axis}, but the input is split along {src.axis}: the reduced axis must be the split one (insert a {SetOp.OPERATION_NAME} to reshard first)",
+        )
     common = {"axis": i64_attr(axis), "reduction": ir.StringAttr.get(required_str(op, "kind"))}
     if dst.axis is not None:
         if src.mesh != dst.mesh:
-            raise fail(op, f"is a reduce-scatter across different meshes; insert a {SetOp.OPERATION_NAME} before or after the reduction to move to the other mesh")
+            raise fail(
+                op,
+                f"is a reduce-scatter across different meshes; insert a {SetOp.OPERATION_NAME} before or after the reduction to move to the other mesh",
+            )
         # The output's split axis in input coordinates: step past the reduced axis.
         scatter_axis = dst.axis + (1 if axis <= dst.axis else 0)
         attrs = {**common, "scatter_axis": i64_attr(scatter_axis), "team": _mesh_attr(src.mesh)}
@@ -208,7 +236,10 @@ def _plan_reduction(op, src: Sharding, dst: Sharding) -> Plan:
 
 def _plan_set(op, src: Sharding, dst: Sharding) -> Plan:
     if src.axis is not None and dst.axis is not None and src.axis != dst.axis:
-        raise fail(op, f"moves the split from axis {src.axis} to axis {dst.axis} (an all-to-all), which is not lowerable; reshard through a replicated buffer")
+        raise fail(
+            op,
+            f"moves the split from axis {src.axis} to axis {dst.axis} (an all-to-all), which is not lowerable; reshard through a replicated buffer",
+        )
     if src.axis is None and dst.axis is not None:
         root = src.mesh[0]  # nvFuser: arbitrarily the first sender
         team = _team(dst.mesh, root)
@@ -219,7 +250,9 @@ def _plan_set(op, src: Sharding, dst: Sharding) -> Plan:
         collectives = []
         for root in dst.mesh:  # one Gather per receiver
             team = _team(src.mesh, root)
-            collectives.append((GatherOp, {"axis": i64_attr(src.axis), "root": i64_attr(root), "team": _mesh_attr(team)}))
+            collectives.append(
+                (GatherOp, {"axis": i64_attr(src.axis), "root": i64_attr(root), "team": _mesh_attr(team)})
+            )
         return Plan(collectives)
     if src.axis is not None:  # split the same way on two meshes: shard i goes from sender i to receiver i
         if len(src.mesh) != len(dst.mesh):
@@ -227,7 +260,10 @@ def _plan_set(op, src: Sharding, dst: Sharding) -> Plan:
         pairs = list(zip(src.mesh, dst.mesh))
         local = [s for s, r in pairs if s == r]
         if local:
-            raise fail(op, f"device {local[0]} would send its shard to itself; {SendRecvOp.OPERATION_NAME} needs two distinct devices")
+            raise fail(
+                op,
+                f"device {local[0]} would send its shard to itself; {SendRecvOp.OPERATION_NAME} needs two distinct devices",
+            )
         return Plan([(SendRecvOp, {"root": i64_attr(s), "team": _mesh_attr([s, r])}) for s, r in pairs])
     root = src.mesh[0]  # replicated on both meshes: broadcast from the first sender
     team = _team(dst.mesh, root)

@@ -59,7 +59,13 @@ class _Lowering:
 
     backend: str
 
-    def lower_resharding(self, op: ir.OpView, adaptor: ir.OpAdaptor, converter: rewrite.TypeConverter, rewriter: rewrite.ConversionPatternRewriter) -> bool:
+    def lower_resharding(
+        self,
+        op: ir.OpView,
+        adaptor: ir.OpAdaptor,
+        converter: rewrite.TypeConverter,
+        rewriter: rewrite.ConversionPatternRewriter,
+    ) -> bool:
         """``hir.set`` / ``hir.reduction`` that reshards -> its collectives, each followed by
         a ``hir.wait``, writing the op's destination; no match for one that does not reshard."""
         planned = plan(op.operation)
@@ -77,7 +83,9 @@ class _Lowering:
         return False
 
 
-def refuse_resharding(op: ir.OpView, adaptor: ir.OpAdaptor, converter: rewrite.TypeConverter, rewriter: rewrite.ConversionPatternRewriter) -> bool:
+def refuse_resharding(
+    op: ir.OpView, adaptor: ir.OpAdaptor, converter: rewrite.TypeConverter, rewriter: rewrite.ConversionPatternRewriter
+) -> bool:
     """A compute op outside ``LOWERABLE`` that reshards fails the pass (insert a hir.set
     first: hir-insert-reshardings does); one that does not is left alone (no match)."""
     reason = resharding_reason(op.operation)
@@ -95,7 +103,9 @@ class ConvertToCommunication(ModulePass):
 
     def run(self, module: ir.Module) -> None:
         if self.backend not in BACKENDS:
-            raise PassFailure(f"hir-convert-to-communication: backend '{self.backend}' is not one of {', '.join(BACKENDS)}")
+            raise PassFailure(
+                f"hir-convert-to-communication: backend '{self.backend}' is not one of {', '.join(BACKENDS)}"
+            )
         context = module.context
         target = rewrite.ConversionTarget(context)
         target.add_legal_op(WaitOp.OPERATION_NAME, *(cls.OPERATION_NAME for cls in COLLECTIVE_OPS))

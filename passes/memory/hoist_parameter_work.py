@@ -65,7 +65,9 @@ def parameter_arguments(fn: ir.Operation) -> list[int]:
     """Indices of ``fn``'s arguments marked ``hir.parameter``."""
     if "arg_attrs" not in fn.attributes:
         return []
-    return [i for i, attrs in enumerate(ir.ArrayAttr(fn.attributes["arg_attrs"])) if PARAMETER_ATTR in ir.DictAttr(attrs)]
+    return [
+        i for i, attrs in enumerate(ir.ArrayAttr(fn.attributes["arg_attrs"])) if PARAMETER_ATTR in ir.DictAttr(attrs)
+    ]
 
 
 def kernel_writes(fn: ir.Operation) -> frozenset[int]:
@@ -213,7 +215,9 @@ def _build(module: ir.Module, outline: _Outline) -> ir.Operation:
     out_types = [v.type for v in outline.outputs]
     with outline.fn.location:
         with ir.InsertionPoint(module.body):
-            work = func.FuncOp(outline.name, ir.FunctionType.get([p.type for p in outline.params], out_types), visibility="private")
+            work = func.FuncOp(
+                outline.name, ir.FunctionType.get([p.type for p in outline.params], out_types), visibility="private"
+            )
         body = work.add_entry_block()
         with ir.InsertionPoint.at_block_begin(outline.fn.regions[0].blocks[0]):
             call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(outline.name), outline.params)

@@ -103,7 +103,11 @@ def _last_use(alloc: ir.Operation, ops: list[ir.Operation], position: dict, on_p
             return None
         last_index = max(last_index, _index_in_block(user, position))
     if on_pool[last_index]:  # issued on a pool stream: it lasts until the next join
-        joins = (i for i in range(last_index + 1, len(ops)) if _joins(ops[i]) and ops[i].name != SetCurrentStreamOp.OPERATION_NAME)
+        joins = (
+            i
+            for i in range(last_index + 1, len(ops))
+            if _joins(ops[i]) and ops[i].name != SetCurrentStreamOp.OPERATION_NAME
+        )
         last_index = next(joins, last_index)
     while last_index + 1 < len(ops) and _joins(ops[last_index + 1]):
         last_index += 1  # a use on a pool stream lasts until the user stream joins it

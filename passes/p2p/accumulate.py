@@ -73,7 +73,10 @@ def build_accumulate(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) 
     producer = producer_of(rs, partial, k)
     attr = getattr(op_class(producer), "ACCUMULATE_ATTR", None)
     if attr is None:
-        raise fail(producer, "cannot accumulate into its output (hir-p2p-pipeline{accumulate=1} needs a producer with an accumulating form, e.g. hir.matmul)")
+        raise fail(
+            producer,
+            "cannot accumulate into its output (hir-p2p-pipeline{accumulate=1} needs a producer with an accumulating form, e.g. hir.matmul)",
+        )
     if required_str(rs, "reduction") != "sum":
         raise fail(rs, f"reduces with '{required_str(rs, 'reduction')}'; hir-p2p-pipeline{{accumulate=1}} only sums")
     parts_axis = chunk_axis(opts, rs, partial, [k, required_int(rs, "axis")], [(producer, output_index(producer))])

@@ -48,7 +48,6 @@ blocks, own block included, are then filled) or of a dynamic shape (pushes need 
 slots) keeps the pulled form.
 """
 
-
 from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith
 
@@ -101,7 +100,16 @@ def build_allgather(opts, ag: ir.Operation, rewriter: rewrite.PatternRewriter) -
                 if part is not None:
                     chunk_op(sliced, list(sliced.operands).index(whole), view_axis, part, opts.chunks, {whole: view})
 
-        def step(source: ir.Value, whole: ir.Value, view: ir.Value, offset: ir.Value, position: ir.Value, stream: ir.Value, attrs: dict, part: ir.Value | None) -> None:
+        def step(
+            source: ir.Value,
+            whole: ir.Value,
+            view: ir.Value,
+            offset: ir.Value,
+            position: ir.Value,
+            stream: ir.Value,
+            attrs: dict,
+            part: ir.Value | None,
+        ) -> None:
             """Shift ``source`` into ``view`` (``whole``, the slice at ``position``, or its
             part ``part``) on the comm stream, then compute on ``stream`` what reads it."""
             work = ShiftOp.emit(source, view, offset, attrs, name="work")
@@ -118,7 +126,13 @@ def build_allgather(opts, ag: ir.Operation, rewriter: rewrite.PatternRewriter) -
         compute(shard, None, steps.me, None)
         if gathered_read_after:  # the gathered buffer is read later: its own block too
             SetCurrentStreamOp.emit(steps.user)
-            ShiftOp.emit(src, AliasSelectOp.emit(gathered, steps.me, axis, name="gathered"), steps.zero, {"team": team_attr, "backend": backend}, name="own")
+            ShiftOp.emit(
+                src,
+                AliasSelectOp.emit(gathered, steps.me, axis, name="gathered"),
+                steps.zero,
+                {"team": team_attr, "backend": backend},
+                name="own",
+            )
         steps.to_comm()
         j, end = steps.loop(steps.one, steps.count, "j")
         with ir.InsertionPoint(end):
@@ -153,7 +167,9 @@ def _read_elsewhere(ag: ir.Operation, gathered: ir.Value, consumers: list) -> bo
     """Whether anything but the consumers reads ``gathered``, nested in a region or through
     a view (``_consumers`` sees the ops of the block only)."""
     skip = {ag, *consumers}
-    return any(use.owner.operation not in skip and use.owner.operation.name != DEALLOC for use in uses_through_views(gathered))
+    return any(
+        use.owner.operation not in skip and use.owner.operation.name != DEALLOC for use in uses_through_views(gathered)
+    )
 
 
 def _slots_type(gathered: ir.MemRefType, axis: int) -> ir.MemRefType:
@@ -179,7 +195,10 @@ def _consumers(ag: ir.Operation, gathered: ir.Value, axis: int) -> tuple[list, b
             others.append(op)
             continue
         if others:
-            raise fail(others[0], "uses the gathered buffer of a P2P pipeline before its stream-parallel consumers; move it after them")
+            raise fail(
+                others[0],
+                "uses the gathered buffer of a P2P pipeline before its stream-parallel consumers; move it after them",
+            )
         if op.operands[output_index(op)] == gathered:
             raise fail(op, "writes the gathered buffer of a P2P pipeline")
         if any(operand_axis(op, i, k) != axis for i, v in enumerate(op.operands) if v == gathered):

@@ -24,7 +24,6 @@ fixed ``chunks`` > 1: by the rule of ``cost.py`` it never pays (the NCCL kernels
 matmul's SMs), so ``chunks=auto`` and ``overlap=auto`` leave the pair whole.
 """
 
-
 from torch_mlir import ir, rewrite
 
 from hir.dialect import ForOp, GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp, WaitOp
@@ -51,7 +50,12 @@ def chunkable_allreduce(op: ir.Operation) -> tuple | None:
         owner = use.owner.operation
         if owner == op or owner.name == DEALLOC:
             continue
-        if producer is not None or owner.name not in CONTRACTIONS or owner.operands[output_index(owner)] != partial or stream_axis(owner) is not None:
+        if (
+            producer is not None
+            or owner.name not in CONTRACTIONS
+            or owner.operands[output_index(owner)] != partial
+            or stream_axis(owner) is not None
+        ):
             return None
         producer = owner
     if producer is None or not _before(producer, op):
@@ -63,7 +67,9 @@ def chunkable_allreduce(op: ir.Operation) -> tuple | None:
     return producer, rows
 
 
-def build_allreduce(chunks: int, op: ir.Operation, producer: ir.Operation, rows: int, rewriter: rewrite.PatternRewriter) -> None:
+def build_allreduce(
+    chunks: int, op: ir.Operation, producer: ir.Operation, rows: int, rewriter: rewrite.PatternRewriter
+) -> None:
     """Replace the contraction ``producer``, the all-reduce ``op`` and its wait by the loop
     of ``chunks`` row blocks (module docstring)."""
     out = op.operands[1]

@@ -78,6 +78,7 @@ benchmarks/tp_overlap.py (tokens 8192, d 4096, hidden 16384, bf16): 2 ranks, t_m
 t_c = 112 us: whole 911 us, rs-ag 839 us; 4 ranks, t_m = 344 us, t_c = 56 us: whole 680 us,
 rs-ag 592 us: rs-ag on both.
 """
+
 import math
 
 from torch_mlir import ir
@@ -133,11 +134,15 @@ def auto_chunks(op: ir.Operation, copy_gbps: float, compute_tflops: float, chunk
     shortest = min(t_copy, t_compute)
     candidates = [c for c in (1, 2, 4, MAX_AUTO_CHUNKS) if extent % c == 0]
     if ring:
-        return min(candidates, key=lambda c: n * max(t_copy, t_compute, (t_copy + t_compute) / c) + c * (n - 1) * chunk_us)
+        return min(
+            candidates, key=lambda c: n * max(t_copy, t_compute, (t_copy + t_compute) / c) + c * (n - 1) * chunk_us
+        )
     return min(candidates, key=lambda c: shortest / c + c * (n - 1) * chunk_us)
 
 
-def rs_allgather_pays(op: ir.Operation, producer: ir.Operation, copy_gbps: float, compute_tflops: float, step_us: float) -> bool:
+def rs_allgather_pays(
+    op: ir.Operation, producer: ir.Operation, copy_gbps: float, compute_tflops: float, step_us: float
+) -> bool:
     """``overlap=auto`` for the contraction ``producer`` + all-reduce ``op`` pair: whether
     the reduce-scatter + all-gather form beats the whole pair (the rule in the module
     docstring: (n - 1) · min(t_c, t_m / n) > n · step_us)."""
@@ -209,5 +214,8 @@ def chunked_only_with(op: ir.Operation) -> list:
 
 
 def _chunked_with_another(compute: ir.Operation, op: ir.Operation) -> bool:
-    return any(owner != op and is_a(owner, CollectiveOp) and stream_axis(owner) is not None
-               for value in compute.operands for owner in (use.owner.operation for use in value.uses))
+    return any(
+        owner != op and is_a(owner, CollectiveOp) and stream_axis(owner) is not None
+        for value in compute.operands
+        for owner in (use.owner.operation for use in value.uses)
+    )

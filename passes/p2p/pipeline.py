@@ -176,7 +176,9 @@ class P2PPipeline(ModulePass):
         self._check_options()
         if self.allreduce not in ALLREDUCE_FORMS:  # reported at the first all-reduce it would shape
             at = next((op.location for op in _root_ops(module) if op.name == AllreduceOp.OPERATION_NAME), None)
-            raise PassFailure(f"hir-p2p-pipeline: allreduce '{self.allreduce}' is not one of {', '.join(ALLREDUCE_FORMS)}", at)
+            raise PassFailure(
+                f"hir-p2p-pipeline: allreduce '{self.allreduce}' is not one of {', '.join(ALLREDUCE_FORMS)}", at
+            )
         if self.overlap == "off" or not _root_ops(module):
             return  # nothing to rewrite: the IR stays as it is, dead ops included
         analysis = PipelineAnalysis(self)
@@ -209,7 +211,9 @@ class P2PPipeline(ModulePass):
                 raise PassFailure(f"hir-p2p-pipeline: chunks must be at least 1, got {chunks}")
         for option in ("copy_gbps", "compute_tflops", "chunk_us", "step_us"):
             if not getattr(self, option) > 0:
-                raise PassFailure(f"hir-p2p-pipeline: {option.replace('_', '-')} must be positive, got {getattr(self, option)}")
+                raise PassFailure(
+                    f"hir-p2p-pipeline: {option.replace('_', '-')} must be positive, got {getattr(self, option)}"
+                )
 
 
 def populate_p2p_pipeline_patterns(patterns: GuardedRewritePatternSet, analysis: PipelineAnalysis) -> None:
@@ -243,7 +247,13 @@ class _Patterns:
         pipeline (``reduce_scatter.py``); no match where it runs whole."""
         return self._pipeline(root.operation, rewriter, _reduce_scatter_builder)
 
-    def _pipeline(self, op: ir.Operation, rewriter: rewrite.PatternRewriter, builder: Callable[[Any], Callable], chosen: bool = False) -> bool:
+    def _pipeline(
+        self,
+        op: ir.Operation,
+        rewriter: rewrite.PatternRewriter,
+        builder: Callable[[Any], Callable],
+        chosen: bool = False,
+    ) -> bool:
         """The pipeline of the collective ``op``, built by ``builder(options)`` with the
         options the analysis resolved for it (``chosen``: pipelined whatever ``overlap`` says)."""
         if not _in_p2p_form(op):
@@ -344,4 +354,6 @@ def _fix_num_streams(module: ir.Module, needed: int) -> None:
     if fixed is None:
         set_module_num_streams(module, max(DEFAULT_NUM_STREAMS, needed))
     elif fixed < needed:
-        raise PassFailure(f"hir-p2p-pipeline: the pipelines use {needed} pool streams, but the module fixes hir.num_streams = {fixed}; lower streams= or raise it")
+        raise PassFailure(
+            f"hir-p2p-pipeline: the pipelines use {needed} pool streams, but the module fixes hir.num_streams = {fixed}; lower streams= or raise it"
+        )

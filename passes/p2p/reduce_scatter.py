@@ -37,7 +37,6 @@ stream (pool index ``streams``)::
     "hir.set_current_stream"(%receiver) ; "hir.wait"(%w)
 """
 
-
 from torch_mlir import ir, rewrite
 
 from hir.dialect import (
@@ -98,7 +97,13 @@ def build_reduce_scatter(opts, rs: ir.Operation, rewriter: rewrite.PatternRewrit
                 produce(slot, steps.position(offset, -1), c)
                 SetCurrentStreamOp.emit(steps.comm)
                 SynchronizeOp.emit(stream)  # the shift sends what this step computed
-                work = ShiftOp.emit(slot[1], slot_of(recv, offset, c)[1], offset, steps.shift_attrs(team_attr, backend, opts.transfer), name="work")
+                work = ShiftOp.emit(
+                    slot[1],
+                    slot_of(recv, offset, c)[1],
+                    offset,
+                    steps.shift_attrs(team_attr, backend, opts.transfer),
+                    name="work",
+                )
                 if push:  # the comm stream goes on pushing; the receiver stream waits
                     assert receiver is not None
                     SetCurrentStreamOp.emit(receiver)
@@ -123,7 +128,9 @@ def build_reduce_scatter(opts, rs: ir.Operation, rewriter: rewrite.PatternRewrit
                 exchange(c, receiver)
                 SynchronizeOp.emit(steps.comm)  # the chunk's copies
                 SynchronizeOp.emit(steps.stream(steps.zero))  # its local part
-                ReductionOp.emit(chunk(recv, c, parts_axis, opts.chunks), chunk(out, c, slot_axis, opts.chunks), kind, [k])
+                ReductionOp.emit(
+                    chunk(recv, c, parts_axis, opts.chunks), chunk(out, c, slot_axis, opts.chunks), kind, [k]
+                )
                 SetCurrentStreamOp.emit(steps.user)
             steps.join(extra)
     rewriter.erase_op(producer)
@@ -146,7 +153,10 @@ def producer_of(rs: ir.Operation, partial: ir.Value, k: int) -> ir.Operation:
             continue
         raise fail(op, "uses the reduce-scatter input of a P2P pipeline; only its stream-parallel producer may")
     if found is None:
-        raise fail(rs, f"needs its input written by a compute op with stream_axis = {k} in the same block (the P2P pipeline computes it per destination)")
+        raise fail(
+            rs,
+            f"needs its input written by a compute op with stream_axis = {k} in the same block (the P2P pipeline computes it per destination)",
+        )
     for use in partial.uses:
         owner = use.owner.operation
         if owner not in (found, rs) and owner.name != DEALLOC:

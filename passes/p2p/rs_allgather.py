@@ -120,8 +120,15 @@ def row_split(op: ir.Operation, producer: ir.Operation, rows: int) -> RowSplit |
     return RowSplit(n, rows, out_rows, views, out_view)
 
 
-def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation, backend: str, pass_name: str,
-                       pipeline: Callable[[ir.Operation, rewrite.PatternRewriter], None], rewriter: rewrite.PatternRewriter) -> None:
+def build_rs_allgather(
+    split: RowSplit,
+    op: ir.Operation,
+    producer: ir.Operation,
+    backend: str,
+    pass_name: str,
+    pipeline: Callable[[ir.Operation, rewrite.PatternRewriter], None],
+    rewriter: rewrite.PatternRewriter,
+) -> None:
     """Replace ``producer``, the all-reduce ``op`` and its wait by the P2P form (module
     docstring), ``pipeline(reduce_scatter, rewriter)`` pipelining its reduce-scatter, then the
     all-gather (over copy engines where ``backend``, the pass's or the all-reduce's, says)."""
@@ -138,7 +145,9 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
         block = producer.clone()
         for index, shape, groups in split.views:
             source = block.operands[index]
-            block.operands[index] = AliasReshapeOp.emit(source, shape, groups, name=f"{value_name(source) or 'operand'}_rows")
+            block.operands[index] = AliasReshapeOp.emit(
+                source, shape, groups, name=f"{value_name(source) or 'operand'}_rows"
+            )
         rows_shape, rows_groups = _split(list(partial_type.shape), rows, split.n)
         partial_rows = alloc(reshape_type(partial_type, rows_shape, rows_groups), name="partial_rows").result
         block.operands[output_index(block)] = partial_rows
@@ -146,10 +155,18 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
         block.move_before(op)  # after the views it reads
         reduced = axis + (1 if axis > rows else 0)
         scattered_shape = [e for a, e in enumerate(rows_shape) if a != reduced]
-        scattered_type = ir.MemRefType.get(scattered_shape, partial_type.element_type, memory_space=Sharding(mesh, split.out_rows).attr())
+        scattered_type = ir.MemRefType.get(
+            scattered_shape, partial_type.element_type, memory_space=Sharding(mesh, split.out_rows).attr()
+        )
         scattered = alloc(scattered_type, name="scattered").result
-        attrs = {"team": team, "backend": op.attributes["backend"], "axis": i64_attr(reduced), "scatter_axis": i64_attr(rows),
-                 "reduction": op.attributes["reduction"], STREAM_AXIS_ATTR: i64_attr(rows)}
+        attrs = {
+            "team": team,
+            "backend": op.attributes["backend"],
+            "axis": i64_attr(reduced),
+            "scatter_axis": i64_attr(rows),
+            "reduction": op.attributes["reduction"],
+            STREAM_AXIS_ATTR: i64_attr(rows),
+        }
         rs = ReduceScatterOp.emit(partial_rows, scattered, attrs, name="rs_work")
         WaitOp.emit(rs)
         gathered, target = scattered, out
@@ -168,7 +185,14 @@ def build_rs_allgather(split: RowSplit, op: ir.Operation, producer: ir.Operation
                 target = hoisted.result
         out_rows = AliasReshapeOp.emit(target, *split.out_view, name=f"{value_name(target) or 'out'}_rows")
         gather_backend = ir.StringAttr.get(team_backend(op, team, backend, pass_name))  # no copy engines across nodes
-        WaitOp.emit(AllgatherOp.emit(gathered, out_rows, {"team": team, "backend": gather_backend, "axis": i64_attr(split.out_rows)}, name="ag_work"))
+        WaitOp.emit(
+            AllgatherOp.emit(
+                gathered,
+                out_rows,
+                {"team": team, "backend": gather_backend, "axis": i64_attr(split.out_rows)},
+                name="ag_work",
+            )
+        )
     rewriter.erase_op(wait)
     rewriter.erase_op(op)
     rewriter.erase_op(producer)
@@ -196,7 +220,9 @@ def rows_elementwise_consumer(op: ir.Operation, out: ir.Value, rows: int) -> Row
     rank, broadcast over the rows and with no axis left of them; its output (``out``'s
     type) is an alloc in the same block that nothing uses before the binary."""
     block = op.block
-    users = [use.owner.operation for use in out.uses if use.owner.operation != op and use.owner.operation.name != DEALLOC]
+    users = [
+        use.owner.operation for use in out.uses if use.owner.operation != op and use.owner.operation.name != DEALLOC
+    ]
     if len(users) != 1 or users[0].name != BinaryOp.OPERATION_NAME or users[0].block != block:
         return None
     binary = users[0]
@@ -228,7 +254,7 @@ def rows_elementwise_consumer(op: ir.Operation, out: ir.Value, rows: int) -> Row
 
 def _split(shape: list, axis: int, n: int) -> tuple[list, list]:
     """(shape, reassociation groups) of ``shape`` with ``axis`` split into [n, extent / n]."""
-    return shape[:axis] + [n, shape[axis] // n] + shape[axis + 1:], _groups(len(shape), axis)
+    return shape[:axis] + [n, shape[axis] // n] + shape[axis + 1 :], _groups(len(shape), axis)
 
 
 def _groups(rank: int, axis: int) -> list:

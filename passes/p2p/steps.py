@@ -78,7 +78,11 @@ class Steps:
 
     def stream(self, j: ir.Value) -> ir.Value:
         """Pool stream ``j mod streams``."""
-        index = j if self.streams >= len(self.team) else (self.zero if self.streams == 1 else index_arith(arith.RemUIOp, j, self.pool))
+        index = (
+            j
+            if self.streams >= len(self.team)
+            else (self.zero if self.streams == 1 else index_arith(arith.RemUIOp, j, self.pool))
+        )
         return GetStreamOp.emit(index, name="stream")
 
     def each_stream(self, body, set_current: bool = False) -> None:
@@ -115,7 +119,9 @@ class Steps:
         wait for the compute streams, the comm stream and ``extra``."""
         if from_comm and self.comm != self.user:
             SetCurrentStreamOp.emit(self.user)
-        _, i, end = ForOp.emit(self.zero, self.pool, self.one, joins_pool_streams=True, name="s")  # deallocation reads it
+        _, i, end = ForOp.emit(
+            self.zero, self.pool, self.one, joins_pool_streams=True, name="s"
+        )  # deallocation reads it
         with ir.InsertionPoint(end):
             SynchronizeOp.emit(GetStreamOp.emit(i, name="stream"))
         for stream in ([self.comm] if self.comm != self.user else []) + extra:
@@ -160,7 +166,10 @@ def collective(opts: Any, op: ir.Operation, buffer: ir.Value, axis: int, verb: s
     team = required_i64_array(op, "team")
     extent = ir.MemRefType(buffer.type).shape[axis]
     if extent != len(team):
-        raise fail(op, f"{verb} axis {axis} of extent {extent} over {len(team)} devices; hir-p2p-pipeline needs one {noun} per device along the stream axis (extent {len(team)})")
+        raise fail(
+            op,
+            f"{verb} axis {axis} of extent {extent} over {len(team)} devices; hir-p2p-pipeline needs one {noun} per device along the stream axis (extent {len(team)})",
+        )
     backend = ir.StringAttr.get(
         team_backend(op, op.attributes["team"], opts.backend or required_str(op, "backend"), opts.name)
     )  # no copy engines across nodes
@@ -183,7 +192,9 @@ def chunk_axis(opts: Any, op: ir.Operation, buffer: ir.Value, skipped: list, use
     shape = ir.MemRefType(buffer.type).shape
     axis = next((a for a in range(len(shape)) if a not in skipped), None)
     if axis is None:
-        raise fail(op, f"has no axis besides {', '.join(map(str, sorted(set(skipped))))} to split into chunks = {opts.chunks}")
+        raise fail(
+            op, f"has no axis besides {', '.join(map(str, sorted(set(skipped))))} to split into chunks = {opts.chunks}"
+        )
     for user, index in users:
         _chunk_axes(user, index, axis, opts.chunks)
     return axis
@@ -223,7 +234,10 @@ def _chunk_axes(op: ir.Operation, index: int, axis: int, chunks: int) -> list:
     out_rank = ir.MemRefType(op.operands[output_index(op)].type).rank
     out_axis = next((k for k in range(out_rank) if operand_axis(op, index, k) == axis), None)
     if out_axis is None:
-        raise fail(op, f"reduces over axis {axis} of operand #{index}, which chunks = {chunks} would split; only an axis the output keeps can be chunked")
+        raise fail(
+            op,
+            f"reduces over axis {axis} of operand #{index}, which chunks = {chunks} would split; only an axis the output keeps can be chunked",
+        )
     found = []
     for i, operand in enumerate(op.operands):
         a = operand_axis(op, i, out_axis)
@@ -234,7 +248,9 @@ def _chunk_axes(op: ir.Operation, index: int, axis: int, chunks: int) -> list:
         if sharding is not None and sharding.axis == a:
             raise fail(op, f"would chunk axis {a} of operand #{i}, which is split over the device mesh")
         if extent != ir.ShapedType.get_dynamic_size() and extent % chunks:
-            raise fail(op, f"axis {a} of operand #{i} has extent {extent}, which does not divide into chunks = {chunks}")
+            raise fail(
+                op, f"axis {a} of operand #{i} has extent {extent}, which does not divide into chunks = {chunks}"
+            )
         found.append((i, a))
     return found
 

@@ -24,7 +24,10 @@ def sharding(s: ConversionState, op: ir.Operation) -> None:
     if all(name == shard.ShardShapeOp.OPERATION_NAME for name in uses):
         return
     if func.ReturnOp.OPERATION_NAME in uses:
-        raise fail(op, "is returned (a !shard.sharding result); hir functions return buffers and host scalars, whose placements live in their types")
+        raise fail(
+            op,
+            "is returned (a !shard.sharding result); hir functions return buffers and host scalars, whose placements live in their types",
+        )
     raise fail(op, _PARTITION_FIRST)
 
 

@@ -15,7 +15,6 @@ converts its operand first; one over data not placed as it needs (a hand-partiti
 program) copies each device's local data into a buffer placed so.
 """
 
-
 from torch_mlir import ir
 from torch_mlir.dialects import arith, shard, tensor
 
@@ -85,9 +84,14 @@ def grid_axes(s: ConversionState, op: ir.Operation) -> list[int]:
     axes = list(ir.DenseI16ArrayAttr(op.attributes["grid_axes"]))
     rank = s.grid.rank
     if not axes or not all(0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
-        raise fail(op, f"runs over grid axes {axes}; the {rank}-D grid @{s.grid.name} has axes 0 .. {rank - 1} (each listed once)")
+        raise fail(
+            op,
+            f"runs over grid axes {axes}; the {rank}-D grid @{s.grid.name} has axes 0 .. {rank - 1} (each listed once)",
+        )
     if axes != sorted(axes):
-        raise fail(op, f"runs over grid axes {axes} minor-first; hir runs a team over grid axes in grid order (row-major)")
+        raise fail(
+            op, f"runs over grid axes {axes} minor-first; hir runs a team over grid axes in grid order (row-major)"
+        )
     return [a for a in axes if s.grid.shape[a] != 1] or axes[:1]
 
 
@@ -99,7 +103,15 @@ def grid_axis(s: ConversionState, op: ir.Operation) -> int:
     return axes[0]
 
 
-def collective(s: ConversionState, op: ir.Operation, needed: AxisPlacement, out: AxisPlacement, hir_name: str, attributes: dict, source: ir.Value | None = None) -> ir.Value:
+def collective(
+    s: ConversionState,
+    op: ir.Operation,
+    needed: AxisPlacement,
+    out: AxisPlacement,
+    hir_name: str,
+    attributes: dict,
+    source: ir.Value | None = None,
+) -> ir.Value:
     """``op`` (reading ``source``, its operand unless given) over grid axes K: the operand
     must be ``needed`` on each of K; the result is ``out`` on K and placed as the operand on
     the other grid axes. Over several grid axes one team holds each plane of the grid along K
@@ -115,14 +127,23 @@ def collective(s: ConversionState, op: ir.Operation, needed: AxisPlacement, out:
     wrong = next((k for k in axes if have.on(k) != needed), None)
     if wrong is not None:
         where = f" on grid axis {wrong}" if s.grid.rank > 1 else ""
-        raise fail(op, f"reads {source.get_name()}, which is {axis_text(have.on(wrong))}{where}; {op.name} needs it {axis_text(needed)}")
+        raise fail(
+            op,
+            f"reads {source.get_name()}, which is {axis_text(have.on(wrong))}{where}; {op.name} needs it {axis_text(needed)}",
+        )
     if needed == PARTIAL and list(have.partial) != axes:
-        raise fail(op, f"sums over grid axes {axes} a value whose sum is pending on grid axes {list(have.partial)}; hir reduces a partial sum over all its grid axes at once")
+        raise fail(
+            op,
+            f"sums over grid axes {axes} a value whose sum is pending on grid axes {list(have.partial)}; hir reduces a partial sum over all its grid axes at once",
+        )
     placed = moved(have, axes, out)
     for placement in (have, placed):
         minor = split_minor_to(placement, axes)
         if minor is not None:
-            raise fail(op, f"runs over grid axes {axes} of a value split along dim {placement.splits[minor]} by grid axis {minor} too, minor to them: a team along {axes} holds no contiguous block of it")
+            raise fail(
+                op,
+                f"runs over grid axes {axes} of a value split along dim {placement.splits[minor]} by grid axis {minor} too, minor to them: a team along {axes} holds no contiguous block of it",
+            )
     inp = s.buffer(source, op)
     lead = bool(have.partial) - bool(placed.partial)  # a partial sum's device axis comes first
     output = s.alloc(op.results[0], placed, lambda d: (inp, d + lead))  # global extents kept
@@ -134,7 +155,9 @@ def communicate(s: ConversionState, hir_name: str, axes: list[int], operands: li
     """The hir communication ``hir_name`` over grid axes ``axes`` and its ``hir.wait``: the
     mesh's one team on a 1-D grid, else one team per line (plane) of the grid along them."""
     team = s.team if s.grid.rank == 1 else teams_attr(s.grid.lines(axes))
-    backend = ir.StringAttr.get(team_backend(s.fn, team, s.backend.value, "hir-convert-shard-to-hir"))  # no copy engines across nodes
+    backend = ir.StringAttr.get(
+        team_backend(s.fn, team, s.backend.value, "hir-convert-shard-to-hir")
+    )  # no copy engines across nodes
     attributes = {**attributes, "backend": backend, "team": team}
     work = s.create(hir_name, operands=operands, results=[work_type()], attributes=attributes).result
     s.create(WaitOp.OPERATION_NAME, operands=[work])
@@ -162,11 +185,19 @@ def converted_operand(s: ConversionState, op: ir.Operation, source: ir.Value) ->
     shaped = ir.RankedTensorType(s.tensor_type(source))
     have, want = shaped.element_type, ir.ShapedType(op.results[0].type).element_type
     cast = _CASTS.get((isinstance(have, ir.FloatType), isinstance(want, ir.FloatType)))
-    if cast is None or not isinstance(have, (ir.FloatType, ir.IntegerType)) or not isinstance(want, (ir.FloatType, ir.IntegerType)):
-        raise fail(op, f"changes the element type ({have} -> {want}); hir converts between integer and float types only")
+    if (
+        cast is None
+        or not isinstance(have, (ir.FloatType, ir.IntegerType))
+        or not isinstance(want, (ir.FloatType, ir.IntegerType))
+    ):
+        raise fail(
+            op, f"changes the element type ({have} -> {want}); hir converts between integer and float types only"
+        )
     if isinstance(cast, tuple):  # same kind: widen or narrow
         cast = cast[0] if want.width > have.width else cast[1]
-    converted = s.build(lambda: ir.Operation.create(cast, results=[ir.RankedTensorType.get(shaped.shape, want)], operands=[source]))
+    converted = s.build(
+        lambda: ir.Operation.create(cast, results=[ir.RankedTensorType.get(shaped.shape, want)], operands=[source])
+    )
     s.kernel(converted, [converted.result], s.data_placement(source))
     return converted.result
 

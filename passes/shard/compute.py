@@ -106,7 +106,12 @@ def extract(s: ConversionState, op: ir.Operation) -> None:
     source = op.operands[0]
     placement = s.placement(source)
     if placement != s.grid.replicated:
-        raise fail(op, f"reads an element of {source.get_name()}, which is {placement_text(placement)}; hir reads elements of replicated tensors only")
+        raise fail(
+            op,
+            f"reads an element of {source.get_name()}, which is {placement_text(placement)}; hir reads elements of replicated tensors only",
+        )
     indices = [s.scalar(v, op) for v in op.operands[1:]]
-    load = s.create(memref.LoadOp.OPERATION_NAME, operands=[s.buffer(source, op)] + indices, results=[op.results[0].type])
+    load = s.create(
+        memref.LoadOp.OPERATION_NAME, operands=[s.buffer(source, op)] + indices, results=[op.results[0].type]
+    )
     s.scalars[op.results[0]] = load.result

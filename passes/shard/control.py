@@ -39,7 +39,10 @@ def if_(s: ConversionState, op: ir.Operation) -> None:
         return
     if len(yields) == 2 and _partial_init(s, op, yields[0], yields[1]):
         return
-    raise fail(op, "has branches that differ; hir converts an scf.if whose branches yield the same values, or the partial-product init (device 0 keeps the destination, the others start from zeros)")
+    raise fail(
+        op,
+        "has branches that differ; hir converts an scf.if whose branches yield the same values, or the partial-product init (device 0 keeps the destination, the others start from zeros)",
+    )
 
 
 def _partial_init(s: ConversionState, op: ir.Operation, then: list, other: list) -> bool:
@@ -48,12 +51,25 @@ def _partial_init(s: ConversionState, op: ir.Operation, then: list, other: list)
     fill = other[0].owner if isinstance(other[0], ir.OpResult) else None
     zero = fill is not None and fill.name == FILL_NAMED and s.constant_value(fill.operands[0]) == 0
     compare = op.operands[0].owner if isinstance(op.operands[0], ir.OpResult) else None
-    if not zero or compare is None or compare.name != arith.CmpIOp.OPERATION_NAME or ir.IntegerAttr(compare.attributes["predicate"]).value != 0:
+    if (
+        not zero
+        or compare is None
+        or compare.name != arith.CmpIOp.OPERATION_NAME
+        or ir.IntegerAttr(compare.attributes["predicate"]).value != 0
+    ):
         return False
     sides = [v.owner.name if isinstance(v, ir.OpResult) else "" for v in compare.operands]
-    if sorted(sides) != sorted([_DEVICE_INDEX_OPS[0] if _DEVICE_INDEX_OPS[0] in sides else _DEVICE_INDEX_OPS[1], arith.ConstantOp.OPERATION_NAME]):
+    if sorted(sides) != sorted(
+        [
+            _DEVICE_INDEX_OPS[0] if _DEVICE_INDEX_OPS[0] in sides else _DEVICE_INDEX_OPS[1],
+            arith.ConstantOp.OPERATION_NAME,
+        ]
+    ):
         return False
-    if any(s.constant_value(v) not in (None, 0) for v in compare.operands) or s.placement(then[0]) not in (s.grid.replicated, None):
+    if any(s.constant_value(v) not in (None, 0) for v in compare.operands) or s.placement(then[0]) not in (
+        s.grid.replicated,
+        None,
+    ):
         return False
     s.kernel(op, list(op.results), s.grid.placement([None], partial=[0]))
     return True

@@ -84,7 +84,11 @@ from hir.passes.shard.state import ConversionState
 
 
 def _grids(module: ir.Module) -> dict[str, ir.Operation]:
-    grids = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME}
+    grids = {
+        ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
+        for op in module.body.operations
+        if op.operation.name == shard.GridOp.OPERATION_NAME
+    }
     if not grids:
         raise PassFailure("the module has no shard.grid: nothing to convert", module.operation.location)
     return grids
@@ -113,15 +117,23 @@ def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
     fn_name = ir.StringAttr(fn.attributes["sym_name"]).value
     unknown = [n for n in names if n not in grids]
     if unknown:
-        raise PassFailure(f"'func.func' op @{fn_name} uses the grid @{unknown[0]}, which the module does not define", fn.location)
+        raise PassFailure(
+            f"'func.func' op @{fn_name} uses the grid @{unknown[0]}, which the module does not define", fn.location
+        )
     shapes = {n: tuple(ir.DenseI64ArrayAttr(grids[n].attributes["shape"])) for n in names}
     if len(set(shapes.values())) > 1:
         listed = ", ".join(f"@{n} ({'x'.join(map(str, shape))})" for n, shape in shapes.items())
-        raise PassFailure(f"'func.func' op @{fn_name} uses the grids {listed}; hir converts a function on grids of one shape", fn.location)
+        raise PassFailure(
+            f"'func.func' op @{fn_name} uses the grids {listed}; hir converts a function on grids of one shape",
+            fn.location,
+        )
     shape = list(shapes[names[0]])
     if not shape or min(shape) <= 0:
         text = "x".join("?" if ir.ShapedType.is_dynamic_size(d) else str(d) for d in shape)
-        raise PassFailure(f"'shard.grid' op has shape {text}; every extent must be static and positive (the interpreter runs on a fixed world: give its extents with hir-set-grid-shape{{shape=...}} first)", grids[names[0]].location)
+        raise PassFailure(
+            f"'shard.grid' op has shape {text}; every extent must be static and positive (the interpreter runs on a fixed world: give its extents with hir-set-grid-shape{{shape=...}} first)",
+            grids[names[0]].location,
+        )
     return Grid(names[0], tuple(shape))
 
 
@@ -148,7 +160,9 @@ class ConvertShardToHir(ModulePass):
 
     def run(self, module: ir.Module) -> None:
         if self.backend not in BACKENDS:
-            raise PassFailure(f"hir-convert-shard-to-hir: backend must be one of {', '.join(BACKENDS)}, got '{self.backend}'")
+            raise PassFailure(
+                f"hir-convert-shard-to-hir: backend must be one of {', '.join(BACKENDS)}, got '{self.backend}'"
+            )
         load(module.context)  # a module from the FX importer has no hir in its context yet
         grids = _grids(module)
         backend = ir.StringAttr.get(self.backend)

@@ -38,11 +38,16 @@ def shift(s: ConversionState, op: ir.Operation) -> None:
         raise fail(op, "without 'rotate' leaves the edge devices' results undefined; hir converts rotating shifts only")
     k = ir.IntegerAttr(op.attributes["shift_axis"]).value
     if not 0 <= k < s.grid.rank:
-        raise fail(op, f"shifts along grid axis {k}; the {s.grid.rank}-D grid @{s.grid.name} has axes 0 .. {s.grid.rank - 1}")
+        raise fail(
+            op, f"shifts along grid axis {k}; the {s.grid.rank}-D grid @{s.grid.name} has axes 0 .. {s.grid.rank - 1}"
+        )
     source = op.operands[0]
     have = s.data_placement(source)
     if have.partial:
-        raise fail(op, f"shifts {source.get_name()}, which is a partial sum ({placement_text(have)}); hir shifts blocks of placed data")
+        raise fail(
+            op,
+            f"shifts {source.get_name()}, which is a partial sum ({placement_text(have)}); hir shifts blocks of placed data",
+        )
     # shard.shift sends device i's tensor to device i + offset; hir.shift receives from me + offset.
     offset = (-ir.IntegerAttr(op.attributes["offset"]).value) % s.grid.shape[k]
     inp = s.buffer(source, op)

@@ -46,7 +46,11 @@ def local_extent(s: ConversionState, source: ir.Value, dim: int, user: ir.Operat
     if bounds is not None:
         axes = [k for k, d in enumerate(placement.splits) if d == dim]
         return part_extent(s, list(bounds), coordinates(s, axes), [s.grid.shape[k] for k in axes])
-    extent = s.create(memref.DimOp.OPERATION_NAME, operands=[s.buffer(source, user), s.index_constant(dim)], results=[ir.IndexType.get()]).result
+    extent = s.create(
+        memref.DimOp.OPERATION_NAME,
+        operands=[s.buffer(source, user), s.index_constant(dim)],
+        results=[ir.IndexType.get()],
+    ).result
     parts = prod(s.grid.shape[k] for k, d in enumerate(placement.splits) if d == dim)
     if parts > 1:
         extent = s.index_arith(arith.DivUIOp.OPERATION_NAME, extent, s.index_constant(parts))
@@ -84,7 +88,10 @@ def shard_shape(s: ConversionState, op: ir.Operation) -> list[ir.Value]:
     static_device = list(ir.DenseI64ArrayAttr(op.attributes["device"]))
     where = [next(coordinates_given) if c == DYNAMIC else s.index_constant(c) for c in static_device]
     if len(where) != s.grid.rank:
-        raise fail(op, f"names device {static_device} on the {s.grid.rank}-D grid @{s.grid.name}; hir takes one coordinate per grid axis")
+        raise fail(
+            op,
+            f"names device {static_device} on the {s.grid.rank}-D grid @{s.grid.name}; hir takes one coordinate per grid axis",
+        )
     attrs = owner.attributes
     groups = axis_groups(attrs["split_axes"])
     offsets = list(ir.DenseI64ArrayAttr(attrs["static_sharded_dims_offsets"]))
@@ -102,7 +109,9 @@ def shard_shape(s: ConversionState, op: ir.Operation) -> list[ir.Value]:
             bounds, offsets = offsets[: parts + 1], offsets[parts + 1 :]
             size = part_extent(s, bounds, [where[k] for k in axes], [s.grid.shape[k] for k in axes])
         elif extent % parts:
-            raise fail(op, f"cuts dim {d} of extent {extent} into {parts} parts; hir splits evenly or by sharded_dims_offsets")
+            raise fail(
+                op, f"cuts dim {d} of extent {extent} into {parts} parts; hir splits evenly or by sharded_dims_offsets"
+            )
         else:
             size = s.index_constant(extent // parts)
         out.append(s.index_arith(arith.AddIOp.OPERATION_NAME, size, s.index_constant(halo)) if halo else size)
@@ -114,13 +123,28 @@ def part_extent(s: ConversionState, bounds: list[int], coordinates: list[ir.Valu
     ``coordinates`` (on grid axes of ``extents``, major to minor) holds."""
     part: ir.Value | None = None
     for coordinate, extent in zip(coordinates, extents):
-        part = coordinate if part is None else s.index_arith(arith.AddIOp.OPERATION_NAME, s.index_arith(arith.MulIOp.OPERATION_NAME, part, s.index_constant(extent)), coordinate)
+        part = (
+            coordinate
+            if part is None
+            else s.index_arith(
+                arith.AddIOp.OPERATION_NAME,
+                s.index_arith(arith.MulIOp.OPERATION_NAME, part, s.index_constant(extent)),
+                coordinate,
+            )
+        )
     sizes = [b - a for a, b in zip(bounds, bounds[1:])]
     value = s.index_constant(sizes[0])
     i1, eq = ir.IntegerType.get_signless(1), ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
     for index, size in enumerate(sizes[1:], 1):
         if size == sizes[0]:
             continue
-        at = s.create(arith.CmpIOp.OPERATION_NAME, operands=[part, s.index_constant(index)], results=[i1], attributes={"predicate": eq}).result
-        value = s.create(arith.SelectOp.OPERATION_NAME, operands=[at, s.index_constant(size), value], results=[ir.IndexType.get()]).result
+        at = s.create(
+            arith.CmpIOp.OPERATION_NAME,
+            operands=[part, s.index_constant(index)],
+            results=[i1],
+            attributes={"predicate": eq},
+        ).result
+        value = s.create(
+            arith.SelectOp.OPERATION_NAME, operands=[at, s.index_constant(size), value], results=[ir.IndexType.get()]
+        ).result
     return value

@@ -47,7 +47,9 @@ def update_halo(s: ConversionState, op: ir.Operation) -> None:
         raise fail(op, f"updates a {op.results[0].type}; hir converts update_halo on tensors")
     split_dims = [(d, g) for d, g in enumerate(axis_groups(op.attributes["split_axes"])) if g]
     if len(sizes) != 2 * len(split_dims):
-        raise fail(op, f"has {len(sizes)} halo sizes for {len(split_dims)} split dims (two per split dim: lower, upper)")
+        raise fail(
+            op, f"has {len(sizes)} halo sizes for {len(split_dims)} split dims (two per split dim: lower, upper)"
+        )
     shape = list(ir.RankedTensorType(op.results[0].type).shape)
     value = op.operands[0]
     for (dim, axes), lo, hi in reversed(list(zip(split_dims, sizes[0::2], sizes[1::2]))):
@@ -56,16 +58,46 @@ def update_halo(s: ConversionState, op: ir.Operation) -> None:
         if ir.ShapedType.is_dynamic_size(shape[dim]):
             raise fail(op, f"exchanges halos along the dynamic dim {dim}; hir slices halos of a static extent")
         if lo < 0 or hi < 0 or lo + hi > shape[dim] or max(lo, hi) > shape[dim] - lo - hi:
-            raise fail(op, f"has halos [{lo}, {hi}] on dim {dim} of local extent {shape[dim]}; each must fit in the core ({shape[dim] - lo - hi} rows)")
+            raise fail(
+                op,
+                f"has halos [{lo}, {hi}] on dim {dim} of local extent {shape[dim]}; each must fit in the core ({shape[dim] - lo - hi} rows)",
+            )
         k = axes[0]
         if lo:
-            value = _exchange(s, op, value, dim, k, shape, send_at=shape[dim] - hi - lo, size=lo, recv_at=0, offset=1, keep_at=0)
+            value = _exchange(
+                s, op, value, dim, k, shape, send_at=shape[dim] - hi - lo, size=lo, recv_at=0, offset=1, keep_at=0
+            )
         if hi:
-            value = _exchange(s, op, value, dim, k, shape, send_at=lo, size=hi, recv_at=shape[dim] - hi, offset=-1, keep_at=s.grid.shape[k] - 1)
+            value = _exchange(
+                s,
+                op,
+                value,
+                dim,
+                k,
+                shape,
+                send_at=lo,
+                size=hi,
+                recv_at=shape[dim] - hi,
+                offset=-1,
+                keep_at=s.grid.shape[k] - 1,
+            )
     s.same_as(op.results[0], value, op)
 
 
-def _exchange(s: ConversionState, op: ir.Operation, value: ir.Value, dim: int, k: int, shape: list[int], *, send_at: int, size: int, recv_at: int, offset: int, keep_at: int) -> ir.Value:
+def _exchange(
+    s: ConversionState,
+    op: ir.Operation,
+    value: ir.Value,
+    dim: int,
+    k: int,
+    shape: list[int],
+    *,
+    send_at: int,
+    size: int,
+    recv_at: int,
+    offset: int,
+    keep_at: int,
+) -> ir.Value:
     """``value`` with rows [recv_at, recv_at + size) of dim ``dim`` replaced by rows
     [send_at, send_at + size) of the device ``offset`` before it along grid axis k,
     except on the device at coordinate ``keep_at`` (the end the rows would wrap to)."""
@@ -86,24 +118,46 @@ def _exchange(s: ConversionState, op: ir.Operation, value: ir.Value, dim: int, k
         }
 
     # explicit result types: an argument's value is already a buffer here
-    slab = s.build(lambda: ir.Operation.create(tensor.ExtractSliceOp.OPERATION_NAME, results=[slab_type], operands=[value], attributes=slice_attrs(send_at, [1, 0, 0, 0])))
-    moved = s.build(lambda: ir.Operation.create(
-        shard.ShiftOp.OPERATION_NAME,
-        results=[slab_type],
-        operands=[slab.result],
-        attributes={
-            "grid": op.attributes["grid"],
-            "grid_axes": ir.DenseI16ArrayAttr.get([k]),
-            "shift_axis": ir.IntegerAttr.get(index, k),
-            "offset": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), offset),
-            "rotate": ir.UnitAttr.get(),
-        },
-    ))
-    updated = s.build(lambda: ir.Operation.create(tensor.InsertSliceOp.OPERATION_NAME, results=[local], operands=[moved.result, value], attributes=slice_attrs(recv_at, [1, 1, 0, 0, 0])))
-    coordinate = s.build(lambda: shard.ProcessMultiIndexOp([index], s.grid.name, axes=ir.DenseI16ArrayAttr.get([k]))).results[0]
+    slab = s.build(
+        lambda: ir.Operation.create(
+            tensor.ExtractSliceOp.OPERATION_NAME,
+            results=[slab_type],
+            operands=[value],
+            attributes=slice_attrs(send_at, [1, 0, 0, 0]),
+        )
+    )
+    moved = s.build(
+        lambda: ir.Operation.create(
+            shard.ShiftOp.OPERATION_NAME,
+            results=[slab_type],
+            operands=[slab.result],
+            attributes={
+                "grid": op.attributes["grid"],
+                "grid_axes": ir.DenseI16ArrayAttr.get([k]),
+                "shift_axis": ir.IntegerAttr.get(index, k),
+                "offset": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), offset),
+                "rotate": ir.UnitAttr.get(),
+            },
+        )
+    )
+    updated = s.build(
+        lambda: ir.Operation.create(
+            tensor.InsertSliceOp.OPERATION_NAME,
+            results=[local],
+            operands=[moved.result, value],
+            attributes=slice_attrs(recv_at, [1, 1, 0, 0, 0]),
+        )
+    )
+    coordinate = s.build(
+        lambda: shard.ProcessMultiIndexOp([index], s.grid.name, axes=ir.DenseI16ArrayAttr.get([k]))
+    ).results[0]
     end = s.build(lambda: arith.ConstantOp(index, keep_at)).result
     at_end = s.build(lambda: arith.CmpIOp(arith.CmpIPredicate.eq, coordinate, end)).result
-    kept = s.build(lambda: ir.Operation.create(arith.SelectOp.OPERATION_NAME, results=[local], operands=[at_end, value, updated.result]))
+    kept = s.build(
+        lambda: ir.Operation.create(
+            arith.SelectOp.OPERATION_NAME, results=[local], operands=[at_end, value, updated.result]
+        )
+    )
     for scalar in (coordinate, end, at_end):
         s.host[scalar] = scalar.owner
     s.kernel(slab, [slab.result], placement)

@@ -64,7 +64,11 @@ def neighbors_linear_indices(s: ConversionState, op: ir.Operation) -> list[ir.Va
     linear = None
     for axis, coordinate in enumerate(device):
         stride = prod(s.grid.shape[axis + 1 :])
-        term = coordinate if stride == 1 else s.index_arith(arith.MulIOp.OPERATION_NAME, coordinate, s.index_constant(stride))
+        term = (
+            coordinate
+            if stride == 1
+            else s.index_arith(arith.MulIOp.OPERATION_NAME, coordinate, s.index_constant(stride))
+        )
         linear = term if linear is None else s.index_arith(arith.AddIOp.OPERATION_NAME, linear, term)
     step = s.index_constant(prod(s.grid.shape[k + 1 :]))
     none = s.index_constant(-1)
@@ -78,7 +82,11 @@ def neighbors_linear_indices(s: ConversionState, op: ir.Operation) -> list[ir.Va
         ).result
         assert linear is not None, "one coordinate per grid axis, of which there is at least one"
         neighbor = s.index_arith(name, linear, step)
-        results.append(s.create(arith.SelectOp.OPERATION_NAME, operands=[at_edge, none, neighbor], results=[ir.IndexType.get()]).result)
+        results.append(
+            s.create(
+                arith.SelectOp.OPERATION_NAME, operands=[at_edge, none, neighbor], results=[ir.IndexType.get()]
+            ).result
+        )
     return results
 
 
@@ -88,4 +96,6 @@ def grid_shape(s: ConversionState, op: ir.Operation) -> None:
     index = ir.IndexType.get()
     for result, axis in zip(op.results, ir.DenseI16ArrayAttr(op.attributes["axes"])):
         extent = ir.IntegerAttr.get(index, s.grid.shape[axis])
-        s.scalars[result] = s.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": extent}).result
+        s.scalars[result] = s.create(
+            arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": extent}
+        ).result

@@ -8,7 +8,6 @@ own) counts as free on every axis. Uneven part boundaries follow the loop their 
 along.
 """
 
-
 from torch_mlir import ir
 
 from hir.dialect.linalg_facts import ADDITIVE, ELEMENTWISE_NAMED, is_elementwise, reduce_maps
@@ -61,7 +60,9 @@ def _uneven_result(op: ir.Operation, operands: list[Sharding | None], result: Sh
     maps = maps_of(op)
     if maps is None:
         uneven = next(p for p in operands if p is not None and p.offsets)
-        raise PlacementError(f"reads a value split unevenly ({placement_text(uneven)}); hir carries uneven splits through linalg ops only")
+        raise PlacementError(
+            f"reads a value split unevenly ({placement_text(uneven)}); hir carries uneven splits through linalg ops only"
+        )
     dims, _ = maps
     found: dict = {}
     for placement, operand_dims in zip(operands, dims):
@@ -77,7 +78,9 @@ def _uneven_result(op: ir.Operation, operands: list[Sharding | None], result: Sh
     for dim in sorted({s for s in result.splits if s is not None}):
         cuts = found.get(dim, {None})
         if len(cuts) != 1 or None in cuts:
-            raise PlacementError(f"has operands cut differently along its result dim {dim} ({', '.join(map(placement_text, operands))}); hir needs one uneven split per loop")
+            raise PlacementError(
+                f"has operands cut differently along its result dim {dim} ({', '.join(map(placement_text, operands))}); hir needs one uneven split per loop"
+            )
         bounds[dim] = cuts.pop()
     return grid.placement(result.splits, bounds, result.partial)
 
@@ -96,7 +99,9 @@ def _infer_axis(op: ir.Operation, operands: list) -> AxisPlacement:
         if operands[-1] == PARTIAL and PARTIAL not in operands[:-1] and maps_of(op) is not None:
             if _infer_axis(op, operands[:-1] + [FREE]) == PARTIAL:
                 return PARTIAL  # a partial product accumulated into a partial init: one pending sum
-        raise PlacementError("reads a partial sum (a value still to be all-reduced); only shard.all_reduce / reduce_scatter may read it")
+        raise PlacementError(
+            "reads a partial sum (a value still to be all-reduced); only shard.all_reduce / reduce_scatter may read it"
+        )
     name = op.name
     axis = known[0]
     if name == linalg.TransposeOp.OPERATION_NAME:
@@ -113,7 +118,9 @@ def _infer_axis(op: ir.Operation, operands: list) -> AxisPlacement:
         return known[0]
     maps = maps_of(op)
     if maps is None:
-        raise PlacementError(f"has no rule for operands {', '.join(map(axis_text, operands))} (its result's placement is unknown)")
+        raise PlacementError(
+            f"has no rule for operands {', '.join(map(axis_text, operands))} (its result's placement is unknown)"
+        )
     dims, reductions = maps
     out_dims = dims[-1]
     results = set()

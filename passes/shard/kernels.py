@@ -71,7 +71,9 @@ def external_values(root: ir.Operation) -> list[ir.Value]:
     return out
 
 
-def closure(root: ir.Operation, free_producer: Callable[[ir.Value], ir.Operation | None]) -> tuple[list[ir.Operation], list[ir.Value]]:
+def closure(
+    root: ir.Operation, free_producer: Callable[[ir.Value], ir.Operation | None]
+) -> tuple[list[ir.Operation], list[ir.Value]]:
     """The free producers to clone before ``root`` (in order) and the remaining inputs."""
     clones: list[ir.Operation] = []
     cloned: set = set()  # first results of the producers already listed
@@ -147,8 +149,12 @@ def build_kernel(
             if placement.partial:
                 shaped = ir.RankedTensorType(result.type)
                 expanded = ir.RankedTensorType.get(local_shape(result.type, placement), shaped.element_type)
-                value = tensor.ExpandShapeOp(expanded, value, _device_axis_groups(shaped.rank), [], local_shape(result.type, placement)).result
-            bufferization.MaterializeInDestinationOp(None, value, _local_view(arg, result.type, placement), restrict=True, writable=True)
+                value = tensor.ExpandShapeOp(
+                    expanded, value, _device_axis_groups(shaped.rank), [], local_shape(result.type, placement)
+                ).result
+            bufferization.MaterializeInDestinationOp(
+                None, value, _local_view(arg, result.type, placement), restrict=True, writable=True
+            )
         func.ReturnOp([])
 
 

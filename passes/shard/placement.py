@@ -58,12 +58,16 @@ def placement_text(placement: Sharding | None) -> str:
     if placement is None:
         return FREE
     axes = [placement.on(k) for k in range(len(placement.mesh_shape))]
-    text = axis_text(axes[0]) if len(axes) == 1 else ", ".join(f"{axis_text(p)} on grid axis {k}" for k, p in enumerate(axes))
+    text = (
+        axis_text(axes[0])
+        if len(axes) == 1
+        else ", ".join(f"{axis_text(p)} on grid axis {k}" for k, p in enumerate(axes))
+    )
     return text + "".join(f" (dim {d} cut at {list(b)})" for d, b in placement.offsets)
 
 
 def kind(placement: Sharding) -> str:
-    """"partial" when a sum is pending on some grid axis, "replicated" when no axis splits,
+    """ "partial" when a sum is pending on some grid axis, "replicated" when no axis splits,
     else "split"."""
     if placement.partial:
         return PARTIAL
@@ -82,8 +86,12 @@ def moved(placement: Sharding, grid_axes: Sequence[int], to: AxisPlacement) -> S
             return [k for k, p in enumerate(per_axis) if isinstance(p, int) and p == dim]
 
         kept = [d for d, _ in placement.offsets if split_by(after, d)]
-        if any(split_by(after, d) != split_by(before, d) for d in kept) or {p for p in after if isinstance(p, int)} != set(kept):
-            raise PlacementError(f"moves the uneven split of a value {placement_text(placement)}; hir gathers an uneven dim whole (over all its grid axes) and splits no other dim beside it")
+        if any(split_by(after, d) != split_by(before, d) for d in kept) or {
+            p for p in after if isinstance(p, int)
+        } != set(kept):
+            raise PlacementError(
+                f"moves the uneven split of a value {placement_text(placement)}; hir gathers an uneven dim whole (over all its grid axes) and splits no other dim beside it"
+            )
     return placement.with_placement(grid_axes, to)
 
 
@@ -93,7 +101,14 @@ def split_minor_to(placement: Sharding, grid_axes: Sequence[int]) -> int | None:
     no contiguous block of that dim (a dim split over several grid axes is cut row-major
     over them)."""
     dims = {placement.splits[k] for k in grid_axes if placement.splits[k] is not None}
-    return next((j for j, s in enumerate(placement.splits) if j not in grid_axes and s is not None and s in dims and j > min(grid_axes)), None)
+    return next(
+        (
+            j
+            for j, s in enumerate(placement.splits)
+            if j not in grid_axes and s is not None and s in dims and j > min(grid_axes)
+        ),
+        None,
+    )
 
 
 @dataclass(frozen=True)
@@ -111,7 +126,9 @@ class Grid:
     def rank(self) -> int:
         return len(self.shape)
 
-    def placement(self, splits: Sequence[int | None], offsets: dict | None = None, partial: Sequence[int] = ()) -> Sharding:
+    def placement(
+        self, splits: Sequence[int | None], offsets: dict | None = None, partial: Sequence[int] = ()
+    ) -> Sharding:
         """The placement with ``splits`` per grid axis (a tensor dim or None), the part
         boundaries of uneven dims and the grid axes a sum is pending on."""
         return Sharding.of(self.mesh, self.shape, splits, offsets, partial)
@@ -152,7 +169,9 @@ def local_shape(local: ir.Type, placement: Sharding) -> list[int]:
 
 def axis_groups(attr: ir.Attribute) -> list[list[int]]:
     """The groups of ``#shard<axisarray[[0], [], [1, 2]]>``: per tensor dim, its grid axes."""
-    return [[int(a) for a in text.replace(" ", "").split(",") if a] for text in re.findall(r"\[([^\[\]]*)\]", str(attr))]
+    return [
+        [int(a) for a in text.replace(" ", "").split(",") if a] for text in re.findall(r"\[([^\[\]]*)\]", str(attr))
+    ]
 
 
 def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid, offsets: list[int] | None = None) -> Sharding:
@@ -166,7 +185,9 @@ def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid, offsets: lis
         if dim >= rank:
             raise PlacementError(f"{attr} splits dim {dim} of a rank-{rank} tensor")
         if grid_axes != sorted(grid_axes):
-            raise PlacementError(f"{attr} splits dim {dim} over grid axes {grid_axes} minor-first; hir splits a dim over grid axes in grid order")
+            raise PlacementError(
+                f"{attr} splits dim {dim} over grid axes {grid_axes} minor-first; hir splits a dim over grid axes in grid order"
+            )
         for k in grid_axes:  # several: major to minor, as the grid's row-major order
             if not 0 <= k < grid.rank:
                 raise PlacementError(f"{attr} uses grid axis {k} of a {grid.rank}-D grid")
@@ -187,8 +208,12 @@ def _with_offsets(splits: list, offsets: list[int], grid: Grid, attr: ir.Attribu
     for dim in sorted(parts):
         cut, rest = tuple(rest[: parts[dim] + 1]), rest[parts[dim] + 1 :]
         if len(cut) != parts[dim] + 1 or cut[0] != 0 or any(a > b for a, b in zip(cut, cut[1:])):
-            raise PlacementError(f"{attr} with sharded_dims_offsets {offsets}: dim {dim} is cut into {parts[dim]} parts, which need {parts[dim] + 1} rising boundaries from 0")
+            raise PlacementError(
+                f"{attr} with sharded_dims_offsets {offsets}: dim {dim} is cut into {parts[dim]} parts, which need {parts[dim] + 1} rising boundaries from 0"
+            )
         bounds[dim] = cut
     if rest or not bounds:
-        raise PlacementError(f"{attr} with sharded_dims_offsets {offsets}: {len(rest)} boundaries more than its split dims need")
+        raise PlacementError(
+            f"{attr} with sharded_dims_offsets {offsets}: {len(rest)} boundaries more than its split dims need"
+        )
     return grid.placement(splits, bounds)

@@ -61,10 +61,15 @@ def _sharding_of(shard_op: ir.Operation) -> ir.Operation:
     """The ``shard.sharding`` that ``shard_op`` (a shard.shard) annotates with."""
     sharding = shard_op.operands[1]
     if not isinstance(sharding, ir.OpResult) or sharding.owner.name != shard.ShardingOp.OPERATION_NAME:
-        raise PassFailure("'shard.shard' op: its sharding is not a shard.sharding op; hir records static shardings only", shard_op.location)
+        raise PassFailure(
+            "'shard.shard' op: its sharding is not a shard.sharding op; hir records static shardings only",
+            shard_op.location,
+        )
     op = sharding.owner.operation
     if len(op.operands):
-        raise PassFailure("'shard.sharding' op has dynamic halo sizes or offsets; hir converts static shardings only", op.location)
+        raise PassFailure(
+            "'shard.sharding' op has dynamic halo sizes or offsets; hir converts static shardings only", op.location
+        )
     return op
 
 
@@ -98,7 +103,11 @@ def _signature(fn: ir.Operation, key: str, values: list, sharding_of, grids: dic
     """Write ``hir.split_axes`` / ``hir.global_type`` into ``fn``'s ``key`` (arg_attrs or
     res_attrs) for every tensor in ``values``."""
     replicated = ir.Attribute.parse("#shard<axisarray[[]]>")
-    old = [ir.DictAttr(a) for a in ir.ArrayAttr(fn.attributes[key])] if key in fn.attributes else [ir.DictAttr.get({})] * len(values)
+    old = (
+        [ir.DictAttr(a) for a in ir.ArrayAttr(fn.attributes[key])]
+        if key in fn.attributes
+        else [ir.DictAttr.get({})] * len(values)
+    )
     dicts = []
     for value, attrs in zip(values, old):
         entries = {named.name: named.attr for named in attrs}
@@ -106,7 +115,11 @@ def _signature(fn: ir.Operation, key: str, values: list, sharding_of, grids: dic
             shard_op = sharding_of(value)
             sharding = _sharding_of(shard_op) if shard_op is not None else None
             entries[SPLIT_AXES_ATTR] = sharding.attributes["split_axes"] if sharding is not None else replicated
-            if sharding is not None and OFFSETS in sharding.attributes and len(ir.DenseI64ArrayAttr(sharding.attributes[OFFSETS])):
+            if (
+                sharding is not None
+                and OFFSETS in sharding.attributes
+                and len(ir.DenseI64ArrayAttr(sharding.attributes[OFFSETS]))
+            ):
                 entries[OFFSETS_ATTR] = sharding.attributes[OFFSETS]
             global_type = _padded_type(value.type, sharding, grids) if sharding is not None else value.type
             entries[GLOBAL_TYPE_ATTR] = ir.TypeAttr.get(global_type)
@@ -128,7 +141,10 @@ def _record_grid(fn: ir.Operation) -> None:
     grids = list(dict.fromkeys(names))
     if len(grids) > 1:
         fn_name = ir.StringAttr(fn.attributes["sym_name"]).value
-        raise PassFailure(f"'func.func' op @{fn_name} shards values on the grids @{grids[0]}, @{grids[1]}; hir converts a function on one grid", fn.location)
+        raise PassFailure(
+            f"'func.func' op @{fn_name} shards values on the grids @{grids[0]}, @{grids[1]}; hir converts a function on one grid",
+            fn.location,
+        )
     if grids:
         fn.attributes[GRID_ATTR] = ir.FlatSymbolRefAttr.get(grids[0])
 
@@ -140,7 +156,11 @@ class RecordShardSignature(FunctionPass):
     description = "Record the shardings and global types of function arguments and results (run between sharding-propagation and shard-partition)."
 
     def run(self, module: ir.Module) -> None:
-        self.grids = {ir.StringAttr(op.attributes["sym_name"]).value: list(ir.DenseI64ArrayAttr(op.attributes["shape"])) for op in module.body.operations if op.operation.name == shard.GridOp.OPERATION_NAME}
+        self.grids = {
+            ir.StringAttr(op.attributes["sym_name"]).value: list(ir.DenseI64ArrayAttr(op.attributes["shape"]))
+            for op in module.body.operations
+            if op.operation.name == shard.GridOp.OPERATION_NAME
+        }
         super().run(module)
 
     def run_on_function(self, fn: ir.Operation) -> None:

@@ -146,7 +146,9 @@ def host_function(name: str) -> HostFunction | None:
 
 def converted(prefix: str = "") -> list[str]:
     """The converted ops named ``prefix...``, without the prefix, sorted."""
-    return sorted(name[len(prefix) :] for name, entry in CONVERSIONS.items() if name.startswith(prefix) and not entry.refused)
+    return sorted(
+        name[len(prefix) :] for name, entry in CONVERSIONS.items() if name.startswith(prefix) and not entry.refused
+    )
 
 
 def markdown() -> str:
@@ -155,7 +157,9 @@ def markdown() -> str:
     rows += [f"| `{name}` | {entry.summary} |" for name, entry in sorted(CONVERSIONS.items()) if not entry.refused]
     rows += [f"| any other op | {_FALLBACK[0].summary} |"] if _FALLBACK else []
     rows += ["", "| op | refused because |", "| --- | --- |"]
-    refused = sorted((n, e) for n, e in CONVERSIONS.items() if e.refused) + sorted((p + "*", e) for p, e in PREFIXES.items() if e.refused)
+    refused = sorted((n, e) for n, e in CONVERSIONS.items() if e.refused) + sorted(
+        (p + "*", e) for p, e in PREFIXES.items() if e.refused
+    )
     rows += [f"| `{name}` | {entry.summary.format(converted='the ops above')} |" for name, entry in refused]
     return "\n".join(rows) + "\n"
 

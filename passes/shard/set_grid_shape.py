@@ -46,7 +46,9 @@ class SetGridShape(ModulePass):
         texts = self.shape.split("x") if self.shape else []
         wanted = [int(e) for e in texts if e.isdigit()]
         if len(wanted) != len(texts) or 0 in wanted:
-            raise PassFailure(f"hir-set-grid-shape: shape must be positive extents joined by 'x' (e.g. 4 or 2x2), got '{self.shape}'")
+            raise PassFailure(
+                f"hir-set-grid-shape: shape must be positive extents joined by 'x' (e.g. 4 or 2x2), got '{self.shape}'"
+            )
         patterns = GuardedRewritePatternSet(module.context)
         populate_set_grid_shape_patterns(patterns, self.shape, wanted)
         patterns.walk(module)
@@ -62,9 +64,17 @@ def populate_set_grid_shape_patterns(patterns: GuardedRewritePatternSet, shape: 
         if not any(ir.ShapedType.is_dynamic_size(e) for e in extents):
             return True  # static already: no match
         if not wanted:
-            raise PassFailure(f"'shard.grid' op has shape {_text(extents)}; give its extents with hir-set-grid-shape{{shape=...}} (the world it runs on)", grid.location)
-        if len(wanted) != len(extents) or any(not ir.ShapedType.is_dynamic_size(e) and e != w for e, w in zip(extents, wanted)):
-            raise PassFailure(f"'shard.grid' op has shape {_text(extents)}, which shape={shape} does not fit (one extent per axis; static ones kept)", grid.location)
+            raise PassFailure(
+                f"'shard.grid' op has shape {_text(extents)}; give its extents with hir-set-grid-shape{{shape=...}} (the world it runs on)",
+                grid.location,
+            )
+        if len(wanted) != len(extents) or any(
+            not ir.ShapedType.is_dynamic_size(e) and e != w for e, w in zip(extents, wanted)
+        ):
+            raise PassFailure(
+                f"'shard.grid' op has shape {_text(extents)}, which shape={shape} does not fit (one extent per axis; static ones kept)",
+                grid.location,
+            )
         fixed = grid.clone(ip=rewriter.ip)
         fixed.attributes["shape"] = ir.DenseI64ArrayAttr.get(wanted)
         rewriter.replace_op(grid, fixed)

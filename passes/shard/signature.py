@@ -10,7 +10,6 @@ converts (their placement is per value, so no type converter can give it); the r
 global types must match what the local types and placements map back to.
 """
 
-
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
@@ -42,7 +41,9 @@ def place_arguments(s: ConversionState) -> None:
     arg_attrs = [_entries(a) for a in ir.ArrayAttr(attrs["arg_attrs"])] if "arg_attrs" in attrs else []
     res_attrs = [_entries(a) for a in ir.ArrayAttr(attrs["res_attrs"])] if "res_attrs" in attrs else []
     s.result_globals = {i: e[GLOBAL_TYPE_ATTR] for i, e in enumerate(res_attrs) if GLOBAL_TYPE_ATTR in e}
-    s.result_offsets = {i: list(ir.DenseI64ArrayAttr(e[OFFSETS_ATTR])) for i, e in enumerate(res_attrs) if OFFSETS_ATTR in e}
+    s.result_offsets = {
+        i: list(ir.DenseI64ArrayAttr(e[OFFSETS_ATTR])) for i, e in enumerate(res_attrs) if OFFSETS_ATTR in e
+    }
     s.loc = s.fn.location
     for index, arg in enumerate(s.fn.regions[0].blocks[0].arguments):
         if not is_tensor(arg):
@@ -83,14 +84,24 @@ def _argument_placement(s: ConversionState, arg: ir.BlockArgument, entries: dict
     )
 
 
-def _check_global(s: ConversionState, what: str, buffer_type: ir.Type, recorded: ir.Attribute | None, loc: ir.Location, offsets: list[int] | None = None) -> None:
+def _check_global(
+    s: ConversionState,
+    what: str,
+    buffer_type: ir.Type,
+    recorded: ir.Attribute | None,
+    loc: ir.Location,
+    offsets: list[int] | None = None,
+) -> None:
     """The global-shape check at the program boundary: a partitioned local shape must map
     back to the global type recorded before partitioning, and a result recorded uneven must
     come out cut at the recorded boundaries."""
     placed = sharding_of(buffer_type) if isinstance(buffer_type, ir.MemRefType) else None  # host scalars: no placement
     cut = [b for _, bounds in placed.offsets for b in bounds] if placed is not None else []
     if cut != (offsets or []):
-        raise PassFailure(f"'func.func' op @{s.name} {what} is cut at {cut or 'even parts'}, not at its recorded sharded_dims_offsets {offsets or '(none)'}", loc)
+        raise PassFailure(
+            f"'func.func' op @{s.name} {what} is cut at {cut or 'even parts'}, not at its recorded sharded_dims_offsets {offsets or '(none)'}",
+            loc,
+        )
     if recorded is None:
         return
     want = ir.RankedTensorType(ir.TypeAttr(recorded).value)
@@ -109,7 +120,9 @@ def return_(s: ConversionState, op: ir.Operation) -> None:
     offsets); the function type follows."""
     results = [s.buffer(v, op) if s.is_data(v) else s.scalar(v, op) for v in op.operands]
     for index, value in enumerate(results):
-        _check_global(s, f"result #{index}", value.type, s.result_globals.get(index), op.location, s.result_offsets.get(index))
+        _check_global(
+            s, f"result #{index}", value.type, s.result_globals.get(index), op.location, s.result_offsets.get(index)
+        )
     s.create(func.ReturnOp.OPERATION_NAME, operands=results)
     arg_types = [a.type for a in s.fn.regions[0].blocks[0].arguments]
     s.fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [v.type for v in results]))

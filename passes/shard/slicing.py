@@ -41,7 +41,10 @@ def all_slice(s: ConversionState, op: ir.Operation) -> None:
     have = s.data_placement(source)
     if have.on(k) is not None:
         where = f" on grid axis {k}" if s.grid.rank > 1 else ""
-        raise fail(op, f"reads {source.get_name()}, which is {axis_text(have.on(k))}{where}; shard.all_slice needs it replicated")
+        raise fail(
+            op,
+            f"reads {source.get_name()}, which is {axis_text(have.on(k))}{where}; shard.all_slice needs it replicated",
+        )
     result = op.results[0]
     shape = list(ir.RankedTensorType(result.type).shape)
     index = ir.IndexType.get()
@@ -55,17 +58,23 @@ def all_slice(s: ConversionState, op: ir.Operation) -> None:
             chunk = s.build(lambda extent=extent, parts=parts: arith.DivUIOp(extent, parts)).result
             s.host[parts] = parts.owner
         sizes.append(chunk if d == dim else extent)
-    device = s.build(lambda: shard.ProcessMultiIndexOp([index], s.grid.name, axes=ir.DenseI16ArrayAttr.get([k]))).results[0]
+    device = s.build(
+        lambda: shard.ProcessMultiIndexOp([index], s.grid.name, axes=ir.DenseI16ArrayAttr.get([k]))
+    ).results[0]
     if chunk is None:
         chunk = s.build(lambda: arith.ConstantOp(index, shape[dim])).result
     offset = s.build(lambda: arith.MulIOp(device, chunk)).result
     offsets = [0] * len(shape)
     offsets[dim] = ir.ShapedType.get_dynamic_stride_or_offset()
-    local = s.build(lambda: tensor.ExtractSliceOp(result.type, source, [offset], sizes, [], offsets, shape, [1] * len(shape)))
+    local = s.build(
+        lambda: tensor.ExtractSliceOp(result.type, source, [offset], sizes, [], offsets, shape, [1] * len(shape))
+    )
     for value in (device, chunk, offset):
         s.host[value] = value.owner
     inp = s.buffer(source, op)
-    s.kernel(local, [local.result], moved(have, [k], dim), lambda d: (inp, d))  # unsliced dims: the source's global extents
+    s.kernel(
+        local, [local.result], moved(have, [k], dim), lambda d: (inp, d)
+    )  # unsliced dims: the source's global extents
     s.same_as(result, local.result, op)
 
 
@@ -82,18 +91,22 @@ def all_to_all(s: ConversionState, op: ir.Operation) -> None:
         shape[concat] *= s.grid.shape[grid_axis(s, op)]
     common = {"grid": op.attributes["grid"], "grid_axes": op.attributes["grid_axes"]}
     index = ir.IndexType.get()
-    gathered = s.build(lambda: ir.Operation.create(
-        shard.AllGatherOp.OPERATION_NAME,
-        operands=[source],
-        results=[ir.RankedTensorType.get(shape, local.element_type)],
-        attributes={**common, "gather_axis": ir.IntegerAttr.get(index, concat)},
-    ))
-    sliced = s.build(lambda: ir.Operation.create(
-        shard.AllSliceOp.OPERATION_NAME,
-        operands=[gathered.result],
-        results=[result.type],
-        attributes={**common, "slice_axis": ir.IntegerAttr.get(index, split_dim)},
-    ))
+    gathered = s.build(
+        lambda: ir.Operation.create(
+            shard.AllGatherOp.OPERATION_NAME,
+            operands=[source],
+            results=[ir.RankedTensorType.get(shape, local.element_type)],
+            attributes={**common, "gather_axis": ir.IntegerAttr.get(index, concat)},
+        )
+    )
+    sliced = s.build(
+        lambda: ir.Operation.create(
+            shard.AllSliceOp.OPERATION_NAME,
+            operands=[gathered.result],
+            results=[result.type],
+            attributes={**common, "slice_axis": ir.IntegerAttr.get(index, split_dim)},
+        )
+    )
     all_gather(s, gathered)
     all_slice(s, sliced)
     s.same_as(result, sliced.result, op)

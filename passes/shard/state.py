@@ -128,11 +128,15 @@ class ConversionState:
     def create(self, name: str, operands=(), results=(), attributes=None) -> ir.Operation:
         assert self.loc is not None, "set for the op being converted"
         with self.loc:
-            return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attributes, ip=self.ip)
+            return ir.Operation.create(
+                name, results=list(results), operands=list(operands), attributes=attributes, ip=self.ip
+            )
 
     def index_constant(self, value: int) -> ir.Value:
         index = ir.IndexType.get()
-        return self.create(arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}).result
+        return self.create(
+            arith.ConstantOp.OPERATION_NAME, results=[index], attributes={"value": ir.IntegerAttr.get(index, value)}
+        ).result
 
     def index_arith(self, name: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
         return self.create(name, operands=[lhs, rhs], results=[ir.IndexType.get()]).result
@@ -153,12 +157,30 @@ class ConversionState:
                 continue
             found = extent_of(d) if extent_of is not None else None
             if found is None:
-                what = f"'{value.owner.name}' op result #{value.result_number}" if isinstance(value, ir.OpResult) else value.get_name()
-                raise PassFailure(f"{what} has the dynamic type {value.type}: hir cannot size dim {d} of its buffer at run time (no operand of the same global extent); give it a static size", self.loc)
+                what = (
+                    f"'{value.owner.name}' op result #{value.result_number}"
+                    if isinstance(value, ir.OpResult)
+                    else value.get_name()
+                )
+                raise PassFailure(
+                    f"{what} has the dynamic type {value.type}: hir cannot size dim {d} of its buffer at run time (no operand of the same global extent); give it a static size",
+                    self.loc,
+                )
             source, source_dim = found
-            sizes.append(self.create(memref.DimOp.OPERATION_NAME, operands=[source, self.index_constant(source_dim)], results=[ir.IndexType.get()]).result)
+            sizes.append(
+                self.create(
+                    memref.DimOp.OPERATION_NAME,
+                    operands=[source, self.index_constant(source_dim)],
+                    results=[ir.IndexType.get()],
+                ).result
+            )
         segments = ir.DenseI32ArrayAttr.get([len(sizes), 0])
-        out = self.create(memref.AllocOp.OPERATION_NAME, operands=sizes, results=[buffer_type], attributes={"operandSegmentSizes": segments}).result
+        out = self.create(
+            memref.AllocOp.OPERATION_NAME,
+            operands=sizes,
+            results=[buffer_type],
+            attributes={"operandSegmentSizes": segments},
+        ).result
         self.buffers[value], self.placements[value] = out, placement
         return out
 
@@ -168,7 +190,9 @@ class ConversionState:
         self.buffers[result] = self.buffer(value, user)
         self.placements[result] = self.placements[value]
 
-    def kernel(self, root: ir.Operation, results: list[ir.Value], placement: Sharding, extent_of: ExtentOf | None = None) -> None:
+    def kernel(
+        self, root: ir.Operation, results: list[ir.Value], placement: Sharding, extent_of: ExtentOf | None = None
+    ) -> None:
         """``results`` of ``root``, all placed ``placement``, written by a kernel segment."""
         for result in results:
             self.placements[result] = placement
@@ -206,15 +230,28 @@ def outline(s: ConversionState, root: ir.Operation, results: list[ir.Value], ext
         elif isinstance(value.type, (ir.IndexType, ir.IntegerType, ir.FloatType)):
             ports.append(Port(value, s.scalar(value, root)))
         else:
-            raise fail(root, f"reads {value.get_name()} of type {value.type}, which cannot be passed to a kernel segment")
+            raise fail(
+                root, f"reads {value.get_name()} of type {value.type}, which cannot be passed to a kernel segment"
+            )
     placements = [s.placements[r] for r in results]
     outputs = [(r, s.buffer_type(r.type, p), p) for r, p in zip(results, placements)]
     name = f"{s.name}_kernel_{s.kernels}"
     s.kernels += 1
     build_kernel(name, s.fn, ports, clones + [root], outputs, root.location)
-    extents = [extent_of] if extent_of is not None else [_kernel_extent(s, root, i) if i < len(root.results) and r == root.results[i] else None for i, r in enumerate(results)]
+    extents = (
+        [extent_of]
+        if extent_of is not None
+        else [
+            _kernel_extent(s, root, i) if i < len(root.results) and r == root.results[i] else None
+            for i, r in enumerate(results)
+        ]
+    )
     outs = [s.alloc(r, p, e) for r, p, e in zip(results, placements, extents)]
-    s.create(func.CallOp.OPERATION_NAME, operands=[p.outer for p in ports] + outs, attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+    s.create(
+        func.CallOp.OPERATION_NAME,
+        operands=[p.outer for p in ports] + outs,
+        attributes={"callee": ir.FlatSymbolRefAttr.get(name)},
+    )
 
 
 def _kernel_extent(s: ConversionState, root: ir.Operation, result: int) -> ExtentOf:
@@ -227,14 +264,20 @@ def _kernel_extent(s: ConversionState, root: ir.Operation, result: int) -> Exten
         if maps is None or placement.partial:
             return None
         dims = maps[0]
-        operands = list(root.operands) if len(dims) == len(root.operands) else [v for v in root.operands if s.is_data(v)]
+        operands = (
+            list(root.operands) if len(dims) == len(root.operands) else [v for v in root.operands if s.is_data(v)]
+        )
         loop = dims[len(dims) - len(root.results) + result][d]
         for value, operand_dims in zip(operands, dims):
             if value not in s.buffers or loop is None or loop not in operand_dims:
                 continue
             q = operand_dims.index(loop)
             have = s.placement(value)
-            if have is not None and not have.partial and all((have.splits[k] == q) == (placement.splits[k] == d) for k in range(s.grid.rank)):
+            if (
+                have is not None
+                and not have.partial
+                and all((have.splits[k] == q) == (placement.splits[k] == d) for k in range(s.grid.rank))
+            ):
                 return s.buffers[value], q
         return None
 

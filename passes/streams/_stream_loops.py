@@ -80,7 +80,10 @@ def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]
         # batched operand's slice would be read as a matrix).
         if (k == batch + 1 and rank_b != 2) or (k == batch and rank_a > 2 and rank_b > 2):
             axis_name = "N" if k == batch + 1 else "M"
-            raise fail(op, f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)")
+            raise fail(
+                op,
+                f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)",
+            )
     slices = []
     for index, operand in enumerate(op.operands):
         if not isinstance(operand.type, ir.MemRefType):
@@ -93,6 +96,9 @@ def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]
         except VerifyError as err:
             raise fail(op, str(err)) from None
         if sharding is not None and axis in sharding.splits:
-            raise fail(op, f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel")
+            raise fail(
+                op,
+                f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel",
+            )
         slices.append(Slice(index, axis, is_broadcast_axis(op, index, axis, k)))
     return slices

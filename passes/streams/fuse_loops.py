@@ -80,7 +80,9 @@ def fuse_with_next(root: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         return True
     second, between = found
     first_body, second_body = body_ops(first), body_ops(second)
-    if not _same_extent(first, second) or not _independent(_accesses(first, first_body), _accesses(second, second_body)):
+    if not _same_extent(first, second) or not _independent(
+        _accesses(first, first_body), _accesses(second, second_body)
+    ):
         return True
     _fuse(first, second, first_body, second_body, between, rewriter)
     return False
@@ -114,7 +116,14 @@ def _same_extent(first: ir.Operation, second: ir.Operation) -> bool:
     return keys[0] == keys[1] and StreamForOp.slots_of(first) == StreamForOp.slots_of(second)
 
 
-def _fuse(first: ir.Operation, second: ir.Operation, first_body: list, second_body: list, between: list, rewriter: rewrite.PatternRewriter) -> None:
+def _fuse(
+    first: ir.Operation,
+    second: ir.Operation,
+    first_body: list,
+    second_body: list,
+    between: list,
+    rewriter: rewrite.PatternRewriter,
+) -> None:
     """``second`` takes ``first``'s body before its own, ``first``'s bounds, user stream
     and location, and ``first``'s place; a slice both bodies take is taken once."""
     user, user2 = first.operands[3], second.operands[3]

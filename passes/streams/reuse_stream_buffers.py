@@ -108,7 +108,9 @@ class ReuseStreamBuffers(FunctionPass):
         except ValueError as err:
             raise PassFailure(f"hir-reuse-stream-buffers: {err}") from None
         if fixed is not None and self.num_streams not in (None, fixed):
-            raise PassFailure(f"hir-reuse-stream-buffers: num-streams = {self.num_streams} contradicts the module's hir.num_streams = {fixed}")
+            raise PassFailure(
+                f"hir-reuse-stream-buffers: num-streams = {self.num_streams} contradicts the module's hir.num_streams = {fixed}"
+            )
         self._slots = self.num_streams or fixed or DEFAULT_NUM_STREAMS
         super().run(module)
 
@@ -174,7 +176,9 @@ def _candidate(alloc: ir.Operation, loop: ir.Operation, n: int):
     """(axis, views, dims) when every use of the buffer is a view at the index of ``loop``
     (plus deallocs after it and memref.dim), else None."""
     mt = ir.MemRefType(alloc.result.type)
-    if mt.rank == 0 or not is_identity_layout(mt):  # (an allocation in the loop's block that the loop uses is before it)
+    if mt.rank == 0 or not is_identity_layout(
+        mt
+    ):  # (an allocation in the loop's block that the loop uses is before it)
         return None
     iv = loop.regions[0].blocks[0].arguments[0]
     axis, views, dims = None, [], []

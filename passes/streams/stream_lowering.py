@@ -92,7 +92,9 @@ class StreamLowering(ModulePass):
 
     def run(self, module: ir.Module) -> None:
         if self.chunks < 0:
-            raise PassFailure(f"hir-stream-lowering: chunks must be >= 0 (0: one iteration per index), got {self.chunks}")
+            raise PassFailure(
+                f"hir-stream-lowering: chunks must be >= 0 (0: one iteration per index), got {self.chunks}"
+            )
         for func in func_ops(module):  # analysis: what no pattern is rooted on
             _check_inputs(func)
             _check_carriers(func)
@@ -155,7 +157,10 @@ def _check_inputs(func: ir.Operation) -> None:
         attrs = ir.DictAttr(attrs)
         for key in FUNC_ARG_STREAM_ATTRS:
             if key in attrs:
-                raise PassFailure(f"program input #{index} is stream-parallel ('{key}'); nvFuser does not stream-parallelize fusion inputs: stream a copy of it instead", func.location)
+                raise PassFailure(
+                    f"program input #{index} is stream-parallel ('{key}'); nvFuser does not stream-parallelize fusion inputs: stream a copy of it instead",
+                    func.location,
+                )
 
 
 def _check_carriers(func: ir.Operation) -> None:
@@ -165,7 +170,10 @@ def _check_carriers(func: ir.Operation) -> None:
         op = op.operation
         if STREAM_AXIS_ATTR in op.attributes:
             if not streamable(op):
-                raise fail(op, f"carries stream_axis = {stream_axis(op)}, but hir-stream-lowering only handles {', '.join(streamable_names())}")
+                raise fail(
+                    op,
+                    f"carries stream_axis = {stream_axis(op)}, but hir-stream-lowering only handles {', '.join(streamable_names())}",
+                )
         elif op.regions:
             _reject_nested(op)
 
@@ -189,10 +197,16 @@ def _lower(op: ir.Operation, rewriter: rewrite.PatternRewriter, chunks: int) -> 
     k = required_int(op, STREAM_AXIS_ATTR)  # the pattern matched an op carrying it
     out = op.operands[output_index(op)]
     if isinstance(out.owner, ir.Block):
-        raise fail(op, "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program")
+        raise fail(
+            op,
+            "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program",
+        )
     extent = ir.MemRefType(out.type).shape[k]
     if chunks and extent != ir.ShapedType.get_dynamic_size() and extent % chunks:
-        raise fail(op, f"has stream axis {k} of extent {extent}, which does not split into {chunks} stream chunks (hir-stream-lowering{{chunks={chunks}}}): use a chunk count dividing it")
+        raise fail(
+            op,
+            f"has stream axis {k} of extent {extent}, which does not split into {chunks} stream chunks (hir-stream-lowering{{chunks={chunks}}}): use a chunk count dividing it",
+        )
     slices = _stream_loops.stream_slices(op, k, vectors=not chunks)  # a chunk keeps the axis: no vectors
     in_axis = operand_axis(op, 0, k)  # before the op's operands change
     loc = op.location

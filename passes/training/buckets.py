@@ -64,7 +64,12 @@ def _member(op: ir.Operation, limit: int) -> bool:
     if op.name != AllreduceOp.OPERATION_NAME:
         return False
     source, target = (ir.MemRefType(v.type) for v in op.operands)
-    if not (source.has_static_shape and target.has_static_shape and is_identity_layout(source) and is_identity_layout(target)):
+    if not (
+        source.has_static_shape
+        and target.has_static_shape
+        and is_identity_layout(source)
+        and is_identity_layout(target)
+    ):
         return False
     split = sharding_of(source, "input")
     kept = sharding_of(target, "output")
@@ -75,7 +80,9 @@ def _member(op: ir.Operation, limit: int) -> bool:
 
 def _same_kind(a: ir.Operation, b: ir.Operation) -> bool:
     types = [ir.ShapedType(x.operands[0].type).element_type for x in (a, b)]
-    return types[0] == types[1] and all(str(a.attributes[k]) == str(b.attributes[k]) for k in _ATTRS if k in a.attributes or k in b.attributes)
+    return types[0] == types[1] and all(
+        str(a.attributes[k]) == str(b.attributes[k]) for k in _ATTRS if k in a.attributes or k in b.attributes
+    )
 
 
 def waits_of(op: ir.Operation) -> list:
@@ -94,7 +101,7 @@ def members_before_last(first: ir.Operation, joins, limit: int) -> tuple:
     deferred = set(touched_buffers(first))
     moved, pending = [], []
     ops = list(first.block.operations)
-    for op in ops[ops.index(first) + 1:]:
+    for op in ops[ops.index(first) + 1 :]:
         if op.name == WaitOp.OPERATION_NAME and op.operands[0].owner in taken:
             continue
         size = joins(op)
@@ -130,7 +137,7 @@ def columns(bucket: ir.Value, offset: int, size: int) -> ir.Value:
     """Columns ``offset .. offset + size`` of ``bucket`` (its last axis), every row."""
     t = ir.MemRefType(bucket.type)
     lead = list(t.shape[:-1])
-    strides = [math.prod(t.shape[k + 1:]) for k in range(t.rank)]
+    strides = [math.prod(t.shape[k + 1 :]) for k in range(t.rank)]
     layout = ir.StridedLayoutAttr.get(offset, strides)
     result = ir.MemRefType.get(lead + [size], t.element_type, layout=layout, memory_space=t.memory_space)
     return memref.subview(bucket, [0] * len(lead) + [offset], lead + [size], [1] * t.rank, result_type=result)
@@ -146,7 +153,11 @@ def bucket_pattern(limit: int) -> Pattern:
             return True
 
         def joins(other: ir.Operation) -> int:
-            return whole_bytes(ir.MemRefType(other.operands[1].type)) if _member(other, limit) and _same_kind(first, other) else 0
+            return (
+                whole_bytes(ir.MemRefType(other.operands[1].type))
+                if _member(other, limit) and _same_kind(first, other)
+                else 0
+            )
 
         members, moved = members_before_last(first, joins, limit)
         if len(members) < 2:
@@ -157,7 +168,9 @@ def bucket_pattern(limit: int) -> Pattern:
         offsets = [sum(sizes[:k]) for k in range(len(sizes))]
         element = sources[0].element_type
         with ir.InsertionPoint(members[-1]), first.location:
-            bucket_in = memref.alloc(ir.MemRefType.get([rows, total], element, memory_space=sources[0].memory_space), [], [])
+            bucket_in = memref.alloc(
+                ir.MemRefType.get([rows, total], element, memory_space=sources[0].memory_space), [], []
+            )
             for m, offset, size in zip(members, offsets, sizes):
                 SetOp.emit(_flat(m.operands[0], True), columns(bucket_in, offset, size))
             target = ir.MemRefType(members[0].operands[1].type)
@@ -188,7 +201,11 @@ def clone_collective(like: ir.Operation, source: ir.Value, target: ir.Value, **o
     """A collective of ``like``'s kind from ``source`` into ``target`` with ``like``'s
     attributes (the integer ones in ``overrides`` replaced; no stream axis: ``like``'s is
     an axis of its own buffers)."""
-    attributes = {a.name: a.attr for a in (like.attributes[i] for i in range(len(like.attributes))) if a.name != STREAM_AXIS_ATTR}
+    attributes = {
+        a.name: a.attr for a in (like.attributes[i] for i in range(len(like.attributes))) if a.name != STREAM_AXIS_ATTR
+    }
     attributes.update({k: ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v) for k, v in overrides.items()})
-    op = ir.Operation.create(like.name, results=[like.results[0].type], operands=[source, target], attributes=attributes)
+    op = ir.Operation.create(
+        like.name, results=[like.results[0].type], operands=[source, target], attributes=attributes
+    )
     return op.results[0]

@@ -84,16 +84,24 @@ def _rows(value: ir.Value, devices: int, lead: int = 0) -> ir.Value:
     t = ir.MemRefType(value.type)
     keep = list(range(lead))
     if t.rank != lead + 1:
-        value = AliasReshapeOp.emit(value, list(t.shape[:lead]) + [math.prod(t.shape[lead:])], [[k] for k in keep] + [list(range(lead, t.rank))])
+        value = AliasReshapeOp.emit(
+            value, list(t.shape[:lead]) + [math.prod(t.shape[lead:])], [[k] for k in keep] + [list(range(lead, t.rank))]
+        )
     n = math.prod(t.shape[lead:])
-    return AliasReshapeOp.emit(value, list(t.shape[:lead]) + [devices, n // devices], [[k] for k in keep] + [[lead, lead + 1]])
+    return AliasReshapeOp.emit(
+        value, list(t.shape[:lead]) + [devices, n // devices], [[k] for k in keep] + [[lead, lead + 1]]
+    )
 
 
 def _gathered_parameter(op: ir.Operation, limit: int) -> int:
     """The whole bytes of ``op`` if it is an all-gather of an argument (a parameter's shard)
     into an allocated buffer that a bucket of ``limit`` bytes may take, else 0."""
-    if op.name != AllgatherOp.OPERATION_NAME or not isinstance(op.operands[0].owner, ir.Block) or isinstance(op.operands[1].owner, ir.Block) \
-            or op.operands[1].owner.name != _ALLOC:
+    if (
+        op.name != AllgatherOp.OPERATION_NAME
+        or not isinstance(op.operands[0].owner, ir.Block)
+        or isinstance(op.operands[1].owner, ir.Block)
+        or op.operands[1].owner.name != _ALLOC
+    ):
         return 0
     source, target = (ir.MemRefType(v.type) for v in op.operands)
     split, kept = _split(source), _split(target)
@@ -105,14 +113,16 @@ def _gathered_parameter(op: ir.Operation, limit: int) -> int:
 
 def _same_team(a: ir.Operation, b: ir.Operation) -> bool:
     types = [ir.MemRefType(x.operands[0].type) for x in (a, b)]
-    return types[0].element_type == types[1].element_type and all(str(a.attributes[k]) == str(b.attributes[k]) for k in ("team", "backend"))
+    return types[0].element_type == types[1].element_type and all(
+        str(a.attributes[k]) == str(b.attributes[k]) for k in ("team", "backend")
+    )
 
 
 def _gathers_after(first: ir.Operation, limit: int) -> list:
     """``first`` and the parameter gathers after it a bucket placed at ``first`` takes."""
     taken, total, shards, seen = [first], _gathered_parameter(first, limit), {first.operands[0]}, set()
     ops = list(first.block.operations)
-    for op in ops[ops.index(first) + 1:]:
+    for op in ops[ops.index(first) + 1 :]:
         if op.name == WaitOp.OPERATION_NAME and op.operands[0].owner in taken:
             continue
         size = _gathered_parameter(op, limit)
@@ -154,7 +164,9 @@ def gather_bucket_pattern(limit: int) -> Pattern:
             for m, offset, size in zip(members, offsets, sizes):
                 SetOp.emit(_rows(m.operands[0], devices), columns(bucket_in, offset, size))
             replicated = ir.MemRefType(first.operands[1].type).memory_space
-            bucket_out = memref.alloc(ir.MemRefType.get([devices, sum(sizes)], element, memory_space=replicated), [], [])
+            bucket_out = memref.alloc(
+                ir.MemRefType.get([devices, sum(sizes)], element, memory_space=replicated), [], []
+            )
             WaitOp.emit(clone_collective(first, bucket_in, bucket_out, axis=0))
         outputs = [m.operands[1] for m in members]
         for m in members:
@@ -199,7 +211,13 @@ def scatter_bucket_pattern(limit: int) -> Pattern:
 
         def joins(other: ir.Operation) -> int:
             size = _scattered_gradient(other, limit)
-            return size if size and _same_team(first, other) and str(first.attributes["reduction"]) == str(other.attributes["reduction"]) else 0
+            return (
+                size
+                if size
+                and _same_team(first, other)
+                and str(first.attributes["reduction"]) == str(other.attributes["reduction"])
+                else 0
+            )
 
         members, moved = members_before_last(first, joins, limit)
         if len(members) < 2:
@@ -218,11 +236,23 @@ def scatter_bucket_pattern(limit: int) -> Pattern:
                 if axis:
                     partial = AliasStackShardsOp.emit(partial, axis, 0)
                 views.append(_rows(partial, devices, lead=1))
-            bucket_in = memref.alloc(ir.MemRefType.get([devices, devices, sum(sizes)], element, memory_space=ir.MemRefType(views[0].type).memory_space), [], [])
+            bucket_in = memref.alloc(
+                ir.MemRefType.get(
+                    [devices, devices, sum(sizes)], element, memory_space=ir.MemRefType(views[0].type).memory_space
+                ),
+                [],
+                [],
+            )
             for view, offset, size in zip(views, offsets, sizes):
                 SetOp.emit(view, columns(bucket_in, offset, size))
             outs = [_rows(m.operands[1], devices) for m in members]
-            bucket_out = memref.alloc(ir.MemRefType.get([devices, sum(sizes)], element, memory_space=ir.MemRefType(outs[0].type).memory_space), [], [])
+            bucket_out = memref.alloc(
+                ir.MemRefType.get(
+                    [devices, sum(sizes)], element, memory_space=ir.MemRefType(outs[0].type).memory_space
+                ),
+                [],
+                [],
+            )
             WaitOp.emit(clone_collective(first, bucket_in, bucket_out, axis=0, scatter_axis=1))
             for out, offset, size in zip(outs, offsets, sizes):
                 SetOp.emit(columns(bucket_out, offset, size), out)

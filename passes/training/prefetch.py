@@ -37,7 +37,6 @@ After (with ``defer-waits``)::
     call @layer1(%h, %p1, ...)
 """
 
-
 from torch_mlir import ir, rewrite
 from torch_mlir.dialects import arith, memref
 
@@ -58,7 +57,9 @@ from hir.passes.training.waits import first_reader, reads_any, touched_buffers
 _GATHER, _WAIT, _ALLOC = AllgatherOp.OPERATION_NAME, WaitOp.OPERATION_NAME, memref.AllocOp.OPERATION_NAME
 # what a prefetched gather brings along: a gather with only these between it and its
 # target reader is in place
-_ISSUE = {_WAIT, _ALLOC, _GATHER, arith.ConstantOp.OPERATION_NAME} | {op.OPERATION_NAME for op in (GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp)}
+_ISSUE = {_WAIT, _ALLOC, _GATHER, arith.ConstantOp.OPERATION_NAME} | {
+    op.OPERATION_NAME for op in (GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp)
+}
 
 
 _COPY_IN = {_ALLOC, memref.SubViewOp.OPERATION_NAME, SetOp.OPERATION_NAME, AliasReshapeOp.OPERATION_NAME}
@@ -77,9 +78,13 @@ def _issue(gather: ir.Operation, ops: list) -> list | None:
         return [gather]
     if source.owner.name != _ALLOC or source.owner.operation.block != gather.block:
         return None
-    group = ops[ops.index(source.owner.operation):ops.index(gather) + 1]
+    group = ops[ops.index(source.owner.operation) : ops.index(gather) + 1]
     copies = [o for o in group if o.name == SetOp.OPERATION_NAME]
-    if any(o.name not in _COPY_IN for o in group[:-1]) or not copies or not all(_root_is_argument(o.operands[0]) for o in copies):
+    if (
+        any(o.name not in _COPY_IN for o in group[:-1])
+        or not copies
+        or not all(_root_is_argument(o.operands[0]) for o in copies)
+    ):
         return None
     return [o for o in group if o != target.owner.operation]
 
@@ -116,7 +121,7 @@ def prefetch_pattern(comm_stream: int) -> Pattern:
         target, here = order[at - 1][0], ops.index(gather)
         if target <= here:
             return True  # issued after that reader already: it stays
-        between = ops[here + 1:target]
+        between = ops[here + 1 : target]
         if ops[ops.index(issue[0]) - 1].name == SynchronizeOp.OPERATION_NAME and all(o.name in _ISSUE for o in between):
             return True  # already issued on the comm stream right before that reader
         touched = set().union(*(touched_buffers(o) for o in issue))

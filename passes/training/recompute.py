@@ -78,12 +78,17 @@ class _Instance:
 @dataclass
 class RecomputeLayers(FunctionPass):
     name = "hir-recompute-layers"
-    description = ("Activation checkpointing: each layer's forward (ops marked hir.layer) is computed again right before its "
-                   "backward first reads it, and the backward reads the recomputed buffers.")
+    description = (
+        "Activation checkpointing: each layer's forward (ops marked hir.layer) is computed again right before its "
+        "backward first reads it, and the backward reads the recomputed buffers."
+    )
 
     def run(self, module: ir.Module) -> None:
-        self._functions = {ir.StringAttr(op.attributes["sym_name"]).value: op.operation for op in module.body.operations
-                           if op.operation.name == func.FuncOp.OPERATION_NAME}
+        self._functions = {
+            ir.StringAttr(op.attributes["sym_name"]).value: op.operation
+            for op in module.body.operations
+            if op.operation.name == func.FuncOp.OPERATION_NAME
+        }
         self._kernel_writes: dict = {}  # callee name -> the arguments it writes
         super().run(module)
 
@@ -127,8 +132,14 @@ class RecomputeLayers(FunctionPass):
         for op in members:
             self._check_member(op, instance.name, made)
         member_set = set(members)
-        outputs = [v for v in made if any(FORWARD_ATTR in u.owner.attributes and ancestor_in(u.owner.operation, block) not in member_set
-                                          for u in uses_through_views(v))]
+        outputs = [
+            v
+            for v in made
+            if any(
+                FORWARD_ATTR in u.owner.attributes and ancestor_in(u.owner.operation, block) not in member_set
+                for u in uses_through_views(v)
+            )
+        ]
         point = _recompute_point(ops, last, _with_views([v for v in made if v not in outputs]))
         if point is None:
             return  # nothing of the layer is read outside the forward
@@ -154,11 +165,17 @@ class RecomputeLayers(FunctionPass):
     def _check_member(self, op: ir.Operation, name: str, made: list) -> None:
         written = self._writes(op)
         if written is None:
-            raise fail(op, f"in layer '{name}' cannot be recomputed: what it writes is not known (only kernel segments, hir ops and views)")
+            raise fail(
+                op,
+                f"in layer '{name}' cannot be recomputed: what it writes is not known (only kernel segments, hir ops and views)",
+            )
         for i in written:
             root = _root(op.operands[i])
             if root not in made:
-                raise fail(op, f"in layer '{name}' writes operand {i}, a buffer the layer did not allocate: recomputing it would write it again")
+                raise fail(
+                    op,
+                    f"in layer '{name}' writes operand {i}, a buffer the layer did not allocate: recomputing it would write it again",
+                )
         callee = self._callee(op) if op.name == _CALL else None
         if callee is not None:
             drawn = next((n for n in _torch_ops(callee) if any(r in n for r in _RANDOM)), None)
@@ -197,8 +214,11 @@ def _instances(ops: list, writes) -> list:
 
 def _first_writer(buffer: ir.OpResult, writes, order: dict) -> ir.Operation | None:
     block = buffer.owner.operation.block
-    tops = [ancestor_in(use.owner.operation, block) for use in uses_through_views(buffer)
-            if (w := writes(use.owner.operation)) is None or use.operand_number in w]
+    tops = [
+        ancestor_in(use.owner.operation, block)
+        for use in uses_through_views(buffer)
+        if (w := writes(use.owner.operation)) is None or use.operand_number in w
+    ]
     return min((t for t in tops if t is not None), key=order.__getitem__, default=None)
 
 
@@ -242,12 +262,19 @@ def _recompute_point(ops: list, last: int, layer_buffers: set) -> int | None:
     return None
 
 
-def _check_inputs(ops: list, position: dict, members: list, made: list, first: int, point: int, writes, name: str) -> None:
+def _check_inputs(
+    ops: list, position: dict, members: list, made: list, first: int, point: int, writes, name: str
+) -> None:
     """No op outside the layer writes what the layer reads between its forward and its
     recompute point."""
     inside = set(made)
-    inputs = {_root(v) for op in members for inner in _nested(op) for v in inner.operands
-              if isinstance(v.type, ir.MemRefType) and v not in inside}
+    inputs = {
+        _root(v)
+        for op in members
+        for inner in _nested(op)
+        for v in inner.operands
+        if isinstance(v.type, ir.MemRefType) and v not in inside
+    }
     member_set = set(members)
     block = members[0].block
     for buffer in inputs:
@@ -257,7 +284,10 @@ def _check_inputs(ops: list, position: dict, members: list, made: list, first: i
                 continue
             w = writes(use.owner.operation)
             if w is None or use.operand_number in w:
-                raise fail(top, f"writes a buffer layer '{name}' reads, between its forward and its recomputation: the layer cannot be recomputed")
+                raise fail(
+                    top,
+                    f"writes a buffer layer '{name}' reads, between its forward and its recomputation: the layer cannot be recomputed",
+                )
 
 
 def _unread(clones: list, writes) -> list:
@@ -268,7 +298,9 @@ def _unread(clones: list, writes) -> list:
     dead: set = set()
 
     def unused(value: ir.Value, writer: ir.Operation | None = None) -> bool:
-        return all(use.owner.operation in dead or (writer is not None and use.owner.operation == writer) for use in value.uses)
+        return all(
+            use.owner.operation in dead or (writer is not None and use.owner.operation == writer) for use in value.uses
+        )
 
     changed = True
     while changed:
@@ -281,8 +313,15 @@ def _unread(clones: list, writes) -> list:
             else:
                 written = writes(op)
                 roots = [_root(op.operands[i]) for i in written or ()]
-                gone = bool(roots) and all(unused(r) for r in op.results) and all(
-                    r in made and all(u.owner.operation in dead or u.owner.operation == op for u in uses_through_views(r)) for r in roots)
+                gone = (
+                    bool(roots)
+                    and all(unused(r) for r in op.results)
+                    and all(
+                        r in made
+                        and all(u.owner.operation in dead or u.owner.operation == op for u in uses_through_views(r))
+                        for r in roots
+                    )
+                )
             if gone:
                 dead.add(op)
                 changed = True

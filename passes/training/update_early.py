@@ -95,7 +95,7 @@ def update_early(block: ir.Block) -> None:
             if _depends(op, current[k], buffers, carried):
                 target = current[k]
                 break
-        if target is None or all(o in carried for o in current[current.index(target) + 1:at]):
+        if target is None or all(o in carried for o in current[current.index(target) + 1 : at]):
             continue  # nothing before it to pass
         anchor = current[current.index(target) + 1]
         for alloc in carried:

@@ -75,7 +75,7 @@ def defer_wait(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     ops = list(op.operation.block.operations)
     at = ops.index(op.operation)
     first = first_reader(ops, at + 1, touched)
-    if all(o.name == op.operation.name for o in ops[at + 1:first]):
+    if all(o.name == op.operation.name for o in ops[at + 1 : first]):
         return True  # already just before its first reader (or other waits for it): no match
     op.operation.move_before(ops[first])
     return False

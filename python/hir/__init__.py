@@ -38,7 +38,20 @@ if TYPE_CHECKING:  # importing hir imports neither torch nor the frontend (cold 
     from hir.frontend.training import TrainStep
     from hir.interpreter import Program
 
-__all__ = ["HirError", "new_context", "parse", "lower", "run", "compile", "from_torch", "from_shard", "generate", "train_step", "load", "__version__"]
+__all__ = [
+    "HirError",
+    "new_context",
+    "parse",
+    "lower",
+    "run",
+    "compile",
+    "from_torch",
+    "from_shard",
+    "generate",
+    "train_step",
+    "load",
+    "__version__",
+]
 
 try:
     __version__ = metadata.version("hir")  # the installed distribution's (pyproject.toml)
@@ -46,7 +59,9 @@ except metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never inst
     __version__ = "0+unknown"
 
 
-def lower(module: ir.Module, pipeline: str = "hir-lower", *, source_name: str | None = None, **instrumentation: Any) -> ir.Module:
+def lower(
+    module: ir.Module, pipeline: str = "hir-lower", *, source_name: str | None = None, **instrumentation: Any
+) -> ir.Module:
     """Run a textual pass pipeline on ``module`` in place, on one MLIR PassManager, and
     return it. Keyword options as hir-opt's flags: ``print_before_all``, ``print_after_all``
     (``--mlir-print-ir-*``), ``timing`` (``--mlir-timing``), ``statistics``
@@ -95,7 +110,17 @@ def from_torch(module: torch.nn.Module, example_args: Sequence[Any], **options: 
     check_options("hir.from_torch", options, _from_torch)
     return _from_torch(module, example_args, **options)
 
-_IMPORT_OPTIONS = ("mesh", "placements", "source_name", "dynamic_shapes", "dynamic", "example_kwargs", "grouped_attention", "fused_projections")
+
+_IMPORT_OPTIONS = (
+    "mesh",
+    "placements",
+    "source_name",
+    "dynamic_shapes",
+    "dynamic",
+    "example_kwargs",
+    "grouped_attention",
+    "fused_projections",
+)
 
 
 def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledModule | CompiledProgram | Program:
@@ -130,12 +155,16 @@ def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledM
     from hir.frontend.torch_import import TorchProgram  # `import hir` loads neither torch nor the passes
     from hir.interpreter import Program  # `import hir` loads neither torch nor the passes
 
-    compile_options = [p for p in inspect.signature(Program.__init__).parameters if p not in ("self", "module")] + ["lower"]
+    compile_options = [p for p in inspect.signature(Program.__init__).parameters if p not in ("self", "module")] + [
+        "lower"
+    ]
     if isinstance(target, TorchProgram):
         check_options("hir.compile", options, compile_options)
         if state_or_args is None:
-            raise HirError("error: hir.compile(program, state): an imported program "
-                           "needs its state (program.state(module) or module.state_dict())")
+            raise HirError(
+                "error: hir.compile(program, state): an imported program "
+                "needs its state (program.state(module) or module.state_dict())"
+            )
         return target.compile(state_or_args, **options)
     exported = _is_exported_program(target)
     if exported:
@@ -148,7 +177,9 @@ def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledM
             options["dynamic"] = dynamic
     if _is_torch_module(target):
         if state_or_args is None:
-            raise HirError("error: hir.compile(module, example_args): a torch module needs example inputs to import it with")
+            raise HirError(
+                "error: hir.compile(module, example_args): a torch module needs example inputs to import it with"
+            )
         check_options("hir.compile", options, dict.fromkeys([*compile_options, *_IMPORT_OPTIONS, "recompile_limit"]))
         from hir.frontend.compiled_module import (  # `import hir` loads neither torch nor the passes
             RECOMPILE_LIMIT,
@@ -156,7 +187,9 @@ def compile(target: Any, state_or_args: Any = None, **options: Any) -> CompiledM
         )
         from hir.interpreter.kernels import warm_compile_workers  # `import hir` loads neither torch nor the passes
 
-        warm_compile_workers(options.get("compile_kernels", "auto"), options.get("device"))  # starting up while it imports
+        warm_compile_workers(
+            options.get("compile_kernels", "auto"), options.get("device")
+        )  # starting up while it imports
         imports = {k: options.pop(k) for k in _IMPORT_OPTIONS if k in options}
         limit = options.pop("recompile_limit", RECOMPILE_LIMIT)
         example = state_or_args if isinstance(state_or_args, (tuple, list)) else (state_or_args,)
@@ -255,7 +288,9 @@ def from_shard(
 
     if backend not in BACKENDS:
         raise HirError(f"error: hir.from_shard: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    pipeline = PIPELINES["hir-from-shard" if propagate else "hir-from-shard-no-propagation"].replace("hir-convert-shard-to-hir", f"hir-convert-shard-to-hir{{backend={backend}}}")
+    pipeline = PIPELINES["hir-from-shard" if propagate else "hir-from-shard-no-propagation"].replace(
+        "hir-convert-shard-to-hir", f"hir-convert-shard-to-hir{{backend={backend}}}"
+    )
     if grid_shape is not None:
         pipeline = pipeline.replace("hir-set-grid-shape", f"hir-set-grid-shape{{shape={grid_shape}}}", 1)
     return lower(module, pipeline, source_name=source_name, **instrumentation)
@@ -274,7 +309,9 @@ def load(path: str | os.PathLike[str], *, weights: str | None = None) -> TorchPr
 
     if isinstance(path, (str, os.PathLike)) and is_archive(os.fspath(path)):
         if weights is not None:
-            raise HirError(f"{os.fspath(path)}: error: hir.load: a .pt2 archive "
-                           "holds its weights; weights= is for a saved hir program")
+            raise HirError(
+                f"{os.fspath(path)}: error: hir.load: a .pt2 archive "
+                "holds its weights; weights= is for a saved hir program"
+            )
         return load_pt2(os.fspath(path))
     return TorchProgram(**_load(path, weights)._asdict())

@@ -12,4 +12,13 @@ from hir.dialect.context import (
     read_source,
 )
 
-__all__ = ["HirError", "format_diagnostic", "format_location", "format_mlir_error", "locate_custom_syntax", "new_context", "parse", "read_source"]
+__all__ = [
+    "HirError",
+    "format_diagnostic",
+    "format_location",
+    "format_mlir_error",
+    "locate_custom_syntax",
+    "new_context",
+    "parse",
+    "read_source",
+]

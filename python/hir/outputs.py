@@ -98,7 +98,12 @@ def write_stdout(text: str | bytes) -> None:
                 sys.stdout.write(text)
             sys.stdout.flush()
         else:
-            _write_all(fd, text if isinstance(text, bytes) else text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+            _write_all(
+                fd,
+                text
+                if isinstance(text, bytes)
+                else text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"),
+            )
     except BrokenPipeError:
         discard_stdout()
     except OSError as err:

@@ -44,11 +44,23 @@ def builder_cases():
 
     return [
         ("builder-matmul-shapes", lambda f: matmul_4x8(), ["error: contraction mismatch: a is [4, 8], b is [4, 8]"]),
-        ("builder-add-shapes", lambda f: add_mismatch(), ["error: operands: shapes [4, 8] and [3, 8] do not broadcast"]),
+        (
+            "builder-add-shapes",
+            lambda f: add_mismatch(),
+            ["error: operands: shapes [4, 8] and [3, 8] do not broadcast"],
+        ),
         ("builder-dtype", lambda f: b().input([4], "f31"), ["error: dtype must be one of f32", "got 'f31'"]),
         ("builder-sum-axis", lambda f: sum_axis(), ["error: sum: axis 3 is out of range for rank 2"]),
-        ("builder-communicate-kind", lambda f: communicate_kind(), ["communicate: kind must be one of allgather", "got 'bogus'"]),
-        ("builder-reshape", lambda f: reshape_size(), ["reshape needs a static buffer of the same size: [4, 8] to [5, 7]"]),
+        (
+            "builder-communicate-kind",
+            lambda f: communicate_kind(),
+            ["communicate: kind must be one of allgather", "got 'bogus'"],
+        ),
+        (
+            "builder-reshape",
+            lambda f: reshape_size(),
+            ["reshape needs a static buffer of the same size: [4, 8] to [5, 7]"],
+        ),
         ("builder-select-axis", lambda f: select_axis(), ["axis 5 is out of range for rank 2"]),
         ("builder-binary-kind", lambda f: bad_kind(), ["error: 'hir.binary' op", "pow"]),
     ]
@@ -93,9 +105,29 @@ def weights_cases():
         ("weights-load-no-main", lambda f: hir.load(f / "two_funcs.mlir"), ["the module has no @main"]),
         ("weights-load-shape", wrong_file, ["lin.safetensors: error: tensor 'bias' has shape [3]", "of shape [2]"]),
         ("weights-run-no-file", run_without_file, ["lin.safetensors: error: cannot read the weights: no such file"]),
-        ("weights-save-not-path", lambda f: program().save(None), ["TorchProgram.save: path must be a file name, got NoneType"]),
-        ("weights-save-missing-folder", lambda f: program().save(f / "nodir" / "p.mlir"), ["TorchProgram.save:", "does not exist"]),
-        ("weights-save-onto-program", lambda f: program().save(f / "p.mlir", weights=str(f / "p.mlir")), ["would overwrite the program file"]),
-        ("weights-save-state-shape", lambda f: program().save(f / "p.mlir", {"weight": torch.ones(2, 5), "bias": torch.ones(2)}), ["state entry 'weight': expected a tensor of shape [2, 4], got [2, 5]"]),
-        ("weights-save-state-missing", lambda f: program().save(f / "p.mlir", {"weight": torch.ones(2, 4)}), ["the state dict lacks bias"]),
+        (
+            "weights-save-not-path",
+            lambda f: program().save(None),
+            ["TorchProgram.save: path must be a file name, got NoneType"],
+        ),
+        (
+            "weights-save-missing-folder",
+            lambda f: program().save(f / "nodir" / "p.mlir"),
+            ["TorchProgram.save:", "does not exist"],
+        ),
+        (
+            "weights-save-onto-program",
+            lambda f: program().save(f / "p.mlir", weights=str(f / "p.mlir")),
+            ["would overwrite the program file"],
+        ),
+        (
+            "weights-save-state-shape",
+            lambda f: program().save(f / "p.mlir", {"weight": torch.ones(2, 5), "bias": torch.ones(2)}),
+            ["state entry 'weight': expected a tensor of shape [2, 4], got [2, 5]"],
+        ),
+        (
+            "weights-save-state-missing",
+            lambda f: program().save(f / "p.mlir", {"weight": torch.ones(2, 4)}),
+            ["the state dict lacks bias"],
+        ),
     ]

@@ -91,7 +91,9 @@ def launch_ranks(nproc: int, script: str, *args: str, timeout_s: float, env: dic
     if torch.cuda.is_available():
         return launch(nproc, [sys.executable, script, *args], timeout_s=timeout_s, env=env)
     base = dict(os.environ if env is None else env)
-    base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc))
+    base.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc)
+    )
     with tempfile.TemporaryDirectory(prefix="hir-ranks-") as tmp:
         log = base[FAILURE_LOG_ENV] = os.path.join(tmp, "failures")
         ranks = [dict(base, RANK=str(rank), LOCAL_RANK=str(rank)) for rank in range(nproc)]
@@ -107,8 +109,14 @@ def run_forked(script: str, args: list[str], envs: list[dict], cwd: str, timeout
     zygote = _zygote()
     pids, codes = [], {}
     for rank, env in enumerate(envs):
-        request = {"script": script, "args": args, "env": env, "cwd": cwd,
-                   "out": os.path.join(folder, f"{rank}.out"), "err": os.path.join(folder, f"{rank}.err")}
+        request = {
+            "script": script,
+            "args": args,
+            "env": env,
+            "cwd": cwd,
+            "out": os.path.join(folder, f"{rank}.out"),
+            "err": os.path.join(folder, f"{rank}.err"),
+        }
         zygote.stdin.write((json.dumps(request) + "\n").encode())
         while len(pids) <= rank:
             for reply in _replies(zygote, 60.0):

@@ -42,8 +42,11 @@ def preload() -> None:
 def run_rank(request: dict) -> None:
     """In the forked child: become the rank and run its script; exits like ``python script``."""
     os.setsid()
-    for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-                            (2, request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+    for fd, path, flags in (
+        (0, os.devnull, os.O_RDONLY),
+        (1, request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+        (2, request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+    ):
         target = os.open(path, flags, 0o600)
         os.dup2(target, fd)
         os.close(target)
@@ -52,7 +55,9 @@ def run_rank(request: dict) -> None:
     os.chdir(request["cwd"])
     script = request["script"]
     sys.argv = [script, *request.get("args", [])]
-    entries = [os.path.dirname(os.path.abspath(script))] + [e for e in request["env"].get("PYTHONPATH", "").split(os.pathsep) if e]
+    entries = [os.path.dirname(os.path.abspath(script))] + [
+        e for e in request["env"].get("PYTHONPATH", "").split(os.pathsep) if e
+    ]
     sys.path[:0] = [e for e in entries if e not in sys.path]  # as python's start-up would put them
     # SystemExit (the worker's sys.exit) leaves through serve() and the interpreter's exit.
     runpy.run_path(script, run_name="__main__")

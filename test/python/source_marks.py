@@ -8,8 +8,11 @@ from pathlib import Path
 
 def marked(path: str, tag: str) -> tuple[int, str]:
     """The 1-based number and text of the one line of ``path`` that ends with ``# at: TAG``."""
-    lines = [(n, text) for n, text in enumerate(Path(path).read_text().splitlines(), 1)
-             if text.rstrip().endswith(f"# at: {tag}")]
+    lines = [
+        (n, text)
+        for n, text in enumerate(Path(path).read_text().splitlines(), 1)
+        if text.rstrip().endswith(f"# at: {tag}")
+    ]
     assert len(lines) == 1, f"{path}: {len(lines)} lines end with '# at: {tag}', expected one"
     return lines[0]
 

@@ -24,7 +24,10 @@ def test_builder_sharding_annotations_admit_the_default():
     for name in ("set", "binary", "reduction", "matmul", "linear"):
         parameter = inspect.signature(getattr(Builder, name)).parameters["sharding"]
         allowed = typing.get_args(typing.get_type_hints(getattr(Builder, name))["sharding"])
-        assert parameter.default == "same" and typing.Literal["same"] in allowed and type(None) in allowed, (name, allowed)
+        assert parameter.default == "same" and typing.Literal["same"] in allowed and type(None) in allowed, (
+            name,
+            allowed,
+        )
 
 
 def test_run_lists_its_options():

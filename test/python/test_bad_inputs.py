@@ -14,8 +14,10 @@ import hir
 import hir.dialect
 import hir.passes
 from bad_inputs_api import builder_cases, weights_cases
+from bad_inputs_calls import _api_cases
+from bad_inputs_files import FILES
 from bad_inputs_frontend import frontend_cases
-from bad_inputs_table import CLI_CASES, FILES, _api_cases
+from bad_inputs_table import CLI_CASES
 from hir.core import HirError
 from hir.tools import demo, import_cli, opt, run_cli
 

@@ -79,7 +79,9 @@ def test_an_hir_row_against_a_wrong_reference_is_refused(one_gloo_rank, capsys):
     b = torch.randn(16, 8, generator=gen).bfloat16()
     reference = a.float() @ b.float()
     candidates = overlap.hir_candidates(build, ["hir-lower"], [a, b], reference, graph=False)
-    candidates += overlap.hir_candidates(build, ["hir-lower"], [a, b], reference * 1.5, graph=False, tag=" (wrong reference)")
+    candidates += overlap.hir_candidates(
+        build, ["hir-lower"], [a, b], reference * 1.5, graph=False, tag=" (wrong reference)"
+    )
     rows = overlap.in_turns(candidates, rounds=1)
     verdicts = timing.Verdicts(timing.TOLERANCES["bf16"])
     verdicts.print_rows(rows, 1.0)
@@ -105,8 +107,15 @@ def test_rows_timed_in_turns_keep_their_order_and_checks(one_gloo_rank):
         calls["drifting"] += 1
         return torch.ones(4) * (1 if calls["drifting"] == 1 else 2)
 
-    rows = overlap.in_turns([("right", lambda: torch.ones(4), reference), ("missing", None, None, "RuntimeError: no such op"),
-                             ("drifting", drifting, reference), ("timed only", lambda: None, None)], rounds=2)
+    rows = overlap.in_turns(
+        [
+            ("right", lambda: torch.ones(4), reference),
+            ("missing", None, None, "RuntimeError: no such op"),
+            ("drifting", drifting, reference),
+            ("timed only", lambda: None, None),
+        ],
+        rounds=2,
+    )
     assert [row[0] for row in rows] == ["right", "missing", "drifting", "timed only"]
     assert rows[0][2] == 0.0 and rows[0][1] > 0
     assert rows[1] == ("missing", None, None, "RuntimeError: no such op")
@@ -139,5 +148,15 @@ def test_a_row_that_cannot_run_is_not_available():
 
     label, fn, reference = overlap.candidate("built", lambda: lambda: 1, None)
     assert (label, fn(), reference) == ("built", 1, None)
-    assert overlap.candidate("set-up fails", raises, None) == ("set-up fails", None, None, "RuntimeError: no symmetric memory")
-    assert overlap.candidate("call fails", lambda: raises, None) == ("call fails", None, None, "RuntimeError: no symmetric memory")
+    assert overlap.candidate("set-up fails", raises, None) == (
+        "set-up fails",
+        None,
+        None,
+        "RuntimeError: no symmetric memory",
+    )
+    assert overlap.candidate("call fails", lambda: raises, None) == (
+        "call fails",
+        None,
+        None,
+        "RuntimeError: no symmetric memory",
+    )

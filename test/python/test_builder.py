@@ -79,7 +79,15 @@ def test_host_level_stream_loop_and_collective():
     b.wait(b.communicate("allgather", shard, full, team=[0, 1], axis=0))
     b.dealloc(full)
     text = str(b.finish())
-    for needle in ['"hir.for"', '"hir.alias_select"', '"hir.set"', '"hir.allgather"', '"hir.wait"', "memref.dealloc", '"hir.yield"']:
+    for needle in [
+        '"hir.for"',
+        '"hir.alias_select"',
+        '"hir.set"',
+        '"hir.allgather"',
+        '"hir.wait"',
+        "memref.dealloc",
+        '"hir.yield"',
+    ]:
         assert needle in text
     assert text.index('"hir.set"(') < text.index('"hir.yield"')
 
@@ -98,7 +106,13 @@ def test_typed_builders_for_p2p_and_collectives_run():
     b.output(copy)
     b.output(gathered)
     text = str(b.finish())
-    for needle in ['"hir.device_index"() {mesh = array<i64: 0>}', '"hir.barrier"() {backend = "gloo", team = array<i64: 0>}', "copies = 2 : i64", 'signal = "none"', '"hir.allgather"']:
+    for needle in [
+        '"hir.device_index"() {mesh = array<i64: 0>}',
+        '"hir.barrier"() {backend = "gloo", team = array<i64: 0>}',
+        "copies = 2 : i64",
+        'signal = "none"',
+        '"hir.allgather"',
+    ]:
         assert needle in text, needle
     x = torch.randn(2, 3)
     copied, full = hir.run(hir.parse(text), [x], device="cpu")
@@ -117,8 +131,10 @@ def test_alias_chunk_views_and_runs():
         b.alias_chunk(x, b.index(0), axis=1, chunks=4)
     module = b.finish()
     text = str(module)
-    assert ('"hir.alias_chunk"(%arg0, %c1) {axis = 0 : i64, chunks = 2 : i64} : '
-            '(memref<?x6xf32>, index) -> memref<?x6xf32, strided<[6, 1], offset: ?>>') in text
+    assert (
+        '"hir.alias_chunk"(%arg0, %c1) {axis = 0 : i64, chunks = 2 : i64} : '
+        "(memref<?x6xf32>, index) -> memref<?x6xf32, strided<[6, 1], offset: ?>>"
+    ) in text
     assert "-> memref<?x2xf32, strided<[6, 1], offset: ?>>" in text
     data = torch.randn(4, 6)
     expected = data.clone()
@@ -143,8 +159,11 @@ def test_matmul_shape_error_names_operands():
 
 def test_parse_error_has_location():
     with pytest.raises(hir.HirError, match=r"^prog.mlir:2:3: error: 'hir.set' op output has shape"):
-        hir.parse('func.func @f(%a: memref<4xf32>, %b: memref<5xf32>) {\n  '
-                  '"hir.set"(%a, %b) : (memref<4xf32>, memref<5xf32>) -> ()\n  return\n}', "prog.mlir")
+        hir.parse(
+            "func.func @f(%a: memref<4xf32>, %b: memref<5xf32>) {\n  "
+            '"hir.set"(%a, %b) : (memref<4xf32>, memref<5xf32>) -> ()\n  return\n}',
+            "prog.mlir",
+        )
 
 
 def test_dialect_load_is_idempotent(ctx):
@@ -156,7 +175,9 @@ def test_dialect_load_is_idempotent(ctx):
 
 
 def test_hir_opt_does_not_import_torch():
-    code = ("import sys, hir.tools.opt; hir.tools.opt.main(['--list-passes']); "
-            "assert 'torch' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys, hir.tools.opt; hir.tools.opt.main(['--list-passes']); "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -2,7 +2,6 @@
 taken (rank-1 matmul operands, Python ints as indices, torch dtypes), and anything else is an
 hir.HirError located at the caller's line, never an IndexError or a binding's TypeError."""
 
-
 import pytest
 import torch
 

@@ -34,7 +34,11 @@ def test_version(tool, capsys):
         MAINS[tool](["--version"])
     assert exit_.value.code == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith(f"{tool} (hir) 0.") and lines[1].startswith("torch-mlir 2") and lines[2] == f"torch {torch.__version__}"
+    assert (
+        lines[0].startswith(f"{tool} (hir) 0.")
+        and lines[1].startswith("torch-mlir 2")
+        and lines[2] == f"torch {torch.__version__}"
+    )
 
 
 def test_run_usage_names_only_the_file(capsys):
@@ -53,14 +57,20 @@ def test_import_says_it_executes_the_file(capsys):
         import_cli.main(["--help"])
     assert "FILE is executed as Python, as `python FILE` would" in " ".join(capsys.readouterr().out.split())
     root = Path(__file__).resolve().parents[2]
-    assert "it runs `model.py` as Python, as `python model.py` would" in " ".join((root / "README.md").read_text().split())
-    assert "hir-import executes `model.py` as Python, as `python model.py` would" in " ".join((root / "docs" / "from-pytorch.md").read_text().split())
+    assert "it runs `model.py` as Python, as `python model.py` would" in " ".join(
+        (root / "README.md").read_text().split()
+    )
+    assert "hir-import executes `model.py` as Python, as `python model.py` would" in " ".join(
+        (root / "docs" / "from-pytorch.md").read_text().split()
+    )
 
 
 def test_run_summarizes_outputs_without_print(folder, capsys):
     assert run_cli.main(["p.mlir", "arange"]) == 0
     out = capsys.readouterr().out
-    assert out == "output 0: shape [2, 3] f32, sum 30, crc32 %08x\n" % __import__("zlib").crc32((torch.arange(6.0) * 2).reshape(2, 3).numpy().tobytes())
+    assert out == "output 0: shape [2, 3] f32, sum 30, crc32 %08x\n" % __import__("zlib").crc32(
+        (torch.arange(6.0) * 2).reshape(2, 3).numpy().tobytes()
+    )
     assert run_cli.main(["p.mlir", "arange", "--save", "o.pt"]) == 0
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == "hir-run: 1 output(s) saved to o.pt\n"
@@ -89,7 +99,12 @@ def test_opt_options_anywhere(folder, capsys):
 
 
 def test_trace_drops_the_profiler_lines(folder):
-    run = subprocess.run([sys.executable, "-m", "hir.tools.run_cli", "p.mlir", "--trace", "t.json"], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "hir.tools.run_cli", "p.mlir", "--trace", "t.json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     assert "USDT:" not in run.stderr and "STAGE:" not in run.stderr, run.stderr
     assert (folder / "t.json").stat().st_size > 0
@@ -101,7 +116,12 @@ def test_progress_only_when_asked(folder, capsys):
     assert capsys.readouterr().err == ""  # stderr is no terminal: quiet
     assert import_cli.main(["m.py", "-o", "m.mlir", "--progress"]) == 0
     err = capsys.readouterr().err.splitlines()
-    for step in ("exporting Linear (torch.export)", "importing the graph into MLIR", "partitioning into hir ops", "writing 2 weights"):
+    for step in (
+        "exporting Linear (torch.export)",
+        "importing the graph into MLIR",
+        "partitioning into hir ops",
+        "writing 2 weights",
+    ):
         assert any(line.startswith(f"hir-import: {step}") and ": done in " in line for line in err), (step, err)
     import hir.progress
 
@@ -115,7 +135,9 @@ def test_progress_counts_ranks_up_on_a_terminal(folder):
     import pty
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "hir.tools.run_cli", "--nproc", "2", "p.mlir"], stdout=subprocess.PIPE, stderr=slave)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hir.tools.run_cli", "--nproc", "2", "p.mlir"], stdout=subprocess.PIPE, stderr=slave
+    )
     os.close(slave)
     seen = b""
     while True:
@@ -130,4 +152,7 @@ def test_progress_counts_ranks_up_on_a_terminal(folder):
     assert proc.wait(timeout=300) == 0, seen
     text = seen.decode(errors="replace")
     # any elapsed time (tqdm's [MM:SS], or [H:MM:SS]): a loaded machine may take minutes
-    assert re.search(r"hir-run: running 2 ranks \(2/2 up\) \[[\d:]+\]", text) and "hir-run: running 2 ranks: done in " in text, text
+    assert (
+        re.search(r"hir-run: running 2 ranks \(2/2 up\) \[[\d:]+\]", text)
+        and "hir-run: running 2 ranks: done in " in text
+    ), text

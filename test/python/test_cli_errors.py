@@ -69,14 +69,22 @@ def test_run_text_file_as_pt(work, text):
     """Text named .pt: said to be no tensor file; never torch's advice to unpickle it."""
     (work / "t.pt").write_text(text)
     result = cli("hir-run", "p.mlir", "t.pt", "1", cwd=work)
-    assert_error(result, "p.mlir:1:1: error:", "argument #0", "'t.pt' is not a tensor file", "torch.save (FILE.pt) or numpy.save (FILE.npy)")
+    assert_error(
+        result,
+        "p.mlir:1:1: error:",
+        "argument #0",
+        "'t.pt' is not a tensor file",
+        "torch.save (FILE.pt) or numpy.save (FILE.npy)",
+    )
     assert "weights_only" not in result.stderr
 
 
 def test_run_pickled_objects_as_pt(work):
     torch.save({"step": 1, "call": print}, work / "o.pt")
     result = cli("hir-run", "p.mlir", "o.pt", "1", cwd=work)
-    assert_error(result, "argument #0", "cannot load 'o.pt'", "objects other than tensors, which hir-run does not unpickle")
+    assert_error(
+        result, "argument #0", "cannot load 'o.pt'", "objects other than tensors, which hir-run does not unpickle"
+    )
     assert "weights_only" not in result.stderr
 
 
@@ -97,7 +105,11 @@ def test_opt_mistyped_pass_flag(work):
 def test_run_corrupt_npy(work):
     numpy.save(work / "c.npy", numpy.ones((4, 4), numpy.float32))
     (work / "corrupt.npy").write_bytes((work / "c.npy").read_bytes()[:100])
-    assert_error(cli("hir-run", "p.mlir", "corrupt.npy", "1", cwd=work), "argument #0", "cannot read 'corrupt.npy' as a .npy file")
+    assert_error(
+        cli("hir-run", "p.mlir", "corrupt.npy", "1", cwd=work),
+        "argument #0",
+        "cannot read 'corrupt.npy' as a .npy file",
+    )
 
 
 def test_run_text_npy(work):
@@ -117,7 +129,9 @@ def test_run_float_for_index(work):
 
 
 def test_run_negative_shape(work):
-    assert_error(cli("hir-run", "d.mlir", "random:-4x4", cwd=work), "argument #0", "bad shape '-4x4': extents must be >= 0")
+    assert_error(
+        cli("hir-run", "d.mlir", "random:-4x4", cwd=work), "argument #0", "bad shape '-4x4': extents must be >= 0"
+    )
 
 
 @pytest.mark.parametrize("flag", ["--save", "--trace"])
@@ -200,7 +214,6 @@ def test_run_timeout_exits_124(work):
     assert_error(result, "--timeout 3: the run did not finish in time", rc=124)
 
 
-
 def test_opt_non_utf8(work):
     (work / "bad.mlir").write_bytes(b"func.func @f() {\n  return // \xe9\n}\n")
     assert_error(cli("hir-opt", "bad.mlir", cwd=work), "bad.mlir:2:13: error: unexpected character: byte 0xe9")
@@ -234,7 +247,9 @@ def test_import_wrongly_shaped_export_prints_only_the_error(work):
     (work / "m.py").write_text("import torch\nmodule = torch.nn.Linear(4, 2)\nexample_args = (torch.ones(3, 5),)\n")
     result = cli("hir-import", "m.py", cwd=work)
     assert_error(result, "m.py", "torch.export cannot trace Linear", "[3, 5] X [4, 2]")
-    assert len([line for line in result.stderr.splitlines() if "Warning" not in line and line.strip()]) <= 2, result.stderr
+    assert len([line for line in result.stderr.splitlines() if "Warning" not in line and line.strip()]) <= 2, (
+        result.stderr
+    )
 
 
 def closed_pipe_run(tool: str, *args, cwd) -> subprocess.CompletedProcess:
@@ -244,7 +259,15 @@ def closed_pipe_run(tool: str, *args, cwd) -> subprocess.CompletedProcess:
     os.close(read_end)
     try:
         env = dict(os.environ, HIR_DEVICE="cpu")
-        return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=cwd, stdout=write_end, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", module, *map(str, args)],
+            cwd=cwd,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=300,
+        )
     finally:
         os.close(write_end)
 

@@ -64,7 +64,10 @@ def test_keyword_inputs_by_keyword_and_new_shapes():
     assert len(fn.programs) == 3 and all(p.keyword_inputs == ["mask"] for p in fn.programs)
     torch.testing.assert_close(fn(x=x, mask=mask), x * mask[..., None])  # positional parameters by keyword too
     assert len(fn.programs) == 3
-    with pytest.raises(hir.HirError, match=r"hir.compile\(Masked\): got an unexpected keyword argument 'attention_mask' \(the module's forward\(x, mask=None\)\)"):
+    with pytest.raises(
+        hir.HirError,
+        match=r"hir.compile\(Masked\): got an unexpected keyword argument 'attention_mask' \(the module's forward\(x, mask=None\)\)",
+    ):
         fn(x, attention_mask=mask)
     with pytest.raises(hir.HirError, match=r"hir.compile\(Masked\): multiple values for argument 'x'"):
         fn(x, x=x)
@@ -91,15 +94,25 @@ def test_keyword_inputs_wherever_positional_ones_work():
     torch.testing.assert_close(masked(x, mask=mask), x * mask[..., None] * 2.0)
     torch.testing.assert_close(masked(x=x, mask=mask, scale=2.0), x * mask[..., None] * 2.0)
     assert [p.keyword_inputs for p in masked.programs] == [[], ["mask"]]
-    with pytest.raises(hir.HirError, match=r"scale=3.0: a keyword that is not a tensor is a constant of the compiled program \(example_kwargs: scale=2.0\)"):
+    with pytest.raises(
+        hir.HirError,
+        match=r"scale=3.0: a keyword that is not a tensor is a constant of the compiled program \(example_kwargs: scale=2.0\)",
+    ):
         masked(x, scale=3.0)
 
 
 def test_llama_keyword_inputs():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                                      num_key_value_heads=2, max_position_embeddings=64)
+    config = transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     llama = transformers.LlamaForCausalLM(config).eval()
     ids, mask = torch.randint(0, 64, (2, 5)), torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
     fn = hir.compile(llama, (ids,), device="cpu")
@@ -133,13 +146,18 @@ def test_sizes_one_and_new_dtypes_get_programs_of_their_own_up_to_the_limit():
             x = torch.randn(batch, 16)
             torch.testing.assert_close(fn(x), model(x))
         assert [dynamic_axes(p) for p in fn.programs] == [[[]], [[0]], [[]]]
-        with pytest.raises(hir.HirError, match=r"test_compiled_module.py:\d+: error: hir.compile\(Sequential\): this call's inputs \(input0 \[8, 16\] float64\) "
-                                               r"need another program, over recompile_limit=3 \(compiled: input0 \[8, 16\] float32; input0 \[3, 16\] float32; "
-                                               r"input0 \[1, 16\] float32\); declare the varying dims dynamic"):
+        with pytest.raises(
+            hir.HirError,
+            match=r"test_compiled_module.py:\d+: error: hir.compile\(Sequential\): this call's inputs \(input0 \[8, 16\] float64\) "
+            r"need another program, over recompile_limit=3 \(compiled: input0 \[8, 16\] float32; input0 \[3, 16\] float32; "
+            r"input0 \[1, 16\] float32\); declare the varying dims dynamic",
+        ):
             fn(torch.randn(8, 16, dtype=torch.float64))
     with pytest.raises(hir.HirError, match="recompile_limit must be a positive int, got 0"):
         hir.compile(model, (torch.randn(8, 16),), device="cpu", recompile_limit=0)
-    with pytest.raises(hir.HirError, match=r"unknown option\(s\) speed \(options: .*recompile_limit"):  # before importing anything
+    with pytest.raises(
+        hir.HirError, match=r"unknown option\(s\) speed \(options: .*recompile_limit"
+    ):  # before importing anything
         hir.compile(model, (torch.randn(8, 16),), speed=11)
 
 
@@ -168,7 +186,9 @@ def test_declared_dims_stay_and_other_changes_compile_static_programs():
             x = torch.randn(batch, seq, 16)
             torch.testing.assert_close(fn(x), model(x))
     assert [dynamic_axes(p) for p in fn.programs] == [[[1]], [[1]]]
-    with pytest.raises(hir.HirError, match=r"input 0: dim 1 is dynamic dim seq, declared 2 <= seq <= 8 at import, got 9"):
+    with pytest.raises(
+        hir.HirError, match=r"input 0: dim 1 is dynamic dim seq, declared 2 <= seq <= 8 at import, got 9"
+    ):
         fn(torch.randn(2, 9, 16))
 
 
@@ -194,20 +214,37 @@ def test_results_have_the_modules_structure():
     x = torch.randn(2, 4)
     with torch.no_grad():
         want = model(x)
-        for fn in (hir.compile(model, (x,), device="cpu"), hir.from_torch(model, (x,)).compile(model.state_dict(), device="cpu")):
+        for fn in (
+            hir.compile(model, (x,), device="cpu"),
+            hir.from_torch(model, (x,)).compile(model.state_dict(), device="cpu"),
+        ):
             got = fn(x)
-            assert isinstance(got, tuple) and isinstance(got[1], dict) and isinstance(got[1]["pair"], Pair) and isinstance(got[2], list)
+            assert (
+                isinstance(got, tuple)
+                and isinstance(got[1], dict)
+                and isinstance(got[1]["pair"], Pair)
+                and isinstance(got[2], list)
+            )
             assert got[1]["nothing"] is None and got[2][1] == 3
             torch.testing.assert_close((got[0], got[1]["twice"], got[2][0]), (want[0], want[1]["twice"], want[2][0]))
             torch.testing.assert_close(dataclasses.astuple(got[1]["pair"]), dataclasses.astuple(want[1]["pair"]))
     program = hir.from_torch(model, (x,))
-    assert isinstance(program.run(None, x), list) and isinstance(program.compile(device="cpu").run(x), list)  # the IR-level forms: lists
+    assert isinstance(program.run(None, x), list) and isinstance(
+        program.compile(device="cpu").run(x), list
+    )  # the IR-level forms: lists
 
 
 def test_a_model_output_and_its_cache():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+    )
     model = transformers.LlamaModel(config).eval()
     ids = torch.randint(0, 128, (2, 8))
     fn = hir.compile(model, (ids,), device="cpu")
@@ -235,7 +272,9 @@ def test_a_replaced_parameter_is_bound_at_the_next_call():
             fn(x.double())
         model.float()
         model[2].weight = torch.nn.Parameter(torch.randn(5, 32))
-        with pytest.raises(hir.HirError, match=r"state entry '2.weight': expected a tensor of shape \[4, 32\], got \[5, 32\]"):
+        with pytest.raises(
+            hir.HirError, match=r"state entry '2.weight': expected a tensor of shape \[4, 32\], got \[5, 32\]"
+        ):
             fn(x)
 
 
@@ -245,7 +284,10 @@ def test_a_backward_through_the_results_raises():
     fn = hir.compile(model, (x,), device="cpu")
     y = fn(x)  # grad mode, parameters requiring grad (as after construction)
     assert y.requires_grad
-    with pytest.raises(hir.HirError, match=r"test_compiled_module.py:\d+: error: hir.compile\(Sequential\): a compiled module does not differentiate .* hir.train_step"):
+    with pytest.raises(
+        hir.HirError,
+        match=r"test_compiled_module.py:\d+: error: hir.compile\(Sequential\): a compiled module does not differentiate .* hir.train_step",
+    ):
         y.pow(2).mean().backward()
     assert all(p.grad is None for p in model.parameters())
     model.requires_grad_(False)

@@ -25,8 +25,15 @@ def mlp():
 
 def tiny_step(device="cpu"):
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                      num_key_value_heads=2, intermediate_size=64, eos_token_id=None)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        eos_token_id=None,
+    )
     model = transformers.LlamaForCausalLM(config).eval().to(device)
     return StaticCacheStep(model, batch_size=1, max_cache_len=16)
 
@@ -95,10 +102,14 @@ def test_decode_calls_fill_the_callers_cache_as_the_eager_step():
 
 
 def test_a_model_without_a_cache_or_an_old_transformers_is_refused(monkeypatch):
-    with pytest.raises(hir.HirError, match=r"Linear.forward takes no 'cache' or 'past_key_values' argument \(transformers \d"):
+    with pytest.raises(
+        hir.HirError, match=r"Linear.forward takes no 'cache' or 'past_key_values' argument \(transformers \d"
+    ):
         cache_keyword(torch.nn.Linear(2, 2))
     monkeypatch.setattr(hf_decode, "MIN_TRANSFORMERS", "99.0")  # the installed version is then too old
-    with pytest.raises(hir.HirError, match=rf"needs transformers >= 99\.0 .* transformers {transformers.__version__} is installed"):
+    with pytest.raises(
+        hir.HirError, match=rf"needs transformers >= 99\.0 .* transformers {transformers.__version__} is installed"
+    ):
         tiny_step()
 
 
@@ -108,7 +119,10 @@ def test_bad_inputs_name_the_input():
     fn = program.compile(model.state_dict(), device="cpu")
     with pytest.raises(hir.HirError, match=r"the program takes 1 input\(s\), got 2"):
         fn(torch.randn(8, 16), torch.randn(8, 16))
-    with pytest.raises(hir.HirError, match=r"input 0: expected a tensor of shape \[8, 16\] and dtype torch.float32 \(as imported\), got shape \[4, 16\]"):
+    with pytest.raises(
+        hir.HirError,
+        match=r"input 0: expected a tensor of shape \[8, 16\] and dtype torch.float32 \(as imported\), got shape \[4, 16\]",
+    ):
         fn(torch.randn(4, 16))
     with pytest.raises(hir.HirError, match="input 0: .* got dtype torch.float64"):
         fn(torch.randn(8, 16, dtype=torch.float64))
@@ -189,7 +203,13 @@ def test_compile_workers_start_before_the_first_call_on_cuda():
     one by one in the calling process (issue 34's first call)."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
-    done = subprocess.run([sys.executable, "-c", WORKERS], capture_output=True, text=True, timeout=600, env={**os.environ, "HIR_CACHE_DIR": "off"})
+    done = subprocess.run(
+        [sys.executable, "-c", WORKERS],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HIR_CACHE_DIR": "off"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     parallel, pools = map(int, done.stdout.split()[-2:])
     if not parallel:

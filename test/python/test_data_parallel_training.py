@@ -11,13 +11,13 @@ The test launches this file once per rank; ``python test_data_parallel_training.
 ARCH:MODE:OPTIMIZER[:SCHEDULE]... | train_step:MODE`` is the per-rank worker.
 """
 
-import functools
 import os
 import re
 import sys
 
 import pytest
 
+from data_parallel_util import BETAS, DECAY, EPS, model_for, step_module
 from multirank_util import launch_workers, run_gloo_cases
 from training_util import steps_equal_eager
 
@@ -28,86 +28,20 @@ SCHEDULED: dict = {}  # "arch:mode:optimizer" -> {schedule: the losses of its st
 # gathered once, kept for the backward), else gathered again for the backward. Buckets of
 # 8 KiB with prefetch: several buckets, each issued ahead (one bucket of every parameter
 # would leave nothing to prefetch)
-SCHEDULES = {"plain": {}, "defer": {"defer_waits": True}, "prefetch": {"prefetch": True}, "both": {"defer_waits": True, "prefetch": True},
-             "bucket": {"bucket_bytes": 4096}, "early": {"optimizer_in_backward": True},
-             "bucket+prefetch": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192},
-             "all": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192, "optimizer_in_backward": True}}
-LR = {"sgd": 0.1, "adamw": 1e-3}  # AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so rounding apart flips updates
-
-
-def _model(arch: str):
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    if arch == "llama":
-        return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                            num_key_value_heads=2, max_position_embeddings=64))
-    return GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16, bos_token_id=0, eos_token_id=0,
-                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
-
-
-# eps 1e-6, not torch's 1e-8: GPT-2's key bias has a gradient of exactly 0 (softmax ignores a
-# shift), so what the step computes for it is rounding noise, which Adam divides by its own
-# size; eps bounds that, else any other summation order (the devices' partial sums) shows
-BETAS, EPS, DECAY = (0.9, 0.999), 1e-6, 0.01
-
-
-def _step_module(model, mode: str, optimizer: str, reshard_after_forward: bool = True):
-    """The training step as a module: each parameter as the loss reads it (gathered with
-    ``"fully_shard"``, and again where the backward reads it unless not
-    ``reshard_after_forward``), the loss and its gradients, each gradient reduced as the update
-    reads it, the update in place: SGD, or AdamW as ``torch.optim.AdamW`` computes it (its
-    moments state of the step, placed as the parameters; the step's bias corrections are
-    inputs, computed on the host as torch does)."""
-    import torch
-
-    from hir.frontend import data_parallel
-
-    names = [n for n, _ in model.named_parameters()]
-
-    class Step(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-            if optimizer == "adamw":
-                self.exp_avg = torch.nn.Module()
-                self.exp_avg_sq = torch.nn.Module()
-                for i, (_, p) in enumerate(model.named_parameters()):
-                    self.exp_avg.register_buffer(str(i), torch.zeros_like(p))
-                    self.exp_avg_sq.register_buffer(str(i), torch.zeros_like(p))
-
-        def forward(self, ids, labels, lr, step_size, correction):
-            held = [functools.reduce(getattr, n.split("."), self.model) for n in names]  # the tensors the export swapped in
-            whole = [data_parallel.gather(mode, p, f"model.{n}") for p, n in zip(held, names)]
-            with torch.enable_grad():
-                for p in whole:
-                    p.requires_grad_()
-                with torch.nn.utils.stateless._reparametrize_module(self.model, dict(zip(names, whole)), tie_weights=True), \
-                        data_parallel.regathering(mode, reshard_after_forward, held, whole, [f"model.{n}" for n in names]):
-                    loss = self.model(ids, labels=labels).loss
-                grads = torch.autograd.grad(loss, whole)
-            with torch.no_grad():
-                for i, (p, g, n) in enumerate(zip(held, grads, names)):
-                    g = data_parallel.reduce_gradient(mode, g, f"model.{n}")
-                    if optimizer == "sgd":
-                        p.sub_(lr * g)
-                        continue
-                    m, v = getattr(self.exp_avg, str(i)), getattr(self.exp_avg_sq, str(i))
-                    p.mul_(1 - lr * DECAY)
-                    m.lerp_(g, 1 - BETAS[0])
-                    v.mul_(BETAS[1]).addcmul_(g, g, value=1 - BETAS[1])
-                    p.sub_(step_size * (m / (v.sqrt() / correction + EPS)))
-            return loss.detach()
-
-    return Step()
-
-
-def _scalars(lr: float, step: int) -> tuple:
-    """lr, and AdamW's step size and bias correction of step ``step`` (1-based), as torch's AdamW computes them."""
-    import torch
-
-    return torch.tensor(lr), torch.tensor(lr / (1 - BETAS[0] ** step)), torch.tensor((1 - BETAS[1] ** step) ** 0.5)
+SCHEDULES = {
+    "plain": {},
+    "defer": {"defer_waits": True},
+    "prefetch": {"prefetch": True},
+    "both": {"defer_waits": True, "prefetch": True},
+    "bucket": {"bucket_bytes": 4096},
+    "early": {"optimizer_in_backward": True},
+    "bucket+prefetch": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192},
+    "all": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192, "optimizer_in_backward": True},
+}
+LR = {
+    "sgd": 0.1,
+    "adamw": 1e-3,
+}  # AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so rounding apart flips updates
 
 
 def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", keep: str = "") -> str:
@@ -122,7 +56,7 @@ def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", ke
     import hir
     from hir.passes.training.schedule import data_parallel_pipeline
 
-    model, reference = _model("llama"), _model("llama")
+    model, reference = model_for("llama"), model_for("llama")
     optimizer, eager = (torch.optim.AdamW(m.parameters(), lr=LR["adamw"]) for m in (model, reference))
     torch.manual_seed(1)
     batches = [torch.randint(0, 64, (2 * world, 8)) for _ in range(STEPS)]
@@ -133,18 +67,33 @@ def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", ke
     options = {"schedule": SCHEDULES[schedule]} if schedule else {}
     if keep:
         options["reshard_after_forward"] = False
-    step = hir.train_step(model, optimizer, loss_fn, (batches[0], batches[0]), mesh=list(range(world)), data_parallel=mode, **options)
+    step = hir.train_step(
+        model, optimizer, loss_fn, (batches[0], batches[0]), mesh=list(range(world)), data_parallel=mode, **options
+    )
     if mode == "fully_shard" and world > 1:
         program = next(iter(step.programs.values()))  # lowered with the schedule by train_step when it has one
-        lowered = program.module if program.lowered else hir.lower(hir.parse(str(program.module), "step.mlir"), data_parallel_pipeline())
+        lowered = (
+            program.module
+            if program.lowered
+            else hir.lower(hir.parse(str(program.module), "step.mlir"), data_parallel_pipeline())
+        )
         gathers, parameters = str(lowered).count('"hir.allgather"'), len(list(model.parameters()))
         # the embedding's backward reads only its indices: gathered once either way; in
         # buckets, fewer gathers
         unbucketed = parameters if keep else 2 * parameters - 1
         if gathers >= unbucketed if SCHEDULES[schedule or "plain"].get("bucket_bytes") else gathers != unbucketed:
             return f"train_step {mode}: {gathers} all-gathers of {parameters} parameters (reshard_after_forward={not keep})\n{lowered}"
-    problem = steps_equal_eager(step, loss_fn, [(ids, ids) for ids in batches], model, optimizer, reference, eager,
-                                f"train_step {mode}", moment="exp_avg_sq")
+    problem = steps_equal_eager(
+        step,
+        loss_fn,
+        [(ids, ids) for ids in batches],
+        model,
+        optimizer,
+        reference,
+        eager,
+        f"train_step {mode}",
+        moment="exp_avg_sq",
+    )
     if problem:
         return problem
     dist.barrier()
@@ -177,24 +126,41 @@ def run_autocast_case(rank: int, world: int) -> str:
     batches = [(torch.randn(2 * world, 8), torch.randint(0, 6, (2 * world,))) for _ in range(STEPS)]
     step = hir.train_step(model, optimizer, loss_fn, batches[0], mesh=list(range(world)), data_parallel="fully_shard")
     imported = str(next(iter(step.programs.values())).module)
-    problem = steps_equal_eager(step, loss_fn, batches, model, optimizer, reference, eager, "autocast fully_shard", tol={"rtol": 2e-2, "atol": 2e-2})
+    problem = steps_equal_eager(
+        step,
+        loss_fn,
+        batches,
+        model,
+        optimizer,
+        reference,
+        eager,
+        "autocast fully_shard",
+        tol={"rtol": 2e-2, "atol": 2e-2},
+    )
     if problem:
         return problem
-    lowered = str(hir.lower(hir.parse(imported, "step.mlir"), data_parallel_pipeline().split(",hir-stream-lowering")[0] + ",hir-insert-deallocations"))
-    main = lowered[lowered.index("func.func @main"):]
-    main = main[:main.index("\n  }\n")].splitlines()
+    lowered = str(
+        hir.lower(
+            hir.parse(imported, "step.mlir"),
+            data_parallel_pipeline().split(",hir-stream-lowering")[0] + ",hir-insert-deallocations",
+        )
+    )
+    main = lowered[lowered.index("func.func @main") :]
+    main = main[: main.index("\n  }\n")].splitlines()
     gathers = [i for i, line in enumerate(main) if '"hir.allgather"' in line]
     if len(gathers) != 5:
         return f"autocast fully_shard: {len(gathers)} all-gathers, want 4 and one again for the backward\n{lowered}"
     copies = [p.shape for p in model.parameters() if p.dim() == 2]
     kept = []
     for i, line in enumerate(main):  # a replicated bf16 buffer of a weight's shape (or its transpose)
-        found = re.match(r"\s*(%\w+) = memref.alloc\(\) : memref<(\d+)x(\d+)xbf16, #hir.shard<array<i64: [\d, ]+>, -1", line)
+        found = re.match(
+            r"\s*(%\w+) = memref.alloc\(\) : memref<(\d+)x(\d+)xbf16, #hir.shard<array<i64: [\d, ]+>, -1", line
+        )
         if found and any((int(found[2]), int(found[3])) in (tuple(s), tuple(s)[::-1]) for s in copies):
             end = next((k for k in range(i, len(main)) if f"memref.dealloc {found[1]} " in main[k]), len(main))
             if i < gathers[-1] < end:
                 kept.append(line.strip())
-    if kept or not any("xbf16" in line for line in main[gathers[-1]:]):
+    if kept or not any("xbf16" in line for line in main[gathers[-1] :]):
         return f"autocast fully_shard: bf16 copies of parameters kept across the backward's gather: {kept}\n{lowered}"
     return ""
 
@@ -215,15 +181,23 @@ def run_case(case: str, rank: int, world: int) -> str:
     arch, mode, optimizer_name, *schedule = case.split(":")
     keep = bool(schedule) and schedule[0].endswith("+keep")
     options = SCHEDULES[schedule[0].removesuffix("+keep")] if schedule else {}
-    model, reference = _model(arch), _model(arch)
+    model, reference = model_for(arch), model_for(arch)
     torch.manual_seed(1)
     batches = [torch.randint(0, 64, (2 * world, 8)) for _ in range(STEPS)]
-    module = _step_module(model, mode, optimizer_name, reshard_after_forward=not keep)
-    state = {f"model.{n}": p for n, p in model.named_parameters()} | {n: b for n, b in module.named_buffers() if n.startswith("exp_avg")}
+    module = step_module(model, mode, optimizer_name, reshard_after_forward=not keep)
+    state = {f"model.{n}": p for n, p in model.named_parameters()} | {
+        n: b for n, b in module.named_buffers() if n.startswith("exp_avg")
+    }
     scalars = {f"input{i}": Replicate() for i in (2, 3, 4)}
     placements = data_parallel.placements(mode, state, batches[0:1] * 2, world, sharded=list(state)) | scalars
-    program = hir.from_torch(module, (batches[0], batches[0], *_scalars(LR[optimizer_name], 1)), mesh=list(range(world)),
-                             placements=placements, keep_composites=False, replicate_fallback=False)
+    program = hir.from_torch(
+        module,
+        (batches[0], batches[0], *scalars(LR[optimizer_name], 1)),
+        mesh=list(range(world)),
+        placements=placements,
+        keep_composites=False,
+        replicate_fallback=False,
+    )
     text = str(program.module)
     lowered = hir.parse(text, f"{case}.mlir")
     hir.lower(lowered, "hir-convert-to-communication{backend=gloo}")
@@ -235,8 +209,11 @@ def run_case(case: str, rank: int, world: int) -> str:
     # parameters the backward reads (Llama: all but the embedding) are gathered again
     tied = 1 if arch == "gpt2" else 0
     parameters = sum(1 for _ in model.parameters())
-    want = {"allgather": parameters, "reduce_scatter": parameters - 2 * tied} if mode == "fully_shard" else \
-        {"allgather": 0, "reduce_scatter": 0, "allreduce": parameters + 2 + tied}
+    want = (
+        {"allgather": parameters, "reduce_scatter": parameters - 2 * tied}
+        if mode == "fully_shard"
+        else {"allgather": 0, "reduce_scatter": 0, "allreduce": parameters + 2 + tied}
+    )
     if mode == "fully_shard" and not keep:
         want["allgather"] = 2 * parameters - 1 if arch == "llama" else counts["allgather"]
         if counts["allgather"] <= parameters:
@@ -245,22 +222,44 @@ def run_case(case: str, rank: int, world: int) -> str:
         return f"{case}: collectives {counts}, want {want}\n{text}"
     if schedule:  # hir-schedule-data-parallel's options; the losses equal the plain schedule's (bitwise)
         lowered = program.lower(pipeline=data_parallel_pipeline(**options))
-        if options.get("defer_waits") and world > 1 and not re.search(r'-> !hir.work\n(?!\s*"hir.wait").*\n', str(lowered)):
+        if (
+            options.get("defer_waits")
+            and world > 1
+            and not re.search(r'-> !hir.work\n(?!\s*"hir.wait").*\n', str(lowered))
+        ):
             return f"{case}: no wait deferred past another op\n{lowered}"
         # Llama's weight gradients are reduce-scattered transposed and read back (a transpose
         # in a kernel segment with the backward's next ops) before the next one exists: no
         # bucket of them forms; GPT-2's (Conv1D: no transpose) do
-        bucketed = ("allreduce",) if mode == "replicate" else ("allgather", "reduce_scatter") if arch == "gpt2" else ("allgather",)
-        if options.get("bucket_bytes") and world > 1 and any(str(lowered).count(f'"hir.{op}"') >= counts[op] for op in bucketed):
+        bucketed = (
+            ("allreduce",)
+            if mode == "replicate"
+            else ("allgather", "reduce_scatter")
+            if arch == "gpt2"
+            else ("allgather",)
+        )
+        if (
+            options.get("bucket_bytes")
+            and world > 1
+            and any(str(lowered).count(f'"hir.{op}"') >= counts[op] for op in bucketed)
+        ):
             return f"{case}: no {' or '.join(bucketed)} bucketed\n{lowered}"
-        if options.get("prefetch") and mode == "fully_shard" and world > 1 and not re.search(r'"hir.synchronize".*\n.*"hir.allgather".*\n.*"hir.set_current_stream"', str(lowered)):
+        if (
+            options.get("prefetch")
+            and mode == "fully_shard"
+            and world > 1
+            and not re.search(r'"hir.synchronize".*\n.*"hir.allgather".*\n.*"hir.set_current_stream"', str(lowered))
+        ):
             return f"{case}: no all-gather issued on the comm stream\n{lowered}"
     step = program.compile(program.state(module), device="cpu")
-    optimizer = torch.optim.SGD(reference.parameters(), lr=LR[optimizer_name]) if optimizer_name == "sgd" else \
-        torch.optim.AdamW(reference.parameters(), lr=LR[optimizer_name], betas=BETAS, eps=EPS, weight_decay=DECAY)
+    optimizer = (
+        torch.optim.SGD(reference.parameters(), lr=LR[optimizer_name])
+        if optimizer_name == "sgd"
+        else torch.optim.AdamW(reference.parameters(), lr=LR[optimizer_name], betas=BETAS, eps=EPS, weight_decay=DECAY)
+    )
     seen = torch.zeros(STEPS)
     for i, ids in enumerate(batches):
-        loss = step(ids, ids, *_scalars(LR[optimizer_name], i + 1))
+        loss = step(ids, ids, *scalars(LR[optimizer_name], i + 1))
         seen[i] = loss
         optimizer.zero_grad()
         want = reference(ids, labels=ids).loss
@@ -276,7 +275,9 @@ def run_case(case: str, rank: int, world: int) -> str:
         # bit for bit, but for buckets past 2 ranks: Gloo's ring all-reduce sums an element in
         # an order set by where it sits in the buffer, and a bucket moves it
         exact = world == 2 or not options.get("bucket_bytes")
-        if "plain" in losses and not (torch.equal(losses["plain"], seen) if exact else torch.allclose(losses["plain"], seen, rtol=1e-5, atol=1e-6)):
+        if "plain" in losses and not (
+            torch.equal(losses["plain"], seen) if exact else torch.allclose(losses["plain"], seen, rtol=1e-5, atol=1e-6)
+        ):
             return f"{case}: losses {seen.tolist()} differ from the plain schedule's {losses['plain'].tolist()}"
     for name, want in reference.named_parameters():
         held = step.state[f"model.{name}"]
@@ -292,69 +293,74 @@ def run_case(case: str, rank: int, world: int) -> str:
     return ""
 
 
-@pytest.mark.parametrize("world, cases", [
-    (2, ["train_step:fully_shard:all", "autocast"]),
-    pytest.param(2, ["train_step:fully_shard", "train_step:fully_shard::keep", "train_step:fully_shard:all:keep", "train_step:replicate", "llama:fully_shard:adamw", "llama:replicate:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw", "llama:fully_shard:sgd", "gpt2:replicate:sgd"], marks=pytest.mark.slow),
-    pytest.param(2, [f"llama:fully_shard:adamw:{s}" for s in ("plain", "defer", "prefetch", "both", "early", "all", "plain+keep", "all+keep", "bucket", "bucket+prefetch", "bucket+keep")]
-                 + [f"gpt2:replicate:adamw:{s}" for s in ("plain", "defer", "bucket", "early", "all")], marks=pytest.mark.slow),
-    pytest.param(2, [f"gpt2:fully_shard:adamw:{s}" for s in ("plain", "bucket", "bucket+prefetch", "all", "plain+keep", "bucket+keep")], marks=pytest.mark.slow),
-    pytest.param(4, [f"{arch}:{mode}:adamw:{s}" for arch, mode in (("gpt2", "replicate"), ("llama", "fully_shard"), ("gpt2", "fully_shard")) for s in ("plain", "all")], marks=pytest.mark.slow),
-    pytest.param(4, ["llama:replicate:adamw", "llama:fully_shard:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw"], marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "world, cases",
+    [
+        (2, ["train_step:fully_shard:all", "autocast"]),
+        pytest.param(
+            2,
+            [
+                "train_step:fully_shard",
+                "train_step:fully_shard::keep",
+                "train_step:fully_shard:all:keep",
+                "train_step:replicate",
+                "llama:fully_shard:adamw",
+                "llama:replicate:adamw",
+                "gpt2:replicate:adamw",
+                "gpt2:fully_shard:adamw",
+                "llama:fully_shard:sgd",
+                "gpt2:replicate:sgd",
+            ],
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            2,
+            [
+                f"llama:fully_shard:adamw:{s}"
+                for s in (
+                    "plain",
+                    "defer",
+                    "prefetch",
+                    "both",
+                    "early",
+                    "all",
+                    "plain+keep",
+                    "all+keep",
+                    "bucket",
+                    "bucket+prefetch",
+                    "bucket+keep",
+                )
+            ]
+            + [f"gpt2:replicate:adamw:{s}" for s in ("plain", "defer", "bucket", "early", "all")],
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            2,
+            [
+                f"gpt2:fully_shard:adamw:{s}"
+                for s in ("plain", "bucket", "bucket+prefetch", "all", "plain+keep", "bucket+keep")
+            ],
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            4,
+            [
+                f"{arch}:{mode}:adamw:{s}"
+                for arch, mode in (("gpt2", "replicate"), ("llama", "fully_shard"), ("gpt2", "fully_shard"))
+                for s in ("plain", "all")
+            ],
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            4,
+            ["llama:replicate:adamw", "llama:fully_shard:adamw", "gpt2:replicate:adamw", "gpt2:fully_shard:adamw"],
+            marks=pytest.mark.slow,
+        ),
+    ],
+)
 def test_data_parallel_steps_equal_eager_on_the_global_batch(world, cases):
     checked, report = launch_workers(world, __file__, *cases, timeout_s=900, env=dict(os.environ))
     assert checked == len(cases) * world, report
-
-
-def test_no_fallback_names_the_op():
-    """A training import refuses an op with no placement for its operands' splits instead
-    of replicating it (every device would hold the whole tensor)."""
-    import torch
-    from torch.distributed.tensor import Shard
-
-    import hir
-
-    class Cumulative(torch.nn.Module):
-        def forward(self, x):
-            return torch.cumsum(x, 0) * 2
-
-    x = torch.randn(4, 3)
-    hir.from_torch(Cumulative(), (x,), mesh=[0, 1], placements={"input0": Shard(0)})  # the fallback: replicated copies
-    with pytest.raises(hir.HirError, match=r"'torch\.aten\.cumsum' has no placement .*no placement strategy for torch\.aten\.cumsum"):
-        hir.from_torch(Cumulative(), (x,), mesh=[0, 1], placements={"input0": Shard(0)}, replicate_fallback=False)
-
-
-def test_schedule_option_is_checked():
-    import torch
-
-    import hir
-
-    model = torch.nn.Linear(4, 2)
-    batch = (torch.randn(2, 4),)
-    with pytest.raises(hir.HirError, match="schedule must be a dict of defer_waits, prefetch, bucket_bytes, comm_stream, optimizer_in_backward, got {.prefech.: True}"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", schedule={"prefech": True})
-    with pytest.raises(hir.HirError, match="schedule's bucket_bytes must be an int >= 0, got -4"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", schedule={"bucket_bytes": -4})
-    with pytest.raises(hir.HirError, match="schedule= orders a data-parallel step's collectives"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, schedule={})
-    with pytest.raises(hir.HirError, match="reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="replicate", reshard_after_forward=False)
-    with pytest.raises(hir.HirError, match="reshard_after_forward must be True or False, got 0"):
-        hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, mesh=[0], data_parallel="fully_shard", reshard_after_forward=0)
-
-
-def test_placements_refuse_what_the_devices_do_not_divide():
-    import torch
-
-    import hir
-    from hir.frontend import data_parallel
-
-    with pytest.raises(hir.HirError, match="batch tensor 0"):
-        data_parallel.placements("replicate", {}, [torch.zeros(3, 2)], 2)
-    with pytest.raises(hir.HirError, match="'w' .*dim 0"):
-        data_parallel.placements("fully_shard", {"w": torch.zeros(3, 2)}, [torch.zeros(4, 2)], 2, sharded=["w"])
-    with pytest.raises(hir.HirError, match="data_parallel must be one of"):
-        data_parallel.placements("zero3", {}, [], 2)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ import sys
 
 
 def test_demo_states_what_it_ran():
-    result = subprocess.run([sys.executable, "-m", "hir.tools.demo", "--rows", "6"], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "hir.tools.demo", "--rows", "6"], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "// ===== program level =====" in out and "// ===== after hir-lower =====" in out
@@ -18,6 +20,8 @@ def test_demo_states_what_it_ran():
 
 
 def test_demo_fewer_rows_than_streams():
-    result = subprocess.run([sys.executable, "-m", "hir.tools.demo", "--rows", "2"], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "hir.tools.demo", "--rows", "2"], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     assert "lowered run: 2 stream-loop iterations on 2 of 4 pool streams" in result.stdout

@@ -45,7 +45,9 @@ def step_functions(program: Program, text: str) -> list[tuple[str, object]]:
     """(function, step) of every step of the program's plans, named by the function whose
     text holds the step's op (an eager kernel segment's steps are inlined into its caller's
     plan)."""
-    starts = [(n, line.split("@")[1].split("(")[0]) for n, line in enumerate(text.splitlines(), 1) if "func.func" in line]
+    starts = [
+        (n, line.split("@")[1].split("(")[0]) for n, line in enumerate(text.splitlines(), 1) if "func.func" in line
+    ]
     found = []
     for plan in program.compiler.plans.values():
         for step in plan.steps:
@@ -57,7 +59,9 @@ def step_functions(program: Program, text: str) -> list[tuple[str, object]]:
 def copies(program: Program, text: str) -> list[str]:
     """The copy steps of the program: a segment result copied into its destination, or an
     hir.set / memref.copy the IR asks for, each named by its function."""
-    return sorted(f"{function}: {step.hir_op.name}" for function, step in step_functions(program, text) if step.__name__ in COPIES)
+    return sorted(
+        f"{function}: {step.hir_op.name}" for function, step in step_functions(program, text) if step.__name__ in COPIES
+    )
 
 
 def steps_in(program: Program, text: str, function: str) -> list[str]:
@@ -96,7 +100,9 @@ def test_imported_programs_copy_no_activation(name):
         module, (x,) = inputs["module"].eval(), inputs["example_args"]
     program, args = imported(module, x)
     steps = [s for p in program.compiler.plans.values() for s in p.steps]
-    assert any("hir.kernel" in f.operation.attributes for f in program.compiler.functions.values()), "the imported program has kernel segments"
+    assert any("hir.kernel" in f.operation.attributes for f in program.compiler.functions.values()), (
+        "the imported program has kernel segments"
+    )
     assert [s.hir_op.name for s in steps if s.__name__ in COPIES] == []
     with torch.no_grad():
         want = module(x)
@@ -167,9 +173,12 @@ def test_a_returned_buffer_stays_contiguous():
     assert a.is_contiguous() and copies(program, returned + transposer("relu")) == []
     torch.testing.assert_close(a, x.relu().t())
     assert "bind_contiguous" in steps_in(program, returned + transposer("relu"), "t")
-    read = returned.replace("  return %a", """  %c = memref.alloc() : memref<8x4xf32>
+    read = returned.replace(
+        "  return %a",
+        """  %c = memref.alloc() : memref<8x4xf32>
   "hir.binary"(%a, %a, %c) {kind = "add"} : (memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>) -> ()
-  return %c""")
+  return %c""",
+    )
     program, (c,) = run_main(read, transposer("relu"), x)
     torch.testing.assert_close(c, 2 * x.relu().t())
     # the relu step binds it too: the slot move is folded into the torch call's step
@@ -210,11 +219,11 @@ def test_destinations_that_are_not_fresh_are_written(main):
 def relu_segment(name: str, type_: str, shape: str) -> str:
     return f"""
 func.func private @{name}(%arg0: {type_}, %arg1: {type_}) attributes {{hir.kernel}} {{
-  %0 = bufferization.to_tensor %arg0 restrict : {type_} to tensor<{shape.replace(',', 'x')}xf32>
-  %1 = builtin.unrealized_conversion_cast %0 : tensor<{shape.replace(',', 'x')}xf32> to !torch.vtensor<[{shape}],f32>
+  %0 = bufferization.to_tensor %arg0 restrict : {type_} to tensor<{shape.replace(",", "x")}xf32>
+  %1 = builtin.unrealized_conversion_cast %0 : tensor<{shape.replace(",", "x")}xf32> to !torch.vtensor<[{shape}],f32>
   %2 = torch.aten.relu %1 : !torch.vtensor<[{shape}],f32> -> !torch.vtensor<[{shape}],f32>
-  %3 = builtin.unrealized_conversion_cast %2 : !torch.vtensor<[{shape}],f32> to tensor<{shape.replace(',', 'x')}xf32>
-  bufferization.materialize_in_destination %3 in restrict writable %arg1 : (tensor<{shape.replace(',', 'x')}xf32>, {type_}) -> ()
+  %3 = builtin.unrealized_conversion_cast %2 : !torch.vtensor<[{shape}],f32> to tensor<{shape.replace(",", "x")}xf32>
+  bufferization.materialize_in_destination %3 in restrict writable %arg1 : (tensor<{shape.replace(",", "x")}xf32>, {type_}) -> ()
   return
 }}
 """
@@ -230,7 +239,9 @@ def test_a_destination_in_use_is_written_with_out():
   call @r(%x, %a) : (memref<4x8xf32>, memref<4x8xf32>) -> ()
   return %a, %c : memref<4x8xf32>, memref<4x8xf32>
 }"""
-    program = Program(hir.parse(main + relu_segment("r", "memref<4x8xf32>", "4,8"), "test.mlir"), graph=False, device="cpu")
+    program = Program(
+        hir.parse(main + relu_segment("r", "memref<4x8xf32>", "4,8"), "test.mlir"), graph=False, device="cpu"
+    )
     x, y = torch.randn(4, 8), torch.randn(4, 8)
     a, c = program([x, y])
     torch.testing.assert_close(a, x.relu())

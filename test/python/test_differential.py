@@ -185,8 +185,10 @@ def _gen_subview(p: Program, x: Value) -> Value:
     view = Value(p.fresh(), dims, list(x.dynamic), f"strided<[{', '.join(map(str, strides))}], offset: {strides[a]}>")
     offsets = ", ".join("1" if i == a else "0" for i in range(len(dims)))
     sizes = ", ".join("%S" if d else str(n) for n, d in zip(dims, x.dynamic))
-    p.lines.append(f"{view.name} = memref.subview {x.name}[{offsets}] [{sizes}] "
-                   f"[{', '.join('1' * len(dims))}] : {x.type} to {view.type}")
+    p.lines.append(
+        f"{view.name} = memref.subview {x.name}[{offsets}] [{sizes}] "
+        f"[{', '.join('1' * len(dims))}] : {x.type} to {view.type}"
+    )
     p.values.append(view)
     return _gen_set(p, view)
 
@@ -204,7 +206,9 @@ def _gen_reshape(p: Program, x: Value) -> Value:
         out.dims, out.dynamic = x.dims[:-1] + [2, x.dims[-1] // 2], x.dynamic + [False]
         groups = ", ".join(f"[{i}]" for i in range(rank - 1)) + f", [{rank - 1}, {rank}]"
         sizes = ", ".join("%S" if d else str(n) for n, d in zip(out.dims, out.dynamic))
-        p.lines.append(f"{out.name} = memref.expand_shape {x.name} [{groups}] output_shape [{sizes}] : {x.type} into {out.type}")
+        p.lines.append(
+            f"{out.name} = memref.expand_shape {x.name} [{groups}] output_shape [{sizes}] : {x.type} into {out.type}"
+        )
     else:
         return _gen_set(p, x)
     p.values.append(out)
@@ -319,5 +323,13 @@ def test_generator_covers_stream_lowering():
 
 def test_generator_covers_views_and_control_flow():
     texts = [generate(seed)[0] for seed in range(60)]
-    for construct in ("memref.subview", "memref.collapse_shape", "memref.expand_shape", "hir.alias_broadcast", "scf.if", "scf.for", "linalg.fill"):
+    for construct in (
+        "memref.subview",
+        "memref.collapse_shape",
+        "memref.expand_shape",
+        "hir.alias_broadcast",
+        "scf.if",
+        "scf.for",
+        "linalg.fill",
+    ):
         assert sum(construct in text for text in texts) >= 2, construct

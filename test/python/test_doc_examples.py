@@ -63,7 +63,6 @@ class Block:
     body: str
     slow: str = ""  # slow=FILE::TEST: the fast-default test covering this block
 
-
     @property
     def id(self) -> str:
         return f"{self.doc.name}:{self.line}"
@@ -110,15 +109,19 @@ def with_output_checks(block: Block) -> tuple[str, list[Expected]]:
             if (line.lstrip("\t") if heredoc[0] else line) == heredoc[1]:
                 heredoc = None
             elif PRINT_COMMENT.match(line):
-                raise AssertionError(f"{where}: a print's comment in a heredoc is not checked: assert the value instead")
+                raise AssertionError(
+                    f"{where}: a print's comment in a heredoc is not checked: assert the value instead"
+                )
             continue
         comment = OUTPUT_COMMENT.search(line)
         if block.lang == "python" and PRINT_COMMENT.match(line) and (comment is None or comment["text"] is None):
             raise AssertionError(f"{where}: a print's trailing comment must be '# prints: TEXT' (checked)")
         start = HEREDOC.search(line) if block.lang == "bash" else None
         if comment is not None and block.lang == "mlir" and RUN_LINE.match(line):
-            raise AssertionError(f"{where}: output comments are checked in bash and python "
-                                 "blocks, not on RUN lines (grep the output instead)")
+            raise AssertionError(
+                f"{where}: output comments are checked in bash and python "
+                "blocks, not on RUN lines (grep the output instead)"
+            )
         if comment is not None and block.lang in ("bash", "python"):
             code = line[: comment.start()]
             if start is not None or (i and lines[i - 1].rstrip().endswith("\\")):
@@ -129,7 +132,9 @@ def with_output_checks(block: Block) -> tuple[str, list[Expected]]:
             echo = "print({!r})" if block.lang == "python" else "echo '{}'"
             n = len(expected)
             lines[i] = f"{indent}{echo.format(marker(n))}; {code.strip()}; {echo.format(marker(n, end=True))}"
-            expected.append(Expected(block.line + 1 + i, comment["text"] if comment["text"] is not None else comment["header"]))
+            expected.append(
+                Expected(block.line + 1 + i, comment["text"] if comment["text"] is not None else comment["header"])
+            )
         if start is not None:
             heredoc = (start[1], start[3])
     return "\n".join(lines), expected
@@ -166,13 +171,22 @@ def run_block(block: Block, earlier: list[Block], folder: Path) -> None:
     body, expected = with_output_checks(block)
     path.write_text(body)
     if block.lang == "mlir":
-        commands = [f"hir-opt {block.file} -o {block.file}.out"] + [m["cmd"].replace("%s", block.file) for m in RUN_LINE.finditer(block.body)]
+        commands = [f"hir-opt {block.file} -o {block.file}.out"] + [
+            m["cmd"].replace("%s", block.file) for m in RUN_LINE.finditer(block.body)
+        ]
     elif block.lang == "bash":
         commands = [f"bash -euo pipefail {block.file}"]
     else:
         return check_outputs(block, expected, run_python(block, folder))
     for command in commands:
-        result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
+        result = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", command],
+            cwd=folder,
+            env=environment(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if result.returncode != 0:
             raise AssertionError(
                 f"{block.id}: `{command}` exited {result.returncode}\n"
@@ -190,7 +204,9 @@ def run_python(block: Block, folder: Path) -> str:
     from multirank_util import run_forked
 
     if torch.cuda.is_available():
-        result = subprocess.run([sys.executable, block.file], cwd=folder, env=environment(), capture_output=True, text=True, timeout=600)
+        result = subprocess.run(
+            [sys.executable, block.file], cwd=folder, env=environment(), capture_output=True, text=True, timeout=600
+        )
         code, out, err = result.returncode, result.stdout, result.stderr
     else:
         with tempfile.TemporaryDirectory(prefix="hir-doc-") as logs:
@@ -243,7 +259,9 @@ def test_slow_blocks_name_their_fast_coverage():
 )
 def test_slow_marker_is_checked(doc, test, message, tmp_path):
     tests = tmp_path / "test_t.py"
-    tests.write_text("import pytest\n\n\n@pytest.mark.slow\ndef test_slow():\n    pass\n\n\ndef test_fast():\n    pass\n")
+    tests.write_text(
+        "import pytest\n\n\n@pytest.mark.slow\ndef test_slow():\n    pass\n\n\ndef test_fast():\n    pass\n"
+    )
     error = slow_marker_error(Block(ROOT / doc, 1, "bash", "x.sh", "true\n", f"{tests}::{test}"))
     assert message in error and bool(error) == bool(message), error
 
@@ -252,8 +270,11 @@ def test_slow_marker_is_checked(doc, test, message, tmp_path):
     "lang,body",
     [
         ("mlir", 'func.func @f(%a: memref<4xf32>) {\n  "hir.set"(%a, %a) : (...) -> ()\n  return\n}\n'),
-        ("mlir", "// RUN: hir-run %s --print | grep -q 'output 0: 2'\nfunc.func @main() "
-                 "-> index {\n  %c = arith.constant 1 : index\n  return %c : index\n}\n"),
+        (
+            "mlir",
+            "// RUN: hir-run %s --print | grep -q 'output 0: 2'\nfunc.func @main() "
+            "-> index {\n  %c = arith.constant 1 : index\n  return %c : index\n}\n",
+        ),
         ("python", "import hir\nhir.run(None, [x])\n"),
         ("bash", "hir-opt no-such-file.mlir\n"),
     ],
@@ -268,16 +289,27 @@ def test_broken_example_fails(lang, body, tmp_path):
 @pytest.mark.parametrize(
     "lang,body,message",
     [
-        ("bash", "printf 'output 0: shape [8, 8] f32\\n1 2\\n' | head -1   # output 0: shape [8, 32] ...\n",
-         "doc.md:2: prints 'output 0: shape [8, 8] f32'; its comment says 'output 0: shape [8, 32] ...'"),
+        (
+            "bash",
+            "printf 'output 0: shape [8, 8] f32\\n1 2\\n' | head -1   # output 0: shape [8, 32] ...\n",
+            "doc.md:2: prints 'output 0: shape [8, 8] f32'; its comment says 'output 0: shape [8, 32] ...'",
+        ),
         ("bash", "true\necho 3   # prints: 2\n", "doc.md:3: prints '3'; its comment says '2'"),
         ("bash", "exit 0\necho 2   # prints: 2\n", "doc.md:3: the line with '# prints' never ran"),
-        ("python", "import sys\nprint(sys.argv[1:], 1 + 1)  # prints: [] 3\n", "doc.md:3: prints '[] 2'; its comment says '[] 3'"),
+        (
+            "python",
+            "import sys\nprint(sys.argv[1:], 1 + 1)  # prints: [] 3\n",
+            "doc.md:3: prints '[] 2'; its comment says '[] 3'",
+        ),
         ("python", "print(2)  # two\n", "doc.md:2: a print's trailing comment must be '# prints: TEXT'"),
         ("python", "x = 2  # prints: 2\n", "doc.md:2: a checked Python line must be one print(...) call"),
         ("bash", "python - <<'EOF'\nprint(2)  # two\nEOF\n", "doc.md:3: a print's comment in a heredoc is not checked"),
         ("bash", "echo \\\n  2   # prints: 2\n", "doc.md:3: a checked line must be one whole command"),
-        ("mlir", "// RUN: echo 3   # prints: 2\nfunc.func @main() {\n  return\n}\n", "doc.md:2: output comments are checked in bash and python blocks"),
+        (
+            "mlir",
+            "// RUN: echo 3   # prints: 2\nfunc.func @main() {\n  return\n}\n",
+            "doc.md:2: output comments are checked in bash and python blocks",
+        ),
     ],
 )
 def test_wrong_output_comment_fails(lang, body, message, tmp_path):

@@ -17,7 +17,14 @@ SIZES = [(1, 5), (3, 16), (2, 64)]
 def bert():
     torch.manual_seed(0)
     T = transformers
-    config = T.BertConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+    config = T.BertConfig(
+        vocab_size=128,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     return T.BertModel(config).eval()
 
 
@@ -33,8 +40,12 @@ def test_bert_batch_and_seq_with_a_mask_keyword():
     model = bert()
     ids, mask = torch.randint(0, 128, (2, 8)), torch.ones(2, 8, dtype=torch.long)
     seq = ("seq", 2, 64)
-    program = hir.from_torch(model, (ids,), example_kwargs={"attention_mask": mask, "output_hidden_states": False},
-                             dynamic={"input0": {0: "batch", 1: seq}, "attention_mask": {0: "batch", 1: seq}})
+    program = hir.from_torch(
+        model,
+        (ids,),
+        example_kwargs={"attention_mask": mask, "output_hidden_states": False},
+        dynamic={"input0": {0: "batch", 1: seq}, "attention_mask": {0: "batch", 1: seq}},
+    )
     assert program.keyword_inputs == ["attention_mask"] and program.num_inputs == 2
     for batch, length in SIZES:
         x, m = torch.randint(0, 128, (batch, length)), torch.ones(batch, length, dtype=torch.long)
@@ -49,8 +60,10 @@ def test_bert_batch_and_seq_with_a_mask_keyword():
     # sizes outside the declared bounds are refused at the call, located (seq 65 would index past the position table)
     for length in (65, 1):
         x, m = torch.randint(0, 128, (1, length)), torch.ones(1, length, dtype=torch.long)
-        message = (r"test_dynamic_bounds.py:\d+: error: input 0: dim 1 is dynamic "
-                   rf"dim seq, declared 2 <= seq <= 64 at import, got {length}")
+        message = (
+            r"test_dynamic_bounds.py:\d+: error: input 0: dim 1 is dynamic "
+            rf"dim seq, declared 2 <= seq <= 64 at import, got {length}"
+        )
         with pytest.raises(hir.HirError, match=message):
             program.run(None, x, attention_mask=m, device="cpu")
         with pytest.raises(hir.HirError, match=message):
@@ -59,14 +72,21 @@ def test_bert_batch_and_seq_with_a_mask_keyword():
 
 def test_torch_export_dim_bounds_are_enforced():
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
-    program = hir.from_torch(model, (torch.randn(3, 5, 4),), dynamic_shapes=({0: torch.export.Dim("batch", min=2, max=16), 1: torch.export.Dim("seq")},))
+    program = hir.from_torch(
+        model,
+        (torch.randn(3, 5, 4),),
+        dynamic_shapes=({0: torch.export.Dim("batch", min=2, max=16), 1: torch.export.Dim("seq")},),
+    )
     fn = program.compile(model.state_dict(), device="cpu")
     with torch.no_grad():
         for batch, seq in [(2, 1), (16, 300)]:
             x = torch.randn(batch, seq, 4)
             torch.testing.assert_close(fn(x), model(x))
         for batch in (1, 17):
-            with pytest.raises(hir.HirError, match=rf"input 0: dim 0 is dynamic dim batch, declared 2 <= batch <= 16 at import, got {batch}"):
+            with pytest.raises(
+                hir.HirError,
+                match=rf"input 0: dim 0 is dynamic dim batch, declared 2 <= batch <= 16 at import, got {batch}",
+            ):
                 fn(torch.randn(batch, 4, 4))
 
 
@@ -74,8 +94,16 @@ def test_torch_export_dim_bounds_are_enforced():
 def test_gemma2_seq():
     torch.manual_seed(0)
     T = transformers
-    config = T.Gemma2Config(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
-                            head_dim=8, max_position_embeddings=64)
+    config = T.Gemma2Config(
+        vocab_size=128,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        head_dim=8,
+        max_position_embeddings=64,
+    )
     model = T.Gemma2Model(config).eval()
     program = hir.from_torch(model, (torch.randint(0, 128, (2, 8)),), dynamic={"input0": {1: ("seq", 2, 64)}})
     for length in (3, 17, 40):
@@ -86,12 +114,18 @@ def test_gemma2_seq():
         torch.testing.assert_close(got[0], want.last_hidden_state)
 
 
-@pytest.mark.parametrize("dynamic, message", [
-    ({"input0": {1: ("seq", 2)}}, r"must map dims to names \(identifiers\) or \(name, min, max\)"),
-    ({"input0": {0: ("n", 2, 8), 1: ("n", 2, 16)}}, r"gives dim 'n' the bounds \{'min': 2, 'max': 16\}, another entry \{'min': 2, 'max': 8\}"),
-    ({"input0": {1: ("seq", 9, 4)}}, r"bounds \{'min': 9, 'max': 4\} of 'seq'"),
-    ({"mask": {1: "seq"}}, r"dynamic names 'mask'; the inputs are input0 \.\.\. input0"),
-])
+@pytest.mark.parametrize(
+    "dynamic, message",
+    [
+        ({"input0": {1: ("seq", 2)}}, r"must map dims to names \(identifiers\) or \(name, min, max\)"),
+        (
+            {"input0": {0: ("n", 2, 8), 1: ("n", 2, 16)}},
+            r"gives dim 'n' the bounds \{'min': 2, 'max': 16\}, another entry \{'min': 2, 'max': 8\}",
+        ),
+        ({"input0": {1: ("seq", 9, 4)}}, r"bounds \{'min': 9, 'max': 4\} of 'seq'"),
+        ({"mask": {1: "seq"}}, r"dynamic names 'mask'; the inputs are input0 \.\.\. input0"),
+    ],
+)
 def test_bad_bounds_are_named(dynamic, message):
     model = torch.nn.Linear(4, 4)
     with pytest.raises(hir.HirError, match=message):

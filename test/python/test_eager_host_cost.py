@@ -45,7 +45,9 @@ def test_imported_block_runs_the_ops_eager_torch_runs(name):
     pytest.importorskip("torch_mlir.fx")
     torch.manual_seed(0)
     if name == "llama":
-        module = runpy.run_path(os.path.join(ROOT, "test", "Frontend", "Inputs", "llama_block.py"))["llama_block"](d=32, heads=4, kv_heads=2, hidden=64, seq=8)
+        module = runpy.run_path(os.path.join(ROOT, "test", "Frontend", "Inputs", "llama_block.py"))["llama_block"](
+            d=32, heads=4, kv_heads=2, hidden=64, seq=8
+        )
     else:
         module = FusedQKVBlock().eval()  # benchmarks/block.py's pre-norm block
     x = torch.randn(2, 8, 32)
@@ -62,7 +64,10 @@ def test_imported_block_runs_the_ops_eager_torch_runs(name):
             ops = _ops(lambda args=args, program=program: program(args))
             expected = eager
             if fused and name == "llama":  # q, k, v: one GEMM (t, mm, views), sliced; their weights concatenated once
-                assert (ops["aten.mm"], ops["aten.slice"]) == (eager["aten.mm"] - 2, eager["aten.slice"] + 3), (ops, eager)
+                assert (ops["aten.mm"], ops["aten.slice"]) == (eager["aten.mm"] - 2, eager["aten.slice"] + 3), (
+                    ops,
+                    eager,
+                )
                 gemm = ("aten.mm", "aten.t", "aten.view", "aten._unsafe_view", "aten.slice")
                 ops, expected = (Counter({k: v for k, v in c.items() if k not in gemm}) for c in (ops, eager))
             assert ops == expected
@@ -119,7 +124,10 @@ def test_written_or_read_allocation_keeps_its_buffer():
 }"""
     program = Program(hir.parse(text, "test.mlir"), graph=False, device="cpu", source_name="test.mlir")
     a, b = torch.randn(4, 8), torch.randn(8, 4)
-    assert [s.hir_op.name for s in program.plan.steps] == ["hir.matmul", "hir.matmul"]  # the first binds, the second adds
+    assert [s.hir_op.name for s in program.plan.steps] == [
+        "hir.matmul",
+        "hir.matmul",
+    ]  # the first binds, the second adds
     torch.testing.assert_close(program([a, b])[0], 2 * (a @ b))
 
 
@@ -133,7 +141,9 @@ def test_failure_in_a_bound_compute_op_names_the_op():
 }"""
     program = Program(hir.parse(text, "test.mlir"), graph=False, device="cpu", source_name="test.mlir")
     assert "memref.alloc" not in [s.hir_op.name for s in program.plan.steps]
-    with pytest.raises(HirError, match=r"test.mlir:5:3: error: 'hir.binary' failed: RuntimeError: .*size of tensor a \(3\)"):
+    with pytest.raises(
+        HirError, match=r"test.mlir:5:3: error: 'hir.binary' failed: RuntimeError: .*size of tensor a \(3\)"
+    ):
         program([torch.zeros(3, 8), torch.zeros(5, 8)])
 
 
@@ -159,7 +169,9 @@ func.func private @s(%arg0: memref<4xi64>, %arg1: memref<3x2xf32>, %arg2: memref
     program = Program(hir.parse(text, "test.mlir"), graph=False, device="cpu", source_name="test.mlir")
     assert "torch.aten.embedding" in [s.hir_op.name for s in program.plan.steps]  # inlined into @main
     program([torch.tensor([0, 1, 2, 0]), torch.randn(3, 2)])
-    with pytest.raises(HirError, match=r"test.mlir:13:8: error: 'torch.aten.embedding' failed: IndexError: index out of range"):
+    with pytest.raises(
+        HirError, match=r"test.mlir:13:8: error: 'torch.aten.embedding' failed: IndexError: index out of range"
+    ):
         program([torch.tensor([0, 1, 2, 9]), torch.randn(3, 2)])
 
 
@@ -212,9 +224,13 @@ def test_a_segment_called_twice_is_inlined_at_each_call():
 
 def test_an_inlined_segment_reading_a_freed_buffer_names_its_op():
     """The caller frees %a before the second call: the segment's op reports the use."""
-    text = NEG_TWICE.replace("  memref.dealloc %a : memref<4xf32>\n", "").replace("  %b = memref.alloc()", "  memref.dealloc %a : memref<4xf32>\n  %b = memref.alloc()")
+    text = NEG_TWICE.replace("  memref.dealloc %a : memref<4xf32>\n", "").replace(
+        "  %b = memref.alloc()", "  memref.dealloc %a : memref<4xf32>\n  %b = memref.alloc()"
+    )
     program = Program(hir.parse(text, "test.mlir"), graph=False, device="cpu", source_name="test.mlir")
-    with pytest.raises(HirError, match=r"test.mlir:12:8: error: 'torch.aten.neg' operand #0 \(%1\) is used after memref.dealloc"):
+    with pytest.raises(
+        HirError, match=r"test.mlir:12:8: error: 'torch.aten.neg' operand #0 \(%1\) is used after memref.dealloc"
+    ):
         program([torch.randn(4)])
 
 

@@ -32,8 +32,15 @@ def counts(batch: int, tokens: int, start: int) -> tuple[dict, dict]:
     from hir.frontend.hf_decode import StaticCacheStep
 
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=LAYERS, num_attention_heads=4,
-                                      num_key_value_heads=2, eos_token_id=None)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        eos_token_id=None,
+    )
     step = StaticCacheStep(transformers.LlamaForCausalLM(config).eval(), batch_size=batch, max_cache_len=32)
     twin = copy.deepcopy(step)
     ids = torch.randint(0, 128, (batch, tokens), generator=torch.Generator().manual_seed(tokens))

@@ -45,4 +45,8 @@ def test_a_line_per_file_as_its_last_test_ends():
     assert lines.lines == ["FAILED a.py::t2 (call)"]
     run(progress, "b.py::u2", "passed")
     run(progress, "a.py::t3", "skipped")
-    assert lines.lines == ["FAILED a.py::t2 (call)", "b.py: 1 passed, 1 skipped [4/5]", "a.py: 1 failed, 1 passed, 1 skipped [5/5]"]
+    assert lines.lines == [
+        "FAILED a.py::t2 (call)",
+        "b.py: 1 passed, 1 skipped [4/5]",
+        "a.py: 1 failed, 1 passed, 1 skipped [5/5]",
+    ]

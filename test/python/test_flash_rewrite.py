@@ -20,7 +20,9 @@ def attention_and_gradient(q, k, v, grad):
     """What autograd records for SDPA's flash backend on CUDA: the forward, then its backward
     taking the forward's results (the undefined cum_seq ones as None)."""
     r = aten._scaled_dot_product_flash_attention.default(q, k, v, 0.0, True, scale=SCALE)
-    grads = aten._scaled_dot_product_flash_attention_backward.default(grad, q, k, v, r[0], r[1], r[2], r[3], r[4], r[5], 0.0, True, r[6], r[7], scale=SCALE)
+    grads = aten._scaled_dot_product_flash_attention_backward.default(
+        grad, q, k, v, r[0], r[1], r[2], r[3], r[4], r[5], 0.0, True, r[6], r[7], scale=SCALE
+    )
     return (r[0], *grads)
 
 
@@ -36,7 +38,10 @@ def targets(gm: torch.fx.GraphModule) -> list:
 
 def test_the_flash_pair_becomes_the_hir_ops_with_defined_tensors_only():
     gm = cuda_graph()
-    assert targets(gm) == [aten._scaled_dot_product_flash_attention.default, aten._scaled_dot_product_flash_attention_backward.default]
+    assert targets(gm) == [
+        aten._scaled_dot_product_flash_attention.default,
+        aten._scaled_dot_product_flash_attention_backward.default,
+    ]
     assert flash_attention_ops(gm.graph) == 1
     gm.graph.lint()
     assert targets(gm) == [torch.ops.hir.flash_attention.default, torch.ops.hir.flash_attention_backward.default]
@@ -58,7 +63,9 @@ def test_the_flash_pair_becomes_the_hir_ops_with_defined_tensors_only():
 def test_dropout_leaves_the_pair_alone():
     def with_dropout(q, k, v, grad):
         r = aten._scaled_dot_product_flash_attention.default(q, k, v, 0.1, True)
-        return aten._scaled_dot_product_flash_attention_backward.default(grad, q, k, v, r[0], r[1], r[2], r[3], r[4], r[5], 0.1, True, r[6], r[7])
+        return aten._scaled_dot_product_flash_attention_backward.default(
+            grad, q, k, v, r[0], r[1], r[2], r[3], r[4], r[5], 0.1, True, r[6], r[7]
+        )
 
     with FakeTensorMode():
         q = torch.empty(2, 4, 16, 8, device="cuda", dtype=torch.bfloat16)

@@ -16,221 +16,16 @@ import sys
 
 import pytest
 
-from interp_util import gelu_generic
-
-
-def handwritten(n: int) -> list:
-    """(name, partitioned shard program on an n-device grid, torch reference on globals)."""
-    import torch
-
-    def prog(sig: str, body: str) -> str:
-        return f"shard.grid @g(shape = {n})\nfunc.func @main({sig} {{\n{body}\n}}\n"
-
-    f = 4 * n  # a dim that splits over the grid
-    mlp = prog(
-        "%x: tensor<8x16xf32> {hir.split_axes = #shard<axisarray[[]]>}, %w1: "
-        "tensor<16x16xf32> {hir.split_axes = #shard<axisarray[[], [0]]>}, "
-        "%w2: tensor<16x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<8x16xf32>",
-        f"""  %c0 = arith.constant 0 : index
-  %z = arith.constant 0.0 : f32
-  %ch = arith.constant 0.5 : f32
-  %c1 = arith.constant 1.0 : f32
-  %cs = arith.constant 1.41421354 : f32
-  %e = tensor.empty() : tensor<8x16xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
-  %h = linalg.matmul ins(%x, %w1 : tensor<8x16xf32>, tensor<16x16xf32>) outs(%f : tensor<8x16xf32>) -> tensor<8x16xf32>
-{gelu_generic("%g", "%h")}
-  %i = shard.process_multi_index on @g axes = [0] : index
-  %is0 = arith.cmpi eq, %i, %c0 : index
-  %init = scf.if %is0 -> (tensor<8x16xf32>) {{
-    scf.yield %f : tensor<8x16xf32>
-  }} else {{
-    scf.yield %f : tensor<8x16xf32>
-  }}
-  %p = linalg.matmul ins(%g, %w2 : tensor<8x16xf32>, tensor<16x16xf32>) outs(%init : tensor<8x16xf32>) -> tensor<8x16xf32>
-  %y = shard.all_reduce %p on @g grid_axes = [0] : tensor<8x16xf32> -> tensor<8x16xf32>
-  return %y : tensor<8x16xf32>""",
-    )
-    gelu = torch.nn.functional.gelu
-    return [
-        ("all_gather", prog("%x: tensor<2x16xf32>) -> tensor<" + str(2 * n) + "x16xf32>",
-            "  %r = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : "
-            f"tensor<2x16xf32> -> tensor<{2 * n}x16xf32>\n  return %r : tensor<{2 * n}x16xf32>"),
-         lambda x: x),
-        ("all_reduce", prog("%p: tensor<8x16xf32>) -> tensor<8x16xf32>",
-            "  %r = shard.all_reduce %p on @g grid_axes = [0] : "
-            "tensor<8x16xf32> -> tensor<8x16xf32>\n  return %r : tensor<8x16xf32>"),
-         lambda p: p.sum(0)),
-        ("all_reduce_max", prog("%p: tensor<8x16xf32>) -> tensor<8x16xf32>",
-            "  %r = shard.all_reduce %p on @g grid_axes = [0] reduction = max : "
-            "tensor<8x16xf32> -> tensor<8x16xf32>\n  return %r : tensor<8x16xf32>"),
-         lambda p: p.amax(0)),
-        ("reduce_scatter", prog(f"%p: tensor<{f}x16xf32>) -> tensor<4x16xf32>",
-            "  %r = shard.reduce_scatter %p on @g grid_axes = [0] scatter_dim = 0 "
-            f": tensor<{f}x16xf32> -> tensor<4x16xf32>\n  return %r : tensor<4x16xf32>"),
-         lambda p: p.sum(0)),
-        ("all_slice", prog(f"%x: tensor<8x{f}xf32>) -> tensor<8x4xf32>",
-            "  %r = shard.all_slice %x on @g grid_axes = [0] slice_axis = 1 : "
-            f"tensor<8x{f}xf32> -> tensor<8x4xf32>\n  return %r : tensor<8x4xf32>"),
-         lambda x: x),
-        ("shift", prog("%x: tensor<2x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<2x16xf32>",
-            "  %r = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = 1 "
-            "rotate : tensor<2x16xf32> -> tensor<2x16xf32>\n  return %r : tensor<2x16xf32>"),
-         lambda x: torch.roll(x, 2, 0)),  # device i's two rows move to device i + 1
-        ("partitioned_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
-        ("all_slice_dynamic", prog("%x: tensor<8x?xf32>) -> tensor<8x?xf32>",
-            "  %r = shard.all_slice %x on @g grid_axes = [0] slice_axis = 1 : "
-            "tensor<8x?xf32> -> tensor<8x?xf32>\n  return %r : tensor<8x?xf32>"),
-         lambda x: x),  # the sliced extent is computed on the host (tensor.dim / n)
-        ("all_to_all", prog(f"%x: tensor<8x4xf32>) -> tensor<{8 // n}x{4 * n}xf32>",
-            "  %r = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis = 1 : "
-            f"tensor<8x4xf32> -> tensor<{8 // n}x{4 * n}xf32>\n  return %r : tensor<{8 // n}x{4 * n}xf32>"),
-         lambda x: x),  # split by columns in, by rows out: the same global value
-        ("tensor_arith", prog("%x: tensor<4xi32> {hir.split_axes = #shard<axisarray[[0]]>}, %y: "
-                              "tensor<4xi32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<4xi32>",
-            "  %m = arith.minsi %x, %y : tensor<4xi32>\n  %s = arith.addi "
-            "%m, %x : tensor<4xi32>\n  return %s : tensor<4xi32>"),
-         lambda x, y: torch.minimum(x, y) + x),
-        # shard-simplify's form of all_reduce(x) + all_reduce(y): the arguments are partial sums
-        ("simplified_all_reduce", prog("%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32>",
-            "  %s = arith.addf %x, %y : tensor<8xf32>\n  %r = shard.all_reduce %s on @g "
-            "grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>"),
-         lambda x, y: x.sum(0) + y.sum(0)),
-        # hand-partitioned collectives over data the operand is not split / summed by: per
-        # device, the gather concatenates (the sum adds) the devices' local tensors
-        ("all_gather_other_dim", prog(f"%x: tensor<4x2xf32> {{hir.split_axes = "
-                                      f"#shard<axisarray[[0]]>}}) -> tensor<4x{2 * n}xf32>",
-            "  %r = shard.all_gather %x on @g grid_axes = [0] gather_axis = 1 : "
-            f"tensor<4x2xf32> -> tensor<4x{2 * n}xf32>\n  return %r : tensor<4x{2 * n}xf32>"),
-         lambda x: torch.cat(x.chunk(n, 0), 1)),
-        ("all_reduce_split", prog("%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<2x4xf32>",
-            "  %r = shard.all_reduce %x on @g grid_axes = [0] : "
-            "tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
-         lambda x: torch.stack(x.chunk(n, 0)).sum(0)),
-        # a type-changing all_reduce communicates in the result's type (the operand converted first)
-        ("all_reduce_new_type", prog("%p: tensor<3x4xf32>) -> tensor<3x4xf64>",
-            "  %r = shard.all_reduce %p on @g grid_axes = [0] reduction = max "
-            ": tensor<3x4xf32> -> tensor<3x4xf64>\n  return %r : tensor<3x4xf64>"),
-         lambda p: p.amax(0).double()),
-        ("grid_1x1xn_all_reduce", prog("%p: tensor<8xf32>) -> tensor<8xf32>",
-            "  %r = shard.all_reduce %p on @g grid_axes = [0, 1, 2] : "
-            "tensor<8xf32> -> tensor<8xf32>\n  return %r : tensor<8xf32>").replace(f"shape = {n}", f"shape = 1x1x{n}"),
-         lambda p: p.sum(0)),
-        # dynamic dims: buffers sized at run time from the global extents (memref.dim), the
-        # local extent of tensor.dim is the global one over the parts (8 rows in the runs)
-        ("dynamic_dims", prog("%x: tensor<?x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x4xf32>", DYNAMIC_DIMS), lambda x: x + x),
-        # a 1-D stencil on blocks padded with halos [1, 2] (zeros past the global ends):
-        # y[i] = x[i - 1] + x[i + 1] + x[i + 2]
-        ("update_halo_stencil", prog("%x: tensor<4x3xf32> {hir.split_axes = "
-                                     "#shard<axisarray[[0]]>}) -> tensor<4x3xf32>", HALO_STENCIL),
-         lambda x: sum(torch.nn.functional.pad(x, (0, 0, 1, 2))[a : a + 4 * n] for a in (0, 2, 3))),
-    ] + (grid_2x2() if n == 4 else [])  # fmt: skip
-
-
-DYNAMIC_DIMS = """  %c0 = arith.constant 0 : index
-  %d = tensor.dim %x, %c0 : tensor<?x4xf32>
-  %e = tensor.empty(%d) : tensor<?x4xf32>
-  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    %n = arith.addf %a, %a : f32
-    linalg.yield %n : f32
-  } -> tensor<?x4xf32>
-  %g = shard.all_gather %s on @g grid_axes = [0] gather_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
-  return %g : tensor<?x4xf32>"""
-
-
-HALO_STENCIL = """  %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<7x3xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<7x3xf32>) -> tensor<7x3xf32>
-  %p = tensor.insert_slice %x into %f[1, 0] [4, 3] [1, 1] : tensor<4x3xf32> into tensor<7x3xf32>
-  %h = shard.update_halo %p on @g split_axes = [[0]] halo_sizes = [1, 2] : tensor<7x3xf32>
-  %a = tensor.extract_slice %h[0, 0] [4, 3] [1, 1] : tensor<7x3xf32> to tensor<4x3xf32>
-  %b = tensor.extract_slice %h[2, 0] [4, 3] [1, 1] : tensor<7x3xf32> to tensor<4x3xf32>
-  %c = tensor.extract_slice %h[3, 0] [4, 3] [1, 1] : tensor<7x3xf32> to tensor<4x3xf32>
-  %s0 = arith.addf %a, %b : tensor<4x3xf32>
-  %s1 = arith.addf %s0, %c : tensor<4x3xf32>
-  return %s1 : tensor<4x3xf32>"""
-
-
-def grid_2x2() -> list:
-    """Partitioned programs on a 2x2 grid (grid axis 0: data parallel rows, grid axis 1:
-    tensor parallel), collectives over one grid axis or both."""
-    import torch
-
-    def prog(sig: str, body: str) -> str:
-        return f"shard.grid @g(shape = 2x2)\nfunc.func @main({sig} {{\n{body}\n}}\n"
-
-    mlp = prog(
-        "%x: tensor<4x16xf32> {hir.split_axes = #shard<axisarray[[0]]>}, "
-        "%w1: tensor<16x8xf32> {hir.split_axes = #shard<axisarray[[], [1]]>}, "
-        "%w2: tensor<8x16xf32> {hir.split_axes = #shard<axisarray[[1]]>}) -> tensor<4x16xf32>",
-        f"""  %z = arith.constant 0.0 : f32
-  %ch = arith.constant 0.5 : f32
-  %c1 = arith.constant 1.0 : f32
-  %cs = arith.constant 1.41421354 : f32
-  %e = tensor.empty() : tensor<4x8xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
-  %h = linalg.matmul ins(%x, %w1 : tensor<4x16xf32>, tensor<16x8xf32>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
-{gelu_generic("%g", "%h", "%e", "tensor<4x8xf32>")}
-  %e2 = tensor.empty() : tensor<4x16xf32>
-  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %p = linalg.matmul ins(%g, %w2 : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f2 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %y = shard.all_reduce %p on @g grid_axes = [1] : tensor<4x16xf32> -> tensor<4x16xf32>
-  return %y : tensor<4x16xf32>""",
-    )
-    gelu = torch.nn.functional.gelu
-    return [
-        ("2x2_all_gather_axis1", prog("%x: tensor<2x4xf32> {hir.split_axes = "
-                                      "#shard<axisarray[[0], [1]]>}) -> tensor<2x8xf32>",
-            "  %r = shard.all_gather %x on @g grid_axes = [1] gather_axis = 1 "
-            ": tensor<2x4xf32> -> tensor<2x8xf32>\n  return %r : tensor<2x8xf32>"),
-         lambda x: x),
-        ("2x2_all_reduce_axis0", prog("%p: tensor<8x4xf32>) -> tensor<8x4xf32>",
-            "  %r = shard.all_reduce %p on @g grid_axes = [0] : "
-            "tensor<8x4xf32> -> tensor<8x4xf32>\n  return %r : tensor<8x4xf32>"),
-         lambda p: p.sum(0)),
-        ("2x2_reduce_scatter_axis1", prog("%p: tensor<8x4xf32>) -> tensor<4x4xf32>",
-            "  %r = shard.reduce_scatter %p on @g grid_axes = [1] scatter_dim = "
-            "0 : tensor<8x4xf32> -> tensor<4x4xf32>\n  return %r : tensor<4x4xf32>"),
-         lambda p: p.sum(0)),
-        ("2x2_dp_tp_mlp", mlp, lambda x, w1, w2: gelu(x @ w1) @ w2),
-        # all_slice / all_to_all on one axis of a 2-D grid: the device's coordinate on it
-        ("2x2_all_slice_axis1", prog("%x: tensor<4x8xf32>) -> tensor<4x4xf32>",
-            "  %r = shard.all_slice %x on @g grid_axes = [1] slice_axis = 1 : "
-            "tensor<4x8xf32> -> tensor<4x4xf32>\n  return %r : tensor<4x4xf32>"),
-         lambda x: x),
-        ("2x2_all_to_all_axis0", prog("%x: tensor<4x2xf32>) -> tensor<2x4xf32>",
-            "  %r = shard.all_to_all %x on @g grid_axes = [0] split_axis = 0 concat_axis "
-            "= 1 : tensor<4x2xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
-         lambda x: x),
-        # a dim split over both grid axes ([[], [0, 1]]: device (i, j) holds part 2i + j);
-        # collectives over both axes run with one team of the four devices
-        ("2x2_all_gather_axes01", prog("%x: tensor<2x2xf32> {hir.split_axes = "
-                                       "#shard<axisarray[[], [0, 1]]>}) -> tensor<2x8xf32>",
-            "  %r = shard.all_gather %x on @g grid_axes = [0, 1] gather_axis = "
-            "1 : tensor<2x2xf32> -> tensor<2x8xf32>\n  return %r : tensor<2x8xf32>"),
-         lambda x: x),
-        ("2x2_all_gather_minor_of_two", prog("%x: tensor<2x4xf32> {hir.split_axes = "
-                                             "#shard<axisarray[[0, 1]]>}) -> tensor<4x4xf32>",
-            "  %r = shard.all_gather %x on @g grid_axes = [1] gather_axis = 0 "
-            ": tensor<2x4xf32> -> tensor<4x4xf32>\n  return %r : tensor<4x4xf32>"),
-         lambda x: x),
-        ("2x2_all_reduce_axes01", prog("%p: tensor<8x4xf32>) -> tensor<8x4xf32>",
-            "  %r = shard.all_reduce %p on @g grid_axes = [0, 1] : "
-            "tensor<8x4xf32> -> tensor<8x4xf32>\n  return %r : tensor<8x4xf32>"),
-         lambda p: p.sum(0)),
-        ("2x2_reduce_scatter_axes01", prog("%p: tensor<8x4xf32>) -> tensor<2x4xf32>",
-            "  %r = shard.reduce_scatter %p on @g grid_axes = [0, 1] scatter_dim "
-            "= 0 : tensor<8x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
-         lambda p: p.sum(0)),
-    ]  # fmt: skip
+from from_shard_programs import handwritten
 
 
 def weight_stationary(grid: str, splits: dict, m: int = 8, n: int = 16, k: int = 8) -> str:
     """The weight-stationary MLP sigmoid(a @ b) @ c of llvm/lighthouse's examples/mlp-mpi
     (figure 2 of arXiv 2211.05102): linalg matmuls, a TOSA sigmoid, every layout annotated."""
     mk, kn, nk, mn = (f"tensor<{x}x{y}xf32>" for x, y in ((m, k), (k, n), (n, k), (m, n)))
-    shardings = "\n".join(f"  %s_{name} = shard.sharding @grid0 split_axes = {axes} : !shard.sharding" for name, axes in splits.items())
+    shardings = "\n".join(
+        f"  %s_{name} = shard.sharding @grid0 split_axes = {axes} : !shard.sharding" for name, axes in splits.items()
+    )
     return f"""shard.grid @grid0(shape = {grid})
 func.func @mlp(%a: {mk}, %b: {kn}, %c: {nk}) -> {mk} {{
   %zero = arith.constant 0.0 : f32
@@ -261,29 +56,35 @@ def tosa_mlp(grid: str, x: str, w1: str, h: str, w2: str, x_in: str = "") -> str
     weights and the hidden value (and the bias); ``x_in``, when given, how the activation
     arrives (then resharded to ``x`` for the matmul)."""
     t = {"x": "tensor<1x8x16xf32>", "w1": "tensor<1x16x32xf32>", "h": "tensor<1x8x32xf32>", "w2": "tensor<1x32x16xf32>"}
-    arrives = (f"  %s_in = shard.sharding @grid split_axes = {x_in} : "
-               f"!shard.sharding\n  %x0 = shard.shard %x to %s_in : {t['x']}\n") if x_in else ""
+    arrives = (
+        (
+            f"  %s_in = shard.sharding @grid split_axes = {x_in} : "
+            f"!shard.sharding\n  %x0 = shard.shard %x to %s_in : {t['x']}\n"
+        )
+        if x_in
+        else ""
+    )
     return f"""shard.grid @grid(shape = {grid})
-func.func @mlp(%x: {t['x']}, %w1: {t['w1']}, %b: {t['h']}, %w2: {t['w2']}) -> {t['x']} {{
+func.func @mlp(%x: {t["x"]}, %w1: {t["w1"]}, %b: {t["h"]}, %w2: {t["w2"]}) -> {t["x"]} {{
   %zp = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
   %s_x = shard.sharding @grid split_axes = {x} : !shard.sharding
   %s_w1 = shard.sharding @grid split_axes = {w1} : !shard.sharding
   %s_h = shard.sharding @grid split_axes = {h} : !shard.sharding
   %s_w2 = shard.sharding @grid split_axes = {w2} : !shard.sharding
-{arrives}  %x1 = shard.shard {"%x0" if x_in else "%x"} to %s_x annotate_for_users : {t['x']}
-  %w11 = shard.shard %w1 to %s_w1 annotate_for_users : {t['w1']}
-  %b1 = shard.shard %b to %s_h annotate_for_users : {t['h']}
-  %w21 = shard.shard %w2 to %s_w2 annotate_for_users : {t['w2']}
-  %h = tosa.matmul %x1, %w11, %zp, %zp : ({t['x']}, {t['w1']}, tensor<1xf32>, tensor<1xf32>) -> {t['h']}
-  %hs = shard.shard %h to %s_h : {t['h']}
-  %hb = tosa.add %hs, %b1 : ({t['h']}, {t['h']}) -> {t['h']}
-  %g = tosa.sigmoid %hb : ({t['h']}) -> {t['h']}
-  %gs = shard.shard %g to %s_h : {t['h']}
-  %gu = shard.shard %gs to %s_h annotate_for_users : {t['h']}
-  %y = tosa.matmul %gu, %w21, %zp, %zp : ({t['h']}, {t['w2']}, tensor<1xf32>, tensor<1xf32>) -> {t['x']}
-  %ys = shard.shard %y to %s_x : {t['x']}
-  %r = shard.shard %ys to %s_x annotate_for_users : {t['x']}
-  return %r : {t['x']}
+{arrives}  %x1 = shard.shard {"%x0" if x_in else "%x"} to %s_x annotate_for_users : {t["x"]}
+  %w11 = shard.shard %w1 to %s_w1 annotate_for_users : {t["w1"]}
+  %b1 = shard.shard %b to %s_h annotate_for_users : {t["h"]}
+  %w21 = shard.shard %w2 to %s_w2 annotate_for_users : {t["w2"]}
+  %h = tosa.matmul %x1, %w11, %zp, %zp : ({t["x"]}, {t["w1"]}, tensor<1xf32>, tensor<1xf32>) -> {t["h"]}
+  %hs = shard.shard %h to %s_h : {t["h"]}
+  %hb = tosa.add %hs, %b1 : ({t["h"]}, {t["h"]}) -> {t["h"]}
+  %g = tosa.sigmoid %hb : ({t["h"]}) -> {t["h"]}
+  %gs = shard.shard %g to %s_h : {t["h"]}
+  %gu = shard.shard %gs to %s_h annotate_for_users : {t["h"]}
+  %y = tosa.matmul %gu, %w21, %zp, %zp : ({t["h"]}, {t["w2"]}, tensor<1xf32>, tensor<1xf32>) -> {t["x"]}
+  %ys = shard.shard %y to %s_x : {t["x"]}
+  %r = shard.shard %ys to %s_x annotate_for_users : {t["x"]}
+  return %r : {t["x"]}
 }}
 """
 
@@ -295,7 +96,9 @@ TOSA_MLP_2X2 = dict(x="[[], [0]]", w1="[[], [], [1]]", h="[[], [0], [1]]", w2="[
 # 2x2, the hidden dim split over both grid axes (the 2-D weight-stationary [[], [0, 1]]
 # layout): the activation arrives split over all four devices and is all-gathered by one team
 # of the four, the partial sum all-reduced by it.
-TOSA_MLP_2X2_TWO_AXES = dict(x_in="[[], [], [0, 1]]", x="[[]]", w1="[[], [], [0, 1]]", h="[[], [], [0, 1]]", w2="[[], [0, 1]]")
+TOSA_MLP_2X2_TWO_AXES = dict(
+    x_in="[[], [], [0, 1]]", x="[[]]", w1="[[], [], [0, 1]]", h="[[], [], [0, 1]]", w2="[[], [0, 1]]"
+)
 
 
 WS_1D = dict(act="[[], [0]]", win="[[], [0]]", wout="[[0], []]", a0="[[]]", c0="[[], [0]]", sig="[[], [0]]", c1="[[]]")
@@ -361,10 +164,15 @@ func.func @main(%x: tensor<?x14xf32>) -> tensor<?x14xf32> {{
 """
     # upstream's move_split_dynamic_axis: an all_to_all (all_gather, then all_slice of the
     # static dim keeping the dynamic one's extent)
-    dynamic_move_split = dynamic_unshard.replace("split_axes = [[]]", "split_axes = [[], [0]]").replace("?x14", "?x16")  # 16 splits over 2 and 4
+    dynamic_move_split = dynamic_unshard.replace("split_axes = [[]]", "split_axes = [[], [0]]").replace(
+        "?x14", "?x16"
+    )  # 16 splits over 2 and 4
     # several grids per module: the function converts on the one its shardings name
-    several_grids = """shard.grid @other(shape = 3x5)
-""" + for_users
+    several_grids = (
+        """shard.grid @other(shape = 3x5)
+"""
+        + for_users
+    )
     # a 0-d result: the partial sum's device axis folds into a rank-0 value
     reduce_all = reduce_rows.replace("tensor<6xf32>", "tensor<f32>").replace("dimensions = [0]", "dimensions = [0, 1]")
     return [
@@ -380,7 +188,11 @@ func.func @main(%x: tensor<?x14xf32>) -> tensor<?x14xf32> {{
     ] + (
         [
             ("tosa_mlp_2x2", tosa_mlp("2x2", **TOSA_MLP_2X2), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
-            ("tosa_mlp_2x2_two_axes", tosa_mlp("2x2", **TOSA_MLP_2X2_TWO_AXES), lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2),
+            (
+                "tosa_mlp_2x2_two_axes",
+                tosa_mlp("2x2", **TOSA_MLP_2X2_TWO_AXES),
+                lambda x, w1, b, w2: torch.sigmoid(x @ w1 + b) @ w2,
+            ),
         ]
         if n == 4
         else []
@@ -435,13 +247,21 @@ def _check(name: str, module, reference, rank: int, failures: list, extent: int 
 
     import hir
 
-    fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
+    fn = next(
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes
+    )
     arg_types = [a.type for a in fn.regions[0].blocks[0].arguments]
     out_type = ir_function_result(fn)
     gen = torch.Generator().manual_seed(len(name))
     globals_ = [
-        torch.randint(-8, 8, shape, generator=gen, dtype=torch.int32) if str(t.element_type).startswith("i") else torch.randn(shape, generator=gen)
-        for t, shape in ((t, [extent if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]) for t in arg_types)  # 8: a dynamic extent splits over 2 and 4
+        torch.randint(-8, 8, shape, generator=gen, dtype=torch.int32)
+        if str(t.element_type).startswith("i")
+        else torch.randn(shape, generator=gen)
+        for t, shape in (
+            (t, [extent if ir.ShapedType.is_dynamic_size(d) else d for d in t.shape]) for t in arg_types
+        )  # 8: a dynamic extent splits over 2 and 4
     ]
     want = _local(reference(*globals_), out_type, rank)
     inputs = [_local(g, t, rank) for g, t in zip(globals_, arg_types)]
@@ -456,7 +276,11 @@ def _check(name: str, module, reference, rank: int, failures: list, extent: int 
 
 
 def _arg_shapes(module) -> list:
-    fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
+    fn = next(
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes
+    )
     return [list(a.type.shape) for a in fn.regions[0].blocks[0].arguments]
 
 
@@ -512,7 +336,6 @@ def test_shard_programs_run_equal_on_gloo_ranks(world):
     assert checked == world * 2 * (len(handwritten(world)) + len(annotated(world)) + 2), report
 
 
-
 def test_upstream_diagnostics_come_back_located(capfd):
     """A 3-D LayerNorm MLP that upstream sharding-propagation cannot take (the expand/collapse
     around 3-D activations, the norm's reductions): hir.from_shard raises HirError with
@@ -525,7 +348,12 @@ def test_upstream_diagnostics_come_back_located(capfd):
     from hir.frontend.shard import add_grid, result, shard_value
 
     torch.manual_seed(0)
-    block = torch.nn.Sequential(torch.nn.LayerNorm(16), torch.nn.Linear(16, 32, bias=False), torch.nn.ReLU(), torch.nn.Linear(32, 16, bias=False)).eval()
+    block = torch.nn.Sequential(
+        torch.nn.LayerNorm(16),
+        torch.nn.Linear(16, 32, bias=False),
+        torch.nn.ReLU(),
+        torch.nn.Linear(32, 16, bias=False),
+    ).eval()
     module = fx.export_and_import(block, torch.randn(2, 8, 16), output_type="linalg-on-tensors", func_name="main")
     with module.context:
         shard_value(result(add_grid(module, "tp", 2)), "tp", [[]], for_users=True)
@@ -534,7 +362,11 @@ def test_upstream_diagnostics_come_back_located(capfd):
         hir.from_shard(module, backend="gloo", source_name="block.mlir")
     message = str(err.value)
     assert "Failure while executing pass pipeline" not in message, message
-    assert re.search(r"^\S*linear\.py:\d+:\d+: error: 'tensor\.(expand|collapse)_shape' op sharding interface is not implemented", message, re.M), message
+    assert re.search(
+        r"^\S*linear\.py:\d+:\d+: error: 'tensor\.(expand|collapse)_shape' op sharding interface is not implemented",
+        message,
+        re.M,
+    ), message
     assert re.search(r"^\S*normalization\.py:\d+:\d+: error: 'linalg\.generic' op", message, re.M), message
     assert capfd.readouterr().err == ""
 

@@ -92,27 +92,55 @@ def cases(n: int) -> list:
     rows = 8 if n == 4 else 4  # 2 core rows per device: halos [2, 1] fit
     out = [
         # arguments and results with halos: the blocks side by side, n x (2 + 2 + 1) rows
-        ("ew_chain_with_halo", EW_CHAIN.format(n=n, rows=rows), "hir-from-shard-no-propagation",
-         lambda gen: [torch.randn(n * 5, 16, generator=gen), torch.zeros(1), torch.zeros(1)],
-         everywhere(lambda x, z1, z2: -torch.tanh(x).abs())),
-        ("update_halo_result", UPDATE_HALO_RESULT.format(grid=n, axes="[[0]]", halos="[2, 2]"), "hir-from-shard",
-         lambda gen: [torch.randint(-99, 99, (16, 16), generator=gen)],
-         lambda xs, rank: padded_blocks(xs[0], rank, [n], [0], [(2, 2)])),
+        (
+            "ew_chain_with_halo",
+            EW_CHAIN.format(n=n, rows=rows),
+            "hir-from-shard-no-propagation",
+            lambda gen: [torch.randn(n * 5, 16, generator=gen), torch.zeros(1), torch.zeros(1)],
+            everywhere(lambda x, z1, z2: -torch.tanh(x).abs()),
+        ),
+        (
+            "update_halo_result",
+            UPDATE_HALO_RESULT.format(grid=n, axes="[[0]]", halos="[2, 2]"),
+            "hir-from-shard",
+            lambda gen: [torch.randint(-99, 99, (16, 16), generator=gen)],
+            lambda xs, rank: padded_blocks(xs[0], rank, [n], [0], [(2, 2)]),
+        ),
     ]
     if n == 4:
         out += [
-            ("update_halo_result_2x2", UPDATE_HALO_RESULT.format(grid="2x2", axes="[[0], [1]]", halos="[1, 3, 2, 2]"), "hir-from-shard",
-             lambda gen: [torch.randint(-99, 99, (16, 16), generator=gen)],
-             lambda xs, rank: padded_blocks(xs[0], rank, [2, 2], [0, 1], [(1, 3), (2, 2)])),
+            (
+                "update_halo_result_2x2",
+                UPDATE_HALO_RESULT.format(grid="2x2", axes="[[0], [1]]", halos="[1, 3, 2, 2]"),
+                "hir-from-shard",
+                lambda gen: [torch.randint(-99, 99, (16, 16), generator=gen)],
+                lambda xs, rank: padded_blocks(xs[0], rank, [2, 2], [0, 1], [(1, 3), (2, 2)]),
+            ),
             # a rotating shift along one grid axis: one hir.shift team per line of the grid
-            ("shift_2x2_axis1", _hand("2x2", "%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0], [1]]>}) -> tensor<2x4xf32>",
-                "  %r = shard.shift %x on @g grid_axes = [1] shift_axis = 1 offset = 1 "
-                "rotate : tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
-             "hir-convert-shard-to-hir", randn(4, 8), everywhere(lambda x: torch.roll(x, 4, 1))),
-            ("shift_2x2_axis0", _hand("2x2", "%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0], [1]]>}) -> tensor<2x4xf32>",
-                "  %r = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = -1 "
-                "rotate : tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>"),
-             "hir-convert-shard-to-hir", randn(4, 8), everywhere(lambda x: torch.roll(x, -2, 0))),
+            (
+                "shift_2x2_axis1",
+                _hand(
+                    "2x2",
+                    "%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0], [1]]>}) -> tensor<2x4xf32>",
+                    "  %r = shard.shift %x on @g grid_axes = [1] shift_axis = 1 offset = 1 "
+                    "rotate : tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>",
+                ),
+                "hir-convert-shard-to-hir",
+                randn(4, 8),
+                everywhere(lambda x: torch.roll(x, 4, 1)),
+            ),
+            (
+                "shift_2x2_axis0",
+                _hand(
+                    "2x2",
+                    "%x: tensor<2x4xf32> {hir.split_axes = #shard<axisarray[[0], [1]]>}) -> tensor<2x4xf32>",
+                    "  %r = shard.shift %x on @g grid_axes = [0] shift_axis = 0 offset = -1 "
+                    "rotate : tensor<2x4xf32> -> tensor<2x4xf32>\n  return %r : tensor<2x4xf32>",
+                ),
+                "hir-convert-shard-to-hir",
+                randn(4, 8),
+                everywhere(lambda x: torch.roll(x, -2, 0)),
+            ),
         ]
     return out  # fmt: skip
 
@@ -130,8 +158,17 @@ def worker() -> int:
     failures = []
     for name, text, pipeline, make_inputs, expected in cases(world):
         module = hir.parse(text, f"{name}.mlir")
-        hir.lower(module, PIPELINES.get(pipeline, pipeline).replace("hir-convert-shard-to-hir", "hir-convert-shard-to-hir{backend=gloo}"))
-        fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
+        hir.lower(
+            module,
+            PIPELINES.get(pipeline, pipeline).replace(
+                "hir-convert-shard-to-hir", "hir-convert-shard-to-hir{backend=gloo}"
+            ),
+        )
+        fn = next(
+            op
+            for op in module.body.operations
+            if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes
+        )
         types = [a.type for a in fn.regions[0].blocks[0].arguments]
         out_type = ir.FunctionType(ir.TypeAttr(fn.operation.attributes["function_type"]).value).results[0]
         globals_ = make_inputs(torch.Generator().manual_seed(len(name)))
@@ -177,7 +214,11 @@ def test_unpadded_global_input_is_refused_at_the_boundary(tmp_path):
 
     module = hir.parse(EW_CHAIN.format(n=4, rows=8), "ew.mlir")
     hir.lower(module, "hir-from-shard-no-propagation")
-    fn = next(op for op in module.body.operations if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes)
+    fn = next(
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and "hir.kernel" not in op.operation.attributes
+    )
     arg = fn.regions[0].blocks[0].arguments[0]
     assert str(arg.type).startswith("memref<20x16xf32"), arg.type
     torch.save(torch.randn(8, 16), tmp_path / "x.pt")

@@ -30,13 +30,17 @@ def annotated(n: int) -> list:
     uneven = f"%s = shard.sharding @g split_axes = [[0]] sharded_dims_offsets = [{offsets}] : !shard.sharding"
 
     def placed(value: str, name: str, t: str) -> str:  # a result annotation, then one for its users
-        return (f"  {name}0 = shard.shard {value} to %s : {t}\n  {name} "
-                f"= shard.shard {name}0 to %s annotate_for_users : {t}\n")
+        return (
+            f"  {name}0 = shard.shard {value} to %s : {t}\n  {name} "
+            f"= shard.shard {name}0 to %s annotate_for_users : {t}\n"
+        )
 
     chain = head + (
         "func.func @main(%x: tensor<10x4xf32>) -> tensor<10x4xf32> {\n"
-        f"  {uneven}\n" + placed("%x", "%x1", "tensor<10x4xf32>")
-        + "  %e = tensor.empty() : tensor<10x4xf32>\n" + placed("%e", "%e1", "tensor<10x4xf32>")
+        f"  {uneven}\n"
+        + placed("%x", "%x1", "tensor<10x4xf32>")
+        + "  %e = tensor.empty() : tensor<10x4xf32>\n"
+        + placed("%e", "%e1", "tensor<10x4xf32>")
         + "  %y = linalg.exp ins(%x1 : tensor<10x4xf32>) outs(%e1 : tensor<10x4xf32>) -> tensor<10x4xf32>\n"
         + placed("%y", "%y1", "tensor<10x4xf32>")
         + "  return %y1 : tensor<10x4xf32>\n}\n"
@@ -48,14 +52,17 @@ def annotated(n: int) -> list:
         "  %x1 = shard.shard %x to %s annotate_for_users : tensor<10x8xf32>\n"
         "  %w1 = shard.shard %w to %r annotate_for_users : tensor<8x6xf32>\n"
         "  %b1 = shard.shard %b to %s annotate_for_users : tensor<10x6xf32>\n"
-        "  %e = tensor.empty() : tensor<10x6xf32>\n" + placed("%e", "%e1", "tensor<10x6xf32>")
-        + "  %f = linalg.fill ins(%z : f32) outs(%e1 : tensor<10x6xf32>) -> tensor<10x6xf32>\n" + placed("%f", "%f1", "tensor<10x6xf32>")
+        "  %e = tensor.empty() : tensor<10x6xf32>\n"
+        + placed("%e", "%e1", "tensor<10x6xf32>")
+        + "  %f = linalg.fill ins(%z : f32) outs(%e1 : tensor<10x6xf32>) -> tensor<10x6xf32>\n"
+        + placed("%f", "%f1", "tensor<10x6xf32>")
         + "  %h = linalg.matmul ins(%x1, %w1 : tensor<10x8xf32>, "
-          "tensor<8x6xf32>) outs(%f1 : tensor<10x6xf32>) -> tensor<10x6xf32>\n"
+        "tensor<8x6xf32>) outs(%f1 : tensor<10x6xf32>) -> tensor<10x6xf32>\n"
         + placed("%h", "%h1", "tensor<10x6xf32>")
-        + "  %e2 = tensor.empty() : tensor<10x6xf32>\n" + placed("%e2", "%e3", "tensor<10x6xf32>")
+        + "  %e2 = tensor.empty() : tensor<10x6xf32>\n"
+        + placed("%e2", "%e3", "tensor<10x6xf32>")
         + "  %y = linalg.add ins(%h1, %b1 : tensor<10x6xf32>, "
-          "tensor<10x6xf32>) outs(%e3 : tensor<10x6xf32>) -> tensor<10x6xf32>\n"
+        "tensor<10x6xf32>) outs(%e3 : tensor<10x6xf32>) -> tensor<10x6xf32>\n"
         + placed("%y", "%y1", "tensor<10x6xf32>")
         + "  return %y1 : tensor<10x6xf32>\n}\n"
     )
@@ -75,21 +82,25 @@ def handwritten(n: int) -> list:
         "  %g = shard.all_gather %y on @g grid_axes = [0] gather_axis = 0 : tensor<?x4xf32> -> tensor<?x4xf32>\n"
         "  return %g : tensor<?x4xf32>\n}\n"
     )
-    programs = [(
-        "uneven_gather",
-        f"shard.grid @g(shape = {n})\nfunc.func @main(%x: "
-        f"tensor<?x4xf32> {{hir.split_axes = #shard<axisarray[[0]]>, "
-        f"hir.sharded_dims_offsets = array<i64: {offsets}>}}) -> tensor<?x4xf32> {{\n" + body,
-        torch.exp,
-    )]
-    if n == 4:  # rows cut 3 + 7 over grid axis 0 of a 2x2 grid, replicated along axis 1
-        programs.append((
-            "uneven_gather_2x2",
-            "shard.grid @g(shape = 2x2)\nfunc.func @main(%x: "
-            "tensor<?x4xf32> {hir.split_axes = #shard<axisarray[[0]]>, "
-            "hir.sharded_dims_offsets = array<i64: 0, 3, 10>}) -> tensor<?x4xf32> {\n" + body,
+    programs = [
+        (
+            "uneven_gather",
+            f"shard.grid @g(shape = {n})\nfunc.func @main(%x: "
+            f"tensor<?x4xf32> {{hir.split_axes = #shard<axisarray[[0]]>, "
+            f"hir.sharded_dims_offsets = array<i64: {offsets}>}}) -> tensor<?x4xf32> {{\n" + body,
             torch.exp,
-        ))
+        )
+    ]
+    if n == 4:  # rows cut 3 + 7 over grid axis 0 of a 2x2 grid, replicated along axis 1
+        programs.append(
+            (
+                "uneven_gather_2x2",
+                "shard.grid @g(shape = 2x2)\nfunc.func @main(%x: "
+                "tensor<?x4xf32> {hir.split_axes = #shard<axisarray[[0]]>, "
+                "hir.sharded_dims_offsets = array<i64: 0, 3, 10>}) -> tensor<?x4xf32> {\n" + body,
+                torch.exp,
+            )
+        )
     return programs
 
 
@@ -115,7 +126,9 @@ def worker() -> int:
     return 1 if failures else 0
 
 
-@pytest.mark.parametrize("world", [pytest.param(2, marks=pytest.mark.slow), 4])  # 4 covers an empty part and the 2x2 grid
+@pytest.mark.parametrize(
+    "world", [pytest.param(2, marks=pytest.mark.slow), 4]
+)  # 4 covers an empty part and the 2x2 grid
 def test_uneven_programs_run_equal_on_gloo_ranks(world):
     from multirank_util import launch_ranks
 

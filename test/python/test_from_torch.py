@@ -77,7 +77,15 @@ def _check(module: nn.Module, *inputs, compile_kernels: bool = False):
 def test_mlp_linear_gelu_linear():
     torch.manual_seed(1)
     program = _check(MLP(), torch.randn(8, 16))
-    assert _ops(program) == ["memref.alloc", LinearOp.OPERATION_NAME, "memref.alloc", "func.call", "memref.alloc", LinearOp.OPERATION_NAME, "func.return"]
+    assert _ops(program) == [
+        "memref.alloc",
+        LinearOp.OPERATION_NAME,
+        "memref.alloc",
+        "func.call",
+        "memref.alloc",
+        LinearOp.OPERATION_NAME,
+        "func.return",
+    ]
     assert program.state_names == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
 
 
@@ -237,15 +245,22 @@ def test_placement_errors_name_the_argument(no_process_group):
     from torch.distributed.tensor import Replicate, Shard
 
     linear, x = nn.Linear(6, 4), torch.randn(3, 6)
-    with pytest.raises(HirError, match=r"placement Shard\(1\) of 'weight': dimension 1 of extent 6 does not divide over 4 devices"):
+    with pytest.raises(
+        HirError, match=r"placement Shard\(1\) of 'weight': dimension 1 of extent 6 does not divide over 4 devices"
+    ):
         from_torch(linear, (x,), mesh=[0, 1, 2, 3], placements={"weight": Shard(1)})
     with pytest.raises(HirError, match=r"placement Shard\(2\) of 'input0' is out of range for its shape \[3, 6\]"):
         from_torch(linear, (x,), mesh=[0, 1], placements={"input0": Shard(2)})
     with pytest.raises(HirError, match=r"placement of 'weight' has 2 mesh dimension\(s\); the mesh \[0, 1\] has 1"):
         from_torch(linear, (x,), mesh=[0, 1], placements={"weight": (Shard(0), Replicate())})
-    with pytest.raises(HirError, match=r"placement of 'weight' has 1 mesh dimension\(s\); the mesh \[0, 1, 2, 3\] of shape \[2, 2\] has 2"):
+    with pytest.raises(
+        HirError,
+        match=r"placement of 'weight' has 1 mesh dimension\(s\); the mesh \[0, 1, 2, 3\] of shape \[2, 2\] has 2",
+    ):
         from_torch(linear, (x,), mesh=[[0, 1], [2, 3]], placements={"weight": Shard(0)})
-    with pytest.raises(HirError, match=r"placement Shard\(0\) of 'input0': dimension 0 of extent 3 does not divide over 2 devices"):
+    with pytest.raises(
+        HirError, match=r"placement Shard\(0\) of 'input0': dimension 0 of extent 3 does not divide over 2 devices"
+    ):
         from_torch(linear, (x,), mesh=[[0, 1], [2, 3]], placements={"input0": (Shard(0), Replicate())})
     with pytest.raises(HirError, match=r"placement of 'weight' splits dimension 1 over several mesh dimensions"):
         from_torch(linear, (x,), mesh=[[0, 1], [2, 3]], placements={"weight": (Shard(1), Shard(1))})
@@ -301,7 +316,9 @@ def test_fallback_segments_read_replicated_copies_whole(no_process_group):
         def forward(self, x):
             return torch.cumsum(F.relu(self.fc(x)), -1)
 
-    program = from_torch(ColumnsThenCumsum(), (torch.randn(4, 6),), mesh=[0, 1], placements={"fc.weight": Shard(0), "fc.bias": Shard(0)})
+    program = from_torch(
+        ColumnsThenCumsum(), (torch.randn(4, 6),), mesh=[0, 1], placements={"fc.weight": Shard(0), "fc.bias": Shard(0)}
+    )
     text = str(program.module)
     assert "torch.aten.cumsum" in text and '"hir.set"' in text, text
     assert "tensor<4x8xf32> to !torch.vtensor<[4,8],f32>" in text, text

@@ -57,7 +57,9 @@ def block(d: int = 16, heads: int = 4, hidden: int = 32, seq: int = 8):
 def tp_placements() -> dict:
     from torch.distributed.tensor import Replicate, Shard
 
-    column = {f"{n}.weight": Shard(0) for n in ("q", "k", "v", "fc1")} | {f"{n}.bias": Shard(0) for n in ("q", "k", "v", "fc1")}
+    column = {f"{n}.weight": Shard(0) for n in ("q", "k", "v", "fc1")} | {
+        f"{n}.bias": Shard(0) for n in ("q", "k", "v", "fc1")
+    }
     row = {"proj.weight": Shard(1), "proj.bias": Replicate(), "fc2.weight": Shard(1), "fc2.bias": Replicate()}
     return column | row
 
@@ -67,7 +69,10 @@ def dp_tp_placements(tp: dict | None = None) -> dict:
     axis 1 (tensor parallel)."""
     from torch.distributed.tensor import Replicate
 
-    return {name: (Replicate(), p) for name, p in (tp or tp_placements()).items()} | {"input0": (Shard0(), Replicate()), "output0": (Shard0(), Replicate())}
+    return {name: (Replicate(), p) for name, p in (tp or tp_placements()).items()} | {
+        "input0": (Shard0(), Replicate()),
+        "output0": (Shard0(), Replicate()),
+    }
 
 
 def Shard0():
@@ -86,7 +91,13 @@ def model(name: str):
         import llama_block
 
         torch.manual_seed(1)
-        return llama_block.llama_block(), llama_block.llama_block(), torch.randn(2, 8, 32), llama_block.tp_placements(), llama_block.tp_plan()
+        return (
+            llama_block.llama_block(),
+            llama_block.llama_block(),
+            torch.randn(2, 8, 32),
+            llama_block.tp_placements(),
+            llama_block.tp_plan(),
+        )
     torch.manual_seed(1)
     plan = {n: ColwiseParallel() for n in ("q", "k", "v", "fc1")} | {n: RowwiseParallel() for n in ("proj", "fc2")}
     return block(), block(), torch.randn(2, 8, 16), tp_placements(), plan
@@ -109,7 +120,9 @@ def run_case(name: str, rank: int, world: int) -> str:
 
         mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
         sharded = parallelize_module(fresh, mesh["tp"], plan)
-        program = from_torch(sharded, (x,), mesh=mesh, placements={"input0": (Shard0(), Replicate()), "output0": (Shard0(), Replicate())})
+        program = from_torch(
+            sharded, (x,), mesh=mesh, placements={"input0": (Shard0(), Replicate()), "output0": (Shard0(), Replicate())}
+        )
         state = sharded.state_dict()
         want = want.chunk(2, 0)[rank // 2]
     elif name.endswith("dp_tp_2x2"):
@@ -124,10 +137,16 @@ def run_case(name: str, rank: int, world: int) -> str:
     imported = str(program.module)
     hir.lower(program.module, PIPELINE)
     lowered = str(program.module)
-    collectives = [c for c in ("allgather", "allreduce", "reduce_scatter", "broadcast", "scatter", "gather") if f'"hir.{c}"' in lowered]
+    collectives = [
+        c
+        for c in ("allgather", "allreduce", "reduce_scatter", "broadcast", "scatter", "gather")
+        if f'"hir.{c}"' in lowered
+    ]
     if world > 1 and (collectives != ["allreduce"] or lowered.count('"hir.allreduce"') != 2):
-        return (f"{name}: collectives {collectives} ({lowered.count(chr(34) + 'hir.allreduce' + chr(34))} "
-                f"allreduces); want exactly 2 allreduces\n{imported}")
+        return (
+            f"{name}: collectives {collectives} ({lowered.count(chr(34) + 'hir.allreduce' + chr(34))} "
+            f"allreduces); want exactly 2 allreduces\n{imported}"
+        )
     (got,) = hir.run(program.module, program.arguments(state, x), device="cpu")
     if not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
         return f"{name}: rank {rank}: max |error| {(got - want).abs().max().item():.2e}"

@@ -26,7 +26,9 @@ DYNAMIC = {"input0": {0: "batch", 1: "seq"}}
 
 def norm_mlp():
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.LayerNorm(16), torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 16)).eval()
+    return torch.nn.Sequential(
+        torch.nn.LayerNorm(16), torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 16)
+    ).eval()
 
 
 def check_every_size(module: torch.nn.Module, program, make_input) -> None:
@@ -55,7 +57,9 @@ def test_dims_dynamo_marked_stay_static():
     torch._dynamo.maybe_mark_dynamic(x, 1)
     program = hir.from_torch(module, (x,))
     assert "?" not in str(program.module)
-    torch.testing.assert_close(program.run(program.state(module), x, device="cpu")[0], module(x).detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        program.run(program.state(module), x, device="cpu")[0], module(x).detach(), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_transformer_encoder_layer_export_dims():
@@ -69,12 +73,22 @@ def test_transformer_encoder_layer_export_dims():
 def test_hf_llama_dims_by_parameter_name():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
-                                      num_key_value_heads=2, max_position_embeddings=64, use_cache=False)
+    config = transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        use_cache=False,
+    )
     model = transformers.LlamaModel(config).eval()
     spec = {"input_ids": {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq")}}
     program = hir.from_torch(model, (torch.randint(0, 64, (2, 8)),), dynamic_shapes=spec)
-    check_every_size(model, program, lambda b, s: torch.randint(0, 64, (b, s), generator=torch.Generator().manual_seed(b * s)))
+    check_every_size(
+        model, program, lambda b, s: torch.randint(0, 64, (b, s), generator=torch.Generator().manual_seed(b * s))
+    )
 
 
 class Add(torch.nn.Module):
@@ -83,23 +97,31 @@ class Add(torch.nn.Module):
 
 
 def test_sizes_checked_against_the_dims():
-    program = hir.from_torch(Add(), (torch.randn(4, 3), torch.randn(4, 3)), dynamic={"input0": {0: "batch"}, "input1": {0: "batch"}})
+    program = hir.from_torch(
+        Add(), (torch.randn(4, 3), torch.randn(4, 3)), dynamic={"input0": {0: "batch"}, "input1": {0: "batch"}}
+    )
     (got,) = program.run({}, torch.ones(5, 3), torch.ones(5, 3), device="cpu")
     assert got.shape == (5, 3)
-    with pytest.raises(hir.HirError, match=r"test_from_torch_dynamic\.py:\d+: error: input 1: dim 0 is "
-                                           r"dynamic dim batch, of extent 5 in input 0 \(dim 0\), got 6"):
+    with pytest.raises(
+        hir.HirError,
+        match=r"test_from_torch_dynamic\.py:\d+: error: input 1: dim 0 is "
+        r"dynamic dim batch, of extent 5 in input 0 \(dim 0\), got 6",
+    ):
         program.run({}, torch.ones(5, 3), torch.ones(6, 3), device="cpu")
     with pytest.raises(hir.HirError, match=r"input 0: expected a tensor of shape \[\?, 3\] .*got \[5, 4\]"):
         program.run({}, torch.ones(5, 4), torch.ones(5, 4), device="cpu")
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"dynamic": {"input2": {0: "b"}}}, r"dynamic names 'input2'; the inputs are input0 \.\.\. input1"),
-    ({"dynamic": {"input0": {0: 1}}}, r"dynamic\['input0'\] must map dims to names"),
-    ({"dynamic_shapes": {"z": {0: None}}}, r"dynamic_shapes names 'z', which is not among Add\.forward's"),
-    ({"dynamic_shapes": ({0: None},)}, r"one entry per example argument \(2\)"),
-    ({"dynamic": {}, "dynamic_shapes": ()}, r"not both"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"dynamic": {"input2": {0: "b"}}}, r"dynamic names 'input2'; the inputs are input0 \.\.\. input1"),
+        ({"dynamic": {"input0": {0: 1}}}, r"dynamic\['input0'\] must map dims to names"),
+        ({"dynamic_shapes": {"z": {0: None}}}, r"dynamic_shapes names 'z', which is not among Add\.forward's"),
+        ({"dynamic_shapes": ({0: None},)}, r"one entry per example argument \(2\)"),
+        ({"dynamic": {}, "dynamic_shapes": ()}, r"not both"),
+    ],
+)
 def test_bad_specs(options, message):
     with pytest.raises(hir.HirError, match=message):
         hir.from_torch(Add(), (torch.randn(4, 3), torch.randn(4, 3)), **options)
@@ -115,8 +137,11 @@ def test_sizes_of_a_split_dynamic_dim_in_a_segment_are_refused():
     shutdown(wait_for_peers=False)  # import only: no process group needed
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True).eval()
-    with pytest.raises(hir.HirError, match=r"activation\.py:\d+:\d+: error: '.*' computes a size in a "
-                                           r"kernel segment that reads a dynamic dim split over devices"):
+    with pytest.raises(
+        hir.HirError,
+        match=r"activation\.py:\d+:\d+: error: '.*' computes a size in a "
+        r"kernel segment that reads a dynamic dim split over devices",
+    ):
         hir.from_torch(layer, (torch.randn(4, 8, 16),), mesh=[0, 1], placements={"input0": Shard(0)}, dynamic=DYNAMIC)
 
 
@@ -128,7 +153,9 @@ def run_case(name: str, rank: int, world: int) -> str:
         placements = {"1.weight": Shard(0), "1.bias": Shard(0), "3.weight": Shard(1), "3.bias": Replicate()}
     else:
         placements = {"input0": Shard(0), "output0": Shard(0)}
-    program = hir.from_torch(module, (torch.randn(4, 8, 16),), mesh=list(range(world)), placements=placements, dynamic=DYNAMIC)
+    program = hir.from_torch(
+        module, (torch.randn(4, 8, 16),), mesh=list(range(world)), placements=placements, dynamic=DYNAMIC
+    )
     hir.lower(program.module, "hir-convert-to-communication{backend=gloo},hir-lower")
     lowered = str(program.module)
     if ("hir.allreduce" if name == "tensor_parallel" else "memref<?x?x16xf32, #hir.shard") not in lowered:
@@ -146,7 +173,9 @@ def run_case(name: str, rank: int, world: int) -> str:
             program.arguments(program.state(module), torch.randn(3, 5, 16))
             return f"{name}: a batch of 3 split over {world} devices was accepted"
         except hir.HirError as err:
-            if f"input 0: dynamic dim 0 (batch) of extent 3 does not split evenly over the {world} devices" not in str(err):
+            if f"input 0: dynamic dim 0 (batch) of extent 3 does not split evenly over the {world} devices" not in str(
+                err
+            ):
                 return f"{name}: unexpected error {err}"
     return ""
 

@@ -28,11 +28,18 @@ CALLS = 3  # eager, capture, replay under graph="auto"
 
 def test_fixture_is_what_hir_import_makes():
     pytest.importorskip("torch_mlir.fx")
-    made = subprocess.run([sys.executable, "-m", "hir.tools.import_cli", SOURCE], capture_output=True, text=True, env={**os.environ, "HIR_SP": "1"})
+    made = subprocess.run(
+        [sys.executable, "-m", "hir.tools.import_cli", SOURCE],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HIR_SP": "1"},
+    )
     assert made.returncode == 0, made.stderr
     with open(FIXTURE) as f:
-        assert made.stdout == f.read(), ("stale fixture: HIR_SP=1 hir-import test/Frontend/Inputs/megatron_mlp.py "
-                                         "-o test/Frontend/Inputs/megatron_mlp_sp.mlir")
+        assert made.stdout == f.read(), (
+            "stale fixture: HIR_SP=1 hir-import test/Frontend/Inputs/megatron_mlp.py "
+            "-o test/Frontend/Inputs/megatron_mlp_sp.mlir"
+        )
 
 
 def worker() -> int:
@@ -54,15 +61,19 @@ def worker() -> int:
         hir.lower(module, pipeline)
         lowered = str(module)
         if ("hir-p2p-pipeline" in pipeline) != ('"hir.shift"' in lowered):
-            failures.append(f"rank {rank}: [{pipeline}] shifts: {'missing' if 'hir-p2p-pipeline' in pipeline else 'unexpected'}")
+            failures.append(
+                f"rank {rank}: [{pipeline}] shifts: {'missing' if 'hir-p2p-pipeline' in pipeline else 'unexpected'}"
+            )
         args = [t.to(device) for t in local_arguments(module, list(model.state_dict().values()) + [x], rank)]
         for graph in (False, "auto"):
             program = compile_program(module, device=device, graph=graph)
             for call in range(CALLS if graph else 1):
                 (got,) = program(args)
                 if not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
-                    failures.append(f"rank {rank}: [{pipeline}] graph={graph} call {call}: "
-                                    f"max error {(got - want).abs().max().item():.2e}")
+                    failures.append(
+                        f"rank {rank}: [{pipeline}] graph={graph} call {call}: "
+                        f"max error {(got - want).abs().max().item():.2e}"
+                    )
                 else:
                     print(f"rank {rank}: [{pipeline}] graph={graph} call {call} ok")
             if graph == "auto" and program.graph_state.replays < 1:

@@ -14,7 +14,14 @@ from hir.frontend.output_tree import flatten_outputs
 
 transformers = pytest.importorskip("transformers")
 
-COMMON = dict(vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+COMMON = dict(
+    vocab_size=128,
+    hidden_size=32,
+    num_hidden_layers=1,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=64,
+)
 
 
 def hf_model(family: str) -> nn.Module:
@@ -22,7 +29,9 @@ def hf_model(family: str) -> nn.Module:
     T = transformers
     torch.manual_seed(0)
     if family in ("gpt2", "gpt2-lm"):
-        config = T.GPT2Config(vocab_size=128, n_embd=32, n_layer=1, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0)
+        config = T.GPT2Config(
+            vocab_size=128, n_embd=32, n_layer=1, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0
+        )
         return (T.GPT2LMHeadModel if family == "gpt2-lm" else T.GPT2Model)(config).eval()
     if family == "bert":
         return T.BertModel(T.BertConfig(**COMMON)).eval()
@@ -48,8 +57,16 @@ def check(module: nn.Module, *inputs, state: dict = None):
 
 
 # Qwen2 and Mistral (Llama's code path under other names: an import each) with HIR_TEST_SLOW=1
-@pytest.mark.parametrize("family", ["gpt2", "llama", pytest.param("qwen2", marks=pytest.mark.slow),
-                                    pytest.param("mistral", marks=pytest.mark.slow), "bert"])
+@pytest.mark.parametrize(
+    "family",
+    [
+        "gpt2",
+        "llama",
+        pytest.param("qwen2", marks=pytest.mark.slow),
+        pytest.param("mistral", marks=pytest.mark.slow),
+        "bert",
+    ],
+)
 def test_hf_model_defaults_equal_eager(family):
     """Non-persistent buffers (rotary ``inv_freq``, BERT's ``position_ids``) are left out of
     ``state_dict()`` but are arguments of @main, filled from the values seen at import."""
@@ -60,9 +77,13 @@ def test_hf_model_defaults_equal_eager(family):
         assert program.output_names[1:] == ["cache.0.keys", "cache.0.values"]
     transient = {"llama": "rotary_emb.inv_freq", "bert": "embeddings.position_ids"}.get(family)
     if transient:
-        assert transient in program.state_names and transient in program.captured and transient not in model.state_dict()
+        assert (
+            transient in program.state_names and transient in program.captured and transient not in model.state_dict()
+        )
         # program.state(model) is the whole state, non-persistent buffers included
-        assert set(program.state_names) - set(program.state(model)) == {n for n in program.state_names if n.startswith("<constant")}
+        assert set(program.state_names) - set(program.state(model)) == {
+            n for n in program.state_names if n.startswith("<constant")
+        }
         first = next(n for n in program.state_names if n not in program.captured)
         with pytest.raises(HirError, match=f"error: the state dict lacks {re.escape(first)}"):
             program.run({}, ids, device="cpu")
@@ -105,7 +126,10 @@ class SelfAttention(nn.Module):
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_transformer_encoder_layer_equal_eager(norm_first):
     torch.manual_seed(0)
-    check(nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, norm_first=norm_first).eval(), torch.randn(2, 6, 32))
+    check(
+        nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, norm_first=norm_first).eval(),
+        torch.randn(2, 6, 32),
+    )
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

@@ -20,8 +20,18 @@ MAX_LEN = 16
 def tiny_llama():
     T = transformers
     torch.manual_seed(0)
-    config = T.LlamaConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                           intermediate_size=64, max_position_embeddings=64, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    config = T.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        bos_token_id=0,
+        eos_token_id=None,
+        pad_token_id=0,
+    )
     model = T.LlamaForCausalLM(config).eval()
     model.generation_config.cache_implementation = "static"
     return model

@@ -25,7 +25,9 @@ transformers = pytest.importorskip("transformers")
 FAMILIES = ("llama", "qwen2")
 LAYERS = 2
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-lower"
-COLLECTIVE = re.compile(r'"hir\.(allreduce|allgather|reduce_scatter|broadcast|scatter|gather|reduce|send|recv|shift|all_to_all)"')
+COLLECTIVE = re.compile(
+    r'"hir\.(allreduce|allgather|reduce_scatter|broadcast|scatter|gather|reduce|send|recv|shift|all_to_all)"'
+)
 
 
 def tiny(family: str):
@@ -35,8 +37,15 @@ def tiny(family: str):
     T = transformers
     config_class, model_class = {"llama": (T.LlamaConfig, T.LlamaModel), "qwen2": (T.Qwen2Config, T.Qwen2Model)}[family]
     torch.manual_seed(0)
-    config = config_class(vocab_size=128, hidden_size=64, num_hidden_layers=LAYERS, num_attention_heads=8, num_key_value_heads=4,
-                          intermediate_size=128, max_position_embeddings=64)
+    config = config_class(
+        vocab_size=128,
+        hidden_size=64,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=64,
+    )
     return model_class(config).eval()
 
 
@@ -60,8 +69,10 @@ def run_case(family: str, rank: int, world: int) -> str:
         if name.startswith("cache."):  # [B, kv heads, S, D]: this rank's kv heads
             w = w.chunk(world, 1)[rank]
         if g.shape != w.shape or not torch.allclose(g, w, rtol=1e-5, atol=1e-5):
-            return (f"{family}: rank {rank}: {name} differs: got {tuple(g.shape)}, want "
-                    f"{tuple(w.shape)}, max error {(g - w).abs().max() if g.shape == w.shape else '-'}")
+            return (
+                f"{family}: rank {rank}: {name} differs: got {tuple(g.shape)}, want "
+                f"{tuple(w.shape)}, max error {(g - w).abs().max() if g.shape == w.shape else '-'}"
+            )
     return ""
 
 
@@ -71,13 +82,18 @@ def worker() -> int:
 
 # Llama on 2 ranks in the fast default; Qwen2 (the same path: another family) and 4 ranks
 # (slow: minutes on 2 cores; one kv head per rank) with HIR_TEST_SLOW=1.
-@pytest.mark.parametrize("world,families", [
-    pytest.param(2, ("llama",), id="2-llama"),
-    pytest.param(2, ("qwen2",), id="2-qwen2", marks=pytest.mark.slow),
-    pytest.param(4, FAMILIES, id="4-llama-qwen2", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "world,families",
+    [
+        pytest.param(2, ("llama",), id="2-llama"),
+        pytest.param(2, ("qwen2",), id="2-qwen2", marks=pytest.mark.slow),
+        pytest.param(4, FAMILIES, id="4-llama-qwen2", marks=pytest.mark.slow),
+    ],
+)
 def test_hf_tp_plan_equals_unsharded(world, families):
-    checked, report = launch_workers(world, __file__, timeout_s=500, env=dict(os.environ, HIR_TEST_FAMILIES=",".join(families)))
+    checked, report = launch_workers(
+        world, __file__, timeout_s=500, env=dict(os.environ, HIR_TEST_FAMILIES=",".join(families))
+    )
     assert checked == len(families) * world, report
 
 
@@ -87,7 +103,9 @@ def test_plan_placements_follow_hf_styles():
     from hir.frontend.hf_plans import plan_placements
 
     model = tiny("qwen2")  # q/k/v have biases
-    found = plan_placements(model, {**model.config.base_model_tp_plan, "norm": "sequence_parallel", "embed_tokens": "embedding_colwise"})
+    found = plan_placements(
+        model, {**model.config.base_model_tp_plan, "norm": "sequence_parallel", "embed_tokens": "embedding_colwise"}
+    )
     assert found["layers.1.self_attn.q_proj.weight"] == Shard(0) and found["layers.1.self_attn.q_proj.bias"] == Shard(0)
     assert found["layers.0.self_attn.o_proj.weight"] == Shard(1)
     assert found["layers.0.mlp.down_proj.weight"] == Shard(1)
@@ -95,14 +113,25 @@ def test_plan_placements_follow_hf_styles():
     assert "layers.0.input_layernorm.weight" not in found
     # the plan of a model with a head applies under its base_model_prefix ("model.")
     T = transformers
-    lm = T.LlamaForCausalLM(T.LlamaConfig(vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64))
+    lm = T.LlamaForCausalLM(
+        T.LlamaConfig(vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64)
+    )
     assert plan_placements(lm, lm.config.base_model_tp_plan)["model.layers.0.mlp.up_proj.weight"] == Shard(0)
 
 
-@pytest.mark.parametrize("plan, message", [
-    ({"layers.*.mlp.gate_proj": "expert_dispatch"}, r"'layers.\*.mlp.gate_proj': style \"expert_dispatch\" is not supported"),
-    ({"layers.*.feed_forward": "colwise"}, r"'layers.\*.feed_forward' matches no module or parameter of LlamaModel"),
-])
+@pytest.mark.parametrize(
+    "plan, message",
+    [
+        (
+            {"layers.*.mlp.gate_proj": "expert_dispatch"},
+            r"'layers.\*.mlp.gate_proj': style \"expert_dispatch\" is not supported",
+        ),
+        (
+            {"layers.*.feed_forward": "colwise"},
+            r"'layers.\*.feed_forward' matches no module or parameter of LlamaModel",
+        ),
+    ],
+)
 def test_bad_plan_is_named(plan, message):
     import torch
 

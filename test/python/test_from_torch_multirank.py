@@ -20,11 +20,22 @@ import pytest
 
 from multirank_util import launch_workers, run_gloo_cases
 
-PIPELINE = ("hir-convert-to-communication{backend=gloo},hir-stream-lowering,"
-            "hir-fuse-loops,hir-insert-deallocations,canonicalize,cse")
+PIPELINE = (
+    "hir-convert-to-communication{backend=gloo},hir-stream-lowering,"
+    "hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
+)
 # The sequence-parallel forms again through nvFuser's P2P pipelines (shifts, no collectives).
 P2P_PIPELINE = "hir-convert-to-communication{backend=gloo},hir-p2p-pipeline,hir-lower"
-CASES = ("tp", "sp", "tp_parallelize_module", "sp_parallelize_module", "sp_layernorm_parallelize_module", "sp_bsd_layernorm", "sp_bsd_rmsnorm", "sp_llama")
+CASES = (
+    "tp",
+    "sp",
+    "tp_parallelize_module",
+    "sp_parallelize_module",
+    "sp_layernorm_parallelize_module",
+    "sp_bsd_layernorm",
+    "sp_bsd_rmsnorm",
+    "sp_llama",
+)
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Frontend", "Inputs"))
 
 
@@ -67,10 +78,16 @@ def run_norm_case(rank: int, world: int) -> str:
     torch.manual_seed(1)
     x = torch.randn(tokens, d)
     want = module(x).detach().chunk(world, 0)[rank]
-    plan = {"0": SequenceParallel(sequence_dim=0), "1": ColwiseParallel(input_layouts=Shard(0)), "3": RowwiseParallel(output_layouts=Shard(0))}
+    plan = {
+        "0": SequenceParallel(sequence_dim=0),
+        "1": ColwiseParallel(input_layouts=Shard(0)),
+        "3": RowwiseParallel(output_layouts=Shard(0)),
+    }
     sharded = parallelize_module(_norm_mlp(d, f), DeviceMesh("cpu", list(range(world))), plan)
     program = from_torch(sharded, (x,), placements={"input0": Shard(0), "output0": Shard(0)})
-    return check_sequence_parallel("sp_layernorm", program, program.arguments(sharded.state_dict(), x), want, world, 1e-5)
+    return check_sequence_parallel(
+        "sp_layernorm", program, program.arguments(sharded.state_dict(), x), want, world, 1e-5
+    )
 
 
 def run_bsd_case(rms: bool, rank: int, world: int) -> str:
@@ -87,10 +104,21 @@ def run_bsd_case(rms: bool, rank: int, world: int) -> str:
     torch.manual_seed(1)
     x = torch.randn(2, 8, 16)
     want = module(x).detach().chunk(world, 1)[rank]
-    plan = {"norm": SequenceParallel(), "fc1": ColwiseParallel(input_layouts=Shard(1)), "fc2": RowwiseParallel(output_layouts=Shard(1))}
+    plan = {
+        "norm": SequenceParallel(),
+        "fc1": ColwiseParallel(input_layouts=Shard(1)),
+        "fc2": RowwiseParallel(output_layouts=Shard(1)),
+    }
     sharded = parallelize_module(norm_mlp(rms), DeviceMesh("cpu", list(range(world))), plan)
     program = from_torch(sharded, (x,), placements={"input0": Shard(1), "output0": Shard(1)})
-    return check_sequence_parallel("sp_bsd_rmsnorm" if rms else "sp_bsd_layernorm", program, program.arguments(sharded.state_dict(), x), want, world, 1e-5)
+    return check_sequence_parallel(
+        "sp_bsd_rmsnorm" if rms else "sp_bsd_layernorm",
+        program,
+        program.arguments(sharded.state_dict(), x),
+        want,
+        world,
+        1e-5,
+    )
 
 
 def run_llama_case(rank: int, world: int) -> str:
@@ -109,11 +137,28 @@ def run_llama_case(rank: int, world: int) -> str:
     want = module(x).detach().chunk(world, 1)[rank]
     placements = llama_block.tp_placements() | {"input0": Shard(1), "output0": Shard(1)}
     program = from_torch(module, (x,), mesh=list(range(world)), placements=placements)
-    return check_sequence_parallel("sp_llama", program, program.arguments(module.state_dict(), x), want, world, 1e-5, overlap=True,
-                                   counts={'"hir.allgather"': 2, '"hir.reduce_scatter"': 2})
+    return check_sequence_parallel(
+        "sp_llama",
+        program,
+        program.arguments(module.state_dict(), x),
+        want,
+        world,
+        1e-5,
+        overlap=True,
+        counts={'"hir.allgather"': 2, '"hir.reduce_scatter"': 2},
+    )
 
 
-def check_sequence_parallel(name: str, program, arguments: list, want, world: int, atol: float, overlap: bool = False, counts: dict | None = None) -> str:
+def check_sequence_parallel(
+    name: str,
+    program,
+    arguments: list,
+    want,
+    world: int,
+    atol: float,
+    overlap: bool = False,
+    counts: dict | None = None,
+) -> str:
     """Lower the imported SP program both ways (collectives run whole; hir-p2p-pipeline's
     shifts) and compare each run with the unsharded module's rows for this rank. With
     ``overlap``, also hir-lower-overlap's forms (auto: whole at these sizes; forced on and
@@ -125,11 +170,22 @@ def check_sequence_parallel(name: str, program, arguments: list, want, world: in
     from hir.passes import overlap_pipeline
 
     text = str(program.module)
-    whole, shifts = (['"hir.allgather"', '"hir.reduce_scatter"'], []), (['"hir.shift"'], ['"hir.allgather"', '"hir.reduce_scatter"'])
+    whole, shifts = (
+        (['"hir.allgather"', '"hir.reduce_scatter"'], []),
+        (['"hir.shift"'], ['"hir.allgather"', '"hir.reduce_scatter"']),
+    )
     cases = [(PIPELINE, *whole), (P2P_PIPELINE, *shifts)]
     if overlap:
-        cases += [(overlap_pipeline("auto"), *whole), (overlap_pipeline("off"), *whole), (overlap_pipeline("on"), *shifts),
-                  (P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{accumulate=1 chunks=2}"), ['"hir.shift"', "{accumulate}"], ['"hir.reduction"', '"hir.reduce_scatter"'])]
+        cases += [
+            (overlap_pipeline("auto"), *whole),
+            (overlap_pipeline("off"), *whole),
+            (overlap_pipeline("on"), *shifts),
+            (
+                P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{accumulate=1 chunks=2}"),
+                ['"hir.shift"', "{accumulate}"],
+                ['"hir.reduction"', '"hir.reduce_scatter"'],
+            ),
+        ]
     for pipeline, present, absent in cases:
         module = hir.parse(text, f"{name}.mlir")
         hir.lower(module, pipeline)
@@ -169,13 +225,21 @@ def run_case(name: str, rank: int, world: int) -> str:
     io = {"input0": Shard(0), "output0": Shard(0)} if sequence else {}
     if name.endswith("parallelize_module"):
         mesh = DeviceMesh("cpu", list(range(world)))
-        plan = {"fc1": ColwiseParallel(input_layouts=Shard(0) if sequence else Replicate()),
-                "fc2": RowwiseParallel(output_layouts=Shard(0) if sequence else Replicate())}
+        plan = {
+            "fc1": ColwiseParallel(input_layouts=Shard(0) if sequence else Replicate()),
+            "fc2": RowwiseParallel(output_layouts=Shard(0) if sequence else Replicate()),
+        }
         sharded = parallelize_module(_mlp(d, f), mesh, plan)
         program = from_torch(sharded, (x,), placements=io)
         state = sharded.state_dict()
     else:
-        placements = {"fc1.weight": Shard(0), "fc1.bias": Shard(0), "fc2.weight": Shard(1), "fc2.bias": Replicate(), **io}
+        placements = {
+            "fc1.weight": Shard(0),
+            "fc1.bias": Shard(0),
+            "fc2.weight": Shard(1),
+            "fc2.bias": Replicate(),
+            **io,
+        }
         program = from_torch(module, (x,), mesh=list(range(world)), placements=placements)
         state = module.state_dict()
     text = str(program.module)
@@ -187,7 +251,9 @@ def run_case(name: str, rank: int, world: int) -> str:
     if world > 1 and (fc2 is None or fc2.group(1) not in views):
         return f"{name}: fc2's activation operand should be an hir.alias_stack_shards view, not a kernel's copy\n{text}"
     if sequence:
-        failure = check_sequence_parallel(name, program, program.arguments(state, x), want.chunk(world, 0)[rank], world, 1e-6, overlap=name == "sp")
+        failure = check_sequence_parallel(
+            name, program, program.arguments(state, x), want.chunk(world, 0)[rank], world, 1e-6, overlap=name == "sp"
+        )
         dist.barrier()
         return failure
     # TP: the all-reduce whole, and as hir-p2p-pipeline's reduce-scatter (the accumulating
@@ -196,14 +262,21 @@ def run_case(name: str, rank: int, world: int) -> str:
     rs_ag = P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{allreduce=rs-ag accumulate=1 chunks=2}")
     pushed = P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{allreduce=rs-ag transfer=push chunks=2}")
     chunked = P2P_PIPELINE.replace("hir-p2p-pipeline", "hir-p2p-pipeline{allreduce=chunked chunks=2}")
-    for pipeline, kept in ((PIPELINE, '"hir.allreduce"'), (rs_ag, '"hir.allgather"'), (pushed, '"hir.allgather"'), (chunked, '"hir.alias_chunk"')):
+    for pipeline, kept in (
+        (PIPELINE, '"hir.allreduce"'),
+        (rs_ag, '"hir.allgather"'),
+        (pushed, '"hir.allgather"'),
+        (chunked, '"hir.alias_chunk"'),
+    ):
         lowered_module = hir.parse(text, f"{name}.mlir")
         hir.lower(lowered_module, pipeline)
         lowered = str(lowered_module)
         if world > 1 and (kept not in lowered or (pipeline == rs_ag) != ("{accumulate}" in lowered)):
             return f"{name} [{pipeline}]: the lowered program lacks {kept} or the accumulating ring's form"
         if world > 1 and pipeline in (rs_ag, pushed) and not _gathers_biased_rows(lowered):
-            return f"{name} [{pipeline}]: fc2's bias is added after the all-gather, not to the scattered rows\n{lowered}"
+            return (
+                f"{name} [{pipeline}]: fc2's bias is added after the all-gather, not to the scattered rows\n{lowered}"
+            )
         (got,) = hir.run(lowered_module, program.arguments(state, x), device="cpu")
         if not torch.allclose(got, want, rtol=1e-5, atol=1e-6):
             return f"{name} [{pipeline}]: rank {rank} got {got}, want {want}"
@@ -214,7 +287,10 @@ def run_case(name: str, rank: int, world: int) -> str:
 def _gathers_biased_rows(lowered: str) -> bool:
     """Whether the all-gather sends what an ``hir.binary`` wrote (the scattered rows plus the bias)."""
     sent = re.search(r'"hir\.allgather"\((%\w+),', lowered)
-    return sent is not None and re.search(r'"hir\.binary"\([^)]*, ' + re.escape(sent.group(1)) + r'\)', lowered) is not None
+    return (
+        sent is not None
+        and re.search(r'"hir\.binary"\([^)]*, ' + re.escape(sent.group(1)) + r"\)", lowered) is not None
+    )
 
 
 def worker() -> int:

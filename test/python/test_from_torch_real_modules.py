@@ -57,7 +57,11 @@ class KeyPadded(torch.nn.Module):
 @pytest.mark.parametrize("kind", ["mha", "encoder_layer"])
 def test_boolean_padding_mask(kind):
     torch.manual_seed(0)
-    layer = torch.nn.MultiheadAttention(16, 4, batch_first=True) if kind == "mha" else torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+    layer = (
+        torch.nn.MultiheadAttention(16, 4, batch_first=True)
+        if kind == "mha"
+        else torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+    )
     module = KeyPadded(layer).eval()
     x = torch.randn(2, 6, 16)
     mask = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
@@ -70,16 +74,32 @@ def test_boolean_padding_mask(kind):
 def tiny_llama():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, use_cache=False)
+    config = transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        use_cache=False,
+    )
     return transformers.LlamaModel(config).eval()
 
 
 def tiny_gpt2(cls_name: str = "GPT2Model", layers: int = 1):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=64, n_embd=32, n_layer=layers, n_head=4, n_positions=32,
-                                     bos_token_id=0, eos_token_id=0, use_cache=False)
+    config = transformers.GPT2Config(
+        vocab_size=64,
+        n_embd=32,
+        n_layer=layers,
+        n_head=4,
+        n_positions=32,
+        bos_token_id=0,
+        eos_token_id=0,
+        use_cache=False,
+    )
     return getattr(transformers, cls_name)(config).eval()
 
 

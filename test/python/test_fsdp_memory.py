@@ -45,7 +45,11 @@ WORLD = 4
 LAYERS = 4
 # plain: every parameter gathered at the top (over the bound); bucketed: gathers and
 # reduce-scatters in buckets of 8 KiB (a decoder layer's largest weight), prefetched
-SCHEDULES = {"plain": {}, "prefetch": {"defer_waits": True, "prefetch": True}, "bucketed": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192}}
+SCHEDULES = {
+    "plain": {},
+    "prefetch": {"defer_waits": True, "prefetch": True},
+    "bucketed": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192},
+}
 
 
 def _owned_by_segment(callee) -> dict:
@@ -86,7 +90,11 @@ def state_peak(module, state_names: list, rank: int) -> dict:
             value = value.owner.operation.operands[0]
         return value
 
-    funcs = {str(op.attributes["sym_name"]).strip('"'): op.operation for op in module.body.operations if "sym_name" in op.attributes}
+    funcs = {
+        str(op.attributes["sym_name"]).strip('"'): op.operation
+        for op in module.body.operations
+        if "sym_name" in op.attributes
+    }
     main = funcs["main"]
     args = list(main.regions[0].blocks[0].arguments)
     state = [a for a, n in zip(args, state_names) if n.startswith(("model.", "optimizer.state."))]
@@ -113,7 +121,11 @@ def state_peak(module, state_names: list, rank: int) -> dict:
             kind[root(op.operands[1])] = "param"
         elif op.name == "hir.reduce_scatter":
             kind[root(op.operands[0])] = kind[root(op.operands[1])] = "grad"
-        elif written and all(kind.get(root(op.operands[k])) == "param" for k in memrefs if k not in written) and len(memrefs) > len(written):
+        elif (
+            written
+            and all(kind.get(root(op.operands[k])) == "param" for k in memrefs if k not in written)
+            and len(memrefs) > len(written)
+        ):
             for k in written:
                 kind.setdefault(root(op.operands[k]), "param")
     for op in ops:  # a gradient copied into a bucket of reduce-scatters, or out of one
@@ -153,22 +165,46 @@ def run_case(case: str, rank: int, world: int) -> str:
 
     schedule, keep = case.split(":")
     torch.manual_seed(0)  # four layers: two layers' parameters are then a part of the whole
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=LAYERS, num_attention_heads=4,
-                                         num_key_value_heads=2, max_position_embeddings=64))
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=LAYERS,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+        )
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     ids = torch.randint(0, 64, (2 * world, 8))
-    step = hir.train_step(model, optimizer, lambda m, x, y: m(x, labels=y).loss, (ids, ids), mesh=list(range(world)), data_parallel="fully_shard",
-                          reshard_after_forward=not keep)
+    step = hir.train_step(
+        model,
+        optimizer,
+        lambda m, x, y: m(x, labels=y).loss,
+        (ids, ids),
+        mesh=list(range(world)),
+        data_parallel="fully_shard",
+        reshard_after_forward=not keep,
+    )
     program = next(iter(step.programs.values()))
-    pipeline = data_parallel_pipeline(**SCHEDULES[schedule]).split(",hir-stream-lowering")[0] + ",hir-insert-deallocations"
+    pipeline = (
+        data_parallel_pipeline(**SCHEDULES[schedule]).split(",hir-stream-lowering")[0] + ",hir-insert-deallocations"
+    )
     lowered = program.lower(pipeline=pipeline)
     counts = state_peak(hir.parse(str(lowered)), program.state_names, rank)
     limit, terms = bound(model, world, SCHEDULES[schedule].get("bucket_bytes", 0))
-    line = (f"{case}: peak {counts['peak']} bytes (held {counts['held']}, at op {counts['at']}: {counts['op']}),"
-            f" bound {limit} = total {terms[0]} / {world} + two layers {terms[1]} + bucket {terms[2]}")
+    line = (
+        f"{case}: peak {counts['peak']} bytes (held {counts['held']}, at op {counts['at']}: {counts['op']}),"
+        f" bound {limit} = total {terms[0]} / {world} + two layers {terms[1]} + bucket {terms[2]}"
+    )
     print(line, flush=True)
     if keep:  # gathered once and kept for the backward: every layer's parameters at once
-        return "" if counts["peak"] > limit else f"{line}: within the bound with reshard_after_forward=False (the count misses what it keeps)"
+        return (
+            ""
+            if counts["peak"] > limit
+            else f"{line}: within the bound with reshard_after_forward=False (the count misses what it keeps)"
+        )
     return "" if counts["peak"] <= limit else f"{line}: over the bound"
 
 

@@ -29,9 +29,11 @@ example_args = (torch.ones(3, 64),)
 
 def big_program(functions: int = 1500) -> str:
     """A module of ~260 KB printed (four times LIMIT)."""
-    fn = ('func.func @f{i}(%a: memref<4x4xf32>, %b: memref<4x4xf32>) {{\n'
-          '  "hir.binary"(%a, %b, %b) {{kind = "add"}} : (memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>) -> ()\n'
-          '  return\n}}\n')
+    fn = (
+        "func.func @f{i}(%a: memref<4x4xf32>, %b: memref<4x4xf32>) {{\n"
+        '  "hir.binary"(%a, %b, %b) {{kind = "add"}} : (memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>) -> ()\n'
+        "  return\n}}\n"
+    )
     return "".join(fn.format(i=i) for i in range(functions))
 
 
@@ -43,8 +45,16 @@ def _limited() -> None:
 def cli(tool: str, *args: str, stdout=subprocess.PIPE, limited: bool = False, cwd=None) -> subprocess.CompletedProcess:
     env = dict(os.environ, HIR_DEVICE="cpu")
     env.pop("HIR_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", f"hir.tools.{tool}", *args], stdout=stdout, stderr=subprocess.PIPE, text=True,
-                          timeout=300, env=env, cwd=cwd, preexec_fn=_limited if limited else None)
+    return subprocess.run(
+        [sys.executable, "-m", f"hir.tools.{tool}", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=cwd,
+        preexec_fn=_limited if limited else None,
+    )
 
 
 def one_line_error(proc: subprocess.CompletedProcess, prog: str) -> None:
@@ -61,12 +71,15 @@ def work(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("tool, args, prog", [
-    ("opt", ["p.mlir"], "hir-opt"),
-    ("opt", ["--version"], "hir-opt"),
-    ("run_cli", ["p.mlir", "--print"], "hir-run"),
-    ("demo", [], "hir-demo"),
-])
+@pytest.mark.parametrize(
+    "tool, args, prog",
+    [
+        ("opt", ["p.mlir"], "hir-opt"),
+        ("opt", ["--version"], "hir-opt"),
+        ("run_cli", ["p.mlir", "--print"], "hir-run"),
+        ("demo", [], "hir-demo"),
+    ],
+)
 def test_stdout_on_dev_full(work, tool, args, prog):
     with open("/dev/full", "w") as full:
         proc = cli(tool, *args, stdout=full, cwd=work)

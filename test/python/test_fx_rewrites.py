@@ -20,8 +20,15 @@ pytest.importorskip("torch_mlir.fx")
 @pytest.fixture(scope="module")
 def llama():
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                      num_key_value_heads=2, max_position_embeddings=64)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     return transformers.LlamaModel(config).eval()
 
 
@@ -41,7 +48,9 @@ def check_equal(program, model, tokens=(5, 9)) -> None:
 def test_fused_projections_and_grouped_attention_dynamic_tokens(llama):
     ids = torch.zeros(2, 4, dtype=torch.long)
     program = hir.from_torch(llama, (ids,), dynamic={"input0": {1: "tokens"}})
-    plain = hir.from_torch(llama, (ids,), dynamic={"input0": {1: "tokens"}}, fused_projections=False, grouped_attention=False)
+    plain = hir.from_torch(
+        llama, (ids,), dynamic={"input0": {1: "tokens"}}, fused_projections=False, grouped_attention=False
+    )
     assert linears(plain) - linears(program) == 2 * 2  # q, k, v: one GEMM per layer
     program.lower()
     assert "hir.once" in str(program.module)  # the concatenation runs once per set of weights
@@ -63,7 +72,11 @@ def test_a_rewrite_that_cannot_type_its_nodes_is_skipped(llama, monkeypatch, cap
 
 
 def sdpa_masks(graph) -> list:
-    sdpas = [n for n in graph.nodes if n.op == "call_function" and n.target is torch.ops.aten.scaled_dot_product_attention.default]
+    sdpas = [
+        n
+        for n in graph.nodes
+        if n.op == "call_function" and n.target is torch.ops.aten.scaled_dot_product_attention.default
+    ]
     return [n.args[3] if len(n.args) > 3 else n.kwargs.get("attn_mask") for n in sdpas]
 
 
@@ -81,10 +94,19 @@ def test_a_one_row_mask_is_not_stacked():
     from hir.frontend.hf_decode import StaticCacheStep
 
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                      num_key_value_heads=2, eos_token_id=None)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        eos_token_id=None,
+    )
     step = StaticCacheStep(transformers.LlamaForCausalLM(config).eval(), batch_size=3, max_cache_len=16)
-    masks = sdpa_masks(export(step, (torch.zeros(3, 1, dtype=torch.long), torch.tensor([4])), group_heads=True).program.graph)
+    masks = sdpa_masks(
+        export(step, (torch.zeros(3, 1, dtype=torch.long), torch.tensor([4])), group_heads=True).program.graph
+    )
     assert len(masks) == 2 and all(m.meta["val"].shape == (3, 1, 1, 16) for m in masks)  # as HF made it: it broadcasts
 
 

@@ -19,8 +19,18 @@ from hir.frontend import generators, import_cache, torch_import
 
 transformers = pytest.importorskip("transformers")
 
-TINY = dict(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            intermediate_size=64, max_position_embeddings=512, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+TINY = dict(
+    vocab_size=128,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=512,
+    bos_token_id=0,
+    eos_token_id=None,
+    pad_token_id=0,
+)
 PROMPT = [[3, 17, 42, 9, 11], [5, 6, 7, 8, 120], [9, 1, 4, 4, 2]]
 
 
@@ -31,7 +41,13 @@ def tiny_llama():
 
 def hf_greedy(model, ids, new, mask=None):
     with torch.no_grad():
-        return model.generate(ids, attention_mask=torch.ones_like(ids) if mask is None else mask, max_new_tokens=new, min_new_tokens=new, do_sample=False)
+        return model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids) if mask is None else mask,
+            max_new_tokens=new,
+            min_new_tokens=new,
+            do_sample=False,
+        )
 
 
 @pytest.fixture
@@ -55,15 +71,28 @@ def programs_of(model, padded=False):
 def test_new_buckets_and_batch_sizes_reuse_one_import(imports):
     model = tiny_llama()
     prompt = torch.tensor(PROMPT)
-    cases = [(prompt[:2], 8), (prompt[:2], 70), (prompt[:1], 8), (prompt, 130)]  # buckets (2, 64), (2, 128), (1, 64), (3, 256)
+    cases = [
+        (prompt[:2], 8),
+        (prompt[:2], 70),
+        (prompt[:1], 8),
+        (prompt, 130),
+    ]  # buckets (2, 64), (2, 128), (1, 64), (3, 256)
     for ids, new in cases:
         for _ in range(2):  # the second prompt of its length runs the prefill program
             got = hir.generate(model, ids, max_new_tokens=new, do_sample=False)
             assert got.tolist() == hf_greedy(model, ids, new).tolist(), (ids.shape, new)
     assert [name for name, _ in imports] == ["StaticCacheStep", "StaticCachePrefill"]  # once each, for every bucket
-    assert imports[0][1]["key_cache_0"] == {0: "batch", 2: "cache"} and imports[1][1]["step.value_cache_1"] == {0: "batch", 2: "cache"}
+    assert imports[0][1]["key_cache_0"] == {0: "batch", 2: "cache"} and imports[1][1]["step.value_cache_1"] == {
+        0: "batch",
+        2: "cache",
+    }
     made = [gen for key, gen in generators._GENERATORS[model].items() if key[0] != "programs"]
-    assert sorted((key[0], key[1]) for key in generators._GENERATORS[model] if key[0] != "programs") == [(1, 64), (2, 64), (2, 128), (3, 256)]
+    assert sorted((key[0], key[1]) for key in generators._GENERATORS[model] if key[0] != "programs") == [
+        (1, 64),
+        (2, 64),
+        (2, 128),
+        (3, 256),
+    ]
     assert len({id(gen.program) for gen in made}) == 1 and len({id(gen.prefill_program) for gen in made}) == 1
     assert programs_of(model).per_bucket is None
     assert "memref<?x2x?x8xf32>" in str(made[0].program.module)  # the cache: batch and length dynamic
@@ -84,7 +113,11 @@ def test_a_first_call_imports_and_compiles_the_decode_program_only(imports, monk
     monkeypatch.setattr(torch_import.TorchProgram, "compile", counted)
     model = tiny_llama()
     prompt = torch.tensor(PROMPT[:2])
-    for ids, imported in ((prompt, ["StaticCacheStep"]), (prompt, ["StaticCacheStep", "StaticCachePrefill"]), (prompt[:, :3], ["StaticCacheStep", "StaticCachePrefill"])):
+    for ids, imported in (
+        (prompt, ["StaticCacheStep"]),
+        (prompt, ["StaticCacheStep", "StaticCachePrefill"]),
+        (prompt[:, :3], ["StaticCacheStep", "StaticCachePrefill"]),
+    ):
         got = hir.generate(model, ids, max_new_tokens=6, do_sample=False)
         assert got.tolist() == hf_greedy(model, ids, 6).tolist(), ids.shape
         assert [name for name, _ in imports] == imported
@@ -92,7 +125,10 @@ def test_a_first_call_imports_and_compiles_the_decode_program_only(imports, monk
         if len(imported) == 1:
             assert compiled == [gen.program] and gen.prefill_fn is None and gen.prefill_lengths == {5}
     assert compiled == [gen.program, gen.prefill_program] and gen.prefill_lengths == {5, 3}
-    assert gen.prefill_fn is not None and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
+    assert (
+        gen.prefill_fn is not None
+        and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()
+    )
 
 
 def test_a_model_the_eager_prefill_refuses_at_its_call(imports):
@@ -143,5 +179,14 @@ def test_a_step_without_dynamic_shapes_is_imported_per_bucket(monkeypatch, impor
         for _ in range(2):  # the second prompt of its length imports the prefill program
             got = hir.generate(model, prompt, max_new_tokens=new, do_sample=False)
             assert got.tolist() == hf_greedy(model, prompt, new).tolist(), new
-    assert programs_of(model).per_bucket == "error: torch.export cannot trace StaticCacheStep: Constraints violated (cache) (test)"
-    assert [name for name, _ in imports] == ["refused", "StaticCacheStep", "StaticCachePrefill", "StaticCacheStep", "StaticCachePrefill"]
+    assert (
+        programs_of(model).per_bucket
+        == "error: torch.export cannot trace StaticCacheStep: Constraints violated (cache) (test)"
+    )
+    assert [name for name, _ in imports] == [
+        "refused",
+        "StaticCacheStep",
+        "StaticCachePrefill",
+        "StaticCacheStep",
+        "StaticCachePrefill",
+    ]

@@ -20,8 +20,18 @@ transformers = pytest.importorskip("transformers")
 
 PROMPT = [[3, 17, 42, 9, 11], [5, 6, 7, 8, 120]]
 NEW_TOKENS = 8  # 13 positions: past every short window below
-TINY = dict(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            intermediate_size=64, max_position_embeddings=128, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+TINY = dict(
+    vocab_size=128,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=128,
+    bos_token_id=0,
+    eos_token_id=None,
+    pad_token_id=0,
+)
 WINDOW = 4  # a sliding window shorter than the prompt and new tokens
 FAMILIES = {  # name -> (config class, model class, overrides of TINY)
     "mistral_window_4": ("MistralConfig", "MistralForCausalLM", {"sliding_window": WINDOW}),
@@ -30,13 +40,32 @@ FAMILIES = {  # name -> (config class, model class, overrides of TINY)
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 8, "sliding_window": WINDOW}),
     "ministral": ("MinistralConfig", "MinistralForCausalLM", {"head_dim": 8, "sliding_window": WINDOW}),
     "olmo3": ("Olmo3Config", "Olmo3ForCausalLM", {"sliding_window": WINDOW}),
-    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", {"head_dim": 8, "sliding_window": WINDOW, "num_local_experts": 4, "num_experts_per_tok": 2}),
+    "gpt_oss": (
+        "GptOssConfig",
+        "GptOssForCausalLM",
+        {"head_dim": 8, "sliding_window": WINDOW, "num_local_experts": 4, "num_experts_per_tok": 2},
+    ),
     "falcon": ("FalconConfig", "FalconForCausalLM", {}),  # multi-query: one KV head
     "falcon_new_decoder": ("FalconConfig", "FalconForCausalLM", {"new_decoder_architecture": True}),
-    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", {
-        "num_key_value_heads": 4, "kv_lora_rank": 16, "q_lora_rank": 16, "qk_rope_head_dim": 4, "qk_nope_head_dim": 8, "v_head_dim": 6,
-        "head_dim": 4, "n_routed_experts": 4, "n_group": 1, "topk_group": 1, "num_experts_per_tok": 2, "first_k_dense_replace": 1,
-        "moe_intermediate_size": 16}),
+    "deepseek_v3": (
+        "DeepseekV3Config",
+        "DeepseekV3ForCausalLM",
+        {
+            "num_key_value_heads": 4,
+            "kv_lora_rank": 16,
+            "q_lora_rank": 16,
+            "qk_rope_head_dim": 4,
+            "qk_nope_head_dim": 8,
+            "v_head_dim": 6,
+            "head_dim": 4,
+            "n_routed_experts": 4,
+            "n_group": 1,
+            "topk_group": 1,
+            "num_experts_per_tok": 2,
+            "first_k_dense_replace": 1,
+            "moe_intermediate_size": 16,
+        },
+    ),
     # TINY's num_key_value_heads=2 is unused by these (they attend with every head)
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", {}),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {}),
@@ -54,7 +83,13 @@ def tiny(family: str, **overrides):
 
 def hf_greedy(model, prompt):
     with torch.no_grad():
-        return model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False)
+        return model.generate(
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            max_new_tokens=NEW_TOKENS,
+            min_new_tokens=NEW_TOKENS,
+            do_sample=False,
+        )
 
 
 @pytest.mark.parametrize("family", [f if f in FAST else pytest.param(f, marks=pytest.mark.slow) for f in FAMILIES])
@@ -69,14 +104,21 @@ def test_the_short_window_changes_the_tokens():
     """The short window is exercised: without it the same weights decode other tokens (so
     the equality above is not the full attention's)."""
     prompt = torch.tensor(PROMPT)
-    assert hf_greedy(tiny("mistral_window_4"), prompt).tolist() != hf_greedy(tiny("mistral_window_4", sliding_window=None), prompt).tolist()
+    assert (
+        hf_greedy(tiny("mistral_window_4"), prompt).tolist()
+        != hf_greedy(tiny("mistral_window_4", sliding_window=None), prompt).tolist()
+    )
 
 
 def test_an_encoder_decoder_is_refused_by_name():
     torch.manual_seed(0)
-    config = transformers.T5Config(vocab_size=128, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4, decoder_start_token_id=0)
+    config = transformers.T5Config(
+        vocab_size=128, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4, decoder_start_token_id=0
+    )
     model = transformers.T5ForConditionalGeneration(config).eval()
-    with pytest.raises(HirError, match=r"hir.generate: T5ForConditionalGeneration \(t5\) is an encoder-decoder model; .*decoder-only"):
+    with pytest.raises(
+        HirError, match=r"hir.generate: T5ForConditionalGeneration \(t5\) is an encoder-decoder model; .*decoder-only"
+    ):
         hir.generate(model, torch.tensor(PROMPT), max_new_tokens=2)
 
 
@@ -100,5 +142,8 @@ def test_a_tensor_parallel_model_is_refused_by_name(one_gloo_rank):
     mesh = init_device_mesh("cpu", (1,))
     projection = model.model.layers[0].self_attn.q_proj
     projection.weight = torch.nn.Parameter(distribute_tensor(projection.weight.detach(), mesh, [Shard(0)]))
-    with pytest.raises(HirError, match=r"MistralForCausalLM \(mistral\) is tensor-parallel \(its parameter 'model.layers.0.self_attn.q_proj.weight' is a DTensor"):
+    with pytest.raises(
+        HirError,
+        match=r"MistralForCausalLM \(mistral\) is tensor-parallel \(its parameter 'model.layers.0.self_attn.q_proj.weight' is a DTensor",
+    ):
         hir.generate(model, torch.tensor(PROMPT), max_new_tokens=2)

@@ -166,7 +166,10 @@ def test_hir_run_graph_choice(tmp_path, capsys):
     capsys.readouterr()
     prog = tmp_path / "p.mlir"
     prog.write_text(ADD_MUL)
-    assert main([str(prog), "--device", "cpu", "--warmup", "2", "--input", "ones:2x4", "--input", "zeros:2x4", "--print"]) == 0
+    assert (
+        main([str(prog), "--device", "cpu", "--warmup", "2", "--input", "ones:2x4", "--input", "zeros:2x4", "--print"])
+        == 0
+    )
     assert "[[2, 2, 2, 2]," in capsys.readouterr().out  # (1 + 1) * 1, eager on CPU
 
 
@@ -272,7 +275,9 @@ def test_non_capturable_and_aliased_inputs_run_eagerly():
         buf = torch.ones(2, 4, device="cuda")
         alive.append(buf)
         (t,) = program([buf, buf])
-        assert program.graph_state.last == ("eager (first call of this signature)" if call == 0 else "eager (tensor inputs share memory)")
+        assert program.graph_state.last == (
+            "eager (first call of this signature)" if call == 0 else "eager (tensor inputs share memory)"
+        )
     torch.cuda.synchronize()
     assert program.graph_state.captures == 0
     # the same shared buffer every call: a graph bound to it keeps the aliasing exactly
@@ -307,7 +312,15 @@ def test_auto_binds_a_graph_to_buffers_passed_again():
         torch.testing.assert_close(out, ref_out)  # the preallocated output is the caller's buffer
         outs.append(got)
     # (a2, o2) twice in a row (calls 4 and 6, call 5 served by a's bound graph) binds too
-    assert lasts == ["eager (first call of this signature)", "capture (bound)", "replay (bound)", "capture", "replay (bound)", "capture (bound)", "replay (bound)"]
+    assert lasts == [
+        "eager (first call of this signature)",
+        "capture (bound)",
+        "replay (bound)",
+        "capture",
+        "replay (bound)",
+        "capture (bound)",
+        "replay (bound)",
+    ]
     state = auto.graph_state
     assert state.captures == 3 and state.graphs == 3 and state.bound == 2
     assert len({t.data_ptr() for t in outs}) == len(outs)  # copied out: earlier results stay intact

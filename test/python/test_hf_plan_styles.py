@@ -33,7 +33,9 @@ transformers = pytest.importorskip("transformers")
 FAST = ("styles", "decode")
 SLOW = ("runtime_plan", "phi3", "gpt_neox", "mixtral", "qwen3_moe", "auto")
 PIPELINE = "hir-convert-to-communication{backend=gloo},hir-lower"
-COLLECTIVE = re.compile(r'"hir\.(allreduce|allgather|reduce_scatter|broadcast|scatter|gather|reduce|send_recv|send|recv|shift|all_to_all)"\((%[\w#]+)')
+COLLECTIVE = re.compile(
+    r'"hir\.(allreduce|allgather|reduce_scatter|broadcast|scatter|gather|reduce|send_recv|send|recv|shift|all_to_all)"\((%[\w#]+)'
+)
 LAYERS = 2
 
 
@@ -83,12 +85,29 @@ def styled_module():
             return self.scale(h) + self.reduced(h) + self.gathered(h) * self.experts(h)
 
     plan = {
-        "embed": "embedding_rowwise", "pos": "embedding_colwise", "norm": "sequence_parallel", "q_norm": "replicated_with_grad_allreduce",
-        "up": "colwise", "down": "rowwise", "mix": "colwise_gather_output", "proj": "rowwise_split_input",
-        "rep_col": "colwise_rep", "rep_row": "rowwise_rep", "gate_up": "packed_colwise", "fused_down": "rowwise",
-        "packed_up": "packed_colwise", "packed_down": "packed_rowwise", "local_up": "local_colwise", "local_down": "local_rowwise",
-        "scale": "replicate", "reduced": "all_reduce", "reduced.inner": "colwise", "gathered": "gather", "gathered.inner": "colwise",
-        "experts": "moe_tp_experts", "experts.inner": "local_params",
+        "embed": "embedding_rowwise",
+        "pos": "embedding_colwise",
+        "norm": "sequence_parallel",
+        "q_norm": "replicated_with_grad_allreduce",
+        "up": "colwise",
+        "down": "rowwise",
+        "mix": "colwise_gather_output",
+        "proj": "rowwise_split_input",
+        "rep_col": "colwise_rep",
+        "rep_row": "rowwise_rep",
+        "gate_up": "packed_colwise",
+        "fused_down": "rowwise",
+        "packed_up": "packed_colwise",
+        "packed_down": "packed_rowwise",
+        "local_up": "local_colwise",
+        "local_down": "local_rowwise",
+        "scale": "replicate",
+        "reduced": "all_reduce",
+        "reduced.inner": "colwise",
+        "gathered": "gather",
+        "gathered.inner": "colwise",
+        "experts": "moe_tp_experts",
+        "experts.inner": "local_params",
     }
     return Styled().eval(), plan
 
@@ -98,8 +117,18 @@ def tiny_llama():
 
     T = transformers
     torch.manual_seed(0)
-    config = T.LlamaConfig(vocab_size=128, hidden_size=32, num_hidden_layers=LAYERS, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
-                           max_position_embeddings=64, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+    config = T.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        bos_token_id=0,
+        eos_token_id=None,
+        pad_token_id=0,
+    )
     return T.LlamaForCausalLM(config).eval()
 
 
@@ -109,12 +138,40 @@ def tiny(family: str):
 
     T = transformers
     torch.manual_seed(0)
-    common = dict(vocab_size=128, hidden_size=32, num_hidden_layers=LAYERS, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64, pad_token_id=0)
+    common = dict(
+        vocab_size=128,
+        hidden_size=32,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
     config, model = {
         "phi3": (lambda: T.Phi3Config(**common), T.Phi3Model),
-        "gpt_neox": (lambda: T.GPTNeoXConfig(vocab_size=128, hidden_size=32, num_hidden_layers=LAYERS, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64), T.GPTNeoXModel),
+        "gpt_neox": (
+            lambda: T.GPTNeoXConfig(
+                vocab_size=128,
+                hidden_size=32,
+                num_hidden_layers=LAYERS,
+                num_attention_heads=4,
+                intermediate_size=64,
+                max_position_embeddings=64,
+            ),
+            T.GPTNeoXModel,
+        ),
         "mixtral": (lambda: T.MixtralConfig(**common, num_local_experts=4, num_experts_per_tok=2), T.MixtralModel),
-        "qwen3_moe": (lambda: T.Qwen3MoeConfig(**{**common, "intermediate_size": 64}, moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, head_dim=8), T.Qwen3MoeModel),
+        "qwen3_moe": (
+            lambda: T.Qwen3MoeConfig(
+                **{**common, "intermediate_size": 64},
+                moe_intermediate_size=32,
+                num_experts=4,
+                num_experts_per_tok=2,
+                head_dim=8,
+            ),
+            T.Qwen3MoeModel,
+        ),
     }[family]
     config = config()
     config._experts_implementation = "batched_mm"
@@ -125,11 +182,15 @@ def _equal(name: str, rank: int, world: int, got: list, names: list, want: list)
     import torch
 
     for output, g, w in zip(names, got, want):
-        if ("cache." in output or "past_key_values" in output) and g.shape != w.shape:  # [B, kv heads, S, D]: this rank's kv heads
+        if (
+            "cache." in output or "past_key_values" in output
+        ) and g.shape != w.shape:  # [B, kv heads, S, D]: this rank's kv heads
             w = w.chunk(world, 1)[rank]
         if g.shape != w.shape or not torch.allclose(g, w, rtol=1e-4, atol=1e-5):
-            return (f"{name}: rank {rank}: {output} differs: got {tuple(g.shape)}, want "
-                    f"{tuple(w.shape)}, max error {(g - w).abs().max() if g.shape == w.shape else '-'}")
+            return (
+                f"{name}: rank {rank}: {output} differs: got {tuple(g.shape)}, want "
+                f"{tuple(w.shape)}, max error {(g - w).abs().max() if g.shape == w.shape else '-'}"
+            )
     return ""
 
 
@@ -153,25 +214,35 @@ def run_case(name: str, rank: int, world: int) -> str:
         if any(state for _, state in found) or any(kind in ("scatter", "broadcast") for kind, _ in found):
             return f"styles: rank {rank}: a collective moves a parameter, or scatters: {found}"
         with torch.no_grad():
-            return _equal(name, rank, world, program.run(None, ids, positions, device="cpu"), ["output"], [model(ids, positions)])
+            return _equal(
+                name, rank, world, program.run(None, ids, positions, device="cpu"), ["output"], [model(ids, positions)]
+            )
     if name == "decode":
         return decode_case(rank, world)
     if name in ("runtime_plan", "auto"):
         model = tiny_llama() if name == "runtime_plan" else auto_model(rank)
-        program = hir.from_torch(model, (ids,)) if name == "auto" else hir.from_torch(model, (ids,), mesh=mesh, placements=model.tp_plan)
+        program = (
+            hir.from_torch(model, (ids,))
+            if name == "auto"
+            else hir.from_torch(model, (ids,), mesh=mesh, placements=model.tp_plan)
+        )
         model = tiny_llama() if name == "auto" else model  # the unsharded reference (same seed)
         expected = ["allreduce"] * (1 + 2 * LAYERS) + ["allgather"]
     else:
         model = tiny(name)
         program = hir.from_torch(model, (ids,), mesh=mesh, placements=model.config.base_model_tp_plan)
-        expected = {"phi3": ["allgather", "allreduce"] * 2 * LAYERS, "gpt_neox": ["allreduce"] * (1 + 2 * LAYERS)}.get(name, ["allreduce"] * 2 * LAYERS)
+        expected = {"phi3": ["allgather", "allreduce"] * 2 * LAYERS, "gpt_neox": ["allreduce"] * (1 + 2 * LAYERS)}.get(
+            name, ["allreduce"] * 2 * LAYERS
+        )
     hir.lower(program.module, PIPELINE)
     found = collectives(program)
     if [kind for kind, _ in found] != expected or any(state for _, state in found):
         return f"{name}: rank {rank}: collectives {found}, want {expected} (none reading a parameter)"
     with torch.no_grad():
         names, want = flatten_outputs(model(ids))
-    return _equal(name, rank, world, program.run(model.state_dict() if name != "auto" else None, ids, device="cpu"), names, want)
+    return _equal(
+        name, rank, world, program.run(model.state_dict() if name != "auto" else None, ids, device="cpu"), names, want
+    )
 
 
 def auto_model(rank: int):
@@ -196,10 +267,14 @@ def decode_case(rank: int, world: int) -> str:
     model.generation_config.cache_implementation = "static"
     step = StaticCacheStep(model, batch_size=1, max_cache_len=16)
     prompt = [3, 17, 42, 9]
-    decode = hir.from_torch(step, (torch.tensor([prompt[:1]]), torch.tensor([0])), mesh=list(range(world)), placements=model.tp_plan)
+    decode = hir.from_torch(
+        step, (torch.tensor([prompt[:1]]), torch.tensor([0])), mesh=list(range(world)), placements=model.tp_plan
+    )
     decode.lower(pipeline=PIPELINE)
     found = collectives(decode)
-    lookup = "model.embed_tokens" in model.tp_plan  # split embedding: one allreduce (not in transformers 5.17's Llama plan)
+    lookup = (
+        "model.embed_tokens" in model.tp_plan
+    )  # split embedding: one allreduce (not in transformers 5.17's Llama plan)
     expected = ["allreduce"] * (lookup + 2 * LAYERS) + ["allgather"]
     if [kind for kind, _ in found] != expected or any(state for _, state in found):
         return f"decode: rank {rank}: collectives per step {found}, want {expected}"
@@ -207,7 +282,9 @@ def decode_case(rank: int, world: int) -> str:
     for tensor in state.values():
         if tensor.dtype.is_floating_point and tensor.dim() == 4:
             tensor.zero_()  # an empty cache
-    args = decode.arguments(state, torch.tensor([prompt[:1]]), torch.tensor([0]))  # this rank's heads of the cache, kept across steps
+    args = decode.arguments(
+        state, torch.tensor([prompt[:1]]), torch.tensor([0])
+    )  # this rank's heads of the cache, kept across steps
     program = compile_program(decode.module, device="cpu")
     tokens, first = list(prompt), len(decode.state_names)
     for position in range(len(prompt) + 7):
@@ -226,7 +303,12 @@ def worker() -> int:
 
 def test_every_style_and_tp_decode(tmp_path):
     """The fast default: the styles module and the head-local TP decode."""
-    checked, report = launch_workers(2, __file__, timeout_s=500, env={**os.environ, "HIR_STYLE_CASES": ",".join(FAST), "HIR_STYLE_DIR": str(tmp_path)})
+    checked, report = launch_workers(
+        2,
+        __file__,
+        timeout_s=500,
+        env={**os.environ, "HIR_STYLE_CASES": ",".join(FAST), "HIR_STYLE_DIR": str(tmp_path)},
+    )
     assert checked == 2 * len(FAST), report
 
 
@@ -234,7 +316,12 @@ def test_every_style_and_tp_decode(tmp_path):
 def test_hf_models_under_their_plans(tmp_path):
     """HF's runtime plan, Phi3, GPT-NeoX, Mixtral, Qwen3-MoE and a tp_plan="auto" model."""
     pytest.importorskip("accelerate")  # from_pretrained(tp_plan=...) needs it
-    checked, report = launch_workers(2, __file__, timeout_s=900, env={**os.environ, "HIR_STYLE_CASES": ",".join(SLOW), "HIR_STYLE_DIR": str(tmp_path / "tiny_llama")})
+    checked, report = launch_workers(
+        2,
+        __file__,
+        timeout_s=900,
+        env={**os.environ, "HIR_STYLE_CASES": ",".join(SLOW), "HIR_STYLE_DIR": str(tmp_path / "tiny_llama")},
+    )
     assert checked == 2 * len(SLOW), report
 
 

@@ -194,7 +194,9 @@ def test_a_folder_others_can_write_is_refused(monkeypatch, tmp_path):
     imports = counting(monkeypatch)
     model, x = Scaled(2.0), torch.randn(3, 8)
     for _ in range(2):
-        with pytest.warns(UserWarning, match=r"not using the import cache: .*shared is writable by group and others \(mode 777\)"):
+        with pytest.warns(
+            UserWarning, match=r"not using the import cache: .*shared is writable by group and others \(mode 777\)"
+        ):
             fn = hir.compile(model, (x,), device="cpu")
     assert len(imports) == 2 and os.listdir(shared) == []
     torch.testing.assert_close(fn(x), model(x))
@@ -210,8 +212,13 @@ def test_a_folder_of_another_user_is_refused(tmp_path):
 
     status = os.stat(tmp_path)
     other = os.stat_result((stat.S_IFDIR | 0o700, *status[1:4], os.getuid() + 1, *status[5:]))
-    assert refusal(tmp_path, other) == f"{tmp_path} belongs to uid {os.getuid() + 1}, not to this user (uid {os.getuid()})"
-    assert refusal(tmp_path, os.stat_result((stat.S_IFDIR | 0o720, *status[1:]))) == f"{tmp_path} is writable by group (mode 720)"
+    assert (
+        refusal(tmp_path, other) == f"{tmp_path} belongs to uid {os.getuid() + 1}, not to this user (uid {os.getuid()})"
+    )
+    assert (
+        refusal(tmp_path, os.stat_result((stat.S_IFDIR | 0o720, *status[1:])))
+        == f"{tmp_path} is writable by group (mode 720)"
+    )
     assert refusal(tmp_path, os.stat_result((stat.S_IFDIR | 0o700, *status[1:]))) is None
 
 

@@ -154,16 +154,19 @@ def _write(folder, files: dict[str, str]) -> None:
 def test_a_planted_cycle_is_found(tmp_path):
     """Cycles through a function-level import, a TYPE_CHECKING import and a relative one
     are each found; a ``__main__`` block's import and a package's re-export are not edges."""
-    _write(tmp_path / "pkg", {
-        "__init__.py": "from pkg.a import f\n",
-        "a.py": "from pkg import b\ndef f():\n    return b\n",
-        "b.py": "def g():\n    from pkg.a import f\n    return f\n",
-        "c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.d import D\n",
-        "d.py": "from .c import TYPE_CHECKING\nclass D: ...\n",
-        "e.py": "if __name__ == '__main__':\n    import pkg.a\n",
-        "sub/__init__.py": "",
-        "sub/x.py": "from ..e import __name__ as e\n",
-    })
+    _write(
+        tmp_path / "pkg",
+        {
+            "__init__.py": "from pkg.a import f\n",
+            "a.py": "from pkg import b\ndef f():\n    return b\n",
+            "b.py": "def g():\n    from pkg.a import f\n    return f\n",
+            "c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.d import D\n",
+            "d.py": "from .c import TYPE_CHECKING\nclass D: ...\n",
+            "e.py": "if __name__ == '__main__':\n    import pkg.a\n",
+            "sub/__init__.py": "",
+            "sub/x.py": "from ..e import __name__ as e\n",
+        },
+    )
     graph = import_graph({"pkg": str(tmp_path / "pkg")})
     assert graph["pkg.sub.x"] == {"pkg.e": 1} and graph["pkg.e"] == {}
     cycles = find_cycles(graph)

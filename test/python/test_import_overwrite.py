@@ -28,8 +28,10 @@ def test_foreign_weights_file_is_kept(work, capsys):
     before = (work / "m.safetensors").read_bytes()
     assert import_cli.main(["m.py", "-o", "m.mlir"]) == 1
     err = capsys.readouterr().err.strip()
-    assert err == ("hir-import: error: m.safetensors: exists and hir did not write "
-                   "it; pass --force to overwrite it (or --weights FILE / --no-weights)")
+    assert err == (
+        "hir-import: error: m.safetensors: exists and hir did not write "
+        "it; pass --force to overwrite it (or --weights FILE / --no-weights)"
+    )
     assert (work / "m.safetensors").read_bytes() == before
     assert not (work / "m.mlir").exists() and not (work / "ran").exists()
 
@@ -50,10 +52,13 @@ def test_its_own_weights_are_replaced(work):
     assert import_cli.main(["m.py", "-o", "m.mlir"]) == 0
 
 
-@pytest.mark.parametrize("output, message", [
-    ("w.safetensors", "-o w.safetensors: is where the weights would go"),
-    ("missing/m.mlir", "-o missing/m.mlir: the folder 'missing' does not exist"),
-])
+@pytest.mark.parametrize(
+    "output, message",
+    [
+        ("w.safetensors", "-o w.safetensors: is where the weights would go"),
+        ("missing/m.mlir", "-o missing/m.mlir: the folder 'missing' does not exist"),
+    ],
+)
 def test_bad_output_is_refused_before_the_file_runs(work, capsys, output, message):
     assert import_cli.main(["m.py", "-o", output]) == 1
     assert message in capsys.readouterr().err

@@ -14,8 +14,10 @@ import sys
 import pytest
 
 BEFORE = "hir-insert-reshardings,hir-convert-to-communication{backend=gloo}"
-AFTER = ("hir-insert-reshardings,hir-convert-to-communication{backend=gloo},"
-         "hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse")
+AFTER = (
+    "hir-insert-reshardings,hir-convert-to-communication{backend=gloo},"
+    "hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
+)
 
 
 def _local(full, sharding, rank):
@@ -63,7 +65,11 @@ def _cases(world: int):
         X, W = torch.randn(6, 8, generator=gen), torch.randn(2 * world, 8, generator=gen)
         return b.finish(), [X, W], [x.sharding, w.sharding], [X @ W.T], [out.sharding]
 
-    return [("ag_matmul", ag_matmul), ("binary_scatter", binary_scatter), ("linear_gather_weight", linear_gather_weight)]
+    return [
+        ("ag_matmul", ag_matmul),
+        ("binary_scatter", binary_scatter),
+        ("linear_gather_weight", linear_gather_weight),
+    ]
 
 
 def worker() -> int:

@@ -27,7 +27,21 @@ def test_interp_cli_files_and_save(prog, tmp_path, capsys):
     torch.save(a, tmp_path / "a.pt")
     numpy.save(tmp_path / "b.npy", numpy.ones((2, 2), dtype=numpy.float32))
     out = tmp_path / "out.pt"
-    rc = main([str(prog), str(tmp_path / "a.pt"), "--input", str(tmp_path / "b.npy"), "--input", "7", "--print", "--save", str(out), "--device", "cpu"])
+    rc = main(
+        [
+            str(prog),
+            str(tmp_path / "a.pt"),
+            "--input",
+            str(tmp_path / "b.npy"),
+            "--input",
+            "7",
+            "--print",
+            "--save",
+            str(out),
+            "--device",
+            "cpu",
+        ]
+    )
     assert rc == 0
     assert capsys.readouterr().out == "output 0: shape [2, 2] f32\n[[4, 5],\n [6, 7]]\noutput 1: 7\n"
     saved = torch.load(out)
@@ -47,7 +61,10 @@ def test_interp_cli_random_inputs_are_seeded(prog, capsys):
     "args,message",
     [
         (["zeros", "zeros"], "p.mlir:1:1: error: @main argument #2 (index) is a scalar: give its value"),
-        (["zeros:3x2", "zeros", "1"], "p.mlir:1:1: error: @main argument #0 (memref<2x2xf32>): shape [3, 2] does not fit the type's [2, 2]"),
+        (
+            ["zeros:3x2", "zeros", "1"],
+            "p.mlir:1:1: error: @main argument #0 (memref<2x2xf32>): shape [3, 2] does not fit the type's [2, 2]",
+        ),
         (["nothing.pt"], "argument #0 (memref<2x2xf32>): 'nothing.pt' is neither an input kind"),
         (["zeros", "zeros", "1", "--entry", "nope"], "error: no function @nope"),
     ],
@@ -60,6 +77,6 @@ def test_interp_cli_errors(prog, capsys, args, message):
 
 def test_interp_cli_parse_error(tmp_path, capsys):
     bad = tmp_path / "bad.mlir"
-    bad.write_text("func.func @main() {\n  %x = \"hir.nope\"() : () -> ()\n  return\n}\n")
+    bad.write_text('func.func @main() {\n  %x = "hir.nope"() : () -> ()\n  return\n}\n')
     assert main([str(bad), "--device", "cpu"]) == 1
     assert capsys.readouterr().err.startswith(f"{bad}:2:")

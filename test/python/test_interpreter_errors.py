@@ -23,7 +23,11 @@ def _inputs():
     [
         (2, torch.zeros(4, dtype=torch.int32), r"argument #2 \(memref<3xi32>\) expects shape \[3\], got \[4\]"),
         (2, torch.zeros(3, dtype=torch.int64), r"argument #2 .* expects dtype torch.int32, got torch.int64"),
-        (2, torch.zeros(3, dtype=torch.int32, device="meta"), r"argument #2 .* expects a tensor on cpu, got one on meta"),
+        (
+            2,
+            torch.zeros(3, dtype=torch.int32, device="meta"),
+            r"argument #2 .* expects a tensor on cpu, got one on meta",
+        ),
         (2, [0, 0, 0], r"argument #2 .* expects a torch.Tensor, got list"),
     ],
 )
@@ -89,10 +93,14 @@ def test_interp_use_after_dealloc_and_double_dealloc():
   "hir.set"(%a, %t) : ({T}, {T}) -> ()
   return
 }}"""
-    with pytest.raises(HirError, match=r"test.mlir:4:3: error: 'hir.set' operand #1 \(%alloc\) is used after memref.dealloc"):
+    with pytest.raises(
+        HirError, match=r"test.mlir:4:3: error: 'hir.set' operand #1 \(%alloc\) is used after memref.dealloc"
+    ):
         run(use, [torch.zeros(4, 8)])
-    twice = (f"func.func @main() {{\n  %t = memref.alloc() : {T}\n  "
-             f"memref.dealloc %t : {T}\n  memref.dealloc %t : {T}\n  return\n}}")
+    twice = (
+        f"func.func @main() {{\n  %t = memref.alloc() : {T}\n  "
+        f"memref.dealloc %t : {T}\n  memref.dealloc %t : {T}\n  return\n}}"
+    )
     with pytest.raises(HirError, match=r"test.mlir:4:3: error: 'memref.dealloc' buffer %alloc is already deallocated"):
         run(twice, [])
 
@@ -136,8 +144,11 @@ def test_interp_rank_outside_team():
   return
 }}"""
     # the placement check (run start) reports the argument first, before the team's op
-    with pytest.raises(HirError, match=r"test.mlir:1:17: error: argument #0 of 'func.func' is "
-                                       r"placed on devices \[0, 1\] but the run has 1 rank\(s\)"):
+    with pytest.raises(
+        HirError,
+        match=r"test.mlir:1:17: error: argument #0 of 'func.func' is "
+        r"placed on devices \[0, 1\] but the run has 1 rank\(s\)",
+    ):
         program(text)
 
 
@@ -167,7 +178,9 @@ def test_interp_alias_select_index_out_of_range():
   return
 }}"""
     for i in (4, -1):
-        with pytest.raises(HirError, match=rf"test.mlir:2:8: error: 'hir.alias_select' index {i} is out of range for axis 0"):
+        with pytest.raises(
+            HirError, match=rf"test.mlir:2:8: error: 'hir.alias_select' index {i} is out of range for axis 0"
+        ):
             run(text, [torch.zeros(4, 8), i])
 
 
@@ -180,17 +193,25 @@ def test_interp_alias_chunk_errors():
   return
 }}"""
     for i in (2, -1):
-        with pytest.raises(HirError, match=rf"test.mlir:2:8: error: 'hir.alias_chunk' index {i} is out "
-                                           r"of range for 2 chunks of %arg0 \(local shape \[4, 8\]\)"):
+        with pytest.raises(
+            HirError,
+            match=rf"test.mlir:2:8: error: 'hir.alias_chunk' index {i} is out "
+            r"of range for 2 chunks of %arg0 \(local shape \[4, 8\]\)",
+        ):
             run(text, [torch.zeros(4, 8), i])
-    with pytest.raises(HirError, match=r"test.mlir:2:8: error: 'hir.alias_chunk' axis 0 of extent 5 does not divide into 2 chunks"):
+    with pytest.raises(
+        HirError, match=r"test.mlir:2:8: error: 'hir.alias_chunk' axis 0 of extent 5 does not divide into 2 chunks"
+    ):
         run(text, [torch.zeros(5, 8), 0])
 
 
 def test_interp_unsupported_op():
     text = "func.func @main(%a: f32) -> f32 {\n  %b = arith.addf %a, %a : f32\n  return %b : f32\n}"
-    with pytest.raises(HirError, match=r"test.mlir:2:8: error: 'arith.addf' runs on tensors only \(in "
-                                       r"kernel segments\); host programs compute integers and indices"):
+    with pytest.raises(
+        HirError,
+        match=r"test.mlir:2:8: error: 'arith.addf' runs on tensors only \(in "
+        r"kernel segments\); host programs compute integers and indices",
+    ):
         program(text)
 
 

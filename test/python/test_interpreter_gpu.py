@@ -145,8 +145,23 @@ def test_hir_run_cuda_graph_of_nccl_exits(tmp_path):
     import subprocess
 
     (tmp_path / "p.mlir").write_text(ALLREDUCE_2)
-    command = [sys.executable, "-m", "hir.tools.run_cli", "p.mlir", "ones", "--device", "cuda", "--nproc", "2",
-               "--cuda-graph", "--warmup", "2", "--print", "--timeout", "120"]
+    command = [
+        sys.executable,
+        "-m",
+        "hir.tools.run_cli",
+        "p.mlir",
+        "ones",
+        "--device",
+        "cuda",
+        "--nproc",
+        "2",
+        "--cuda-graph",
+        "--warmup",
+        "2",
+        "--print",
+        "--timeout",
+        "120",
+    ]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     for rank in (0, 1):

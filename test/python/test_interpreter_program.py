@@ -9,8 +9,10 @@ T864 = mem([8, 64])
 
 
 def test_interp_program_compiles_once_and_reruns():
-    text = (f'func.func @main(%a: {T864}, %b: {T864}, %out: {T864}) {{\n  "hir.binary"(%a,'
-            f' %b, %out) {{kind = "sub"}} : ({T864}, {T864}, {T864}) -> ()\n  return\n}}')
+    text = (
+        f'func.func @main(%a: {T864}, %b: {T864}, %out: {T864}) {{\n  "hir.binary"(%a,'
+        f' %b, %out) {{kind = "sub"}} : ({T864}, {T864}, {T864}) -> ()\n  return\n}}'
+    )
     prog = program(text)
     for _ in range(3):
         a, b, out = torch.randn(8, 64), torch.randn(8, 64), torch.empty(8, 64)
@@ -41,8 +43,11 @@ def test_interp_buffer_on_a_device_without_a_rank_is_refused():
   "hir.set"(%x, %x) : ({t}, {t}) -> ()
   return
 }}"""
-    with pytest.raises(HirError, match=r"test.mlir:1:17: error: argument #0 of 'func.func' is "
-                                       r"placed on devices \[1\] but the run has 1 rank\(s\)"):
+    with pytest.raises(
+        HirError,
+        match=r"test.mlir:1:17: error: argument #0 of 'func.func' is "
+        r"placed on devices \[1\] but the run has 1 rank\(s\)",
+    ):
         run(text, [None, torch.ones(4)])
 
 
@@ -59,13 +64,22 @@ def test_local_arguments_shards_global_tensors():
     rows = "memref<4x6xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>"
     grid = "memref<4x6xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, 1>>>"
     only1 = "memref<4xf32, #hir.shard<array<i64: 1>, -1 : i64>>"
-    module = hir.parse(f"""func.func @main(%r: {rows}, %g: {grid}, %o: {only1}, %n: index, %p: memref<3xf32>) {{
+    module = hir.parse(
+        f"""func.func @main(%r: {rows}, %g: {grid}, %o: {only1}, %n: index, %p: memref<3xf32>) {{
   return
-}}""", "local.mlir")
+}}""",
+        "local.mlir",
+    )
     full = torch.arange(24.0).reshape(4, 6)
     other, plain = torch.ones(4), torch.zeros(3)
     r0 = local_arguments(module, [full, full, other, 5, plain], 0)
-    assert torch.equal(r0[0], full[:2]) and torch.equal(r0[1], full[:2, :3]) and r0[2] is None and r0[3] == 5 and torch.equal(r0[4], plain)
+    assert (
+        torch.equal(r0[0], full[:2])
+        and torch.equal(r0[1], full[:2, :3])
+        and r0[2] is None
+        and r0[3] == 5
+        and torch.equal(r0[4], plain)
+    )
     r1 = local_arguments(module, [full, full, other, 5, plain], 1)
     assert torch.equal(r1[0], full[2:]) and torch.equal(r1[1], full[:2, 3:]) and torch.equal(r1[2], other)
     r3 = local_arguments(module, [full, full, other, 5, plain], 3)
@@ -87,7 +101,7 @@ def test_program_keeps_its_module_alive():
     import hir
     from hir.interpreter import Program
 
-    module = hir.parse('func.func @main() attributes {hir.kernel} {\n  return\n}', "test.mlir")
+    module = hir.parse("func.func @main() attributes {hir.kernel} {\n  return\n}", "test.mlir")
     prog, dropped = Program(module, device="cpu"), weakref.ref(module)
     del module
     gc.collect()

@@ -31,13 +31,22 @@ def alive(pid: int) -> bool:
     return True
 
 
-def interrupt(tmp_path, tool: str, point: str, paused: int, *args: str) -> tuple[subprocess.CompletedProcess, list[int]]:
+def interrupt(
+    tmp_path, tool: str, point: str, paused: int, *args: str
+) -> tuple[subprocess.CompletedProcess, list[int]]:
     """Run ``tool args`` until ``paused`` processes wait at ``point``, then SIGINT it; returns
     its result and the pids of the paused processes."""
     pauses = tmp_path / "paused"
     pauses.mkdir()
     env = dict(os.environ, HIR_TEST_PAUSE=f"{point}:{pauses}", HIR_DEVICE="cpu")
-    proc = subprocess.Popen([sys.executable, "-m", TOOLS[tool], *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", TOOLS[tool], *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while len(os.listdir(pauses)) < paused:
@@ -78,7 +87,9 @@ def test_hir_run(tmp_path):
     assert_interrupted(result, "hir-run", pids, tmp_path, {"p.mlir"})
 
 
-@pytest.mark.parametrize("point", ["run", pytest.param("write", marks=pytest.mark.slow)], ids=["ranks-up", "ranks-writing"])
+@pytest.mark.parametrize(
+    "point", ["run", pytest.param("write", marks=pytest.mark.slow)], ids=["ranks-up", "ranks-writing"]
+)
 def test_hir_run_two_ranks(tmp_path, point):
     """Both ranks up (at the run, or with their --save files half written): the launcher
     stops them, nothing of theirs is left, one line is printed."""

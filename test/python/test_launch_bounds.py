@@ -65,8 +65,13 @@ def test_max_nproc_lowers_and_raises_the_limit(work, no_launch, capsys):
 def test_limit_applies_to_the_installed_cli(work):
     """The refusal from a real process, as a user sees it: exit 1, a message, no traceback."""
     env = dict(os.environ, HIR_DEVICE="cpu")
-    result = subprocess.run([sys.executable, "-m", "hir.tools.run_cli", "p.mlir", "--nproc", "1000000"],
-                            capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "hir.tools.run_cli", "p.mlir", "--nproc", "1000000"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "--nproc 1000000: more ranks than this run may start" in result.stderr
 
@@ -77,9 +82,13 @@ def test_refusal_without_device_flag_comes_before_torch(work):
     if run_ranks.gpu_nodes():
         pytest.skip("this machine has NVIDIA device nodes: the limit asks torch for the GPU count")
     env = {k: v for k, v in os.environ.items() if k != "HIR_DEVICE"}
-    code = ("import sys; from hir.tools import run_cli; rc = run_cli.main(['p.mlir',"
-            " '--nproc', '1000000']); print(rc, 'torch' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, env=env, timeout=300)
+    code = (
+        "import sys; from hir.tools import run_cli; rc = run_cli.main(['p.mlir',"
+        " '--nproc', '1000000']); print(rc, 'torch' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=work, capture_output=True, text=True, env=env, timeout=300
+    )
     assert result.stdout.split() == ["1", "False"], result.stderr
     assert "--nproc 1000000: more ranks than this run may start" in result.stderr
 
@@ -182,8 +191,13 @@ def test_terminated_launcher_stops_its_ranks(tmp_path):
 """
     )
     env = dict(os.environ, HIR_DEVICE="cpu", TMPDIR=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-m", "hir.tools.run_cli", "loop.mlir", "random", "1000000000", "--nproc", "2"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hir.tools.run_cli", "loop.mlir", "random", "1000000000", "--nproc", "2"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 120
     while not list(tmp_path.glob("hir-launch-*/1.out")) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -18,7 +18,10 @@ import pytest
 
 def program(nproc: int) -> str:
     """An allreduce over ``nproc`` ranks (Gloo): its process group is up when the output is written."""
-    team, shard = ", ".join(map(str, range(nproc))), f"memref<{nproc}x3xf32, #hir.shard<array<i64: {', '.join(map(str, range(nproc)))}>, 0 : i64>>"
+    team, shard = (
+        ", ".join(map(str, range(nproc))),
+        f"memref<{nproc}x3xf32, #hir.shard<array<i64: {', '.join(map(str, range(nproc)))}>, 0 : i64>>",
+    )
     return f"""func.func @main(%a: {shard}) -> memref<3xf32> {{
   %o = memref.alloc() : memref<3xf32>
   %w = "hir.allreduce"(%a, %o) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: {team}>}} : ({shard}, memref<3xf32>) -> !hir.work
@@ -32,7 +35,9 @@ BOUND_S = 300  # how long a paused job may take to reach its pause point (a corr
 
 
 @contextmanager
-def paused_run(folder, nproc: int, point: str = "write", env: dict | None = None) -> Iterator[tuple[subprocess.Popen, list[int]]]:
+def paused_run(
+    folder, nproc: int, point: str = "write", env: dict | None = None
+) -> Iterator[tuple[subprocess.Popen, list[int]]]:
     """``hir-run --nproc NPROC`` of a small program in ``folder``, every rank waiting at the
     pause point ``point`` (default: writing its --save file, its process group up): yields
     the launcher and the ranks' pids; the launcher is killed on the way out if it is still
@@ -42,8 +47,14 @@ def paused_run(folder, nproc: int, point: str = "write", env: dict | None = None
     pauses.mkdir()
     env = dict(os.environ, HIR_TEST_PAUSE=f"{point}:{pauses}", HIR_DEVICE="cpu", **(env or {}))
     env.pop("HIR_LAUNCHED", None)
-    proc = subprocess.Popen([sys.executable, "-m", "hir.tools.run_cli", "--nproc", str(nproc), "p.mlir", "ones", "--save", "out.pt"],
-                            cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hir.tools.run_cli", "--nproc", str(nproc), "p.mlir", "ones", "--save", "out.pt"],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + BOUND_S
         while len(os.listdir(pauses)) < nproc:
@@ -81,7 +92,7 @@ def descendants(pids: list[int]) -> set[int]:
 def _address(hex_address: str) -> ipaddress._BaseAddress:
     """An address of /proc/net/tcp{,6}: 32-bit words in host (little-endian) order."""
     raw = bytes.fromhex(hex_address)
-    return ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
+    return ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
 
 
 def listening_sockets(pids: set[int]) -> list[tuple[str, int]]:
@@ -98,7 +109,7 @@ def listening_sockets(pids: set[int]) -> list[tuple[str, int]]:
             except OSError:
                 continue
             if link.startswith("socket:["):
-                inodes.add(link[len("socket:["):-1])
+                inodes.add(link[len("socket:[") : -1])
     found = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         if not os.path.exists(table):
@@ -161,8 +172,14 @@ def test_killed_launcher_takes_its_ranks(tmp_path):
     env = dict(os.environ, TMPDIR=str(tmp), HIR_DEVICE="cpu")
     env.pop("HIR_TEST_PAUSE", None)
     env.pop("HIR_LAUNCHED", None)
-    again = subprocess.run([sys.executable, "-m", "hir.tools.run_cli", "--nproc", "2", "p.mlir", "ones"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=BOUND_S)
+    again = subprocess.run(
+        [sys.executable, "-m", "hir.tools.run_cli", "--nproc", "2", "p.mlir", "ones"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
     assert again.returncode == 0, again.stderr
     assert list(tmp.iterdir()) == []
 
@@ -180,7 +197,11 @@ def test_only_this_users_stale_folders_are_removed(tmp_path):
         assert time.monotonic() < deadline
         time.sleep(0.01)
     stale = [tmp_path / f"hir-launch-{ended.pid}-a", tmp_path / f"hir-launch-{zombie.pid}-z"]
-    kept = [tmp_path / f"hir-launch-{os.getpid()}-b", tmp_path / "hir-launch-x-c", tmp_path / f"hir-ranks-up-{ended.pid}-d"]
+    kept = [
+        tmp_path / f"hir-launch-{os.getpid()}-b",
+        tmp_path / "hir-launch-x-c",
+        tmp_path / f"hir-ranks-up-{ended.pid}-d",
+    ]
     for folder in [*stale, *kept]:
         folder.mkdir()
     if os.geteuid() == 0:  # as root, a folder of another user's dead launcher too
@@ -239,7 +260,7 @@ def connected_to_peers(pid: int) -> bool:
         except OSError:
             continue
         if link.startswith("socket:["):
-            inodes.add(link[len("socket:["):-1])
+            inodes.add(link[len("socket:[") : -1])
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table) as f:
             for line in f.readlines()[1:]:
@@ -250,8 +271,11 @@ def connected_to_peers(pid: int) -> bool:
     return False
 
 
-@pytest.mark.parametrize("nproc,tries", [(2, 1), pytest.param(2, 3, marks=pytest.mark.slow), pytest.param(4, 3, marks=pytest.mark.slow)],
-                         ids=["2-ranks", "2-ranks-3-times", "4-ranks-3-times"])
+@pytest.mark.parametrize(
+    "nproc,tries",
+    [(2, 1), pytest.param(2, 3, marks=pytest.mark.slow), pytest.param(4, 3, marks=pytest.mark.slow)],
+    ids=["2-ranks", "2-ranks-3-times", "4-ranks-3-times"],
+)
 def test_a_killed_rank_is_named(tmp_path, nproc, tries):
     """SIGKILL to rank 1 while the ranks loop over allreduces: hir-run names rank 1 and the
     signal (its peers, whose allreduces broke, failed after it and are not blamed)."""
@@ -260,8 +284,14 @@ def test_a_killed_rank_is_named(tmp_path, nproc, tries):
     for name in ("HIR_TEST_PAUSE", "HIR_LAUNCHED"):
         env.pop(name, None)
     for _ in range(tries):
-        launcher = subprocess.Popen([sys.executable, "-m", "hir.tools.run_cli", "--nproc", str(nproc), "loop.mlir", "ones", "1000000000"],
-                                    cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "hir.tools.run_cli", "--nproc", str(nproc), "loop.mlir", "ones", "1000000000"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             deadline = time.monotonic() + BOUND_S
             while not (1 in (ranks := rank_pids(launcher.pid)) and connected_to_peers(ranks[1])):
@@ -285,7 +315,11 @@ def test_causes_in_words():
         return RankResult(0, code, "", "", False).cause
 
     assert [cause(1), cause(-signal.SIGKILL), cause(-signal.SIGSEGV), cause(128 + signal.SIGTERM)] == [
-        "exit status 1", "killed by SIGKILL", "killed by SIGSEGV", "exit status 143, after SIGTERM"]
+        "exit status 1",
+        "killed by SIGKILL",
+        "killed by SIGSEGV",
+        "exit status 143, after SIGTERM",
+    ]
 
 
 def test_the_store_listens_on_the_address_given(monkeypatch):
@@ -304,8 +338,11 @@ def test_the_store_listens_on_the_address_given(monkeypatch):
     assert [s for s in listening_sockets({os.getpid()}) if s[1] == port] == [("127.0.0.2", port)]
     del store
     monkeypatch.setenv("MASTER_ADDR", "203.0.113.123")  # TEST-NET-3: no machine's address
-    with pytest.raises(HirError, match=r"rank 0 cannot listen for the run's store on MASTER_ADDR=203.0.113.123 "
-                                       r"port \d+ .*must be an address of rank 0's machine"):
+    with pytest.raises(
+        HirError,
+        match=r"rank 0 cannot listen for the run's store on MASTER_ADDR=203.0.113.123 "
+        r"port \d+ .*must be an address of rank 0's machine",
+    ):
         rendezvous_store(0, 1)
     monkeypatch.delenv("MASTER_PORT")
     with pytest.raises(HirError, match=r"a 2-rank run needs \$MASTER_ADDR and \$MASTER_PORT"):

@@ -18,7 +18,9 @@ def kernel_module(body: str, in_shapes: list, out_shape: list, dtype: str = "f32
     ins = [(mem(s, dtype), tensor_type(s, dtype)) for s in in_shapes]
     out_m, out_t = mem(out_shape, dtype), tensor_type(out_shape, dtype)
     args = ", ".join(f"%a{i}: {m}" for i, (m, _) in enumerate(ins))
-    bridges = "\n".join(f"  %t{i} = bufferization.to_tensor %a{i} restrict : {m} to {t}" for i, (m, t) in enumerate(ins))
+    bridges = "\n".join(
+        f"  %t{i} = bufferization.to_tensor %a{i} restrict : {m} to {t}" for i, (m, t) in enumerate(ins)
+    )
     call_args = ", ".join(f"%a{i}" for i in range(len(ins)))
     call_types = ", ".join(m for m, _ in ins)
     return f"""
@@ -81,7 +83,9 @@ def test_reductions_by_combiner(kind, combiner, init_value, reference):
         ["parallel", "reduction"],
         [("%t0", "tensor<4x6xf32>"), ("%t1", "tensor<6xf32>")],
         "tensor<4xf32>",
-        "  ^bb0(%x: f32, %y: f32, %o: f32):\n    %p = arith.mulf %x, %y : f32\n    %s = " + combiner + "\n    linalg.yield %s : f32",
+        "  ^bb0(%x: f32, %y: f32, %o: f32):\n    %p = arith.mulf %x, %y : f32\n    %s = "
+        + combiner
+        + "\n    linalg.yield %s : f32",
     )
     a, b = torch.rand(4, 6) + 0.5, torch.rand(6) + 0.5
     (got,) = run(kernel_module(body, [[4, 6], [6]], [4]), [a, b])

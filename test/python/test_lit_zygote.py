@@ -48,10 +48,20 @@ def shims():
 
 def _run(tool_path: str, argv: list, env: dict, stdin, cwd) -> subprocess.CompletedProcess:
     environment = {**os.environ, "HIR_DEVICE": "cpu", **env}
-    return subprocess.run([tool_path, *argv[1:]], input=stdin, capture_output=True, text=True, env=environment, cwd=cwd, timeout=HANG_GUARD_S)
+    return subprocess.run(
+        [tool_path, *argv[1:]],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=cwd,
+        timeout=HANG_GUARD_S,
+    )
 
 
-@pytest.mark.parametrize("argv, env, stdin", CASES, ids=[" ".join(c[0]) + "".join(f" {k}={v}" for k, v in c[1].items()) for c in CASES])
+@pytest.mark.parametrize(
+    "argv, env, stdin", CASES, ids=[" ".join(c[0]) + "".join(f" {k}={v}" for k, v in c[1].items()) for c in CASES]
+)
 def test_shim_equals_the_installed_script(shims, tmp_path, argv, env, stdin):
     (tmp_path / "id.mlir").write_text(PROGRAM)
     got = _run(os.path.join(shims, argv[0]), argv, env, stdin, tmp_path)
@@ -64,12 +74,18 @@ def test_rank_python_runs_other_command_lines_as_python(shims, tmp_path):
     anything but ``-m hir.tools.run_cli``."""
     rank_python = lit_zygote._rank_python(os.path.join(os.path.dirname(shims), "socket"))
     argv = ["python", "-c", "import sys; print(sys.argv[1:], sys.flags.no_site)", "x"]
-    assert _run(rank_python, argv, {}, None, tmp_path).stdout == _run(sys.executable, argv, {}, None, tmp_path).stdout == "['x'] 0\n"
+    assert (
+        _run(rank_python, argv, {}, None, tmp_path).stdout
+        == _run(sys.executable, argv, {}, None, tmp_path).stdout
+        == "['x'] 0\n"
+    )
 
 
 def test_shim_without_its_server_runs_the_installed_script(tmp_path):
     folder = _start()  # a server of its own: this test ends it
-    server = subprocess.run(["pgrep", "-f", os.path.join(os.path.dirname(folder), "socket")], capture_output=True, text=True).stdout.split()
+    server = subprocess.run(
+        ["pgrep", "-f", os.path.join(os.path.dirname(folder), "socket")], capture_output=True, text=True
+    ).stdout.split()
     assert server, "no server process for the shims"
     for pid in server:
         os.kill(int(pid), signal.SIGKILL)
@@ -90,8 +106,13 @@ def _wait_for(ready, process: subprocess.Popen) -> None:
 def _terminated(tool_path: str, folder) -> int:
     """The exit status of ``tool_path slow.py`` sent SIGTERM once it runs the module."""
     (folder / "started").unlink(missing_ok=True)
-    process = subprocess.Popen([tool_path, "slow.py"], cwd=folder, env={**os.environ, "HIR_DEVICE": "cpu"},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [tool_path, "slow.py"],
+        cwd=folder,
+        env={**os.environ, "HIR_DEVICE": "cpu"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _wait_for((folder / "started").exists, process)
     process.send_signal(signal.SIGTERM)
     return process.wait(timeout=HANG_GUARD_S)
@@ -108,9 +129,16 @@ def test_a_killed_shim_takes_its_tool_down(shims, tmp_path):
     """lit's timeout kills a RUN line outright (SIGKILL): the shim cannot forward anything,
     but its socket closes, and the server then stops the tool (SIGTERM, then SIGKILL), so no
     forked tool outlives its caller."""
-    (tmp_path / "slow.py").write_text("import os, pathlib, time\npathlib.Path('started').write_text(str(os.getpid()))\ntime.sleep(900)\n")
-    shim = subprocess.Popen([os.path.join(shims, "hir-import"), "slow.py"], cwd=tmp_path, env={**os.environ, "HIR_DEVICE": "cpu"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    (tmp_path / "slow.py").write_text(
+        "import os, pathlib, time\npathlib.Path('started').write_text(str(os.getpid()))\ntime.sleep(900)\n"
+    )
+    shim = subprocess.Popen(
+        [os.path.join(shims, "hir-import"), "slow.py"],
+        cwd=tmp_path,
+        env={**os.environ, "HIR_DEVICE": "cpu"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _wait_for(lambda: (tmp_path / "started").exists() and (tmp_path / "started").read_text(), shim)
     tool = int((tmp_path / "started").read_text())
     assert tool != shim.pid  # the tool runs in the server's fork, not in the shim

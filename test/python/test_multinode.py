@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from multinode_programs import LOOP, MLP
+
 torch = pytest.importorskip("torch")
 
 BIN = Path(sys.executable).parent
@@ -30,43 +32,9 @@ BIN = Path(sys.executable).parent
 # the ranks' own message (which a --timeout prints), never by the wall time a test took, so a
 # loaded machine only makes a test slower.
 RANK_TIMEOUT_S = 600
-LOWER_2_PER_NODE = "hir-set-node-layout{ranks-per-node=2},hir-insert-reshardings,hir-convert-to-communication{backend=cuda},hir-lower"
-
-MLP = """\
-import torch
-from torch.distributed.tensor import Replicate, Shard
-
-torch.manual_seed(0)
-module = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.GELU(), torch.nn.Linear(64, 16))
-example_args = (torch.randn(8, 16),)
-mesh = [[0, 1], [2, 3]]  # mesh axis 0: dp, across the nodes; mesh axis 1: tp, inside a node
-tp = {"0.weight": Shard(0), "0.bias": Shard(0), "2.weight": Shard(1), "2.bias": Replicate()}
-placements = {name: (Replicate(), p) for name, p in tp.items()}
-placements |= {"input0": (Shard(0), Replicate()), "output0": (Replicate(), Replicate())}
-"""
-
-# The 2x2 program's dp allgather, n times, then once more without a wait: each run of the
-# program (hir-run --warmup runs it again and again) then prints, under HIR_DEBUG=1, a
-# warning about that unwaited work: the sign that the ranks are exchanging data.
-LOOP = """\
-!s = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>>>
-!o = memref<4x8xf32, #hir.shard<dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>>>
-module attributes {hir.ranks_per_node = 2 : i64} {
-  func.func @main(%s: !s, %n: index) -> !o {
-    %o = memref.alloc() : !o
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    "hir.for"(%c0, %n, %c1) ({
-    ^bb0(%i: index):
-      %w = "hir.allgather"(%s, %o) {axis = 0 : i64, backend = "nccl", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>} : (!s, !o) -> !hir.work
-      "hir.wait"(%w) : (!hir.work) -> ()
-      "hir.yield"() : () -> ()
-    }) : (index, index, index) -> ()
-    %last = "hir.allgather"(%s, %o) {axis = 0 : i64, backend = "nccl", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>} : (!s, !o) -> !hir.work
-    return %o : !o
-  }
-}
-"""
+LOWER_2_PER_NODE = (
+    "hir-set-node-layout{ranks-per-node=2},hir-insert-reshardings,hir-convert-to-communication{backend=cuda},hir-lower"
+)
 
 
 def free_port() -> int:
@@ -84,10 +52,30 @@ def start_nodes(command: list[str], cwd: Path, node_env: tuple = ({}, {}), **env
     procs = []
     for node in (0, 1):
         environment = {**base, **node_env[node]}
-        launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node-rank={node}", "--nproc-per-node=2",
-                    "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-conf=join_timeout=120", "--no-python"]
+        launcher = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes=2",
+            f"--node-rank={node}",
+            "--nproc-per-node=2",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint=127.0.0.1:{port}",
+            "--rdzv-conf=join_timeout=120",
+            "--no-python",
+        ]
         log = open(cwd / f"node{node}.log", "w")
-        procs.append(subprocess.Popen(launcher + command, cwd=cwd, env=environment, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                launcher + command,
+                cwd=cwd,
+                env=environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
         log.close()
     return procs
 
@@ -126,7 +114,14 @@ def logs(cwd: Path) -> str:
 
 
 def tool(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(BIN / name), *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=dict(os.environ, HIR_DEVICE="cpu"))
+    result = subprocess.run(
+        [str(BIN / name), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, HIR_DEVICE="cpu"),
+    )
     assert result.returncode == 0, result.stderr
     return result
 
@@ -153,7 +148,11 @@ def test_imported_model_on_two_nodes(tmp_path):
     with torch.no_grad():
         want = module(x)
 
-    nodes = start_nodes(["hir-run", f"--lower={LOWER_2_PER_NODE}", "mlp.mlir", *inputs, "--save", "y.pt", "--timeout", "240"], tmp_path, HIR_DIST_TIMEOUT="60")
+    nodes = start_nodes(
+        ["hir-run", f"--lower={LOWER_2_PER_NODE}", "mlp.mlir", *inputs, "--save", "y.pt", "--timeout", "240"],
+        tmp_path,
+        HIR_DIST_TIMEOUT="60",
+    )
     assert wait_nodes(nodes, tmp_path, 300) == [0, 0], logs(tmp_path)
     for name in ("y.pt", "y.rank1.pt", "y.rank2.pt", "y.rank3.pt"):  # every rank holds the whole output
         (got,) = torch.load(tmp_path / name)
@@ -243,62 +242,37 @@ def test_timeout_on_a_torchrun_rank(tmp_path):
     WORLD_SIZE set, as torchrun does): that rank stops itself with status 124 wherever it
     is blocked, here waiting for a peer rank that never comes."""
     # LOOP on a 1x2 mesh: ranks 0 and 1, one node
-    (tmp_path / "pair.mlir").write_text(LOOP.replace("[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, 0>")
-                                        .replace("[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, -1>")
-                                        .replace("dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>", "dense<[[0, 1]]> : tensor<1x2xi64>"))
+    (tmp_path / "pair.mlir").write_text(
+        LOOP.replace(
+            "[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: 0, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, 0>"
+        )
+        .replace(
+            "[[0, 1], [2, 3]]> : tensor<2x2xi64>, array<i64: -1, -1>", "[[0, 1]]> : tensor<1x2xi64>, array<i64: -1, -1>"
+        )
+        .replace("dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>", "dense<[[0, 1]]> : tensor<1x2xi64>")
+    )
     # the collective timeout far beyond the rank's --timeout: status 124 and its message
     # show that --timeout, not the collective, ended the wait, however loaded the machine
-    env = dict(os.environ, HIR_DEVICE="cpu", RANK="0", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
-               HIR_DIST_TIMEOUT="3600")
-    result = subprocess.run([str(BIN / "hir-run"), "pair.mlir", "random", "1", "--timeout", "3"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ,
+        HIR_DEVICE="cpu",
+        RANK="0",
+        WORLD_SIZE="2",
+        LOCAL_WORLD_SIZE="2",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),
+        HIR_DIST_TIMEOUT="3600",
+    )
+    result = subprocess.run(
+        [str(BIN / "hir-run"), "pair.mlir", "random", "1", "--timeout", "3"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 124, result.stderr
     assert "hir-run: error: --timeout 3: rank 0 did not finish in time" in result.stderr, result.stderr
-
-
-def test_overlap_auto_decides_per_team():
-    """The benchmark AG+matmul on 4 ranks (bf16, M = K = N = 8192): overlap=auto pipelines it
-    on copy engines on one node of 4; on two nodes of 2 its team spans both, so it stays a
-    whole collective on NCCL."""
-    import hir
-    from test_p2p_pipeline_options import ag_matmul
-
-    for ranks_per_node, pipelined in ((4, True), (2, False)):
-        module = hir.parse(ag_matmul(4, 8192, 8192, 8192), "ag.mlir")
-        hir.lower(module, f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},"
-                          f"hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{overlap=auto}}")
-        lowered = str(module)
-        assert ('"hir.shift"' in lowered) == pipelined, lowered[:600]
-        backends = {line.split('backend = "')[1].split('"')[0] for line in lowered.splitlines() if '"hir.shift"' in line or '"hir.allgather"' in line}
-        assert backends == ({"cuda"} if pipelined else {"nccl"}), backends
-
-
-def test_copy_engines_across_nodes_refused_at_run_start():
-    """``backend = "cuda"`` on a team that spans nodes is refused by Program before any
-    rank waits on another, naming the op's location, the team and its nodes."""
-    import hir
-    from hir.interpreter import Program
-
-    module = hir.parse(LOOP.replace('backend = "nccl"', 'backend = "cuda"'), "loop.mlir")
-    with pytest.raises(hir.HirError) as err:
-        Program(module, device="cpu", source_name="loop.mlir")
-    assert str(err.value).startswith("loop.mlir:10:12: error: 'hir.allgather' runs on copy engines (backend = "
-                                     "\"cuda\") but its team [0, 2] spans nodes 0 and 1 (hir.ranks_per_node = 2)"), err.value
-
-
-def test_torch_program_lower_ranks_per_node():
-    """``TorchProgram.lower(ranks_per_node=2)`` runs hir-set-node-layout first: the lowered
-    module carries the layout (what the passes and the run-start checks read; the 2x2 import
-    itself runs in docs/multi-node.md); a count that is not a positive int is an error."""
-    import hir
-
-    namespace: dict = {}
-    exec(MLP, namespace)
-    program = hir.from_torch(namespace["module"], namespace["example_args"])
-    for bad in (0, 2.0, True):
-        with pytest.raises(hir.HirError, match=f"ranks_per_node must be a positive int, got {bad!r}"):
-            program.lower(ranks_per_node=bad)
-    program.lower(ranks_per_node=2)
-    assert "hir.ranks_per_node = 2 : i64" in str(program.module)
 
 
 # docs/multi-node.md's dp x tp program on the 2x2 mesh (two nodes of two ranks).
@@ -340,16 +314,25 @@ def test_two_nodes_on_4_gpus(tmp_path, case):
         want = (a @ w).sum(0)
     else:
         program = ag_matmul(4, 16, 32, 32).replace("bf16", "f32")
-        lower = ("hir-set-node-layout{ranks-per-node=2},"
-                 "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{overlap=on},hir-lower")
+        lower = (
+            "hir-set-node-layout{ranks-per-node=2},"
+            "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{overlap=on},hir-lower"
+        )
         a, w = torch.randn(4, 4, 32), torch.randn(32, 8)
         want = a @ w
     (tmp_path / "p.mlir").write_text(program)
     torch.save(a, tmp_path / "a.pt")
     torch.save(w, tmp_path / "w.pt")
-    nodes = start_nodes(["hir-run", f"--lower={lower}", "p.mlir", "a.pt", "w.pt", "--save", "out.pt", "--timeout", "240"], tmp_path,
-                        node_env=({"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}), HIR_DEVICE="cuda", HIR_DIST_TIMEOUT="60",
-                        NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    nodes = start_nodes(
+        ["hir-run", f"--lower={lower}", "p.mlir", "a.pt", "w.pt", "--save", "out.pt", "--timeout", "240"],
+        tmp_path,
+        node_env=({"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}),
+        HIR_DEVICE="cuda",
+        HIR_DIST_TIMEOUT="60",
+        NCCL_NVLS_ENABLE="0",
+        TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
+        NVSHMEM_DISABLE_NVLS="1",
+    )
     assert wait_nodes(nodes, tmp_path, 300) == [0, 0], logs(tmp_path)
     for name in ("out.pt", "out.rank1.pt", "out.rank2.pt", "out.rank3.pt"):
         (got,) = torch.load(tmp_path / name)

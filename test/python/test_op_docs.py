@@ -14,11 +14,15 @@ EXAMPLES = ROOT / "test" / "Dialect"
 
 
 def test_ops_md_is_current():
-    assert OPS_MD.read_text() == generate(EXAMPLES), "docs/ops.md is out of date: run python -m hir.tools.gen_op_docs -o docs/ops.md"
+    assert OPS_MD.read_text() == generate(EXAMPLES), (
+        "docs/ops.md is out of date: run python -m hir.tools.gen_op_docs -o docs/ops.md"
+    )
 
 
 def test_irdl_file_is_current():
-    assert IRDL.read_text() == emit_irdl(), "dialect/hir.irdl.mlir is out of date: run hir-opt --emit-irdl > dialect/hir.irdl.mlir"
+    assert IRDL.read_text() == emit_irdl(), (
+        "dialect/hir.irdl.mlir is out of date: run hir-opt --emit-irdl > dialect/hir.irdl.mlir"
+    )
 
 
 def test_irdl_file_is_installed():

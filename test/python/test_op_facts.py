@@ -28,12 +28,30 @@ def test_facts():
     assert dialect.RecvOp.DESTINATIONS == (0,) and dialect.SendOp.DESTINATIONS == ()
     assert all(cls.DESTINATIONS == (1,) and cls.TEAM_ATTR == "team" for cls in dialect.COLLECTIVE_OPS)
     assert ShiftOp.TEAM_ATTR == dialect.BarrierOp.TEAM_ATTR == "team" and dialect.SendOp.TEAM_ATTR == ""
-    assert AliasSelectOp.IS_VIEW and dialect.AliasChunkOp.IS_VIEW and dialect.AliasBroadcastOp.IS_VIEW and dialect.AliasReshapeOp.IS_VIEW and dialect.AliasStackShardsOp.IS_VIEW and not dialect.SetOp.IS_VIEW
+    assert (
+        AliasSelectOp.IS_VIEW
+        and dialect.AliasChunkOp.IS_VIEW
+        and dialect.AliasBroadcastOp.IS_VIEW
+        and dialect.AliasReshapeOp.IS_VIEW
+        and dialect.AliasStackShardsOp.IS_VIEW
+        and not dialect.SetOp.IS_VIEW
+    )
     assert dialect.GetStreamOp.CHOOSES_STREAM and not dialect.SynchronizeOp.CHOOSES_STREAM
     assert dialect.AllgatherOp.PEER_AXIS_ATTR == "axis" and dialect.ReduceScatterOp.PEER_AXIS_ATTR == "scatter_axis"
-    assert {name for name, cls in OP_CLASSES.items() if cls.PEER_AXIS_ATTR} == {dialect.AllgatherOp.OPERATION_NAME, dialect.ReduceScatterOp.OPERATION_NAME}
+    assert {name for name, cls in OP_CLASSES.items() if cls.PEER_AXIS_ATTR} == {
+        dialect.AllgatherOp.OPERATION_NAME,
+        dialect.ReduceScatterOp.OPERATION_NAME,
+    }
     assert {name for name, cls in OP_CLASSES.items() if cls.STREAMABLE} == {
-        cls.OPERATION_NAME for cls in (*dialect.COLLECTIVE_OPS, dialect.SetOp, dialect.BinaryOp, dialect.ReductionOp, dialect.MatmulOp, dialect.LinearOp)
+        cls.OPERATION_NAME
+        for cls in (
+            *dialect.COLLECTIVE_OPS,
+            dialect.SetOp,
+            dialect.BinaryOp,
+            dialect.ReductionOp,
+            dialect.MatmulOp,
+            dialect.LinearOp,
+        )
     }
 
 
@@ -43,9 +61,7 @@ def test_every_op_has_a_fast_builder_taking_a_name():
 
 
 def test_emit_builds_verified_ops_with_name_locations(ctx):
-    module = hir.parse(
-        "func.func @main(%buf: memref<4x8xf32>) {\n  return\n}", context=ctx
-    )
+    module = hir.parse("func.func @main(%buf: memref<4x8xf32>) {\n  return\n}", context=ctx)
     func = module.body.operations[0]
     block = func.regions[0].blocks[0]
     with ir.InsertionPoint(block.operations[0]), ir.Location.file("prog.mlir", 3, 5):
@@ -95,8 +111,10 @@ def test_prefix_family_handler_runs_at_compile_time():
 
     ctx = hir.new_context()
     ctx.allow_unregistered_dialects = True
-    text = ('func.func @main(%a: memref<4xf32>, %b: memref<4xf32>) {\n  '
-            '"test.scale.x3"(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()\n  return\n}')
+    text = (
+        "func.func @main(%a: memref<4xf32>, %b: memref<4xf32>) {\n  "
+        '"test.scale.x3"(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()\n  return\n}'
+    )
     a, b = torch.arange(4.0), torch.zeros(4)
     Program(hir.parse(text, context=ctx), device="cpu")([a, b])
     assert torch.equal(b, 3 * a)

@@ -40,7 +40,11 @@ def imported_by_hir_opt(tmp_path, *args: str, prelude: str = "") -> list[str]:
     return [m for m in (result.stdout.splitlines() or [""])[-1].split(",") if m]
 
 
-@pytest.mark.parametrize("args", [(), ("-p", "builtin.module(hir-lower)"), ("--hir-lower", "--canonicalize")], ids=["verify", "hir-lower", "pass-flags"])
+@pytest.mark.parametrize(
+    "args",
+    [(), ("-p", "builtin.module(hir-lower)"), ("--hir-lower", "--canonicalize")],
+    ids=["verify", "hir-lower", "pass-flags"],
+)
 def test_hir_opt_imports_no_torch_numpy_or_linalg(tmp_path, args):
     assert imported_by_hir_opt(tmp_path, *args) == []
     assert ("hir.for" in (tmp_path / "out.mlir").read_text()) == bool(args)
@@ -54,4 +58,7 @@ def test_version_reads_metadata_only(tmp_path):
 
 def test_the_probe_sees_heavy_imports(tmp_path):
     """The probe is not vacuous: what the process imported shows up."""
-    assert imported_by_hir_opt(tmp_path, prelude="import numpy, torch_mlir.dialects.linalg") == ["numpy", "torch_mlir.dialects.linalg"]
+    assert imported_by_hir_opt(tmp_path, prelude="import numpy, torch_mlir.dialects.linalg") == [
+        "numpy",
+        "torch_mlir.dialects.linalg",
+    ]

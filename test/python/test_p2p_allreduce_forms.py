@@ -96,7 +96,10 @@ def test_rs_ag_takes_the_reduce_scatter_options():
     """The rs-ag form's reduce-scatter is built by the reduce-scatter pattern with the pass's
     options: accumulate=1 makes it the ring ({accumulate} matmuls, no slot reduction),
     comm-stream=1 a high-priority comm stream, transfer=push pushed shifts."""
-    text = _lower(tp_matmul(4, 8192, 4096, 16384), f"{CONVERT},hir-p2p-pipeline{{allreduce=rs-ag accumulate=1 chunks=auto transfer=push comm-stream=1}}")
+    text = _lower(
+        tp_matmul(4, 8192, 4096, 16384),
+        f"{CONVERT},hir-p2p-pipeline{{allreduce=rs-ag accumulate=1 chunks=auto transfer=push comm-stream=1}}",
+    )
     assert _form(text) == "rs-ag"
     assert "{accumulate}" in text and '"hir.reduction"' not in text and 'transfer = "push"' in text
     assert "hir.high_priority_streams" in text
@@ -115,4 +118,6 @@ def test_bad_allreduce_value_names_the_all_reduce():
     module = hir.parse(tp_matmul(2, 8, 4, 4), "tp.mlir")
     with pytest.raises(hir.HirError) as info:
         hir.lower(module, f"{CONVERT},hir-p2p-pipeline{{allreduce=both}}", source_name="tp.mlir")
-    assert str(info.value).startswith("tp.mlir:5:3: error: hir-p2p-pipeline: allreduce 'both' is not one of auto, rs-ag, chunked"), str(info.value)
+    assert str(info.value).startswith(
+        "tp.mlir:5:3: error: hir-p2p-pipeline: allreduce 'both' is not one of auto, rs-ag, chunked"
+    ), str(info.value)

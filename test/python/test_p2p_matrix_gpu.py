@@ -39,8 +39,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from multirank_util import finish_worker, launch_workers
+from p2p_matrix_forms import FORMS, INPUTS, emit_sp_mlp
 
-INPUTS = Path(__file__).parent / "Inputs"
 TOLERANCE = 1e-2  # bf16 against float32, relative (Frobenius)
 DELAY_CYCLES = "200000"  # ~0.1 ms per transfer / signal on an H100
 OPTIONS = {
@@ -52,14 +52,9 @@ OPTIONS = {
     "streams": ("1", "n"),
     "copies": ("1", "2"),
 }
-# The MLP of Inputs/: tokens split over the mesh, fc1 column-parallel, fc2 row-parallel.
 # Options of one form only: the form of the TP contraction + all-reduce (allreduce=auto is
 # rs-ag where the rows split, as here).
 FORM_OPTIONS = {"matmul+AR": {"allreduce": ("rs-ag", "chunked")}}
-MLP = {"tokens": 512, "d_model": 128, "hidden": 512}
-AG = {"M": 512, "K": 256, "N": 512}  # A [D, M/D, K] split on 0, B [K, N] split on N
-RS = {"M": 512, "K": 512, "N": 256}  # A [D, D, M/D, K/D], B [1, D, K/D, N] split on axis 1
-AR = {"M": 512, "K": 512, "N": 256}  # A [D, M, K/D], B [D, K/D, N] split on axis 0, the sum replicated
 
 
 def pipelines(world: int, form: str = "") -> list[str]:
@@ -73,110 +68,6 @@ def pipelines(world: int, form: str = "") -> list[str]:
         opts = " ".join(f"{k}={str(world) if v == 'n' else v}" for k, v in zip(names, values))
         out.append(f"hir-convert-to-communication{{backend=cuda}},hir-p2p-pipeline{{{opts}}}")
     return out
-
-
-def _mlp_model():
-    import torch
-
-    torch.manual_seed(0)
-    d, hidden = MLP["d_model"], MLP["hidden"]
-    model = torch.nn.Sequential(torch.nn.Linear(d, hidden), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(hidden, d))
-    return model.to(torch.bfloat16).eval(), torch.randn(MLP["tokens"], d).to(torch.bfloat16)
-
-
-def emit_sp_mlp(world: int) -> str:
-    """The SP MLP imported for ``world`` ranks (weights as arguments, in state_dict order, then x)."""
-    from torch.distributed.tensor import Replicate, Shard
-
-    import hir
-
-    model, x = _mlp_model()
-    placements = {"0.weight": Shard(0), "0.bias": Shard(0), "2.weight": Shard(1), "2.bias": Replicate(), "input0": Shard(0), "output0": Shard(0)}
-    return str(hir.from_torch(model, (x,), mesh=list(range(world)), placements=placements).module)
-
-
-# ----- the forms: (module builder, global inputs, float32 reference of this rank's output) ---
-
-
-def _ag_matmul(world: int, rank: int, dev):
-    import torch
-
-    from hir.builder import Builder, Shard
-
-    D, (M, K, N) = world, AG.values()
-    mesh = list(range(D))
-
-    def build():
-        b = Builder()
-        a = b.input([D, M // D, K], "bf16", sharding=Shard(mesh, 0))
-        w = b.input([K, N], "bf16", sharding=Shard(mesh, 1))
-        a_full = b.set(a, sharding=Shard(mesh), stream_axis=0)
-        b.output(b.matmul(a_full, w, sharding=Shard(mesh, 2), stream_axis=0))
-        return b.finish()
-
-    gen = torch.Generator().manual_seed(1)
-    a, w = torch.randn(D, M // D, K, generator=gen), torch.randn(K, N, generator=gen) / K**0.5
-    reference = (a @ w).chunk(D, 2)[rank]
-    return build, [a.bfloat16(), w.bfloat16()], reference.to(dev)
-
-
-def _matmul_rs(world: int, rank: int, dev):
-    import torch
-
-    from hir.builder import Builder, Shard
-
-    D, (M, K, N) = world, RS.values()
-    mesh = list(range(D))
-
-    def build():
-        b = Builder()
-        a = b.input([D, D, M // D, K // D], "bf16", sharding=Shard(mesh, 1))
-        w = b.input([1, D, K // D, N], "bf16", sharding=Shard(mesh, 1))
-        partial = b.matmul(a, w, sharding=Shard(mesh, 1), stream_axis=0)
-        b.output(b.sum(partial, [1], sharding=Shard(mesh, 0), stream_axis=0))
-        return b.finish()
-
-    gen = torch.Generator().manual_seed(2)
-    a, w = torch.randn(D, D, M // D, K // D, generator=gen), torch.randn(1, D, K // D, N, generator=gen) / K**0.5
-    reference = (a @ w).sum(1).chunk(D, 0)[rank]
-    return build, [a.bfloat16(), w.bfloat16()], reference.to(dev)
-
-
-def _matmul_ar(world: int, rank: int, dev):
-    import torch
-
-    from hir.builder import Builder, Shard
-
-    D, (M, K, N) = world, AR.values()
-    mesh = list(range(D))
-
-    def build():
-        b = Builder()
-        a = b.input([D, M, K // D], "bf16", sharding=Shard(mesh, 0))
-        w = b.input([D, K // D, N], "bf16", sharding=Shard(mesh, 0))
-        partial = b.matmul(a, w, sharding=Shard(mesh, 0))
-        b.output(b.sum(partial, [0], sharding=Shard(mesh)))
-        return b.finish()
-
-    gen = torch.Generator().manual_seed(3)
-    a, w = torch.randn(D, M, K // D, generator=gen), torch.randn(D, K // D, N, generator=gen) / K**0.5
-    reference = (a @ w).sum(0)
-    return build, [a.bfloat16(), w.bfloat16()], reference.to(dev)
-
-
-def _sp_mlp(world: int, rank: int, dev):
-    import torch
-
-    import hir
-
-    text = (INPUTS / f"sp_mlp_{world}.mlir").read_text()
-    model, x = _mlp_model()
-    with torch.no_grad():
-        reference = model.float()(x.float()).chunk(world)[rank]
-    return (lambda: hir.parse(text, f"sp_mlp_{world}.mlir")), [*model.bfloat16().state_dict().values(), x], reference.to(dev)
-
-
-FORMS = {"AG+matmul": _ag_matmul, "matmul+RS": _matmul_rs, "SP MLP": _sp_mlp, "matmul+AR": _matmul_ar}
 
 
 def _relative_error(got, reference) -> float:
@@ -219,11 +110,19 @@ def lowered_programs(world: int, form: str, build, limit=None):
     archive = os.environ.get("HIR_P2P_MATRIX")
     if archive:
         with tarfile.open(archive) as tar:
-            made_from = tar.extractfile(SOURCE_MEMBER).read().decode() if SOURCE_MEMBER in tar.getnames() else "nothing recorded"
+            made_from = (
+                tar.extractfile(SOURCE_MEMBER).read().decode()
+                if SOURCE_MEMBER in tar.getnames()
+                else "nothing recorded"
+            )
             if made_from != lowering_source():
-                raise SystemExit(f"{archive}: lowered by other dialect / pass code than "
-                                 f"this checkout's ({made_from}): rerun --emit-lowered")
-            members = sorted((m for m in tar.getmembers() if m.name.startswith(f"{world}/{_key(form)}/")), key=lambda m: m.name)
+                raise SystemExit(
+                    f"{archive}: lowered by other dialect / pass code than "
+                    f"this checkout's ({made_from}): rerun --emit-lowered"
+                )
+            members = sorted(
+                (m for m in tar.getmembers() if m.name.startswith(f"{world}/{_key(form)}/")), key=lambda m: m.name
+            )
             texts = [tar.extractfile(m).read().decode() for m in members]
         out = [(text.split("\n", 1)[0].removeprefix("// pipeline: "), text) for text in texts]
         covered = {p for p, _ in out}
@@ -329,8 +228,10 @@ def worker() -> int:
             for pipeline, text in programs:
                 wrong = _check_program(hir.parse(text, f"{_key(form)}.mlir"), local, reference, dev)
                 failures += [f"rank {rank}: {form} [{pipeline}] {w}" for w in wrong]
-            line = (f"rank {rank}: {form}, {world} ranks: {len(programs)} distinct programs in "
-                    f"{time.time() - start:.0f} s ({lowered:.0f} s lowering), {len(failures)} wrong so far")
+            line = (
+                f"rank {rank}: {form}, {world} ranks: {len(programs)} distinct programs in "
+                f"{time.time() - start:.0f} s ({lowered:.0f} s lowering), {len(failures)} wrong so far"
+            )
             print(line + (" ok" if not failures else ""), flush=True)
             if log:
                 with open(log, "a") as f:
@@ -358,7 +259,9 @@ def test_every_p2p_schedule_is_correct(world):
 @pytest.mark.slow
 def test_matrix_harness_on_gloo():
     """The same workers on 2 Gloo ranks, for the first 16 combinations of each form."""
-    checked, report = launch_workers(2, __file__, timeout_s=300, env={**os.environ, "HIR_DEVICE": "cpu", "HIR_MATRIX_LIMIT": "16"})
+    checked, report = launch_workers(
+        2, __file__, timeout_s=300, env={**os.environ, "HIR_DEVICE": "cpu", "HIR_MATRIX_LIMIT": "16"}
+    )
     assert checked == 2 * len(FORMS), report
 
 

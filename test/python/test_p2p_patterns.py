@@ -20,7 +20,12 @@ SPLIT, FULL = f"#hir.shard<{M4}, 0 : i64>", f"#hir.shard<{M4}, -1 : i64>"
 def _ag_matmul(rows: int) -> str:
     """An all-gather + matmul program in nvFuser's P2P form: A [rows, 2, 8] split on axis 0,
     gathered and multiplied slice by slice (the set on line 3)."""
-    a, t, b, o = f"memref<{rows}x2x8xf32, {SPLIT}>", f"memref<{rows}x2x8xf32, {FULL}>", f"memref<8x5xf32, {FULL}>", f"memref<{rows}x2x5xf32, {FULL}>"
+    a, t, b, o = (
+        f"memref<{rows}x2x8xf32, {SPLIT}>",
+        f"memref<{rows}x2x8xf32, {FULL}>",
+        f"memref<8x5xf32, {FULL}>",
+        f"memref<{rows}x2x5xf32, {FULL}>",
+    )
     return (
         f"func.func @main(%a: {a}, %b: {b}) -> {o} {{\n"
         f"  %t = memref.alloc() : {t}\n"
@@ -36,8 +41,14 @@ def test_patterns_are_rooted_on_the_source_collectives():
         patterns = GuardedRewritePatternSet(ctx)
         populate_p2p_pipeline_patterns(patterns, PipelineAnalysis(P2PPipeline()))
     collectives = [AllgatherOp.OPERATION_NAME, ReduceScatterOp.OPERATION_NAME, AllreduceOp.OPERATION_NAME]
-    compute = sorted(name for name, cls in OP_CLASSES.items() if issubclass(cls, ComputeOp))  # the ops that may run whole
-    assert patterns.roots[:3] == collectives and sorted(patterns.roots[3:]) == compute and MatmulOp.OPERATION_NAME in compute
+    compute = sorted(
+        name for name, cls in OP_CLASSES.items() if issubclass(cls, ComputeOp)
+    )  # the ops that may run whole
+    assert (
+        patterns.roots[:3] == collectives
+        and sorted(patterns.roots[3:]) == compute
+        and MatmulOp.OPERATION_NAME in compute
+    )
     assert not {"builtin.module", "func.func"} & set(patterns.roots)
 
 
@@ -55,11 +66,18 @@ def test_a_failure_in_a_pattern_is_located_through_hir_opt(tmp_path):
     program.write_text(_ag_matmul(8))
     out.write_text("kept\n")
     pipeline = "--pass-pipeline=builtin.module(hir-convert-to-communication{backend=cuda},hir-p2p-pipeline)"
-    result = subprocess.run([sys.executable, "-m", "hir.tools.opt", str(program), pipeline, "-o", str(out)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "hir.tools.opt", str(program), pipeline, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 1, result.stderr
     assert out.read_text() == "kept\n"  # a failing run leaves its output untouched
-    assert result.stderr.startswith(f"{program}:3:3: error: 'hir.allgather' op gathers axis 0 of extent "
-                                    "8 over 4 devices; hir-p2p-pipeline needs one shard per device"), result.stderr
+    assert result.stderr.startswith(
+        f"{program}:3:3: error: 'hir.allgather' op gathers axis 0 of extent "
+        "8 over 4 devices; hir-p2p-pipeline needs one shard per device"
+    ), result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
@@ -105,7 +123,11 @@ def test_overlap_auto_keeps_compute_chunked_for_another_collective():
         module = hir.parse(program(rs_backend), "shared.mlir")
         hir.lower(module, "hir-p2p-pipeline{overlap=auto}")
         ops = module.body.operations[0].regions[0].blocks[0].operations
-        return {op.name: "stream_axis" in op.attributes for op in ops if op.name in ("hir.allgather", "hir.matmul", "hir.reduce_scatter")}
+        return {
+            op.name: "stream_axis" in op.attributes
+            for op in ops
+            if op.name in ("hir.allgather", "hir.matmul", "hir.reduce_scatter")
+        }
 
     assert stream_axes("cuda") == {"hir.allgather": False, "hir.matmul": True, "hir.reduce_scatter": True}
     assert stream_axes("nccl") == {"hir.allgather": False, "hir.matmul": False, "hir.reduce_scatter": False}

@@ -88,7 +88,9 @@ def test_push_reduce_scatter_and_comm_stream():
     assert sum("hir.symmetric" in line for line in allocs) == 1, allocs
     shift = next(i for i, line in enumerate(lines) if '"hir.shift"' in line)
     assert 'transfer = "push"' in lines[shift], lines[shift]
-    assert lines[shift + 1].startswith('"hir.set_current_stream"') and lines[shift + 2].startswith('"hir.wait"'), lines[shift : shift + 3]
+    assert lines[shift + 1].startswith('"hir.set_current_stream"') and lines[shift + 2].startswith('"hir.wait"'), lines[
+        shift : shift + 3
+    ]
 
 
 @pytest.mark.parametrize(
@@ -117,13 +119,16 @@ def test_accumulate_keeps_the_slot_form_without_an_accumulating_producer():
     keeps the slot form (one hir.reduction) under accumulate=1."""
     p = "memref<2x2x2x3xbf16, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
     o = "memref<2x2x3xbf16, #hir.shard<array<i64: 0, 1>, 0 : i64>>"
-    module = hir.parse(f"""func.func @main(%x: {p}) -> {o} {{
+    module = hir.parse(
+        f"""func.func @main(%x: {p}) -> {o} {{
   %partial = memref.alloc() : {p}
   "hir.binary"(%x, %x, %partial) {{kind = "add", stream_axis = 0 : i64}} : ({p}, {p}, {p}) -> ()
   %out = memref.alloc() : {o}
   "hir.reduction"(%partial, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()
   return %out : {o}
-}}""", "rs.mlir")
+}}""",
+        "rs.mlir",
+    )
     hir.lower(module, P2P + "{accumulate=1}")
     lowered = str(module)
     assert "hir.shift" in lowered and "hir.reduction" in lowered and "{accumulate}" not in lowered, lowered
@@ -148,7 +153,9 @@ def test_overlap_auto_rule(world, M, program, pipelined):
         module = hir.parse(text, "p.mlir")
         hir.lower(module, P2P + "{overlap=" + overlap + "}")
         lowered = str(module)
-        assert ("hir.shift" in lowered) == expected and ("hir.allgather" in lowered or "hir.reduce_scatter" in lowered) != expected, (overlap, lowered[:400])
+        assert ("hir.shift" in lowered) == expected and (
+            "hir.allgather" in lowered or "hir.reduce_scatter" in lowered
+        ) != expected, (overlap, lowered[:400])
 
 
 def test_hir_lower_overlap_pipeline():

@@ -19,4 +19,6 @@ def test_every_package_folder_is_listed():
         for init in folder.rglob("__init__.py"):
             relative = init.parent.relative_to(folder).parts
             found.add(".".join((name, *relative)))
-    assert found == set(config["packages"]), f"missing: {sorted(found - set(config['packages']))}, extra: {sorted(set(config['packages']) - found)}"
+    assert found == set(config["packages"]), (
+        f"missing: {sorted(found - set(config['packages']))}, extra: {sorted(set(config['packages']) - found)}"
+    )

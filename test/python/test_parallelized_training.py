@@ -28,14 +28,20 @@ def _plan(sequence_parallel: bool = False) -> dict:
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel
 
     tokens = {"input_layouts": Shard(1)} if sequence_parallel else {}
-    colwise, rowwise = (lambda: ColwiseParallel(**tokens)), (lambda: RowwiseParallel(**({"output_layouts": Shard(1)} if sequence_parallel else {})))
+    colwise, rowwise = (
+        (lambda: ColwiseParallel(**tokens)),
+        (lambda: RowwiseParallel(**({"output_layouts": Shard(1)} if sequence_parallel else {}))),
+    )
     plan = {"lm_head": ColwiseParallel(output_layouts=Replicate(), **tokens)}
     for i in range(2):
         plan |= {f"model.layers.{i}.self_attn.{p}": colwise() for p in ("q_proj", "k_proj", "v_proj")}
         plan |= {f"model.layers.{i}.mlp.{p}": colwise() for p in ("gate_proj", "up_proj")}
         plan |= {f"model.layers.{i}.self_attn.o_proj": rowwise(), f"model.layers.{i}.mlp.down_proj": rowwise()}
         if sequence_parallel:
-            plan |= {f"model.layers.{i}.{norm}": SequenceParallel() for norm in ("input_layernorm", "post_attention_layernorm")}
+            plan |= {
+                f"model.layers.{i}.{norm}": SequenceParallel()
+                for norm in ("input_layernorm", "post_attention_layernorm")
+            }
     return plan | ({"model.norm": SequenceParallel()} if sequence_parallel else {})
 
 
@@ -67,7 +73,9 @@ def run_case(case: str, rank: int, world: int) -> str:
     torch.manual_seed(1)
     batches = [torch.randint(0, 64, (1 if case == "sp" else 2, 8)) for _ in range(STEPS)]
     if case == "refused":
-        plan = _plan() | {"model.layers.0": PrepareModuleInput(input_layouts=Shard(1), desired_input_layouts=Replicate())}
+        plan = _plan() | {
+            "model.layers.0": PrepareModuleInput(input_layouts=Shard(1), desired_input_layouts=Replicate())
+        }
         model = parallelize_module(_llama(), mesh, plan)
         try:
             hir.train_step(model, torch.optim.AdamW(model.parameters()), loss_fn, (batches[0], batches[0]))
@@ -95,30 +103,37 @@ def run_case(case: str, rank: int, world: int) -> str:
     for (name, got), want in zip(model.named_parameters(), reference.parameters()):
         try:
             torch.testing.assert_close(_local(got, got), _local(want, got), **TOL)
-            torch.testing.assert_close(_local(optimizer.state[got]["exp_avg_sq"], got), _local(eager.state[want]["exp_avg_sq"], got), **TOL)
+            torch.testing.assert_close(
+                _local(optimizer.state[got]["exp_avg_sq"], got), _local(eager.state[want]["exp_avg_sq"], got), **TOL
+            )
         except AssertionError as err:
             return f"{case}: final {name}: {err}"
-    (compiled, _), = step._compiled.values()
+    ((compiled, _),) = step._compiled.values()
     held = tuple(compiled.state["model.model.layers.0.self_attn.o_proj.weight"].shape)
     if held != (32, 32 // world):
         return f"{case}: o_proj's weight held as {held}, not this rank's columns"
     gathers = str(next(iter(step.programs.values())).module).count('"hir.allgather"')
-    if (gathers > 1) != (case == "sp") or not gathers:  # TP gathers lm_head's output (colwise_gather_output); SP each block's input too
+    if (gathers > 1) != (
+        case == "sp"
+    ) or not gathers:  # TP gathers lm_head's output (colwise_gather_output); SP each block's input too
         return f"{case}: {gathers} all-gathers in the step"
     return ""
 
 
-@pytest.mark.parametrize("kind, module, inputs, outputs, local, style", [
-    ("ColwiseParallel", "linear", ("Replicate",), ("Shard",), True, "colwise"),
-    ("ColwiseParallel", "linear", ("Shard",), ("Replicate",), True, "colwise_gather_output"),
-    ("RowwiseParallel", "linear", ("Shard",), ("Shard",), True, "rowwise"),
-    ("RowwiseParallel", "embedding", ("Replicate",), ("Replicate",), True, "embedding_rowwise"),
-    ("ColwiseParallel", "embedding", ("Replicate",), ("Replicate",), True, "embedding_colwise"),
-    ("ColwiseParallel", "embedding", ("Replicate",), ("Shard",), True, None),
-    ("ColwiseParallel", "linear", ("Replicate",), ("Shard",), False, None),
-    ("SequenceParallel", "norm", ("Shard",), (), False, "sequence_parallel"),
-    ("PrepareModuleInput", "linear", (), (), None, None),
-])
+@pytest.mark.parametrize(
+    "kind, module, inputs, outputs, local, style",
+    [
+        ("ColwiseParallel", "linear", ("Replicate",), ("Shard",), True, "colwise"),
+        ("ColwiseParallel", "linear", ("Shard",), ("Replicate",), True, "colwise_gather_output"),
+        ("RowwiseParallel", "linear", ("Shard",), ("Shard",), True, "rowwise"),
+        ("RowwiseParallel", "embedding", ("Replicate",), ("Replicate",), True, "embedding_rowwise"),
+        ("ColwiseParallel", "embedding", ("Replicate",), ("Replicate",), True, "embedding_colwise"),
+        ("ColwiseParallel", "embedding", ("Replicate",), ("Shard",), True, None),
+        ("ColwiseParallel", "linear", ("Replicate",), ("Shard",), False, None),
+        ("SequenceParallel", "norm", ("Shard",), (), False, "sequence_parallel"),
+        ("PrepareModuleInput", "linear", (), (), None, None),
+    ],
+)
 def test_each_parallel_style_is_read_as_the_hf_style_doing_the_same(kind, module, inputs, outputs, local, style):
     """The HF plan style hir trains a ``parallelize_module`` style as (None: refused)."""
     import torch
@@ -130,7 +145,9 @@ def test_each_parallel_style_is_read_as_the_hf_style_doing_the_same(kind, module
     def layouts(names):
         return tuple(Replicate() if n == "Replicate" else Shard(-1 if kind != "SequenceParallel" else 1) for n in names)
 
-    target = {"linear": torch.nn.Linear(4, 4), "embedding": torch.nn.Embedding(8, 4), "norm": torch.nn.LayerNorm(4)}[module]
+    target = {"linear": torch.nn.Linear(4, 4), "embedding": torch.nn.Embedding(8, 4), "norm": torch.nn.LayerNorm(4)}[
+        module
+    ]
     assert _plan_style(StyleHooks(kind, layouts(inputs), layouts(outputs), local), target) == style
 
 

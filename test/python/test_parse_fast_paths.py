@@ -26,14 +26,17 @@ def exact_depth(text: str) -> int:
     return deepest
 
 
-@pytest.mark.parametrize("text,depth", [
-    ('a "{{{" {b}', 1),  # brackets in strings do not count
-    ("// {{{\n{", 1),  # nor in comments
-    ('(-> >) {"x\\"{"}', 1),  # nor arrows; escaped quotes stay inside the string
-    ("( -> ( ( ) ) )", 3),  # an arrow's '>' closes nothing
-    ("}}}{{{", 3),
-    ("{<[(])>}", 4),
-])
+@pytest.mark.parametrize(
+    "text,depth",
+    [
+        ('a "{{{" {b}', 1),  # brackets in strings do not count
+        ("// {{{\n{", 1),  # nor in comments
+        ('(-> >) {"x\\"{"}', 1),  # nor arrows; escaped quotes stay inside the string
+        ("( -> ( ( ) ) )", 3),  # an arrow's '>' closes nothing
+        ("}}}{{{", 3),
+        ("{<[(])>}", 4),
+    ],
+)
 def test_bound_of_known_texts(text, depth):
     assert exact_depth(text) == depth
     assert _nesting_bound(text, 512) >= depth
@@ -53,19 +56,22 @@ def test_deep_text_is_still_refused_where_it_goes_too_deep():
     check_nesting("{" * 300 + "}" * 300 + "(" * 300 + ")" * 300, "ok.mlir")  # 300 deep, 1200 brackets: fine
 
 
-@pytest.mark.parametrize("text,walk", [
-    ("memref<4xf32>", False),
-    ("memref<4x?xf32, strided<[?, 1], offset: ?>>", False),
-    ("memref<4x4xf32, affine_map<(d0, d1) -> (d1, d0)>>", False),
-    ("memref<4xvector<4xf32>>", False),
-    ("memref<4xf32, 1>", True),
-    ("memref<*xf32, 1>", True),
-    ("memref<4xf32, strided<[1], offset: ?>, #hir.shard<[0, 1], 0>>", True),
-    ("memref<4xf32, affine_map<(d0) -> (d0)>, 1>", True),  # the map's arrow closes nothing
-    ("memref<4xf32, #map>", True),  # an alias may name a memory space
-    ("memref<4xf32, #a<b<c<d>>>>", True),  # deeper than the pattern reads
-    ('"memref<"', True),
-])
+@pytest.mark.parametrize(
+    "text,walk",
+    [
+        ("memref<4xf32>", False),
+        ("memref<4x?xf32, strided<[?, 1], offset: ?>>", False),
+        ("memref<4x4xf32, affine_map<(d0, d1) -> (d1, d0)>>", False),
+        ("memref<4xvector<4xf32>>", False),
+        ("memref<4xf32, 1>", True),
+        ("memref<*xf32, 1>", True),
+        ("memref<4xf32, strided<[1], offset: ?>, #hir.shard<[0, 1], 0>>", True),
+        ("memref<4xf32, affine_map<(d0) -> (d0)>, 1>", True),  # the map's arrow closes nothing
+        ("memref<4xf32, #map>", True),  # an alias may name a memory space
+        ("memref<4xf32, #a<b<c<d>>>>", True),  # deeper than the pattern reads
+        ('"memref<"', True),
+    ],
+)
 def test_placement_walk_is_skipped_only_without_memory_spaces(text, walk):
     assert may_hold_placements(text) == walk
 

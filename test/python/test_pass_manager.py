@@ -35,7 +35,15 @@ def test_one_pass_manager_for_the_whole_pipeline():
 
 def test_reports_come_from_the_pass_manager_into_out(capfd):
     out = io.StringIO()
-    hir.lower(hir.parse(PROGRAM), "hir-stream-lowering,canonicalize", print_before_all=True, print_after_all=True, timing=True, statistics=True, out=out)
+    hir.lower(
+        hir.parse(PROGRAM),
+        "hir-stream-lowering,canonicalize",
+        print_before_all=True,
+        print_after_all=True,
+        timing=True,
+        statistics=True,
+        out=out,
+    )
     text = out.getvalue()
     # MLIR's IR printing instrumentation: "<pass name>: <argument>" headers, hir passes included.
     assert "// -----// IR Dump Before StreamLowering: hir-stream-lowering //----- //" in text
@@ -43,7 +51,7 @@ def test_reports_come_from_the_pass_manager_into_out(capfd):
     assert "// -----// IR Dump After CanonicalizerPass: canonicalize{" in text
     # MLIR's timing report (printed as the PassManager is destroyed), and its statistics.
     assert "... Execution time report ..." in text and "... Pass statistics report ..." in text
-    timed = text[text.index("----Wall Time----"):]
+    timed = text[text.index("----Wall Time----") :]
     assert timed.index("StreamLowering") < timed.index("CanonicalizerPass"), timed
     captured = capfd.readouterr()
     assert "IR Dump" not in captured.err and "Execution time" not in captured.err
@@ -53,7 +61,9 @@ def test_hir_dump_environment(monkeypatch):
     monkeypatch.setenv("HIR_DUMP", "ir-after-all")
     out = io.StringIO()
     hir.lower(hir.parse(PROGRAM), "hir-stream-lowering", out=out)
-    assert out.getvalue().startswith("// -----// IR Dump After StreamLowering: hir-stream-lowering //----- //\nmodule {")
+    assert out.getvalue().startswith(
+        "// -----// IR Dump After StreamLowering: hir-stream-lowering //----- //\nmodule {"
+    )
 
 
 def test_disabled_pass_is_left_out():
@@ -96,8 +106,11 @@ class _Breaking(ModulePass):
         block = module.body.operations[0].regions[0].blocks[0]
         op = next(o.operation for o in block.operations if o.operation.name == "hir.set")
         with ir.InsertionPoint(op), op.location:
-            wrong = ir.Operation.create("memref.alloc", results=[ir.MemRefType.get([5, 8], ir.F32Type.get())],
-                                        attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])}).result
+            wrong = ir.Operation.create(
+                "memref.alloc",
+                results=[ir.MemRefType.get([5, 8], ir.F32Type.get())],
+                attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])},
+            ).result
         op.operands[1] = wrong
 
 

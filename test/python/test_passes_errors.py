@@ -21,7 +21,9 @@ def lower_error(text: str, pipeline: str) -> str:
     return str(info.value)
 
 
-def single_op(op: str, in_type: str, out_type: str, attrs: str = "", extra_args: str = "", name: str = "hir.set") -> str:
+def single_op(
+    op: str, in_type: str, out_type: str, attrs: str = "", extra_args: str = "", name: str = "hir.set"
+) -> str:
     """A one-op program (the op on line 3) reading %arg0 into a fresh %out."""
     return (
         f"func.func @main(%arg0: {in_type}{extra_args}) -> {out_type} {{\n"
@@ -38,20 +40,74 @@ CONVERT = "hir-convert-to-communication"
 @pytest.mark.parametrize(
     "in_type, out_type, attrs, name, message",
     [
-        (f"memref<4x8xf32, {shard(M2, 0)}>", f"memref<4x8xf32, {shard(M2, 1)}>", "", "hir.set", "(an all-to-all), which is not lowerable"),
-        (f"memref<4x8xf32, {shard(M2, 0)}>", f"memref<8xf32, {shard('array<i64: 2, 3>', 0)}>", '{kind = "sum", axes = array<i64: 0>}', "hir.reduction", "reduce-scatter across different meshes"),
-        (f"memref<4x8xf32, {shard(M2, 0)}>", f"memref<4xf32, {shard(M2, -1)}>", '{kind = "sum", axes = array<i64: 1>}', "hir.reduction", "the reduced axis must be the split one"),
-        (f"memref<4x8xf32, {shard(M2, 0)}>", f"memref<f32, {shard(M2, -1)}>", '{kind = "sum", axes = array<i64: 0, 1>}', "hir.reduction", "it must reduce exactly one axis"),
-        (f"memref<12x8xf32, {shard(M2, 0)}>", f"memref<12x8xf32, {shard('array<i64: 2, 3, 4>', 0)}>", "", "hir.set", "different sizes: 2 vs 3"),
-        (f"memref<4x8xf32, {shard('array<i64: 0>', 0)}>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "split over the one-device mesh [0]"),
+        (
+            f"memref<4x8xf32, {shard(M2, 0)}>",
+            f"memref<4x8xf32, {shard(M2, 1)}>",
+            "",
+            "hir.set",
+            "(an all-to-all), which is not lowerable",
+        ),
+        (
+            f"memref<4x8xf32, {shard(M2, 0)}>",
+            f"memref<8xf32, {shard('array<i64: 2, 3>', 0)}>",
+            '{kind = "sum", axes = array<i64: 0>}',
+            "hir.reduction",
+            "reduce-scatter across different meshes",
+        ),
+        (
+            f"memref<4x8xf32, {shard(M2, 0)}>",
+            f"memref<4xf32, {shard(M2, -1)}>",
+            '{kind = "sum", axes = array<i64: 1>}',
+            "hir.reduction",
+            "the reduced axis must be the split one",
+        ),
+        (
+            f"memref<4x8xf32, {shard(M2, 0)}>",
+            f"memref<f32, {shard(M2, -1)}>",
+            '{kind = "sum", axes = array<i64: 0, 1>}',
+            "hir.reduction",
+            "it must reduce exactly one axis",
+        ),
+        (
+            f"memref<12x8xf32, {shard(M2, 0)}>",
+            f"memref<12x8xf32, {shard('array<i64: 2, 3, 4>', 0)}>",
+            "",
+            "hir.set",
+            "different sizes: 2 vs 3",
+        ),
+        (
+            f"memref<4x8xf32, {shard('array<i64: 0>', 0)}>",
+            f"memref<4x8xf32, {shard(M2, 0)}>",
+            "",
+            "hir.set",
+            "split over the one-device mesh [0]",
+        ),
         ("memref<4x8xf32>", f"memref<4x8xf32, {shard(M2, 0)}>", "", "hir.set", "mixes a buffer without a device mesh"),
         # a packed split (HF's packed_colwise) is computed on where it lies, never moved
-        (f"memref<4x8xf32, #hir.shard<{M2}, {{axis = 0 : i64, packed = array<i64: 2>}}>>", f"memref<4x8xf32, {shard(M2, -1)}>", "", "hir.set", "a packed split ([0, 1] with splits [0], axis 0 packed of 2 "
-                                                                                                                                               "pieces); a packed buffer is computed on where it lies, never moved"),
+        (
+            f"memref<4x8xf32, #hir.shard<{M2}, {{axis = 0 : i64, packed = array<i64: 2>}}>>",
+            f"memref<4x8xf32, {shard(M2, -1)}>",
+            "",
+            "hir.set",
+            "a packed split ([0, 1] with splits [0], axis 0 packed of 2 "
+            "pieces); a packed buffer is computed on where it lies, never moved",
+        ),
         # multi-D meshes: collectives are written along one mesh axis, not inferred
-        (f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, 1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", "", "hir.set", "along mesh axes [0, 1] of a multi-dimensional mesh, whose lines see no 1-D placement"),
-        (f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>", f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, -1>>>", "", "hir.set", "along mesh axis 0 as a hir.scatter; on a multi-dimensional "
-                                                                                                                                 "mesh only allgather, allreduce and reduce_scatter are inferred"),
+        (
+            f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, 1>>>",
+            f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>",
+            "",
+            "hir.set",
+            "along mesh axes [0, 1] of a multi-dimensional mesh, whose lines see no 1-D placement",
+        ),
+        (
+            f"memref<4x8xf32, {MESH_2X2}, array<i64: -1, -1>>>",
+            f"memref<4x8xf32, {MESH_2X2}, array<i64: 0, -1>>>",
+            "",
+            "hir.set",
+            "along mesh axis 0 as a hir.scatter; on a multi-dimensional "
+            "mesh only allgather, allreduce and reduce_scatter are inferred",
+        ),
     ],
 )
 def test_convert_errors(in_type, out_type, attrs, name, message):
@@ -74,7 +130,9 @@ def test_resharding_binary_is_rejected():
 
 def test_unknown_backend():
     text = single_op("hir.set", "memref<4xf32>", "memref<4xf32>")
-    assert "backend 'mpi' is not one of nccl, gloo, cuda" in lower_error(text, "hir-convert-to-communication{backend=mpi}")
+    assert "backend 'mpi' is not one of nccl, gloo, cuda" in lower_error(
+        text, "hir-convert-to-communication{backend=mpi}"
+    )
 
 
 STREAM = "hir-stream-lowering"
@@ -84,9 +142,21 @@ STREAM = "hir-stream-lowering"
     "op_line, types, message",
     [
         ('"hir.set"(%arg0, %out) {stream_axis = 0 : i64}', ("memref<4x8xf32>", "memref<4x8xf32>"), None),
-        ('"hir.matmul"(%arg0, %arg1, %out) {stream_axis = 2 : i64}', ("memref<3x4x8xf32>", "memref<3x8x2xf32>", "memref<3x4x2xf32>"), "the N axis of a matmul of ranks 3 and 3"),
-        ('"hir.matmul"(%arg0, %arg1, %out) {stream_axis = 1 : i64}', ("memref<3x4x8xf32>", "memref<3x8x2xf32>", "memref<3x4x2xf32>"), "the M axis of a matmul of ranks 3 and 3"),
-        ('"hir.set"(%arg0, %out) {stream_axis = 0 : i64}', (f"memref<4x8xf32, {shard(M2, 0)}>", f"memref<4x8xf32, {shard(M2, 0)}>"), "split over the device mesh [0, 1]"),
+        (
+            '"hir.matmul"(%arg0, %arg1, %out) {stream_axis = 2 : i64}',
+            ("memref<3x4x8xf32>", "memref<3x8x2xf32>", "memref<3x4x2xf32>"),
+            "the N axis of a matmul of ranks 3 and 3",
+        ),
+        (
+            '"hir.matmul"(%arg0, %arg1, %out) {stream_axis = 1 : i64}',
+            ("memref<3x4x8xf32>", "memref<3x8x2xf32>", "memref<3x4x2xf32>"),
+            "the M axis of a matmul of ranks 3 and 3",
+        ),
+        (
+            '"hir.set"(%arg0, %out) {stream_axis = 0 : i64}',
+            (f"memref<4x8xf32, {shard(M2, 0)}>", f"memref<4x8xf32, {shard(M2, 0)}>"),
+            "split over the device mesh [0, 1]",
+        ),
     ],
 )
 def test_stream_lowering_errors(op_line, types, message):
@@ -125,7 +195,9 @@ def test_stream_output_into_program_input():
         '  "hir.set"(%arg0, %arg1) {stream_axis = 0 : i64} : (memref<4xf32>, memref<4xf32>) -> ()\n'
         "  return\n}\n"
     )
-    assert "prog.mlir:2:3: error: 'hir.set' op writes its stream-parallel output into a program input" in lower_error(text, STREAM)
+    assert "prog.mlir:2:3: error: 'hir.set' op writes its stream-parallel output into a program input" in lower_error(
+        text, STREAM
+    )
 
 
 def test_nested_stream_axis():
@@ -146,10 +218,13 @@ def test_unsupported_stream_op():
         "func.func @main(%arg0: memref<4x4xf32>) -> memref<4x4xf32> {\n"
         "  %out = memref.alloc() : memref<4x4xf32>\n"
         '  %w = "hir.send"(%arg0) {backend = "nccl", peer = 1 : i64,'
-        ' stream_axis = 0 : i64} : (memref<4x4xf32>) -> !hir.work\n'
+        " stream_axis = 0 : i64} : (memref<4x4xf32>) -> !hir.work\n"
         "  return %out : memref<4x4xf32>\n}\n"
     )
-    assert "prog.mlir:3:8: error: 'hir.send' op carries stream_axis = 0, but hir-stream-lowering only handles" in lower_error(text, STREAM)
+    assert (
+        "prog.mlir:3:8: error: 'hir.send' op carries stream_axis = 0, but hir-stream-lowering only handles"
+        in lower_error(text, STREAM)
+    )
 
 
 P2P = "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline"
@@ -182,8 +257,10 @@ def _rs_program(extra: str = "", world: int = 4) -> str:
 def test_p2p_allgather_needs_one_shard_per_device():
     a, t = f"memref<8x2xf32, {shard(M4, 0)}>", f"memref<8x2xf32, {shard(M4, -1)}>"
     err = lower_error(single_op("hir.set", a, t, "{stream_axis = 0 : i64}"), P2P)
-    assert err.startswith("prog.mlir:3:3: error: 'hir.allgather' op gathers axis 0 of extent "
-                          "8 over 4 devices; hir-p2p-pipeline needs one shard per device"), err
+    assert err.startswith(
+        "prog.mlir:3:3: error: 'hir.allgather' op gathers axis 0 of extent "
+        "8 over 4 devices; hir-p2p-pipeline needs one shard per device"
+    ), err
 
 
 def test_p2p_reduce_scatter_needs_one_slice_per_device():
@@ -201,14 +278,18 @@ def test_p2p_reduce_scatter_needs_its_producer():
         f"  return %out : {o}\n}}\n"
     )
     err = lower_error(text, P2P)
-    assert err.startswith("prog.mlir:3:3: error: 'hir.reduce_scatter' op needs its input written by a compute op with stream_axis = 0"), err
+    assert err.startswith(
+        "prog.mlir:3:3: error: 'hir.reduce_scatter' op needs its input written by a compute op with stream_axis = 0"
+    ), err
 
 
 def test_p2p_reduce_scatter_input_used_after():
     _, _, p, _ = _rs_types()
     extra = f'  %c = memref.alloc() : {p}\n  "hir.set"(%p, %c) : ({p}, {p}) -> ()\n'
     err = lower_error(_rs_program(extra), P2P)
-    assert err.startswith("prog.mlir:7:3: error: 'hir.set' op uses the reduce-scatter input of a P2P pipeline after it"), err
+    assert err.startswith(
+        "prog.mlir:7:3: error: 'hir.set' op uses the reduce-scatter input of a P2P pipeline after it"
+    ), err
 
 
 def test_p2p_bad_streams_option():
@@ -222,19 +303,29 @@ def test_p2p_bad_chunks_option():
 
 
 def test_p2p_bad_chunks_word_and_transfer():
-    assert "hir-p2p-pipeline: chunks must be a number or 'auto', got 'many'" in lower_error(_rs_program(), P2P + "{chunks=many}")
-    assert "hir-p2p-pipeline: transfer 'throw' is not one of pull, push" in lower_error(_rs_program(), P2P + "{transfer=throw}")
+    assert "hir-p2p-pipeline: chunks must be a number or 'auto', got 'many'" in lower_error(
+        _rs_program(), P2P + "{chunks=many}"
+    )
+    assert "hir-p2p-pipeline: transfer 'throw' is not one of pull, push" in lower_error(
+        _rs_program(), P2P + "{transfer=throw}"
+    )
     assert "hir-p2p-pipeline: copy-gbps must be positive, got 0.0" in lower_error(_rs_program(), P2P + "{copy-gbps=0}")
 
 
 def test_p2p_chunks_must_divide_the_slices():
     err = lower_error(_rs_program(), P2P + "{chunks=4}")
-    assert err.startswith("prog.mlir:3:3: error: 'hir.matmul' op axis 2 of operand #0 has extent 2, which does not divide into chunks = 4"), err
+    assert err.startswith(
+        "prog.mlir:3:3: error: 'hir.matmul' op axis 2 of operand #0 has extent 2, which does not divide into chunks = 4"
+    ), err
 
 
 def test_p2p_chunks_only_split_kept_axes():
     """A consumer reducing over the axis the chunks would split cannot run per chunk."""
-    a, t, o = f"memref<4x2x8xf32, {shard(M4, 0)}>", f"memref<4x2x8xf32, {shard(M4, -1)}>", f"memref<4x8xf32, {shard(M4, -1)}>"
+    a, t, o = (
+        f"memref<4x2x8xf32, {shard(M4, 0)}>",
+        f"memref<4x2x8xf32, {shard(M4, -1)}>",
+        f"memref<4x8xf32, {shard(M4, -1)}>",
+    )
     text = (
         f"func.func @main(%a: {a}) -> {o} {{\n"
         f"  %t = memref.alloc() : {t}\n"
@@ -245,4 +336,6 @@ def test_p2p_chunks_only_split_kept_axes():
         f"  return %out : {o}\n}}\n"
     )
     err = lower_error(text, P2P + "{chunks=2}")
-    assert err.startswith("prog.mlir:5:3: error: 'hir.reduction' op reduces over axis 1 of operand #0, which chunks = 2 would split"), err
+    assert err.startswith(
+        "prog.mlir:5:3: error: 'hir.reduction' op reduces over axis 1 of operand #0, which chunks = 2 would split"
+    ), err

@@ -15,8 +15,10 @@ import pytest
 
 from multirank_util import finish_worker, launch_workers
 
-PIPELINE = ("hir-convert-to-communication{backend=gloo},hir-stream-lowering,"
-            "hir-fuse-loops,hir-insert-deallocations,canonicalize,cse")
+PIPELINE = (
+    "hir-convert-to-communication{backend=gloo},hir-stream-lowering,"
+    "hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
+)
 
 
 @dataclass
@@ -73,7 +75,10 @@ def cases(world: int) -> list[tuple[Case, list]]:
     set_op = ['"hir.set"({in0}, {out}) {attrs} : ({t_in0}, {t_out}) -> ()']
 
     def reduce_op(axis: int, stream: str = "") -> list:
-        return ['"hir.reduction"({in0}, {out}) {{kind = "sum", axes = array<i64: %d>%s}} : ({t_in0}, {t_out}) -> ()' % (axis, stream)]
+        return [
+            '"hir.reduction"({in0}, {out}) {{kind = "sum", axes = array<i64: %d>%s}} : ({t_in0}, {t_out}) -> ()'
+            % (axis, stream)
+        ]
 
     def plain(name, src, dst, body, ref, temps=()):
         return Case(name, [src], dst, body, ref), list(temps)
@@ -91,39 +96,76 @@ def cases(world: int) -> list[tuple[Case, list]]:
         plain("reduce_scatter", Buf([world, m, 3], every, 0), Buf([m, 3], every, 0), reduce_op(0), lambda x: x.sum(0)),
         # Inner axes: gathered / scattered into strided chunks of the buffer.
         plain("allgather_inner", Buf([2, m, 3], every, 1), Buf([2, m, 3], every), no_attrs, lambda x: x),
-        plain("reduce_scatter_inner", Buf([world, 3, m], every, 0), Buf([3, m], every, 1), reduce_op(0), lambda x: x.sum(0)),
+        plain(
+            "reduce_scatter_inner",
+            Buf([world, 3, m], every, 0),
+            Buf([3, m], every, 1),
+            reduce_op(0),
+            lambda x: x.sum(0),
+        ),
         # Seed 003 pipelines (stream axis 0).
         plain("stream_allgather", Buf([s, m], every, 1), Buf([s, m], every), streamed, lambda x: x),
-        plain("stream_allreduce", Buf([s, world, 3], every, 1), Buf([s, 3], every), reduce_op(1, ", stream_axis = 0 : i64"), lambda x: x.sum(1)),
-        plain("stream_reduce_scatter", Buf([s, world, m, 3], every, 1), Buf([s, m, 3], every, 1), reduce_op(1, ", stream_axis = 0 : i64"), lambda x: x.sum(1)),
+        plain(
+            "stream_allreduce",
+            Buf([s, world, 3], every, 1),
+            Buf([s, 3], every),
+            reduce_op(1, ", stream_axis = 0 : i64"),
+            lambda x: x.sum(1),
+        ),
+        plain(
+            "stream_reduce_scatter",
+            Buf([s, world, m, 3], every, 1),
+            Buf([s, m, 3], every, 1),
+            reduce_op(1, ", stream_axis = 0 : i64"),
+            lambda x: x.sum(1),
+        ),
     ]
     ag = Buf([s, m, k], every)
-    out.append((Case(
-        "ag_matmul",
-        [Buf([s, m, k], every, 1), Buf([k, n], every)],
-        Buf([s, m, n], every),
-        ['"hir.set"({in0}, {tmp0}) {{stream_axis = 0 : i64}} : ({t_in0}, {t_tmp0}) -> ()',
-         '"hir.matmul"({tmp0}, {in1}, {out}) {{stream_axis = 0 : i64}} : ({t_tmp0}, {t_in1}, {t_out}) -> ()'],
-        lambda a, b: a @ b,
-    ), [ag]))
+    out.append(
+        (
+            Case(
+                "ag_matmul",
+                [Buf([s, m, k], every, 1), Buf([k, n], every)],
+                Buf([s, m, n], every),
+                [
+                    '"hir.set"({in0}, {tmp0}) {{stream_axis = 0 : i64}} : ({t_in0}, {t_tmp0}) -> ()',
+                    '"hir.matmul"({tmp0}, {in1}, {out}) {{stream_axis = 0 : i64}} : ({t_tmp0}, {t_in1}, {t_out}) -> ()',
+                ],
+                lambda a, b: a @ b,
+            ),
+            [ag],
+        )
+    )
     partial = Buf([s, world, m, n], every, 1)
     matmul_then = '"hir.matmul"({in0}, {in1}, {tmp0}) {{stream_axis = 0 : i64}} : ({t_in0}, {t_in1}, {t_tmp0}) -> ()'
-    reduce_then = ('"hir.reduction"({tmp0}, {out}) {{kind = "sum", axes = array<i64: '
-                   '1>, stream_axis = 0 : i64}} : ({t_tmp0}, {t_out}) -> ()')
-    out.append((Case(
-        "matmul_allreduce",
-        [Buf([s, world, m, k], every, 1), Buf([world, k, n], every, 0)],
-        Buf([s, m, n], every),
-        [matmul_then, reduce_then],
-        lambda a, b: (a @ b).sum(1),
-    ), [partial]))
-    out.append((Case(
-        "matmul_reduce_scatter_through_bcast",
-        [Buf([s, world, m, k], every, 1), Buf([1, world, k, n], every, 1)],
-        Buf([s, m, n], every, 1),
-        [matmul_then, reduce_then],
-        lambda a, b: (a @ b).sum(1),
-    ), [partial]))
+    reduce_then = (
+        '"hir.reduction"({tmp0}, {out}) {{kind = "sum", axes = array<i64: '
+        "1>, stream_axis = 0 : i64}} : ({t_tmp0}, {t_out}) -> ()"
+    )
+    out.append(
+        (
+            Case(
+                "matmul_allreduce",
+                [Buf([s, world, m, k], every, 1), Buf([world, k, n], every, 0)],
+                Buf([s, m, n], every),
+                [matmul_then, reduce_then],
+                lambda a, b: (a @ b).sum(1),
+            ),
+            [partial],
+        )
+    )
+    out.append(
+        (
+            Case(
+                "matmul_reduce_scatter_through_bcast",
+                [Buf([s, world, m, k], every, 1), Buf([1, world, k, n], every, 1)],
+                Buf([s, m, n], every, 1),
+                [matmul_then, reduce_then],
+                lambda a, b: (a @ b).sum(1),
+            ),
+            [partial],
+        )
+    )
     del torch
     return out
 
@@ -170,7 +212,11 @@ def _gpus() -> int:
     [
         (2, "cpu"),
         pytest.param(4, "cpu", marks=pytest.mark.slow),  # the same pipelines as 2 ranks; 4 CPU processes
-        pytest.param(4, "cuda", marks=[pytest.mark.gpu, pytest.mark.multigpu, pytest.mark.skipif(_gpus() < 4, reason="needs 4 GPUs")]),
+        pytest.param(
+            4,
+            "cuda",
+            marks=[pytest.mark.gpu, pytest.mark.multigpu, pytest.mark.skipif(_gpus() < 4, reason="needs 4 GPUs")],
+        ),
     ],
 )
 def test_communication_patterns(world, device):

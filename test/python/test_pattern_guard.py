@@ -32,7 +32,9 @@ def _convert_sets(module: ir.Module, seen: list) -> None:
             raise fail(op.operation, "is refused")
         src, dst = adaptor.operands
         with rewriter.ip:
-            ir.Operation.create("hir.binary", operands=[src, src, dst], attributes={"kind": ir.StringAttr.get("add")}, loc=op.location)
+            ir.Operation.create(
+                "hir.binary", operands=[src, src, dst], attributes={"kind": ir.StringAttr.get("add")}, loc=op.location
+            )
         rewriter.erase_op(op)
         return False
 
@@ -91,7 +93,10 @@ def test_a_bug_in_a_pattern_keeps_its_type_and_traceback(driver):
 def test_refused_resharding_after_a_lowered_one_leaves_valid_ir():
     """hir-convert-to-communication: the first set becomes an allgather, the binary after it
     reshards and is refused at its location; the module stays valid."""
-    split, full = "memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>", "memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>"
+    split, full = (
+        "memref<8x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>",
+        "memref<8x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>",
+    )
     text = (
         f"func.func @main(%a: {split}, %b: {split}) -> {full} {{\n"
         f"  %g = memref.alloc() : {full}\n"

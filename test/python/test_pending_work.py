@@ -77,7 +77,12 @@ def test_unwaited_send_warns_in_debug_mode():
     for r in result.ranks:
         # One warning per run, at the send of the branch this rank takes.
         line = 6 + 7 * r.rank
-        assert r.stderr.count(f"ring.mlir:{line}:11: warning: 'hir.send' work is never waited on; waited for when @main returns") == 2, r.stderr
+        assert (
+            r.stderr.count(
+                f"ring.mlir:{line}:11: warning: 'hir.send' work is never waited on; waited for when @main returns"
+            )
+            == 2
+        ), r.stderr
 
 
 def test_send_to_self_fails_when_it_runs():

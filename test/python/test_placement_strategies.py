@@ -32,16 +32,45 @@ def test_registry_lists_compute_and_segment_ops():
     compute = {name for name in STRATEGIES if name.startswith("hir.")}
     segment = {name for name in STRATEGIES if name.startswith("torch.")}
     assert compute == {op.OPERATION_NAME for op in (LinearOp, MatmulOp, BinaryOp, ReductionOp, SetOp)}
-    assert {"torch.aten.view", "torch.aten.scaled_dot_product_attention", "torch.aten.index_select", "torch.aten.mm"} <= segment
+    assert {
+        "torch.aten.view",
+        "torch.aten.scaled_dot_product_attention",
+        "torch.aten.index_select",
+        "torch.aten.mm",
+    } <= segment
     families = {s.family for s in STRATEGIES.values()}
-    assert families == {"matrix", "grouped", "pointwise", "views", "reductions", "attention", "embedding", "redistribute", "backward"}
+    assert families == {
+        "matrix",
+        "grouped",
+        "pointwise",
+        "views",
+        "reductions",
+        "attention",
+        "embedding",
+        "redistribute",
+        "backward",
+    }
     assert all(s.doc for s in STRATEGIES.values())
     # the torch ops that become compute ops, registered beside their compute op's strategy
-    forms = {name.removeprefix("torch.aten."): form.__module__.rpartition(".")[2] for name, form in COMPUTE_FORMS.items()}
-    assert forms == {"linear": "matrix", "matmul": "matrix", "mm": "matrix", "bmm": "matrix", "add.Tensor": "pointwise", "sub.Tensor": "pointwise",
-                     "mul.Tensor": "pointwise", "div.Tensor": "pointwise", "maximum": "pointwise", "minimum": "pointwise",
-                     "sum.dim_IntList": "reductions", "amax": "reductions", "amin": "reductions",
-                     "torch.hir.redistribute": "redistribute"}
+    forms = {
+        name.removeprefix("torch.aten."): form.__module__.rpartition(".")[2] for name, form in COMPUTE_FORMS.items()
+    }
+    assert forms == {
+        "linear": "matrix",
+        "matmul": "matrix",
+        "mm": "matrix",
+        "bmm": "matrix",
+        "add.Tensor": "pointwise",
+        "sub.Tensor": "pointwise",
+        "mul.Tensor": "pointwise",
+        "div.Tensor": "pointwise",
+        "maximum": "pointwise",
+        "minimum": "pointwise",
+        "sum.dim_IntList": "reductions",
+        "amax": "reductions",
+        "amin": "reductions",
+        "torch.hir.redistribute": "redistribute",
+    }
     # a pointwise-tagged op without an entry of its own takes the tag's strategy
     assert strategy_for("torch.aten.gelu").name == "pointwise.pointwise_strategy"
     assert strategy_for("torch.aten.cumsum") is None
@@ -107,8 +136,10 @@ def test_index_select_along_the_split_falls_back(capfd, monkeypatch):
     text = str(program.module)
     assert '"hir.set"' in text and "memref<10x8xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>" in text
     listing = capfd.readouterr().err
-    assert ("reads replicated copies (fallback: torch.aten.index_select: "
-            "selects along the split dim 0 (a vocabulary-split table))") in listing
+    assert (
+        "reads replicated copies (fallback: torch.aten.index_select: "
+        "selects along the split dim 0 (a vocabulary-split table))"
+    ) in listing
 
 
 def test_compute_fallback_is_listed(capfd, monkeypatch):
@@ -125,7 +156,10 @@ def test_compute_fallback_is_listed(capfd, monkeypatch):
     program = from_torch(Add(), (a, b), mesh=[0, 1], placements={"input0": Shard(0), "input1": Shard(1)})
     assert str(program.module).count('"hir.set"') == 2
     listing = capfd.readouterr().err
-    assert "torch.aten.add.Tensor: as hir.binary by replicated (fallback: operands split along different axes (0, 1))" in listing
+    assert (
+        "torch.aten.add.Tensor: as hir.binary by replicated (fallback: operands split along different axes (0, 1))"
+        in listing
+    )
     assert "resharding %arg0: [0] -> [-1]" in listing and "resharding %arg1: [1] -> [-1]" in listing
 
 

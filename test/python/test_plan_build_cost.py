@@ -69,7 +69,10 @@ def test_plan_building_is_linear_in_module_size():
     a, b = build_calls(small), build_calls(large)
     # names from one AsmState: the module is verified at most once (its 1,200 / 2,400 hir
     # ops: one hook call each), not once per operand (~1.6 million calls here)
-    assert a["_verify_invariants"] <= 400 * 3 and b["_verify_invariants"] <= 800 * 3, (a["_verify_invariants"], b["_verify_invariants"])
+    assert a["_verify_invariants"] <= 400 * 3 and b["_verify_invariants"] <= 800 * 3, (
+        a["_verify_invariants"],
+        b["_verify_invariants"],
+    )
     # doubling the module at most doubles the work (a quadratic builder quadruples it) ...
     assert b["*"] <= 2.1 * a["*"], (a["*"], b["*"])
     # ... and each op costs a bounded number of calls
@@ -78,7 +81,9 @@ def test_plan_building_is_linear_in_module_size():
 
 def test_a_failing_op_is_still_named_with_its_operands():
     """The names an error reports come from the shared AsmState."""
-    module = hir.parse(chain(3).replace("  memref.dealloc %a1", "  memref.dealloc %a1 : memref<4x8xf32>\n  memref.dealloc %a1"))
+    module = hir.parse(
+        chain(3).replace("  memref.dealloc %a1", "  memref.dealloc %a1 : memref<4x8xf32>\n  memref.dealloc %a1")
+    )
     with pytest.raises(hir.HirError, match=r"'memref.dealloc' buffer %alloc_1 is already deallocated"):
         Program(module, device="cpu")([torch.randn(4, 8)])
 

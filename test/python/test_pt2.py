@@ -37,14 +37,21 @@ def test_compile_an_exported_program():
     for batch in (3, 1, 7, 32):
         x = torch.randn(batch, 6)
         torch.testing.assert_close(fn(x), ep.module()(x))
-    assert len(fn.programs) == 1 and [list(d.values())[0][2:] for d in fn.programs[0].dynamic_dims] == [(1, 32)]  # the export's bounds
-    with pytest.raises(hir.HirError, match=r"test_pt2.py:\d+: error: input 0: dim 0 is dynamic dim \w+, declared 1 <= \w+ <= 32 at import, got 33"):
+    assert len(fn.programs) == 1 and [list(d.values())[0][2:] for d in fn.programs[0].dynamic_dims] == [
+        (1, 32)
+    ]  # the export's bounds
+    with pytest.raises(
+        hir.HirError,
+        match=r"test_pt2.py:\d+: error: input 0: dim 0 is dynamic dim \w+, declared 1 <= \w+ <= 32 at import, got 33",
+    ):
         fn(torch.randn(33, 6))
     x = torch.randn(5, 6)
     torch.testing.assert_close(hir.compile(ep, device="cpu")(x), ep.module()(x))  # the recorded example inputs
     keyword = torch.export.export(Net().eval(), (torch.randn(3, 6),), {"scale": torch.rand(4)})
     scale = torch.rand(4)
-    torch.testing.assert_close(hir.compile(keyword, device="cpu")(x[:3], scale=scale), keyword.module()(x[:3], scale=scale))
+    torch.testing.assert_close(
+        hir.compile(keyword, device="cpu")(x[:3], scale=scale), keyword.module()(x[:3], scale=scale)
+    )
 
 
 def test_load_a_saved_pt2(tmp_path):
@@ -95,7 +102,9 @@ def test_a_pt2_that_would_run_pickled_code_is_refused(tmp_path):
 
     bad = tmp_path / "inputs.pt2"
     rewritten(good, bad, pickled_inputs)
-    with pytest.raises(hir.HirError, match=r"inputs.pt2: error: data/sample_inputs/model.pt: the example inputs are not plain tensors"):
+    with pytest.raises(
+        hir.HirError, match=r"inputs.pt2: error: data/sample_inputs/model.pt: the example inputs are not plain tensors"
+    ):
         hir.load(str(bad))
     assert not marker.exists()
     try:  # what hir guards against: torch 2.13's own loader unpickles it (weights_only=False fallback)
@@ -119,7 +128,9 @@ def test_a_pt2_that_would_run_pickled_code_is_refused(tmp_path):
     shutil.copy(good, tmp_path / "aoti.pt2")
     with zipfile.ZipFile(tmp_path / "aoti.pt2", "a") as archive:
         archive.writestr(f"{top}/data/aotinductor/model/model.so", b"\x7fELF")
-    with pytest.raises(hir.HirError, match=r"data/aotinductor/model/model.so: hir reads torch.export archives of .* only"):
+    with pytest.raises(
+        hir.HirError, match=r"data/aotinductor/model/model.so: hir reads torch.export archives of .* only"
+    ):
         hir.load(str(tmp_path / "aoti.pt2"))
     (tmp_path / "other.pt2").write_bytes(b"PK\x03\x04 not really")
     with pytest.raises(hir.HirError, match=r"other.pt2: error: not a torch.export archive"):

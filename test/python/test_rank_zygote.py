@@ -39,4 +39,3 @@ def test_a_failing_rank_stops_the_others(tmp_path):
 def test_a_timeout_stops_every_rank(tmp_path):
     result = run(tmp_path, "hang", timeout_s=2)
     assert result.returncode == 124 and result.timed_out and all(r.stopped for r in result.ranks)
-

@@ -25,12 +25,17 @@ def _types(world: int, blocks: int) -> tuple[str, str, str, str]:
     mesh = ", ".join(str(r) for r in range(world))
     split, whole = f"#hir.shard<array<i64: {mesh}>, 0 : i64>", f"#hir.shard<array<i64: {mesh}>, -1 : i64>"
     d = world * blocks
-    return (f"memref<{d}x{T}x{K // d}xf32, {split}>", f"memref<{d}x{K // d}x{N}xf32, {split}>",
-            f"memref<{d}x{T}x{N}xf32, {split}>", f"memref<{T}x{N}xf32, {whole}>")
+    return (
+        f"memref<{d}x{T}x{K // d}xf32, {split}>",
+        f"memref<{d}x{K // d}x{N}xf32, {split}>",
+        f"memref<{d}x{T}x{N}xf32, {split}>",
+        f"memref<{T}x{N}xf32, {whole}>",
+    )
 
 
-def matmul_allreduce(world: int, *, blocks: int = 1, backend: str = "nccl", partial_returned: bool = False,
-                     sent_before: bool = False) -> str:
+def matmul_allreduce(
+    world: int, *, blocks: int = 1, backend: str = "nccl", partial_returned: bool = False, sent_before: bool = False
+) -> str:
     """The TP matmul as hir-lower leaves it: partial, its all-reduce, its dealloc.
     ``partial_returned``: the partial is also a result (read after the all-reduce);
     ``sent_before``: an all-gather of the partial is in flight across the all-reduce."""
@@ -38,12 +43,21 @@ def matmul_allreduce(world: int, *, blocks: int = 1, backend: str = "nccl", part
     gathered = f"memref<{world * blocks}x{T}x{N}xf32>"
     team = ", ".join(str(r) for r in range(world))
     results = f"{o}, {p}" if partial_returned else o
-    send = (f'  %copy = memref.alloc() : {gathered}\n'
-            f'  %sent = "hir.allgather"(%partial, %copy) {{axis = 0 : i64, backend '
-            f'= "gloo", team = array<i64: {team}>}} : ({p}, {gathered}) -> !hir.work\n'
-            if sent_before else "")
-    after = '  "hir.wait"(%sent) : (!hir.work) -> ()\n  memref.dealloc %copy : ' + gathered + "\n" if sent_before else ""
-    end = f"  return %out, %partial : {o}, {p}" if partial_returned else f"  memref.dealloc %partial : {p}\n  return %out : {o}"
+    send = (
+        f"  %copy = memref.alloc() : {gathered}\n"
+        f'  %sent = "hir.allgather"(%partial, %copy) {{axis = 0 : i64, backend '
+        f'= "gloo", team = array<i64: {team}>}} : ({p}, {gathered}) -> !hir.work\n'
+        if sent_before
+        else ""
+    )
+    after = (
+        '  "hir.wait"(%sent) : (!hir.work) -> ()\n  memref.dealloc %copy : ' + gathered + "\n" if sent_before else ""
+    )
+    end = (
+        f"  return %out, %partial : {o}, {p}"
+        if partial_returned
+        else f"  memref.dealloc %partial : {p}\n  return %out : {o}"
+    )
     return f"""func.func @main(%a: {a}, %w: {w}) -> ({results}) {{
   %partial = memref.alloc() : {p}
   "hir.matmul"(%a, %w, %partial) : ({a}, {w}, {p}) -> ()
@@ -72,21 +86,30 @@ def alias_read_after(world: int, through: str) -> str:
     (``detach``); "to_tensor", a ``to_tensor`` of it (sharing its slot) added to itself after
     the all-reduce. The alias must still read the local partial (``c`` = 4 x)."""
     mesh = ", ".join(str(r) for r in range(world))
-    p, o = f"memref<{world}x4x8xf32, #hir.shard<array<i64: {mesh}>, 0 : i64>>", f"memref<4x8xf32, #hir.shard<array<i64: {mesh}>, -1 : i64>>"
+    p, o = (
+        f"memref<{world}x4x8xf32, #hir.shard<array<i64: {mesh}>, 0 : i64>>",
+        f"memref<4x8xf32, #hir.shard<array<i64: {mesh}>, -1 : i64>>",
+    )
     vt, t = f"!torch.vtensor<[{world},4,8],f32>", f"tensor<{world}x4x8xf32>"
-    allreduce = (f'  %out = memref.alloc() : {o}\n'
-                 f'  %w = "hir.allreduce"(%p, %out) {{axis = 0 : i64, backend = "gloo", '
-                 f'reduction = "sum", team = array<i64: {mesh}>}} : ({p}, {o}) -> !hir.work\n'
-                 f'  "hir.wait"(%w) : (!hir.work) -> ()\n')
+    allreduce = (
+        f"  %out = memref.alloc() : {o}\n"
+        f'  %w = "hir.allreduce"(%p, %out) {{axis = 0 : i64, backend = "gloo", '
+        f'reduction = "sum", team = array<i64: {mesh}>}} : ({p}, {o}) -> !hir.work\n'
+        f'  "hir.wait"(%w) : (!hir.work) -> ()\n'
+    )
     if through == "segment":
-        body = (f'  %v = memref.alloc() : {p}\n  call @view(%p, %v) : ({p}, {p}) -> ()\n{allreduce}  memref.dealloc %p : {p}\n'
-                f'  %c = memref.alloc() : {p}\n  "hir.binary"(%v, %v, %c) {{kind = "add"}} : ({p}, {p}, {p}) -> ()\n')
+        body = (
+            f"  %v = memref.alloc() : {p}\n  call @view(%p, %v) : ({p}, {p}) -> ()\n{allreduce}  memref.dealloc %p : {p}\n"
+            f'  %c = memref.alloc() : {p}\n  "hir.binary"(%v, %v, %c) {{kind = "add"}} : ({p}, {p}, {p}) -> ()\n'
+        )
     else:
-        body = (f'  %t0 = bufferization.to_tensor %p restrict : {p} to {t}\n  %t1 = builtin.unrealized_conversion_cast %t0 : {t} to {vt}\n{allreduce}'
-                f'  %c = memref.alloc() : {p}\n  %int1 = torch.constant.int 1\n'
-                f'  %t2 = torch.aten.add.Tensor %t1, %t1, %int1 : {vt}, {vt}, !torch.int -> {vt}\n'
-                f'  %t3 = builtin.unrealized_conversion_cast %t2 : {vt} to {t}\n'
-                f'  bufferization.materialize_in_destination %t3 in restrict writable %c : ({t}, {p}) -> ()\n  memref.dealloc %p : {p}\n')
+        body = (
+            f"  %t0 = bufferization.to_tensor %p restrict : {p} to {t}\n  %t1 = builtin.unrealized_conversion_cast %t0 : {t} to {vt}\n{allreduce}"
+            f"  %c = memref.alloc() : {p}\n  %int1 = torch.constant.int 1\n"
+            f"  %t2 = torch.aten.add.Tensor %t1, %t1, %int1 : {vt}, {vt}, !torch.int -> {vt}\n"
+            f"  %t3 = builtin.unrealized_conversion_cast %t2 : {vt} to {t}\n"
+            f"  bufferization.materialize_in_destination %t3 in restrict writable %c : ({t}, {p}) -> ()\n  memref.dealloc %p : {p}\n"
+        )
     return f"""func.func @main(%x: {p}) -> ({o}, {p}) {{
   %p = memref.alloc() : {p}
   "hir.binary"(%x, %x, %p) {{kind = "add"}} : ({p}, {p}, {p}) -> ()
@@ -119,8 +142,13 @@ CASES = {
 def _allreduce_output(module) -> object:
     from hir.dialect.irutils import blocks_postorder, func_ops
 
-    return next(op.operation.operands[1] for fn in func_ops(module) for block in blocks_postorder(fn)
-                for op in block.operations if op.operation.name == "hir.allreduce")
+    return next(
+        op.operation.operands[1]
+        for fn in func_ops(module)
+        for block in blocks_postorder(fn)
+        for op in block.operations
+        if op.operation.name == "hir.allreduce"
+    )
 
 
 def imported_tp_mlp(world: int) -> tuple:
@@ -153,7 +181,11 @@ def run_case(name: str, rank: int, world: int) -> str:
         module, inputs, want = imported_tp_mlp(world)
         program = compile_program(module, device="cpu")
         got = [program(inputs)[0] for _ in range(2)]
-        failures = [f"call {call}: got {g}, want {want}" for call, g in enumerate(got) if not torch.allclose(g, want, rtol=1e-4, atol=1e-5)]
+        failures = [
+            f"call {call}: got {g}, want {want}"
+            for call, g in enumerate(got)
+            if not torch.allclose(g, want, rtol=1e-4, atol=1e-5)
+        ]
         if not program.compiler.is_bound(_allreduce_output(module)):
             failures.append("the all-reduce's output is not bound to fc2's partial")
         return f"{name}: rank {rank}: " + "; ".join(failures) if failures else ""
@@ -167,7 +199,10 @@ def run_case(name: str, rank: int, world: int) -> str:
         inputs, partial, kept = [x], 2 * x, None
     else:
         blocks = 2 if name == "two_blocks_per_rank" else 1
-        a, w = torch.randn(blocks, T, K // (world * blocks), generator=gen), torch.randn(blocks, K // (world * blocks), N, generator=gen)
+        a, w = (
+            torch.randn(blocks, T, K // (world * blocks), generator=gen),
+            torch.randn(blocks, K // (world * blocks), N, generator=gen),
+        )
         inputs, partial, kept = [a, w], torch.matmul(a, w), None
     want = partial.sum(0)
     dist.all_reduce(want)
@@ -179,9 +214,13 @@ def run_case(name: str, rank: int, world: int) -> str:
             failures.append(f"call {call}: got {outputs[0]}, want {want}")
         if name == "partial_read_after" and not torch.allclose(outputs[1], partial, rtol=1e-5, atol=1e-6):
             failures.append(f"call {call}: the returned partial changed: {outputs[1]}, want {partial}")
-        if name in ("segment_view_read_after", "to_tensor_read_after") and not torch.allclose(outputs[1], 2 * partial, rtol=1e-5, atol=1e-6):
-            failures.append(f"call {call}: the alias read after the all-reduce saw "
-                            f"{outputs[1]}, want the local partial doubled {2 * partial}")
+        if name in ("segment_view_read_after", "to_tensor_read_after") and not torch.allclose(
+            outputs[1], 2 * partial, rtol=1e-5, atol=1e-6
+        ):
+            failures.append(
+                f"call {call}: the alias read after the all-reduce saw "
+                f"{outputs[1]}, want the local partial doubled {2 * partial}"
+            )
         if kept is not None and not torch.equal(inputs[0], kept):
             failures.append(f"call {call}: the caller's partial was overwritten")
         if call == 0:
@@ -222,7 +261,9 @@ def gpu_worker() -> int:
             if torch.allclose(got, want, rtol=1e-4, atol=1e-4):
                 print(f"rank {rank}: graph={graph} call {call} ok")
             else:
-                failures.append(f"rank {rank}: graph={graph} call {call}: max error {(got - want).abs().max().item():.2e}")
+                failures.append(
+                    f"rank {rank}: graph={graph} call {call}: max error {(got - want).abs().max().item():.2e}"
+                )
         if not program.compiler.is_bound(_allreduce_output(module)):
             failures.append(f"rank {rank}: graph={graph}: the output is not bound to the partial")
     # a live CUDA graph that captured NCCL kernels makes destroy_process_group wait forever

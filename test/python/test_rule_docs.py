@@ -10,8 +10,10 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "from-pytorch.md"
 
 
 def test_rule_list_is_current():
-    assert generate() in DOC.read_text(), ("the sharding rule list in docs/from-pytorch.md is out of date: "
-                                           "run python -m hir.tools.gen_rule_docs -o docs/from-pytorch.md")
+    assert generate() in DOC.read_text(), (
+        "the sharding rule list in docs/from-pytorch.md is out of date: "
+        "run python -m hir.tools.gen_rule_docs -o docs/from-pytorch.md"
+    )
 
 
 def test_every_rule_is_listed():

@@ -85,7 +85,9 @@ def test_unlowered_resharding_on_two_ranks_is_refused(tmp_path, text, message):
     result = run_two_ranks(tmp_path, text=text)
     assert result.returncode == 1, result.stderr
     assert message in result.stderr
-    assert "on 2 ranks it needs the communication that lowering inserts: lower it first: hir-run --lower" in result.stderr
+    assert (
+        "on 2 ranks it needs the communication that lowering inserts: lower it first: hir-run --lower" in result.stderr
+    )
     assert "Traceback" not in result.stderr
 
 
@@ -94,5 +96,7 @@ def test_lower_on_two_ranks_matches_torch(tmp_path):
     assert result.returncode == 0, result.stderr
     # torch: arange(8).reshape(4, 2) * 2, gathered on both ranks.
     for rank in (0, 1):
-        lines = [line[len(f"rank {rank}: "):] for line in result.stdout.splitlines() if line.startswith(f"rank {rank}: ")]
+        lines = [
+            line[len(f"rank {rank}: ") :] for line in result.stdout.splitlines() if line.startswith(f"rank {rank}: ")
+        ]
         assert "\n".join(lines) == "output 0: shape [4, 2] f32\n" + GATHERED

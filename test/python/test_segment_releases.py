@@ -62,7 +62,7 @@ def test_a_segment_chain_holds_two_intermediates_at_once():
     x = torch.rand(256, 256)
     with LiveBytes() as live:
         (out,) = program([x])
-    torch.testing.assert_close(out, x ** 256)
+    torch.testing.assert_close(out, x**256)
     # each squaring reads the one before: two alive at once (without releases, all eight)
     assert live.peak == 2 * x.nbytes, live.peak / x.nbytes
 

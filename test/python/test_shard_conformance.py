@@ -23,7 +23,10 @@ PINNED = (
     ("mlir/test/Dialect/Shard/partition.mlir", "move_split_axis"),
     ("mlir/test/Dialect/Shard/resharding-partition.mlir", "split_replicated_tensor_axis"),
     ("mlir/test/Dialect/Linalg/shard-partition.mlir", "matmul_1d_grid_static_tensors_reduction_iterator_sharding"),
-    ("mlir/test/Dialect/Shard/all-scatter-op-lowering.mlir", "all_slice_op_lowering_of_static_1d_tensor_on_static_1d_grid"),  # partitioned
+    (
+        "mlir/test/Dialect/Shard/all-scatter-op-lowering.mlir",
+        "all_slice_op_lowering_of_static_1d_tensor_on_static_1d_grid",
+    ),  # partitioned
 )
 
 
@@ -41,7 +44,9 @@ def _cases(suite, rel: str) -> list:
 
 def test_every_upstream_function_converts_or_stops_located():
     suite = _benchmark()
-    cases = [c for rel in suite.UPSTREAM_FILES if os.path.exists(os.path.join(UPSTREAM, rel)) for c in _cases(suite, rel)]
+    cases = [
+        c for rel in suite.UPSTREAM_FILES if os.path.exists(os.path.join(UPSTREAM, rel)) for c in _cases(suite, rel)
+    ]
     assert cases
     for case in cases:
         if not case.status:

@@ -28,17 +28,22 @@ def test_every_upstream_shard_op_has_an_entry():
 
 def test_every_entry_has_a_lit_case():
     text = "\n".join(p.read_text() for p in sorted((ROOT / "test" / "Conversion").glob("*.mlir")))
+
     def written(name: str) -> str:  # func ops print without their dialect
         return name.removeprefix("func.")
 
-    missing = [name for name in registry.CONVERSIONS if not re.search(rf"(^|[\s=]){re.escape(written(name))}\b", text, re.M)]
+    missing = [
+        name for name in registry.CONVERSIONS if not re.search(rf"(^|[\s=]){re.escape(written(name))}\b", text, re.M)
+    ]
     assert not missing, f"registry entries without a case in test/Conversion: {missing}"
 
 
 def test_docs_hold_the_registry_table():
     doc = (ROOT / "docs" / "from-shard.md").read_text()
     table = doc[doc.index(BEGIN) + len(BEGIN) : doc.index(END)]
-    assert table == registry.markdown(), "docs/from-shard.md's op table is stale: replace it with the output of `python -m hir.passes.shard.registry`"
+    assert table == registry.markdown(), (
+        "docs/from-shard.md's op table is stale: replace it with the output of `python -m hir.passes.shard.registry`"
+    )
 
 
 def test_a_refused_op_lists_the_converted_ones_from_the_registry():

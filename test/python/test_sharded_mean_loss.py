@@ -40,9 +40,13 @@ def run_case(case: str, rank: int, world: int) -> str:
     import hir
 
     torch.manual_seed(1)
-    batches = [(torch.randn(1, 4 * world, 8),) for _ in range(STEPS)]  # one sequence: its split tokens stay blocks of the flattened rows
+    batches = [
+        (torch.randn(1, 4 * world, 8),) for _ in range(STEPS)
+    ]  # one sequence: its split tokens stay blocks of the flattened rows
     if case == "rows":  # sequence parallel: the tokens split between the blocks, the output's rows split
-        placements = {f"{i}.{n}.weight": Shard(0 if n == "up" else 1) for i in range(2) for n in ("up", "down")} | {"input0": Shard(1)}
+        placements = {f"{i}.{n}.weight": Shard(0 if n == "up" else 1) for i in range(2) for n in ("up", "down")} | {
+            "input0": Shard(1)
+        }
     else:
         placements = {"weight": Shard(0), "bias": Shard(0)}
     model, reference = _model(case), _model(case)

@@ -31,7 +31,9 @@ def test_buffer_placement_is_a_leading_device_axis():
     with new_context(), ir.Location.unknown():
         with pytest.raises(ValueError, match="no #hir.shard form"):
             s.attr()
-        buffer = ir.MemRefType.get([4, 8, 16], ir.F32Type.get(), memory_space=Sharding(range(4), None, partial=[0]).buffer_placement().attr())
+        buffer = ir.MemRefType.get(
+            [4, 8, 16], ir.F32Type.get(), memory_space=Sharding(range(4), None, partial=[0]).buffer_placement().attr()
+        )
         assert sharding_of(buffer) == Sharding(range(4), 0)
 
 

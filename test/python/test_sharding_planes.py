@@ -16,7 +16,12 @@ def test_axis_split_by_both_mesh_axes_is_cut_row_major():
     assert [s.shard_index(d, 1) for d in MESH] == [0, 1, 2, 3]  # device (i, j) holds part 2i + j
     assert s.local_shape([8, 16]) == [8, 4]
     x = torch.arange(16).view(1, 16)
-    assert [shard(x, s, d).tolist() for d in MESH] == [[[0, 1, 2, 3]], [[4, 5, 6, 7]], [[8, 9, 10, 11]], [[12, 13, 14, 15]]]
+    assert [shard(x, s, d).tolist() for d in MESH] == [
+        [[0, 1, 2, 3]],
+        [[4, 5, 6, 7]],
+        [[8, 9, 10, 11]],
+        [[12, 13, 14, 15]],
+    ]
 
 
 def test_team_along_both_mesh_axes_sees_a_1d_split():

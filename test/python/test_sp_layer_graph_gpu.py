@@ -36,11 +36,17 @@ CALLS = 3  # graph=True: warm-up + capture + replay, then two replays
 
 def test_fixture_is_what_hir_import_makes():
     pytest.importorskip("torch_mlir.fx")
-    made = subprocess.run([sys.executable, "-m", "hir.tools.import_cli", SOURCE, "--placements", "sequence_placements"], capture_output=True, text=True)
+    made = subprocess.run(
+        [sys.executable, "-m", "hir.tools.import_cli", SOURCE, "--placements", "sequence_placements"],
+        capture_output=True,
+        text=True,
+    )
     assert made.returncode == 0, made.stderr
     with open(FIXTURE) as f:
-        assert made.stdout == f.read(), ("stale fixture: hir-import test/Frontend/Inputs/llama_block.py "
-                                         "--placements sequence_placements > test/Frontend/Inputs/llama_block_sp.mlir")
+        assert made.stdout == f.read(), (
+            "stale fixture: hir-import test/Frontend/Inputs/llama_block.py "
+            "--placements sequence_placements > test/Frontend/Inputs/llama_block_sp.mlir"
+        )
 
 
 def _registered() -> int:
@@ -67,7 +73,9 @@ def worker() -> int:
         text = f.read()
     failures = []
 
-    def check(what: str, got: torch.Tensor) -> None:  # f32 attention kernels differ from the CPU reference's slightly; a race is far off
+    def check(
+        what: str, got: torch.Tensor
+    ) -> None:  # f32 attention kernels differ from the CPU reference's slightly; a race is far off
         if not torch.allclose(got, want, rtol=1e-3, atol=1e-4):
             failures.append(f"rank {rank}: {what}: max error {(got - want).abs().max().item():.2e}")
         else:
@@ -85,13 +93,17 @@ def worker() -> int:
         graphed = compile_program(module, device=device, graph=True, static_outputs=True)
         check(f"[{pipeline}] graph=True call 0 (warm-up, capture, replay)", graphed(args)[0])
         if _registered() - before != first_run:
-            failures.append(f"rank {rank}: [{pipeline}] graph=True's warm-up and capture registered "
-                            f"{_registered() - before} symmetric buffers, an eager first run {first_run}")
+            failures.append(
+                f"rank {rank}: [{pipeline}] graph=True's warm-up and capture registered "
+                f"{_registered() - before} symmetric buffers, an eager first run {first_run}"
+            )
         before = _registered()
         for call in range(1, CALLS):
             check(f"[{pipeline}] graph=True call {call}", graphed(args)[0])
         if _registered() != before:
-            failures.append(f"rank {rank}: [{pipeline}] graph=True replays registered {_registered() - before} symmetric buffers")
+            failures.append(
+                f"rank {rank}: [{pipeline}] graph=True replays registered {_registered() - before} symmetric buffers"
+            )
         if graphed.graph_state.captures != 1 or graphed.graph_state.replays != CALLS:
             failures.append(f"rank {rank}: [{pipeline}] {graphed.graph_state}")
     return finish_worker(failures)

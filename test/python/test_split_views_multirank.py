@@ -21,8 +21,10 @@ import pytest
 
 from multirank_util import launch_workers, run_gloo_cases
 
-PIPELINE = ("hir-convert-to-communication{backend=gloo},hir-stream-lowering,"
-            "hir-fuse-loops,hir-insert-deallocations,canonicalize,cse")
+PIPELINE = (
+    "hir-convert-to-communication{backend=gloo},hir-stream-lowering,"
+    "hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
+)
 CASES = ("matmul_rs_through_bcast", "index_select_split_table")
 S, M, K, N = 3, 4, 8, 5
 
@@ -55,7 +57,10 @@ def run_through_bcast(rank: int, world: int) -> str:
     (whole,) = hir.run(through_bcast(world, sharded=False), [a, w], device="cpu")
     module = through_bcast(world, sharded=True)
     text = str(module)
-    if '"hir.alias_reshape"' not in text or "memref<1x" + str(world) + "x1x" + str(K) + "x" + str(N) + "xf32, #hir.shard<" not in text:
+    if (
+        '"hir.alias_reshape"' not in text
+        or "memref<1x" + str(world) + "x1x" + str(K) + "x" + str(N) + "xf32, #hir.shard<" not in text
+    ):
         return f"the broadcast B is not a split view on axis 1:\n{text}"
     hir.lower(module, PIPELINE)
     if '"hir.reduce_scatter"' not in str(module):

@@ -24,8 +24,15 @@ def tiny_step():
     from hir.frontend.hf_decode import StaticCacheStep
 
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                      num_key_value_heads=2, intermediate_size=64, eos_token_id=None)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        eos_token_id=None,
+    )
     return StaticCacheStep(transformers.LlamaForCausalLM(config).eval(), batch_size=1, max_cache_len=16)
 
 

@@ -15,8 +15,18 @@ from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCac
 
 transformers = pytest.importorskip("transformers")
 
-TINY = dict(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            intermediate_size=64, max_position_embeddings=128, bos_token_id=0, eos_token_id=None, pad_token_id=0)
+TINY = dict(
+    vocab_size=128,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=128,
+    bos_token_id=0,
+    eos_token_id=None,
+    pad_token_id=0,
+)
 FAMILIES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 8}),
@@ -31,9 +41,26 @@ EQUAL_FAMILIES = {  # family -> (config, model, overrides): the eager prefill eq
     "phi": ("PhiConfig", "PhiForCausalLM", {}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 8}),
-    "mixtral": ("MixtralConfig", "MixtralForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": None}),
-    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32}),
-    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "head_dim": 8}),
+    "mixtral": (
+        "MixtralConfig",
+        "MixtralForCausalLM",
+        {"num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": None},
+    ),
+    "qwen2_moe": (
+        "Qwen2MoeConfig",
+        "Qwen2MoeForCausalLM",
+        {
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 32,
+        },
+    ),
+    "qwen3_moe": (
+        "Qwen3MoeConfig",
+        "Qwen3MoeForCausalLM",
+        {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "head_dim": 8},
+    ),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", {**MHA, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 128}),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", MHA),
     "opt": ("OPTConfig", "OPTForCausalLM", {**MHA, "ffn_dim": 64, "word_embed_proj_dim": 32}),
@@ -118,12 +145,27 @@ def test_one_token_prefill_equals_the_step():
     assert_same_state(caches(prefill.step), caches(step))
 
 
-@pytest.mark.parametrize("family, overrides, reason", [
-    ("mistral", {}, r"MistralForCausalLM \(mistral\): it has sliding-window attention \(sliding_window=4096\)"),
-    ("gemma2", {}, r"Gemma2ForCausalLM \(gemma2\): .*not all its layers are full attention .*softcaps its attention scores"),
-    ("llama", {"attn_implementation": "eager"}, r"LlamaForCausalLM \(llama\): its attention is 'eager', not 'sdpa'"),
-    ("falcon", {}, r"FalconForCausalLM \(falcon\): its attention does not run through transformers' AttentionInterface"),
-])
+@pytest.mark.parametrize(
+    "family, overrides, reason",
+    [
+        ("mistral", {}, r"MistralForCausalLM \(mistral\): it has sliding-window attention \(sliding_window=4096\)"),
+        (
+            "gemma2",
+            {},
+            r"Gemma2ForCausalLM \(gemma2\): .*not all its layers are full attention .*softcaps its attention scores",
+        ),
+        (
+            "llama",
+            {"attn_implementation": "eager"},
+            r"LlamaForCausalLM \(llama\): its attention is 'eager', not 'sdpa'",
+        ),
+        (
+            "falcon",
+            {},
+            r"FalconForCausalLM \(falcon\): its attention does not run through transformers' AttentionInterface",
+        ),
+    ],
+)
 def test_models_it_would_be_wrong_for_are_refused(family, overrides, reason):
     model = tiny(family)
     if "attn_implementation" in overrides:
@@ -174,6 +216,8 @@ def test_non_causal_attention_is_refused_at_the_call():
     model = tiny("llama")
     model.model.layers[0].self_attn.is_causal = False
     prefill = StaticCachePrefill(StaticCacheStep(model, 1, CACHE))
-    with pytest.raises(PrefillRefused, match=r"StaticCachePrefill: LlamaAttention passes is_causal=False to its attention"):
+    with pytest.raises(
+        PrefillRefused, match=r"StaticCachePrefill: LlamaAttention passes is_causal=False to its attention"
+    ):
         with torch.no_grad():
             prefill(*prompt(1, 4))

@@ -25,7 +25,9 @@ def test_chunked_lowering_runs_equal(chunks):
     x, w = torch.randn(8, 6), torch.randn(3, 6, 5)
     module = hir.parse(PROGRAM, "chunks.mlir")
     (want,) = run(module, [x, w], device="cpu")
-    hir.lower(module, f"hir-stream-lowering{{chunks={chunks}}},hir-fuse-loops,hir-insert-deallocations,canonicalize,cse")
+    hir.lower(
+        module, f"hir-stream-lowering{{chunks={chunks}}},hir-fuse-loops,hir-insert-deallocations,canonicalize,cse"
+    )
     text = str(module)
     assert text.count('"hir.alias_chunk"') >= 2 and '"hir.alias_select"' not in text
     (got,) = run(module, [x, w], device="cpu")
@@ -35,14 +37,24 @@ def test_chunked_lowering_runs_equal(chunks):
 def test_dynamic_extent_that_does_not_divide_fails_at_the_chunk():
     module = hir.parse(PROGRAM, "chunks.mlir")
     hir.lower(module, "hir-stream-lowering{chunks=4}")
-    with pytest.raises(HirError, match=r"chunks.mlir:5:3: error: 'hir.alias_chunk' axis 0 of extent 6 does not divide into 4 chunks"):
+    with pytest.raises(
+        HirError, match=r"chunks.mlir:5:3: error: 'hir.alias_chunk' axis 0 of extent 6 does not divide into 4 chunks"
+    ):
         run(module, [torch.randn(6, 6), torch.randn(3, 6, 5)], device="cpu", source_name="chunks.mlir")
 
 
 def test_static_extent_that_does_not_divide_is_an_error():
-    text = PROGRAM.replace("?x6", "6x6").replace("3x?x5", "3x6x5").replace("%n = memref.dim %x, %c0 : memref<6x6xf32>", "").replace("alloc(%n)", "alloc()")
-    with pytest.raises(HirError, match=r"chunks.mlir:5:3: error: 'hir.binary' op has stream axis "
-                                       r"0 of extent 6, which does not split into 4 stream chunks"):
+    text = (
+        PROGRAM.replace("?x6", "6x6")
+        .replace("3x?x5", "3x6x5")
+        .replace("%n = memref.dim %x, %c0 : memref<6x6xf32>", "")
+        .replace("alloc(%n)", "alloc()")
+    )
+    with pytest.raises(
+        HirError,
+        match=r"chunks.mlir:5:3: error: 'hir.binary' op has stream axis "
+        r"0 of extent 6, which does not split into 4 stream chunks",
+    ):
         hir.lower(hir.parse(text, "chunks.mlir"), "hir-stream-lowering{chunks=4}", source_name="chunks.mlir")
     with pytest.raises(HirError, match="chunks must be >= 0"):
         hir.lower(hir.parse(text, "chunks.mlir"), "hir-stream-lowering{chunks=-2}")

@@ -51,7 +51,9 @@ def test_stream_patterns_mix_with_upstream_folding_in_one_greedy_run():
     text = str(module)
     assert "arith.addi" not in text and "arith.muli" not in text, text
     assert text.count('"hir.stream_for"') == 1 and text.count('"hir.get_current_stream"') == 1, text
-    assert text.count("memref.alloc(%c4) : memref<?x8xf32>") == 2, text  # folded sizes, types kept (no canonicalization pattern ran)
+    assert text.count("memref.alloc(%c4) : memref<?x8xf32>") == 2, (
+        text
+    )  # folded sizes, types kept (no canonicalization pattern ran)
     module.operation.verify()
     (got,) = hir.run(module, [x], device="cpu")
     assert torch.equal(got, expected)
@@ -67,15 +69,20 @@ def test_pattern_failure_surfaces_after_the_driver():
     with module.context:
         patterns = GuardedRewritePatternSet()
         populate_stream_lowering_patterns(patterns, chunks=3)
-        with pytest.raises(PassFailure, match="has stream axis 0 of extent 4, which does not split into 3 stream chunks"):
+        with pytest.raises(
+            PassFailure, match="has stream axis 0 of extent 4, which does not split into 3 stream chunks"
+        ):
             patterns.apply_greedily(module, exact_greedy_config())
 
 
-@pytest.mark.parametrize("populate", [
-    populate_stream_lowering_patterns,
-    populate_fuse_loops_patterns,
-    populate_expand_stream_loops_patterns,
-])
+@pytest.mark.parametrize(
+    "populate",
+    [
+        populate_stream_lowering_patterns,
+        populate_fuse_loops_patterns,
+        populate_expand_stream_loops_patterns,
+    ],
+)
 def test_patterns_are_rooted_on_the_ops_they_rewrite(populate):
     with hir.new_context():
         patterns = GuardedRewritePatternSet()

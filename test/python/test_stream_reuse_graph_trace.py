@@ -18,7 +18,12 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUD
 
 def mlp(chunks: int = 8, rows: int = 4, k: int = 16, n: int = 24, dt: str = "f32") -> str:
     """h = x @ w1 ; g = h * h ; out = g @ w2 on [chunks, rows, k] with stream-parallel chunks."""
-    X, W1, H, W2 = f"memref<{chunks}x{rows}x{k}x{dt}>", f"memref<{k}x{n}x{dt}>", f"memref<{chunks}x{rows}x{n}x{dt}>", f"memref<{n}x{k}x{dt}>"
+    X, W1, H, W2 = (
+        f"memref<{chunks}x{rows}x{k}x{dt}>",
+        f"memref<{k}x{n}x{dt}>",
+        f"memref<{chunks}x{rows}x{n}x{dt}>",
+        f"memref<{n}x{k}x{dt}>",
+    )
     return f"""func.func @main(%x: {X}, %w1: {W1}, %w2: {W2}) -> {X} {{
   %h = memref.alloc() : {H}
   "hir.matmul"(%x, %w1, %h) {{stream_axis = 0 : i64}} : ({X}, {W1}, {H}) -> ()

@@ -25,7 +25,10 @@ STEPS = 10
 SEED = 3
 MARGIN = 1e-3
 INIT = 0.3  # weights' init std: router logits spread wide enough for a seed without near-ties
-EXPERTS = {"model.model.layers.0.mlp.experts.gate_up_proj": 1, "model.model.layers.0.mlp.experts.down_proj": 2}  # split dim
+EXPERTS = {
+    "model.model.layers.0.mlp.experts.gate_up_proj": 1,
+    "model.model.layers.0.mlp.experts.down_proj": 2,
+}  # split dim
 
 
 def _mixtral():
@@ -33,8 +36,20 @@ def _mixtral():
     from transformers import MixtralConfig, MixtralForCausalLM
 
     torch.manual_seed(SEED)
-    return MixtralForCausalLM(MixtralConfig(vocab_size=64, hidden_size=32, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                            num_key_value_heads=4, max_position_embeddings=64, num_local_experts=4, num_experts_per_tok=2, initializer_range=INIT))
+    return MixtralForCausalLM(
+        MixtralConfig(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            max_position_embeddings=64,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            initializer_range=INIT,
+        )
+    )
 
 
 def _batches() -> list:
@@ -64,7 +79,7 @@ def run_case(case: str, rank: int, world: int) -> str:
     problem = steps_equal_eager(step, loss_fn, batches, model, optimizer, reference, eager, case, moment="exp_avg_sq")
     if problem:
         return problem
-    (compiled, _), = step._compiled.values()
+    ((compiled, _),) = step._compiled.values()
     for name, dim in EXPERTS.items():
         whole = dict(model.named_parameters())[name.removeprefix("model.")].shape
         if compiled.state[name].shape[dim] * world != whole[dim]:
@@ -82,7 +97,9 @@ def test_router_choices_are_apart_at_every_step():
     margins = []
 
     def record(module, args, output):
-        scores = output[0].detach().sort(dim=-1, descending=True).values  # the logits; top-k picks by their softmax, the same order
+        scores = (
+            output[0].detach().sort(dim=-1, descending=True).values
+        )  # the logits; top-k picks by their softmax, the same order
         margins.append((scores[:, module.top_k - 1] - scores[:, module.top_k]).min().item())
 
     for layer in model.model.layers:

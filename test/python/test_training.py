@@ -32,19 +32,34 @@ def train_both(model_kind: str, opt_kind: str, *, schedule: bool = False, **opti
         assert opt.param_groups[0]["lr"] < 0.2 * opt.defaults["lr"]  # the schedule did change it
 
 
-@pytest.mark.parametrize("model_kind, opt_kind", [
-    ("mlp", "adamw"), ("mlp", "sgd"), ("mlp", "adam"), ("mlp", "nesterov"), ("mlp", "adamw-fused"), ("gpt2", "adamw"),
-    pytest.param("llama", "adamw", marks=pytest.mark.slow), pytest.param("llama", "sgd", marks=pytest.mark.slow),
-    pytest.param("gpt2", "sgd", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "model_kind, opt_kind",
+    [
+        ("mlp", "adamw"),
+        ("mlp", "sgd"),
+        ("mlp", "adam"),
+        ("mlp", "nesterov"),
+        ("mlp", "adamw-fused"),
+        ("gpt2", "adamw"),
+        pytest.param("llama", "adamw", marks=pytest.mark.slow),
+        pytest.param("llama", "sgd", marks=pytest.mark.slow),
+        pytest.param("gpt2", "sgd", marks=pytest.mark.slow),
+    ],
+)
 def test_steps_equal_eager(model_kind, opt_kind):
     train_both(model_kind, opt_kind)
 
 
-@pytest.mark.parametrize("model_kind, opt_kind", [
-    ("mlp", "adamw"), ("mlp", "sgd"), ("llama", "adamw"),
-    pytest.param("llama", "sgd", marks=pytest.mark.slow), pytest.param("gpt2", "adamw", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "model_kind, opt_kind",
+    [
+        ("mlp", "adamw"),
+        ("mlp", "sgd"),
+        ("llama", "adamw"),
+        pytest.param("llama", "sgd", marks=pytest.mark.slow),
+        pytest.param("gpt2", "adamw", marks=pytest.mark.slow),
+    ],
+)
 def test_clipping_accumulation_and_schedule_equal_eager(model_kind, opt_kind):
     """max_grad_norm (small enough to clip), accumulate=4, StepLR halving lr every 3 steps."""
     train_both(model_kind, opt_kind, schedule=True, max_grad_norm=0.5, accumulate=4)
@@ -72,8 +87,15 @@ def test_checkpoints_between_hir_and_eager(model_kind):
     opt.load_state_dict(from_eager[1])
     for i, batch in enumerate(data[5:]):
         expected = eager_step(ref, ref_opt, loss_fn, batch)
-        torch.testing.assert_close(eager_step(resumed, resumed_opt, loss_fn, batch), expected, **TOL, msg=lambda m, i=i: f"eager from hir, step {i + 6}: {m}")
-        torch.testing.assert_close(step(*batch), expected, **TOL, msg=lambda m, i=i: f"hir from eager, step {i + 6}: {m}")
+        torch.testing.assert_close(
+            eager_step(resumed, resumed_opt, loss_fn, batch),
+            expected,
+            **TOL,
+            msg=lambda m, i=i: f"eager from hir, step {i + 6}: {m}",
+        )
+        torch.testing.assert_close(
+            step(*batch), expected, **TOL, msg=lambda m, i=i: f"hir from eager, step {i + 6}: {m}"
+        )
     assert_same_training(resumed, resumed_opt, ref, ref_opt)
     assert_same_training(model, opt, ref, ref_opt)
 
@@ -103,8 +125,14 @@ def test_param_groups_and_a_change_of_the_updates_terms():
     model, _, ref, _, loss_fn, batches = twins("mlp", "adamw")
 
     def grouped(m):
-        return torch.optim.AdamW([{"params": m.fc1.parameters(), "weight_decay": 0.0, "lr": 2 * ADAM_LR},
-                                  {"params": list(m.norm.parameters()) + list(m.fc2.parameters())}], lr=ADAM_LR, eps=ADAM_EPS)
+        return torch.optim.AdamW(
+            [
+                {"params": m.fc1.parameters(), "weight_decay": 0.0, "lr": 2 * ADAM_LR},
+                {"params": list(m.norm.parameters()) + list(m.fc2.parameters())},
+            ],
+            lr=ADAM_LR,
+            eps=ADAM_EPS,
+        )
 
     opt, ref_opt = grouped(model), grouped(ref)
     data = batches(4)

@@ -27,8 +27,17 @@ def test_llama_step_uses_flash_and_equals_eager_on_cuda(options):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=128, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-                                         num_key_value_heads=2, max_position_embeddings=128)).cuda()
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=128,
+            hidden_size=128,
+            intermediate_size=256,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=128,
+        )
+    ).cuda()
     ref = copy.deepcopy(model)
     opt, ref_opt = (torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.1, fused=True) for m in (model, ref))
     g = torch.Generator().manual_seed(1)

@@ -14,14 +14,23 @@ STEPS = 10
 
 
 def _update_ops(step) -> list:
-    main = next(op for op in next(iter(step.programs.values())).module.body.operations if op.operation.name == "func.func")
+    main = next(
+        op for op in next(iter(step.programs.values())).module.body.operations if op.operation.name == "func.func"
+    )
     return [op for op in main.regions[0].blocks[0].operations if op.operation.name == "hir.adam_update"]
 
 
-@pytest.mark.parametrize("model_kind, opt_kind, kernel", [
-    ("mlp", "adamw", "single"), ("mlp", "adamw-fused", "fused"), ("mlp", "adamw-foreach", "foreach"), ("mlp", "adam", "single"),
-    ("mlp", "adam-fused", "fused"), pytest.param("llama", "adamw-fused", "fused", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "model_kind, opt_kind, kernel",
+    [
+        ("mlp", "adamw", "single"),
+        ("mlp", "adamw-fused", "fused"),
+        ("mlp", "adamw-foreach", "foreach"),
+        ("mlp", "adam", "single"),
+        ("mlp", "adam-fused", "fused"),
+        pytest.param("llama", "adamw-fused", "fused", marks=pytest.mark.slow),
+    ],
+)
 def test_one_op_with_eagers_kernel_equal_eager(model_kind, opt_kind, kernel):
     """STEPS steps under a StepLR schedule: every loss, then the parameters and the whole
     optimizer state equal eager's; the update is one op with the kernel eager runs, and none
@@ -36,7 +45,9 @@ def test_one_op_with_eagers_kernel_equal_eager(model_kind, opt_kind, kernel):
     assert not any(f"torch.aten.{name}" in text for name in ("lerp", "addcmul", "addcdiv"))
     schedules = [torch.optim.lr_scheduler.StepLR(o, step_size=3, gamma=0.5) for o in (opt, ref_opt)]
     for i, batch in enumerate(data):
-        torch.testing.assert_close(step(*batch), eager_step(ref, ref_opt, loss_fn, batch), **TOL, msg=lambda m, i=i: f"step {i + 1}: {m}")
+        torch.testing.assert_close(
+            step(*batch), eager_step(ref, ref_opt, loss_fn, batch), **TOL, msg=lambda m, i=i: f"step {i + 1}: {m}"
+        )
         for s in schedules:
             s.step()
     assert_same_training(model, opt, ref, ref_opt)
@@ -48,8 +59,15 @@ def test_one_op_per_param_group():
     model, _, ref, _, loss_fn, batches = twins("mlp", "adamw")
 
     def grouped(m):
-        return torch.optim.AdamW([{"params": m.fc1.parameters(), "weight_decay": 0.0, "lr": 2 * ADAM_LR},
-                                  {"params": list(m.norm.parameters()) + list(m.fc2.parameters())}], lr=ADAM_LR, eps=ADAM_EPS, fused=True)
+        return torch.optim.AdamW(
+            [
+                {"params": m.fc1.parameters(), "weight_decay": 0.0, "lr": 2 * ADAM_LR},
+                {"params": list(m.norm.parameters()) + list(m.fc2.parameters())},
+            ],
+            lr=ADAM_LR,
+            eps=ADAM_EPS,
+            fused=True,
+        )
 
     opt, ref_opt = grouped(model), grouped(ref)
     data = batches(4)

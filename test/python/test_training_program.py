@@ -41,13 +41,21 @@ def test_lowered_and_unlowered_step_equal_eager():
 def live_bytes(module: ir.Module) -> dict:
     """Bytes of @main's buffers: all it allocates, the most live at once, those still live
     when it returns and those it returns."""
-    main = next(op for op in module.body.operations if op.operation.name == "func.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main")
+    main = next(
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main"
+    )
     sizes, live, peak, total, returned = {}, 0, 0, 0, 0
     for op in main.regions[0].blocks[0].operations:
         name = op.operation.name
         if name == "memref.alloc":
             t = ir.MemRefType(op.results[0].type)
-            size = int(np.prod(t.shape)) * max(1, t.element_type.width // 8) if hasattr(t.element_type, "width") else int(np.prod(t.shape)) * 4
+            size = (
+                int(np.prod(t.shape)) * max(1, t.element_type.width // 8)
+                if hasattr(t.element_type, "width")
+                else int(np.prod(t.shape)) * 4
+            )
             sizes[op.results[0].get_name()] = size
             live, total = live + size, total + size
             peak = max(peak, live)
@@ -88,7 +96,9 @@ def test_saved_step_runs_one_step_in_hir_run(tmp_path, monkeypatch, capsys, opt_
         torch.testing.assert_close(state[f"model.{name}"], p.detach(), **TOL)
     for index, entry in ref_opt.state_dict()["state"].items():
         for key, value in entry.items():
-            torch.testing.assert_close(state[f"optimizer.state.{index}.{key}"], value.to(state[f"optimizer.state.{index}.{key}"].dtype), **TOL)
+            torch.testing.assert_close(
+                state[f"optimizer.state.{index}.{key}"], value.to(state[f"optimizer.state.{index}.{key}"].dtype), **TOL
+            )
     assert state["optimizer.param_groups.0.lr"].item() == ref_opt.param_groups[0]["lr"]
     assert run_cli.main(["step.mlir", "x.npy", "y.npy", "--nproc", "2", "--save-state", "s.safetensors"]) == 1
     assert "--save-state applies to single-process runs only" in capsys.readouterr().err
@@ -113,27 +123,62 @@ class _TwoLayers(torch.nn.Module):
 SGD = lambda p: torch.optim.SGD(p, lr=0.1)  # noqa: E731
 
 
-@pytest.mark.parametrize("make_optimizer, options, message", [
-    (lambda p: torch.optim.RMSprop(p), {}, "optimizer torch.optim.rmsprop.RMSprop is not supported (supported: torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)"),
-    (lambda p: torch.optim.AdamW(p, amsgrad=True), {}, "AdamW(amsgrad=True) (param group 0) is not supported"),
-    (lambda p: torch.optim.Adam(p, maximize=True), {}, "Adam(maximize=True) (param group 0) is not supported"),
-    (lambda p: torch.optim.Adam(p, capturable=True), {}, "Adam(capturable=True) (param group 0) is not supported"),
-    (lambda p: torch.optim.SGD(p, lr=0.1, differentiable=True), {}, "SGD(differentiable=True) (param group 0) is not supported"),
-    (SGD, {"clip": 1.0}, "unknown option(s) clip (options: max_grad_norm, accumulate, data_parallel, schedule, recompute, reshard_after_forward, device"),
-    (SGD, {"accumulate": 0}, "accumulate must be a positive int, got 0"),
-    (SGD, {"max_grad_norm": -1.0}, "max_grad_norm must be a positive number, got -1.0"),
-    (SGD, {"mesh": [0, 1]}, "training on several devices takes mesh= with data_parallel="),
-    (SGD, {"data_parallel": "replicate"}, "training on several devices takes mesh= with data_parallel="),
-    (SGD, {"placements": {}}, "or with placements= (tensor / sequence parallel)"),
-    (SGD, {"mesh": [0, 1], "placements": {}, "data_parallel": "replicate"}, "data_parallel with placements takes a 2-D mesh of every rank in order"),
-    (SGD, {"mesh": [[0, 1], [2, 3]], "placements": {"a": "colwise"}, "data_parallel": "fully_shard"}, "the HF plan entry 'a' fixes layouts on a 1-D mesh"),
-    (SGD, {"mesh": [0, 1], "data_parallel": "replicate"}, "mesh must list every rank of the process group in order ([0])"),
-    (SGD, {"mesh": [0], "data_parallel": "zero3"}, "data_parallel must be one of 'replicate', 'fully_shard'"),
-    (lambda p: torch.optim.SGD(list(p)[:2], lr=0.1), {"with_b": True}, "parameter(s) b.weight, b.bias of the model are not in the optimizer"),
-    (SGD, {"accumulate": 3}, "accumulate=3: batch tensor 0 of shape (4, 4) does not split into 3 equal micro-batches"),
-    (SGD, {"loss": "vector"}, "loss_fn must return a scalar tensor, got a tensor of shape (4, 4)"),
-    (SGD, {"with_b": True}, "parameter(s) b.weight, b.bias get no gradient from loss_fn"),
-])
+@pytest.mark.parametrize(
+    "make_optimizer, options, message",
+    [
+        (
+            lambda p: torch.optim.RMSprop(p),
+            {},
+            "optimizer torch.optim.rmsprop.RMSprop is not supported (supported: torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)",
+        ),
+        (lambda p: torch.optim.AdamW(p, amsgrad=True), {}, "AdamW(amsgrad=True) (param group 0) is not supported"),
+        (lambda p: torch.optim.Adam(p, maximize=True), {}, "Adam(maximize=True) (param group 0) is not supported"),
+        (lambda p: torch.optim.Adam(p, capturable=True), {}, "Adam(capturable=True) (param group 0) is not supported"),
+        (
+            lambda p: torch.optim.SGD(p, lr=0.1, differentiable=True),
+            {},
+            "SGD(differentiable=True) (param group 0) is not supported",
+        ),
+        (
+            SGD,
+            {"clip": 1.0},
+            "unknown option(s) clip (options: max_grad_norm, accumulate, data_parallel, schedule, recompute, reshard_after_forward, device",
+        ),
+        (SGD, {"accumulate": 0}, "accumulate must be a positive int, got 0"),
+        (SGD, {"max_grad_norm": -1.0}, "max_grad_norm must be a positive number, got -1.0"),
+        (SGD, {"mesh": [0, 1]}, "training on several devices takes mesh= with data_parallel="),
+        (SGD, {"data_parallel": "replicate"}, "training on several devices takes mesh= with data_parallel="),
+        (SGD, {"placements": {}}, "or with placements= (tensor / sequence parallel)"),
+        (
+            SGD,
+            {"mesh": [0, 1], "placements": {}, "data_parallel": "replicate"},
+            "data_parallel with placements takes a 2-D mesh of every rank in order",
+        ),
+        (
+            SGD,
+            {"mesh": [[0, 1], [2, 3]], "placements": {"a": "colwise"}, "data_parallel": "fully_shard"},
+            "the HF plan entry 'a' fixes layouts on a 1-D mesh",
+        ),
+        (
+            SGD,
+            {"mesh": [0, 1], "data_parallel": "replicate"},
+            "mesh must list every rank of the process group in order ([0])",
+        ),
+        (SGD, {"mesh": [0], "data_parallel": "zero3"}, "data_parallel must be one of 'replicate', 'fully_shard'"),
+        (
+            lambda p: torch.optim.SGD(list(p)[:2], lr=0.1),
+            {"with_b": True},
+            "parameter(s) b.weight, b.bias of the model are not in the optimizer",
+        ),
+        (
+            SGD,
+            {"accumulate": 3},
+            "accumulate=3: batch tensor 0 of shape (4, 4) does not split into 3 equal micro-batches",
+        ),
+        (SGD, {"loss": "vector"}, "loss_fn must return a scalar tensor, got a tensor of shape (4, 4)"),
+        (SGD, {"with_b": True}, "parameter(s) b.weight, b.bias get no gradient from loss_fn"),
+    ],
+)
 def test_refusals(make_optimizer, options, message):
     options = dict(options)
     vector = options.pop("loss", None) == "vector"
@@ -153,4 +198,6 @@ def test_a_frozen_parameter_in_the_optimizer_is_refused():
     model = torch.nn.Linear(4, 4)
     model.bias.requires_grad_(False)
     with pytest.raises(hir.HirError, match="parameter\\(s\\) bias of the optimizer do not require grad"):
-        hir.train_step(model, torch.optim.SGD(model.parameters(), lr=0.1), lambda m, x: m(x).sum(), (torch.randn(2, 4),))
+        hir.train_step(
+            model, torch.optim.SGD(model.parameters(), lr=0.1), lambda m, x: m(x).sum(), (torch.randn(2, 4),)
+        )

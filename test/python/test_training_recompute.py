@@ -18,8 +18,17 @@ def _llama():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    return LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=LAYERS,
-                                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))
+    return LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=LAYERS,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+        )
+    )
 
 
 def _loss(model, ids, labels):
@@ -64,7 +73,13 @@ def _blocks_case(checkpointed: bool = False):
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
     data = [(torch.randn(256, 16, generator=g), torch.randint(0, 4, (256,), generator=g)) for _ in range(4)]
-    return _Blocks(checkpointed=checkpointed), lambda m, x, y: torch.nn.functional.cross_entropy(m(x), y), data, "model.blocks", 2
+    return (
+        _Blocks(checkpointed=checkpointed),
+        lambda m, x, y: torch.nn.functional.cross_entropy(m(x), y),
+        data,
+        "model.blocks",
+        2,
+    )
 
 
 def _llama_case():
@@ -84,8 +99,11 @@ def _checkpointed_blocks_case():
     return _blocks_case(checkpointed=True)
 
 
-@pytest.mark.parametrize("case", [_blocks_case, _checkpointed_blocks_case, pytest.param(_llama_case, marks=pytest.mark.slow)],
-                         ids=["blocks", "user-checkpoint", "llama"])
+@pytest.mark.parametrize(
+    "case",
+    [_blocks_case, _checkpointed_blocks_case, pytest.param(_llama_case, marks=pytest.mark.slow)],
+    ids=["blocks", "user-checkpoint", "llama"],
+)
 def test_recomputed_layers_train_as_eager_with_a_lower_peak(case):
     """recompute=True, or (user-checkpoint) the model's own torch.utils.checkpoint calls,
     against eager training of the same model and the peak of the step without recomputation."""
@@ -93,7 +111,9 @@ def test_recomputed_layers_train_as_eager_with_a_lower_peak(case):
     plain, ref = copy.deepcopy(model), copy.deepcopy(model)
     plain.checkpointed = False  # (the blocks' plain step; the Llama has no such switch)
     opt, plain_opt, ref_opt = optimizer("adamw", model), optimizer("adamw", plain), optimizer("adamw", ref)
-    step = hir.train_step(model, opt, loss_fn, data[0], recompute=case is not _checkpointed_blocks_case, accumulate=accumulate)
+    step = hir.train_step(
+        model, opt, loss_fn, data[0], recompute=case is not _checkpointed_blocks_case, accumulate=accumulate
+    )
     module = str(next(iter(step.programs.values())).module)
     for i in range(LAYERS):
         assert module.count(f'hir.recomputed = "{layers}.{i}"') >= accumulate
@@ -130,7 +150,7 @@ def test_hf_gradient_checkpointing_is_recomputed():
 
 
 _BUF = "memref<4x4xf32>"
-_MUL = f'({_BUF}, {_BUF}, {_BUF}) -> ()'
+_MUL = f"({_BUF}, {_BUF}, {_BUF}) -> ()"
 
 
 def _program(layer: str, between: str = "") -> str:
@@ -147,16 +167,28 @@ def _program(layer: str, between: str = "") -> str:
 }}"""
 
 
-@pytest.mark.parametrize("layer, between, message", [
-    ('  "hir.binary"(%x, %w, %a) {hir.forward, hir.layer = "layers.0", kind = "mul"} : ' + _MUL + '\n'
-     '  "hir.binary"(%a, %a, %w) {hir.forward, hir.layer = "layers.0", kind = "add"} : ' + _MUL,
-     "", "step.mlir:4:3: error: 'hir.binary' op in layer 'layers.0' writes operand 2, a buffer the layer did not allocate"),
-    ('  "hir.binary"(%x, %w, %a) {hir.forward, hir.layer = "layers.0", kind = "mul"} : ' + _MUL,
-     '  "hir.binary"(%x, %x, %w) {kind = "add"} : ' + _MUL,
-     "step.mlir:6:3: error: 'hir.binary' op writes a buffer layer 'layers.0' reads, between its forward and its recomputation"),
-    ('  "test.fill"(%a) {hir.forward, hir.layer = "layers.0"} : (' + _BUF + ') -> ()',
-     "", "error: 'test.fill' op in layer 'layers.0' cannot be recomputed: what it writes is not known"),
-], ids=["writes-a-buffer-of-another", "input-written-before-the-backward", "unknown-op"])
+@pytest.mark.parametrize(
+    "layer, between, message",
+    [
+        (
+            '  "hir.binary"(%x, %w, %a) {hir.forward, hir.layer = "layers.0", kind = "mul"} : ' + _MUL + "\n"
+            '  "hir.binary"(%a, %a, %w) {hir.forward, hir.layer = "layers.0", kind = "add"} : ' + _MUL,
+            "",
+            "step.mlir:4:3: error: 'hir.binary' op in layer 'layers.0' writes operand 2, a buffer the layer did not allocate",
+        ),
+        (
+            '  "hir.binary"(%x, %w, %a) {hir.forward, hir.layer = "layers.0", kind = "mul"} : ' + _MUL,
+            '  "hir.binary"(%x, %x, %w) {kind = "add"} : ' + _MUL,
+            "step.mlir:6:3: error: 'hir.binary' op writes a buffer layer 'layers.0' reads, between its forward and its recomputation",
+        ),
+        (
+            '  "test.fill"(%a) {hir.forward, hir.layer = "layers.0"} : (' + _BUF + ") -> ()",
+            "",
+            "error: 'test.fill' op in layer 'layers.0' cannot be recomputed: what it writes is not known",
+        ),
+    ],
+    ids=["writes-a-buffer-of-another", "input-written-before-the-backward", "unknown-op"],
+)
 def test_refused_layers(layer, between, message):
     module = hir.parse(_program(layer, between), "step.mlir") if "test." not in layer else None
     if module is None:

@@ -58,14 +58,20 @@ def run_chunk(name: str, text: str, pipelines: list[str], rank: int, reference_p
 
     problems = []
     for entry in entries(hir.parse(text, name)):
+
         def execute(pipeline, entry=entry):
             module = hir.parse(text, name)
             for stage in (pipeline, reference_pipeline):
                 if stage:  # a mesh chunk's resharding ops run once they are collectives
                     hir.lower(module, stage)
-            fn = next(op for op in module.body.operations if getattr(op, "name", None) is not None and op.name.value == entry)
+            fn = next(
+                op for op in module.body.operations if getattr(op, "name", None) is not None and op.name.value == entry
+            )
             types = list(fn.type.inputs)
-            specs = ["random:" + "x".join("4" if d < 0 else str(d) for d in ir_shape(t)) if is_dynamic(t) else "random" for t in types]
+            specs = [
+                "random:" + "x".join("4" if d < 0 else str(d) for d in ir_shape(t)) if is_dynamic(t) else "random"
+                for t in types
+            ]
             args = build_inputs(types, specs, rank=rank, seed=7, device=torch.device("cpu"))
             outs = run(module, args, entry=entry, device="cpu")
             return [t for t in list(outs) + args if isinstance(t, torch.Tensor)]
@@ -73,7 +79,9 @@ def run_chunk(name: str, text: str, pipelines: list[str], rank: int, reference_p
         reference = execute(reference_pipeline)
         for pipeline in pipelines:
             got = execute(pipeline)
-            same = len(got) == len(reference) and all(torch.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in zip(got, reference))
+            same = len(got) == len(reference) and all(
+                torch.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in zip(got, reference)
+            )
             if not same:
                 problems.append(f"{name} @{entry}: '{pipeline}' changed the results")
     return problems

@@ -58,16 +58,21 @@ def test_name_location_keeps_file_location():
         assert format_location(ir.Location.name("stream", childLoc=file_loc)) == "prog.mlir:5:3"
         nested = ir.Location.name("outer", childLoc=ir.Location.name("inner", childLoc=file_loc))
         assert format_location(nested) == "prog.mlir:5:3"
-        assert format_location(ir.Location.name("stream", childLoc=ir.Location.file("-", 2, 1)), "in.mlir") == "in.mlir:2:1"
+        assert (
+            format_location(ir.Location.name("stream", childLoc=ir.Location.file("-", 2, 1)), "in.mlir")
+            == "in.mlir:2:1"
+        )
 
 
 def test_verifier_error_of_pass_created_op_shows_file_line_col():
     with new_context() as ctx:
         module = lowered(ctx)
-        (work_loop,) = [op for op in module.body.operations[0].regions[0].blocks[0].operations
-                        if op.operation.name == "hir.for"][1:]
-        view = next(op.operation for op in work_loop.regions[0].blocks[0].operations
-                    if op.operation.name == "hir.alias_select")
+        (work_loop,) = [
+            op for op in module.body.operations[0].regions[0].blocks[0].operations if op.operation.name == "hir.for"
+        ][1:]
+        view = next(
+            op.operation for op in work_loop.regions[0].blocks[0].operations if op.operation.name == "hir.alias_select"
+        )
         assert str(view.location).startswith('loc("arg0_slice"(')
         view.attributes["axis"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 5)
         with pytest.raises(ir.MLIRError) as err:

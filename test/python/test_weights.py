@@ -59,14 +59,23 @@ def test_hir_run_of_an_import_equals_eager(imported, capsys):
     assert printed.startswith("output 0: shape [3, 2] f32\n")
     (y,) = torch.load(imported / "y.pt")
     torch.testing.assert_close(y, eager(imported))
-    assert sorted(load_file(imported / "m.safetensors")) == ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight", "scale"]
+    assert sorted(load_file(imported / "m.safetensors")) == [
+        "fc1.bias",
+        "fc1.weight",
+        "fc2.bias",
+        "fc2.weight",
+        "scale",
+    ]
     text = (imported / "m.mlir").read_text()
     assert 'hir.weights = "m.safetensors"' in text and 'hir.weight = "scale"' in text
 
 
 def test_explicit_inputs_win(imported, capsys):
     """N=SPEC sets a weight argument; plain specs fill the model's inputs."""
-    assert 'func.func @main(%arg0: memref<2xf32> {hir.parameter, hir.weight = "scale"}' in (imported / "m.mlir").read_text()
+    assert (
+        'func.func @main(%arg0: memref<2xf32> {hir.parameter, hir.weight = "scale"}'
+        in (imported / "m.mlir").read_text()
+    )
     assert run_cli.main(["m.mlir", "0=zeros", "x.pt", "--save", "y.pt"]) == 0
     (y,) = torch.load(imported / "y.pt")
     assert torch.equal(y, torch.zeros(3, 2))
@@ -115,18 +124,19 @@ def test_a_sharded_argument_reads_its_slice(tmp_path):
     full = {"w": torch.arange(48.0).reshape(8, 6), "b": torch.arange(6.0), "u": torch.arange(16.0).reshape(8, 2)}
     save_file(full, tmp_path / "w.safetensors")
     module = hir.parse(
-        "func.func @main(%w: memref<8x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>> {hir.weight = \"w\"},\n"
-        "    %b: memref<6xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {hir.weight = \"b\"},\n"
-        "    %u: memref<8x2xf32, #hir.shard<array<i64: 0, 1, 2>, {axis = 0 : i64, offsets = array<i64: 0, 1, 4, 8>}>> {hir.weight = \"u\"}) {\n"
-        "  return\n}\n")
+        'func.func @main(%w: memref<8x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>> {hir.weight = "w"},\n'
+        '    %b: memref<6xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {hir.weight = "b"},\n'
+        '    %u: memref<8x2xf32, #hir.shard<array<i64: 0, 1, 2>, {axis = 0 : i64, offsets = array<i64: 0, 1, 4, 8>}>> {hir.weight = "u"}) {\n'
+        "  return\n}\n"
+    )
     fn = next(iter(module.body.operations)).operation
     types = [a.type for a in fn.regions[0].blocks[0].arguments]
     keys = recorded_weights(module, fn).keys
     for rank in (0, 1, 2):
         parts = read_weights(str(tmp_path / "w.safetensors"), types, keys, rank=rank, device=torch.device("cpu"))
-        assert parts[0] is None if rank == 2 else torch.equal(parts[0], full["w"][:, 3 * rank: 3 * rank + 3])
+        assert parts[0] is None if rank == 2 else torch.equal(parts[0], full["w"][:, 3 * rank : 3 * rank + 3])
         assert parts[1] is None if rank == 2 else torch.equal(parts[1], full["b"])
-        assert torch.equal(parts[2], full["u"][[0, 1, 4, 8][rank]: [0, 1, 4, 8][rank + 1]])
+        assert torch.equal(parts[2], full["u"][[0, 1, 4, 8][rank] : [0, 1, 4, 8][rank + 1]])
     from hir.interpreter.buffers import buffer_spec
 
     assert torch.equal(shard(full["w"], buffer_spec(types[0], 1).sharding, 1), full["w"][:, 3:])
@@ -135,22 +145,44 @@ def test_a_sharded_argument_reads_its_slice(tmp_path):
 @pytest.mark.slow
 def test_sharded_import_runs_on_two_ranks(imported):
     """A tensor-parallel import: the file holds global tensors, each of 2 ranks its slice."""
-    (imported / "tp.py").write_text(MODEL + "from torch.distributed.tensor import Shard\nmesh = [0, 1]\n"
-                                    "placements = {'fc1.weight': Shard(0), 'fc1.bias': Shard(0), 'fc2.weight': Shard(1)}\n")
+    (imported / "tp.py").write_text(
+        MODEL + "from torch.distributed.tensor import Shard\nmesh = [0, 1]\n"
+        "placements = {'fc1.weight': Shard(0), 'fc1.bias': Shard(0), 'fc2.weight': Shard(1)}\n"
+    )
     assert import_cli.main(["tp.py", "-o", "tp.mlir"]) == 0
-    run = subprocess.run([sys.executable, "-m", "hir.tools.run_cli", "--nproc", "2", "--lower", "tp.mlir", "x.pt", "--save", "y.pt"],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "hir.tools.run_cli", "--nproc", "2", "--lower", "tp.mlir", "x.pt", "--save", "y.pt"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     torch.testing.assert_close(torch.load(imported / "y.pt")[0], eager(imported))
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d.pop("fc2.bias"), "the file has no tensor 'fc2.bias': argument #4 of @main (memref<2xf32>) reads 'fc2.bias'"),
-    (lambda d: d.update({"fc1.bias": torch.zeros(9)}), "tensor 'fc1.bias' has shape [9]; argument #2 of @main (memref<8xf32>) reads 'fc1.bias', of shape [8]"),
-    (lambda d: d.update({"scale": d["scale"].double()}), "tensor 'scale' has dtype torch.float64; argument #0 of "
-                                                         "@main (memref<2xf32>) reads 'scale', of dtype torch.float32"),
-    (lambda d: d.update({"extra": torch.ones(1)}), "the file holds tensor 'extra', which no argument of @main reads"),
-], ids=["missing", "shape", "dtype", "extra"])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda d: d.pop("fc2.bias"),
+            "the file has no tensor 'fc2.bias': argument #4 of @main (memref<2xf32>) reads 'fc2.bias'",
+        ),
+        (
+            lambda d: d.update({"fc1.bias": torch.zeros(9)}),
+            "tensor 'fc1.bias' has shape [9]; argument #2 of @main (memref<8xf32>) reads 'fc1.bias', of shape [8]",
+        ),
+        (
+            lambda d: d.update({"scale": d["scale"].double()}),
+            "tensor 'scale' has dtype torch.float64; argument #0 of "
+            "@main (memref<2xf32>) reads 'scale', of dtype torch.float32",
+        ),
+        (
+            lambda d: d.update({"extra": torch.ones(1)}),
+            "the file holds tensor 'extra', which no argument of @main reads",
+        ),
+    ],
+    ids=["missing", "shape", "dtype", "extra"],
+)
 def test_a_weights_file_that_does_not_fit_is_refused(imported, capsys, change, message):
     tensors = load_file(imported / "m.safetensors")
     change(tensors)

@@ -45,14 +45,20 @@ COMM = """func.func @main(%a: memref<1x4xf32, #hir.shard<array<i64: 0>, 0 : i64>
 
 
 def test_uneven_shard_is_located_at_parse():
-    with pytest.raises(HirError, match=r"uneven.mlir:1:17: error: argument #0 of 'func.func': "
-                                       r"axis 0 of extent 5 does not split evenly over 2 devices"):
+    with pytest.raises(
+        HirError,
+        match=r"uneven.mlir:1:17: error: argument #0 of 'func.func': "
+        r"axis 0 of extent 5 does not split evenly over 2 devices",
+    ):
         hir.parse(UNEVEN, "uneven.mlir")
 
 
 def test_uneven_shard_of_an_op_result_is_located_at_the_op():
-    with pytest.raises(HirError, match=r"a.mlir:2:8: error: result #0 of 'memref.alloc': axis "
-                                       r"1 of extent 3 does not split evenly over 2 devices"):
+    with pytest.raises(
+        HirError,
+        match=r"a.mlir:2:8: error: result #0 of 'memref.alloc': axis "
+        r"1 of extent 3 does not split evenly over 2 devices",
+    ):
         hir.parse(UNEVEN_ALLOC, "a.mlir")
 
 
@@ -60,7 +66,10 @@ def test_hir_opt_reports_uneven_shard(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "u.mlir").write_text(UNEVEN)
     assert opt.main(["u.mlir"]) == 1
-    assert "u.mlir:1:17: error: argument #0 of 'func.func': axis 0 of extent 5 does not split evenly over 2 devices" in capsys.readouterr().err
+    assert (
+        "u.mlir:1:17: error: argument #0 of 'func.func': axis 0 of extent 5 does not split evenly over 2 devices"
+        in capsys.readouterr().err
+    )
 
 
 def test_hir_opt_verify_diagnostics_sees_placement_errors(tmp_path, monkeypatch):
@@ -73,8 +82,11 @@ def test_hir_opt_verify_diagnostics_sees_placement_errors(tmp_path, monkeypatch)
 
 def test_mesh_wider_than_the_world_is_refused_at_run_start():
     """One process, a 3-device mesh: rows of devices 1 and 2 would never be computed."""
-    with pytest.raises(HirError, match=r"w.mlir:1:17: error: argument #0 of 'func.func' is "
-                                       r"placed on devices \[0, 1, 2\] but the run has 1 rank\(s\)"):
+    with pytest.raises(
+        HirError,
+        match=r"w.mlir:1:17: error: argument #0 of 'func.func' is "
+        r"placed on devices \[0, 1, 2\] but the run has 1 rank\(s\)",
+    ):
         Program(hir.parse(WIDE_MESH, "w.mlir"), device="cpu", source_name="w.mlir")
 
 

@@ -63,21 +63,43 @@ def make(kind: str, seed: int = 0) -> tuple:
     """(model, loss_fn, batches(count, size, seed)) of ``kind``: mlp, llama or gpt2."""
     torch.manual_seed(seed)
     if kind == "mlp":
+
         def batches(count, size=8, seed=1):
             g = torch.Generator().manual_seed(seed)
-            return [(torch.randn(size, 8, generator=g), torch.randint(0, 4, (size,), generator=g)) for _ in range(count)]
+            return [
+                (torch.randn(size, 8, generator=g), torch.randint(0, 4, (size,), generator=g)) for _ in range(count)
+            ]
 
         return MLP(), classify_loss, batches
     if kind == "llama":
         from transformers import LlamaConfig, LlamaForCausalLM
 
-        model = LlamaForCausalLM(LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))
+        model = LlamaForCausalLM(
+            LlamaConfig(
+                vocab_size=VOCAB,
+                hidden_size=32,
+                intermediate_size=64,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                max_position_embeddings=64,
+            )
+        )
     elif kind == "gpt2":
         from transformers import GPT2Config, GPT2LMHeadModel
 
-        model = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=4,
-                                           resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+        model = GPT2LMHeadModel(
+            GPT2Config(
+                vocab_size=VOCAB,
+                n_positions=32,
+                n_embd=32,
+                n_layer=2,
+                n_head=4,
+                resid_pdrop=0.0,
+                embd_pdrop=0.0,
+                attn_pdrop=0.0,
+            )
+        )
     else:
         raise ValueError(kind)
 
@@ -96,15 +118,23 @@ def optimizer(kind: str, model: torch.nn.Module, **overrides) -> torch.optim.Opt
     """adamw (weight decay), adamw-fused, adamw-foreach, adam (L2 weight decay), adam-fused, sgd
     (momentum, dampening, weight decay) or nesterov (SGD)."""
     if kind == "adamw":
-        return torch.optim.AdamW(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.1, "eps": ADAM_EPS, **overrides})
+        return torch.optim.AdamW(
+            model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.1, "eps": ADAM_EPS, **overrides}
+        )
     if kind.startswith("adamw-"):  # torch's fused kernel or its foreach kernels (hir.adam_update runs the same)
         flag = kind.removeprefix("adamw-")
-        return torch.optim.AdamW(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.1, "eps": ADAM_EPS, flag: True, **overrides})
+        return torch.optim.AdamW(
+            model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.1, "eps": ADAM_EPS, flag: True, **overrides}
+        )
     if kind in ("adam", "adam-fused"):
         fused = {"fused": True} if kind == "adam-fused" else {}
-        return torch.optim.Adam(model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.01, "eps": ADAM_EPS, **fused, **overrides})
+        return torch.optim.Adam(
+            model.parameters(), **{"lr": ADAM_LR, "weight_decay": 0.01, "eps": ADAM_EPS, **fused, **overrides}
+        )
     if kind == "sgd":
-        return torch.optim.SGD(model.parameters(), **{"lr": 0.05, "momentum": 0.9, "dampening": 0.1, "weight_decay": 0.01, **overrides})
+        return torch.optim.SGD(
+            model.parameters(), **{"lr": 0.05, "momentum": 0.9, "dampening": 0.1, "weight_decay": 0.01, **overrides}
+        )
     if kind == "nesterov":
         return torch.optim.SGD(model.parameters(), **{"lr": 0.05, "momentum": 0.9, "nesterov": True, **overrides})
     raise ValueError(kind)
@@ -115,7 +145,7 @@ def eager_step(model, opt, loss_fn, batch, accumulate: int = 1, max_grad_norm=No
     clip, step; returns the mean loss."""
     opt.zero_grad()
     total = None
-    for micro in (zip(*(x.chunk(accumulate) for x in batch)) if accumulate > 1 else [batch]):
+    for micro in zip(*(x.chunk(accumulate) for x in batch)) if accumulate > 1 else [batch]:
         part = loss_fn(model, *micro) / accumulate if accumulate > 1 else loss_fn(model, *micro)
         part.backward()
         total = part.detach() if total is None else total + part.detach()
@@ -125,7 +155,9 @@ def eager_step(model, opt, loss_fn, batch, accumulate: int = 1, max_grad_norm=No
     return total
 
 
-def steps_equal_eager(step, loss_fn, batches, model, opt, ref, ref_opt, label: str, moment=None, tol: dict | None = None) -> str:
+def steps_equal_eager(
+    step, loss_fn, batches, model, opt, ref, ref_opt, label: str, moment=None, tol: dict | None = None
+) -> str:
     """Run ``step`` on each batch (a tuple of ``loss_fn``'s arguments) beside
     :func:`eager_step` of ``ref`` with ``ref_opt``: "" when every loss, then every final
     parameter (and its optimizer state ``moment``, if named) equals eager's (within ``tol``,
@@ -165,4 +197,6 @@ def assert_same_training(model, opt, ref, ref_opt) -> None:
     for index, state in theirs["state"].items():
         assert mine["state"][index].keys() == state.keys()
         for key, value in state.items():
-            torch.testing.assert_close(mine["state"][index][key], value, **TOL, msg=lambda m, index=index, key=key: f"state {index} {key}: {m}")
+            torch.testing.assert_close(
+                mine["state"][index][key], value, **TOL, msg=lambda m, index=index, key=key: f"state {index} {key}: {m}"
+            )

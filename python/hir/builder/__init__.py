@@ -24,6 +24,7 @@ manager yielding the index), every collective (``allgather`` ... ``send_recv``, 
 ``communicate(kind, ...)``), ``send``/``recv``, ``wait``, ``device_index``, ``shift`` and
 ``barrier``.
 """
+
 from hir.builder.host import Builder
 from hir.builder.program import Shard, Tensor
 

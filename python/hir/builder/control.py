@@ -24,8 +24,13 @@ if TYPE_CHECKING:  # what the mixin uses of the Builder it is mixed into
 else:
     _Builder = object
 
-SCALARS = {"i1": lambda: ir.IntegerType.get_signless(1), "index": ir.IndexType.get, "i64": lambda: ir.IntegerType.get_signless(64),
-           "f32": ir.F32Type.get, "f64": ir.F64Type.get}
+SCALARS = {
+    "i1": lambda: ir.IntegerType.get_signless(1),
+    "index": ir.IndexType.get,
+    "i64": lambda: ir.IntegerType.get_signless(64),
+    "f32": ir.F32Type.get,
+    "f64": ir.F64Type.get,
+}
 
 
 class Branch:
@@ -61,7 +66,11 @@ class ControlBuilder(_Builder):
         with self._at():
             if not isinstance(value, ir.Value):
                 element = x.type.element_type
-                number = float(value) if isinstance(element, (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type)) else int(value)
+                number = (
+                    float(value)
+                    if isinstance(element, (ir.F32Type, ir.F64Type, ir.F16Type, ir.BF16Type))
+                    else int(value)
+                )
                 value = arith.ConstantOp(element, number).result  # a FloatAttr / IntegerAttr of that type
             linalg.fill(value, outs=[x.value])
 

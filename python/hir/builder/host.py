@@ -80,7 +80,9 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
     @contextmanager
     def for_(self, lower: int | ir.Value, upper: int | ir.Value, step: int | ir.Value = 1) -> Iterator[ir.Value]:
         """``with b.for_(0, n) as i:`` builds a ``hir.for``; ops inside go in its body."""
-        lb, ub, st = (self._index(v, f"for_: {name}") for v, name in ((lower, "lower"), (upper, "upper"), (step, "step")))
+        lb, ub, st = (
+            self._index(v, f"for_: {name}") for v, name in ((lower, "lower"), (upper, "upper"), (step, "step"))
+        )
         with self._at():
             _, iv, end = ForOp.emit(lb, ub, st)
         saved = self._ip
@@ -90,7 +92,16 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
         finally:
             self._ip = saved
 
-    def communicate(self, kind: str, input: Tensor, output: Tensor, team: Sequence[int], *, backend: str = "nccl", **attrs: int | str) -> ir.Value:
+    def communicate(
+        self,
+        kind: str,
+        input: Tensor,
+        output: Tensor,
+        team: Sequence[int],
+        *,
+        backend: str = "nccl",
+        **attrs: int | str,
+    ) -> ir.Value:
         """A collective (``allgather``, ``allreduce``, ``reduce_scatter``, ``broadcast``,
         ``scatter``, ``gather``, ``reduce``, ``send_recv``) returning its work token;
         ``attrs`` are its integer (axis, root, scatter_axis) and string (reduction) attributes."""
@@ -100,7 +111,9 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
                 raise ValueError(f"communicate: kind must be one of {', '.join(kinds)}, got {kind!r}")
             cls = kinds[kind]
             kwargs = {k: _attr(v) for k, v in attrs.items()}
-            op = cls(input.value, output.value, ir.DenseI64ArrayAttr.get(list(team)), ir.StringAttr.get(backend), **kwargs)
+            op = cls(
+                input.value, output.value, ir.DenseI64ArrayAttr.get(list(team)), ir.StringAttr.get(backend), **kwargs
+            )
             return op.work
 
     def send(self, buffer: Tensor, peer: int, backend: str = "nccl") -> ir.Value:
@@ -120,42 +133,92 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
             WaitOp(work)
 
     # -- typed collectives (see hir.dialect.comm for the axis conventions) --------------
-    def allgather(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, backend: str = "nccl") -> ir.Value:
+    def allgather(
+        self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, backend: str = "nccl"
+    ) -> ir.Value:
         """Every member of ``team`` gets the whole of ``input``, which is split along
         ``axis``, in ``output``; returns the work token."""
         return self.communicate("allgather", input, output, team, backend=backend, axis=axis)
 
-    def allreduce(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, reduction: str = "sum", backend: str = "nccl") -> ir.Value:
+    def allreduce(
+        self,
+        input: Tensor,
+        output: Tensor,
+        team: Sequence[int],
+        *,
+        axis: int,
+        reduction: str = "sum",
+        backend: str = "nccl",
+    ) -> ir.Value:
         """``input``'s split ``axis`` reduced (sum, prod, max, min) across ``team`` into
         ``output`` on every member (``output`` drops that axis); returns the work token."""
         return self.communicate("allreduce", input, output, team, backend=backend, axis=axis, reduction=reduction)
 
-    def reduce_scatter(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, scatter_axis: int, reduction: str = "sum", backend: str = "nccl") -> ir.Value:
+    def reduce_scatter(
+        self,
+        input: Tensor,
+        output: Tensor,
+        team: Sequence[int],
+        *,
+        axis: int,
+        scatter_axis: int,
+        reduction: str = "sum",
+        backend: str = "nccl",
+    ) -> ir.Value:
         """As :meth:`allreduce`, with ``output`` split across ``team`` along input axis
         ``scatter_axis``; returns the work token."""
-        return self.communicate("reduce_scatter", input, output, team, backend=backend, axis=axis, scatter_axis=scatter_axis, reduction=reduction)
+        return self.communicate(
+            "reduce_scatter",
+            input,
+            output,
+            team,
+            backend=backend,
+            axis=axis,
+            scatter_axis=scatter_axis,
+            reduction=reduction,
+        )
 
-    def broadcast(self, input: Tensor, output: Tensor, team: Sequence[int], *, root: int, backend: str = "nccl") -> ir.Value:
+    def broadcast(
+        self, input: Tensor, output: Tensor, team: Sequence[int], *, root: int, backend: str = "nccl"
+    ) -> ir.Value:
         """Device ``root``'s ``input`` copied into every member's ``output``; returns the
         work token."""
         return self.communicate("broadcast", input, output, team, backend=backend, root=root)
 
-    def scatter(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, root: int, backend: str = "nccl") -> ir.Value:
+    def scatter(
+        self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, root: int, backend: str = "nccl"
+    ) -> ir.Value:
         """Device ``root``'s whole ``input`` split along ``axis`` into the members'
         ``output`` blocks; returns the work token."""
         return self.communicate("scatter", input, output, team, backend=backend, axis=axis, root=root)
 
-    def gather(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, root: int, backend: str = "nccl") -> ir.Value:
+    def gather(
+        self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, root: int, backend: str = "nccl"
+    ) -> ir.Value:
         """The members' blocks of ``input`` (split along ``axis``) put together in device
         ``root``'s ``output``; returns the work token."""
         return self.communicate("gather", input, output, team, backend=backend, axis=axis, root=root)
 
-    def reduce(self, input: Tensor, output: Tensor, team: Sequence[int], *, axis: int, root: int, reduction: str = "sum", backend: str = "nccl") -> ir.Value:
+    def reduce(
+        self,
+        input: Tensor,
+        output: Tensor,
+        team: Sequence[int],
+        *,
+        axis: int,
+        root: int,
+        reduction: str = "sum",
+        backend: str = "nccl",
+    ) -> ir.Value:
         """As :meth:`allreduce`, with the result in device ``root``'s ``output`` only;
         returns the work token."""
-        return self.communicate("reduce", input, output, team, backend=backend, axis=axis, root=root, reduction=reduction)
+        return self.communicate(
+            "reduce", input, output, team, backend=backend, axis=axis, root=root, reduction=reduction
+        )
 
-    def send_recv(self, input: Tensor, output: Tensor, sender: int, receiver: int, *, backend: str = "nccl") -> ir.Value:
+    def send_recv(
+        self, input: Tensor, output: Tensor, sender: int, receiver: int, *, backend: str = "nccl"
+    ) -> ir.Value:
         """nvFuser SendRecv: ``sender``'s local input lands in ``receiver``'s local output."""
         return self.communicate("send_recv", input, output, [sender, receiver], backend=backend, root=sender)
 
@@ -165,7 +228,17 @@ class Builder(ViewBuilder, ControlBuilder, ProgramBuilder):
         with self._at():
             return DeviceIndexOp.emit(list(mesh))
 
-    def shift(self, input: Tensor, output: Tensor, offset: int | ir.Value, team: Sequence[int], *, backend: str = "nccl", copies: int | None = None, signal: str | None = None) -> ir.Value:
+    def shift(
+        self,
+        input: Tensor,
+        output: Tensor,
+        offset: int | ir.Value,
+        team: Sequence[int],
+        *,
+        backend: str = "nccl",
+        copies: int | None = None,
+        signal: str | None = None,
+    ) -> ir.Value:
         """Receive the input of team position ``(me + offset) mod n`` into ``output``, send
         ours to ``(me - offset) mod n``; returns the work token (see hir.dialect.p2p)."""
         offset = self._index(offset, "shift: offset")

@@ -30,7 +30,10 @@ def caller_location(context: ir.Context) -> ir.Location:
     """``file:line:col`` of the first Python frame outside the builder (and contextlib), so
     a verifier or run-time error names the line of the user's program that built the op."""
     frame = sys._getframe(1)
-    while frame is not None and (os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _BUILDER_DIR or frame.f_code.co_filename.endswith("contextlib.py")):
+    while frame is not None and (
+        os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _BUILDER_DIR
+        or frame.f_code.co_filename.endswith("contextlib.py")
+    ):
         frame = frame.f_back
     if frame is None:  # pragma: no cover - the builder is always called from somewhere
         return ir.Location.unknown(context)
@@ -41,12 +44,24 @@ def caller_location(context: ir.Context) -> ir.Location:
     return ir.Location.file(frame.f_code.co_filename, line, col, context=context)
 
 
-DTYPES = {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f64": ir.F64Type.get,
-          "i32": lambda: ir.IntegerType.get_signless(32), "i64": lambda: ir.IntegerType.get_signless(64)}
+DTYPES = {
+    "f32": ir.F32Type.get,
+    "f16": ir.F16Type.get,
+    "bf16": ir.BF16Type.get,
+    "f64": ir.F64Type.get,
+    "i32": lambda: ir.IntegerType.get_signless(32),
+    "i64": lambda: ir.IntegerType.get_signless(64),
+}
 # torch dtypes by name (str(torch.float32) == "torch.float32"): the builder takes them
 # without importing torch.
-TORCH_DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float64": "f64",
-                "torch.int32": "i32", "torch.int64": "i64"}
+TORCH_DTYPES = {
+    "torch.float32": "f32",
+    "torch.float16": "f16",
+    "torch.bfloat16": "bf16",
+    "torch.float64": "f64",
+    "torch.int32": "i32",
+    "torch.int64": "i64",
+}
 
 
 def Shard(mesh: Sequence[int], axis: int | None = None) -> Sharding:
@@ -107,8 +122,10 @@ class ProgramBuilder:
         attribute: a ``VerifyError``) is an :class:`HirError` located at that line."""
         loc = caller_location(self.context)
         if self._finished_at is not None:
-            raise HirError(f"{format_location(loc)}: error: this Builder's module was finished at {self._finished_at}; "
-                           "build another program with a new Builder")
+            raise HirError(
+                f"{format_location(loc)}: error: this Builder's module was finished at {self._finished_at}; "
+                "build another program with a new Builder"
+            )
         try:
             with self.context, loc, self._ip:
                 yield
@@ -129,14 +146,20 @@ class ProgramBuilder:
         if isinstance(value, ir.Value) and isinstance(value.type, ir.IndexType):
             return value
         with self._at():
-            got = f"a value of type {value.type}" if isinstance(value, ir.Value) else f"{type(value).__name__} {value!r}"
+            got = (
+                f"a value of type {value.type}" if isinstance(value, ir.Value) else f"{type(value).__name__} {value!r}"
+            )
             raise ValueError(f"{what} must be an int or an index value, got {got}")
 
     def _mem_type(self, shape: Sequence[Dim], dtype: DType, sharding: Sharding | None) -> ir.MemRefType:
         dtype = TORCH_DTYPES.get(str(dtype), dtype) if type(dtype).__module__ == "torch" else dtype
         if not isinstance(dtype, ir.Type) and not (isinstance(dtype, str) and dtype in DTYPES):
-            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, a torch dtype of those or an MLIR type, got {dtype!r}")
-        if any(not (d is None or (isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0)) for d in shape):
+            raise ValueError(
+                f"dtype must be one of {', '.join(DTYPES)}, a torch dtype of those or an MLIR type, got {dtype!r}"
+            )
+        if any(
+            not (d is None or (isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0)) for d in shape
+        ):
             raise ValueError(f"a shape holds ints >= 0 and None (a dynamic extent), got {list(shape)}")
         element = DTYPES[dtype]() if isinstance(dtype, str) else dtype
         dims = [DYNAMIC if d is None else int(d) for d in shape]
@@ -187,9 +210,17 @@ class ProgramBuilder:
     def alloc(self, sizes: Sequence[int | ir.Value], dtype: DType = "f32", sharding: Sharding | None = None) -> Tensor:
         """``memref.alloc``; a size given as an index value makes that dimension dynamic."""
         with self._at():
-            bad = [d for d in sizes if not (isinstance(d, int) or (isinstance(d, ir.Value) and isinstance(d.type, ir.IndexType)))]
+            bad = [
+                d
+                for d in sizes
+                if not (isinstance(d, int) or (isinstance(d, ir.Value) and isinstance(d.type, ir.IndexType)))
+            ]
             if bad:
-                got = f"a value of type {bad[0].type}" if isinstance(bad[0], ir.Value) else f"{type(bad[0]).__name__} {bad[0]!r}"
+                got = (
+                    f"a value of type {bad[0].type}"
+                    if isinstance(bad[0], ir.Value)
+                    else f"{type(bad[0]).__name__} {bad[0]!r}"
+                )
                 raise ValueError(f"alloc: a size must be an int or an index value, got {got}")
             shape = [d if isinstance(d, int) else None for d in sizes]
             t = self._mem_type(shape, dtype, sharding)
@@ -206,14 +237,25 @@ class ProgramBuilder:
         if stream_axis is not None:
             op.operation.attributes[STREAM_AXIS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), stream_axis)
 
-    def set(self, x: Tensor, *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None) -> Tensor:
+    def set(
+        self, x: Tensor, *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None
+    ) -> Tensor:
         """A copy of ``x``; a different ``sharding`` makes it a resharding (communication)."""
         out = out or self.alloc(x.sizes, x.type.element_type, x.sharding if sharding == "same" else sharding)
         with self._at():
             self._annotate(SetOp(x.value, out.value), stream_axis)
         return out
 
-    def binary(self, kind: str, lhs: Tensor, rhs: Tensor, *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None) -> Tensor:
+    def binary(
+        self,
+        kind: str,
+        lhs: Tensor,
+        rhs: Tensor,
+        *,
+        sharding: Placement = "same",
+        stream_axis: int | None = None,
+        out: Tensor | None = None,
+    ) -> Tensor:
         """Elementwise ``kind`` (add, sub, mul, div, max, min) with broadcasting. By default
         the output is split like the first split operand (axes right-aligned), else
         replicated on an operand's mesh, else unplaced."""
@@ -243,7 +285,16 @@ class ProgramBuilder:
         """``lhs / rhs``: :meth:`binary` ``"div"`` (same keywords)."""
         return self.binary("div", lhs, rhs, **kw)
 
-    def reduction(self, kind: str, x: Tensor, axes: Sequence[int], *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None) -> Tensor:
+    def reduction(
+        self,
+        kind: str,
+        x: Tensor,
+        axes: Sequence[int],
+        *,
+        sharding: Placement = "same",
+        stream_axis: int | None = None,
+        out: Tensor | None = None,
+    ) -> Tensor:
         """``x.<kind>(axes)`` (sum, prod, max, min); the reduced axes are dropped. By
         default the output keeps ``x``'s mesh: split along the same (shifted) axis, or
         replicated when a split axis is reduced (that reduction is a communication)."""
@@ -273,7 +324,15 @@ class ProgramBuilder:
         """``x.amin(axes)``: :meth:`reduction` ``"min"`` (same keywords)."""
         return self.reduction("min", x, axes, **kw)
 
-    def matmul(self, a: Tensor, b: Tensor, *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None) -> Tensor:
+    def matmul(
+        self,
+        a: Tensor,
+        b: Tensor,
+        *,
+        sharding: Placement = "same",
+        stream_axis: int | None = None,
+        out: Tensor | None = None,
+    ) -> Tensor:
         """``torch.matmul(a, b)``: a 1-D operand is a vector (``[M, K] @ [K]`` is ``[M]``,
         ``[K] @ [K, N]`` is ``[N]``, ``[K] @ [K]`` a scalar), higher ranks batches of
         matrices. By default the output keeps ``a``'s split of a batch or M axis, or ``b``'s
@@ -294,7 +353,16 @@ class ProgramBuilder:
             self._annotate(MatmulOp(a.value, b.value, out.value), stream_axis)
         return out
 
-    def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None, *, sharding: Placement = "same", stream_axis: int | None = None, out: Tensor | None = None) -> Tensor:
+    def linear(
+        self,
+        x: Tensor,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        *,
+        sharding: Placement = "same",
+        stream_axis: int | None = None,
+        out: Tensor | None = None,
+    ) -> Tensor:
         """``torch.nn.functional.linear(x, weight, bias)``: x [..., K], weight [N, K]. The
         output's default placement follows :meth:`matmul` (weight's N is its axis 0)."""
         sizes = list(x.sizes[:-1]) + [weight.sizes[0]]

@@ -55,7 +55,9 @@ def _layout(shape: list[int], strides: list[int], offset: int) -> ir.Attribute |
 
 
 def _typed(source: ir.MemRefType, shape: list[int], strides: list[int], offset: int) -> ir.MemRefType:
-    return ir.MemRefType.get(shape, source.element_type, layout=_layout(shape, strides, offset), memory_space=source.memory_space)
+    return ir.MemRefType.get(
+        shape, source.element_type, layout=_layout(shape, strides, offset), memory_space=source.memory_space
+    )
 
 
 def _reassociation(groups: Sequence[Sequence[int]]) -> ir.ArrayAttr:
@@ -71,7 +73,15 @@ class ViewBuilder(_Builder):
 
         def alias_select(self, x: Tensor, index: int | ir.Value, axis: int) -> Tensor: ...
 
-    def subview(self, x: Tensor, offsets: Sequence[Size], sizes: Sequence[Size], strides: Sequence[Size] | None = None, *, drop: Sequence[int] = ()) -> Tensor:
+    def subview(
+        self,
+        x: Tensor,
+        offsets: Sequence[Size],
+        sizes: Sequence[Size],
+        strides: Sequence[Size] | None = None,
+        *,
+        drop: Sequence[int] = (),
+    ) -> Tensor:
         """``memref.subview``: ``sizes[i]`` elements from ``offsets[i]`` every ``strides[i]``
         along each axis; ``drop`` lists extent-1 axes to remove (a rank-reducing subview). On
         a split buffer, axes dropped before the split axis are taken by ``hir.alias_select``
@@ -85,10 +95,14 @@ class ViewBuilder(_Builder):
                 whole = self.alias_select(whole, self.index(0), axis)
             return whole
         if not len(offsets) == len(sizes) == len(strides) == source.rank:
-            raise HirError(f"error: subview of a rank-{source.rank} buffer needs {source.rank} offsets, sizes and strides")
+            raise HirError(
+                f"error: subview of a rank-{source.rank} buffer needs {source.rank} offsets, sizes and strides"
+            )
         if any(not (isinstance(sizes[a], int) and sizes[a] == 1) for a in drop):
-            raise HirError("error: subview can only drop axes of static extent "
-                           f"1, got drop={list(drop)} with sizes {_static(sizes)}")
+            raise HirError(
+                "error: subview can only drop axes of static extent "
+                f"1, got drop={list(drop)} with sizes {_static(sizes)}"
+            )
         in_strides, in_offset = source.get_strides_and_offset()
         offset = in_offset
         for o, s in zip(_static(offsets), in_strides):
@@ -107,7 +121,9 @@ class ViewBuilder(_Builder):
         split buffer whose split axis this renumbers, ``hir.alias_reshape``: see
         :meth:`_split_reshape`)."""
         source = x.type
-        shape = [prod(source.shape[a] for a in g) if all(source.shape[a] != DYNAMIC for a in g) else DYNAMIC for g in groups]
+        shape = [
+            prod(source.shape[a] for a in g) if all(source.shape[a] != DYNAMIC for a in g) else DYNAMIC for g in groups
+        ]
         moved = self._split_reshape(x, groups, shape)
         if moved is not None:
             return moved
@@ -118,7 +134,9 @@ class ViewBuilder(_Builder):
             static = [x.sizes[a] for a in g if isinstance(x.sizes[a], int)]
             sizes.append(prod(static) if len(static) == len(g) else None)
         with self._at():
-            view = memref.CollapseShapeOp(_typed(source, shape, strides, offset), x.value, _reassociation(groups)).result
+            view = memref.CollapseShapeOp(
+                _typed(source, shape, strides, offset), x.value, _reassociation(groups)
+            ).result
             sizes = [s if s is not None else memref.DimOp(view, self.index(i)).result for i, s in enumerate(sizes)]
         return type(x)(view, sizes)
 
@@ -140,7 +158,9 @@ class ViewBuilder(_Builder):
                 running = _times(running, shape[a])
         with self._at():
             dynamic = [s for s in sizes if not isinstance(s, int)]
-            view = memref.ExpandShapeOp(_typed(source, shape, strides, offset), x.value, _reassociation(groups), dynamic, shape).result
+            view = memref.ExpandShapeOp(
+                _typed(source, shape, strides, offset), x.value, _reassociation(groups), dynamic, shape
+            ).result
         return type(x)(view, list(sizes))
 
     def _split_reshape(self, x, groups: Sequence[Sequence[int]], shape: list[int]):
@@ -158,7 +178,9 @@ class ViewBuilder(_Builder):
         except ValueError as err:
             raise HirError(f"error: reshape: {err}") from None
         if DYNAMIC in shape or DYNAMIC in x.type.shape:
-            raise HirError(f"error: reshape: moving the split axis of {x.type} needs static extents (hir.alias_reshape)")
+            raise HirError(
+                f"error: reshape: moving the split axis of {x.type} needs static extents (hir.alias_reshape)"
+            )
         with self._at():
             try:
                 view = AliasReshapeOp.emit(x.value, shape, [list(g) for g in groups])
@@ -189,7 +211,9 @@ class ViewBuilder(_Builder):
                 view = AliasBroadcastOp.emit(x.value, static)
             except VerifyError as err:
                 raise HirError(f"error: broadcast: {err}") from None
-        sizes = [x.sizes[i - lead] if i >= lead and x.type.shape[i - lead] == static[i] else s for i, s in enumerate(shape)]
+        sizes = [
+            x.sizes[i - lead] if i >= lead and x.type.shape[i - lead] == static[i] else s for i, s in enumerate(shape)
+        ]
         return type(x)(view, sizes)
 
     def alias_stack_shards(self, x: Tensor, axis: int, at: int) -> Tensor:

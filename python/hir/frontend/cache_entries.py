@@ -45,15 +45,26 @@ def store_entry(entry: Path, key: str, program: Any) -> None:
     a cache that cannot be written, or another process that stored the entry first, skips it."""
     from safetensors.torch import save  # safetensors loads only when weights are read or written
 
-    captured = {name: t.detach().to("cpu").contiguous().clone() for name, t in program.captured.items()}  # no shared memory
-    meta = {"state_names": program.state_names, "num_inputs": program.num_inputs, "aliases": program.aliases,
-            "captured": {name: str(t.device) for name, t in program.captured.items()}, "output_names": program.output_names,
-            "dynamic_dims": [{str(axis): list(dim) for axis, dim in dims.items()} for dims in program.dynamic_dims],
-            "keyword_inputs": program.keyword_inputs, "output_tree": program.output_tree}
+    captured = {
+        name: t.detach().to("cpu").contiguous().clone() for name, t in program.captured.items()
+    }  # no shared memory
+    meta = {
+        "state_names": program.state_names,
+        "num_inputs": program.num_inputs,
+        "aliases": program.aliases,
+        "captured": {name: str(t.device) for name, t in program.captured.items()},
+        "output_names": program.output_names,
+        "dynamic_dims": [{str(axis): list(dim) for axis, dim in dims.items()} for dims in program.dynamic_dims],
+        "keyword_inputs": program.keyword_inputs,
+        "output_tree": program.output_tree,
+    }
     work = None
     try:
-        contents = {"program.mlir": program.module.operation.get_asm(enable_debug_info=True).encode(),
-                    "meta.json": json.dumps(meta).encode(), "captured.safetensors": save(captured)}
+        contents = {
+            "program.mlir": program.module.operation.get_asm(enable_debug_info=True).encode(),
+            "meta.json": json.dumps(meta).encode(),
+            "captured.safetensors": save(captured),
+        }
         work = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".partial-"))
         for name, data in contents.items():
             (work / name).write_bytes(data)
@@ -91,8 +102,18 @@ def _program(entry: Path, contents: dict) -> Any:
     tensors = load(contents["captured.safetensors"])
     captured = {name: tensors[name].to(torch.device(device)) for name, device in meta["captured"].items()}
     dynamic_dims = [{int(axis): tuple(dim) for axis, dim in dims.items()} for dims in meta["dynamic_dims"]]
-    return TorchProgram(module, list(meta["state_names"]), int(meta["num_inputs"]), None, dict(meta["aliases"]), captured,
-                        list(meta["output_names"]), dynamic_dims, keyword_inputs=list(meta["keyword_inputs"]), output_tree=meta.get("output_tree"))
+    return TorchProgram(
+        module,
+        list(meta["state_names"]),
+        int(meta["num_inputs"]),
+        None,
+        dict(meta["aliases"]),
+        captured,
+        list(meta["output_names"]),
+        dynamic_dims,
+        keyword_inputs=list(meta["keyword_inputs"]),
+        output_tree=meta.get("output_tree"),
+    )
 
 
 def _miss(entry: Path, why: str) -> None:

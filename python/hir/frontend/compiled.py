@@ -44,9 +44,13 @@ class CompiledProgram:
     module returns, ``fn.run(*inputs)`` the list of ``@main``'s results
     (``program.output_names``). See the module docstring."""
 
-    def __init__(self, program: Any, state: Mapping, *, device: str | None = None, lower: bool = True, **options: Any) -> None:
+    def __init__(
+        self, program: Any, state: Mapping, *, device: str | None = None, lower: bool = True, **options: Any
+    ) -> None:
         if not isinstance(state, Mapping):
-            raise HirError(f"error: compile: the state must be a dict of tensors (program.state(module) or module.state_dict()), got {type(state).__name__}")
+            raise HirError(
+                f"error: compile: the state must be a dict of tensors (program.state(module) or module.state_dict()), got {type(state).__name__}"
+            )
         try:
             self.device = default_device(device)
         except (RuntimeError, ValueError) as err:
@@ -95,7 +99,10 @@ class CompiledProgram:
             inputs = self.program.with_keywords(inputs, keyword_inputs)
         if len(inputs) != len(self._types):
             raise HirError(f"error: the program takes {len(self._types)} input(s), got {len(inputs)}")
-        inputs = [x.to(self.device, non_blocking=True) if isinstance(x, torch.Tensor) and x.device != self.device else x for x in inputs]
+        inputs = [
+            x.to(self.device, non_blocking=True) if isinstance(x, torch.Tensor) and x.device != self.device else x
+            for x in inputs
+        ]
         key = tuple((x.shape, x.dtype) if isinstance(x, torch.Tensor) else x for x in inputs)
         if key not in self._signatures:  # once per input signature: bounds and named dims of the dynamic ones
             self._check(inputs)
@@ -125,7 +132,7 @@ class CompiledProgram:
         try:
             checked = self.interpreter.check_inputs(values)
         except HirError:
-            self._check(values[len(self.names):])
+            self._check(values[len(self.names) :])
             raise
         return self.interpreter.run_checked(checked)
 
@@ -144,7 +151,9 @@ class CompiledProgram:
             elif x.dtype != spec.dtype:
                 got = f"dtype {x.dtype}"
             if got is not None:
-                raise HirError(f"error: input {i}: expected a tensor of shape {fmt_shape(spec.shape)} and dtype {spec.dtype} (as imported), got {got}")
+                raise HirError(
+                    f"error: input {i}: expected a tensor of shape {fmt_shape(spec.shape)} and dtype {spec.dtype} (as imported), got {got}"
+                )
 
     def _local_inputs(self, inputs: list) -> list:
         """This rank's shards of the inputs, as their ``@main`` types place them (the state's
@@ -163,7 +172,12 @@ def compile_program(program: Any, state: Mapping, **options: Any) -> CompiledPro
 
 
 def _main(module: ir.Module) -> Any:
-    return next(op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main")
+    return next(
+        op
+        for op in module.body.operations
+        if op.operation.name == func.FuncOp.OPERATION_NAME
+        and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main"
+    )
 
 
 def _arg_types(module: ir.Module) -> list:

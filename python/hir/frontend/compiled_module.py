@@ -51,7 +51,14 @@ class CompiledModule:
     """``hir.compile(module, example_args, ...)``; see the module docstring. ``imports`` are
     :func:`hir.from_torch`'s options, ``options`` :class:`~hir.frontend.compiled.CompiledProgram`'s."""
 
-    def __init__(self, module: torch.nn.Module, example_args: tuple, imports: dict, options: dict, recompile_limit: int = RECOMPILE_LIMIT) -> None:
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        example_args: tuple,
+        imports: dict,
+        options: dict,
+        recompile_limit: int = RECOMPILE_LIMIT,
+    ) -> None:
         if isinstance(recompile_limit, bool) or not isinstance(recompile_limit, int) or recompile_limit < 1:
             raise HirError(f"error: hir.compile: recompile_limit must be a positive int, got {recompile_limit!r}")
         self.module = module
@@ -65,9 +72,13 @@ class CompiledModule:
         self._static_only = False  # torch.export refused the dims dynamic once: a program per signature
         self._guard = _Guard(module)
         given = imports.get("example_kwargs") or {}
-        self._keywords = tuple(k for k, v in given.items() if isinstance(v, torch.Tensor)) if isinstance(given, dict) else ()
+        self._keywords = (
+            tuple(k for k, v in given.items() if isinstance(v, torch.Tensor)) if isinstance(given, dict) else ()
+        )
         self._forward = inspect.signature(module.forward)
-        inputs = tuple(example_args) + tuple(given[k] for k in self._keywords)  # as a call passes them: the keyword inputs last
+        inputs = tuple(example_args) + tuple(
+            given[k] for k in self._keywords
+        )  # as a call passes them: the keyword inputs last
         self._example_inputs = len(inputs)
         self._last = self._compile(inputs, _signature(inputs, self._keywords), self._imports)
 
@@ -90,7 +101,9 @@ class CompiledModule:
     def __call__(self, *args: Any, **keyword_inputs: Any) -> Any:
         """What the module returns on ``args`` (see the module docstring); the keyword inputs
         (``example_kwargs``' tensors) by keyword, or positionally after the others."""
-        keywords = self._keywords if len(args) == self._example_inputs else ()  # example_kwargs' tensors given positionally
+        keywords = (
+            self._keywords if len(args) == self._example_inputs else ()
+        )  # example_kwargs' tensors given positionally
         if keyword_inputs:
             args, keywords = self._with_keywords(args, keyword_inputs)
         if self._guard.stale():
@@ -113,15 +126,21 @@ class CompiledModule:
         try:
             self._forward.bind(*args, **keyword_inputs)
         except TypeError as err:
-            raise HirError(f"error: hir.compile({type(self.module).__name__}): {err} (the module's forward{self._forward})") from None
+            raise HirError(
+                f"error: hir.compile({type(self.module).__name__}): {err} (the module's forward{self._forward})"
+            ) from None
         rest = dict(keyword_inputs)
         given = self._imports.get("example_kwargs") or {}
         for k in [k for k, v in rest.items() if not isinstance(v, torch.Tensor)]:
             value = rest.pop(k)
             if k not in given or isinstance(given[k], torch.Tensor) or (given[k] is not value and given[k] != value):
-                raise HirError(f"error: hir.compile({type(self.module).__name__}): {k}={value!r}: a keyword that is not a tensor is a constant of the "
-                               f"compiled program (example_kwargs: {k}={given.get(k, '<not given>')!r}); compile another for another value")
-        positional = [p.name for p in self._forward.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                raise HirError(
+                    f"error: hir.compile({type(self.module).__name__}): {k}={value!r}: a keyword that is not a tensor is a constant of the "
+                    f"compiled program (example_kwargs: {k}={given.get(k, '<not given>')!r}); compile another for another value"
+                )
+        positional = [
+            p.name for p in self._forward.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
         args = list(args)
         while len(args) < len(positional) and positional[len(args)] in rest and positional[len(args)] not in given:
             args.append(rest.pop(positional[len(args)]))
@@ -137,19 +156,26 @@ class CompiledModule:
                 return entry
         if len(self._entries) >= self.recompile_limit:
             seen = "; ".join(_shapes(s) for s in self._history)
-            raise HirError(f"error: hir.compile({type(self.module).__name__}): this call's inputs ({_shapes(key)}) need another program, over "
-                           f"recompile_limit={self.recompile_limit} (compiled: {seen}); declare the varying dims dynamic "
-                           f"(dynamic={{'input0': {{0: 'batch', 1: 'seq'}}}}) or pass a larger recompile_limit")
+            raise HirError(
+                f"error: hir.compile({type(self.module).__name__}): this call's inputs ({_shapes(key)}) need another program, over "
+                f"recompile_limit={self.recompile_limit} (compiled: {seen}); declare the varying dims dynamic "
+                f"(dynamic={{'input0': {{0: 'batch', 1: 'seq'}}}}) or pass a larger recompile_limit"
+            )
         if not self._declared and not self._static_only:
             dynamic = _changed_dims(self._history, key)
             if dynamic and all(key[i][0][axis] >= 2 for i, axes in dynamic.items() for axis in axes):
                 try:
-                    return self._compile(args, key, {**self._imports, "dynamic": _names(dynamic, self._history, key)}, automatic=True)
+                    return self._compile(
+                        args, key, {**self._imports, "dynamic": _names(dynamic, self._history, key)}, automatic=True
+                    )
                 except HirError as err:  # the module's code fixes a dim torch.export was asked to keep dynamic
                     self._static_only = True
-                    warnings.warn(f"hir.compile({type(self.module).__name__}): the dims that changed between calls cannot be imported dynamic, so each "
-                                  f"input signature gets a program of its own (at most recompile_limit={self.recompile_limit}): {err.message.splitlines()[0][:300]}",
-                                  RuntimeWarning, stacklevel=api_stacklevel())
+                    warnings.warn(
+                        f"hir.compile({type(self.module).__name__}): the dims that changed between calls cannot be imported dynamic, so each "
+                        f"input signature gets a program of its own (at most recompile_limit={self.recompile_limit}): {err.message.splitlines()[0][:300]}",
+                        RuntimeWarning,
+                        stacklevel=api_stacklevel(),
+                    )
         return self._compile(args, key, self._imports)
 
     def _compile(self, args: tuple, key: tuple, imports: dict, automatic: bool = False) -> list:
@@ -161,7 +187,11 @@ class CompiledModule:
             imports = {**imports, "example_kwargs": {**constants, **dict(zip(keywords, args[split:]))}}
             args = args[:split]
         program = cached_from_torch(self.module, args, **imports)
-        entry = [_pattern(program, key, automatic), program, self._bind(program, self._entries[0][2] if self._entries else None)]
+        entry = [
+            _pattern(program, key, automatic),
+            program,
+            self._bind(program, self._entries[0][2] if self._entries else None),
+        ]
         self._entries.append(entry)
         self._history.append(key)
         return entry
@@ -200,7 +230,10 @@ class _Guard:
         self.parameters = list(module.parameters())
 
     def stale(self) -> bool:
-        return any(table.get(name) is not tensor or tensor.data_ptr() != pointer for table, name, tensor, pointer in self.entries)
+        return any(
+            table.get(name) is not tensor or tensor.data_ptr() != pointer
+            for table, name, tensor, pointer in self.entries
+        )
 
     def grad_anchor(self, args: tuple) -> torch.Tensor | None:
         """A parameter or input that requires grad (None: none does)."""
@@ -218,8 +251,11 @@ class _NoBackward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        raise HirError(f"error: hir.compile({ctx.what}): a compiled module does not differentiate (its parameters would get no gradient); "
-                       "train with hir.train_step, or call the compiled module under torch.no_grad() for inference", _backward_caller())
+        raise HirError(
+            f"error: hir.compile({ctx.what}): a compiled module does not differentiate (its parameters would get no gradient); "
+            "train with hir.train_step, or call the compiled module under torch.no_grad() for inference",
+            _backward_caller(),
+        )
 
 
 def _backward_caller() -> str | None:
@@ -236,7 +272,9 @@ def _backward_caller() -> str | None:
 
 def _no_backward(outputs: list, anchor: torch.Tensor, what: str) -> list:
     """``outputs`` whose floating-point tensors carry :class:`_NoBackward`."""
-    index = [i for i, o in enumerate(outputs) if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex())]
+    index = [
+        i for i, o in enumerate(outputs) if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex())
+    ]
     if not index:
         return outputs
     wrapped = _NoBackward.apply(what, anchor, *[outputs[i] for i in index])
@@ -249,7 +287,9 @@ def _no_backward(outputs: list, anchor: torch.Tensor, what: str) -> list:
 def _signature(args: Any, keywords: tuple = ()) -> tuple:
     """Per input: (shape, dtype) of a tensor, the value of anything else; then the keywords
     the last inputs are passed by (a program takes one set of them)."""
-    return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ("value", a) for a in args) + (("value", ("keywords", tuple(keywords))),)
+    return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ("value", a) for a in args) + (
+        ("value", ("keywords", tuple(keywords))),
+    )
 
 
 def _pattern(program: Any, key: tuple, automatic: bool) -> tuple:
@@ -263,7 +303,12 @@ def _pattern(program: Any, key: tuple, automatic: bool) -> tuple:
         if entry[0] == "value" or not dims:
             inputs.append((entry, {}))
         else:
-            inputs.append(((tuple(None if axis in dims else size for axis, size in enumerate(entry[0])), entry[1]), {axis: dims[axis][0] for axis in dims}))
+            inputs.append(
+                (
+                    (tuple(None if axis in dims else size for axis, size in enumerate(entry[0])), entry[1]),
+                    {axis: dims[axis][0] for axis in dims},
+                )
+            )
     return tuple(inputs), automatic
 
 
@@ -322,4 +367,9 @@ def _shapes(key: tuple) -> str:
     keywords = key[-1][1][1]
     key = key[:-1]
     named = {len(key) - len(keywords) + i: k for i, k in enumerate(keywords)}
-    return ", ".join((f"{named[i]}=" if i in named else "") + f"input{i} {list(entry[0])} {str(entry[1]).replace('torch.', '')}" if entry[0] != "value" else f"input{i} {entry[1]!r}" for i, entry in enumerate(key))
+    return ", ".join(
+        (f"{named[i]}=" if i in named else "") + f"input{i} {list(entry[0])} {str(entry[1]).replace('torch.', '')}"
+        if entry[0] != "value"
+        else f"input{i} {entry[1]!r}"
+        for i, entry in enumerate(key)
+    )

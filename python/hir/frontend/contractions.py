@@ -74,7 +74,9 @@ def stream_gathered(part, steps: list) -> list[ir.Value]:
     x_shape, dtype = tensor_info(x.type)
     rows = _swapped(part, part.buffer_of(x, first), x_shape, dtype, (lead,), lead, loc)
     viewed = _rows_view(part, rows, d, loc)
-    gathered = part.new_buffer(buffer_type(vtensor(_rows_shape(_swap(x_shape, lead), d), dtype), _attr(part, (None,))), loc)
+    gathered = part.new_buffer(
+        buffer_type(vtensor(_rows_shape(_swap(x_shape, lead), d), dtype), _attr(part, (None,))), loc
+    )
     with part.in_main(loc):
         SetOp.emit(viewed, gathered).attributes[STREAM_AXIS_ATTR] = i64_attr(0)
     products = []
@@ -83,14 +85,24 @@ def stream_gathered(part, steps: list) -> list[ir.Value]:
         others = [part.read(v, r, op) for v, r in zip(spec.inputs[1:] + spec.trailing, step.reads[1:])]
         shape = _swap(tensor_info(op.results[0].type)[0], lead)
         (split,) = part.plan.of(op.results[0]).splits
-        product = part.new_buffer(buffer_type(vtensor(_rows_shape(shape, d), dtype), _attr(part, (None if split is None else split + 1,))), op.location)
+        product = part.new_buffer(
+            buffer_type(vtensor(_rows_shape(shape, d), dtype), _attr(part, (None if split is None else split + 1,))),
+            op.location,
+        )
         with part.in_main(op.location):
-            spec.op_class.emit(gathered, others[0], product, *others[1:], **spec.options).attributes[STREAM_AXIS_ATTR] = i64_attr(0)
+            spec.op_class.emit(gathered, others[0], product, *others[1:], **spec.options).attributes[
+                STREAM_AXIS_ATTR
+            ] = i64_attr(0)
         products.append((product, shape, split, op.location))
-    return [_swapped(part, _rows_collapsed(part, product, at), shape, dtype, (split,), lead, at) for product, shape, split, at in products]
+    return [
+        _swapped(part, _rows_collapsed(part, product, at), shape, dtype, (split,), lead, at)
+        for product, shape, split, at in products
+    ]
 
 
-def _swapped(part, buf: ir.Value, shape: Sequence[int], dtype: str, splits: tuple, lead: int, loc: ir.Location) -> ir.Value:
+def _swapped(
+    part, buf: ir.Value, shape: Sequence[int], dtype: str, splits: tuple, lead: int, loc: ir.Location
+) -> ir.Value:
     """``buf`` (global ``shape``, placed as ``splits``) with axes 0 and ``lead`` swapped,
     by a local kernel (a transpose on each device's shard); ``buf`` itself for lead 0."""
     if lead == 0:
@@ -101,7 +113,9 @@ def _swapped(part, buf: ir.Value, shape: Sequence[int], dtype: str, splits: tupl
 
     def body(values: list, ip: ir.InsertionPoint) -> list:
         with ip, loc:
-            return [torch_op(_TRANSPOSE, [values[0], torch_int(0), torch_int(lead)], vtensor(_swap(local, lead), dtype))]
+            return [
+                torch_op(_TRANSPOSE, [values[0], torch_int(0), torch_int(lead)], vtensor(_swap(local, lead), dtype))
+            ]
 
     part.kernel([buf], [out], [vtensor(local, dtype)], body, loc)
     return out
@@ -147,7 +161,17 @@ def partial_sum(part, step) -> ir.Value:
     # weight is broadcast over: a [1, T, D] layer's tokens as T/S GEMVs.
     fold = stream and rank_of(w) == 2 and len(shape) > 2 and DYNAMIC not in shape
     ones = [1] * (0 if fold else max(0, rank_of(x) - rank_of(w)))  # the batch dims only x has (a linear's 2-D weight)
-    x_outer = _outer(part, x, step.reads[0], k, [1] * max(0, rank_of(w) - rank_of(x)), op, rows=d if stream else 0, row_axis=row_axis, fold=fold)
+    x_outer = _outer(
+        part,
+        x,
+        step.reads[0],
+        k,
+        [1] * max(0, rank_of(w) - rank_of(x)),
+        op,
+        rows=d if stream else 0,
+        row_axis=row_axis,
+        fold=fold,
+    )
     # A transposed weight ([N, K]: linear's) is used transposed; the mesh axis then
     # broadcasts against x's batch axes (size-1 axes in between).
     w_outer = _outer(part, w, step.reads[1], k, ones, op, transpose=spec.transposed_rhs, before=1 if stream else 0)
@@ -161,7 +185,9 @@ def partial_sum(part, step) -> ir.Value:
     partial = part.new_buffer(buffer_type(vtensor(partial_shape, dtype), _attr(part, lead)), loc, out)
     with part.in_main(loc):
         product = MatmulOp.emit(x_outer, w_outer, partial)
-    summed = part.new_buffer(buffer_type(vtensor(summed_shape, dtype), _attr(part, (0,) if stream else part.plan.of(out).splits)), loc, out)
+    summed = part.new_buffer(
+        buffer_type(vtensor(summed_shape, dtype), _attr(part, (0,) if stream else part.plan.of(out).splits)), loc, out
+    )
     with part.in_main(loc):
         reduction = ReductionOp.emit(partial, summed, "sum", [1 if stream else 0])
         if stream:
@@ -169,7 +195,9 @@ def partial_sum(part, step) -> ir.Value:
     if stream:
         if fold:  # [S, T/S * B.., N] viewed as [S, T/S, B.., N]
             with part.in_main(loc):
-                summed = AliasReshapeOp.emit(summed, rows_shape, [[0], list(range(1, len(rows_shape) - 1)), [len(rows_shape) - 1]])
+                summed = AliasReshapeOp.emit(
+                    summed, rows_shape, [[0], list(range(1, len(rows_shape) - 1)), [len(rows_shape) - 1]]
+                )
         summed = _swapped(part, _rows_collapsed(part, summed, loc), shape, dtype, (0,), row_axis, loc)
     if not spec.trailing:
         return summed
@@ -181,8 +209,19 @@ def partial_sum(part, step) -> ir.Value:
     return result
 
 
-def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: ir.Operation, transpose: bool = False, before: int = 0, rows: int = 0, row_axis: int = 0,
-           fold: bool = False) -> ir.Value:
+def _outer(
+    part,
+    value: ir.Value,
+    placement: Sharding,
+    k: int,
+    ones: list,
+    op: ir.Operation,
+    transpose: bool = False,
+    before: int = 0,
+    rows: int = 0,
+    row_axis: int = 0,
+    fold: bool = False,
+) -> ir.Value:
     """``value``'s local shard (placed as ``placement``) with mesh axis ``k`` as a new axis,
     split over ``k`` (views where nothing is transposed: :func:`_outer_view`; else a local
     kernel segment: transpose, view, unsqueeze): a
@@ -229,11 +268,15 @@ def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: i
             current = list(unmoved)
             if transpose or row_axis:
                 current = _swap(current, 1 if transpose else row_axis)
-                v = torch_op(_TRANSPOSE, [v, torch_int(0), torch_int(1 if transpose else row_axis)], vtensor(current, dtype))
+                v = torch_op(
+                    _TRANSPOSE, [v, torch_int(0), torch_int(1 if transpose else row_axis)], vtensor(current, dtype)
+                )
             if rows:
                 current = local
                 sizes = torch_op(LIST_CONSTRUCT, [torch_int(n) for n in current], ir.Type.parse("!torch.list<int>"))
-                v = torch_op(_RESHAPE if fold else _VIEW, [v, sizes], vtensor(current, dtype))  # a fold after a transpose is no view
+                v = torch_op(
+                    _RESHAPE if fold else _VIEW, [v, sizes], vtensor(current, dtype)
+                )  # a fold after a transpose is no view
                 current = [rows, 1] + current[1:]
                 v = torch_op(_UNSQUEEZE, [v, torch_int(1)], vtensor(current, dtype))
             else:
@@ -247,7 +290,9 @@ def _outer(part, value: ir.Value, placement: Sharding, k: int, ones: list, op: i
     return out
 
 
-def _outer_view(part, source: ir.Value, k: int, before: int, ones: int, rows: int, fold: bool, loc: ir.Location) -> ir.Value | None:
+def _outer_view(
+    part, source: ir.Value, k: int, before: int, ones: int, rows: int, fold: bool, loc: ir.Location
+) -> ir.Value | None:
     """:func:`_outer`'s layout as views of ``source`` where no transpose is needed (no
     copy): the rows viewed as ``[S, T/S, ...]`` (and folded) by ``hir.alias_reshape``, the
     devices' shards of the axis split over mesh axis ``k`` stacked at the mesh axis's place
@@ -301,8 +346,10 @@ def _swap(shape: Sequence[int], axis: int) -> list[int]:
 def _rows_shape(shape: Sequence[int], d: int) -> list[int]:
     """``[T, ...]`` as ``[D, T/D, ...]``."""
     if shape[0] == DYNAMIC:
-        raise HirError("error: sequence parallelism over a dynamic dim is not "
-                       "supported: mark the sequence dim static (or split another one)")
+        raise HirError(
+            "error: sequence parallelism over a dynamic dim is not "
+            "supported: mark the sequence dim static (or split another one)"
+        )
     return [d, shape[0] // d] + list(shape[1:])
 
 

@@ -34,7 +34,13 @@ from hir.frontend.strategies.redistribute import redistribute
 from hir.passes.training.schedule import data_parallel_pipeline
 
 MODES = ("replicate", "fully_shard")
-SCHEDULE_OPTIONS = ("defer_waits", "prefetch", "bucket_bytes", "comm_stream", "optimizer_in_backward")  # data_parallel_pipeline's
+SCHEDULE_OPTIONS = (
+    "defer_waits",
+    "prefetch",
+    "bucket_bytes",
+    "comm_stream",
+    "optimizer_in_backward",
+)  # data_parallel_pipeline's
 
 
 def check_mode(mode: str) -> str:
@@ -43,7 +49,9 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def placements(mode: str, state: dict, batch: Sequence[torch.Tensor], devices: int, sharded: Sequence[str] = ()) -> dict:
+def placements(
+    mode: str, state: dict, batch: Sequence[torch.Tensor], devices: int, sharded: Sequence[str] = ()
+) -> dict:
     """The placements of a step's state (``{name: tensor}``) and batch (``input0``...) on
     ``devices`` devices: the batch split on dim 0; with ``"fully_shard"`` the entries named
     in ``sharded`` (parameters and their optimizer state) split on dim 0, the rest (scalar
@@ -53,15 +61,19 @@ def placements(mode: str, state: dict, batch: Sequence[torch.Tensor], devices: i
     out: dict = {}
     for i, x in enumerate(batch):
         if x.dim() == 0 or x.shape[0] % devices:
-            raise HirError(f"error: data_parallel: batch tensor {i} (shape {list(x.shape)}) must have "
-                           f"a dim 0 that the {devices} devices divide (each device takes its rows)")
+            raise HirError(
+                f"error: data_parallel: batch tensor {i} (shape {list(x.shape)}) must have "
+                f"a dim 0 that the {devices} devices divide (each device takes its rows)"
+            )
         out[f"input{i}"] = Shard(0)
     for name, tensor in state.items():
         split = mode == "fully_shard" and name in sharded and tensor.dim() > 0
         if split and tensor.shape[0] % devices:
-            raise HirError(f"error: data_parallel='fully_shard': '{name}' (shape {list(tensor.shape)}) "
-                           f"has a dim 0 that the {devices} devices do not divide; "
-                           "hir shards every parameter on dim 0 without padding")
+            raise HirError(
+                f"error: data_parallel='fully_shard': '{name}' (shape {list(tensor.shape)}) "
+                f"has a dim 0 that the {devices} devices do not divide; "
+                "hir shards every parameter on dim 0 without padding"
+            )
         out[name] = Shard(0) if split else Replicate()
     return out
 
@@ -83,8 +95,14 @@ def reduce_gradient(mode: str, gradient: torch.Tensor, name: str, placement: str
     return redistribute(gradient, placement, name)
 
 
-def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.Tensor], whole: Sequence[torch.Tensor], names: Sequence[str],
-                placements: Sequence[str | None] | None = None):
+def regathering(
+    mode: str,
+    reshard_after_forward: bool,
+    shards: Sequence[torch.Tensor],
+    whole: Sequence[torch.Tensor],
+    names: Sequence[str],
+    placements: Sequence[str | None] | None = None,
+):
     """A context in which the loss's autograd saves no gathered parameter, nor a tensor
     derived from one, for the backward (``"fully_shard"`` with ``reshard_after_forward``):
     a tensor the backward would read that is a gathered parameter in ``whole``, its
@@ -100,7 +118,11 @@ def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.T
 
     def pack(saved: torch.Tensor) -> Any:
         for i, w in enumerate(whole):
-            if saved.dim() != w.dim() or not torch._C._is_alias_of(saved, w) or saved.storage_offset() != w.storage_offset():
+            if (
+                saved.dim() != w.dim()
+                or not torch._C._is_alias_of(saved, w)
+                or saved.storage_offset() != w.storage_offset()
+            ):
                 continue
             if saved.shape == w.shape and saved.stride() == w.stride():
                 return (i, ())
@@ -112,7 +134,9 @@ def regathering(mode: str, reshard_after_forward: bool, shards: Sequence[torch.T
         if isinstance(packed, torch.Tensor):
             return packed
         i, steps = packed
-        again = gather(mode, shards[i], f"{names[i]} (gathered again for the backward)", placements[i] if placements else None)
+        again = gather(
+            mode, shards[i], f"{names[i]} (gathered again for the backward)", placements[i] if placements else None
+        )
         for step in steps:
             again = again.t() if step == "t" else again.to(step)
         return again
@@ -171,8 +195,10 @@ def check_mesh(mesh: Any) -> list:
 
     world = dist.get_world_size() if dist.is_initialized() else 1
     if not isinstance(mesh, (list, tuple)) or list(mesh) != list(range(world)):
-        raise HirError("error: data_parallel: mesh must list every rank of the "
-                       f"process group in order ({list(range(world))}), got {mesh!r}")
+        raise HirError(
+            "error: data_parallel: mesh must list every rank of the "
+            f"process group in order ({list(range(world))}), got {mesh!r}"
+        )
     return list(mesh)
 
 
@@ -180,12 +206,16 @@ def check_schedule(schedule: Any) -> dict:
     """``train_step(..., schedule=)``: the options of ``hir-schedule-data-parallel``
     (:func:`hir.passes.training.schedule.data_parallel_pipeline`'s keywords) as a dict."""
     if not isinstance(schedule, dict) or any(k not in SCHEDULE_OPTIONS for k in schedule):
-        raise HirError(f"error: hir.train_step: schedule must be a dict of {', '.join(SCHEDULE_OPTIONS)}, got {schedule!r}")
+        raise HirError(
+            f"error: hir.train_step: schedule must be a dict of {', '.join(SCHEDULE_OPTIONS)}, got {schedule!r}"
+        )
     for key in ("bucket_bytes", "comm_stream"):
         value = schedule.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < (-1 if key == "comm_stream" else 0):
-            raise HirError(f"error: hir.train_step: schedule's {key} must be an int "
-                           f">= {-1 if key == 'comm_stream' else 0}, got {value!r}")
+            raise HirError(
+                f"error: hir.train_step: schedule's {key} must be an int "
+                f">= {-1 if key == 'comm_stream' else 0}, got {value!r}"
+            )
     return dict(schedule)
 
 

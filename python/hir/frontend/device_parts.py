@@ -35,7 +35,7 @@ def coordinate(grid, k: int) -> ir.Value:
     """This device's coordinate along mesh axis ``k`` (an index, at the current insertion
     point): its position in the row-major mesh, divided by the axes after ``k``, modulo ``k``'s extent."""
     position = DeviceIndexOp.emit(list(grid.devices))
-    stride = prod(grid.shape[k + 1:])
+    stride = prod(grid.shape[k + 1 :])
     if stride > 1:
         position = index_arith(arith.DivUIOp, position, index_const(stride))
     if k > 0:
@@ -53,7 +53,11 @@ def part_index(grid, mesh_axes: list[int]) -> ir.Value:
     index = None
     for k in sorted(mesh_axes):
         c = coordinate(grid, k)
-        index = c if index is None else index_arith(arith.AddIOp, index_arith(arith.MulIOp, index, index_const(grid.shape[k])), c)
+        index = (
+            c
+            if index is None
+            else index_arith(arith.AddIOp, index_arith(arith.MulIOp, index, index_const(grid.shape[k])), c)
+        )
     return index
 
 
@@ -83,9 +87,15 @@ def local_slice(part, value: ir.Value, have: Sharding, want: Sharding, at: ir.Op
             for d in dims:
                 axes = [k for k, (a, b) in enumerate(zip(have.splits, want.splits)) if a != b and b == d]
                 length = _extent(x, d, current[d], want.parts(d) // have.parts(d) if have.parts(d) else want.parts(d))
-                start = torch_op(torch_dialect.AtenMulIntOp.OPERATION_NAME, [as_torch_int(part_index(grid, axes)), length], ir.Type.parse(_TORCH_INT))
+                start = torch_op(
+                    torch_dialect.AtenMulIntOp.OPERATION_NAME,
+                    [as_torch_int(part_index(grid, axes)), length],
+                    ir.Type.parse(_TORCH_INT),
+                )
                 current[d] = local_out[d]
-                x = torch_op(torch_dialect.AtenNarrowOp.OPERATION_NAME, [x, torch_int(d), start, length], vtensor(current, dtype))
+                x = torch_op(
+                    torch_dialect.AtenNarrowOp.OPERATION_NAME, [x, torch_int(d), start, length], vtensor(current, dtype)
+                )
             return [x]
 
     part.kernel([source], [out], [vtensor(local_in, dtype)], body, at.location)
@@ -117,7 +127,11 @@ def partial_segment(part, step) -> None:
             continue
         shape, dtype = tensor_info(result.type)
         lead = tuple(0 if j == k else (None if s is None else s + 1) for j, s in enumerate(others))
-        out_bufs.append(part.new_buffer(buffer_type(vtensor([grid.shape[k]] + shape, dtype), grid.sharding(lead).attr()), loc, result))
+        out_bufs.append(
+            part.new_buffer(
+                buffer_type(vtensor([grid.shape[k]] + shape, dtype), grid.sharding(lead).attr()), loc, result
+            )
+        )
         types.append(vtensor(grid.sharding(others).local_shape(shape), dtype))
         sums.append((out_bufs[-1], result))
     split_input = next(i for i, r in enumerate(step.reads) if r is not None and r.splits[k] is not None)
@@ -130,8 +144,16 @@ def partial_segment(part, step) -> None:
         with ip, loc:
             start = as_torch_int(index_arith(arith.MulIOp, coordinate(grid, k), index_const(held)))
             mine = step.form(op, operands, start, types)
-            return [torch_op(torch_dialect.AtenUnsqueezeOp.OPERATION_NAME, [v, torch_int(0)], vtensor([1] + tensor_info(t)[0], tensor_info(t)[1])) if summed else v
-                    for v, t, summed in zip(mine, types, step.summed)]
+            return [
+                torch_op(
+                    torch_dialect.AtenUnsqueezeOp.OPERATION_NAME,
+                    [v, torch_int(0)],
+                    vtensor([1] + tensor_info(t)[0], tensor_info(t)[1]),
+                )
+                if summed
+                else v
+                for v, t, summed in zip(mine, types, step.summed)
+            ]
 
     part.kernel(in_bufs, out_bufs, [part.local_type(v, r) for v, r in zip(step.inputs, step.reads)], body, loc)
     for partial, result in sums:

@@ -29,13 +29,22 @@ class Distributed:
         found = dtensor_placements(module)
         meshes = {devices for _, devices in found.values()}
         if len(meshes) > 1:
-            raise HirError(f"error: the DTensor parameters of {type(module).__name__} "
-                           f"live on {len(meshes)} different meshes; hir needs one")
+            raise HirError(
+                f"error: the DTensor parameters of {type(module).__name__} "
+                f"live on {len(meshes)} different meshes; hir needs one"
+            )
         self.placements = {n: p for n, (p, _) in found.items()}
         self.mesh: Any | None = meshes.pop() if meshes else None
         self.plan: dict = {}
         if found:  # an HF model its own TP distributed (it keeps its mesh); parallelize_module's styles are hooks
-            self.plan = next((dict(m._tp_plan) for m in module.modules() if getattr(m, "_tp_plan", None) and getattr(m, "_device_mesh", None) is not None), {})
+            self.plan = next(
+                (
+                    dict(m._tp_plan)
+                    for m in module.modules()
+                    if getattr(m, "_tp_plan", None) and getattr(m, "_device_mesh", None) is not None
+                ),
+                {},
+            )
 
     @contextlib.contextmanager
     def whole(self) -> Iterator[None]:
@@ -55,7 +64,9 @@ class Distributed:
                     full = tensor.full_tensor().detach()
                     table[attr] = torch.nn.Parameter(full, requires_grad=False) if table is owner._parameters else full
             for sub in self.module.modules():
-                hooks.append((sub, dict(sub._forward_hooks), dict(sub._forward_pre_hooks), sub.__dict__.pop("forward", None)))
+                hooks.append(
+                    (sub, dict(sub._forward_hooks), dict(sub._forward_pre_hooks), sub.__dict__.pop("forward", None))
+                )
                 sub._forward_hooks.clear()
                 sub._forward_pre_hooks.clear()
             yield
@@ -93,15 +104,16 @@ def dtensor_placements(module: torch.nn.Module) -> dict:
             if root is not mesh and root.ndim > mesh.ndim:
                 names = list(root.mesh_dim_names or ())
                 if not mesh.mesh_dim_names or any(n not in names for n in mesh.mesh_dim_names):
-                    raise HirError(f"error: the DTensor '{name}' lives on a sub-mesh whose dimensions "
-                                   f"{mesh.mesh_dim_names} are not named dimensions of its root mesh {names}")
+                    raise HirError(
+                        f"error: the DTensor '{name}' lives on a sub-mesh whose dimensions "
+                        f"{mesh.mesh_dim_names} are not named dimensions of its root mesh {names}"
+                    )
                 full = [Replicate()] * root.ndim
                 for dim_name, placement in zip(mesh.mesh_dim_names, placements):
                     full[names.index(dim_name)] = placement
                 mesh, placements = root, tuple(full)
             found[name] = (placements, _nested(mesh.mesh.tolist()))
     return found
-
 
 
 @dataclass

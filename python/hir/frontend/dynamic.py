@@ -35,28 +35,36 @@ from hir.dialect.irutils import dim, index_arith, index_const
 Expr = Any  # a sympy expression, or an int for a static extent
 
 
-def export_spec(module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dynamic: dict | None, keywords: Sequence[str] = ()) -> tuple[tuple | None, dict]:
+def export_spec(
+    module: torch.nn.Module, num_args: int, dynamic_shapes: Any, dynamic: dict | None, keywords: Sequence[str] = ()
+) -> tuple[tuple | None, dict]:
     """torch.export's ``dynamic_shapes`` for the example arguments (one entry each: the
     positional ones, then the keyword inputs ``keywords``), from either form, None when
     neither is given; and the dynamic dims of state entries (``dynamic=`` naming a parameter
     or buffer of ``module``, e.g. a KV cache's length: one program for every cache size)."""
     if dynamic_shapes is not None and dynamic is not None:
-        raise HirError("error: hir.from_torch: give dynamic_shapes= (torch.export's form) or dynamic= (hir's), not both")
+        raise HirError(
+            "error: hir.from_torch: give dynamic_shapes= (torch.export's form) or dynamic= (hir's), not both"
+        )
     if dynamic is not None:
         state = {name for name, _ in module.named_buffers()} | set(module.state_dict())
         return _from_names(dynamic, num_args, keywords, state)
     if dynamic_shapes is None:
         return None, {}
     if isinstance(dynamic_shapes, dict):
-        params = list(inspect.signature(module.forward).parameters)[:num_args - len(keywords)] + list(keywords)
+        params = list(inspect.signature(module.forward).parameters)[: num_args - len(keywords)] + list(keywords)
         unknown = [k for k in dynamic_shapes if k not in params]
         if unknown:
-            raise HirError(f"error: hir.from_torch: dynamic_shapes names {unknown[0]!r}, which is not "
-                           f"among {type(module).__name__}.forward's first {num_args} parameter(s) {params}")
+            raise HirError(
+                f"error: hir.from_torch: dynamic_shapes names {unknown[0]!r}, which is not "
+                f"among {type(module).__name__}.forward's first {num_args} parameter(s) {params}"
+            )
         return tuple(dynamic_shapes.get(p) for p in params), {}
     if not isinstance(dynamic_shapes, (tuple, list)) or len(dynamic_shapes) != num_args:
-        raise HirError("error: hir.from_torch: dynamic_shapes must give one entry "
-                       f"per example argument ({num_args}), got {dynamic_shapes!r}")
+        raise HirError(
+            "error: hir.from_torch: dynamic_shapes must give one entry "
+            f"per example argument ({num_args}), got {dynamic_shapes!r}"
+        )
     return tuple(dynamic_shapes), {}
 
 
@@ -84,15 +92,21 @@ def check_dims(dims: dict, i: int, value: torch.Tensor, parts: Any, sizes: dict,
         outside = (low is not None and extent < low) or (high is not None and extent > high)
         if outside and not value.is_meta:  # (a meta placeholder lays out the state: no size of its own)
             declared = f"{low if low is not None else 0} <= {name} <= {high if high is not None else 'any'}"
-            raise HirError(f"{where}: error: input {i}: dim {axis} is dynamic dim "
-                           f"{name}, declared {declared} at import, got {extent}")
+            raise HirError(
+                f"{where}: error: input {i}: dim {axis} is dynamic dim "
+                f"{name}, declared {declared} at import, got {extent}"
+            )
         first = sizes.setdefault(symbol, (extent, i, axis))
         if first[0] != extent:
-            raise HirError(f"{where}: error: input {i}: dim {axis} is dynamic dim {name}, of "
-                           f"extent {first[0]} in input {first[1]} (dim {first[2]}), got {extent}")
+            raise HirError(
+                f"{where}: error: input {i}: dim {axis} is dynamic dim {name}, of "
+                f"extent {first[0]} in input {first[1]} (dim {first[2]}), got {extent}"
+            )
         if extent % parts(axis):
-            raise HirError(f"{where}: error: input {i}: dynamic dim {axis} ({name}) of extent {extent} "
-                           f"does not split evenly over the {parts(axis)} devices of its placement")
+            raise HirError(
+                f"{where}: error: input {i}: dynamic dim {axis} ({name}) of extent {extent} "
+                f"does not split evenly over the {parts(axis)} devices of its placement"
+            )
 
 
 def _from_names(dynamic: dict, num_args: int, names: Sequence[str] = (), state: Any = ()) -> tuple[tuple, dict]:
@@ -102,8 +116,10 @@ def _from_names(dynamic: dict, num_args: int, names: Sequence[str] = (), state: 
     (``input<N>`` after the positional ones: ``names``); a state entry (in ``state``) by its
     name, its dims returned apart: ``(inputs' spec, {state name: dims})``."""
     if not isinstance(dynamic, dict):
-        raise HirError(f"error: hir.from_torch: dynamic must be a dict like {{'input0': "
-                       f"{{0: 'batch', 1: ('seq', 2, 4096)}}}}, got {type(dynamic).__name__}")
+        raise HirError(
+            f"error: hir.from_torch: dynamic must be a dict like {{'input0': "
+            f"{{0: 'batch', 1: ('seq', 2, 4096)}}}}, got {type(dynamic).__name__}"
+        )
     dims: dict[str, Any] = {}
     spec: list = [None] * num_args
     state_spec: dict = {}
@@ -113,11 +129,15 @@ def _from_names(dynamic: dict, num_args: int, names: Sequence[str] = (), state: 
             index = num_args - len(names) + names.index(key)
         if (index is None and key not in state) or (index is not None and index >= num_args):
             keywords = f" or the keyword inputs {', '.join(names)}" if names else ""
-            raise HirError(f"error: hir.from_torch: dynamic names {key!r}; the inputs are input0 "
-                           f"... input{num_args - 1}{keywords} (or a parameter or buffer by name)")
+            raise HirError(
+                f"error: hir.from_torch: dynamic names {key!r}; the inputs are input0 "
+                f"... input{num_args - 1}{keywords} (or a parameter or buffer by name)"
+            )
         if not isinstance(axes, dict) or not all(isinstance(a, int) and _dim_entry(n) for a, n in axes.items()):
-            raise HirError(f"error: hir.from_torch: dynamic[{key!r}] must map dims to names (identifiers) "
-                           f"or (name, min, max), like {{0: 'batch', 1: ('seq', 2, 4096)}}, got {axes!r}")
+            raise HirError(
+                f"error: hir.from_torch: dynamic[{key!r}] must map dims to names (identifiers) "
+                f"or (name, min, max), like {{0: 'batch', 1: ('seq', 2, 4096)}}, got {axes!r}"
+            )
         if index is None:
             state_spec[key] = {a: _dim(dims, n, key) for a, n in axes.items()}
         else:
@@ -128,8 +148,13 @@ def _from_names(dynamic: dict, num_args: int, names: Sequence[str] = (), state: 
 def _dim_entry(entry: Any) -> bool:
     if isinstance(entry, str):
         return entry.isidentifier()
-    return (isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[0], str) and entry[0].isidentifier()
-            and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in entry[1:]))
+    return (
+        isinstance(entry, tuple)
+        and len(entry) == 3
+        and isinstance(entry[0], str)
+        and entry[0].isidentifier()
+        and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in entry[1:])
+    )
 
 
 def _dim(dims: dict, entry: Any, key: str) -> Any:
@@ -139,8 +164,10 @@ def _dim(dims: dict, entry: Any, key: str) -> Any:
     bounds = {k: v for k, v in (("min", low), ("max", high)) if v is not None}
     if name in dims:
         if bounds and dims[name][1] != bounds:
-            raise HirError(f"error: hir.from_torch: dynamic[{key!r}] gives dim {name!r} "
-                           f"the bounds {bounds}, another entry {dims[name][1] or 'none'}")
+            raise HirError(
+                f"error: hir.from_torch: dynamic[{key!r}] gives dim {name!r} "
+                f"the bounds {bounds}, another entry {dims[name][1] or 'none'}"
+            )
         return dims[name][0]
     try:
         dims[name] = (torch.export.Dim(name, **bounds), bounds)
@@ -206,8 +233,10 @@ class Sizes:
         else:  # a layout a contraction form derived from value's (a leading mesh axis): in order
             exprs = [e for e in shape if not isinstance(e, int)]
         if len(exprs) != len(dynamic) or any(isinstance(e, int) for e in exprs):
-            raise HirError(f"{where}: error: the extents of the dynamic dims of "
-                           f"{memref_type} are not known; mark fewer dims dynamic")
+            raise HirError(
+                f"{where}: error: the extents of the dynamic dims of "
+                f"{memref_type} are not known; mark fewer dims dynamic"
+            )
         return [self.emit(e, where) for e in exprs]
 
     def emit(self, expr: Expr, where: str) -> ir.Value:
@@ -224,14 +253,18 @@ class Sizes:
             return index_const(int(expr))
         if expr.is_Symbol:
             if expr not in self.bound:
-                raise HirError(f"{where}: error: dynamic size {expr} is no input's dim: hir cannot compute it before the run")
+                raise HirError(
+                    f"{where}: error: dynamic size {expr} is no input's dim: hir cannot compute it before the run"
+                )
             buffer, axis = self.bound[expr]
             return dim(buffer, index_const(axis))
         ops = {sympy.Add: arith.AddIOp, sympy.Mul: arith.MulIOp, FloorDiv: arith.FloorDivSIOp, Mod: arith.RemSIOp}
         op = next((o for cls, o in ops.items() if isinstance(expr, cls)), None)
         if op is None:
-            raise HirError(f"{where}: error: dynamic size {expr} ({type(expr).__name__}) "
-                           "has no index arithmetic in hir (supported: +, *, //, %)")
+            raise HirError(
+                f"{where}: error: dynamic size {expr} ({type(expr).__name__}) "
+                "has no index arithmetic in hir (supported: +, *, //, %)"
+            )
         args = [self.emit(a, where) for a in expr.args]
         out = args[0]
         for a in args[1:]:

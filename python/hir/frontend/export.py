@@ -54,7 +54,9 @@ class Exported:
     output_tree: list  # the module's result, its tensors by index (hir.frontend.output_tree)
 
 
-def module_state(module: torch.nn.Module) -> tuple[list[str], dict[str, str], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+def module_state(
+    module: torch.nn.Module,
+) -> tuple[list[str], dict[str, str], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """(entry names, aliases, values, non-persistent buffers) of ``module``'s state: the
     ``state_dict`` order, then the non-persistent buffers; a tensor reached by several names
     is one entry (its first name)."""
@@ -78,7 +80,9 @@ class _Functional(torch.nn.Module):
     """``module`` with its state passed as leading arguments (so the export lifts it to graph
     inputs instead of freezing it) and its result flattened to a tuple of tensors."""
 
-    def __init__(self, module: torch.nn.Module, names: list[str], kwargs: dict, outputs: dict, keywords: Sequence[str] = ()) -> None:
+    def __init__(
+        self, module: torch.nn.Module, names: list[str], kwargs: dict, outputs: dict, keywords: Sequence[str] = ()
+    ) -> None:
         super().__init__()
         # not a submodule: the export would lift the module's own tensors as well
         object.__setattr__(self, "inner", module)
@@ -91,7 +95,7 @@ class _Functional(torch.nn.Module):
 
     def forward(self, *args):
         state = dict(zip(self.names, args[: len(self.names)]))
-        inputs = args[len(self.names):]
+        inputs = args[len(self.names) :]
         split = len(inputs) - len(self.keywords)
         keywords = {**self.kwargs, **dict(zip(self.keywords, inputs[split:]))}
         result = torch.func.functional_call(self.inner, state, tuple(inputs[:split]), keywords)
@@ -100,8 +104,17 @@ class _Functional(torch.nn.Module):
         return tuple(tensors)
 
 
-def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: dict | None = None, dynamic_shapes: Sequence[Any] | None = None, keywords: Sequence[str] = (),
-           group_heads: bool = False, fuse: bool = False, keep_composites: bool = True, state_shapes: dict | None = None) -> Exported:
+def export(
+    module: torch.nn.Module,
+    example_args: Sequence[Any],
+    kwargs: dict | None = None,
+    dynamic_shapes: Sequence[Any] | None = None,
+    keywords: Sequence[str] = (),
+    group_heads: bool = False,
+    fuse: bool = False,
+    keep_composites: bool = True,
+    state_shapes: dict | None = None,
+) -> Exported:
     """The functionalized export of ``module(*example_args, **kwargs)`` (see the module
     docstring); the last ``len(keywords)`` example arguments are keyword inputs (graph
     inputs too), ``kwargs`` constant keyword arguments; ``dynamic_shapes``: one torch.export
@@ -117,18 +130,25 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: dict | 
     # dynamic that dynamo marked on a tensor (a torch.compile of the same inputs, or
     # maybe_mark_dynamic), and hir would meet a symbolic size it never asked for.
     state_shapes = {aliases.get(n, n): dims for n, dims in (state_shapes or {}).items()}
-    spec = (tuple(state_shapes.get(n) for n in names) + (tuple(dynamic_shapes) if dynamic_shapes is not None else (None,) * len(example_args)),)
+    spec = (
+        tuple(state_shapes.get(n) for n in names)
+        + (tuple(dynamic_shapes) if dynamic_shapes is not None else (None,) * len(example_args)),
+    )
     what = type(module).__name__
     # torch.export logs (at ERROR: fake_tensor) the traceback of a failed trace to stderr; the error says it.
     logging.disable(logging.CRITICAL)
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            program = functional_export(wrapper, tuple(values[n] for n in names) + tuple(example_args), spec, keep_composites)
+            program = functional_export(
+                wrapper, tuple(values[n] for n in names) + tuple(example_args), spec, keep_composites
+            )
             _views_as_reshapes(program.graph)
     except HirError:
         raise
     except Exception as err:  # torch.export raises many kinds (UserError, Unsupported, ...)
-        raise HirError(f"error: torch.export cannot trace {what}: {type(err).__name__}: {_first_line(err)}{_hint(err)}") from None
+        raise HirError(
+            f"error: torch.export cannot trace {what}: {type(err).__name__}: {_first_line(err)}{_hint(err)}"
+        ) from None
     finally:
         logging.disable(logging.NOTSET)
     forward_copies(program.graph)
@@ -141,7 +161,9 @@ def export(module: torch.nn.Module, example_args: Sequence[Any], kwargs: dict | 
     return Exported(program, arguments, aliases, {**constants, **transient}, outputs["names"], mutated, outputs["tree"])
 
 
-def functional_export(module: torch.nn.Module, args: tuple, dynamic_shapes: Any, keep_composites: bool = True) -> torch.export.ExportedProgram:
+def functional_export(
+    module: torch.nn.Module, args: tuple, dynamic_shapes: Any, keep_composites: bool = True
+) -> torch.export.ExportedProgram:
     """``torch.export.export(module, args, dynamic_shapes=..., strict=False)
     .run_decompositions({})`` in one trace: ``torch.export``'s ATen-level export (below
     autograd, functionalized) with every CompositeImplicitAutograd op kept whole, as
@@ -245,19 +267,23 @@ def _hint(err: Exception) -> str:
     reasons = [line.strip().lstrip("- ") for line in lines if line.strip().startswith("- ")]
     fixes = []
     if "Suggested fixes:" in lines:
-        for line in lines[lines.index("Suggested fixes:") + 1:]:
+        for line in lines[lines.index("Suggested fixes:") + 1 :]:
             m = _SUGGESTED_DIM.match(line)
             if not line.strip() or m is None:
                 break
             low, high = (None if v is None else int(v) for v in (m[3], m[4]))
             fixes.append(f"{line.strip()} (with dynamic=: {{dim: ({m[2]!r}, {low}, {high})}})")
     if not fixes:
-        return (" (a dimension marked dynamic is fixed by the module's code: mark "
-                "fewer dims dynamic, or give an example whose size is not 0 or 1)") + "".join(f"; {r}" for r in reasons)
+        return (
+            " (a dimension marked dynamic is fixed by the module's code: mark "
+            "fewer dims dynamic, or give an example whose size is not 0 or 1)"
+        ) + "".join(f"; {r}" for r in reasons)
     return "".join(f"; {r}" for r in reasons) + "; torch suggests: " + "; ".join(fixes)
 
 
-def _signature(program: torch.export.ExportedProgram, names: list[str]) -> tuple[list[str], dict[str, torch.Tensor], list[int]]:
+def _signature(
+    program: torch.export.ExportedProgram, names: list[str]
+) -> tuple[list[str], dict[str, torch.Tensor], list[int]]:
     """(argument names, lifted constants' values, mutated argument per leading output) of
     ``program``, whose graph inputs are the constants it lifted (tensors the module makes in
     ``forward``) then the wrapper's arguments: each constant becomes a state entry too."""
@@ -273,8 +299,10 @@ def _signature(program: torch.export.ExportedProgram, names: list[str]) -> tuple
             arguments.append(f"<constant {spec.target}>")
             constants[arguments[-1]] = program.constants[spec.target]
         elif spec.kind != InputKind.USER_INPUT:
-            raise HirError(f"error: the export lifted a {spec.kind.name} input hir does "
-                           "not pass in; keep the state as module parameters and buffers")
+            raise HirError(
+                f"error: the export lifted a {spec.kind.name} input hir does "
+                "not pass in; keep the state as module parameters and buffers"
+            )
     user = [s.arg.name for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
     mutated = []
     for spec in sig.output_specs:

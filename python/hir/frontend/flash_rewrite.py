@@ -50,14 +50,20 @@ def flash_attention_ops(graph: torch.fx.Graph) -> int:
         backwards = {b for u in items for b in u.users if b.target is _BACKWARD}
         if not all(_feeds_only(u, backwards) for u in items):
             continue
-        if any(_argument(b, 10, "dropout_p", 0.0) != 0.0 or _argument(b, 11, "is_causal", False) != causal or b.kwargs.get("scale") != scale
-               for b in backwards):
+        if any(
+            _argument(b, 10, "dropout_p", 0.0) != 0.0
+            or _argument(b, 11, "is_causal", False) != causal
+            or b.kwargs.get("scale") != scale
+            for b in backwards
+        ):
             continue
         with graph.inserting_before(node):
             fused = _call(graph, torch.ops.hir.flash_attention.default, (query, key, value, causal), scale)
         for backward in backwards:
             with graph.inserting_before(backward):
-                grads = _call(graph, torch.ops.hir.flash_attention_backward.default, (*backward.args[:6], causal), scale)
+                grads = _call(
+                    graph, torch.ops.hir.flash_attention_backward.default, (*backward.args[:6], causal), scale
+                )
             for user in list(backward.users):
                 user.args = (grads, user.args[1])
             graph.erase_node(backward)

@@ -56,18 +56,32 @@ def check_mesh(mesh: Any, placements: Any) -> list:
 
     plan = next((k for k, v in placements.items() if is_plan_entry(v)), None) if isinstance(placements, dict) else None
     if plan is not None:
-        raise HirError("error: hir.train_step: data_parallel with placements takes "
-                       f"Shard/Replicate placements; the HF plan entry '{plan}' "
-                       "fixes layouts on a 1-D mesh")
+        raise HirError(
+            "error: hir.train_step: data_parallel with placements takes "
+            f"Shard/Replicate placements; the HF plan entry '{plan}' "
+            "fixes layouts on a 1-D mesh"
+        )
 
     layout = mesh.mesh.tolist() if hasattr(mesh, "mesh") else mesh
     world = dist.get_world_size() if dist.is_initialized() else None
-    shape = torch.as_tensor(layout).shape if isinstance(layout, (list, tuple)) and all(isinstance(r, (list, tuple)) for r in layout) else None
+    shape = (
+        torch.as_tensor(layout).shape
+        if isinstance(layout, (list, tuple)) and all(isinstance(r, (list, tuple)) for r in layout)
+        else None
+    )
     flat = [int(d) for row in layout for d in row] if shape is not None and len(shape) == 2 else None
-    if flat is None or shape is None or min(shape) < 2 or flat != list(range(len(flat))) or (world is not None and len(flat) != world):
-        raise HirError("error: hir.train_step: data_parallel with placements takes a "
-                       "2-D mesh of every rank in order, rows the data-parallel axis "
-                       f"and columns the tensor-parallel one, each of 2 or more devices (e.g. [[0, 1], [2, 3]]), got {mesh!r}")
+    if (
+        flat is None
+        or shape is None
+        or min(shape) < 2
+        or flat != list(range(len(flat)))
+        or (world is not None and len(flat) != world)
+    ):
+        raise HirError(
+            "error: hir.train_step: data_parallel with placements takes a "
+            "2-D mesh of every rank in order, rows the data-parallel axis "
+            f"and columns the tensor-parallel one, each of 2 or more devices (e.g. [[0, 1], [2, 3]]), got {mesh!r}"
+        )
     return [list(row) for row in layout]
 
 
@@ -79,19 +93,32 @@ def layouts(mode: str, names: Sequence[str], state: dict, tp: dict, rows: int) -
     for name in names:
         placement = tp.get(f"model.{name}", Replicate())
         if isinstance(placement, (tuple, list, str)) or not (placement.is_replicate() or placement.is_shard()):
-            raise HirError("error: hir.train_step: data_parallel with placements: the "
-                           f"placement of '{name}' must be one Shard(d) / Replicate() "
-                           f"(the tensor-parallel axis's; the data-parallel axis is hir's), got {placement!r}")
+            raise HirError(
+                "error: hir.train_step: data_parallel with placements: the "
+                f"placement of '{name}' must be one Shard(d) / Replicate() "
+                f"(the tensor-parallel axis's; the data-parallel axis is hir's), got {placement!r}"
+            )
         shape = state[f"model.{name}"].shape
         taken = placement.dim % len(shape) if placement.is_shard() else None
-        free = next((d for d, n in enumerate(shape) if d != taken and n % rows == 0), None) if mode == "fully_shard" else None
+        free = (
+            next((d for d, n in enumerate(shape) if d != taken and n % rows == 0), None)
+            if mode == "fully_shard"
+            else None
+        )
         held = (Replicate() if free is None else Shard(free), placement)
         whole = f"Replicate(), {_text(placement)}"
         out[name] = Layout(held, whole, f"{_text(held[0])}, {_text(placement)}")
     return out
 
 
-def placements(step_placements: dict, found: dict[str, Layout], names: Sequence[str], state: dict, batch: Sequence[torch.Tensor], rows: int) -> dict:
+def placements(
+    step_placements: dict,
+    found: dict[str, Layout],
+    names: Sequence[str],
+    state: dict,
+    batch: Sequence[torch.Tensor],
+    rows: int,
+) -> dict:
     """The step's placements on the 2-D mesh from its tensor-parallel ones
     (:func:`hir.frontend.sharded_training.step_placements`): each parameter and its
     optimizer state of its shape held as its :class:`Layout` says, every batch tensor split
@@ -99,12 +126,16 @@ def placements(step_placements: dict, found: dict[str, Layout], names: Sequence[
     out: dict = {k: (Replicate(), v) for k, v in step_placements.items()}
     for i, x in enumerate(batch):
         if x.dim() == 0 or x.shape[0] % rows:
-            raise HirError(f"error: data_parallel: batch tensor {i} (shape {list(x.shape)}) must "
-                           f"have a dim 0 that the {rows} data-parallel rows of the mesh divide")
+            raise HirError(
+                f"error: data_parallel: batch tensor {i} (shape {list(x.shape)}) must "
+                f"have a dim 0 that the {rows} data-parallel rows of the mesh divide"
+            )
         given = step_placements.get(f"input{i}", Replicate())
         if given.is_shard() and given.dim % x.dim() == 0:
-            raise HirError(f"error: data_parallel with placements: input{i} is split on dim 0 along the "
-                           f"data-parallel axis; its tensor-parallel placement must be another, got {given}")
+            raise HirError(
+                f"error: data_parallel with placements: input{i} is split on dim 0 along the "
+                f"data-parallel axis; its tensor-parallel placement must be another, got {given}"
+            )
         out[f"input{i}"] = (Shard(0), given)
     for i, name in enumerate(names):
         layout = found[name]

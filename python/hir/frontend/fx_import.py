@@ -22,9 +22,18 @@ from hir.frontend.export import Exported, export
 from hir.frontend.layers import mark_locations
 
 
-def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], context: ir.Context, dynamic_shapes: tuple | None = None,
-                         keywords: Sequence[str] = (), constants: dict | None = None, group_heads: bool = False,
-                         fuse: bool = False, keep_composites: bool = True, state_shapes: dict | None = None) -> tuple[ir.Module, Exported, dict]:
+def export_to_torch_mlir(
+    module: torch.nn.Module,
+    example_args: Sequence[Any],
+    context: ir.Context,
+    dynamic_shapes: tuple | None = None,
+    keywords: Sequence[str] = (),
+    constants: dict | None = None,
+    group_heads: bool = False,
+    fuse: bool = False,
+    keep_composites: bool = True,
+    state_shapes: dict | None = None,
+) -> tuple[ir.Module, Exported, dict]:
     """The ``torch``-dialect module of ``module`` (state first, then inputs: the last
     ``len(keywords)`` are keyword inputs; ``constants``: constant keyword arguments), its
     export and the symbolic shape of each tensor value
@@ -34,8 +43,17 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
     :func:`hir.frontend.export.functional_export`; ``state_shapes``: the dynamic dims of
     state entries (:func:`hir.frontend.dynamic.export_spec`)."""
     with progress.task(f"exporting {type(module).__name__} (torch.export)"):
-        exported = export(module, example_args, constants, dynamic_shapes=dynamic_shapes, keywords=keywords, group_heads=group_heads, fuse=fuse,
-                          keep_composites=keep_composites, state_shapes=state_shapes)
+        exported = export(
+            module,
+            example_args,
+            constants,
+            dynamic_shapes=dynamic_shapes,
+            keywords=keywords,
+            group_heads=group_heads,
+            fuse=fuse,
+            keep_composites=keep_composites,
+            state_shapes=state_shapes,
+        )
     node_importers: list[GraphNodeImporter] = []
 
     class RecordedNodeImporter(GraphNodeImporter):
@@ -50,6 +68,8 @@ def export_to_torch_mlir(module: torch.nn.Module, example_args: Sequence[Any], c
         with progress.task("importing the graph into MLIR (torch-mlir's FX importer)"):
             importer.import_stateless_graph(exported.program.graph, func_name="main")
     except (AssertionError, NotImplementedError, KeyError, ValueError) as err:
-        raise HirError(f"error: torch-mlir's FX importer cannot import {type(module).__name__}: {type(err).__name__}: {err}") from None
+        raise HirError(
+            f"error: torch-mlir's FX importer cannot import {type(module).__name__}: {type(err).__name__}: {err}"
+        ) from None
     shapes = symbolic_shapes(node_importers[0]) if dynamic_shapes is not None or state_shapes else {}
     return importer.module, exported, shapes

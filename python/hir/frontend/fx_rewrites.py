@@ -57,7 +57,11 @@ def group_query_heads(graph: torch.fx.Graph) -> int:
 
 def _repeated(node: Any) -> tuple[Any, int] | None:
     """(the KV tensor, its repeat count ``G``) when ``node`` is ``repeat_kv`` of it."""
-    if node.op != "call_function" or node.target not in (aten.reshape.default, aten._unsafe_view.default, aten.view.default):
+    if node.op != "call_function" or node.target not in (
+        aten.reshape.default,
+        aten._unsafe_view.default,
+        aten.view.default,
+    ):
         return None
     inner = node.args[0]
     if inner.op == "call_function" and inner.target is aten.clone.default:
@@ -94,14 +98,23 @@ def _rewrite(graph: torch.fx.Graph, sdpa: Any, masks: dict) -> bool:
         return False
     groups = k[1]
     q_shape, kv_shape = _shape(query), _shape(k[0])
-    if q_shape is None or len(q_shape) != 4 or not all(_static(s) for s in (q_shape[0], q_shape[1], q_shape[3], kv_shape[1])):
+    if (
+        q_shape is None
+        or len(q_shape) != 4
+        or not all(_static(s) for s in (q_shape[0], q_shape[1], q_shape[3], kv_shape[1]))
+    ):
         return False
     batch, heads, _, dim = q_shape
     kv_heads = kv_shape[1]
     if heads != kv_heads * groups:
         return False
     mask_shape = _shape(mask) if mask is not None else None
-    if mask is not None and (mask_shape is None or len(mask_shape) != 4 or mask_shape[1] not in (1, heads) or not all(_static(s) for s in (mask_shape[0], mask_shape[3]))):
+    if mask is not None and (
+        mask_shape is None
+        or len(mask_shape) != 4
+        or mask_shape[1] not in (1, heads)
+        or not all(_static(s) for s in (mask_shape[0], mask_shape[3]))
+    ):
         return False
     with graph.inserting_before(sdpa):
         rows = _call(graph, aten.reshape.default, query, [batch, kv_heads, -1, dim])
@@ -112,7 +125,9 @@ def _rewrite(graph: torch.fx.Graph, sdpa: Any, masks: dict) -> bool:
             mask = masks[key]  # an earlier layer's stacked rows (made before it, in graph order)
         elif mask is not None:
             if mask_shape[1] == 1:
-                stacked = _call(graph, aten.expand.default, _call(graph, aten.unsqueeze.default, mask, 2), [-1, -1, groups, -1, -1])
+                stacked = _call(
+                    graph, aten.expand.default, _call(graph, aten.unsqueeze.default, mask, 2), [-1, -1, groups, -1, -1]
+                )
                 mask = made = _call(graph, aten.reshape.default, stacked, [mask_shape[0], 1, -1, mask_shape[3]])
             else:
                 mask = made = _call(graph, aten.reshape.default, mask, [mask_shape[0], kv_heads, -1, mask_shape[3]])
@@ -141,7 +156,11 @@ def forward_copies(graph: torch.fx.Graph) -> int:
     Returns the number replaced."""
     count = 0
     for node in list(graph.nodes):
-        if node.op != "call_function" or node.target is not aten.copy.default or any(u.op == "output" for u in node.users):
+        if (
+            node.op != "call_function"
+            or node.target is not aten.copy.default
+            or any(u.op == "output" for u in node.users)
+        ):
             continue
         dst, src = (n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in node.args[:2])
         if not isinstance(dst, torch.Tensor) or not isinstance(src, torch.Tensor):
@@ -162,7 +181,11 @@ def drop_metadata_checks(graph: torch.fx.Graph) -> int:
     and device and layout are the interpreter's to choose (a program exported on the CPU
     runs on a GPU). Run, each is a host call per step that HF eager does not make. Returns
     the number erased."""
-    checks = [n for n in graph.nodes if n.op == "call_function" and n.target is aten._assert_tensor_metadata.default and not n.users]
+    checks = [
+        n
+        for n in graph.nodes
+        if n.op == "call_function" and n.target is aten._assert_tensor_metadata.default and not n.users
+    ]
     for node in checks:
         graph.erase_node(node)
     return len(checks)
@@ -179,7 +202,9 @@ def _call(graph: torch.fx.Graph, target: Any, *args: Any, meta: Any = None, **kw
     return node
 
 
-def _attention_value(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *rest: Any, **kwargs: Any) -> torch.Tensor:
+def _attention_value(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *rest: Any, **kwargs: Any
+) -> torch.Tensor:
     """SDPA's result shape, ``[..., query rows, value dim]``, without running SDPA on the
     fake tensors: on CUDA its backend choice checks alignments of the sizes (``rows % 8``),
     which would specialise a dynamic token count to the example's (the program then
@@ -259,9 +284,13 @@ def _linear_value(x: torch.Tensor, weight: torch.Tensor, *bias: torch.Tensor) ->
 def _projection(node: Any, parameters: set) -> bool:
     weight = node.args[1]
     bias = node.args[2] if len(node.args) > 2 else None
-    return (weight.op == "placeholder" and weight.name in parameters and not node.kwargs
-            and (bias is None or (bias.op == "placeholder" and bias.name in parameters))
-            and len(_shape(weight) or ()) == 2)
+    return (
+        weight.op == "placeholder"
+        and weight.name in parameters
+        and not node.kwargs
+        and (bias is None or (bias.op == "placeholder" and bias.name in parameters))
+        and len(_shape(weight) or ()) == 2
+    )
 
 
 def _position(graph: torch.fx.Graph) -> Any:

@@ -56,8 +56,24 @@ from hir.core import HirError
 from hir.frontend.generate_processors import UNSUPPORTED, logits_processors, refuse_unsupported
 from hir.frontend.generators import Generator, generator
 
-_ARGUMENTS = ("max_new_tokens", "max_length", "min_new_tokens", "min_length", "do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
-              "no_repeat_ngram_size", "eos_token_id", "pad_token_id", "return_dict_in_generate", "output_scores", "output_logits")
+_ARGUMENTS = (
+    "max_new_tokens",
+    "max_length",
+    "min_new_tokens",
+    "min_length",
+    "do_sample",
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "repetition_penalty",
+    "no_repeat_ngram_size",
+    "eos_token_id",
+    "pad_token_id",
+    "return_dict_in_generate",
+    "output_scores",
+    "output_logits",
+)
 
 
 @dataclass
@@ -111,23 +127,54 @@ def generate(
     (default: the model's), ``max_cache_len``, ``compile_options`` (``CompiledProgram``'s:
     ``graph``, ``compile_kernels``, ``autotune``...). Returns the ``[batch, prompt + new]``
     token ids (a :class:`GenerateOutput` with ``return_dict_in_generate=True``)."""
-    kwargs.update({k: v for k, v in (("return_dict_in_generate", return_dict_in_generate), ("output_scores", output_scores), ("output_logits", output_logits)) if v is not None})
-    default_length = kwargs.get("max_length") is None and getattr(generation_config, "max_length", None) is None and getattr(getattr(model, "generation_config", None), "max_length", None) is None
+    kwargs.update(
+        {
+            k: v
+            for k, v in (
+                ("return_dict_in_generate", return_dict_in_generate),
+                ("output_scores", output_scores),
+                ("output_logits", output_logits),
+            )
+            if v is not None
+        }
+    )
+    default_length = (
+        kwargs.get("max_length") is None
+        and getattr(generation_config, "max_length", None) is None
+        and getattr(getattr(model, "generation_config", None), "max_length", None) is None
+    )
     config = _config(model, generation_config, kwargs)
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
-        raise HirError(f"error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got {_describe(input_ids)}")
+        raise HirError(
+            f"error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got {_describe(input_ids)}"
+        )
     mask = _padding(_attention_mask(model, config, attention_mask, input_ids))
     batch, prompt = input_ids.shape
     new = _new_tokens(model, config, prompt, default_length)
     if new < 1:
-        raise HirError(f"error: hir.generate: nothing to generate: max_new_tokens={config.max_new_tokens}, max_length={config.max_length}, prompt of {prompt} tokens")
+        raise HirError(
+            f"error: hir.generate: nothing to generate: max_new_tokens={config.max_new_tokens}, max_length={config.max_length}, prompt of {prompt} tokens"
+        )
     limit = _position_limit(model)
     if limit is not None and prompt + new > limit:
-        raise HirError(f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's n_positions / max_position_embeddings); "
-                       f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens")
+        raise HirError(
+            f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's n_positions / max_position_embeddings); "
+            f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens"
+        )
     gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options, padded=mask is not None)
-    keep = tuple(name for name, wanted in (("scores", config.output_scores), ("logits", config.output_logits)) if wanted)
-    return _decode(gen, input_ids.to(gen.device), None if mask is None else mask.to(gen.device), new, config, streamer, config.return_dict_in_generate, keep)
+    keep = tuple(
+        name for name, wanted in (("scores", config.output_scores), ("logits", config.output_logits)) if wanted
+    )
+    return _decode(
+        gen,
+        input_ids.to(gen.device),
+        None if mask is None else mask.to(gen.device),
+        new,
+        config,
+        streamer,
+        config.return_dict_in_generate,
+        keep,
+    )
 
 
 def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any:
@@ -138,11 +185,15 @@ def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any
     hir.generate does not run."""
     unknown = [k for k in kwargs if k not in _ARGUMENTS and k not in UNSUPPORTED and k != "use_cache"]
     if unknown:
-        raise HirError(f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, generation_config, attention_mask, "
-                       "streamer, device, max_cache_len, compile_options)")
+        raise HirError(
+            f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, generation_config, attention_mask, "
+            "streamer, device, max_cache_len, compile_options)"
+        )
     prepare = getattr(model, "_prepare_generation_config", None)
     if getattr(model, "generation_config", None) is None or prepare is None:
-        raise HirError(f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face causal LMs)")
+        raise HirError(
+            f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face causal LMs)"
+        )
     try:
         config, _ = prepare(generation_config, **kwargs)
     except ValueError as err:  # a model config carrying generation fields (HF refuses it too)
@@ -175,11 +226,16 @@ def _position_limit(model: torch.nn.Module) -> int | None:
     limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
     if not isinstance(limit, int):
         return None
-    tables = any(isinstance(m, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in _POSITION_TABLES for name, m in model.named_modules())
+    tables = any(
+        isinstance(m, torch.nn.Embedding) and name.rsplit(".", 1)[-1] in _POSITION_TABLES
+        for name, m in model.named_modules()
+    )
     return limit if tables else None
 
 
-def _attention_mask(model: torch.nn.Module, config: Any, attention_mask: torch.Tensor | None, input_ids: torch.Tensor) -> torch.Tensor:
+def _attention_mask(
+    model: torch.nn.Module, config: Any, attention_mask: torch.Tensor | None, input_ids: torch.Tensor
+) -> torch.Tensor:
     """The prompt's attention mask as HF's ``generate`` makes it, with HF's warnings (its
     own ``_prepare_special_tokens`` and ``_prepare_attention_mask_for_generation``, and its
     right-padding check): the given one, else zeros where the ids are ``pad_token_id``
@@ -188,15 +244,19 @@ def _attention_mask(model: torch.nn.Module, config: Any, attention_mask: torch.T
 
     given = attention_mask is not None
     if given and (not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape):
-        raise HirError(f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got {_describe(attention_mask)}"
-                       f"{f' of shape {list(attention_mask.shape)}' if isinstance(attention_mask, torch.Tensor) else ''}")
+        raise HirError(
+            f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got {_describe(attention_mask)}"
+            f"{f' of shape {list(attention_mask.shape)}' if isinstance(attention_mask, torch.Tensor) else ''}"
+        )
     model._prepare_special_tokens(config, given, device=input_ids.device, batch_size=input_ids.shape[0])
     pad = config._pad_token_tensor
     if pad is not None and input_ids.shape[0] > 1:
         right = bool((attention_mask[:, -1] == 0).any()) if given else bool((input_ids[:, -1] == pad).any())
         if right:
-            logger.warning("A decoder-only architecture is being used, but right-padding was detected! For correct "
-                           "generation results, please set `padding_side='left'` when initializing the tokenizer.")
+            logger.warning(
+                "A decoder-only architecture is being used, but right-padding was detected! For correct "
+                "generation results, please set `padding_side='left'` when initializing the tokenizer."
+            )
     if given:
         return attention_mask
     return model._prepare_attention_mask_for_generation(input_ids, config, {})
@@ -216,13 +276,24 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-def _decode(gen: Generator, input_ids: torch.Tensor, mask: torch.Tensor | None, new: int, config: Any, streamer: Any, as_dict: bool, keep: tuple) -> Any:
+def _decode(
+    gen: Generator,
+    input_ids: torch.Tensor,
+    mask: torch.Tensor | None,
+    new: int,
+    config: Any,
+    streamer: Any,
+    as_dict: bool,
+    keep: tuple,
+) -> Any:
     """The decoding loop (see the module docstring); ``mask``: the prompt's padding;
     ``keep``: what a :class:`GenerateOutput` holds besides the sequences (``"scores"``, ``"logits"``)."""
     batch, prompt = input_ids.shape
     dev = input_ids.device
     eos_ids = config.eos_token_id
-    eos = None if eos_ids is None else torch.tensor([eos_ids] if isinstance(eos_ids, int) else list(eos_ids), device=dev)
+    eos = (
+        None if eos_ids is None else torch.tensor([eos_ids] if isinstance(eos_ids, int) else list(eos_ids), device=dev)
+    )
     pad = config.pad_token_id if config.pad_token_id is not None else (int(eos[0]) if eos is not None else 0)
     processors = logits_processors(config, prompt, eos, mask)
     sequences = torch.empty(batch, prompt + new, dtype=torch.long, device=dev)
@@ -283,7 +354,11 @@ def _decode(gen: Generator, input_ids: torch.Tensor, mask: torch.Tensor | None, 
     out = sequences[:, :length]
     if not as_dict:
         return out
-    return GenerateOutput(out, cache=_dynamic_cache(gen, length - 1), **{name: tuple(values[: length - prompt]) for name, values in kept.items()})
+    return GenerateOutput(
+        out,
+        cache=_dynamic_cache(gen, length - 1),
+        **{name: tuple(values[: length - prompt]) for name, values in kept.items()},
+    )
 
 
 def _dynamic_cache(gen: Generator, positions: int) -> Any:

@@ -15,11 +15,30 @@ import torch
 from hir.core import HirError
 
 UNSUPPORTED = {
-    "num_beams": 1, "num_return_sequences": 1, "bad_words_ids": None, "suppress_tokens": None, "begin_suppress_tokens": None,
-    "forced_bos_token_id": None, "forced_eos_token_id": None, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
-    "top_h": None, "sequence_bias": None, "guidance_scale": None, "encoder_repetition_penalty": 1.0, "encoder_no_repeat_ngram_size": 0,
-    "exponential_decay_length_penalty": None, "renormalize_logits": False, "remove_invalid_values": False, "penalty_alpha": None,
-    "watermarking_config": None, "assistant_model": None, "prompt_lookup_num_tokens": None, "output_attentions": False, "output_hidden_states": False,
+    "num_beams": 1,
+    "num_return_sequences": 1,
+    "bad_words_ids": None,
+    "suppress_tokens": None,
+    "begin_suppress_tokens": None,
+    "forced_bos_token_id": None,
+    "forced_eos_token_id": None,
+    "typical_p": 1.0,
+    "epsilon_cutoff": 0.0,
+    "eta_cutoff": 0.0,
+    "top_h": None,
+    "sequence_bias": None,
+    "guidance_scale": None,
+    "encoder_repetition_penalty": 1.0,
+    "encoder_no_repeat_ngram_size": 0,
+    "exponential_decay_length_penalty": None,
+    "renormalize_logits": False,
+    "remove_invalid_values": False,
+    "penalty_alpha": None,
+    "watermarking_config": None,
+    "assistant_model": None,
+    "prompt_lookup_num_tokens": None,
+    "output_attentions": False,
+    "output_hidden_states": False,
 }
 
 
@@ -29,8 +48,10 @@ def refuse_unsupported(config: Any) -> None:
     for key, off in UNSUPPORTED.items():
         value = getattr(config, key, off)
         if value is not None and value != off:
-            raise HirError(f"error: hir.generate: {key}={value!r} is not supported (hir.generate runs greedy and sampled decoding with temperature, "
-                           f"top-k, top-p, min-p, repetition_penalty, no_repeat_ngram_size and minimum lengths; leave {key} at {off!r})")
+            raise HirError(
+                f"error: hir.generate: {key}={value!r} is not supported (hir.generate runs greedy and sampled decoding with temperature, "
+                f"top-k, top-p, min-p, repetition_penalty, no_repeat_ngram_size and minimum lengths; leave {key} at {off!r})"
+            )
 
 
 def logits_processors(config: Any, prompt: int, eos: torch.Tensor | None, attention_mask: torch.Tensor | None) -> Any:

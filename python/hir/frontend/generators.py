@@ -67,7 +67,9 @@ class ModelPrograms:
         if self._decode is None and self.per_bucket is None:
             example = self.example_step()
             try:
-                self._decode = cached_from_torch(example, self._inputs(example), dynamic=self._dims(example, "", prefill=False))
+                self._decode = cached_from_torch(
+                    example, self._inputs(example), dynamic=self._dims(example, "", prefill=False)
+                )
             except HirError as err:
                 self.per_bucket = err.message.splitlines()[0]
         if self._decode is not None:
@@ -92,7 +94,9 @@ class ModelPrograms:
         if shared:
             module = StaticCachePrefill(self.example_step())
         tokens: Any = ("tokens", 2, None if shared else module.step.key_cache_0.shape[2] - 1)  # (0/1 specialise)
-        dynamic = self._dims(module.step, "step.", prefill=True) if shared else {"input0": {1: tokens}, "input1": {0: tokens}}
+        dynamic = (
+            self._dims(module.step, "step.", prefill=True) if shared else {"input0": {1: tokens}, "input1": {0: tokens}}
+        )
         try:
             program = cached_from_torch(module, self._inputs(module.step)[:2], dynamic=dynamic)
         except HirError as err:
@@ -107,8 +111,12 @@ class ModelPrograms:
     def refuse_prefill(self, module: StaticCachePrefill, err: HirError, what: str = "module refused the model") -> None:
         """No causal prefill for this model from now on (its prompts run the decode program): warned, naming why."""
         self.prefill_refused = err.message.splitlines()[0][:400]
-        warnings.warn(f"hir.generate: {type(module.step.model).__name__}'s causal prefill {what}, so its prompts "
-                      f"prefill through the decode program (masked, over the whole cache): {self.prefill_refused}", RuntimeWarning, stacklevel=api_stacklevel())
+        warnings.warn(
+            f"hir.generate: {type(module.step.model).__name__}'s causal prefill {what}, so its prompts "
+            f"prefill through the decode program (masked, over the whole cache): {self.prefill_refused}",
+            RuntimeWarning,
+            stacklevel=api_stacklevel(),
+        )
 
     def _inputs(self, step: StaticCacheStep) -> tuple:
         """Example inputs of ``step``: ``EXAMPLE_TOKENS`` tokens per row, their positions (and,
@@ -124,7 +132,10 @@ class ModelPrograms:
         """``dynamic=`` of a shared import: batch, tokens and the cache's length (the cache
         buffers are ``prefix``-named state entries)."""
         cache = {0: "batch", 2: "cache"}
-        dims: dict = {"input0": {0: "batch", 1: ("tokens", 2, None) if prefill else "tokens"}, "input1": {0: ("tokens", 2, None) if prefill else "tokens"}}
+        dims: dict = {
+            "input0": {0: "batch", 1: ("tokens", 2, None) if prefill else "tokens"},
+            "input1": {0: ("tokens", 2, None) if prefill else "tokens"},
+        }
         if self.padded and not prefill:
             dims.update(input2={0: "batch", 1: "cache"}, input3={0: "batch", 1: "tokens"})
         for i in step.cached_layers:
@@ -135,8 +146,16 @@ class ModelPrograms:
 class Generator:
     """The compiled decoding program of ``model`` for one batch size and cache length."""
 
-    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, device: torch.device, options: dict, padded: bool = False,
-                 programs: ModelPrograms | None = None) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        batch_size: int,
+        max_cache_len: int,
+        device: torch.device,
+        options: dict,
+        padded: bool = False,
+        programs: ModelPrograms | None = None,
+    ) -> None:
         from hir.interpreter.kernels import warm_compile_workers
 
         warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
@@ -144,11 +163,15 @@ class Generator:
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
         self.program = self.programs.decode(self.step)
         try:  # the causal prefill takes no mask: a padded batch prefills through the decode program
-            self.prefill_module: StaticCachePrefill | None = None if padded or self.programs.prefill_refused else StaticCachePrefill(self.step)
+            self.prefill_module: StaticCachePrefill | None = (
+                None if padded or self.programs.prefill_refused else StaticCachePrefill(self.step)
+            )
         except PrefillRefused:
             self.prefill_module = None
         self.prefill_program: Any = None  # imported (or shared) at the first prefill it runs
-        self.prefill_lengths: set[int] = set()  # prompt lengths prefilled eagerly (the next prompt of one runs the program)
+        self.prefill_lengths: set[int] = (
+            set()
+        )  # prompt lengths prefilled eagerly (the next prompt of one runs the program)
         self.device = device
         self.options = {"static_outputs": True, **options}
         self.bind(model)
@@ -160,7 +183,11 @@ class Generator:
         state = self.program.state(self.step)
         self.fn = self.program.compile(state, device=str(self.device), **self.options)
         self.prefill_fn: Any = None
-        self.copied = any(self.fn.state[name].data_ptr() != tensor.data_ptr() for name, tensor in state.items() if name in self.fn.state)
+        self.copied = any(
+            self.fn.state[name].data_ptr() != tensor.data_ptr()
+            for name, tensor in state.items()
+            if name in self.fn.state
+        )
         self.fingerprint = _fingerprint(model, self.copied)
 
     def __call__(self, tokens: torch.Tensor, positions: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
@@ -189,7 +216,9 @@ class Generator:
         logits = self.prefill_fn(prompt, positions)
         return logits[:, -1, :].float()
 
-    def _eager_prefill(self, module: StaticCachePrefill, prompt: torch.Tensor, positions: torch.Tensor) -> torch.Tensor | None:
+    def _eager_prefill(
+        self, module: StaticCachePrefill, prompt: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor | None:
         """The prefill module run by PyTorch (HF's eager prefill), on the step's buffers: the
         decode program's state, so it fills the cache the decode steps read. None where the
         model's attention turns out not to run through the prefill's entry (the module
@@ -213,15 +242,25 @@ class Generator:
             if self.prefill_program is None:
                 self.prefill_module = None
                 return None
-        state = {**self.prefill_program.state(self.prefill_module), **{f"step.{name}": t for name, t in self.fn.state.items()}}
+        state = {
+            **self.prefill_program.state(self.prefill_module),
+            **{f"step.{name}": t for name, t in self.fn.state.items()},
+        }
         return self.prefill_program.compile(state, device=str(self.device), **self.options)
 
 
 _GENERATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
 
 
-def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: str | None = None, max_cache_len: int | None = None, options: dict | None = None,
-              padded: bool = False) -> Generator:
+def generator(
+    model: torch.nn.Module,
+    batch_size: int,
+    tokens: int,
+    device: str | None = None,
+    max_cache_len: int | None = None,
+    options: dict | None = None,
+    padded: bool = False,
+) -> Generator:
     """The cached :class:`Generator` of ``model`` for ``batch_size`` rows of ``tokens``
     positions (see the module docstring); ``padded``: its programs take a padding mask."""
     from hir.interpreter.backends.process_groups import default_device
@@ -232,13 +271,19 @@ def generator(model: torch.nn.Module, batch_size: int, tokens: int, device: str 
         raise HirError(f"error: hir.generate: {err}") from None
     length = max_cache_len or max(64, 1 << (tokens - 1).bit_length())
     if length < tokens:
-        raise HirError(f"error: hir.generate: max_cache_len={length} is shorter than the prompt and new tokens ({tokens})")
+        raise HirError(
+            f"error: hir.generate: max_cache_len={length} is shorter than the prompt and new tokens ({tokens})"
+        )
     options = dict(options or {})
     key = (batch_size, length, str(dev), tuple(sorted(options.items())), padded)
     cached = _GENERATORS.setdefault(model, {})
     found = cached.get(key)
     if found is None:
-        programs_key = ("programs", str(next(model.parameters()).device), padded)  # (the import follows the model's device, not the run's)
+        programs_key = (
+            "programs",
+            str(next(model.parameters()).device),
+            padded,
+        )  # (the import follows the model's device, not the run's)
         programs = cached.setdefault(programs_key, ModelPrograms(model, padded))
         found = cached[key] = Generator(model, batch_size, length, dev, options, padded, programs)
     elif found.fingerprint != _fingerprint(model, found.copied):

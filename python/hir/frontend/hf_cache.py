@@ -35,18 +35,24 @@ def refuse_undecodable(model: torch.nn.Module) -> None:
     config = getattr(model, "config", None)
     name = f"{type(model).__name__} ({getattr(config, 'model_type', '?')})"
     if config is not None and bool(getattr(config, "is_encoder_decoder", False)):
-        raise HirError(f"error: hir.generate: {name} is an encoder-decoder model; "
-                       "hir.generate decodes causal (decoder-only) language models only")
+        raise HirError(
+            f"error: hir.generate: {name} is an encoder-decoder model; "
+            "hir.generate decodes causal (decoder-only) language models only"
+        )
     from torch.distributed.tensor import DTensor  # torch.distributed loads only for sharded or multi-rank work
 
     sharded = next((key for key, tensor in model.state_dict().items() if isinstance(tensor, DTensor)), None)
     if sharded is not None:
-        raise HirError(f"error: hir.generate: {name} is tensor-parallel (its parameter "
-                       f"{sharded!r} is a DTensor, e.g. from from_pretrained(tp_plan=...)); "
-                       "hir.generate decodes models with whole (unsharded) parameters: load it without tp_plan")
+        raise HirError(
+            f"error: hir.generate: {name} is tensor-parallel (its parameter "
+            f"{sharded!r} is a DTensor, e.g. from from_pretrained(tp_plan=...)); "
+            "hir.generate decodes models with whole (unsharded) parameters: load it without tp_plan"
+        )
 
 
-def static_cache(model: torch.nn.Module, batch_size: int, max_cache_len: int, keyword: str, dtype: torch.dtype | None = None):
+def static_cache(
+    model: torch.nn.Module, batch_size: int, max_cache_len: int, keyword: str, dtype: torch.dtype | None = None
+):
     """A transformers ``StaticCache`` for ``model``: ``batch_size`` rows, ``max_cache_len``
     positions in every attention layer, sized by the model's own writes, empty (see the
     module docstring); ``keyword`` is the one ``model.forward`` takes its cache by, ``dtype``
@@ -60,12 +66,17 @@ def static_cache(model: torch.nn.Module, batch_size: int, max_cache_len: int, ke
 
     config = model.config.get_text_config()
     cache = StaticCache(max_cache_len=max_cache_len, config=config)
-    cache.layers = [StaticLayer(max_cache_len=max_cache_len) if type(layer) is StaticSlidingWindowLayer else layer for layer in cache.layers]
+    cache.layers = [
+        StaticLayer(max_cache_len=max_cache_len) if type(layer) is StaticSlidingWindowLayer else layer
+        for layer in cache.layers
+    ]
     odd = sorted({type(layer).__name__ for layer in cache.layers if not isinstance(layer, (StaticLayer, DummyLayer))})
     if odd:
-        raise HirError(f"error: hir.generate: {type(model).__name__} "
-                       f"({getattr(config, 'model_type', '?')}) has cache layers of kind {', '.join(odd)}; "
-                       "hir.generate's decode step holds attention keys and values only")
+        raise HirError(
+            f"error: hir.generate: {type(model).__name__} "
+            f"({getattr(config, 'model_type', '?')}) has cache layers of kind {', '.join(odd)}; "
+            "hir.generate's decode step holds attention keys and values only"
+        )
     device = next(model.parameters()).device
     ids = torch.zeros(batch_size, 1, dtype=torch.long, device=device)
     keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
@@ -75,9 +86,11 @@ def static_cache(model: torch.nn.Module, batch_size: int, max_cache_len: int, ke
         if isinstance(layer, DummyLayer):
             continue
         if not layer.is_initialized:
-            raise HirError(f"error: hir.generate: {type(model).__name__}'s attention "
-                           f"layer {i} wrote no keys to its cache in a forward; "
-                           "hir.generate's decode step needs every cache layer written by its own attention")
+            raise HirError(
+                f"error: hir.generate: {type(model).__name__}'s attention "
+                f"layer {i} wrote no keys to its cache in a forward; "
+                "hir.generate's decode step needs every cache layer written by its own attention"
+            )
         if dtype is not None:
             layer.keys, layer.values = layer.keys.to(dtype), layer.values.to(dtype)
         layer.keys.zero_()

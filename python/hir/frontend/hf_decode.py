@@ -56,7 +56,14 @@ class StaticCacheStep(torch.nn.Module):
     it returns (a copy, ``copy.deepcopy(step)``, holds only its own buffers; an export's
     fake tensors are never left behind)."""
 
-    def __init__(self, model: torch.nn.Module, batch_size: int, max_cache_len: int, dtype: torch.dtype | None = None, logits_to_keep: int = 0) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        batch_size: int,
+        max_cache_len: int,
+        dtype: torch.dtype | None = None,
+        logits_to_keep: int = 0,
+    ) -> None:
         super().__init__()
         require_transformers()
 
@@ -68,7 +75,9 @@ class StaticCacheStep(torch.nn.Module):
         # length (OPT) would read that length as a number, inside the traced step
         self.takes_positions = "position_ids" in inspect.signature(model.forward).parameters
         self.cache = static_cache(model, batch_size, max_cache_len, self.cache_keyword, dtype)
-        self.cached_layers = [i for i, layer in enumerate(self.cache.layers) if getattr(layer, "keys", None) is not None]  # (shared-KV layers hold none)
+        self.cached_layers = [
+            i for i, layer in enumerate(self.cache.layers) if getattr(layer, "keys", None) is not None
+        ]  # (shared-KV layers hold none)
         for i in self.cached_layers:
             layer = self.cache.layers[i]
             self.register_buffer(f"key_cache_{i}", layer.keys, persistent=False)
@@ -90,8 +99,13 @@ class StaticCacheStep(torch.nn.Module):
             return {}
         return {f"{kind}_cache_{i}": Shard(1) for i in self.cached_layers for kind in ("key", "value")}
 
-    def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        cache_position: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Logits of ``input_ids`` (``[batch, tokens]``) at positions ``cache_position``
         (``[tokens]``, the first one also where the cache's valid part ends); a padded batch
         also gives ``attention_mask`` (``[batch, max_cache_len]``, 0 at each row's padding) and
@@ -103,13 +117,22 @@ class StaticCacheStep(torch.nn.Module):
             layer.values = getattr(self, f"value_cache_{i}")
             layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
             layer.device = layer.keys.device
-            layer.max_cache_len = layer.keys.shape[2]  # the mask's length: symbolic in an import with a dynamic cache length
+            layer.max_cache_len = layer.keys.shape[
+                2
+            ]  # the mask's length: symbolic in an import with a dynamic cache length
             layer.cumulative_length.copy_(cache_position[0])
         keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
         if position_ids is None and self.takes_positions:
             position_ids = cache_position[None].expand(input_ids.shape[0], -1)
         positions = {} if position_ids is None else {"position_ids": position_ids}
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=True, **keep, **positions, **{self.cache_keyword: self.cache})
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            use_cache=True,
+            **keep,
+            **positions,
+            **{self.cache_keyword: self.cache},
+        )
         self._release()  # (no try/finally: torch.compile traces this forward too)
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
@@ -129,8 +152,10 @@ def cache_keyword(model: torch.nn.Module) -> str:
             return name
     import transformers  # transformers loads only for Hugging Face models (seconds to import)
 
-    raise HirError(f"error: StaticCacheStep: {type(model).__name__}.forward takes no 'cache' or 'past_key_values' "
-                   f"argument (transformers {transformers.__version__}), so it has no KV cache to decode with")
+    raise HirError(
+        f"error: StaticCacheStep: {type(model).__name__}.forward takes no 'cache' or 'past_key_values' "
+        f"argument (transformers {transformers.__version__}), so it has no KV cache to decode with"
+    )
 
 
 def require_transformers() -> None:
@@ -139,9 +164,11 @@ def require_transformers() -> None:
     from packaging.version import Version  # transformers loads only for Hugging Face models (seconds to import)
 
     if Version(transformers.__version__) < Version(MIN_TRANSFORMERS):
-        raise HirError(f"error: StaticCacheStep (hir.generate's decode step) needs transformers >= {MIN_TRANSFORMERS} "
-                       f"(StaticCache layers holding their length as a tensor); "
-                       f"transformers {transformers.__version__} is installed")
+        raise HirError(
+            f"error: StaticCacheStep (hir.generate's decode step) needs transformers >= {MIN_TRANSFORMERS} "
+            f"(StaticCache layers holding their length as a tensor); "
+            f"transformers {transformers.__version__} is installed"
+        )
 
 
 class PrefillRefused(HirError):
@@ -198,16 +225,30 @@ class StaticCachePrefill(torch.nn.Module):
             _PREFILL_CALLS.pop()
             config._attn_implementation = attention
         if calls != len(self.step.cached_layers):
-            raise PrefillRefused(f"error: StaticCachePrefill: {type(self.step.model).__name__}: {calls} of its {len(self.step.cached_layers)} "
-                                 f"attention layers ran through transformers' AttentionInterface; the others would attend without a mask")
+            raise PrefillRefused(
+                f"error: StaticCachePrefill: {type(self.step.model).__name__}: {calls} of its {len(self.step.cached_layers)} "
+                f"attention layers ran through transformers' AttentionInterface; the others would attend without a mask"
+            )
         return logits
 
 
 _PREFILL_CALLS: list = []  # per StaticCachePrefill call in progress: its attention calls so far
-_UNSUPPORTED_ATTENTION = ("sliding_window", "softcap", "s_aux", "position_bias")  # attention keywords the prefill cannot honour
+_UNSUPPORTED_ATTENTION = (
+    "sliding_window",
+    "softcap",
+    "s_aux",
+    "position_bias",
+)  # attention keywords the prefill cannot honour
 
 
-def prefill_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: torch.Tensor | None, **kwargs):
+def prefill_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    **kwargs,
+):
     """:class:`StaticCachePrefill`'s attention: SDPA over the query's own positions (the
     cache's first ``tokens``), causal, no mask."""
     from transformers.integrations.sdpa_attention import (
@@ -218,7 +259,9 @@ def prefill_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.T
     if kwargs.get("is_causal", getattr(module, "is_causal", True)) is False:
         used.append("is_causal=False")
     if used:
-        raise PrefillRefused(f"error: StaticCachePrefill: {type(module).__name__} passes {', '.join(used)} to its attention; the prefill runs plain causal attention only")
+        raise PrefillRefused(
+            f"error: StaticCachePrefill: {type(module).__name__} passes {', '.join(used)} to its attention; the prefill runs plain causal attention only"
+        )
     if _PREFILL_CALLS:
         _PREFILL_CALLS[-1] += 1
     tokens = query.shape[2]
@@ -242,24 +285,33 @@ def refuse_prefill(model: torch.nn.Module) -> None:
         f"its attention is {config._attn_implementation!r}, not 'sdpa'": config._attn_implementation != "sdpa",
         "its attention does not run through transformers' AttentionInterface": not dispatches_attention(model),
         f"it has sliding-window attention (sliding_window={getattr(config, 'sliding_window', None)})":  # (Qwen2-MoE: 0 when off)
-            bool(getattr(config, "sliding_window", None)) or bool(getattr(config, "use_sliding_window", False)),
-        f"not all its layers are full attention (layer_types {sorted(set(layer_types))})": any(t != "full_attention" for t in layer_types),
+        bool(getattr(config, "sliding_window", None)) or bool(getattr(config, "use_sliding_window", False)),
+        f"not all its layers are full attention (layer_types {sorted(set(layer_types))})": any(
+            t != "full_attention" for t in layer_types
+        ),
         "it has chunked attention (attention_chunk_size)": getattr(config, "attention_chunk_size", None) is not None,
-        "it softcaps its attention scores (attn_logit_softcapping)": getattr(config, "attn_logit_softcapping", None) is not None,
-        "it has ALiBi position biases": bool(getattr(config, "alibi", False)) or getattr(config, "position_embedding_type", None) == "alibi",
+        "it softcaps its attention scores (attn_logit_softcapping)": getattr(config, "attn_logit_softcapping", None)
+        is not None,
+        "it has ALiBi position biases": bool(getattr(config, "alibi", False))
+        or getattr(config, "position_embedding_type", None) == "alibi",
         "its attention is bidirectional": bool(getattr(config, "use_bidirectional_attention", False)),
         "it is an encoder-decoder model": bool(getattr(config, "is_encoder_decoder", False)),
-        "it is a composite (multimodal) model": config is not model.config or bool(getattr(config, "sub_configs", None)),
+        "it is a composite (multimodal) model": config is not model.config
+        or bool(getattr(config, "sub_configs", None)),
     }
     why = [reason for reason, applies in reasons.items() if applies]
     if why:
-        raise PrefillRefused(f"error: StaticCachePrefill: {type(model).__name__} ({getattr(config, 'model_type', '?')}): {'; '.join(why)}; "
-                             "the prefill runs plain causal full attention through SDPA only (use StaticCacheStep)")
+        raise PrefillRefused(
+            f"error: StaticCachePrefill: {type(model).__name__} ({getattr(config, 'model_type', '?')}): {'; '.join(why)}; "
+            "the prefill runs plain causal full attention through SDPA only (use StaticCacheStep)"
+        )
 
 
 def dispatches_attention(model: torch.nn.Module) -> bool:
     """Whether ``model``'s modeling code picks its attention from transformers'
     ``ALL_ATTENTION_FUNCTIONS`` (what the prefill's entry replaces); Falcon's, for one, runs
     its own SDPA or eager attention, whatever the config names."""
-    modeling = [cls.__module__ for cls in type(model).__mro__ if cls.__module__.startswith("transformers.models.")]  # (not PreTrainedModel's)
+    modeling = [
+        cls.__module__ for cls in type(model).__mro__ if cls.__module__.startswith("transformers.models.")
+    ]  # (not PreTrainedModel's)
     return any(hasattr(sys.modules.get(name), "ALL_ATTENTION_FUNCTIONS") for name in modeling)

@@ -147,7 +147,9 @@ def _matcher(module: torch.nn.Module, pattern: str) -> re.Pattern:
 def _style(pattern: str, style: str) -> Style:
     if style not in STYLES:
         known = ", ".join(f'"{s}"' for s in STYLES)
-        raise HirError(f"error: tensor-parallel plan entry '{pattern}': style \"{style}\" is not supported (hir honours {known})")
+        raise HirError(
+            f"error: tensor-parallel plan entry '{pattern}': style \"{style}\" is not supported (hir honours {known})"
+        )
     return STYLES[style]
 
 
@@ -167,13 +169,20 @@ def plan_placements(module: torch.nn.Module, plan: dict[str, str]) -> dict[str, 
             if regex.match(name) or regex.match(owner):  # the parameter itself, or its module
                 matched = True
                 if style.params is not None:
-                    placements[entry[id(param)]] = _param_placement(style.params, type(modules[owner]).__name__, param.dim(), name.endswith("bias"))
+                    placements[entry[id(param)]] = _param_placement(
+                        style.params, type(modules[owner]).__name__, param.dim(), name.endswith("bias")
+                    )
         if not matched and not any(regex.match(name) for name in modules):
             if (pattern, style_name) not in _own_plans(module):
-                raise HirError(f"error: tensor-parallel plan entry '{pattern}' matches "
-                               f"no module or parameter of {type(module).__name__}")
+                raise HirError(
+                    f"error: tensor-parallel plan entry '{pattern}' matches "
+                    f"no module or parameter of {type(module).__name__}"
+                )
             # the model's own plan names modules of every layer kind (Qwen3-MoE's dense MLPs): as HF, skip it
-            warnings.warn(f"tensor-parallel plan entry '{pattern}' matches no module or parameter of {type(module).__name__}", stacklevel=4)
+            warnings.warn(
+                f"tensor-parallel plan entry '{pattern}' matches no module or parameter of {type(module).__name__}",
+                stacklevel=4,
+            )
     for name, sub in modules.items():
         caches = getattr(sub, "cache_placements", None)
         if callable(caches):
@@ -234,9 +243,15 @@ def plan_layouts(module: torch.nn.Module, plan: dict[str, str]) -> Iterator[None
     try:
         for _, sub, entry, style in styled_modules(module, plan):
             if style.output is not None:
-                handles.append(sub.register_forward_hook(functools.partial(_mark_output, redistribute, style.output, entry)))
+                handles.append(
+                    sub.register_forward_hook(functools.partial(_mark_output, redistribute, style.output, entry))
+                )
             if style.input is not None:
-                handles.append(sub.register_forward_pre_hook(functools.partial(_mark_input, redistribute, style.input, entry), with_kwargs=True))
+                handles.append(
+                    sub.register_forward_pre_hook(
+                        functools.partial(_mark_input, redistribute, style.input, entry), with_kwargs=True
+                    )
+                )
         yield
     finally:
         for handle in handles:

@@ -75,8 +75,11 @@ def private_folder(path: Path) -> Path | None:
         why = refusal(path, status)
     if why is None:
         return path
-    warnings.warn(f"hir: not using the import cache: {why}; a cache folder must belong to you and be writable by no one "
-                  "else (chmod go-w, or set $HIR_CACHE_DIR to a folder of your own, or HIR_CACHE_DIR=off)", stacklevel=4)
+    warnings.warn(
+        f"hir: not using the import cache: {why}; a cache folder must belong to you and be writable by no one "
+        "else (chmod go-w, or set $HIR_CACHE_DIR to a folder of your own, or HIR_CACHE_DIR=off)",
+        stacklevel=4,
+    )
     return None
 
 

@@ -51,7 +51,6 @@ passing it at most once. Anything else (a resharded or sliced argument of a shar
 a new value that is also returned, computed by a compute op, or viewed) keeps the ``hir.set``.
 """
 
-
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func
 
@@ -178,5 +177,7 @@ def _merge(call: ir.Operation, fn: ir.Operation, read: int, dest: int) -> None:
             user.move_before(ret)
     operands = [v for i, v in enumerate(call.operands) if i != dest]
     with ir.InsertionPoint(call), call.location:
-        ir.Operation.create(_CALL, operands=operands, attributes={name: call.attributes[name] for name in call.attributes})
+        ir.Operation.create(
+            _CALL, operands=operands, attributes={name: call.attributes[name] for name in call.attributes}
+        )
     call.erase()

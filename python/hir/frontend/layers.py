@@ -65,6 +65,7 @@ def marking_layers(blocks: list, prefix: str = "") -> Iterator[None]:
             marks = fx_traceback.annotate({LAYER: name})
             marks.__enter__()
             entered.append(marks)
+
         return hook
 
     def leave(module: torch.nn.Module, args: Any, output: Any) -> None:
@@ -149,7 +150,9 @@ class _MarkingCache(ContextCache):
         marks = _marks(node)
         if not marks:
             return loc
-        entries: dict[str, ir.Attribute] = {k: ir.UnitAttr.get() if v is True else ir.StringAttr.get(str(v)) for k, v in marks.items()}
+        entries: dict[str, ir.Attribute] = {
+            k: ir.UnitAttr.get() if v is True else ir.StringAttr.get(str(v)) for k, v in marks.items()
+        }
         return ir.Location.fused([loc], ir.DictAttr.get(entries))
 
 
@@ -163,8 +166,11 @@ def marks_to_attributes(module: ir.Module) -> None:
     call is located at the segment's first op, which may be unmarked (the segment starts
     before the forward, or before a block): it takes the marks of the segment's ops (forward
     if any is, the first block named)."""
-    functions = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation for op in module.body.operations
-                 if op.operation.name == "func.func"}
+    functions = {
+        ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
+        for op in module.body.operations
+        if op.operation.name == "func.func"
+    }
     for op in functions["main"].regions[0].blocks[0].operations:
         marks = _location_marks(op.location)
         if op.operation.name == "func.call":

@@ -18,7 +18,11 @@ def mark_parameters(module: ir.Module, count: int, mutated: Sequence[int]) -> No
     main = next(op for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
     attrs = main.operation.attributes
     inputs = ir.FunctionType(ir.TypeAttr(attrs["function_type"]).value).inputs
-    old = [ir.DictAttr(a) for a in ir.ArrayAttr(attrs["arg_attrs"])] if "arg_attrs" in attrs else [ir.DictAttr.get({})] * len(inputs)
+    old = (
+        [ir.DictAttr(a) for a in ir.ArrayAttr(attrs["arg_attrs"])]
+        if "arg_attrs" in attrs
+        else [ir.DictAttr.get({})] * len(inputs)
+    )
     new = []
     for index, entries in enumerate(old):
         values = {entries[i].name: entries[i].attr for i in range(len(entries))}
@@ -35,8 +39,10 @@ def scalar_argument(torch_func: func.FuncOp) -> str | None:
     scalar = next((i for i, t in enumerate(args) if not t.startswith("!torch.vtensor")), None)
     if scalar is None:
         return None
-    return (f"argument #{scalar} of the exported function is {args[scalar]}: hir imports tensor "
-            "inputs only (pass the value as a tensor, or make it a constant of the module)")
+    return (
+        f"argument #{scalar} of the exported function is {args[scalar]}: hir imports tensor "
+        "inputs only (pass the value as a tensor, or make it a constant of the module)"
+    )
 
 
 def unsupported_reason(torch_func: func.FuncOp, err: ValueError, dynamic: bool) -> str:
@@ -44,6 +50,8 @@ def unsupported_reason(torch_func: func.FuncOp, err: ValueError, dynamic: bool) 
     boolean masks) have no buffer type (non-tensor inputs are refused before, by
     :func:`scalar_argument`)."""
     if not dynamic and any("?" in str(r.type) for op in torch_func.regions[0].blocks[0].operations for r in op.results):
-        return ("the module computes a tensor whose shape depends on data "
-                f"(e.g. torch.nonzero): hir needs static shapes ({err})")
+        return (
+            "the module computes a tensor whose shape depends on data "
+            f"(e.g. torch.nonzero): hir needs static shapes ({err})"
+        )
     return str(err)

@@ -1,7 +1,7 @@
 """Adam's update as one op of a training step's program (``hir.adam_update``), instead of the
 single-tensor arithmetic traced into it (:mod:`hir.frontend.optimizers`).
 
-How it enters the program: the step is exported without its update (:class:`hir.frontend.training._Step`
+How it enters the program: the step is exported without its update (:class:`hir.frontend.step_module.StepModule`
 returns the loss and the gradients after clipping), and :func:`append_update` then writes, at
 the end of ``@main``, one ``hir.adam_update`` per param group (and element type) on the
 state arguments (the parameters, ``exp_avg``, ``exp_avg_sq``, ``step``, the group's
@@ -53,7 +53,9 @@ def append_update(program: "TorchProgram", names: list, optimizer: torch.optim.O
     """Make ``program`` (a :class:`~hir.frontend.torch_import.TorchProgram` whose ``@main``
     returns the loss and then the gradient of each parameter named in ``names``, in the
     optimizer's order) update the parameters with ``hir.adam_update`` and return the loss."""
-    main = next(op for op in program.module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME).operation
+    main = next(
+        op for op in program.module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME
+    ).operation
     arguments = main.regions[0].blocks[0].arguments
     ret = list(main.regions[0].blocks[0].operations)[-1].operation
     loss, *grads = ret.operands
@@ -71,11 +73,19 @@ def append_update(program: "TorchProgram", names: list, optimizer: torch.optim.O
                 by_dtype.setdefault(param.dtype, []).append(i)
             start += len(group["params"])
             for same in by_dtype.values():
-                tensors = {"params": [state(f"model.{names[i]}") for i in same], "grads": [grads[i] for i in same],
-                           "exp_avgs": [state(f"optimizer.state.{i}.exp_avg") for i in same],
-                           "exp_avg_sqs": [state(f"optimizer.state.{i}.exp_avg_sq") for i in same]}
+                tensors = {
+                    "params": [state(f"model.{names[i]}") for i in same],
+                    "grads": [grads[i] for i in same],
+                    "exp_avgs": [state(f"optimizer.state.{i}.exp_avg") for i in same],
+                    "exp_avg_sqs": [state(f"optimizer.state.{i}.exp_avg_sq") for i in same],
+                }
                 steps = [state(f"optimizer.state.{i}.step") for i in same]
-                written.update(v.arg_number for values in (*tensors.values(), steps) for v in values if isinstance(v, ir.BlockArgument))
+                written.update(
+                    v.arg_number
+                    for values in (*tensors.values(), steps)
+                    for v in values
+                    if isinstance(v, ir.BlockArgument)
+                )
                 lists = {name: [_unranked(v) for v in values] for name, values in tensors.items()} | {"steps": steps}
                 hyper = {k: state(f"optimizer.param_groups.{g}.{k}") for k in ADAM_HYPER}
                 kind = "adamw" if group.get("decoupled_weight_decay", False) else "adam"

@@ -38,8 +38,14 @@ class Rule:
     def structure(self, group: dict) -> tuple:
         """The group settings the program is built for (a change means another program):
         which terms of the update exist, not their values."""
-        terms = tuple((key, bool(group[key])) for key in ("momentum", "nesterov", "weight_decay", "decoupled_weight_decay") if key in group)
-        return terms + tuple((key, group.get(key)) for key in ("foreach", "fused"))  # which implementation hir.adam_update runs
+        terms = tuple(
+            (key, bool(group[key]))
+            for key in ("momentum", "nesterov", "weight_decay", "decoupled_weight_decay")
+            if key in group
+        )
+        return terms + tuple(
+            (key, group.get(key)) for key in ("foreach", "fused")
+        )  # which implementation hir.adam_update runs
 
     def check(self, optimizer: torch.optim.Optimizer) -> None:
         """Refuse the settings this rule does not implement, naming them."""
@@ -47,11 +53,17 @@ class Rule:
         for index, group in enumerate(optimizer.param_groups):
             for key, supported in self.unsupported.items():
                 if bool(group.get(key, supported)) != bool(supported):
-                    raise HirError(f"error: hir.train_step: {name}({key}={group[key]!r}) (param group {index}) is not supported; "
-                                   f"hir implements {name} with {key}={supported!r}")
-            tensors = [v for v in (group.get("lr"), *group.get("betas", ())) if isinstance(v, torch.Tensor) and v.numel() != 1]
+                    raise HirError(
+                        f"error: hir.train_step: {name}({key}={group[key]!r}) (param group {index}) is not supported; "
+                        f"hir implements {name} with {key}={supported!r}"
+                    )
+            tensors = [
+                v for v in (group.get("lr"), *group.get("betas", ())) if isinstance(v, torch.Tensor) and v.numel() != 1
+            ]
             if tensors:
-                raise HirError(f"error: hir.train_step: {name} param group {index}: lr and betas must be numbers, got a tensor of shape {tuple(tensors[0].shape)}")
+                raise HirError(
+                    f"error: hir.train_step: {name} param group {index}: lr and betas must be numbers, got a tensor of shape {tuple(tensors[0].shape)}"
+                )
 
 
 def _scalar(value: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -64,7 +76,11 @@ def _sgd_state(group: dict) -> tuple[str, ...]:
 
 
 def _sgd_init(param: torch.Tensor, group: dict) -> dict:
-    return {"momentum_buffer": torch.zeros_like(param, memory_format=torch.preserve_format)} if group["momentum"] != 0 else {}
+    return (
+        {"momentum_buffer": torch.zeros_like(param, memory_format=torch.preserve_format)}
+        if group["momentum"] != 0
+        else {}
+    )
 
 
 def _sgd_update(params: list, grads: list, states: list, hyper: dict, group: dict) -> None:
@@ -110,8 +126,18 @@ def _adam_update(params: list, grads: list, states: list, hyper: dict, group: di
     bias_correction1 = 1 - beta1**steps
     bias_correction2 = 1 - beta2**steps
     step_size = lr / bias_correction1
-    scalars = _InDtype({"decay": 1 - lr * decay, "l2": decay, "beta1": 1 - beta1, "beta2": beta2, "one_minus_beta2": 1 - beta2, "eps": eps,
-                        "bias_correction2_sqrt": bias_correction2**0.5, "neg_step_size": -step_size})
+    scalars = _InDtype(
+        {
+            "decay": 1 - lr * decay,
+            "l2": decay,
+            "beta1": 1 - beta1,
+            "beta2": beta2,
+            "one_minus_beta2": 1 - beta2,
+            "eps": eps,
+            "bias_correction2_sqrt": bias_correction2**0.5,
+            "neg_step_size": -step_size,
+        }
+    )
     decoupled = group["weight_decay"] != 0 and group.get("decoupled_weight_decay", False)
     for index, (param, grad, state) in enumerate(zip(params, grads, states)):
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
@@ -122,7 +148,9 @@ def _adam_update(params: list, grads: list, states: list, hyper: dict, group: di
                 grad = grad + param * scalars.get("l2", param)
         exp_avg.lerp_(grad, scalars.get("beta1", exp_avg))
         exp_avg_sq.mul_(scalars.get("beta2", exp_avg_sq)).addcmul_(grad * scalars.get("one_minus_beta2", grad), grad)
-        denom = (exp_avg_sq.sqrt() / scalars.get("bias_correction2_sqrt", exp_avg_sq)[index]).add_(scalars.get("eps", exp_avg_sq))
+        denom = (exp_avg_sq.sqrt() / scalars.get("bias_correction2_sqrt", exp_avg_sq)[index]).add_(
+            scalars.get("eps", exp_avg_sq)
+        )
         param.addcdiv_(exp_avg * scalars.get("neg_step_size", exp_avg)[index], denom)
 
 
@@ -139,11 +167,22 @@ class _InDtype:
         return self.cast[key]
 
 
-_ADAM = Rule(hyper=("lr", "beta1", "beta2", "eps", "weight_decay"), state=_adam_state, init=_adam_init, update=_adam_update,
-             unsupported={"amsgrad": False, "maximize": False, "differentiable": False, "capturable": False})
+_ADAM = Rule(
+    hyper=("lr", "beta1", "beta2", "eps", "weight_decay"),
+    state=_adam_state,
+    init=_adam_init,
+    update=_adam_update,
+    unsupported={"amsgrad": False, "maximize": False, "differentiable": False, "capturable": False},
+)
 RULES: dict[type, Rule] = {
-    torch.optim.SGD: Rule(hyper=("lr", "momentum", "dampening", "weight_decay"), state=_sgd_state, init=_sgd_init, update=_sgd_update,
-                          unsupported={"maximize": False, "differentiable": False}, extra=(FIRST_STEP,)),
+    torch.optim.SGD: Rule(
+        hyper=("lr", "momentum", "dampening", "weight_decay"),
+        state=_sgd_state,
+        init=_sgd_init,
+        update=_sgd_update,
+        unsupported={"maximize": False, "differentiable": False},
+        extra=(FIRST_STEP,),
+    ),
     torch.optim.Adam: _ADAM,
     torch.optim.AdamW: _ADAM,
 }
@@ -155,7 +194,9 @@ def rule_for(optimizer: object) -> Rule:
     rule = RULES.get(type(optimizer))
     if rule is None:
         known = ", ".join(f"torch.optim.{c.__name__}" for c in RULES)
-        raise HirError(f"error: hir.train_step: optimizer {type(optimizer).__module__}.{type(optimizer).__qualname__} is not supported (supported: {known})")
+        raise HirError(
+            f"error: hir.train_step: optimizer {type(optimizer).__module__}.{type(optimizer).__qualname__} is not supported (supported: {known})"
+        )
     rule.check(optimizer)
     return rule
 

@@ -43,21 +43,29 @@ def flatten_with_tree(result: Any) -> tuple[list[str], list[torch.Tensor], list]
         if value is None:
             return ["none"]
         if _is_cache(value):
-            layers = [[walk(getattr(layer, attr, None), f"{path}.{i}.{attr}") for attr in ("keys", "values")] for i, layer in enumerate(getattr(value, "layers", []))]
+            layers = [
+                [walk(getattr(layer, attr, None), f"{path}.{i}.{attr}") for attr in ("keys", "values")]
+                for i, layer in enumerate(getattr(value, "layers", []))
+            ]
             return ["cache", _class_path(type(value)), layers]
         if isinstance(value, dict):  # ModelOutput is an OrderedDict of its set fields
             items = [[key, walk(item, f"{path}.{key}" if path else str(key))] for key, item in value.items()]
             return ["dict", None if type(value) is dict else _class_path(type(value)), items]
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            fields = [[f.name, walk(getattr(value, f.name), f"{path}.{f.name}" if path else f.name)] for f in dataclasses.fields(value)]
+            fields = [
+                [f.name, walk(getattr(value, f.name), f"{path}.{f.name}" if path else f.name)]
+                for f in dataclasses.fields(value)
+            ]
             return ["dataclass", _class_path(type(value)), fields]
         if isinstance(value, (tuple, list)):
             items = [walk(item, f"{path}.{i}" if path else f"output{i}") for i, item in enumerate(value)]
             return ["list" if isinstance(value, list) else "tuple", items]
         if isinstance(value, (int, float, bool, str)):
             return ["const", value]  # a constant of the trace, not a program output
-        raise HirError(f"error: the module returns a {type(value).__name__} at '{path or 'output'}'; hir "
-                       "programs return tensors (tuples, lists, dicts, dataclasses and ModelOutput of them)")
+        raise HirError(
+            f"error: the module returns a {type(value).__name__} at '{path or 'output'}'; hir "
+            "programs return tensors (tuples, lists, dicts, dataclasses and ModelOutput of them)"
+        )
 
     tree = walk(result, "")
     return names, tensors, tree

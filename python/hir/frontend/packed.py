@@ -16,14 +16,16 @@ Anything else would read the pieces in the wrong order: the placer refuses it by
 (a packed value is never resharded; hir-convert-to-communication refuses that too).
 """
 
-
 from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
 from hir.frontend.strategies import PARTIAL, OpPlacement, op_key
 from hir.frontend.torch_ir import constant_value_or, tensor_info
 
-_CHUNK, _SPLIT, _SPLIT_SIZES, _SLICE, _CAT = (c.OPERATION_NAME for c in (T.AtenChunkOp, T.AtenSplitTensorOp, T.AtenSplitWithSizesOp, T.AtenSliceTensorOp, T.AtenCatOp))
+_CHUNK, _SPLIT, _SPLIT_SIZES, _SLICE, _CAT = (
+    c.OPERATION_NAME
+    for c in (T.AtenChunkOp, T.AtenSplitTensorOp, T.AtenSplitWithSizesOp, T.AtenSliceTensorOp, T.AtenCatOp)
+)
 
 
 class PackedError(ValueError):
@@ -48,12 +50,22 @@ def cut(op: ir.Operation, operands: list, pieces: list[int]) -> int | None:
         return split
     if name == _SPLIT and _dim(op, 2, rank) == split and constant_value_or(op.operands[1], None) == extent // n:
         return split
-    if name == _SPLIT_SIZES and _dim(op, 2, rank) == split and constant_value_or(op.operands[1], None) == [extent // n] * n:
+    if (
+        name == _SPLIT_SIZES
+        and _dim(op, 2, rank) == split
+        and constant_value_or(op.operands[1], None) == [extent // n] * n
+    ):
         return split
     if name == _SLICE and _dim(op, 1, rank) == split:
         start, end, step = (constant_value_or(v, None) for v in op.operands[2:5])
         piece = extent // n
-        if step == 1 and isinstance(start, int) and isinstance(end, int) and start % piece == 0 and min(end, extent) - start == piece:
+        if (
+            step == 1
+            and isinstance(start, int)
+            and isinstance(end, int)
+            and start % piece == 0
+            and min(end, extent) - start == piece
+        ):
             return split
     return None
 
@@ -78,12 +90,16 @@ def join(op: ir.Operation, operands: list, pieces: list[int]) -> int | None:
     split = operands[0][1]
     if split is None or _dim(op, 1, len(tensor_info(op.results[0].type)[0])) != split:
         return None
-    if any(s != split or tensor_info(v.type)[0][split] != tensor_info(operands[0][0].type)[0][split] for v, s in operands):
+    if any(
+        s != split or tensor_info(v.type)[0][split] != tensor_info(operands[0][0].type)[0][split] for v, s in operands
+    ):
         return None
     return split
 
 
-def pieces_after(op: ir.Operation, operands: list, pieces: list[int], placement: OpPlacement, read: list, index: int = 0) -> int:
+def pieces_after(
+    op: ir.Operation, operands: list, pieces: list[int], placement: OpPlacement, read: list, index: int = 0
+) -> int:
     """The pieces of ``op``'s result ``index`` on one mesh axis, placed as ``placement`` from
     ``operands`` ((value, split) pairs, ``pieces`` each; ``read``: the split each is read
     as), or PackedError when the op would mix up the pieces."""

@@ -77,7 +77,9 @@ class Partitioner:
     """Builds the hir module from one torch-dialect function and its placement plan (see the
     module docstring)."""
 
-    def __init__(self, torch_func: func.FuncOp, plan: PlacementPlan, source_name: str = "<torch>", shapes: dict | None = None) -> None:
+    def __init__(
+        self, torch_func: func.FuncOp, plan: PlacementPlan, source_name: str = "<torch>", shapes: dict | None = None
+    ) -> None:
         self.src = torch_func
         self.plan = plan
         self.source_name = source_name
@@ -127,9 +129,13 @@ class Partitioner:
             source = self.read(value, self.plan.of(block.arguments[arg]), ret)
             with self.in_main(ret.location):
                 sets.append(SetOp.emit(source, entry.arguments[arg]))
-        write_in_place(sets, {ir.StringAttr(f.attributes["sym_name"]).value: f.operation for f in self.module.body.operations})
-        returned = returned[len(mutated):]
-        results = [self.owned_buffer(self.read(v, placement, ret), v, ret) for v, placement in zip(returned, self.plan.results)]
+        write_in_place(
+            sets, {ir.StringAttr(f.attributes["sym_name"]).value: f.operation for f in self.module.body.operations}
+        )
+        returned = returned[len(mutated) :]
+        results = [
+            self.owned_buffer(self.read(v, placement, ret), v, ret) for v, placement in zip(returned, self.plan.results)
+        ]
         with self.main_ip, ret.location:
             func.ReturnOp(results)
         main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [r.type for r in results]))
@@ -187,8 +193,10 @@ class Partitioner:
         with self.main_ip, loc:
             sizes = self.sizes.of(like, t, format_location(loc, self.source_name)) if like is not None else []
             if not sizes and any(d == DYNAMIC for d in t.shape):
-                raise HirError(f"{format_location(loc, self.source_name)}: error: a buffer of dynamic type {t} made "
-                               "for this placement has no known sizes: mark fewer dims dynamic, or place it differently")
+                raise HirError(
+                    f"{format_location(loc, self.source_name)}: error: a buffer of dynamic type {t} made "
+                    "for this placement has no known sizes: mark fewer dims dynamic, or place it differently"
+                )
             return alloc(t, sizes).result
 
     def alloc(self, value: ir.Value, loc: ir.Location) -> ir.Value:
@@ -220,7 +228,7 @@ class Partitioner:
             self.buffers[op.results[0]] = contractions.partial_sum(self, step)
         else:
             bufs = [self.read(v, r, op) for v, r in zip(spec.inputs + spec.trailing, step.reads)]
-            self.plain_compute(op, spec, bufs[: len(spec.inputs)], bufs[len(spec.inputs):])
+            self.plain_compute(op, spec, bufs[: len(spec.inputs)], bufs[len(spec.inputs) :])
 
     def _gathered_siblings(self, steps: list, i: int) -> list[int]:
         """The later steps that gather the same rows as step ``i`` (q, k and v of one normed
@@ -230,9 +238,16 @@ class Partitioner:
         all-gather feeding several ops)."""
         step = steps[i]
         x = step.spec.inputs[0]
-        return [j for j in range(i + 1, len(steps))
-                if isinstance(steps[j], ComputeStep) and steps[j].form == step.form and not steps[j].spec.redistributes and steps[j].spec.inputs[0] == x
-                and steps[j].reads[0] == step.reads[0] and all(v in self.buffers for v in steps[j].spec.inputs[1:] + steps[j].spec.trailing)]
+        return [
+            j
+            for j in range(i + 1, len(steps))
+            if isinstance(steps[j], ComputeStep)
+            and steps[j].form == step.form
+            and not steps[j].spec.redistributes
+            and steps[j].spec.inputs[0] == x
+            and steps[j].reads[0] == step.reads[0]
+            and all(v in self.buffers for v in steps[j].spec.inputs[1:] + steps[j].spec.trailing)
+        ]
 
     def plain_compute(self, op: ir.Operation, spec: ComputeSpec, ins: list, trailing: list) -> None:
         """``spec``'s hir op writing a new buffer for ``op``'s result."""
@@ -269,14 +284,21 @@ class Partitioner:
         ip = ir.InsertionPoint(block)
         args = list(block.arguments)
         with ip, loc:
-            values = [ir.Operation.create(_CAST, results=[t], operands=[_to_tensor(arg)]).result for arg, t in zip(args, local_in)]
+            values = [
+                ir.Operation.create(_CAST, results=[t], operands=[_to_tensor(arg)]).result
+                for arg, t in zip(args, local_in)
+            ]
         results = body(values, ip)
         with ip, loc:
-            for value, arg in zip(results, args[len(in_bufs):]):
+            for value, arg in zip(results, args[len(in_bufs) :]):
                 mem = ir.MemRefType(arg.type)
-                tensor = ir.Operation.create(_CAST, results=[ir.RankedTensorType.get(mem.shape, mem.element_type)], operands=[value]).result
+                tensor = ir.Operation.create(
+                    _CAST, results=[ir.RankedTensorType.get(mem.shape, mem.element_type)], operands=[value]
+                ).result
                 ir.Operation.create(
-                    bufferization.MaterializeInDestinationOp.OPERATION_NAME, operands=[tensor, arg], attributes={"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()}
+                    bufferization.MaterializeInDestinationOp.OPERATION_NAME,
+                    operands=[tensor, arg],
+                    attributes={"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()},
                 )
             func.ReturnOp([])
         with self.main_ip, loc:
@@ -300,13 +322,17 @@ class Partitioner:
             for split, devices in zip(self.plan.of(results[0]).splits, self.plan.grid.shape):
                 _localize_sizes(op, new, split, devices, ip)
         source = op.operands[0] if len(op.operands) and is_tensor(op.operands[0]) else None
-        if source is not None and self.plan.grid is not None and self.plan.of(source).packed and not self.plan.of(op.results[0]).packed:
+        if (
+            source is not None
+            and self.plan.grid is not None
+            and self.plan.of(source).packed
+            and not self.plan.of(op.results[0]).packed
+        ):
             self._localize_cut(op, new, source, ip)
         for old, fresh in zip(op.results, new.results):
             if is_tensor(old):
                 fresh.set_type(self.local_type(old, self.plan.of(old)))
             mapping[old] = fresh
-
 
     def _localize_cut(self, op: ir.Operation, new: ir.Operation, source: ir.Value, ip: ir.InsertionPoint) -> None:
         """A cut of a packed value into its pieces (:func:`hir.frontend.packed.cut`) on the
@@ -315,12 +341,18 @@ class Partitioner:
         axis = next(a for a, _ in placed.packed)
         with ip, new.location:
             for index, value in packed.local_cut(op, source, placed.parts(axis)).items():
-                constant = torch_int(value) if isinstance(value, int) else torch_op(LIST_CONSTRUCT, [torch_int(v) for v in value], ir.Type.parse("!torch.list<int>"))
+                constant = (
+                    torch_int(value)
+                    if isinstance(value, int)
+                    else torch_op(LIST_CONSTRUCT, [torch_int(v) for v in value], ir.Type.parse("!torch.list<int>"))
+                )
                 new.move_after(constant.owner)
                 new.operands[index] = constant
 
 
-def _localize_sizes(old: ir.Operation, new: ir.Operation, split: int | None, devices: int, ip: ir.InsertionPoint) -> None:
+def _localize_sizes(
+    old: ir.Operation, new: ir.Operation, split: int | None, devices: int, ip: ir.InsertionPoint
+) -> None:
     """In a segment on local shards, give the clone ``new`` of ``old`` its local size list
     (the entry of the split extent divided by the devices; an inferred ``-1`` stays), where
     ``old``'s strategy names that entry (``local_sizes``)."""
@@ -343,4 +375,9 @@ def _localize_sizes(old: ir.Operation, new: ir.Operation, split: int | None, dev
 def _to_tensor(buffer: ir.Value) -> ir.Value:
     t = ir.MemRefType(buffer.type)
     tensor_type = ir.RankedTensorType.get(t.shape, t.element_type)
-    return ir.Operation.create(bufferization.ToTensorOp.OPERATION_NAME, results=[tensor_type], operands=[buffer], attributes={"restrict": ir.UnitAttr.get()}).result
+    return ir.Operation.create(
+        bufferization.ToTensorOp.OPERATION_NAME,
+        results=[tensor_type],
+        operands=[buffer],
+        attributes={"restrict": ir.UnitAttr.get()},
+    ).result

@@ -104,7 +104,9 @@ class PlacementPlan:
 
 def describe_output(output: Any) -> str:
     """A strategy's output split (a tuple: one per result) as the listing shows it (-1: replicated)."""
-    return ", ".join(map(describe_output, output)) if isinstance(output, tuple) else str(-1 if output is None else output)
+    return (
+        ", ".join(map(describe_output, output)) if isinstance(output, tuple) else str(-1 if output is None else output)
+    )
 
 
 def describe(sharding: Sharding | None) -> str:

@@ -44,8 +44,10 @@ def _splits(name: str, placement: Any, shape: list[int] | None, grid: "DeviceGri
     if len(entries) == len(grid.given) != grid.rank:
         entries = tuple(entries[i] for i in grid.kept)  # one device along the others: whole there
     if len(entries) != grid.rank:
-        raise HirError(f"error: placement of '{name}' has {len(entries)} mesh dimension(s); the mesh "
-                       f"{grid.describe()} has {len(grid.given)} (give one Shard/Replicate per mesh dimension)")
+        raise HirError(
+            f"error: placement of '{name}' has {len(entries)} mesh dimension(s); the mesh "
+            f"{grid.describe()} has {len(grid.given)} (give one Shard/Replicate per mesh dimension)"
+        )
     out, packed = [], {}
     for entry in entries:
         if entry is None or (hasattr(entry, "is_replicate") and entry.is_replicate()):
@@ -65,12 +67,16 @@ def _splits(name: str, placement: Any, shape: list[int] | None, grid: "DeviceGri
         for dim in {d for d in out if d is not None}:
             devices = grid.sharding(out).parts(dim)
             if out.count(dim) > 1:
-                raise HirError(f"error: placement of '{name}' splits dimension {dim} over "
-                               "several mesh dimensions; hir splits a dimension over one")
+                raise HirError(
+                    f"error: placement of '{name}' splits dimension {dim} over "
+                    "several mesh dimensions; hir splits a dimension over one"
+                )
             if shape[dim] % (devices * packed.get(dim, 1)):
-                raise HirError(f"error: placement Shard({dim}) of '{name}': dimension {dim} "
-                               f"of extent {shape[dim]} does not divide over {devices} devices"
-                               f"{f' in each of {packed[dim]} packed pieces' if dim in packed else ''}")
+                raise HirError(
+                    f"error: placement Shard({dim}) of '{name}': dimension {dim} "
+                    f"of extent {shape[dim]} does not divide over {devices} devices"
+                    f"{f' in each of {packed[dim]} packed pieces' if dim in packed else ''}"
+                )
     return tuple(out), packed
 
 
@@ -91,7 +97,9 @@ class DeviceGrid:
     def sharding(self, splits: Sequence[int | None], packed: dict[int, int] | None = None) -> Sharding:
         # On one device along a mesh axis a split is the whole: replicated (nothing to communicate).
         kept = [s if n > 1 else None for n, s in zip(self.shape, splits)]
-        return Sharding.of(self.devices, self.shape, kept, packed={a: n for a, n in (packed or {}).items() if a in kept})
+        return Sharding.of(
+            self.devices, self.shape, kept, packed={a: n for a, n in (packed or {}).items() if a in kept}
+        )
 
 
 def _grid(mesh: Any) -> DeviceGrid:
@@ -101,7 +109,9 @@ def _grid(mesh: Any) -> DeviceGrid:
     except (TypeError, ValueError, RuntimeError) as err:  # None entries, ragged lists, ...
         raise HirError(f"error: the device mesh {mesh!r} is not a list of device ids: {err}") from None
     if layout.dim() == 0:
-        raise HirError(f"error: the device mesh {mesh!r} is not a list of device ids (a 1-D mesh is a list: [0, 1, ...])")
+        raise HirError(
+            f"error: the device mesh {mesh!r} is not a list of device ids (a 1-D mesh is a list: [0, 1, ...])"
+        )
     if layout.numel() == 0:
         raise HirError(f"error: the device mesh {mesh} is empty")
     if layout.dtype.is_floating_point or layout.dtype.is_complex or layout.dtype == torch.bool:
@@ -112,7 +122,9 @@ def _grid(mesh: Any) -> DeviceGrid:
     return DeviceGrid(devices, tuple(layout.shape))
 
 
-def mesh_inputs(torch_func, names: list[str], num_inputs: int, mesh: Any, placements: dict) -> tuple[DeviceGrid | None, list, dict]:
+def mesh_inputs(
+    torch_func, names: list[str], num_inputs: int, mesh: Any, placements: dict
+) -> tuple[DeviceGrid | None, list, dict]:
     """The mesh of an import (None: unsharded), the placement of each argument of
     ``torch_func`` and those requested for its results (by index), from ``placements``
     (state names, ``input0``..., ``output0``... to DTensor placements), checked."""
@@ -131,10 +143,19 @@ def mesh_inputs(torch_func, names: list[str], num_inputs: int, mesh: Any, placem
     num_results = len(ir.FunctionType(ir.TypeAttr(torch_func.attributes["function_type"]).value).results)
     unknown = sorted(str(k) for k in set(placements) - set(arg_names) - {f"output{i}" for i in range(num_results)})
     if unknown:
-        raise HirError(f"error: placements name {', '.join(unknown)}, which are neither state entries nor inputs (input0, "
-                       f"...) nor outputs (output0, ...); the module has {num_inputs} input(s) and {num_results} output(s)")
-    arguments = [grid.sharding(*_splits(name, placements.get(name), tensor_info(arg.type)[0], grid)) for name, arg in zip(arg_names, args)]
-    outputs = {int(k[len("output"):]): grid.sharding(*_splits(k, v, None, grid)) for k, v in placements.items() if k.startswith("output")}
+        raise HirError(
+            f"error: placements name {', '.join(unknown)}, which are neither state entries nor inputs (input0, "
+            f"...) nor outputs (output0, ...); the module has {num_inputs} input(s) and {num_results} output(s)"
+        )
+    arguments = [
+        grid.sharding(*_splits(name, placements.get(name), tensor_info(arg.type)[0], grid))
+        for name, arg in zip(arg_names, args)
+    ]
+    outputs = {
+        int(k[len("output") :]): grid.sharding(*_splits(k, v, None, grid))
+        for k, v in placements.items()
+        if k.startswith("output")
+    }
     return grid, arguments, outputs
 
 
@@ -153,5 +174,7 @@ def shard_arguments(module: ir.Module, mesh: Sequence[int] | None, full: list, r
 
 def _check_world(devices: int, world_size: int) -> None:
     if devices != world_size:
-        raise HirError(f"error: the device mesh has {devices} devices but the run "
-                       f"has {world_size} rank(s); the mesh size must be the world size")
+        raise HirError(
+            f"error: the device mesh has {devices} devices but the run "
+            f"has {world_size} rank(s); the mesh size must be the world size"
+        )

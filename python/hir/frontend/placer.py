@@ -67,8 +67,16 @@ class Placer(SegmentBoundary):
     holds the placement of each function argument, ``outputs`` those requested for results
     (by index); ``grid`` None places nothing (one device, full tensors)."""
 
-    def __init__(self, torch_func: func.FuncOp, grid: DeviceGrid | None, arguments: Sequence[Sharding | None], outputs: dict, source_name: str = "<torch>",
-                 names: Sequence[str] = (), fallback: bool = True) -> None:
+    def __init__(
+        self,
+        torch_func: func.FuncOp,
+        grid: DeviceGrid | None,
+        arguments: Sequence[Sharding | None],
+        outputs: dict,
+        source_name: str = "<torch>",
+        names: Sequence[str] = (),
+        fallback: bool = True,
+    ) -> None:
         self.func, self.grid, self.source_name, self.fallback = torch_func, grid, source_name, fallback
         self.rank = grid.rank if grid is not None else 0
         self.replicated = self.sharding((None,) * self.rank)
@@ -76,7 +84,7 @@ class Placer(SegmentBoundary):
         self.placements: dict = dict(zip(args, arguments))
         # the state entry each packed value comes from (names: the arguments', for errors)
         self.origins = {a: n for a, n, p in zip(args, names, arguments) if p is not None and p.packed}
-        self.state = args[:len(names)]
+        self.state = args[: len(names)]
         self.outputs = outputs
         self.steps: list = []
         self.listing: list[str] = []
@@ -95,15 +103,23 @@ class Placer(SegmentBoundary):
         own = self.of(value)
         return own if own is not None and tuple(own.splits) == tuple(splits) else self.sharding(splits)
 
-    def _packed(self, op: ir.Operation, operands: list, pieces: list, placement: OpPlacement, read: list, result: int = 0) -> int:
+    def _packed(
+        self, op: ir.Operation, operands: list, pieces: list, placement: OpPlacement, read: list, result: int = 0
+    ) -> int:
         """:func:`~hir.frontend.packed.pieces_after`, its refusal an error naming the packed entry."""
         try:
             return pieces_after(op, operands, pieces, placement, read, result)
         except PackedError as why:
-            origin = next((self.origins[v] for (v, _), n in zip(operands, pieces) if n > 1 and v in self.origins), "a packed entry")
-            raise self.error(op, f"reads the packed split of '{origin}' (a packed_colwise / packed_rowwise "
-                                 f"plan entry: each device holds its part of every piece) and {why}; "
-                                 "hir computes on a packed value through ops that keep the packed dim whole or cut it into its pieces") from None
+            origin = next(
+                (self.origins[v] for (v, _), n in zip(operands, pieces) if n > 1 and v in self.origins),
+                "a packed entry",
+            )
+            raise self.error(
+                op,
+                f"reads the packed split of '{origin}' (a packed_colwise / packed_rowwise "
+                f"plan entry: each device holds its part of every piece) and {why}; "
+                "hir computes on a packed value through ops that keep the packed dim whole or cut it into its pieces",
+            ) from None
 
     def _carry_origin(self, values: list, results: list) -> None:
         origin = next((self.origins[v] for v in values if v in self.origins), None)
@@ -121,8 +137,11 @@ class Placer(SegmentBoundary):
 
     def _refuse(self, op: ir.Operation, why: NoRule) -> None:
         if not self.fallback and self.grid is not None:
-            raise self.error(op, f"has no placement for its operands' splits ({why}); add a "
-                                 "strategy (hir.frontend.strategies) or change the placements")
+            raise self.error(
+                op,
+                f"has no placement for its operands' splits ({why}); add a "
+                "strategy (hir.frontend.strategies) or change the placements",
+            )
 
     def _note(self, op: ir.Operation, what: str) -> None:
         self.listing.append(f"{format_location(op.location, self.source_name)}: {op.name}: {what}")
@@ -155,18 +174,23 @@ class Placer(SegmentBoundary):
             self.compute(op, spec)
         self.segment(hoistable)
         self.segment(run)
-        returned = list(ops[-1].operands)[len(mutated):]
+        returned = list(ops[-1].operands)[len(mutated) :]
         results = [self.outputs.get(i, self.of(v)) for i, v in enumerate(returned)]
         plan = PlacementPlan(self.grid, self.placements, self.steps, results, self.listing)
         if self.grid is not None:
-            self.listing += [f"resharding {v.get_name()}: {describe(have)} -> {describe(read)}" for v, have, read in plan.reshardings()]
+            self.listing += [
+                f"resharding {v.get_name()}: {describe(have)} -> {describe(read)}"
+                for v, have, read in plan.reshardings()
+            ]
 
         if dumping("placements"):
             print("\n".join(f"placements: {line}" for line in self.listing), file=sys.stderr)
         return plan
 
     # ----- compute ops ------------------------------------------------------------------
-    def _place(self, op: ir.Operation, spec: ComputeSpec | None, operands: list, k: int, name: str) -> tuple[OpPlacement, Strategy]:
+    def _place(
+        self, op: ir.Operation, spec: ComputeSpec | None, operands: list, k: int, name: str
+    ) -> tuple[OpPlacement, Strategy]:
         """Op ``name``'s placement on mesh axis ``k`` and the strategy that gave it; raises
         NoRule when there is none (the caller falls back)."""
         call = OpCall(op, operands, self.grid.shape[k], spec, k, self.rank)
@@ -185,30 +209,47 @@ class Placer(SegmentBoundary):
                 placement, strategy = self._place(op, spec, call_operands, k, name)
                 strategy = strategy.name
             except NoRule as why:  # DTensor's fallback: redistribute to Replicate()
-                partial = segment_partial(op, {v: self.split(v, k) for v in op.operands if is_tensor(v)}, k, self.grid.shape[k])
+                partial = segment_partial(
+                    op, {v: self.split(v, k) for v in op.operands if is_tensor(v)}, k, self.grid.shape[k]
+                )
                 if partial is not None:  # a sum the compute op cannot split (over a split dim and others)
                     self._partial_op(partial)
                     return
                 self._refuse(op, why)
-                placement, strategy = OpCall(op, call_operands, self.grid.shape[k], spec).replicated(), f"replicated (fallback: {why})"
+                placement, strategy = (
+                    OpCall(op, call_operands, self.grid.shape[k], spec).replicated(),
+                    f"replicated (fallback: {why})",
+                )
             per_axis.append(placement)
             by.append(strategy)
         partial = [k for k, p in enumerate(per_axis) if p.output is PARTIAL]
         if len(partial) > 1:
-            raise self.error(op, f"contracts a dimension split over mesh axes {partial}; split a contraction over one mesh axis")
-        pieces = [self._packed(op, [(v, self.split(v, k)) for v in values], [self.pieces(v, k) for v in values], p, list(p.inputs)) for k, p in enumerate(per_axis)]
+            raise self.error(
+                op, f"contracts a dimension split over mesh axes {partial}; split a contraction over one mesh axis"
+            )
+        pieces = [
+            self._packed(
+                op, [(v, self.split(v, k)) for v in values], [self.pieces(v, k) for v in values], p, list(p.inputs)
+            )
+            for k, p in enumerate(per_axis)
+        ]
         self._carry_origin(values, [op.results[0]])
         if partial:
             self._partial(op, spec, partial[0], per_axis)
         else:
             reads = [self.read_as(v, tuple(p.inputs[i] for p in per_axis)) for i, v in enumerate(values)]
-            self.placements[op.results[0]] = self.sharding(tuple(p.output for p in per_axis), {p.output: n for p, n in zip(per_axis, pieces) if n > 1})
+            self.placements[op.results[0]] = self.sharding(
+                tuple(p.output for p in per_axis), {p.output: n for p, n in zip(per_axis, pieces) if n > 1}
+            )
             form = Gathered(self.split(spec.inputs[0], 0)) if self._gathers_rows(spec, reads[0]) else None
             self.steps.append(ComputeStep(op, spec, reads, form))
         if self.grid is not None:
             step = self.steps[-1]
-            self._note(op, f"as {name} by {', '.join(by)}: {' x '.join(describe(r) for r in step.reads)} -> "
-                           f"{describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}")
+            self._note(
+                op,
+                f"as {name} by {', '.join(by)}: {' x '.join(describe(r) for r in step.reads)} -> "
+                f"{describe(self.of(op.results[0]))}{'' if step.form is None else f' ({type(step.form).__name__})'}",
+            )
 
     def _streams(self) -> bool:
         """The P2P forms need one team: a 1-D mesh of several devices."""
@@ -258,14 +299,22 @@ class Placer(SegmentBoundary):
                 continue
             spec = compute_spec(consumer)
             if spec is None and depth < 4 and len(consumer.results) == 1 and is_tensor(consumer.results[0]):
-                split = split_before(consumer, out, self._partial_target(consumer.results[0], k, depth + 1), self.grid.shape[k])
+                split = split_before(
+                    consumer, out, self._partial_target(consumer.results[0], k, depth + 1), self.grid.shape[k]
+                )
                 if split is not None:
                     return split
             if spec is None or out not in spec.inputs:
                 continue
             values = spec.inputs + spec.trailing
             try:
-                placement, _ = self._place(consumer, spec, [(v, None if v == out else self.split(v, k)) for v in values], k, spec.op_class.OPERATION_NAME)
+                placement, _ = self._place(
+                    consumer,
+                    spec,
+                    [(v, None if v == out else self.split(v, k)) for v in values],
+                    k,
+                    spec.op_class.OPERATION_NAME,
+                )
             except NoRule:
                 continue
             wanted_split = placement.inputs[values.index(out)]
@@ -292,7 +341,12 @@ class Placer(SegmentBoundary):
                     raise NoRule(f"{op.name}: {strategy.name} on mesh axis {j} reshards its operands")
                 per_axis.append(placement.outputs(count))
                 if j == k:
-                    pieces = [self._packed(op, operands, [self.pieces(v, k) for v, _ in operands], placement, list(placement.inputs), i) for i in range(count)]
+                    pieces = [
+                        self._packed(
+                            op, operands, [self.pieces(v, k) for v, _ in operands], placement, list(placement.inputs), i
+                        )
+                        for i in range(count)
+                    ]
         except NoRule as why:
             self._refuse(op, why)
             self._note(op, f"a segment of 1 op reads replicated copies (fallback: {why})")
@@ -306,8 +360,14 @@ class Placer(SegmentBoundary):
             own = per_axis[k][i]
             if summed[i]:
                 own = self._partial_target(result, k)
-            self.placements[result] = self.sharding(tuple(own if j == k else s for j, s in enumerate(others[i])), {own: pieces[i]} if pieces[i] > 1 else None)
+            self.placements[result] = self.sharding(
+                tuple(own if j == k else s for j, s in enumerate(others[i])),
+                {own: pieces[i]} if pieces[i] > 1 else None,
+            )
         self.steps.append(PartialStep(op, inputs, [self.of(v) for v in inputs], k, others, partial.form, summed))
-        self._note(op, f"a partial sum over mesh axis {k} ({partial.form.__name__}): "
-                       f"{' x '.join(describe(self.of(v)) for v in inputs)} "
-                       f"-> {', '.join(describe(self.of(r)) for r in op.results)}")
+        self._note(
+            op,
+            f"a partial sum over mesh axis {k} ({partial.form.__name__}): "
+            f"{' x '.join(describe(self.of(v)) for v in inputs)} "
+            f"-> {', '.join(describe(self.of(r)) for r in op.results)}",
+        )

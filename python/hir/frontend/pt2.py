@@ -32,8 +32,10 @@ from hir.core import HirError
 from hir.frontend.torch_import import from_torch
 
 # the members of a torch.export.save archive (below its top folder) that hold no code
-_MEMBERS = re.compile(r"(archive_format|archive_version|byteorder|\.data/version|\.data/serialization_id|models/[\w.-]+\.json"
-                      r"|data/weights/[\w.-]+|data/constants/[\w.-]+|data/sample_inputs/[\w.-]+\.pt|extra/[^/]+)")
+_MEMBERS = re.compile(
+    r"(archive_format|archive_version|byteorder|\.data/version|\.data/serialization_id|models/[\w.-]+\.json"
+    r"|data/weights/[\w.-]+|data/constants/[\w.-]+|data/sample_inputs/[\w.-]+\.pt|extra/[^/]+)"
+)
 _TENSOR_FILES = ("weight_", "tensor_")  # raw tensor payloads (torch.export's weight and tensor-constant file prefixes)
 
 
@@ -57,25 +59,31 @@ def check_archive(path: str) -> None:
         names = archive.namelist()
         top = {name.split("/", 1)[0] for name in names}
         if len(top) != 1 or not any(n.endswith("/archive_version") for n in names):
-            raise HirError(f"{path}: error: not a torch.export.save archive (torch "
-                           "2.6 or later: one top folder holding archive_version)")
+            raise HirError(
+                f"{path}: error: not a torch.export.save archive (torch "
+                "2.6 or later: one top folder holding archive_version)"
+            )
         for name in names:
             member = name.split("/", 1)[1] if "/" in name else ""
             if name.endswith("/") or not member:
                 continue
             if not _MEMBERS.fullmatch(member):
-                raise HirError(f"{path}: error: {member}: hir reads torch.export archives "
-                               "of an exported program's graph, raw tensors and example "
-                               "inputs only (this member would be loaded as a pickle or compiled code)")
+                raise HirError(
+                    f"{path}: error: {member}: hir reads torch.export archives "
+                    "of an exported program's graph, raw tensors and example "
+                    "inputs only (this member would be loaded as a pickle or compiled code)"
+                )
             if member.endswith("_config.json"):
                 _check_payloads(path, member, archive.read(name))
             elif member.startswith("data/sample_inputs/"):
                 try:
                     torch.load(io.BytesIO(archive.read(name)), weights_only=True)
                 except Exception as err:  # torch.export.load would retry with weights_only=False: a full pickle
-                    raise HirError(f"{path}: error: {member}: the example inputs are "
-                                   "not plain tensors (torch.load(weights_only=True): "
-                                   f"{str(err).splitlines()[0][:200]}); hir reads no pickled objects") from None
+                    raise HirError(
+                        f"{path}: error: {member}: the example inputs are "
+                        "not plain tensors (torch.load(weights_only=True): "
+                        f"{str(err).splitlines()[0][:200]}); hir reads no pickled objects"
+                    ) from None
 
 
 def _check_payloads(path: str, member: str, text: bytes) -> None:
@@ -85,8 +93,10 @@ def _check_payloads(path: str, member: str, text: bytes) -> None:
         raise HirError(f"{path}: error: {member}: not a torch.export payload config (JSON)") from None
     for fqn, payload in config.items():
         if payload.get("use_pickle") or not str(payload.get("path_name", "")).startswith(_TENSOR_FILES):
-            raise HirError(f"{path}: error: {member}: {fqn} is stored as a pickled object "
-                           f"({payload.get('path_name')}); hir reads plain tensors only")
+            raise HirError(
+                f"{path}: error: {member}: {fqn} is stored as a pickled object "
+                f"({payload.get('path_name')}); hir reads plain tensors only"
+            )
 
 
 def load_exported(path: str) -> torch.export.ExportedProgram:
@@ -95,7 +105,9 @@ def load_exported(path: str) -> torch.export.ExportedProgram:
     try:
         return torch.export.load(path)
     except Exception as err:  # torch raises many kinds on a damaged archive
-        raise HirError(f"{path}: error: torch.export.load: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from None
+        raise HirError(
+            f"{path}: error: torch.export.load: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        ) from None
 
 
 def exported_inputs(ep: torch.export.ExportedProgram, example_args: Any | None) -> tuple:
@@ -105,11 +117,16 @@ def exported_inputs(ep: torch.export.ExportedProgram, example_args: Any | None) 
     recorded = ep.example_inputs or ((), {})
     if example_args is None:
         if recorded is None or not (recorded[0] or recorded[1]):
-            raise HirError("error: hir.compile(exported_program): the program "
-                           "records no example inputs; pass them: hir.compile(ep, (x,))")
+            raise HirError(
+                "error: hir.compile(exported_program): the program "
+                "records no example inputs; pass them: hir.compile(ep, (x,))"
+            )
         args, kwargs = recorded
     else:
-        args, kwargs = (tuple(example_args) if isinstance(example_args, (tuple, list)) else (example_args,)), recorded[1]
+        args, kwargs = (
+            (tuple(example_args) if isinstance(example_args, (tuple, list)) else (example_args,)),
+            recorded[1],
+        )
     return ep.module(), tuple(args), dict(kwargs or {}), exported_dynamic(ep, list(kwargs or {}))
 
 

@@ -30,7 +30,10 @@ from hir.outputs import CliError, check_writable, write_atomically, write_text
 
 def _main(module: ir.Module) -> ir.Operation:
     for op in module.body.operations:
-        if op.operation.name == func.FuncOp.OPERATION_NAME and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main":
+        if (
+            op.operation.name == func.FuncOp.OPERATION_NAME
+            and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main"
+        ):
             return op.operation
     raise HirError("error: the module has no @main: not an imported program")
 
@@ -42,7 +45,11 @@ def record(module: ir.Module, weights_file: str, state_names: list) -> None:
     with module.context:
         module.operation.attributes[WEIGHTS_FILE_ATTR] = ir.StringAttr.get(weights_file)
         count = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs)
-        old = [ir.DictAttr(a) for a in ir.ArrayAttr(main.attributes["arg_attrs"])] if "arg_attrs" in main.attributes else [ir.DictAttr.get({})] * count
+        old = (
+            [ir.DictAttr(a) for a in ir.ArrayAttr(main.attributes["arg_attrs"])]
+            if "arg_attrs" in main.attributes
+            else [ir.DictAttr.get({})] * count
+        )
         new = []
         for index, entries in enumerate(old):
             values = {entries[i].name: entries[i].attr for i in range(len(entries))}
@@ -154,16 +161,19 @@ def load(path: str | os.PathLike[str], weights: str | None = None) -> Saved:
         recorded = recorded_weights(module, main)
         types = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs
         if sorted(recorded.keys) != list(range(len(recorded.keys))):
-            raise HirError(f"{name}: error: @main's arguments reading weights are not its "
-                           f"first ones ({sorted(recorded.keys)}): not a program hir-import wrote")
+            raise HirError(
+                f"{name}: error: @main's arguments reading weights are not its "
+                f"first ones ({sorted(recorded.keys)}): not a program hir-import wrote"
+            )
         file = weights_path(recorded, name, weights)
         state = {}
         if recorded.keys:
             if file is None:
-                raise HirError(f"{name}: error: @main's arguments name weight keys but the "
-                               "module names no weights file (hir.load(path, weights=FILE))")
+                raise HirError(
+                    f"{name}: error: @main's arguments name weight keys but the "
+                    "module names no weights file (hir.load(path, weights=FILE))"
+                )
             values = read_weights(file, types, recorded.keys, rank=None, device=torch.device("cpu"))
             state = {recorded.keys[i]: t for i, t in values.items()}
     names = [recorded.keys[i] for i in range(len(recorded.keys))]
     return Saved(module, names, len(types) - len(names), _mesh(main), state)
-

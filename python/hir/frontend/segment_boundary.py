@@ -60,7 +60,10 @@ class SegmentBoundary:
                     read(op, w)
                 return
             if not is_tensor(v):
-                raise self.error(op, f"takes {v.get_name()} ({v.type}) from outside its segment; only tensors cross segment boundaries")
+                raise self.error(
+                    op,
+                    f"takes {v.get_name()} ({v.type}) from outside its segment; only tensors cross segment boundaries",
+                )
             inputs.append(v)
 
         for op in run:
@@ -70,8 +73,11 @@ class SegmentBoundary:
         outputs = [r for op in run for r in op.results if any(user(use) not in members for use in r.uses)]
         for r in outputs:
             if not is_tensor(r):
-                raise self.error(owner(r), f"result {r.get_name()} ({r.type}) is used outside "
-                                           "its segment; only tensors cross segment boundaries")
+                raise self.error(
+                    owner(r),
+                    f"result {r.get_name()} ({r.type}) is used outside "
+                    "its segment; only tensors cross segment boundaries",
+                )
         return inputs, outputs, sizes
 
     def _propagate(self, run: list, inputs: list, k: int) -> tuple[dict, dict]:
@@ -95,8 +101,11 @@ class SegmentBoundary:
             elif (grouped := regroup(op, operands, counts)) is not None:
                 split, parts = grouped
                 splits, n = [split] * len(results), [parts] * len(results)
-                self._note(op, f"{'packs' if parts > 1 else 'cuts'} a packed split "
-                               f"({max(counts)} -> {parts} pieces) on mesh axis {k}: {split}")
+                self._note(
+                    op,
+                    f"{'packs' if parts > 1 else 'cuts'} a packed split "
+                    f"({max(counts)} -> {parts} pieces) on mesh axis {k}: {split}",
+                )
             else:
                 try:
                     placement, strategy = self._place(op, None, operands, k, op_key(op))
@@ -105,15 +114,23 @@ class SegmentBoundary:
                 except NoRule as why:
                     why.op = op  # the error names this op, not the segment's first
                     raise
-                local = placement.inputs == tuple(s for _, s in operands) or read_slices(op, operands, placement, inputs, read, out)
+                local = placement.inputs == tuple(s for _, s in operands) or read_slices(
+                    op, operands, placement, inputs, read, out
+                )
                 if placement.partial(len(results)) and local and strategy.partial_form is not None:
                     raise PartialOp(op, k, strategy.partial_form)
                 if placement.partial(len(results)) or not local:
                     raise NoRule(f"{op.name}: {strategy.name} reshards its operands, which a segment cannot")
                 splits, apart = placement.outputs(len(results)), isinstance(placement.output, tuple)
-                n = [self._packed(op, operands, counts, placement, list(placement.inputs), i if apart else 0) for i in range(len(results))]
-                self._note(op, f"by {strategy.name} on mesh axis {k}: "
-                               f"{[-1 if s is None else s for _, s in operands]} -> {describe_output(placement.output)}")
+                n = [
+                    self._packed(op, operands, counts, placement, list(placement.inputs), i if apart else 0)
+                    for i in range(len(results))
+                ]
+                self._note(
+                    op,
+                    f"by {strategy.name} on mesh axis {k}: "
+                    f"{[-1 if s is None else s for _, s in operands]} -> {describe_output(placement.output)}",
+                )
             for r, split, pieces_of_r in zip(results, splits, n):
                 out[r], pieces[r] = split, pieces_of_r
             read.update(v for v, _ in operands)
@@ -143,7 +160,7 @@ class SegmentBoundary:
                 at = run.index(partial.op)
                 self.segment(run[:at])
                 self._partial_op(partial)
-                self.segment(run[at + 1:])
+                self.segment(run[at + 1 :])
                 return
             except NoRule as why:
                 del self.listing[noted:]
@@ -151,16 +168,30 @@ class SegmentBoundary:
                 self._note(run[0], f"a segment of {len(run)} op(s) reads replicated copies (fallback: {why})")
                 packed = next((v for v in inputs if (placed := self.of(v)) is not None and placed.packed), None)
                 if packed is not None:
-                    raise self.error(run[0], f"(a segment of {len(run)} op(s)) reads the packed "
-                                             f"split of '{self.origins.get(packed, 'a packed entry')}' "
-                                             f"(a packed_colwise / packed_rowwise plan entry), but cannot compute on it locally: {why}") from None
+                    raise self.error(
+                        run[0],
+                        f"(a segment of {len(run)} op(s)) reads the packed "
+                        f"split of '{self.origins.get(packed, 'a packed entry')}' "
+                        f"(a packed_colwise / packed_rowwise plan entry), but cannot compute on it locally: {why}",
+                    ) from None
         for op in run:  # every tensor inside gets its placement (for local types)
             for r in op.results:
                 if is_tensor(r):
-                    self.placements[r] = self.replicated if found is None else self.sharding(tuple(f[r] for f, _ in found), {f[r]: n[r] for f, n in found if n[r] > 1})
+                    self.placements[r] = (
+                        self.replicated
+                        if found is None
+                        else self.sharding(tuple(f[r] for f, _ in found), {f[r]: n[r] for f, n in found if n[r] > 1})
+                    )
         reads = [self.replicated if found is None else self.read_as(v, tuple(f[v] for f, _ in found)) for v in inputs]
         for v, read in zip(inputs, reads):
-            if sizes and read is not None and any(d == DYNAMIC and read.parts(i) > 1 for i, d in enumerate(shape_of(v))):
-                raise self.error(sizes[0], "computes a size in a kernel segment that reads a dynamic dim split over "
-                                           "devices; that is not supported yet: keep the split dim static, or replicate it")
+            if (
+                sizes
+                and read is not None
+                and any(d == DYNAMIC and read.parts(i) > 1 for i, d in enumerate(shape_of(v)))
+            ):
+                raise self.error(
+                    sizes[0],
+                    "computes a size in a kernel segment that reads a dynamic dim split over "
+                    "devices; that is not supported yet: keep the split dim static, or replicate it",
+                )
         self.steps.append(SegmentStep(run, inputs, outputs, reads))

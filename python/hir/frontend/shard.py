@@ -43,7 +43,9 @@ def _axes_attr(split_axes: Sequence[Sequence[int]]) -> ir.Attribute:
     return ir.Attribute.parse(f"#shard<axisarray[{groups}]>")
 
 
-def shard_value(value: ir.Value, grid: str, split_axes: Sequence[Sequence[int]], *, for_users: bool = False) -> ir.Value:
+def shard_value(
+    value: ir.Value, grid: str, split_axes: Sequence[Sequence[int]], *, for_users: bool = False
+) -> ir.Value:
     """Annotate ``value`` with a sharding right after its definition and make every other use
     read the annotated value; return it. ``for_users``: the sharding its users need
     (``annotate_for_users``: the partitioner reshards into it) rather than the one it has."""

@@ -4,7 +4,7 @@ the placements of the step module's state, and the user's tensors cut to the pro
 shards and made whole again.
 
 The user gives ``placements`` for the model as for inference (the model's state names,
-``input0``..., HF plan entries); in the step module (:class:`hir.frontend.training._Step`)
+``input0``..., HF plan entries); in the step module (:class:`hir.frontend.step_module.StepModule`)
 the model is ``model.``, so its entries are renamed, and each parameter's optimizer state of
 the parameter's shape takes the parameter's placement: the update then reads and writes only
 this device's shard of each (its gradient is placed as the parameter by the update's
@@ -42,8 +42,10 @@ def step_placements(step: torch.nn.Module, names: Sequence[str], placements: dic
     (``names``: the model's name of the parameter of each optimizer index). An entry naming
     nothing of the model is refused, naming it."""
     if not isinstance(placements, dict):
-        raise HirError("error: hir.train_step: placements must be a dict (state name / 'input0' "
-                       f"/ HF plan pattern -> placement), got {type(placements).__name__}")
+        raise HirError(
+            "error: hir.train_step: placements must be a dict (state name / 'input0' "
+            f"/ HF plan pattern -> placement), got {type(placements).__name__}"
+        )
     plan = {k: v for k, v in placements.items() if is_plan_entry(v)}
     out: dict = {}
     for key, value in placements.items():
@@ -54,8 +56,10 @@ def step_placements(step: torch.nn.Module, names: Sequence[str], placements: dic
         elif f"model.{key}" in state:
             out[f"model.{key}"] = value
         else:
-            raise HirError(f"error: hir.train_step: placements: '{key}' is neither "
-                           "a state entry of the model nor an input ('input0'...)")
+            raise HirError(
+                f"error: hir.train_step: placements: '{key}' is neither "
+                "a state entry of the model nor an input ('input0'...)"
+            )
     params = {**plan_placements(step, plan), **out}
     for i, name in enumerate(names):
         placement = params.get(f"model.{name}")
@@ -105,27 +109,41 @@ def parallelized(model: torch.nn.Module) -> tuple[list, dict] | None:
     for name, style in styles.items():
         plan[name] = _plan_style(style, model.get_submodule(name))
         if plan[name] is None:
-            raise HirError(f"error: hir.train_step: '{name}' is parallelized with "
-                           f"{style.kind} ({style}), whose layouts hir does not know "
-                           "(it honours ColwiseParallel, RowwiseParallel and SequenceParallel as HF's tensor-parallel styles)")
+            raise HirError(
+                f"error: hir.train_step: '{name}' is parallelized with "
+                f"{style.kind} ({style}), whose layouts hir does not know "
+                "(it honours ColwiseParallel, RowwiseParallel and SequenceParallel as HF's tensor-parallel styles)"
+            )
     if not found.placements:
-        raise HirError(f"error: hir.train_step: {type(model).__name__} is parallelized "
-                       "with styles but has no DTensor parameter to read its mesh from")
+        raise HirError(
+            f"error: hir.train_step: {type(model).__name__} is parallelized "
+            "with styles but has no DTensor parameter to read its mesh from"
+        )
     if found.plan:
-        raise HirError(f"error: hir.train_step: {type(model).__name__} was distributed "
-                       "by HF's tp_plan; train the model loaded without it, "
-                       "with placements=model.tp_plan")
+        raise HirError(
+            f"error: hir.train_step: {type(model).__name__} was distributed "
+            "by HF's tp_plan; train the model loaded without it, "
+            "with placements=model.tp_plan"
+        )
     assert found.mesh is not None  # (DTensor parameters were found)
     if any(isinstance(d, tuple) for d in found.mesh):
-        raise HirError("error: hir.train_step: the DTensor parameters of "
-                       f"{type(model).__name__} live on a {len(found.mesh)}-D mesh; "
-                       "a module parallelized with torch.distributed.tensor.parallel trains on a 1-D mesh")
+        raise HirError(
+            "error: hir.train_step: the DTensor parameters of "
+            f"{type(model).__name__} live on a {len(found.mesh)}-D mesh; "
+            "a module parallelized with torch.distributed.tensor.parallel trains on a 1-D mesh"
+        )
     for name, placement in plan_placements(model, plan).items():
-        if name in found.placements and not _same(placement, found.placements[name][0], model.get_parameter(name).dim()):
-            raise HirError(f"error: hir.train_step: the DTensor parameter '{name}' is placed {found.placements[name]}; its style "
-                           f"'{plan[name.rpartition('.')[0]]}' splits it as {placement}")
+        if name in found.placements and not _same(
+            placement, found.placements[name][0], model.get_parameter(name).dim()
+        ):
+            raise HirError(
+                f"error: hir.train_step: the DTensor parameter '{name}' is placed {found.placements[name]}; its style "
+                f"'{plan[name.rpartition('.')[0]]}' splits it as {placement}"
+            )
     placements = {f"model.{n}": style for n, style in plan.items()}
-    if "sequence_parallel" in plan.values():  # the residual stream split on the tokens from the embedding on: the ids split so
+    if (
+        "sequence_parallel" in plan.values()
+    ):  # the residual stream split on the tokens from the embedding on: the ids split so
         placements["input0"] = Shard(1)
     return list(found.mesh), placements
 
@@ -138,6 +156,7 @@ def _same(a: Any, b: Any, rank: int) -> bool:
 def _plan_style(style: Any, module: torch.nn.Module) -> str | None:
     """The HF plan style doing what ``style`` (:class:`hir.frontend.dtensors.StyleHooks`)
     does to ``module``, None if none does."""
+
     def whole(layouts: tuple) -> bool:
         return all(p.is_replicate() for p in layouts)
 
@@ -208,7 +227,9 @@ def write_back(tensor: torch.Tensor, held: torch.Tensor, sharding: Sharding | No
     for r, (shape, sizes) in shapes.items():
         indices, axis = shard_slices(tensor.shape, sharding, r)
         local = pieces[r][: math.prod(shape)].view(shape)
-        for index, block in zip(indices, [local] if axis is None else local.split(sizes, axis)):  # a packed split's pieces
+        for index, block in zip(
+            indices, [local] if axis is None else local.split(sizes, axis)
+        ):  # a packed split's pieces
             tensor[index].copy_(block)
 
 

@@ -62,17 +62,23 @@ class TorchProgram:
     aliases: dict = field(default_factory=dict, repr=False)
     captured: dict = field(default_factory=dict, repr=False)
     output_names: list = field(default_factory=list)
-    dynamic_dims: list = field(default_factory=list, repr=False)  # per input: {axis: (symbol, its name, min, max)}; bounds None: none declared
+    dynamic_dims: list = field(
+        default_factory=list, repr=False
+    )  # per input: {axis: (symbol, its name, min, max)}; bounds None: none declared
     weights: Mapping = field(default_factory=dict, repr=False)  # the state it was imported or loaded with
     lowered: bool = field(default=False, repr=False)  # lower() ran (compile does not lower again)
     keyword_inputs: list = field(default_factory=list)  # the last inputs' keywords (example_kwargs' tensors)
-    output_tree: list | None = field(default=None, repr=False)  # the module's result (hir.frontend.output_tree); None: a list
+    output_tree: list | None = field(
+        default=None, repr=False
+    )  # the module's result (hir.frontend.output_tree); None: a list
 
     def state(self, module: torch.nn.Module) -> dict:
         """``module``'s whole state as ``@main`` takes it (non-persistent buffers included)."""
         return {**dict(module.named_buffers()), **module.state_dict()}
 
-    def arguments(self, state_dict: Mapping | None, *inputs: torch.Tensor, rank: int | None = None, **keyword_inputs: torch.Tensor) -> list:
+    def arguments(
+        self, state_dict: Mapping | None, *inputs: torch.Tensor, rank: int | None = None, **keyword_inputs: torch.Tensor
+    ) -> list:
         """``@main``'s arguments from a state dict (None: the state the program was imported
         or loaded with, :attr:`weights`) and the inputs: full tensors for an unsharded
         program, else rank ``rank``'s shards (default: this process's rank). Each state entry
@@ -95,16 +101,20 @@ class TorchProgram:
         unknown = [k for k in keyword_inputs if k not in self.keyword_inputs]
         missing = [k for k in self.keyword_inputs if k not in keyword_inputs]
         if unknown or missing:
-            raise HirError(f"{_caller()}: error: the module's keyword inputs are {self.keyword_inputs or 'none'}; "
-                           f"{f'got {unknown}' if unknown else f'{missing} missing'}")
+            raise HirError(
+                f"{_caller()}: error: the module's keyword inputs are {self.keyword_inputs or 'none'}; "
+                f"{f'got {unknown}' if unknown else f'{missing} missing'}"
+            )
         return tuple(inputs) + tuple(keyword_inputs[k] for k in self.keyword_inputs)
 
     def state_values(self, state_dict: Mapping) -> list:
         """The state entries in ``@main``'s order from ``state_dict`` (a tied tensor under
         either name; non-persistent buffers from the import when absent)."""
         if not isinstance(state_dict, Mapping):
-            raise HirError(f"{_caller()}: error: the state dict must be a dict of "
-                           f"tensors (module.state_dict()), got {type(state_dict).__name__}")
+            raise HirError(
+                f"{_caller()}: error: the state dict must be a dict of "
+                f"tensors (module.state_dict()), got {type(state_dict).__name__}"
+            )
         by_entry = {self.aliases.get(n, n): t for n, t in state_dict.items()}
         missing = [n for n in self.state_names if n not in by_entry and n not in self.captured]
         if missing:
@@ -155,7 +165,7 @@ class TorchProgram:
         """The inputs' dynamic dims (``inputs``: global tensors, in ``@main``'s order after the
         state) fit (:func:`hir.frontend.dynamic.check_dims`); a compiled program checks each new input signature."""
         sizes: dict = {}
-        for i, (value, type_) in enumerate(zip(inputs, _main_types(self.module)[len(self.state_names):])):
+        for i, (value, type_) in enumerate(zip(inputs, _main_types(self.module)[len(self.state_names) :])):
             if is_memref(type_) and isinstance(value, torch.Tensor) and value.dim() == len(buffer_spec(type_, 0).shape):
                 self._check_dynamic(i, value, buffer_spec(type_, 0), sizes)
 
@@ -179,7 +189,9 @@ class TorchProgram:
         steps = pipeline or overlap_pipeline(overlap)
         if ranks_per_node is not None:
             if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or ranks_per_node < 1:
-                raise HirError(f"error: TorchProgram.lower: ranks_per_node must be a positive int, got {ranks_per_node!r}")
+                raise HirError(
+                    f"error: TorchProgram.lower: ranks_per_node must be a positive int, got {ranks_per_node!r}"
+                )
             steps = f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},{steps}"
         module = lower(self.module, steps)
         self.lowered = True
@@ -274,18 +286,25 @@ def from_torch(
     if not isinstance(module, torch.nn.Module):
         raise HirError(f"error: hir.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
     if placements is not None and not isinstance(placements, dict):
-        raise HirError("error: hir.from_torch: placements must be a dict (state name / "
-                       f"'input0' / 'output0' -> placement), got {type(placements).__name__}")
+        raise HirError(
+            "error: hir.from_torch: placements must be a dict (state name / "
+            f"'input0' / 'output0' -> placement), got {type(placements).__name__}"
+        )
     if not isinstance(example_args, (tuple, list)):
         example_args = (example_args,)
     if example_kwargs is not None and not isinstance(example_kwargs, dict):
-        raise HirError("error: hir.from_torch: example_kwargs must be a dict "
-                       f"(keyword -> value), got {type(example_kwargs).__name__}")
+        raise HirError(
+            "error: hir.from_torch: example_kwargs must be a dict "
+            f"(keyword -> value), got {type(example_kwargs).__name__}"
+        )
     kwargs = example_kwargs or {}
     keywords = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]  # inputs; the rest are constants
     constants = {k: v for k, v in kwargs.items() if k not in keywords}
     example_args = tuple(example_args) + tuple(kwargs[k] for k in keywords)
-    placements = {(f"input{len(example_args) - len(keywords) + keywords.index(k)}" if k in keywords else k): v for k, v in (placements or {}).items()}
+    placements = {
+        (f"input{len(example_args) - len(keywords) + keywords.index(k)}" if k in keywords else k): v
+        for k, v in (placements or {}).items()
+    }
     context = new_context()
     source = source_name or f"<{type(module).__name__}>"
     distributed = Distributed(module)
@@ -298,15 +317,28 @@ def from_torch(
         try:
             unsharded = mesh is None and not placements
             with distributed.whole(), plan_layouts(module, plan):
-                torch_module, exported, shapes = export_to_torch_mlir(module, example_args, context, spec, keywords, constants,
-                                                                      grouped_attention and unsharded, fused_projections and unsharded,
-                                                                      keep_composites, state_spec)
+                torch_module, exported, shapes = export_to_torch_mlir(
+                    module,
+                    example_args,
+                    context,
+                    spec,
+                    keywords,
+                    constants,
+                    grouped_attention and unsharded,
+                    fused_projections and unsharded,
+                    keep_composites,
+                    state_spec,
+                )
         except HirError as err:  # located at the user's file (hir-import) or call
-            raise HirError(f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message) from None
+            raise HirError(
+                f"{source_name}: {err.message}" if source_name and err.message.startswith("error:") else err.message
+            ) from None
         names = exported.state_names
         torch_func = next(op for op in torch_module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME)
         try:
-            grid, arguments, outputs = mesh_inputs(torch_func, names, len(example_args), mesh, {**distributed.placements, **placements})
+            grid, arguments, outputs = mesh_inputs(
+                torch_func, names, len(example_args), mesh, {**distributed.placements, **placements}
+            )
         except HirError:
             raise
         except (TypeError, ValueError) as err:
@@ -316,20 +348,38 @@ def from_torch(
             raise HirError(f"{source}: error: cannot import {type(module).__name__}: {scalar}")
         try:
             with progress.task("partitioning into hir ops and kernel segments"):
-                plan = Placer(torch_func, grid, arguments, outputs, source, names, replicate_fallback).plan(exported.mutated)
+                plan = Placer(torch_func, grid, arguments, outputs, source, names, replicate_fallback).plan(
+                    exported.mutated
+                )
                 hir_module = Partitioner(torch_func, plan, source, shapes).build(mutated=exported.mutated)
         except HirError:
             raise
         except ValueError as err:  # a value the partitioner cannot place (see unsupported_reason)
-            raise HirError(f"{source}: error: cannot import {type(module).__name__}: "
-                           f"{unsupported_reason(torch_func, err, spec is not None)}") from None
+            raise HirError(
+                f"{source}: error: cannot import {type(module).__name__}: "
+                f"{unsupported_reason(torch_func, err, spec is not None)}"
+            ) from None
         mark_parameters(hir_module, len(names), exported.mutated)
         try:
             hir_module.operation.verify()
         except ir.MLIRError as err:
             raise HirError(format_mlir_error(err, source)) from None
-    inputs = torch_func.regions[0].blocks[0].arguments[len(names):]
-    dynamic_dims = [{a: (str(e), *dim_info(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)} for i, v in enumerate(inputs)]
+    inputs = torch_func.regions[0].blocks[0].arguments[len(names) :]
+    dynamic_dims = [
+        {a: (str(e), *dim_info(spec, i, a, e)) for a, e in enumerate(shapes.get(v, ())) if not isinstance(e, int)}
+        for i, v in enumerate(inputs)
+    ]
     weights = {**dict(module.named_buffers()), **module.state_dict()}  # references: later updates are seen
-    return TorchProgram(hir_module, names, len(example_args), None if grid is None else grid.devices, exported.aliases, exported.captured, exported.output_names, dynamic_dims, weights, keyword_inputs=keywords,
-                        output_tree=exported.output_tree)
+    return TorchProgram(
+        hir_module,
+        names,
+        len(example_args),
+        None if grid is None else grid.devices,
+        exported.aliases,
+        exported.captured,
+        exported.output_names,
+        dynamic_dims,
+        weights,
+        keyword_inputs=keywords,
+        output_tree=exported.output_tree,
+    )

@@ -96,13 +96,21 @@ def constant_value_or(value: ir.Value, default):
 def torch_int(value: int) -> ir.Value:
     """A ``torch.constant.int`` at the current insertion point and location."""
     i64 = ir.IntegerType.get_signless(64)
-    return ir.Operation.create(torch_dialect.ConstantIntOp.OPERATION_NAME, results=[ir.Type.parse("!torch.int")], attributes={"value": ir.IntegerAttr.get(i64, value)}).result
+    return ir.Operation.create(
+        torch_dialect.ConstantIntOp.OPERATION_NAME,
+        results=[ir.Type.parse("!torch.int")],
+        attributes={"value": ir.IntegerAttr.get(i64, value)},
+    ).result
 
 
 def torch_float(value: float) -> ir.Value:
     """A ``torch.constant.float`` at the current insertion point and location."""
     f64 = ir.F64Type.get()
-    return ir.Operation.create(torch_dialect.ConstantFloatOp.OPERATION_NAME, results=[ir.Type.parse("!torch.float")], attributes={"value": ir.FloatAttr.get(f64, value)}).result
+    return ir.Operation.create(
+        torch_dialect.ConstantFloatOp.OPERATION_NAME,
+        results=[ir.Type.parse("!torch.float")],
+        attributes={"value": ir.FloatAttr.get(f64, value)},
+    ).result
 
 
 def torch_op(name: str, operands: list, result: ir.Type) -> ir.Value:
@@ -116,7 +124,9 @@ def is_constant(op: ir.Operation) -> bool:
     a model's lists (a second of a 1B Llama's import)."""
     if op.name.startswith(CONSTANT_PREFIX):
         return True
-    return op.name == LIST_CONSTRUCT and all(not isinstance(v.owner, ir.Block) and is_constant(owner(v)) for v in op.operands)
+    return op.name == LIST_CONSTRUCT and all(
+        not isinstance(v.owner, ir.Block) and is_constant(owner(v)) for v in op.operands
+    )
 
 
 def is_cloned(op: ir.Operation) -> bool:
@@ -135,7 +145,12 @@ def hoistable_with_parameters(op: ir.Operation, parameters: set) -> bool:
     if all(is_tensor(r) for r in op.results):
         return True
     own = set(op.results)
-    return all(is_cloned_value(v) or v in parameters or v in own for r in op.results for use in r.uses for v in user(use).operands)
+    return all(
+        is_cloned_value(v) or v in parameters or v in own
+        for r in op.results
+        for use in r.uses
+        for v in user(use).operands
+    )
 
 
 _DIM_FORMS = (torch_dialect.AtenMeanDimOp.OPERATION_NAME, torch_dialect.AtenSumDimIntListOp.OPERATION_NAME)

@@ -1,7 +1,7 @@
 """``hir.train_step``: a whole training step (forward, backward, gradient clipping, the
 optimizer's update) as one hir program, run on the user's own model and optimizer.
 
-How: a module (:class:`_Step`) whose ``forward(*batch)`` calls the user's
+How: a module (:class:`~hir.frontend.step_module.StepModule`) whose ``forward(*batch)`` calls the user's
 ``loss_fn(model, *batch)`` with the parameters requiring grad, differentiates it with
 ``torch.autograd.grad``, and applies the optimizer's rule (:mod:`hir.frontend.optimizers`)
 in place, under ``torch.no_grad`` (or returns the gradients, for Adam's update as one op:
@@ -30,8 +30,9 @@ import torch
 from hir.core import HirError
 from hir.frontend import data_parallel as dp
 from hir.frontend import fsdp_tp, layers, optimizer_update, sharded_training
-from hir.frontend.optimizers import FIRST_STEP, Rule, hyper_values, rule_for
+from hir.frontend.optimizers import FIRST_STEP, hyper_values, rule_for
 from hir.frontend.step_attention import attention_backends, causal_masks_as_eager
+from hir.frontend.step_module import StepModule, parameter_names
 from hir.frontend.torch_import import from_torch
 from hir.passes import run_pipeline
 
@@ -39,120 +40,32 @@ STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "rec
 COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
 
 
-class _Holder(torch.nn.Module):
-    """Tensors as buffers, under their own names (optimizer state of one parameter, or one
-    param group's hyper-parameters)."""
-
-    def __init__(self, tensors: dict) -> None:
-        super().__init__()
-        for key, tensor in tensors.items():
-            self.register_buffer(key, tensor)
-
-
-class _Step(torch.nn.Module):
-    """The training step as a module: see the module docstring."""
-
-    def __init__(self, model: torch.nn.Module, loss_fn: Callable, names: list, groups: list, rule: Rule,
-                 states: list, hyper: list, accumulate: int, max_grad_norm: float | None, data_parallel: str | None = None,
-                 reshard_after_forward: bool = True) -> None:
-        super().__init__()
-        self.model = model
-        self.optimizer = torch.nn.Module()
-        self.optimizer.state = torch.nn.ModuleList([_Holder(s) for s in states])
-        self.optimizer.param_groups = torch.nn.ModuleList([_Holder(h) for h in hyper])
-        object.__setattr__(self, "loss_fn", loss_fn)  # the user's function, not state
-        self.names, self.groups, self.rule = names, groups, rule
-        self.accumulate, self.max_grad_norm, self.data_parallel = accumulate, max_grad_norm, data_parallel
-        self.gradient_layouts: dict = {}  # parameter name -> the layout its gradient takes (placed training)
-        self.mesh_layouts: dict = {}  # parameter name -> its fsdp_tp.Layout (data x tensor parallel on a 2-D mesh)
-        self.reshard_after_forward = reshard_after_forward
-        self.update_op = False  # the update left to hir.adam_update (hir.frontend.optimizer_update): return the gradients
-
-    def forward(self, *batch: torch.Tensor) -> torch.Tensor:
-        params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
-        states = [dict(holder.named_buffers()) for holder in self.optimizer.state]
-        mode = self.data_parallel
-        gathered = [self.mesh_layouts[n].gathered if self.mesh_layouts else None for n in self.names]
-        whole = params if mode is None else [dp.gather(mode, p, f"model.{n}", g) for p, n, g in zip(params, self.names, gathered)]
-        with torch.enable_grad():
-            for p in whole:
-                p.requires_grad_()
-            loss, grads = None, None
-            for micro in _micro_batches(batch, self.accumulate):
-                with dp.reading(self.model, self.names, whole, mode), layers.forward_marks(), \
-                        dp.regathering(mode, self.reshard_after_forward, params, whole, [f"model.{n}" for n in self.names], gathered):
-                    part = self.loss_fn(self.model, *micro)
-                if not isinstance(part, torch.Tensor) or part.dim() != 0:
-                    raise HirError(f"error: hir.train_step: loss_fn must return a scalar tensor, got {_describe(part)}")
-                if self.accumulate > 1:
-                    part = part / self.accumulate
-                new = torch.autograd.grad(part, whole, allow_unused=True)
-                unused = [n for n, g in zip(self.names, new) if g is None]
-                if unused:
-                    raise HirError(f"error: hir.train_step: parameter(s) {', '.join(unused[:5])} get no gradient from loss_fn "
-                                   "(torch would leave them out of the update): freeze them (requires_grad_(False)) and leave them out of the optimizer")
-                grads = list(new) if grads is None else [a + b for a, b in zip(grads, new)]
-                loss = part.detach() if loss is None else loss + part.detach()
-        with torch.no_grad():
-            if mode is not None:
-                grads = [dp.reduce_gradient(mode, g, f"model.{n}", self.mesh_layouts[n].reduced if self.mesh_layouts else None) for g, n in zip(grads, self.names)]
-            grads = [sharded_training.place_gradient(g, self.gradient_layouts.get(n), f"model.{n}") for g, n in zip(grads, self.names)]
-            if self.max_grad_norm is not None:
-                grads = _clip(grads, self.max_grad_norm)
-            if self.update_op:
-                return (loss, *grads)
-            start = 0
-            for group, holder in zip(self.groups, self.optimizer.param_groups):
-                count = group["count"]
-                span = slice(start, start + count)
-                self.rule.update(params[span], grads[span], states[span], dict(holder.named_buffers()), group)
-                start += count
-        return loss
-
-
-def _attribute(module: torch.nn.Module, name: str) -> torch.Tensor:
-    for part in name.split("."):
-        module = getattr(module, part)
-    return module
-
-
-def _micro_batches(batch: Sequence[torch.Tensor], count: int) -> list:
-    """``batch`` split along dim 0 into ``count`` equal micro-batches."""
-    if count == 1:
-        return [batch]
-    for i, x in enumerate(batch):
-        if x.dim() == 0 or x.shape[0] % count:
-            raise HirError(f"error: hir.train_step: accumulate={count}: batch tensor {i} of shape {tuple(x.shape)} does not split into {count} equal micro-batches along dim 0")
-    return list(zip(*(x.chunk(count) for x in batch)))
-
-
-def _clip(grads: list, max_norm: float) -> list:
-    """``torch.nn.utils.clip_grad_norm_(..., max_norm)``'s arithmetic on ``grads``."""
-    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2.0) for g in grads]), 2.0)
-    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
-    return [g * coef for g in grads]
-
-
-def _describe(value: Any) -> str:
-    return f"a tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
-
-
 class TrainStep:
     """``step(*batch) -> loss``: one training step of ``model`` with ``optimizer`` (see
     :func:`train_step`). ``programs`` holds the imported programs by batch signature."""
 
-    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn: Callable,
-                 example_batch: Sequence[torch.Tensor], options: dict) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        loss_fn: Callable,
+        example_batch: Sequence[torch.Tensor],
+        options: dict,
+    ) -> None:
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
         self.rule = rule_for(optimizer)
         self.accumulate = options.get("accumulate", 1)
         self.max_grad_norm = options.get("max_grad_norm")
         self.compile_options = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
-        self.data_parallel, self.mesh, self.placements = options.get("data_parallel"), options.get("mesh"), options.get("placements")
+        self.data_parallel, self.mesh, self.placements = (
+            options.get("data_parallel"),
+            options.get("mesh"),
+            options.get("placements"),
+        )
         self.schedule = options.get("schedule")
         self.recompute = options.get("recompute", False)
         self.reshard_after_forward = options.get("reshard_after_forward", True)
-        self.names = _parameter_names(model, optimizer)
+        self.names = parameter_names(model, optimizer)
         first = next(iter(model.parameters()))
         self.device = torch.device(self.compile_options.setdefault("device", str(first.device)))
         self.programs: dict = {}  # signature -> TorchProgram
@@ -173,21 +86,53 @@ class TrainStep:
         if key not in self.programs:
             bad = [i for i, x in enumerate(batch) if not isinstance(x, torch.Tensor)]
             if bad:
-                raise HirError(f"error: hir.train_step: the batch holds tensors only; item {bad[0]} is {type(batch[bad[0]]).__name__}")
-            self.names = _parameter_names(self.model, self.optimizer)  # (param groups may have been added)
+                raise HirError(
+                    f"error: hir.train_step: the batch holds tensors only; item {bad[0]} is {type(batch[bad[0]]).__name__}"
+                )
+            self.names = parameter_names(self.model, self.optimizer)  # (param groups may have been added)
             # the settings, not the tensors: the export would track tensors among the module's attributes
-            groups = [{k: v for k, v in g.items() if k != "params"} | {"count": len(g["params"])} for g in self.optimizer.param_groups]
-            states = [{k: t.to(self.device) for k, t in self.rule.init(self._param(i), g).items()}
-                      for i, g in self._indexed_groups()]
-            hyper = [{k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)} for _ in groups]
-            step = _Step(self.model, self.loss_fn, self.names, groups, self.rule, states, hyper, self.accumulate, self.max_grad_norm, self.data_parallel,
-                         self.reshard_after_forward)
-            batch = tuple(x.to(self.device) for x in batch)  # traced where the model is (a call moves its batch there too)
+            groups = [
+                {k: v for k, v in g.items() if k != "params"} | {"count": len(g["params"])}
+                for g in self.optimizer.param_groups
+            ]
+            states = [
+                {k: t.to(self.device) for k, t in self.rule.init(self._param(i), g).items()}
+                for i, g in self._indexed_groups()
+            ]
+            hyper = [
+                {
+                    k: torch.zeros((), dtype=torch.float64, device=self.device)
+                    for k in (*self.rule.hyper, *self.rule.extra)
+                }
+                for _ in groups
+            ]
+            step = StepModule(
+                self.model,
+                self.loss_fn,
+                self.names,
+                groups,
+                self.rule,
+                states,
+                hyper,
+                self.accumulate,
+                self.max_grad_norm,
+                self.data_parallel,
+                self.reshard_after_forward,
+            )
+            batch = tuple(
+                x.to(self.device) for x in batch
+            )  # traced where the model is (a call moves its batch there too)
             placements = None
-            state = self.state() if self.placements is not None or self.data_parallel is not None else {}  # (torch has none before step 1)
-            if self.placements is not None:  # the model's parameters placed as the user says, their optimizer state alike
+            state = (
+                self.state() if self.placements is not None or self.data_parallel is not None else {}
+            )  # (torch has none before step 1)
+            if (
+                self.placements is not None
+            ):  # the model's parameters placed as the user says, their optimizer state alike
                 placements = sharded_training.step_placements(step, self.names, self.placements, state)
-            if self.data_parallel is not None and self.placements is not None:  # data parallel along mesh axis 0, tensor parallel along 1
+            if (
+                self.data_parallel is not None and self.placements is not None
+            ):  # data parallel along mesh axis 0, tensor parallel along 1
                 step.mesh_layouts = fsdp_tp.layouts(self.data_parallel, self.names, state, placements, len(self.mesh))
                 placements = fsdp_tp.placements(placements, step.mesh_layouts, self.names, state, batch, len(self.mesh))
             elif self.data_parallel is not None:  # parameters and their optimizer state sharded with fully_shard
@@ -195,19 +140,38 @@ class TrainStep:
                 placements = dp.placements(self.data_parallel, state, batch, len(self.mesh), sharded)
             elif self.placements is not None:
                 step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
-            marking = layers.marking_layers(layers.repeated_blocks(self.model), "model.") if self.recompute else contextlib.nullcontext()
+            marking = (
+                layers.marking_layers(layers.repeated_blocks(self.model), "model.")
+                if self.recompute
+                else contextlib.nullcontext()
+            )
             # (on one device only: how the placement rules split attention without a mask is not checked yet)
             masks = causal_masks_as_eager() if self.mesh is None else contextlib.nullcontext()
             step.update_op = optimizer_update.applies(self.optimizer, self.mesh, self.device, self.compile_options)
-            with attention_backends(self.device), masks, marking, layers.marking_checkpoints(self.model, "model.") as checkpointed:
-                self.programs[key] = from_torch(step, batch, grouped_attention=False, fused_projections=False, keep_composites=False,
-                                                mesh=self.mesh, placements=placements, replicate_fallback=self.mesh is None,
-                                                source_name=f"<train_step of {type(self.model).__name__}>")
+            with (
+                attention_backends(self.device),
+                masks,
+                marking,
+                layers.marking_checkpoints(self.model, "model.") as checkpointed,
+            ):
+                self.programs[key] = from_torch(
+                    step,
+                    batch,
+                    grouped_attention=False,
+                    fused_projections=False,
+                    keep_composites=False,
+                    mesh=self.mesh,
+                    placements=placements,
+                    replicate_fallback=self.mesh is None,
+                    source_name=f"<train_step of {type(self.model).__name__}>",
+                )
             if step.update_op:
                 optimizer_update.append_update(self.programs[key], self.names, self.optimizer)
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
             self._shardings[key] = sharded_training.state_shardings(self.programs[key])
-            if self.recompute or checkpointed:  # each layer's (checkpointed region's) forward again before its backward (passes/training/recompute.py)
+            if (
+                self.recompute or checkpointed
+            ):  # each layer's (checkpointed region's) forward again before its backward (passes/training/recompute.py)
                 layers.marks_to_attributes(self.programs[key].module)
                 run_pipeline(self.programs[key].module, "hir-recompute-layers")
             if self.schedule is not None:
@@ -228,7 +192,12 @@ class TrainStep:
         parameter lacks (before its first step) created as torch creates it."""
         groups = self.optimizer.param_groups
         while len(self._hyper) < len(groups):
-            self._hyper.append({k: torch.zeros((), dtype=torch.float64, device=self.device) for k in (*self.rule.hyper, *self.rule.extra)})
+            self._hyper.append(
+                {
+                    k: torch.zeros((), dtype=torch.float64, device=self.device)
+                    for k in (*self.rule.hyper, *self.rule.extra)
+                }
+            )
             self._hyper_values.append({})
         for g, (group, tensors) in enumerate(zip(groups, self._hyper)):
             for key, value in hyper_values(self.rule, group).items():
@@ -244,7 +213,9 @@ class TrainStep:
                     fresh += 1
             if FIRST_STEP in tensors:
                 if fresh not in (0, len(group["params"])):
-                    raise HirError(f"error: hir.train_step: param group {g}: {fresh} of its {len(group['params'])} parameters have no momentum buffer; hir starts all or none of them")
+                    raise HirError(
+                        f"error: hir.train_step: param group {g}: {fresh} of its {len(group['params'])} parameters have no momentum buffer; hir starts all or none of them"
+                    )
                 if fresh:
                     tensors[FIRST_STEP].fill_(1.0)
 
@@ -252,7 +223,10 @@ class TrainStep:
         """The step program's state, by entry name: the model's state, the optimizer's
         state tensors and the hyper-parameters (the tensors a call reads and writes)."""
         self._refresh()
-        out = {f"model.{k}": v for k, v in {**dict(self.model.named_buffers()), **self.model.state_dict(keep_vars=True)}.items()}
+        out = {
+            f"model.{k}": v
+            for k, v in {**dict(self.model.named_buffers()), **self.model.state_dict(keep_vars=True)}.items()
+        }
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         for g in range(len(self.optimizer.param_groups)):
             out.update({f"optimizer.param_groups.{g}.{k}": t for k, t in self._hyper[g].items()})
@@ -274,10 +248,15 @@ class TrainStep:
             compiled = program.compile(state, **self.compile_options)
             self._compiled[key] = compiled, bound
         # (a shard is another tensor on every rank, even one that starts where the user's does)
-        copied = [(n, t) for n, t in zip(program.state_names, bound) if sharded_training.held_apart(compiled.state[n], t)]
+        copied = [
+            (n, t) for n, t in zip(program.state_names, bound) if sharded_training.held_apart(compiled.state[n], t)
+        ]
         with torch.no_grad():
             shardings = self._shardings[key]
-            for name, tensor in copied:  # on another device than the program's (Adam's CPU step count), or this rank's shard
+            for (
+                name,
+                tensor,
+            ) in copied:  # on another device than the program's (Adam's CPU step count), or this rank's shard
                 compiled.state[name].copy_(sharded_training.local_part(tensor, shardings[name]))
             (loss,) = compiled.run(*batch)
             for name, tensor in copied:
@@ -293,26 +272,16 @@ class TrainStep:
         return program.save(path, {k: v.detach() for k, v in self.state().items()}, weights=weights)
 
 
-def _parameter_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> list:
-    """The model's name of each parameter of ``optimizer`` (in its order); every parameter of
-    the model must be in it, requiring grad."""
-    names = {id(p): n for n, p in model.named_parameters()}
-    listed = [p for g in optimizer.param_groups for p in g["params"]]
-    strangers = [i for i, p in enumerate(listed) if id(p) not in names]
-    if strangers:
-        raise HirError(f"error: hir.train_step: the optimizer's parameter {strangers[0]} is not a parameter of the model")
-    frozen = [names[id(p)] for p in listed if not p.requires_grad]
-    if frozen:
-        raise HirError(f"error: hir.train_step: parameter(s) {', '.join(frozen[:5])} of the optimizer do not require grad (torch would skip them): leave them out of the optimizer")
-    left_out = [n for n, p in model.named_parameters() if id(p) not in {id(q) for q in listed}]
-    if left_out:
-        raise HirError(f"error: hir.train_step: parameter(s) {', '.join(left_out[:5])} of the model are not in the optimizer; hir trains every parameter "
-                       "(a frozen parameter as a buffer of the model)")
-    return [names[id(p)] for p in listed]
-
-
-def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn: Callable, example_batch: Sequence[torch.Tensor], *,
-               mesh: Any = None, placements: dict | None = None, **options: Any) -> TrainStep:
+def train_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: Callable,
+    example_batch: Sequence[torch.Tensor],
+    *,
+    mesh: Any = None,
+    placements: dict | None = None,
+    **options: Any,
+) -> TrainStep:
     """One training step of ``model`` as an hir program: ``step = train_step(model,
     optimizer, loss_fn, example_batch)`` imports it (``loss_fn(model, *example_batch)``
     must return a scalar tensor); ``loss = step(*batch)`` runs forward, backward and
@@ -342,37 +311,58 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     if not isinstance(model, torch.nn.Module):
         raise HirError(f"error: hir.train_step: model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise HirError(f"error: hir.train_step: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        raise HirError(
+            f"error: hir.train_step: optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
     if not callable(loss_fn):
-        raise HirError(f"error: hir.train_step: loss_fn must be callable as loss_fn(model, *batch), got {type(loss_fn).__name__}")
+        raise HirError(
+            f"error: hir.train_step: loss_fn must be callable as loss_fn(model, *batch), got {type(loss_fn).__name__}"
+        )
     found = sharded_training.parallelized(model)
     if found is not None:  # parallelize_module's DTensor parameters: their mesh and placements
         if mesh is not None or placements is not None or options.get("data_parallel") is not None:
-            raise HirError(f"error: hir.train_step: {type(model).__name__} is parallelized with DTensor parameters, which bring their mesh and "
-                           "placements; give no mesh=, placements= or data_parallel=")
+            raise HirError(
+                f"error: hir.train_step: {type(model).__name__} is parallelized with DTensor parameters, which bring their mesh and "
+                "placements; give no mesh=, placements= or data_parallel="
+            )
         mesh, placements = found
     parallel = options.get("data_parallel") is not None or placements is not None
     if (mesh is None) == parallel:
-        raise HirError("error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or 'fully_shard', "
-                       "or with placements= (tensor / sequence parallel); train on one device with none of them")
+        raise HirError(
+            "error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or 'fully_shard', "
+            "or with placements= (tensor / sequence parallel); train on one device with none of them"
+        )
     known = STEP_OPTIONS + COMPILE_OPTIONS
     unknown = [k for k in options if k not in known]
     if unknown:
         raise HirError(f"error: hir.train_step: unknown option(s) {', '.join(unknown)} (options: {', '.join(known)})")
-    if options.get("data_parallel") is not None and placements is not None:  # data parallel along the mesh's rows, tensor parallel along its columns
-        options = dict(options, mesh=fsdp_tp.check_mesh(mesh, placements), placements=placements, data_parallel=dp.check_mode(options["data_parallel"]))
+    if (
+        options.get("data_parallel") is not None and placements is not None
+    ):  # data parallel along the mesh's rows, tensor parallel along its columns
+        options = dict(
+            options,
+            mesh=fsdp_tp.check_mesh(mesh, placements),
+            placements=placements,
+            data_parallel=dp.check_mode(options["data_parallel"]),
+        )
     elif options.get("data_parallel") is not None:
         options = dict(options, mesh=dp.check_mesh(mesh), data_parallel=dp.check_mode(options["data_parallel"]))
     elif placements is not None:
         options = dict(options, mesh=mesh, placements=placements)
     if "reshard_after_forward" in options:
         if options.get("data_parallel") != "fully_shard":
-            raise HirError("error: hir.train_step: reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'")
+            raise HirError(
+                "error: hir.train_step: reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'"
+            )
         if not isinstance(options["reshard_after_forward"], bool):
-            raise HirError(f"error: hir.train_step: reshard_after_forward must be True or False, got {options['reshard_after_forward']!r}")
+            raise HirError(
+                f"error: hir.train_step: reshard_after_forward must be True or False, got {options['reshard_after_forward']!r}"
+            )
     if "schedule" in options:
         if options.get("data_parallel") is None:
-            raise HirError("error: hir.train_step: schedule= orders a data-parallel step's collectives; it takes mesh= and data_parallel=")
+            raise HirError(
+                "error: hir.train_step: schedule= orders a data-parallel step's collectives; it takes mesh= and data_parallel="
+            )
         options = dict(options, schedule=dp.check_schedule(options["schedule"]))
     accumulate = options.get("accumulate", 1)
     if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
@@ -384,8 +374,14 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_fn
     if not isinstance(recompute, bool):
         raise HirError(f"error: hir.train_step: recompute must be True or False, got {recompute!r}")
     if recompute and not layers.repeated_blocks(model):
-        raise HirError(f"error: hir.train_step: recompute=True recomputes the model's repeated blocks (a ModuleList of two or more "
-                       f"modules of one class); {type(model).__name__} has none")
+        raise HirError(
+            f"error: hir.train_step: recompute=True recomputes the model's repeated blocks (a ModuleList of two or more "
+            f"modules of one class); {type(model).__name__} has none"
+        )
     if isinstance(example_batch, torch.Tensor) or not isinstance(example_batch, (tuple, list)):
-        raise HirError(f"error: hir.train_step: example_batch must be a tuple of tensors (loss_fn's arguments after the model), got {type(example_batch).__name__}")
-    return TrainStep(model, optimizer, loss_fn, example_batch, dict(options, max_grad_norm=None if clip is None else float(clip)))
+        raise HirError(
+            f"error: hir.train_step: example_batch must be a tuple of tensors (loss_fn's arguments after the model), got {type(example_batch).__name__}"
+        )
+    return TrainStep(
+        model, optimizer, loss_fn, example_batch, dict(options, max_grad_norm=None if clip is None else float(clip))
+    )

@@ -41,7 +41,13 @@ class ArgSpec:
     def fits(self, value: Any) -> bool:
         """The common case, checked in four comparisons per call: a tensor of exactly the
         static local shape, dtype and device. Anything else goes through :meth:`check`."""
-        return self.size is not None and isinstance(value, torch.Tensor) and value.shape == self.size and value.dtype is self.buffer.dtype and value.device == self.device
+        return (
+            self.size is not None
+            and isinstance(value, torch.Tensor)
+            and value.shape == self.size
+            and value.dtype is self.buffer.dtype
+            and value.device == self.device
+        )
 
     def check(self, value: Any, where: str) -> Any:
         what = f"argument #{self.index} ({self.type_text})"
@@ -52,7 +58,11 @@ class ArgSpec:
                 if not isinstance(value, int) or value not in (0, 1):
                     raise HirError(f"{where} {what} expects a bool, got {value!r}")
                 return bool(value)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (self.scalar is int and isinstance(value, float)):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or (self.scalar is int and isinstance(value, float))
+            ):
                 raise HirError(f"{where} {what} expects a {self.scalar.__name__}, got {type(value).__name__}")
             return self.scalar(value)
         spec = self.buffer
@@ -90,7 +100,12 @@ class EntryArguments:
         """The checked values of ``inputs`` (host scalars converted, other ranks' buffers
         None); an :class:`HirError` at the first bad one."""
         count = len(self.specs)
-        if self.all_fit is not None and type(inputs) in (list, tuple) and len(inputs) == count and self.all_fit(*inputs):
+        if (
+            self.all_fit is not None
+            and type(inputs) in (list, tuple)
+            and len(inputs) == count
+            and self.all_fit(*inputs)
+        ):
             return list(inputs)
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
             raise HirError(f"{self.where()} takes a list of {count} input(s), got {type(inputs).__name__}")

@@ -70,7 +70,14 @@ class BufferSpec:
         block of the buffer it holds together, placed 1-D on that line."""
         s = self.sharding
         assert s is not None, "only a placed buffer has mesh lines"
-        return BufferSpec(tuple(s.others_local(self.shape, mesh_axes)), self.dtype, s.along(rank, mesh_axes), self.held, self.contiguous, self.device)
+        return BufferSpec(
+            tuple(s.others_local(self.shape, mesh_axes)),
+            self.dtype,
+            s.along(rank, mesh_axes),
+            self.held,
+            self.contiguous,
+            self.device,
+        )
 
     def local(self, shape: Sequence[int]) -> list[int]:
         """The local shape of a buffer whose global shape is ``shape`` (dynamic dims filled)."""
@@ -79,7 +86,6 @@ class BufferSpec:
     def local_static(self) -> list[int]:
         """The local shape with DYNAMIC kept where the global extent is dynamic."""
         return local_shape(self.shape, self.sharding, self.device)
-
 
 
 def buffer_spec(t: ir.Type, rank: int) -> BufferSpec:

@@ -187,7 +187,11 @@ def _aliased_operands(op: ir.Operation, result: ir.Value) -> list | None:
     if alias is None:
         return []
     sets = alias.before_set  # empty for a list of views (split's Tensor(a)[]): any annotated argument
-    aliased = [v for arg, v in zip(schema.arguments, op.operands) if arg.alias_info is not None and (not sets or arg.alias_info.before_set & sets)]
+    aliased = [
+        v
+        for arg, v in zip(schema.arguments, op.operands)
+        if arg.alias_info is not None and (not sets or arg.alias_info.before_set & sets)
+    ]
     return aliased or None
 
 
@@ -224,7 +228,10 @@ def _root(value: ir.Value) -> ir.Value:
 
 def _written_from(root: ir.Value, call: ir.Operation, written_by) -> bool:
     """Whether ``root`` (or a view of it) is written by ``call`` or an op after it."""
-    return any(_writes(use, written_by) and (use.owner.operation == call or runs_after(use.owner.operation, call)) for use in uses_through_views(root))
+    return any(
+        _writes(use, written_by) and (use.owner.operation == call or runs_after(use.owner.operation, call))
+        for use in uses_through_views(root)
+    )
 
 
 def _alone(operands: list, index: int) -> bool:
@@ -360,7 +367,11 @@ class DestinationPlanner:
     def _bind(self, call: ir.Operation, operands: list, index: int, output: Output) -> Bind | None:
         dest = operands[index]
         alloc = dest.owner.operation
-        if alloc.name != memref.AllocOp.OPERATION_NAME or SYMMETRIC_ATTR in alloc.attributes or operands.count(dest) != 1:
+        if (
+            alloc.name != memref.AllocOp.OPERATION_NAME
+            or SYMMETRIC_ATTR in alloc.attributes
+            or operands.count(dest) != 1
+        ):
             return None
         if not is_identity_layout(ir.MemRefType(dest.type)):
             return None

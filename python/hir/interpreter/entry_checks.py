@@ -20,7 +20,9 @@ def entry_function(module: ir.Module, entry: str | None, source_name: str | None
     names = [ir.StringAttr(f.operation.attributes["sym_name"]).value for f in funcs]
     if entry is not None:
         if entry not in names:
-            raise HirError(f"{source_name or '<module>'}: error: no function @{entry} (functions: {', '.join(names) or 'none'})")
+            raise HirError(
+                f"{source_name or '<module>'}: error: no function @{entry} (functions: {', '.join(names) or 'none'})"
+            )
         return entry
     if "main" in names:
         return "main"
@@ -28,7 +30,10 @@ def entry_function(module: ir.Module, entry: str | None, source_name: str | None
         n
         for n, f in zip(names, funcs)
         if KERNEL_ATTR not in f.operation.attributes
-        and ("sym_visibility" not in f.operation.attributes or ir.StringAttr(f.operation.attributes["sym_visibility"]).value == "public")
+        and (
+            "sym_visibility" not in f.operation.attributes
+            or ir.StringAttr(f.operation.attributes["sym_visibility"]).value == "public"
+        )
     ]
     if len(public) != 1:
         raise HirError(
@@ -42,7 +47,13 @@ def entry_function(module: ir.Module, entry: str | None, source_name: str | None
 def require_module(module: Any, entry: str) -> None:
     """A public entry's ``module`` argument must be a parsed module (not text, not a program)."""
     if not isinstance(module, ir.Module):
-        hint = " (parse text with hir.parse(text))" if isinstance(module, str) else " (an imported program's module is program.module)" if hasattr(module, "module") else ""
+        hint = (
+            " (parse text with hir.parse(text))"
+            if isinstance(module, str)
+            else " (an imported program's module is program.module)"
+            if hasattr(module, "module")
+            else ""
+        )
         raise HirError(f"error: {entry}: module must be an ir.Module{hint}, got {type(module).__name__}")
 
 
@@ -78,8 +89,10 @@ def pool_size(module: ir.Module, requested: int | None, source_name: str | None)
     except ValueError as err:
         raise HirError(f"{where}: error: {err}") from None
     if fixed is not None and requested is not None and requested != fixed:
-        raise HirError(f"{where}: error: num_streams = {requested} contradicts the module's "
-                       f"hir.num_streams = {fixed} (set by the pass that fixed the stream pool)")
+        raise HirError(
+            f"{where}: error: num_streams = {requested} contradicts the module's "
+            f"hir.num_streams = {fixed} (set by the pass that fixed the stream pool)"
+        )
     return fixed or requested or DEFAULT_NUM_STREAMS
 
 

@@ -17,11 +17,15 @@ runs (and is tested) anywhere.
 import torch
 
 _LIBRARY = torch.library.Library("hir", "FRAGMENT")
-_LIBRARY.define("flash_attention(Tensor query, Tensor key, Tensor value, bool "
-                "is_causal, *, float? scale=None) -> (Tensor output, Tensor logsumexp)")
-_LIBRARY.define("flash_attention_backward(Tensor grad_out, Tensor query, Tensor "
-                "key, Tensor value, Tensor out, Tensor logsumexp, bool is_causal, "
-                "*, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)")
+_LIBRARY.define(
+    "flash_attention(Tensor query, Tensor key, Tensor value, bool "
+    "is_causal, *, float? scale=None) -> (Tensor output, Tensor logsumexp)"
+)
+_LIBRARY.define(
+    "flash_attention_backward(Tensor grad_out, Tensor query, Tensor "
+    "key, Tensor value, Tensor out, Tensor logsumexp, bool is_causal, "
+    "*, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)"
+)
 aten = torch.ops.aten
 
 
@@ -34,8 +38,23 @@ def _backward_cuda(grad_out, query, key, value, out, logsumexp, is_causal, scale
     # no dropout: the philox state is not read (torch passes what the forward returned)
     seed = torch.zeros(2, dtype=torch.uint64, device=query.device)
     offset = torch.zeros((), dtype=torch.uint64, device=query.device)
-    return aten._scaled_dot_product_flash_attention_backward.default(grad_out, query, key, value, out, logsumexp, None, None, query.shape[2], key.shape[2],
-                                                                    0.0, is_causal, seed, offset, scale=scale)
+    return aten._scaled_dot_product_flash_attention_backward.default(
+        grad_out,
+        query,
+        key,
+        value,
+        out,
+        logsumexp,
+        None,
+        None,
+        query.shape[2],
+        key.shape[2],
+        0.0,
+        is_causal,
+        seed,
+        offset,
+        scale=scale,
+    )
 
 
 def _forward_cpu(query, key, value, is_causal, scale=None):
@@ -43,7 +62,9 @@ def _forward_cpu(query, key, value, is_causal, scale=None):
 
 
 def _backward_cpu(grad_out, query, key, value, out, logsumexp, is_causal, scale=None):
-    return aten._scaled_dot_product_flash_attention_for_cpu_backward.default(grad_out, query, key, value, out, logsumexp, 0.0, is_causal, scale=scale)
+    return aten._scaled_dot_product_flash_attention_for_cpu_backward.default(
+        grad_out, query, key, value, out, logsumexp, 0.0, is_causal, scale=scale
+    )
 
 
 def _forward_fake(query, key, value, is_causal, scale=None):

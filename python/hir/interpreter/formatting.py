@@ -31,7 +31,9 @@ def summarize_output(index: int, value: torch.Tensor | None) -> str:
 
     t = value.detach().cpu().contiguous()
     total = t.double().sum().item() if t.numel() else 0.0
-    crc = zlib.crc32(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")  # (a 0-d tensor has no byte view)
+    crc = zlib.crc32(
+        t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+    )  # (a 0-d tensor has no byte view)
     return f"{_header(index, value)}, sum {_scalar(total)}, crc32 {crc:08x}"
 
 
@@ -40,7 +42,9 @@ def _header(index: int, value: object) -> str:
         return f"output {index}: not held by this rank"
     if not isinstance(value, torch.Tensor):
         return f"output {index}: {value}"
-    return f"output {index}: shape [{', '.join(map(str, value.shape))}] {DTYPE_NAMES.get(value.dtype, str(value.dtype))}"
+    return (
+        f"output {index}: shape [{', '.join(map(str, value.shape))}] {DTYPE_NAMES.get(value.dtype, str(value.dtype))}"
+    )
 
 
 def _scalar(x) -> str:

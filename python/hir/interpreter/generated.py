@@ -24,7 +24,9 @@ import torch
 Step = Callable[[list], None]
 
 
-def torch_call_step(fn: Callable, positional: list, keywords: dict, fill: list, fill_kw: list, results: list[int]) -> Step:
+def torch_call_step(
+    fn: Callable, positional: list, keywords: dict, fill: list, fill_kw: list, results: list[int]
+) -> Step:
     """The step ``env[r] = fn(c0, env[3], out=env[5])`` of an op that is one torch call, as
     one generated function with ``fn`` and the constants bound as globals: one Python frame
     per op and no argument list built per call (torch.fx's generated code does the same).
@@ -48,7 +50,9 @@ def torch_call_step(fn: Callable, positional: list, keywords: dict, fill: list, 
         names[f"kw{n}"] = constant_kw
         args.append(f"**kw{n}")
     for key, slot in runtime_kw.items():  # a schema name that is a Python keyword goes by dict
-        args.append(f"{key}=env[{slot}]" if key.isidentifier() and not iskeyword(key) else f"**{{{key!r}: env[{slot}]}}")
+        args.append(
+            f"{key}=env[{slot}]" if key.isidentifier() and not iskeyword(key) else f"**{{{key!r}: env[{slot}]}}"
+        )
     call = f"fn{n}({', '.join(args)})"
     if not results:  # checks such as _assert_tensor_metadata
         lines = [call]

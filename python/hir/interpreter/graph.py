@@ -144,7 +144,9 @@ class GraphRunner:
         self.cache_size = cache_size
         self._graphs: OrderedDict[tuple, CapturedGraph] = OrderedDict()
         self._bound: OrderedDict[tuple, CapturedGraph] = OrderedDict()  # by bound_signature
-        self._seen: OrderedDict[tuple, tuple] = OrderedDict()  # auto: signature -> bound_signature of its last unbound call
+        self._seen: OrderedDict[tuple, tuple] = (
+            OrderedDict()
+        )  # auto: signature -> bound_signature of its last unbound call
 
     @property
     def static_inputs(self) -> list:
@@ -281,7 +283,9 @@ class GraphRunner:
         except (HirError, RuntimeError) as err:
             if state.mode is True:
                 if isinstance(err, HirError):
-                    raise HirError(f"{err.message}\nerror: graph=True: the program could not be captured as a CUDA graph") from None
+                    raise HirError(
+                        f"{err.message}\nerror: graph=True: the program could not be captured as a CUDA graph"
+                    ) from None
                 raise HirError(f"error: graph=True: CUDA graph capture failed: {err}") from None
             state.reason = f"capture failed: {err}"
             log.warning("graph='auto': CUDA graph capture failed, running eagerly from now on: %s", err)

@@ -13,7 +13,9 @@ from hir.dialect.irutils import uses_through_views, written_operands
 _CALL = func.CallOp.OPERATION_NAME
 
 
-def graph_blockers(module: ir.Module, device: torch.device, backend: str | None, has_comm: bool, track_memory: bool) -> list[str]:
+def graph_blockers(
+    module: ir.Module, device: torch.device, backend: str | None, has_comm: bool, track_memory: bool
+) -> list[str]:
     """Why ``module`` cannot be captured as a CUDA graph on ``device`` (empty: it can)."""
     reasons: list[str] = []
     if device.type != "cuda":
@@ -24,8 +26,10 @@ def graph_blockers(module: ir.Module, device: torch.device, backend: str | None,
     def visit(op: ir.Operation) -> ir.WalkResult:
         cls = OP_CLASSES.get(op.name)
         if cls is not None and cls.TEAM_ATTR is not None and get_str(op, "backend") == "gloo":  # a communication
-            reasons.append("cannot capture Gloo collectives (host-side transfers; use "
-                           f"backend nccl): {op.location}: '{op.name}' uses the gloo backend")
+            reasons.append(
+                "cannot capture Gloo collectives (host-side transfers; use "
+                f"backend nccl): {op.location}: '{op.name}' uses the gloo backend"
+            )
         if cls is not None and cls.HOST_READS:
             reasons.append(f"cannot capture an op that reads buffers on the host: {op.location}: '{op.name}'")
         return ir.WalkResult.ADVANCE
@@ -61,6 +65,8 @@ def written_arguments(block: ir.Block, functions: dict | None = None) -> frozens
         return False
 
     def arguments(body: ir.Block) -> frozenset[int]:
-        return frozenset(i for i, arg in enumerate(body.arguments) if isinstance(arg.type, ir.MemRefType) and written(arg))
+        return frozenset(
+            i for i, arg in enumerate(body.arguments) if isinstance(arg.type, ir.MemRefType) and written(arg)
+        )
 
     return arguments(block)

@@ -39,16 +39,22 @@ def parse_assignments(specs: Sequence[str], count: int, weights: frozenset = fro
                 index += 1
         if not 0 <= index < count:
             free = count - len(weights)
-            takes = f"the entry function takes {count}" + (f" ({free} besides the {len(weights)} its weights file gives)" if weights else "")
+            takes = f"the entry function takes {count}" + (
+                f" ({free} besides the {len(weights)} its weights file gives)" if weights else ""
+            )
             raise InputError(f"input '{spec}' is for argument #{index}, but {takes}")
         out[index] = spec
         position = index + 1
     return out
 
 
-def build_inputs(arg_types: Sequence[ir.Type], specs: Sequence[str], *, rank: int, seed: int, device: torch.device) -> list:
+def build_inputs(
+    arg_types: Sequence[ir.Type], specs: Sequence[str], *, rank: int, seed: int, device: torch.device
+) -> list:
     """One value per argument (None for buffers this rank does not hold)."""
-    return [make_input(i, t, spec, rank=rank, seed=seed, device=device) for i, (t, spec) in enumerate(zip(arg_types, specs))]
+    return [
+        make_input(i, t, spec, rank=rank, seed=seed, device=device) for i, (t, spec) in enumerate(zip(arg_types, specs))
+    ]
 
 
 def make_input(index: int, type_: ir.Type, spec: str, *, rank: int, seed: int, device: torch.device):
@@ -98,7 +104,9 @@ def _global_tensor(what: str, spec: BufferSpec, text: str, seed: int) -> torch.T
         return torch.randint(-8, 9, shape, generator=gen).to(spec.dtype)
     tensor = _load(what, text)
     if not spec.fits(tensor.shape):
-        raise InputError(f"{what}: {text} holds shape {fmt_shape(tensor.shape)}, expected the global shape {fmt_shape(spec.shape)}")
+        raise InputError(
+            f"{what}: {text} holds shape {fmt_shape(tensor.shape)}, expected the global shape {fmt_shape(spec.shape)}"
+        )
     if tensor.dtype != spec.dtype:
         raise InputError(f"{what}: {text} holds dtype {tensor.dtype}, expected {spec.dtype}")
     return tensor
@@ -133,15 +141,19 @@ def _load(what: str, path: str) -> torch.Tensor:
         with open(path, "rb") as f:
             head = f.read(len(TORCH_ZIP_MAGIC))
         if head != TORCH_ZIP_MAGIC and not head.startswith(PICKLE_PROTOCOL):
-            raise InputError(f"{what}: '{path}' is not a tensor file (neither a torch.save archive nor a legacy torch.save pickle); "
-                             f"hir-run reads tensors saved with torch.save (FILE.pt) or numpy.save (FILE.npy)")
+            raise InputError(
+                f"{what}: '{path}' is not a tensor file (neither a torch.save archive nor a legacy torch.save pickle); "
+                f"hir-run reads tensors saved with torch.save (FILE.pt) or numpy.save (FILE.npy)"
+            )
         try:
             value = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as err:  # noqa: BLE001 - torch.load fails in many ways on foreign bytes
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             if "weights_only" in str(err):  # torch's advice to unpickle anything: never taken here
                 reason = "it holds Python objects other than tensors, which hir-run does not unpickle"
-            raise InputError(f"{what}: cannot load '{path}' as a torch.save file ({type(err).__name__}: {reason})") from None
+            raise InputError(
+                f"{what}: cannot load '{path}' as a torch.save file ({type(err).__name__}: {reason})"
+            ) from None
         if not isinstance(value, torch.Tensor):
             raise InputError(f"{what}: {path} does not hold a single tensor")
         return value
@@ -178,7 +190,9 @@ def shard(full: torch.Tensor, sharding: Sharding | None, rank: int) -> torch.Ten
     return gather_pieces(lambda index: full[index], full.shape, sharding, rank)
 
 
-def gather_pieces(read: Callable[[tuple], torch.Tensor], shape: Sequence[int], sharding: Sharding | None, rank: int) -> torch.Tensor:
+def gather_pieces(
+    read: Callable[[tuple], torch.Tensor], shape: Sequence[int], sharding: Sharding | None, rank: int
+) -> torch.Tensor:
     """Rank ``rank``'s part of a global tensor of ``shape`` placed as ``sharding``, from
     ``read(index)`` of each of its blocks (one; of a packed split one per piece, joined
     along the packed axis): what a safetensors slice reads without loading the rest."""
@@ -205,8 +219,10 @@ def shard_slices(shape: Sequence[int], sharding: Sharding | None, rank: int) -> 
             continue
         parts, pieces = sharding.parts(axis), sharding.pieces(axis)
         if shape[axis] % (parts * pieces):
-            raise InputError(f"axis {axis} of extent {shape[axis]} does not split evenly over "
-                             f"{parts} devices{f' in each of {pieces} pieces' if pieces > 1 else ''}")
+            raise InputError(
+                f"axis {axis} of extent {shape[axis]} does not split evenly over "
+                f"{parts} devices{f' in each of {pieces} pieces' if pieces > 1 else ''}"
+            )
         size = shape[axis] // (parts * pieces)
         index[axis] = slice(part * size, (part + 1) * size)
         if pieces > 1:

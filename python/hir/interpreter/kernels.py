@@ -74,7 +74,9 @@ class KernelCompileStats:
     regions_reason: str | None = None  # why no compute region runs compiled (None: they may)
     compiles: int = 0  # (segment, signature) pairs compiled so far
     seconds: float = 0.0  # total trace + inductor compile time
-    fallbacks: int = 0  # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
+    fallbacks: int = (
+        0  # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
+    )
     autotune: bool = False  # compile with inductor's max-autotune (Program(autotune=True))
     pdl: bool = False  # compile with inductor's programmatic dependent launch (planned decode kernels: decode_kernels.inductor_pdl)
 
@@ -185,10 +187,16 @@ def inductor_options(autotune: bool, pdl: bool = False) -> dict:
     dependents."""
     from torch._inductor import list_mode_options  # inductor loads only when kernels compile (seconds to import)
 
-    return {**(list_mode_options("max-autotune-no-cudagraphs") if autotune else {}), "triton.cudagraphs": False, **({"triton.enable_pdl": True} if pdl else {})}
+    return {
+        **(list_mode_options("max-autotune-no-cudagraphs") if autotune else {}),
+        "triton.cudagraphs": False,
+        **({"triton.enable_pdl": True} if pdl else {}),
+    }
 
 
-def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats) -> Callable[[list], list]:
+def compiled_segment(
+    run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats
+) -> Callable[[list], list]:
     """``run`` (the steps of ``what``: a kernel segment or a compute region, ``args ->
     results``) compiled per signature."""
     from torch._inductor.compile_fx import compile_fx  # inductor loads only when kernels compile (seconds to import)
@@ -221,7 +229,9 @@ def compiled_segment(run: Callable[[list], list], what: str, where: str, stats: 
             fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
         except Exception as err:
             if strict:
-                raise HirError(f"{where}: error: cannot compile {what} (compile_kernels=True): {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
+                raise HirError(
+                    f"{where}: error: cannot compile {what} (compile_kernels=True): {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+                ) from err
             log.warning("%s: %s runs op by op: compiling it failed: %s: %s", where, what, type(err).__name__, err)
             fn = None
         seconds = time.perf_counter() - start

@@ -57,7 +57,9 @@ _CMPF: dict[int, Callable] = {
 }
 # arith::CmpIPredicate numbering (eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge); payload
 # integers are torch's signed dtypes, so the unsigned forms compare the same values.
-_CMPI: dict[int, Callable] = dict(enumerate([torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge, torch.lt, torch.le, torch.gt, torch.ge]))
+_CMPI: dict[int, Callable] = dict(
+    enumerate([torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge, torch.lt, torch.le, torch.gt, torch.ge])
+)
 
 ELEMENTWISE: dict[str, Callable] = {
     "arith.addf": torch.add,
@@ -169,7 +171,9 @@ class Payload:
         return [vals[i] for i in self.yields]
 
 
-def compile_payload(block: ir.Block, compiler: Any, skip: frozenset = frozenset(), yields: list | None = None) -> Payload:
+def compile_payload(
+    block: ir.Block, compiler: Any, skip: frozenset = frozenset(), yields: list | None = None
+) -> Payload:
     """Compile ``block`` (a linalg region). Values defined outside are read from the
     compiler's slots (constants folded into the template). The ops at positions ``skip``
     (reduction combiners, evaluated by the caller) are left out."""
@@ -230,7 +234,9 @@ def payload_fn(op: ir.OpView, name: str) -> Callable:
     if name in CASTS:
         try:
             result = op.operation.results[0].type  # a payload scalar, or a whole tensor in a kernel
-            return _cast(torch_dtype(ir.ShapedType(result).element_type if isinstance(result, ir.ShapedType) else result))
+            return _cast(
+                torch_dtype(ir.ShapedType(result).element_type if isinstance(result, ir.ShapedType) else result)
+            )
         except ValueError as err:
             raise UnsupportedPayload(op, str(err)) from None
     if name in ("arith.cmpf", "arith.cmpi"):

@@ -27,7 +27,9 @@ def _env_count(name: str, minimum: int) -> int | None:
     if raw is None:
         return None
     if not raw.strip().isdigit() or int(raw) < minimum:
-        raise HirError(f"error: ${name}={raw!r}: expected an integer >= {minimum} (set by the launcher: torchrun, hir-run --nproc)")
+        raise HirError(
+            f"error: ${name}={raw!r}: expected an integer >= {minimum} (set by the launcher: torchrun, hir-run --nproc)"
+        )
     return int(raw)
 
 
@@ -59,7 +61,11 @@ def run_ranks_per_node(module: ir.Module, rank: int, world_size: int, source_nam
                 f"start {program} ranks per node (torchrun --nproc-per-node={program}) or lower "
                 f"the program for this layout (hir-set-node-layout{{ranks-per-node={local}}})"
             )
-    layout, source = (program, f"{RANKS_PER_NODE_ATTR} = {{}}") if program is not None else (local, "LOCAL_WORLD_SIZE={} ranks per node")
+    layout, source = (
+        (program, f"{RANKS_PER_NODE_ATTR} = {{}}")
+        if program is not None
+        else (local, "LOCAL_WORLD_SIZE={} ranks per node")
+    )
     if layout is None or (program is None and layout >= world_size):
         return program
     found = cross_node_copy_engine_op(module, layout)
@@ -67,8 +73,8 @@ def run_ranks_per_node(module: ir.Module, rank: int, world_size: int, source_nam
         op, team = found
         raise HirError(
             f"{format_location(op.location, source_name)}: error: '{op.name}' runs on copy "
-            f"engines (backend = \"cuda\") but its {describe_span(team, layout, source)}: "
-            f"copy engines and symmetric memory reach the GPUs of one node only; give it backend \"nccl\" "
+            f'engines (backend = "cuda") but its {describe_span(team, layout, source)}: '
+            f'copy engines and symmetric memory reach the GPUs of one node only; give it backend "nccl" '
             "(hir-convert-to-communication and "
             "hir-p2p-pipeline do for teams that span nodes once "
             f"hir-set-node-layout{{ranks-per-node={layout}}} ran before them)"

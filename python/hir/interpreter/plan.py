@@ -68,7 +68,13 @@ def _tracked_binds(step: Step, slots: list[int], tracker: Any) -> Step:
 class Compiler:
     """Compiles the functions of one module for one rank of a :class:`Runtime`."""
 
-    def __init__(self, module: ir.Module, runtime: Any, source_name: str | None, regions: Callable[["Compiler", list], list[Step]] | None = None) -> None:
+    def __init__(
+        self,
+        module: ir.Module,
+        runtime: Any,
+        source_name: str | None,
+        regions: Callable[["Compiler", list], list[Step]] | None = None,
+    ) -> None:
         self.runtime = runtime
         # The handles kept below (functions, values as slot keys) do not keep their module
         # alive in these bindings: once the caller drops the ir.Module (an imported program
@@ -111,16 +117,31 @@ class Compiler:
         bound = self.bound_operands(at) if at is not None else []
         outs = self._outs.get(at.operation, []) if at is not None else []
         eager = eager or self.eager
-        key = name + (f"<bind {','.join(str(i) for i, _ in bound)}>" if bound else "") + (f"<out {','.join(map(str, outs))}>" if outs else "") + ("<eager>" if eager else "")
+        key = (
+            name
+            + (f"<bind {','.join(str(i) for i, _ in bound)}>" if bound else "")
+            + (f"<out {','.join(map(str, outs))}>" if outs else "")
+            + ("<eager>" if eager else "")
+        )
         if key in self.plans:
             return self.plans[key]
         function = self._function(name, at)
-        saved = (self._slots, self._template, self._aliases, self._returned, self._out_writes, self._updates, self.eager)
+        saved = (
+            self._slots,
+            self._template,
+            self._aliases,
+            self._returned,
+            self._out_writes,
+            self._updates,
+            self.eager,
+        )
         self._slots, self._template, self._aliases, self.eager = {}, [], {}, eager
         try:
             block, ops = self._body(function)
             arg_slots = [self.define(arg) for arg in block.arguments]
-            steps = self._callee_steps(block, ops, at, regions=not eager and KERNEL_ATTR not in function.operation.attributes)
+            steps = self._callee_steps(
+                block, ops, at, regions=not eager and KERNEL_ATTR not in function.operation.attributes
+            )
             result_slots = [self.use(v) for v in ops[-1].operation.operands] + [arg_slots[i] for i, _ in bound]
             plan = FunctionPlan(
                 name,
@@ -132,7 +153,9 @@ class Compiler:
                 [arg.type for arg in block.arguments],
             )
         finally:
-            self._slots, self._template, self._aliases, self._returned, self._out_writes, self._updates, self.eager = saved
+            self._slots, self._template, self._aliases, self._returned, self._out_writes, self._updates, self.eager = (
+                saved
+            )
         self.plans[key] = plan
         return plan
 
@@ -147,7 +170,9 @@ class Compiler:
             self.share(arg, operand)
         saved = (self._returned, self._out_writes, self._updates)
         try:
-            steps = self._callee_steps(block, ops, at, regions=False, keep=[*block.arguments, *ops[-1].operation.operands])
+            steps = self._callee_steps(
+                block, ops, at, regions=False, keep=[*block.arguments, *ops[-1].operation.operands]
+            )
         finally:
             self._returned, self._out_writes, self._updates = saved
         for result, value in zip(at.operation.results, ops[-1].operation.operands):
@@ -172,7 +197,9 @@ class Compiler:
             raise self.error(function, f"@{name} must end with {func.ReturnOp.OPERATION_NAME}")
         return blocks[0], ops
 
-    def _callee_steps(self, block: ir.Block, ops: list, at: ir.OpView | None, regions: bool, keep: list | None = None) -> list[Step]:
+    def _callee_steps(
+        self, block: ir.Block, ops: list, at: ir.OpView | None, regions: bool, keep: list | None = None
+    ) -> list[Step]:
         """The steps of a function body with the destinations ``at`` binds or has
         written with ``out=`` set up (the block's arguments already have slots). ``keep``
         (an inlined body): its intermediate tensors are released after their last use,
@@ -184,7 +211,9 @@ class Compiler:
         if at is not None:
             outs = self._outs.get(at.operation, [])
             self._out_writes = {self.destinations.producer(at.operation, i): args[i] for i in outs}
-            self._updates = {self.destinations.producer(at.operation, i) for i in outs if self.destinations.updates(at.operation, i)}
+            self._updates = {
+                self.destinations.producer(at.operation, i) for i in outs if self.destinations.updates(at.operation, i)
+            }
         return self.block(ops[:-1], regions=regions, keep=keep)
 
     def block(self, ops: list, regions: bool = False, keep: list | None = None) -> list[Step]:
@@ -277,12 +306,18 @@ class Compiler:
         """(operand index, bind) of each destination of ``call`` (a segment call or a compute
         op) that becomes its result."""
         operands = list(call.operation.operands)
-        return [(i, self._binds[v]) for i, v in enumerate(operands) if v in self._binds and self._binds[v].call == call.operation]
+        return [
+            (i, self._binds[v])
+            for i, v in enumerate(operands)
+            if v in self._binds and self._binds[v].call == call.operation
+        ]
 
     def call_results(self, call: ir.OpView) -> list[int]:
         """The slots a call's plan results go to: its results, then its bound destinations."""
         operands = list(call.operation.operands)
-        return [self.define(r) for r in call.operation.results] + [self.use(operands[i]) for i, _ in self.bound_operands(call)]
+        return [self.define(r) for r in call.operation.results] + [
+            self.use(operands[i]) for i, _ in self.bound_operands(call)
+        ]
 
     def out_destination(self, result: ir.Value) -> int | None:
         """The slot of the segment argument torch op ``result`` is written into with
@@ -321,7 +356,9 @@ class Compiler:
     def holds_all(self, op: ir.OpView) -> bool:
         values = list(op.operation.operands) + list(op.operation.results)
         # (an unranked memref is a memref.cast view of a ranked buffer, whose own check decides)
-        return all(self.spec(v).held for v in values if is_memref(v.type) and not isinstance(v.type, ir.UnrankedMemRefType))
+        return all(
+            self.spec(v).held for v in values if is_memref(v.type) and not isinstance(v.type, ir.UnrankedMemRefType)
+        )
 
     def add_alias(self, parent: int, view: int) -> None:
         """Record that ``view`` aliases ``parent`` so deallocating the parent kills both."""

@@ -94,7 +94,9 @@ class Program:
         if graph_cache_size < 1:
             raise HirError(f"error: graph_cache_size must be >= 1, got {graph_cache_size}")
         if static_outputs and graph is False:
-            raise HirError("error: static_outputs=True needs graph=True or graph='auto' (eager runs have no static buffers)")
+            raise HirError(
+                "error: static_outputs=True needs graph=True or graph='auto' (eager runs have no static buffers)"
+            )
         try:
             dev = default_device(device)
         except (RuntimeError, ValueError) as err:
@@ -109,7 +111,9 @@ class Program:
         self.device = dev
         self.source_name = source_name
         with module.context:
-            self.runtime.ranks_per_node = run_ranks_per_node(module, self.runtime.rank, self.runtime.world_size, source_name)
+            self.runtime.ranks_per_node = run_ranks_per_node(
+                module, self.runtime.rank, self.runtime.world_size, source_name
+            )
             placement_errors = check_placements(module.operation, source_name, self.runtime.world_size)
             if placement_errors:
                 raise HirError("\n".join(placement_errors))
@@ -151,11 +155,24 @@ class Program:
             # a call with this many inputs gives the arguments no weight fills (-1: none do)
             self._without_weights = len(self.plan.arg_types) - len(keys) if keys else -1
             functions = self.compiler.functions
-            written = written_arguments(functions[self.entry].regions[0].blocks[0], functions) if graph is not False else frozenset()
+            written = (
+                written_arguments(functions[self.entry].regions[0].blocks[0], functions)
+                if graph is not False
+                else frozenset()
+            )
         self._graph_state = GraphState(graph, "; ".join(blockers) or None if graph is not False else "graph=False")
         self.graph: GraphRunner | None = None
         if self._graph_state.active:
-            self.graph = GraphRunner(self._execute, dev, self.runtime.streams, self._graph_state, written, static_outputs, graph_cache_size, self.runtime.capture_refreshes)
+            self.graph = GraphRunner(
+                self._execute,
+                dev,
+                self.runtime.streams,
+                self._graph_state,
+                written,
+                static_outputs,
+                graph_cache_size,
+                self.runtime.capture_refreshes,
+            )
         else:
             self._graph_state.last = "eager"
             log.debug("graph %s: every call runs eagerly: %s", graph, self._graph_state.reason)
@@ -227,7 +244,10 @@ class Program:
         entry returns; HIR_DEBUG=1 warns about each."""
         for work, where, name in self.runtime.pending:
             if self.runtime.debug:
-                print(f"{where}: warning: '{name}' work is never waited on; waited for when @{self.entry} returns", file=sys.stderr)
+                print(
+                    f"{where}: warning: '{name}' work is never waited on; waited for when @{self.entry} returns",
+                    file=sys.stderr,
+                )
             work.wait()
 
     def check_inputs(self, inputs: Sequence[Any]) -> list:
@@ -243,10 +263,19 @@ class Program:
         if not keys:
             return {}
         if self.weights_path is None:
-            raise HirError(f"{self._where()}: its arguments name weight keys but the module "
-                           "names no weights file (pass weights=FILE, hir-run --weights FILE)")
+            raise HirError(
+                f"{self._where()}: its arguments name weight keys but the module "
+                "names no weights file (pass weights=FILE, hir-run --weights FILE)"
+            )
         if self._weights is None:
-            self._weights = read_weights(self.weights_path, self.plan.arg_types, keys, rank=self.runtime.rank, device=self.device, entry=self.entry)
+            self._weights = read_weights(
+                self.weights_path,
+                self.plan.arg_types,
+                keys,
+                rank=self.runtime.rank,
+                device=self.device,
+                entry=self.entry,
+            )
         return self._weights if wanted is None else {i: t for i, t in self._weights.items() if i in wanted}
 
     def with_weights(self, inputs: Sequence[Any]) -> list:
@@ -267,7 +296,12 @@ def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entr
     rank, scalars as given. A tensor whose shape is not the type's global shape is an error
     naming the argument."""
     name = entry_function(module, entry, None)
-    fn = next(op.operation for op in module.body.operations if op.operation.name == func.FuncOp.OPERATION_NAME and ir.StringAttr(op.operation.attributes["sym_name"]).value == name)
+    fn = next(
+        op.operation
+        for op in module.body.operations
+        if op.operation.name == func.FuncOp.OPERATION_NAME
+        and ir.StringAttr(op.operation.attributes["sym_name"]).value == name
+    )
     types = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs
     if len(values) != len(types):
         raise HirError(f"error: @{name} takes {len(types)} argument(s), got {len(values)}")
@@ -278,8 +312,10 @@ def local_arguments(module: ir.Module, values: Sequence[Any], rank: int, *, entr
             continue
         spec = buffer_spec(type_, rank)
         if not (hasattr(value, "shape") and spec.fits(value.shape)):
-            raise HirError(f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} "
-                           f"({type_}), got {fmt_shape(value.shape) if hasattr(value, 'shape') else type(value).__name__}")
+            raise HirError(
+                f"error: argument #{index} of @{name}: expected a global tensor of shape {fmt_shape(spec.shape)} "
+                f"({type_}), got {fmt_shape(value.shape) if hasattr(value, 'shape') else type(value).__name__}"
+            )
         out.append(shard(value, spec.sharding, rank) if spec.held else None)
     return out
 
@@ -295,7 +331,9 @@ def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list:
     options and inputs that are not a list are :class:`HirError`s."""
     check_options("hir.run", options, Program.__init__)
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-        raise HirError("error: hir.run: inputs must be a list of the entry function's "
-                       f"arguments (tensors and scalars), got {type(inputs).__name__}")
+        raise HirError(
+            "error: hir.run: inputs must be a list of the entry function's "
+            f"arguments (tensors and scalars), got {type(inputs).__name__}"
+        )
     with run_scope():
         return Program(module, **options)(inputs)

@@ -38,7 +38,6 @@ least :data:`~hir.interpreter.kernels.AUTO_MIN_OPS` compute ops (a kernel segmen
 Kernel segments outside regions (in loop bodies) are compiled on their own as before.
 """
 
-
 import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func, memref
@@ -156,7 +155,9 @@ def _region(c: Compiler, ops: list) -> Step:
             if not made_here and value not in inputs and value not in defined:
                 inputs.append(value)
         defined += list(op.results)
-    outputs = [v for v in dict.fromkeys(defined) if any(not _in_span(u.owner.operation, block, members) for u in v.uses)]
+    outputs = [
+        v for v in dict.fromkeys(defined) if any(not _in_span(u.owner.operation, block, members) for u in v.uses)
+    ]
     freed = [v for op in ops if op.operation.name == _DEALLOC for v in op.operation.operands if v in inputs]
     in_slots = [c.use(v) for v in inputs]
     out_slots = [c.use(v) for v in outputs]
@@ -184,4 +185,3 @@ def _region(c: Compiler, ops: list) -> Step:
 
     region_step.hir_op = OpInfo("compute region", first, ())  # where a failure outside its steps is reported
     return region_step
-

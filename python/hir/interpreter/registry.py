@@ -42,8 +42,10 @@ _MARK = "_hir_impls"
 
 def _register(table: dict, key: str, entry: HandlerEntry) -> None:
     if key in table:
-        raise ValueError(f"interpreter handler for '{key}' is registered twice "
-                         f"({table[key].fn.__qualname__}, {entry.fn.__qualname__})")
+        raise ValueError(
+            f"interpreter handler for '{key}' is registered twice "
+            f"({table[key].fn.__qualname__}, {entry.fn.__qualname__})"
+        )
     table[key] = entry
 
 

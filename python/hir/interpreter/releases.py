@@ -34,7 +34,9 @@ def _operands(op: ir.Operation) -> Iterable[ir.Value]:
                 yield from _operands(inner.operation)
 
 
-def released_slots(ops: list, slot_of: Callable[[ir.Value], int], template: list, keep: Iterable[ir.Value]) -> dict[int, list[int]]:
+def released_slots(
+    ops: list, slot_of: Callable[[ir.Value], int], template: list, keep: Iterable[ir.Value]
+) -> dict[int, list[int]]:
     """``{i: slots}``: the slots to clear after op ``i`` of ``ops`` (a segment body without
     its terminator, compiled: every result has a slot): each slot holding only non-buffer
     results of these ops, released after the last op reading it (or, unread, after the op

@@ -58,7 +58,11 @@ def result_in_input(op: ir.Operation, spec: Callable[[ir.Value], BufferSpec], sa
         return False
     for value in (source, dest):
         owner = value.owner
-        if isinstance(owner, ir.Block) or owner.operation.name != _ALLOC or SYMMETRIC_ATTR in owner.operation.attributes:
+        if (
+            isinstance(owner, ir.Block)
+            or owner.operation.name != _ALLOC
+            or SYMMETRIC_ATTR in owner.operation.attributes
+        ):
             return False
         if not is_identity_layout(ir.MemRefType(value.type)) or not same_stream(owner, op):
             return False

@@ -22,7 +22,13 @@ class Runtime:
     """What compiled steps close over: device, rank, streams, the process group."""
 
     def __init__(
-        self, device: torch.device, num_streams: int, backend: str | None, compile_kernels: CompileMode, track_memory: bool = False, high_priority: Sequence[int] = ()
+        self,
+        device: torch.device,
+        num_streams: int,
+        backend: str | None,
+        compile_kernels: CompileMode,
+        track_memory: bool = False,
+        high_priority: Sequence[int] = (),
     ) -> None:
         self.device = device
         self.memory: AllocationTracker | None = AllocationTracker() if track_memory else None
@@ -89,7 +95,9 @@ class StreamPool:
         self._pool: dict[int, Any] = {}
         self._index_of: dict[int, int] = {}  # id() of a pool Stream object -> its pool index (role)
         self._current: Any = None if self.cuda else CpuStream(None)
-        self._device_index = (device.index if device.index is not None else torch.cuda.current_device()) if self.cuda else None
+        self._device_index = (
+            (device.index if device.index is not None else torch.cuda.current_device()) if self.cuda else None
+        )
         self._caller_key: tuple | None = None  # (stream id, device index, device type)
         self._caller: Any = None
         self._events: dict[int, Any] = {}  # CUDA stream handle -> the event its waiters wait on
@@ -144,7 +152,9 @@ class StreamPool:
     def set_current(self, stream: Any) -> None:
         if self.cuda:
             if _CUDA_SET_STREAM is not None:
-                _CUDA_SET_STREAM(stream_id=stream.stream_id, device_index=stream.device_index, device_type=stream.device_type)
+                _CUDA_SET_STREAM(
+                    stream_id=stream.stream_id, device_index=stream.device_index, device_type=stream.device_type
+                )
             else:
                 torch.cuda.set_stream(stream)
         self._current = stream

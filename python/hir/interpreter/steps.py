@@ -91,5 +91,7 @@ def runtime_error(step: Step | None, env: list, err: Exception) -> HirError:
         return HirError(f"error: {type(err).__name__}: {err}")
     for index, (slot, name) in enumerate(info.operands):
         if env[slot] is DEAD:
-            return HirError(f"{info.location}: error: '{info.name}' operand #{index} ({name}) is used after memref.dealloc")
+            return HirError(
+                f"{info.location}: error: '{info.name}' operand #{index} ({name}) is used after memref.dealloc"
+            )
     return HirError(f"{info.location}: error: '{info.name}' failed: {type(err).__name__}: {err}")

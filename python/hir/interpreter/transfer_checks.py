@@ -54,8 +54,19 @@ from hir.interpreter.backends import headers
 
 TRANSFERS = frozenset(
     cls.OPERATION_NAME
-    for cls in (comm_ops.AllgatherOp, comm_ops.AllreduceOp, comm_ops.ReduceScatterOp, comm_ops.BroadcastOp, comm_ops.ScatterOp,
-                comm_ops.GatherOp, comm_ops.ReduceOp, comm_ops.SendRecvOp, comm_ops.SendOp, comm_ops.RecvOp, ShiftOp)
+    for cls in (
+        comm_ops.AllgatherOp,
+        comm_ops.AllreduceOp,
+        comm_ops.ReduceScatterOp,
+        comm_ops.BroadcastOp,
+        comm_ops.ScatterOp,
+        comm_ops.GatherOp,
+        comm_ops.ReduceOp,
+        comm_ops.SendRecvOp,
+        comm_ops.SendOp,
+        comm_ops.RecvOp,
+        ShiftOp,
+    )
 )
 _LOOPS = (scf.ForOp.OPERATION_NAME, ForOp.OPERATION_NAME)  # operands 0..2: lower, upper, step
 _VERIFIED_KEPT = 64  # signature tuples remembered (then forgotten and verified again)
@@ -71,17 +82,27 @@ class Analysis:
         self.values: set[int] = set()
         self.shapes: set[int] = set()
         self.has_transfers = False
-        functions = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation for op in module.body.operations
-                     if op.operation.name == func.FuncOp.OPERATION_NAME}
+        functions = {
+            ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
+            for op in module.body.operations
+            if op.operation.name == func.FuncOp.OPERATION_NAME
+        }
         found: list[ir.Operation] = []  # transfers and calls
-        module.operation.walk(lambda op: (found.append(op) if op.name in TRANSFERS or "callee" in op.attributes else None) or ir.WalkResult.ADVANCE)
+        module.operation.walk(
+            lambda op: (
+                (found.append(op) if op.name in TRANSFERS or "callee" in op.attributes else None)
+                or ir.WalkResult.ADVANCE
+            )
+        )
         reaching = self._reaching(functions, found)
         self.fixed = True
         # the arguments that may set a size (a cast of a dynamic buffer to a transfer's static
         # type is trusted, not checked): integer scalars, dynamic shapes
         args = list(functions[entry].regions[0].blocks[0].arguments) if entry in functions else []
         self.size_values = {i for i, a in enumerate(args) if isinstance(a.type, (ir.IntegerType, ir.IndexType))}
-        self.size_shapes = {i for i, a in enumerate(args) if isinstance(a.type, ir.MemRefType) and not a.type.has_static_shape}
+        self.size_shapes = {
+            i for i, a in enumerate(args) if isinstance(a.type, ir.MemRefType) and not a.type.has_static_shape
+        }
         for op in found:
             if op.name in TRANSFERS:
                 self.has_transfers = True
@@ -145,7 +166,11 @@ class Analysis:
                     return False  # a callee's argument: its call sites' data
                 self.values.add(index)
                 return True
-            return parent.name in _LOOPS and index == 0 and all(self._signature_value(v, depth + 1) for v in list(parent.operands)[:3])
+            return (
+                parent.name in _LOOPS
+                and index == 0
+                and all(self._signature_value(v, depth + 1) for v in list(parent.operands)[:3])
+            )
         name = owner.operation.name
         if name in ("arith.constant", DeviceIndexOp.OPERATION_NAME):
             return True
@@ -232,7 +257,9 @@ class TransferChecks:
 
     def _digest(self, values: Sequence) -> int:
         """63 bits of a hash of the signature: the values and shapes of its arguments."""
-        read = [values[i] for i in self.values] + [tuple(values[i].shape) if values[i] is not None else None for i in self.shapes]
+        read = [values[i] for i in self.values] + [
+            tuple(values[i].shape) if values[i] is not None else None for i in self.shapes
+        ]
         read = [v.item() if isinstance(v, torch.Tensor) and v.dim() == 0 else v for v in read]
         return int.from_bytes(hashlib.blake2b(repr(read).encode(), digest_size=8).digest(), "little") >> 1
 

@@ -79,7 +79,12 @@ def in_place_variant(overload: Any) -> Any | None:
     ``aten.index_copy_``): the same arguments, ``self`` written and returned; None when the
     op is not functional or torch has none."""
     schema = overload._schema
-    if not schema.arguments or schema.arguments[0].name != "self" or len(schema.returns) != 1 or schema.returns[0].alias_info is not None:
+    if (
+        not schema.arguments
+        or schema.arguments[0].name != "self"
+        or len(schema.returns) != 1
+        or schema.returns[0].alias_info is not None
+    ):
         return None
     namespace, name = schema.name.split("::")
     packet = getattr(getattr(torch.ops, namespace), name + "_", None)
@@ -111,7 +116,12 @@ def segment_updates(fn: ir.Operation) -> dict[int, ir.Value]:
             continue
         reads = [u.owner.operation for u in uses if u.owner.operation.name == _TO_TENSOR]
         writes = [u.owner.operation for u in uses if u.owner.operation.name == _MATERIALIZE and u.operand_number == 1]
-        if len(reads) != 1 or len(writes) != 1 or "restrict" not in reads[0].attributes or "writable" not in reads[0].attributes:
+        if (
+            len(reads) != 1
+            or len(writes) != 1
+            or "restrict" not in reads[0].attributes
+            or "writable" not in reads[0].attributes
+        ):
             continue
         read, write = reads[0], writes[0]
         if read.block != block or write.block != block:
@@ -128,7 +138,11 @@ def segment_updates(fn: ir.Operation) -> dict[int, ir.Value]:
         if overload is None or in_place_variant(overload) is None:
             continue
         source = write.operands[0]
-        while not isinstance(source.owner, ir.Block) and source.owner.operation.name == _CAST and _single_use(source) is not None:
+        while (
+            not isinstance(source.owner, ir.Block)
+            and source.owner.operation.name == _CAST
+            and _single_use(source) is not None
+        ):
             source = source.owner.operation.operands[0]
         if source == op.results[0]:
             found[index] = source

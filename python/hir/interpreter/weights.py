@@ -22,8 +22,15 @@ from hir.interpreter.inputs import InputError, gather_pieces
 
 # safetensors' dtype names (its header) -> torch
 _DTYPES = {
-    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U8": torch.uint8,
     "BOOL": torch.bool,
 }
 
@@ -63,7 +70,9 @@ def weights_path(recorded: RecordedWeights, source_name: str | None, override: s
     return os.path.join(os.path.dirname(source_name), recorded.file)
 
 
-def read_weights(path: str, arg_types: Sequence[ir.Type], keys: dict, *, rank: int | None, device: torch.device, entry: str = "main") -> dict:
+def read_weights(
+    path: str, arg_types: Sequence[ir.Type], keys: dict, *, rank: int | None, device: torch.device, entry: str = "main"
+) -> dict:
     """``{argument index: this rank's part}`` of every argument in ``keys``, read from the
     safetensors file ``path`` after checking that its names, shapes and dtypes are exactly
     what the arguments need (the first mismatch is the error). An argument whose mesh
@@ -71,8 +80,10 @@ def read_weights(path: str, arg_types: Sequence[ir.Type], keys: dict, *, rank: i
     from safetensors import SafetensorError, safe_open  # safetensors loads only when weights are read or written
 
     if not os.path.isfile(path):
-        raise HirError(f"{path}: error: cannot read the weights: no such file (write it "
-                       "with hir-import -o / TorchProgram.save, or give every argument)")
+        raise HirError(
+            f"{path}: error: cannot read the weights: no such file (write it "
+            "with hir-import -o / TorchProgram.save, or give every argument)"
+        )
     try:
         with safe_open(path, framework="pt", device="cpu") as f:
             _check(path, f, arg_types, keys, entry)
@@ -108,11 +119,17 @@ def _check(path: str, f: Any, arg_types: Sequence[ir.Type], keys: dict, entry: s
         sliced = f.get_slice(key)
         shape, dtype = list(sliced.get_shape()), _DTYPES.get(sliced.get_dtype())
         if not spec.fits(shape):
-            raise HirError(f"{path}: error: tensor '{key}' has shape {fmt_shape(shape)}; {what}, of shape {fmt_shape(spec.shape)}")
+            raise HirError(
+                f"{path}: error: tensor '{key}' has shape {fmt_shape(shape)}; {what}, of shape {fmt_shape(spec.shape)}"
+            )
         if dtype != spec.dtype:
-            raise HirError(f"{path}: error: tensor '{key}' has dtype {dtype or sliced.get_dtype()}; {what}, of dtype {spec.dtype}")
+            raise HirError(
+                f"{path}: error: tensor '{key}' has dtype {dtype or sliced.get_dtype()}; {what}, of dtype {spec.dtype}"
+            )
     extra = sorted(names - set(keys.values()))
     if extra:
-        raise HirError(f"{path}: error: the file holds tensor "
-                       f"'{extra[0]}'{f' (and {len(extra) - 1} more)' if len(extra) > 1 else ''}, which no "
-                       f"argument of @{entry} reads: it is not this module's weights file")
+        raise HirError(
+            f"{path}: error: the file holds tensor "
+            f"'{extra[0]}'{f' (and {len(extra) - 1} more)' if len(extra) > 1 else ''}, which no "
+            f"argument of @{entry} reads: it is not this module's weights file"
+        )

@@ -29,10 +29,21 @@ class VersionAction(argparse.Action):
     the installed packages' metadata (no torch import: hir-opt's cold start stays short)."""
 
     def __init__(self, option_strings: list, dest: str = argparse.SUPPRESS, **kwargs) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="print the versions of hir, torch-mlir (MLIR) and torch, then exit")
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="print the versions of hir, torch-mlir (MLIR) and torch, then exit",
+        )
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: object = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: object = None,
+    ) -> None:
         try:
             write_stdout(versions(parser.prog))
         except CliError as err:
@@ -47,9 +58,11 @@ def versions(prog: str) -> str:
         except metadata.PackageNotFoundError:
             return "not installed"
 
-    return (f"{prog} (hir) {version('hir')}\n"
-            f"torch-mlir {version('torch-mlir')} (MLIR and its Python bindings)\n"
-            f"torch {version('torch')}\n")
+    return (
+        f"{prog} (hir) {version('hir')}\n"
+        f"torch-mlir {version('torch-mlir')} (MLIR and its Python bindings)\n"
+        f"torch {version('torch')}\n"
+    )
 
 
 def positive_int(text: str) -> int:

@@ -29,7 +29,11 @@ def describe_run(lowered_run, x, w, out) -> str:
     """What the demo ran, read from the run itself: device, shapes, streams, ranks."""
     device = lowered_run.device
     streams = len(lowered_run.streams.live())
-    order = "CUDA streams, concurrent" if device.type == "cuda" else "CPU: streams keep program order, ops run one after another"
+    order = (
+        "CUDA streams, concurrent"
+        if device.type == "cuda"
+        else "CPU: streams keep program order, ops run one after another"
+    )
     ranks = lowered_run.runtime.world_size
     return "\n".join(
         [
@@ -48,8 +52,12 @@ def describe_run(lowered_run, x, w, out) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = ArgumentParser(prog="hir-demo", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
-    parser.add_argument("--rows", type=positive_int, default=16,
-                        help="rows of the input x (the stream-parallel extent: one loop iteration per row; default 16)")
+    parser.add_argument(
+        "--rows",
+        type=positive_int,
+        default=16,
+        help="rows of the input x (the stream-parallel extent: one loop iteration per row; default 16)",
+    )
     args = parser.parse_args(argv)
     try:
         check_device("--device", args.device)

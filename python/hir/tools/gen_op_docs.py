@@ -252,7 +252,7 @@ def render(ops: Sequence[OpDoc], example_of: dict[str, str], source: str) -> str
         "",
         "Generated from the dialect's op classes: fields, docstrings and the verifiers' rules.",
         "Every op prints in MLIR's generic form: "
-        "`\"hir.name\"(operands) {attributes} : (operand types) -> result types`.",
+        '`"hir.name"(operands) {attributes} : (operand types) -> result types`.',
         "Operands are listed in order. The examples come from the round-trip "
         f"tests `{source}/<group>.mlir` and are run through `hir-opt`.",
         "",
@@ -289,7 +289,11 @@ def render(ops: Sequence[OpDoc], example_of: dict[str, str], source: str) -> str
         if op.attributes:
             lines += ["| attribute | type | |", "|---|---|---|"]
             for attr in op.attributes.values():
-                values = f"one of {', '.join(repr(c).replace(chr(39), chr(34)) for c in attr.choices)}" if attr.choices else ""
+                values = (
+                    f"one of {', '.join(repr(c).replace(chr(39), chr(34)) for c in attr.choices)}"
+                    if attr.choices
+                    else ""
+                )
                 need = "required" if attr.required else "optional (absent by default)"
                 lines.append(f"| `{attr.name}` | {attr.type} | {_cell(', '.join(x for x in (need, values) if x))} |")
             lines.append("")
@@ -299,7 +303,9 @@ def render(ops: Sequence[OpDoc], example_of: dict[str, str], source: str) -> str
             lines.append("")
         example = example_of.get(name)
         if example is None:
-            raise SystemExit(f"gen_op_docs: error: {source} has no function using '{name}': add one (the round trip covers every op)")
+            raise SystemExit(
+                f"gen_op_docs: error: {source} has no function using '{name}': add one (the round trip covers every op)"
+            )
         lines += ["```mlir run", example.rstrip("\n"), "```", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -314,15 +320,25 @@ def generate(examples_path: Path = DEFAULT_EXAMPLES) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hir.tools.gen_op_docs", description="Generate the hir op reference (Markdown).")
+    p = argparse.ArgumentParser(
+        prog="python -m hir.tools.gen_op_docs", description="Generate the hir op reference (Markdown)."
+    )
     p.add_argument("-o", dest="output", help="write here (default: stdout)")
     p.add_argument("--check", metavar="FILE", help="exit 1 when FILE differs from what would be generated")
-    p.add_argument("--examples", type=Path, default=DEFAULT_EXAMPLES, help="the folder of round-trip tests (<group>.mlir) the examples come from")
+    p.add_argument(
+        "--examples",
+        type=Path,
+        default=DEFAULT_EXAMPLES,
+        help="the folder of round-trip tests (<group>.mlir) the examples come from",
+    )
     args = p.parse_args(argv)
     text = generate(args.examples)
     if args.check:
         if Path(args.check).read_text() != text:
-            print(f"{args.check}: error: out of date; run python -m hir.tools.gen_op_docs -o {args.check}", file=sys.stderr)
+            print(
+                f"{args.check}: error: out of date; run python -m hir.tools.gen_op_docs -o {args.check}",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if args.output:

@@ -27,7 +27,9 @@ def generate() -> str:
         lines.append(f"| {', '.join(f'`{n}`' for n in names)} | `{strategy.name}` | {strategy.doc} |")
     for tag, strategy in TAG_STRATEGIES.items():
         lines.append(f"| any op tagged `torch.Tag.{tag.name}` | `{strategy.name}` | {strategy.doc} |")
-    lines.append("| any op whose tensor operands are all replicated (or that has none) | - | always: its result is replicated |")
+    lines.append(
+        "| any op whose tensor operands are all replicated (or that has none) | - | always: its result is replicated |"
+    )
     return "\n".join(lines + ["", END])
 
 
@@ -36,7 +38,7 @@ def updated(text: str) -> str:
     start, stop = text.find(BEGIN), text.find(END)
     if start < 0 or stop < start:
         raise ValueError(f"the markers {BEGIN!r} ... {END!r} are missing")
-    return text[:start] + generate() + text[stop + len(END):]
+    return text[:start] + generate() + text[stop + len(END) :]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,8 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if args.check:
         if new != text:
-            print(f"error: {path}: the sharding rule list is out of "
-                  f"date: run python -m hir.tools.gen_rule_docs -o {path}", file=sys.stderr)
+            print(
+                f"error: {path}: the sharding rule list is out of "
+                f"date: run python -m hir.tools.gen_rule_docs -o {path}",
+                file=sys.stderr,
+            )
             return 1
         return 0
     path.write_text(new)

@@ -35,20 +35,49 @@ from hir.tools.cli_common import (
 
 
 def parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="hir-import", description="Import a torch.nn.Module (torch.export + torch-mlir's FX importer) as an hir module. "
-                       "FILE is executed as Python, as `python FILE` would: import only files you would run.")
-    p.add_argument("file", help="a Python file defining the module and its example inputs (executed, as by `python FILE`)")
-    p.add_argument("--module", default="module", help="name of the nn.Module (or a function returning one) in the file (default: module)")
-    p.add_argument("--args", default="example_args", help="name of the example inputs (a tuple, or a function returning one) (default: example_args)")
+    p = ArgumentParser(
+        prog="hir-import",
+        description="Import a torch.nn.Module (torch.export + torch-mlir's FX importer) as an hir module. "
+        "FILE is executed as Python, as `python FILE` would: import only files you would run.",
+    )
+    p.add_argument(
+        "file", help="a Python file defining the module and its example inputs (executed, as by `python FILE`)"
+    )
+    p.add_argument(
+        "--module",
+        default="module",
+        help="name of the nn.Module (or a function returning one) in the file (default: module)",
+    )
+    p.add_argument(
+        "--args",
+        default="example_args",
+        help="name of the example inputs (a tuple, or a function returning one) (default: example_args)",
+    )
     p.add_argument("--mesh", default="mesh", help="name of the device mesh in the file, if any (default: mesh)")
-    p.add_argument("--placements", default="placements", help="name of the placements dict in the file, if any (default: placements)")
+    p.add_argument(
+        "--placements",
+        default="placements",
+        help="name of the placements dict in the file, if any (default: placements)",
+    )
     p.add_argument("-o", "--output", default="-", help="output .mlir file (default: stdout)")
-    p.add_argument("--weights", metavar="FILE", help="write the module's parameters and buffers (safetensors) to FILE "
-                   "(default: the output's name with suffix .safetensors; with output to stdout, none unless given)")
-    p.add_argument("--no-weights", action="store_true", help="write no weights: hir-run then needs every argument (or runs on random ones)")
+    p.add_argument(
+        "--weights",
+        metavar="FILE",
+        help="write the module's parameters and buffers (safetensors) to FILE "
+        "(default: the output's name with suffix .safetensors; with output to stdout, none unless given)",
+    )
+    p.add_argument(
+        "--no-weights",
+        action="store_true",
+        help="write no weights: hir-run then needs every argument (or runs on random ones)",
+    )
     p.add_argument("--force", action="store_true", help="overwrite an existing weights file that hir did not write")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="say on stderr what the import is doing (default: when stderr is a terminal)")
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="say on stderr what the import is doing (default: when stderr is a terminal)",
+    )
     return p
 
 
@@ -68,8 +97,10 @@ def weights_file(args: argparse.Namespace) -> str | None:
         return None
     weights = default_weights_path(args.output)
     if os.path.abspath(weights) == os.path.abspath(args.output):
-        raise CliError(f"-o {args.output}: is where the weights would go ({os.path.basename(weights)} beside it); "
-                       "write the program to a .mlir file (or name the weights with --weights FILE)")
+        raise CliError(
+            f"-o {args.output}: is where the weights would go ({os.path.basename(weights)} beside it); "
+            "write the program to a .mlir file (or name the weights with --weights FILE)"
+        )
     return weights
 
 
@@ -80,8 +111,10 @@ def refuse_foreign_weights(weights: str, force: bool) -> None:
     from hir.frontend.saving import written_by_hir  # imports torch: only when there is a file
 
     if not written_by_hir(weights):
-        raise CliError(f"{weights}: exists and hir did not write it; pass "
-                       "--force to overwrite it (or --weights FILE / --no-weights)")
+        raise CliError(
+            f"{weights}: exists and hir did not write it; pass "
+            "--force to overwrite it (or --weights FILE / --no-weights)"
+        )
 
 
 def _get(namespace: dict, name: str, file: str, required: bool):
@@ -115,7 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.file}: error: not a Python file:{not_python_hint(args.file)}", file=sys.stderr)
         return 1
     try:
-        namespace = runpy.run_path(args.file, run_name="__hir_import__")  # before the frontend's imports: a missing file fails at once
+        namespace = runpy.run_path(
+            args.file, run_name="__hir_import__"
+        )  # before the frontend's imports: a missing file fails at once
     except SyntaxError as err:
         print(f"{args.file}: error: cannot load: {err}{not_python_hint(args.file)}", file=sys.stderr)
         return 1
@@ -164,8 +199,10 @@ def not_python_hint(path: str) -> str:
     """What to say when ``path`` is not Python: hir-import takes a Python file; MLIR goes to
     hir-opt / hir-run."""
     if path.endswith(".mlir"):
-        return (" hir-import takes a Python file defining a torch.nn.Module and its example "
-                "inputs (hir-opt checks and transforms an .mlir file, hir-run runs it)")
+        return (
+            " hir-import takes a Python file defining a torch.nn.Module and its example "
+            "inputs (hir-opt checks and transforms an .mlir file, hir-run runs it)"
+        )
     if not path.endswith(".py"):
         return " (hir-import takes a Python file defining a torch.nn.Module and its example inputs)"
     return ""

@@ -137,7 +137,9 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: float | None = None, e
     if nproc < 1:
         raise ValueError(f"nproc must be >= 1, got {nproc}")
     base = dict(os.environ if env is None else env)
-    base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc))
+    base.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc)
+    )
     interface = loopback_interface()
     if interface is not None:
         base.setdefault("GLOO_SOCKET_IFNAME", interface)  # else Gloo listens on the hostname's address
@@ -147,7 +149,9 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: float | None = None, e
         procs, files = [], []
         try:
             for rank in range(nproc):
-                files.append((open(os.path.join(tmp, f"{rank}.out"), "w+"), open(os.path.join(tmp, f"{rank}.err"), "w+")))
+                files.append(
+                    (open(os.path.join(tmp, f"{rank}.out"), "w+"), open(os.path.join(tmp, f"{rank}.err"), "w+"))
+                )
                 rank_env = dict(base, RANK=str(rank), LOCAL_RANK=str(rank))
                 try:
                     # A session of its own: a Ctrl-C at the terminal reaches the launcher
@@ -155,8 +159,17 @@ def launch(nproc: int, argv: Sequence[str], *, timeout_s: float | None = None, e
                     # A signal while Popen runs is held until the rank is in procs: raised
                     # between its fork and its return it would orphan the rank.
                     with signals_held():
-                        procs.append(subprocess.Popen(list(argv), env=rank_env, stdout=files[-1][0], stderr=files[-1][1], stdin=subprocess.DEVNULL,
-                                                      start_new_session=True, preexec_fn=_dies_with(os.getpid())))
+                        procs.append(
+                            subprocess.Popen(
+                                list(argv),
+                                env=rank_env,
+                                stdout=files[-1][0],
+                                stderr=files[-1][1],
+                                stdin=subprocess.DEVNULL,
+                                start_new_session=True,
+                                preexec_fn=_dies_with(os.getpid()),
+                            )
+                        )
                 except OSError as err:
                     raise LaunchError(f"cannot start rank {rank} of {nproc}: {err.strerror or err}") from None
             failed, timed_out, stopped = _supervise(procs, timeout_s)
@@ -210,7 +223,7 @@ def remove_stale_folders(prefix: str, where: str | None = None) -> list[str]:
         return []
     removed = []
     for name in names:
-        pid = name[len(prefix):].split("-", 1)[0]
+        pid = name[len(prefix) :].split("-", 1)[0]
         if not name.startswith(prefix) or not pid.isdigit():
             continue
         path = os.path.join(where, name)

@@ -46,31 +46,66 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", default="-", help="input file ('-' or omitted: stdin)")
     p.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
     p.add_argument("--pass-pipeline", "-p", default="", help="textual pass pipeline, e.g. 'builtin.module(hir-lower)'")
-    p.add_argument("--split-input-file", action="store_true", help="process chunks separated by '// -----' independently")
+    p.add_argument(
+        "--split-input-file", action="store_true", help="process chunks separated by '// -----' independently"
+    )
     p.add_argument("--verify-diagnostics", action="store_true", help="check diagnostics against expected-* comments")
     p.add_argument("--mlir-print-ir-before-all", action="store_true", help="print the IR before every pass (stderr)")
     p.add_argument("--mlir-print-ir-after-all", action="store_true", help="print the IR after every pass (stderr)")
-    p.add_argument("--mlir-print-ir-after", action="append", default=[], metavar="PASS",
-                   help="print the IR after the pass PASS (stderr; its argument, e.g. hir-fuse-loops or cse; "
-                   "repeat the flag or separate names with commas for several)")
-    p.add_argument("--mlir-print-ir-after-change", action="store_true",
-                   help="with --mlir-print-ir-after(-all): print the IR only after passes that changed it")
-    p.add_argument("--mlir-elide-elementsattrs-if-larger", type=positive_int, metavar="N",
-                   help="print elements attributes of more than N elements as \"...\" (output and IR dumps)")
-    p.add_argument("--mlir-print-op-generic", action="store_true",
-                   help="print every op in MLIR's generic form (hir ops always print so; this adds func, memref, ...)")
-    p.add_argument("--mlir-disable-threading", action="store_true",
-                   help="accepted as mlir-opt takes it: hir-opt always runs on one thread (its passes run in Python)")
-    p.add_argument("--verify-each", default="true", choices=["true", "false"],
-                   help="verify after every pass (default true); false verifies once at the end")
+    p.add_argument(
+        "--mlir-print-ir-after",
+        action="append",
+        default=[],
+        metavar="PASS",
+        help="print the IR after the pass PASS (stderr; its argument, e.g. hir-fuse-loops or cse; "
+        "repeat the flag or separate names with commas for several)",
+    )
+    p.add_argument(
+        "--mlir-print-ir-after-change",
+        action="store_true",
+        help="with --mlir-print-ir-after(-all): print the IR only after passes that changed it",
+    )
+    p.add_argument(
+        "--mlir-elide-elementsattrs-if-larger",
+        type=positive_int,
+        metavar="N",
+        help='print elements attributes of more than N elements as "..." (output and IR dumps)',
+    )
+    p.add_argument(
+        "--mlir-print-op-generic",
+        action="store_true",
+        help="print every op in MLIR's generic form (hir ops always print so; this adds func, memref, ...)",
+    )
+    p.add_argument(
+        "--mlir-disable-threading",
+        action="store_true",
+        help="accepted as mlir-opt takes it: hir-opt always runs on one thread (its passes run in Python)",
+    )
+    p.add_argument(
+        "--verify-each",
+        default="true",
+        choices=["true", "false"],
+        help="verify after every pass (default true); false verifies once at the end",
+    )
     p.add_argument("--mlir-timing", action="store_true", help="print the PassManager's timing report (stderr)")
-    p.add_argument("--mlir-pass-statistics", action="store_true", help="print the PassManager's pass statistics (stderr)")
+    p.add_argument(
+        "--mlir-pass-statistics", action="store_true", help="print the PassManager's pass statistics (stderr)"
+    )
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print op locations")
-    p.add_argument("--print-value-names", action="store_true",
-                   help="name values by their name locations (%%user_stream, %%arg0_slice, ... as the passes "
-                   "name what they create; duplicates get _0, _1) instead of %%0, %%1")
-    p.add_argument("--allow-unregistered-dialect", action="store_true", help="allow operations of dialects that are not loaded (kept as opaque generic ops)")
-    p.add_argument("--list-passes", action="store_true", help="list hir passes (with their options) and pipelines, then exit")
+    p.add_argument(
+        "--print-value-names",
+        action="store_true",
+        help="name values by their name locations (%%user_stream, %%arg0_slice, ... as the passes "
+        "name what they create; duplicates get _0, _1) instead of %%0, %%1",
+    )
+    p.add_argument(
+        "--allow-unregistered-dialect",
+        action="store_true",
+        help="allow operations of dialects that are not loaded (kept as opaque generic ops)",
+    )
+    p.add_argument(
+        "--list-passes", action="store_true", help="list hir passes (with their options) and pipelines, then exit"
+    )
     p.add_argument("--show-dialects", action="store_true", help="list the dialects hir-opt reads, then exit")
     p.add_argument("--emit-irdl", action="store_true", help="print the hir dialect's IRDL definition, then exit")
     return p
@@ -79,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 IRDL_HEADER = (
     "// The hir dialect in IRDL, generated from the op classes: hir-opt --emit-irdl > dialect/hir.irdl.mlir\n"
     "// (test/python/test_op_docs.py fails when it is stale). Upstream tools load it with\n"
-    "// --irdl-file; see the README, \"hir IR in upstream tools\".\n"
+    '// --irdl-file; see the README, "hir IR in upstream tools".\n'
 )
 
 
@@ -93,8 +128,11 @@ def show_dialects() -> str:
     Python packages name the candidates; the context says which it registers)."""
     import pkgutil  # only for --show-dialects: hir-opt's start does without it
 
-    candidates = {"hir", "builtin"} | {m.name[1:].removesuffix("_ops_gen") for m in pkgutil.iter_modules(torch_mlir.dialects.__path__)
-                                       if m.name.startswith("_") and m.name.endswith("_ops_gen")}
+    candidates = {"hir", "builtin"} | {
+        m.name[1:].removesuffix("_ops_gen")
+        for m in pkgutil.iter_modules(torch_mlir.dialects.__path__)
+        if m.name.startswith("_") and m.name.endswith("_ops_gen")
+    }
     ctx = new_context()
     known = []
     for name in sorted(candidates):
@@ -131,7 +169,9 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[by
         except ir.MLIRError as err:
             located = None if err.error_diagnostics else locate_custom_syntax(chunk, source)
             return None, parse_diagnostics(located or format_mlir_error(err, source))
-        placement_errors = (check_placements(module.operation, source) if may_hold_placements(chunk) else []) + module_attribute_errors(module, source)
+        placement_errors = (
+            check_placements(module.operation, source) if may_hold_placements(chunk) else []
+        ) + module_attribute_errors(module, source)
         if placement_errors:
             return None, parse_diagnostics("\n".join(placement_errors))
         if args.pass_pipeline:
@@ -144,7 +184,9 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[by
             # Flags add to what HIR_DUMP asked for.
             inst.print_before_all |= args.mlir_print_ir_before_all
             inst.print_after_all |= args.mlir_print_ir_after_all
-            inst.print_after = tuple(name.strip() for names in args.mlir_print_ir_after for name in names.split(",") if name.strip())
+            inst.print_after = tuple(
+                name.strip() for names in args.mlir_print_ir_after for name in names.split(",") if name.strip()
+            )
             inst.print_after_change = args.mlir_print_ir_after_change
             inst.large_elements_limit = args.mlir_elide_elementsattrs_if_larger
             inst.timing |= args.mlir_timing
@@ -156,9 +198,14 @@ def process_chunk(chunk: str, args: argparse.Namespace, source: str) -> tuple[by
         # Parsing verified the module, and so did the pipeline (after each pass, or at its end):
         # printing need not verify it again. Bytes: a big module's text is not decoded only to
         # be encoded again.
-        return module.operation.get_asm(binary=True, enable_debug_info=args.mlir_print_debuginfo, use_name_loc_as_prefix=args.print_value_names,
-                                        print_generic_op_form=args.mlir_print_op_generic, large_elements_limit=args.mlir_elide_elementsattrs_if_larger,
-                                        assume_verified=True), []
+        return module.operation.get_asm(
+            binary=True,
+            enable_debug_info=args.mlir_print_debuginfo,
+            use_name_loc_as_prefix=args.print_value_names,
+            print_generic_op_form=args.mlir_print_op_generic,
+            large_elements_limit=args.mlir_elide_elementsattrs_if_larger,
+            assume_verified=True,
+        ), []
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -170,7 +217,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if rest:
             refuse_unknown(parser, rest)
         if args.pass_pipeline:
-            parser.error(f"--pass-pipeline cannot be combined with pass flags ({' '.join(unknown)}): use one or the other")
+            parser.error(
+                f"--pass-pipeline cannot be combined with pass flags ({' '.join(unknown)}): use one or the other"
+            )
         args.pass_pipeline = flags_pipeline(elements)
     return args
 
@@ -180,7 +229,12 @@ def refuse_unknown(parser: argparse.ArgumentParser, arguments: list[str]) -> Non
     naming the pass, pipeline or option it is closest to, else argparse's usage error."""
     from hir.passes import PIPELINES, REGISTRY  # the passes load only when a pipeline runs or is listed
 
-    known = [*REGISTRY, *PIPELINES, *UPSTREAM_PASSES, *(o[2:] for a in parser._actions for o in a.option_strings if o.startswith("--"))]
+    known = [
+        *REGISTRY,
+        *PIPELINES,
+        *UPSTREAM_PASSES,
+        *(o[2:] for a in parser._actions for o in a.option_strings if o.startswith("--")),
+    ]
     for argument in arguments:
         name = argument[2:].split("=", 1)[0] if argument.startswith("--") else None
         close = difflib.get_close_matches(name, known, n=1) if name else []
@@ -190,7 +244,15 @@ def refuse_unknown(parser: argparse.ArgumentParser, arguments: list[str]) -> Non
 
 
 # Upstream passes a mistyped flag is compared with (MLIR's Python API does not list its registry).
-UPSTREAM_PASSES = ("canonicalize", "cse", "inline", "symbol-dce", "sccp", "loop-invariant-code-motion", "remove-dead-values")
+UPSTREAM_PASSES = (
+    "canonicalize",
+    "cse",
+    "inline",
+    "symbol-dce",
+    "sccp",
+    "loop-invariant-code-motion",
+    "remove-dead-values",
+)
 
 
 @cli_main("hir-opt")
@@ -207,7 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # a bug in hir: say so without a traceback unless asked
         if os.environ.get("HIR_DEBUG"):
             raise
-        print(f"hir-opt: internal error: {type(err).__name__}: {err} (set HIR_DEBUG=1 for a traceback)", file=sys.stderr)
+        print(
+            f"hir-opt: internal error: {type(err).__name__}: {err} (set HIR_DEBUG=1 for a traceback)", file=sys.stderr
+        )
         return 2
 
 

@@ -10,7 +10,9 @@ import re
 from dataclasses import dataclass
 
 _DIAG = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note|remark): (?P<msg>.*)$")
-_EXPECT = re.compile(r"expected-(?P<sev>error|warning|note|remark)\s*(?:@(?P<where>[+-]\d+|above|below))?\s*\{\{(?P<msg>.*?)\}\}")
+_EXPECT = re.compile(
+    r"expected-(?P<sev>error|warning|note|remark)\s*(?:@(?P<where>[+-]\d+|above|below))?\s*\{\{(?P<msg>.*?)\}\}"
+)
 
 
 @dataclass
@@ -79,11 +81,15 @@ def check_expected(chunk: str, produced: list[Diagnostic], source: str) -> list[
     for comment_line, column, line, severity, message in _expectations(chunk):
         match = next((d for d in remaining if d.line == line and d.severity == severity and message in d.message), None)
         if match is None:  # reported at the comment, as mlir-opt does
-            problems.append(f"{source}:{comment_line}:{column}: error: expected {severity} \"{message}\" was not produced")
+            problems.append(
+                f'{source}:{comment_line}:{column}: error: expected {severity} "{message}" was not produced'
+            )
         else:
             remaining.remove(match)
     for diag in remaining:
         if diag.severity in ("error", "warning"):
-            problems.append(f"{diag.text}\n{source}:{diag.line}: error: unexpected "
-                            f"{diag.severity} (no expected-{diag.severity} comment)")
+            problems.append(
+                f"{diag.text}\n{source}:{diag.line}: error: unexpected "
+                f"{diag.severity} (no expected-{diag.severity} comment)"
+            )
     return problems

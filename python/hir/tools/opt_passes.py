@@ -56,9 +56,14 @@ def list_passes() -> str:
         rows.append((f"  --{name}", text))
     width = max(len(left) for left, right in rows if right) + 2
     # mlir-opt --help's layout: descriptions in one column after "-   " (passes) or "- " (options)
-    lines = [left if not right else f"{left:<{width}}{'- ' if left.startswith('      ') else '-   '}{right}" for left, right in rows]
+    lines = [
+        left if not right else f"{left:<{width}}{'- ' if left.startswith('      ') else '-   '}{right}"
+        for left, right in rows
+    ]
     lines.append("Upstream MLIR passes (canonicalize, cse, ...; torch-mlir-opt --help lists them) are flags too.")
-    lines.append("Options of a pass flag: --hir-stream-lowering=chunks=2 (pipeline text: hir-stream-lowering{chunks=2}).")
+    lines.append(
+        "Options of a pass flag: --hir-stream-lowering=chunks=2 (pipeline text: hir-stream-lowering{chunks=2})."
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -92,4 +97,3 @@ def pass_flags(arguments: Sequence[str]) -> tuple[list[str], list[str]]:
 def flags_pipeline(elements: Sequence[str]) -> str | None:
     """The pipeline text of the pass flags (None when there are none)."""
     return f"builtin.module({','.join(elements)})" if elements else None
-

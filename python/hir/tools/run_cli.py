@@ -75,52 +75,115 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", help="the .mlir module ('-' for stdin)")
     p.add_argument("inputs", nargs="*", default=[], metavar="INPUT", help="input specs (see below)")
-    p.add_argument("-i", "--input", action="append", default=[], metavar="SPEC", help="an input spec (repeatable; after positional ones)")
-    p.add_argument("--lower", nargs="?", const=DEFAULT_LOWERING, metavar="PIPELINE",
-                   help=f"lower the module before running it (default pipeline: {DEFAULT_LOWERING}; "
-                   "another one as --lower=PIPELINE)")
+    p.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="an input spec (repeatable; after positional ones)",
+    )
+    p.add_argument(
+        "--lower",
+        nargs="?",
+        const=DEFAULT_LOWERING,
+        metavar="PIPELINE",
+        help=f"lower the module before running it (default pipeline: {DEFAULT_LOWERING}; "
+        "another one as --lower=PIPELINE)",
+    )
     p.add_argument("--entry", help="entry function (default: @main, else the only public non-kernel function)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: $HIR_DEVICE, else cuda if available, else cpu)")
-    p.add_argument("--num-streams", type=positive_int, default=None, help="size of the stream pool when the module has no hir.num_streams (default 4); must agree with it otherwise")
-    p.add_argument("--backend", choices=("gloo", "nccl"), help="process-group backend (default: nccl on cuda, gloo on cpu)")
-    p.add_argument("--nproc", type=positive_int, help="start this many local processes as the ranks of the run "
-                   "(at most 4 per CPU core on cpu, one per GPU on cuda, unless --max-nproc says otherwise)")
-    p.add_argument("--max-nproc", type=positive_int, metavar="N", help="allow --nproc up to N instead of the machine's limit")
-    p.add_argument("--timeout", type=positive_float, default=None, metavar="S",
-                   help="with --nproc: stop every rank after S seconds and exit with status 124; "
-                   "on a rank of a torchrun launch: stop this rank after S seconds (status 124)")
-    p.add_argument("--weights", metavar="FILE", help="read the arguments that name weight keys (hir.weight) from this safetensors "
-                   "file instead of the one the module names (hir.weights; hir-import writes both)")
+    p.add_argument(
+        "--num-streams",
+        type=positive_int,
+        default=None,
+        help="size of the stream pool when the module has no hir.num_streams (default 4); must agree with it otherwise",
+    )
+    p.add_argument(
+        "--backend", choices=("gloo", "nccl"), help="process-group backend (default: nccl on cuda, gloo on cpu)"
+    )
+    p.add_argument(
+        "--nproc",
+        type=positive_int,
+        help="start this many local processes as the ranks of the run "
+        "(at most 4 per CPU core on cpu, one per GPU on cuda, unless --max-nproc says otherwise)",
+    )
+    p.add_argument(
+        "--max-nproc", type=positive_int, metavar="N", help="allow --nproc up to N instead of the machine's limit"
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="with --nproc: stop every rank after S seconds and exit with status 124; "
+        "on a rank of a torchrun launch: stop this rank after S seconds (status 124)",
+    )
+    p.add_argument(
+        "--weights",
+        metavar="FILE",
+        help="read the arguments that name weight keys (hir.weight) from this safetensors "
+        "file instead of the one the module names (hir.weights; hir-import writes both)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--print", dest="print_outputs", action="store_true", help="print the outputs")
-    p.add_argument("--save", metavar="OUT.pt", help="save the outputs (a list of tensors) with torch.save; "
-                                                    "ranks > 0 of a multi-process run write OUT.rankR.pt")
-    p.add_argument("--save-state", metavar="OUT.safetensors",
-                   help="after the run, write the weights (hir.weight arguments) as the program left them, by their keys, to this "
-                   "safetensors file: the updated weights and optimizer state of a training step (hir.train_step's save); "
-                   "only for a single process and a program that writes some of its weights")
     p.add_argument(
-        "--compile-kernels", action=argparse.BooleanOptionalAction, default=None,
+        "--save",
+        metavar="OUT.pt",
+        help="save the outputs (a list of tensors) with torch.save; "
+        "ranks > 0 of a multi-process run write OUT.rankR.pt",
+    )
+    p.add_argument(
+        "--save-state",
+        metavar="OUT.safetensors",
+        help="after the run, write the weights (hir.weight arguments) as the program left them, by their keys, to this "
+        "safetensors file: the updated weights and optimizer state of a training step (hir.train_step's save); "
+        "only for a single process and a program that writes some of its weights",
+    )
+    p.add_argument(
+        "--compile-kernels",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="run every compute region and hir.kernel segment compiled by inductor "
-             "(--no-compile-kernels: none, op by op; default: those of several ops on cuda, none on cpu)",
+        "(--no-compile-kernels: none, op by op; default: those of several ops on cuda, none on cpu)",
     )
     graph = p.add_mutually_exclusive_group()
     graph.add_argument(
-        "--cuda-graph", dest="cuda_graph", action="store_const", const=True,
+        "--cuda-graph",
+        dest="cuda_graph",
+        action="store_const",
+        const=True,
         help="capture the program as a CUDA graph (multi-stream) on the "
-             "first run and replay it (cuda, nccl only; an error elsewhere)",
+        "first run and replay it (cuda, nccl only; an error elsewhere)",
     )
     graph.add_argument(
-        "--no-cuda-graph", dest="cuda_graph", action="store_const", const=False,
+        "--no-cuda-graph",
+        dest="cuda_graph",
+        action="store_const",
+        const=False,
         help="run every op eagerly (default with no --warmup; with --warmup N the "
-             "default captures a graph where it can, like Program(graph='auto'))",
+        "default captures a graph where it can, like Program(graph='auto'))",
     )
-    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (torch.profiler; CUDA kernels per "
-                                                       "stream on cuda) of the run; ranks > 0 write OUT.rankR.json")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="say on stderr what the run is doing: ranks starting, "
-                        "kernels compiling (default: when stderr is a terminal)")
-    p.add_argument("--warmup", type=non_negative_int, default=0, metavar="N", help="run the program N times before the (traced) run, on the same inputs (default 0)")
+    p.add_argument(
+        "--trace",
+        metavar="OUT.json",
+        help="write a Chrome trace (torch.profiler; CUDA kernels per "
+        "stream on cuda) of the run; ranks > 0 write OUT.rankR.json",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="say on stderr what the run is doing: ranks starting, "
+        "kernels compiling (default: when stderr is a terminal)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="run the program N times before the (traced) run, on the same inputs (default 0)",
+    )
     return p
 
 
@@ -192,10 +255,16 @@ def check_args(args: argparse.Namespace) -> None:
     if not os.path.exists(args.file) and args.file != "-":
         check_not_a_pipeline(args.file)
     if args.timeout is not None and args.nproc is None and not launched_rank():
-        raise CliError("--timeout applies to --nproc runs only, or to the ranks of "
-                       "a torchrun launch (add --nproc 1 to time-limit one process)")
+        raise CliError(
+            "--timeout applies to --nproc runs only, or to the ranks of "
+            "a torchrun launch (add --nproc 1 to time-limit one process)"
+        )
     # Input specs are files (FILE.pt, N=FILE.npy) or values that name no file.
-    inputs = [args.file] + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]] + ([args.weights] if args.weights else [])
+    inputs = (
+        [args.file]
+        + [spec.split("=", 1)[-1] for spec in [*args.inputs, *args.input]]
+        + ([args.weights] if args.weights else [])
+    )
     if args.save_state and args.nproc is not None:
         raise CliError("--save-state applies to single-process runs only (the state of a sharded program is in shards)")
     for flag, path in (("--save", args.save), ("--trace", args.trace), ("--save-state", args.save_state)):
@@ -210,8 +279,10 @@ def check_not_a_pipeline(name: str) -> None:
 
     head = name.split("{", 1)[0].split("(", 1)[0]
     if head in REGISTRY or head in PIPELINES or head == "builtin.module":
-        raise CliError(f"'{name}' is a pass pipeline, not a file: a pipeline for --lower is written with '=': "
-                       f"--lower={name} (a bare --lower runs {DEFAULT_LOWERING})")
+        raise CliError(
+            f"'{name}' is a pass pipeline, not a file: a pipeline for --lower is written with '=': "
+            f"--lower={name} (a bare --lower runs {DEFAULT_LOWERING})"
+        )
 
 
 def run_file(args: argparse.Namespace) -> int:
@@ -257,11 +328,20 @@ def run_file(args: argparse.Namespace) -> int:
     with module.context:
         arg_types = program.plan.arg_types
         if args.weights and not program.recorded_weights.keys:
-            raise CliError(f"--weights {args.weights}: @{program.entry} reads no weights (no argument has an hir.weight key)")
+            raise CliError(
+                f"--weights {args.weights}: @{program.entry} reads no weights (no argument has an hir.weight key)"
+            )
         try:
-            specs = parse_assignments(list(args.inputs) + list(args.input), len(arg_types), frozenset(program.recorded_weights.keys))
+            specs = parse_assignments(
+                list(args.inputs) + list(args.input), len(arg_types), frozenset(program.recorded_weights.keys)
+            )
             weights = program.read_weights({i for i, spec in enumerate(specs) if spec is None})
-            inputs = [weights[i] if spec is None else make_input(i, t, spec, rank=program.rank, seed=args.seed, device=program.device) for i, (t, spec) in enumerate(zip(arg_types, specs))]
+            inputs = [
+                weights[i]
+                if spec is None
+                else make_input(i, t, spec, rank=program.rank, seed=args.seed, device=program.device)
+                for i, (t, spec) in enumerate(zip(arg_types, specs))
+            ]
         except InputError as err:
             raise HirError(f"{program.plan.location}: error: @{program.entry} {err}") from None
     world = program.runtime.world_size
@@ -280,7 +360,11 @@ def run_file(args: argparse.Namespace) -> int:
     report_compile(program)
     prefix = f"rank {program.rank}: " if world > 1 else ""
     if args.print_outputs:
-        write_stdout("".join(prefix + line + "\n" for i, value in enumerate(outputs) for line in format_output(i, value).splitlines()))
+        write_stdout(
+            "".join(
+                prefix + line + "\n" for i, value in enumerate(outputs) for line in format_output(i, value).splitlines()
+            )
+        )
     elif not args.save:  # say what came out: a line per output
         write_stdout("".join(f"{prefix}{summarize_output(i, value)}\n" for i, value in enumerate(outputs)))
     if args.save:

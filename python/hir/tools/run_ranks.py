@@ -22,9 +22,12 @@ def stop_rank_after(seconds: float) -> None:
     """``--timeout`` on a rank of a torchrun launch: the rank stops itself after ``seconds``
     with status 124, wherever it is blocked (a collective waiting for a dead node
     included); torchrun then stops the node's other ranks and exits non-zero."""
+
     def expire() -> None:
         rank = os.environ.get("RANK", "0")
-        sys.stderr.write(f"hir-run: error: --timeout {seconds:g}: rank {rank} did not finish in time; stopped it (exit status 124)\n")
+        sys.stderr.write(
+            f"hir-run: error: --timeout {seconds:g}: rank {rank} did not finish in time; stopped it (exit status 124)\n"
+        )
         sys.stderr.flush()
         os._exit(124)  # no unwinding: the main thread may be inside a blocking collective
 
@@ -37,7 +40,7 @@ def gpu_nodes() -> bool:
     """Whether the machine shows NVIDIA device nodes (/dev/nvidia0...): without any, CUDA
     cannot be available."""
     try:
-        return any(name.startswith("nvidia") and name[len("nvidia"):].isdigit() for name in os.listdir("/dev"))
+        return any(name.startswith("nvidia") and name[len("nvidia") :].isdigit() for name in os.listdir("/dev"))
     except OSError:
         return True
 
@@ -73,7 +76,9 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
         with temporary_folder("hir-ranks-up-") as up:
             env[RANKS_UP_ENV] = up  # each rank marks itself up there (see mark_up)
             with progress.task(f"running {args.nproc} ranks", status=lambda: f"{len(os.listdir(up))}/{args.nproc} up"):
-                result = launch(args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env)
+                result = launch(
+                    args.nproc, [sys.executable, "-m", "hir.tools.run_cli", *argv], timeout_s=args.timeout, env=env
+                )
     except LaunchError as err:
         print(f"hir-run: error: --nproc {args.nproc}: {err}; stopped the ranks already started", file=sys.stderr)
         return 1
@@ -86,12 +91,21 @@ def launch_ranks(args: argparse.Namespace, argv: list[str]) -> int:
         failed = result.ranks[result.first_failure]
         sys.stderr.write(failed.stderr)
         if args.nproc > 1:
-            others = [r.rank for r in result.ranks if r.returncode not in (0, None) and not r.stopped and r.rank != failed.rank]
+            others = [
+                r.rank
+                for r in result.ranks
+                if r.returncode not in (0, None) and not r.stopped and r.rank != failed.rank
+            ]
             also = f" (then rank(s) {', '.join(map(str, others))} failed too)" if others else ""
-            print(f"hir-run: rank {failed.rank} failed ({failed.cause}){also}; stopped the other ranks", file=sys.stderr)
+            print(
+                f"hir-run: rank {failed.rank} failed ({failed.cause}){also}; stopped the other ranks", file=sys.stderr
+            )
     elif result.timed_out:
-        print(f"hir-run: error: --timeout {args.timeout:g}: the run did "
-              "not finish in time; stopped all ranks (exit status 124)", file=sys.stderr)
+        print(
+            f"hir-run: error: --timeout {args.timeout:g}: the run did "
+            "not finish in time; stopped all ranks (exit status 124)",
+            file=sys.stderr,
+        )
     else:
         for rank in result.ranks:
             sys.stderr.write(rank.stderr)

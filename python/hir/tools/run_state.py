@@ -23,14 +23,18 @@ def check_writes_state(program: "Program", world: int) -> None:
     functions = program.compiler.functions
     if not set(keys) & written_arguments(functions[program.entry].regions[0].blocks[0], functions):
         what = "reads no weights (no argument has an hir.weight key)" if not keys else "writes none of its weights"
-        raise CliError(f"--save-state: @{program.entry} {what}: there is no state "
-                       "to save (a training step's program writes its weights)")
+        raise CliError(
+            f"--save-state: @{program.entry} {what}: there is no state "
+            "to save (a training step's program writes its weights)"
+        )
 
 
 def save_state(program: "Program", inputs: list, path: str) -> None:
     """Write every weight argument, as the run left it, under its key (safetensors)."""
     from safetensors.torch import save_file  # safetensors loads only when weights are read or written
 
-    tensors = {key: inputs[i].detach().to("cpu", copy=True).contiguous() for i, key in program.recorded_weights.keys.items()}
+    tensors = {
+        key: inputs[i].detach().to("cpu", copy=True).contiguous() for i, key in program.recorded_weights.keys.items()
+    }
     write_atomically(path, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))
     print(f"hir-run: {len(tensors)} state tensor(s) saved to {path}", file=sys.stderr)

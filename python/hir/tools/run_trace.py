@@ -21,7 +21,9 @@ def traced_run(program, inputs, path: str) -> list:
             outputs = program(inputs)
             if cuda:
                 torch.cuda.synchronize(program.device)
-    sys.stderr.write("".join(line for line in "".join(captured).splitlines(keepends=True) if not line.startswith(PROFILER_LINES)))
+    sys.stderr.write(
+        "".join(line for line in "".join(captured).splitlines(keepends=True) if not line.startswith(PROFILER_LINES))
+    )
     write_atomically(path, prof.export_chrome_trace)
     return outputs
 

@@ -60,7 +60,9 @@ def tp_plan() -> dict:
 def tp_placements() -> dict:
     from torch.distributed.tensor import Shard
 
-    return {f"{n}.weight": Shard(0) for n in ("q", "k", "v", "gate", "up")} | {f"{n}.weight": Shard(1) for n in ("o", "down")}
+    return {f"{n}.weight": Shard(0) for n in ("q", "k", "v", "gate", "up")} | {
+        f"{n}.weight": Shard(1) for n in ("o", "down")
+    }
 
 
 module = llama_block()

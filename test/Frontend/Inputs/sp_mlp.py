@@ -26,7 +26,14 @@ def norm_mlp(rms: bool = False) -> NormMLP:
 def sp_placements() -> dict:
     from torch.distributed.tensor import Replicate
 
-    return {"fc1.weight": Shard(0), "fc1.bias": Shard(0), "fc2.weight": Shard(1), "fc2.bias": Replicate(), "input0": Shard(1), "output0": Shard(1)}
+    return {
+        "fc1.weight": Shard(0),
+        "fc1.bias": Shard(0),
+        "fc2.weight": Shard(1),
+        "fc2.bias": Replicate(),
+        "input0": Shard(1),
+        "output0": Shard(1),
+    }
 
 
 module = norm_mlp(rms=os.environ.get("HIR_NORM") == "rms")

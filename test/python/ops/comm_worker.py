@@ -73,7 +73,11 @@ def check(got: torch.Tensor | None, want: torch.Tensor | None) -> str | None:
 
 def permuted_mesh() -> list[int]:
     """All ranks in a non-sorted order, so mesh positions differ from group ranks."""
-    return list(range(N))[::-1] if N == 2 else [(2 * i + 1) % N for i in range(N)][:N // 2] + [(2 * i) % N for i in range(N // 2)]
+    return (
+        list(range(N))[::-1]
+        if N == 2
+        else [(2 * i + 1) % N for i in range(N)][: N // 2] + [(2 * i) % N for i in range(N // 2)]
+    )
 
 
 def allgather_case(mesh, axis: int) -> str | None:
@@ -112,7 +116,9 @@ def allgather_subteam():
 def allreduce_case(kind: str, local: int) -> str | None:
     mesh = list(range(N))
     g = torch.randn(local * N, 5)
-    text = comm_program("allreduce", mem([local * N, 5], mesh, 0), mem([5]), f'axis = 0 : i64, reduction = "{kind}", {team(mesh)}')
+    text = comm_program(
+        "allreduce", mem([local * N, 5], mesh, 0), mem([5]), f'axis = 0 : i64, reduction = "{kind}", {team(mesh)}'
+    )
     _, out = run(text, [shard(g, mesh, 0), torch.zeros(5)])
     want = {"sum": g.sum(0), "max": g.amax(0), "min": g.amin(0), "prod": g.prod(0)}[kind]
     return check(out, want)
@@ -143,7 +149,9 @@ def reduce_scatter_sum():
     mesh = permuted_mesh()
     g = torch.randn(N, 2 * N, 3)
     tin, tout = mem([N, 2 * N, 3], mesh, 0), mem([2 * N, 3], mesh, 0)
-    text = comm_program("reduce_scatter", tin, tout, f'axis = 0 : i64, scatter_axis = 1 : i64, reduction = "sum", {team(mesh)}')
+    text = comm_program(
+        "reduce_scatter", tin, tout, f'axis = 0 : i64, scatter_axis = 1 : i64, reduction = "sum", {team(mesh)}'
+    )
     _, out = run(text, [shard(g, mesh, 0), torch.zeros(2, 3)])
     return check(out, g.sum(0).chunk(N, 0)[mesh.index(RANK)])
 
@@ -153,7 +161,9 @@ def reduce_scatter_max_axis1():
     mesh = list(range(N))
     g = torch.randn(3, N, N)  # reduce axis 1, scatter axis 2 -> output axis 1
     tin, tout = mem([3, N, N], mesh, 1), mem([3, N], mesh, 1)
-    text = comm_program("reduce_scatter", tin, tout, f'axis = 1 : i64, scatter_axis = 2 : i64, reduction = "max", {team(mesh)}')
+    text = comm_program(
+        "reduce_scatter", tin, tout, f'axis = 1 : i64, scatter_axis = 2 : i64, reduction = "max", {team(mesh)}'
+    )
     _, out = run(text, [shard(g, mesh, 1), torch.zeros(3, 1)])
     return check(out, g.amax(1).chunk(N, 1)[RANK])
 
@@ -162,7 +172,9 @@ def reduce_scatter_max_axis1():
 def broadcast_from_last():
     root, everyone = N - 1, list(range(N))
     g = torch.randn(4, 3)
-    text = comm_program("broadcast", mem([4, 3], [root]), mem([4, 3], everyone), f"root = {root} : i64, {team(everyone)}")
+    text = comm_program(
+        "broadcast", mem([4, 3], [root]), mem([4, 3], everyone), f"root = {root} : i64, {team(everyone)}"
+    )
     _, out = run(text, [shard(g, [root], -1), torch.zeros(4, 3)])
     return check(out, g)
 
@@ -171,7 +183,12 @@ def broadcast_from_last():
 def scatter_from_root0():
     everyone = list(range(N))
     g = torch.randn(2 * N, 3)
-    text = comm_program("scatter", mem([2 * N, 3], [0]), mem([2 * N, 3], everyone, 0), f"axis = 0 : i64, root = 0 : i64, {team(everyone)}")
+    text = comm_program(
+        "scatter",
+        mem([2 * N, 3], [0]),
+        mem([2 * N, 3], everyone, 0),
+        f"axis = 0 : i64, root = 0 : i64, {team(everyone)}",
+    )
     _, out = run(text, [shard(g, [0], -1), torch.zeros(2, 3)])
     return check(out, g.chunk(N, 0)[RANK])
 
@@ -190,7 +207,12 @@ def scatter_root_outside_mesh():
 def gather_axis1_to_root():
     root, everyone = N - 1, list(range(N))
     g = torch.randn(3, 2 * N)
-    text = comm_program("gather", mem([3, 2 * N], everyone, 1), mem([3, 2 * N], [root]), f"axis = 1 : i64, root = {root} : i64, {team(everyone)}")
+    text = comm_program(
+        "gather",
+        mem([3, 2 * N], everyone, 1),
+        mem([3, 2 * N], [root]),
+        f"axis = 1 : i64, root = {root} : i64, {team(everyone)}",
+    )
     _, out = run(text, [shard(g, everyone, 1), torch.zeros(3, 2 * N) if RANK == root else None])
     return check(out, g if RANK == root else None)
 
@@ -199,7 +221,12 @@ def gather_axis1_to_root():
 def reduce_sum_to_root():
     root, everyone = 0, list(range(N))
     g = torch.randn(N, 6)
-    text = comm_program("reduce", mem([N, 6], everyone, 0), mem([6], [root]), f'axis = 0 : i64, root = {root} : i64, reduction = "sum", {team(everyone)}')
+    text = comm_program(
+        "reduce",
+        mem([N, 6], everyone, 0),
+        mem([6], [root]),
+        f'axis = 0 : i64, root = {root} : i64, reduction = "sum", {team(everyone)}',
+    )
     _, out = run(text, [shard(g, everyone, 0), torch.zeros(6) if RANK == root else None])
     return check(out, g.sum(0) if RANK == root else None)
 
@@ -243,8 +270,10 @@ def allgather_in_stream_loop():
     g = torch.randn(3, 2 * N, 4)
     tin, tout = mem([3, 2 * N, 4], mesh, 1), mem([3, 2 * N, 4])
     rout = mem([2 * N, 4]).replace(">", ", strided<[4, 1], offset: ?>>", 1)
-    rin = (f"memref<{2 * N}x4xf32, strided<[4, 1], offset: ?>, "
-           f"#hir.shard<array<i64: {', '.join(map(str, mesh))}>, 0 : i64>>")
+    rin = (
+        f"memref<{2 * N}x4xf32, strided<[4, 1], offset: ?>, "
+        f"#hir.shard<array<i64: {', '.join(map(str, mesh))}>, 0 : i64>>"
+    )
     text = f"""
 func.func @main(%in: {tin}, %out: {tout}) {{
   %c0 = arith.constant 0 : index

@@ -8,8 +8,16 @@ from interp_util import run
 @pytest.mark.parametrize(
     "op,a,b,want",
     [
-        ("addi", 7, 3, 10), ("subi", 7, 3, 4), ("muli", 7, 3, 21), ("divsi", -7, 2, -3), ("divui", 7, 2, 3),
-        ("remsi", -7, 2, -1), ("remui", 7, 3, 1), ("ceildivsi", 7, 2, 4), ("minsi", -7, 2, -7), ("maxsi", -7, 2, 2),
+        ("addi", 7, 3, 10),
+        ("subi", 7, 3, 4),
+        ("muli", 7, 3, 21),
+        ("divsi", -7, 2, -3),
+        ("divui", 7, 2, 3),
+        ("remsi", -7, 2, -1),
+        ("remui", 7, 3, 1),
+        ("ceildivsi", 7, 2, 4),
+        ("minsi", -7, 2, -7),
+        ("maxsi", -7, 2, 2),
     ],
 )
 def test_interp_arith(op, a, b, want):

@@ -107,9 +107,13 @@ def test_comm_dead_peer_times_out(tmp_path):
         f"sys.exit(main(['--device', 'cpu', {str(tmp_path / 'p.mlir')!r}]))\n"
     )
     (tmp_path / "p.mlir").write_text(FAILING_RANK.replace("%c9 = arith.constant 9", "%c9 = arith.constant 0"))
-    result = launch(2, [sys.executable, str(script)], timeout_s=2 * DIST_TIMEOUT, env=dict(os.environ, HIR_DIST_TIMEOUT="3"))
+    result = launch(
+        2, [sys.executable, str(script)], timeout_s=2 * DIST_TIMEOUT, env=dict(os.environ, HIR_DIST_TIMEOUT="3")
+    )
     assert not result.timed_out and result.first_failure == 0 and result.ranks[0].returncode == 1
-    assert "Timed out after" in result.ranks[0].stderr and "waiting for clients" in result.ranks[0].stderr, result.ranks[0].stderr
+    assert "Timed out after" in result.ranks[0].stderr and "waiting for clients" in result.ranks[0].stderr, (
+        result.ranks[0].stderr
+    )
     assert result.ranks[1].stopped
 
 

@@ -22,30 +22,38 @@ CASES = {
     ),
     # all-reduce of 4 floats on rank 0, 8 on rank 1 (Gloo alone: terminate called ... EnforceNotMet)
     "allreduce_sizes": tuple(
-        (f"%x: memref<2x{n}xf32, {S}>, %y: memref<{n}xf32>",
-         f'"hir.allreduce"(%x, %y) {{axis = 0 : i64, backend = "gloo", reduction = "sum", '
-         f'team = array<i64: 0, 1>}} : (memref<2x{n}xf32, {S}>, memref<{n}xf32>) -> !hir.work')
+        (
+            f"%x: memref<2x{n}xf32, {S}>, %y: memref<{n}xf32>",
+            f'"hir.allreduce"(%x, %y) {{axis = 0 : i64, backend = "gloo", reduction = "sum", '
+            f"team = array<i64: 0, 1>}} : (memref<2x{n}xf32, {S}>, memref<{n}xf32>) -> !hir.work",
+        )
         for n in (4, 8)
     ),
     # the same sizes, different dtypes
     "allgather_dtypes": tuple(
-        (f"%x: memref<2x3x{t}, {S}>, %y: memref<2x3x{t}>",
-         f'"hir.allgather"(%x, %y) {{axis = 0 : i64, backend = "gloo", team = '
-         f'array<i64: 0, 1>}} : (memref<2x3x{t}, {S}>, memref<2x3x{t}>) -> !hir.work')
+        (
+            f"%x: memref<2x3x{t}, {S}>, %y: memref<2x3x{t}>",
+            f'"hir.allgather"(%x, %y) {{axis = 0 : i64, backend = "gloo", team = '
+            f"array<i64: 0, 1>}} : (memref<2x3x{t}, {S}>, memref<2x3x{t}>) -> !hir.work",
+        )
         for t in ("f32", "i32")
     ),
     # a shift of 2x8 floats on rank 0, 4x8 on rank 1 (Gloo alone: the receive of the larger aborts)
     "shift_sizes": tuple(
-        (f"%x: memref<2x{n}x8xf32, {S}>, %y: memref<{n}x8xf32>",
-         f'"hir.shift"(%x, %y, %one) {{backend = "gloo", team = array<i64: 0, '
-         f'1>}} : (memref<2x{n}x8xf32, {S}>, memref<{n}x8xf32>, index) -> !hir.work')
+        (
+            f"%x: memref<2x{n}x8xf32, {S}>, %y: memref<{n}x8xf32>",
+            f'"hir.shift"(%x, %y, %one) {{backend = "gloo", team = array<i64: 0, '
+            f"1>}} : (memref<2x{n}x8xf32, {S}>, memref<{n}x8xf32>, index) -> !hir.work",
+        )
         for n in (2, 4)
     ),
 }
 
 
-AR = ('"hir.allreduce"(%x{n}, %y{n}) {{axis = 0 : i64, backend = "gloo", reduction = "sum",'
-      ' team = array<i64: 0, 1>}} : (memref<2x{n}xf32, {S}>, memref<{n}xf32>) -> !hir.work')
+AR = (
+    '"hir.allreduce"(%x{n}, %y{n}) {{axis = 0 : i64, backend = "gloo", reduction = "sum",'
+    " team = array<i64: 0, 1>}} : (memref<2x{n}xf32, {S}>, memref<{n}xf32>) -> !hir.work"
+)
 ARGS = f"%x4: memref<2x4xf32, {S}>, %y4: memref<4xf32>, %x8: memref<2x8xf32, {S}>, %y8: memref<8xf32>"
 # programs both ranks run (case: text)
 SHARED = {
@@ -102,7 +110,7 @@ def program(case: str, rank: int) -> str:
     if case in SHARED:
         return SHARED[case]
     args, op = CASES[case][rank]
-    return f"func.func @main({args}) {{\n  %one = arith.constant 1 : index\n  %w = {op}\n  \"hir.wait\"(%w) : (!hir.work) -> ()\n  return\n}}\n"
+    return f'func.func @main({args}) {{\n  %one = arith.constant 1 : index\n  %w = {op}\n  "hir.wait"(%w) : (!hir.work) -> ()\n  return\n}}\n'
 
 
 def worker(case: str) -> None:
@@ -118,9 +126,12 @@ def worker(case: str) -> None:
         return shared_worker(case, rank, module)
     dtype = torch.int32 if "xi32" in text else torch.float32
     n = 8 if "8xf32" in text else 4
-    inputs = {"send_recv_sizes": [torch.arange(n, dtype=dtype)], "allreduce_sizes": [torch.ones(1, n), torch.zeros(n)],
-              "allgather_dtypes": [torch.ones(1, 3, dtype=dtype), torch.zeros(2, 3, dtype=dtype)],
-              "shift_sizes": [torch.ones(1, 2 + 2 * rank, 8), torch.zeros(2 + 2 * rank, 8)]}[case]
+    inputs = {
+        "send_recv_sizes": [torch.arange(n, dtype=dtype)],
+        "allreduce_sizes": [torch.ones(1, n), torch.zeros(n)],
+        "allgather_dtypes": [torch.ones(1, 3, dtype=dtype), torch.zeros(2, 3, dtype=dtype)],
+        "shift_sizes": [torch.ones(1, 2 + 2 * rank, 8), torch.zeros(2 + 2 * rank, 8)],
+    }[case]
     try:
         Program(module, device="cpu", source_name=f"rank{rank}.mlir")(inputs)
     except hir.HirError as e:
@@ -145,6 +156,7 @@ def shared_worker(case: str, rank: int, module) -> None:
         def call(*args, **kwargs):
             counts[name] = counts.get(name, 0) + 1
             return fn(*args, **kwargs)
+
         return call
 
     program = Program(module, device="cpu", source_name=f"rank{rank}.mlir")
@@ -152,7 +164,9 @@ def shared_worker(case: str, rank: int, module) -> None:
         setattr(dist, name, counted(name, getattr(dist, name)))
     for run, scalar in enumerate(RUNS[case]):
         x4, y4, y8 = torch.full((1, 4), float(rank + 1)), torch.zeros(4), torch.arange(8.0) * (1 - rank)
-        inputs = [x4, y4, torch.ones(1, 8), torch.zeros(8)] if case == "if_device_index" else [x4, y4, torch.ones(1, 8), y8]
+        inputs = (
+            [x4, y4, torch.ones(1, 8), torch.zeros(8)] if case == "if_device_index" else [x4, y4, torch.ones(1, 8), y8]
+        )
         counts.clear()
         try:
             program(inputs + ([] if scalar is None else [scalar]))
@@ -183,12 +197,21 @@ def test_send_into_a_larger_receive_is_refused():
     assert "DONE" not in out
 
 
-@pytest.mark.parametrize("case, wants", [
-    ("allreduce_sizes", ["'hir.allreduce' ranks disagree on what they transfer: rank 0 has 4xf32, rank 1 has 8xf32"]),
-    ("allgather_dtypes", ["'hir.allgather' ranks disagree on what they transfer: rank 0 has 1x3xf32, rank 1 has 1x3xi32"]),
-    # each rank names what the other sends it and what it receives into
-    ("shift_sizes", ["'hir.shift' ranks disagree on what they transfer: rank", "has 1x2x8xf32", "has 1x4x8xf32"]),
-])
+@pytest.mark.parametrize(
+    "case, wants",
+    [
+        (
+            "allreduce_sizes",
+            ["'hir.allreduce' ranks disagree on what they transfer: rank 0 has 4xf32, rank 1 has 8xf32"],
+        ),
+        (
+            "allgather_dtypes",
+            ["'hir.allgather' ranks disagree on what they transfer: rank 0 has 1x3xf32, rank 1 has 1x3xi32"],
+        ),
+        # each rank names what the other sends it and what it receives into
+        ("shift_sizes", ["'hir.shift' ranks disagree on what they transfer: rank", "has 1x2x8xf32", "has 1x4x8xf32"]),
+    ],
+)
 def test_collective_mismatch_is_refused_on_every_rank(case, wants):
     """Both ranks fail with the located error (no Gloo abort, no result)."""
     result = _launch(case)
@@ -205,8 +228,10 @@ def test_mismatch_under_an_if_on_the_device_index_is_refused():
     for rank, line in ((0, 6), (1, 9)):
         out = result.ranks[rank].stdout
         stopped = result.ranks[rank].stopped and not out
-        assert stopped or (f"ERROR rank{rank}.mlir:{line}:" in out and "'hir.allreduce' ranks disagree on what they transfer: "
-                           "rank 0 has 4xf32, rank 1 has 8xf32" in out), out
+        assert stopped or (
+            f"ERROR rank{rank}.mlir:{line}:" in out
+            and "'hir.allreduce' ranks disagree on what they transfer: rank 0 has 4xf32, rank 1 has 8xf32" in out
+        ), out
 
 
 def _runs(case: str) -> list[list[str]]:
@@ -239,25 +264,39 @@ def test_a_trip_count_argument_checks_each_new_value_once():
         assert third.startswith("[('all_gather', 3), ('all_reduce', 2)]"), third
 
 
-@pytest.mark.parametrize("body, fixed, values", [
-    ("%w = {ar}", True, []),
-    # a branch on the device index and a loop bounded by an argument: decided per signature
-    ("%me = \"hir.device_index\"() {{mesh = array<i64: 0, 1>}} : () -> index\n"
-     "%f = arith.cmpi eq, %me, %c0 : index\nscf.if %f {{\n%w = {ar}\n}}", True, []),
-    ("scf.for %i = %c0 to %n step %c1 {{\n%w = {ar}\n}}", True, [4]),
-    # a trip count read from memory is data: every run checks
-    ("%m = memref.load %y4[%c0] : memref<4xf32>\n%k = arith.fptosi "
-     "%m : f32 to i64\n%n2 = arith.index_cast %k : i64 to index\n"
-     "scf.for %i = %c0 to %n2 step %c1 {{\n%w = {ar}\n}}", False, []),
-])
+@pytest.mark.parametrize(
+    "body, fixed, values",
+    [
+        ("%w = {ar}", True, []),
+        # a branch on the device index and a loop bounded by an argument: decided per signature
+        (
+            '%me = "hir.device_index"() {{mesh = array<i64: 0, 1>}} : () -> index\n'
+            "%f = arith.cmpi eq, %me, %c0 : index\nscf.if %f {{\n%w = {ar}\n}}",
+            True,
+            [],
+        ),
+        ("scf.for %i = %c0 to %n step %c1 {{\n%w = {ar}\n}}", True, [4]),
+        # a trip count read from memory is data: every run checks
+        (
+            "%m = memref.load %y4[%c0] : memref<4xf32>\n%k = arith.fptosi "
+            "%m : f32 to i64\n%n2 = arith.index_cast %k : i64 to index\n"
+            "scf.for %i = %c0 to %n2 step %c1 {{\n%w = {ar}\n}}",
+            False,
+            [],
+        ),
+    ],
+)
 def test_which_programs_are_fixed(body, fixed, values):
     """The analysis behind skipping: what decides whether a transfer runs must be a
     signature value (``transfer_checks.py``)."""
     import hir
     from hir.interpreter.transfer_checks import Analysis
 
-    text = (f"func.func @main({ARGS}, %n: index) {{\n%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n"
-            + body.format(ar=AR.format(n=4, S=S)) + "\nreturn\n}\n")
+    text = (
+        f"func.func @main({ARGS}, %n: index) {{\n%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n"
+        + body.format(ar=AR.format(n=4, S=S))
+        + "\nreturn\n}\n"
+    )
     module = hir.parse(text)
     with module.context:
         analysis = Analysis(module, "main")
@@ -280,15 +319,22 @@ func.func @main(%x4: memref<2x4xf32, {S}>, %y4: memref<4xf32>, %x8: memref<2x?xf
 """
 
 
-@pytest.mark.parametrize("call, fixed, values", [
-    ("REDUCE", True, []),
-    ("scf.if %flag {{ REDUCE }}", True, [4]),
-    ("scf.if %data {{ REDUCE }}", False, []),  # a callee's transfer, under a branch on data
-    # a dynamic shape (here an argument's): every run checks
-    ('%w = "hir.allreduce"(%x8, %y8) {{axis = 0 : i64, backend '
-     '= "gloo", reduction = "sum", team = array<i64: 0, 1>}} '
-     f': (memref<2x?xf32, {S}>, memref<?xf32>) -> !hir.work', False, []),
-])
+@pytest.mark.parametrize(
+    "call, fixed, values",
+    [
+        ("REDUCE", True, []),
+        ("scf.if %flag {{ REDUCE }}", True, [4]),
+        ("scf.if %data {{ REDUCE }}", False, []),  # a callee's transfer, under a branch on data
+        # a dynamic shape (here an argument's): every run checks
+        (
+            '%w = "hir.allreduce"(%x8, %y8) {{axis = 0 : i64, backend '
+            '= "gloo", reduction = "sum", team = array<i64: 0, 1>}} '
+            f": (memref<2x?xf32, {S}>, memref<?xf32>) -> !hir.work",
+            False,
+            [],
+        ),
+    ],
+)
 def test_which_calls_and_shapes_are_fixed(call, fixed, values):
     import hir
     from hir.interpreter.transfer_checks import Analysis

@@ -10,13 +10,20 @@ from interp_util import mem, program, run, same
 T864 = mem([8, 64])
 
 
-BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "max": torch.maximum, "min": torch.minimum}
+BINARY = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "max": torch.maximum,
+    "min": torch.minimum,
+}
 
 
 @pytest.mark.parametrize("prealloc", [True, False])
 def test_interp_set(prealloc):
     if prealloc:
-        text = f"func.func @main(%in: {T864}, %out: {T864}) {{\n  \"hir.set\"(%in, %out) : ({T864}, {T864}) -> ()\n  return\n}}"
+        text = f'func.func @main(%in: {T864}, %out: {T864}) {{\n  "hir.set"(%in, %out) : ({T864}, {T864}) -> ()\n  return\n}}'
         x, out = torch.randn(8, 64), torch.empty(8, 64)
         assert run(text, [x, out]) == []
         assert torch.equal(out, x)
@@ -58,7 +65,11 @@ def test_interp_binary_broadcast_and_int_div():
   "hir.binary"(%a, %b, %out) {{kind = "div"}} : ({ti}, {tb}, {ti}) -> ()
   return
 }}"""
-    a, b, out = torch.tensor([[7, -7, 9], [1, 2, 3]], dtype=torch.int32), torch.tensor([2, 2, -4], dtype=torch.int32), torch.empty(2, 3, dtype=torch.int32)
+    a, b, out = (
+        torch.tensor([[7, -7, 9], [1, 2, 3]], dtype=torch.int32),
+        torch.tensor([2, 2, -4], dtype=torch.int32),
+        torch.empty(2, 3, dtype=torch.int32),
+    )
     run(text, [a, b, out])
     assert out.tolist() == [[3, -3, -2], [0, 1, 0]]  # arith.divsi: toward zero
 
@@ -74,8 +85,11 @@ def test_interp_reduction(kind, prealloc):
         out = torch.empty(8)
         run(f"func.func @main(%in: {T864}, %out: {t8}) {{\n  {op}\n  return\n}}", [x, out])
     else:
-        (out,) = run(f"func.func @main(%in: {T864}) -> {t8} {{\n  %out = "
-                     f"memref.alloc() : {t8}\n  {op}\n  return %out : {t8}\n}}", [x])
+        (out,) = run(
+            f"func.func @main(%in: {T864}) -> {t8} {{\n  %out = "
+            f"memref.alloc() : {t8}\n  {op}\n  return %out : {t8}\n}}",
+            [x],
+        )
     assert same(out, want)
 
 
@@ -84,34 +98,57 @@ def test_interp_reduction_several_axes():
     x = torch.rand(2, 3, 4) + 0.5
     for kind, want in (("sum", x.sum((0, 2))), ("prod", x.prod(2).prod(0))):
         out = torch.empty(3)
-        run(f'func.func @main(%in: {t3}, %out: {t1}) {{\n  "hir.reduction"(%in, %out) '
-            f'{{kind = "{kind}", axes = array<i64: 0, 2>}} : ({t3}, {t1}) -> ()\n  return\n}}', [x, out])
+        run(
+            f'func.func @main(%in: {t3}, %out: {t1}) {{\n  "hir.reduction"(%in, %out) '
+            f'{{kind = "{kind}", axes = array<i64: 0, 2>}} : ({t3}, {t1}) -> ()\n  return\n}}',
+            [x, out],
+        )
         assert same(out, want)
 
 
 def test_interp_matmul_into_preallocated_output():
     ta, tb, to = mem([8, 16]), mem([16, 4]), mem([8, 4])
-    text = (f'func.func @main(%a: {ta}, %b: {tb}, %out: {to}) {{\n  '
-            f'"hir.matmul"(%a, %b, %out) : ({ta}, {tb}, {to}) -> ()\n  return\n}}')
+    text = (
+        f"func.func @main(%a: {ta}, %b: {tb}, %out: {to}) {{\n  "
+        f'"hir.matmul"(%a, %b, %out) : ({ta}, {tb}, {to}) -> ()\n  return\n}}'
+    )
     a, b, out = torch.randn(8, 16), torch.randn(16, 4), torch.empty(8, 4)
     run(text, [a, b, out])
     assert same(out, a @ b)
 
 
-@pytest.mark.parametrize("shapes", [([8, 16], [16, 4], [8, 4]), ([1, 8, 16], [3, 16, 4], [3, 8, 4]), ([2, 1, 8, 16], [3, 16, 4], [2, 3, 8, 4]), ([16], [16, 4], [4])])
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ([8, 16], [16, 4], [8, 4]),
+        ([1, 8, 16], [3, 16, 4], [3, 8, 4]),
+        ([2, 1, 8, 16], [3, 16, 4], [2, 3, 8, 4]),
+        ([16], [16, 4], [4]),
+    ],
+)
 def test_interp_matmul_accumulate(shapes):
     """``{accumulate}``: out += a @ b (addmm_, baddbmm_ with a broadcast batch, else a
     product added), into the caller's buffer."""
     ta, tb, to = (mem(s) for s in shapes)
-    text = (f'func.func @main(%a: {ta}, %b: {tb}, %out: {to}) {{\n  "hir.matmul"(%a,'
-            f' %b, %out) {{accumulate}} : ({ta}, {tb}, {to}) -> ()\n  return\n}}')
+    text = (
+        f'func.func @main(%a: {ta}, %b: {tb}, %out: {to}) {{\n  "hir.matmul"(%a,'
+        f" %b, %out) {{accumulate}} : ({ta}, {tb}, {to}) -> ()\n  return\n}}"
+    )
     a, b, out = (torch.randn(s) for s in shapes)
     want = out + torch.matmul(a, b)
     run(text, [a, b, out])
     assert torch.allclose(out, want, atol=1e-5)
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")])])
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")]
+        ),
+    ],
+)
 def test_interp_matmul_accumulate_bf16_strided(device):
     """{accumulate} in bf16 into a strided part of a batch (as the accumulating
     reduce-scatter's chunked slots): baddbmm_ adds in place, the rest untouched."""
@@ -136,11 +173,15 @@ def test_interp_linear_into_preallocated_output(bias, batched):
     xs = [2, 8, 16] if batched else [8, 16]
     tx, tw, to, tb = mem(xs), mem([4, 16]), mem(xs[:-1] + [4]), mem([4])
     if bias:
-        text = (f'func.func @main(%x: {tx}, %w: {tw}, %b: {tb}, %out: {to}) {{\n  "hir.linear"(%x, %w, %out, %b) '
-                f'{{operandSegmentSizes = array<i32: 1, 1, 1, 1>}} : ({tx}, {tw}, {to}, {tb}) -> ()\n  return\n}}')
+        text = (
+            f'func.func @main(%x: {tx}, %w: {tw}, %b: {tb}, %out: {to}) {{\n  "hir.linear"(%x, %w, %out, %b) '
+            f"{{operandSegmentSizes = array<i32: 1, 1, 1, 1>}} : ({tx}, {tw}, {to}, {tb}) -> ()\n  return\n}}"
+        )
     else:
-        text = (f'func.func @main(%x: {tx}, %w: {tw}, %b: {tb}, %out: {to}) {{\n  "hir.linear"(%x, %w, %out) '
-                f'{{operandSegmentSizes = array<i32: 1, 1, 1, 0>}} : ({tx}, {tw}, {to}) -> ()\n  return\n}}')
+        text = (
+            f'func.func @main(%x: {tx}, %w: {tw}, %b: {tb}, %out: {to}) {{\n  "hir.linear"(%x, %w, %out) '
+            f"{{operandSegmentSizes = array<i32: 1, 1, 1, 0>}} : ({tx}, {tw}, {to}) -> ()\n  return\n}}"
+        )
     x, w, b, out = torch.randn(xs), torch.randn(4, 16), torch.randn(4), torch.empty(xs[:-1] + [4])
     run(text, [x, w, b, out])
     assert same(out, torch.nn.functional.linear(x, w, b if bias else None))

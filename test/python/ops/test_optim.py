@@ -15,15 +15,23 @@ SHAPES = ([16, 8], [16])
 def _text(kind: str, kernel: str) -> str:
     refs = {name: [f"%{name}{i}" for i in range(len(SHAPES))] for name in ("p", "g", "m", "v")}
     types = [f"memref<{'x'.join(map(str, s))}xf32>" for s in SHAPES]
-    args = [f"{r}: {t}" for name in refs for r, t in zip(refs[name], types)] + [f"%s{i}: memref<f32>" for i in range(len(SHAPES))]
+    args = [f"{r}: {t}" for name in refs for r, t in zip(refs[name], types)] + [
+        f"%s{i}: memref<f32>" for i in range(len(SHAPES))
+    ]
     args += [f"%{h}: memref<f64>" for h in ("lr", "beta1", "beta2", "eps", "decay")]
     casts = [f"  {r}_ = memref.cast {r} : {t} to memref<*xf32>" for name in refs for r, t in zip(refs[name], types)]
-    operands = [f"{r}_" for name in refs for r in refs[name]] + [f"%s{i}" for i in range(len(SHAPES))] + ["%lr", "%beta1", "%beta2", "%eps", "%decay"]
+    operands = (
+        [f"{r}_" for name in refs for r in refs[name]]
+        + [f"%s{i}" for i in range(len(SHAPES))]
+        + ["%lr", "%beta1", "%beta2", "%eps", "%decay"]
+    )
     n = len(SHAPES)
     signature = ", ".join(["memref<*xf32>"] * 4 * n + ["memref<f32>"] * n + ["memref<f64>"] * 5)
-    return (f"func.func @main({', '.join(args)}) {{\n" + "\n".join(casts) + "\n"
-            f'  "hir.adam_update"({", ".join(operands)}) {{operandSegmentSizes = array<i32: {n}, {n}, {n}, {n}, {n}, 1, 1, 1, 1, 1>, '
-            f'kind = "{kind}", kernel = "{kernel}"}} : ({signature}) -> ()\n  return\n}}')
+    return (
+        f"func.func @main({', '.join(args)}) {{\n" + "\n".join(casts) + "\n"
+        f'  "hir.adam_update"({", ".join(operands)}) {{operandSegmentSizes = array<i32: {n}, {n}, {n}, {n}, {n}, 1, 1, 1, 1, 1>, '
+        f'kind = "{kind}", kernel = "{kernel}"}} : ({signature}) -> ()\n  return\n}}'
+    )
 
 
 @pytest.mark.parametrize("kind", ["adam", "adamw"])
@@ -35,7 +43,9 @@ def test_adam_update_is_torch_step(kind, kernel):
     params = [torch.randn(s) for s in SHAPES]
     ref = [torch.nn.Parameter(p.clone()) for p in params]
     flags = {"fused": True} if kernel == "fused" else {"foreach": kernel == "foreach"}
-    ref_opt = (torch.optim.AdamW if kind == "adamw" else torch.optim.Adam)(ref, lr=1e-2, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1, **flags)
+    ref_opt = (torch.optim.AdamW if kind == "adamw" else torch.optim.Adam)(
+        ref, lr=1e-2, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1, **flags
+    )
     moments = [[torch.zeros(s) for s in SHAPES] for _ in range(2)]
     steps = [torch.zeros(()) for _ in SHAPES]
     hyper = [torch.tensor(v, dtype=torch.float64) for v in (1e-2, 0.8, 0.95, 1e-6, 0.1)]
@@ -58,10 +68,19 @@ def test_adam_update_reads_hyper_parameters_each_call():
     step moves each element by lr: Adam's bias-corrected update of a constant gradient)."""
     p, g = torch.ones(16, 8), torch.ones(16, 8)
     text = _text("adamw", "single")
+
     def args(lr: float) -> list:  # the moments and step counts fresh (a first step), the parameter p the same
         moments = [torch.zeros(16, 8), torch.zeros(16), torch.zeros(16, 8), torch.zeros(16)]
-        return [p, torch.ones(16), g, torch.ones(16), *moments, torch.zeros(()), torch.zeros(()),
-                *[torch.tensor(v, dtype=torch.float64) for v in (lr, 0.9, 0.999, 1e-8, 0.0)]]
+        return [
+            p,
+            torch.ones(16),
+            g,
+            torch.ones(16),
+            *moments,
+            torch.zeros(()),
+            torch.zeros(()),
+            *[torch.tensor(v, dtype=torch.float64) for v in (lr, 0.9, 0.999, 1e-8, 0.0)],
+        ]
 
     compiled = program(text)
     compiled(args(0.5))
@@ -76,7 +95,9 @@ def test_written_operands_are_the_updated_lists():
     """The op declares what it writes: params, exp_avgs, exp_avg_sqs and steps, not the
     gradients or the hyper-parameters (deallocation, stream and recompute passes read it)."""
     module = hir.parse(_text("adamw", "fused"), "test.mlir")
-    op = next(o for o in module.body.operations[0].regions[0].blocks[0].operations if o.operation.name == "hir.adam_update").operation
+    op = next(
+        o for o in module.body.operations[0].regions[0].blocks[0].operations if o.operation.name == "hir.adam_update"
+    ).operation
     n = len(SHAPES)
     assert written_operands(op) == (*range(0, n), *range(2 * n, 5 * n))
 

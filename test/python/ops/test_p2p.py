@@ -10,6 +10,7 @@ import os
 import sys
 
 import pytest
+from p2p_programs import ag_matmul, collectives, matmul_rs
 
 # hir-p2p-pipeline option sets; every one runs both programs (m = 8 rows per shard).
 OPTIONS = (
@@ -23,76 +24,11 @@ OPTIONS = (
     "accumulate=1 transfer=push comm-stream=1",
 )
 # The quick form (8 ranks): the pipelines only, under these option sets.
-QUICK_OPTIONS = ("algorithm=ring chunks=2 transfer=push comm-stream=1", "streams=8 chunks=auto", "accumulate=1 chunks=2 transfer=push")
-
-
-def _shard(mesh: str, axis: int) -> str:
-    return f"#hir.shard<array<i64: {mesh}>, {axis} : i64>"
-
-
-def ag_matmul(world: int, m: int, k: int, n: int, dtype: str = "f32") -> str:
-    mesh = ", ".join(str(r) for r in range(world))
-    a = f"memref<{world}x{m}x{k}x{dtype}, {_shard(mesh, 0)}>"
-    t = f"memref<{world}x{m}x{k}x{dtype}, {_shard(mesh, -1)}>"
-    b = f"memref<{k}x{n}x{dtype}, {_shard(mesh, -1)}>"
-    o = f"memref<{world}x{m}x{n}x{dtype}, {_shard(mesh, -1)}>"
-    return f"""func.func @main(%a: {a}, %b: {b}) -> {o} {{
-  %tmp = memref.alloc() : {t}
-  %out = memref.alloc() : {o}
-  "hir.set"(%a, %tmp) {{stream_axis = 0 : i64}} : ({a}, {t}) -> ()
-  "hir.matmul"(%tmp, %b, %out) {{stream_axis = 0 : i64}} : ({t}, {b}, {o}) -> ()
-  return %out : {o}
-}}
-"""
-
-
-def matmul_rs(world: int, m: int, k: int, n: int, dtype: str = "f32") -> str:
-    """out[p] = sum over ranks r of a[p, r] @ w[0, r]: rank r holds a K-slice of A (rows for
-    every destination p) and of W; the reduce-scatter's scattered axis is the stream axis."""
-    mesh = ", ".join(str(r) for r in range(world))
-    a = f"memref<{world}x{world}x{m}x{k}x{dtype}, {_shard(mesh, 1)}>"
-    w = f"memref<1x{world}x{k}x{n}x{dtype}, {_shard(mesh, 1)}>"
-    p = f"memref<{world}x{world}x{m}x{n}x{dtype}, {_shard(mesh, 1)}>"
-    o = f"memref<{world}x{m}x{n}x{dtype}, {_shard(mesh, 0)}>"
-    return f"""func.func @main(%a: {a}, %w: {w}) -> {o} {{
-  %partial = memref.alloc() : {p}
-  "hir.matmul"(%a, %w, %partial) {{stream_axis = 0 : i64}} : ({a}, {w}, {p}) -> ()
-  %out = memref.alloc() : {o}
-  "hir.reduction"(%partial, %out) {{axes = array<i64: 1>, kind = "sum", stream_axis = 0 : i64}} : ({p}, {o}) -> ()
-  return %out : {o}
-}}
-"""
-
-
-def collectives(world: int) -> str:
-    """allgather, reduce_scatter, allreduce (max: the process group; sum: one one-shot kernel
-    on GPU), broadcast with backend = "cuda" (run twice: the second run reuses the registered
-    peer buffers)."""
-    mesh = ", ".join(str(r) for r in range(world))
-    split0 = f"memref<{2 * world}x3xf32, {_shard(mesh, 0)}>"
-    full = f"memref<{2 * world}x3xf32, {_shard(mesh, -1)}>"
-    parts = f"memref<{world}x{2 * world}x3xf32, {_shard(mesh, 0)}>"
-    rs_out = f"memref<{2 * world}x3xf32, {_shard(mesh, 0)}>"
-    team = f"team = array<i64: {mesh}>"
-    return f"""func.func @main(%x: {split0}, %p: {parts}, %r: {full}) -> ({full}, {rs_out}, {full}, {full}, {full}) {{
-  %g = memref.alloc() : {full}
-  %w0 = "hir.allgather"(%x, %g) {{axis = 0 : i64, backend = "cuda", {team}}} : ({split0}, {full}) -> !hir.work
-  "hir.wait"(%w0) : (!hir.work) -> ()
-  %s = memref.alloc() : {rs_out}
-  %w1 = "hir.reduce_scatter"(%p, %s) {{axis = 0 : i64, scatter_axis = 1 : i64, reduction = "sum", backend = "cuda", {team}}} : ({parts}, {rs_out}) -> !hir.work
-  "hir.wait"(%w1) : (!hir.work) -> ()
-  %a = memref.alloc() : {full}
-  %w2 = "hir.allreduce"(%p, %a) {{axis = 0 : i64, reduction = "max", backend = "cuda", {team}}} : ({parts}, {full}) -> !hir.work
-  "hir.wait"(%w2) : (!hir.work) -> ()
-  %c = memref.alloc() : {full}
-  %w3 = "hir.broadcast"(%r, %c) {{root = 1 : i64, backend = "cuda", {team}}} : ({full}, {full}) -> !hir.work
-  "hir.wait"(%w3) : (!hir.work) -> ()
-  %t = memref.alloc() : {full}
-  %w4 = "hir.allreduce"(%p, %t) {{axis = 0 : i64, reduction = "sum", backend = "cuda", {team}}} : ({parts}, {full}) -> !hir.work
-  "hir.wait"(%w4) : (!hir.work) -> ()
-  return %g, %s, %a, %c, %t : {full}, {rs_out}, {full}, {full}, {full}
-}}
-"""
+QUICK_OPTIONS = (
+    "algorithm=ring chunks=2 transfer=push comm-stream=1",
+    "streams=8 chunks=auto",
+    "accumulate=1 chunks=2 transfer=push",
+)
 
 
 def worker() -> int:
@@ -115,7 +51,9 @@ def worker() -> int:
         want = want.float().cpu()
         err = ((got - want).norm() / max(want.norm(), 1e-12)).item()
         if got.shape != want.shape or err > tol:
-            failures.append(f"rank {rank}: {name}: relative error {err:.2e} (shape {tuple(got.shape)} vs {tuple(want.shape)})")
+            failures.append(
+                f"rank {rank}: {name}: relative error {err:.2e} (shape {tuple(got.shape)} vs {tuple(want.shape)})"
+            )
         else:
             print(f"rank {rank}: {name} ok")
 
@@ -141,16 +79,22 @@ def worker() -> int:
     # Eager runs of one program register the peer buffers they read once, on the first run.
     one_shot_before = one_shot.registrations
     program = compile_program(module, device=device, graph=False)
-    if one_shot.registrations - one_shot_before != (1 if device.startswith("cuda") else 0):  # the sum's buffer, made with the plan
-        failures.append(f"rank {rank}: {one_shot.registrations - one_shot_before} "
-                        "one-shot all-reduce buffers for one sum all-reduce")
+    if one_shot.registrations - one_shot_before != (
+        1 if device.startswith("cuda") else 0
+    ):  # the sum's buffer, made with the plan
+        failures.append(
+            f"rank {rank}: {one_shot.registrations - one_shot_before} "
+            "one-shot all-reduce buffers for one sum all-reduce"
+        )
     for attempt in range(0 if quick else 2):
         run_collectives(program, f"#{attempt}")
         if attempt == 0:
             registered = peer_buffers.PeerBuffers.registrations
     if not quick and peer_buffers.PeerBuffers.registrations != registered:
-        failures.append(f"rank {rank}: peer buffers registered again on the second eager "
-                        f"run ({registered} -> {peer_buffers.PeerBuffers.registrations})")
+        failures.append(
+            f"rank {rank}: peer buffers registered again on the second eager "
+            f"run ({registered} -> {peer_buffers.PeerBuffers.registrations})"
+        )
     if device.startswith("cuda") and not quick:
         # graph="auto" (the CUDA default): the second call captures on the graph's static
         # buffers with the peer buffers the first call registered (keyed by stream role, not
@@ -167,15 +111,17 @@ def worker() -> int:
         # (a later call may also capture a graph bound to its buffers, when the allocator hands
         # it the previous call's addresses: the documented policy, not a re-registration)
         if peer_buffers.PeerBuffers.registrations != registered or state.captures < 1 or state.replays < 2:
-            failures.append(f"rank {rank}: graph='auto' replays: {state.captures} capture(s), {state.replays} "
-                            f"replays, peer buffers {registered} -> {peer_buffers.PeerBuffers.registrations}")
+            failures.append(
+                f"rank {rank}: graph='auto' replays: {state.captures} capture(s), {state.replays} "
+                f"replays, peer buffers {registered} -> {peer_buffers.PeerBuffers.registrations}"
+            )
     # hir-p2p-pipeline: AG+matmul, both algorithms.
     dtype = os.environ.get("HIR_P2P_DTYPE", "f32")
     tdtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
     m, k, n = 8, 16, 12
     a_full = torch.randn(world, m, k, generator=gen).to(tdtype)
     b = torch.randn(k, n, generator=gen).to(tdtype)
-    want = (a_full.float() @ b.float())
+    want = a_full.float() @ b.float()
     tol = 1e-2 if dtype == "bf16" else 1e-4
     # hir-p2p-pipeline: reduce-scatter of a stream-parallel matmul.
     a_rs = torch.randn(world, world, m, k, generator=gen).to(tdtype)  # [dest, K-slice owner, m, k]
@@ -185,7 +131,12 @@ def worker() -> int:
     for options in QUICK_OPTIONS if quick else OPTIONS:
         for name, text, inputs, expected in (
             ("ag_matmul", ag_matmul(world, m, k, n, dtype), [a_full[rank : rank + 1], b], want),
-            ("matmul_rs", matmul_rs(world, m, k, n, dtype), [a_rs[:, rank : rank + 1], w_rs[:, rank : rank + 1]], want_rs[None]),
+            (
+                "matmul_rs",
+                matmul_rs(world, m, k, n, dtype),
+                [a_rs[:, rank : rank + 1], w_rs[:, rank : rank + 1]],
+                want_rs[None],
+            ),
         ):
             local = [t.contiguous().to(device) for t in inputs]
             module = hir.parse(text, f"{name}.mlir")
@@ -193,13 +144,19 @@ def worker() -> int:
             (before,) = compile_program(module, device=device)(local)  # the collective, unpipelined
             hir.lower(module, f"hir-p2p-pipeline{{{options}}},hir-lower")
             lowered = str(module)
-            assert "hir.shift" in lowered and "hir.allgather" not in lowered and "hir.reduce_scatter" not in lowered, lowered
+            assert "hir.shift" in lowered and "hir.allgather" not in lowered and "hir.reduce_scatter" not in lowered, (
+                lowered
+            )
             chunked = "chunks=" in options and "chunks=auto" not in options  # auto: 1 at these sizes
             assert ("hir.alias_chunk" in lowered) == chunked, lowered
             assert ("hir.high_priority_streams" in lowered) == ("comm-stream=1" in options), lowered
-            assert ('transfer = "push"' in lowered) == ("transfer=push" in options), lowered  # the all-gather pushes too
+            assert ('transfer = "push"' in lowered) == ("transfer=push" in options), (
+                lowered
+            )  # the all-gather pushes too
             accumulating = name == "matmul_rs" and "accumulate=1" in options  # no slot reduction
-            assert ("{accumulate}" in lowered) == accumulating and ("hir.reduction" in lowered) == (name == "matmul_rs" and not accumulating), lowered
+            assert ("{accumulate}" in lowered) == accumulating and ("hir.reduction" in lowered) == (
+                name == "matmul_rs" and not accumulating
+            ), lowered
             program = compile_program(module, device=device)
             for attempt in range(2):
                 (got,) = program(local)
@@ -211,14 +168,21 @@ def worker() -> int:
     # of collectives) and keeps its consumer's / producer's stream loop.
     for name, text, inputs, expected in (
         ("ag_matmul", ag_matmul(world, m, k, n, dtype), [a_full[rank : rank + 1], b], want),
-        ("matmul_rs", matmul_rs(world, m, k, n, dtype), [a_rs[:, rank : rank + 1], w_rs[:, rank : rank + 1]], want_rs[None]),
+        (
+            "matmul_rs",
+            matmul_rs(world, m, k, n, dtype),
+            [a_rs[:, rank : rank + 1], w_rs[:, rank : rank + 1]],
+            want_rs[None],
+        ),
     ):
         module = hir.parse(text, f"{name}.mlir")
         hir.lower(module, "hir-convert-to-communication{backend=cuda},hir-lower")
         lowered = str(module)
         if "hir.shift" in lowered or lowered.count('"hir.for"') != 2:
-            failures.append(f"rank {rank}: {name} under plain hir-lower: expected the whole "
-                            f"collective and one stream loop (+ its sync loop)\n{lowered}")
+            failures.append(
+                f"rank {rank}: {name} under plain hir-lower: expected the whole "
+                f"collective and one stream loop (+ its sync loop)\n{lowered}"
+            )
         (got,) = compile_program(module, device=device)([t.contiguous().to(device) for t in inputs])
         check(f"{name}[plain hir-lower]", got, expected, tol)
     # streams=4 chunks=2: the chunked reduce-scatter's reducer has a pool stream of its own
@@ -226,11 +190,15 @@ def worker() -> int:
     module = hir.parse(matmul_rs(world, m, k, n, dtype), "matmul_rs.mlir")
     hir.lower(module, "hir-convert-to-communication{backend=cuda},hir-p2p-pipeline{streams=4 chunks=2},hir-lower")
     program = compile_program(module, device=device)
-    (got,) = program([a_rs[:, rank : rank + 1].contiguous().to(device), w_rs[:, rank : rank + 1].contiguous().to(device)])
+    (got,) = program(
+        [a_rs[:, rank : rank + 1].contiguous().to(device), w_rs[:, rank : rank + 1].contiguous().to(device)]
+    )
     check("matmul_rs[streams=4 chunks=2, own reducer stream]", got, want_rs[None], tol)
     used, expected_streams = len(program.streams.live()), min(4, world) + 1
     if used != expected_streams:
-        failures.append(f"rank {rank}: the chunked reduce-scatter used {used} distinct pool streams, expected {expected_streams}")
+        failures.append(
+            f"rank {rank}: the chunked reduce-scatter used {used} distinct pool streams, expected {expected_streams}"
+        )
     else:
         print(f"rank {rank}: {used} distinct pool streams ok")
     symmetric_before += 1 if device.startswith("cuda") else 0  # its slots buffer
@@ -238,8 +206,10 @@ def worker() -> int:
     # and recycled by the second (GPU only: CPU runs use ordinary buffers).
     expected_symmetric = 2 * len(OPTIONS) if device.startswith("cuda") else 0
     if symmetric.SymmetricPool.allocations - symmetric_before != expected_symmetric:
-        failures.append(f"rank {rank}: {symmetric.SymmetricPool.allocations - symmetric_before} "
-                        f"symmetric allocations, expected {expected_symmetric}")
+        failures.append(
+            f"rank {rank}: {symmetric.SymmetricPool.allocations - symmetric_before} "
+            f"symmetric allocations, expected {expected_symmetric}"
+        )
     return finish_worker(failures)
 
 
@@ -250,7 +220,15 @@ def _gpus() -> int:
 
 
 def _gpu_param(world: int):
-    return pytest.param(world, "cuda", marks=[pytest.mark.gpu, pytest.mark.multigpu, pytest.mark.skipif(_gpus() < world, reason=f"needs {world} GPUs")])
+    return pytest.param(
+        world,
+        "cuda",
+        marks=[
+            pytest.mark.gpu,
+            pytest.mark.multigpu,
+            pytest.mark.skipif(_gpus() < world, reason=f"needs {world} GPUs"),
+        ],
+    )
 
 
 def _launch(world: int, device: str, quick: bool) -> int:
@@ -258,18 +236,29 @@ def _launch(world: int, device: str, quick: bool) -> int:
     pytest.importorskip("torch")
     from multirank_util import launch_workers
 
-    env = {**os.environ, "HIR_DEVICE": device, "HIR_P2P_QUICK": "1" if quick else "0", "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    env = {
+        **os.environ,
+        "HIR_DEVICE": device,
+        "HIR_P2P_QUICK": "1" if quick else "0",
+        "NCCL_NVLS_ENABLE": "0",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+        "NVSHMEM_DISABLE_NVLS": "1",
+    }
     oks, report = launch_workers(world, __file__, timeout_s=400, env=env)
     return oks
 
 
-@pytest.mark.parametrize("world,device", [(2, "cpu"), pytest.param(4, "cpu", marks=pytest.mark.slow), _gpu_param(2), _gpu_param(4)])
+@pytest.mark.parametrize(
+    "world,device", [(2, "cpu"), pytest.param(4, "cpu", marks=pytest.mark.slow), _gpu_param(2), _gpu_param(4)]
+)
 def test_cuda_backend_and_p2p_pipeline(world, device):
     auto = 20 if device == "cuda" else 0  # four graph='auto' calls of the collectives program
     assert _launch(world, device, quick=False) == world * (10 + auto + 2 * 3 * len(OPTIONS) + 2 + 2)
 
 
-@pytest.mark.parametrize("world,device", [pytest.param(8, "cpu", marks=pytest.mark.slow), _gpu_param(8), pytest.param(2, "cpu")])
+@pytest.mark.parametrize(
+    "world,device", [pytest.param(8, "cpu", marks=pytest.mark.slow), _gpu_param(8), pytest.param(2, "cpu")]
+)
 def test_p2p_pipeline_world_sizes(world, device):
     """The pipelines alone (push, ring, chunks=auto, a comm stream) on 8 ranks (Gloo: slow on
     a 2-core machine, so a 2-rank case keeps the quick form covered by default) and 8 GPUs."""
@@ -284,7 +273,8 @@ def test_uniform_source_through_views():
     from hir.interpreter.ops.p2p import uniform_source
 
     sym = "memref<2x4x8xf32>"
-    module = hir.parse(f"""func.func @main(%arg: memref<8x8xf32>) {{
+    module = hir.parse(
+        f"""func.func @main(%arg: memref<8x8xf32>) {{
   %c1 = arith.constant 1 : index
   %s = memref.alloc() {{hir.symmetric}} : {sym}
   %plain = memref.alloc() : {sym}
@@ -296,11 +286,22 @@ def test_uniform_source_through_views():
   %chunk = "hir.alias_chunk"(%flat, %c1) {{axis = 0 : i64, chunks = 2 : i64}} : (memref<8x8xf32>, index) -> memref<4x8xf32, strided<[8, 1], offset: ?>>
   %other = "hir.alias_reshape"(%plain) {{reassociation = [[0, 1], [2]]}} : ({sym}) -> memref<8x8xf32>
   return
-}}""", "uniform.mlir")
+}}""",
+        "uniform.mlir",
+    )
     body = module.body.operations[0].regions[0].blocks[0]
     names = ["%c1", "%s", "%plain", "%me", "%sel", "%mine", "%flat", "%rows", "%chunk", "%other"]  # in order
     values = dict(zip(names, [op.operation.result for op in body.operations if len(op.operation.results) == 1]))
-    expected = {"%s": True, "%plain": False, "%sel": True, "%mine": False, "%flat": True, "%rows": False, "%chunk": True, "%other": False}
+    expected = {
+        "%s": True,
+        "%plain": False,
+        "%sel": True,
+        "%mine": False,
+        "%flat": True,
+        "%rows": False,
+        "%chunk": True,
+        "%other": False,
+    }
     assert {name: uniform_source(values[name]) for name in expected} == expected
 
 

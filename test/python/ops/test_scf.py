@@ -73,9 +73,12 @@ def test_fill_int_buffer_and_errors():
 
 def test_scf_if_in_lowered_programs_is_left_alone():
     """hir-lower frees buffers used inside branches after the scf.if; results agree."""
-    text = SELECT.replace("return %r", """%o = memref.alloc() : memref<4xf32>
+    text = SELECT.replace(
+        "return %r",
+        """%o = memref.alloc() : memref<4xf32>
   "hir.set"(%r, %o) {stream_axis = 0 : i64} : (memref<4xf32>, memref<4xf32>) -> ()
-  return %o""")
+  return %o""",
+    )
     a, b = torch.randn(4), torch.randn(4)
     module = hir.parse(text, "test.mlir")
     want = hir.interpreter.run(module, [False, a, b], device="cpu")

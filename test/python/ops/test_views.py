@@ -75,8 +75,11 @@ def test_subview_out_of_bounds_is_reported_at_the_op():
   %rows = memref.subview %a[%o, 0] [%c2, 4] [1, 1] : memref<8x4xf32> to {ROWS}
   return %rows : {ROWS}
 }}"""
-    with pytest.raises(HirError, match=r"test.mlir:3:11: error: 'memref.subview' offset 7, size 2, stride "
-                                       r"1 is out of bounds for axis 0 of %arg0 \(local shape \[8, 4\]\)"):
+    with pytest.raises(
+        HirError,
+        match=r"test.mlir:3:11: error: 'memref.subview' offset 7, size 2, stride "
+        r"1 is out of bounds for axis 0 of %arg0 \(local shape \[8, 4\]\)",
+    ):
         run(text, [torch.randn(8, 4), 7])
 
 
@@ -104,7 +107,9 @@ def check_sharded_views_keep_the_split_axis(rank: int) -> None:
     local = torch.randn(4, 4)  # this rank's shard
     (v,) = run(ok, [local])
     assert torch.equal(v, local[:, 1:3])
-    bad = ok.replace("[0, 1] [8, 2]", "[2, 1] [4, 2]").replace("8x2xf32, strided<[4, 1], offset: 1>", "4x2xf32, strided<[4, 1], offset: 9>")
+    bad = ok.replace("[0, 1] [8, 2]", "[2, 1] [4, 2]").replace(
+        "8x2xf32, strided<[4, 1], offset: 1>", "4x2xf32, strided<[4, 1], offset: 9>"
+    )
     with pytest.raises(HirError, match="views axis 0 of %arg0, which is split over the device mesh"):
         run(bad, [local])
 
@@ -118,9 +123,12 @@ def test_alias_reshape_moves_the_split_with_its_group():
     from hir.dialect import AliasReshapeOp
 
     grid = "memref<2x4x6xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>"
-    module = hir.parse(f"""func.func @main(%a: {grid}) {{
+    module = hir.parse(
+        f"""func.func @main(%a: {grid}) {{
   return
-}}""", "reshape.mlir")
+}}""",
+        "reshape.mlir",
+    )
     with module.context, ir.Location.unknown():
         block = module.body.operations[0].regions[0].blocks[0]
         with ir.InsertionPoint.at_block_begin(block):
@@ -128,10 +136,13 @@ def test_alias_reshape_moves_the_split_with_its_group():
     assert str(view.type) == "memref<8x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
     inner = "memref<2x4x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>"
     with pytest.raises(HirError, match="split axis 1 is not the outermost axis of its group"):
-        hir.parse(f"""func.func @main(%a: {inner}) {{
+        hir.parse(
+            f"""func.func @main(%a: {inner}) {{
   %v = "hir.alias_reshape"(%a) {{reassociation = [[0, 1], [2]]}} : ({inner}) -> memref<8x6xf32>
   return
-}}""", "inner.mlir")
+}}""",
+            "inner.mlir",
+        )
 
 
 RESHAPE_GRID = "memref<2x4x6xf32, #hir.shard<array<i64: 0, 1>, 2 : i64>>"
@@ -168,7 +179,14 @@ def check_alias_stack_shards_views_the_local_shard(rank: int) -> None:
     assert torch.equal(local, 2 * before) and torch.equal(v, local.unsqueeze(1))
 
 
-RANK_CASES = {f.__name__: f for f in (check_sharded_views_keep_the_split_axis, check_alias_reshape_views_the_local_shard, check_alias_stack_shards_views_the_local_shard)}
+RANK_CASES = {
+    f.__name__: f
+    for f in (
+        check_sharded_views_keep_the_split_axis,
+        check_alias_reshape_views_the_local_shard,
+        check_alias_stack_shards_views_the_local_shard,
+    )
+}
 
 
 def test_sharded_views_on_two_gloo_ranks():
@@ -213,12 +231,30 @@ def test_builder_views():
     rows = b.subview(x, [b.index(2), 0], [2, 4])
     row = b.subview(x, [1, 0], [1, 4], drop=[0])
     odd = b.subview(x, [1, 1], [3, 2], [2, 2])
-    outs = [rows, row, odd, b.reshape(x, [32]), b.reshape(x, [2, 4, 4]), b.reshape(x, [4, 8]), b.alias_broadcast(bias, [8, 4]), b.add(rows, b.alias_broadcast(bias, [2, 4]))]
+    outs = [
+        rows,
+        row,
+        odd,
+        b.reshape(x, [32]),
+        b.reshape(x, [2, 4, 4]),
+        b.reshape(x, [4, 8]),
+        b.alias_broadcast(bias, [8, 4]),
+        b.add(rows, b.alias_broadcast(bias, [2, 4])),
+    ]
     for v in outs:
         b.output(v)
     X, B = torch.arange(32.0).reshape(8, 4), torch.arange(4.0)
     got = run_module(b.finish(), [X, B], device="cpu")
-    want = [X[2:4], X[1], X[1::2, 1::2][:3], X.reshape(32), X.reshape(2, 4, 4), X.reshape(4, 8), B.expand(8, 4), X[2:4] + B]
+    want = [
+        X[2:4],
+        X[1],
+        X[1::2, 1::2][:3],
+        X.reshape(32),
+        X.reshape(2, 4, 4),
+        X.reshape(4, 8),
+        B.expand(8, 4),
+        X[2:4] + B,
+    ]
     for g, w in zip(got, want):
         assert torch.equal(g, w)
 
@@ -270,19 +306,28 @@ def test_builder_views_of_split_buffers_keep_the_split():
     assert text.count('"hir.alias_reshape"') == 2 and "memref.collapse_shape" in text and '"hir.alias_select"' in text
     b = Builder()
     x = b.input([2, 3, 8, 4], sharding=Shard([0, 1], 2))
-    with pytest.raises(HirError, match=r"reshape: split axis 2 \(extent 8\) of \[2, 3, 8, 4\] is merged with an outer axis in \[2, 24, 4\]"):
+    with pytest.raises(
+        HirError,
+        match=r"reshape: split axis 2 \(extent 8\) of \[2, 3, 8, 4\] is merged with an outer axis in \[2, 24, 4\]",
+    ):
         b.reshape(x, [2, 24, 4])
 
 
 def test_upstream_reshape_that_would_move_a_split_is_refused_at_the_op():
     """memref.collapse_shape keeps #hir.shard's axis numbers: [1, 8, 4] split on 1 collapsed
     to [8, 4] would have to be split on 0; the interpreter says so at the op."""
-    src, dst = "memref<1x8x4xf32, #hir.shard<array<i64: 0>, 1 : i64>>", "memref<8x4xf32, #hir.shard<array<i64: 0>, 1 : i64>>"
+    src, dst = (
+        "memref<1x8x4xf32, #hir.shard<array<i64: 0>, 1 : i64>>",
+        "memref<8x4xf32, #hir.shard<array<i64: 0>, 1 : i64>>",
+    )
     text = f"""func.func @main(%a: {src}) -> {dst} {{
   %v = memref.collapse_shape %a [[0, 1], [2]] : {src} into {dst}
   return %v : {dst}
 }}"""
-    with pytest.raises(HirError, match=r"test.mlir:2:8: error: 'memref.collapse_shape' views \[1, 8, 4\] placed as \[0\] with "
-                                       r"splits \[1\] as \[8, 4\], whose placement is then \[0\] with splits \[0\]; an upstream "
-                                       r"reshape keeps the split axis numbers \(\[0\] with splits \[1\]\): use hir.alias_reshape"):
+    with pytest.raises(
+        HirError,
+        match=r"test.mlir:2:8: error: 'memref.collapse_shape' views \[1, 8, 4\] placed as \[0\] with "
+        r"splits \[1\] as \[8, 4\], whose placement is then \[0\] with splits \[0\]; an upstream "
+        r"reshape keeps the split axis numbers \(\[0\] with splits \[1\]\): use hir.alias_reshape",
+    ):
         run(text, [torch.randn(1, 8, 4)])

@@ -37,6 +37,19 @@ from hir.frontend.strategies.registry import (
 )
 
 __all__ = [
-    "PARTIAL", "STRATEGIES", "ComputeSpec", "NoRule", "OpCall", "OpPlacement", "Partial", "Split", "Strategy",
-    "compute_spec", "op_key", "register_compute_form", "register_op_strategy", "register_tag_strategy", "strategy_for",
+    "PARTIAL",
+    "STRATEGIES",
+    "ComputeSpec",
+    "NoRule",
+    "OpCall",
+    "OpPlacement",
+    "Partial",
+    "Split",
+    "Strategy",
+    "compute_spec",
+    "op_key",
+    "register_compute_form",
+    "register_op_strategy",
+    "register_tag_strategy",
+    "strategy_for",
 ]

@@ -8,7 +8,10 @@ from hir.frontend.strategies.pointwise import check_broadcasts
 from hir.frontend.strategies.registry import NoRule, OpCall, OpPlacement, register_op_strategy
 
 
-@register_op_strategy(T.AtenScaledDotProductAttentionOp, doc="q, k, v split alike along batch or heads (GQA too); a mask split alike or broadcast there")
+@register_op_strategy(
+    T.AtenScaledDotProductAttentionOp,
+    doc="q, k, v split alike along batch or heads (GQA too); a mask split alike or broadcast there",
+)
 def sdpa_strategy(call: OpCall) -> OpPlacement:
     (q, sq), (_, sk), (_, sv), *mask = call.operands
     if not sq == sk == sv or (sq is not None and sq >= call.rank(q) - 2):

@@ -23,12 +23,18 @@ def local_sum(op: ir.Operation, operands: list, offset: ir.Value, results: list)
     """The op itself (its attributes: a ``torch.operator``'s name) on this device's parts:
     for an op that sums over a split dim, one device's part of the sum over the devices.
     Built at the current insertion point."""
-    return list(ir.Operation.create(op.name, results=results, operands=operands, attributes=dict(op.attributes)).results)
+    return list(
+        ir.Operation.create(op.name, results=results, operands=operands, attributes=dict(op.attributes)).results
+    )
 
 
-@register_op_strategy(T.AtenSumDimIntListOp, T.AtenSumOp, partial_form=local_sum,
-                      doc="off the split dim: the split stays (shifted past the reduced dims); over it (a "
-                          "weight's or a loss's sum over a split batch): each device sums its rows, a partial sum")
+@register_op_strategy(
+    T.AtenSumDimIntListOp,
+    T.AtenSumOp,
+    partial_form=local_sum,
+    doc="off the split dim: the split stays (shifted past the reduced dims); over it (a "
+    "weight's or a loss's sum over a split batch): each device sums its rows, a partial sum",
+)
 def sum_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     if split is None:
@@ -41,9 +47,12 @@ def sum_strategy(call: OpCall) -> OpPlacement:
     return call.local(split if keepdim else split - sum(1 for d in dims if d < split))
 
 
-@register_op_strategy(T.AtenEmbeddingDenseBackwardOp, partial_form=local_sum,
-                      doc="gradient and ids split alike along a batch dim: each device "
-                          "scatters its rows' gradients into the whole table, a partial sum")
+@register_op_strategy(
+    T.AtenEmbeddingDenseBackwardOp,
+    partial_form=local_sum,
+    doc="gradient and ids split alike along a batch dim: each device "
+    "scatters its rows' gradients into the whole table, a partial sum",
+)
 def embedding_backward_strategy(call: OpCall) -> OpPlacement:
     (grad, split), (ids, id_split) = call.operands[:2]
     if split is None and id_split is None:
@@ -53,7 +62,11 @@ def embedding_backward_strategy(call: OpCall) -> OpPlacement:
     return call.local(PARTIAL)
 
 
-@register_op_strategy(T.Aten_LogSoftmaxBackwardDataOp, T.Aten_SoftmaxBackwardDataOp, doc="gradient and output split alike, off the softmax dim")
+@register_op_strategy(
+    T.Aten_LogSoftmaxBackwardDataOp,
+    T.Aten_SoftmaxBackwardDataOp,
+    doc="gradient and output split alike, off the softmax dim",
+)
 def softmax_backward_strategy(call: OpCall) -> OpPlacement:
     (grad, split), (_, out_split) = call.operands[:2]
     if split != out_split or (split is not None and call.dim(2, call.rank(grad)) == split):
@@ -61,11 +74,17 @@ def softmax_backward_strategy(call: OpCall) -> OpPlacement:
     return call.local(split)
 
 
-_SDPA = ("torch.aten._scaled_dot_product_flash_attention_for_cpu", "torch.aten._scaled_dot_product_flash_attention_for_cpu_backward")
+_SDPA = (
+    "torch.aten._scaled_dot_product_flash_attention_for_cpu",
+    "torch.aten._scaled_dot_product_flash_attention_for_cpu_backward",
+)
 
 
-@register_op_strategy(*_SDPA, doc="every tensor operand (q, k, v; out, logsumexp, the gradient) split alike along batch or "
-                                  "heads, a replicated mask read as its slice there (or broadcast): each result keeps that split")
+@register_op_strategy(
+    *_SDPA,
+    doc="every tensor operand (q, k, v; out, logsumexp, the gradient) split alike along batch or "
+    "heads, a replicated mask read as its slice there (or broadcast): each result keeps that split",
+)
 def attention_strategy(call: OpCall) -> OpPlacement:
     name = call.op.attributes["name"].value
     q = call.operands[1 if name.endswith("backward") else 0][0]
@@ -75,10 +94,14 @@ def attention_strategy(call: OpCall) -> OpPlacement:
     (split,) = splits if len(splits) == 1 else (None,)
     if split is None or split >= call.rank(q) - 2:
         raise NoRule(f"{name}: operands not split alike along batch or heads")
-    return OpPlacement(tuple(s if s is not None or call.shape(v)[split] == 1 else split for v, s in call.operands), split)
+    return OpPlacement(
+        tuple(s if s is not None or call.shape(v)[split] == 1 else split for v, s in call.operands), split
+    )
 
 
-@register_op_strategy("torch.aten.slice_backward", local_sizes=_sizes_at_split, doc="off the sliced dim (the input sizes get local)")
+@register_op_strategy(
+    "torch.aten.slice_backward", local_sizes=_sizes_at_split, doc="off the sliced dim (the input sizes get local)"
+)
 def slice_backward_strategy(call: OpCall) -> OpPlacement:
     (grad, split), *_ = call.operands
     if split is not None and call.dim(2, call.rank(grad)) == split:
@@ -97,9 +120,13 @@ def pad_strategy(call: OpCall) -> OpPlacement:
     return call.local(split)
 
 
-@register_op_strategy(T.AtenGatherOp, T.AtenScatterValueOp, T.AtenScatterSrcOp,
-                      doc="self and index (and src) split alike off the gathered / scattered dim, a replicated "
-                          "one read as its slice (a loss over split tokens reads its replicated labels so)")
+@register_op_strategy(
+    T.AtenGatherOp,
+    T.AtenScatterValueOp,
+    T.AtenScatterSrcOp,
+    doc="self and index (and src) split alike off the gathered / scattered dim, a replicated "
+    "one read as its slice (a loss over split tokens reads its replicated labels so)",
+)
 def gather_strategy(call: OpCall) -> OpPlacement:
     (source, _), *_ = call.operands
     splits = {s for s in call.splits if s is not None}
@@ -109,14 +136,21 @@ def gather_strategy(call: OpCall) -> OpPlacement:
     return OpPlacement((split,) * len(call.operands), split)
 
 
-@register_op_strategy(T.AtenZerosLikeOp, T.AtenOnesLikeOp, T.AtenFullLikeOp, T.AtenEmptyLikeOp, doc="its operand's split")
+@register_op_strategy(
+    T.AtenZerosLikeOp, T.AtenOnesLikeOp, T.AtenFullLikeOp, T.AtenEmptyLikeOp, doc="its operand's split"
+)
 def like_strategy(call: OpCall) -> OpPlacement:
     return call.local(call.operands[0][1])
 
 
-register_op_strategy(T.AtenWhereScalarOtherOp, T.AtenWhereScalarSelfOp, T.AtenWhereScalarOp, T.AtenWhereSelfOp,
-                     doc="as a pointwise op, a replicated operand read as its slice along "
-                         "the split axis (a loss's mask of replicated labels over split tokens)")(pointwise_strategy)
+register_op_strategy(
+    T.AtenWhereScalarOtherOp,
+    T.AtenWhereScalarSelfOp,
+    T.AtenWhereScalarOp,
+    T.AtenWhereSelfOp,
+    doc="as a pointwise op, a replicated operand read as its slice along "
+    "the split axis (a loss's mask of replicated labels over split tokens)",
+)(pointwise_strategy)
 
 
 @register_op_strategy(T.AtenCopyOp, doc="`self` and `src` split alike (an update written back into a parameter's rows)")

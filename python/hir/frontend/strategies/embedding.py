@@ -6,7 +6,6 @@ replicated ids is DTensor's masked partial lookup (Megatron's ``VocabParallelEmb
 each device looks up the ids it holds, the others give zeros, and the sum over the devices
 (an allreduce) is the lookup (:func:`masked_lookup`, the op's local partial form)."""
 
-
 from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
@@ -35,11 +34,12 @@ def masked_lookup(op: ir.Operation, operands: list, offset: ir.Value, results: l
 
 
 @register_op_strategy(
-    T.AtenEmbeddingOp, partial_form=masked_lookup,
+    T.AtenEmbeddingOp,
+    partial_form=masked_lookup,
     doc="replicated table with split indices; a table split on the "
-        "embedding dim with replicated indices (split on the last dim); "
-        "a vocabulary-split table with replicated indices "
-        "(`embedding_rowwise`): a masked local lookup, summed over the devices",
+    "embedding dim with replicated indices (split on the last dim); "
+    "a vocabulary-split table with replicated indices "
+    "(`embedding_rowwise`): a masked local lookup, summed over the devices",
 )
 def embedding_strategy(call: OpCall) -> OpPlacement:
     (_, weight), (indices, split) = call.operands[:2]
@@ -52,8 +52,11 @@ def embedding_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"{call.op.name}: a split table with split indices")
 
 
-@register_op_strategy(T.AtenIndexSelectOp, doc="a table split off the selected dim with replicated indices (the split "
-                                               "stays); a replicated table with split indices (split on the selected dim)")
+@register_op_strategy(
+    T.AtenIndexSelectOp,
+    doc="a table split off the selected dim with replicated indices (the split "
+    "stays); a replicated table with split indices (split on the selected dim)",
+)
 def index_select_strategy(call: OpCall) -> OpPlacement:
     """``index_select(table, dim, index)``: the result is ``table`` with dim ``dim`` replaced
     by the picked entries, so a split off ``dim`` stays where it is, and split indices split
@@ -67,8 +70,11 @@ def index_select_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"{call.op.name}: selects along the split dim {split} (a vocabulary-split table)")
 
 
-@register_op_strategy("torch.aten.index_copy", doc="`self.index_copy(dim, index, source)` with `self` and `source` split alike "
-                                                   "off `dim`, the index replicated (a KV-cache update on each device's heads)")
+@register_op_strategy(
+    "torch.aten.index_copy",
+    doc="`self.index_copy(dim, index, source)` with `self` and `source` split alike "
+    "off `dim`, the index replicated (a KV-cache update on each device's heads)",
+)
 def index_copy_strategy(call: OpCall) -> OpPlacement:
     (target, split), (_, index_split), (_, source_split) = call.operands
     if index_split is not None or split == call.dim(1, call.rank(target)) or source_split != split:
@@ -93,7 +99,11 @@ def _through_index(op: ir.Operation, split: int | None, index_rank: int) -> int 
     return split if split < dims[0] else split - len(dims) + index_rank
 
 
-@register_op_strategy(T.AtenIndexTensorOp, T.AtenIndexTensorHackedTwinOp, doc="`self[indices]` with replicated indices off the split dim (MoE experts picked by id: the split follows)")
+@register_op_strategy(
+    T.AtenIndexTensorOp,
+    T.AtenIndexTensorHackedTwinOp,
+    doc="`self[indices]` with replicated indices off the split dim (MoE experts picked by id: the split follows)",
+)
 def index_strategy(call: OpCall) -> OpPlacement:
     (source, split), *indices = call.operands
     if any(s is not None for _, s in indices):
@@ -101,8 +111,12 @@ def index_strategy(call: OpCall) -> OpPlacement:
     return call.local(_through_index(call.op, split, call.rank(indices[0][0]) if indices else 0))
 
 
-@register_op_strategy(T.AtenIndexPutOp, T.AtenIndexPutHackedTwinOp, doc="`self[indices] = values` with replicated indices off the split "
-                                                                        "dim and values split alike (or broadcast) there (a KV-cache update)")
+@register_op_strategy(
+    T.AtenIndexPutOp,
+    T.AtenIndexPutHackedTwinOp,
+    doc="`self[indices] = values` with replicated indices off the split "
+    "dim and values split alike (or broadcast) there (a KV-cache update)",
+)
 def index_put_strategy(call: OpCall) -> OpPlacement:
     (target, split), *rest = call.operands
     (values, values_split), indices = rest[-1], rest[:-1]

@@ -16,9 +16,12 @@ from hir.frontend.strategies.backward import local_sum
 from hir.frontend.strategies.registry import PARTIAL, NoRule, OpCall, OpPlacement, register_op_strategy
 
 
-@register_op_strategy("torch.transformers.grouped_mm_fallback", partial_form=local_sum,
-                      doc="MoE experts: replicated input x weight split on its output features -> output split on its columns; input "
-                          "and weight split on the contraction -> a partial sum (a replicated input is sliced locally); offs replicated")
+@register_op_strategy(
+    "torch.transformers.grouped_mm_fallback",
+    partial_form=local_sum,
+    doc="MoE experts: replicated input x weight split on its output features -> output split on its columns; input "
+    "and weight split on the contraction -> a partial sum (a replicated input is sliced locally); offs replicated",
+)
 def grouped_mm_strategy(call: OpCall) -> OpPlacement:
     (_, px), (_, pw), (_, po) = call.operands
     if po is not None:
@@ -32,10 +35,13 @@ def grouped_mm_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"grouped_mm_fallback: input split {px}, weight split {pw}")
 
 
-@register_op_strategy("torch.transformers.grouped_mm_fallback_backward", partial_form=local_sum,
-                      doc="the forward's placements: weight split on its output features (gradient split on "
-                          "its columns) -> the input's gradient a partial sum, the weight's split as the "
-                          "weight; input and weight split on the contraction -> both gradients split as them")
+@register_op_strategy(
+    "torch.transformers.grouped_mm_fallback_backward",
+    partial_form=local_sum,
+    doc="the forward's placements: weight split on its output features (gradient split on "
+    "its columns) -> the input's gradient a partial sum, the weight's split as the "
+    "weight; input and weight split on the contraction -> both gradients split as them",
+)
 def grouped_mm_backward_strategy(call: OpCall) -> OpPlacement:
     (_, px), (_, pw), (_, po), (_, pg) = call.operands
     if po is not None:

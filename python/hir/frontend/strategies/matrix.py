@@ -9,7 +9,6 @@
 * matmul: as linear for ``[..., M, K] @ [..., K, N]``, and equal split batch dims stay split.
 """
 
-
 from torch_mlir.dialects import torch as T
 
 from hir.dialect import LinearOp, MatmulOp
@@ -45,9 +44,12 @@ def matmul_form(op) -> ComputeSpec | None:
     return None
 
 
-@register_op_strategy(LinearOp, doc="weight split on its rows (ColwiseParallel: the output split on its last dim, a split input gathered "
-                                    "first); weight split on the contraction (RowwiseParallel: a partial sum; a replicated input is "
-                                    "sliced on each device, no communication); rows split, weight replicated (data / sequence parallel)")
+@register_op_strategy(
+    LinearOp,
+    doc="weight split on its rows (ColwiseParallel: the output split on its last dim, a split input gathered "
+    "first); weight split on the contraction (RowwiseParallel: a partial sum; a replicated input is "
+    "sliced on each device, no communication); rows split, weight replicated (data / sequence parallel)",
+)
 def linear_strategy(call: OpCall) -> OpPlacement:
     (x, px), (_, pw), *bias = call.operands
     last = call.rank(x) - 1
@@ -84,9 +86,12 @@ def matmul_placement(pa: Split, pb: Split, ra: int, rb: int, out_rank: int) -> O
     raise NoRule(f"operands split {pa} and {pb}")
 
 
-@register_op_strategy(MatmulOp, doc="DTensor's matmul rule: rows of A or columns of B split (rows of A with the "
-                                    "contraction of B: B gathered); the contraction split on both sides, or on "
-                                    "B's with A replicated (sliced locally): a partial sum; equal split batch dims")
+@register_op_strategy(
+    MatmulOp,
+    doc="DTensor's matmul rule: rows of A or columns of B split (rows of A with the "
+    "contraction of B: B gathered); the contraction split on both sides, or on "
+    "B's with A replicated (sliced locally): a partial sum; equal split batch dims",
+)
 def matmul_strategy(call: OpCall) -> OpPlacement:
     (a, pa), (b, pb) = call.operands
     return matmul_placement(pa, pb, call.rank(a), call.rank(b), call.result_rank)
@@ -100,12 +105,19 @@ def _local_product(call: OpCall, a: tuple, b: tuple) -> Split:
     return placement.output
 
 
-@register_op_strategy(T.AtenMmOp, T.AtenBmmOp, T.AtenMatmulOp, doc="DTensor's matmul rule without a contraction over the split (`hir.matmul` outside segments)")
+@register_op_strategy(
+    T.AtenMmOp,
+    T.AtenBmmOp,
+    T.AtenMatmulOp,
+    doc="DTensor's matmul rule without a contraction over the split (`hir.matmul` outside segments)",
+)
 def segment_matmul_strategy(call: OpCall) -> OpPlacement:
     return call.local(_local_product(call, call.operands[0], call.operands[1]))
 
 
-@register_op_strategy(T.AtenAddmmOp, T.AtenBaddbmmOp, doc="as `matmul`, the bias split alike or broadcast (GPT-2's Conv1D)")
+@register_op_strategy(
+    T.AtenAddmmOp, T.AtenBaddbmmOp, doc="as `matmul`, the bias split alike or broadcast (GPT-2's Conv1D)"
+)
 def addmm_strategy(call: OpCall) -> OpPlacement:
     """addmm / baddbmm (``bias + a @ b``): a local product, and a bias split alike or
     broadcast along the output's split."""

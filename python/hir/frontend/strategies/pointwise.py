@@ -4,7 +4,6 @@
 (``contiguous``, ``clone``, casts). DTensor's pointwise rule (``_pointwise_ops.py``):
 operands split along one (right-aligned) axis, replicated ones broadcast along it."""
 
-
 import torch
 from torch_mlir.dialects import torch as T
 
@@ -43,8 +42,11 @@ def binary_form(op) -> ComputeSpec | None:
     return None
 
 
-@register_op_strategy(BinaryOp, doc="equal placements stay; a split operand with a replicated one that broadcasts "
-                                    "along the split axis stays split; else the replicated side is split alike")
+@register_op_strategy(
+    BinaryOp,
+    doc="equal placements stay; a split operand with a replicated one that broadcasts "
+    "along the split axis stays split; else the replicated side is split alike",
+)
 def binary_strategy(call: OpCall) -> OpPlacement:
     out_rank = call.result_rank
     shapes = [call.shape(v) for v, _ in call.operands]
@@ -61,8 +63,11 @@ def binary_strategy(call: OpCall) -> OpPlacement:
     raise NoRule(f"operands split along different axes ({to_out[0]}, {to_out[1]})")
 
 
-@register_tag_strategy(torch.Tag.pointwise, doc="operands split along the same (right-aligned) axis; a replicated one that does not "
-                      "broadcast along it is read as its slice (as hir.binary's replicated side)")
+@register_tag_strategy(
+    torch.Tag.pointwise,
+    doc="operands split along the same (right-aligned) axis; a replicated one that does not "
+    "broadcast along it is read as its slice (as hir.binary's replicated side)",
+)
 def pointwise_strategy(call: OpCall) -> OpPlacement:
     rank = call.result_rank
     aligned = {s + rank - call.rank(v) for v, s in call.operands if s is not None}
@@ -73,14 +78,26 @@ def pointwise_strategy(call: OpCall) -> OpPlacement:
     (axis,) = aligned
     # (an add of mixed dtypes, a bf16 autocast product onto a float32 residual stream, is this op, not hir.binary)
     owns = [axis - (rank - call.rank(v)) for v, _ in call.operands]
-    return OpPlacement(tuple(o if o >= 0 and call.shape(v)[o] != 1 else None for (v, _), o in zip(call.operands, owns)), axis)
+    return OpPlacement(
+        tuple(o if o >= 0 and call.shape(v)[o] != 1 else None for (v, _), o in zip(call.operands, owns)), axis
+    )
 
 
-register_op_strategy(T.AtenMaskedFillTensorOp, doc="as a pointwise op (a boolean mask split alike or broadcast)")(pointwise_strategy)
+register_op_strategy(T.AtenMaskedFillTensorOp, doc="as a pointwise op (a boolean mask split alike or broadcast)")(
+    pointwise_strategy
+)
 
 
 @register_op_strategy(
-    T.AtenContiguousOp, T.AtenCloneOp, T.AtenDetachOp, T.AtenAliasOp, T.Aten_ToCopyOp, T.AtenToDtypeOp, T.AtenTypeAsOp, T.AtenDropoutOp, T.AtenLiftFreshCopyOp,
+    T.AtenContiguousOp,
+    T.AtenCloneOp,
+    T.AtenDetachOp,
+    T.AtenAliasOp,
+    T.Aten_ToCopyOp,
+    T.AtenToDtypeOp,
+    T.AtenTypeAsOp,
+    T.AtenDropoutOp,
+    T.AtenLiftFreshCopyOp,
     doc="keeps its (first) operand's split",
 )
 def first_operand_strategy(call: OpCall) -> OpPlacement:

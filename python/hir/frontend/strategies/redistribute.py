@@ -68,8 +68,11 @@ def redistribute_form(op) -> ComputeSpec | None:
     return ComputeSpec(SetOp, [op.operands[0]], {}, [], redistributes=True)
 
 
-@register_op_strategy(SetOp, doc="a plan style's layout at a module boundary (`hir.redistribute`): "
-                                 "its operand read as placed there (a gather, a sum, a local slice)")
+@register_op_strategy(
+    SetOp,
+    doc="a plan style's layout at a module boundary (`hir.redistribute`): "
+    "its operand read as placed there (a gather, a sum, a local slice)",
+)
 def redistribute_strategy(call: OpCall) -> OpPlacement:
     ((x, _),) = call.operands
     placement, entry = (constant_value(v) for v in call.op.operands[1:3])
@@ -78,4 +81,3 @@ def redistribute_strategy(call: OpCall) -> OpPlacement:
     except ValueError as err:
         raise NoRule(f"{entry}: {err}") from None
     return OpPlacement((split,), split)
-

@@ -42,8 +42,11 @@ def reduction_form(op) -> ComputeSpec | None:
     return None
 
 
-@register_op_strategy(ReductionOp, doc="a kept split dim stays split (renumbered); a reduction over the "
-                                       "outermost split dim alone is an allreduce (the result replicated)")
+@register_op_strategy(
+    ReductionOp,
+    doc="a kept split dim stays split (renumbered); a reduction over the "
+    "outermost split dim alone is an allreduce (the result replicated)",
+)
 def reduction_strategy(call: OpCall) -> OpPlacement:
     ((_, px),) = call.operands
     axes = call.spec.options["axes"]
@@ -66,12 +69,22 @@ def global_mean_part(op: ir.Operation, operands: list, offset: ir.Value, results
         local = torch_op(T.AtenSumDimIntListOp.OPERATION_NAME, operands, result)
     else:
         local = torch_op(T.AtenSumOp.OPERATION_NAME, operands, result)
-    return [torch_op(T.AtenDivScalarOp.OPERATION_NAME, [local, torch_int(prod(shape[d] for d in reduced_dims(op, len(shape))))], result)]
+    return [
+        torch_op(
+            T.AtenDivScalarOp.OPERATION_NAME,
+            [local, torch_int(prod(shape[d] for d in reduced_dims(op, len(shape))))],
+            result,
+        )
+    ]
 
 
-@register_op_strategy(T.AtenMeanOp, T.AtenMeanDimOp, partial_form=global_mean_part,
-                      doc="off the split dim: the split stays (hand-written RMSNorm's `mean`); over it (a "
-                          "loss's `.mean()` of split rows): each device's sum over the whole count, a partial sum")
+@register_op_strategy(
+    T.AtenMeanOp,
+    T.AtenMeanDimOp,
+    partial_form=global_mean_part,
+    doc="off the split dim: the split stays (hand-written RMSNorm's `mean`); over it (a "
+    "loss's `.mean()` of split rows): each device's sum over the whole count, a partial sum",
+)
 def mean_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     if split is None:
@@ -98,10 +111,14 @@ def segment_reduction_strategy(call: OpCall) -> OpPlacement:
     dims = [dims] if isinstance(dims, int) else dims
     if not dims or split in {d % rank for d in dims}:
         raise NoRule(f"{call.op.name}: reduces the split dim")
-    return call.local(split if constant_value(call.op.operands[2]) else split - sum(1 for d in dims if d % rank < split))
+    return call.local(
+        split if constant_value(call.op.operands[2]) else split - sum(1 for d in dims if d % rank < split)
+    )
 
 
-@register_op_strategy(T.AtenSoftmaxIntOp, T.Aten_SoftmaxOp, T.AtenLogSoftmaxIntOp, T.Aten_LogSoftmaxOp, doc="over another dim")
+@register_op_strategy(
+    T.AtenSoftmaxIntOp, T.Aten_SoftmaxOp, T.AtenLogSoftmaxIntOp, T.Aten_LogSoftmaxOp, doc="over another dim"
+)
 def softmax_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     if split is not None and call.dim(1, call.rank(source)) == split:
@@ -109,7 +126,12 @@ def softmax_strategy(call: OpCall) -> OpPlacement:
     return call.local(split)
 
 
-@register_op_strategy(T.AtenLayerNormOp, T.AtenNativeLayerNormOp, T.AtenRmsNormOp, doc="over trailing dims that exclude the split, weight and bias replicated")
+@register_op_strategy(
+    T.AtenLayerNormOp,
+    T.AtenNativeLayerNormOp,
+    T.AtenRmsNormOp,
+    doc="over trailing dims that exclude the split, weight and bias replicated",
+)
 def norm_strategy(call: OpCall) -> OpPlacement:
     """layer_norm / rms_norm / native_layer_norm over the trailing ``normalized_shape``."""
     (source, split), *params = call.operands

@@ -172,7 +172,9 @@ def _strategy(fn: Callable, doc: str, local_sizes: Callable | None, partial_form
     return Strategy(f"{family}.{fn.__name__}", fn, doc, family, local_sizes, partial_form)
 
 
-def register_op_strategy(*ops: OpKey, doc: str, local_sizes: Callable | None = None, partial_form: Callable | None = None) -> Callable:
+def register_op_strategy(
+    *ops: OpKey, doc: str, local_sizes: Callable | None = None, partial_form: Callable | None = None
+) -> Callable:
     """Register the decorated function as the strategy of ``ops`` (torch-mlir op classes,
     hir compute op classes or op names); ``doc`` is its line in docs/from-pytorch.md;
     ``local_sizes`` / ``partial_form``: see :class:`Strategy`."""

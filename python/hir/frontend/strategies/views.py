@@ -5,7 +5,6 @@ map, as DTensor's ``_view_ops.py`` maps placements (``view`` / ``reshape`` by
 whose size list names the split extent (``view``, ``expand``, ``unflatten``) get it
 rewritten to the local extent in a segment on local shards (``local_sizes``)."""
 
-
 from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
@@ -24,8 +23,14 @@ def _unflatten_sizes(op: ir.Operation, split: int) -> tuple[int, int] | None:
     return (2, split - dim) if dim <= split < dim + len(op.operands[2].owner.operands) else None
 
 
-@register_op_strategy(T.AtenViewOp, T.AtenReshapeOp, T.Aten_UnsafeViewOp, local_sizes=_sizes_at_split, doc="split dim `s` becomes the output dim `t` where the dims before agree "
-                                                                                                           "(`prod(out[:t]) == prod(in[:s])`) and `out[t]` divides; the size list gets local")
+@register_op_strategy(
+    T.AtenViewOp,
+    T.AtenReshapeOp,
+    T.Aten_UnsafeViewOp,
+    local_sizes=_sizes_at_split,
+    doc="split dim `s` becomes the output dim `t` where the dims before agree "
+    "(`prod(out[:t]) == prod(in[:s])`) and `out[t]` divides; the size list gets local",
+)
 def view_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     if split is None:
@@ -38,7 +43,9 @@ def view_strategy(call: OpCall) -> OpPlacement:
 
 
 register_op_strategy(T.AtenFlattenUsingIntsOp, doc="as `view`")(view_strategy)
-register_op_strategy(T.AtenUnflattenIntOp, local_sizes=_unflatten_sizes, doc="as `view`; the size list gets local")(view_strategy)
+register_op_strategy(T.AtenUnflattenIntOp, local_sizes=_unflatten_sizes, doc="as `view`; the size list gets local")(
+    view_strategy
+)
 
 
 @register_op_strategy(T.AtenTransposeIntOp, T.AtenTOp, doc="the split moves with its dim")
@@ -66,7 +73,9 @@ def unsqueeze_strategy(call: OpCall) -> OpPlacement:
     return call.local(None if split is None else split + (1 if at <= split else 0))
 
 
-@register_op_strategy(T.AtenSelectIntOp, T.AtenSqueezeDimOp, T.AtenUnbindIntOp, doc="off the split dim: the split shifts")
+@register_op_strategy(
+    T.AtenSelectIntOp, T.AtenSqueezeDimOp, T.AtenUnbindIntOp, doc="off the split dim: the split shifts"
+)
 def dropped_dim_strategy(call: OpCall) -> OpPlacement:
     """select / squeeze.dim / unbind: the dim ``op.operands[1]`` goes away."""
     (source, split), *_ = call.operands
@@ -81,12 +90,18 @@ def dropped_dim_strategy(call: OpCall) -> OpPlacement:
 @register_op_strategy(T.AtenSliceTensorOp, doc="off the split dim (rotary halves), or a whole slice of it")
 def slice_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
-    if split is not None and call.dim(1, call.rank(source)) == split and call.shape(call.op.results[0]) != call.shape(source):
+    if (
+        split is not None
+        and call.dim(1, call.rank(source)) == split
+        and call.shape(call.op.results[0]) != call.shape(source)
+    ):
         raise NoRule(f"{call.op.name}: works along the split dim")
     return call.local(split)
 
 
-@register_op_strategy(T.AtenSplitTensorOp, T.AtenSplitWithSizesOp, T.AtenChunkOp, doc="off the split dim: every piece keeps the split")
+@register_op_strategy(
+    T.AtenSplitTensorOp, T.AtenSplitWithSizesOp, T.AtenChunkOp, doc="off the split dim: every piece keeps the split"
+)
 def pieces_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     if split is not None and call.dim(2, call.rank(source)) == split:
@@ -123,7 +138,12 @@ def stack_strategy(call: OpCall) -> OpPlacement:
     return call.local(None if split is None else split + (1 if dim <= split else 0))
 
 
-@register_op_strategy(T.AtenExpandOp, T.AtenExpandAsOp, local_sizes=_sizes_at_split, doc="the split follows its dim (GQA's `expand` of k/v heads); the size list gets local")
+@register_op_strategy(
+    T.AtenExpandOp,
+    T.AtenExpandAsOp,
+    local_sizes=_sizes_at_split,
+    doc="the split follows its dim (GQA's `expand` of k/v heads); the size list gets local",
+)
 def expand_strategy(call: OpCall) -> OpPlacement:
     (source, split), *rest = call.operands
     if split is None:
@@ -146,7 +166,10 @@ def repeat_strategy(call: OpCall) -> OpPlacement:
     return call.local(out)
 
 
-@register_op_strategy(T.AtenRepeatInterleaveSelfIntOp, doc="along any given dim (GQA's `repeat_interleave` on the heads dim: a block split stays one)")
+@register_op_strategy(
+    T.AtenRepeatInterleaveSelfIntOp,
+    doc="along any given dim (GQA's `repeat_interleave` on the heads dim: a block split stays one)",
+)
 def repeat_interleave_strategy(call: OpCall) -> OpPlacement:
     (_, split), *_ = call.operands
     if split is None:

@@ -78,7 +78,7 @@ def allgather(o) -> Callable[[list], object]:
     bufs = PeerBuffers(o.group, o.c.runtime.streams)
     inp, out = o.inp, o.out
     if not o.out_spec.held:
-        raise o.c.error(o.op, "with backend \"cuda\" needs every team member to hold the output")
+        raise o.c.error(o.op, 'with backend "cuda" needs every team member to hold the output')
     peers = [(me + i) % n for i in range(1, n)]
     side = side_streams(o.c.runtime.device, len(peers))
 
@@ -99,7 +99,7 @@ def allgather(o) -> Callable[[list], object]:
 def broadcast(o) -> Callable[[list], object]:
     root, rank = o.root, o.c.rank
     if root not in o.members:
-        raise o.c.error(o.op, "with backend \"cuda\" needs the root in the team")
+        raise o.c.error(o.op, 'with backend "cuda" needs the root in the team')
     g_root = group_rank(o.members, root)
     shape = o.static_local(o.out_spec if o.out_spec.held else o.in_spec, "buffer") if rank != root else None
     bufs = PeerBuffers(o.group, o.c.runtime.streams)

@@ -42,7 +42,9 @@ def enabled(group) -> bool:
     set, else on for Gloo only."""
     raw = os.environ.get(CHECK_ENV)
     if raw is not None and raw.strip() not in ("", "0", "1"):
-        raise HirError(f"error: ${CHECK_ENV}={raw!r}: expected 1 (check every transfer's shape and dtype across ranks) or 0")
+        raise HirError(
+            f"error: ${CHECK_ENV}={raw!r}: expected 1 (check every transfer's shape and dtype across ranks) or 0"
+        )
     if raw is not None and raw.strip():
         return raw.strip() == "1"
     return str(dist.get_backend(group)) == "gloo"
@@ -74,16 +76,16 @@ class Headers:
         dims = list(t.shape)
         if len(dims) > _DIMS:
             tail = 1
-            for d in dims[_DIMS - 1:]:
+            for d in dims[_DIMS - 1 :]:
                 tail *= d
-            dims = dims[:_DIMS - 1] + [tail]
+            dims = dims[: _DIMS - 1] + [tail]
         code = _DTYPES.index(t.dtype) if t.dtype in _DTYPES else len(_DTYPES)
         row = [op_code, code, t.dim()] + dims + [0] * (_DIMS - len(dims))
         return torch.tensor(row, dtype=torch.int64, device=self.device)
 
     def describe(self, row: list[int]) -> str:
         ndim = row[2]
-        dims = row[3:3 + min(ndim, _DIMS)]
+        dims = row[3 : 3 + min(ndim, _DIMS)]
         dtype = DTYPE_NAMES[_DTYPES[row[1]]] if row[1] < len(_DTYPES) else "an unsupported dtype"
         what = "x".join(map(str, dims + [dtype])) if ndim <= _DIMS else f"a {ndim}-D tensor of {dims} {dtype}"
         if row[0] not in (0, self.code):

@@ -80,7 +80,13 @@ def allreduce(o) -> Callable[[list], StreamWork] | None:
         part = x.select(axis, 0) if x.shape[axis] == 1 else torch.sum(x, axis)
         direct = _word_aligned(target)
         flat = target.view(-1) if direct else torch.empty(numel, dtype=target.dtype, device=target.device)
-        kernel(buffer, (part if _word_aligned(part) else part.clone(memory_format=torch.contiguous_format)).view(-1), "sum", name, flat)
+        kernel(
+            buffer,
+            (part if _word_aligned(part) else part.clone(memory_format=torch.contiguous_format)).view(-1),
+            "sum",
+            name,
+            flat,
+        )
         if not direct:
             target.copy_(flat.view(target.shape))
         return StreamWork()

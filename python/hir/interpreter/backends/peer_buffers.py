@@ -10,7 +10,6 @@ registers (a rendezvous under capture, three per call of the SP layer, preceded
 its illegal memory access); a buffer first needed during a capture is an error, which
 ``graph="auto"`` answers by running eagerly."""
 
-
 import torch
 import torch.distributed as dist
 

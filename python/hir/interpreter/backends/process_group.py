@@ -206,7 +206,9 @@ def broadcast(o: CommOp):
         if rank == root:
             x = env[inp]
             if x is None:
-                raise HirError(f"{where}: error: '{comm_ops.BroadcastOp.OPERATION_NAME}' root {root} does not hold the input")
+                raise HirError(
+                    f"{where}: error: '{comm_ops.BroadcastOp.OPERATION_NAME}' root {root} does not hold the input"
+                )
             x = x.contiguous()
             o.check(x)
             if held:
@@ -247,7 +249,10 @@ def scatter(o: CommOp):
         if held:
             buf, back = contiguous_out(env[out])
         else:
-            buf, back = (torch.empty_like(sends[0]) if sends else torch.empty(shape, dtype=o.out_spec.dtype, device=device)), None
+            buf, back = (
+                (torch.empty_like(sends[0]) if sends else torch.empty(shape, dtype=o.out_spec.dtype, device=device)),
+                None,
+            )
         o.check(buf)
         handle = dist.scatter(buf, sends, src=root, group=group, async_op=True)
         return received(handle, buf, back)
@@ -310,6 +315,7 @@ def send_recv(o: CommOp):
     sender, receiver = o.team
     rank, inp, out = o.c.rank, o.inp, o.out
     if rank == sender:
+
         def issue_send(env: list) -> Work:
             x = env[inp].contiguous()
             sent = o.headers.send(x, receiver) if o.headers is not None else []

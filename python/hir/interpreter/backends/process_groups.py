@@ -43,7 +43,9 @@ def default_device(device: str | None = None) -> torch.device:
         where = f"device={device!r}" if device else f"$HIR_DEVICE={env!r}"
         raise ValueError(f"{where}: not a device (cpu, cuda or cuda:N)") from None
     if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"{f'device={device!r}' if device else f'$HIR_DEVICE={env!r}'}: hir runs on cpu or cuda, not {dev.type}")
+        raise ValueError(
+            f"{f'device={device!r}' if device else f'$HIR_DEVICE={env!r}'}: hir runs on cpu or cuda, not {dev.type}"
+        )
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise ValueError("device 'cuda' requested but CUDA is not available")
@@ -63,7 +65,9 @@ def timeout() -> datetime.timedelta:
     except ValueError:
         seconds = float("nan")
     if not 0 < seconds < 1e9:
-        raise HirError(f"error: ${TIMEOUT_ENV}={raw!r}: expected a number of seconds > 0 (default {DEFAULT_TIMEOUT_S:g})")
+        raise HirError(
+            f"error: ${TIMEOUT_ENV}={raw!r}: expected a number of seconds > 0 (default {DEFAULT_TIMEOUT_S:g})"
+        )
     return datetime.timedelta(seconds=seconds)
 
 
@@ -121,9 +125,13 @@ def init_process_group(device: torch.device, backend: str | None) -> None:
         torch.cuda.set_device(device)
     if size > 1:
         if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # torchrun's agent hosts the store
-            dist.init_process_group(backend, init_method="env://", rank=rank, world_size=size, timeout=timeout(), **eager)
+            dist.init_process_group(
+                backend, init_method="env://", rank=rank, world_size=size, timeout=timeout(), **eager
+            )
         else:
-            dist.init_process_group(backend, store=rendezvous_store(rank, size), rank=rank, world_size=size, timeout=timeout(), **eager)
+            dist.init_process_group(
+                backend, store=rendezvous_store(rank, size), rank=rank, world_size=size, timeout=timeout(), **eager
+            )
     else:
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout(), **eager)
 
@@ -135,8 +143,10 @@ def rendezvous_store(rank: int, size: int) -> dist.Store:
     write the run's keys); the other ranks connect there."""
     host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
     if not host or not (port or "").isdigit() or not 0 < int(port) < 65536:
-        raise HirError(f"error: a {size}-rank run needs $MASTER_ADDR and $MASTER_PORT (a port number) set, "
-                       f"got MASTER_ADDR={host!r} MASTER_PORT={port!r}")
+        raise HirError(
+            f"error: a {size}-rank run needs $MASTER_ADDR and $MASTER_PORT (a port number) set, "
+            f"got MASTER_ADDR={host!r} MASTER_PORT={port!r}"
+        )
     listening = _listen(host, int(port)) if rank == 0 else None
     return dist.TCPStore(host, int(port), size, is_master=rank == 0, timeout=timeout(), master_listen_fd=listening)
 
@@ -160,9 +170,11 @@ def _listen(host: str, port: int) -> int:
             errors.append(f"{address[0]}: {err.strerror or err}")
             continue
         return sock.detach()
-    raise HirError("error: rank 0 cannot listen for the run's store on "
-                   f"MASTER_ADDR={host} port {port} ({'; '.join(errors) or 'no address'}): "
-                   "$MASTER_ADDR must be an address of rank 0's machine")
+    raise HirError(
+        "error: rank 0 cannot listen for the run's store on "
+        f"MASTER_ADDR={host} port {port} ({'; '.join(errors) or 'no address'}): "
+        "$MASTER_ADDR must be an address of rank 0's machine"
+    )
 
 
 @contextmanager

@@ -37,8 +37,10 @@ def refuse_under_capture(what: str) -> None:
     capture cannot record: the first run, eager or a graph's warm-up, registers
     everything a capture then reuses."""
     if torch.cuda.is_current_stream_capturing():
-        raise HirError(f"error: {what} would be registered in symmetric memory during CUDA graph capture; "
-                       "run the program once (eagerly, or graph=True's warm-up) on the same stream roles first")
+        raise HirError(
+            f"error: {what} would be registered in symmetric memory during CUDA graph capture; "
+            "run the program once (eagerly, or graph=True's warm-up) on the same stream roles first"
+        )
 
 
 def enable_symmetric_memory(group) -> None:

@@ -155,7 +155,10 @@ class ArithImpls:
         elif isinstance(attr, ir.DenseElementsAttr):  # a tensor constant of a kernel segment
             value = dense_constant(attr, c.runtime.device)
         else:
-            raise c.error(op, f"constant {attr} is not a scalar or dense tensor (only integer, index, float and dense constants run)")
+            raise c.error(
+                op,
+                f"constant {attr} is not a scalar or dense tensor (only integer, index, float and dense constants run)",
+            )
         c.define(op.operation.results[0], value)
         return None
 

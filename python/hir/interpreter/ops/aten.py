@@ -42,11 +42,26 @@ from hir.interpreter.updates import in_place_variant, out_variant
 
 # c10::ScalarType numbering (torch-mlir's torch.constant.int for a dtype argument).
 _SCALAR_TYPES = {
-    0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,
-    6: torch.float32, 7: torch.float64, 9: torch.complex64, 10: torch.complex128, 11: torch.bool, 15: torch.bfloat16,
+    0: torch.uint8,
+    1: torch.int8,
+    2: torch.int16,
+    3: torch.int32,
+    4: torch.int64,
+    5: torch.float16,
+    6: torch.float32,
+    7: torch.float64,
+    9: torch.complex64,
+    10: torch.complex128,
+    11: torch.bool,
+    15: torch.bfloat16,
 }
 _LAYOUTS = {0: torch.strided}
-_MEMORY_FORMATS = {0: torch.contiguous_format, 1: torch.preserve_format, 2: torch.channels_last, 3: torch.channels_last_3d}
+_MEMORY_FORMATS = {
+    0: torch.contiguous_format,
+    1: torch.preserve_format,
+    2: torch.channels_last,
+    3: torch.channels_last_3d,
+}
 _ENUMS = {"dtype": _SCALAR_TYPES, "layout": _LAYOUTS, "memory_format": _MEMORY_FORMATS}
 
 
@@ -70,8 +85,17 @@ def _attr_value(attr: ir.Attribute) -> Any:
     raise ValueError(f"unsupported constant attribute {attr}")
 
 
-_LITERAL_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
-                   "si64": torch.int64, "si32": torch.int32, "si8": torch.int8, "ui8": torch.uint8, "i1": torch.bool}
+_LITERAL_DTYPES = {
+    "f32": torch.float32,
+    "f64": torch.float64,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "si64": torch.int64,
+    "si32": torch.int32,
+    "si8": torch.int8,
+    "ui8": torch.uint8,
+    "i1": torch.bool,
+}
 
 
 @register_impls
@@ -92,8 +116,15 @@ class TorchImpls:
         if overload is None:
             raise c.error(op, f"runs '{name}', which has no torch.ops counterpart in torch {torch.__version__}")
         operands = list(op.operation.operands)
-        if not op.operation.results or c.out_destination(op.operation.results[0]) is None:  # (the stand-ins have no out= form)
-            overload = decode_kernels.substitute(overload, lambda: [str(v.type) for v in operands], lambda: [c.constant(v) for v in operands], c.runtime.device)
+        if (
+            not op.operation.results or c.out_destination(op.operation.results[0]) is None
+        ):  # (the stand-ins have no out= form)
+            overload = decode_kernels.substitute(
+                overload,
+                lambda: [str(v.type) for v in operands],
+                lambda: [c.constant(v) for v in operands],
+                c.runtime.device,
+            )
             if decode_kernels.is_decode_kernel(overload):
                 c.runtime.kernel_compile.pdl |= decode_kernels.inductor_pdl(c.runtime.device)
         schema = overload._schema

@@ -60,8 +60,12 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
         if team_ops.is_multi_team(op):  # this rank's line of a multi-D mesh: its 1-D view
             mesh_axes = team_ops.team_mesh_axes(in_spec.sharding, teams)
             in_spec, out_spec = in_spec.project(c.rank, mesh_axes), out_spec.project(c.rank, mesh_axes)
-        checks = headers.for_op(c.where(op), op.operation.name, sorted(team), group, c.runtime.device, c.runtime.transfer_checks)
-        info = CommOp(c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec, checks)
+        checks = headers.for_op(
+            c.where(op), op.operation.name, sorted(team), group, c.runtime.device, c.runtime.transfer_checks
+        )
+        info = CommOp(
+            c, op, team, sorted(team), group, c.use(operands[0]), c.use(operands[1]), in_spec, out_spec, checks
+        )
         issue = None
         if copy_engine.uses_copy_engines(c.runtime.device, op) and not in_spec.uneven:  # backend "cuda" on GPU
             build_here = copy_engine.BUILDERS.get(op_class)
@@ -97,14 +101,23 @@ def _peer(c: Compiler, op: ir.OpView) -> tuple[int, int, int]:
 
 def _checks(c: Compiler, op: ir.OpView, peer: int) -> headers.Headers | None:
     """The header exchange of a send / recv with ``peer`` (on the world group), when on."""
-    return headers.for_op(c.where(op), op.operation.name, sorted({c.rank, peer}), dist.group.WORLD, c.runtime.device, c.runtime.transfer_checks)
+    return headers.for_op(
+        c.where(op),
+        op.operation.name,
+        sorted({c.rank, peer}),
+        dist.group.WORLD,
+        c.runtime.device,
+        c.runtime.transfer_checks,
+    )
 
 
 def _to_self(c: Compiler, op: ir.OpView) -> Step:
     """A send/recv with this rank as its peer, reported when it runs: under an scf.if on
     the device index, every rank compiles the branches other ranks take."""
-    message = (f"{c.where(op)}: error: '{op.operation.name}' peer {c.rank} is this rank; send to "
-               f"or receive from another rank of the run (rank {c.rank} of {c.runtime.world_size})")
+    message = (
+        f"{c.where(op)}: error: '{op.operation.name}' peer {c.rank} is this rank; send to "
+        f"or receive from another rank of the run (rank {c.rank} of {c.runtime.world_size})"
+    )
 
     def to_self(env: list) -> None:
         raise HirError(message)
@@ -156,10 +169,14 @@ class PointToPointImpls:
             if w is None:  # the communication did not involve this rank
                 return
             if w is WAITED:
-                raise HirError(f"{where}: error: '{comm_ops.WaitOp.OPERATION_NAME}' waits on work that was already waited on")
+                raise HirError(
+                    f"{where}: error: '{comm_ops.WaitOp.OPERATION_NAME}' waits on work that was already waited on"
+                )
             if w is UNSET:
-                raise HirError(f"{where}: error: '{comm_ops.WaitOp.OPERATION_NAME}' "
-                               "waits on unknown work (no communication produced it)")
+                raise HirError(
+                    f"{where}: error: '{comm_ops.WaitOp.OPERATION_NAME}' "
+                    "waits on unknown work (no communication produced it)"
+                )
             w.wait()
             env[work] = WAITED
 

@@ -84,7 +84,14 @@ def _fresh(c: Compiler, op: ir.OpView, fn: Callable, operands: list[int], keywor
         return None
     ((index, bind),) = bound
     run = _contiguous(fn) if bind.contiguous else fn
-    return torch_call_step(run, [None] * len(operands), keywords or {}, list(enumerate(operands)), [], [c.use(op.operation.operands[index])])
+    return torch_call_step(
+        run,
+        [None] * len(operands),
+        keywords or {},
+        list(enumerate(operands)),
+        [],
+        [c.use(op.operation.operands[index])],
+    )
 
 
 def _contiguous(fn: Callable) -> Callable:
@@ -219,7 +226,9 @@ class ComputeImpls:
         operands = op.operation.operands
         x_rank, w_rank = _rank(c, operands[0]), _rank(c, operands[1])
         x_spec, w_spec = c.spec(operands[0]), c.spec(operands[1])
-        if decode_kernels.linear_fits(x_spec.shape, x_spec.dtype, w_spec.shape, w_spec.contiguous, bias is not None, c.runtime.device):
+        if decode_kernels.linear_fits(
+            x_spec.shape, x_spec.dtype, w_spec.shape, w_spec.contiguous, bias is not None, c.runtime.device
+        ):
             return _small_m_linear(c, op, x, w, o)
         step = _fresh(c, op, F.linear, [x, w] + slots[3:])
         if step is not None:

@@ -3,7 +3,6 @@ index) and ``hir.stream_for`` (the same, each iteration on its pool stream, as
 ``hir-expand-stream-loops`` writes it). ``hir.yield`` and ``func.return`` are block
 terminators the compiler consumes."""
 
-
 from torch_mlir import ir
 
 from hir.dialect import ForOp, StreamForOp

@@ -5,7 +5,6 @@ compiled compute region (:mod:`hir.interpreter.regions`) or of parameter work (a
 callee, built op by op: :attr:`Compiler.eager`). An eager kernel segment is inlined:
 its steps run in the caller's plan (:meth:`Compiler.inline`)."""
 
-
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
@@ -26,7 +25,13 @@ class FuncImpls:
         runtime = c.runtime
         kernel = callee is not None and KERNEL_ATTR in callee.operation.attributes
         once = ONCE_ATTR in op.operation.attributes
-        compiled = callee is not None and kernel and not c.in_region and not c.eager and wants_compile(runtime.compile_kernels, runtime.device, callee.operation)
+        compiled = (
+            callee is not None
+            and kernel
+            and not c.in_region
+            and not c.eager
+            and wants_compile(runtime.compile_kernels, runtime.device, callee.operation)
+        )
         returns_work = any(isinstance(r.type, WorkType) for r in op.operation.results)
         if kernel and not once and not compiled and runtime.memory is None and not returns_work:
             # An eager kernel segment runs in the caller's env (a tracked run counts the
@@ -36,7 +41,11 @@ class FuncImpls:
         plan = c.function(callee_name, at=op, eager=once)  # parameter work: run once, not worth a compile
         args = c.uses(op)
         outs = c.call_results(op)  # its results, then the destinations it binds
-        run = compiled_segment(plan.call, f"kernel segment @{callee_name}", plan.location, runtime.kernel_compile) if compiled else plan.call
+        run = (
+            compiled_segment(plan.call, f"kernel segment @{callee_name}", plan.location, runtime.kernel_compile)
+            if compiled
+            else plan.call
+        )
         if once:  # parameter work, cached (ops/once.py)
             return once_step(run, args, outs, runtime)
 

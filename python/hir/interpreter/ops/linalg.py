@@ -31,7 +31,13 @@ from hir.interpreter.linalg_payload import COMBINERS, UnsupportedPayload, compil
 from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl
 
-_REDUCE: dict[str, Callable] = {"sum": torch.sum, "max": torch.amax, "min": torch.amin, "fmax": torch.amax, "fmin": torch.amin}
+_REDUCE: dict[str, Callable] = {
+    "sum": torch.sum,
+    "max": torch.amax,
+    "min": torch.amin,
+    "fmax": torch.amax,
+    "fmin": torch.amin,
+}
 _COMBINE: dict[str, Callable] = {
     "sum": torch.add,
     "prod": torch.mul,
@@ -42,7 +48,11 @@ _COMBINE: dict[str, Callable] = {
 }
 _DEFAULT_MAPS = {
     "linalg.matmul": ["(d0, d1, d2) -> (d0, d2)", "(d0, d1, d2) -> (d2, d1)", "(d0, d1, d2) -> (d0, d1)"],
-    "linalg.batch_matmul": ["(d0, d1, d2, d3) -> (d0, d1, d3)", "(d0, d1, d2, d3) -> (d0, d3, d2)", "(d0, d1, d2, d3) -> (d0, d1, d2)"],
+    "linalg.batch_matmul": [
+        "(d0, d1, d2, d3) -> (d0, d1, d3)",
+        "(d0, d1, d2, d3) -> (d0, d3, d2)",
+        "(d0, d1, d2, d3) -> (d0, d1, d2)",
+    ],
 }
 
 
@@ -107,7 +117,9 @@ def _combiner(block: ir.Block, out_arg: ir.BlockArgument, yielded: ir.Value) -> 
     owner = yielded.owner if isinstance(yielded, ir.OpResult) else None
     position = next((k for k, op in enumerate(ops) if owner is not None and op.operation == owner), None)
     if owner is None or position is None or owner.name not in COMBINERS or out_arg not in list(owner.operands):
-        raise MapError("a reduction's yielded value must combine the output argument with addf/addi, mulf/muli or a max/min op")
+        raise MapError(
+            "a reduction's yielded value must combine the output argument with addf/addi, mulf/muli or a max/min op"
+        )
     users = {use.owner for use in out_arg.uses}
     if len(users) != 1:
         raise MapError("a reduction's output argument may only feed its combining op")
@@ -146,7 +158,10 @@ def structured(c: Compiler, op: ir.OpView, maps: list, iterators: list[str], ini
                 yielded[j] = contribution
             else:
                 combiners.append(None)
-        orders = [_output_order(results[len(inputs) + j], kept if reducing else list(range(loops)), f"output #{j}") for j in range(len(outputs))]
+        orders = [
+            _output_order(results[len(inputs) + j], kept if reducing else list(range(loops)), f"output #{j}")
+            for j in range(len(outputs))
+        ]
     except MapError as err:
         raise c.error(op, str(err)) from None
     try:
@@ -229,7 +244,13 @@ def matmul(c: Compiler, op: ir.OpView) -> Step | None:
     return matmul_step
 
 
-@impl(*{cls.OPERATION_NAME: cls for cls in vars(linalg).values() if getattr(cls, "OPERATION_NAME", None) in ELEMENTWISE_NAMED}.values())
+@impl(
+    *{
+        cls.OPERATION_NAME: cls
+        for cls in vars(linalg).values()
+        if getattr(cls, "OPERATION_NAME", None) in ELEMENTWISE_NAMED
+    }.values()
+)
 def elementwise(c: Compiler, op: ir.OpView) -> Step | None:
     rank = ir.ShapedType(op.operation.operands[-1].type).rank
     identity = ir.AffineMap.get_identity(rank)

@@ -18,7 +18,6 @@ segment (``torch.aten.arange`` in a ``func.func {hir.kernel}``), the one model f
 compute.
 """
 
-
 import numpy as np
 import torch
 from torch_mlir import ir
@@ -143,7 +142,9 @@ def _slicer(c: Compiler, op: ir.OpView, tensors: int, small: ir.Type):
     counts = list(ir.DenseI32ArrayAttr(op.operation.attributes["operandSegmentSizes"]))
     dyn = slots[tensors:]
     offsets = _static_or_slot(get_i64_array(op, "static_offsets"), dyn[: counts[tensors]])
-    sizes = _static_or_slot(get_i64_array(op, "static_sizes"), dyn[counts[tensors] : counts[tensors] + counts[tensors + 1]])
+    sizes = _static_or_slot(
+        get_i64_array(op, "static_sizes"), dyn[counts[tensors] : counts[tensors] + counts[tensors + 1]]
+    )
     strides = _static_or_slot(get_i64_array(op, "static_strides"), dyn[counts[tensors] + counts[tensors + 1] :])
     if ir.ShapedType(small).rank != len(sizes):
         raise c.error(op, "drops unit dims (a rank-reducing slice), which the interpreter does not run")

@@ -8,7 +8,6 @@ replaces the buffer (and every view of it) in its slot by a marker, so the last 
 goes away and torch's allocator really gets the memory back; a later use is reported at the
 using op."""
 
-
 import torch
 from torch_mlir import ir
 from torch_mlir.dialects import memref
@@ -158,11 +157,15 @@ def _alloc(c: Compiler, op: ir.OpView) -> Step | None:
         for axis, slot in zip(dynamic_axes, size_slots):
             shape[axis] = env[slot]
             if shape[axis] < 0:
-                raise HirError(f"{where}: error: 'memref.alloc' dynamic size of axis {axis} is negative ({shape[axis]})")
+                raise HirError(
+                    f"{where}: error: 'memref.alloc' dynamic size of axis {axis} is negative ({shape[axis]})"
+                )
         for axis, parts in split:
             if shape[axis] % parts:
-                raise HirError(f"{where}: error: 'memref.alloc' axis {axis} of extent "
-                               f"{shape[axis]} does not split evenly over {parts} devices")
+                raise HirError(
+                    f"{where}: error: 'memref.alloc' axis {axis} of extent "
+                    f"{shape[axis]} does not split evenly over {parts} devices"
+                )
         env[out] = torch.empty(spec.local(shape), dtype=dtype, device=device)
 
     return alloc_dynamic
@@ -181,7 +184,9 @@ def _symmetric_alloc(c: Compiler, op: ir.OpView) -> Step | None:
         return None
     if spanning_team([members], runtime.ranks_per_node) is not None:
         return None  # peers on other nodes cannot map it: an ordinary buffer (its transfers run on NCCL)
-    pool = symmetric.SymmetricPool(spec.local(spec.shape), spec.dtype, runtime.device, runtime.comm.group(members), members)
+    pool = symmetric.SymmetricPool(
+        spec.local(spec.shape), spec.dtype, runtime.device, runtime.comm.group(members), members
+    )
     out = c.define(result)
 
     def symmetric_alloc(env: list) -> None:
@@ -192,4 +197,8 @@ def _symmetric_alloc(c: Compiler, op: ir.OpView) -> Step | None:
 
 def is_symmetric_alloc(value: ir.Value) -> bool:
     owner = value.owner
-    return isinstance(owner, (ir.Operation, ir.OpView)) and owner.name == memref.AllocOp.OPERATION_NAME and SYMMETRIC_ATTR in owner.attributes
+    return (
+        isinstance(owner, (ir.Operation, ir.OpView))
+        and owner.name == memref.AllocOp.OPERATION_NAME
+        and SYMMETRIC_ATTR in owner.attributes
+    )

@@ -16,12 +16,14 @@ from hir.interpreter.registry import impl, register_impls
 
 @register_impls
 class OptimImpls:
-    @impl(AdamUpdateOp, local=False)  # elementwise: every rank updates the parts it holds (its lists are unranked views)
+    @impl(
+        AdamUpdateOp, local=False
+    )  # elementwise: every rank updates the parts it holds (its lists are unranked views)
     def adam_update(self, c: Compiler, op: ir.OpView) -> Step | None:
         slots = c.uses(op)
         count = (len(slots) - len(ADAM_HYPER)) // 5
-        params, grads, exp_avgs, exp_avg_sqs, steps = (slots[i * count:(i + 1) * count] for i in range(5))
-        hyper = slots[5 * count:]
+        params, grads, exp_avgs, exp_avg_sqs, steps = (slots[i * count : (i + 1) * count] for i in range(5))
+        hyper = slots[5 * count :]
         kernel = get_str(op, "kernel")
         decoupled = get_str(op, "kind") == "adamw"
 
@@ -29,9 +31,24 @@ class OptimImpls:
             lr, beta1, beta2, eps, weight_decay = torch.stack([env[s] for s in hyper]).tolist()
             tensors = [env[s] for s in params]
             with torch.no_grad():
-                adam(tensors, [_laid_out_like(env[g], p) for g, p in zip(grads, tensors)], [env[s] for s in exp_avgs], [env[s] for s in exp_avg_sqs], [],
-                     [env[s] for s in steps], foreach=kernel == "foreach", fused=kernel == "fused", decoupled_weight_decay=decoupled,
-                     amsgrad=False, beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=False)
+                adam(
+                    tensors,
+                    [_laid_out_like(env[g], p) for g, p in zip(grads, tensors)],
+                    [env[s] for s in exp_avgs],
+                    [env[s] for s in exp_avg_sqs],
+                    [],
+                    [env[s] for s in steps],
+                    foreach=kernel == "foreach",
+                    fused=kernel == "fused",
+                    decoupled_weight_decay=decoupled,
+                    amsgrad=False,
+                    beta1=beta1,
+                    beta2=beta2,
+                    lr=lr,
+                    weight_decay=weight_decay,
+                    eps=eps,
+                    maximize=False,
+                )
 
         return adam_step
 

@@ -7,7 +7,6 @@ the copy) and a barrier is stream-ordered (signal pads); elsewhere a shift is a 
 isend/irecv pair and a barrier a one-element all-reduce (see ``backends/copy_engine.py``).
 """
 
-
 import torch
 import torch.distributed as dist
 from torch_mlir import ir
@@ -68,16 +67,27 @@ class P2PImpls:
         handshake = get_str(op, SIGNAL_ATTR) != "none"
         push = ShiftOp.transfer(op.operation) == "push"
         if cuda and push and not uniform_source(op.operation.operands[1]):
-            raise c.error(op, 'with transfer = "push" and backend "cuda" needs its output to be a rank-uniform view '
-                              'of a memref.alloc {hir.symmetric} (the sender writes the receiver\'s copy in place)')
+            raise c.error(
+                op,
+                'with transfer = "push" and backend "cuda" needs its output to be a rank-uniform view '
+                "of a memref.alloc {hir.symmetric} (the sender writes the receiver's copy in place)",
+            )
         copies = get_int(op, COPIES_ATTR) or 1
         side = [torch.cuda.Stream(c.runtime.device) for _ in range(copies - 1)] if cuda else []
         # a pushed shift signals on ``signaller`` and waits for its sender on ``waiter``
         # (symmetric.PushedWork), neither on the stream of the copies: high priority, so a
         # signal kernel is scheduled before the next GEMM takes the SMs
-        signaller, waiter = (torch.cuda.Stream(c.runtime.device, priority=-1) for _ in range(2)) if cuda and push else (None, None)
+        signaller, waiter = (
+            (torch.cuda.Stream(c.runtime.device, priority=-1) for _ in range(2)) if cuda and push else (None, None)
+        )
         gloo = comm.is_gloo(group)
-        checks = None if cuda else headers.for_op(where, ShiftOp.OPERATION_NAME, members, group, c.runtime.device, c.runtime.transfer_checks)
+        checks = (
+            None
+            if cuda
+            else headers.for_op(
+                where, ShiftOp.OPERATION_NAME, members, group, c.runtime.device, c.runtime.transfer_checks
+            )
+        )
         rank = c.rank
         # HIR_COMM_DELAY_CYCLES: each copy and signal of the shift is held back (a no-op when unset)
         delay = comm_delay(c.runtime.device) or _no_delay
@@ -86,11 +96,15 @@ class P2PImpls:
             """(input, output, source, destination), or None when the shift was a local copy."""
             offset = env[off]
             if offset is None or offset < 0:
-                raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' offset must be a non-negative index, got {offset}")
+                raise HirError(
+                    f"{where}: error: '{ShiftOp.OPERATION_NAME}' offset must be a non-negative index, got {offset}"
+                )
             x, target = env[inp], env[out]
             if x.numel() != target.numel():
-                raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' input "
-                               f"holds {x.numel()} elements here, output {target.numel()}")
+                raise HirError(
+                    f"{where}: error: '{ShiftOp.OPERATION_NAME}' input "
+                    f"holds {x.numel()} elements here, output {target.numel()}"
+                )
             src = team[(pos + offset) % n]
             if src == c.rank:
                 target.copy_(x.reshape(target.shape))
@@ -109,9 +123,11 @@ class P2PImpls:
             x, target, src, dst = shift
             sym = symmetric.lookup(target)
             if sym is None or src not in sym.members or dst not in sym.members:
-                raise HirError(f"{where}: error: '{ShiftOp.OPERATION_NAME}' with transfer = "
-                               "\"push\": its output is not in a symmetric buffer of the team here (a "
-                               "mesh of one or a dynamic shape fell back to an ordinary buffer)")
+                raise HirError(
+                    f"{where}: error: '{ShiftOp.OPERATION_NAME}' with transfer = "
+                    '"push": its output is not in a symmetric buffer of the team here (a '
+                    "mesh of one or a dynamic shape fell back to an ordinary buffer)"
+                )
             g_dst = sym.members.index(dst)
             delay()
             split_copy(sym.peer_view(g_dst, target), x.reshape(target.shape), side)
@@ -171,7 +187,9 @@ class P2PImpls:
             if gloo:  # Gloo has no coalesced P2P; its sends do not block
                 handles_ = [dist.isend(x.contiguous(), dst), dist.irecv(recv_into, src)]
             else:  # NCCL: grouped, or the ring of sends deadlocks
-                handles_ = dist.batch_isend_irecv([dist.P2POp(dist.isend, x.contiguous(), dst), dist.P2POp(dist.irecv, recv_into, src)])
+                handles_ = dist.batch_isend_irecv(
+                    [dist.P2POp(dist.isend, x.contiguous(), dst), dist.P2POp(dist.irecv, recv_into, src)]
+                )
             env[res] = received(handles_, buf, back)
 
         if not cuda:
@@ -189,8 +207,10 @@ class P2PImpls:
         def own_block_step(env: list) -> None:
             t = env[src]
             if t.shape[axis] != 1:
-                raise HirError(f"{where}: error: '{OwnBlockOp.OPERATION_NAME}' needs one block "
-                               f"of axis {axis} on this rank, the local shard has {t.shape[axis]}")
+                raise HirError(
+                    f"{where}: error: '{OwnBlockOp.OPERATION_NAME}' needs one block "
+                    f"of axis {axis} on this rank, the local shard has {t.shape[axis]}"
+                )
             env[out] = t.select(axis, 0)
 
         return own_block_step

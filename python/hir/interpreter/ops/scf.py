@@ -4,7 +4,6 @@
 Both branches and the loop body are compiled once into step lists; at run time a branch is
 one Python ``if`` and the yielded values are copied into the op's result slots."""
 
-
 from torch_mlir import ir
 from torch_mlir.dialects import scf
 

@@ -1,7 +1,6 @@
 """Handlers of the streams group: pool streams by index, the current stream and
 stream-to-stream synchronization (the pool itself: ``runtime.StreamPool``)."""
 
-
 from torch_mlir import ir
 
 from hir.dialect import GetCurrentStreamOp, GetStreamOp, SetCurrentStreamOp, SynchronizeOp

@@ -23,7 +23,6 @@ the segment returns the result itself (made contiguous where the buffer's uses n
 the op computing the result writes the destination with its ``out=`` overload.
 """
 
-
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, builtin
 

@@ -10,7 +10,6 @@ whole (subview) and move it by the view's dim map (collapse / expand / alias_res
 :mod:`hir.dialect.view_splits`), so the local shard of the result is a
 view of the local shard of the source."""
 
-
 import torch
 from torch_mlir import ir
 from torch_mlir.dialects import memref
@@ -55,7 +54,6 @@ def _mixed(c: Compiler, op: ir.OpView, static_name: str, dynamic: list) -> list:
     return out
 
 
-
 def _dropped_axes(sizes: list, result_shape: list) -> set:
     """The extent-1 axes a rank-reducing subview drops (MLIR's rank-reduction mask, matched
     greedily: dropping either of two unit axes gives the same view)."""
@@ -68,10 +66,11 @@ def _dropped_axes(sizes: list, result_shape: list) -> set:
     return dropped
 
 
-
 def _groups(op: ir.OpView) -> list[list[int]]:
-    return [[ir.IntegerAttr(a).value for a in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.operation.attributes["reassociation"])]
-
+    return [
+        [ir.IntegerAttr(a).value for a in ir.ArrayAttr(g)]
+        for g in ir.ArrayAttr(op.operation.attributes["reassociation"])
+    ]
 
 
 def _check_split(c: Compiler, op: ir.OpView, source: ir.Value, result: ir.Value) -> None:
@@ -87,19 +86,22 @@ def _check_split(c: Compiler, op: ir.OpView, source: ir.Value, result: ir.Value)
     except ValueError as err:  # a split merged with an outer axis, an uneven split resized
         raise c.error(op, f"cannot view the split buffer {source.get_name()}: {err}") from None
     if moved != out:
-        raise c.error(op, f"views {source_shape} placed as {src.describe()} as {result_shape}, "
-                          f"whose placement is then {moved.describe()}; an upstream reshape "
-                          f"keeps the split axis numbers ({out.describe()}): use hir.alias_reshape")
-
+        raise c.error(
+            op,
+            f"views {source_shape} placed as {src.describe()} as {result_shape}, "
+            f"whose placement is then {moved.describe()}; an upstream reshape "
+            f"keeps the split axis numbers ({out.describe()}): use hir.alias_reshape",
+        )
 
 
 def _reshaped(t: torch.Tensor, shape: list, where: str, name: str) -> torch.Tensor:
     try:
         return t.view(shape)
     except RuntimeError as err:
-        raise HirError(f"{where}: error: '{name}' cannot view local shape "
-                       f"{fmt_shape(t.shape)} as {fmt_shape(shape)} without a copy: {err}") from None
-
+        raise HirError(
+            f"{where}: error: '{name}' cannot view local shape "
+            f"{fmt_shape(t.shape)} as {fmt_shape(shape)} without a copy: {err}"
+        ) from None
 
 
 @register_impls
@@ -117,7 +119,9 @@ class ViewImpls:
                     raise IndexError
                 env[out] = t.select(axis, i)
             except IndexError:  # torch's own bounds check; hir's message names the op
-                raise HirError(f"{error} index {i} is out of range for axis {axis} of {name} (local shape {fmt_shape(t.shape)})") from None
+                raise HirError(
+                    f"{error} index {i} is out of range for axis {axis} of {name} (local shape {fmt_shape(t.shape)})"
+                ) from None
 
         return select_step
 
@@ -131,7 +135,11 @@ class ViewImpls:
             t, i = env[src], env[idx]
             extent = t.shape[axis]
             if extent % chunks or not 0 <= i < chunks:
-                problem = f"index {i} is out of range for {chunks} chunks" if extent % chunks == 0 else f"axis {axis} of extent {extent} does not divide into {chunks} chunks"
+                problem = (
+                    f"index {i} is out of range for {chunks} chunks"
+                    if extent % chunks == 0
+                    else f"axis {axis} of extent {extent} does not divide into {chunks} chunks"
+                )
                 raise HirError(f"{error} {problem} of {name} (local shape {fmt_shape(t.shape)})")
             size = extent // chunks
             env[out] = t.narrow(axis, i * size, size)
@@ -153,10 +161,17 @@ class ViewImpls:
         dropped = _dropped_axes(sizes, result_shape)
         split = spec.split_axis
         if split is not None:
-            whole = offsets[split] == (False, 0) and strides[split] == (False, 1) and sizes[split] == (False, spec.shape[split])
+            whole = (
+                offsets[split] == (False, 0)
+                and strides[split] == (False, 1)
+                and sizes[split] == (False, spec.shape[split])
+            )
             if not whole or any(a < split for a in dropped):
-                raise c.error(op, f"views axis {split} of {c.name(source)}, which is split over the "
-                                  "device mesh; a subview must keep the split axis whole and in place")
+                raise c.error(
+                    op,
+                    f"views axis {split} of {c.name(source)}, which is split over the "
+                    "device mesh; a subview must keep the split axis whole and in place",
+                )
             sizes[split] = (True, None)  # the local extent, read at run time
         kept = [i for i in range(len(sizes)) if i not in dropped]
         src, out = _aliasing_result(c, op)
@@ -171,15 +186,16 @@ class ViewImpls:
                 s = (t.shape[axis] if s is None else env[s]) if ss else s
                 k = env[k] if st else k
                 if o < 0 or s < 0 or k < 1 or (s > 0 and o + (s - 1) * k >= t.shape[axis]):
-                    raise HirError(f"{where} offset {o}, size {s}, stride {k} is out of bounds "
-                                   f"for axis {axis} of {name} (local shape {fmt_shape(t.shape)})")
+                    raise HirError(
+                        f"{where} offset {o}, size {s}, stride {k} is out of bounds "
+                        f"for axis {axis} of {name} (local shape {fmt_shape(t.shape)})"
+                    )
                 off += o * t.stride(axis)
                 shape.append(s)
                 stride.append(k * t.stride(axis))
             env[out] = t.as_strided([shape[i] for i in kept], [stride[i] for i in kept], off)
 
         return subview_step
-
 
     @impl(memref.CollapseShapeOp)
     def collapse_shape(self, c: Compiler, op: ir.OpView) -> Step | None:
@@ -200,7 +216,6 @@ class ViewImpls:
             env[out] = _reshaped(t, shape, where, memref.CollapseShapeOp.OPERATION_NAME)
 
         return collapse_step
-
 
     @impl(memref.ExpandShapeOp)
     def expand_shape(self, c: Compiler, op: ir.OpView) -> Step | None:
@@ -224,7 +239,6 @@ class ViewImpls:
             env[out] = _reshaped(env[src], shape, where, memref.ExpandShapeOp.OPERATION_NAME)
 
         return expand_dynamic
-
 
     @impl(AliasBroadcastOp)
     def alias_broadcast(self, c: Compiler, op: ir.OpView) -> Step | None:
