@@ -90,7 +90,7 @@ class AdamUpdateOp(HirOp, name="adam_update"):
                 fail(f"{name} must be a 0-d float buffer, got {hyper}")
 
     @classmethod
-    def emit(cls, lists: dict, hyper: dict, kind: str, kernel: str) -> ir.Operation:
+    def emit(cls, lists: dict, hyper: dict, kind: str, kernel: str, *, name: str | None = None) -> ir.Operation:
         """At the current insertion point: ``lists`` maps params, grads, exp_avgs, exp_avg_sqs
         (unranked views) and steps to values, ``hyper`` lr, beta1, beta2, eps, weight_decay."""
         operands = [v for name in _LISTS for v in lists[name]] + [hyper[name] for name in ADAM_HYPER]
@@ -100,7 +100,7 @@ class AdamUpdateOp(HirOp, name="adam_update"):
             "kind": ir.StringAttr.get(kind),
             "kernel": ir.StringAttr.get(kernel),
         }
-        return cls._create(operands, attributes=attributes)
+        return cls._create(operands, attributes=attributes, name=name)
 
 
 def _cast_shape(value: ir.Value) -> list[int] | None:

@@ -17,7 +17,7 @@ from hir.interpreter.registry import HANDLERS, impl, impl_prefix, lookup, regist
 
 
 def test_every_op_has_a_class_and_a_handler():
-    assert len(OP_CLASSES) == len(dialect.HirDialect.operations) == 32
+    assert len(OP_CLASSES) == len(dialect.HirDialect.operations) == 33
     assert all(name.startswith("hir.") for name in OP_CLASSES)
     missing = [name for name in OP_CLASSES if lookup(name) is None and name != dialect.YieldOp.OPERATION_NAME]
     assert not missing  # hir.yield is a terminator the compiler consumes
