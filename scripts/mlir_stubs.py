@@ -74,17 +74,21 @@ def main() -> None:
                 print(os.path.relpath(os.path.join(DEST, name), ROOT))
     # torch_mlir.ir and its siblings re-export the native modules by a relative import, which a
     # type checker resolves beside the installed file (where no stub is), not in typings/.
-    for name, extra in (("ir", IR_EXTRAS), ("rewrite", ""), ("passmanager", "")):
+    # Written as ruff formats them (ruff excludes the generated _mlir_libs/ only).
+    for name, (imports, extra) in (("ir", IR_EXTRAS), ("rewrite", ("", "")), ("passmanager", ("", ""))):
         with open(os.path.join(STUBS, f"{name}.pyi"), "w") as f:
-            f.write(f"from {PACKAGE}.{name} import *\n{extra}")
+            f.write(f"{imports}from {PACKAGE}.{name} import *  # noqa: F403 - the native module's names\n{extra}")
 
 
 # What torch_mlir/ir.py adds in Python that hir uses.
-IR_EXTRAS = """from collections.abc import Callable
-from typing import Any
-
-def register_attribute_builder(kind: str, replace: bool = False, allow_existing: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
-"""
+IR_EXTRAS = (
+    "from collections.abc import Callable\nfrom typing import Any\n\n",
+    """
+def register_attribute_builder(
+    kind: str, replace: bool = False, allow_existing: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+""",
+)
 
 
 if __name__ == "__main__":

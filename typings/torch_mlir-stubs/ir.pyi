@@ -1,5 +1,8 @@
-from torch_mlir._mlir_libs._mlir.ir import *
 from collections.abc import Callable
 from typing import Any
 
-def register_attribute_builder(kind: str, replace: bool = False, allow_existing: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+from torch_mlir._mlir_libs._mlir.ir import *  # noqa: F403 - the native module's names
+
+def register_attribute_builder(
+    kind: str, replace: bool = False, allow_existing: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...

@@ -4,9 +4,8 @@
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from typing_extensions import Self
-
 from torch_mlir import ir
+from typing_extensions import Self
 
 Operand = ir.Value
 Result = ir.OpResult
@@ -55,6 +54,7 @@ class Dialect(ir.Dialect):
     class Operation(_Operation): ...
     class Type(_Type): ...
     class Attribute(_Attribute): ...
+
     def __init_subclass__(cls, name: str, **kwargs: Any) -> None: ...
     @classmethod
     def load(cls) -> None: ...
