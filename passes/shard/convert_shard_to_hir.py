@@ -18,8 +18,10 @@ program-level host program on which ``hir-lower`` runs unchanged.
   ``extents.py``, ``compute.py``, ``control.py``, ``annotations.py``, ``signature.py``);
   docs/from-shard.md lists them.
 
-The pass is a function-level walker, as upstream's ``shard-partition`` (``Partition.cpp``)
-is: per function, the arguments are placed and retyped to their buffers, then the ops of
+Why a function pass: a tensor's buffer comes from its placement, a fact that flows from each
+producer to its users across the body, and the tensor program can be erased only once every
+op of it has converted. The pass is a function-level walker, as upstream's
+``shard-partition`` (``Partition.cpp``) is: per function, the arguments are placed and retyped to their buffers, then the ops of
 the body are visited once, in program order, and each op's handler builds its host program
 before it at ``state.ip``, reading what the op's operands became from the state (a value's
 placement is known when its users convert because its producer came first); a handler may
