@@ -83,8 +83,7 @@ def _check_join(block: ir.Block) -> None:
     if names != expected or ops[0].operands[0] != block.arguments[0] or ops[1].operands[0] != ops[0].results[0]:
         fail(
             f"with '{JOINS_POOL_STREAMS_ATTR}' must have the body %stream = "
-            f"{expected[0]}(index), {expected[1]}(%stream), {expected[2]}; "
-            f"got {', '.join(names)}"
+            f"{expected[0]}(index), {expected[1]}(%stream), {expected[2]}; got {', '.join(names)}"
         )
 
 

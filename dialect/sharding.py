@@ -85,9 +85,9 @@ def _parse(
         split_keys = [n for n in names if n in ("axis", "splits")]
         if len(split_keys) != 1 or not set(names) - {"axis", "splits"} or not set(names) <= {"axis", "splits", *found}:
             fail(
-                f"{what}: an uneven or packed #hir.shard takes {{axis = N : i64, "
-                "offsets = array<i64: ...>, packed = array<i64: ...>} (1-D mesh; "
-                f"splits = array<i64: ...> on a multi-D one; offsets or packed or both), got {splits_attr}"
+                f"{what}: an uneven or packed #hir.shard takes {{axis = N : i64, offsets = "
+                "array<i64: ...>, packed = array<i64: ...>} (1-D mesh; splits = "
+                f"array<i64: ...> on a multi-D one; offsets or packed or both), got {splits_attr}"
             )
         for key in found:
             if key in names:

@@ -49,12 +49,10 @@ from hir.passes.training.waits import defer_wait
 class ScheduleDataParallel(ModulePass):
     name = "hir-schedule-data-parallel"
     description = (
-        "Schedule a data-parallel step's collectives: defer-waits=1 waits each "
-        "at its buffers' first reader; prefetch=1 issues each parameter's "
-        "all-gather one parameter ahead on pool stream comm-stream (-1: the pool's "
-        "last); bucket-bytes=N all-reduces, all-gathers and reduce-scatters "
-        "small ones as one collective of a flat bucket; "
-        "optimizer-in-backward=1 runs each update as soon as its reduced gradient arrives"
+        "Schedule a data-parallel step's collectives: defer-waits=1 waits each at its buffers' first reader; "
+        "prefetch=1 issues each parameter's all-gather one parameter ahead on pool stream comm-stream (-1: the "
+        "pool's last); bucket-bytes=N all-reduces, all-gathers and reduce-scatters small ones as one collective "
+        "of a flat bucket; optimizer-in-backward=1 runs each update as soon as its reduced gradient arrives"
     )
     defer_waits: bool = False
     prefetch: bool = False
