@@ -149,7 +149,8 @@ def test_sizes_one_and_new_dtypes_get_programs_of_their_own_up_to_the_limit():
         with pytest.raises(
             hir.HirError,
             match=r"test_compiled_module.py:\d+: error: hir.compile\(Sequential\): this call's inputs \(input0 \[8, 16\] float64\) "
-            r"need another program, over recompile_limit=3 \(compiled: input0 \[8, 16\] float32; input0 \[3, 16\] float32; "
+            r"need another program, over recompile_limit=3 \(compiled: "
+            r"input0 \[8, 16\] float32; input0 \[3, 16\] float32; "
             r"input0 \[1, 16\] float32\); declare the varying dims dynamic",
         ):
             fn(torch.randn(8, 16, dtype=torch.float64))

@@ -110,7 +110,10 @@ def program(case: str, rank: int) -> str:
     if case in SHARED:
         return SHARED[case]
     args, op = CASES[case][rank]
-    return f'func.func @main({args}) {{\n  %one = arith.constant 1 : index\n  %w = {op}\n  "hir.wait"(%w) : (!hir.work) -> ()\n  return\n}}\n'
+    return (
+        f"func.func @main({args}) {{\n  %one = arith.constant 1 : index\n  "
+        f'%w = {op}\n  "hir.wait"(%w) : (!hir.work) -> ()\n  return\n}}\n'
+    )
 
 
 def worker(case: str) -> None:

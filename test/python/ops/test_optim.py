@@ -29,8 +29,9 @@ def _text(kind: str, kernel: str) -> str:
     signature = ", ".join(["memref<*xf32>"] * 4 * n + ["memref<f32>"] * n + ["memref<f64>"] * 5)
     return (
         f"func.func @main({', '.join(args)}) {{\n" + "\n".join(casts) + "\n"
-        f'  "hir.adam_update"({", ".join(operands)}) {{operandSegmentSizes = array<i32: {n}, {n}, {n}, {n}, {n}, 1, 1, 1, 1, 1>, '
-        f'kind = "{kind}", kernel = "{kernel}"}} : ({signature}) -> ()\n  return\n}}'
+        f'  "hir.adam_update"({", ".join(operands)}) {{operandSegmentSizes = '
+        f"array<i32: {n}, {n}, {n}, {n}, {n}, 1, 1, 1, 1, 1>, kind = "
+        f'"{kind}", kernel = "{kernel}"}} : ({signature}) -> ()\n  return\n}}'
     )
 
 
