@@ -38,10 +38,12 @@ SCHEDULES = {
     "bucket+prefetch": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192},
     "all": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192, "optimizer_in_backward": True},
 }
+# AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so
+# rounding apart flips updates
 LR = {
     "sgd": 0.1,
     "adamw": 1e-3,
-}  # AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so rounding apart flips updates
+}
 
 
 def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", keep: str = "") -> str:

@@ -141,7 +141,8 @@ def test_named_ops_matmul_batch_matmul_transpose_reshape():
   %fb = linalg.fill ins(%z : f32) outs(%eb : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %et = tensor.empty() : tensor<1x5x4xf32>
   %xt = linalg.transpose ins(%x : tensor<1x4x5xf32>) outs(%et : tensor<1x5x4xf32>) permutation = [0, 2, 1]
-  %b = linalg.batch_matmul ins(%x, %xt : tensor<1x4x5xf32>, tensor<1x5x4xf32>) outs(%fb : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %b = linalg.batch_matmul ins(%x, %xt : tensor<1x4x5xf32>, tensor<1x5x4xf32>)
+      outs(%fb : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %c = tensor.collapse_shape %b [[0, 1], [2]] : tensor<1x4x4xf32> into tensor<4x4xf32>
   %e2 = tensor.empty() : tensor<4x4xf32>
   %r = linalg.add ins(%c, %c : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e2 : tensor<4x4xf32>) -> tensor<4x4xf32>"""

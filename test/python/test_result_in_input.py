@@ -62,7 +62,8 @@ def matmul_allreduce(
   %partial = memref.alloc() : {p}
   "hir.matmul"(%a, %w, %partial) : ({a}, {w}, {p}) -> ()
 {send}  %out = memref.alloc() : {o}
-  %done = "hir.allreduce"(%partial, %out) {{axis = 0 : i64, backend = "{backend}", reduction = "sum", team = array<i64: {team}>}} : ({p}, {o}) -> !hir.work
+  %done = "hir.allreduce"(%partial, %out) {{axis = 0 : i64, backend = "{backend}", reduction = "sum",
+      team = array<i64: {team}>}} : ({p}, {o}) -> !hir.work
   "hir.wait"(%done) : (!hir.work) -> ()
 {after}{end}
 }}"""
@@ -74,7 +75,8 @@ def allreduce_argument(world: int) -> str:
     team = ", ".join(str(r) for r in range(world))
     return f"""func.func @main(%partial: {p}) -> {o} {{
   %out = memref.alloc() : {o}
-  %done = "hir.allreduce"(%partial, %out) {{axis = 0 : i64, backend = "nccl", reduction = "sum", team = array<i64: {team}>}} : ({p}, {o}) -> !hir.work
+  %done = "hir.allreduce"(%partial, %out) {{axis = 0 : i64, backend = "nccl", reduction = "sum",
+      team = array<i64: {team}>}} : ({p}, {o}) -> !hir.work
   "hir.wait"(%done) : (!hir.work) -> ()
   return %out : {o}
 }}"""
