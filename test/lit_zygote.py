@@ -293,8 +293,8 @@ def start(env: dict) -> str | None:
     # python -m RANK_MODULE ARGS as a request with the argv python would give the module
     # (its file, then ARGS); any other command line is the real python's
     only = (
-        f"if sys.argv[1:3] != ['-m', {RANK_MODULE!r}]:\n    "
-        f"os.execv({sys.executable!r}, [{sys.executable!r}, *sys.argv[1:]])"
+        f"if sys.argv[1:3] != ['-m', {RANK_MODULE!r}]:\n"
+        f"    os.execv({sys.executable!r}, [{sys.executable!r}, *sys.argv[1:]])"
     )
     os.mkdir(os.path.dirname(_rank_python(path)))
     _write_shim(

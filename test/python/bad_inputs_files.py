@@ -55,8 +55,8 @@ FILES = {
     "deep_types.mlir": "func.func @main(%a: " + "memref<" * 10000 + "f32" + ">" * 10000 + ") {\n  return\n}\n",
     "uneven.mlir": _shard_arg("5x4", SHARD2),
     "uneven_alloc.mlir": (
-        "func.func @main() {\n  %o = memref.alloc() : "
-        "memref<4x3xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>\n  return\n}\n"
+        "func.func @main() {\n  %o = memref.alloc() : memref<4x3xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>\n"
+        "  return\n}\n"
     ),
     "empty_mesh.mlir": _shard_arg("4x4", "#hir.shard<array<i64>, 0 : i64>"),
     "dup_mesh.mlir": _shard_arg("4x4", "#hir.shard<array<i64: 0, 0>, 0 : i64>"),

@@ -99,8 +99,8 @@ def test_transpose_broadcast_and_diagonal_maps():
         ["parallel", "parallel"],
         [("%t0", "tensor<5x3xf32>"), ("%t1", "tensor<3x3xf32>"), ("%t2", "tensor<1xf32>")],
         "tensor<3x5xf32>",
-        "  ^bb0(%a: f32, %m: f32, %v: f32, %o: f32):\n    %p = arith.mulf %m, "
-        "%v : f32\n    %s = arith.addf %a, %p : f32\n    linalg.yield %s : f32",
+        "  ^bb0(%a: f32, %m: f32, %v: f32, %o: f32):\n    %p = arith.mulf %m, %v : f32\n"
+        "    %s = arith.addf %a, %p : f32\n    linalg.yield %s : f32",
     )
     a, m, v = torch.randn(5, 3), torch.randn(3, 3), torch.randn(1)
     (got,) = run(kernel_module(body, [[5, 3], [3, 3], [1]], [3, 5]), [a, m, v])
@@ -175,8 +175,8 @@ def test_non_projected_map_is_a_plan_time_error():
     body = "  %e = tensor.empty() : tensor<4xf32>\n" + _generic(
         ["(d0, d1) -> (d0 + d1)", "(d0, d1) -> (d1)", "(d0, d1) -> (d0)"], ["parallel", "reduction"],
         [("%t0", "tensor<5xf32>"), ("%t1", "tensor<2xf32>")], "tensor<4xf32>",
-        "  ^bb0(%x: f32, %w: f32, %o: f32):\n    %p = arith.mulf %x, %w : "
-        "f32\n    %s = arith.addf %p, %o : f32\n    linalg.yield %s : f32",
+        "  ^bb0(%x: f32, %w: f32, %o: f32):\n    %p = arith.mulf %x, %w : f32\n    %s = arith.addf %p, %o : f32\n"
+        "    linalg.yield %s : f32",
     )  # fmt: skip
     with pytest.raises(HirError, match=r"'linalg.generic' indexing map .* only loop dims and constants run"):
         program(kernel_module(body, [[5], [2]], [4]))

@@ -101,19 +101,19 @@ def alias_read_after(world: int, through: str) -> str:
     )
     if through == "segment":
         body = (
-            f"  %v = memref.alloc() : {p}\n  call @view(%p, %v) : "
-            f"({p}, {p}) -> ()\n{allreduce}  memref.dealloc %p : {p}\n"
+            f"  %v = memref.alloc() : {p}\n  call @view(%p, %v) : ({p}, {p}) -> ()\n"
+            f"{allreduce}  memref.dealloc %p : {p}\n"
             f'  %c = memref.alloc() : {p}\n  "hir.binary"(%v, %v, %c) {{kind = "add"}} : ({p}, {p}, {p}) -> ()\n'
         )
     else:
         body = (
-            f"  %t0 = bufferization.to_tensor %p restrict : {p} to {t}\n  %t1 = "
-            f"builtin.unrealized_conversion_cast %t0 : {t} to {vt}\n{allreduce}"
+            f"  %t0 = bufferization.to_tensor %p restrict : {p} to {t}\n"
+            f"  %t1 = builtin.unrealized_conversion_cast %t0 : {t} to {vt}\n{allreduce}"
             f"  %c = memref.alloc() : {p}\n  %int1 = torch.constant.int 1\n"
             f"  %t2 = torch.aten.add.Tensor %t1, %t1, %int1 : {vt}, {vt}, !torch.int -> {vt}\n"
             f"  %t3 = builtin.unrealized_conversion_cast %t2 : {vt} to {t}\n"
-            "  bufferization.materialize_in_destination %t3 in restrict "
-            f"writable %c : ({t}, {p}) -> ()\n  memref.dealloc %p : {p}\n"
+            f"  bufferization.materialize_in_destination %t3 in restrict writable %c : ({t}, {p}) -> ()\n"
+            f"  memref.dealloc %p : {p}\n"
         )
     return f"""func.func @main(%x: {p}) -> ({o}, {p}) {{
   %p = memref.alloc() : {p}

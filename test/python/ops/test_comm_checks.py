@@ -111,8 +111,8 @@ def program(case: str, rank: int) -> str:
         return SHARED[case]
     args, op = CASES[case][rank]
     return (
-        f"func.func @main({args}) {{\n  %one = arith.constant 1 : index\n  "
-        f'%w = {op}\n  "hir.wait"(%w) : (!hir.work) -> ()\n  return\n}}\n'
+        f"func.func @main({args}) {{\n  %one = arith.constant 1 : index\n  %w = {op}\n"
+        '  "hir.wait"(%w) : (!hir.work) -> ()\n  return\n}\n'
     )
 
 

@@ -24,8 +24,8 @@ BINARY = {
 def test_interp_set(prealloc):
     if prealloc:
         text = (
-            f"func.func @main(%in: {T864}, %out: {T864}) {{\n  "
-            f'"hir.set"(%in, %out) : ({T864}, {T864}) -> ()\n  return\n}}'
+            f'func.func @main(%in: {T864}, %out: {T864}) {{\n  "hir.set"(%in, %out) : ({T864}, {T864}) -> ()\n'
+            "  return\n}"
         )
         x, out = torch.randn(8, 64), torch.empty(8, 64)
         assert run(text, [x, out]) == []
