@@ -77,7 +77,7 @@ def test_interp_wait_twice():
   "hir.wait"(%w) : (!hir.work) -> ()
   return
 }}"""
-    with pytest.raises(HirError, match=r"test.mlir:4:3: error: 'hir.wait' waits on work that was already waited on"):
+    with pytest.raises(HirError, match=r"test.mlir:5:3: error: 'hir.wait' waits on work that was already waited on"):
         run(text, [torch.ones(2), torch.zeros(2)])
 
 
