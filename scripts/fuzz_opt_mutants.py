@@ -128,7 +128,7 @@ def main() -> int:
     ap.add_argument("--keep", help="folder to copy failing mutants into")
     args = ap.parse_args()
 
-    import hir.passes  # noqa: F401  (loaded once in the parent; children fork from it)
+    import hir.passes  # loaded once in the parent; children fork from it
     import hir.tools.opt  # noqa: F401
 
     rng = random.Random(args.seed)
