@@ -23,9 +23,11 @@ PROGRAM = """func.func @main(%arg0: memref<?x32xf32>, %arg1: memref<32x8xf32>) -
   %c0 = arith.constant 0 : index
   %dim = memref.dim %arg0, %c0 : memref<?x32xf32>
   %alloc = memref.alloc(%dim) : memref<?x8xf32>
-  "hir.matmul"(%arg0, %arg1, %alloc) {stream_axis = 0 : i64} : (memref<?x32xf32>, memref<32x8xf32>, memref<?x8xf32>) -> ()
+  "hir.matmul"(%arg0, %arg1, %alloc) {stream_axis = 0 : i64}
+      : (memref<?x32xf32>, memref<32x8xf32>, memref<?x8xf32>) -> ()
   %alloc_0 = memref.alloc(%dim) : memref<?x8xf32>
-  "hir.binary"(%alloc, %alloc, %alloc_0) {kind = "add", stream_axis = 0 : i64} : (memref<?x8xf32>, memref<?x8xf32>, memref<?x8xf32>) -> ()
+  "hir.binary"(%alloc, %alloc, %alloc_0) {kind = "add", stream_axis = 0 : i64}
+      : (memref<?x8xf32>, memref<?x8xf32>, memref<?x8xf32>) -> ()
   return %alloc_0 : memref<?x8xf32>
 }
 """

@@ -109,7 +109,8 @@ def main() -> None:
         return
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
     print(
-        "\n| config | mode | first call (cpu s) | again | new bucket | again | set-up | new batch size | again | set-up |"
+        "\n| config | mode | first call (cpu s) | again "
+        "| new bucket | again | set-up | new batch size | again | set-up |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     setups: dict = {}
@@ -120,7 +121,8 @@ def main() -> None:
             t = result["times"]
             setups[config, mode] = (t[2] - t[3], t[4] - t[5])
             print(
-                f"| {config} | {mode} | {t[0]:.2f} | {t[1]:.2f} | {t[2]:.2f} | {t[3]:.2f} | **{t[2] - t[3]:.2f}** | {t[4]:.2f} | {t[5]:.2f} | **{t[4] - t[5]:.2f}** |",
+                f"| {config} | {mode} | {t[0]:.2f} | {t[1]:.2f} | {t[2]:.2f} | {t[3]:.2f} | "
+                f"**{t[2] - t[3]:.2f}** | {t[4]:.2f} | {t[5]:.2f} | **{t[4] - t[5]:.2f}** |",
                 flush=True,
             )
             walls.append(f"{config}/{mode} wall s: " + ", ".join(f"{w:.2f}" for w in result["walls"]))
@@ -129,8 +131,9 @@ def main() -> None:
         if (config, "shared") in setups and (config, "per-bucket") in setups:
             (bucket, batch), (old_bucket, old_batch) = setups[config, "shared"], setups[config, "per-bucket"]
             print(
-                f"{config}: set-up of a new bucket {bucket:.2f} s against {old_bucket:.2f} s per bucket ({old_bucket / max(bucket, 1e-3):.1f}x less); "
-                f"of a new batch size {batch:.2f} s against {old_batch:.2f} s ({old_batch / max(batch, 1e-3):.1f}x less)"
+                f"{config}: set-up of a new bucket {bucket:.2f} s against {old_bucket:.2f} s per "
+                f"bucket ({old_bucket / max(bucket, 1e-3):.1f}x less); of a new batch size "
+                f"{batch:.2f} s against {old_batch:.2f} s ({old_batch / max(batch, 1e-3):.1f}x less)"
             )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 

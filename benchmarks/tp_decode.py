@@ -8,7 +8,8 @@ compiled (``torch.compile(mode="reduce-overhead")``), all in one run.
 
     python benchmarks/tp_decode.py --emit DIR [--worlds 2,4] [--small]      # import here
     torchrun --nproc_per_node=N benchmarks/tp_decode.py --from DIR          # run (N GPUs)
-    python -m torch.distributed.run --nproc_per_node=2 benchmarks/tp_decode.py --from DIR --device cpu   # the CPU check (Gloo; --small)
+    # the CPU check (Gloo; --small)
+    python -m torch.distributed.run --nproc_per_node=2 benchmarks/tp_decode.py --from DIR --device cpu
 
 The model: d_model 2048, 16 layers, 32 heads / 8 kv heads, MLP 5632, vocab 32000 (TinyLlama's
 shape, 1.1B parameters), bf16; ``--small``: d_model 64, 2 layers, 8 / 4 heads, vocab 256.
@@ -124,7 +125,8 @@ def emit(args: argparse.Namespace) -> None:
         with open(os.path.join(args.emit, f"config_w{world}.json"), "w") as f:
             json.dump(config, f)
         print(
-            f"wrote {args.emit}/decode_w{world}.mlir ({len(text) // 1024} KB): collectives per step {config['collectives']}",
+            f"wrote {args.emit}/decode_w{world}.mlir ({len(text) // 1024} KB): "
+            f"collectives per step {config['collectives']}",
             flush=True,
         )
 
@@ -307,9 +309,10 @@ def run(args: argparse.Namespace) -> int:
         name = torch.cuda.get_device_name() if cuda else "CPU, Gloo"
         m = config["model"]
         print(
-            f"\nLlama TP decode per token, {world} rank(s), bf16, d_model {m['hidden_size']}, {m['num_hidden_layers']} layers, heads {m['num_attention_heads']} "
-            f"(k/v {m['num_key_value_heads']}), vocab {m['vocab_size']}, position {config['prompt']} of a {config['cache']}-slot cache ({name}, torch {torch.__version__}); "
-            f"best of {args.rounds} rounds\n| row | ms | x DTensor compiled | rel. error |\n|---|---:|---:|---:|"
+            f"\nLlama TP decode per token, {world} rank(s), bf16, d_model {m['hidden_size']}, {m['num_hidden_layers']} "
+            f"layers, heads {m['num_attention_heads']} (k/v {m['num_key_value_heads']}), vocab {m['vocab_size']}, "
+            f"position {config['prompt']} of a {config['cache']}-slot cache ({name}, torch {torch.__version__}); best "
+            f"of {args.rounds} rounds\n| row | ms | x DTensor compiled | rel. error |\n|---|---:|---:|---:|"
         )
     verdicts.print_rows(
         [(label, *results[label], "") if label in results else (label, None, None, why) for label, _, _, why in built],
@@ -318,7 +321,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if rank == 0:
         print(
-            f"hir's collectives per step (hir-lower, imported here): {config['collectives']}; set-up s (rank 0): {', '.join(notes)}",
+            "hir's collectives per step (hir-lower, imported here): "
+            f"{config['collectives']}; set-up s (rank 0): {', '.join(notes)}",
             flush=True,
         )
     shutdown()

@@ -179,9 +179,14 @@ def run(args: argparse.Namespace) -> int:
 
         with torch.no_grad():
             hand = torch_sp if sequence else torch_tp
+            calls = (
+                "all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor"
+                if sequence
+                else "linear, gelu, matmul, all_reduce"
+            )
             items = [
                 (
-                    f"torch {form.upper()} (hand-written: {'all_gather_into_tensor, linear, gelu, matmul, reduce_scatter_tensor' if sequence else 'linear, gelu, matmul, all_reduce'})",
+                    f"torch {form.upper()} (hand-written: {calls})",
                     hand,
                     reference,
                 ),

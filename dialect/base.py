@@ -245,7 +245,8 @@ class HirOp(HirDialect.Operation):
                 if self._ODS_OPERAND_SEGMENTS and "operandSegmentSizes" not in self.operation.attributes:
                     # Optional operands are located through this attribute (generic form).
                     fail(
-                        f"requires operandSegmentSizes = array<i32: ...> (one count per operand group, {len(self._ODS_OPERAND_SEGMENTS)} groups)"
+                        "requires operandSegmentSizes = array<i32: ...> (one count "
+                        f"per operand group, {len(self._ODS_OPERAND_SEGMENTS)} groups)"
                     )
                 if not (self.UNEVEN_SPLITS or self._UNEVEN_REFUSED_PER_KEY) and _may_hold_memrefs(type(self)):
                     refuse_uneven(self.operation)
@@ -355,8 +356,10 @@ def refuse_uneven(operation: ir.Operation) -> None:
     for what, values in (("operand", operation.operands), ("result", operation.results)):
         for i, value in enumerate(values):
             if _uneven_type(value.type):
+                uneven_ops = sorted(c.OPERATION_NAME for c in OP_CLASSES.values() if getattr(c, "UNEVEN_SPLITS", False))
                 fail(
-                    f"{what} #{i} is split unevenly ({value.type}); this op needs even splits (ops taking uneven ones: {', '.join(sorted(c.OPERATION_NAME for c in OP_CLASSES.values() if getattr(c, 'UNEVEN_SPLITS', False)))})"
+                    f"{what} #{i} is split unevenly ({value.type}); this op needs even splits "
+                    f"(ops taking uneven ones: {', '.join(uneven_ops)})"
                 )
 
 

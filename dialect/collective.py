@@ -118,7 +118,8 @@ class CollectiveOp(HirOp):
         for k, (a, b) in enumerate(zip(ins.splits, outs.splits)):
             if k not in mesh_axes and b != (a if a is None or reduced is None else a - (a > reduced)):
                 fail(
-                    f"mesh axis {k} splits input axis {-1 if a is None else a} and output axis {-1 if b is None else b}; a collective along {along} keeps the other mesh axes' splits"
+                    f"mesh axis {k} splits input axis {-1 if a is None else a} and output axis "
+                    f"{-1 if b is None else b}; a collective along {along} keeps the other mesh axes' splits"
                 )
         device = teams[0][0]
         try:
@@ -155,7 +156,8 @@ class CollectiveOp(HirOp):
                 roots = list(ir.DenseI64ArrayAttr(self.operation.attributes["root"]))
             except (ValueError, TypeError, KeyError):
                 fail(
-                    f"with one team per row, root must be array<i64: ...> (one root device per team), got {self.operation.attributes['root'] if 'root' in self.operation.attributes else 'none'}"
+                    "with one team per row, root must be array<i64: ...> (one root device per team), got "
+                    f"{self.operation.attributes['root'] if 'root' in self.operation.attributes else 'none'}"
                 )
             if len(roots) != len(self.teams):
                 fail(f"root {roots} names {len(roots)} devices for {len(self.teams)} teams (one root per team)")

@@ -82,8 +82,8 @@ def _check_join(block: ir.Block) -> None:
     expected = [GetStreamOp.OPERATION_NAME, SynchronizeOp.OPERATION_NAME, YieldOp.OPERATION_NAME]
     if names != expected or ops[0].operands[0] != block.arguments[0] or ops[1].operands[0] != ops[0].results[0]:
         fail(
-            f"with '{JOINS_POOL_STREAMS_ATTR}' must have the body %stream = {expected[0]}(index), {expected[1]}(%stream), {expected[2]}; "
-            f"got {', '.join(names)}"
+            f"with '{JOINS_POOL_STREAMS_ATTR}' must have the body %stream = "
+            f"{expected[0]}(index), {expected[1]}(%stream), {expected[2]}; got {', '.join(names)}"
         )
 
 
@@ -162,7 +162,8 @@ class YieldOp(HirOp, name="yield", traits=[ir.IsTerminatorTrait]):
         parent = self.operation.parent
         if parent is None or parent.name not in (ForOp.OPERATION_NAME, StreamForOp.OPERATION_NAME):
             fail(
-                f"expects parent op '{ForOp.OPERATION_NAME}' or '{StreamForOp.OPERATION_NAME}', got '{parent.name if parent else None}'"
+                f"expects parent op '{ForOp.OPERATION_NAME}' or "
+                f"'{StreamForOp.OPERATION_NAME}', got '{parent.name if parent else None}'"
             )
 
     @classmethod

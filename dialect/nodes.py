@@ -96,7 +96,8 @@ def team_backend(op: ir.Operation, team: ir.Attribute, backend: str, pass_name: 
         return backend
     _remark(
         op,
-        f'{pass_name}: {describe_span(crossing, ranks_per_node)}: backend "{ACROSS_NODES}" instead of "{COPY_ENGINES}" (copy engines reach one node only)',
+        f"{pass_name}: {describe_span(crossing, ranks_per_node)}: backend "
+        f'"{ACROSS_NODES}" instead of "{COPY_ENGINES}" (copy engines reach one node only)',
     )
     return ACROSS_NODES
 

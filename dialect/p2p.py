@@ -127,7 +127,8 @@ class ShiftOp(HirOp, name="shift"):
             sharding = sharding_of(in_type, "input")
             if sharding is not None and team_mesh_axes(sharding, teams) is None:
                 fail(
-                    f"teams {teams} must be the lines of the input's mesh {sharding.describe()} along some mesh axes, each in mesh order"
+                    f"teams {teams} must be the lines of the input's mesh "
+                    f"{sharding.describe()} along some mesh axes, each in mesh order"
                 )
         copies = int_attr(self, COPIES_ATTR, required=False)
         if copies is not None and copies < 1:

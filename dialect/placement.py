@@ -71,19 +71,22 @@ class Sharding:
         object.__setattr__(self, "partial", tuple(sorted({int(k) for k in partial or ()})))
         if any(not 0 <= k < len(shape) or per_axis[k] is not None for k in self.partial):
             raise ValueError(
-                f"a sum is pending on mesh axes of the mesh that split nothing: partial {list(self.partial)}, splits {list(per_axis)}"
+                "a sum is pending on mesh axes of the mesh that split nothing: "
+                f"partial {list(self.partial)}, splits {list(per_axis)}"
             )
         if offsets and {a for a, _ in self.offsets} != {
             s for s in per_axis if s is not None
         }:  # as MLIR's sharded_dims_offsets
             raise ValueError(
-                f"an uneven Sharding gives the boundaries of every split axis: splits {list(per_axis)}, boundaries for axes {sorted(offsets)}"
+                "an uneven Sharding gives the boundaries of every split axis: "
+                f"splits {list(per_axis)}, boundaries for axes {sorted(offsets)}"
             )
         object.__setattr__(self, "packed", tuple(sorted((int(a), int(n)) for a, n in (packed or {}).items() if n != 1)))
         for axis, pieces in self.packed:
             if axis not in per_axis or pieces < 1 or self.bounds(axis) is not None:
                 raise ValueError(
-                    f"a packed split needs an even split axis and at least one piece: axis {axis} in {pieces} pieces, splits {list(per_axis)}"
+                    "a packed split needs an even split axis and at least one "
+                    f"piece: axis {axis} in {pieces} pieces, splits {list(per_axis)}"
                 )
 
     @staticmethod
@@ -166,7 +169,8 @@ class Sharding:
         if not self.is_split:
             return None
         raise MultiDimMeshError(
-            f"this needs a 1-D device mesh; the buffer is placed on the {'x'.join(map(str, self.mesh_shape))} mesh {self.describe()}"
+            "this needs a 1-D device mesh; the buffer is placed on the "
+            f"{'x'.join(map(str, self.mesh_shape))} mesh {self.describe()}"
         )
 
     def describe(self) -> str:
@@ -203,7 +207,8 @@ class Sharding:
         for axis, bounds in self.offsets:
             if device is None:
                 raise UnevenPlacementError(
-                    f"the parts of axis {axis} differ per device (cut at {list(bounds)}); this needs the device's own extent"
+                    f"the parts of axis {axis} differ per device (cut at "
+                    f"{list(bounds)}); this needs the device's own extent"
                 )
             part = self.shard_index(device, axis)
             out[axis] = bounds[part + 1] - bounds[part]
@@ -244,7 +249,9 @@ class Sharding:
         split = {self.splits[k] for k in axes}
         if len(split) != 1:
             raise MultiDimMeshError(
-                f"mesh axes {list(axes)} split buffer axes {[-1 if self.splits[k] is None else self.splits[k] for k in axes]}; a team along several mesh axes needs them all to split one buffer axis or none"
+                f"mesh axes {list(axes)} split buffer axes "
+                f"{[-1 if self.splits[k] is None else self.splits[k] for k in axes]}; a team "
+                "along several mesh axes needs them all to split one buffer axis or none"
             )
         (axis,) = split
         minor = [
@@ -252,7 +259,8 @@ class Sharding:
         ]
         if minor:
             raise MultiDimMeshError(
-                f"buffer axis {axis} is also split by mesh axis {minor[0]}, minor to mesh axes {list(axes)}: a line along them holds no contiguous block"
+                f"buffer axis {axis} is also split by mesh axis {minor[0]}, minor to "
+                f"mesh axes {list(axes)}: a line along them holds no contiguous block"
             )
         return axis
 
@@ -262,7 +270,9 @@ class Sharding:
         bounds = self.bounds(axis) if axis is not None else None
         if bounds is not None and any(s == axis for j, s in enumerate(self.splits) if j not in _axes(mesh_axes)):
             raise UnevenPlacementError(
-                f"buffer axis {axis} is split unevenly over mesh axes {[j for j, s in enumerate(self.splits) if s == axis]}; a team along only some of them sees no 1-D placement"
+                f"buffer axis {axis} is split unevenly over mesh axes "
+                f"{[j for j, s in enumerate(self.splits) if s == axis]}; "
+                "a team along only some of them sees no 1-D placement"
             )
         offsets = None if axis is None or bounds is None else {axis: bounds}
         return Sharding(

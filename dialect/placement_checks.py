@@ -63,8 +63,8 @@ def check_placements(op: ir.Operation, source_name: str | None = None, world_siz
             return
         if sharding is not None and world_size is not None and max(sharding.mesh) >= world_size:
             errors.append(
-                f"{format_location(loc, source_name)}: error: {what} is placed on devices {list(sharding.mesh)} but the run has "
-                f"{world_size} rank(s): device {max(sharding.mesh)} has no rank to compute its part "
+                f"{format_location(loc, source_name)}: error: {what} is placed on devices {list(sharding.mesh)} but "
+                f"the run has {world_size} rank(s): device {max(sharding.mesh)} has no rank to compute its part "
                 f"(run with at least {max(sharding.mesh) + 1} ranks: hir-run --nproc N, torchrun --nproc_per_node N)"
             )
 

@@ -85,8 +85,9 @@ def _parse(
         split_keys = [n for n in names if n in ("axis", "splits")]
         if len(split_keys) != 1 or not set(names) - {"axis", "splits"} or not set(names) <= {"axis", "splits", *found}:
             fail(
-                f"{what}: an uneven or packed #hir.shard takes {{axis = N : i64, offsets = array<i64: ...>, packed = array<i64: ...>}} (1-D mesh; "
-                f"splits = array<i64: ...> on a multi-D one; offsets or packed or both), got {splits_attr}"
+                f"{what}: an uneven or packed #hir.shard takes {{axis = N : i64, offsets = "
+                "array<i64: ...>, packed = array<i64: ...>} (1-D mesh; splits = "
+                f"array<i64: ...> on a multi-D one; offsets or packed or both), got {splits_attr}"
             )
         for key in found:
             if key in names:
@@ -105,7 +106,8 @@ def _parse(
     layout = _cast(ir.DenseIntElementsAttr, space.mesh)
     if layout is None:
         fail(
-            f"{what}: #hir.shard mesh must be array<i64: ...> or a dense<...> : tensor<AxBxi64> device layout, got {space.mesh}"
+            f"{what}: #hir.shard mesh must be array<i64: ...> or a "
+            f"dense<...> : tensor<AxBxi64> device layout, got {space.mesh}"
         )
     shape = list(ir.RankedTensorType(layout.type).shape)
     if len(shape) < 2:
@@ -132,7 +134,8 @@ def _boundaries(t: ir.MemRefType, sharding: Sharding, offsets: list[int], what: 
         bounds, rest = rest[: parts + 1], rest[parts + 1 :]
         if len(bounds) != parts + 1:
             fail(
-                f"{what}: offsets {offsets} give too few boundaries: axis {axis} is cut into {parts} parts (needs {parts + 1}, for every split axis in order)"
+                f"{what}: offsets {offsets} give too few boundaries: axis {axis} is cut "
+                f"into {parts} parts (needs {parts + 1}, for every split axis in order)"
             )
         if t.shape[axis] == DYNAMIC:
             fail(f"{what}: axis {axis} is dynamic; an uneven split needs a static extent")
@@ -168,7 +171,8 @@ def sharding_of(value_or_type: Any, what: str = "buffer") -> Sharding | None:
         parts = sharding.parts(axis) * (pieces or {}).get(axis, 1)
         if t.shape[axis] != DYNAMIC and t.shape[axis] % parts:
             fail(
-                f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over {parts} {'parts' if pieces else 'devices'} (an uneven split gives its offsets)"
+                f"{what}: axis {axis} of extent {t.shape[axis]} does not split evenly over "
+                f"{parts} {'parts' if pieces else 'devices'} (an uneven split gives its offsets)"
             )
     return Sharding.of(mesh, mesh_shape, sharding.splits, packed=pieces)
 

@@ -57,7 +57,9 @@ def reshaped(sharding: Sharding, source: Sequence[int], result: Sequence[int], g
         if target is None:
             raise ViewSplitError(
                 axis,
-                f"split axis {axis} (extent {_dim(source[axis])}) of {_dims(source)} is merged with an outer axis in {_dims(result)}: a device's part of the view is no view of its part of the buffer (a view keeps a split axis whole, or outermost among the axes merged with it)",
+                f"split axis {axis} (extent {_dim(source[axis])}) of {_dims(source)} is merged with an "
+                f"outer axis in {_dims(result)}: a device's part of the view is no view of its part of "
+                "the buffer (a view keeps a split axis whole, or outermost among the axes merged with it)",
             )
         bounds = sharding.bounds(axis)
         if bounds is not None and result[target] != source[axis]:

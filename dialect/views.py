@@ -203,7 +203,8 @@ def broadcast_type(source: ir.MemRefType, shape: list) -> ir.MemRefType:
             continue
         if j >= 0 and source.shape[j] != 1:
             fail(
-                f"axis {j} of extent {_extent(source.shape[j])} cannot broadcast to {_extent(extent)} (only extent-1 axes broadcast)"
+                f"axis {j} of extent {_extent(source.shape[j])} cannot "
+                f"broadcast to {_extent(extent)} (only extent-1 axes broadcast)"
             )
         if extent == DYNAMIC:
             fail(f"broadcast axis {i} must have a static extent")
@@ -271,7 +272,8 @@ def reshape_type(source: ir.MemRefType, shape: list, groups: list[list[int]]) ->
         or any(not g for g in groups)
     ):
         fail(
-            f"reassociation {groups} must split axes 0..{len(high) - 1} of the rank-{len(high)} side in order into {len(low)} non-empty groups"
+            f"reassociation {groups} must split axes 0..{len(high) - 1} of the "
+            f"rank-{len(high)} side in order into {len(low)} non-empty groups"
         )
     for i, g in enumerate(groups):
         extent = 1
@@ -287,7 +289,8 @@ def reshape_type(source: ir.MemRefType, shape: list, groups: list[list[int]]) ->
         except ViewSplitError as err:
             group = groups[err.axis] if len(shape) > source.rank else next(g for g in groups if err.axis in g)
             fail(
-                f"split axis {err.axis} is not the outermost axis of its group {group}; the device split must lead its group: {err}"
+                f"split axis {err.axis} is not the outermost axis of its "
+                f"group {group}; the device split must lead its group: {err}"
             )
     view = ir.MemRefType.get(list(shape), source.element_type, memory_space=space, loc=ir.Location.unknown())
     sharding_of(view, "result")  # the split must still divide evenly
@@ -340,7 +343,8 @@ def stack_shards_type(source: ir.MemRefType, axis: int, at: int) -> ir.MemRefTyp
         fail(f"axis {axis} is split over mesh axes {mesh_axes}; alias_stack_shards stacks the shards of one mesh axis")
     if sharding.uneven or sharding.pieces(axis) != 1:
         fail(
-            f"axis {axis} is split unevenly or packed ({sharding.describe()}); alias_stack_shards needs equal shards of one block each"
+            f"axis {axis} is split unevenly or packed ({sharding.describe()}); "
+            "alias_stack_shards needs equal shards of one block each"
         )
     (k,) = mesh_axes
     d = sharding.mesh_shape[k]

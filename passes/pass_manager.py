@@ -177,7 +177,8 @@ class PassManagerRun:
         if not reported:
             where = source_name or "<input>"
             raise HirError(
-                f"{where}: error: upstream '{self._silent_label()}' failed without a diagnostic (one of its passes signalled failure and said nothing)"
+                f"{where}: error: upstream '{self._silent_label()}' failed without a "
+                "diagnostic (one of its passes signalled failure and said nothing)"
             )
         raise HirError("\n".join(reported))
 

@@ -50,15 +50,17 @@ PIPELINES: dict[str, str] = {
     # and shard-partition needs each one used once. canonicalize after the TOSA lowering
     # drops the zero-point constants tosa.matmul leaves unused (shard-partition fails,
     # without a diagnostic, on a tensor constant that carries no sharding).
-    "hir-from-shard": "hir-set-grid-shape,func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,canonicalize,sharding-propagation),"
+    "hir-from-shard": "hir-set-grid-shape,"
+    "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,canonicalize,sharding-propagation),"
     "hir-record-shard-signature,func.func(shard-partition,canonicalize,cse),"
     "shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
     # A program annotated on every value (upstream's partition tests): no propagation, which
     # on the pinned wheel drops halos and sharded_dims_offsets (it shards the ops around them
     # evenly and shard-partition then cannot reshard);
     # shard-partition runs on the TOSA program and TOSA is lowered after it.
-    "hir-from-shard-no-propagation": "hir-set-grid-shape,hir-record-shard-signature,func.func(shard-partition,tosa-to-linalg-named,tosa-to-linalg,"
-    "tosa-to-arith,tosa-to-tensor,canonicalize,cse),shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
+    "hir-from-shard-no-propagation": "hir-set-grid-shape,hir-record-shard-signature,"
+    "func.func(shard-partition,tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor,canonicalize,cse),"
+    "shard-simplify,func.func(canonicalize),hir-convert-shard-to-hir",
 }
 
 

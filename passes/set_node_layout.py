@@ -42,13 +42,17 @@ from hir.passes.base import ModulePass, PassFailure, fail, register_pass
 @dataclass
 class SetNodeLayout(ModulePass):
     name = "hir-set-node-layout"
-    description = "Record ranks-per-node=N (module attribute hir.ranks_per_node): teams spanning nodes then get NCCL, not copy engines."
+    description = (
+        "Record ranks-per-node=N (module attribute hir.ranks_per_node): "
+        "teams spanning nodes then get NCCL, not copy engines."
+    )
     ranks_per_node: int = 0
 
     def run(self, module: ir.Module) -> bool:
         if self.ranks_per_node < 1:
             raise PassFailure(
-                f"{self.name}: ranks-per-node must be a positive number of ranks (torchrun's --nproc-per-node), got {self.ranks_per_node}"
+                f"{self.name}: ranks-per-node must be a positive number of "
+                f"ranks (torchrun's --nproc-per-node), got {self.ranks_per_node}"
             )
         try:
             fixed = module_ranks_per_node(module)
@@ -58,14 +62,16 @@ class SetNodeLayout(ModulePass):
             return False
         if fixed is not None:
             raise PassFailure(
-                f"{self.name}: ranks-per-node={self.ranks_per_node} contradicts the module's {RANKS_PER_NODE_ATTR} = {fixed} (its communication may already be placed for that layout)"
+                f"{self.name}: ranks-per-node={self.ranks_per_node} contradicts the module's "
+                f"{RANKS_PER_NODE_ATTR} = {fixed} (its communication may already be placed for that layout)"
             )
         found = cross_node_copy_engine_op(module, self.ranks_per_node)
         if found is not None:
             op, team = found
             raise fail(
                 op,
-                f'runs on copy engines (backend = "cuda") but its {describe_span(team, self.ranks_per_node)}; lower with {self.name} before hir-convert-to-communication / hir-p2p-pipeline',
+                f'runs on copy engines (backend = "cuda") but its {describe_span(team, self.ranks_per_node)}; '
+                f"lower with {self.name} before hir-convert-to-communication / hir-p2p-pipeline",
             )
         set_module_ranks_per_node(module, self.ranks_per_node)
         return True

@@ -238,10 +238,12 @@ def check_trimmed(dest: Path) -> str:
             "import torch, transformers\n"
             f"assert transformers.__file__.startswith({site!r})\n"
             "for family in ('Llama', 'Qwen3', 'Mistral', 'Qwen2', 'Gemma'):\n"
-            "    config = getattr(transformers, family + 'Config')(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,\n"
+            "    config = getattr(transformers, family + 'Config')(vocab_size=64, "
+            "hidden_size=32, num_hidden_layers=1, num_attention_heads=4,\n"
             "        num_key_value_heads=2, intermediate_size=64, head_dim=8)\n"
             "    model = getattr(transformers, family + 'ForCausalLM')(config).eval()\n"
-            "    model.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=2, do_sample=False, cache_implementation='static')\n"
+            "    model.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=2, "
+            "do_sample=False, cache_implementation='static')\n"
         )
         done = subprocess.run(
             [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": site}, capture_output=True, text=True

@@ -292,7 +292,10 @@ def start(env: dict) -> str | None:
     path = os.path.join(folder, "socket")  # the ranks' server: hir-run's
     # python -m RANK_MODULE ARGS as a request with the argv python would give the module
     # (its file, then ARGS); any other command line is the real python's
-    only = f"if sys.argv[1:3] != ['-m', {RANK_MODULE!r}]:\n    os.execv({sys.executable!r}, [{sys.executable!r}, *sys.argv[1:]])"
+    only = (
+        f"if sys.argv[1:3] != ['-m', {RANK_MODULE!r}]:\n"
+        f"    os.execv({sys.executable!r}, [{sys.executable!r}, *sys.argv[1:]])"
+    )
     os.mkdir(os.path.dirname(_rank_python(path)))
     _write_shim(
         _rank_python(path),

@@ -84,7 +84,10 @@ def _mismatch(op: ir.Operation, index: int, mine: Sharding | None, out: Sharding
     if mine.splits != needed.splits:
         if not mine.multi_dim:
             return f"reads operand #{index} {_placed(mine.axis)}, the output needs it {_placed(needed.axis)}"
-        return f"reads operand #{index} with splits {_fmt(mine.splits)} per mesh axis, the output needs {_fmt(needed.splits)}"
+        return (
+            f"reads operand #{index} with splits {_fmt(mine.splits)} "
+            f"per mesh axis, the output needs {_fmt(needed.splits)}"
+        )
     return None
 
 
@@ -126,7 +129,8 @@ def unlowerable(op: ir.Operation, reason: str) -> PassFailure:
     names = " and ".join(cls.OPERATION_NAME for cls in LOWERABLE)
     return fail(
         op,
-        f"is resharding ({reason}); only {names} lower to communications: insert a {SetOp.OPERATION_NAME} to reshard its operands first",
+        f"is resharding ({reason}); only {names} lower to communications: "
+        f"insert a {SetOp.OPERATION_NAME} to reshard its operands first",
     )
 
 
@@ -142,7 +146,8 @@ def plan(op: ir.Operation) -> Plan | None:
     if packed is not None:
         raise fail(
             op,
-            f"is resharding ({reason}) a packed split ({packed.describe()}); a packed buffer is computed on where it lies, never moved",
+            f"is resharding ({reason}) a packed split ({packed.describe()}); "
+            "a packed buffer is computed on where it lies, never moved",
         )
     if src.multi_dim or dst.multi_dim:
         return _plan_multi_dim(op, src, dst, reason)
@@ -178,7 +183,8 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str)
     except MultiDimMeshError as err:
         raise fail(
             op,
-            f"is resharding ({reason}) along {along} of a multi-dimensional mesh, whose lines see no 1-D placement ({err}); reshard along fewer mesh axes at a time (a {SetOp.OPERATION_NAME} each)",
+            f"is resharding ({reason}) along {along} of a multi-dimensional mesh, whose lines see no 1-D "
+            f"placement ({err}); reshard along fewer mesh axes at a time (a {SetOp.OPERATION_NAME} each)",
         ) from None
     if op.name == ReductionOp.OPERATION_NAME:
         planned = _plan_reduction(op, line_src, line_dst)
@@ -190,7 +196,8 @@ def _plan_multi_dim(op: ir.Operation, src: Sharding, dst: Sharding, reason: str)
         if collective not in _ALONG_ONE_AXIS:
             raise fail(
                 op,
-                f"is resharding ({reason}) along {along} as a {collective.OPERATION_NAME}; on a multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred",
+                f"is resharding ({reason}) along {along} as a {collective.OPERATION_NAME}; on a "
+                "multi-dimensional mesh only allgather, allreduce and reduce_scatter are inferred",
             )
         collectives.append((collective, {**attrs, "team": teams}))
     return Plan(collectives)
@@ -206,20 +213,23 @@ def _plan_reduction(op, src: Sharding, dst: Sharding) -> Plan:
     if len(axes) != 1:
         raise fail(
             op,
-            f"is a resharding reduction over {len(axes)} axes {axes}; it must reduce exactly one axis (split the reduction)",
+            f"is a resharding reduction over {len(axes)} axes {axes}; "
+            "it must reduce exactly one axis (split the reduction)",
         )
     axis = axes[0]
     if src.axis != axis:
         raise fail(
             op,
-            f"reshards while reducing axis {axis}, but the input is split along {src.axis}: the reduced axis must be the split one (insert a {SetOp.OPERATION_NAME} to reshard first)",
+            f"reshards while reducing axis {axis}, but the input is split along {src.axis}: the "
+            f"reduced axis must be the split one (insert a {SetOp.OPERATION_NAME} to reshard first)",
         )
     common = {"axis": i64_attr(axis), "reduction": ir.StringAttr.get(required_str(op, "kind"))}
     if dst.axis is not None:
         if src.mesh != dst.mesh:
             raise fail(
                 op,
-                f"is a reduce-scatter across different meshes; insert a {SetOp.OPERATION_NAME} before or after the reduction to move to the other mesh",
+                f"is a reduce-scatter across different meshes; insert a {SetOp.OPERATION_NAME} "
+                "before or after the reduction to move to the other mesh",
             )
         # The output's split axis in input coordinates: step past the reduced axis.
         scatter_axis = dst.axis + (1 if axis <= dst.axis else 0)
@@ -238,7 +248,8 @@ def _plan_set(op, src: Sharding, dst: Sharding) -> Plan:
     if src.axis is not None and dst.axis is not None and src.axis != dst.axis:
         raise fail(
             op,
-            f"moves the split from axis {src.axis} to axis {dst.axis} (an all-to-all), which is not lowerable; reshard through a replicated buffer",
+            f"moves the split from axis {src.axis} to axis {dst.axis} (an "
+            "all-to-all), which is not lowerable; reshard through a replicated buffer",
         )
     if src.axis is None and dst.axis is not None:
         root = src.mesh[0]  # nvFuser: arbitrarily the first sender
@@ -262,7 +273,8 @@ def _plan_set(op, src: Sharding, dst: Sharding) -> Plan:
         if local:
             raise fail(
                 op,
-                f"device {local[0]} would send its shard to itself; {SendRecvOp.OPERATION_NAME} needs two distinct devices",
+                f"device {local[0]} would send its shard to itself; "
+                f"{SendRecvOp.OPERATION_NAME} needs two distinct devices",
             )
         return Plan([(SendRecvOp, {"root": i64_attr(s), "team": _mesh_attr([s, r])}) for s, r in pairs])
     root = src.mesh[0]  # replicated on both meshes: broadcast from the first sender

@@ -48,7 +48,10 @@ from hir.passes.patterns import GuardedRewritePatternSet
 @dataclass
 class InsertReshardings(ModulePass):
     name = "hir-insert-reshardings"
-    description = "Insert a hir.set before each compute op whose operands are sharded differently from what it needs (nvFuser's insertReshardings)."
+    description = (
+        "Insert a hir.set before each compute op whose operands are sharded "
+        "differently from what it needs (nvFuser's insertReshardings)."
+    )
 
     def run(self, module: ir.Module) -> None:
         patterns = GuardedRewritePatternSet(module.context)

@@ -75,7 +75,8 @@ def build_accumulate(opts, rs: ir.Operation, rewriter: rewrite.PatternRewriter) 
     if attr is None:
         raise fail(
             producer,
-            "cannot accumulate into its output (hir-p2p-pipeline{accumulate=1} needs a producer with an accumulating form, e.g. hir.matmul)",
+            "cannot accumulate into its output (hir-p2p-pipeline{accumulate=1} "
+            "needs a producer with an accumulating form, e.g. hir.matmul)",
         )
     if required_str(rs, "reduction") != "sum":
         raise fail(rs, f"reduces with '{required_str(rs, 'reduction')}'; hir-p2p-pipeline{{accumulate=1}} only sums")

@@ -156,7 +156,12 @@ from hir.passes.patterns import GuardedRewritePatternSet, exact_greedy_config, r
 @dataclass
 class P2PPipeline(ModulePass):
     name = "hir-p2p-pipeline"
-    description = "Stream-parallel all-gather + consumers / producer + reduce-scatter to copy-engine P2P pipelines (nvFuser AG_matmul_P2p), contraction + all-reduce to a pipelined reduce-scatter + all-gather or row blocks; options algorithm, streams, copies, chunks (a number or auto), backend, transfer, comm-stream, accumulate, overlap (on, auto, off), allreduce (auto, rs-ag, chunked), copy-gbps, compute-tflops, chunk-us, step-us."
+    description = (
+        "Stream-parallel all-gather + consumers / producer + reduce-scatter to copy-engine P2P pipelines (nvFuser "
+        "AG_matmul_P2p), contraction + all-reduce to a pipelined reduce-scatter + all-gather or row blocks; options "
+        "algorithm, streams, copies, chunks (a number or auto), backend, transfer, comm-stream, accumulate, overlap "
+        "(on, auto, off), allreduce (auto, rs-ag, chunked), copy-gbps, compute-tflops, chunk-us, step-us."
+    )
     algorithm: str = "local-first"
     backend: str = ""
     streams: int = 1
@@ -355,5 +360,6 @@ def _fix_num_streams(module: ir.Module, needed: int) -> None:
         set_module_num_streams(module, max(DEFAULT_NUM_STREAMS, needed))
     elif fixed < needed:
         raise PassFailure(
-            f"hir-p2p-pipeline: the pipelines use {needed} pool streams, but the module fixes hir.num_streams = {fixed}; lower streams= or raise it"
+            f"hir-p2p-pipeline: the pipelines use {needed} pool streams, but the "
+            f"module fixes hir.num_streams = {fixed}; lower streams= or raise it"
         )

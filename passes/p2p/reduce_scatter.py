@@ -155,7 +155,8 @@ def producer_of(rs: ir.Operation, partial: ir.Value, k: int) -> ir.Operation:
     if found is None:
         raise fail(
             rs,
-            f"needs its input written by a compute op with stream_axis = {k} in the same block (the P2P pipeline computes it per destination)",
+            f"needs its input written by a compute op with stream_axis = {k} "
+            "in the same block (the P2P pipeline computes it per destination)",
         )
     for use in partial.uses:
         owner = use.owner.operation

@@ -168,7 +168,8 @@ def collective(opts: Any, op: ir.Operation, buffer: ir.Value, axis: int, verb: s
     if extent != len(team):
         raise fail(
             op,
-            f"{verb} axis {axis} of extent {extent} over {len(team)} devices; hir-p2p-pipeline needs one {noun} per device along the stream axis (extent {len(team)})",
+            f"{verb} axis {axis} of extent {extent} over {len(team)} devices; hir-p2p-pipeline "
+            f"needs one {noun} per device along the stream axis (extent {len(team)})",
         )
     backend = ir.StringAttr.get(
         team_backend(op, op.attributes["team"], opts.backend or required_str(op, "backend"), opts.name)
@@ -236,7 +237,8 @@ def _chunk_axes(op: ir.Operation, index: int, axis: int, chunks: int) -> list:
     if out_axis is None:
         raise fail(
             op,
-            f"reduces over axis {axis} of operand #{index}, which chunks = {chunks} would split; only an axis the output keeps can be chunked",
+            f"reduces over axis {axis} of operand #{index}, which chunks = "
+            f"{chunks} would split; only an axis the output keeps can be chunked",
         )
     found = []
     for i, operand in enumerate(op.operands):

@@ -14,7 +14,10 @@ from hir.passes.shard.registry import converts, refuses, refuses_prefix
 from hir.passes.shard.state import ConversionState
 
 _NOT_YET = "has no hir equivalent yet (converted: {converted})"
-_PARTITION_FIRST = "is a sharding annotation: partition the program first (sharding-propagation, shard-partition; or use the hir-from-shard pipeline)"
+_PARTITION_FIRST = (
+    "is a sharding annotation: partition the program first "
+    "(sharding-propagation, shard-partition; or use the hir-from-shard pipeline)"
+)
 
 
 @converts(shard.ShardingOp)
@@ -26,7 +29,8 @@ def sharding(s: ConversionState, op: ir.Operation) -> None:
     if func.ReturnOp.OPERATION_NAME in uses:
         raise fail(
             op,
-            "is returned (a !shard.sharding result); hir functions return buffers and host scalars, whose placements live in their types",
+            "is returned (a !shard.sharding result); hir functions return "
+            "buffers and host scalars, whose placements live in their types",
         )
     raise fail(op, _PARTITION_FIRST)
 

@@ -129,12 +129,14 @@ def collective(
         where = f" on grid axis {wrong}" if s.grid.rank > 1 else ""
         raise fail(
             op,
-            f"reads {source.get_name()}, which is {axis_text(have.on(wrong))}{where}; {op.name} needs it {axis_text(needed)}",
+            f"reads {source.get_name()}, which is {axis_text(have.on(wrong))}{where}; "
+            f"{op.name} needs it {axis_text(needed)}",
         )
     if needed == PARTIAL and list(have.partial) != axes:
         raise fail(
             op,
-            f"sums over grid axes {axes} a value whose sum is pending on grid axes {list(have.partial)}; hir reduces a partial sum over all its grid axes at once",
+            f"sums over grid axes {axes} a value whose sum is pending on grid axes "
+            f"{list(have.partial)}; hir reduces a partial sum over all its grid axes at once",
         )
     placed = moved(have, axes, out)
     for placement in (have, placed):
@@ -142,7 +144,8 @@ def collective(
         if minor is not None:
             raise fail(
                 op,
-                f"runs over grid axes {axes} of a value split along dim {placement.splits[minor]} by grid axis {minor} too, minor to them: a team along {axes} holds no contiguous block of it",
+                f"runs over grid axes {axes} of a value split along dim {placement.splits[minor]} by grid "
+                f"axis {minor} too, minor to them: a team along {axes} holds no contiguous block of it",
             )
     inp = s.buffer(source, op)
     lead = bool(have.partial) - bool(placed.partial)  # a partial sum's device axis comes first

@@ -108,7 +108,8 @@ def extract(s: ConversionState, op: ir.Operation) -> None:
     if placement != s.grid.replicated:
         raise fail(
             op,
-            f"reads an element of {source.get_name()}, which is {placement_text(placement)}; hir reads elements of replicated tensors only",
+            f"reads an element of {source.get_name()}, which is "
+            f"{placement_text(placement)}; hir reads elements of replicated tensors only",
         )
     indices = [s.scalar(v, op) for v in op.operands[1:]]
     load = s.create(

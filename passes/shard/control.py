@@ -41,7 +41,8 @@ def if_(s: ConversionState, op: ir.Operation) -> None:
         return
     raise fail(
         op,
-        "has branches that differ; hir converts an scf.if whose branches yield the same values, or the partial-product init (device 0 keeps the destination, the others start from zeros)",
+        "has branches that differ; hir converts an scf.if whose branches yield the same values, "
+        "or the partial-product init (device 0 keeps the destination, the others start from zeros)",
     )
 
 

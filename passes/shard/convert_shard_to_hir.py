@@ -133,7 +133,8 @@ def _function_grid(fn: ir.Operation, grids: dict[str, ir.Operation]) -> Grid:
     if not shape or min(shape) <= 0:
         text = "x".join("?" if ir.ShapedType.is_dynamic_size(d) else str(d) for d in shape)
         raise PassFailure(
-            f"'shard.grid' op has shape {text}; every extent must be static and positive (the interpreter runs on a fixed world: give its extents with hir-set-grid-shape{{shape=...}} first)",
+            f"'shard.grid' op has shape {text}; every extent must be static and positive (the interpreter "
+            "runs on a fixed world: give its extents with hir-set-grid-shape{shape=...} first)",
             grids[names[0]].location,
         )
     return Grid(names[0], tuple(shape))
@@ -157,7 +158,10 @@ def _convert_function(fn: ir.Operation, grid: Grid, backend: ir.StringAttr) -> N
 @dataclass
 class ConvertShardToHir(ModulePass):
     name = "hir-convert-shard-to-hir"
-    description = "Convert a partitioned shard-dialect tensor program into an hir host program (buffers, collectives, kernel segments)."
+    description = (
+        "Convert a partitioned shard-dialect tensor program into an "
+        "hir host program (buffers, collectives, kernel segments)."
+    )
     backend: str = "nccl"  # backend attribute of the emitted collectives
 
     def run(self, module: ir.Module) -> None:

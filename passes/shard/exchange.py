@@ -46,7 +46,8 @@ def shift(s: ConversionState, op: ir.Operation) -> None:
     if have.partial:
         raise fail(
             op,
-            f"shifts {source.get_name()}, which is a partial sum ({placement_text(have)}); hir shifts blocks of placed data",
+            f"shifts {source.get_name()}, which is a partial sum "
+            f"({placement_text(have)}); hir shifts blocks of placed data",
         )
     # shard.shift sends device i's tensor to device i + offset; hir.shift receives from me + offset.
     offset = (-ir.IntegerAttr(op.attributes["offset"]).value) % s.grid.shape[k]

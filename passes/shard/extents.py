@@ -90,7 +90,8 @@ def shard_shape(s: ConversionState, op: ir.Operation) -> list[ir.Value]:
     if len(where) != s.grid.rank:
         raise fail(
             op,
-            f"names device {static_device} on the {s.grid.rank}-D grid @{s.grid.name}; hir takes one coordinate per grid axis",
+            f"names device {static_device} on the {s.grid.rank}-D grid "
+            f"@{s.grid.name}; hir takes one coordinate per grid axis",
         )
     attrs = owner.attributes
     groups = axis_groups(attrs["split_axes"])

@@ -60,7 +60,8 @@ def update_halo(s: ConversionState, op: ir.Operation) -> None:
         if lo < 0 or hi < 0 or lo + hi > shape[dim] or max(lo, hi) > shape[dim] - lo - hi:
             raise fail(
                 op,
-                f"has halos [{lo}, {hi}] on dim {dim} of local extent {shape[dim]}; each must fit in the core ({shape[dim] - lo - hi} rows)",
+                f"has halos [{lo}, {hi}] on dim {dim} of local extent {shape[dim]}; "
+                f"each must fit in the core ({shape[dim] - lo - hi} rows)",
             )
         k = axes[0]
         if lo:

@@ -61,7 +61,8 @@ def _uneven_result(op: ir.Operation, operands: list[Sharding | None], result: Sh
     if maps is None:
         uneven = next(p for p in operands if p is not None and p.offsets)
         raise PlacementError(
-            f"reads a value split unevenly ({placement_text(uneven)}); hir carries uneven splits through linalg ops only"
+            f"reads a value split unevenly ({placement_text(uneven)}); "
+            "hir carries uneven splits through linalg ops only"
         )
     dims, _ = maps
     found: dict = {}
@@ -79,7 +80,8 @@ def _uneven_result(op: ir.Operation, operands: list[Sharding | None], result: Sh
         cuts = found.get(dim, {None})
         if len(cuts) != 1 or None in cuts:
             raise PlacementError(
-                f"has operands cut differently along its result dim {dim} ({', '.join(map(placement_text, operands))}); hir needs one uneven split per loop"
+                f"has operands cut differently along its result dim {dim} "
+                f"({', '.join(map(placement_text, operands))}); hir needs one uneven split per loop"
             )
         bounds[dim] = cuts.pop()
     return grid.placement(result.splits, bounds, result.partial)

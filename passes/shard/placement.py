@@ -90,7 +90,8 @@ def moved(placement: Sharding, grid_axes: Sequence[int], to: AxisPlacement) -> S
             p for p in after if isinstance(p, int)
         } != set(kept):
             raise PlacementError(
-                f"moves the uneven split of a value {placement_text(placement)}; hir gathers an uneven dim whole (over all its grid axes) and splits no other dim beside it"
+                f"moves the uneven split of a value {placement_text(placement)}; hir gathers an "
+                "uneven dim whole (over all its grid axes) and splits no other dim beside it"
             )
     return placement.with_placement(grid_axes, to)
 
@@ -186,7 +187,8 @@ def split_axes_placement(attr: ir.Attribute, rank: int, grid: Grid, offsets: lis
             raise PlacementError(f"{attr} splits dim {dim} of a rank-{rank} tensor")
         if grid_axes != sorted(grid_axes):
             raise PlacementError(
-                f"{attr} splits dim {dim} over grid axes {grid_axes} minor-first; hir splits a dim over grid axes in grid order"
+                f"{attr} splits dim {dim} over grid axes {grid_axes} "
+                "minor-first; hir splits a dim over grid axes in grid order"
             )
         for k in grid_axes:  # several: major to minor, as the grid's row-major order
             if not 0 <= k < grid.rank:
@@ -209,7 +211,8 @@ def _with_offsets(splits: list, offsets: list[int], grid: Grid, attr: ir.Attribu
         cut, rest = tuple(rest[: parts[dim] + 1]), rest[parts[dim] + 1 :]
         if len(cut) != parts[dim] + 1 or cut[0] != 0 or any(a > b for a, b in zip(cut, cut[1:])):
             raise PlacementError(
-                f"{attr} with sharded_dims_offsets {offsets}: dim {dim} is cut into {parts[dim]} parts, which need {parts[dim] + 1} rising boundaries from 0"
+                f"{attr} with sharded_dims_offsets {offsets}: dim {dim} is cut into "
+                f"{parts[dim]} parts, which need {parts[dim] + 1} rising boundaries from 0"
             )
         bounds[dim] = cut
     if rest or not bounds:

@@ -142,7 +142,8 @@ def _record_grid(fn: ir.Operation) -> None:
     if len(grids) > 1:
         fn_name = ir.StringAttr(fn.attributes["sym_name"]).value
         raise PassFailure(
-            f"'func.func' op @{fn_name} shards values on the grids @{grids[0]}, @{grids[1]}; hir converts a function on one grid",
+            f"'func.func' op @{fn_name} shards values on the grids "
+            f"@{grids[0]}, @{grids[1]}; hir converts a function on one grid",
             fn.location,
         )
     if grids:
@@ -153,7 +154,10 @@ def _record_grid(fn: ir.Operation) -> None:
 @dataclass
 class RecordShardSignature(FunctionPass):
     name = "hir-record-shard-signature"
-    description = "Record the shardings and global types of function arguments and results (run between sharding-propagation and shard-partition)."
+    description = (
+        "Record the shardings and global types of function arguments and "
+        "results (run between sharding-propagation and shard-partition)."
+    )
 
     def run(self, module: ir.Module) -> None:
         self.grids = {

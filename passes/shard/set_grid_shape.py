@@ -65,14 +65,16 @@ def populate_set_grid_shape_patterns(patterns: GuardedRewritePatternSet, shape: 
             return True  # static already: no match
         if not wanted:
             raise PassFailure(
-                f"'shard.grid' op has shape {_text(extents)}; give its extents with hir-set-grid-shape{{shape=...}} (the world it runs on)",
+                f"'shard.grid' op has shape {_text(extents)}; give its extents "
+                "with hir-set-grid-shape{shape=...} (the world it runs on)",
                 grid.location,
             )
         if len(wanted) != len(extents) or any(
             not ir.ShapedType.is_dynamic_size(e) and e != w for e, w in zip(extents, wanted)
         ):
             raise PassFailure(
-                f"'shard.grid' op has shape {_text(extents)}, which shape={shape} does not fit (one extent per axis; static ones kept)",
+                f"'shard.grid' op has shape {_text(extents)}, which shape={shape} "
+                "does not fit (one extent per axis; static ones kept)",
                 grid.location,
             )
         fixed = grid.clone(ip=rewriter.ip)

@@ -99,7 +99,8 @@ def _check_global(
     cut = [b for _, bounds in placed.offsets for b in bounds] if placed is not None else []
     if cut != (offsets or []):
         raise PassFailure(
-            f"'func.func' op @{s.name} {what} is cut at {cut or 'even parts'}, not at its recorded sharded_dims_offsets {offsets or '(none)'}",
+            f"'func.func' op @{s.name} {what} is cut at {cut or 'even parts'}, "
+            f"not at its recorded sharded_dims_offsets {offsets or '(none)'}",
             loc,
         )
     if recorded is None:

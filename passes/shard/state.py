@@ -163,7 +163,8 @@ class ConversionState:
                     else value.get_name()
                 )
                 raise PassFailure(
-                    f"{what} has the dynamic type {value.type}: hir cannot size dim {d} of its buffer at run time (no operand of the same global extent); give it a static size",
+                    f"{what} has the dynamic type {value.type}: hir cannot size dim {d} of its buffer "
+                    "at run time (no operand of the same global extent); give it a static size",
                     self.loc,
                 )
             source, source_dim = found

@@ -82,7 +82,8 @@ def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]
             axis_name = "N" if k == batch + 1 else "M"
             raise fail(
                 op,
-                f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)",
+                f"has stream axis {k}, the {axis_name} axis of a matmul of ranks {rank_a} and {rank_b}; its slices "
+                "would be read as matrices, not vectors (stream a batch axis, M with a 2-D A or B, or N with a 2-D B)",
             )
     slices = []
     for index, operand in enumerate(op.operands):
@@ -98,7 +99,8 @@ def stream_slices(op: ir.Operation, k: int, vectors: bool = True) -> list[Slice]
         if sharding is not None and axis in sharding.splits:
             raise fail(
                 op,
-                f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel",
+                f"has stream axis {k}, which is axis {axis} of operand #{index}, split over the "
+                f"device mesh {list(sharding.mesh)}; a split axis cannot also be stream-parallel",
             )
         slices.append(Slice(index, axis, is_broadcast_axis(op, index, axis, k)))
     return slices

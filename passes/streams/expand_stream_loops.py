@@ -54,7 +54,10 @@ from hir.passes.streams._stream_loops import body_ops
 @dataclass
 class ExpandStreamLoops(ModulePass):
     name = "hir-expand-stream-loops"
-    description = "Write each hir.stream_for as nvFuser's stream loops: the initial-sync hir.for, then the work hir.for on pool streams."
+    description = (
+        "Write each hir.stream_for as nvFuser's stream loops: the "
+        "initial-sync hir.for, then the work hir.for on pool streams."
+    )
 
     def run(self, module: ir.Module) -> None:
         patterns = GuardedRewritePatternSet(module.context)

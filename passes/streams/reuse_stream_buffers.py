@@ -101,7 +101,10 @@ from hir.passes.streams._stream_loops import body_ops
 @dataclass
 class ReuseStreamBuffers(FunctionPass):
     name = "hir-reuse-stream-buffers"
-    description = "Replace intermediates used slice by slice in one stream loop by [num-streams, ...] buffers indexed by i mod num-streams (num-streams: the module's hir.num_streams, else 4)."
+    description = (
+        "Replace intermediates used slice by slice in one stream loop by [num-streams, ...] "
+        "buffers indexed by i mod num-streams (num-streams: the module's hir.num_streams, else 4)."
+    )
     num_streams: int | None = None  # None: the module's hir.num_streams, else 4
 
     def run(self, module: ir.Module) -> None:
@@ -113,7 +116,8 @@ class ReuseStreamBuffers(FunctionPass):
             raise PassFailure(f"hir-reuse-stream-buffers: {err}") from None
         if fixed is not None and self.num_streams not in (None, fixed):
             raise PassFailure(
-                f"hir-reuse-stream-buffers: num-streams = {self.num_streams} contradicts the module's hir.num_streams = {fixed}"
+                f"hir-reuse-stream-buffers: num-streams = {self.num_streams} "
+                f"contradicts the module's hir.num_streams = {fixed}"
             )
         self._slots = self.num_streams or fixed or DEFAULT_NUM_STREAMS
         super().run(module)

@@ -87,7 +87,10 @@ from hir.passes.streams import _stream_loops
 @dataclass
 class StreamLowering(ModulePass):
     name = "hir-stream-lowering"
-    description = "Lower stream-parallel ops to hir.stream_for stream loops over alias_select slices (seeds 001/003); chunks=S: S iterations over alias_chunk views."
+    description = (
+        "Lower stream-parallel ops to hir.stream_for stream loops over alias_select "
+        "slices (seeds 001/003); chunks=S: S iterations over alias_chunk views."
+    )
     chunks: int = 0  # 0: one iteration per index of the stream axis; S: S chunks of N/S rows
 
     def run(self, module: ir.Module) -> None:
@@ -158,7 +161,8 @@ def _check_inputs(func: ir.Operation) -> None:
         for key in FUNC_ARG_STREAM_ATTRS:
             if key in attrs:
                 raise PassFailure(
-                    f"program input #{index} is stream-parallel ('{key}'); nvFuser does not stream-parallelize fusion inputs: stream a copy of it instead",
+                    f"program input #{index} is stream-parallel ('{key}'); nvFuser does "
+                    "not stream-parallelize fusion inputs: stream a copy of it instead",
                     func.location,
                 )
 
@@ -172,7 +176,8 @@ def _check_carriers(func: ir.Operation) -> None:
             if not streamable(op):
                 raise fail(
                     op,
-                    f"carries stream_axis = {stream_axis(op)}, but hir-stream-lowering only handles {', '.join(streamable_names())}",
+                    f"carries stream_axis = {stream_axis(op)}, but "
+                    f"hir-stream-lowering only handles {', '.join(streamable_names())}",
                 )
         elif op.regions:
             _reject_nested(op)
@@ -199,13 +204,15 @@ def _lower(op: ir.Operation, rewriter: rewrite.PatternRewriter, chunks: int) -> 
     if isinstance(out.owner, ir.Block):
         raise fail(
             op,
-            "writes its stream-parallel output into a program input; stream parallelism needs an output allocated by the program",
+            "writes its stream-parallel output into a program input; "
+            "stream parallelism needs an output allocated by the program",
         )
     extent = ir.MemRefType(out.type).shape[k]
     if chunks and extent != ir.ShapedType.get_dynamic_size() and extent % chunks:
         raise fail(
             op,
-            f"has stream axis {k} of extent {extent}, which does not split into {chunks} stream chunks (hir-stream-lowering{{chunks={chunks}}}): use a chunk count dividing it",
+            f"has stream axis {k} of extent {extent}, which does not split into {chunks} stream "
+            f"chunks (hir-stream-lowering{{chunks={chunks}}}): use a chunk count dividing it",
         )
     slices = _stream_loops.stream_slices(op, k, vectors=not chunks)  # a chunk keeps the axis: no vectors
     in_axis = operand_axis(op, 0, k)  # before the op's operands change

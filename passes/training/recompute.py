@@ -172,14 +172,16 @@ class RecomputeLayers(FunctionPass):
         if written is None:
             raise fail(
                 op,
-                f"in layer '{name}' cannot be recomputed: what it writes is not known (only kernel segments, hir ops and views)",
+                f"in layer '{name}' cannot be recomputed: what it writes "
+                "is not known (only kernel segments, hir ops and views)",
             )
         for i in written:
             root = _root(op.operands[i])
             if root not in made:
                 raise fail(
                     op,
-                    f"in layer '{name}' writes operand {i}, a buffer the layer did not allocate: recomputing it would write it again",
+                    f"in layer '{name}' writes operand {i}, a buffer the layer "
+                    "did not allocate: recomputing it would write it again",
                 )
         callee = self._callee(op) if op.name == _CALL else None
         if callee is not None:
@@ -291,7 +293,8 @@ def _check_inputs(
             if w is None or use.operand_number in w:
                 raise fail(
                     top,
-                    f"writes a buffer layer '{name}' reads, between its forward and its recomputation: the layer cannot be recomputed",
+                    f"writes a buffer layer '{name}' reads, between its forward "
+                    "and its recomputation: the layer cannot be recomputed",
                 )
 
 

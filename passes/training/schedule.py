@@ -49,10 +49,10 @@ from hir.passes.training.waits import defer_wait
 class ScheduleDataParallel(ModulePass):
     name = "hir-schedule-data-parallel"
     description = (
-        "Schedule a data-parallel step's collectives: defer-waits=1 waits each at its buffers' first reader; prefetch=1 issues each parameter's "
-        "all-gather one parameter ahead on pool stream comm-stream (-1: the pool's last); bucket-bytes=N all-reduces, all-gathers and reduce-scatters "
-        "small ones as one collective of a flat bucket; "
-        "optimizer-in-backward=1 runs each update as soon as its reduced gradient arrives"
+        "Schedule a data-parallel step's collectives: defer-waits=1 waits each at its buffers' first reader; "
+        "prefetch=1 issues each parameter's all-gather one parameter ahead on pool stream comm-stream (-1: the "
+        "pool's last); bucket-bytes=N all-reduces, all-gathers and reduce-scatters small ones as one collective "
+        "of a flat bucket; optimizer-in-backward=1 runs each update as soon as its reduced gradient arrives"
     )
     defer_waits: bool = False
     prefetch: bool = False
@@ -112,7 +112,10 @@ def data_parallel_pipeline(
 ) -> str:
     """``hir-lower`` with the data-parallel schedule's options between the conversion to
     collectives and the deallocations (:class:`ScheduleDataParallel`)."""
-    options = f"defer-waits={int(defer_waits)} prefetch={int(prefetch)} bucket-bytes={int(bucket_bytes)} comm-stream={int(comm_stream)} optimizer-in-backward={int(optimizer_in_backward)}"
+    options = (
+        f"defer-waits={int(defer_waits)} prefetch={int(prefetch)} bucket-bytes={int(bucket_bytes)} "
+        f"comm-stream={int(comm_stream)} optimizer-in-backward={int(optimizer_in_backward)}"
+    )
     return (
         f"hir-insert-reshardings,hir-convert-to-communication,hir-schedule-data-parallel{{{options}}},"
         "hir-stream-lowering,hir-fuse-loops,hir-insert-deallocations,hir-hoist-parameter-work,canonicalize,cse"

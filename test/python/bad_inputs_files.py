@@ -3,6 +3,7 @@ holding these, by name."""
 
 SHARD2 = "#hir.shard<array<i64: 0, 1>, 0 : i64>"
 SHARD3 = "#hir.shard<array<i64: 0, 1, 2>, 0 : i64>"
+REPL2 = "#hir.shard<array<i64: 0, 1>, -1 : i64>"
 
 ADD = """func.func @main(%a: memref<4x4xf32>, %n: index) -> memref<4x4xf32> {
   %o = memref.alloc() : memref<4x4xf32>
@@ -53,7 +54,10 @@ FILES = {
     + " : index\n  return\n}\n",
     "deep_types.mlir": "func.func @main(%a: " + "memref<" * 10000 + "f32" + ">" * 10000 + ") {\n  return\n}\n",
     "uneven.mlir": _shard_arg("5x4", SHARD2),
-    "uneven_alloc.mlir": "func.func @main() {\n  %o = memref.alloc() : memref<4x3xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>\n  return\n}\n",
+    "uneven_alloc.mlir": (
+        "func.func @main() {\n  %o = memref.alloc() : memref<4x3xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>>\n"
+        "  return\n}\n"
+    ),
     "empty_mesh.mlir": _shard_arg("4x4", "#hir.shard<array<i64>, 0 : i64>"),
     "dup_mesh.mlir": _shard_arg("4x4", "#hir.shard<array<i64: 0, 0>, 0 : i64>"),
     "neg_mesh.mlir": _shard_arg("4x4", "#hir.shard<array<i64: -1, 0>, 0 : i64>"),
@@ -67,10 +71,10 @@ FILES = {
   return %a : memref<12x4xf32, {SHARD3}>
 }}
 """,
-    "reshard.mlir": f"""func.func @main(%a: memref<4x4xf32, {SHARD2}>) -> memref<4x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {{
-  %o = memref.alloc() : memref<4x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
-  "hir.set"(%a, %o) : (memref<4x4xf32, {SHARD2}>, memref<4x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>) -> ()
-  return %o : memref<4x4xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
+    "reshard.mlir": f"""func.func @main(%a: memref<4x4xf32, {SHARD2}>) -> memref<4x4xf32, {REPL2}> {{
+  %o = memref.alloc() : memref<4x4xf32, {REPL2}>
+  "hir.set"(%a, %o) : (memref<4x4xf32, {SHARD2}>, memref<4x4xf32, {REPL2}>) -> ()
+  return %o : memref<4x4xf32, {REPL2}>
 }}
 """,
     "two_funcs.mlir": "func.func @a() {\n  return\n}\nfunc.func @b() {\n  return\n}\n",
@@ -80,7 +84,8 @@ FILES = {
     "flag.mlir": "func.func @main(%f: i1) {\n  return\n}\n",
     "bad_view.mlir": """func.func @main(%a: memref<5x4xf32>) {
   %c0 = arith.constant 0 : index
-  %v = "hir.alias_chunk"(%a, %c0) {axis = 0 : i64, chunks = 2 : i64} : (memref<5x4xf32>, index) -> memref<2x4xf32, strided<[4, 1], offset: ?>>
+  %v = "hir.alias_chunk"(%a, %c0) {axis = 0 : i64, chunks = 2 : i64}
+      : (memref<5x4xf32>, index) -> memref<2x4xf32, strided<[4, 1], offset: ?>>
   return
 }
 """,

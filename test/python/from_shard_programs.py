@@ -33,7 +33,8 @@ def handwritten(n: int) -> list:
   }} else {{
     scf.yield %f : tensor<8x16xf32>
   }}
-  %p = linalg.matmul ins(%g, %w2 : tensor<8x16xf32>, tensor<16x16xf32>) outs(%init : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %p = linalg.matmul ins(%g, %w2 : tensor<8x16xf32>, tensor<16x16xf32>)
+      outs(%init : tensor<8x16xf32>) -> tensor<8x16xf32>
   %y = shard.all_reduce %p on @g grid_axes = [0] : tensor<8x16xf32> -> tensor<8x16xf32>
   return %y : tensor<8x16xf32>""",
     )
@@ -104,7 +105,9 @@ def handwritten(n: int) -> list:
          lambda p: p.sum(0)),
         # dynamic dims: buffers sized at run time from the global extents (memref.dim), the
         # local extent of tensor.dim is the global one over the parts (8 rows in the runs)
-        ("dynamic_dims", prog("%x: tensor<?x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x4xf32>", DYNAMIC_DIMS), lambda x: x + x),
+        ("dynamic_dims",
+         prog("%x: tensor<?x4xf32> {hir.split_axes = #shard<axisarray[[0]]>}) -> tensor<?x4xf32>", DYNAMIC_DIMS),
+         lambda x: x + x),
         # a 1-D stencil on blocks padded with halos [1, 2] (zeros past the global ends):
         # y[i] = x[i - 1] + x[i + 1] + x[i + 2]
         ("update_halo_stencil", prog("%x: tensor<4x3xf32> {hir.split_axes = "
@@ -116,7 +119,8 @@ def handwritten(n: int) -> list:
 DYNAMIC_DIMS = """  %c0 = arith.constant 0 : index
   %d = tensor.dim %x, %c0 : tensor<?x4xf32>
   %e = tensor.empty(%d) : tensor<?x4xf32>
-  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) {
   ^bb0(%a: f32, %o: f32):
     %n = arith.addf %a, %a : f32
     linalg.yield %n : f32

@@ -33,7 +33,9 @@ def gelu_generic(result: str, source: str, init: str = "%e", shape: str = "tenso
     """The erf-gelu ``linalg.generic`` that the FX importer (and so shard-partition) emits;
     the caller defines the f32 constants ``%c1`` (1.0), ``%ch`` (0.5) and ``%cs`` (sqrt 2)."""
     identity = "affine_map<(d0, d1) -> (d0, d1)>"
-    return f"""  {result} = linalg.generic {{indexing_maps = [{identity}, {identity}], iterator_types = ["parallel", "parallel"]}} ins({source} : {shape}) outs({init} : {shape}) {{
+    return f"""  {result} = linalg.generic
+      {{indexing_maps = [{identity}, {identity}], iterator_types = ["parallel", "parallel"]}}
+      ins({source} : {shape}) outs({init} : {shape}) {{
   ^bb0(%in: f32, %o: f32):
     %0 = arith.divf %in, %cs : f32
     %1 = math.erf %0 : f32

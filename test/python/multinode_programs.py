@@ -27,11 +27,13 @@ module attributes {hir.ranks_per_node = 2 : i64} {
     %c1 = arith.constant 1 : index
     "hir.for"(%c0, %n, %c1) ({
     ^bb0(%i: index):
-      %w = "hir.allgather"(%s, %o) {axis = 0 : i64, backend = "nccl", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>} : (!s, !o) -> !hir.work
+      %w = "hir.allgather"(%s, %o) {axis = 0 : i64, backend = "nccl", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>}
+          : (!s, !o) -> !hir.work
       "hir.wait"(%w) : (!hir.work) -> ()
       "hir.yield"() : () -> ()
     }) : (index, index, index) -> ()
-    %last = "hir.allgather"(%s, %o) {axis = 0 : i64, backend = "nccl", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>} : (!s, !o) -> !hir.work
+    %last = "hir.allgather"(%s, %o) {axis = 0 : i64, backend = "nccl", team = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>}
+        : (!s, !o) -> !hir.work
     return %o : !o
   }
 }

@@ -66,7 +66,8 @@ def test_keyword_inputs_by_keyword_and_new_shapes():
     assert len(fn.programs) == 3
     with pytest.raises(
         hir.HirError,
-        match=r"hir.compile\(Masked\): got an unexpected keyword argument 'attention_mask' \(the module's forward\(x, mask=None\)\)",
+        match=r"hir.compile\(Masked\): got an unexpected keyword argument 'attention_mask' "
+        r"\(the module's forward\(x, mask=None\)\)",
     ):
         fn(x, attention_mask=mask)
     with pytest.raises(hir.HirError, match=r"hir.compile\(Masked\): multiple values for argument 'x'"):
@@ -96,7 +97,8 @@ def test_keyword_inputs_wherever_positional_ones_work():
     assert [p.keyword_inputs for p in masked.programs] == [[], ["mask"]]
     with pytest.raises(
         hir.HirError,
-        match=r"scale=3.0: a keyword that is not a tensor is a constant of the compiled program \(example_kwargs: scale=2.0\)",
+        match=r"scale=3.0: a keyword that is not a tensor is a constant of the compiled program "
+        r"\(example_kwargs: scale=2.0\)",
     ):
         masked(x, scale=3.0)
 
@@ -148,8 +150,9 @@ def test_sizes_one_and_new_dtypes_get_programs_of_their_own_up_to_the_limit():
         assert [dynamic_axes(p) for p in fn.programs] == [[[]], [[0]], [[]]]
         with pytest.raises(
             hir.HirError,
-            match=r"test_compiled_module.py:\d+: error: hir.compile\(Sequential\): this call's inputs \(input0 \[8, 16\] float64\) "
-            r"need another program, over recompile_limit=3 \(compiled: input0 \[8, 16\] float32; input0 \[3, 16\] float32; "
+            match=r"test_compiled_module.py:\d+: error: hir.compile\(Sequential\): "
+            r"this call's inputs \(input0 \[8, 16\] float64\) need another program, over recompile_limit=3 \(compiled: "
+            r"input0 \[8, 16\] float32; input0 \[3, 16\] float32; "
             r"input0 \[1, 16\] float32\); declare the varying dims dynamic",
         ):
             fn(torch.randn(8, 16, dtype=torch.float64))
@@ -286,7 +289,8 @@ def test_a_backward_through_the_results_raises():
     assert y.requires_grad
     with pytest.raises(
         hir.HirError,
-        match=r"test_compiled_module.py:\d+: error: hir.compile\(Sequential\): a compiled module does not differentiate .* hir.train_step",
+        match=r"test_compiled_module.py:\d+: error: hir.compile\(Sequential\): "
+        r"a compiled module does not differentiate .* hir.train_step",
     ):
         y.pow(2).mean().backward()
     assert all(p.grad is None for p in model.parameters())

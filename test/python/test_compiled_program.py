@@ -121,7 +121,8 @@ def test_bad_inputs_name_the_input():
         fn(torch.randn(8, 16), torch.randn(8, 16))
     with pytest.raises(
         hir.HirError,
-        match=r"input 0: expected a tensor of shape \[8, 16\] and dtype torch.float32 \(as imported\), got shape \[4, 16\]",
+        match=r"input 0: expected a tensor of shape \[8, 16\] and dtype torch.float32 \(as imported\), "
+        r"got shape \[4, 16\]",
     ):
         fn(torch.randn(4, 16))
     with pytest.raises(hir.HirError, match="input 0: .* got dtype torch.float64"):

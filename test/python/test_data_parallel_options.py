@@ -34,7 +34,8 @@ def test_schedule_option_is_checked():
     batch = (torch.randn(2, 4),)
     with pytest.raises(
         hir.HirError,
-        match="schedule must be a dict of defer_waits, prefetch, bucket_bytes, comm_stream, optimizer_in_backward, got {.prefech.: True}",
+        match="schedule must be a dict of defer_waits, prefetch, bucket_bytes, comm_stream, optimizer_in_backward, "
+        "got {.prefech.: True}",
     ):
         hir.train_step(
             model,
@@ -59,7 +60,8 @@ def test_schedule_option_is_checked():
         hir.train_step(model, torch.optim.SGD(model.parameters()), lambda m, x: m(x).sum(), batch, schedule={})
     with pytest.raises(
         hir.HirError,
-        match="reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'",
+        match="reshard_after_forward= says when a fully sharded step gathers its parameters; "
+        "it takes data_parallel='fully_shard'",
     ):
         hir.train_step(
             model,

@@ -38,10 +38,12 @@ SCHEDULES = {
     "bucket+prefetch": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192},
     "all": {"defer_waits": True, "prefetch": True, "bucket_bytes": 8192, "optimizer_in_backward": True},
 }
+# AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so
+# rounding apart flips updates
 LR = {
     "sgd": 0.1,
     "adamw": 1e-3,
-}  # AdamW's usual rate: at 0.1 its first steps move every weight by about lr whatever its gradient, so rounding apart flips updates
+}
 
 
 def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", keep: str = "") -> str:
@@ -82,7 +84,10 @@ def run_train_step_case(mode: str, rank: int, world: int, schedule: str = "", ke
         # buckets, fewer gathers
         unbucketed = parameters if keep else 2 * parameters - 1
         if gathers >= unbucketed if SCHEDULES[schedule or "plain"].get("bucket_bytes") else gathers != unbucketed:
-            return f"train_step {mode}: {gathers} all-gathers of {parameters} parameters (reshard_after_forward={not keep})\n{lowered}"
+            return (
+                f"train_step {mode}: {gathers} all-gathers of {parameters} "
+                f"parameters (reshard_after_forward={not keep})\n{lowered}"
+            )
     problem = steps_equal_eager(
         step,
         loss_fn,
@@ -217,7 +222,10 @@ def run_case(case: str, rank: int, world: int) -> str:
     if mode == "fully_shard" and not keep:
         want["allgather"] = 2 * parameters - 1 if arch == "llama" else counts["allgather"]
         if counts["allgather"] <= parameters:
-            return f"{case}: {counts['allgather']} all-gathers of {parameters} parameters: none again for the backward\n{text}"
+            return (
+                f"{case}: {counts['allgather']} all-gathers of {parameters} "
+                f"parameters: none again for the backward\n{text}"
+            )
     if world > 1 and any(counts[op] != n for op, n in want.items()):
         return f"{case}: collectives {counts}, want {want}\n{text}"
     if schedule:  # hir-schedule-data-parallel's options; the losses equal the plain schedule's (bitwise)

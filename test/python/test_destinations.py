@@ -118,7 +118,8 @@ func.func private @t(%arg0: memref<4x8xf32>, %arg1: memref<8x4xf32>) attributes 
   %0 = bufferization.to_tensor %arg0 restrict : memref<4x8xf32> to tensor<4x8xf32>
   %1 = builtin.unrealized_conversion_cast %0 : tensor<4x8xf32> to !torch.vtensor<[4,8],f32>
   %2 = torch.aten.OP %1 : !torch.vtensor<[4,8],f32> -> !torch.vtensor<[4,8],f32>
-  %3 = torch.aten.transpose.int %2, %int0, %int1 : !torch.vtensor<[4,8],f32>, !torch.int, !torch.int -> !torch.vtensor<[8,4],f32>
+  %3 = torch.aten.transpose.int %2, %int0, %int1
+      : !torch.vtensor<[4,8],f32>, !torch.int, !torch.int -> !torch.vtensor<[8,4],f32>
   %4 = builtin.unrealized_conversion_cast %3 : !torch.vtensor<[8,4],f32> to tensor<8x4xf32>
   bufferization.materialize_in_destination %4 in restrict writable %arg1 : (tensor<8x4xf32>, memref<8x4xf32>) -> ()
   return
@@ -223,7 +224,8 @@ func.func private @{name}(%arg0: {type_}, %arg1: {type_}) attributes {{hir.kerne
   %1 = builtin.unrealized_conversion_cast %0 : tensor<{shape.replace(",", "x")}xf32> to !torch.vtensor<[{shape}],f32>
   %2 = torch.aten.relu %1 : !torch.vtensor<[{shape}],f32> -> !torch.vtensor<[{shape}],f32>
   %3 = builtin.unrealized_conversion_cast %2 : !torch.vtensor<[{shape}],f32> to tensor<{shape.replace(",", "x")}xf32>
-  bufferization.materialize_in_destination %3 in restrict writable %arg1 : (tensor<{shape.replace(",", "x")}xf32>, {type_}) -> ()
+  bufferization.materialize_in_destination %3 in restrict writable %arg1
+      : (tensor<{shape.replace(",", "x")}xf32>, {type_}) -> ()
   return
 }}
 """

@@ -3,8 +3,8 @@ the CPU interpreter before lowering and after each pass of hir-lower; every stag
 the same outputs. Single process (no device mesh): the generator exercises stream lowering,
 loop fusion and deallocation on set / binary (with broadcasting) / reduction / matmul /
 linear chains, static and dynamic extents, through views (memref.subview, collapse_shape,
-expand_shape, hir.alias_broadcast) and control flow (scf.if, scf.for with linalg.fill). Communication patterns are covered, on 2 and 4
-Gloo ranks, by test_passes_multirank.py.
+expand_shape, hir.alias_broadcast) and control flow (scf.if, scf.for with linalg.fill). Communication patterns are
+covered, on 2 and 4 Gloo ranks, by test_passes_multirank.py.
 
 HIR_DIFF_CASES (default 240) sets the number of modules; HIR_DIFF_SEED the first seed.
 """

@@ -74,9 +74,11 @@ def test_imported_block_runs_the_ops_eager_torch_runs(name):
             torch.testing.assert_close(program(args)[0], want)
 
 
-LINEAR_MATMUL_ADD = """func.func @main(%x: memref<2x4x8xf32>, %w: memref<6x8xf32>, %b: memref<6xf32>, %y: memref<6x3xf32>, %yt: memref<3x6xf32>) -> (memref<2x4x3xf32>, memref<3x6xf32>) {
+LINEAR_MATMUL_ADD = """func.func @main(%x: memref<2x4x8xf32>, %w: memref<6x8xf32>, %b: memref<6xf32>,
+    %y: memref<6x3xf32>, %yt: memref<3x6xf32>) -> (memref<2x4x3xf32>, memref<3x6xf32>) {
   %h = memref.alloc() : memref<2x4x6xf32>
-  "hir.linear"(%x, %w, %h, %b) {operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<2x4x8xf32>, memref<6x8xf32>, memref<2x4x6xf32>, memref<6xf32>) -> ()
+  "hir.linear"(%x, %w, %h, %b) {operandSegmentSizes = array<i32: 1, 1, 1, 1>}
+      : (memref<2x4x8xf32>, memref<6x8xf32>, memref<2x4x6xf32>, memref<6xf32>) -> ()
   %m = memref.alloc() : memref<2x4x3xf32>
   "hir.matmul"(%h, %y, %m) : (memref<2x4x6xf32>, memref<6x3xf32>, memref<2x4x3xf32>) -> ()
   memref.dealloc %h : memref<2x4x6xf32>
@@ -161,7 +163,9 @@ func.func private @s(%arg0: memref<4xi64>, %arg1: memref<3x2xf32>, %arg2: memref
   %3 = builtin.unrealized_conversion_cast %2 : tensor<3x2xf32> to !torch.vtensor<[3,2],f32>
   %int-1 = torch.constant.int -1
   %false = torch.constant.bool false
-  %4 = torch.aten.embedding %3, %1, %int-1, %false, %false : !torch.vtensor<[3,2],f32>, !torch.vtensor<[4],si64>, !torch.int, !torch.bool, !torch.bool -> !torch.vtensor<[4,2],f32>
+  %4 = torch.aten.embedding %3, %1, %int-1, %false, %false
+      : !torch.vtensor<[3,2],f32>, !torch.vtensor<[4],si64>, !torch.int, !torch.bool,
+      !torch.bool -> !torch.vtensor<[4,2],f32>
   %5 = builtin.unrealized_conversion_cast %4 : !torch.vtensor<[4,2],f32> to tensor<4x2xf32>
   bufferization.materialize_in_destination %5 in restrict writable %arg2 : (tensor<4x2xf32>, memref<4x2xf32>) -> ()
   return
@@ -246,7 +250,8 @@ def test_linear_into_an_argument_is_one_gemm():
     """A 3-D hir.linear writing a buffer it cannot bind (an argument) folds its rows into one
     addmm with the bias, as F.linear does, instead of a matmul and an add_."""
     text = """func.func @main(%x: memref<2x4x8xf32>, %w: memref<6x8xf32>, %b: memref<6xf32>, %out: memref<2x4x6xf32>) {
-  "hir.linear"(%x, %w, %out, %b) {operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (memref<2x4x8xf32>, memref<6x8xf32>, memref<2x4x6xf32>, memref<6xf32>) -> ()
+  "hir.linear"(%x, %w, %out, %b) {operandSegmentSizes = array<i32: 1, 1, 1, 1>}
+      : (memref<2x4x8xf32>, memref<6x8xf32>, memref<2x4x6xf32>, memref<6xf32>) -> ()
   return
 }"""
     program = Program(hir.parse(text, "test.mlir"), graph=False, device="cpu")

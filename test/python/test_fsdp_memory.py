@@ -28,8 +28,8 @@ state, whole) + two layers' gathered parameters (the two largest of the decoder 
 the embedding, the norm and the head) + one bucket (the ``bucket_bytes`` of the schedule,
 or the largest whole-size parameter where it is larger: a collective of it goes alone). It
 holds with the schedule that gathers one layer ahead (``defer_waits`` and ``prefetch``),
-with and without buckets of 8 KiB, and the default ``reshard_after_forward=True``; with ``reshard_after_forward=False`` every gathered parameter
-is kept from the forward to the backward and the count is over it (checked too: the count
+with and without buckets of 8 KiB, and the default ``reshard_after_forward=True``; with ``reshard_after_forward=False``
+every gathered parameter is kept from the forward to the backward and the count is over it (checked too: the count
 sees what is kept). The plain schedule gathers every parameter at the top, over the bound.
 """
 

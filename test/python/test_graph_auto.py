@@ -29,7 +29,8 @@ ADD_MUL = """func.func @main(%a: memref<?x4xf32>, %o: memref<?x4xf32>) -> memref
 }"""
 
 # o += a, %n times (a host scalar trip count); returns o itself and a view of row 1 of o.
-ACCUMULATE = """func.func @main(%a: memref<2x4xf32>, %o: memref<2x4xf32>, %n: index) -> (memref<2x4xf32>, memref<4xf32, strided<[1], offset: ?>>) {
+ACCUMULATE = """func.func @main(%a: memref<2x4xf32>, %o: memref<2x4xf32>, %n: index) -> (memref<2x4xf32>,
+    memref<4xf32, strided<[1], offset: ?>>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   "hir.for"(%c0, %n, %c1) ({
@@ -37,12 +38,14 @@ ACCUMULATE = """func.func @main(%a: memref<2x4xf32>, %o: memref<2x4xf32>, %n: in
     "hir.binary"(%o, %a, %o) {kind = "add"} : (memref<2x4xf32>, memref<2x4xf32>, memref<2x4xf32>) -> ()
     "hir.yield"() : () -> ()
   }) : (index, index, index) -> ()
-  %row = "hir.alias_select"(%o, %c1) {axis = 0 : i64} : (memref<2x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
+  %row = "hir.alias_select"(%o, %c1) {axis = 0 : i64}
+      : (memref<2x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
   return %o, %row : memref<2x4xf32>, memref<4xf32, strided<[1], offset: ?>>
 }"""
 
 GLOO = """func.func @main(%l: memref<2x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %out: memref<8xf32>) {
-  %w = "hir.allreduce"(%l, %out) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>} : (memref<2x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8xf32>) -> !hir.work
+  %w = "hir.allreduce"(%l, %out) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>}
+      : (memref<2x8xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<8xf32>) -> !hir.work
   "hir.wait"(%w) : (!hir.work) -> ()
   return
 }"""

@@ -139,9 +139,13 @@ def test_builder_output_placements():
 def test_resharding_to_another_mesh_inserts_one_set_per_operand():
     import hir
 
-    text = """func.func @main(%x: memref<6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, %y: memref<6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) {
+    text = """func.func @main(%x: memref<6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>,
+    %y: memref<6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>) {
   %o = memref.alloc() : memref<6x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>
-  "hir.binary"(%x, %y, %o) {kind = "add"} : (memref<6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>, memref<6x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
+  "hir.binary"(%x, %y, %o) {kind = "add"}
+      : (memref<6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>,
+      memref<6x4xf32, #hir.shard<array<i64: 0, 1, 2, 3>, -1 : i64>>,
+      memref<6x4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>) -> ()
   return
 }"""
     module = hir.parse(text, "mesh.mlir")

@@ -71,12 +71,13 @@ def test_interp_scalar_argument_type():
 def test_interp_wait_twice():
     t = "memref<2xf32, #hir.shard<array<i64: 0>, 0 : i64>>"
     text = f"""func.func @main(%a: {t}, %b: {mem([2])}) {{
-  %w = "hir.allgather"(%a, %b) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0>}} : ({t}, {mem([2])}) -> !hir.work
+  %w = "hir.allgather"(%a, %b) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0>}}
+      : ({t}, {mem([2])}) -> !hir.work
   "hir.wait"(%w) : (!hir.work) -> ()
   "hir.wait"(%w) : (!hir.work) -> ()
   return
 }}"""
-    with pytest.raises(HirError, match=r"test.mlir:4:3: error: 'hir.wait' waits on work that was already waited on"):
+    with pytest.raises(HirError, match=r"test.mlir:5:3: error: 'hir.wait' waits on work that was already waited on"):
         run(text, [torch.ones(2), torch.zeros(2)])
 
 
@@ -139,7 +140,8 @@ def test_interp_use_of_view_after_parent_dealloc():
 def test_interp_rank_outside_team():
     t = "memref<4xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>"
     text = f"""func.func @main(%a: {t}, %b: {mem([4])}) {{
-  %w = "hir.allgather"(%a, %b) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>}} : ({t}, {mem([4])}) -> !hir.work
+  %w = "hir.allgather"(%a, %b) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0, 1>}}
+      : ({t}, {mem([4])}) -> !hir.work
   "hir.wait"(%w) : (!hir.work) -> ()
   return
 }}"""

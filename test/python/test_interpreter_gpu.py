@@ -127,7 +127,8 @@ ALLREDUCE_2 = """\
 !whole = memref<4x3xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>>
 func.func @main(%p: !partial) -> !whole {
   %out = memref.alloc() : !whole
-  %w = "hir.allreduce"(%p, %out) {axis = 0 : i64, backend = "nccl", reduction = "sum", team = array<i64: 0, 1>} : (!partial, !whole) -> !hir.work
+  %w = "hir.allreduce"(%p, %out) {axis = 0 : i64, backend = "nccl", reduction = "sum", team = array<i64: 0, 1>}
+      : (!partial, !whole) -> !hir.work
   "hir.wait"(%w) : (!hir.work) -> ()
   return %out : !whole
 }

@@ -24,7 +24,8 @@ def program(nproc: int) -> str:
     )
     return f"""func.func @main(%a: {shard}) -> memref<3xf32> {{
   %o = memref.alloc() : memref<3xf32>
-  %w = "hir.allreduce"(%a, %o) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: {team}>}} : ({shard}, memref<3xf32>) -> !hir.work
+  %w = "hir.allreduce"(%a, %o) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: {team}>}}
+      : ({shard}, memref<3xf32>) -> !hir.work
   "hir.wait"(%w) : (!hir.work) -> ()
   return %o : memref<3xf32>
 }}
@@ -225,7 +226,8 @@ def looping(nproc: int) -> str:
   %c1 = arith.constant 1 : index
   "hir.for"(%c0, %n, %c1) ({{
   ^bb0(%i: index):
-    %w = "hir.allreduce"(%a, %o) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: {team}>}} : ({shard}, memref<3xf32>) -> !hir.work
+    %w = "hir.allreduce"(%a, %o) {{axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: {team}>}}
+        : ({shard}, memref<3xf32>) -> !hir.work
     "hir.wait"(%w) : (!hir.work) -> ()
     "hir.yield"() : () -> ()
   }}) : (index, index, index) -> ()

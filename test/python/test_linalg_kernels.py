@@ -99,7 +99,8 @@ def test_transpose_broadcast_and_diagonal_maps():
         ["parallel", "parallel"],
         [("%t0", "tensor<5x3xf32>"), ("%t1", "tensor<3x3xf32>"), ("%t2", "tensor<1xf32>")],
         "tensor<3x5xf32>",
-        "  ^bb0(%a: f32, %m: f32, %v: f32, %o: f32):\n    %p = arith.mulf %m, %v : f32\n    %s = arith.addf %a, %p : f32\n    linalg.yield %s : f32",
+        "  ^bb0(%a: f32, %m: f32, %v: f32, %o: f32):\n    %p = arith.mulf %m, %v : f32\n"
+        "    %s = arith.addf %a, %p : f32\n    linalg.yield %s : f32",
     )
     a, m, v = torch.randn(5, 3), torch.randn(3, 3), torch.randn(1)
     (got,) = run(kernel_module(body, [[5, 3], [3, 3], [1]], [3, 5]), [a, m, v])
@@ -140,7 +141,8 @@ def test_named_ops_matmul_batch_matmul_transpose_reshape():
   %fb = linalg.fill ins(%z : f32) outs(%eb : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %et = tensor.empty() : tensor<1x5x4xf32>
   %xt = linalg.transpose ins(%x : tensor<1x4x5xf32>) outs(%et : tensor<1x5x4xf32>) permutation = [0, 2, 1]
-  %b = linalg.batch_matmul ins(%x, %xt : tensor<1x4x5xf32>, tensor<1x5x4xf32>) outs(%fb : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %b = linalg.batch_matmul ins(%x, %xt : tensor<1x4x5xf32>, tensor<1x5x4xf32>)
+      outs(%fb : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %c = tensor.collapse_shape %b [[0, 1], [2]] : tensor<1x4x4xf32> into tensor<4x4xf32>
   %e2 = tensor.empty() : tensor<4x4xf32>
   %r = linalg.add ins(%c, %c : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e2 : tensor<4x4xf32>) -> tensor<4x4xf32>"""
@@ -173,7 +175,8 @@ def test_non_projected_map_is_a_plan_time_error():
     body = "  %e = tensor.empty() : tensor<4xf32>\n" + _generic(
         ["(d0, d1) -> (d0 + d1)", "(d0, d1) -> (d1)", "(d0, d1) -> (d0)"], ["parallel", "reduction"],
         [("%t0", "tensor<5xf32>"), ("%t1", "tensor<2xf32>")], "tensor<4xf32>",
-        "  ^bb0(%x: f32, %w: f32, %o: f32):\n    %p = arith.mulf %x, %w : f32\n    %s = arith.addf %p, %o : f32\n    linalg.yield %s : f32",
+        "  ^bb0(%x: f32, %w: f32, %o: f32):\n    %p = arith.mulf %x, %w : f32\n    %s = arith.addf %p, %o : f32\n"
+        "    linalg.yield %s : f32",
     )  # fmt: skip
     with pytest.raises(HirError, match=r"'linalg.generic' indexing map .* only loop dims and constants run"):
         program(kernel_module(body, [[5], [2]], [4]))

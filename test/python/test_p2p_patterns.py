@@ -109,12 +109,14 @@ def test_overlap_auto_keeps_compute_chunked_for_another_collective():
     def program(rs_backend: str) -> str:
         return f"""func.func @shared(%a: {a}, %w: {w}) -> {out} {{
   %full = memref.alloc() : {full}
-  %g = "hir.allgather"(%a, %full) {{axis = 1 : i64, backend = "nccl", stream_axis = 0 : i64, {team}}} : ({a}, {full}) -> !hir.work
+  %g = "hir.allgather"(%a, %full) {{axis = 1 : i64, backend = "nccl", stream_axis = 0 : i64, {team}}}
+      : ({a}, {full}) -> !hir.work
   "hir.wait"(%g) : (!hir.work) -> ()
   %partial = memref.alloc() : {partial}
   "hir.matmul"(%full, %w, %partial) {{stream_axis = 0 : i64}} : ({full}, {w}, {partial}) -> ()
   %out = memref.alloc() : {out}
-  %r = "hir.reduce_scatter"(%partial, %out) {{axis = 1 : i64, backend = "{rs_backend}", reduction = "sum", scatter_axis = 2 : i64, stream_axis = 0 : i64, {team}}} : ({partial}, {out}) -> !hir.work
+  %r = "hir.reduce_scatter"(%partial, %out) {{axis = 1 : i64, backend = "{rs_backend}", reduction = "sum",
+      scatter_axis = 2 : i64, stream_axis = 0 : i64, {team}}} : ({partial}, {out}) -> !hir.work
   "hir.wait"(%r) : (!hir.work) -> ()
   return %out : {out}
 }}"""

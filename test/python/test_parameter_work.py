@@ -10,20 +10,23 @@ import hir
 from hir.interpreter import Program
 
 # @main(w, v, x) = x @ relu(w.T * v): w.T and w.T * v read only parameters.
-PROGRAM = """func.func @main(%w: memref<32x16xf32> {hir.parameter}, %v: memref<32xf32> {hir.parameter}, %x: memref<8x16xf32>) -> memref<8x32xf32> {
+PROGRAM = """func.func @main(%w: memref<32x16xf32> {hir.parameter}, %v: memref<32xf32> {hir.parameter},
+    %x: memref<8x16xf32>) -> memref<8x32xf32> {
   %wt = memref.alloc() : memref<16x32xf32>
   call @t(%w, %v, %wt) : (memref<32x16xf32>, memref<32xf32>, memref<16x32xf32>) -> ()
   %y = memref.alloc() : memref<8x32xf32>
   "hir.matmul"(%x, %wt, %y) : (memref<8x16xf32>, memref<16x32xf32>, memref<8x32xf32>) -> ()
   return %y : memref<8x32xf32>
 }
-func.func private @t(%arg0: memref<32x16xf32>, %arg1: memref<32xf32>, %arg2: memref<16x32xf32>) attributes {hir.kernel} {
+func.func private @t(%arg0: memref<32x16xf32>, %arg1: memref<32xf32>,
+    %arg2: memref<16x32xf32>) attributes {hir.kernel} {
   %0 = bufferization.to_tensor %arg0 restrict : memref<32x16xf32> to tensor<32x16xf32>
   %1 = builtin.unrealized_conversion_cast %0 : tensor<32x16xf32> to !torch.vtensor<[32,16],f32>
   %2 = bufferization.to_tensor %arg1 restrict : memref<32xf32> to tensor<32xf32>
   %3 = builtin.unrealized_conversion_cast %2 : tensor<32xf32> to !torch.vtensor<[32],f32>
   %4 = torch.aten.t %1 : !torch.vtensor<[32,16],f32> -> !torch.vtensor<[16,32],f32>
-  %5 = torch.aten.mul.Tensor %4, %3 : !torch.vtensor<[16,32],f32>, !torch.vtensor<[32],f32> -> !torch.vtensor<[16,32],f32>
+  %5 = torch.aten.mul.Tensor %4, %3
+      : !torch.vtensor<[16,32],f32>, !torch.vtensor<[32],f32> -> !torch.vtensor<[16,32],f32>
   %6 = torch.aten.relu %5 : !torch.vtensor<[16,32],f32> -> !torch.vtensor<[16,32],f32>
   %7 = builtin.unrealized_conversion_cast %6 : !torch.vtensor<[16,32],f32> to tensor<16x32xf32>
   bufferization.materialize_in_destination %7 in restrict writable %arg2 : (tensor<16x32xf32>, memref<16x32xf32>) -> ()

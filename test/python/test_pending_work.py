@@ -24,8 +24,10 @@ def ring_program(world: int) -> str:
             f"  %c{r} = arith.constant {r} : index",
             f"  %is{r} = arith.cmpi eq, %me, %c{r} : index",
             f"  scf.if %is{r} {{",
-            f'    %s{r} = "hir.send"(%buf) {{peer = {(r + 1) % world} : i64, backend = "gloo"}} : (memref<8xf32>) -> !hir.work',
-            f'    %r{r} = "hir.recv"(%out) {{peer = {(r - 1) % world} : i64, backend = "gloo"}} : (memref<8xf32>) -> !hir.work',
+            f'    %s{r} = "hir.send"(%buf) {{peer = {(r + 1) % world} '
+            ': i64, backend = "gloo"} : (memref<8xf32>) -> !hir.work',
+            f'    %r{r} = "hir.recv"(%out) {{peer = {(r - 1) % world} '
+            ': i64, backend = "gloo"} : (memref<8xf32>) -> !hir.work',
             f'    "hir.wait"(%r{r}) : (!hir.work) -> ()',
             "  }",
         ]

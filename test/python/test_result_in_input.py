@@ -3,8 +3,8 @@
 place and becomes the output, with no output allocation and no copy of the partial into it;
 where the input is still read, is the caller's, is communicated, holds two blocks per rank or
 goes over copy engines, or an alias of the input made before the all-reduce (a kernel
-segment's view of it, a ``to_tensor``) is read after it, the output keeps its own buffer. Every case runs on 2 Gloo ranks and
-equals the sum of the ranks' partials; in place, the program's peak memory is one buffer.
+segment's view of it, a ``to_tensor``) is read after it, the output keeps its own buffer. Every case runs on 2 Gloo
+ranks and equals the sum of the ranks' partials; in place, the program's peak memory is one buffer.
 
 The test launches this file as a script (one process per rank); ``python
 test_result_in_input.py`` is the per-rank worker."""
@@ -62,7 +62,8 @@ def matmul_allreduce(
   %partial = memref.alloc() : {p}
   "hir.matmul"(%a, %w, %partial) : ({a}, {w}, {p}) -> ()
 {send}  %out = memref.alloc() : {o}
-  %done = "hir.allreduce"(%partial, %out) {{axis = 0 : i64, backend = "{backend}", reduction = "sum", team = array<i64: {team}>}} : ({p}, {o}) -> !hir.work
+  %done = "hir.allreduce"(%partial, %out) {{axis = 0 : i64, backend = "{backend}", reduction = "sum",
+      team = array<i64: {team}>}} : ({p}, {o}) -> !hir.work
   "hir.wait"(%done) : (!hir.work) -> ()
 {after}{end}
 }}"""
@@ -74,7 +75,8 @@ def allreduce_argument(world: int) -> str:
     team = ", ".join(str(r) for r in range(world))
     return f"""func.func @main(%partial: {p}) -> {o} {{
   %out = memref.alloc() : {o}
-  %done = "hir.allreduce"(%partial, %out) {{axis = 0 : i64, backend = "nccl", reduction = "sum", team = array<i64: {team}>}} : ({p}, {o}) -> !hir.work
+  %done = "hir.allreduce"(%partial, %out) {{axis = 0 : i64, backend = "nccl", reduction = "sum",
+      team = array<i64: {team}>}} : ({p}, {o}) -> !hir.work
   "hir.wait"(%done) : (!hir.work) -> ()
   return %out : {o}
 }}"""
@@ -99,16 +101,19 @@ def alias_read_after(world: int, through: str) -> str:
     )
     if through == "segment":
         body = (
-            f"  %v = memref.alloc() : {p}\n  call @view(%p, %v) : ({p}, {p}) -> ()\n{allreduce}  memref.dealloc %p : {p}\n"
+            f"  %v = memref.alloc() : {p}\n  call @view(%p, %v) : ({p}, {p}) -> ()\n"
+            f"{allreduce}  memref.dealloc %p : {p}\n"
             f'  %c = memref.alloc() : {p}\n  "hir.binary"(%v, %v, %c) {{kind = "add"}} : ({p}, {p}, {p}) -> ()\n'
         )
     else:
         body = (
-            f"  %t0 = bufferization.to_tensor %p restrict : {p} to {t}\n  %t1 = builtin.unrealized_conversion_cast %t0 : {t} to {vt}\n{allreduce}"
+            f"  %t0 = bufferization.to_tensor %p restrict : {p} to {t}\n"
+            f"  %t1 = builtin.unrealized_conversion_cast %t0 : {t} to {vt}\n{allreduce}"
             f"  %c = memref.alloc() : {p}\n  %int1 = torch.constant.int 1\n"
             f"  %t2 = torch.aten.add.Tensor %t1, %t1, %int1 : {vt}, {vt}, !torch.int -> {vt}\n"
             f"  %t3 = builtin.unrealized_conversion_cast %t2 : {vt} to {t}\n"
-            f"  bufferization.materialize_in_destination %t3 in restrict writable %c : ({t}, {p}) -> ()\n  memref.dealloc %p : {p}\n"
+            f"  bufferization.materialize_in_destination %t3 in restrict writable %c : ({t}, {p}) -> ()\n"
+            f"  memref.dealloc %p : {p}\n"
         )
     return f"""func.func @main(%x: {p}) -> ({o}, {p}) {{
   %p = memref.alloc() : {p}

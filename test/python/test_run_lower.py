@@ -17,7 +17,8 @@ STREAM_PARALLEL = """func.func @main(%x: memref<?x8xf32>, %w: memref<8x4xf32>) -
   %y = memref.alloc(%d) : memref<?x4xf32>
   "hir.matmul"(%x, %w, %y) {stream_axis = 0 : i64} : (memref<?x8xf32>, memref<8x4xf32>, memref<?x4xf32>) -> ()
   %z = memref.alloc(%d) : memref<?x4xf32>
-  "hir.binary"(%y, %y, %z) {kind = "add", stream_axis = 0 : i64} : (memref<?x4xf32>, memref<?x4xf32>, memref<?x4xf32>) -> ()
+  "hir.binary"(%y, %y, %z) {kind = "add", stream_axis = 0 : i64}
+      : (memref<?x4xf32>, memref<?x4xf32>, memref<?x4xf32>) -> ()
   return %z : memref<?x4xf32>
 }
 """

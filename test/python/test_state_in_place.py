@@ -89,7 +89,8 @@ def test_compiled_kernels_update_the_callers_cache():
 
 
 SEGMENT = """
-func.func private @update(%arg0: memref<4x3xf32>, %arg1: memref<1xi64>, %arg2: memref<1x3xf32>, %arg3: memref<4x3xf32>) attributes {hir.kernel} {
+func.func private @update(%arg0: memref<4x3xf32>, %arg1: memref<1xi64>, %arg2: memref<1x3xf32>,
+    %arg3: memref<4x3xf32>) attributes {hir.kernel} {
   %int0 = torch.constant.int 0
   %float2 = torch.constant.float 2.000000e+00
   %0 = bufferization.to_tensor %arg0 restrict writable : memref<4x3xf32> to tensor<4x3xf32>
@@ -98,7 +99,9 @@ func.func private @update(%arg0: memref<4x3xf32>, %arg1: memref<1xi64>, %arg2: m
   %3 = builtin.unrealized_conversion_cast %2 : tensor<1xi64> to !torch.vtensor<[1],si64>
   %4 = bufferization.to_tensor %arg2 restrict : memref<1x3xf32> to tensor<1x3xf32>
   %5 = builtin.unrealized_conversion_cast %4 : tensor<1x3xf32> to !torch.vtensor<[1,3],f32>
-  %6 = torch.operator "torch.aten.index_copy"(%1, %int0, %3, %5) : (!torch.vtensor<[4,3],f32>, !torch.int, !torch.vtensor<[1],si64>, !torch.vtensor<[1,3],f32>) -> !torch.vtensor<[4,3],f32>
+  %6 = torch.operator "torch.aten.index_copy"(%1, %int0, %3, %5)
+      : (!torch.vtensor<[4,3],f32>, !torch.int, !torch.vtensor<[1],si64>,
+      !torch.vtensor<[1,3],f32>) -> !torch.vtensor<[4,3],f32>
   %7 = torch.aten.mul.Scalar READ, %float2 : !torch.vtensor<[4,3],f32>, !torch.float -> !torch.vtensor<[4,3],f32>
   %8 = builtin.unrealized_conversion_cast %7 : !torch.vtensor<[4,3],f32> to tensor<4x3xf32>
   bufferization.materialize_in_destination %8 in restrict writable %arg3 : (tensor<4x3xf32>, memref<4x3xf32>) -> ()

@@ -13,7 +13,8 @@ PROGRAM = """func.func @main(%x: memref<?x6xf32>, %w: memref<3x6x5xf32>) -> memr
   %c0 = arith.constant 0 : index
   %n = memref.dim %x, %c0 : memref<?x6xf32>
   %t = memref.alloc(%n) : memref<?x6xf32>
-  "hir.binary"(%x, %x, %t) {kind = "mul", stream_axis = 0 : i64} : (memref<?x6xf32>, memref<?x6xf32>, memref<?x6xf32>) -> ()
+  "hir.binary"(%x, %x, %t) {kind = "mul", stream_axis = 0 : i64}
+      : (memref<?x6xf32>, memref<?x6xf32>, memref<?x6xf32>) -> ()
   %o = memref.alloc(%n) : memref<3x?x5xf32>
   "hir.matmul"(%t, %w, %o) {stream_axis = 1 : i64} : (memref<?x6xf32>, memref<3x6x5xf32>, memref<3x?x5xf32>) -> ()
   return %o : memref<3x?x5xf32>

@@ -26,7 +26,8 @@ PROGRAM = """func.func @main(%arg0: memref<?x8xf32>) -> memref<?x8xf32> {
   "hir.set"(%arg0, %t) {stream_axis = 0 : i64} : (memref<?x8xf32>, memref<?x8xf32>) -> ()
   %m = arith.muli %c2, %c2 : index
   %out = memref.alloc(%m) : memref<?x8xf32>
-  "hir.binary"(%t, %t, %out) {kind = "add", stream_axis = 0 : i64} : (memref<?x8xf32>, memref<?x8xf32>, memref<?x8xf32>) -> ()
+  "hir.binary"(%t, %t, %out) {kind = "add", stream_axis = 0 : i64}
+      : (memref<?x8xf32>, memref<?x8xf32>, memref<?x8xf32>) -> ()
   return %out : memref<?x8xf32>
 }
 """

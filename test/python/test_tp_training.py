@@ -60,7 +60,8 @@ def tp_placements(model, sequence_parallel: bool) -> dict:
 
 
 OVERLAP = "hir-insert-reshardings,hir-convert-to-communication,hir-p2p-pipeline{backend=cuda overlap=%s%s},hir-lower"
-# hir-lower-overlap's forms (whole; pipelined) and hir-p2p-pipeline's option matrix, on the step's backward as on its forward
+# hir-lower-overlap's forms (whole; pipelined) and hir-p2p-pipeline's option matrix, on the step's backward as on its
+# forward
 PIPELINES = {
     "plain": OVERLAP % ("off", ""),
     "overlap": OVERLAP % ("on", " chunks=auto"),

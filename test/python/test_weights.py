@@ -126,7 +126,8 @@ def test_a_sharded_argument_reads_its_slice(tmp_path):
     module = hir.parse(
         'func.func @main(%w: memref<8x6xf32, #hir.shard<array<i64: 0, 1>, 1 : i64>> {hir.weight = "w"},\n'
         '    %b: memref<6xf32, #hir.shard<array<i64: 0, 1>, -1 : i64>> {hir.weight = "b"},\n'
-        '    %u: memref<8x2xf32, #hir.shard<array<i64: 0, 1, 2>, {axis = 0 : i64, offsets = array<i64: 0, 1, 4, 8>}>> {hir.weight = "u"}) {\n'
+        "    %u: memref<8x2xf32, #hir.shard<array<i64: 0, 1, 2>, {axis = 0 : i64, offsets = array<i64: 0, 1, 4, 8>}>> "
+        '{hir.weight = "u"}) {\n'
         "  return\n}\n"
     )
     fn = next(iter(module.body.operations)).operation

@@ -29,7 +29,8 @@ UNEVEN_ALLOC = """func.func @main() {
 THREE = "#hir.shard<array<i64: 0, 1, 2>, 0 : i64>"
 WIDE_MESH = f"""func.func @main(%a: memref<12x4xf32, {THREE}>) -> memref<12x4xf32, {THREE}> {{
   %o = memref.alloc() : memref<12x4xf32, {THREE}>
-  "hir.binary"(%a, %a, %o) {{kind = "add"}} : (memref<12x4xf32, {THREE}>, memref<12x4xf32, {THREE}>, memref<12x4xf32, {THREE}>) -> ()
+  "hir.binary"(%a, %a, %o) {{kind = "add"}}
+      : (memref<12x4xf32, {THREE}>, memref<12x4xf32, {THREE}>, memref<12x4xf32, {THREE}>) -> ()
   return %o : memref<12x4xf32, {THREE}>
 }}
 """
@@ -37,7 +38,8 @@ WIDE_MESH = f"""func.func @main(%a: memref<12x4xf32, {THREE}>) -> memref<12x4xf3
 # Communicates (a one-rank team), so compiling it creates a process group.
 COMM = """func.func @main(%a: memref<1x4xf32, #hir.shard<array<i64: 0>, 0 : i64>>) -> memref<4xf32> {
   %o = memref.alloc() : memref<4xf32>
-  %w = "hir.allreduce"(%a, %o) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0>} : (memref<1x4xf32, #hir.shard<array<i64: 0>, 0 : i64>>, memref<4xf32>) -> !hir.work
+  %w = "hir.allreduce"(%a, %o) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0>}
+      : (memref<1x4xf32, #hir.shard<array<i64: 0>, 0 : i64>>, memref<4xf32>) -> !hir.work
   "hir.wait"(%w) : (!hir.work) -> ()
   return %o : memref<4xf32>
 }

@@ -1,7 +1,6 @@
+from torch_mlir._mlir_libs._mlir.ir import *
 from collections.abc import Callable
 from typing import Any
-
-from torch_mlir._mlir_libs._mlir.ir import *  # noqa: F403 - the native module's names
 
 def register_attribute_builder(
     kind: str, replace: bool = False, allow_existing: bool = False

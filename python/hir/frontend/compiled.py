@@ -49,7 +49,8 @@ class CompiledProgram:
     ) -> None:
         if not isinstance(state, Mapping):
             raise HirError(
-                f"error: compile: the state must be a dict of tensors (program.state(module) or module.state_dict()), got {type(state).__name__}"
+                "error: compile: the state must be a dict of tensors "
+                f"(program.state(module) or module.state_dict()), got {type(state).__name__}"
             )
         try:
             self.device = default_device(device)
@@ -152,7 +153,8 @@ class CompiledProgram:
                 got = f"dtype {x.dtype}"
             if got is not None:
                 raise HirError(
-                    f"error: input {i}: expected a tensor of shape {fmt_shape(spec.shape)} and dtype {spec.dtype} (as imported), got {got}"
+                    f"error: input {i}: expected a tensor of shape {fmt_shape(spec.shape)} "
+                    f"and dtype {spec.dtype} (as imported), got {got}"
                 )
 
     def _local_inputs(self, inputs: list) -> list:

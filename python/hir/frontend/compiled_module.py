@@ -135,8 +135,9 @@ class CompiledModule:
             value = rest.pop(k)
             if k not in given or isinstance(given[k], torch.Tensor) or (given[k] is not value and given[k] != value):
                 raise HirError(
-                    f"error: hir.compile({type(self.module).__name__}): {k}={value!r}: a keyword that is not a tensor is a constant of the "
-                    f"compiled program (example_kwargs: {k}={given.get(k, '<not given>')!r}); compile another for another value"
+                    f"error: hir.compile({type(self.module).__name__}): {k}={value!r}: a keyword "
+                    "that is not a tensor is a constant of the compiled program (example_kwargs: "
+                    f"{k}={given.get(k, '<not given>')!r}); compile another for another value"
                 )
         positional = [
             p.name for p in self._forward.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
@@ -157,9 +158,9 @@ class CompiledModule:
         if len(self._entries) >= self.recompile_limit:
             seen = "; ".join(_shapes(s) for s in self._history)
             raise HirError(
-                f"error: hir.compile({type(self.module).__name__}): this call's inputs ({_shapes(key)}) need another program, over "
-                f"recompile_limit={self.recompile_limit} (compiled: {seen}); declare the varying dims dynamic "
-                f"(dynamic={{'input0': {{0: 'batch', 1: 'seq'}}}}) or pass a larger recompile_limit"
+                f"error: hir.compile({type(self.module).__name__}): this call's inputs ({_shapes(key)}) need another "
+                f"program, over recompile_limit={self.recompile_limit} (compiled: {seen}); declare the varying dims "
+                "dynamic (dynamic={'input0': {0: 'batch', 1: 'seq'}}) or pass a larger recompile_limit"
             )
         if not self._declared and not self._static_only:
             dynamic = _changed_dims(self._history, key)
@@ -171,8 +172,9 @@ class CompiledModule:
                 except HirError as err:  # the module's code fixes a dim torch.export was asked to keep dynamic
                     self._static_only = True
                     warnings.warn(
-                        f"hir.compile({type(self.module).__name__}): the dims that changed between calls cannot be imported dynamic, so each "
-                        f"input signature gets a program of its own (at most recompile_limit={self.recompile_limit}): {err.message.splitlines()[0][:300]}",
+                        f"hir.compile({type(self.module).__name__}): the dims that changed between calls "
+                        "cannot be imported dynamic, so each input signature gets a program of its own (at "
+                        f"most recompile_limit={self.recompile_limit}): {err.message.splitlines()[0][:300]}",
                         RuntimeWarning,
                         stacklevel=api_stacklevel(),
                     )
@@ -252,8 +254,8 @@ class _NoBackward(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         raise HirError(
-            f"error: hir.compile({ctx.what}): a compiled module does not differentiate (its parameters would get no gradient); "
-            "train with hir.train_step, or call the compiled module under torch.no_grad() for inference",
+            f"error: hir.compile({ctx.what}): a compiled module does not differentiate (its parameters would get no "
+            "gradient); train with hir.train_step, or call the compiled module under torch.no_grad() for inference",
             _backward_caller(),
         )
 

@@ -49,8 +49,9 @@ def refuse_unsupported(config: Any) -> None:
         value = getattr(config, key, off)
         if value is not None and value != off:
             raise HirError(
-                f"error: hir.generate: {key}={value!r} is not supported (hir.generate runs greedy and sampled decoding with temperature, "
-                f"top-k, top-p, min-p, repetition_penalty, no_repeat_ngram_size and minimum lengths; leave {key} at {off!r})"
+                f"error: hir.generate: {key}={value!r} is not supported (hir.generate runs greedy "
+                "and sampled decoding with temperature, top-k, top-p, min-p, repetition_penalty, "
+                f"no_repeat_ngram_size and minimum lengths; leave {key} at {off!r})"
             )
 
 

@@ -62,7 +62,8 @@ class Rule:
             ]
             if tensors:
                 raise HirError(
-                    f"error: hir.train_step: {name} param group {index}: lr and betas must be numbers, got a tensor of shape {tuple(tensors[0].shape)}"
+                    f"error: hir.train_step: {name} param group {index}: lr and betas "
+                    f"must be numbers, got a tensor of shape {tuple(tensors[0].shape)}"
                 )
 
 
@@ -195,7 +196,8 @@ def rule_for(optimizer: object) -> Rule:
     if rule is None:
         known = ", ".join(f"torch.optim.{c.__name__}" for c in RULES)
         raise HirError(
-            f"error: hir.train_step: optimizer {type(optimizer).__module__}.{type(optimizer).__qualname__} is not supported (supported: {known})"
+            f"error: hir.train_step: optimizer {type(optimizer).__module__}.{type(optimizer).__qualname__} "
+            f"is not supported (supported: {known})"
         )
     rule.check(optimizer)
     return rule

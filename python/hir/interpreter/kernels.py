@@ -74,17 +74,20 @@ class KernelCompileStats:
     regions_reason: str | None = None  # why no compute region runs compiled (None: they may)
     compiles: int = 0  # (segment, signature) pairs compiled so far
     seconds: float = 0.0  # total trace + inductor compile time
-    fallbacks: int = (
-        0  # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
-    )
+    # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
+    fallbacks: int = 0
     autotune: bool = False  # compile with inductor's max-autotune (Program(autotune=True))
-    pdl: bool = False  # compile with inductor's programmatic dependent launch (planned decode kernels: decode_kernels.inductor_pdl)
+    # compile with inductor's programmatic dependent launch (planned decode kernels: decode_kernels.inductor_pdl)
+    pdl: bool = False
 
     def summary(self) -> str:
         """One line: what runs compiled and what compiling it cost."""
         alone = self.segments - self.regions
         fallbacks = f", {self.fallbacks} call(s) op by op instead (hir.compile log)" if self.fallbacks else ""
-        return f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
+        return (
+            f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled "
+            f"alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
+        )
 
 
 def compute_ops(func: ir.Operation) -> int:
@@ -231,7 +234,8 @@ def compiled_segment(
         except Exception as err:
             if strict:
                 raise HirError(
-                    f"{where}: error: cannot compile {what} (compile_kernels=True): {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+                    f"{where}: error: cannot compile {what} (compile_kernels=True): "
+                    f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
                 ) from err
             log.warning("%s: %s runs op by op: compiling it failed: %s: %s", where, what, type(err).__name__, err)
             fn = None

@@ -249,9 +249,11 @@ def send_and_recv_ring():
     text = f"""
 func.func @main(%x: memref<4xf32>, %buf: memref<4x2xf32>) {{
   %c0 = arith.constant 0 : index
-  %col = "hir.alias_select"(%buf, %c0) {{axis = 1 : i64}} : (memref<4x2xf32>, index) -> memref<4xf32, strided<[2], offset: ?>>
+  %col = "hir.alias_select"(%buf, %c0) {{axis = 1 : i64}}
+      : (memref<4x2xf32>, index) -> memref<4xf32, strided<[2], offset: ?>>
   %s = "hir.send"(%x) {{peer = {nxt} : i64, backend = "{BACKEND}"}} : (memref<4xf32>) -> !hir.work
-  %r = "hir.recv"(%col) {{peer = {prev} : i64, backend = "{BACKEND}"}} : (memref<4xf32, strided<[2], offset: ?>>) -> !hir.work
+  %r = "hir.recv"(%col) {{peer = {prev} : i64, backend = "{BACKEND}"}}
+      : (memref<4xf32, strided<[2], offset: ?>>) -> !hir.work
   "hir.wait"(%s) : (!hir.work) -> ()
   "hir.wait"(%r) : (!hir.work) -> ()
   return

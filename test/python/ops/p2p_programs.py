@@ -55,16 +55,19 @@ def collectives(world: int) -> str:
   %w0 = "hir.allgather"(%x, %g) {{axis = 0 : i64, backend = "cuda", {team}}} : ({split0}, {full}) -> !hir.work
   "hir.wait"(%w0) : (!hir.work) -> ()
   %s = memref.alloc() : {rs_out}
-  %w1 = "hir.reduce_scatter"(%p, %s) {{axis = 0 : i64, scatter_axis = 1 : i64, reduction = "sum", backend = "cuda", {team}}} : ({parts}, {rs_out}) -> !hir.work
+  %w1 = "hir.reduce_scatter"(%p, %s) {{axis = 0 : i64, scatter_axis = 1 : i64, reduction = "sum", backend = "cuda",
+      {team}}} : ({parts}, {rs_out}) -> !hir.work
   "hir.wait"(%w1) : (!hir.work) -> ()
   %a = memref.alloc() : {full}
-  %w2 = "hir.allreduce"(%p, %a) {{axis = 0 : i64, reduction = "max", backend = "cuda", {team}}} : ({parts}, {full}) -> !hir.work
+  %w2 = "hir.allreduce"(%p, %a) {{axis = 0 : i64, reduction = "max", backend = "cuda", {team}}}
+      : ({parts}, {full}) -> !hir.work
   "hir.wait"(%w2) : (!hir.work) -> ()
   %c = memref.alloc() : {full}
   %w3 = "hir.broadcast"(%r, %c) {{root = 1 : i64, backend = "cuda", {team}}} : ({full}, {full}) -> !hir.work
   "hir.wait"(%w3) : (!hir.work) -> ()
   %t = memref.alloc() : {full}
-  %w4 = "hir.allreduce"(%p, %t) {{axis = 0 : i64, reduction = "sum", backend = "cuda", {team}}} : ({parts}, {full}) -> !hir.work
+  %w4 = "hir.allreduce"(%p, %t) {{axis = 0 : i64, reduction = "sum", backend = "cuda", {team}}}
+      : ({parts}, {full}) -> !hir.work
   "hir.wait"(%w4) : (!hir.work) -> ()
   return %g, %s, %a, %c, %t : {full}, {rs_out}, {full}, {full}, {full}
 }}

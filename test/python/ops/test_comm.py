@@ -57,10 +57,13 @@ def test_comm_4_ranks(four_ranks, case):
 
 
 FAILING_RANK = """
-func.func @main(%x: memref<4xf32, #hir.shard<array<i64: 1>, -1 : i64>>, %a: memref<2x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %o: memref<3xf32>) {
+func.func @main(%x: memref<4xf32, #hir.shard<array<i64: 1>, -1 : i64>>,
+    %a: memref<2x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, %o: memref<3xf32>) {
   %c9 = arith.constant 9 : index
-  %v = "hir.alias_select"(%x, %c9) {axis = 0 : i64} : (memref<4xf32, #hir.shard<array<i64: 1>, -1 : i64>>, index) -> memref<f32, strided<[], offset: ?>, #hir.shard<array<i64: 1>, -1 : i64>>
-  %w = "hir.allreduce"(%a, %o) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>} : (memref<2x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<3xf32>) -> !hir.work
+  %v = "hir.alias_select"(%x, %c9) {axis = 0 : i64} : (memref<4xf32, #hir.shard<array<i64: 1>, -1 : i64>>, index)
+      -> memref<f32, strided<[], offset: ?>, #hir.shard<array<i64: 1>, -1 : i64>>
+  %w = "hir.allreduce"(%a, %o) {axis = 0 : i64, backend = "gloo", reduction = "sum", team = array<i64: 0, 1>}
+      : (memref<2x3xf32, #hir.shard<array<i64: 0, 1>, 0 : i64>>, memref<3xf32>) -> !hir.work
   "hir.wait"(%w) : (!hir.work) -> ()
   return
 }
@@ -86,7 +89,7 @@ def test_comm_failing_rank_stops_every_rank(tmp_path, monkeypatch, capsys):
     rc = run_cli.main(["--nproc", "2", "--device", "cpu", "--timeout", str(2 * DIST_TIMEOUT), str(prog)])
     err = capsys.readouterr().err
     assert rc == 1
-    assert "fail.mlir:4:" in err and "index 9 is out of range" in err
+    assert "fail.mlir:5:" in err and "index 9 is out of range" in err
     assert "rank 1 failed" in err and "Traceback" not in err, err
     (result,) = launches
     assert not result.timed_out and result.first_failure == 1
@@ -121,7 +124,8 @@ def test_interp_single_rank_collective():
     """A team of one rank runs through a one-process group."""
     t = "memref<2x3xf32, #hir.shard<array<i64: 0>, 0 : i64>>"
     text = f"""func.func @main(%a: {t}, %b: {mem([2, 3])}) {{
-  %w = "hir.allgather"(%a, %b) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0>}} : ({t}, {mem([2, 3])}) -> !hir.work
+  %w = "hir.allgather"(%a, %b) {{axis = 0 : i64, backend = "gloo", team = array<i64: 0>}}
+      : ({t}, {mem([2, 3])}) -> !hir.work
   "hir.wait"(%w) : (!hir.work) -> ()
   return
 }}"""

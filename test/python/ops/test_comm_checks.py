@@ -110,7 +110,10 @@ def program(case: str, rank: int) -> str:
     if case in SHARED:
         return SHARED[case]
     args, op = CASES[case][rank]
-    return f'func.func @main({args}) {{\n  %one = arith.constant 1 : index\n  %w = {op}\n  "hir.wait"(%w) : (!hir.work) -> ()\n  return\n}}\n'
+    return (
+        f"func.func @main({args}) {{\n  %one = arith.constant 1 : index\n  %w = {op}\n"
+        '  "hir.wait"(%w) : (!hir.work) -> ()\n  return\n}\n'
+    )
 
 
 def worker(case: str) -> None:
@@ -308,7 +311,8 @@ CALLEE = f"""func.func private @reduce(%x4: memref<2x4xf32, {S}>, %y4: memref<4x
   "hir.wait"(%w) : (!hir.work) -> ()
   return
 }}
-func.func @main(%x4: memref<2x4xf32, {S}>, %y4: memref<4xf32>, %x8: memref<2x?xf32, {S}>, %y8: memref<?xf32>, %flag: i1) {{
+func.func @main(%x4: memref<2x4xf32, {S}>, %y4: memref<4xf32>, %x8: memref<2x?xf32, {S}>, %y8: memref<?xf32>,
+    %flag: i1) {{
   %c0 = arith.constant 0 : index
   %v = memref.load %y4[%c0] : memref<4xf32>
   %zero = arith.constant 0.0 : f32

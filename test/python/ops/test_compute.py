@@ -23,7 +23,10 @@ BINARY = {
 @pytest.mark.parametrize("prealloc", [True, False])
 def test_interp_set(prealloc):
     if prealloc:
-        text = f'func.func @main(%in: {T864}, %out: {T864}) {{\n  "hir.set"(%in, %out) : ({T864}, {T864}) -> ()\n  return\n}}'
+        text = (
+            f'func.func @main(%in: {T864}, %out: {T864}) {{\n  "hir.set"(%in, %out) : ({T864}, {T864}) -> ()\n'
+            "  return\n}"
+        )
         x, out = torch.randn(8, 64), torch.empty(8, 64)
         assert run(text, [x, out]) == []
         assert torch.equal(out, x)

@@ -39,11 +39,18 @@ def test_interp_stream_for_runs_as_its_expansion():
   %user = "hir.get_current_stream"() : () -> !hir.stream
   "hir.stream_for"(%c0, %c8, %c1, %user, %c2) ({
   ^bb0(%i: index, %slot: index):
-    %a = "hir.alias_select"(%in, %i) {axis = 0 : i64} : (memref<8x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
-    %t = "hir.alias_select"(%tmp, %slot) {axis = 0 : i64} : (memref<2x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
-    "hir.binary"(%a, %a, %t) {kind = "add"} : (memref<4xf32, strided<[1], offset: ?>>, memref<4xf32, strided<[1], offset: ?>>, memref<4xf32, strided<[1], offset: ?>>) -> ()
-    %o = "hir.alias_select"(%out, %i) {axis = 0 : i64} : (memref<8x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
-    "hir.binary"(%t, %a, %o) {kind = "add"} : (memref<4xf32, strided<[1], offset: ?>>, memref<4xf32, strided<[1], offset: ?>>, memref<4xf32, strided<[1], offset: ?>>) -> ()
+    %a = "hir.alias_select"(%in, %i) {axis = 0 : i64}
+        : (memref<8x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
+    %t = "hir.alias_select"(%tmp, %slot) {axis = 0 : i64}
+        : (memref<2x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
+    "hir.binary"(%a, %a, %t) {kind = "add"}
+        : (memref<4xf32, strided<[1], offset: ?>>, memref<4xf32, strided<[1], offset: ?>>,
+        memref<4xf32, strided<[1], offset: ?>>) -> ()
+    %o = "hir.alias_select"(%out, %i) {axis = 0 : i64}
+        : (memref<8x4xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
+    "hir.binary"(%t, %a, %o) {kind = "add"}
+        : (memref<4xf32, strided<[1], offset: ?>>, memref<4xf32, strided<[1], offset: ?>>,
+        memref<4xf32, strided<[1], offset: ?>>) -> ()
     "hir.yield"() : () -> ()
   }) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>} : (index, index, index, !hir.stream, index) -> ()
   memref.dealloc %tmp : memref<2x4xf32>

@@ -29,8 +29,9 @@ def _text(kind: str, kernel: str) -> str:
     signature = ", ".join(["memref<*xf32>"] * 4 * n + ["memref<f32>"] * n + ["memref<f64>"] * 5)
     return (
         f"func.func @main({', '.join(args)}) {{\n" + "\n".join(casts) + "\n"
-        f'  "hir.adam_update"({", ".join(operands)}) {{operandSegmentSizes = array<i32: {n}, {n}, {n}, {n}, {n}, 1, 1, 1, 1, 1>, '
-        f'kind = "{kind}", kernel = "{kernel}"}} : ({signature}) -> ()\n  return\n}}'
+        f'  "hir.adam_update"({", ".join(operands)}) {{operandSegmentSizes = '
+        f"array<i32: {n}, {n}, {n}, {n}, {n}, 1, 1, 1, 1, 1>, kind = "
+        f'"{kind}", kernel = "{kernel}"}} : ({signature}) -> ()\n  return\n}}'
     )
 
 
@@ -107,13 +108,17 @@ def test_a_transposed_gradient(kernel):
     """A gradient the program holds as a transposed view (a strided memref) updates its
     parameter as the same gradient laid out like it does (the fused kernel reads flat arrays)."""
     strided = "memref<16x8xf32, strided<[1, 16]>>"
-    text = f"""func.func @main(%p: memref<16x8xf32>, %g: {strided}, %m: memref<16x8xf32>, %v: memref<16x8xf32>, %s: memref<f32>,
-    %lr: memref<f64>, %beta1: memref<f64>, %beta2: memref<f64>, %eps: memref<f64>, %decay: memref<f64>) {{
+    text = f"""func.func @main(%p: memref<16x8xf32>, %g: {strided}, %m: memref<16x8xf32>, %v: memref<16x8xf32>,
+    %s: memref<f32>, %lr: memref<f64>, %beta1: memref<f64>, %beta2: memref<f64>, %eps: memref<f64>,
+    %decay: memref<f64>) {{
   %p_ = memref.cast %p : memref<16x8xf32> to memref<*xf32>
   %g_ = memref.cast %g : {strided} to memref<*xf32>
   %m_ = memref.cast %m : memref<16x8xf32> to memref<*xf32>
   %v_ = memref.cast %v : memref<16x8xf32> to memref<*xf32>
-  "hir.adam_update"(%p_, %g_, %m_, %v_, %s, %lr, %beta1, %beta2, %eps, %decay) {{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1>, kind = "adamw", kernel = "{kernel}"}} : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<f32>, memref<f64>, memref<f64>, memref<f64>, memref<f64>, memref<f64>) -> ()
+  "hir.adam_update"(%p_, %g_, %m_, %v_, %s, %lr, %beta1, %beta2, %eps, %decay)
+      {{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1>, kind = "adamw", kernel = "{kernel}"}}
+      : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<f32>,
+      memref<f64>, memref<f64>, memref<f64>, memref<f64>, memref<f64>) -> ()
   return
 }}"""
     torch.manual_seed(0)

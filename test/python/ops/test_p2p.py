@@ -283,7 +283,8 @@ def test_uniform_source_through_views():
   %mine = "hir.alias_select"(%s, %me) {{axis = 0 : i64}} : ({sym}, index) -> memref<4x8xf32, strided<[8, 1], offset: ?>>
   %flat = "hir.alias_reshape"(%s) {{reassociation = [[0, 1], [2]]}} : ({sym}) -> memref<8x8xf32>
   %rows = "hir.alias_reshape"(%arg) {{reassociation = [[0, 1], [2]]}} : (memref<8x8xf32>) -> memref<2x4x8xf32>
-  %chunk = "hir.alias_chunk"(%flat, %c1) {{axis = 0 : i64, chunks = 2 : i64}} : (memref<8x8xf32>, index) -> memref<4x8xf32, strided<[8, 1], offset: ?>>
+  %chunk = "hir.alias_chunk"(%flat, %c1) {{axis = 0 : i64, chunks = 2 : i64}}
+      : (memref<8x8xf32>, index) -> memref<4x8xf32, strided<[8, 1], offset: ?>>
   %other = "hir.alias_reshape"(%plain) {{reassociation = [[0, 1], [2]]}} : ({sym}) -> memref<8x8xf32>
   return
 }}""",

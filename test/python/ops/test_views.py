@@ -54,12 +54,14 @@ ROWS = "memref<?x4xf32, strided<[4, 1], offset: ?>>"
 
 
 def test_views_share_memory_with_their_buffer():
-    text = f"""func.func @main(%a: memref<8x4xf32>, %o: index, %n: index) -> ({ROWS}, memref<32xf32>, memref<2x4x4xf32>, memref<3x8x4xf32, strided<[0, 4, 1], offset: ?>>) {{
+    text = f"""func.func @main(%a: memref<8x4xf32>, %o: index, %n: index) -> ({ROWS}, memref<32xf32>, memref<2x4x4xf32>,
+    memref<3x8x4xf32, strided<[0, 4, 1], offset: ?>>) {{
   %rows = memref.subview %a[%o, 0] [%n, 4] [1, 1] : memref<8x4xf32> to {ROWS}
   %flat = memref.collapse_shape %a [[0, 1]] : memref<8x4xf32> into memref<32xf32>
   %grid = memref.expand_shape %a [[0, 1], [2]] output_shape [2, 4, 4] : memref<8x4xf32> into memref<2x4x4xf32>
   %wide = "hir.alias_broadcast"(%a) : (memref<8x4xf32>) -> memref<3x8x4xf32, strided<[0, 4, 1], offset: ?>>
-  return %rows, %flat, %grid, %wide : {ROWS}, memref<32xf32>, memref<2x4x4xf32>, memref<3x8x4xf32, strided<[0, 4, 1], offset: ?>>
+  return %rows, %flat, %grid, %wide
+      : {ROWS}, memref<32xf32>, memref<2x4x4xf32>, memref<3x8x4xf32, strided<[0, 4, 1], offset: ?>>
 }}"""
     a = torch.randn(8, 4)
     rows, flat, grid, wide = run(text, [a, 2, 3])
@@ -101,7 +103,8 @@ def check_sharded_views_keep_the_split_axis(rank: int) -> None:
     split axis is refused at the op."""
     shard = "#hir.shard<array<i64: 0, 1>, 0 : i64>"
     ok = f"""func.func @main(%a: memref<8x4xf32, {shard}>) -> memref<8x2xf32, strided<[4, 1], offset: 1>, {shard}> {{
-  %v = memref.subview %a[0, 1] [8, 2] [1, 1] : memref<8x4xf32, {shard}> to memref<8x2xf32, strided<[4, 1], offset: 1>, {shard}>
+  %v = memref.subview %a[0, 1] [8, 2] [1, 1]
+      : memref<8x4xf32, {shard}> to memref<8x2xf32, strided<[4, 1], offset: 1>, {shard}>
   return %v : memref<8x2xf32, strided<[4, 1], offset: 1>, {shard}>
 }}"""
     local = torch.randn(4, 4)  # this rank's shard

@@ -4,8 +4,9 @@
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from torch_mlir import ir
 from typing_extensions import Self
+
+from torch_mlir import ir
 
 Operand = ir.Value
 Result = ir.OpResult

@@ -4,12 +4,7 @@ from typing import TypeVar
 
 import torch_mlir._mlir_libs._mlir.ir
 
-from torch_mlir._mlir_libs._mlir import (
-    ir as ir,
-    passmanager as passmanager,
-    rewrite as rewrite
-)
-
+from torch_mlir._mlir_libs._mlir import ir as ir, passmanager as passmanager, rewrite as rewrite
 
 T = TypeVar("T")
 
@@ -28,11 +23,11 @@ class CurrentLocAction(enum.Enum):
 globals: _Globals = ...
 
 def register_dialect(dialect_class: type) -> type: ...
-
 def register_operation(dialect_class: type, *, replace: bool = False) -> Callable[[type[T]], type[T]]: ...
-
 def register_op_adaptor(op_class: type, *, replace: bool = False) -> Callable[[type[T]], type[T]]: ...
-
-def register_type_caster(typeid: torch_mlir._mlir_libs._mlir.ir.TypeID, *, replace: bool = False) -> Callable[[Callable[[T], U]], Callable[[T], U]]: ...
-
-def register_value_caster(typeid: torch_mlir._mlir_libs._mlir.ir.TypeID, *, replace: bool = False) -> Callable[[Callable[[T], U]], Callable[[T], U]]: ...
+def register_type_caster(
+    typeid: torch_mlir._mlir_libs._mlir.ir.TypeID, *, replace: bool = False
+) -> Callable[[Callable[[T], U]], Callable[[T], U]]: ...
+def register_value_caster(
+    typeid: torch_mlir._mlir_libs._mlir.ir.TypeID, *, replace: bool = False
+) -> Callable[[Callable[[T], U]], Callable[[T], U]]: ...
