@@ -38,8 +38,10 @@ materialize into) and compute ops (their class's ``DESTINATIONS``). Anything ins
 anything reading a non-parameter, and allocations with dynamic sizes or in symmetric memory
 stay where they are.
 
-A function pass: a plain walk, not patterns (the decision needs the whole function: which
-ops read only parameters, following the values they make top to bottom). An analysis picks
+Why a function pass: which ops qualify is a forward fact of the whole body (the buffers made
+only from parameters, a set grown top to bottom as ops qualify) and of every later use of
+each output (nothing else writes or returns it), and the picked ops of one function all move
+into one new function with one call. An analysis picks
 each function's ops to move and names its work function (one symbol table for the module);
 then, per function, :func:`hoist` builds the work function and its ``hir.once`` call, moves
 the picked ops and their output allocations into it, in order, and erases the

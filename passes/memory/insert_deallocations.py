@@ -9,9 +9,12 @@ pipeline's step 0). Buffers returned by the function (directly or through a view
 program inputs are never allocated here, so neither is freed. Allocations inside ``hir.for``
 bodies are freed inside the body.
 
-A function pass, a plain walk over each block (not a pattern: a deallocation goes after the
-last use, which a pattern on the allocation may not touch): the block's op order is listed
-once, then each allocation, in program order, gets its deallocation.
+Why a function pass: the fact it computes is each buffer's last use in its block's op order
+(liveness, through views and collective tokens, extended to the next join of the pool
+streams), and which ops run on a pool stream is the state the block's last
+``hir.set_current_stream`` before each left: both come from one scan of each block (an op's
+index costs O(index) to find), then each allocation, in program order, gets its
+deallocation. It only creates ops (the deallocations).
 
 Before::
 

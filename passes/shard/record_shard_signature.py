@@ -37,11 +37,11 @@ An uneven sharding (``sharded_dims_offsets``) is recorded beside its split axes
 (``hir.sharded_dims_offsets = array<i64: 0, 1, 4, 7, 8>``; upstream's verifier refuses halos
 beside offsets).
 
-A function pass, a plain walk over each function (not patterns: what it writes goes into the
-function's attributes, in place, and a ``shard.sharding`` op's grid goes onto the function
-around it, which a pattern rooted on the op may not touch): the grid its ``shard.sharding``
-ops name, then the signature from each argument's first user and each returned value's
-producer.
+Why a function pass: what it records are facts of the whole function -- its one grid (named
+by every ``shard.sharding`` op of the body, refused when they name two) and its signature
+(each argument's sharding from its first user, each result's from the op producing the
+returned value) -- written into the function op's own attributes (``hir.grid``,
+``arg_attrs``, ``res_attrs``); the body is only read.
 """
 
 from dataclasses import dataclass

@@ -1,8 +1,5 @@
 """``hir-reuse-stream-buffers{num-streams=N}``: stream buffer reuse (seed 001's "possible
-future optimization"), a function pass: a plain walk over each function's stream loops
-(``hir.stream_for``) in program order, since a rewrite replaces ops around the loop (the
-buffer's allocation before it, its ``memref.dim`` ops anywhere in the block, the
-deallocation after it). After stream lowering and loop fusion, an
+future optimization"). After stream lowering and loop fusion, an
 intermediate that is only touched slice by slice inside one stream loop -- allocated
 before the loop, read and written through ``hir.alias_select(%t, %i)`` at the loop index,
 freed after the loop -- does not need all its slices at once: iteration ``i`` only needs
@@ -18,6 +15,13 @@ and cannot overwrite the slot while the earlier iteration still reads it. Choosi
 stream by slot (rather than relying on ``i mod pool_size``) keeps that true when the
 interpreter's pool is larger than ``num-streams``; such a run then uses only
 ``num-streams`` pool streams in this loop.
+
+Why a function pass (each function's stream loops in program order), not a pattern on the
+loop: whether a buffer qualifies depends on every use of it in the function (none but the
+loop's views at its index, ``memref.dim`` and a deallocation after the loop) and on the
+waits of the tokens of the loop's ops on it, and one rewrite changes ops outside the loop
+(the allocation before it, its ``memref.dim`` ops, the deallocation after it) besides
+rebuilding the loop with its slots.
 
 Before::
 

@@ -22,9 +22,14 @@ the layer's output, read in the backward as the next layer's input). The pass dr
 The clones compute what the originals computed only if what they read is unchanged, so a
 layer is refused (an error at its op) when one of its ops writes a buffer it did not
 allocate, when something outside it writes one of its inputs before the recompute point,
-when it draws random numbers, or when it calls anything but a kernel segment. A function
-pass: the analysis needs the whole body (where each layer's buffers are read), and each
-instance's edits reach from its forward to its backward.
+when it draws random numbers, or when it calls anything but a kernel segment.
+
+Why a function pass, not patterns: what it decides are facts of the whole body in block
+order -- each layer's forward runs (instances), each instance's recompute point (the first
+read of its buffers outside the forward, anywhere after it), that nothing outside the layer
+writes its inputs in between, and which clones no kept op reads (a fixed point over the
+clones) -- and one instance's edit reaches from its forward (marks dropped) to its backward
+(every later op rewired to the clones).
 
 Before (``%h`` is the layer's activation, kept from the forward to the backward)::
 

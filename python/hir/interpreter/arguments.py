@@ -37,6 +37,7 @@ class ArgSpec:
         local = self.buffer.local_static() if self.buffer is not None and self.buffer.held else None
         # The local shape of a held buffer whose extents are all static, else None.
         self.size = torch.Size(local) if local is not None and all(e >= 0 for e in local) else None
+        self.dtype = self.buffer.dtype if self.buffer is not None else None
 
     def fits(self, value: Any) -> bool:
         """The common case, checked in four comparisons per call: a tensor of exactly the
@@ -45,26 +46,28 @@ class ArgSpec:
             self.size is not None
             and isinstance(value, torch.Tensor)
             and value.shape == self.size
-            and value.dtype is self.buffer.dtype
+            and value.dtype is self.dtype
             and value.device == self.device
         )
 
     def check(self, value: Any, where: str) -> Any:
         what = f"argument #{self.index} ({self.type_text})"
         if self.buffer is None:
+            scalar = self.scalar
+            assert scalar is not None, "an argument that is not a buffer is a host scalar"
             if isinstance(value, torch.Tensor) and value.dim() == 0:
                 value = value.item()
-            if self.scalar is bool:  # i1: True / False (or 0 / 1)
+            if scalar is bool:  # i1: True / False (or 0 / 1)
                 if not isinstance(value, int) or value not in (0, 1):
                     raise HirError(f"{where} {what} expects a bool, got {value!r}")
                 return bool(value)
             if (
                 isinstance(value, bool)
                 or not isinstance(value, (int, float))
-                or (self.scalar is int and isinstance(value, float))
+                or (scalar is int and isinstance(value, float))
             ):
-                raise HirError(f"{where} {what} expects a {self.scalar.__name__}, got {type(value).__name__}")
-            return self.scalar(value)
+                raise HirError(f"{where} {what} expects a {scalar.__name__}, got {type(value).__name__}")
+            return scalar(value)
         spec = self.buffer
         if not spec.held:
             return None  # another rank's buffer: whatever was passed is ignored
@@ -122,7 +125,7 @@ def _all_fit(specs: list[ArgSpec]) -> Callable[..., bool] | None:
     names = [f"a{i}" for i in range(len(specs))]
     tensors = " and ".join(f"isinstance({n}, Tensor)" for n in names)
     fields = ", ".join(f"{n}.shape, {n}.dtype, {n}.device" for n in names)
-    expected = tuple(x for spec in specs for x in (spec.size, spec.buffer.dtype, spec.device))
+    expected = tuple(x for spec in specs for x in (spec.size, spec.dtype, spec.device))
     scope: dict[str, Any] = {"Tensor": torch.Tensor, "expected": expected}
     exec(f"def fits({', '.join(names)}):\n    return {tensors} and ({fields},) == expected\n", scope)  # noqa: S102 - text built from argument counts only
     return scope["fits"]

@@ -65,6 +65,13 @@ class BufferSpec:
         """The split axis on a 1-D mesh (raises on a multi-D one: 1-D-only callers)."""
         return None if self.sharding is None else self.sharding.axis
 
+    @property
+    def placed(self) -> Sharding:
+        """The sharding of a buffer that its op's verifier requires to be placed (e.g. the
+        split side of a collective)."""
+        assert self.sharding is not None, "the op's verifier requires this buffer to be placed"
+        return self.sharding
+
     def project(self, rank: int, mesh_axes: tuple[int, ...]) -> "BufferSpec":
         """What the line of a multi-D mesh through ``rank`` along ``mesh_axes`` sees: the
         block of the buffer it holds together, placed 1-D on that line."""

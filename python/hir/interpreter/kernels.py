@@ -211,7 +211,7 @@ def compiled_segment(
     strict = stats.mode is True
     stats.segments += 1
 
-    def compile_for(args: list, key: tuple) -> Callable:
+    def compile_for(args: list, key: tuple) -> Callable | None:
         start = time.perf_counter()
         # Only tensors are graph inputs: the rest (indices, and None where destination passing
         # binds a destination to the segment's result) is part of the signature, fixed here.
@@ -229,6 +229,7 @@ def compiled_segment(
                 graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*fakes)
                 canonical_scalar_overloads(graph)
                 compiled = compile_fx(graph, fakes, config_patches=inductor_options(stats.autotune, stats.pdl))
+            assert callable(compiled), "compile_fx returns a callable outside AOT mode"
             fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
         except Exception as err:
             if strict:

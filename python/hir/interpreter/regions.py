@@ -101,7 +101,7 @@ def region_spans(ops: list, functions: dict, min_ops: int) -> list[tuple[int, in
     start, weight = None, 0
     for i, op in enumerate(ops + [None]):
         w = compute_weight(op.operation, functions) if op is not None else None
-        if w is None:
+        if op is None or w is None:
             if start is not None and weight >= min_ops:
                 end = i
                 while _host_scalar(ops[end - 1].operation):
@@ -116,10 +116,11 @@ def region_spans(ops: list, functions: dict, min_ops: int) -> list[tuple[int, in
 
 def _in_span(user: ir.Operation, block: ir.Block, members: set) -> bool:
     """Whether ``user`` (an op, possibly nested in an op of ``block``) is one of ``members``."""
-    while user is not None and user.block != block:
-        parent = user.parent
-        user = parent.operation if parent is not None else None
-    return user is not None and user in members
+    op: ir.Operation | None = user
+    while op is not None and op.block != block:
+        parent = op.parent
+        op = parent.operation if parent is not None else None
+    return op is not None and op in members
 
 
 def compile_block(c: Compiler, ops: list, mode: CompileMode) -> list[Step]:

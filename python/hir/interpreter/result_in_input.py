@@ -33,7 +33,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import memref
 
 from hir.dialect import OP_CLASSES
-from hir.dialect.base import DYNAMIC, get_int, get_str
+from hir.dialect.base import DYNAMIC, get_str, required_int
 from hir.dialect.irutils import ancestor_in, runs_after, uses_through_views
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.dialect.views import is_identity_layout
@@ -69,7 +69,7 @@ def result_in_input(op: ir.Operation, spec: Callable[[ir.Value], BufferSpec], sa
     in_spec, out_spec = spec(source), spec(dest)
     if not (in_spec.held and out_spec.held) or in_spec.uneven or out_spec.uneven:
         return False
-    axis, local = get_int(op, "axis"), in_spec.local_static()
+    axis, local = required_int(op, "axis"), in_spec.local_static()
     if DYNAMIC in local or local[axis] != 1 or local[:axis] + local[axis + 1 :] != out_spec.local_static():
         return False
     if not all(u.owner.operation == op or runs_after(u.owner.operation, op) for u in dest.uses):

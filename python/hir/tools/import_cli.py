@@ -20,6 +20,7 @@ import os
 import runpy
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from hir import progress
 from hir.interrupts import cli_main
@@ -117,7 +118,9 @@ def refuse_foreign_weights(weights: str, force: bool) -> None:
         )
 
 
-def _get(namespace: dict, name: str, file: str, required: bool):
+def _get(namespace: dict, name: str, file: str, required: bool) -> Any:
+    """What the user's file defines as ``name`` (called when it is a factory), which
+    ``from_torch`` checks; None when it is left out and not ``required``."""
     if name not in namespace:
         if required:
             raise KeyError(f"{file}: error: defines no '{name}'")

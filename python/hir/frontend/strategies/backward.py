@@ -14,7 +14,14 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
 from hir.frontend.strategies.pointwise import pointwise_strategy
-from hir.frontend.strategies.registry import PARTIAL, NoRule, OpCall, OpPlacement, register_op_strategy
+from hir.frontend.strategies.registry import (
+    PARTIAL,
+    NoRule,
+    OpCall,
+    OpPlacement,
+    constant_ints,
+    register_op_strategy,
+)
 from hir.frontend.strategies.views import _sizes_at_split  # the size list's entry at the split: operand 1, as view's
 from hir.frontend.torch_ir import constant_value, reduced_dims
 
@@ -57,7 +64,7 @@ def embedding_backward_strategy(call: OpCall) -> OpPlacement:
     (grad, split), (ids, id_split) = call.operands[:2]
     if split is None and id_split is None:
         return call.local(None)
-    if split != id_split or split >= call.rank(ids) or constant_value(call.op.operands[4]):
+    if split is None or split != id_split or split >= call.rank(ids) or constant_value(call.op.operands[4]):
         raise NoRule(f"{call.op.name}: gradient and ids not split alike along a batch dim (or scale_grad_by_freq)")
     return call.local(PARTIAL)
 
@@ -113,7 +120,7 @@ def slice_backward_strategy(call: OpCall) -> OpPlacement:
 def pad_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     rank = call.rank(source)
-    pad = constant_value(call.op.operands[1])
+    pad = constant_ints(call.op.operands[1])
     padded = {rank - 1 - i // 2 for i, p in enumerate(pad) if p}
     if split in padded:
         raise NoRule(f"{call.op.name}: pads the split dim")

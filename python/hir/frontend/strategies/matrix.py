@@ -19,6 +19,7 @@ from hir.frontend.strategies.registry import (
     NoRule,
     OpCall,
     OpPlacement,
+    Partial,
     Split,
     register_compute_form,
     register_op_strategy,
@@ -100,9 +101,10 @@ def matmul_strategy(call: OpCall) -> OpPlacement:
 def _local_product(call: OpCall, a: tuple, b: tuple) -> Split:
     """The split of a local ``a @ b`` in a segment (no resharding, no partial sum)."""
     placement = matmul_placement(a[1], b[1], call.rank(a[0]), call.rank(b[0]), call.result_rank)
-    if placement.output is PARTIAL or placement.inputs != (a[1], b[1]):
+    (output,) = placement.outputs(1)
+    if isinstance(output, Partial) or placement.inputs != (a[1], b[1]):
         raise NoRule("contracts a split dim, or needs its operands resharded")
-    return placement.output
+    return output
 
 
 @register_op_strategy(

@@ -55,6 +55,7 @@ def binary_strategy(call: OpCall) -> OpPlacement:
         return OpPlacement(call.splits, to_out[0])
     if None in to_out:
         k = to_out[0] if to_out[0] is not None else to_out[1]
+        assert k is not None, "the two splits differ: one of them is not None"
         inputs = []
         for shape in shapes:
             own = k - (out_rank - len(shape))

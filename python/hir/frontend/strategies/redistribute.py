@@ -76,6 +76,7 @@ def redistribute_form(op) -> ComputeSpec | None:
 def redistribute_strategy(call: OpCall) -> OpPlacement:
     ((x, _),) = call.operands
     placement, entry = (constant_value(v) for v in call.op.operands[1:3])
+    assert isinstance(placement, str), "hir::redistribute's schema types the placement as str"
     try:
         split = placement_split(placement, call.rank(x), call.axis, call.axes)
     except ValueError as err:

@@ -18,11 +18,12 @@ from hir.frontend.strategies.registry import (
     NoRule,
     OpCall,
     OpPlacement,
+    constant_dims,
     register_compute_form,
     register_op_strategy,
     same_dtype,
 )
-from hir.frontend.torch_ir import constant_value, rank_of, reduced_dims, tensor_info, torch_int, torch_op
+from hir.frontend.torch_ir import constant_value, rank_of, reduced_dims, shape_of, torch_int, torch_op
 
 _REDUCTION = {
     T.AtenSumDimIntListOp.OPERATION_NAME: "sum",
@@ -36,7 +37,7 @@ def reduction_form(op) -> ComputeSpec | None:
     x, dims, keepdim = list(op.operands)[:3]
     rest = [constant_value(v) for v in list(op.operands)[3:]]  # sum's dtype
     rank = rank_of(x)
-    axes = sorted(d % rank for d in (constant_value(dims) or []))
+    axes = sorted(d % rank for d in (constant_dims(dims) or []))
     if axes and not constant_value(keepdim) and all(r is None for r in rest) and same_dtype(op, [x]):
         return ComputeSpec(ReductionOp, [x], {"kind": _REDUCTION[op.name], "axes": axes}, [])
     return None
@@ -49,6 +50,7 @@ def reduction_form(op) -> ComputeSpec | None:
 )
 def reduction_strategy(call: OpCall) -> OpPlacement:
     ((_, px),) = call.operands
+    assert call.spec is not None, "a compute op is placed with its spec"
     axes = call.spec.options["axes"]
     if px is None:
         return OpPlacement((None,), None)
@@ -64,7 +66,7 @@ def global_mean_part(op: ir.Operation, operands: list, offset: ir.Value, results
     reduced dims divided by the whole count (the devices' parts sum to the mean). Built at
     the current insertion point."""
     (result,) = results
-    shape = tensor_info(op.operands[0].type)[0]  # the whole operand's
+    shape = shape_of(op.operands[0])  # the whole operand's
     if op.name == T.AtenMeanDimOp.OPERATION_NAME:
         local = torch_op(T.AtenSumDimIntListOp.OPERATION_NAME, operands, result)
     else:
@@ -107,8 +109,7 @@ def segment_reduction_strategy(call: OpCall) -> OpPlacement:
     if split is None:
         return call.local(None)
     rank = call.rank(source)
-    dims = constant_value(call.op.operands[1])
-    dims = [dims] if isinstance(dims, int) else dims
+    dims = constant_dims(call.op.operands[1])
     if not dims or split in {d % rank for d in dims}:
         raise NoRule(f"{call.op.name}: reduces the split dim")
     return call.local(

@@ -21,13 +21,14 @@ torch op becomes (a :class:`ComputeSpec`), beside that op's strategy.
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import torch
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 
 from hir.dialect.torch_ops import torch_overload
-from hir.frontend.torch_ir import constant_value, tensor_info
+from hir.frontend.torch_ir import constant_value, shape_of, tensor_info
 
 Split = int | None
 
@@ -107,7 +108,7 @@ class OpCall:
         return OpPlacement((None,) * len(self.operands), None)
 
     def shape(self, value: ir.Value) -> list[int]:
-        return tensor_info(value.type)[0]
+        return shape_of(value)
 
     def rank(self, value: ir.Value) -> int:
         return len(self.shape(value))
@@ -119,7 +120,7 @@ class OpCall:
     def dim(self, index: int, rank: int) -> int:
         """Operand ``index`` of the op, a constant dim of a rank-``rank`` tensor, made
         non-negative."""
-        d = constant_value(self.op.operands[index])
+        d = constant_int(self.op.operands[index])
         return d + rank if d < 0 else d
 
 
@@ -238,5 +239,39 @@ def compute_spec(op: ir.Operation) -> ComputeSpec | None:
 
 def same_dtype(op: ir.Operation, values: Sequence[ir.Value]) -> bool:
     """Whether every value is a tensor of ``op``'s result element type (no promotion)."""
-    dtype = tensor_info(op.results[0].type)[1]
-    return all(tensor_info(v.type) is not None and tensor_info(v.type)[1] == dtype for v in values)
+    result = tensor_info(op.results[0].type)
+    if result is None:
+        raise ValueError(f"{op.name}'s result is not a tensor")
+    return all((info := tensor_info(v.type)) is not None and info[1] == result[1] for v in values)
+
+
+# Typed readers of constant operands (:func:`~hir.frontend.torch_ir.constant_value`), each
+# raising ValueError, as it does, where the operand is not a constant of that kind.
+def constant_int(value: ir.Value) -> int:
+    d = constant_value(value)
+    if not isinstance(d, int):
+        raise ValueError(f"{value.get_name()} is not a constant int")
+    return d
+
+
+def _ints(values: object) -> TypeGuard[list[int]]:
+    return isinstance(values, list) and all(isinstance(d, int) for d in values)
+
+
+def constant_ints(value: ir.Value) -> list[int]:
+    """A constant int list (a ``torch.prim.ListConstruct`` of constant ints)."""
+    ints = constant_value(value)
+    if not _ints(ints):
+        raise ValueError(f"{value.get_name()} is not a constant int list")
+    return ints
+
+
+def constant_dims(value: ir.Value) -> list[int] | None:
+    """A reduction's constant dims: an int list, one int (as a list of it), or None
+    (``torch.constant.none``: every dim)."""
+    dims = constant_value(value)
+    if dims is None or _ints(dims):
+        return dims
+    if isinstance(dims, int):
+        return [dims]
+    raise ValueError(f"{value.get_name()} is not a constant dim or dim list")

@@ -9,7 +9,14 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
 from hir.dialect.view_splits import reshaped_axis
-from hir.frontend.strategies.registry import NoRule, OpCall, OpPlacement, register_op_strategy
+from hir.frontend.strategies.registry import (
+    NoRule,
+    OpCall,
+    OpPlacement,
+    constant_int,
+    constant_ints,
+    register_op_strategy,
+)
 from hir.frontend.torch_ir import constant_value, rank_of
 
 
@@ -18,7 +25,7 @@ def _sizes_at_split(op: ir.Operation, split: int) -> tuple[int, int]:
 
 
 def _unflatten_sizes(op: ir.Operation, split: int) -> tuple[int, int] | None:
-    d = constant_value(op.operands[1])
+    d = constant_int(op.operands[1])
     dim = d + rank_of(op.operands[0]) if d < 0 else d
     return (2, split - dim) if dim <= split < dim + len(op.operands[2].owner.operands) else None
 
@@ -62,7 +69,7 @@ def transpose_strategy(call: OpCall) -> OpPlacement:
 def permute_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     rank = call.rank(source)
-    dims = [d + rank if d < 0 else d for d in (constant_value(v) for v in call.op.operands[1].owner.operands)]
+    dims = [d + rank if d < 0 else d for d in (constant_int(v) for v in call.op.operands[1].owner.operands)]
     return call.local(None if split is None else dims.index(split))
 
 
@@ -159,7 +166,7 @@ def repeat_strategy(call: OpCall) -> OpPlacement:
     (source, split), *_ = call.operands
     if split is None:
         return call.local(None)
-    counts = constant_value(call.op.operands[1])
+    counts = constant_ints(call.op.operands[1])
     out = split + len(counts) - call.rank(source)
     if counts[out] != 1:
         raise NoRule(f"{call.op.name}: tiles the split dim")

@@ -4,6 +4,7 @@
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import torch.distributed as dist
 from torch_mlir import ir
 
 from hir.dialect import teams as team_ops
@@ -23,7 +24,7 @@ class CommOp:
     op: ir.OpView
     team: list[int]
     members: list[int]  # sorted team: index = rank in the sub-group
-    group: object
+    group: dist.ProcessGroup | None  # None: the default (world) group
     inp: int
     out: int
     in_spec: BufferSpec

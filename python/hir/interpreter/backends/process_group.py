@@ -18,12 +18,14 @@ from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
+from torch.distributed.distributed_c10d import _coalescing_manager
 
 from hir.dialect import comm as comm_ops
-from hir.dialect.base import get_str
+from hir.dialect.base import required_str
 from hir.dialect.context import HirError
 from hir.interpreter.backends.collective import CommOp
 from hir.interpreter.backends.work import REDUCE_OPS, Work, contiguous_out, identity, local_reduce, received
+from hir.interpreter.buffers import BufferSpec
 
 # At most this many calls for a collective on an inner axis (one call a row, below); with
 # more rows the list form runs instead (one staged call: per-call launches would dominate
@@ -49,14 +51,14 @@ def _rows(t: torch.Tensor, axis: int) -> list[torch.Tensor] | None:
     return list(t.reshape(outer, -1).unbind(0)) if outer else None
 
 
-def _one_launch(group, collective: Callable, rows: list[tuple]) -> list:
+def _one_launch(group: dist.ProcessGroup | None, collective: Callable, rows: list[tuple]) -> list:
     """The handles of ``collective(*row)`` (async) for every row, issued as one NCCL group
     (``ncclGroupStart`` / ``End``: torch's coalescing manager), so a collective's row calls
     cost one launch (RESULTS.md, 4x H200: four separate row calls of the whole
     reduce-scatter took it above the single sequential call)."""
     if len(rows) == 1:
         return [collective(*rows[0])]
-    with dist._coalescing_manager(group, async_ops=True) as manager:
+    with _coalescing_manager(group, async_ops=True) as manager:
         for row in rows:
             collective(*row)
     return manager.works
@@ -64,7 +66,7 @@ def _one_launch(group, collective: Callable, rows: list[tuple]) -> list:
 
 def allgather(o: CommOp):
     axis = o.attr("axis")
-    order = o.mesh_order(o.in_spec.sharding.mesh)
+    order = o.mesh_order(o.in_spec.placed.mesh)
     parts = len(order)
     shape = o.static_local(o.out_spec, "output") if not o.out_spec.held else None
     group, inp, out = o.group, o.inp, o.out
@@ -98,7 +100,8 @@ def allgather(o: CommOp):
 def _allgather_uneven(o: CommOp, axis: int, order: list[int], shape: list[int] | None):
     """Parts of different extents: every member sends its part padded to the widest, and
     the wait copies each received part's rows into place (collectives move equal sizes)."""
-    bounds = o.in_spec.sharding.bounds(axis)
+    bounds = o.in_spec.placed.bounds(axis)
+    assert bounds is not None, "an uneven placement gives the boundaries of every split axis"
     where = [(bounds[p], bounds[p + 1] - bounds[p]) for p in order]  # per group rank: start, extent
     widest = max(n for _, n in where)
     group, inp, out = o.group, o.inp, o.out
@@ -124,7 +127,7 @@ def _allgather_uneven(o: CommOp, axis: int, order: list[int], shape: list[int] |
 
 
 def allreduce(o: CommOp):
-    axis, kind = o.attr("axis"), get_str(o.op, "reduction")
+    axis, kind = o.attr("axis"), required_str(o.op, "reduction")
     fn, op_ = local_reduce(kind), REDUCE_OPS[kind]
     held, group, inp, out = o.out_spec.held, o.group, o.inp, o.out
     if o.c.bound_operands(o.op):  # the output is the dead input, reduced in place (result_in_input.py)
@@ -151,10 +154,10 @@ def allreduce(o: CommOp):
 
 
 def reduce_scatter(o: CommOp):
-    axis, kind = o.attr("axis"), get_str(o.op, "reduction")
+    axis, kind = o.attr("axis"), required_str(o.op, "reduction")
     scatter = o.attr("scatter_axis")
     scatter -= 1 if axis < scatter else 0  # the axis in the reduced tensor
-    out_mesh = o.out_spec.sharding.mesh
+    out_mesh = o.out_spec.placed.mesh
     order, parts = o.mesh_order(out_mesh), len(out_mesh)
     fn, op_, group, inp, out = local_reduce(kind), REDUCE_OPS[kind], o.group, o.inp, o.out
     gloo = o.c.runtime.comm.is_gloo(group)
@@ -226,11 +229,11 @@ def broadcast(o: CommOp):
     return issue
 
 
-def _rooted_layout(o: CommOp, spec, what: str) -> tuple:
+def _rooted_layout(o: CommOp, spec: BufferSpec, what: str) -> tuple:
     """Of the split side (``spec``: scatter's output, gather's input) of a rooted collective:
     (mesh position of each group rank, the parts, whether this rank holds one, the static
     local shape a rank with no part and no root role still moves, else None)."""
-    mesh = spec.sharding.mesh
+    mesh = spec.placed.mesh
     here = o.c.rank in mesh
     shape = None if here or o.c.rank == o.root else o.static_local(spec, what)
     return o.mesh_order(mesh), len(mesh), here, shape
@@ -293,16 +296,16 @@ def gather(o: CommOp):
 
 def reduce(o: CommOp):
     axis, root, rank = o.attr("axis"), o.root, o.c.rank
-    kind = get_str(o.op, "reduction")
+    kind = required_str(o.op, "reduction")
     fn, op_ = local_reduce(kind), REDUCE_OPS[kind]
-    has_input = rank in o.in_spec.sharding.mesh
+    has_input = rank in o.in_spec.placed.mesh
     shape = None if has_input else o.static_local(o.out_spec, "output")
     fill = identity(kind, o.out_spec.dtype)
     group, inp, out, device, dtype = o.group, o.inp, o.out, o.c.runtime.device, o.out_spec.dtype
 
     def issue(env: list) -> Work:
         # A fresh buffer on every rank: backends may use a non-root's buffer as scratch.
-        buf = fn(env[inp], axis) if has_input else torch.full(shape, fill, dtype=dtype, device=device)
+        buf = fn(env[inp], axis) if shape is None else torch.full(shape, fill, dtype=dtype, device=device)
         o.check(buf)
         handle = dist.reduce(buf, dst=root, op=op_, group=group, async_op=True)
         target = env[out] if rank == root else None

@@ -18,6 +18,10 @@ from contextlib import contextmanager
 import torch
 import torch.distributed as dist
 
+# Documented public names that torch.distributed imports from its native module without
+# re-exporting them (no ``as``, not in ``__all__``), which pyright's py.typed rules read as private.
+from torch.distributed import HashStore, Store, TCPStore  # pyright: ignore[reportPrivateImportUsage]
+
 from hir.dialect.context import HirError
 
 TIMEOUT_ENV = "HIR_DIST_TIMEOUT"
@@ -74,7 +78,9 @@ def timeout() -> datetime.timedelta:
 class Communicator:
     """The process group of the run and its team sub-groups."""
 
-    _groups: dict[tuple[str, tuple[int, ...]], object] = {}  # shared by every program of the process
+    # Shared by every program of the process; a rank outside a team holds torch's
+    # non-member marker (an int) for it.
+    _groups: dict[tuple[int, str, tuple[int, ...]], dist.ProcessGroup | int | None] = {}
 
     def __init__(self, device: torch.device, backend: str | None) -> None:
         if not (dist.is_available() and dist.is_initialized()):
@@ -87,11 +93,17 @@ class Communicator:
     def create_groups(self, teams: Iterable[tuple[int, ...]]) -> None:
         """Create (collectively, in the given order) every team's group not cached yet."""
         for team in teams:
-            self.group(team)
+            self._cached(tuple(sorted(team)))
 
-    def group(self, team: Iterable[int]):
-        """The process group of ``team`` (the world group when the team is everyone)."""
+    def group(self, team: Iterable[int]) -> dist.ProcessGroup | None:
+        """The process group of ``team``, of which this rank is a member (the world group, or
+        None, torch's name for it, when the team is everyone)."""
         ranks = tuple(sorted(team))
+        group = self._cached(ranks)
+        assert not isinstance(group, int), f"rank {self.rank} asked for the group of team {list(ranks)}, not its own"
+        return group
+
+    def _cached(self, ranks: tuple[int, ...]) -> dist.ProcessGroup | int | None:
         if ranks == tuple(range(self.world_size)):
             return dist.group.WORLD
         key = (id(dist.group.WORLD), self.backend, ranks)  # a re-initialized world gets new groups
@@ -100,7 +112,7 @@ class Communicator:
             group = self._groups[key] = dist.new_group(list(ranks), timeout=timeout())
         return group
 
-    def is_gloo(self, group) -> bool:
+    def is_gloo(self, group: dist.ProcessGroup | None) -> bool:
         return str(dist.get_backend(group)) == "gloo"
 
 
@@ -120,35 +132,42 @@ def init_process_group(device: torch.device, backend: str | None) -> None:
     # With device_id NCCL initializes its communicator eagerly and send/recv run on it; lazily,
     # every send/recv pair creates its own 2-rank communicator, which deadlocks a ring
     # (rank r creates {r, r+1} while rank r+1 waits in {r+1, r+2}).
-    eager = {"device_id": device} if device.type == "cuda" and backend == "nccl" else {}
+    device_id = device if device.type == "cuda" and backend == "nccl" else None
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if size > 1:
         if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # torchrun's agent hosts the store
             dist.init_process_group(
-                backend, init_method="env://", rank=rank, world_size=size, timeout=timeout(), **eager
+                backend, init_method="env://", rank=rank, world_size=size, timeout=timeout(), device_id=device_id
             )
         else:
             dist.init_process_group(
-                backend, store=rendezvous_store(rank, size), rank=rank, world_size=size, timeout=timeout(), **eager
+                backend,
+                store=rendezvous_store(rank, size),
+                rank=rank,
+                world_size=size,
+                timeout=timeout(),
+                device_id=device_id,
             )
     else:
-        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout(), **eager)
+        dist.init_process_group(
+            backend, store=HashStore(), rank=0, world_size=1, timeout=timeout(), device_id=device_id
+        )
 
 
-def rendezvous_store(rank: int, size: int) -> dist.Store:
+def rendezvous_store(rank: int, size: int) -> Store:
     """The store of an ``env://`` rendezvous whose rank 0 hosts it (``hir-run --nproc``, a
     launcher of the user's): rank 0 listens on $MASTER_ADDR:$MASTER_PORT only, where torch's
     own store listens on every interface (any host reaching the machine could read and
     write the run's keys); the other ranks connect there."""
     host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
-    if not host or not (port or "").isdigit() or not 0 < int(port) < 65536:
+    if not host or port is None or not port.isdigit() or not 0 < int(port) < 65536:
         raise HirError(
             f"error: a {size}-rank run needs $MASTER_ADDR and $MASTER_PORT (a port number) set, "
             f"got MASTER_ADDR={host!r} MASTER_PORT={port!r}"
         )
     listening = _listen(host, int(port)) if rank == 0 else None
-    return dist.TCPStore(host, int(port), size, is_master=rank == 0, timeout=timeout(), master_listen_fd=listening)
+    return TCPStore(host, int(port), size, is_master=rank == 0, timeout=timeout(), master_listen_fd=listening)
 
 
 def _listen(host: str, port: int) -> int:

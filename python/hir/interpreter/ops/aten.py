@@ -28,7 +28,7 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 
-from hir.dialect.base import get_str
+from hir.dialect.base import required_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
 from hir.interpreter import (
     decode_kernels,
@@ -111,7 +111,7 @@ class TorchImpls:
         ``torch.operator`` by its ``name`` attribute."""
         name = op.operation.name
         if name == torch_dialect.OperatorOp.OPERATION_NAME:
-            name = get_str(op, "name")
+            name = required_str(op, "name")
         overload = torch_overload(name)
         if overload is None:
             raise c.error(op, f"runs '{name}', which has no torch.ops counterpart in torch {torch.__version__}")
@@ -147,8 +147,10 @@ class TorchImpls:
         dest = c.out_destination(op.operation.results[0]) if len(op.operation.results) == 1 else None
         if dest is not None and c.updates_in_place(op.operation.results[0]):
             overload = in_place_variant(overload)  # its self is the argument it writes back (updates.py)
+            assert overload is not None, "updates_in_place picks ops with an in-place overload"
         elif dest is not None:  # the segment's destination, written with out= (destinations.py)
             overload = out_variant(overload)
+            assert overload is not None, "out_destination picks ops with an out= overload"
             keywords["out"] = None
             fill_kw.append(("out", dest))
         results = [c.define(r) for r in op.operation.results]
@@ -214,8 +216,6 @@ class TorchImpls:
         shape = list(shaped.shape)
         if dense.is_splat:
             value = torch.full(shape, _attr_value(dense.get_splat_value()), dtype=dtype)
-        elif dtype is torch.bool:
-            value = torch.tensor([bool(_attr_value(dense[i])) for i in range(len(dense))], dtype=dtype).reshape(shape)
         else:
             value = torch.from_numpy(np.array(dense)).to(dtype).reshape(shape)
         c.define(op.operation.results[0], value.to(c.runtime.device))

@@ -15,7 +15,7 @@ from torch_mlir import ir
 
 from hir.dialect import comm as comm_ops
 from hir.dialect import teams as team_ops
-from hir.dialect.base import get_int
+from hir.dialect.base import required_int
 from hir.dialect.context import HirError
 from hir.interpreter.backends import copy_engine, headers, process_group
 from hir.interpreter.backends.collective import CommOp
@@ -58,7 +58,8 @@ def _register_collective(op_class: type, build: Callable[[CommOp], Callable[[lis
         operands = op.operation.operands
         in_spec, out_spec = c.spec(operands[0]), c.spec(operands[1])
         if team_ops.is_multi_team(op):  # this rank's line of a multi-D mesh: its 1-D view
-            mesh_axes = team_ops.team_mesh_axes(in_spec.sharding, teams)
+            mesh_axes = team_ops.team_mesh_axes(in_spec.placed, teams)
+            assert mesh_axes is not None, "the verifier requires the teams to be lines of the input's mesh"
             in_spec, out_spec = in_spec.project(c.rank, mesh_axes), out_spec.project(c.rank, mesh_axes)
         checks = headers.for_op(
             c.where(op), op.operation.name, sorted(team), group, c.runtime.device, c.runtime.transfer_checks
@@ -92,7 +93,7 @@ for _op_class, _build in process_group.BUILDERS.items():
 
 
 def _peer(c: Compiler, op: ir.OpView) -> tuple[int, int, int]:
-    peer = get_int(op, "peer")
+    peer = required_int(op, "peer")
     if peer >= c.runtime.world_size:
         raise c.error(op, f"peer {peer} is not another rank of the run (rank {c.rank} of {c.runtime.world_size})")
     _ = c.runtime.comm  # the process group must exist before the step runs

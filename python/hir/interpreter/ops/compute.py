@@ -10,7 +10,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import memref
 
 from hir.dialect import BinaryOp, LinearOp, MatmulOp, ReductionOp, SetOp
-from hir.dialect.base import get_i64_array, get_str
+from hir.dialect.base import required_i64_array, required_str
 from hir.dialect.compute import accumulates
 from hir.interpreter import decode_kernels
 from hir.interpreter.generated import torch_call_step
@@ -135,7 +135,7 @@ class ComputeImpls:
     @impl(BinaryOp)
     def binary(self, c: Compiler, op: ir.OpView) -> Step | None:
         a, b, o = c.uses(op)
-        kind = get_str(op, "kind")
+        kind = required_str(op, "kind")
         dtype = c.spec(op.operation.operands[2]).dtype
         int_div = kind == "div" and not dtype.is_floating_point
         fn = _FLOAT_BINARY[kind]
@@ -158,8 +158,8 @@ class ComputeImpls:
     @impl(ReductionOp)
     def reduction(self, c: Compiler, op: ir.OpView) -> Step | None:
         src, dst = c.uses(op)
-        kind = get_str(op, "kind")
-        axes = get_i64_array(op, "axes")
+        kind = required_str(op, "kind")
+        axes = required_i64_array(op, "axes")
         dims = tuple(axes)
         if kind == "prod" and len(axes) > 1:
             # torch.prod reduces one axis at a time; reduce the highest axes first so the

@@ -23,7 +23,7 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import linalg, tensor
 
-from hir.dialect.base import get_i64_array
+from hir.dialect.base import required_i64_array
 from hir.interpreter.buffers import torch_dtype
 from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl
@@ -98,14 +98,14 @@ def _unary_view(c: Compiler, op: ir.OpView, fn) -> Step:
 
 @impl(linalg.TransposeOp)
 def transpose(c: Compiler, op: ir.OpView) -> Step | None:
-    perm = get_i64_array(op, "permutation")
+    perm = required_i64_array(op, "permutation")
     return _unary_view(c, op, lambda t, init: t.permute(perm))
 
 
 @impl(linalg.BroadcastOp)
 def broadcast(c: Compiler, op: ir.OpView) -> Step | None:
     """``dimensions`` lists the output dims the input lacks."""
-    dims = get_i64_array(op, "dimensions")
+    dims = required_i64_array(op, "dimensions")
     rank = ir.ShapedType(op.operation.operands[1].type).rank
     index = tuple(None if d in dims else slice(None) for d in range(rank))
     return _unary_view(c, op, lambda t, init: t[index].expand(init.shape))
@@ -141,11 +141,11 @@ def _slicer(c: Compiler, op: ir.OpView, tensors: int, small: ir.Type):
     slots = c.uses(op)
     counts = list(ir.DenseI32ArrayAttr(op.operation.attributes["operandSegmentSizes"]))
     dyn = slots[tensors:]
-    offsets = _static_or_slot(get_i64_array(op, "static_offsets"), dyn[: counts[tensors]])
+    offsets = _static_or_slot(required_i64_array(op, "static_offsets"), dyn[: counts[tensors]])
     sizes = _static_or_slot(
-        get_i64_array(op, "static_sizes"), dyn[counts[tensors] : counts[tensors] + counts[tensors + 1]]
+        required_i64_array(op, "static_sizes"), dyn[counts[tensors] : counts[tensors] + counts[tensors + 1]]
     )
-    strides = _static_or_slot(get_i64_array(op, "static_strides"), dyn[counts[tensors] + counts[tensors + 1] :])
+    strides = _static_or_slot(required_i64_array(op, "static_strides"), dyn[counts[tensors] + counts[tensors + 1] :])
     if ir.ShapedType(small).rank != len(sizes):
         raise c.error(op, "drops unit dims (a rank-reducing slice), which the interpreter does not run")
 
@@ -194,5 +194,7 @@ def dense_constant(attr: ir.DenseElementsAttr, device: torch.device) -> torch.Te
     shaped = ir.ShapedType(attr.type)
     dtype = torch_dtype(shaped.element_type)
     if attr.is_splat:
-        return torch.full(list(shaped.shape), attr.get_splat_value().value, dtype=dtype, device=device)
+        splat = attr.get_splat_value()
+        assert isinstance(splat, (ir.FloatAttr, ir.IntegerAttr, ir.BoolAttr)), "the element type has a torch dtype"
+        return torch.full(list(shaped.shape), splat.value, dtype=dtype, device=device)
     return torch.from_numpy(np.array(attr)).to(dtype=dtype, device=device).reshape(list(shaped.shape))

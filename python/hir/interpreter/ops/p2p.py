@@ -13,7 +13,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
 from hir.dialect import BarrierOp, DeviceIndexOp, ForOp, OwnBlockOp, ShiftOp, is_view
-from hir.dialect.base import get_i64_array, get_int, get_str
+from hir.dialect.base import get_int, get_str, required_i64_array, required_int
 from hir.dialect.context import HirError
 from hir.dialect.p2p import COPIES_ATTR, SIGNAL_ATTR
 from hir.dialect.teams import teams_of
@@ -45,7 +45,7 @@ def _team_member(c: Compiler, op: ir.OpView) -> list[int] | None:
 class P2PImpls:
     @impl(DeviceIndexOp, local=False)
     def device_index(self, c: Compiler, op: ir.OpView) -> Step | None:
-        mesh = get_i64_array(op, "mesh")
+        mesh = required_i64_array(op, "mesh")
         c.define(op.operation.results[0], mesh.index(c.rank) if c.rank in mesh else None)
         return None
 
@@ -117,6 +117,7 @@ class P2PImpls:
             ``signaller``: the next push on this stream does not wait for the signal kernel,
             10-15 us a step in a 4x H200 profile); the work waits for src's signal: its
             copy into ours is done."""
+            assert signaller is not None and waiter is not None, "made for a push on GPU"
             shift = peers(env)
             if shift is None:
                 return
@@ -158,6 +159,7 @@ class P2PImpls:
                 split_copy(target, sym.peer_view(sym.members.index(src), x).reshape(target.shape), side)
                 env[res] = StreamWork()
                 return
+            assert bufs is not None, "made on GPU"
             peer = bufs.get(x.shape, x.dtype)
             g_src, g_dst = members.index(src), members.index(dst)
             if peer.pending is not None:  # the last reader of our buffer must be done with it
@@ -199,7 +201,7 @@ class P2PImpls:
     @impl(OwnBlockOp)
     def own_block(self, c: Compiler, op: ir.OpView) -> Step | None:
         """The local shard's only block along the split axis, as a view (no copy)."""
-        axis = get_int(op, "axis")
+        axis = required_int(op, "axis")
         src, out = c.use(op.operation.operands[0]), c.define(op.operation.results[0])
         c.add_alias(src, out)
         where = c.where(op)

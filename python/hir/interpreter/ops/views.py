@@ -15,7 +15,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import memref
 
 from hir.dialect import AliasBroadcastOp, AliasChunkOp, AliasReshapeOp, AliasSelectOp, AliasStackShardsOp
-from hir.dialect.base import DYNAMIC, get_i64_array, get_int
+from hir.dialect.base import DYNAMIC, get_int, required_i64_array
 from hir.dialect.context import HirError
 from hir.dialect.view_splits import reshaped
 from hir.interpreter.buffers import fmt_shape
@@ -44,7 +44,7 @@ def _mixed(c: Compiler, op: ir.OpView, static_name: str, dynamic: list) -> list:
     as [(is_slot, int)]."""
     values = iter(dynamic)
     out = []
-    for v in get_i64_array(op, static_name):
+    for v in required_i64_array(op, static_name):
         if v == DYNAMIC:
             value = next(values)
             constant = c.constant(value)
@@ -80,6 +80,7 @@ def _check_split(c: Compiler, op: ir.OpView, source: ir.Value, result: ir.Value)
     src, out = c.spec(source).sharding, c.spec(result).sharding
     if src is None or not src.is_split:
         return
+    assert out is not None, "an upstream view keeps its source's memory space (the #hir.shard placement)"
     source_shape, result_shape = list(ir.MemRefType(source.type).shape), list(ir.MemRefType(result.type).shape)
     try:
         moved = reshaped(src, source_shape, result_shape, _groups(op))
