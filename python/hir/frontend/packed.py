@@ -120,7 +120,7 @@ def pieces_after(
     return n
 
 
-def local_cut(op: ir.Operation, source: ir.Value, parts: int) -> dict[int, object]:
+def local_cut(op: ir.Operation, source: ir.Value, parts: int) -> dict[int, int | list[int]]:
     """The constant operands of a cut (:func:`cut`) on one device's part, whose packed dim
     holds ``1 / parts`` of each piece: {operand index: value} (a split size, a slice's bounds)."""
     name, shape = op_key(op), shape_of(source)
