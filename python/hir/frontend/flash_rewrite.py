@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 import hir.interpreter.flash_attention  # noqa: F401 - registers torch.ops.hir.flash_attention*
-from hir.frontend.fx_rewrites import call_with_value
+from hir.frontend.fx_rewrites import new_node
 
 aten = torch.ops.aten
 _FORWARD = aten._scaled_dot_product_flash_attention.default
@@ -49,12 +49,10 @@ def flash_attention_ops(graph: torch.fx.Graph) -> int:
         ):
             continue
         with graph.inserting_before(node):
-            fused = call_with_value(
-                graph, torch.ops.hir.flash_attention.default, query, key, value, causal, scale=scale
-            )
+            fused = new_node(graph, torch.ops.hir.flash_attention.default, query, key, value, causal, scale=scale)
         for backward in backwards:
             with graph.inserting_before(backward):
-                grads = call_with_value(
+                grads = new_node(
                     graph, torch.ops.hir.flash_attention_backward.default, *backward.args[:6], causal, scale=scale
                 )
             for user in list(backward.users):
