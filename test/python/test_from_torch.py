@@ -281,7 +281,7 @@ def _cast_mismatches(module) -> list[str]:
     from torch_mlir.dialects import func
 
     from hir.dialect.sharding import sharding_of
-    from hir.frontend.partition import tensor_info
+    from hir.frontend.torch_ir import tensor_info
 
     bad = []
     for fn in module.body.operations:

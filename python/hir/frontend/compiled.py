@@ -67,7 +67,6 @@ class CompiledProgram:
         self._state_args = [_on(t, self.device) for t in local]
         self.state: dict[str, torch.Tensor] = dict(zip(self.names, self._state_args))
         self.interpreter = Program(program.module, device=str(self.device), **options)
-        self._graphs = self.interpreter.graph is not None
         self._signatures: set = set()  # input signatures checked
         self._stages: dict[tuple, list] = {}  # input signature -> staging buffers (CUDA graphs)
         self._replays: dict[tuple, Callable[[], list]] = {}  # input signature -> bound graph replay
@@ -96,27 +95,27 @@ class CompiledProgram:
 
     def run(self, *inputs: Any, **keyword_inputs: Any) -> list:
         """``@main``'s results on ``inputs``, as a list (``program.output_names``)."""
-        if keyword_inputs:
-            inputs = self.program.with_keywords(inputs, keyword_inputs)
-        if len(inputs) != len(self._types):
-            raise HirError(f"error: the program takes {len(self._types)} input(s), got {len(inputs)}")
-        inputs = [
+        given = self.program.with_keywords(inputs, keyword_inputs) if keyword_inputs else inputs
+        if len(given) != len(self._types):
+            raise HirError(f"error: the program takes {len(self._types)} input(s), got {len(given)}")
+        args = [
             x.to(self.device, non_blocking=True) if isinstance(x, torch.Tensor) and x.device != self.device else x
-            for x in inputs
+            for x in given
         ]
-        key = tuple((x.shape, x.dtype) if isinstance(x, torch.Tensor) else x for x in inputs)
+        key = tuple((x.shape, x.dtype) if isinstance(x, torch.Tensor) else x for x in args)
         if key not in self._signatures:  # once per input signature: bounds and named dims of the dynamic ones
-            self._check(inputs)
-            self.program.check_dynamic(inputs)
+            self._check(args)
+            self.program.check_dynamic(args)
             self._signatures.add(key)
         if self._sharded:
-            inputs = self._local_inputs(inputs)
-        if not self._graphs:
-            return self._run(self._state_args + inputs)
+            args = self._local_inputs(args)
+        graph = self.interpreter.graph
+        if graph is None:
+            return self._run(self._state_args + args)
         stage = self._stages.get(key)
         if stage is None:
-            stage = self._stages[key] = [torch.empty_like(x) if isinstance(x, torch.Tensor) else x for x in inputs]
-        for buffer, x in zip(stage, inputs):
+            stage = self._stages[key] = [torch.empty_like(x) if isinstance(x, torch.Tensor) else x for x in args]
+        for buffer, x in zip(stage, args):
             if isinstance(x, torch.Tensor) and buffer is not x:
                 buffer.copy_(x, non_blocking=True)
         replay = self._replays.get(key)
@@ -124,7 +123,7 @@ class CompiledProgram:
             return replay()
         values = self._state_args + stage
         outputs = self._run(values)
-        replay = self.interpreter.graph.bound_replay(values)
+        replay = graph.bound_replay(values)
         if replay is not None:
             self._replays[key] = replay
         return outputs

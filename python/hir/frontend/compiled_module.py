@@ -142,13 +142,15 @@ class CompiledModule:
         positional = [
             p.name for p in self._forward.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
-        args = list(args)
-        while len(args) < len(positional) and positional[len(args)] in rest and positional[len(args)] not in given:
-            args.append(rest.pop(positional[len(args)]))
+        inputs = list(args)
+        while (
+            len(inputs) < len(positional) and positional[len(inputs)] in rest and positional[len(inputs)] not in given
+        ):
+            inputs.append(rest.pop(positional[len(inputs)]))
         if not rest:
-            return tuple(args), ()
+            return tuple(inputs), ()
         order = [k for k in self._keywords if k in rest] + [k for k in rest if k not in self._keywords]
-        return tuple(args) + tuple(rest[k] for k in order), tuple(order)
+        return tuple(inputs) + tuple(rest[k] for k in order), tuple(order)
 
     def _entry(self, args: tuple, key: tuple) -> list:
         """The entry whose program takes ``args``, compiling one where none does."""

@@ -38,7 +38,16 @@ from hir.dialect.compute import STREAM_AXIS_ATTR
 from hir.dialect.context import HirError
 from hir.dialect.sharding import sharding_of
 from hir.dialect.views import reshape_type, stack_shards_type
-from hir.frontend.torch_ir import LIST_CONSTRUCT, buffer_type, rank_of, tensor_info, torch_int, torch_op, vtensor
+from hir.frontend.torch_ir import (
+    LIST_CONSTRUCT,
+    buffer_type,
+    rank_of,
+    ranked_info,
+    shape_of,
+    torch_int,
+    torch_op,
+    vtensor,
+)
 
 _UNSQUEEZE = torch_dialect.AtenUnsqueezeOp.OPERATION_NAME
 _TRANSPOSE = torch_dialect.AtenTransposeIntOp.OPERATION_NAME
@@ -71,7 +80,7 @@ def stream_gathered(part, steps: list) -> list[ir.Value]:
     first = steps[0].op
     loc, d = first.location, part.plan.grid.shape[0]
     x, lead = steps[0].spec.inputs[0], steps[0].form.lead
-    x_shape, dtype = tensor_info(x.type)
+    x_shape, dtype = ranked_info(x)
     rows = _swapped(part, part.buffer_of(x, first), x_shape, dtype, (lead,), lead, loc)
     viewed = _rows_view(part, rows, d, loc)
     gathered = part.new_buffer(
@@ -83,7 +92,7 @@ def stream_gathered(part, steps: list) -> list[ir.Value]:
     for step in steps:
         op, spec = step.op, step.spec
         others = [part.read(v, r, op) for v, r in zip(spec.inputs[1:] + spec.trailing, step.reads[1:])]
-        shape = _swap(tensor_info(op.results[0].type)[0], lead)
+        shape = _swap(shape_of(op.results[0]), lead)
         (split,) = part.plan.of(op.results[0]).splits
         product = part.new_buffer(
             buffer_type(vtensor(_rows_shape(shape, d), dtype), _attr(part, (None if split is None else split + 1,))),
@@ -146,7 +155,7 @@ def partial_sum(part, step) -> ir.Value:
     x, w = spec.inputs
     loc, k, grid = op.location, form.mesh_axis, part.plan.grid
     out = op.results[0]
-    shape, dtype = tensor_info(out.type)
+    shape, dtype = ranked_info(out)
     d = grid.shape[k]
     # Scattered onto the rows on a 1-D mesh: nvFuser's matmul + reduce-scatter form,
     # streamed along the scatter axis (what hir-p2p-pipeline pipelines): the local
@@ -231,7 +240,7 @@ def _outer(
     between the rows and the last one folded in)."""
     grid = part.plan.grid
     splits = placement.splits
-    shape, dtype = tensor_info(value.type)
+    shape, dtype = ranked_info(value)
     source = part.read(value, placement, op)
     unmoved = _local_shape(part, shape, splits)
     local = unmoved

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
+from torch._C import _autograd
 from torch.distributed.tensor import Replicate, Shard
 
 from hir.core import HirError
@@ -118,9 +119,10 @@ def regathering(
 
     def pack(saved: torch.Tensor) -> Any:
         for i, w in enumerate(whole):
+            # torch._C._is_alias_of is not in torch's stub
             if (
                 saved.dim() != w.dim()
-                or not torch._C._is_alias_of(saved, w)
+                or not torch._C._is_alias_of(saved, w)  # pyright: ignore[reportAttributeAccessIssue]
                 or saved.storage_offset() != w.storage_offset()
             ):
                 continue
@@ -152,7 +154,8 @@ def _derived(saved: torch.Tensor, whole: Sequence[torch.Tensor]) -> tuple | None
     while node is not None:
         kind = type(node).__name__
         if kind == "AccumulateGrad":
-            i = next((k for k, w in enumerate(whole) if node.variable is w), None)
+            leaf = node.variable  # pyright: ignore[reportAttributeAccessIssue]  # AccumulateGrad's; not in Node's stub
+            i = next((k for k, w in enumerate(whole) if leaf is w), None)
             if i is None or not steps:
                 return None
             return i, tuple(reversed(steps))
@@ -172,12 +175,12 @@ def _traced_hooks(pack: Callable[[torch.Tensor], Any], unpack: Callable[[Any], t
     """``saved_tensors_hooks(pack, unpack)`` that ``torch.export`` traces: the export turns
     saved-tensor hooks off while it traces (they would run around a compiled graph); here
     they are what the graph computes."""
-    prior = torch._C._autograd._saved_tensors_hooks_set_tracing(False)
+    prior = _autograd._saved_tensors_hooks_set_tracing(False)
     try:
         with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
             yield
     finally:
-        torch._C._autograd._saved_tensors_hooks_set_tracing(prior)
+        _autograd._saved_tensors_hooks_set_tracing(prior)
 
 
 def reading(model: torch.nn.Module, names: Sequence[str], whole: Sequence[torch.Tensor], mode: str | None):

@@ -26,7 +26,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.dialect import DeviceIndexOp, ReductionOp, Sharding
 from hir.dialect.base import DYNAMIC
 from hir.dialect.irutils import index_arith, index_const
-from hir.frontend.torch_ir import buffer_type, tensor_info, torch_int, torch_op, vtensor
+from hir.frontend.torch_ir import buffer_type, ranked_info, shape_of, torch_int, torch_op, vtensor
 
 _TORCH_INT = "!torch.int"
 
@@ -50,14 +50,11 @@ def as_torch_int(index: ir.Value) -> ir.Value:
 
 def part_index(grid, mesh_axes: list[int]) -> ir.Value:
     """Which part of a buffer dim split by ``mesh_axes`` (row-major over them) this device holds."""
-    index = None
-    for k in sorted(mesh_axes):
-        c = coordinate(grid, k)
-        index = (
-            c
-            if index is None
-            else index_arith(arith.AddIOp, index_arith(arith.MulIOp, index, index_const(grid.shape[k])), c)
-        )
+    first, *rest = sorted(mesh_axes)
+    index = coordinate(grid, first)
+    for k in rest:
+        scaled = index_arith(arith.MulIOp, index, index_const(grid.shape[k]))
+        index = index_arith(arith.AddIOp, scaled, coordinate(grid, k))
     return index
 
 
@@ -75,10 +72,10 @@ def local_slice(part, value: ir.Value, have: Sharding, want: Sharding, at: ir.Op
     """A buffer of ``value`` placed as ``want`` sliced on each device from its copy placed
     as ``have`` (see :func:`is_local_slice`), by a kernel segment of ``aten.narrow`` ops."""
     grid = part.plan.grid
-    shape, dtype = tensor_info(value.type)
+    shape, dtype = ranked_info(value)
     source = part.buffer_of(value, at)
     out = part.new_buffer(buffer_type(value.type, want.attr()), at.location, value)
-    dims = sorted({b for a, b in zip(have.splits, want.splits) if a != b})
+    dims = sorted({b for a, b in zip(have.splits, want.splits) if a != b and b is not None})
     local_in, local_out = have.local_shape(shape), want.local_shape(shape)
 
     def body(values: list, ip: ir.InsertionPoint) -> list:
@@ -120,23 +117,27 @@ def partial_segment(part, step) -> None:
     loc = op.location
     in_bufs = [part.read(v, r, op) for v, r in zip(step.inputs, step.reads)]
     out_bufs, types, sums = [], [], []
+    unsqueezed: list[ir.Type | None] = []  # per result: a partial sum's [1, ...] local type
     for result, others, summed in zip(op.results, step.others, step.summed):
         if not summed:
             out_bufs.append(part.alloc(result, loc))
             types.append(part.local_type(result, part.plan.of(result)))
+            unsqueezed.append(None)
             continue
-        shape, dtype = tensor_info(result.type)
+        shape, dtype = ranked_info(result)
         lead = tuple(0 if j == k else (None if s is None else s + 1) for j, s in enumerate(others))
         out_bufs.append(
             part.new_buffer(
                 buffer_type(vtensor([grid.shape[k]] + shape, dtype), grid.sharding(lead).attr()), loc, result
             )
         )
-        types.append(vtensor(grid.sharding(others).local_shape(shape), dtype))
+        local = grid.sharding(others).local_shape(shape)
+        types.append(vtensor(local, dtype))
+        unsqueezed.append(vtensor([1] + local, dtype))
         sums.append((out_bufs[-1], result))
     split_input = next(i for i, r in enumerate(step.reads) if r is not None and r.splits[k] is not None)
     split_dim = step.reads[split_input].splits[k]
-    held = step.reads[split_input].local_shape(tensor_info(step.inputs[split_input].type)[0])[split_dim]
+    held = step.reads[split_input].local_shape(shape_of(step.inputs[split_input]))[split_dim]
 
     def body(values: list, ip: ir.InsertionPoint) -> list:
         mapping = dict(zip(step.inputs, values))
@@ -145,14 +146,8 @@ def partial_segment(part, step) -> None:
             start = as_torch_int(index_arith(arith.MulIOp, coordinate(grid, k), index_const(held)))
             mine = step.form(op, operands, start, types)
             return [
-                torch_op(
-                    torch_dialect.AtenUnsqueezeOp.OPERATION_NAME,
-                    [v, torch_int(0)],
-                    vtensor([1] + tensor_info(t)[0], tensor_info(t)[1]),
-                )
-                if summed
-                else v
-                for v, t, summed in zip(mine, types, step.summed)
+                v if t is None else torch_op(torch_dialect.AtenUnsqueezeOp.OPERATION_NAME, [v, torch_int(0)], t)
+                for v, t in zip(mine, unsqueezed)
             ]
 
     part.kernel(in_bufs, out_bufs, [part.local_type(v, r) for v, r in zip(step.inputs, step.reads)], body, loc)

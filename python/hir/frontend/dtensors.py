@@ -39,9 +39,9 @@ class Distributed:
         if found:  # an HF model its own TP distributed (it keeps its mesh); parallelize_module's styles are hooks
             self.plan = next(
                 (
-                    dict(m._tp_plan)
+                    dict(plan)
                     for m in module.modules()
-                    if getattr(m, "_tp_plan", None) and getattr(m, "_device_mesh", None) is not None
+                    if (plan := getattr(m, "_tp_plan", None)) and getattr(m, "_device_mesh", None) is not None
                 ),
                 {},
             )
@@ -92,6 +92,7 @@ def dtensor_placements(module: torch.nn.Module) -> dict:
     try:
         from torch.distributed.tensor import (  # torch.distributed loads only for sharded or multi-rank work
             DTensor,
+            Placement,
             Replicate,
         )
     except ImportError:  # pragma: no cover - torch without distributed
@@ -108,7 +109,7 @@ def dtensor_placements(module: torch.nn.Module) -> dict:
                         f"error: the DTensor '{name}' lives on a sub-mesh whose dimensions "
                         f"{mesh.mesh_dim_names} are not named dimensions of its root mesh {names}"
                     )
-                full = [Replicate()] * root.ndim
+                full: list[Placement] = [Replicate()] * root.ndim
                 for dim_name, placement in zip(mesh.mesh_dim_names, placements):
                     full[names.index(dim_name)] = placement
                 mesh, placements = root, tuple(full)

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 import hir.interpreter.flash_attention  # noqa: F401 - registers torch.ops.hir.flash_attention*
+from hir.frontend.fx_rewrites import new_node
 
 aten = torch.ops.aten
 _FORWARD = aten._scaled_dot_product_flash_attention.default
@@ -18,16 +19,6 @@ _FROM_FORWARD = {0: (4,), 1: (5,), 2: (6,), 3: (7,), 4: (8,), 5: (9,), 6: (12,),
 
 def _argument(node: Any, index: int, name: str, default: Any) -> Any:
     return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
-
-
-def _call(graph: torch.fx.Graph, target: Any, args: tuple, scale: Any) -> Any:
-    """A node of ``target`` with its fake value (the importer types values by it)."""
-    node = graph.call_function(target, args, {"scale": scale})
-    values = torch.fx.node.map_arg(args, lambda n: n.meta["val"])
-    fake = next(v for v in values if isinstance(v, torch.Tensor)).fake_mode
-    with fake:
-        node.meta["val"] = target(*values, scale=scale)
-    return node
 
 
 def flash_attention_ops(graph: torch.fx.Graph) -> int:
@@ -58,11 +49,11 @@ def flash_attention_ops(graph: torch.fx.Graph) -> int:
         ):
             continue
         with graph.inserting_before(node):
-            fused = _call(graph, torch.ops.hir.flash_attention.default, (query, key, value, causal), scale)
+            fused = new_node(graph, torch.ops.hir.flash_attention.default, query, key, value, causal, scale=scale)
         for backward in backwards:
             with graph.inserting_before(backward):
-                grads = _call(
-                    graph, torch.ops.hir.flash_attention_backward.default, (*backward.args[:6], causal), scale
+                grads = new_node(
+                    graph, torch.ops.hir.flash_attention_backward.default, *backward.args[:6], causal, scale=scale
                 )
             for user in list(backward.users):
                 user.args = (grads, user.args[1])

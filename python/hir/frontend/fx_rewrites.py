@@ -33,6 +33,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
+from torch.fx.node import map_arg
+from torch.utils._pytree import tree_leaves
 
 log = logging.getLogger("hir.import")
 
@@ -100,6 +103,7 @@ def _rewrite(graph: torch.fx.Graph, sdpa: Any, masks: dict) -> bool:
     q_shape, kv_shape = _shape(query), _shape(k[0])
     if (
         q_shape is None
+        or kv_shape is None
         or len(q_shape) != 4
         or not all(_static(s) for s in (q_shape[0], q_shape[1], q_shape[3], kv_shape[1]))
     ):
@@ -117,26 +121,29 @@ def _rewrite(graph: torch.fx.Graph, sdpa: Any, masks: dict) -> bool:
     ):
         return False
     with graph.inserting_before(sdpa):
-        rows = _call(graph, aten.reshape.default, query, [batch, kv_heads, -1, dim])
+        rows = new_node(graph, aten.reshape.default, query, [batch, kv_heads, -1, dim])
         key, made = (mask, groups), None
-        if mask is not None and mask_shape[1] == 1 and isinstance(mask_shape[2], int) and mask_shape[2] == 1:
+        if mask_shape is not None and mask_shape[1] == 1 and isinstance(mask_shape[2], int) and mask_shape[2] == 1:
             pass  # one row: it broadcasts over the stacked rows (a decode step's mask)
         elif key in masks:
             mask = masks[key]  # an earlier layer's stacked rows (made before it, in graph order)
-        elif mask is not None:
+        elif mask_shape is not None:  # (there is a mask: its shape was read above)
             if mask_shape[1] == 1:
-                stacked = _call(
-                    graph, aten.expand.default, _call(graph, aten.unsqueeze.default, mask, 2), [-1, -1, groups, -1, -1]
+                stacked = new_node(
+                    graph,
+                    aten.expand.default,
+                    new_node(graph, aten.unsqueeze.default, mask, 2),
+                    [-1, -1, groups, -1, -1],
                 )
-                mask = made = _call(graph, aten.reshape.default, stacked, [mask_shape[0], 1, -1, mask_shape[3]])
+                mask = made = new_node(graph, aten.reshape.default, stacked, [mask_shape[0], 1, -1, mask_shape[3]])
             else:
-                mask = made = _call(graph, aten.reshape.default, mask, [mask_shape[0], kv_heads, -1, mask_shape[3]])
+                mask = made = new_node(graph, aten.reshape.default, mask, [mask_shape[0], kv_heads, -1, mask_shape[3]])
         args = (rows, k[0], v[0], mask, *rest[1:]) if rest else (rows, k[0], v[0])
         kwargs = dict(sdpa.kwargs)
         if not rest and "attn_mask" in kwargs:
             kwargs["attn_mask"] = mask
-        grouped = _call(graph, _SDPA, *args, meta=_attention_value, **kwargs)
-        out = _call(graph, aten.reshape.default, grouped, [batch, heads, -1, dim])
+        grouped = new_node(graph, _SDPA, *args, meta=_attention_value, **kwargs)
+        out = new_node(graph, aten.reshape.default, grouped, [batch, heads, -1, dim])
     if made is not None:  # (only once the rewrite stands: a rolled-back one erases it)
         masks[key] = made
     sdpa.replace_all_uses_with(out)
@@ -191,12 +198,12 @@ def drop_metadata_checks(graph: torch.fx.Graph) -> int:
     return len(checks)
 
 
-def _call(graph: torch.fx.Graph, target: Any, *args: Any, meta: Any = None, **kwargs: Any) -> Any:
+def new_node(graph: torch.fx.Graph, target: Any, *args: Any, meta: Any = None, **kwargs: Any) -> Any:
     """A new node of ``graph`` with its fake value computed (the importer types values by
     it): ``target`` run on the operands' fake values, or ``meta`` of them when given."""
     node = graph.call_function(target, args, kwargs)
-    values = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["val"])
-    fake = next(v for v in torch.utils._pytree.tree_leaves(values) if isinstance(v, torch.Tensor)).fake_mode
+    values = map_arg((args, kwargs), lambda n: n.meta["val"])
+    fake = next(v for v in tree_leaves(values) if isinstance(v, FakeTensor)).fake_mode
     with fake:
         node.meta["val"] = (meta or target)(*values[0], **values[1])
     return node
@@ -244,15 +251,15 @@ def fuse_projections(graph: torch.fx.Graph, parameters: set) -> int:
             continue
         with _rollback(graph, "fuse_projections"):
             with graph.inserting_before(first):
-                weight = _call(graph, aten.cat.default, [n.args[1] for n in linears], 0)
-                bias = _call(graph, aten.cat.default, [n.args[2] for n in linears], 0) if biased.pop() else None
+                weight = new_node(graph, aten.cat.default, [n.args[1] for n in linears], 0)
+                bias = new_node(graph, aten.cat.default, [n.args[2] for n in linears], 0) if biased.pop() else None
             with graph.inserting_before(min(linears, key=_position(graph))):
-                fused = _call(graph, _LINEAR, x, weight, *([bias] if bias is not None else []), meta=_linear_value)
+                fused = new_node(graph, _LINEAR, x, weight, *([bias] if bias is not None else []), meta=_linear_value)
             parts, start = [], 0
             for n in linears:
                 rows = n.args[1].meta["val"].shape[0]
                 with graph.inserting_after(parts[-1] if parts else fused):
-                    parts.append(_call(graph, aten.slice.Tensor, fused, -1, start, start + rows))
+                    parts.append(new_node(graph, aten.slice.Tensor, fused, -1, start, start + rows))
                 start += rows
             for n, part in zip(linears, parts):
                 n.replace_all_uses_with(part)

@@ -78,9 +78,9 @@ def logits_processors(config: Any, prompt: int, eos: torch.Tensor | None, attent
     if config.no_repeat_ngram_size is not None and config.no_repeat_ngram_size > 0:
         processors.append(NoRepeatNGramLogitsProcessor(config.no_repeat_ngram_size))
     if eos is not None and config.min_length is not None and config.min_length > 0:
-        processors.append(MinLengthLogitsProcessor(config.min_length, eos, device=eos.device))
+        processors.append(MinLengthLogitsProcessor(config.min_length, eos, device=str(eos.device)))
     if eos is not None and config.min_new_tokens is not None and config.min_new_tokens > 0:
-        processors.append(MinNewTokensLengthLogitsProcessor(prompt, config.min_new_tokens, eos, device=eos.device))
+        processors.append(MinNewTokensLengthLogitsProcessor(prompt, config.min_new_tokens, eos, device=str(eos.device)))
     if config.do_sample:
         if config.temperature is not None and config.temperature != 1.0:
             processors.append(TemperatureLogitsWarper(config.temperature))

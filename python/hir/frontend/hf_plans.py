@@ -60,7 +60,7 @@ import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
@@ -184,10 +184,17 @@ def plan_placements(module: torch.nn.Module, plan: dict[str, str]) -> dict[str, 
                 stacklevel=4,
             )
     for name, sub in modules.items():
-        caches = getattr(sub, "cache_placements", None)
-        if callable(caches):
-            placements.update({f"{name}.{k}" if name else k: v for k, v in caches(plan).items()})
+        if isinstance(sub, CachePlacements):
+            placements.update({f"{name}.{k}" if name else k: v for k, v in sub.cache_placements(plan).items()})
     return placements
+
+
+@runtime_checkable
+class CachePlacements(Protocol):
+    """A module holding KV-cache buffers: their placements (state name in the module ->
+    placement) under the TP ``plan``."""
+
+    def cache_placements(self, plan: dict) -> dict: ...
 
 
 def _own_plans(module: torch.nn.Module) -> set:

@@ -193,7 +193,7 @@ def rule_for(optimizer: object) -> Rule:
     """The rule of ``optimizer``'s class (exactly: a subclass may update otherwise), checked
     against its settings."""
     rule = RULES.get(type(optimizer))
-    if rule is None:
+    if rule is None or not isinstance(optimizer, torch.optim.Optimizer):  # (RULES' keys are optimizers)
         known = ", ".join(f"torch.optim.{c.__name__}" for c in RULES)
         raise HirError(
             f"error: hir.train_step: optimizer {type(optimizer).__module__}.{type(optimizer).__qualname__} "

@@ -20,7 +20,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as T
 
 from hir.frontend.strategies import PARTIAL, OpPlacement, op_key
-from hir.frontend.torch_ir import constant_value_or, tensor_info
+from hir.frontend.torch_ir import constant_value_or, shape_of, tensor_info
 
 _CHUNK, _SPLIT, _SPLIT_SIZES, _SLICE, _CAT = (
     c.OPERATION_NAME
@@ -43,9 +43,9 @@ def cut(op: ir.Operation, operands: list, pieces: list[int]) -> int | None:
     if not operands or pieces[0] < 2 or operands[0][1] is None:
         return None
     (source, split), n = operands[0], pieces[0]
-    extent = tensor_info(source.type)[0][split]
+    shape = shape_of(source)
+    extent, rank = shape[split], len(shape)
     name = op_key(op)
-    rank = len(tensor_info(source.type)[0])
     if name == _CHUNK and _dim(op, 2, rank) == split and constant_value_or(op.operands[1], None) == n:
         return split
     if name == _SPLIT and _dim(op, 2, rank) == split and constant_value_or(op.operands[1], None) == extent // n:
@@ -88,11 +88,9 @@ def join(op: ir.Operation, operands: list, pieces: list[int]) -> int | None:
     if op_key(op) != _CAT or len(operands) < 2 or any(n != 1 for n in pieces):
         return None
     split = operands[0][1]
-    if split is None or _dim(op, 1, len(tensor_info(op.results[0].type)[0])) != split:
+    if split is None or _dim(op, 1, len(shape_of(op.results[0]))) != split:
         return None
-    if any(
-        s != split or tensor_info(v.type)[0][split] != tensor_info(operands[0][0].type)[0][split] for v, s in operands
-    ):
+    if any(s != split or shape_of(v)[split] != shape_of(operands[0][0])[split] for v, s in operands):
         return None
     return split
 
@@ -114,18 +112,21 @@ def pieces_after(
     if output is PARTIAL:
         return 1  # the packed dim contracted against one packed alike: each device's sum is whole
     value, split, n = packed[0]
-    if output is None or tensor_info(result.type) is None:
+    info = tensor_info(result.type)
+    if not isinstance(output, int) or info is None:  # (a split: PARTIAL returned above)
         raise PackedError("has no result split like it")
-    if tensor_info(result.type)[0][output] != tensor_info(value.type)[0][split]:
+    if info[0][output] != shape_of(value)[split]:
         raise PackedError("changes the extent of the packed dim")
     return n
 
 
-def local_cut(op: ir.Operation, source: ir.Value, parts: int) -> dict[int, object]:
+def local_cut(op: ir.Operation, source: ir.Value, parts: int) -> dict[int, int | list[int]]:
     """The constant operands of a cut (:func:`cut`) on one device's part, whose packed dim
     holds ``1 / parts`` of each piece: {operand index: value} (a split size, a slice's bounds)."""
-    name = op_key(op)
-    extent = tensor_info(source.type)[0][_dim(op, 2 if name != _SLICE else 1, len(tensor_info(source.type)[0]))]
+    name, shape = op_key(op), shape_of(source)
+    dim = _dim(op, 2 if name != _SLICE else 1, len(shape))
+    assert dim is not None, "a cut's dim is a constant (cut() matched it)"
+    extent = shape[dim]
     if name == _SPLIT:
         return {1: constant_value_or(op.operands[1], None) // parts}
     if name == _SPLIT_SIZES:

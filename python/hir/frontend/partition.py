@@ -64,7 +64,7 @@ from hir.frontend.torch_ir import (
     is_cloned_value,
     is_tensor,
     owner,
-    tensor_info,
+    ranked_info,
     torch_int,
     torch_op,
     vtensor,
@@ -152,7 +152,7 @@ class Partitioner:
         """The type of ``value`` inside a kernel segment: the local shard of ``placement``."""
         if placement is None:
             return value.type
-        shape, dtype = tensor_info(value.type)
+        shape, dtype = ranked_info(value)
         return vtensor(placement.local_shape(shape), dtype)
 
     # ----- @main --------------------------------------------------------------------------
@@ -178,7 +178,7 @@ class Partitioner:
                 SetOp.emit(self.buffer_of(value, at), buf)
             return buf
         if key not in self.copies:
-            if device_parts.is_local_slice(have, placement):
+            if have is not None and placement is not None and device_parts.is_local_slice(have, placement):
                 self.copies[key] = device_parts.local_slice(self, value, have, placement, at)
                 return self.copies[key]
             buf = self.new_buffer(buffer_type(value.type, self.attr(placement)), at.location, value)
@@ -319,14 +319,14 @@ class Partitioner:
             new.operands[i] = mapping[v]
         results = [r for r in op.results if is_tensor(r)]
         if results and self.plan.grid is not None:
-            for split, devices in zip(self.plan.of(results[0]).splits, self.plan.grid.shape):
+            for split, devices in zip(self.plan.on_mesh(results[0]).splits, self.plan.grid.shape):
                 _localize_sizes(op, new, split, devices, ip)
         source = op.operands[0] if len(op.operands) and is_tensor(op.operands[0]) else None
         if (
             source is not None
             and self.plan.grid is not None
-            and self.plan.of(source).packed
-            and not self.plan.of(op.results[0]).packed
+            and self.plan.on_mesh(source).packed
+            and not self.plan.on_mesh(op.results[0]).packed
         ):
             self._localize_cut(op, new, source, ip)
         for old, fresh in zip(op.results, new.results):
@@ -337,7 +337,7 @@ class Partitioner:
     def _localize_cut(self, op: ir.Operation, new: ir.Operation, source: ir.Value, ip: ir.InsertionPoint) -> None:
         """A cut of a packed value into its pieces (:func:`hir.frontend.packed.cut`) on the
         device's part: its sizes divided by the devices of the packed dim."""
-        placed = self.plan.of(source)
+        placed = self.plan.on_mesh(source)
         axis = next(a for a, _ in placed.packed)
         with ip, new.location:
             for index, value in packed.local_cut(op, source, placed.parts(axis)).items():

@@ -93,6 +93,12 @@ class PlacementPlan:
             return self.placements[value]
         return None if self.grid is None else self.grid.sharding((None,) * self.grid.rank)
 
+    def on_mesh(self, value: ir.Value) -> Sharding:
+        """:meth:`of` ``value`` in a plan with a mesh, where every value is placed."""
+        placed = self.of(value)
+        assert placed is not None, "a placement asked of a plan without a mesh"
+        return placed
+
     def reshardings(self) -> list[tuple[ir.Value, Sharding | None, Sharding | None]]:
         """(value, its placement, the placement a step reads it as) where the two differ."""
         out = []

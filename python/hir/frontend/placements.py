@@ -26,7 +26,7 @@ from torch_mlir import ir
 
 from hir.core import HirError
 from hir.dialect import Sharding
-from hir.frontend.torch_ir import tensor_info
+from hir.frontend.torch_ir import shape_of
 from hir.interpreter.backends.process_groups import world
 from hir.interpreter.program import local_arguments
 
@@ -148,8 +148,7 @@ def mesh_inputs(
             f"...) nor outputs (output0, ...); the module has {num_inputs} input(s) and {num_results} output(s)"
         )
     arguments = [
-        grid.sharding(*_splits(name, placements.get(name), tensor_info(arg.type)[0], grid))
-        for name, arg in zip(arg_names, args)
+        grid.sharding(*_splits(name, placements.get(name), shape_of(arg), grid)) for name, arg in zip(arg_names, args)
     ]
     outputs = {
         int(k[len("output") :]): grid.sharding(*_splits(k, v, None, grid))

@@ -56,7 +56,7 @@ from hir.frontend.torch_ir import (
     is_cloned_value,
     is_tensor,
     rank_of,
-    tensor_info,
+    shape_of,
     user,
 )
 from hir.passes.pass_manager import dumping
@@ -95,7 +95,7 @@ class Placer(SegmentBoundary):
     def pieces(self, value: ir.Value, k: int) -> int:
         """How many packed pieces ``value``'s split on mesh axis ``k`` is made of (1: none)."""
         split = self.split(value, k)
-        return 1 if split is None else self.of(value).pieces(split)
+        return 1 if split is None else self._on_mesh(value).pieces(split)
 
     def read_as(self, value: ir.Value, splits: Sequence) -> Sharding | None:
         """The placement ``value`` is read as when split as ``splits``: its own (packed
@@ -130,7 +130,19 @@ class Placer(SegmentBoundary):
         return self.placements.get(value, self.replicated)
 
     def split(self, value: ir.Value, k: int) -> int | None:
-        return self.of(value).splits[k]
+        return self._on_mesh(value).splits[k]
+
+    def _on_mesh(self, value: ir.Value) -> Sharding:
+        """:meth:`of` ``value`` where a question is per mesh axis: only asked with a mesh
+        (``rank`` 0 without), where every value is placed."""
+        placed = self.of(value)
+        assert placed is not None, "a per-mesh-axis question without a mesh"
+        return placed
+
+    def extent(self, k: int) -> int:
+        """The devices along mesh axis ``k`` (only asked with a mesh)."""
+        assert self.grid is not None, "a per-mesh-axis question without a mesh"
+        return self.grid.shape[k]
 
     def error(self, op: ir.Operation, msg: str) -> HirError:
         return HirError(f"{format_location(op.location, self.source_name)}: error: '{op.name}' {msg}")
@@ -193,7 +205,7 @@ class Placer(SegmentBoundary):
     ) -> tuple[OpPlacement, Strategy]:
         """Op ``name``'s placement on mesh axis ``k`` and the strategy that gave it; raises
         NoRule when there is none (the caller falls back)."""
-        call = OpCall(op, operands, self.grid.shape[k], spec, k, self.rank)
+        call = OpCall(op, operands, self.extent(k), spec, k, self.rank)
         strategy = strategy_for(name)
         if strategy is None:
             raise NoRule(f"no placement strategy for {name}")
@@ -210,14 +222,14 @@ class Placer(SegmentBoundary):
                 strategy = strategy.name
             except NoRule as why:  # DTensor's fallback: redistribute to Replicate()
                 partial = segment_partial(
-                    op, {v: self.split(v, k) for v in op.operands if is_tensor(v)}, k, self.grid.shape[k]
+                    op, {v: self.split(v, k) for v in op.operands if is_tensor(v)}, k, self.extent(k)
                 )
                 if partial is not None:  # a sum the compute op cannot split (over a split dim and others)
                     self._partial_op(partial)
                     return
                 self._refuse(op, why)
                 placement, strategy = (
-                    OpCall(op, call_operands, self.grid.shape[k], spec).replicated(),
+                    OpCall(op, call_operands, self.extent(k), spec).replicated(),
                     f"replicated (fallback: {why})",
                 )
             per_axis.append(placement)
@@ -241,7 +253,8 @@ class Placer(SegmentBoundary):
             self.placements[op.results[0]] = self.sharding(
                 tuple(p.output for p in per_axis), {p.output: n for p, n in zip(per_axis, pieces) if n > 1}
             )
-            form = Gathered(self.split(spec.inputs[0], 0)) if self._gathers_rows(spec, reads[0]) else None
+            lead = self._gathered_rows(spec, reads[0])
+            form = None if lead is None else Gathered(lead)
             self.steps.append(ComputeStep(op, spec, reads, form))
         if self.grid is not None:
             step = self.steps[-1]
@@ -253,15 +266,17 @@ class Placer(SegmentBoundary):
 
     def _streams(self) -> bool:
         """The P2P forms need one team: a 1-D mesh of several devices."""
-        return self.rank == 1 and self.grid.shape[0] > 1
+        return self.rank == 1 and self.extent(0) > 1
 
-    def _gathers_rows(self, spec: ComputeSpec, wanted: Sharding | None) -> bool:
-        """A contraction whose row-split operand 0 (split on an axis it does not contract:
-        tokens ``[T, D]`` on 0, ``[B, S, D]`` on 1) must be gathered (the all-gather side of
-        sequence parallelism)."""
+    def _gathered_rows(self, spec: ComputeSpec, wanted: Sharding | None) -> int | None:
+        """The row axis of operand 0 of a contraction whose row-split operand 0 (split on an
+        axis it does not contract: tokens ``[T, D]`` on 0, ``[B, S, D]`` on 1) must be
+        gathered (the all-gather side of sequence parallelism), else None."""
         x = spec.inputs[0]
         split = self.split(x, 0) if self._streams() else None
-        return spec.streams_rows and split is not None and split < rank_of(x) - 1 and wanted == self.replicated
+        if spec.streams_rows and split is not None and split < rank_of(x) - 1 and wanted == self.replicated:
+            return split
+        return None
 
     def _partial(self, op: ir.Operation, spec: ComputeSpec, k: int, per_axis: list) -> None:
         """A contraction over dims split on mesh axis ``k``: the products read the operands'
@@ -274,14 +289,15 @@ class Placer(SegmentBoundary):
         def operand(i: int, value: ir.Value) -> Sharding | None:
             return self.read_as(value, tuple(per_axis[j].inputs[i] for j in range(self.rank)))
 
-        shape = tensor_info(out.type)[0]
+        shape = shape_of(out)
         target = self._partial_target(out, k)
         if spec.trailing and target is not None and target == len(shape) - 1:
             target = None  # the bias is added after the sum, to whole rows
         self.placements[out] = self.sharding(tuple(target if j == k else s for j, s in enumerate(others)))
         stream = target is not None and target < len(shape) - 1 and self._streams() and rank_of(x) == len(shape)
+        row_axis = target if stream and target is not None else 0
         reads = [operand(0, x), operand(1, w)] + [self.replicated] * len(spec.trailing)
-        self.steps.append(ComputeStep(op, spec, reads, PartialSum(k, others, stream, target if stream else 0)))
+        self.steps.append(ComputeStep(op, spec, reads, PartialSum(k, others, stream, row_axis)))
 
     def _partial_target(self, out: ir.Value, k: int, depth: int = 0) -> int | None:
         """Where the consumer wants the sum on mesh axis ``k``: split as a requested
@@ -300,7 +316,7 @@ class Placer(SegmentBoundary):
             spec = compute_spec(consumer)
             if spec is None and depth < 4 and len(consumer.results) == 1 and is_tensor(consumer.results[0]):
                 split = split_before(
-                    consumer, out, self._partial_target(consumer.results[0], k, depth + 1), self.grid.shape[k]
+                    consumer, out, self._partial_target(consumer.results[0], k, depth + 1), self.extent(k)
                 )
                 if split is not None:
                     return split

@@ -49,10 +49,11 @@ def shard_value(
     """Annotate ``value`` with a sharding right after its definition and make every other use
     read the annotated value; return it. ``for_users``: the sharding its users need
     (``annotate_for_users``: the partitioner reshards into it) rather than the one it has."""
-    if isinstance(value, ir.BlockArgument):
-        ip = ir.InsertionPoint(value.owner.operations[0])  # before the body, after earlier annotations
+    defined_by = value.owner
+    if isinstance(defined_by, ir.Block):  # a block argument
+        ip = ir.InsertionPoint(defined_by.operations[0])  # before the body, after earlier annotations
     else:
-        owner = value.owner.operation
+        owner = defined_by.operation
         block = owner.block
         ops = list(block.operations)
         position = next(i for i, op in enumerate(ops) if op.operation == owner)

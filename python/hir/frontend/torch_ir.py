@@ -5,6 +5,7 @@ the buffer type of a tensor. Shared by the placement strategies (which read ops)
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
@@ -28,12 +29,18 @@ def tensor_info(t: ir.Type) -> tuple[list[int], str] | None:
     return shape, m["dtype"]
 
 
-def shape_of(value: ir.Value) -> list[int]:
-    """The shape of a ranked ``!torch.vtensor`` value (``DYNAMIC`` for ``?``)."""
+def ranked_info(value: ir.Value) -> tuple[list[int], str]:
+    """:func:`tensor_info` of ``value``, which must be a ranked ``!torch.vtensor`` (raises
+    ValueError otherwise)."""
     info = tensor_info(value.type)
     if info is None:
         raise ValueError(f"{value.get_name()} is not a ranked tensor: {value.type}")
-    return info[0]
+    return info
+
+
+def shape_of(value: ir.Value) -> list[int]:
+    """The shape of a ranked ``!torch.vtensor`` value (``DYNAMIC`` for ``?``)."""
+    return ranked_info(value)[0]
 
 
 def is_tensor(value: ir.Value) -> bool:
@@ -65,14 +72,14 @@ def owner(value: ir.Value) -> ir.Operation:
     return op if isinstance(op, ir.Operation) else op.operation
 
 
-def user(use) -> ir.Operation:
+def user(use: ir.OpOperand) -> ir.Operation:
     op = use.owner
     return op if isinstance(op, ir.Operation) else op.operation
 
 
-def constant_value(value: ir.Value):
-    """The Python value of a ``torch.constant.*`` / list-of-constants operand; raises
-    ValueError when it is not one."""
+def constant_value(value: ir.Value) -> Any:
+    """The Python value of a ``torch.constant.*`` / list-of-constants operand (an int, float,
+    bool, str, None or a list of them); raises ValueError when it is not one."""
     if isinstance(value.owner, ir.Block):
         raise ValueError(f"{value.get_name()} is a function argument")
     op = owner(value)
@@ -86,7 +93,7 @@ def constant_value(value: ir.Value):
     raise ValueError(f"{value.get_name()} is not a constant")
 
 
-def constant_value_or(value: ir.Value, default):
+def constant_value_or(value: ir.Value, default: Any) -> Any:
     try:
         return constant_value(value)
     except ValueError:
