@@ -4,8 +4,8 @@ without them, on the ~1B Llama's shapes (one GPU):
     python benchmarks/decode_kernels.py            # CUDA only
 
 - products ``x [M, K] @ w.T [K, N]`` for M = 1 and 8 over the model's weights (the fused q/k/v,
-  o, the fused gate/up, down, lm_head): ``hir::small_m_linear``'s Triton kernel (autotuned per
-  shape) against ``torch.nn.functional.linear`` (cuBLAS);
+  o, the fused gate/up and gate or up alone, down, lm_head): ``hir::small_m_linear``'s Triton
+  kernel (autotuned per shape) against ``torch.nn.functional.linear`` (cuBLAS);
 - attention of a KV head's 4 stacked query rows over a 1024-position cache at batch 1 and 8,
   513 positions used (the benchmark's decode steps): the split-KV kernel against
   ``scaled_dot_product_attention`` with the boolean mask (what runs without it).
@@ -30,6 +30,7 @@ LINEARS = {
     "qkv": (3072, 2048),
     "o": (2048, 2048),
     "gate_up": (16384, 2048),
+    "gate or up": (8192, 2048),
     "down": (2048, 8192),
     "lm_head": (32000, 2048),
 }

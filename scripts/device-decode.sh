@@ -6,8 +6,9 @@
 # Llama's shapes (benchmarks/decode_kernels.py). Logs and results go to $OUT.
 # Prepare .device/ as scripts/device-generate.sh says; then, from the lead's session:
 #   run(command="bash scripts/device-decode.sh [generate.py options]", carry=[".device"], timeout_s=420)
-# Within HIR_DECODE_BUDGET s (400): the tests get HIR_CAP_TESTS s (150, beside generate.py), the
-# kernels the last HIR_CAP_KERNELS s (75), generate.py the rest (its optional rows stop 25 s before its end).
+# Within HIR_DECODE_BUDGET s (400): the tests get HIR_CAP_TESTS s (150, beside generate.py; pytest's
+# -m HIR_DECODE_MARK, default gpu), the kernels the last HIR_CAP_KERNELS s (75; 0: not run),
+# generate.py the rest (its optional rows stop 25 s before its end).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -21,8 +22,10 @@ echo "=== benchmarks/generate.py ($left s, in the background: $out/generate.txt)
   | grep --line-buffered -v "Warning\|warn(" > "$out/generate.txt") &
 generate=$!
 echo "=== GPU tests: decode kernels"
-timeout "${HIR_CAP_TESTS:-150}" python3 -m pytest -q -p no:cacheprovider -m gpu -rs test/python/test_decode_kernels.py 2>&1 | tee "$out/gpu_tests.txt" | tail -n 25
+timeout "${HIR_CAP_TESTS:-150}" python3 -m pytest -q -p no:cacheprovider -m "${HIR_DECODE_MARK:-gpu}" -rs test/python/test_decode_kernels.py 2>&1 | tee "$out/gpu_tests.txt" | tail -n 25
 wait "$generate"
 cat "$out/generate.txt"
-echo "=== benchmarks/decode_kernels.py ($(( budget - SECONDS )) s left)"
-timeout "$(( budget - SECONDS ))" python3 benchmarks/decode_kernels.py 2>&1 | tee "$out/kernels.txt" | tail -n 20
+if [ "${HIR_CAP_KERNELS:-75}" -gt 0 ]; then
+  echo "=== benchmarks/decode_kernels.py ($(( budget - SECONDS )) s left)"
+  timeout "$(( budget - SECONDS ))" python3 benchmarks/decode_kernels.py 2>&1 | tee "$out/kernels.txt" | tail -n 24
+fi
