@@ -11,7 +11,8 @@ The tensors are lists (params, grads, exp_avgs, exp_avg_sqs, steps: one element 
 parameter); IRDL binds one type for all the elements of a variadic operand, so the parameters
 (of many shapes) are passed as unranked memrefs of one element type, each a ``memref.cast``
 of its buffer (a view: the passes follow it to the buffer). The step counts are 0-d float
-buffers on the device (torch's ``capturable`` form: the bias corrections are computed there).
+buffers of the program's device (on CUDA, torch's ``capturable`` form computes the bias
+corrections from them there).
 ``lr`` is a 0-d float buffer, an input read on the device (an LR scheduler changes its value,
 not the program); the betas, ``eps`` and ``weight_decay`` are f64 attributes, as torch's
 kernels take them (numbers, a CUDA graph records them): a program is built for their values.
