@@ -200,8 +200,6 @@ class HirOp(HirDialect.Operation):
     - ``PEER_AXIS_ATTR``: the attribute naming the axis whose slices belong one to each team
       member (allgather's ``axis``, reduce_scatter's ``scatter_axis``); streaming along it
       is nvFuser's P2P form, which hir-p2p-pipeline pipelines. "": no such axis.
-    - ``HOST_READS``: the op reads buffer values on the host (a device sync; a CUDA graph
-      cannot capture it).
     - ``UNEVEN_SPLITS``: the op takes buffers split unevenly (``#hir.shard`` with offsets);
       the verifier refuses them on every other op.
 
@@ -218,7 +216,6 @@ class HirOp(HirDialect.Operation):
     INPUT_AXIS_ATTRS = ()
     PEER_AXIS_ATTR = ""
     UNEVEN_SPLITS = False
-    HOST_READS = False
     _UNEVEN_REFUSED_PER_KEY = False  # the check calls refuse_uneven once per CheckedKeys key
 
     def check(self) -> None:  # pragma: no cover - overridden

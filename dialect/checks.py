@@ -70,6 +70,19 @@ def str_attr(op: ir.OpView, name: str, choices: Sequence[str]) -> str:
     return value
 
 
+def float_attr(op: ir.OpView, name: str) -> float:
+    attrs = op.operation.attributes
+    if name not in attrs:
+        fail(f"requires float attribute '{name}' (N : f64)")
+    try:
+        value = ir.FloatAttr(attrs[name])
+    except (ValueError, TypeError):
+        fail(f"attribute '{name}' must be a float (N : f64), got {attrs[name]}")
+    if not isinstance(value.type, ir.F64Type):
+        fail(f"attribute '{name}' must be an f64 float (N : f64), got {value}")
+    return value.value
+
+
 def i64_array_attr(op: ir.OpView, name: str) -> list[int]:
     attrs = op.operation.attributes
     if name not in attrs:

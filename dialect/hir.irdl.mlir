@@ -283,14 +283,14 @@ module {
       %3 = irdl.base "!builtin.unranked_memref" 
       %4 = irdl.base "!builtin.memref" 
       %5 = irdl.base "!builtin.memref" 
-      %6 = irdl.base "!builtin.memref" 
-      %7 = irdl.base "!builtin.memref" 
-      %8 = irdl.base "!builtin.memref" 
-      %9 = irdl.base "!builtin.memref" 
-      irdl.operands(params: variadic %0, grads: variadic %1, exp_avgs: variadic %2, exp_avg_sqs: variadic %3, steps: variadic %4, lr: %5, beta1: %6, beta2: %7, eps: %8, weight_decay: %9)
-      %10 = irdl.base "#builtin.string" 
-      %11 = irdl.base "#builtin.string" 
-      irdl.attributes {"kind" = %10, "kernel" = %11}
+      irdl.operands(params: variadic %0, grads: variadic %1, exp_avgs: variadic %2, exp_avg_sqs: variadic %3, steps: variadic %4, lr: %5)
+      %6 = irdl.base "#builtin.string" 
+      %7 = irdl.base "#builtin.string" 
+      %8 = irdl.base "#builtin.float" 
+      %9 = irdl.base "#builtin.float" 
+      %10 = irdl.base "#builtin.float" 
+      %11 = irdl.base "#builtin.float" 
+      irdl.attributes {"kind" = %6, "kernel" = %7, "beta1" = %8, "beta2" = %9, "eps" = %10, "weight_decay" = %11}
     }
   }
 }

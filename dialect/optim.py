@@ -2,19 +2,25 @@
 implementation (its multi-tensor kernels), the buffers it updates written in place.
 
     %p = memref.cast %w : memref<16x8xf32> to memref<*xf32>      // one per parameter (and grad, moment)
-    "hir.adam_update"(%p0, %p1, %g0, %g1, %m0, %m1, %v0, %v1, %s0, %s1, %lr, %beta1, %beta2, %eps, %decay)
-        {operandSegmentSizes = array<i32: 2, 2, 2, 2, 2, 1, 1, 1, 1, 1>, kind = "adamw", kernel = "fused"}
-        : (memref<*xf32>, ..., memref<f32>, memref<f32>, memref<f64>, ...) -> ()
+    "hir.adam_update"(%p0, %p1, %g0, %g1, %m0, %m1, %v0, %v1, %s0, %s1, %lr)
+        {operandSegmentSizes = array<i32: 2, 2, 2, 2, 2, 1>, kind = "adamw", kernel = "fused",
+         beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, weight_decay = 0.01 : f64}
+        : (memref<*xf32>, ..., memref<f32>, memref<f32>, memref<f64>) -> ()
 
 The tensors are lists (params, grads, exp_avgs, exp_avg_sqs, steps: one element per
 parameter); IRDL binds one type for all the elements of a variadic operand, so the parameters
 (of many shapes) are passed as unranked memrefs of one element type, each a ``memref.cast``
-of its buffer (a view: the passes follow it to the buffer). The hyper-parameters are 0-d
-float buffers (program inputs: an LR scheduler changes their values, not the program).
+of its buffer (a view: the passes follow it to the buffer). The step counts are 0-d float
+buffers of the program's device (on CUDA, torch's ``capturable`` form computes the bias
+corrections from them there).
+``lr`` is a 0-d float buffer, an input read on the device (an LR scheduler changes its value,
+not the program); the betas, ``eps`` and ``weight_decay`` are f64 attributes, as torch's
+kernels take them (numbers, a CUDA graph records them): a program is built for their values.
+So the op reads nothing on the host and a CUDA graph captures it.
 ``kind``: ``adam`` (L2 weight decay added to the gradient) or ``adamw`` (decoupled weight
 decay); ``kernel``: which of torch's implementations runs it (``fused``:
 ``torch._fused_adam(w)_``; ``foreach``: ``torch._foreach_*``; ``single``: one parameter at a
-time), as ``torch.optim.Adam(W)`` chose it for the group, so the update is eager's bit for bit.
+time), as ``torch.optim.Adam(W)`` chose it for the group, so the update is eager's.
 """
 
 from collections.abc import Sequence
@@ -23,21 +29,20 @@ from torch_mlir import ir
 from torch_mlir.dialects import ext, memref
 
 from hir.dialect.base import HirOp, fmt_shape
-from hir.dialect.checks import fail, str_attr
+from hir.dialect.checks import fail, float_attr, str_attr
 
 ADAM_KINDS = ("adam", "adamw")
 ADAM_KERNELS = ("fused", "foreach", "single")
 _LISTS = ("params", "grads", "exp_avgs", "exp_avg_sqs", "steps")
-ADAM_HYPER = ("lr", "beta1", "beta2", "eps", "weight_decay")
+ADAM_CONSTANTS = ("beta1", "beta2", "eps", "weight_decay")  # f64 attributes (lr is an operand)
 _CAST = memref.CastOp.OPERATION_NAME
 
 
 class AdamUpdateOp(HirOp, name="adam_update"):
-    """``torch.optim.adam.adam(params, grads, exp_avgs, exp_avg_sqs, [], steps, ...)`` with
-    the hyper-parameters read from their buffers: each step count incremented, each
-    parameter and its moments updated in place (the lists' elements are what it writes;
-    the grads and hyper-parameters it reads). Reads the hyper-parameters on the host
-    (torch's kernels take them as numbers): a device sync, no CUDA graph captures it."""
+    """``torch.optim.adam.adam(params, grads, exp_avgs, exp_avg_sqs, [], steps, lr=lr, ...)``
+    with ``lr`` the tensor in its buffer and the other hyper-parameters the attributes: each
+    step count incremented, each parameter and its moments updated in place (the lists'
+    elements are what it writes; the grads and lr it reads)."""
 
     params: Sequence[ext.Operand[ir.UnrankedMemRefType]]
     grads: Sequence[ext.Operand[ir.UnrankedMemRefType]]
@@ -45,19 +50,18 @@ class AdamUpdateOp(HirOp, name="adam_update"):
     exp_avg_sqs: Sequence[ext.Operand[ir.UnrankedMemRefType]]
     steps: Sequence[ext.Operand[ir.MemRefType]]
     lr: ext.Operand[ir.MemRefType]
-    beta1: ext.Operand[ir.MemRefType]
-    beta2: ext.Operand[ir.MemRefType]
-    eps: ext.Operand[ir.MemRefType]
-    weight_decay: ext.Operand[ir.MemRefType]
     kind: ir.StringAttr
     kernel: ir.StringAttr
-    HOST_READS = True
+    beta1: ir.FloatAttr
+    beta2: ir.FloatAttr
+    eps: ir.FloatAttr
+    weight_decay: ir.FloatAttr
 
     @classmethod
     def destinations(cls, op: ir.Operation) -> tuple:
         """The params, exp_avgs, exp_avg_sqs and steps (operand indices: the lists are
         equally long, checked by the verifier)."""
-        count = (len(op.operands) - len(ADAM_HYPER)) // len(_LISTS)
+        count = (len(op.operands) - 1) // len(_LISTS)
         written = (0, 2, 3, 4)  # params, exp_avgs, exp_avg_sqs, steps
         return tuple(i for group in written for i in range(group * count, (group + 1) * count))
 
@@ -84,22 +88,32 @@ class AdamUpdateOp(HirOp, name="adam_update"):
         step_type = ir.MemRefType(lists["steps"][0].type)
         if step_type.rank != 0 or not isinstance(step_type.element_type, ir.FloatType):
             fail(f"steps must be 0-d float buffers, got {step_type}")
-        for name in ADAM_HYPER:
-            hyper = ir.MemRefType(getattr(self, name).type)
-            if hyper.rank != 0 or not isinstance(hyper.element_type, ir.FloatType):
-                fail(f"{name} must be a 0-d float buffer, got {hyper}")
+        lr = ir.MemRefType(self.lr.type)
+        if lr.rank != 0 or not isinstance(lr.element_type, ir.FloatType):
+            fail(f"lr must be a 0-d float buffer, got {lr}")
+        values = {name: float_attr(self, name) for name in ADAM_CONSTANTS}
+        for name in ("beta1", "beta2"):
+            if not 0.0 <= values[name] < 1.0:
+                fail(f"{name} is {values[name]}; expected 0 <= {name} < 1")
+        for name in ("eps", "weight_decay"):
+            if not values[name] >= 0.0:
+                fail(f"{name} is {values[name]}; expected >= 0")
 
     @classmethod
-    def emit(cls, lists: dict, hyper: dict, kind: str, kernel: str, *, name: str | None = None) -> ir.Operation:
+    def emit(
+        cls, lists: dict, lr: ir.Value, constants: dict, kind: str, kernel: str, *, name: str | None = None
+    ) -> ir.Operation:
         """At the current insertion point: ``lists`` maps params, grads, exp_avgs, exp_avg_sqs
-        (unranked views) and steps to values, ``hyper`` lr, beta1, beta2, eps, weight_decay."""
-        operands = [v for name in _LISTS for v in lists[name]] + [hyper[name] for name in ADAM_HYPER]
-        sizes = [len(lists[name]) for name in _LISTS] + [1] * len(ADAM_HYPER)
+        (unranked views) and steps to values, ``constants`` beta1, beta2, eps, weight_decay
+        to numbers."""
+        operands = [v for name in _LISTS for v in lists[name]] + [lr]
+        sizes = [len(lists[name]) for name in _LISTS] + [1]
+        f64 = ir.F64Type.get()
         attributes = {
             "operandSegmentSizes": ir.DenseI32ArrayAttr.get(sizes),
             "kind": ir.StringAttr.get(kind),
             "kernel": ir.StringAttr.get(kernel),
-        }
+        } | {key: ir.FloatAttr.get(f64, float(constants[key])) for key in ADAM_CONSTANTS}
         return cls._create(operands, attributes=attributes, name=name)
 
 

@@ -4,17 +4,18 @@ single-tensor arithmetic traced into it (:mod:`hir.frontend.optimizers`).
 How it enters the program: the step is exported without its update (:class:`hir.frontend.step_module.StepModule`
 returns the loss and the gradients after clipping), and :func:`append_update` then writes, at
 the end of ``@main``, one ``hir.adam_update`` per param group (and element type) on the
-state arguments (the parameters, ``exp_avg``, ``exp_avg_sq``, ``step``, the group's
-hyper-parameters) and the returned gradients, which ``@main`` no longer returns. The op runs
-``torch.optim.adam.adam`` with the group's implementation (``fused``, ``foreach`` or
-single-tensor, chosen as ``torch.optim.Adam`` chooses it), so the update is eager's bit for bit,
-one multi-tensor kernel per group with ``fused=True`` where the traced arithmetic was about ten
-kernels per parameter.
+state arguments (the parameters, ``exp_avg``, ``exp_avg_sq``, ``step``, the group's ``lr``)
+and the returned gradients, which ``@main`` no longer returns; the group's betas, ``eps`` and
+weight decay are the op's attributes (:func:`constants`: part of the step's signature, so a
+changed one imports another program; ``lr``, what LR schedulers change, stays an input). The
+op runs ``torch.optim.adam.adam`` with the group's implementation (``fused``, ``foreach`` or
+single-tensor, chosen as ``torch.optim.Adam`` chooses it), one multi-tensor kernel per group
+with ``fused=True`` where the traced arithmetic was about ten kernels per parameter; it
+reads nothing on the host, so a CUDA graph captures it, and in the default compile it stays
+out of the compiled region (inductor compiles the forward and backward only).
 
 Where: on one device (a step on a mesh updates local shards inside the traced program, which
-the data-parallel schedule reorders: it keeps the traced update), and only where no CUDA graph
-captures the step (the op reads its hyper-parameters on the host: a CPU device, or
-``graph=False``; a captured step keeps the traced update, which its compiled regions fuse).
+the data-parallel schedule reorders: it keeps the traced update).
 """
 
 from typing import TYPE_CHECKING
@@ -25,7 +26,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import func, memref
 
 from hir.dialect import PARAMETER_ATTR, AdamUpdateOp
-from hir.dialect.optim import ADAM_HYPER
+from hir.dialect.optim import ADAM_CONSTANTS
+from hir.frontend.optimizers import Rule, hyper_values, rule_for
 
 if TYPE_CHECKING:
     from hir.frontend.torch_import import TorchProgram
@@ -33,9 +35,21 @@ if TYPE_CHECKING:
 _ADAM = (torch.optim.Adam, torch.optim.AdamW)
 
 
-def applies(optimizer: torch.optim.Optimizer, mesh: object, device: torch.device, options: dict) -> bool:
+def applies(optimizer: torch.optim.Optimizer, mesh: object) -> bool:
     """Whether a step of ``optimizer`` ends with ``hir.adam_update`` (module docstring)."""
-    return type(optimizer) in _ADAM and mesh is None and (device.type == "cpu" or options.get("graph") is False)
+    return type(optimizer) in _ADAM and mesh is None
+
+
+def constants(optimizer: torch.optim.Optimizer) -> tuple:
+    """Per param group, the hyper-parameters the ops hold as attributes (beta1, beta2, eps,
+    weight_decay): a program is built for these values."""
+    rule = rule_for(optimizer)
+    return tuple(tuple(_constants(rule, group).values()) for group in optimizer.param_groups)
+
+
+def _constants(rule: Rule, group: dict) -> dict:
+    values = hyper_values(rule, group)
+    return {key: values[key] for key in ADAM_CONSTANTS}
 
 
 def kernel(group: dict, param: torch.Tensor) -> str:
@@ -64,6 +78,7 @@ def append_update(program: "TorchProgram", names: list, optimizer: torch.optim.O
     def state(name: str) -> ir.Value:
         return arguments[entry[program.aliases.get(name, name)]]
 
+    rule = rule_for(optimizer)
     written: set = set()
     with program.module.context, ir.InsertionPoint(ret), ret.location:
         start = 0
@@ -87,9 +102,9 @@ def append_update(program: "TorchProgram", names: list, optimizer: torch.optim.O
                     if isinstance(v, ir.BlockArgument)
                 )
                 lists = {name: [_unranked(v) for v in values] for name, values in tensors.items()} | {"steps": steps}
-                hyper = {k: state(f"optimizer.param_groups.{g}.{k}") for k in ADAM_HYPER}
+                lr = state(f"optimizer.param_groups.{g}.lr")
                 kind = "adamw" if group.get("decoupled_weight_decay", False) else "adam"
-                AdamUpdateOp.emit(lists, hyper, kind, kernel(group, group["params"][0]))
+                AdamUpdateOp.emit(lists, lr, _constants(rule, group), kind, kernel(group, group["params"][0]))
         ir.Operation.create(func.ReturnOp.OPERATION_NAME, operands=[loss])
         ret.erase()
         inputs = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs

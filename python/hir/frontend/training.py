@@ -66,6 +66,7 @@ class TrainStep:
         self.recompute = options.get("recompute", False)
         self.reshard_after_forward = options.get("reshard_after_forward", True)
         self.names = parameter_names(model, optimizer)
+        self.update_op = optimizer_update.applies(optimizer, self.mesh)
         first = next(iter(model.parameters()))
         self.device = torch.device(self.compile_options.setdefault("device", str(first.device)))
         self.programs: dict = {}  # signature -> TorchProgram
@@ -79,7 +80,8 @@ class TrainStep:
 
     def _signature(self, batch: tuple) -> tuple:
         shapes = tuple((tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else type(x) for x in batch)
-        return shapes, tuple((len(g["params"]), self.rule.structure(g)) for g in self.optimizer.param_groups)
+        groups = tuple((len(g["params"]), self.rule.structure(g)) for g in self.optimizer.param_groups)
+        return shapes, groups, optimizer_update.constants(self.optimizer) if self.update_op else ()
 
     def _program(self, batch: tuple) -> Any:
         key = self._signature(batch)
@@ -147,7 +149,7 @@ class TrainStep:
             )
             # (on one device only: how the placement rules split attention without a mask is not checked yet)
             masks = causal_masks_as_eager() if self.mesh is None else contextlib.nullcontext()
-            step.update_op = optimizer_update.applies(self.optimizer, self.mesh, self.device, self.compile_options)
+            step.update_op = self.update_op
             with (
                 attention_backends(self.device),
                 masks,

@@ -22,7 +22,6 @@ Runs eagerly, never captured (``Program.graph_state.reason`` says which, and a d
 line on the ``hir.graph`` logger):
 - the program runs on a CPU device (nothing to capture);
 - it has Gloo collectives (host-side transfers; NCCL and copy-engine P2P are captured);
-- it has an op that reads buffers on the host (its class's ``HOST_READS``: ``hir.adam_update``);
 - ``track_memory=True`` (the byte counts are kept by the alloc/dealloc steps, which a replay
   does not run);
 - a call whose tensor inputs share memory (a static copy per input would break the aliasing),

@@ -30,8 +30,6 @@ def graph_blockers(
                 "cannot capture Gloo collectives (host-side transfers; use "
                 f"backend nccl): {op.location}: '{op.name}' uses the gloo backend"
             )
-        if cls is not None and cls.HOST_READS:
-            reasons.append(f"cannot capture an op that reads buffers on the host: {op.location}: '{op.name}'")
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)

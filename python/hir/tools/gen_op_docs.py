@@ -69,7 +69,13 @@ def op_classes() -> list[type]:
     return sorted(found, key=lambda c: (modules.index(c.__module__), inspect.getsourcelines(c)[1]))
 
 
-MLIR_NAMES = {"MemRefType": "memref", "IndexType": "index", "IntegerAttr": "i64", "StringAttr": "string"}
+MLIR_NAMES = {
+    "MemRefType": "memref",
+    "IndexType": "index",
+    "IntegerAttr": "i64",
+    "StringAttr": "string",
+    "FloatAttr": "f64",
+}
 
 
 def type_text(constraint: Any) -> str:

@@ -1,7 +1,12 @@
 """Handlers of the optim group: a param group's update by torch's own optimizer functions
 (``torch.optim.adam.adam``: the fused, foreach or single-tensor implementation, as the op's
-``kernel`` says), on the buffers of the op's lists, in place. The hyper-parameters are read
-on the host, in one transfer (torch's kernels take them as numbers)."""
+``kernel`` says), on the buffers of the op's lists, in place.
+
+Nothing is read back from a device: on CUDA the update runs in torch's ``capturable`` form
+(``lr`` a float32 tensor on the device, the bias corrections computed there from the step
+counts; the fused kernel reads ``lr`` from device memory), so a CUDA graph captures the op
+and replays it with the ``lr`` of each call. On the CPU (host memory: no device to sync with,
+no graph) ``lr`` is read as the number torch's CPU kernels take, eager's path bit for bit."""
 
 import torch
 from torch.optim.adam import adam
@@ -9,7 +14,7 @@ from torch_mlir import ir
 
 from hir.dialect import AdamUpdateOp
 from hir.dialect.base import get_str
-from hir.dialect.optim import ADAM_HYPER
+from hir.dialect.optim import ADAM_CONSTANTS
 from hir.interpreter.plan import Compiler, Step
 from hir.interpreter.registry import impl, register_impls
 
@@ -21,15 +26,17 @@ class OptimImpls:
     )  # elementwise: every rank updates the parts it holds (its lists are unranked views)
     def adam_update(self, c: Compiler, op: ir.OpView) -> Step | None:
         slots = c.uses(op)
-        count = (len(slots) - len(ADAM_HYPER)) // 5
+        count = (len(slots) - 1) // 5
         params, grads, exp_avgs, exp_avg_sqs, steps = (slots[i * count : (i + 1) * count] for i in range(5))
-        hyper = slots[5 * count :]
+        lr_slot = slots[5 * count]
         kernel = get_str(op, "kernel")
         decoupled = get_str(op, "kind") == "adamw"
+        beta1, beta2, eps, weight_decay = (ir.FloatAttr(op.attributes[k]).value for k in ADAM_CONSTANTS)
+        on_cpu = c.runtime.device.type == "cpu"
 
         def adam_step(env: list) -> None:
-            lr, beta1, beta2, eps, weight_decay = torch.stack([env[s] for s in hyper]).tolist()
             tensors = [env[s] for s in params]
+            lr = env[lr_slot]
             with torch.no_grad():
                 adam(
                     tensors,
@@ -40,11 +47,12 @@ class OptimImpls:
                     [env[s] for s in steps],
                     foreach=kernel == "foreach",
                     fused=kernel == "fused",
+                    capturable=not on_cpu,
                     decoupled_weight_decay=decoupled,
                     amsgrad=False,
                     beta1=beta1,
                     beta2=beta2,
-                    lr=lr,
+                    lr=lr.item() if on_cpu else lr.to(torch.float32),
                     weight_decay=weight_decay,
                     eps=eps,
                     maximize=False,
