@@ -275,3 +275,47 @@ def test_stream_slices_are_written_with_out():
     (a,) = program([x])
     torch.testing.assert_close(a, x.relu())
     assert "aten.relu.out" in torch_ops(program, [x]) and "aten.copy_.default" not in torch_ops(program, [x])
+
+
+SEGMENT_TWO = """
+func.func private @two(%arg0: memref<4x8xf32>, %arg1: memref<4x8xf32>, %arg2: memref<8x4xf32>) attributes {hir.kernel} {
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %0 = bufferization.to_tensor %arg0 restrict : memref<4x8xf32> to tensor<4x8xf32>
+  %1 = builtin.unrealized_conversion_cast %0 : tensor<4x8xf32> to !torch.vtensor<[4,8],f32>
+  %2 = torch.aten.relu %1 : !torch.vtensor<[4,8],f32> -> !torch.vtensor<[4,8],f32>
+  %3 = torch.aten.transpose.int %2, %int0, %int1 : !torch.vtensor<[4,8],f32>, !torch.int, !torch.int -> !torch.vtensor<[8,4],f32>
+  %4 = builtin.unrealized_conversion_cast %2 : !torch.vtensor<[4,8],f32> to tensor<4x8xf32>
+  bufferization.materialize_in_destination %4 in restrict writable %arg1 : (tensor<4x8xf32>, memref<4x8xf32>) -> ()
+  %5 = builtin.unrealized_conversion_cast %3 : !torch.vtensor<[8,4],f32> to tensor<8x4xf32>
+  bufferization.materialize_in_destination %5 in restrict writable %arg2 : (tensor<8x4xf32>, memref<8x4xf32>) -> ()
+  return
+}
+"""
+
+
+def test_results_viewing_one_tensor_are_bound_unless_one_is_written_later():
+    """@two writes relu(x) and its transpose (what autograd saves for a backward): both
+    destinations become views of the one relu result, with no copy; when %a is written
+    after the call, %b must not see that write: both are copied."""
+    main = """func.func @main(%x: memref<4x8xf32>) -> (memref<4x8xf32>, memref<8x4xf32>) {
+  %a = memref.alloc() : memref<4x8xf32>
+  %b = memref.alloc() : memref<8x4xf32>
+  call @two(%x, %a, %b) : (memref<4x8xf32>, memref<4x8xf32>, memref<8x4xf32>) -> ()
+  WRITE
+  %c = memref.alloc() : memref<4x8xf32>
+  "hir.binary"(%a, %a, %c) {kind = "add"} : (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) -> ()
+  %d = memref.alloc() : memref<8x4xf32>
+  "hir.binary"(%b, %b, %d) {kind = "add"} : (memref<8x4xf32>, memref<8x4xf32>, memref<8x4xf32>) -> ()
+  return %c, %d : memref<4x8xf32>, memref<8x4xf32>
+}"""
+    write = '"hir.binary"(%x, %x, %a) {kind = "add"} : (memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>) -> ()'
+    x = torch.randn(4, 8)
+    for later, a, copied in [("", x.relu(), []), (write, 2 * x, ["two: " + MATERIALIZE] * 2)]:
+        text = main.replace("WRITE", later) + SEGMENT_TWO
+        program = Program(hir.parse(text, "test.mlir"), graph=False, device="cpu")
+        for _ in range(2):
+            c, d = program([x])
+            torch.testing.assert_close(c, 2 * a)
+            torch.testing.assert_close(d, 2 * x.relu().t())
+        assert copies(program, text) == copied

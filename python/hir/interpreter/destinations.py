@@ -31,6 +31,8 @@ by ops that take any strides (compute ops, kernel segments; deallocation), and t
 views is defined in the same block and not written from the call on. A fresh result is
 always bound; unless every use takes any strides, a non-contiguous one is made contiguous
 (the copy it replaces), so the buffer keeps its identity layout for views and collectives.
+Results that may view one fresh tensor (a value written twice; a tensor and its transpose,
+both saved for a backward) are bound as such views when no op after the call writes them.
 
 Compute ops that do not read their output (``hir.linear``, ``hir.matmul`` without
 ``accumulate``, ``hir.binary``) bind a fresh allocation by the same rules: the op returns
@@ -73,10 +75,12 @@ class Output:
     """A segment argument written by one top-level ``materialize_in_destination`` and
     otherwise unused: the segment arguments its value may be a view of; ``producer``: the
     fresh result of a torch op with an ``out=`` overload that is the written value (through
-    casts only), which can write the destination itself."""
+    casts only), which can write the destination itself; ``shares``: the other outputs whose
+    value may view the same fresh tensor."""
 
     may_alias: frozenset[int]
     producer: ir.Value | None = None
+    shares: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,7 @@ def segment_outputs(fn: ir.Operation) -> SegmentWrites | None:
     updates = segment_updates(fn)
     updated = {value: index for index, value in updates.items()}
     written: set[int] = set()
-    found: dict[int, Output] = {}
+    viewed: dict[int, tuple] = {}  # output -> (its value, the arguments and fresh tensors it may view)
     for index, arg in enumerate(args):
         uses = list(arg.uses)
         if any(u.owner.operation.name == _MATERIALIZE and u.operand_number == 1 for u in uses):
@@ -123,7 +127,11 @@ def segment_outputs(fn: ir.Operation) -> SegmentWrites | None:
             continue
         sources = _sources(user.operands[0], args, updated)
         if sources is not None:
-            found[index] = Output(sources, None if sources else _producer(user.operands[0]))
+            viewed[index] = (user.operands[0], *sources)
+    found: dict[int, Output] = {}
+    for index, (value, arguments, fresh) in viewed.items():
+        shares = frozenset(other for other, (_, _, more) in viewed.items() if other != index and fresh & more)
+        found[index] = Output(arguments, None if arguments or shares else _producer(value), shares)
     return SegmentWrites(frozenset(written), found, updates)
 
 
@@ -138,16 +146,14 @@ def _producer(value: ir.Value) -> ir.Value | None:
     return value if overload is not None and out_variant(overload) is not None else None
 
 
-def _sources(value: ir.Value, args: list, updated: dict) -> frozenset[int] | None:
-    """The segment arguments ``value`` may be a view of (empty: a fresh tensor); None when
-    unknown, or when a fresh tensor it views is used by anything else (another result may
-    share it). Follows casts and the schema's alias annotations of torch ops; the result of
-    an op updating an argument in place (``updated``: result -> argument index) is that
-    argument."""
-    found: set[int] = set()
-    todo, seen = [(value, False)], set()
+def _sources(value: ir.Value, args: list, updated: dict) -> tuple[frozenset[int], frozenset] | None:
+    """(the segment arguments ``value`` may be a view of, the fresh tensors made in the
+    segment it may be or view); None when unknown. Follows casts and the schema's alias
+    annotations of torch ops; the result of an op updating an argument in place
+    (``updated``: result -> argument index) is that argument."""
+    found, fresh, todo, seen = set(), set(), [value], set()
     while todo:
-        v, shared = todo.pop()
+        v = todo.pop()
         if v in seen:
             continue
         seen.add(v)
@@ -158,20 +164,21 @@ def _sources(value: ir.Value, args: list, updated: dict) -> frozenset[int] | Non
         if isinstance(owner, ir.Block):
             return None  # a block argument that is no memref: not a tensor we know
         op = owner.operation
-        shared = shared or len(list(v.uses)) > 1
         if op.name == _TO_TENSOR:
             source = op.operands[0]
             if source not in args:
                 return None
             found.add(args.index(source))
         elif op.name in (_CAST, _LIST_UNPACK):
-            todo.append((op.operands[0], shared))
+            todo.append(op.operands[0])
         else:
             aliased = _aliased_operands(op, v)
-            if aliased is None or (not aliased and shared):
+            if aliased is None:
                 return None
-            todo.extend((a, shared) for a in aliased)
-    return frozenset(found)
+            if not aliased:
+                fresh.add(v)
+            todo.extend(aliased)
+    return frozenset(found), frozenset(fresh)
 
 
 def _aliased_operands(op: ir.Operation, result: ir.Value) -> list | None:
@@ -226,10 +233,11 @@ def _root(value: ir.Value) -> ir.Value:
     return value
 
 
-def _written_from(root: ir.Value, call: ir.Operation, written_by) -> bool:
-    """Whether ``root`` (or a view of it) is written by ``call`` or an op after it."""
+def _written_from(root: ir.Value, call: ir.Operation, written_by, by_call: bool = True) -> bool:
+    """Whether ``root`` (or a view of it) is written by an op after ``call`` (or by ``call``)."""
     return any(
-        _writes(use, written_by) and (use.owner.operation == call or runs_after(use.owner.operation, call))
+        _writes(use, written_by)
+        and ((by_call and use.owner.operation == call) or runs_after(use.owner.operation, call))
         for use in uses_through_views(root)
     )
 
@@ -379,6 +387,10 @@ class DestinationPlanner:
         if not all(runs_after(u.owner.operation, call) for u in uses):
             return None
         any_strides = all(_reads_any_strides(u, self.written_by) for u in uses)
+        if output.shares and any(
+            _written_from(operands[i], call, self.written_by, False) for i in output.shares | {index}
+        ):
+            return None  # (bound, they would be views of one tensor)
         if output.may_alias:
             if not any_strides:
                 return None
