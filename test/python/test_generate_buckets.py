@@ -131,6 +131,29 @@ def test_a_first_call_imports_and_compiles_the_decode_program_only(imports, monk
     )
 
 
+def test_a_first_call_exports_the_step_once_with_one_token_per_row(monkeypatch, imports):
+    """The first call's one export (torch.export) is the decode step's, with the batch size
+    and the cache length dynamic and one token per row, what each decode step runs (a
+    dynamic token count would double its symbolic-shape work)."""
+    from hir.frontend import export
+
+    monkeypatch.setenv("HIR_CACHE_DIR", "off")
+    exported = []
+    real = export.functional_export
+
+    def counted(module, *args, **kwargs):
+        exported.append(type(module.inner).__name__)
+        return real(module, *args, **kwargs)
+
+    monkeypatch.setattr(export, "functional_export", counted)
+    model = tiny_llama()
+    prompt = torch.tensor(PROMPT[:2])
+    got = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
+    assert got.tolist() == hf_greedy(model, prompt, 6).tolist()
+    assert exported == ["StaticCacheStep"] and programs_of(model).per_bucket is None
+    assert imports[0][1]["input0"] == {0: "batch"} and "input1" not in imports[0][1]
+
+
 def test_a_model_the_eager_prefill_refuses_at_its_call(imports):
     """A layer whose attention bypasses transformers' AttentionInterface (its own copy of the
     config) is found by the eager prefill's call: warned once, the prompt runs the decode
@@ -143,7 +166,9 @@ def test_a_model_the_eager_prefill_refuses_at_its_call(imports):
         got = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
     assert got.tolist() == hf_greedy(model, prompt, 6).tolist()
     again = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
-    assert again.tolist() == got.tolist() and [name for name, _ in imports] == ["StaticCacheStep"]
+    # the decode steps' program takes one token per row: the refused prompt imports the one of any count
+    assert again.tolist() == got.tolist() and [name for name, _ in imports] == ["StaticCacheStep", "StaticCacheStep"]
+    assert imports[0][1]["input0"] == {0: "batch"} and imports[1][1]["input0"] == {0: "batch", 1: "tokens"}
     assert programs_of(model).prefill_refused is not None
 
 
