@@ -201,8 +201,8 @@ def test_generate_on_cuda_replays_graphs():
             out = hir.generate(half, prompt, max_new_tokens=4, do_sample=False)
     assert out.shape == (2, prompt.shape[1] + 4)
     gen = generate_module.generator(half, 2, prompt.shape[1] + 4)
-    # one import for every bucket on CUDA too: the export with a dynamic cache length does
-    # not run CUDA's attention kernel choice (whose mask alignment test would guard it)
+    # the shared (dynamic cache length) prefill import holds on CUDA too: the export does not
+    # run CUDA's attention kernel choice (whose mask alignment test would guard it)
     assert gen.programs.per_bucket is None
     assert (
         gen.prefill_fn is not None

@@ -3,8 +3,8 @@ temperature / top-k / top-p; stop tokens; batch > 1) run through hir programs ov
 KV cache.
 
 How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` (the
-logits of the last position only) and imported ONCE with a dynamic batch size and cache
-length (and one token per row; any count where prompts run it, see
+logits of the last position only) and imported on the first call's shapes (one token per
+row), then once more with a dynamic batch size and cache length for every later shape (see
 :mod:`hir.frontend.generators`): this program runs every decode step; it is compiled once per
 batch size and cache length
 with its state bound (:class:`~hir.frontend.compiled.CompiledProgram`): on CUDA each decode
@@ -41,10 +41,11 @@ Whether every row has finished is read one step late on CUDA (a non-blocking cop
 host never waits for the step it has just queued; a step run after the last row finished
 is dropped from the result.
 
-The programs are imported once per model, for every batch size and cache length (dynamic
-dims), and compiled per batch size and cache length bucket (:mod:`hir.frontend.generators`:
-a new bucket builds a plan, it imports nothing); the import is cached on disk
-(:mod:`hir.frontend.import_cache`), so another process imports nothing either.
+The decode program is imported on the first bucket's shapes, then once per model for every
+later batch size and cache length (dynamic dims), and compiled per batch size and cache
+length bucket (:mod:`hir.frontend.generators`: a bucket after the second builds a plan, it
+imports nothing); the imports are cached on disk (:mod:`hir.frontend.import_cache`), so
+another process imports nothing either.
 """
 
 from dataclasses import dataclass

@@ -1,25 +1,29 @@
 """The compiled decoding programs :func:`hir.generate` runs, per model, batch size and cache
 length (:class:`Generator`), and the imports they share (:class:`ModelPrograms`).
 
-**One import for every shape.** A model's :class:`~hir.frontend.hf_decode.StaticCacheStep` is
-imported once, on a small example (:data:`EXAMPLE_BATCH` rows, :data:`EXAMPLE_CACHE`
-positions), with the batch size and the cache length dynamic (``?`` in the program's types:
-the KV cache buffers' first and third dims are state entries with dynamic dims,
-:func:`hir.frontend.dynamic.export_spec`), and one token per row: what every decode step
-runs. The token count is dynamic only in the import that also runs prompts (a padded
-batch's, or a model without a causal prefill's; imported where first needed): each dynamic
-dim multiplies torch.export's symbolic-shape work, and the token count's is half of an
-export of the step with all three (a first call's time). The program is lowered once, at its first
-compile; a generator for a new batch size or cache length (a new bucket) makes its own step
-(the cache tensors of its shape) and compiles the shared program on them: the plan is built
-again (:class:`hir.interpreter.Program`, a fraction of a second), nothing is exported,
-imported or lowered. The causal prefill program is shared the same way. On CUDA the compute
-regions are still compiled per shape (inductor traces each input signature,
-:mod:`hir.interpreter.kernels`), as they were with one import per shape.
+**One import for every later shape.** The first generator of a model imports its own
+:class:`~hir.frontend.hf_decode.StaticCacheStep` with every dim static (one token per row:
+what each decode step runs): the cheapest export, on a first call's path. From the second
+batch size or cache length on, the step is imported once more, on a small example
+(:data:`EXAMPLE_BATCH` rows, :data:`EXAMPLE_CACHE` positions), with the batch size and the
+cache length dynamic (``?`` in the program's types: the KV cache buffers' first and third
+dims are state entries with dynamic dims, :func:`hir.frontend.dynamic.export_spec`), and
+that program serves every later shape. Each dynamic dim multiplies torch.export's
+symbolic-shape work: on 2 layers of the ~1B Llama in bf16 the step's export took ~0.7 CPU-s
+static, ~2.8 with the batch size and cache length dynamic, ~4.7 with the token count too.
+The token count is dynamic only in the programs that also run prompts (a padded batch's, or
+a model's without a causal prefill; imported where first needed). The shared program is
+lowered once, at its first compile; a generator for a new batch size or cache length (a new
+bucket) makes its own step (the cache tensors of its shape) and compiles the shared program
+on them: the plan is built again (:class:`hir.interpreter.Program`, a fraction of a second),
+nothing is exported, imported or lowered. The causal prefill program (imported at the second
+prompt of a length) is shared from the start. On CUDA the compute regions are still compiled
+per shape (inductor traces each input signature, :mod:`hir.interpreter.kernels`), as they
+were with one import per shape.
 
 A model whose step torch.export cannot trace with those dims dynamic (its code branches on
-the cache's length or the batch size) is imported per bucket with only the token count
-dynamic, as before: each new bucket then exports again (seconds). :attr:`ModelPrograms.per_bucket`
+the cache's length or the batch size) is imported per bucket (its token count dynamic where
+prompts run it): each new bucket then exports again (seconds). :attr:`ModelPrograms.per_bucket`
 says why, for the tests and benchmarks.
 
 The generators are kept per model (until it is garbage collected), per batch size, cache
@@ -44,9 +48,9 @@ EXAMPLE_CACHE = 64
 
 
 class ModelPrograms:
-    """The imported programs every :class:`Generator` of one model (and padding) shares:
-    :meth:`decode` (the step) and :meth:`prefill` (the causal prefill), imported once with
-    the batch size, cache length and token count dynamic (see the module docstring)."""
+    """The imported programs the :class:`Generator` s of one model (and padding) share:
+    :meth:`decode` (the step) and :meth:`prefill` (the causal prefill), imported with the
+    batch size and cache length dynamic (see the module docstring)."""
 
     def __init__(self, model: torch.nn.Module, padded: bool) -> None:
         self.model = weakref.ref(model)
@@ -54,6 +58,7 @@ class ModelPrograms:
         self.per_bucket: str | None = None  # why the step is imported per bucket (None: it is not)
         self.prefill_refused: str | None = None  # why there is no causal prefill program (warned once)
         self._decode: dict[bool, Any] = {}  # by whether it takes any number of tokens per row
+        self._own: set[bool] = set()  # the kinds of decode program a generator imported on its own shapes
         self._prefill: Any = None
         self._example: StaticCacheStep | None = None
 
@@ -64,13 +69,15 @@ class ModelPrograms:
         return self._example
 
     def decode(self, step: StaticCacheStep, prompts: bool = False) -> Any:
-        """The decode program for ``step``'s shapes: the shared one, or (where the step cannot
-        be imported with dynamic shapes) ``step``'s own import; ``prompts``: one that takes
-        any number of tokens per row (a padded batch's always does), else one token."""
+        """The decode program for ``step``'s shapes: the model's first generator imports its
+        own step (batch size and cache length static: the cheapest export, a first call's),
+        every later shape the shared one (or, where the step cannot be imported with dynamic
+        shapes, its own); ``prompts``: one that takes any number of tokens per row (a padded
+        batch's always does), else one token."""
         from hir.frontend.import_cache import cached_from_torch
 
         tokens = prompts or self.padded
-        if tokens not in self._decode and self.per_bucket is None:
+        if tokens not in self._decode and self.per_bucket is None and tokens in self._own:
             example = self.example_step()
             try:
                 self._decode[tokens] = cached_from_torch(
@@ -82,6 +89,7 @@ class ModelPrograms:
                 self.per_bucket = err.message.splitlines()[0]
         if tokens in self._decode:
             return self._decode[tokens]
+        self._own.add(tokens)
         dynamic: dict | None = None
         if tokens:
             dynamic = {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
@@ -99,21 +107,27 @@ class ModelPrograms:
             return None
         if self._prefill is not None:
             return self._prefill
-        shared = self.per_bucket is None
-        if shared:
-            module = StaticCachePrefill(self.example_step())
-        tokens: Any = ("tokens", 2, None if shared else module.step.key_cache_0.shape[2] - 1)  # (0/1 specialise)
-        dynamic = (
-            self._dims(module.step, "step.", prefill=True) if shared else {"input0": {1: tokens}, "input1": {0: tokens}}
-        )
+        shared_failed = None
+        if self.per_bucket is None:
+            example = StaticCachePrefill(self.example_step())
+            try:
+                self._prefill = cached_from_torch(
+                    example, self._inputs(example.step)[:2], dynamic=self._dims(example.step, "step.", prefill=True)
+                )
+                return self._prefill
+            except HirError as err:
+                shared_failed = err.message.splitlines()[0]
+        tokens = ("tokens", 2, module.step.key_cache_0.shape[2] - 1)  # (0/1 specialise)
         try:
-            program = cached_from_torch(module, self._inputs(module.step)[:2], dynamic=dynamic)
+            program = cached_from_torch(
+                module, self._inputs(module.step)[:2], dynamic={"input0": {1: tokens}, "input1": {0: tokens}}
+            )
         except HirError as err:
             # a model whose code adds guards torch.export cannot prove over the token range
             self.refuse_prefill(module, err, "program could not be imported")
             return None
-        if shared:
-            self._prefill = program
+        if shared_failed is not None:  # its own shapes import: the step's code fixes the batch size or cache length
+            self.per_bucket = shared_failed
         return program
 
     def refuse_prefill(self, module: StaticCachePrefill, err: HirError, what: str = "module refused the model") -> None:
