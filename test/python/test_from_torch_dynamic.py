@@ -112,6 +112,30 @@ def test_sizes_checked_against_the_dims():
         program.run({}, torch.ones(5, 4), torch.ones(5, 4), device="cpu")
 
 
+class MaskedAttention(torch.nn.Module):
+    def forward(self, q, k, v, mask):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_attention_over_a_dynamic_length_whatever_kernel_the_device_picks():
+    """SDPA is kept whole in the import, its result given by its shape: the export does not
+    run the device's kernel choice, whose checks can add guards on a dynamic dim (CUDA's
+    memory-efficient kernel tests a mask's length for alignment, ``% 16``). Here the CPU is
+    told to use that kernel, which it does not have: the export still succeeds, and the
+    program runs (with the CPU's kernels) every length, equal to eager."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k = torch.randn(2, 4, 3, 8), torch.randn(2, 4, 40, 8)
+    mask = torch.rand(2, 1, 3, 40) > 0.3
+    dynamic = {"input1": {2: "length"}, "input2": {2: "length"}, "input3": {3: "length"}}
+    with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION]):
+        program = hir.from_torch(MaskedAttention(), (q, k, k, mask), dynamic=dynamic)
+    for length in (17, 64, 100):
+        keys, mask = torch.randn(2, 4, length, 8), torch.rand(2, 1, 3, length) > 0.3
+        (got,) = program.run({}, q, keys, keys, mask, device="cpu")
+        torch.testing.assert_close(got, MaskedAttention()(q, keys, keys, mask), msg=f"length {length}")
+
+
 @pytest.mark.parametrize(
     "options, message",
     [

@@ -1,7 +1,8 @@
-"""``hir.generate`` over new cache-length buckets and batch sizes: the step and the prefill
-are imported once per model with the batch size, cache length and token count dynamic
-(:mod:`hir.frontend.generators`), and every bucket compiles that one program on its own cache
-tensors; the tokens equal HF's greedy ``generate`` in each bucket. A model whose step cannot
+"""``hir.generate`` over new cache-length buckets and batch sizes: the first bucket imports
+its own step (every dim static: the cheapest export, a first call's), every later one a
+shared import with the batch size and cache length dynamic (:mod:`hir.frontend.generators`;
+the prefill is shared from the start), compiled on its own cache tensors; the tokens equal
+HF's greedy ``generate`` in each bucket. A model whose step cannot
 be imported so is imported per bucket, as before, and still generates HF's tokens. A first
 call imports and compiles the decode program only: the first prompt of a length is
 prefilled by PyTorch on its cache, the prefill program imported and compiled at the second.
@@ -81,11 +82,10 @@ def test_new_buckets_and_batch_sizes_reuse_one_import(imports):
         for _ in range(2):  # the second prompt of its length runs the prefill program
             got = hir.generate(model, ids, max_new_tokens=new, do_sample=False)
             assert got.tolist() == hf_greedy(model, ids, new).tolist(), (ids.shape, new)
-    assert [name for name, _ in imports] == ["StaticCacheStep", "StaticCachePrefill"]  # once each, for every bucket
-    assert imports[0][1]["key_cache_0"] == {0: "batch", 2: "cache"} and imports[1][1]["step.value_cache_1"] == {
-        0: "batch",
-        2: "cache",
-    }
+    # the first bucket's step on its own shapes (all static); the prefill and every later bucket: one import each
+    assert [name for name, _ in imports] == ["StaticCacheStep", "StaticCachePrefill", "StaticCacheStep"]
+    assert imports[0][1] is None and imports[2][1]["key_cache_0"] == {0: "batch", 2: "cache"}
+    assert imports[1][1]["step.value_cache_1"] == {0: "batch", 2: "cache"}
     made = [gen for key, gen in generators._GENERATORS[model].items() if key[0] != "programs"]
     assert sorted((key[0], key[1]) for key in generators._GENERATORS[model] if key[0] != "programs") == [
         (1, 64),
@@ -93,9 +93,9 @@ def test_new_buckets_and_batch_sizes_reuse_one_import(imports):
         (2, 128),
         (3, 256),
     ]
-    assert len({id(gen.program) for gen in made}) == 1 and len({id(gen.prefill_program) for gen in made}) == 1
-    assert programs_of(model).per_bucket is None
-    assert "memref<?x2x?x8xf32>" in str(made[0].program.module)  # the cache: batch and length dynamic
+    assert made[0].program is not made[1].program and len({id(gen.program) for gen in made[1:]}) == 1
+    assert len({id(gen.prefill_program) for gen in made}) == 1 and programs_of(model).per_bucket is None
+    assert "memref<?x2x?x8xf32>" in str(made[1].program.module)  # the cache: batch and length dynamic
 
 
 def test_a_first_call_imports_and_compiles_the_decode_program_only(imports, monkeypatch):
@@ -131,6 +131,29 @@ def test_a_first_call_imports_and_compiles_the_decode_program_only(imports, monk
     )
 
 
+def test_a_first_call_exports_the_step_once_with_one_token_per_row(monkeypatch, imports):
+    """The first call's one export (torch.export) is the decode step's, on its own shapes
+    with one token per row, what each decode step runs: every dim static (each dynamic dim
+    multiplies the export's symbolic-shape work; later shapes share a dynamic import)."""
+    from hir.frontend import export
+
+    monkeypatch.setenv("HIR_CACHE_DIR", "off")
+    exported = []
+    real = export.functional_export
+
+    def counted(module, *args, **kwargs):
+        exported.append(type(module.inner).__name__)
+        return real(module, *args, **kwargs)
+
+    monkeypatch.setattr(export, "functional_export", counted)
+    model = tiny_llama()
+    prompt = torch.tensor(PROMPT[:2])
+    got = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
+    assert got.tolist() == hf_greedy(model, prompt, 6).tolist()
+    assert exported == ["StaticCacheStep"] and programs_of(model).per_bucket is None
+    assert imports[0][1] is None
+
+
 def test_a_model_the_eager_prefill_refuses_at_its_call(imports):
     """A layer whose attention bypasses transformers' AttentionInterface (its own copy of the
     config) is found by the eager prefill's call: warned once, the prompt runs the decode
@@ -143,7 +166,9 @@ def test_a_model_the_eager_prefill_refuses_at_its_call(imports):
         got = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
     assert got.tolist() == hf_greedy(model, prompt, 6).tolist()
     again = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
-    assert again.tolist() == got.tolist() and [name for name, _ in imports] == ["StaticCacheStep"]
+    # the decode steps' program takes one token per row: the refused prompt imports the one of any count
+    assert again.tolist() == got.tolist() and [name for name, _ in imports] == ["StaticCacheStep", "StaticCacheStep"]
+    assert imports[0][1] is None and imports[1][1] == {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
     assert programs_of(model).prefill_refused is not None
 
 
@@ -156,8 +181,10 @@ def test_a_left_padded_batch_in_new_buckets(imports):
     for take, new in ((3, 6), (2, 70)):
         got = hir.generate(model, ids[:take], attention_mask=mask[:take], max_new_tokens=new, do_sample=False)
         assert got.tolist() == hf_greedy(model, ids[:take], new, mask[:take]).tolist(), (take, new)
-    assert [name for name, _ in imports] == ["StaticCacheStep"]  # a padded batch prefills through the decode program
-    assert imports[0][1]["input2"] == {0: "batch", 1: "cache"}
+    # a padded batch prefills through the decode program: its token count is dynamic in both imports
+    assert [name for name, _ in imports] == ["StaticCacheStep", "StaticCacheStep"]
+    assert imports[0][1] == {"input0": {1: "tokens"}, "input1": {0: "tokens"}, "input3": {1: "tokens"}}
+    assert imports[1][1]["input2"] == {0: "batch", 1: "cache"} and imports[1][1]["input0"] == {0: "batch", 1: "tokens"}
 
 
 @pytest.mark.slow  # four imports
@@ -184,8 +211,8 @@ def test_a_step_without_dynamic_shapes_is_imported_per_bucket(monkeypatch, impor
         == "error: torch.export cannot trace StaticCacheStep: Constraints violated (cache) (test)"
     )
     assert [name for name, _ in imports] == [
-        "refused",
-        "StaticCacheStep",
+        "StaticCacheStep",  # the first bucket's own (static): no dynamic dims to refuse
+        "refused",  # the shared prefill (at the second prompt of its length)
         "StaticCachePrefill",
         "StaticCacheStep",
         "StaticCachePrefill",

@@ -193,8 +193,45 @@ def functional_export(
         with _decomposing(_training_decompositions()):
             return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False)
     keep_whole, _ = _split_decomp_table_to_cia_and_python_decomp({})
-    with _override_composite_implicit_decomp(keep_whole):
+    with _attention_by_shape(), _override_composite_implicit_decomp(keep_whole):
         return _export(module, args, dynamic_shapes=dynamic_shapes, strict=False, pre_dispatch=False)
+
+
+@contextlib.contextmanager
+def _attention_by_shape() -> Any:
+    """``scaled_dot_product_attention``, kept whole, given its result's shape by
+    :func:`_attention_result` while the export traces: torch's own rule runs the composite on
+    the fake tensors, which picks the device's kernel and traces its checks, so a CUDA model's
+    export met the memory-efficient kernel's mask alignment test (``cache % 16 == 0``), a guard
+    that fails a dynamic cache length (the step was exported a second time, per bucket), and
+    float32's math path its own guards. The graph holds the op either way; which kernel runs
+    is chosen when it runs."""
+    from torch._subclasses import fake_impls  # torch.export's internals load only when a module is exported
+
+    op = torch.ops.aten.scaled_dot_product_attention.default
+    if op in fake_impls.op_implementations_dict:  # someone else's rule: leave it
+        yield
+        return
+    fake_impls.op_implementations_dict[op] = _attention_result
+    try:
+        yield
+    finally:
+        fake_impls.op_implementations_dict.pop(op, None)
+
+
+def _attention_result(fake_mode: Any, func: Any, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """The result of ``scaled_dot_product_attention(query, key, value, ...)`` on fake
+    tensors: ``query``'s shape but ``value``'s last dim, in the layout of the fused kernels
+    (flash, memory-efficient, the CPU's flash: heads innermost but one, ``[batch, tokens,
+    heads, dim]`` transposed), so that the graph is the one those kernels' rules gave."""
+    query = args[0] if args else kwargs["query"]
+    value = args[2] if len(args) > 2 else kwargs["value"]
+    shape = (*query.shape[:-1], value.shape[-1])
+    with fake_mode:
+        if len(shape) != 4:
+            return query.new_empty(shape)
+        batch, heads, tokens, dim = shape
+        return query.new_empty((batch, tokens, heads, dim)).transpose(1, 2)
 
 
 @contextlib.contextmanager

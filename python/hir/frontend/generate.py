@@ -3,8 +3,9 @@ temperature / top-k / top-p; stop tokens; batch > 1) run through hir programs ov
 KV cache.
 
 How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` (the
-logits of the last position only) and imported ONCE with a dynamic token count, batch size
-and cache length: this program runs every decode step (one token); it is compiled once per
+logits of the last position only) and imported on the first call's shapes (one token per
+row), then once more with a dynamic batch size and cache length for every later shape (see
+:mod:`hir.frontend.generators`): this program runs every decode step; it is compiled once per
 batch size and cache length
 with its state bound (:class:`~hir.frontend.compiled.CompiledProgram`): on CUDA each decode
 step is a CUDA graph replay on the same buffers (the second step captures it), the compute
@@ -24,8 +25,7 @@ that also take the padding mask over the cache and each row's positions, as HF's
 ``generate`` derives them (the mask's cumsum; the padding masked for the whole generation),
 and prefills through the decode program. Models ``StaticCachePrefill`` refuses (sliding-window attention, not SDPA, ...) and 1-token
 prompts prefill through the decode program; so does a model whose prefill module torch.export
-cannot trace with a dynamic token count (float32 on CUDA: SDPA's math path adds shape guards
-the token range fails), with a ``RuntimeWarning`` naming why.
+cannot trace with a dynamic token count, with a ``RuntimeWarning`` naming why.
 The generation config is HF's (the model's ``generation_config``, then HF's defaults such as
 ``top_k=50``, and 20 new tokens where no length is given, then the call's arguments: HF's
 own rule), and the
@@ -41,10 +41,11 @@ Whether every row has finished is read one step late on CUDA (a non-blocking cop
 host never waits for the step it has just queued; a step run after the last row finished
 is dropped from the result.
 
-The programs are imported once per model, for every batch size and cache length (dynamic
-dims), and compiled per batch size and cache length bucket (:mod:`hir.frontend.generators`:
-a new bucket builds a plan, it imports nothing); the import is cached on disk
-(:mod:`hir.frontend.import_cache`), so another process imports nothing either.
+The decode program is imported on the first bucket's shapes, then once per model for every
+later batch size and cache length (dynamic dims), and compiled per batch size and cache
+length bucket (:mod:`hir.frontend.generators`: a bucket after the second builds a plan, it
+imports nothing); the imports are cached on disk (:mod:`hir.frontend.import_cache`), so
+another process imports nothing either.
 """
 
 from dataclasses import dataclass

@@ -1,21 +1,29 @@
 """The compiled decoding programs :func:`hir.generate` runs, per model, batch size and cache
 length (:class:`Generator`), and the imports they share (:class:`ModelPrograms`).
 
-**One import for every shape.** A model's :class:`~hir.frontend.hf_decode.StaticCacheStep` is
-imported once, on a small example (:data:`EXAMPLE_BATCH` rows, :data:`EXAMPLE_CACHE`
-positions), with the batch size, the cache length and the token count dynamic (``?`` in the
-program's types: the KV cache buffers' first and third dims are state entries with dynamic
-dims, :func:`hir.frontend.dynamic.export_spec`). The program is lowered once, at its first
-compile; a generator for a new batch size or cache length (a new bucket) makes its own step
-(the cache tensors of its shape) and compiles the shared program on them: the plan is built
-again (:class:`hir.interpreter.Program`, a fraction of a second), nothing is exported,
-imported or lowered. The causal prefill program is shared the same way. On CUDA the compute
-regions are still compiled per shape (inductor traces each input signature,
-:mod:`hir.interpreter.kernels`), as they were with one import per shape.
+**One import for every later shape.** The first generator of a model imports its own
+:class:`~hir.frontend.hf_decode.StaticCacheStep` with every dim static (one token per row:
+what each decode step runs): the cheapest export, on a first call's path. From the second
+batch size or cache length on, the step is imported once more, on a small example
+(:data:`EXAMPLE_BATCH` rows, :data:`EXAMPLE_CACHE` positions), with the batch size and the
+cache length dynamic (``?`` in the program's types: the KV cache buffers' first and third
+dims are state entries with dynamic dims, :func:`hir.frontend.dynamic.export_spec`), and
+that program serves every later shape. Each dynamic dim multiplies torch.export's
+symbolic-shape work: on 2 layers of the ~1B Llama in bf16 the step's export took ~0.7 CPU-s
+static, ~2.8 with the batch size and cache length dynamic, ~4.7 with the token count too.
+The token count is dynamic only in the programs that also run prompts (a padded batch's, or
+a model's without a causal prefill; imported where first needed). The shared program is
+lowered once, at its first compile; a generator for a new batch size or cache length (a new
+bucket) makes its own step (the cache tensors of its shape) and compiles the shared program
+on them: the plan is built again (:class:`hir.interpreter.Program`, a fraction of a second),
+nothing is exported, imported or lowered. The causal prefill program (imported at the second
+prompt of a length) is shared from the start. On CUDA the compute regions are still compiled
+per shape (inductor traces each input signature, :mod:`hir.interpreter.kernels`), as they
+were with one import per shape.
 
 A model whose step torch.export cannot trace with those dims dynamic (its code branches on
-the cache's length or the batch size) is imported per bucket with only the token count
-dynamic, as before: each new bucket then exports again (seconds). :attr:`ModelPrograms.per_bucket`
+the cache's length or the batch size) is imported per bucket (its token count dynamic where
+prompts run it): each new bucket then exports again (seconds). :attr:`ModelPrograms.per_bucket`
 says why, for the tests and benchmarks.
 
 The generators are kept per model (until it is garbage collected), per batch size, cache
@@ -40,16 +48,17 @@ EXAMPLE_CACHE = 64
 
 
 class ModelPrograms:
-    """The imported programs every :class:`Generator` of one model (and padding) shares:
-    :meth:`decode` (the step) and :meth:`prefill` (the causal prefill), imported once with
-    the batch size, cache length and token count dynamic (see the module docstring)."""
+    """The imported programs the :class:`Generator` s of one model (and padding) share:
+    :meth:`decode` (the step) and :meth:`prefill` (the causal prefill), imported with the
+    batch size and cache length dynamic (see the module docstring)."""
 
     def __init__(self, model: torch.nn.Module, padded: bool) -> None:
         self.model = weakref.ref(model)
         self.padded = padded
         self.per_bucket: str | None = None  # why the step is imported per bucket (None: it is not)
         self.prefill_refused: str | None = None  # why there is no causal prefill program (warned once)
-        self._decode: Any = None
+        self._decode: dict[bool, Any] = {}  # by whether it takes any number of tokens per row
+        self._own: set[bool] = set()  # the kinds of decode program a generator imported on its own shapes
         self._prefill: Any = None
         self._example: StaticCacheStep | None = None
 
@@ -59,26 +68,34 @@ class ModelPrograms:
             self._example = StaticCacheStep(self.model(), EXAMPLE_BATCH, EXAMPLE_CACHE, logits_to_keep=1)
         return self._example
 
-    def decode(self, step: StaticCacheStep) -> Any:
-        """The decode program for ``step``'s shapes: the shared one, or (where the step cannot
-        be imported with dynamic shapes) ``step``'s own import."""
+    def decode(self, step: StaticCacheStep, prompts: bool = False) -> Any:
+        """The decode program for ``step``'s shapes: the model's first generator imports its
+        own step (batch size and cache length static: the cheapest export, a first call's),
+        every later shape the shared one (or, where the step cannot be imported with dynamic
+        shapes, its own); ``prompts``: one that takes any number of tokens per row (a padded
+        batch's always does), else one token."""
         from hir.frontend.import_cache import cached_from_torch
 
-        if self._decode is None and self.per_bucket is None:
+        tokens = prompts or self.padded
+        if tokens not in self._decode and self.per_bucket is None and tokens in self._own:
             example = self.example_step()
             try:
-                self._decode = cached_from_torch(
-                    example, self._inputs(example), dynamic=self._dims(example, "", prefill=False)
+                self._decode[tokens] = cached_from_torch(
+                    example,
+                    self._inputs(example, tokens),
+                    dynamic=self._dims(example, "", prefill=False, tokens=tokens),
                 )
             except HirError as err:
                 self.per_bucket = err.message.splitlines()[0]
-        if self._decode is not None:
-            return self._decode
-        inputs = self._inputs(step)
-        dynamic = {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
-        if self.padded:
-            dynamic["input3"] = {1: "tokens"}
-        return cached_from_torch(step, inputs, dynamic=dynamic)
+        if tokens in self._decode:
+            return self._decode[tokens]
+        self._own.add(tokens)
+        dynamic: dict | None = None
+        if tokens:
+            dynamic = {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
+            if self.padded:
+                dynamic["input3"] = {1: "tokens"}
+        return cached_from_torch(step, self._inputs(step, tokens), dynamic=dynamic)
 
     def prefill(self, module: StaticCachePrefill) -> Any:
         """The causal prefill program for ``module``'s step (shared where the decode program
@@ -90,22 +107,27 @@ class ModelPrograms:
             return None
         if self._prefill is not None:
             return self._prefill
-        shared = self.per_bucket is None
-        if shared:
-            module = StaticCachePrefill(self.example_step())
-        tokens: Any = ("tokens", 2, None if shared else module.step.key_cache_0.shape[2] - 1)  # (0/1 specialise)
-        dynamic = (
-            self._dims(module.step, "step.", prefill=True) if shared else {"input0": {1: tokens}, "input1": {0: tokens}}
-        )
+        shared_failed = None
+        if self.per_bucket is None:
+            example = StaticCachePrefill(self.example_step())
+            try:
+                self._prefill = cached_from_torch(
+                    example, self._inputs(example.step)[:2], dynamic=self._dims(example.step, "step.", prefill=True)
+                )
+                return self._prefill
+            except HirError as err:
+                shared_failed = err.message.splitlines()[0]
+        tokens = ("tokens", 2, module.step.key_cache_0.shape[2] - 1)  # (0/1 specialise)
         try:
-            program = cached_from_torch(module, self._inputs(module.step)[:2], dynamic=dynamic)
+            program = cached_from_torch(
+                module, self._inputs(module.step)[:2], dynamic={"input0": {1: tokens}, "input1": {0: tokens}}
+            )
         except HirError as err:
-            # e.g. float32 on CUDA: SDPA's math path (no fused kernel takes float32 GQA)
-            # adds shape guards torch.export cannot prove over the token range
+            # a model whose code adds guards torch.export cannot prove over the token range
             self.refuse_prefill(module, err, "program could not be imported")
             return None
-        if shared:
-            self._prefill = program
+        if shared_failed is not None:  # its own shapes import: the step's code fixes the batch size or cache length
+            self.per_bucket = shared_failed
         return program
 
     def refuse_prefill(self, module: StaticCachePrefill, err: HirError, what: str = "module refused the model") -> None:
@@ -118,24 +140,26 @@ class ModelPrograms:
             stacklevel=api_stacklevel(),
         )
 
-    def _inputs(self, step: StaticCacheStep) -> tuple:
-        """Example inputs of ``step``: ``EXAMPLE_TOKENS`` tokens per row, their positions (and,
-        padded, the padding mask over the cache and the tokens' positions per row)."""
+    def _inputs(self, step: StaticCacheStep, tokens: bool = True) -> tuple:
+        """Example inputs of ``step``: ``EXAMPLE_TOKENS`` tokens per row (one where
+        ``tokens`` is false: a decode step), their positions (and, padded, the padding mask
+        over the cache and the tokens' positions per row)."""
         batch, length = step.key_cache_0.shape[0], step.key_cache_0.shape[2]
-        ids = torch.zeros(batch, EXAMPLE_TOKENS, dtype=torch.long, device=step.key_cache_0.device)
-        inputs: tuple = (ids, torch.arange(EXAMPLE_TOKENS, device=ids.device))
+        count = EXAMPLE_TOKENS if tokens else 1
+        ids = torch.zeros(batch, count, dtype=torch.long, device=step.key_cache_0.device)
+        inputs: tuple = (ids, torch.arange(count, device=ids.device))
         if self.padded:
             inputs += (torch.ones(batch, length, dtype=torch.long, device=ids.device), ids)
         return inputs
 
-    def _dims(self, step: StaticCacheStep, prefix: str, prefill: bool) -> dict:
-        """``dynamic=`` of a shared import: batch, tokens and the cache's length (the cache
-        buffers are ``prefix``-named state entries)."""
+    def _dims(self, step: StaticCacheStep, prefix: str, prefill: bool, tokens: bool = True) -> dict:
+        """``dynamic=`` of a shared import: batch, tokens (unless ``tokens`` is false: one)
+        and the cache's length (the cache buffers are ``prefix``-named state entries)."""
         cache = {0: "batch", 2: "cache"}
-        dims: dict = {
-            "input0": {0: "batch", 1: ("tokens", 2, None) if prefill else "tokens"},
-            "input1": {0: ("tokens", 2, None) if prefill else "tokens"},
-        }
+        dims: dict = {"input0": {0: "batch"}}
+        if tokens:
+            dims["input0"][1] = ("tokens", 2, None) if prefill else "tokens"
+            dims["input1"] = {0: ("tokens", 2, None) if prefill else "tokens"}
         if self.padded and not prefill:
             dims.update(input2={0: "batch", 1: "cache"}, input3={0: "batch", 1: "tokens"})
         for i in step.cached_layers:
@@ -161,13 +185,15 @@ class Generator:
         warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
         self.programs = programs or ModelPrograms(model, padded)
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
-        self.program = self.programs.decode(self.step)
         try:  # the causal prefill takes no mask: a padded batch prefills through the decode program
             self.prefill_module: StaticCachePrefill | None = (
                 None if padded or self.programs.prefill_refused else StaticCachePrefill(self.step)
             )
         except PrefillRefused:
             self.prefill_module = None
+        # prompts run the decode program where there is no causal prefill: then it takes any token count
+        self.prompts = padded or self.prefill_module is None
+        self.program = self.programs.decode(self.step, prompts=self.prompts)
         self.prefill_program: Any = None  # imported (or shared) at the first prefill it runs
         self.prefill_lengths: set[int] = (
             set()
@@ -183,6 +209,7 @@ class Generator:
         state = self.program.state(self.step)
         self.fn = self.program.compile(state, device=str(self.device), **self.options)
         self.prefill_fn: Any = None
+        self.prompt_fn: Any = None  # the decode program of any token count, where self.fn takes one
         self.copied = any(
             self.fn.state[name].data_ptr() != tensor.data_ptr()
             for name, tensor in state.items()
@@ -212,9 +239,22 @@ class Generator:
         if self.prefill_fn is None and self.prefill_module is not None and tokens >= 2:
             self.prefill_fn = self._compile_prefill()
         if self.prefill_fn is None or tokens < 2:
-            return self(prompt, positions, *padding)
+            return self._through_decode(prompt, positions, *padding)
         logits = self.prefill_fn(prompt, positions)
         return logits[:, -1, :].float()
+
+    def _through_decode(self, prompt: torch.Tensor, positions: torch.Tensor, *padding: torch.Tensor) -> torch.Tensor:
+        """:meth:`__call__` for a prompt (the prefill, where no prefill module or program
+        runs it): prompts of 2 tokens or more need the decode program of any token count,
+        imported and compiled here where the generator's own takes one token (the causal
+        prefill was refused after it was made), on the tensors of the generator's program."""
+        if prompt.shape[1] < 2 or self.prompts:
+            return self(prompt, positions, *padding)
+        if self.prompt_fn is None:
+            program = self.programs.decode(self.step, prompts=True)
+            state = {**program.state(self.step), **self.fn.state}
+            self.prompt_fn = program.compile(state, device=str(self.device), **self.options)
+        return self.prompt_fn(prompt, positions, *padding)[:, -1, :].float()
 
     def _eager_prefill(
         self, module: StaticCachePrefill, prompt: torch.Tensor, positions: torch.Tensor
