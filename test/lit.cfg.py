@@ -22,6 +22,9 @@ for var in ("PATH", "PYTHONPATH", "HOME", "TMPDIR", "HIR_GC_STRESS", "MALLOC_PER
 config.environment["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), config.environment.get("PATH", "")])
 # Interpreter tests run on CPU so results do not depend on the machine.
 config.environment["HIR_DEVICE"] = "cpu"
+# One intra-op thread per tool process (and rank): the programs are tiny, and lit shares the
+# cores with pytest's workers (scripts/check), where idle OpenMP threads spin for work.
+config.environment["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS", "1")
 
 for tool in ("hir-opt", "hir-run", "hir-import", "filecheck", "torchrun", "torch-mlir-opt"):
     if shutil.which(tool) is None:

@@ -18,6 +18,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "ops"))
 _CACHE = None if "HIR_CACHE_DIR" in os.environ else tempfile.mkdtemp(prefix="hir-test-cache-")
 if _CACHE is not None:
     os.environ["HIR_CACHE_DIR"] = _CACHE
+# One intra-op thread per process (set before torch's first import; the ranks, CLIs and fork
+# servers the tests start inherit it): the tests' tensors are tiny, and several processes
+# share the cores (pytest's workers, lit, a test's ranks), where idle OpenMP threads spinning
+# for work took a third or more of the CPU time (test_static_cache_prefill.py: 28.3 CPU-s
+# with torch's default of a thread per core, 16.7 with one).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture

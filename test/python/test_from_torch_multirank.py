@@ -297,7 +297,8 @@ def worker() -> int:
     return run_gloo_cases(CASES, run_case)
 
 
-@pytest.mark.parametrize("world", [1, 2, pytest.param(4, marks=pytest.mark.slow)])
+# 2 ranks in the fast default; one rank (a mesh of one device) and 4 with HIR_TEST_SLOW=1
+@pytest.mark.parametrize("world", [pytest.param(1, marks=pytest.mark.slow), 2, pytest.param(4, marks=pytest.mark.slow)])
 def test_megatron_mlp_tp_and_sp(world):
     """TP: linear, gelu segment, matmul, allreduce; SP: allgather ... reduce_scatter."""
     checked, report = launch_workers(world, __file__, timeout_s=400, env=dict(os.environ))

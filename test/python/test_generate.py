@@ -11,15 +11,13 @@ import pytest
 import torch
 
 import hir
-from generate_util import FAMILIES, PROMPT, hf_generate, left_padded, shared
+from generate_util import PROMPT, hf_generate, left_padded, shared
 
 transformers = pytest.importorskip("transformers")
 
 
 # llama in the fast default; the other families (an import each) with HIR_TEST_SLOW=1
-@pytest.mark.parametrize(
-    "family", [f if f == "llama" else pytest.param(f, marks=pytest.mark.slow) for f in sorted(FAMILIES)]
-)
+@pytest.mark.parametrize("family", ["llama", *(pytest.param(f, marks=pytest.mark.slow) for f in ("mistral", "qwen3"))])
 def test_greedy_equals_hf_generate(family):
     model = shared(family)
     prompt = torch.tensor(PROMPT)
@@ -160,6 +158,7 @@ def test_penalties_and_min_p_equal_hf():
     model = shared("llama")
     prompt = torch.tensor(PROMPT)
     plain = hir.generate(model, prompt, max_new_tokens=16, do_sample=False)
+    penalized = []
     for options in (
         {"repetition_penalty": 1.5},
         {"no_repeat_ngram_size": 2},
@@ -168,14 +167,8 @@ def test_penalties_and_min_p_equal_hf():
         want = hf_generate(model, prompt, max_new_tokens=16, min_new_tokens=16, do_sample=False, **options)
         got = hir.generate(model, prompt, max_new_tokens=16, do_sample=False, **options)
         assert got.tolist() == want.tolist(), options
-    assert (
-        hir.generate(model, prompt, max_new_tokens=16, do_sample=False, repetition_penalty=1.5).tolist()
-        != plain.tolist()
-    )  # it bites
-    assert (
-        hir.generate(model, prompt, max_new_tokens=16, do_sample=False, no_repeat_ngram_size=2).tolist()
-        != plain.tolist()
-    )
+        penalized.append(got.tolist())
+    assert penalized[0] != plain.tolist() and penalized[1] != plain.tolist()  # each bites
     for seed in (1, 2):
         torch.manual_seed(seed)
         want = hf_generate(model, prompt, max_new_tokens=12, do_sample=True, top_k=0, min_p=0.3, temperature=1.5)

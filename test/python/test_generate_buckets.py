@@ -14,30 +14,17 @@ import copy
 import pytest
 import torch
 
+import generate_util
 import hir
 from hir.core import HirError
 from hir.frontend import generators, import_cache, torch_import
 
-transformers = pytest.importorskip("transformers")
-
-TINY = dict(
-    vocab_size=128,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    intermediate_size=64,
-    max_position_embeddings=512,
-    bos_token_id=0,
-    eos_token_id=None,
-    pad_token_id=0,
-)
-PROMPT = [[3, 17, 42, 9, 11], [5, 6, 7, 8, 120], [9, 1, 4, 4, 2]]
+PROMPT = [*generate_util.PROMPT, [9, 1, 4, 4, 2]]
 
 
 def tiny_llama():
-    torch.manual_seed(0)
-    return transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)).eval()
+    """A fresh model per test (each counts its own imports); positions up to 512 (the largest bucket's 256)."""
+    return generate_util.tiny("llama", max_position_embeddings=512)
 
 
 def hf_greedy(model, ids, new, mask=None):

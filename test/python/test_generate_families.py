@@ -14,82 +14,17 @@ import pytest
 import torch
 
 import hir
+from generate_util import PROMPT, hf_generate, tiny, transformers
 from hir.core import HirError
 
-transformers = pytest.importorskip("transformers")
-
-PROMPT = [[3, 17, 42, 9, 11], [5, 6, 7, 8, 120]]
-NEW_TOKENS = 8  # 13 positions: past every short window below
-TINY = dict(
-    vocab_size=128,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    intermediate_size=64,
-    max_position_embeddings=128,
-    bos_token_id=0,
-    eos_token_id=None,
-    pad_token_id=0,
-)
-WINDOW = 4  # a sliding window shorter than the prompt and new tokens
-FAMILIES = {  # name -> (config class, model class, overrides of TINY)
-    "mistral_window_4": ("MistralConfig", "MistralForCausalLM", {"sliding_window": WINDOW}),
-    "mistral_window_4096": ("MistralConfig", "MistralForCausalLM", {}),  # its real default
-    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8, "sliding_window": WINDOW}),  # sliding, full
-    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 8, "sliding_window": WINDOW}),
-    "ministral": ("MinistralConfig", "MinistralForCausalLM", {"head_dim": 8, "sliding_window": WINDOW}),
-    "olmo3": ("Olmo3Config", "Olmo3ForCausalLM", {"sliding_window": WINDOW}),
-    "gpt_oss": (
-        "GptOssConfig",
-        "GptOssForCausalLM",
-        {"head_dim": 8, "sliding_window": WINDOW, "num_local_experts": 4, "num_experts_per_tok": 2},
-    ),
-    "falcon": ("FalconConfig", "FalconForCausalLM", {}),  # multi-query: one KV head
-    "falcon_new_decoder": ("FalconConfig", "FalconForCausalLM", {"new_decoder_architecture": True}),
-    "deepseek_v3": (
-        "DeepseekV3Config",
-        "DeepseekV3ForCausalLM",
-        {
-            "num_key_value_heads": 4,
-            "kv_lora_rank": 16,
-            "q_lora_rank": 16,
-            "qk_rope_head_dim": 4,
-            "qk_nope_head_dim": 8,
-            "v_head_dim": 6,
-            "head_dim": 4,
-            "n_routed_experts": 4,
-            "n_group": 1,
-            "topk_group": 1,
-            "num_experts_per_tok": 2,
-            "first_k_dense_replace": 1,
-            "moe_intermediate_size": 16,
-        },
-    ),
-    # TINY's num_key_value_heads=2 is unused by these (they attend with every head)
-    "gpt2": ("GPT2Config", "GPT2LMHeadModel", {}),
-    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {}),
-    "opt": ("OPTConfig", "OPTForCausalLM", {"ffn_dim": 64}),
-}
+NEW_TOKENS = 8  # 13 positions: past every short window below (generate_util.WINDOW)
+FAMILIES = ["mistral_window_4", "mistral_window_4096", "gemma2_window_4", "gemma3", "ministral", "olmo3", "gpt_oss"]
+FAMILIES += ["falcon", "falcon_new_decoder", "deepseek_v3", "gpt2", "gpt_neox", "opt"]  # (last three: every head)
 FAST = {"mistral_window_4"}
 
 
-def tiny(family: str, **overrides):
-    config_class, model_class, extra = FAMILIES[family]
-    torch.manual_seed(0)
-    config = getattr(transformers, config_class)(**{**TINY, **extra, **overrides})
-    return getattr(transformers, model_class)(config).eval()
-
-
 def hf_greedy(model, prompt):
-    with torch.no_grad():
-        return model.generate(
-            prompt,
-            attention_mask=torch.ones_like(prompt),
-            max_new_tokens=NEW_TOKENS,
-            min_new_tokens=NEW_TOKENS,
-            do_sample=False,
-        )
+    return hf_generate(model, prompt, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False)
 
 
 @pytest.mark.parametrize("family", [f if f in FAST else pytest.param(f, marks=pytest.mark.slow) for f in FAMILIES])

@@ -13,9 +13,8 @@ import pytest
 import torch
 
 import hir
+from generate_util import PROMPT, shared, transformers
 from hir.frontend.generate import GenerateOutput
-
-transformers = pytest.importorskip("transformers")
 
 
 @contextlib.contextmanager
@@ -29,37 +28,6 @@ def captured(logger: logging.Logger):
         yield stream
     finally:
         logger.removeHandler(handler)
-
-
-TINY = dict(
-    vocab_size=128,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    intermediate_size=64,
-    max_position_embeddings=128,
-    bos_token_id=0,
-    eos_token_id=None,
-    pad_token_id=0,
-)
-PROMPT = [[3, 17, 42, 9, 11], [5, 6, 7, 8, 120]]
-_MODELS: dict = {}
-
-
-def tiny(name: str = "llama", **overrides):
-    """One model per name for the file (each is an import of seconds)."""
-    if name not in _MODELS:
-        torch.manual_seed(0)
-        config_class, model_class = (
-            ("MistralConfig", "MistralForCausalLM")
-            if name.startswith("mistral")
-            else ("LlamaConfig", "LlamaForCausalLM")
-        )
-        _MODELS[name] = getattr(transformers, model_class)(
-            getattr(transformers, config_class)(**{**TINY, **overrides})
-        ).eval()
-    return _MODELS[name]
 
 
 def hf(model, ids, **options):
@@ -78,7 +46,7 @@ def assert_caches_equal(mine, hfs, positions=None):
 
 
 def test_the_cache_equals_hfs():
-    model = tiny()
+    model = shared("llama")
     prompt = torch.tensor(PROMPT)
     options = dict(max_new_tokens=8, min_new_tokens=8, do_sample=False, return_dict_in_generate=True)
     got = hir.generate(model, prompt, **options)
@@ -107,7 +75,7 @@ def test_the_cache_equals_hfs():
 
 @pytest.mark.slow
 def test_a_sliding_window_cache_keeps_its_window_as_hfs():
-    model = tiny("mistral_window_4", sliding_window=4)
+    model = shared("mistral_window_4")
     prompt = torch.tensor(PROMPT)
     options = dict(max_new_tokens=8, min_new_tokens=8, do_sample=False, return_dict_in_generate=True)
     got, want = (
@@ -120,7 +88,7 @@ def test_a_sliding_window_cache_keeps_its_window_as_hfs():
 
 
 def test_return_dict_and_outputs_come_from_the_generation_config():
-    model = tiny()
+    model = shared("llama")
     prompt = torch.tensor(PROMPT)
     saved = copy.deepcopy(model.generation_config)
     try:
@@ -155,7 +123,7 @@ def test_return_dict_and_outputs_come_from_the_generation_config():
 def test_the_mask_is_inferred_from_pad_tokens_as_hfs():
     """No attention_mask: the pad token's positions are masked (pad_token_id 0, left
     padding), each row equal to HF's (which infers the same) and to HF's of its prompt alone."""
-    model = tiny()
+    model = shared("llama")
     rows = [[3, 17, 42, 9, 11], [5, 6], [7, 8, 120]]
     ids = torch.tensor([[0] * (5 - len(row)) + row for row in rows])
     got = hir.generate(model, ids, max_new_tokens=6, do_sample=False)
@@ -173,7 +141,7 @@ def test_hfs_mask_warnings(case):
     """HF's warnings where the mask cannot be trusted, the same text on HF's logger."""
     from transformers.generation import utils
 
-    model = tiny()
+    model = shared("llama")
     ids = torch.tensor(PROMPT)
     options = dict(max_new_tokens=3, do_sample=False)
     if case == "no pad token":  # no mask, no pad token, a stop token: HF pads with it and warns

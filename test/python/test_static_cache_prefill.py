@@ -5,81 +5,24 @@ whole cache) exactly in float32, eagerly and through an imported program (whose 
 is the causal, unmasked SDPA); models it would be wrong for are refused by name."""
 
 import copy
-import re
 
 import pytest
 import torch
 
+import generate_util
 import hir
+from generate_util import CAUSAL_SDPA, EVERY_HEAD, TINY
 from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
 
-transformers = pytest.importorskip("transformers")
-
-TINY = dict(
-    vocab_size=128,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    intermediate_size=64,
-    max_position_embeddings=128,
-    bos_token_id=0,
-    eos_token_id=None,
-    pad_token_id=0,
-)
-FAMILIES = {
-    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 8}),
-    "mistral": ("MistralConfig", "MistralForCausalLM", {}),  # sliding_window 4096 by default
-    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8}),
-    "falcon": ("FalconConfig", "FalconForCausalLM", {}),
-}
-MHA = {"num_key_value_heads": None}  # (families without grouped KV heads take no num_key_value_heads)
-EQUAL_FAMILIES = {  # family -> (config, model, overrides): the eager prefill equals the step
-    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
-    "mistral_no_window": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
-    "phi": ("PhiConfig", "PhiForCausalLM", {}),
-    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
-    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 8}),
-    "mixtral": (
-        "MixtralConfig",
-        "MixtralForCausalLM",
-        {"num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": None},
-    ),
-    "qwen2_moe": (
-        "Qwen2MoeConfig",
-        "Qwen2MoeForCausalLM",
-        {
-            "num_experts": 4,
-            "num_experts_per_tok": 2,
-            "moe_intermediate_size": 32,
-            "shared_expert_intermediate_size": 32,
-        },
-    ),
-    "qwen3_moe": (
-        "Qwen3MoeConfig",
-        "Qwen3MoeForCausalLM",
-        {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "head_dim": 8},
-    ),
-    "gpt2": ("GPT2Config", "GPT2LMHeadModel", {**MHA, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 128}),
-    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", MHA),
-    "opt": ("OPTConfig", "OPTForCausalLM", {**MHA, "ffn_dim": 64, "word_embed_proj_dim": 32}),
-    "stablelm": ("StableLmConfig", "StableLmForCausalLM", {}),
-    "olmo": ("OlmoConfig", "OlmoForCausalLM", {}),
-    "granite": ("GraniteConfig", "GraniteForCausalLM", {}),
-}
-FAMILIES.update(EQUAL_FAMILIES)
+# the eager prefill equals the step for these (llama and qwen3 are also imported below)
+EQUAL_FAMILIES = ["qwen2", "mistral", "phi", "phi3", "gemma", "mixtral", "qwen2_moe", "qwen3_moe"]
+EQUAL_FAMILIES += ["gpt2", "gpt_neox", "opt", "stablelm", "olmo", "granite"]
 CACHE = 32
-# the imported attention: SDPA(q, k, v, attn_mask=None, dropout, is_causal=True, ...)
-CAUSAL_SDPA = re.compile(r"torch\.aten\.scaled_dot_product_attention %\w+, %\w+, %\w+, %none\w*, %[\w.+-]+, %true\w*,")
 
 
-def tiny(family: str, **overrides):
-    config_class, model_class, extra = FAMILIES[family]
-    torch.manual_seed(0)
-    arguments = {k: v for k, v in {**TINY, **extra, **overrides}.items() if v is not None or k not in MHA}
-    config = getattr(transformers, config_class)(**arguments)
-    return getattr(transformers, model_class)(config).eval()
+def tiny(family: str):
+    """The family's model; those that attend with every head take no num_key_value_heads."""
+    return generate_util.tiny(family, without=("num_key_value_heads",) if family in EVERY_HEAD else ())
 
 
 def prompt(batch: int, tokens: int):
@@ -98,7 +41,14 @@ def caches(step: StaticCacheStep) -> dict:
     return {name: t.clone() for name, t in step.named_buffers()}
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen3", *EQUAL_FAMILIES])
+# in the fast default: grouped KV heads with rotary positions (llama), per-head norms (qwen3),
+# experts (qwen2_moe) and every head with learned positions (gpt2); the others with HIR_TEST_SLOW=1
+FAST = ("llama", "qwen3", "qwen2_moe", "gpt2")
+
+
+@pytest.mark.parametrize(
+    "family", [f if f in FAST else pytest.param(f, marks=pytest.mark.slow) for f in ("llama", "qwen3", *EQUAL_FAMILIES)]
+)
 def test_eager_prefill_equals_the_step(family):
     model = tiny(family)
     ids, pos = prompt(2, 7)
@@ -148,7 +98,11 @@ def test_one_token_prefill_equals_the_step():
 @pytest.mark.parametrize(
     "family, overrides, reason",
     [
-        ("mistral", {}, r"MistralForCausalLM \(mistral\): it has sliding-window attention \(sliding_window=4096\)"),
+        (
+            "mistral_window_4096",
+            {},
+            r"MistralForCausalLM \(mistral\): it has sliding-window attention \(sliding_window=4096\)",
+        ),
         (
             "gemma2",
             {},

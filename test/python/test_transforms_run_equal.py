@@ -4,7 +4,12 @@ inputs, and the outputs (returned buffers and arguments written in place) must b
 Chunks without a device mesh run in this process; chunks on a mesh run on 4 Gloo ranks in
 one launched job. A program-level resharding op only runs once it is a collective, so mesh
 chunks run with hir-insert-reshardings,hir-convert-to-communication applied last (their own
-results are checked against torch by test_passes_multirank.py and test_insert_reshardings.py)."""
+results are checked against torch by test_passes_multirank.py and test_insert_reshardings.py).
+
+A chunk runs, in the default suite, the pipelines whose output its FileCheck lines check (a
+check prefix of one of the pipeline's RUN lines appears in the chunk); the file's other
+pipelines (a ``--split-input-file`` RUN line transforms every chunk of its file, checked or
+not) run on it with HIR_TEST_SLOW=1."""
 
 import os
 import re
@@ -15,17 +20,32 @@ import pytest
 
 TRANSFORMS = Path(__file__).resolve().parents[1] / "Transforms"
 WORLD = 4
+PIPELINE = re.compile(r"--pass-pipeline='([^']*)'")
+PREFIXES = re.compile(r"--check-prefix(?:es)?[= ]([\w,-]+)")
+DIRECTIVE = re.compile(r"//\s*([A-Z][A-Z0-9_-]*?)(?:-NEXT|-NOT|-DAG|-LABEL|-SAME|-EMPTY|-COUNT-\d+)?:")
 
 
-def chunks() -> list[tuple[str, str, list[str]]]:
-    """(name, text, pipelines) for every chunk of every Transforms test."""
+def checked_by(text: str) -> dict[str, set[str]]:
+    """pipeline -> the FileCheck prefixes of the RUN lines that name it."""
+    found: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        if "RUN:" in line and (pipeline := PIPELINE.search(line)):
+            prefixes = PREFIXES.search(line)
+            found.setdefault(pipeline[1], set()).update(prefixes[1].split(",") if prefixes else ["CHECK"])
+    return found
+
+
+def chunks() -> list[tuple[str, str, list[str], list[str]]]:
+    """(name, text, checked pipelines, other pipelines) for every chunk of every Transforms test."""
     out = []
     for path in sorted(TRANSFORMS.glob("*.mlir")):
         text = path.read_text()
-        pipelines = sorted(set(re.findall(r"--pass-pipeline='([^']*)'", text)))
+        pipelines = checked_by(text)
         for i, chunk in enumerate(text.split("// -----")):
             if "func.func" in chunk:
-                out.append((f"{path.name}#{i}", chunk, pipelines))
+                used = set(DIRECTIVE.findall(chunk))
+                checked = sorted(p for p, prefixes in pipelines.items() if prefixes & used)
+                out.append((f"{path.name}#{i}", chunk, checked, sorted(set(pipelines) - set(checked))))
     return out
 
 
@@ -99,29 +119,46 @@ def is_dynamic(t) -> bool:
 
 SINGLE = [c for c in chunks() if not devices(c[1])]
 MULTI = [c for c in chunks() if devices(c[1]) and max(devices(c[1])) < WORLD]
+OTHERS = "others"  # the slow set: each chunk's unchecked pipelines
 
 
-@pytest.mark.parametrize("name,text,pipelines", SINGLE, ids=[c[0] for c in SINGLE])
+def single_cases() -> list:
+    cases = [pytest.param(name, text, checked, id=name) for name, text, checked, _ in SINGLE]
+    slow = pytest.mark.slow
+    cases += [pytest.param(n, t, others, id=f"{n}-{OTHERS}", marks=slow) for n, t, _, others in SINGLE if others]
+    return cases
+
+
+@pytest.mark.parametrize("name,text,pipelines", single_cases())
 def test_single_process_chunk(name, text, pipelines):
     pytest.importorskip("torch")
     assert not run_chunk(name, text, pipelines, rank=0)
 
 
-def test_mesh_chunks_on_4_ranks():
+def pipelines_of(chunk: tuple, which: str) -> list[str]:
+    return chunk[3] if which == OTHERS else chunk[2]
+
+
+@pytest.mark.parametrize("which", ["checked", pytest.param(OTHERS, marks=pytest.mark.slow)])
+def test_mesh_chunks_on_4_ranks(which):
     pytest.importorskip("torch")
     from multirank_util import launch_ranks
 
     assert MULTI, "no Transforms chunk on a device mesh"
-    result = launch_ranks(WORLD, __file__, timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu"})
+    result = launch_ranks(WORLD, __file__, which, timeout_s=240, env={**os.environ, "HIR_DEVICE": "cpu"})
     report = "\n".join(f"--- rank {r.rank} (rc {r.returncode})\n{r.stdout}{r.stderr}" for r in result.ranks)
     assert result.returncode == 0, report
-    assert sum(r.stdout.count(" ok\n") for r in result.ranks) == WORLD * len(MULTI), report
+    ran = [c for c in MULTI if pipelines_of(c, which)]
+    assert sum(r.stdout.count(" ok\n") for r in result.ranks) == WORLD * len(ran), report
 
 
-def worker() -> int:
+def worker(which: str) -> int:
     rank = int(os.environ["RANK"])
     failures = []
-    for name, text, pipelines in MULTI:
+    for chunk in MULTI:
+        if not (pipelines := pipelines_of(chunk, which)):
+            continue
+        name, text = chunk[:2]
         problems = run_chunk(name, text, pipelines, rank, "hir-insert-reshardings,hir-convert-to-communication")
         failures += problems
         if not problems:
@@ -135,4 +172,4 @@ def worker() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(worker())
+    sys.exit(worker(sys.argv[1]))
