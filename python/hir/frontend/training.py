@@ -132,16 +132,17 @@ class TrainStep:
                 self.placements is not None
             ):  # the model's parameters placed as the user says, their optimizer state alike
                 placements = sharded_training.step_placements(step, self.names, self.placements, state)
-            if (
-                self.data_parallel is not None and self.placements is not None
-            ):  # data parallel along mesh axis 0, tensor parallel along 1
-                step.mesh_layouts = fsdp_tp.layouts(self.data_parallel, self.names, state, placements, len(self.mesh))
-                placements = fsdp_tp.placements(placements, step.mesh_layouts, self.names, state, batch, len(self.mesh))
+                if self.data_parallel is not None:  # data parallel along mesh axis 0, tensor parallel along 1
+                    assert self.mesh is not None  # train_step takes data_parallel only with a mesh
+                    rows = len(self.mesh)
+                    step.mesh_layouts = fsdp_tp.layouts(self.data_parallel, self.names, state, placements, rows)
+                    placements = fsdp_tp.placements(placements, step.mesh_layouts, self.names, state, batch, rows)
+                else:
+                    step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
             elif self.data_parallel is not None:  # parameters and their optimizer state sharded with fully_shard
+                assert self.mesh is not None  # train_step takes data_parallel only with a mesh
                 sharded = [f"model.{n}" for n in self.names] + [n for n in state if n.startswith("optimizer.state.")]
                 placements = dp.placements(self.data_parallel, state, batch, len(self.mesh), sharded)
-            elif self.placements is not None:
-                step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
             marking = (
                 layers.marking_layers(layers.repeated_blocks(self.model), "model.")
                 if self.recompute
@@ -263,7 +264,8 @@ class TrainStep:
             (loss,) = compiled.run(*batch)
             for name, tensor in copied:
                 sharded_training.write_back(tensor, compiled.state[name], shardings[name])
-        self.optimizer._opt_called = True  # what optimizer.step() records for an LR scheduler (which warns without it)
+        # what optimizer.step() records for an LR scheduler (which warns without it); not in Optimizer's stub
+        self.optimizer._opt_called = True  # pyright: ignore[reportAttributeAccessIssue]
         return loss
 
     def save(self, path: str, weights: str | None = None) -> str:
