@@ -129,7 +129,8 @@ SGD = lambda p: torch.optim.SGD(p, lr=0.1)  # noqa: E731
         (
             lambda p: torch.optim.RMSprop(p),
             {},
-            "optimizer torch.optim.rmsprop.RMSprop is not supported (supported: torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)",
+            "optimizer torch.optim.rmsprop.RMSprop is not supported "
+            "(supported: torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)",
         ),
         (lambda p: torch.optim.AdamW(p, amsgrad=True), {}, "AdamW(amsgrad=True) (param group 0) is not supported"),
         (lambda p: torch.optim.Adam(p, maximize=True), {}, "Adam(maximize=True) (param group 0) is not supported"),
@@ -142,7 +143,8 @@ SGD = lambda p: torch.optim.SGD(p, lr=0.1)  # noqa: E731
         (
             SGD,
             {"clip": 1.0},
-            "unknown option(s) clip (options: max_grad_norm, accumulate, data_parallel, schedule, recompute, reshard_after_forward, device",
+            "unknown option(s) clip (options: max_grad_norm, accumulate, data_parallel, schedule, recompute, "
+            "reshard_after_forward, device",
         ),
         (SGD, {"accumulate": 0}, "accumulate must be a positive int, got 0"),
         (SGD, {"max_grad_norm": -1.0}, "max_grad_norm must be a positive number, got -1.0"),

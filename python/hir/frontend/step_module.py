@@ -98,7 +98,8 @@ class StepModule(torch.nn.Module):
                 if unused:
                     raise HirError(
                         f"error: hir.train_step: parameter(s) {', '.join(unused[:5])} get no gradient from loss_fn "
-                        "(torch would leave them out of the update): freeze them (requires_grad_(False)) and leave them out of the optimizer"
+                        "(torch would leave them out of the update): freeze them (requires_grad_(False)) "
+                        "and leave them out of the optimizer"
                     )
                 grads = list(new) if grads is None else [a + b for a, b in zip(grads, new)]
                 loss = part.detach() if loss is None else loss + part.detach()
@@ -144,7 +145,8 @@ def _micro_batches(batch: Sequence[torch.Tensor], count: int) -> list:
     for i, x in enumerate(batch):
         if x.dim() == 0 or x.shape[0] % count:
             raise HirError(
-                f"error: hir.train_step: accumulate={count}: batch tensor {i} of shape {tuple(x.shape)} does not split into {count} equal micro-batches along dim 0"
+                f"error: hir.train_step: accumulate={count}: batch tensor {i} of shape {tuple(x.shape)} does not "
+                f"split into {count} equal micro-batches along dim 0"
             )
     return list(zip(*(x.chunk(count) for x in batch)))
 
@@ -173,12 +175,14 @@ def parameter_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) ->
     frozen = [names[id(p)] for p in listed if not p.requires_grad]
     if frozen:
         raise HirError(
-            f"error: hir.train_step: parameter(s) {', '.join(frozen[:5])} of the optimizer do not require grad (torch would skip them): leave them out of the optimizer"
+            f"error: hir.train_step: parameter(s) {', '.join(frozen[:5])} of the optimizer do not require grad "
+            "(torch would skip them): leave them out of the optimizer"
         )
     left_out = [n for n, p in model.named_parameters() if id(p) not in {id(q) for q in listed}]
     if left_out:
         raise HirError(
-            f"error: hir.train_step: parameter(s) {', '.join(left_out[:5])} of the model are not in the optimizer; hir trains every parameter "
+            f"error: hir.train_step: parameter(s) {', '.join(left_out[:5])} of the model are not in the optimizer; "
+            "hir trains every parameter "
             "(a frozen parameter as a buffer of the model)"
         )
     return [names[id(p)] for p in listed]

@@ -89,7 +89,8 @@ class TrainStep:
             bad = [i for i, x in enumerate(batch) if not isinstance(x, torch.Tensor)]
             if bad:
                 raise HirError(
-                    f"error: hir.train_step: the batch holds tensors only; item {bad[0]} is {type(batch[bad[0]]).__name__}"
+                    f"error: hir.train_step: the batch holds tensors only; item {bad[0]} is "
+                    f"{type(batch[bad[0]]).__name__}"
                 )
             self.names = parameter_names(self.model, self.optimizer)  # (param groups may have been added)
             # the settings, not the tensors: the export would track tensors among the module's attributes
@@ -217,7 +218,8 @@ class TrainStep:
             if FIRST_STEP in tensors:
                 if fresh not in (0, len(group["params"])):
                     raise HirError(
-                        f"error: hir.train_step: param group {g}: {fresh} of its {len(group['params'])} parameters have no momentum buffer; hir starts all or none of them"
+                        f"error: hir.train_step: param group {g}: {fresh} of its {len(group['params'])} parameters "
+                        "have no momentum buffer; hir starts all or none of them"
                     )
                 if fresh:
                     tensors[FIRST_STEP].fill_(1.0)
@@ -298,9 +300,10 @@ def train_step(
     ``graph``, ``compile_kernels``, ``static_outputs``, ``num_streams``, ``autotune``
     (:class:`hir.interpreter.Program`'s). ``data_parallel="replicate"`` (DDP) or
     ``"fully_shard"`` (FSDP2; ``reshard_after_forward=False`` keeps each gathered parameter from
-    the forward to the backward instead of gathering it again there) with ``mesh`` (every rank, ``list(range(world))``): each rank
-    passes the global batch and computes on its rows (:mod:`hir.frontend.data_parallel`); the
-    model and optimizer state are whole on every rank after each call. ``placements`` with
+    the forward to the backward instead of gathering it again there) with ``mesh`` (every rank,
+    ``list(range(world))``): each rank passes the global batch and computes on its rows
+    (:mod:`hir.frontend.data_parallel`); the model and optimizer state are whole on every rank
+    after each call. ``placements`` with
     ``mesh`` (as :func:`hir.from_torch` takes them; tensor / sequence parallel): parameters
     and their optimizer state sharded in the program, the update on local shards
     (:mod:`hir.frontend.sharded_training`). Both, with a 2-D ``mesh`` (``[[0, 1], [2, 3]]``):
@@ -326,15 +329,15 @@ def train_step(
     if found is not None:  # parallelize_module's DTensor parameters: their mesh and placements
         if mesh is not None or placements is not None or options.get("data_parallel") is not None:
             raise HirError(
-                f"error: hir.train_step: {type(model).__name__} is parallelized with DTensor parameters, which bring their mesh and "
-                "placements; give no mesh=, placements= or data_parallel="
+                f"error: hir.train_step: {type(model).__name__} is parallelized with DTensor parameters, "
+                "which bring their mesh and placements; give no mesh=, placements= or data_parallel="
             )
         mesh, placements = found
     parallel = options.get("data_parallel") is not None or placements is not None
     if (mesh is None) == parallel:
         raise HirError(
-            "error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or 'fully_shard', "
-            "or with placements= (tensor / sequence parallel); train on one device with none of them"
+            "error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or "
+            "'fully_shard', or with placements= (tensor / sequence parallel); train on one device with none of them"
         )
     known = STEP_OPTIONS + COMPILE_OPTIONS
     unknown = [k for k in options if k not in known]
@@ -356,16 +359,19 @@ def train_step(
     if "reshard_after_forward" in options:
         if options.get("data_parallel") != "fully_shard":
             raise HirError(
-                "error: hir.train_step: reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'"
+                "error: hir.train_step: reshard_after_forward= says when a fully sharded step gathers its "
+                "parameters; it takes data_parallel='fully_shard'"
             )
         if not isinstance(options["reshard_after_forward"], bool):
             raise HirError(
-                f"error: hir.train_step: reshard_after_forward must be True or False, got {options['reshard_after_forward']!r}"
+                "error: hir.train_step: reshard_after_forward must be True or False, "
+                f"got {options['reshard_after_forward']!r}"
             )
     if "schedule" in options:
         if options.get("data_parallel") is None:
             raise HirError(
-                "error: hir.train_step: schedule= orders a data-parallel step's collectives; it takes mesh= and data_parallel="
+                "error: hir.train_step: schedule= orders a data-parallel step's collectives; "
+                "it takes mesh= and data_parallel="
             )
         options = dict(options, schedule=dp.check_schedule(options["schedule"]))
     accumulate = options.get("accumulate", 1)
@@ -379,12 +385,13 @@ def train_step(
         raise HirError(f"error: hir.train_step: recompute must be True or False, got {recompute!r}")
     if recompute and not layers.repeated_blocks(model):
         raise HirError(
-            f"error: hir.train_step: recompute=True recomputes the model's repeated blocks (a ModuleList of two or more "
-            f"modules of one class); {type(model).__name__} has none"
+            "error: hir.train_step: recompute=True recomputes the model's repeated blocks "
+            f"(a ModuleList of two or more modules of one class); {type(model).__name__} has none"
         )
     if isinstance(example_batch, torch.Tensor) or not isinstance(example_batch, (tuple, list)):
         raise HirError(
-            f"error: hir.train_step: example_batch must be a tuple of tensors (loss_fn's arguments after the model), got {type(example_batch).__name__}"
+            "error: hir.train_step: example_batch must be a tuple of tensors (loss_fn's arguments after the model), "
+            f"got {type(example_batch).__name__}"
         )
     return TrainStep(
         model, optimizer, loss_fn, example_batch, dict(options, max_grad_norm=None if clip is None else float(clip))
