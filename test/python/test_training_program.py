@@ -203,3 +203,11 @@ def test_a_frozen_parameter_in_the_optimizer_is_refused():
         hir.train_step(
             model, torch.optim.SGD(model.parameters(), lr=0.1), lambda m, x: m(x).sum(), (torch.randn(2, 4),)
         )
+
+
+def test_accumulating_over_an_empty_batch_is_refused():
+    """Micro-batches split the batch's tensors: with none to split there is no step to take."""
+    model = torch.nn.Linear(4, 4)
+    x = torch.randn(4, 4)
+    with pytest.raises(hir.HirError, match="accumulate=2 needs batch tensors to split into micro-batches"):
+        hir.train_step(model, torch.optim.SGD(model.parameters(), lr=0.1), lambda m: m(x).sum(), (), accumulate=2)

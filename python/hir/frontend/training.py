@@ -122,13 +122,11 @@ class TrainStep:
                 self.data_parallel,
                 self.reshard_after_forward,
             )
-            batch = tuple(
-                x.to(self.device) for x in batch
-            )  # traced where the model is (a call moves its batch there too)
+            # traced where the model is (a call moves its batch there too)
+            batch = tuple(x.to(self.device) for x in batch)
             placements = None
-            state = (
-                self.state() if self.placements is not None or self.data_parallel is not None else {}
-            )  # (torch has none before step 1)
+            # (torch has none before step 1)
+            state = self.state() if self.placements is not None or self.data_parallel is not None else {}
             if (
                 self.placements is not None
             ):  # the model's parameters placed as the user says, their optimizer state alike
@@ -258,10 +256,8 @@ class TrainStep:
         ]
         with torch.no_grad():
             shardings = self._shardings[key]
-            for (
-                name,
-                tensor,
-            ) in copied:  # on another device than the program's (Adam's CPU step count), or this rank's shard
+            # on another device than the program's (Adam's CPU step count), or this rank's shard
+            for name, tensor in copied:
                 compiled.state[name].copy_(sharded_training.local_part(tensor, shardings[name]))
             (loss,) = compiled.run(*batch)
             for name, tensor in copied:
@@ -343,9 +339,8 @@ def train_step(
     unknown = [k for k in options if k not in known]
     if unknown:
         raise HirError(f"error: hir.train_step: unknown option(s) {', '.join(unknown)} (options: {', '.join(known)})")
-    if (
-        options.get("data_parallel") is not None and placements is not None
-    ):  # data parallel along the mesh's rows, tensor parallel along its columns
+    # data parallel along the mesh's rows, tensor parallel along its columns
+    if options.get("data_parallel") is not None and placements is not None:
         options = dict(
             options,
             mesh=fsdp_tp.check_mesh(mesh, placements),
