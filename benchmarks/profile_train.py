@@ -181,12 +181,15 @@ def run_row(row: str, base, args, batch, sync) -> dict:
 
 def print_row(r: dict, top: int) -> None:
     print(
-        f"\n### {r['row']}\nstep {r['ms']:.1f} ms (profiled {r['wall_ms']:.1f} ms: device busy {r['busy_ms']:.1f} ms, idle {r['wall_ms'] - r['busy_ms']:.1f} ms; "
-        f"kernel time {r['kernel_ms']:.1f} ms); {r['kernels']} kernels, {r['launches']} kernel launches, {r['graph_launches']} graph launches, "
-        f"{r['host_ops']} aten ops on the host, {r['syncs']} syncs; peak {r['peak_gib']:.2f} GiB; first step {r['first_s']:.1f} s"
+        f"\n### {r['row']}\nstep {r['ms']:.1f} ms (profiled {r['wall_ms']:.1f} ms: "
+        f"device busy {r['busy_ms']:.1f} ms, idle {r['wall_ms'] - r['busy_ms']:.1f} ms; "
+        f"kernel time {r['kernel_ms']:.1f} ms); {r['kernels']} kernels, {r['launches']} kernel launches, "
+        f"{r['graph_launches']} graph launches, {r['host_ops']} aten ops on the host, {r['syncs']} syncs; "
+        f"peak {r['peak_gib']:.2f} GiB; first step {r['first_s']:.1f} s"
     )
     print(
-        f"after the last GEMM: {r['tail_ms']:.1f} ms in {r['tail_kernels']} kernels; attention kernels: {', '.join(r['attention_kernels']) or 'none'}"
+        f"after the last GEMM: {r['tail_ms']:.1f} ms in {r['tail_kernels']} kernels; "
+        f"attention kernels: {', '.join(r['attention_kernels']) or 'none'}"
     )
     if r["ir"]:
         print("step program IR: " + ", ".join(f"{k} {v}" for k, v in r["ir"].items()))
@@ -260,8 +263,10 @@ def main() -> int:
     sync = (lambda: torch.cuda.synchronize(args.device)) if args.device.startswith("cuda") else (lambda: None)
     params = sum(p.numel() for p in base.parameters())
     print(
-        f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; batch {batch_size} x {seq}; "
-        f"bf16 autocast; AdamW{' (fused)' if args.fused or args.device.startswith('cuda') else ''}; {args.device}; torch {torch.__version__}",
+        f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; "
+        f"batch {batch_size} x {seq}; bf16 autocast; "
+        f"AdamW{' (fused)' if args.fused or args.device.startswith('cuda') else ''}; {args.device}; "
+        f"torch {torch.__version__}",
         flush=True,
     )
     started = time.perf_counter()

@@ -185,9 +185,11 @@ def main() -> int:
     batch = (ids, ids.clone())
     sync = (lambda: torch.cuda.synchronize(args.device)) if args.device.startswith("cuda") else (lambda: None)
     print(
-        f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; batch {batch_size} x {seq}; "
-        f"bf16 autocast; AdamW{' (fused)' if args.fused or args.device.startswith('cuda') else ''}; {args.device}"
-        f"{' (' + torch.cuda.get_device_name(args.device) + ')' if args.device.startswith('cuda') else ''}; torch {torch.__version__}",
+        f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; "
+        f"batch {batch_size} x {seq}; bf16 autocast; "
+        f"AdamW{' (fused)' if args.fused or args.device.startswith('cuda') else ''}; {args.device}"
+        f"{' (' + torch.cuda.get_device_name(args.device) + ')' if args.device.startswith('cuda') else ''}; "
+        f"torch {torch.__version__}",
         flush=True,
     )
 
@@ -254,7 +256,8 @@ def report(
             }
         )
     print(
-        f"MFU: (6 x {params / 1e6:.1f}M parameters x {batch_size * seq} tokens + 12 x layers x hidden x {seq} x tokens) = "
+        f"MFU: (6 x {params / 1e6:.1f}M parameters x {batch_size * seq} tokens "
+        f"+ 12 x layers x hidden x {seq} x tokens) = "
         f"{flops / 1e12:.2f} TFLOP per step, over {args.peak_tflops:g} TFLOP/s"
     )
     targets = [
@@ -280,7 +283,8 @@ def report(
     ]
     for text, a, b, met in targets:
         print(
-            f"target {text}: {'met' if a in ms and b in ms and met(a, b) else 'NOT met' if a in ms and b in ms else 'n/a'}"
+            f"target {text}: "
+            f"{'met' if a in ms and b in ms and met(a, b) else 'NOT met' if a in ms and b in ms else 'n/a'}"
         )
     if args.json:
         with open(args.json, "w") as f:

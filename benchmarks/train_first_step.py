@@ -9,10 +9,11 @@ the program (``--update traced``: its arithmetic in the region, as a step on a m
 Each run is one fresh process with an empty inductor cache (``TORCHINDUCTOR_CACHE_DIR`` in a
 temporary folder) that compiles in itself (``TORCHINDUCTOR_COMPILE_THREADS=1``), so that its CPU
 seconds (the process's and its C++ compilers', which a loaded machine leaves unchanged where it
-stretches the wall times) count all of inductor's work. The Llama: ``--layers`` layers of hidden ``--hidden`` (intermediate 4x,
-heads hidden / 64, half as many key-value heads), vocab 1024, float32, batch ``--batch`` x
-``--seq``, ``AdamW(fused=True)``; the step is compiled with ``compile_kernels=True`` (on the CPU the
-default, ``"auto"``, compiles nothing). ``step`` is the best of three calls after the first.
+stretches the wall times) count all of inductor's work. The Llama: ``--layers`` layers of hidden
+``--hidden`` (intermediate 4x, heads hidden / 64, half as many key-value heads), vocab 1024,
+float32, batch ``--batch`` x ``--seq``, ``AdamW(fused=True)``; the step is compiled with
+``compile_kernels=True`` (on the CPU the default, ``"auto"``, compiles nothing). ``step`` is the
+best of three calls after the first.
 """
 
 import argparse

@@ -4,6 +4,7 @@ import torch
 
 import hir
 from hir.interpreter import Program
+from hir.interpreter.backends.process_groups import run_scope
 
 
 def mem(shape, dtype: str = "f32", layout: str = "") -> str:
@@ -17,7 +18,11 @@ def program(text: str, **options) -> Program:
 
 
 def run(text: str, inputs, **options) -> list:
-    return program(text, **options)(inputs)
+    """``text`` compiled and run once. As with :func:`hir.run`, a one-rank process group the run
+    creates (a program with a team) ends with it: left alive, it would give later tests of the
+    process world size 1 (an import onto a 2-device mesh refused)."""
+    with run_scope():
+        return program(text, **options)(inputs)
 
 
 def unary_func(body: str, args: str, results: str = "", ret: str = "return") -> str:

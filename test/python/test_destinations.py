@@ -284,7 +284,8 @@ func.func private @two(%arg0: memref<4x8xf32>, %arg1: memref<4x8xf32>, %arg2: me
   %0 = bufferization.to_tensor %arg0 restrict : memref<4x8xf32> to tensor<4x8xf32>
   %1 = builtin.unrealized_conversion_cast %0 : tensor<4x8xf32> to !torch.vtensor<[4,8],f32>
   %2 = torch.aten.relu %1 : !torch.vtensor<[4,8],f32> -> !torch.vtensor<[4,8],f32>
-  %3 = torch.aten.transpose.int %2, %int0, %int1 : !torch.vtensor<[4,8],f32>, !torch.int, !torch.int -> !torch.vtensor<[8,4],f32>
+  %3 = torch.aten.transpose.int %2, %int0, %int1
+      : !torch.vtensor<[4,8],f32>, !torch.int, !torch.int -> !torch.vtensor<[8,4],f32>
   %4 = builtin.unrealized_conversion_cast %2 : !torch.vtensor<[4,8],f32> to tensor<4x8xf32>
   bufferization.materialize_in_destination %4 in restrict writable %arg1 : (tensor<4x8xf32>, memref<4x8xf32>) -> ()
   %5 = builtin.unrealized_conversion_cast %3 : !torch.vtensor<[8,4],f32> to tensor<8x4xf32>

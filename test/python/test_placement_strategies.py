@@ -18,14 +18,6 @@ from hir.frontend.strategies.registry import COMPUTE_FORMS
 FRONTEND = Path(__file__).resolve().parents[2] / "python" / "hir" / "frontend"
 
 
-@pytest.fixture(autouse=True)
-def no_process_group(monkeypatch):
-    """These imports place programs on a 2-device mesh without running them; an import
-    checks the mesh against a live process group, and earlier tests of the suite may leave
-    a 1-rank one behind (the run, not the import, is what needs 2 ranks here)."""
-    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: False)
-
-
 def test_registry_lists_compute_and_segment_ops():
     """One registry: hir compute ops and torch ops of segments, each with a documented
     strategy written in its op family's module."""

@@ -129,7 +129,8 @@ SGD = lambda p: torch.optim.SGD(p, lr=0.1)  # noqa: E731
         (
             lambda p: torch.optim.RMSprop(p),
             {},
-            "optimizer torch.optim.rmsprop.RMSprop is not supported (supported: torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)",
+            "optimizer torch.optim.rmsprop.RMSprop is not supported "
+            "(supported: torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)",
         ),
         (lambda p: torch.optim.AdamW(p, amsgrad=True), {}, "AdamW(amsgrad=True) (param group 0) is not supported"),
         (lambda p: torch.optim.Adam(p, maximize=True), {}, "Adam(maximize=True) (param group 0) is not supported"),
@@ -142,7 +143,8 @@ SGD = lambda p: torch.optim.SGD(p, lr=0.1)  # noqa: E731
         (
             SGD,
             {"clip": 1.0},
-            "unknown option(s) clip (options: max_grad_norm, accumulate, data_parallel, schedule, recompute, reshard_after_forward, device",
+            "unknown option(s) clip (options: max_grad_norm, accumulate, data_parallel, schedule, recompute, "
+            "reshard_after_forward, device",
         ),
         (SGD, {"accumulate": 0}, "accumulate must be a positive int, got 0"),
         (SGD, {"max_grad_norm": -1.0}, "max_grad_norm must be a positive number, got -1.0"),
@@ -201,3 +203,11 @@ def test_a_frozen_parameter_in_the_optimizer_is_refused():
         hir.train_step(
             model, torch.optim.SGD(model.parameters(), lr=0.1), lambda m, x: m(x).sum(), (torch.randn(2, 4),)
         )
+
+
+def test_accumulating_over_an_empty_batch_is_refused():
+    """Micro-batches split the batch's tensors: with none to split there is no step to take."""
+    model = torch.nn.Linear(4, 4)
+    x = torch.randn(4, 4)
+    with pytest.raises(hir.HirError, match="accumulate=2 needs batch tensors to split into micro-batches"):
+        hir.train_step(model, torch.optim.SGD(model.parameters(), lr=0.1), lambda m: m(x).sum(), (), accumulate=2)

@@ -174,12 +174,14 @@ def _program(layer: str, between: str = "") -> str:
             '  "hir.binary"(%x, %w, %a) {hir.forward, hir.layer = "layers.0", kind = "mul"} : ' + _MUL + "\n"
             '  "hir.binary"(%a, %a, %w) {hir.forward, hir.layer = "layers.0", kind = "add"} : ' + _MUL,
             "",
-            "step.mlir:4:3: error: 'hir.binary' op in layer 'layers.0' writes operand 2, a buffer the layer did not allocate",
+            "step.mlir:4:3: error: 'hir.binary' op in layer 'layers.0' writes operand 2, "
+            "a buffer the layer did not allocate",
         ),
         (
             '  "hir.binary"(%x, %w, %a) {hir.forward, hir.layer = "layers.0", kind = "mul"} : ' + _MUL,
             '  "hir.binary"(%x, %x, %w) {kind = "add"} : ' + _MUL,
-            "step.mlir:6:3: error: 'hir.binary' op writes a buffer layer 'layers.0' reads, between its forward and its recomputation",
+            "step.mlir:6:3: error: 'hir.binary' op writes a buffer layer 'layers.0' reads, "
+            "between its forward and its recomputation",
         ),
         (
             '  "test.fill"(%a) {hir.forward, hir.layer = "layers.0"} : (' + _BUF + ") -> ()",

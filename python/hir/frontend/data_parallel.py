@@ -97,7 +97,7 @@ def reduce_gradient(mode: str, gradient: torch.Tensor, name: str, placement: str
 
 
 def regathering(
-    mode: str,
+    mode: str | None,
     reshard_after_forward: bool,
     shards: Sequence[torch.Tensor],
     whole: Sequence[torch.Tensor],

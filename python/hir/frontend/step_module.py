@@ -24,8 +24,20 @@ class _Holder(torch.nn.Module):
             self.register_buffer(key, tensor)
 
 
+class _Optimizer(torch.nn.Module):
+    """The optimizer's state (one holder per parameter) and param groups (one holder each), under
+    the names the export keys them by (``optimizer.state.I.KEY``, ``optimizer.param_groups.G.KEY``)."""
+
+    def __init__(self, states: list, hyper: list) -> None:
+        super().__init__()
+        self.state = torch.nn.ModuleList([_Holder(s) for s in states])
+        self.param_groups = torch.nn.ModuleList([_Holder(h) for h in hyper])
+
+
 class StepModule(torch.nn.Module):
     """The training step as a module: see :mod:`hir.frontend.training`'s docstring."""
+
+    loss_fn: Callable  # set past Module.__setattr__: the user's function, not state
 
     def __init__(
         self,
@@ -43,9 +55,7 @@ class StepModule(torch.nn.Module):
     ) -> None:
         super().__init__()
         self.model = model
-        self.optimizer = torch.nn.Module()
-        self.optimizer.state = torch.nn.ModuleList([_Holder(s) for s in states])
-        self.optimizer.param_groups = torch.nn.ModuleList([_Holder(h) for h in hyper])
+        self.optimizer = _Optimizer(states, hyper)
         object.__setattr__(self, "loss_fn", loss_fn)  # the user's function, not state
         self.names, self.groups, self.rule = names, groups, rule
         self.accumulate, self.max_grad_norm, self.data_parallel = accumulate, max_grad_norm, data_parallel
@@ -56,7 +66,7 @@ class StepModule(torch.nn.Module):
             False  # the update left to hir.adam_update (hir.frontend.optimizer_update): return the gradients
         )
 
-    def forward(self, *batch: torch.Tensor) -> torch.Tensor:
+    def forward(self, *batch: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         params = [_attribute(self.model, n) for n in self.names]  # the tensors the export swapped in
         states = [dict(holder.named_buffers()) for holder in self.optimizer.state]
         mode = self.data_parallel
@@ -88,10 +98,12 @@ class StepModule(torch.nn.Module):
                 if unused:
                     raise HirError(
                         f"error: hir.train_step: parameter(s) {', '.join(unused[:5])} get no gradient from loss_fn "
-                        "(torch would leave them out of the update): freeze them (requires_grad_(False)) and leave them out of the optimizer"
+                        "(torch would leave them out of the update): freeze them (requires_grad_(False)) "
+                        "and leave them out of the optimizer"
                     )
                 grads = list(new) if grads is None else [a + b for a, b in zip(grads, new)]
                 loss = part.detach() if loss is None else loss + part.detach()
+        assert loss is not None and grads is not None  # _micro_batches gives at least one micro-batch
         with torch.no_grad():
             if mode is not None:
                 grads = [
@@ -118,19 +130,23 @@ class StepModule(torch.nn.Module):
 
 
 def _attribute(module: torch.nn.Module, name: str) -> torch.Tensor:
+    value: Any = module
     for part in name.split("."):
-        module = getattr(module, part)
-    return module
+        value = getattr(value, part)
+    return value
 
 
 def _micro_batches(batch: Sequence[torch.Tensor], count: int) -> list:
     """``batch`` split along dim 0 into ``count`` equal micro-batches."""
     if count == 1:
         return [batch]
+    if not batch:
+        raise HirError(f"error: hir.train_step: accumulate={count} needs batch tensors to split into micro-batches")
     for i, x in enumerate(batch):
         if x.dim() == 0 or x.shape[0] % count:
             raise HirError(
-                f"error: hir.train_step: accumulate={count}: batch tensor {i} of shape {tuple(x.shape)} does not split into {count} equal micro-batches along dim 0"
+                f"error: hir.train_step: accumulate={count}: batch tensor {i} of shape {tuple(x.shape)} does not "
+                f"split into {count} equal micro-batches along dim 0"
             )
     return list(zip(*(x.chunk(count) for x in batch)))
 
@@ -159,12 +175,14 @@ def parameter_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) ->
     frozen = [names[id(p)] for p in listed if not p.requires_grad]
     if frozen:
         raise HirError(
-            f"error: hir.train_step: parameter(s) {', '.join(frozen[:5])} of the optimizer do not require grad (torch would skip them): leave them out of the optimizer"
+            f"error: hir.train_step: parameter(s) {', '.join(frozen[:5])} of the optimizer do not require grad "
+            "(torch would skip them): leave them out of the optimizer"
         )
     left_out = [n for n, p in model.named_parameters() if id(p) not in {id(q) for q in listed}]
     if left_out:
         raise HirError(
-            f"error: hir.train_step: parameter(s) {', '.join(left_out[:5])} of the model are not in the optimizer; hir trains every parameter "
+            f"error: hir.train_step: parameter(s) {', '.join(left_out[:5])} of the model are not in the optimizer; "
+            "hir trains every parameter "
             "(a frozen parameter as a buffer of the model)"
         )
     return [names[id(p)] for p in listed]

@@ -89,7 +89,8 @@ class TrainStep:
             bad = [i for i, x in enumerate(batch) if not isinstance(x, torch.Tensor)]
             if bad:
                 raise HirError(
-                    f"error: hir.train_step: the batch holds tensors only; item {bad[0]} is {type(batch[bad[0]]).__name__}"
+                    f"error: hir.train_step: the batch holds tensors only; item {bad[0]} is "
+                    f"{type(batch[bad[0]]).__name__}"
                 )
             self.names = parameter_names(self.model, self.optimizer)  # (param groups may have been added)
             # the settings, not the tensors: the export would track tensors among the module's attributes
@@ -121,27 +122,26 @@ class TrainStep:
                 self.data_parallel,
                 self.reshard_after_forward,
             )
-            batch = tuple(
-                x.to(self.device) for x in batch
-            )  # traced where the model is (a call moves its batch there too)
+            # traced where the model is (a call moves its batch there too)
+            batch = tuple(x.to(self.device) for x in batch)
             placements = None
-            state = (
-                self.state() if self.placements is not None or self.data_parallel is not None else {}
-            )  # (torch has none before step 1)
+            # (torch has none before step 1)
+            state = self.state() if self.placements is not None or self.data_parallel is not None else {}
             if (
                 self.placements is not None
             ):  # the model's parameters placed as the user says, their optimizer state alike
                 placements = sharded_training.step_placements(step, self.names, self.placements, state)
-            if (
-                self.data_parallel is not None and self.placements is not None
-            ):  # data parallel along mesh axis 0, tensor parallel along 1
-                step.mesh_layouts = fsdp_tp.layouts(self.data_parallel, self.names, state, placements, len(self.mesh))
-                placements = fsdp_tp.placements(placements, step.mesh_layouts, self.names, state, batch, len(self.mesh))
+                if self.data_parallel is not None:  # data parallel along mesh axis 0, tensor parallel along 1
+                    assert self.mesh is not None  # train_step takes data_parallel only with a mesh
+                    rows = len(self.mesh)
+                    step.mesh_layouts = fsdp_tp.layouts(self.data_parallel, self.names, state, placements, rows)
+                    placements = fsdp_tp.placements(placements, step.mesh_layouts, self.names, state, batch, rows)
+                else:
+                    step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
             elif self.data_parallel is not None:  # parameters and their optimizer state sharded with fully_shard
+                assert self.mesh is not None  # train_step takes data_parallel only with a mesh
                 sharded = [f"model.{n}" for n in self.names] + [n for n in state if n.startswith("optimizer.state.")]
                 placements = dp.placements(self.data_parallel, state, batch, len(self.mesh), sharded)
-            elif self.placements is not None:
-                step.gradient_layouts = sharded_training.gradient_layouts(placements, self.names)
             marking = (
                 layers.marking_layers(layers.repeated_blocks(self.model), "model.")
                 if self.recompute
@@ -216,7 +216,8 @@ class TrainStep:
             if FIRST_STEP in tensors:
                 if fresh not in (0, len(group["params"])):
                     raise HirError(
-                        f"error: hir.train_step: param group {g}: {fresh} of its {len(group['params'])} parameters have no momentum buffer; hir starts all or none of them"
+                        f"error: hir.train_step: param group {g}: {fresh} of its {len(group['params'])} parameters "
+                        "have no momentum buffer; hir starts all or none of them"
                     )
                 if fresh:
                     tensors[FIRST_STEP].fill_(1.0)
@@ -255,15 +256,14 @@ class TrainStep:
         ]
         with torch.no_grad():
             shardings = self._shardings[key]
-            for (
-                name,
-                tensor,
-            ) in copied:  # on another device than the program's (Adam's CPU step count), or this rank's shard
+            # on another device than the program's (Adam's CPU step count), or this rank's shard
+            for name, tensor in copied:
                 compiled.state[name].copy_(sharded_training.local_part(tensor, shardings[name]))
             (loss,) = compiled.run(*batch)
             for name, tensor in copied:
                 sharded_training.write_back(tensor, compiled.state[name], shardings[name])
-        self.optimizer._opt_called = True  # what optimizer.step() records for an LR scheduler (which warns without it)
+        # what optimizer.step() records for an LR scheduler (which warns without it); not in Optimizer's stub
+        self.optimizer._opt_called = True  # pyright: ignore[reportAttributeAccessIssue]
         return loss
 
     def save(self, path: str, weights: str | None = None) -> str:
@@ -296,9 +296,10 @@ def train_step(
     ``graph``, ``compile_kernels``, ``static_outputs``, ``num_streams``, ``autotune``
     (:class:`hir.interpreter.Program`'s). ``data_parallel="replicate"`` (DDP) or
     ``"fully_shard"`` (FSDP2; ``reshard_after_forward=False`` keeps each gathered parameter from
-    the forward to the backward instead of gathering it again there) with ``mesh`` (every rank, ``list(range(world))``): each rank
-    passes the global batch and computes on its rows (:mod:`hir.frontend.data_parallel`); the
-    model and optimizer state are whole on every rank after each call. ``placements`` with
+    the forward to the backward instead of gathering it again there) with ``mesh`` (every rank,
+    ``list(range(world))``): each rank passes the global batch and computes on its rows
+    (:mod:`hir.frontend.data_parallel`); the model and optimizer state are whole on every rank
+    after each call. ``placements`` with
     ``mesh`` (as :func:`hir.from_torch` takes them; tensor / sequence parallel): parameters
     and their optimizer state sharded in the program, the update on local shards
     (:mod:`hir.frontend.sharded_training`). Both, with a 2-D ``mesh`` (``[[0, 1], [2, 3]]``):
@@ -324,23 +325,22 @@ def train_step(
     if found is not None:  # parallelize_module's DTensor parameters: their mesh and placements
         if mesh is not None or placements is not None or options.get("data_parallel") is not None:
             raise HirError(
-                f"error: hir.train_step: {type(model).__name__} is parallelized with DTensor parameters, which bring their mesh and "
-                "placements; give no mesh=, placements= or data_parallel="
+                f"error: hir.train_step: {type(model).__name__} is parallelized with DTensor parameters, "
+                "which bring their mesh and placements; give no mesh=, placements= or data_parallel="
             )
         mesh, placements = found
     parallel = options.get("data_parallel") is not None or placements is not None
     if (mesh is None) == parallel:
         raise HirError(
-            "error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or 'fully_shard', "
-            "or with placements= (tensor / sequence parallel); train on one device with none of them"
+            "error: hir.train_step: training on several devices takes mesh= with data_parallel='replicate' or "
+            "'fully_shard', or with placements= (tensor / sequence parallel); train on one device with none of them"
         )
     known = STEP_OPTIONS + COMPILE_OPTIONS
     unknown = [k for k in options if k not in known]
     if unknown:
         raise HirError(f"error: hir.train_step: unknown option(s) {', '.join(unknown)} (options: {', '.join(known)})")
-    if (
-        options.get("data_parallel") is not None and placements is not None
-    ):  # data parallel along the mesh's rows, tensor parallel along its columns
+    # data parallel along the mesh's rows, tensor parallel along its columns
+    if options.get("data_parallel") is not None and placements is not None:
         options = dict(
             options,
             mesh=fsdp_tp.check_mesh(mesh, placements),
@@ -354,16 +354,19 @@ def train_step(
     if "reshard_after_forward" in options:
         if options.get("data_parallel") != "fully_shard":
             raise HirError(
-                "error: hir.train_step: reshard_after_forward= says when a fully sharded step gathers its parameters; it takes data_parallel='fully_shard'"
+                "error: hir.train_step: reshard_after_forward= says when a fully sharded step gathers its "
+                "parameters; it takes data_parallel='fully_shard'"
             )
         if not isinstance(options["reshard_after_forward"], bool):
             raise HirError(
-                f"error: hir.train_step: reshard_after_forward must be True or False, got {options['reshard_after_forward']!r}"
+                "error: hir.train_step: reshard_after_forward must be True or False, "
+                f"got {options['reshard_after_forward']!r}"
             )
     if "schedule" in options:
         if options.get("data_parallel") is None:
             raise HirError(
-                "error: hir.train_step: schedule= orders a data-parallel step's collectives; it takes mesh= and data_parallel="
+                "error: hir.train_step: schedule= orders a data-parallel step's collectives; "
+                "it takes mesh= and data_parallel="
             )
         options = dict(options, schedule=dp.check_schedule(options["schedule"]))
     accumulate = options.get("accumulate", 1)
@@ -377,12 +380,13 @@ def train_step(
         raise HirError(f"error: hir.train_step: recompute must be True or False, got {recompute!r}")
     if recompute and not layers.repeated_blocks(model):
         raise HirError(
-            f"error: hir.train_step: recompute=True recomputes the model's repeated blocks (a ModuleList of two or more "
-            f"modules of one class); {type(model).__name__} has none"
+            "error: hir.train_step: recompute=True recomputes the model's repeated blocks "
+            f"(a ModuleList of two or more modules of one class); {type(model).__name__} has none"
         )
     if isinstance(example_batch, torch.Tensor) or not isinstance(example_batch, (tuple, list)):
         raise HirError(
-            f"error: hir.train_step: example_batch must be a tuple of tensors (loss_fn's arguments after the model), got {type(example_batch).__name__}"
+            "error: hir.train_step: example_batch must be a tuple of tensors (loss_fn's arguments after the model), "
+            f"got {type(example_batch).__name__}"
         )
     return TrainStep(
         model, optimizer, loss_fn, example_batch, dict(options, max_grad_norm=None if clip is None else float(clip))

@@ -91,9 +91,10 @@ def attention_fits(types: list[str], constants: list) -> bool:
     """Whether an ``aten.scaled_dot_product_attention`` with operand types ``types`` (text)
     and plan-time ``constants`` (UNSET-like for run-time values) suits ``hir::attention``."""
     shapes = [_tensor_type(t) for t in types[:4]]
-    if any(s is None for s in shapes):
+    known = [s for s in shapes if s is not None]
+    if len(known) < len(shapes):
         return False
-    (q, q_type), (k, k_type), (v, v_type), (mask, mask_type) = shapes
+    (q, q_type), (k, k_type), (v, v_type), (mask, mask_type) = known
     if len(q) != 4 or len(k) != 4 or len(v) != 4 or len(mask) != 4 or mask_type != "i1":
         return False
     if not (q_type == k_type == v_type and q_type in DTYPES and q[1] == k[1] == v[1] and k[2] == v[2]):
@@ -189,8 +190,8 @@ def _attention_variant(name: str, fused_combine: bool):
                 split_kv_attention,  # triton loads only when a CUDA decode kernel runs
             )
 
-            scale = scale if scale is not None else query.shape[-1] ** -0.5
-            return split_kv_attention(query, key, value, attn_mask, scale, fused_combine=fused_combine)
+            softmax_scale = scale if scale is not None else query.shape[-1] ** -0.5
+            return split_kv_attention(query, key, value, attn_mask, softmax_scale, fused_combine=fused_combine)
         out = F.scaled_dot_product_attention(
             query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )

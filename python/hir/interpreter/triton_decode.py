@@ -13,8 +13,10 @@ decides when they run and registers them as torch ops).
 """
 
 import torch
-import triton
-import triton.language as tl
+
+# triton comes with CUDA builds of torch; where it is not installed (CPU machines) pyright cannot resolve it
+import triton  # pyright: ignore[reportMissingImports]
+import triton.language as tl  # pyright: ignore[reportMissingImports]
 
 LOG2E = 1.4426950408889634
 
@@ -201,7 +203,8 @@ def split_kv_attention(
     part_l = torch.empty_like(part_m)
     out = torch.empty(batch, heads, rows, dim, device=query.device, dtype=query.dtype)
     arrived = arrival_counters(query.device, batch * heads) if fused_combine else None
-    _attention_chunk[(splits, batch * heads)](
+    # a triton.jit kernel on its grid (to pyright a bare function where triton is not installed)
+    _attention_chunk[(splits, batch * heads)](  # pyright: ignore[reportIndexIssue]
         query,
         key,
         value,
@@ -230,7 +233,8 @@ def split_kv_attention(
         num_stages=2,
     )
     if not fused_combine:
-        _attention_combine[(batch * heads,)](
+        # a triton.jit kernel on its grid (to pyright a bare function where triton is not installed)
+        _attention_combine[(batch * heads,)](  # pyright: ignore[reportIndexIssue]
             part_o, part_m, part_l, out, *out.stride(), heads, rows, SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4
         )
     return out
