@@ -126,8 +126,9 @@ def test_recomputed_layers_train_as_eager_with_a_lower_peak(case):
     baseline = hir.train_step(plain, plain_opt, loss_fn, data[0], accumulate=accumulate)
     gradients = sum(p.numel() * p.element_size() for p in model.parameters())  # the most the gradients hold at once
     off, on = _peak(baseline, data[0]), _peak(step, data[0])
-    # the peak without recomputation, gradients left out, bounds it from below
-    assert on <= 0.6 * (off - gradients), (on, off, gradients)
+    # the peak without recomputation, gradients left out, bounds it from below: the blocks
+    # measure 0.64 of it (0.49 while the plain step still copied results that view one tensor)
+    assert on <= 0.7 * (off - gradients), (on, off, gradients)
     print(f"peak of live buffers: {off} bytes plain ({gradients} of gradients at most), {on} recomputed")
 
 
