@@ -31,11 +31,15 @@ prefill runs it.
 
 import inspect
 import sys
+from typing import TYPE_CHECKING, cast
 
 import torch
 
 from hir.core import HirError
-from hir.frontend.hf_cache import refuse_undecodable, static_cache
+from hir.frontend.hf_cache import model_config, refuse_undecodable, static_cache
+
+if TYPE_CHECKING:
+    from transformers.cache_utils import StaticLayer
 
 MIN_TRANSFORMERS = "5.5.1"  # the oldest transformers whose StaticCache the step can hold (module docstring)
 KEY_PROJECTIONS = ("k_proj", "qkv_proj", "query_key_value")  # modules whose output holds the keys (HF's list)
@@ -55,6 +59,8 @@ class StaticCacheStep(torch.nn.Module):
     cache's layers at the step's current buffers and device, and drops those references when
     it returns (a copy, ``copy.deepcopy(step)``, holds only its own buffers; an export's
     fake tensors are never left behind)."""
+
+    key_cache_0: torch.Tensor  # a buffer (see __init__): its shape is the batch and cache length
 
     def __init__(
         self,
@@ -79,7 +85,7 @@ class StaticCacheStep(torch.nn.Module):
             i for i, layer in enumerate(self.cache.layers) if getattr(layer, "keys", None) is not None
         ]  # (shared-KV layers hold none)
         for i in self.cached_layers:
-            layer = self.cache.layers[i]
+            layer = self._layer(i)
             self.register_buffer(f"key_cache_{i}", layer.keys, persistent=False)
             self.register_buffer(f"value_cache_{i}", layer.values, persistent=False)
             self.register_buffer(f"cumulative_length_{i}", layer.cumulative_length, persistent=False)
@@ -112,14 +118,14 @@ class StaticCacheStep(torch.nn.Module):
         ``position_ids`` (``[batch, tokens]``, the positions without the padding), as HF's
         ``generate`` passes them."""
         for i in self.cached_layers:
-            layer = self.cache.layers[i]
-            layer.keys = getattr(self, f"key_cache_{i}")
+            layer = self._layer(i)
+            keys: torch.Tensor = getattr(self, f"key_cache_{i}")
+            layer.keys = keys
             layer.values = getattr(self, f"value_cache_{i}")
             layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
-            layer.device = layer.keys.device
-            layer.max_cache_len = layer.keys.shape[
-                2
-            ]  # the mask's length: symbolic in an import with a dynamic cache length
+            layer.device = keys.device
+            # the mask's length: symbolic in an import with a dynamic cache length
+            layer.max_cache_len = keys.shape[2]
             layer.cumulative_length.copy_(cache_position[0])
         keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
         if position_ids is None and self.takes_positions:
@@ -139,8 +145,14 @@ class StaticCacheStep(torch.nn.Module):
     def _release(self) -> None:
         """The cache layers forget their tensors until the next call (see the class docstring)."""
         for i in self.cached_layers:
-            layer = self.cache.layers[i]
-            layer.keys = layer.values = layer.cumulative_length = None
+            layer = self._layer(i)
+            # (transformers infers the length a tensor; here it too is released)
+            layer.keys = layer.values = layer.cumulative_length = None  # pyright: ignore[reportAttributeAccessIssue]
+
+    def _layer(self, i: int) -> "StaticLayer":
+        """Cache layer ``i`` of :attr:`cached_layers`: a ``StaticLayer`` (:func:`static_cache`'s
+        other layers, ``DummyLayer``, hold no keys)."""
+        return cast("StaticLayer", self.cache.layers[i])
 
 
 def cache_keyword(model: torch.nn.Module) -> str:
@@ -214,7 +226,7 @@ class StaticCachePrefill(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
         """Logits of the prompt ``input_ids`` (``[batch, tokens]``) at positions
         ``cache_position`` (``arange(tokens)``), its keys and values written to the cache."""
-        config = self.step.model.config.get_text_config()
+        config = model_config(self.step.model).get_text_config()
         attention = config._attn_implementation
         config._attn_implementation = PREFILL_ATTENTION
         _PREFILL_CALLS.append(0)
@@ -279,7 +291,7 @@ def register_prefill_attention() -> None:
 def refuse_prefill(model: torch.nn.Module) -> None:
     """Raise :class:`PrefillRefused` naming ``model`` and the reason where
     :class:`StaticCachePrefill` would not equal HF's prefill (see its docstring)."""
-    config = model.config.get_text_config()
+    config = model_config(model).get_text_config()
     layer_types = getattr(config, "layer_types", None) or []
     reasons = {
         f"its attention is {config._attn_implementation!r}, not 'sdpa'": config._attn_implementation != "sdpa",
