@@ -49,13 +49,24 @@ another process imports nothing either.
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from hir.core import HirError
 from hir.frontend.generate_processors import UNSUPPORTED, logits_processors, refuse_unsupported
 from hir.frontend.generators import Generator, generator
+from hir.frontend.hf_cache import model_config
+
+if TYPE_CHECKING:
+    from transformers import GenerationMixin, PreTrainedModel
+    from transformers._typing import GenerativePreTrainedModel
+
+    class _CausalLM(PreTrainedModel, GenerationMixin, GenerativePreTrainedModel):
+        """What ``hir.generate`` takes: a Hugging Face model with ``generate`` (GPT-2's
+        ``GPT2LMHeadModel(GPT2PreTrainedModel, GenerationMixin)``), which is what
+        ``GenerationMixin``'s methods take as ``self`` (``GenerativePreTrainedModel``)."""
+
 
 _ARGUMENTS = (
     "max_new_tokens",
@@ -212,7 +223,7 @@ def _new_tokens(model: torch.nn.Module, config: Any, prompt: int, default_length
     if not default_length:
         return config.max_length - prompt
     total = config.max_length + prompt
-    limit = getattr(model.config, "max_position_embeddings", None)
+    limit = getattr(model_config(model), "max_position_embeddings", None)
     return (min(total, limit) if isinstance(limit, int) else total) - prompt
 
 
@@ -223,7 +234,8 @@ def _position_limit(model: torch.nn.Module) -> int | None:
     """How many positions the model's learned position table holds (GPT-2's ``n_positions``,
     OPT's ``max_position_embeddings``); None where positions are computed (rotary, ALiBi:
     any length runs, as in HF)."""
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    config = model_config(model)
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
     limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
     if not isinstance(limit, int):
         return None
@@ -249,7 +261,8 @@ def _attention_mask(
             f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got {_describe(attention_mask)}"
             f"{f' of shape {list(attention_mask.shape)}' if isinstance(attention_mask, torch.Tensor) else ''}"
         )
-    model._prepare_special_tokens(config, given, device=input_ids.device, batch_size=input_ids.shape[0])
+    hf = cast("_CausalLM", model)  # a Hugging Face LM (_config refuses others)
+    hf._prepare_special_tokens(config, given, device=input_ids.device, batch_size=input_ids.shape[0])
     pad = config._pad_token_tensor
     if pad is not None and input_ids.shape[0] > 1:
         right = bool((attention_mask[:, -1] == 0).any()) if given else bool((input_ids[:, -1] == pad).any())
@@ -260,7 +273,7 @@ def _attention_mask(
             )
     if given:
         return attention_mask
-    return model._prepare_attention_mask_for_generation(input_ids, config, {})
+    return hf._prepare_attention_mask_for_generation(input_ids, config, {})
 
 
 def _padding(attention_mask: torch.Tensor) -> torch.Tensor | None:
@@ -337,7 +350,7 @@ def _decode(
         if length == prompt + new:
             break
         if eos is not None:
-            if lagged:
+            if ready is not None:  # (lagged)
                 if _finished(done, ready):
                     break
                 done.copy_(~unfinished.any(), non_blocking=True)
@@ -368,7 +381,7 @@ def _dynamic_cache(gen: Generator, positions: int) -> Any:
     (see :class:`GenerateOutput`)."""
     from transformers import DynamicCache
 
-    cache = DynamicCache(config=gen.step.model.config.get_text_config(decoder=True))
+    cache = DynamicCache(config=model_config(gen.step.model).get_text_config(decoder=True))
     for i in gen.step.cached_layers:
         keys, values = (gen.fn.state[f"{kind}_cache_{i}"][:, :, :positions].clone() for kind in ("key", "value"))
         cache.update(keys, values, i)
