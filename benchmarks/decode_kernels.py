@@ -145,7 +145,8 @@ def main() -> None:
     torch.manual_seed(0)
     print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
     print(
-        "| shape | hir kernel: us per variant | without (cuBLAS / SDPA) (us) | best / without | best GB/s (share of peak) | rel. error vs float64 |"
+        "| shape | hir kernel: us per variant | without (cuBLAS / SDPA) (us) | best / without | best GB/s (share of "
+        "peak) | rel. error vs float64 |"
     )
     print("|---|---|---:|---:|---:|---:|")
     for rows in (attention_rows, linear_rows):  # each table row printed as it is measured
@@ -154,7 +155,8 @@ def main() -> None:
             gbps = nbytes / best / 1e6
             variants = ", ".join(f"{label} {ms * 1e3:.1f}" for label, ms in times.items())
             print(
-                f"| {name} | {variants} | {theirs * 1e3:.1f} | {best / theirs:.2f}x | {gbps:.0f} ({gbps / (args.peak_tbps * 1e3):.0%}) | {error:.1e} |",
+                f"| {name} | {variants} | {theirs * 1e3:.1f} | {best / theirs:.2f}x | {gbps:.0f} "
+                f"({gbps / (args.peak_tbps * 1e3):.0%}) | {error:.1e} |",
                 flush=True,
             )
 
