@@ -1,9 +1,10 @@
-"""Where a decode or prefill step's time goes, per row of ``benchmarks/generate.py`` (issue 34):
+r"""Where a decode or prefill step's time goes, per row of ``benchmarks/generate.py`` (issue 34):
 each row's calls under ``torch.profiler``, one table per case and row.
 
     python benchmarks/profile_step.py                                   # GPU: the ~1B Llama
     python benchmarks/profile_step.py --small --device cpu --cases decode1 --rows "HF eager,hir eager"
-    python benchmarks/profile_step.py --small --layers 16 --device cpu --cases decode8,prefill --rows "HF eager,hir eager" --top 0
+    python benchmarks/profile_step.py --small --layers 16 --device cpu --cases decode8,prefill \
+        --rows "HF eager,hir eager" --top 0
 
 Per row: wall ms per call, device (kernel) ms per call, kernels per call, kernel launches and
 CUDA graph launches per call (host API calls), host synchronisations per call, and the top
