@@ -52,8 +52,9 @@ class StaticCacheStep(torch.nn.Module):
     ``value_cache_{i}`` / ``cumulative_length_{i}`` (one per layer that caches keys; every
     layer holds every position, shaped as the model writes it:
     :func:`hir.frontend.hf_cache.static_cache`), made on the model's device. Encoder-decoder
-    and DTensor (tensor-parallel) models are refused by name. ``logits_to_keep`` is the model's (``1``: the logits of the last position only,
-    what ``generate`` reads; ``0``: every position's).
+    and DTensor (tensor-parallel) models are refused by name. ``logits_to_keep`` is the
+    model's (``1``: the logits of the last position only, what ``generate`` reads; ``0``:
+    every position's).
 
     The buffers are the cache: ``step.to(device)`` moves them, and each call points the
     cache's layers at the step's current buffers and device, and drops those references when
@@ -211,9 +212,10 @@ class StaticCachePrefill(torch.nn.Module):
     v[:, :, :T], is_causal=True)``: HF's eager prefill, exactly.
 
     It is right only for plain causal full attention through SDPA: the model is refused at
-    construction (:class:`PrefillRefused`, an ``HirError`` naming it and why) for attention that is not
-    ``"sdpa"`` or not dispatched through the ``AttentionInterface``, sliding-window or chunked layers, attention softcapping, ALiBi, bidirectional
-    or encoder-decoder attention and composite (multimodal) configs; and each call checks
+    construction (:class:`PrefillRefused`, an ``HirError`` naming it and why) for attention
+    that is not ``"sdpa"`` or not dispatched through the ``AttentionInterface``, sliding-window
+    or chunked layers, attention softcapping, ALiBi, bidirectional or encoder-decoder attention
+    and composite (multimodal) configs; and each call checks
     that every layer's attention ran through the entry (a model calling its own attention
     would otherwise run unmasked)."""
 
@@ -238,8 +240,9 @@ class StaticCachePrefill(torch.nn.Module):
             config._attn_implementation = attention
         if calls != len(self.step.cached_layers):
             raise PrefillRefused(
-                f"error: StaticCachePrefill: {type(self.step.model).__name__}: {calls} of its {len(self.step.cached_layers)} "
-                f"attention layers ran through transformers' AttentionInterface; the others would attend without a mask"
+                f"error: StaticCachePrefill: {type(self.step.model).__name__}: {calls} of its "
+                f"{len(self.step.cached_layers)} attention layers ran through transformers' AttentionInterface; "
+                "the others would attend without a mask"
             )
         return logits
 
@@ -272,7 +275,8 @@ def prefill_attention(
         used.append("is_causal=False")
     if used:
         raise PrefillRefused(
-            f"error: StaticCachePrefill: {type(module).__name__} passes {', '.join(used)} to its attention; the prefill runs plain causal attention only"
+            f"error: StaticCachePrefill: {type(module).__name__} passes {', '.join(used)} to its attention; the "
+            "prefill runs plain causal attention only"
         )
     if _PREFILL_CALLS:
         _PREFILL_CALLS[-1] += 1
@@ -296,8 +300,10 @@ def refuse_prefill(model: torch.nn.Module) -> None:
     reasons = {
         f"its attention is {config._attn_implementation!r}, not 'sdpa'": config._attn_implementation != "sdpa",
         "its attention does not run through transformers' AttentionInterface": not dispatches_attention(model),
-        f"it has sliding-window attention (sliding_window={getattr(config, 'sliding_window', None)})":  # (Qwen2-MoE: 0 when off)
-        bool(getattr(config, "sliding_window", None)) or bool(getattr(config, "use_sliding_window", False)),
+        # (Qwen2-MoE: sliding_window 0 when off)
+        f"it has sliding-window attention (sliding_window={getattr(config, 'sliding_window', None)})": (
+            bool(getattr(config, "sliding_window", None)) or bool(getattr(config, "use_sliding_window", False))
+        ),
         f"not all its layers are full attention (layer_types {sorted(set(layer_types))})": any(
             t != "full_attention" for t in layer_types
         ),
@@ -314,8 +320,8 @@ def refuse_prefill(model: torch.nn.Module) -> None:
     why = [reason for reason, applies in reasons.items() if applies]
     if why:
         raise PrefillRefused(
-            f"error: StaticCachePrefill: {type(model).__name__} ({getattr(config, 'model_type', '?')}): {'; '.join(why)}; "
-            "the prefill runs plain causal full attention through SDPA only (use StaticCacheStep)"
+            f"error: StaticCachePrefill: {type(model).__name__} ({getattr(config, 'model_type', '?')}): "
+            f"{'; '.join(why)}; the prefill runs plain causal full attention through SDPA only (use StaticCacheStep)"
         )
 
 
