@@ -28,7 +28,13 @@ import torch
 from hir.core import HirError
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedConfig, StaticCache
+    from transformers import GenerationMixin, PreTrainedConfig, PreTrainedModel, StaticCache
+    from transformers._typing import GenerativePreTrainedModel
+
+    class CausalLM(PreTrainedModel, GenerationMixin, GenerativePreTrainedModel):
+        """What ``hir.generate`` takes: a Hugging Face model with ``generate`` (GPT-2's
+        ``GPT2LMHeadModel(GPT2PreTrainedModel, GenerationMixin)``), which is what
+        ``GenerationMixin``'s methods take as ``self`` (``GenerativePreTrainedModel``)."""
 
 
 def model_config(model: torch.nn.Module) -> "PreTrainedConfig":
