@@ -23,9 +23,10 @@ A left-padded batch (prompts of different lengths: zeros at the start of
 ``attention_mask``'s rows, what HF tokenizers give decoder models) runs programs of its own
 that also take the padding mask over the cache and each row's positions, as HF's
 ``generate`` derives them (the mask's cumsum; the padding masked for the whole generation),
-and prefills through the decode program. Models ``StaticCachePrefill`` refuses (sliding-window attention, not SDPA, ...) and 1-token
-prompts prefill through the decode program; so does a model whose prefill module torch.export
-cannot trace with a dynamic token count, with a ``RuntimeWarning`` naming why.
+and prefills through the decode program. Models ``StaticCachePrefill`` refuses
+(sliding-window attention, not SDPA, ...) and 1-token prompts prefill through the decode
+program; so does a model whose prefill module torch.export cannot trace with a dynamic token
+count, with a ``RuntimeWarning`` naming why.
 The generation config is HF's (the model's ``generation_config``, then HF's defaults such as
 ``top_k=50``, and 20 new tokens where no length is given, then the call's arguments: HF's
 own rule), and the
@@ -59,14 +60,7 @@ from hir.frontend.generators import Generator, generator
 from hir.frontend.hf_cache import model_config
 
 if TYPE_CHECKING:
-    from transformers import GenerationMixin, PreTrainedModel
-    from transformers._typing import GenerativePreTrainedModel
-
-    class _CausalLM(PreTrainedModel, GenerationMixin, GenerativePreTrainedModel):
-        """What ``hir.generate`` takes: a Hugging Face model with ``generate`` (GPT-2's
-        ``GPT2LMHeadModel(GPT2PreTrainedModel, GenerationMixin)``), which is what
-        ``GenerationMixin``'s methods take as ``self`` (``GenerativePreTrainedModel``)."""
-
+    from hir.frontend.hf_cache import CausalLM
 
 _ARGUMENTS = (
     "max_new_tokens",
@@ -158,20 +152,23 @@ def generate(
     config = _config(model, generation_config, kwargs)
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
         raise HirError(
-            f"error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got {_describe(input_ids)}"
+            "error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got "
+            f"{_describe(input_ids)}"
         )
     mask = _padding(_attention_mask(model, config, attention_mask, input_ids))
     batch, prompt = input_ids.shape
     new = _new_tokens(model, config, prompt, default_length)
     if new < 1:
         raise HirError(
-            f"error: hir.generate: nothing to generate: max_new_tokens={config.max_new_tokens}, max_length={config.max_length}, prompt of {prompt} tokens"
+            f"error: hir.generate: nothing to generate: max_new_tokens={config.max_new_tokens}, "
+            f"max_length={config.max_length}, prompt of {prompt} tokens"
         )
     limit = _position_limit(model)
     if limit is not None and prompt + new > limit:
         raise HirError(
-            f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's n_positions / max_position_embeddings); "
-            f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens"
+            f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's "
+            f"n_positions / max_position_embeddings); a prompt of {prompt} tokens and {new} new tokens need "
+            f"{prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens"
         )
     gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options, padded=mask is not None)
     keep = tuple(
@@ -198,13 +195,14 @@ def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any
     unknown = [k for k in kwargs if k not in _ARGUMENTS and k not in UNSUPPORTED and k != "use_cache"]
     if unknown:
         raise HirError(
-            f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, generation_config, attention_mask, "
-            "streamer, device, max_cache_len, compile_options)"
+            f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, "
+            "generation_config, attention_mask, streamer, device, max_cache_len, compile_options)"
         )
     prepare = getattr(model, "_prepare_generation_config", None)
     if getattr(model, "generation_config", None) is None or prepare is None:
         raise HirError(
-            f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face causal LMs)"
+            f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face "
+            "causal LMs)"
         )
     try:
         config, _ = prepare(generation_config, **kwargs)
@@ -258,10 +256,11 @@ def _attention_mask(
     given = attention_mask is not None
     if given and (not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape):
         raise HirError(
-            f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got {_describe(attention_mask)}"
+            f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got "
+            f"{_describe(attention_mask)}"
             f"{f' of shape {list(attention_mask.shape)}' if isinstance(attention_mask, torch.Tensor) else ''}"
         )
-    hf = cast("_CausalLM", model)  # a Hugging Face LM (_config refuses others)
+    hf = cast("CausalLM", model)  # a Hugging Face LM (_config refuses others)
     hf._prepare_special_tokens(config, given, device=input_ids.device, batch_size=input_ids.shape[0])
     pad = config._pad_token_tensor
     if pad is not None and input_ids.shape[0] > 1:
