@@ -240,7 +240,8 @@ def print_table(label: str, result: dict) -> None:
             f"| {phase}{f' ({calls} calls)' if calls > 1 else ''} | {seconds:.2f} | {cpu_s:.2f} | {cpu_s / cpu:.0%} |"
         )
     print(
-        f"| other (arguments, checks, the execution) | {total - covered[0]:.2f} | {cpu - covered[1]:.2f} | {(cpu - covered[1]) / cpu:.0%} |"
+        f"| other (arguments, checks, the execution) | {total - covered[0]:.2f} | {cpu - covered[1]:.2f} | "
+        f"{(cpu - covered[1]) / cpu:.0%} |"
     )
     print(f"| **to the first result** | **{total:.2f}** | **{cpu:.2f}** | 100% |")
     if result["passes"]:

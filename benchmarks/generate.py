@@ -286,7 +286,8 @@ def main() -> None:
     clock = Clock(args.budget)
     print(
         f"{'tiny' if args.small else '~1B'} {args.arch.capitalize()}, {args.dtype}, {args.device}"
-        f"{' (' + torch.cuda.get_device_name() + ')' if args.device.startswith('cuda') else ''}, torch {torch.__version__}, cache {args.cache}",
+        f"{' (' + torch.cuda.get_device_name() + ')' if args.device.startswith('cuda') else ''}, torch "
+        f"{torch.__version__}, cache {args.cache}",
         flush=True,
     )
     model = (

@@ -119,13 +119,15 @@ def first_section(args: argparse.Namespace, clock: Clock, second: bool) -> list:
         )
     which = "on the first processes' caches" if second else "fresh process, empty caches"
     print(
-        f"\n| first call, decode batch 1 ({which}) | to the first result (s) | until graphs replay (s) |\n|---|---:|---:|"
+        f"\n| first call, decode batch 1 ({which}) | to the first result (s) | until graphs replay (s) "
+        "|\n|---|---:|---:|"
     )
     for row in rows:
         print(f"| {row['row']} | {row['first_result_s']:.1f} | {row['replaying_s']:.1f} |")
     if any(engine in GENERATE_ENGINES for engine in args.first_rows):
         print(
-            f"generate rows: {args.prompt}-token prompt, {args.new} new tokens, greedy; 'until graphs replay': through a second call of the same prompt length"
+            f"generate rows: {args.prompt}-token prompt, {args.new} new tokens, greedy; 'until graphs replay': through "
+            "a second call of the same prompt length"
         )
     return rows
 
@@ -141,11 +143,15 @@ def generate_section(model, args: argparse.Namespace, clock: Clock, batches: lis
         except Exception as err:  # noqa: BLE001 - reported, the run goes on
             print(f"  generate batch {batch} FAILED: {type(err).__name__}: {str(err)[:500]}", flush=True)
     print(
-        f"\n| generate, {args.prompt}-token prompt, {args.new} new tokens | hir.generate tok/s | HF generate (static cache) tok/s | hir / HF | first call: hir, HF (2 calls) (s) | tokens agreeing |\n|---|---:|---:|---:|---:|---:|"
+        f"\n| generate, {args.prompt}-token prompt, {args.new} new tokens | hir.generate tok/s | HF generate (static "
+        "cache) tok/s | hir / HF | first call: hir, HF (2 calls) (s) | tokens agreeing "
+        "|\n|---|---:|---:|---:|---:|---:|"
     )
     for row in rows:
         print(
-            f"| batch {row['batch']} | {row['hir_tokens_per_s']:.0f} | {row['hf_tokens_per_s']:.0f} | {row['hir_tokens_per_s'] / row['hf_tokens_per_s']:.2f}x | {row['hir_first_s']:.1f}, {row['hf_first_two_s']:.1f} | {row['agree']:.0%} |"
+            f"| batch {row['batch']} | {row['hir_tokens_per_s']:.0f} | {row['hf_tokens_per_s']:.0f} | "
+            f"{row['hir_tokens_per_s'] / row['hf_tokens_per_s']:.2f}x | {row['hir_first_s']:.1f}, "
+            f"{row['hf_first_two_s']:.1f} | {row['agree']:.0%} |"
         )
     return rows
 

@@ -24,8 +24,9 @@ def print_steps(results: list, title: str = "ms per call", peak: float = 4.8) ->
     )
     if any(r["case"].startswith("prefill") for r in results):
         print(
-            "prefill: HF eager = HF's step (skips the mask from an empty cache); torch.compile = HF's step compiled (masked, "
-            "every cache position); hir rows = StaticCachePrefill's program (hir.generate's prefill: the prompt's own tokens, causal)"
+            "prefill: HF eager = HF's step (skips the mask from an empty cache); torch.compile = HF's step compiled "
+            "(masked, every cache position); hir rows = StaticCachePrefill's program (hir.generate's prefill: the "
+            "prompt's own tokens, causal)"
         )
     for r in results:
         for failure in r["failed"]:

@@ -43,7 +43,7 @@ PIPELINES: dict[str, str] = {
     # overlap=auto rule says it pays (passes/p2p/cost.py); the rest run whole.
     # TorchProgram.lower(overlap="on"|"off") forces either form.
     "hir-lower-overlap": overlap_pipeline("auto"),
-    # An annotated upstream shard program -> hir (issues 15, 24): a dynamic grid is an error
+    # An annotated upstream shard program -> hir: a dynamic grid is an error
     # unless hir-set-grid-shape{shape=...} ran before (hir.from_shard(grid_shape=...)), TOSA to linalg, upstream
     # propagation, record the signature's shardings, partition upstream, then convert
     # (docs/from-shard.md). No cse before shard-partition: it merges tensor.empty ops,

@@ -79,6 +79,7 @@ def test_a_tensor_parallel_model_is_refused_by_name(one_gloo_rank):
     projection.weight = torch.nn.Parameter(distribute_tensor(projection.weight.detach(), mesh, [Shard(0)]))
     with pytest.raises(
         HirError,
-        match=r"MistralForCausalLM \(mistral\) is tensor-parallel \(its parameter 'model.layers.0.self_attn.q_proj.weight' is a DTensor",
+        match=r"MistralForCausalLM \(mistral\) is tensor-parallel "
+        r"\(its parameter 'model.layers.0.self_attn.q_proj.weight' is a DTensor",
     ):
         hir.generate(model, torch.tensor(PROMPT), max_new_tokens=2)

@@ -130,7 +130,8 @@ def test_bad_arguments_are_named():
         hir.generate(model, prompt, max_new_tokens=4, logits_processor=[])
     with pytest.raises(
         hir.HirError,
-        match=r"attention_mask must be a tensor of input_ids' shape \[2, 5\], got a 2-d tensor of torch.int64 of shape \[2, 4\]",
+        match=r"attention_mask must be a tensor of input_ids' shape \[2, 5\], "
+        r"got a 2-d tensor of torch.int64 of shape \[2, 4\]",
     ):
         hir.generate(model, prompt, max_new_tokens=4, attention_mask=torch.ones(2, 4, dtype=torch.long))
     with pytest.raises(hir.HirError, match=r"attention_mask must hold 0 \(padding\) and 1 \(a token\) only"):
@@ -157,7 +158,8 @@ def test_a_length_beyond_the_position_table_is_refused_up_front(monkeypatch):
     )
     with pytest.raises(
         hir.HirError,
-        match=r"test_generate_programs.py:\d+: error: hir.generate: GPT2LMHeadModel has a learned table of 16 positions .*"
+        match=r"test_generate_programs.py:\d+: error: hir.generate: "
+        r"GPT2LMHeadModel has a learned table of 16 positions .*"
         r"a prompt of 5 tokens and 12 new tokens need 17: ask for at most 11 new tokens",
     ):
         hir.generate(model, torch.tensor(PROMPT), max_new_tokens=12)

@@ -80,6 +80,8 @@ class _Functional(torch.nn.Module):
     """``module`` with its state passed as leading arguments (so the export lifts it to graph
     inputs instead of freezing it) and its result flattened to a tuple of tensors."""
 
+    inner: torch.nn.Module
+
     def __init__(
         self, module: torch.nn.Module, names: list[str], kwargs: dict, outputs: dict, keywords: Sequence[str] = ()
     ) -> None:
@@ -333,6 +335,7 @@ def _signature(
     arguments, constants = [], {}
     for spec in sig.input_specs:
         if spec.kind == InputKind.CONSTANT_TENSOR:
+            assert spec.target is not None  # a lifted constant always names its tensor
             arguments.append(f"<constant {spec.target}>")
             constants[arguments[-1]] = program.constants[spec.target]
         elif spec.kind != InputKind.USER_INPUT:
@@ -344,6 +347,7 @@ def _signature(
     mutated = []
     for spec in sig.output_specs:
         if spec.kind == OutputKind.USER_INPUT_MUTATION:
+            assert spec.target is not None  # a mutation always names the input it writes
             mutated.append(len(arguments) + user.index(spec.target))
         elif spec.kind != OutputKind.USER_OUTPUT:
             raise HirError(f"error: the exported program has a {spec.kind.name} output hir does not support")

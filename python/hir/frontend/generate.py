@@ -23,9 +23,10 @@ A left-padded batch (prompts of different lengths: zeros at the start of
 ``attention_mask``'s rows, what HF tokenizers give decoder models) runs programs of its own
 that also take the padding mask over the cache and each row's positions, as HF's
 ``generate`` derives them (the mask's cumsum; the padding masked for the whole generation),
-and prefills through the decode program. Models ``StaticCachePrefill`` refuses (sliding-window attention, not SDPA, ...) and 1-token
-prompts prefill through the decode program; so does a model whose prefill module torch.export
-cannot trace with a dynamic token count, with a ``RuntimeWarning`` naming why.
+and prefills through the decode program. Models ``StaticCachePrefill`` refuses
+(sliding-window attention, not SDPA, ...) and 1-token prompts prefill through the decode
+program; so does a model whose prefill module torch.export cannot trace with a dynamic token
+count, with a ``RuntimeWarning`` naming why.
 The generation config is HF's (the model's ``generation_config``, then HF's defaults such as
 ``top_k=50``, and 20 new tokens where no length is given, then the call's arguments: HF's
 own rule), and the
@@ -49,13 +50,17 @@ another process imports nothing either.
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from hir.core import HirError
 from hir.frontend.generate_processors import UNSUPPORTED, logits_processors, refuse_unsupported
 from hir.frontend.generators import Generator, generator
+from hir.frontend.hf_cache import model_config
+
+if TYPE_CHECKING:
+    from hir.frontend.hf_cache import CausalLM
 
 _ARGUMENTS = (
     "max_new_tokens",
@@ -147,20 +152,23 @@ def generate(
     config = _config(model, generation_config, kwargs)
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
         raise HirError(
-            f"error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got {_describe(input_ids)}"
+            "error: hir.generate: input_ids must be a [batch, tokens] tensor of token ids (torch.long), got "
+            f"{_describe(input_ids)}"
         )
     mask = _padding(_attention_mask(model, config, attention_mask, input_ids))
     batch, prompt = input_ids.shape
     new = _new_tokens(model, config, prompt, default_length)
     if new < 1:
         raise HirError(
-            f"error: hir.generate: nothing to generate: max_new_tokens={config.max_new_tokens}, max_length={config.max_length}, prompt of {prompt} tokens"
+            f"error: hir.generate: nothing to generate: max_new_tokens={config.max_new_tokens}, "
+            f"max_length={config.max_length}, prompt of {prompt} tokens"
         )
     limit = _position_limit(model)
     if limit is not None and prompt + new > limit:
         raise HirError(
-            f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's n_positions / max_position_embeddings); "
-            f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens"
+            f"error: hir.generate: {type(model).__name__} has a learned table of {limit} positions (its config's "
+            f"n_positions / max_position_embeddings); a prompt of {prompt} tokens and {new} new tokens need "
+            f"{prompt + new}: ask for at most {max(limit - prompt, 0)} new tokens"
         )
     gen = generator(model, batch, prompt + new, device, max_cache_len, compile_options, padded=mask is not None)
     keep = tuple(
@@ -187,13 +195,14 @@ def _config(model: torch.nn.Module, generation_config: Any, kwargs: dict) -> Any
     unknown = [k for k in kwargs if k not in _ARGUMENTS and k not in UNSUPPORTED and k != "use_cache"]
     if unknown:
         raise HirError(
-            f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, generation_config, attention_mask, "
-            "streamer, device, max_cache_len, compile_options)"
+            f"error: hir.generate: unsupported argument(s) {', '.join(unknown)} (supported: {', '.join(_ARGUMENTS)}, "
+            "generation_config, attention_mask, streamer, device, max_cache_len, compile_options)"
         )
     prepare = getattr(model, "_prepare_generation_config", None)
     if getattr(model, "generation_config", None) is None or prepare is None:
         raise HirError(
-            f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face causal LMs)"
+            f"error: hir.generate: {type(model).__name__} has no generation_config (hir.generate takes Hugging Face "
+            "causal LMs)"
         )
     try:
         config, _ = prepare(generation_config, **kwargs)
@@ -212,7 +221,7 @@ def _new_tokens(model: torch.nn.Module, config: Any, prompt: int, default_length
     if not default_length:
         return config.max_length - prompt
     total = config.max_length + prompt
-    limit = getattr(model.config, "max_position_embeddings", None)
+    limit = getattr(model_config(model), "max_position_embeddings", None)
     return (min(total, limit) if isinstance(limit, int) else total) - prompt
 
 
@@ -223,7 +232,8 @@ def _position_limit(model: torch.nn.Module) -> int | None:
     """How many positions the model's learned position table holds (GPT-2's ``n_positions``,
     OPT's ``max_position_embeddings``); None where positions are computed (rotary, ALiBi:
     any length runs, as in HF)."""
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    config = model_config(model)
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
     limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
     if not isinstance(limit, int):
         return None
@@ -246,10 +256,12 @@ def _attention_mask(
     given = attention_mask is not None
     if given and (not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape):
         raise HirError(
-            f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got {_describe(attention_mask)}"
+            f"error: hir.generate: attention_mask must be a tensor of input_ids' shape {list(input_ids.shape)}, got "
+            f"{_describe(attention_mask)}"
             f"{f' of shape {list(attention_mask.shape)}' if isinstance(attention_mask, torch.Tensor) else ''}"
         )
-    model._prepare_special_tokens(config, given, device=input_ids.device, batch_size=input_ids.shape[0])
+    hf = cast("CausalLM", model)  # a Hugging Face LM (_config refuses others)
+    hf._prepare_special_tokens(config, given, device=input_ids.device, batch_size=input_ids.shape[0])
     pad = config._pad_token_tensor
     if pad is not None and input_ids.shape[0] > 1:
         right = bool((attention_mask[:, -1] == 0).any()) if given else bool((input_ids[:, -1] == pad).any())
@@ -260,7 +272,7 @@ def _attention_mask(
             )
     if given:
         return attention_mask
-    return model._prepare_attention_mask_for_generation(input_ids, config, {})
+    return hf._prepare_attention_mask_for_generation(input_ids, config, {})
 
 
 def _padding(attention_mask: torch.Tensor) -> torch.Tensor | None:
@@ -337,7 +349,7 @@ def _decode(
         if length == prompt + new:
             break
         if eos is not None:
-            if lagged:
+            if ready is not None:  # (lagged)
                 if _finished(done, ready):
                     break
                 done.copy_(~unfinished.any(), non_blocking=True)
@@ -368,7 +380,7 @@ def _dynamic_cache(gen: Generator, positions: int) -> Any:
     (see :class:`GenerateOutput`)."""
     from transformers import DynamicCache
 
-    cache = DynamicCache(config=gen.step.model.config.get_text_config(decoder=True))
+    cache = DynamicCache(config=model_config(gen.step.model).get_text_config(decoder=True))
     for i in gen.step.cached_layers:
         keys, values = (gen.fn.state[f"{kind}_cache_{i}"][:, :, :positions].clone() for kind in ("key", "value"))
         cache.update(keys, values, i)

@@ -65,7 +65,9 @@ class ModelPrograms:
     def example_step(self) -> StaticCacheStep:
         """The step the shared programs are imported from (the example's cache)."""
         if self._example is None:
-            self._example = StaticCacheStep(self.model(), EXAMPLE_BATCH, EXAMPLE_CACHE, logits_to_keep=1)
+            model = self.model()
+            assert model is not None  # alive: the generator asking holds it (its step's model)
+            self._example = StaticCacheStep(model, EXAMPLE_BATCH, EXAMPLE_CACHE, logits_to_keep=1)
         return self._example
 
     def decode(self, step: StaticCacheStep, prompts: bool = False) -> Any:
@@ -237,7 +239,7 @@ class Generator:
             if logits is not None:
                 return logits[:, -1, :].float()
         if self.prefill_fn is None and self.prefill_module is not None and tokens >= 2:
-            self.prefill_fn = self._compile_prefill()
+            self.prefill_fn = self._compile_prefill(self.prefill_module)
         if self.prefill_fn is None or tokens < 2:
             return self._through_decode(prompt, positions, *padding)
         logits = self.prefill_fn(prompt, positions)
@@ -272,18 +274,18 @@ class Generator:
             self.prefill_module = None
             return None
 
-    def _compile_prefill(self) -> Any:
-        """The prefill program compiled on the decode program's state tensors (``step.``
-        names in the prefill module): both write one cache, also where the compiled decode
+    def _compile_prefill(self, module: StaticCachePrefill) -> Any:
+        """The prefill program of ``module`` (the prefill module) compiled on the decode
+        program's state tensors (``step.`` names in it): both write one cache, also where the compiled decode
         program holds copies on another device; None where the prefill module cannot be
         imported (:meth:`ModelPrograms.prefill`): the prompt then runs the decode program."""
         if self.prefill_program is None:
-            self.prefill_program = self.programs.prefill(self.prefill_module)
+            self.prefill_program = self.programs.prefill(module)
             if self.prefill_program is None:
                 self.prefill_module = None
                 return None
         state = {
-            **self.prefill_program.state(self.prefill_module),
+            **self.prefill_program.state(module),
             **{f"step.{name}": t for name, t in self.fn.state.items()},
         }
         return self.prefill_program.compile(state, device=str(self.device), **self.options)

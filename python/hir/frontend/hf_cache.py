@@ -21,10 +21,26 @@ a GPT-2 / GPT-NeoX / OPT config carrying an unused ``num_key_value_heads``).
 """
 
 import inspect
+from typing import TYPE_CHECKING, cast
 
 import torch
 
 from hir.core import HirError
+
+if TYPE_CHECKING:
+    from transformers import GenerationMixin, PreTrainedConfig, PreTrainedModel, StaticCache
+    from transformers._typing import GenerativePreTrainedModel
+
+    class CausalLM(PreTrainedModel, GenerationMixin, GenerativePreTrainedModel):
+        """What ``hir.generate`` takes: a Hugging Face model with ``generate`` (GPT-2's
+        ``GPT2LMHeadModel(GPT2PreTrainedModel, GenerationMixin)``), which is what
+        ``GenerationMixin``'s methods take as ``self`` (``GenerativePreTrainedModel``)."""
+
+
+def model_config(model: torch.nn.Module) -> "PreTrainedConfig":
+    """A Hugging Face ``model``'s ``config`` (torch's stubs type a module's attributes as its
+    tensors and submodules only)."""
+    return cast("PreTrainedConfig", model.config)
 
 
 def refuse_undecodable(model: torch.nn.Module) -> None:
@@ -52,7 +68,7 @@ def refuse_undecodable(model: torch.nn.Module) -> None:
 
 def static_cache(
     model: torch.nn.Module, batch_size: int, max_cache_len: int, keyword: str, dtype: torch.dtype | None = None
-):
+) -> "StaticCache":
     """A transformers ``StaticCache`` for ``model``: ``batch_size`` rows, ``max_cache_len``
     positions in every attention layer, sized by the model's own writes, empty (see the
     module docstring); ``keyword`` is the one ``model.forward`` takes its cache by, ``dtype``
@@ -64,7 +80,7 @@ def static_cache(
         StaticSlidingWindowLayer,
     )
 
-    config = model.config.get_text_config()
+    config = model_config(model).get_text_config()
     cache = StaticCache(max_cache_len=max_cache_len, config=config)
     cache.layers = [
         StaticLayer(max_cache_len=max_cache_len) if type(layer) is StaticSlidingWindowLayer else layer
@@ -85,7 +101,8 @@ def static_cache(
     for i, layer in enumerate(cache.layers):
         if isinstance(layer, DummyLayer):
             continue
-        if not layer.is_initialized:
+        assert isinstance(layer, StaticLayer)  # the only other kind (refused above otherwise)
+        if not layer.is_initialized or layer.keys is None or layer.values is None:
             raise HirError(
                 f"error: hir.generate: {type(model).__name__}'s attention "
                 f"layer {i} wrote no keys to its cache in a forward; "

@@ -31,11 +31,15 @@ prefill runs it.
 
 import inspect
 import sys
+from typing import TYPE_CHECKING, cast
 
 import torch
 
 from hir.core import HirError
-from hir.frontend.hf_cache import refuse_undecodable, static_cache
+from hir.frontend.hf_cache import model_config, refuse_undecodable, static_cache
+
+if TYPE_CHECKING:
+    from transformers.cache_utils import StaticLayer
 
 MIN_TRANSFORMERS = "5.5.1"  # the oldest transformers whose StaticCache the step can hold (module docstring)
 KEY_PROJECTIONS = ("k_proj", "qkv_proj", "query_key_value")  # modules whose output holds the keys (HF's list)
@@ -48,13 +52,16 @@ class StaticCacheStep(torch.nn.Module):
     ``value_cache_{i}`` / ``cumulative_length_{i}`` (one per layer that caches keys; every
     layer holds every position, shaped as the model writes it:
     :func:`hir.frontend.hf_cache.static_cache`), made on the model's device. Encoder-decoder
-    and DTensor (tensor-parallel) models are refused by name. ``logits_to_keep`` is the model's (``1``: the logits of the last position only,
-    what ``generate`` reads; ``0``: every position's).
+    and DTensor (tensor-parallel) models are refused by name. ``logits_to_keep`` is the
+    model's (``1``: the logits of the last position only, what ``generate`` reads; ``0``:
+    every position's).
 
     The buffers are the cache: ``step.to(device)`` moves them, and each call points the
     cache's layers at the step's current buffers and device, and drops those references when
     it returns (a copy, ``copy.deepcopy(step)``, holds only its own buffers; an export's
     fake tensors are never left behind)."""
+
+    key_cache_0: torch.Tensor  # a buffer (see __init__): its shape is the batch and cache length
 
     def __init__(
         self,
@@ -79,7 +86,7 @@ class StaticCacheStep(torch.nn.Module):
             i for i, layer in enumerate(self.cache.layers) if getattr(layer, "keys", None) is not None
         ]  # (shared-KV layers hold none)
         for i in self.cached_layers:
-            layer = self.cache.layers[i]
+            layer = self._layer(i)
             self.register_buffer(f"key_cache_{i}", layer.keys, persistent=False)
             self.register_buffer(f"value_cache_{i}", layer.values, persistent=False)
             self.register_buffer(f"cumulative_length_{i}", layer.cumulative_length, persistent=False)
@@ -112,14 +119,14 @@ class StaticCacheStep(torch.nn.Module):
         ``position_ids`` (``[batch, tokens]``, the positions without the padding), as HF's
         ``generate`` passes them."""
         for i in self.cached_layers:
-            layer = self.cache.layers[i]
-            layer.keys = getattr(self, f"key_cache_{i}")
+            layer = self._layer(i)
+            keys: torch.Tensor = getattr(self, f"key_cache_{i}")
+            layer.keys = keys
             layer.values = getattr(self, f"value_cache_{i}")
             layer.cumulative_length = getattr(self, f"cumulative_length_{i}")
-            layer.device = layer.keys.device
-            layer.max_cache_len = layer.keys.shape[
-                2
-            ]  # the mask's length: symbolic in an import with a dynamic cache length
+            layer.device = keys.device
+            # the mask's length: symbolic in an import with a dynamic cache length
+            layer.max_cache_len = keys.shape[2]
             layer.cumulative_length.copy_(cache_position[0])
         keep = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
         if position_ids is None and self.takes_positions:
@@ -139,8 +146,14 @@ class StaticCacheStep(torch.nn.Module):
     def _release(self) -> None:
         """The cache layers forget their tensors until the next call (see the class docstring)."""
         for i in self.cached_layers:
-            layer = self.cache.layers[i]
-            layer.keys = layer.values = layer.cumulative_length = None
+            layer = self._layer(i)
+            # (transformers infers the length a tensor; here it too is released)
+            layer.keys = layer.values = layer.cumulative_length = None  # pyright: ignore[reportAttributeAccessIssue]
+
+    def _layer(self, i: int) -> "StaticLayer":
+        """Cache layer ``i`` of :attr:`cached_layers`: a ``StaticLayer`` (:func:`static_cache`'s
+        other layers, ``DummyLayer``, hold no keys)."""
+        return cast("StaticLayer", self.cache.layers[i])
 
 
 def cache_keyword(model: torch.nn.Module) -> str:
@@ -199,9 +212,10 @@ class StaticCachePrefill(torch.nn.Module):
     v[:, :, :T], is_causal=True)``: HF's eager prefill, exactly.
 
     It is right only for plain causal full attention through SDPA: the model is refused at
-    construction (:class:`PrefillRefused`, an ``HirError`` naming it and why) for attention that is not
-    ``"sdpa"`` or not dispatched through the ``AttentionInterface``, sliding-window or chunked layers, attention softcapping, ALiBi, bidirectional
-    or encoder-decoder attention and composite (multimodal) configs; and each call checks
+    construction (:class:`PrefillRefused`, an ``HirError`` naming it and why) for attention
+    that is not ``"sdpa"`` or not dispatched through the ``AttentionInterface``, sliding-window
+    or chunked layers, attention softcapping, ALiBi, bidirectional or encoder-decoder attention
+    and composite (multimodal) configs; and each call checks
     that every layer's attention ran through the entry (a model calling its own attention
     would otherwise run unmasked)."""
 
@@ -214,7 +228,7 @@ class StaticCachePrefill(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
         """Logits of the prompt ``input_ids`` (``[batch, tokens]``) at positions
         ``cache_position`` (``arange(tokens)``), its keys and values written to the cache."""
-        config = self.step.model.config.get_text_config()
+        config = model_config(self.step.model).get_text_config()
         attention = config._attn_implementation
         config._attn_implementation = PREFILL_ATTENTION
         _PREFILL_CALLS.append(0)
@@ -226,8 +240,9 @@ class StaticCachePrefill(torch.nn.Module):
             config._attn_implementation = attention
         if calls != len(self.step.cached_layers):
             raise PrefillRefused(
-                f"error: StaticCachePrefill: {type(self.step.model).__name__}: {calls} of its {len(self.step.cached_layers)} "
-                f"attention layers ran through transformers' AttentionInterface; the others would attend without a mask"
+                f"error: StaticCachePrefill: {type(self.step.model).__name__}: {calls} of its "
+                f"{len(self.step.cached_layers)} attention layers ran through transformers' AttentionInterface; "
+                "the others would attend without a mask"
             )
         return logits
 
@@ -260,7 +275,8 @@ def prefill_attention(
         used.append("is_causal=False")
     if used:
         raise PrefillRefused(
-            f"error: StaticCachePrefill: {type(module).__name__} passes {', '.join(used)} to its attention; the prefill runs plain causal attention only"
+            f"error: StaticCachePrefill: {type(module).__name__} passes {', '.join(used)} to its attention; the "
+            "prefill runs plain causal attention only"
         )
     if _PREFILL_CALLS:
         _PREFILL_CALLS[-1] += 1
@@ -279,13 +295,15 @@ def register_prefill_attention() -> None:
 def refuse_prefill(model: torch.nn.Module) -> None:
     """Raise :class:`PrefillRefused` naming ``model`` and the reason where
     :class:`StaticCachePrefill` would not equal HF's prefill (see its docstring)."""
-    config = model.config.get_text_config()
+    config = model_config(model).get_text_config()
     layer_types = getattr(config, "layer_types", None) or []
     reasons = {
         f"its attention is {config._attn_implementation!r}, not 'sdpa'": config._attn_implementation != "sdpa",
         "its attention does not run through transformers' AttentionInterface": not dispatches_attention(model),
-        f"it has sliding-window attention (sliding_window={getattr(config, 'sliding_window', None)})":  # (Qwen2-MoE: 0 when off)
-        bool(getattr(config, "sliding_window", None)) or bool(getattr(config, "use_sliding_window", False)),
+        # (Qwen2-MoE: sliding_window 0 when off)
+        f"it has sliding-window attention (sliding_window={getattr(config, 'sliding_window', None)})": (
+            bool(getattr(config, "sliding_window", None)) or bool(getattr(config, "use_sliding_window", False))
+        ),
         f"not all its layers are full attention (layer_types {sorted(set(layer_types))})": any(
             t != "full_attention" for t in layer_types
         ),
@@ -302,8 +320,8 @@ def refuse_prefill(model: torch.nn.Module) -> None:
     why = [reason for reason, applies in reasons.items() if applies]
     if why:
         raise PrefillRefused(
-            f"error: StaticCachePrefill: {type(model).__name__} ({getattr(config, 'model_type', '?')}): {'; '.join(why)}; "
-            "the prefill runs plain causal full attention through SDPA only (use StaticCacheStep)"
+            f"error: StaticCachePrefill: {type(model).__name__} ({getattr(config, 'model_type', '?')}): "
+            f"{'; '.join(why)}; the prefill runs plain causal full attention through SDPA only (use StaticCacheStep)"
         )
 
 

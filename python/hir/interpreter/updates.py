@@ -1,5 +1,5 @@
-"""Torch ops that write a kernel segment's destination themselves, decided once at plan time
-(issues 22 and 34): with their ``out=`` overload (:func:`out_variant`, see
+"""Torch ops that write a kernel segment's destination themselves, decided once at plan time:
+with their ``out=`` overload (:func:`out_variant`, see
 :mod:`hir.interpreter.destinations`), or, for an argument the segment reads and writes
 back, with their in-place overload (:func:`segment_updates`).
 

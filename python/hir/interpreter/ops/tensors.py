@@ -1,4 +1,4 @@
-"""Tensor values inside kernel segments (issues 13 and 15): the bridge between hir's memref
+"""Tensor values inside kernel segments: the bridge between hir's memref
 buffers and the value-semantics tensors that torch-mlir's ``torch`` dialect and upstream
 ``linalg``-on-tensors compute on.
 
