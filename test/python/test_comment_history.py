@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HISTORY = re.compile(r"issue [0-9]+|\brun [0-9]+\b")
+HISTORY = re.compile(r"issues? [0-9]+|\brun [0-9]+\b")
 
 
 def test_no_issue_or_run_numbers_in_package_code():

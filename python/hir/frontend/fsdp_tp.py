@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch.distributed.tensor import Replicate, Shard
 
 from hir.core import HirError
+from hir.frontend.hf_plans import is_plan_entry
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,6 @@ def check_mesh(mesh: Any, placements: Any) -> list:
     """The 2-D mesh of a data x tensor parallel step as nested lists: every rank of the
     process group in row-major order, both axes of two or more devices; ``placements``
     without HF plan entries (their styles fix layouts on a 1-D mesh)."""
-    import torch.distributed as dist
-
-    from hir.frontend.hf_plans import is_plan_entry
-
     plan = next((k for k, v in placements.items() if is_plan_entry(v)), None) if isinstance(placements, dict) else None
     if plan is not None:
         raise HirError(

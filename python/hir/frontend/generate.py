@@ -6,10 +6,9 @@ How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` 
 logits of the last position only) and imported on the first call's shapes (one token per
 row), then once more with a dynamic batch size and cache length for every later shape (see
 :mod:`hir.frontend.generators`): this program runs every decode step; it is compiled once per
-batch size and cache length
-with its state bound (:class:`~hir.frontend.compiled.CompiledProgram`): on CUDA each decode
-step is a CUDA graph replay on the same buffers (the second step captures it), the compute
-compiled by inductor. The prefill (a prompt of 2 tokens or more) runs
+batch size and cache length with its state bound (:class:`~hir.frontend.compiled.CompiledProgram`):
+on CUDA each decode step is a CUDA graph replay on the same buffers (the second step captures
+it), the compute compiled by inductor. The prefill (a prompt of 2 tokens or more) runs
 :class:`~hir.frontend.hf_decode.StaticCachePrefill` over the same step (attention over the
 prompt's own tokens, causally, no mask: HF's eager prefill; the step's export would attend
 over the whole cache through a mask), so it fills the cache the decode steps read. The
@@ -29,8 +28,7 @@ program; so does a model whose prefill module torch.export cannot trace with a d
 count, with a ``RuntimeWarning`` naming why.
 The generation config is HF's (the model's ``generation_config``, then HF's defaults such as
 ``top_k=50``, and 20 new tokens where no length is given, then the call's arguments: HF's
-own rule), and the
-tokens are chosen as HF's ``generate`` chooses them, with HF's own logits processors
+own rule), and the tokens are chosen as HF's ``generate`` chooses them, with HF's own logits processors
 (:mod:`hir.frontend.generate_processors`: repetition penalty, no-repeat n-grams, minimum
 lengths, temperature, top-k, top-p, min-p) on float32 logits, ``argmax`` or
 ``torch.multinomial``; a ``streamer`` gets the prompt, then each step's tokens; a finished

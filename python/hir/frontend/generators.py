@@ -41,6 +41,7 @@ import torch
 from hir.core import HirError
 from hir.dialect.context import api_stacklevel
 from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
+from hir.interpreter.kernels import warm_compile_workers
 
 EXAMPLE_BATCH = 3  # the example the shared programs are imported on: not 0 or 1 (export specialises those),
 EXAMPLE_TOKENS = 2  # and sizes apart from each other, so no two dims are taken for one
@@ -182,8 +183,6 @@ class Generator:
         padded: bool = False,
         programs: ModelPrograms | None = None,
     ) -> None:
-        from hir.interpreter.kernels import warm_compile_workers
-
         warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
         self.programs = programs or ModelPrograms(model, padded)
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)

@@ -21,20 +21,30 @@ a GPT-2 / GPT-NeoX / OPT config carrying an unused ``num_key_value_heads``).
 """
 
 import inspect
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import torch
 
 from hir.core import HirError
 
 if TYPE_CHECKING:
-    from transformers import GenerationMixin, PreTrainedConfig, PreTrainedModel, StaticCache
-    from transformers._typing import GenerativePreTrainedModel
+    from transformers import GenerationConfig, PreTrainedConfig, StaticCache
 
-    class CausalLM(PreTrainedModel, GenerationMixin, GenerativePreTrainedModel):
-        """What ``hir.generate`` takes: a Hugging Face model with ``generate`` (GPT-2's
-        ``GPT2LMHeadModel(GPT2PreTrainedModel, GenerationMixin)``), which is what
-        ``GenerationMixin``'s methods take as ``self`` (``GenerativePreTrainedModel``)."""
+    class CausalLM(Protocol):
+        """What ``hir.generate`` calls of a Hugging Face model's ``GenerationMixin``: HF's own
+        preparation of the special tokens and the attention mask."""
+
+        def _prepare_special_tokens(
+            self,
+            generation_config: GenerationConfig,
+            kwargs_has_attention_mask: bool | None = None,
+            device: torch.device | str | None = None,
+            batch_size: int | None = None,
+        ) -> None: ...
+
+        def _prepare_attention_mask_for_generation(
+            self, inputs_tensor: torch.Tensor, generation_config: GenerationConfig, model_kwargs: dict[str, Any]
+        ) -> torch.Tensor: ...
 
 
 def model_config(model: torch.nn.Module) -> "PreTrainedConfig":

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+import torch.fx.traceback as fx_traceback
+import torch.utils.checkpoint as checkpoint
 from torch_mlir import ir
 from torch_mlir.extras.fx_importer import ContextCache
 
@@ -97,9 +99,6 @@ def marking_checkpoints(model: torch.nn.Module, prefix: str = "") -> Iterator[li
     How: checkpoint's forward runs between the two steps of its generator
     (``torch.utils.checkpoint._checkpoint_without_reentrant_generator``, looked up when
     called), which is wrapped to mark the ops traced in between."""
-    import torch.fx.traceback as fx_traceback
-    import torch.utils.checkpoint as checkpoint
-
     paths = {id(m): prefix + name for name, m in model.named_modules() if name}
     original = checkpoint._checkpoint_without_reentrant_generator
     marked: list = []

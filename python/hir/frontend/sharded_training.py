@@ -25,6 +25,7 @@ from torch.distributed.tensor import DTensor, Shard
 from hir.core import HirError
 from hir.dialect import Sharding
 from hir.frontend.compiled import _arg_types
+from hir.frontend.dtensors import Distributed, parallel_styles
 from hir.frontend.hf_plans import is_plan_entry, plan_placements
 from hir.frontend.strategies.redistribute import redistribute
 from hir.interpreter.backends.process_groups import world
@@ -99,9 +100,6 @@ def parallelized(model: torch.nn.Module) -> tuple[list, dict] | None:
     styles' hooks are set aside while it is exported (:class:`hir.frontend.dtensors.Distributed`);
     a style with no HF counterpart is refused, naming the module, as is one that splits a
     parameter otherwise than its DTensor."""
-    from hir.frontend.dtensors import Distributed, parallel_styles
-    from hir.frontend.hf_plans import plan_placements
-
     found, styles = Distributed(model), parallel_styles(model)
     if not found.placements and not styles:
         return None
