@@ -12,27 +12,27 @@ into a buffer allocated just before: one extra write and read of every activatio
 destination is a fresh allocation that nothing reads, views or writes before the call, the
 buffer *is* the result: the alloc step is dropped, the segment returns its result tensor and
 the call binds it to the alloc's slot (:class:`Bind`). Binding is not safe when the
-destination is an argument, a view (a stream slice) or a symmetric buffer, is used before
-the call, is passed twice, or a stream switch separates alloc and call. Then, when the
-result is the fresh result of a torch op with an ``out=`` overload (``gelu.out``,
-``add.out``, ``softmax.int_out``) and the destination cannot overlap another operand
-(another buffer's view; not two arguments, which may be one tensor), that op writes the
-destination itself. Otherwise the copy stays, as it does when the segment reads its
-destination or writes it with anything but one top-level ``materialize_in_destination``, or
-the result comes from an op whose aliasing the schema does not tell (a literal, a linalg op).
-A segment argument the segment reads and writes back (mutated state, see
-:mod:`hir.frontend.inplace`) is updated by the torch op computing its new value through that
-op's in-place overload (:mod:`hir.interpreter.updates`) when no other operand of the call
-views the same buffer; that op's result then counts as a view of the argument.
+destination is an argument, a view (a stream slice) or a symmetric buffer, is used before the
+call, is passed twice, or a stream switch separates alloc and call. Then, when the result is
+the fresh result of a torch op with an ``out=`` overload (``gelu.out``, ``add.out``,
+``softmax.int_out``) and the destination cannot overlap another operand (another buffer's
+view; not two arguments, which may be one tensor), that op writes the destination itself.
+Otherwise the copy stays, as it does when the segment reads its destination or writes it with
+anything but one top-level ``materialize_in_destination``, or the result comes from an op
+whose aliasing the schema does not tell (a literal, a linalg op). A segment argument the
+segment reads and writes back (mutated state, see :mod:`hir.frontend.inplace`) is updated by
+the torch op computing its new value through that op's in-place overload
+(:mod:`hir.interpreter.updates`) when no other operand of the call views the same buffer; that
+op's result then counts as a view of the argument.
 
-A result torch may return as a view of a segment input (``reshape``, ``transpose``,
-``split``: the schema's alias annotation) is bound only when the buffer is then just read
-by ops that take any strides (compute ops, kernel segments; deallocation), and the buffer it
-views is defined in the same block and not written from the call on. A fresh result is
-always bound; unless every use takes any strides, a non-contiguous one is made contiguous
-(the copy it replaces), so the buffer keeps its identity layout for views and collectives.
-Results that may view one fresh tensor (a value written twice; a tensor and its transpose,
-both saved for a backward) are bound as such views when no op after the call writes them.
+A result torch may return as a view of a segment input (``reshape``, ``transpose``, ``split``:
+the schema's alias annotation) is bound only when the buffer is then just read by ops that
+take any strides (compute ops, kernel segments; deallocation), and the buffer it views is
+defined in the same block and not written from the call on. A fresh result is always bound;
+unless every use takes any strides, a non-contiguous one is made contiguous (the copy it
+replaces), so the buffer keeps its identity layout for views and collectives. Results that may
+view one fresh tensor (a value written twice; a tensor and its transpose, both saved for a
+backward) are bound as such views when no op after the call writes them.
 
 Compute ops that do not read their output (``hir.linear``, ``hir.matmul`` without
 ``accumulate``, ``hir.binary``) bind a fresh allocation by the same rules: the op returns
@@ -40,10 +40,9 @@ its result (``F.linear``: one GEMM with the bias in its epilogue; no ``torch.emp
 ``out=`` call per op, the host cost eager PyTorch does not pay).
 
 A collective that all-reduces one block per rank binds its output to its dead input, reduced
-in place (:mod:`hir.interpreter.result_in_input`).
-
-Per call, a bound result costs nothing; CUDA graph capture records the result's own
-allocation, so a replay writes the buffer the later steps read.
+in place (:mod:`hir.interpreter.result_in_input`). Per call, a bound result costs nothing;
+CUDA graph capture records the result's own allocation, so a replay writes the buffer the
+later steps read.
 """
 
 from collections.abc import Callable
@@ -51,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torch_mlir import ir
-from torch_mlir.dialects import bufferization, builtin, func, memref
+from torch_mlir.dialects import func, memref
 
 from hir.dialect import OP_CLASSES, BinaryOp, LinearOp, MatmulOp, is_view
 from hir.dialect.compute import KERNEL_ATTR, ComputeOp, accumulates
@@ -60,27 +59,10 @@ from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.dialect.views import is_identity_layout
 from hir.interpreter.buffers import BufferSpec, is_memref
 from hir.interpreter.result_in_input import reduces_in_input, result_in_input
-from hir.interpreter.updates import out_variant, overload_of, segment_updates
+from hir.interpreter.segment_writes import Output, SegmentWrites, segment_outputs
 
-_MATERIALIZE = bufferization.MaterializeInDestinationOp.OPERATION_NAME
-_TO_TENSOR = bufferization.ToTensorOp.OPERATION_NAME
-_CAST = builtin.UnrealizedConversionCastOp.OPERATION_NAME
-_LIST_UNPACK = "torch.prim.ListUnpack"
 _CALL = func.CallOp.OPERATION_NAME
 _DEALLOC = memref.DeallocOp.OPERATION_NAME
-
-
-@dataclass(frozen=True)
-class Output:
-    """A segment argument written by one top-level ``materialize_in_destination`` and
-    otherwise unused: the segment arguments its value may be a view of; ``producer``: the
-    fresh result of a torch op with an ``out=`` overload that is the written value (through
-    casts only), which can write the destination itself; ``shares``: the other outputs whose
-    value may view the same fresh tensor."""
-
-    may_alias: frozenset[int]
-    producer: ir.Value | None = None
-    shares: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -92,114 +74,6 @@ class Bind:
     call: ir.Operation
     index: int
     contiguous: bool
-
-
-@dataclass(frozen=True)
-class SegmentWrites:
-    """What a kernel segment writes: ``written``, every argument it materializes into;
-    ``outputs``, the bindable ones (:class:`Output`); ``updates``, the arguments it reads
-    and writes back that a torch op updates in place, each with that op's result
-    (:func:`hir.interpreter.updates.segment_updates`)."""
-
-    written: frozenset[int]
-    outputs: dict[int, Output]
-    updates: dict[int, ir.Value]
-
-
-def segment_outputs(fn: ir.Operation) -> SegmentWrites | None:
-    """What kernel segment ``fn`` writes; None when its body is not one block."""
-    blocks = list(fn.regions[0].blocks)
-    if len(blocks) != 1:
-        return None
-    args = list(blocks[0].arguments)
-    updates = segment_updates(fn)
-    updated = {value: index for index, value in updates.items()}
-    written: set[int] = set()
-    viewed: dict[int, tuple] = {}  # output -> (its value, the arguments and fresh tensors it may view)
-    for index, arg in enumerate(args):
-        uses = list(arg.uses)
-        if any(u.owner.operation.name == _MATERIALIZE and u.operand_number == 1 for u in uses):
-            written.add(index)
-        if len(uses) != 1:
-            continue
-        user = uses[0].owner.operation
-        if user.name != _MATERIALIZE or uses[0].operand_number != 1 or user.parent.operation != fn:
-            continue
-        sources = _sources(user.operands[0], args, updated)
-        if sources is not None:
-            viewed[index] = (user.operands[0], *sources)
-    found: dict[int, Output] = {}
-    for index, (value, arguments, fresh) in viewed.items():
-        shares = frozenset(other for other, (_, _, more) in viewed.items() if other != index and fresh & more)
-        found[index] = Output(arguments, None if arguments or shares else _producer(value), shares)
-    return SegmentWrites(frozenset(written), found, updates)
-
-
-def _producer(value: ir.Value) -> ir.Value | None:
-    """The torch op result ``value`` is (through single-use casts) when that op has an
-    ``out=`` overload."""
-    while not isinstance(value.owner, ir.Block) and value.owner.operation.name == _CAST and len(list(value.uses)) == 1:
-        value = value.owner.operation.operands[0]
-    if isinstance(value.owner, ir.Block) or len(list(value.uses)) != 1 or len(value.owner.operation.results) != 1:
-        return None
-    overload = overload_of(value.owner.operation)
-    return value if overload is not None and out_variant(overload) is not None else None
-
-
-def _sources(value: ir.Value, args: list, updated: dict) -> tuple[frozenset[int], frozenset] | None:
-    """(the segment arguments ``value`` may be a view of, the fresh tensors made in the
-    segment it may be or view); None when unknown. Follows casts and the schema's alias
-    annotations of torch ops; the result of an op updating an argument in place
-    (``updated``: result -> argument index) is that argument."""
-    found, fresh, todo, seen = set(), set(), [value], set()
-    while todo:
-        v = todo.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        if v in updated:
-            found.add(updated[v])
-            continue
-        owner = v.owner
-        if isinstance(owner, ir.Block):
-            return None  # a block argument that is no memref: not a tensor we know
-        op = owner.operation
-        if op.name == _TO_TENSOR:
-            source = op.operands[0]
-            if source not in args:
-                return None
-            found.add(args.index(source))
-        elif op.name in (_CAST, _LIST_UNPACK):
-            todo.append(op.operands[0])
-        else:
-            aliased = _aliased_operands(op, v)
-            if aliased is None:
-                return None
-            if not aliased:
-                fresh.add(v)
-            todo.extend(aliased)
-    return frozenset(found), frozenset(fresh)
-
-
-def _aliased_operands(op: ir.Operation, result: ir.Value) -> list | None:
-    """The operands torch op ``op``'s ``result`` may alias ([] when fresh), None if unknown."""
-    overload = overload_of(op)
-    if overload is None:
-        return None
-    schema = overload._schema
-    index = next(i for i, r in enumerate(op.results) if r == result)
-    if index >= len(schema.returns) or len(op.operands) != len(schema.arguments):
-        return None
-    alias = schema.returns[index].alias_info
-    if alias is None:
-        return []
-    sets = alias.before_set  # empty for a list of views (split's Tensor(a)[]): any annotated argument
-    aliased = [
-        v
-        for arg, v in zip(schema.arguments, op.operands)
-        if arg.alias_info is not None and (not sets or arg.alias_info.before_set & sets)
-    ]
-    return aliased or None
 
 
 def _reads_any_strides(use: ir.OpOperand, written_by) -> bool:

@@ -20,7 +20,7 @@ nothing else: the ``to_tensor``'s only use (through single-use casts) is that op
 and ``restrict`` on it says no other argument the segment reads views this buffer. The
 op's result *is* the argument's new value from there on, so its other readers (the SDPA above)
 see what they saw before, and a result that may view it is not bound to another buffer
-(:func:`hir.interpreter.destinations.segment_outputs` counts it as a view of the argument).
+(:func:`hir.interpreter.segment_writes.segment_outputs` counts it as a view of the argument).
 
 Which ops: any torch op whose first argument is the updated value, whose result has that
 value's type (no broadcast or dtype change), and which has an in-place overload of the same
