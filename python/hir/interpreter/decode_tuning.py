@@ -123,7 +123,10 @@ def request(key: tuple) -> None:
             os.environ["TRITON_CACHE_DIR"] = triton_cache_dir(key[-1])
         for _ in range(2):  # a child that has just ended for want of requests: another one
             if _TUNER is None or _TUNER.process.poll() is not None:
-                _TUNER = _Tuner()
+                try:
+                    _TUNER = _Tuner()
+                except OSError:  # no process to be had: the first call tunes in process
+                    return
             if _TUNER.send(key):
                 _PENDING[key] = _TUNER
                 return
