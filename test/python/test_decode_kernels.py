@@ -268,3 +268,64 @@ def test_small_m_linear_equals_float64(rows, n, k, split_k):
     assert (
         out.shape == (rows, 1, n) and out.is_contiguous() and ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
     )
+
+
+def test_a_request_is_answered_where_the_child_cannot_compile(tmp_path, monkeypatch):
+    """The child answers every request, also one it fails on (here the device is not there or
+    the shape is empty), so a first call waits for no more than the child's work; it ends
+    with its stdin."""
+    from hir.interpreter import decode_tuning
+
+    monkeypatch.setattr(decode_tuning, "_TUNER", None)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    missing = torch.device("cuda", 63)
+    keys = [decode_tuning.linear_key(torch.bfloat16, 1, 0, 64, True, missing), ("unknown", "bfloat16", missing.index)]
+    for key in keys + keys[:1]:
+        decode_tuning.request(key)
+    assert decode_tuning.waiting()
+    for key in reversed(keys):
+        decode_tuning.wait(key)
+    assert not decode_tuning.waiting()
+    tuner = decode_tuning._TUNER
+    assert tuner is not None and tuner.process.stdin is not None
+    tuner.process.stdin.close()
+    assert tuner.process.wait(timeout=60) == 0
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_kernels_tuned_ahead_load_from_the_cache(tmp_path, monkeypatch):
+    """A product and an attention requested ahead: the child compiles them into Triton's cache
+    (and times the product's tiles there); the calls here then load them: the autotuner's
+    timings are the child's, and no other specialization is compiled."""
+    import json
+
+    from hir.interpreter import decode_tuning, triton_small_m
+    from hir.interpreter.triton_decode import split_kv_attention
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    cuda = torch.device("cuda", torch.cuda.current_device())
+    linear = decode_tuning.linear_key(torch.bfloat16, 3, 1040, 528, True, cuda)
+    shapes = ((1, 4, 2, 64), (1, 4, 384, 64), (1, 1, 2, 384))
+    attention = decode_tuning.attention_key(torch.bfloat16, *shapes, True, cuda)
+    for key in (linear, attention):
+        decode_tuning.request(key)
+    for key in (attention, linear):
+        decode_tuning.wait(key)
+    assert not decode_tuning.waiting()
+    tuned = [json.loads(path.read_text()) for path in tmp_path.glob("*/_small_m_linear.autotune.json")]
+    assert len(tuned) == 1
+    compiled = {name: len(list(tmp_path.glob(f"*/{name}.json"))) for name in ("_small_m_linear", "_attention_chunk")}
+    assert compiled["_small_m_linear"] >= 2 and compiled["_attention_chunk"] == 1
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 1, 528, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(1040, 528, device="cuda", dtype=torch.bfloat16)
+    out = torch.ops.hir.small_m_linear_splitk(x, w)
+    assert relative_error(out, x.double() @ w.double().T) < 1e-2
+    timings = triton_small_m._LINEAR[True].configs_timings
+    assert sorted(timings.values()) == sorted(timing for _, timing in tuned[0]["configs_timings"])
+    q, k, v, mask, ref = attention_case(1, 4, 2, 384, 200, 64, "cuda", torch.bfloat16)
+    out = split_kv_attention(q, k, v, mask[:, :, :1].expand(shapes[2]).contiguous(), 0.125, fused_combine=True)
+    assert relative_error(out, ref) < 1e-2
+    assert compiled == {name: len(list(tmp_path.glob(f"*/{name}.json"))) for name in compiled}

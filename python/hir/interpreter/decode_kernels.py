@@ -28,6 +28,9 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
   products overlap their neighbours. (The decode kernels themselves launched that way, the
   product prefetching its weight into the L2 before its wait, measured slower: the prefetch
   cost the large products more than the overlap gained on the small ones.)
+- ``tune-ahead``: the kernels a program plans are compiled (and the product's tiles timed) in
+  a child process while the program's regions compile, so their first call loads them from
+  Triton's cache (:mod:`hir.interpreter.decode_tuning`).
 
 Each variant is an op of its own (``hir::attention``, ``hir::attention_fused``,
 ``hir::small_m_linear``, ``hir::small_m_linear_splitk``), the flags fixed when the program is
@@ -38,6 +41,7 @@ not used; called directly on other inputs they run torch's own kernels. ``HIR_DE
 """
 
 import importlib.util
+import math
 import os
 import re
 from collections.abc import Callable
@@ -46,14 +50,15 @@ import torch
 import torch.nn.functional as F
 
 from hir.dialect.context import HirError
+from hir.interpreter import decode_tuning
 
 KERNELS = ("attention", "linear")
-MECHANISMS = ("fused-combine", "split-k", "inductor-pdl")
+MECHANISMS = ("fused-combine", "split-k", "inductor-pdl", "tune-ahead")
 ENV = "HIR_DECODE_KERNELS"
 MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
 MIN_CACHE = 128  # key positions from which the split-KV kernel is used
 HEAD_DIMS = (16, 32, 64, 128, 256)
-DTYPES = ("bf16", "f16")
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 _VTENSOR = re.compile(r"vtensor<\[([^\]]*)\],(\w+)>")
 
 
@@ -115,13 +120,38 @@ def substitute(overload, types: Callable[[], list[str]], constants: Callable[[],
         return overload
     operand_types = types()
     if len(operand_types) == 8 and attention_fits(operand_types, constants()):
-        return _ATTENTION[enabled("fused-combine")]
+        fused = enabled("fused-combine")
+        _tune_ahead_attention(operand_types, fused, device)
+        return _ATTENTION[fused]
     return overload
 
 
 def small_m_linear_op():
     """The ``hir::small_m_linear`` variant ``HIR_DECODE_KERNELS`` picks (with split-K or not)."""
     return _SMALL_M_LINEAR[enabled("split-k")]
+
+
+def tune_ahead_linear(x_shape: tuple, dtype: torch.dtype, w_shape: tuple, device: torch.device) -> None:
+    """With ``tune-ahead``: the planned ``hir::small_m_linear`` of an input ``x_shape``
+    (``dtype``) and a weight ``w_shape`` on ``device`` tuned ahead (module docstring)."""
+    if _tune_ahead(device):
+        rows, (n, k) = math.prod(x_shape[:-1]), w_shape
+        decode_tuning.request(decode_tuning.linear_key(dtype, rows, n, k, enabled("split-k"), device))
+
+
+def _tune_ahead_attention(operand_types: list[str], fused: bool, device: torch.device) -> None:
+    """With ``tune-ahead``: the planned ``hir::attention`` of SDPA operands typed
+    ``operand_types`` tuned ahead (module docstring)."""
+    q, k, _, mask = [_tensor_type(t) for t in operand_types[:4]]
+    if _tune_ahead(device) and q is not None and k is not None and mask is not None:
+        key = decode_tuning.attention_key(DTYPES[q[1]], tuple(q[0]), tuple(k[0]), tuple(mask[0]), fused, device)
+        decode_tuning.request(key)
+
+
+def _tune_ahead(device: torch.device) -> bool:
+    """Whether the decode kernels planned for ``device`` are tuned ahead (``tune-ahead``, a
+    CUDA device here)."""
+    return enabled("tune-ahead") and device.type == "cuda" and torch.cuda.is_available()
 
 
 def is_decode_kernel(overload) -> bool:
@@ -191,6 +221,9 @@ def _attention_variant(name: str, fused_combine: bool):
             )
 
             softmax_scale = scale if scale is not None else query.shape[-1] ** -0.5
+            if decode_tuning.waiting():
+                shapes = (tuple(query.shape), tuple(key.shape), tuple(attn_mask.shape))
+                decode_tuning.wait(decode_tuning.attention_key(query.dtype, *shapes, fused_combine, query.device))
             return split_kv_attention(query, key, value, attn_mask, softmax_scale, fused_combine=fused_combine)
         out = F.scaled_dot_product_attention(
             query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
@@ -220,6 +253,9 @@ def _small_m_linear_variant(name: str, split_k: bool):
                 small_m_linear as kernel,  # triton loads only when a CUDA decode kernel runs
             )
 
+            if decode_tuning.waiting():
+                rows, (n, k) = x[..., 0].numel(), weight.shape
+                decode_tuning.wait(decode_tuning.linear_key(x.dtype, rows, n, k, split_k, x.device))
             return kernel(x, weight, split_k=split_k)
         return F.linear(x, weight).contiguous()
 

@@ -4,7 +4,9 @@ when it runs).
 :func:`small_m_linear`: ``x @ w.T`` for a few rows of ``x`` (M <= 16): a GEMV-shaped product
 that streams ``w`` once, each program a strip of ``w``'s rows over the whole of K (with
 ``split_k``, over a part of K, the strip's last part to finish adding the parts up: still one
-launch), tiles picked by Triton's autotuner per (M, N, K).
+launch), tiles picked by Triton's autotuner per (M, N, K), its timings kept in Triton's on-disk
+cache (``cache_results``: a later process, or :mod:`hir.interpreter.decode_tuning`'s child
+tuning ahead of the first call, leaves them there for the caller to load).
 """
 
 import math
@@ -93,9 +95,18 @@ def _small_m_linear(
             tl.atomic_xchg(Arrived + pid, 0)  # zero again for the next call
 
 
+def _bench(kernel_call, quantiles):
+    """A candidate's time for the autotuner: Triton's ``do_bench`` (the L2 emptied before each
+    run) over 5 ms of warm-up and 25 ms of runs, not 25 and 100: a run is 6-40 us and the L2's
+    emptying ~0.1 ms, so still ~250 runs a candidate."""
+    return triton.testing.do_bench(kernel_call, warmup=5, rep=25, quantiles=quantiles)
+
+
 # the product autotuned per (M, N, K) among whole-K tiles, or among those and split-K ones
 _LINEAR = {
-    split: triton.autotune(configs=_linear_configs((1, 2, 4) if split else (1,)), key=["M", "N", "K"])(_small_m_linear)
+    split: triton.autotune(
+        configs=_linear_configs((1, 2, 4) if split else (1,)), key=["M", "N", "K"], do_bench=_bench, cache_results=True
+    )(_small_m_linear)
     for split in (False, True)
 }
 

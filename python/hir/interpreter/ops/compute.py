@@ -229,6 +229,7 @@ class ComputeImpls:
         if decode_kernels.linear_fits(
             x_spec.shape, x_spec.dtype, w_spec.shape, w_spec.contiguous, bias is not None, c.runtime.device
         ):
+            decode_kernels.tune_ahead_linear(x_spec.shape, x_spec.dtype, w_spec.shape, c.runtime.device)
             return _small_m_linear(c, op, x, w, o)
         step = _fresh(c, op, F.linear, [x, w] + slots[3:])
         if step is not None:

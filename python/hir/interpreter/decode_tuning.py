@@ -1,0 +1,200 @@
+"""The decode kernels compiled and tuned ahead of their first call, in a process of their own.
+
+At its first call on a shape, the small-M product's autotuner
+(:mod:`hir.interpreter.triton_small_m`) compiles each candidate tile and times each one on that
+shape, and the attention (:mod:`hir.interpreter.triton_decode`) compiles its kernel: seconds
+on the first decode step's critical path, in the calling process, one candidate after the
+other. Here a program's planned decode kernels (:func:`request`, at plan time; inductor
+compiles the program's regions between its plan and its first step) go to a child process
+(:func:`serve`) that makes the same calls on inputs of the same shapes on the same device:
+Triton writes the compiled kernels and the autotuner's timings (``cache_results``) into its
+on-disk cache. The first call of a shape (:func:`wait`) waits
+for the child's line for it, then finds both there: it loads the chosen kernel and compiles
+and times nothing. Where the child fails, is late (more than :data:`WAIT_S`), or the inputs'
+layout differs from the child's (another specialization: a miss), the first call compiles
+and tunes in process as before: nothing but time depends on the child.
+
+Both processes use one Triton cache folder: where ``TRITON_CACHE_DIR`` is unset, the one
+inductor sets for its own kernels when it first compiles (set here, earlier).
+"""
+
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+
+import torch
+
+WAIT_S = 60.0  # the longest a first call waits for the child's answer
+IDLE_S = 30.0  # the child ends after this long without a request
+
+
+class _Lines:
+    """Lines read from a file descriptor as they come (``select`` on the descriptor, so no
+    line sits unseen in a buffer)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.partial = b""
+
+    def read(self, timeout: float) -> list[bytes] | None:
+        """The next whole lines, waiting up to ``timeout`` seconds for one (none by then:
+        ``[]``); None once the writer has closed its end."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not select.select([self.fd], [], [], max(deadline - time.monotonic(), 0.0))[0]:
+                return []
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return None
+            *lines, self.partial = (self.partial + chunk).split(b"\n")
+            if lines:
+                return lines
+
+
+class _Tuner:
+    """The child process and the lines it has answered."""
+
+    def __init__(self):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", f"from {__name__} import serve; serve()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        assert self.process.stdout is not None
+        self.answers = _Lines(self.process.stdout.fileno())
+
+    def send(self, key: tuple) -> bool:
+        """Whether the request reached the child (False: it has ended)."""
+        stdin = self.process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(json.dumps(key).encode() + b"\n")
+            stdin.flush()
+        except OSError:
+            return False
+        return True
+
+
+_LOCK = threading.Lock()
+_TUNER: _Tuner | None = None
+_PENDING: dict[tuple, _Tuner] = {}  # key -> the child working on it
+_SENT: set[tuple] = set()  # every key sent (one request per key and process)
+
+
+def linear_key(dtype: torch.dtype, rows: int, n: int, k: int, split_k: bool, device: torch.device) -> tuple:
+    """The request for ``small_m_linear`` of ``rows`` rows of K ``k`` by an ``[n, k]`` weight."""
+    return ("linear", _name(dtype), rows, n, k, split_k, _index(device))
+
+
+def attention_key(
+    dtype: torch.dtype, query: tuple, key: tuple, mask: tuple, fused_combine: bool, device: torch.device
+) -> tuple:
+    """The request for ``split_kv_attention`` of a ``query`` over ``key`` / ``value`` (4-d
+    shapes) with a boolean ``mask`` of that shape."""
+    return ("attention", _name(dtype), *query, *key, *mask, fused_combine, _index(device))
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def request(key: tuple) -> None:
+    """Has the child compile (and tune) the kernel of ``key`` (:func:`linear_key`,
+    :func:`attention_key`), once per key; starts the child where none is running."""
+    global _TUNER
+    with _LOCK:
+        if key in _SENT:
+            return
+        _SENT.add(key)
+        if os.environ.get("TRITON_CACHE_DIR") is None:
+            from torch._inductor.runtime.cache_dir_utils import triton_cache_dir
+
+            os.environ["TRITON_CACHE_DIR"] = triton_cache_dir(key[-1])
+        for _ in range(2):  # a child that has just ended for want of requests: another one
+            if _TUNER is None or _TUNER.process.poll() is not None:
+                try:
+                    _TUNER = _Tuner()
+                except OSError:  # no process to be had: the first call tunes in process
+                    return
+            if _TUNER.send(key):
+                _PENDING[key] = _TUNER
+                return
+            _TUNER = None
+
+
+def waiting() -> bool:
+    """Whether a request is still unanswered (a cheap test before building a key)."""
+    return bool(_PENDING)
+
+
+def wait(key: tuple) -> None:
+    """Returns once the child has answered ``key`` (its kernels are in Triton's cache), at
+    once where ``key`` was never sent, after :data:`WAIT_S` where the child is late (then
+    ended: the caller tunes in process)."""
+    if key not in _PENDING:
+        return
+    with _LOCK:
+        tuner = _PENDING.get(key)
+        deadline = time.monotonic() + WAIT_S
+        while tuner is not None and key in _PENDING:
+            lines = tuner.answers.read(deadline - time.monotonic())
+            if lines is None or (not lines and time.monotonic() >= deadline):
+                if lines is not None:
+                    tuner.process.kill()
+                for other in [k for k, t in _PENDING.items() if t is tuner]:
+                    del _PENDING[other]
+                return
+            for line in lines:
+                _PENDING.pop(tuple(json.loads(line)), None)
+
+
+def _compile(key: tuple) -> None:
+    """The child's calls for ``key``: the parent's kernels on random inputs of its shapes."""
+    kind, dtype, *sizes, flag, index = key
+    device = torch.device("cuda", index)
+    dtype = getattr(torch, dtype)
+    with torch.cuda.device(device):
+        if kind == "linear":
+            from hir.interpreter.triton_small_m import small_m_linear
+
+            rows, n, k = sizes
+            x = torch.randn(rows, k, device=device, dtype=dtype)
+            small_m_linear(x, torch.randn(n, k, device=device, dtype=dtype), split_k=flag)
+        else:
+            from hir.interpreter.triton_decode import split_kv_attention
+
+            query, keys, mask = sizes[:4], sizes[4:8], sizes[8:]
+            q = torch.randn(query, device=device, dtype=dtype)
+            k, v = (torch.randn(keys, device=device, dtype=dtype) for _ in range(2))
+            split_kv_attention(q, k, v, torch.ones(mask, device=device, dtype=torch.bool), 0.125, fused_combine=flag)
+        torch.cuda.synchronize(device)
+
+
+def serve() -> None:
+    """The child: each request line on stdin compiled (and tuned), then echoed on stdout
+    (also where it failed: the parent then tunes that key itself); ends with stdin, or after
+    :data:`IDLE_S` without a request."""
+    answers = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)  # what the kernels' libraries print goes to stderr
+    requests = _Lines(0)
+    while True:
+        lines = requests.read(IDLE_S)
+        if not lines:  # closed, or idle
+            return
+        for line in lines:
+            try:
+                _compile(tuple(json.loads(line)))
+            except Exception as error:  # noqa: BLE001 (the parent compiles that key itself)
+                print(f"decode_tuning: {line!r}: {error!r}", file=sys.stderr)
+            answers.write(line + b"\n")
