@@ -268,9 +268,10 @@ class Compiler:
         if self.runtime.memory is not None and self._binds:
             operands = list(op.operation.operands)
             bound = [self.use(operands[i]) for i, _ in self.bound_operands(op)]
-            if bound:
-                step = _tracked_binds(step, bound, self.runtime.memory)
+            if bound:  # (a wrapped step is compiled now: it folds no moves)
+                step = _tracked_binds(compile_steps([step])[0], bound, self.runtime.memory)
         if _never_waited(op):
+            step = compile_steps([step])[0]
             step = _pending(step, self.use(op.operation.results[0]), self.runtime.pending, self.where(op), name)
         operands = tuple((self._slots[v], self.name(v)) for v in op.operation.operands if v in self._slots)
         step.hir_op = OpInfo(name, self.where(op), operands)
