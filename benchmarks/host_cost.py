@@ -10,7 +10,9 @@ stores, never hits) whose phases are timed by ``first_call.py``'s wrappers (oute
 plus the lowering (``TorchProgram.lower``) and the first call of the compiled program (the
 eager run). The table gives each phase's CPU seconds, the least over the reps (CPU time is
 what a loaded machine leaves unchanged, where it stretches wall times); "other" is what no
-phase covers. On the CPU hir compiles no regions (``compile_kernels="auto"``).
+phase covers. On the CPU hir compiles no regions (``compile_kernels="auto"``). One intra-op
+thread (``OMP_NUM_THREADS=1``): the tensors are tiny, and idle OpenMP threads spinning on a
+shared machine only add noise to the CPU seconds.
 """
 
 import argparse
@@ -79,7 +81,7 @@ def main() -> None:
         return
     runs = []
     for _ in range(args.reps):
-        env = {**os.environ, "HIR_CACHE_DIR": tempfile.mkdtemp(prefix="hir-cache-")}
+        env = {**os.environ, "HIR_CACHE_DIR": tempfile.mkdtemp(prefix="hir-cache-"), "OMP_NUM_THREADS": "1"}
         command = [sys.executable, __file__, args.what, "--child", f"--layers={args.layers}", f"--hidden={args.hidden}"]
         out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
         runs.append(json.loads(out.strip().splitlines()[-1]))
