@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import hir
-from hir.interpreter import Program
+from hir.interpreter import Program, generated
 from hir.interpreter import plan as plan_module
 
 T = "memref<4x8xf32>"
@@ -112,3 +112,40 @@ def test_compiled_program_builds_its_plan_once(monkeypatch):
     assert builds["main"] == 1
     program.run(model.state_dict(), x, device="cpu")
     assert builds["main"] == 2
+
+
+def test_steps_compile_once_per_template():
+    """Generated steps are compiled once per template (their slots and globals abstracted),
+    not once per op and again per fold: a module twice as long compiles no more code, and
+    runs as its ops say."""
+    counts = []
+    for groups in (40, 80):
+        generated._template.cache_clear()
+        program = Program(hir.parse(chain(groups)), device="cpu", graph=False, compile_kernels=False)
+        counts.append(generated._template.cache_info().misses)
+        x = torch.randn(4, 8)
+        expected = x
+        for _ in range(groups):
+            expected = torch.relu(expected + x)
+        torch.testing.assert_close(program([x])[0], expected)
+    assert counts[0] == counts[1] <= 8, counts
+
+
+def test_from_torch_lowering_verifies_once():
+    """``TorchProgram.lower`` verifies the module once, after its last pass, not after each
+    of its passes (the hir ops' verify hooks run once per op per verification)."""
+    model = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(4)])
+    program = hir.from_torch(model, (torch.randn(2, 8),))
+    calls: Counter = Counter()
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "_verify_invariants":
+            calls["verify"] += 1
+
+    sys.setprofile(profile)
+    try:
+        program.lower()
+    finally:
+        sys.setprofile(None)
+    hir_ops = str(program.module).count('"hir.')  # (generic form: each hir op prints its quoted name)
+    assert 0 < calls["verify"] <= hir_ops, (calls["verify"], hir_ops)

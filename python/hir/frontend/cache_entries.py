@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,7 @@ def store_entry(entry: Path, key: str, program: Any) -> None:
     a cache that cannot be written, or another process that stored the entry first, skips it."""
     from safetensors.torch import save  # safetensors loads only when weights are read or written
 
-    captured = {
-        name: t.detach().to("cpu").contiguous().clone() for name, t in program.captured.items()
-    }  # no shared memory
+    captured = _storable(program.captured)
     meta = {
         "state_names": program.state_names,
         "num_inputs": program.num_inputs,
@@ -61,7 +60,8 @@ def store_entry(entry: Path, key: str, program: Any) -> None:
     work = None
     try:
         contents = {
-            "program.mlir": program.module.operation.get_asm(enable_debug_info=True).encode(),
+            # (from_torch verified the module last; printing would verify it again)
+            "program.mlir": program.module.operation.get_asm(enable_debug_info=True, assume_verified=True).encode(),
             "meta.json": json.dumps(meta).encode(),
             "captured.safetensors": save(captured),
         }
@@ -73,6 +73,21 @@ def store_entry(entry: Path, key: str, program: Any) -> None:
     except Exception:  # noqa: BLE001 - storing is best effort (unwritable folder, a dtype safetensors lacks)
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _storable(tensors: dict) -> dict:
+    """``tensors`` on the CPU, dense, none sharing memory with another (safetensors' rule),
+    copied only where needed: a device tensor's move is its copy, and a CPU tensor is read
+    in place unless it is a view or shares its storage. (A CPU copy runs on torch's
+    intra-op threads: copying a KV cache's 32 MB that way cost seconds of CPU time.)"""
+    moved = {name: t.detach().to("cpu") for name, t in tensors.items()}
+    storages = Counter(t.untyped_storage().data_ptr() for t in moved.values())
+
+    def alone(t: torch.Tensor) -> bool:
+        storage = t.untyped_storage()
+        return storages[storage.data_ptr()] == 1 and t.is_contiguous() and storage.nbytes() == t.nbytes
+
+    return {name: t if alone(t) else t.clone(memory_format=torch.contiguous_format) for name, t in moved.items()}
 
 
 def load_entry(entry: Path, key: str) -> Any | None:

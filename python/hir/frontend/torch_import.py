@@ -193,7 +193,7 @@ class TorchProgram:
                     f"error: TorchProgram.lower: ranks_per_node must be a positive int, got {ranks_per_node!r}"
                 )
             steps = f"hir-set-node-layout{{ranks-per-node={ranks_per_node}}},{steps}"
-        module = lower(self.module, steps)
+        module = lower(self.module, steps, verify_each=False)  # verified once, after the last pass
         self.lowered = True
         return module
 

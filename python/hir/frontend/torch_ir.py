@@ -44,7 +44,16 @@ def shape_of(value: ir.Value) -> list[int]:
 
 
 def is_tensor(value: ir.Value) -> bool:
-    return str(value.type).startswith("!torch.vtensor")
+    """Whether ``value`` is a ``!torch.vtensor`` (decided once per type id: one C++ type
+    class prints one way, so the type is printed once, not per value)."""
+    t = value.type
+    known = _TENSOR_TYPEIDS.get(t.typeid)
+    if known is None:
+        known = _TENSOR_TYPEIDS[t.typeid] = str(t).startswith("!torch.vtensor")
+    return known
+
+
+_TENSOR_TYPEIDS: dict = {}  # type id -> whether its types are !torch.vtensor
 
 
 def rank_of(value: ir.Value) -> int:

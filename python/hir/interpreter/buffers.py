@@ -104,8 +104,13 @@ def buffer_spec(t: ir.Type, rank: int) -> BufferSpec:
     return BufferSpec(tuple(mt.shape), torch_dtype(mt.element_type), sharding, held, contiguous, rank)
 
 
+_MEMREF_TYPEIDS = (ir.MemRefType.static_typeid, ir.UnrankedMemRefType.static_typeid)
+
+
 def is_memref(t: ir.Type) -> bool:
-    return isinstance(t, ir.MemRefType) or str(t).startswith("memref<")
+    """Whether ``t`` is a memref type, ranked or not (by its type id: a type that was not
+    downcast, e.g. a torch dialect one, is never printed for it)."""
+    return isinstance(t, (ir.MemRefType, ir.UnrankedMemRefType)) or t.typeid in _MEMREF_TYPEIDS
 
 
 def fmt_shape(shape: Sequence[int]) -> str:

@@ -25,7 +25,7 @@ from hir.dialect.context import HirError, format_location
 from hir.dialect.sharding import MultiDimMeshError
 from hir.interpreter.buffers import BufferSpec, buffer_spec, is_memref
 from hir.interpreter.destinations import Bind, DestinationPlanner
-from hir.interpreter.generated import Step, fold, folds
+from hir.interpreter.generated import Step, compile_steps, fold, folds
 from hir.interpreter.registry import lookup
 from hir.interpreter.releases import release_step, released_slots
 from hir.interpreter.steps import UNSET, FunctionPlan, OpInfo
@@ -98,7 +98,7 @@ class Compiler:
         self._slots: dict[ir.Value, int] = {}
         self._template: list = []
         self._aliases: dict[int, list[int]] = {}  # buffer slot -> slots of views of it
-        self._specs: dict[str, BufferSpec] = {}
+        self._specs: dict[ir.Type, BufferSpec] = {}
         self.destinations = DestinationPlanner(self.functions, self.spec)
         self._binds: dict[ir.Value, Bind] = {}  # allocations that become a segment's result
         self._returned: dict[ir.Value, bool] = {}  # segment argument -> make it contiguous
@@ -107,6 +107,7 @@ class Compiler:
         self._out_writes: dict[ir.Value | None, ir.Value] = {}
         self._updates: set[ir.Value | None] = set()  # those of them that write it in place (updates.py)
         self._asm: ir.AsmState | None = None  # value names (see name)
+        self._where: dict[ir.Attribute, str] = {}  # location -> its text (see where)
 
     # ----- functions -------------------------------------------------------------------
     def function(self, name: str, at: ir.OpView | None = None, eager: bool = False) -> FunctionPlan:
@@ -239,13 +240,13 @@ class Compiler:
                 else:
                     steps.append(step)
             waiting += frees.get(index, [])
-            if waiting and steps and hasattr(steps[-1], "hir_code"):
-                steps[-1] = fold(steps[-1], release_step(waiting))
+            if waiting and steps and folds(steps[-1], release := release_step(waiting)):
+                steps[-1] = fold(steps[-1], release)
                 waiting = []
         if waiting:
             steps.append(release_step(waiting))
             steps[-1].hir_op = OpInfo(ops[-1].operation.name, self.where(ops[-1]), ())
-        return steps
+        return compile_steps(steps)
 
     def op(self, op: ir.OpView) -> list[Step]:
         """The steps of ``op``: none, its one step, or (a call inlined by its handler, see
@@ -267,12 +268,13 @@ class Compiler:
         if self.runtime.memory is not None and self._binds:
             operands = list(op.operation.operands)
             bound = [self.use(operands[i]) for i, _ in self.bound_operands(op)]
-            if bound:
-                step = _tracked_binds(step, bound, self.runtime.memory)
+            if bound:  # (a wrapped step is compiled now: it folds no moves)
+                step = _tracked_binds(compile_steps([step])[0], bound, self.runtime.memory)
         if _never_waited(op):
+            step = compile_steps([step])[0]
             step = _pending(step, self.use(op.operation.results[0]), self.runtime.pending, self.where(op), name)
         operands = tuple((self._slots[v], self.name(v)) for v in op.operation.operands if v in self._slots)
-        step.hir_op = OpInfo(name, format_location(op.location, self.source_name), operands)
+        step.hir_op = OpInfo(name, self.where(op), operands)
         return [step]
 
     # ----- values ----------------------------------------------------------------------
@@ -347,18 +349,21 @@ class Compiler:
         return self._template[self._slots[value]]
 
     def spec(self, value: ir.Value) -> BufferSpec:
-        key = str(value.type)
-        spec = self._specs.get(key)
+        return self._type_spec(value.type)
+
+    def _type_spec(self, t: ir.Type) -> BufferSpec:
+        spec = self._specs.get(t)  # (types are uniqued: equal ones hash and compare equal, unprinted)
         if spec is None:
-            spec = self._specs[key] = buffer_spec(value.type, self.rank)
+            spec = self._specs[t] = buffer_spec(t, self.rank)
         return spec
 
     def holds_all(self, op: ir.OpView) -> bool:
-        values = list(op.operation.operands) + list(op.operation.results)
         # (an unranked memref is a memref.cast view of a ranked buffer, whose own check decides)
-        return all(
-            self.spec(v).held for v in values if is_memref(v.type) and not isinstance(v.type, ir.UnrankedMemRefType)
-        )
+        for value in (*op.operation.operands, *op.operation.results):
+            t = value.type
+            if is_memref(t) and not isinstance(t, ir.UnrankedMemRefType) and not self._type_spec(t).held:
+                return False
+        return True
 
     def add_alias(self, parent: int, view: int) -> None:
         """Record that ``view`` aliases ``parent`` so deallocating the parent kills both."""
@@ -378,7 +383,13 @@ class Compiler:
         return value.get_name(self._asm)
 
     def where(self, op: ir.OpView) -> str:
-        return format_location(op.location, self.source_name)
+        """``op``'s location as ``file:line:col``, formatted once per location (a model's ops
+        share a few dozen)."""
+        loc = op.location
+        text = self._where.get(loc.attr)
+        if text is None:
+            text = self._where[loc.attr] = format_location(loc, self.source_name)
+        return text
 
     def error(self, op: ir.OpView, msg: str) -> HirError:
         return HirError(f"{self.where(op)}: error: '{op.operation.name}' {msg}")
