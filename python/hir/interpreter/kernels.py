@@ -19,8 +19,9 @@ writes into destination buffers become ``copy_`` into graph inputs), and that gr
 compiled by inductor (:mod:`hir.interpreter.inductor_graph`: ``compile_fx_inner`` without AOT
 autograd's second trace, ``triton.cudagraphs`` off: the program's own graph captures the
 kernels; torch-mlir's ``aten.*.Scalar`` overloads become the ``.Tensor`` ones dynamo
-records, which inductor's patterns, SDPA among them, are written against). No dynamo, so no guards evaluated on the host per call: a call looks its signature up and
-launches the compiled kernels, which a CUDA graph capture records like any others.
+records, which inductor's patterns, SDPA among them, are written against). No dynamo, so
+no guards evaluated on the host per call: a call looks its signature up and launches the
+compiled kernels, which a CUDA graph capture records like any others.
 Compilation happens at the first call of a signature, which ``graph="auto"`` runs eagerly
 (and ``graph=True`` runs as its warm-up before capturing). A signature first seen during a
 capture runs the segment's steps op by op (compiling cannot be captured). Calls whose
