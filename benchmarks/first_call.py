@@ -107,6 +107,7 @@ def _lower_with_timing(lower: Callable) -> Callable:
 
 def instrument_hir() -> None:
     import torch._inductor.compile_fx as inductor
+    import torch._inductor.fx_passes.joint_graph as joint_graph
     import torch.fx.experimental.proxy_tensor as proxy_tensor
     from torch_mlir.extras.fx_importer import FxImporter
 
@@ -133,7 +134,11 @@ def instrument_hir() -> None:
     hir.lower = _timed("lowering (one PassManager)", _lower_with_timing(hir.lower))
     _patch(Program, "__init__", "plan build (Program)")
     proxy_tensor.make_fx = _timed_tracer(proxy_tensor.make_fx)
+    # hir's regions: inductor's passes and compile_fx_inner after hir's own functional trace
+    # (hir.interpreter.inductor_graph), compile_fx (AOT autograd, then inductor) where that cannot
     _patch(inductor, "compile_fx", "inductor compile (compile_fx)")
+    _patch(inductor, "compile_fx_inner", "inductor compile (compile_fx)")
+    _patch(joint_graph, "joint_graph_passes", "inductor compile (compile_fx)")
 
 
 def instrument_torch() -> None:

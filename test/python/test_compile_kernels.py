@@ -123,7 +123,7 @@ def test_scalar_overloads_renamed_with_the_same_values():
     tensors included."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from hir.interpreter.kernels import canonical_scalar_overloads
+    from hir.interpreter.inductor_graph import canonical_scalar_overloads
 
     aten = torch.ops.aten
 

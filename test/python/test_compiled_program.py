@@ -198,7 +198,7 @@ print(int(has_triton_package() and get_compile_threads() > 1), AsyncCompile.proc
 
 @pytest.mark.gpu
 def test_compile_workers_start_before_the_first_call_on_cuda():
-    """hir calls inductor's compile_fx itself, so it starts inductor's compile workers
+    """hir calls inductor itself (not through dynamo), so it starts inductor's compile workers
     itself (torch.compile's backend does it for dynamo), before the import: otherwise the
     pool starts at the region's first kernel and the kernels met before it answers compile
     one by one in the calling process (issue 34's first call)."""

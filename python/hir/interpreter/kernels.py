@@ -14,13 +14,14 @@ way, as one function each; the segments inside them are not compiled on their ow
 
 How a segment is compiled, so that compiled segments and CUDA graphs (``graph="auto"``)
 compose: the segment's steps are traced once per *signature* (shape, strides and dtype of
-every argument) with ``make_fx`` on fake tensors into an FX graph of aten ops (its writes
-into destination buffers become ``copy_`` into graph inputs), and that graph is compiled by
-inductor (``compile_fx``, ``triton.cudagraphs`` off: the program's own graph captures the
-kernels; torch-mlir's ``aten.*.Scalar`` overloads are first renamed to the ``.Tensor`` ones
-dynamo records, which inductor's patterns, SDPA among them, are written against). No
-dynamo, so no guards evaluated on the host per call: a call looks its signature up and
-launches the compiled kernels, which a CUDA graph capture records like any others.
+every argument) with ``make_fx`` on fake tensors into a functional FX graph of aten ops (its
+writes into destination buffers become ``copy_`` into graph inputs), and that graph is
+compiled by inductor (:mod:`hir.interpreter.inductor_graph`: ``compile_fx_inner`` without AOT
+autograd's second trace, ``triton.cudagraphs`` off: the program's own graph captures the
+kernels; torch-mlir's ``aten.*.Scalar`` overloads become the ``.Tensor`` ones dynamo
+records, which inductor's patterns, SDPA among them, are written against). No dynamo, so
+no guards evaluated on the host per call: a call looks its signature up and launches the
+compiled kernels, which a CUDA graph capture records like any others.
 Compilation happens at the first call of a signature, which ``graph="auto"`` runs eagerly
 (and ``graph=True`` runs as its warm-up before capturing). A signature first seen during a
 capture runs the segment's steps op by op (compiling cannot be captured). Calls whose
@@ -32,7 +33,7 @@ logged at debug level on the ``hir.compile`` logger.
 Inductor compiles a region's Triton kernels in parallel in its pool of compile workers, but
 only once that pool answers: a kernel met before compiles in the calling process, one after
 another. ``torch.compile``'s inductor backend starts the pool when dynamo hands it its first
-graph; hir calls ``compile_fx`` directly, so it starts the pool itself
+graph; hir calls inductor directly, so it starts the pool itself
 (:func:`warm_compile_workers`) when a program that may compile on CUDA is built, and
 ``hir.compile`` / ``hir.generate`` before they import the module, so the workers start up
 while the export and lowering run (on a first call).
@@ -142,47 +143,6 @@ def _share_memory(args: list) -> bool:
     return len(set(storages)) != len(storages)
 
 
-# The ``.Scalar`` overloads torch-mlir's import names (``aten.div.Scalar``) and the
-# ``.Tensor`` overload a Python scalar operand dispatches to when torch.compile traces a
-# module (``x / 8.0``): inductor's pattern matcher (the SDPA patterns, among others) is
-# written against the latter.
-_SCALAR_OVERLOADS = {
-    torch.ops.aten.add.Scalar: torch.ops.aten.add.Tensor,
-    torch.ops.aten.sub.Scalar: torch.ops.aten.sub.Tensor,
-    torch.ops.aten.mul.Scalar: torch.ops.aten.mul.Tensor,
-    torch.ops.aten.div.Scalar: torch.ops.aten.div.Tensor,
-}
-
-
-def canonical_scalar_overloads(graph: torch.fx.GraphModule) -> None:
-    """Rewrite ``aten.<op>.Scalar`` calls of ``graph`` into the ``.Tensor`` overload with the
-    same Python scalar operand (same values: both broadcast a wrapped scalar); ``alpha``,
-    positional in ``add.Scalar`` / ``sub.Scalar``, is keyword-only in ``.Tensor``."""
-    for node in graph.graph.nodes:
-        if node.op == "call_function" and node.target in _SCALAR_OVERLOADS:
-            node.target = _SCALAR_OVERLOADS[node.target]
-            if len(node.args) == 3:
-                node.kwargs = {**node.kwargs, "alpha": node.args[2]}
-                node.args = node.args[:2]
-    graph.recompile()
-
-
-def _fake_inputs(tensors: list) -> list:
-    """Fake copies of ``tensors`` (static shapes) in a fake mode with a shape environment:
-    inductor's FX graph cache (on disk, keyed by the traced graph) needs one, so a region
-    compiled once is loaded, not compiled again, by a later process (without it every
-    process compiles: 'Bypassing FX Graph Cache because No shape env')."""
-    from torch._subclasses.fake_tensor import (
-        FakeTensorMode,  # inductor loads only when kernels compile (seconds to import)
-    )
-    from torch.fx.experimental.symbolic_shapes import (
-        ShapeEnv,  # inductor loads only when kernels compile (seconds to import)
-    )
-
-    mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
-    return [mode.from_tensor(t, static_shapes=True) for t in tensors]
-
-
 def inductor_options(autotune: bool, pdl: bool = False) -> dict:
     """Inductor's config for a segment or region: never its own CUDA graphs (the program's
     graph captures the kernels); with ``autotune``, torch.compile's
@@ -202,9 +162,8 @@ def compiled_segment(
 ) -> Callable[[list], list]:
     """``run`` (the steps of ``what``: a kernel segment or a compute region, ``args ->
     results``) compiled per signature."""
-    from torch._inductor.compile_fx import compile_fx  # inductor loads only when kernels compile (seconds to import)
-    from torch.fx.experimental.proxy_tensor import (
-        make_fx,  # inductor loads only when kernels compile (seconds to import)
+    from hir.interpreter.inductor_graph import (
+        compile_graph,  # inductor loads only when kernels compile (seconds to import)
     )
 
     cache: dict = {}
@@ -224,13 +183,10 @@ def compiled_segment(
             return run(full)
 
         try:
-            fakes = _fake_inputs([args[i] for i in positions])
+            tensors, options = [args[i] for i in positions], inductor_options(stats.autotune, stats.pdl)
             with torch.no_grad(), progress.task(f"compiling {what} at {where} (inductor)"):
-                graph = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*fakes)
-                canonical_scalar_overloads(graph)
-                compiled = compile_fx(graph, fakes, config_patches=inductor_options(stats.autotune, stats.pdl))
-            assert callable(compiled), "compile_fx returns a callable outside AOT mode"
-            fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
+                compiled = compile_graph(traced, tensors, options)
+            fn = lambda a: compiled([a[i] for i in positions])  # noqa: E731
         except Exception as err:
             if strict:
                 raise HirError(
