@@ -23,8 +23,14 @@ dynamo, so no guards evaluated on the host per call: a call looks its signature 
 launches the compiled kernels, which a CUDA graph capture records like any others.
 Compilation happens at the first call of a signature, which ``graph="auto"`` runs eagerly
 (and ``graph=True`` runs as its warm-up before capturing). A signature first seen during a
-capture runs the segment's steps op by op (compiling cannot be captured). Calls whose
-arguments share memory run op by op too (the trace assumed distinct buffers).
+capture runs the segment's steps op by op (compiling cannot be captured). A call in which
+an argument the graph writes shares memory with another argument runs op by op too (the
+trace assumed distinct buffers; arguments only read may share: a cut region's pieces often
+read views of one buffer).
+
+Regions that repeat (a model's identical layers, :mod:`hir.interpreter.repeats`) share one
+signature cache: the first of them to meet a signature traces and compiles it, the others
+call that compiled function on their own arguments.
 
 Compile time is counted in :class:`KernelCompileStats` (``Program.kernel_compile``) and
 logged at debug level on the ``hir.compile`` logger.
@@ -40,6 +46,7 @@ while the export and lowering run (on a first call).
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -72,7 +79,8 @@ class KernelCompileStats:
     segments: int = 0  # compiled units of the plan: kernel segments compiled on their own and compute regions
     regions: int = 0  # of which compute regions (:mod:`hir.interpreter.regions`)
     regions_reason: str | None = None  # why no compute region runs compiled (None: they may)
-    compiles: int = 0  # (segment, signature) pairs compiled so far
+    repeats: int = 0  # of which regions that repeat an earlier one (share its compiles)
+    compiles: int = 0  # (segment, signature) pairs compiled so far (a repeated region's: once)
     seconds: float = 0.0  # total trace + inductor compile time
     # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
     fallbacks: int = 0
@@ -85,8 +93,8 @@ class KernelCompileStats:
         alone = self.segments - self.regions
         fallbacks = f", {self.fallbacks} call(s) op by op instead (hir.compile log)" if self.fallbacks else ""
         return (
-            f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled "
-            f"alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
+            f"{self.regions} compiled region(s) ({self.repeats} repeating another), {alone} kernel segment(s) "
+            f"compiled alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
         )
 
 
@@ -137,9 +145,32 @@ def _signature(args: list) -> tuple:
     return tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
 
 
-def _share_memory(args: list) -> bool:
-    storages = [a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel()]
-    return len(set(storages)) != len(storages)
+def _writes_shared(args: list, written: set[int]) -> bool:
+    """Whether an argument the compiled graph writes (``written``: positions in ``args``)
+    shares memory with another argument."""
+    storages = [
+        (i, a.untyped_storage().data_ptr()) for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.numel()
+    ]
+    counts = Counter(s for _, s in storages)
+    return any(counts[s] > 1 for i, s in storages if i in written)
+
+
+def written_inputs(graph: torch.fx.GraphModule) -> set[int]:
+    """Positions (among ``graph``'s inputs) of the inputs it writes, directly or through a
+    view of them."""
+    base = {n: i for i, n in enumerate(n for n in graph.graph.nodes if n.op == "placeholder")}
+    written: set[int] = set()
+    for node in graph.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None:
+            continue
+        named = [(a, node.kwargs[a.name]) for a in schema.arguments if a.name in node.kwargs]
+        for argument, value in [*zip(schema.arguments, node.args), *named]:
+            if argument.alias_info is not None and argument.alias_info.is_write and value in base:
+                written.add(base[value])
+        if schema.returns and schema.returns[0].alias_info is not None and node.args and node.args[0] in base:
+            base[node] = base[node.args[0]]  # a view of an input (or an in-place op's result)
+    return written
 
 
 # The ``.Scalar`` overloads torch-mlir's import names (``aten.div.Scalar``) and the
@@ -198,20 +229,22 @@ def inductor_options(autotune: bool, pdl: bool = False) -> dict:
 
 
 def compiled_segment(
-    run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats
+    run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats, cache: dict | None = None
 ) -> Callable[[list], list]:
     """``run`` (the steps of ``what``: a kernel segment or a compute region, ``args ->
-    results``) compiled per signature."""
+    results``) compiled per signature. ``cache``: signature -> (compiled function, the
+    argument positions it writes), shared with the regions that repeat this one (None: its
+    own)."""
     from torch._inductor.compile_fx import compile_fx  # inductor loads only when kernels compile (seconds to import)
     from torch.fx.experimental.proxy_tensor import (
         make_fx,  # inductor loads only when kernels compile (seconds to import)
     )
 
-    cache: dict = {}
+    cache = {} if cache is None else cache
     strict = stats.mode is True
     stats.segments += 1
 
-    def compile_for(args: list, key: tuple) -> Callable | None:
+    def compile_for(args: list, key: tuple) -> tuple[Callable | None, set[int]]:
         start = time.perf_counter()
         # Only tensors are graph inputs: the rest (indices, and None where destination passing
         # binds a destination to the segment's result) is part of the signature, fixed here.
@@ -231,6 +264,7 @@ def compiled_segment(
                 compiled = compile_fx(graph, fakes, config_patches=inductor_options(stats.autotune, stats.pdl))
             assert callable(compiled), "compile_fx returns a callable outside AOT mode"
             fn = lambda a: compiled(*[a[i] for i in positions])  # noqa: E731
+            written = {positions[i] for i in written_inputs(graph)}
         except Exception as err:
             if strict:
                 raise HirError(
@@ -238,23 +272,24 @@ def compiled_segment(
                     f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
                 ) from err
             log.warning("%s: %s runs op by op: compiling it failed: %s: %s", where, what, type(err).__name__, err)
-            fn = None
+            fn, written = None, set()
         seconds = time.perf_counter() - start
         stats.compiles += 1
         stats.seconds += seconds
         log.debug("compiled %s for %s in %.3f s", what, key, seconds)
-        cache[key] = fn
-        return fn
+        cache[key] = fn, written
+        return fn, written
 
     def call(args: list) -> list:
         key = _signature(args)
-        fn = cache.get(key, cache)
-        if fn is cache:
+        found = cache.get(key)
+        if found is None:
             if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
                 stats.fallbacks += 1
                 return run(args)
-            fn = compile_for(args, key)
-        if fn is None or _share_memory(args):
+            found = compile_for(args, key)
+        fn, written = found
+        if fn is None or _writes_shared(args, written):
             stats.fallbacks += 1
             return run(args)
         with torch.no_grad():

@@ -1,0 +1,73 @@
+"""Regional compilation (:mod:`hir.interpreter.repeats`): a compute region cut where it
+repeats, each distinct piece traced and compiled once. A model's identical layers (forward
+and backward of a training step) compile once, and the cut program computes what the whole
+region does (the same ops; inductor's fusions across a cut differ, so the last bits may),
+which equals eager PyTorch step by step."""
+
+import copy
+
+import pytest
+import torch
+
+import hir
+from hir.interpreter.repeats import MIN_UNIT, repeated_units
+from training_util import TOL, assert_same_training, eager_step, optimizer
+
+LAYERS = 4
+
+
+def test_repeated_units_are_back_to_back_repeats():
+    unit = list("abcde")
+    keys = ["head", *unit * 3, "tail"]
+    assert repeated_units(keys, [MIN_UNIT] * len(keys)) == [(1, 6), (6, 11), (11, 16)]
+    # one unit alone, or units of too few compute ops, do not repeat: no cut
+    assert repeated_units(["head", *unit, "tail", *unit], [MIN_UNIT] * 12) == []
+    assert repeated_units(list("abc") * 5, [1] * 15) == []
+
+
+class Block(torch.nn.Module):
+    """x + fc2(gelu(fc1(norm(x)))): a pre-norm MLP layer."""
+
+    def __init__(self, width: int = 8) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(width)
+        self.fc1, self.fc2 = torch.nn.Linear(width, 2 * width), torch.nn.Linear(2 * width, width)
+
+    def forward(self, x):
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.norm(x))))
+
+
+def squared_loss(model, x):
+    return model(x).square().mean()
+
+
+def train(regional: bool, batches: list) -> tuple:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[Block() for _ in range(LAYERS)])
+    ref = copy.deepcopy(model)
+    opt, ref_opt = optimizer("adamw-fused", model), optimizer("adamw-fused", ref)
+    step = hir.train_step(model, opt, squared_loss, batches[0], compile_kernels=True, regional=regional)
+    losses = []
+    for i, batch in enumerate(batches):
+        losses.append(step(*batch))
+        want = eager_step(ref, ref_opt, squared_loss, batch)
+        torch.testing.assert_close(losses[-1], want, **TOL, msg=lambda m, i=i: f"step {i + 1}: {m}")
+    assert_same_training(model, opt, ref, ref_opt)
+    ((compiled, _),) = step._compiled.values()
+    return losses, model, compiled.kernel_compile
+
+
+@pytest.mark.slow
+def test_identical_layers_compile_once_and_equal_the_whole_region():
+    g = torch.Generator().manual_seed(1)
+    batches = [(torch.randn(4, 8, generator=g),) for _ in range(3)]
+    losses, model, stats = train(True, batches)
+    whole_losses, whole_model, whole = train(False, batches)
+    assert whole.regions == 1 and whole.compiles == 1, whole.summary()
+    # the forward's layers and the backward's: one piece each, compiled once for all layers
+    assert stats.regions >= 2 * LAYERS and stats.repeats >= 2 * (LAYERS - 2), stats.summary()
+    assert stats.compiles == stats.regions - stats.repeats and stats.fallbacks == 0, stats.summary()
+    # the same ops; inductor fuses them otherwise across a cut (a sum's order: last bits)
+    torch.testing.assert_close(torch.stack(losses), torch.stack(whole_losses), rtol=1e-6, atol=0)
+    for (name, p), q in zip(model.named_parameters(), whole_model.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7, msg=lambda m, name=name: f"{name}: {m}")
