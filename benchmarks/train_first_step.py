@@ -98,6 +98,7 @@ def main() -> None:
         "regions": stats.regions,
         "repeats": stats.repeats,
         "compiles": stats.compiles,
+        "fallbacks": stats.fallbacks,
         "step_ms": round(1000 * min(times), 1),
     }
     print(json.dumps(result))

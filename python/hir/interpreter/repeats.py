@@ -89,12 +89,17 @@ class OpKeys:
         if op.name == _CALL:
             name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             if name not in self.bodies:
-                callee = self.functions[name].operation
-                self.bodies[name] = str(callee).replace(f"@{name}(", "@(", 1)
+                self.bodies[name] = _text(self.functions[name].operation).replace(f"@{name}(", "@(", 1)
             key += (self.bodies[name],)
         elif len(op.regions):
-            key += (str(op),)
+            key += (_text(op),)
         return key
+
+
+def _text(op: ir.Operation) -> str:
+    """``op`` printed on its own: no verification (``str`` runs the verifiers first) and no
+    names from the rest of the module."""
+    return op.get_asm(use_local_scope=True, assume_verified=True)
 
 
 def pieces(ops: list, keys: OpKeys, host_scalar, weight) -> list[list]:
