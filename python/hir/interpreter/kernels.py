@@ -148,11 +148,14 @@ def _signature(args: list) -> tuple:
 def _writes_shared(args: list, written: set[int]) -> bool:
     """Whether an argument the compiled graph writes (``written``: positions in ``args``)
     shares memory with another argument."""
+    if not written:
+        return False
     storages = [
         (i, a.untyped_storage().data_ptr()) for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.numel()
     ]
-    counts = Counter(s for _, s in storages)
-    return any(counts[s] > 1 for i, s in storages if i in written)
+    mine = {s for i, s in storages if i in written}
+    counts = Counter(s for _, s in storages if s in mine)
+    return any(n > 1 for n in counts.values())
 
 
 def written_inputs(graph: torch.fx.GraphModule) -> set[int]:
