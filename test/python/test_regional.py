@@ -71,3 +71,39 @@ def test_identical_layers_compile_once_and_equal_the_whole_region():
     torch.testing.assert_close(torch.stack(losses), torch.stack(whole_losses), rtol=1e-6, atol=0)
     for (name, p), q in zip(model.named_parameters(), whole_model.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7, msg=lambda m, name=name: f"{name}: {m}")
+
+
+@pytest.mark.slow
+def test_a_decode_steps_layers_compile_once():
+    transformers = pytest.importorskip("transformers")
+    from hir.frontend.hf_decode import StaticCacheStep
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        eos_token_id=None,
+    )
+    step = StaticCacheStep(transformers.LlamaForCausalLM(config).eval(), batch_size=1, max_cache_len=16)
+    program = hir.from_torch(step, (torch.tensor([[1]]), torch.tensor([0])))
+    runs = {}
+    for regional in (True, False):
+        ours, ref = copy.deepcopy(step), copy.deepcopy(step)
+        fn = program.compile(program.state(ours), device="cpu", graph=False, compile_kernels=True, regional=regional)
+        logits = []
+        for position, token in enumerate([3, 17, 42]):
+            ids, pos = torch.tensor([[token]]), torch.tensor([position])
+            logits.append(fn(ids, pos))
+            with torch.no_grad():
+                torch.testing.assert_close(logits[-1], ref(ids, pos), rtol=1e-4, atol=1e-4)
+        runs[regional] = logits, fn.kernel_compile
+    (cut, stats), (whole, whole_stats) = runs[True], runs[False]
+    # each layer's decode: one piece, traced and compiled once (uncut: the layers in one region)
+    assert stats.repeats >= LAYERS - 2 and stats.compiles == stats.regions - stats.repeats, stats.summary()
+    assert whole_stats.regions < stats.regions, whole_stats.summary()
+    for got, want in zip(cut, whole):
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
