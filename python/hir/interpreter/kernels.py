@@ -92,8 +92,9 @@ class KernelCompileStats:
         """One line: what runs compiled and what compiling it cost."""
         alone = self.segments - self.regions
         fallbacks = f", {self.fallbacks} call(s) op by op instead (hir.compile log)" if self.fallbacks else ""
+        repeats = f" ({self.repeats} repeating another: compiled once)" if self.repeats else ""
         return (
-            f"{self.regions} compiled region(s) ({self.repeats} repeating another), {alone} kernel segment(s) "
+            f"{self.regions} compiled region(s){repeats}, {alone} kernel segment(s) "
             f"compiled alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
         )
 
