@@ -37,16 +37,8 @@ from hir.frontend.torch_import import from_torch
 from hir.passes import run_pipeline
 
 STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "recompute", "reshard_after_forward")
-COMPILE_OPTIONS = (
-    "device",
-    "lower",
-    "graph",
-    "compile_kernels",
-    "static_outputs",
-    "num_streams",
-    "autotune",
-    "regional",
-)
+COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams")
+COMPILE_OPTIONS += ("autotune", "regional")
 
 
 class TrainStep:
