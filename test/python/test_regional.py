@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import hir
+from hir.interpreter import Program
 from hir.interpreter.repeats import MIN_UNIT, repeated_units
 from training_util import TOL, assert_same_training, eager_step, optimizer
 
@@ -23,6 +24,37 @@ def test_repeated_units_are_back_to_back_repeats():
     # one unit alone, or units of too few compute ops, do not repeat: no cut
     assert repeated_units(["head", *unit, "tail", *unit], [MIN_UNIT] * 12) == []
     assert repeated_units(list("abc") * 5, [1] * 15) == []
+
+
+T = "memref<8x16xf32>"
+
+
+def repeated_module(units: int) -> str:
+    """``units`` identical layers of four ``hir.binary`` ops: x <- (x * w + x) * w - x * w."""
+    body, x = [], "%x"
+    for i in range(units):
+        names = [f"%a{i}", f"%b{i}", f"%c{i}", f"%y{i}"]
+        body += [f"  {n} = memref.alloc() : {T}" for n in names]
+        for kind, lhs, rhs, out in [("mul", x, "%w", 0), ("add", names[0], x, 1), ("mul", names[1], "%w", 2)]:
+            body.append(f'  "hir.binary"({lhs}, {rhs}, {names[out]}) {{kind = "{kind}"}} : ({T}, {T}, {T}) -> ()')
+        body.append(f'  "hir.binary"({names[2]}, {names[0]}, {names[3]}) {{kind = "sub"}} : ({T}, {T}, {T}) -> ()')
+        x = names[3]
+    return f"func.func @main(%x: {T}, %w: {T}) -> {T} {{\n" + "\n".join(body) + f"\n  return {x} : {T}\n}}"
+
+
+def test_a_regions_repeated_layers_compile_once_and_equal_op_by_op():
+    x, w = torch.randn(8, 16), torch.rand(8, 16) * 0.5
+    module = repeated_module(4)
+    (want,) = Program(hir.parse(module), device="cpu", compile_kernels=False)([x, w])
+    cut = Program(hir.parse(module), device="cpu", compile_kernels=True)
+    whole = Program(hir.parse(module), device="cpu", compile_kernels=True, regional=False)
+    for program in (cut, whole):
+        torch.testing.assert_close(program([x, w])[0], want)
+    stats = cut.kernel_compile
+    # one piece per layer; the last layer's result is returned (made contiguous where the plan
+    # binds it): the plan differs there, so that piece compiles on its own
+    assert (stats.regions, stats.repeats, stats.compiles, stats.fallbacks) == (4, 2, 2, 0), stats.summary()
+    assert (whole.kernel_compile.regions, whole.kernel_compile.compiles) == (1, 1)
 
 
 class Block(torch.nn.Module):
