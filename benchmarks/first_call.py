@@ -161,6 +161,8 @@ def child(args: argparse.Namespace) -> dict:
     model = model.eval().to(getattr(torch, args.dtype))
     sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
     options = {} if args.compile_kernels == "auto" else {"compile_kernels": args.compile_kernels == "on"}
+    if args.engine in ("hir", "generate") and args.regional == "off":
+        options["regional"] = False
     if args.engine in ("hir", "generate"):
         instrument_hir()
     else:
@@ -222,6 +224,8 @@ def run_child(args: argparse.Namespace, engine: str, caches: str) -> dict:
         str(args.cache),
         "--compile-kernels",
         args.compile_kernels,
+        "--regional",
+        args.regional,
         "--prompt",
         str(args.prompt),
         "--new",
@@ -271,6 +275,9 @@ def main() -> None:
         help="hir's compile_kernels (auto: on CUDA only)",
     )
     parser.add_argument(
+        "--regional", default="on", choices=["on", "off"], help="hir's regional compilation (off: regions whole)"
+    )
+    parser.add_argument(
         "--engines", default="hir,torch", help="comma-separated: hir, torch, generate (hir.generate), hf-generate"
     )
     parser.add_argument("--prompt", type=int, default=128, help="generate engines: prompt tokens")
@@ -287,7 +294,7 @@ def main() -> None:
         return
     print(
         f"Llama, {args.layers} layers of the ~1B config, {args.dtype}, {args.device}, cache "
-        f"{args.cache}, hir compile_kernels={args.compile_kernels}, torch {torch.__version__}",
+        f"{args.cache}, hir compile_kernels={args.compile_kernels} regional={args.regional}, torch {torch.__version__}",
         flush=True,
     )
     results = {}

@@ -30,7 +30,7 @@ def capture_region(args: argparse.Namespace) -> tuple:
 
     def capture(fn, tensors, options):
         captured.append((fn, tensors, options))
-        return lambda a: fn(*a)
+        return (lambda a: fn(*a)), set()
 
     inductor_graph.compile_graph = capture  # kernels.py imports it at compile time
     heads = args.hidden // 64

@@ -13,7 +13,8 @@ stretches the wall times) count all of inductor's work. The Llama: ``--layers`` 
 ``--hidden`` (intermediate 4x, heads hidden / 64, half as many key-value heads), vocab 1024,
 float32, batch ``--batch`` x ``--seq``, ``AdamW(fused=True)``; the step is compiled with
 ``compile_kernels=True`` (on the CPU the default, ``"auto"``, compiles nothing). ``step`` is the
-best of three calls after the first.
+best of three calls after the first. ``--regional off``: each compute region compiles whole
+(``regional=False``), instead of its repeated layers once.
 """
 
 import argparse
@@ -47,6 +48,7 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--regional", choices=("on", "off"), default="on", help="hir's regional compilation")
     parser.add_argument("--json", help="write the results to this file")
     args = parser.parse_args()
     if args.update == "traced":  # the update traced into the program, as before the op took it over
@@ -69,7 +71,7 @@ def main() -> None:
         return m(ids, labels=labels).loss
 
     start, cpu_start = time.perf_counter(), cpu_seconds()
-    step = hir.train_step(model, optimizer, loss_fn, (ids, ids), compile_kernels=True)
+    step = hir.train_step(model, optimizer, loss_fn, (ids, ids), compile_kernels=True, regional=args.regional == "on")
     imported, cpu_imported = time.perf_counter(), cpu_seconds()
     step(ids, ids)
     first, cpu_first = time.perf_counter(), cpu_seconds()
@@ -92,7 +94,11 @@ def main() -> None:
         "inductor_s": round(stats.seconds, 2),
         "first_call_rest_s": round(first - imported - stats.seconds, 2),
         "first_step_s": round(first - start, 2),
+        "regional": args.regional,
         "regions": stats.regions,
+        "repeats": stats.repeats,
+        "compiles": stats.compiles,
+        "fallbacks": stats.fallbacks,
         "step_ms": round(1000 * min(times), 1),
     }
     print(json.dumps(result))

@@ -90,6 +90,7 @@ def run(module: ir.Module, inputs: Sequence[Any], **options: Any) -> list[torch.
     - ``backend``: the process group's (``"nccl"`` / ``"gloo"``; default by device)
     - ``compile_kernels``: ``"auto"`` (inductor on CUDA), ``True`` or ``False``
     - ``autotune``: inductor's max-autotune for those kernels
+    - ``regional``: a region's repeats (a model's layers) compiled once (default True)
     - ``graph``: ``"auto"``, ``True`` or ``False`` (CUDA graphs; for repeated calls)
     - ``static_outputs``, ``graph_cache_size``: the CUDA graphs' outputs and cache
     - ``track_memory``: count live allocation bytes

@@ -129,7 +129,7 @@ def generate(
     ``return_dict_in_generate`` with ``output_scores`` / ``output_logits`` (unset: the
     generation config's, as every field). hir's: ``device``
     (default: the model's), ``max_cache_len``, ``compile_options`` (``CompiledProgram``'s:
-    ``graph``, ``compile_kernels``, ``autotune``...). Returns the ``[batch, prompt + new]``
+    ``graph``, ``compile_kernels``, ``autotune``, ``regional``...). Returns the ``[batch, prompt + new]``
     token ids (a :class:`GenerateOutput` with ``return_dict_in_generate=True``)."""
     kwargs.update(
         {

@@ -37,7 +37,8 @@ from hir.frontend.torch_import import from_torch
 from hir.passes import run_pipeline
 
 STEP_OPTIONS = ("max_grad_norm", "accumulate", "data_parallel", "schedule", "recompute", "reshard_after_forward")
-COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams", "autotune")
+COMPILE_OPTIONS = ("device", "lower", "graph", "compile_kernels", "static_outputs", "num_streams")
+COMPILE_OPTIONS += ("autotune", "regional")
 
 
 class TrainStep:
@@ -293,7 +294,7 @@ def train_step(
     Options: ``max_grad_norm`` (clip as ``torch.nn.utils.clip_grad_norm_``), ``accumulate=K``
     (dim 0 of each batch tensor split into K micro-batches, one update; the loss returned
     is their mean), and the compile options ``device`` (default: the model's), ``lower``,
-    ``graph``, ``compile_kernels``, ``static_outputs``, ``num_streams``, ``autotune``
+    ``graph``, ``compile_kernels``, ``static_outputs``, ``num_streams``, ``autotune``, ``regional``
     (:class:`hir.interpreter.Program`'s). ``data_parallel="replicate"`` (DDP) or
     ``"fully_shard"`` (FSDP2; ``reshard_after_forward=False`` keeps each gathered parameter from
     the forward to the backward instead of gathering it again there) with ``mesh`` (every rank,

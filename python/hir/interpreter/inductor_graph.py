@@ -89,9 +89,10 @@ def fake_inputs(tensors: list) -> tuple:
     return mode, [mode.from_tensor(t, static_shapes=True) for t in tensors]
 
 
-def compile_graph(fn: Callable[..., list], tensors: list, options: dict) -> Callable[[list], Sequence]:
+def compile_graph(fn: Callable[..., list], tensors: list, options: dict) -> tuple[Callable[[list], Sequence], set[int]]:
     """``fn`` (tensors -> a list of tensors) compiled by inductor with config ``options`` for
-    arguments like ``tensors``; the result takes a list of such tensors."""
+    arguments like ``tensors``: (the compiled function, taking a list of such tensors; the
+    positions of the arguments it writes)."""
     from torch._inductor import config  # inductor loads only when kernels compile (seconds to import)
 
     mode, fakes = fake_inputs(tensors)
@@ -102,8 +103,9 @@ def compile_graph(fn: Callable[..., list], tensors: list, options: dict) -> Call
     return compiled
 
 
-def _through_aot_autograd(fn: Callable[..., list], fakes: list) -> Callable[[list], Sequence]:
-    """``fn`` traced by ``make_fx`` and compiled by ``compile_fx`` (AOT autograd, then inductor)."""
+def _through_aot_autograd(fn: Callable[..., list], fakes: list) -> tuple[Callable[[list], Sequence], set[int]]:
+    """``fn`` traced by ``make_fx`` and compiled by ``compile_fx`` (AOT autograd, then inductor),
+    and the arguments it writes."""
     from torch._inductor.compile_fx import compile_fx  # inductor loads only when kernels compile (seconds to import)
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -111,7 +113,7 @@ def _through_aot_autograd(fn: Callable[..., list], fakes: list) -> Callable[[lis
     canonical_scalar_overloads(graph)
     compiled = compile_fx(graph, fakes)
     assert callable(compiled), "compile_fx returns a callable outside AOT mode"
-    return lambda args: compiled(*args)
+    return (lambda args: compiled(*args)), written_inputs(graph)
 
 
 def _functional_trace(fn: Callable[..., list], fakes: list) -> tuple[torch.fx.GraphModule, set[int]]:
@@ -142,9 +144,9 @@ def _functional_trace(fn: Callable[..., list], fakes: list) -> tuple[torch.fx.Gr
         return trace(*fakes), aliased
 
 
-def _direct(fn: Callable[..., list], mode, fakes: list) -> Callable[[list], Sequence] | None:
-    """``fn`` compiled by ``compile_fx_inner`` from :func:`_functional_trace`'s graph; None
-    where that path cannot take it (the module docstring says which)."""
+def _direct(fn: Callable[..., list], mode, fakes: list) -> tuple[Callable[[list], Sequence], set[int]] | None:
+    """``fn`` compiled by ``compile_fx_inner`` from :func:`_functional_trace`'s graph, and the
+    arguments it writes; None where that path cannot take it (the module docstring says which)."""
     from torch._guards import TracingContext, tracing
     from torch._inductor.async_compile import AsyncCompile
     from torch._inductor.compile_fx import compile_fx_inner
@@ -194,7 +196,7 @@ def _direct(fn: Callable[..., list], mode, fakes: list) -> Callable[[list], Sequ
         with _autocast_off():
             return compiled(list(args))  # boxed: inductor empties the list it is given
 
-    return run
+    return run, written
 
 
 def _autocast_off():
@@ -216,4 +218,22 @@ def _written_inputs(graph: torch.fx.GraphModule) -> set[int] | None:
             written.add(placeholders[node.args[0]])
         elif target._schema.is_mutable:
             return None
+    return written
+
+
+def written_inputs(graph: torch.fx.GraphModule) -> set[int]:
+    """Positions (among ``graph``'s inputs) of the inputs it writes, directly or through a
+    view of them."""
+    base = {n: i for i, n in enumerate(n for n in graph.graph.nodes if n.op == "placeholder")}
+    written: set[int] = set()
+    for node in graph.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None:
+            continue
+        named = [(a, node.kwargs[a.name]) for a in schema.arguments if a.name in node.kwargs]
+        for argument, value in [*zip(schema.arguments, node.args), *named]:
+            if argument.alias_info is not None and argument.alias_info.is_write and value in base:
+                written.add(base[value])
+        if schema.returns and schema.returns[0].alias_info is not None and node.args and node.args[0] in base:
+            base[node] = base[node.args[0]]  # a view of an input (or an in-place op's result)
     return written

@@ -24,8 +24,14 @@ no guards evaluated on the host per call: a call looks its signature up and laun
 compiled kernels, which a CUDA graph capture records like any others.
 Compilation happens at the first call of a signature, which ``graph="auto"`` runs eagerly
 (and ``graph=True`` runs as its warm-up before capturing). A signature first seen during a
-capture runs the segment's steps op by op (compiling cannot be captured). Calls whose
-arguments share memory run op by op too (the trace assumed distinct buffers).
+capture runs the segment's steps op by op (compiling cannot be captured). A call in which
+an argument the graph writes shares memory with another argument runs op by op too (the
+trace assumed distinct buffers; arguments only read may share: a cut region's pieces often
+read views of one buffer).
+
+Regions that repeat (a model's identical layers, :mod:`hir.interpreter.repeats`) share one
+signature cache: the first of them to meet a signature traces and compiles it, the others
+call that compiled function on their own arguments.
 
 Compile time is counted in :class:`KernelCompileStats` (``Program.kernel_compile``) and
 logged at debug level on the ``hir.compile`` logger.
@@ -41,6 +47,7 @@ while the export and lowering run (on a first call).
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -73,7 +80,8 @@ class KernelCompileStats:
     segments: int = 0  # compiled units of the plan: kernel segments compiled on their own and compute regions
     regions: int = 0  # of which compute regions (:mod:`hir.interpreter.regions`)
     regions_reason: str | None = None  # why no compute region runs compiled (None: they may)
-    compiles: int = 0  # (segment, signature) pairs compiled so far
+    repeats: int = 0  # of which regions that repeat an earlier one (share its compiles)
+    compiles: int = 0  # (segment, signature) pairs compiled so far (a repeated region's: once)
     seconds: float = 0.0  # total trace + inductor compile time
     # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
     fallbacks: int = 0
@@ -85,9 +93,10 @@ class KernelCompileStats:
         """One line: what runs compiled and what compiling it cost."""
         alone = self.segments - self.regions
         fallbacks = f", {self.fallbacks} call(s) op by op instead (hir.compile log)" if self.fallbacks else ""
+        repeats = f" ({self.repeats} repeating another: compiled once)" if self.repeats else ""
         return (
-            f"{self.regions} compiled region(s), {alone} kernel segment(s) compiled "
-            f"alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
+            f"{self.regions} compiled region(s){repeats}, {alone} kernel segment(s) "
+            f"compiled alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
         )
 
 
@@ -138,9 +147,17 @@ def _signature(args: list) -> tuple:
     return tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
 
 
-def _share_memory(args: list) -> bool:
-    storages = [a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel()]
-    return len(set(storages)) != len(storages)
+def _writes_shared(args: list, written: set[int]) -> bool:
+    """Whether an argument the compiled graph writes (``written``: positions in ``args``)
+    shares memory with another argument."""
+    if not written:
+        return False
+    storages = [
+        (i, a.untyped_storage().data_ptr()) for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.numel()
+    ]
+    mine = {s for i, s in storages if i in written}
+    counts = Counter(s for _, s in storages if s in mine)
+    return any(n > 1 for n in counts.values())
 
 
 def inductor_options(autotune: bool, pdl: bool = False) -> dict:
@@ -158,19 +175,21 @@ def inductor_options(autotune: bool, pdl: bool = False) -> dict:
 
 
 def compiled_segment(
-    run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats
+    run: Callable[[list], list], what: str, where: str, stats: KernelCompileStats, cache: dict | None = None
 ) -> Callable[[list], list]:
     """``run`` (the steps of ``what``: a kernel segment or a compute region, ``args ->
-    results``) compiled per signature."""
+    results``) compiled per signature. ``cache``: signature -> (compiled function, the
+    argument positions it writes), shared with the regions that repeat this one (None: its
+    own)."""
     from hir.interpreter.inductor_graph import (
         compile_graph,  # inductor loads only when kernels compile (seconds to import)
     )
 
-    cache: dict = {}
+    cache = {} if cache is None else cache
     strict = stats.mode is True
     stats.segments += 1
 
-    def compile_for(args: list, key: tuple) -> Callable | None:
+    def compile_for(args: list, key: tuple) -> tuple[Callable | None, set[int]]:
         start = time.perf_counter()
         # Only tensors are graph inputs: the rest (indices, and None where destination passing
         # binds a destination to the segment's result) is part of the signature, fixed here.
@@ -185,8 +204,9 @@ def compiled_segment(
         try:
             tensors, options = [args[i] for i in positions], inductor_options(stats.autotune, stats.pdl)
             with torch.no_grad(), progress.task(f"compiling {what} at {where} (inductor)"):
-                compiled = compile_graph(traced, tensors, options)
+                compiled, writes = compile_graph(traced, tensors, options)
             fn = lambda a: compiled([a[i] for i in positions])  # noqa: E731
+            written = {positions[i] for i in writes}
         except Exception as err:
             if strict:
                 raise HirError(
@@ -194,23 +214,24 @@ def compiled_segment(
                     f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
                 ) from err
             log.warning("%s: %s runs op by op: compiling it failed: %s: %s", where, what, type(err).__name__, err)
-            fn = None
+            fn, written = None, set()
         seconds = time.perf_counter() - start
         stats.compiles += 1
         stats.seconds += seconds
         log.debug("compiled %s for %s in %.3f s", what, key, seconds)
-        cache[key] = fn
-        return fn
+        cache[key] = fn, written
+        return fn, written
 
     def call(args: list) -> list:
         key = _signature(args)
-        fn = cache.get(key, cache)
-        if fn is cache:
+        found = cache.get(key)
+        if found is None:
             if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
                 stats.fallbacks += 1
                 return run(args)
-            fn = compile_for(args, key)
-        if fn is None or _share_memory(args):
+            found = compile_for(args, key)
+        fn, written = found
+        if fn is None or _writes_shared(args, written):
             stats.fallbacks += 1
             return run(args)
         with torch.no_grad():

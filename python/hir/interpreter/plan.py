@@ -314,6 +314,13 @@ class Compiler:
             if v in self._binds and self._binds[v].call == call.operation
         ]
 
+    def site(self, op: ir.Operation) -> tuple:
+        """The destination decisions at ``op`` its steps follow: the destinations bound to
+        its results (and whether made contiguous), those written with ``out=`` or in place."""
+        bound = tuple((i, bind.contiguous) for i, bind in self.bound_operands(op))
+        outs = tuple((i, self.destinations.updates(op, i)) for i in self._outs.get(op, []))
+        return bound, outs
+
     def call_results(self, call: ir.OpView) -> list[int]:
         """The slots a call's plan results go to: its results, then its bound destinations."""
         operands = list(call.operation.operands)

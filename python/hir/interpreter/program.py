@@ -60,6 +60,9 @@ class Program:
     ``autotune=True``: compile them with inductor's max-autotune (GEMM templates and
     kernel configs benchmarked at compile time: longer compiles, faster kernels where it
     pays).
+    ``regional=True`` (default): a compiled region is cut where it repeats (a model's
+    identical layers) and each distinct piece is traced and compiled once
+    (:mod:`hir.interpreter.repeats`); ``False``: each region compiles whole.
     Weights: when the entry's arguments name weight keys (``hir.weight``; hir-import and
     ``TorchProgram.save`` write them), a call given only the other arguments reads those
     from the module's safetensors file (``hir.weights``: next to ``source_name`` when that
@@ -84,6 +87,7 @@ class Program:
         static_outputs: bool = False,
         graph_cache_size: int = 4,
         autotune: bool = False,
+        regional: bool = True,
         weights: str | None = None,
     ) -> None:
         require_module(module, "Program")
@@ -138,7 +142,10 @@ class Program:
             stats = self.runtime.kernel_compile
             stats.autotune = bool(autotune)
             stats.regions_reason = region_mode_reason(compile_kernels, dev, track_memory)
-            regions = None if stats.regions_reason else functools.partial(compile_block, mode=compile_kernels)
+            shared = {} if regional else None
+            regions = (
+                None if stats.regions_reason else functools.partial(compile_block, mode=compile_kernels, shared=shared)
+            )
             self.compiler = Compiler(module, self.runtime, source_name, regions)
             try:
                 self.plan: FunctionPlan = self.compiler.function(self.entry)

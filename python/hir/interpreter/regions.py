@@ -36,6 +36,10 @@ least :data:`~hir.interpreter.kernels.AUTO_MIN_OPS` compute ops (a kernel segmen
 ``torch.aten`` / ``linalg`` ops) on CUDA; never with ``False`` (op by op), on CPU under
 ``"auto"``, or with ``track_memory=True`` (a compiled region's allocations are not counted).
 Kernel segments outside regions (in loop bodies) are compiled on their own as before.
+
+With ``regional`` (``Program(regional=True)``, the default) a region is cut at its repeats
+and identical pieces share one compile (:mod:`hir.interpreter.repeats`): a model's layers
+are traced and compiled once, not once per layer.
 """
 
 import torch
@@ -47,6 +51,7 @@ from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR, ComputeOp
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.kernels import AUTO_MIN_OPS, CompileMode, compiled_segment, compute_ops
 from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.repeats import OpKeys, piece_key, pieces
 from hir.interpreter.steps import DEAD, OpInfo, run_steps
 
 _CALL = func.CallOp.OPERATION_NAME
@@ -123,21 +128,32 @@ def _in_span(user: ir.Operation, block: ir.Block, members: set) -> bool:
     return op is not None and op in members
 
 
-def compile_block(c: Compiler, ops: list, mode: CompileMode) -> list[Step]:
-    """The steps of a function body ``ops``, each compiled region as one step."""
-    spans = region_spans(ops, c.functions, AUTO_MIN_OPS if mode == "auto" else 1)
+def compile_block(c: Compiler, ops: list, mode: CompileMode, shared: dict | None = None) -> list[Step]:
+    """The steps of a function body ``ops``, each compiled region as one step. ``shared``
+    (regional compilation; None: regions stay whole): the signature caches of the program's
+    region pieces by :func:`~hir.interpreter.repeats.piece_key`, filled here; each region is
+    then cut at its repeats and a piece of a key met before shares that piece's compiles."""
+    min_ops = AUTO_MIN_OPS if mode == "auto" else 1
+    spans = region_spans(ops, c.functions, min_ops)
+    keys = OpKeys(c.functions)
+    weight = lambda op: compute_weight(op, c.functions) or 0  # noqa: E731
     steps: list[Step] = []
     done = 0
     for start, end in spans + [(len(ops), len(ops))]:
         steps += c.steps(ops[done:start])
-        if start < end:
-            steps.append(_region(c, ops[start:end]))
+        span = ops[start:end]
+        for piece in (
+            pieces(span, keys, _host_scalar, weight) if span and shared is not None else [span] if span else []
+        ):
+            heavy = sum(weight(op.operation) for op in piece) >= min_ops
+            steps += [_region(c, piece, keys, shared)] if heavy else c.steps(piece)
         done = end
     return steps
 
 
-def _region(c: Compiler, ops: list) -> Step:
-    """One step running ``ops`` (a region) compiled."""
+def _region(c: Compiler, ops: list, keys: OpKeys, shared: dict | None) -> Step:
+    """One step running ``ops`` (a region, or a piece of one) compiled; with ``shared``,
+    on the signature cache of the pieces of its key."""
     c.in_region = True
     try:
         steps = c.steps(ops)
@@ -175,7 +191,12 @@ def _region(c: Compiler, ops: list) -> Step:
     first, last = c.where(ops[0]), c.where(ops[-1])
     stats = c.runtime.kernel_compile
     stats.regions += 1
-    compiled = compiled_segment(run, f"compute region of {len(ops)} ops ({first} .. {last})", first, stats)
+    cache = None
+    if shared is not None:
+        key = piece_key(ops, inputs, outputs, keys, c.site)
+        stats.repeats += key in shared
+        cache = shared.setdefault(key, {})
+    compiled = compiled_segment(run, f"compute region of {len(ops)} ops ({first} .. {last})", first, stats, cache)
 
     def region_step(env: list) -> None:
         results = compiled([env[slot] for slot in in_slots])
