@@ -15,7 +15,9 @@ Rows:
   optimizer's step compiled too (``torch.compile(optimizer.step)``).
 - ``hir eager``: ``hir.train_step(..., graph=False, compile_kernels=False)``: the program's
   ops one by one.
-- ``hir default``: ``hir.train_step(...)`` (CUDA graphs, compiled regions).
+- ``hir default``: ``hir.train_step(...)`` (CUDA graphs, compiled regions, each model
+  layer's piece compiled once: ``regional=True``).
+- ``hir default (whole regions)``: the same with ``regional=False`` (each region compiled whole).
 
 ``first step`` is the time from building the row (its model on the device) to its first
 loss (import, lowering, compilation, the step); ``peak`` is the most memory the row's
@@ -66,7 +68,7 @@ TINY = dict(
     max_position_embeddings=256,
     tie_word_embeddings=False,
 )
-ROWS = ["eager", "torch.compile", "hir eager", "hir default"]
+ROWS = ["eager", "torch.compile", "hir eager", "hir default", "hir default (whole regions)"]
 
 
 def loss_fn_for(device: str) -> Callable:
@@ -111,7 +113,10 @@ def build(row: str, model: torch.nn.Module, args: argparse.Namespace, batch: tup
             return loss.detach()
 
         return step
-    options = {"graph": False, "compile_kernels": False} if row == "hir eager" else {}
+    options = {
+        "hir eager": {"graph": False, "compile_kernels": False},
+        "hir default (whole regions)": {"regional": False},
+    }.get(row, {})
     train = hir.train_step(model, opt, loss_fn, batch, **options)
 
     def step():
