@@ -59,6 +59,7 @@ class _Tuner:
     """The child process and the lines it has answered."""
 
     def __init__(self):
+        self.cache_dir = os.environ.get("TRITON_CACHE_DIR")  # where the child writes: the parent reads there
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"from {__name__} import serve; serve()"],
@@ -69,6 +70,14 @@ class _Tuner:
         )
         assert self.process.stdout is not None
         self.answers = _Lines(self.process.stdout.fileno())
+
+    def end(self) -> None:
+        """Closes the child's input: it ends once its requests are answered."""
+        if self.process.stdin is not None:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
 
     def send(self, key: tuple) -> bool:
         """Whether the request reached the child (False: it has ended)."""
@@ -121,6 +130,9 @@ def request(key: tuple) -> None:
             from torch._inductor.runtime.cache_dir_utils import triton_cache_dir
 
             os.environ["TRITON_CACHE_DIR"] = triton_cache_dir(key[-1])
+        if _TUNER is not None and _TUNER.cache_dir != os.environ.get("TRITON_CACHE_DIR"):
+            _TUNER.end()  # it would write into the cache folder this process no longer reads
+            _TUNER = None
         for _ in range(2):  # a child that has just ended for want of requests: another one
             if _TUNER is None or _TUNER.process.poll() is not None:
                 try:
