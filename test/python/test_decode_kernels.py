@@ -15,6 +15,7 @@ from hir.dialect.context import HirError
 from hir.interpreter import decode_kernels
 
 transformers = pytest.importorskip("transformers")
+HERE = os.path.dirname(os.path.abspath(__file__))
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 Q = "!torch.vtensor<[1,8,4,64],bf16>"
@@ -294,16 +295,30 @@ def test_a_request_is_answered_where_the_child_cannot_compile(tmp_path, monkeypa
 
 @pytest.mark.gpu
 @needs_cuda
-def test_kernels_tuned_ahead_load_from_the_cache(tmp_path, monkeypatch):
+def test_kernels_tuned_ahead_load_from_the_cache(tmp_path):
     """A product and an attention requested ahead: the child compiles them into Triton's cache
-    (and times the product's tiles there); the calls here then load them: the autotuner's
-    timings are the child's, and no other specialization is compiled."""
+    (and times the product's tiles there); the calls then load them: the autotuner's timings
+    are the child's, and no other specialization is compiled. In a fresh process: kernels
+    this one compiled or tuned before (other tests) would be found in its memory instead."""
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    check = (
+        f"import sys; sys.path.insert(0, {HERE!r}); import test_decode_kernels as t; "
+        f"t.tuned_ahead_check({str(tmp_path)!r})"
+    )
+    done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def tuned_ahead_check(cache: str) -> None:
+    """The body of :func:`test_kernels_tuned_ahead_load_from_the_cache`, run with
+    ``TRITON_CACHE_DIR`` set to ``cache``."""
     import json
+    import pathlib
 
     from hir.interpreter import decode_tuning, triton_small_m
     from hir.interpreter.triton_decode import split_kv_attention
 
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    tmp_path = pathlib.Path(cache)
     cuda = torch.device("cuda", torch.cuda.current_device())
     linear = decode_tuning.linear_key(torch.bfloat16, 3, 1040, 528, True, cuda)
     shapes = ((1, 4, 2, 64), (1, 4, 384, 64), (1, 1, 2, 384))
