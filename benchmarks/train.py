@@ -15,9 +15,10 @@ Rows:
   optimizer's step compiled too (``torch.compile(optimizer.step)``).
 - ``hir eager``: ``hir.train_step(..., graph=False, compile_kernels=False)``: the program's
   ops one by one.
-- ``hir default``: ``hir.train_step(...)`` (CUDA graphs, compiled regions, each model
-  layer's piece compiled once: ``regional=True``).
-- ``hir default (whole regions)``: the same with ``regional=False`` (each region compiled whole).
+- ``hir default``: ``hir.train_step(...)`` (CUDA graphs, compiled regions, each compiled
+  whole).
+- ``hir default (regional)``: the same with ``regional=True`` (a region cut at its repeated
+  layers, each distinct piece compiled once).
 
 ``first step`` is the time from building the row (its model on the device) to its first
 loss (import, lowering, compilation, the step); ``peak`` is the most memory the row's
@@ -36,6 +37,7 @@ reason; the others go on.
 
 import argparse
 import copy
+import gc
 import json
 import os
 import sys
@@ -68,7 +70,7 @@ TINY = dict(
     max_position_embeddings=256,
     tie_word_embeddings=False,
 )
-ROWS = ["eager", "torch.compile", "hir eager", "hir default", "hir default (whole regions)"]
+ROWS = ["eager", "torch.compile", "hir eager", "hir default", "hir default (regional)"]
 
 
 def loss_fn_for(device: str) -> Callable:
@@ -115,7 +117,7 @@ def build(row: str, model: torch.nn.Module, args: argparse.Namespace, batch: tup
         return step
     options = {
         "hir eager": {"graph": False, "compile_kernels": False},
-        "hir default (whole regions)": {"regional": False},
+        "hir default (regional)": {"regional": True},
     }.get(row, {})
     train = hir.train_step(model, opt, loss_fn, batch, **options)
 
@@ -142,6 +144,7 @@ def memory(device: str) -> tuple[Callable[[], None], Callable[[], tuple[int, int
 def prepare(row: str, base: torch.nn.Module, args: argparse.Namespace, batch: tuple, sync) -> dict:
     """Build the row on its own copy of the weights, run its first steps; what it measured."""
     reset, allocated, peak = memory(args.device)
+    gc.collect()  # the rows before this one leave no garbage that this row's compile would free
     sync()
     reset()
     before = allocated()
