@@ -28,24 +28,15 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import first_call  # noqa: E402
+from narrow_llama import narrow_llama_config  # noqa: E402
 
 
 def child(args: argparse.Namespace) -> dict:
     import transformers
 
     torch.manual_seed(0)
-    heads = max(1, args.hidden // 16)
-    config = transformers.LlamaConfig(
-        vocab_size=1024,
-        hidden_size=args.hidden,
-        intermediate_size=4 * args.hidden,
-        num_hidden_layers=args.layers,
-        num_attention_heads=heads,
-        num_key_value_heads=max(1, heads // 2),
-        bos_token_id=0,
-        eos_token_id=None,
-        pad_token_id=0,
-    )
+    ids = {"bos_token_id": 0, "eos_token_id": None, "pad_token_id": 0}
+    config = narrow_llama_config(args.hidden, args.layers, head_dim=16, **ids)
     model = transformers.LlamaForCausalLM(config)
     first_call.instrument_hir()
     import hir

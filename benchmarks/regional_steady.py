@@ -27,20 +27,12 @@ import transformers
 
 import hir
 from hir.frontend.hf_decode import StaticCacheStep
+from narrow_llama import narrow_llama_config
 
 
 def llama(args: argparse.Namespace) -> transformers.LlamaForCausalLM:
     torch.manual_seed(0)
-    heads = args.hidden // 64
-    config = transformers.LlamaConfig(
-        vocab_size=1024,
-        hidden_size=args.hidden,
-        intermediate_size=4 * args.hidden,
-        num_hidden_layers=args.layers,
-        num_attention_heads=heads,
-        num_key_value_heads=max(1, heads // 2),
-        eos_token_id=None,
-    )
+    config = narrow_llama_config(args.hidden, args.layers, eos_token_id=None)
     return transformers.LlamaForCausalLM(config).to(args.device, getattr(torch, args.dtype))
 
 

@@ -32,6 +32,7 @@ import transformers
 
 import hir
 from hir.frontend import optimizer_update
+from narrow_llama import narrow_llama_config
 
 
 def cpu_seconds() -> float:
@@ -54,15 +55,7 @@ def main() -> None:
     if args.update == "traced":  # the update traced into the program, as before the op took it over
         optimizer_update.applies = lambda *_: False  # type: ignore[assignment]
     torch.manual_seed(0)
-    heads = args.hidden // 64
-    config = transformers.LlamaConfig(
-        vocab_size=1024,
-        hidden_size=args.hidden,
-        intermediate_size=4 * args.hidden,
-        num_hidden_layers=args.layers,
-        num_attention_heads=heads,
-        num_key_value_heads=max(1, heads // 2),
-    )
+    config = narrow_llama_config(args.hidden, args.layers)
     model = transformers.LlamaForCausalLM(config).to(args.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=True)
     ids = torch.randint(0, 1024, (args.batch, args.seq), device=args.device)
