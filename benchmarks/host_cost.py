@@ -35,8 +35,8 @@ def child(args: argparse.Namespace) -> dict:
     import transformers
 
     torch.manual_seed(0)
-    ids = {"bos_token_id": 0, "eos_token_id": None, "pad_token_id": 0}
-    config = narrow_llama_config(args.hidden, args.layers, head_dim=16, **ids)
+    token_ids = {"bos_token_id": 0, "eos_token_id": None, "pad_token_id": 0}
+    config = narrow_llama_config(args.hidden, args.layers, head_dim=16, **token_ids)
     model = transformers.LlamaForCausalLM(config)
     first_call.instrument_hir()
     import hir
@@ -49,8 +49,9 @@ def child(args: argparse.Namespace) -> dict:
     if args.what == "train":
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
         ids = torch.randint(0, 1024, (2, 32))
-        step = hir.train_step(model, optimizer, lambda m, i, labels: m(i, labels=labels).loss, (ids, ids))
-        result = [float(step(ids, ids))]
+        labels = ids.clone()
+        step = hir.train_step(model, optimizer, lambda m, i, labels: m(i, labels=labels).loss, (ids, labels))
+        result = [float(step(ids, labels))]
     else:
         prompt = torch.randint(1, 1000, (1, 16), generator=torch.Generator().manual_seed(1))
         with torch.no_grad():

@@ -40,12 +40,13 @@ def train_calls(args: argparse.Namespace, regional: bool):
     model = llama(args)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     ids = torch.randint(0, 1024, (2, args.seq), device=args.device)
+    labels = ids.clone()
 
     def loss_fn(m, ids, labels):
         return m(ids, labels=labels).loss
 
-    step = hir.train_step(model, optimizer, loss_fn, (ids, ids), compile_kernels=True, regional=regional)
-    return lambda: step(ids, ids).item()
+    step = hir.train_step(model, optimizer, loss_fn, (ids, labels), compile_kernels=True, regional=regional)
+    return lambda: step(ids, labels).item()
 
 
 def decode_calls(args: argparse.Namespace, regional: bool):
