@@ -58,9 +58,8 @@ class TrainStep:
         self.accumulate = options.get("accumulate", 1)
         self.max_grad_norm = options.get("max_grad_norm")
         self.compile_options = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
-        # Whole regions by default: cut at the layers, every value crossing a cut (the forward's
-        # activations the backward reads among them) is a buffer of its own, where a whole region
-        # fuses them away: a faster first step for a higher peak (docs/training.md).
+        # Whole regions by default: cut at its layers, a step compiles sooner but every value crossing
+        # a cut is a buffer of its own, so its peak is higher (docs/training.md).
         self.compile_options.setdefault("regional", False)
         self.data_parallel, self.mesh, self.placements = (
             options.get("data_parallel"),
@@ -175,6 +174,8 @@ class TrainStep:
             if step.update_op:
                 optimizer_update.append_update(self.programs[key], self.names, self.optimizer)
             self.programs[key].weights = {}  # the placeholders traced with (each call binds the user's state): freed
+            for holder in (*step.optimizer.state, *step.optimizer.param_groups):
+                holder._buffers.clear()  # the example state traced with: freed now, not at a later garbage collection
             self._shardings[key] = sharded_training.state_shardings(self.programs[key])
             if (
                 self.recompute or checkpointed
