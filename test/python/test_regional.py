@@ -109,20 +109,10 @@ def test_identical_layers_compile_once_and_equal_the_whole_region():
 
 @pytest.mark.slow
 def test_a_decode_steps_layers_compile_once():
-    transformers = pytest.importorskip("transformers")
+    from generate_util import tiny
     from hir.frontend.hf_decode import StaticCacheStep
 
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=128,
-        hidden_size=32,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=64,
-        eos_token_id=None,
-    )
-    step = StaticCacheStep(transformers.LlamaForCausalLM(config).eval(), batch_size=1, max_cache_len=16)
+    step = StaticCacheStep(tiny("llama", num_hidden_layers=LAYERS), batch_size=1, max_cache_len=16)
     program = hir.from_torch(step, (torch.tensor([[1]]), torch.tensor([0])))
     runs = {}
     for regional in (True, False):

@@ -254,7 +254,7 @@ def _small_m_linear_variant(name: str, split_k: bool):
             )
 
             if decode_tuning.waiting():
-                rows, (n, k) = x[..., 0].numel(), weight.shape
+                rows, (n, k) = math.prod(x.shape[:-1]), weight.shape
                 decode_tuning.wait(decode_tuning.linear_key(x.dtype, rows, n, k, split_k, x.device))
             return kernel(x, weight, split_k=split_k)
         return F.linear(x, weight).contiguous()

@@ -206,19 +206,16 @@ def _autocast_off():
 
 
 def _written_inputs(graph: torch.fx.GraphModule) -> set[int] | None:
-    """The inputs ``graph`` writes (a ``copy_`` into a placeholder); None when it mutates
-    anything else."""
-    placeholders = {node: i for i, node in enumerate(n for n in graph.graph.nodes if n.op == "placeholder")}
-    written: set[int] = set()
+    """The inputs ``graph`` writes (:func:`written_inputs`); None when it mutates anything but
+    an input, with a ``copy_`` into it."""
+    placeholders = {n for n in graph.graph.nodes if n.op == "placeholder"}
     for node in graph.graph.nodes:
         target = node.target
         if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
             continue
-        if target is _aten.copy_.default and node.args[0] in placeholders:
-            written.add(placeholders[node.args[0]])
-        elif target._schema.is_mutable:
+        if target._schema.is_mutable and not (target is _aten.copy_.default and node.args[0] in placeholders):
             return None
-    return written
+    return written_inputs(graph)
 
 
 def written_inputs(graph: torch.fx.GraphModule) -> set[int]:

@@ -315,8 +315,7 @@ class Compiler:
         ]
 
     def site(self, op: ir.Operation) -> tuple:
-        """The destination decisions at ``op`` its steps follow: the destinations bound to
-        its results (and whether made contiguous), those written with ``out=`` or in place."""
+        """The destination decisions ``op``'s steps follow: bound results, ``out=`` and in-place writes."""
         bound = tuple((i, bind.contiguous) for i, bind in self.bound_operands(op))
         outs = tuple((i, self.destinations.updates(op, i)) for i in self._outs.get(op, []))
         return bound, outs
@@ -390,8 +389,7 @@ class Compiler:
         return value.get_name(self._asm)
 
     def where(self, op: ir.OpView) -> str:
-        """``op``'s location as ``file:line:col``, formatted once per location (a model's ops
-        share a few dozen)."""
+        """``op``'s location as ``file:line:col``, formatted once per location (ops share a few)."""
         loc = op.location
         text = self._where.get(loc.attr)
         if text is None:
