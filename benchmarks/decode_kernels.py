@@ -6,6 +6,9 @@ without them, on the ~1B Llama's shapes (one GPU):
 - products ``x [M, K] @ w.T [K, N]`` for M = 1 and 8 over the model's weights (the fused q/k/v,
   o, the fused gate/up and gate or up alone, down, lm_head): ``hir::small_m_linear``'s Triton
   kernel (autotuned per shape) against ``torch.nn.functional.linear`` (cuBLAS);
+- the MLP's gated product ``silu(x @ w_gate.T) * (x @ w_up.T)`` (8192 x 2048 each) for M = 1
+  and 8: ``hir::swiglu_small_m``'s one launch against the two small-M products and torch's
+  SiLU and product (what the step ran without it), and against cuBLAS and torch's;
 - attention of a KV head's 4 stacked query rows over a 1024-position cache at batch 1 and 8,
   513 positions used (the benchmark's decode steps): the split-KV kernel against
   ``scaled_dot_product_attention`` with the boolean mask (what runs without it).
@@ -80,6 +83,32 @@ def linear_rows() -> list:
     return rows
 
 
+def swiglu_rows() -> list:
+    from hir.interpreter.triton_small_m import small_m_linear, swiglu_small_m
+
+    rows = []
+    n, k = LINEARS["gate or up"]
+    count = min(copies_for(2 * n * k * 2), 20)
+    weights = [
+        [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5 for _ in range(2)] for _ in range(count)
+    ]
+    silu, linear = torch.nn.functional.silu, torch.nn.functional.linear
+    for m in (1, 8):
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        gate, up = weights[0]
+        ref = silu(x.double() @ gate.double().T) * (x.double() @ up.double().T)
+        error = ((swiglu_small_m(x, gate, up).double() - ref).norm() / ref.norm()).item()
+        times = {
+            "two products + SiLU*mul": graph_time(
+                [lambda g=g, u=u, x=x: silu(small_m_linear(x, g)) * small_m_linear(x, u) for g, u in weights]
+            ),
+            "one launch": graph_time([lambda g=g, u=u, x=x: swiglu_small_m(x, g, u) for g, u in weights]),
+        }
+        cublas = graph_time([lambda g=g, u=u, x=x: silu(linear(x, g)) * linear(x, u) for g, u in weights])
+        rows.append((f"swiglu gate+up [2x{n}x{k}], M={m}", times, cublas, (2 * n * k + m * k + m * n) * 2, error))
+    return rows
+
+
 def attention_rows() -> list:
     from hir.interpreter.triton_decode import split_kv_attention
 
@@ -149,7 +178,7 @@ def main() -> None:
         "| best GB/s (share of peak) | rel. error vs float64 |"
     )
     print("|---|---|---:|---:|---:|---:|")
-    for rows in (attention_rows, linear_rows):  # each table row printed as it is measured
+    for rows in (attention_rows, swiglu_rows, linear_rows):  # each table row printed as it is measured
         for name, times, theirs, nbytes, error in rows():
             best = min(times.values())
             gbps = nbytes / best / 1e6

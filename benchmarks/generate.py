@@ -40,7 +40,9 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
   of the cache's used positions) over its time, and that bandwidth's share of ``--peak-tbps``
   (4.8: an H200); a row that reads more (the whole static cache) is still charged the fewest.
   The options' rows ``no decode kernels``, ``kernels without their mechanisms`` and those
-  leaving one out plan the program under ``HIR_DECODE_KERNELS`` (:mod:`hir.interpreter.decode_kernels`).
+  leaving one out plan the program under ``HIR_DECODE_KERNELS`` (:mod:`hir.interpreter.decode_kernels`);
+  ``no SwiGLU op`` imports without :func:`hir.frontend.fx_rewrites.fuse_swiglu` (gate and up two
+  products and an elementwise kernel, as before that rewrite).
 - ``--cases`` (``decode1,decode8,prefill``), ``--rows`` and ``--option-rows`` (``;``-separated
   row names) pick what the steps and options sections build.
 - ``loop`` (CPU acceptance): the documented decode loop (docs/from-pytorch.md: a compiled
@@ -59,6 +61,7 @@ import shutil
 import sys
 import tempfile
 import time
+from unittest import mock
 
 import torch
 
@@ -113,12 +116,21 @@ class Case:
         grouped_attention: bool = True,
         fused_projections: bool = True,
         decode_kernels: str | None = None,
+        swiglu_op: bool = True,
         **options,
     ):
         """A row calling ``program.compile(state, **options)`` of ``hir_module`` (the default
         import made once; ``grouped_attention`` / ``fused_projections`` off: an import of its own;
-        ``decode_kernels``: ``HIR_DECODE_KERNELS`` while the program is planned)."""
+        ``decode_kernels``: ``HIR_DECODE_KERNELS`` while the program is planned; ``swiglu_op``
+        off: an import without ``fuse_swiglu``)."""
         import hir
+        import hir.frontend.export as export
+
+        if not swiglu_op:
+            with mock.patch.object(export, "fuse_swiglu", lambda graph, parameters: 0):
+                program = hir.from_torch(self.hir_module, (self.ids, self.pos))
+            fn = program.compile(program.state(self.hir_module), device=self.args.device, **options)
+            return lambda: fn(self.ids, self.pos)
 
         if decode_kernels is not None:
             saved = os.environ.get("HIR_DECODE_KERNELS")
@@ -207,10 +219,13 @@ OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, aft
     "hir + static outputs + autotune": {"static_outputs": True, "autotune": True},
     # the decode kernels (hir.interpreter.decode_kernels): none, without their mechanisms, all but one mechanism
     "hir default, no decode kernels": {"decode_kernels": "none"},
-    "hir default, kernels without their mechanisms": {"decode_kernels": "attention,linear"},
-    "hir default, attention's combine apart": {"decode_kernels": "attention,linear,split-k,inductor-pdl"},
-    "hir default, no split-K": {"decode_kernels": "attention,linear,fused-combine,inductor-pdl"},
-    "hir default, no inductor PDL": {"decode_kernels": "attention,linear,fused-combine,split-k"},
+    "hir default, kernels without their mechanisms": {"decode_kernels": "attention,linear,swiglu"},
+    "hir default, attention's combine apart": {
+        "decode_kernels": "attention,linear,swiglu,split-k,inductor-pdl,tune-ahead"
+    },
+    "hir default, no split-K": {"decode_kernels": "attention,linear,swiglu,fused-combine,inductor-pdl,tune-ahead"},
+    "hir default, no inductor PDL": {"decode_kernels": "attention,linear,swiglu,fused-combine,split-k,tune-ahead"},
+    "hir default, no SwiGLU op": {"swiglu_op": False},  # gate and up apart (hir.frontend.fx_rewrites.fuse_swiglu)
 }
 CASES = ("decode1", "decode8", "prefill")
 

@@ -132,6 +132,7 @@ def test_decode_program_with_the_kernels_standing_in(monkeypatch):
             # each program has its own copy of the cache state, fed the same tokens
             assert torch.equal(fast(ids, pos), plain(ids, pos)), position
     assert chosen.count(torch.ops.hir.attention_fused.default) == config.num_hidden_layers
+    assert chosen.count(torch.ops.hir.swiglu_small_m.default) == config.num_hidden_layers
 
 
 def attention_case(batch, heads, rows, length, used, dim, device, dtype):

@@ -1,9 +1,9 @@
 """The exported graph's rewrites before import (python/hir/frontend/fx_rewrites.py, issue 34),
 on a tiny HF Llama (2 layers, 4 query / 2 key-value heads): grouped-query attention on the
-un-repeated keys and values, and q/k/v fused into one GEMM whose concatenated weight is
-parameter work (``hir.once``). Each program equals eager torch, at two token counts of one
-dynamic import; a rewrite whose fake values cannot be computed is skipped with a warning,
-never a failed import."""
+un-repeated keys and values, q/k/v fused into one GEMM whose concatenated weight is
+parameter work (``hir.once``), and the MLP's gated product one op (``hir::swiglu``). Each
+program equals eager torch, at two token counts of one dynamic import; a rewrite whose fake
+values cannot be computed is skipped with a warning, never a failed import."""
 
 import logging
 
@@ -51,7 +51,9 @@ def test_fused_projections_and_grouped_attention_dynamic_tokens(llama):
     plain = hir.from_torch(
         llama, (ids,), dynamic={"input0": {1: "tokens"}}, fused_projections=False, grouped_attention=False
     )
-    assert linears(plain) - linears(program) == 2 * 2  # q, k, v: one GEMM per layer
+    # per layer: q, k, v one GEMM; gate and up one hir::swiglu with its SiLU and product
+    assert linears(plain) - linears(program) == 2 * (2 + 2)
+    assert str(program.module).count('"torch.hir.swiglu"') == 2 and '"torch.hir.swiglu"' not in str(plain.module)
     program.lower()
     assert "hir.once" in str(program.module)  # the concatenation runs once per set of weights
     check_equal(program, llama)

@@ -35,7 +35,13 @@ import torch
 
 from hir.core import HirError
 from hir.frontend.flash_rewrite import flash_attention_ops
-from hir.frontend.fx_rewrites import drop_metadata_checks, forward_copies, fuse_projections, group_query_heads
+from hir.frontend.fx_rewrites import (
+    drop_metadata_checks,
+    forward_copies,
+    fuse_projections,
+    fuse_swiglu,
+    group_query_heads,
+)
 from hir.frontend.output_tree import flatten_with_tree
 
 
@@ -123,7 +129,8 @@ def export(
     spec per example argument, ``state_shapes`` one per state entry that has dynamic dims
     (by name; an alias names its entry); ``group_heads``: grouped-query attention on un-repeated keys
     and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
-    group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`);
+    group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`), an
+    MLP's gated product one op (:func:`~hir.frontend.fx_rewrites.fuse_swiglu`);
     ``keep_composites``: see :func:`functional_export`."""
     names, aliases, values, transient = module_state(module)
     outputs: dict = {}  # names and tree of the module's result, recorded by the trace
@@ -158,7 +165,9 @@ def export(
     if group_heads:  # (each rewrite leaves a match it cannot type as it was, with a warning)
         group_query_heads(program.graph)
     if fuse:
-        fuse_projections(program.graph, _read_only_state(program, len(names)))
+        parameters = _read_only_state(program, len(names))
+        fuse_swiglu(program.graph, parameters)
+        fuse_projections(program.graph, parameters)
     arguments, constants, mutated = _signature(program, names)
     return Exported(program, arguments, aliases, {**constants, **transient}, outputs["names"], mutated, outputs["tree"])
 

@@ -2,6 +2,10 @@
 
 :func:`fuse_projections`: one GEMM for the projections that read the same input (q, k, v).
 
+:func:`fuse_swiglu`: an MLP's gated product ``silu(linear(x, Wg)) * linear(x, Wu)`` as one op,
+``hir::swiglu`` (:mod:`hir.interpreter.decode_kernels`), whose small-M kernel streams both
+weights in one launch with the SiLU and product in its epilogue.
+
 :func:`group_query_heads`: grouped-query attention without copying the keys and values.
 HF's attention repeats each key/value head for its ``G`` query heads (``repeat_kv``:
 ``unsqueeze`` / ``expand`` / ``clone`` / ``reshape``) before ``scaled_dot_product_attention``,
@@ -37,11 +41,15 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx.node import map_arg
 from torch.utils._pytree import tree_leaves
 
+from hir.interpreter import decode_kernels
+
 log = logging.getLogger("hir.import")
 
 aten = torch.ops.aten
 _SDPA = aten.scaled_dot_product_attention.default
 _LINEAR = aten.linear.default
+_SILU = aten.silu.default
+_MUL = aten.mul.Tensor
 FUSED_MIN = 3  # fuse_projections: linears per group (attention's q, k, v; see its docstring)
 
 
@@ -268,6 +276,57 @@ def fuse_projections(graph: torch.fx.Graph, parameters: set) -> int:
     return count
 
 
+def fuse_swiglu(graph: torch.fx.Graph, parameters: set) -> int:
+    """Replace each ``mul(silu(linear(x, Wg)), linear(x, Wu))`` (either operand order) of
+    bias-free linears of one input whose weights are placeholders among ``parameters``, of one
+    shape, and whose ``silu`` and linears feed only it, by ``hir::swiglu(x, Wg, Wu)``::
+
+        g = linear(x, Wg); a = silu(g); u = linear(x, Wu); y = mul(a, u)
+          == y = hir::swiglu(x, Wg, Wu)
+
+    Why: at decode both products are GEMVs over the MLP's largest weights, then an elementwise
+    kernel; ``hir::swiglu``'s small-M kernel streams both weights in one launch and writes
+    ``y`` (half the bytes of the two products), with no copy of the weights concatenated.
+    Elsewhere the op is its four torch ops (a compiled region's trace sees them). Returns the
+    number replaced."""
+    count = 0
+    for node in list(graph.nodes):
+        if not (_only_use(node, _MUL, None) and len(node.args) == 2):
+            continue
+        silu, up = node.args
+        if not _only_use(silu, _SILU, node):
+            silu, up = up, silu
+        if not (_only_use(silu, _SILU, node) and _only_use(up, _LINEAR, node)):
+            continue
+        gate = silu.args[0]
+        if not (_only_use(gate, _LINEAR, silu) and gate.args[0] is up.args[0]):
+            continue
+        if not all(len(n.args) == 2 and _projection(n, parameters) for n in (gate, up)):
+            continue
+        if _shape(gate.args[1]) != _shape(up.args[1]):
+            continue
+        with _rollback(graph, "fuse_swiglu"), graph.inserting_before(node):
+            fused = new_node(graph, decode_kernels.SWIGLU, gate.args[0], gate.args[1], up.args[1], meta=_swiglu_value)
+            node.replace_all_uses_with(fused)
+            for dead in (node, silu, gate, up):
+                graph.erase_node(dead)
+            count += 1
+    return count
+
+
+def _only_use(node: Any, target: Any, user: Any) -> bool:
+    """Whether ``node`` is a ``target`` call on nodes, without keywords, used by ``user`` only
+    (``user`` None: by anything)."""
+    return (
+        isinstance(node, torch.fx.Node)
+        and node.op == "call_function"
+        and node.target is target
+        and all(isinstance(a, torch.fx.Node) for a in node.args)
+        and not node.kwargs
+        and (user is None or set(node.users) == {user})
+    )
+
+
 @contextlib.contextmanager
 def _rollback(graph: torch.fx.Graph, what: str) -> Iterator[None]:
     """Undo a rewrite whose new nodes' fake values could not be computed (it then leaves the
@@ -286,6 +345,11 @@ def _linear_value(x: torch.Tensor, weight: torch.Tensor, *bias: torch.Tensor) ->
     """``linear``'s result shape without running it on the fake tensors (on CUDA, linear on
     a dynamic token count calls ``numel()``, which symbolic sizes refuse)."""
     return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
+def _swiglu_value(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    """``hir::swiglu``'s result shape (as :func:`_linear_value`'s, for the same reason)."""
+    return _linear_value(x, w_gate)
 
 
 def _projection(node: Any, parameters: set) -> bool:

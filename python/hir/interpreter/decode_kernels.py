@@ -15,6 +15,11 @@ shapes with Triton kernels (:mod:`hir.interpreter.triton_decode`):
   whole cache.
 - ``hir::small_m_linear`` stands in for ``hir.linear`` without a bias where the input has at
   most :data:`MAX_ROWS` rows in all (bf16/f16): one pass over the weight, no split-K.
+- ``hir::swiglu_small_m`` stands in for ``hir::swiglu`` (an MLP's gated product
+  ``silu(x @ w_gate.T) * (x @ w_up.T)``, which the import makes of that pattern:
+  :func:`hir.frontend.fx_rewrites.fuse_swiglu`; elsewhere it is its four torch ops, which a
+  compiled region compiles as before) where ``x`` has at most :data:`MAX_ROWS` rows: both
+  weights streamed by one launch, the SiLU and product in its epilogue.
 
 How they run (each a mechanism of its own, :data:`MECHANISMS`):
 
@@ -33,8 +38,8 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
   Triton's cache (:mod:`hir.interpreter.decode_tuning`).
 
 Each variant is an op of its own (``hir::attention``, ``hir::attention_fused``,
-``hir::small_m_linear``, ``hir::small_m_linear_splitk``), the flags fixed when the program is
-planned. Elsewhere (CPU, no Triton, other shapes) the ops are
+``hir::small_m_linear``, ``hir::small_m_linear_splitk``, ``hir::swiglu_small_m``), the flags
+fixed when the program is planned. Elsewhere (CPU, no Triton, other shapes) the ops are
 not used; called directly on other inputs they run torch's own kernels. ``HIR_DECODE_KERNELS``
 (read when a program is planned) picks what is used: a comma-separated subset of
 :data:`KERNELS` + :data:`MECHANISMS` (default: all), or ``none``.
@@ -52,7 +57,7 @@ import torch.nn.functional as F
 from hir.dialect.context import HirError
 from hir.interpreter import decode_tuning
 
-KERNELS = ("attention", "linear")
+KERNELS = ("attention", "linear", "swiglu")
 MECHANISMS = ("fused-combine", "split-k", "inductor-pdl", "tune-ahead")
 ENV = "HIR_DECODE_KERNELS"
 MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
@@ -110,10 +115,37 @@ def attention_fits(types: list[str], constants: list) -> bool:
     return dropout == 0.0 and is_causal is False and enable_gqa is False
 
 
+def swiglu_fits(types: list[str]) -> bool:
+    """Whether a ``hir::swiglu`` with operand types ``types`` (text) suits
+    ``hir::swiglu_small_m``: static shapes, at most :data:`MAX_ROWS` rows, two 2-D weights of
+    one shape and the input's width, bf16/f16."""
+    shapes = [_tensor_type(t) for t in types[:3]]
+    if len(shapes) != 3 or any(s is None for s in shapes):
+        return False
+    (x, x_type), (gate, gate_type), (up, up_type) = [s for s in shapes if s is not None]
+    rows = math.prod(x[:-1]) if len(x) >= 2 else 0
+    return (
+        gate == up
+        and len(gate) == 2
+        and gate[1] == x[-1]
+        and x_type == gate_type == up_type
+        and x_type in DTYPES
+        and 0 < rows <= MAX_ROWS
+        and min(gate) > 0
+    )
+
+
 def substitute(overload, types: Callable[[], list[str]], constants: Callable[[], list], device: torch.device):
     """The op a kernel segment runs for torch op ``overload`` with operand types ``types()``
-    (text) and plan-time ``constants()`` on ``device``: ``hir::attention`` where it fits
-    (module docstring), else ``overload`` (the operands are looked at for SDPA only)."""
+    (text) and plan-time ``constants()`` on ``device``: ``hir::attention`` or
+    ``hir::swiglu_small_m`` where it fits (module docstring), else ``overload`` (the operands
+    are looked at for SDPA and ``hir::swiglu`` only)."""
+    if overload is SWIGLU:
+        operand_types = types()
+        if enabled("swiglu") and available(device) and swiglu_fits(operand_types):
+            _tune_ahead_swiglu(operand_types, device)
+            return _SWIGLU_SMALL_M
+        return overload
     if overload is not torch.ops.aten.scaled_dot_product_attention.default or not (
         enabled("attention") and available(device)
     ):
@@ -148,6 +180,15 @@ def _tune_ahead_attention(operand_types: list[str], fused: bool, device: torch.d
         decode_tuning.request(key)
 
 
+def _tune_ahead_swiglu(operand_types: list[str], device: torch.device) -> None:
+    """With ``tune-ahead``: the planned ``hir::swiglu_small_m`` of operands typed
+    ``operand_types`` tuned ahead (module docstring)."""
+    x, gate = _tensor_type(operand_types[0]), _tensor_type(operand_types[1])
+    if _tune_ahead(device) and x is not None and gate is not None:
+        (n, k), rows = gate[0], math.prod(x[0][:-1])
+        decode_tuning.request(decode_tuning.swiglu_key(DTYPES[x[1]], rows, n, k, device))
+
+
 def _tune_ahead(device: torch.device) -> bool:
     """Whether the decode kernels planned for ``device`` are tuned ahead (``tune-ahead``, a
     CUDA device here)."""
@@ -156,7 +197,7 @@ def _tune_ahead(device: torch.device) -> bool:
 
 def is_decode_kernel(overload) -> bool:
     """Whether ``overload`` is one of the decode kernels' ops."""
-    return overload in _ATTENTION.values() or overload in _SMALL_M_LINEAR.values()
+    return overload in _ATTENTION.values() or overload in _SMALL_M_LINEAR.values() or overload is _SWIGLU_SMALL_M
 
 
 def inductor_pdl(device: torch.device) -> bool:
@@ -271,3 +312,44 @@ _ATTENTION = {fused: _attention_variant("attention" + "_fused" * fused, fused) f
 _SMALL_M_LINEAR = {
     split: _small_m_linear_variant("small_m_linear" + "_splitk" * split, split) for split in (False, True)
 }
+
+
+@torch.library.custom_op("hir::swiglu_small_m", mutates_args=())
+def _swiglu_small_m(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    """``hir::swiglu`` (contiguous), through the small-M kernel on CUDA where it fits."""
+    if (
+        x.is_cuda
+        and x.dtype in (torch.bfloat16, torch.float16)
+        and x.dtype == w_gate.dtype == w_up.dtype
+        and w_gate.shape == w_up.shape
+        and w_gate.stride() == w_up.stride()
+        and x[..., 0].numel() <= MAX_ROWS
+    ):
+        from hir.interpreter.triton_small_m import swiglu_small_m  # triton loads only when a CUDA decode kernel runs
+
+        if decode_tuning.waiting():
+            rows, (n, k) = math.prod(x.shape[:-1]), w_gate.shape
+            decode_tuning.wait(decode_tuning.swiglu_key(x.dtype, rows, n, k, x.device))
+        return swiglu_small_m(x, w_gate, w_up)
+    return _swiglu(x, w_gate, w_up).contiguous()
+
+
+@_swiglu_small_m.register_fake
+def _swiglu_small_m_fake(x, w_gate, w_up):
+    return x.new_empty(*x.shape[:-1], w_gate.shape[0])
+
+
+# hir::swiglu, what the import writes for an MLP's silu(linear(x, w_gate)) * linear(x, w_up): its
+# four torch ops (CompositeImplicitAutograd, so a region's trace sees them and inductor compiles
+# them as it did before the import made one op of them)
+_LIBRARY = torch.library.Library("hir", "FRAGMENT")
+_LIBRARY.define("swiglu(Tensor x, Tensor w_gate, Tensor w_up) -> Tensor")
+
+
+@torch.library.impl(_LIBRARY, "swiglu", "CompositeImplicitAutograd")
+def _swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    return F.silu(F.linear(x, w_gate)) * F.linear(x, w_up)
+
+
+SWIGLU = torch.ops.hir.swiglu.default
+_SWIGLU_SMALL_M = torch.ops.hir.swiglu_small_m.default

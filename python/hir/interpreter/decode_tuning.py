@@ -102,6 +102,11 @@ def linear_key(dtype: torch.dtype, rows: int, n: int, k: int, split_k: bool, dev
     return ("linear", _name(dtype), rows, n, k, split_k, _index(device))
 
 
+def swiglu_key(dtype: torch.dtype, rows: int, n: int, k: int, device: torch.device) -> tuple:
+    """The request for ``swiglu_small_m`` of ``rows`` rows of K ``k`` by two ``[n, k]`` weights."""
+    return ("swiglu", _name(dtype), rows, n, k, False, _index(device))
+
+
 def attention_key(
     dtype: torch.dtype, query: tuple, key: tuple, mask: tuple, fused_combine: bool, device: torch.device
 ) -> tuple:
@@ -120,7 +125,7 @@ def _index(device: torch.device) -> int:
 
 def request(key: tuple) -> None:
     """Has the child compile (and tune) the kernel of ``key`` (:func:`linear_key`,
-    :func:`attention_key`), once per key; starts the child where none is running."""
+    :func:`swiglu_key`, :func:`attention_key`), once per key; starts the child where none is running."""
     global _TUNER
     with _LOCK:
         if key in _SENT:
@@ -183,6 +188,12 @@ def _compile(key: tuple) -> None:
             rows, n, k = sizes
             x = torch.randn(rows, k, device=device, dtype=dtype)
             small_m_linear(x, torch.randn(n, k, device=device, dtype=dtype), split_k=flag)
+        elif kind == "swiglu":
+            from hir.interpreter.triton_small_m import swiglu_small_m
+
+            rows, n, k = sizes
+            x = torch.randn(rows, k, device=device, dtype=dtype)
+            swiglu_small_m(x, *(torch.randn(n, k, device=device, dtype=dtype) for _ in range(2)))
         else:
             from hir.interpreter.triton_decode import split_kv_attention
 

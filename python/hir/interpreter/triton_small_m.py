@@ -1,5 +1,5 @@
-"""The small-M product of a decode step (Triton; :mod:`hir.interpreter.decode_kernels` decides
-when it runs).
+"""The small-M products of a decode step (Triton; :mod:`hir.interpreter.decode_kernels` decides
+when they run).
 
 :func:`small_m_linear`: ``x @ w.T`` for a few rows of ``x`` (M <= 16): a GEMV-shaped product
 that streams ``w`` once, each program a strip of ``w``'s rows over the whole of K (with
@@ -7,6 +7,11 @@ that streams ``w`` once, each program a strip of ``w``'s rows over the whole of 
 launch), tiles picked by Triton's autotuner per (M, N, K), its timings kept in Triton's on-disk
 cache (``cache_results``: a later process, or :mod:`hir.interpreter.decode_tuning`'s child
 tuning ahead of the first call, leaves them there for the caller to load).
+
+:func:`swiglu_small_m`: an MLP's gated product ``silu(x @ w_gate.T) * (x @ w_up.T)`` the same
+way, each program a strip of both weights' rows: one launch streams the two weights (at the
+bandwidth of a product of their combined size, without a copy of them concatenated) and
+writes the activation the down projection reads, with no elementwise kernel between.
 """
 
 import math
@@ -20,9 +25,11 @@ import triton.language as tl  # pyright: ignore[reportMissingImports]
 from hir.interpreter.triton_decode import arrival_counters
 
 
-def _linear_configs(split_k: tuple) -> list:
+def _linear_configs(split_k: tuple, with_split: bool = True) -> list:
     return [
-        triton.Config({"BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": sk}, num_warps=w, num_stages=st)
+        triton.Config(
+            {"BLOCK_N": bn, "BLOCK_K": bk} | ({"SPLIT_K": sk} if with_split else {}), num_warps=w, num_stages=st
+        )
         for bn, bk, w, st, sk in [
             (16, 256, 4, 4, 1),
             (16, 512, 4, 3, 1),
@@ -138,4 +145,68 @@ def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False)
         *out.stride(),
         BLOCK_M=16,
     )
+    return out.view(*lead, n)
+
+
+@triton.jit
+def _swiglu_small_m(
+    X,
+    Wg,
+    Wu,
+    Y,
+    M,
+    N,
+    K,
+    sxm,
+    sxk,
+    swn,
+    swk,
+    sym,
+    syn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    rows = tl.arange(0, BLOCK_M)
+    cols = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_ok = rows < M
+    col_ok = cols < N
+    gate = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    up = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        k_ok = ks < K
+        x = tl.load(X + rows[:, None] * sxm + ks[None, :] * sxk, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        w_mask = col_ok[:, None] & k_ok[None, :]
+        offsets = cols[:, None] * swn + ks[None, :] * swk
+        gate += tl.dot(x, tl.trans(tl.load(Wg + offsets, mask=w_mask, other=0.0)))
+        up += tl.dot(x, tl.trans(tl.load(Wu + offsets, mask=w_mask, other=0.0)))
+    # rounded as the products' outputs were before (each a tensor of the input's dtype); the
+    # SiLU and product in float32, rounded once, as inductor's fused elementwise kernel does
+    gate = gate.to(Y.dtype.element_ty).to(tl.float32)
+    up = up.to(Y.dtype.element_ty).to(tl.float32)
+    out = gate * tl.sigmoid(gate) * up
+    tl.store(
+        Y + rows[:, None] * sym + cols[None, :] * syn,
+        out.to(Y.dtype.element_ty),
+        mask=row_ok[:, None] & col_ok[None, :],
+    )
+
+
+_SWIGLU = triton.autotune(
+    configs=_linear_configs((1,), with_split=False), key=["M", "N", "K"], do_bench=_bench, cache_results=True
+)(_swiglu_small_m)
+
+
+def swiglu_small_m(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    """``silu(x @ w_gate.T) * (x @ w_up.T)`` for ``x`` ``[..., K]`` with at most 16 rows in all
+    and two weights ``[N, K]`` of one layout; contiguous ``[..., N]`` in ``x``'s dtype."""
+    lead = x.shape[:-1]
+    rows = math.prod(lead)
+    x2 = x.reshape(rows, x.shape[-1])
+    n, k = w_gate.shape
+    out = torch.empty(rows, n, device=x.device, dtype=x.dtype)
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
+    _SWIGLU[grid](x2, w_gate, w_up, out, rows, n, k, *x2.stride(), *w_gate.stride(), *out.stride(), BLOCK_M=16)
     return out.view(*lead, n)
