@@ -4,13 +4,14 @@ length (:class:`Generator`), and the imports they share (:class:`ModelPrograms`)
 **The decode step: one import per bucket, every dim static.** Each generator (a batch size
 and a cache length: a bucket) imports its own :class:`~hir.frontend.hf_decode.StaticCacheStep`
 with one token per row (what each decode step runs) and every dim static: the cheapest
-export. torch.export's symbolic shapes cost per dynamic dim and per layer: the tiny Llama's
-step (2 layers) exported in ~0.7 CPU-s static against ~2.3 with the batch size and cache
-length dynamic, its 16-layer twin in ~2.5 against ~18 (``benchmarks/generate_buckets.py``),
-so an import shared by the later buckets cost a second bucket more than several static
-ones. The token count is dynamic only in the decode programs that also run prompts (a
-padded batch's, or a model's without a causal prefill: imported where first needed). Imports
-are kept by shape (:meth:`ModelPrograms.decode`) and on disk (:mod:`hir.frontend.import_cache`).
+export. torch.export's symbolic shapes cost per dynamic dim and per layer: a new bucket's
+set-up on the CPU (``benchmarks/generate_buckets.py``) is ~0.4-1.1 CPU-s for the tiny Llama
+(2 layers), ~2.7-3.7 for its 16-layer twin, where the one import with the batch size and
+cache length dynamic, shared by the later buckets, cost the second bucket ~3.0 and ~17 (on
+a GPU, inductor compiles each shape's regions either way). The token count is dynamic only
+in the decode programs that also run prompts (a padded batch's, or a model's without a
+causal prefill: imported where first needed). Imports are kept by shape
+(:meth:`ModelPrograms.decode`) and on disk (:mod:`hir.frontend.import_cache`).
 
 **The causal prefill: one import for every shape.** The prefill program (imported at the
 second prompt of a length) is imported once, on a small example (:data:`EXAMPLE_BATCH` rows,
@@ -21,8 +22,10 @@ compiles it on its own cache: the plan is built again (:class:`hir.interpreter.P
 fraction of a second), nothing is exported, imported or lowered. A model whose prefill
 torch.export cannot trace with those dims dynamic (its code branches on the cache's length
 or the batch size) gets a prefill import per bucket (its token count dynamic):
-:attr:`ModelPrograms.prefill_per_bucket` says why, for the tests and benchmarks. On CUDA the
-compute regions are compiled per shape (inductor traces each input signature,
+:attr:`ModelPrograms.prefill_per_bucket` says why, for the tests and benchmarks (a prefill
+import per bucket, token count dynamic, cost ~1.2-1.5 CPU-s a bucket on the tiny Llama, ~6-8
+on its twin, against ~2.5-3.3 and ~14-17 once for the shared one). On CUDA the compute
+regions are compiled per shape (inductor traces each input signature,
 :mod:`hir.interpreter.kernels`).
 
 The generators are kept per model (until it is garbage collected), per batch size, cache
