@@ -87,6 +87,20 @@ def test_each_bucket_imports_its_own_static_step_and_shares_the_prefill(imports)
     assert "memref<?x2x?x8xf32>" in str(made[1].prefill_program.module)  # batch and length dynamic
 
 
+def test_a_bucket_compiled_with_other_options_reuses_its_import(imports, monkeypatch):
+    """The decode programs are kept per shape: the same bucket with other compile options
+    (another generator) compiles the import it already has, with the disk cache off too."""
+    monkeypatch.setenv("HIR_CACHE_DIR", "off")
+    model = tiny_llama()
+    prompt = torch.tensor(PROMPT[:2])
+    want = hf_greedy(model, prompt, 6).tolist()
+    for options in (None, {"static_outputs": False}):
+        assert hir.generate(model, prompt, max_new_tokens=6, do_sample=False, compile_options=options).tolist() == want
+    made = [gen for key, gen in generators._GENERATORS[model].items() if key[0] != "programs"]
+    assert [name for name, _ in imports] == ["StaticCacheStep"] and len(made) == 2
+    assert made[0].program is made[1].program and made[0].fn is not made[1].fn
+
+
 def test_a_first_call_imports_and_compiles_the_decode_program_only(imports, monkeypatch):
     """The first prompt of a length is prefilled by PyTorch (HF's eager prefill) on the decode
     program's cache: a first call imports and compiles one program. The second prompt of
