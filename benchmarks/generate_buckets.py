@@ -5,22 +5,25 @@ so that the set-up (the difference) is apart from the decoding.
 
     python benchmarks/generate_buckets.py                       # tiny and small Llamas, both modes
     python benchmarks/generate_buckets.py --configs small --modes shared
+    python benchmarks/generate_buckets.py --configs deep --modes shared   # the tiny one with 16 layers
 
-Modes: ``shared`` is hir.generate as it is (one import per model with the batch size and cache
-length dynamic, every bucket compiling it: :mod:`hir.frontend.generators`); ``per-bucket``
-forces what a model whose step cannot be imported with those dims dynamic gets, which was
-every model's path before: each bucket exports and imports the step and the prefill again.
+Modes: ``shared`` is hir.generate as it is (each bucket imports its own step, every dim
+static; one prefill import with the batch size and cache length dynamic, every bucket
+compiling it: :mod:`hir.frontend.generators`); ``per-bucket`` forces what a model whose
+prefill cannot be imported with those dims dynamic gets: each bucket imports the prefill too.
 Each (config, mode) runs in a fresh process with an empty import cache (``HIR_CACHE_DIR`` in
 a temporary folder) and one torch thread, greedy, a prompt of 8 tokens: first call batch 1 with 8 new tokens
 (cache 64), new bucket batch 1 with 70 new tokens (cache 128), new batch size batch 2 with 8
 new tokens (cache 64). Each figure is the process's CPU seconds (``time.process_time``: on a
 machine shared with other work, what an idle machine's wall clock would show), the wall
-seconds beside it in the per-call lines.
+seconds beside it in the per-call lines. With ``--repeat N`` each (config, mode) runs in N
+processes; the table shows each figure's median (a set-up: the median of the differences).
 """
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,6 +50,7 @@ CONFIGS = {
         num_key_value_heads=2,
     ),
 }
+CONFIGS["deep"] = {**CONFIGS["tiny"], "num_hidden_layers": 16}  # the export's cost grows with the layers
 CALLS = [  # (label, batch, new tokens)
     ("first call", 1, 8),
     ("again", 1, 8),
@@ -71,7 +75,7 @@ def child(config: str, mode: str) -> dict:
     ).eval()
     if mode == "per-bucket":
         programs = generators.ModelPrograms(model, padded=False)
-        programs.per_bucket = "benchmark: imported per bucket"
+        programs.prefill_per_bucket = "benchmark: imported per bucket"
         generators._GENERATORS.setdefault(model, {})[("programs", "cpu", False)] = programs
     prompt = torch.randint(1, CONFIGS[config]["vocab_size"], (2, 8), generator=torch.Generator().manual_seed(1))
     torch.set_num_threads(1)
@@ -102,6 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", default="tiny,small")
     parser.add_argument("--modes", default="shared,per-bucket")
+    parser.add_argument("--repeat", type=int, default=1, help="processes per (config, mode): the median is shown")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -113,28 +118,21 @@ def main() -> None:
         "| new bucket | again | set-up | new batch size | again | set-up |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    setups: dict = {}
     walls: list = []
     for config in args.configs.split(","):
         for mode in args.modes.split(","):
-            result = run_child(config, mode)
-            t = result["times"]
-            setups[config, mode] = (t[2] - t[3], t[4] - t[5])
+            results = [run_child(config, mode) for _ in range(args.repeat)]
+            t = [statistics.median(run["times"][i] for run in results) for i in range(len(CALLS))]
+            setups = [statistics.median(run["times"][i] - run["times"][i + 1] for run in results) for i in (2, 4)]
             print(
                 f"| {config} | {mode} | {t[0]:.2f} | {t[1]:.2f} | {t[2]:.2f} | {t[3]:.2f} | "
-                f"**{t[2] - t[3]:.2f}** | {t[4]:.2f} | {t[5]:.2f} | **{t[4] - t[5]:.2f}** |",
+                f"**{setups[0]:.2f}** | {t[4]:.2f} | {t[5]:.2f} | **{setups[1]:.2f}** |",
                 flush=True,
             )
-            walls.append(f"{config}/{mode} wall s: " + ", ".join(f"{w:.2f}" for w in result["walls"]))
+            for run in results:
+                walls.append(f"{config}/{mode} wall s: " + ", ".join(f"{w:.2f}" for w in run["walls"]))
+                walls.append(f"{config}/{mode} cpu s: " + ", ".join(f"{w:.2f}" for w in run["times"]))
     print("\n".join(walls))
-    for config in args.configs.split(","):
-        if (config, "shared") in setups and (config, "per-bucket") in setups:
-            (bucket, batch), (old_bucket, old_batch) = setups[config, "shared"], setups[config, "per-bucket"]
-            print(
-                f"{config}: set-up of a new bucket {bucket:.2f} s against {old_bucket:.2f} s per "
-                f"bucket ({old_bucket / max(bucket, 1e-3):.1f}x less); of a new batch size "
-                f"{batch:.2f} s against {old_batch:.2f} s ({old_batch / max(batch, 1e-3):.1f}x less)"
-            )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 

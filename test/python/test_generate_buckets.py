@@ -1,13 +1,13 @@
-"""``hir.generate`` over new cache-length buckets and batch sizes: the first bucket imports
-its own step (every dim static: the cheapest export, a first call's), every later one a
-shared import with the batch size and cache length dynamic (:mod:`hir.frontend.generators`;
-the prefill is shared from the start), compiled on its own cache tensors; the tokens equal
-HF's greedy ``generate`` in each bucket. A model whose step cannot
-be imported so is imported per bucket, as before, and still generates HF's tokens. A first
-call imports and compiles the decode program only: the first prompt of a length is
-prefilled by PyTorch on its cache, the prefill program imported and compiled at the second.
-(How long a new bucket takes is measured by ``benchmarks/generate_buckets.py``, the first
-call by ``benchmarks/first_call.py --engines generate,hf-generate``, not here.)"""
+"""``hir.generate`` over new cache-length buckets and batch sizes: each bucket imports its
+own step (every dim static: the cheapest export; :mod:`hir.frontend.generators`), the
+prefill is one import shared by every bucket (batch size, cache length and token count
+dynamic), compiled on each bucket's cache tensors; the tokens equal HF's greedy ``generate``
+in each bucket. A model whose prefill cannot be imported so gets a prefill per bucket and
+still generates HF's tokens. A first call imports and compiles the decode program only: the
+first prompt of a length is prefilled by PyTorch on its cache, the prefill program imported
+and compiled at the second. (How long a new bucket takes is measured by
+``benchmarks/generate_buckets.py``, the first call by ``benchmarks/first_call.py --engines
+generate,hf-generate``, not here.)"""
 
 import copy
 
@@ -56,7 +56,7 @@ def programs_of(model, padded=False):
     return next(v for k, v in generators._GENERATORS[model].items() if k[0] == "programs" and k[2] == padded)
 
 
-def test_new_buckets_and_batch_sizes_reuse_one_import(imports):
+def test_each_bucket_imports_its_own_static_step_and_shares_the_prefill(imports):
     model = tiny_llama()
     prompt = torch.tensor(PROMPT)
     cases = [
@@ -69,9 +69,10 @@ def test_new_buckets_and_batch_sizes_reuse_one_import(imports):
         for _ in range(2):  # the second prompt of its length runs the prefill program
             got = hir.generate(model, ids, max_new_tokens=new, do_sample=False)
             assert got.tolist() == hf_greedy(model, ids, new).tolist(), (ids.shape, new)
-    # the first bucket's step on its own shapes (all static); the prefill and every later bucket: one import each
-    assert [name for name, _ in imports] == ["StaticCacheStep", "StaticCachePrefill", "StaticCacheStep"]
-    assert imports[0][1] is None and imports[2][1]["key_cache_0"] == {0: "batch", 2: "cache"}
+    # each bucket's step on its own shapes, every dim static (a dynamic export costs several
+    # static ones); one prefill import, with the batch size and cache length dynamic, for all
+    assert [name for name, _ in imports] == ["StaticCacheStep", "StaticCachePrefill"] + ["StaticCacheStep"] * 3
+    assert [dims for name, dims in imports if name == "StaticCacheStep"] == [None] * 4
     assert imports[1][1]["step.value_cache_1"] == {0: "batch", 2: "cache"}
     made = [gen for key, gen in generators._GENERATORS[model].items() if key[0] != "programs"]
     assert sorted((key[0], key[1]) for key in generators._GENERATORS[model] if key[0] != "programs") == [
@@ -80,9 +81,24 @@ def test_new_buckets_and_batch_sizes_reuse_one_import(imports):
         (2, 128),
         (3, 256),
     ]
-    assert made[0].program is not made[1].program and len({id(gen.program) for gen in made[1:]}) == 1
-    assert len({id(gen.prefill_program) for gen in made}) == 1 and programs_of(model).per_bucket is None
-    assert "memref<?x2x?x8xf32>" in str(made[1].program.module)  # the cache: batch and length dynamic
+    assert len({id(gen.program) for gen in made}) == 4
+    assert len({id(gen.prefill_program) for gen in made}) == 1 and programs_of(model).prefill_per_bucket is None
+    assert "memref<2x2x128x8xf32>" in str(made[1].program.module)  # the cache of its bucket: static
+    assert "memref<?x2x?x8xf32>" in str(made[1].prefill_program.module)  # batch and length dynamic
+
+
+def test_a_bucket_compiled_with_other_options_reuses_its_import(imports, monkeypatch):
+    """The decode programs are kept per shape: the same bucket with other compile options
+    (another generator) compiles the import it already has, with the disk cache off too."""
+    monkeypatch.setenv("HIR_CACHE_DIR", "off")
+    model = tiny_llama()
+    prompt = torch.tensor(PROMPT[:2])
+    want = hf_greedy(model, prompt, 6).tolist()
+    for options in (None, {"static_outputs": False}):
+        assert hir.generate(model, prompt, max_new_tokens=6, do_sample=False, compile_options=options).tolist() == want
+    made = [gen for key, gen in generators._GENERATORS[model].items() if key[0] != "programs"]
+    assert [name for name, _ in imports] == ["StaticCacheStep"] and len(made) == 2
+    assert made[0].program is made[1].program and made[0].fn is not made[1].fn
 
 
 def test_a_first_call_imports_and_compiles_the_decode_program_only(imports, monkeypatch):
@@ -121,7 +137,7 @@ def test_a_first_call_imports_and_compiles_the_decode_program_only(imports, monk
 def test_a_first_call_exports_the_step_once_with_one_token_per_row(monkeypatch, imports):
     """The first call's one export (torch.export) is the decode step's, on its own shapes
     with one token per row, what each decode step runs: every dim static (each dynamic dim
-    multiplies the export's symbolic-shape work; later shapes share a dynamic import)."""
+    multiplies the export's symbolic-shape work)."""
     from hir.frontend import export
 
     monkeypatch.setenv("HIR_CACHE_DIR", "off")
@@ -137,7 +153,7 @@ def test_a_first_call_exports_the_step_once_with_one_token_per_row(monkeypatch, 
     prompt = torch.tensor(PROMPT[:2])
     got = hir.generate(model, prompt, max_new_tokens=6, do_sample=False)
     assert got.tolist() == hf_greedy(model, prompt, 6).tolist()
-    assert exported == ["StaticCacheStep"] and programs_of(model).per_bucket is None
+    assert exported == ["StaticCacheStep"] and programs_of(model).prefill_per_bucket is None
     assert imports[0][1] is None
 
 
@@ -168,22 +184,23 @@ def test_a_left_padded_batch_in_new_buckets(imports):
     for take, new in ((3, 6), (2, 70)):
         got = hir.generate(model, ids[:take], attention_mask=mask[:take], max_new_tokens=new, do_sample=False)
         assert got.tolist() == hf_greedy(model, ids[:take], new, mask[:take]).tolist(), (take, new)
-    # a padded batch prefills through the decode program: its token count is dynamic in both imports
+    # a padded batch prefills through the decode program: each bucket's takes any token count (its only dynamic dim)
     assert [name for name, _ in imports] == ["StaticCacheStep", "StaticCacheStep"]
-    assert imports[0][1] == {"input0": {1: "tokens"}, "input1": {0: "tokens"}, "input3": {1: "tokens"}}
-    assert imports[1][1]["input2"] == {0: "batch", 1: "cache"} and imports[1][1]["input0"] == {0: "batch", 1: "tokens"}
+    assert [dims for _, dims in imports] == [
+        {"input0": {1: "tokens"}, "input1": {0: "tokens"}, "input3": {1: "tokens"}}
+    ] * 2
 
 
 @pytest.mark.slow  # four imports
-def test_a_step_without_dynamic_shapes_is_imported_per_bucket(monkeypatch, imports):
-    """Where the step's export with the batch and cache length dynamic fails (a model whose
-    code fixes them), each bucket imports the step with its own shapes; HF's tokens still."""
+def test_a_prefill_without_dynamic_shapes_is_imported_per_bucket(monkeypatch, imports):
+    """Where the prefill's export with the batch and cache length dynamic fails (a model whose
+    code fixes them), each bucket imports the prefill with its own shapes; HF's tokens still."""
     counted = import_cache.cached_from_torch
 
     def failing(module, example_args, **options):
-        if "key_cache_0" in (options.get("dynamic") or {}) or "step.key_cache_0" in (options.get("dynamic") or {}):
+        if "step.key_cache_0" in (options.get("dynamic") or {}):
             imports.append(("refused", None))
-            raise HirError("error: torch.export cannot trace StaticCacheStep: Constraints violated (cache) (test)")
+            raise HirError("error: torch.export cannot trace StaticCachePrefill: Constraints violated (cache) (test)")
         return counted(module, example_args, **options)
 
     monkeypatch.setattr(import_cache, "cached_from_torch", failing)
@@ -194,11 +211,11 @@ def test_a_step_without_dynamic_shapes_is_imported_per_bucket(monkeypatch, impor
             got = hir.generate(model, prompt, max_new_tokens=new, do_sample=False)
             assert got.tolist() == hf_greedy(model, prompt, new).tolist(), new
     assert (
-        programs_of(model).per_bucket
-        == "error: torch.export cannot trace StaticCacheStep: Constraints violated (cache) (test)"
+        programs_of(model).prefill_per_bucket
+        == "error: torch.export cannot trace StaticCachePrefill: Constraints violated (cache) (test)"
     )
     assert [name for name, _ in imports] == [
-        "StaticCacheStep",  # the first bucket's own (static): no dynamic dims to refuse
+        "StaticCacheStep",  # each bucket's own (static): no dynamic dims to refuse
         "refused",  # the shared prefill (at the second prompt of its length)
         "StaticCachePrefill",
         "StaticCacheStep",

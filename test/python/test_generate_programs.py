@@ -205,7 +205,7 @@ def test_generate_on_cuda_replays_graphs():
     gen = generate_module.generator(half, 2, prompt.shape[1] + 4)
     # the shared (dynamic cache length) prefill import holds on CUDA too: the export does not
     # run CUDA's attention kernel choice (whose mask alignment test would guard it)
-    assert gen.programs.per_bucket is None
+    assert gen.programs.prefill_per_bucket is None
     assert (
         gen.prefill_fn is not None
         and gen.prefill_fn.state["step.key_cache_0"].data_ptr() == gen.fn.state["key_cache_0"].data_ptr()

@@ -3,10 +3,10 @@ temperature / top-k / top-p; stop tokens; batch > 1) run through hir programs ov
 KV cache.
 
 How: the model is wrapped in a :class:`~hir.frontend.hf_decode.StaticCacheStep` (the
-logits of the last position only) and imported on the first call's shapes (one token per
-row), then once more with a dynamic batch size and cache length for every later shape (see
-:mod:`hir.frontend.generators`): this program runs every decode step; it is compiled once per
-batch size and cache length with its state bound (:class:`~hir.frontend.compiled.CompiledProgram`):
+logits of the last position only) and imported on each batch size and cache length's own
+shapes (one token per row, every dim static: the cheapest export, see
+:mod:`hir.frontend.generators`): this program runs every decode step; it is compiled with
+its state bound (:class:`~hir.frontend.compiled.CompiledProgram`):
 on CUDA each decode step is a CUDA graph replay on the same buffers (the second step captures
 it), the compute compiled by inductor. The prefill (a prompt of 2 tokens or more) runs
 :class:`~hir.frontend.hf_decode.StaticCachePrefill` over the same step (attention over the
@@ -40,11 +40,10 @@ Whether every row has finished is read one step late on CUDA (a non-blocking cop
 host never waits for the step it has just queued; a step run after the last row finished
 is dropped from the result.
 
-The decode program is imported on the first bucket's shapes, then once per model for every
-later batch size and cache length (dynamic dims), and compiled per batch size and cache
-length bucket (:mod:`hir.frontend.generators`: a bucket after the second builds a plan, it
-imports nothing); the imports are cached on disk (:mod:`hir.frontend.import_cache`), so
-another process imports nothing either.
+The decode program is imported and compiled per batch size and cache length bucket, the
+prefill program imported once per model (dynamic dims) and compiled per bucket
+(:mod:`hir.frontend.generators`); the imports are cached on disk
+(:mod:`hir.frontend.import_cache`), so another process imports nothing.
 """
 
 from dataclasses import dataclass

@@ -1,30 +1,32 @@
 """The compiled decoding programs :func:`hir.generate` runs, per model, batch size and cache
 length (:class:`Generator`), and the imports they share (:class:`ModelPrograms`).
 
-**One import for every later shape.** The first generator of a model imports its own
-:class:`~hir.frontend.hf_decode.StaticCacheStep` with every dim static (one token per row:
-what each decode step runs): the cheapest export, on a first call's path. From the second
-batch size or cache length on, the step is imported once more, on a small example
-(:data:`EXAMPLE_BATCH` rows, :data:`EXAMPLE_CACHE` positions), with the batch size and the
-cache length dynamic (``?`` in the program's types: the KV cache buffers' first and third
-dims are state entries with dynamic dims, :func:`hir.frontend.dynamic.export_spec`), and
-that program serves every later shape. Each dynamic dim multiplies torch.export's
-symbolic-shape work: on 2 layers of the ~1B Llama in bf16 the step's export took ~0.7 CPU-s
-static, ~2.8 with the batch size and cache length dynamic, ~4.7 with the token count too.
-The token count is dynamic only in the programs that also run prompts (a padded batch's, or
-a model's without a causal prefill; imported where first needed). The shared program is
-lowered once, at its first compile; a generator for a new batch size or cache length (a new
-bucket) makes its own step (the cache tensors of its shape) and compiles the shared program
-on them: the plan is built again (:class:`hir.interpreter.Program`, a fraction of a second),
-nothing is exported, imported or lowered. The causal prefill program (imported at the second
-prompt of a length) is shared from the start. On CUDA the compute regions are still compiled
-per shape (inductor traces each input signature, :mod:`hir.interpreter.kernels`), as they
-were with one import per shape.
+**The decode step: one import per bucket, every dim static.** Each generator (a batch size
+and a cache length: a bucket) imports its own :class:`~hir.frontend.hf_decode.StaticCacheStep`
+with one token per row (what each decode step runs) and every dim static: the cheapest
+export. torch.export's symbolic shapes cost per dynamic dim and per layer: a new bucket's
+set-up on the CPU (``benchmarks/generate_buckets.py``) is ~0.4-1.1 CPU-s for the tiny Llama
+(2 layers), ~2.7-3.7 for its 16-layer twin, where the one import with the batch size and
+cache length dynamic, shared by the later buckets, cost the second bucket ~3.0 and ~17 (on
+a GPU, inductor compiles each shape's regions either way). The token count is dynamic only
+in the decode programs that also run prompts (a padded batch's, or a model's without a
+causal prefill: imported where first needed). Imports are kept by shape
+(:meth:`ModelPrograms.decode`) and on disk (:mod:`hir.frontend.import_cache`).
 
-A model whose step torch.export cannot trace with those dims dynamic (its code branches on
-the cache's length or the batch size) is imported per bucket (its token count dynamic where
-prompts run it): each new bucket then exports again (seconds). :attr:`ModelPrograms.per_bucket`
-says why, for the tests and benchmarks.
+**The causal prefill: one import for every shape.** The prefill program (imported at the
+second prompt of a length) is imported once, on a small example (:data:`EXAMPLE_BATCH` rows,
+:data:`EXAMPLE_CACHE` positions), with the batch size, the cache length and the token count
+dynamic (``?`` in the program's types: the KV cache buffers' first and third dims are state
+entries with dynamic dims, :func:`hir.frontend.dynamic.export_spec`), and every bucket
+compiles it on its own cache: the plan is built again (:class:`hir.interpreter.Program`, a
+fraction of a second), nothing is exported, imported or lowered. A model whose prefill
+torch.export cannot trace with those dims dynamic (its code branches on the cache's length
+or the batch size) gets a prefill import per bucket (its token count dynamic):
+:attr:`ModelPrograms.prefill_per_bucket` says why, for the tests and benchmarks (a prefill
+import per bucket, token count dynamic, cost ~1.2-1.5 CPU-s a bucket on the tiny Llama, ~6-8
+on its twin, against ~2.5-3.3 and ~14-17 once for the shared one). On CUDA the compute
+regions are compiled per shape (inductor traces each input signature,
+:mod:`hir.interpreter.kernels`).
 
 The generators are kept per model (until it is garbage collected), per batch size, cache
 length (the tokens needed, rounded up to a power of two, at least 64), device, options and
@@ -43,28 +45,27 @@ from hir.dialect.context import api_stacklevel
 from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
 from hir.interpreter.kernels import warm_compile_workers
 
-EXAMPLE_BATCH = 3  # the example the shared programs are imported on: not 0 or 1 (export specialises those),
+EXAMPLE_BATCH = 3  # the example the prefill is imported on: not 0 or 1 (export specialises those),
 EXAMPLE_TOKENS = 2  # and sizes apart from each other, so no two dims are taken for one
 EXAMPLE_CACHE = 64
 
 
 class ModelPrograms:
-    """The imported programs the :class:`Generator` s of one model (and padding) share:
-    :meth:`decode` (the step) and :meth:`prefill` (the causal prefill), imported with the
-    batch size and cache length dynamic (see the module docstring)."""
+    """The imported programs of one model (and padding) the :class:`Generator` s use:
+    :meth:`decode` (the step, per bucket) and :meth:`prefill` (the causal prefill, shared:
+    see the module docstring)."""
 
     def __init__(self, model: torch.nn.Module, padded: bool) -> None:
         self.model = weakref.ref(model)
         self.padded = padded
-        self.per_bucket: str | None = None  # why the step is imported per bucket (None: it is not)
+        self.prefill_per_bucket: str | None = None  # why the prefill is imported per bucket (None: it is not)
         self.prefill_refused: str | None = None  # why there is no causal prefill program (warned once)
-        self._decode: dict[bool, Any] = {}  # by whether it takes any number of tokens per row
-        self._own: set[bool] = set()  # the kinds of decode program a generator imported on its own shapes
+        self._decode: dict[tuple, Any] = {}  # by (batch size, cache length, any number of tokens per row)
         self._prefill: Any = None
         self._example: StaticCacheStep | None = None
 
     def example_step(self) -> StaticCacheStep:
-        """The step the shared programs are imported from (the example's cache)."""
+        """The step the shared prefill is imported from (the example's cache)."""
         if self._example is None:
             model = self.model()
             assert model is not None  # alive: the generator asking holds it (its step's model)
@@ -72,38 +73,26 @@ class ModelPrograms:
         return self._example
 
     def decode(self, step: StaticCacheStep, prompts: bool = False) -> Any:
-        """The decode program for ``step``'s shapes: the model's first generator imports its
-        own step (batch size and cache length static: the cheapest export, a first call's),
-        every later shape the shared one (or, where the step cannot be imported with dynamic
-        shapes, its own); ``prompts``: one that takes any number of tokens per row (a padded
-        batch's always does), else one token."""
+        """The decode program for ``step``'s batch size and cache length, imported on them
+        (static: the cheapest export, see the module docstring); ``prompts``: one that takes
+        any number of tokens per row (a padded batch's always does), else one token."""
         from hir.frontend.import_cache import cached_from_torch
 
         tokens = prompts or self.padded
-        if tokens not in self._decode and self.per_bucket is None and tokens in self._own:
-            example = self.example_step()
-            try:
-                self._decode[tokens] = cached_from_torch(
-                    example,
-                    self._inputs(example, tokens),
-                    dynamic=self._dims(example, "", prefill=False, tokens=tokens),
-                )
-            except HirError as err:
-                self.per_bucket = err.message.splitlines()[0]
-        if tokens in self._decode:
-            return self._decode[tokens]
-        self._own.add(tokens)
-        dynamic: dict | None = None
-        if tokens:
-            dynamic = {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
-            if self.padded:
-                dynamic["input3"] = {1: "tokens"}
-        return cached_from_torch(step, self._inputs(step, tokens), dynamic=dynamic)
+        key = (step.key_cache_0.shape[0], step.key_cache_0.shape[2], tokens)
+        if key not in self._decode:
+            dynamic: dict | None = None
+            if tokens:
+                dynamic = {"input0": {1: "tokens"}, "input1": {0: "tokens"}}
+                if self.padded:
+                    dynamic["input3"] = {1: "tokens"}
+            self._decode[key] = cached_from_torch(step, self._inputs(step, tokens), dynamic=dynamic)
+        return self._decode[key]
 
     def prefill(self, module: StaticCachePrefill) -> Any:
-        """The causal prefill program for ``module``'s step (shared where the decode program
-        is); None, warned once, where it cannot be imported (the prompt then runs the decode
-        program)."""
+        """The causal prefill program for ``module``'s step: the shared one (the bucket's own
+        where the shared import fails); None, warned once, where it cannot be imported (the
+        prompt then runs the decode program)."""
         from hir.frontend.import_cache import cached_from_torch
 
         if self.prefill_refused is not None:
@@ -111,11 +100,11 @@ class ModelPrograms:
         if self._prefill is not None:
             return self._prefill
         shared_failed = None
-        if self.per_bucket is None:
+        if self.prefill_per_bucket is None:
             example = StaticCachePrefill(self.example_step())
             try:
                 self._prefill = cached_from_torch(
-                    example, self._inputs(example.step)[:2], dynamic=self._dims(example.step, "step.", prefill=True)
+                    example, self._inputs(example.step)[:2], dynamic=self._dims(example.step)
                 )
                 return self._prefill
             except HirError as err:
@@ -129,8 +118,8 @@ class ModelPrograms:
             # a model whose code adds guards torch.export cannot prove over the token range
             self.refuse_prefill(module, err, "program could not be imported")
             return None
-        if shared_failed is not None:  # its own shapes import: the step's code fixes the batch size or cache length
-            self.per_bucket = shared_failed
+        if shared_failed is not None:  # its own shapes import: the model's code fixes the batch size or cache length
+            self.prefill_per_bucket = shared_failed
         return program
 
     def refuse_prefill(self, module: StaticCachePrefill, err: HirError, what: str = "module refused the model") -> None:
@@ -155,18 +144,13 @@ class ModelPrograms:
             inputs += (torch.ones(batch, length, dtype=torch.long, device=ids.device), ids)
         return inputs
 
-    def _dims(self, step: StaticCacheStep, prefix: str, prefill: bool, tokens: bool = True) -> dict:
-        """``dynamic=`` of a shared import: batch, tokens (unless ``tokens`` is false: one)
-        and the cache's length (the cache buffers are ``prefix``-named state entries)."""
-        cache = {0: "batch", 2: "cache"}
-        dims: dict = {"input0": {0: "batch"}}
-        if tokens:
-            dims["input0"][1] = ("tokens", 2, None) if prefill else "tokens"
-            dims["input1"] = {0: ("tokens", 2, None) if prefill else "tokens"}
-        if self.padded and not prefill:
-            dims.update(input2={0: "batch", 1: "cache"}, input3={0: "batch", 1: "tokens"})
+    def _dims(self, step: StaticCacheStep) -> dict:
+        """``dynamic=`` of the shared prefill import: batch, tokens (at least 2) and the
+        cache's length (the cache buffers are ``step.``-named state entries)."""
+        tokens = ("tokens", 2, None)
+        dims: dict = {"input0": {0: "batch", 1: tokens}, "input1": {0: tokens}}
         for i in step.cached_layers:
-            dims[f"{prefix}key_cache_{i}"] = dims[f"{prefix}value_cache_{i}"] = cache
+            dims[f"step.key_cache_{i}"] = dims[f"step.value_cache_{i}"] = {0: "batch", 2: "cache"}
         return dims
 
 
