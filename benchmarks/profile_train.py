@@ -30,7 +30,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import train  # noqa: E402
+import train_rows  # noqa: E402
 
 CATEGORIES = (  # first match wins (lower-case kernel names)
     ("memcpy/memset", ("memcpy", "memset")),
@@ -156,13 +156,13 @@ def ir_counts(step) -> dict:
 
 
 def run_row(row: str, base, args, batch, sync) -> dict:
-    reset, allocated, peak = train.memory(args.device)
+    reset, allocated, peak = train_rows.memory(args.device)
     sync()
     reset()
     before = allocated()
     model = copy.deepcopy(base).to(args.device)
     start = time.perf_counter()
-    step = train.build(row, model, args, batch)
+    step = train_rows.build(row, model, args, batch)
     step()
     sync()
     first = time.perf_counter() - start
@@ -175,7 +175,9 @@ def run_row(row: str, base, args, batch, sync) -> dict:
         sync()
         times.append(time.perf_counter() - t0)
     result = summarize(profile_step(step, sync, args.device.startswith("cuda")))
-    result.update(row=row, ms=min(times) * 1e3, first_s=first, peak_gib=(peak() - before) / 2**30, ir=ir_counts(step))
+    result.update(
+        row=row, ms=min(times) * 1e3, first_s=first, peak_gib=(peak()[0] - before[0]) / 2**30, ir=ir_counts(step)
+    )
     return result
 
 
@@ -243,24 +245,12 @@ def main() -> int:
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     args.device = args.device or ("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
-    batch_size, seq = args.batch or (2 if args.tiny else 4), args.seq or (32 if args.tiny else 2048)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
-    unknown = [r for r in rows if r not in train.ROWS]
+    unknown = [r for r in rows if r not in train_rows.ROWS]
     if unknown:
         parser.error(f"--rows: unknown {', '.join(unknown)}")
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    settings = dict(train.TINY if args.tiny else train.FULL)
-    if args.layers:
-        settings["num_hidden_layers"] = args.layers
-    config = LlamaConfig(**settings)
-    torch.manual_seed(0)
-    base = LlamaForCausalLM(config)
-    ids = torch.randint(0, config.vocab_size, (batch_size, seq), generator=torch.Generator().manual_seed(1)).to(
-        args.device
-    )
-    batch = (ids, ids.clone())
-    sync = (lambda: torch.cuda.synchronize(args.device)) if args.device.startswith("cuda") else (lambda: None)
+    config, base, batch, sync = train_rows.workload(args, args.layers)
+    batch_size, seq = batch[0].shape
     params = sum(p.numel() for p in base.parameters())
     print(
         f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; "

@@ -5,10 +5,11 @@
                                                # untied), batch 4 x 2048, bf16 autocast, fused AdamW
     python benchmarks/train.py --tiny          # a tiny Llama on the CPU: the script's own check (torch.compile's
                                                # row compiles C++ kernels: most of the time; --rows to leave it out)
+    python benchmarks/train.py --tiny --cold   # the same, each row's first step also measured cold
 
 Weights are random from a config (seed 0, no download); every row trains its own copy of
 the same weights on the same batch, with its own ``torch.optim.AdamW`` (fused on CUDA).
-Rows:
+Rows (``benchmarks/train_rows.py`` builds them):
 
 - ``eager``: ``loss_fn(model, ids, labels).backward(); optimizer.step(); zero_grad()``.
 - ``torch.compile``: the model compiled (``torch.compile(model)``, default mode) and the
@@ -22,153 +23,72 @@ Rows:
 
 ``first step`` is the time from building the row (its model on the device) to its first
 loss (import, lowering, compilation, the step); ``peak`` is the most memory the row's
-model, optimizer, gradients and step held at once over its build and first steps, less what
-the other rows hold: the bytes its tensors asked for (the allocator's ``requested_bytes``
-peak), and beside it ``alloc. peak``, ``torch.cuda.max_memory_allocated``: the caching
-allocator's blocks, which also count what a block was rounded up to, and so depend on
-what the rows before left cached (the same row measured 27.2-27.9 GiB from run to run);
-the first step's loss
-(same weights, same batch) is checked against eager's (a wrong row prints WRONG). Rows are
-timed in turns: ``--rounds`` rounds of ``--steps`` steps each, the best round per row.
+model, optimizer, gradients and step held at once over its build and first 3 steps, less
+what was allocated before: the bytes its tensors asked for (the allocator's
+``requested_bytes`` peak), and beside it ``alloc. peak``, ``torch.cuda.max_memory_allocated``:
+the caching allocator's blocks, which also count what a block was rounded up to.
+
+Both depend on what ran before in the same process: a row built after others finds kernels
+compiled (inductor's and Triton's caches, in memory and on disk), the compile workers
+started, modules imported, blocks cached. With ``--cold`` (the default on CUDA, not with
+``--tiny``; ``--no-cold`` turns it off) each row is first measured alone: this script again
+(``--measure-row ROW --json FILE``) in a fresh process of its own, with empty
+``TORCHINDUCTOR_CACHE_DIR``, ``TRITON_CACHE_DIR`` and ``HIR_CACHE_DIR`` folders, on the
+same weights and batch; the table's ``cold first step s``, ``cold peak GiB`` and ``cold
+alloc. peak GiB`` are those. Then the rows are built again in this process, one after the
+other, for the timed turns (their first steps there, warm, are printed as they go and
+written to ``--json`` under ``warm``). Without ``--cold`` the table's figures are those
+in-process ones.
+
+The first step's loss (same weights, same batch) is checked against eager's: cold and in
+this process, the larger error shown (a wrong row prints WRONG). Rows are timed in turns:
+``--rounds`` rounds of ``--steps`` steps each, the best round per row.
 MFU = (6 x parameters x tokens + 12 x layers x hidden x sequence x tokens) / step time /
 ``--peak-tflops`` (989: H100/H200 SXM dense bf16). A row that fails prints n/a with the
 reason; the others go on.
 """
 
 import argparse
-import copy
-import gc
 import json
 import os
+import subprocess
 import sys
-import time
-from collections.abc import Callable
+import tempfile
 
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from timing import TOLERANCES, Verdicts, best  # noqa: E402
+from timing import TOLERANCES, Verdicts, best, worst  # noqa: E402
+from train_rows import ROWS, failure, flops_per_step, prepare, workload  # noqa: E402
 
-FULL = dict(
-    vocab_size=32000,
-    hidden_size=2048,
-    intermediate_size=8192,
-    num_hidden_layers=16,
-    num_attention_heads=32,
-    num_key_value_heads=8,
-    max_position_embeddings=4096,
-    tie_word_embeddings=False,
-)
-TINY = dict(
-    vocab_size=256,
-    hidden_size=64,
-    intermediate_size=128,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    max_position_embeddings=256,
-    tie_word_embeddings=False,
-)
-ROWS = ["eager", "torch.compile", "hir eager", "hir default", "hir default (regional)"]
+MEASURED = ("first_s", "first_loss", "peak_gib", "alloc_peak_gib")  # what a row's first steps measure
+CACHES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "HIR_CACHE_DIR")  # empty for a cold row
 
 
-def loss_fn_for(device: str) -> Callable:
-    kind = "cuda" if device.startswith("cuda") else "cpu"
-
-    def loss_fn(model, ids, labels):
-        with torch.autocast(kind, dtype=torch.bfloat16):
-            return model(ids, labels=labels).loss
-
-    return loss_fn
-
-
-def make_optimizer(model: torch.nn.Module, device: str, fused: bool = False) -> torch.optim.Optimizer:
-    return torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=fused or device.startswith("cuda"))
+def measure(row: str, args: argparse.Namespace) -> dict:
+    """The row's first steps in this process: :data:`MEASURED`, or ``failed`` (why)."""
+    _, base, batch, sync = workload(args)
+    try:
+        r = prepare(row, base, args, batch, sync)
+    except Exception as err:  # noqa: BLE001 - written for the parent's table
+        return {"failed": failure(err)}
+    return {k: r[k] for k in MEASURED}
 
 
-def build(row: str, model: torch.nn.Module, args: argparse.Namespace, batch: tuple) -> Callable[[], torch.Tensor]:
-    """The row's step: a callable running one training step on ``batch``, returning the loss."""
-    import hir
-
-    loss_fn = loss_fn_for(args.device)
-    opt = make_optimizer(model, args.device, getattr(args, "fused", False))
-    if row == "eager":
-
-        def step():
-            loss = loss_fn(model, *batch)
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            return loss.detach()
-
-        return step
-    if row == "torch.compile":
-        compiled = torch.compile(model)
-        opt_step = torch.compile(opt.step)
-
-        def step():
-            loss = loss_fn(compiled, *batch)
-            loss.backward()
-            opt_step()
-            opt.zero_grad(set_to_none=True)
-            return loss.detach()
-
-        return step
-    options = {
-        "hir eager": {"graph": False, "compile_kernels": False},
-        "hir default (regional)": {"regional": True},
-    }.get(row, {})
-    train = hir.train_step(model, opt, loss_fn, batch, **options)
-
-    def step():
-        return train(*batch)
-
-    step.hir_step = train  # (benchmarks/profile_train.py reads its programs)
-    return step
-
-
-def memory(device: str) -> tuple[Callable[[], None], Callable[[], tuple[int, int]], Callable[[], tuple[int, int]]]:
-    """(reset the peaks, bytes (requested, allocated) now, peak bytes (requested, allocated))
-    on ``device`` (zeros on the CPU)."""
-    if device.startswith("cuda"):
-
-        def stats(kind: str) -> tuple[int, int]:
-            s = torch.cuda.memory_stats(device)
-            return s[f"requested_bytes.all.{kind}"], s[f"allocated_bytes.all.{kind}"]
-
-        return torch.cuda.reset_peak_memory_stats, lambda: stats("current"), lambda: stats("peak")
-    return (lambda: None), (lambda: (0, 0)), (lambda: (0, 0))
-
-
-def prepare(row: str, base: torch.nn.Module, args: argparse.Namespace, batch: tuple, sync) -> dict:
-    """Build the row on its own copy of the weights, run its first steps; what it measured."""
-    reset, allocated, peak = memory(args.device)
-    gc.collect()  # the rows before this one leave no garbage that this row's compile would free
-    sync()
-    reset()
-    before = allocated()
-    model = copy.deepcopy(base).to(args.device)
-    sync()
-    start = time.perf_counter()
-    step = build(row, model, args, batch)
-    first_loss = step().item()
-    first = time.perf_counter() - start
-    for _ in range(2):
-        step()
-    sync()
-    (requested, blocks), (requested_before, blocks_before) = peak(), before
-    return {
-        "step": step,
-        "first_s": first,
-        "first_loss": first_loss,
-        "peak_gib": (requested - requested_before) / 2**30,
-        "alloc_peak_gib": (blocks - blocks_before) / 2**30,
-    }
-
-
-def flops_per_step(config, params: int, tokens: int, seq: int) -> float:
-    return 6.0 * params * tokens + 12.0 * config.num_hidden_layers * config.hidden_size * seq * tokens
+def measure_cold(row: str, args: argparse.Namespace, batch_size: int, seq: int) -> dict:
+    """:func:`measure` in a fresh process of this script, its caches empty folders of its own."""
+    with tempfile.TemporaryDirectory(prefix="hir-train-cold-") as tmp:
+        out = os.path.join(tmp, "row.json")
+        command = [sys.executable, os.path.abspath(__file__), "--measure-row", row, "--json", out]
+        command += ["--device", args.device, "--batch", str(batch_size), "--seq", str(seq)]
+        command += ["--tiny"] * args.tiny + ["--fused"] * args.fused
+        env = {**os.environ, **{name: os.path.join(tmp, name.lower()) for name in CACHES}}
+        code = subprocess.run(command, env=env, stdin=subprocess.DEVNULL).returncode
+        if not os.path.exists(out):
+            return {"failed": f"its own process exited with {code}, measuring nothing"}
+        with open(out) as f:
+            return json.load(f)
 
 
 def main() -> int:
@@ -189,26 +109,32 @@ def main() -> int:
         help="the device's dense bf16 peak for MFU (default 989: H100/H200 SXM)",
     )
     parser.add_argument("--fused", action="store_true", help="AdamW(fused=True) on the CPU too (as on CUDA)")
-    parser.add_argument("--json", default=None, help="write the results to this file")
+    parser.add_argument(
+        "--cold",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="first step and peak of each row alone in a fresh process, its caches empty (default: on CUDA "
+        "without --tiny)",
+    )
+    parser.add_argument("--measure-row", choices=ROWS, help="(what --cold runs) measure this row's first steps only")
+    parser.add_argument("--json", default=None, help="write the results (with --measure-row: the row's) to this file")
     args = parser.parse_args()
     args.device = args.device or ("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
-    batch_size, seq = args.batch or (2 if args.tiny else 4), args.seq or (32 if args.tiny else 2048)
+    if args.measure_row:
+        if not args.json:
+            parser.error("--measure-row needs --json")
+        with open(args.json, "w") as f:
+            json.dump(measure(args.measure_row, args), f)
+        return 0
+    cold = args.device.startswith("cuda") and not args.tiny if args.cold is None else args.cold
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
         parser.error(f"--rows: unknown {', '.join(unknown)} (rows: {', '.join(ROWS)})")
 
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(**(TINY if args.tiny else FULL))
-    torch.manual_seed(0)
-    base = LlamaForCausalLM(config)  # on the CPU: each row copies it to the device
+    config, base, batch, sync = workload(args)
+    batch_size, seq = batch[0].shape
     params = sum(p.numel() for p in base.parameters())
-    ids = torch.randint(0, config.vocab_size, (batch_size, seq), generator=torch.Generator().manual_seed(1)).to(
-        args.device
-    )
-    batch = (ids, ids.clone())
-    sync = (lambda: torch.cuda.synchronize(args.device)) if args.device.startswith("cuda") else (lambda: None)
     print(
         f"Llama {params / 1e6:.1f}M parameters, {config.num_hidden_layers} layers, hidden {config.hidden_size}; "
         f"batch {batch_size} x {seq}; bf16 autocast; "
@@ -218,13 +144,31 @@ def main() -> int:
         flush=True,
     )
 
-    ready, failed = {}, {}
+    ready, failed, alone = {}, {}, {}
+    for row in rows if cold else []:
+        alone[row] = measure_cold(row, args, batch_size, seq)
+        if "failed" in alone[row]:
+            failed[row] = f"cold: {alone[row]['failed']}"
+            print(f"  {row}: FAILED alone: {alone[row]['failed']}", flush=True)
+        else:
+            r = alone[row]
+            print(
+                f"  {row} (alone, cold): first step {r['first_s']:.1f} s, peak {r['peak_gib']:.2f} GiB, "
+                f"loss {r['first_loss']:.4f}",
+                flush=True,
+            )
     for row in rows:
+        if row in failed:
+            continue
         try:
-            ready[row] = prepare(row, base, args, batch, sync)
-            print(f"  {row}: first step {ready[row]['first_s']:.1f} s, loss {ready[row]['first_loss']:.4f}", flush=True)
+            r = prepare(row, base, args, batch, sync)
+            ready[row] = {**r, **alone.get(row, {}), "warm": {k: r[k] for k in MEASURED}}
+            print(
+                f"  {row}: first step {r['first_s']:.1f} s{' (warm)' if cold else ''}, loss {r['first_loss']:.4f}",
+                flush=True,
+            )
         except Exception as err:  # noqa: BLE001 - reported in the table; the other rows go on
-            failed[row] = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
+            failed[row] = failure(err)
             print(f"  {row}: FAILED: {failed[row]}", flush=True)
     times: dict = {row: [] for row in ready}
     for _ in range(args.rounds):
@@ -232,19 +176,30 @@ def main() -> int:
             try:
                 times[row].append(best(r["step"], 1, args.steps, sync))
             except Exception as err:  # noqa: BLE001
-                failed[row] = f"while timed: {type(err).__name__}: {str(err)[:300]}"
-    return report(rows, ready, times, failed, config, params, batch_size, seq, args)
+                failed[row] = f"while timed: {failure(err)}"
+    return report(rows, ready, times, failed, config, params, batch_size, seq, cold, args)
 
 
 def report(
-    rows: list, ready: dict, times: dict, failed: dict, config, params: int, batch_size: int, seq: int, args
+    rows: list, ready: dict, times: dict, failed: dict, config, params: int, batch_size: int, seq: int, cold: bool, args
 ) -> int:
     verdicts = Verdicts(TOLERANCES["bf16"])
     flops = flops_per_step(config, params, batch_size * seq, seq)
-    base = ready.get("eager", {}).get("first_loss")
+    eager = ready.get("eager")
     ms = {row: min(times[row]) * 1e3 for row in ready if row not in failed and times.get(row)}
+
+    def error(r: dict) -> float | None:
+        """The first loss's error against eager's: the larger of the cold one's and this process's."""
+        if eager is None:
+            return None
+        pairs = [(r["first_loss"], eager["first_loss"]), (r["warm"]["first_loss"], eager["warm"]["first_loss"])]
+        return worst(*(abs(loss - base) / abs(base) for loss, base in pairs))
+
+    if cold:
+        print("\ncold: each row's first step and peak measured alone, in a fresh process with empty caches")
+    c = "cold " if cold else ""
     print(
-        "\n| row | ms / step | vs eager | vs torch.compile | MFU | peak GiB | alloc. peak GiB | first step s "
+        f"\n| row | ms / step | vs eager | vs torch.compile | MFU | {c}peak GiB | {c}alloc. peak GiB | {c}first step s "
         "| first loss | rel. error |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -255,8 +210,8 @@ def report(
             results.append({"row": row, "failed": failed.get(row, "not run")})
             continue
         r = ready[row]
-        error = None if base is None else abs(r["first_loss"] - base) / abs(base)
-        wrong = verdicts.refusal(row, error)
+        err = error(r)
+        wrong = verdicts.refusal(row, err)
         ratio = lambda other, row=row: f"{ms[row] / ms[other]:.2f}x" if other in ms else "-"  # noqa: E731
         mfu = flops / (ms[row] / 1e3) / (args.peak_tflops * 1e12)
         cells = [
@@ -268,7 +223,7 @@ def report(
             f"{r['alloc_peak_gib']:.2f}",
             f"{r['first_s']:.1f}",
             f"{r['first_loss']:.4f}",
-            "" if error is None else f"{error:.1e}",
+            "" if err is None else f"{err:.1e}",
         ]
         print(f"| {row} | " + " | ".join(cells) + " |")
         results.append(
@@ -280,7 +235,8 @@ def report(
                 "alloc_peak_gib": r["alloc_peak_gib"],
                 "first_s": r["first_s"],
                 "first_loss": r["first_loss"],
-                "error": error,
+                "error": err,
+                **({"warm": r["warm"]} if cold else {}),
             }
         )
     print(
@@ -297,13 +253,13 @@ def report(
         ),
         ("hir eager <= 1.05x eager (step)", "hir eager", "eager", lambda a, b: ms[a] <= 1.05 * ms[b]),
         (
-            "hir default peak (requested bytes) <= torch.compile's",
+            f"hir default {c}peak (requested bytes) <= torch.compile's",
             "hir default",
             "torch.compile",
             lambda a, b: ready[a]["peak_gib"] <= ready[b]["peak_gib"],
         ),
         (
-            "hir default first step <= torch.compile's",
+            f"hir default {c}first step <= torch.compile's",
             "hir default",
             "torch.compile",
             lambda a, b: ready[a]["first_s"] <= ready[b]["first_s"],
@@ -317,7 +273,16 @@ def report(
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
-                {"device": args.device, "params": params, "batch": batch_size, "seq": seq, "rows": results}, f, indent=1
+                {
+                    "device": args.device,
+                    "params": params,
+                    "batch": batch_size,
+                    "seq": seq,
+                    "cold": cold,
+                    "rows": results,
+                },
+                f,
+                indent=1,
             )
     return verdicts.finish()
 

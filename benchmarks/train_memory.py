@@ -24,7 +24,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import train  # noqa: E402
+import train_rows  # noqa: E402
 
 ORIGINS = ("torchinductor", "/hir/", "benchmarks/", "torch/optim", "transformers/", "autograd")
 
@@ -63,20 +63,15 @@ def live_at_peak(trace: list) -> tuple[int, int, dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--row", required=True, choices=train.ROWS)
+    parser.add_argument("--row", required=True, choices=train_rows.ROWS)
     parser.add_argument("--layers", type=int, default=16)
     parser.add_argument("--top", type=int, default=30, help="origins to list (default 30)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         parser.error("needs CUDA (the allocator's history)")
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(**{**train.FULL, "num_hidden_layers": args.layers})
-    torch.manual_seed(0)
-    base = LlamaForCausalLM(config)
-    ids = torch.randint(0, config.vocab_size, (4, 2048), generator=torch.Generator().manual_seed(1)).cuda()
-    batch = (ids, ids.clone())
-    reset, now, peak = train.memory("cuda")
+    run = argparse.Namespace(tiny=False, device="cuda", batch=None, seq=None, fused=False)
+    _, base, batch, _ = train_rows.workload(run, args.layers)
+    reset, now, peak = train_rows.memory("cuda")
     torch.cuda.synchronize()
     reset()
     before = now()
@@ -84,7 +79,7 @@ def main() -> int:
     model = copy.deepcopy(base).cuda()
     torch.cuda.synchronize()
     start = time.perf_counter()
-    step = train.build(args.row, model, argparse.Namespace(device="cuda", fused=False), batch)
+    step = train_rows.build(args.row, model, run, batch)
     loss = step().item()
     first = time.perf_counter() - start
     first_peak = peak()

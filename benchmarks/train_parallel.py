@@ -41,8 +41,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from dist_timing import init_ranks, turns  # noqa: E402
 from timing import TOLERANCES, Verdicts  # noqa: E402
-from train import FULL, TINY, flops_per_step  # noqa: E402
 from train_parallel_rows import ANCHORS, ROWS, build, reference, why_not  # noqa: E402
+from train_rows import FULL, TINY, flops_per_step  # noqa: E402
 
 TINY_PARALLEL = dict(TINY, num_attention_heads=8, num_key_value_heads=4)  # KV heads that 2 and 4 ranks divide
 
