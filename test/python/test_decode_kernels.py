@@ -294,6 +294,28 @@ def test_a_request_is_answered_where_the_child_cannot_compile(tmp_path, monkeypa
     assert tuner.process.wait(timeout=60) == 0
 
 
+def test_the_child_started_ahead_takes_the_first_request(tmp_path, monkeypatch):
+    """``hir.generate`` starts the child before its export (``start_tuning``, where decode
+    kernels may be planned): the plan's first request goes to that child, not to another."""
+    from hir.interpreter import decode_kernels, decode_tuning
+
+    monkeypatch.setattr(decode_tuning, "_TUNER", None)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    decode_kernels.start_tuning(torch.device("cpu"), torch.bfloat16)
+    decode_kernels.start_tuning(torch.device("cuda", 0), torch.float32)
+    assert decode_tuning._TUNER is None  # no decode kernel is planned for either
+    missing = torch.device("cuda", 62)
+    decode_tuning.start(missing)
+    started = decode_tuning._TUNER
+    assert started is not None and started.process.poll() is None
+    key = decode_tuning.linear_key(torch.bfloat16, 2, 0, 64, True, missing)
+    decode_tuning.request(key)
+    decode_tuning.wait(key)
+    assert decode_tuning._TUNER is started and not decode_tuning.waiting()
+    started.end()
+    assert started.process.wait(timeout=60) == 0
+
+
 @pytest.mark.gpu
 @needs_cuda
 def test_kernels_tuned_ahead_load_from_the_cache(tmp_path):

@@ -43,6 +43,7 @@ import torch
 from hir.core import HirError
 from hir.dialect.context import api_stacklevel
 from hir.frontend.hf_decode import PrefillRefused, StaticCachePrefill, StaticCacheStep
+from hir.interpreter.decode_kernels import start_tuning
 from hir.interpreter.kernels import warm_compile_workers
 
 EXAMPLE_BATCH = 3  # the example the prefill is imported on: not 0 or 1 (export specialises those),
@@ -168,6 +169,7 @@ class Generator:
         programs: ModelPrograms | None = None,
     ) -> None:
         warm_compile_workers(options.get("compile_kernels", "auto"), device)  # starting up while it imports
+        start_tuning(device, next(model.parameters()).dtype)  # likewise
         self.programs = programs or ModelPrograms(model, padded)
         self.step = StaticCacheStep(model, batch_size, max_cache_len, logits_to_keep=1)
         try:  # the causal prefill takes no mask: a padded batch prefills through the decode program

@@ -189,6 +189,13 @@ def _tune_ahead_swiglu(operand_types: list[str], device: torch.device) -> None:
         decode_tuning.request(decode_tuning.swiglu_key(DTYPES[x[1]], rows, n, k, device))
 
 
+def start_tuning(device: torch.device, dtype: torch.dtype) -> None:
+    """With ``tune-ahead``, where a model of ``dtype`` on ``device`` may plan decode kernels:
+    the tuning child started now, ahead of the plan (:func:`decode_tuning.start`)."""
+    if dtype in DTYPES.values() and _tune_ahead(device) and available(device):
+        decode_tuning.start(device)
+
+
 def _tune_ahead(device: torch.device) -> bool:
     """Whether the decode kernels planned for ``device`` are tuned ahead (``tune-ahead``, a
     CUDA device here)."""

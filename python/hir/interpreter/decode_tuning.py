@@ -58,11 +58,11 @@ class _Lines:
 class _Tuner:
     """The child process and the lines it has answered."""
 
-    def __init__(self):
+    def __init__(self, index: int):
         self.cache_dir = os.environ.get("TRITON_CACHE_DIR")  # where the child writes: the parent reads there
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", f"from {__name__} import serve; serve()"],
+            [sys.executable, "-c", f"from {__name__} import serve; serve({index})"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -123,6 +123,14 @@ def _index(device: torch.device) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
 
 
+def start(device: torch.device) -> None:
+    """Starts the child for ``device`` ahead of the first :func:`request` (where none is
+    running): its interpreter, torch, Triton and CUDA context take seconds to start, which a
+    caller that will plan decode kernels (``hir.generate``, before its export) hides."""
+    with _LOCK:
+        _running_tuner(_index(device))
+
+
 def request(key: tuple) -> None:
     """Has the child compile (and tune) the kernel of ``key`` (:func:`linear_key`,
     :func:`swiglu_key`, :func:`attention_key`), once per key; starts the child where none is running."""
@@ -131,23 +139,33 @@ def request(key: tuple) -> None:
         if key in _SENT:
             return
         _SENT.add(key)
-        if os.environ.get("TRITON_CACHE_DIR") is None:
-            from torch._inductor.runtime.cache_dir_utils import triton_cache_dir
-
-            os.environ["TRITON_CACHE_DIR"] = triton_cache_dir(key[-1])
-        if _TUNER is not None and _TUNER.cache_dir != os.environ.get("TRITON_CACHE_DIR"):
-            _TUNER.end()  # it would write into the cache folder this process no longer reads
-            _TUNER = None
         for _ in range(2):  # a child that has just ended for want of requests: another one
-            if _TUNER is None or _TUNER.process.poll() is not None:
-                try:
-                    _TUNER = _Tuner()
-                except OSError:  # no process to be had: the first call tunes in process
-                    return
-            if _TUNER.send(key):
-                _PENDING[key] = _TUNER
+            tuner = _running_tuner(key[-1])
+            if tuner is None:  # no process to be had: the first call tunes in process
+                return
+            if tuner.send(key):
+                _PENDING[key] = tuner
                 return
             _TUNER = None
+
+
+def _running_tuner(index: int) -> _Tuner | None:
+    """The running child (started here where there is none), writing into the Triton cache
+    folder this process reads; None where no process can be started. Holds ``_LOCK``."""
+    global _TUNER
+    if os.environ.get("TRITON_CACHE_DIR") is None:
+        from torch._inductor.runtime.cache_dir_utils import triton_cache_dir
+
+        os.environ["TRITON_CACHE_DIR"] = triton_cache_dir(index)
+    if _TUNER is not None and _TUNER.cache_dir != os.environ.get("TRITON_CACHE_DIR"):
+        _TUNER.end()  # it would write into the cache folder this process no longer reads
+        _TUNER = None
+    if _TUNER is None or _TUNER.process.poll() is not None:
+        try:
+            _TUNER = _Tuner(index)
+        except OSError:
+            return None
+    return _TUNER
 
 
 def waiting() -> bool:
@@ -204,12 +222,20 @@ def _compile(key: tuple) -> None:
         torch.cuda.synchronize(device)
 
 
-def serve() -> None:
+def serve(index: int) -> None:
     """The child: each request line on stdin compiled (and tuned), then echoed on stdout
     (also where it failed: the parent then tunes that key itself); ends with stdin, or after
-    :data:`IDLE_S` without a request."""
+    :data:`IDLE_S` without a request. Before the first request it loads what the requests
+    use (the kernels' modules, Triton, device ``index``'s CUDA context)."""
     answers = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # what the kernels' libraries print goes to stderr
+    try:
+        import hir.interpreter.triton_decode
+        import hir.interpreter.triton_small_m  # noqa: F401
+
+        torch.empty(1, device=torch.device("cuda", index))
+    except Exception as error:  # noqa: BLE001 (each request then reports its own failure)
+        print(f"decode_tuning: start: {error!r}", file=sys.stderr)
     requests = _Lines(0)
     while True:
         lines = requests.read(IDLE_S)
