@@ -269,6 +269,10 @@ class GraphRunner:
                 self.execute(static_inputs)
             caller.wait_stream(side)
         torch.cuda.synchronize(dev)
+        # As inductor's CUDA graph trees do: the cuBLAS workspaces cached for eager streams
+        # (the first call's, the warm-up's) are freed, so the capture allocates its own in the
+        # graph's pool, where a later clear (inductor's) cannot free memory the graph uses.
+        torch._C._cuda_clearCublasWorkspaces()
         graph = torch.cuda.CUDAGraph()
         self.refreshes.clear()
         try:
