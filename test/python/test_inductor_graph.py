@@ -130,3 +130,24 @@ def test_other_graphs_go_through_aot_autograd(fn, why, caplog):
     torch.testing.assert_close(mine[0], args[0], rtol=0, atol=0)
     if fn is _returns_written:  # the output is the argument's memory, as in eager torch
         assert got[0].untyped_storage().data_ptr() == mine[0].untyped_storage().data_ptr()
+
+
+def test_a_compiled_call_lets_go_of_its_inputs():
+    """Boxed calls, as AOT autograd calls inductor: a compiled segment empties the list it is
+    given, so an input that only the list holds is freed inside the graph, at its last use
+    there, not after the call (a training step's backward frees its saved activations as it
+    goes)."""
+    import weakref
+
+    from hir.interpreter.kernels import KernelCompileStats, compiled_segment
+
+    segment = compiled_segment(
+        lambda args: [args[0].sin() * 2], "a test segment", "here", KernelCompileStats(mode=True)
+    )
+    for seed in range(2):  # the first call compiles; the second runs what was compiled
+        x = torch.randn(8, 64, generator=torch.Generator().manual_seed(seed))
+        expected, alive, args = x.sin() * 2, weakref.ref(x), [x]
+        del x
+        (y,) = segment(args)
+        assert args == [] and alive() is None
+        torch.testing.assert_close(y, expected)

@@ -194,7 +194,7 @@ def _direct(fn: Callable[..., list], mode, fakes: list) -> tuple[Callable[[list]
 
     def run(args: list) -> Sequence:
         with _autocast_off():
-            return compiled(list(args))  # boxed: inductor empties the list it is given
+            return compiled(args)  # boxed: inductor empties the list and frees each input after its last use
 
     return run, written
 

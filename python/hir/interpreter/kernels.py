@@ -48,7 +48,7 @@ while the export and lowering run (on a first call).
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -205,7 +205,12 @@ def compiled_segment(
             tensors, options = [args[i] for i in positions], inductor_options(stats.autotune, stats.pdl)
             with torch.no_grad(), progress.task(f"compiling {what} at {where} (inductor)"):
                 compiled, writes = compile_graph(traced, tensors, options)
-            fn = lambda a: compiled([a[i] for i in positions])  # noqa: E731
+
+            def fn(a: list) -> Sequence:
+                tensors = [a[i] for i in positions]
+                a.clear()  # boxed, as AOT autograd calls inductor: the caller's list lets go of its inputs
+                return compiled(tensors)
+
             written = {positions[i] for i in writes}
         except Exception as err:
             if strict:

@@ -199,11 +199,12 @@ def _region(c: Compiler, ops: list, keys: OpKeys, shared: dict | None) -> Step:
     compiled = compiled_segment(run, f"compute region of {len(ops)} ops ({first} .. {last})", first, stats, cache)
 
     def region_step(env: list) -> None:
-        results = compiled([env[slot] for slot in in_slots])
+        args = [env[slot] for slot in in_slots]
+        for slot in dead:  # the list holds the last references: the graph frees each after its last use in it
+            env[slot] = DEAD
+        results = compiled(args)
         for slot, value in zip(out_slots, results):
             env[slot] = value
-        for slot in dead:
-            env[slot] = DEAD
 
     region_step.hir_op = OpInfo("compute region", first, ())  # where a failure outside its steps is reported
     return region_step
