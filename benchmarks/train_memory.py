@@ -6,7 +6,8 @@ caching allocator's history recorded.
     python benchmarks/train_memory.py --row torch.compile --layers 4
 
 Prints the first step's time, the peak over the build and first step, the peak of steps 2-3
-(requested bytes and the allocator's blocks), then the blocks live at the trace's peak grouped
+(requested bytes and the allocator's blocks), the stack of the allocation that reached the
+trace's peak, then the blocks live at the trace's peak grouped
 by the line that allocated them (inductor's generated code, hir's interpreter, the model,
 the optimizer), largest first. A row alone in a fresh process sees no other row's cached
 blocks, so its allocator figures are not shifted by what ran before it.
@@ -104,6 +105,11 @@ def main() -> int:
         g = groups[origin(e)]
         g[0] += e["size"]
         g[1] += 1
+    print("  the allocation that reached the peak, innermost frame first:")
+    for f in snapshot["device_traces"][0][best_at].get("frames", [])[:40]:
+        if "/torch/" not in f["filename"] or "torchinductor" in f["filename"]:
+            source = linecache.getline(f["filename"], f["line"]).strip()[:90]
+            print(f"    {os.path.basename(f['filename'])}:{f['line']} {f['name']} | {source}")
     print("\n| MiB | blocks | allocated at |\n|---:|---:|---|")
     for where, (size, count) in sorted(groups.items(), key=lambda kv: -kv[1][0])[: args.top]:
         print(f"| {size / 2**20:.1f} | {count} | `{where}` |")
