@@ -206,10 +206,12 @@ def compiled_segment(
             with torch.no_grad(), progress.task(f"compiling {what} at {where} (inductor)"):
                 compiled, writes = compile_graph(traced, tensors, options)
 
-            def fn(a: list) -> Sequence:
+            def boxed(a: list) -> Sequence:
                 tensors = [a[i] for i in positions]
-                a.clear()  # boxed, as AOT autograd calls inductor: the caller's list lets go of its inputs
+                a.clear()  # as AOT autograd calls inductor: the caller's list lets go of its inputs
                 return compiled(tensors)
+
+            fn: Callable[[list], Sequence] | None = boxed
 
             written = {positions[i] for i in writes}
         except Exception as err:
