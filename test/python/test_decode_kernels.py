@@ -301,11 +301,13 @@ def test_the_child_started_ahead_takes_the_first_request(tmp_path, monkeypatch):
 
     monkeypatch.setattr(decode_tuning, "_TUNER", None)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    for check in ("available", "_tune_ahead"):  # as on a machine with CUDA and Triton
+        monkeypatch.setattr(decode_kernels, check, lambda device: device.type == "cuda")
+    missing = torch.device("cuda", 62)  # no such device: the child answers its requests as failed
     decode_kernels.start_tuning(torch.device("cpu"), torch.bfloat16)
-    decode_kernels.start_tuning(torch.device("cuda", 0), torch.float32)
+    decode_kernels.start_tuning(missing, torch.float32)
     assert decode_tuning._TUNER is None  # no decode kernel is planned for either
-    missing = torch.device("cuda", 62)
-    decode_tuning.start(missing)
+    decode_kernels.start_tuning(missing, torch.bfloat16)
     started = decode_tuning._TUNER
     assert started is not None and started.process.poll() is None
     key = decode_tuning.linear_key(torch.bfloat16, 2, 0, 64, True, missing)
