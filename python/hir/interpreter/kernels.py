@@ -170,6 +170,10 @@ def inductor_options(autotune: bool, pdl: bool = False) -> dict:
     return {
         **(list_mode_options("max-autotune-no-cudagraphs") if autotune else {}),
         "triton.cudagraphs": False,
+        # the program's order stands: inductor's locality pass sinks every producer used only
+        # by outputs (a step's weight-gradient products) to the graph's end, holding their
+        # inputs (the saved activations, the output head's logits gradient) through the backward
+        "reorder_for_locality": False,
         **({"triton.enable_pdl": True} if pdl else {}),
     }
 
