@@ -6,6 +6,7 @@
     python benchmarks/train.py --tiny          # a tiny Llama on the CPU: the script's own check (torch.compile's
                                                # row compiles C++ kernels: most of the time; --rows to leave it out)
     python benchmarks/train.py --tiny --cold   # the same, each row's first step also measured cold
+    python benchmarks/train.py --cold-repeats 3 --rows "hir default,torch.compile"   # first steps: medians of 3
 
 Weights are random from a config (seed 0, no download); every row trains its own copy of
 the same weights on the same batch, with its own ``torch.optim.AdamW`` (fused on CUDA).
@@ -35,7 +36,10 @@ started, modules imported, blocks cached. With ``--cold`` (the default on CUDA, 
 (``--measure-row ROW --json FILE``) in a fresh process of its own, with empty
 ``TORCHINDUCTOR_CACHE_DIR``, ``TRITON_CACHE_DIR`` and ``HIR_CACHE_DIR`` folders, on the
 same weights and batch; the table's ``cold first step s``, ``cold peak GiB`` and ``cold
-alloc. peak GiB`` are those. Then the rows are built again in this process, one after the
+alloc. peak GiB`` are those. A cold first step moves by 10-20 s between fresh processes on
+one machine (torch.compile's 40-64 s on one H200 in one day's calls), so
+``--cold-repeats N`` measures each row N times, rows in turns, and the table shows the median
+first step with its range (the largest peak). Then the rows are built again in this process, one after the
 other, for the timed turns (their first steps there, warm, are printed as they go and
 written to ``--json`` under ``warm``). Without ``--cold`` the table's figures are those
 in-process ones.
@@ -51,6 +55,7 @@ reason; the others go on.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,6 +96,25 @@ def measure_cold(row: str, args: argparse.Namespace, batch_size: int, seq: int) 
             return json.load(f)
 
 
+def cold_summary(runs: list[dict]) -> dict:
+    """A row's cold measurements in one: the median first step (its every run under
+    ``first_s_runs``), the largest peaks, the first run's loss."""
+    return {
+        **runs[0],
+        "first_s": statistics.median(r["first_s"] for r in runs),
+        "first_s_runs": [r["first_s"] for r in runs],
+        "first_loss_runs": [r["first_loss"] for r in runs],
+        "peak_gib": max(r["peak_gib"] for r in runs),
+        "alloc_peak_gib": max(r["alloc_peak_gib"] for r in runs),
+    }
+
+
+def first_range(r: dict) -> str:
+    """`` (min-max)`` of a row's cold first steps where there are several."""
+    runs = r.get("first_s_runs", [])
+    return f" ({min(runs):.1f}-{max(runs):.1f})" if len(runs) > 1 else ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
@@ -115,6 +139,13 @@ def main() -> int:
         default=None,
         help="first step and peak of each row alone in a fresh process, its caches empty (default: on CUDA "
         "without --tiny)",
+    )
+    parser.add_argument(
+        "--cold-repeats",
+        type=int,
+        default=1,
+        help="with --cold: fresh processes per row, rows in turns; the table shows the median first step "
+        "and the largest peak (default 1)",
     )
     parser.add_argument("--measure-row", choices=ROWS, help="(what --cold runs) measure this row's first steps only")
     parser.add_argument("--json", default=None, help="write the results (with --measure-row: the row's) to this file")
@@ -144,19 +175,24 @@ def main() -> int:
         flush=True,
     )
 
-    ready, failed, alone = {}, {}, {}
-    for row in rows if cold else []:
-        alone[row] = measure_cold(row, args, batch_size, seq)
-        if "failed" in alone[row]:
-            failed[row] = f"cold: {alone[row]['failed']}"
-            print(f"  {row}: FAILED alone: {alone[row]['failed']}", flush=True)
-        else:
-            r = alone[row]
+    if args.cold_repeats < 1:
+        parser.error("--cold-repeats: at least 1")
+    ready, failed = {}, {}
+    runs: dict = {row: [] for row in rows}
+    for _ in range(args.cold_repeats if cold else 0):  # rows in turns: a slow spell of the machine hits each
+        for row in (r for r in rows if r not in failed):
+            r = measure_cold(row, args, batch_size, seq)
+            if "failed" in r:
+                failed[row] = f"cold: {r['failed']}"
+                print(f"  {row}: FAILED alone: {r['failed']}", flush=True)
+                continue
+            runs[row].append(r)
             print(
                 f"  {row} (alone, cold): first step {r['first_s']:.1f} s, peak {r['peak_gib']:.2f} GiB, "
                 f"loss {r['first_loss']:.4f}",
                 flush=True,
             )
+    alone = {row: cold_summary(r) for row, r in runs.items() if r and row not in failed}
     for row in rows:
         if row in failed:
             continue
@@ -192,11 +228,18 @@ def report(
         """The first loss's error against eager's: the larger of the cold one's and this process's."""
         if eager is None:
             return None
-        pairs = [(r["first_loss"], eager["first_loss"]), (r["warm"]["first_loss"], eager["warm"]["first_loss"])]
+        pairs = [(loss, eager["first_loss"]) for loss in r.get("first_loss_runs", [r["first_loss"]])]
+        pairs.append((r["warm"]["first_loss"], eager["warm"]["first_loss"]))
         return worst(*(abs(loss - base) / abs(base) for loss, base in pairs))
 
     if cold:
-        print("\ncold: each row's first step and peak measured alone, in a fresh process with empty caches")
+        repeats = (
+            f" ({args.cold_repeats} processes per row, rows in turns: the median first step, its range, "
+            "and the largest peak)"
+            if args.cold_repeats > 1
+            else ""
+        )
+        print(f"\ncold: each row's first step and peak measured alone, in a fresh process with empty caches{repeats}")
     c = "cold " if cold else ""
     print(
         f"\n| row | ms / step | vs eager | vs torch.compile | MFU | {c}peak GiB | {c}alloc. peak GiB | {c}first step s "
@@ -221,7 +264,7 @@ def report(
             f"{100 * mfu:.1f}%",
             f"{r['peak_gib']:.2f}",
             f"{r['alloc_peak_gib']:.2f}",
-            f"{r['first_s']:.1f}",
+            f"{r['first_s']:.1f}" + first_range(r),
             f"{r['first_loss']:.4f}",
             "" if err is None else f"{err:.1e}",
         ]
@@ -234,6 +277,7 @@ def report(
                 "peak_gib": r["peak_gib"],
                 "alloc_peak_gib": r["alloc_peak_gib"],
                 "first_s": r["first_s"],
+                **({"first_s_runs": r["first_s_runs"]} if "first_s_runs" in r else {}),
                 "first_loss": r["first_loss"],
                 "error": err,
                 **({"warm": r["warm"]} if cold else {}),
@@ -259,7 +303,7 @@ def report(
             lambda a, b: ready[a]["peak_gib"] <= ready[b]["peak_gib"],
         ),
         (
-            f"hir default {c}first step <= torch.compile's",
+            f"hir default {c}first step{' (medians)' if cold and args.cold_repeats > 1 else ''} <= torch.compile's",
             "hir default",
             "torch.compile",
             lambda a, b: ready[a]["first_s"] <= ready[b]["first_s"],

@@ -40,3 +40,22 @@ def test_measure_row_needs_json():
         [sys.executable, SCRIPT, "--tiny", "--measure-row", "eager"], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 2 and "--measure-row needs --json" in done.stderr, done.stderr
+
+
+def test_cold_repeats_summary():
+    """``--cold-repeats``: a row's runs become the median first step with its range, the
+    largest peaks, and every run's loss for the check against eager's."""
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    import train
+
+    runs = [
+        {"first_s": 61.0, "first_loss": 10.5, "peak_gib": 26.8, "alloc_peak_gib": 26.9},
+        {"first_s": 40.0, "first_loss": 10.5001, "peak_gib": 26.9, "alloc_peak_gib": 26.9},
+        {"first_s": 55.0, "first_loss": 10.5, "peak_gib": 26.7, "alloc_peak_gib": 27.0},
+    ]
+    r = train.cold_summary(runs)
+    assert r["first_s"] == 55.0 and r["first_s_runs"] == [61.0, 40.0, 55.0]
+    assert (r["peak_gib"], r["alloc_peak_gib"]) == (26.9, 27.0)
+    assert r["first_loss_runs"] == [10.5, 10.5001, 10.5]
+    assert train.first_range(r) == " (40.0-61.0)"
+    assert train.first_range(train.cold_summary(runs[:1])) == ""
