@@ -36,13 +36,13 @@ started, modules imported, blocks cached. With ``--cold`` (the default on CUDA, 
 (``--measure-row ROW --json FILE``) in a fresh process of its own, with empty
 ``TORCHINDUCTOR_CACHE_DIR``, ``TRITON_CACHE_DIR`` and ``HIR_CACHE_DIR`` folders, on the
 same weights and batch; the table's ``cold first step s``, ``cold peak GiB`` and ``cold
-alloc. peak GiB`` are those. A cold first step moves by 10-20 s between fresh processes on
-one machine (torch.compile's 40-64 s on one H200 in one day's calls), so
-``--cold-repeats N`` measures each row N times, rows in turns, and the table shows the median
-first step with its range (the largest peak). Then the rows are built again in this process, one after the
-other, for the timed turns (their first steps there, warm, are printed as they go and
-written to ``--json`` under ``warm``). Without ``--cold`` the table's figures are those
-in-process ones.
+alloc. peak GiB`` are those. A cold first step moves by 10-20 s from one fresh process or
+machine to the next (torch.compile's row: 40-64 s over five H200 runs in benchmarks/RESULTS.md),
+so ``--cold-repeats N`` measures each row N times, rows in turns, and the table shows the
+median first step with its range (the largest peak). Then the rows are built again in this
+process, one after the other, for the timed turns (their first steps there, warm, are
+printed as they go and written to ``--json`` under ``warm``). Without ``--cold`` the
+table's figures are those in-process ones.
 
 The first step's loss (same weights, same batch) is checked against eager's: cold and in
 this process, the larger error shown (a wrong row prints WRONG). Rows are timed in turns:
@@ -150,6 +150,8 @@ def main() -> int:
     parser.add_argument("--measure-row", choices=ROWS, help="(what --cold runs) measure this row's first steps only")
     parser.add_argument("--json", default=None, help="write the results (with --measure-row: the row's) to this file")
     args = parser.parse_args()
+    if args.cold_repeats < 1:
+        parser.error("--cold-repeats: at least 1")
     args.device = args.device or ("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
     if args.measure_row:
         if not args.json:
@@ -175,8 +177,6 @@ def main() -> int:
         flush=True,
     )
 
-    if args.cold_repeats < 1:
-        parser.error("--cold-repeats: at least 1")
     ready, failed = {}, {}
     runs: dict = {row: [] for row in rows}
     for _ in range(args.cold_repeats if cold else 0):  # rows in turns: a slow spell of the machine hits each
