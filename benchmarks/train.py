@@ -17,10 +17,10 @@ Rows (``benchmarks/train_rows.py`` builds them):
   optimizer's step compiled too (``torch.compile(optimizer.step)``).
 - ``hir eager``: ``hir.train_step(..., graph=False, compile_kernels=False)``: the program's
   ops one by one.
-- ``hir default``: ``hir.train_step(...)`` (CUDA graphs, compiled regions, each compiled
-  whole).
-- ``hir default (regional)``: the same with ``regional=True`` (a region cut at its repeated
-  layers, each distinct piece compiled once).
+- ``hir default``: ``hir.train_step(...)`` (CUDA graphs, compiled regions cut at their
+  repeated layers, each distinct piece compiled once, elementwise values recomputed at the cuts).
+- ``hir default (whole region)``: the same with ``regional=False`` (the step's region
+  compiled whole).
 
 ``first step`` is the time from building the row (its model on the device) to its first
 loss (import, lowering, compilation, the step); ``peak`` is the most memory the row's

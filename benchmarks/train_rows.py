@@ -32,7 +32,7 @@ TINY = dict(
     max_position_embeddings=256,
     tie_word_embeddings=False,
 )
-ROWS = ["eager", "torch.compile", "hir eager", "hir default", "hir default (regional)"]
+ROWS = ["eager", "torch.compile", "hir eager", "hir default", "hir default (whole region)"]
 
 
 def workload(args: argparse.Namespace, layers: int | None = None) -> tuple:
@@ -95,7 +95,7 @@ def build(row: str, model: torch.nn.Module, args: argparse.Namespace, batch: tup
         return step
     options = {
         "hir eager": {"graph": False, "compile_kernels": False},
-        "hir default (regional)": {"regional": True},
+        "hir default (whole region)": {"regional": False},
     }.get(row, {})
     train = hir.train_step(model, opt, loss_fn, batch, **options)
 

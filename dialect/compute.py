@@ -119,10 +119,13 @@ class ComputeOp(HirOp):
     """Shared check: element types agree, the optional stream axis is in range.
     ``operand_axis`` is the op's axis map (which operand axis each output axis reads).
     ``ACCUMULATE_ATTR``: the unit attribute that makes the op add its result to what its
-    output holds (``output += ...``, the GEMM epilogue's beta = 1), or None when it has none."""
+    output holds (``output += ...``, the GEMM epilogue's beta = 1), or None when it has none.
+    ``ELEMENTWISE``: each output element reads only the operands' elements at its own index
+    (after broadcasting), so recomputing the output costs one pass over the operands."""
 
     STREAMABLE = True
     ACCUMULATE_ATTR = None  # (no annotation: ext would read it as an attribute field)
+    ELEMENTWISE = False
 
     CHECKED_ATTRS = (STREAM_AXIS_ATTR,)  # every attribute the check reads
     _UNEVEN_REFUSED_PER_KEY = True
@@ -185,6 +188,7 @@ class SetOp(ComputeOp, name="set"):
     output: ext.Operand[ir.MemRefType]
     operand_names = ("input",)
     DESTINATIONS = (1,)
+    ELEMENTWISE = True
 
     def check_compute(self) -> None:
         check_shape(self.shape("output"), self.shape("input"), "output")
@@ -207,6 +211,7 @@ class BinaryOp(ComputeOp, name="binary"):
     kind: ir.StringAttr
     operand_names = ("lhs", "rhs")
     DESTINATIONS = (2,)
+    ELEMENTWISE = True
     CHECKED_ATTRS = ("kind", STREAM_AXIS_ATTR)
 
     def check_compute(self) -> None:

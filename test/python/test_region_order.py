@@ -2,8 +2,9 @@
 :func:`hir.interpreter.kernels.inductor_options`): inductor's locality pass would sink every
 product used only by the region's outputs (a training step's weight gradients) to the end of
 the generated code, holding its inputs (the saved activations, the output head's logits
-gradient) through the whole backward. CPU: the default compile of a tiny Llama's training
-step, inductor's generated code read back."""
+gradient) through the whole backward. CPU: a tiny Llama's training step compiled as one
+region (``regional=False``: cut at its layers, no piece holds both the head's gradient and
+the layers' backward), inductor's generated code read back."""
 
 import re
 
@@ -32,7 +33,9 @@ def _step_code() -> str:
     model = LlamaForCausalLM(config)
     optimizer = torch.optim.AdamW(model.parameters(), fused=True)
     ids = torch.randint(0, VOCAB, (2, 32))
-    step = hir.train_step(model, optimizer, lambda m, i, t: m(i, labels=t).loss, (ids, ids), compile_kernels=True)
+    step = hir.train_step(
+        model, optimizer, lambda m, i, t: m(i, labels=t).loss, (ids, ids), compile_kernels=True, regional=False
+    )
     _, codes = run_and_get_code(step, ids, ids)
     return max(codes, key=len)  # the step's region
 

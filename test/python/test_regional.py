@@ -12,7 +12,7 @@ import torch
 import hir
 from hir.interpreter import Program
 from hir.interpreter.repeats import MIN_UNIT, repeated_units
-from training_util import TOL, assert_same_training, eager_step, optimizer
+from training_util import TOL, assert_same_training, eager_step, optimizer, steps_equal_eager, twins
 
 LAYERS = 4
 
@@ -131,3 +131,76 @@ def test_a_decode_steps_layers_compile_once():
     assert whole_stats.regions < stats.regions and stats.fallbacks == 0, (stats.summary(), whole_stats.summary())
     for got, want in zip(cut, whole):
         torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+M = "memref<8x8xf32>"
+
+
+def forward_backward_module(layers: int, update_w: bool = False) -> str:
+    """``layers`` forward units (a = x * w, b = a + x, c = b @ m, x' = c * w), then their
+    backward units in reverse (g = ((g @ m) * b + x) * a), each reading its forward unit's
+    x, a and b; ``update_w``: w doubled in place between the two."""
+    body, xs, x = [], [], "%x"
+
+    def op(kind: str, lhs: str, rhs: str, out: str) -> None:
+        body.append(f"  {out} = memref.alloc() : {M}")
+        if kind == "matmul":
+            body.append(f'  "hir.matmul"({lhs}, {rhs}, {out}) : ({M}, {M}, {M}) -> ()')
+        else:
+            body.append(f'  "hir.binary"({lhs}, {rhs}, {out}) {{kind = "{kind}"}} : ({M}, {M}, {M}) -> ()')
+
+    for i in range(layers):
+        xs.append(x)
+        op("mul", x, "%w", f"%a{i}")
+        op("add", f"%a{i}", x, f"%b{i}")
+        op("matmul", f"%b{i}", "%m", f"%c{i}")
+        op("mul", f"%c{i}", "%w", f"%x{i + 1}")
+        x = f"%x{i + 1}"
+    if update_w:
+        body.append(f'  "hir.binary"(%w, %w, %w) {{kind = "add"}} : ({M}, {M}, {M}) -> ()')
+    g = x
+    for i in reversed(range(layers)):
+        op("matmul", g, "%m", f"%g{i}")
+        op("mul", f"%g{i}", f"%b{i}", f"%h{i}")
+        op("add", f"%h{i}", xs[i], f"%k{i}")
+        op("mul", f"%k{i}", f"%a{i}", f"%d{i}")
+        body.append(f"  memref.dealloc %a{i} : {M}")
+        body.append(f"  memref.dealloc %b{i} : {M}")
+        g = f"%d{i}"
+    return f"func.func @main(%x: {M}, %w: {M}, %m: {M}) -> {M} {{\n" + "\n".join(body) + f"\n  return {g} : {M}\n}}"
+
+
+@pytest.mark.parametrize("update_w", [False, True])
+def test_a_backward_piece_recomputes_its_forwards_elementwise_values(update_w):
+    """Cut at its layers, the backward piece of a layer runs the forward's ``a = x * w`` and
+    ``b = a + x`` again from ``x`` (which it reads itself) and the argument ``w``, rather than
+    take ``a`` and ``b`` from the forward piece (rematerialize.py), except for the last layer,
+    whose backward runs right after its forward. With ``w`` written in between, ``a`` (which
+    would come out otherwise) is taken from the forward; ``b`` is still recomputed from ``a``
+    and ``x``, in every layer (the write is a piece between the last forward and its
+    backward). The op-by-op run says what is right."""
+    g = torch.Generator().manual_seed(0)
+    args = [torch.randn(8, 8, generator=g) * 0.3 for _ in range(3)]
+    module = forward_backward_module(3, update_w)
+    (want,) = Program(hir.parse(module), device="cpu", compile_kernels=False)([a.clone() for a in args])
+    cut = Program(hir.parse(module), device="cpu", compile_kernels=True)
+    torch.testing.assert_close(cut([a.clone() for a in args])[0], want)
+    stats = cut.kernel_compile
+    assert stats.recomputed == (3 if update_w else 4), stats.summary()
+    if not update_w:  # the first two forward pieces share a compile (the last backward piece
+        # returns the result, so its plan differs from the one before it)
+        assert (stats.regions, stats.repeats, stats.fallbacks) == (6, 1, 0), stats.summary()
+
+
+@pytest.mark.slow
+def test_a_llamas_regional_step_recomputes_at_the_cuts_and_equals_eager():
+    """``hir.train_step``'s default on a tiny Llama, compiled: the first layer's backward
+    piece recomputes its forward's norm and casts (rematerialize.py), and 3 AdamW steps
+    equal eager PyTorch's."""
+    model, opt, ref, ref_opt, loss_fn, batches = twins("llama", "adamw")
+    step = hir.train_step(model, opt, loss_fn, batches(1)[0], compile_kernels=True)
+    assert steps_equal_eager(step, loss_fn, batches(3), model, opt, ref, ref_opt, "llama") == ""
+    assert_same_training(model, opt, ref, ref_opt)
+    ((compiled, _),) = step._compiled.values()
+    stats = compiled.kernel_compile
+    assert stats.recomputed > 0 and stats.fallbacks == 0, stats.summary()

@@ -58,9 +58,6 @@ class TrainStep:
         self.accumulate = options.get("accumulate", 1)
         self.max_grad_norm = options.get("max_grad_norm")
         self.compile_options = {k: v for k, v in options.items() if k in COMPILE_OPTIONS}
-        # Whole regions by default: cut at its layers, a step compiles sooner but every value crossing
-        # a cut is a buffer of its own, so its peak is higher (docs/training.md).
-        self.compile_options.setdefault("regional", False)
         self.data_parallel, self.mesh, self.placements = (
             options.get("data_parallel"),
             options.get("mesh"),
@@ -300,8 +297,10 @@ def train_step(
     (dim 0 of each batch tensor split into K micro-batches, one update; the loss returned
     is their mean), and the compile options ``device`` (default: the model's), ``lower``,
     ``graph``, ``compile_kernels``, ``static_outputs``, ``num_streams``, ``autotune``, ``regional``
-    (:class:`hir.interpreter.Program`'s; ``regional`` is False here by default: a step cut at
-    its layers compiles sooner but holds more memory at its peak). ``data_parallel="replicate"`` (DDP) or
+    (:class:`hir.interpreter.Program`'s: with ``regional`` (default True) the step's region is
+    cut at its layers, each distinct one compiled once, and a backward piece recomputes the
+    elementwise values its forward piece wrote rather than keep them: docs/training.md).
+    ``data_parallel="replicate"`` (DDP) or
     ``"fully_shard"`` (FSDP2; ``reshard_after_forward=False`` keeps each gathered parameter from
     the forward to the backward instead of gathering it again there) with ``mesh`` (every rank,
     ``list(range(world))``): each rank passes the global batch and computes on its rows

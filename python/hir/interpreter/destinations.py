@@ -90,7 +90,9 @@ def _reads_any_strides(use: ir.OpOperand, written_by) -> bool:
     return False
 
 
-def _writes(use: ir.OpOperand, written_by) -> bool:
+def writes_use(use: ir.OpOperand, written_by: Callable[[ir.Operation], frozenset[int] | None]) -> bool:
+    """Whether ``use``'s op writes that operand; ``written_by(call)``: what a call writes
+    (None: unknown, counted as written)."""
     user = use.owner.operation
     if user.name == _DEALLOC:
         return False
@@ -101,7 +103,8 @@ def _writes(use: ir.OpOperand, written_by) -> bool:
     return written is None or use.operand_number in written
 
 
-def _root(value: ir.Value) -> ir.Value:
+def view_root(value: ir.Value) -> ir.Value:
+    """The buffer ``value`` is (a view of)."""
     while not isinstance(value.owner, ir.Block) and is_view(value.owner.operation):
         value = value.owner.operation.operands[0]
     return value
@@ -110,7 +113,7 @@ def _root(value: ir.Value) -> ir.Value:
 def _written_from(root: ir.Value, call: ir.Operation, written_by, by_call: bool = True) -> bool:
     """Whether ``root`` (or a view of it) is written by an op after ``call`` (or by ``call``)."""
     return any(
-        _writes(use, written_by)
+        writes_use(use, written_by)
         and ((by_call and use.owner.operation == call) or runs_after(use.owner.operation, call))
         for use in uses_through_views(root)
     )
@@ -118,20 +121,20 @@ def _written_from(root: ir.Value, call: ir.Operation, written_by, by_call: bool 
 
 def _alone(operands: list, index: int) -> bool:
     """Whether no other operand than ``operands[index]`` is (a view of) its buffer."""
-    root = _root(operands[index])
-    return all(i == index or not is_memref(v.type) or _root(v) != root for i, v in enumerate(operands))
+    root = view_root(operands[index])
+    return all(i == index or not is_memref(v.type) or view_root(v) != root for i, v in enumerate(operands))
 
 
 def _apart(operands: list, index: int) -> bool:
     """Whether destination ``operands[index]`` cannot overlap another operand: no other
     operand views the same buffer, and they are not both (views of) arguments, which the
     caller may have passed the same tensor for."""
-    root = _root(operands[index])
+    root = view_root(operands[index])
     argument = isinstance(root.owner, ir.Block)
     for i, value in enumerate(operands):
         if i == index or not is_memref(value.type):
             continue
-        other = _root(value)
+        other = view_root(value)
         if other == root or (argument and isinstance(other.owner, ir.Block)):
             return False
     return True
@@ -269,7 +272,7 @@ class DestinationPlanner:
             if not any_strides:
                 return None
             for source in output.may_alias:
-                root = _root(operands[source])
+                root = view_root(operands[source])
                 owner = root.owner
                 home = owner if isinstance(owner, ir.Block) else owner.operation.block
                 if home != call.block or _written_from(root, call, self.written_by):

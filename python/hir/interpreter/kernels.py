@@ -81,6 +81,7 @@ class KernelCompileStats:
     regions: int = 0  # of which compute regions (:mod:`hir.interpreter.regions`)
     regions_reason: str | None = None  # why no compute region runs compiled (None: they may)
     repeats: int = 0  # of which regions that repeat an earlier one (share its compiles)
+    recomputed: int = 0  # writes the pieces of cut regions run again instead of taking their values (rematerialize.py)
     compiles: int = 0  # (segment, signature) pairs compiled so far (a repeated region's: once)
     seconds: float = 0.0  # total trace + inductor compile time
     # calls run op by op (a signature first seen under capture, aliased arguments, or "auto" failing to compile)
@@ -94,8 +95,9 @@ class KernelCompileStats:
         alone = self.segments - self.regions
         fallbacks = f", {self.fallbacks} call(s) op by op instead (hir.compile log)" if self.fallbacks else ""
         repeats = f" ({self.repeats} repeating another: compiled once)" if self.repeats else ""
+        recomputed = f", {self.recomputed} write(s) recomputed at the cuts" if self.recomputed else ""
         return (
-            f"{self.regions} compiled region(s){repeats}, {alone} kernel segment(s) "
+            f"{self.regions} compiled region(s){repeats}{recomputed}, {alone} kernel segment(s) "
             f"compiled alone, {self.compiles} compile(s) in {self.seconds:.2f} s{fallbacks}"
         )
 

@@ -304,6 +304,11 @@ class Compiler:
         alloc has no step)."""
         return alloc in self._binds
 
+    def bound_by(self, alloc: ir.Value) -> ir.Operation | None:
+        """The op (a segment call, a compute op) whose result allocation ``alloc`` becomes, if any."""
+        bind = self._binds.get(alloc)
+        return bind.call if bind is not None else None
+
     def bound_operands(self, call: ir.OpView) -> list[tuple[int, Bind]]:
         """(operand index, bind) of each destination of ``call`` (a segment call or a compute
         op) that becomes its result."""

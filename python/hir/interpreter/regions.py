@@ -39,8 +39,12 @@ Kernel segments outside regions (in loop bodies) are compiled on their own as be
 
 With ``regional`` (``Program(regional=True)``, the default) a region is cut at its repeats
 and identical pieces share one compile (:mod:`hir.interpreter.repeats`): a model's layers
-are traced and compiled once, not once per layer.
+are traced and compiled once, not once per layer. A piece recomputes the elementwise values
+an earlier piece wrote instead of taking them across the cut (:mod:`hir.interpreter.rematerialize`).
 """
+
+import functools
+from collections.abc import Callable
 
 import torch
 from torch_mlir import ir
@@ -51,6 +55,7 @@ from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR, ComputeOp
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.kernels import AUTO_MIN_OPS, CompileMode, compiled_segment, compute_ops
 from hir.interpreter.plan import Compiler, Step
+from hir.interpreter.rematerialize import rematerialize
 from hir.interpreter.repeats import OpKeys, piece_key, pieces
 from hir.interpreter.steps import DEAD, OpInfo, run_steps
 
@@ -142,18 +147,28 @@ def compile_block(c: Compiler, ops: list, mode: CompileMode, shared: dict | None
     for start, end in spans + [(len(ops), len(ops))]:
         steps += c.steps(ops[done:start])
         span = ops[start:end]
-        for piece in (
-            pieces(span, keys, _host_scalar, weight) if span and shared is not None else [span] if span else []
-        ):
-            heavy = sum(weight(op.operation) for op in piece) >= min_ops
-            steps += [_region(c, piece, keys, shared)] if heavy else c.steps(piece)
+        cut = pieces(span, keys, _host_scalar, weight) if span and shared is not None else [span] if span else []
+        heavy = [sum(weight(op.operation) for op in piece) >= min_ops for piece in cut]
+        plan = rematerialize(c, cut, heavy) if len(cut) > 1 else None
+        for k, piece in enumerate(cut):
+            if not heavy[k]:
+                steps += c.steps(piece)
+            elif plan is None:
+                steps += [_region(c, piece, keys, shared)]
+            else:
+                returned = functools.partial(plan.returned, k, block=piece[0].operation.block)
+                c.runtime.kernel_compile.recomputed += len(plan.recomputed[k])
+                steps += [_region(c, plan.ops(k), keys, shared, returned)]
         done = end
     return steps
 
 
-def _region(c: Compiler, ops: list, keys: OpKeys, shared: dict | None) -> Step:
+def _region(
+    c: Compiler, ops: list, keys: OpKeys, shared: dict | None, returned: Callable[[ir.Value], bool] | None = None
+) -> Step:
     """One step running ``ops`` (a region, or a piece of one) compiled; with ``shared``,
-    on the signature cache of the pieces of its key."""
+    on the signature cache of the pieces of its key. ``returned(value)``: whether the step
+    returns a value it defines (default: when an op outside ``ops`` uses it)."""
     c.in_region = True
     try:
         steps = c.steps(ops)
@@ -165,16 +180,16 @@ def _region(c: Compiler, ops: list, keys: OpKeys, shared: dict | None) -> Step:
     inputs: list[ir.Value] = []
     for op in ops:
         op = op.operation
-        if op.name == _CALL:  # destinations the call binds are its results (destinations.py)
-            defined += [op.operands[i] for i, _ in c.bound_operands(op)]
+        # destinations the op binds are its results (destinations.py)
+        defined += [op.operands[i] for i, _ in c.bound_operands(op)]
         for value in op.operands:
             made_here = not isinstance(value.owner, ir.Block) and value.owner.operation in members
             if not made_here and value not in inputs and value not in defined:
                 inputs.append(value)
         defined += list(op.results)
-    outputs = [
-        v for v in dict.fromkeys(defined) if any(not _in_span(u.owner.operation, block, members) for u in v.uses)
-    ]
+    if returned is None:
+        returned = lambda v: any(not _in_span(u.owner.operation, block, members) for u in v.uses)  # noqa: E731
+    outputs = [v for v in dict.fromkeys(defined) if returned(v)]
     freed = [v for op in ops if op.operation.name == _DEALLOC for v in op.operation.operands if v in inputs]
     in_slots = [c.use(v) for v in inputs]
     out_slots = [c.use(v) for v in outputs]
