@@ -188,7 +188,6 @@ class SetOp(ComputeOp, name="set"):
     output: ext.Operand[ir.MemRefType]
     operand_names = ("input",)
     DESTINATIONS = (1,)
-    ELEMENTWISE = True
 
     def check_compute(self) -> None:
         check_shape(self.shape("output"), self.shape("input"), "output")

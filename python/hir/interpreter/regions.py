@@ -158,17 +158,23 @@ def compile_block(c: Compiler, ops: list, mode: CompileMode, shared: dict | None
             else:
                 returned = functools.partial(plan.returned, k, block=piece[0].operation.block)
                 c.runtime.kernel_compile.recomputed += len(plan.recomputed[k])
-                steps += [_region(c, plan.ops(k), keys, shared, returned)]
+                steps += [_region(c, plan.ops(k), keys, shared, returned, len(plan.recomputed[k]))]
         done = end
     return steps
 
 
 def _region(
-    c: Compiler, ops: list, keys: OpKeys, shared: dict | None, returned: Callable[[ir.Value], bool] | None = None
+    c: Compiler,
+    ops: list,
+    keys: OpKeys,
+    shared: dict | None,
+    returned: Callable[[ir.Value], bool] | None = None,
+    own: int = 0,
 ) -> Step:
     """One step running ``ops`` (a region, or a piece of one) compiled; with ``shared``,
     on the signature cache of the pieces of its key. ``returned(value)``: whether the step
-    returns a value it defines (default: when an op outside ``ops`` uses it)."""
+    returns a value it defines (default: when an op outside ``ops`` uses it); ``own``: the
+    index of its first own op (those before it are writes it recomputes, located elsewhere)."""
     c.in_region = True
     try:
         steps = c.steps(ops)
@@ -203,7 +209,7 @@ def _region(
         run_steps(steps, env)
         return [env[slot] for slot in out_slots]
 
-    first, last = c.where(ops[0]), c.where(ops[-1])
+    first, last = c.where(ops[own]), c.where(ops[-1])
     stats = c.runtime.kernel_compile
     stats.regions += 1
     cache = None

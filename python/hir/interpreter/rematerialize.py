@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import torch
 from torch_mlir import ir
-from torch_mlir.dialects import func
+from torch_mlir.dialects import func, memref
 
 from hir.dialect import OP_CLASSES, ComputeOp
 from hir.dialect.compute import KERNEL_ATTR
@@ -50,6 +50,7 @@ from hir.interpreter.plan import Compiler
 from hir.interpreter.updates import overload_of
 
 _CALL = func.CallOp.OPERATION_NAME
+_DEALLOC = memref.DeallocOp.OPERATION_NAME
 # Ops of a kernel segment that compute nothing: constants, lists of them, the bridges
 # between memrefs and torch tensors, the writes into destinations.
 _PLUMBING = (
@@ -79,20 +80,16 @@ class Rematerialized:
         return self.recomputed[k] + self.pieces[k]
 
     def returned(self, k: int, value: ir.Value, block: ir.Block) -> bool:
-        """Whether piece ``k`` returns ``value`` (one it defines): an op outside it, after
-        its start, that is in no piece recomputing ``value``, uses it."""
+        """Whether piece ``k`` returns ``value`` (one it defines, not one it recomputes): an
+        op outside it that is in no piece recomputing ``value`` uses it."""
         if value in self.local[k]:
             return False
-        members = self.members[k]
-        start = self.position[self.pieces[k][0].operation]
         for use in value.uses:
             user = ancestor_in(use.owner.operation, block)
-            if user is None or user in members:
+            if user is None or user in self.members[k]:
                 continue
             piece = self.piece_of.get(user)
-            if piece is None:  # after the region
-                return True
-            if self.position[user] > start and value not in self.local[piece]:
+            if piece is None or value not in self.local[piece]:  # (None: after the region)
                 return True
         return False
 
@@ -111,9 +108,11 @@ def rematerialize(c: Compiler, pieces: list[list], compiled: list[bool]) -> Rema
     for k, piece in enumerate(pieces):
         reads = _inputs(piece)
         chooser = _Chooser(c, plan, k, set(reads))
-        if compiled[k]:
+        if compiled[k]:  # (a value the piece only deallocates is not worth recomputing)
+            used = {v for op in piece if op.operation.name != _DEALLOC for v in op.operation.operands}
             for value in reads:
-                chooser.recompute(value)
+                if value in used:
+                    chooser.recompute(value)
         plan.recomputed.append(chooser.ops)
         plan.local.append(chooser.local)
         plan.members.append({op.operation for op in plan.ops(k)})
@@ -128,7 +127,6 @@ class _Chooser:
         self.ops: list = []
         self.local: set = set()
         self.reads = reads  # what the piece's own ops read from outside it
-        self.start = plan.position[plan.pieces[k][0].operation]
         self.block = plan.pieces[k][0].operation.block
         self.visiting: set = set()
         self.pinned: set = set()  # values a recomputed writer reads as the piece's inputs
@@ -152,6 +150,8 @@ class _Chooser:
         bound = {i for i, _ in self.c.bound_operands(writer)}
         if not _elementwise(self.c, writer) or set(_written(self.c, writer) or ()) != bound:
             return False
+        if any(self._written_by_other(writer.operands[i], writer) for i in bound):
+            return False  # (its value changes after W: W's output alone is not it)
         kept = len(self.ops), set(self.local), set(self.pinned)
         self.visiting.add(writer)
         try:
@@ -178,14 +178,28 @@ class _Chooser:
         return not self._written_between(value, writer)
 
     def _written_between(self, value: ir.Value, writer: ir.Operation) -> bool:
-        """Whether an op of the region after ``writer`` and before the piece writes ``value``."""
-        after = self.plan.position[writer]
-        for use in uses_through_views(view_root(value)):
-            user = ancestor_in(use.owner.operation, self.block)
-            where = self.plan.position.get(user) if user is not None else None
-            if where is not None and after < where < self.start and writes_use(use, self.c.destinations.written_by):
-                return True
+        """Whether an op that runs after ``writer`` and before the piece (pieces run in
+        order, each in block order) writes ``value``; a function argument may be the same
+        tensor as another, so then a write of any argument counts."""
+        root = view_root(value)
+        roots = list(self.block.arguments) if isinstance(root.owner, ir.Block) else [root]
+        piece, at = self.plan.piece_of[writer], self.plan.position[writer]
+        for root in roots:
+            for use in uses_through_views(root):
+                user = ancestor_in(use.owner.operation, self.block)
+                other = self.plan.piece_of.get(user) if user is not None else None
+                if other is None or not (piece < other < self.k or (other == piece and self.plan.position[user] > at)):
+                    continue
+                if writes_use(use, self.c.destinations.written_by):
+                    return True
         return False
+
+    def _written_by_other(self, value: ir.Value, writer: ir.Operation) -> bool:
+        """Whether an op other than ``writer`` writes ``value`` (or a view of it)."""
+        return any(
+            use.owner.operation != writer and writes_use(use, self.c.destinations.written_by)
+            for use in uses_through_views(view_root(value))
+        )
 
 
 def _written(c: Compiler, op: ir.Operation) -> frozenset[int] | tuple | None:

@@ -131,12 +131,17 @@ def pieces(ops: list, keys: OpKeys, host_scalar, weight) -> list[list]:
 
 def piece_key(ops: list, inputs: list, outputs: list, keys: OpKeys, site) -> tuple:
     """What a piece (``ops``, taking ``inputs`` and returning ``outputs``) traces to: its
-    ops' keys, each operand as an input position or an earlier op's result, the values it
-    returns, and ``site(op)``: the plan's decisions at each op."""
+    ops' keys, each operand as an input position, an earlier op's result or a destination an
+    earlier op binds (a recomputed write's, :mod:`hir.interpreter.rematerialize`), the values
+    it returns, and ``site(op)``: the plan's decisions at each op (``[0]``: the bound
+    destinations, ``(index, contiguous)``)."""
     refs: dict = {v: ("in", i) for i, v in enumerate(inputs)}
     body = []
     for p, op in enumerate(ops):
         op = op.operation
-        body.append((keys(op), tuple(refs.get(v) for v in op.operands), site(op)))
+        decisions = site(op)
+        body.append((keys(op), tuple(refs.get(v) for v in op.operands), decisions))
         refs.update({r: (p, n) for n, r in enumerate(op.results)})
+        for i, _ in decisions[0]:  # a destination bound to its result, allocated outside the piece
+            refs.setdefault(op.operands[i], (p, "bound", i))
     return tuple(body), tuple(refs.get(v) for v in outputs), len(inputs)
