@@ -52,6 +52,7 @@ from torch_mlir.dialects import func, memref
 
 from hir.dialect import OP_CLASSES
 from hir.dialect.compute import KERNEL_ATTR, ONCE_ATTR, ComputeOp
+from hir.dialect.irutils import ancestor_in
 from hir.dialect.p2p import SYMMETRIC_ATTR
 from hir.interpreter.kernels import AUTO_MIN_OPS, CompileMode, compiled_segment, compute_ops
 from hir.interpreter.plan import Compiler, Step
@@ -124,15 +125,6 @@ def region_spans(ops: list, functions: dict, min_ops: int) -> list[tuple[int, in
     return spans
 
 
-def _in_span(user: ir.Operation, block: ir.Block, members: set) -> bool:
-    """Whether ``user`` (an op, possibly nested in an op of ``block``) is one of ``members``."""
-    op: ir.Operation | None = user
-    while op is not None and op.block != block:
-        parent = op.parent
-        op = parent.operation if parent is not None else None
-    return op is not None and op in members
-
-
 def compile_block(c: Compiler, ops: list, mode: CompileMode, shared: dict | None = None) -> list[Step]:
     """The steps of a function body ``ops``, each compiled region as one step. ``shared``
     (regional compilation; None: regions stay whole): the signature caches of the program's
@@ -156,7 +148,7 @@ def compile_block(c: Compiler, ops: list, mode: CompileMode, shared: dict | None
             elif plan is None:
                 steps += [_region(c, piece, keys, shared)]
             else:
-                returned = functools.partial(plan.returned, k, block=piece[0].operation.block)
+                returned = functools.partial(plan.returned, k)
                 c.runtime.kernel_compile.recomputed += len(plan.recomputed[k])
                 steps += [_region(c, plan.ops(k), keys, shared, returned, len(plan.recomputed[k]))]
         done = end
@@ -194,7 +186,7 @@ def _region(
                 inputs.append(value)
         defined += list(op.results)
     if returned is None:
-        returned = lambda v: any(not _in_span(u.owner.operation, block, members) for u in v.uses)  # noqa: E731
+        returned = lambda v: any(ancestor_in(u.owner.operation, block) not in members for u in v.uses)  # noqa: E731
     outputs = [v for v in dict.fromkeys(defined) if returned(v)]
     freed = [v for op in ops if op.operation.name == _DEALLOC for v in op.operation.operands if v in inputs]
     in_slots = [c.use(v) for v in inputs]

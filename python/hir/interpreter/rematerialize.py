@@ -69,6 +69,7 @@ class Rematerialized:
     ``k`` runs at its start (in order); ``local[k]``, the values they define there."""
 
     pieces: list[list]
+    block: ir.Block  # the function body the region's ops are in
     recomputed: list[list] = field(default_factory=list)
     local: list[set] = field(default_factory=list)
     piece_of: dict = field(default_factory=dict)  # top-level op -> index of its own piece
@@ -79,13 +80,13 @@ class Rematerialized:
         """What piece ``k`` runs: its recomputed writers, then its own ops."""
         return self.recomputed[k] + self.pieces[k]
 
-    def returned(self, k: int, value: ir.Value, block: ir.Block) -> bool:
+    def returned(self, k: int, value: ir.Value) -> bool:
         """Whether piece ``k`` returns ``value`` (one it defines, not one it recomputes): an
         op outside it that is in no piece recomputing ``value`` uses it."""
         if value in self.local[k]:
             return False
         for use in value.uses:
-            user = ancestor_in(use.owner.operation, block)
+            user = ancestor_in(use.owner.operation, self.block)
             if user is None or user in self.members[k]:
                 continue
             piece = self.piece_of.get(user)
@@ -98,12 +99,11 @@ def rematerialize(c: Compiler, pieces: list[list], compiled: list[bool]) -> Rema
     """Decide, for each piece of one region (``pieces``, in the order they run), which
     writers of earlier pieces it runs again (see the module docstring); a piece that is not
     ``compiled`` (it runs op by op, on the function's own values) runs none."""
-    plan = Rematerialized(pieces)
+    plan = Rematerialized(pieces, pieces[0][0].operation.block)
     for k, piece in enumerate(pieces):
         for op in piece:
             plan.piece_of[op.operation] = k
-    block = pieces[0][0].operation.block
-    order = (op.operation for op in block.operations)
+    order = (op.operation for op in plan.block.operations)
     plan.position = {op: i for i, op in enumerate(order) if op in plan.piece_of}
     for k, piece in enumerate(pieces):
         reads = _inputs(piece)
@@ -127,7 +127,7 @@ class _Chooser:
         self.ops: list = []
         self.local: set = set()
         self.reads = reads  # what the piece's own ops read from outside it
-        self.block = plan.pieces[k][0].operation.block
+        self.block = plan.block
         self.visiting: set = set()
         self.pinned: set = set()  # values a recomputed writer reads as the piece's inputs
 
