@@ -15,7 +15,9 @@ without them, on the ~1B Llama's shapes (one GPU):
 
 Each kernel is timed as it ran before (column "plain": the attention a chunk and a combine
 kernel) and with its mechanism (``hir.interpreter.decode_kernels``): the product "split-K" (the
-autotuner may cut K into parts), the attention "fused" (the combine folded into the chunk kernel).
+autotuner may cut K into parts; with "one-row GEMV" too, one row runs on the CUDA cores, so at
+M=8 that column is split-K's again), the attention "fused" (the combine folded into the chunk
+kernel).
 
 Times are medians of ``triton.testing.do_bench`` over a CUDA graph of 20 calls rotating
 through enough weight copies to exceed the L2 (so every call reads from HBM); bandwidth counts
@@ -28,7 +30,11 @@ import sys
 
 import torch
 
-LINEAR_VARIANTS = {"plain": False, "split-K": True}  # -> split_k
+LINEAR_VARIANTS = {
+    "plain": (False, False),
+    "split-K": (True, False),
+    "split-K + one-row GEMV": (True, True),
+}  # -> split_k, gemv
 LINEARS = {
     "qkv": (3072, 2048),
     "o": (2048, 2048),
@@ -71,11 +77,11 @@ def linear_rows() -> list:
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             ref = x.double() @ weights[0].double().T
             errors = [
-                ((small_m_linear(x, weights[0], s).double() - ref).norm() / ref.norm()).item()
+                ((small_m_linear(x, weights[0], *s).double() - ref).norm() / ref.norm()).item()
                 for s in LINEAR_VARIANTS.values()
             ]
             times = {
-                label: graph_time([lambda w=w, x=x, s=s: small_m_linear(x, w, s) for w in weights])
+                label: graph_time([lambda w=w, x=x, s=s: small_m_linear(x, w, *s) for w in weights])
                 for label, s in LINEAR_VARIANTS.items()
             }
             cublas = graph_time([lambda w=w, x=x: torch.nn.functional.linear(x, w) for w in weights])

@@ -221,10 +221,13 @@ OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, aft
     "hir default, no decode kernels": {"decode_kernels": "none"},
     "hir default, kernels without their mechanisms": {"decode_kernels": "attention,linear,swiglu"},
     "hir default, attention's combine apart": {
-        "decode_kernels": "attention,linear,swiglu,split-k,inductor-pdl,tune-ahead"
+        "decode_kernels": "attention,linear,swiglu,split-k,gemv,inductor-pdl,tune-ahead"
     },
-    "hir default, no split-K": {"decode_kernels": "attention,linear,swiglu,fused-combine,inductor-pdl,tune-ahead"},
-    "hir default, no inductor PDL": {"decode_kernels": "attention,linear,swiglu,fused-combine,split-k,tune-ahead"},
+    "hir default, no split-K": {"decode_kernels": "attention,linear,swiglu,fused-combine,gemv,inductor-pdl,tune-ahead"},
+    "hir default, no one-row GEMV": {
+        "decode_kernels": "attention,linear,swiglu,fused-combine,split-k,inductor-pdl,tune-ahead"
+    },
+    "hir default, no inductor PDL": {"decode_kernels": "attention,linear,swiglu,fused-combine,split-k,gemv,tune-ahead"},
     "hir default, no SwiGLU op": {"swiglu_op": False},  # gate and up apart (hir.frontend.fx_rewrites.fuse_swiglu)
 }
 CASES = ("decode1", "decode8", "prefill")

@@ -59,8 +59,10 @@ def test_kernel_choice_by_environment(monkeypatch):
     monkeypatch.setenv(decode_kernels.ENV, "linear")
     assert decode_kernels.enabled("linear") and not decode_kernels.enabled("attention")
     assert decode_kernels.small_m_linear_op() is torch.ops.hir.small_m_linear.default
+    monkeypatch.setenv(decode_kernels.ENV, "linear,gemv")
+    assert decode_kernels.small_m_linear_op() is torch.ops.hir.small_m_linear_gemv.default
     monkeypatch.delenv(decode_kernels.ENV)
-    assert decode_kernels.small_m_linear_op() is torch.ops.hir.small_m_linear_splitk.default
+    assert decode_kernels.small_m_linear_op() is torch.ops.hir.small_m_linear_splitk_gemv.default
     monkeypatch.setenv(decode_kernels.ENV, "attention,fused-combine")
     assert decode_kernels.substitute(SDPA, lambda: DECODE, lambda: CONSTANTS, torch.device("cpu")) is SDPA
     monkeypatch.setattr(decode_kernels, "available", lambda device: True)
@@ -250,22 +252,25 @@ def test_one_launch_kernels_in_a_cuda_graph():
 @pytest.mark.gpu
 @needs_cuda
 @pytest.mark.parametrize(
-    "rows,n,k,split_k",
+    "rows,n,k,split_k,gemv",
     [
-        (1, 2048, 2048, False),
-        (8, 16384, 2048, True),
-        (8, 2048, 8192, True),
-        (3, 32000, 2048, False),
-        (16, 100, 72, True),
+        (1, 2048, 2048, False, False),
+        (1, 2048, 2048, True, True),
+        (1, 32000, 2048, False, True),
+        (1, 100, 72, True, True),
+        (8, 16384, 2048, True, True),
+        (8, 2048, 8192, True, False),
+        (3, 32000, 2048, False, False),
+        (16, 100, 72, True, False),
     ],
 )
-def test_small_m_linear_equals_float64(rows, n, k, split_k):
+def test_small_m_linear_equals_float64(rows, n, k, split_k, gemv):
     from hir.interpreter.triton_small_m import small_m_linear
 
     torch.manual_seed(rows + n)
     x = torch.randn(rows, 1, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    out = small_m_linear(x, w, split_k=split_k)
+    out = small_m_linear(x, w, split_k=split_k, gemv=gemv)
     ref = x.double() @ w.double().T
     assert (
         out.shape == (rows, 1, n) and out.is_contiguous() and ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
@@ -281,7 +286,10 @@ def test_a_request_is_answered_where_the_child_cannot_compile(tmp_path, monkeypa
     monkeypatch.setattr(decode_tuning, "_TUNER", None)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     missing = torch.device("cuda", 63)
-    keys = [decode_tuning.linear_key(torch.bfloat16, 1, 0, 64, True, missing), ("unknown", "bfloat16", missing.index)]
+    keys = [
+        decode_tuning.linear_key(torch.bfloat16, 1, 0, 64, True, True, missing),
+        ("unknown", "bfloat16", missing.index),
+    ]
     for key in keys + keys[:1]:
         decode_tuning.request(key)
     assert decode_tuning.waiting()
@@ -310,7 +318,7 @@ def test_the_child_started_ahead_takes_the_first_request(tmp_path, monkeypatch):
     decode_kernels.start_tuning(missing, torch.bfloat16)
     started = decode_tuning._TUNER
     assert started is not None and started.process.poll() is None
-    key = decode_tuning.linear_key(torch.bfloat16, 2, 0, 64, True, missing)
+    key = decode_tuning.linear_key(torch.bfloat16, 2, 0, 64, True, False, missing)
     decode_tuning.request(key)
     decode_tuning.wait(key)
     assert decode_tuning._TUNER is started and not decode_tuning.waiting()
@@ -345,18 +353,22 @@ def tuned_ahead_check(cache: str) -> None:
 
     tmp_path = pathlib.Path(cache)
     cuda = torch.device("cuda", torch.cuda.current_device())
-    linear = decode_tuning.linear_key(torch.bfloat16, 3, 1040, 528, True, cuda)
+    linear = decode_tuning.linear_key(torch.bfloat16, 3, 1040, 528, True, True, cuda)
+    one_row = decode_tuning.linear_key(torch.bfloat16, 1, 1040, 528, True, True, cuda)
     shapes = ((1, 4, 2, 64), (1, 4, 384, 64), (1, 1, 2, 384))
     attention = decode_tuning.attention_key(torch.bfloat16, *shapes, True, cuda)
-    for key in (linear, attention):
+    for key in (linear, one_row, attention):
         decode_tuning.request(key)
-    for key in (attention, linear):
+    for key in (attention, one_row, linear):
         decode_tuning.wait(key)
     assert not decode_tuning.waiting()
     tuned = [json.loads(path.read_text()) for path in tmp_path.glob("*/_small_m_linear.autotune.json")]
     assert len(tuned) == 1
-    compiled = {name: len(list(tmp_path.glob(f"*/{name}.json"))) for name in ("_small_m_linear", "_attention_chunk")}
-    assert compiled["_small_m_linear"] >= 2 and compiled["_attention_chunk"] == 1
+    tuned_gemv = [json.loads(path.read_text()) for path in tmp_path.glob("*/_gemv.autotune.json")]
+    assert len(tuned_gemv) == 1
+    kernels = ("_small_m_linear", "_gemv", "_attention_chunk")
+    compiled = {name: len(list(tmp_path.glob(f"*/{name}.json"))) for name in kernels}
+    assert compiled["_small_m_linear"] >= 2 and compiled["_gemv"] >= 2 and compiled["_attention_chunk"] == 1
 
     torch.manual_seed(0)
     x = torch.randn(3, 1, 528, device="cuda", dtype=torch.bfloat16)
@@ -365,6 +377,10 @@ def tuned_ahead_check(cache: str) -> None:
     assert relative_error(out, x.double() @ w.double().T) < 1e-2
     timings = triton_small_m._LINEAR[True].configs_timings
     assert sorted(timings.values()) == sorted(timing for _, timing in tuned[0]["configs_timings"])
+    out = torch.ops.hir.small_m_linear_splitk_gemv(x[:1], w)
+    assert relative_error(out, x[:1].double() @ w.double().T) < 1e-2
+    timings = triton_small_m._GEMV.configs_timings
+    assert sorted(timings.values()) == sorted(timing for _, timing in tuned_gemv[0]["configs_timings"])
     q, k, v, mask, ref = attention_case(1, 4, 2, 384, 200, 64, "cuda", torch.bfloat16)
     out = split_kv_attention(q, k, v, mask[:, :, :1].expand(shapes[2]).contiguous(), 0.125, fused_combine=True)
     assert relative_error(out, ref) < 1e-2

@@ -27,6 +27,10 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
   softmaxes themselves, the last of a (batch, head) to finish), not a chunk and a combine kernel;
 - ``split-k``: the product's autotuner may also cut K into parts (more programs in flight on a
   small weight; the last part of a strip to finish adds them up, so still one launch);
+- ``gemv``: a product of one row runs on the CUDA cores, each lane summing its products in
+  float32 (:mod:`hir.interpreter.triton_small_m`), not through tensor-core tiles of 16 rows
+  that stage the weight in shared memory (the gated product keeps its tiles: there the two
+  measured the same);
 - ``inductor-pdl``: a program planned with a decode kernel compiles its regions with inductor's
   programmatic dependent launch (``triton.enable_pdl``, where this torch has it: Hopper's
   launch of a kernel while the one before it drains), so the elementwise kernels around the
@@ -38,7 +42,7 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
   Triton's cache (:mod:`hir.interpreter.decode_tuning`).
 
 Each variant is an op of its own (``hir::attention``, ``hir::attention_fused``,
-``hir::small_m_linear``, ``hir::small_m_linear_splitk``, ``hir::swiglu_small_m``), the flags
+``hir::small_m_linear`` with the suffixes ``_splitk`` / ``_gemv``, ``hir::swiglu_small_m``), the flags
 fixed when the program is planned. Elsewhere (CPU, no Triton, other shapes) the ops are
 not used; called directly on other inputs they run torch's own kernels. ``HIR_DECODE_KERNELS``
 (read when a program is planned) picks what is used: a comma-separated subset of
@@ -58,7 +62,7 @@ from hir.dialect.context import HirError
 from hir.interpreter import decode_tuning
 
 KERNELS = ("attention", "linear", "swiglu")
-MECHANISMS = ("fused-combine", "split-k", "inductor-pdl", "tune-ahead")
+MECHANISMS = ("fused-combine", "split-k", "gemv", "inductor-pdl", "tune-ahead")
 ENV = "HIR_DECODE_KERNELS"
 MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
 MIN_CACHE = 128  # key positions from which the split-KV kernel is used
@@ -159,8 +163,8 @@ def substitute(overload, types: Callable[[], list[str]], constants: Callable[[],
 
 
 def small_m_linear_op():
-    """The ``hir::small_m_linear`` variant ``HIR_DECODE_KERNELS`` picks (with split-K or not)."""
-    return _SMALL_M_LINEAR[enabled("split-k")]
+    """The ``hir::small_m_linear`` variant ``HIR_DECODE_KERNELS`` picks (split-K, one-row GEMV)."""
+    return _SMALL_M_LINEAR[enabled("split-k"), enabled("gemv")]
 
 
 def tune_ahead_linear(x_shape: tuple, dtype: torch.dtype, w_shape: tuple, device: torch.device) -> None:
@@ -168,7 +172,7 @@ def tune_ahead_linear(x_shape: tuple, dtype: torch.dtype, w_shape: tuple, device
     (``dtype``) and a weight ``w_shape`` on ``device`` tuned ahead (module docstring)."""
     if _tune_ahead(device):
         rows, (n, k) = math.prod(x_shape[:-1]), w_shape
-        decode_tuning.request(decode_tuning.linear_key(dtype, rows, n, k, enabled("split-k"), device))
+        decode_tuning.request(decode_tuning.linear_key(dtype, rows, n, k, enabled("split-k"), enabled("gemv"), device))
 
 
 def _tune_ahead_attention(operand_types: list[str], fused: bool, device: torch.device) -> None:
@@ -285,9 +289,9 @@ def _attention_variant(name: str, fused_combine: bool):
     return getattr(torch.ops.hir, name).default
 
 
-def _small_m_linear_variant(name: str, split_k: bool):
+def _small_m_linear_variant(name: str, split_k: bool, gemv: bool):
     """Registers ``hir::name``: ``x @ weight.T`` (contiguous), through the small-M kernel on
-    CUDA (``split_k``: module docstring)."""
+    CUDA (``split_k``, ``gemv``: module docstring)."""
 
     @torch.library.custom_op(f"hir::{name}", mutates_args=())
     def small_m_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -303,8 +307,8 @@ def _small_m_linear_variant(name: str, split_k: bool):
 
             if decode_tuning.waiting():
                 rows, (n, k) = math.prod(x.shape[:-1]), weight.shape
-                decode_tuning.wait(decode_tuning.linear_key(x.dtype, rows, n, k, split_k, x.device))
-            return kernel(x, weight, split_k=split_k)
+                decode_tuning.wait(decode_tuning.linear_key(x.dtype, rows, n, k, split_k, gemv, x.device))
+            return kernel(x, weight, split_k=split_k, gemv=gemv)
         return F.linear(x, weight).contiguous()
 
     @small_m_linear.register_fake
@@ -314,10 +318,12 @@ def _small_m_linear_variant(name: str, split_k: bool):
     return getattr(torch.ops.hir, name).default
 
 
-# fused-combine -> op; split-k -> op
+# fused-combine -> op; (split-k, gemv) -> op
 _ATTENTION = {fused: _attention_variant("attention" + "_fused" * fused, fused) for fused in (False, True)}
 _SMALL_M_LINEAR = {
-    split: _small_m_linear_variant("small_m_linear" + "_splitk" * split, split) for split in (False, True)
+    (split, gemv): _small_m_linear_variant("small_m_linear" + "_splitk" * split + "_gemv" * gemv, split, gemv)
+    for split in (False, True)
+    for gemv in (False, True)
 }
 
 

@@ -97,14 +97,14 @@ _PENDING: dict[tuple, _Tuner] = {}  # key -> the child working on it
 _SENT: set[tuple] = set()  # every key sent (one request per key and process)
 
 
-def linear_key(dtype: torch.dtype, rows: int, n: int, k: int, split_k: bool, device: torch.device) -> tuple:
+def linear_key(dtype: torch.dtype, rows: int, n: int, k: int, split_k: bool, gemv: bool, device: torch.device) -> tuple:
     """The request for ``small_m_linear`` of ``rows`` rows of K ``k`` by an ``[n, k]`` weight."""
-    return ("linear", _name(dtype), rows, n, k, split_k, _index(device))
+    return ("linear", _name(dtype), rows, n, k, split_k, gemv, _index(device))
 
 
 def swiglu_key(dtype: torch.dtype, rows: int, n: int, k: int, device: torch.device) -> tuple:
     """The request for ``swiglu_small_m`` of ``rows`` rows of K ``k`` by two ``[n, k]`` weights."""
-    return ("swiglu", _name(dtype), rows, n, k, False, _index(device))
+    return ("swiglu", _name(dtype), rows, n, k, False, False, _index(device))
 
 
 def attention_key(
@@ -112,7 +112,7 @@ def attention_key(
 ) -> tuple:
     """The request for ``split_kv_attention`` of a ``query`` over ``key`` / ``value`` (4-d
     shapes) with a boolean ``mask`` of that shape."""
-    return ("attention", _name(dtype), *query, *key, *mask, fused_combine, _index(device))
+    return ("attention", _name(dtype), *query, *key, *mask, fused_combine, False, _index(device))
 
 
 def _name(dtype: torch.dtype) -> str:
@@ -195,8 +195,10 @@ def wait(key: tuple) -> None:
 
 
 def _compile(key: tuple) -> None:
-    """The child's calls for ``key``: the parent's kernels on random inputs of its shapes."""
-    kind, dtype, *sizes, flag, index = key
+    """The child's calls for ``key`` (kind, dtype name, sizes, the kernel's flag: split-K or
+    fused combine, the product's one-row GEMV, device index): the parent's kernels on random
+    inputs of its shapes."""
+    kind, dtype, *sizes, flag, gemv, index = key
     device = torch.device("cuda", index)
     dtype = getattr(torch, dtype)
     with torch.cuda.device(device):
@@ -205,7 +207,7 @@ def _compile(key: tuple) -> None:
 
             rows, n, k = sizes
             x = torch.randn(rows, k, device=device, dtype=dtype)
-            small_m_linear(x, torch.randn(n, k, device=device, dtype=dtype), split_k=flag)
+            small_m_linear(x, torch.randn(n, k, device=device, dtype=dtype), split_k=flag, gemv=gemv)
         elif kind == "swiglu":
             from hir.interpreter.triton_small_m import swiglu_small_m
 

@@ -12,6 +12,10 @@ tuning ahead of the first call, leaves them there for the caller to load).
 way, each program a strip of both weights' rows: one launch streams the two weights (at the
 bandwidth of a product of their combined size, without a copy of them concatenated) and
 writes the activation the down projection reads, with no elementwise kernel between.
+
+With ``gemv``, :func:`small_m_linear` runs a single row on the CUDA cores (:func:`_gemv`),
+autotuned the same way: at one row, tensor-core tiles of 16 rows and the weight's staging in
+shared memory cost more than the loads.
 """
 
 import math
@@ -118,16 +122,53 @@ _LINEAR = {
 }
 
 
-def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False) -> torch.Tensor:
+def _gemv_configs() -> list:
+    return [
+        triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w, num_stages=st)
+        for bn, tiles in (
+            (1, ((1024, 4), (2048, 4), (2048, 8))),
+            (2, ((512, 2), (1024, 4), (2048, 8))),
+            (4, ((512, 4), (1024, 4), (1024, 8))),
+            (8, ((256, 2), (512, 4))),
+        )
+        for bk, w in tiles
+        for st in (1, 3)
+    ]
+
+
+@triton.jit
+def _gemv(X, W, Y, N, K, swn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """``Y = X @ W.T`` for one row ``X``: each program a strip of ``BLOCK_N`` of ``W``'s rows,
+    the products summed per lane in float32 and reduced once at the end."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < N
+    acc = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        k_ok = ks < K
+        x = tl.load(X + ks, mask=k_ok, other=0.0)
+        w = tl.load(W + cols[:, None] * swn + ks[None, :], mask=col_ok[:, None] & k_ok[None, :], other=0.0)
+        acc += w.to(tl.float32) * x.to(tl.float32)[None, :]
+    tl.store(Y + cols, tl.sum(acc, axis=1).to(Y.dtype.element_ty), mask=col_ok)
+
+
+_GEMV = triton.autotune(configs=_gemv_configs(), key=["N", "K"], do_bench=_bench, cache_results=True)(_gemv)
+
+
+def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False, gemv: bool = False) -> torch.Tensor:
     """``x @ weight.T`` for ``x`` ``[..., K]`` with at most 16 rows in all and ``weight``
     ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype. ``split_k``: the
     autotuner may also cut K into 2 or 4 parts (more programs in flight on a small weight),
-    the last part of a strip to finish adding them up (one launch)."""
+    the last part of a strip to finish adding them up (one launch). ``gemv``: one row runs on
+    the CUDA cores (:func:`_gemv`)."""
     lead = x.shape[:-1]
     rows = math.prod(lead)
     x2 = x.reshape(rows, x.shape[-1])
     n, k = weight.shape
     out = torch.empty(rows, n, device=x.device, dtype=x.dtype)
+    if gemv and rows == 1 and x2.stride(1) == 1 and weight.stride(1) == 1:
+        _GEMV[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)](x2, weight, out, n, k, weight.stride(0))
+        return out.view(*lead, n)
     arrived = arrival_counters(x.device, n) if split_k else None
     work = torch.empty(MAX_SPLIT_K * 16 * n if split_k else 1, device=x.device, dtype=torch.float32)
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), meta["SPLIT_K"])  # noqa: E731
