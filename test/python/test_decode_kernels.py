@@ -353,7 +353,7 @@ def tuned_ahead_check(cache: str) -> None:
 
     tmp_path = pathlib.Path(cache)
     cuda = torch.device("cuda", torch.cuda.current_device())
-    linear = decode_tuning.linear_key(torch.bfloat16, 3, 1040, 528, True, True, cuda)
+    linear = decode_tuning.linear_key(torch.bfloat16, 3, 1040, 528, True, False, cuda)
     one_row = decode_tuning.linear_key(torch.bfloat16, 1, 1040, 528, True, True, cuda)
     shapes = ((1, 4, 2, 64), (1, 4, 384, 64), (1, 1, 2, 384))
     attention = decode_tuning.attention_key(torch.bfloat16, *shapes, True, cuda)
