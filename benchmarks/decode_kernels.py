@@ -9,6 +9,10 @@ without them, on the ~1B Llama's shapes (one GPU):
 - the MLP's gated product ``silu(x @ w_gate.T) * (x @ w_up.T)`` (8192 x 2048 each) for M = 1
   and 8: ``hir::swiglu_small_m``'s one launch against the two small-M products and torch's
   SiLU and product (what the step ran without it), and against cuBLAS and torch's;
+- M = 1, a product with its neighbours in one launch (``hir.interpreter.decode_fusions``): the
+  RMSNorm before q/k/v and before the gated product, the residual add after o and down,
+  against the one-row kernel and the norm (compiled by inductor) or add apart, and cuBLAS
+  with the same (the error there is against the cuBLAS row, not float64);
 - attention of a KV head's 4 stacked query rows over a 1024-position cache at batch 1 and 8,
   513 positions used (the benchmark's decode steps): the split-KV kernel against
   ``scaled_dot_product_attention`` with the boolean mask (what runs without it).
@@ -115,6 +119,66 @@ def swiglu_rows() -> list:
     return rows
 
 
+def fused_rows() -> list:
+    """M = 1: each product with its RMSNorm or residual add in one launch
+    (``hir.interpreter.decode_fusions``) against the one-row product and the norm or add apart
+    (the norm compiled by inductor into one kernel, as a compiled region runs it), and against
+    cuBLAS with the same."""
+    from hir.interpreter.decode_fusions import rms_norm
+    from hir.interpreter.triton_fused_gemv import gemv_fused
+    from hir.interpreter.triton_small_m import small_m_linear, swiglu_small_m
+
+    norm = torch.compile(rms_norm)
+    silu, linear = torch.nn.functional.silu, torch.nn.functional.linear
+
+    def gated(ws, x, nw, r):
+        normed = norm(x, nw, 1e-5)
+        return silu(linear(normed, ws[0])) * linear(normed, ws[1])
+
+    # name -> (weights of, weights per call, one launch, apart, cuBLAS); each fn(ws, x, nw, r)
+    cases = {
+        "rms_norm + qkv": (
+            "qkv",
+            1,
+            lambda ws, x, nw, r: gemv_fused(x, ws[0], norm_weight=nw, eps=1e-5),
+            lambda ws, x, nw, r: small_m_linear(norm(x, nw, 1e-5), ws[0], True, True),
+            lambda ws, x, nw, r: linear(norm(x, nw, 1e-5), ws[0]),
+        ),
+        "rms_norm + gate/up": (
+            "gate or up",
+            2,
+            lambda ws, x, nw, r: gemv_fused(x, ws[0], norm_weight=nw, eps=1e-5, w_up=ws[1]),
+            lambda ws, x, nw, r: swiglu_small_m(norm(x, nw, 1e-5), *ws),
+            gated,
+        ),
+    }
+    for name, weights_of in (("o + residual", "o"), ("down + residual", "down")):
+        cases[name] = (
+            weights_of,
+            1,
+            lambda ws, x, nw, r: gemv_fused(x, ws[0], residual=r),
+            lambda ws, x, nw, r: r + small_m_linear(x, ws[0], True, True),
+            lambda ws, x, nw, r: r + linear(x, ws[0]),
+        )
+    rows = []
+    for name, (weights_of, per_call, fused, apart, theirs) in cases.items():
+        n, k = LINEARS[weights_of]
+        count = min(copies_for(per_call * n * k * 2), 20)
+        bf16 = {"device": "cuda", "dtype": torch.bfloat16}
+        weights = [[torch.randn(n, k, **bf16) / k**0.5 for _ in range(per_call)] for _ in range(count)]
+        row = (torch.randn(1, k, **bf16), torch.randn(k, **bf16), torch.randn(1, n, **bf16))
+        ref = theirs(weights[0], *row).double()
+        error = ((fused(weights[0], *row).double() - ref).norm() / ref.norm()).item()
+        times = {
+            label: graph_time([lambda ws=ws, fn=fn, row=row: fn(ws, *row) for ws in weights])
+            for label, fn in (("apart", apart), ("one launch", fused))
+        }
+        cublas = graph_time([lambda ws=ws, fn=theirs, row=row: fn(ws, *row) for ws in weights])
+        shape = f"{'2x' * (per_call == 2)}{n}x{k}"
+        rows.append((f"{name} [{shape}], M=1", times, cublas, (per_call * n * k + 2 * k + 2 * n) * 2, error))
+    return rows
+
+
 def attention_rows() -> list:
     from hir.interpreter.triton_decode import split_kv_attention
 
@@ -184,7 +248,7 @@ def main() -> None:
         "| best GB/s (share of peak) | rel. error vs float64 |"
     )
     print("|---|---|---:|---:|---:|---:|")
-    for rows in (attention_rows, swiglu_rows, linear_rows):  # each table row printed as it is measured
+    for rows in (attention_rows, swiglu_rows, fused_rows, linear_rows):  # each table row printed as it is measured
         for name, times, theirs, nbytes, error in rows():
             best = min(times.values())
             gbps = nbytes / best / 1e6

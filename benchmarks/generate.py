@@ -28,7 +28,9 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
   second process of each on the first one's caches (hir's import cache and both inductor caches).
 - ``generate``: tokens per second of ``hir.generate`` against HF ``generate`` with a static
   cache (``cache_implementation="static"``: HF compiles its decode step on CUDA), greedy,
-  ``--new`` tokens after a ``--prompt``-token prompt, and whether their tokens agree.
+  ``--new`` tokens after a ``--prompt``-token prompt, and whether their tokens agree; with
+  ``--generate-kernels``, also ``hir.generate`` under those ``HIR_DECODE_KERNELS`` values, timed
+  in turns with the default (each a mechanism's before/after in tokens per second).
 - options (after the sections above, while the budget lasts): the A/B of hir's mechanisms
   on the decode cases (autotune on the prefill too), timed in turns with torch.compile and hir default again: without
   grouped attention (``from_torch(grouped_attention=False)``: HF's repeated KV heads),
@@ -40,7 +42,8 @@ Weights are random from a config (no download), seed 0. Sections (``--sections``
   of the cache's used positions) over its time, and that bandwidth's share of ``--peak-tbps``
   (4.8: an H200); a row that reads more (the whole static cache) is still charged the fewest.
   The options' rows ``no decode kernels``, ``kernels without their mechanisms`` and those
-  leaving one out plan the program under ``HIR_DECODE_KERNELS`` (:mod:`hir.interpreter.decode_kernels`);
+  leaving one out plan the program under ``HIR_DECODE_KERNELS`` (:mod:`hir.interpreter.decode_kernels`;
+  without ``norm-residual`` they import it under that too: :mod:`hir.frontend.fx_fusions`);
   ``no SwiGLU op`` imports without :func:`hir.frontend.fx_rewrites.fuse_swiglu` (gate and up two
   products and an elementwise kernel, as before that rewrite).
 - ``--cases`` (``decode1,decode8,prefill``), ``--rows`` and ``--option-rows`` (``;``-separated
@@ -121,10 +124,12 @@ class Case:
     ):
         """A row calling ``program.compile(state, **options)`` of ``hir_module`` (the default
         import made once; ``grouped_attention`` / ``fused_projections`` off: an import of its own;
-        ``decode_kernels``: ``HIR_DECODE_KERNELS`` while the program is planned; ``swiglu_op``
+        ``decode_kernels``: ``HIR_DECODE_KERNELS`` while the program is planned, and imported
+        where it leaves ``norm-residual`` out, which the import's fusions follow; ``swiglu_op``
         off: an import without ``fuse_swiglu``)."""
         import hir
         import hir.frontend.export as export
+        from hir.interpreter import decode_kernels as kernels
 
         if not swiglu_op:
             with mock.patch.object(export, "fuse_swiglu", lambda graph, parameters: 0):
@@ -150,6 +155,8 @@ class Case:
                 grouped_attention=grouped_attention,
                 fused_projections=fused_projections,
             )
+        elif not kernels.enabled("norm-residual"):  # the default import fuses them: one of its own
+            program = hir.from_torch(self.hir_module, (self.ids, self.pos))
         else:
             if self.program is None:
                 self.program = hir.from_torch(self.hir_module, (self.ids, self.pos))
@@ -221,13 +228,20 @@ OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, aft
     "hir default, no decode kernels": {"decode_kernels": "none"},
     "hir default, kernels without their mechanisms": {"decode_kernels": "attention,linear,swiglu"},
     "hir default, attention's combine apart": {
-        "decode_kernels": "attention,linear,swiglu,split-k,gemv,inductor-pdl,tune-ahead"
+        "decode_kernels": "attention,linear,swiglu,split-k,gemv,norm-residual,inductor-pdl,tune-ahead"
     },
-    "hir default, no split-K": {"decode_kernels": "attention,linear,swiglu,fused-combine,gemv,inductor-pdl,tune-ahead"},
+    "hir default, no split-K": {
+        "decode_kernels": "attention,linear,swiglu,fused-combine,gemv,norm-residual,inductor-pdl,tune-ahead"
+    },
     "hir default, no one-row GEMV": {
-        "decode_kernels": "attention,linear,swiglu,fused-combine,split-k,inductor-pdl,tune-ahead"
+        "decode_kernels": "attention,linear,swiglu,fused-combine,split-k,norm-residual,inductor-pdl,tune-ahead"
     },
-    "hir default, no inductor PDL": {"decode_kernels": "attention,linear,swiglu,fused-combine,split-k,gemv,tune-ahead"},
+    "hir default, norm and residual apart": {
+        "decode_kernels": "attention,linear,swiglu,fused-combine,split-k,gemv,inductor-pdl,tune-ahead"
+    },
+    "hir default, no inductor PDL": {
+        "decode_kernels": "attention,linear,swiglu,fused-combine,split-k,gemv,norm-residual,tune-ahead"
+    },
     "hir default, no SwiGLU op": {"swiglu_op": False},  # gate and up apart (hir.frontend.fx_rewrites.fuse_swiglu)
 }
 CASES = ("decode1", "decode8", "prefill")
@@ -250,6 +264,12 @@ def main() -> None:
     parser.add_argument("--prompt", type=int, default=None, help="generate: prompt tokens (default 128; --small 8)")
     parser.add_argument("--new", type=int, default=None, help="generate / loop: new tokens (default 128; --small 32)")
     parser.add_argument("--generate-batches", default="1,8")
+    parser.add_argument(
+        "--generate-kernels",
+        default="",
+        help="generate: also hir.generate under each of these HIR_DECODE_KERNELS values (';'-separated), "
+        "timed in turns with the default",
+    )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--number", type=int, default=30)
     parser.add_argument("--generate-repeat", type=int, default=3)
@@ -283,6 +303,7 @@ def main() -> None:
     args.prompt = args.prompt or (8 if args.small else 128)
     args.new = args.new or (32 if args.small else 128)
     args.generate_batches = [int(b) for b in args.generate_batches.split(",") if b]
+    args.generate_kernels = [v for v in args.generate_kernels.split(";") if v]
     args.cases = args.cases.split(",") if args.cases else []
     args.rows, args.option_rows = (v.split(";") if v else [] for v in (args.rows, args.option_rows))
     for given, known, what in (

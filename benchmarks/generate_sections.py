@@ -153,7 +153,52 @@ def generate_section(model, args: argparse.Namespace, clock: Clock, batches: lis
             f"{row['hir_tokens_per_s'] / row['hf_tokens_per_s']:.2f}x | {row['hir_first_s']:.1f}, "
             f"{row['hf_first_two_s']:.1f} | {row['agree']:.0%} |"
         )
+    if args.generate_kernels:
+        print(
+            "\n| hir.generate tok/s by HIR_DECODE_KERNELS, timed in turns | "
+            + " | ".join(["default", *args.generate_kernels])
+            + " |\n|---|"
+            + "---:|" * (1 + len(args.generate_kernels))
+        )
+        for row in rows:
+            speeds = [f"{v:.0f} ({v / row['by_kernels'][0]:.2f}x)" for v in row["by_kernels"]]
+            print(f"| batch {row['batch']} | " + " | ".join(speeds) + " |")
     return rows
+
+
+def generate_by_kernels(model, ids, options: dict, args: argparse.Namespace, batch: int, sync) -> list:
+    """``hir.generate``'s tokens per second with ``HIR_DECODE_KERNELS`` unset, then set to each
+    of ``--generate-kernels``, each with programs of its own (imported and planned under it:
+    the model's cached generators are dropped in between), timed in turns."""
+    import hir
+    from hir.frontend import generators
+
+    settings = [None, *args.generate_kernels]
+    saved = os.environ.get("HIR_DECODE_KERNELS")
+    calls = []
+    for setting in settings:
+        generators._GENERATORS.pop(model, None)
+        _set_kernels(setting)
+        hir.generate(model, ids, **options)  # its programs built, compiled and captured
+        calls.append(generators._GENERATORS.pop(model))
+    times = [float("inf")] * len(settings)
+    try:
+        for _ in range(args.generate_repeat):
+            for i, (setting, cached) in enumerate(zip(settings, calls)):
+                _set_kernels(setting)
+                generators._GENERATORS[model] = cached
+                times[i] = min(times[i], best(lambda: hir.generate(model, ids, **options), 1, 1, sync))
+    finally:
+        generators._GENERATORS.pop(model, None)
+        _set_kernels(saved)
+    return [batch * args.new / t for t in times]
+
+
+def _set_kernels(value: str | None) -> None:
+    if value is None:
+        os.environ.pop("HIR_DECODE_KERNELS", None)
+    else:
+        os.environ["HIR_DECODE_KERNELS"] = value
 
 
 def generate_batch(model, args: argparse.Namespace, batch: int, sync) -> dict:
@@ -189,6 +234,8 @@ def generate_batch(model, args: argparse.Namespace, batch: int, sync) -> dict:
         "hf_first_two_s": hf_first,
         "agree": new.float().mean().item(),
     }
+    if args.generate_kernels:
+        row["by_kernels"] = generate_by_kernels(model, ids, options, args, batch, sync)
     print(
         f"  generate batch {batch}: hir {row['hir_tokens_per_s']:.0f} tok/s, HF {row['hf_tokens_per_s']:.0f} tok/s",
         flush=True,

@@ -22,7 +22,7 @@ echo "=== benchmarks/generate.py ($left s, in the background: $out/generate.txt)
   | grep --line-buffered -v "Warning\|warn(" > "$out/generate.txt") &
 generate=$!
 echo "=== GPU tests: decode kernels"
-timeout "${HIR_CAP_TESTS:-150}" python3 -m pytest -q -p no:cacheprovider -m "${HIR_DECODE_MARK:-gpu}" -rs test/python/test_decode_kernels.py 2>&1 | tee "$out/gpu_tests.txt" | tail -n 25
+timeout "${HIR_CAP_TESTS:-150}" python3 -m pytest -q -p no:cacheprovider -m "${HIR_DECODE_MARK:-gpu}" -rs test/python/test_decode_kernels.py test/python/test_swiglu.py test/python/test_fused_gemv.py test/python/test_fx_fusions.py 2>&1 | tee "$out/gpu_tests.txt" | tail -n 25
 wait "$generate"
 cat "$out/generate.txt"
 if [ "${HIR_CAP_KERNELS:-75}" -gt 0 ]; then

@@ -284,6 +284,8 @@ def test_a_request_is_answered_where_the_child_cannot_compile(tmp_path, monkeypa
     from hir.interpreter import decode_tuning
 
     monkeypatch.setattr(decode_tuning, "_TUNER", None)
+    monkeypatch.setattr(decode_tuning, "_PENDING", {})  # (earlier tests' plans may leave requests unanswered)
+    monkeypatch.setattr(decode_tuning, "_SENT", set())
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     missing = torch.device("cuda", 63)
     keys = [
@@ -308,8 +310,10 @@ def test_the_child_started_ahead_takes_the_first_request(tmp_path, monkeypatch):
     from hir.interpreter import decode_kernels, decode_tuning
 
     monkeypatch.setattr(decode_tuning, "_TUNER", None)
+    monkeypatch.setattr(decode_tuning, "_PENDING", {})  # (earlier tests' plans may leave requests unanswered)
+    monkeypatch.setattr(decode_tuning, "_SENT", set())
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
-    for check in ("available", "_tune_ahead"):  # as on a machine with CUDA and Triton
+    for check in ("available", "tune_ahead"):  # as on a machine with CUDA and Triton
         monkeypatch.setattr(decode_kernels, check, lambda device: device.type == "cuda")
     missing = torch.device("cuda", 62)  # no such device: the child answers its requests as failed
     decode_kernels.start_tuning(torch.device("cpu"), torch.bfloat16)

@@ -35,6 +35,7 @@ import torch
 
 from hir.core import HirError
 from hir.frontend.flash_rewrite import flash_attention_ops
+from hir.frontend.fx_fusions import fuse_norm_products, fuse_residual_products
 from hir.frontend.fx_rewrites import (
     drop_metadata_checks,
     forward_copies,
@@ -43,6 +44,7 @@ from hir.frontend.fx_rewrites import (
     group_query_heads,
 )
 from hir.frontend.output_tree import flatten_with_tree
+from hir.interpreter import decode_kernels
 
 
 @dataclass
@@ -130,7 +132,9 @@ def export(
     (by name; an alias names its entry); ``group_heads``: grouped-query attention on un-repeated keys
     and values (:func:`hir.frontend.fx_rewrites.group_query_heads`); ``fuse``: one GEMM per
     group of projections of one input (:func:`hir.frontend.fx_rewrites.fuse_projections`), an
-    MLP's gated product one op (:func:`~hir.frontend.fx_rewrites.fuse_swiglu`);
+    MLP's gated product one op (:func:`~hir.frontend.fx_rewrites.fuse_swiglu`), and with
+    ``HIR_DECODE_KERNELS``' ``norm-residual`` a one-row product with its RMSNorm or residual add
+    (:mod:`hir.frontend.fx_fusions`);
     ``keep_composites``: see :func:`functional_export`."""
     names, aliases, values, transient = module_state(module)
     outputs: dict = {}  # names and tree of the module's result, recorded by the trace
@@ -168,6 +172,9 @@ def export(
         parameters = _read_only_state(program, len(names))
         fuse_swiglu(program.graph, parameters)
         fuse_projections(program.graph, parameters)
+        if decode_kernels.enabled("norm-residual"):
+            fuse_norm_products(program.graph)
+            fuse_residual_products(program.graph)
     arguments, constants, mutated = _signature(program, names)
     return Exported(program, arguments, aliases, {**constants, **transient}, outputs["names"], mutated, outputs["tree"])
 

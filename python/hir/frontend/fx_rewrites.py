@@ -59,7 +59,7 @@ def group_query_heads(graph: torch.fx.Graph) -> int:
     masks: dict = {}  # (mask node, groups) -> its stacked rows, shared by the layers
     for node in list(graph.nodes):
         if node.op == "call_function" and node.target is _SDPA:
-            with _rollback(graph, "group_query_heads"):
+            with rollback(graph, "group_query_heads"):
                 count += _rewrite(graph, node, masks)
     if count:
         graph.eliminate_dead_code()
@@ -83,13 +83,14 @@ def _repeated(node: Any) -> tuple[Any, int] | None:
     if unsqueeze.op != "call_function" or unsqueeze.target is not aten.unsqueeze.default or unsqueeze.args[1] != 2:
         return None
     source, sizes = unsqueeze.args[0], inner.args[1]
-    shape = _shape(source)
+    shape = fake_shape(source)
     if shape is None or len(shape) != 4 or len(sizes) != 5 or not isinstance(sizes[2], int) or sizes[2] < 2:
         return None
     return source, sizes[2]
 
 
-def _shape(node: Any) -> tuple | None:
+def fake_shape(node: Any) -> tuple | None:
+    """The shape of ``node``'s fake value; None where it has no tensor value."""
     value = node.meta.get("val") if hasattr(node, "meta") else None
     return tuple(value.shape) if isinstance(value, torch.Tensor) else None
 
@@ -108,7 +109,7 @@ def _rewrite(graph: torch.fx.Graph, sdpa: Any, masks: dict) -> bool:
     if k is None or v is None or k[1] != v[1]:
         return False
     groups = k[1]
-    q_shape, kv_shape = _shape(query), _shape(k[0])
+    q_shape, kv_shape = fake_shape(query), fake_shape(k[0])
     if (
         q_shape is None
         or kv_shape is None
@@ -120,7 +121,7 @@ def _rewrite(graph: torch.fx.Graph, sdpa: Any, masks: dict) -> bool:
     kv_heads = kv_shape[1]
     if heads != kv_heads * groups:
         return False
-    mask_shape = _shape(mask) if mask is not None else None
+    mask_shape = fake_shape(mask) if mask is not None else None
     if mask is not None and (
         mask_shape is None
         or len(mask_shape) != 4
@@ -248,7 +249,7 @@ def fuse_projections(graph: torch.fx.Graph, parameters: set) -> int:
     groups fused."""
     groups: dict = {}
     for node in graph.nodes:
-        if node.op == "call_function" and node.target is _LINEAR and _projection(node, parameters):
+        if node.op == "call_function" and node.target is _LINEAR and projection(node, parameters):
             groups.setdefault(node.args[0], []).append(node)
     first = next((n for n in graph.nodes if n.op != "placeholder"), None)
     count = 0
@@ -257,12 +258,12 @@ def fuse_projections(graph: torch.fx.Graph, parameters: set) -> int:
         dtypes = {n.args[1].meta["val"].dtype for n in linears}
         if len(linears) < FUSED_MIN or len(biased) != 1 or len(dtypes) != 1 or first is None:
             continue
-        with _rollback(graph, "fuse_projections"):
+        with rollback(graph, "fuse_projections"):
             with graph.inserting_before(first):
                 weight = new_node(graph, aten.cat.default, [n.args[1] for n in linears], 0)
                 bias = new_node(graph, aten.cat.default, [n.args[2] for n in linears], 0) if biased.pop() else None
             with graph.inserting_before(min(linears, key=_position(graph))):
-                fused = new_node(graph, _LINEAR, x, weight, *([bias] if bias is not None else []), meta=_linear_value)
+                fused = new_node(graph, _LINEAR, x, weight, *([bias] if bias is not None else []), meta=linear_value)
             parts, start = [], 0
             for n in linears:
                 rows = n.args[1].meta["val"].shape[0]
@@ -291,21 +292,21 @@ def fuse_swiglu(graph: torch.fx.Graph, parameters: set) -> int:
     number replaced."""
     count = 0
     for node in list(graph.nodes):
-        if not (_only_use(node, _MUL, None) and len(node.args) == 2):
+        if not (only_use(node, _MUL, None) and len(node.args) == 2):
             continue
         silu, up = node.args
-        if not _only_use(silu, _SILU, node):
+        if not only_use(silu, _SILU, node):
             silu, up = up, silu
-        if not (_only_use(silu, _SILU, node) and _only_use(up, _LINEAR, node)):
+        if not (only_use(silu, _SILU, node) and only_use(up, _LINEAR, node)):
             continue
         gate = silu.args[0]
-        if not (_only_use(gate, _LINEAR, silu) and gate.args[0] is up.args[0]):
+        if not (only_use(gate, _LINEAR, silu) and gate.args[0] is up.args[0]):
             continue
-        if not all(len(n.args) == 2 and _projection(n, parameters) for n in (gate, up)):
+        if not all(len(n.args) == 2 and projection(n, parameters) for n in (gate, up)):
             continue
-        if _shape(gate.args[1]) != _shape(up.args[1]):
+        if fake_shape(gate.args[1]) != fake_shape(up.args[1]):
             continue
-        with _rollback(graph, "fuse_swiglu"), graph.inserting_before(node):
+        with rollback(graph, "fuse_swiglu"), graph.inserting_before(node):
             fused = new_node(graph, decode_kernels.SWIGLU, gate.args[0], gate.args[1], up.args[1], meta=_swiglu_value)
             node.replace_all_uses_with(fused)
             for dead in (node, silu, gate, up):
@@ -314,7 +315,7 @@ def fuse_swiglu(graph: torch.fx.Graph, parameters: set) -> int:
     return count
 
 
-def _only_use(node: Any, target: Any, user: Any) -> bool:
+def only_use(node: Any, target: Any, user: Any) -> bool:
     """Whether ``node`` is a ``target`` call on nodes, without keywords, used by ``user`` only
     (``user`` None: by anything)."""
     return (
@@ -328,7 +329,7 @@ def _only_use(node: Any, target: Any, user: Any) -> bool:
 
 
 @contextlib.contextmanager
-def _rollback(graph: torch.fx.Graph, what: str) -> Iterator[None]:
+def rollback(graph: torch.fx.Graph, what: str) -> Iterator[None]:
     """Undo a rewrite whose new nodes' fake values could not be computed (it then leaves the
     graph as it was, with a warning: a missed optimisation, not a failed import). The
     rewrites replace uses only after every new node exists."""
@@ -341,18 +342,20 @@ def _rollback(graph: torch.fx.Graph, what: str) -> Iterator[None]:
         log.warning("%s: rewrite skipped: %s: %s", what, type(err).__name__, err)
 
 
-def _linear_value(x: torch.Tensor, weight: torch.Tensor, *bias: torch.Tensor) -> torch.Tensor:
+def linear_value(x: torch.Tensor, weight: torch.Tensor, *bias: torch.Tensor) -> torch.Tensor:
     """``linear``'s result shape without running it on the fake tensors (on CUDA, linear on
     a dynamic token count calls ``numel()``, which symbolic sizes refuse)."""
     return x.new_empty((*x.shape[:-1], weight.shape[0]))
 
 
 def _swiglu_value(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
-    """``hir::swiglu``'s result shape (as :func:`_linear_value`'s, for the same reason)."""
-    return _linear_value(x, w_gate)
+    """``hir::swiglu``'s result shape (as :func:`linear_value`'s, for the same reason)."""
+    return linear_value(x, w_gate)
 
 
-def _projection(node: Any, parameters: set) -> bool:
+def projection(node: Any, parameters: set) -> bool:
+    """Whether ``linear`` node ``node`` projects by a 2-D weight (and bias, if any) among the
+    placeholders ``parameters``, without keywords."""
     weight = node.args[1]
     bias = node.args[2] if len(node.args) > 2 else None
     return (
@@ -360,7 +363,7 @@ def _projection(node: Any, parameters: set) -> bool:
         and weight.name in parameters
         and not node.kwargs
         and (bias is None or (bias.op == "placeholder" and bias.name in parameters))
-        and len(_shape(weight) or ()) == 2
+        and len(fake_shape(weight) or ()) == 2
     )
 
 

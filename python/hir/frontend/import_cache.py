@@ -36,6 +36,7 @@ import torch
 import hir.dialect
 from hir.frontend import torch_import  # (called through the module: tests count its imports)
 from hir.frontend.cache_entries import load_entry, store_entry
+from hir.interpreter import decode_fusions, decode_kernels
 
 _OFF = ("off", "0", "none", "")
 _HERE = Path(__file__).resolve().parent
@@ -113,6 +114,7 @@ def fingerprint(module: torch.nn.Module, example_args: Sequence[Any], options: d
             digest.update(b"\0")
 
     add(_versions(), sorted((k, repr(v)) for k, v in options.items()), repr(module))
+    add(decode_kernels.enabled("norm-residual"))  # the import's one-row fusions (hir.frontend.fx_fusions)
     for cls in sorted({type(m) for m in module.modules()}, key=lambda c: (c.__module__, c.__qualname__)):
         add(cls.__module__, cls.__qualname__, _source(cls))
     configs: set = set()
@@ -163,7 +165,8 @@ def _versions() -> tuple:
     """torch, torch-mlir and transformers versions and a digest of hir's frontend code."""
     if not _VERSIONS:
         code = hashlib.sha256()
-        for path in sorted(_HERE.glob("*.py")) + sorted(Path(hir.dialect.__file__).parent.glob("*.py")):
+        dialect = sorted(Path(hir.dialect.__file__).parent.glob("*.py"))
+        for path in [*sorted(_HERE.glob("*.py")), *dialect, Path(decode_fusions.__file__)]:  # (its ops' schemas)
             code.update(path.read_bytes())
         found = []
         for name in ("torch", "torch-mlir", "transformers"):

@@ -31,6 +31,10 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
   float32 (:mod:`hir.interpreter.triton_small_m`), not through tensor-core tiles of 16 rows
   that stage the weight in shared memory (the gated product keeps its tiles: there the two
   measured the same);
+- ``norm-residual``: the import writes a one-row product with the RMSNorm before it or the
+  residual add after it as one op, which runs the one-row kernel with the norm in its
+  prologue or the add in its epilogue (:mod:`hir.interpreter.decode_fusions`): no elementwise
+  launch between the products;
 - ``inductor-pdl``: a program planned with a decode kernel compiles its regions with inductor's
   programmatic dependent launch (``triton.enable_pdl``, where this torch has it: Hopper's
   launch of a kernel while the one before it drains), so the elementwise kernels around the
@@ -62,7 +66,7 @@ from hir.dialect.context import HirError
 from hir.interpreter import decode_tuning
 
 KERNELS = ("attention", "linear", "swiglu")
-MECHANISMS = ("fused-combine", "split-k", "gemv", "inductor-pdl", "tune-ahead")
+MECHANISMS = ("fused-combine", "split-k", "gemv", "norm-residual", "inductor-pdl", "tune-ahead")
 ENV = "HIR_DECODE_KERNELS"
 MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
 MIN_CACHE = 128  # key positions from which the split-KV kernel is used
@@ -92,7 +96,7 @@ def available(device: torch.device) -> bool:
     return device.type == "cuda" and torch.cuda.is_available() and importlib.util.find_spec("triton") is not None
 
 
-def _tensor_type(type_text: str) -> tuple[list, str] | None:
+def tensor_type(type_text: str) -> tuple[list, str] | None:
     """(shape, element type) of a ``!torch.vtensor`` type's text; None for another type or a
     dynamic size."""
     found = _VTENSOR.search(type_text)
@@ -104,7 +108,7 @@ def _tensor_type(type_text: str) -> tuple[list, str] | None:
 def attention_fits(types: list[str], constants: list) -> bool:
     """Whether an ``aten.scaled_dot_product_attention`` with operand types ``types`` (text)
     and plan-time ``constants`` (UNSET-like for run-time values) suits ``hir::attention``."""
-    shapes = [_tensor_type(t) for t in types[:4]]
+    shapes = [tensor_type(t) for t in types[:4]]
     known = [s for s in shapes if s is not None]
     if len(known) < len(shapes):
         return False
@@ -123,7 +127,7 @@ def swiglu_fits(types: list[str]) -> bool:
     """Whether a ``hir::swiglu`` with operand types ``types`` (text) suits
     ``hir::swiglu_small_m``: static shapes, at most :data:`MAX_ROWS` rows, two 2-D weights of
     one shape and the input's width, bf16/f16."""
-    shapes = [_tensor_type(t) for t in types[:3]]
+    shapes = [tensor_type(t) for t in types[:3]]
     if len(shapes) != 3 or any(s is None for s in shapes):
         return False
     (x, x_type), (gate, gate_type), (up, up_type) = [s for s in shapes if s is not None]
@@ -170,7 +174,7 @@ def small_m_linear_op():
 def tune_ahead_linear(x_shape: tuple, dtype: torch.dtype, w_shape: tuple, device: torch.device) -> None:
     """With ``tune-ahead``: the planned ``hir::small_m_linear`` of an input ``x_shape``
     (``dtype``) and a weight ``w_shape`` on ``device`` tuned ahead (module docstring)."""
-    if _tune_ahead(device):
+    if tune_ahead(device):
         rows, (n, k) = math.prod(x_shape[:-1]), w_shape
         decode_tuning.request(decode_tuning.linear_key(dtype, rows, n, k, enabled("split-k"), enabled("gemv"), device))
 
@@ -178,8 +182,8 @@ def tune_ahead_linear(x_shape: tuple, dtype: torch.dtype, w_shape: tuple, device
 def _tune_ahead_attention(operand_types: list[str], fused: bool, device: torch.device) -> None:
     """With ``tune-ahead``: the planned ``hir::attention`` of SDPA operands typed
     ``operand_types`` tuned ahead (module docstring)."""
-    q, k, _, mask = [_tensor_type(t) for t in operand_types[:4]]
-    if _tune_ahead(device) and q is not None and k is not None and mask is not None:
+    q, k, _, mask = [tensor_type(t) for t in operand_types[:4]]
+    if tune_ahead(device) and q is not None and k is not None and mask is not None:
         key = decode_tuning.attention_key(DTYPES[q[1]], tuple(q[0]), tuple(k[0]), tuple(mask[0]), fused, device)
         decode_tuning.request(key)
 
@@ -187,8 +191,8 @@ def _tune_ahead_attention(operand_types: list[str], fused: bool, device: torch.d
 def _tune_ahead_swiglu(operand_types: list[str], device: torch.device) -> None:
     """With ``tune-ahead``: the planned ``hir::swiglu_small_m`` of operands typed
     ``operand_types`` tuned ahead (module docstring)."""
-    x, gate = _tensor_type(operand_types[0]), _tensor_type(operand_types[1])
-    if _tune_ahead(device) and x is not None and gate is not None:
+    x, gate = tensor_type(operand_types[0]), tensor_type(operand_types[1])
+    if tune_ahead(device) and x is not None and gate is not None:
         (n, k), rows = gate[0], math.prod(x[0][:-1])
         decode_tuning.request(decode_tuning.swiglu_key(DTYPES[x[1]], rows, n, k, device))
 
@@ -196,11 +200,11 @@ def _tune_ahead_swiglu(operand_types: list[str], device: torch.device) -> None:
 def start_tuning(device: torch.device, dtype: torch.dtype) -> None:
     """With ``tune-ahead``, where a model of ``dtype`` on ``device`` may plan decode kernels:
     the tuning child started now, ahead of the plan (:func:`decode_tuning.start`)."""
-    if dtype in DTYPES.values() and _tune_ahead(device) and available(device):
+    if dtype in DTYPES.values() and tune_ahead(device) and available(device):
         decode_tuning.start(device)
 
 
-def _tune_ahead(device: torch.device) -> bool:
+def tune_ahead(device: torch.device) -> bool:
     """Whether the decode kernels planned for ``device`` are tuned ahead (``tune-ahead``, a
     CUDA device here)."""
     return enabled("tune-ahead") and device.type == "cuda" and torch.cuda.is_available()

@@ -107,6 +107,13 @@ def swiglu_key(dtype: torch.dtype, rows: int, n: int, k: int, device: torch.devi
     return ("swiglu", _name(dtype), rows, n, k, False, False, _index(device))
 
 
+def fused_key(dtype: torch.dtype, n: int, k: int, variant: str, device: torch.device) -> tuple:
+    """The request for the one-row kernel of ``variant`` (``rms_norm_linear``,
+    ``rms_norm_swiglu``, ``linear_residual``: :mod:`hir.interpreter.decode_fusions`) by
+    ``[n, k]`` weights."""
+    return ("fused", _name(dtype), n, k, variant, True, _index(device))
+
+
 def attention_key(
     dtype: torch.dtype, query: tuple, key: tuple, mask: tuple, fused_combine: bool, device: torch.device
 ) -> tuple:
@@ -133,7 +140,8 @@ def start(device: torch.device) -> None:
 
 def request(key: tuple) -> None:
     """Has the child compile (and tune) the kernel of ``key`` (:func:`linear_key`,
-    :func:`swiglu_key`, :func:`attention_key`), once per key; starts the child where none is running."""
+    :func:`swiglu_key`, :func:`fused_key`, :func:`attention_key`), once per key; starts the
+    child where none is running."""
     global _TUNER
     with _LOCK:
         if key in _SENT:
@@ -195,9 +203,9 @@ def wait(key: tuple) -> None:
 
 
 def _compile(key: tuple) -> None:
-    """The child's calls for ``key`` (kind, dtype name, sizes, the kernel's flag: split-K or
-    fused combine, the product's one-row GEMV, device index): the parent's kernels on random
-    inputs of its shapes."""
+    """The child's calls for ``key`` (kind, dtype name, sizes, the kernel's flag: split-K,
+    fused combine or the fused variant, the product's one-row GEMV, device index): the
+    parent's kernels on random inputs of its shapes."""
     kind, dtype, *sizes, flag, gemv, index = key
     device = torch.device("cuda", index)
     dtype = getattr(torch, dtype)
@@ -208,6 +216,18 @@ def _compile(key: tuple) -> None:
             rows, n, k = sizes
             x = torch.randn(rows, k, device=device, dtype=dtype)
             small_m_linear(x, torch.randn(n, k, device=device, dtype=dtype), split_k=flag, gemv=gemv)
+        elif kind == "fused":
+            from hir.interpreter.triton_fused_gemv import gemv_fused
+
+            n, k = sizes
+            x, weight = torch.randn(1, k, device=device, dtype=dtype), torch.randn(n, k, device=device, dtype=dtype)
+            norm = {"norm_weight": torch.randn(k, device=device, dtype=dtype), "eps": 1e-6}
+            if flag == "rms_norm_linear":
+                gemv_fused(x, weight, **norm)
+            elif flag == "rms_norm_swiglu":
+                gemv_fused(x, weight, **norm, w_up=torch.randn(n, k, device=device, dtype=dtype))
+            else:
+                gemv_fused(x, weight, residual=torch.randn(1, n, device=device, dtype=dtype))
         elif kind == "swiglu":
             from hir.interpreter.triton_small_m import swiglu_small_m
 
@@ -233,6 +253,7 @@ def serve(index: int) -> None:
     os.dup2(2, 1)  # what the kernels' libraries print goes to stderr
     try:
         import hir.interpreter.triton_decode
+        import hir.interpreter.triton_fused_gemv
         import hir.interpreter.triton_small_m  # noqa: F401
 
         torch.empty(1, device=torch.device("cuda", index))

@@ -106,7 +106,7 @@ def _small_m_linear(
             tl.atomic_xchg(Arrived + pid, 0)  # zero again for the next call
 
 
-def _bench(kernel_call, quantiles):
+def autotune_bench(kernel_call, quantiles):
     """A candidate's time for the autotuner: Triton's ``do_bench`` (the L2 emptied before each
     run) over 5 ms of warm-up and 25 ms of runs, not 25 and 100: a run is 6-40 us and the L2's
     emptying ~0.1 ms, so still ~250 runs a candidate."""
@@ -116,13 +116,16 @@ def _bench(kernel_call, quantiles):
 # the product autotuned per (M, N, K) among whole-K tiles, or among those and split-K ones
 _LINEAR = {
     split: triton.autotune(
-        configs=_linear_configs((1, 2, 4) if split else (1,)), key=["M", "N", "K"], do_bench=_bench, cache_results=True
+        configs=_linear_configs((1, 2, 4) if split else (1,)),
+        key=["M", "N", "K"],
+        do_bench=autotune_bench,
+        cache_results=True,
     )(_small_m_linear)
     for split in (False, True)
 }
 
 
-def _gemv_configs() -> list:
+def gemv_configs() -> list:
     return [
         triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w, num_stages=st)
         for bn, tiles in (
@@ -152,7 +155,7 @@ def _gemv(X, W, Y, N, K, swn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     tl.store(Y + cols, tl.sum(acc, axis=1).to(Y.dtype.element_ty), mask=col_ok)
 
 
-_GEMV = triton.autotune(configs=_gemv_configs(), key=["N", "K"], do_bench=_bench, cache_results=True)(_gemv)
+_GEMV = triton.autotune(configs=gemv_configs(), key=["N", "K"], do_bench=autotune_bench, cache_results=True)(_gemv)
 
 
 def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False, gemv: bool = False) -> torch.Tensor:
@@ -236,7 +239,7 @@ def _swiglu_small_m(
 
 
 _SWIGLU = triton.autotune(
-    configs=_linear_configs((1,), with_split=False), key=["M", "N", "K"], do_bench=_bench, cache_results=True
+    configs=_linear_configs((1,), with_split=False), key=["M", "N", "K"], do_bench=autotune_bench, cache_results=True
 )(_swiglu_small_m)
 
 

@@ -31,6 +31,7 @@ from torch_mlir.dialects import torch as torch_dialect
 from hir.dialect.base import required_str
 from hir.dialect.torch_ops import REGISTRY_PREFIXES, torch_overload
 from hir.interpreter import (
+    decode_fusions,
     decode_kernels,
     flash_attention,  # noqa: F401 - torch.ops.hir.flash_attention*, which imported steps run
 )
@@ -119,13 +120,12 @@ class TorchImpls:
         if (
             not op.operation.results or c.out_destination(op.operation.results[0]) is None
         ):  # (the stand-ins have no out= form)
+            types = lambda: [str(v.type) for v in operands]  # noqa: E731
+            overload = decode_fusions.substitute(overload, types, c.runtime.device)
             overload = decode_kernels.substitute(
-                overload,
-                lambda: [str(v.type) for v in operands],
-                lambda: [c.constant(v) for v in operands],
-                c.runtime.device,
+                overload, types, lambda: [c.constant(v) for v in operands], c.runtime.device
             )
-            if decode_kernels.is_decode_kernel(overload):
+            if decode_kernels.is_decode_kernel(overload) or decode_fusions.is_decode_kernel(overload):
                 c.runtime.kernel_compile.pdl |= decode_kernels.inductor_pdl(c.runtime.device)
         schema = overload._schema
         if len(operands) != len(schema.arguments):
