@@ -14,8 +14,10 @@ decode_fusions` decides when they run).
 
 Each rounds where the torch ops it stands for round (each product's output before the SiLU,
 the product before the residual), except the normalized row, kept in float32 where RMSNorm
-rounds it twice to ``x``'s dtype (before and after the weight): within bf16's tolerance of the
-ops, not equal to them bit for bit.
+rounds it twice to ``x``'s dtype (before and after the weight), and the gated product's SiLU
+and product, in float32 and rounded once (as inductor's fused elementwise kernel computes
+them, where eager torch rounds the SiLU first): within bf16's tolerance of the ops, not equal
+to them bit for bit.
 Tiles are autotuned per (N, K, variant) like the plain one-row kernel, its timings in Triton's
 on-disk cache.
 """
