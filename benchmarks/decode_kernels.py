@@ -125,8 +125,7 @@ def fused_rows() -> list:
     (the norm compiled by inductor into one kernel, as a compiled region runs it), and against
     cuBLAS with the same."""
     from hir.interpreter.decode_fusions import rms_norm
-    from hir.interpreter.triton_fused_gemv import gemv_fused
-    from hir.interpreter.triton_small_m import small_m_linear, swiglu_small_m
+    from hir.interpreter.triton_small_m import one_row_linear, small_m_linear, swiglu_small_m
 
     norm = torch.compile(rms_norm)
     silu, linear = torch.nn.functional.silu, torch.nn.functional.linear
@@ -140,14 +139,14 @@ def fused_rows() -> list:
         "rms_norm + qkv": (
             "qkv",
             1,
-            lambda ws, x, nw, r: gemv_fused(x, ws[0], norm_weight=nw, eps=1e-5),
+            lambda ws, x, nw, r: one_row_linear(x, ws[0], norm_weight=nw, eps=1e-5),
             lambda ws, x, nw, r: small_m_linear(norm(x, nw, 1e-5), ws[0], True, True),
             lambda ws, x, nw, r: linear(norm(x, nw, 1e-5), ws[0]),
         ),
         "rms_norm + gate/up": (
             "gate or up",
             2,
-            lambda ws, x, nw, r: gemv_fused(x, ws[0], norm_weight=nw, eps=1e-5, w_up=ws[1]),
+            lambda ws, x, nw, r: one_row_linear(x, ws[0], norm_weight=nw, eps=1e-5, w_up=ws[1]),
             lambda ws, x, nw, r: swiglu_small_m(norm(x, nw, 1e-5), *ws),
             gated,
         ),
@@ -156,7 +155,7 @@ def fused_rows() -> list:
         cases[name] = (
             weights_of,
             1,
-            lambda ws, x, nw, r: gemv_fused(x, ws[0], residual=r),
+            lambda ws, x, nw, r: one_row_linear(x, ws[0], residual=r),
             lambda ws, x, nw, r: r + small_m_linear(x, ws[0], True, True),
             lambda ws, x, nw, r: r + linear(x, ws[0]),
         )

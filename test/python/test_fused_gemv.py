@@ -1,4 +1,4 @@
-"""The one-row kernel with its neighbours (python/hir/interpreter/triton_fused_gemv.py), on
+"""The one-row kernel with its neighbours (python/hir/interpreter/triton_small_m.py's one_row_linear), on
 CUDA: each variant against the composite op it stands for at a 1B Llama's shapes, a bf16
 decode step planned with them against the same step without the fusions, and the kernels
 tuned ahead by the child process."""
@@ -106,7 +106,7 @@ def tuned_ahead_check(cache: str) -> None:
     import json
     import pathlib
 
-    from hir.interpreter import decode_tuning, triton_fused_gemv
+    from hir.interpreter import decode_tuning, triton_small_m
 
     cuda = torch.device("cuda", torch.cuda.current_device())
     variants = ("rms_norm_linear", "rms_norm_swiglu", "linear_residual")
@@ -116,10 +116,10 @@ def tuned_ahead_check(cache: str) -> None:
     for key in reversed(keys):
         decode_tuning.wait(key)
     assert not decode_tuning.waiting()
-    tuned = [json.loads(p.read_text()) for p in pathlib.Path(cache).glob("*/_gemv_fused.autotune.json")]
+    tuned = [json.loads(p.read_text()) for p in pathlib.Path(cache).glob("*/_gemv.autotune.json")]
     assert len(tuned) == 3
     bf16 = {"device": "cuda", "dtype": torch.bfloat16}
     x, w = torch.randn(1, 528, **bf16), torch.randn(1040, 528, **bf16)
     torch.ops.hir.linear_residual_gemv(x, w, torch.randn(1, 1040, **bf16))
-    timings = sorted(triton_fused_gemv._FUSED.configs_timings.values())
+    timings = sorted(triton_small_m._GEMV.configs_timings.values())
     assert any(timings == sorted(t for _, t in entry["configs_timings"]) for entry in tuned)

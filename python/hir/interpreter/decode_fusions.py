@@ -14,7 +14,7 @@ as before):
 where ``rms_norm(x) = norm_weight * (x.float() * rsqrt(mean(x.float()**2, -1) + eps)).to(x.dtype)``
 (Llama's ``RMSNorm``). Where one of them has a single bf16/f16 row on CUDA with Triton, a plan
 runs it as ``hir::<name>_gemv``: the one-row kernel with the norm in its prologue, the gated
-product or the residual in its epilogue (:mod:`hir.interpreter.triton_fused_gemv`), one launch.
+product or the residual in its epilogue (:func:`hir.interpreter.triton_small_m.one_row_linear`), one launch.
 ``HIR_DECODE_KERNELS``' mechanism ``norm-residual`` (:mod:`hir.interpreter.decode_kernels`)
 turns both the import's rewrite and the kernels on.
 """
@@ -89,10 +89,10 @@ def _wait(variant: str, x: torch.Tensor, weight: torch.Tensor) -> None:
 def _rms_norm_linear_gemv(x: torch.Tensor, norm_weight: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``hir::rms_norm_linear`` through the one-row kernel where it fits."""
     if _one_row(x, weight) and _norm_fits(x, norm_weight):
-        from hir.interpreter.triton_fused_gemv import gemv_fused  # triton loads only when a CUDA kernel runs
+        from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
 
         _wait("rms_norm_linear", x, weight)
-        return gemv_fused(x, weight, norm_weight=norm_weight, eps=eps)
+        return one_row_linear(x, weight, norm_weight=norm_weight, eps=eps)
     return _rms_norm_linear(x, norm_weight, weight, eps).contiguous()
 
 
@@ -107,10 +107,10 @@ def _rms_norm_swiglu_gemv(
 ) -> torch.Tensor:
     """``hir::rms_norm_swiglu`` through the one-row kernel where it fits."""
     if _one_row(x, w_gate, w_up) and _norm_fits(x, norm_weight):
-        from hir.interpreter.triton_fused_gemv import gemv_fused  # triton loads only when a CUDA kernel runs
+        from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
 
         _wait("rms_norm_swiglu", x, w_gate)
-        return gemv_fused(x, w_gate, norm_weight=norm_weight, eps=eps, w_up=w_up)
+        return one_row_linear(x, w_gate, norm_weight=norm_weight, eps=eps, w_up=w_up)
     return _rms_norm_swiglu(x, norm_weight, w_gate, w_up, eps).contiguous()
 
 
@@ -129,10 +129,10 @@ def _linear_residual_gemv(x: torch.Tensor, weight: torch.Tensor, residual: torch
         and tuple(residual.shape) == out_shape
         and residual.is_contiguous()
     ):
-        from hir.interpreter.triton_fused_gemv import gemv_fused  # triton loads only when a CUDA kernel runs
+        from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
 
         _wait("linear_residual", x, weight)
-        return gemv_fused(x, weight, residual=residual)
+        return one_row_linear(x, weight, residual=residual)
     return _linear_residual(x, weight, residual).contiguous()
 
 
@@ -147,11 +147,10 @@ _KERNELS = {
     RMS_NORM_SWIGLU: (torch.ops.hir.rms_norm_swiglu_gemv.default, 2),
     LINEAR_RESIDUAL: (torch.ops.hir.linear_residual_gemv.default, 1),
 }
-COMPOSITES = tuple(_KERNELS)
 
 
 def fits(overload, types: list[str]) -> bool:
-    """Whether ``overload`` (one of :data:`COMPOSITES`) with operand types ``types`` (text)
+    """Whether ``overload`` (one of the three composite ops) with operand types ``types`` (text)
     suits its kernel: static shapes, one row, bf16/f16 throughout, ``[N, K]`` weights of the
     row's width (one shape for the gated product's two), a ``[K]`` norm weight, a residual of
     the result's shape."""

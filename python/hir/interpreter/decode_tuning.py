@@ -217,17 +217,17 @@ def _compile(key: tuple) -> None:
             x = torch.randn(rows, k, device=device, dtype=dtype)
             small_m_linear(x, torch.randn(n, k, device=device, dtype=dtype), split_k=flag, gemv=gemv)
         elif kind == "fused":
-            from hir.interpreter.triton_fused_gemv import gemv_fused
+            from hir.interpreter.triton_small_m import one_row_linear
 
             n, k = sizes
             x, weight = torch.randn(1, k, device=device, dtype=dtype), torch.randn(n, k, device=device, dtype=dtype)
             norm = {"norm_weight": torch.randn(k, device=device, dtype=dtype), "eps": 1e-6}
             if flag == "rms_norm_linear":
-                gemv_fused(x, weight, **norm)
+                one_row_linear(x, weight, **norm)
             elif flag == "rms_norm_swiglu":
-                gemv_fused(x, weight, **norm, w_up=torch.randn(n, k, device=device, dtype=dtype))
+                one_row_linear(x, weight, **norm, w_up=torch.randn(n, k, device=device, dtype=dtype))
             else:
-                gemv_fused(x, weight, residual=torch.randn(1, n, device=device, dtype=dtype))
+                one_row_linear(x, weight, residual=torch.randn(1, n, device=device, dtype=dtype))
         elif kind == "swiglu":
             from hir.interpreter.triton_small_m import swiglu_small_m
 
@@ -253,7 +253,6 @@ def serve(index: int) -> None:
     os.dup2(2, 1)  # what the kernels' libraries print goes to stderr
     try:
         import hir.interpreter.triton_decode
-        import hir.interpreter.triton_fused_gemv
         import hir.interpreter.triton_small_m  # noqa: F401
 
         torch.empty(1, device=torch.device("cuda", index))

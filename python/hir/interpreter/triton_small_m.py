@@ -13,9 +13,25 @@ way, each program a strip of both weights' rows: one launch streams the two weig
 bandwidth of a product of their combined size, without a copy of them concatenated) and
 writes the activation the down projection reads, with no elementwise kernel between.
 
-With ``gemv``, :func:`small_m_linear` runs a single row on the CUDA cores (:func:`_gemv`),
-autotuned the same way: at one row, tensor-core tiles of 16 rows and the weight's staging in
-shared memory cost more than the loads.
+:func:`one_row_linear`: ``x @ w.T`` for a single row on the CUDA cores (what
+:func:`small_m_linear` runs with ``gemv``: at one row, tensor-core tiles of 16 rows and the
+weight's staging in shared memory cost more than the loads), autotuned the same way, with the
+neighbours :mod:`hir.interpreter.decode_fusions` fuses into it:
+
+- ``norm_weight``: ``x`` first RMS-normalized (Llama's ``RMSNorm``): each program reads the
+  whole row anyway, so it sums its squares in the same pass and multiplies each element by the
+  norm's weight as it loads it; the row's ``1 / rms``, a factor of every product, scales the
+  sums at the end. The normalized row is never written, nor read twice;
+- ``w_up``: the MLP's gated product ``silu(x @ w.T) * (x @ w_up.T)``, each program a strip of
+  both weights' rows;
+- ``residual``: ``residual + x @ w.T`` added as the strip is stored.
+
+Each rounds where the torch ops it stands for round (each product's output before the SiLU,
+the product before the residual), except the normalized row, kept in float32 where RMSNorm
+rounds it twice to ``x``'s dtype (before and after the weight), and the gated product's SiLU
+and product, in float32 and rounded once (as inductor's fused elementwise kernel computes
+them, where eager torch rounds the SiLU first): within bf16's tolerance of the ops, not equal
+to them bit for bit.
 """
 
 import math
@@ -106,7 +122,7 @@ def _small_m_linear(
             tl.atomic_xchg(Arrived + pid, 0)  # zero again for the next call
 
 
-def autotune_bench(kernel_call, quantiles):
+def _bench(kernel_call, quantiles):
     """A candidate's time for the autotuner: Triton's ``do_bench`` (the L2 emptied before each
     run) over 5 ms of warm-up and 25 ms of runs, not 25 and 100: a run is 6-40 us and the L2's
     emptying ~0.1 ms, so still ~250 runs a candidate."""
@@ -118,14 +134,14 @@ _LINEAR = {
     split: triton.autotune(
         configs=_linear_configs((1, 2, 4) if split else (1,)),
         key=["M", "N", "K"],
-        do_bench=autotune_bench,
+        do_bench=_bench,
         cache_results=True,
     )(_small_m_linear)
     for split in (False, True)
 }
 
 
-def gemv_configs() -> list:
+def _gemv_configs() -> list:
     return [
         triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w, num_stages=st)
         for bn, tiles in (
@@ -140,22 +156,92 @@ def gemv_configs() -> list:
 
 
 @triton.jit
-def _gemv(X, W, Y, N, K, swn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """``Y = X @ W.T`` for one row ``X``: each program a strip of ``BLOCK_N`` of ``W``'s rows,
-    the products summed per lane in float32 and reduced once at the end."""
+def _gemv(
+    X,
+    NormW,
+    W,
+    Wup,
+    R,
+    Y,
+    N,
+    K,
+    swn,
+    eps,
+    NORM: tl.constexpr,
+    GATED: tl.constexpr,
+    RESIDUAL: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """``Y = X @ W.T`` for one row ``X`` (with its neighbours: :func:`gemv`): each program a
+    strip of ``BLOCK_N`` of ``W``'s rows, the products summed per lane in float32 and reduced
+    once at the end."""
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < N
+    dtype = Y.dtype.element_ty
+    squares = tl.zeros([BLOCK_K], tl.float32)
     acc = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
+    acc_up = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
     for k0 in range(0, K, BLOCK_K):
         ks = k0 + tl.arange(0, BLOCK_K)
         k_ok = ks < K
-        x = tl.load(X + ks, mask=k_ok, other=0.0)
-        w = tl.load(W + cols[:, None] * swn + ks[None, :], mask=col_ok[:, None] & k_ok[None, :], other=0.0)
-        acc += w.to(tl.float32) * x.to(tl.float32)[None, :]
-    tl.store(Y + cols, tl.sum(acc, axis=1).to(Y.dtype.element_ty), mask=col_ok)
+        x = tl.load(X + ks, mask=k_ok, other=0.0).to(tl.float32)
+        if NORM:  # the row's 1/rms is a factor of every product: applied once, after the loop
+            squares += x * x
+            x = x * tl.load(NormW + ks, mask=k_ok, other=0.0).to(tl.float32)
+        offsets = cols[:, None] * swn + ks[None, :]
+        w_mask = col_ok[:, None] & k_ok[None, :]
+        acc += tl.load(W + offsets, mask=w_mask, other=0.0).to(tl.float32) * x[None, :]
+        if GATED:
+            acc_up += tl.load(Wup + offsets, mask=w_mask, other=0.0).to(tl.float32) * x[None, :]
+    rstd = 1.0
+    if NORM:
+        rstd = tl.rsqrt(tl.sum(squares, axis=0) / K + eps)
+    y = (tl.sum(acc, axis=1) * rstd).to(dtype).to(tl.float32)
+    if GATED:
+        up = (tl.sum(acc_up, axis=1) * rstd).to(dtype).to(tl.float32)
+        y = y * tl.sigmoid(y) * up
+    if RESIDUAL:
+        y = y + tl.load(R + cols, mask=col_ok, other=0.0).to(tl.float32)
+    tl.store(Y + cols, y.to(dtype), mask=col_ok)
 
 
-_GEMV = triton.autotune(configs=gemv_configs(), key=["N", "K"], do_bench=autotune_bench, cache_results=True)(_gemv)
+_GEMV = triton.autotune(
+    configs=_gemv_configs(), key=["N", "K", "NORM", "GATED", "RESIDUAL"], do_bench=_bench, cache_results=True
+)(_gemv)
+
+
+def one_row_linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    norm_weight: torch.Tensor | None = None,
+    eps: float = 0.0,
+    w_up: torch.Tensor | None = None,
+    residual: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``x @ weight.T`` for one row ``x`` (``[..., K]``, one row in all, its last dim of stride
+    1) and a ``weight`` ``[N, K]`` of stride 1 along K (``w_up`` of its shape and strides) on the
+    CUDA cores, with the neighbours the module docstring lists; ``residual`` is contiguous with
+    the result's ``N`` elements. Returns a contiguous ``[..., N]`` in ``x``'s dtype."""
+    lead = x.shape[:-1]
+    n, k = weight.shape
+    out = torch.empty(n, device=x.device, dtype=x.dtype)
+    _GEMV[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)](
+        x,
+        norm_weight if norm_weight is not None else x,
+        weight,
+        w_up if w_up is not None else weight,
+        residual if residual is not None else out,
+        out,
+        n,
+        k,
+        weight.stride(0),
+        eps,
+        NORM=norm_weight is not None,
+        GATED=w_up is not None,
+        RESIDUAL=residual is not None,
+    )
+    return out.view(*lead, n)
 
 
 def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False, gemv: bool = False) -> torch.Tensor:
@@ -163,15 +249,14 @@ def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False,
     ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype. ``split_k``: the
     autotuner may also cut K into 2 or 4 parts (more programs in flight on a small weight),
     the last part of a strip to finish adding them up (one launch). ``gemv``: one row runs on
-    the CUDA cores (:func:`_gemv`)."""
+    the CUDA cores (:func:`one_row_linear`)."""
     lead = x.shape[:-1]
     rows = math.prod(lead)
+    if gemv and rows == 1 and x.stride(-1) == 1 and weight.stride(1) == 1:
+        return one_row_linear(x, weight)
     x2 = x.reshape(rows, x.shape[-1])
     n, k = weight.shape
     out = torch.empty(rows, n, device=x.device, dtype=x.dtype)
-    if gemv and rows == 1 and x2.stride(1) == 1 and weight.stride(1) == 1:
-        _GEMV[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)](x2, weight, out, n, k, weight.stride(0))
-        return out.view(*lead, n)
     arrived = arrival_counters(x.device, n) if split_k else None
     work = torch.empty(MAX_SPLIT_K * 16 * n if split_k else 1, device=x.device, dtype=torch.float32)
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), meta["SPLIT_K"])  # noqa: E731
@@ -239,7 +324,7 @@ def _swiglu_small_m(
 
 
 _SWIGLU = triton.autotune(
-    configs=_linear_configs((1,), with_split=False), key=["M", "N", "K"], do_bench=autotune_bench, cache_results=True
+    configs=_linear_configs((1,), with_split=False), key=["M", "N", "K"], do_bench=_bench, cache_results=True
 )(_swiglu_small_m)
 
 
