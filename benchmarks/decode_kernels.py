@@ -15,7 +15,10 @@ without them, on the ~1B Llama's shapes (one GPU):
   with the same (the error there is against the cuBLAS row, not float64);
 - attention of a KV head's 4 stacked query rows over a 1024-position cache at batch 1 and 8,
   513 positions used (the benchmark's decode steps): the split-KV kernel against
-  ``scaled_dot_product_attention`` with the boolean mask (what runs without it).
+  ``scaled_dot_product_attention`` with the boolean mask (what runs without it);
+- then, in a table of its own, a batch-1 step's chain of those kernels (16 layers and the head,
+  one CUDA graph) launched plainly and as programmatic dependents (``kernel-pdl``,
+  :func:`chain_rows`).
 
 Each kernel is timed as it ran before (column "plain": the attention a chunk and a combine
 kernel) and with its mechanism (``hir.interpreter.decode_kernels``): the product "split-K" (the
@@ -234,6 +237,52 @@ def attention_rows() -> list:
     return rows
 
 
+def chain_rows(layers: int = 16) -> list:
+    """The decode step's hir kernels at batch 1 chained as the step runs them (per layer the
+    normed q/k/v product, the attention, o + residual, the normed gate/up product, down +
+    residual; then the normed head; distinct random weights, ~2.1 GB, so every launch reads
+    HBM) in one CUDA graph, launched plainly, as programmatic dependents that wait first, and
+    with the products' first weight columns loaded before that wait (``kernel-pdl``). No RoPE
+    or cache writes between (the step's inductor kernels)."""
+    from hir.interpreter.triton_decode import split_kv_attention
+    from hir.interpreter.triton_small_m import one_row_linear
+
+    bf16 = {"device": "cuda", "dtype": torch.bfloat16}
+    hidden, inter, vocab = 2048, 8192, 32000
+
+    def weight(*shape):
+        return torch.randn(*shape, **bf16) / shape[-1] ** 0.5
+
+    stack = [
+        [weight(3072, hidden), weight(hidden, hidden), weight(inter, hidden), weight(inter, hidden)]
+        + [weight(hidden, inter), 1 + weight(hidden) / 10, 1 + weight(hidden) / 10]
+        + [torch.randn(1, 8, 1024, 64, **bf16) for _ in range(2)]
+        for _ in range(layers)
+    ]
+    head, final_norm = weight(vocab, hidden), 1 + weight(hidden) / 10
+    mask = (torch.arange(1024, device="cuda") < 513).view(1, 1, 1, 1024).expand(1, 1, 4, 1024).contiguous()
+    x = torch.randn(1, hidden, **bf16)
+    nbytes = sum(t.numel() * 2 for layer in stack for t in layer[:7]) + head.numel() * 2 + layers * 8 * 513 * 64 * 4
+
+    def chain(pdl: bool, first: bool) -> torch.Tensor:
+        h = x
+        for qkv, o, gate, up, down, norm1, norm2, keys, values in stack:
+            q = one_row_linear(h, qkv, norm_weight=norm1, eps=1e-5, pdl=pdl, weight_first=first)[:, :hidden]
+            a = split_kv_attention(q.view(1, 8, 4, 64), keys, values, mask, 0.125, True, pdl)
+            h = one_row_linear(a.view(1, hidden), o, residual=h, pdl=pdl, weight_first=first)
+            act = one_row_linear(h, gate, norm_weight=norm2, eps=1e-5, w_up=up, pdl=pdl, weight_first=first)
+            h = one_row_linear(act, down, residual=h, pdl=pdl, weight_first=first)
+        return one_row_linear(h, head, norm_weight=final_norm, eps=1e-5, pdl=pdl, weight_first=first)
+
+    plain = chain(False, False).double()
+    rows = []
+    for label, flags in (("plain", (False, False)), ("PDL", (True, False)), ("PDL, weight first", (True, True))):
+        out = {}
+        ms = graph_time([lambda flags=flags, out=out: out.__setitem__("logits", chain(*flags))])  # the graph's
+        rows.append((label, ms, nbytes, (out["logits"].double() - plain).abs().max().item()))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peak-tbps", type=float, default=4.8, help="the GPU's memory bandwidth (H200: 4.8 TB/s)")
@@ -257,6 +306,13 @@ def main() -> None:
                 f"| {gbps:.0f} ({gbps / (args.peak_tbps * 1e3):.0%}) | {error:.1e} |",
                 flush=True,
             )
+    print("\n| 16 layers + head of hir's kernels in one CUDA graph | us per chain | GB/s (share of peak) | max diff |")
+    print("|---|---:|---:|---:|")
+    for label, ms, nbytes, diff in chain_rows():
+        gbps = nbytes / ms / 1e6
+        print(
+            f"| {label} | {ms * 1e3:.0f} | {gbps:.0f} ({gbps / (args.peak_tbps * 1e3):.0%}) | {diff:.3g} |", flush=True
+        )
 
 
 if __name__ == "__main__":

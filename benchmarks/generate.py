@@ -219,6 +219,14 @@ class Case:
         return result
 
 
+DECODE_KERNELS = "attention,linear,swiglu,fused-combine,split-k,gemv,norm-residual,kernel-pdl,inductor-pdl,tune-ahead"
+
+
+def all_decode_kernels_but(left_out: str) -> str:
+    """``HIR_DECODE_KERNELS`` with every kernel and mechanism but ``left_out``."""
+    return ",".join(k for k in DECODE_KERNELS.split(",") if k != left_out)
+
+
 MAIN_ROWS = ["HF eager", "torch.compile reduce-overhead", "hir eager", "hir default", "hir + static outputs"]
 OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, after the main table)
     "hir default, HF's repeated KV heads": {"grouped_attention": False},
@@ -227,21 +235,12 @@ OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, aft
     # the decode kernels (hir.interpreter.decode_kernels): none, without their mechanisms, all but one mechanism
     "hir default, no decode kernels": {"decode_kernels": "none"},
     "hir default, kernels without their mechanisms": {"decode_kernels": "attention,linear,swiglu"},
-    "hir default, attention's combine apart": {
-        "decode_kernels": "attention,linear,swiglu,split-k,gemv,norm-residual,inductor-pdl,tune-ahead"
-    },
-    "hir default, no split-K": {
-        "decode_kernels": "attention,linear,swiglu,fused-combine,gemv,norm-residual,inductor-pdl,tune-ahead"
-    },
-    "hir default, no one-row GEMV": {
-        "decode_kernels": "attention,linear,swiglu,fused-combine,split-k,norm-residual,inductor-pdl,tune-ahead"
-    },
-    "hir default, norm and residual apart": {
-        "decode_kernels": "attention,linear,swiglu,fused-combine,split-k,gemv,inductor-pdl,tune-ahead"
-    },
-    "hir default, no inductor PDL": {
-        "decode_kernels": "attention,linear,swiglu,fused-combine,split-k,gemv,norm-residual,tune-ahead"
-    },
+    "hir default, attention's combine apart": {"decode_kernels": all_decode_kernels_but("fused-combine")},
+    "hir default, no split-K": {"decode_kernels": all_decode_kernels_but("split-k")},
+    "hir default, no one-row GEMV": {"decode_kernels": all_decode_kernels_but("gemv")},
+    "hir default, norm and residual apart": {"decode_kernels": all_decode_kernels_but("norm-residual")},
+    "hir default, no inductor PDL": {"decode_kernels": all_decode_kernels_but("inductor-pdl")},
+    "hir default, no PDL in hir's kernels": {"decode_kernels": all_decode_kernels_but("kernel-pdl")},
     "hir default, no SwiGLU op": {"swiglu_op": False},  # gate and up apart (hir.frontend.fx_rewrites.fuse_swiglu)
 }
 CASES = ("decode1", "decode8", "prefill")

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from hir.interpreter import decode_kernels, decode_tuning
+from hir.interpreter import decode_kernels, decode_tuning, dependent_launch
 
 _LIBRARY = torch.library.Library("hir", "FRAGMENT")
 _LIBRARY.define("rms_norm_linear(Tensor x, Tensor norm_weight, Tensor weight, float eps) -> Tensor")
@@ -79,10 +79,15 @@ def _norm_fits(x: torch.Tensor, norm_weight: torch.Tensor) -> bool:
     return norm_weight.dtype == x.dtype and norm_weight.shape == x.shape[-1:] and norm_weight.is_contiguous()
 
 
-def _wait(variant: str, x: torch.Tensor, weight: torch.Tensor) -> None:
+def _launch(variant: str, x: torch.Tensor, *weights: torch.Tensor) -> dict:
+    """The one-row kernel's launch options for ``variant`` on ``x`` and ``weights`` (as a
+    programmatic dependent in a capture: :mod:`hir.interpreter.dependent_launch`), once the
+    tuning child (if any) has tuned it."""
     if decode_tuning.waiting():
-        n, k = weight.shape
+        n, k = weights[0].shape
         decode_tuning.wait(decode_tuning.fused_key(x.dtype, n, k, variant, x.device))
+    pdl, first = dependent_launch.launch(x.device, *weights)
+    return {"pdl": pdl, "weight_first": first}
 
 
 @torch.library.custom_op("hir::rms_norm_linear_gemv", mutates_args=())
@@ -91,8 +96,8 @@ def _rms_norm_linear_gemv(x: torch.Tensor, norm_weight: torch.Tensor, weight: to
     if _one_row(x, weight) and _norm_fits(x, norm_weight):
         from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
 
-        _wait("rms_norm_linear", x, weight)
-        return one_row_linear(x, weight, norm_weight=norm_weight, eps=eps)
+        launch = _launch("rms_norm_linear", x, weight)
+        return one_row_linear(x, weight, norm_weight=norm_weight, eps=eps, **launch)
     return _rms_norm_linear(x, norm_weight, weight, eps).contiguous()
 
 
@@ -109,8 +114,8 @@ def _rms_norm_swiglu_gemv(
     if _one_row(x, w_gate, w_up) and _norm_fits(x, norm_weight):
         from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
 
-        _wait("rms_norm_swiglu", x, w_gate)
-        return one_row_linear(x, w_gate, norm_weight=norm_weight, eps=eps, w_up=w_up)
+        launch = _launch("rms_norm_swiglu", x, w_gate, w_up)
+        return one_row_linear(x, w_gate, norm_weight=norm_weight, eps=eps, w_up=w_up, **launch)
     return _rms_norm_swiglu(x, norm_weight, w_gate, w_up, eps).contiguous()
 
 
@@ -131,8 +136,8 @@ def _linear_residual_gemv(x: torch.Tensor, weight: torch.Tensor, residual: torch
     ):
         from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
 
-        _wait("linear_residual", x, weight)
-        return one_row_linear(x, weight, residual=residual)
+        launch = _launch("linear_residual", x, weight)
+        return one_row_linear(x, weight, residual=residual, **launch)
     return _linear_residual(x, weight, residual).contiguous()
 
 

@@ -35,12 +35,16 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
   residual add after it as one op, which runs the one-row kernel with the norm in its
   prologue or the add in its epilogue (:mod:`hir.interpreter.decode_fusions`): no elementwise
   launch between the products;
-- ``inductor-pdl``: a program planned with a decode kernel compiles its regions with inductor's
-  programmatic dependent launch (``triton.enable_pdl``, where this torch has it: Hopper's
-  launch of a kernel while the one before it drains), so the elementwise kernels around the
-  products overlap their neighbours. (The decode kernels themselves launched that way, the
-  product prefetching its weight into the L2 before its wait, measured slower: the prefetch
-  cost the large products more than the overlap gained on the small ones.)
+- ``kernel-pdl``: in the CUDA graph hir captures of a program planned with a decode kernel, the
+  attention (with ``fused-combine``) and the one-row products launch as programmatic
+  dependents (Hopper's launch of a kernel while the one before it drains), the products
+  loading the first columns of a weight the program never writes before they wait
+  (:mod:`hir.interpreter.dependent_launch`). (Prefetching the whole weight strip into the L2
+  before the wait instead measured slower: it cost the large products more than the overlap
+  gained.)
+- ``inductor-pdl``: such a program compiles its regions with inductor's programmatic
+  dependent launch (``triton.enable_pdl``, where this torch has it), so the elementwise
+  kernels around the products overlap their neighbours.
 - ``tune-ahead``: the kernels a program plans are compiled (and the product's tiles timed) in
   a child process while the program's regions compile, so their first call loads them from
   Triton's cache (:mod:`hir.interpreter.decode_tuning`).
@@ -63,10 +67,10 @@ import torch
 import torch.nn.functional as F
 
 from hir.dialect.context import HirError
-from hir.interpreter import decode_tuning
+from hir.interpreter import decode_tuning, dependent_launch
 
 KERNELS = ("attention", "linear", "swiglu")
-MECHANISMS = ("fused-combine", "split-k", "gemv", "norm-residual", "inductor-pdl", "tune-ahead")
+MECHANISMS = ("fused-combine", "split-k", "gemv", "norm-residual", "kernel-pdl", "inductor-pdl", "tune-ahead")
 ENV = "HIR_DECODE_KERNELS"
 MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
 MIN_CACHE = 128  # key positions from which the split-KV kernel is used
@@ -215,6 +219,14 @@ def is_decode_kernel(overload) -> bool:
     return overload in _ATTENTION.values() or overload in _SMALL_M_LINEAR.values() or overload is _SWIGLU_SMALL_M
 
 
+def planned(runtime) -> None:
+    """Notes on ``runtime`` (a :class:`hir.interpreter.runtime.Runtime`) that its program
+    plans a decode kernel: its regions compile with inductor's PDL (``inductor-pdl``) and its
+    captured graphs launch the decode kernels as programmatic dependents (``kernel-pdl``)."""
+    runtime.kernel_compile.pdl |= inductor_pdl(runtime.device)
+    runtime.dependent_launches |= runtime.device.type == "cuda" and enabled("kernel-pdl")
+
+
 def inductor_pdl(device: torch.device) -> bool:
     """Whether a program with decode kernels on ``device`` compiles its regions with inductor's
     programmatic dependent launch (``inductor-pdl``; a torch whose inductor has it, Hopper or
@@ -280,7 +292,8 @@ def _attention_variant(name: str, fused_combine: bool):
             if decode_tuning.waiting():
                 shapes = (tuple(query.shape), tuple(key.shape), tuple(attn_mask.shape))
                 decode_tuning.wait(decode_tuning.attention_key(query.dtype, *shapes, fused_combine, query.device))
-            return split_kv_attention(query, key, value, attn_mask, softmax_scale, fused_combine=fused_combine)
+            pdl = fused_combine and dependent_launch.launch(query.device)[0]
+            return split_kv_attention(query, key, value, attn_mask, softmax_scale, fused_combine, pdl)
         out = F.scaled_dot_product_attention(
             query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )
@@ -305,14 +318,14 @@ def _small_m_linear_variant(name: str, split_k: bool, gemv: bool):
             and x.dtype == weight.dtype
             and x[..., 0].numel() <= MAX_ROWS
         ):
-            from hir.interpreter.triton_small_m import (
-                small_m_linear as kernel,  # triton loads only when a CUDA decode kernel runs
-            )
+            from hir.interpreter import triton_small_m  # triton loads only when a CUDA decode kernel runs
 
             if decode_tuning.waiting():
                 rows, (n, k) = math.prod(x.shape[:-1]), weight.shape
                 decode_tuning.wait(decode_tuning.linear_key(x.dtype, rows, n, k, split_k, gemv, x.device))
-            return kernel(x, weight, split_k=split_k, gemv=gemv)
+            one_row = gemv and triton_small_m.runs_one_row(x, weight)
+            pdl, first = dependent_launch.launch(x.device, weight) if one_row else (False, False)
+            return triton_small_m.small_m_linear(x, weight, split_k, gemv, pdl, first)
         return F.linear(x, weight).contiguous()
 
     @small_m_linear.register_fake

@@ -66,6 +66,7 @@ from typing import Any
 import torch
 
 from hir.dialect.context import HirError
+from hir.interpreter import dependent_launch
 
 log = logging.getLogger("hir.graph")
 GraphMode = bool | str  # True, False or "auto"
@@ -130,8 +131,13 @@ class GraphRunner:
         static_outputs: bool = False,
         cache_size: int = 4,
         refreshes: list | None = None,
+        dependent_launches: Callable[[], bool] = lambda: False,
     ) -> None:
         self.execute = execute
+        # whether a capture launches the decode kernels as programmatic dependents (decided
+        # when the program is planned, so asked at the capture)
+        self.dependent_launches = dependent_launches
+        self.launched: dependent_launch.DependentLaunches | None = None  # the last capture's
         # Filled by a capture with what its graph must run before each replay (hir.once
         # results it reads from the cache, ops/once.py); kept on the graph's entry.
         self.refreshes = refreshes if refreshes is not None else []
@@ -254,6 +260,18 @@ class GraphRunner:
                 results.append(out)
         return results
 
+    def _execute_captured(self, values: list) -> list:
+        """``execute(values)`` under capture, the decode kernels launched as programmatic
+        dependents where the program planned them so (:mod:`hir.interpreter.dependent_launch`)."""
+        if not self.dependent_launches():
+            return self.execute(values)
+        tensors = [(i, v) for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+        written = [v for i, v in tensors if i in self.written]
+        with dependent_launch.capturing([v for _, v in tensors], written) as launched:
+            outputs = self.execute(values)
+        self.launched = launched
+        return outputs
+
     def _capture(self, key: tuple, values: list, bound: bool = False) -> CapturedGraph | None:
         """Capture the program on static copies of ``values``, or on ``values`` themselves
         when ``bound`` (auto's second call with the first call's buffers: that eager call
@@ -280,7 +298,7 @@ class GraphRunner:
                 capture = torch.cuda.current_stream(dev)
                 for stream in streams:  # fork every pool stream from the capture stream
                     stream.wait_stream(capture)
-                outputs = self.execute(static_inputs)
+                outputs = self._execute_captured(static_inputs)
                 for stream in streams:  # and join it back
                     capture.wait_stream(stream)
         except (HirError, RuntimeError) as err:

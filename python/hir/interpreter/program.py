@@ -179,6 +179,7 @@ class Program:
                 static_outputs,
                 graph_cache_size,
                 self.runtime.capture_refreshes,
+                lambda: self.runtime.dependent_launches,
             )
         else:
             self._graph_state.last = "eager"

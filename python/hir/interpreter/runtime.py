@@ -35,6 +35,9 @@ class Runtime:
         self.backend = backend
         self.compile_kernels = compile_kernels
         self.kernel_compile = KernelCompileStats(compile_kernels)
+        # a captured graph launches the decode kernels as programmatic dependents (set when a
+        # program plans one: hir.interpreter.decode_kernels.planned)
+        self.dependent_launches = False
         self.rank, self.world_size = world()
         self.ranks_per_node: int | None = None  # the run's node layout (None: one node), set at run start
         self.streams = StreamPool(device, num_streams, high_priority)

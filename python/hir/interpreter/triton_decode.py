@@ -17,6 +17,7 @@ import torch
 # triton comes with CUDA builds of torch; where it is not installed (CPU machines) pyright cannot resolve it
 import triton  # pyright: ignore[reportMissingImports]
 import triton.language as tl  # pyright: ignore[reportMissingImports]
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait  # pyright: ignore[reportMissingImports]
 
 LOG2E = 1.4426950408889634
 
@@ -62,7 +63,11 @@ def _attention_chunk(
     D: tl.constexpr,
     SCAN: tl.constexpr,
     FUSED: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    if PDL:  # a programmatic dependent: everything it reads may be the kernel before's output
+        gdc_wait()
+        gdc_launch_dependents()
     split = tl.program_id(0)
     bh = tl.program_id(1)
     b = bh // H
@@ -186,11 +191,13 @@ def split_kv_attention(
     mask: torch.Tensor,
     scale: float,
     fused_combine: bool = False,
+    pdl: bool = False,
 ) -> torch.Tensor:
     """``softmax(q k^T * scale, where mask) v`` for ``query`` ``[B, H, M, D]``, ``key`` /
     ``value`` ``[B, H, L, D]`` and a boolean ``mask`` broadcastable to ``[B, H, M, L]``; the
     result is contiguous ``[B, H, M, D]`` in ``query``'s dtype. ``fused_combine``: one launch
-    (module docstring)."""
+    (module docstring). ``pdl`` (Hopper or newer): launched as a programmatic dependent of the
+    kernel before it, waiting for it before reading anything (with ``fused_combine`` only)."""
     batch, heads, rows, dim = query.shape
     length = key.shape[2]
     mask = mask.expand(batch, heads, rows, length)
@@ -229,8 +236,10 @@ def split_kv_attention(
         D=dim,
         SCAN=min(1024, triton.next_power_of_2(length)),
         FUSED=fused_combine,
+        PDL=pdl and fused_combine,
         num_warps=4,
         num_stages=2,
+        launch_pdl=pdl and fused_combine,
     )
     if not fused_combine:
         # a triton.jit kernel on its grid (to pyright a bare function where triton is not installed)

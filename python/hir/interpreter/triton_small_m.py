@@ -41,6 +41,7 @@ import torch
 # triton comes with CUDA builds of torch; where it is not installed (CPU machines) pyright cannot resolve it
 import triton  # pyright: ignore[reportMissingImports]
 import triton.language as tl  # pyright: ignore[reportMissingImports]
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait  # pyright: ignore[reportMissingImports]
 
 from hir.interpreter.triton_decode import arrival_counters
 
@@ -156,6 +157,37 @@ def _gemv_configs() -> list:
 
 
 @triton.jit
+def _gemv_weights(W, Wup, cols, col_ok, k0, K, swn, GATED: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The strip's ``BLOCK_K`` columns of ``W`` (and ``Wup``) from ``k0``."""
+    ks = k0 + tl.arange(0, BLOCK_K)
+    offsets = cols[:, None] * swn + ks[None, :]
+    w_mask = col_ok[:, None] & (ks < K)[None, :]
+    w = tl.load(W + offsets, mask=w_mask, other=0.0)
+    up = w
+    if GATED:
+        up = tl.load(Wup + offsets, mask=w_mask, other=0.0)
+    return w, up
+
+
+@triton.jit
+def _gemv_add(
+    X, NormW, w, up, acc, acc_up, squares, k0, K, NORM: tl.constexpr, GATED: tl.constexpr, BLOCK_K: tl.constexpr
+):
+    """``acc`` (``acc_up``) plus the products of the row's ``BLOCK_K`` elements from ``k0`` with
+    the strip's columns ``w`` (``up``); ``squares`` plus their squares."""
+    ks = k0 + tl.arange(0, BLOCK_K)
+    k_ok = ks < K
+    x = tl.load(X + ks, mask=k_ok, other=0.0).to(tl.float32)
+    if NORM:  # the row's 1/rms is a factor of every product: applied once, after the loop
+        squares += x * x
+        x = x * tl.load(NormW + ks, mask=k_ok, other=0.0).to(tl.float32)
+    acc += w.to(tl.float32) * x[None, :]
+    if GATED:
+        acc_up += up.to(tl.float32) * x[None, :]
+    return acc, acc_up, squares
+
+
+@triton.jit
 def _gemv(
     X,
     NormW,
@@ -170,30 +202,35 @@ def _gemv(
     NORM: tl.constexpr,
     GATED: tl.constexpr,
     RESIDUAL: tl.constexpr,
+    PDL: tl.constexpr,
+    WEIGHT_FIRST: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
-    """``Y = X @ W.T`` for one row ``X`` (with its neighbours: :func:`gemv`): each program a
-    strip of ``BLOCK_N`` of ``W``'s rows, the products summed per lane in float32 and reduced
-    once at the end."""
+    """``Y = X @ W.T`` for one row ``X`` (with its neighbours: :func:`one_row_linear`): each
+    program a strip of ``BLOCK_N`` of ``W``'s rows, the products summed per lane in float32 and
+    reduced once at the end. ``PDL``: launched as a programmatic dependent, waiting for the
+    kernel before it before reading its inputs; ``WEIGHT_FIRST``: but for the strip's first
+    ``BLOCK_K`` columns, loaded before that wait (``W`` and ``Wup`` must not be written by any
+    kernel that may still run)."""
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < N
     dtype = Y.dtype.element_ty
     squares = tl.zeros([BLOCK_K], tl.float32)
     acc = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
     acc_up = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        k_ok = ks < K
-        x = tl.load(X + ks, mask=k_ok, other=0.0).to(tl.float32)
-        if NORM:  # the row's 1/rms is a factor of every product: applied once, after the loop
-            squares += x * x
-            x = x * tl.load(NormW + ks, mask=k_ok, other=0.0).to(tl.float32)
-        offsets = cols[:, None] * swn + ks[None, :]
-        w_mask = col_ok[:, None] & k_ok[None, :]
-        acc += tl.load(W + offsets, mask=w_mask, other=0.0).to(tl.float32) * x[None, :]
-        if GATED:
-            acc_up += tl.load(Wup + offsets, mask=w_mask, other=0.0).to(tl.float32) * x[None, :]
+    k_start = 0
+    if PDL:
+        if WEIGHT_FIRST:  # streams while the kernel before drains
+            w, up = _gemv_weights(W, Wup, cols, col_ok, 0, K, swn, GATED, BLOCK_K)
+        gdc_wait()
+        gdc_launch_dependents()
+        if WEIGHT_FIRST:
+            acc, acc_up, squares = _gemv_add(X, NormW, w, up, acc, acc_up, squares, 0, K, NORM, GATED, BLOCK_K)
+            k_start = BLOCK_K
+    for k0 in range(k_start, K, BLOCK_K):
+        w, up = _gemv_weights(W, Wup, cols, col_ok, k0, K, swn, GATED, BLOCK_K)
+        acc, acc_up, squares = _gemv_add(X, NormW, w, up, acc, acc_up, squares, k0, K, NORM, GATED, BLOCK_K)
     rstd = 1.0
     if NORM:
         rstd = tl.rsqrt(tl.sum(squares, axis=0) / K + eps)
@@ -218,11 +255,18 @@ def one_row_linear(
     eps: float = 0.0,
     w_up: torch.Tensor | None = None,
     residual: torch.Tensor | None = None,
+    pdl: bool = False,
+    weight_first: bool = False,
 ) -> torch.Tensor:
     """``x @ weight.T`` for one row ``x`` (``[..., K]``, one row in all, its last dim of stride
     1) and a ``weight`` ``[N, K]`` of stride 1 along K (``w_up`` of its shape and strides) on the
     CUDA cores, with the neighbours the module docstring lists; ``residual`` is contiguous with
-    the result's ``N`` elements. Returns a contiguous ``[..., N]`` in ``x``'s dtype."""
+    the result's ``N`` elements. Returns a contiguous ``[..., N]`` in ``x``'s dtype.
+
+    ``pdl`` (Hopper or newer): launched as a programmatic dependent of the kernel before it
+    (which may still be running when this one starts), waiting for it before reading its inputs;
+    with ``weight_first``, the weights' first columns are read before that wait, so the caller
+    promises no kernel that may still run writes them."""
     lead = x.shape[:-1]
     n, k = weight.shape
     out = torch.empty(n, device=x.device, dtype=x.dtype)
@@ -240,20 +284,36 @@ def one_row_linear(
         NORM=norm_weight is not None,
         GATED=w_up is not None,
         RESIDUAL=residual is not None,
+        PDL=pdl,
+        WEIGHT_FIRST=pdl and weight_first,
+        launch_pdl=pdl,
     )
     return out.view(*lead, n)
 
 
-def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False, gemv: bool = False) -> torch.Tensor:
+def runs_one_row(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether :func:`small_m_linear` with ``gemv`` runs ``x @ weight.T`` on the one-row kernel."""
+    return math.prod(x.shape[:-1]) == 1 and x.stride(-1) == 1 and weight.stride(1) == 1
+
+
+def small_m_linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    split_k: bool = False,
+    gemv: bool = False,
+    pdl: bool = False,
+    weight_first: bool = False,
+) -> torch.Tensor:
     """``x @ weight.T`` for ``x`` ``[..., K]`` with at most 16 rows in all and ``weight``
     ``[N, K]``; contiguous ``[..., N]`` in ``x``'s dtype. ``split_k``: the
     autotuner may also cut K into 2 or 4 parts (more programs in flight on a small weight),
     the last part of a strip to finish adding them up (one launch). ``gemv``: one row runs on
-    the CUDA cores (:func:`one_row_linear`)."""
+    the CUDA cores (:func:`one_row_linear`, with ``pdl`` and ``weight_first``; the tiled
+    kernel ignores them)."""
     lead = x.shape[:-1]
     rows = math.prod(lead)
-    if gemv and rows == 1 and x.stride(-1) == 1 and weight.stride(1) == 1:
-        return one_row_linear(x, weight)
+    if gemv and runs_one_row(x, weight):
+        return one_row_linear(x, weight, pdl=pdl, weight_first=weight_first)
     x2 = x.reshape(rows, x.shape[-1])
     n, k = weight.shape
     out = torch.empty(rows, n, device=x.device, dtype=x.dtype)

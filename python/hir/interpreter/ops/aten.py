@@ -126,7 +126,7 @@ class TorchImpls:
                 overload, types, lambda: [c.constant(v) for v in operands], c.runtime.device
             )
             if decode_kernels.is_decode_kernel(overload) or decode_fusions.is_decode_kernel(overload):
-                c.runtime.kernel_compile.pdl |= decode_kernels.inductor_pdl(c.runtime.device)
+                decode_kernels.planned(c.runtime)
         schema = overload._schema
         if len(operands) != len(schema.arguments):
             raise c.error(op, f"has {len(operands)} operands but {overload} takes {len(schema.arguments)} ({schema})")

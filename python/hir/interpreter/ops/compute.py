@@ -109,7 +109,7 @@ def _small_m_linear(c: Compiler, op: ir.OpView, x: int, w: int, o: int) -> Step:
     """``hir.linear`` without a bias through ``hir::small_m_linear`` (a GEMV-shaped product,
     :mod:`hir.interpreter.decode_kernels`)."""
     kernel = decode_kernels.small_m_linear_op()
-    c.runtime.kernel_compile.pdl |= decode_kernels.inductor_pdl(c.runtime.device)
+    decode_kernels.planned(c.runtime)
     step = _fresh(c, op, kernel, [x, w])
     if step is not None:
         return step

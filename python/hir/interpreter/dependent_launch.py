@@ -1,0 +1,72 @@
+"""Programmatic dependent launch of hir's decode kernels in a captured CUDA graph.
+
+On Hopper and newer GPUs a kernel launched as a *programmatic dependent* of the kernel before
+it on its stream may start while that one drains (its programs take the multiprocessors the
+other's last programs leave) and waits for it (``griddepcontrol.wait``) before it reads what
+that kernel wrote; once past its wait it lets the kernel after it start the same way. A
+decode step is ~65 launches of a few microseconds each, so the ramps between them are a good
+part of the step.
+
+hir's decode kernels (the split-KV attention and the one-row products, mechanism
+``kernel-pdl`` of :mod:`hir.interpreter.decode_kernels`) launch that way while hir captures a
+program as a CUDA graph (:class:`hir.interpreter.graph.GraphRunner`), and only then: a graph's
+first kernels start after everything before the graph's launch has finished, so within a
+replay "the kernel before" is always one of the program's own. The one-row products also load
+the first columns of their weight strip before their wait (the loads that take longest, made
+while the kernel before drains) where every weight they read lives in the storage of a
+program argument that the program never writes, and in no storage of an argument it may write
+(:func:`hir.interpreter.graph_checks.written_arguments`): nothing still running can be writing
+it (a buffer the program makes, a fused projection's concatenated weight among them, is read
+after the wait). Outside a capture (eager runs, other devices) the kernels launch as before.
+"""
+
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class DependentLaunches:
+    """The decode kernels one capture launched as programmatic dependents."""
+
+    read_only: frozenset[int] = field(default_factory=frozenset)  # storages no kernel of the program writes
+    launches: int = 0  # kernels launched as programmatic dependents
+    weight_first: int = 0  # of those, one-row products that loaded their weight before their wait
+
+
+_CAPTURE = threading.local()  # .launches: the capture running on this thread (a CUDA capture is per thread)
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    return tensor.untyped_storage().data_ptr()
+
+
+@contextmanager
+def capturing(arguments: Iterable[torch.Tensor], written: Iterable[torch.Tensor]) -> Iterator[DependentLaunches]:
+    """While a program is captured on its ``arguments``, of which it may write ``written``:
+    the decode kernels it launches are programmatic dependents (module docstring)."""
+    written_storages = {_storage(t) for t in written}
+    read_only = frozenset(s for s in map(_storage, arguments) if s not in written_storages)
+    launches = DependentLaunches(read_only)
+    previous = getattr(_CAPTURE, "launches", None)
+    _CAPTURE.launches = launches
+    try:
+        yield launches
+    finally:
+        _CAPTURE.launches = previous
+
+
+def launch(device: torch.device, *weights: torch.Tensor) -> tuple[bool, bool]:
+    """How a decode kernel launched now on ``device`` goes: (as a programmatic dependent,
+    loading ``weights`` before its wait). Both false outside :func:`capturing` or below
+    Hopper; the second needs ``weights`` all read-only."""
+    launches = getattr(_CAPTURE, "launches", None)
+    if launches is None or device.type != "cuda" or torch.cuda.get_device_capability(device)[0] < 9:
+        return False, False
+    first = bool(weights) and all(_storage(w) in launches.read_only for w in weights)
+    launches.launches += 1
+    launches.weight_first += first
+    return True, first
