@@ -55,6 +55,19 @@ def test_linear_stands_in_for_a_few_rows(monkeypatch):
     assert not fits((8, 1, 2048), torch.bfloat16, (2048, 2048), True, False, cuda)
 
 
+def test_tensors_past_int32_offsets_are_left_to_torch():
+    """The kernels' offsets are int32: a tensor reaching past them runs torch's kernel."""
+    fits = decode_kernels.int32_offsets
+    meta = {"device": "meta", "dtype": torch.bfloat16}
+    assert fits(torch.empty(1, 1, 2048, **meta), torch.empty(32000, 2048, **meta))
+    assert fits(torch.empty(2**16, 2**15, **meta))  # 2**31 elements: the last at offset 2**31 - 1
+    assert fits(torch.empty(2**16, 2**15, **meta).t())
+    assert not fits(torch.empty(1, 2048, **meta), torch.empty(2**16 + 1, 2**15, **meta))
+    mask = torch.empty(1, 1, 1, 2**20, dtype=torch.bool, device="meta")
+    assert fits(mask.expand(64, 8, 4, 2**20))  # broadcast: one row in memory
+    assert not fits(torch.empty(64, 8, 2**16, 128, **meta))  # a long cache at batch 64
+
+
 def test_kernel_choice_by_environment(monkeypatch):
     monkeypatch.setenv(decode_kernels.ENV, "linear")
     assert decode_kernels.enabled("linear") and not decode_kernels.enabled("attention")

@@ -63,7 +63,8 @@ LINEAR_RESIDUAL = torch.ops.hir.linear_residual.default
 
 def _one_row(x: torch.Tensor, *weights: torch.Tensor) -> bool:
     """Whether the kernel takes ``x`` and ``weights``: one contiguous bf16/f16 row on CUDA,
-    row-major ``[N, K]`` weights of its dtype and width, one shape and layout."""
+    row-major ``[N, K]`` weights of its dtype and width, one shape and layout, within int32
+    offsets."""
     first = weights[0]
     return (
         x.is_cuda
@@ -72,6 +73,7 @@ def _one_row(x: torch.Tensor, *weights: torch.Tensor) -> bool:
         and x.is_contiguous()
         and all(w.dtype == x.dtype and w.dim() == 2 and w.shape[1] == x.shape[-1] and w.stride(1) == 1 for w in weights)
         and all(w.shape == first.shape and w.stride() == first.stride() for w in weights)
+        and decode_kernels.int32_offsets(x, *weights)
     )
 
 

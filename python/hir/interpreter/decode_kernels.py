@@ -52,7 +52,8 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
 Each variant is an op of its own (``hir::attention``, ``hir::attention_fused``,
 ``hir::small_m_linear`` with the suffixes ``_splitk`` / ``_gemv``, ``hir::swiglu_small_m``), the flags
 fixed when the program is planned. Elsewhere (CPU, no Triton, other shapes) the ops are
-not used; called directly on other inputs they run torch's own kernels. ``HIR_DECODE_KERNELS``
+not used; called directly on other inputs (a tensor reaching past the kernels' int32
+offsets among them: :func:`int32_offsets`) they run torch's own kernels. ``HIR_DECODE_KERNELS``
 (read when a program is planned) picks what is used: a comma-separated subset of
 :data:`KERNELS` + :data:`MECHANISMS` (default: all), or ``none``.
 """
@@ -76,6 +77,7 @@ MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
 MIN_CACHE = 128  # key positions from which the split-KV kernel is used
 HEAD_DIMS = (16, 32, 64, 128, 256)
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+OFFSET_LIMIT = 2**31  # the kernels' element offsets are int32: a tensor they read spans fewer elements
 _VTENSOR = re.compile(r"vtensor<\[([^\]]*)\],(\w+)>")
 
 
@@ -93,6 +95,15 @@ def enabled(kernel: str) -> bool:
             f"expected a comma-separated subset of {','.join(KERNELS + MECHANISMS)}, or none"
         )
     return kernel in chosen
+
+
+def int32_offsets(*tensors: torch.Tensor) -> bool:
+    """Whether every element of each of ``tensors`` lies fewer than :data:`OFFSET_LIMIT`
+    elements from its first (where the kernels' int32 offsets reach; a larger tensor runs
+    torch's kernel)."""
+    return all(
+        sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride())) < OFFSET_LIMIT for t in tensors
+    )
 
 
 def available(device: torch.device) -> bool:
@@ -283,6 +294,7 @@ def _attention_variant(name: str, fused_combine: bool):
             and query.dtype in (torch.bfloat16, torch.float16)
             and key.shape[1] == query.shape[1]
             and query.shape[-1] in HEAD_DIMS
+            and int32_offsets(query, key, value, attn_mask)
         ):
             from hir.interpreter.triton_decode import (
                 split_kv_attention,  # triton loads only when a CUDA decode kernel runs
@@ -317,6 +329,7 @@ def _small_m_linear_variant(name: str, split_k: bool, gemv: bool):
             and x.dtype in (torch.bfloat16, torch.float16)
             and x.dtype == weight.dtype
             and x[..., 0].numel() <= MAX_ROWS
+            and int32_offsets(x, weight)
         ):
             from hir.interpreter import triton_small_m  # triton loads only when a CUDA decode kernel runs
 
@@ -354,6 +367,7 @@ def _swiglu_small_m(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -
         and w_gate.shape == w_up.shape
         and w_gate.stride() == w_up.stride()
         and x[..., 0].numel() <= MAX_ROWS
+        and int32_offsets(x, w_gate, w_up)
     ):
         from hir.interpreter.triton_small_m import swiglu_small_m  # triton loads only when a CUDA decode kernel runs
 
