@@ -6,6 +6,7 @@ and a captured decode step against the same launched plainly, bit for bit."""
 import pytest
 import torch
 
+from decode_util import bf16_llama_step
 from hir.interpreter import decode_kernels, dependent_launch
 
 CUDA = torch.device("cuda")
@@ -108,24 +109,9 @@ def test_a_captured_decode_step_launches_dependents(monkeypatch, bound):
     result, the program's buffer), and gives the logits of the same step planned without
     ``kernel-pdl`` bit for bit, in the eager first call and the replays; on new input tensors
     each call (a graph on static copies) and on the same buffers refilled (a bound graph)."""
-    import transformers
-
     import hir
-    from hir.frontend.hf_decode import StaticCacheStep
 
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=256,
-        hidden_size=256,
-        intermediate_size=512,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        eos_token_id=None,
-    )
-    model = transformers.LlamaForCausalLM(config).eval().to(torch.bfloat16)
-    step = StaticCacheStep(model, batch_size=1, max_cache_len=decode_kernels.MIN_CACHE)
+    step = bf16_llama_step(hidden=256, intermediate=512, vocab=256, max_cache_len=decode_kernels.MIN_CACHE)
     monkeypatch.delenv(decode_kernels.ENV, raising=False)
     inputs = [
         (torch.randint(0, 256, (1, 1), generator=torch.Generator().manual_seed(p)), torch.tensor([p])) for p in range(5)

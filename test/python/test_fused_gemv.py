@@ -10,6 +10,7 @@ import sys
 import pytest
 import torch
 
+from decode_util import bf16_llama_step
 from hir.interpreter import decode_kernels
 
 transformers = pytest.importorskip("transformers")
@@ -50,22 +51,9 @@ def test_a_decode_step_with_the_fused_kernels(monkeypatch):
     gives the logits of the step imported and planned without them (bf16 tolerance), and
     its plan runs each layer's three fused kernels and the head's."""
     import hir
-    from hir.frontend.hf_decode import StaticCacheStep
     from hir.interpreter import decode_fusions
 
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=256,
-        hidden_size=256,
-        intermediate_size=512,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        eos_token_id=None,
-    )
-    model = transformers.LlamaForCausalLM(config).eval().to(torch.bfloat16)
-    step = StaticCacheStep(model, batch_size=1, max_cache_len=decode_kernels.MIN_CACHE)
+    step = bf16_llama_step(hidden=256, intermediate=512, vocab=256, max_cache_len=decode_kernels.MIN_CACHE)
     ids, pos = torch.tensor([[5]]), torch.tensor([0])
     monkeypatch.delenv(decode_kernels.ENV, raising=False)
     fused = hir.from_torch(step, (ids, pos))

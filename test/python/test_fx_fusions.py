@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import hir
+from decode_util import bf16_llama_step
 from hir.interpreter import decode_fusions, decode_kernels
 
 transformers = pytest.importorskip("transformers")
@@ -20,21 +21,7 @@ LAYERS = 2
 
 @pytest.fixture(scope="module")
 def step():
-    from hir.frontend.hf_decode import StaticCacheStep
-
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=128,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        eos_token_id=None,
-    )
-    model = transformers.LlamaForCausalLM(config).eval().to(torch.bfloat16)
-    return StaticCacheStep(model, batch_size=1, max_cache_len=32)
+    return bf16_llama_step(hidden=64, intermediate=128, vocab=128, max_cache_len=32, layers=LAYERS)
 
 
 def fused_ops(program) -> list[int]:
