@@ -81,13 +81,18 @@ def _norm_fits(x: torch.Tensor, norm_weight: torch.Tensor) -> bool:
     return norm_weight.dtype == x.dtype and norm_weight.shape == x.shape[-1:] and norm_weight.is_contiguous()
 
 
-def _launch(variant: str, x: torch.Tensor, *weights: torch.Tensor) -> dict:
-    """The one-row kernel's launch options for ``variant`` on ``x`` and ``weights`` (as a
+def _variant(composite) -> str:
+    """The name the tuning keys give ``composite``'s kernel."""
+    return composite.name().removeprefix("hir::")
+
+
+def _launch(composite, x: torch.Tensor, *weights: torch.Tensor) -> dict:
+    """The one-row kernel's launch options for ``composite`` on ``x`` and ``weights`` (as a
     programmatic dependent in a capture: :mod:`hir.interpreter.dependent_launch`), once the
     tuning child (if any) has tuned it."""
     if decode_tuning.waiting():
         n, k = weights[0].shape
-        decode_tuning.wait(decode_tuning.fused_key(x.dtype, n, k, variant, x.device))
+        decode_tuning.wait(decode_tuning.fused_key(x.dtype, n, k, _variant(composite), x.device))
     pdl, first = dependent_launch.launch(x.device, *weights)
     return {"pdl": pdl, "weight_first": first}
 
@@ -98,7 +103,7 @@ def _rms_norm_linear_gemv(x: torch.Tensor, norm_weight: torch.Tensor, weight: to
     if _one_row(x, weight) and _norm_fits(x, norm_weight):
         from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
 
-        launch = _launch("rms_norm_linear", x, weight)
+        launch = _launch(RMS_NORM_LINEAR, x, weight)
         return one_row_linear(x, weight, norm_weight=norm_weight, eps=eps, **launch)
     return _rms_norm_linear(x, norm_weight, weight, eps).contiguous()
 
@@ -116,7 +121,7 @@ def _rms_norm_swiglu_gemv(
     if _one_row(x, w_gate, w_up) and _norm_fits(x, norm_weight):
         from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
 
-        launch = _launch("rms_norm_swiglu", x, w_gate, w_up)
+        launch = _launch(RMS_NORM_SWIGLU, x, w_gate, w_up)
         return one_row_linear(x, w_gate, norm_weight=norm_weight, eps=eps, w_up=w_up, **launch)
     return _rms_norm_swiglu(x, norm_weight, w_gate, w_up, eps).contiguous()
 
@@ -138,7 +143,7 @@ def _linear_residual_gemv(x: torch.Tensor, weight: torch.Tensor, residual: torch
     ):
         from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
 
-        launch = _launch("linear_residual", x, weight)
+        launch = _launch(LINEAR_RESIDUAL, x, weight)
         return one_row_linear(x, weight, residual=residual, **launch)
     return _linear_residual(x, weight, residual).contiguous()
 
@@ -193,8 +198,7 @@ def substitute(overload, types: Callable[[], list[str]], device: torch.device):
         x, weight = (decode_kernels.tensor_type(operand_types[i]) for i in (0, weight_index))
         assert x is not None and weight is not None  # (fits read both)
         n, k = weight[0]
-        variant = overload.name().removeprefix("hir::")
-        decode_tuning.request(decode_tuning.fused_key(decode_kernels.DTYPES[x[1]], n, k, variant, device))
+        decode_tuning.request(decode_tuning.fused_key(decode_kernels.DTYPES[x[1]], n, k, _variant(overload), device))
     return kernel
 
 
