@@ -17,6 +17,9 @@ would fall back.
 
 Compiled kernel segments (``compile_kernels``, :mod:`hir.interpreter.kernels`) are captured
 like any other kernels: they compile at the first call of a signature, which runs eagerly.
+In a capture, the decode kernels a program planned launch as programmatic dependents of the
+kernel before them (``kernel-pdl``, :mod:`hir.interpreter.dependent_launch`); eager runs
+launch them plainly.
 
 Runs eagerly, never captured (``Program.graph_state.reason`` says which, and a debug log
 line on the ``hir.graph`` logger):
