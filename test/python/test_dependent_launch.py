@@ -132,3 +132,33 @@ def test_a_captured_decode_step_launches_dependents(monkeypatch, bound):
     # per layer the attention and four products (q/k/v, o, gate/up, down); the head
     assert (launched.launches, launched.weight_first) == (2 * 5 + 1, 2 * 3 + 1)
     assert plain.interpreter.graph.launched is None
+
+
+def test_a_capture_notes_the_arguments_it_never_writes(monkeypatch):
+    """GraphRunner's capture step: read-only storages by argument index (scalars among the
+    arguments), the context left on an error, nothing noted where the plan did not ask."""
+    from hir.interpreter.graph import GraphRunner, GraphState
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    weight, cache = torch.zeros(4, 4), torch.zeros(8)
+    seen = []
+
+    def execute(values: list) -> list:
+        seen.append((dependent_launch.launch(CUDA, values[0]), dependent_launch.launch(CUDA, values[2])))
+        if values[1] == "fail":
+            raise RuntimeError("capture failed")
+        return []
+
+    def runner(planned: bool) -> GraphRunner:
+        return GraphRunner(execute, CUDA, None, GraphState(True), frozenset({2}), dependent_launches=lambda: planned)
+
+    dependent = runner(True)
+    dependent._execute_captured([weight, 3, cache])
+    assert seen.pop() == ((True, True), (True, False))  # the written argument is read after the wait
+    assert dependent.launched is not None and (dependent.launched.launches, dependent.launched.weight_first) == (2, 1)
+    with pytest.raises(RuntimeError):
+        dependent._execute_captured([weight, "fail", cache])
+    assert dependent.launched is None and dependent_launch.launch(CUDA, weight) == (False, False)
+    plain = runner(False)
+    plain._execute_captured([weight, 3, cache])
+    assert seen.pop() == ((False, False), (False, False)) and plain.launched is None

@@ -38,10 +38,10 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
 - ``kernel-pdl``: in the CUDA graph hir captures of a program planned with a decode kernel, the
   attention (with ``fused-combine``) and the one-row products launch as programmatic
   dependents (Hopper's launch of a kernel while the one before it drains), the products
-  loading the first columns of a weight the program never writes before they wait
-  (:mod:`hir.interpreter.dependent_launch`). (Prefetching the whole weight strip into the L2
-  before the wait instead measured slower: it cost the large products more than the overlap
-  gained.)
+  loading the first columns of their weight before they wait where it is an argument of the
+  program that it never writes (:mod:`hir.interpreter.dependent_launch`). (Prefetching the
+  whole weight strip into the L2 before the wait instead measured slower: it cost the large
+  products more than the overlap gained.)
 - ``inductor-pdl``: such a program compiles its regions with inductor's programmatic
   dependent launch (``triton.enable_pdl``, where this torch has it), so the elementwise
   kernels around the products overlap their neighbours.

@@ -4,14 +4,17 @@ On Hopper and newer GPUs a kernel launched as a *programmatic dependent* of the 
 it on its stream may start while that one drains (its programs take the multiprocessors the
 other's last programs leave) and waits for it (``griddepcontrol.wait``) before it reads what
 that kernel wrote; once past its wait it lets the kernel after it start the same way. A
-decode step is ~65 launches of a few microseconds each, so the ramps between them are a good
-part of the step.
+1B Llama's decode step is ~150 kernels of a few microseconds each, so the ramps between them
+are a good part of the step.
 
-hir's decode kernels (the split-KV attention and the one-row products, mechanism
-``kernel-pdl`` of :mod:`hir.interpreter.decode_kernels`) launch that way while hir captures a
-program as a CUDA graph (:class:`hir.interpreter.graph.GraphRunner`), and only then: a graph's
-first kernels start after everything before the graph's launch has finished, so within a
-replay "the kernel before" is always one of the program's own. The one-row products also load
+Two of hir's decode kernels (the split-KV attention with its combine fused, and the one-row
+products; mechanism ``kernel-pdl`` of :mod:`hir.interpreter.decode_kernels`; the tiled
+products launch plainly) launch that way on NVIDIA GPUs of compute capability 9 or newer
+while hir captures a program as a CUDA graph (:class:`hir.interpreter.graph.GraphRunner`),
+and only then: a graph's first kernels start after everything before the graph's launch has
+finished, so within a replay "the kernel before" is always one of the program's own. Each
+waits before anything else it reads or writes, and lets the next start only past that wait,
+so a kernel that starts early overlaps only the one before it. The one-row products also load
 the first columns of their weight strip before their wait (the loads that take longest, made
 while the kernel before drains) where every weight they read lives in the storage of a
 program argument that the program never writes, and in no storage of an argument it may write
@@ -62,9 +65,14 @@ def capturing(arguments: Iterable[torch.Tensor], written: Iterable[torch.Tensor]
 def launch(device: torch.device, *weights: torch.Tensor) -> tuple[bool, bool]:
     """How a decode kernel launched now on ``device`` goes: (as a programmatic dependent,
     loading ``weights`` before its wait). Both false outside :func:`capturing` or below
-    Hopper; the second needs ``weights`` all read-only."""
+    Hopper (and on ROCm); the second needs ``weights`` all read-only."""
     launches = getattr(_CAPTURE, "launches", None)
-    if launches is None or device.type != "cuda" or torch.cuda.get_device_capability(device)[0] < 9:
+    if (
+        launches is None
+        or device.type != "cuda"
+        or torch.version.hip is not None  # griddepcontrol is PTX: NVIDIA only
+        or torch.cuda.get_device_capability(device)[0] < 9
+    ):
         return False, False
     first = bool(weights) and all(_storage(w) in launches.read_only for w in weights)
     launches.launches += 1

@@ -17,9 +17,10 @@ would fall back.
 
 Compiled kernel segments (``compile_kernels``, :mod:`hir.interpreter.kernels`) are captured
 like any other kernels: they compile at the first call of a signature, which runs eagerly.
-In a capture, the decode kernels a program planned launch as programmatic dependents of the
-kernel before them (``kernel-pdl``, :mod:`hir.interpreter.dependent_launch`); eager runs
-launch them plainly.
+In a capture, the one-row products and the split-KV attention a program planned launch as
+programmatic dependents of the kernel before them (``kernel-pdl``, Hopper or newer:
+:mod:`hir.interpreter.dependent_launch`); eager runs launch them plainly. Their dependent
+variants are compiled at the capture (Triton loads them then), not at the eager first call.
 
 Runs eagerly, never captured (``Program.graph_state.reason`` says which, and a debug log
 line on the ``hir.graph`` logger):
@@ -266,6 +267,7 @@ class GraphRunner:
     def _execute_captured(self, values: list) -> list:
         """``execute(values)`` under capture, the decode kernels launched as programmatic
         dependents where the program planned them so (:mod:`hir.interpreter.dependent_launch`)."""
+        self.launched = None
         if not self.dependent_launches():
             return self.execute(values)
         tensors = [(i, v) for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
