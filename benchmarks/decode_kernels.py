@@ -128,7 +128,8 @@ def fused_rows() -> list:
     (the norm compiled by inductor into one kernel, as a compiled region runs it), and against
     cuBLAS with the same."""
     from hir.interpreter.decode_fusions import rms_norm
-    from hir.interpreter.triton_small_m import one_row_linear, small_m_linear, swiglu_small_m
+    from hir.interpreter.triton_one_row import one_row_linear
+    from hir.interpreter.triton_small_m import small_m_linear, swiglu_small_m
 
     norm = torch.compile(rms_norm)
     silu, linear = torch.nn.functional.silu, torch.nn.functional.linear
@@ -245,7 +246,7 @@ def chain_rows(layers: int = 16) -> list:
     with the products' first weight columns loaded before that wait (``kernel-pdl``). No RoPE
     or cache writes between (the step's inductor kernels)."""
     from hir.interpreter.triton_decode import split_kv_attention
-    from hir.interpreter.triton_small_m import one_row_linear
+    from hir.interpreter.triton_one_row import one_row_linear
 
     bf16 = {"device": "cuda", "dtype": torch.bfloat16}
     hidden, inter, vocab = 2048, 8192, 32000

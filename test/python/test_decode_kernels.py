@@ -365,7 +365,7 @@ def tuned_ahead_check(cache: str) -> None:
     import json
     import pathlib
 
-    from hir.interpreter import decode_tuning, triton_small_m
+    from hir.interpreter import decode_tuning, triton_one_row, triton_small_m
     from hir.interpreter.triton_decode import split_kv_attention
 
     tmp_path = pathlib.Path(cache)
@@ -396,7 +396,7 @@ def tuned_ahead_check(cache: str) -> None:
     assert sorted(timings.values()) == sorted(timing for _, timing in tuned[0]["configs_timings"])
     out = torch.ops.hir.small_m_linear_splitk_gemv(x[:1], w)
     assert relative_error(out, x[:1].double() @ w.double().T) < 1e-2
-    timings = triton_small_m._GEMV.configs_timings
+    timings = triton_one_row._GEMV.configs_timings
     assert sorted(timings.values()) == sorted(timing for _, timing in tuned_gemv[0]["configs_timings"])
     q, k, v, mask, ref = attention_case(1, 4, 2, 384, 200, 64, "cuda", torch.bfloat16)
     out = split_kv_attention(q, k, v, mask[:, :, :1].expand(shapes[2]).contiguous(), 0.125, fused_combine=True)

@@ -40,7 +40,7 @@ def test_kernel_pdl_is_a_mechanism(monkeypatch):
 
 def chain(pdl: bool, first: bool, x, layers, mask):
     from hir.interpreter.triton_decode import split_kv_attention
-    from hir.interpreter.triton_small_m import one_row_linear
+    from hir.interpreter.triton_one_row import one_row_linear
 
     h = x
     for qkv, o, gate, up, down, norm, keys, values in layers:

@@ -1,4 +1,4 @@
-"""The one-row kernel with its neighbours (python/hir/interpreter/triton_small_m.py's one_row_linear), on
+"""The one-row kernel with its neighbours (python/hir/interpreter/triton_one_row.py's one_row_linear), on
 CUDA: each variant against the composite op it stands for at a 1B Llama's shapes, a bf16
 decode step planned with them against the same step without the fusions, and the kernels
 tuned ahead by the child process."""
@@ -94,7 +94,7 @@ def tuned_ahead_check(cache: str) -> None:
     import json
     import pathlib
 
-    from hir.interpreter import decode_tuning, triton_small_m
+    from hir.interpreter import decode_tuning, triton_one_row
 
     cuda = torch.device("cuda", torch.cuda.current_device())
     variants = ("rms_norm_linear", "rms_norm_swiglu", "linear_residual")
@@ -109,5 +109,5 @@ def tuned_ahead_check(cache: str) -> None:
     bf16 = {"device": "cuda", "dtype": torch.bfloat16}
     x, w = torch.randn(1, 528, **bf16), torch.randn(1040, 528, **bf16)
     torch.ops.hir.linear_residual_gemv(x, w, torch.randn(1, 1040, **bf16))
-    timings = sorted(triton_small_m._GEMV.configs_timings.values())
+    timings = sorted(triton_one_row._GEMV.configs_timings.values())
     assert any(timings == sorted(t for _, t in entry["configs_timings"]) for entry in tuned)

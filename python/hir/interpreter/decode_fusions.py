@@ -14,7 +14,7 @@ as before):
 where ``rms_norm(x) = norm_weight * (x.float() * rsqrt(mean(x.float()**2, -1) + eps)).to(x.dtype)``
 (Llama's ``RMSNorm``). Where one of them has a single bf16/f16 row on CUDA with Triton, a plan
 runs it as ``hir::<name>_gemv``: the one-row kernel with the norm in its prologue, the gated
-product or the residual in its epilogue (:func:`hir.interpreter.triton_small_m.one_row_linear`), one launch.
+product or the residual in its epilogue (:func:`hir.interpreter.triton_one_row.one_row_linear`), one launch.
 ``HIR_DECODE_KERNELS``' mechanism ``norm-residual`` (:mod:`hir.interpreter.decode_kernels`)
 turns both the import's rewrite and the kernels on.
 """
@@ -101,7 +101,7 @@ def _launch(composite, x: torch.Tensor, *weights: torch.Tensor) -> dict:
 def _rms_norm_linear_gemv(x: torch.Tensor, norm_weight: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``hir::rms_norm_linear`` through the one-row kernel where it fits."""
     if _one_row(x, weight) and _norm_fits(x, norm_weight):
-        from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
+        from hir.interpreter.triton_one_row import one_row_linear  # triton loads only when a CUDA kernel runs
 
         launch = _launch(RMS_NORM_LINEAR, x, weight)
         return one_row_linear(x, weight, norm_weight=norm_weight, eps=eps, **launch)
@@ -119,7 +119,7 @@ def _rms_norm_swiglu_gemv(
 ) -> torch.Tensor:
     """``hir::rms_norm_swiglu`` through the one-row kernel where it fits."""
     if _one_row(x, w_gate, w_up) and _norm_fits(x, norm_weight):
-        from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
+        from hir.interpreter.triton_one_row import one_row_linear  # triton loads only when a CUDA kernel runs
 
         launch = _launch(RMS_NORM_SWIGLU, x, w_gate, w_up)
         return one_row_linear(x, w_gate, norm_weight=norm_weight, eps=eps, w_up=w_up, **launch)
@@ -141,7 +141,7 @@ def _linear_residual_gemv(x: torch.Tensor, weight: torch.Tensor, residual: torch
         and tuple(residual.shape) == out_shape
         and residual.is_contiguous()
     ):
-        from hir.interpreter.triton_small_m import one_row_linear  # triton loads only when a CUDA kernel runs
+        from hir.interpreter.triton_one_row import one_row_linear  # triton loads only when a CUDA kernel runs
 
         launch = _launch(LINEAR_RESIDUAL, x, weight)
         return one_row_linear(x, weight, residual=residual, **launch)

@@ -28,7 +28,7 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
 - ``split-k``: the product's autotuner may also cut K into parts (more programs in flight on a
   small weight; the last part of a strip to finish adds them up, so still one launch);
 - ``gemv``: a product of one row runs on the CUDA cores, each lane summing its products in
-  float32 (:mod:`hir.interpreter.triton_small_m`), not through tensor-core tiles of 16 rows
+  float32 (:mod:`hir.interpreter.triton_one_row`), not through tensor-core tiles of 16 rows
   that stage the weight in shared memory (the gated product keeps its tiles: there the two
   measured the same);
 - ``norm-residual``: the import writes a one-row product with the RMSNorm before it or the
@@ -331,14 +331,15 @@ def _small_m_linear_variant(name: str, split_k: bool, gemv: bool):
             and x[..., 0].numel() <= MAX_ROWS
             and int32_offsets(x, weight)
         ):
-            from hir.interpreter import triton_small_m  # triton loads only when a CUDA decode kernel runs
+            from hir.interpreter import triton_one_row, triton_small_m  # triton loads only when a CUDA kernel runs
 
             if decode_tuning.waiting():
                 rows, (n, k) = math.prod(x.shape[:-1]), weight.shape
                 decode_tuning.wait(decode_tuning.linear_key(x.dtype, rows, n, k, split_k, gemv, x.device))
-            one_row = gemv and triton_small_m.runs_one_row(x, weight)
-            pdl, first = dependent_launch.launch(x.device, weight) if one_row else (False, False)
-            return triton_small_m.small_m_linear(x, weight, split_k, gemv, pdl, first)
+            if gemv and triton_one_row.runs_one_row(x, weight):
+                pdl, first = dependent_launch.launch(x.device, weight)
+                return triton_one_row.one_row_linear(x, weight, pdl=pdl, weight_first=first)
+            return triton_small_m.small_m_linear(x, weight, split_k)
         return F.linear(x, weight).contiguous()
 
     @small_m_linear.register_fake

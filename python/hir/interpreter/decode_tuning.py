@@ -1,11 +1,12 @@
 """The decode kernels compiled and tuned ahead of their first call, in a process of their own.
 
 At its first call on a shape, the small-M product's autotuner
-(:mod:`hir.interpreter.triton_small_m`) compiles each candidate tile and times each one on that
-shape, and the attention (:mod:`hir.interpreter.triton_decode`) compiles its kernel: seconds
-on the first decode step's critical path, in the calling process, one candidate after the
-other. Here a program's planned decode kernels (:func:`request`, at plan time; inductor
-compiles the program's regions between its plan and its first step) go to a child process
+(:mod:`hir.interpreter.triton_small_m`, :mod:`hir.interpreter.triton_one_row`) compiles each
+candidate tile and times each one on that shape, and the attention
+(:mod:`hir.interpreter.triton_decode`) compiles its kernel: seconds on the first decode step's
+critical path, in the calling process, one candidate after the other. Here a program's
+planned decode kernels (:func:`request`, at plan time; inductor compiles the program's
+regions between its plan and its first step) go to a child process
 (:func:`serve`) that makes the same calls on inputs of the same shapes on the same device:
 Triton writes the compiled kernels and the autotuner's timings (``cache_results``) into its
 on-disk cache. The first call of a shape (:func:`wait`) waits
@@ -217,7 +218,7 @@ def _compile(key: tuple) -> None:
             x = torch.randn(rows, k, device=device, dtype=dtype)
             small_m_linear(x, torch.randn(n, k, device=device, dtype=dtype), split_k=flag, gemv=gemv)
         elif kind == "fused":
-            from hir.interpreter.triton_small_m import one_row_linear
+            from hir.interpreter.triton_one_row import one_row_linear
 
             n, k = sizes
             x, weight = torch.randn(1, k, device=device, dtype=dtype), torch.randn(n, k, device=device, dtype=dtype)
@@ -253,7 +254,7 @@ def serve(index: int) -> None:
     os.dup2(2, 1)  # what the kernels' libraries print goes to stderr
     try:
         import hir.interpreter.triton_decode
-        import hir.interpreter.triton_small_m  # noqa: F401
+        import hir.interpreter.triton_small_m  # noqa: F401  (and triton_one_row, which it imports)
 
         torch.empty(1, device=torch.device("cuda", index))
     except Exception as error:  # noqa: BLE001 (each request then reports its own failure)

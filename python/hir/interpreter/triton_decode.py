@@ -9,7 +9,9 @@ decides when they run and registers them as torch ops).
   combines, one launch instead of two). How far the cache is used is read from the mask on the
   device, so the launch is the same at every position: a CUDA graph captured at one step
   replays right at the next.
-- the small-M product is in :mod:`hir.interpreter.triton_small_m`.
+- the small-M products are in :mod:`hir.interpreter.triton_small_m` and
+  :mod:`hir.interpreter.triton_one_row`, which share :func:`arrival_counters` and
+  :func:`autotune_bench`.
 """
 
 import torch
@@ -168,6 +170,13 @@ def attention_splits(batch_heads: int, length: int, block_n: int, processors: in
     return 1 << (most.bit_length() - 1)
 
 
+def autotune_bench(kernel_call, quantiles):
+    """A candidate's time for the decode kernels' autotuners: Triton's ``do_bench`` (the L2 emptied before each
+    run) over 5 ms of warm-up and 25 ms of runs, not 25 and 100: a run is 6-40 us and the L2's
+    emptying ~0.1 ms, so still ~250 runs a candidate."""
+    return triton.testing.do_bench(kernel_call, warmup=5, rep=25, quantiles=quantiles)
+
+
 _ARRIVALS: dict = {}  # (device, stream) -> zeroed int32 counters (every kernel that uses them leaves them zero)
 
 
@@ -199,6 +208,7 @@ def split_kv_attention(
     (module docstring). ``pdl`` (Hopper or newer): launched as a programmatic dependent of the
     kernel before it, waiting for it before reading anything (with ``fused_combine`` only)."""
     batch, heads, rows, dim = query.shape
+    pdl = pdl and fused_combine
     length = key.shape[2]
     mask = mask.expand(batch, heads, rows, length)
     block_m = max(16, triton.next_power_of_2(rows))
@@ -236,10 +246,10 @@ def split_kv_attention(
         D=dim,
         SCAN=min(1024, triton.next_power_of_2(length)),
         FUSED=fused_combine,
-        PDL=pdl and fused_combine,
+        PDL=pdl,
         num_warps=4,
         num_stages=2,
-        launch_pdl=pdl and fused_combine,
+        launch_pdl=pdl,
     )
     if not fused_combine:
         # a triton.jit kernel on its grid (to pyright a bare function where triton is not installed)
