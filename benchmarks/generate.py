@@ -219,7 +219,9 @@ class Case:
         return result
 
 
-DECODE_KERNELS = "attention,linear,swiglu,fused-combine,split-k,gemv,norm-residual,kernel-pdl,inductor-pdl,tune-ahead"
+DECODE_KERNELS = (
+    "attention,linear,swiglu,fused-combine,split-k,gemv,norm-residual,kernel-pdl,inductor-pdl,inductor-combo,tune-ahead"
+)
 
 
 def all_decode_kernels_but(left_out: str) -> str:
@@ -241,6 +243,7 @@ OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, aft
     "hir default, norm and residual apart": {"decode_kernels": all_decode_kernels_but("norm-residual")},
     "hir default, no inductor PDL": {"decode_kernels": all_decode_kernels_but("inductor-pdl")},
     "hir default, no PDL in hir's kernels": {"decode_kernels": all_decode_kernels_but("kernel-pdl")},
+    "hir default, no inductor combo kernels": {"decode_kernels": all_decode_kernels_but("inductor-combo")},
     "hir default, no SwiGLU op": {"swiglu_op": False},  # gate and up apart (hir.frontend.fx_rewrites.fuse_swiglu)
 }
 CASES = ("decode1", "decode8", "prefill")

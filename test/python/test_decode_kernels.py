@@ -94,6 +94,29 @@ def test_kernel_choice_by_environment(monkeypatch):
         decode_kernels.enabled("attention")
 
 
+def test_a_planned_program_compiles_with_combo_kernels(monkeypatch):
+    """``inductor-combo``: a program that plans a decode kernel on CUDA compiles its regions
+    with inductor's combo kernels; left out of ``HIR_DECODE_KERNELS``, or on the CPU, not."""
+    from types import SimpleNamespace
+
+    from hir.interpreter.kernels import KernelCompileStats, inductor_options
+
+    def planned(device: str) -> KernelCompileStats:
+        runtime = SimpleNamespace(
+            device=torch.device(device), kernel_compile=KernelCompileStats(), dependent_launches=False
+        )
+        decode_kernels.planned(runtime)
+        return runtime.kernel_compile
+
+    monkeypatch.setattr(decode_kernels, "available", lambda device: device.type == "cuda")
+    monkeypatch.setattr(decode_kernels, "inductor_pdl", lambda device: False)  # (asks the GPU's capability)
+    assert planned("cuda").combo and not planned("cpu").combo
+    monkeypatch.setenv(decode_kernels.ENV, "attention,linear,kernel-pdl")
+    assert not planned("cuda").combo
+    assert inductor_options(False, combo=True)["combo_kernels"] is True
+    assert "combo_kernels" not in inductor_options(False, pdl=True)
+
+
 @pytest.mark.parametrize("variant", ["", "_fused"])
 def test_ops_fall_back_to_torch_off_cuda(variant):
     torch.manual_seed(0)

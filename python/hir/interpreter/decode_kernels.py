@@ -45,6 +45,9 @@ How they run (each a mechanism of its own, :data:`MECHANISMS`):
 - ``inductor-pdl``: such a program compiles its regions with inductor's programmatic
   dependent launch (``triton.enable_pdl``, where this torch has it), so the elementwise
   kernels around the products overlap their neighbours.
+- ``inductor-combo``: and with inductor's combo kernels (``combo_kernels``), so the
+  independent elementwise kernels between two products (a Llama layer's RoPE of q and of k,
+  its two cache writes, the cache's length count) launch as one kernel.
 - ``tune-ahead``: the kernels a program plans are compiled (and the product's tiles timed) in
   a child process while the program's regions compile, so their first call loads them from
   Triton's cache (:mod:`hir.interpreter.decode_tuning`).
@@ -71,7 +74,16 @@ from hir.dialect.context import HirError
 from hir.interpreter import decode_tuning, dependent_launch
 
 KERNELS = ("attention", "linear", "swiglu")
-MECHANISMS = ("fused-combine", "split-k", "gemv", "norm-residual", "kernel-pdl", "inductor-pdl", "tune-ahead")
+MECHANISMS = (
+    "fused-combine",
+    "split-k",
+    "gemv",
+    "norm-residual",
+    "kernel-pdl",
+    "inductor-pdl",
+    "inductor-combo",
+    "tune-ahead",
+)
 ENV = "HIR_DECODE_KERNELS"
 MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
 MIN_CACHE = 128  # key positions from which the split-KV kernel is used
@@ -232,9 +244,11 @@ def is_decode_kernel(overload) -> bool:
 
 def planned(runtime) -> None:
     """Notes on ``runtime`` (a :class:`hir.interpreter.runtime.Runtime`) that its program
-    plans a decode kernel: its regions compile with inductor's PDL (``inductor-pdl``) and its
-    captured graphs launch the decode kernels as programmatic dependents (``kernel-pdl``)."""
+    plans a decode kernel: its regions compile with inductor's PDL (``inductor-pdl``) and combo
+    kernels (``inductor-combo``), and its captured graphs launch the decode kernels as
+    programmatic dependents (``kernel-pdl``)."""
     runtime.kernel_compile.pdl |= inductor_pdl(runtime.device)
+    runtime.kernel_compile.combo |= enabled("inductor-combo") and available(runtime.device)
     runtime.dependent_launches |= runtime.device.type == "cuda" and enabled("kernel-pdl")
 
 

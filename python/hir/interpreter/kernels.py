@@ -89,6 +89,8 @@ class KernelCompileStats:
     autotune: bool = False  # compile with inductor's max-autotune (Program(autotune=True))
     # compile with inductor's programmatic dependent launch (planned decode kernels: decode_kernels.inductor_pdl)
     pdl: bool = False
+    # compile with inductor's combo kernels (planned decode kernels: decode_kernels.inductor_combo)
+    combo: bool = False
 
     def summary(self) -> str:
         """One line: what runs compiled and what compiling it cost."""
@@ -162,11 +164,11 @@ def _writes_shared(args: list, written: set[int]) -> bool:
     return any(n > 1 for n in counts.values())
 
 
-def inductor_options(autotune: bool, pdl: bool = False) -> dict:
+def inductor_options(autotune: bool, pdl: bool = False, combo: bool = False) -> dict:
     """Inductor's config for a segment or region: never its own CUDA graphs (the program's
     graph captures the kernels); with ``autotune``, torch.compile's
     ``max-autotune-no-cudagraphs`` mode; with ``pdl``, kernels launched as programmatic
-    dependents."""
+    dependents; with ``combo``, independent kernels launched as one (``combo_kernels``)."""
     from torch._inductor import list_mode_options  # inductor loads only when kernels compile (seconds to import)
 
     return {
@@ -177,6 +179,7 @@ def inductor_options(autotune: bool, pdl: bool = False) -> dict:
         # inputs (the saved activations, the output head's logits gradient) through the backward
         "reorder_for_locality": False,
         **({"triton.enable_pdl": True} if pdl else {}),
+        **({"combo_kernels": True} if combo else {}),
     }
 
 
@@ -208,7 +211,7 @@ def compiled_segment(
             return run(full)
 
         try:
-            tensors, options = [args[i] for i in positions], inductor_options(stats.autotune, stats.pdl)
+            tensors, options = [args[i] for i in positions], inductor_options(stats.autotune, stats.pdl, stats.combo)
             with torch.no_grad(), progress.task(f"compiling {what} at {where} (inductor)"):
                 compiled, writes = compile_graph(traced, tensors, options)
 
