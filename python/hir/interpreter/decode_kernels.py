@@ -74,16 +74,7 @@ from hir.dialect.context import HirError
 from hir.interpreter import decode_tuning, dependent_launch
 
 KERNELS = ("attention", "linear", "swiglu")
-MECHANISMS = (
-    "fused-combine",
-    "split-k",
-    "gemv",
-    "norm-residual",
-    "kernel-pdl",
-    "inductor-pdl",
-    "inductor-combo",
-    "tune-ahead",
-)
+MECHANISMS = tuple("fused-combine split-k gemv norm-residual kernel-pdl inductor-pdl inductor-combo tune-ahead".split())
 ENV = "HIR_DECODE_KERNELS"
 MAX_ROWS = 16  # rows of a product's input, query rows of an attention head
 MIN_CACHE = 128  # key positions from which the split-KV kernel is used
