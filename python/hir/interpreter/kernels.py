@@ -89,7 +89,7 @@ class KernelCompileStats:
     autotune: bool = False  # compile with inductor's max-autotune (Program(autotune=True))
     # compile with inductor's programmatic dependent launch (planned decode kernels: decode_kernels.inductor_pdl)
     pdl: bool = False
-    # compile with inductor's combo kernels (planned decode kernels: decode_kernels.inductor_combo)
+    # compile with inductor's combo kernels (planned decode kernels: decode_kernels.planned)
     combo: bool = False
 
     def summary(self) -> str:

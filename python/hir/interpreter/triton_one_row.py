@@ -186,6 +186,7 @@ def one_row_linear(
 
 
 def runs_one_row(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether :func:`hir.interpreter.triton_small_m.small_m_linear` with ``gemv`` runs
-    ``x @ weight.T`` on the one-row kernel."""
+    """Whether ``x @ weight.T`` suits :func:`one_row_linear`: one row in all, unit strides
+    along K (asked by the ``hir::small_m_linear*_gemv`` ops and by
+    :func:`hir.interpreter.triton_small_m.small_m_linear` with ``gemv``)."""
     return math.prod(x.shape[:-1]) == 1 and x.stride(-1) == 1 and weight.stride(1) == 1
