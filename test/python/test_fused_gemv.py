@@ -46,6 +46,32 @@ def test_each_variant_equals_its_composite(n, k):
         assert relative_error(got, want) < 1e-2
 
 
+@pytest.mark.parametrize("n,k", [(3072, 2048), (2048, 8192), (1000, 520)])
+def test_every_tile_of_the_one_row_kernel_equals_the_tuned_one(n, k):
+    """Each of the autotuner's tiles (the unrolled ones among them), launched plainly and as a
+    programmatic dependent loading its weight first, gives the tuned kernel's product within
+    bf16's tolerance: the autotuner times the tiles but never checks what they compute."""
+    import triton
+
+    from hir.interpreter import triton_one_row
+
+    torch.manual_seed(n + k)
+    bf16 = {"device": "cuda", "dtype": torch.bfloat16}
+    x, norm_weight = torch.randn(1, k, **bf16), torch.randn(k, **bf16)
+    w, w_up = (torch.randn(n, k, **bf16) / k**0.5 for _ in range(2))
+    want = triton_one_row.one_row_linear(x, w, norm_weight=norm_weight, eps=1e-5, w_up=w_up).view(n)
+    pdl = torch.cuda.get_device_capability()[0] >= 9
+    for config in triton_one_row._gemv_configs():
+        for dependent in (False, True) if pdl else (False,):
+            out = torch.empty(n, **bf16)
+            triton_one_row._gemv[(triton.cdiv(n, config.kwargs["BLOCK_N"]),)](
+                x, norm_weight, w, w_up, out, out, n, k, w.stride(0), 1e-5,
+                NORM=True, GATED=True, RESIDUAL=False, PDL=dependent, WEIGHT_FIRST=dependent,
+                num_warps=config.num_warps, num_stages=config.num_stages, launch_pdl=dependent, **config.kwargs,
+            )  # fmt: skip
+            assert relative_error(out, want) < 1e-2, (config, dependent)
+
+
 def test_a_decode_step_with_the_fused_kernels(monkeypatch):
     """A bf16 batch-1 decode step on CUDA, fused at import and planned with the kernels,
     gives the logits of the step imported and planned without them (bf16 tolerance), and

@@ -37,8 +37,8 @@ from hir.interpreter.triton_decode import autotune_bench
 
 
 def _gemv_configs() -> list:
-    return [
-        triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w, num_stages=st)
+    looped = [
+        triton.Config({"BLOCK_N": bn, "BLOCK_K": bk, "UNROLL": False}, num_warps=w, num_stages=st)
         for bn, tiles in (
             (1, ((1024, 4), (2048, 4), (2048, 8))),
             (2, ((512, 2), (1024, 4), (2048, 8))),
@@ -48,6 +48,12 @@ def _gemv_configs() -> list:
         for bk, w in tiles
         for st in (1, 3)
     ]
+    # the K loop unrolled: every load of the strip is issued before its products need it
+    unrolled = [
+        triton.Config({"BLOCK_N": bn, "BLOCK_K": bk, "UNROLL": True}, num_warps=w, num_stages=1)
+        for bn, bk, w in ((1, 1024, 4), (2, 1024, 4), (2, 2048, 8), (4, 1024, 4), (16, 512, 8))
+    ]
+    return looped + unrolled
 
 
 @triton.jit
@@ -90,7 +96,7 @@ def _gemv(
     R,
     Y,
     N,
-    K,
+    K: tl.constexpr,
     swn,
     eps,
     NORM: tl.constexpr,
@@ -100,13 +106,15 @@ def _gemv(
     WEIGHT_FIRST: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    UNROLL: tl.constexpr,
 ):
     """``Y = X @ W.T`` for one row ``X`` (with its neighbours: :func:`one_row_linear`): each
     program a strip of ``BLOCK_N`` of ``W``'s rows, the products summed per lane in float32 and
     reduced once at the end. ``PDL``: launched as a programmatic dependent, waiting for the
     kernel before it before reading its inputs; ``WEIGHT_FIRST``: but for the strip's first
     ``BLOCK_K`` columns, loaded before that wait (``W`` and ``Wup`` must not be written by any
-    kernel that may still run)."""
+    kernel that may still run). ``UNROLL``: the loop over ``K`` (a constant) unrolled, so its
+    loads may all be issued before the first products need them."""
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < N
     dtype = Y.dtype.element_ty
@@ -122,9 +130,17 @@ def _gemv(
         if WEIGHT_FIRST:
             acc, acc_up, squares = _gemv_add(X, NormW, w, up, acc, acc_up, squares, 0, K, NORM, GATED, BLOCK_K)
             k_start = BLOCK_K
-    for k0 in range(k_start, K, BLOCK_K):
-        w, up = _gemv_weights(W, Wup, cols, col_ok, k0, K, swn, GATED, BLOCK_K)
-        acc, acc_up, squares = _gemv_add(X, NormW, w, up, acc, acc_up, squares, k0, K, NORM, GATED, BLOCK_K)
+    if UNROLL:
+        for block in tl.static_range((K + BLOCK_K - 1) // BLOCK_K):
+            if block > 0 or not (PDL and WEIGHT_FIRST):
+                w, up = _gemv_weights(W, Wup, cols, col_ok, block * BLOCK_K, K, swn, GATED, BLOCK_K)
+                acc, acc_up, squares = _gemv_add(
+                    X, NormW, w, up, acc, acc_up, squares, block * BLOCK_K, K, NORM, GATED, BLOCK_K
+                )
+    else:
+        for k0 in range(k_start, K, BLOCK_K):
+            w, up = _gemv_weights(W, Wup, cols, col_ok, k0, K, swn, GATED, BLOCK_K)
+            acc, acc_up, squares = _gemv_add(X, NormW, w, up, acc, acc_up, squares, k0, K, NORM, GATED, BLOCK_K)
     rstd = 1.0
     if NORM:
         rstd = tl.rsqrt(tl.sum(squares, axis=0) / K + eps)
