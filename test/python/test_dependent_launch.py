@@ -33,6 +33,34 @@ def test_only_weights_no_written_argument_shares_are_read_first(monkeypatch):
     assert dependent_launch.launch(CUDA, weight) == (False, False)
 
 
+def test_once_results_the_capture_takes_from_the_cache_are_read_first(monkeypatch):
+    """A ``hir.once`` result a capture reads from the cache (refilled only before a replay) is
+    read-only there; one sharing a written argument's storage is not, nor one computed under
+    the capture (recorded into the graph, so a kernel of the graph writes it)."""
+    from types import SimpleNamespace
+
+    from hir.interpreter.ops.once import once_step
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    capturing = [False]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
+    param, cache = torch.ones(4), torch.zeros(8)
+    step = once_step(
+        lambda values: [values[0] * 2, cache[:2]], [0], [1, 2], SimpleNamespace(device=CUDA, capture_refreshes=[])
+    )
+    env = [param, None, None]
+    step(env)  # the eager first call fills the cache
+    capturing[0] = True
+    with dependent_launch.capturing([param, cache], written=[cache]):
+        step(env)
+        assert dependent_launch.launch(CUDA, env[1]) == (True, True)
+        assert dependent_launch.launch(CUDA, env[2]) == (True, False)
+    other = [torch.ones(4), None, None]  # another parameter: computed under the capture
+    with dependent_launch.capturing([other[0], cache], written=[cache]):
+        step(other)
+        assert dependent_launch.launch(CUDA, other[1]) == (True, False)
+
+
 def test_kernel_pdl_is_a_mechanism(monkeypatch):
     monkeypatch.setenv(decode_kernels.ENV, "linear,kernel-pdl")
     assert decode_kernels.enabled("kernel-pdl") and not decode_kernels.enabled("inductor-pdl")
@@ -105,8 +133,8 @@ def steps(compiled, inputs: list, bound: bool) -> list:
 @pytest.mark.parametrize("bound", [False, True])
 def test_a_captured_decode_step_launches_dependents(monkeypatch, bound):
     """A bf16 batch-1 decode step: its captured graph launches the attention and the products
-    as dependents, the products weights first but q/k/v's (its fused weight is a ``hir.once``
-    result, the program's buffer), and gives the logits of the same step planned without
+    as dependents, every product weight first (q/k/v's fused weight is a ``hir.once`` result
+    the graph reads from the cache), and gives the logits of the same step planned without
     ``kernel-pdl`` bit for bit, in the eager first call and the replays; on new input tensors
     each call (a graph on static copies) and on the same buffers refilled (a bound graph)."""
     import hir
@@ -130,7 +158,7 @@ def test_a_captured_decode_step_launches_dependents(monkeypatch, bound):
     assert dependent.graph_state.captures == 1 and dependent.graph_state.replays >= 3
     launched = dependent.interpreter.graph.launched
     # per layer the attention and four products (q/k/v, o, gate/up, down); the head
-    assert (launched.launches, launched.weight_first) == (2 * 5 + 1, 2 * 3 + 1)
+    assert (launched.launches, launched.weight_first) == (2 * 5 + 1, 2 * 4 + 1)
     assert plain.interpreter.graph.launched is None
 
 

@@ -18,9 +18,10 @@ so a kernel that starts early overlaps only the one before it. The one-row produ
 the first columns of their weight strip before their wait (the loads that take longest, made
 while the kernel before drains) where every weight they read lives in the storage of a
 program argument that the program never writes, and in no storage of an argument it may write
-(:func:`hir.interpreter.graph_checks.written_arguments`): nothing still running can be writing
-it (a buffer the program makes, a fused projection's concatenated weight among them, is read
-after the wait). Outside a capture (eager runs, other devices) the kernels launch as before.
+(:func:`hir.interpreter.graph_checks.written_arguments`), or in a ``hir.once`` result the graph
+reads from its cache (a fused projection's concatenated weight: refilled, when its parameters
+change, before a replay starts): nothing still running can be writing it (any other buffer the
+program makes is read after the wait). Outside a capture (eager runs, other devices) the kernels launch as before.
 """
 
 import threading
@@ -36,6 +37,7 @@ class DependentLaunches:
     """The decode kernels one capture launched as programmatic dependents."""
 
     read_only: frozenset[int] = field(default_factory=frozenset)  # storages no kernel of the program writes
+    written: frozenset[int] = field(default_factory=frozenset)  # storages of the arguments it may write
     launches: int = 0  # kernels launched as programmatic dependents
     weight_first: int = 0  # of those, one-row products that loaded their weight before their wait
 
@@ -51,15 +53,26 @@ def _storage(tensor: torch.Tensor) -> int:
 def capturing(arguments: Iterable[torch.Tensor], written: Iterable[torch.Tensor]) -> Iterator[DependentLaunches]:
     """While a program is captured on its ``arguments``, of which it may write ``written``:
     the decode kernels it launches are programmatic dependents (module docstring)."""
-    written_storages = {_storage(t) for t in written}
+    written_storages = frozenset(_storage(t) for t in written)
     read_only = frozenset(s for s in map(_storage, arguments) if s not in written_storages)
-    launches = DependentLaunches(read_only)
+    launches = DependentLaunches(read_only, written_storages)
     previous = getattr(_CAPTURE, "launches", None)
     _CAPTURE.launches = launches
     try:
         yield launches
     finally:
         _CAPTURE.launches = previous
+
+
+def filled_before_replays(tensors: Iterable[torch.Tensor]) -> None:
+    """Notes ``tensors`` read-only in the capture running on this thread (none: nothing): buffers
+    that no kernel of the graph writes, filled (when at all) before a replay starts, as the
+    ``hir.once`` results a graph reads from the cache (:mod:`hir.interpreter.ops.once`). One
+    sharing the storage of an argument the program may write stays out."""
+    launches = getattr(_CAPTURE, "launches", None)
+    if launches is not None:
+        storages = {_storage(t) for t in tensors} - launches.written
+        launches.read_only = launches.read_only | storages
 
 
 def launch(device: torch.device, *weights: torch.Tensor) -> tuple[bool, bool]:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import torch
 
+from hir.interpreter import dependent_launch
 from hir.interpreter.plan import Step
 
 
@@ -75,6 +76,8 @@ def once_step(run: Callable[[list], list], args: list[int], outs: list[int], run
                 results = cache["results"]
                 cache["pinned"] = True
                 runtime.capture_refreshes.append(refresher(cache["args"]))
+                # refilled only before a replay: kernels may read them before their wait
+                dependent_launch.filled_before_replays(r for r in results if isinstance(r, torch.Tensor))
         else:
             if key != cache["key"]:
                 compute(values, key)
