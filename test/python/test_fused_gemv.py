@@ -106,7 +106,8 @@ def test_a_decode_step_with_the_fused_kernels(monkeypatch):
 
 def test_the_fused_kernels_tuned_ahead_load_from_the_cache(tmp_path):
     """Requested ahead, the child tunes each variant into Triton's cache; the call then loads
-    the child's timings (in a fresh process, so nothing is in memory from other tests)."""
+    the child's timings and kernels, those launched as programmatic dependents among them, and
+    compiles nothing (in a fresh process, so nothing is in memory from other tests)."""
     env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     check = (
         f"import sys; sys.path.insert(0, {HERE!r}); import test_fused_gemv as t; t.tuned_ahead_check({str(tmp_path)!r})"
@@ -120,7 +121,7 @@ def tuned_ahead_check(cache: str) -> None:
     import json
     import pathlib
 
-    from hir.interpreter import decode_tuning, triton_one_row
+    from hir.interpreter import decode_tuning, dependent_launch, triton_one_row
 
     cuda = torch.device("cuda", torch.cuda.current_device())
     variants = ("rms_norm_linear", "rms_norm_swiglu", "linear_residual")
@@ -133,7 +134,17 @@ def tuned_ahead_check(cache: str) -> None:
     tuned = [json.loads(p.read_text()) for p in pathlib.Path(cache).glob("*/_gemv.autotune.json")]
     assert len(tuned) == 3
     bf16 = {"device": "cuda", "dtype": torch.bfloat16}
-    x, w = torch.randn(1, 528, **bf16), torch.randn(1040, 528, **bf16)
-    torch.ops.hir.linear_residual_gemv(x, w, torch.randn(1, 1040, **bf16))
+
+    def files() -> set:
+        return {p for p in pathlib.Path(cache).rglob("*") if p.is_file()}
+
+    compiled = files()
+    x, w, r = torch.randn(1, 528, **bf16), torch.randn(1040, 528, **bf16), torch.randn(1, 1040, **bf16)
+    torch.ops.hir.linear_residual_gemv(x, w, r)
     timings = sorted(triton_one_row._GEMV.configs_timings.values())
     assert any(timings == sorted(t for _, t in entry["configs_timings"]) for entry in tuned)
+    if dependent_launch.supported(cuda):  # the capture's launches of the tuned tile were compiled too
+        for weight_first in (False, True):
+            triton_one_row.one_row_linear(x, w, residual=r, pdl=True, weight_first=weight_first)
+    torch.cuda.synchronize()
+    assert files() == compiled, f"the calling process compiled {sorted(p.name for p in files() - compiled)}"

@@ -7,11 +7,13 @@ candidate tile and times each one on that shape, and the attention
 critical path, in the calling process, one candidate after the other. Here a program's
 planned decode kernels (:func:`request`, at plan time; inductor compiles the program's
 regions between its plan and its first step) go to a child process
-(:func:`serve`) that makes the same calls on inputs of the same shapes on the same device:
+(:func:`serve`) that makes the same calls on inputs of the same shapes on the same device,
+compiling an autotuner's candidates at once in threads before it times them, and then the
+tuned kernels' launches as programmatic dependents (what the parent's capture launches):
 Triton writes the compiled kernels and the autotuner's timings (``cache_results``) into its
 on-disk cache. The first call of a shape (:func:`wait`) waits
 for the child's line for it, then finds both there: it loads the chosen kernel and compiles
-and times nothing. Where the child fails, is late (more than :data:`WAIT_S`), or the inputs'
+and times nothing, nor does the capture. Where the child fails, is late (more than :data:`WAIT_S`), or the inputs'
 layout differs from the child's (another specialization: a miss), the first call compiles
 and tunes in process as before: nothing but time depends on the child.
 
@@ -19,6 +21,7 @@ Both processes use one Triton cache folder: where ``TRITON_CACHE_DIR`` is unset,
 inductor sets for its own kernels when it first compiles (set here, earlier).
 """
 
+import functools
 import json
 import os
 import select
@@ -203,46 +206,68 @@ def wait(key: tuple) -> None:
                 _PENDING.pop(tuple(json.loads(line)), None)
 
 
+COMPILE_THREADS = max(1, min(8, (os.cpu_count() or 2) // 2))  # the child's compiling threads (the parent compiles too)
+
+
 def _compile(key: tuple) -> None:
     """The child's calls for ``key`` (kind, dtype name, sizes, the kernel's flag: split-K,
     fused combine or the fused variant, the product's one-row GEMV, device index): the
-    parent's kernels on random inputs of its shapes."""
+    parent's kernels on random inputs of its shapes, their candidate tiles compiled in
+    :data:`COMPILE_THREADS` threads; then, where the parent's capture will launch them as
+    programmatic dependents (:mod:`hir.interpreter.dependent_launch`), those launches of the
+    tuned tile too (their own compiles), so that the capture compiles nothing."""
+    from hir.interpreter.dependent_launch import supported
+    from hir.interpreter.triton_decode import candidates_compiled_in_threads
+
     kind, dtype, *sizes, flag, gemv, index = key
     device = torch.device("cuda", index)
     dtype = getattr(torch, dtype)
     with torch.cuda.device(device):
-        if kind == "linear":
-            from hir.interpreter.triton_small_m import small_m_linear
-
-            rows, n, k = sizes
-            x = torch.randn(rows, k, device=device, dtype=dtype)
-            small_m_linear(x, torch.randn(n, k, device=device, dtype=dtype), split_k=flag, gemv=gemv)
-        elif kind == "fused":
-            from hir.interpreter.triton_one_row import one_row_linear
-
-            n, k = sizes
-            x, weight = torch.randn(1, k, device=device, dtype=dtype), torch.randn(n, k, device=device, dtype=dtype)
-            norm = {"norm_weight": torch.randn(k, device=device, dtype=dtype), "eps": 1e-6}
-            if flag == "rms_norm_linear":
-                one_row_linear(x, weight, **norm)
-            elif flag == "rms_norm_swiglu":
-                one_row_linear(x, weight, **norm, w_up=torch.randn(n, k, device=device, dtype=dtype))
-            else:
-                one_row_linear(x, weight, residual=torch.randn(1, n, device=device, dtype=dtype))
-        elif kind == "swiglu":
-            from hir.interpreter.triton_small_m import swiglu_small_m
-
-            rows, n, k = sizes
-            x = torch.randn(rows, k, device=device, dtype=dtype)
-            swiglu_small_m(x, *(torch.randn(n, k, device=device, dtype=dtype) for _ in range(2)))
-        else:
-            from hir.interpreter.triton_decode import split_kv_attention
-
-            query, keys, mask = sizes[:4], sizes[4:8], sizes[8:]
-            q = torch.randn(query, device=device, dtype=dtype)
-            k, v = (torch.randn(keys, device=device, dtype=dtype) for _ in range(2))
-            split_kv_attention(q, k, v, torch.ones(mask, device=device, dtype=torch.bool), 0.125, fused_combine=flag)
+        call, dependent = _calls(kind, dtype, sizes, flag, gemv, device)
+        with candidates_compiled_in_threads(COMPILE_THREADS):
+            call(pdl=False, weight_first=False)
+        if dependent and supported(device):
+            for weight_first in (False, True):
+                call(pdl=True, weight_first=weight_first)
         torch.cuda.synchronize(device)
+
+
+def _calls(kind: str, dtype: torch.dtype, sizes: list, flag, gemv: bool, device: torch.device) -> tuple:
+    """(the parent's call for a request, taking ``pdl`` and ``weight_first``; whether the
+    parent may launch it as a programmatic dependent: the one-row products and the attention
+    with its combine fused)."""
+    randn = functools.partial(torch.randn, device=device, dtype=dtype)
+    if kind in ("linear", "swiglu"):
+        from hir.interpreter.triton_one_row import one_row_linear, runs_one_row
+        from hir.interpreter.triton_small_m import small_m_linear, swiglu_small_m
+
+        rows, n, k = sizes
+        x, weight = randn(rows, k), randn(n, k)
+        if kind == "swiglu":
+            w_up = randn(n, k)
+            return lambda pdl, weight_first: swiglu_small_m(x, weight, w_up), False
+        if gemv and runs_one_row(x, weight):
+            return lambda pdl, weight_first: one_row_linear(x, weight, pdl=pdl, weight_first=weight_first), True
+        return lambda pdl, weight_first: small_m_linear(x, weight, split_k=flag), False
+    if kind == "fused":
+        from hir.interpreter.triton_one_row import one_row_linear
+
+        n, k = sizes
+        x, weight = randn(1, k), randn(n, k)
+        norm = randn(k) if flag != "linear_residual" else None
+        w_up = randn(n, k) if flag == "rms_norm_swiglu" else None
+        residual = randn(1, n) if flag == "linear_residual" else None
+
+        def fused(pdl: bool, weight_first: bool) -> None:
+            one_row_linear(x, weight, norm, 1e-6, w_up, residual, pdl=pdl, weight_first=weight_first)
+
+        return fused, True
+    from hir.interpreter.triton_decode import split_kv_attention
+
+    query, keys, mask_shape = sizes[:4], sizes[4:8], sizes[8:]
+    q, k, v = randn(query), randn(keys), randn(keys)
+    mask = torch.ones(mask_shape, device=device, dtype=torch.bool)
+    return lambda pdl, weight_first: split_kv_attention(q, k, v, mask, 0.125, fused_combine=flag, pdl=pdl), flag
 
 
 def serve(index: int) -> None:

@@ -75,17 +75,18 @@ def filled_before_replays(tensors: Iterable[torch.Tensor]) -> None:
         launches.read_only = launches.read_only | storages
 
 
+def supported(device: torch.device) -> bool:
+    """Whether kernels on ``device`` can launch as programmatic dependents: NVIDIA GPUs of
+    compute capability 9 (Hopper) or newer (``griddepcontrol`` is PTX)."""
+    return device.type == "cuda" and torch.version.hip is None and torch.cuda.get_device_capability(device)[0] >= 9
+
+
 def launch(device: torch.device, *weights: torch.Tensor) -> tuple[bool, bool]:
     """How a decode kernel launched now on ``device`` goes: (as a programmatic dependent,
     loading ``weights`` before its wait). Both false outside :func:`capturing` or below
     Hopper (and on ROCm); the second needs ``weights`` all read-only."""
     launches = getattr(_CAPTURE, "launches", None)
-    if (
-        launches is None
-        or device.type != "cuda"
-        or torch.version.hip is not None  # griddepcontrol is PTX: NVIDIA only
-        or torch.cuda.get_device_capability(device)[0] < 9
-    ):
+    if launches is None or not supported(device):
         return False, False
     first = bool(weights) and all(_storage(w) in launches.read_only for w in weights)
     launches.launches += 1

@@ -10,9 +10,14 @@ decides when they run and registers them as torch ops).
   device, so the launch is the same at every position: a CUDA graph captured at one step
   replays right at the next.
 - the small-M products are in :mod:`hir.interpreter.triton_small_m` and
-  :mod:`hir.interpreter.triton_one_row`, which share :func:`arrival_counters` and
-  :func:`autotune_bench`.
+  :mod:`hir.interpreter.triton_one_row`, which share :func:`arrival_counters`,
+  :func:`autotune_bench` and :func:`launch_tuned`.
 """
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import torch
 
@@ -175,6 +180,36 @@ def autotune_bench(kernel_call, quantiles):
     run) over 5 ms of warm-up and 25 ms of runs, not 25 and 100: a run is 6-40 us and the L2's
     emptying ~0.1 ms, so still ~250 runs a candidate."""
     return triton.testing.do_bench(kernel_call, warmup=5, rep=25, quantiles=quantiles)
+
+
+_POOL = threading.local()  # .pool: the threads compiling candidates on this thread's behalf
+
+
+@contextmanager
+def candidates_compiled_in_threads(threads: int) -> Iterator[None]:
+    """While the kernels are tuned ahead (:mod:`hir.interpreter.decode_tuning`'s child): an
+    autotuned kernel launched by :func:`launch_tuned` first compiles all its candidate tiles at
+    once, in ``threads`` threads (Triton's compiler and ``ptxas`` run outside the GIL), where
+    the autotuner would compile each one just before timing it: tens of compiles of a few
+    tenths of a second each."""
+    with ThreadPoolExecutor(max(threads, 1), thread_name_prefix="hir-triton-compile") as pool:
+        _POOL.pool = pool
+        try:
+            yield
+        finally:
+            _POOL.pool = None
+
+
+def launch_tuned(kernel, grid, *args, **kwargs) -> None:
+    """``kernel[grid](*args, **kwargs)`` for a ``triton.autotune`` kernel; within
+    :func:`candidates_compiled_in_threads`, its candidates compiled first (in-memory or on-disk
+    copies cost a lookup; one that fails to compile is left to the autotuner, which times it as
+    failed)."""
+    pool = getattr(_POOL, "pool", None)
+    if pool is not None:
+        with triton.AsyncCompileMode(pool, ignore_errors=True):
+            kernel.warmup(*args, grid=grid, **kwargs)
+    kernel[grid](*args, **kwargs)
 
 
 _ARRIVALS: dict = {}  # (device, stream) -> zeroed int32 counters (every kernel that uses them leaves them zero)

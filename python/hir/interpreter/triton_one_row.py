@@ -33,7 +33,7 @@ import triton  # pyright: ignore[reportMissingImports]
 import triton.language as tl  # pyright: ignore[reportMissingImports]
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait  # pyright: ignore[reportMissingImports]
 
-from hir.interpreter.triton_decode import autotune_bench
+from hir.interpreter.triton_decode import autotune_bench, launch_tuned
 
 
 def _gemv_configs() -> list:
@@ -180,7 +180,9 @@ def one_row_linear(
     lead = x.shape[:-1]
     n, k = weight.shape
     out = torch.empty(n, device=x.device, dtype=x.dtype)
-    _GEMV[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)](
+    launch_tuned(
+        _GEMV,
+        lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),),
         x,
         norm_weight if norm_weight is not None else x,
         weight,

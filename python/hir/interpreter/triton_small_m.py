@@ -25,7 +25,7 @@ import torch
 import triton  # pyright: ignore[reportMissingImports]
 import triton.language as tl  # pyright: ignore[reportMissingImports]
 
-from hir.interpreter.triton_decode import arrival_counters, autotune_bench
+from hir.interpreter.triton_decode import arrival_counters, autotune_bench, launch_tuned
 from hir.interpreter.triton_one_row import one_row_linear, runs_one_row
 
 
@@ -134,7 +134,9 @@ def small_m_linear(x: torch.Tensor, weight: torch.Tensor, split_k: bool = False,
     arrived = arrival_counters(x.device, n) if split_k else None
     work = torch.empty(MAX_SPLIT_K * 16 * n if split_k else 1, device=x.device, dtype=torch.float32)
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]), meta["SPLIT_K"])  # noqa: E731
-    _LINEAR[split_k][grid](
+    launch_tuned(
+        _LINEAR[split_k],
+        grid,
         x2,
         weight,
         out,
@@ -211,5 +213,6 @@ def swiglu_small_m(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) ->
     n, k = w_gate.shape
     out = torch.empty(rows, n, device=x.device, dtype=x.dtype)
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
-    _SWIGLU[grid](x2, w_gate, w_up, out, rows, n, k, *x2.stride(), *w_gate.stride(), *out.stride(), BLOCK_M=16)
+    strides = (*x2.stride(), *w_gate.stride(), *out.stride())
+    launch_tuned(_SWIGLU, grid, x2, w_gate, w_up, out, rows, n, k, *strides, BLOCK_M=16)
     return out.view(*lead, n)
