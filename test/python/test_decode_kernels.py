@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from hir.dialect.context import HirError
-from hir.interpreter import decode_kernels
+from hir.interpreter import decode_kernels, decode_ops
 
 transformers = pytest.importorskip("transformers")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,7 +57,7 @@ def test_linear_stands_in_for_a_few_rows(monkeypatch):
 
 def test_tensors_past_int32_offsets_are_left_to_torch():
     """The kernels' offsets are int32: a tensor reaching past them runs torch's kernel."""
-    fits = decode_kernels.int32_offsets
+    fits = decode_ops.int32_offsets
     meta = {"device": "meta", "dtype": torch.bfloat16}
     assert fits(torch.empty(1, 1, 2048, **meta), torch.empty(32000, 2048, **meta))
     assert fits(torch.empty(2**16, 2**15, **meta))  # 2**31 elements: the last at offset 2**31 - 1

@@ -7,10 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from hir.interpreter import decode_kernels, decode_tuning
+from hir.interpreter import decode_kernels, decode_ops, decode_tuning
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-SWIGLU = decode_kernels.SWIGLU
+SWIGLU = decode_ops.SWIGLU
 SMALL_M = torch.ops.hir.swiglu_small_m.default
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from hir.frontend.fx_rewrites import fake_shape, only_use
-from hir.interpreter import decode_fusions, decode_kernels
+from hir.interpreter import decode_fusions, decode_ops
 
 aten = torch.ops.aten
 _TO_COPY = aten._to_copy.default
@@ -40,7 +40,7 @@ def fuse_norm_products(graph: torch.fx.Graph) -> int:
             continue
         if _product(node, None):
             fused_target, weights = decode_fusions.RMS_NORM_LINEAR, node.args[1:]
-        elif node.target is decode_kernels.SWIGLU and not node.kwargs:
+        elif node.target is decode_ops.SWIGLU and not node.kwargs:
             fused_target, weights = decode_fusions.RMS_NORM_SWIGLU, node.args[1:]
         else:
             continue

@@ -3,7 +3,7 @@
 :func:`fuse_projections`: one GEMM for the projections that read the same input (q, k, v).
 
 :func:`fuse_swiglu`: an MLP's gated product ``silu(linear(x, Wg)) * linear(x, Wu)`` as one op,
-``hir::swiglu`` (:mod:`hir.interpreter.decode_kernels`), whose small-M kernel streams both
+``hir::swiglu`` (:mod:`hir.interpreter.decode_ops`), whose small-M kernel streams both
 weights in one launch with the SiLU and product in its epilogue.
 
 :func:`group_query_heads`: grouped-query attention without copying the keys and values.
@@ -41,7 +41,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx.node import map_arg
 from torch.utils._pytree import tree_leaves
 
-from hir.interpreter import decode_kernels
+from hir.interpreter import decode_ops
 
 log = logging.getLogger("hir.import")
 
@@ -307,7 +307,7 @@ def fuse_swiglu(graph: torch.fx.Graph, parameters: set) -> int:
         if fake_shape(gate.args[1]) != fake_shape(up.args[1]):
             continue
         with rollback(graph, "fuse_swiglu"), graph.inserting_before(node):
-            fused = new_node(graph, decode_kernels.SWIGLU, gate.args[0], gate.args[1], up.args[1], meta=_swiglu_value)
+            fused = new_node(graph, decode_ops.SWIGLU, gate.args[0], gate.args[1], up.args[1], meta=_swiglu_value)
             node.replace_all_uses_with(fused)
             for dead in (node, silu, gate, up):
                 graph.erase_node(dead)

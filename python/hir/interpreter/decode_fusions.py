@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from hir.interpreter import decode_kernels, decode_tuning, dependent_launch
+from hir.interpreter import decode_kernels, decode_ops, decode_tuning, dependent_launch
 
 _LIBRARY = torch.library.Library("hir", "FRAGMENT")
 _LIBRARY.define("rms_norm_linear(Tensor x, Tensor norm_weight, Tensor weight, float eps) -> Tensor")
@@ -48,7 +48,7 @@ def _rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, weight: torch.T
 def _rms_norm_swiglu(
     x: torch.Tensor, norm_weight: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, eps: float
 ) -> torch.Tensor:
-    return decode_kernels.SWIGLU(rms_norm(x, norm_weight, eps), w_gate, w_up)
+    return decode_ops.SWIGLU(rms_norm(x, norm_weight, eps), w_gate, w_up)
 
 
 @torch.library.impl(_LIBRARY, "linear_residual", "CompositeImplicitAutograd")
@@ -68,12 +68,12 @@ def _one_row(x: torch.Tensor, *weights: torch.Tensor) -> bool:
     first = weights[0]
     return (
         x.is_cuda
-        and x.dtype in decode_kernels.DTYPES.values()
+        and x.dtype in decode_ops.DTYPES.values()
         and x.numel() == x.shape[-1]
         and x.is_contiguous()
         and all(w.dtype == x.dtype and w.dim() == 2 and w.shape[1] == x.shape[-1] and w.stride(1) == 1 for w in weights)
         and all(w.shape == first.shape and w.stride() == first.stride() for w in weights)
-        and decode_kernels.int32_offsets(x, *weights)
+        and decode_ops.int32_offsets(x, *weights)
     )
 
 
@@ -172,7 +172,7 @@ def fits(overload, types: list[str]) -> bool:
         return False
     known = [s for s in shapes if s is not None]
     x, x_type = known[0]
-    if not x or math.prod(x[:-1]) != 1 or x_type not in decode_kernels.DTYPES:
+    if not x or math.prod(x[:-1]) != 1 or x_type not in decode_ops.DTYPES:
         return False
     if any(t != x_type for _, t in known):
         return False
@@ -198,7 +198,7 @@ def substitute(overload, types: Callable[[], list[str]], device: torch.device):
         x, weight = (decode_kernels.tensor_type(operand_types[i]) for i in (0, weight_index))
         assert x is not None and weight is not None  # (fits read both)
         n, k = weight[0]
-        decode_tuning.request(decode_tuning.fused_key(decode_kernels.DTYPES[x[1]], n, k, _variant(overload), device))
+        decode_tuning.request(decode_tuning.fused_key(decode_ops.DTYPES[x[1]], n, k, _variant(overload), device))
     return kernel
 
 
