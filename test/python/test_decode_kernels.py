@@ -408,9 +408,11 @@ def tuned_ahead_check(cache: str) -> None:
     assert len(tuned_gemv) == 1
     kernels = ("_small_m_linear", "_gemv", "_attention_chunk")
     compiled = {name: len(list(tmp_path.glob(f"*/{name}.json"))) for name in kernels}
-    # the attention once, and where the capture will launch it as a programmatic dependent, that launch too
+    # every tile of the one-row product, the attention once, and where the capture will launch them as
+    # programmatic dependents, those launches too (the product plain and weight-first)
     dependent = dependent_launch.supported(cuda)
-    assert compiled["_small_m_linear"] >= 2 and compiled["_gemv"] >= 2 and compiled["_attention_chunk"] == 1 + dependent
+    assert compiled["_small_m_linear"] >= 2 and compiled["_attention_chunk"] == 1 + dependent
+    assert compiled["_gemv"] == len(triton_one_row._GEMV.configs) + 2 * dependent
 
     torch.manual_seed(0)
     x = torch.randn(3, 1, 528, device="cuda", dtype=torch.bfloat16)
@@ -421,6 +423,9 @@ def tuned_ahead_check(cache: str) -> None:
     assert sorted(timings.values()) == sorted(timing for _, timing in tuned[0]["configs_timings"])
     out = torch.ops.hir.small_m_linear_splitk_gemv(x[:1], w)
     assert relative_error(out, x[:1].double() @ w.double().T) < 1e-2
+    for weight_first in (False, True) if dependent else ():  # as the capture launches it
+        out = triton_one_row.one_row_linear(x[:1], w, pdl=True, weight_first=weight_first)
+        assert relative_error(out, x[:1].double() @ w.double().T) < 1e-2
     timings = triton_one_row._GEMV.configs_timings
     assert sorted(timings.values()) == sorted(timing for _, timing in tuned_gemv[0]["configs_timings"])
     q, k, v, mask, ref = attention_case(1, 4, 2, 384, 200, 64, "cuda", torch.bfloat16)

@@ -143,8 +143,12 @@ def tuned_ahead_check(cache: str) -> None:
     torch.ops.hir.linear_residual_gemv(x, w, r)
     timings = sorted(triton_one_row._GEMV.configs_timings.values())
     assert any(timings == sorted(t for _, t in entry["configs_timings"]) for entry in tuned)
-    if dependent_launch.supported(cuda):  # the capture's launches of the tuned tile were compiled too
-        for weight_first in (False, True):
-            triton_one_row.one_row_linear(x, w, residual=r, pdl=True, weight_first=weight_first)
+    # each variant, and the capture's launches of its tuned tile (as a programmatic dependent)
+    norm = {"norm_weight": torch.randn(528, **bf16), "eps": 1e-6}
+    dependent = dependent_launch.supported(cuda)
+    launches = [{}] + [{"pdl": True, "weight_first": first} for first in (False, True) if dependent]
+    for neighbours in (norm, {**norm, "w_up": torch.randn(1040, 528, **bf16)}, {"residual": r}):
+        for launch in launches:
+            triton_one_row.one_row_linear(x, w, **neighbours, **launch)
     torch.cuda.synchronize()
     assert files() == compiled, f"the calling process compiled {sorted(p.name for p in files() - compiled)}"

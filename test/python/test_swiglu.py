@@ -1,5 +1,5 @@
 """An MLP's gated product as one op, ``hir::swiglu`` (:func:`hir.frontend.fx_rewrites.fuse_swiglu`,
-:mod:`hir.interpreter.decode_kernels`): what the op computes and how a trace sees it, which
+:mod:`hir.interpreter.decode_ops`): what the op computes and how a trace sees it, which
 shapes its small-M kernel stands in for, and (marked ``gpu``) the Triton kernel against a
 float64 reference and against torch's bf16 ops, and tuned ahead by the tuning child."""
 

@@ -206,7 +206,7 @@ def wait(key: tuple) -> None:
                 _PENDING.pop(tuple(json.loads(line)), None)
 
 
-COMPILE_THREADS = max(1, min(8, (os.cpu_count() or 2) // 2))  # the child's compiling threads (the parent compiles too)
+COMPILE_THREADS = max(1, min(8, len(os.sched_getaffinity(0)) // 2))  # the child's (the parent compiles too)
 
 
 def _compile(key: tuple) -> None:
@@ -214,8 +214,9 @@ def _compile(key: tuple) -> None:
     fused combine or the fused variant, the product's one-row GEMV, device index): the
     parent's kernels on random inputs of its shapes, their candidate tiles compiled in
     :data:`COMPILE_THREADS` threads; then, where the parent's capture will launch them as
-    programmatic dependents (:mod:`hir.interpreter.dependent_launch`), those launches of the
-    tuned tile too (their own compiles), so that the capture compiles nothing."""
+    programmatic dependents (:mod:`hir.interpreter.dependent_launch`: on Hopper or newer, also
+    where ``HIR_DECODE_KERNELS`` leaves ``kernel-pdl`` out), those launches of the tuned tile
+    too (their own compiles), so that the capture compiles nothing."""
     from hir.interpreter.dependent_launch import supported
     from hir.interpreter.triton_decode import candidates_compiled_in_threads
 
@@ -223,19 +224,19 @@ def _compile(key: tuple) -> None:
     device = torch.device("cuda", index)
     dtype = getattr(torch, dtype)
     with torch.cuda.device(device):
-        call, dependent = _calls(kind, dtype, sizes, flag, gemv, device)
+        call, dependents = _calls(kind, dtype, sizes, flag, gemv, device)
         with candidates_compiled_in_threads(COMPILE_THREADS):
             call(pdl=False, weight_first=False)
-        if dependent and supported(device):
-            for weight_first in (False, True):
+        if supported(device):
+            for weight_first in dependents:
                 call(pdl=True, weight_first=weight_first)
         torch.cuda.synchronize(device)
 
 
 def _calls(kind: str, dtype: torch.dtype, sizes: list, flag, gemv: bool, device: torch.device) -> tuple:
-    """(the parent's call for a request, taking ``pdl`` and ``weight_first``; whether the
-    parent may launch it as a programmatic dependent: the one-row products and the attention
-    with its combine fused)."""
+    """(the parent's call for a request, taking ``pdl`` and ``weight_first``; the
+    ``weight_first`` values of its launches as a programmatic dependent: both for the one-row
+    products, False for the attention with its combine fused, none for the others)."""
     randn = functools.partial(torch.randn, device=device, dtype=dtype)
     if kind in ("linear", "swiglu"):
         from hir.interpreter.triton_one_row import one_row_linear, runs_one_row
@@ -245,10 +246,13 @@ def _calls(kind: str, dtype: torch.dtype, sizes: list, flag, gemv: bool, device:
         x, weight = randn(rows, k), randn(n, k)
         if kind == "swiglu":
             w_up = randn(n, k)
-            return lambda pdl, weight_first: swiglu_small_m(x, weight, w_up), False
+            return lambda pdl, weight_first: swiglu_small_m(x, weight, w_up), ()
         if gemv and runs_one_row(x, weight):
-            return lambda pdl, weight_first: one_row_linear(x, weight, pdl=pdl, weight_first=weight_first), True
-        return lambda pdl, weight_first: small_m_linear(x, weight, split_k=flag), False
+            return lambda pdl, weight_first: one_row_linear(x, weight, pdl=pdl, weight_first=weight_first), (
+                False,
+                True,
+            )
+        return lambda pdl, weight_first: small_m_linear(x, weight, split_k=flag), ()
     if kind == "fused":
         from hir.interpreter.triton_one_row import one_row_linear
 
@@ -261,13 +265,14 @@ def _calls(kind: str, dtype: torch.dtype, sizes: list, flag, gemv: bool, device:
         def fused(pdl: bool, weight_first: bool) -> None:
             one_row_linear(x, weight, norm, 1e-6, w_up, residual, pdl=pdl, weight_first=weight_first)
 
-        return fused, True
+        return fused, (False, True)
     from hir.interpreter.triton_decode import split_kv_attention
 
     query, keys, mask_shape = sizes[:4], sizes[4:8], sizes[8:]
     q, k, v = randn(query), randn(keys), randn(keys)
     mask = torch.ones(mask_shape, device=device, dtype=torch.bool)
-    return lambda pdl, weight_first: split_kv_attention(q, k, v, mask, 0.125, fused_combine=flag, pdl=pdl), flag
+    dependents = (False,) if flag else ()  # a dependent launch with its combine fused only
+    return lambda pdl, weight_first: split_kv_attention(q, k, v, mask, 0.125, fused_combine=flag, pdl=pdl), dependents
 
 
 def serve(index: int) -> None:

@@ -1,5 +1,5 @@
 """Triton kernels of a decode step (imported only where Triton is; :mod:`hir.interpreter.decode_kernels`
-decides when they run and registers them as torch ops).
+decides when they run, :mod:`hir.interpreter.decode_ops` registers them as torch ops).
 
 - :func:`split_kv_attention`: attention of a few query rows over a long key/value cache,
   reading only the positions up to the last one the boolean mask lets a row see (flash-decoding:
@@ -203,8 +203,8 @@ def candidates_compiled_in_threads(threads: int) -> Iterator[None]:
 def launch_tuned(kernel, grid, *args, **kwargs) -> None:
     """``kernel[grid](*args, **kwargs)`` for a ``triton.autotune`` kernel; within
     :func:`candidates_compiled_in_threads`, its candidates compiled first (in-memory or on-disk
-    copies cost a lookup; one that fails to compile is left to the autotuner, which times it as
-    failed)."""
+    copies cost a lookup; one that fails to compile is left to the autotuner, which compiles it
+    again and times it as failed)."""
     pool = getattr(_POOL, "pool", None)
     if pool is not None:
         with triton.AsyncCompileMode(pool, ignore_errors=True):
