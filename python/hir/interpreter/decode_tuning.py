@@ -206,7 +206,8 @@ def wait(key: tuple) -> None:
                 _PENDING.pop(tuple(json.loads(line)), None)
 
 
-COMPILE_THREADS = max(1, min(8, len(os.sched_getaffinity(0)) // 2))  # the child's (the parent compiles too)
+_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+COMPILE_THREADS = max(1, min(8, _CPUS // 2))  # the child's (the parent compiles too)
 
 
 def _compile(key: tuple) -> None:
