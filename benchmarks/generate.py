@@ -119,13 +119,15 @@ class Case:
         grouped_attention: bool = True,
         fused_projections: bool = True,
         decode_kernels: str | None = None,
+        decode_kernels_but: str | None = None,
         swiglu_op: bool = True,
         **options,
     ):
         """A row calling ``program.compile(state, **options)`` of ``hir_module`` (the default
         import made once; ``grouped_attention`` / ``fused_projections`` off: an import of its own;
         ``decode_kernels``: ``HIR_DECODE_KERNELS`` while the program is planned, and imported
-        where it leaves ``norm-residual`` out, which the import's fusions follow; ``swiglu_op``
+        where it leaves ``norm-residual`` out, which the import's fusions follow;
+        ``decode_kernels_but``: every kernel and mechanism but that one; ``swiglu_op``
         off: an import without ``fuse_swiglu``)."""
         import hir
         import hir.frontend.export as export
@@ -137,6 +139,8 @@ class Case:
             fn = program.compile(program.state(self.hir_module), device=self.args.device, **options)
             return lambda: fn(self.ids, self.pos)
 
+        if decode_kernels_but is not None:
+            decode_kernels = ",".join(k for k in kernels.KERNELS + kernels.MECHANISMS if k != decode_kernels_but)
         if decode_kernels is not None:
             saved = os.environ.get("HIR_DECODE_KERNELS")
             os.environ["HIR_DECODE_KERNELS"] = decode_kernels
@@ -219,16 +223,6 @@ class Case:
         return result
 
 
-DECODE_KERNELS = (
-    "attention,linear,swiglu,fused-combine,split-k,gemv,norm-residual,kernel-pdl,inductor-pdl,inductor-combo,tune-ahead"
-)
-
-
-def all_decode_kernels_but(left_out: str) -> str:
-    """``HIR_DECODE_KERNELS`` with every kernel and mechanism but ``left_out``."""
-    return ",".join(k for k in DECODE_KERNELS.split(",") if k != left_out)
-
-
 MAIN_ROWS = ["HF eager", "torch.compile reduce-overhead", "hir eager", "hir default", "hir + static outputs"]
 OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, after the main table)
     "hir default, HF's repeated KV heads": {"grouped_attention": False},
@@ -237,13 +231,13 @@ OPTION_ROWS = {  # row -> hir_row options (the A/B of issue 34's mechanisms, aft
     # the decode kernels (hir.interpreter.decode_kernels): none, without their mechanisms, all but one mechanism
     "hir default, no decode kernels": {"decode_kernels": "none"},
     "hir default, kernels without their mechanisms": {"decode_kernels": "attention,linear,swiglu"},
-    "hir default, attention's combine apart": {"decode_kernels": all_decode_kernels_but("fused-combine")},
-    "hir default, no split-K": {"decode_kernels": all_decode_kernels_but("split-k")},
-    "hir default, no one-row GEMV": {"decode_kernels": all_decode_kernels_but("gemv")},
-    "hir default, norm and residual apart": {"decode_kernels": all_decode_kernels_but("norm-residual")},
-    "hir default, no inductor PDL": {"decode_kernels": all_decode_kernels_but("inductor-pdl")},
-    "hir default, no PDL in hir's kernels": {"decode_kernels": all_decode_kernels_but("kernel-pdl")},
-    "hir default, no inductor combo kernels": {"decode_kernels": all_decode_kernels_but("inductor-combo")},
+    "hir default, attention's combine apart": {"decode_kernels_but": "fused-combine"},
+    "hir default, no split-K": {"decode_kernels_but": "split-k"},
+    "hir default, no one-row GEMV": {"decode_kernels_but": "gemv"},
+    "hir default, norm and residual apart": {"decode_kernels_but": "norm-residual"},
+    "hir default, no inductor PDL": {"decode_kernels_but": "inductor-pdl"},
+    "hir default, no PDL in hir's kernels": {"decode_kernels_but": "kernel-pdl"},
+    "hir default, no inductor combo kernels": {"decode_kernels_but": "inductor-combo"},
     "hir default, no SwiGLU op": {"swiglu_op": False},  # gate and up apart (hir.frontend.fx_rewrites.fuse_swiglu)
 }
 CASES = ("decode1", "decode8", "prefill")

@@ -53,14 +53,14 @@ def test_every_tile_of_the_one_row_kernel_equals_the_tuned_one(n, k):
     bf16's tolerance: the autotuner times the tiles but never checks what they compute."""
     import triton
 
-    from hir.interpreter import triton_one_row
+    from hir.interpreter import dependent_launch, triton_one_row
 
     torch.manual_seed(n + k)
     bf16 = {"device": "cuda", "dtype": torch.bfloat16}
     x, norm_weight = torch.randn(1, k, **bf16), torch.randn(k, **bf16)
     w, w_up = (torch.randn(n, k, **bf16) / k**0.5 for _ in range(2))
     want = triton_one_row.one_row_linear(x, w, norm_weight=norm_weight, eps=1e-5, w_up=w_up).view(n)
-    pdl = torch.cuda.get_device_capability()[0] >= 9
+    pdl = dependent_launch.supported(torch.device("cuda"))
     for config in triton_one_row._gemv_configs():
         for dependent in (False, True) if pdl else (False,):
             out = torch.empty(n, **bf16)

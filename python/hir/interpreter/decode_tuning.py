@@ -239,6 +239,7 @@ def _calls(kind: str, dtype: torch.dtype, sizes: list, flag, gemv: bool, device:
     ``weight_first`` values of its launches as a programmatic dependent: both for the one-row
     products, False for the attention with its combine fused, none for the others)."""
     randn = functools.partial(torch.randn, device=device, dtype=dtype)
+    plain_and_weight_first = (False, True)
     if kind in ("linear", "swiglu"):
         from hir.interpreter.triton_one_row import one_row_linear, runs_one_row
         from hir.interpreter.triton_small_m import small_m_linear, swiglu_small_m
@@ -249,10 +250,9 @@ def _calls(kind: str, dtype: torch.dtype, sizes: list, flag, gemv: bool, device:
             w_up = randn(n, k)
             return lambda pdl, weight_first: swiglu_small_m(x, weight, w_up), ()
         if gemv and runs_one_row(x, weight):
-            return lambda pdl, weight_first: one_row_linear(x, weight, pdl=pdl, weight_first=weight_first), (
-                False,
-                True,
-            )
+            return lambda pdl, weight_first: one_row_linear(
+                x, weight, pdl=pdl, weight_first=weight_first
+            ), plain_and_weight_first
         return lambda pdl, weight_first: small_m_linear(x, weight, split_k=flag), ()
     if kind == "fused":
         from hir.interpreter.triton_one_row import one_row_linear
@@ -266,7 +266,7 @@ def _calls(kind: str, dtype: torch.dtype, sizes: list, flag, gemv: bool, device:
         def fused(pdl: bool, weight_first: bool) -> None:
             one_row_linear(x, weight, norm, 1e-6, w_up, residual, pdl=pdl, weight_first=weight_first)
 
-        return fused, (False, True)
+        return fused, plain_and_weight_first
     from hir.interpreter.triton_decode import split_kv_attention
 
     query, keys, mask_shape = sizes[:4], sizes[4:8], sizes[8:]
