@@ -200,8 +200,9 @@ from hir.interpreter import triton_decode, triton_small_m
 from test_decode_kernels import attention_case, relative_error
 
 for fused_combine in (False, True):
-    for shape in [(1, 2, 4, 256, 130), (2, 1, 1, 192, 1)]:
-        q, k, v, mask, ref = attention_case(*shape, 16, "cpu", torch.float16)
+    # the last: 16 chunks of 16 rows x 64, their parts combined in two groups
+    for shape in [(1, 2, 4, 256, 130, 16), (2, 1, 1, 192, 1, 16), (1, 1, 16, 1024, 700, 64)]:
+        q, k, v, mask, ref = attention_case(*shape, "cpu", torch.float16)
         out = triton_decode.split_kv_attention(q, k, v, mask, 0.125, fused_combine=fused_combine)
         assert out.is_contiguous() and not out.isnan().any() and relative_error(out, ref) < 1e-2, shape
 x, w = torch.randn(3, 72, dtype=torch.float16), torch.randn(40, 72, dtype=torch.float16)
@@ -221,8 +222,8 @@ print("interpreted: ok")
 def test_split_kv_attention_interpreted():
     """The Triton kernels under Triton's CPU interpreter (tiny shapes; a process of its own:
     ``TRITON_INTERPRET`` counts where Triton is imported): the attention's combine apart and
-    folded into the chunk kernel, the product's K whole and in 2 and 4 parts (the arrival
-    counters zero again after the calls)."""
+    folded into the chunk kernel (the chunks' parts combined at once and in groups), the
+    product's K whole and in 2 and 4 parts (the arrival counters zero again after the calls)."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), *sys.path])}
     done = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True, timeout=300)

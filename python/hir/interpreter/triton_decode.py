@@ -66,6 +66,7 @@ def _attention_chunk(
     L,
     SPLITS: tl.constexpr,
     BLOCK_M: tl.constexpr,
+    ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     D: tl.constexpr,
     SCAN: tl.constexpr,
@@ -83,12 +84,16 @@ def _attention_chunk(
     dims = tl.arange(0, D)
     row_ok = rows < M
     mask_base = Mask + b * smb + h * smh
-    # the used part of the cache: up to the last position any row may see
+    # the used part of the cache: up to the last position any row may see (the M rows only, not
+    # the dot's padding to BLOCK_M)
+    scanned = tl.arange(0, ROWS)
     end = tl.full([], 0, tl.int32)
     for start in range(0, L, SCAN):
         cols = start + tl.arange(0, SCAN)
         seen = tl.load(
-            mask_base + rows[:, None] * smm + cols[None, :] * smn, mask=row_ok[:, None] & (cols[None, :] < L), other=0
+            mask_base + scanned[:, None] * smm + cols[None, :] * smn,
+            mask=(scanned < M)[:, None] & (cols[None, :] < L),
+            other=0,
         )
         end = tl.maximum(end, tl.max(tl.max(tl.where(seen != 0, cols[None, :] + 1, 0), 1), 0))
     blocks = tl.cdiv(end, BLOCK_N)
@@ -126,33 +131,53 @@ def _attention_chunk(
         # every thread's partial stored before the (one-thread) release of the arrival
         tl.debug_barrier()
         if tl.atomic_add(Arrived + bh, 1, sem="acq_rel") == SPLITS - 1:
-            _combine(PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS, BLOCK_M, D)
-            tl.atomic_xchg(Arrived + bh, 0)  # zero again for the next call
+            _combine(PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS, BLOCK_M, ROWS, D)
+            # zero again for the next call: no ordering needed, the kernel's end orders it
+            tl.atomic_xchg(Arrived + bh, 0, sem="relaxed")
 
 
 @triton.jit
 def _combine(
-    PartO, PartM, PartL, Out, bh, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr
+    PartO,
+    PartM,
+    PartL,
+    Out,
+    bh,
+    sob,
+    soh,
+    som,
+    sod,
+    H,
+    M,
+    SPLITS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    ROWS: tl.constexpr,
+    D: tl.constexpr,
 ):
     """Out[b, h] from the (batch, head)'s ``SPLITS`` partial softmaxes (read from the L2: other
-    programs wrote them)."""
+    programs wrote them): the M rows' parts of ``GROUP`` chunks loaded at once, so the L2's
+    latency is paid once a group, not once a chunk."""
+    GROUP: tl.constexpr = _combine_group(SPLITS, ROWS, D)
     b = bh // H
     h = bh % H
-    rows = tl.arange(0, BLOCK_M)
+    rows = tl.arange(0, ROWS)
     dims = tl.arange(0, D)
-    splits = tl.arange(0, SPLITS)
-    ms = tl.load(
-        PartM + (bh * SPLITS + splits[:, None]) * BLOCK_M + rows[None, :], cache_modifier=".cg"
-    )  # [SPLITS, BLOCK_M]
-    m = tl.max(ms, 0)
-    m_safe = tl.where(m == float("-inf"), 0.0, m)
-    acc = tl.zeros([BLOCK_M, D], tl.float32)
-    l_sum = tl.zeros([BLOCK_M], tl.float32)
-    for s in range(SPLITS):
-        part = bh * SPLITS + s
-        w = tl.exp2(tl.load(PartM + part * BLOCK_M + rows, cache_modifier=".cg") - m_safe)
-        l_sum += w * tl.load(PartL + part * BLOCK_M + rows, cache_modifier=".cg")
-        acc += w[:, None] * tl.load(PartO + (part * BLOCK_M + rows[:, None]) * D + dims[None, :], cache_modifier=".cg")
+    group = tl.arange(0, GROUP)
+    m = tl.full([ROWS], float("-inf"), tl.float32)
+    l_sum = tl.zeros([ROWS], tl.float32)
+    acc = tl.zeros([ROWS, D], tl.float32)
+    for first in tl.static_range(0, SPLITS, GROUP):
+        parts = (bh * SPLITS + first + group[:, None]) * BLOCK_M + rows[None, :]  # [GROUP, ROWS]
+        ms = tl.load(PartM + parts, cache_modifier=".cg")
+        ls = tl.load(PartL + parts, cache_modifier=".cg")
+        outs = tl.load(PartO + parts[:, :, None] * D + dims[None, None, :], cache_modifier=".cg")
+        m_new = tl.maximum(m, tl.max(ms, 0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m - m_safe)
+        w = tl.exp2(ms - m_safe[None, :])  # [GROUP, ROWS]
+        l_sum = l_sum * alpha + tl.sum(w * ls, 0)
+        acc = acc * alpha[:, None] + tl.sum(w[:, :, None] * outs, 0)
+        m = m_new
     out = acc / l_sum[:, None]
     tl.store(
         Out + b * sob + h * soh + rows[:, None] * som + dims[None, :] * sod,
@@ -161,11 +186,34 @@ def _combine(
     )
 
 
+@triton.constexpr_function  # pyright: ignore[reportAttributeAccessIssue]
+def _combine_group(splits, rows, dim):
+    """Chunks whose parts :func:`_combine` loads at once: all of them where their float32
+    elements fit 8192 (64 registers a thread at 4 warps), else the most that do (powers of two)."""
+    group = splits
+    while group > 1 and group * rows * dim > 8192:
+        group //= 2
+    return group
+
+
 @triton.jit
 def _attention_combine(
-    PartO, PartM, PartL, Out, sob, soh, som, sod, H, M, SPLITS: tl.constexpr, BLOCK_M: tl.constexpr, D: tl.constexpr
+    PartO,
+    PartM,
+    PartL,
+    Out,
+    sob,
+    soh,
+    som,
+    sod,
+    H,
+    M,
+    SPLITS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    ROWS: tl.constexpr,
+    D: tl.constexpr,
 ):
-    _combine(PartO, PartM, PartL, Out, tl.program_id(0), sob, soh, som, sod, H, M, SPLITS, BLOCK_M, D)
+    _combine(PartO, PartM, PartL, Out, tl.program_id(0), sob, soh, som, sod, H, M, SPLITS, BLOCK_M, ROWS, D)
 
 
 def attention_splits(batch_heads: int, length: int, block_n: int, processors: int) -> int:
@@ -277,6 +325,7 @@ def split_kv_attention(
         length,
         SPLITS=splits,
         BLOCK_M=block_m,
+        ROWS=triton.next_power_of_2(rows),
         BLOCK_N=block_n,
         D=dim,
         SCAN=min(1024, triton.next_power_of_2(length)),
@@ -289,6 +338,17 @@ def split_kv_attention(
     if not fused_combine:
         # a triton.jit kernel on its grid (to pyright a bare function where triton is not installed)
         _attention_combine[(batch * heads,)](  # pyright: ignore[reportIndexIssue]
-            part_o, part_m, part_l, out, *out.stride(), heads, rows, SPLITS=splits, BLOCK_M=block_m, D=dim, num_warps=4
+            part_o,
+            part_m,
+            part_l,
+            out,
+            *out.stride(),
+            heads,
+            rows,
+            SPLITS=splits,
+            BLOCK_M=block_m,
+            ROWS=triton.next_power_of_2(rows),
+            D=dim,
+            num_warps=4,
         )
     return out
