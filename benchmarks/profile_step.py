@@ -13,6 +13,11 @@ allocations per call (every ``aten::copy_``, ``clone``, ``_to_copy``, ``empty`` 
 ``empty_strided``, nested ones included: what hir eager must not do more of than HF eager,
 issue 34; ``--small --layers 16``: the tiny Llama as deep as the 1B one). Rows are those of
 ``generate.py`` (``--rows``, comma-separated); cases ``decode1``, ``decode8``, ``prefill``.
+
+``--timeline`` (GPU): also the last call's kernels in the order they ran, per kernel name how
+far they moved the call's end (each kernel's end past the latest end before it: kernels that
+overlap their predecessor, as programmatic dependents do, count only what they add), where
+kernel time sums count overlapped time twice.
 """
 
 import argparse
@@ -48,10 +53,12 @@ def profile_row(fn, calls: int, sync, cuda: bool) -> dict:
         wall = (time.perf_counter() - t0) / calls
     kernels: dict = defaultdict(lambda: [0, 0.0])
     host: dict = defaultdict(lambda: [0, 0.0])
+    spans = []
     launches = graphs = syncs = 0
     for event in prof.events():
         device_type = str(getattr(event, "device_type", "")).rsplit(".", 1)[-1]
         if device_type == "CUDA":
+            spans.append((event.name, event.time_range.start, event.time_range.end))
             entry = kernels[event.name]
             entry[0] += 1
             entry[1] += event.device_time_total if hasattr(event, "device_time_total") else event.cuda_time_total
@@ -72,7 +79,34 @@ def profile_row(fn, calls: int, sync, cuda: bool) -> dict:
         "graphs": graphs / calls,
         "syncs": syncs / calls,
         "calls": calls,
+        # the last call's: the calls run one after another, each the same kernels
+        "spans": sorted(spans, key=lambda span: span[1])[len(spans) - len(spans) // calls :],
     }
+
+
+def advances(spans: list) -> dict:
+    """Per name, (kernels, us they moved the end, us they ran) of ``spans`` ((name, start us,
+    end us) in start order): each kernel's end past the latest end before it."""
+    table: dict = defaultdict(lambda: [0, 0.0, 0.0])
+    last = spans[0][1] if spans else 0.0
+    for name, start, end in spans:
+        entry = table[name]
+        entry[0] += 1
+        entry[1] += max(end - last, 0.0)
+        entry[2] += end - start
+        last = max(last, end)
+    return dict(table)
+
+
+def print_timeline(spans: list) -> None:
+    """The table of :func:`advances` for one call's kernels."""
+    if not spans:
+        print("\n(no device kernels: --timeline needs a GPU)")
+        return
+    print(f"\none call's {len(spans)} kernels, first start to last end {spans[-1][2] - spans[0][1]:.1f} us:")
+    print("| kernel | per call | us it moves the end | us it runs |\n|---|---:|---:|---:|")
+    for name, (n, moved, ran) in sorted(advances(spans).items(), key=lambda kv: -kv[1][1]):
+        print(f"| `{name[:90]}` | {n} | {moved:.1f} | {ran:.1f} |")
 
 
 def print_profile(case: str, row: str, p: dict, top: int) -> None:
@@ -112,6 +146,7 @@ def main() -> None:
     parser.add_argument("--cache", type=int, default=None)
     parser.add_argument("--prefill", type=int, default=None)
     parser.add_argument("--layers", type=int, default=None, help="decoder layers (default: the model's, 16; --small 2)")
+    parser.add_argument("--timeline", action="store_true", help="also how far each kernel moves a call's end (GPU)")
     args = parser.parse_args()
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     args.dtype = torch.float32 if args.small else torch.bfloat16
@@ -139,7 +174,10 @@ def main() -> None:
         for row in args.rows.split(","):
             case.add(row, lambda row=row, case=case: builders[row](case))
             if row in case.rows:
-                print_profile(case.name, row, profile_row(case.rows[row][0], args.calls, case.sync, cuda), args.top)
+                profiled = profile_row(case.rows[row][0], args.calls, case.sync, cuda)
+                print_profile(case.name, row, profiled, args.top)
+                if args.timeline:
+                    print_timeline(profiled["spans"])
                 sys.stdout.flush()
 
 
