@@ -294,7 +294,8 @@ def split_kv_attention(
     pdl = pdl and fused_combine
     length = key.shape[2]
     mask = mask.expand(batch, heads, rows, length)
-    block_m = max(16, triton.next_power_of_2(rows))
+    query_rows = triton.next_power_of_2(rows)  # the combine's and the scan's rows
+    block_m = max(16, query_rows)  # tl.dot's least
     block_n = 64 if dim <= 64 else 32
     processors = torch.cuda.get_device_properties(query.device).multi_processor_count if query.is_cuda else 132
     splits = attention_splits(batch * heads, length, block_n, processors)
@@ -325,7 +326,7 @@ def split_kv_attention(
         length,
         SPLITS=splits,
         BLOCK_M=block_m,
-        ROWS=triton.next_power_of_2(rows),
+        ROWS=query_rows,
         BLOCK_N=block_n,
         D=dim,
         SCAN=min(1024, triton.next_power_of_2(length)),
@@ -347,7 +348,7 @@ def split_kv_attention(
             rows,
             SPLITS=splits,
             BLOCK_M=block_m,
-            ROWS=triton.next_power_of_2(rows),
+            ROWS=query_rows,
             D=dim,
             num_warps=4,
         )
